@@ -1,0 +1,542 @@
+/**
+ * Starts and stops a real Temporal dev server (`temporal server start-dev`, Temporal CLI 1.5.1 =
+ * Server 1.29.1) for the demo, the tests and CI, or connects to an existing cluster when
+ * `TEMPORAL_ADDRESS` is set.
+ *
+ * Lifetime: the server must not outlive the Node process that started it. Each server gets a tiny
+ * watchdog: a second Node process (`process.execPath -e ...`) whose stdin is a pipe from this process.
+ * When this process ends for any reason — normal exit, uncaught exception, `SIGKILL`, OOM — the kernel
+ * closes the pipe, the watchdog sees EOF and sends the server SIGTERM, then SIGKILL after the stop
+ * grace period. The watchdog ignores SIGINT/SIGHUP (a Ctrl-C reaches the server itself anyway) and
+ * exits on its own once the server is gone. The server, the watchdog and their pipes are `unref`'d:
+ * a running dev server does not keep the Node event loop alive, so a program (or test file) that
+ * forgets `stop()` still exits and takes the server with it. Residual risk: if the server dies on its
+ * own and its PID is reused within the watchdog's 1 s poll before this process dies, the watchdog
+ * could signal the wrong process; `stop()` ends the watchdog first-hand to avoid that window.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { Connection, type ConnectionOptions } from '@temporalio/client';
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
+import { OutputTail, stderrLogger, type LineLogger } from './process.js';
+import { ensureSearchAttributes, SearchAttributeMapSchema, type SearchAttributeTypeName } from './searchAttributes.js';
+import { EnsureTemporalCliOptionsSchema, ensureTemporalCli, type TemporalCli, type TemporalCliSource } from './temporalCli.js';
+
+/**
+ * Dynamic config this module always passes (`--dynamic-config-value KEY=JSON`), before the caller's
+ * `dynamicConfig` (which wins on the same key). Values are the Server 1.29.1 defaults, verified in
+ * its source (`common/dynamicconfig/constants.go`), pinned here so that a CLI upgrade cannot silently
+ * turn off what the workflows rely on:
+ * - Updates (`UpdateWorkflowExecution`, incl. waiting for "Accepted") and Update-with-Start
+ *   (`ExecuteMultiOperation`) are on;
+ * - up to 100 search-attribute keys per workflow, 2 KiB per value, 40 KiB in total;
+ * - user metadata (static summary/details, current details) up to 400 B summary / 20 000 B details.
+ * The number of *custom* search attributes per namespace is not dynamic config on the dev server: its
+ * SQLite visibility schema has fixed slots (10 Keyword, 3 each of Text, Int, Double, Bool, Datetime,
+ * KeywordList — `schema/sqlite/v3/visibility/schema.sql`); we register 6 Keyword attributes.
+ * The CLI itself adds `system.forceSearchAttributesCacheRefreshOnRead=true` (new attributes are usable
+ * at once) and raises persistence QPS.
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = Object.freeze({
+  'frontend.enableUpdateWorkflowExecution': true,
+  'frontend.enableUpdateWorkflowExecutionAsyncAccepted': true,
+  'frontend.enableExecuteMultiOperation': true,
+  'frontend.searchAttributesNumberOfKeysLimit': 100,
+  'frontend.searchAttributesSizeOfValueLimit': 2048,
+  'frontend.searchAttributesTotalSizeLimit': 40960,
+  'limit.userMetadataSummarySize': 400,
+  'limit.userMetadataDetailsSize': 20000,
+});
+
+const PortSchema = z.number().int().min(0).max(65535);
+
+/**
+ * Options of {@link startDevServer}.
+ *
+ * - `dbFile`: SQLite file for persistent state (parent dirs are created); default none = in memory.
+ * - `ip`: IP the frontend (and UI) bind to; default `127.0.0.1`.
+ * - `port`: frontend gRPC port; 0/undefined = pick a free port. `uiPort`: Web UI port; 0/undefined =
+ *   pick a free port. Ignored when `headless`.
+ * - `headless`: no Web UI (default false).
+ * - `namespace`: namespace to create and wait for (default `default`, which always exists).
+ * - `searchAttributes`: custom search attributes to register, name → type (default none).
+ * - `logLevel`: server log level (default `warn`).
+ * - `dynamicConfig`: extra dynamic config, key → JSON-serialisable value (overrides
+ *   {@link DEV_SERVER_DYNAMIC_CONFIG}).
+ * - `startTimeoutMs`: how long to wait for the frontend to answer (default 30 000 ms).
+ * - `stopTimeoutMs`: grace period between SIGTERM and SIGKILL on stop (default 10 000 ms).
+ * - `cli`: a CLI to use as is (skips {@link ensureTemporalCli}); `cliOptions`: options for it otherwise.
+ * - `env`: environment of the server process (default `process.env`).
+ * - `logger`: one line per event (default: stderr).
+ */
+export const DevServerOptionsSchema = z
+  .object({
+    dbFile: z.string().min(1).optional(),
+    ip: z
+      .string()
+      .refine((s) => net.isIP(s) !== 0, 'ip must be an IP address literal')
+      .default('127.0.0.1'),
+    port: PortSchema.optional(),
+    uiPort: PortSchema.optional(),
+    headless: z.boolean().default(false),
+    namespace: z.string().min(1).default('default'),
+    searchAttributes: SearchAttributeMapSchema.default({}),
+    logLevel: z.enum(['debug', 'info', 'warn', 'error', 'never']).default('warn'),
+    dynamicConfig: z.record(z.string().regex(/^[A-Za-z0-9_.]+$/, 'dynamic config keys are dotted identifiers'), z.unknown()).default({}),
+    startTimeoutMs: z.number().int().positive().default(30_000),
+    stopTimeoutMs: z.number().int().positive().default(10_000),
+    cli: z
+      .object({ path: z.string().min(1), source: z.enum(['env', 'path', 'cache', 'pypi', 'go', 'sdk']), version: z.string() })
+      .optional(),
+    cliOptions: EnsureTemporalCliOptionsSchema.partial().optional(),
+    env: z.record(z.string(), z.string().optional()).optional(),
+    logger: z.custom<LineLogger>((v) => typeof v === 'function', 'logger must be a function').optional(),
+  })
+  .strict();
+
+/** Input type of {@link DevServerOptionsSchema}. */
+export type DevServerOptions = z.input<typeof DevServerOptionsSchema>;
+
+/** How the server process ended. */
+export interface DevServerExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A running dev server started by {@link startDevServer}. */
+export interface DevServer {
+  /** Frontend gRPC address, `IP:PORT` (e.g. `127.0.0.1:40123`); IPv6 as `[::1]:PORT`. */
+  address: string;
+  /** Frontend gRPC port. */
+  port: number;
+  /** Web UI URL (`http://IP:UIPORT`), undefined when headless. */
+  uiUrl: string | undefined;
+  /** Namespace that was created and answered `DescribeNamespace`. */
+  namespace: string;
+  /** Absolute path of the SQLite file, undefined when in memory. */
+  dbFile: string | undefined;
+  /** PID of the `temporal` process. */
+  pid: number;
+  /** The CLI that runs the server. */
+  cli: { path: string; source: TemporalCliSource; version: string };
+  /** Wall time in ms from spawning the server until the frontend answered. */
+  startupMs: number;
+  /** Settles when the server process ends, whether by {@link DevServer.stop} or on its own. */
+  exited: Promise<DevServerExit>;
+  /** The last lines the server wrote to stdout/stderr (for diagnostics). */
+  outputTail(): string;
+  /**
+   * Stops the server: SIGTERM, wait up to `stopTimeoutMs` ms, then SIGKILL; then ends the watchdog.
+   * Idempotent; resolves once the process has exited. Never throws.
+   */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `temporal server start-dev` on free (or given) ports and resolves once its frontend answers
+ * `GetSystemInfo` and `DescribeNamespace(namespace)` and lists every requested search attribute.
+ * Flags used (from `temporal server start-dev --help` of CLI 1.5.1): `--ip`, `--port`, `--ui-port` |
+ * `--headless`, `--db-filename`, `--namespace`, `--search-attribute K=Type`, `--dynamic-config-value
+ * K=JSON`, `--log-level`.
+ *
+ * @throws Error when the server exits before it is ready (message includes the tail of its output),
+ *   or is not ready within `startTimeoutMs` (the process is killed first); ports picked automatically
+ *   are re-picked up to 3 times if another process grabbed one in between.
+ * @throws TemporalCliNotFoundError (from {@link ensureTemporalCli}) when no CLI can be obtained.
+ * @throws z.ZodError on invalid options.
+ */
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const opts = DevServerOptionsSchema.parse(options);
+  const log = opts.logger ?? stderrLogger;
+  const cli = opts.cli ?? (await ensureTemporalCli({ ...opts.cliOptions, logger: opts.cliOptions?.logger ?? log }));
+  const dbFile = opts.dbFile ? path.resolve(opts.dbFile) : undefined;
+  if (dbFile) await mkdir(path.dirname(dbFile), { recursive: true });
+
+  const autoPorts = !opts.port || (!opts.headless && !opts.uiPort);
+  const maxAttempts = autoPorts ? 3 : 1;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(opts, cli, dbFile, log);
+    } catch (err) {
+      if (attempt < maxAttempts && err instanceof PortInUseError) {
+        log(`dev server: a port was taken before the server bound it, retrying with new ports (${attempt}/${maxAttempts - 1})`);
+        continue;
+      }
+      throw err;
+    }
+  }
+}
+
+class PortInUseError extends Error {}
+
+async function startOnce(
+  opts: z.output<typeof DevServerOptionsSchema>,
+  cli: Pick<TemporalCli, 'path' | 'source' | 'version'>,
+  dbFile: string | undefined,
+  log: LineLogger,
+): Promise<DevServer> {
+  const port = opts.port || (await freePort(opts.ip));
+  const uiPort = opts.headless ? undefined : opts.uiPort || (await freePort(opts.ip, [port]));
+  const host = net.isIPv6(opts.ip) ? `[${opts.ip}]` : opts.ip;
+  const address = `${host}:${port}`;
+  const args = ['server', 'start-dev', '--ip', opts.ip, '--port', String(port)];
+  if (opts.headless) args.push('--headless');
+  else args.push('--ui-port', String(uiPort));
+  if (dbFile) args.push('--db-filename', dbFile);
+  if (opts.namespace !== 'default') args.push('--namespace', opts.namespace);
+  for (const [name, type] of Object.entries(opts.searchAttributes)) args.push('--search-attribute', `${name}=${type}`);
+  for (const [k, v] of Object.entries({ ...DEV_SERVER_DYNAMIC_CONFIG, ...opts.dynamicConfig })) {
+    args.push('--dynamic-config-value', `${k}=${JSON.stringify(v)}`);
+  }
+  args.push('--log-level', opts.logLevel, '--color', 'never');
+
+  const tail = new OutputTail(32 * 1024);
+  const spawnedAt = Date.now();
+  const child = spawn(cli.path, args, { env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
+  child.stdout.on('data', (d: Buffer) => tail.push(d));
+  child.stderr.on('data', (d: Buffer) => tail.push(d));
+  let exit: DevServerExit | undefined;
+  let spawnError: Error | undefined;
+  const exited = new Promise<DevServerExit>((resolve) => {
+    child.once('error', (err) => {
+      spawnError = err;
+      if (child.pid === undefined) resolve((exit = { code: null, signal: null }));
+    });
+    child.once('exit', (code, signal) => resolve((exit = { code, signal })));
+  });
+  // 'close' = exited and its stdout/stderr drained (the last lines of a crash arrive after 'exit').
+  const drained = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  if (child.pid === undefined) {
+    await exited;
+    throw new Error(`could not start ${cli.path}: ${spawnError?.message ?? 'unknown spawn error'}`);
+  }
+  const pid = child.pid;
+  const watchdog = startWatchdog(pid, opts.stopTimeoutMs);
+  unrefChild(child);
+  log(`dev server: started pid ${pid} (${cli.path} ${cli.version}) on ${address}${uiPort ? `, UI port ${uiPort}` : ', headless'}${dbFile ? `, db ${dbFile}` : ', in memory'}`);
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      if (!exit) {
+        child.kill('SIGTERM');
+        let timer: NodeJS.Timeout | undefined;
+        const r = await Promise.race([
+          exited,
+          new Promise<'timeout'>((resolve) => {
+            timer = setTimeout(() => resolve('timeout'), opts.stopTimeoutMs);
+          }),
+        ]);
+        clearTimeout(timer);
+        if (r === 'timeout') {
+          log(`dev server: pid ${pid} did not stop within ${opts.stopTimeoutMs} ms of SIGTERM, sending SIGKILL`);
+          child.kill('SIGKILL');
+          await exited;
+        }
+      }
+      if (watchdog.exitCode === null && watchdog.signalCode === null) watchdog.kill('SIGKILL');
+      log(`dev server: pid ${pid} stopped (${describeExit(exit)})`);
+    })());
+
+  const names = Object.keys(opts.searchAttributes);
+  try {
+    await waitUntilReady({ address, namespace: opts.namespace, searchAttributes: names, timeoutMs: opts.startTimeoutMs, exited });
+  } catch (err) {
+    await stop();
+    await Promise.race([drained, new Promise((r) => setTimeout(r, 1000).unref())]);
+    const out = tail.lastLines(30);
+    const msg = err instanceof EarlyExitError ? `dev server exited before it was ready (${describeExit(exit)})` : (err as Error).message;
+    const full = `${msg}\ncommand: ${cli.path} ${args.join(' ')}\nlast output of the server:\n${out || '(none)'}`;
+    // Retry only when a port *we* picked was taken in the meantime, not when a requested one is busy.
+    const busy = /port (\d+)[^\n]*(address already in use|bind:)/i.exec(out);
+    const busyPort = busy ? Number(busy[1]) : undefined;
+    if (err instanceof EarlyExitError && busyPort !== undefined && busyPort !== opts.port && busyPort !== opts.uiPort) throw new PortInUseError(full);
+    throw new Error(full);
+  }
+  const startupMs = Date.now() - spawnedAt;
+  log(`dev server: ready at ${address} in ${startupMs} ms${uiPort ? `, UI http://${host}:${uiPort}` : ''}`);
+  return {
+    address,
+    port,
+    uiUrl: uiPort ? `http://${host}:${uiPort}` : undefined,
+    namespace: opts.namespace,
+    dbFile,
+    pid,
+    cli: { path: cli.path, source: cli.source, version: cli.version },
+    startupMs,
+    exited,
+    outputTail: () => tail.text(),
+    stop,
+  };
+}
+
+class EarlyExitError extends Error {}
+
+async function waitUntilReady(p: {
+  address: string;
+  namespace: string;
+  searchAttributes: string[];
+  timeoutMs: number;
+  exited: Promise<DevServerExit>;
+}): Promise<void> {
+  const deadline = Date.now() + p.timeoutMs;
+  let gone = false;
+  const exitedFlag = p.exited.then(() => {
+    gone = true;
+  });
+  let last = 'no attempt yet';
+  while (Date.now() < deadline) {
+    if (gone) throw new EarlyExitError('exited');
+    const conn = await Connection.connect({ address: p.address, connectTimeout: 1000 }).catch((err: Error) => {
+      last = `connect: ${err.message}`;
+      return undefined;
+    });
+    if (conn) {
+      try {
+        const rpcDeadline = () => Date.now() + 2000;
+        await conn.withDeadline(rpcDeadline(), () => conn.workflowService.getSystemInfo({}));
+        await conn.withDeadline(rpcDeadline(), () => conn.workflowService.describeNamespace({ namespace: p.namespace }));
+        if (p.searchAttributes.length) {
+          const res = await conn.withDeadline(rpcDeadline(), () => conn.operatorService.listSearchAttributes({ namespace: p.namespace }));
+          const missing = p.searchAttributes.filter((n) => !(n in (res.customAttributes ?? {})));
+          if (missing.length) throw new Error(`search attributes not registered yet: ${missing.join(', ')}`);
+        }
+        return;
+      } catch (err) {
+        last = (err as Error).message;
+      } finally {
+        await conn.close().catch(() => undefined);
+      }
+    }
+    await Promise.race([sleep(150), exitedFlag]);
+  }
+  if (gone) throw new EarlyExitError('exited');
+  throw new Error(`dev server at ${p.address} did not become ready within ${p.timeoutMs} ms (last error: ${last})`);
+}
+
+/**
+ * The watchdog program (see the module doc). argv: server PID, grace period in ms.
+ * Kept dependency-free and tiny; it runs as `node -e`.
+ */
+const WATCHDOG_JS = `
+const pid = Number(process.argv[1]);
+const graceMs = Number(process.argv[2]);
+const alive = () => { try { process.kill(pid, 0); return true; } catch (e) { return e.code === 'EPERM'; } };
+let killing = false;
+const kill = () => {
+  if (killing) return;
+  killing = true;
+  try { process.kill(pid, 'SIGTERM'); } catch { process.exit(0); }
+  const deadline = Date.now() + graceMs;
+  setInterval(() => {
+    if (!alive()) process.exit(0);
+    if (Date.now() > deadline) { try { process.kill(pid, 'SIGKILL'); } catch {} process.exit(0); }
+  }, 100);
+};
+process.on('SIGINT', () => {});
+process.on('SIGHUP', () => {});
+process.stdin.on('end', kill);
+process.stdin.on('close', kill);
+process.stdin.on('error', kill);
+process.stdin.resume();
+setInterval(() => { if (!killing && !alive()) process.exit(0); }, 1000);
+`;
+
+function startWatchdog(pid: number, graceMs: number): ChildProcess {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH };
+  const w = spawn(process.execPath, ['-e', WATCHDOG_JS, String(pid), String(graceMs)], {
+    stdio: ['pipe', 'ignore', 'ignore'],
+    env,
+    windowsHide: true,
+  });
+  w.on('error', () => undefined);
+  unrefChild(w);
+  return w;
+}
+
+/** Lets the event loop exit while the child (and its pipes) are still running. */
+function unrefChild(child: ChildProcess): void {
+  child.unref();
+  for (const s of [child.stdin, child.stdout, child.stderr]) (s as unknown as { unref?: () => void } | null)?.unref?.();
+}
+
+function describeExit(exit: DevServerExit | undefined): string {
+  if (!exit) return 'still running';
+  return exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/**
+ * A free TCP port on `ip`, found by binding port 0 and closing the socket again (the OS may hand it
+ * to someone else before the server binds it; {@link startDevServer} retries in that case).
+ */
+export async function freePort(ip = '127.0.0.1', avoid: number[] = []): Promise<number> {
+  for (let i = 0; i < 20; i++) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const srv = net.createServer();
+      srv.unref();
+      srv.once('error', reject);
+      srv.listen(0, ip, () => {
+        const a = srv.address();
+        srv.close(() => (a && typeof a === 'object' ? resolve(a.port) : reject(new Error('no port'))));
+      });
+    });
+    if (!avoid.includes(port)) return port;
+  }
+  throw new Error(`could not find a free port on ${ip}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// connectOrStartTemporal
+
+/**
+ * Options of {@link connectOrStartTemporal}.
+ *
+ * - `env`: where to read `TEMPORAL_*` from (default `process.env`).
+ * - `namespace`: overrides `TEMPORAL_NAMESPACE` (default `default`).
+ * - `searchAttributes`: attributes to register (default `SEARCH_ATTRIBUTES` of
+ *   `src/workflows/searchAttributes.ts`).
+ * - `devServer`: options for {@link startDevServer} when no `TEMPORAL_ADDRESS` is set.
+ * - `connectTimeoutMs`: connect timeout for an external server (default 10 000 ms).
+ * - `logger`: one line per event (default: stderr).
+ */
+export const ConnectOrStartOptionsSchema = z
+  .object({
+    env: z.record(z.string(), z.string().optional()).optional(),
+    namespace: z.string().min(1).optional(),
+    searchAttributes: SearchAttributeMapSchema.optional(),
+    devServer: DevServerOptionsSchema.omit({ namespace: true, searchAttributes: true, logger: true }).partial().optional(),
+    connectTimeoutMs: z.number().int().positive().default(10_000),
+    logger: z.custom<LineLogger>((v) => typeof v === 'function', 'logger must be a function').optional(),
+  })
+  .strict();
+
+/** Input type of {@link ConnectOrStartOptionsSchema}. */
+export type ConnectOrStartOptions = z.input<typeof ConnectOrStartOptionsSchema>;
+
+/** A Temporal cluster to use: an external one (`TEMPORAL_ADDRESS`) or a dev server we started. */
+export interface TemporalTarget {
+  /** Frontend gRPC address, `host:port`. */
+  address: string;
+  /** Namespace to use. */
+  namespace: string;
+  /** Web UI URL: the dev server's, or `TEMPORAL_UI_URL` for an external cluster if set. */
+  uiUrl?: string;
+  /** True when `TEMPORAL_ADDRESS` pointed at an existing cluster (nothing was started). */
+  external: boolean;
+  /** Options for `Connection.connect` (address, TLS, API key) that reach this cluster. */
+  connectionOptions: ConnectionOptions;
+  /** The dev server, when one was started. */
+  devServer?: DevServer;
+  /** Stops the dev server if we started one; a no-op for an external cluster. Never throws. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Uses the cluster at `TEMPORAL_ADDRESS` if set (namespace `TEMPORAL_NAMESPACE`, default `default`;
+ * TLS from `TEMPORAL_TLS_CERT` + `TEMPORAL_TLS_KEY` — file paths or PEM text — and optionally
+ * `TEMPORAL_TLS_CA`, `TEMPORAL_TLS_SERVER_NAME`, `TEMPORAL_TLS=true|false`; the CLI's names
+ * `TEMPORAL_TLS_CLIENT_CERT_PATH`/`_DATA`, `TEMPORAL_TLS_CLIENT_KEY_PATH`/`_DATA`,
+ * `TEMPORAL_TLS_SERVER_CA_CERT_PATH`/`_DATA` are accepted too; `TEMPORAL_API_KEY`, which implies TLS)
+ * and registers the missing search attributes there; otherwise obtains the CLI and starts a dev
+ * server with them.
+ *
+ * @throws Error when the external cluster cannot be reached, the namespace does not exist, or the
+ *   search attributes cannot be registered; when the TLS env is incomplete (cert without key); or
+ *   whatever {@link startDevServer} throws.
+ */
+export async function connectOrStartTemporal(options: ConnectOrStartOptions = {}): Promise<TemporalTarget> {
+  const opts = ConnectOrStartOptionsSchema.parse(options);
+  const env: NodeJS.ProcessEnv = opts.env ?? process.env;
+  const log = opts.logger ?? stderrLogger;
+  const namespace = opts.namespace ?? (env.TEMPORAL_NAMESPACE || 'default');
+  const searchAttributes: Record<string, SearchAttributeTypeName> = opts.searchAttributes ?? SEARCH_ATTRIBUTES;
+
+  if (env.TEMPORAL_ADDRESS) {
+    const connectionOptions = connectionOptionsFromEnv(env);
+    log(`temporal: using existing cluster ${connectionOptions.address} (namespace ${namespace}${connectionOptions.tls ? ', TLS' : ''}${connectionOptions.apiKey ? ', API key' : ''})`);
+    let conn: Connection;
+    try {
+      conn = await Connection.connect({ ...connectionOptions, connectTimeout: opts.connectTimeoutMs });
+    } catch (err) {
+      throw new Error(`cannot reach Temporal at TEMPORAL_ADDRESS=${env.TEMPORAL_ADDRESS}: ${(err as Error).message}`);
+    }
+    try {
+      try {
+        await conn.workflowService.describeNamespace({ namespace });
+      } catch (err) {
+        throw new Error(`namespace ${namespace} is not usable on ${connectionOptions.address}: ${(err as Error).message}`);
+      }
+      await ensureSearchAttributes(conn, namespace, searchAttributes, { logger: log });
+    } finally {
+      await conn.close().catch(() => undefined);
+    }
+    return {
+      address: connectionOptions.address!,
+      namespace,
+      uiUrl: env.TEMPORAL_UI_URL || undefined,
+      external: true,
+      connectionOptions,
+      stop: async () => undefined,
+    };
+  }
+
+  const server = await startDevServer({ ...opts.devServer, namespace, searchAttributes, logger: log });
+  return {
+    address: server.address,
+    namespace,
+    uiUrl: server.uiUrl,
+    external: false,
+    connectionOptions: { address: server.address },
+    devServer: server,
+    stop: () => server.stop(),
+  };
+}
+
+/**
+ * Builds `Connection.connect` options from `TEMPORAL_ADDRESS`, TLS and API key env vars (see
+ * {@link connectOrStartTemporal}). Reads certificate files synchronously.
+ *
+ * @throws Error when only one of client cert / key is set, or a file cannot be read.
+ */
+export function connectionOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): ConnectionOptions {
+  const address = env.TEMPORAL_ADDRESS;
+  if (!address) throw new Error('TEMPORAL_ADDRESS is not set');
+  const pem = (label: string, ...names: string[]): Buffer | undefined => {
+    for (const n of names) {
+      const v = env[n];
+      if (!v) continue;
+      if (v.trimStart().startsWith('-----BEGIN') || n.endsWith('_DATA')) return Buffer.from(v);
+      try {
+        return readFileSync(v);
+      } catch (err) {
+        throw new Error(`cannot read ${label} from ${n}=${v}: ${(err as Error).message}`);
+      }
+    }
+    return undefined;
+  };
+  const crt = pem('TLS client certificate', 'TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_CERT_DATA');
+  const key = pem('TLS client key', 'TEMPORAL_TLS_KEY', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_CLIENT_KEY_DATA');
+  const ca = pem('TLS server CA', 'TEMPORAL_TLS_CA', 'TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_DATA');
+  if (!!crt !== !!key) throw new Error('TLS needs both a client certificate (TEMPORAL_TLS_CERT) and its key (TEMPORAL_TLS_KEY)');
+  const serverName = env.TEMPORAL_TLS_SERVER_NAME || undefined;
+  const tlsFlag = env.TEMPORAL_TLS?.toLowerCase();
+  const apiKey = env.TEMPORAL_API_KEY || undefined;
+  let tls: ConnectionOptions['tls'];
+  if (tlsFlag === 'false' || tlsFlag === '0') tls = false;
+  else if (crt || ca || serverName) {
+    tls = {
+      ...(crt && key ? { clientCertPair: { crt, key } } : {}),
+      ...(ca ? { serverRootCACertificate: ca } : {}),
+      ...(serverName ? { serverNameOverride: serverName } : {}),
+    };
+  } else if (tlsFlag === 'true' || tlsFlag === '1') tls = true;
+  return { address, ...(tls !== undefined ? { tls } : {}), ...(apiKey ? { apiKey } : {}) };
+}
