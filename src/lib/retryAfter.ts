@@ -1,0 +1,44 @@
+/**
+ * How long a provider asks us to wait.
+ *
+ * Sources: RFC 9110 §10.2.3 (`Retry-After: <delay-seconds> | <HTTP-date>`); providers.md notes that
+ * Firecrawl sometimes gives the wait only in the message text ("Rate limit exceeded. Please retry
+ * after 7 seconds."), so {@link parseWaitFromMessage} reads common English phrasings.
+ */
+
+/**
+ * Parses a `Retry-After` header value into a wait in ms. Accepts delay-seconds (`"7"`, `"1.5"`)
+ * and an HTTP-date (relative to `nowMs`, epoch ms). Returns `undefined` for absent or unparsable
+ * values; a date in the past gives 0.
+ */
+export function parseRetryAfter(value: string | null | undefined, nowMs: number): number | undefined {
+  if (value === null || value === undefined) return undefined;
+  const v = value.trim();
+  if (v === '') return undefined;
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
+  const at = Date.parse(v);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - nowMs);
+}
+
+const UNIT_MS: Record<string, number> = {
+  ms: 1, millisecond: 1, milliseconds: 1,
+  s: 1000, sec: 1000, secs: 1000, second: 1000, seconds: 1000,
+  m: 60_000, min: 60_000, mins: 60_000, minute: 60_000, minutes: 60_000,
+  h: 3_600_000, hr: 3_600_000, hour: 3_600_000, hours: 3_600_000,
+};
+
+/**
+ * Finds a wait in free text such as "retry after 7 seconds", "try again in 2 minutes",
+ * "please wait 30s", "Retry-After: 5". Returns ms, or `undefined` when no wait is stated.
+ */
+export function parseWaitFromMessage(message: string | null | undefined): number | undefined {
+  if (!message) return undefined;
+  const re = /(?:retry|try again|wait|available)[^0-9]{0,24}?(\d+(?:\.\d+)?)\s*(milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hr|h)?\b/i;
+  const m = re.exec(message);
+  if (!m) return undefined;
+  const n = Number(m[1]);
+  const unit = (m[2] ?? 's').toLowerCase();
+  const factor = UNIT_MS[unit] ?? 1000;
+  return Math.round(n * factor);
+}

@@ -1,0 +1,42 @@
+/**
+ * The job state machine's vocabulary (DESIGN.md, "The scrape workflow"). Pure constants and types:
+ * imported by workflow code, activities, the store, the client and the CLI alike.
+ */
+
+/** Every local job state. The provider's own status string is kept beside it, never instead. */
+export const JOB_STATES = [
+  'submitting',
+  'unknown',
+  'pending',
+  'completed',
+  'failed',
+  'cancelling',
+  'cancelled',
+  'cancel_unconfirmed',
+  'tracking_interrupted',
+  'expired',
+] as const;
+
+/** A local job state; see {@link JOB_STATES}. */
+export type JobState = (typeof JOB_STATES)[number];
+
+/**
+ * States in which the workflow has stopped tracking the provider task. `tracking_interrupted` is
+ * final for the run but resumable with the same task ID; `expired` can follow `completed`.
+ */
+export const FINAL_STATES: readonly JobState[] = [
+  'completed',
+  'failed',
+  'cancelled',
+  'cancel_unconfirmed',
+  'tracking_interrupted',
+  'expired',
+];
+
+/** True when `state` is one of {@link FINAL_STATES}. */
+export function isFinalState(state: string): boolean {
+  return (FINAL_STATES as readonly string[]).includes(state);
+}
+
+/** Normalised provider status: what every adapter maps its raw status strings into. */
+export type ProviderState = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';

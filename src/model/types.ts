@@ -1,0 +1,155 @@
+/**
+ * Shapes that cross the workflow boundary (workflow input, query and outcome). Type-only module
+ * plus pure defaults: safe to import from workflow code.
+ */
+import type { JobState, ProviderState } from './states.js';
+
+/** Output format requested from the provider. */
+export type ScrapeFormat = 'markdown' | 'text';
+
+/** What to scrape. Never contains credentials (they come from worker configuration). */
+export interface ScrapeRequest {
+  /** Absolute http(s) URL of the page, already sanitised of credentials. */
+  url: string;
+  /** Output format requested from the provider (default `markdown`). */
+  format: ScrapeFormat;
+  /** Provider-specific options passed through to the adapter (JSON, no secrets). */
+  options: Record<string, unknown>;
+}
+
+/**
+ * Polling and deadline policy. All durations in ms.
+ *
+ * The delay before status check n (0-based) is `min(maxDelayMs, initialDelayMs * multiplier^n)`,
+ * multiplied by a random factor in `[1 - jitter, 1 + jitter]`, never less than the provider's
+ * requested wait (`Retry-After`) and never past the deadline.
+ */
+export interface PollPolicy {
+  /** First delay between submit and the first status check (ms). */
+  initialDelayMs: number;
+  /** Ceiling of the delay between two status checks (ms). */
+  maxDelayMs: number;
+  /** Growth factor of the delay after each check that finds the task not final. */
+  multiplier: number;
+  /** Jitter as a fraction of the delay, 0..1. */
+  jitter: number;
+  /** Overall tracking deadline from workflow start (ms). Past it: `tracking_interrupted`. */
+  deadlineMs: number;
+  /** Attempts of one status check (HTTP timeouts, 5xx, 429) before the check gives up (count). */
+  statusCheckAttempts: number;
+  /** Elapsed-time budget of one status check including its retries (ms). */
+  statusCheckBudgetMs: number;
+  /** Consecutive `404`s on a known task before it is declared `expired` (count). */
+  notFoundLimit: number;
+  /** After a cancel request, how long to wait for the provider to confirm (ms). */
+  cancelConfirmDeadlineMs: number;
+  /** When the deadline passes: stop tracking (`interrupt`) or cancel at the provider (`cancel`). */
+  onDeadline: 'interrupt' | 'cancel';
+  /**
+   * Start-to-close timeout of one activity attempt (ms): how long a crashed worker's attempt takes
+   * to be retried elsewhere. Must exceed the provider HTTP timeouts configured on the worker.
+   */
+  activityTimeoutMs: number;
+}
+
+/** Defaults for {@link PollPolicy}: 2 s growing ×1.5 to 60 s, ±20 % jitter, 30 min deadline, 30 s per activity attempt. */
+export const DEFAULT_POLL_POLICY: PollPolicy = {
+  initialDelayMs: 2_000,
+  maxDelayMs: 60_000,
+  multiplier: 1.5,
+  jitter: 0.2,
+  deadlineMs: 30 * 60_000,
+  statusCheckAttempts: 8,
+  statusCheckBudgetMs: 5 * 60_000,
+  notFoundLimit: 3,
+  cancelConfirmDeadlineMs: 2 * 60_000,
+  onDeadline: 'interrupt',
+  activityTimeoutMs: 30_000,
+};
+
+/** Input of `scrapeWorkflow`. Built by the client; validated there with zod. */
+export interface ScrapeWorkflowInput {
+  /** Job ID, equal to the workflow ID: `scrape:<account>:<key>`. */
+  jobId: string;
+  /** Our account (tenant) that owns the job. */
+  account: string;
+  /** Idempotency key, unique within the account. */
+  key: string;
+  /** Provider name as configured on the worker (e.g. `reference`). */
+  provider: string;
+  /** Fingerprint of (provider, request): same key + other fingerprint is a conflict. */
+  requestHash: string;
+  request: ScrapeRequest;
+  /** The caller's input row (sanitised), kept with the job for evidence. */
+  row?: Record<string, unknown>;
+  /** Batch the job belongs to, if any. */
+  batchId?: string;
+  /** Policy overrides; merged over {@link DEFAULT_POLL_POLICY}. */
+  policy?: Partial<PollPolicy>;
+  /** Resume tracking of an existing provider task instead of submitting (never resubmits). */
+  resume?: { taskId: string };
+}
+
+/** Error evidence kept with a job (sanitised: no credentials). */
+export interface JobError {
+  /** Our classification: permanent | cooldown | transient | ambiguous | not_found | conflict | internal. */
+  kind: string;
+  /** Provider's error code when it gave one (e.g. `CONCURRENCY_LIMIT`). */
+  code?: string;
+  message: string;
+  /** HTTP status of the provider response, when there was one. */
+  httpStatus?: number;
+  /** Sanitised endpoint, e.g. `POST http://127.0.0.1:8790/api/scrape`. */
+  endpoint?: string;
+  /** UTC ISO-8601 time the error was observed. */
+  at: string;
+}
+
+/** What the cancel path observed at the provider. */
+export interface CancelReport {
+  /** Who asked (free text from the signal/Update; `temporal` for native cancellation). */
+  requestedBy: string;
+  reason: string;
+  /** Which door the request came through. */
+  via: 'signal' | 'update' | 'native' | 'deadline';
+  /** UTC ISO-8601 time of the first request. */
+  requestedAt: string;
+  /** Final observed outcome; undefined while the cancel is in progress. */
+  outcome?: 'cancelled' | 'completed' | 'failed' | 'cancel_unconfirmed';
+  /** Human explanation of the outcome, with evidence. */
+  detail?: string;
+  /** Number of provider cancel calls made. */
+  providerCancelCalls: number;
+  /** Effects that already happened and remain (pages fetched, credits used). */
+  remainingEffects?: { pagesFetched?: number; creditsUsed?: number };
+}
+
+/** The workflow's view of the job, returned by the `state` query and as the workflow result. */
+export interface JobView {
+  jobId: string;
+  account: string;
+  provider: string;
+  key: string;
+  state: JobState;
+  /** Provider's raw status string from the last successful check. */
+  providerStatus?: string;
+  /** Normalised provider state from the last successful check. */
+  providerState?: ProviderState;
+  taskId?: string;
+  url: string;
+  /** Number of successful status checks so far. */
+  statusChecks: number;
+  /** UTC ISO-8601 times. */
+  startedAt: string;
+  submittedAt?: string;
+  finishedAt?: string;
+  /** UTC ISO-8601 time of the tracking deadline. */
+  deadlineAt: string;
+  /** UTC ISO-8601 time of the next scheduled status check, while pending. */
+  nextCheckAt?: string;
+  lastError?: JobError;
+  result?: { resultId: string; title: string | null; httpStatus: number | null; finalUrl: string | null };
+  cancel?: CancelReport;
+  /** Human-readable reason for the current state (e.g. why `unknown`). */
+  note?: string;
+}

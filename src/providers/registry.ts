@@ -1,0 +1,160 @@
+/**
+ * The worker's providers: one adapter per configured provider, the credentials of each
+ * (provider, account) pair, and one shared limiter per provider key.
+ *
+ * The limiter is shared by every activity of the worker process: it bounds concurrent calls and
+ * spacing per provider key (p-queue), and holds a cool-down after any `429`/concurrency answer so
+ * that no other workflow calls that key until the provider's `Retry-After` has passed. This is
+ * what keeps a thousand waiting jobs from producing a 429 storm (providers.md: Bright Data blocks
+ * an IP after 25 × 429 in 5 min, so throttling must be per provider account, not per workflow).
+ */
+import PQueue from 'p-queue';
+import { resolveCredential, type Config, type ProviderEntry } from '../config.js';
+import { ProviderError } from './errors.js';
+import { ReferenceAdapter } from './reference.js';
+import type { ProviderAdapter } from './types.js';
+
+/** Per-provider-key limiter: concurrency + spacing + cool-down gate. Times in ms. */
+export class KeyLimiter {
+  private readonly queue: PQueue;
+  /** Epoch ms until which calls are held back. */
+  private coolUntil = 0;
+  private coolReason = '';
+
+  constructor(
+    readonly label: string,
+    opts: { maxConcurrent: number; minIntervalMs: number },
+    private readonly now: () => number = Date.now,
+  ) {
+    this.queue = new PQueue(
+      opts.minIntervalMs > 0 ? { concurrency: opts.maxConcurrent, intervalCap: 1, interval: opts.minIntervalMs } : { concurrency: opts.maxConcurrent },
+    );
+  }
+
+  /** Remaining cool-down in ms (0 when none). */
+  coolDownRemainingMs(): number {
+    return Math.max(0, this.coolUntil - this.now());
+  }
+
+  /** Starts or extends a cool-down of `ms` (never shortens one already running). */
+  coolDown(ms: number, reason: string): void {
+    const until = this.now() + ms;
+    if (until > this.coolUntil) {
+      this.coolUntil = until;
+      this.coolReason = reason;
+    }
+  }
+
+  /**
+   * Runs `fn` under the limiter. During a cool-down it does not call the provider and throws a
+   * `cooldown` {@link ProviderError} whose `retryAfterMs` is the time left, so that the activity
+   * is retried after it instead of holding a slot while it waits. A `cooldown` error thrown by
+   * `fn` starts a cool-down for every caller of this key.
+   */
+  async run<T>(fn: () => Promise<T>, defaultCoolDownMs: number): Promise<T> {
+    const gate = () => {
+      const left = this.coolDownRemainingMs();
+      if (left > 0) {
+        throw new ProviderError('cooldown', `provider key ${this.label} is cooling down for ${left} ms (${this.coolReason})`, {
+          code: 'LOCAL_COOLDOWN',
+          retryAfterMs: left,
+        });
+      }
+    };
+    gate();
+    return this.queue.add(
+      async () => {
+        gate();
+        try {
+          return await fn();
+        } catch (e) {
+          if (e instanceof ProviderError && e.kind === 'cooldown') {
+            this.coolDown(e.details.retryAfterMs ?? defaultCoolDownMs, e.details.code ?? 'rate limited');
+          }
+          throw e;
+        }
+      },
+      { throwOnTimeout: true },
+    ) as Promise<T>;
+  }
+}
+
+/** What an activity needs to call a provider for an account. */
+export interface ResolvedProvider {
+  adapter: ProviderAdapter;
+  apiKey: string;
+  limiter: KeyLimiter;
+  entry: ProviderEntry;
+}
+
+/** Builds the adapter for a configured provider entry. Throws for an unknown kind. */
+export function createAdapter(name: string, entry: ProviderEntry): ProviderAdapter {
+  switch (entry.kind) {
+    case 'reference':
+      return new ReferenceAdapter(name, entry);
+  }
+}
+
+/** All configured providers of a worker (or of the CLI/API, which only need capabilities). */
+export class ProviderRegistry {
+  private readonly adapters = new Map<string, ProviderAdapter>();
+  private readonly limiters = new Map<string, KeyLimiter>();
+
+  /**
+   * @param adapters adapter overrides by provider name (unit tests give fakes here; the product
+   *   never does).
+   */
+  constructor(
+    private readonly config: Config,
+    private readonly env: NodeJS.ProcessEnv = process.env,
+    adapters: Record<string, ProviderAdapter> = {},
+  ) {
+    for (const [name, entry] of Object.entries(config.providers)) this.adapters.set(name, adapters[name] ?? createAdapter(name, entry));
+  }
+
+  /** Configured provider names. */
+  names(): string[] {
+    return [...this.adapters.keys()];
+  }
+
+  /** The adapter for `name`; throws a permanent {@link ProviderError} when not configured. */
+  adapter(name: string): ProviderAdapter {
+    const a = this.adapters.get(name);
+    if (!a) throw new ProviderError('permanent', `provider "${name}" is not configured on this worker (configured: ${this.names().join(', ') || 'none'})`, { code: 'UNKNOWN_PROVIDER' });
+    return a;
+  }
+
+  /**
+   * Adapter, API key and shared limiter for (provider, account). Throws a permanent
+   * {@link ProviderError} when the provider or its credentials are not configured.
+   */
+  resolve(name: string, account: string): ResolvedProvider {
+    const adapter = this.adapter(name);
+    const entry = this.config.providers[name]!;
+    let cred: { apiKey: string; label: string };
+    try {
+      cred = resolveCredential(entry, name, account, this.env);
+    } catch (e) {
+      throw new ProviderError('permanent', (e as Error).message, { code: 'NO_CREDENTIALS' });
+    }
+    let limiter = this.limiters.get(cred.label);
+    if (!limiter) {
+      limiter = new KeyLimiter(cred.label, entry.limits);
+      this.limiters.set(cred.label, limiter);
+    }
+    return { adapter, apiKey: cred.apiKey, limiter, entry };
+  }
+
+  /** Every configured API key value (to scrub from anything recorded). */
+  allSecrets(): string[] {
+    const out: string[] = [];
+    for (const entry of Object.values(this.config.providers)) {
+      for (const c of [entry.credentials.default, ...Object.values(entry.credentials.accounts)]) {
+        if (!c) continue;
+        if ('apiKey' in c) out.push(c.apiKey);
+        else if (this.env[c.apiKeyEnv]) out.push(this.env[c.apiKeyEnv]!);
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,341 @@
+/**
+ * The result store: jobs, results (written once per provider task) and each job's timeline.
+ *
+ * One Kysely query layer over SQLite (better-sqlite3, the embedded default) or PostgreSQL (`pg`).
+ * Every write that must be atomic with a state transition runs in one transaction.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import { FINAL_STATES, type JobState } from '../model/states.js';
+import type { JobError } from '../model/types.js';
+import { migrationProvider } from './migrations.js';
+import type { Database as DB, JobEventRow, JobRow, NewJobRow, ResultRow } from './schema.js';
+
+export type { JobRow, ResultRow, JobEventRow } from './schema.js';
+
+/** Where the store lives: `sqlite:<file>` / a bare file path, or `postgres://…`. */
+export type StoreUrl = string;
+
+/** Thrown when a job exists under the same (account, key) with a different request fingerprint. */
+export class IdempotencyConflictStoreError extends Error {
+  override readonly name = 'IdempotencyConflictStoreError';
+  constructor(
+    readonly jobId: string,
+    readonly existingHash: string,
+    readonly requestHash: string,
+  ) {
+    super(`job ${jobId} already exists with different parameters (idempotency key reused)`);
+  }
+}
+
+/** The extracted page as the store keeps it. */
+export interface ResultPayload {
+  url: string;
+  finalUrl: string | null;
+  httpStatus: number | null;
+  title: string | null;
+  byline: string | null;
+  excerpt: string | null;
+  lang: string | null;
+  siteName: string | null;
+  publishedTime: string | null;
+  text: string | null;
+  markdown: string | null;
+  links: string[];
+  contentLength: number | null;
+}
+
+/** Outcome of {@link Store.writeResultOnce}. */
+export interface WriteOnceOutcome {
+  resultId: string;
+  /** True only for the call that inserted the row; a repeat returns the existing row's id. */
+  inserted: boolean;
+  /** Whether the job row moved to `completed` in this call. */
+  transitioned: boolean;
+}
+
+/** Filters for {@link Store.listJobs}. */
+export interface JobFilter {
+  account?: string;
+  states?: string[];
+  batchId?: string;
+  provider?: string;
+  /** Only jobs updated before this UTC ISO-8601 time. */
+  updatedBefore?: string;
+  limit?: number;
+}
+
+const nowIso = () => new Date().toISOString();
+
+/**
+ * Parses a store URL. `sqlite::memory:` gives an in-memory database (tests only);
+ * `sqlite:/path/file.db` or `/path/file.db` a file; `postgres://` / `postgresql://` a server.
+ */
+export function parseStoreUrl(url: StoreUrl): { kind: 'sqlite'; file: string } | { kind: 'postgres'; connectionString: string } {
+  if (/^postgres(ql)?:\/\//.test(url)) return { kind: 'postgres', connectionString: url };
+  const file = url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : url;
+  if (!file) throw new Error(`store URL "${url}" names no SQLite file`);
+  return { kind: 'sqlite', file };
+}
+
+/**
+ * Opens the store and applies pending migrations.
+ *
+ * SQLite runs in WAL mode with a 5 s busy timeout so that the worker, the CLI and the API can
+ * share one file. Throws when the database cannot be opened or a migration fails.
+ */
+export async function openStore(url: StoreUrl): Promise<Store> {
+  const parsed = parseStoreUrl(url);
+  let db: Kysely<DB>;
+  if (parsed.kind === 'sqlite') {
+    if (parsed.file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(parsed.file)), { recursive: true });
+    const sqlite = new Database(parsed.file);
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('busy_timeout = 5000');
+    sqlite.pragma('foreign_keys = ON');
+    sqlite.pragma('synchronous = NORMAL');
+    db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+  } else {
+    db = new Kysely<DB>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: parsed.connectionString, max: 10 }) }),
+    });
+  }
+  const store = new Store(db, parsed.kind, parsed.kind === 'sqlite' ? parsed.file : undefined);
+  await store.migrate();
+  return store;
+}
+
+/** Data access for jobs, results and job events. Construct with {@link openStore}. */
+export class Store {
+  constructor(
+    /** The Kysely instance, for queries not covered by a method. */
+    readonly db: Kysely<DB>,
+    readonly kind: 'sqlite' | 'postgres',
+    /** The SQLite file path, when `kind` is `sqlite`. */
+    readonly file?: string,
+  ) {}
+
+  /** Applies pending migrations; throws with the failing migration's error. */
+  async migrate(): Promise<void> {
+    const migrator = new Migrator({ db: this.db, provider: migrationProvider });
+    const { error, results } = await migrator.migrateToLatest();
+    if (error) {
+      const failed = results?.find((r) => r.status === 'Error');
+      throw new Error(`store migration ${failed?.migrationName ?? '?'} failed: ${String(error)}`);
+    }
+  }
+
+  /** Closes connections. */
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+
+  /**
+   * Inserts the job row if absent and returns the stored row (rule 1: persist the reference
+   * before anything else). Throws {@link IdempotencyConflictStoreError} when the row exists with
+   * another request fingerprint.
+   */
+  async registerJob(row: Omit<NewJobRow, 'created_at' | 'updated_at' | 'state'> & { state?: JobState }): Promise<JobRow> {
+    const at = nowIso();
+    await this.db
+      .insertInto('jobs')
+      .values({ ...row, state: row.state ?? 'submitting', created_at: at, updated_at: at })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+    const existing = await this.getJob(row.id);
+    if (!existing) throw new Error(`job ${row.id} could not be registered`);
+    if (existing.request_hash !== row.request_hash) {
+      throw new IdempotencyConflictStoreError(row.id, existing.request_hash, row.request_hash);
+    }
+    return existing;
+  }
+
+  /** The job row, or undefined. */
+  async getJob(id: string): Promise<JobRow | undefined> {
+    return this.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** The job row that holds `taskId` at `provider`, or undefined. */
+  async getJobByTask(provider: string, taskId: string): Promise<JobRow | undefined> {
+    return this.db.selectFrom('jobs').selectAll().where('provider', '=', provider).where('task_id', '=', taskId).executeTakeFirst();
+  }
+
+  /** Jobs matching `filter`, newest first (default limit 100). */
+  async listJobs(filter: JobFilter = {}): Promise<JobRow[]> {
+    let q = this.db.selectFrom('jobs').selectAll();
+    if (filter.account) q = q.where('account', '=', filter.account);
+    if (filter.states?.length) q = q.where('state', 'in', filter.states);
+    if (filter.batchId) q = q.where('batch_id', '=', filter.batchId);
+    if (filter.provider) q = q.where('provider', '=', filter.provider);
+    if (filter.updatedBefore) q = q.where('updated_at', '<', filter.updatedBefore);
+    return q.orderBy('created_at', 'desc').orderBy('id').limit(filter.limit ?? 100).execute();
+  }
+
+  /**
+   * Records the intent to submit (before the provider is called). Returns the row as it was
+   * before, so that a retried submit attempt can see an earlier intent or an earlier answer.
+   */
+  async recordSubmitIntent(jobId: string): Promise<JobRow | undefined> {
+    return this.db.transaction().execute(async (trx) => {
+      const before = await trx.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
+      if (!before || before.task_id) return before;
+      const at = nowIso();
+      await trx
+        .updateTable('jobs')
+        .set({ submit_intent_at: at, submit_attempts: sql`submit_attempts + 1`, updated_at: at })
+        .where('id', '=', jobId)
+        .execute();
+      return before;
+    });
+  }
+
+  /** Clears the submit intent after a definite rejection (nothing was created at the provider). */
+  async clearSubmitIntent(jobId: string): Promise<void> {
+    await this.db.updateTable('jobs').set({ submit_intent_at: null, updated_at: nowIso() }).where('id', '=', jobId).where('task_id', 'is', null).execute();
+  }
+
+  /**
+   * Records the provider's task ID (the answer to a submit, or a task adopted by reconciliation)
+   * and moves the job to `pending`. A task ID already recorded is never replaced: the stored one
+   * is returned instead.
+   */
+  async recordTaskId(jobId: string, taskId: string, providerStatus: string | null, source: string): Promise<string> {
+    return this.db.transaction().execute(async (trx) => {
+      const row = await trx.selectFrom('jobs').select(['task_id', 'state']).where('id', '=', jobId).executeTakeFirstOrThrow();
+      if (row.task_id) return row.task_id;
+      const at = nowIso();
+      await trx
+        .updateTable('jobs')
+        .set({ task_id: taskId, provider_status: providerStatus, state: 'pending', submit_intent_at: null, submitted_at: at, updated_at: at })
+        .where('id', '=', jobId)
+        .execute();
+      await trx.insertInto('job_events').values(event(jobId, 'task_recorded', 'pending', { taskId, source, providerStatus })).execute();
+      return taskId;
+    });
+  }
+
+  /** Records a successful status check (provider status, time, count). */
+  async recordStatusCheck(jobId: string, providerStatus: string): Promise<void> {
+    const at = nowIso();
+    await this.db
+      .updateTable('jobs')
+      .set({ provider_status: providerStatus, last_checked_at: at, status_checks: sql`status_checks + 1`, updated_at: at })
+      .where('id', '=', jobId)
+      .execute();
+  }
+
+  /**
+   * Moves the job to `state` unless it is already final (then nothing changes and false is
+   * returned), records `error` as the last error and appends a timeline event. `force` allows
+   * final → final moves that the design permits (`completed` → `expired`, resume of
+   * `tracking_interrupted`).
+   */
+  async transition(jobId: string, state: JobState, opts: { error?: JobError | null; detail?: unknown; force?: boolean } = {}): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const at = nowIso();
+      let q = trx
+        .updateTable('jobs')
+        .set({
+          state,
+          updated_at: at,
+          ...(opts.error !== undefined ? { last_error: opts.error ? JSON.stringify(opts.error) : null } : {}),
+          ...((FINAL_STATES as readonly string[]).includes(state) ? { finished_at: at } : { finished_at: null }),
+        })
+        .where('id', '=', jobId);
+      if (!opts.force) q = q.where('state', 'not in', [...FINAL_STATES]);
+      const res = await q.executeTakeFirst();
+      const changed = Number(res.numUpdatedRows) > 0;
+      if (changed) {
+        await trx.insertInto('job_events').values(event(jobId, 'state', state, opts.detail ?? (opts.error ? { error: opts.error } : null))).execute();
+      }
+      return changed;
+    });
+  }
+
+  /**
+   * Writes the result once, keyed by (provider, task ID), in the same transaction as the job's
+   * transition to `completed` (rule 6). A second call for the same task, from a retried activity
+   * or another worker, inserts nothing and returns the existing row's id.
+   */
+  async writeResultOnce(jobId: string, provider: string, taskId: string, payload: ResultPayload, retentionMs: number | null): Promise<WriteOnceOutcome> {
+    return this.db.transaction().execute(async (trx) => {
+      const at = nowIso();
+      const id = randomUUID();
+      const ins = await trx
+        .insertInto('results')
+        .values({
+          id,
+          provider,
+          task_id: taskId,
+          job_id: jobId,
+          url: payload.url,
+          final_url: payload.finalUrl,
+          http_status: payload.httpStatus,
+          title: payload.title,
+          byline: payload.byline,
+          excerpt: payload.excerpt,
+          lang: payload.lang,
+          site_name: payload.siteName,
+          published_time: payload.publishedTime,
+          text: payload.text,
+          markdown: payload.markdown,
+          links: JSON.stringify(payload.links),
+          content_length: payload.contentLength,
+          written_at: at,
+          expires_at: retentionMs === null ? null : new Date(Date.now() + retentionMs).toISOString(),
+          purged_at: null,
+        })
+        .onConflict((oc) => oc.columns(['provider', 'task_id']).doNothing())
+        .executeTakeFirst();
+      const inserted = Number(ins.numInsertedOrUpdatedRows ?? 0n) > 0;
+      const row = await trx.selectFrom('results').select('id').where('provider', '=', provider).where('task_id', '=', taskId).executeTakeFirstOrThrow();
+      const upd = await trx
+        .updateTable('jobs')
+        .set({ state: 'completed', provider_status: 'completed', finished_at: at, updated_at: at, last_error: null })
+        .where('id', '=', jobId)
+        .where('state', 'not in', ['completed', 'expired'])
+        .executeTakeFirst();
+      const transitioned = Number(upd.numUpdatedRows) > 0;
+      if (transitioned) {
+        await trx.insertInto('job_events').values(event(jobId, 'state', 'completed', { resultId: row.id, inserted })).execute();
+      }
+      return { resultId: row.id, inserted, transitioned };
+    });
+  }
+
+  /** The job's result row (latest task), or undefined. */
+  async getResultForJob(jobId: string): Promise<ResultRow | undefined> {
+    return this.db.selectFrom('results').selectAll().where('job_id', '=', jobId).orderBy('written_at', 'desc').executeTakeFirst();
+  }
+
+  /** Number of result rows for a provider task (tests assert it is exactly 1). */
+  async countResults(filter: { jobId?: string; provider?: string; taskId?: string } = {}): Promise<number> {
+    let q = this.db.selectFrom('results').select((eb) => eb.fn.countAll<number>().as('n'));
+    if (filter.jobId) q = q.where('job_id', '=', filter.jobId);
+    if (filter.provider) q = q.where('provider', '=', filter.provider);
+    if (filter.taskId) q = q.where('task_id', '=', filter.taskId);
+    const r = await q.executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  /** Appends a timeline event (detail must already be sanitised). */
+  async appendEvent(jobId: string, type: string, state: string | null, detail: unknown): Promise<void> {
+    await this.db.insertInto('job_events').values(event(jobId, type, state, detail)).execute();
+  }
+
+  /** The job's timeline, oldest first. */
+  async timeline(jobId: string): Promise<JobEventRow[]> {
+    return this.db.selectFrom('job_events').selectAll().where('job_id', '=', jobId).orderBy('at').orderBy('id').execute();
+  }
+}
+
+let seq = 0;
+function event(jobId: string, type: string, state: string | null, detail: unknown) {
+  // A sortable id: time + a per-process counter + randomness, so events keep insertion order.
+  const id = `${Date.now().toString(36).padStart(9, '0')}-${(seq++ % 1_000_000).toString(36).padStart(4, '0')}-${randomUUID().slice(0, 8)}`;
+  return { id, job_id: jobId, at: nowIso(), type, state, detail: detail === null || detail === undefined ? null : JSON.stringify(detail) };
+}

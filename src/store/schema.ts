@@ -1,0 +1,94 @@
+/**
+ * Table shapes of the result store, as Kysely sees them. Times are UTC ISO-8601 strings
+ * (`2026-11-29T07:00:00.000Z`) in both SQLite and PostgreSQL so that one query layer serves both;
+ * JSON columns hold serialised, sanitised JSON text.
+ */
+import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+/** One logical scrape request (one row per account + idempotency key). */
+export interface JobsTable {
+  /** Job ID = workflow ID, `scrape:<account>:<key>`. */
+  id: string;
+  account: string;
+  idem_key: string;
+  provider: string;
+  /** Fingerprint of (provider, request); same key + other hash is a conflict. */
+  request_hash: string;
+  /** Sanitised target URL. */
+  url: string;
+  /** JSON: the caller's input row (sanitised). */
+  input: string;
+  /** JSON: request options and poll policy. */
+  options: string;
+  batch_id: string | null;
+  workflow_id: string;
+  task_id: string | null;
+  state: string;
+  provider_status: string | null;
+  /** When the last submit attempt started and had no answer yet (the recorded intent). */
+  submit_intent_at: string | null;
+  submit_attempts: Generated<number>;
+  submitted_at: string | null;
+  last_checked_at: string | null;
+  status_checks: Generated<number>;
+  /** JSON {@link JobError} of the last error, sanitised. */
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+  deadline_at: string | null;
+}
+
+/** A provider result, written once per (provider, task_id). */
+export interface ResultsTable {
+  id: string;
+  provider: string;
+  task_id: string;
+  job_id: string;
+  url: string;
+  final_url: string | null;
+  http_status: number | null;
+  title: string | null;
+  byline: string | null;
+  excerpt: string | null;
+  lang: string | null;
+  site_name: string | null;
+  published_time: string | null;
+  /** Extracted text; null once purged. */
+  text: string | null;
+  /** Extracted markdown; null once purged. */
+  markdown: string | null;
+  /** JSON array of absolute URLs; null once purged. */
+  links: string | null;
+  content_length: number | null;
+  written_at: string;
+  /** When our retention of the payload ends (UTC ISO-8601), or null for no limit. */
+  expires_at: string | null;
+  /** When the payload was purged (evidence row kept). */
+  purged_at: string | null;
+}
+
+/** Timeline of a job: every transition and notable observation. */
+export interface JobEventsTable {
+  id: string;
+  job_id: string;
+  at: string;
+  type: string;
+  state: string | null;
+  /** JSON detail, sanitised. */
+  detail: string | null;
+}
+
+/** The database as Kysely sees it. */
+export interface Database {
+  jobs: JobsTable;
+  results: ResultsTable;
+  job_events: JobEventsTable;
+}
+
+export type JobRow = Selectable<JobsTable>;
+export type NewJobRow = Insertable<JobsTable>;
+export type JobPatch = Updateable<JobsTable>;
+export type ResultRow = Selectable<ResultsTable>;
+export type NewResultRow = Insertable<ResultsTable>;
+export type JobEventRow = Selectable<JobEventsTable>;

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { canonicalJson, deterministicUuid, fingerprint } from '../../src/lib/hash.js';
+import { parseRetryAfter, parseWaitFromMessage } from '../../src/lib/retryAfter.js';
+import { REDACTED, redactSecrets, sanitizeBody, sanitizeHeaders, sanitizeUrl } from '../../src/lib/sanitize.js';
+
+describe('canonical hashing', () => {
+  it('ignores key order and undefined members, not values', () => {
+    expect(canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: undefined } })).toBe('{"a":{"d":[1,{"x":1,"y":2}]},"b":1}');
+    expect(fingerprint({ a: 1, b: 2 })).toBe(fingerprint({ b: 2, a: 1 }));
+    expect(fingerprint({ a: 1 })).not.toBe(fingerprint({ a: 2 }));
+  });
+
+  it('derives a stable UUID-shaped idempotency key per (account, key)', () => {
+    const a = deterministicUuid('acme', 'k1');
+    expect(a).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(deterministicUuid('acme', 'k1')).toBe(a);
+    expect(deterministicUuid('globex', 'k1')).not.toBe(a);
+    expect(deterministicUuid('acm', 'ek1')).not.toBe(a); // parts are delimited
+  });
+});
+
+describe('Retry-After', () => {
+  const now = Date.parse('2026-11-29T07:00:00Z');
+  it('reads delay-seconds and HTTP dates (RFC 9110)', () => {
+    expect(parseRetryAfter('7', now)).toBe(7000);
+    expect(parseRetryAfter(' 1.5 ', now)).toBe(1500);
+    expect(parseRetryAfter('Sun, 29 Nov 2026 07:00:30 GMT', now)).toBe(30_000);
+    expect(parseRetryAfter('Sun, 29 Nov 2026 06:00:00 GMT', now)).toBe(0);
+    expect(parseRetryAfter('soon', now)).toBeUndefined();
+    expect(parseRetryAfter(null, now)).toBeUndefined();
+  });
+  it('reads a wait stated only in the message text', () => {
+    expect(parseWaitFromMessage('Rate limit exceeded. Please retry after 7 seconds.')).toBe(7000);
+    expect(parseWaitFromMessage('Too many requests, try again in 2 minutes')).toBe(120_000);
+    expect(parseWaitFromMessage('please wait 30s before retrying')).toBe(30_000);
+    expect(parseWaitFromMessage('retry after 250 ms')).toBe(250);
+    expect(parseWaitFromMessage('Internal error')).toBeUndefined();
+  });
+});
+
+describe('sanitising what we record', () => {
+  it('removes credentials from URLs', () => {
+    expect(sanitizeUrl('https://user:pw@api.example.com/x?token=abc&url=https%3A%2F%2Fa.b&apikey=zzz')).toBe(
+      `https://${encodeURIComponent(REDACTED)}:${encodeURIComponent(REDACTED)}@api.example.com/x?token=${encodeURIComponent(REDACTED)}&url=https%3A%2F%2Fa.b&apikey=${encodeURIComponent(REDACTED)}`,
+    );
+  });
+  it('removes secret headers and known secret values anywhere', () => {
+    expect(sanitizeHeaders({ Authorization: 'Bearer sk-123456', 'x-request-id': 'r1', 'X-Api-Key': 'k' })).toEqual({ Authorization: REDACTED, 'x-request-id': 'r1', 'X-Api-Key': REDACTED });
+    expect(redactSecrets('failed with key sk-live-9999 in Bearer abc.def', ['sk-live-9999'])).toBe(`failed with key ${REDACTED} in Bearer ${REDACTED}`);
+    expect(sanitizeBody({ password: 'p', nested: { api_key: 'x', note: 'uses sk-live-9999' }, list: ['https://h/?token=t'] }, ['sk-live-9999'])).toEqual({
+      password: REDACTED,
+      nested: { api_key: REDACTED, note: `uses ${REDACTED}` },
+      list: [`https://h/?token=${encodeURIComponent(REDACTED)}`],
+    });
+  });
+});
