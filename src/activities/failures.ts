@@ -1,0 +1,37 @@
+/**
+ * Conversion of {@link ProviderError}s into Temporal `ApplicationFailure`s, so that the activity
+ * retry policy does the right thing for each kind:
+ *
+ * - `permanent`, `conflict`, `unsupported` → non-retryable (the workflow stops with the reason);
+ * - `cooldown` → retryable, with `nextRetryDelay` = the provider's wait (Retry-After);
+ * - `transient`, `ambiguous` (on reads), `not_found` → retryable with the policy's backoff.
+ *
+ * The failure's `type` is `Provider.<kind>` and its single detail is the sanitised
+ * {@link JobError}, which the workflow reads back from `ActivityFailure.cause`.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { isProviderError, type ProviderError } from '../providers/errors.js';
+import type { JobError } from '../model/types.js';
+import { FailureType, NON_RETRYABLE_TYPES } from './failureTypes.js';
+
+export { FailureType, NON_RETRYABLE_TYPES };
+
+/** Converts a provider error into the matching ApplicationFailure (see module docs). */
+export function toFailure(e: ProviderError): ApplicationFailure {
+  const jobError: JobError = e.toJobError();
+  const type = FailureType[e.kind];
+  const nonRetryable = NON_RETRYABLE_TYPES.includes(type);
+  return ApplicationFailure.create({
+    message: e.message,
+    type,
+    nonRetryable,
+    details: [jobError],
+    nextRetryDelay: e.kind === 'cooldown' && e.details.retryAfterMs !== undefined ? Math.max(e.details.retryAfterMs, 1) : undefined,
+  });
+}
+
+/** Rethrows any error, converting provider errors with {@link toFailure}. */
+export function rethrow(e: unknown): never {
+  if (isProviderError(e)) throw toFailure(e);
+  throw e;
+}

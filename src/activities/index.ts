@@ -1,0 +1,321 @@
+/**
+ * All I/O of the scrape workflow: provider calls and result-store writes. Built from injected
+ * dependencies so that unit tests can give fakes and the worker gives the real store and
+ * provider registry.
+ *
+ * Every activity is safe to retry: writes are idempotent (keyed by job ID or by
+ * (provider, task ID)), and the submit activity records its intent and its answer in the store so
+ * that a retried attempt adopts an earlier answer instead of submitting again.
+ */
+import { Context, log } from '@temporalio/activity';
+import { deterministicUuid } from '../lib/hash.js';
+import { sanitizeBody } from '../lib/sanitize.js';
+import type { JobState } from '../model/states.js';
+import type { CancelReport, JobError, ScrapeWorkflowInput } from '../model/types.js';
+import { isProviderError, ProviderError } from '../providers/errors.js';
+import type { ProviderRegistry } from '../providers/registry.js';
+import type { Accepted, CancelAnswer, StatusObservation } from '../providers/types.js';
+import type { Store } from '../store/index.js';
+import { rethrow } from './failures.js';
+
+/** Dependencies of {@link createActivities}. */
+export interface ActivityDeps {
+  store: Store;
+  providers: ProviderRegistry;
+  /** How long result payloads are kept, ms (null: forever). */
+  resultRetentionMs: number | null;
+  /** Cool-down applied after a 429 that names no wait, ms (default 5000). */
+  defaultCoolDownMs?: number;
+  /**
+   * Test hooks at crash-relevant points (used by the failure tests to SIGKILL a worker at an
+   * exact moment). Never set in production.
+   */
+  hooks?: {
+    afterSubmitAnswered?: (jobId: string, taskId: string) => void | Promise<void>;
+    afterTaskRecorded?: (jobId: string, taskId: string) => void | Promise<void>;
+    afterResultWritten?: (jobId: string, resultId: string) => void | Promise<void>;
+  };
+}
+
+/** Reference to the job and its provider task, passed to most activities. */
+export interface TaskRef {
+  jobId: string;
+  provider: string;
+  account: string;
+  taskId: string;
+}
+
+/** Input of `submitScrape` and `reconcileSubmit`. */
+export interface SubmitInput {
+  jobId: string;
+  provider: string;
+  account: string;
+  key: string;
+  request: ScrapeWorkflowInput['request'];
+  /**
+   * Set when reconciliation proved that no task exists (or an operator asked to resubmit): an
+   * earlier unanswered intent then does not make this attempt ambiguous.
+   */
+  afterReconcile?: boolean;
+}
+
+/** Outcome of `submitScrape`. Ambiguous outcomes are returned, not thrown, so the workflow can move to `unknown`. */
+export type SubmitOutcome =
+  | { kind: 'accepted'; taskId: string; providerStatus: string; adopted: boolean }
+  | { kind: 'ambiguous'; error: JobError };
+
+/** Outcome of `reconcileSubmit`. */
+export type ReconcileOutcome =
+  | { kind: 'found'; taskId: string; via: 'store' | 'idempotent-replay' | 'list' }
+  | { kind: 'absent'; via: 'list' }
+  | { kind: 'unresolvable'; reason: string };
+
+/** Outcome of `checkStatus`: an observation, or the provider's `404` for the task. */
+export type StatusOutcome = ({ kind: 'status' } & StatusObservation) | { kind: 'not_found'; error: JobError };
+
+/** What `saveResult` wrote (a summary; the payload stays in the store, not in history). */
+export interface SavedResult {
+  resultId: string;
+  inserted: boolean;
+  title: string | null;
+  httpStatus: number | null;
+  finalUrl: string | null;
+}
+
+/** Outcome of `cancelTask`. */
+export type CancelCallOutcome = ({ kind: 'answered' } & CancelAnswer) | { kind: 'unsupported'; error: JobError };
+
+/** Idempotency key and client reference sent to the provider for (account, key). */
+export function providerKeys(account: string, key: string): { idempotencyKey: string; clientRef: string } {
+  const idempotencyKey = deterministicUuid('scrape-idempotency', account, key);
+  return { idempotencyKey, clientRef: idempotencyKey };
+}
+
+/** Builds the activity functions over `deps`. */
+export function createActivities(deps: ActivityDeps) {
+  const { store, providers } = deps;
+  const coolDefault = deps.defaultCoolDownMs ?? 5_000;
+  const secrets = () => providers.allSecrets();
+
+  async function call<T>(provider: string, account: string, fn: (r: ReturnType<ProviderRegistry['resolve']>) => Promise<T>): Promise<T> {
+    const resolved = providers.resolve(provider, account);
+    return resolved.limiter.run(() => fn(resolved), coolDefault);
+  }
+
+  function signal(): AbortSignal | undefined {
+    try {
+      return Context.current().cancellationSignal;
+    } catch {
+      return undefined;
+    }
+  }
+
+  function attempt(): number {
+    try {
+      return Context.current().info.attempt;
+    } catch {
+      return 1;
+    }
+  }
+
+  return {
+    /**
+     * Persists the job row before anything else (rule 1) and returns what the store already
+     * knows: an earlier task ID (a retried or resumed run adopts it) and the stored state.
+     * Throws a non-retryable `Provider.conflict` failure when the key exists with other parameters.
+     */
+    async registerJob(input: ScrapeWorkflowInput & { workflowId: string; deadlineAt: string }): Promise<{ taskId: string | null; state: string }> {
+      try {
+        const row = await store.registerJob({
+          id: input.jobId,
+          account: input.account,
+          idem_key: input.key,
+          provider: input.provider,
+          request_hash: input.requestHash,
+          url: input.request.url,
+          input: JSON.stringify(sanitizeBody(input.row ?? {}, secrets())),
+          options: JSON.stringify(sanitizeBody({ format: input.request.format, options: input.request.options, policy: input.policy ?? {} }, secrets())),
+          batch_id: input.batchId ?? null,
+          workflow_id: input.workflowId,
+          task_id: input.resume?.taskId ?? null,
+          deadline_at: input.deadlineAt,
+        });
+        if (input.resume && row.task_id && row.task_id !== input.resume.taskId) {
+          throw new ProviderError('conflict', `resume asked for task ${input.resume.taskId} but job ${input.jobId} holds task ${row.task_id}`, { code: 'TASK_MISMATCH' });
+        }
+        if (input.resume) {
+          await store.transition(input.jobId, 'pending', { force: true, detail: { resumed: true, taskId: row.task_id } });
+        } else {
+          await store.appendEvent(input.jobId, 'registered', row.state, { workflowId: input.workflowId, url: input.request.url });
+        }
+        return { taskId: row.task_id, state: row.state };
+      } catch (e) {
+        if (e instanceof Error && e.name === 'IdempotencyConflictStoreError') {
+          rethrow(new ProviderError('conflict', e.message, { code: 'IDEMPOTENCY_CONFLICT' }));
+        }
+        rethrow(e);
+      }
+    },
+
+    /**
+     * Submits the scrape under the job's idempotency key, recording the intent before the call
+     * and the answer (task ID) right after it. A retried attempt that finds an earlier answer
+     * adopts it; one that finds an earlier intent without an answer returns `ambiguous`, as does a
+     * call whose outcome is unknown (reset, timeout after sending, 5xx). Definite rejections throw:
+     * permanent (400/401/403) non-retryable, cool-down with the provider's wait, transient with backoff.
+     */
+    async submitScrape(input: SubmitInput): Promise<SubmitOutcome> {
+      const before = await store.recordSubmitIntent(input.jobId);
+      if (!before) throw new Error(`job ${input.jobId} is not registered`);
+      if (before.task_id) {
+        log.info('submit: adopting task recorded by an earlier attempt', { jobId: input.jobId, taskId: before.task_id });
+        return { kind: 'accepted', taskId: before.task_id, providerStatus: before.provider_status ?? 'unknown', adopted: true };
+      }
+      if (before.submit_intent_at && !input.afterReconcile) {
+        const error: JobError = {
+          kind: 'ambiguous',
+          code: 'UNANSWERED_INTENT',
+          message: `an earlier submit attempt (intent recorded at ${before.submit_intent_at}, attempt ${attempt()}) ended without a recorded answer; the provider may have created the task`,
+          at: new Date().toISOString(),
+        };
+        await store.appendEvent(input.jobId, 'submit_ambiguous', 'unknown', error);
+        return { kind: 'ambiguous', error };
+      }
+      const keys = providerKeys(input.account, input.key);
+      let accepted: Accepted;
+      try {
+        accepted = await call(input.provider, input.account, (r) => r.adapter.submit(input.request, { apiKey: r.apiKey, signal: signal(), ...keys }));
+      } catch (e) {
+        if (isProviderError(e) && e.kind === 'ambiguous') {
+          const error = e.toJobError();
+          await store.appendEvent(input.jobId, 'submit_ambiguous', 'unknown', { error, evidence: e.details.evidence });
+          return { kind: 'ambiguous', error };
+        }
+        // A definite answer: nothing was created, so the intent is cleared.
+        await store.clearSubmitIntent(input.jobId);
+        if (isProviderError(e)) await store.appendEvent(input.jobId, 'submit_rejected', null, { error: e.toJobError(), evidence: e.details.evidence });
+        rethrow(e);
+      }
+      await deps.hooks?.afterSubmitAnswered?.(input.jobId, accepted.taskId);
+      const taskId = await store.recordTaskId(input.jobId, accepted.taskId, accepted.providerStatus, accepted.replayed ? 'submit (provider replayed key)' : 'submit');
+      await deps.hooks?.afterTaskRecorded?.(input.jobId, taskId);
+      return { kind: 'accepted', taskId, providerStatus: accepted.providerStatus, adopted: taskId !== accepted.taskId };
+    },
+
+    /**
+     * Reconciles an ambiguous submit before any new submission (rule 3): the store first, then a
+     * replay under the same idempotency key where the provider honours one, then a lookup by our
+     * client reference where the provider can list. `absent` means the list proved no task exists
+     * (the workflow may resubmit under the same key); `unresolvable` means neither mechanism
+     * exists and an operator must decide. Transient failures throw (retried).
+     */
+    async reconcileSubmit(input: SubmitInput): Promise<ReconcileOutcome> {
+      const row = await store.getJob(input.jobId);
+      if (row?.task_id) return { kind: 'found', taskId: row.task_id, via: 'store' };
+      const keys = providerKeys(input.account, input.key);
+      const { adapter } = providers.resolve(input.provider, input.account);
+      if (adapter.capabilities.idempotency) {
+        try {
+          const acc = await call(input.provider, input.account, (r) => r.adapter.submit(input.request, { apiKey: r.apiKey, signal: signal(), ...keys }));
+          const taskId = await store.recordTaskId(input.jobId, acc.taskId, acc.providerStatus, 'reconcile: idempotent replay');
+          return { kind: 'found', taskId, via: 'idempotent-replay' };
+        } catch (e) {
+          // Firecrawl-style providers answer a reused key with 409 and no job ID: fall through to listing.
+          if (!(isProviderError(e) && e.kind === 'conflict' && adapter.capabilities.list)) {
+            if (isProviderError(e) && e.kind === 'ambiguous') rethrow(new ProviderError('transient', e.message, e.details));
+            rethrow(e);
+          }
+        }
+      }
+      if (adapter.capabilities.list) {
+        try {
+          const found = await call(input.provider, input.account, (r) => r.adapter.findByClientRef(keys.clientRef, { apiKey: r.apiKey, signal: signal() }));
+          if (found) {
+            const taskId = await store.recordTaskId(input.jobId, found.taskId, found.providerStatus, 'reconcile: found by client reference');
+            return { kind: 'found', taskId, via: 'list' };
+          }
+          await store.appendEvent(input.jobId, 'reconcile_absent', 'unknown', { clientRef: keys.clientRef });
+          return { kind: 'absent', via: 'list' };
+        } catch (e) {
+          rethrow(e);
+        }
+      }
+      const reason = `provider "${input.provider}" has no idempotency key and no list endpoint: whether the submit created a task cannot be checked automatically`;
+      await store.appendEvent(input.jobId, 'reconcile_unresolvable', 'unknown', { reason });
+      return { kind: 'unresolvable', reason };
+    },
+
+    /**
+     * Adopts a task ID given by an operator for a job in `unknown`. Returns the stored task ID
+     * (an earlier recorded one wins).
+     */
+    async adoptTask(input: { jobId: string; taskId: string; by: string }): Promise<string> {
+      return store.recordTaskId(input.jobId, input.taskId, null, `operator: ${input.by}`);
+    },
+
+    /**
+     * One status check. Never submits. Transient failures and cool-downs throw (retried within
+     * the policy's budget); the provider's `404` is returned as `not_found` so the workflow can
+     * count consecutive ones; permanent failures (401/403) throw non-retryable.
+     */
+    async checkStatus(ref: TaskRef): Promise<StatusOutcome> {
+      try {
+        const obs = await call(ref.provider, ref.account, (r) => r.adapter.status(ref.taskId, { apiKey: r.apiKey, signal: signal() }));
+        await store.recordStatusCheck(ref.jobId, obs.providerStatus);
+        return { kind: 'status', ...obs };
+      } catch (e) {
+        if (isProviderError(e) && e.kind === 'not_found') {
+          await store.appendEvent(ref.jobId, 'status_not_found', null, { error: e.toJobError() });
+          return { kind: 'not_found', error: e.toJobError() };
+        }
+        rethrow(e);
+      }
+    },
+
+    /**
+     * Reads the authoritative result and writes it once, keyed by (provider, task ID), in the same
+     * transaction as the job's move to `completed` (rule 6). Safe to retry and to run on two
+     * workers at once: the second writer inserts nothing.
+     */
+    async saveResult(ref: TaskRef & { url: string }): Promise<SavedResult> {
+      let payload;
+      try {
+        payload = await call(ref.provider, ref.account, (r) => r.adapter.result(ref.taskId, ref.url, { apiKey: r.apiKey, signal: signal() }));
+      } catch (e) {
+        rethrow(e);
+      }
+      const out = await store.writeResultOnce(ref.jobId, ref.provider, ref.taskId, payload, deps.resultRetentionMs);
+      await deps.hooks?.afterResultWritten?.(ref.jobId, out.resultId);
+      return { resultId: out.resultId, inserted: out.inserted, title: payload.title, httpStatus: payload.httpStatus, finalUrl: payload.finalUrl };
+    },
+
+    /**
+     * Records a state transition in the store (idempotent). Returns false when the job was
+     * already final and `force` was not set.
+     */
+    async recordState(input: { jobId: string; state: JobState; error?: JobError | null; detail?: unknown; force?: boolean }): Promise<boolean> {
+      return store.transition(input.jobId, input.state, { error: input.error, detail: input.detail === undefined ? undefined : sanitizeBody(input.detail, secrets()), force: input.force });
+    },
+
+    /**
+     * Asks the provider to cancel the task. Returns the provider's answer, or `unsupported` when it
+     * has no cancel endpoint. Transient failures throw (retried).
+     */
+    async cancelTask(ref: TaskRef & { report?: CancelReport }): Promise<CancelCallOutcome> {
+      try {
+        const answer = await call(ref.provider, ref.account, (r) => r.adapter.cancel(ref.taskId, { apiKey: r.apiKey, signal: signal() }));
+        await store.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
+        return { kind: 'answered', ...answer };
+      } catch (e) {
+        if (isProviderError(e) && e.kind === 'unsupported') {
+          await store.appendEvent(ref.jobId, 'cancel_unsupported', 'cancelling', { error: e.toJobError() });
+          return { kind: 'unsupported', error: e.toJobError() };
+        }
+        rethrow(e);
+      }
+    },
+  };
+}
+
+/** The activity functions, as the workflow proxies them. */
+export type ScrapeActivities = ReturnType<typeof createActivities>;

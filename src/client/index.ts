@@ -1,0 +1,453 @@
+/**
+ * The typed client used by backend services, the HTTP API and the CLI. Nothing else talks to
+ * Temporal directly.
+ *
+ * - `startScrape` returns the job reference at once, also for a repeat of the same request
+ *   (same account + key: the same workflow, started with `USE_EXISTING` / `REJECT_DUPLICATE`);
+ *   the same key with other parameters throws {@link IdempotencyConflictError}.
+ * - `getScrape`, `getResult`, `awaitResult`, `cancelScrape`, `resume`, `resolve`, `list`.
+ * Every call is scoped to an account: another account's job is {@link JobNotFoundError}, exactly
+ * like a missing one (DESIGN.md rule 9).
+ */
+import { Client, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { CancelledFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { z } from 'zod';
+import { fingerprint } from '../lib/hash.js';
+import { isFinalState, type JobState } from '../model/states.js';
+import { AccountSchema, StartScrapeInputSchema, type StartScrapeInput } from '../model/schemas.js';
+import type { CancelReport, JobError, JobView, ScrapeWorkflowInput } from '../model/types.js';
+import type { JobRow, ResultRow, Store } from '../store/index.js';
+import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState } from '../workflows/searchAttributes.js';
+import type { scrapeWorkflow } from '../workflows/scrape.js';
+import { cancelSignal, cancelUpdate, resolveUpdate, stateQuery, type Resolution } from '../workflows/scrape.js';
+import { IdempotencyConflictError, InvalidInputError, JobNotFoundError, ResultExpiredError, ResultNotReadyError, ScrapeError } from './errors.js';
+
+export * from './errors.js';
+export type { StartScrapeInput } from '../model/schemas.js';
+
+/** Reference to a job: its ID (`scrape:<account>:<key>`) plus the account that owns it. */
+export interface JobRef {
+  jobId: string;
+  account: string;
+  key: string;
+}
+
+/** A job as a caller sees it (store record + Temporal execution status). Times are UTC ISO-8601. */
+export interface JobSummary {
+  jobId: string;
+  account: string;
+  key: string;
+  provider: string;
+  url: string;
+  state: JobState;
+  providerStatus: string | null;
+  taskId: string | null;
+  batchId: string | null;
+  createdAt: string;
+  updatedAt: string;
+  submittedAt: string | null;
+  finishedAt: string | null;
+  deadlineAt: string | null;
+  statusChecks: number;
+  lastError: JobError | null;
+  /** Temporal execution status of the latest run (`RUNNING`, `COMPLETED`, …), when known. */
+  execution?: string;
+}
+
+/** The stored result of a completed job. */
+export interface JobResult {
+  jobId: string;
+  resultId: string;
+  provider: string;
+  taskId: string;
+  url: string;
+  finalUrl: string | null;
+  httpStatus: number | null;
+  title: string | null;
+  byline: string | null;
+  excerpt: string | null;
+  lang: string | null;
+  siteName: string | null;
+  publishedTime: string | null;
+  text: string | null;
+  markdown: string | null;
+  links: string[];
+  contentLength: number | null;
+  writtenAt: string;
+  expiresAt: string | null;
+}
+
+/** Outcome of {@link ScrapeClient.cancelScrape}. */
+export type CancelResult =
+  | { kind: 'observed'; state: JobState; report: CancelReport }
+  | { kind: 'requested'; state: JobState }
+  | { kind: 'already_final'; state: JobState; report?: CancelReport };
+
+/** Options of {@link ScrapeClient}. */
+export interface ScrapeClientOptions {
+  temporal: Client;
+  store: Store;
+  taskQueue: string;
+  /** Provider used when a request names none. */
+  defaultProvider: string;
+}
+
+/** Builds the job ID for (account, key). */
+export function jobIdFor(account: string, key: string): string {
+  return `scrape:${account}:${key}`;
+}
+
+/** Splits a job ID into account and key; undefined when it is not one of ours. */
+export function parseJobId(jobId: string): { account: string; key: string } | undefined {
+  const m = /^scrape:([A-Za-z0-9._-]{1,64}):([A-Za-z0-9._:-]{1,200})$/.exec(jobId);
+  return m ? { account: m[1]!, key: m[2]! } : undefined;
+}
+
+/** The typed scrape client. */
+export class ScrapeClient {
+  constructor(private readonly opts: ScrapeClientOptions) {}
+
+  /** The underlying Temporal client (for tools such as the demo). */
+  get temporal(): Client {
+    return this.opts.temporal;
+  }
+
+  /**
+   * Starts a scrape, or returns the existing job for the same (account, key). Returns at once
+   * (does not wait for the scrape). Throws {@link InvalidInputError} for bad input and
+   * {@link IdempotencyConflictError} when the key was used with other parameters.
+   */
+  async startScrape(input: StartScrapeInput): Promise<JobRef & { created: boolean }> {
+    const parsed = StartScrapeInputSchema.safeParse(input);
+    if (!parsed.success) throw new InvalidInputError(`invalid scrape request: ${z.prettifyError(parsed.error)}`, parsed.error.issues);
+    const p = parsed.data;
+    const provider = p.provider ?? this.opts.defaultProvider;
+    const request = { url: p.url, format: p.format, options: p.options };
+    const requestHash = fingerprint({ provider, request });
+    const key = p.key ?? `r-${requestHash.slice(0, 32)}`;
+    const jobId = jobIdFor(p.account, key);
+    const wfInput: ScrapeWorkflowInput = { jobId, account: p.account, key, provider, requestHash, request, row: p.row, batchId: p.batchId, policy: p.policy };
+    let created = true;
+    try {
+      await this.opts.temporal.workflow.start<typeof scrapeWorkflow>('scrapeWorkflow', {
+        taskQueue: this.opts.taskQueue,
+        workflowId: jobId,
+        args: [wfInput],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        memo: { requestHash, url: p.url },
+        typedSearchAttributes: [
+          { key: ScrapeState, value: 'submitting' },
+          { key: ScrapeAccount, value: p.account },
+          { key: ScrapeProvider, value: provider },
+          { key: ScrapeHost, value: new URL(p.url).hostname },
+          ...(p.batchId ? [{ key: ScrapeBatchId, value: p.batchId }] : []),
+        ],
+        staticSummary: `Scrape ${p.url}`,
+        staticDetails: `**Account:** ${p.account}\n\n**Key:** ${key}\n\n**Provider:** ${provider}\n\n**Format:** ${p.format}`,
+      });
+    } catch (e) {
+      if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
+      created = false; // a closed job with this key exists: the repeat returns it
+    }
+    const desc = await this.opts.temporal.workflow.getHandle(jobId).describe();
+    if (desc.memo?.requestHash !== requestHash) throw new IdempotencyConflictError(jobId);
+    if (created && desc.startTime.getTime() < Date.now() - 60_000) created = false;
+    return { jobId, account: p.account, key, created };
+  }
+
+  /** Checks that `jobId` belongs to `account`; throws {@link JobNotFoundError} otherwise. */
+  private authorize(account: string, jobId: string): { account: string; key: string } {
+    const ok = AccountSchema.safeParse(account).success ? parseJobId(jobId) : undefined;
+    if (!ok || ok.account !== account) throw new JobNotFoundError(jobId);
+    return ok;
+  }
+
+  private async row(account: string, jobId: string): Promise<JobRow> {
+    this.authorize(account, jobId);
+    const row = await this.opts.store.getJob(jobId);
+    if (!row || row.account !== account) throw new JobNotFoundError(jobId);
+    return row;
+  }
+
+  /**
+   * The job as stored, plus the execution status of its workflow. Throws {@link JobNotFoundError}
+   * for a missing job or another account's job. A job started but not yet registered by the
+   * worker is reported from Temporal alone (state `submitting`).
+   */
+  async getScrape(account: string, jobId: string): Promise<JobSummary> {
+    const ids = this.authorize(account, jobId);
+    const row = await this.opts.store.getJob(jobId);
+    let execution: string | undefined;
+    try {
+      const d = await this.opts.temporal.workflow.getHandle(jobId).describe();
+      execution = d.status.name;
+      if (!row) {
+        if (d.typedSearchAttributes.get(ScrapeAccount) !== account) throw new JobNotFoundError(jobId);
+        return {
+          jobId,
+          account,
+          key: ids.key,
+          provider: d.typedSearchAttributes.get(ScrapeProvider) ?? 'unknown',
+          url: String(d.memo?.url ?? ''),
+          state: (d.typedSearchAttributes.get(ScrapeState) as JobState | undefined) ?? 'submitting',
+          providerStatus: null,
+          taskId: null,
+          batchId: d.typedSearchAttributes.get(ScrapeBatchId) ?? null,
+          createdAt: d.startTime.toISOString(),
+          updatedAt: d.startTime.toISOString(),
+          submittedAt: null,
+          finishedAt: null,
+          deadlineAt: null,
+          statusChecks: 0,
+          lastError: null,
+          execution,
+        };
+      }
+    } catch (e) {
+      if (!(e instanceof WorkflowNotFoundError)) throw e;
+    }
+    if (!row || row.account !== account) throw new JobNotFoundError(jobId);
+    return { ...summarize(row), execution };
+  }
+
+  /** The live workflow view (query `state`); needs a running worker. */
+  async getLiveView(account: string, jobId: string): Promise<JobView> {
+    this.authorize(account, jobId);
+    try {
+      return await this.opts.temporal.workflow.getHandle(jobId).query(stateQuery);
+    } catch (e) {
+      if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
+      throw e;
+    }
+  }
+
+  /**
+   * The stored result. Throws {@link ResultNotReadyError} (with the state) when there is none,
+   * {@link ResultExpiredError} (with evidence that the job ran) after retention purged it. Never
+   * restarts anything.
+   */
+  async getResult(account: string, jobId: string): Promise<JobResult> {
+    const row = await this.row(account, jobId);
+    const res = await this.opts.store.getResultForJob(jobId);
+    if (row.state === 'expired' || res?.purged_at) {
+      throw new ResultExpiredError(jobId, {
+        state: row.state,
+        taskId: row.task_id,
+        provider: row.provider,
+        finishedAt: row.finished_at,
+        resultWrittenAt: res?.written_at ?? null,
+        purgedAt: res?.purged_at ?? null,
+        title: res?.title ?? null,
+      });
+    }
+    if (!res) throw new ResultNotReadyError(jobId, row.state);
+    return toResult(res);
+  }
+
+  /**
+   * Waits up to `timeoutMs` for the job to end. A client-side timeout is reported as
+   * `still_running` with the current summary, never as a failure of the job.
+   */
+  async awaitResult(account: string, jobId: string, opts: { timeoutMs: number }): Promise<{ status: 'done'; job: JobSummary } | { status: 'still_running'; job: JobSummary }> {
+    this.authorize(account, jobId);
+    const handle = this.opts.temporal.workflow.getHandle(jobId);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), opts.timeoutMs);
+    });
+    try {
+      const r = await Promise.race([
+        handle.result().then(
+          () => 'done' as const,
+          (e) => {
+            if (e instanceof WorkflowFailedError && e.cause instanceof CancelledFailure) return 'done' as const;
+            if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
+            throw e;
+          },
+        ),
+        timeout,
+      ]);
+      const job = await this.getScrape(account, jobId);
+      return r === 'done' ? { status: 'done', job } : { status: 'still_running', job };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Requests cancellation. With `wait` (default) it uses the `cancel` Update and returns the
+   * outcome observed at the provider; without, it sends the `cancel` signal and returns at once.
+   * Cancelling a finished job changes nothing and says so; cancelling twice returns the same outcome.
+   */
+  async cancelScrape(account: string, jobId: string, opts: { reason?: string; requestedBy?: string; wait?: boolean } = {}): Promise<CancelResult> {
+    const row = await this.row(account, jobId).catch(async (e) => {
+      // Started but not yet registered: the workflow exists, the store row not yet.
+      if (e instanceof JobNotFoundError) {
+        await this.getScrape(account, jobId);
+        return undefined;
+      }
+      throw e;
+    });
+    const handle = this.opts.temporal.workflow.getHandle(jobId);
+    const req = { reason: opts.reason ?? 'requested by client', requestedBy: opts.requestedBy ?? account };
+    let desc;
+    try {
+      desc = await handle.describe();
+    } catch (e) {
+      if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
+      throw e;
+    }
+    if (desc.status.name !== 'RUNNING') {
+      const state = (row?.state ?? 'submitting') as JobState;
+      return { kind: 'already_final', state, report: await this.lastCancelReport(jobId) };
+    }
+    if (opts.wait === false) {
+      await handle.signal(cancelSignal, req);
+      return { kind: 'requested', state: 'cancelling' };
+    }
+    try {
+      const report = await handle.executeUpdate(cancelUpdate, { args: [req] });
+      const after = await this.opts.store.getJob(jobId);
+      return { kind: 'observed', state: (after?.state ?? 'cancelling') as JobState, report };
+    } catch (e) {
+      if (e instanceof WorkflowUpdateFailedError || e instanceof WorkflowNotFoundError) {
+        const after = await this.opts.store.getJob(jobId);
+        return { kind: 'already_final', state: (after?.state ?? 'submitting') as JobState, report: await this.lastCancelReport(jobId) };
+      }
+      throw e;
+    }
+  }
+
+  private async lastCancelReport(jobId: string): Promise<CancelReport | undefined> {
+    const events = await this.opts.store.timeline(jobId);
+    for (const ev of events.reverse()) {
+      const d = ev.detail ? (JSON.parse(ev.detail) as { cancel?: CancelReport }) : undefined;
+      if (d?.cancel?.outcome) return d.cancel;
+    }
+    return undefined;
+  }
+
+  /**
+   * Resumes tracking of a `tracking_interrupted` job: a new run of the same workflow ID that
+   * polls the same provider task and never submits. Throws {@link ResultNotReadyError}-style
+   * {@link ScrapeError} `conflict` when the job is not resumable.
+   */
+  async resume(account: string, jobId: string, opts: { policy?: ScrapeWorkflowInput['policy'] } = {}): Promise<JobRef> {
+    const row = await this.row(account, jobId);
+    if (row.state !== 'tracking_interrupted' || !row.task_id) {
+      throw new ScrapeError('conflict', `job ${jobId} is ${row.state}${row.task_id ? '' : ' without a task ID'}; only tracking_interrupted jobs with a task ID can be resumed`, { state: row.state });
+    }
+    const request = JSON.parse(row.options) as { format: 'markdown' | 'text'; options: Record<string, unknown>; policy: ScrapeWorkflowInput['policy'] };
+    const wfInput: ScrapeWorkflowInput = {
+      jobId,
+      account,
+      key: row.idem_key,
+      provider: row.provider,
+      requestHash: row.request_hash,
+      request: { url: row.url, format: request.format, options: request.options },
+      row: JSON.parse(row.input) as Record<string, unknown>,
+      batchId: row.batch_id ?? undefined,
+      policy: { ...(request.policy ?? {}), ...(opts.policy ?? {}) },
+      resume: { taskId: row.task_id },
+    };
+    try {
+      await this.opts.temporal.workflow.start<typeof scrapeWorkflow>('scrapeWorkflow', {
+        taskQueue: this.opts.taskQueue,
+        workflowId: jobId,
+        args: [wfInput],
+        workflowIdConflictPolicy: 'FAIL',
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        memo: { requestHash: row.request_hash, url: row.url, resumedTaskId: row.task_id },
+        typedSearchAttributes: [
+          { key: ScrapeState, value: 'pending' },
+          { key: ScrapeAccount, value: account },
+          { key: ScrapeProvider, value: row.provider },
+          { key: ScrapeHost, value: new URL(row.url).hostname },
+          ...(row.batch_id ? [{ key: ScrapeBatchId, value: row.batch_id }] : []),
+        ],
+        staticSummary: `Scrape ${row.url} (resumed, task ${row.task_id})`,
+        staticDetails: `**Account:** ${account}\n\n**Key:** ${row.idem_key}\n\n**Provider:** ${row.provider}\n\n**Resumed task:** ${row.task_id}`,
+      });
+    } catch (e) {
+      if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e; // already being tracked again
+    }
+    return { jobId, account, key: row.idem_key };
+  }
+
+  /**
+   * Resolves a job waiting in `unknown` (provider without idempotency or list): adopt a task ID
+   * the operator found, or resubmit under the same key. Returns the workflow's view afterwards.
+   */
+  async resolve(account: string, jobId: string, resolution: Resolution): Promise<JobView> {
+    this.authorize(account, jobId);
+    try {
+      return await this.opts.temporal.workflow.getHandle(jobId).executeUpdate(resolveUpdate, { args: [resolution] });
+    } catch (e) {
+      if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
+      if (e instanceof WorkflowUpdateFailedError) throw new ScrapeError('conflict', `cannot resolve job ${jobId}: ${e.cause?.message ?? e.message}`);
+      throw e;
+    }
+  }
+
+  /** The account's jobs, newest first, filtered by state and batch (limit default 100, max 1000). */
+  async list(account: string, filter: { states?: string[]; batchId?: string; limit?: number } = {}): Promise<JobSummary[]> {
+    if (!AccountSchema.safeParse(account).success) return [];
+    const rows = await this.opts.store.listJobs({ account, states: filter.states, batchId: filter.batchId, limit: Math.min(filter.limit ?? 100, 1000) });
+    return rows.map(summarize);
+  }
+
+  /** The job's timeline (store events), oldest first. */
+  async timeline(account: string, jobId: string) {
+    await this.row(account, jobId);
+    return (await this.opts.store.timeline(jobId)).map((e) => ({ at: e.at, type: e.type, state: e.state, detail: e.detail ? (JSON.parse(e.detail) as unknown) : null }));
+  }
+}
+
+/** Maps a store row to a {@link JobSummary}. */
+export function summarize(row: JobRow): JobSummary {
+  return {
+    jobId: row.id,
+    account: row.account,
+    key: row.idem_key,
+    provider: row.provider,
+    url: row.url,
+    state: row.state as JobState,
+    providerStatus: row.provider_status,
+    taskId: row.task_id,
+    batchId: row.batch_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    submittedAt: row.submitted_at,
+    finishedAt: row.finished_at,
+    deadlineAt: row.deadline_at,
+    statusChecks: Number(row.status_checks),
+    lastError: row.last_error ? (JSON.parse(row.last_error) as JobError) : null,
+  };
+}
+
+function toResult(r: ResultRow): JobResult {
+  return {
+    jobId: r.job_id,
+    resultId: r.id,
+    provider: r.provider,
+    taskId: r.task_id,
+    url: r.url,
+    finalUrl: r.final_url,
+    httpStatus: r.http_status,
+    title: r.title,
+    byline: r.byline,
+    excerpt: r.excerpt,
+    lang: r.lang,
+    siteName: r.site_name,
+    publishedTime: r.published_time,
+    text: r.text,
+    markdown: r.markdown,
+    links: r.links ? (JSON.parse(r.links) as string[]) : [],
+    contentLength: r.content_length,
+    writtenAt: r.written_at,
+    expiresAt: r.expires_at,
+  };
+}
+
+export { isFinalState };

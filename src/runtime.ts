@@ -1,0 +1,79 @@
+/**
+ * Wiring shared by the CLI and the HTTP API: configuration → store + Temporal client → the typed
+ * {@link ScrapeClient}.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { ScrapeClient } from './client/index.js';
+import { loadConfigFile, type Config } from './config.js';
+import { connectionOptionsFromEnv } from './devserver/devServer.js';
+import { openStore, type Store } from './store/index.js';
+
+/** An open client runtime; call `close()` when done. */
+export interface Runtime {
+  config: Config;
+  store: Store;
+  connection: Connection;
+  client: ScrapeClient;
+  close(): Promise<void>;
+}
+
+/** Where the demo writes its configuration (so later CLI calls can reach the demo's services). */
+export const DEMO_DIR = path.resolve('.data', 'demo');
+export const DEMO_CONFIG = path.join(DEMO_DIR, 'config.json');
+
+/**
+ * Finds the configuration file: `explicit` (a `--config` flag), then `$SCRAPE_CONFIG`, then the
+ * demo's `.data/demo/config.json`. Throws with what to do when there is none.
+ */
+export function findConfigFile(explicit?: string): string {
+  const file = explicit ?? process.env.SCRAPE_CONFIG ?? (fs.existsSync(DEMO_CONFIG) ? DEMO_CONFIG : undefined);
+  if (!file) {
+    throw new Error('no configuration: pass --config <file>, set SCRAPE_CONFIG, or run `npm run demo -- --keep` in another terminal (it writes .data/demo/config.json)');
+  }
+  return file;
+}
+
+/**
+ * Connection options for `config.temporal.address`, with TLS and API key from the environment
+ * (`TEMPORAL_TLS_CERT`/`TEMPORAL_TLS_KEY`, `TEMPORAL_TLS_CA`, `TEMPORAL_API_KEY`; see
+ * `connectionOptionsFromEnv`).
+ */
+export function temporalConnectionOptions(config: Config, env: NodeJS.ProcessEnv = process.env) {
+  return connectionOptionsFromEnv({ ...env, TEMPORAL_ADDRESS: config.temporal.address });
+}
+
+/** Connects a Temporal client to the configured cluster (10 s connect timeout). */
+export async function connectClient(config: Config): Promise<Connection> {
+  return Connection.connect({ ...temporalConnectionOptions(config), connectTimeout: '10s' });
+}
+
+/** Opens the store and the Temporal client for `config`. */
+export async function openRuntime(config: Config): Promise<Runtime> {
+  const store = await openStore(config.storeUrl);
+  let connection: Connection;
+  try {
+    connection = await connectClient(config);
+  } catch (e) {
+    await store.close();
+    throw new Error(`cannot reach Temporal at ${config.temporal.address}: ${(e as Error).message}`);
+  }
+  const temporal = new Client({ connection, namespace: config.temporal.namespace });
+  const client = new ScrapeClient({ temporal, store, taskQueue: config.temporal.taskQueue, defaultProvider: config.defaultProvider });
+  return {
+    config,
+    store,
+    connection,
+    client,
+    async close() {
+      await connection.close();
+      await store.close();
+    },
+  };
+}
+
+/** Loads the configuration file found by {@link findConfigFile} and opens a runtime. */
+export async function openRuntimeFromFile(explicit?: string): Promise<Runtime> {
+  return openRuntime(loadConfigFile(findConfigFile(explicit)));
+}

@@ -1,0 +1,125 @@
+/**
+ * The Temporal worker entry point: registers the scrape workflows and the activities built from
+ * the configured store and providers, on the configured task queue.
+ *
+ * Run: `SCRAPE_CONFIG=config.json npm run worker` (see README). Stops cleanly on SIGINT/SIGTERM:
+ * running activities get the shutdown grace time, and anything unfinished is retried by the
+ * server on another worker (the workflows keep their state in Temporal).
+ */
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { ConnectionOptions } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type NativeConnectionOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from './activities/index.js';
+import { loadConfigFile, type Config } from './config.js';
+import { ProviderRegistry } from './providers/registry.js';
+import { openStore, type Store } from './store/index.js';
+import { temporalConnectionOptions } from './runtime.js';
+
+/** Absolute path of the workflows module (TypeScript source under tsx, compiled JS under dist/). */
+export function workflowsPath(): string {
+  const ts = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
+  return fs.existsSync(ts) ? ts : fileURLToPath(new URL('./workflows/index.js', import.meta.url));
+}
+
+let bundlePromise: Promise<WorkflowBundleWithSourceMap> | undefined;
+
+/** Bundles the workflow code once per process (webpack, a few seconds) and reuses it. */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundlePromise ??= bundleWorkflowCode({ workflowsPath: workflowsPath(), logger: quietBundlerLogger });
+  return bundlePromise;
+}
+
+const quietBundlerLogger = {
+  log() {},
+  trace() {},
+  debug() {},
+  info() {},
+  warn(message: string, meta?: Record<string, unknown>) {
+    console.warn(message, meta ?? '');
+  },
+  error(message: string, meta?: Record<string, unknown>) {
+    console.error(message, meta ?? '');
+  },
+};
+
+let loggingInstalled = false;
+
+/**
+ * Installs the SDK runtime's logger once per process (before any worker or native connection is
+ * created): entries at `level` or above, as JSON lines appended to `file`, or to stderr when no
+ * file is given. Messages are already sanitised by the activities (no credentials).
+ */
+export function installWorkerLogging(opts: { level?: LogLevel; file?: string } = {}): void {
+  if (loggingInstalled) return;
+  loggingInstalled = true;
+  const file = opts.file;
+  const logger = new DefaultLogger(opts.level ?? 'INFO', file
+    ? (entry) => {
+        fs.appendFileSync(file, `${JSON.stringify({ at: new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString(), level: entry.level, message: entry.message, ...entry.meta })}\n`);
+      }
+    : undefined);
+  Runtime.install({ logger });
+}
+
+/** Options of {@link createScrapeWorker}. */
+export interface ScrapeWorkerOptions {
+  connection: NativeConnection;
+  config: Config;
+  store: Store;
+  providers?: ProviderRegistry;
+  /** Test hooks (see {@link ActivityDeps.hooks}). */
+  hooks?: ActivityDeps['hooks'];
+  /** Max concurrent activity executions (default 100). */
+  maxConcurrentActivityTaskExecutions?: number;
+  /** Time running activities get to finish on shutdown, ms (default 10000). */
+  shutdownGraceTimeMs?: number;
+  /** Identity shown in the Web UI's worker list. */
+  identity?: string;
+}
+
+/** Creates (does not run) a worker for the scrape task queue. */
+export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Worker> {
+  const providers = opts.providers ?? new ProviderRegistry(opts.config);
+  const activities = createActivities({ store: opts.store, providers, resultRetentionMs: opts.config.resultRetentionMs, hooks: opts.hooks });
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.config.temporal.namespace,
+    taskQueue: opts.config.temporal.taskQueue,
+    workflowBundle: await workflowBundle(),
+    activities,
+    maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 100,
+    shutdownGraceTime: opts.shutdownGraceTimeMs ?? 10_000,
+    ...(opts.identity ? { identity: opts.identity } : {}),
+  });
+}
+
+/** Converts client `ConnectionOptions` (address, TLS, API key) into `NativeConnection` options. */
+export function nativeConnectionOptions(opts: ConnectionOptions): NativeConnectionOptions {
+  const { address, tls, apiKey } = opts;
+  return { address, tls, apiKey: typeof apiKey === 'function' ? apiKey() : apiKey };
+}
+
+/** Connects the worker to the configured cluster (TLS / API key from env, as for the client). */
+export async function connectWorker(config: Config): Promise<NativeConnection> {
+  return NativeConnection.connect(nativeConnectionOptions(temporalConnectionOptions(config)));
+}
+
+/** Runs a worker from `$SCRAPE_CONFIG` until SIGINT/SIGTERM. */
+export async function runWorkerMain(): Promise<void> {
+  const config = loadConfigFile();
+  const store = await openStore(config.storeUrl);
+  const connection = await connectWorker(config);
+  const worker = await createScrapeWorker({ connection, config, store });
+  console.log(`worker polling task queue "${config.temporal.taskQueue}" on ${config.temporal.address} (namespace ${config.temporal.namespace}); store ${config.storeUrl.replace(/\/\/[^@/]*@/, '//[REDACTED]@')}`);
+  await worker.run();
+  await connection.close();
+  await store.close();
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(process.argv[1])) {
+  runWorkerMain().catch((e) => {
+    console.error(e instanceof Error ? e.message : e);
+    process.exit(1);
+  });
+}

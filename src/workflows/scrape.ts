@@ -1,0 +1,572 @@
+/**
+ * The scrape workflow: one logical scrape request, from submit to a result written once.
+ *
+ * Deterministic code only (DESIGN.md): no I/O, no real clocks; `Date.now()`, `new Date()` and
+ * `Math.random()` here are the SDK's deterministic versions. All I/O is in activities.
+ *
+ * States and transitions follow DESIGN.md's state machine:
+ * `submitting → pending | unknown | failed`, `unknown → pending` (reconciled) or resubmit under
+ * the same key, `pending → completed | failed | cancelled | expired | tracking_interrupted`,
+ * any non-final → `cancelling → cancelled | completed | failed | cancel_unconfirmed`.
+ *
+ * Interfaces for operators and services:
+ * - query `state` → {@link JobView};
+ * - signal `cancel` ({@link CancelRequest}); Update `cancel` → {@link CancelReport} (rejected by its
+ *   validator when the job is already final); native cancellation (Web UI button,
+ *   `temporal workflow cancel`) — all three run the same cancel path;
+ * - Update `resolve` ({@link Resolution}) for a job waiting in `unknown` (operator supplies the task
+ *   ID or asks for an explicit resubmit under the same key);
+ * - signal `wake` (a webhook hint): check status now instead of at the next timer.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineSignal,
+  defineUpdate,
+  isCancellation,
+  log,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { ScrapeActivities, StatusOutcome } from '../activities/index.js';
+import { NON_RETRYABLE_TYPES } from '../activities/failureTypes.js';
+import { isFinalState, type JobState } from '../model/states.js';
+import { DEFAULT_POLL_POLICY, type CancelReport, type JobError, type JobView, type PollPolicy, type ScrapeWorkflowInput } from '../model/types.js';
+import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState, ScrapeTaskId } from './searchAttributes.js';
+
+/** Payload of the `cancel` signal and Update. */
+export interface CancelRequest {
+  reason?: string;
+  requestedBy?: string;
+}
+
+/** Payload of the `resolve` Update for a job in `unknown`: exactly one of the two. */
+export type Resolution = { taskId: string; by?: string } | { resubmit: true; by?: string };
+
+/** Hint from a provider webhook (never trusted for the result itself). */
+export interface WakeHint {
+  /** Provider status the webhook claimed, for the timeline only. */
+  providerStatus?: string;
+  eventId?: string;
+}
+
+export const stateQuery = defineQuery<JobView>('state');
+export const cancelSignal = defineSignal<[CancelRequest]>('cancel');
+export const cancelUpdate = defineUpdate<CancelReport, [CancelRequest]>('cancel');
+export const resolveUpdate = defineUpdate<JobView, [Resolution]>('resolve');
+export const wakeSignal = defineSignal<[WakeHint]>('wake');
+
+/** Input carried across continue-as-new (absolute deadline, counters). */
+interface Carry {
+  deadlineAt: string;
+  statusChecks: number;
+  pollIndex: number;
+}
+
+/**
+ * Runs one scrape. Returns the final {@link JobView}; rethrows native cancellation after the
+ * cancel path ran, unless the provider finished first (then the view says `completed`).
+ */
+export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carry }): Promise<JobView> {
+  const policy: PollPolicy = { ...DEFAULT_POLL_POLICY, ...(input.policy ?? {}) };
+  const info = workflowInfo();
+  const startedAt = new Date().toISOString();
+  const deadlineAt = input.carry?.deadlineAt ?? new Date(Date.now() + policy.deadlineMs).toISOString();
+  const deadlineMs = Date.parse(deadlineAt);
+
+  const view: JobView = {
+    jobId: input.jobId,
+    account: input.account,
+    provider: input.provider,
+    key: input.key,
+    state: 'submitting',
+    url: input.request.url,
+    statusChecks: input.carry?.statusChecks ?? 0,
+    startedAt,
+    deadlineAt,
+    taskId: input.resume?.taskId,
+  };
+  let cancelReq: (CancelRequest & { via: CancelReport['via'] }) | undefined;
+  let resolution: Resolution | undefined;
+  let wakeCount = 0;
+  let progress: { pagesFetched?: number; creditsUsed?: number } = {};
+
+  // ---- activities ------------------------------------------------------------------------------
+  const attemptMs = policy.activityTimeoutMs;
+  const store = proxyActivities<ScrapeActivities>({
+    startToCloseTimeout: Math.min(15_000, attemptMs),
+    retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10s' },
+  });
+  const submitter = proxyActivities<ScrapeActivities>({
+    startToCloseTimeout: attemptMs,
+    // Cool-downs (429, concurrency limits) are waited out by retries within this budget.
+    scheduleToCloseTimeout: Math.max(policy.deadlineMs, 10 * attemptMs),
+    retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '60s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
+  });
+  const reconciler = proxyActivities<ScrapeActivities>({
+    startToCloseTimeout: attemptMs,
+    retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '60s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
+  });
+  const checker = proxyActivities<ScrapeActivities>({
+    startToCloseTimeout: attemptMs,
+    scheduleToCloseTimeout: Math.max(policy.statusCheckBudgetMs, attemptMs),
+    retry: {
+      initialInterval: '1s',
+      backoffCoefficient: 2,
+      maximumInterval: '30s',
+      maximumAttempts: policy.statusCheckAttempts,
+      nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
+    },
+  });
+  const writer = proxyActivities<ScrapeActivities>({
+    startToCloseTimeout: attemptMs,
+    scheduleToCloseTimeout: '30m',
+    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
+  });
+  const canceller = proxyActivities<ScrapeActivities>({
+    startToCloseTimeout: attemptMs,
+    scheduleToCloseTimeout: Math.max(policy.cancelConfirmDeadlineMs, attemptMs),
+    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '15s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
+  });
+
+  // ---- visibility ------------------------------------------------------------------------------
+  function publish(): void {
+    const lines = [
+      `**State:** ${view.state}${view.providerStatus ? ` (provider: ${view.providerStatus})` : ''}`,
+      `**URL:** ${view.url}`,
+      `**Provider / account:** ${view.provider} / ${view.account}`,
+      `**Task ID:** ${view.taskId ?? '—'}`,
+      `**Status checks:** ${view.statusChecks}`,
+      `**Deadline:** ${view.deadlineAt}`,
+    ];
+    if (view.nextCheckAt && view.state === 'pending') lines.push(`**Next check:** ${view.nextCheckAt}`);
+    if (view.note) lines.push(`**Note:** ${view.note}`);
+    if (view.lastError) lines.push(`**Last error:** ${view.lastError.kind}${view.lastError.code ? ` ${view.lastError.code}` : ''}: ${view.lastError.message}`);
+    if (view.cancel) {
+      lines.push(`**Cancel:** via ${view.cancel.via} by ${view.cancel.requestedBy} (${view.cancel.reason}); outcome: ${view.cancel.outcome ?? 'in progress'}; provider cancel calls: ${view.cancel.providerCancelCalls}`);
+      if (view.cancel.detail) lines.push(`**Cancel detail:** ${view.cancel.detail}`);
+    }
+    if (view.result) lines.push(`**Result:** ${view.result.resultId} (title: ${view.result.title ?? '—'}, HTTP ${view.result.httpStatus ?? '—'})`);
+    setCurrentDetails(lines.join('\n\n'));
+  }
+
+  function setState(state: JobState, note?: string): void {
+    view.state = state;
+    view.note = note;
+    if (isFinalState(state)) view.finishedAt = new Date().toISOString();
+    upsertSearchAttributes([{ key: ScrapeState, value: state }]);
+    publish();
+  }
+
+  function setTask(taskId: string): void {
+    view.taskId = taskId;
+    view.submittedAt ??= new Date().toISOString();
+    upsertSearchAttributes([{ key: ScrapeTaskId, value: taskId }]);
+    setState('pending');
+  }
+
+  async function transition(state: JobState, opts: { error?: JobError; note?: string; detail?: unknown; force?: boolean } = {}): Promise<void> {
+    if (opts.error) view.lastError = opts.error;
+    setState(state, opts.note);
+    await store.recordState({ jobId: input.jobId, state, error: opts.error, detail: opts.detail ?? (opts.note ? { note: opts.note } : undefined), force: opts.force });
+  }
+
+  // ---- handlers --------------------------------------------------------------------------------
+  function requestCancel(req: CancelRequest, via: CancelReport['via']): void {
+    if (cancelReq || isFinalState(view.state)) return; // a second request joins the first
+    cancelReq = { ...req, via };
+    view.cancel = {
+      requestedBy: req.requestedBy ?? 'unknown',
+      reason: req.reason ?? 'no reason given',
+      via,
+      requestedAt: new Date().toISOString(),
+      providerCancelCalls: 0,
+    };
+    publish();
+  }
+
+  setHandler(stateQuery, () => view);
+  setHandler(cancelSignal, (req) => requestCancel(req ?? {}, 'signal'));
+  setHandler(
+    cancelUpdate,
+    async (req) => {
+      requestCancel(req ?? {}, 'update');
+      await condition(() => view.cancel?.outcome !== undefined);
+      return view.cancel!;
+    },
+    {
+      validator: (_req) => {
+        if (isFinalState(view.state) && !view.cancel) {
+          throw new Error(`job is already ${view.state}; cancelling changes nothing`);
+        }
+      },
+    },
+  );
+  setHandler(
+    resolveUpdate,
+    async (r) => {
+      resolution = r;
+      await condition(() => view.state !== 'unknown');
+      return view;
+    },
+    {
+      validator: (r) => {
+        if (view.state !== 'unknown') throw new Error(`job is ${view.state}, not unknown; nothing to resolve`);
+        if (resolution) throw new Error('a resolution is already being applied');
+        const hasTask = 'taskId' in r && typeof r.taskId === 'string' && r.taskId.length > 0;
+        const resubmit = 'resubmit' in r && r.resubmit === true;
+        if (hasTask === resubmit) throw new Error('give exactly one of taskId or resubmit: true');
+      },
+    },
+  );
+  setHandler(wakeSignal, (hint) => {
+    wakeCount++;
+    log.info('woken by provider hint', { eventId: hint?.eventId, providerStatus: hint?.providerStatus });
+  });
+
+  // ---- the run ---------------------------------------------------------------------------------
+  upsertSearchAttributes([
+    { key: ScrapeState, value: view.state },
+    { key: ScrapeProvider, value: input.provider },
+    { key: ScrapeAccount, value: input.account },
+    { key: ScrapeHost, value: hostOf(input.request.url) },
+    ...(input.batchId ? [{ key: ScrapeBatchId, value: input.batchId }] : []),
+    ...(view.taskId ? [{ key: ScrapeTaskId, value: view.taskId }] : []),
+  ]);
+  publish();
+
+  try {
+    await run();
+    settleLateCancel();
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    // Native cancellation (Web UI, `temporal workflow cancel`): the same path, shielded.
+    requestCancel({ reason: 'workflow cancellation requested', requestedBy: 'temporal' }, 'native');
+    await CancellationScope.nonCancellable(() => cancelPath());
+    if (view.state !== 'completed') throw err;
+  }
+  return view;
+
+  async function run(): Promise<void> {
+    const reg = await store.registerJob({ ...input, workflowId: info.workflowId, deadlineAt });
+    if (reg.taskId) {
+      setTask(reg.taskId);
+    } else {
+      const acquired = await acquireTask();
+      if (!acquired) return;
+    }
+    await pollUntilFinal();
+  }
+
+  /**
+   * A cancel that arrived while the job was finishing (e.g. during the shielded result write)
+   * found nothing left to stop: report the state actually reached, with no provider call.
+   */
+  function settleLateCancel(): void {
+    if (!view.cancel || view.cancel.outcome) return;
+    const s = view.state;
+    view.cancel.outcome = s === 'completed' ? 'completed' : s === 'failed' ? 'failed' : s === 'cancelled' ? 'cancelled' : 'cancel_unconfirmed';
+    view.cancel.detail = `the job reached ${s} before the cancel request could act; nothing was sent to the provider`;
+    view.cancel.remainingEffects = { ...progress };
+    publish();
+  }
+
+  /** Submits (or reconciles) until a task ID is known. False when the job ended without one. */
+  async function acquireTask(): Promise<boolean> {
+    let afterReconcile = false;
+    for (;;) {
+      if (cancelReq) {
+        await cancelPath();
+        return false;
+      }
+      let out: Awaited<ReturnType<ScrapeActivities['submitScrape']>>;
+      try {
+        out = await submitter.submitScrape({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request, afterReconcile });
+      } catch (e) {
+        if (isCancellation(e)) throw e;
+        const error = jobErrorOf(e, 'submit failed');
+        if (isDefiniteRejection(e)) {
+          await transition('failed', { error, note: `submit rejected: ${error.message}` });
+          return false;
+        }
+        // A timed-out or crashed attempt is not proof that nothing happened: reconcile (rule 3).
+        out = { kind: 'ambiguous', error: { ...error, kind: 'ambiguous' } };
+      }
+      if (out.kind === 'accepted') {
+        setTask(out.taskId);
+        return true;
+      }
+      // Ambiguous: a timeout is not proof that nothing happened (rule 3). Reconcile first.
+      await transition('unknown', { error: out.error, note: 'submit outcome unknown; reconciling before any new submission' });
+      const rec = await reconciler.reconcileSubmit({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request });
+      if (rec.kind === 'found') {
+        await transition('pending', { note: `reconciled: adopted task ${rec.taskId} via ${rec.via}`, detail: rec });
+        setTask(rec.taskId);
+        return true;
+      }
+      if (rec.kind === 'absent') {
+        afterReconcile = true;
+        await store.recordState({ jobId: input.jobId, state: 'submitting', detail: { note: 'reconciled: provider list proves no task exists; resubmitting under the same key' } });
+        setState('submitting', 'reconciled: no task exists at the provider; resubmitting under the same key');
+        continue;
+      }
+      // Neither idempotency nor list: wait for an operator. Never resubmit silently.
+      view.note = `waiting for an operator: ${rec.reason}. Resolve with the \`resolve\` Update (a task ID, or resubmit: true).`;
+      publish();
+      await condition(() => resolution !== undefined || cancelReq !== undefined);
+      if (cancelReq && !resolution) {
+        await cancelPath();
+        return false;
+      }
+      const r = resolution!;
+      resolution = undefined;
+      if ('taskId' in r) {
+        const taskId = await store.adoptTask({ jobId: input.jobId, taskId: r.taskId, by: r.by ?? 'operator' });
+        setTask(taskId);
+        return true;
+      }
+      afterReconcile = true;
+      await store.recordState({ jobId: input.jobId, state: 'submitting', detail: { note: `operator ${r.by ?? ''} asked to resubmit under the same key` } });
+      setState('submitting', 'operator asked to resubmit under the same key');
+    }
+  }
+
+  function nextDelay(index: number, floorMs: number): number {
+    const base = Math.min(policy.maxDelayMs, policy.initialDelayMs * Math.pow(policy.multiplier, index));
+    const jittered = base * (1 - policy.jitter + 2 * policy.jitter * Math.random());
+    return Math.max(Math.round(jittered), floorMs, 1);
+  }
+
+  /** Polls on durable timers until the task is final, the deadline passes or a cancel arrives. */
+  async function pollUntilFinal(): Promise<void> {
+    let index = input.carry?.pollIndex ?? 0;
+    let notFound = 0;
+    let floorMs = 0;
+    for (;;) {
+      const left = deadlineMs - Date.now();
+      if (left <= 0) {
+        await onDeadline();
+        return;
+      }
+      if (workflowInfo().continueAsNewSuggested) {
+        await continueAsNew<typeof scrapeWorkflow>({
+          ...input,
+          resume: { taskId: view.taskId! },
+          carry: { deadlineAt, statusChecks: view.statusChecks, pollIndex: index },
+        });
+      }
+      const delay = Math.min(nextDelay(index, floorMs), left);
+      view.nextCheckAt = new Date(Date.now() + delay).toISOString();
+      publish();
+      const seenWakes = wakeCount;
+      await condition(() => cancelReq !== undefined || wakeCount !== seenWakes, delay);
+      if (cancelReq) {
+        await cancelPath();
+        return;
+      }
+      if (Date.now() >= deadlineMs) {
+        await onDeadline();
+        return;
+      }
+      index++;
+      floorMs = 0;
+      let s: StatusOutcome;
+      try {
+        s = await checker.checkStatus(taskRef());
+      } catch (e) {
+        if (isCancellation(e)) throw e;
+        const error = jobErrorOf(e, 'status check failed');
+        if (isNonRetryable(e)) {
+          // Credentials or permission refused on a read: the task may still run; we cannot track it.
+          await transition('tracking_interrupted', { error, note: `status checks refused (${error.message}); fix the cause and resume with the same task ID` });
+          return;
+        }
+        // A failed status check is not a failed task (rule 4): keep the task, poll again later.
+        view.lastError = error;
+        await store.recordState({ jobId: input.jobId, state: 'pending', error, detail: { note: 'status check budget exhausted; will check again' } });
+        publish();
+        continue;
+      }
+      if (s.kind === 'not_found') {
+        notFound++;
+        view.lastError = s.error;
+        if (notFound >= policy.notFoundLimit) {
+          await transition('expired', { error: s.error, note: `provider answered 404 for known task ${view.taskId} ${notFound} times: expired or lost at the provider, not failed` });
+          return;
+        }
+        publish();
+        continue;
+      }
+      notFound = 0;
+      view.statusChecks++;
+      view.providerStatus = s.providerStatus;
+      view.providerState = s.state;
+      if (s.progress) progress = { ...progress, ...definedOnly(s.progress) };
+      floorMs = s.retryAfterMs ?? 0;
+      if (s.state === 'completed') {
+        await saveResult();
+        return;
+      }
+      if (s.state === 'failed') {
+        const error: JobError = { kind: 'provider_failed', code: s.error?.code, message: s.error?.message ?? 'provider reported failure', at: new Date().toISOString() };
+        await transition('failed', { error, note: 'provider reported a terminal failure' });
+        return;
+      }
+      if (s.state === 'cancelled') {
+        await transition('cancelled', { note: 'the provider reports the task cancelled (not by this workflow)' });
+        return;
+      }
+      publish();
+    }
+  }
+
+  async function saveResult(): Promise<void> {
+    // The write finishes or does not start: a cancel arriving now waits for it (never half).
+    const saved = await CancellationScope.nonCancellable(() => writer.saveResult({ ...taskRef(), url: input.request.url }));
+    view.result = { resultId: saved.resultId, title: saved.title, httpStatus: saved.httpStatus, finalUrl: saved.finalUrl };
+    view.lastError = undefined;
+    setState('completed');
+  }
+
+  async function onDeadline(): Promise<void> {
+    if (policy.onDeadline === 'cancel' && !cancelReq) {
+      requestCancel({ reason: `tracking deadline ${deadlineAt} passed`, requestedBy: 'deadline policy' }, 'deadline');
+      await cancelPath();
+      return;
+    }
+    await transition('tracking_interrupted', {
+      note: `deadline ${deadlineAt} passed while the provider task may still run; resume with the same task ID ${view.taskId}`,
+    });
+  }
+
+  /**
+   * The one cancellation path (rule 7): mark `cancelling`, ask the provider in a shielded scope,
+   * then poll until the provider reports a final state, bounded by the cancel deadline, and
+   * report the outcome actually observed.
+   */
+  async function cancelPath(): Promise<void> {
+    const report = view.cancel!;
+    const finish = async (outcome: NonNullable<CancelReport['outcome']>, detail: string, error?: JobError) => {
+      report.outcome = outcome;
+      report.detail = detail;
+      report.remainingEffects = { ...progress };
+      if (outcome === 'completed') {
+        setState('completed', detail);
+        await store.recordState({ jobId: input.jobId, state: 'completed', detail: { cancel: report } });
+      } else {
+        await transition(outcome, { note: detail, error, detail: { cancel: report } });
+      }
+    };
+    await CancellationScope.nonCancellable(async () => {
+      if (isFinalState(view.state)) return;
+      const wasUnknown = view.state === 'unknown';
+      await transition('cancelling', { note: `cancel requested via ${report.via} by ${report.requestedBy}: ${report.reason}`, detail: { cancel: report } });
+      if (!view.taskId && wasUnknown) {
+        const rec = await reconciler.reconcileSubmit({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request });
+        if (rec.kind === 'found') {
+          setTask(rec.taskId);
+          setState('cancelling');
+        }
+        else if (rec.kind === 'absent') return finish('cancelled', 'reconciled before cancelling: no task exists at the provider, nothing to stop');
+        else return finish('cancel_unconfirmed', `could not determine whether a provider task exists (${rec.reason}); nothing was cancelled at the provider`);
+      }
+      if (!view.taskId) return finish('cancelled', 'cancelled before any task was submitted; nothing ran at the provider');
+
+      report.providerCancelCalls++;
+      publish();
+      let answer;
+      try {
+        answer = await canceller.cancelTask(taskRef());
+      } catch (e) {
+        const error = jobErrorOf(e, 'cancel call failed');
+        return finish('cancel_unconfirmed', `the provider did not accept the cancel request (${error.message})`, error);
+      }
+      if (answer.kind === 'unsupported') {
+        return finish('cancel_unconfirmed', `provider "${input.provider}" has no cancel endpoint; the task may still run (last provider status: ${view.providerStatus ?? 'unknown'})`, answer.error);
+      }
+      const until = Date.now() + policy.cancelConfirmDeadlineMs;
+      let delay = Math.min(policy.initialDelayMs, 2_000);
+      for (;;) {
+        let s: StatusOutcome | undefined;
+        try {
+          s = await checker.checkStatus(taskRef());
+        } catch (e) {
+          view.lastError = jobErrorOf(e, 'status check during cancel failed');
+        }
+        if (s?.kind === 'status') {
+          view.providerStatus = s.providerStatus;
+          view.providerState = s.state;
+          if (s.progress) progress = { ...progress, ...definedOnly(s.progress) };
+          if (s.state === 'cancelled') return finish('cancelled', `the provider confirmed the task stopped (status ${s.providerStatus})`);
+          if (s.state === 'completed') {
+            await saveResult();
+            return finish('completed', 'the provider finished the task before the cancel took effect: the result was kept and written once; the cancel came too late');
+          }
+          if (s.state === 'failed') {
+            const error: JobError = { kind: 'provider_failed', code: s.error?.code, message: s.error?.message ?? 'provider reported failure', at: new Date().toISOString() };
+            return finish('failed', 'the provider reported the task failed while cancelling', error);
+          }
+        } else if (s?.kind === 'not_found') {
+          return finish('cancel_unconfirmed', 'the provider no longer knows the task (404) after the cancel request', s.error);
+        }
+        if (Date.now() + delay > until) {
+          return finish('cancel_unconfirmed', `the provider did not confirm the cancel within ${policy.cancelConfirmDeadlineMs} ms (last status: ${view.providerStatus ?? 'unknown'})`);
+        }
+        await sleepMs(delay);
+        delay = Math.min(delay * 2, 15_000);
+      }
+    });
+  }
+
+  function taskRef() {
+    return { jobId: input.jobId, provider: input.provider, account: input.account, taskId: view.taskId! };
+  }
+}
+
+async function sleepMs(ms: number): Promise<void> {
+  await condition(() => false, ms);
+}
+
+function hostOf(url: string): string {
+  const m = /^[a-z][a-z0-9+.-]*:\/\/([^/?#:]+)/i.exec(url);
+  return m?.[1]?.toLowerCase() ?? 'unknown';
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * True when a submit failure proves the provider created nothing: an application failure our
+ * activity raised after a definite answer (permanent rejection, or cool-downs/transient refusals
+ * until the budget ran out; the activity cleared its intent in those cases). Timeouts and other
+ * failures are ambiguous.
+ */
+function isDefiniteRejection(e: unknown): boolean {
+  const cause = e instanceof ActivityFailure ? e.cause : e;
+  return cause instanceof ApplicationFailure && typeof cause.type === 'string' && cause.type.startsWith('Provider.') && cause.type !== 'Provider.ambiguous';
+}
+
+function isNonRetryable(e: unknown): boolean {
+  const cause = e instanceof ActivityFailure ? e.cause : e;
+  return cause instanceof ApplicationFailure && (cause.nonRetryable || NON_RETRYABLE_TYPES.includes(cause.type ?? ''));
+}
+
+/** Extracts the sanitised JobError an activity attached to its failure. */
+function jobErrorOf(e: unknown, fallback: string): JobError {
+  const cause = e instanceof ActivityFailure ? e.cause : e;
+  if (cause instanceof ApplicationFailure) {
+    const d = cause.details?.[0] as JobError | undefined;
+    if (d && typeof d === 'object' && 'message' in d) return d;
+    return { kind: cause.type ?? 'internal', message: cause.message, at: new Date().toISOString() };
+  }
+  const msg = e instanceof Error ? `${e.message}${cause instanceof Error && cause !== e ? `: ${cause.message}` : ''}` : String(e);
+  return { kind: 'internal', message: `${fallback}: ${msg}`, at: new Date().toISOString() };
+}

@@ -1,0 +1,157 @@
+/**
+ * Activities with faked provider adapters (MockActivityEnvironment) and a real in-memory SQLite
+ * store: intent/answer recording, ambiguity, classification into retryable and non-retryable
+ * failures, the shared cool-down, reconciliation paths and write-once.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { createActivities, type SubmitInput } from '../../src/activities/index.js';
+import { parseConfig } from '../../src/config.js';
+import { ProviderError } from '../../src/providers/errors.js';
+import { ProviderRegistry } from '../../src/providers/registry.js';
+import type { Accepted, ProviderAdapter } from '../../src/providers/types.js';
+import { openStore, type Store } from '../../src/store/index.js';
+
+class FakeAdapter implements ProviderAdapter {
+  readonly name = 'fake';
+  readonly kind = 'fake';
+  capabilities = { idempotency: true, list: true, cancel: true, webhooks: false };
+  calls: string[] = [];
+  submitImpl: () => Promise<Accepted> = async () => ({ taskId: 'task-1', providerStatus: 'queued', replayed: false });
+  listImpl: () => Promise<Accepted | null> = async () => null;
+  async submit() {
+    this.calls.push('submit');
+    return this.submitImpl();
+  }
+  async status() {
+    this.calls.push('status');
+    return { state: 'running' as const, providerStatus: 'running' };
+  }
+  async result(_t: string, url: string) {
+    this.calls.push('result');
+    return { url, finalUrl: url, httpStatus: 200, title: 'T', byline: null, excerpt: null, lang: 'en', siteName: null, publishedTime: null, text: 'x', markdown: 'x', links: [], contentLength: 1 };
+  }
+  async cancel() {
+    this.calls.push('cancel');
+    return { accepted: true };
+  }
+  async findByClientRef() {
+    this.calls.push('list');
+    return this.listImpl();
+  }
+}
+
+const config = parseConfig({ providers: { fake: { kind: 'reference', baseUrl: 'http://127.0.0.1:9', credentials: { default: { apiKey: 'sk-unit-0000' } } } } }, {});
+let store: Store;
+let fake: FakeAdapter;
+let acts: ReturnType<typeof createActivities>;
+const input: SubmitInput = { jobId: 'scrape:acme:k', provider: 'fake', account: 'acme', key: 'k', request: { url: 'https://example.com/', format: 'markdown', options: {} } };
+
+async function register() {
+  await store.registerJob({ id: input.jobId, account: 'acme', idem_key: 'k', provider: 'fake', request_hash: 'h', url: input.request.url, input: '{}', options: '{}', batch_id: null, workflow_id: input.jobId, task_id: null, deadline_at: null });
+}
+
+beforeEach(async () => {
+  store = await openStore('sqlite::memory:');
+  fake = new FakeAdapter();
+  acts = createActivities({ store, providers: new ProviderRegistry(config, {}, { fake }), resultRetentionMs: 60_000, defaultCoolDownMs: 1_000 });
+  await register();
+});
+
+const env = (attempt = 1) => new MockActivityEnvironment({ attempt });
+
+/** Runs an activity expected to throw and returns its ApplicationFailure. */
+async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {
+  try {
+    await p;
+  } catch (e) {
+    return e as ApplicationFailure;
+  }
+  throw new Error('expected the activity to throw');
+}
+
+describe('submitScrape', () => {
+  it('records the answer; a retried attempt adopts it without calling the provider again', async () => {
+    expect(await env().run(acts.submitScrape, input)).toMatchObject({ kind: 'accepted', taskId: 'task-1' });
+    expect((await store.getJob(input.jobId))?.task_id).toBe('task-1');
+    expect(await env(2).run(acts.submitScrape, input)).toMatchObject({ kind: 'accepted', taskId: 'task-1', adopted: true });
+    expect(fake.calls.filter((c) => c === 'submit')).toHaveLength(1);
+  });
+
+  it('an earlier intent without an answer makes the attempt ambiguous and calls nothing', async () => {
+    await store.recordSubmitIntent(input.jobId); // a crashed attempt
+    expect(await env(2).run(acts.submitScrape, input)).toMatchObject({ kind: 'ambiguous', error: { code: 'UNANSWERED_INTENT' } });
+    expect(fake.calls).toEqual([]);
+    // After reconciliation proved the task absent, the same intent no longer blocks.
+    expect(await env(3).run(acts.submitScrape, { ...input, afterReconcile: true })).toMatchObject({ kind: 'accepted' });
+  });
+
+  it('a reset after sending is returned as ambiguous and keeps the intent', async () => {
+    fake.submitImpl = async () => {
+      throw new ProviderError('ambiguous', 'POST /api/scrape failed: other side closed', { code: 'UND_ERR_SOCKET' });
+    };
+    expect(await env().run(acts.submitScrape, input)).toMatchObject({ kind: 'ambiguous' });
+    expect((await store.getJob(input.jobId))?.submit_intent_at).toBeTruthy();
+  });
+
+  it('a 429 throws a retryable failure with the provider wait and cools the key down for every caller', async () => {
+    fake.submitImpl = async () => {
+      throw new ProviderError('cooldown', 'answered 429 CONCURRENCY_LIMIT', { httpStatus: 429, code: 'CONCURRENCY_LIMIT', retryAfterMs: 7_000 });
+    };
+    const err = await failure(env().run(acts.submitScrape, input));
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err.type).toBe('Provider.cooldown');
+    expect(err.nonRetryable).toBe(false);
+    expect(err.nextRetryDelay).toBe(7_000);
+    expect((await store.getJob(input.jobId))?.submit_intent_at).toBeNull();
+    // The next call with the same provider key is held back locally: the provider sees nothing.
+    const second = await failure(env().run(acts.checkStatus, { jobId: input.jobId, provider: 'fake', account: 'acme', taskId: 't' }));
+    expect(second.type).toBe('Provider.cooldown');
+    expect(second.nextRetryDelay).toBeGreaterThan(6_000);
+    expect(fake.calls).toEqual(['submit']);
+  });
+
+  it('a 401 is non-retryable and keeps the reason without the key', async () => {
+    fake.submitImpl = async () => {
+      throw new ProviderError('permanent', 'POST http://p/api/scrape answered 401 UNAUTHORIZED', { httpStatus: 401, code: 'UNAUTHORIZED' });
+    };
+    const err = await failure(env().run(acts.submitScrape, input));
+    expect(err.type).toBe('Provider.permanent');
+    expect(err.nonRetryable).toBe(true);
+    expect(err.details?.[0]).toMatchObject({ kind: 'permanent', httpStatus: 401, code: 'UNAUTHORIZED' });
+  });
+});
+
+describe('reconcileSubmit', () => {
+  it('replays under the same key where the provider honours idempotency', async () => {
+    fake.submitImpl = async () => ({ taskId: 'task-9', providerStatus: 'running', replayed: true });
+    expect(await env().run(acts.reconcileSubmit, input)).toEqual({ kind: 'found', taskId: 'task-9', via: 'idempotent-replay' });
+  });
+  it('looks the job up by client reference where it can list, and reports absence', async () => {
+    fake.capabilities = { ...fake.capabilities, idempotency: false };
+    fake.listImpl = async () => ({ taskId: 'task-7', providerStatus: 'queued', replayed: true });
+    expect(await env().run(acts.reconcileSubmit, input)).toEqual({ kind: 'found', taskId: 'task-7', via: 'list' });
+    await store.db.updateTable('jobs').set({ task_id: null }).execute();
+    fake.listImpl = async () => null;
+    expect(await env().run(acts.reconcileSubmit, input)).toEqual({ kind: 'absent', via: 'list' });
+    expect(fake.calls).not.toContain('submit');
+  });
+  it('is unresolvable without idempotency and list, and never submits', async () => {
+    fake.capabilities = { ...fake.capabilities, idempotency: false, list: false };
+    expect(await env().run(acts.reconcileSubmit, input)).toMatchObject({ kind: 'unresolvable' });
+    expect(fake.calls).toEqual([]);
+  });
+});
+
+describe('saveResult', () => {
+  it('writes once: a repeat (retry, second worker) inserts nothing', async () => {
+    await store.recordTaskId(input.jobId, 'task-1', 'queued', 'test');
+    const ref = { jobId: input.jobId, provider: 'fake', account: 'acme', taskId: 'task-1', url: input.request.url };
+    const [a, b] = (await Promise.all([env().run(acts.saveResult, ref), env().run(acts.saveResult, ref)])) as Awaited<ReturnType<typeof acts.saveResult>>[];
+    expect([a!.inserted, b!.inserted].sort()).toEqual([false, true]);
+    expect(a!.resultId).toBe(b!.resultId);
+    expect(await store.countResults({ provider: 'fake', taskId: 'task-1' })).toBe(1);
+    expect((await store.getJob(input.jobId))?.state).toBe('completed');
+  });
+});
