@@ -1,0 +1,188 @@
+/**
+ * `npm run demo`: every part on embedded defaults, then one batch through the whole stack.
+ *
+ * Starts (or reuses, with `TEMPORAL_ADDRESS`) a Temporal dev server with a SQLite file and the Web
+ * UI, the reference provider (`src/sim`, a real HTTP server that really fetches and extracts), the
+ * shipped sample site (`sample-site/`) and a worker; writes `.data/demo/config.json` so that the
+ * other CLI commands reach the same services; runs `sample-site/demo-batch.csv` with a progress
+ * bar; prints the table, the summary, the SQLite path and the Web UI address. With `--keep` (the
+ * default on a terminal) it keeps everything running until Ctrl-C so that the jobs can be read in
+ * the Web UI and with the CLI.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import { NativeConnection } from '@temporalio/worker';
+import cliProgress from 'cli-progress';
+import Table from 'cli-table3';
+import Fastify from 'fastify';
+import { readBatchFile } from './batch/input.js';
+import { runBatch } from './batch/run.js';
+import { parseConfig } from './config.js';
+import { connectOrStartTemporal } from './devserver/devServer.js';
+import { openRuntime } from './runtime.js';
+import { startSim } from './sim/index.js';
+import { createScrapeWorker, installWorkerLogging, nativeConnectionOptions } from './worker.js';
+
+const REPO = fileURLToPath(new URL('..', import.meta.url));
+const SAMPLE_SITE = path.join(REPO, 'sample-site');
+
+/** Options of {@link runDemo}. */
+export interface DemoOptions {
+  /** Keep every service running after the batch until SIGINT/SIGTERM. */
+  keep: boolean;
+  /** Directory for the SQLite files and the generated config (default `.data/demo`). */
+  dataDir: string;
+  /** Where progress and the summary go (default stdout/stderr). */
+  out?: (line: string) => void;
+}
+
+async function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** `preferred` when free on 127.0.0.1, else 0 (let the OS pick). */
+async function preferPort(preferred: number): Promise<number> {
+  return (await portIsFree(preferred)) ? preferred : 0;
+}
+
+/**
+ * Runs the demo. Returns the process exit code: 0 when every valid row completed (the sample's
+ * intentionally invalid row is expected and reported), 1 otherwise.
+ */
+export async function runDemo(opts: DemoOptions): Promise<number> {
+  const say = opts.out ?? ((line: string) => console.log(line));
+  const step = (line: string) => say(`» ${line}`);
+  const dir = path.resolve(opts.dataDir);
+  fs.mkdirSync(dir, { recursive: true });
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const cleanup = async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    cleanups.length = 0;
+  };
+  const workerLog = path.join(dir, 'worker.log');
+  installWorkerLogging({ level: 'INFO', file: workerLog });
+  try {
+    const t0 = Date.now();
+    step('Temporal: finding or starting a server (first run may download the Temporal CLI, ~50 MB)…');
+    const temporal = await connectOrStartTemporal({
+      devServer: { dbFile: path.join(dir, 'temporal.db'), port: await preferPort(7233), uiPort: await preferPort(8233) },
+      logger: (l) => say(`  ${l}`),
+    });
+    cleanups.push(() => temporal.stop());
+    step(`Temporal ${temporal.external ? 'cluster' : 'dev server'} at ${temporal.address} (namespace ${temporal.namespace}), ready after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+    const site = Fastify({ logger: false });
+    await site.register(fastifyStatic, { root: SAMPLE_SITE, index: ['index.html'] });
+    const siteUrl = await site.listen({ host: '127.0.0.1', port: await preferPort(8780) });
+    cleanups.push(() => site.close());
+    step(`sample site at ${siteUrl}`);
+
+    const apiKey = `demo_${randomBytes(18).toString('base64url')}`;
+    const sim = await startSim({
+      host: '127.0.0.1',
+      port: await preferPort(8790),
+      adminToken: randomBytes(12).toString('hex'),
+      // One active scrape per account is the seeds' default; the demo allows 2 and keeps each job
+      // running 1.5 s so that `pending` jobs and 429 CONCURRENCY_LIMIT cool-downs can be seen.
+      accounts: [{ name: 'demo', apiKeys: [apiKey], profile: { concurrency: 2, minRunMs: 1_500 } }],
+      logger: false,
+    });
+    cleanups.push(() => sim.close());
+    step(`reference provider at ${sim.url} (account "demo", concurrency 2)`);
+
+    const storeFile = path.join(dir, 'scrapes.db');
+    const config = parseConfig({
+      temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: 'scrapes' },
+      storeUrl: `sqlite:${storeFile}`,
+      defaultAccount: 'demo',
+      defaultProvider: 'reference',
+      providers: { reference: { kind: 'reference', baseUrl: sim.url, credentials: { default: { apiKey } } } },
+    }, {});
+    const configFile = path.join(dir, 'config.json');
+    fs.writeFileSync(configFile, JSON.stringify(config, null, 2), { mode: 0o600 });
+
+    const rt = await openRuntime(config);
+    cleanups.push(() => rt.close());
+    const nativeConnection = await NativeConnection.connect(nativeConnectionOptions(temporal.connectionOptions));
+    cleanups.push(() => nativeConnection.close());
+    const worker = await createScrapeWorker({ connection: nativeConnection, config, store: rt.store, identity: `demo-worker@${process.pid}` });
+    const running = worker.run();
+    cleanups.push(async () => {
+      worker.shutdown();
+      await running;
+    });
+    step(`worker polling task queue "${config.temporal.taskQueue}" (log: ${workerLog})`);
+
+    const template = fs.readFileSync(path.join(SAMPLE_SITE, 'demo-batch.csv'), 'utf8');
+    const batchFile = path.join(dir, 'batch.csv');
+    fs.writeFileSync(batchFile, template.replaceAll('{{SITE}}', siteUrl.replace(/\/$/, '')));
+    const input = readBatchFile(batchFile);
+    step(`running ${batchFile}: ${input.items.length} rows, ${input.errors.length} rejected`);
+    for (const e of input.errors) say(`  line ${e.line}: ${e.reason}`);
+
+    const bar = new cliProgress.SingleBar(
+      { format: '  {bar} {value}/{total} final | {states}', hideCursor: true, noTTYOutput: true, notTTYSchedule: 1000, stream: process.stderr },
+      cliProgress.Presets.shades_classic,
+    );
+    bar.start(input.items.length, 0, { states: '' });
+    const started = Date.now();
+    const outcomes = await runBatch(rt.client, rt.store, input.items, {
+      account: 'demo',
+      batchId: input.batchId,
+      policy: { initialDelayMs: 500, maxDelayMs: 5_000, deadlineMs: 5 * 60_000 },
+      waitTimeoutMs: 5 * 60_000,
+      onProgress: (p) => bar.update(p.final, { states: Object.entries(p.byState).map(([k, v]) => `${k} ${v}`).join(', ') }),
+    });
+    bar.stop();
+
+    const table = new Table({ head: ['line', 'state', 'url', 'title / error'], colWidths: [6, 22, 58, 44], wordWrap: true, style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' } });
+    const rows = [...outcomes, ...input.errors.map((e) => ({ line: e.line, url: e.raw, state: 'rejected', error: e.reason, title: undefined, httpStatus: undefined }))].sort((a, b) => a.line - b.line);
+    for (const r of rows) {
+      const detail = r.state === 'completed' ? `${r.title ?? '(no title)'}${r.httpStatus && r.httpStatus !== 200 ? ` [HTTP ${r.httpStatus}]` : ''}` : (r.error ?? '');
+      table.push([String(r.line), r.state + ('existed' in r && r.existed ? ' (existing)' : ''), r.url, detail]);
+    }
+    say(table.toString());
+
+    const stats = sim.stats();
+    const completed = outcomes.filter((o) => o.state === 'completed').length;
+    const results = await rt.store.countResults();
+    const uiList = temporal.uiUrl
+      ? `${temporal.uiUrl}/namespaces/${temporal.namespace}/workflows?query=${encodeURIComponent(`ScrapeBatchId="${input.batchId}"`)}`
+      : '(no Web UI: external cluster without TEMPORAL_UI_URL)';
+    const example = outcomes.find((o) => o.jobId)?.jobId;
+    say('');
+    say(`Summary: ${completed}/${outcomes.length} jobs completed in ${((Date.now() - started) / 1000).toFixed(1)} s; ${input.errors.length} row(s) rejected with their line numbers.`);
+    say(`Provider: ${stats.jobsCreated.total} job(s) created this run, ${stats.requests.total} requests (${Object.entries(stats.requests.byEndpoint).map(([k, v]) => `${k} ${v}`).join(', ')}), ${stats.requests.byStatus['429'] ?? 0} answered 429.`);
+    say(`Result store (SQLite): ${storeFile} — ${results} result row(s) in total`);
+    say(`Temporal Web UI: ${temporal.uiUrl ?? '—'}`);
+    say(`  this batch: ${uiList}`);
+    say(`Config for the CLI: ${configFile}`);
+    if (example) {
+      say(`Try: npm run cli -- status ${example}`);
+      say(`     npm run cli -- result ${example}`);
+      say(`     npm run cli -- timeline ${example}`);
+    }
+    say(`Re-running the demo attaches to the same jobs (same rows → same keys): nothing new is created.`);
+
+    if (opts.keep) {
+      say('');
+      say('Everything keeps running so you can explore the Web UI and the CLI. Press Ctrl-C to stop.');
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', () => resolve());
+        process.once('SIGTERM', () => resolve());
+      });
+      say('stopping…');
+    }
+    return completed === outcomes.length ? 0 : 1;
+  } finally {
+    await cleanup();
+  }
+}
