@@ -1,0 +1,40 @@
+/**
+ * `npm run demo` exactly as a newcomer runs it (its own dev server, reference provider, sample
+ * site and worker), twice: the second run must attach to the same jobs and create nothing.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REPO } from '../helpers/stack.js';
+
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-demo-test-'));
+afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+function demo() {
+  const env = { ...process.env, FORCE_COLOR: '0' };
+  delete env.TEMPORAL_ADDRESS; // the demo starts its own server, as on a fresh machine
+  const r = spawnSync('npm', ['run', 'demo', '--', '--exit', '--data-dir', dataDir], { cwd: REPO, env, encoding: 'utf8', timeout: 180_000 });
+  return { code: r.status, out: `${r.stdout}\n${r.stderr}` };
+}
+
+describe('npm run demo', () => {
+  it('runs the sample batch end to end and prints the summary, the SQLite path and the Web UI address', () => {
+    const first = demo();
+    expect(first.code, first.out).toBe(0);
+    expect(first.out).toMatch(/Summary: 8\/8 jobs completed/);
+    expect(first.out).toMatch(/line 10: url: url scheme must be http or https, not ftp/);
+    expect(first.out).toMatch(/Provider: 8 job\(s\) created this run/);
+    expect(first.out).toContain(`Result store (SQLite): ${path.join(dataDir, 'scrapes.db')}`);
+    expect(first.out).toMatch(/Temporal Web UI: http:\/\/127\.0\.0\.1:\d+/);
+    expect(first.out).toContain('Accepted is not done | Field Notes');
+    expect(fs.existsSync(path.join(dataDir, 'config.json'))).toBe(true);
+
+    const second = demo();
+    expect(second.code, second.out).toBe(0);
+    expect(second.out).toMatch(/Summary: 8\/8 jobs completed/);
+    expect(second.out).toMatch(/Provider: 0 job\(s\) created this run/);
+    expect(second.out).toMatch(/— 8 result row\(s\) in total/);
+  }, 400_000);
+});

@@ -1,0 +1,62 @@
+/**
+ * Killing workers: a worker SIGKILLed while a job is polling, or at the exact moment after the
+ * provider answered a submit, or after the result was written. The job completes on a new worker
+ * with exactly one provider job and one result row.
+ */
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { FAST_POLICY, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
+
+let stack: Stack;
+let pages: PageServer;
+
+beforeAll(async () => {
+  pages = await startPageServer();
+  stack = await startStack({ worker: false, profile: { concurrency: 4 } });
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await pages?.close();
+});
+
+describe('worker restarts', () => {
+  it('a worker killed in the middle of polling: a new worker completes the job, one result row, one provider job', async () => {
+    const hold = stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'restart-poll', action: 'hold', holdIn: 'running' });
+    const child = await stack.spawnWorker();
+    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('medium-1')}?restart-poll`, key: 'restart-poll', policy: FAST_POLICY });
+    const row = await waitFor(async () => {
+      const r = await stack.store.getJob(ref.jobId);
+      return r?.state === 'pending' && r.status_checks >= 2 ? r : undefined;
+    }, 30_000, 'polling to start');
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    stack.sim.release(row.task_id!);
+    stack.sim.faults.remove(hold);
+    await stack.spawnWorker();
+    const done = await waitForState(stack.store, ref.jobId, ['completed', 'failed'], 60_000);
+    expect(done.state).toBe('completed');
+    expect(done.task_id).toBe(row.task_id);
+    expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes('restart-poll'))).toHaveLength(1);
+    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+  });
+
+  for (const crashAt of ['afterSubmitAnswered', 'afterTaskRecorded', 'afterResultWritten'] as const) {
+    it(`a worker killed ${crashAt.replace(/([A-Z])/g, ' $1').toLowerCase()}: one provider job, one result row`, async () => {
+      await stack.killWorkers();
+      const marker = path.join(stack.dir, `crash-${crashAt}`);
+      const tag = `crash-${crashAt}`;
+      const env = { TEST_CRASH_AT: crashAt, TEST_CRASH_MARKER: marker };
+      const first = await stack.spawnWorker(env);
+      const exited = new Promise<number | null>((r) => first.once('exit', (code, signal) => r(signal ? -1 : code)));
+      const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wapo-1')}?${tag}`, key: tag, policy: FAST_POLICY });
+      expect(await exited).toBe(-1); // SIGKILLed at the hook
+      await stack.spawnWorker(env); // the marker exists: this one does not crash
+      const done = await waitForState(stack.store, ref.jobId, ['completed', 'failed'], 90_000);
+      expect(done.state).toBe('completed');
+      expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(1);
+      expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+    });
+  }
+});
