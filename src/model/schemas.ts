@@ -47,6 +47,7 @@ export const PollPolicySchema = z
     cancelConfirmDeadlineMs: z.number().int().min(1_000).max(24 * 3_600_000),
     onDeadline: z.enum(['interrupt', 'cancel']),
     activityTimeoutMs: z.number().int().min(1_000).max(3_600_000),
+    webhookSlowdown: z.number().min(1).max(100),
   })
   .partial()
   .strict();

@@ -50,6 +50,11 @@ export interface PollPolicy {
    * to be retried elsewhere. Must exceed the provider HTTP timeouts configured on the worker.
    */
   activityTimeoutMs: number;
+  /**
+   * When the provider sends webhooks for this job, poll delays are multiplied by this factor
+   * (webhooks are hints that wake the workflow early; polling still drives the job to its end).
+   */
+  webhookSlowdown: number;
 }
 
 /** Defaults for {@link PollPolicy}: 2 s growing ×1.5 to 60 s, ±20 % jitter, 30 min deadline, 30 s per activity attempt. */
@@ -65,6 +70,7 @@ export const DEFAULT_POLL_POLICY: PollPolicy = {
   cancelConfirmDeadlineMs: 2 * 60_000,
   onDeadline: 'interrupt',
   activityTimeoutMs: 30_000,
+  webhookSlowdown: 5,
 };
 
 /** Input of `scrapeWorkflow`. Built by the client; validated there with zod. */
@@ -88,6 +94,8 @@ export interface ScrapeWorkflowInput {
   policy?: Partial<PollPolicy>;
   /** Resume tracking of an existing provider task instead of submitting (never resubmits). */
   resume?: { taskId: string };
+  /** The provider will call our webhook for this job: poll slower (see `webhookSlowdown`). */
+  webhooks?: boolean;
 }
 
 /** Error evidence kept with a job (sanitised: no credentials). */

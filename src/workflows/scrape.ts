@@ -339,7 +339,8 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   }
 
   function nextDelay(index: number, floorMs: number): number {
-    const base = Math.min(policy.maxDelayMs, policy.initialDelayMs * Math.pow(policy.multiplier, index));
+    const slow = input.webhooks ? policy.webhookSlowdown : 1;
+    const base = slow * Math.min(policy.maxDelayMs, policy.initialDelayMs * Math.pow(policy.multiplier, index));
     const jittered = base * (1 - policy.jitter + 2 * policy.jitter * Math.random());
     return Math.max(Math.round(jittered), floorMs, 1);
   }

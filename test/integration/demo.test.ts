@@ -13,7 +13,7 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-demo-test-'));
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
 function demo() {
-  const env = { ...process.env, FORCE_COLOR: '0' };
+  const env: NodeJS.ProcessEnv = { ...process.env, FORCE_COLOR: '0' };
   delete env.TEMPORAL_ADDRESS; // the demo starts its own server, as on a fresh machine
   const r = spawnSync('npm', ['run', 'demo', '--', '--exit', '--data-dir', dataDir], { cwd: REPO, env, encoding: 'utf8', timeout: 180_000 });
   return { code: r.status, out: `${r.stdout}\n${r.stderr}` };
