@@ -14,7 +14,7 @@ import Table from 'cli-table3';
 import { readBatchFile } from './batch/input.js';
 import { runBatch, type BatchRowOutcome } from './batch/run.js';
 import { jobIdFor, ScrapeError, type JobSummary } from './client/index.js';
-import { openRuntimeFromFile, type Runtime } from './runtime.js';
+import { openRuntime, openRuntimeFromFile, type Runtime } from './runtime.js';
 
 const EXIT = { ok: 0, failed: 1, invalid: 2, notFound: 3 } as const;
 
@@ -224,6 +224,62 @@ export function buildCli(): Command {
       }),
     );
 
+  common(program.command('incident <job>'))
+    .description('print a job\'s incident report (sanitised provider exchanges: endpoint, HTTP status, UTC time, request, response) and its timeline')
+    .option('--json', 'print JSON')
+    .action(async (job: string, opts) =>
+      withRuntime(opts, async (rt) => {
+        const account = accountOf(rt, opts);
+        const id = resolveJobId(job, account);
+        const summary = await rt.client.getScrape(account, id);
+        const incidents = await rt.client.incidents(account, id);
+        const events = await rt.client.timeline(account, id);
+        if (opts.json) return console.log(JSON.stringify({ job: summary, incidents, timeline: events }, null, 2));
+        printJob(summary);
+        console.log(`\nIncidents (${incidents.length}):`);
+        for (const i of incidents) {
+          console.log(`- ${i.at}  ${i.phase} ${i.kind}${i.code ? ` ${i.code}` : ''}${i.httpStatus ? ` HTTP ${i.httpStatus}` : ''}\n  endpoint: ${i.endpoint ?? '—'}\n  message:  ${i.message}`);
+          if (i.request) console.log(`  request:  ${JSON.stringify(i.request)}`);
+          if (i.response) console.log(`  response: ${JSON.stringify(i.response)}`);
+        }
+        console.log('\nTimeline:');
+        for (const e of events) console.log(`  ${e.at}  ${e.type.padEnd(28)} ${(e.state ?? '').padEnd(20)} ${e.detail ? JSON.stringify(e.detail) : ''}`);
+      }),
+    );
+
+  common(program.command('orphans'))
+    .description('list orphan and stalled jobs found by the maintenance schedule, with the suggested recovery')
+    .option('--json', 'print JSON')
+    .action(async (opts) =>
+      withRuntime(opts, async (rt) => {
+        const found = await rt.client.orphans(accountOf(rt, opts));
+        if (opts.json) return console.log(JSON.stringify(found, null, 2));
+        if (found.length === 0) return console.log('no orphan or stalled jobs');
+        const t = new Table({ head: ['job', 'finding', 'state', 'detail', 'suggested recovery'], colWidths: [36, 16, 14, 40, 60], wordWrap: true, style: { head: [], border: [] } });
+        for (const o of found) t.push([o.jobId, o.kind, o.state, o.detail, o.suggestion]);
+        console.log(t.toString());
+      }),
+    );
+
+  common(program.command('cancel-batch <batchId>'))
+    .description('cancel every job of a batch through the same path and print each observed outcome')
+    .option('-r, --reason <text>', 'why', 'batch cancelled from the CLI')
+    .option('--no-wait', 'send the cancel signals and return at once')
+    .option('--json', 'print JSON')
+    .action(async (batchId: string, opts) =>
+      withRuntime(opts, async (rt) => {
+        const outcomes = await rt.client.cancelBatch(accountOf(rt, opts), batchId, { reason: opts.reason, requestedBy: `cli:${process.env.USER ?? 'user'}`, wait: opts.wait });
+        if (opts.json) return console.log(JSON.stringify(outcomes, null, 2));
+        const t = new Table({ head: ['job', 'result', 'state / outcome'], style: { head: [], border: [] } });
+        for (const o of outcomes) {
+          const r = o.result;
+          t.push([o.jobId, r.kind, r.kind === 'observed' ? `${r.state}: ${r.report.outcome} — ${r.report.detail ?? ''}` : r.kind === 'error' ? r.message : r.state]);
+        }
+        console.log(t.toString());
+        console.log(`${outcomes.length} job(s) in batch ${batchId}`);
+      }),
+    );
+
   common(program.command('list'))
     .description('list the account\'s jobs, newest first')
     .option('-s, --state <states>', 'comma-separated states')
@@ -254,7 +310,11 @@ export function buildCli(): Command {
       await target.stop();
       const store = await openStore(config.storeUrl);
       await store.close();
-      console.log(`search attributes registered on ${config.temporal.address} (namespace ${config.temporal.namespace}); store migrated`);
+      const rt = await openRuntime(config);
+      const { ensureMaintenanceSchedules } = await import('./client/schedules.js');
+      const ids = await ensureMaintenanceSchedules(rt.client.temporal, { taskQueue: config.temporal.taskQueue });
+      await rt.close();
+      console.log(`search attributes registered on ${config.temporal.address} (namespace ${config.temporal.namespace}); store migrated; schedules ${ids.purge}, ${ids.orphans}`);
     });
 
   program

@@ -21,6 +21,7 @@ import Table from 'cli-table3';
 import Fastify from 'fastify';
 import { readBatchFile } from './batch/input.js';
 import { runBatch } from './batch/run.js';
+import { ensureMaintenanceSchedules } from './client/schedules.js';
 import { parseConfig } from './config.js';
 import { connectOrStartTemporal } from './devserver/devServer.js';
 import { openRuntime } from './runtime.js';
@@ -119,7 +120,8 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
       worker.shutdown();
       await running;
     });
-    step(`worker polling task queue "${config.temporal.taskQueue}" (log: ${workerLog})`);
+    await ensureMaintenanceSchedules(rt.client.temporal, { taskQueue: config.temporal.taskQueue });
+    step(`worker polling task queue "${config.temporal.taskQueue}" (log: ${workerLog}); maintenance schedules in place`);
 
     const template = fs.readFileSync(path.join(SAMPLE_SITE, 'demo-batch.csv'), 'utf8');
     const batchFile = path.join(dir, 'batch.csv');

@@ -8,7 +8,9 @@
  */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { ConnectionOptions } from '@temporalio/client';
+import { Client, type ConnectionOptions } from '@temporalio/client';
+import { createMaintenanceActivities } from './activities/maintenance.js';
+import { ensureMaintenanceSchedules } from './client/schedules.js';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type NativeConnectionOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities/index.js';
 import { loadConfigFile, type Config } from './config.js';
@@ -80,8 +82,12 @@ export interface ScrapeWorkerOptions {
 
 /** Creates (does not run) a worker for the scrape task queue. */
 export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Worker> {
-  const providers = opts.providers ?? new ProviderRegistry(opts.config);
-  const activities = createActivities({ store: opts.store, providers, resultRetentionMs: opts.config.resultRetentionMs, hooks: opts.hooks });
+  const providers = opts.providers ?? new ProviderRegistry(opts.config, process.env, {}, opts.store);
+  const temporal = new Client({ connection: opts.connection, namespace: opts.config.temporal.namespace });
+  const activities = {
+    ...createActivities({ store: opts.store, providers, resultRetentionMs: opts.config.resultRetentionMs, hooks: opts.hooks }),
+    ...createMaintenanceActivities({ store: opts.store, temporal }),
+  };
   return Worker.create({
     connection: opts.connection,
     namespace: opts.config.temporal.namespace,
@@ -111,6 +117,7 @@ export async function runWorkerMain(): Promise<void> {
   const store = await openStore(config.storeUrl);
   const connection = await connectWorker(config);
   const worker = await createScrapeWorker({ connection, config, store });
+  await ensureMaintenanceSchedules(new Client({ connection, namespace: config.temporal.namespace }), { taskQueue: config.temporal.taskQueue });
   console.log(`worker polling task queue "${config.temporal.taskQueue}" on ${config.temporal.address} (namespace ${config.temporal.namespace}); store ${config.storeUrl.replace(/\/\/[^@/]*@/, '//[REDACTED]@')}`);
   await worker.run();
   await connection.close();

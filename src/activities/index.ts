@@ -110,6 +110,11 @@ export function createActivities(deps: ActivityDeps) {
     }
   }
 
+  async function recordIncident(jobId: string, phase: string, e: ProviderError): Promise<void> {
+    const ev = e.details.evidence;
+    await store.recordIncident({ jobId, phase, kind: e.kind, message: e.message, code: e.details.code, endpoint: ev?.endpoint, httpStatus: e.details.httpStatus ?? ev?.httpStatus, request: ev?.request, response: ev?.body, headers: ev?.headers, at: ev?.at });
+  }
+
   function attempt(): number {
     try {
       return Context.current().info.attempt;
@@ -193,7 +198,10 @@ export function createActivities(deps: ActivityDeps) {
         }
         // A definite answer: nothing was created, so the intent is cleared.
         await store.clearSubmitIntent(input.jobId);
-        if (isProviderError(e)) await store.appendEvent(input.jobId, 'submit_rejected', null, { error: e.toJobError(), evidence: e.details.evidence });
+        if (isProviderError(e)) {
+          await store.appendEvent(input.jobId, 'submit_rejected', null, { error: e.toJobError(), evidence: e.details.evidence });
+          if (e.kind === 'permanent' || e.kind === 'conflict') await recordIncident(input.jobId, 'submit', e);
+        }
         rethrow(e);
       }
       await deps.hooks?.afterSubmitAnswered?.(input.jobId, accepted.taskId);
@@ -260,16 +268,43 @@ export function createActivities(deps: ActivityDeps) {
      */
     async checkStatus(ref: TaskRef): Promise<StatusOutcome> {
       try {
-        const obs = await call(ref.provider, ref.account, (r) => r.adapter.status(ref.taskId, { apiKey: r.apiKey, signal: signal() }));
+        const { evidence, ...obs } = await call(ref.provider, ref.account, (r) => r.adapter.status(ref.taskId, { apiKey: r.apiKey, signal: signal() }));
         await store.recordStatusCheck(ref.jobId, obs.providerStatus);
+        if (obs.state === 'failed') {
+          // A terminal failure at the provider: keep its code and the complete sanitised response.
+          await store.recordIncident({
+            jobId: ref.jobId,
+            phase: 'status',
+            kind: 'provider_failed',
+            message: obs.error?.message ?? 'provider reported failure',
+            code: obs.error?.code,
+            endpoint: evidence?.endpoint,
+            httpStatus: evidence?.httpStatus,
+            response: evidence?.body,
+            headers: evidence?.headers,
+            request: { taskId: ref.taskId },
+            at: evidence?.at,
+          });
+        }
         return { kind: 'status', ...obs };
       } catch (e) {
         if (isProviderError(e) && e.kind === 'not_found') {
           await store.appendEvent(ref.jobId, 'status_not_found', null, { error: e.toJobError() });
           return { kind: 'not_found', error: e.toJobError() };
         }
+        if (isProviderError(e) && e.kind === 'permanent') await recordIncident(ref.jobId, 'status', e);
         rethrow(e);
       }
+    },
+
+    /**
+     * Records that a status check gave up after its retry budget (the task is kept; polling goes
+     * on): counts it for orphan detection and keeps the error as the job's last error.
+     */
+    async recordStatusFailure(input: { jobId: string; error: JobError }): Promise<void> {
+      await store.recordStatusError(input.jobId);
+      await store.appendEvent(input.jobId, 'status_check_gave_up', 'pending', { error: input.error });
+      await store.db.updateTable('jobs').set({ last_error: JSON.stringify(input.error) }).where('id', '=', input.jobId).execute();
     },
 
     /**

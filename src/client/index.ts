@@ -16,7 +16,8 @@ import { fingerprint } from '../lib/hash.js';
 import { isFinalState, type JobState } from '../model/states.js';
 import { AccountSchema, StartScrapeInputSchema, type StartScrapeInput } from '../model/schemas.js';
 import type { CancelReport, JobError, JobView, ScrapeWorkflowInput } from '../model/types.js';
-import type { JobRow, ResultRow, Store } from '../store/index.js';
+import { IdempotencyConflictStoreError, type JobRow, type ResultRow, type Store } from '../store/index.js';
+import { sanitizeBody } from '../lib/sanitize.js';
 import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState } from '../workflows/searchAttributes.js';
 import type { scrapeWorkflow } from '../workflows/scrape.js';
 import { cancelSignal, cancelUpdate, resolveUpdate, stateQuery, type Resolution } from '../workflows/scrape.js';
@@ -126,8 +127,34 @@ export class ScrapeClient {
     const requestHash = fingerprint({ provider, request });
     const key = p.key ?? `r-${requestHash.slice(0, 32)}`;
     const jobId = jobIdFor(p.account, key);
+    // Persist the reference before anything else (rule 1). The store is also the key's
+    // long-lived record (Temporal forgets closed workflows after the namespace retention): a
+    // known key answers from it, and the same key with other parameters is a conflict.
+    let created: boolean;
+    let existing: JobRow;
+    try {
+      const r = await this.opts.store.insertJob({
+        id: jobId,
+        account: p.account,
+        idem_key: key,
+        provider,
+        request_hash: requestHash,
+        url: p.url,
+        input: JSON.stringify(sanitizeBody(p.row ?? {})),
+        options: JSON.stringify(sanitizeBody({ format: p.format, options: p.options, policy: p.policy ?? {} })),
+        batch_id: p.batchId ?? null,
+        workflow_id: jobId,
+        task_id: null,
+        deadline_at: null,
+      });
+      created = r.inserted;
+      existing = r.row;
+    } catch (e) {
+      if (e instanceof IdempotencyConflictStoreError) throw new IdempotencyConflictError(jobId);
+      throw e;
+    }
+    if (!created && isFinalState(existing.state)) return { jobId, account: p.account, key, created: false };
     const wfInput: ScrapeWorkflowInput = { jobId, account: p.account, key, provider, requestHash, request, row: p.row, batchId: p.batchId, policy: p.policy };
-    let created = true;
     try {
       await this.opts.temporal.workflow.start<typeof scrapeWorkflow>('scrapeWorkflow', {
         taskQueue: this.opts.taskQueue,
@@ -148,11 +175,8 @@ export class ScrapeClient {
       });
     } catch (e) {
       if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
-      created = false; // a closed job with this key exists: the repeat returns it
+      // A closed run with this key exists (REJECT_DUPLICATE): the repeat returns it, never restarts it.
     }
-    const desc = await this.opts.temporal.workflow.getHandle(jobId).describe();
-    if (desc.memo?.requestHash !== requestHash) throw new IdempotencyConflictError(jobId);
-    if (created && desc.startTime.getTime() < Date.now() - 60_000) created = false;
     return { jobId, account: p.account, key, created };
   }
 
@@ -335,8 +359,9 @@ export class ScrapeClient {
    */
   async resume(account: string, jobId: string, opts: { policy?: ScrapeWorkflowInput['policy'] } = {}): Promise<JobRef> {
     const row = await this.row(account, jobId);
-    if (row.state !== 'tracking_interrupted' || !row.task_id) {
-      throw new ScrapeError('conflict', `job ${jobId} is ${row.state}${row.task_id ? '' : ' without a task ID'}; only tracking_interrupted jobs with a task ID can be resumed`, { state: row.state });
+    const orphan = !isFinalState(row.state) && !(await this.isRunning(jobId));
+    if (!orphan && (row.state !== 'tracking_interrupted' || !row.task_id)) {
+      throw new ScrapeError('conflict', `job ${jobId} is ${row.state}${row.task_id ? '' : ' without a task ID'}; only tracking_interrupted jobs with a task ID, or non-final jobs whose workflow no longer runs, can be resumed`, { state: row.state });
     }
     const request = JSON.parse(row.options) as { format: 'markdown' | 'text'; options: Record<string, unknown>; policy: ScrapeWorkflowInput['policy'] };
     const wfInput: ScrapeWorkflowInput = {
@@ -349,7 +374,9 @@ export class ScrapeClient {
       row: JSON.parse(row.input) as Record<string, unknown>,
       batchId: row.batch_id ?? undefined,
       policy: { ...(request.policy ?? {}), ...(opts.policy ?? {}) },
-      resume: { taskId: row.task_id },
+      // With a task ID: poll it, never submit. Without (an orphan that never got one): the run
+      // finds the unanswered submit intent and reconciles before any new submission.
+      resume: row.task_id ? { taskId: row.task_id } : undefined,
     };
     try {
       await this.opts.temporal.workflow.start<typeof scrapeWorkflow>('scrapeWorkflow', {
@@ -358,15 +385,15 @@ export class ScrapeClient {
         args: [wfInput],
         workflowIdConflictPolicy: 'FAIL',
         workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-        memo: { requestHash: row.request_hash, url: row.url, resumedTaskId: row.task_id },
+        memo: { requestHash: row.request_hash, url: row.url, resumedTaskId: row.task_id ?? undefined },
         typedSearchAttributes: [
-          { key: ScrapeState, value: 'pending' },
+          { key: ScrapeState, value: row.task_id ? 'pending' : 'submitting' },
           { key: ScrapeAccount, value: account },
           { key: ScrapeProvider, value: row.provider },
           { key: ScrapeHost, value: new URL(row.url).hostname },
           ...(row.batch_id ? [{ key: ScrapeBatchId, value: row.batch_id }] : []),
         ],
-        staticSummary: `Scrape ${row.url} (resumed, task ${row.task_id})`,
+        staticSummary: `Scrape ${row.url} (resumed${row.task_id ? `, task ${row.task_id}` : ''})`,
         staticDetails: `**Account:** ${account}\n\n**Key:** ${row.idem_key}\n\n**Provider:** ${row.provider}\n\n**Resumed task:** ${row.task_id}`,
       });
     } catch (e) {
@@ -388,6 +415,71 @@ export class ScrapeClient {
       if (e instanceof WorkflowUpdateFailedError) throw new ScrapeError('conflict', `cannot resolve job ${jobId}: ${e.cause?.message ?? e.message}`);
       throw e;
     }
+  }
+
+  private async isRunning(jobId: string): Promise<boolean> {
+    try {
+      return (await this.opts.temporal.workflow.getHandle(jobId).describe()).status.name === 'RUNNING';
+    } catch (e) {
+      if (e instanceof WorkflowNotFoundError) return false;
+      throw e;
+    }
+  }
+
+  /** The job's incident records (sanitised provider exchanges that ended or explain it), oldest first. */
+  async incidents(account: string, jobId: string) {
+    await this.row(account, jobId);
+    const parse = (v: string | null) => (v === null ? null : (JSON.parse(v) as unknown));
+    return (await this.opts.store.incidents(jobId)).map((i) => ({
+      at: i.at,
+      phase: i.phase,
+      kind: i.kind,
+      endpoint: i.endpoint,
+      httpStatus: i.http_status,
+      code: i.code,
+      message: i.message,
+      request: parse(i.request),
+      response: parse(i.response),
+      headers: parse(i.headers),
+    }));
+  }
+
+  /** Open orphan findings of the account (from the maintenance schedule), newest first. */
+  async orphans(account: string) {
+    return (await this.opts.store.listOrphans(account)).map((o) => ({
+      jobId: o.job_id,
+      kind: o.kind,
+      state: o.state,
+      url: o.url,
+      detail: o.detail,
+      suggestion: o.suggestion,
+      firstSeenAt: o.first_seen_at,
+      lastSeenAt: o.last_seen_at,
+    }));
+  }
+
+  /**
+   * Cancels every non-final job of a batch through the same per-job path (the `cancel` Update,
+   * or the signal with `wait: false`), `concurrency` at a time (default 16), and returns each
+   * job's outcome. Safe to repeat: a finished job answers `already_final`.
+   */
+  async cancelBatch(account: string, batchId: string, opts: { reason?: string; requestedBy?: string; wait?: boolean; concurrency?: number } = {}): Promise<{ jobId: string; result: CancelResult | { kind: 'error'; message: string } }[]> {
+    const jobs = await this.opts.store.listJobs({ account, batchId, limit: 100_000 });
+    const out: { jobId: string; result: CancelResult | { kind: 'error'; message: string } }[] = [];
+    let next = 0;
+    const worker = async () => {
+      for (;;) {
+        const job = jobs[next++];
+        if (!job) return;
+        try {
+          out.push({ jobId: job.id, result: await this.cancelScrape(account, job.id, { reason: opts.reason ?? `batch ${batchId} cancelled`, requestedBy: opts.requestedBy, wait: opts.wait }) });
+        } catch (e) {
+          out.push({ jobId: job.id, result: { kind: 'error', message: (e as Error).message } });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 16, Math.max(jobs.length, 1)) }, worker));
+    return out.sort((a, b) => a.jobId.localeCompare(b.jobId));
   }
 
   /** The account's jobs, newest first, filtered by state and batch (limit default 100, max 1000). */

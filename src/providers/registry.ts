@@ -14,17 +14,30 @@ import { ProviderError } from './errors.js';
 import { ReferenceAdapter } from './reference.js';
 import type { ProviderAdapter } from './types.js';
 
+/**
+ * Cool-downs shared across worker processes (the result store implements it), so that a 429 seen
+ * by one worker holds back every worker using the same provider key. Times are epoch ms.
+ */
+export interface SharedCooldowns {
+  getCooldown(label: string): Promise<number>;
+  setCooldown(label: string, untilMs: number, reason: string): Promise<void>;
+}
+
 /** Per-provider-key limiter: concurrency + spacing + cool-down gate. Times in ms. */
 export class KeyLimiter {
   private readonly queue: PQueue;
   /** Epoch ms until which calls are held back. */
   private coolUntil = 0;
   private coolReason = '';
+  private sharedCheckedAt = 0;
 
   constructor(
     readonly label: string,
     opts: { maxConcurrent: number; minIntervalMs: number },
     private readonly now: () => number = Date.now,
+    private readonly shared?: SharedCooldowns,
+    /** How often the shared cool-down is re-read, ms. */
+    private readonly sharedRefreshMs = 500,
   ) {
     this.queue = new PQueue(
       opts.minIntervalMs > 0 ? { concurrency: opts.maxConcurrent, intervalCap: 1, interval: opts.minIntervalMs } : { concurrency: opts.maxConcurrent },
@@ -36,12 +49,27 @@ export class KeyLimiter {
     return Math.max(0, this.coolUntil - this.now());
   }
 
-  /** Starts or extends a cool-down of `ms` (never shortens one already running). */
+  /** Starts or extends a cool-down of `ms` (never shortens one already running), here and in the shared store. */
   coolDown(ms: number, reason: string): void {
     const until = this.now() + ms;
     if (until > this.coolUntil) {
       this.coolUntil = until;
       this.coolReason = reason;
+    }
+    this.shared?.setCooldown(this.label, until, reason).catch(() => undefined); // best effort: the local gate still holds
+  }
+
+  private async refreshShared(): Promise<void> {
+    if (!this.shared || this.now() - this.sharedCheckedAt < this.sharedRefreshMs) return;
+    this.sharedCheckedAt = this.now();
+    try {
+      const until = await this.shared.getCooldown(this.label);
+      if (until > this.coolUntil) {
+        this.coolUntil = until;
+        this.coolReason = 'cool-down set by another worker';
+      }
+    } catch {
+      // The store being unavailable must not stop provider calls; the local gate still applies.
     }
   }
 
@@ -61,6 +89,7 @@ export class KeyLimiter {
         });
       }
     };
+    await this.refreshShared();
     gate();
     return this.queue.add(
       async () => {
@@ -108,6 +137,8 @@ export class ProviderRegistry {
     private readonly config: Config,
     private readonly env: NodeJS.ProcessEnv = process.env,
     adapters: Record<string, ProviderAdapter> = {},
+    /** Cool-downs shared with other workers (the store); none: per process only. */
+    private readonly shared?: SharedCooldowns,
   ) {
     for (const [name, entry] of Object.entries(config.providers)) this.adapters.set(name, adapters[name] ?? createAdapter(name, entry));
   }
@@ -139,7 +170,7 @@ export class ProviderRegistry {
     }
     let limiter = this.limiters.get(cred.label);
     if (!limiter) {
-      limiter = new KeyLimiter(cred.label, entry.limits);
+      limiter = new KeyLimiter(cred.label, entry.limits, Date.now, this.shared);
       this.limiters.set(cred.label, limiter);
     }
     return { adapter, apiKey: cred.apiKey, limiter, entry };

@@ -7,6 +7,7 @@
 import type { ProviderState } from '../model/states.js';
 import type { ScrapeRequest } from '../model/types.js';
 import type { ResultPayload } from '../store/index.js';
+import type { ProviderEvidence } from './errors.js';
 
 /** What a provider can do, from its documentation (../shared/providers.md). */
 export interface ProviderCapabilities {
@@ -55,6 +56,8 @@ export interface StatusObservation {
   error?: { code?: string; message: string };
   /** Provider's polling guidance in ms (Retry-After on a status response), if any. */
   retryAfterMs?: number;
+  /** The sanitised exchange, kept when the provider reports a terminal failure (incident evidence). */
+  evidence?: ProviderEvidence;
 }
 
 /** Result of a cancel call as the provider answered it. */

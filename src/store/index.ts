@@ -13,9 +13,9 @@ import pg from 'pg';
 import { FINAL_STATES, type JobState } from '../model/states.js';
 import type { JobError } from '../model/types.js';
 import { migrationProvider } from './migrations.js';
-import type { Database as DB, JobEventRow, JobRow, NewJobRow, ResultRow } from './schema.js';
+import type { Database as DB, IncidentRow, JobEventRow, JobRow, NewJobRow, OrphanRow, OutboxRow, ResultRow } from './schema.js';
 
-export type { JobRow, ResultRow, JobEventRow } from './schema.js';
+export type { JobRow, ResultRow, JobEventRow, IncidentRow, OrphanRow, OutboxRow } from './schema.js';
 
 /** Where the store lives: `sqlite:<file>` / a bare file path, or `postgres://…`. */
 export type StoreUrl = string;
@@ -135,21 +135,36 @@ export class Store {
   }
 
   /**
-   * Inserts the job row if absent and returns the stored row (rule 1: persist the reference
-   * before anything else). Throws {@link IdempotencyConflictStoreError} when the row exists with
-   * another request fingerprint.
+   * Inserts the job row if absent (rule 1: persist the reference before anything else) and returns
+   * the stored row and whether this call inserted it. Throws {@link IdempotencyConflictStoreError}
+   * when the row exists with another request fingerprint (same key, other parameters).
    */
-  async registerJob(row: Omit<NewJobRow, 'created_at' | 'updated_at' | 'state'> & { state?: JobState }): Promise<JobRow> {
+  async insertJob(row: Omit<NewJobRow, 'created_at' | 'updated_at' | 'state'> & { state?: JobState }): Promise<{ row: JobRow; inserted: boolean }> {
     const at = nowIso();
-    await this.db
+    const res = await this.db
       .insertInto('jobs')
       .values({ ...row, state: row.state ?? 'submitting', created_at: at, updated_at: at })
       .onConflict((oc) => oc.column('id').doNothing())
-      .execute();
+      .executeTakeFirst();
+    const inserted = Number(res.numInsertedOrUpdatedRows ?? 0n) > 0;
     const existing = await this.getJob(row.id);
     if (!existing) throw new Error(`job ${row.id} could not be registered`);
     if (existing.request_hash !== row.request_hash) {
       throw new IdempotencyConflictStoreError(row.id, existing.request_hash, row.request_hash);
+    }
+    if (inserted) await this.appendEvent(row.id, 'created', existing.state, { url: row.url, batchId: row.batch_id ?? null });
+    return { row: existing, inserted };
+  }
+
+  /**
+   * {@link insertJob}, then records this workflow run's deadline (UTC ISO-8601) on the row.
+   * Returns the stored row.
+   */
+  async registerJob(row: Omit<NewJobRow, 'created_at' | 'updated_at' | 'state'> & { state?: JobState }): Promise<JobRow> {
+    const { row: existing } = await this.insertJob(row);
+    if (row.deadline_at && existing.deadline_at !== row.deadline_at) {
+      await this.db.updateTable('jobs').set({ deadline_at: row.deadline_at }).where('id', '=', row.id).execute();
+      return { ...existing, deadline_at: row.deadline_at };
     }
     return existing;
   }
@@ -218,14 +233,132 @@ export class Store {
     });
   }
 
-  /** Records a successful status check (provider status, time, count). */
+  /** Records a successful status check (provider status, time, count) and clears the error count. */
   async recordStatusCheck(jobId: string, providerStatus: string): Promise<void> {
     const at = nowIso();
     await this.db
       .updateTable('jobs')
-      .set({ provider_status: providerStatus, last_checked_at: at, status_checks: sql`status_checks + 1`, updated_at: at })
+      .set({ provider_status: providerStatus, last_checked_at: at, status_checks: sql`status_checks + 1`, status_errors: 0, updated_at: at })
       .where('id', '=', jobId)
       .execute();
+  }
+
+  /** Counts a status check that failed after its retry budget (orphan detection reads it). */
+  async recordStatusError(jobId: string): Promise<void> {
+    await this.db.updateTable('jobs').set({ status_errors: sql`status_errors + 1`, updated_at: nowIso() }).where('id', '=', jobId).execute();
+  }
+
+  /**
+   * Records an incident: a sanitised provider exchange that ended or explains the job
+   * (`request`, `response`, `headers` must already be sanitised).
+   */
+  async recordIncident(i: { jobId: string; phase: string; kind: string; message: string; endpoint?: string; httpStatus?: number; code?: string; request?: unknown; response?: unknown; headers?: unknown; at?: string }): Promise<void> {
+    await this.db
+      .insertInto('incidents')
+      .values({
+        id: randomUUID(),
+        job_id: i.jobId,
+        at: i.at ?? nowIso(),
+        phase: i.phase,
+        kind: i.kind,
+        endpoint: i.endpoint ?? null,
+        http_status: i.httpStatus ?? null,
+        code: i.code ?? null,
+        message: i.message,
+        request: i.request === undefined ? null : JSON.stringify(i.request),
+        response: i.response === undefined ? null : JSON.stringify(i.response),
+        headers: i.headers === undefined ? null : JSON.stringify(i.headers),
+      })
+      .execute();
+  }
+
+  /** The job's incidents, oldest first. */
+  async incidents(jobId: string): Promise<IncidentRow[]> {
+    return this.db.selectFrom('incidents').selectAll().where('job_id', '=', jobId).orderBy('at').execute();
+  }
+
+  /** The outbox rows (downstream effects) of a job. */
+  async outboxFor(jobId: string): Promise<OutboxRow[]> {
+    return this.db.selectFrom('outbox').selectAll().where('job_id', '=', jobId).execute();
+  }
+
+  /** The shared cool-down of a provider key: epoch ms until which calls wait, or 0. */
+  async getCooldown(label: string): Promise<number> {
+    const row = await this.db.selectFrom('provider_cooldowns').select('until').where('label', '=', label).executeTakeFirst();
+    return row ? Date.parse(row.until) : 0;
+  }
+
+  /** Starts or extends (never shortens) the shared cool-down of a provider key until `untilMs` (epoch ms). */
+  async setCooldown(label: string, untilMs: number, reason: string): Promise<void> {
+    const until = new Date(untilMs).toISOString();
+    const at = nowIso();
+    await this.db
+      .insertInto('provider_cooldowns')
+      .values({ label, until, reason, updated_at: at })
+      .onConflict((oc) =>
+        oc.column('label').doUpdateSet({ until: sql`case when excluded.until > provider_cooldowns.until then excluded.until else provider_cooldowns.until end`, reason: sql`excluded.reason`, updated_at: at }),
+      )
+      .execute();
+  }
+
+  /**
+   * Purges result payloads whose retention ended before `now` (text, markdown and links set to
+   * null, `purged_at` set; the row with title, task ID and times stays as evidence that the job
+   * ran) and moves their jobs from `completed` to `expired`. At most `limit` rows per call.
+   */
+  async purgeExpiredResults(now: Date, limit = 500): Promise<{ purged: number; jobsExpired: number }> {
+    const at = now.toISOString();
+    const due = await this.db.selectFrom('results').select(['id', 'job_id']).where('expires_at', 'is not', null).where('expires_at', '<=', at).where('purged_at', 'is', null).limit(limit).execute();
+    let jobsExpired = 0;
+    for (const r of due) {
+      await this.db.transaction().execute(async (trx) => {
+        await trx.updateTable('results').set({ text: null, markdown: null, links: null, purged_at: at }).where('id', '=', r.id).where('purged_at', 'is', null).execute();
+        const upd = await trx.updateTable('jobs').set({ state: 'expired', updated_at: at }).where('id', '=', r.job_id).where('state', '=', 'completed').executeTakeFirst();
+        if (Number(upd.numUpdatedRows) > 0) {
+          jobsExpired++;
+          await trx.insertInto('job_events').values(event(r.job_id, 'state', 'expired', { resultId: r.id, reason: 'result retention ended; payload purged, evidence kept' })).execute();
+        }
+      });
+    }
+    return { purged: due.length, jobsExpired };
+  }
+
+  /** Non-final jobs whose row has not changed since `before` (UTC ISO-8601), oldest first. */
+  async staleJobs(before: string, limit = 500): Promise<JobRow[]> {
+    return this.db.selectFrom('jobs').selectAll().where('state', 'not in', [...FINAL_STATES]).where('updated_at', '<', before).orderBy('updated_at').limit(limit).execute();
+  }
+
+  /** Non-final jobs with at least `threshold` failed status checks in a row. */
+  async erroringJobs(threshold: number, limit = 500): Promise<JobRow[]> {
+    return this.db.selectFrom('jobs').selectAll().where('state', 'not in', [...FINAL_STATES]).where('status_errors', '>=', threshold).limit(limit).execute();
+  }
+
+  /** Records (or refreshes) an orphan finding. */
+  async upsertOrphan(jobId: string, kind: string, detail: string, suggestion: string, now = new Date()): Promise<void> {
+    const at = now.toISOString();
+    await this.db
+      .insertInto('orphans')
+      .values({ id: randomUUID(), job_id: jobId, kind, detail, suggestion, first_seen_at: at, last_seen_at: at, resolved_at: null })
+      .onConflict((oc) => oc.columns(['job_id', 'kind']).doUpdateSet({ detail, suggestion, last_seen_at: at, resolved_at: null }))
+      .execute();
+  }
+
+  /** Marks open findings not seen in the latest scan (`seenAt` earlier than `scanStart`) as resolved. */
+  async resolveOrphansNotSeenSince(scanStart: Date): Promise<number> {
+    const r = await this.db.updateTable('orphans').set({ resolved_at: scanStart.toISOString() }).where('resolved_at', 'is', null).where('last_seen_at', '<', scanStart.toISOString()).executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+
+  /** Open orphan findings (optionally of one account), newest first. */
+  async listOrphans(account?: string): Promise<(OrphanRow & { account: string; state: string; url: string })[]> {
+    let q = this.db
+      .selectFrom('orphans')
+      .innerJoin('jobs', 'jobs.id', 'orphans.job_id')
+      .selectAll('orphans')
+      .select(['jobs.account', 'jobs.state', 'jobs.url'])
+      .where('orphans.resolved_at', 'is', null);
+    if (account) q = q.where('jobs.account', '=', account);
+    return q.orderBy('orphans.last_seen_at', 'desc').execute();
   }
 
   /**
@@ -303,6 +436,12 @@ export class Store {
       if (transitioned) {
         await trx.insertInto('job_events').values(event(jobId, 'state', 'completed', { resultId: row.id, inserted })).execute();
       }
+      // The downstream effect of a completion: one outbox row per result, whoever writes.
+      await trx
+        .insertInto('outbox')
+        .values({ id: randomUUID(), kind: 'result.completed', job_id: jobId, result_id: row.id, payload: JSON.stringify({ jobId, provider, taskId, resultId: row.id, title: payload.title }), created_at: at, delivered_at: null })
+        .onConflict((oc) => oc.columns(['kind', 'result_id']).doNothing())
+        .execute();
       return { resultId: row.id, inserted, transitioned };
     });
   }

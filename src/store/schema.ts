@@ -37,6 +37,8 @@ export interface JobsTable {
   updated_at: string;
   finished_at: string | null;
   deadline_at: string | null;
+  /** Status checks that failed (budget exhausted) since the last successful one. */
+  status_errors: Generated<number>;
 }
 
 /** A provider result, written once per (provider, task_id). */
@@ -79,11 +81,75 @@ export interface JobEventsTable {
   detail: string | null;
 }
 
+/**
+ * A sanitised record of a provider exchange that ended or explains a job (seeds 000, §04: endpoint,
+ * HTTP status, UTC time, request options and body, with credentials removed).
+ */
+export interface IncidentsTable {
+  id: string;
+  job_id: string;
+  at: string;
+  /** `submit` | `status` | `result` | `cancel` | `reconcile`. */
+  phase: string;
+  /** Error kind (`permanent`, `provider_failed`, …). */
+  kind: string;
+  endpoint: string | null;
+  http_status: number | null;
+  /** Provider's error code. */
+  code: string | null;
+  message: string;
+  /** JSON: request options sent (sanitised). */
+  request: string | null;
+  /** JSON: complete response body (sanitised). */
+  response: string | null;
+  /** JSON: kept response headers (sanitised). */
+  headers: string | null;
+}
+
+/** One downstream effect per result, inserted in the same transaction as the result. */
+export interface OutboxTable {
+  id: string;
+  /** `result.completed`. */
+  kind: string;
+  job_id: string;
+  result_id: string;
+  /** JSON summary delivered downstream. */
+  payload: string;
+  created_at: string;
+  delivered_at: string | null;
+}
+
+/** A cool-down of a provider key, shared by every worker (UTC ISO-8601 `until`). */
+export interface ProviderCooldownsTable {
+  label: string;
+  until: string;
+  reason: string;
+  updated_at: string;
+}
+
+/** An orphan or stalled job found by the maintenance schedule. */
+export interface OrphansTable {
+  id: string;
+  job_id: string;
+  /** `stalled` | `repeated_errors` | `no_workflow`. */
+  kind: string;
+  detail: string;
+  /** The suggested recovery (a CLI command or a decision to take). */
+  suggestion: string;
+  first_seen_at: string;
+  last_seen_at: string;
+  resolved_at: string | null;
+}
+
 /** The database as Kysely sees it. */
 export interface Database {
   jobs: JobsTable;
   results: ResultsTable;
   job_events: JobEventsTable;
+  incidents: IncidentsTable;
+  outbox: OutboxTable;
+  provider_cooldowns: ProviderCooldownsTable;
+  orphans: OrphansTable;
 }
 
 export type JobRow = Selectable<JobsTable>;
@@ -92,3 +158,6 @@ export type JobPatch = Updateable<JobsTable>;
 export type ResultRow = Selectable<ResultsTable>;
 export type NewResultRow = Insertable<ResultsTable>;
 export type JobEventRow = Selectable<JobEventsTable>;
+export type IncidentRow = Selectable<IncidentsTable>;
+export type OrphanRow = Selectable<OrphansTable>;
+export type OutboxRow = Selectable<OutboxTable>;

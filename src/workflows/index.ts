@@ -4,3 +4,4 @@
  */
 export { scrapeWorkflow, stateQuery, cancelSignal, cancelUpdate, resolveUpdate, wakeSignal } from './scrape.js';
 export type { CancelRequest, Resolution, WakeHint } from './scrape.js';
+export { purgeExpiredResultsWorkflow, findOrphansWorkflow } from './maintenance.js';

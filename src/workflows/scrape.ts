@@ -288,7 +288,11 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       }
       let out: Awaited<ReturnType<ScrapeActivities['submitScrape']>>;
       try {
-        out = await submitter.submitScrape({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request, afterReconcile });
+        // Shielded: a cancel arriving mid-submit waits for the answer, so that the task it may have
+        // created is known and can be cancelled (never "cancelled" while a submit is in flight).
+        out = await CancellationScope.nonCancellable(() =>
+          submitter.submitScrape({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request, afterReconcile }),
+        );
       } catch (e) {
         if (isCancellation(e)) throw e;
         const error = jobErrorOf(e, 'submit failed');
@@ -305,7 +309,9 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       }
       // Ambiguous: a timeout is not proof that nothing happened (rule 3). Reconcile first.
       await transition('unknown', { error: out.error, note: 'submit outcome unknown; reconciling before any new submission' });
-      const rec = await reconciler.reconcileSubmit({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request });
+      const rec = await CancellationScope.nonCancellable(() =>
+        reconciler.reconcileSubmit({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request }),
+      );
       if (rec.kind === 'found') {
         await transition('pending', { note: `reconciled: adopted task ${rec.taskId} via ${rec.via}`, detail: rec });
         setTask(rec.taskId);
@@ -391,7 +397,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
         }
         // A failed status check is not a failed task (rule 4): keep the task, poll again later.
         view.lastError = error;
-        await store.recordState({ jobId: input.jobId, state: 'pending', error, detail: { note: 'status check budget exhausted; will check again' } });
+        await store.recordStatusFailure({ jobId: input.jobId, error });
         publish();
         continue;
       }
