@@ -34,6 +34,8 @@ export interface ActivityDeps {
     afterSubmitAnswered?: (jobId: string, taskId: string) => void | Promise<void>;
     afterTaskRecorded?: (jobId: string, taskId: string) => void | Promise<void>;
     afterResultWritten?: (jobId: string, resultId: string) => void | Promise<void>;
+    /** Called after the result was read from the provider and before the store write (tests hold it here). */
+    beforeResultWrite?: (jobId: string, taskId: string) => void | Promise<void>;
   };
 }
 
@@ -319,6 +321,7 @@ export function createActivities(deps: ActivityDeps) {
       } catch (e) {
         rethrow(e);
       }
+      await deps.hooks?.beforeResultWrite?.(ref.jobId, ref.taskId);
       const out = await store.writeResultOnce(ref.jobId, ref.provider, ref.taskId, payload, deps.resultRetentionMs);
       await deps.hooks?.afterResultWritten?.(ref.jobId, out.resultId);
       return { resultId: out.resultId, inserted: out.inserted, title: payload.title, httpStatus: payload.httpStatus, finalUrl: payload.finalUrl };
