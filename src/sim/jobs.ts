@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { extractPage } from './extract.js';
-import type { FaultAction, FaultRule, JobError, JobLog, JobResult, JobStatus, Profile } from './schemas.js';
+import type { FaultAction, FaultRule, JobError, JobLog, JobResult, JobStatus, Profile, WebhookRequest } from './schemas.js';
 import { isAbortError, iso, sleep, waitForAbort } from './util.js';
 
 /** Internal, mutable state of one job. Read it through snapshots outside this module. */
@@ -53,6 +53,8 @@ export interface JobRecord {
   failWith: JobError | null;
   neverFinish: boolean;
   forgetAfterMs: number | null;
+  /** The submit's webhook (its secret stays here and in the signatures; never in snapshots). */
+  webhook: WebhookRequest | null;
   // runtime
   abort: AbortController;
   releaseWaiters: Array<() => void>;
@@ -79,6 +81,8 @@ export interface NewJob {
   /** ms */
   timeoutMs: number;
   jobFaults: FaultRule[];
+  /** Callback for status events (see `WebhookRequestSchema`); absent = none. */
+  webhook?: WebhookRequest | null;
 }
 
 /** Dependencies of the {@link JobManager}. */
@@ -146,6 +150,7 @@ export class JobManager {
       failWith: null,
       neverFinish: false,
       forgetAfterMs: null,
+      webhook: p.webhook ?? null,
       abort: new AbortController(),
       releaseWaiters: [],
     };

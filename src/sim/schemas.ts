@@ -129,6 +129,9 @@ export const ENDPOINTS: readonly Endpoint[] = ['submit', 'status', 'logs', 'canc
  * - `hold`: the job is held in `holdIn` (default `queued`) until `sim.release(jobId)` or
  *   `POST /_sim/jobs/:id/release`.
  * - `forget`: the job is deleted `delayMs` (default 0 ms) after it finishes: status answers 404.
+ * - `drop_webhook`: the job's webhook events are lost (never sent; counted as `dropped`).
+ * - `duplicate_webhook`: each webhook event of the job is delivered twice (same `event_id`, same
+ *   body and signature), as providers that deliver "at least once" do (providers.md: Apify).
  */
 export const FaultActionSchema = z.enum([
   'drop_before_commit',
@@ -142,6 +145,8 @@ export const FaultActionSchema = z.enum([
   'never_finish',
   'hold',
   'forget',
+  'drop_webhook',
+  'duplicate_webhook',
 ]);
 /** See {@link FaultActionSchema}. */
 export type FaultAction = z.infer<typeof FaultActionSchema>;
@@ -152,6 +157,8 @@ export const JOB_LEVEL_ACTIONS: ReadonlySet<FaultAction> = new Set<FaultAction>(
   'never_finish',
   'hold',
   'forget',
+  'drop_webhook',
+  'duplicate_webhook',
 ]);
 
 /** Endpoints each action can apply to (a rule for another endpoint never fires). */
@@ -167,6 +174,8 @@ export const ACTION_ENDPOINTS: Readonly<Record<FaultAction, readonly Endpoint[]>
   never_finish: ['submit'],
   hold: ['submit'],
   forget: ['submit'],
+  drop_webhook: ['submit'],
+  duplicate_webhook: ['submit'],
 };
 
 const faultRuleShape = {
@@ -264,6 +273,9 @@ export interface SimRequestEvent {
  * - `userAgent`: User-Agent sent to targets.
  * - `random`: source of randomness in [0, 1) for fault probabilities (default `Math.random`).
  * - `onRequest`: callback for every API request (same as `sim.events.on('request')`).
+ * - `webhookRetryDelaysMs` (default `[500, 2000, 5000]`, ms): waits between the attempts of one
+ *   webhook delivery after a non-2xx answer or a network error; one attempt more than delays.
+ * - `webhookTimeoutMs` (default 5000 ms): timeout of one webhook delivery attempt.
  */
 export const SimOptionsSchema = z
   .strictObject({
@@ -287,6 +299,8 @@ export const SimOptionsSchema = z
     onRequest: z
       .custom<(event: SimRequestEvent) => void>((v) => typeof v === 'function', 'must be a function')
       .optional(),
+    webhookRetryDelaysMs: z.array(z.number().int().min(0).max(3_600_000)).max(20).default([500, 2_000, 5_000]),
+    webhookTimeoutMs: z.number().int().min(1).max(120_000).default(5_000),
   })
   .superRefine((opts, ctx) => {
     const names = new Set<string>();
@@ -324,6 +338,30 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
+/** Job statuses that can be announced by a webhook event. */
+export const WebhookEventStatusSchema = z.enum(['running', 'completed', 'failed', 'cancelled']);
+
+/**
+ * The `webhook` of a submit body (modelled on Firecrawl's per-request `webhook {url, headers,
+ * metadata, events}` and its `X-Firecrawl-Signature`, `/work/shared/providers.md`).
+ *
+ * - `url`: absolute http(s) URL the sim POSTs each event to (≤ 2048 chars).
+ * - `secret`: when given, each delivery carries `X-Sim-Signature: sha256=<hex>`, the hex
+ *   HMAC-SHA256 of the raw request body keyed with this secret (1..500 chars). Never echoed.
+ * - `events`: statuses to announce (default the final ones: `completed`, `failed`, `cancelled`).
+ *
+ * Each event is a JSON {@link WebhookEventSchema} body with headers `X-Sim-Event-Id` (the
+ * `event_id`) and `X-Sim-Delivery-Attempt` (1, 2, …). A delivery answered with a non-2xx status or
+ * not answered is retried per `webhookRetryDelaysMs`; a delivery may arrive more than once.
+ */
+export const WebhookRequestSchema = z.strictObject({
+  url: z.string().min(1).max(2048).refine(isHttpUrl, 'must be an absolute http:// or https:// URL'),
+  secret: z.string().min(1).max(500).optional(),
+  events: z.array(WebhookEventStatusSchema).min(1).default(['completed', 'failed', 'cancelled']),
+});
+/** Parsed `webhook` of a submit body. */
+export type WebhookRequest = z.infer<typeof WebhookRequestSchema>;
+
 /**
  * Body of `POST /api/scrape`. Unknown fields are rejected.
  *
@@ -331,15 +369,33 @@ function isHttpUrl(value: string): boolean {
  * - `format`: `"markdown"` (default) or `"text"`; recorded and echoed (the result carries both).
  * - `client_ref`: caller's correlation reference, ≤ 200 chars (`null` is treated as absent).
  * - `timeout_ms`: target fetch timeout in ms, integer 1000..120000 (default 30000).
+ * - `webhook`: optional callback, see {@link WebhookRequestSchema}. It is not part of the
+ *   idempotency comparison: a replayed submit keeps the first submit's webhook.
  */
 export const SubmitBodySchema = z.strictObject({
   url: z.string().min(1).max(4096).refine(isHttpUrl, 'must be an absolute http:// or https:// URL'),
   format: z.enum(['markdown', 'text']).default('markdown'),
   client_ref: z.string().max(200).nullish(),
   timeout_ms: z.number().int().min(1000).max(120_000).default(30_000),
+  webhook: WebhookRequestSchema.optional(),
 });
 /** Parsed submit body. */
 export type SubmitBody = z.infer<typeof SubmitBodySchema>;
+
+/**
+ * Body of one webhook event. `type` is `job.<status>`; `occurred_at` is the ISO-8601 UTC time of
+ * the transition; `client_ref` echoes the submit's `client_ref` (null when none).
+ */
+export const WebhookEventSchema = z.object({
+  event_id: z.string(),
+  type: z.enum(['job.running', 'job.completed', 'job.failed', 'job.cancelled']),
+  job_id: z.string(),
+  client_ref: z.string().nullable(),
+  status: WebhookEventStatusSchema,
+  occurred_at: z.string(),
+});
+/** See {@link WebhookEventSchema}. */
+export type WebhookEvent = z.infer<typeof WebhookEventSchema>;
 
 /** `Idempotency-Key` header: 1..255 characters. */
 export const IdempotencyKeySchema = z.string().min(1).max(255);

@@ -9,7 +9,7 @@
  *
  * API (all JSON; errors are `{"error": {"code", "message", ...extra}}`; auth `Authorization:
  * Bearer <apiKey>`, 401 `UNAUTHORIZED`; another account's job is `404 NOT_FOUND`):
- * - `POST /api/scrape` `{url, format?, client_ref?, timeout_ms?}` (+ `Idempotency-Key`) →
+ * - `POST /api/scrape` `{url, format?, client_ref?, timeout_ms?, webhook?}` (+ `Idempotency-Key`) →
  *   `202 {job_id, status: "queued", created_at}`; 400 `VALIDATION_ERROR`, 403 `TARGET_DISALLOWED`,
  *   409 `IDEMPOTENCY_CONFLICT`, 429 `CONCURRENCY_LIMIT` (or 400 `concurrent-runs-limit-exceeded`).
  * - `GET /api/jobs/:id` → `200` status object (see `JobStatusResponseSchema`).
@@ -18,6 +18,8 @@
  *   404 `NOT_SUPPORTED` when the profile has `cancel: false`.
  * - `GET /api/jobs?client_ref&status&limit` → `200 {jobs}` newest first; 404 `NOT_SUPPORTED` when
  *   the profile has `list: false`.
+ * - Webhooks: a submit with `webhook {url, secret?, events?}` gets a signed POST per announced
+ *   status (see `webhooks.ts`), retried with backoff; faults `drop_webhook`, `duplicate_webhook`.
  * Admin (header `X-Sim-Admin: <adminToken>`, else 404): `GET /_sim/stats`, `GET|POST|DELETE
  * /_sim/faults`, `DELETE /_sim/faults/:id`, `GET /_sim/jobs/:id`, `POST /_sim/jobs/:id/release`,
  * `POST /_sim/reset`.
@@ -48,6 +50,7 @@ import {
 } from './schemas.js';
 import { Counters, jobSnapshot, type SimJobSnapshot, type SimStats } from './stats.js';
 import { isAbortError, iso, sleep } from './util.js';
+import { WebhookDispatcher } from './webhooks.js';
 
 // ---------------------------------------------------------------------------------------------
 // Public types
@@ -249,6 +252,7 @@ class SimServer implements Sim {
   private readonly idempotency = new Map<string, IdempotencyEntry>();
   private readonly counters: Counters;
   private readonly jobs: JobManager;
+  private readonly webhooks: WebhookDispatcher;
   private readonly ctx = new WeakMap<FastifyRequest, RequestCtx>();
 
   constructor(private readonly opts: ResolvedSimOptions) {
@@ -259,11 +263,21 @@ class SimServer implements Sim {
     this.faults = new FaultRegistry(opts.random ?? Math.random);
     for (const rule of opts.faults) this.faults.add(rule);
     this.counters = new Counters(opts.accounts.map((a) => a.name));
+    this.webhooks = new WebhookDispatcher({
+      closeSignal: this.closeController.signal,
+      retryDelaysMs: opts.webhookRetryDelaysMs,
+      timeoutMs: opts.webhookTimeoutMs,
+      userAgent: opts.userAgent,
+      counters: this.counters,
+    });
     this.jobs = new JobManager({
       closeSignal: this.closeController.signal,
       maxBodyBytes: opts.maxBodyBytes,
       userAgent: opts.userAgent,
-      onTransition: (t) => this.events.emit('job', t),
+      onTransition: (t) => {
+        this.events.emit('job', t);
+        this.webhooks.onTransition(this.jobs.find(t.job_id), t);
+      },
     });
     // Tests may attach many waiters.
     this.events.setMaxListeners(0);
@@ -345,6 +359,7 @@ class SimServer implements Sim {
   }
 
   reset(): void {
+    this.webhooks.reset();
     this.jobs.reset();
     this.idempotency.clear();
     this.counters.reset();
@@ -751,6 +766,7 @@ class SimServer implements Sim {
       idempotencyKey: recordedKey,
       timeoutMs: body.timeout_ms,
       jobFaults,
+      webhook: body.webhook ?? null,
     });
     this.counters.jobCreated(account);
     const response: SubmitResponse = { job_id: job.id, status: 'queued', created_at: iso(job.createdAt) };

@@ -44,6 +44,8 @@ export interface SimStatsJob {
   status_request_times: number[];
   /** epoch ms of every `DELETE /api/jobs/:id/cancel` for this job by its account. */
   cancel_request_times: number[];
+  /** The submit's webhook URL (the secret is never shown), or null. */
+  webhook_url: string | null;
   error?: JobError;
 }
 
@@ -70,10 +72,49 @@ export interface SimStats {
   cancelCalls: number;
   /** Every job created, oldest first, including deleted ones. */
   jobs: SimStatsJob[];
+  webhooks: SimWebhookStats;
+}
+
+/** One webhook delivery attempt (or a dropped event). `at` is ISO-8601 UTC. */
+export interface SimWebhookAttempt {
+  event_id: string;
+  job_id: string;
+  type: string;
+  /** 1-based attempt number within the delivery. */
+  attempt: number;
+  /** 2 for the second delivery of a `duplicate_webhook` event, else 1. */
+  delivery: number;
+  at: string;
+  /** HTTP status of the answer, `"network_error"` (refused, reset, timeout) or `"dropped"` (fault). */
+  outcome: number | 'network_error' | 'dropped';
+}
+
+/** Webhook counters since start or the last reset. */
+export interface SimWebhookStats {
+  /** Events produced (one per announced transition of a job with a webhook). */
+  events: number;
+  /** HTTP delivery attempts made (including retries and duplicates). */
+  attempts: number;
+  /** Attempts answered 2xx. */
+  delivered: number;
+  /** Attempts answered non-2xx or not answered. */
+  failedAttempts: number;
+  /** Deliveries given up after the last retry. */
+  exhausted: number;
+  /** Events lost by a `drop_webhook` fault. */
+  dropped: number;
+  /** Extra deliveries made by a `duplicate_webhook` fault. */
+  duplicates: number;
+  /** The last 1000 attempts, oldest first. */
+  log: SimWebhookAttempt[];
 }
 
 function zeroEndpoints(): EndpointCounts {
   return { submit: 0, status: 0, logs: 0, cancel: 0, list: 0 };
+}
+
+function zeroWebhooks(): SimWebhookStats {
+  return { events: 0, attempts: 0, delivered: 0, failedAttempts: 0, exhausted: 0, dropped: 0, duplicates: 0, log: [] };
 }
 
 function zeroAccount(): AccountRequestCounts {
@@ -89,6 +130,7 @@ export class Counters {
   private jobsTotal = 0;
   private jobsByAccount: Record<string, number> = {};
   private cancelCalls = 0;
+  private webhooks: SimWebhookStats = zeroWebhooks();
 
   constructor(private readonly accountNames: readonly string[]) {
     this.reset();
@@ -103,6 +145,7 @@ export class Counters {
     this.jobsTotal = 0;
     this.jobsByAccount = {};
     this.cancelCalls = 0;
+    this.webhooks = zeroWebhooks();
     for (const name of this.accountNames) {
       this.byAccount[name] = zeroAccount();
       this.jobsByAccount[name] = 0;
@@ -138,6 +181,33 @@ export class Counters {
     this.jobsByAccount[account] = (this.jobsByAccount[account] ?? 0) + 1;
   }
 
+  /** Count a webhook event produced for a job. */
+  webhookEvent(): void {
+    this.webhooks.events++;
+  }
+
+  /** Count a webhook attempt (or a dropped event) and keep it in the log. */
+  webhookAttempt(a: SimWebhookAttempt): void {
+    if (a.outcome === 'dropped') this.webhooks.dropped++;
+    else {
+      this.webhooks.attempts++;
+      if (typeof a.outcome === 'number' && a.outcome >= 200 && a.outcome < 300) this.webhooks.delivered++;
+      else this.webhooks.failedAttempts++;
+    }
+    this.webhooks.log.push(a);
+    if (this.webhooks.log.length > 1000) this.webhooks.log.shift();
+  }
+
+  /** Count a delivery given up after its last retry. */
+  webhookExhausted(): void {
+    this.webhooks.exhausted++;
+  }
+
+  /** Count the extra delivery of a `duplicate_webhook` event. */
+  webhookDuplicate(): void {
+    this.webhooks.duplicates++;
+  }
+
   /** Snapshot (deep copies) with the given jobs. */
   snapshot(jobs: readonly JobRecord[]): SimStats {
     const byAccount: Record<string, AccountRequestCounts> = {};
@@ -154,6 +224,7 @@ export class Counters {
       jobsCreated: { total: this.jobsTotal, byAccount: { ...this.jobsByAccount } },
       cancelCalls: this.cancelCalls,
       jobs: jobs.map(statsJob),
+      webhooks: { ...this.webhooks, log: this.webhooks.log.map((a) => ({ ...a })) },
     };
   }
 }
@@ -177,6 +248,7 @@ export function statsJob(job: JobRecord): SimStatsJob {
     faults: [...job.faults],
     status_request_times: [...job.statusRequestTimes],
     cancel_request_times: [...job.cancelRequestTimes],
+    webhook_url: job.webhook?.url ?? null,
   };
   if (job.error) out.error = { ...job.error };
   return out;
