@@ -328,6 +328,31 @@ export function buildCli(): Command {
     });
 
   program
+    .command('api')
+    .description('run the HTTP API (same as `npm run api`), or make an API key with --new-key')
+    .option('-c, --config <file>', 'configuration file')
+    .option('--host <host>', 'listen address (default: config api.host, 127.0.0.1)')
+    .option('--port <port>', 'listen port (default: config api.port, 8080)', (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError('a port 0-65535');
+      return n;
+    })
+    .option('--new-key <account>', 'create an API key for <account>: its SHA-256 is added to the key file and the key is printed once')
+    .option('--key-name <name>', 'label of the new key (who holds it)')
+    .action(async (opts) => {
+      const api = await import('./api/main.js');
+      if (opts.newKey) {
+        const { AccountSchema } = await import('./model/schemas.js');
+        if (!AccountSchema.safeParse(opts.newKey).success) throw new InvalidArgumentError(`invalid account "${opts.newKey}"`);
+        const { key, file } = api.createApiKey({ account: opts.newKey, name: opts.keyName, configFile: opts.config });
+        console.error(`added the SHA-256 of a new key for account "${opts.newKey}" to ${file}; the key is shown once, store it now:`);
+        console.log(key);
+        return;
+      }
+      await api.runApiMain({ configFile: opts.config, host: opts.host, port: opts.port });
+    });
+
+  program
     .command('demo')
     .description('start every part on embedded defaults (dev server, reference provider, sample site, worker) and run a batch')
     .option('--keep', 'keep everything running after the batch (default when attached to a terminal)')

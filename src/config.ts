@@ -39,6 +39,59 @@ export const ProviderEntrySchema = z.discriminatedUnion('kind', [
 ]);
 export type ProviderEntry = z.infer<typeof ProviderEntrySchema>;
 
+/** Rate limit of one caller (fixed window). */
+export const RateLimitSchema = z
+  .object({
+    /** Requests allowed per window (count). */
+    max: z.number().int().positive(),
+    /** Window length, ms. */
+    timeWindowMs: z.number().int().positive().default(60_000),
+  })
+  .strict();
+
+/**
+ * The HTTP API (`src/api`, `npm run api`). Secrets are named by environment variable, never
+ * written here. API keys are stored hashed (see `src/api/auth.ts` for the key file format).
+ * Environment overrides: `SCRAPE_API_HOST`, `SCRAPE_API_PORT`, `SCRAPE_API_KEYS_FILE`.
+ */
+export const ApiConfigSchema = z
+  .object({
+    /** Listen address (default loopback only). */
+    host: z.string().min(1).default('127.0.0.1'),
+    /** Listen port (0: any free port). */
+    port: z.number().int().min(0).max(65_535).default(8080),
+    /** JSON file of hashed API keys (`{"keys": [{"account", "sha256", "name"?}]}`). */
+    keysFile: z.string().min(1).optional(),
+    /** Environment variable that may hold the same JSON as `keysFile` (both are merged). */
+    keysEnv: z.string().min(1).default('SCRAPE_API_KEYS'),
+    /** Largest accepted request body, bytes (larger: `413`). Default 1 MiB. */
+    bodyLimitBytes: z.number().int().positive().max(64 * 1024 * 1024).default(1024 * 1024),
+    /** Per-account limits on authenticated requests, per-IP limits on the rest, per-provider on webhooks. */
+    rateLimit: z
+      .object({
+        /** Default limit of every account. */
+        default: RateLimitSchema.prefault({ max: 600 }),
+        /** Overrides by account name. */
+        accounts: z.record(z.string(), RateLimitSchema).default({}),
+        /** Limit per client IP of requests without a valid key (documentation, bad keys). */
+        unauthenticated: RateLimitSchema.prefault({ max: 60 }),
+        /** Limit per provider of webhook deliveries. */
+        webhooks: RateLimitSchema.prefault({ max: 6_000 }),
+      })
+      .strict()
+      .prefault({}),
+    /**
+     * Webhook verification secrets by provider name, by environment variable name. When absent
+     * for a provider, the provider entry's `webhook.secretEnv` is used (the secret we send it).
+     */
+    webhookSecrets: z.record(z.string(), z.object({ secretEnv: z.string().min(1) }).strict()).default({}),
+    /** How long `POST /v1/scrapes/:id/cancel` waits for the observed outcome before answering with a link to it, ms. */
+    cancelWaitMs: z.number().int().min(0).max(120_000).default(10_000),
+  })
+  .strict();
+/** The parsed `api` section (defaults applied). */
+export type ApiConfig = z.infer<typeof ApiConfigSchema>;
+
 /** The whole configuration. */
 export const ConfigSchema = z.object({
   temporal: z
@@ -57,6 +110,8 @@ export const ConfigSchema = z.object({
   providers: z.record(z.string(), ProviderEntrySchema),
   /** How long we keep result payloads, ms (null: forever). Default 7 days. */
   resultRetentionMs: z.number().int().positive().nullable().default(7 * 24 * 3_600_000),
+  /** The HTTP API; every field has a default. */
+  api: ApiConfigSchema.prefault({}),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;
@@ -73,7 +128,20 @@ export function parseConfig(input: unknown, env: NodeJS.ProcessEnv = process.env
   if (env.TEMPORAL_NAMESPACE) c.temporal.namespace = env.TEMPORAL_NAMESPACE;
   if (env.SCRAPE_TASK_QUEUE) c.temporal.taskQueue = env.SCRAPE_TASK_QUEUE;
   if (env.SCRAPE_STORE_URL) c.storeUrl = env.SCRAPE_STORE_URL;
+  if (env.SCRAPE_API_HOST) c.api.host = env.SCRAPE_API_HOST;
+  if (env.SCRAPE_API_PORT) c.api.port = z.coerce.number().int().min(0).max(65_535).parse(env.SCRAPE_API_PORT);
+  if (env.SCRAPE_API_KEYS_FILE) c.api.keysFile = env.SCRAPE_API_KEYS_FILE;
   return c;
+}
+
+/**
+ * Names of the providers whose entry configures a `webhook`: jobs on them start with
+ * `webhooks: true` (polling slows by the policy's `webhookSlowdown`; the events wake the job).
+ */
+export function webhookProviderNames(config: Config): string[] {
+  return Object.entries(config.providers)
+    .filter(([, entry]) => entry.webhook !== undefined)
+    .map(([name]) => name);
 }
 
 /** Reads and parses the JSON file at `path` (default `$SCRAPE_CONFIG`). Throws when missing or invalid. */

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ScrapeClient } from './client/index.js';
-import { loadConfigFile, type Config } from './config.js';
+import { loadConfigFile, webhookProviderNames, type Config } from './config.js';
 import { connectionOptionsFromEnv } from './devserver/devServer.js';
 import { openStore, type Store } from './store/index.js';
 
@@ -60,7 +60,7 @@ export async function openRuntime(config: Config): Promise<Runtime> {
     throw new Error(`cannot reach Temporal at ${config.temporal.address}: ${(e as Error).message}`);
   }
   const temporal = new Client({ connection, namespace: config.temporal.namespace });
-  const client = new ScrapeClient({ temporal, store, taskQueue: config.temporal.taskQueue, defaultProvider: config.defaultProvider });
+  const client = new ScrapeClient({ temporal, store, taskQueue: config.temporal.taskQueue, defaultProvider: config.defaultProvider, webhookProviders: webhookProviderNames(config) });
   return {
     config,
     store,

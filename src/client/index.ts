@@ -21,6 +21,9 @@ import { sanitizeBody } from '../lib/sanitize.js';
 import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState } from '../workflows/searchAttributes.js';
 import type { scrapeWorkflow } from '../workflows/scrape.js';
 import { cancelSignal, cancelUpdate, resolveUpdate, stateQuery, type Resolution } from '../workflows/scrape.js';
+import { wakeSignal, type WakeHint } from '../workflows/scrape.js';
+import { listJobsPage, type JobCursor } from '../store/webhooks.js';
+import { sql } from 'kysely';
 import { IdempotencyConflictError, InvalidInputError, JobNotFoundError, ResultExpiredError, ResultNotReadyError, ScrapeError } from './errors.js';
 
 export * from './errors.js';
@@ -91,6 +94,22 @@ export interface ScrapeClientOptions {
   taskQueue: string;
   /** Provider used when a request names none. */
   defaultProvider: string;
+  /**
+   * Providers configured to send webhooks (see `webhookProviderNames` in `config.ts`): jobs on
+   * them start with `webhooks: true`, so the workflow polls `webhookSlowdown` times slower and
+   * relies on the `wake` signal ({@link ScrapeClient.wake}) for early completion.
+   */
+  webhookProviders?: readonly string[];
+}
+
+const CursorSchema = z.object({ createdAt: z.string().min(1).max(64), id: z.string().min(1).max(300) }).strict();
+
+function decodeCursor(cursor: string): unknown {
+  try {
+    return JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    return undefined;
+  }
 }
 
 /** Builds the job ID for (account, key). */
@@ -155,6 +174,7 @@ export class ScrapeClient {
     }
     if (!created && isFinalState(existing.state)) return { jobId, account: p.account, key, created: false };
     const wfInput: ScrapeWorkflowInput = { jobId, account: p.account, key, provider, requestHash, request, row: p.row, batchId: p.batchId, policy: p.policy };
+    if (this.opts.webhookProviders?.includes(provider)) wfInput.webhooks = true;
     try {
       await this.opts.temporal.workflow.start<typeof scrapeWorkflow>('scrapeWorkflow', {
         taskQueue: this.opts.taskQueue,
@@ -378,6 +398,15 @@ export class ScrapeClient {
       // finds the unanswered submit intent and reconciles before any new submission.
       resume: row.task_id ? { taskId: row.task_id } : undefined,
     };
+    if (this.opts.webhookProviders?.includes(row.provider)) wfInput.webhooks = true;
+    // The interrupted run records `tracking_interrupted` just before it closes: if it is still
+    // running, let it close (a resumed run already under way is left alone).
+    const handle = this.opts.temporal.workflow.getHandle(jobId);
+    if (!orphan && (await this.isRunning(jobId))) {
+      const d = await handle.describe();
+      if (d.memo?.resumedTaskId === row.task_id) return { jobId, account, key: row.idem_key };
+      await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, 30_000))]);
+    }
     try {
       await this.opts.temporal.workflow.start<typeof scrapeWorkflow>('scrapeWorkflow', {
         taskQueue: this.opts.taskQueue,
@@ -487,6 +516,67 @@ export class ScrapeClient {
     if (!AccountSchema.safeParse(account).success) return [];
     const rows = await this.opts.store.listJobs({ account, states: filter.states, batchId: filter.batchId, limit: Math.min(filter.limit ?? 100, 1000) });
     return rows.map(summarize);
+  }
+
+  /**
+   * Wakes the job's workflow with a provider hint (a verified webhook event): it checks the
+   * provider's status at once instead of at its next timer, and reads the result from the
+   * provider itself (the hint is never trusted for the result). Not scoped to an account: the
+   * caller (the webhook receiver) has matched the event to the job by the provider's task ID.
+   * Returns `signalled`, or `not_running` when the workflow is closed or absent.
+   */
+  async wake(jobId: string, hint: WakeHint): Promise<'signalled' | 'not_running'> {
+    try {
+      await this.opts.temporal.workflow.getHandle(jobId).signal(wakeSignal, hint);
+      return 'signalled';
+    } catch (e) {
+      if (e instanceof WorkflowNotFoundError) return 'not_running';
+      throw e;
+    }
+  }
+
+  /**
+   * One page of the account's jobs, newest first, filtered by state and batch. `limit` 1..1000
+   * (default 100); `cursor` is the opaque `nextCursor` of the previous page. Throws
+   * {@link InvalidInputError} for a malformed cursor.
+   */
+  async listPage(account: string, filter: { states?: string[]; batchId?: string; limit?: number; cursor?: string } = {}): Promise<{ jobs: JobSummary[]; nextCursor: string | null }> {
+    if (!AccountSchema.safeParse(account).success) return { jobs: [], nextCursor: null };
+    const limit = Math.max(1, Math.min(filter.limit ?? 100, 1000));
+    let after: JobCursor | undefined;
+    if (filter.cursor) {
+      const parsed = CursorSchema.safeParse(decodeCursor(filter.cursor));
+      if (!parsed.success) throw new InvalidInputError('invalid cursor: pass the next_cursor of the previous page unchanged', parsed.error.issues);
+      after = parsed.data;
+    }
+    const page = await listJobsPage(this.opts.store, { account, states: filter.states, batchId: filter.batchId, limit, after });
+    const last = page.rows[page.rows.length - 1];
+    const nextCursor = page.more && last ? Buffer.from(JSON.stringify({ createdAt: last.created_at, id: last.id })).toString('base64url') : null;
+    return { jobs: page.rows.map(summarize), nextCursor };
+  }
+
+  /**
+   * Reachability of the two services the client needs: Temporal (`GetSystemInfo`) and the store
+   * (`select 1`), each bounded by `timeoutMs` (default 2000 ms). Never throws: a failure or a
+   * timeout is reported as `unreachable` (no error text: it could name internal hosts).
+   */
+  async health(timeoutMs = 2_000): Promise<{ temporal: 'ok' | 'unreachable'; store: 'ok' | 'unreachable' }> {
+    const bounded = async (fn: () => Promise<unknown>): Promise<'ok' | 'unreachable'> => {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([fn(), new Promise((_r, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)))]);
+        return 'ok';
+      } catch {
+        return 'unreachable';
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    const [temporal, store] = await Promise.all([
+      bounded(() => this.opts.temporal.workflowService.getSystemInfo({})),
+      bounded(() => sql`select 1`.execute(this.opts.store.db)),
+    ]);
+    return { temporal, store };
   }
 
   /** The job's timeline (store events), oldest first. */

@@ -23,6 +23,13 @@ export const ReferenceConfigSchema = z.object({
   capabilities: z
     .object({ idempotency: z.boolean().default(true), list: z.boolean().default(true), cancel: z.boolean().default(true), webhooks: z.boolean().default(false) })
     .default({ idempotency: true, list: true, cancel: true, webhooks: false }),
+  /**
+   * Ask the provider to POST status events to our webhook receiver (`POST /v1/webhooks/<name>`
+   * of the HTTP API). `secretEnv` names the environment variable holding the HMAC secret sent
+   * with each submit (the provider signs events with it); it is read at call time on the worker,
+   * so the secret never enters workflow input or history. Webhooks are hints: polling continues.
+   */
+  webhook: z.object({ url: z.string().url(), secretEnv: z.string().min(1).optional() }).strict().optional(),
 });
 export type ReferenceConfig = z.infer<typeof ReferenceConfigSchema>;
 
@@ -94,17 +101,33 @@ export class ReferenceAdapter implements ProviderAdapter {
     });
   }
 
+  /**
+   * The `webhook` field of a submit when the entry configures one: `{url, secret?}` with the
+   * secret read from `process.env[secretEnv]` now. Throws a permanent {@link ProviderError}
+   * (`NO_WEBHOOK_SECRET`) when that variable is not set, rather than submitting unsigned.
+   */
+  private webhookSpec(): { url: string; secret?: string } | undefined {
+    const hook = this.config.webhook;
+    if (!hook) return undefined;
+    if (!hook.secretEnv) return { url: hook.url };
+    const secret = process.env[hook.secretEnv];
+    if (!secret) throw new ProviderError('permanent', `environment variable ${hook.secretEnv} (webhook secret of provider ${this.name}) is not set on the worker`, { code: 'NO_WEBHOOK_SECRET' });
+    return { url: hook.url, secret };
+  }
+
   async submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted> {
     const headers: Record<string, string> = this.headers(ctx);
     if (this.capabilities.idempotency) headers['idempotency-key'] = ctx.idempotencyKey;
+    const webhook = this.webhookSpec();
     const res = await providerFetch({
       method: 'POST',
       url: this.url('/api/scrape'),
       headers,
-      json: { url: request.url, format: request.format, client_ref: ctx.clientRef, ...request.options },
+      // Our fields last: request options can never override the URL, the client reference or the webhook.
+      json: { ...request.options, url: request.url, format: request.format, client_ref: ctx.clientRef, ...(webhook ? { webhook } : {}) },
       timeoutMs: this.config.submitTimeoutMs,
       phase: 'submit',
-      secrets: [ctx.apiKey],
+      secrets: webhook?.secret ? [ctx.apiKey, webhook.secret] : [ctx.apiKey],
       signal: ctx.signal,
     });
     if (res.status < 200 || res.status >= 300) throw this.fail(res, 'submit', ctx);
@@ -143,6 +166,7 @@ export class ReferenceAdapter implements ProviderAdapter {
       progress: { pagesFetched: job.progress?.pages_fetched, creditsUsed: job.credits_used },
       error: job.status === 'failed' ? { code: job.error?.code, message: job.error?.message ?? 'provider reported failure' } : undefined,
       retryAfterMs: parseRetryAfter(res.headers.get('retry-after'), Date.now()),
+      evidence: job.status === 'failed' ? res.evidence : undefined,
     };
   }
 

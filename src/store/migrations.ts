@@ -3,6 +3,7 @@
  * `kysely_migration` table. Never edit a released migration; add a new one.
  */
 import { type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { m003_webhooks } from './webhooks.js';
 
 const m001_initial: Migration = {
   async up(db: Kysely<any>) {
@@ -150,6 +151,7 @@ const m002_evidence: Migration = {
 export const migrations: Record<string, Migration> = {
   '001_initial': m001_initial,
   '002_evidence': m002_evidence,
+  '003_webhooks': m003_webhooks,
 };
 
 /** Kysely `MigrationProvider` over {@link migrations} (no files on disk to find at runtime). */

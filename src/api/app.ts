@@ -1,0 +1,527 @@
+/**
+ * The HTTP API for backend services in any language, and the provider webhook receiver.
+ *
+ * Endpoints (see the OpenAPI document at `GET /openapi.json` for every schema, status and header):
+ * - `POST /v1/scrapes` (`Idempotency-Key`): `202` + the job for a new key, `200` + the same job for
+ *   a repeat of the same body, `422` for the key with another body;
+ * - `GET /v1/scrapes/:id`: the job (state, provider status, times, progress; `Retry-After` while
+ *   it runs); `GET /v1/scrapes/:id/result`: `200`, `409` not ready (with the state), `410` expired
+ *   (with the evidence that it ran); `POST /v1/scrapes/:id/cancel`: `202` with the observed outcome
+ *   (or `requested` and the status link), `200` when already final; `GET /v1/scrapes`: the
+ *   caller's jobs, paged;
+ * - `POST /v1/webhooks/:provider`: provider events (see `webhooks.ts`);
+ * - `GET /openapi.json`, `GET /healthz`, `GET /problems/:slug`.
+ *
+ * Every `/v1/scrapes` request needs `Authorization: Bearer <key>` (see `auth.ts`); every job
+ * operation is scoped to the key's account through {@link ScrapeClient} (another account's job
+ * is a `404` identical to a missing one). Errors are `application/problem+json` (`problems.ts`).
+ * Limits: per-account rate limit (`429` + `Retry-After`), body size (`413`), JSON only (`415`),
+ * strict schemas (`400` for unknown fields). The logger redacts `Authorization`, cookies and
+ * signature headers.
+ */
+import { randomUUID } from 'node:crypto';
+import fastifyRateLimit from '@fastify/rate-limit';
+import fastifySwagger from '@fastify/swagger';
+import { isGrpcServiceError } from '@temporalio/client';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import { createJsonSchemaTransform, createJsonSchemaTransformObject, hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { IdempotencyConflictError, ScrapeError, type ScrapeClient } from '../client/index.js';
+import type { Config } from '../config.js';
+import { fingerprint } from '../lib/hash.js';
+import { isFinalState } from '../model/states.js';
+import type { Store } from '../store/index.js';
+import { getIdempotentRequest, rememberIdempotentRequest } from '../store/webhooks.js';
+import { ApiKeyring, type ApiKeyEntry } from './auth.js';
+import { ApiProblem, PROBLEM_CONTENT_TYPE, PROBLEM_TYPES, ProblemSchema, problemType, type ProblemSlug } from './problems.js';
+import {
+  CancelBodySchema,
+  CancelResponseSchema,
+  CreateScrapeBodySchema,
+  CreateScrapeHeadersSchema,
+  HealthSchema,
+  JobIdParamsSchema,
+  ListQuerySchema,
+  ProblemSlugParamsSchema,
+  ProblemTypeSchema,
+  ProviderParamsSchema,
+  ResultSchema,
+  ScrapeListSchema,
+  ScrapeSchema,
+  WebhookAckSchema,
+  jobPath,
+  pollAfterSeconds,
+  toCancelOut,
+  toResultOut,
+  toScrapeOut,
+} from './schemas.js';
+import { receiveWebhook, webhookSecret, receivesWebhooks } from './webhooks.js';
+
+/** Who may call a route: an API key's account, anyone (docs, health), or a provider (webhooks). */
+export type RouteAuth = 'account' | 'public' | 'webhook';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The account of the request's valid API key, or null. */
+    account: string | null;
+  }
+  interface FastifyContextConfig {
+    /** Who may call the route (default `account`). */
+    auth?: RouteAuth;
+    /** Response headers to document in OpenAPI, by status code. */
+    docHeaders?: Record<string, Record<string, { description: string; type: 'string' | 'integer' }>>;
+  }
+}
+
+/** Options of {@link buildApi}. */
+export interface BuildApiOptions {
+  client: ScrapeClient;
+  store: Store;
+  config: Config;
+  /** API keys; default: loaded from `config.api` (see `loadApiKeys`). */
+  keys: readonly ApiKeyEntry[];
+  /**
+   * Fastify logger: `false` (default), `true` (JSON to stdout), or a destination stream. Request
+   * logs show method, URL, status and the headers with `Authorization`, cookies, signature and
+   * key-like headers redacted.
+   */
+  logger?: boolean | { stream: NodeJS.WritableStream; level?: string };
+  /** Environment for webhook secrets (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
+}
+
+const RETRY = { description: 'Seconds to wait before asking again.', type: 'integer' as const };
+const problemResponses = (...slugs: ProblemSlug[]) => {
+  const out: Record<number, { description: string; content: Record<string, { schema: typeof ProblemSchema }> }> = {};
+  for (const slug of slugs) {
+    const t = PROBLEM_TYPES[slug];
+    const prev = out[t.status];
+    const line = `\`${problemType(slug)}\`: ${t.description}`;
+    out[t.status] = { description: prev ? `${prev.description}\n\n${line}` : line, content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema } } };
+  }
+  return out;
+};
+const json = <T extends z.ZodType>(description: string, schema: T) => ({ description, content: { 'application/json': { schema } } });
+
+/** Header names whose values never reach the log. */
+const REDACT_HEADER = /^(authorization|proxy-authorization|cookie|set-cookie|x-api-key|.*signature.*|.*secret.*|.*token.*)$/i;
+
+function logHeaders(headers: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(headers)) out[k] = REDACT_HEADER.test(k) ? '[REDACTED]' : v;
+  return out;
+}
+
+/**
+ * Builds the API (not listening; call `listen`, or use `startApi` in `main.ts`). Throws when a
+ * webhook secret named in the configuration is not set in the environment.
+ */
+export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> {
+  const { client, store, config } = opts;
+  const env = opts.env ?? process.env;
+  const keyring = new ApiKeyring(opts.keys);
+  for (const name of Object.keys(config.providers)) if (receivesWebhooks(config, name)) webhookSecret(config, name, env); // fail fast on a missing secret
+
+  const loggerOption: FastifyServerOptions['logger'] =
+    opts.logger === undefined || opts.logger === false
+      ? false
+      : {
+          level: opts.logger === true ? 'info' : (opts.logger.level ?? 'info'),
+          ...(opts.logger === true ? {} : { stream: opts.logger.stream }),
+          serializers: {
+            req: (req: { method: string; url: string; headers: Record<string, unknown>; id: string }) => ({ id: req.id, method: req.method, url: req.url, headers: logHeaders(req.headers) }),
+          },
+          redact: {
+            paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-sim-signature"]', 'req.headers["x-firecrawl-signature"]', 'headers.authorization'],
+            censor: '[REDACTED]',
+          },
+        };
+
+  const app = Fastify({
+    logger: loggerOption,
+    bodyLimit: config.api.bodyLimitBytes,
+    genReqId: () => randomUUID(),
+    forceCloseConnections: true,
+    routerOptions: { maxParamLength: 400 },
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.decorateRequest('account', null);
+
+  // JSON only (anything else: 415). Fastify's own parser (prototype-poisoning protection); an
+  // empty body is "no body" so that `POST …/cancel` may carry a JSON content type and nothing.
+  const defaultJson = app.getDefaultJsonParser('error', 'error');
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
+    defaultJson(req, body as string, done);
+  });
+
+  app.setErrorHandler((error, request, reply) => sendProblem(request, reply, toProblem(error, request)));
+  app.setNotFoundHandler((request, reply) => sendProblem(request, reply, new ApiProblem('route-not-found', `no route ${request.method} ${request.url.split('?')[0]}`)));
+
+  // ---- authentication and rate limits (in this order, before the body is read) ---------------
+  app.addHook('onRequest', async (req) => {
+    const auth = req.routeOptions.config.auth ?? 'account';
+    if (auth === 'account') req.account = keyring.authenticate(req.headers.authorization)?.account ?? null;
+  });
+  await app.register(fastifyRateLimit, {
+    global: false,
+    errorResponseBuilder: (_req, ctx) => new ApiProblem('rate-limited', `rate limit of ${ctx.max} requests exceeded; retry in ${ctx.after}`, {}, {}),
+  });
+  const limits = config.api.rateLimit;
+  const limitOf = (req: FastifyRequest) => {
+    const auth = req.routeOptions.config.auth ?? 'account';
+    if (auth === 'webhook') return limits.webhooks;
+    if (req.account) return limits.accounts[req.account] ?? limits.default;
+    return limits.unauthenticated;
+  };
+  app.addHook(
+    'onRequest',
+    app.rateLimit({
+      keyGenerator: (req) => {
+        const auth = req.routeOptions.config.auth ?? 'account';
+        if (auth === 'webhook') return `webhook:${(req.params as { provider?: string }).provider ?? ''}:${req.ip}`;
+        return req.account ? `account:${req.account}` : `ip:${req.ip}`;
+      },
+      max: (req) => limitOf(req).max,
+      timeWindow: (req) => limitOf(req).timeWindowMs,
+      allowList: (req) => req.routeOptions.url === '/healthz',
+    }),
+  );
+  app.addHook('onRequest', async (req) => {
+    const auth = req.routeOptions.config.auth ?? 'account';
+    if (auth === 'account' && req.routeOptions.url !== undefined && !req.account) {
+      throw new ApiProblem('unauthorized', 'send Authorization: Bearer <api key>; the key is missing, malformed or unknown', {}, { 'www-authenticate': 'Bearer realm="scrape-orchestrator"' });
+    }
+  });
+
+  // ---- OpenAPI ---------------------------------------------------------------------------------
+  const baseTransform = createJsonSchemaTransform({ skipList: ['/openapi.json'] });
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'scrape-orchestrator HTTP API',
+        version: '1.0.0',
+        description: API_DESCRIPTION,
+      },
+      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key from the key file (see README, "HTTP API").' } } },
+      security: [{ apiKey: [] }],
+      tags: [
+        { name: 'scrapes', description: 'Start, read, cancel and list scrapes of your account.' },
+        { name: 'webhooks', description: 'Provider callbacks (not for API clients).' },
+        { name: 'meta', description: 'Health, this document, problem types.' },
+      ],
+    },
+    transform: (doc) => {
+      const out = baseTransform(doc);
+      const headers = doc.route.config?.docHeaders;
+      const response = (out.schema as { response?: Record<string, Record<string, unknown>> }).response;
+      if (headers && response) for (const [code, h] of Object.entries(headers)) if (response[code]) response[code].headers = h;
+      // Headers every route's error answers carry.
+      if (response?.['429']) response['429'].headers = { 'Retry-After': { ...RETRY, description: 'Seconds until the caller’s window resets.' } };
+      if (response?.['503']) response['503'].headers = { 'Retry-After': RETRY };
+      if (response?.['401'] && (doc.route.config?.auth ?? 'account') === 'account') response['401'].headers = { 'WWW-Authenticate': { description: '`Bearer realm="scrape-orchestrator"`.', type: 'string' } };
+      return out;
+    },
+    transformObject: createJsonSchemaTransformObject({}),
+  });
+
+  // ---- routes ------------------------------------------------------------------------------------
+  app.get('/openapi.json', { config: { auth: 'public' }, schema: { hide: true } }, async () => app.swagger());
+
+  app.get(
+    '/healthz',
+    {
+      config: { auth: 'public' },
+      schema: { tags: ['meta'], summary: 'Health: can the API reach Temporal and the store?', security: [], response: { 200: json('Both reachable.', HealthSchema), 503: json('One is unreachable.', HealthSchema) } },
+    },
+    async (_req, reply) => {
+      const h = await client.health();
+      const ok = h.temporal === 'ok' && h.store === 'ok';
+      return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'unavailable', ...h });
+    },
+  );
+
+  app.get(
+    '/problems/:slug',
+    {
+      config: { auth: 'public' },
+      schema: { tags: ['meta'], summary: 'Describes a problem type (the `type` of an error answer).', security: [], params: ProblemSlugParamsSchema, response: { 200: json('The problem type.', ProblemTypeSchema), ...problemResponses('route-not-found') } },
+    },
+    async (req) => {
+      const t = (PROBLEM_TYPES as Record<string, { status: number; title: string; description: string }>)[req.params.slug];
+      if (!t) throw new ApiProblem('route-not-found', `no problem type ${req.params.slug}`);
+      return { type: problemType(req.params.slug as ProblemSlug), ...t };
+    },
+  );
+
+  app.post(
+    '/v1/scrapes',
+    {
+      config: {
+        docHeaders: {
+          202: { Location: { description: 'The job (`status_url`).', type: 'string' }, 'Retry-After': RETRY },
+          200: { Location: { description: 'The job (`status_url`).', type: 'string' }, 'Idempotent-Replayed': { description: '`true`: this key was seen before; this is the same job.', type: 'string' } },
+        },
+      },
+      schema: {
+        tags: ['scrapes'],
+        summary: 'Start a scrape (returns at once).',
+        description:
+          'Starts one scrape for the caller’s account and answers at once. **Repeats**: a request with an `Idempotency-Key` already used by this account answers `200` with the same job when the body is the same (canonical JSON, defaults applied), and `422` `idempotency-key-reused` when the body differs; a new key answers `202`. So a client that lost the answer (timeout, reset) repeats the request with the same key and gets its job, never a second one. **Polling**: poll `status_url` no more often than `Retry-After` / `poll_after_s` (seconds); the workflow does the provider polling, so reading the job is cheap.',
+        headers: CreateScrapeHeadersSchema,
+        body: CreateScrapeBodySchema,
+        response: {
+          202: json('Accepted: a new job for this key. `Location` and `status_url` name it.', ScrapeSchema),
+          200: json('A repeat of an earlier request with the same key and body: the same job, in its current state.', ScrapeSchema),
+          ...problemResponses('invalid-request', 'unauthorized', 'payload-too-large', 'unsupported-media-type', 'idempotency-key-reused', 'rate-limited', 'service-unavailable'),
+        },
+      },
+    },
+    async (req, reply) => {
+      const account = req.account!;
+      const body = req.body;
+      const provider = body.provider ?? config.defaultProvider;
+      if (!config.providers[provider]) {
+        const message = `unknown provider "${provider}"; configured: ${Object.keys(config.providers).join(', ') || 'none'}`;
+        throw new ApiProblem('invalid-request', message, { errors: [{ in: 'body', path: 'provider', message }] });
+      }
+      const headerKey = req.headers['idempotency-key'];
+      const bodyHash = fingerprint({ ...body, provider });
+      if (headerKey) {
+        const seen = await getIdempotentRequest(store, account, headerKey);
+        if (seen && seen.body_hash !== bodyHash) throw reusedKey(seen.job_id);
+      }
+      let ref;
+      try {
+        ref = await client.startScrape({ account, key: headerKey, url: body.url, provider, format: body.format, options: body.options, row: body.row, batchId: body.batch_id, policy: body.policy });
+      } catch (e) {
+        if (e instanceof IdempotencyConflictError) throw reusedKey(String(e.details.jobId));
+        throw e;
+      }
+      const remembered = await rememberIdempotentRequest(store, { account, key: ref.key, bodyHash, jobId: ref.jobId });
+      if (!remembered.inserted && headerKey && remembered.row.body_hash !== bodyHash) throw reusedKey(ref.jobId);
+      const out = toScrapeOut(await client.getScrape(account, ref.jobId));
+      reply.header('location', out.status_url);
+      if (remembered.inserted) {
+        reply.code(202);
+        if (out.poll_after_s !== null) reply.header('retry-after', String(out.poll_after_s));
+      } else {
+        reply.code(200).header('idempotent-replayed', 'true');
+      }
+      return out;
+    },
+  );
+
+  app.get(
+    '/v1/scrapes/:id',
+    {
+      config: { docHeaders: { 200: { 'Retry-After': { ...RETRY, description: 'While the job runs: seconds before polling again (same as `poll_after_s`).' } } } },
+      schema: {
+        tags: ['scrapes'],
+        summary: 'Read a job: state, provider status, times, progress.',
+        description: 'While the job is not final the answer carries `Retry-After` (seconds; 2 s in the first minute, 10 s to 10 min, then 30 s). Another account’s job answers `404` exactly like a missing one.',
+        params: JobIdParamsSchema,
+        response: { 200: json('The job.', ScrapeSchema), ...problemResponses('unauthorized', 'not-found', 'rate-limited', 'service-unavailable') },
+      },
+    },
+    async (req, reply) => {
+      const out = toScrapeOut(await client.getScrape(req.account!, req.params.id));
+      if (out.poll_after_s !== null) reply.header('retry-after', String(out.poll_after_s));
+      return out;
+    },
+  );
+
+  app.get(
+    '/v1/scrapes/:id/result',
+    {
+      config: { docHeaders: { 409: { 'Retry-After': { ...RETRY, description: 'While the job runs: seconds before asking again.' } } } },
+      schema: {
+        tags: ['scrapes'],
+        summary: 'Read the result of a completed job.',
+        description: '`200` with the page; `409` `result-not-ready` with `state` (and `Retry-After` while it runs); `410` `result-expired` when retention purged it, with the evidence that the job ran.',
+        params: JobIdParamsSchema,
+        response: { 200: json('The extracted page.', ResultSchema), ...problemResponses('unauthorized', 'not-found', 'result-not-ready', 'result-expired', 'rate-limited', 'service-unavailable') },
+      },
+    },
+    async (req) => toResultOut(await client.getResult(req.account!, req.params.id)),
+  );
+
+  app.post(
+    '/v1/scrapes/:id/cancel',
+    {
+      schema: {
+        tags: ['scrapes'],
+        summary: 'Cancel a job; answers with the outcome observed at the provider.',
+        description: `Cancellation is a request, not an erasure: the answer says what the provider did (\`cancel.outcome\`: cancelled, completed first, failed, or cancel_unconfirmed) and which effects remain. The API waits up to ${config.api.cancelWaitMs} ms for that outcome; if it takes longer the answer is \`202\` with \`result: requested\` and \`status_url\` to follow. A finished job answers \`200\` \`already_final\`; repeating a cancel is harmless.`,
+        params: JobIdParamsSchema,
+        body: CancelBodySchema,
+        response: {
+          202: json('Cancel observed (`result: observed`) or under way (`result: requested`).', CancelResponseSchema),
+          200: json('The job was already final; nothing changed.', CancelResponseSchema),
+          ...problemResponses('invalid-request', 'unauthorized', 'not-found', 'unsupported-media-type', 'rate-limited', 'service-unavailable'),
+        },
+      },
+    },
+    async (req, reply) => {
+      const account = req.account!;
+      const id = req.params.id;
+      const base = { reason: req.body?.reason ?? 'requested through the HTTP API', requestedBy: `api:${account}` };
+      const waitMs = config.api.cancelWaitMs;
+      let result;
+      if (waitMs === 0) {
+        result = await client.cancelScrape(account, id, { ...base, wait: false });
+      } else {
+        const pending = client.cancelScrape(account, id, { ...base, wait: true });
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), waitMs)));
+        try {
+          const first = await Promise.race([pending, timeout]);
+          if (first === 'timeout') {
+            pending.catch((e: unknown) => req.log.warn({ err: e }, 'cancel finished with an error after the answer'));
+            const now = await client.getScrape(account, id);
+            result = { kind: 'requested' as const, state: now.state };
+          } else result = first;
+        } finally {
+          clearTimeout(timer);
+        }
+      }
+      reply.code(result.kind === 'already_final' ? 200 : 202);
+      return toCancelOut(id, result);
+    },
+  );
+
+  app.get(
+    '/v1/scrapes',
+    {
+      schema: {
+        tags: ['scrapes'],
+        summary: "List the caller's jobs, newest first.",
+        querystring: ListQuerySchema,
+        response: { 200: json('One page of jobs.', ScrapeListSchema), ...problemResponses('invalid-request', 'unauthorized', 'rate-limited', 'service-unavailable') },
+      },
+    },
+    async (req) => {
+      const q = req.query;
+      const page = await client.listPage(req.account!, { states: q.state?.split(','), batchId: q.batch_id, limit: q.limit, cursor: q.cursor });
+      const now = Date.now();
+      return { jobs: page.jobs.map((j) => toScrapeOut(j, now)), next_cursor: page.nextCursor };
+    },
+  );
+
+  // Webhooks: their own plugin so that the body stays raw bytes (the signature covers them).
+  await app.register(async (hooks) => {
+    hooks.removeAllContentTypeParsers();
+    hooks.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    hooks.withTypeProvider<ZodTypeProvider>().post(
+      '/v1/webhooks/:provider',
+      {
+        config: { auth: 'webhook' },
+        schema: {
+          tags: ['webhooks'],
+          summary: 'Receive a provider event (a hint that wakes the job).',
+          description:
+            'For providers only. The body is verified where the provider signs (reference provider: `X-Sim-Signature: sha256=<hex HMAC-SHA256 of the raw body>`), deduplicated by event ID, matched to the job by task ID or client reference and turned into a `wake` signal: the job checks the provider at once and reads the result from it (the payload is never trusted for the result). Unmatched, unverifiable and invalid events are kept in quarantine.',
+          security: [],
+          params: ProviderParamsSchema,
+          response: {
+            200: json('Handled (`woken`, `duplicate`, `job_final`, `not_running`).', WebhookAckSchema),
+            202: json('Accepted but not applied: kept in quarantine (`quarantined`).', WebhookAckSchema),
+            ...problemResponses('invalid-request', 'invalid-signature', 'unknown-provider', 'payload-too-large', 'unsupported-media-type', 'rate-limited', 'service-unavailable'),
+          },
+        },
+      },
+      async (req, reply) => {
+        const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        const answer = await receiveWebhook({ client, store, config, env }, req.params.provider, raw, req.headers);
+        return reply.code(answer.status).send(answer.body);
+      },
+    );
+  });
+
+  return app;
+}
+
+function reusedKey(jobId: string): ApiProblem {
+  return new ApiProblem('idempotency-key-reused', 'this Idempotency-Key was already used by your account with a different request body; repeat the original body, or use a new key', { job_id: jobId });
+}
+
+/** Maps anything thrown by a hook or handler to a problem (never leaking a stack or a secret). */
+export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
+  if (error instanceof ApiProblem) return error;
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    const where = (error as { validationContext?: string }).validationContext ?? 'body';
+    const errors = error.validation.map((v) => ({ in: where, path: v.instancePath.replace(/^\//, '').replace(/\//g, '.'), message: v.message ?? 'invalid' }));
+    const summary = errors.map((e) => `${e.path ? `${e.path}: ` : ''}${e.message}`).join('; ');
+    return new ApiProblem('invalid-request', `invalid ${where}: ${summary}`, { errors });
+  }
+  if (error instanceof ScrapeError) {
+    const d = error.details;
+    switch (error.code) {
+      case 'not_found':
+        // Identical for a missing job and another account's job: no ID, no hint.
+        return new ApiProblem('not-found', 'no such job for this account');
+      case 'invalid':
+        return new ApiProblem('invalid-request', error.message, { errors: ((d.issues as { path?: unknown[]; message?: string }[] | undefined) ?? []).map((i) => ({ in: 'body', path: (i.path ?? []).join('.'), message: i.message ?? 'invalid' })) });
+      case 'not_ready': {
+        const state = String(d.state);
+        const final = isFinalState(state);
+        const jobId = String(d.jobId);
+        const retry = final ? undefined : pollAfterSeconds({ state: state as never, createdAt: new Date().toISOString() });
+        return new ApiProblem('result-not-ready', final ? `the job ended ${state} without a result` : `the job is ${state}; the result is not ready yet`, { job_id: jobId, state, final, status_url: jobPath(jobId) }, retry ? { 'retry-after': String(retry) } : {});
+      }
+      case 'expired':
+        return new ApiProblem('result-expired', 'the result was purged after its retention period; the job did run (see the evidence members)', {
+          job_id: d.jobId,
+          state: d.state,
+          provider: d.provider,
+          task_id: d.taskId,
+          finished_at: d.finishedAt,
+          result_written_at: d.resultWrittenAt,
+          purged_at: d.purgedAt,
+          title: d.title,
+        });
+      case 'conflict':
+        return new ApiProblem('conflict', error.message, d.state ? { state: d.state } : {});
+    }
+  }
+  const e = error as FastifyError & { code?: string; statusCode?: number };
+  if (e && typeof e === 'object') {
+    if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ApiProblem('payload-too-large', `the body exceeds the limit of ${request.routeOptions.bodyLimit ?? 'the configured'} bytes`);
+    if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ApiProblem('unsupported-media-type', `content type ${JSON.stringify(request.headers['content-type'] ?? '')} is not supported; send application/json`);
+    if (e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || (e.statusCode === 400 && e instanceof SyntaxError)) {
+      return new ApiProblem('invalid-request', `the body is not valid JSON${e instanceof SyntaxError ? `: ${e.message}` : ''}`, { errors: [{ in: 'body', path: '', message: 'not valid JSON' }] });
+    }
+    if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+      return new ApiProblem('invalid-request', e.message.slice(0, 300), { errors: [] });
+    }
+  }
+  const grpc = isGrpcServiceError(error) ? error : isGrpcServiceError((error as { cause?: unknown })?.cause) ? ((error as { cause: unknown }).cause as { code?: number }) : undefined;
+  const unavailable = grpc ? grpc.code === 14 /* UNAVAILABLE */ || grpc.code === 4 /* DEADLINE_EXCEEDED */ : error instanceof Error && /ECONNREFUSED|SQLITE_BUSY|Connection terminated|connect ECONN/i.test(error.message);
+  if (unavailable) {
+    request.log.error({ err: error }, 'a service the API needs is unavailable');
+    return new ApiProblem('service-unavailable', 'Temporal or the result store did not answer; retry later', {}, { 'retry-after': '5' });
+  }
+  request.log.error({ err: error }, 'unexpected error');
+  return new ApiProblem('internal', 'an unexpected error happened; it was logged under the instance ID');
+}
+
+function sendProblem(request: FastifyRequest, reply: FastifyReply, p: ApiProblem): FastifyReply {
+  for (const [k, v] of Object.entries(p.headers)) reply.header(k, v);
+  if (p.status === 429 && !reply.getHeader('retry-after')) reply.header('retry-after', '1');
+  return reply.code(p.status).type(PROBLEM_CONTENT_TYPE).send(p.toBody(p.slug === 'not-found' ? undefined : request.id));
+}
+
+const API_DESCRIPTION = `Durable scraping jobs for backend services in any language. Each job is a Temporal workflow that submits to a provider once (idempotently), polls it politely, writes the result once and can be cancelled with an observed outcome.
+
+**Authentication**: \`Authorization: Bearer <api key>\`; a key acts as one account. Every job operation is scoped to that account; another account's job answers \`404\` exactly like a missing one.
+
+**Idempotency**: send \`Idempotency-Key\` with \`POST /v1/scrapes\`. First use: \`202\`; a repeat with the same body: \`200\` with the same job (header \`Idempotent-Replayed: true\`); the same key with another body: \`422\`.
+
+**Polling**: poll \`status_url\` no faster than \`Retry-After\`; read \`result_url\` once \`state\` is \`completed\` (\`409\` before, \`410\` after retention).
+
+**Errors**: \`application/problem+json\` (RFC 9457) with a stable \`type\` (\`/problems/<slug>\`, described at that path); no stack traces, no secrets.
+
+**Limits**: per-account rate limit (\`429\` + \`Retry-After\`), request bodies of at most the configured size (\`413\`), \`application/json\` only (\`415\`), unknown fields rejected (\`400\`).`;

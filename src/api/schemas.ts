@@ -1,0 +1,263 @@
+/**
+ * zod schemas of the HTTP API: request bodies, query strings, path parameters, headers and
+ * responses. The routes validate with them (fastify-type-provider-zod) and the OpenAPI document
+ * (`GET /openapi.json`) is generated from them, so the two cannot drift apart. Request fields
+ * reuse the model's schemas (`src/model/schemas.ts`: URL, idempotency key, poll policy, ...).
+ *
+ * Field names are snake_case; the nested `policy` keeps the model's names (ms durations).
+ * Times are UTC ISO-8601 strings.
+ */
+import { z } from 'zod';
+import type { CancelResult, JobResult, JobSummary } from '../client/index.js';
+import { JOB_STATES, isFinalState } from '../model/states.js';
+import { IdempotencyKeySchema, StartScrapeInputSchema } from '../model/schemas.js';
+import type { CancelReport } from '../model/types.js';
+
+const S = StartScrapeInputSchema.shape;
+
+/** Body of `POST /v1/scrapes`. Unknown fields are rejected (400). */
+export const CreateScrapeBodySchema = z
+  .strictObject({
+    url: S.url.describe('The page to scrape: an absolute http(s) URL without credentials or secret-named query parameters.'),
+    provider: S.provider.describe('Configured provider name; default: the configured default provider.'),
+    format: S.format.describe('Output format requested from the provider.'),
+    options: S.options.describe('Provider-specific options (JSON; no secrets).'),
+    row: S.row.describe('Your own record of the request, kept with the job as evidence.'),
+    batch_id: S.batchId.describe('Groups jobs (filter `GET /v1/scrapes?batch_id=`).'),
+    policy: S.policy.describe('Polling overrides (all durations in ms); see the PollPolicy of the workflow.'),
+  })
+  .meta({ id: 'CreateScrapeRequest', description: 'A scrape request.' });
+/** A parsed `POST /v1/scrapes` body (defaults applied). */
+export type CreateScrapeBody = z.infer<typeof CreateScrapeBodySchema>;
+
+/** Request headers of `POST /v1/scrapes` (other headers are allowed). */
+export const CreateScrapeHeadersSchema = z.object({
+  'idempotency-key': IdempotencyKeySchema.optional().describe(
+    'Your key for this logical request (1-200 of A-Z a-z 0-9 . _ : -), scoped to your account, kept as long as the job. The same key with the same body returns the same job; with another body: 422. Without it, the key is derived from (provider, url, format, options): the same request returns the same job.',
+  ),
+});
+
+/** Path parameter `:id` (a job ID `scrape:<account>:<key>`; URL-encode the colons or not). */
+export const JobIdParamsSchema = z.object({ id: z.string().min(1).max(300).describe('Job ID, `scrape:<account>:<key>` (URL-encoded or not).') });
+
+/** Path parameter `:provider` of the webhook receiver. */
+export const ProviderParamsSchema = z.object({ provider: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).describe('Configured provider name.') });
+
+/** Path parameter `:slug` of a problem type description. */
+export const ProblemSlugParamsSchema = z.object({ slug: z.string().regex(/^[a-z-]{1,64}$/) });
+
+/** Query of `GET /v1/scrapes`. */
+export const ListQuerySchema = z.strictObject({
+  state: z
+    .string()
+    .max(300)
+    .refine((v) => v.split(',').every((s) => (JOB_STATES as readonly string[]).includes(s)), { message: `state must be a comma-separated list of ${JOB_STATES.join(', ')}` })
+    .optional()
+    .describe('Comma-separated states to include.'),
+  batch_id: z.string().max(120).optional().describe('Only jobs of this batch.'),
+  limit: z.coerce.number().int().min(1).max(1000).default(100).describe('Page size, 1-1000.'),
+  cursor: z.string().max(600).optional().describe('The `next_cursor` of the previous page.'),
+});
+
+/** Body of `POST /v1/scrapes/:id/cancel` (optional: no body at all is fine). */
+export const CancelBodySchema = z
+  .strictObject({ reason: z.string().min(1).max(500).optional().describe('Why (kept in the job’s cancel record).') })
+  .nullish();
+
+const JobErrorOutSchema = z.object({
+  kind: z.string().describe('permanent | cooldown | transient | ambiguous | not_found | conflict | internal | provider_failed'),
+  code: z.string().nullable(),
+  message: z.string(),
+  http_status: z.number().int().nullable(),
+  at: z.string(),
+});
+
+/** A job as `GET /v1/scrapes/:id`, `POST /v1/scrapes` and the list return it. */
+export const ScrapeSchema = z.object({
+  job_id: z.string().describe('`scrape:<account>:<key>`.'),
+  key: z.string().describe('The idempotency key (yours, or derived from the request).'),
+  provider: z.string(),
+  url: z.string(),
+  state: z.enum(JOB_STATES).describe('Our state (see README, "The scrape workflow"); `tracking_interrupted` is resumable, not a failure.'),
+  final: z.boolean().describe('True when the job will not change any more by itself.'),
+  provider_status: z.string().nullable().describe("The provider's raw status at the last check."),
+  task_id: z.string().nullable().describe("The provider's job ID."),
+  batch_id: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  submitted_at: z.string().nullable(),
+  finished_at: z.string().nullable(),
+  deadline_at: z.string().nullable().describe('When tracking stops (then `tracking_interrupted`).'),
+  progress: z.object({ status_checks: z.number().int().describe('Successful status checks at the provider so far.') }),
+  last_error: JobErrorOutSchema.nullable(),
+  poll_after_s: z.number().int().nullable().describe('Polling guidance while the job runs (seconds; also the `Retry-After` header); null once final.'),
+  status_url: z.string().describe('This job (path, URL-encoded).'),
+  result_url: z.string(),
+  cancel_url: z.string(),
+}).meta({ id: 'Scrape' });
+/** A job as the API shows it (see {@link ScrapeSchema}). */
+export type ScrapeOut = z.infer<typeof ScrapeSchema>;
+
+/** `GET /v1/scrapes`. */
+export const ScrapeListSchema = z.object({
+  jobs: z.array(ScrapeSchema).describe("The caller's jobs, newest first."),
+  next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page.'),
+}).meta({ id: 'ScrapeList' });
+
+/** `GET /v1/scrapes/:id/result` (200). */
+export const ResultSchema = z.object({
+  job_id: z.string(),
+  result_id: z.string(),
+  provider: z.string(),
+  task_id: z.string(),
+  url: z.string(),
+  final_url: z.string().nullable(),
+  http_status: z.number().int().nullable().describe("The target page's HTTP status."),
+  title: z.string().nullable(),
+  byline: z.string().nullable(),
+  excerpt: z.string().nullable(),
+  lang: z.string().nullable(),
+  site_name: z.string().nullable(),
+  published_time: z.string().nullable(),
+  text: z.string().nullable(),
+  markdown: z.string().nullable(),
+  links: z.array(z.string()),
+  content_length: z.number().int().nullable().describe('Bytes of the target response body.'),
+  written_at: z.string(),
+  expires_at: z.string().nullable().describe('When the result will be purged (then `410`); null: kept.'),
+}).meta({ id: 'ScrapeResult' });
+
+const CancelReportSchema = z.object({
+  requested_by: z.string(),
+  reason: z.string(),
+  via: z.enum(['signal', 'update', 'native', 'deadline']),
+  requested_at: z.string(),
+  outcome: z.enum(['cancelled', 'completed', 'failed', 'cancel_unconfirmed']).nullable().describe('What was observed at the provider; null while in progress.'),
+  detail: z.string().nullable(),
+  provider_cancel_calls: z.number().int(),
+  remaining_effects: z.object({ pages_fetched: z.number().nullable(), credits_used: z.number().nullable() }).nullable().describe('Effects already produced that remain.'),
+});
+
+/** `POST /v1/scrapes/:id/cancel`. */
+export const CancelResponseSchema = z.object({
+  job_id: z.string(),
+  result: z
+    .enum(['observed', 'requested', 'already_final'])
+    .describe('`observed`: the provider outcome is known (`cancel.outcome`); `requested`: the cancel is under way, follow `status_url`; `already_final`: nothing to cancel.'),
+  state: z.enum(JOB_STATES),
+  cancel: CancelReportSchema.nullable(),
+  status_url: z.string(),
+}).meta({ id: 'CancelOutcome' });
+
+/** Answer of the webhook receiver. */
+export const WebhookAckSchema = z.object({
+  received: z.literal(true),
+  event_id: z.string().nullable(),
+  outcome: z
+    .enum(['woken', 'duplicate', 'quarantined', 'job_final', 'not_running'])
+    .describe('`woken`: the job checks the provider now; `duplicate`: this event was handled before; `quarantined`: kept for an operator (unmatched); `job_final` / `not_running`: nothing to wake.'),
+});
+
+/** `GET /healthz`. */
+export const HealthSchema = z.object({
+  status: z.enum(['ok', 'unavailable']),
+  temporal: z.enum(['ok', 'unreachable']),
+  store: z.enum(['ok', 'unreachable']),
+});
+
+/** `GET /problems/:slug`. */
+export const ProblemTypeSchema = z.object({ type: z.string(), status: z.number().int(), title: z.string(), description: z.string() });
+
+/** Path of a job: `/v1/scrapes/<URL-encoded job ID>` (the ID contains `:`). */
+export function jobPath(jobId: string): string {
+  return `/v1/scrapes/${encodeURIComponent(jobId)}`;
+}
+
+/**
+ * Polling guidance for a job, seconds: null once final; else 2 s during its first minute, 10 s up
+ * to 10 minutes, then 30 s (the workflow itself polls the provider; clients only read our store).
+ */
+export function pollAfterSeconds(summary: Pick<JobSummary, 'state' | 'createdAt'>, now = Date.now()): number | null {
+  if (isFinalState(summary.state)) return null;
+  const ageMs = now - Date.parse(summary.createdAt);
+  if (!(ageMs >= 0) || ageMs < 60_000) return 2;
+  if (ageMs < 600_000) return 10;
+  return 30;
+}
+
+/** {@link JobSummary} → the API's {@link ScrapeSchema} shape. */
+export function toScrapeOut(s: JobSummary, now = Date.now()): ScrapeOut {
+  const path = jobPath(s.jobId);
+  return {
+    job_id: s.jobId,
+    key: s.key,
+    provider: s.provider,
+    url: s.url,
+    state: s.state,
+    final: isFinalState(s.state),
+    provider_status: s.providerStatus,
+    task_id: s.taskId,
+    batch_id: s.batchId,
+    created_at: s.createdAt,
+    updated_at: s.updatedAt,
+    submitted_at: s.submittedAt,
+    finished_at: s.finishedAt,
+    deadline_at: s.deadlineAt,
+    progress: { status_checks: s.statusChecks },
+    last_error: s.lastError ? { kind: s.lastError.kind, code: s.lastError.code ?? null, message: s.lastError.message, http_status: s.lastError.httpStatus ?? null, at: s.lastError.at } : null,
+    poll_after_s: pollAfterSeconds(s, now),
+    status_url: path,
+    result_url: `${path}/result`,
+    cancel_url: `${path}/cancel`,
+  };
+}
+
+/** {@link JobResult} → {@link ResultSchema} shape. */
+export function toResultOut(r: JobResult): z.infer<typeof ResultSchema> {
+  return {
+    job_id: r.jobId,
+    result_id: r.resultId,
+    provider: r.provider,
+    task_id: r.taskId,
+    url: r.url,
+    final_url: r.finalUrl,
+    http_status: r.httpStatus,
+    title: r.title,
+    byline: r.byline,
+    excerpt: r.excerpt,
+    lang: r.lang,
+    site_name: r.siteName,
+    published_time: r.publishedTime,
+    text: r.text,
+    markdown: r.markdown,
+    links: r.links,
+    content_length: r.contentLength,
+    written_at: r.writtenAt,
+    expires_at: r.expiresAt,
+  };
+}
+
+function toCancelReportOut(c: CancelReport | undefined): z.infer<typeof CancelReportSchema> | null {
+  if (!c) return null;
+  return {
+    requested_by: c.requestedBy,
+    reason: c.reason,
+    via: c.via,
+    requested_at: c.requestedAt,
+    outcome: c.outcome ?? null,
+    detail: c.detail ?? null,
+    provider_cancel_calls: c.providerCancelCalls,
+    remaining_effects: c.remainingEffects ? { pages_fetched: c.remainingEffects.pagesFetched ?? null, credits_used: c.remainingEffects.creditsUsed ?? null } : null,
+  };
+}
+
+/** {@link CancelResult} → {@link CancelResponseSchema} shape. */
+export function toCancelOut(jobId: string, r: CancelResult): z.infer<typeof CancelResponseSchema> {
+  return {
+    job_id: jobId,
+    result: r.kind,
+    state: r.state,
+    cancel: r.kind === 'requested' ? null : toCancelReportOut(r.report),
+    status_url: jobPath(jobId),
+  };
+}
