@@ -7,6 +7,7 @@
  * server on another worker (the workflows keep their state in Temporal).
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, type ConnectionOptions } from '@temporalio/client';
 import { createMaintenanceActivities } from './activities/maintenance.js';
@@ -26,10 +27,27 @@ export function workflowsPath(): string {
 
 let bundlePromise: Promise<WorkflowBundleWithSourceMap> | undefined;
 
-/** Bundles the workflow code once per process (webpack, a few seconds) and reuses it. */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+/**
+ * The workflow bundle: a prebuilt file named by `SCRAPE_WORKFLOW_BUNDLE` (see
+ * {@link writeWorkflowBundle}; a worker then starts in well under a second), else bundled once per
+ * process from source (webpack, a few seconds of CPU) and reused.
+ */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap | { codePath: string }> {
+  const prebuilt = process.env.SCRAPE_WORKFLOW_BUNDLE;
+  if (prebuilt) {
+    if (!fs.existsSync(prebuilt)) return Promise.reject(new Error(`SCRAPE_WORKFLOW_BUNDLE=${prebuilt} does not exist (build it with \`npm run build:bundle\`)`));
+    return Promise.resolve({ codePath: prebuilt });
+  }
   bundlePromise ??= bundleWorkflowCode({ workflowsPath: workflowsPath(), logger: quietBundlerLogger });
   return bundlePromise;
+}
+
+/** Bundles the workflow code into `file` (for `SCRAPE_WORKFLOW_BUNDLE`). Returns its size in bytes. */
+export async function writeWorkflowBundle(file: string): Promise<number> {
+  const { code } = await bundleWorkflowCode({ workflowsPath: workflowsPath(), logger: quietBundlerLogger });
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, code);
+  return Buffer.byteLength(code);
 }
 
 const quietBundlerLogger = {
@@ -125,7 +143,11 @@ export async function runWorkerMain(): Promise<void> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(process.argv[1])) {
-  runWorkerMain().catch((e) => {
+  const bundleTo = process.argv.indexOf('--write-bundle');
+  (bundleTo > 0
+    ? writeWorkflowBundle(process.argv[bundleTo + 1] ?? 'dist/workflow-bundle.js').then((n) => console.log(`workflow bundle written (${n} bytes)`))
+    : runWorkerMain()
+  ).catch((e) => {
     console.error(e instanceof Error ? e.message : e);
     process.exit(1);
   });

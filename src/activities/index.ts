@@ -59,6 +59,8 @@ export interface SubmitInput {
    * earlier unanswered intent then does not make this attempt ambiguous.
    */
   afterReconcile?: boolean;
+  /** Tracking deadline (ms) recorded on the job when its task ID becomes known. */
+  trackingDeadlineMs?: number;
 }
 
 /** Outcome of `submitScrape`. Ambiguous outcomes are returned, not thrown, so the workflow can move to `unknown`. */
@@ -85,7 +87,7 @@ export interface SavedResult {
 }
 
 /** Outcome of `cancelTask`. */
-export type CancelCallOutcome = ({ kind: 'answered' } & CancelAnswer) | { kind: 'unsupported'; error: JobError };
+export type CancelCallOutcome = ({ kind: 'answered' } & CancelAnswer) | { kind: 'unsupported'; error: JobError; reachedProvider: boolean };
 
 /** Idempotency key and client reference sent to the provider for (account, key). */
 export function providerKeys(account: string, key: string): { idempotencyKey: string; clientRef: string } {
@@ -101,7 +103,15 @@ export function createActivities(deps: ActivityDeps) {
 
   async function call<T>(provider: string, account: string, fn: (r: ReturnType<ProviderRegistry['resolve']>) => Promise<T>): Promise<T> {
     const resolved = providers.resolve(provider, account);
-    return resolved.limiter.run(() => fn(resolved), coolDefault);
+    // Short shared cool-downs are waited out inside the attempt (up to a third of its timeout,
+    // at most 10 s); longer ones end the attempt with the provider's wait as the retry delay.
+    let maxWaitMs = 0;
+    try {
+      maxWaitMs = Math.min(10_000, Math.floor(Context.current().info.startToCloseTimeoutMs / 3));
+    } catch {
+      maxWaitMs = 0; // not inside an activity (tests calling directly)
+    }
+    return resolved.limiter.run(() => fn(resolved), coolDefault, maxWaitMs);
   }
 
   function signal(): AbortSignal | undefined {
@@ -131,7 +141,7 @@ export function createActivities(deps: ActivityDeps) {
      * knows: an earlier task ID (a retried or resumed run adopts it) and the stored state.
      * Throws a non-retryable `Provider.conflict` failure when the key exists with other parameters.
      */
-    async registerJob(input: ScrapeWorkflowInput & { workflowId: string; deadlineAt: string }): Promise<{ taskId: string | null; state: string }> {
+    async registerJob(input: ScrapeWorkflowInput & { workflowId: string; deadlineAt?: string }): Promise<{ taskId: string | null; state: string }> {
       try {
         const row = await store.registerJob({
           id: input.jobId,
@@ -145,7 +155,7 @@ export function createActivities(deps: ActivityDeps) {
           batch_id: input.batchId ?? null,
           workflow_id: input.workflowId,
           task_id: input.resume?.taskId ?? null,
-          deadline_at: input.deadlineAt,
+          deadline_at: input.deadlineAt ?? null,
         });
         if (input.resume && row.task_id && row.task_id !== input.resume.taskId) {
           throw new ProviderError('conflict', `resume asked for task ${input.resume.taskId} but job ${input.jobId} holds task ${row.task_id}`, { code: 'TASK_MISMATCH' });
@@ -207,7 +217,7 @@ export function createActivities(deps: ActivityDeps) {
         rethrow(e);
       }
       await deps.hooks?.afterSubmitAnswered?.(input.jobId, accepted.taskId);
-      const taskId = await store.recordTaskId(input.jobId, accepted.taskId, accepted.providerStatus, accepted.replayed ? 'submit (provider replayed key)' : 'submit');
+      const taskId = await store.recordTaskId(input.jobId, accepted.taskId, accepted.providerStatus, accepted.replayed ? 'submit (provider replayed key)' : 'submit', input.trackingDeadlineMs);
       await deps.hooks?.afterTaskRecorded?.(input.jobId, taskId);
       return { kind: 'accepted', taskId, providerStatus: accepted.providerStatus, adopted: taskId !== accepted.taskId };
     },
@@ -227,7 +237,7 @@ export function createActivities(deps: ActivityDeps) {
       if (adapter.capabilities.idempotency) {
         try {
           const acc = await call(input.provider, input.account, (r) => r.adapter.submit(input.request, { apiKey: r.apiKey, signal: signal(), ...keys }));
-          const taskId = await store.recordTaskId(input.jobId, acc.taskId, acc.providerStatus, 'reconcile: idempotent replay');
+          const taskId = await store.recordTaskId(input.jobId, acc.taskId, acc.providerStatus, 'reconcile: idempotent replay', input.trackingDeadlineMs);
           return { kind: 'found', taskId, via: 'idempotent-replay' };
         } catch (e) {
           // Firecrawl-style providers answer a reused key with 409 and no job ID: fall through to listing.
@@ -241,7 +251,7 @@ export function createActivities(deps: ActivityDeps) {
         try {
           const found = await call(input.provider, input.account, (r) => r.adapter.findByClientRef(keys.clientRef, { apiKey: r.apiKey, signal: signal() }));
           if (found) {
-            const taskId = await store.recordTaskId(input.jobId, found.taskId, found.providerStatus, 'reconcile: found by client reference');
+            const taskId = await store.recordTaskId(input.jobId, found.taskId, found.providerStatus, 'reconcile: found by client reference', input.trackingDeadlineMs);
             return { kind: 'found', taskId, via: 'list' };
           }
           await store.appendEvent(input.jobId, 'reconcile_absent', 'unknown', { clientRef: keys.clientRef });
@@ -259,8 +269,8 @@ export function createActivities(deps: ActivityDeps) {
      * Adopts a task ID given by an operator for a job in `unknown`. Returns the stored task ID
      * (an earlier recorded one wins).
      */
-    async adoptTask(input: { jobId: string; taskId: string; by: string }): Promise<string> {
-      return store.recordTaskId(input.jobId, input.taskId, null, `operator: ${input.by}`);
+    async adoptTask(input: { jobId: string; taskId: string; by: string; trackingDeadlineMs?: number }): Promise<string> {
+      return store.recordTaskId(input.jobId, input.taskId, null, `operator: ${input.by}`, input.trackingDeadlineMs);
     },
 
     /**
@@ -336,6 +346,14 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     /**
+     * Records the observed outcome of a cancel in the job's timeline (also when the state did not
+     * change: a job that completed first), so that a later cancel can report it.
+     */
+    async recordCancelOutcome(input: { jobId: string; report: CancelReport }): Promise<void> {
+      await store.appendEvent(input.jobId, 'cancel_outcome', null, { cancel: sanitizeBody(input.report, secrets()) });
+    },
+
+    /**
      * Asks the provider to cancel the task. Returns the provider's answer, or `unsupported` when it
      * has no cancel endpoint. Transient failures throw (retried).
      */
@@ -347,7 +365,8 @@ export function createActivities(deps: ActivityDeps) {
       } catch (e) {
         if (isProviderError(e) && e.kind === 'unsupported') {
           await store.appendEvent(ref.jobId, 'cancel_unsupported', 'cancelling', { error: e.toJobError() });
-          return { kind: 'unsupported', error: e.toJobError() };
+          // `reachedProvider`: the provider itself said so (an HTTP exchange), not the adapter's capabilities.
+          return { kind: 'unsupported', error: e.toJobError(), reachedProvider: e.details.evidence !== undefined };
         }
         rethrow(e);
       }

@@ -60,8 +60,16 @@ export const StartScrapeInputSchema = z
     /** Provider name; defaults to the configured default provider. */
     provider: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional(),
     format: z.enum(['markdown', 'text']).default('markdown'),
-    /** Provider-specific options (JSON; no secrets). */
-    options: z.record(z.string(), z.unknown()).default({}),
+    /** Provider-specific options (JSON; no secrets; not `url`, `format`, `client_ref` or `webhook`, which are ours). */
+    options: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .superRefine((o, ctx) => {
+        for (const k of Object.keys(o)) {
+          if (['url', 'format', 'client_ref', 'webhook'].includes(k)) ctx.addIssue({ code: 'custom', message: `options.${k} is set by the orchestrator and cannot be given` });
+          else if (isSecretName(k)) ctx.addIssue({ code: 'custom', message: `options.${k} looks like a credential; secrets must not enter workflow input` });
+        }
+      }),
     /** The caller's idempotency key; when absent, one is derived from the request. */
     key: IdempotencyKeySchema.optional(),
     /** The caller's input row, kept with the job as evidence. */

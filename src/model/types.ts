@@ -33,7 +33,11 @@ export interface PollPolicy {
   multiplier: number;
   /** Jitter as a fraction of the delay, 0..1. */
   jitter: number;
-  /** Overall tracking deadline from workflow start (ms). Past it: `tracking_interrupted`. */
+  /**
+   * Overall tracking deadline (ms), counted from the moment the provider task is known. Past it:
+   * `tracking_interrupted`. Submitting (including cool-downs) is bounded separately by
+   * `max(deadlineMs, 10 × activityTimeoutMs)`.
+   */
   deadlineMs: number;
   /** Attempts of one status check (HTTP timeouts, 5xx, 429) before the check gives up (count). */
   statusCheckAttempts: number;
@@ -151,8 +155,8 @@ export interface JobView {
   startedAt: string;
   submittedAt?: string;
   finishedAt?: string;
-  /** UTC ISO-8601 time of the tracking deadline. */
-  deadlineAt: string;
+  /** UTC ISO-8601 time of the tracking deadline (set once the task ID is known). */
+  deadlineAt?: string;
   /** UTC ISO-8601 time of the next scheduled status check, while pending. */
   nextCheckAt?: string;
   lastError?: JobError;

@@ -74,12 +74,20 @@ export class KeyLimiter {
   }
 
   /**
-   * Runs `fn` under the limiter. During a cool-down it does not call the provider and throws a
-   * `cooldown` {@link ProviderError} whose `retryAfterMs` is the time left, so that the activity
-   * is retried after it instead of holding a slot while it waits. A `cooldown` error thrown by
-   * `fn` starts a cool-down for every caller of this key.
+   * Runs `fn` under the limiter. During a cool-down it does not call the provider: a cool-down
+   * with at most `maxWaitMs` left is waited out here (a wait is not a failed attempt); a longer one
+   * throws a `cooldown` {@link ProviderError} whose `retryAfterMs` is the time left, so that the
+   * activity is retried after it instead of holding a slot. A `cooldown` error thrown by `fn`
+   * starts a cool-down for every caller of this key.
    */
-  async run<T>(fn: () => Promise<T>, defaultCoolDownMs: number): Promise<T> {
+  async run<T>(fn: () => Promise<T>, defaultCoolDownMs: number, maxWaitMs = 0): Promise<T> {
+    await this.refreshShared();
+    for (let waits = 0; waits < 5; waits++) {
+      const left = this.coolDownRemainingMs();
+      if (left <= 0 || left > maxWaitMs) break;
+      await new Promise((r) => setTimeout(r, left));
+      await this.refreshShared();
+    }
     const gate = () => {
       const left = this.coolDownRemainingMs();
       if (left > 0) {
@@ -89,7 +97,6 @@ export class KeyLimiter {
         });
       }
     };
-    await this.refreshShared();
     gate();
     return this.queue.add(
       async () => {

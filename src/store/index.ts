@@ -215,17 +215,18 @@ export class Store {
 
   /**
    * Records the provider's task ID (the answer to a submit, or a task adopted by reconciliation)
-   * and moves the job to `pending`. A task ID already recorded is never replaced: the stored one
-   * is returned instead.
+   * and moves the job to `pending`, with the tracking deadline `trackingDeadlineMs` (ms) from now.
+   * A task ID already recorded is never replaced: the stored one is returned instead.
    */
-  async recordTaskId(jobId: string, taskId: string, providerStatus: string | null, source: string): Promise<string> {
+  async recordTaskId(jobId: string, taskId: string, providerStatus: string | null, source: string, trackingDeadlineMs?: number): Promise<string> {
     return this.db.transaction().execute(async (trx) => {
       const row = await trx.selectFrom('jobs').select(['task_id', 'state']).where('id', '=', jobId).executeTakeFirstOrThrow();
       if (row.task_id) return row.task_id;
       const at = nowIso();
+      const deadline = trackingDeadlineMs === undefined ? {} : { deadline_at: new Date(Date.now() + trackingDeadlineMs).toISOString() };
       await trx
         .updateTable('jobs')
-        .set({ task_id: taskId, provider_status: providerStatus, state: 'pending', submit_intent_at: null, submitted_at: at, updated_at: at })
+        .set({ task_id: taskId, provider_status: providerStatus, state: 'pending', submit_intent_at: null, submitted_at: at, updated_at: at, ...deadline })
         .where('id', '=', jobId)
         .execute();
       await trx.insertInto('job_events').values(event(jobId, 'task_recorded', 'pending', { taskId, source, providerStatus })).execute();

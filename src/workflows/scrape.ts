@@ -22,6 +22,7 @@ import {
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
   condition,
   continueAsNew,
   defineQuery,
@@ -78,8 +79,10 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   const policy: PollPolicy = { ...DEFAULT_POLL_POLICY, ...(input.policy ?? {}) };
   const info = workflowInfo();
   const startedAt = new Date().toISOString();
-  const deadlineAt = input.carry?.deadlineAt ?? new Date(Date.now() + policy.deadlineMs).toISOString();
-  const deadlineMs = Date.parse(deadlineAt);
+  // The tracking deadline runs from the moment the task is known (a backlog before the submit
+  // does not eat into it); a continue-as-new run carries it over, a resumed run starts a new one.
+  let deadlineAt: string | undefined = input.carry?.deadlineAt ?? (input.resume ? new Date(Date.now() + policy.deadlineMs).toISOString() : undefined);
+  const deadlineEpochMs = () => Date.parse(deadlineAt!);
 
   const view: JobView = {
     jobId: input.jobId,
@@ -96,6 +99,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   let cancelReq: (CancelRequest & { via: CancelReport['via'] }) | undefined;
   let resolution: Resolution | undefined;
   let wakeCount = 0;
+  let handledWakes = 0;
   let progress: { pagesFetched?: number; creditsUsed?: number } = {};
 
   // ---- activities ------------------------------------------------------------------------------
@@ -144,7 +148,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       `**Provider / account:** ${view.provider} / ${view.account}`,
       `**Task ID:** ${view.taskId ?? '—'}`,
       `**Status checks:** ${view.statusChecks}`,
-      `**Deadline:** ${view.deadlineAt}`,
+      `**Deadline:** ${view.deadlineAt ?? 'starts when the task is known'}`,
     ];
     if (view.nextCheckAt && view.state === 'pending') lines.push(`**Next check:** ${view.nextCheckAt}`);
     if (view.note) lines.push(`**Note:** ${view.note}`);
@@ -166,6 +170,8 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   }
 
   function setTask(taskId: string): void {
+    deadlineAt ??= new Date(Date.now() + policy.deadlineMs).toISOString();
+    view.deadlineAt = deadlineAt;
     view.taskId = taskId;
     view.submittedAt ??= new Date().toISOString();
     upsertSearchAttributes([{ key: ScrapeTaskId, value: taskId }]);
@@ -198,7 +204,9 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
     cancelUpdate,
     async (req) => {
       requestCancel(req ?? {}, 'update');
-      await condition(() => view.cancel?.outcome !== undefined);
+      // Shielded: a native cancellation arriving before or while this Update waits joins the same
+      // path; it must not fail the Update with "Workflow cancelled".
+      await CancellationScope.nonCancellable(() => condition(() => view.cancel?.outcome !== undefined));
       return view.cancel!;
     },
     {
@@ -242,16 +250,24 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   ]);
   publish();
 
+  let nativeCancel: unknown;
   try {
     await run();
-    settleLateCancel();
   } catch (err) {
     if (!isCancellation(err)) throw err;
+    nativeCancel = err;
     // Native cancellation (Web UI, `temporal workflow cancel`): the same path, shielded.
     requestCancel({ reason: 'workflow cancellation requested', requestedBy: 'temporal' }, 'native');
     await CancellationScope.nonCancellable(() => cancelPath());
-    if (view.state !== 'completed') throw err;
   }
+  // A native cancellation that never threw (it arrived while a shielded step finished the job, or
+  // while the path of an earlier signal/Update ran) is recorded and ends the run the same way.
+  if (!nativeCancel && CancellationScope.current().consideredCancelled) {
+    nativeCancel = new CancelledFailure('workflow cancellation requested');
+    view.cancel ??= { requestedBy: 'temporal', reason: 'workflow cancellation requested', via: 'native', requestedAt: new Date().toISOString(), providerCancelCalls: 0 };
+  }
+  await CancellationScope.nonCancellable(() => settleLateCancel());
+  if (nativeCancel && view.state !== 'completed') throw nativeCancel;
   return view;
 
   async function run(): Promise<void> {
@@ -269,12 +285,17 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
    * A cancel that arrived while the job was finishing (e.g. during the shielded result write)
    * found nothing left to stop: report the state actually reached, with no provider call.
    */
-  function settleLateCancel(): void {
+  async function settleLateCancel(): Promise<void> {
     if (!view.cancel || view.cancel.outcome) return;
     const s = view.state;
-    view.cancel.outcome = s === 'completed' ? 'completed' : s === 'failed' ? 'failed' : s === 'cancelled' ? 'cancelled' : 'cancel_unconfirmed';
-    view.cancel.detail = `the job reached ${s} before the cancel request could act; nothing was sent to the provider`;
-    view.cancel.remainingEffects = { ...progress };
+    const final: CancelReport = {
+      ...view.cancel,
+      outcome: s === 'completed' ? 'completed' : s === 'failed' ? 'failed' : s === 'cancelled' ? 'cancelled' : 'cancel_unconfirmed',
+      detail: `the job reached ${s} before the cancel request could act; nothing was sent to the provider`,
+      remainingEffects: { ...progress },
+    };
+    await store.recordCancelOutcome({ jobId: input.jobId, report: final });
+    Object.assign(view.cancel, final);
     publish();
   }
 
@@ -291,7 +312,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
         // Shielded: a cancel arriving mid-submit waits for the answer, so that the task it may have
         // created is known and can be cancelled (never "cancelled" while a submit is in flight).
         out = await CancellationScope.nonCancellable(() =>
-          submitter.submitScrape({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request, afterReconcile }),
+          submitter.submitScrape({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request, afterReconcile, trackingDeadlineMs: policy.deadlineMs }),
         );
       } catch (e) {
         if (isCancellation(e)) throw e;
@@ -309,12 +330,23 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       }
       // Ambiguous: a timeout is not proof that nothing happened (rule 3). Reconcile first.
       await transition('unknown', { error: out.error, note: 'submit outcome unknown; reconciling before any new submission' });
-      const rec = await CancellationScope.nonCancellable(() =>
-        reconciler.reconcileSubmit({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request }),
-      );
+      let rec: Awaited<ReturnType<ScrapeActivities['reconcileSubmit']>>;
+      try {
+        rec = await CancellationScope.nonCancellable(() =>
+          reconciler.reconcileSubmit({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request, trackingDeadlineMs: policy.deadlineMs }),
+        );
+      } catch (e) {
+        if (isCancellation(e)) throw e;
+        // Reconciliation itself was refused (credentials, validation): stay in `unknown` with the
+        // evidence for an operator. Never resubmit silently, never call it failed.
+        const error = jobErrorOf(e, 'reconciliation failed');
+        view.lastError = error;
+        rec = { kind: 'unresolvable', reason: `reconciliation was refused (${error.message})` };
+      }
       if (rec.kind === 'found') {
-        await transition('pending', { note: `reconciled: adopted task ${rec.taskId} via ${rec.via}`, detail: rec });
+        // Before any await: a cancel arriving now must know that the task exists.
         setTask(rec.taskId);
+        await transition('pending', { note: `reconciled: adopted task ${rec.taskId} via ${rec.via}`, detail: rec });
         return true;
       }
       if (rec.kind === 'absent') {
@@ -326,7 +358,18 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       // Neither idempotency nor list: wait for an operator. Never resubmit silently.
       view.note = `waiting for an operator: ${rec.reason}. Resolve with the \`resolve\` Update (a task ID, or resubmit: true).`;
       publish();
-      await condition(() => resolution !== undefined || cancelReq !== undefined);
+      if (policy.onDeadline === 'cancel') {
+        // Stuck in `unknown` past the job's maximum duration (counted from its start here, since
+        // no task is known): the cancel-on-deadline policy applies too.
+        const left = Date.parse(startedAt) + policy.deadlineMs - Date.now();
+        const decided = left > 0 && (await condition(() => resolution !== undefined || cancelReq !== undefined, left));
+        if (!decided) {
+          await onDeadline();
+          return false;
+        }
+      } else {
+        await condition(() => resolution !== undefined || cancelReq !== undefined);
+      }
       if (cancelReq && !resolution) {
         await cancelPath();
         return false;
@@ -334,7 +377,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       const r = resolution!;
       resolution = undefined;
       if ('taskId' in r) {
-        const taskId = await store.adoptTask({ jobId: input.jobId, taskId: r.taskId, by: r.by ?? 'operator' });
+        const taskId = await store.adoptTask({ jobId: input.jobId, taskId: r.taskId, by: r.by ?? 'operator', trackingDeadlineMs: policy.deadlineMs });
         setTask(taskId);
         return true;
       }
@@ -357,7 +400,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
     let notFound = 0;
     let floorMs = 0;
     for (;;) {
-      const left = deadlineMs - Date.now();
+      const left = deadlineEpochMs() - Date.now();
       if (left <= 0) {
         await onDeadline();
         return;
@@ -366,19 +409,21 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
         await continueAsNew<typeof scrapeWorkflow>({
           ...input,
           resume: { taskId: view.taskId! },
-          carry: { deadlineAt, statusChecks: view.statusChecks, pollIndex: index },
+          carry: { deadlineAt: deadlineAt!, statusChecks: view.statusChecks, pollIndex: index },
         });
       }
       const delay = Math.min(nextDelay(index, floorMs), left);
       view.nextCheckAt = new Date(Date.now() + delay).toISOString();
       publish();
-      const seenWakes = wakeCount;
-      await condition(() => cancelReq !== undefined || wakeCount !== seenWakes, delay);
+      // A wake that arrived at any time since the last check (even before polling began, e.g. a
+      // webhook during the submit) makes the next check happen now.
+      await condition(() => cancelReq !== undefined || wakeCount !== handledWakes, delay);
+      handledWakes = wakeCount;
       if (cancelReq) {
         await cancelPath();
         return;
       }
-      if (Date.now() >= deadlineMs) {
+      if (Date.now() >= deadlineEpochMs()) {
         await onDeadline();
         return;
       }
@@ -444,7 +489,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
 
   async function onDeadline(): Promise<void> {
     if (policy.onDeadline === 'cancel' && !cancelReq) {
-      requestCancel({ reason: `tracking deadline ${deadlineAt} passed`, requestedBy: 'deadline policy' }, 'deadline');
+      requestCancel({ reason: `deadline ${deadlineAt ?? new Date(Date.parse(startedAt) + policy.deadlineMs).toISOString()} passed`, requestedBy: 'deadline policy' }, 'deadline');
       await cancelPath();
       return;
     }
@@ -461,15 +506,17 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   async function cancelPath(): Promise<void> {
     const report = view.cancel!;
     const finish = async (outcome: NonNullable<CancelReport['outcome']>, detail: string, error?: JobError) => {
-      report.outcome = outcome;
-      report.detail = detail;
-      report.remainingEffects = { ...progress };
+      const final: CancelReport = { ...report, outcome, detail, remainingEffects: { ...progress } };
       if (outcome === 'completed') {
+        // The result write already moved the row to `completed`; record the outcome beside it.
         setState('completed', detail);
-        await store.recordState({ jobId: input.jobId, state: 'completed', detail: { cancel: report } });
+        await store.recordCancelOutcome({ jobId: input.jobId, report: final });
       } else {
-        await transition(outcome, { note: detail, error, detail: { cancel: report } });
+        await transition(outcome, { note: detail, error, detail: { cancel: final } });
       }
+      // Only now is the outcome visible (Update result, query): the store already holds it.
+      Object.assign(report, final);
+      publish();
     };
     await CancellationScope.nonCancellable(async () => {
       if (isFinalState(view.state)) return;
@@ -486,15 +533,16 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       }
       if (!view.taskId) return finish('cancelled', 'cancelled before any task was submitted; nothing ran at the provider');
 
-      report.providerCancelCalls++;
-      publish();
       let answer;
       try {
         answer = await canceller.cancelTask(taskRef());
       } catch (e) {
+        report.providerCancelCalls++;
         const error = jobErrorOf(e, 'cancel call failed');
         return finish('cancel_unconfirmed', `the provider did not accept the cancel request (${error.message})`, error);
       }
+      if (answer.kind === 'answered' || answer.reachedProvider) report.providerCancelCalls++;
+      publish();
       if (answer.kind === 'unsupported') {
         return finish('cancel_unconfirmed', `provider "${input.provider}" has no cancel endpoint; the task may still run (last provider status: ${view.providerStatus ?? 'unknown'})`, answer.error);
       }
