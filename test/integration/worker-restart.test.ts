@@ -40,6 +40,24 @@ describe('worker restarts', () => {
     expect(done.task_id).toBe(row.task_id);
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes('restart-poll'))).toHaveLength(1);
     expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+    expect(await stack.store.outboxFor(ref.jobId)).toHaveLength(1);
+  });
+
+  it('two workers on the task queue and one killed: every job completes once', async () => {
+    await stack.killWorkers();
+    const a = await stack.spawnWorker();
+    await stack.spawnWorker();
+    const refs = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('yahoo-1')}?two-workers-${i}`, key: `two-workers-${i}`, policy: FAST_POLICY })),
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    a.kill('SIGKILL');
+    for (const r of refs) {
+      expect((await waitForState(stack.store, r.jobId, ['completed', 'failed'], 90_000)).state).toBe('completed');
+      expect(await stack.store.countResults({ jobId: r.jobId })).toBe(1);
+      expect(await stack.store.outboxFor(r.jobId)).toHaveLength(1);
+    }
+    expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes('two-workers-'))).toHaveLength(10);
   });
 
   for (const crashAt of ['afterSubmitAnswered', 'afterTaskRecorded', 'afterResultWritten'] as const) {
@@ -57,6 +75,7 @@ describe('worker restarts', () => {
       expect(done.state).toBe('completed');
       expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(1);
       expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+      expect(await stack.store.outboxFor(ref.jobId)).toHaveLength(1); // one downstream effect
     });
   }
 });

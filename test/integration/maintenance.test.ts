@@ -1,0 +1,104 @@
+/**
+ * Issue 3, maintenance on Temporal Schedules: expired results are purged (evidence kept, jobs
+ * `expired`, never restarted), orphan and stalled jobs are found with a suggested recovery, and
+ * a job left without a workflow is recovered by `resume` without a duplicate.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureMaintenanceSchedules, maintenanceScheduleIds } from '../../src/client/schedules.js';
+import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { FAST_POLICY, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
+
+let pages: PageServer;
+let stack: Stack;
+beforeAll(async () => {
+  pages = await startPageServer();
+  stack = await startStack({ profile: { concurrency: 8 }, resultRetentionMs: 1_500 });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await pages?.close();
+});
+
+describe('result expiry', () => {
+  it('purges the payload after retention, marks the job expired, keeps the evidence and never restarts it', async () => {
+    const ref = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('nytimes-1'), key: 'expiring', policy: FAST_POLICY });
+    await waitForState(stack.store, ref.jobId, ['completed']);
+    const before = await stack.client.getResult('acme', ref.jobId);
+    expect(before.markdown).toBeTruthy();
+    await new Promise((r) => setTimeout(r, 1_600));
+    const out = await stack.temporal.workflow.execute('purgeExpiredResultsWorkflow', { taskQueue: stack.config.temporal.taskQueue, workflowId: `purge-${Date.now()}`, args: [] });
+    expect(out).toMatchObject({ purged: expect.any(Number), jobsExpired: expect.any(Number) });
+    expect((out as { jobsExpired: number }).jobsExpired).toBeGreaterThanOrEqual(1);
+    expect((await stack.store.getJob(ref.jobId))?.state).toBe('expired');
+    const err = await stack.client.getResult('acme', ref.jobId).catch((e) => e);
+    expect(err).toMatchObject({ code: 'expired', details: { state: 'expired', taskId: before.taskId, title: before.title } });
+    const row = await stack.store.getResultForJob(ref.jobId);
+    expect(row).toMatchObject({ text: null, markdown: null, links: null, title: before.title });
+    // Asking again never restarts the job by itself.
+    const jobs = stack.sim.stats().jobsCreated.total;
+    expect(await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('nytimes-1'), key: 'expiring', policy: FAST_POLICY })).toMatchObject({ created: false });
+    expect(stack.sim.stats().jobsCreated.total).toBe(jobs);
+    expect((await stack.store.getJob(ref.jobId))?.state).toBe('expired');
+  });
+});
+
+describe('orphans and stalled jobs', () => {
+  it('finds a job whose workflow is gone, suggests resume, and resume completes it on the same task', async () => {
+    const tag = 'orphaned';
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
+    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('nytimes-2')}?${tag}`, key: tag, policy: FAST_POLICY });
+    const pending = await waitFor(async () => {
+      const r = await stack.store.getJob(ref.jobId);
+      return r?.task_id ? r : undefined;
+    });
+    await stack.temporal.workflow.getHandle(ref.jobId).terminate('simulating a lost workflow');
+    const report = await stack.temporal.workflow.execute('findOrphansWorkflow', {
+      taskQueue: stack.config.temporal.taskQueue,
+      workflowId: `orphans-${Date.now()}`,
+      args: [{ stalledAfterMs: 0, errorThreshold: 3 }],
+    });
+    expect((report as { noWorkflow: number }).noWorkflow).toBeGreaterThanOrEqual(1);
+    const found = (await stack.client.orphans('acme')).find((o) => o.jobId === ref.jobId);
+    expect(found).toMatchObject({ kind: 'no_workflow', state: 'pending' });
+    expect(found!.suggestion).toContain(`resume ${ref.jobId}`);
+    expect(found!.suggestion).toContain(pending.task_id!);
+
+    stack.sim.release(pending.task_id!);
+    const submits = stack.sim.stats().requests.byEndpoint.submit;
+    await stack.client.resume('acme', ref.jobId);
+    const done = await waitForState(stack.store, ref.jobId, ['completed', 'failed'], 30_000);
+    expect(done.state).toBe('completed');
+    expect(done.task_id).toBe(pending.task_id);
+    expect(stack.sim.stats().requests.byEndpoint.submit).toBe(submits);
+    // The next scan no longer reports it.
+    await stack.temporal.workflow.execute('findOrphansWorkflow', { taskQueue: stack.config.temporal.taskQueue, workflowId: `orphans-${Date.now()}`, args: [{ stalledAfterMs: 0, errorThreshold: 3 }] });
+    expect((await stack.client.orphans('acme')).find((o) => o.jobId === ref.jobId)).toBeUndefined();
+  });
+
+  it('reports a job whose status checks keep failing, with the suggested recovery', async () => {
+    const tag = 'erroring';
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
+    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('nytimes-4')}?${tag}`, key: tag, policy: { ...FAST_POLICY, statusCheckAttempts: 1 } });
+    await waitFor(async () => (await stack.store.getJob(ref.jobId))?.task_id);
+    stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: tag, action: 'error_5xx', status: 503 });
+    await waitFor(async () => ((await stack.store.getJob(ref.jobId))?.status_errors ?? 0) >= 2, 30_000, 'two failed status checks');
+    await stack.temporal.workflow.execute('findOrphansWorkflow', { taskQueue: stack.config.temporal.taskQueue, workflowId: `orphans-${Date.now()}`, args: [{ stalledAfterMs: 3_600_000, errorThreshold: 2 }] });
+    const found = (await stack.client.orphans('acme')).find((o) => o.jobId === ref.jobId);
+    expect(found).toMatchObject({ kind: 'repeated_errors', state: 'pending' });
+    expect(found!.detail).toMatch(/status checks in a row gave up/);
+    expect((await stack.store.getJob(ref.jobId))?.state).toBe('pending'); // a failing check never fails the job
+    await stack.client.cancelScrape('acme', ref.jobId, { wait: false });
+  });
+
+  it('runs both on Temporal Schedules', async () => {
+    const ids = await ensureMaintenanceSchedules(stack.temporal, { taskQueue: stack.config.temporal.taskQueue });
+    expect(ids).toEqual(maintenanceScheduleIds(stack.config.temporal.taskQueue));
+    await ensureMaintenanceSchedules(stack.temporal, { taskQueue: stack.config.temporal.taskQueue, purgeEveryMs: 60_000 }); // idempotent update
+    const purge = await stack.temporal.schedule.getHandle(ids.purge).describe();
+    expect(purge.action).toMatchObject({ workflowType: 'purgeExpiredResultsWorkflow', taskQueue: stack.config.temporal.taskQueue });
+    expect(purge.spec.intervals?.[0]?.every).toBe(60_000);
+    await stack.temporal.schedule.getHandle(ids.orphans).trigger();
+    await waitFor(async () => (await stack.temporal.schedule.getHandle(ids.orphans).describe()).info.recentActions.length > 0, 20_000, 'a scheduled run');
+    for (const id of [ids.purge, ids.orphans]) await stack.temporal.schedule.getHandle(id).delete();
+  });
+});
