@@ -1,0 +1,323 @@
+/**
+ * The chaos run (issue 3): N logical requests through the real stack — Temporal, two worker
+ * processes, the reference provider, the SQLite store — while the provider drops responses after
+ * committing, answers 5xx, sends 429 bursts with Retry-After, answers slowly, fails jobs and
+ * never finishes some; workers are SIGKILLed at random every few seconds and restarted; and the
+ * store refuses writes for a few seconds at a time (an exclusive lock held by another process).
+ *
+ * It prints (and writes to bench/results/chaos-<time>.json): logical requests, provider jobs
+ * created (must equal requests: this provider has idempotency keys), duplicate result rows (0),
+ * jobs lost (0: every job ends in an observed final state or an explicit unknown /
+ * tracking_interrupted with its evidence), the highest polling rate any job reached against the
+ * policy, and the run time.
+ *
+ *   npm run bench:chaos -- --requests 500
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import fastifyStatic from '@fastify/static';
+import { Command } from 'commander';
+import Fastify from 'fastify';
+import { sql } from 'kysely';
+import PQueue from 'p-queue';
+import { ScrapeClient } from '../src/client/index.js';
+import { parseConfig } from '../src/config.js';
+import { connectOrStartTemporal } from '../src/devserver/devServer.js';
+import { isFinalState } from '../src/model/states.js';
+import type { PollPolicy } from '../src/model/types.js';
+import { startSim } from '../src/sim/index.js';
+import { openStore } from '../src/store/index.js';
+import { writeWorkflowBundle } from '../src/worker.js';
+
+const REPO = fileURLToPath(new URL('..', import.meta.url));
+
+/** Options of {@link runChaos}. Durations in ms. */
+export interface ChaosOptions {
+  requests: number;
+  /** Use this Temporal server instead of starting a dev server. */
+  temporalAddress?: string;
+  namespace?: string;
+  workers?: number;
+  /** Mean interval between worker kills. */
+  killEveryMs?: number;
+  /** Interval between store lock windows, and their length. */
+  storeOutageEveryMs?: number;
+  storeOutageMs?: number;
+  /** Tracking deadline of each job (never-finishing jobs end `tracking_interrupted` after it). */
+  deadlineMs?: number;
+  /** Give up waiting for jobs after this long. */
+  maxRunMs?: number;
+  log?: (line: string) => void;
+  seed?: number;
+  /** Keep the temp directory (store, config) for inspection. */
+  keepDir?: boolean;
+}
+
+/** The figures of one chaos run. */
+export interface ChaosReport {
+  logicalRequests: number;
+  providerJobsCreated: number;
+  duplicateResultRows: number;
+  jobsLost: number;
+  lostJobs: string[];
+  states: Record<string, number>;
+  workerKills: number;
+  storeOutages: number;
+  provider: { requests: number; byStatus: Record<string, number>; dropped: number };
+  politeness: {
+    policyMinGapMs: number;
+    minGapBetweenStatusChecksMs: number;
+    maxStatusChecksIn10sByOneJob: number;
+    policyMaxStatusChecksIn10s: number;
+    maxStatusChecksPerJob: number;
+  };
+  runMs: number;
+}
+
+const POLICY: Partial<PollPolicy> = { initialDelayMs: 1_000, maxDelayMs: 4_000, multiplier: 1.5, jitter: 0.2, activityTimeoutMs: 6_000, statusCheckAttempts: 6, statusCheckBudgetMs: 30_000, cancelConfirmDeadlineMs: 10_000 };
+
+/** Runs the chaos scenario and returns its report (also printed via `log`). */
+export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
+  const log = opts.log ?? ((l: string) => console.error(l));
+  const started = Date.now();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-chaos-'));
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const deadlineMs = opts.deadlineMs ?? 120_000;
+  let rand = opts.seed ?? 42;
+  const random = () => {
+    rand = (rand * 1_103_515_245 + 12_345) & 0x7fffffff;
+    return rand / 0x7fffffff;
+  };
+  try {
+    const temporal = opts.temporalAddress
+      ? { address: opts.temporalAddress, namespace: opts.namespace ?? 'default', stop: async () => undefined }
+      : await connectOrStartTemporal({ devServer: { dbFile: path.join(dir, 'temporal.db'), headless: true }, logger: () => undefined });
+    cleanups.push(() => temporal.stop());
+
+    const site = Fastify({ logger: false });
+    await site.register(fastifyStatic, { root: path.join(REPO, 'sample-site') });
+    const siteUrl = (await site.listen({ host: '127.0.0.1', port: 0 })).replace(/\/$/, '');
+    cleanups.push(() => site.close());
+    const pages = ['index.html', ...fs.readdirSync(path.join(REPO, 'sample-site', 'articles')).map((f) => `articles/${f}`)];
+
+    const apiKey = 'sk-chaos-0123456789abcdef';
+    const sim = await startSim({ host: '127.0.0.1', port: 0, accounts: [{ name: 'chaos', apiKeys: [apiKey], profile: { concurrency: 25, retryAfterSeconds: 2, minRunMs: 300 } }], logger: false, random });
+    cleanups.push(() => sim.close());
+    // Provider faults (the first matching request-level rule fires; probabilities are per request).
+    sim.faults.add({ account: 'chaos', endpoint: 'submit', action: 'drop_after_commit', probability: 0.1 });
+    sim.faults.add({ account: 'chaos', endpoint: 'submit', action: 'error_5xx', status: 502, commit: true, probability: 0.03 });
+    sim.faults.add({ account: 'chaos', endpoint: 'any', action: 'error_5xx', status: 503, probability: 0.05 });
+    sim.faults.add({ account: 'chaos', endpoint: 'any', action: 'delay', delayMs: 1_500, probability: 0.05 });
+    sim.faults.add({ account: 'chaos', endpoint: 'status', action: 'delay', delayMs: 5_000, probability: 0.02 }); // past the 3 s read timeout
+    sim.faults.add({ account: 'chaos', endpoint: 'submit', action: 'fail_job', probability: 0.03, code: 'TARGET_BLOCKED' });
+    sim.faults.add({ account: 'chaos', endpoint: 'submit', action: 'never_finish', probability: 0.02 });
+    const burst = setInterval(() => sim.faults.add({ account: 'chaos', endpoint: 'any', action: 'rate_limit', retryAfterSeconds: 2, times: 5 }), 12_000);
+    cleanups.push(async () => clearInterval(burst));
+
+    const storeFile = path.join(dir, 'store.db');
+    const config = parseConfig(
+      {
+        temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: `chaos-${process.pid}-${Date.now()}` },
+        storeUrl: `sqlite:${storeFile}`,
+        defaultAccount: 'chaos',
+        providers: { reference: { kind: 'reference', baseUrl: sim.url, submitTimeoutMs: 3_000, readTimeoutMs: 3_000, credentials: { default: { apiKey } }, limits: { maxConcurrent: 20, minIntervalMs: 0 } } },
+      },
+      {},
+    );
+    const configFile = path.join(dir, 'config.json');
+    fs.writeFileSync(configFile, JSON.stringify(config));
+    // Workers load a prebuilt workflow bundle, so a restarted worker polls again within a second.
+    const bundle = path.join(dir, 'workflow-bundle.js');
+    await writeWorkflowBundle(bundle);
+    const store = await openStore(config.storeUrl);
+    cleanups.push(() => store.close());
+    const connection = await Connection.connect({ address: temporal.address });
+    cleanups.push(() => connection.close());
+    const client = new ScrapeClient({ temporal: new Client({ connection, namespace: temporal.namespace }), store, taskQueue: config.temporal.taskQueue, defaultProvider: 'reference' });
+
+    // Workers in child processes, SIGKILLed at random and restarted.
+    const workers: (ChildProcess | undefined)[] = [];
+    const spawnWorker = (i: number) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'src/worker.ts')], {
+        cwd: REPO,
+        env: { ...process.env, SCRAPE_CONFIG: configFile, SCRAPE_WORKFLOW_BUNDLE: bundle },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      child.stderr!.on('data', () => undefined);
+      workers[i] = child;
+    };
+    const nWorkers = opts.workers ?? 2;
+    for (let i = 0; i < nWorkers; i++) spawnWorker(i);
+    cleanups.push(async () => {
+      for (const w of workers) w?.kill('SIGKILL');
+    });
+    let kills = 0;
+    let killer: NodeJS.Timeout;
+    const scheduleKill = () => {
+      killer = setTimeout(() => {
+        const i = Math.floor(random() * nWorkers);
+        workers[i]?.kill('SIGKILL');
+        kills++;
+        setTimeout(() => spawnWorker(i), 500);
+        scheduleKill();
+      }, (opts.killEveryMs ?? 5_000) * (0.5 + random()));
+    };
+    scheduleKill();
+    cleanups.push(async () => clearTimeout(killer));
+
+    // The store refuses writes for a few seconds at a time: an exclusive lock from another process.
+    let outages = 0;
+    const outageTimer = setInterval(() => {
+      outages++;
+      const ms = opts.storeOutageMs ?? 4_000;
+      spawn(process.execPath, ['-e', `const D=require('better-sqlite3');const d=new D(${JSON.stringify(storeFile)});d.pragma('busy_timeout=10000');d.exec('BEGIN EXCLUSIVE');setTimeout(()=>{d.exec('COMMIT');d.close()},${ms})`], { cwd: REPO, stdio: 'ignore' });
+    }, opts.storeOutageEveryMs ?? 20_000);
+    cleanups.push(async () => clearInterval(outageTimer));
+
+    log(`chaos: ${opts.requests} requests, ${nWorkers} workers killed every ~${(opts.killEveryMs ?? 5_000) / 1000} s, store locked ${(opts.storeOutageMs ?? 4_000) / 1000} s every ${(opts.storeOutageEveryMs ?? 20_000) / 1000} s`);
+    const queue = new PQueue({ concurrency: 32 });
+    const jobIds: string[] = [];
+    await Promise.all(
+      Array.from({ length: opts.requests }, (_, i) =>
+        queue.add(async () => {
+          const url = `${siteUrl}/${pages[i % pages.length]}?req=${i}`;
+          for (let attempt = 1; ; attempt++) {
+            try {
+              const ref = await client.startScrape({ account: 'chaos', url, key: `chaos-${i}`, policy: { ...POLICY, deadlineMs } });
+              jobIds[i] = ref.jobId;
+              return;
+            } catch (e) {
+              // The store may be locked right now: the caller retries with the same key (idempotent).
+              if (attempt >= 10) throw e;
+              await new Promise((r) => setTimeout(r, 1_000));
+            }
+          }
+        }),
+      ),
+    );
+    log(`chaos: ${jobIds.length} jobs started in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+    const until = Date.now() + (opts.maxRunMs ?? deadlineMs + 180_000);
+    for (;;) {
+      const rows = await store.db.selectFrom('jobs').select(['state']).where('account', '=', 'chaos').execute();
+      const open = rows.filter((r) => !isFinalState(r.state)).length;
+      if (open === 0 || Date.now() > until) break;
+      await new Promise((r) => setTimeout(r, 2_000));
+      log(`chaos: ${rows.length - open}/${opts.requests} final, kills ${kills}, outages ${outages}`);
+    }
+    clearTimeout(killer!);
+    clearInterval(outageTimer);
+
+    // ---- figures ----
+    const rows = await store.db.selectFrom('jobs').selectAll().where('account', '=', 'chaos').execute();
+    const states: Record<string, number> = {};
+    const lost: string[] = [];
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const id of jobIds) {
+      const r = byId.get(id);
+      if (!r) {
+        lost.push(`${id}: no store row`);
+        continue;
+      }
+      states[r.state] = (states[r.state] ?? 0) + 1;
+      const evidence =
+        r.state === 'completed' ? (await store.countResults({ jobId: id })) === 1
+        : r.state === 'failed' ? r.last_error !== null
+        : r.state === 'tracking_interrupted' || r.state === 'expired' ? r.task_id !== null
+        : r.state === 'unknown' ? r.last_error !== null
+        : r.state === 'cancelled' || r.state === 'cancel_unconfirmed';
+      if (!evidence) lost.push(`${id}: ${r.state} without evidence`);
+    }
+    const dup = await store.db
+      .selectFrom('results')
+      .select(['job_id', sql<number>`count(*)`.as('n')])
+      .groupBy('job_id')
+      .having(sql`count(*)`, '>', 1)
+      .execute();
+    const stats = sim.stats();
+    const policyMinGapMs = Math.round((POLICY.initialDelayMs ?? 1_000) * (1 - (POLICY.jitter ?? 0.2)));
+    let minGap = Infinity;
+    let max10s = 0;
+    let maxChecks = 0;
+    for (const j of stats.jobs) {
+      const t = [...j.status_request_times].sort((a, b) => a - b);
+      // A completed job's last GET is the result read that follows the completed status, not a poll.
+      if (j.status === 'completed' && t.length > 1) t.pop();
+      maxChecks = Math.max(maxChecks, t.length);
+      for (let k = 1; k < t.length; k++) minGap = Math.min(minGap, t[k]! - t[k - 1]!);
+      for (let a = 0, b = 0; b < t.length; b++) {
+        while (t[b]! - t[a]! > 10_000) a++;
+        max10s = Math.max(max10s, b - a + 1);
+      }
+    }
+    const report: ChaosReport = {
+      logicalRequests: opts.requests,
+      providerJobsCreated: stats.jobsCreated.byAccount.chaos ?? 0,
+      duplicateResultRows: dup.reduce((s, d) => s + Number(d.n) - 1, 0),
+      jobsLost: lost.length,
+      lostJobs: lost.slice(0, 20),
+      states,
+      workerKills: kills,
+      storeOutages: outages,
+      provider: { requests: stats.requests.total, byStatus: stats.requests.byStatus, dropped: stats.requests.byStatus.dropped ?? 0 },
+      politeness: {
+        policyMinGapMs,
+        minGapBetweenStatusChecksMs: Number.isFinite(minGap) ? minGap : 0,
+        maxStatusChecksIn10sByOneJob: max10s,
+        policyMaxStatusChecksIn10s: Math.ceil(10_000 / policyMinGapMs),
+        maxStatusChecksPerJob: maxChecks,
+      },
+      runMs: Date.now() - started,
+    };
+    return report;
+  } finally {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    if (opts.keepDir) log(`chaos: kept ${dir}`);
+    else fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Prints a report as a small table. */
+export function formatChaosReport(r: ChaosReport): string {
+  const lines = [
+    ['logical requests', r.logicalRequests],
+    ['provider jobs created', `${r.providerJobsCreated} (must equal requests)`],
+    ['duplicate result rows', r.duplicateResultRows],
+    ['jobs lost', r.jobsLost],
+    ['final states', Object.entries(r.states).map(([k, v]) => `${k} ${v}`).join(', ')],
+    ['worker SIGKILLs / store outages', `${r.workerKills} / ${r.storeOutages}`],
+    ['provider requests (429 / 5xx / dropped)', `${r.provider.requests} (${r.provider.byStatus['429'] ?? 0} / ${(r.provider.byStatus['502'] ?? 0) + (r.provider.byStatus['503'] ?? 0)} / ${r.provider.dropped})`],
+    ['min gap between status polls of a job', `${r.politeness.minGapBetweenStatusChecksMs} ms (policy's smallest poll delay ${r.politeness.policyMinGapMs} ms; a retry of a failed check may come sooner, ≥ 1 s by its retry policy)`],
+    ['most status checks by one job in 10 s', `${r.politeness.maxStatusChecksIn10sByOneJob} (poll policy allows ${r.politeness.policyMaxStatusChecksIn10s})`],
+    ['run time', `${(r.runMs / 1000).toFixed(1)} s`],
+  ];
+  return lines.map(([k, v]) => `${String(k).padEnd(42)} ${v}`).join('\n');
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(process.argv[1])) {
+  const program = new Command('chaos')
+    .option('-n, --requests <n>', 'logical requests', (v) => Number(v), 500)
+    .option('--workers <n>', 'worker processes', (v) => Number(v), 2)
+    .option('--kill-every-ms <ms>', 'mean interval between worker kills', (v) => Number(v), 5_000)
+    .option('--deadline-ms <ms>', 'tracking deadline of each job', (v) => Number(v), 120_000)
+    .option('--seed <n>', 'random seed', (v) => Number(v), 42)
+    .option('--keep-dir', 'keep the store and config for inspection')
+    .parse();
+  const o = program.opts();
+  runChaos({ requests: o.requests, workers: o.workers, killEveryMs: o.killEveryMs, deadlineMs: o.deadlineMs, seed: o.seed, keepDir: o.keepDir, temporalAddress: process.env.TEMPORAL_ADDRESS })
+    .then((r) => {
+      console.log(formatChaosReport(r));
+      const out = path.join(REPO, 'bench', 'results', `chaos-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+      fs.writeFileSync(out, JSON.stringify(r, null, 2));
+      console.log(`written ${out}`);
+      process.exit(r.jobsLost === 0 && r.duplicateResultRows === 0 && r.providerJobsCreated === r.logicalRequests ? 0 : 1);
+    })
+    .catch((e) => {
+      console.error(e);
+      process.exit(1);
+    });
+}
