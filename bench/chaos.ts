@@ -49,8 +49,10 @@ export interface ChaosOptions {
   storeOutageMs?: number;
   /** Tracking deadline of each job (never-finishing jobs end `tracking_interrupted` after it). */
   deadlineMs?: number;
-  /** Give up waiting for jobs after this long. */
-  maxRunMs?: number;
+  /** How long faults, kills and outages go on after the last request was started. */
+  chaosMs?: number;
+  /** After the chaos stops, give up waiting for jobs to end after this long. */
+  convergeMs?: number;
   log?: (line: string) => void;
   seed?: number;
   /** Keep the temp directory (store, config) for inspection. */
@@ -67,6 +69,9 @@ export interface ChaosReport {
   states: Record<string, number>;
   workerKills: number;
   storeOutages: number;
+  /** How long the chaos lasted, and how long jobs took to end after it stopped. */
+  chaosPhaseMs: number;
+  convergeMs: number;
   provider: { requests: number; byStatus: Record<string, number>; dropped: number };
   politeness: {
     policyMinGapMs: number;
@@ -86,7 +91,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const started = Date.now();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-chaos-'));
   const cleanups: (() => Promise<unknown>)[] = [];
-  const deadlineMs = opts.deadlineMs ?? 120_000;
+  const deadlineMs = opts.deadlineMs ?? 60_000;
   let rand = opts.seed ?? 42;
   const random = () => {
     rand = (rand * 1_103_515_245 + 12_345) & 0x7fffffff;
@@ -179,6 +184,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     cleanups.push(async () => clearInterval(outageTimer));
 
     log(`chaos: ${opts.requests} requests, ${nWorkers} workers killed every ~${(opts.killEveryMs ?? 5_000) / 1000} s, store locked ${(opts.storeOutageMs ?? 4_000) / 1000} s every ${(opts.storeOutageEveryMs ?? 20_000) / 1000} s`);
+    const runId = `${process.pid}-${started.toString(36)}`;
     const queue = new PQueue({ concurrency: 32 });
     const jobIds: string[] = [];
     await Promise.all(
@@ -187,7 +193,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
           const url = `${siteUrl}/${pages[i % pages.length]}?req=${i}`;
           for (let attempt = 1; ; attempt++) {
             try {
-              const ref = await client.startScrape({ account: 'chaos', url, key: `chaos-${i}`, policy: { ...POLICY, deadlineMs } });
+              const ref = await client.startScrape({ account: 'chaos', url, key: `chaos-${runId}-${i}`, policy: { ...POLICY, deadlineMs } });
               jobIds[i] = ref.jobId;
               return;
             } catch (e) {
@@ -201,16 +207,35 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     );
     log(`chaos: ${jobIds.length} jobs started in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
-    const until = Date.now() + (opts.maxRunMs ?? deadlineMs + 180_000);
-    for (;;) {
+    // Chaos goes on for a while after the last start, then stops: every job must then reach a
+    // final state (or an explicit unknown) with no duplicate and nothing lost.
+    const chaosUntil = Date.now() + (opts.chaosMs ?? 60_000);
+    const openCount = async () => {
       const rows = await store.db.selectFrom('jobs').select(['state']).where('account', '=', 'chaos').execute();
-      const open = rows.filter((r) => !isFinalState(r.state)).length;
-      if (open === 0 || Date.now() > until) break;
-      await new Promise((r) => setTimeout(r, 2_000));
-      log(`chaos: ${rows.length - open}/${opts.requests} final, kills ${kills}, outages ${outages}`);
+      return { total: rows.length, open: rows.filter((r) => !isFinalState(r.state)).length };
+    };
+    while (Date.now() < chaosUntil) {
+      const c = await openCount();
+      if (c.open === 0) break;
+      log(`chaos: ${c.total - c.open}/${opts.requests} final, kills ${kills}, outages ${outages}`);
+      await new Promise((r) => setTimeout(r, 5_000));
     }
+    const chaosPhaseMs = Date.now() - started;
     clearTimeout(killer!);
     clearInterval(outageTimer);
+    clearInterval(burst);
+    sim.faults.clear();
+    for (let i = 0; i < nWorkers; i++) if (!workers[i] || workers[i]!.exitCode !== null || workers[i]!.signalCode !== null) spawnWorker(i);
+    log(`chaos: stopped after ${(chaosPhaseMs / 1000).toFixed(1)} s; waiting for every job to end`);
+    const convergeStart = Date.now();
+    const until = convergeStart + (opts.convergeMs ?? deadlineMs + 240_000);
+    for (;;) {
+      const c = await openCount();
+      if (c.open === 0 || Date.now() > until) break;
+      log(`chaos: converging, ${c.total - c.open}/${opts.requests} final`);
+      await new Promise((r) => setTimeout(r, 3_000));
+    }
+    const convergeMs = Date.now() - convergeStart;
 
     // ---- figures ----
     const rows = await store.db.selectFrom('jobs').selectAll().where('account', '=', 'chaos').execute();
@@ -263,6 +288,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       states,
       workerKills: kills,
       storeOutages: outages,
+      chaosPhaseMs,
+      convergeMs,
       provider: { requests: stats.requests.total, byStatus: stats.requests.byStatus, dropped: stats.requests.byStatus.dropped ?? 0 },
       politeness: {
         policyMinGapMs,
@@ -293,6 +320,7 @@ export function formatChaosReport(r: ChaosReport): string {
     ['provider requests (429 / 5xx / dropped)', `${r.provider.requests} (${r.provider.byStatus['429'] ?? 0} / ${(r.provider.byStatus['502'] ?? 0) + (r.provider.byStatus['503'] ?? 0)} / ${r.provider.dropped})`],
     ['min gap between status polls of a job', `${r.politeness.minGapBetweenStatusChecksMs} ms (policy's smallest poll delay ${r.politeness.policyMinGapMs} ms; a retry of a failed check may come sooner, ≥ 1 s by its retry policy)`],
     ['most status checks by one job in 10 s', `${r.politeness.maxStatusChecksIn10sByOneJob} (poll policy allows ${r.politeness.policyMaxStatusChecksIn10s})`],
+    ['chaos phase / convergence after it', `${(r.chaosPhaseMs / 1000).toFixed(1)} s / ${(r.convergeMs / 1000).toFixed(1)} s`],
     ['run time', `${(r.runMs / 1000).toFixed(1)} s`],
   ];
   return lines.map(([k, v]) => `${String(k).padEnd(42)} ${v}`).join('\n');
@@ -303,12 +331,13 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(proces
     .option('-n, --requests <n>', 'logical requests', (v) => Number(v), 500)
     .option('--workers <n>', 'worker processes', (v) => Number(v), 2)
     .option('--kill-every-ms <ms>', 'mean interval between worker kills', (v) => Number(v), 5_000)
-    .option('--deadline-ms <ms>', 'tracking deadline of each job', (v) => Number(v), 120_000)
+    .option('--deadline-ms <ms>', 'tracking deadline of each job', (v) => Number(v), 60_000)
+    .option('--chaos-ms <ms>', 'how long the chaos goes on after the last start', (v) => Number(v), 120_000)
     .option('--seed <n>', 'random seed', (v) => Number(v), 42)
     .option('--keep-dir', 'keep the store and config for inspection')
     .parse();
   const o = program.opts();
-  runChaos({ requests: o.requests, workers: o.workers, killEveryMs: o.killEveryMs, deadlineMs: o.deadlineMs, seed: o.seed, keepDir: o.keepDir, temporalAddress: process.env.TEMPORAL_ADDRESS })
+  runChaos({ requests: o.requests, workers: o.workers, killEveryMs: o.killEveryMs, deadlineMs: o.deadlineMs, chaosMs: o.chaosMs, seed: o.seed, keepDir: o.keepDir, temporalAddress: process.env.TEMPORAL_ADDRESS })
     .then((r) => {
       console.log(formatChaosReport(r));
       const out = path.join(REPO, 'bench', 'results', `chaos-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);

@@ -181,7 +181,10 @@ export class ScrapeClient {
         workflowId: jobId,
         args: [wfInput],
         workflowIdConflictPolicy: 'USE_EXISTING',
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        // The store is the registry of keys: a key it did not know is a new job even if Temporal
+        // still holds a closed run under this ID from before the store was reset; a key it knows
+        // never gets a second run from a start (only `resume` does that).
+        workflowIdReusePolicy: created ? 'ALLOW_DUPLICATE' : 'REJECT_DUPLICATE',
         memo: { requestHash, url: p.url },
         typedSearchAttributes: [
           { key: ScrapeState, value: 'submitting' },

@@ -1,0 +1,23 @@
+/**
+ * The chaos run, small: 40 logical requests through the real stack while the provider drops 202s
+ * after committing, answers 5xx and 429 bursts, answers slowly, fails and never finishes jobs,
+ * workers are SIGKILLed every few seconds and the store refuses writes for seconds at a time.
+ * The chaos lasts 45 s after the last start, then stops; every job must then end. The full run
+ * (500 requests) is `npm run bench:chaos`.
+ */
+import { describe, expect, inject, it } from 'vitest';
+import { formatChaosReport, runChaos } from '../../bench/chaos.js';
+
+describe('chaos (small)', () => {
+  it('creates exactly one provider job per request, writes no duplicate result and loses no job', async () => {
+    const { address, namespace } = inject('temporal');
+    const report = await runChaos({ requests: 40, temporalAddress: address, namespace, workers: 2, killEveryMs: 5_000, deadlineMs: 60_000, chaosMs: 45_000, convergeMs: 300_000, seed: 7, log: () => undefined });
+    console.log(formatChaosReport(report));
+    expect(report.providerJobsCreated).toBe(report.logicalRequests);
+    expect(report.duplicateResultRows).toBe(0);
+    expect(report.lostJobs).toEqual([]);
+    expect(report.workerKills).toBeGreaterThan(0);
+    expect(report.storeOutages).toBeGreaterThan(0);
+    expect(Object.values(report.states).reduce((a, b) => a + b, 0)).toBe(report.logicalRequests);
+  }, 420_000);
+});
