@@ -1,0 +1,86 @@
+/**
+ * Produces workflow histories of the main paths on the real stack and replays each one through
+ * the current workflow code (`Worker.runReplayHistories`): any non-determinism fails here. With
+ * `RECORD_HISTORIES=1` the histories are written to `test/replay/histories/`, where
+ * `test/unit/replay.test.ts` replays them on every run, so that a later change of workflow code
+ * that breaks running workflows is caught (such a change must go behind `patched()`).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+
+import { ensureTemporalCli } from '../../src/devserver/temporalCli.js';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { workflowBundle } from '../../src/worker.js';
+import { FAST_POLICY, REPO, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
+
+let pages: PageServer;
+let stack: Stack;
+let bare: Stack;
+const ids: Record<string, string> = {};
+
+beforeAll(async () => {
+  pages = await startPageServer();
+  stack = await startStack({ profile: { concurrency: 8 } });
+  bare = await startStack({ profile: { concurrency: 8, idempotency: false, list: false } });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await bare?.stop();
+  await pages?.close();
+});
+
+describe('workflow histories replay deterministically', () => {
+  it('records the main paths and replays them with the current code', async () => {
+    const p = FAST_POLICY;
+    // completed
+    ids.completed = (await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('wikipedia-2'), key: 'replay-completed', policy: p })).jobId;
+    // a provider-reported failure
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-failed', action: 'fail_job' });
+    ids.failed = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wikipedia-3')}?replay-failed`, key: 'replay-failed', policy: p })).jobId;
+    // tracking_interrupted
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-interrupted', action: 'never_finish' });
+    ids.interrupted = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wikipedia-4')}?replay-interrupted`, key: 'replay-interrupted', policy: { ...p, deadlineMs: 2_000 } })).jobId;
+    // cancelled by Update, and natively
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-cancel', action: 'never_finish' });
+    ids.cancelledUpdate = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('yahoo-2')}?replay-cancel-u`, key: 'replay-cancel-update', policy: p })).jobId;
+    ids.cancelledNative = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('yahoo-3')}?replay-cancel-n`, key: 'replay-cancel-native', policy: p })).jobId;
+    // a lost 202 reconciled by idempotent replay
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-dropped', action: 'drop_after_commit', times: 1 });
+    ids.reconciled = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('yahoo-4')}?replay-dropped`, key: 'replay-reconciled', policy: p })).jobId;
+    // unknown → resolved by an operator
+    bare.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-unknown', action: 'drop_after_commit', times: 1 });
+    ids.resolved = (await bare.client.startScrape({ account: 'acme', url: `${pages.pageUrl('tumblr')}?replay-unknown`, key: 'replay-resolved', policy: p })).jobId;
+
+    for (const k of ['cancelledUpdate', 'cancelledNative'] as const) await waitFor(async () => (await stack.store.getJob(ids[k]!))?.status_checks, 20_000, k);
+    await stack.client.cancelScrape('acme', ids.cancelledUpdate!, { reason: 'replay test' });
+    await stack.temporal.workflow.getHandle(ids.cancelledNative!).cancel();
+    await waitFor(async () => (await bare.client.getLiveView('acme', ids.resolved!)).note?.includes('waiting for an operator'), 20_000, 'unknown');
+    const task = bare.sim.jobsFor('acme').find((j) => j.url.includes('replay-unknown'))!;
+    await bare.client.resolve('acme', ids.resolved!, { taskId: task.job_id, by: 'replay-test' });
+
+    // Histories as proto JSON, fetched with the Temporal CLI (`temporal workflow show -o json`).
+    const cli = await ensureTemporalCli({ logger: () => undefined });
+    const { address, namespace } = inject('temporal');
+    const histories: { name: string; workflowId: string; json: string; history: unknown }[] = [];
+    for (const [name, id] of Object.entries(ids)) {
+      const s = name === 'resolved' ? bare : stack;
+      await waitForState(s.store, id, ['completed', 'failed', 'cancelled', 'tracking_interrupted', 'cancel_unconfirmed'], 30_000);
+      const handle = s.temporal.workflow.getHandle(id);
+      await handle.result().catch(() => undefined); // the native cancel ends CANCELED
+      const json = execFileSync(cli.path, ['workflow', 'show', '-w', id, '--address', address, '--namespace', namespace, '-o', 'json'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+      histories.push({ name, workflowId: id, json, history: JSON.parse(json) }); // proto JSON: the worker parses it
+    }
+    const bundle = await workflowBundle();
+    const results = [];
+    for await (const r of Worker.runReplayHistories({ workflowBundle: bundle }, histories.map((h) => ({ workflowId: h.workflowId, history: h.history as never })))) results.push(r);
+    expect(results.map((r) => r.error?.message ?? null)).toEqual(histories.map(() => null));
+
+    if (process.env.RECORD_HISTORIES === '1') {
+      const dir = path.join(REPO, 'test/replay/histories');
+      for (const h of histories) fs.writeFileSync(path.join(dir, `${h.name}.json`), h.json);
+    }
+  }, 180_000);
+});
