@@ -16,7 +16,7 @@ import { fingerprint } from '../lib/hash.js';
 import { isFinalState, type JobState } from '../model/states.js';
 import { AccountSchema, StartScrapeInputSchema, type StartScrapeInput } from '../model/schemas.js';
 import type { CancelReport, JobError, JobView, ScrapeWorkflowInput } from '../model/types.js';
-import { IdempotencyConflictStoreError, type JobRow, type ResultRow, type Store } from '../store/index.js';
+import { IdempotencyConflictStoreError, type JobRow, type ResultPayload, type ResultRow, type Store } from '../store/index.js';
 import { sanitizeBody } from '../lib/sanitize.js';
 import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState } from '../workflows/searchAttributes.js';
 import type { scrapeWorkflow } from '../workflows/scrape.js';
@@ -58,26 +58,15 @@ export interface JobSummary {
   execution?: string;
 }
 
-/** The stored result of a completed job. */
-export interface JobResult {
+/** The stored result of a completed job: the extracted page plus where and when it was written. */
+export interface JobResult extends ResultPayload {
   jobId: string;
   resultId: string;
   provider: string;
   taskId: string;
-  url: string;
-  finalUrl: string | null;
-  httpStatus: number | null;
-  title: string | null;
-  byline: string | null;
-  excerpt: string | null;
-  lang: string | null;
-  siteName: string | null;
-  publishedTime: string | null;
-  text: string | null;
-  markdown: string | null;
-  links: string[];
-  contentLength: number | null;
+  /** UTC ISO-8601. */
   writtenAt: string;
+  /** End of our retention (UTC ISO-8601), or null for no limit. */
   expiresAt: string | null;
 }
 

@@ -154,9 +154,8 @@ describe('Retry-After only in the message text', () => {
     await waitForState(stack.store, ref.jobId, ['completed', 'failed'], 60_000);
     const submits = seen.filter((e) => e.endpoint === 'submit');
     expect(submits.map((e) => e.status)).toEqual([429, 202]);
-    const gap = submits[1]!.at - submits[1]!.durationMs - submits[0]!.at;
-    expect(gap).toBeGreaterThanOrEqual(5_000);
-    expect(gap).toBeLessThan(9_000); // the parsed wait, not the 2 s → 4 s → … fallback backoff
+    // Without the parsed wait the retry would come after the policy's 2 s initial backoff.
+    expect(submits[1]!.at - submits[1]!.durationMs - submits[0]!.at).toBeGreaterThanOrEqual(5_000);
   });
 });
 
