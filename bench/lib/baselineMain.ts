@@ -1,0 +1,74 @@
+/**
+ * The baseline poll loop (`baseline.ts`) in its own process, so that its CPU is read from the OS
+ * like the worker's. Reads its parameters from a JSON file (`--params`), runs every job, reports
+ * `written` {jobId, at} per job and `done` over IPC, then waits for `exit` (so the parent can read
+ * its final CPU time from `/proc` while it still exists).
+ */
+import fs from 'node:fs';
+import { Command } from 'commander';
+import PQueue from 'p-queue';
+import { z } from 'zod';
+import { parseConfig } from '../../src/config.js';
+import { ProviderRegistry } from '../../src/providers/registry.js';
+import { openStore } from '../../src/store/index.js';
+import { startBaselineJob } from './baseline.js';
+
+/** Parameters of a baseline run (the JSON file). */
+export const BaselineParamsSchema = z.object({
+  config: z.unknown(),
+  provider: z.string(),
+  policy: z.record(z.string(), z.unknown()),
+  startConcurrency: z.number().int().positive(),
+  jobs: z.array(z.object({ account: z.string(), key: z.string(), url: z.string() })),
+});
+
+/** Messages to the parent. Times are epoch ms. */
+export type BaselineMessage = { t: 'ready' } | { t: 'written'; jobId: string; at: number } | { t: 'started'; at: number } | { t: 'done'; at: number; states: Record<string, number> } | { t: 'error'; message: string };
+
+function send(m: BaselineMessage): void {
+  process.send?.(m);
+}
+
+async function main(): Promise<void> {
+  const o = new Command('baseline').requiredOption('--params <file>', 'parameters (JSON)').parse().opts<{ params: string }>();
+  const p = BaselineParamsSchema.parse(JSON.parse(fs.readFileSync(o.params, 'utf8')));
+  const config = parseConfig(p.config, {});
+  const store = await openStore(config.storeUrl);
+  const providers = new ProviderRegistry(config, process.env, {}, store);
+  const deps = { store, providers, config, provider: p.provider, policy: p.policy, onWritten: (jobId: string, at: number) => send({ t: 'written', jobId, at }) };
+  const messages: string[] = [];
+  const waiters: (() => void)[] = [];
+  process.on('message', (m: unknown) => {
+    const t = m && typeof m === 'object' ? (m as { t?: unknown }).t : undefined;
+    if (typeof t === 'string') messages.push(t);
+    for (const w of waiters.splice(0)) w();
+  });
+  process.on('disconnect', () => process.exit(0));
+  const message = async (t: string) => {
+    while (!messages.includes(t)) await new Promise<void>((r) => waiters.push(r));
+  };
+  // Warm the provider client and the store before the clock starts.
+  providers.resolve(p.provider, p.jobs[0]?.account ?? '');
+  send({ t: 'ready' });
+  await message('go');
+  const queue = new PQueue({ concurrency: p.startConcurrency });
+  const runs: Promise<string>[] = [];
+  await Promise.all(p.jobs.map((j) => queue.add(async () => runs.push((await startBaselineJob(deps, j)).done))));
+  send({ t: 'started', at: Date.now() });
+  const states: Record<string, number> = {};
+  for (const r of await Promise.allSettled(runs)) {
+    const k = r.status === 'fulfilled' ? r.value : `error: ${String(r.reason).slice(0, 200)}`;
+    states[k] = (states[k] ?? 0) + 1;
+  }
+  send({ t: 'done', at: Date.now(), states });
+  await message('exit');
+  await store.close();
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    send({ t: 'error', message: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+    process.exit(1);
+  },
+);

@@ -1,0 +1,294 @@
+/**
+ * The real stack the benchmarks run on: a Temporal dev server (SQLite file, its own temp
+ * directory; or `TEMPORAL_ADDRESS`), the reference provider (`src/sim`, a real HTTP server) with one
+ * account per scenario, a small page site it really fetches, the SQLite result store, workers in
+ * child processes (`workerMain.ts`), the typed client and, with `webhooks`, the HTTP API
+ * (`src/api`) receiving the provider's signed webhooks.
+ *
+ * Two provider entries point at the same simulator: `reference` (polling only) and, with
+ * `webhooks`, `reference_wh` (the worker sends our webhook URL and secret with each submit; the
+ * client starts its jobs with `webhooks: true`). Both carry every account's API key.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import fastifyStatic from '@fastify/static';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { buildApi } from '../../src/api/app.js';
+import { hashApiKey } from '../../src/api/auth.js';
+import { ScrapeClient } from '../../src/client/index.js';
+import { parseConfig, webhookProviderNames, type Config } from '../../src/config.js';
+import { connectOrStartTemporal, type TemporalTarget } from '../../src/devserver/devServer.js';
+import { startSim, type ProfileInput, type Sim, type SimOptions } from '../../src/sim/index.js';
+import { openStore, type Store } from '../../src/store/index.js';
+import { writeWorkflowBundle } from '../../src/worker.js';
+import type { Measured } from './proc.js';
+import { REPO } from './report.js';
+import type { WorkerMessage } from './workerMain.js';
+
+/** A polling design: the product's (timers between status activities) or the bench-only retry-driven one. */
+export type Design = 'timers' | 'retry';
+
+/** One simulator account (and our account of the same name). */
+export interface BenchAccount {
+  name: string;
+  profile?: ProfileInput;
+}
+
+/** Options of {@link startStack}. */
+export interface StackOptions {
+  /** Short name used in task queue names and the temp directory. */
+  name: string;
+  accounts: BenchAccount[];
+  /** Also configure `reference_wh` with webhooks and start the HTTP API that receives them. */
+  webhooks?: boolean;
+  /** Start the dev server with its Web UI (default headless). */
+  ui?: boolean;
+  /** Designs to bundle (default `timers` only). */
+  designs?: Design[];
+  /** Concurrent provider calls per provider key on a worker (default 50). */
+  maxConcurrent?: number;
+  /** Extra simulator options (e.g. webhook retry delays). */
+  sim?: Partial<Pick<SimOptions, 'webhookRetryDelaysMs' | 'webhookTimeoutMs'>>;
+  /** Dev server dynamic config (e.g. visibility limits). */
+  dynamicConfig?: Record<string, unknown>;
+  /** Dev server state in memory instead of its SQLite file (default: the file, as the demo runs). */
+  inMemory?: boolean;
+  log?: (line: string) => void;
+  keepDir?: boolean;
+}
+
+/** A worker child process. */
+export interface BenchWorker {
+  design: Design;
+  pid: number;
+  /** Job ID → epoch ms when its result transaction had committed (the `afterResultWritten` hook). */
+  written: Map<string, number>;
+  /** Every `worker.getStatus()` report, in order. */
+  statuses: { at: number; status: Extract<WorkerMessage, { t: 'status' }>['status'] }[];
+  /** Asks the worker to shut down (SIGKILL after 15 s); resolves when it exited. */
+  stop(): Promise<void>;
+}
+
+/** The running stack. */
+export interface Stack {
+  dir: string;
+  temporal: TemporalTarget;
+  /** PID of the Temporal server process (undefined for an external cluster). */
+  serverPid: number | undefined;
+  sim: Sim;
+  store: Store;
+  config: Config;
+  /** The client of each design (the retry design's starts go to its own task queue). */
+  clients: Record<Design, ScrapeClient>;
+  temporalClient: Client;
+  /** The HTTP API base URL, with `webhooks`. */
+  apiUrl?: string;
+  /** A page URL the simulator fetches (unique per `i`). */
+  pageUrl(i: number): string;
+  startWorker(design: Design, opts?: { statusEveryMs?: number; maxActivities?: number }): Promise<BenchWorker>;
+  /** Processes to measure: `server` (Temporal), `bench` (this process: simulator, page site, driver, API). */
+  processes(): Measured[];
+  /** Every process of the benchmark: {@link processes} plus every worker started (and `extra`). */
+  ownProcesses(): Measured[];
+  /** Adds a process (e.g. the baseline) to {@link ownProcesses}. */
+  addOwnProcess(p: Measured): void;
+  /**
+   * What the workers logged (WARN and above) so far, counted: failed activity attempts by activity
+   * type, and SQLite store errors (`SQLITE_BUSY_SNAPSHOT`, `database is locked`).
+   */
+  workerLogCounts(): { activityFailures: Record<string, number>; sqliteBusySnapshot: number; databaseLocked: number; workflowFailures: number };
+  close(): Promise<void>;
+}
+
+/** Starts the stack (see the module comment). */
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  const log = opts.log ?? ((l: string) => console.error(l));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `scrape-bench-${opts.name}-`));
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const close = async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    cleanups.length = 0;
+    if (opts.keepDir) log(`kept ${dir}`);
+    else fs.rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const temporal = await connectOrStartTemporal({
+      devServer: { ...(opts.inMemory ? {} : { dbFile: path.join(dir, 'temporal.db') }), headless: !opts.ui, dynamicConfig: opts.dynamicConfig ?? {} },
+      logger: () => undefined,
+    });
+    cleanups.push(() => temporal.stop());
+
+    const site: FastifyInstance = Fastify({ logger: false });
+    await site.register(fastifyStatic, { root: path.join(REPO, 'sample-site') });
+    const siteUrl = (await site.listen({ host: '127.0.0.1', port: 0 })).replace(/\/$/, '');
+    cleanups.push(() => site.close());
+    const pages = fs.readdirSync(path.join(REPO, 'sample-site', 'articles')).map((f) => `articles/${f}`);
+
+    const keys = Object.fromEntries(opts.accounts.map((a) => [a.name, `sk-bench-${a.name}-${randomBytes(8).toString('hex')}`]));
+    const sim = await startSim({
+      host: '127.0.0.1',
+      port: 0,
+      accounts: opts.accounts.map((a) => ({ name: a.name, apiKeys: [keys[a.name]!], profile: a.profile })),
+      logger: false,
+      ...(opts.sim ?? {}),
+    });
+    cleanups.push(() => sim.close());
+
+    const secretEnv = 'BENCH_WEBHOOK_SECRET';
+    if (opts.webhooks) process.env[secretEnv] = randomBytes(24).toString('hex');
+    const credentials = { accounts: Object.fromEntries(opts.accounts.map((a) => [a.name, { apiKey: keys[a.name]! }])) };
+    const limits = { maxConcurrent: opts.maxConcurrent ?? 50, minIntervalMs: 0 };
+    const queues: Record<Design, string> = { timers: `bench-${opts.name}-timers-${process.pid}`, retry: `bench-${opts.name}-retry-${process.pid}` };
+    const config = parseConfig(
+      {
+        temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: queues.timers },
+        storeUrl: `sqlite:${path.join(dir, 'store.db')}`,
+        defaultProvider: 'reference',
+        providers: {
+          reference: { kind: 'reference', baseUrl: sim.url, credentials, limits },
+          ...(opts.webhooks ? { reference_wh: { kind: 'reference', baseUrl: sim.url, credentials, limits, webhook: { url: 'http://127.0.0.1:9/placeholder', secretEnv } } } : {}),
+        },
+      },
+      {},
+    );
+    const store = await openStore(config.storeUrl);
+    cleanups.push(() => store.close());
+    const connection = await Connection.connect(temporal.connectionOptions);
+    cleanups.push(() => connection.close());
+    const temporalClient = new Client({ connection, namespace: temporal.namespace });
+    const webhookProviders = webhookProviderNames(config);
+    const clients: Record<Design, ScrapeClient> = {
+      timers: new ScrapeClient({ temporal: temporalClient, store, taskQueue: queues.timers, defaultProvider: 'reference', webhookProviders }),
+      retry: new ScrapeClient({ temporal: temporalClient, store, taskQueue: queues.retry, defaultProvider: 'reference', webhookProviders }),
+    };
+
+    let apiUrl: string | undefined;
+    if (opts.webhooks) {
+      const app = await buildApi({ client: clients.timers, store, config, keys: [{ account: opts.accounts[0]!.name, sha256: hashApiKey(randomBytes(32).toString('hex')), name: 'bench' }] });
+      apiUrl = (await app.listen({ host: '127.0.0.1', port: 0 })).replace(/\/$/, '');
+      cleanups.push(() => app.close());
+      config.providers.reference_wh!.webhook!.url = `${apiUrl}/v1/webhooks/reference_wh`;
+    }
+
+    const configFiles = {} as Record<Design, string>;
+    const bundles = {} as Record<Design, string>;
+    for (const d of opts.designs ?? ['timers']) {
+      configFiles[d] = path.join(dir, `config-${d}.json`);
+      fs.writeFileSync(configFiles[d], JSON.stringify({ ...config, temporal: { ...config.temporal, taskQueue: queues[d] } }));
+      bundles[d] = path.join(dir, `bundle-${d}.js`);
+      if (d === 'timers') await writeWorkflowBundle(bundles[d]);
+      else {
+        const { code } = await bundleWorkflowCode({ workflowsPath: path.join(REPO, 'bench', 'designs', 'retryPolling.ts'), logger: quietLogger });
+        fs.writeFileSync(bundles[d], code);
+      }
+    }
+
+    const workers: BenchWorker[] = [];
+    const startWorker = async (design: Design, wopts: { statusEveryMs?: number; maxActivities?: number } = {}): Promise<BenchWorker> => {
+      if (!configFiles[design]) throw new Error(`design ${design} was not bundled (pass designs: ['${design}'])`);
+      const logFile = path.join(dir, `worker-${design}-${workers.length}.log`);
+      const fd = fs.openSync(logFile, 'a');
+      const child: ChildProcess = spawn(
+        process.execPath,
+        ['--import', 'tsx', path.join(REPO, 'bench', 'lib', 'workerMain.ts'), '--config', configFiles[design], '--design', design, '--bundle', bundles[design], '--status-every-ms', String(wopts.statusEveryMs ?? 1_000), '--max-activities', String(wopts.maxActivities ?? 100)],
+        { cwd: REPO, env: { ...process.env }, stdio: ['ignore', fd, fd, 'ipc'] },
+      );
+      fs.closeSync(fd);
+      const w: BenchWorker = {
+        design,
+        pid: child.pid!,
+        written: new Map(),
+        statuses: [],
+        stop: async () => {
+          if (child.exitCode !== null || child.signalCode !== null) return;
+          const done = new Promise<void>((r) => child.once('exit', () => r()));
+          if (child.connected) child.send({ t: 'stop' });
+          else child.kill('SIGTERM');
+          const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
+          await done;
+          clearTimeout(t);
+        },
+      };
+      const ready = new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`worker ${design} not ready after 60 s; log: ${tail(logFile)}`)), 60_000);
+        child.on('message', (m: WorkerMessage) => {
+          if (m.t === 'written') w.written.set(m.jobId, m.at);
+          else if (m.t === 'status') w.statuses.push({ at: m.at, status: m.status });
+          else if (m.t === 'ready') {
+            clearTimeout(timer);
+            resolve();
+          } else if (m.t === 'error') log(`worker ${design}: ${m.message}`);
+        });
+        child.once('exit', (code, sig) => {
+          clearTimeout(timer);
+          reject(new Error(`worker ${design} exited (${code ?? sig}); log: ${tail(logFile)}`));
+        });
+      });
+      workers.push(w);
+      cleanups.push(() => w.stop());
+      await ready;
+      return w;
+    };
+
+    const extra: Measured[] = [];
+    const processes = (): Measured[] => [...(temporal.devServer ? [{ name: 'server', pid: temporal.devServer.pid }] : []), { name: 'bench', pid: process.pid }];
+    return {
+      dir,
+      temporal,
+      serverPid: temporal.devServer?.pid,
+      sim,
+      store,
+      config,
+      clients,
+      temporalClient,
+      apiUrl,
+      pageUrl: (i) => `${siteUrl}/${pages[i % pages.length]}?job=${i}`,
+      startWorker,
+      processes,
+      ownProcesses: () => [...processes(), ...workers.map((w, i) => ({ name: `worker-${i}`, pid: w.pid })), ...extra],
+      addOwnProcess: (p) => extra.push(p),
+      workerLogCounts: () => {
+        const out = { activityFailures: {} as Record<string, number>, sqliteBusySnapshot: 0, databaseLocked: 0, workflowFailures: 0 };
+        for (const f of fs.readdirSync(dir).filter((n) => /^worker-.*\.log$/.test(n))) {
+          const text = fs.readFileSync(path.join(dir, f), 'utf8');
+          out.sqliteBusySnapshot += text.split("code: 'SQLITE_BUSY_SNAPSHOT'").length - 1;
+          out.databaseLocked += text.split('database is locked').length - 1;
+          out.workflowFailures += text.split('[WARN] Workflow failed').length - 1;
+          for (const m of text.matchAll(/\[WARN\] Activity failed \{[^]*?activityType: '([^']+)'/g)) out.activityFailures[m[1]!] = (out.activityFailures[m[1]!] ?? 0) + 1;
+        }
+        return out;
+      },
+      close,
+    };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+function tail(file: string, n = 2_000): string {
+  try {
+    const s = fs.readFileSync(file, 'utf8');
+    return s.slice(-n);
+  } catch {
+    return '(no log)';
+  }
+}
+
+const quietLogger = {
+  log() {},
+  trace() {},
+  debug() {},
+  info() {},
+  warn(message: string) {
+    console.error(message);
+  },
+  error(message: string) {
+    console.error(message);
+  },
+};

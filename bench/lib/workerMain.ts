@@ -1,0 +1,101 @@
+/**
+ * A worker in its own process for the benchmarks, so that its CPU and memory are read from the OS
+ * apart from the Temporal server and the benchmark process. It runs either
+ * - `--design timers`: the product's worker (`createScrapeWorker`: the product's workflow bundle and
+ *   activities), or
+ * - `--design retry`: the bench-only retry-driven polling workflow (`bench/designs`) with the
+ *   product's activities plus `awaitFinalStatus`, from its own bundle on its own task queue.
+ *
+ * It reports to the parent over IPC: `ready`; `written` {jobId, at} from the product's
+ * `afterResultWritten` activity hook (epoch ms taken right after the result transaction
+ * committed); `status` {at, status} (`worker.getStatus()`: activity slots in use, cached
+ * workflows, ...) every `--status-every-ms` ms. It stops on a `stop` message or SIGTERM. The
+ * maintenance schedules are not installed (their cost is per schedule tick, not per job).
+ */
+import { Command } from 'commander';
+import { Worker } from '@temporalio/worker';
+import { z } from 'zod';
+import { createActivities } from '../../src/activities/index.js';
+import { loadConfigFile } from '../../src/config.js';
+import { ProviderRegistry } from '../../src/providers/registry.js';
+import { openStore } from '../../src/store/index.js';
+import { connectWorker, createScrapeWorker, installWorkerLogging } from '../../src/worker.js';
+import { createRetryPollActivities } from '../designs/retryActivities.js';
+
+/** Messages a bench worker sends to its parent. Times are epoch ms. */
+export type WorkerMessage =
+  | { t: 'ready'; pid: number }
+  | { t: 'written'; jobId: string; at: number }
+  | { t: 'status'; at: number; status: ReturnType<Worker['getStatus']> }
+  | { t: 'error'; message: string };
+
+const OptionsSchema = z.object({
+  config: z.string().min(1),
+  design: z.enum(['timers', 'retry']),
+  bundle: z.string().min(1),
+  statusEveryMs: z.coerce.number().int().min(50).default(1_000),
+  maxActivities: z.coerce.number().int().positive().default(100),
+});
+
+function send(m: WorkerMessage): void {
+  if (process.send) process.send(m);
+}
+
+async function main(): Promise<void> {
+  const program = new Command('bench-worker')
+    .requiredOption('--config <file>', 'worker configuration (JSON)')
+    .requiredOption('--design <timers|retry>', 'which polling design to run')
+    .requiredOption('--bundle <file>', 'prebuilt workflow bundle')
+    .option('--status-every-ms <ms>', 'worker status report interval', '1000')
+    .option('--max-activities <n>', 'max concurrent activity executions', '100')
+    .parse();
+  const o = OptionsSchema.parse(program.opts());
+  installWorkerLogging({ level: 'WARN' });
+  const config = loadConfigFile(o.config);
+  const store = await openStore(config.storeUrl);
+  const connection = await connectWorker(config);
+  const hooks = { afterResultWritten: (jobId: string) => send({ t: 'written', jobId, at: Date.now() }) };
+  let worker: Worker;
+  if (o.design === 'timers') {
+    process.env.SCRAPE_WORKFLOW_BUNDLE = o.bundle;
+    worker = await createScrapeWorker({ connection, config, store, hooks, maxConcurrentActivityTaskExecutions: o.maxActivities });
+  } else {
+    const providers = new ProviderRegistry(config, process.env, {}, store);
+    const base = createActivities({ store, providers, resultRetentionMs: config.resultRetentionMs, hooks });
+    worker = await Worker.create({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      workflowBundle: { codePath: o.bundle },
+      activities: { ...base, ...createRetryPollActivities(base) },
+      maxConcurrentActivityTaskExecutions: o.maxActivities,
+      shutdownGraceTime: 10_000,
+    });
+  }
+  const timer = setInterval(() => send({ t: 'status', at: Date.now(), status: worker.getStatus() }), o.statusEveryMs);
+  process.on('message', (m: unknown) => {
+    if (m && typeof m === 'object' && (m as { t?: unknown }).t === 'stop') worker.shutdown();
+  });
+  process.on('SIGTERM', () => worker.shutdown());
+  process.on('disconnect', () => {
+    try {
+      worker.shutdown();
+    } catch {
+      // already stopping
+    }
+  });
+  send({ t: 'ready', pid: process.pid });
+  await worker.run();
+  clearInterval(timer);
+  await connection.close();
+  await store.close();
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    send({ t: 'error', message: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+    console.error(e);
+    process.exit(1);
+  },
+);

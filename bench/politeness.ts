@@ -1,0 +1,205 @@
+/**
+ * Benchmark 2 (issue 6): politeness. Provider requests per job by kind (submit, status, result,
+ * cancel) against the minimum the poll schedule allows, for jobs lasting 1 s, 30 s and 10 min of
+ * provider time, with polling only and with webhooks on (the HTTP API receives the simulator's
+ * signed events and signals `wake`); and the highest request rate any single job produced.
+ *
+ * The provider counts requests (`src/sim` stats, one account per scenario). A status and a result
+ * read are the same request (`GET /api/jobs/:id`): status checks are the store's `status_checks`
+ * (one per successful `checkStatus`), result reads are the remaining GETs. The minimum: one submit,
+ * then the fewest checks any run of the schedule can make before the job is final (every delay at
+ * its longest jitter, 1 + jitter), and no separate result read — the final status answer already
+ * carries the result. With webhooks the minimum is one submit and one check.
+ *
+ * The 10-minute jobs run in simulated time: provider duration AND every poll-policy delay (and the
+ * deadline) are scaled by `--time-scale` (default 0.1); the schedule is geometric, so request
+ * counts are those of the unscaled schedule. Rates are given in unscaled time.
+ *
+ *   npm run bench:politeness -- --jobs 20
+ */
+import path from 'node:path';
+import { Command } from 'commander';
+import { z } from 'zod';
+import { DEFAULT_POLL_POLICY } from '../src/model/types.js';
+import { round, sampleForeignCpu } from './lib/proc.js';
+import { machine, mean, REPO, sampleLoad, table, waitForQuietMachine, writeResult } from './lib/report.js';
+import { checksToObserve, scaleSchedule } from './lib/schedule.js';
+import { startScenarios, waitFinal, type Scenario } from './lib/scenarios.js';
+import { startStack } from './lib/stack.js';
+
+const OptionsSchema = z.object({
+  jobs: z.coerce.number().int().positive(),
+  timeScale: z.coerce.number().positive().max(1),
+  webhooks: z.boolean().default(true),
+  maxLoad: z.coerce.number().positive(),
+  waitLoadMin: z.coerce.number().min(0),
+  keepDir: z.boolean().default(false),
+});
+type Options = z.infer<typeof OptionsSchema>;
+
+const LENGTHS = [
+  { name: '1 s', key: '1s', ms: 1_000 },
+  { name: '30 s', key: '30s', ms: 30_000 },
+  { name: '10 min', key: '10m', ms: 600_000 },
+] as const;
+
+/** Most entries of sorted `t` (ms) inside any window of `windowMs`. */
+function maxInWindow(t: readonly number[], windowMs: number): number {
+  let best = 0;
+  for (let a = 0, b = 0; b < t.length; b++) {
+    while (t[b]! - t[a]! > windowMs) a++;
+    best = Math.max(best, b - a + 1);
+  }
+  return best;
+}
+
+/** Runs the benchmark; returns the JSON written. */
+export async function runPoliteness(o: Options): Promise<Record<string, unknown>> {
+  const log = (l: string) => console.error(l);
+  const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
+  const load = sampleLoad();
+  const modes = [{ name: 'polling', key: 'poll', provider: 'reference' as const }, ...(o.webhooks ? [{ name: 'webhooks', key: 'wh', provider: 'reference_wh' as const }] : [])];
+  const scenarios: (Scenario & { length: string; mode: string })[] = [];
+  for (const len of LENGTHS) {
+    const scale = len.key === '10m' ? o.timeScale : 1;
+    for (const m of modes) {
+      scenarios.push({
+        label: `${len.name} · ${m.name}`,
+        length: len.name,
+        mode: m.name,
+        account: `p-${len.key}-${m.key}`,
+        design: 'timers',
+        provider: m.provider,
+        policy: scale === 1 ? {} : scaleSchedule({ initialDelayMs: DEFAULT_POLL_POLICY.initialDelayMs, maxDelayMs: DEFAULT_POLL_POLICY.maxDelayMs, deadlineMs: DEFAULT_POLL_POLICY.deadlineMs }, scale),
+        jobs: o.jobs,
+        timeScale: scale,
+        providerMs: len.ms,
+      });
+    }
+  }
+  const stack = await startStack({
+    name: 'politeness',
+    accounts: scenarios.map((s) => ({ name: s.account, profile: { concurrency: 10_000, minRunMs: Math.round(s.providerMs * s.timeScale) } })),
+    webhooks: o.webhooks,
+    log,
+    keepDir: o.keepDir,
+  });
+  try {
+    const foreign = sampleForeignCpu(() => stack.ownProcesses());
+    await stack.startWorker('timers');
+    const jobs = await startScenarios(stack, scenarios);
+    const all = Object.values(jobs).flat();
+    log(`politeness: ${all.length} jobs started`);
+    const fin = await waitFinal(stack, all, 15 * 60_000, log);
+    log(`politeness: ${fin.final}/${all.length} final`);
+    // Let late webhook deliveries land before counting.
+    await new Promise((r) => setTimeout(r, 2_000));
+    const stats = stack.sim.stats();
+    const simJobs = new Map(stats.jobs.map((j) => [j.job_id, j]));
+    const results = [];
+    for (const s of scenarios) {
+      const rows = await stack.store.db.selectFrom('jobs').select(['id', 'state', 'task_id', 'status_checks']).where('id', 'in', jobs[s.label]!).execute();
+      const acct = stats.requests.byAccount[s.account]!;
+      const checks = rows.reduce((n, r) => n + r.status_checks, 0);
+      const n = rows.length;
+      const perJob = { submit: acct.submit / n, status: checks / n, result: (acct.status - checks) / n, cancel: acct.cancel / n, list: acct.list / n };
+      const total = perJob.submit + perJob.status + perJob.result + perJob.cancel + perJob.list;
+      const sched = { initialDelayMs: DEFAULT_POLL_POLICY.initialDelayMs, maxDelayMs: DEFAULT_POLL_POLICY.maxDelayMs, multiplier: DEFAULT_POLL_POLICY.multiplier, jitter: DEFAULT_POLL_POLICY.jitter };
+      const minChecks = s.mode === 'webhooks' ? 1 : checksToObserve(sched, s.providerMs, 1 + sched.jitter);
+      const nominalChecks = s.mode === 'webhooks' ? 1 : checksToObserve(sched, s.providerMs, 1);
+      // Per-job request times in unscaled ms: the submit (job creation) and every GET / cancel.
+      let max10s = 0;
+      let max60s = 0;
+      let minGapMs = Number.POSITIVE_INFINITY;
+      let minPollGapMs = Number.POSITIVE_INFINITY;
+      const providerRunMs: number[] = [];
+      for (const r of rows) {
+        const j = r.task_id ? simJobs.get(r.task_id) : undefined;
+        if (!j) continue;
+        const created = Date.parse(j.created_at);
+        if (j.finished_at) providerRunMs.push((Date.parse(j.finished_at) - created) / s.timeScale);
+        const t = [created, ...j.status_request_times, ...j.cancel_request_times].sort((a, b) => a - b).map((x) => (x - created) / s.timeScale);
+        max10s = Math.max(max10s, maxInWindow(t, 10_000));
+        max60s = Math.max(max60s, maxInWindow(t, 60_000));
+        for (let k = 1; k < t.length; k++) minGapMs = Math.min(minGapMs, t[k]! - t[k - 1]!);
+        // Between two status checks (the last GET of a completed job is its result read).
+        const polls = [created, ...j.status_request_times].sort((a, b) => a - b).map((x) => (x - created) / s.timeScale);
+        if (j.status === 'completed' && polls.length > 2) polls.pop();
+        for (let k = 1; k < polls.length; k++) minPollGapMs = Math.min(minPollGapMs, polls[k]! - polls[k - 1]!);
+      }
+      results.push({
+        label: s.label,
+        length: s.length,
+        mode: s.mode,
+        timeScale: s.timeScale,
+        jobs: n,
+        states: Object.fromEntries([...new Set(rows.map((r) => r.state))].map((st) => [st, rows.filter((r) => r.state === st).length])),
+        providerRunMsMean: Math.round(mean(providerRunMs)),
+        requestsPerJob: Object.fromEntries(Object.entries({ ...perJob, total }).map(([k, v]) => [k, round(v, 2)])),
+        maxStatusChecksOneJob: Math.max(...rows.map((r) => r.status_checks)),
+        minimum: { submit: 1, status: minChecks, result: 0, total: 1 + minChecks, nominalScheduleChecks: nominalChecks },
+        excessOverMinimum: round(total - (1 + minChecks), 2),
+        webhooks: s.mode === 'webhooks' ? { eventsForScenario: stats.webhooks.events } : undefined,
+        rate: { maxRequestsIn10s: max10s, maxRequestsIn60s: max60s, minGapMs: Math.round(minGapMs), minGapBetweenPollsMs: Math.round(minPollGapMs) },
+      });
+    }
+    const out = {
+      benchmark: 'politeness',
+      options: o,
+      machine: { start: quiet.start, end: machine(), underLoad: quiet.underLoad, load: load.stop(), foreign: foreign.stop() },
+      /** Worker log (WARN+): failed activity attempts, SQLite store errors. */
+      workerLog: stack.workerLogCounts(),
+      policy: 'DEFAULT_POLL_POLICY: 2 s ×1.5 to 60 s, ±20 % jitter; webhooks: delays ×5 (webhookSlowdown)',
+      providerTotals: { requests: stats.requests.total, byStatus: stats.requests.byStatus, webhooks: { events: stats.webhooks.events, delivered: stats.webhooks.delivered, failedAttempts: stats.webhooks.failedAttempts } },
+      scenarios: results,
+      highestRate: {
+        maxRequestsIn10sByOneJob: Math.max(...results.map((r) => r.rate.maxRequestsIn10s)),
+        maxRequestsIn60sByOneJob: Math.max(...results.map((r) => r.rate.maxRequestsIn60s)),
+        minGapBetweenTwoRequestsOfOneJobMs: Math.min(...results.map((r) => r.rate.minGapMs)),
+        minGapBetweenTwoPollsOfOneJobMs: Math.min(...results.map((r) => r.rate.minGapBetweenPollsMs)),
+      },
+    };
+    console.log(
+      table(
+        ['job length', 'mode', 'submit', 'status', 'result', 'cancel', 'total/job', 'schedule minimum (nominal)', 'most requests by one job in 10 s / 60 s', 'min gap between polls'],
+        results.map((r) => [
+          r.length + (r.timeScale !== 1 ? ` (×${r.timeScale} time)` : ''),
+          r.mode,
+          r.requestsPerJob.submit!,
+          r.requestsPerJob.status!,
+          r.requestsPerJob.result!,
+          r.requestsPerJob.cancel!,
+          r.requestsPerJob.total!,
+          `${r.minimum.total} (${1 + r.minimum.nominalScheduleChecks})`,
+          `${r.rate.maxRequestsIn10s} / ${r.rate.maxRequestsIn60s}`,
+          `${r.rate.minGapBetweenPollsMs} ms`,
+        ]),
+      ),
+    );
+    console.log(`highest rate of any single job: ${out.highestRate.maxRequestsIn10sByOneJob} requests in 10 s, ${out.highestRate.maxRequestsIn60sByOneJob} in 60 s; smallest gap between two requests of one job ${out.highestRate.minGapBetweenTwoRequestsOfOneJobMs} ms (status → result read), between two polls ${out.highestRate.minGapBetweenTwoPollsOfOneJobMs} ms`);
+    console.log(`load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
+    if (out.workerLog.databaseLocked > 0 || out.workerLog.workflowFailures > 0) console.log(`worker log: ${JSON.stringify(out.workerLog)}`);
+    console.log(`written ${writeResult('politeness', out)}`);
+    return out;
+  } finally {
+    await stack.close();
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === path.join(REPO, 'bench', 'politeness.ts')) {
+  const program = new Command('bench:politeness')
+    .option('-n, --jobs <n>', 'jobs per (length, mode)', '20')
+    .option('--time-scale <x>', 'simulated-time factor for the 10-minute jobs', '0.1')
+    .option('--no-webhooks', 'polling only')
+    .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
+    .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
+    .option('--keep-dir', 'keep the temp directory')
+    .parse();
+  runPoliteness(OptionsSchema.parse(program.opts())).then(
+    () => process.exit(0),
+    (e: unknown) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
+}

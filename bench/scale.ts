@@ -1,0 +1,267 @@
+/**
+ * Benchmark 5 (issue 6): scale. 10,000 jobs pending at once on one worker: the provider holds
+ * every job `queued` (`hold` fault, never released), so each workflow waits on its durable timers
+ * and polls on the default schedule (2 s growing ×1.5 to 60 s). Reports:
+ * - time to start them all (`ScrapeClient.startScrape`: store row + workflow start);
+ * - worker RSS, Temporal server RSS (and this process: simulator + driver), sampled from `/proc`;
+ * - worker slots in use while the jobs wait: `worker.getStatus()` of the worker process
+ *   (activities and workflow activations in flight, cached workflows), and the task queues'
+ *   backlog from `DescribeTaskQueue` (`reportStats`);
+ * - the poll load the waiting jobs create: status checks per second demanded by the schedule vs
+ *   achieved at the provider, and the CPU of worker and server while waiting;
+ * - whether the Web UI's list query still answers: visibility `ListWorkflowExecutions` and
+ *   `CountWorkflowExecutions` with `ScrapeState = "pending"`, timed, during and after the starts;
+ *   and the dev server's Web UI HTTP API (`/api/v1/namespaces/<ns>/workflows?query=…`) when the
+ *   UI is on (default).
+ *
+ *   npm run bench:scale -- --jobs 10000
+ */
+import path from 'node:path';
+import { Command } from 'commander';
+import PQueue from 'p-queue';
+import proto from '@temporalio/proto';
+import { z } from 'zod';
+import { DEFAULT_POLL_POLICY } from '../src/model/types.js';
+import type { SimRequestEvent } from '../src/sim/index.js';
+import { cpuDelta, cpuSnapshot, mib, round, sampleForeignCpu, sampleMemory, type Measured } from './lib/proc.js';
+import { machine, mean, percentile, REPO, sampleLoad, table, waitForQuietMachine, writeResult } from './lib/report.js';
+import { nominalChecksBy } from './lib/schedule.js';
+import { persistenceDelta, persistenceSnapshot } from './lib/serverMetrics.js';
+import { startStack, type Stack } from './lib/stack.js';
+
+const { temporal } = proto;
+
+const OptionsSchema = z.object({
+  jobs: z.coerce.number().int().positive(),
+  startConcurrency: z.coerce.number().int().positive(),
+  observeS: z.coerce.number().positive(),
+  ui: z.boolean().default(true),
+  maxLoad: z.coerce.number().positive(),
+  waitLoadMin: z.coerce.number().min(0),
+  keepDir: z.boolean().default(false),
+  /** Dev server dynamic config `KEY=JSON` (repeatable), e.g. to test what limits the server. */
+  dynamicConfig: z.array(z.string().regex(/^[A-Za-z0-9_.]+=.+$/)).default([]),
+  /** Dev server persistence: the SQLite `file` (default, as in the demo) or `memory`. */
+  db: z.enum(['file', 'memory']).default('file'),
+});
+type Options = z.infer<typeof OptionsSchema>;
+
+const QUERY = 'ScrapeState = "pending"';
+
+/** One timed visibility probe. Durations in ms. */
+interface ListProbe {
+  at: string;
+  phase: string;
+  started: number;
+  listMs: number;
+  listRows: number;
+  countMs: number;
+  count: number;
+  /** Jobs still `submitting` (first workflow task not yet run), counted the same way. */
+  submitting: number;
+  ui?: { ms: number; status: number; rows: number } | { error: string };
+}
+
+async function probeList(stack: Stack, phase: string, started: number): Promise<ListProbe> {
+  const svc = stack.temporalClient.connection.workflowService;
+  const ns = stack.temporal.namespace;
+  let t = performance.now();
+  const list = await svc.listWorkflowExecutions({ namespace: ns, query: QUERY, pageSize: 100 });
+  const listMs = performance.now() - t;
+  t = performance.now();
+  const count = await svc.countWorkflowExecutions({ namespace: ns, query: QUERY });
+  const countMs = performance.now() - t;
+  const submitting = await svc.countWorkflowExecutions({ namespace: ns, query: 'ScrapeState = "submitting"' });
+  const probe: ListProbe = { at: new Date().toISOString(), phase, started, listMs: round(listMs, 1), listRows: list.executions?.length ?? 0, countMs: round(countMs, 1), count: Number(count.count ?? 0), submitting: Number(submitting.count ?? 0) };
+  if (stack.temporal.uiUrl) {
+    t = performance.now();
+    try {
+      const res = await fetch(`${stack.temporal.uiUrl}/api/v1/namespaces/${encodeURIComponent(ns)}/workflows?query=${encodeURIComponent(QUERY)}`, { signal: AbortSignal.timeout(30_000) });
+      const body = (await res.json().catch(() => ({}))) as { executions?: unknown[] };
+      probe.ui = { ms: round(performance.now() - t, 1), status: res.status, rows: body.executions?.length ?? 0 };
+    } catch (e) {
+      probe.ui = { error: (e as Error).message };
+    }
+  }
+  return probe;
+}
+
+async function backlog(stack: Stack, taskQueue: string): Promise<Record<string, { backlog: number; backlogAgeS: number; addRate: number; dispatchRate: number } | { error: string }>> {
+  const svc = stack.temporalClient.connection.workflowService;
+  const out: Record<string, { backlog: number; backlogAgeS: number; addRate: number; dispatchRate: number } | { error: string }> = {};
+  for (const [name, type] of [['workflow', temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW], ['activity', temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY]] as const) {
+    try {
+      const r = await svc.describeTaskQueue({ namespace: stack.temporal.namespace, taskQueue: { name: taskQueue }, taskQueueType: type, reportStats: true });
+      const s = r.stats;
+      out[name] = { backlog: Number(s?.approximateBacklogCount ?? 0), backlogAgeS: round(Number(s?.approximateBacklogAge?.seconds ?? 0) + (s?.approximateBacklogAge?.nanos ?? 0) / 1e9, 1), addRate: round(s?.tasksAddRate ?? 0, 1), dispatchRate: round(s?.tasksDispatchRate ?? 0, 1) };
+    } catch (e) {
+      out[name] = { error: (e as Error).message };
+    }
+  }
+  return out;
+}
+
+/** Runs the benchmark; returns the JSON written. */
+export async function runScale(o: Options): Promise<Record<string, unknown>> {
+  const log = (l: string) => console.error(l);
+  const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
+  const load = sampleLoad();
+  const account = 'scale';
+  const dynamicConfig = Object.fromEntries(o.dynamicConfig.map((kv) => [kv.slice(0, kv.indexOf('=')), JSON.parse(kv.slice(kv.indexOf('=') + 1)) as unknown]));
+  const stack = await startStack({ name: 'scale', accounts: [{ name: account, profile: { concurrency: o.jobs + 100 } }], ui: o.ui, log, keepDir: o.keepDir, dynamicConfig, inMemory: o.db === 'memory' });
+  try {
+    const foreign = sampleForeignCpu(() => stack.ownProcesses());
+    stack.sim.faults.add({ account, endpoint: 'submit', action: 'hold', holdIn: 'queued' });
+    const statusTimes: number[] = [];
+    stack.sim.events.on('request', (e: SimRequestEvent) => {
+      if (e.endpoint === 'status' && e.account === account) statusTimes.push(e.at);
+    });
+    const worker = await stack.startWorker('timers', { statusEveryMs: 500 });
+    const procs: Measured[] = [{ name: 'worker', pid: worker.pid }, ...stack.processes()];
+    const mem = sampleMemory(procs, 2_000);
+    const probes: ListProbe[] = [];
+    const backlogs: { at: string; phase: string; queues: Awaited<ReturnType<typeof backlog>> }[] = [];
+    const startTimes: number[] = [];
+    let started = 0;
+
+    // ---- start them all ----
+    const t0 = Date.now();
+    const cpu0 = cpuSnapshot(procs);
+    const queue = new PQueue({ concurrency: o.startConcurrency });
+    const probeEvery = Math.max(1, Math.floor(o.jobs / 5));
+    let lastLog = Date.now();
+    let probing: Promise<unknown> = Promise.resolve();
+    await Promise.all(
+      Array.from({ length: o.jobs }, (_, i) =>
+        queue.add(async () => {
+          await stack.clients.timers.startScrape({ account, url: stack.pageUrl(i), key: `s-${i}` });
+          startTimes.push(Date.now());
+          started++;
+          if (started % probeEvery === 0 && started < o.jobs) {
+            const n = started;
+            probing = probing.then(async () => {
+              probes.push(await probeList(stack, 'starting', n));
+              backlogs.push({ at: new Date().toISOString(), phase: `starting (${n})`, queues: await backlog(stack, stack.config.temporal.taskQueue) });
+            });
+          }
+          if (Date.now() - lastLog > 15_000) {
+            lastLog = Date.now();
+            log(`scale: ${started}/${o.jobs} started (${Math.round((started / (Date.now() - t0)) * 1000)}/s)`);
+          }
+        }),
+      ),
+    );
+    const startMs = Date.now() - t0;
+    const cpuStart = cpuDelta(cpu0, cpuSnapshot(procs));
+    await probing;
+    log(`scale: ${o.jobs} started in ${(startMs / 1000).toFixed(1)} s`);
+
+    // ---- observe them waiting ----
+    const w0 = Date.now();
+    const wCpu0 = cpuSnapshot(procs);
+    const p0 = await persistenceSnapshot(stack);
+    const statusFrom = worker.statuses.length;
+    const checksBefore = statusTimes.length;
+    const probeTimes = [0.25, 0.5, 0.75, 1].map((f) => w0 + f * o.observeS * 1000);
+    for (const at of probeTimes) {
+      await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
+      probes.push(await probeList(stack, 'waiting', o.jobs));
+      backlogs.push({ at: new Date().toISOString(), phase: 'waiting', queues: await backlog(stack, stack.config.temporal.taskQueue) });
+      log(`scale: waiting ${Math.round((Date.now() - w0) / 1000)} s, list ${probes.at(-1)!.listMs} ms, count ${probes.at(-1)!.count}`);
+    }
+    const w1 = Date.now();
+    const wCpu = cpuDelta(wCpu0, cpuSnapshot(procs));
+    const persistence = persistenceDelta(p0, await persistenceSnapshot(stack));
+    const m = mem.stop();
+    const waitStatuses = worker.statuses.slice(statusFrom).map((s) => s.status);
+    const achieved = statusTimes.slice(checksBefore).filter((t) => t >= w0 && t <= w1).length;
+    const sched = { initialDelayMs: DEFAULT_POLL_POLICY.initialDelayMs, maxDelayMs: DEFAULT_POLL_POLICY.maxDelayMs, multiplier: DEFAULT_POLL_POLICY.multiplier, jitter: 0 };
+    const demanded = startTimes.reduce((n, s) => n + nominalChecksBy(sched, w1 - s) - nominalChecksBy(sched, w0 - s), 0);
+    const windowS = (w1 - w0) / 1000;
+    const acts = waitStatuses.map((s) => s.numInFlightActivities);
+    const wfts = waitStatuses.map((s) => s.numInFlightWorkflowActivations);
+    const states = await stack.store.db.selectFrom('jobs').select(['state']).where('account', '=', account).execute();
+    const byState: Record<string, number> = {};
+    for (const r of states) byState[r.state] = (byState[r.state] ?? 0) + 1;
+    const last = waitStatuses.at(-1);
+
+    const out = {
+      benchmark: 'scale',
+      options: o,
+      machine: { start: quiet.start, end: machine(), underLoad: quiet.underLoad, load: load.stop(), foreign: foreign.stop() },
+      /** Worker log (WARN+): failed activity attempts, SQLite store errors. */
+      workerLog: stack.workerLogCounts(),
+      policy: 'DEFAULT_POLL_POLICY: 2 s ×1.5 to 60 s, ±20 % jitter; provider holds every job queued',
+      start: { jobs: o.jobs, ms: startMs, perSecond: round((o.jobs / startMs) * 1000, 1), cpuS: cpuStart },
+      storeStates: byState,
+      waiting: {
+        windowS: round(windowS, 1),
+        cpuS: wCpu,
+        coresUsed: Object.fromEntries(Object.entries(wCpu).map(([k, v]) => [k, round(v / windowS, 2)])),
+        statusChecksPerSecond: { demandedBySchedule: round(demanded / windowS, 1), achieved: round(achieved / windowS, 1) },
+        activitySlotsInUse: { mean: round(mean(acts), 2), p99: percentile(acts, 99), max: Math.max(...acts), limit: 100, samples: acts.length },
+        workflowActivationsInFlight: { mean: round(mean(wfts), 2), p99: percentile(wfts, 99), max: Math.max(...wfts) },
+        cachedWorkflows: last?.numCachedWorkflows ?? null,
+        /** Server persistence (its SQLite) while waiting: total operation time per second of wall time, and by operation. */
+        serverPersistence: persistence ? { busySecondsPerSecond: round(persistence.totalS / windowS, 2), operationsPerSecond: round(persistence.operations / windowS, 1), byOp: persistence.byOp } : null,
+      },
+      memoryMiB: {
+        max: Object.fromEntries(Object.entries(m.maxRssBytes).map(([k, v]) => [k, mib(v)])),
+        last: Object.fromEntries(Object.entries(m.lastRssBytes).map(([k, v]) => [k, mib(v)])),
+      },
+      listQueries: probes,
+      taskQueueBacklog: backlogs,
+    };
+    const waitingProbes = probes.filter((p) => p.phase === 'waiting');
+    const ui = waitingProbes.map((p) => p.ui).filter((u): u is { ms: number; status: number; rows: number } => !!u && 'ms' in u);
+    console.log(
+      table(
+        ['figure', 'value'],
+        [
+          ['jobs started (store states)', `${o.jobs} (${Object.entries(byState).map(([k, v]) => `${k} ${v}`).join(', ')})`],
+          ['time to start them all', `${(startMs / 1000).toFixed(1)} s (${out.start.perSecond}/s, ${o.startConcurrency} concurrent starts)`],
+          ['worker RSS (max / last)', `${out.memoryMiB.max.worker} / ${out.memoryMiB.last.worker} MiB`],
+          ['server RSS (max / last)', `${out.memoryMiB.max.server ?? '—'} / ${out.memoryMiB.last.server ?? '—'} MiB`],
+          ['bench process RSS (sim + driver), max', `${out.memoryMiB.max.bench} MiB`],
+          ['activity slots in use while waiting (mean / p99 / max of 100)', `${out.waiting.activitySlotsInUse.mean} / ${out.waiting.activitySlotsInUse.p99} / ${out.waiting.activitySlotsInUse.max}`],
+          ['workflow activations in flight (mean / max)', `${out.waiting.workflowActivationsInFlight.mean} / ${out.waiting.workflowActivationsInFlight.max}`],
+          ['cached workflows on the worker', String(out.waiting.cachedWorkflows)],
+          ['status checks/s demanded by the schedule vs achieved', `${out.waiting.statusChecksPerSecond.demandedBySchedule} vs ${out.waiting.statusChecksPerSecond.achieved}`],
+          ['server persistence while waiting: operation-seconds per second (ops/s)', out.waiting.serverPersistence ? `${out.waiting.serverPersistence.busySecondsPerSecond} (${out.waiting.serverPersistence.operationsPerSecond}/s; UpdateWorkflowExecution ${out.waiting.serverPersistence.byOp.UpdateWorkflowExecution?.meanMs ?? '—'} ms each)` : '—'],
+          ['cores used while waiting: worker / server / bench', `${out.waiting.coresUsed.worker} / ${out.waiting.coresUsed.server ?? '—'} / ${out.waiting.coresUsed.bench}`],
+          ['list ScrapeState="pending" (page of 100), while waiting', `${waitingProbes.map((p) => `${p.listMs} ms`).join(', ')}`],
+          ['count ScrapeState="pending" (and still "submitting"), while waiting', `${waitingProbes.map((p) => `${p.count} (${p.submitting}) in ${p.countMs} ms`).join(', ')}`],
+          ['Web UI API list, while waiting', ui.length ? ui.map((u) => `${u.status} ${u.rows} rows in ${u.ms} ms`).join(', ') : 'UI off'],
+          ['task queue backlog at the end (workflow / activity)', JSON.stringify(backlogs.at(-1)?.queues ?? {})],
+        ],
+      ),
+    );
+    console.log(`load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
+    if (out.workerLog.databaseLocked > 0 || out.workerLog.workflowFailures > 0) console.log(`worker log: ${JSON.stringify(out.workerLog)}`);
+    console.log(`written ${writeResult('scale', out)}`);
+    return out;
+  } finally {
+    await stack.close();
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === path.join(REPO, 'bench', 'scale.ts')) {
+  const program = new Command('bench:scale')
+    .option('-n, --jobs <n>', 'jobs pending at once', '10000')
+    .option('--start-concurrency <n>', 'concurrent start calls', '32')
+    .option('--observe-s <s>', 'how long to watch the jobs wait after the last start', '180')
+    .option('--no-ui', 'headless dev server (no Web UI probe)')
+    .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
+    .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
+    .option('--keep-dir', 'keep the temp directory')
+    .option('--dynamic-config <KEY=JSON>', 'dev server dynamic config (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option('--db <file|memory>', 'dev server persistence', 'file')
+    .parse();
+  runScale(OptionsSchema.parse(program.opts())).then(
+    () => process.exit(0),
+    (e: unknown) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
+}
