@@ -5,6 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/globalSetup.ts'],
     pool: 'forks',
+    // Integration files mostly wait on timers and the network: three at a time on 2 cores.
+    maxWorkers: 3,
     testTimeout: 120_000,
     hookTimeout: 180_000,
     teardownTimeout: 30_000,

@@ -119,6 +119,27 @@ export class Store {
     readonly file?: string,
   ) {}
 
+  /**
+   * Runs `fn` in one write transaction. On SQLite it begins with `BEGIN IMMEDIATE`: a deferred
+   * transaction that reads and then writes fails at once with `SQLITE_BUSY_SNAPSHOT` when another
+   * process wrote in between (the busy timeout cannot help then); taking the write lock first
+   * makes it wait instead. On PostgreSQL it is an ordinary transaction.
+   */
+  async tx<T>(fn: (trx: Kysely<DB>) => Promise<T>): Promise<T> {
+    if (this.kind !== 'sqlite') return this.db.transaction().execute(fn);
+    return this.db.connection().execute(async (conn) => {
+      await sql`begin immediate`.execute(conn);
+      try {
+        const out = await fn(conn);
+        await sql`commit`.execute(conn);
+        return out;
+      } catch (e) {
+        await sql`rollback`.execute(conn).catch(() => undefined);
+        throw e;
+      }
+    });
+  }
+
   /** Applies pending migrations; throws with the failing migration's error. */
   async migrate(): Promise<void> {
     const migrator = new Migrator({ db: this.db, provider: migrationProvider });
@@ -195,7 +216,7 @@ export class Store {
    * before, so that a retried submit attempt can see an earlier intent or an earlier answer.
    */
   async recordSubmitIntent(jobId: string): Promise<JobRow | undefined> {
-    return this.db.transaction().execute(async (trx) => {
+    return this.tx(async (trx) => {
       const before = await trx.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
       if (!before || before.task_id) return before;
       const at = nowIso();
@@ -219,7 +240,7 @@ export class Store {
    * A task ID already recorded is never replaced: the stored one is returned instead.
    */
   async recordTaskId(jobId: string, taskId: string, providerStatus: string | null, source: string, trackingDeadlineMs?: number): Promise<string> {
-    return this.db.transaction().execute(async (trx) => {
+    return this.tx(async (trx) => {
       const row = await trx.selectFrom('jobs').select(['task_id', 'state']).where('id', '=', jobId).executeTakeFirstOrThrow();
       if (row.task_id) return row.task_id;
       const at = nowIso();
@@ -312,7 +333,7 @@ export class Store {
     const due = await this.db.selectFrom('results').select(['id', 'job_id']).where('expires_at', 'is not', null).where('expires_at', '<=', at).where('purged_at', 'is', null).limit(limit).execute();
     let jobsExpired = 0;
     for (const r of due) {
-      await this.db.transaction().execute(async (trx) => {
+      await this.tx(async (trx) => {
         await trx.updateTable('results').set({ text: null, markdown: null, links: null, purged_at: at }).where('id', '=', r.id).where('purged_at', 'is', null).execute();
         const upd = await trx.updateTable('jobs').set({ state: 'expired', updated_at: at }).where('id', '=', r.job_id).where('state', '=', 'completed').executeTakeFirst();
         if (Number(upd.numUpdatedRows) > 0) {
@@ -369,7 +390,7 @@ export class Store {
    * `tracking_interrupted`).
    */
   async transition(jobId: string, state: JobState, opts: { error?: JobError | null; detail?: unknown; force?: boolean } = {}): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
+    return this.tx(async (trx) => {
       const at = nowIso();
       let q = trx
         .updateTable('jobs')
@@ -396,7 +417,7 @@ export class Store {
    * or another worker, inserts nothing and returns the existing row's id.
    */
   async writeResultOnce(jobId: string, provider: string, taskId: string, payload: ResultPayload, retentionMs: number | null): Promise<WriteOnceOutcome> {
-    return this.db.transaction().execute(async (trx) => {
+    return this.tx(async (trx) => {
       const at = nowIso();
       const id = randomUUID();
       const ins = await trx

@@ -36,6 +36,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { ScrapeActivities, StatusOutcome } from '../activities/index.js';
 import { NON_RETRYABLE_TYPES } from '../activities/failureTypes.js';
 import { isFinalState, type JobState } from '../model/states.js';
@@ -161,11 +162,15 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
     setCurrentDetails(lines.join('\n\n'));
   }
 
-  function setState(state: JobState, note?: string): void {
+  // Search-attribute upserts are history events and billable Actions: only changes are sent.
+  let publishedState: string | undefined = workflowInfo().typedSearchAttributes.get(ScrapeState);
+  function setState(state: JobState, note?: string, extra: SearchAttributeUpdatePair[] = []): void {
     view.state = state;
     view.note = note;
     if (isFinalState(state)) view.finishedAt = new Date().toISOString();
-    upsertSearchAttributes([{ key: ScrapeState, value: state }]);
+    const updates = [...extra, ...(publishedState === state ? [] : [{ key: ScrapeState, value: state } as SearchAttributeUpdatePair])];
+    if (updates.length) upsertSearchAttributes(updates);
+    publishedState = state;
     publish();
   }
 
@@ -174,8 +179,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
     view.deadlineAt = deadlineAt;
     view.taskId = taskId;
     view.submittedAt ??= new Date().toISOString();
-    upsertSearchAttributes([{ key: ScrapeTaskId, value: taskId }]);
-    setState('pending');
+    setState('pending', undefined, [{ key: ScrapeTaskId, value: taskId }]);
   }
 
   async function transition(state: JobState, opts: { error?: JobError; note?: string; detail?: unknown; force?: boolean } = {}): Promise<void> {
@@ -240,14 +244,19 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   });
 
   // ---- the run ---------------------------------------------------------------------------------
-  upsertSearchAttributes([
+  // The client sets these at start; a run started otherwise (a Schedule, `temporal workflow start`,
+  // continue-as-new) gets whatever is missing, in one upsert.
+  const present = workflowInfo().typedSearchAttributes;
+  const initial: SearchAttributeUpdatePair[] = [
     { key: ScrapeState, value: view.state },
     { key: ScrapeProvider, value: input.provider },
     { key: ScrapeAccount, value: input.account },
     { key: ScrapeHost, value: hostOf(input.request.url) },
     ...(input.batchId ? [{ key: ScrapeBatchId, value: input.batchId }] : []),
     ...(view.taskId ? [{ key: ScrapeTaskId, value: view.taskId }] : []),
-  ]);
+  ].filter((u) => present.get(u.key as never) !== u.value) as SearchAttributeUpdatePair[];
+  if (initial.length) upsertSearchAttributes(initial);
+  publishedState = view.state;
   publish();
 
   let nativeCancel: unknown;
