@@ -4,7 +4,8 @@
  *
  * Lifecycle (source: seeds `002_*`: queued → running → completed | failed | cancelled):
  * created `queued`; after the profile's `queueDelayMs` (ms) → `running` (1 credit); the target is
- * fetched with the global `fetch` (redirects followed, per-job `timeout_ms`), extracted with
+ * fetched with the global `fetch` (redirects followed, per-job `timeout_ms`, a connection-level
+ * failure retried twice with backoff), extracted with
  * {@link extractPage}; the job stays `running` at least `minRunMs` (ms); then `completed` (also
  * when the target answered 4xx/5xx) or `failed` (`FETCH_FAILED` on network error / timeout /
  * oversize body, `EXTRACTION_FAILED` when no document can be built, or a `fail_job` fault's code).
@@ -12,6 +13,7 @@
  * deletion is applied lazily on every access and by a periodic sweep.
  */
 import { randomUUID } from 'node:crypto';
+import pRetry, { AbortError } from 'p-retry';
 import { extractPage } from './extract.js';
 import type { FaultAction, FaultRule, JobError, JobLog, JobResult, JobStatus, Profile, WebhookRequest } from './schemas.js';
 import { isAbortError, iso, sleep, waitForAbort } from './util.js';
@@ -388,11 +390,31 @@ export class JobManager {
     let response: Response;
     let body: Buffer;
     try {
-      response = await fetch(job.url, {
-        redirect: 'follow',
-        signal: fetchSignal,
-        headers: { 'user-agent': this.deps.userAgent, accept: 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.5' },
-      });
+      // A connection-level failure (reset, socket closed under keep-alive, refused) is retried up to
+      // FETCH_RETRIES times with backoff, as real scraping providers do; a timeout or cancel is not.
+      response = await pRetry(
+        async () => {
+          try {
+            return await fetch(job.url, {
+              redirect: 'follow',
+              signal: fetchSignal,
+              headers: { 'user-agent': this.deps.userAgent, accept: 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.5' },
+            });
+          } catch (err) {
+            if (fetchSignal.aborted) throw new AbortError(err instanceof Error ? err : String(err));
+            throw err;
+          }
+        },
+        {
+          retries: FETCH_RETRIES,
+          minTimeout: 200,
+          factor: 3,
+          signal: fetchSignal,
+          onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
+            if (retriesLeft > 0) this.log(job, 'warn', `fetch attempt ${attemptNumber} failed (${describeFetchError(error)}); retrying`);
+          },
+        },
+      );
       const read = await readCapped(response, this.deps.maxBodyBytes);
       if (read === null) {
         return {
@@ -468,6 +490,9 @@ async function readCapped(response: Response, max: number): Promise<Buffer | nul
   }
   return Buffer.concat(chunks, total);
 }
+
+/** Retries of a target fetch after a connection-level failure (so up to 3 attempts in all). */
+const FETCH_RETRIES = 2;
 
 function describeFetchError(err: unknown): string {
   if (!(err instanceof Error)) return String(err);

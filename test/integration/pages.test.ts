@@ -51,7 +51,7 @@ describe('the shared page corpus through the workflow', () => {
     const mismatches: string[] = [];
     for (const { name, ref } of refs) {
       const row = await stack.store.getJob(ref.jobId);
-      expect(row?.state, `${name} state`).toBe('completed');
+      expect(row?.state, `${name} state (last error: ${row?.last_error ?? 'none'})`).toBe('completed');
       const result = await stack.client.getResult('acme', ref.jobId);
       const expected = JSON.parse(fs.readFileSync(path.join(pages.pagesDir, name, 'expected-metadata.json'), 'utf8')) as { title: string };
       if (result.title === expected.title) {

@@ -192,14 +192,16 @@ describe('scrape lifecycle and extraction', () => {
     expect(logs.body.logs.some((l: { level: string }) => l.level === 'warn')).toBe(true);
   });
 
-  it('fails with FETCH_FAILED on a network error and on a timeout', async () => {
+  it('fails with FETCH_FAILED on a network error (after two retries) and on a timeout (no retry)', async () => {
     const s = await sim({ acme: { concurrency: 2 } });
+    const resetsBefore = pages.hits.get('/reset') ?? 0;
     const reset = await submit(s, { url: `${pages.url}/reset` });
     const hang = await submit(s, { url: `${pages.url}/hang`, timeout_ms: 1000 });
     const jr = await pollUntilFinal(s, reset.body.job_id);
     expect(jr.body.status).toBe('failed');
     expect(jr.body.error.code).toBe('FETCH_FAILED');
     expect(jr.body.result).toBeUndefined();
+    expect((pages.hits.get('/reset') ?? 0) - resetsBefore).toBe(3);
     const t0 = Date.now();
     const jh = await pollUntilFinal(s, hang.body.job_id);
     expect(jh.body.error).toEqual({ code: 'FETCH_FAILED', message: expect.stringMatching(/timed out after 1000 ms/) });
