@@ -22,6 +22,7 @@ import { ApplicationFailure, proxyActivities, sleep, upsertSearchAttributes, wor
 import type { ScrapeActivities, StatusOutcome } from '../../src/activities/index.js';
 import { NON_RETRYABLE_TYPES } from '../../src/activities/failureTypes.js';
 import { DEFAULT_POLL_POLICY, type PollPolicy, type ScrapeWorkflowInput } from '../../src/model/types.js';
+import { scrapeActivityOptions } from '../../src/workflows/activityOptions.js';
 import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState, ScrapeTaskId } from '../../src/workflows/searchAttributes.js';
 import type { RetryPollActivities } from './retryActivities.js';
 
@@ -42,24 +43,11 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput): Promise<RetryP
   const deadlineAt = new Date(deadlineAtMs).toISOString();
   const attemptMs = policy.activityTimeoutMs;
   // The same options as the product's proxies of these activities.
-  const store = proxyActivities<ScrapeActivities>({
-    startToCloseTimeout: Math.min(15_000, attemptMs),
-    retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10s' },
-  });
-  const submitter = proxyActivities<ScrapeActivities>({
-    startToCloseTimeout: attemptMs,
-    scheduleToCloseTimeout: Math.max(policy.deadlineMs, 10 * attemptMs),
-    retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '60s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
-  });
-  const reconciler = proxyActivities<ScrapeActivities>({
-    startToCloseTimeout: attemptMs,
-    retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '60s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
-  });
-  const writer = proxyActivities<ScrapeActivities>({
-    startToCloseTimeout: attemptMs,
-    scheduleToCloseTimeout: '30m',
-    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
-  });
+  const options = scrapeActivityOptions(policy);
+  const store = proxyActivities<ScrapeActivities>(options.store);
+  const submitter = proxyActivities<ScrapeActivities>(options.submitter);
+  const reconciler = proxyActivities<ScrapeActivities>(options.reconciler);
+  const writer = proxyActivities<ScrapeActivities>(options.writer);
 
   upsertSearchAttributes([
     { key: ScrapeState, value: 'submitting' },

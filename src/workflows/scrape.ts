@@ -39,6 +39,7 @@ import {
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { ScrapeActivities, StatusOutcome } from '../activities/index.js';
 import { NON_RETRYABLE_TYPES } from '../activities/failureTypes.js';
+import { scrapeActivityOptions } from './activityOptions.js';
 import { isFinalState, type JobState } from '../model/states.js';
 import { DEFAULT_POLL_POLICY, type CancelReport, type JobError, type JobView, type PollPolicy, type ScrapeWorkflowInput } from '../model/types.js';
 import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState, ScrapeTaskId } from './searchAttributes.js';
@@ -104,42 +105,13 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   let progress: { pagesFetched?: number; creditsUsed?: number } = {};
 
   // ---- activities ------------------------------------------------------------------------------
-  const attemptMs = policy.activityTimeoutMs;
-  const store = proxyActivities<ScrapeActivities>({
-    startToCloseTimeout: Math.min(15_000, attemptMs),
-    retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10s' },
-  });
-  const submitter = proxyActivities<ScrapeActivities>({
-    startToCloseTimeout: attemptMs,
-    // Cool-downs (429, concurrency limits) are waited out by retries within this budget.
-    scheduleToCloseTimeout: Math.max(policy.deadlineMs, 10 * attemptMs),
-    retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '60s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
-  });
-  const reconciler = proxyActivities<ScrapeActivities>({
-    startToCloseTimeout: attemptMs,
-    retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '60s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
-  });
-  const checker = proxyActivities<ScrapeActivities>({
-    startToCloseTimeout: attemptMs,
-    scheduleToCloseTimeout: Math.max(policy.statusCheckBudgetMs, attemptMs),
-    retry: {
-      initialInterval: '1s',
-      backoffCoefficient: 2,
-      maximumInterval: '30s',
-      maximumAttempts: policy.statusCheckAttempts,
-      nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
-    },
-  });
-  const writer = proxyActivities<ScrapeActivities>({
-    startToCloseTimeout: attemptMs,
-    scheduleToCloseTimeout: '30m',
-    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
-  });
-  const canceller = proxyActivities<ScrapeActivities>({
-    startToCloseTimeout: attemptMs,
-    scheduleToCloseTimeout: Math.max(policy.cancelConfirmDeadlineMs, attemptMs),
-    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '15s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
-  });
+  const options = scrapeActivityOptions(policy);
+  const store = proxyActivities<ScrapeActivities>(options.store);
+  const submitter = proxyActivities<ScrapeActivities>(options.submitter);
+  const reconciler = proxyActivities<ScrapeActivities>(options.reconciler);
+  const checker = proxyActivities<ScrapeActivities>(options.checker);
+  const writer = proxyActivities<ScrapeActivities>(options.writer);
+  const canceller = proxyActivities<ScrapeActivities>(options.canceller);
 
   // ---- visibility ------------------------------------------------------------------------------
   function publish(): void {
