@@ -60,10 +60,15 @@ export interface WakeHint {
   eventId?: string;
 }
 
+/** Query `state`: the live {@link JobView} (state, task ID, checks, deadline, cancel report). */
 export const stateQuery = defineQuery<JobView>('state');
+/** Signal `cancel`: fire-and-forget cancel request; the outcome is recorded, not returned. */
 export const cancelSignal = defineSignal<[CancelRequest]>('cancel');
+/** Update `cancel`: returns the observed {@link CancelReport}; its validator rejects a job already final. */
 export const cancelUpdate = defineUpdate<CancelReport, [CancelRequest]>('cancel');
+/** Update `resolve`: an operator settles a job in `unknown` with a task ID or an explicit resubmit; returns the view after it. */
 export const resolveUpdate = defineUpdate<JobView, [Resolution]>('resolve');
+/** Signal `wake`: a webhook hint that makes the next status check happen now (the result is still fetched from the provider). */
 export const wakeSignal = defineSignal<[WakeHint]>('wake');
 
 /** Input carried across continue-as-new (absolute deadline, counters). */
