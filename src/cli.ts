@@ -14,6 +14,7 @@ import Table from 'cli-table3';
 import { readBatchFile } from './batch/input.js';
 import { runBatch, type BatchRowOutcome } from './batch/run.js';
 import { jobIdFor, ScrapeError, type JobSummary } from './client/index.js';
+import { JOB_STATES } from './model/states.js';
 import { openRuntime, openRuntimeFromFile, type Runtime } from './runtime.js';
 
 const EXIT = { ok: 0, failed: 1, invalid: 2, notFound: 3 } as const;
@@ -22,6 +23,13 @@ function positiveInt(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('must be a positive integer');
   return n;
+}
+
+function stateList(v: string): string[] {
+  const states = v.split(',').map((x) => x.trim()).filter(Boolean);
+  const bad = states.filter((x) => !(JOB_STATES as readonly string[]).includes(x));
+  if (states.length === 0 || bad.length > 0) throw new InvalidArgumentError(`unknown state(s) ${bad.join(', ') || '(none given)'}; one of ${JOB_STATES.join(', ')}`);
+  return states;
 }
 
 async function withRuntime<T>(opts: { config?: string }, fn: (rt: Runtime) => Promise<T>): Promise<T> {
@@ -84,6 +92,8 @@ export function buildCli(): Command {
   const program = new Command('scrape')
     .description('Durable orchestration of asynchronous scraping APIs on Temporal')
     .showHelpAfterError()
+    // Usage errors (unknown option, bad argument) exit 2 like every other invalid input; help and version 0.
+    .exitOverride((err) => process.exit(err.exitCode === 0 ? EXIT.ok : EXIT.invalid))
     .configureHelp({ sortSubcommands: false });
   const common = (c: Command) => c.option('-c, --config <file>', 'configuration file (default: $SCRAPE_CONFIG, else the demo\'s)').option('-a, --account <name>', 'account to act as');
 
@@ -97,6 +107,11 @@ export function buildCli(): Command {
     .action(async (file: string, opts) => {
       const input = readBatchFile(file);
       for (const err of input.errors) console.error(`line ${err.line}: ${err.reason}${err.raw ? `  | ${err.raw}` : ''}`);
+      if (input.items.length === 0 && input.errors.length === 0) {
+        console.error(`${file} has no rows to run (a CSV needs a header with a "url" column and at least one row)`);
+        process.exitCode = EXIT.invalid;
+        return;
+      }
       await withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
         console.error(`${input.items.length} rows to run from ${file} (${input.format}, batch ${input.batchId}), ${input.errors.length} rejected`);
@@ -176,13 +191,18 @@ export function buildCli(): Command {
     .description('cancel a job and print the outcome observed at the provider')
     .option('-r, --reason <text>', 'why', 'cancelled from the CLI')
     .option('--no-wait', 'send the cancel signal and return at once')
+    .addOption(new Option('--wait-s <seconds>', 'how long to wait for the observed outcome before returning (the request stays recorded)').default(120).argParser(positiveInt))
     .option('--json', 'print JSON')
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        const r = await rt.client.cancelScrape(account, resolveJobId(job, account), { reason: opts.reason, requestedBy: `cli:${process.env.USER ?? 'user'}`, wait: opts.wait });
+        const r = await rt.client.cancelScrape(account, resolveJobId(job, account), { reason: opts.reason, requestedBy: `cli:${process.env.USER ?? 'user'}`, wait: opts.wait, timeoutMs: opts.waitS * 1000 });
         if (opts.json) return console.log(JSON.stringify(r, null, 2));
-        if (r.kind === 'requested') return console.log('cancel requested (signal sent); check with `status`');
+        if (r.kind === 'requested') return console.log(`cancel requested (signal sent)${r.note ? `: ${r.note}` : ''}; check with \`status\``);
+        if (r.kind === 'not_running') {
+          process.exitCode = EXIT.failed;
+          return console.log(`nothing to cancel: the job is ${r.state} but its workflow no longer runs (an orphan); \`resume\` it, then cancel, or see \`orphans\``);
+        }
         if (r.kind === 'already_final') return console.log(`nothing to cancel: the job is already ${r.state}${r.report ? ` (earlier cancel outcome: ${r.report.outcome} — ${r.report.detail})` : ''}`);
         console.log(`outcome: ${r.report.outcome} — ${r.report.detail}\nprovider cancel calls: ${r.report.providerCancelCalls}; remaining effects: ${JSON.stringify(r.report.remainingEffects ?? {})}`);
       }),
@@ -265,10 +285,11 @@ export function buildCli(): Command {
     .description('cancel every job of a batch through the same path and print each observed outcome')
     .option('-r, --reason <text>', 'why', 'batch cancelled from the CLI')
     .option('--no-wait', 'send the cancel signals and return at once')
+    .addOption(new Option('--wait-s <seconds>', 'how long to wait for each job\'s observed outcome (the request stays recorded)').default(120).argParser(positiveInt))
     .option('--json', 'print JSON')
     .action(async (batchId: string, opts) =>
       withRuntime(opts, async (rt) => {
-        const outcomes = await rt.client.cancelBatch(accountOf(rt, opts), batchId, { reason: opts.reason, requestedBy: `cli:${process.env.USER ?? 'user'}`, wait: opts.wait });
+        const outcomes = await rt.client.cancelBatch(accountOf(rt, opts), batchId, { reason: opts.reason, requestedBy: `cli:${process.env.USER ?? 'user'}`, wait: opts.wait, timeoutMs: opts.waitS * 1000 });
         if (opts.json) return console.log(JSON.stringify(outcomes, null, 2));
         const t = new Table({ head: ['job', 'result', 'state / outcome'], style: { head: [], border: [] } });
         for (const o of outcomes) {
@@ -282,13 +303,13 @@ export function buildCli(): Command {
 
   common(program.command('list'))
     .description('list the account\'s jobs, newest first')
-    .option('-s, --state <states>', 'comma-separated states')
+    .addOption(new Option('-s, --state <states>', `comma-separated states (${JOB_STATES.join(', ')})`).argParser(stateList))
     .option('-b, --batch <id>', 'batch ID')
     .addOption(new Option('-n, --limit <n>', 'rows').argParser(positiveInt).default(50))
     .option('--json', 'print JSON')
     .action(async (opts) =>
       withRuntime(opts, async (rt) => {
-        const jobs = await rt.client.list(accountOf(rt, opts), { states: opts.state?.split(','), batchId: opts.batch, limit: opts.limit });
+        const jobs = await rt.client.list(accountOf(rt, opts), { states: opts.state, batchId: opts.batch, limit: opts.limit });
         if (opts.json) return console.log(JSON.stringify(jobs, null, 2));
         const t = new Table({ head: ['job', 'state', 'task', 'url', 'updated'], style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' } });
         for (const j of jobs) t.push([j.jobId, j.state, j.taskId ?? '—', j.url, j.updatedAt]);

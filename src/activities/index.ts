@@ -7,7 +7,7 @@
  * (provider, task ID)), and the submit activity records its intent and its answer in the store so
  * that a retried attempt adopts an earlier answer instead of submitting again.
  */
-import { Context, log } from '@temporalio/activity';
+import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import { deterministicUuid } from '../lib/hash.js';
 import { sanitizeBody } from '../lib/sanitize.js';
 import type { JobState } from '../model/states.js';
@@ -16,7 +16,7 @@ import { isProviderError, ProviderError } from '../providers/errors.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { Accepted, CancelAnswer, StatusObservation } from '../providers/types.js';
 import type { Store } from '../store/index.js';
-import { rethrow } from './failures.js';
+import { rethrow, toFailure } from './failures.js';
 
 /** Dependencies of {@link createActivities}. */
 export interface ActivityDeps {
@@ -324,11 +324,17 @@ export function createActivities(deps: ActivityDeps) {
      * transaction as the job's move to `completed` (rule 6). Safe to retry and to run on two
      * workers at once: the second writer inserts nothing.
      */
-    async saveResult(ref: TaskRef & { url: string }): Promise<SavedResult> {
+    async saveResult(ref: TaskRef & { url: string; notFoundLimit?: number }): Promise<SavedResult> {
       let payload;
       try {
         payload = await call(ref.provider, ref.account, (r) => r.adapter.result(ref.taskId, ref.url, { apiKey: r.apiKey, signal: signal() }));
       } catch (e) {
+        // A task that answered `completed` and then 404s on the result read `notFoundLimit` times
+        // in a row is gone at the provider: stop retrying and let the workflow say so.
+        if (isProviderError(e) && e.kind === 'not_found' && ref.notFoundLimit !== undefined && Context.current().info.attempt >= ref.notFoundLimit) {
+          const f = toFailure(e);
+          throw ApplicationFailure.create({ message: f.message, type: f.type ?? undefined, nonRetryable: true, details: f.details as unknown[] });
+        }
         rethrow(e);
       }
       await deps.hooks?.beforeResultWrite?.(ref.jobId, ref.taskId);

@@ -374,21 +374,10 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
       if (waitMs === 0) {
         result = await client.cancelScrape(account, id, { ...base, wait: false });
       } else {
-        const pending = client.cancelScrape(account, id, { ...base, wait: true });
-        let timer: NodeJS.Timeout | undefined;
-        const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), waitMs)));
-        try {
-          const first = await Promise.race([pending, timeout]);
-          if (first === 'timeout') {
-            pending.catch((e: unknown) => req.log.warn({ err: e }, 'cancel finished with an error after the answer'));
-            const now = await client.getScrape(account, id);
-            result = { kind: 'requested' as const, state: now.state };
-          } else result = first;
-        } finally {
-          clearTimeout(timer);
-        }
+        // Past waitMs the client records the request as a signal and answers `requested`.
+        result = await client.cancelScrape(account, id, { ...base, wait: true, timeoutMs: waitMs });
       }
-      reply.code(result.kind === 'already_final' ? 200 : 202);
+      reply.code(result.kind === 'already_final' || result.kind === 'not_running' ? 200 : 202);
       return toCancelOut(id, result);
     },
   );

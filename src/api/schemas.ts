@@ -142,10 +142,11 @@ const CancelReportSchema = z.object({
 export const CancelResponseSchema = z.object({
   job_id: z.string(),
   result: z
-    .enum(['observed', 'requested', 'already_final'])
-    .describe('`observed`: the provider outcome is known (`cancel.outcome`); `requested`: the cancel is under way, follow `status_url`; `already_final`: nothing to cancel.'),
+    .enum(['observed', 'requested', 'already_final', 'not_running'])
+    .describe('`observed`: the provider outcome is known (`cancel.outcome`); `requested`: the cancel is under way, follow `status_url`; `already_final`: nothing to cancel; `not_running`: the job never reached a final state but its workflow no longer runs (an orphan: an operator resumes it).'),
   state: z.enum(JOB_STATES),
   cancel: CancelReportSchema.nullable(),
+  note: z.string().nullable().describe('Why the outcome is not known yet, when `result` is `requested`.'),
   status_url: z.string(),
 }).meta({ id: 'CancelOutcome' });
 
@@ -257,7 +258,8 @@ export function toCancelOut(jobId: string, r: CancelResult): z.infer<typeof Canc
     job_id: jobId,
     result: r.kind,
     state: r.state,
-    cancel: r.kind === 'requested' ? null : toCancelReportOut(r.report),
+    cancel: r.kind === 'requested' || r.kind === 'not_running' ? null : toCancelReportOut(r.report),
+    note: r.kind === 'requested' ? (r.note ?? null) : null,
     status_url: jobPath(jobId),
   };
 }

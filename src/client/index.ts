@@ -73,8 +73,10 @@ export interface JobResult extends ResultPayload {
 /** Outcome of {@link ScrapeClient.cancelScrape}. */
 export type CancelResult =
   | { kind: 'observed'; state: JobState; report: CancelReport }
-  | { kind: 'requested'; state: JobState }
-  | { kind: 'already_final'; state: JobState; report?: CancelReport };
+  | { kind: 'requested'; state: JobState; note?: string }
+  | { kind: 'already_final'; state: JobState; report?: CancelReport }
+  /** The workflow no longer runs but the job never reached a final state (an orphan): resume it or see `orphans`. */
+  | { kind: 'not_running'; state: JobState };
 
 /** Options of {@link ScrapeClient}. */
 export interface ScrapeClientOptions {
@@ -89,6 +91,11 @@ export interface ScrapeClientOptions {
    * relies on the `wake` signal ({@link ScrapeClient.wake}) for early completion.
    */
   webhookProviders?: readonly string[];
+  /**
+   * Names of the configured providers (the `providers` of `config.ts`). When given, a request
+   * naming another provider is refused with {@link InvalidInputError} before anything starts.
+   */
+  providers?: readonly string[];
 }
 
 const CursorSchema = z.object({ createdAt: z.string().min(1).max(64), id: z.string().min(1).max(300) }).strict();
@@ -131,6 +138,11 @@ export class ScrapeClient {
     if (!parsed.success) throw new InvalidInputError(`invalid scrape request: ${z.prettifyError(parsed.error)}`, parsed.error.issues);
     const p = parsed.data;
     const provider = p.provider ?? this.opts.defaultProvider;
+    if (this.opts.providers && !this.opts.providers.includes(provider)) {
+      throw new InvalidInputError(`unknown provider "${provider}"; configured: ${this.opts.providers.join(', ') || 'none'}`, [
+        { code: 'custom', path: ['provider'], message: `unknown provider "${provider}"`, input: provider },
+      ]);
+    }
     const request = { url: p.url, format: p.format, options: p.options };
     const requestHash = fingerprint({ provider, request });
     const key = p.key ?? `r-${requestHash.slice(0, 32)}`;
@@ -162,7 +174,10 @@ export class ScrapeClient {
       throw e;
     }
     if (!created && isFinalState(existing.state)) return { jobId, account: p.account, key, created: false };
-    const wfInput: ScrapeWorkflowInput = { jobId, account: p.account, key, provider, requestHash, request, row: p.row, batchId: p.batchId, policy: p.policy };
+    // The row is evidence only: its secret-named columns and credentials are redacted before it
+    // enters workflow input (and so history), as in the store.
+    const row = p.row === undefined ? undefined : (sanitizeBody(p.row) as Record<string, unknown>);
+    const wfInput: ScrapeWorkflowInput = { jobId, account: p.account, key, provider, requestHash, request, row, batchId: p.batchId, policy: p.policy };
     if (this.opts.webhookProviders?.includes(provider)) wfInput.webhooks = true;
     try {
       await this.opts.temporal.workflow.start<typeof scrapeWorkflow>('scrapeWorkflow', {
@@ -314,9 +329,13 @@ export class ScrapeClient {
   /**
    * Requests cancellation. With `wait` (default) it uses the `cancel` Update and returns the
    * outcome observed at the provider; without, it sends the `cancel` signal and returns at once.
-   * Cancelling a finished job changes nothing and says so; cancelling twice returns the same outcome.
+   * `timeoutMs` (default 120000 ms) bounds the wait: past it (e.g. no worker is running) the
+   * request is also sent as a signal, which is durable, and the answer is `requested` with a note.
+   * Cancelling a finished job changes nothing and says so (`already_final`); cancelling twice
+   * returns the same outcome; a non-final job whose workflow no longer runs is `not_running`.
+   * Throws {@link JobNotFoundError} for a job of another account or none.
    */
-  async cancelScrape(account: string, jobId: string, opts: { reason?: string; requestedBy?: string; wait?: boolean } = {}): Promise<CancelResult> {
+  async cancelScrape(account: string, jobId: string, opts: { reason?: string; requestedBy?: string; wait?: boolean; timeoutMs?: number } = {}): Promise<CancelResult> {
     const row = await this.row(account, jobId).catch(async (e) => {
       // Started but not yet registered: the workflow exists, the store row not yet.
       if (e instanceof JobNotFoundError) {
@@ -336,22 +355,39 @@ export class ScrapeClient {
     }
     if (desc.status.name !== 'RUNNING') {
       const state = (row?.state ?? 'submitting') as JobState;
+      if (!isFinalState(state)) return { kind: 'not_running', state };
       return { kind: 'already_final', state, report: await this.lastCancelReport(jobId) };
     }
     if (opts.wait === false) {
       await handle.signal(cancelSignal, req);
       return { kind: 'requested', state: 'cancelling' };
     }
+    const timeoutMs = opts.timeoutMs ?? 120_000;
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), timeoutMs);
     try {
-      const report = await handle.executeUpdate(cancelUpdate, { args: [req] });
+      const report = await this.opts.temporal.withAbortSignal(abort.signal, () => handle.executeUpdate(cancelUpdate, { args: [req] }));
       const after = await this.opts.store.getJob(jobId);
       return { kind: 'observed', state: (after?.state ?? 'cancelling') as JobState, report };
     } catch (e) {
       if (e instanceof WorkflowUpdateFailedError || e instanceof WorkflowNotFoundError) {
         const after = await this.opts.store.getJob(jobId);
-        return { kind: 'already_final', state: (after?.state ?? 'submitting') as JobState, report: await this.lastCancelReport(jobId) };
+        const state = (after?.state ?? 'submitting') as JobState;
+        if (!isFinalState(state)) return { kind: 'not_running', state };
+        return { kind: 'already_final', state, report: await this.lastCancelReport(jobId) };
       }
-      throw e;
+      if (!abort.signal.aborted) throw e;
+      // No outcome in time (typically no worker polls the task queue). An Update not yet accepted
+      // by a worker is not durable, so the request is also sent as a signal, which is: it acts as
+      // soon as a worker runs the workflow.
+      await handle.signal(cancelSignal, req);
+      return {
+        kind: 'requested',
+        state: 'cancelling',
+        note: `no cancel outcome within ${Math.round(timeoutMs / 1000)} s (is a worker polling task queue "${this.opts.taskQueue}"?); the request was recorded as a signal and acts when a worker runs the job`,
+      };
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -426,9 +462,20 @@ export class ScrapeClient {
   /**
    * Resolves a job waiting in `unknown` (provider without idempotency or list): adopt a task ID
    * the operator found, or resubmit under the same key. Returns the workflow's view afterwards.
+   * Throws {@link JobNotFoundError} (missing or another account's job) and {@link ScrapeError}
+   * `conflict` when the job is not in `unknown` or the task ID already belongs to another job.
    */
   async resolve(account: string, jobId: string, resolution: Resolution): Promise<JobView> {
-    this.authorize(account, jobId);
+    const row = await this.row(account, jobId);
+    if (row.state !== 'unknown') {
+      throw new ScrapeError('conflict', `cannot resolve job ${jobId}: it is ${row.state}; only a job waiting in unknown can be resolved`, { state: row.state });
+    }
+    if ('taskId' in resolution) {
+      const owner = await this.opts.store.getJobByTask(row.provider, resolution.taskId);
+      if (owner && owner.id !== jobId) {
+        throw new ScrapeError('conflict', `cannot resolve job ${jobId}: task ${resolution.taskId} already belongs to another job`, { state: row.state });
+      }
+    }
     try {
       return await this.opts.temporal.workflow.getHandle(jobId).executeUpdate(resolveUpdate, { args: [resolution] });
     } catch (e) {
@@ -484,7 +531,7 @@ export class ScrapeClient {
    * or the signal with `wait: false`), `concurrency` at a time (default 16), and returns each
    * job's outcome. Safe to repeat: a finished job answers `already_final`.
    */
-  async cancelBatch(account: string, batchId: string, opts: { reason?: string; requestedBy?: string; wait?: boolean; concurrency?: number } = {}): Promise<{ jobId: string; result: CancelResult | { kind: 'error'; message: string } }[]> {
+  async cancelBatch(account: string, batchId: string, opts: { reason?: string; requestedBy?: string; wait?: boolean; timeoutMs?: number; concurrency?: number } = {}): Promise<{ jobId: string; result: CancelResult | { kind: 'error'; message: string } }[]> {
     const jobs = await this.opts.store.listJobs({ account, batchId, limit: 100_000 });
     const out: { jobId: string; result: CancelResult | { kind: 'error'; message: string } }[] = [];
     let next = 0;
@@ -493,7 +540,7 @@ export class ScrapeClient {
         const job = jobs[next++];
         if (!job) return;
         try {
-          out.push({ jobId: job.id, result: await this.cancelScrape(account, job.id, { reason: opts.reason ?? `batch ${batchId} cancelled`, requestedBy: opts.requestedBy, wait: opts.wait }) });
+          out.push({ jobId: job.id, result: await this.cancelScrape(account, job.id, { reason: opts.reason ?? `batch ${batchId} cancelled`, requestedBy: opts.requestedBy, wait: opts.wait, timeoutMs: opts.timeoutMs }) });
         } catch (e) {
           out.push({ jobId: job.id, result: { kind: 'error', message: (e as Error).message } });
         }

@@ -10,16 +10,93 @@
 /** Placeholder written where a secret was removed. */
 export const REDACTED = '[REDACTED]';
 
-/** Query-parameter, header and JSON-field names whose values are treated as secrets. */
-const SECRET_NAME = /^(authorization|proxy-authorization|cookie|set-cookie|x-api-key|api[-_]?key|apikey|token|access[-_]?token|refresh[-_]?token|auth|secret|client[-_]?secret|password|passwd|pwd|signature|sig|x-idempotency-key-secret|x-sim-admin|private[-_]?key|session)$/i;
+/** Whole names that are secrets (compared lower-case). */
+const SECRET_NAMES = new Set(['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key', 'key', 'x-sim-admin', 'x-idempotency-key-secret']);
 
-/** True when a header, query-parameter or field name denotes a secret. */
+/**
+ * Name components (split on `-`, `_`, `.` and camelCase) that make a name a secret wherever they
+ * stand: `auth_token`, `private_token` (GitLab), `X-Amz-Signature` / `X-Amz-Credential` (presigned
+ * S3), `apiToken`, `sessionid`, `pass`, `client_secret`, `jwt`.
+ */
+const SECRET_PARTS = new Set([
+  'token', 'secret', 'password', 'passwd', 'pass', 'pwd', 'passphrase', 'signature', 'sig', 'credential', 'credentials',
+  'session', 'sessionid', 'sid', 'jwt', 'cookie', 'authorization', 'auth', 'apikey', 'accesskey', 'privatekey', 'secretkey',
+]);
+
+/** Joined components ending a name that make it a secret: `api_key`, `access-key`, `privateKey`, `secret_key`. */
+const SECRET_SUFFIXES = ['apikey', 'accesskey', 'privatekey', 'secretkey', 'signingkey'];
+
+/**
+ * True when a header, query-parameter or field name denotes a secret: a whole name such as
+ * `Authorization` or `key` (Google's `?key=`), a component such as `token`, `secret`, `password`,
+ * `signature`, `session`, `auth`, or a name ending in `api_key` / `access_key` / `private_key`.
+ */
 export function isSecretName(name: string): boolean {
-  return SECRET_NAME.test(name);
+  const lower = name.toLowerCase();
+  if (SECRET_NAMES.has(lower)) return true;
+  const parts = name
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toLowerCase()
+    .split(/[-_.\s[\]]+/)
+    .filter(Boolean);
+  if (parts.some((p) => SECRET_PARTS.has(p))) return true;
+  const joined = parts.join('');
+  return SECRET_SUFFIXES.some((s) => joined.endsWith(s));
 }
 
 /**
- * Returns `url` with user-info and secret query parameters replaced by {@link REDACTED}.
+ * The names in a URL that carry a secret: user-info (`user:pass@`), and secret-named parameters in
+ * the query string or in a `#a=b&c=d` fragment (OAuth implicit flow puts `access_token` there).
+ * Empty when the URL carries none or does not parse.
+ */
+export function secretPartsOfUrl(url: string): string[] {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return [];
+  }
+  const found: string[] = [];
+  if (u.username || u.password) found.push('user-info');
+  for (const name of u.searchParams.keys()) if (isSecretName(name)) found.push(`query parameter "${name}"`);
+  if (u.hash.length > 1) {
+    for (const name of new URLSearchParams(u.hash.slice(1)).keys()) if (isSecretName(name)) found.push(`fragment parameter "${name}"`);
+  }
+  return found;
+}
+
+/**
+ * The JSON path of the first secret in `value`: a secret-named field ({@link isSecretName}) with a
+ * non-empty value, a `Bearer`/`Basic` credential in a string, or a URL carrying one
+ * ({@link secretPartsOfUrl}). `undefined` when there is none. Used to refuse input that would put a
+ * secret into workflow history.
+ */
+export function findSecret(value: unknown, path = ''): string | undefined {
+  if (typeof value === 'string') {
+    if (/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/.test(value)) return path || '(value)';
+    if (/^https?:\/\//i.test(value) && secretPartsOfUrl(value).length > 0) return path || '(value)';
+    return undefined;
+  }
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const hit = findSecret(value[i], `${path}[${i}]`);
+      if (hit) return hit;
+    }
+    return undefined;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      const here = path ? `${path}.${k}` : k;
+      if (isSecretName(k) && v !== null && v !== undefined && v !== '') return here;
+      const hit = findSecret(v, here);
+      if (hit) return hit;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Returns `url` with user-info and secret query and fragment parameters replaced by {@link REDACTED}.
  * A string that does not parse as a URL is passed through {@link redactSecrets} instead.
  */
 export function sanitizeUrl(url: string, secrets: readonly string[] = []): string {
@@ -35,6 +112,14 @@ export function sanitizeUrl(url: string, secrets: readonly string[] = []): strin
   }
   for (const name of [...u.searchParams.keys()]) {
     if (isSecretName(name)) u.searchParams.set(name, REDACTED);
+  }
+  if (u.hash.length > 1) {
+    const frag = new URLSearchParams(u.hash.slice(1));
+    const names = [...frag.keys()].filter(isSecretName);
+    if (names.length > 0) {
+      for (const name of names) frag.set(name, REDACTED);
+      u.hash = frag.toString();
+    }
   }
   return redactSecrets(u.toString(), secrets);
 }

@@ -3,7 +3,7 @@
  * HTTP API). Workflow code never imports this module (it imports only the plain types).
  */
 import { z } from 'zod';
-import { isSecretName } from '../lib/sanitize.js';
+import { findSecret, secretPartsOfUrl } from '../lib/sanitize.js';
 
 /** Account names: 1..64 of `A-Z a-z 0-9 . _ -`. */
 export const AccountSchema = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'account must be 1-64 characters of A-Z, a-z, 0-9, ".", "_", "-"');
@@ -28,9 +28,15 @@ export const TargetUrlSchema = z
       return;
     }
     if (u.protocol !== 'http:' && u.protocol !== 'https:') ctx.addIssue({ code: 'custom', message: `url scheme must be http or https, not ${u.protocol.replace(':', '')}` });
-    if (u.username || u.password) ctx.addIssue({ code: 'custom', message: 'url must not contain credentials (user-info); configure credentials on the worker' });
-    const secret = [...u.searchParams.keys()].find(isSecretName);
-    if (secret) ctx.addIssue({ code: 'custom', message: `url query parameter "${secret}" looks like a credential; secrets must not enter workflow input` });
+    if (/[\u0000-\u001f\u007f]/.test(value)) ctx.addIssue({ code: 'custom', message: 'url contains a control character' });
+    for (const part of secretPartsOfUrl(value)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: part === 'user-info'
+          ? 'url must not contain credentials (user-info); configure credentials on the worker'
+          : `url ${part} looks like a credential; secrets must not enter workflow input`,
+      });
+    }
   });
 
 /** Poll policy overrides (all durations in ms). */
@@ -44,6 +50,7 @@ export const PollPolicySchema = z
     statusCheckAttempts: z.number().int().min(1).max(100),
     statusCheckBudgetMs: z.number().int().min(1_000).max(24 * 3_600_000),
     notFoundLimit: z.number().int().min(1).max(100),
+    submitRounds: z.number().int().min(1).max(20),
     cancelConfirmDeadlineMs: z.number().int().min(1_000).max(24 * 3_600_000),
     onDeadline: z.enum(['interrupt', 'cancel']),
     activityTimeoutMs: z.number().int().min(1_000).max(3_600_000),
@@ -67,8 +74,9 @@ export const StartScrapeInputSchema = z
       .superRefine((o, ctx) => {
         for (const k of Object.keys(o)) {
           if (['url', 'format', 'client_ref', 'webhook'].includes(k)) ctx.addIssue({ code: 'custom', message: `options.${k} is set by the orchestrator and cannot be given` });
-          else if (isSecretName(k)) ctx.addIssue({ code: 'custom', message: `options.${k} looks like a credential; secrets must not enter workflow input` });
         }
+        const secret = findSecret(o);
+        if (secret) ctx.addIssue({ code: 'custom', message: `options.${secret} looks like a credential; secrets must not enter workflow input (configure them on the worker)` });
       }),
     /** The caller's idempotency key; when absent, one is derived from the request. */
     key: IdempotencyKeySchema.optional(),

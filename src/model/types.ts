@@ -43,8 +43,13 @@ export interface PollPolicy {
   statusCheckAttempts: number;
   /** Elapsed-time budget of one status check including its retries (ms). */
   statusCheckBudgetMs: number;
-  /** Consecutive `404`s on a known task before it is declared `expired` (count). */
+  /** Consecutive `404`s on a known task (status or result read) before it is declared `expired` (count). */
   notFoundLimit: number;
+  /**
+   * Submissions whose answer was lost and which reconciliation proved left no task behind, before
+   * the job fails as `submit_unacknowledged` (count). Resubmits are backed off 2 s, 4 s, 8 s … ≤ 60 s.
+   */
+  submitRounds: number;
   /** After a cancel request, how long to wait for the provider to confirm (ms). */
   cancelConfirmDeadlineMs: number;
   /** When the deadline passes: stop tracking (`interrupt`) or cancel at the provider (`cancel`). */
@@ -71,6 +76,7 @@ export const DEFAULT_POLL_POLICY: PollPolicy = {
   statusCheckAttempts: 8,
   statusCheckBudgetMs: 5 * 60_000,
   notFoundLimit: 3,
+  submitRounds: 5,
   cancelConfirmDeadlineMs: 2 * 60_000,
   onDeadline: 'interrupt',
   activityTimeoutMs: 30_000,

@@ -30,6 +30,7 @@ import {
   defineUpdate,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -288,6 +289,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   /** Submits (or reconciles) until a task ID is known. False when the job ended without one. */
   async function acquireTask(): Promise<boolean> {
     let afterReconcile = false;
+    let absentRounds = 0;
     for (;;) {
       if (cancelReq) {
         await cancelPath();
@@ -337,6 +339,24 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       }
       if (rec.kind === 'absent') {
         afterReconcile = true;
+        absentRounds++;
+        if (patched('bounded-resubmits')) {
+          // Each round was proven to leave no task behind; a provider that keeps losing our
+          // submits gets backed-off attempts, then a failure with the evidence (no task exists,
+          // nothing runs or bills at the provider), never an endless loop.
+          if (absentRounds >= policy.submitRounds) {
+            await transition('failed', {
+              error: { ...out.error, kind: 'submit_unacknowledged', message: `${absentRounds} submissions went unanswered and each time the provider's list showed no task (last: ${out.error.message})` },
+              note: `no task exists at the provider after ${absentRounds} unanswered submissions; nothing is running there`,
+            });
+            return false;
+          }
+          const delayMs = nextSubmitDelay(absentRounds);
+          await store.recordState({ jobId: input.jobId, state: 'submitting', detail: { note: `reconciled: provider list proves no task exists; resubmitting under the same key in ${delayMs} ms (round ${absentRounds + 1} of ${policy.submitRounds})` } });
+          setState('submitting', `reconciled: no task exists at the provider; resubmitting under the same key in ${delayMs} ms`);
+          await condition(() => cancelReq !== undefined, delayMs);
+          continue;
+        }
         await store.recordState({ jobId: input.jobId, state: 'submitting', detail: { note: 'reconciled: provider list proves no task exists; resubmitting under the same key' } });
         setState('submitting', 'reconciled: no task exists at the provider; resubmitting under the same key');
         continue;
@@ -371,6 +391,12 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       await store.recordState({ jobId: input.jobId, state: 'submitting', detail: { note: `operator ${r.by ?? ''} asked to resubmit under the same key` } });
       setState('submitting', 'operator asked to resubmit under the same key');
     }
+  }
+
+  /** Backoff before resubmitting after round `round` (1-based) was proven absent: 2 s × 2^(round−1), at most 60 s, jittered; ms. */
+  function nextSubmitDelay(round: number): number {
+    const base = Math.min(60_000, 2_000 * Math.pow(2, round - 1));
+    return Math.round(base * (1 - policy.jitter + 2 * policy.jitter * Math.random()));
   }
 
   function nextDelay(index: number, floorMs: number): number {
@@ -449,7 +475,12 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       if (s.progress) progress = { ...progress, ...definedOnly(s.progress) };
       floorMs = s.retryAfterMs ?? 0;
       if (s.state === 'completed') {
-        await saveResult();
+        const error = await saveResult();
+        if (error?.kind === 'not_found') {
+          await transition('expired', { error, note: `the provider reported task ${view.taskId} completed but no longer serves its result (404 ${policy.notFoundLimit} times)` });
+        } else if (error) {
+          await transition('tracking_interrupted', { error, note: `the provider reported task ${view.taskId} completed but its result could not be read (${error.message}); fix the cause and resume with the same task ID` });
+        }
         return;
       }
       if (s.state === 'failed') {
@@ -465,12 +496,26 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
     }
   }
 
-  async function saveResult(): Promise<void> {
-    // The write finishes or does not start: a cancel arriving now waits for it (never half).
-    const saved = await CancellationScope.nonCancellable(() => writer.saveResult({ ...taskRef(), url: input.request.url }));
+  /**
+   * Reads the result and writes it once. Undefined when written (the row is `completed`); the
+   * error when the read was refused (credentials), the result is gone (404 `notFoundLimit`
+   * times) or the write budget ran out; the caller then records a non-final-free outcome.
+   */
+  async function saveResult(): Promise<JobError | undefined> {
+    let saved: Awaited<ReturnType<ScrapeActivities['saveResult']>>;
+    try {
+      // The write finishes or does not start: a cancel arriving now waits for it (never half).
+      saved = await CancellationScope.nonCancellable(() => writer.saveResult({ ...taskRef(), url: input.request.url, notFoundLimit: policy.notFoundLimit }));
+    } catch (e) {
+      if (isCancellation(e)) throw e;
+      const error = jobErrorOf(e, 'result read failed');
+      view.lastError = error;
+      return error;
+    }
     view.result = { resultId: saved.resultId, title: saved.title, httpStatus: saved.httpStatus, finalUrl: saved.finalUrl };
     view.lastError = undefined;
     setState('completed');
+    return undefined;
   }
 
   async function onDeadline(): Promise<void> {
@@ -509,7 +554,13 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       const wasUnknown = view.state === 'unknown';
       await transition('cancelling', { note: `cancel requested via ${report.via} by ${report.requestedBy}: ${report.reason}`, detail: { cancel: report } });
       if (!view.taskId && wasUnknown) {
-        const rec = await reconciler.reconcileSubmit({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request });
+        let rec: Awaited<ReturnType<ScrapeActivities['reconcileSubmit']>>;
+        try {
+          rec = await reconciler.reconcileSubmit({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request });
+        } catch (e) {
+          const error = jobErrorOf(e, 'reconciliation failed');
+          return finish('cancel_unconfirmed', `could not determine whether a provider task exists: reconciliation was refused (${error.message}); nothing was cancelled at the provider`, error);
+        }
         if (rec.kind === 'found') {
           setTask(rec.taskId);
           setState('cancelling');
@@ -547,7 +598,8 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
           if (s.progress) progress = { ...progress, ...definedOnly(s.progress) };
           if (s.state === 'cancelled') return finish('cancelled', `the provider confirmed the task stopped (status ${s.providerStatus})`);
           if (s.state === 'completed') {
-            await saveResult();
+            const error = await saveResult();
+            if (error) return finish('cancel_unconfirmed', `the provider finished the task before the cancel took effect, but its result could not be read (${error.message})`, error);
             return finish('completed', 'the provider finished the task before the cancel took effect: the result was kept and written once; the cancel came too late');
           }
           if (s.state === 'failed') {

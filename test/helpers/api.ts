@@ -50,7 +50,7 @@ export async function startApiStack(opts: StackOptions & { webhooks?: boolean; a
     stack.config.providers.reference!.webhook = { url: 'http://127.0.0.1:9/placeholder', secretEnv };
   }
   Object.assign(stack.config.api, opts.api ?? {});
-  const client = new ScrapeClient({ temporal: stack.temporal, store: stack.store, taskQueue: stack.config.temporal.taskQueue, defaultProvider: 'reference', webhookProviders: webhookProviderNames(stack.config) });
+  const client = new ScrapeClient({ temporal: stack.temporal, store: stack.store, taskQueue: stack.config.temporal.taskQueue, defaultProvider: 'reference', webhookProviders: webhookProviderNames(stack.config), providers: Object.keys(stack.config.providers) });
   const logStream = new PassThrough();
   let logText = '';
   logStream.on('data', (b: Buffer) => (logText += b.toString()));

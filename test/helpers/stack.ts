@@ -99,7 +99,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const store = await openStore(config.storeUrl);
   const connection = await Connection.connect({ address });
   const temporal = new Client({ connection, namespace });
-  const client = new ScrapeClient({ temporal, store, taskQueue: config.temporal.taskQueue, defaultProvider: 'reference' });
+  const client = new ScrapeClient({ temporal, store, taskQueue: config.temporal.taskQueue, defaultProvider: 'reference', providers: Object.keys(config.providers) });
   let native: NativeConnection | undefined;
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;

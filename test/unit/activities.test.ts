@@ -154,4 +154,18 @@ describe('saveResult', () => {
     expect(await store.countResults({ provider: 'fake', taskId: 'task-1' })).toBe(1);
     expect((await store.getJob(input.jobId))?.state).toBe('completed');
   });
+
+  it('a result that 404s is retried, and stops being retried at the notFoundLimit-th attempt', async () => {
+    await store.recordTaskId(input.jobId, 'task-1', 'queued', 'test');
+    fake.result = async () => {
+      fake.calls.push('result');
+      throw new ProviderError('not_found', 'GET /api/jobs/task-1 answered 404', { httpStatus: 404 });
+    };
+    const ref = { jobId: input.jobId, provider: 'fake', account: 'acme', taskId: 'task-1', url: input.request.url, notFoundLimit: 3 };
+    const early = await failure(env(2).run(acts.saveResult, ref));
+    expect([early.type, early.nonRetryable]).toEqual(['Provider.not_found', false]);
+    const last = await failure(env(3).run(acts.saveResult, ref));
+    expect([last.type, last.nonRetryable]).toEqual(['Provider.not_found', true]);
+    expect(await store.countResults({ provider: 'fake', taskId: 'task-1' })).toBe(0);
+  });
 });

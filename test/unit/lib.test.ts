@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, deterministicUuid, fingerprint } from '../../src/lib/hash.js';
 import { parseRetryAfter, parseWaitFromMessage } from '../../src/lib/retryAfter.js';
-import { REDACTED, redactSecrets, sanitizeBody, sanitizeHeaders, sanitizeUrl } from '../../src/lib/sanitize.js';
+import { findSecret, isSecretName, REDACTED, redactSecrets, sanitizeBody, sanitizeHeaders, sanitizeUrl, secretPartsOfUrl } from '../../src/lib/sanitize.js';
+import { StartScrapeInputSchema } from '../../src/model/schemas.js';
 
 describe('canonical hashing', () => {
   it('ignores key order and undefined members, not values', () => {
@@ -52,5 +53,36 @@ describe('sanitising what we record', () => {
       nested: { api_key: REDACTED, note: `uses ${REDACTED}` },
       list: [`https://h/?token=${encodeURIComponent(REDACTED)}`],
     });
+  });
+  it('knows the secret names providers and clouds use, and leaves ordinary names alone', () => {
+    for (const n of ['auth_token', 'private_token', 'key', 'X-Amz-Signature', 'X-Amz-Credential', 'X-Amz-Security-Token', 'apiToken', 'sessionid', 'pass', 'client_secret', 'api-key', 'accessKey', 'jwt', 'Authorization'])
+      expect(isSecretName(n), n).toBe(true);
+    for (const n of ['url', 'format', 'Idempotency-Key', 'keyword', 'page', 'author', 'passenger', 'content-type', 'x-request-id', 'monkey', 'title'])
+      expect(isSecretName(n), n).toBe(false);
+  });
+  it('finds secrets in URL fragments and redacts them there too', () => {
+    expect(secretPartsOfUrl('https://app.example/cb#access_token=abc&state=1')).toEqual(['fragment parameter "access_token"']);
+    expect(secretPartsOfUrl('https://a.example/p?q=1#section-2')).toEqual([]);
+    expect(sanitizeUrl('https://app.example/cb#access_token=abc&state=1')).toBe(`https://app.example/cb#access_token=${encodeURIComponent(REDACTED)}&state=1`);
+  });
+  it('finds a secret at any depth of a value and names its path', () => {
+    expect(findSecret({ headers: { Authorization: 'Bearer NESTED0123456789' } })).toBe('headers.Authorization');
+    expect(findSecret({ extra: [{ note: 'x' }, { api_key: 'k' }] })).toBe('extra[1].api_key');
+    expect(findSecret({ note: 'send Bearer abcdefgh12345678 please' })).toBe('note');
+    expect(findSecret({ next: 'https://h.example/?X-Amz-Signature=abc' })).toBe('next');
+    expect(findSecret({ wait_for: '#main', render: true, token: '' })).toBeUndefined();
+  });
+  it('refuses scrape requests that would put a secret into workflow input', () => {
+    const base = { account: 'acme', url: 'https://example.com/a' };
+    const problems = (input: object) => {
+      const r = StartScrapeInputSchema.safeParse({ ...base, ...input });
+      return r.success ? [] : r.error.issues.map((i) => i.message);
+    };
+    expect(problems({ options: { headers: { Authorization: 'Bearer NESTED0123456789' } } })).toEqual([expect.stringMatching(/options\.headers\.Authorization looks like a credential/)]);
+    expect(problems({ url: 'https://gitlab.example/api?private_token=abc' })).toEqual([expect.stringMatching(/query parameter "private_token"/)]);
+    expect(problems({ url: 'https://bucket.s3.example/o?X-Amz-Signature=abc' })).toEqual([expect.stringMatching(/X-Amz-Signature/)]);
+    expect(problems({ url: 'https://app.example/cb#access_token=abc' })).toEqual([expect.stringMatching(/fragment parameter "access_token"/)]);
+    expect(problems({ url: 'https://example.com/a\u0000b' })).toEqual([expect.stringMatching(/control character/)]);
+    expect(problems({ options: { wait_for: '#main' }, url: 'https://example.com/search?q=keys' })).toEqual([]);
   });
 });

@@ -1,0 +1,191 @@
+/**
+ * Failure paths found by an adversarial review, each pinned by a test on the real stack:
+ *
+ * - a provider that keeps losing our submits (no idempotency, list proves each absent) gets a
+ *   bounded number of backed-off submissions, then `failed` with the evidence, never a hot loop;
+ * - secrets in an input row never reach workflow history (the row is redacted like the store's copy),
+ *   and secrets nested in options are refused before anything starts;
+ * - an unknown provider is refused before anything starts;
+ * - a cancel while no worker runs answers `requested` after its timeout (recorded as a signal) and
+ *   acts once a worker is back;
+ * - a result read or a reconciliation refused permanently (a revoked key) ends in a recorded state,
+ *   never a failed workflow with a non-final row (these two use activities that throw, on the real
+ *   dev server: the reference provider has no way to revoke a key mid-job).
+ */
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities } from '../../src/activities/index.js';
+import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { workflowBundle } from '../../src/worker.js';
+import { FAST_POLICY, KEYS, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
+
+let pages: PageServer;
+beforeAll(async () => {
+  pages = await startPageServer();
+});
+afterAll(async () => pages?.close());
+
+/** Every string and every payload (bytes, decoded as UTF-8) of a workflow's history, as one text. */
+async function historyText(stack: Stack, workflowId: string): Promise<string> {
+  const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
+  const parts: string[] = [];
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') parts.push(v);
+    else if (v instanceof Uint8Array) parts.push(Buffer.from(v).toString('utf8'));
+    else if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === 'object') Object.values(v).forEach(walk);
+  };
+  walk(history);
+  return parts.join('\n');
+}
+
+describe('on the reference provider', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ profile: { concurrency: 8, idempotency: false, list: true } });
+  });
+  afterAll(async () => stack?.stop());
+
+  it('submits that are always lost are retried a bounded number of times with backoff, then fail with the evidence', async () => {
+    const tag = 'always-lost';
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'drop_before_commit' });
+    const submitsBefore = stack.sim.stats().requests.byEndpoint.submit;
+    const started = Date.now();
+    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('001')}?${tag}`, key: tag, policy: { ...FAST_POLICY, submitRounds: 3 } });
+    const row = await waitForState(stack.store, ref.jobId, ['failed', 'completed'], 60_000);
+    expect(row.state).toBe('failed');
+    expect(JSON.parse(row.last_error!)).toMatchObject({ kind: 'submit_unacknowledged', message: expect.stringMatching(/^3 submissions went unanswered/) });
+    expect(stack.sim.stats().requests.byEndpoint.submit - submitsBefore).toBe(3);
+    expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(0);
+    // Backed off: 2 s then 4 s (±10 % jitter) between the three rounds.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(5_000);
+    const history = await stack.temporal.workflow.getHandle(ref.jobId).fetchHistory();
+    expect(history.events!.length).toBeLessThan(120);
+  });
+
+  it('keeps secrets of the input row out of workflow history and the store; refuses nested secrets in options', async () => {
+    const rowSecret = 'sk-live-ROWSECRET-0123456789';
+    const bearer = 'tok-BEARERSECRET-0123456789';
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: pages.pageUrl('002'),
+      key: 'row-secrets',
+      row: { url: pages.pageUrl('002'), api_key: rowSecret, password: 'hunter2-hunter2', note: `Bearer ${bearer}` },
+      policy: FAST_POLICY,
+    });
+    await waitForState(stack.store, ref.jobId, ['completed']);
+    const text = await historyText(stack, ref.jobId);
+    expect(text).toContain(pages.pageUrl('002')); // the payloads are decoded: the row's URL is there
+    for (const secret of [rowSecret, bearer, 'hunter2-hunter2', KEYS.acme]) expect(text).not.toContain(secret);
+    const stored = JSON.stringify(await stack.store.getJob(ref.jobId));
+    for (const secret of [rowSecret, bearer, 'hunter2-hunter2']) expect(stored).not.toContain(secret);
+
+    const jobsBefore = stack.sim.stats().jobsCreated.total;
+    await expect(
+      stack.client.startScrape({ account: 'acme', url: pages.pageUrl('cnet'), key: 'nested-secret', options: { headers: { Authorization: 'Bearer NESTED0123456789' } } }),
+    ).rejects.toMatchObject({ code: 'invalid', message: expect.stringMatching(/options\.headers\.Authorization looks like a credential/) });
+    await expect(stack.store.getJob('scrape:acme:nested-secret')).resolves.toBeUndefined();
+    expect(stack.sim.stats().jobsCreated.total).toBe(jobsBefore);
+  });
+
+  it('refuses an unknown provider before anything starts', async () => {
+    await expect(stack.client.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'no-such-provider', provider: 'nope' })).rejects.toMatchObject({
+      code: 'invalid',
+      message: expect.stringMatching(/unknown provider "nope"; configured: reference/),
+    });
+    await expect(stack.store.getJob('scrape:acme:no-such-provider')).resolves.toBeUndefined();
+  });
+
+  it('a cancel while no worker runs answers `requested` after its timeout and acts when a worker is back', async () => {
+    const tag = 'cancel-no-worker';
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
+    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('cnn')}?${tag}`, key: tag, policy: FAST_POLICY });
+    await waitForState(stack.store, ref.jobId, ['pending']);
+    await stack.stopWorker();
+    const cancelsBefore = stack.sim.stats().requests.byEndpoint.cancel;
+    const r = await stack.client.cancelScrape('acme', ref.jobId, { reason: 'test', timeoutMs: 2_000 });
+    expect(r).toMatchObject({ kind: 'requested', state: 'cancelling', note: expect.stringMatching(/no cancel outcome within 2 s/) });
+    expect(stack.sim.stats().requests.byEndpoint.cancel).toBe(cancelsBefore);
+    await stack.startWorker();
+    const row = await waitForState(stack.store, ref.jobId, ['cancelled', 'cancel_unconfirmed', 'completed'], 60_000);
+    expect(row.state).toBe('cancelled');
+    expect(stack.sim.stats().requests.byEndpoint.cancel - cancelsBefore).toBe(1);
+    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(0);
+  });
+});
+
+describe('with activities that are refused permanently (a revoked key)', () => {
+  let stack: Stack;
+  let worker: Worker;
+  let running: Promise<void>;
+  let native: NativeConnection;
+  const counts = { saveResult: 0, reconcileSubmit: 0, cancelTask: 0 };
+  const refused = (message: string) =>
+    ApplicationFailure.create({ message, type: 'Provider.permanent', nonRetryable: true, details: [{ kind: 'permanent', message, httpStatus: 401, at: new Date().toISOString() }] });
+
+  beforeAll(async () => {
+    stack = await startStack({ worker: false });
+    const real = createActivities({ store: stack.store, providers: { resolve: () => { throw new Error('not used'); }, allSecrets: () => [] } as never, resultRetentionMs: null });
+    const activities = {
+      ...real,
+      async submitScrape(i: { jobId: string }) {
+        if (i.jobId.includes('unknown')) return { kind: 'ambiguous', error: { kind: 'ambiguous', message: 'connection reset after the request was sent', at: new Date().toISOString() } };
+        const taskId = await stack.store.recordTaskId(i.jobId, `task-${i.jobId}`, 'queued', 'test');
+        return { kind: 'accepted', taskId, providerStatus: 'queued', adopted: false };
+      },
+      async reconcileSubmit() {
+        counts.reconcileSubmit++;
+        throw refused('401 UNAUTHORIZED: API key revoked');
+      },
+      async checkStatus(ref: { jobId: string }) {
+        await stack.store.recordStatusCheck(ref.jobId, 'completed');
+        return { kind: 'status', state: 'completed', providerStatus: 'completed' };
+      },
+      async saveResult() {
+        counts.saveResult++;
+        throw refused('401 UNAUTHORIZED on the result read: API key revoked');
+      },
+      async cancelTask() {
+        counts.cancelTask++;
+        return { kind: 'answered', accepted: true, reachedProvider: true };
+      },
+    };
+    native = await NativeConnection.connect({ address: stack.config.temporal.address });
+    worker = await Worker.create({ connection: native, namespace: stack.config.temporal.namespace, taskQueue: stack.config.temporal.taskQueue, workflowBundle: await workflowBundle(), activities: activities as never });
+    running = worker.run();
+  });
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await native?.close();
+    await stack?.stop();
+  });
+
+  it('a refused result read ends in tracking_interrupted with the reason (resumable), the workflow completes', async () => {
+    const ref = await stack.client.startScrape({ account: 'acme', url: 'https://example.com/result-refused', key: `result-refused-${randomUUID().slice(0, 6)}`, policy: FAST_POLICY });
+    const row = await waitForState(stack.store, ref.jobId, ['tracking_interrupted', 'failed', 'completed'], 60_000);
+    expect(row.state).toBe('tracking_interrupted');
+    expect(JSON.parse(row.last_error!)).toMatchObject({ kind: 'permanent', message: expect.stringMatching(/result read/) });
+    const handle = stack.temporal.workflow.getHandle(ref.jobId);
+    await waitFor(async () => (await handle.describe()).status.name !== 'RUNNING', 30_000, 'the workflow to close');
+    expect((await handle.describe()).status.name).toBe('COMPLETED');
+    expect(counts.saveResult).toBe(1);
+    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(0);
+  });
+
+  it('a cancel of a job in unknown whose reconciliation is refused ends cancel_unconfirmed, and a second cancel says so', async () => {
+    const ref = await stack.client.startScrape({ account: 'acme', url: 'https://example.com/unknown-refused', key: `unknown-${randomUUID().slice(0, 6)}`, policy: FAST_POLICY });
+    await waitFor(async () => (await stack.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'), 30_000, 'the job to wait in unknown');
+    const cancelsBefore = counts.cancelTask;
+    const r = await stack.client.cancelScrape('acme', ref.jobId, { reason: 'test' });
+    expect(r).toMatchObject({ kind: 'observed', state: 'cancel_unconfirmed', report: { outcome: 'cancel_unconfirmed', detail: expect.stringMatching(/reconciliation was refused/) } });
+    expect((await stack.store.getJob(ref.jobId))?.state).toBe('cancel_unconfirmed');
+    expect(counts.cancelTask).toBe(cancelsBefore);
+    const handle = stack.temporal.workflow.getHandle(ref.jobId);
+    await waitFor(async () => (await handle.describe()).status.name !== 'RUNNING', 30_000, 'the workflow to close');
+    const again = await stack.client.cancelScrape('acme', ref.jobId, { reason: 'again' });
+    expect(again).toMatchObject({ kind: 'already_final', state: 'cancel_unconfirmed', report: { outcome: 'cancel_unconfirmed' } });
+  });
+});

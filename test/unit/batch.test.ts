@@ -1,0 +1,48 @@
+/**
+ * Batch input files: every line is either a job or an error with its line number; nothing a
+ * caller sent is dropped silently, and a malformed line never costs the other rows.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseCsvText, parseJsonlText } from '../../src/batch/input.js';
+
+describe('CSV batches', () => {
+  it('runs the good rows and reports each bad one with its line number and reason', () => {
+    const { items, errors } = parseCsvText('url,note\nhttps://a.example/,ok\nftp://b.example/,no\n\nhttps://c.example/,"two\nlines"\nhttps://d.example/\nhttps://a.example/,ok\n');
+    expect(items.map((i) => [i.line, i.url])).toEqual([[2, 'https://a.example/'], [5, 'https://c.example/']]);
+    expect(errors.map((e) => [e.line, e.reason])).toEqual([
+      [3, expect.stringMatching(/url scheme must be http or https, not ftp/)],
+      [7, '1 fields but the header has 2'],
+      [8, expect.stringMatching(/duplicate of line 2/)],
+    ]);
+  });
+
+  it('skips a line with broken quoting, reports it, and keeps the rows before and after', () => {
+    const { items, errors } = parseCsvText('url,note\nhttps://a.example/,ok\nhttps://b.example/,x"y\nhttps://c.example/,z\n');
+    expect(items.map((i) => i.line)).toEqual([2, 4]);
+    expect(errors).toEqual([expect.objectContaining({ line: 3, reason: expect.stringMatching(/CSV cannot be parsed here/) })]);
+  });
+
+  it('reports an unterminated quote on the last line instead of rejecting the file', () => {
+    const { items, errors } = parseCsvText('url,note\nhttps://a.example/,ok\nhttps://b.example/,"unterminated\n');
+    expect(items.map((i) => i.line)).toEqual([2]);
+    expect(errors).toEqual([expect.objectContaining({ line: 3, reason: expect.stringMatching(/Quote Not Closed/) })]);
+  });
+
+  it('refuses a header without url or with a repeated column', () => {
+    expect(parseCsvText('link\nhttps://a.example/\n').errors).toEqual([expect.objectContaining({ line: 1, reason: 'the CSV header has no "url" column' })]);
+    expect(parseCsvText('url,url\nhttps://a.example/,https://b.example/\n').errors).toEqual([expect.objectContaining({ line: 1, reason: expect.stringMatching(/repeats column\(s\) "url"/) })]);
+  });
+
+  it('derives the same keys from the same rows (re-running a file creates nothing new)', () => {
+    const text = 'url,format\nhttps://a.example/,text\nhttps://b.example/,\n';
+    expect(parseCsvText(text).items.map((i) => i.key)).toEqual(parseCsvText(text).items.map((i) => i.key));
+  });
+});
+
+describe('JSONL batches', () => {
+  it('reports bad JSON and non-object lines by number and keeps the rest', () => {
+    const { items, errors } = parseJsonlText('{"url":"https://a.example/"}\n{not json}\n# comment\n[1]\n{"url":"https://b.example/","key":"k-1"}\n');
+    expect(items.map((i) => [i.line, i.key])).toEqual([[1, expect.stringMatching(/^row-/)], [5, 'k-1']]);
+    expect(errors.map((e) => e.line)).toEqual([2, 4]);
+  });
+});
