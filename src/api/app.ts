@@ -23,6 +23,7 @@ import { randomUUID } from 'node:crypto';
 import fastifyRateLimit from '@fastify/rate-limit';
 import fastifySwagger from '@fastify/swagger';
 import { isGrpcServiceError } from '@temporalio/client';
+import secureJson from 'secure-json-parse';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { createJsonSchemaTransform, createJsonSchemaTransformObject, hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -143,18 +144,24 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
     genReqId: () => randomUUID(),
     forceCloseConnections: true,
     routerOptions: { maxParamLength: 400 },
+    // Router-level errors (bad URL encoding, over-long path segment) as problem+json too.
+    frameworkErrors: (error, request, reply) => sendProblem(request, reply, toProblem(error, request)),
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('account', null);
 
-  // JSON only (anything else: 415). Fastify's own parser (prototype-poisoning protection); an
-  // empty body is "no body" so that `POST …/cancel` may carry a JSON content type and nothing.
-  const defaultJson = app.getDefaultJsonParser('error', 'error');
+  // JSON only (anything else: 415), parsed by secure-json-parse (Fastify's own parser, which
+  // refuses prototype poisoning) called directly so that the reason reaches the caller; an empty
+  // body is "no body" so that `POST …/cancel` may carry a JSON content type and nothing.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
-    defaultJson(req, body as string, done);
+    try {
+      done(null, secureJson.parse(body as string, undefined, { protoAction: 'error', constructorAction: 'error' }));
+    } catch (e) {
+      done(Object.assign(e instanceof SyntaxError ? e : new SyntaxError(String(e)), { statusCode: 400 }), undefined);
+    }
   });
 
   app.setErrorHandler((error, request, reply) => sendProblem(request, reply, toProblem(error, request)));
@@ -478,6 +485,10 @@ export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
   }
   const e = error as FastifyError & { code?: string; statusCode?: number };
   if (e && typeof e === 'object') {
+    if (e.code === 'FST_ERR_MAX_PARAM_LENGTH') return new ApiProblem('uri-too-long', 'a path segment exceeds 400 characters');
+    if (e instanceof SyntaxError && /forbidden prototype property/i.test(e.message)) {
+      return new ApiProblem('invalid-request', 'the body contains a forbidden "__proto__" or "constructor.prototype" key', { errors: [{ in: 'body', path: '', message: 'forbidden prototype property' }] });
+    }
     if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ApiProblem('payload-too-large', `the body exceeds the limit of ${request.routeOptions.bodyLimit ?? 'the configured'} bytes`);
     if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ApiProblem('unsupported-media-type', `content type ${JSON.stringify(request.headers['content-type'] ?? '')} is not supported; send application/json`);
     if (e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || (e.statusCode === 400 && e instanceof SyntaxError)) {

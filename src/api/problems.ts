@@ -59,6 +59,11 @@ export const PROBLEM_TYPES = {
     title: 'The request body is too large',
     description: 'The body exceeds the configured limit (`api.bodyLimitBytes`, default 1 MiB). Nothing was started.',
   },
+  'uri-too-long': {
+    status: 414,
+    title: 'A path segment is too long',
+    description: 'A path parameter (such as a job ID) exceeds 400 characters; no job ID is that long. Nothing was read or started.',
+  },
   'unsupported-media-type': {
     status: 415,
     title: 'Unsupported content type',

@@ -203,6 +203,8 @@ describe('the app without Temporal', () => {
       { payload: JSON.stringify({ url: 'https://user:pw@example.com/' }), type: 'application/json', status: 400, slug: 'invalid-request' },
       { payload: JSON.stringify({ url: 'https://example.com/?token=abc' }), type: 'application/json', status: 400, slug: 'invalid-request' },
       { payload: JSON.stringify({ url: 'https://example.com/', policy: { initialDelayMs: 1 } }), type: 'application/json', status: 400, slug: 'invalid-request' },
+      { payload: '{"url":"https://example.com/","__proto__":{"admin":true}}', type: 'application/json', status: 400, slug: 'invalid-request', detail: /forbidden "__proto__"/ },
+      { payload: JSON.stringify({ url: 'https://example.com/', options: { headers: { Authorization: 'Bearer abcdefgh12345678' } } }), type: 'application/json', status: 400, slug: 'invalid-request' },
     ];
     for (const c of cases) {
       const r = await app.inject({ method: 'POST', url: '/v1/scrapes', headers: { ...auth, 'content-type': c.type }, payload: c.payload });
@@ -211,9 +213,14 @@ describe('the app without Temporal', () => {
       const body = r.json() as { type: string; title: string; status: number; detail: string };
       expect(body).toMatchObject({ type: `/problems/${c.slug}`, title: PROBLEM_TYPES[c.slug as keyof typeof PROBLEM_TYPES].title, status: c.status });
       expect(body.detail.length).toBeGreaterThan(5);
+      if (c.detail) expect(body.detail).toMatch(c.detail);
       expect(r.body).not.toMatch(/at .*\.ts:\d+/);
     }
     expect(await store.listJobs({})).toEqual([]);
+    const long = await app.inject({ url: `/v1/scrapes/${'a'.repeat(500)}`, headers: auth });
+    expect(long.statusCode).toBe(414);
+    expect(long.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(long.json()).toMatchObject({ type: '/problems/uri-too-long', status: 414 });
   });
 
   it('an unauthenticated request is 401 before its body is even read', async () => {
