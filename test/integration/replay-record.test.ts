@@ -1,7 +1,7 @@
 /**
  * Produces workflow histories of the main paths on the real stack and replays each one through
  * the current workflow code (`Worker.runReplayHistories`): any non-determinism fails here. With
- * `RECORD_HISTORIES=1` the histories are written to `test/replay/histories/`, where
+ * `RECORD_HISTORIES=1` the histories not yet recorded are written to `test/replay/histories/` (`all`: every one), where
  * `test/unit/replay.test.ts` replays them on every run, so that a later change of workflow code
  * that breaks running workflows is caught (such a change must go behind `patched()`).
  */
@@ -19,16 +19,19 @@ import { FAST_POLICY, REPO, startStack, waitFor, waitForState, type Stack } from
 let pages: PageServer;
 let stack: Stack;
 let bare: Stack;
+let listOnly: Stack;
 const ids: Record<string, string> = {};
 
 beforeAll(async () => {
   pages = await startPageServer();
   stack = await startStack({ profile: { concurrency: 8 } });
   bare = await startStack({ profile: { concurrency: 8, idempotency: false, list: false } });
+  listOnly = await startStack({ profile: { concurrency: 8, idempotency: false, list: true } });
 });
 afterAll(async () => {
   await stack?.stop();
   await bare?.stop();
+  await listOnly?.stop();
   await pages?.close();
 });
 
@@ -54,6 +57,10 @@ describe('workflow histories replay deterministically', () => {
     bare.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-unknown', action: 'drop_after_commit', times: 1 });
     ids.resolved = (await bare.client.startScrape({ account: 'acme', url: `${pages.pageUrl('tumblr')}?replay-unknown`, key: 'replay-resolved', policy: p })).jobId;
 
+    // submits that are always lost, each proved absent by the list: bounded, then failed (patch `bounded-resubmits`)
+    listOnly.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-lost', action: 'drop_before_commit' });
+    ids.unacknowledged = (await listOnly.client.startScrape({ account: 'acme', url: `${pages.pageUrl('tmz-1')}?replay-lost`, key: 'replay-unacknowledged', policy: { ...p, submitRounds: 2 } })).jobId;
+
     for (const k of ['cancelledUpdate', 'cancelledNative'] as const) await waitFor(async () => (await stack.store.getJob(ids[k]!))?.status_checks, 20_000, k);
     await stack.client.cancelScrape('acme', ids.cancelledUpdate!, { reason: 'replay test' });
     await stack.temporal.workflow.getHandle(ids.cancelledNative!).cancel();
@@ -66,7 +73,7 @@ describe('workflow histories replay deterministically', () => {
     const { address, namespace } = inject('temporal');
     const histories: { name: string; workflowId: string; json: string; history: unknown }[] = [];
     for (const [name, id] of Object.entries(ids)) {
-      const s = name === 'resolved' ? bare : stack;
+      const s = name === 'resolved' ? bare : name === 'unacknowledged' ? listOnly : stack;
       await waitForState(s.store, id, ['completed', 'failed', 'cancelled', 'tracking_interrupted', 'cancel_unconfirmed'], 30_000);
       const handle = s.temporal.workflow.getHandle(id);
       await handle.result().catch(() => undefined); // the native cancel ends CANCELED
@@ -78,9 +85,14 @@ describe('workflow histories replay deterministically', () => {
     for await (const r of Worker.runReplayHistories({ workflowBundle: bundle }, histories.map((h) => ({ workflowId: h.workflowId, history: h.history as never })))) results.push(r);
     expect(results.map((r) => r.error?.message ?? null)).toEqual(histories.map(() => null));
 
-    if (process.env.RECORD_HISTORIES === '1') {
+    // RECORD_HISTORIES=1 adds the histories not recorded yet (older ones stay: replaying histories
+    // of older code is the point); RECORD_HISTORIES=all rewrites every one.
+    if (process.env.RECORD_HISTORIES === '1' || process.env.RECORD_HISTORIES === 'all') {
       const dir = path.join(REPO, 'test/replay/histories');
-      for (const h of histories) fs.writeFileSync(path.join(dir, `${h.name}.json`), h.json);
+      for (const h of histories) {
+        const file = path.join(dir, `${h.name}.json`);
+        if (process.env.RECORD_HISTORIES === 'all' || !fs.existsSync(file)) fs.writeFileSync(file, h.json);
+      }
     }
   }, 180_000);
 });

@@ -15,7 +15,7 @@ const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
 
 describe('recorded histories replay with the current workflow code', () => {
   it('has recorded histories of the main paths', () => {
-    expect(files).toEqual(expect.arrayContaining(['completed.json', 'failed.json', 'interrupted.json', 'cancelledUpdate.json', 'cancelledNative.json', 'reconciled.json', 'resolved.json']));
+    expect(files).toEqual(expect.arrayContaining(['completed.json', 'failed.json', 'interrupted.json', 'cancelledUpdate.json', 'cancelledNative.json', 'reconciled.json', 'resolved.json', 'unacknowledged.json']));
   });
 
   it.each(files)('%s', async (file) => {
