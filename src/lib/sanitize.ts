@@ -23,13 +23,22 @@ const SECRET_PARTS = new Set([
   'session', 'sessionid', 'sid', 'jwt', 'cookie', 'authorization', 'auth', 'apikey', 'accesskey', 'privatekey', 'secretkey',
 ]);
 
-/** Joined components ending a name that make it a secret: `api_key`, `access-key`, `privateKey`, `secret_key`. */
-const SECRET_SUFFIXES = ['apikey', 'accesskey', 'privatekey', 'secretkey', 'signingkey'];
+/**
+ * Substrings of the name with separators removed that make it a secret however it is spelled:
+ * `apitoken`, `accesstoken`, `refreshtoken`, `clientsecret`, `authkey`, `subscription-key` (Azure),
+ * `x-functions-key`, `sessiontoken`, `passphrase`.
+ */
+const SECRET_SUBSTRINGS = [
+  'token', 'secret', 'password', 'passwd', 'passphrase', 'signature', 'credential', 'sessionid', 'cookie', 'authorization', 'jwt',
+  'apikey', 'accesskey', 'privatekey', 'secretkey', 'signingkey', 'authkey', 'clientkey', 'subscriptionkey', 'functionskey', 'masterkey',
+];
 
 /**
  * True when a header, query-parameter or field name denotes a secret: a whole name such as
- * `Authorization` or `key` (Google's `?key=`), a component such as `token`, `secret`, `password`,
- * `signature`, `session`, `auth`, or a name ending in `api_key` / `access_key` / `private_key`.
+ * `Authorization` or `key` (Google's `?key=`); a component (split on `-`, `_`, `.` and camelCase)
+ * such as `pass`, `pwd`, `sig`, `sid`, `session`, `auth`; or, with separators removed and in any
+ * case, a name containing `token`, `secret`, `password`, `signature`, `credential`, `apikey`,
+ * `accesskey`, `authkey`, `subscriptionkey` and the like (see `SECRET_SUBSTRINGS`).
  */
 export function isSecretName(name: string): boolean {
   const lower = name.toLowerCase();
@@ -40,8 +49,29 @@ export function isSecretName(name: string): boolean {
     .split(/[-_.\s[\]]+/)
     .filter(Boolean);
   if (parts.some((p) => SECRET_PARTS.has(p))) return true;
-  const joined = parts.join('');
-  return SECRET_SUFFIXES.some((s) => joined.endsWith(s));
+  const joined = lower.replace(/[^a-z0-9]/g, '');
+  return SECRET_SUBSTRINGS.some((s) => joined.includes(s));
+}
+
+/** `Bearer <token>` / `Basic <token>` as in a header: the capitalised word, then any token. */
+const CREDENTIAL_CAPITALISED = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/g;
+/**
+ * The same in any other spelling (`bearer`, `BEARER`), when the token has 8+ characters and a digit,
+ * one of `._~+/=-` or a lower-upper case change (base64), so that prose such as "a basic example"
+ * is left alone.
+ */
+// The keyword is spelled out case by case: an `i` flag would also fold the token's case test.
+const CREDENTIAL_ANY_CASE = /\b([Bb][Ee][Aa][Rr][Ee][Rr]|[Bb][Aa][Ss][Ii][Cc])\s+(?=[A-Za-z0-9._~+/=-]*(?:[0-9._~+/=-]|[a-z][A-Z]))[A-Za-z0-9._~+/=-]{8,}/g;
+
+/** True when `text` holds a `Bearer`/`Basic` credential of 8+ characters (either spelling above). */
+function hasCredentialInText(text: string): boolean {
+  return /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/.test(text) || new RegExp(CREDENTIAL_ANY_CASE.source).test(text);
+}
+
+/** `value` with leading/trailing whitespace removed when it is an http(s) URL, else undefined. */
+function asUrl(value: string): string | undefined {
+  const t = value.trim();
+  return /^https?:\/\//i.test(t) ? t : undefined;
 }
 
 /**
@@ -66,15 +96,17 @@ export function secretPartsOfUrl(url: string): string[] {
 }
 
 /**
- * The JSON path of the first secret in `value`: a secret-named field ({@link isSecretName}) with a
- * non-empty value, a `Bearer`/`Basic` credential in a string, or a URL carrying one
+ * The JSON path of the first secret in `value`: a secret-named field ({@link isSecretName}) holding
+ * a non-empty string, object or array (a number or boolean such as `max_tokens: 100` is a setting,
+ * not a credential), a `Bearer`/`Basic` credential in a string, or a URL carrying one
  * ({@link secretPartsOfUrl}). `undefined` when there is none. Used to refuse input that would put a
  * secret into workflow history.
  */
 export function findSecret(value: unknown, path = ''): string | undefined {
   if (typeof value === 'string') {
-    if (/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/.test(value)) return path || '(value)';
-    if (/^https?:\/\//i.test(value) && secretPartsOfUrl(value).length > 0) return path || '(value)';
+    if (hasCredentialInText(value)) return path || '(value)';
+    const url = asUrl(value);
+    if (url && secretPartsOfUrl(url).length > 0) return path || '(value)';
     return undefined;
   }
   if (Array.isArray(value)) {
@@ -87,7 +119,7 @@ export function findSecret(value: unknown, path = ''): string | undefined {
   if (value !== null && typeof value === 'object') {
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
       const here = path ? `${path}.${k}` : k;
-      if (isSecretName(k) && v !== null && v !== undefined && v !== '') return here;
+      if (isSecretName(k) && (typeof v === 'string' ? v !== '' : v !== null && typeof v === 'object')) return here;
       const hit = findSecret(v, here);
       if (hit) return hit;
     }
@@ -144,7 +176,8 @@ export function sanitizeHeaders(
  */
 export function sanitizeBody(value: unknown, secrets: readonly string[] = []): unknown {
   if (typeof value === 'string') {
-    return /^https?:\/\//i.test(value) ? sanitizeUrl(value, secrets) : redactSecrets(value, secrets);
+    const url = asUrl(value);
+    return url ? sanitizeUrl(url, secrets) : redactSecrets(value, secrets);
   }
   if (Array.isArray(value)) return value.map((v) => sanitizeBody(v, secrets));
   if (value !== null && typeof value === 'object') {
@@ -163,7 +196,7 @@ export function sanitizeBody(value: unknown, secrets: readonly string[] = []): u
  * ignored (they would redact ordinary words).
  */
 export function redactSecrets(text: string, secrets: readonly string[] = []): string {
-  let out = text.replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/g, `$1 ${REDACTED}`);
+  let out = text.replace(CREDENTIAL_CAPITALISED, `$1 ${REDACTED}`).replace(CREDENTIAL_ANY_CASE, `$1 ${REDACTED}`);
   for (const s of secrets) {
     if (s && s.length >= 4) out = out.split(s).join(REDACTED);
   }

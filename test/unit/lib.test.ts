@@ -55,10 +55,19 @@ describe('sanitising what we record', () => {
     });
   });
   it('knows the secret names providers and clouds use, and leaves ordinary names alone', () => {
-    for (const n of ['auth_token', 'private_token', 'key', 'X-Amz-Signature', 'X-Amz-Credential', 'X-Amz-Security-Token', 'apiToken', 'sessionid', 'pass', 'client_secret', 'api-key', 'accessKey', 'jwt', 'Authorization'])
+    for (const n of ['apitoken', 'accesstoken', 'refreshtoken', 'clientsecret', 'authkey', 'subscription-key', 'Ocp-Apim-Subscription-Key', 'x-functions-key', 'auth_token', 'private_token', 'key', 'X-Amz-Signature', 'X-Amz-Credential', 'X-Amz-Security-Token', 'apiToken', 'sessionid', 'pass', 'client_secret', 'api-key', 'accessKey', 'jwt', 'Authorization'])
       expect(isSecretName(n), n).toBe(true);
     for (const n of ['url', 'format', 'Idempotency-Key', 'keyword', 'page', 'author', 'passenger', 'content-type', 'x-request-id', 'monkey', 'title'])
       expect(isSecretName(n), n).toBe(false);
+  });
+  it('redacts credentials in any spelling without eating prose', () => {
+    expect(redactSecrets('sent bearer abc123def456 and BASIC dXNlcjpwYXNz')).toBe(`sent bearer ${REDACTED} and BASIC ${REDACTED}`);
+    expect(redactSecrets('a basic understanding of bearer authentication')).toBe('a basic understanding of bearer authentication');
+    expect(sanitizeBody({ apitoken: 'S1', refreshtoken: 'S2', next: ' https://x.example/?accesstoken=S3' })).toEqual({
+      apitoken: REDACTED,
+      refreshtoken: REDACTED,
+      next: `https://x.example/?accesstoken=${encodeURIComponent(REDACTED)}`,
+    });
   });
   it('finds secrets in URL fragments and redacts them there too', () => {
     expect(secretPartsOfUrl('https://app.example/cb#access_token=abc&state=1')).toEqual(['fragment parameter "access_token"']);
@@ -70,7 +79,10 @@ describe('sanitising what we record', () => {
     expect(findSecret({ extra: [{ note: 'x' }, { api_key: 'k' }] })).toBe('extra[1].api_key');
     expect(findSecret({ note: 'send Bearer abcdefgh12345678 please' })).toBe('note');
     expect(findSecret({ next: 'https://h.example/?X-Amz-Signature=abc' })).toBe('next');
-    expect(findSecret({ wait_for: '#main', render: true, token: '' })).toBeUndefined();
+    expect(findSecret({ wait_for: '#main', render: true, token: '', max_tokens: 100 })).toBeUndefined();
+    expect(findSecret({ next: ' https://x.example/?token=S' })).toBe('next');
+    expect(findSecret({ note: 'use bearer abc123def456' })).toBe('note');
+    expect(findSecret({ note: 'a basic understanding of bearer authentication' })).toBeUndefined();
   });
   it('refuses scrape requests that would put a secret into workflow input', () => {
     const base = { account: 'acme', url: 'https://example.com/a' };
