@@ -411,6 +411,8 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
     let index = input.carry?.pollIndex ?? 0;
     let notFound = 0;
     let floorMs = 0;
+    /** When the last status check started (ms since epoch, workflow time); none yet in this run. */
+    let lastCheckAtMs: number | undefined;
     for (;;) {
       const left = deadlineEpochMs() - Date.now();
       if (left <= 0) {
@@ -429,8 +431,17 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       publish();
       // A wake that arrived at any time since the last check (even before polling began, e.g. a
       // webhook during the submit) makes the next check happen now.
-      await condition(() => cancelReq !== undefined || wakeCount !== handledWakes, delay);
+      const woken = await condition(() => cancelReq !== undefined || wakeCount !== handledWakes, delay);
       handledWakes = wakeCount;
+      if (woken && !cancelReq && lastCheckAtMs !== undefined && patched('wake-min-gap')) {
+        // Wakes are hints and may come in floods (progress events, redeliveries): a woken check
+        // still keeps the provider's Retry-After and at least `initialDelayMs` after the last
+        // check. Wakes arriving meanwhile are merged into this one check.
+        const earliest = lastCheckAtMs + Math.max(floorMs, policy.initialDelayMs);
+        const wait = Math.min(earliest, deadlineEpochMs()) - Date.now();
+        if (wait > 0) await condition(() => cancelReq !== undefined, wait);
+        handledWakes = wakeCount;
+      }
       if (cancelReq) {
         await cancelPath();
         return;
@@ -441,6 +452,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       }
       index++;
       floorMs = 0;
+      lastCheckAtMs = Date.now();
       let s: StatusOutcome;
       try {
         s = await checker.checkStatus(taskRef());

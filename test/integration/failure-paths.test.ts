@@ -90,6 +90,27 @@ describe('on the reference provider', () => {
     expect(stack.sim.stats().jobsCreated.total).toBe(jobsBefore);
   });
 
+  it('a flood of wake signals is merged: checks keep at least initialDelayMs apart', async () => {
+    const tag = 'wake-flood';
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
+    const policy = { ...FAST_POLICY, initialDelayMs: 1_000, maxDelayMs: 60_000, multiplier: 2 };
+    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('ars-1')}?${tag}`, key: tag, policy });
+    await waitFor(async () => ((await stack.store.getJob(ref.jobId))?.status_checks ?? 0) >= 1, 30_000, 'the first check');
+    const checksBefore = (await stack.store.getJob(ref.jobId))!.status_checks;
+    const started = Date.now();
+    for (let i = 0; i < 150; i++) {
+      await stack.client.wake(ref.jobId, { eventId: `flood-${i}` });
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 1_500));
+    const elapsedS = (Date.now() - started) / 1000;
+    const checks = (await stack.store.getJob(ref.jobId))!.status_checks - checksBefore;
+    // Unmerged, every wake would be a check (150); merged, at most one per second plus the one in flight.
+    expect(checks).toBeGreaterThanOrEqual(1);
+    expect(checks).toBeLessThanOrEqual(Math.ceil(elapsedS) + 1);
+    await stack.client.cancelScrape('acme', ref.jobId, { reason: 'test done' });
+  });
+
   it('refuses an unknown provider before anything starts', async () => {
     await expect(stack.client.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'no-such-provider', provider: 'nope' })).rejects.toMatchObject({
       code: 'invalid',
