@@ -10,7 +10,7 @@
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import { deterministicUuid } from '../lib/hash.js';
 import { sanitizeBody } from '../lib/sanitize.js';
-import type { JobState } from '../model/states.js';
+import { isFinalState, type JobState } from '../model/states.js';
 import type { CancelReport, JobError, ScrapeWorkflowInput } from '../model/types.js';
 import { isProviderError, ProviderError } from '../providers/errors.js';
 import type { ProviderRegistry } from '../providers/registry.js';
@@ -161,6 +161,10 @@ export function createActivities(deps: ActivityDeps) {
           throw new ProviderError('conflict', `resume asked for task ${input.resume.taskId} but job ${input.jobId} holds task ${row.task_id}`, { code: 'TASK_MISMATCH' });
         }
         if (input.resume) {
+          // A resume that lost a race (another resume already finished the job, or the job was
+          // purged meanwhile) must not reopen a finished job: only an interrupted or non-final
+          // row goes back to `pending`; the workflow ends at once on the state it gets back.
+          if (isFinalState(row.state) && row.state !== 'tracking_interrupted') return { taskId: row.task_id, state: row.state };
           await store.transition(input.jobId, 'pending', { force: true, detail: { resumed: true, taskId: row.task_id } });
         } else {
           await store.appendEvent(input.jobId, 'registered', row.state, { workflowId: input.workflowId, url: input.request.url });

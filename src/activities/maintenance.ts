@@ -75,7 +75,9 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
           await store.upsertOrphan(job.id, 'stalled', idle, suggestion, scanStart);
         } else {
           report.noWorkflow++;
-          const suggestion = job.task_id
+          const suggestion = job.state === 'cancelling'
+            ? `the run stopped in the middle of a cancel: \`scrape resume ${job.id}\` finishes that cancel at the provider and reports the observed outcome`
+            : job.task_id
             ? `no running workflow tracks provider task ${job.task_id}: \`scrape resume ${job.id}\` continues polling it (never resubmits)`
             : `no running workflow and no task ID: \`scrape resume ${job.id}\` starts a run that reconciles with the provider before any new submission`;
           await store.upsertOrphan(job.id, 'no_workflow', `${idle}; workflow ${status ?? 'not found'}`, suggestion, scanStart);

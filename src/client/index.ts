@@ -356,7 +356,7 @@ export class ScrapeClient {
     if (desc.status.name !== 'RUNNING') {
       const state = (row?.state ?? 'submitting') as JobState;
       if (!isFinalState(state)) return { kind: 'not_running', state };
-      return { kind: 'already_final', state, report: await this.lastCancelReport(jobId) };
+      return { kind: 'already_final', state, report: await this.lastCancel(jobId, true) };
     }
     if (opts.wait === false) {
       await handle.signal(cancelSignal, req);
@@ -374,7 +374,7 @@ export class ScrapeClient {
         const after = await this.opts.store.getJob(jobId);
         const state = (after?.state ?? 'submitting') as JobState;
         if (!isFinalState(state)) return { kind: 'not_running', state };
-        return { kind: 'already_final', state, report: await this.lastCancelReport(jobId) };
+        return { kind: 'already_final', state, report: await this.lastCancel(jobId, true) };
       }
       if (!abort.signal.aborted) throw e;
       // No outcome in time (typically no worker polls the task queue). An Update not yet accepted
@@ -391,11 +391,12 @@ export class ScrapeClient {
     }
   }
 
-  private async lastCancelReport(jobId: string): Promise<CancelReport | undefined> {
+  /** The most recent cancel recorded in the job's timeline (only one with an outcome when `withOutcome`). */
+  private async lastCancel(jobId: string, withOutcome: boolean): Promise<CancelReport | undefined> {
     const events = await this.opts.store.timeline(jobId);
     for (const ev of events.reverse()) {
       const d = ev.detail ? (JSON.parse(ev.detail) as { cancel?: CancelReport }) : undefined;
-      if (d?.cancel?.outcome) return d.cancel;
+      if (d?.cancel && (!withOutcome || d.cancel.outcome)) return d.cancel;
     }
     return undefined;
   }
@@ -426,6 +427,11 @@ export class ScrapeClient {
       // finds the unanswered submit intent and reconciles before any new submission.
       resume: row.task_id ? { taskId: row.task_id } : undefined,
     };
+    if (row.state === 'cancelling') {
+      // The previous run stopped mid-cancel: the new run finishes that cancel, never forgets it.
+      const requested = await this.lastCancel(jobId, false);
+      wfInput.pendingCancel = { reason: requested?.reason ?? 'cancel under way before resume', requestedBy: requested?.requestedBy ?? 'unknown' };
+    }
     if (this.opts.webhookProviders?.includes(row.provider)) wfInput.webhooks = true;
     // The interrupted run records `tracking_interrupted` just before it closes: if it is still
     // running, let it close (a resumed run already under way is left alone).

@@ -104,6 +104,11 @@ export interface ScrapeWorkflowInput {
   policy?: Partial<PollPolicy>;
   /** Resume tracking of an existing provider task instead of submitting (never resubmits). */
   resume?: { taskId: string };
+  /**
+   * A cancel that was under way when the previous run stopped (the job was `cancelling`): the
+   * resumed run carries it through the cancellation path first thing.
+   */
+  pendingCancel?: { reason?: string; requestedBy?: string };
   /** The provider will call our webhook for this job: poll slower (see `webhookSlowdown`). */
   webhooks?: boolean;
 }

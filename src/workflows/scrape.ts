@@ -237,6 +237,9 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   publishedState = view.state;
   publish();
 
+  // A resumed job that was `cancelling` when its previous run stopped finishes that cancel.
+  if (input.pendingCancel) requestCancel({ reason: input.pendingCancel.reason ?? 'cancel under way before resume', requestedBy: input.pendingCancel.requestedBy ?? 'unknown' }, 'signal');
+
   let nativeCancel: unknown;
   try {
     await run();
@@ -259,6 +262,11 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
 
   async function run(): Promise<void> {
     const reg = await store.registerJob({ ...input, workflowId: info.workflowId, deadlineAt });
+    if (input.resume && isFinalState(reg.state) && reg.state !== 'tracking_interrupted' && patched('resume-of-finished-job')) {
+      // A stale resume (the job finished or was purged meanwhile): nothing to track, no provider call.
+      setState(reg.state as JobState, `resume found the job already ${reg.state}; nothing to do`);
+      return;
+    }
     if (reg.taskId) {
       setTask(reg.taskId);
     } else {

@@ -111,6 +111,49 @@ describe('on the reference provider', () => {
     await stack.client.cancelScrape('acme', ref.jobId, { reason: 'test done' });
   });
 
+  it('a stale resume of a job that already finished changes nothing and calls no provider', async () => {
+    const ref = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('blogger'), key: 'stale-resume', policy: FAST_POLICY });
+    const done = await waitForState(stack.store, ref.jobId, ['completed']);
+    await stack.temporal.workflow.getHandle(ref.jobId).result();
+    const statusBefore = stack.sim.stats().requests.byEndpoint.status;
+    const options = JSON.parse(done.options) as { format: 'markdown' | 'text'; options: Record<string, unknown> };
+    // What a resume that lost the race to another one would start (the client's own checks bypassed).
+    const handle = await stack.temporal.workflow.start('scrapeWorkflow', {
+      taskQueue: stack.config.temporal.taskQueue,
+      workflowId: ref.jobId,
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      args: [{ jobId: ref.jobId, account: 'acme', key: done.idem_key, provider: done.provider, requestHash: done.request_hash, request: { url: done.url, format: options.format, options: options.options }, policy: FAST_POLICY, resume: { taskId: done.task_id! } }],
+    });
+    const view = (await handle.result()) as { state: string };
+    expect(view.state).toBe('completed');
+    expect((await stack.store.getJob(ref.jobId))?.state).toBe('completed');
+    expect(stack.sim.stats().requests.byEndpoint.status).toBe(statusBefore);
+    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+  });
+
+  it('resuming a job whose run stopped mid-cancel finishes the cancel instead of forgetting it', async () => {
+    const tag = 'cancel-orphan';
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
+    // The provider accepts the first cancel but keeps running for a minute; the second confirms at once.
+    stack.sim.faults.add({ account: 'acme', endpoint: 'cancel', urlContains: tag, action: 'cancel_pending', delayMs: 60_000, times: 1 });
+    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('breitbart')}?${tag}`, key: tag, policy: { ...FAST_POLICY, cancelConfirmDeadlineMs: 60_000 } });
+    await waitForState(stack.store, ref.jobId, ['pending']);
+    const cancelsBefore = stack.sim.stats().requests.byEndpoint.cancel;
+    expect(await stack.client.cancelScrape('acme', ref.jobId, { reason: 'operator says stop', wait: false })).toMatchObject({ kind: 'requested' });
+    await waitFor(async () => stack.sim.stats().requests.byEndpoint.cancel > cancelsBefore, 20_000, 'the first provider cancel call');
+    await stack.temporal.workflow.getHandle(ref.jobId).terminate('simulated loss of the run');
+    expect((await stack.store.getJob(ref.jobId))?.state).toBe('cancelling');
+    expect(await stack.client.cancelScrape('acme', ref.jobId)).toMatchObject({ kind: 'not_running', state: 'cancelling' });
+
+    await stack.client.resume('acme', ref.jobId);
+    const row = await waitForState(stack.store, ref.jobId, ['cancelled', 'cancel_unconfirmed', 'completed'], 60_000);
+    expect(row.state).toBe('cancelled');
+    expect(stack.sim.stats().requests.byEndpoint.cancel - cancelsBefore).toBe(2);
+    const outcome = (await stack.store.timeline(ref.jobId)).map((e) => (e.detail ? (JSON.parse(e.detail) as { cancel?: { outcome?: string; reason?: string } }).cancel : undefined)).filter((c) => c?.outcome);
+    expect(outcome.at(-1)).toMatchObject({ outcome: 'cancelled', reason: 'operator says stop' });
+    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(0);
+  });
+
   it('refuses an unknown provider before anything starts', async () => {
     await expect(stack.client.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'no-such-provider', provider: 'nope' })).rejects.toMatchObject({
       code: 'invalid',
