@@ -5,6 +5,7 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Store } from '../store/index.js';
+import { purgeWebhookRecords, WEBHOOK_RETENTION_MS } from '../store/webhooks.js';
 
 /** Dependencies of {@link createMaintenanceActivities}. */
 export interface MaintenanceDeps {
@@ -36,15 +37,18 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
   return {
     /**
      * Purges result payloads past their retention and marks their jobs `expired`, keeping the
-     * evidence that they ran (title, task ID, times). Returns counts.
+     * evidence that they ran (title, task ID, times); deletes webhook delivery and quarantine rows
+     * older than `webhookRetentionMs` (default 30 days). Returns counts.
      */
-    async purgeExpiredResults(input: { limit?: number } = {}): Promise<{ purged: number; jobsExpired: number }> {
+    async purgeExpiredResults(input: { limit?: number; webhookRetentionMs?: number } = {}): Promise<{ purged: number; jobsExpired: number; webhookRows: number }> {
       let total = { purged: 0, jobsExpired: 0 };
       for (;;) {
         const r = await store.purgeExpiredResults(new Date(), input.limit ?? 500);
         total = { purged: total.purged + r.purged, jobsExpired: total.jobsExpired + r.jobsExpired };
-        if (r.purged < (input.limit ?? 500)) return total;
+        if (r.purged < (input.limit ?? 500)) break;
       }
+      const w = await purgeWebhookRecords(store, new Date(Date.now() - (input.webhookRetentionMs ?? WEBHOOK_RETENTION_MS)));
+      return { ...total, webhookRows: w.deliveries + w.quarantined };
     },
 
     /**

@@ -165,14 +165,15 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
   } catch {
     parsedJson = false;
   }
-  const quarantine = (reason: string, detail: string, eventId: string | null) =>
+  const quarantine = (reason: string, detail: string, eventId: string | null, keepBody = true) =>
     quarantineEvent(store, {
       provider,
       eventId,
       reason,
       detail,
       headers: keptHeaders(headers, secrets),
-      body: parsedJson ? JSON.stringify(sanitizeBody(json, secrets)) : redactSecrets(bodyText, secrets),
+      // An unverified body is anyone's bytes: only its hash and size are kept (no store filling).
+      body: !keepBody ? '' : parsedJson ? JSON.stringify(sanitizeBody(json, secrets)) : redactSecrets(bodyText, secrets),
       bodySha256: createHash('sha256').update(rawBody).digest('hex'),
       bodyBytes: rawBody.length,
     });
@@ -182,7 +183,7 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
   })();
 
   if (secret && !kind.verify(rawBody, headerValue(headers, kind.signatureHeader), secret)) {
-    await quarantine('invalid_signature', `missing or wrong ${kind.signatureHeader}`, claimedEventId);
+    await quarantine('invalid_signature', `missing or wrong ${kind.signatureHeader}; body not kept (unverified), see body_sha256 and body_bytes`, claimedEventId, false);
     throw new ApiProblem('invalid-signature', `the ${kind.signatureHeader} header does not match the body; nothing was changed`);
   }
   const parsed = parsedJson ? kind.parse(json, headers) : { ok: false as const, message: 'the body is not JSON' };

@@ -6,7 +6,11 @@
  * - `webhook_deliveries`: one row per (provider, event ID) ever received and verified — the
  *   dedupe key, so that a provider delivering the same event five times has one effect;
  * - `webhook_quarantine`: every event we could not verify or could not match to a job, kept with
- *   its sanitised headers and body and the reason (never dropped);
+ *   its sanitised headers, the reason, the body's SHA-256 and size, and the sanitised body when the
+ *   signature verified (an unverified body is anyone's bytes: not stored);
+ *
+ * Rows of both webhook tables older than the webhook retention (default 30 days) are deleted by
+ * {@link purgeWebhookRecords} on the result-purge Schedule.
  * - `api_idempotency`: one row per (account, idempotency key) accepted by `POST /v1/scrapes`,
  *   with the fingerprint of the request body (a repeat with another body is refused).
  *
@@ -203,6 +207,21 @@ export async function quarantineEvent(
     })
     .execute();
   return id;
+}
+
+/** Default retention of webhook delivery and quarantine rows: 30 days, in ms. */
+export const WEBHOOK_RETENTION_MS = 30 * 24 * 3_600_000;
+
+/**
+ * Deletes webhook delivery and quarantine rows received before `before`. Returns the counts. A
+ * redelivery of an event older than that would be processed again, which is harmless: a webhook
+ * only wakes a job, and a finished job ignores it.
+ */
+export async function purgeWebhookRecords(store: Store, before: Date): Promise<{ deliveries: number; quarantined: number }> {
+  const cutoff = before.toISOString();
+  const d = await tables(store).deleteFrom('webhook_deliveries').where('received_at', '<', cutoff).executeTakeFirst();
+  const q = await tables(store).deleteFrom('webhook_quarantine').where('received_at', '<', cutoff).executeTakeFirst();
+  return { deliveries: Number(d.numDeletedRows), quarantined: Number(q.numDeletedRows) };
 }
 
 /** Quarantined events, newest first, optionally of one provider (limit default 100). */

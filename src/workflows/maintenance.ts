@@ -10,8 +10,8 @@ const acts = proxyActivities<MaintenanceActivities>({
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 10 },
 });
 
-/** Purges expired result payloads and marks their jobs `expired` (evidence kept). */
-export async function purgeExpiredResultsWorkflow(): Promise<{ purged: number; jobsExpired: number }> {
+/** Purges expired result payloads and marks their jobs `expired` (evidence kept); deletes webhook records past their retention. */
+export async function purgeExpiredResultsWorkflow(): Promise<{ purged: number; jobsExpired: number; webhookRows: number }> {
   return acts.purgeExpiredResults({});
 }
 
