@@ -71,77 +71,70 @@ function toItem(line: number, raw: Record<string, unknown>, errors: BatchRowErro
   return { line, url, key: derived, format, provider, row: parsed.data };
 }
 
-/** Parses CSV text (first line is the header; must include a `url` column). */
-export function parseCsvText(text: string): Omit<BatchInput, 'batchId'> {
+/**
+ * Parses CSV text (first line is the header; must include a `url` column). A line the parser
+ * cannot place in a record (broken quoting) costs only itself: every non-blank line outside the
+ * parsed records is parsed again on its own, and becomes a row or an error with its line number.
+ */
+export function parseCsvText(input: string): Omit<BatchInput, 'batchId'> {
+  // One line ending everywhere (csv-parse counts "\r\n" as two lines in its error positions).
+  const text = input.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
   const errors: BatchRowError[] = [];
   const items: BatchItem[] = [];
   const seen = new Map<string, number>();
-  // A malformed record (bad quoting) is skipped, not fatal: the other rows go on. Every physical
-  // line that ends up in no parsed record is reported below with the parser's reason.
-  const skipped: { endLine: number; chunk: string; reason: string }[] = [];
   let records: { record: string[]; raw: string; info: { lines: number } }[];
   try {
-    records = parseCsv(text, {
-      skip_empty_lines: true,
-      trim: true,
-      info: true,
-      raw: true,
-      relax_column_count: true,
-      bom: true,
-      skip_records_with_error: true,
-      on_skip: (err: { lines?: number; message: string } | undefined, chunk: string | undefined) => {
-        if (err) skipped.push({ endLine: err.lines ?? 1, chunk: chunk ?? '', reason: err.message });
-      },
-    }) as never;
+    records = parseCsv(text, { skip_empty_lines: true, trim: true, info: true, raw: true, relax_column_count: true, skip_records_with_error: true }) as never;
   } catch (e) {
     return { items, errors: [{ line: (e as { lines?: number }).lines ?? 1, reason: `CSV cannot be parsed: ${(e as Error).message}`, raw: '' }], format: 'csv' };
   }
+  const lines = text.split('\n');
+  const headerLine = lines.findIndex((l) => l.trim() !== '') + 1; // 0: no content at all
+  if (headerLine === 0) return { items, errors, format: 'csv' };
   const [header, ...rows] = records;
-  if (!header) return { items, errors: skippedLineErrors(text, skipped, []), format: 'csv' };
+  if (!header || header.info.lines !== headerLine) {
+    // The first line could not be parsed: no row can be trusted to name the columns.
+    return { items, errors: [{ line: headerLine, reason: 'the first line must be a header naming the columns (one of them "url")', raw: (lines[headerLine - 1] ?? '').slice(0, 200) }], format: 'csv' };
+  }
   const columns = header.record.map((c) => c.trim());
   if (!columns.includes('url')) {
     return { items, errors: [{ line: 1, reason: 'the CSV header has no "url" column', raw: header.raw.trim().slice(0, 200) }], format: 'csv' };
   }
   const repeated = columns.filter((c, i) => columns.indexOf(c) !== i);
   if (repeated.length > 0) {
-    return { items, errors: [{ line: 1, reason: `the CSV header repeats column(s) ${[...new Set(repeated)].map((c) => `"${c}"`).join(', ')}`, raw: header.raw.trim().slice(0, 200) }], format: 'csv' };
+    return { items, errors: [{ line: headerLine, reason: `the CSV header repeats column(s) ${[...new Set(repeated)].map((c) => `"${c}"`).join(', ')}`, raw: header.raw.trim().slice(0, 200) }], format: 'csv' };
   }
-  const parsedLines: [number, number][] = [];
+  const addRow = (line: number, record: string[], raw: string) => {
+    if (record.length !== columns.length) {
+      errors.push({ line, reason: `${record.length} fields but the header has ${columns.length}`, raw: raw.slice(0, 200) });
+      return;
+    }
+    const item = toItem(line, Object.fromEntries(columns.map((c, i) => [c, record[i]])), errors, raw, seen);
+    if (item) items.push(item);
+  };
+  const covered = new Set<number>(Array.from({ length: headerLine }, (_, i) => i + 1));
   for (const r of rows) {
-    const raw = r.raw.replace(/\r?\n$/, '').replace(/^(?:[ \t]*\r?\n)+/, '');
+    const raw = r.raw.replace(/\n$/, '').replace(/^(?:[ \t]*\n)+/, '');
     // info.lines is the record's last line; a quoted field may span several.
     const line = r.info.lines - (raw.match(/\n/g)?.length ?? 0);
-    parsedLines.push([line, r.info.lines]);
-    if (r.record.length !== columns.length) {
-      errors.push({ line, reason: `${r.record.length} fields but the header has ${columns.length}`, raw: raw.slice(0, 200) });
-      continue;
-    }
-    const obj = Object.fromEntries(columns.map((c, i) => [c, r.record[i]]));
-    const item = toItem(line, obj, errors, raw, seen);
-    if (item) items.push(item);
+    for (let n = line; n <= r.info.lines; n++) covered.add(n);
+    addRow(line, r.record, raw);
   }
-  errors.push(...skippedLineErrors(text, skipped, parsedLines));
+  // Lines no record covers: the parser skipped them (broken quoting). Each gets a second chance alone.
+  lines.forEach((lineText, i) => {
+    const n = i + 1;
+    if (covered.has(n) || lineText.trim() === '') return;
+    try {
+      const alone = parseCsv(lineText, { trim: true, relax_column_count: true }) as string[][];
+      if (alone.length === 1) return addRow(n, alone[0]!, lineText);
+      errors.push({ line: n, reason: 'CSV cannot be parsed here: not one record', raw: lineText.slice(0, 200) });
+    } catch (e) {
+      errors.push({ line: n, reason: `CSV cannot be parsed here: ${(e as Error).message}`, raw: lineText.slice(0, 200) });
+    }
+  });
+  items.sort((a, b) => a.line - b.line);
   errors.sort((a, b) => a.line - b.line);
   return { items, errors, format: 'csv' };
-}
-
-/**
- * One error per non-blank physical line that a skipped (malformed) CSV record covered and no
- * parsed record did, with the parser's reason: nothing the caller sent is dropped silently.
- */
-function skippedLineErrors(text: string, skipped: { endLine: number; chunk: string; reason: string }[], parsed: [number, number][]): BatchRowError[] {
-  const lines = text.split(/\r?\n/);
-  const inParsed = (n: number) => parsed.some(([a, b]) => n >= a && n <= b);
-  const out = new Map<number, BatchRowError>();
-  for (const sk of skipped) {
-    const span = sk.chunk.replace(/\r?\n$/, '').split(/\n/).length;
-    for (let n = Math.max(1, sk.endLine - span + 1); n <= sk.endLine; n++) {
-      const raw = (lines[n - 1] ?? '').trim();
-      if (!raw || inParsed(n) || out.has(n)) continue;
-      out.set(n, { line: n, reason: `CSV cannot be parsed here: ${sk.reason}`, raw: raw.slice(0, 200) });
-    }
-  }
-  return [...out.values()];
 }
 
 /** Parses JSONL text (one JSON object per line; blank lines and `#` comments skipped). */

@@ -28,6 +28,24 @@ describe('CSV batches', () => {
     expect(errors).toEqual([expect.objectContaining({ line: 3, reason: expect.stringMatching(/Quote Not Closed/) })]);
   });
 
+  it('loses no row with CRLF or CR line endings, and one stray quote costs only its own line', () => {
+    for (const eol of ['\r\n', '\r', '\n']) {
+      const text = ['url,note', 'https://a.example/1,ok', 'https://a.example/2,"x"y', 'https://a.example/3,ok', 'https://a.example/4,"unclosed', 'https://a.example/5,ok', ''].join(eol);
+      const { items, errors } = parseCsvText(text);
+      expect(items.map((i) => i.line), JSON.stringify(eol)).toEqual([2, 4, 6]);
+      expect(errors.map((e) => e.line), JSON.stringify(eol)).toEqual([3, 5]);
+    }
+    const tail = parseCsvText('url,note\nhttps://a.example/1,"ok"x\n' + Array.from({ length: 8 }, (_, i) => `https://a.example/r${i},fine`).join('\n'));
+    expect(tail.items).toHaveLength(8);
+    expect(tail.errors.map((e) => e.line)).toEqual([2]);
+  });
+
+  it('keeps multi-line quoted fields whole and numbers rows by their first line', () => {
+    const { items, errors } = parseCsvText('\n\nurl,note\nhttps://a.example/,"line one\r\nline two"\nhttps://b.example/,x\n');
+    expect(errors).toEqual([]);
+    expect(items.map((i) => [i.line, i.row.note])).toEqual([[4, 'line one\nline two'], [6, 'x']]);
+  });
+
   it('refuses a header without url or with a repeated column', () => {
     expect(parseCsvText('link\nhttps://a.example/\n').errors).toEqual([expect.objectContaining({ line: 1, reason: 'the CSV header has no "url" column' })]);
     expect(parseCsvText('url,url\nhttps://a.example/,https://b.example/\n').errors).toEqual([expect.objectContaining({ line: 1, reason: expect.stringMatching(/repeats column\(s\) "url"/) })]);
