@@ -441,12 +441,16 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       // webhook during the submit) makes the next check happen now.
       const woken = await condition(() => cancelReq !== undefined || wakeCount !== handledWakes, delay);
       handledWakes = wakeCount;
+      let lastChance = false;
       if (woken && !cancelReq && lastCheckAtMs !== undefined && patched('wake-min-gap')) {
         // Wakes are hints and may come in floods (progress events, redeliveries): a woken check
         // still keeps the provider's Retry-After and at least `initialDelayMs` after the last
-        // check. Wakes arriving meanwhile are merged into this one check.
+        // check. Wakes arriving meanwhile are merged into this one check. A wake that came before
+        // the deadline gets its check even when that falls just past it (the provider's wait
+        // wins over our own tracking budget); the deadline applies right after.
         const earliest = lastCheckAtMs + Math.max(floorMs, policy.initialDelayMs);
-        const wait = Math.min(earliest, deadlineEpochMs()) - Date.now();
+        lastChance = earliest >= deadlineEpochMs();
+        const wait = earliest - Date.now();
         if (wait > 0) await condition(() => cancelReq !== undefined, wait);
         handledWakes = wakeCount;
       }
@@ -454,7 +458,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
         await cancelPath();
         return;
       }
-      if (Date.now() >= deadlineEpochMs()) {
+      if (Date.now() >= deadlineEpochMs() && !lastChance) {
         await onDeadline();
         return;
       }
@@ -528,6 +532,8 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       saved = await CancellationScope.nonCancellable(() => writer.saveResult({ ...taskRef(), url: input.request.url, notFoundLimit: policy.notFoundLimit }));
     } catch (e) {
       if (isCancellation(e)) throw e;
+      // Runs of earlier code failed the workflow here: replaying their histories must too.
+      if (!patched('result-read-failure-recorded')) throw e;
       const error = jobErrorOf(e, 'result read failed');
       view.lastError = error;
       return error;
@@ -571,13 +577,16 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
     };
     await CancellationScope.nonCancellable(async () => {
       if (isFinalState(view.state)) return;
-      const wasUnknown = view.state === 'unknown';
+      // A task may exist without our knowing its ID: after an ambiguous submit (`unknown`), or in a
+      // run resumed mid-cancel without a task ID (its predecessor may have submitted). Reconcile first.
+      const wasUnknown = view.state === 'unknown' || (input.pendingCancel !== undefined && !view.taskId);
       await transition('cancelling', { note: `cancel requested via ${report.via} by ${report.requestedBy}: ${report.reason}`, detail: { cancel: report } });
       if (!view.taskId && wasUnknown) {
         let rec: Awaited<ReturnType<ScrapeActivities['reconcileSubmit']>>;
         try {
           rec = await reconciler.reconcileSubmit({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request });
         } catch (e) {
+          if (!patched('cancel-reconcile-failure-recorded')) throw e; // earlier code failed the workflow here
           const error = jobErrorOf(e, 'reconciliation failed');
           return finish('cancel_unconfirmed', `could not determine whether a provider task exists: reconciliation was refused (${error.message}); nothing was cancelled at the provider`, error);
         }

@@ -154,6 +154,22 @@ describe('on the reference provider', () => {
     expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(0);
   });
 
+  it('a completion wake just before the deadline still gets its check (past the deadline if the gap needs it)', async () => {
+    const tag = 'wake-at-deadline';
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
+    // First check ~3 s after the task is known, the next one would be 30 s later: past the 5-s deadline.
+    const policy = { ...FAST_POLICY, initialDelayMs: 3_000, maxDelayMs: 60_000, multiplier: 10, jitter: 0, deadlineMs: 5_000 };
+    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('blogger')}?${tag}`, key: tag, policy });
+    await waitFor(async () => ((await stack.store.getJob(ref.jobId))?.status_checks ?? 0) >= 1, 30_000, 'the first check');
+    const row = (await stack.store.getJob(ref.jobId))!;
+    stack.sim.release(row.task_id!);
+    await stack.sim.waitForJob(row.task_id!, { status: 'completed' });
+    await stack.client.wake(ref.jobId, { eventId: 'done-1', providerStatus: 'completed' });
+    const end = await waitForState(stack.store, ref.jobId, ['completed', 'tracking_interrupted'], 30_000);
+    expect(end.state).toBe('completed');
+    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+  });
+
   it('refuses an unknown provider before anything starts', async () => {
     await expect(stack.client.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'no-such-provider', provider: 'nope' })).rejects.toMatchObject({
       code: 'invalid',
