@@ -336,8 +336,9 @@ export class ScrapeClient {
    * Throws {@link JobNotFoundError} for a job of another account or none.
    */
   async cancelScrape(account: string, jobId: string, opts: { reason?: string; requestedBy?: string; wait?: boolean; timeoutMs?: number } = {}): Promise<CancelResult> {
-    const row = await this.row(account, jobId).catch(async (e) => {
-      // Started but not yet registered: the workflow exists, the store row not yet.
+    // Authorisation: the job must be this account's (a job started but not yet registered by the
+    // worker has no store row yet: its workflow answers for it).
+    await this.row(account, jobId).catch(async (e) => {
       if (e instanceof JobNotFoundError) {
         await this.getScrape(account, jobId);
         return undefined;
@@ -353,11 +354,7 @@ export class ScrapeClient {
       if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
       throw e;
     }
-    if (desc.status.name !== 'RUNNING') {
-      const state = (row?.state ?? 'submitting') as JobState;
-      if (!isFinalState(state)) return { kind: 'not_running', state };
-      return { kind: 'already_final', state, report: await this.lastCancel(jobId, true) };
-    }
+    if (desc.status.name !== 'RUNNING') return this.settledCancel(jobId);
     if (opts.wait === false) {
       await handle.signal(cancelSignal, req);
       return { kind: 'requested', state: 'cancelling' };
@@ -370,25 +367,34 @@ export class ScrapeClient {
       const after = await this.opts.store.getJob(jobId);
       return { kind: 'observed', state: (after?.state ?? 'cancelling') as JobState, report };
     } catch (e) {
-      if (e instanceof WorkflowUpdateFailedError || e instanceof WorkflowNotFoundError) {
-        const after = await this.opts.store.getJob(jobId);
-        const state = (after?.state ?? 'submitting') as JobState;
-        if (!isFinalState(state)) return { kind: 'not_running', state };
-        return { kind: 'already_final', state, report: await this.lastCancel(jobId, true) };
-      }
+      if (e instanceof WorkflowUpdateFailedError || e instanceof WorkflowNotFoundError) return this.settledCancel(jobId);
       if (!abort.signal.aborted) throw e;
-      // No outcome in time (typically no worker polls the task queue). An Update not yet accepted
-      // by a worker is not durable, so the request is also sent as a signal, which is: it acts as
-      // soon as a worker runs the workflow.
-      await handle.signal(cancelSignal, req);
+      // No outcome in time: the provider may still be confirming (up to the job's
+      // cancelConfirmDeadlineMs), or no worker polls the task queue. An Update not yet accepted by
+      // a worker is not durable, so the request is also sent as a signal, which is.
+      try {
+        await handle.signal(cancelSignal, req);
+      } catch (se) {
+        if (se instanceof WorkflowNotFoundError) return this.settledCancel(jobId); // it ended meanwhile
+        throw se;
+      }
+      const now = await this.opts.store.getJob(jobId);
       return {
         kind: 'requested',
-        state: 'cancelling',
-        note: `no cancel outcome within ${Math.round(timeoutMs / 1000)} s (is a worker polling task queue "${this.opts.taskQueue}"?); the request was recorded as a signal and acts when a worker runs the job`,
+        state: (now?.state ?? 'cancelling') as JobState,
+        note: `no observed outcome within ${Math.round(timeoutMs / 1000)} s: the provider may still be confirming, or no worker polls task queue "${this.opts.taskQueue}"; the request is recorded (also as a signal) and the outcome will show in the job's state`,
       };
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** The answer for a job whose workflow closed before or while a cancel was asked for. */
+  private async settledCancel(jobId: string): Promise<CancelResult> {
+    const after = await this.opts.store.getJob(jobId);
+    const state = (after?.state ?? 'submitting') as JobState;
+    if (!isFinalState(state)) return { kind: 'not_running', state };
+    return { kind: 'already_final', state, report: await this.lastCancel(jobId, true) };
   }
 
   /** The most recent cancel recorded in the job's timeline (only one with an outcome when `withOutcome`). */
