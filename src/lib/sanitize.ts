@@ -75,9 +75,46 @@ function asUrl(value: string): string | undefined {
 }
 
 /**
- * The names in a URL that carry a secret: user-info (`user:pass@`), and secret-named parameters in
- * the query string or in a `#a=b&c=d` fragment (OAuth implicit flow puts `access_token` there).
- * Empty when the URL carries none or does not parse.
+ * Parameter names (lower-case, separators removed) that are credentials whatever their value:
+ * refusing a request that carries one is always right.
+ */
+const CREDENTIAL_NAMES = new Set([
+  'password', 'passwd', 'pwd', 'passphrase', 'secret', 'clientsecret', 'appsecret', 'secretkey', 'privatekey', 'privatetoken',
+  'accesstoken', 'authtoken', 'refreshtoken', 'idtoken', 'bearertoken', 'apitoken', 'apikey', 'accesskey', 'authkey', 'subscriptionkey',
+  'functionskey', 'masterkey', 'signingkey', 'authorization', 'credential', 'credentials', 'signature', 'jwt', 'oauthtoken',
+  'oauthverifier', 'oauthsignature', 'oauthconsumerkey', 'xamzsignature', 'xamzcredential', 'xamzsecuritytoken', 'xgoogsignature',
+  'xgoogcredential', 'hmac',
+]);
+
+/**
+ * Names that are credentials only when the value looks like one (16+ characters, or 8+ with both
+ * letters and digits): `token` (Crawlbase, Apify), `key` (Google `key=AIza…`), `sig` (Azure SAS),
+ * so that `?token=eth` or `?key=shoes` on an ordinary site are not refused.
+ */
+const CREDENTIAL_NAMES_IF_SECRET_VALUE = new Set(['token', 'key', 'sig', 'code', 'otp', 'pw', 'pass']);
+
+function looksLikeSecretValue(value: string): boolean {
+  return value.length >= 16 || (value.length >= 8 && /\d/.test(value) && /[A-Za-z]/.test(value));
+}
+
+/**
+ * True when a parameter is a credential that must never be sent through workflow input: a name in
+ * the credential list with a non-empty value, or a short generic name (`token`, `key`, `sig`,
+ * `code`) with a value that looks like a secret. Narrower than {@link isSecretName}, which decides
+ * what to redact in recorded evidence: tracking and session parameters of ordinary sites
+ * (`sid`, `session`, `tokenId`, `passType`) are allowed in a target URL.
+ */
+export function isCredentialParam(name: string, value: string): boolean {
+  if (value === '') return false;
+  const n = name.toLowerCase().replace(/[^a-z0-9]/g, '');
+  if (CREDENTIAL_NAMES.has(n)) return true;
+  return CREDENTIAL_NAMES_IF_SECRET_VALUE.has(n) && looksLikeSecretValue(value);
+}
+
+/**
+ * The parts of a URL that carry a credential: user-info (`user:pass@`), and credential parameters
+ * ({@link isCredentialParam}) in the query string or in a `#a=b&c=d` fragment (the OAuth implicit
+ * flow puts `access_token` there). Empty when the URL carries none or does not parse.
  */
 export function secretPartsOfUrl(url: string): string[] {
   let u: URL;
@@ -88,17 +125,18 @@ export function secretPartsOfUrl(url: string): string[] {
   }
   const found: string[] = [];
   if (u.username || u.password) found.push('user-info');
-  for (const name of u.searchParams.keys()) if (isSecretName(name)) found.push(`query parameter "${name}"`);
+  for (const [name, value] of u.searchParams) if (isCredentialParam(name, value)) found.push(`query parameter "${name}"`);
   if (u.hash.length > 1) {
-    for (const name of new URLSearchParams(u.hash.slice(1)).keys()) if (isSecretName(name)) found.push(`fragment parameter "${name}"`);
+    for (const [name, value] of new URLSearchParams(u.hash.slice(1))) if (isCredentialParam(name, value)) found.push(`fragment parameter "${name}"`);
   }
   return found;
 }
 
 /**
- * The JSON path of the first secret in `value`: a secret-named field ({@link isSecretName}) holding
- * a non-empty string, object or array (a number or boolean such as `max_tokens: 100` is a setting,
- * not a credential), a `Bearer`/`Basic` credential in a string, or a URL carrying one
+ * The JSON path of the first secret in `value`: a credential field ({@link isCredentialParam}) with a
+ * string value, or an object or array under a credential name (a number or boolean such as
+ * `max_tokens: 100` is a setting, not a credential), a `Bearer`/`Basic` credential in a string, or
+ * a URL carrying one
  * ({@link secretPartsOfUrl}). `undefined` when there is none. Used to refuse input that would put a
  * secret into workflow history.
  */
@@ -119,7 +157,7 @@ export function findSecret(value: unknown, path = ''): string | undefined {
   if (value !== null && typeof value === 'object') {
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
       const here = path ? `${path}.${k}` : k;
-      if (isSecretName(k) && (typeof v === 'string' ? v !== '' : v !== null && typeof v === 'object')) return here;
+      if (typeof v === 'string' ? isCredentialParam(k, v) : v !== null && typeof v === 'object' && CREDENTIAL_NAMES.has(k.toLowerCase().replace(/[^a-z0-9]/g, ''))) return here;
       const hit = findSecret(v, here);
       if (hit) return hit;
     }

@@ -201,7 +201,7 @@ describe('the app without Temporal', () => {
       { payload: '<url>https://example.com</url>', type: 'application/xml', status: 415, slug: 'unsupported-media-type' },
       { payload: JSON.stringify({ url: 'https://example.com', extra: 1 }), type: 'application/json', status: 400, slug: 'invalid-request' },
       { payload: JSON.stringify({ url: 'https://user:pw@example.com/' }), type: 'application/json', status: 400, slug: 'invalid-request' },
-      { payload: JSON.stringify({ url: 'https://example.com/?token=abc' }), type: 'application/json', status: 400, slug: 'invalid-request' },
+      { payload: JSON.stringify({ url: 'https://example.com/?token=sk-live-0123456789abcdef' }), type: 'application/json', status: 400, slug: 'invalid-request' },
       { payload: JSON.stringify({ url: 'https://example.com/', policy: { initialDelayMs: 1 } }), type: 'application/json', status: 400, slug: 'invalid-request' },
       { payload: '{"url":"https://example.com/","__proto__":{"admin":true}}', type: 'application/json', status: 400, slug: 'invalid-request', detail: /forbidden "__proto__"/ },
       { payload: JSON.stringify({ url: 'https://example.com/', options: { headers: { Authorization: 'Bearer abcdefgh12345678' } } }), type: 'application/json', status: 400, slug: 'invalid-request' },

@@ -69,6 +69,29 @@ describe('sanitising what we record', () => {
       next: `https://x.example/?accesstoken=${encodeURIComponent(REDACTED)}`,
     });
   });
+  it('refuses target URLs that carry credentials, not ordinary sites that use similar names', () => {
+    const ordinary = [
+      'https://www.booking.com/hotel/fr/x.html?aid=304142&sid=0123456789abcdef0123456789abcdef',
+      'https://forum.example/viewtopic.php?t=42&sid=5f2b9c',
+      'https://coinmarketcap.com/currencies/?token=eth',
+      'https://opensea.io/assets?tokenId=1',
+      'https://dexscreener.com/?tokenAddress=0x1234',
+      'https://www.ticketmaster.com/?passType=season',
+      'https://shop.example/search?key=shoes&session=1&sig_fig=3',
+      'https://www.youtube.com/watch?v=dQw4w9WgXcQ&pp=ygUEcmljaw%3D%3D',
+    ];
+    for (const url of ordinary) expect(secretPartsOfUrl(url), url).toEqual([]);
+    const credentials = [
+      'https://api.example/v1?token=sk-live-0123456789abcdef',
+      'https://maps.googleapis.com/maps/api/geocode/json?key=AIzaSyA-0123456789abcdefghijklmnop',
+      'https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sig=abcdEFGH1234%2Bxyz%3D',
+      'https://api.example/cb?oauth_verifier=v1&oauth_token=t1',
+      'https://gitlab.example/api/v4/projects?private_token=glpat-abc',
+      'https://app.example/cb#access_token=abc',
+      'https://u:p@example.com/',
+    ];
+    for (const url of credentials) expect(secretPartsOfUrl(url).length, url).toBeGreaterThan(0);
+  });
   it('finds secrets in URL fragments and redacts them there too', () => {
     expect(secretPartsOfUrl('https://app.example/cb#access_token=abc&state=1')).toEqual(['fragment parameter "access_token"']);
     expect(secretPartsOfUrl('https://a.example/p?q=1#section-2')).toEqual([]);
@@ -80,7 +103,8 @@ describe('sanitising what we record', () => {
     expect(findSecret({ note: 'send Bearer abcdefgh12345678 please' })).toBe('note');
     expect(findSecret({ next: 'https://h.example/?X-Amz-Signature=abc' })).toBe('next');
     expect(findSecret({ wait_for: '#main', render: true, token: '', max_tokens: 100 })).toBeUndefined();
-    expect(findSecret({ next: ' https://x.example/?token=S' })).toBe('next');
+    expect(findSecret({ next: ' https://x.example/?token=sk-live-0123456789' })).toBe('next');
+    expect(findSecret({ next: 'https://x.example/?token=eth&key=shoes&sid=abc123def456' })).toBeUndefined();
     expect(findSecret({ note: 'use bearer abc123def456' })).toBe('note');
     expect(findSecret({ note: 'a basic understanding of bearer authentication' })).toBeUndefined();
   });
