@@ -333,8 +333,8 @@ export function createActivities(deps: ActivityDeps) {
       try {
         payload = await call(ref.provider, ref.account, (r) => r.adapter.result(ref.taskId, ref.url, { apiKey: r.apiKey, signal: signal() }));
       } catch (e) {
-        // A task that answered `completed` and then 404s on the result read `notFoundLimit` times
-        // in a row is gone at the provider: stop retrying and let the workflow say so.
+        // A task that answered `completed` and then still 404s on the result read at the
+        // `notFoundLimit`-th attempt is gone at the provider: stop retrying, let the workflow say so.
         if (isProviderError(e) && e.kind === 'not_found' && ref.notFoundLimit !== undefined && Context.current().info.attempt >= ref.notFoundLimit) {
           const f = toFailure(e);
           throw ApplicationFailure.create({ message: f.message, type: f.type ?? undefined, nonRetryable: true, details: f.details as unknown[] });

@@ -501,7 +501,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       if (s.state === 'completed') {
         const error = await saveResult();
         if (error?.kind === 'not_found') {
-          await transition('expired', { error, note: `the provider reported task ${view.taskId} completed but no longer serves its result (404 ${policy.notFoundLimit} times)` });
+          await transition('expired', { error, note: `the provider reported task ${view.taskId} completed but no longer serves its result (404 at attempt ${policy.notFoundLimit} of the result read)` });
         } else if (error) {
           await transition('tracking_interrupted', { error, note: `the provider reported task ${view.taskId} completed but its result could not be read (${error.message}); fix the cause and resume with the same task ID` });
         }
