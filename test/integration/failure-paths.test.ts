@@ -157,8 +157,9 @@ describe('on the reference provider', () => {
   it('a completion wake just before the deadline still gets its check (past the deadline if the gap needs it)', async () => {
     const tag = 'wake-at-deadline';
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
-    // First check ~3 s after the task is known, the next one would be 30 s later: past the 5-s deadline.
-    const policy = { ...FAST_POLICY, initialDelayMs: 3_000, maxDelayMs: 60_000, multiplier: 10, jitter: 0, deadlineMs: 5_000 };
+    // First check 5 s after the task is known, the next one 50 s later: past the 9-s deadline. The
+    // wake comes within the 4 s between; its merged check is due at 10 s, past the deadline.
+    const policy = { ...FAST_POLICY, initialDelayMs: 5_000, maxDelayMs: 60_000, multiplier: 10, jitter: 0, deadlineMs: 9_000 };
     const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('blogger')}?${tag}`, key: tag, policy });
     await waitFor(async () => ((await stack.store.getJob(ref.jobId))?.status_checks ?? 0) >= 1, 30_000, 'the first check');
     const row = (await stack.store.getJob(ref.jobId))!;
