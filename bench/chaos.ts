@@ -146,19 +146,28 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
 
     // Workers in child processes, SIGKILLed at random and restarted.
     const workers: (ChildProcess | undefined)[] = [];
+    const everySpawned = new Set<ChildProcess>(); // killed at the end, whatever slot they were in
+    const respawns = new Set<NodeJS.Timeout>();
     const spawnWorker = (i: number) => {
+      const previous = workers[i];
+      if (previous && previous.exitCode === null && previous.signalCode === null) previous.kill('SIGKILL');
       const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'src/worker.ts')], {
         cwd: REPO,
         env: { ...process.env, SCRAPE_CONFIG: configFile, SCRAPE_WORKFLOW_BUNDLE: bundle },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       child.stderr!.on('data', () => undefined);
+      everySpawned.add(child);
+      child.once('exit', () => everySpawned.delete(child));
       workers[i] = child;
     };
     const nWorkers = opts.workers ?? 2;
     for (let i = 0; i < nWorkers; i++) spawnWorker(i);
     cleanups.push(async () => {
-      for (const w of workers) w?.kill('SIGKILL');
+      for (const t of respawns) clearTimeout(t);
+      const alive = [...everySpawned];
+      for (const w of alive) w.kill('SIGKILL');
+      await Promise.all(alive.map((w) => (w.exitCode !== null || w.signalCode !== null ? undefined : new Promise((r) => w.once('exit', r)))));
     });
     let kills = 0;
     let killer: NodeJS.Timeout;
@@ -167,7 +176,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         const i = Math.floor(random() * nWorkers);
         workers[i]?.kill('SIGKILL');
         kills++;
-        setTimeout(() => spawnWorker(i), 500);
+        const t = setTimeout(() => {
+          respawns.delete(t);
+          spawnWorker(i);
+        }, 500);
+        respawns.add(t);
         scheduleKill();
       }, (opts.killEveryMs ?? 5_000) * (0.5 + random()));
     };
@@ -222,10 +235,16 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     }
     const chaosPhaseMs = Date.now() - started;
     clearTimeout(killer!);
+    for (const t of respawns) clearTimeout(t);
+    respawns.clear();
     clearInterval(outageTimer);
     clearInterval(burst);
     sim.faults.clear();
-    for (let i = 0; i < nWorkers; i++) if (!workers[i] || workers[i]!.exitCode !== null || workers[i]!.signalCode !== null) spawnWorker(i);
+    // Every slot gets a live worker for the convergence phase (a worker killed just now included).
+    for (let i = 0; i < nWorkers; i++) {
+      const w = workers[i];
+      if (!w || w.killed || w.exitCode !== null || w.signalCode !== null) spawnWorker(i);
+    }
     log(`chaos: stopped after ${(chaosPhaseMs / 1000).toFixed(1)} s; waiting for every job to end`);
     const convergeStart = Date.now();
     const until = convergeStart + (opts.convergeMs ?? deadlineMs + 240_000);
