@@ -168,7 +168,9 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     say(`  this batch: ${uiList}`);
     say(`Config for the CLI: ${configFile}`);
     if (example) {
-      say(`Try: npm run cli -- status ${example}`);
+      // The CLI and the Web UI need the dev server, which lives as long as the demo does.
+      say(opts.keep ? 'In another terminal, try:' : 'The demo stops now (not kept: no terminal, or --exit). With `npm run demo -- --keep` running, try in another terminal:');
+      say(`     npm run cli -- status ${example}`);
       say(`     npm run cli -- result ${example}`);
       say(`     npm run cli -- timeline ${example}`);
     }
