@@ -16,13 +16,12 @@
  *
  *   npm run bench:history -- --jobs 5
  */
-import path from 'node:path';
 import { Command } from 'commander';
 import { z } from 'zod';
 import { DEFAULT_POLL_POLICY } from '../src/model/types.js';
 import { historyCost, HISTORY_LIMITS, type HistoryCost } from './lib/history.js';
 import { round, sampleForeignCpu } from './lib/proc.js';
-import { machine, mean, REPO, sampleLoad, table, waitForQuietMachine, writeResult } from './lib/report.js';
+import { finishReport, machine, mean, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
 import { nominalDelayMs, scaleSchedule } from './lib/schedule.js';
 import { startScenarios, waitFinal, type Scenario } from './lib/scenarios.js';
 import { startStack } from './lib/stack.js';
@@ -188,29 +187,21 @@ export async function runHistory(o: Options): Promise<Record<string, unknown>> {
         Object.entries(marginal).map(([k, m]) => [k, `${m.eventsFixed} + ${m.eventsPerCheck}·checks`, `${m.actionsFixed} + ${m.actionsPerCheck}·checks`, `${m.eventsAtDefaultDeadline} (${m.checksAtDefaultDeadline} checks)`, m.pollingHoursToContinueAsNew === null ? 'never (history does not grow with checks)' : `${m.pollingHoursToContinueAsNew} h (${m.checksToContinueAsNew} checks)`]),
       ),
     );
-    console.log(`load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
-    if (out.workerLog.databaseLocked > 0 || out.workerLog.workflowFailures > 0) console.log(`worker log: ${JSON.stringify(out.workerLog)}`);
-    console.log(`written ${writeResult('history', out)}`);
+    finishReport('history', out, `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
     return out;
   } finally {
     await stack.close();
   }
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.join(REPO, 'bench', 'history.ts')) {
-  const program = new Command('bench:history')
+runAsScript(
+  'history.ts',
+  new Command('bench:history')
     .option('-n, --jobs <n>', 'jobs per (length, design)', '5')
     .option('--time-scale <x>', 'simulated-time factor for the 10-minute jobs', '0.1')
     .option('--no-webhooks', 'skip the timers+webhooks design')
     .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
     .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
-    .option('--keep-dir', 'keep the temp directory')
-    .parse();
-  runHistory(OptionsSchema.parse(program.opts())).then(
-    () => process.exit(0),
-    (e: unknown) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+    .option('--keep-dir', 'keep the temp directory'),
+  (opts) => runHistory(OptionsSchema.parse(opts)),
+);

@@ -14,12 +14,11 @@
  *
  *   npm run bench:latency -- --jobs 150
  */
-import path from 'node:path';
 import { Command } from 'commander';
 import { z } from 'zod';
 import type { JobTransition } from '../src/sim/index.js';
 import { round, sampleForeignCpu } from './lib/proc.js';
-import { machine, mean, percentile, REPO, sampleLoad, table, waitForQuietMachine, writeResult } from './lib/report.js';
+import { finishReport, machine, mean, percentile, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
 import { waitFinal, type Scenario } from './lib/scenarios.js';
 import { startStack } from './lib/stack.js';
 
@@ -139,17 +138,16 @@ export async function runLatency(o: Options): Promise<Record<string, unknown>> {
         }),
       ),
     );
-    console.log(`load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
-    if (out.workerLog.databaseLocked > 0 || out.workerLog.workflowFailures > 0) console.log(`worker log: ${JSON.stringify(out.workerLog)}`);
-    console.log(`written ${writeResult('latency', out)}`);
+    finishReport('latency', out, `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
     return out;
   } finally {
     await stack.close();
   }
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.join(REPO, 'bench', 'latency.ts')) {
-  const program = new Command('bench:latency')
+runAsScript(
+  'latency.ts',
+  new Command('bench:latency')
     .option('-n, --jobs <n>', 'jobs per mode', '150')
     .option('--min-s <s>', 'shortest provider job (s)', '1')
     .option('--max-s <s>', 'longest provider job (s)', '60')
@@ -157,13 +155,6 @@ if (process.argv[1] && path.resolve(process.argv[1]) === path.join(REPO, 'bench'
     .option('--no-webhooks', 'polling only')
     .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
     .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
-    .option('--keep-dir', 'keep the temp directory')
-    .parse();
-  runLatency(OptionsSchema.parse(program.opts())).then(
-    () => process.exit(0),
-    (e: unknown) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+    .option('--keep-dir', 'keep the temp directory'),
+  (opts) => runLatency(OptionsSchema.parse(opts)),
+);

@@ -17,12 +17,11 @@
  *
  *   npm run bench:politeness -- --jobs 20
  */
-import path from 'node:path';
 import { Command } from 'commander';
 import { z } from 'zod';
 import { DEFAULT_POLL_POLICY } from '../src/model/types.js';
 import { round, sampleForeignCpu } from './lib/proc.js';
-import { machine, mean, REPO, sampleLoad, table, waitForQuietMachine, writeResult } from './lib/report.js';
+import { finishReport, machine, mean, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
 import { checksToObserve, scaleSchedule } from './lib/schedule.js';
 import { startScenarios, waitFinal, type Scenario } from './lib/scenarios.js';
 import { startStack } from './lib/stack.js';
@@ -177,29 +176,21 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
       ),
     );
     console.log(`highest rate of any single job: ${out.highestRate.maxRequestsIn10sByOneJob} requests in 10 s, ${out.highestRate.maxRequestsIn60sByOneJob} in 60 s; smallest gap between two requests of one job ${out.highestRate.minGapBetweenTwoRequestsOfOneJobMs} ms (status → result read), between two polls ${out.highestRate.minGapBetweenTwoPollsOfOneJobMs} ms`);
-    console.log(`load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
-    if (out.workerLog.databaseLocked > 0 || out.workerLog.workflowFailures > 0) console.log(`worker log: ${JSON.stringify(out.workerLog)}`);
-    console.log(`written ${writeResult('politeness', out)}`);
+    finishReport('politeness', out, `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
     return out;
   } finally {
     await stack.close();
   }
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.join(REPO, 'bench', 'politeness.ts')) {
-  const program = new Command('bench:politeness')
+runAsScript(
+  'politeness.ts',
+  new Command('bench:politeness')
     .option('-n, --jobs <n>', 'jobs per (length, mode)', '20')
     .option('--time-scale <x>', 'simulated-time factor for the 10-minute jobs', '0.1')
     .option('--no-webhooks', 'polling only')
     .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
     .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
-    .option('--keep-dir', 'keep the temp directory')
-    .parse();
-  runPoliteness(OptionsSchema.parse(program.opts())).then(
-    () => process.exit(0),
-    (e: unknown) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+    .option('--keep-dir', 'keep the temp directory'),
+  (opts) => runPoliteness(OptionsSchema.parse(opts)),
+);

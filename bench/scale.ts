@@ -16,7 +16,6 @@
  *
  *   npm run bench:scale -- --jobs 10000
  */
-import path from 'node:path';
 import { Command } from 'commander';
 import PQueue from 'p-queue';
 import proto from '@temporalio/proto';
@@ -24,7 +23,7 @@ import { z } from 'zod';
 import { DEFAULT_POLL_POLICY } from '../src/model/types.js';
 import type { SimRequestEvent } from '../src/sim/index.js';
 import { cpuDelta, cpuSnapshot, mib, round, sampleForeignCpu, sampleMemory, type Measured } from './lib/proc.js';
-import { machine, mean, percentile, REPO, sampleLoad, table, waitForQuietMachine, writeResult } from './lib/report.js';
+import { finishReport, machine, mean, percentile, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
 import { nominalChecksBy } from './lib/schedule.js';
 import { persistenceDelta, persistenceSnapshot } from './lib/serverMetrics.js';
 import { startStack, type Stack } from './lib/stack.js';
@@ -236,17 +235,16 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
         ],
       ),
     );
-    console.log(`load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
-    if (out.workerLog.databaseLocked > 0 || out.workerLog.workflowFailures > 0) console.log(`worker log: ${JSON.stringify(out.workerLog)}`);
-    console.log(`written ${writeResult('scale', out)}`);
+    finishReport('scale', out, `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
     return out;
   } finally {
     await stack.close();
   }
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.join(REPO, 'bench', 'scale.ts')) {
-  const program = new Command('bench:scale')
+runAsScript(
+  'scale.ts',
+  new Command('bench:scale')
     .option('-n, --jobs <n>', 'jobs pending at once', '10000')
     .option('--start-concurrency <n>', 'concurrent start calls', '32')
     .option('--observe-s <s>', 'how long to watch the jobs wait after the last start', '180')
@@ -255,13 +253,6 @@ if (process.argv[1] && path.resolve(process.argv[1]) === path.join(REPO, 'bench'
     .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
     .option('--keep-dir', 'keep the temp directory')
     .option('--dynamic-config <KEY=JSON>', 'dev server dynamic config (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
-    .option('--db <file|memory>', 'dev server persistence', 'file')
-    .parse();
-  runScale(OptionsSchema.parse(program.opts())).then(
-    () => process.exit(0),
-    (e: unknown) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+    .option('--db <file|memory>', 'dev server persistence', 'file'),
+  (opts) => runScale(OptionsSchema.parse(opts)),
+);

@@ -18,7 +18,7 @@ import PQueue from 'p-queue';
 import { z } from 'zod';
 import type { BaselineMessage } from './lib/baselineMain.js';
 import { cpuDelta, cpuSnapshot, mib, round, sampleForeignCpu, sampleMemory, type Measured } from './lib/proc.js';
-import { machine, REPO, sampleLoad, table, waitForQuietMachine, writeResult } from './lib/report.js';
+import { finishReport, machine, REPO, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
 import { persistenceDelta, persistenceSnapshot } from './lib/serverMetrics.js';
 import { startStack, type Stack } from './lib/stack.js';
 
@@ -222,17 +222,16 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
       ['max RSS MiB: worker | baseline; server', `${temporal.maxRssMiB.worker}; ${temporal.maxRssMiB.server ?? '—'}`, baseline ? `${baseline.maxRssMiB.baseline}; ${baseline.maxRssMiB.server ?? '—'}` : '—', ''],
     ];
     console.log(table(['figure', `Temporal (1 worker, ${o.design})`, 'baseline loop', 'ratio'], rows));
-    console.log(`load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the phases: baseline ${baseline?.foreign.foreignCores ?? '—'} cores, Temporal ${temporal.foreign.foreignCores} cores`);
-    if (out.workerLog.databaseLocked > 0 || out.workerLog.workflowFailures > 0) console.log(`worker log: ${JSON.stringify(out.workerLog)}`);
-    console.log(`written ${writeResult('throughput', out)}`);
+    finishReport('throughput', out, `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the phases: baseline ${baseline?.foreign.foreignCores ?? '—'} cores, Temporal ${temporal.foreign.foreignCores} cores`);
     return out;
   } finally {
     await stack.close();
   }
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.join(REPO, 'bench', 'throughput.ts')) {
-  const program = new Command('bench:throughput')
+runAsScript(
+  'throughput.ts',
+  new Command('bench:throughput')
     .option('-n, --jobs <n>', 'jobs per phase', '1000')
     .option('--run-ms <ms>', 'provider time of each job (minRunMs)', '1000')
     .option('--start-concurrency <n>', 'concurrent start calls', '32')
@@ -242,13 +241,6 @@ if (process.argv[1] && path.resolve(process.argv[1]) === path.join(REPO, 'bench'
     .option('--skip-baseline', 'run the Temporal phase only')
     .option('--keep-dir', 'keep the temp directory')
     .option('--db <file|memory>', 'dev server persistence', 'file')
-    .option('--design <timers|retry>', 'polling design of the Temporal phase', 'timers')
-    .parse();
-  runThroughput(OptionsSchema.parse(program.opts())).then(
-    () => process.exit(0),
-    (e: unknown) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+    .option('--design <timers|retry>', 'polling design of the Temporal phase', 'timers'),
+  (opts) => runThroughput(OptionsSchema.parse(opts)),
+);

@@ -16,13 +16,12 @@
  * job in flight), history, visibility, cancellation, retries of failed calls.
  */
 import { fingerprint } from '../../src/lib/hash.js';
-import { sanitizeBody } from '../../src/lib/sanitize.js';
 import { providerKeys } from '../../src/activities/index.js';
 import { jobIdFor } from '../../src/client/index.js';
 import type { Config } from '../../src/config.js';
 import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/model/types.js';
 import type { ProviderRegistry } from '../../src/providers/registry.js';
-import type { Store } from '../../src/store/index.js';
+import { Store } from '../../src/store/index.js';
 
 /** One baseline job. */
 export interface BaselineJob {
@@ -55,38 +54,12 @@ export async function startBaselineJob(deps: BaselineDeps, job: BaselineJob): Pr
   const requestHash = fingerprint({ provider, request });
   const jobId = jobIdFor(job.account, job.key);
   // ScrapeClient.startScrape
-  await store.insertJob({
-    id: jobId,
-    account: job.account,
-    idem_key: job.key,
-    provider,
-    request_hash: requestHash,
-    url: job.url,
-    input: JSON.stringify(sanitizeBody({})),
-    options: JSON.stringify(sanitizeBody({ format: request.format, options: request.options, policy: deps.policy })),
-    batch_id: null,
-    workflow_id: jobId,
-    task_id: null,
-    deadline_at: null,
-  });
+  await store.insertJob(Store.jobRow({ jobId, account: job.account, key: job.key, provider, requestHash, request, policy: deps.policy, workflowId: jobId }));
   const run = async (): Promise<string> => {
     const secrets = providers.allSecrets();
     const deadlineAt = new Date(Date.now() + policy.deadlineMs).toISOString();
     // registerJob activity
-    const row = await store.registerJob({
-      id: jobId,
-      account: job.account,
-      idem_key: job.key,
-      provider,
-      request_hash: requestHash,
-      url: job.url,
-      input: JSON.stringify(sanitizeBody({}, secrets)),
-      options: JSON.stringify(sanitizeBody({ format: request.format, options: request.options, policy: deps.policy }, secrets)),
-      batch_id: null,
-      workflow_id: jobId,
-      task_id: null,
-      deadline_at: deadlineAt,
-    });
+    const row = await store.registerJob(Store.jobRow({ jobId, account: job.account, key: job.key, provider, requestHash, request, policy: deps.policy, workflowId: jobId, deadlineAt }, secrets));
     await store.appendEvent(jobId, 'registered', row.state, { workflowId: jobId, url: job.url });
     // submitScrape activity
     const r = providers.resolve(provider, job.account);

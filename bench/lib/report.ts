@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Table from 'cli-table3';
+import type { Command } from 'commander';
 import { round } from './proc.js';
 
 /** Repository root (absolute). */
@@ -93,4 +94,30 @@ export function percentile(xs: readonly number[], p: number): number {
 /** Mean of `xs`; NaN when empty. */
 export function mean(xs: readonly number[]): number {
   return xs.length === 0 ? Number.NaN : xs.reduce((s, x) => s + x, 0) / xs.length;
+}
+
+/**
+ * Prints a benchmark's closing lines — `loadLine` (the machine's load), the worker log's trouble
+ * counts when there were any — and writes `out` as `bench/results/<name>-<time>.json`.
+ */
+export function finishReport(name: string, out: { workerLog: { databaseLocked: number; workflowFailures: number } }, loadLine: string): void {
+  console.log(loadLine);
+  if (out.workerLog.databaseLocked > 0 || out.workerLog.workflowFailures > 0) console.log(`worker log: ${JSON.stringify(out.workerLog)}`);
+  console.log(`written ${writeResult(name, out)}`);
+}
+
+/**
+ * When `bench/<script>` is the script being run: parses the command line with `program`, runs
+ * `run` on the options and exits 0, or 1 after printing the error.
+ */
+export function runAsScript(script: string, program: Command, run: (opts: Record<string, unknown>) => Promise<unknown>): void {
+  if (!process.argv[1] || path.resolve(process.argv[1]) !== path.join(REPO, 'bench', script)) return;
+  program.parse();
+  run(program.opts()).then(
+    () => process.exit(0),
+    (e: unknown) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
 }

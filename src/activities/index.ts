@@ -15,7 +15,7 @@ import type { CancelReport, JobError, ScrapeWorkflowInput } from '../model/types
 import { isProviderError, ProviderError } from '../providers/errors.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { Accepted, CancelAnswer, StatusObservation } from '../providers/types.js';
-import type { Store } from '../store/index.js';
+import { Store } from '../store/index.js';
 import { rethrow, toFailure } from './failures.js';
 
 /** Dependencies of {@link createActivities}. */
@@ -143,20 +143,9 @@ export function createActivities(deps: ActivityDeps) {
      */
     async registerJob(input: ScrapeWorkflowInput & { workflowId: string; deadlineAt?: string }): Promise<{ taskId: string | null; state: string }> {
       try {
-        const row = await store.registerJob({
-          id: input.jobId,
-          account: input.account,
-          idem_key: input.key,
-          provider: input.provider,
-          request_hash: input.requestHash,
-          url: input.request.url,
-          input: JSON.stringify(sanitizeBody(input.row ?? {}, secrets())),
-          options: JSON.stringify(sanitizeBody({ format: input.request.format, options: input.request.options, policy: input.policy ?? {} }, secrets())),
-          batch_id: input.batchId ?? null,
-          workflow_id: input.workflowId,
-          task_id: input.resume?.taskId ?? null,
-          deadline_at: input.deadlineAt ?? null,
-        });
+        const row = await store.registerJob(
+          Store.jobRow({ ...input, workflowId: input.workflowId, taskId: input.resume?.taskId, deadlineAt: input.deadlineAt }, secrets()),
+        );
         if (input.resume && row.task_id && row.task_id !== input.resume.taskId) {
           throw new ProviderError('conflict', `resume asked for task ${input.resume.taskId} but job ${input.jobId} holds task ${row.task_id}`, { code: 'TASK_MISMATCH' });
         }

@@ -16,7 +16,7 @@ import { fingerprint } from '../lib/hash.js';
 import { isFinalState, type JobState } from '../model/states.js';
 import { AccountSchema, StartScrapeInputSchema, type StartScrapeInput } from '../model/schemas.js';
 import type { CancelReport, JobError, JobView, ScrapeWorkflowInput } from '../model/types.js';
-import { IdempotencyConflictStoreError, type JobRow, type ResultPayload, type ResultRow, type Store } from '../store/index.js';
+import { IdempotencyConflictStoreError, type JobRow, type ResultPayload, type ResultRow, Store } from '../store/index.js';
 import { sanitizeBody } from '../lib/sanitize.js';
 import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState } from '../workflows/searchAttributes.js';
 import type { scrapeWorkflow } from '../workflows/scrape.js';
@@ -153,20 +153,9 @@ export class ScrapeClient {
     let created: boolean;
     let existing: JobRow;
     try {
-      const r = await this.opts.store.insertJob({
-        id: jobId,
-        account: p.account,
-        idem_key: key,
-        provider,
-        request_hash: requestHash,
-        url: p.url,
-        input: JSON.stringify(sanitizeBody(p.row ?? {})),
-        options: JSON.stringify(sanitizeBody({ format: p.format, options: p.options, policy: p.policy ?? {} })),
-        batch_id: p.batchId ?? null,
-        workflow_id: jobId,
-        task_id: null,
-        deadline_at: null,
-      });
+      const r = await this.opts.store.insertJob(
+        Store.jobRow({ jobId, account: p.account, key, provider, requestHash, request, row: p.row, policy: p.policy, batchId: p.batchId, workflowId: jobId }),
+      );
       created = r.inserted;
       existing = r.row;
     } catch (e) {

@@ -12,8 +12,12 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { FINAL_STATES, type JobState } from '../model/states.js';
 import type { JobError } from '../model/types.js';
+import { sanitizeBody } from '../lib/sanitize.js';
 import { migrationProvider } from './migrations.js';
 import type { Database as DB, IncidentRow, JobEventRow, JobRow, NewJobRow, OrphanRow, OutboxRow, ResultRow } from './schema.js';
+
+/** A new job row as `insertJob` / `registerJob` take it (times and state are set by the store). */
+export type NewJobInput = Omit<NewJobRow, 'created_at' | 'updated_at' | 'state'> & { state?: JobState };
 
 export type { JobRow, ResultRow, JobEventRow, IncidentRow, OrphanRow, OutboxRow } from './schema.js';
 
@@ -156,11 +160,46 @@ export class Store {
   }
 
   /**
+   * The row of a new job, as `insertJob` / `registerJob` take it, built from what the client and
+   * the workflow know of the job. The JSON columns (`input`: the caller's row; `options`: format,
+   * provider options and poll policy) are sanitised with `secrets` (known secret values) removed.
+   */
+  static jobRow(j: {
+    jobId: string;
+    account: string;
+    key: string;
+    provider: string;
+    requestHash: string;
+    request: { url: string; format: string; options: Record<string, unknown> };
+    row?: Record<string, unknown>;
+    policy?: unknown;
+    batchId?: string;
+    workflowId: string;
+    taskId?: string | null;
+    deadlineAt?: string | null;
+  }, secrets: readonly string[] = []): NewJobInput {
+    return {
+      id: j.jobId,
+      account: j.account,
+      idem_key: j.key,
+      provider: j.provider,
+      request_hash: j.requestHash,
+      url: j.request.url,
+      input: JSON.stringify(sanitizeBody(j.row ?? {}, secrets)),
+      options: JSON.stringify(sanitizeBody({ format: j.request.format, options: j.request.options, policy: j.policy ?? {} }, secrets)),
+      batch_id: j.batchId ?? null,
+      workflow_id: j.workflowId,
+      task_id: j.taskId ?? null,
+      deadline_at: j.deadlineAt ?? null,
+    };
+  }
+
+  /**
    * Inserts the job row if absent (rule 1: persist the reference before anything else) and returns
    * the stored row and whether this call inserted it. Throws {@link IdempotencyConflictStoreError}
    * when the row exists with another request fingerprint (same key, other parameters).
    */
-  async insertJob(row: Omit<NewJobRow, 'created_at' | 'updated_at' | 'state'> & { state?: JobState }): Promise<{ row: JobRow; inserted: boolean }> {
+  async insertJob(row: NewJobInput): Promise<{ row: JobRow; inserted: boolean }> {
     const at = nowIso();
     const res = await this.db
       .insertInto('jobs')
@@ -181,7 +220,7 @@ export class Store {
    * {@link insertJob}, then records this workflow run's deadline (UTC ISO-8601) on the row.
    * Returns the stored row.
    */
-  async registerJob(row: Omit<NewJobRow, 'created_at' | 'updated_at' | 'state'> & { state?: JobState }): Promise<JobRow> {
+  async registerJob(row: NewJobInput): Promise<JobRow> {
     const { row: existing } = await this.insertJob(row);
     if (row.deadline_at && existing.deadline_at !== row.deadline_at) {
       await this.db.updateTable('jobs').set({ deadline_at: row.deadline_at }).where('id', '=', row.id).execute();
