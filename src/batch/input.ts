@@ -11,7 +11,7 @@ import path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { z } from 'zod';
 import { fingerprint } from '../lib/hash.js';
-import { IdempotencyKeySchema, TargetUrlSchema } from '../model/schemas.js';
+import { checkRowSize, IdempotencyKeySchema, TargetUrlSchema } from '../model/schemas.js';
 
 /** Columns understood in a row; any other column is kept as part of the row (evidence). */
 export const BatchRowSchema = z
@@ -21,7 +21,8 @@ export const BatchRowSchema = z
     format: z.enum(['markdown', 'text']).optional(),
     provider: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional(),
   })
-  .passthrough();
+  .passthrough()
+  .superRefine((row, ctx) => checkRowSize(row, ctx));
 
 /** A valid row, with the line it came from (1-based, counting the CSV header as line 1). */
 export interface BatchItem {
@@ -104,9 +105,12 @@ export function parseCsvText(input: string): Omit<BatchInput, 'batchId'> {
   if (repeated.length > 0) {
     return { items, errors: [{ line: headerLine, reason: `the CSV header repeats column(s) ${[...new Set(repeated)].map((c) => `"${c}"`).join(', ')}`, raw: header.raw.trim().slice(0, 200) }], format: 'csv' };
   }
-  const addRow = (line: number, record: string[], raw: string) => {
+  const addRow = (line: number, record: string[], raw: string, endLine = line) => {
     if (record.length !== columns.length) {
-      errors.push({ line, reason: `${record.length} fields but the header has ${columns.length}`, raw: raw.slice(0, 200) });
+      // A record over several lines with the wrong field count is usually an unclosed quote that
+      // swallowed the lines after it: name them all, so none is lost without a mention.
+      const span = endLine > line ? ` (this record spans lines ${line}–${endLine}: check for an unclosed quote)` : '';
+      errors.push({ line, reason: `${record.length} fields but the header has ${columns.length}${span}`, raw: raw.slice(0, 200) });
       return;
     }
     const item = toItem(line, Object.fromEntries(columns.map((c, i) => [c, record[i]])), errors, raw, seen);
@@ -118,7 +122,7 @@ export function parseCsvText(input: string): Omit<BatchInput, 'batchId'> {
     // info.lines is the record's last line; a quoted field may span several.
     const line = r.info.lines - (raw.match(/\n/g)?.length ?? 0);
     for (let n = line; n <= r.info.lines; n++) covered.add(n);
-    addRow(line, r.record, raw);
+    addRow(line, r.record, raw, r.info.lines);
   }
   // Lines no record covers: the parser skipped them (broken quoting). Each gets a second chance alone.
   lines.forEach((lineText, i) => {

@@ -190,8 +190,16 @@ export class ScrapeClient {
         staticDetails: `**Account:** ${p.account}\n\n**Key:** ${key}\n\n**Provider:** ${provider}\n\n**Format:** ${p.format}`,
       });
     } catch (e) {
-      if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
       // A closed run with this key exists (REJECT_DUPLICATE): the repeat returns it, never restarts it.
+      if (e instanceof WorkflowExecutionAlreadyStartedError) return { jobId, account: p.account, key, created };
+      // Temporal refused the start: leave no row behind that no workflow will ever drive.
+      if (created) await this.opts.store.forgetUnstartedJob(jobId);
+      const cause = e instanceof Error && e.cause instanceof Error ? e.cause : undefined;
+      const reason = `${e instanceof Error ? e.message : String(e)}${cause ? `: ${cause.message}` : ''}`;
+      if ((cause as { code?: number } | undefined)?.code === 3 /* INVALID_ARGUMENT */) {
+        throw new InvalidInputError(`Temporal refused to start job ${jobId} (nothing was started or kept): ${reason}`, []);
+      }
+      throw new Error(`could not start job ${jobId} (nothing was kept; repeat the request): ${reason}`, { cause: e });
     }
     return { jobId, account: p.account, key, created };
   }

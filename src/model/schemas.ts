@@ -39,6 +39,20 @@ export const TargetUrlSchema = z
     }
   });
 
+/**
+ * Largest input row kept as evidence with a job, and largest provider `options`: 64 KiB of JSON
+ * (UTF-8 bytes) each. Both travel in the workflow's start input, which Temporal caps at 2 MiB per
+ * payload by default.
+ */
+export const MAX_ROW_BYTES = 65_536;
+
+/** zod refinement: the row's JSON is at most {@link MAX_ROW_BYTES}. */
+export function checkRowSize(row: Record<string, unknown> | undefined, ctx: z.RefinementCtx): void {
+  if (row === undefined) return;
+  const bytes = new TextEncoder().encode(JSON.stringify(row)).length;
+  if (bytes > MAX_ROW_BYTES) ctx.addIssue({ code: 'custom', message: `the row is ${bytes} bytes of JSON; at most ${MAX_ROW_BYTES} are kept with a job` });
+}
+
 /** Poll policy overrides (all durations in ms). */
 export const PollPolicySchema = z
   .object({
@@ -72,6 +86,8 @@ export const StartScrapeInputSchema = z
       .record(z.string(), z.unknown())
       .default({})
       .superRefine((o, ctx) => {
+        const bytes = new TextEncoder().encode(JSON.stringify(o)).length;
+        if (bytes > MAX_ROW_BYTES) ctx.addIssue({ code: 'custom', message: `options are ${bytes} bytes of JSON; at most ${MAX_ROW_BYTES} are accepted` });
         for (const k of Object.keys(o)) {
           if (['url', 'format', 'client_ref', 'webhook'].includes(k)) ctx.addIssue({ code: 'custom', message: `options.${k} is set by the orchestrator and cannot be given` });
         }
@@ -81,7 +97,7 @@ export const StartScrapeInputSchema = z
     /** The caller's idempotency key; when absent, one is derived from the request. */
     key: IdempotencyKeySchema.optional(),
     /** The caller's input row, kept with the job as evidence. */
-    row: z.record(z.string(), z.unknown()).optional(),
+    row: z.record(z.string(), z.unknown()).optional().superRefine(checkRowSize),
     batchId: z.string().regex(/^[A-Za-z0-9._:-]{1,120}$/).optional(),
     policy: PollPolicySchema.optional(),
   })

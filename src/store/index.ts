@@ -195,6 +195,20 @@ export class Store {
   }
 
   /**
+   * Removes a job row that was created for a workflow start Temporal then refused, with its
+   * events, so that nothing half-made is left (only while it is `submitting` without a task ID; a
+   * workflow that does run re-creates its row in `registerJob`). Returns whether a row was removed.
+   */
+  async forgetUnstartedJob(jobId: string): Promise<boolean> {
+    return this.tx(async (trx) => {
+      const res = await trx.deleteFrom('jobs').where('id', '=', jobId).where('state', '=', 'submitting').where('task_id', 'is', null).executeTakeFirst();
+      const removed = Number(res.numDeletedRows) > 0;
+      if (removed) await trx.deleteFrom('job_events').where('job_id', '=', jobId).execute();
+      return removed;
+    });
+  }
+
+  /**
    * Inserts the job row if absent (rule 1: persist the reference before anything else) and returns
    * the stored row and whether this call inserted it. Throws {@link IdempotencyConflictStoreError}
    * when the row exists with another request fingerprint (same key, other parameters).

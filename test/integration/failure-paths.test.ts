@@ -13,10 +13,12 @@
  *   dev server: the reference provider has no way to revoke a key mid-job).
  */
 import { randomUUID } from 'node:crypto';
+import { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities/index.js';
+import { ScrapeClient } from '../../src/client/index.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { workflowBundle } from '../../src/worker.js';
 import { FAST_POLICY, KEYS, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
@@ -169,6 +171,22 @@ describe('on the reference provider', () => {
     const end = await waitForState(stack.store, ref.jobId, ['completed', 'tracking_interrupted'], 30_000);
     expect(end.state).toBe('completed');
     expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+  });
+
+  it('a start Temporal refuses leaves no job row behind, and says why; an oversized row is refused up front', async () => {
+    const elsewhere = new ScrapeClient({ temporal: new Client({ connection: stack.temporal.connection, namespace: 'no-such-namespace' }), store: stack.store, taskQueue: stack.config.temporal.taskQueue, defaultProvider: 'reference' });
+    await expect(elsewhere.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'refused-start' })).rejects.toThrow(/could not start job scrape:acme:refused-start \(nothing was kept; repeat the request\): .*no-such-namespace/i);
+    await expect(stack.store.getJob('scrape:acme:refused-start')).resolves.toBeUndefined();
+    // The same key through the right namespace then works as a new job.
+    const ok = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'refused-start', policy: FAST_POLICY });
+    expect(ok.created).toBe(true);
+    await waitForState(stack.store, ok.jobId, ['completed']);
+
+    await expect(stack.client.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'huge-row', row: { note: 'x'.repeat(3_000_000) } })).rejects.toMatchObject({
+      code: 'invalid',
+      message: expect.stringMatching(/at most 65536 are kept/),
+    });
+    await expect(stack.store.getJob('scrape:acme:huge-row')).resolves.toBeUndefined();
   });
 
   it('refuses an unknown provider before anything starts', async () => {

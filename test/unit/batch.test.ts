@@ -46,6 +46,15 @@ describe('CSV batches', () => {
     expect(items.map((i) => [i.line, i.row.note])).toEqual([[4, 'line one\nline two'], [6, 'x']]);
   });
 
+  it('names every line a broken record swallowed, and refuses a row too large to keep', () => {
+    const { items, errors } = parseCsvText('url,note\nhttps://a.example/1,ok\nhttps://a.example/2,"open\nhttps://a.example/3,x\nclose",extra\nhttps://a.example/4,ok\n');
+    expect(items.map((i) => i.line)).toEqual([2, 6]);
+    expect(errors).toEqual([expect.objectContaining({ line: 3, reason: expect.stringMatching(/spans lines 3–5/) })]);
+    const big = parseCsvText(`url,note\nhttps://a.example/1,${'x'.repeat(70_000)}\nhttps://a.example/2,ok\n`);
+    expect(big.items.map((i) => i.line)).toEqual([3]);
+    expect(big.errors).toEqual([expect.objectContaining({ line: 2, reason: expect.stringMatching(/at most 65536 are kept/) })]);
+  });
+
   it('refuses a header without url or with a repeated column', () => {
     expect(parseCsvText('link\nhttps://a.example/\n').errors).toEqual([expect.objectContaining({ line: 1, reason: 'the CSV header has no "url" column' })]);
     expect(parseCsvText('url,url\nhttps://a.example/,https://b.example/\n').errors).toEqual([expect.objectContaining({ line: 1, reason: expect.stringMatching(/repeats column\(s\) "url"/) })]);
