@@ -147,6 +147,9 @@ export class ScrapeClient {
     const requestHash = fingerprint({ provider, request });
     const key = p.key ?? `r-${requestHash.slice(0, 32)}`;
     const jobId = jobIdFor(p.account, key);
+    // The row is evidence only: its secret-named columns and credentials are redacted before it
+    // enters the store and workflow input (and so history).
+    const row = p.row === undefined ? undefined : (sanitizeBody(p.row) as Record<string, unknown>);
     // Persist the reference before anything else (rule 1). The store is also the key's
     // long-lived record (Temporal forgets closed workflows after the namespace retention): a
     // known key answers from it, and the same key with other parameters is a conflict.
@@ -154,7 +157,7 @@ export class ScrapeClient {
     let existing: JobRow;
     try {
       const r = await this.opts.store.insertJob(
-        Store.jobRow({ jobId, account: p.account, key, provider, requestHash, request, row: p.row, policy: p.policy, batchId: p.batchId, workflowId: jobId }),
+        Store.jobRow({ jobId, account: p.account, key, provider, requestHash, request, row, policy: p.policy, batchId: p.batchId, workflowId: jobId }),
       );
       created = r.inserted;
       existing = r.row;
@@ -163,9 +166,6 @@ export class ScrapeClient {
       throw e;
     }
     if (!created && isFinalState(existing.state)) return { jobId, account: p.account, key, created: false };
-    // The row is evidence only: its secret-named columns and credentials are redacted before it
-    // enters workflow input (and so history), as in the store.
-    const row = p.row === undefined ? undefined : (sanitizeBody(p.row) as Record<string, unknown>);
     const wfInput: ScrapeWorkflowInput = { jobId, account: p.account, key, provider, requestHash, request, row, batchId: p.batchId, policy: p.policy };
     if (this.opts.webhookProviders?.includes(provider)) wfInput.webhooks = true;
     try {

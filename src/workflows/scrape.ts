@@ -521,9 +521,10 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   }
 
   /**
-   * Reads the result and writes it once. Undefined when written (the row is `completed`); the
-   * error when the read was refused (credentials), the result is gone (404 `notFoundLimit`
-   * times) or the write budget ran out; the caller then records a non-final-free outcome.
+   * Reads the result and writes it once. Undefined when written (the row is `completed`); else
+   * the error — the read was refused (credentials), the result is gone (still 404 at the
+   * `notFoundLimit`-th attempt) or the write budget ran out — and the caller records the final
+   * state that fits it (never a failed workflow with a non-final row).
    */
   async function saveResult(): Promise<JobError | undefined> {
     let saved: Awaited<ReturnType<ScrapeActivities['saveResult']>>;
