@@ -15,6 +15,7 @@
  * What it does not have is what Temporal adds: durability of the loop itself (a crash loses every
  * job in flight), history, visibility, cancellation, retries of failed calls.
  */
+import { DEFAULT_RESULT_LIMITS } from '../../src/providers/types.js';
 import { fingerprint } from '../../src/lib/hash.js';
 import { providerKeys } from '../../src/activities/index.js';
 import { jobIdFor } from '../../src/client/index.js';
@@ -64,13 +65,13 @@ export async function startBaselineJob(deps: BaselineDeps, job: BaselineJob): Pr
     // submitScrape activity
     const r = providers.resolve(provider, job.account);
     await store.recordSubmitIntent(jobId);
-    const accepted = await r.limiter.run(() => r.adapter.submit(request, { apiKey: r.apiKey, ...providerKeys(job.account, job.key) }), 5_000, 0);
+    const accepted = await r.limiter.run(() => r.adapter.submit(request, { apiKey: r.apiKey, secrets, ...providerKeys(job.account, job.key) }), 5_000, 0);
     const taskId = await store.recordTaskId(jobId, accepted.taskId, accepted.providerStatus, 'submit');
     // durable timers + checkStatus activities, same schedule as the workflow's nextDelay()
     for (let index = 0; ; index++) {
       const base = Math.min(policy.maxDelayMs, policy.initialDelayMs * Math.pow(policy.multiplier, index));
       await sleep(Math.max(1, Math.round(base * (1 - policy.jitter + 2 * policy.jitter * Math.random()))));
-      const obs = await r.limiter.run(() => r.adapter.status(taskId, { apiKey: r.apiKey }), 5_000, 0);
+      const obs = await r.limiter.run(() => r.adapter.status(taskId, { apiKey: r.apiKey, secrets }), 5_000, 0);
       await store.recordStatusCheck(jobId, obs.providerStatus);
       if (obs.state === 'completed') break;
       if (obs.state === 'failed' || obs.state === 'cancelled') {
@@ -79,7 +80,7 @@ export async function startBaselineJob(deps: BaselineDeps, job: BaselineJob): Pr
       }
     }
     // saveResult activity
-    const payload = await r.limiter.run(() => r.adapter.result(taskId, job.url, { apiKey: r.apiKey }), 5_000, 0);
+    const payload = await r.limiter.run(() => r.adapter.result(taskId, { apiKey: r.apiKey, secrets, url: job.url, request, limits: DEFAULT_RESULT_LIMITS }), 5_000, 0);
     await store.writeResultOnce(jobId, provider, taskId, payload, deps.config.resultRetentionMs);
     deps.onWritten?.(jobId, Date.now());
     return 'completed';

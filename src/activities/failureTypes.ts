@@ -12,7 +12,9 @@ export const FailureType = {
   transient: 'Provider.transient',
   ambiguous: 'Provider.ambiguous',
   not_found: 'Provider.not_found',
+  task_failed: 'Provider.task_failed',
+  expired: 'Provider.expired',
 } as const;
 
 /** Failure types that must never be retried by an activity retry policy. */
-export const NON_RETRYABLE_TYPES: string[] = [FailureType.permanent, FailureType.conflict, FailureType.unsupported];
+export const NON_RETRYABLE_TYPES: string[] = [FailureType.permanent, FailureType.conflict, FailureType.unsupported, FailureType.task_failed, FailureType.expired];

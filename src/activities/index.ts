@@ -14,7 +14,7 @@ import { isFinalState, type JobState } from '../model/states.js';
 import type { CancelReport, JobError, ScrapeWorkflowInput } from '../model/types.js';
 import { isProviderError, ProviderError } from '../providers/errors.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import type { Accepted, CancelAnswer, StatusObservation } from '../providers/types.js';
+import { DEFAULT_RESULT_LIMITS, type Accepted, type CancelAnswer, type StatusObservation } from '../providers/types.js';
 import { Store } from '../store/index.js';
 import { rethrow, toFailure } from './failures.js';
 
@@ -194,7 +194,7 @@ export function createActivities(deps: ActivityDeps) {
       const keys = providerKeys(input.account, input.key);
       let accepted: Accepted;
       try {
-        accepted = await call(input.provider, input.account, (r) => r.adapter.submit(input.request, { apiKey: r.apiKey, signal: signal(), ...keys }));
+        accepted = await call(input.provider, input.account, (r) => r.adapter.submit(input.request, { apiKey: r.apiKey, secrets: secrets(), signal: signal(), ...keys }));
       } catch (e) {
         if (isProviderError(e) && e.kind === 'ambiguous') {
           const error = e.toJobError();
@@ -229,7 +229,7 @@ export function createActivities(deps: ActivityDeps) {
       const { adapter } = providers.resolve(input.provider, input.account);
       if (adapter.capabilities.idempotency) {
         try {
-          const acc = await call(input.provider, input.account, (r) => r.adapter.submit(input.request, { apiKey: r.apiKey, signal: signal(), ...keys }));
+          const acc = await call(input.provider, input.account, (r) => r.adapter.submit(input.request, { apiKey: r.apiKey, secrets: secrets(), signal: signal(), ...keys }));
           const taskId = await store.recordTaskId(input.jobId, acc.taskId, acc.providerStatus, 'reconcile: idempotent replay', input.trackingDeadlineMs);
           return { kind: 'found', taskId, via: 'idempotent-replay' };
         } catch (e) {
@@ -242,7 +242,7 @@ export function createActivities(deps: ActivityDeps) {
       }
       if (adapter.capabilities.list) {
         try {
-          const found = await call(input.provider, input.account, (r) => r.adapter.findByClientRef(keys.clientRef, { apiKey: r.apiKey, signal: signal() }));
+          const found = await call(input.provider, input.account, (r) => r.adapter.findSubmitted({ apiKey: r.apiKey, secrets: secrets(), signal: signal(), clientRef: keys.clientRef, request: input.request, submittedAfter: row?.created_at ?? new Date(0).toISOString() }));
           if (found) {
             const taskId = await store.recordTaskId(input.jobId, found.taskId, found.providerStatus, 'reconcile: found by client reference', input.trackingDeadlineMs);
             return { kind: 'found', taskId, via: 'list' };
@@ -273,7 +273,7 @@ export function createActivities(deps: ActivityDeps) {
      */
     async checkStatus(ref: TaskRef): Promise<StatusOutcome> {
       try {
-        const { evidence, ...obs } = await call(ref.provider, ref.account, (r) => r.adapter.status(ref.taskId, { apiKey: r.apiKey, signal: signal() }));
+        const { evidence, ...obs } = await call(ref.provider, ref.account, (r) => r.adapter.status(ref.taskId, { apiKey: r.apiKey, secrets: secrets(), signal: signal() }));
         await store.recordStatusCheck(ref.jobId, obs.providerStatus);
         if (obs.state === 'failed') {
           // A terminal failure at the provider: keep its code and the complete sanitised response.
@@ -320,7 +320,7 @@ export function createActivities(deps: ActivityDeps) {
     async saveResult(ref: TaskRef & { url: string; notFoundLimit?: number }): Promise<SavedResult> {
       let payload;
       try {
-        payload = await call(ref.provider, ref.account, (r) => r.adapter.result(ref.taskId, ref.url, { apiKey: r.apiKey, signal: signal() }));
+        payload = await call(ref.provider, ref.account, (r) => r.adapter.result(ref.taskId, { apiKey: r.apiKey, secrets: secrets(), signal: signal(), url: ref.url, request: { url: ref.url, format: 'markdown', options: {} }, limits: DEFAULT_RESULT_LIMITS }));
       } catch (e) {
         // A task that answered `completed` and then still 404s on the result read at the
         // `notFoundLimit`-th attempt is gone at the provider: stop retrying, let the workflow say so.
@@ -358,7 +358,7 @@ export function createActivities(deps: ActivityDeps) {
      */
     async cancelTask(ref: TaskRef & { report?: CancelReport }): Promise<CancelCallOutcome> {
       try {
-        const answer = await call(ref.provider, ref.account, (r) => r.adapter.cancel(ref.taskId, { apiKey: r.apiKey, signal: signal() }));
+        const answer = await call(ref.provider, ref.account, (r) => r.adapter.cancel(ref.taskId, { apiKey: r.apiKey, secrets: secrets(), signal: signal() }));
         await store.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
         return { kind: 'answered', ...answer };
       } catch (e) {

@@ -156,8 +156,8 @@ export interface JobView {
   state: JobState;
   /** Provider's raw status string from the last successful check. */
   providerStatus?: string;
-  /** Normalised provider state from the last successful check. */
-  providerState?: ProviderState;
+  /** Normalised provider state from the last successful check (`unrecognised`: a status word the adapter does not know). */
+  providerState?: ProviderState | 'unrecognised';
   taskId?: string;
   url: string;
   /** Number of successful status checks so far. */

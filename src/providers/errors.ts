@@ -11,6 +11,8 @@
  * | not_found   | 404 for a task                                                  | count; persistent → expired|
  * | conflict    | idempotency key reused with other parameters (409)              | stop, report conflict      |
  * | unsupported | the provider has no such endpoint (no list, no cancel)          | choose another path        |
+ * | task_failed | a read says nothing will ever come (empty snapshot, bad input)  | `failed` with code + body  |
+ * | expired     | the provider's documented expiry of a task we know (Bright Data `400 expired`) | `expired`, never resubmit |
  *
  * Sources: ../shared/providers.md (Apify `concurrent-runs-limit-exceeded` is a 400 that means
  * "try later"; Firecrawl sometimes states the wait only in the message), RFC 9110.
@@ -18,7 +20,7 @@
 import type { JobError } from '../model/types.js';
 
 /** See the table in this module's docs. */
-export type ProviderErrorKind = 'permanent' | 'cooldown' | 'transient' | 'ambiguous' | 'not_found' | 'conflict' | 'unsupported';
+export type ProviderErrorKind = 'permanent' | 'cooldown' | 'transient' | 'ambiguous' | 'not_found' | 'conflict' | 'unsupported' | 'task_failed' | 'expired';
 
 /** Sanitised evidence of one failed provider exchange (an incident record). */
 export interface ProviderEvidence {

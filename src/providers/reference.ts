@@ -8,10 +8,9 @@
 import { z } from 'zod';
 import type { ProviderState } from '../model/states.js';
 import type { ScrapeRequest } from '../model/types.js';
-import type { ResultPayload } from '../store/index.js';
 import { ProviderError } from './errors.js';
 import { httpError, providerFetch, type CallPhase, type ProviderResponse } from './http.js';
-import type { Accepted, CallContext, CancelAnswer, ProviderAdapter, ProviderCapabilities, StatusObservation, SubmitContext } from './types.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, StatusObservation, SubmitContext } from './types.js';
 import { parseRetryAfter } from '../lib/retryAfter.js';
 
 /** Configuration of one reference-provider endpoint. Timeouts in ms. */
@@ -89,7 +88,7 @@ export class ReferenceAdapter implements ProviderAdapter {
     const parsed = ErrorBody.safeParse(res.body);
     const code = parsed.success ? parsed.data.error.code : undefined;
     const message = parsed.success ? parsed.data.error.message : res.text.slice(0, 500) || undefined;
-    return httpError(res, phase, code, message, [ctx.apiKey]);
+    return httpError(res, phase, code, message, [ctx.apiKey, ...ctx.secrets]);
   }
 
   private invalid(res: ProviderResponse, what: string, error: z.ZodError): ProviderError {
@@ -127,7 +126,7 @@ export class ReferenceAdapter implements ProviderAdapter {
       json: { ...request.options, url: request.url, format: request.format, client_ref: ctx.clientRef, ...(webhook ? { webhook } : {}) },
       timeoutMs: this.config.submitTimeoutMs,
       phase: 'submit',
-      secrets: webhook?.secret ? [ctx.apiKey, webhook.secret] : [ctx.apiKey],
+      secrets: webhook?.secret ? [ctx.apiKey, webhook.secret, ...ctx.secrets] : [ctx.apiKey, ...ctx.secrets],
       signal: ctx.signal,
     });
     if (res.status < 200 || res.status >= 300) throw this.fail(res, 'submit', ctx);
@@ -143,7 +142,7 @@ export class ReferenceAdapter implements ProviderAdapter {
       headers: this.headers(ctx),
       timeoutMs: this.config.readTimeoutMs,
       phase: 'read',
-      secrets: [ctx.apiKey],
+      secrets: [ctx.apiKey, ...ctx.secrets],
       signal: ctx.signal,
     });
     if (res.status !== 200) throw this.fail(res, 'read', ctx);
@@ -170,7 +169,8 @@ export class ReferenceAdapter implements ProviderAdapter {
     };
   }
 
-  async result(taskId: string, url: string, ctx: CallContext): Promise<ResultPayload> {
+  async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
+    const url = ctx.url;
     const { res, job } = await this.getJob(taskId, ctx);
     if (job.status !== 'completed' || !job.result) {
       throw new ProviderError('transient', `task ${taskId} is ${job.status}, no result yet`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY' });
@@ -201,7 +201,7 @@ export class ReferenceAdapter implements ProviderAdapter {
       headers: this.headers(ctx),
       timeoutMs: this.config.readTimeoutMs,
       phase: 'cancel',
-      secrets: [ctx.apiKey],
+      secrets: [ctx.apiKey, ...ctx.secrets],
       signal: ctx.signal,
     });
     const status = (res.body as { status?: string; error?: { status?: string; code?: string } } | undefined) ?? {};
@@ -220,12 +220,13 @@ export class ReferenceAdapter implements ProviderAdapter {
     throw err;
   }
 
-  async findByClientRef(clientRef: string, ctx: CallContext): Promise<Accepted | null> {
+  async findSubmitted(ctx: FindContext): Promise<Accepted | null> {
+    const clientRef = ctx.clientRef;
     if (!this.capabilities.list) throw new ProviderError('unsupported', `provider ${this.name} has no list endpoint`, { code: 'NOT_SUPPORTED' });
     const u = new URL(this.url('/api/jobs'));
     u.searchParams.set('client_ref', clientRef);
     u.searchParams.set('limit', '10');
-    const res = await providerFetch({ method: 'GET', url: u.toString(), headers: this.headers(ctx), timeoutMs: this.config.readTimeoutMs, phase: 'read', secrets: [ctx.apiKey], signal: ctx.signal });
+    const res = await providerFetch({ method: 'GET', url: u.toString(), headers: this.headers(ctx), timeoutMs: this.config.readTimeoutMs, phase: 'read', secrets: [ctx.apiKey, ...ctx.secrets], signal: ctx.signal });
     if (res.status !== 200) {
       const err = this.fail(res, 'read', ctx);
       if (res.status === 404) throw new ProviderError('unsupported', err.message, err.details);

@@ -1,19 +1,36 @@
 /**
- * The shared provider adapter interface. One adapter per provider API; each maps the provider's
- * statuses into {@link ProviderState} (keeping the raw status) and its failures into
+ * The shared provider adapter interface (contract v2). One adapter per provider API; each maps the
+ * provider's statuses into {@link ObservedState} (keeping the raw status) and its failures into
  * {@link ProviderError} kinds. Adapters call the provider's HTTP API directly with their own
  * timeouts and never retry a POST themselves (the workflow owns retries and reconciliation).
+ *
+ * What every adapter must do (issue 9, "Behaviour every adapter must show"):
+ * 1. any 2xx that carries an ID is an acceptance; a `202`/`204` (or a "building" body) on a status
+ *    or result read means "not ready" — report `running`/`queued`, never a failure;
+ * 2. a terminal 4xx on a read whose code means "nothing will ever come" (empty snapshot, invalid
+ *    input found late) throws kind `task_failed` with the provider's code and sanitised evidence;
+ * 3. a status word the adapter does not know is reported as state `unrecognised` with the raw word
+ *    (never `failed`/`completed` on its own); the declarative `http` kind maps words by config;
+ * 4. multi-document results (crawl pages, dataset items, batch entries) are read page by page,
+ *    calling {@link ResultContext.heartbeat} between pages and honouring {@link ResultLimits};
+ * 5. a `404` (or the provider's "expired" answer) for a task we know throws kind `expired` where the
+ *    provider documents expiry, else `not_found` (counted by the caller, then `expired`);
+ * 6. credentials go where the provider wants them (header, query, Basic, body) and every recorded
+ *    URL, header and body is sanitised with {@link CallContext.secrets};
+ * 7. rate limits (429, Retry-After, concurrency answers) throw kind `cooldown` with `retryAfterMs`.
  */
 import type { ProviderState } from '../model/states.js';
 import type { ScrapeRequest } from '../model/types.js';
-import type { ResultPayload } from '../store/index.js';
+import type { ResultPayload, ResultDocument } from '../store/index.js';
 import type { ProviderEvidence } from './errors.js';
+
+export type { ResultDocument };
 
 /** What a provider can do, from its documentation (../shared/providers.md). */
 export interface ProviderCapabilities {
-  /** Honours an idempotency key on submit: replaying the same key returns the same job. */
+  /** Honours an idempotency key on submit: replaying the same key returns the same job (or a 409 that proves it exists). */
   idempotency: boolean;
-  /** Has a list endpoint that can find a job by our client reference. */
+  /** Has a list endpoint that can find a job by our client reference (or by submit time + input). */
   list: boolean;
   /** Has a cancel endpoint. */
   cancel: boolean;
@@ -23,7 +40,13 @@ export interface ProviderCapabilities {
 
 /** Per-call context. `apiKey` comes from worker configuration, never from workflow input. */
 export interface CallContext {
+  /**
+   * The credential for this (provider, account), as configured. Its shape is the adapter's to
+   * interpret: a bearer token, a query-string token, or `user:password` for Basic auth.
+   */
   apiKey: string;
+  /** Every secret value known to the worker (keys, webhook secrets): scrub them from anything recorded. */
+  secrets: readonly string[];
   /** Aborts the HTTP call (activity cancellation). */
   signal?: AbortSignal;
 }
@@ -32,32 +55,61 @@ export interface CallContext {
 export interface SubmitContext extends CallContext {
   /** Sent on every attempt of the same logical request (UUID-shaped; see `deterministicUuid`). */
   idempotencyKey: string;
-  /** Our reference echoed back by the provider so that a lost submit can be found by listing. */
+  /** Our reference, put where the provider echoes it (input field, tag, metadata) so that a lost submit can be found by listing. */
   clientRef: string;
+  /**
+   * Where the provider should call us back for this job, when the provider entry configures a
+   * webhook: our receiver URL, carrying an unguessable per-job token for providers that do not
+   * sign their deliveries. Absent: no callback.
+   */
+  callbackUrl?: string;
+  /** HMAC secret to register with a provider that signs deliveries (read from the worker's environment at call time). */
+  webhookSecret?: string;
 }
 
 /** A submit the provider accepted. */
 export interface Accepted {
   taskId: string;
-  /** Provider's raw status string at submit (e.g. `queued`). */
+  /** Provider's raw status string at submit (e.g. `queued`, `READY`). */
   providerStatus: string;
-  /** True when the provider said this was a replay of an earlier submit with the same key. */
+  /** True when the provider said this was a replay of an earlier submit with the same key (or the task was found by listing). */
   replayed: boolean;
 }
 
+/**
+ * The normalised state of one observation: a {@link ProviderState}, or `unrecognised` for a status
+ * word the adapter does not know (polled on the normal schedule, shown as "unrecognised status X").
+ */
+export type ObservedState = ProviderState | 'unrecognised';
+
+/** A provider result: the primary page, plus every document for multi-document jobs. */
+export type ProviderResult = ResultPayload & {
+  /**
+   * Every document of a multi-document job (crawl pages, dataset items, batch entries), in the
+   * provider's order; absent for a single-page scrape (the payload itself is the page).
+   */
+  documents?: ResultDocument[];
+};
+
 /** One status observation. */
 export interface StatusObservation {
-  state: ProviderState;
-  /** Provider's raw status string. */
+  state: ObservedState;
+  /** Provider's raw status string (as sent, any case). */
   providerStatus: string;
   /** Provider-reported progress and cost so far. */
-  progress?: { pagesFetched?: number; creditsUsed?: number };
+  progress?: { pagesFetched?: number; creditsUsed?: number; documents?: number };
   /** Terminal failure reported by the provider (code + message), when `state` is `failed`. */
   error?: { code?: string; message: string };
   /** Provider's polling guidance in ms (Retry-After on a status response), if any. */
   retryAfterMs?: number;
   /** The sanitised exchange, kept when the provider reports a terminal failure (incident evidence). */
   evidence?: ProviderEvidence;
+  /**
+   * The complete result, when the final status answer already carries it (single-page scrapes whose
+   * status body embeds the page, Firecrawl's inline `data[]` when no `next` remains): the caller
+   * then writes it without a separate result read. Set only with `state: 'completed'`.
+   */
+  result?: ProviderResult;
 }
 
 /** Result of a cancel call as the provider answered it. */
@@ -67,28 +119,65 @@ export interface CancelAnswer {
   /** Provider's status right after the call, when it said. */
   state?: ProviderState;
   providerStatus?: string;
-  /** Provider said the job was already final (e.g. 409 JOB_FINISHED). */
+  /** Provider said the job was already final (e.g. 409 JOB_FINISHED, Bright Data's 400 "not running"). */
   alreadyFinal?: boolean;
+}
+
+/** Bounds of one result read (configuration `results` of the provider entry). */
+export interface ResultLimits {
+  /** Most documents accepted for one task (count). */
+  maxDocuments: number;
+  /** Most bytes of result text (JSON-serialised documents) accepted for one task. */
+  maxBytes: number;
+  /** Documents asked per page where the provider takes a page size (count). */
+  pageSize: number;
+}
+
+/** Context of a result read. */
+export interface ResultContext extends CallContext {
+  /** The URL the job was submitted for (a fallback for the page's `url`). */
+  url: string;
+  request: ScrapeRequest;
+  limits: ResultLimits;
+  /**
+   * Called between pages of a paginated read (documents and pages read so far): the activity
+   * heartbeats, so a long read shows progress and learns of cancellation.
+   */
+  heartbeat?: (progress: { documents: number; pages: number }) => void;
+}
+
+/** Context of a lookup after a lost submit. */
+export interface FindContext extends CallContext {
+  /** Our client reference sent with every submit of this job. */
+  clientRef: string;
+  /** The request as submitted (for providers whose list can only be matched on inputs). */
+  request: ScrapeRequest;
+  /** UTC ISO-8601 time of the first submit intent: lists can be bounded to jobs created since (minus a margin). */
+  submittedAfter: string;
 }
 
 /** A provider API adapter. Every method throws {@link ProviderError} on failure. */
 export interface ProviderAdapter {
-  /** Configured provider name (e.g. `reference`). */
+  /** Configured provider name (e.g. `reference`, `fc-prod`). */
   readonly name: string;
   /** Adapter kind (e.g. `reference`, `firecrawl`). */
   readonly kind: string;
   readonly capabilities: ProviderCapabilities;
   /** Submits a scrape. Ambiguous outcomes throw kind `ambiguous`. */
   submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted>;
-  /** Reads the task's status. */
+  /** Reads the task's status (with the inline result when the final answer carries it). */
   status(taskId: string, ctx: CallContext): Promise<StatusObservation>;
-  /** Reads the authoritative result of a completed task. */
-  result(taskId: string, url: string, ctx: CallContext): Promise<ResultPayload>;
+  /** Reads the authoritative result of a completed task, every page of it. */
+  result(taskId: string, ctx: ResultContext): Promise<ProviderResult>;
   /** Requests cancellation. Throws kind `unsupported` when the provider has no cancel endpoint. */
   cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer>;
   /**
-   * Looks a job up by our client reference. Returns the task or `null` when the provider's list
-   * proves it absent. Throws kind `unsupported` when the provider cannot list.
+   * Looks a job up by our client reference (or by submit time and inputs). Returns the task, or
+   * `null` when this read of the provider's list shows no such job (the caller decides when
+   * absence is proven: lists can lag). Throws kind `unsupported` when the provider cannot list.
    */
-  findByClientRef(clientRef: string, ctx: CallContext): Promise<Accepted | null>;
+  findSubmitted(ctx: FindContext): Promise<Accepted | null>;
 }
+
+/** Result limits when the provider entry sets none: 10,000 documents, 256 MiB, pages of 100. */
+export const DEFAULT_RESULT_LIMITS: ResultLimits = { maxDocuments: 10_000, maxBytes: 256 * 1024 * 1024, pageSize: 100 };

@@ -53,6 +53,26 @@ export interface ResultPayload {
   contentLength: number | null;
 }
 
+/**
+ * One document of a multi-document result (a crawled page, a dataset item, a batch entry), kept
+ * beside the job's result row and written in the same transaction (rule 6). Strings from the
+ * provider are sanitised before they get here.
+ */
+export interface ResultDocument {
+  /** The document's URL (the crawled page's, or the input URL of a dataset item), when it has one. */
+  url: string | null;
+  finalUrl?: string | null;
+  httpStatus?: number | null;
+  title?: string | null;
+  markdown?: string | null;
+  text?: string | null;
+  links?: string[];
+  /** Provider-specific fields (page metadata, a dataset item's own fields), JSON. */
+  data?: Record<string, unknown>;
+  /** A per-document failure (Firecrawl's `/errors`, a failed batch entry): the document has no content. */
+  error?: { code?: string; message: string };
+}
+
 /** Outcome of {@link Store.writeResultOnce}. */
 export interface WriteOnceOutcome {
   resultId: string;

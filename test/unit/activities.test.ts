@@ -28,7 +28,7 @@ class FakeAdapter implements ProviderAdapter {
     this.calls.push('status');
     return { state: 'running' as const, providerStatus: 'running' };
   }
-  async result(_t: string, url: string) {
+  async result(_t: string, { url }: { url: string }) {
     this.calls.push('result');
     return { url, finalUrl: url, httpStatus: 200, title: 'T', byline: null, excerpt: null, lang: 'en', siteName: null, publishedTime: null, text: 'x', markdown: 'x', links: [], contentLength: 1 };
   }
@@ -36,7 +36,7 @@ class FakeAdapter implements ProviderAdapter {
     this.calls.push('cancel');
     return { accepted: true };
   }
-  async findByClientRef() {
+  async findSubmitted() {
     this.calls.push('list');
     return this.listImpl();
   }
