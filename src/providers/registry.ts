@@ -12,7 +12,7 @@ import PQueue from 'p-queue';
 import { resolveCredential, type Config, type ProviderEntry } from '../config.js';
 import { ProviderError } from './errors.js';
 import { ReferenceAdapter } from './reference.js';
-import type { ProviderAdapter } from './types.js';
+import { DEFAULT_RESULT_LIMITS, type ProviderAdapter, type ResultLimits } from './types.js';
 
 /**
  * Cool-downs shared across worker processes (the result store implements it), so that a 429 seen
@@ -121,7 +121,25 @@ export interface ResolvedProvider {
   apiKey: string;
   limiter: KeyLimiter;
   entry: ProviderEntry;
+  /** Bounds of one result read for this provider (entry `results`, else {@link DEFAULT_RESULT_LIMITS}). */
+  resultLimits: ResultLimits;
+  /**
+   * How long after a submit a list read may still miss the job (search-backed lists lag), ms:
+   * absence is proven only by a list read at least this long after the last submit attempt, and a
+   * second read (issue 13). Entry `reconcile.settleMs`, default {@link DEFAULT_SETTLE_MS}.
+   */
+  settleMs: number;
+  /**
+   * The callback of one job when the entry configures a webhook: our receiver URL (with the
+   * per-job token for providers that do not sign) and the signing secret read from the worker's
+   * environment now. Empty when the entry has no webhook. Throws a permanent ProviderError when
+   * the configured secret variable is unset.
+   */
+  callback(jobId: string): { callbackUrl?: string; webhookSecret?: string };
 }
+
+/** Default settle window of a provider's list after a submit, ms (see {@link ResolvedProvider.settleMs}). */
+export const DEFAULT_SETTLE_MS = 10_000;
 
 /** Builds the adapter for a configured provider entry. Throws for an unknown kind. */
 export function createAdapter(name: string, entry: ProviderEntry): ProviderAdapter {
@@ -180,7 +198,7 @@ export class ProviderRegistry {
       limiter = new KeyLimiter(cred.label, entry.limits, Date.now, this.shared);
       this.limiters.set(cred.label, limiter);
     }
-    return { adapter, apiKey: cred.apiKey, limiter, entry };
+    return { adapter, apiKey: cred.apiKey, limiter, entry, resultLimits: DEFAULT_RESULT_LIMITS, settleMs: DEFAULT_SETTLE_MS, callback: () => ({}) };
   }
 
   /** Every configured API key value (to scrub from anything recorded). */
