@@ -11,7 +11,7 @@ import type { ActivityDeps } from '../../src/activities/index.js';
 import type { CancelResult } from '../../src/client/index.js';
 import type { CancelReport, JobView } from '../../src/model/types.js';
 import type { JobEventRow, JobRow } from '../../src/store/index.js';
-import { stateQuery } from '../../src/workflows/scrape.js';
+import { stateQuery } from '../../src/workflows/scrape/messages.js';
 import { ScrapeState } from '../../src/workflows/searchAttributes.js';
 import { waitFor, type Stack } from './stack.js';
 
