@@ -38,7 +38,7 @@ export const LimitsSchema = z.object({
    * above a limit the provider states. Learned values are shared by every worker through the store.
    */
   activeJobs: z
-    .object({ initial: z.number().int().positive().default(4), max: z.number().int().positive().optional() })
+    .object({ initial: z.number().int().positive().default(8), max: z.number().int().positive().optional() })
     .strict()
     .refine((v) => v.max === undefined || v.max >= v.initial, 'activeJobs.max must be at least activeJobs.initial')
     .prefault({}),

@@ -15,7 +15,7 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import type { JobError, ScrapeRequest } from '../model/types.js';
 import { isProviderError, type ProviderError } from '../providers/errors.js';
 import type { ProviderResult, StatusObservation } from '../providers/types.js';
-import { beginCheck, recordCheck, recordCheckError, recordNotFound } from '../store/polling.js';
+import { beginCheck, recordCheck, recordCheckError, recordNotFound, type CheckStart } from '../store/polling.js';
 import type { ActivityKit, TaskRef } from './context.js';
 import { rethrow } from './failures.js';
 import { announceSlotReleased } from './slots.js';
@@ -131,6 +131,21 @@ export function pollActivities(kit: ActivityKit) {
     retryIn(Math.min(wait, until), `${phase} read failed (${failures} in a row, task kept): ${error.message}`);
   }
 
+  /**
+   * An attempt that found nothing to ask: a job already `completed` (another writer — an attempt of
+   * an abandoned activity — wrote the result) answers `completed` with the stored result; anything
+   * else is `stale` with the stored state.
+   */
+  async function staleOutcome(start: Extract<CheckStart, { kind: 'stale' }>): Promise<PollOutcome> {
+    const checks = Number(start.row?.status_checks ?? 0);
+    const providerStatus = start.row?.provider_status ?? undefined;
+    if (start.row?.state === 'completed') {
+      const r = await store.getResultForJob(start.row.id);
+      if (r) return { kind: 'completed', checks, providerStatus, result: { resultId: r.id, inserted: false, title: r.title, httpStatus: r.http_status, finalUrl: r.final_url, documents: 0 } };
+    }
+    return { kind: 'stale', reason: start.reason, state: start.row?.state, checks, providerStatus };
+  }
+
   async function fetchResult(input: AwaitStatusInput, obs: StatusObservation): Promise<ProviderResult> {
     if (obs.result) return obs.result;
     return kit.call(input.provider, input.account, (p) =>
@@ -148,7 +163,7 @@ export function pollActivities(kit: ActivityKit) {
      */
     async awaitStatus(input: AwaitStatusInput): Promise<PollOutcome> {
       const start = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel');
-      if (start.kind === 'stale') return { kind: 'stale', reason: start.reason, state: start.row?.state, checks: Number(start.row?.status_checks ?? 0) };
+      if (start.kind === 'stale') return staleOutcome(start);
       const row = start.row;
       const checks = Number(row.status_checks);
       const deadline = Date.parse(input.deadlineAt);
@@ -160,7 +175,7 @@ export function pollActivities(kit: ActivityKit) {
         if (wait > 0) {
           await sleep(wait, kit.signal());
           const again = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel');
-          if (again.kind === 'stale') return { kind: 'stale', reason: again.reason, state: again.row?.state, checks };
+          if (again.kind === 'stale') return staleOutcome(again);
         }
       }
       if (Date.now() >= deadline && !(first && input.checkPastDeadline)) return { kind: 'deadline', checks, providerStatus: row.provider_status ?? undefined };
@@ -174,7 +189,7 @@ export function pollActivities(kit: ActivityKit) {
         return onReadError(input, e, 'status', checks, until);
       }
       const { evidence, ...seen } = obs;
-      const n = await recordCheck(store, input.jobId, seen.providerStatus, input.schedule.initialDelayMs, seen.retryAfterMs, seen.state !== 'completed');
+      const n = await recordCheck(store, input.jobId, seen, input.schedule.initialDelayMs, seen.retryAfterMs, seen.state !== 'completed');
       const base = { checks: n, providerStatus: seen.providerStatus, progress: seen.progress };
       if (seen.state !== 'completed' && seen.providerStatus !== row.provider_status) {
         await store.appendEvent(input.jobId, seen.state === 'unrecognised' ? 'unrecognised_status' : 'provider_status', null, { status: seen.providerStatus, state: seen.state });

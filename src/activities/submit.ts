@@ -173,7 +173,7 @@ export function submitActivities(kit: ActivityKit) {
         rethrow(e);
       }
       if (found) {
-        const taskId = await store.recordTaskId(job.jobId, found.taskId, found.providerStatus, 'reconcile: found by listing', input.trackingDeadlineMs);
+        const taskId = await store.recordTaskId(job.jobId, found.taskId, found.providerStatus, 'reconcile: found by client reference', input.trackingDeadlineMs);
         return { kind: 'found', taskId, via: 'list' };
       }
       const lastSubmitAt = Date.parse(row?.submit_intent_at ?? row?.updated_at ?? new Date().toISOString());

@@ -157,6 +157,7 @@ const m005_polling: Migration = {
     await db.schema.alterTable('jobs').addColumn('poll_generation', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
     await db.schema.alterTable('jobs').addColumn('not_found_streak', 'integer', (c) => c.notNull().defaultTo(0)).execute();
     await db.schema.alterTable('jobs').addColumn('check_not_before', 'text').execute();
+    await db.schema.alterTable('jobs').addColumn('provider_state', 'text').execute();
     await db.schema.createIndex('jobs_provider_state_idx').on('jobs').columns(['provider', 'state']).execute();
     await db.schema
       .createTable('provider_limits')
@@ -170,7 +171,7 @@ const m005_polling: Migration = {
   async down(db: Kysely<any>) {
     await db.schema.dropTable('provider_limits').execute();
     await db.schema.dropIndex('jobs_provider_state_idx').execute();
-    for (const c of ['check_not_before', 'not_found_streak', 'poll_generation']) await db.schema.alterTable('jobs').dropColumn(c).execute();
+    for (const c of ['provider_state', 'check_not_before', 'not_found_streak', 'poll_generation']) await db.schema.alterTable('jobs').dropColumn(c).execute();
   },
 };
 

@@ -36,17 +36,17 @@ export async function beginCheck(store: Store, jobId: string, generation: number
 }
 
 /**
- * Records a successful status check: provider status, count + 1, time, the earliest next check
+ * Records a successful status check: provider status (raw and normalised), count + 1, time, the earliest next check
  * (`minGapMs` after now, or the provider's `retryAfterMs` if longer), and clears the failing-check
  * count and (unless `resetNotFound` is false: a `completed` answer whose result read may still 404)
  * the 404 streak. Returns the new count of successful checks.
  */
-export async function recordCheck(store: Store, jobId: string, providerStatus: string, minGapMs: number, retryAfterMs = 0, resetNotFound = true): Promise<number> {
+export async function recordCheck(store: Store, jobId: string, seen: { providerStatus: string; state: string }, minGapMs: number, retryAfterMs = 0, resetNotFound = true): Promise<number> {
   const at = nowIso();
   const notBefore = new Date(Date.now() + Math.max(minGapMs, retryAfterMs)).toISOString();
   await store.db
     .updateTable('jobs')
-    .set({ provider_status: providerStatus, last_checked_at: at, status_checks: sql`status_checks + 1`, status_errors: 0, ...(resetNotFound ? { not_found_streak: 0 } : {}), check_not_before: notBefore, updated_at: at })
+    .set({ provider_status: seen.providerStatus, provider_state: seen.state, last_checked_at: at, status_checks: sql`status_checks + 1`, status_errors: 0, ...(resetNotFound ? { not_found_streak: 0 } : {}), check_not_before: notBefore, updated_at: at })
     .where('id', '=', jobId)
     .execute();
   const row = await store.db.selectFrom('jobs').select('status_checks').where('id', '=', jobId).executeTakeFirst();

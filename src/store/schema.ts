@@ -45,6 +45,8 @@ export interface JobsTable {
   not_found_streak: Generated<number>;
   /** UTC ISO-8601 time before which no new status check may start (last check + max(min gap, Retry-After)). */
   check_not_before: string | null;
+  /** Normalised provider state of the last check (`running`, `completed`, `unrecognised`, …); `provider_status` keeps the raw word. */
+  provider_state: string | null;
 }
 
 /** A provider result, written once per (provider, task_id). */

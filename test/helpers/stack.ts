@@ -38,6 +38,8 @@ export interface StackOptions {
   worker?: boolean;
   hooks?: ActivityDeps['hooks'];
   resultRetentionMs?: number | null;
+  /** Starting limit of active provider jobs of the `reference` entry (default 1000: effectively unlimited). */
+  activeJobs?: number;
   /** Extra provider entries (name → entry) beside `reference`. */
   extraProviders?: Record<string, unknown>;
 }
@@ -88,7 +90,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       defaultProvider: 'reference',
       resultRetentionMs: opts.resultRetentionMs === undefined ? 7 * 24 * 3_600_000 : opts.resultRetentionMs,
       providers: {
-        reference: { kind: 'reference', baseUrl: sim.url, readTimeoutMs: 3_000, submitTimeoutMs: 3_000, capabilities, credentials: { default: { apiKey: KEYS.acme }, accounts: { globex: { apiKey: KEYS.globex } } } },
+        // A high starting limit of active jobs: tests that need the adaptive limit set their own.
+        reference: { kind: 'reference', baseUrl: sim.url, readTimeoutMs: 3_000, submitTimeoutMs: 3_000, capabilities, credentials: { default: { apiKey: KEYS.acme }, accounts: { globex: { apiKey: KEYS.globex } } }, limits: { activeJobs: { initial: opts.activeJobs ?? 1000 } } },
         ...(opts.extraProviders ?? {}),
       },
     },

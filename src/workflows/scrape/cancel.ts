@@ -52,12 +52,12 @@ export async function cancelJob(job: ScrapeJob): Promise<void> {
     const error = jobErrorOf(e, 'cancel call failed');
     return finish('cancel_unconfirmed', `the provider did not accept the cancel request (${error.message})`, error);
   }
-  if (answer.kind === 'answered' || answer.reachedProvider) report.providerCancelCalls++;
+  if (answer.kind === 'answered' || (answer.kind === 'unsupported' && answer.reachedProvider)) report.providerCancelCalls++;
+  if (answer.lastStatus) job.view.providerStatus = answer.lastStatus;
   job.publish();
   if (answer.kind === 'unsupported') {
     return finish('cancel_unconfirmed', `provider "${job.input.provider}" has no cancel endpoint; the task may still run (last provider status: ${job.view.providerStatus ?? 'unknown'})`, answer.error);
   }
-  if (answer.state === 'cancelled') return finish('cancelled', `the provider confirmed the task stopped (status ${answer.providerStatus ?? 'cancelled'})`);
   return confirm(job, finish);
 }
 
@@ -89,6 +89,7 @@ async function confirm(job: ScrapeJob, finish: (o: Outcome, detail: string, erro
       return finish('cancelled', `the provider confirmed the task stopped (status ${o.providerStatus ?? 'cancelled'})`);
     case 'completed':
       job.view.result = { resultId: o.result.resultId, title: o.result.title, httpStatus: o.result.httpStatus, finalUrl: o.result.finalUrl };
+      if (job.cancel!.providerCancelCalls === 0) return finish('completed', 'the job reached completed before the cancel request could act; nothing was sent to the provider; the result was written once');
       return finish('completed', 'the provider finished the task before the cancel took effect: the result was kept and written once; the cancel came too late');
     case 'failed':
       return finish('failed', 'the provider reported the task failed while cancelling', o.error);
@@ -99,6 +100,7 @@ async function confirm(job: ScrapeJob, finish: (o: Outcome, detail: string, erro
     case 'deadline':
       return finish('cancel_unconfirmed', `the provider did not confirm the cancel within ${job.policy.cancelConfirmDeadlineMs} ms (last status: ${job.view.providerStatus ?? 'unknown'})`);
     case 'stale':
+      if (o.state === 'failed' || o.state === 'expired' || o.state === 'cancelled') return finish(o.state === 'expired' ? 'cancel_unconfirmed' : o.state, `the job reached ${o.state} before the cancel could act (${o.reason})`);
       return finish('cancel_unconfirmed', `the cancel could not be confirmed: ${o.reason}`);
   }
 }

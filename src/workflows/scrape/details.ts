@@ -12,10 +12,9 @@ const MAX_LINE = 160;
 export function renderDetails(view: JobView): void {
   const lines: string[] = [];
   const provider = view.providerStatus ? ` · provider: ${view.providerState === 'unrecognised' ? `unrecognised status "${view.providerStatus}"` : view.providerStatus}` : '';
-  lines.push(`**${view.state}**${provider}`);
+  lines.push(`**State:** ${view.state}${provider}`);
   if (view.cancel) {
-    const outcome = view.cancel.outcome ?? 'in progress';
-    lines.push(`**Cancel:** ${outcome} (via ${view.cancel.via} by ${view.cancel.requestedBy}: ${view.cancel.reason})`);
+    lines.push(`**Cancel:** via ${view.cancel.via} by ${view.cancel.requestedBy} (${view.cancel.reason}); outcome: ${view.cancel.outcome ?? 'in progress'}; provider cancel calls: ${view.cancel.providerCancelCalls}`);
   }
   if (view.lastError) lines.push(`**Last error:** ${view.lastError.code ?? view.lastError.kind}: ${view.lastError.message}`);
   if (view.note) lines.push(`**Note:** ${view.note}`);

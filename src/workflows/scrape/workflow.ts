@@ -62,7 +62,9 @@ function wireHandlers(job: ScrapeJob): void {
     cancelUpdate,
     async (req) => {
       job.requestCancel(req ?? {}, 'update');
-      await condition(() => job.cancel?.outcome !== undefined);
+      // Shielded: a native cancellation arriving meanwhile joins the same path; it must not fail
+      // this Update with "workflow cancelled".
+      await CancellationScope.nonCancellable(() => condition(() => job.cancel?.outcome !== undefined));
       return job.cancel!;
     },
     {
