@@ -20,6 +20,17 @@ export interface ActivityDeps {
   /** Client over the worker's connection (closing a job cancelled by signal or Update as `Canceled`). Absent in unit tests. */
   temporal?: Client;
   /**
+   * Longest first wait of a polling activity spent inside its attempt, ms (default 5000); a longer
+   * one is left to the server as a retry delay. Time-skipping tests set 0 so that no wait is real.
+   */
+  inlineFirstWaitMs?: number;
+  /**
+   * The Temporal server's time (epoch ms), for comparisons with times the workflow computed
+   * (deadlines). Default `Date.now` (worker and server clocks agree); time-skipping tests give the
+   * test server's clock.
+   */
+  serverTime?: () => number | Promise<number>;
+  /**
    * Test hooks at crash-relevant points (used by the failure tests to SIGKILL a worker at an
    * exact moment). Never set in production.
    */
@@ -61,6 +72,11 @@ export interface ActivityKit {
   signal(): AbortSignal | undefined;
   /** The attempt number (1 outside an activity). */
   attempt(): number;
+  /**
+   * A clock in the Temporal server's time (epoch ms), for comparisons with times the workflow
+   * computed (deadlines): {@link ActivityDeps.serverTime} read once, plus the local time since.
+   */
+  serverClock(): Promise<() => number>;
   /** Heartbeats with `details` when inside an activity (no-op otherwise). */
   heartbeat(details?: unknown): void;
   /** Records a sanitised incident from a provider error. */
@@ -91,6 +107,12 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
     },
     signal: () => activityContext()?.cancellationSignal,
     attempt: () => activityContext()?.info.attempt ?? 1,
+    async serverClock() {
+      if (!deps.serverTime) return Date.now;
+      const base = await deps.serverTime();
+      const localStart = Date.now();
+      return () => base + (Date.now() - localStart);
+    },
     heartbeat(details) {
       activityContext()?.heartbeat(details);
     },

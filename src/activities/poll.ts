@@ -167,19 +167,20 @@ export function pollActivities(kit: ActivityKit) {
       const row = start.row;
       const checks = Number(row.status_checks);
       const deadline = Date.parse(input.deadlineAt);
+      const now = await kit.serverClock(); // the deadline is workflow (server) time
       const first = kit.attempt() === 1;
       if (first) {
         const notBefore = row.check_not_before ? Date.parse(row.check_not_before) : 0;
         const wait = Math.max(input.firstDelayMs, notBefore - Date.now());
-        if (wait > INLINE_FIRST_WAIT_MS) retryIn(Math.min(wait, Math.max(1, deadline - Date.now())), `first check of polling generation ${input.generation} in ${wait} ms`);
+        if (wait > (kit.deps.inlineFirstWaitMs ?? INLINE_FIRST_WAIT_MS)) retryIn(Math.min(wait, Math.max(1, deadline - now())), `first check of polling generation ${input.generation} in ${wait} ms`);
         if (wait > 0) {
           await sleep(wait, kit.signal());
           const again = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel');
           if (again.kind === 'stale') return staleOutcome(again);
         }
       }
-      if (Date.now() >= deadline && !(first && input.checkPastDeadline)) return { kind: 'deadline', checks, providerStatus: row.provider_status ?? undefined };
-      const until = Math.max(1, deadline - Date.now());
+      if (now() >= deadline && !(first && input.checkPastDeadline)) return { kind: 'deadline', checks, providerStatus: row.provider_status ?? undefined };
+      const until = Math.max(1, deadline - now());
 
       let obs: StatusObservation;
       try {
@@ -220,7 +221,7 @@ export function pollActivities(kit: ActivityKit) {
         await transition(input, 'cancelled', undefined, 'the provider reports the task cancelled (not by this workflow)');
         return { ...base, kind: 'cancelled' };
       }
-      if (Date.now() >= deadline) return { ...base, kind: 'deadline' };
+      if (now() >= deadline) return { ...base, kind: 'deadline' };
       const delay = Math.min(Math.max(scheduleDelay(input.schedule, n), seen.retryAfterMs ?? 0), until);
       const what = seen.state === 'unrecognised' ? `unrecognised status "${seen.providerStatus}" (not final; polled on the normal schedule)` : `status "${seen.providerStatus}"`;
       retryIn(delay, `${what}; check ${n} done, next in ${(delay / 1000).toFixed(1)} s`);

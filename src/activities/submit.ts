@@ -135,9 +135,9 @@ export function submitActivities(kit: ActivityKit) {
      * Reconciles an ambiguous submit before any new submission (rule 3): the store first, then a
      * replay under the same idempotency key where the provider honours one, then the provider's
      * list. Lists can lag (search-backed lists show a new job only after seconds), so absence is
-     * proven only by an empty read at least `settleMs` after the last submit attempt that follows
-     * an earlier empty read; an empty read before that ends the attempt with a BENIGN retry timed
-     * for the window's end. `unresolvable`: the provider can neither replay nor list.
+     * proven only by a second empty read `settleMs` after a first one (which follows the last
+     * submit); the first empty read ends the attempt with a BENIGN retry of `settleMs`.
+     * `unresolvable`: the provider can neither replay nor list.
      */
     async reconcileJob(input: SubmitJobInput): Promise<ReconcileOutcome> {
       const { job } = input;
@@ -176,16 +176,17 @@ export function submitActivities(kit: ActivityKit) {
         const taskId = await store.recordTaskId(job.jobId, found.taskId, found.providerStatus, 'reconcile: found by client reference', input.trackingDeadlineMs);
         return { kind: 'found', taskId, via: 'list' };
       }
+      // Lists can lag: absence counts as proven only when a second read, at least `settleMs` after
+      // an earlier empty one (itself after the last submit), still shows nothing. The server keeps
+      // that spacing (the retry delay), so no clock is compared here.
       const lastSubmitAt = Date.parse(row?.submit_intent_at ?? row?.updated_at ?? new Date().toISOString());
-      const settledAt = lastSubmitAt + resolved.settleMs;
       const earlierEmpty = (await store.timeline(job.jobId)).some((e) => e.type === 'reconcile_list_empty' && Date.parse(e.at) >= lastSubmitAt);
-      await store.appendEvent(job.jobId, 'reconcile_list_empty', 'unknown', { clientRef: keys.clientRef, settleMs: resolved.settleMs });
-      if (!earlierEmpty || Date.now() < settledAt) {
-        const wait = Math.max(1_000, settledAt - Date.now());
+      await store.appendEvent(job.jobId, 'reconcile_list_empty', 'unknown', { clientRef: keys.clientRef, settleMs: resolved.settleMs, second: earlierEmpty });
+      if (!earlierEmpty) {
         throw ApplicationFailure.create({
           type: 'Reconcile.settling',
-          message: `the provider's list does not show the job yet; lists can lag, so it is read again in ${wait} ms (settle window ${resolved.settleMs} ms after the submit) before absence counts as proven`,
-          nextRetryDelay: wait,
+          message: `the provider's list does not show the job yet; lists can lag, so it is read again in ${resolved.settleMs} ms (the settle window) before absence counts as proven`,
+          nextRetryDelay: Math.max(1, resolved.settleMs),
           category: ApplicationFailureCategory.BENIGN,
         });
       }
