@@ -31,11 +31,22 @@ export const LimitsSchema = z.object({
   maxConcurrent: z.number().int().positive().default(8),
   /** Minimum spacing between two calls with the same key, ms. */
   minIntervalMs: z.number().int().nonnegative().default(0),
+  /**
+   * Adaptive limit of provider jobs active at once per key (submits wait for a free slot): it starts
+   * at `initial`, grows by one job per full window of accepted submits up to `max`, and halves on a
+   * concurrency refusal (`429 CONCURRENCY_LIMIT`, Apify's `concurrent-runs-limit-exceeded`), never
+   * above a limit the provider states. Learned values are shared by every worker through the store.
+   */
+  activeJobs: z
+    .object({ initial: z.number().int().positive().default(8), max: z.number().int().positive().optional() })
+    .strict()
+    .refine((v) => v.max === undefined || v.max >= v.initial, 'activeJobs.max must be at least activeJobs.initial')
+    .prefault({}),
 });
 
 /** One configured provider. */
 export const ProviderEntrySchema = z.discriminatedUnion('kind', [
-  ReferenceConfigSchema.extend({ credentials: CredentialsSchema, limits: LimitsSchema.default({ maxConcurrent: 8, minIntervalMs: 0 }) }),
+  ReferenceConfigSchema.extend({ credentials: CredentialsSchema, limits: LimitsSchema.prefault({}) }),
 ]);
 export type ProviderEntry = z.infer<typeof ProviderEntrySchema>;
 

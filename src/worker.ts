@@ -90,8 +90,17 @@ export interface ScrapeWorkerOptions {
   providers?: ProviderRegistry;
   /** Test hooks (see {@link ActivityDeps.hooks}). */
   hooks?: ActivityDeps['hooks'];
-  /** Max concurrent activity executions (default 100). */
+  /**
+   * Max concurrent activity executions (default 500). Activities are async I/O (a status check, a
+   * short first wait), so a slot costs little memory; the server waits between checks, not a slot.
+   */
   maxConcurrentActivityTaskExecutions?: number;
+  /**
+   * Workflows kept in the worker's cache (default 1000). Waiting jobs need no workflow task (the
+   * server retries their polling activity), so a small cache keeps memory flat at any number of
+   * waiting jobs; an evicted job replays its short history on its next task.
+   */
+  maxCachedWorkflows?: number;
   /** Time running activities get to finish on shutdown, ms (default 10000). */
   shutdownGraceTimeMs?: number;
   /** Identity shown in the Web UI's worker list. */
@@ -103,7 +112,7 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Wor
   const providers = opts.providers ?? new ProviderRegistry(opts.config, process.env, {}, opts.store);
   const temporal = new Client({ connection: opts.connection, namespace: opts.config.temporal.namespace });
   const activities = {
-    ...createActivities({ store: opts.store, providers, resultRetentionMs: opts.config.resultRetentionMs, hooks: opts.hooks }),
+    ...createActivities({ store: opts.store, providers, resultRetentionMs: opts.config.resultRetentionMs, hooks: opts.hooks, temporal }),
     ...createMaintenanceActivities({ store: opts.store, temporal }),
   };
   return Worker.create({
@@ -112,7 +121,8 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Wor
     taskQueue: opts.config.temporal.taskQueue,
     workflowBundle: await workflowBundle(),
     activities,
-    maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 100,
+    maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 500,
+    maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
     shutdownGraceTime: opts.shutdownGraceTimeMs ?? 10_000,
     ...(opts.identity ? { identity: opts.identity } : {}),
   });

@@ -15,12 +15,9 @@
 import { Command } from 'commander';
 import { Worker } from '@temporalio/worker';
 import { z } from 'zod';
-import { createActivities } from '../../src/activities/index.js';
 import { loadConfigFile } from '../../src/config.js';
-import { ProviderRegistry } from '../../src/providers/registry.js';
 import { openStore } from '../../src/store/index.js';
 import { connectWorker, createScrapeWorker, installWorkerLogging } from '../../src/worker.js';
-import { createRetryPollActivities } from '../designs/retryActivities.js';
 
 /** Messages a bench worker sends to its parent. Times are epoch ms. */
 export type WorkerMessage =
@@ -55,23 +52,8 @@ async function main(): Promise<void> {
   const store = await openStore(config.storeUrl);
   const connection = await connectWorker(config);
   const hooks = { afterResultWritten: (jobId: string) => send({ t: 'written', jobId, at: Date.now() }) };
-  let worker: Worker;
-  if (o.design === 'timers') {
-    process.env.SCRAPE_WORKFLOW_BUNDLE = o.bundle;
-    worker = await createScrapeWorker({ connection, config, store, hooks, maxConcurrentActivityTaskExecutions: o.maxActivities });
-  } else {
-    const providers = new ProviderRegistry(config, process.env, {}, store);
-    const base = createActivities({ store, providers, resultRetentionMs: config.resultRetentionMs, hooks });
-    worker = await Worker.create({
-      connection,
-      namespace: config.temporal.namespace,
-      taskQueue: config.temporal.taskQueue,
-      workflowBundle: { codePath: o.bundle },
-      activities: { ...base, ...createRetryPollActivities(base) },
-      maxConcurrentActivityTaskExecutions: o.maxActivities,
-      shutdownGraceTime: 10_000,
-    });
-  }
+  process.env.SCRAPE_WORKFLOW_BUNDLE = o.bundle;
+  const worker = await createScrapeWorker({ connection, config, store, hooks, maxConcurrentActivityTaskExecutions: o.maxActivities });
   const timer = setInterval(() => send({ t: 'status', at: Date.now(), status: worker.getStatus() }), o.statusEveryMs);
   process.on('message', (m: unknown) => {
     if (m && typeof m === 'object' && (m as { t?: unknown }).t === 'stop') worker.shutdown();

@@ -19,9 +19,8 @@ import type { CancelReport, JobError, JobView, ScrapeWorkflowInput } from '../mo
 import { IdempotencyConflictStoreError, type JobRow, type ResultPayload, type ResultRow, Store } from '../store/index.js';
 import { sanitizeBody } from '../lib/sanitize.js';
 import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState } from '../workflows/searchAttributes.js';
-import type { scrapeWorkflow } from '../workflows/scrape.js';
-import { cancelSignal, cancelUpdate, resolveUpdate, stateQuery, type Resolution } from '../workflows/scrape.js';
-import { wakeSignal, type WakeHint } from '../workflows/scrape.js';
+import type { scrapeWorkflowV2 } from '../workflows/scrape/workflow.js';
+import { SCRAPE_WORKFLOW_TYPE, cancelSignal, cancelUpdate, resolveUpdate, stateQuery, wakeSignal, type Resolution, type WakeHint } from '../workflows/scrape/messages.js';
 import { listJobsPage, type JobCursor } from '../store/webhooks.js';
 import { sql } from 'kysely';
 import { IdempotencyConflictError, InvalidInputError, JobNotFoundError, ResultExpiredError, ResultNotReadyError, ScrapeError } from './errors.js';
@@ -169,7 +168,7 @@ export class ScrapeClient {
     const wfInput: ScrapeWorkflowInput = { jobId, account: p.account, key, provider, requestHash, request, row, batchId: p.batchId, policy: p.policy };
     if (this.opts.webhookProviders?.includes(provider)) wfInput.webhooks = true;
     try {
-      await this.opts.temporal.workflow.start<typeof scrapeWorkflow>('scrapeWorkflow', {
+      await this.opts.temporal.workflow.start<typeof scrapeWorkflowV2>(SCRAPE_WORKFLOW_TYPE, {
         taskQueue: this.opts.taskQueue,
         workflowId: jobId,
         args: [wfInput],
@@ -445,7 +444,7 @@ export class ScrapeClient {
       await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, 30_000))]);
     }
     try {
-      await this.opts.temporal.workflow.start<typeof scrapeWorkflow>('scrapeWorkflow', {
+      await this.opts.temporal.workflow.start<typeof scrapeWorkflowV2>(SCRAPE_WORKFLOW_TYPE, {
         taskQueue: this.opts.taskQueue,
         workflowId: jobId,
         args: [wfInput],

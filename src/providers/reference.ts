@@ -88,7 +88,10 @@ export class ReferenceAdapter implements ProviderAdapter {
     const parsed = ErrorBody.safeParse(res.body);
     const code = parsed.success ? parsed.data.error.code : undefined;
     const message = parsed.success ? parsed.data.error.message : res.text.slice(0, 500) || undefined;
-    return httpError(res, phase, code, message, [ctx.apiKey, ...ctx.secrets]);
+    const err = httpError(res, phase, code, message, [ctx.apiKey, ...ctx.secrets]);
+    const stated = parsed.success ? (parsed.data.error as { limit?: unknown }).limit : undefined;
+    if (typeof stated === 'number' && Number.isInteger(stated) && stated > 0) err.details.statedLimit = stated; // `429 CONCURRENCY_LIMIT` says the limit
+    return err;
   }
 
   private invalid(res: ProviderResponse, what: string, error: z.ZodError): ProviderError {

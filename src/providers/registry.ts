@@ -104,7 +104,9 @@ export class KeyLimiter {
         try {
           return await fn();
         } catch (e) {
-          if (e instanceof ProviderError && e.kind === 'cooldown') {
+          // A concurrency refusal limits submits only (the adaptive active-jobs limit handles it);
+          // rate limits hold back every call of the key.
+          if (e instanceof ProviderError && e.kind === 'cooldown' && !isConcurrencyRefusal(e)) {
             this.coolDown(e.details.retryAfterMs ?? defaultCoolDownMs, e.details.code ?? 'rate limited');
           }
           throw e;
@@ -113,6 +115,14 @@ export class KeyLimiter {
       { throwOnTimeout: true },
     ) as Promise<T>;
   }
+}
+
+/** Provider codes meaning "too many of your jobs are active; try later" (seeds' `CONCURRENCY_LIMIT`, Apify's `concurrent-runs-limit-exceeded`). */
+const CONCURRENCY_REFUSAL = /^(CONCURRENCY_LIMIT|concurrent-runs-limit-exceeded|too-many-concurrent-runs)$/i;
+
+/** True for a refusal because of the account's concurrent-job limit (not a request-rate limit). */
+export function isConcurrencyRefusal(e: ProviderError): boolean {
+  return e.kind === 'cooldown' && e.details.code !== undefined && CONCURRENCY_REFUSAL.test(e.details.code);
 }
 
 /** What an activity needs to call a provider for an account. */
@@ -199,6 +209,11 @@ export class ProviderRegistry {
       this.limiters.set(cred.label, limiter);
     }
     return { adapter, apiKey: cred.apiKey, limiter, entry, resultLimits: DEFAULT_RESULT_LIMITS, settleMs: DEFAULT_SETTLE_MS, callback: () => ({}) };
+  }
+
+  /** Accounts that have their own credential for provider `name` (the rest share its default key). */
+  accountsWithOwnKey(name: string): string[] {
+    return Object.keys(this.config.providers[name]?.credentials.accounts ?? {});
   }
 
   /** Every configured API key value (to scrub from anything recorded). */

@@ -30,6 +30,7 @@ const profileFields = {
   resultTtlMs: z.number().int().min(0),
   idempotencyTtlMs: z.number().int().min(0),
   blockedHosts: z.array(z.string().min(1).max(253)),
+  listLagMs: z.number().int().min(0).max(3_600_000),
 };
 
 /**
@@ -52,6 +53,8 @@ const profileFields = {
  * - `idempotencyTtlMs` (default `86_400_000` ms = 24 h): how long an idempotency key is remembered.
  * - `blockedHosts` (default `[]`): target hosts refused with `403 TARGET_DISALLOWED`; an entry
  *   `example.com` also blocks its subdomains (`www.example.com`). Case-insensitive.
+ * - `listLagMs` (default `0`, ms): a new job shows in `GET /api/jobs` only this long after it was
+ *   created (search-backed lists lag; issue 13).
  */
 export const ProfileSchema = z.strictObject({
   idempotency: profileFields.idempotency.default(true),
@@ -66,6 +69,7 @@ export const ProfileSchema = z.strictObject({
   resultTtlMs: profileFields.resultTtlMs.default(3_600_000),
   idempotencyTtlMs: profileFields.idempotencyTtlMs.default(86_400_000),
   blockedHosts: profileFields.blockedHosts.default([]),
+  listLagMs: profileFields.listLagMs.default(0),
 });
 
 /** A fully resolved account profile (all defaults applied). See {@link ProfileSchema}. */

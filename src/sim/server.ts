@@ -686,8 +686,11 @@ class SimServer implements Sim {
         core: (account) => {
           const q = ListQuerySchema.safeParse(req.query ?? {});
           if (!q.success) return validationError('invalid query', zodIssues(q.error));
+          const lagMs = this.profileOf(account).listLagMs;
+          const now = Date.now();
           const jobs = this.jobs
             .visibleFor(account)
+            .filter((j) => now - j.createdAt >= lagMs) // a lagging (search-backed) list
             .filter((j) => (q.data.client_ref === undefined || j.clientRef === q.data.client_ref))
             .filter((j) => (q.data.status === undefined || j.status === q.data.status))
             .slice(0, q.data.limit)

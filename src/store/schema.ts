@@ -37,8 +37,16 @@ export interface JobsTable {
   updated_at: string;
   finished_at: string | null;
   deadline_at: string | null;
-  /** Status checks that failed (budget exhausted) since the last successful one. */
+  /** Status checks that failed since the last successful one. */
   status_errors: Generated<number>;
+  /** Generation (workflow time of scheduling, epoch ms) of the newest polling activity: an attempt of an older one stops (workflow v2). Text from PostgreSQL's bigint. */
+  poll_generation: Generated<number | string>;
+  /** Consecutive `404`s for the task (status or result read); at the policy's `notFoundLimit` the job is `expired`. */
+  not_found_streak: Generated<number>;
+  /** UTC ISO-8601 time before which no new status check may start (last check + max(min gap, Retry-After)). */
+  check_not_before: string | null;
+  /** Normalised provider state of the last check (`running`, `completed`, `unrecognised`, …); `provider_status` keeps the raw word. */
+  provider_state: string | null;
 }
 
 /** A provider result, written once per (provider, task_id). */
@@ -127,6 +135,22 @@ export interface ProviderCooldownsTable {
   updated_at: string;
 }
 
+/**
+ * The learned limit of concurrently active provider jobs of one provider key (adaptive submit
+ * concurrency: additive increase, multiplicative decrease), shared by every worker.
+ */
+export interface ProviderLimitsTable {
+  /** Provider key label (`<provider>/<account or default>`), as the shared limiter names it. */
+  label: string;
+  /** Current limit of active jobs (count, may be fractional while it grows by 1/limit per admission at the limit). */
+  active_limit: number;
+  /** Highest limit allowed: configured, or stated by the provider in a refusal (count); null = none known. */
+  ceiling: number | null;
+  /** Submits refused with a concurrency answer so far (count). */
+  refusals: Generated<number>;
+  updated_at: string;
+}
+
 /** An orphan or stalled job found by the maintenance schedule. */
 export interface OrphansTable {
   id: string;
@@ -149,6 +173,7 @@ export interface Database {
   incidents: IncidentsTable;
   outbox: OutboxTable;
   provider_cooldowns: ProviderCooldownsTable;
+  provider_limits: ProviderLimitsTable;
   orphans: OrphansTable;
 }
 

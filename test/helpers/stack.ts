@@ -17,7 +17,7 @@ import type { ActivityDeps } from '../../src/activities/index.js';
 import { ScrapeClient } from '../../src/client/index.js';
 import { parseConfig, type Config } from '../../src/config.js';
 import type { PollPolicy } from '../../src/model/types.js';
-import { startSim, type Sim } from '../../src/sim/index.js';
+import { startSim, type Sim, type SimResponseEvent } from '../../src/sim/index.js';
 import type { ProfileInput } from '../../src/sim/schemas.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { createScrapeWorker, installWorkerLogging } from '../../src/worker.js';
@@ -38,6 +38,12 @@ export interface StackOptions {
   worker?: boolean;
   hooks?: ActivityDeps['hooks'];
   resultRetentionMs?: number | null;
+  /** HTTP timeout of status/result/cancel reads of the `reference` entry, ms (default 3000). */
+  readTimeoutMs?: number;
+  /** Declared highest limit of active provider jobs (`limits.activeJobs.max`), with `activeJobs`. */
+  activeJobsMax?: number;
+  /** Starting limit of active provider jobs of the `reference` entry (default 1000: effectively unlimited). */
+  activeJobs?: number;
   /** Extra provider entries (name → entry) beside `reference`. */
   extraProviders?: Record<string, unknown>;
 }
@@ -88,7 +94,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       defaultProvider: 'reference',
       resultRetentionMs: opts.resultRetentionMs === undefined ? 7 * 24 * 3_600_000 : opts.resultRetentionMs,
       providers: {
-        reference: { kind: 'reference', baseUrl: sim.url, readTimeoutMs: 3_000, submitTimeoutMs: 3_000, capabilities, credentials: { default: { apiKey: KEYS.acme }, accounts: { globex: { apiKey: KEYS.globex } } } },
+        // A high starting limit of active jobs: tests that need the adaptive limit set their own.
+        reference: { kind: 'reference', baseUrl: sim.url, readTimeoutMs: opts.readTimeoutMs ?? 3_000, submitTimeoutMs: 3_000, capabilities, credentials: { default: { apiKey: KEYS.acme }, accounts: { globex: { apiKey: KEYS.globex } } }, limits: { activeJobs: opts.activeJobs === undefined ? { initial: 1000 } : { initial: opts.activeJobs, max: opts.activeJobsMax } } },
         ...(opts.extraProviders ?? {}),
       },
     },
@@ -190,4 +197,11 @@ export async function waitForState(store: Store, jobId: string, states: string[]
     const row = await store.getJob(jobId);
     return row && states.includes(row.state) ? row : undefined;
   }, timeoutMs, `${jobId} to reach ${states.join('|')}`);
+}
+
+/** Records every API response of the sim from now on (time, endpoint, job, status), in order. */
+export function recordResponses(stack: Stack): SimResponseEvent[] {
+  const seen: SimResponseEvent[] = [];
+  stack.sim.events.on('response', (e) => seen.push(e));
+  return seen;
 }

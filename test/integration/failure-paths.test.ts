@@ -229,26 +229,27 @@ describe('with activities that are refused permanently (a revoked key)', () => {
     const real = createActivities({ store: stack.store, providers: { resolve: () => { throw new Error('not used'); }, allSecrets: () => [] } as never, resultRetentionMs: null });
     const activities = {
       ...real,
-      async submitScrape(i: { jobId: string }) {
-        if (i.jobId.includes('unknown')) return { kind: 'ambiguous', error: { kind: 'ambiguous', message: 'connection reset after the request was sent', at: new Date().toISOString() } };
-        const taskId = await stack.store.recordTaskId(i.jobId, `task-${i.jobId}`, 'queued', 'test');
+      async submitJob(i: { job: { jobId: string } }) {
+        const jobId = i.job.jobId;
+        if (jobId.includes('unknown')) return { kind: 'ambiguous', error: { kind: 'ambiguous', message: 'connection reset after the request was sent', at: new Date().toISOString() } };
+        const taskId = await stack.store.recordTaskId(jobId, `task-${jobId}`, 'queued', 'test');
         return { kind: 'accepted', taskId, providerStatus: 'queued', adopted: false };
       },
-      async reconcileSubmit() {
+      async reconcileJob() {
         counts.reconcileSubmit++;
         throw refused('401 UNAUTHORIZED: API key revoked');
       },
-      async checkStatus(ref: { jobId: string }) {
-        await stack.store.recordStatusCheck(ref.jobId, 'completed');
-        return { kind: 'status', state: 'completed', providerStatus: 'completed' };
-      },
-      async saveResult() {
+      // The provider says completed and the result read is refused: what `awaitStatus` records and
+      // returns then (the activity itself is covered in test/unit/activities.test.ts).
+      async awaitStatus(i: { jobId: string }) {
         counts.saveResult++;
-        throw refused('401 UNAUTHORIZED on the result read: API key revoked');
+        const error = { kind: 'permanent', message: '401 UNAUTHORIZED on the result read: API key revoked', httpStatus: 401, at: new Date().toISOString() };
+        await stack.store.transition(i.jobId, 'tracking_interrupted', { error });
+        return { kind: 'interrupted', checks: 1, providerStatus: 'completed', error, note: 'result reads refused; fix the cause and resume' };
       },
-      async cancelTask() {
+      async cancelAtProvider() {
         counts.cancelTask++;
-        return { kind: 'answered', accepted: true, reachedProvider: true };
+        return { kind: 'answered', accepted: true };
       },
     };
     native = await NativeConnection.connect({ address: stack.config.temporal.address });

@@ -6,22 +6,14 @@
  * a `tracking_interrupted` job resumes on the same task without submitting.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SimResponseEvent } from '../../src/sim/index.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
-import { FAST_POLICY, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
+import { FAST_POLICY, recordResponses, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 
 let pages: PageServer;
 beforeAll(async () => {
   pages = await startPageServer();
 });
 afterAll(async () => pages?.close());
-
-/** Records every API response of the sim (time, endpoint, job, status). */
-function recordResponses(stack: Stack): SimResponseEvent[] {
-  const seen: SimResponseEvent[] = [];
-  stack.sim.events.on('response', (e) => seen.push(e));
-  return seen;
-}
 
 describe('status checks that fail', () => {
   let stack: Stack;

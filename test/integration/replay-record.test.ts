@@ -1,7 +1,9 @@
 /**
- * Produces workflow histories of the main paths on the real stack and replays each one through
- * the current workflow code (`Worker.runReplayHistories`): any non-determinism fails here. With
- * `RECORD_HISTORIES=1` the histories not yet recorded are written to `test/replay/histories/` (`all`: every one), where
+ * Produces workflow histories of the main paths of workflow v2 on the real stack and replays each
+ * one through the current workflow code (`Worker.runReplayHistories`): any non-determinism fails
+ * here. With `RECORD_HISTORIES=1` the histories not yet recorded are written to
+ * `test/replay/histories/v2-<path>.json` (`all`: every one; the frozen v1 histories `v1-*.json` are
+ * never rewritten), where
  * `test/unit/replay.test.ts` replays them on every run, so that a later change of workflow code
  * that breaks running workflows is caught (such a change must go behind `patched()`).
  */
@@ -61,9 +63,24 @@ describe('workflow histories replay deterministically', () => {
     listOnly.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-lost', action: 'drop_before_commit' });
     ids.unacknowledged = (await listOnly.client.startScrape({ account: 'acme', url: `${pages.pageUrl('tmz-1')}?replay-lost`, key: 'replay-unacknowledged', policy: { ...p, submitRounds: 2 } })).jobId;
 
-    for (const k of ['cancelledUpdate', 'cancelledNative'] as const) await waitFor(async () => (await stack.store.getJob(ids[k]!))?.status_checks, 20_000, k);
+    // cancelled by signal while its status check hangs; woken by a webhook hint, then cancelled
+    stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: 'replay-hang', action: 'delay', delayMs: 60_000 });
+    ids.cancelledSignal = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('yahoo-1')}?replay-cancel-s-replay-hang`, key: 'replay-cancel-signal', policy: p })).jobId;
+    ids.woken = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wapo-1')}?replay-cancel-w`, key: 'replay-woken', policy: p })).jobId;
+    // the provider forgets the task: 404 on every check → expired
+    stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: 'replay-expired', action: 'not_found' });
+    ids.expired = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wapo-2')}?replay-expired`, key: 'replay-expired', policy: p })).jobId;
+    // the deadline policy cancels
+    ids.deadlineCancel = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wikipedia')}?replay-cancel-d`, key: 'replay-deadline-cancel', policy: { ...p, deadlineMs: 2_000, onDeadline: 'cancel' } })).jobId;
+
+    for (const k of ['cancelledUpdate', 'cancelledNative', 'woken'] as const) await waitFor(async () => (await stack.store.getJob(ids[k]!))?.status_checks, 20_000, k);
+    await waitFor(async () => (await stack.store.getJob(ids.cancelledSignal!))?.last_checked_at === null && (await stack.store.getJob(ids.cancelledSignal!))?.state === 'pending', 20_000, 'hanging check');
     await stack.client.cancelScrape('acme', ids.cancelledUpdate!, { reason: 'replay test' });
     await stack.temporal.workflow.getHandle(ids.cancelledNative!).cancel();
+    await stack.client.cancelScrape('acme', ids.cancelledSignal!, { reason: 'replay test', wait: false });
+    await stack.client.wake(ids.woken!, { providerStatus: 'running', eventId: 'replay-1' });
+    await waitFor(async () => Number((await stack.store.getJob(ids.woken!))?.status_checks) >= 2, 20_000, 'woken check');
+    await stack.client.cancelScrape('acme', ids.woken!, { reason: 'replay test' });
     await waitFor(async () => (await bare.client.getLiveView('acme', ids.resolved!)).note?.includes('waiting for an operator'), 20_000, 'unknown');
     const task = bare.sim.jobsFor('acme').find((j) => j.url.includes('replay-unknown'))!;
     await bare.client.resolve('acme', ids.resolved!, { taskId: task.job_id, by: 'replay-test' });
@@ -74,7 +91,7 @@ describe('workflow histories replay deterministically', () => {
     const histories: { name: string; workflowId: string; json: string; history: unknown }[] = [];
     for (const [name, id] of Object.entries(ids)) {
       const s = name === 'resolved' ? bare : name === 'unacknowledged' ? listOnly : stack;
-      await waitForState(s.store, id, ['completed', 'failed', 'cancelled', 'tracking_interrupted', 'cancel_unconfirmed'], 30_000);
+      await waitForState(s.store, id, ['completed', 'failed', 'cancelled', 'tracking_interrupted', 'cancel_unconfirmed', 'expired'], 60_000);
       const handle = s.temporal.workflow.getHandle(id);
       await handle.result().catch(() => undefined); // the native cancel ends CANCELED
       const json = execFileSync(cli.path, ['workflow', 'show', '-w', id, '--address', address, '--namespace', namespace, '-o', 'json'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
@@ -90,7 +107,7 @@ describe('workflow histories replay deterministically', () => {
     if (process.env.RECORD_HISTORIES === '1' || process.env.RECORD_HISTORIES === 'all') {
       const dir = path.join(REPO, 'test/replay/histories');
       for (const h of histories) {
-        const file = path.join(dir, `${h.name}.json`);
+        const file = path.join(dir, `v2-${h.name}.json`);
         if (process.env.RECORD_HISTORIES === 'all' || !fs.existsSync(file)) fs.writeFileSync(file, h.json);
       }
     }

@@ -95,9 +95,9 @@ describe('submitScrape', () => {
     expect((await store.getJob(input.jobId))?.submit_intent_at).toBeTruthy();
   });
 
-  it('a 429 throws a retryable failure with the provider wait and cools the key down for every caller', async () => {
+  it('a rate-limit 429 throws a retryable failure with the provider wait and cools the key down for every caller', async () => {
     fake.submitImpl = async () => {
-      throw new ProviderError('cooldown', 'answered 429 CONCURRENCY_LIMIT', { httpStatus: 429, code: 'CONCURRENCY_LIMIT', retryAfterMs: 7_000 });
+      throw new ProviderError('cooldown', 'answered 429 RATE_LIMITED', { httpStatus: 429, code: 'RATE_LIMITED', retryAfterMs: 7_000 });
     };
     const err = await failure(env().run(acts.submitScrape, input));
     expect(err).toBeInstanceOf(ApplicationFailure);

@@ -14,8 +14,10 @@ const dir = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../re
 const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
 
 describe('recorded histories replay with the current workflow code', () => {
-  it('has recorded histories of the main paths', () => {
-    expect(files).toEqual(expect.arrayContaining(['completed.json', 'failed.json', 'interrupted.json', 'cancelledUpdate.json', 'cancelledNative.json', 'reconciled.json', 'resolved.json', 'unacknowledged.json']));
+  it('has recorded histories of the main paths of v1 (frozen) and v2', () => {
+    const paths = ['completed', 'failed', 'interrupted', 'cancelledUpdate', 'cancelledNative', 'reconciled', 'resolved', 'unacknowledged'];
+    expect(files).toEqual(expect.arrayContaining(paths.map((p) => `v1-${p}.json`)));
+    expect(files).toEqual(expect.arrayContaining([...paths, 'cancelledSignal', 'woken', 'expired', 'deadlineCancel'].map((p) => `v2-${p}.json`)));
   });
 
   it.each(files)('%s', async (file) => {

@@ -1,5 +1,5 @@
 /**
- * Activity options of the scrape workflow, per role: timeouts and retry policies derived from the
+ * FROZEN with the v1 workflow (`scrapeWorkflowV1.ts`). Activity options of the v1 scrape workflow, per role: timeouts and retry policies derived from the
  * job's {@link PollPolicy}. One definition, used by `scrapeWorkflow` and by the benchmark's
  * alternative polling design (`bench/designs/retryPolling.ts`), so both measure the same retries.
  *

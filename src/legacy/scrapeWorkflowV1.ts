@@ -1,5 +1,13 @@
 /**
- * The scrape workflow: one logical scrape request, from submit to a result written once.
+ * FROZEN — the v1 scrape workflow (`scrapeWorkflow`), kept only so that runs started before
+ * workflow v2 (`src/workflows/scrape/`, type `scrapeWorkflowV2`) finish on the code they started
+ * with; its recorded histories in `test/replay/histories/v1-*.json` must keep replaying. New jobs
+ * never start it. Cut-over: once
+ * `temporal workflow count --query 'WorkflowType="scrapeWorkflow" AND ExecutionStatus="Running"'`
+ * answers 0 on every namespace, delete this file, `activityOptionsV1.ts`, `src/activities/legacy.ts`
+ * and the v1 histories. Do not edit it otherwise.
+ *
+ * The v1 scrape workflow: one logical scrape request, from submit to a result written once.
  *
  * Deterministic code only (DESIGN.md): no I/O, no real clocks; `Date.now()`, `new Date()` and
  * `Math.random()` here are the SDK's deterministic versions. All I/O is in activities.
@@ -25,9 +33,6 @@ import {
   CancelledFailure,
   condition,
   continueAsNew,
-  defineQuery,
-  defineSignal,
-  defineUpdate,
   isCancellation,
   log,
   patched,
@@ -40,37 +45,11 @@ import {
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { ScrapeActivities, StatusOutcome } from '../activities/index.js';
 import { NON_RETRYABLE_TYPES } from '../activities/failureTypes.js';
-import { scrapeActivityOptions } from './activityOptions.js';
+import { cancelSignal, cancelUpdate, resolveUpdate, stateQuery, wakeSignal, type CancelRequest, type Resolution } from '../workflows/scrape/messages.js';
+import { scrapeActivityOptions } from './activityOptionsV1.js';
 import { isFinalState, type JobState } from '../model/states.js';
 import { DEFAULT_POLL_POLICY, type CancelReport, type JobError, type JobView, type PollPolicy, type ScrapeWorkflowInput } from '../model/types.js';
-import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState, ScrapeTaskId } from './searchAttributes.js';
-
-/** Payload of the `cancel` signal and Update. */
-export interface CancelRequest {
-  reason?: string;
-  requestedBy?: string;
-}
-
-/** Payload of the `resolve` Update for a job in `unknown`: exactly one of the two. */
-export type Resolution = { taskId: string; by?: string } | { resubmit: true; by?: string };
-
-/** Hint from a provider webhook (never trusted for the result itself). */
-export interface WakeHint {
-  /** Provider status the webhook claimed, for the timeline only. */
-  providerStatus?: string;
-  eventId?: string;
-}
-
-/** Query `state`: the live {@link JobView} (state, task ID, checks, deadline, cancel report). */
-export const stateQuery = defineQuery<JobView>('state');
-/** Signal `cancel`: fire-and-forget cancel request; the outcome is recorded, not returned. */
-export const cancelSignal = defineSignal<[CancelRequest]>('cancel');
-/** Update `cancel`: returns the observed {@link CancelReport}; its validator rejects a job already final. */
-export const cancelUpdate = defineUpdate<CancelReport, [CancelRequest]>('cancel');
-/** Update `resolve`: an operator settles a job in `unknown` with a task ID or an explicit resubmit; returns the view after it. */
-export const resolveUpdate = defineUpdate<JobView, [Resolution]>('resolve');
-/** Signal `wake`: a webhook hint that makes the next status check happen now (the result is still fetched from the provider). */
-export const wakeSignal = defineSignal<[WakeHint]>('wake');
+import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState, ScrapeTaskId } from '../workflows/searchAttributes.js';
 
 /** Input carried across continue-as-new (absolute deadline, counters). */
 interface Carry {

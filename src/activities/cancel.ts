@@ -1,0 +1,77 @@
+/**
+ * The provider side of cancellation (DESIGN.md rule 7): record `cancelling` with the request, ask
+ * the provider to stop, and report what it answered. The workflow then confirms the outcome with
+ * `awaitStatus` in `confirm_cancel` mode and records it with `recordState`.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { isFinalState } from '../model/states.js';
+import { isProviderError } from '../providers/errors.js';
+import type { CancelAnswer } from '../providers/types.js';
+import { sanitizeBody } from '../lib/sanitize.js';
+import type { CancelReport, JobError } from '../model/types.js';
+import type { ActivityKit, TaskRef } from './context.js';
+import { rethrow } from './failures.js';
+
+/**
+ * Outcome of `cancelAtProvider`: the provider's answer; `unsupported` when it has no cancel
+ * endpoint; `skipped` when nothing was sent because the job is already final or the provider
+ * already reported it completed (its result is being written: the cancel comes too late).
+ */
+export type CancelCallOutcome = {
+  /** The provider's raw status at the last check before the cancel (from the store), when known. */
+  lastStatus?: string;
+} & ({ kind: 'answered' } & CancelAnswer | { kind: 'unsupported'; error: JobError; reachedProvider: boolean } | { kind: 'skipped'; reason: string });
+
+/** The reason (history: the cancel request's `cause`) of the request that closes a job cancelled by signal, Update or deadline. */
+export const CLOSE_AS_CANCELLED_REASON = 'scrape: closing a job whose cancel request was handled (signal, Update or deadline policy)';
+
+/** Builds `cancelAtProvider` and `closeAsCancelled` over `kit`. */
+export function cancelActivities(kit: ActivityKit) {
+  const { store } = kit;
+  return {
+    /**
+     * Moves the job to `cancelling` (once; the report is kept in the timeline) and asks the provider
+     * to cancel the task — unless the store shows the job final or already completed at the provider
+     * (`skipped`: nothing is sent). Returns the provider's answer, or `unsupported`. Transient failures throw
+     * (retried within the cancel-confirmation deadline).
+     */
+    async cancelAtProvider(ref: TaskRef & { report: CancelReport }): Promise<CancelCallOutcome> {
+      const row = await store.getJob(ref.jobId);
+      const lastStatus = row?.provider_status ?? undefined;
+      if (row && isFinalState(row.state)) return { kind: 'skipped', reason: `the job is already ${row.state}`, lastStatus };
+      if (row?.provider_state === 'completed') return { kind: 'skipped', reason: 'the provider already reported the task completed; its result is being written', lastStatus };
+      if (row && row.state !== 'cancelling') {
+        await store.transition(ref.jobId, 'cancelling', { detail: { cancel: sanitizeBody(ref.report, kit.secrets()) } });
+      }
+      try {
+        const answer = await kit.call(ref.provider, ref.account, (p) => p.adapter.cancel(ref.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
+        await store.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
+        return { kind: 'answered', ...answer, lastStatus };
+      } catch (e) {
+        if (isProviderError(e) && e.kind === 'unsupported') {
+          await store.appendEvent(ref.jobId, 'cancel_unsupported', 'cancelling', { error: e.toJobError() });
+          // `reachedProvider`: the provider itself said so (an HTTP exchange), not the adapter's capabilities.
+          return { kind: 'unsupported', error: e.toJobError(), reachedProvider: e.details.evidence !== undefined, lastStatus };
+        }
+        rethrow(e);
+      }
+    },
+
+    /**
+     * Asks Temporal to cancel the workflow run itself, so that a job cancelled by signal or Update
+     * closes `Canceled` like one cancelled from the Web UI (a workflow cannot cancel itself from
+     * workflow code: the server refuses a self-targeted external cancel).
+     */
+    async closeAsCancelled(input: { workflowId: string; runId: string }): Promise<void> {
+      const temporal = kit.deps.temporal;
+      if (!temporal) throw ApplicationFailure.nonRetryable('no Temporal client in the activity dependencies', 'Internal.noClient');
+      await temporal.workflowService.requestCancelWorkflowExecution({
+        namespace: temporal.options.namespace,
+        workflowExecution: { workflowId: input.workflowId, runId: input.runId },
+        identity: temporal.options.identity,
+        requestId: `close-as-cancelled-${input.runId}`, // a retried attempt is the same request
+        reason: CLOSE_AS_CANCELLED_REASON,
+      });
+    },
+  };
+}

@@ -1,0 +1,135 @@
+/**
+ * What every scrape activity shares: the injected dependencies, provider calls through the shared
+ * per-key limiter, the activity's cancellation signal, heartbeats while a call is slow, and incident
+ * records. Activities are built by factories over one {@link ActivityKit}.
+ */
+import { Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import type { ProviderError } from '../providers/errors.js';
+import type { ProviderRegistry, ResolvedProvider } from '../providers/registry.js';
+import type { Store } from '../store/index.js';
+
+/** Dependencies of the scrape activities. */
+export interface ActivityDeps {
+  store: Store;
+  providers: ProviderRegistry;
+  /** How long result payloads are kept, ms (null: forever). */
+  resultRetentionMs: number | null;
+  /** Cool-down applied after a 429 that names no wait, ms (default 5000). */
+  defaultCoolDownMs?: number;
+  /** Client over the worker's connection (closing a job cancelled by signal or Update as `Canceled`). Absent in unit tests. */
+  temporal?: Client;
+  /**
+   * Longest first wait of a polling activity spent inside its attempt, ms (default 5000); a longer
+   * one is left to the server as a retry delay. Time-skipping tests set 0 so that no wait is real.
+   */
+  inlineFirstWaitMs?: number;
+  /**
+   * The Temporal server's time (epoch ms), for comparisons with times the workflow computed
+   * (deadlines). Default `Date.now` (worker and server clocks agree); time-skipping tests give the
+   * test server's clock.
+   */
+  serverTime?: () => number | Promise<number>;
+  /**
+   * Test hooks at crash-relevant points (used by the failure tests to SIGKILL a worker at an
+   * exact moment). Never set in production.
+   */
+  hooks?: {
+    afterSubmitAnswered?: (jobId: string, taskId: string) => void | Promise<void>;
+    afterTaskRecorded?: (jobId: string, taskId: string) => void | Promise<void>;
+    afterResultWritten?: (jobId: string, resultId: string) => void | Promise<void>;
+    /** Called after the result was read from the provider and before the store write (tests hold it here). */
+    beforeResultWrite?: (jobId: string, taskId: string) => void | Promise<void>;
+  };
+}
+
+/** Reference to the job and its provider task, passed to most activities. */
+export interface TaskRef {
+  jobId: string;
+  provider: string;
+  account: string;
+  taskId: string;
+}
+
+/** Heartbeat cadence while a provider call or a result read is slow, ms (a fast call sends none: heartbeats are billable Actions). */
+export const SLOW_CALL_HEARTBEAT_MS = 2_000;
+
+/** Helpers shared by the activity factories. */
+export interface ActivityKit {
+  deps: ActivityDeps;
+  store: Store;
+  /** Every configured secret value (keys, webhook secrets), to redact from anything recorded. */
+  secrets(): string[];
+  /**
+   * Runs `fn` against (provider, account) under the key's shared limiter. Short shared cool-downs
+   * are waited out inside the attempt (up to a third of its timeout, at most 10 s); longer ones
+   * throw a `cooldown` ProviderError whose `retryAfterMs` is the wait. While `fn` runs longer than
+   * {@link SLOW_CALL_HEARTBEAT_MS} the activity heartbeats, so a cancel reaches a hanging call and
+   * aborts it (`signal()`), on top of the call's own HTTP timeout.
+   */
+  call<T>(provider: string, account: string, fn: (r: ResolvedProvider) => Promise<T>): Promise<T>;
+  /** The activity's cancellation signal (undefined outside an activity). */
+  signal(): AbortSignal | undefined;
+  /** The attempt number (1 outside an activity). */
+  attempt(): number;
+  /**
+   * A clock in the Temporal server's time (epoch ms), for comparisons with times the workflow
+   * computed (deadlines): {@link ActivityDeps.serverTime} read once, plus the local time since.
+   */
+  serverClock(): Promise<() => number>;
+  /** Heartbeats with `details` when inside an activity (no-op otherwise). */
+  heartbeat(details?: unknown): void;
+  /** Records a sanitised incident from a provider error. */
+  recordIncident(jobId: string, phase: string, e: ProviderError): Promise<void>;
+}
+
+function activityContext(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined; // not inside an activity (unit tests calling directly)
+  }
+}
+
+/** Builds the {@link ActivityKit} over `deps`. */
+export function activityKit(deps: ActivityDeps): ActivityKit {
+  const { store, providers } = deps;
+  const coolDefault = deps.defaultCoolDownMs ?? 5_000;
+  const kit: ActivityKit = {
+    deps,
+    store,
+    secrets: () => providers.allSecrets(),
+    async call(provider, account, fn) {
+      const resolved = providers.resolve(provider, account);
+      const ctx = activityContext();
+      const maxWaitMs = ctx ? Math.min(10_000, Math.floor(ctx.info.startToCloseTimeoutMs / 3)) : 0;
+      return resolved.limiter.run(() => whileSlow(fn(resolved), () => kit.heartbeat()), coolDefault, maxWaitMs);
+    },
+    signal: () => activityContext()?.cancellationSignal,
+    attempt: () => activityContext()?.info.attempt ?? 1,
+    async serverClock() {
+      if (!deps.serverTime) return Date.now;
+      const base = await deps.serverTime();
+      const localStart = Date.now();
+      return () => base + (Date.now() - localStart);
+    },
+    heartbeat(details) {
+      activityContext()?.heartbeat(details);
+    },
+    async recordIncident(jobId, phase, e) {
+      const ev = e.details.evidence;
+      await store.recordIncident({ jobId, phase, kind: e.kind, message: e.message, code: e.details.code, endpoint: ev?.endpoint, httpStatus: e.details.httpStatus ?? ev?.httpStatus, request: ev?.request, response: ev?.body, headers: ev?.headers, at: ev?.at });
+    },
+  };
+  return kit;
+}
+
+/** Awaits `work`, calling `beat` every {@link SLOW_CALL_HEARTBEAT_MS} while it is still pending. */
+export async function whileSlow<T>(work: Promise<T>, beat: () => void): Promise<T> {
+  const timer = setInterval(beat, SLOW_CALL_HEARTBEAT_MS);
+  try {
+    return await work;
+  } finally {
+    clearInterval(timer);
+  }
+}

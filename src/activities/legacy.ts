@@ -1,0 +1,238 @@
+/**
+ * Activities of the v1 scrape workflow (`scrapeWorkflow`, `src/legacy/scrapeWorkflowV1.ts`), kept
+ * unchanged so that runs started before workflow v2 finish on the code they started with. New runs
+ * use `src/activities/{submit,poll,cancel,record}.ts`. Delete this file with the v1 workflow once
+ * no v1 run is open: `temporal workflow count --query 'WorkflowType="scrapeWorkflow" AND ExecutionStatus="Running"'`.
+ */
+import { ApplicationFailure, Context, log } from '@temporalio/activity';
+import type { CancelReport, JobError, ScrapeWorkflowInput } from '../model/types.js';
+import { isProviderError, ProviderError } from '../providers/errors.js';
+import { providerKeys } from '../providers/keys.js';
+import type { Accepted, CancelAnswer, StatusObservation } from '../providers/types.js';
+import type { ActivityKit, TaskRef } from './context.js';
+import { rethrow, toFailure } from './failures.js';
+
+/** Input of `submitScrape` and `reconcileSubmit` (v1). */
+export interface SubmitInput {
+  jobId: string;
+  provider: string;
+  account: string;
+  key: string;
+  request: ScrapeWorkflowInput['request'];
+  /** Set when reconciliation proved that no task exists (or an operator asked to resubmit). */
+  afterReconcile?: boolean;
+  /** Tracking deadline (ms) recorded on the job when its task ID becomes known. */
+  trackingDeadlineMs?: number;
+}
+
+/** Outcome of `submitScrape` (v1). */
+export type LegacySubmitOutcome =
+  | { kind: 'accepted'; taskId: string; providerStatus: string; adopted: boolean }
+  | { kind: 'ambiguous'; error: JobError };
+
+/** Outcome of `reconcileSubmit` (v1). */
+export type LegacyReconcileOutcome =
+  | { kind: 'found'; taskId: string; via: 'store' | 'idempotent-replay' | 'list' }
+  | { kind: 'absent'; via: 'list' }
+  | { kind: 'unresolvable'; reason: string };
+
+/** Outcome of `checkStatus` (v1): an observation, or the provider's `404` for the task. */
+export type StatusOutcome = ({ kind: 'status' } & StatusObservation) | { kind: 'not_found'; error: JobError };
+
+/** What `saveResult` (v1) wrote. */
+export interface LegacySavedResult {
+  resultId: string;
+  inserted: boolean;
+  title: string | null;
+  httpStatus: number | null;
+  finalUrl: string | null;
+}
+
+/** Outcome of `cancelTask` (v1). */
+export type LegacyCancelCallOutcome = ({ kind: 'answered' } & CancelAnswer) | { kind: 'unsupported'; error: JobError; reachedProvider: boolean };
+
+/** Builds the v1-only activities over `kit`. */
+export function legacyActivities(kit: ActivityKit) {
+  const { store } = kit;
+  return {
+    /**
+     * Submits the scrape under the job's idempotency key, recording the intent before the call
+     * and the answer (task ID) right after it. A retried attempt that finds an earlier answer
+     * adopts it; one that finds an earlier intent without an answer returns `ambiguous`, as does a
+     * call whose outcome is unknown (reset, timeout after sending, 5xx). Definite rejections throw:
+     * permanent (400/401/403) non-retryable, cool-down with the provider's wait, transient with backoff.
+     */
+    async submitScrape(input: SubmitInput): Promise<LegacySubmitOutcome> {
+      const before = await store.recordSubmitIntent(input.jobId);
+      if (!before) throw new Error(`job ${input.jobId} is not registered`);
+      if (before.task_id) {
+        log.info('submit: adopting task recorded by an earlier attempt', { jobId: input.jobId, taskId: before.task_id });
+        return { kind: 'accepted', taskId: before.task_id, providerStatus: before.provider_status ?? 'unknown', adopted: true };
+      }
+      if (before.submit_intent_at && !input.afterReconcile) {
+        const error: JobError = {
+          kind: 'ambiguous',
+          code: 'UNANSWERED_INTENT',
+          message: `an earlier submit attempt (intent recorded at ${before.submit_intent_at}, attempt ${kit.attempt()}) ended without a recorded answer; the provider may have created the task`,
+          at: new Date().toISOString(),
+        };
+        await store.appendEvent(input.jobId, 'submit_ambiguous', 'unknown', error);
+        return { kind: 'ambiguous', error };
+      }
+      const keys = providerKeys(input.account, input.key);
+      let accepted: Accepted;
+      try {
+        accepted = await kit.call(input.provider, input.account, (r) => r.adapter.submit(input.request, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...keys }));
+      } catch (e) {
+        if (isProviderError(e) && e.kind === 'ambiguous') {
+          const error = e.toJobError();
+          await store.appendEvent(input.jobId, 'submit_ambiguous', 'unknown', { error, evidence: e.details.evidence });
+          return { kind: 'ambiguous', error };
+        }
+        // A definite answer: nothing was created, so the intent is cleared.
+        await store.clearSubmitIntent(input.jobId);
+        if (isProviderError(e)) {
+          await store.appendEvent(input.jobId, 'submit_rejected', null, { error: e.toJobError(), evidence: e.details.evidence });
+          if (e.kind === 'permanent' || e.kind === 'conflict') await kit.recordIncident(input.jobId, 'submit', e);
+        }
+        rethrow(e);
+      }
+      await kit.deps.hooks?.afterSubmitAnswered?.(input.jobId, accepted.taskId);
+      const taskId = await store.recordTaskId(input.jobId, accepted.taskId, accepted.providerStatus, accepted.replayed ? 'submit (provider replayed key)' : 'submit', input.trackingDeadlineMs);
+      await kit.deps.hooks?.afterTaskRecorded?.(input.jobId, taskId);
+      return { kind: 'accepted', taskId, providerStatus: accepted.providerStatus, adopted: taskId !== accepted.taskId };
+    },
+
+    /**
+     * Reconciles an ambiguous submit before any new submission (rule 3): the store first, then a
+     * replay under the same idempotency key where the provider honours one, then a lookup by our
+     * client reference where the provider can list. `absent` means the list proved no task exists
+     * (the workflow may resubmit under the same key); `unresolvable` means neither mechanism
+     * exists and an operator must decide. Transient failures throw (retried).
+     */
+    async reconcileSubmit(input: SubmitInput): Promise<LegacyReconcileOutcome> {
+      const row = await store.getJob(input.jobId);
+      if (row?.task_id) return { kind: 'found', taskId: row.task_id, via: 'store' };
+      const keys = providerKeys(input.account, input.key);
+      const { adapter } = kit.deps.providers.resolve(input.provider, input.account);
+      if (adapter.capabilities.idempotency) {
+        try {
+          const acc = await kit.call(input.provider, input.account, (r) => r.adapter.submit(input.request, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...keys }));
+          const taskId = await store.recordTaskId(input.jobId, acc.taskId, acc.providerStatus, 'reconcile: idempotent replay', input.trackingDeadlineMs);
+          return { kind: 'found', taskId, via: 'idempotent-replay' };
+        } catch (e) {
+          // Firecrawl-style providers answer a reused key with 409 and no job ID: fall through to listing.
+          if (!(isProviderError(e) && e.kind === 'conflict' && adapter.capabilities.list)) {
+            if (isProviderError(e) && e.kind === 'ambiguous') rethrow(new ProviderError('transient', e.message, e.details));
+            rethrow(e);
+          }
+        }
+      }
+      if (adapter.capabilities.list) {
+        try {
+          const found = await kit.call(input.provider, input.account, (r) => r.adapter.findSubmitted({ apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal(), clientRef: keys.clientRef, request: input.request, submittedAfter: row?.created_at ?? new Date(0).toISOString() }));
+          if (found) {
+            const taskId = await store.recordTaskId(input.jobId, found.taskId, found.providerStatus, 'reconcile: found by client reference', input.trackingDeadlineMs);
+            return { kind: 'found', taskId, via: 'list' };
+          }
+          await store.appendEvent(input.jobId, 'reconcile_absent', 'unknown', { clientRef: keys.clientRef });
+          return { kind: 'absent', via: 'list' };
+        } catch (e) {
+          rethrow(e);
+        }
+      }
+      const reason = `provider "${input.provider}" has no idempotency key and no list endpoint: whether the submit created a task cannot be checked automatically`;
+      await store.appendEvent(input.jobId, 'reconcile_unresolvable', 'unknown', { reason });
+      return { kind: 'unresolvable', reason };
+    },
+
+    /**
+     * One status check. Never submits. Transient failures and cool-downs throw (retried within
+     * the policy's budget); the provider's `404` is returned as `not_found` so the workflow can
+     * count consecutive ones; permanent failures (401/403) throw non-retryable.
+     */
+    async checkStatus(ref: TaskRef): Promise<StatusOutcome> {
+      try {
+        const { evidence, ...obs } = await kit.call(ref.provider, ref.account, (r) => r.adapter.status(ref.taskId, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
+        await store.recordStatusCheck(ref.jobId, obs.providerStatus);
+        if (obs.state === 'failed') {
+          // A terminal failure at the provider: keep its code and the complete sanitised response.
+          await store.recordIncident({
+            jobId: ref.jobId,
+            phase: 'status',
+            kind: 'provider_failed',
+            message: obs.error?.message ?? 'provider reported failure',
+            code: obs.error?.code,
+            endpoint: evidence?.endpoint,
+            httpStatus: evidence?.httpStatus,
+            response: evidence?.body,
+            headers: evidence?.headers,
+            request: { taskId: ref.taskId },
+            at: evidence?.at,
+          });
+        }
+        return { kind: 'status', ...obs };
+      } catch (e) {
+        if (isProviderError(e) && e.kind === 'not_found') {
+          await store.appendEvent(ref.jobId, 'status_not_found', null, { error: e.toJobError() });
+          return { kind: 'not_found', error: e.toJobError() };
+        }
+        if (isProviderError(e) && e.kind === 'permanent') await kit.recordIncident(ref.jobId, 'status', e);
+        rethrow(e);
+      }
+    },
+
+    /**
+     * Records that a status check gave up after its retry budget (the task is kept; polling goes
+     * on): counts it for orphan detection and keeps the error as the job's last error.
+     */
+    async recordStatusFailure(input: { jobId: string; error: JobError }): Promise<void> {
+      await store.recordStatusError(input.jobId);
+      await store.appendEvent(input.jobId, 'status_check_gave_up', 'pending', { error: input.error });
+      await store.db.updateTable('jobs').set({ last_error: JSON.stringify(input.error) }).where('id', '=', input.jobId).execute();
+    },
+
+    /**
+     * Reads the authoritative result and writes it once, keyed by (provider, task ID), in the same
+     * transaction as the job's move to `completed` (rule 6). Safe to retry and to run on two
+     * workers at once: the second writer inserts nothing.
+     */
+    async saveResult(ref: TaskRef & { url: string; notFoundLimit?: number }): Promise<LegacySavedResult> {
+      let payload;
+      try {
+        payload = await kit.call(ref.provider, ref.account, (r) => r.adapter.result(ref.taskId, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal(), url: ref.url, request: { url: ref.url, format: 'markdown', options: {} }, limits: r.resultLimits }));
+      } catch (e) {
+        // A task that answered `completed` and then still 404s on the result read at the
+        // `notFoundLimit`-th attempt is gone at the provider: stop retrying, let the workflow say so.
+        if (isProviderError(e) && e.kind === 'not_found' && ref.notFoundLimit !== undefined && Context.current().info.attempt >= ref.notFoundLimit) {
+          const f = toFailure(e);
+          throw ApplicationFailure.create({ message: f.message, type: f.type ?? undefined, nonRetryable: true, details: f.details as unknown[] });
+        }
+        rethrow(e);
+      }
+      await kit.deps.hooks?.beforeResultWrite?.(ref.jobId, ref.taskId);
+      const out = await store.writeResultOnce(ref.jobId, ref.provider, ref.taskId, payload, kit.deps.resultRetentionMs);
+      await kit.deps.hooks?.afterResultWritten?.(ref.jobId, out.resultId);
+      return { resultId: out.resultId, inserted: out.inserted, title: payload.title, httpStatus: payload.httpStatus, finalUrl: payload.finalUrl };
+    },
+
+    /**
+     * Asks the provider to cancel the task. Returns the provider's answer, or `unsupported` when it
+     * has no cancel endpoint. Transient failures throw (retried).
+     */
+    async cancelTask(ref: TaskRef & { report?: CancelReport }): Promise<LegacyCancelCallOutcome> {
+      try {
+        const answer = await kit.call(ref.provider, ref.account, (r) => r.adapter.cancel(ref.taskId, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
+        await store.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
+        return { kind: 'answered', ...answer };
+      } catch (e) {
+        if (isProviderError(e) && e.kind === 'unsupported') {
+          await store.appendEvent(ref.jobId, 'cancel_unsupported', 'cancelling', { error: e.toJobError() });
+          // `reachedProvider`: the provider itself said so (an HTTP exchange), not the adapter's capabilities.
+          return { kind: 'unsupported', error: e.toJobError(), reachedProvider: e.details.evidence !== undefined };
+        }
+        rethrow(e);
+      }
+    },
+  };
+}

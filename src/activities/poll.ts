@@ -1,0 +1,237 @@
+/**
+ * Retry-driven polling (workflow v2): `awaitStatus` checks the provider task once per attempt. A
+ * task that is not final ends the attempt with a retryable, BENIGN failure whose `nextRetryDelay` is
+ * the next delay of the job's schedule, so the Temporal server — not a workflow timer — waits
+ * between checks: no history events and one billable Action per check (bench/README.md). A final
+ * answer is handled inside the attempt: the result (inline in the final status where the provider
+ * sends it, else read page by page) is written once, atomically with `completed`; failures, expiry
+ * and refusals are recorded; the outcome is returned to the workflow.
+ *
+ * State between attempts lives in the job row, not in history: the polling generation (an attempt
+ * of a superseded activity stops without calling the provider), the successful-check count (the
+ * schedule index), the 404 streak, the failing-check count and the earliest next check.
+ */
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
+import type { JobError, ScrapeRequest } from '../model/types.js';
+import { isProviderError, type ProviderError } from '../providers/errors.js';
+import type { ProviderResult, StatusObservation } from '../providers/types.js';
+import { beginCheck, recordCheck, recordCheckError, recordNotFound, type CheckStart } from '../store/polling.js';
+import type { ActivityKit, TaskRef } from './context.js';
+import { rethrow } from './failures.js';
+import { announceSlotReleased } from './slots.js';
+
+/** The poll schedule (ms): delay n = min(max, initial × multiplier^n) × slowdown, ± jitter. */
+export interface PollSchedule {
+  initialDelayMs: number;
+  maxDelayMs: number;
+  multiplier: number;
+  /** Fraction 0..1. */
+  jitter: number;
+  /** Factor on every delay (the policy's `webhookSlowdown` when the provider sends webhooks, else 1). */
+  slowdown: number;
+}
+
+/** Input of `awaitStatus`. Times are UTC ISO-8601, durations ms. */
+export interface AwaitStatusInput extends TaskRef {
+  url: string;
+  request: ScrapeRequest;
+  /** Generation of this polling activity: workflow time of its scheduling, epoch ms, increasing (a newer one supersedes it). */
+  generation: number;
+  schedule: PollSchedule;
+  /** Wait before this activity's first check (the store's earliest-next-check time still applies). */
+  firstDelayMs: number;
+  /** A non-final answer at or after this time ends tracking with `deadline`. */
+  deadlineAt: string;
+  /** The first check happens even past the deadline (a wake that came before it). */
+  checkPastDeadline?: boolean;
+  /** Consecutive 404s (status or result read) that mean the provider forgot the task. */
+  notFoundLimit: number;
+  /** `track`: record final states in the store; `confirm_cancel`: only observe (the cancel path records). */
+  mode: 'track' | 'confirm_cancel';
+}
+
+/** What the workflow learns when `awaitStatus` ends. */
+export type PollOutcome = { checks: number; providerStatus?: string; progress?: StatusObservation['progress'] } & (
+  | { kind: 'completed'; result: SavedResult }
+  | { kind: 'failed'; error: JobError }
+  | { kind: 'cancelled' }
+  | { kind: 'expired'; error: JobError; note: string }
+  | { kind: 'interrupted'; error: JobError; note: string }
+  | { kind: 'deadline' }
+  /** Superseded, or the store shows the job final or being cancelled (`state`): nothing was asked. */
+  | { kind: 'stale'; reason: string; state?: string }
+);
+
+/** What was written for a completed task (a summary; the payload stays in the store, not in history). */
+export interface SavedResult {
+  resultId: string;
+  inserted: boolean;
+  title: string | null;
+  httpStatus: number | null;
+  finalUrl: string | null;
+  documents: number;
+}
+
+/** Longest first wait spent inside the attempt, ms; a longer one is left to the server as a retry delay. */
+const INLINE_FIRST_WAIT_MS = 5_000;
+
+/** Delay n of `s`, with jitter, ms. */
+export function scheduleDelay(s: PollSchedule, n: number): number {
+  const base = s.slowdown * Math.min(s.maxDelayMs, s.initialDelayMs * Math.pow(s.multiplier, n));
+  return Math.max(1, Math.round(base * (1 - s.jitter + 2 * s.jitter * Math.random())));
+}
+
+/** Builds `awaitStatus` over `kit`. */
+export function pollActivities(kit: ActivityKit) {
+  const { store } = kit;
+
+  function retryIn(ms: number, message: string): never {
+    throw ApplicationFailure.create({ type: 'Poll.notFinal', message, nextRetryDelay: Math.max(1, Math.round(ms)), category: ApplicationFailureCategory.BENIGN });
+  }
+
+  async function transition(input: AwaitStatusInput, state: 'failed' | 'cancelled' | 'expired' | 'tracking_interrupted', error: JobError | undefined, note: string): Promise<void> {
+    if (input.mode !== 'track') return;
+    await store.transition(input.jobId, state, { error, detail: { note, ...(error ? { error } : {}) } });
+    announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
+  }
+
+  /** Handles a provider error of a status or result read: an outcome to return, or a retry. */
+  async function onReadError(input: AwaitStatusInput, e: ProviderError, phase: 'status' | 'result', checks: number, until: number): Promise<PollOutcome> {
+    const error = e.toJobError();
+    if (e.kind === 'not_found') {
+      const streak = await recordNotFound(store, input.jobId, error);
+      await store.appendEvent(input.jobId, 'status_not_found', null, { phase, streak, error });
+      if (streak >= input.notFoundLimit) {
+        const note = `provider answered 404 for known task ${input.taskId} ${streak} times in a row (${phase} read): expired or lost at the provider, not failed`;
+        await transition(input, 'expired', error, note);
+        return { kind: 'expired', checks, error, note };
+      }
+      retryIn(Math.min(until, scheduleDelay(input.schedule, 0)), `${phase} read answered 404 (${streak} of ${input.notFoundLimit} before the task counts as expired)`);
+    }
+    if (e.kind === 'expired') {
+      const note = `the provider says task ${input.taskId} expired (${error.message})`;
+      await transition(input, 'expired', error, note);
+      return { kind: 'expired', checks, error, note };
+    }
+    if (e.kind === 'task_failed') {
+      await kit.recordIncident(input.jobId, phase, e);
+      await transition(input, 'failed', error, `the provider says nothing will come for task ${input.taskId} (${error.code ?? error.message})`);
+      return { kind: 'failed', checks, error };
+    }
+    if (e.kind === 'permanent' || e.kind === 'conflict' || e.kind === 'unsupported') {
+      await kit.recordIncident(input.jobId, phase, e);
+      const note = `${phase} reads refused (${error.message}); fix the cause and resume with the same task ID ${input.taskId}`;
+      await transition(input, 'tracking_interrupted', error, note);
+      return { kind: 'interrupted', checks, error, note };
+    }
+    // transient, cooldown, ambiguous: a failed check is not a failed task (rule 4).
+    const failures = await recordCheckError(store, input.jobId, error);
+    const backoff = Math.min(30_000, 1_000 * Math.pow(2, failures - 1));
+    const wait = Math.max(Math.min(backoff, scheduleDelay(input.schedule, checks)), e.details.retryAfterMs ?? 0);
+    retryIn(Math.min(wait, until), `${phase} read failed (${failures} in a row, task kept): ${error.message}`);
+  }
+
+  /**
+   * An attempt that found nothing to ask: a job already `completed` (another writer — an attempt of
+   * an abandoned activity — wrote the result) answers `completed` with the stored result; anything
+   * else is `stale` with the stored state.
+   */
+  async function staleOutcome(start: Extract<CheckStart, { kind: 'stale' }>): Promise<PollOutcome> {
+    const checks = Number(start.row?.status_checks ?? 0);
+    const providerStatus = start.row?.provider_status ?? undefined;
+    if (start.row?.state === 'completed') {
+      const r = await store.getResultForJob(start.row.id);
+      if (r) return { kind: 'completed', checks, providerStatus, result: { resultId: r.id, inserted: false, title: r.title, httpStatus: r.http_status, finalUrl: r.final_url, documents: 0 } };
+    }
+    return { kind: 'stale', reason: start.reason, state: start.row?.state, checks, providerStatus };
+  }
+
+  async function fetchResult(input: AwaitStatusInput, obs: StatusObservation): Promise<ProviderResult> {
+    if (obs.result) return obs.result;
+    return kit.call(input.provider, input.account, (p) =>
+      p.adapter.result(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), url: input.url, request: input.request, limits: p.resultLimits, heartbeat: (progress) => kit.heartbeat(progress) }),
+    );
+  }
+
+  return {
+    /**
+     * Checks the task once per attempt until it is final, the deadline passes, or a newer polling
+     * activity supersedes this one (see the module docs). Non-final answers and failed checks end
+     * the attempt with a BENIGN retry: the next schedule delay (never shorter than the provider's
+     * Retry-After, never past the deadline), or a short backoff after a failed check. Returns the
+     * outcome; throws only for unexpected errors (retried by the policy).
+     */
+    async awaitStatus(input: AwaitStatusInput): Promise<PollOutcome> {
+      const start = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel');
+      if (start.kind === 'stale') return staleOutcome(start);
+      const row = start.row;
+      const checks = Number(row.status_checks);
+      const deadline = Date.parse(input.deadlineAt);
+      const now = await kit.serverClock(); // the deadline is workflow (server) time
+      const first = kit.attempt() === 1;
+      if (first) {
+        const notBefore = row.check_not_before ? Date.parse(row.check_not_before) : 0;
+        const wait = Math.max(input.firstDelayMs, notBefore - Date.now());
+        if (wait > (kit.deps.inlineFirstWaitMs ?? INLINE_FIRST_WAIT_MS)) retryIn(Math.min(wait, Math.max(1, deadline - now())), `first check of polling generation ${input.generation} in ${wait} ms`);
+        if (wait > 0) {
+          await sleep(wait, kit.signal());
+          const again = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel');
+          if (again.kind === 'stale') return staleOutcome(again);
+        }
+      }
+      if (now() >= deadline && !(first && input.checkPastDeadline)) return { kind: 'deadline', checks, providerStatus: row.provider_status ?? undefined };
+      const until = Math.max(1, deadline - now());
+
+      let obs: StatusObservation;
+      try {
+        obs = await kit.call(input.provider, input.account, (p) => p.adapter.status(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
+      } catch (e) {
+        if (!isProviderError(e)) throw e;
+        return onReadError(input, e, 'status', checks, until);
+      }
+      const { evidence, ...seen } = obs;
+      const n = await recordCheck(store, input.jobId, seen, input.schedule.initialDelayMs, seen.retryAfterMs, seen.state !== 'completed');
+      const base = { checks: n, providerStatus: seen.providerStatus, progress: seen.progress };
+      if (seen.state !== 'completed' && seen.providerStatus !== row.provider_status) {
+        await store.appendEvent(input.jobId, seen.state === 'unrecognised' ? 'unrecognised_status' : 'provider_status', null, { status: seen.providerStatus, state: seen.state });
+      }
+
+      if (seen.state === 'completed') {
+        let payload: ProviderResult;
+        try {
+          payload = await fetchResult(input, obs);
+        } catch (e) {
+          if (!isProviderError(e)) throw e;
+          return onReadError(input, e, 'result', n, until);
+        }
+        await kit.deps.hooks?.beforeResultWrite?.(input.jobId, input.taskId);
+        const out = await store.writeResultOnce(input.jobId, input.provider, input.taskId, payload, kit.deps.resultRetentionMs);
+        await kit.deps.hooks?.afterResultWritten?.(input.jobId, out.resultId);
+        announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
+        const result: SavedResult = { resultId: out.resultId, inserted: out.inserted, title: payload.title, httpStatus: payload.httpStatus, finalUrl: payload.finalUrl, documents: payload.documents?.length ?? 0 };
+        return { ...base, kind: 'completed', result };
+      }
+      if (seen.state === 'failed') {
+        const error: JobError = { kind: 'provider_failed', code: seen.error?.code, message: seen.error?.message ?? 'provider reported failure', at: new Date().toISOString() };
+        await store.recordIncident({ jobId: input.jobId, phase: 'status', kind: 'provider_failed', message: error.message, code: error.code, endpoint: evidence?.endpoint, httpStatus: evidence?.httpStatus, response: evidence?.body, headers: evidence?.headers, request: { taskId: input.taskId }, at: evidence?.at });
+        await transition(input, 'failed', error, 'provider reported a terminal failure');
+        return { ...base, kind: 'failed', error };
+      }
+      if (seen.state === 'cancelled') {
+        await transition(input, 'cancelled', undefined, 'the provider reports the task cancelled (not by this workflow)');
+        return { ...base, kind: 'cancelled' };
+      }
+      if (now() >= deadline) return { ...base, kind: 'deadline' };
+      const delay = Math.min(Math.max(scheduleDelay(input.schedule, n), seen.retryAfterMs ?? 0), until);
+      const what = seen.state === 'unrecognised' ? `unrecognised status "${seen.providerStatus}" (not final; polled on the normal schedule)` : `status "${seen.providerStatus}"`;
+      retryIn(delay, `${what}; check ${n} done, next in ${(delay / 1000).toFixed(1)} s`);
+    },
+  };
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+  });
+}

@@ -1,0 +1,30 @@
+/**
+ * Store-only bookkeeping the workflow asks for when no provider call carries it: a state
+ * transition, the observed outcome of a cancel. Idempotent; run as local activities by workflow v2.
+ */
+import { sanitizeBody } from '../lib/sanitize.js';
+import type { JobState } from '../model/states.js';
+import type { CancelReport, JobError } from '../model/types.js';
+import type { ActivityKit } from './context.js';
+
+/** Builds `recordState` and `recordCancelOutcome` over `kit`. */
+export function recordActivities(kit: ActivityKit) {
+  const { store } = kit;
+  return {
+    /**
+     * Records a state transition (idempotent). Returns false when the job was already final and
+     * `force` was not set.
+     */
+    async recordState(input: { jobId: string; state: JobState; error?: JobError | null; detail?: unknown; force?: boolean }): Promise<boolean> {
+      return store.transition(input.jobId, input.state, { error: input.error, detail: input.detail === undefined ? undefined : sanitizeBody(input.detail, kit.secrets()), force: input.force });
+    },
+
+    /**
+     * Records the observed outcome of a cancel in the job's timeline (also when the state did not
+     * change: a job that completed first), so that a later cancel can report it.
+     */
+    async recordCancelOutcome(input: { jobId: string; report: CancelReport }): Promise<void> {
+      await store.appendEvent(input.jobId, 'cancel_outcome', null, { cancel: sanitizeBody(input.report, kit.secrets()) });
+    },
+  };
+}

@@ -1,0 +1,129 @@
+/**
+ * Phase 2 of a scrape: track the provider task until it is final. One `awaitStatus` activity does
+ * the checking (one check per attempt; the server waits between attempts, so waiting costs no
+ * history); the workflow only reacts to its outcome, to webhook wakes (cancel the activity, start a
+ * new one that checks now) and to cancel requests (the phase scope is cancelled; the activity is
+ * abandoned at once with TRY_CANCEL, even while its check hangs).
+ */
+import { CancellationScope, condition, continueAsNew, isCancellation, sleep, workflowInfo } from '@temporalio/workflow';
+import type { PollOutcome } from '../../activities/index.js';
+import { isTimeout, jobErrorOf } from './errors.js';
+import type { ScrapeJob } from './machine.js';
+
+/** Polls until the job is final, the deadline passes or a cancel request interrupts (a cancellation is thrown). */
+export async function trackTask(job: ScrapeJob): Promise<void> {
+  let firstDelayMs = job.firstDelay();
+  let checkPastDeadline = false;
+  for (;;) {
+    if (workflowInfo().continueAsNewSuggested) {
+      // Only wakes grow the history (a few events each): a job woken thousands of times starts afresh.
+      await continueAsNew({ ...job.input, resume: { taskId: job.view.taskId! }, carry: { deadlineAt: job.deadlineAt!, statusChecks: job.view.statusChecks } });
+    }
+    const outcome = await pollOnce(job, firstDelayMs, checkPastDeadline);
+    if (outcome === 'woken') {
+      checkPastDeadline = Date.now() < Date.parse(job.deadlineAt!);
+      firstDelayMs = 0; // the activity still keeps the provider's Retry-After and the minimum gap (store)
+      continue;
+    }
+    if (await settle(job, outcome)) return;
+    firstDelayMs = job.firstDelay();
+  }
+}
+
+/**
+ * Runs one polling activity until its outcome, or until a wake makes a check due now (then the
+ * activity is cancelled and `woken` returned). Wakes within `initialDelayMs` of the previous one are
+ * merged into a single new check (a flood of webhooks makes one check per gap).
+ */
+async function pollOnce(job: ScrapeJob, firstDelayMs: number, checkPastDeadline: boolean): Promise<PollOutcome | 'woken'> {
+  const deadline = Date.parse(job.deadlineAt!);
+  const generation = job.nextGeneration();
+  job.view.nextCheckAt = new Date(Date.now() + firstDelayMs).toISOString();
+  job.publish();
+  const poller = job.acts.poller(deadline - Date.now());
+  const activityScope = new CancellationScope();
+  const activity = activityScope.run(() =>
+    poller.awaitStatus({ ...job.taskRef(), url: job.input.request.url, request: job.input.request, generation, schedule: job.schedule(), firstDelayMs, deadlineAt: job.deadlineAt!, checkPastDeadline, notFoundLimit: job.policy.notFoundLimit, mode: 'track' }),
+  );
+  const seen = job.wakes;
+  const wakeScope = new CancellationScope();
+  const woken = wakeScope.run(async () => {
+    await condition(() => job.wakes !== seen);
+    const quiet = job.wakeQuietUntil - Date.now();
+    if (quiet > 0) await sleep(quiet);
+    return 'woken' as const;
+  });
+  woken.catch(() => undefined); // cancelled below once the activity wins
+  try {
+    const first = await Promise.race([activity, woken]);
+    if (first !== 'woken') return first;
+    activityScope.cancel();
+    await activity.catch((e) => {
+      if (!isCancellation(e)) throw e;
+    });
+    job.wakeQuietUntil = Date.now() + job.policy.initialDelayMs;
+    return 'woken';
+  } catch (e) {
+    if (isCancellation(e) || !isTimeout(e)) throw e;
+    // The activity's schedule-to-close backstop (no worker took it until past the deadline).
+    return { kind: 'deadline', checks: job.view.statusChecks };
+  } finally {
+    wakeScope.cancel();
+  }
+}
+
+/** Applies an activity outcome to the job. Returns true when tracking is over. */
+async function settle(job: ScrapeJob, o: PollOutcome): Promise<boolean> {
+  job.view.statusChecks = Math.max(job.view.statusChecks, o.checks);
+  if (o.providerStatus) job.view.providerStatus = o.providerStatus;
+  job.noteProgress(o.progress);
+  switch (o.kind) {
+    case 'completed':
+      job.view.providerState = 'completed';
+      job.view.result = { resultId: o.result.resultId, title: o.result.title, httpStatus: o.result.httpStatus, finalUrl: o.result.finalUrl };
+      job.view.lastError = undefined;
+      job.move('completed'); // written by the activity, atomically with the result
+      return true;
+    case 'failed':
+      job.move('failed', { error: o.error, note: 'the provider reported a terminal failure' });
+      return true;
+    case 'cancelled':
+      job.move('cancelled', { note: 'the provider reports the task cancelled (not by this workflow)' });
+      return true;
+    case 'expired':
+      job.move('expired', { error: o.error, note: o.note });
+      return true;
+    case 'interrupted':
+      job.move('tracking_interrupted', { error: o.error, note: o.note });
+      return true;
+    case 'deadline':
+      return onDeadline(job);
+    case 'stale':
+      return onStale(job, o);
+  }
+}
+
+/** The tracking deadline passed: stop tracking (`tracking_interrupted`, resumable) or cancel, per the policy. */
+async function onDeadline(job: ScrapeJob): Promise<boolean> {
+  if (job.policy.onDeadline === 'cancel') {
+    job.requestCancel({ reason: `deadline ${job.deadlineAt} passed`, requestedBy: 'deadline policy' }, 'deadline');
+    return true;
+  }
+  await job.record('tracking_interrupted', { note: `deadline ${job.deadlineAt} passed while the provider task may still run; resume with the same task ID ${job.view.taskId}` });
+  return true;
+}
+
+/** The store says the job is final or being cancelled (a cancel recorded elsewhere): follow it. */
+async function onStale(job: ScrapeJob, o: Extract<PollOutcome, { kind: 'stale' }>): Promise<boolean> {
+  if (o.state === 'cancelling') {
+    job.requestCancel({ reason: `the store shows a cancel under way (${o.reason})`, requestedBy: 'store' }, 'signal');
+    return true;
+  }
+  if (o.state && job.final === false && ['completed', 'failed', 'cancelled', 'cancel_unconfirmed', 'tracking_interrupted', 'expired'].includes(o.state)) {
+    job.adoptFinal(o.state as never, `the store already holds this job as ${o.state}: ${o.reason}`);
+    return true;
+  }
+  const error = jobErrorOf(new Error(o.reason), 'polling stopped');
+  await job.record('tracking_interrupted', { error, note: `polling stopped unexpectedly (${o.reason}); resume with the same task ID ${job.view.taskId}` });
+  return true;
+}

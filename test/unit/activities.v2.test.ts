@@ -1,0 +1,231 @@
+/**
+ * Workflow v2's activities with a faked provider adapter (MockActivityEnvironment) and a real
+ * in-memory SQLite store: the retry-driven polling activity's outcomes and retries (schedule
+ * delays, unrecognised status words, not-ready answers, inline and paged results, terminal read
+ * errors, expiry, failing checks kept visible), the adaptive active-jobs limit, the settle window of
+ * a lagging list, and a cancel that comes too late to be sent.
+ */
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { createActivities, type AwaitStatusInput, type SubmitJobInput } from '../../src/activities/index.js';
+import { parseConfig } from '../../src/config.js';
+import { ProviderError } from '../../src/providers/errors.js';
+import { ProviderRegistry } from '../../src/providers/registry.js';
+import type { Accepted, ProviderAdapter, ProviderResult, ResultContext, StatusObservation } from '../../src/providers/types.js';
+import { openStore, Store } from '../../src/store/index.js';
+import { providerLimit } from '../../src/store/polling.js';
+
+const PAGE: ProviderResult = { url: 'https://example.com/', finalUrl: 'https://example.com/', httpStatus: 200, title: 'T', byline: null, excerpt: null, lang: 'en', siteName: null, publishedTime: null, text: 'x', markdown: 'x', links: [], contentLength: 1 };
+
+class FakeAdapter implements ProviderAdapter {
+  readonly name = 'fake';
+  readonly kind = 'fake';
+  capabilities = { idempotency: false, list: true, cancel: true, webhooks: false };
+  calls: string[] = [];
+  submitImpl: () => Promise<Accepted> = async () => ({ taskId: 'task-1', providerStatus: 'queued', replayed: false });
+  statusImpl: () => Promise<StatusObservation> = async () => ({ state: 'running', providerStatus: 'running' });
+  resultImpl: (ctx: ResultContext) => Promise<ProviderResult> = async () => PAGE;
+  listImpl: () => Promise<Accepted | null> = async () => null;
+  async submit() {
+    this.calls.push('submit');
+    return this.submitImpl();
+  }
+  async status() {
+    this.calls.push('status');
+    return this.statusImpl();
+  }
+  async result(_t: string, ctx: ResultContext) {
+    this.calls.push('result');
+    return this.resultImpl(ctx);
+  }
+  async cancel() {
+    this.calls.push('cancel');
+    return { accepted: true };
+  }
+  async findSubmitted() {
+    this.calls.push('list');
+    return this.listImpl();
+  }
+}
+
+const config = parseConfig({ providers: { fake: { kind: 'reference', baseUrl: 'http://127.0.0.1:9', credentials: { default: { apiKey: 'sk-unit-0000' } }, limits: { activeJobs: { initial: 4 } } } } }, {});
+let store: Store;
+let fake: FakeAdapter;
+let acts: ReturnType<typeof createActivities>;
+const jobId = 'scrape:acme:k';
+const request = { url: 'https://example.com/', format: 'markdown' as const, options: {} };
+const job = { jobId, account: 'acme', key: 'k', provider: 'fake', requestHash: 'h', request, workflowId: jobId };
+const submitInput: SubmitJobInput = { job, trackingDeadlineMs: 60_000 };
+const schedule = { initialDelayMs: 2_000, maxDelayMs: 60_000, multiplier: 1.5, jitter: 0, slowdown: 1 };
+let generation = 1;
+const poll = (over: Partial<AwaitStatusInput> = {}): AwaitStatusInput => ({
+  jobId, provider: 'fake', account: 'acme', taskId: 'task-1', url: request.url, request, generation, schedule, firstDelayMs: 0,
+  deadlineAt: new Date(Date.now() + 3_600_000).toISOString(), notFoundLimit: 3, mode: 'track', ...over,
+});
+const env = (attempt = 2) => new MockActivityEnvironment({ attempt }); // attempt > 1: no first wait
+
+async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {
+  try {
+    await p;
+  } catch (e) {
+    return e as ApplicationFailure;
+  }
+  throw new Error('expected the activity to throw');
+}
+
+beforeEach(async () => {
+  store = await openStore('sqlite::memory:');
+  fake = new FakeAdapter();
+  acts = createActivities({ store, providers: new ProviderRegistry(config, {}, { fake }), resultRetentionMs: 60_000 });
+  await store.insertJob(Store.jobRow(job));
+  await store.recordTaskId(jobId, 'task-1', 'queued', 'test');
+  generation++;
+});
+
+describe('awaitStatus (retry-driven polling)', () => {
+  it('a running task: one check recorded, a BENIGN retry after the schedule delay', async () => {
+    const e = await failure(env().run(acts.awaitStatus, poll()));
+    expect(e.category).toBe(ApplicationFailureCategory.BENIGN);
+    expect(e.nextRetryDelay).toBe(3_000); // check 1 done: delay 1 = 2 s × 1.5
+    const row = await store.getJob(jobId);
+    expect(row).toMatchObject({ status_checks: 1, provider_status: 'running', provider_state: 'running', status_errors: 0 });
+  });
+
+  it('an unrecognised status word is recorded and polled on the normal schedule, never final', async () => {
+    fake.statusImpl = async () => ({ state: 'unrecognised', providerStatus: 'Stalled' });
+    const e = await failure(env().run(acts.awaitStatus, poll()));
+    expect(e.message).toMatch(/unrecognised status "Stalled"/);
+    expect(e.nextRetryDelay).toBe(3_000);
+    expect((await store.getJob(jobId))?.state).toBe('pending');
+    expect((await store.timeline(jobId)).some((ev) => ev.type === 'unrecognised_status')).toBe(true);
+  });
+
+  it('a completed answer that carries the result is written once, with no separate read', async () => {
+    fake.statusImpl = async () => ({ state: 'completed', providerStatus: 'completed', result: PAGE });
+    const out = await env().run(acts.awaitStatus, poll());
+    expect(out).toMatchObject({ kind: 'completed', checks: 1, result: { inserted: true, title: 'T' } });
+    expect(fake.calls).toEqual(['status']);
+    expect((await store.getJob(jobId))?.state).toBe('completed');
+    expect(await store.countResults({ jobId })).toBe(1);
+  });
+
+  it('without an inline result the result is read with the configured limits and a heartbeat per page', async () => {
+    fake.statusImpl = async () => ({ state: 'completed', providerStatus: 'done' });
+    let seen: ResultContext | undefined;
+    fake.resultImpl = async (ctx) => {
+      seen = ctx;
+      ctx.heartbeat?.({ documents: 100, pages: 1 });
+      return { ...PAGE, documents: [{ url: 'https://example.com/a', title: 'A' }, { url: 'https://example.com/b', title: 'B' }] };
+    };
+    const m = env();
+    const beats: unknown[] = [];
+    m.on('heartbeat', (d: unknown) => beats.push(d));
+    const out = await m.run(acts.awaitStatus, poll());
+    expect(out).toMatchObject({ kind: 'completed', result: { documents: 2 } });
+    expect(seen?.limits).toMatchObject({ maxDocuments: expect.any(Number), maxBytes: expect.any(Number) });
+    expect(beats).toEqual([{ documents: 100, pages: 1 }]);
+  });
+
+  it('a refused result read (401) ends tracking_interrupted with the reason and an incident', async () => {
+    fake.statusImpl = async () => ({ state: 'completed', providerStatus: 'completed' });
+    fake.resultImpl = async () => {
+      throw new ProviderError('permanent', 'GET /results answered 401 UNAUTHORIZED', { httpStatus: 401, code: 'UNAUTHORIZED' });
+    };
+    const out = await env().run(acts.awaitStatus, poll());
+    expect(out).toMatchObject({ kind: 'interrupted', error: { kind: 'permanent', httpStatus: 401 } });
+    expect((await store.getJob(jobId))?.state).toBe('tracking_interrupted');
+    expect(await store.incidents(jobId)).toHaveLength(1);
+  });
+
+  it('a read that says nothing will ever come (400 SNAPSHOT_EMPTY) ends failed with that code, not interrupted', async () => {
+    fake.statusImpl = async () => ({ state: 'completed', providerStatus: 'ready' });
+    fake.resultImpl = async () => {
+      throw new ProviderError('task_failed', 'snapshot is empty', { httpStatus: 400, code: 'SNAPSHOT_EMPTY' });
+    };
+    const out = await env().run(acts.awaitStatus, poll());
+    expect(out).toMatchObject({ kind: 'failed', error: { code: 'SNAPSHOT_EMPTY' } });
+    const row = await store.getJob(jobId);
+    expect(row?.state).toBe('failed');
+    expect(JSON.parse(row!.last_error!)).toMatchObject({ code: 'SNAPSHOT_EMPTY' });
+  });
+
+  it("the provider's documented expiry ends expired at once; 404s end expired at the notFoundLimit-th in a row", async () => {
+    fake.statusImpl = async () => {
+      throw new ProviderError('not_found', 'answered 404', { httpStatus: 404 });
+    };
+    expect((await failure(env(2).run(acts.awaitStatus, poll()))).nextRetryDelay).toBe(2_000);
+    await failure(env(3).run(acts.awaitStatus, poll()));
+    expect(await env(4).run(acts.awaitStatus, poll())).toMatchObject({ kind: 'expired' });
+    expect((await store.getJob(jobId))?.state).toBe('expired');
+  });
+
+  it('a failing check is not a failed task: retried with backoff, its error and count visible on the row', async () => {
+    fake.statusImpl = async () => {
+      throw new ProviderError('transient', 'GET /jobs/task-1 timed out after 10000 ms', { code: 'TIMEOUT' });
+    };
+    const first = await failure(env().run(acts.awaitStatus, poll()));
+    const second = await failure(env().run(acts.awaitStatus, poll()));
+    expect([first.nextRetryDelay, second.nextRetryDelay]).toEqual([1_000, 2_000]);
+    const row = await store.getJob(jobId);
+    expect(row?.state).toBe('pending');
+    expect(row?.status_errors).toBe(2);
+    expect(JSON.parse(row!.last_error!)).toMatchObject({ code: 'TIMEOUT' });
+  });
+
+  it('an attempt of a superseded generation, or past the deadline, asks nothing', async () => {
+    await env().run(acts.awaitStatus, poll()).catch(() => undefined); // generation g claims the job
+    expect(await env().run(acts.awaitStatus, poll({ generation: generation - 1 }))).toMatchObject({ kind: 'stale' });
+    expect(await env().run(acts.awaitStatus, poll({ deadlineAt: new Date(Date.now() - 1).toISOString() }))).toMatchObject({ kind: 'deadline' });
+    expect(fake.calls).toEqual(['status']);
+  });
+});
+
+describe('submitJob (adaptive active-jobs limit)', () => {
+  it('a concurrency refusal that states the limit lowers the key limit to it; a full key waits without calling the provider', async () => {
+    await store.db.deleteFrom('jobs').execute();
+    const second = { ...submitInput, job: { ...job, jobId: 'scrape:acme:k2', key: 'k2', workflowId: 'scrape:acme:k2' } };
+    expect(await env(1).run(acts.submitJob, submitInput)).toMatchObject({ kind: 'accepted' });
+    fake.submitImpl = async () => {
+      throw new ProviderError('cooldown', 'answered 429 CONCURRENCY_LIMIT', { httpStatus: 429, code: 'CONCURRENCY_LIMIT', retryAfterMs: 2_000, statedLimit: 1 });
+    };
+    const refused = await failure(env(1).run(acts.submitJob, second));
+    expect(refused.type).toBe('Provider.cooldown');
+    expect(await providerLimit(store, 'fake/default')).toMatchObject({ limit: 1, ceiling: 1, refusals: 1 });
+    fake.calls = [];
+    const waiting = await failure(new MockActivityEnvironment({ attempt: 2, startToCloseTimeoutMs: 3_000 }).run(acts.submitJob, second));
+    expect(waiting.type).toBe('Submit.waitingForSlot');
+    expect(waiting.category).toBe(ApplicationFailureCategory.BENIGN);
+    expect(fake.calls).toEqual([]);
+  }, 15_000);
+});
+
+describe('reconcileJob (a list that lags)', () => {
+  it('absence is proven only by a second empty read a settle window after the first', async () => {
+    await store.db.updateTable('jobs').set({ task_id: null, state: 'unknown', submit_intent_at: new Date().toISOString() }).where('id', '=', jobId).execute();
+    const first = await failure(env(1).run(acts.reconcileJob, submitInput));
+    expect(first.type).toBe('Reconcile.settling');
+    expect(first.nextRetryDelay).toBe(10_000);
+    expect(await env(2).run(acts.reconcileJob, submitInput)).toMatchObject({ kind: 'absent' });
+    expect(fake.calls).toEqual(['list', 'list']);
+  });
+
+  it('a job the lagging list shows on the second read is adopted', async () => {
+    await store.db.updateTable('jobs').set({ task_id: null, state: 'unknown', submit_intent_at: new Date().toISOString() }).where('id', '=', jobId).execute();
+    await failure(env(1).run(acts.reconcileJob, submitInput));
+    fake.listImpl = async () => ({ taskId: 'task-late', providerStatus: 'running', replayed: true });
+    expect(await env(2).run(acts.reconcileJob, submitInput)).toMatchObject({ kind: 'found', taskId: 'task-late', via: 'list' });
+  });
+});
+
+describe('cancelAtProvider', () => {
+  it('sends nothing when the provider already reported the task completed (the cancel comes too late)', async () => {
+    fake.statusImpl = async () => ({ state: 'completed', providerStatus: 'completed' });
+    fake.resultImpl = () => new Promise(() => undefined); // the result write is still under way
+    void env().run(acts.awaitStatus, poll());
+    await new Promise((r) => setTimeout(r, 50));
+    const out = await env().run(acts.cancelAtProvider, { jobId, provider: 'fake', account: 'acme', taskId: 'task-1', report: { requestedBy: 't', reason: 'r', via: 'signal' as const, requestedAt: new Date().toISOString(), providerCancelCalls: 0 } });
+    expect(out).toMatchObject({ kind: 'skipped', lastStatus: 'completed' });
+    expect(fake.calls).not.toContain('cancel');
+  });
+});

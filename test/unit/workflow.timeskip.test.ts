@@ -1,0 +1,237 @@
+/**
+ * Scrape workflow v2 in skipped time: the Temporal time-skipping test server (obtained by
+ * `test/helpers/testServer.ts`) runs the real workflow and the real activities over an in-memory
+ * SQLite store, with only the provider adapter faked (an activity's dependency). Hours of polling
+ * schedule, deadlines, 404 streaks, lost-submit rounds with their settle windows, wake floods and a
+ * cancel behind a hanging check each take milliseconds to a few seconds of wall-clock time.
+ *
+ * Times are taken from the test server's clock (`env.currentTimeMs()`), so they are the times the
+ * workflow and the server saw.
+ */
+import { randomUUID } from 'node:crypto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities } from '../../src/activities/index.js';
+import { ScrapeClient } from '../../src/client/index.js';
+import { parseConfig } from '../../src/config.js';
+import type { PollPolicy } from '../../src/model/types.js';
+import { ProviderError } from '../../src/providers/errors.js';
+import { ProviderRegistry } from '../../src/providers/registry.js';
+import type { Accepted, CancelAnswer, ProviderAdapter, ProviderResult, StatusObservation } from '../../src/providers/types.js';
+import { openStore, type Store } from '../../src/store/index.js';
+import { wakeSignal } from '../../src/workflows/scrape/messages.js';
+import { workflowBundle } from '../../src/worker.js';
+import { ensureTestServer } from '../helpers/testServer.js';
+import { INDEXED_VALUE_TYPE } from '../../src/devserver/searchAttributes.js';
+import { SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes.js';
+
+const PAGE: ProviderResult = { url: 'https://example.com/', finalUrl: 'https://example.com/', httpStatus: 200, title: 'Example', byline: null, excerpt: null, lang: 'en', siteName: null, publishedTime: null, text: 'x', markdown: 'x', links: [], contentLength: 1 };
+
+/** A provider whose every answer a test scripts; it notes the server time of each call. */
+class ScriptedProvider implements ProviderAdapter {
+  readonly name = 'fake';
+  readonly kind = 'reference';
+  capabilities = { idempotency: false, list: true, cancel: true, webhooks: false };
+  calls: { op: string; at: number; taskId?: string }[] = [];
+  submitImpl: (n: number) => Promise<Accepted> = async (n) => ({ taskId: `task-${n}`, providerStatus: 'queued', replayed: false });
+  statusImpl: (taskId: string, n: number, signal?: AbortSignal) => Promise<StatusObservation> = async () => ({ state: 'running', providerStatus: 'running' });
+  listImpl: () => Promise<Accepted | null> = async () => null;
+  constructor(private readonly now: () => Promise<number>) {}
+  private async note(op: string, taskId?: string): Promise<number> {
+    this.calls.push({ op, at: await this.now(), taskId });
+    return this.calls.filter((c) => c.op === op).length;
+  }
+  times(op: string): number[] {
+    return this.calls.filter((c) => c.op === op).map((c) => c.at);
+  }
+  async submit() {
+    return this.submitImpl(await this.note('submit'));
+  }
+  async status(taskId: string, ctx: { signal?: AbortSignal }) {
+    return this.statusImpl(taskId, await this.note('status', taskId), ctx.signal);
+  }
+  async result() {
+    await this.note('result');
+    return PAGE;
+  }
+  async cancel(): Promise<CancelAnswer> {
+    await this.note('cancel');
+    return { accepted: true, state: 'running', providerStatus: 'cancelling' };
+  }
+  async findSubmitted() {
+    await this.note('list');
+    return this.listImpl();
+  }
+}
+
+let env: TestWorkflowEnvironment;
+let store: Store;
+let provider: ScriptedProvider;
+let client: ScrapeClient;
+let worker: Worker;
+let running: Promise<void>;
+const taskQueue = `timeskip-${randomUUID()}`;
+/** Poll policy without jitter, so that the schedule is exact. */
+const POLICY: Partial<PollPolicy> = { initialDelayMs: 2_000, multiplier: 1.5, maxDelayMs: 60_000, jitter: 0, deadlineMs: 30 * 60_000, activityTimeoutMs: 30_000, cancelConfirmDeadlineMs: 60_000 };
+
+beforeAll(async () => {
+  env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: await ensureTestServer() } } });
+  // The test server implements `AddSearchAttributes` (not `ListSearchAttributes`): register ours directly.
+  await env.connection.operatorService.addSearchAttributes({
+    namespace: env.namespace ?? 'default',
+    searchAttributes: Object.fromEntries(Object.entries(SEARCH_ATTRIBUTES).map(([n, t]) => [n, INDEXED_VALUE_TYPE[t]])),
+  });
+  store = await openStore('sqlite::memory:');
+  provider = new ScriptedProvider(() => env.currentTimeMs());
+  const config = parseConfig({ providers: { fake: { kind: 'reference', baseUrl: 'http://127.0.0.1:9', credentials: { default: { apiKey: 'sk-unit-0000' } }, limits: { activeJobs: { initial: 100 } } } } }, {});
+  const providers = new ProviderRegistry(config, {}, { fake: provider });
+  const activities = createActivities({ store, providers, resultRetentionMs: null, temporal: env.client, inlineFirstWaitMs: 0, serverTime: () => env.currentTimeMs() });
+  worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: await workflowBundle(), activities });
+  running = worker.run();
+  client = new ScrapeClient({ temporal: env.client, store, taskQueue, defaultProvider: 'fake', providers: ['fake'] });
+}, 180_000);
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running;
+  await store?.close();
+  await env?.teardown();
+});
+
+function reset(): void {
+  provider.calls = [];
+  provider.capabilities = { idempotency: false, list: true, cancel: true, webhooks: false };
+  provider.submitImpl = async (n) => ({ taskId: `task-${randomUUID()}-${n}`, providerStatus: 'queued', replayed: false });
+  provider.statusImpl = async () => ({ state: 'running', providerStatus: 'running' });
+  provider.listImpl = async () => null;
+}
+
+async function run(key: string, policy: Partial<PollPolicy> = POLICY) {
+  const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy });
+  const handle = env.client.workflow.getHandle(ref.jobId);
+  const view = await handle.result().catch(() => undefined);
+  return { ref, view, row: await store.getJob(ref.jobId), handle };
+}
+
+/** The schedule's delays (no jitter): delay n = min(max, initial × multiplier^n), ms. */
+function delay(n: number): number {
+  return Math.min(POLICY.maxDelayMs!, POLICY.initialDelayMs! * Math.pow(POLICY.multiplier!, n));
+}
+
+describe('scrape workflow v2 in skipped time', () => {
+  it('backoff: checks follow the schedule (2 s, 3 s, 4.5 s, …) and the final answer carries the result: one write, no separate read', async () => {
+    reset();
+    provider.statusImpl = async (_t, n) => (n < 6 ? { state: 'running', providerStatus: 'running' } : { state: 'completed', providerStatus: 'completed', result: PAGE });
+    const { view, row, ref } = await run(`backoff-${randomUUID()}`);
+    expect(view?.state).toBe('completed');
+    expect(row?.state).toBe('completed');
+    expect(await store.countResults({ jobId: ref.jobId })).toBe(1);
+    const [submitAt] = provider.times('submit');
+    const checks = provider.times('status');
+    expect(checks).toHaveLength(6);
+    const gaps = checks.map((t, i) => t - (i === 0 ? submitAt! : checks[i - 1]!));
+    gaps.forEach((g, i) => expect(Math.abs(g - delay(i)), `gap ${i}: ${g} ms, schedule ${delay(i)} ms`).toBeLessThan(1_000));
+    expect(provider.times('result')).toHaveLength(0);
+    expect(Number(row?.status_checks)).toBe(6);
+    expect(view?.statusChecks).toBe(6);
+  }, 60_000);
+
+  it('deadline: a task that never finishes ends tracking_interrupted at the deadline, with the task ID kept and no check after it', async () => {
+    reset();
+    const policy = { ...POLICY, deadlineMs: 10 * 60_000 };
+    const { view, row } = await run(`deadline-${randomUUID()}`, policy);
+    expect(view?.state).toBe('tracking_interrupted');
+    expect(row?.state).toBe('tracking_interrupted');
+    expect(row?.task_id).toBeTruthy();
+    const [submitAt] = provider.times('submit');
+    const checks = provider.times('status');
+    // The schedule's checks that fit in 10 min: 2, 5, 9.5, … s, then every 60 s.
+    let t = 0;
+    let expected = 0;
+    for (let n = 0; t + delay(n) < policy.deadlineMs; n++) {
+      t += delay(n);
+      expected++;
+    }
+    expect(Math.abs(checks.length - expected)).toBeLessThanOrEqual(1);
+    expect(checks.at(-1)! - submitAt!).toBeLessThanOrEqual(policy.deadlineMs + 1_000);
+    expect(view?.note).toMatch(/deadline .* passed/);
+  }, 60_000);
+
+  it('notFoundLimit: three 404s in a row for a known task end it expired, never failed, never resubmitted', async () => {
+    reset();
+    provider.statusImpl = async () => {
+      throw new ProviderError('not_found', 'GET /jobs/x answered 404', { httpStatus: 404 });
+    };
+    const { view, row } = await run(`gone-${randomUUID()}`, { ...POLICY, notFoundLimit: 3 });
+    expect(view?.state).toBe('expired');
+    expect(row?.state).toBe('expired');
+    expect(provider.times('status')).toHaveLength(3);
+    expect(provider.times('submit')).toHaveLength(1);
+  }, 60_000);
+
+  it('submit rounds: submits whose answers are always lost, each proved absent by two list reads a settle window apart, end failed after submitRounds', async () => {
+    reset();
+    provider.submitImpl = async () => {
+      throw new ProviderError('ambiguous', 'POST /jobs: connection reset after sending', { code: 'ECONNRESET' });
+    };
+    const { view, row } = await run(`lost-${randomUUID()}`, { ...POLICY, submitRounds: 3 });
+    expect(view?.state).toBe('failed');
+    expect(row?.state).toBe('failed');
+    expect(JSON.parse(row!.last_error!)).toMatchObject({ kind: 'submit_unacknowledged' });
+    const submits = provider.times('submit');
+    const lists = provider.times('list');
+    expect(submits).toHaveLength(3);
+    expect(lists).toHaveLength(6); // two reads per round
+    for (let i = 0; i < 3; i++) expect(lists[2 * i + 1]! - lists[2 * i]!, `settle window of round ${i + 1}`).toBeGreaterThanOrEqual(10_000);
+    expect(submits[1]! - lists[1]!).toBeGreaterThanOrEqual(1_600); // resubmit backed off 2 s ± 20 %
+    expect(submits[2]! - lists[3]!).toBeGreaterThanOrEqual(3_200); // then 4 s ± 20 %
+  }, 60_000);
+
+  it('wake gap: a flood of webhook wakes makes checks at least initialDelayMs apart, and the job completes when the provider says so', async () => {
+    reset();
+    let done = false;
+    provider.statusImpl = async () => (done ? { state: 'completed', providerStatus: 'completed', result: PAGE } : { state: 'running', providerStatus: 'running' });
+    const key = `wake-${randomUUID()}`;
+    const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy: { ...POLICY, initialDelayMs: 5_000 } });
+    const handle = env.client.workflow.getHandle(ref.jobId);
+    await env.sleep(6_000); // the first check
+    for (let i = 0; i < 30; i++) await handle.signal(wakeSignal, { eventId: `e${i}` });
+    await env.sleep(20_000);
+    done = true;
+    for (let i = 0; i < 5; i++) await handle.signal(wakeSignal, { eventId: `f${i}` });
+    const view = await handle.result();
+    expect(view.state).toBe('completed');
+    const checks = provider.times('status');
+    for (let i = 1; i < checks.length; i++) expect(checks[i]! - checks[i - 1]!, `gap before check ${i}`).toBeGreaterThanOrEqual(5_000 - 50);
+    expect(checks.length).toBeLessThanOrEqual(8);
+  }, 60_000);
+
+  it('cancel during a hanging check: the provider cancel is called at once (no wait for the check), the job ends cancelled and closes Canceled', async () => {
+    reset();
+    let hangs = 0;
+    let confirmed = false;
+    provider.statusImpl = (_t, n, signal) => {
+      if (n === 1) {
+        hangs++;
+        return new Promise<StatusObservation>((_resolve, reject) => signal?.addEventListener('abort', () => reject(new ProviderError('transient', 'aborted'))));
+      }
+      return Promise.resolve(confirmed ? { state: 'cancelled', providerStatus: 'cancelled' } : { state: 'running', providerStatus: 'cancelling' });
+    };
+    const key = `hang-${randomUUID()}`;
+    const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy: POLICY });
+    const handle = env.client.workflow.getHandle(ref.jobId);
+    while (hangs === 0) await new Promise((r) => setTimeout(r, 20));
+    const askedAt = await env.currentTimeMs();
+    await handle.signal('cancel', { reason: 'test', requestedBy: 'timeskip' });
+    while (provider.times('cancel').length === 0) await new Promise((r) => setTimeout(r, 20));
+    confirmed = true;
+    const cancelAt = provider.times('cancel')[0]!;
+    expect(cancelAt - askedAt).toBeLessThan(2_000);
+    await expect(handle.result()).rejects.toThrow();
+    expect((await handle.describe()).status.name).toBe('CANCELLED');
+    const row = await store.getJob(ref.jobId);
+    expect(row?.state).toBe('cancelled');
+    expect(provider.times('cancel')).toHaveLength(1);
+  }, 60_000);
+});
