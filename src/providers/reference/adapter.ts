@@ -103,7 +103,10 @@ export class ReferenceAdapter implements ProviderAdapter {
   async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
     const { res, job } = await this.getJob(taskId, ctx);
     const retryAfterMs = this.http.retryAfterMs(res);
-    if (!job) return { state: 'running', providerStatus: `http ${res.status}`, retryAfterMs };
+    if (!job) {
+      const word = (res.body as { status?: unknown } | undefined)?.status;
+      return { state: 'running', providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`, retryAfterMs };
+    }
     const state = referenceState(job.status);
     // The completed answer embeds the page: once the activities write inline results (workflow
     // v2), return it here as `result` to save the separate read.
