@@ -51,6 +51,25 @@ export function referenceState(word: string): ObservedState {
   return (KNOWN_STATUS as readonly string[]).includes(word) ? (word as ProviderState) : 'unrecognised';
 }
 
+/** The page of a completed job's `result` (`fallbackUrl` when it names none). */
+function toPage(r: z.infer<typeof ResultBody>, fallbackUrl?: string): ProviderResult {
+  return {
+    url: r.url || (fallbackUrl ?? ''),
+    finalUrl: r.final_url ?? null,
+    httpStatus: r.http_status ?? null,
+    title: r.title ?? null,
+    byline: r.byline ?? null,
+    excerpt: r.excerpt ?? null,
+    lang: r.lang ?? null,
+    siteName: r.site_name ?? null,
+    publishedTime: r.published_time ?? null,
+    text: r.text ?? null,
+    markdown: r.markdown ?? null,
+    links: r.links,
+    contentLength: r.content_length ?? null,
+  };
+}
+
 /** {@link ProviderAdapter} for the reference provider. */
 export class ReferenceAdapter implements ProviderAdapter {
   readonly kind = 'reference';
@@ -108,8 +127,9 @@ export class ReferenceAdapter implements ProviderAdapter {
       return { state: 'running', providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`, retryAfterMs };
     }
     const state = referenceState(job.status);
-    // The completed answer embeds the page: once the activities write inline results (workflow
-    // v2), return it here as `result` to save the separate read.
+    // The completed answer embeds the page. Once the activities write inline results instead of
+    // returning them into history (workflow v2), add `result: state === 'completed' && job.result
+    // ? toPage(job.result) : undefined` here to save the separate read.
     return {
       state,
       providerStatus: job.status,
@@ -125,22 +145,7 @@ export class ReferenceAdapter implements ProviderAdapter {
     if (!job || job.status !== 'completed' || !job.result) {
       throw new ProviderError('transient', `task ${taskId} is ${job?.status ?? `not ready (HTTP ${res.status})`}, no result yet`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY' });
     }
-    const r = job.result;
-    return {
-      url: r.url || ctx.url,
-      finalUrl: r.final_url ?? null,
-      httpStatus: r.http_status ?? null,
-      title: r.title ?? null,
-      byline: r.byline ?? null,
-      excerpt: r.excerpt ?? null,
-      lang: r.lang ?? null,
-      siteName: r.site_name ?? null,
-      publishedTime: r.published_time ?? null,
-      text: r.text ?? null,
-      markdown: r.markdown ?? null,
-      links: r.links,
-      contentLength: r.content_length ?? null,
-    };
+    return toPage(job.result, ctx.url);
   }
 
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {

@@ -81,6 +81,15 @@ describe('reference provider through a prefixed base URL', () => {
     expect(job.status_request_times[0]! - Date.parse(job.created_at)).toBeGreaterThanOrEqual(2_500 * 0.9 - 50);
   });
 
+  it('(needs workflow v2 and ReferenceAdapter.status returning `result`) a job finished by its first check costs one read: the final status answer carries the page', async () => {
+    const url = `${pages.pageUrl('002')}?inline`;
+    const ref = await s.start({ url, key: 'inline-1', policy: { ...SCENARIO_POLICY, initialDelayMs: 1_500, maxDelayMs: 2_000 } });
+    const row = await s.waitFor(ref.jobId, ['completed', 'failed']);
+    expect(row.state).toBe('completed');
+    expect((await s.outcome(ref.jobId)).results).toBe(1);
+    expect(s.fixture.statusReads(row.task_id!)).toHaveLength(1);
+  });
+
   it('every status word: queued and running keep polling, completed writes the result, failed keeps the provider code, cancelled at the provider ends cancelled', async () => {
     const sim = s.fixture.sim;
     sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'word=queued', action: 'hold', holdIn: 'queued' });
