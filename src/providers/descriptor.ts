@@ -80,7 +80,6 @@ export interface ProviderDescriptor<K extends string = string, S extends z.ZodRa
 }
 
 /** Any descriptor (the registry and the receiver do not need the kind's types). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyProviderDescriptor = ProviderDescriptor<string, any>;
 
 /** The parsed entry type of a descriptor. */
