@@ -103,7 +103,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
 
       const page = await store.resultDocuments('j5', { offset: 2, limit: 2 });
       expect(page.total).toBe(expected);
-      expect(page.documents.map((d) => d.seq)).toEqual([2, 3]);
+      expect(page.documents.map((d) => d.seq)).toEqual(expected > 3 ? [2, 3] : [2]);
       expect(page.documents[0]).toMatchObject({ url: 'https://e.x/p/2', title: 'page 2', markdown: '# page 2', links: ['https://e.x/p/3'], data: { depth: 2, metadata: { lang: 'en' } } });
       if (a.inserted) {
         const tail = await store.resultDocuments('j5', { offset: 1_200, limit: 100 });
