@@ -13,7 +13,7 @@ import cliProgress from 'cli-progress';
 import Table from 'cli-table3';
 import { readBatchFile } from './batch/input.js';
 import { runBatch, type BatchRowOutcome } from './batch/run.js';
-import { jobIdFor, ScrapeError, type JobSummary } from './client/index.js';
+import { jobIdFor, ScrapeError, type JobSummary, type ResultDocumentsPage } from './client/index.js';
 import { JOB_STATES } from './model/states.js';
 import { openRuntime, openRuntimeFromFile, type Runtime } from './runtime.js';
 
@@ -67,6 +67,15 @@ function printJob(j: JobSummary): void {
     { 'last error': j.lastError ? `${j.lastError.kind}${j.lastError.code ? ` ${j.lastError.code}` : ''}: ${j.lastError.message}` : '—' },
   );
   console.log(t.toString());
+}
+
+/** Prints one page of result documents: a table (position, status, URL, title or error), or JSON. */
+function printDocuments(p: ResultDocumentsPage, json: boolean): void {
+  if (json) return console.log(JSON.stringify(p, null, 2));
+  const t = new Table({ head: ['#', 'HTTP', 'url', 'title / error'], colWidths: [7, 6, 56, 50], wordWrap: true, style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' } });
+  for (const d of p.documents) t.push([String(d.seq), d.httpStatus ? String(d.httpStatus) : '—', d.url ?? '—', d.error ? `error${d.error.code ? ` ${d.error.code}` : ''}: ${d.error.message}` : (d.title ?? '(no title)')]);
+  const range = p.documents.length ? `${p.offset + 1}-${p.offset + p.documents.length}` : 'none';
+  console.log(`${t.toString()}\ndocuments ${range} of ${p.total}${p.nextOffset !== null ? ` (next: --offset ${p.nextOffset})` : ''}`);
 }
 
 function outcomeTable(rows: BatchRowOutcome[], max: number): string {
@@ -176,9 +185,13 @@ export function buildCli(): Command {
     .description('print a job\'s stored result')
     .addOption(new Option('--field <field>', 'print only this field').choices(['markdown', 'text', 'title', 'links']))
     .option('--json', 'print JSON')
+    .option('--documents', 'list the documents of a multi-document result (crawl pages, dataset items), one page')
+    .option('--offset <n>', 'with --documents: first document (0-based)', (v) => (v === '0' ? 0 : positiveInt(v)), 0)
+    .option('--limit <n>', 'with --documents: documents per page (max 1000)', positiveInt, 20)
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
+        if (opts.documents) return printDocuments(await rt.client.getResultDocuments(account, resolveJobId(job, account), { offset: opts.offset, limit: opts.limit }), Boolean(opts.json));
         const r = await rt.client.getResult(account, resolveJobId(job, account));
         if (opts.field === 'links') return console.log(r.links.join('\n'));
         if (opts.field) return console.log(String(r[opts.field as 'markdown' | 'text' | 'title'] ?? ''));

@@ -10,44 +10,19 @@
  */
 import fs from 'node:fs';
 import { z } from 'zod';
-import { ReferenceConfigSchema } from './providers/reference.js';
+import { CredentialSchema, CredentialsSchema, type Credential } from './providers/credentials.js';
+import { entrySchemas, PROVIDER_DESCRIPTORS } from './providers/descriptors.js';
+import { LimitsSchema } from './providers/entry.js';
 
-/** An API key given literally (config files are worker-side secrets) or by environment variable name. */
-export const CredentialSchema = z.union([
-  z.object({ apiKey: z.string().min(1) }).strict(),
-  z.object({ apiKeyEnv: z.string().min(1) }).strict(),
-]);
-export type Credential = z.infer<typeof CredentialSchema>;
+export { CredentialSchema, CredentialsSchema, LimitsSchema, type Credential };
 
-/** Credentials of one provider: a default and per-account overrides (our account → provider key). */
-export const CredentialsSchema = z.object({
-  default: CredentialSchema.optional(),
-  accounts: z.record(z.string(), CredentialSchema).default({}),
-});
-
-/** Shared request limits of one provider account (all workflows of all accounts using the key). */
-export const LimitsSchema = z.object({
-  /** Maximum concurrent in-flight HTTP calls per provider key (count). */
-  maxConcurrent: z.number().int().positive().default(8),
-  /** Minimum spacing between two calls with the same key, ms. */
-  minIntervalMs: z.number().int().nonnegative().default(0),
-  /**
-   * Adaptive limit of provider jobs active at once per key (submits wait for a free slot): it starts
-   * at `initial`, grows by one job per full window of accepted submits up to `max`, and halves on a
-   * concurrency refusal (`429 CONCURRENCY_LIMIT`, Apify's `concurrent-runs-limit-exceeded`), never
-   * above a limit the provider states. Learned values are shared by every worker through the store.
-   */
-  activeJobs: z
-    .object({ initial: z.number().int().positive().default(8), max: z.number().int().positive().optional() })
-    .strict()
-    .refine((v) => v.max === undefined || v.max >= v.initial, 'activeJobs.max must be at least activeJobs.initial')
-    .prefault({}),
-});
-
-/** One configured provider. */
-export const ProviderEntrySchema = z.discriminatedUnion('kind', [
-  ReferenceConfigSchema.extend({ credentials: CredentialsSchema, limits: LimitsSchema.prefault({}) }),
-]);
+/**
+ * One configured provider: the fields of its `kind` (`src/providers/<kind>/config.ts`) plus the
+ * common ones (`src/providers/entry.ts`: credentials, limits, poll, results, reconcile, webhook),
+ * discriminated on `kind`, strict. Composed from `PROVIDER_DESCRIPTORS`.
+ */
+export const ProviderEntrySchema = z.discriminatedUnion('kind', entrySchemas(PROVIDER_DESCRIPTORS));
+/** A parsed provider entry. */
 export type ProviderEntry = z.infer<typeof ProviderEntrySchema>;
 
 /** Rate limit of one caller (fixed window). */
@@ -157,7 +132,7 @@ export function webhookProviderNames(config: Config): string[] {
 
 /** Reads and parses the JSON file at `path` (default `$SCRAPE_CONFIG`). Throws when missing or invalid. */
 export function loadConfigFile(path = process.env.SCRAPE_CONFIG, env: NodeJS.ProcessEnv = process.env): Config {
-  if (!path) throw new Error('no configuration file: set SCRAPE_CONFIG to a JSON file (see README, "Pointing it at real services")');
+  if (!path) throw new Error('no configuration file: set SCRAPE_CONFIG to a JSON file (see README, "Providers")');
   let raw: unknown;
   try {
     raw = JSON.parse(fs.readFileSync(path, 'utf8'));
@@ -165,20 +140,4 @@ export function loadConfigFile(path = process.env.SCRAPE_CONFIG, env: NodeJS.Pro
     throw new Error(`cannot read configuration ${path}: ${(e as Error).message}`);
   }
   return parseConfig(raw, env);
-}
-
-/**
- * The API key for (provider, account): the account's own credential, else the provider default.
- * Returns the key and a label naming the provider account (used to key the shared limiter;
- * never the key itself). Throws when none is configured or the environment variable is empty.
- */
-export function resolveCredential(entry: ProviderEntry, providerName: string, account: string, env: NodeJS.ProcessEnv = process.env): { apiKey: string; label: string } {
-  const own = entry.credentials.accounts[account];
-  const cred = own ?? entry.credentials.default;
-  if (!cred) throw new Error(`no credentials for provider "${providerName}" and account "${account}" in the worker configuration`);
-  const label = `${providerName}/${own ? account : 'default'}`;
-  if ('apiKey' in cred) return { apiKey: cred.apiKey, label };
-  const v = env[cred.apiKeyEnv];
-  if (!v) throw new Error(`environment variable ${cred.apiKeyEnv} (credentials of ${label}) is not set`);
-  return { apiKey: v, label };
 }

@@ -60,7 +60,7 @@ export async function openRuntime(config: Config): Promise<Runtime> {
     throw new Error(`cannot reach Temporal at ${config.temporal.address}: ${(e as Error).message}`);
   }
   const temporal = new Client({ connection, namespace: config.temporal.namespace });
-  const client = new ScrapeClient({ temporal, store, taskQueue: config.temporal.taskQueue, defaultProvider: config.defaultProvider, webhookProviders: webhookProviderNames(config), providers: Object.keys(config.providers) });
+  const client = new ScrapeClient({ temporal, store, taskQueue: config.temporal.taskQueue, defaultProvider: config.defaultProvider, webhookProviders: webhookProviderNames(config), providers: Object.keys(config.providers), config });
   return {
     config,
     store,

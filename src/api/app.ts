@@ -9,7 +9,9 @@
  *   (with the evidence that it ran); `POST /v1/scrapes/:id/cancel`: `202` with the observed outcome
  *   (or `requested` and the status link), `200` when already final; `GET /v1/scrapes`: the
  *   caller's jobs, paged;
- * - `POST /v1/webhooks/:provider`: provider events (see `webhooks.ts`);
+ * - `GET /v1/scrapes/:id/documents?offset&limit`: the documents of a multi-document result, paged;
+ * - `POST /v1/webhooks/:provider` (signed) and `POST /v1/webhooks/:provider/:token` (per-job
+ *   callback URL of providers that do not sign): provider events (see `webhooks.ts`);
  * - `GET /openapi.json`, `GET /healthz`, `GET /problems/:slug`.
  *
  * Every `/v1/scrapes` request needs `Authorization: Bearer <key>` (see `auth.ts`); every job
@@ -40,19 +42,23 @@ import {
   CancelResponseSchema,
   CreateScrapeBodySchema,
   CreateScrapeHeadersSchema,
+  DocumentsQuerySchema,
   HealthSchema,
   JobIdParamsSchema,
   ListQuerySchema,
   ProblemSlugParamsSchema,
   ProblemTypeSchema,
   ProviderParamsSchema,
+  ResultDocumentsSchema,
   ResultSchema,
   ScrapeListSchema,
   ScrapeSchema,
   WebhookAckSchema,
+  WebhookTokenParamsSchema,
   jobPath,
   pollAfterSeconds,
   toCancelOut,
+  toDocumentsOut,
   toResultOut,
   toScrapeOut,
 } from './schemas.js';
@@ -107,6 +113,11 @@ const json = <T extends z.ZodType>(description: string, schema: T) => ({ descrip
 /** Header names whose values never reach the log. */
 const REDACT_HEADER = /^(authorization|proxy-authorization|cookie|set-cookie|x-api-key|.*signature.*|.*secret.*|.*token.*)$/i;
 
+/** A request URL with the per-job webhook token (`/v1/webhooks/<provider>/<token>`) redacted. */
+export function redactCallbackToken(url: string): string {
+  return url.replace(/^(\/v1\/webhooks\/[^/?#]+\/)[^/?#]+/, '$1[REDACTED]');
+}
+
 function logHeaders(headers: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(headers)) out[k] = REDACT_HEADER.test(k) ? '[REDACTED]' : v;
@@ -130,7 +141,7 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
           level: opts.logger === true ? 'info' : (opts.logger.level ?? 'info'),
           ...(opts.logger === true ? {} : { stream: opts.logger.stream }),
           serializers: {
-            req: (req: { method: string; url: string; headers: Record<string, unknown>; id: string }) => ({ id: req.id, method: req.method, url: req.url, headers: logHeaders(req.headers) }),
+            req: (req: { method: string; url: string; headers: Record<string, unknown>; id: string }) => ({ id: req.id, method: req.method, url: redactCallbackToken(req.url), headers: logHeaders(req.headers) }),
           },
           redact: {
             paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-sim-signature"]', 'req.headers["x-firecrawl-signature"]', 'headers.authorization'],
@@ -188,7 +199,7 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
     app.rateLimit({
       keyGenerator: (req) => {
         const auth = req.routeOptions.config.auth ?? 'account';
-        if (auth === 'webhook') return `webhook:${(req.params as { provider?: string }).provider ?? ''}:${req.ip}`;
+        if (auth === 'webhook') return `webhook:${(req.params as { provider?: string }).provider ?? ''}:${req.ip}`; // never the token
         return req.account ? `account:${req.account}` : `ip:${req.ip}`;
       },
       max: (req) => limitOf(req).max,
@@ -356,6 +367,22 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
     async (req) => toResultOut(await client.getResult(req.account!, req.params.id)),
   );
 
+  app.get(
+    '/v1/scrapes/:id/documents',
+    {
+      config: { docHeaders: { 409: { 'Retry-After': { ...RETRY, description: 'While the job runs: seconds before asking again.' } } } },
+      schema: {
+        tags: ['scrapes'],
+        summary: 'Read the documents of a multi-document result (crawl pages, dataset items, batch entries), paged.',
+        description: '`200` with one page (`offset`, `limit`; `next_offset` until the last page; `total` is 0 for a single-page result, whose page is at `result_url`); `409` `result-not-ready`; `410` `result-expired`. Another account’s job answers `404` like a missing one.',
+        params: JobIdParamsSchema,
+        querystring: DocumentsQuerySchema,
+        response: { 200: json('One page of documents.', ResultDocumentsSchema), ...problemResponses('invalid-request', 'unauthorized', 'not-found', 'result-not-ready', 'result-expired', 'rate-limited', 'service-unavailable') },
+      },
+    },
+    async (req) => toDocumentsOut(await client.getResultDocuments(req.account!, req.params.id, { offset: req.query.offset, limit: req.query.limit })),
+  );
+
   app.post(
     '/v1/scrapes/:id/cancel',
     {
@@ -419,19 +446,43 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
           tags: ['webhooks'],
           summary: 'Receive a provider event (a hint that wakes the job).',
           description:
-            'For providers only. The body is verified where the provider signs (reference provider: `X-Sim-Signature: sha256=<hex HMAC-SHA256 of the raw body>`), deduplicated by event ID, matched to the job by task ID or client reference and turned into a `wake` signal: the job checks the provider at once and reads the result from it (the payload is never trusted for the result). Unmatched, unverifiable and invalid events are kept in quarantine.',
+            'For providers that sign their webhooks. The signature over the raw body is verified with the provider kind’s scheme (reference provider: `X-Sim-Signature: sha256=<hex HMAC-SHA256 of the raw body>`; Firecrawl: `X-Firecrawl-Signature`), the event deduplicated by event ID, matched to the job by task ID or client reference and turned into a `wake` signal: the job checks the provider at once and reads the result from it (the payload is never trusted for the result). Unmatched, unverifiable and invalid events are kept in quarantine. Providers that do not sign must use their per-job callback URL (`401 invalid-webhook-token` here).',
           security: [],
           params: ProviderParamsSchema,
           response: {
             200: json('Handled (`woken`, `duplicate`, `job_final`, `not_running`).', WebhookAckSchema),
             202: json('Accepted but not applied: kept in quarantine (`quarantined`).', WebhookAckSchema),
-            ...problemResponses('invalid-request', 'invalid-signature', 'unknown-provider', 'payload-too-large', 'unsupported-media-type', 'rate-limited', 'service-unavailable'),
+            ...problemResponses('invalid-request', 'invalid-signature', 'invalid-webhook-token', 'unknown-provider', 'payload-too-large', 'unsupported-media-type', 'rate-limited', 'service-unavailable'),
           },
         },
       },
       async (req, reply) => {
         const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
         const answer = await receiveWebhook({ client, store, config, env }, req.params.provider, raw, req.headers);
+        return reply.code(answer.status).send(answer.body);
+      },
+    );
+    hooks.withTypeProvider<ZodTypeProvider>().post(
+      '/v1/webhooks/:provider/:token',
+      {
+        config: { auth: 'webhook' },
+        schema: {
+          tags: ['webhooks'],
+          summary: 'Receive an event of a provider that does not sign its webhooks (per-job callback URL).',
+          description:
+            'For providers only. Each job is submitted with its own callback URL ending in an unguessable token (HMAC-SHA256 of the job under the configured secret). The event is parsed, matched to the job by task ID or client reference, and the token checked against that job in constant time (missing or wrong: `401`, kept in quarantine by hash and size); then deduplicated by event ID and turned into a `wake` signal, exactly like a signed event. Unmatched and invalid events are kept in quarantine.',
+          security: [],
+          params: WebhookTokenParamsSchema,
+          response: {
+            200: json('Handled (`woken`, `duplicate`, `job_final`, `not_running`).', WebhookAckSchema),
+            202: json('Accepted but not applied: kept in quarantine (`quarantined`).', WebhookAckSchema),
+            ...problemResponses('invalid-request', 'invalid-webhook-token', 'unknown-provider', 'payload-too-large', 'unsupported-media-type', 'rate-limited', 'service-unavailable'),
+          },
+        },
+      },
+      async (req, reply) => {
+        const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        const answer = await receiveWebhook({ client, store, config, env }, req.params.provider, raw, req.headers, req.params.token);
         return reply.code(answer.status).send(answer.body);
       },
     );

@@ -24,6 +24,11 @@ export const PROBLEM_TYPES = {
     title: 'The webhook signature is missing or does not match',
     description: 'A provider webhook whose HMAC signature over the raw body did not verify. Nothing changed; the event was kept in quarantine for an operator.',
   },
+  'invalid-webhook-token': {
+    status: 401,
+    title: 'The webhook callback token is missing or does not match',
+    description: 'A delivery of a provider that does not sign its webhooks must come to the per-job callback URL it was given (`/v1/webhooks/<provider>/<token>`), and the token must match the job the event names. Nothing changed; the event was kept in quarantine (its hash and size only) for an operator.',
+  },
   'not-found': {
     status: 404,
     title: 'No such job',

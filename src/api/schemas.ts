@@ -8,7 +8,7 @@
  * Times are UTC ISO-8601 strings.
  */
 import { z } from 'zod';
-import type { CancelResult, JobResult, JobSummary } from '../client/index.js';
+import type { CancelResult, JobResult, JobSummary, ResultDocumentsPage } from '../client/index.js';
 import { JOB_STATES, isFinalState } from '../model/states.js';
 import { IdempotencyKeySchema, StartScrapeInputSchema } from '../model/schemas.js';
 import type { CancelReport } from '../model/types.js';
@@ -42,6 +42,18 @@ export const JobIdParamsSchema = z.object({ id: z.string().min(1).max(300).descr
 
 /** Path parameter `:provider` of the webhook receiver. */
 export const ProviderParamsSchema = z.object({ provider: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).describe('Configured provider name.') });
+
+/** Path parameters of the per-job callback route `/v1/webhooks/:provider/:token` (providers that do not sign). */
+export const WebhookTokenParamsSchema = z.object({
+  provider: ProviderParamsSchema.shape.provider,
+  token: z.string().min(1).max(200).describe('The per-job token of the callback URL the job was submitted with (a wrong one answers 401).'),
+});
+
+/** Query of `GET /v1/scrapes/:id/documents`. */
+export const DocumentsQuerySchema = z.strictObject({
+  offset: z.coerce.number().int().min(0).max(100_000_000).default(0).describe('Position of the first document (0-based).'),
+  limit: z.coerce.number().int().min(1).max(1000).default(100).describe('Page size, 1-1000.'),
+});
 
 /** Path parameter `:slug` of a problem type description. */
 export const ProblemSlugParamsSchema = z.object({ slug: z.string().regex(/^[a-z-]{1,64}$/) });
@@ -126,6 +138,31 @@ export const ResultSchema = z.object({
   written_at: z.string(),
   expires_at: z.string().nullable().describe('When the result will be purged (then `410`); null: kept.'),
 }).meta({ id: 'ScrapeResult' });
+
+/** One document of a multi-document result. */
+export const ResultDocumentSchema = z.object({
+  seq: z.number().int().describe('Position in the provider’s order (0-based).'),
+  url: z.string().nullable(),
+  final_url: z.string().nullable(),
+  http_status: z.number().int().nullable(),
+  title: z.string().nullable(),
+  markdown: z.string().nullable(),
+  text: z.string().nullable(),
+  links: z.array(z.string()).nullable(),
+  data: z.record(z.string(), z.unknown()).nullable().describe('Provider-specific fields (page metadata, a dataset item’s own fields).'),
+  error: z.object({ code: z.string().nullable(), message: z.string() }).nullable().describe('A per-document failure (the document has no content).'),
+}).meta({ id: 'ResultDocument' });
+
+/** `GET /v1/scrapes/:id/documents` (200). */
+export const ResultDocumentsSchema = z.object({
+  job_id: z.string(),
+  result_id: z.string(),
+  total: z.number().int().describe('Documents of the result in all (0 for a single-page result: see `result_url`).'),
+  offset: z.number().int(),
+  limit: z.number().int(),
+  documents: z.array(ResultDocumentSchema),
+  next_offset: z.number().int().nullable().describe('`offset` of the next page; null on the last page.'),
+}).meta({ id: 'ResultDocuments' });
 
 const CancelReportSchema = z.object({
   requested_by: z.string(),
@@ -235,6 +272,30 @@ export function toResultOut(r: JobResult): z.infer<typeof ResultSchema> {
     content_length: r.contentLength,
     written_at: r.writtenAt,
     expires_at: r.expiresAt,
+  };
+}
+
+/** {@link ResultDocumentsPage} → {@link ResultDocumentsSchema} shape. */
+export function toDocumentsOut(p: ResultDocumentsPage): z.infer<typeof ResultDocumentsSchema> {
+  return {
+    job_id: p.jobId,
+    result_id: p.resultId,
+    total: p.total,
+    offset: p.offset,
+    limit: p.limit,
+    documents: p.documents.map((d) => ({
+      seq: d.seq,
+      url: d.url,
+      final_url: d.finalUrl ?? null,
+      http_status: d.httpStatus ?? null,
+      title: d.title ?? null,
+      markdown: d.markdown ?? null,
+      text: d.text ?? null,
+      links: d.links ?? null,
+      data: d.data ?? null,
+      error: d.error ? { code: d.error.code ?? null, message: d.error.message } : null,
+    })),
+    next_offset: p.nextOffset,
   };
 }
 

@@ -1,100 +1,50 @@
 /**
- * The provider webhook receiver behind `POST /v1/webhooks/:provider`.
+ * The provider webhook receiver behind `POST /v1/webhooks/:provider` (providers that sign their
+ * deliveries) and `POST /v1/webhooks/:provider/:token` (providers that do not: the per-job token
+ * of the callback URL, see `src/providers/webhook.ts`).
  *
  * Webhooks are hints (DESIGN.md; issue 5): a verified event wakes the job's workflow, which then
  * reads the status and the result from the provider itself; the payload is never trusted for
  * the result. The receiver answers fast (providers give < 10 s, Crawlbase < 200 ms:
- * `/work/shared/providers.md`): verify, record, signal, answer — nothing else.
+ * `/work/shared/providers.md`): verify, record, signal, answer — nothing else. How a kind signs,
+ * names its events and shapes its body is its descriptor's `webhook` (`src/providers/<kind>/webhook.ts`),
+ * looked up by the provider entry's `kind`.
  *
- * Steps for one delivery:
- * 1. verify the signature where the provider signs (HMAC-SHA256 over the raw body bytes,
- *    constant-time compare); a bad or missing signature → `401`, the event is quarantined
- *    (`invalid_signature`) and nothing else changes;
- * 2. parse the payload with the provider kind's zod schema; invalid → quarantined, `400`;
+ * Signed kinds, one delivery:
+ * 1. verify the signature (HMAC over the raw body bytes, constant-time compare); bad or missing →
+ *    `401 invalid-signature`, quarantined (`invalid_signature`, hash and size only);
+ * 2. parse the payload with the kind's schema; invalid → quarantined, `400`;
  * 3. deduplicate by (provider, event ID): a redelivery answers `200 duplicate` and does nothing;
  * 4. match to the job by the provider's task ID, else by our echoed client reference; unmatched →
  *    quarantined (`unmatched`), `202`;
- * 5. signal `wake` to the job's workflow (through the client); if Temporal cannot be reached the
- *    delivery record is removed and the answer is `503`, so the provider's retry is handled again.
+ * 5. signal `wake` (through the client); if Temporal cannot be reached the delivery record is
+ *    removed and the answer is `503`, so the provider's retry is handled again.
+ *
+ * Token kinds: parse (invalid → quarantined, `400`), match the job (unmatched → quarantined, `202`),
+ * then check the token against that job in constant time (missing or wrong → `401
+ * invalid-webhook-token`, quarantined) before deduplicating and waking as above. Until a delivery
+ * is verified, only its hash and size are kept.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { z } from 'zod';
+import { createHash } from 'node:crypto';
 import { providerKeys } from '../activities/index.js';
 import type { ScrapeClient } from '../client/index.js';
-import type { Config, ProviderEntry } from '../config.js';
+import type { Config } from '../config.js';
 import { isFinalState } from '../model/states.js';
 import { sanitizeBody, redactSecrets, REDACTED } from '../lib/sanitize.js';
-import type { Store } from '../store/index.js';
+import type { ProviderWebhook } from '../providers/descriptor.js';
+import { findDescriptor } from '../providers/descriptors.js';
+import { bodyEventId, callbackTokenMatches, type WebhookHeaders } from '../providers/webhook.js';
+import type { JobRow, Store } from '../store/index.js';
 import { findJobByClientRef, forgetDelivery, quarantineEvent, recordDelivery, setDeliveryOutcome } from '../store/webhooks.js';
 import { ApiProblem } from './problems.js';
 
-/** What a provider kind's event says, once parsed. */
-export interface ParsedEvent {
-  eventId: string;
-  /** Event type as the provider names it (e.g. `job.completed`). */
-  type: string;
-  /** The provider's job ID. */
-  taskId: string | null;
-  /** Our client reference echoed by the provider. */
-  clientRef: string | null;
-  /** The provider status the event claims (a hint only). */
-  providerStatus: string | null;
-}
-
-/** How one provider kind signs and shapes its webhook events. */
-export interface WebhookKind {
-  /** Request header carrying the signature (lowercase). */
-  signatureHeader: string;
-  /** Verifies `header` against the raw body and secret, in constant time. */
-  verify(rawBody: Buffer, header: string | undefined, secret: string): boolean;
-  /** Parses the JSON body (and headers); returns zod issues as a message when invalid. */
-  parse(json: unknown, headers: Record<string, string | string[] | undefined>): { ok: true; event: ParsedEvent } | { ok: false; message: string };
-}
-
-/**
- * Event body of the reference provider (`src/sim/webhooks.ts`): `{event_id, type, job_id,
- * client_ref, status, occurred_at}`; more fields are allowed (providers add fields).
- */
-export const ReferenceWebhookEventSchema = z.looseObject({
-  event_id: z.string().min(1).max(200),
-  type: z.string().min(1).max(100),
-  job_id: z.string().min(1).max(200),
-  client_ref: z.string().max(200).nullable().optional(),
-  status: z.string().min(1).max(100),
-  occurred_at: z.string().max(64).optional(),
-});
-
-/**
- * Constant-time check of a `sha256=<hex>` signature header (Firecrawl's `X-Firecrawl-Signature`
- * scheme, providers.md; the reference provider's `X-Sim-Signature`) against the HMAC-SHA256 of
- * `rawBody` keyed with `secret`. False for a missing or malformed header.
- */
-export function verifySha256Signature(rawBody: Buffer, header: string | undefined, secret: string): boolean {
-  if (typeof header !== 'string') return false;
-  const m = /^sha256=([0-9a-fA-F]{64})$/.exec(header.trim());
-  if (!m) return false;
-  const expected = createHmac('sha256', secret).update(rawBody).digest();
-  const given = Buffer.from(m[1]!, 'hex');
-  return given.length === expected.length && timingSafeEqual(given, expected);
-}
-
-/** Webhook kinds by provider `kind`. */
-export const WEBHOOK_KINDS: Record<ProviderEntry['kind'], WebhookKind> = {
-  reference: {
-    signatureHeader: 'x-sim-signature',
-    verify: verifySha256Signature,
-    parse(json) {
-      const p = ReferenceWebhookEventSchema.safeParse(json);
-      if (!p.success) return { ok: false, message: z.prettifyError(p.error) };
-      return { ok: true, event: { eventId: p.data.event_id, type: p.data.type, taskId: p.data.job_id, clientRef: p.data.client_ref ?? null, providerStatus: p.data.status } };
-    },
-  },
-};
+export type { ParsedEvent, ProviderWebhook } from '../providers/descriptor.js';
+export { verifySha256Signature } from '../providers/webhook.js';
 
 /**
  * The verification secret of a provider's webhooks: `api.webhookSecrets[name].secretEnv`, else
- * the provider entry's `webhook.secretEnv`; undefined when neither names one (the provider does
- * not sign). Throws when the named environment variable is empty (a configuration error).
+ * the provider entry's `webhook.secretEnv`; undefined when neither names one. Throws when the
+ * named environment variable is empty (a configuration error).
  */
 export function webhookSecret(config: Config, name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
   const secretEnv = config.api.webhookSecrets[name]?.secretEnv ?? config.providers[name]?.webhook?.secretEnv;
@@ -104,10 +54,10 @@ export function webhookSecret(config: Config, name: string, env: NodeJS.ProcessE
   return v;
 }
 
-/** True when `name` is a configured provider that receives webhooks. */
+/** True when `name` is a configured provider whose kind has webhooks and whose entry (or the API) configures them. */
 export function receivesWebhooks(config: Config, name: string): boolean {
   const entry = config.providers[name];
-  return entry !== undefined && (entry.webhook !== undefined || config.api.webhookSecrets[name] !== undefined);
+  return entry !== undefined && findDescriptor(entry.kind)?.webhook !== undefined && (entry.webhook !== undefined || config.api.webhookSecrets[name] !== undefined);
 }
 
 /** Dependencies of {@link receiveWebhook}. */
@@ -124,13 +74,8 @@ export interface WebhookAnswer {
   body: { received: true; event_id: string | null; outcome: 'woken' | 'duplicate' | 'quarantined' | 'job_final' | 'not_running' };
 }
 
-function headerValue(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
-  const v = headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
 /** Headers worth keeping with a quarantined event, with every credential-like value redacted. */
-function keptHeaders(headers: Record<string, string | string[] | undefined>, secrets: readonly string[]): Record<string, string> {
+function keptHeaders(headers: WebhookHeaders, secrets: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) {
     if (v === undefined) continue;
@@ -141,22 +86,27 @@ function keptHeaders(headers: Record<string, string | string[] | undefined>, sec
 }
 
 /**
- * Handles one webhook delivery (see the module comment for the steps). Throws {@link ApiProblem}
- * `unknown-provider` (404), `invalid-signature` (401), `invalid-request` (400) or
- * `service-unavailable` (503); returns the acknowledgement otherwise.
+ * Handles one webhook delivery (see the module comment for the steps). `token` is the last path
+ * segment of the token route, absent on the plain route. Throws {@link ApiProblem}
+ * `unknown-provider` (404), `invalid-signature` / `invalid-webhook-token` (401), `invalid-request`
+ * (400) or `service-unavailable` (503); returns the acknowledgement otherwise.
  */
-export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBody: Buffer, headers: Record<string, string | string[] | undefined>): Promise<WebhookAnswer> {
+export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBody: Buffer, headers: WebhookHeaders, token?: string): Promise<WebhookAnswer> {
   const { config, store, client } = deps;
   const entry = config.providers[provider];
-  if (!entry || !receivesWebhooks(config, provider)) throw new ApiProblem('unknown-provider', `no webhook receiver for provider "${provider}"`);
-  const kind = WEBHOOK_KINDS[entry.kind];
+  const hook = entry ? findDescriptor(entry.kind)?.webhook : undefined;
+  if (!entry || !hook || !receivesWebhooks(config, provider)) throw new ApiProblem('unknown-provider', `no webhook receiver for provider "${provider}"`);
   let secret: string | undefined;
   try {
     secret = webhookSecret(config, provider, deps.env);
   } catch {
-    throw new ApiProblem('service-unavailable', `the webhook secret of provider "${provider}" is not configured on this API`, {}, { 'retry-after': '60' });
+    secret = undefined;
   }
-  const secrets = secret ? [secret] : [];
+  if (!secret) throw new ApiProblem('service-unavailable', `the webhook secret of provider "${provider}" is not configured on this API`, {}, { 'retry-after': '60' });
+  const signed = (hook as ProviderWebhook<typeof entry>).signed(entry);
+  if (signed && token !== undefined) throw new ApiProblem('unknown-provider', `provider "${provider}" signs its webhooks: deliver them to /v1/webhooks/${provider}`);
+
+  const secrets = [secret];
   const bodyText = rawBody.toString('utf8');
   let json: unknown;
   let parsedJson = true;
@@ -165,7 +115,7 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
   } catch {
     parsedJson = false;
   }
-  const quarantine = (reason: string, detail: string, eventId: string | null, keepBody = true) =>
+  const quarantine = (reason: string, detail: string, eventId: string | null, keepBody: boolean) =>
     quarantineEvent(store, {
       provider,
       eventId,
@@ -177,29 +127,46 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
       bodySha256: createHash('sha256').update(rawBody).digest('hex'),
       bodyBytes: rawBody.length,
     });
-  const claimedEventId = (() => {
-    const id = parsedJson && json && typeof json === 'object' ? (json as { event_id?: unknown }).event_id : undefined;
-    return typeof id === 'string' ? id.slice(0, 200) : (headerValue(headers, 'x-sim-event-id')?.slice(0, 200) ?? null);
-  })();
+  const claimedEventId = hook.claimedEventId?.(parsedJson ? json : undefined, headers) ?? null;
 
-  if (secret && !kind.verify(rawBody, headerValue(headers, kind.signatureHeader), secret)) {
-    await quarantine('invalid_signature', `missing or wrong ${kind.signatureHeader}; body not kept (unverified), see body_sha256 and body_bytes`, claimedEventId, false);
-    throw new ApiProblem('invalid-signature', `the ${kind.signatureHeader} header does not match the body; nothing was changed`);
+  if (signed && !hook.verify?.(rawBody, headers, secret)) {
+    const header = hook.signatureHeader ?? 'signature';
+    await quarantine('invalid_signature', `missing or wrong ${header}; body not kept (unverified), see body_sha256 and body_bytes`, claimedEventId, false);
+    throw new ApiProblem('invalid-signature', `the ${header} header does not match the body; nothing was changed`);
   }
-  const parsed = parsedJson ? kind.parse(json, headers) : { ok: false as const, message: 'the body is not JSON' };
+  if (!signed && token === undefined) {
+    await quarantine('invalid_token', `provider ${provider} does not sign its webhooks: deliveries must come to the per-job callback URL /v1/webhooks/${provider}/<token>; body not kept (unverified)`, claimedEventId, false);
+    throw new ApiProblem('invalid-webhook-token', `provider "${provider}" does not sign its webhooks: deliver to the per-job callback URL it was given; nothing was changed`);
+  }
+  const parsed = parsedJson ? hook.parse(json, headers, rawBody) : { ok: false as const, message: 'the body is not JSON' };
   if (!parsed.ok) {
-    await quarantine('invalid_payload', parsed.message.slice(0, 2000), claimedEventId);
+    await quarantine('invalid_payload', parsed.message.slice(0, 2000), claimedEventId, signed);
     throw new ApiProblem('invalid-request', `the webhook body is not a ${entry.kind} event: ${parsed.message.slice(0, 500)}`, { errors: [{ in: 'body', path: '', message: parsed.message.slice(0, 500) }] });
   }
-  const ev = parsed.event;
+  const ev = { ...parsed.event, eventId: parsed.event.eventId || bodyEventId(rawBody) };
+  const findJob = async (): Promise<JobRow | undefined> =>
+    (ev.taskId ? await store.getJobByTask(provider, ev.taskId) : undefined) ??
+    (ev.clientRef ? await findJobByClientRef(store, provider, ev.clientRef, (account, key) => providerKeys(account, key).clientRef) : undefined);
+
+  let job: JobRow | undefined;
+  if (!signed) {
+    // Unsigned: the event is anyone's until its token matches the job it names.
+    job = await findJob();
+    if (!job) {
+      await quarantine('unmatched', `no job of provider ${provider} has task ID ${ev.taskId ?? '—'} or client reference ${ev.clientRef ?? '—'}; the token could not be checked, body not kept`, ev.eventId, false);
+      return { status: 202, body: { received: true, event_id: ev.eventId, outcome: 'quarantined' } };
+    }
+    if (!callbackTokenMatches(token!, secret, provider, job.id)) {
+      await quarantine('invalid_token', `the callback token does not match the job the event names; body not kept (unverified)`, ev.eventId, false);
+      throw new ApiProblem('invalid-webhook-token', 'the callback token does not match; nothing was changed');
+    }
+  }
   const rec = await recordDelivery(store, { provider, eventId: ev.eventId, eventType: ev.type, providerStatus: ev.providerStatus, taskId: ev.taskId });
   if (!rec.inserted) return { status: 200, body: { received: true, event_id: ev.eventId, outcome: 'duplicate' } };
 
-  const job =
-    (ev.taskId ? await store.getJobByTask(provider, ev.taskId) : undefined) ??
-    (ev.clientRef ? await findJobByClientRef(store, provider, ev.clientRef, (account, key) => providerKeys(account, key).clientRef) : undefined);
+  job ??= await findJob();
   if (!job) {
-    await quarantine('unmatched', `no job of provider ${provider} has task ID ${ev.taskId ?? '—'} or client reference ${ev.clientRef ?? '—'}`, ev.eventId);
+    await quarantine('unmatched', `no job of provider ${provider} has task ID ${ev.taskId ?? '—'} or client reference ${ev.clientRef ?? '—'}`, ev.eventId, true);
     await setDeliveryOutcome(store, provider, ev.eventId, 'quarantined', null);
     return { status: 202, body: { received: true, event_id: ev.eventId, outcome: 'quarantined' } };
   }

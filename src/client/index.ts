@@ -24,9 +24,13 @@ import { SCRAPE_WORKFLOW_TYPE, cancelSignal, cancelUpdate, resolveUpdate, stateQ
 import { listJobsPage, type JobCursor } from '../store/webhooks.js';
 import { sql } from 'kysely';
 import { IdempotencyConflictError, InvalidInputError, JobNotFoundError, ResultExpiredError, ResultNotReadyError, ScrapeError } from './errors.js';
+import { effectivePolicy } from '../providers/policy.js';
+import type { Config } from '../config.js';
+import { readResultDocuments, type ResultDocumentsPage } from './documents.js';
 
 export * from './errors.js';
 export type { StartScrapeInput } from '../model/schemas.js';
+export { MAX_DOCUMENTS_PAGE, type ResultDocumentsPage } from './documents.js';
 
 /** Reference to a job: its ID (`scrape:<account>:<key>`) plus the account that owns it. */
 export interface JobRef {
@@ -95,6 +99,8 @@ export interface ScrapeClientOptions {
    * naming another provider is refused with {@link InvalidInputError} before anything starts.
    */
   providers?: readonly string[];
+  /** Provider entries whose `poll` defaults (and their kinds') apply to new and resumed jobs (`effectivePolicy`). */
+  config?: Pick<Config, 'providers'>;
 }
 
 const CursorSchema = z.object({ createdAt: z.string().min(1).max(64), id: z.string().min(1).max(300) }).strict();
@@ -165,7 +171,7 @@ export class ScrapeClient {
       throw e;
     }
     if (!created && isFinalState(existing.state)) return { jobId, account: p.account, key, created: false };
-    const wfInput: ScrapeWorkflowInput = { jobId, account: p.account, key, provider, requestHash, request, row, batchId: p.batchId, policy: p.policy };
+    const wfInput: ScrapeWorkflowInput = { jobId, account: p.account, key, provider, requestHash, request, row, batchId: p.batchId, policy: effectivePolicy(this.opts.config, provider, p.policy) };
     if (this.opts.webhookProviders?.includes(provider)) wfInput.webhooks = true;
     try {
       await this.opts.temporal.workflow.start<typeof scrapeWorkflowV2>(SCRAPE_WORKFLOW_TYPE, {
@@ -290,6 +296,15 @@ export class ScrapeClient {
     }
     if (!res) throw new ResultNotReadyError(jobId, row.state);
     return toResult(res);
+  }
+
+  /**
+   * One page of the documents of the job's result (crawl pages, dataset items, batch entries):
+   * `offset` ≥ 0 (default 0), `limit` 1..1000 (default 100). Throws {@link JobNotFoundError} (missing
+   * or another account's job), {@link ResultNotReadyError}, {@link ResultExpiredError}.
+   */
+  async getResultDocuments(account: string, jobId: string, page: { offset?: number; limit?: number } = {}): Promise<ResultDocumentsPage> {
+    return readResultDocuments(this.opts.store, await this.row(account, jobId), page);
   }
 
   /**
@@ -424,7 +439,7 @@ export class ScrapeClient {
       request: { url: row.url, format: request.format, options: request.options },
       row: JSON.parse(row.input) as Record<string, unknown>,
       batchId: row.batch_id ?? undefined,
-      policy: { ...(request.policy ?? {}), ...(opts.policy ?? {}) },
+      policy: effectivePolicy(this.opts.config, row.provider, { ...(request.policy ?? {}), ...(opts.policy ?? {}) }),
       // With a task ID: poll it, never submit. Without (an orphan that never got one): the run
       // finds the unanswered submit intent and reconciles before any new submission.
       resume: row.task_id ? { taskId: row.task_id } : undefined,

@@ -1,59 +1,96 @@
 /**
- * One HTTP exchange with a provider, with a timeout, sanitised evidence and classification of
- * every failure into a {@link ProviderError} kind. Adapters build on this; they never retry.
+ * HTTP exchanges with providers: one request with a timeout, sanitised evidence and the
+ * classification of every failure into a {@link ProviderError} kind. Adapters build on this; they
+ * never retry (the workflow owns retries and reconciliation).
+ *
+ * - {@link providerFetch}: one exchange (JSON or form-encoded body), any HTTP status returned;
+ * - {@link ProviderHttp}: an adapter's client for one provider — base URL joined keeping its path
+ *   prefix ({@link joinUrl}), the credential placed where the provider wants it
+ *   ({@link CredentialPlacement}: a header, the query string, Basic auth or the body), every
+ *   recorded URL, header and body redacted with the call's secrets by value and by name, and
+ *   non-2xx answers (JSON or plain text) classified by {@link httpError};
+ * - {@link errorDetails}: the provider's error code and message from the usual body shapes.
  */
+import type { z } from 'zod';
 import { parseRetryAfter, parseWaitFromMessage } from '../lib/retryAfter.js';
 import { redactSecrets, sanitizeBody, sanitizeHeaders, sanitizeUrl, truncate } from '../lib/sanitize.js';
+import { credentialSecrets, splitBasicCredential } from './credentials.js';
 import { ProviderError, type ProviderEvidence } from './errors.js';
+import type { CallContext, SubmitContext } from './types.js';
+import { tokenOfCallbackUrl } from './webhook.js';
 
-/** `submit` calls create work (outcome ambiguous on reset/timeout/5xx); `read` calls do not. */
+/** `submit` calls create work (outcome ambiguous on reset/timeout/5xx); `read` and `cancel` calls do not. */
 export type CallPhase = 'submit' | 'read' | 'cancel';
+
+/** A form-encoded body: repeated keys by arrays (Zyte's `add_tag=a&add_tag=b`). */
+export type FormBody = Record<string, string | number | boolean | readonly string[] | undefined>;
 
 /** Options of {@link providerFetch}. */
 export interface ProviderRequest {
-  method: 'GET' | 'POST' | 'DELETE' | 'PUT';
+  method: 'GET' | 'POST' | 'DELETE' | 'PUT' | 'PATCH';
   url: string;
   headers?: Record<string, string>;
-  /** JSON body (serialised here). */
+  /** JSON body (serialised here). At most one of `json` and `form`. */
   json?: unknown;
+  /** `application/x-www-form-urlencoded` body (Zyte `run.json`). */
+  form?: FormBody;
   /** Timeout of the whole exchange, ms. */
   timeoutMs: number;
   phase: CallPhase;
-  /** Secret values to scrub from anything recorded (the API key). */
+  /** Secret values to scrub from anything recorded (the API key and its forms, webhook secrets). */
   secrets: readonly string[];
   signal?: AbortSignal;
 }
 
-/** A provider response with a 2xx (or an expected non-2xx the caller asked to receive). */
+/** A provider response, whatever its HTTP status. */
 export interface ProviderResponse {
   status: number;
   headers: Headers;
   /** Parsed JSON body, or `undefined` when the body was empty or not JSON. */
   body: unknown;
+  /** The raw body text (plain-text errors: Bright Data). Never recorded unredacted. */
   text: string;
   evidence: ProviderEvidence;
 }
 
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
+/** Response headers kept as evidence (sanitised). */
+const KEPT_HEADERS = ['retry-after', 'x-request-id', 'idempotent-replayed', 'content-type', 'location'];
+
+function formParams(form: FormBody): URLSearchParams {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(form)) {
+    if (v === undefined) continue;
+    if (Array.isArray(v)) for (const item of v) p.append(k, String(item));
+    else p.append(k, String(v));
+  }
+  return p;
+}
+
 /**
  * Performs the request and returns the response for any HTTP status; throws
  * {@link ProviderError} only for network failures and timeouts:
  * - connection never made (refused, DNS, unreachable) → `transient` (nothing was sent);
  * - reset, closed socket or timeout after sending → `ambiguous` for `submit`, `transient` otherwise.
+ * The evidence (endpoint, request body, response body and kept headers) is sanitised with
+ * `req.secrets` by value and with secret-looking names.
  */
 export async function providerFetch(req: ProviderRequest): Promise<ProviderResponse> {
   const at = new Date().toISOString();
   const endpoint = `${req.method} ${sanitizeUrl(req.url, req.secrets)}`;
-  const requestEvidence = req.json === undefined ? undefined : sanitizeBody(req.json, req.secrets);
+  const params = req.form === undefined ? undefined : formParams(req.form);
+  const sent = params ? Object.fromEntries([...new Set(params.keys())].map((k) => [k, params.getAll(k).length > 1 ? params.getAll(k) : params.get(k)])) : req.json;
+  const requestEvidence = sent === undefined ? undefined : sanitizeBody(sent, req.secrets);
   const timeout = AbortSignal.timeout(req.timeoutMs);
   const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+  const contentType: Record<string, string> = params ? { 'content-type': 'application/x-www-form-urlencoded' } : req.json !== undefined ? { 'content-type': 'application/json' } : {};
   let res: Response;
   try {
     res = await fetch(req.url, {
       method: req.method,
-      headers: { accept: 'application/json', ...(req.json !== undefined ? { 'content-type': 'application/json' } : {}), ...req.headers },
-      body: req.json === undefined ? undefined : JSON.stringify(req.json),
+      headers: { accept: 'application/json', ...contentType, ...req.headers },
+      body: params ? params.toString() : req.json === undefined ? undefined : JSON.stringify(req.json),
       signal,
     });
   } catch (e) {
@@ -74,7 +111,7 @@ export async function providerFetch(req: ProviderRequest): Promise<ProviderRespo
     body = undefined;
   }
   const keep: Record<string, string> = {};
-  for (const h of ['retry-after', 'x-request-id', 'idempotent-replayed', 'content-type']) {
+  for (const h of KEPT_HEADERS) {
     const v = res.headers.get(h);
     if (v !== null) keep[h] = v;
   }
@@ -101,22 +138,272 @@ function networkError(e: unknown, req: ProviderRequest, ev: ProviderEvidence): P
   return new ProviderError(kind, message, { code: timedOut ? 'TIMEOUT' : (code ?? 'NETWORK'), httpStatus: ev.httpStatus, evidence: ev });
 }
 
-/** Codes by which providers say "too many concurrent runs: try later" on a non-429 status. */
+/** Codes by which providers say "too many concurrent runs: try later" on a non-429 status (providers.md: Apify's 400/402). */
 const CONCURRENCY_CODES = /^(CONCURRENCY_LIMIT|concurrent-runs-limit-exceeded|too-many-concurrent-runs|rate-limit-exceeded|RATE_LIMITED)$/i;
 
 /**
- * Classifies a non-2xx response into a {@link ProviderError}.
- * `code` and `message` are what the adapter extracted from the provider's error body.
+ * Classifies a non-2xx response into a {@link ProviderError}: `429` or a concurrency code →
+ * `cooldown` (with the wait from `Retry-After` or the message text), `404` → `not_found`, `409` →
+ * `conflict`, `408` → `transient`, `5xx` → `ambiguous` on submit else `transient`, any other 4xx →
+ * `permanent`. `code` and `message` are what the adapter extracted from the provider's error body;
+ * the message is redacted with `secrets`.
  */
 export function httpError(res: ProviderResponse, phase: CallPhase, code: string | undefined, message: string | undefined, secrets: readonly string[]): ProviderError {
   const status = res.status;
   const msg = redactSecrets(`${res.evidence.endpoint} answered ${status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`, secrets);
   const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), Date.now()) ?? parseWaitFromMessage(message);
-  const details = { code, httpStatus: status, retryAfterMs, evidence: res.evidence };
+  const details = { code: code === undefined ? undefined : redactSecrets(code, secrets), httpStatus: status, retryAfterMs, evidence: res.evidence };
   if (status === 429 || (code !== undefined && CONCURRENCY_CODES.test(code))) return new ProviderError('cooldown', msg, details);
   if (status === 404) return new ProviderError('not_found', msg, details);
   if (status === 409) return new ProviderError('conflict', msg, details);
   if (status === 408) return new ProviderError('transient', msg, details);
   if (status >= 500) return new ProviderError(phase === 'submit' ? 'ambiguous' : 'transient', msg, details);
   return new ProviderError('permanent', msg, details);
+}
+
+/**
+ * The concurrent-job limit a refusal states (`{"error": {"limit": 2}}` from the seeds' provider,
+ * or a top-level `limit`), as a positive integer; undefined when it states none.
+ */
+export function statedLimitOf(body: unknown): number | undefined {
+  const o = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
+  const e = o.error && typeof o.error === 'object' ? (o.error as Record<string, unknown>) : {};
+  const v = e.limit ?? o.limit;
+  return typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined;
+}
+
+/**
+ * The provider's error code and message from a non-2xx body, for the shapes providers use:
+ * `{error: {code|type, message}}` (reference, Apify), `{error: "text", code?}` (Firecrawl
+ * `{success: false, error}`), `{code|type|status, message|detail|error_description}`, a JSON
+ * string, or a plain-text body (Bright Data: most errors are plain text) whose first 500
+ * characters become the message. Unknown shapes give no code and the text as the message.
+ */
+export function errorDetails(res: Pick<ProviderResponse, 'body' | 'text'>): { code?: string; message?: string } {
+  const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined);
+  const b = res.body;
+  if (typeof b === 'string') return { message: b.slice(0, 500) };
+  if (b && typeof b === 'object' && !Array.isArray(b)) {
+    const o = b as Record<string, unknown>;
+    const e = o.error;
+    if (e && typeof e === 'object' && !Array.isArray(e)) {
+      const eo = e as Record<string, unknown>;
+      return { code: str(eo.code) ?? str(eo.type) ?? str(o.code), message: str(eo.message) ?? str(eo.detail) ?? str(o.message) };
+    }
+    const code = str(o.code) ?? str(o.type) ?? str(o.error_code) ?? (typeof o.status === 'string' && o.status !== 'error' ? o.status : undefined);
+    const message = str(e) ?? str(o.message) ?? str(o.detail) ?? str(o.error_description) ?? str(o.title);
+    if (code !== undefined || message !== undefined) return { code, message };
+  }
+  const text = res.text.trim();
+  return { message: text ? text.slice(0, 500) : undefined };
+}
+
+/**
+ * Joins `path` to `baseUrl` keeping the base's path prefix (`new URL('/x', 'https://h/api/')`
+ * would drop `/api`): `joinUrl('https://h/api/v2', '/jobs/1')` → `https://h/api/v2/jobs/1`.
+ * Query parameters from `query` are appended (undefined values skipped, arrays repeated); the
+ * base's own query parameters are kept. Path values must be encoded by the caller ({@link path}).
+ */
+export function joinUrl(baseUrl: string, relPath: string, query?: QueryParams): string {
+  const u = new URL(baseUrl);
+  const [p, q] = relPath.split('?', 2) as [string, string | undefined];
+  const prefix = u.pathname.replace(/\/+$/, '');
+  const rest = p.replace(/^\/+/, '');
+  u.pathname = rest ? `${prefix}/${rest}` : prefix || '/';
+  if (q) for (const [k, v] of new URLSearchParams(q)) u.searchParams.append(k, v);
+  appendQuery(u, query);
+  return u.toString();
+}
+
+/** Query parameters of a request: undefined values are skipped, arrays repeated. */
+export type QueryParams = Record<string, string | number | boolean | readonly string[] | undefined>;
+
+function appendQuery(u: URL, query: QueryParams | undefined): void {
+  for (const [k, v] of Object.entries(query ?? {})) {
+    if (v === undefined) continue;
+    if (Array.isArray(v)) for (const item of v) u.searchParams.append(k, String(item));
+    else u.searchParams.set(k, String(v));
+  }
+}
+
+/**
+ * Tagged template for request paths: every interpolated value is percent-encoded as one path
+ * segment. `path\`/v2/crawl/${id}\`` with `id = "a/b"` gives `/v2/crawl/a%2Fb`.
+ */
+export function path(strings: TemplateStringsArray, ...values: (string | number)[]): string {
+  return strings.reduce((out, s, i) => out + s + (i < values.length ? encodeURIComponent(String(values[i])) : ''), '');
+}
+
+/**
+ * Where a provider wants the credential (`CallContext.apiKey`):
+ * - `header`: `<name>: <scheme> <key>` (default `Authorization: Bearer <key>`; `scheme: ''` for the
+ *   bare key, e.g. `x-api-key`);
+ * - `query`: `?<name>=<key>` (Crawlbase/Apify `token`, Zyte `apikey`, ScraperAPI `api_key`);
+ * - `basic`: `Authorization: Basic base64(user:password)` — the credential must be `user:password`;
+ * - `body`: field `<name>` of the JSON object body or of the form body (ScraperAPI async `apiKey`);
+ * - `none`: not sent (ScraperAPI's status URL needs no key).
+ */
+export type CredentialPlacement =
+  | { in: 'header'; name?: string; scheme?: string }
+  | { in: 'query'; name: string }
+  | { in: 'basic' }
+  | { in: 'body'; name: string }
+  | { in: 'none' };
+
+/**
+ * Every secret value of a call, to scrub from records: the credential with its derived forms, the
+ * worker's known secrets, and for a submit the webhook secret and the callback URL's token.
+ */
+export function callSecrets(ctx: CallContext | SubmitContext): string[] {
+  const out = [...credentialSecrets(ctx.apiKey), ...ctx.secrets];
+  const s = ctx as Partial<SubmitContext>;
+  if (s.webhookSecret) out.push(s.webhookSecret);
+  const token = tokenOfCallbackUrl(s.callbackUrl);
+  if (token) out.push(token);
+  return out;
+}
+
+/** Options of {@link ProviderHttp}. Times in ms. */
+export interface ProviderHttpOptions {
+  /** Configured provider name (for messages). */
+  provider: string;
+  /** The API's base URL; its path prefix is kept ({@link joinUrl}). */
+  baseUrl: string;
+  /** Where the credential goes by default (a call may override it). */
+  auth: CredentialPlacement;
+  submitTimeoutMs: number;
+  readTimeoutMs: number;
+  /** Headers sent with every call (never secrets: those go through `auth`). */
+  headers?: Record<string, string>;
+  /** Extracts code and message from a non-2xx answer (default {@link errorDetails}). */
+  errorDetails?: (res: ProviderResponse) => { code?: string; message?: string };
+}
+
+/** One call of {@link ProviderHttp}. */
+export interface CallOptions {
+  method: ProviderRequest['method'];
+  /** Path under the base URL (use {@link path} for values), or `url`: an absolute URL on the base URL's origin (a `next` link). */
+  path?: string;
+  url?: string;
+  query?: QueryParams;
+  json?: unknown;
+  form?: FormBody;
+  headers?: Record<string, string>;
+  phase: CallPhase;
+  /** Default: the submit timeout for `submit`, else the read timeout. */
+  timeoutMs?: number;
+  /** Overrides the default credential placement for this call. */
+  auth?: CredentialPlacement;
+}
+
+/**
+ * An adapter's HTTP client for one configured provider. Throws {@link ProviderError} only (see
+ * {@link providerFetch}, {@link httpError}); `BAD_CREDENTIALS` (permanent) when a Basic credential
+ * is not `user:password`; `FOREIGN_URL` (permanent) when an absolute `url` leaves the provider's
+ * origin (a `next` link must never carry our credential elsewhere).
+ */
+export class ProviderHttp {
+  constructor(readonly opts: ProviderHttpOptions) {}
+
+  /** `baseUrl` joined with `relPath` and `query` (prefix kept). */
+  url(relPath: string, query?: QueryParams): string {
+    return joinUrl(this.opts.baseUrl, relPath, query);
+  }
+
+  /** Performs a call and returns the response for any HTTP status. */
+  async call(ctx: CallContext, o: CallOptions): Promise<ProviderResponse> {
+    const secrets = callSecrets(ctx);
+    let url: string;
+    if (o.url !== undefined) {
+      const target = new URL(o.url);
+      if (target.origin !== new URL(this.opts.baseUrl).origin) {
+        throw new ProviderError('permanent', `provider ${this.opts.provider} pointed at ${sanitizeUrl(o.url, secrets)}, outside its base URL's origin; not followed`, { code: 'FOREIGN_URL' });
+      }
+      appendQuery(target, o.query);
+      url = target.toString();
+    } else {
+      url = this.url(o.path ?? '/', o.query);
+    }
+    const placed = placeCredential({ url, headers: { ...this.opts.headers, ...o.headers }, json: o.json, form: o.form }, o.auth ?? this.opts.auth, ctx.apiKey, this.opts.provider);
+    return providerFetch({
+      method: o.method,
+      ...placed,
+      timeoutMs: o.timeoutMs ?? (o.phase === 'submit' ? this.opts.submitTimeoutMs : this.opts.readTimeoutMs),
+      phase: o.phase,
+      secrets,
+      signal: ctx.signal,
+    });
+  }
+
+  /** {@link call}, throwing the classified {@link ProviderError} ({@link error}) for a non-2xx answer. */
+  async ok(ctx: CallContext, o: CallOptions): Promise<ProviderResponse> {
+    const res = await this.call(ctx, o);
+    if (res.status < 200 || res.status >= 300) throw this.error(res, o.phase, ctx);
+    return res;
+  }
+
+  /** The classified error of a non-2xx answer; `override` replaces the extracted code or message. */
+  error(res: ProviderResponse, phase: CallPhase, ctx: CallContext, override: { code?: string; message?: string } = {}): ProviderError {
+    const d = { ...(this.opts.errorDetails ?? errorDetails)(res), ...override };
+    const err = httpError(res, phase, d.code, d.message, callSecrets(ctx));
+    if (err.kind === 'cooldown') err.details.statedLimit = statedLimitOf(res.body);
+    return err;
+  }
+
+  /**
+   * Parses a 2xx body with `schema`. A body we cannot understand is `ambiguous` for a submit (a job
+   * may exist) and `transient` otherwise, code `INVALID_RESPONSE`, with zod's issues in the message.
+   */
+  parse<T extends z.ZodType>(res: ProviderResponse, schema: T, phase: CallPhase, what: string): z.infer<T> {
+    const parsed = schema.safeParse(res.body);
+    if (parsed.success) return parsed.data;
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ');
+    return this.invalid(res, phase, `${what}: ${issues}`);
+  }
+
+  /** Throws the `INVALID_RESPONSE` error of {@link parse} for `detail`. */
+  invalid(res: ProviderResponse, phase: CallPhase, detail: string): never {
+    throw new ProviderError(phase === 'submit' ? 'ambiguous' : 'transient', `${res.evidence.endpoint} answered ${res.status} with an unexpected ${truncate(detail, 1000)}`, {
+      httpStatus: res.status,
+      evidence: res.evidence,
+      code: 'INVALID_RESPONSE',
+    });
+  }
+
+  /** The provider's polling guidance of a response (Retry-After), ms. */
+  retryAfterMs(res: ProviderResponse): number | undefined {
+    return parseRetryAfter(res.headers.get('retry-after'), Date.now());
+  }
+}
+
+/** Applies a {@link CredentialPlacement} to a request's URL, headers and body. */
+export function placeCredential(
+  req: { url: string; headers: Record<string, string>; json?: unknown; form?: FormBody },
+  auth: CredentialPlacement,
+  apiKey: string,
+  provider: string,
+): { url: string; headers: Record<string, string>; json?: unknown; form?: FormBody } {
+  switch (auth.in) {
+    case 'none':
+      return req;
+    case 'header': {
+      const scheme = auth.scheme ?? 'Bearer';
+      return { ...req, headers: { ...req.headers, [(auth.name ?? 'authorization').toLowerCase()]: scheme ? `${scheme} ${apiKey}` : apiKey } };
+    }
+    case 'query': {
+      const u = new URL(req.url);
+      u.searchParams.set(auth.name, apiKey);
+      return { ...req, url: u.toString() };
+    }
+    case 'basic': {
+      const { user, password } = splitBasicCredential(apiKey, provider);
+      return { ...req, headers: { ...req.headers, authorization: `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}` } };
+    }
+    case 'body': {
+      if (req.form !== undefined) return { ...req, form: { ...req.form, [auth.name]: apiKey } };
+      if (req.json === undefined) return { ...req, json: { [auth.name]: apiKey } };
+      if (req.json !== null && typeof req.json === 'object' && !Array.isArray(req.json)) return { ...req, json: { ...(req.json as Record<string, unknown>), [auth.name]: apiKey } };
+      throw new ProviderError('permanent', `provider ${provider}: the credential goes in the body, but this request's body is not a JSON object`, { code: 'BAD_REQUEST_SHAPE' });
+    }
+  }
 }

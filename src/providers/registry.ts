@@ -9,10 +9,15 @@
  * an IP after 25 × 429 in 5 min, so throttling must be per provider account, not per workflow).
  */
 import PQueue from 'p-queue';
-import { resolveCredential, type Config, type ProviderEntry } from '../config.js';
+import type { Config, ProviderEntry } from '../config.js';
+import { configuredCredentialValues, resolveCredential } from './credentials.js';
+import { descriptorOf, webhookSigned } from './descriptors.js';
+import { DEFAULT_SETTLE_MS, resultLimitsOf, settleMsOf } from './entry.js';
 import { ProviderError } from './errors.js';
-import { ReferenceAdapter } from './reference.js';
-import { DEFAULT_RESULT_LIMITS, type ProviderAdapter, type ResultLimits } from './types.js';
+import type { ProviderAdapter, ResultLimits } from './types.js';
+import { webhookCallback } from './webhook.js';
+
+export { DEFAULT_SETTLE_MS };
 
 /**
  * Cool-downs shared across worker processes (the result store implements it), so that a 429 seen
@@ -148,15 +153,12 @@ export interface ResolvedProvider {
   callback(jobId: string): { callbackUrl?: string; webhookSecret?: string };
 }
 
-/** Default settle window of a provider's list after a submit, ms (see {@link ResolvedProvider.settleMs}). */
-export const DEFAULT_SETTLE_MS = 10_000;
-
-/** Builds the adapter for a configured provider entry. Throws for an unknown kind. */
+/**
+ * Builds the adapter for a configured provider entry through its kind's descriptor
+ * (`descriptors.ts`). Throws for an unknown kind.
+ */
 export function createAdapter(name: string, entry: ProviderEntry): ProviderAdapter {
-  switch (entry.kind) {
-    case 'reference':
-      return new ReferenceAdapter(name, entry);
-  }
+  return descriptorOf(entry.kind).create(name, entry);
 }
 
 /** All configured providers of a worker (or of the CLI/API, which only need capabilities). */
@@ -208,7 +210,16 @@ export class ProviderRegistry {
       limiter = new KeyLimiter(cred.label, entry.limits, Date.now, this.shared);
       this.limiters.set(cred.label, limiter);
     }
-    return { adapter, apiKey: cred.apiKey, limiter, entry, resultLimits: DEFAULT_RESULT_LIMITS, settleMs: DEFAULT_SETTLE_MS, callback: () => ({}) };
+    const env = this.env;
+    return {
+      adapter,
+      apiKey: cred.apiKey,
+      limiter,
+      entry,
+      resultLimits: resultLimitsOf(entry),
+      settleMs: settleMsOf(entry),
+      callback: (jobId) => webhookCallback(name, entry.webhook, webhookSigned(entry) ?? true, jobId, env),
+    };
   }
 
   /** Accounts that have their own credential for provider `name` (the rest share its default key). */
@@ -216,16 +227,22 @@ export class ProviderRegistry {
     return Object.keys(this.config.providers[name]?.credentials.accounts ?? {});
   }
 
-  /** Every configured API key value (to scrub from anything recorded). */
+  /**
+   * Every secret value the worker knows, to scrub from anything recorded: each configured
+   * credential (with the forms of `credentialSecrets`: a Basic pair's password and Base64) and
+   * each webhook secret that is set in the environment.
+   */
   allSecrets(): string[] {
-    const out: string[] = [];
+    const out = new Set<string>();
     for (const entry of Object.values(this.config.providers)) {
-      for (const c of [entry.credentials.default, ...Object.values(entry.credentials.accounts)]) {
-        if (!c) continue;
-        if ('apiKey' in c) out.push(c.apiKey);
-        else if (this.env[c.apiKeyEnv]) out.push(this.env[c.apiKeyEnv]!);
-      }
+      for (const v of configuredCredentialValues(entry, this.env)) out.add(v);
+      const hook = entry.webhook ? this.env[entry.webhook.secretEnv] : undefined;
+      if (hook) out.add(hook);
     }
-    return out;
+    for (const { secretEnv } of Object.values(this.config.api?.webhookSecrets ?? {})) {
+      const v = this.env[secretEnv];
+      if (v) out.add(v);
+    }
+    return [...out];
   }
 }

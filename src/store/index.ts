@@ -14,12 +14,12 @@ import { FINAL_STATES, type JobState } from '../model/states.js';
 import type { JobError } from '../model/types.js';
 import { sanitizeBody } from '../lib/sanitize.js';
 import { migrationProvider } from './migrations.js';
-import type { Database as DB, IncidentRow, JobEventRow, JobRow, NewJobRow, OrphanRow, OutboxRow, ResultRow } from './schema.js';
+import type { Database as DB, IncidentRow, JobEventRow, JobRow, NewJobRow, OrphanRow, OutboxRow, ResultDocumentRow, ResultRow } from './schema.js';
 
 /** A new job row as `insertJob` / `registerJob` take it (times and state are set by the store). */
 export type NewJobInput = Omit<NewJobRow, 'created_at' | 'updated_at' | 'state'> & { state?: JobState };
 
-export type { JobRow, ResultRow, JobEventRow, IncidentRow, OrphanRow, OutboxRow } from './schema.js';
+export type { JobRow, ResultRow, ResultDocumentRow, JobEventRow, IncidentRow, OrphanRow, OutboxRow } from './schema.js';
 
 /** Where the store lives: `sqlite:<file>` / a bare file path, or `postgres://…`. */
 export type StoreUrl = string;
@@ -71,6 +71,29 @@ export interface ResultDocument {
   data?: Record<string, unknown>;
   /** A per-document failure (Firecrawl's `/errors`, a failed batch entry): the document has no content. */
   error?: { code?: string; message: string };
+}
+
+/** What {@link Store.writeResultOnce} writes: the result row's page, plus every document of a multi-document result. */
+export type ResultWrite = ResultPayload & { documents?: readonly ResultDocument[] };
+
+/** Documents inserted per statement (11 parameters each: well under SQLite's and PostgreSQL's limits). */
+const DOCUMENT_CHUNK = 500;
+
+/** A stored document row as a {@link ResultDocument} plus its position (`seq`, 0-based). */
+export function toResultDocument(r: ResultDocumentRow): ResultDocument & { seq: number } {
+  const parse = <T>(v: string | null): T | undefined => (v === null ? undefined : (JSON.parse(v) as T));
+  return {
+    seq: Number(r.seq),
+    url: r.url,
+    finalUrl: r.final_url,
+    httpStatus: r.http_status === null ? null : Number(r.http_status),
+    title: r.title,
+    markdown: r.markdown,
+    text: r.text,
+    links: parse<string[]>(r.links),
+    data: parse<Record<string, unknown>>(r.data),
+    error: parse<{ code?: string; message: string }>(r.error),
+  };
 }
 
 /** Outcome of {@link Store.writeResultOnce}. */
@@ -399,7 +422,8 @@ export class Store {
   /**
    * Purges result payloads whose retention ended before `now` (text, markdown and links set to
    * null, `purged_at` set; the row with title, task ID and times stays as evidence that the job
-   * ran) and moves their jobs from `completed` to `expired`. At most `limit` rows per call.
+   * ran; its documents lose markdown, text, links and data and keep URL, status, title and error)
+   * and moves their jobs from `completed` to `expired`. At most `limit` results per call.
    */
   async purgeExpiredResults(now: Date, limit = 500): Promise<{ purged: number; jobsExpired: number }> {
     const at = now.toISOString();
@@ -408,6 +432,7 @@ export class Store {
     for (const r of due) {
       await this.tx(async (trx) => {
         await trx.updateTable('results').set({ text: null, markdown: null, links: null, purged_at: at }).where('id', '=', r.id).where('purged_at', 'is', null).execute();
+        await trx.updateTable('result_documents').set({ markdown: null, text: null, links: null, data: null }).where('result_id', '=', r.id).execute();
         const upd = await trx.updateTable('jobs').set({ state: 'expired', updated_at: at }).where('id', '=', r.job_id).where('state', '=', 'completed').executeTakeFirst();
         if (Number(upd.numUpdatedRows) > 0) {
           jobsExpired++;
@@ -485,11 +510,14 @@ export class Store {
   }
 
   /**
-   * Writes the result once, keyed by (provider, task ID), in the same transaction as the job's
-   * transition to `completed` (rule 6). A second call for the same task, from a retried activity
-   * or another worker, inserts nothing and returns the existing row's id.
+   * Writes the result once, keyed by (provider, task ID), with every document of a
+   * multi-document result (`payload.documents`, kept in order as `seq` 0, 1, …), in the same
+   * transaction as the job's transition to `completed` (rule 6). A second call for the same task,
+   * from a retried activity or another worker, inserts nothing (neither the row nor a document)
+   * and returns the existing row's id. `retentionMs`: how long the payload is kept (null: forever).
    */
-  async writeResultOnce(jobId: string, provider: string, taskId: string, payload: ResultPayload, retentionMs: number | null): Promise<WriteOnceOutcome> {
+  async writeResultOnce(jobId: string, provider: string, taskId: string, payload: ResultWrite, retentionMs: number | null): Promise<WriteOnceOutcome> {
+    const documents = payload.documents ?? [];
     return this.tx(async (trx) => {
       const at = nowIso();
       const id = randomUUID();
@@ -516,10 +544,29 @@ export class Store {
           written_at: at,
           expires_at: retentionMs === null ? null : new Date(Date.now() + retentionMs).toISOString(),
           purged_at: null,
+          document_count: documents.length,
         })
         .onConflict((oc) => oc.columns(['provider', 'task_id']).doNothing())
         .executeTakeFirst();
       const inserted = Number(ins.numInsertedOrUpdatedRows ?? 0n) > 0;
+      if (inserted) {
+        for (let i = 0; i < documents.length; i += DOCUMENT_CHUNK) {
+          const rows = documents.slice(i, i + DOCUMENT_CHUNK).map((d, j) => ({
+            result_id: id,
+            seq: i + j,
+            url: d.url,
+            final_url: d.finalUrl ?? null,
+            http_status: d.httpStatus ?? null,
+            title: d.title ?? null,
+            markdown: d.markdown ?? null,
+            text: d.text ?? null,
+            links: d.links === undefined ? null : JSON.stringify(d.links),
+            data: d.data === undefined ? null : JSON.stringify(d.data),
+            error: d.error === undefined ? null : JSON.stringify(d.error),
+          }));
+          await trx.insertInto('result_documents').values(rows).execute();
+        }
+      }
       const row = await trx.selectFrom('results').select('id').where('provider', '=', provider).where('task_id', '=', taskId).executeTakeFirstOrThrow();
       const upd = await trx
         .updateTable('jobs')
@@ -544,6 +591,34 @@ export class Store {
   /** The job's result row (latest task), or undefined. */
   async getResultForJob(jobId: string): Promise<ResultRow | undefined> {
     return this.db.selectFrom('results').selectAll().where('job_id', '=', jobId).orderBy('written_at', 'desc').executeTakeFirst();
+  }
+
+  /**
+   * One page of the documents of the job's result (latest task), in order: `offset` (0-based) and
+   * `limit` (count) over `seq`. `result` is undefined when the job has no result yet; `total` is the
+   * result's document count.
+   */
+  async resultDocuments(jobId: string, page: { offset: number; limit: number }): Promise<{ result: ResultRow | undefined; total: number; documents: (ResultDocument & { seq: number })[] }> {
+    const result = await this.getResultForJob(jobId);
+    if (!result) return { result, total: 0, documents: [] };
+    const rows = await this.db
+      .selectFrom('result_documents')
+      .selectAll()
+      .where('result_id', '=', result.id)
+      .orderBy('seq')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute();
+    return { result, total: Number(result.document_count), documents: rows.map(toResultDocument) };
+  }
+
+  /** Number of document rows of a result, or of every result of a job (tests assert exact counts). */
+  async countResultDocuments(filter: { resultId?: string; jobId?: string }): Promise<number> {
+    let q = this.db.selectFrom('result_documents').innerJoin('results', 'results.id', 'result_documents.result_id').select((eb) => eb.fn.countAll<number>().as('n'));
+    if (filter.resultId) q = q.where('result_documents.result_id', '=', filter.resultId);
+    if (filter.jobId) q = q.where('results.job_id', '=', filter.jobId);
+    const r = await q.executeTakeFirstOrThrow();
+    return Number(r.n);
   }
 
   /** Number of result rows for a provider task (tests assert it is exactly 1). */

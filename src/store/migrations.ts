@@ -148,6 +148,35 @@ const m002_evidence: Migration = {
 };
 
 /**
+ * Multi-document results (issue 9): `result_documents`, one row per document of a result, keyed
+ * by (result ID, position), and `results.document_count`. Works on SQLite and PostgreSQL.
+ */
+const m004_result_documents: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable('result_documents')
+      .addColumn('result_id', 'text', (c) => c.notNull().references('results.id'))
+      .addColumn('seq', 'integer', (c) => c.notNull())
+      .addColumn('url', 'text')
+      .addColumn('final_url', 'text')
+      .addColumn('http_status', 'integer')
+      .addColumn('title', 'text')
+      .addColumn('markdown', 'text')
+      .addColumn('text', 'text')
+      .addColumn('links', 'text')
+      .addColumn('data', 'text')
+      .addColumn('error', 'text')
+      .addPrimaryKeyConstraint('result_documents_pk', ['result_id', 'seq'])
+      .execute();
+    await db.schema.alterTable('results').addColumn('document_count', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  },
+  async down(db: Kysely<any>) {
+    await db.schema.alterTable('results').dropColumn('document_count').execute();
+    await db.schema.dropTable('result_documents').execute();
+  },
+};
+
+/**
  * Workflow v2 bookkeeping: the polling activity's generation, the consecutive-404 streak and the
  * earliest next check live on the job row (an attempt reads them instead of carrying state in
  * history); the adaptive submit limit of each provider key is shared by every worker.
@@ -180,6 +209,7 @@ export const migrations: Record<string, Migration> = {
   '001_initial': m001_initial,
   '002_evidence': m002_evidence,
   '003_webhooks': m003_webhooks,
+  '004_result_documents': m004_result_documents,
   '005_polling': m005_polling,
 };
 

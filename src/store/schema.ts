@@ -76,6 +76,32 @@ export interface ResultsTable {
   expires_at: string | null;
   /** When the payload was purged (evidence row kept). */
   purged_at: string | null;
+  /** Number of rows in `result_documents` for this result (0: a single-page result). Migration 004. */
+  document_count: Generated<number>;
+}
+
+/**
+ * One document of a multi-document result (a crawled page, a dataset item, a batch entry), written
+ * in the same transaction as its result row (migration `004_result_documents`). Payload columns
+ * (`markdown`, `text`, `links`, `data`) are null once purged; URL, status, title and error stay as
+ * evidence.
+ */
+export interface ResultDocumentsTable {
+  result_id: string;
+  /** 0-based position in the provider's order. */
+  seq: number;
+  url: string | null;
+  final_url: string | null;
+  http_status: number | null;
+  title: string | null;
+  markdown: string | null;
+  text: string | null;
+  /** JSON array of URLs. */
+  links: string | null;
+  /** JSON object: provider-specific fields. */
+  data: string | null;
+  /** JSON `{code?, message}` of a per-document failure. */
+  error: string | null;
 }
 
 /** Timeline of a job: every transition and notable observation. */
@@ -169,6 +195,7 @@ export interface OrphansTable {
 export interface Database {
   jobs: JobsTable;
   results: ResultsTable;
+  result_documents: ResultDocumentsTable;
   job_events: JobEventsTable;
   incidents: IncidentsTable;
   outbox: OutboxTable;
@@ -183,6 +210,7 @@ export type JobPatch = Updateable<JobsTable>;
 export type ResultRow = Selectable<ResultsTable>;
 export type NewResultRow = Insertable<ResultsTable>;
 export type JobEventRow = Selectable<JobEventsTable>;
+export type ResultDocumentRow = Selectable<ResultDocumentsTable>;
 export type IncidentRow = Selectable<IncidentsTable>;
 export type OrphanRow = Selectable<OrphansTable>;
 export type OutboxRow = Selectable<OutboxTable>;

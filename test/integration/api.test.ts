@@ -137,6 +137,54 @@ describe('starting and reading a scrape over HTTP', () => {
   });
 });
 
+describe('result documents', () => {
+  it('a multi-document result is read page by page; a single-page result has none; not ready is 409, purged is 410, a bad page is 400', async () => {
+    const store = api.stack.store;
+    const jobId = 'scrape:acme:api-docs-1';
+    await store.insertJob({ id: jobId, account: 'acme', idem_key: 'api-docs-1', provider: 'reference', request_hash: 'h', url: 'https://crawl.example/', input: '{}', options: '{}', batch_id: null, workflow_id: jobId, task_id: null, deadline_at: null });
+    const path = `/v1/scrapes/${encodeURIComponent(jobId)}/documents`;
+    const early = await api.call('acme', 'GET', path);
+    expect(early.status).toBe(409);
+    expect(await early.json()).toMatchObject({ type: '/problems/result-not-ready', state: 'submitting' });
+    await store.recordTaskId(jobId, 'crawl-task-1', 'running', 'test');
+    const documents = Array.from({ length: 5 }, (_, i) => ({ url: `https://crawl.example/${i}`, httpStatus: 200, title: `Page ${i}`, markdown: `# ${i}`, links: [], data: { depth: i } }));
+    documents[3] = { url: 'https://crawl.example/3', error: { code: 'TIMEOUT', message: 'timed out' } } as never;
+    await store.writeResultOnce(jobId, 'reference', 'crawl-task-1', { url: 'https://crawl.example/', finalUrl: null, httpStatus: null, title: 'Page 0', byline: null, excerpt: null, lang: null, siteName: null, publishedTime: null, text: null, markdown: null, links: [], contentLength: null, documents }, null);
+
+    const first = await api.call('acme', 'GET', `${path}?limit=2`);
+    expect(first.status).toBe(200);
+    const p1 = (await first.json()) as { total: number; offset: number; limit: number; next_offset: number | null; documents: { seq: number; url: string; title: string | null; data: unknown; error: unknown }[] };
+    expect(p1).toMatchObject({ total: 5, offset: 0, limit: 2, next_offset: 2 });
+    expect(p1.documents.map((d) => [d.seq, d.url, d.title])).toEqual([[0, 'https://crawl.example/0', 'Page 0'], [1, 'https://crawl.example/1', 'Page 1']]);
+    expect(p1.documents[1]!.data).toEqual({ depth: 1 });
+    const last = (await (await api.call('acme', 'GET', `${path}?offset=2&limit=10`)).json()) as typeof p1;
+    expect(last.next_offset).toBeNull();
+    expect(last.documents.map((d) => d.seq)).toEqual([2, 3, 4]);
+    expect(last.documents[1]).toMatchObject({ seq: 3, markdown: null, error: { code: 'TIMEOUT', message: 'timed out' } });
+    for (const q of ['limit=0', 'limit=1001', 'offset=-1', 'offset=x', 'page=2']) {
+      const bad = await api.call('acme', 'GET', `${path}?${q}`);
+      expect(bad.status, q).toBe(400);
+      expect(await bad.json()).toMatchObject({ type: '/problems/invalid-request' });
+    }
+    expect((await api.call('globex', 'GET', path)).status).toBe(404);
+
+    await store.db.updateTable('results').set({ expires_at: new Date(Date.now() - 1).toISOString() }).where('job_id', '=', jobId).execute();
+    await store.purgeExpiredResults(new Date());
+    const gone = await api.call('acme', 'GET', path);
+    expect(gone.status).toBe(410);
+    expect(await gone.json()).toMatchObject({ type: '/problems/result-expired', task_id: 'crawl-task-1' });
+  });
+
+  it('a single-page scrape has a result and zero documents', async () => {
+    const r = await api.call('acme', 'POST', '/v1/scrapes', { json: { url: page('002', 'docs-single'), policy: FAST_POLICY }, headers: { 'idempotency-key': 'api-docs-2' } });
+    const job = (await r.json()) as { job_id: string; status_url: string };
+    await waitForState(api.stack.store, job.job_id, ['completed']);
+    const docs = await api.call('acme', 'GET', `${job.status_url}/documents`);
+    expect(docs.status).toBe(200);
+    expect(await docs.json()).toMatchObject({ total: 0, documents: [], next_offset: null });
+  });
+});
+
 describe('authorisation by account', () => {
   it("another account's job is a 404 byte-identical to a missing one, for status, result and cancel; the list shows only own jobs", async () => {
     const url = page('aclu', 'private');
@@ -148,7 +196,7 @@ describe('authorisation by account', () => {
     const answers = async (id: string) => {
       const enc = encodeURIComponent(id);
       const out = [];
-      for (const [m, p] of [['GET', `/v1/scrapes/${enc}`], ['GET', `/v1/scrapes/${enc}/result`], ['POST', `/v1/scrapes/${enc}/cancel`]] as const) {
+      for (const [m, p] of [['GET', `/v1/scrapes/${enc}`], ['GET', `/v1/scrapes/${enc}/result`], ['GET', `/v1/scrapes/${enc}/documents`], ['POST', `/v1/scrapes/${enc}/cancel`]] as const) {
         const res = await api.call('globex', m, p);
         out.push({ status: res.status, type: res.headers.get('content-type'), length: res.headers.get('content-length'), body: await res.text() });
       }
@@ -360,7 +408,10 @@ describe('the OpenAPI document', () => {
     const doc = (await r.json()) as { openapi: string; paths: Record<string, Record<string, { responses: Record<string, { headers?: Record<string, unknown>; content?: Record<string, unknown> }> }>> };
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.paths).sort()).toEqual(['/healthz', '/problems/{slug}', '/v1/scrapes', '/v1/scrapes/{id}', '/v1/scrapes/{id}/cancel', '/v1/scrapes/{id}/result', '/v1/webhooks/{provider}']);
+    expect(Object.keys(doc.paths).sort()).toEqual(['/healthz', '/problems/{slug}', '/v1/scrapes', '/v1/scrapes/{id}', '/v1/scrapes/{id}/cancel', '/v1/scrapes/{id}/documents', '/v1/scrapes/{id}/result', '/v1/webhooks/{provider}', '/v1/webhooks/{provider}/{token}']);
+    const documents = doc.paths['/v1/scrapes/{id}/documents']!.get!;
+    expect(Object.keys(documents.responses).sort()).toEqual(['200', '400', '401', '404', '409', '410', '429', '503']);
+    expect(Object.keys(doc.paths['/v1/webhooks/{provider}/{token}']!.post!.responses).sort()).toEqual(['200', '202', '400', '401', '404', '413', '415', '429', '503']);
     const post = doc.paths['/v1/scrapes']!.post!;
     expect(Object.keys(post.responses).sort()).toEqual(['200', '202', '400', '401', '413', '415', '422', '429', '503']);
     expect(Object.keys(post.responses['202']!.headers ?? {})).toEqual(['Location', 'Retry-After']);

@@ -26,7 +26,9 @@ beforeAll(async () => {
     startStack({ profile: { concurrency: 100, cancel: false } }),
     startStack({ profile: { concurrency: 100, cancel: false } }),
   ]);
-  claimed.config.providers.reference!.capabilities.cancel = true;
+  const entry = claimed.config.providers.reference!;
+  if (entry.kind !== 'reference') throw new Error('the stack configures a reference provider');
+  entry.capabilities.cancel = true;
   await claimed.stopWorker();
   await claimed.startWorker();
 });

@@ -72,5 +72,62 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect((await store.getJob('j4'))?.state).toBe('completed');
       expect((await store.timeline('j4')).filter((e) => e.state === 'completed')).toHaveLength(1);
     });
+
+    it('writes a multi-document result and all its documents once, in one transaction; reads them paged; purge keeps evidence', async () => {
+      await store.registerJob(job('j5'));
+      await store.recordTaskId('j5', 't-5', 'running', 'submit');
+      const documents = Array.from({ length: 1_203 }, (_, i) => ({
+        url: `https://e.x/p/${i}`,
+        finalUrl: `https://e.x/p/${i}/`,
+        httpStatus: i === 7 ? 404 : 200,
+        title: `page ${i}`,
+        markdown: `# page ${i}`,
+        text: `page ${i}`,
+        links: [`https://e.x/p/${i + 1}`],
+        data: { depth: i % 3, metadata: { lang: 'en' } },
+        ...(i === 9 ? { error: { code: 'TIMEOUT', message: 'the page timed out' } } : {}),
+      }));
+      // Two writers with different payloads race; one wins, the other inserts nothing at all.
+      const [a, b] = await Promise.all([
+        store.writeResultOnce('j5', 'p', 't-5', { ...payload('crawl'), documents }, 60_000),
+        store.writeResultOnce('j5', 'p', 't-5', { ...payload('other'), documents: documents.slice(0, 3) }, 60_000),
+      ]);
+      expect([a, b].filter((o) => o.inserted)).toHaveLength(1);
+      const winner = a.inserted ? a : b;
+      const expected = a.inserted ? documents.length : 3;
+      expect(await store.countResults({ provider: 'p', taskId: 't-5' })).toBe(1);
+      expect(await store.countResultDocuments({ jobId: 'j5' })).toBe(expected);
+      const again = await store.writeResultOnce('j5', 'p', 't-5', { ...payload('late'), documents }, 60_000);
+      expect(again).toMatchObject({ resultId: winner.resultId, inserted: false, transitioned: false });
+      expect(await store.countResultDocuments({ resultId: winner.resultId })).toBe(expected);
+
+      const page = await store.resultDocuments('j5', { offset: 2, limit: 2 });
+      expect(page.total).toBe(expected);
+      expect(page.documents.map((d) => d.seq)).toEqual(expected > 3 ? [2, 3] : [2]);
+      expect(page.documents[0]).toMatchObject({ url: 'https://e.x/p/2', title: 'page 2', markdown: '# page 2', links: ['https://e.x/p/3'], data: { depth: 2, metadata: { lang: 'en' } } });
+      if (a.inserted) {
+        const tail = await store.resultDocuments('j5', { offset: 1_200, limit: 100 });
+        expect(tail.documents.map((d) => d.seq)).toEqual([1_200, 1_201, 1_202]);
+        const [failed] = (await store.resultDocuments('j5', { offset: 9, limit: 1 })).documents;
+        expect(failed).toMatchObject({ seq: 9, error: { code: 'TIMEOUT', message: 'the page timed out' } });
+      }
+
+      // Retention: payloads go, the evidence (URL, status, title, error) stays.
+      await store.db.updateTable('results').set({ expires_at: new Date(Date.now() - 1_000).toISOString() }).where('id', '=', winner.resultId).execute();
+      const purged = await store.purgeExpiredResults(new Date());
+      expect(purged.purged).toBeGreaterThanOrEqual(1);
+      const after = await store.resultDocuments('j5', { offset: 0, limit: 3 });
+      expect(after.result?.purged_at).toBeTruthy();
+      expect(after.documents[1]).toEqual({ seq: 1, url: 'https://e.x/p/1', finalUrl: 'https://e.x/p/1/', httpStatus: 200, title: 'page 1', markdown: null, text: null, links: undefined, data: undefined, error: undefined });
+      expect((await store.getJob('j5'))?.state).toBe('expired');
+    });
+
+    it('a single-page result has no documents', async () => {
+      await store.registerJob(job('j6'));
+      await store.recordTaskId('j6', 't-6', 'queued', 'submit');
+      await store.writeResultOnce('j6', 'p', 't-6', payload('one'), null);
+      expect(await store.resultDocuments('j6', { offset: 0, limit: 10 })).toMatchObject({ total: 0, documents: [] });
+      expect(await store.resultDocuments('missing', { offset: 0, limit: 10 })).toEqual({ result: undefined, total: 0, documents: [] });
+    });
   });
 }

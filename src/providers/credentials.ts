@@ -1,0 +1,86 @@
+/**
+ * Provider credentials: how they are configured (a literal key or the name of an environment
+ * variable, by default and per account), how the worker resolves the one of a (provider, account)
+ * pair at call time, and every form in which a credential value could leak into a record (the
+ * value itself, the password of a `user:password` pair, its Base64 Basic form).
+ *
+ * Credentials are worker configuration, never workflow input (DESIGN.md rule 8). Their string is
+ * interpreted by the adapter: a bearer token, a query-string token, or `user:password` for Basic
+ * authentication (see `CredentialPlacement` in `http.ts`).
+ */
+import { z } from 'zod';
+import { ProviderError } from './errors.js';
+
+/** An API key given literally (config files are worker-side secrets) or by environment variable name. */
+export const CredentialSchema = z.union([
+  z.strictObject({ apiKey: z.string().min(1) }),
+  z.strictObject({ apiKeyEnv: z.string().min(1) }),
+]);
+/** One configured credential (see {@link CredentialSchema}). */
+export type Credential = z.infer<typeof CredentialSchema>;
+
+/** Credentials of one provider: a default and per-account overrides (our account → provider key). */
+export const CredentialsSchema = z.strictObject({
+  default: CredentialSchema.optional(),
+  accounts: z.record(z.string(), CredentialSchema).default({}),
+});
+/** The parsed `credentials` of a provider entry. */
+export type Credentials = z.infer<typeof CredentialsSchema>;
+
+/**
+ * The credential for (provider, account): the account's own, else the provider default. Returns
+ * the value and a label naming the provider account (`<provider>/<account|default>`, used to key
+ * the shared limiter; never the value itself). Throws an `Error` when none is configured or the
+ * named environment variable is empty.
+ */
+export function resolveCredential(entry: { credentials: Credentials }, providerName: string, account: string, env: NodeJS.ProcessEnv = process.env): { apiKey: string; label: string } {
+  const own = entry.credentials.accounts[account];
+  const cred = own ?? entry.credentials.default;
+  if (!cred) throw new Error(`no credentials for provider "${providerName}" and account "${account}" in the worker configuration`);
+  const label = `${providerName}/${own ? account : 'default'}`;
+  if ('apiKey' in cred) return { apiKey: cred.apiKey, label };
+  const v = env[cred.apiKeyEnv];
+  if (!v) throw new Error(`environment variable ${cred.apiKeyEnv} (credentials of ${label}) is not set`);
+  return { apiKey: v, label };
+}
+
+/**
+ * Every credential value an entry configures that can be read now (literal keys, and the values of
+ * the named environment variables that are set), each expanded by {@link credentialSecrets}.
+ */
+export function configuredCredentialValues(entry: { credentials: Credentials }, env: NodeJS.ProcessEnv = process.env): string[] {
+  const out: string[] = [];
+  for (const c of [entry.credentials.default, ...Object.values(entry.credentials.accounts)]) {
+    if (!c) continue;
+    const value = 'apiKey' in c ? c.apiKey : env[c.apiKeyEnv];
+    if (value) out.push(...credentialSecrets(value));
+  }
+  return out;
+}
+
+/**
+ * The forms of one credential value that must be scrubbed from records: the value; for a
+ * `user:password` pair also the password alone and the Base64 of the pair (what a Basic
+ * `Authorization` header carries).
+ */
+export function credentialSecrets(value: string): string[] {
+  const out = [value];
+  const colon = value.indexOf(':');
+  if (colon > 0 && colon < value.length - 1) {
+    out.push(value.slice(colon + 1), Buffer.from(value, 'utf8').toString('base64'));
+  }
+  return out;
+}
+
+/**
+ * Splits a Basic credential `user:password` (RFC 7617: the user ID contains no colon). Throws a
+ * permanent {@link ProviderError} `BAD_CREDENTIALS` (naming the provider, never the value) when
+ * there is no colon.
+ */
+export function splitBasicCredential(value: string, providerName: string): { user: string; password: string } {
+  const colon = value.indexOf(':');
+  if (colon <= 0) {
+    throw new ProviderError('permanent', `the credential of provider ${providerName} must be "user:password" for Basic authentication`, { code: 'BAD_CREDENTIALS' });
+  }
+  return { user: value.slice(0, colon), password: value.slice(colon + 1) };
+}

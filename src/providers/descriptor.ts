@@ -1,0 +1,98 @@
+/**
+ * A provider kind, described once: its name, the zod schema of its own configuration fields, how to
+ * build its adapter, how its webhooks are verified and parsed, what it can do (capabilities, expiry)
+ * and the published contract it follows. `descriptors.ts` lists every kind; the configuration
+ * schema, the registry, the webhook receiver and the README's table are built from that list.
+ *
+ * A kind lives in `src/providers/<kind>/`: `config.ts` (its fields), `adapter.ts` (the
+ * {@link ProviderAdapter}), `webhook.ts` (its {@link ProviderWebhook}, when it has webhooks) and
+ * `index.ts` exporting one descriptor made with {@link defineProvider}.
+ */
+import type { z } from 'zod';
+import type { PollPolicy } from '../model/types.js';
+import { providerEntrySchema, type EntrySchemaOf } from './entry.js';
+import type { ProviderAdapter, ProviderCapabilities } from './types.js';
+import type { WebhookHeaders } from './webhook.js';
+
+/** What a provider's webhook event says, once parsed (a hint only: never trusted for the result). */
+export interface ParsedEvent {
+  /**
+   * The event's ID, stable across redeliveries (dedupe key per provider): the provider's event or
+   * dispatch ID (Apify `X-Apify-Webhook-Dispatch-Id`, Firecrawl `webhookId`), else `bodyEventId`.
+   */
+  eventId: string;
+  /** Event type as the provider names it (e.g. `job.completed`, `ACTOR.RUN.SUCCEEDED`). */
+  type: string;
+  /** The provider's task ID, when the event names it. */
+  taskId: string | null;
+  /** Our client reference echoed by the provider, when it does. */
+  clientRef: string | null;
+  /** The provider status the event claims (a hint only). */
+  providerStatus: string | null;
+}
+
+/** Outcome of {@link ProviderWebhook.parse}: the event, or zod's issues as a message. */
+export type ParseOutcome = { ok: true; event: ParsedEvent } | { ok: false; message: string };
+
+/**
+ * How one kind's webhook deliveries are authenticated and read. Two schemes:
+ * - **signed** (`signed(entry)` true): the provider signs the raw body with the secret we
+ *   registered; deliveries go to `POST /v1/webhooks/<name>` and {@link verify} checks them;
+ * - **token** (false): the provider does not sign; each job's callback URL ends with an
+ *   unguessable per-job token (`POST /v1/webhooks/<name>/<token>`) that the receiver checks in
+ *   constant time against the job it matched.
+ */
+export interface ProviderWebhook<Entry = unknown> {
+  /** Whether deliveries for this entry are signed (see above). */
+  signed(entry: Entry): boolean;
+  /** Request header carrying the signature (lower-case), named in error messages and redacted in logs. */
+  signatureHeader?: string;
+  /** Verifies a signed delivery in constant time. Required when {@link signed} can be true. */
+  verify?(rawBody: Buffer, headers: WebhookHeaders, secret: string): boolean;
+  /** The event ID a delivery claims before it is verified (labels quarantine rows); null when none. */
+  claimedEventId?(json: unknown, headers: WebhookHeaders): string | null;
+  /** Parses a delivery (`json`: the parsed JSON body, undefined when it was not JSON). */
+  parse(json: unknown, headers: WebhookHeaders, rawBody: Buffer): ParseOutcome;
+}
+
+/** A descriptor made by {@link defineProvider}. */
+export interface ProviderDescriptor<K extends string = string, S extends z.ZodRawShape = z.ZodRawShape> {
+  /** The `kind` of the configuration entries this descriptor handles (e.g. `firecrawl`). */
+  readonly kind: K;
+  /** Display name (README, errors). */
+  readonly title: string;
+  /** The published contract this kind follows: document, URL and version (or date read). */
+  readonly contract: string;
+  /** The kind's own configuration fields (with `kind: z.literal(kind)`). */
+  readonly configSchema: z.ZodObject<S>;
+  /** The whole entry schema: the kind's fields plus the common ones (`entry.ts`), strict. */
+  readonly entrySchema: EntrySchemaOf<S>;
+  /** What the provider can do per its documentation (an adapter may narrow it by configuration). */
+  readonly capabilities: ProviderCapabilities;
+  /** How the provider expires a task's result (README table), e.g. `404 after 24 h`. */
+  readonly expiry: string;
+  /** Poll policy defaults of the kind (between `DEFAULT_POLL_POLICY` and the entry's `poll`). */
+  readonly poll?: Partial<PollPolicy>;
+  /** Webhook verification and parsing; absent when the provider has no webhooks. */
+  readonly webhook?: ProviderWebhook<z.infer<EntrySchemaOf<S>>>;
+  /** Builds the adapter of the configured provider `name` from its parsed entry. */
+  create(name: string, entry: z.infer<EntrySchemaOf<S>>): ProviderAdapter;
+}
+
+/** Any descriptor (the registry and the receiver do not need the kind's types). */
+export type AnyProviderDescriptor = ProviderDescriptor<string, any>;
+
+/** The parsed entry type of a descriptor. */
+export type EntryOf<D extends AnyProviderDescriptor> = z.infer<D['entrySchema']>;
+
+/**
+ * Makes a descriptor from a kind's spec: builds `entrySchema` from `configSchema` and the common
+ * fields; an entry configuring `webhook` for a kind without webhooks fails validation.
+ */
+export function defineProvider<K extends string, S extends { kind: z.ZodLiteral<K> } & z.ZodRawShape>(spec: Omit<ProviderDescriptor<K, S>, 'entrySchema'>): ProviderDescriptor<K, S> {
+  const base = providerEntrySchema(spec.configSchema.shape);
+  const entrySchema = spec.webhook
+    ? base
+    : base.refine((e: { webhook?: unknown }) => e.webhook === undefined, { message: `provider kind "${spec.kind}" has no webhooks; remove "webhook"`, path: ['webhook'] });
+  return { ...spec, entrySchema };
+}

@@ -1,0 +1,150 @@
+/**
+ * The fields every provider entry of the configuration has, whatever its kind, validated with zod:
+ *
+ * | field        | shape                                             | default                              |
+ * |--------------|---------------------------------------------------|--------------------------------------|
+ * | `credentials`| `{default?, accounts}` of `{apiKey}`/`{apiKeyEnv}`| required (may be `{}`)               |
+ * | `limits`     | `{maxConcurrent, minIntervalMs}` per provider key | 8 concurrent calls, no spacing       |
+ * | `poll`       | `Partial<PollPolicy>` (ms, factors)               | the kind's defaults, then the global |
+ * | `results`    | `{maxDocuments, maxBytes, pageSize}`              | 10,000 docs, 256 MiB, pages of 100   |
+ * | `reconcile`  | `{settleMs}`                                      | {@link DEFAULT_SETTLE_MS} (10 s)     |
+ * | `webhook`    | `{url, secretEnv}`                                | none (polling only)                  |
+ *
+ * A kind adds its own fields (base URL, timeouts, actor ID, …) in its `config.ts`;
+ * {@link providerEntrySchema} joins the two into the entry's schema, strict (an unknown or
+ * misspelt field is an error, never silently ignored).
+ */
+import { z } from 'zod';
+import { PollPolicySchema } from '../model/schemas.js';
+import { CredentialsSchema } from './credentials.js';
+import { DEFAULT_RESULT_LIMITS, type ResultLimits } from './types.js';
+
+/** Default settle window of a provider's list after a submit, ms (see `ResolvedProvider.settleMs`). */
+export const DEFAULT_SETTLE_MS = 10_000;
+
+/** Shared request limits of one provider account (all workflows of all accounts using the key). */
+export const LimitsSchema = z.strictObject({
+  /** Maximum concurrent in-flight HTTP calls per provider key (count). */
+  maxConcurrent: z.number().int().positive().default(8),
+  /** Minimum spacing between two calls with the same key, ms. */
+  minIntervalMs: z.number().int().nonnegative().default(0),
+  /**
+   * Adaptive limit of provider jobs active at once per key (submits wait for a free slot): it starts
+   * at `initial`, grows by one job per full window of accepted submits up to `max`, and halves on a
+   * concurrency refusal (`429 CONCURRENCY_LIMIT`, Apify's `concurrent-runs-limit-exceeded`), never
+   * above a limit the provider states. Learned values are shared by every worker through the store.
+   */
+  activeJobs: z
+    .strictObject({ initial: z.number().int().positive().default(8), max: z.number().int().positive().optional() })
+    .refine((v) => v.max === undefined || v.max >= v.initial, 'activeJobs.max must be at least activeJobs.initial')
+    .prefault({}),
+});
+
+/**
+ * Poll policy defaults of one provider (every field optional, durations in ms): applied over the
+ * kind's defaults and {@link DEFAULT_POLL_POLICY}, under each job's own `policy`
+ * (see `effectivePolicy` in `policy.ts`).
+ */
+export const PollDefaultsSchema = PollPolicySchema.refine((p) => p.initialDelayMs === undefined || p.maxDelayMs === undefined || p.initialDelayMs <= p.maxDelayMs, {
+  message: 'poll.initialDelayMs must not exceed poll.maxDelayMs',
+  path: ['initialDelayMs'],
+});
+
+/** Bounds of one result read ({@link ResultLimits}); missing fields take {@link DEFAULT_RESULT_LIMITS}. */
+export const ResultLimitsSchema = z
+  .strictObject({
+    /** Most documents accepted for one task (count). */
+    maxDocuments: z.number().int().min(1).max(10_000_000),
+    /** Most bytes of result text (JSON-serialised documents) accepted for one task. Max 4 GiB. */
+    maxBytes: z.number().int().min(1).max(4 * 1024 ** 3),
+    /** Documents asked per page where the provider takes a page size (count). */
+    pageSize: z.number().int().min(1).max(10_000),
+  })
+  .partial();
+
+/** Reconciliation after a lost submit. */
+export const ReconcileSchema = z
+  .strictObject({
+    /**
+     * How long after a submit the provider's list may still miss the job, ms (search-backed lists
+     * lag): absence is proven only by a list read at least this long after the last submit
+     * attempt, and a second read. 0..1 h.
+     */
+    settleMs: z.number().int().min(0).max(3_600_000),
+  })
+  .partial();
+
+const HttpUrlSchema = z
+  .string()
+  .url()
+  .refine((v) => /^https?:\/\//i.test(v), 'must be an http:// or https:// URL');
+
+/**
+ * Webhooks of one provider. `url` is our receiver for this provider as the provider reaches it:
+ * `https://<api host>/v1/webhooks/<provider name>`. `secretEnv` names the environment variable
+ * (on the worker and on the API) holding the secret: for kinds that sign their deliveries, the
+ * HMAC secret registered with the provider; for kinds that do not, the key of the per-job token
+ * appended to `url` (`…/v1/webhooks/<name>/<token>`), which never leaves us. Webhooks are hints:
+ * polling continues, slowed by `poll.webhookSlowdown`.
+ */
+export const WebhookEntrySchema = z.strictObject({
+  url: HttpUrlSchema,
+  secretEnv: z.string().min(1),
+});
+/** The parsed `webhook` of an entry. */
+export type WebhookEntry = z.infer<typeof WebhookEntrySchema>;
+
+/** The common fields' shape (see the module table). */
+export const COMMON_ENTRY_FIELDS = {
+  credentials: CredentialsSchema,
+  limits: LimitsSchema.prefault({}),
+  poll: PollDefaultsSchema.optional(),
+  results: ResultLimitsSchema.optional(),
+  reconcile: ReconcileSchema.optional(),
+  webhook: WebhookEntrySchema.optional(),
+};
+type CommonShape = typeof COMMON_ENTRY_FIELDS;
+
+/** The entry schema of a kind whose own fields are `S` (see {@link providerEntrySchema}). */
+export type EntrySchemaOf<S> = z.ZodObject<Omit<S, keyof CommonShape> & CommonShape, z.core.$strict>;
+
+/** The parsed entry of a kind whose own fields' schema is `C` (e.g. `EntryFor<typeof ReferenceConfigSchema>`). */
+export type EntryFor<C extends z.ZodObject> = z.infer<EntrySchemaOf<C['shape']>>;
+
+/** The common fields of any parsed entry, for code that does not care about the kind. */
+export type CommonEntry = z.infer<z.ZodObject<CommonShape>> & { kind: string };
+
+/**
+ * Joins a kind's own fields (`{kind: z.literal(...), ...}`) with {@link COMMON_ENTRY_FIELDS} into a
+ * strict object schema: the entry schema of that kind. A kind field named like a common one is a
+ * programming error (thrown at import).
+ */
+export function providerEntrySchema<S extends { kind: z.ZodLiteral<string> } & z.ZodRawShape>(kindShape: S): EntrySchemaOf<S> {
+  for (const k of Object.keys(COMMON_ENTRY_FIELDS)) {
+    if (k in kindShape) throw new Error(`provider kind field "${k}" collides with a common entry field`);
+  }
+  return z.strictObject({ ...kindShape, ...COMMON_ENTRY_FIELDS }) as unknown as EntrySchemaOf<S>;
+}
+
+/**
+ * Fields most HTTP kinds share: the API's base URL (with `baseUrl` as default when the provider
+ * has a public one; a path prefix such as `/api/v2` is kept when paths are joined) and the
+ * timeouts of one submit and one read (ms).
+ */
+export function httpEndpointFields(defaults: { baseUrl?: string; submitTimeoutMs: number; readTimeoutMs: number }) {
+  return {
+    baseUrl: defaults.baseUrl === undefined ? HttpUrlSchema : HttpUrlSchema.default(defaults.baseUrl),
+    submitTimeoutMs: z.number().int().positive().max(600_000).default(defaults.submitTimeoutMs),
+    readTimeoutMs: z.number().int().positive().max(600_000).default(defaults.readTimeoutMs),
+  };
+}
+
+/** The entry's result limits, each missing field from {@link DEFAULT_RESULT_LIMITS}. */
+export function resultLimitsOf(entry: Pick<CommonEntry, 'results'>): ResultLimits {
+  return { ...DEFAULT_RESULT_LIMITS, ...(entry.results ?? {}) };
+}
+
+/** The entry's list settle window, ms (default {@link DEFAULT_SETTLE_MS}). */
+export function settleMsOf(entry: Pick<CommonEntry, 'reconcile'>): number {
+  return entry.reconcile?.settleMs ?? DEFAULT_SETTLE_MS;
+}

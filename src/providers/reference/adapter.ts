@@ -1,0 +1,178 @@
+/**
+ * Adapter for the reference provider (`src/sim`), which follows the seeds' provider contract
+ * (../shared/seeds/002_*: every job endpoint answers `202` with `job_id`; status by
+ * `GET /api/jobs/:id`; cancel by `DELETE /api/jobs/:id/cancel`; `429 CONCURRENCY_LIMIT`), plus an
+ * `Idempotency-Key` header and a list endpoint filtered by `client_ref`, each of which a profile
+ * can switch off, and per-request webhooks (`src/sim/webhooks.ts`). Credential: `Authorization:
+ * Bearer <key>`.
+ *
+ * Status words: `queued`, `running`, `completed`, `failed`, `cancelled`; any other word (or another
+ * case) is reported `unrecognised`. A `202`/`204` on a status read is "not ready" (`running`).
+ */
+import { z } from 'zod';
+import type { ProviderState } from '../../model/states.js';
+import type { ScrapeRequest } from '../../model/types.js';
+import { ProviderError } from '../errors.js';
+import { ProviderHttp, path, type ProviderResponse } from '../http.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, StatusObservation, SubmitContext } from '../types.js';
+import { webhookCallback } from '../webhook.js';
+import type { ReferenceEntry } from './config.js';
+
+const SubmitBody = z.looseObject({ job_id: z.string().min(1), status: z.string().default('queued') });
+const KNOWN_STATUS: readonly ProviderState[] = ['queued', 'running', 'completed', 'failed', 'cancelled'];
+const ResultBody = z.looseObject({
+  url: z.string(),
+  final_url: z.string().nullish(),
+  http_status: z.number().int().nullish(),
+  title: z.string().nullish(),
+  byline: z.string().nullish(),
+  excerpt: z.string().nullish(),
+  lang: z.string().nullish(),
+  site_name: z.string().nullish(),
+  published_time: z.string().nullish(),
+  text: z.string().nullish(),
+  markdown: z.string().nullish(),
+  links: z.array(z.string()).default([]),
+  content_length: z.number().int().nullish(),
+});
+const JobBody = z.looseObject({
+  job_id: z.string(),
+  status: z.string().min(1),
+  progress: z.looseObject({ pages_fetched: z.number().optional() }).optional(),
+  credits_used: z.number().optional(),
+  error: z.looseObject({ code: z.string().optional(), message: z.string().default('failed') }).nullish(),
+  result: ResultBody.nullish(),
+});
+const ListBody = z.object({ jobs: z.array(z.looseObject({ job_id: z.string(), status: z.string(), client_ref: z.string().nullish() })) });
+const CancelBody = z.looseObject({ status: z.string().optional(), error: z.looseObject({ status: z.string().optional(), code: z.string().optional() }).optional() });
+
+/** Our state for a reference status word: exact words only; anything else is `unrecognised`. */
+export function referenceState(word: string): ObservedState {
+  return (KNOWN_STATUS as readonly string[]).includes(word) ? (word as ProviderState) : 'unrecognised';
+}
+
+/** The page of a completed job's `result` (`fallbackUrl` when it names none). */
+function toPage(r: z.infer<typeof ResultBody>, fallbackUrl?: string): ProviderResult {
+  return {
+    url: r.url || (fallbackUrl ?? ''),
+    finalUrl: r.final_url ?? null,
+    httpStatus: r.http_status ?? null,
+    title: r.title ?? null,
+    byline: r.byline ?? null,
+    excerpt: r.excerpt ?? null,
+    lang: r.lang ?? null,
+    siteName: r.site_name ?? null,
+    publishedTime: r.published_time ?? null,
+    text: r.text ?? null,
+    markdown: r.markdown ?? null,
+    links: r.links,
+    contentLength: r.content_length ?? null,
+  };
+}
+
+/** {@link ProviderAdapter} for the reference provider. */
+export class ReferenceAdapter implements ProviderAdapter {
+  readonly kind = 'reference';
+  readonly capabilities: ProviderCapabilities;
+  private readonly http: ProviderHttp;
+
+  constructor(
+    readonly name: string,
+    private readonly entry: ReferenceEntry,
+  ) {
+    this.capabilities = entry.capabilities;
+    this.http = new ProviderHttp({ provider: name, baseUrl: entry.baseUrl, auth: { in: 'header' }, submitTimeoutMs: entry.submitTimeoutMs, readTimeoutMs: entry.readTimeoutMs });
+  }
+
+  /**
+   * The `webhook` of a submit: `ctx.callbackUrl` (and `ctx.webhookSecret` when signed) as the
+   * activity resolved them; when the activity passes none (before workflow v2), derived from the
+   * entry for a signed entry (the URL needs no per-job token). Throws a permanent
+   * {@link ProviderError} `NO_WEBHOOK_SECRET` when the secret variable is unset.
+   */
+  private webhookOf(ctx: SubmitContext): { url: string; secret?: string } | undefined {
+    const hook = ctx.callbackUrl !== undefined ? { callbackUrl: ctx.callbackUrl, webhookSecret: ctx.webhookSecret } : webhookCallback(this.name, this.entry.webhook, this.entry.webhookSignature, undefined);
+    if (!hook.callbackUrl) return undefined;
+    return this.entry.webhookSignature && hook.webhookSecret ? { url: hook.callbackUrl, secret: hook.webhookSecret } : { url: hook.callbackUrl };
+  }
+
+  async submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted> {
+    const webhook = this.webhookOf(ctx);
+    const callCtx: SubmitContext = { ...ctx, callbackUrl: webhook?.url, webhookSecret: webhook?.secret };
+    const res = await this.http.ok(callCtx, {
+      method: 'POST',
+      path: '/api/scrape',
+      headers: this.capabilities.idempotency ? { 'idempotency-key': ctx.idempotencyKey } : {},
+      // Our fields last: request options can never override the URL, the client reference or the webhook.
+      json: { ...request.options, url: request.url, format: request.format, client_ref: ctx.clientRef, ...(webhook ? { webhook } : {}) },
+      phase: 'submit',
+    });
+    const body = this.http.parse(res, SubmitBody, 'submit', 'submit body');
+    return { taskId: body.job_id, providerStatus: body.status, replayed: res.headers.get('idempotent-replayed') === 'true' };
+  }
+
+  /** The job's status body, or `null` for a `202`/`204` "not ready" answer. */
+  private async getJob(taskId: string, ctx: CallContext): Promise<{ res: ProviderResponse; job: z.infer<typeof JobBody> | null }> {
+    const res = await this.http.ok(ctx, { method: 'GET', path: path`/api/jobs/${taskId}`, phase: 'read' });
+    if (res.status === 202 || res.status === 204) return { res, job: null };
+    if (res.status !== 200) throw this.http.error(res, 'read', ctx);
+    return { res, job: this.http.parse(res, JobBody, 'read', 'status body') };
+  }
+
+  async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
+    const { res, job } = await this.getJob(taskId, ctx);
+    const retryAfterMs = this.http.retryAfterMs(res);
+    if (!job) {
+      const word = (res.body as { status?: unknown } | undefined)?.status;
+      return { state: 'running', providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`, retryAfterMs };
+    }
+    const state = referenceState(job.status);
+    return {
+      state,
+      // The completed answer embeds the page: written from here, no separate result read.
+      result: state === 'completed' && job.result ? toPage(job.result) : undefined,
+      providerStatus: job.status,
+      progress: { pagesFetched: job.progress?.pages_fetched, creditsUsed: job.credits_used },
+      error: state === 'failed' ? { code: job.error?.code, message: job.error?.message ?? 'provider reported failure' } : undefined,
+      retryAfterMs,
+      evidence: state === 'failed' ? res.evidence : undefined,
+    };
+  }
+
+  async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
+    const { res, job } = await this.getJob(taskId, ctx);
+    if (!job || job.status !== 'completed' || !job.result) {
+      throw new ProviderError('transient', `task ${taskId} is ${job?.status ?? `not ready (HTTP ${res.status})`}, no result yet`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY' });
+    }
+    return toPage(job.result, ctx.url);
+  }
+
+  async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
+    if (!this.capabilities.cancel) throw new ProviderError('unsupported', `provider ${this.name} has no cancel endpoint`, { code: 'NOT_SUPPORTED' });
+    const res = await this.http.call(ctx, { method: 'DELETE', path: path`/api/jobs/${taskId}/cancel`, phase: 'cancel', timeoutMs: this.entry.readTimeoutMs });
+    const body = CancelBody.safeParse(res.body).data ?? {};
+    const known = (w: string | undefined) => (w !== undefined && (KNOWN_STATUS as readonly string[]).includes(w) ? (w as ProviderState) : undefined);
+    if (res.status === 200 || res.status === 202) return { accepted: true, state: known(body.status), providerStatus: body.status };
+    if (res.status === 409) return { accepted: false, alreadyFinal: true, state: known(body.error?.status), providerStatus: body.error?.status };
+    const err = this.http.error(res, 'cancel', ctx);
+    if (res.status === 404 && body.error?.code === 'NOT_SUPPORTED') throw new ProviderError('unsupported', err.message, err.details);
+    throw err;
+  }
+
+  async findSubmitted(ctx: FindContext): Promise<Accepted | null> {
+    if (!this.capabilities.list) throw new ProviderError('unsupported', `provider ${this.name} has no list endpoint`, { code: 'NOT_SUPPORTED' });
+    const res = await this.http.call(ctx, { method: 'GET', path: '/api/jobs', query: { client_ref: ctx.clientRef, limit: 10 }, phase: 'read' });
+    if (res.status !== 200) {
+      const err = this.http.error(res, 'read', ctx);
+      if (res.status === 404) throw new ProviderError('unsupported', err.message, err.details);
+      throw err;
+    }
+    const body = this.http.parse(res, ListBody, 'read', 'list body');
+    const matches = body.jobs.filter((j) => j.client_ref === ctx.clientRef);
+    if (matches.length === 0) return null;
+    // Newest first; more than one would mean duplicates already exist: adopt the oldest, the one
+    // the first submit created, and leave the evidence in the job's timeline.
+    const chosen = matches[matches.length - 1]!;
+    return { taskId: chosen.job_id, providerStatus: chosen.status, replayed: true };
+  }
+}

@@ -1,0 +1,24 @@
+/**
+ * The `reference` kind: the seeds' asynchronous scraping provider, as `src/sim` serves it (the
+ * demo's embedded provider). See `adapter.ts` for the contract.
+ */
+import { defineProvider } from '../descriptor.js';
+import { ReferenceAdapter } from './adapter.js';
+import { ReferenceConfigSchema } from './config.js';
+import { referenceWebhook } from './webhook.js';
+
+export { ReferenceAdapter, referenceState } from './adapter.js';
+export { ReferenceConfigSchema, type ReferenceEntry } from './config.js';
+export { ReferenceWebhookEventSchema, referenceWebhook } from './webhook.js';
+
+/** Descriptor of the `reference` kind. */
+export const referenceProvider = defineProvider({
+  kind: 'reference',
+  title: 'Reference provider (src/sim)',
+  contract: 'seeds/002 provider contract (POST /api/scrape → 202 {job_id}, GET /api/jobs/:id, DELETE /api/jobs/:id/cancel) plus Idempotency-Key, GET /api/jobs?client_ref= and signed per-request webhooks; src/sim/server.ts',
+  configSchema: ReferenceConfigSchema,
+  capabilities: { idempotency: true, list: true, cancel: true, webhooks: true },
+  expiry: '404 once the job is deleted (profile resultTtlMs, default 1 h after it ends)',
+  webhook: referenceWebhook,
+  create: (name, entry) => new ReferenceAdapter(name, entry),
+});

@@ -1,0 +1,50 @@
+/**
+ * One real job per provider kind for `npm run smoke:providers`: which environment variables a kind
+ * needs (its credential and anything the job needs), the provider entry for the real service, and
+ * the job to run. THE place where each adapter's author fills in the kind's recipe: a kind whose
+ * recipe has no `entry`/`job` yet, or whose kind is not shipped (`src/providers/descriptors.ts`),
+ * is reported as skipped with the reason.
+ *
+ * Credentials are named by environment variable (`apiKeyEnv`), so the configuration never holds
+ * them; a Basic `user:password` pair assembled from two variables is the one exception (kept in
+ * memory only).
+ */
+
+/** Environment of the smoke run. */
+export type SmokeEnv = Record<string, string | undefined>;
+
+/** One kind's smoke recipe. */
+export interface SmokeRecipe {
+  /** Provider kind (`src/providers/<kind>`). */
+  kind: string;
+  /** Variables that must all be set (non-empty) for this kind to run. */
+  env: readonly string[];
+  /** Optional variables the recipe reads (documented in the README). */
+  optionalEnv?: readonly string[];
+  /** The provider entry for the real service, without `kind` (credentials by `apiKeyEnv`). */
+  entry?: (env: SmokeEnv) => Record<string, unknown>;
+  /** The job to run: its target URL and provider options. */
+  job?: (env: SmokeEnv) => { url: string; options?: Record<string, unknown> };
+  /** How long the job may take before the run calls it failed, ms (default 5 min). */
+  deadlineMs?: number;
+}
+
+/** Every kind's recipe, in the README's order. */
+export const SMOKE_RECIPES: readonly SmokeRecipe[] = [
+  {
+    // The reference provider wherever you run it (`npm run sim`); also how the runner itself is tested.
+    kind: 'reference',
+    env: ['SMOKE_REFERENCE_URL', 'SMOKE_REFERENCE_KEY'],
+    optionalEnv: ['SMOKE_REFERENCE_TARGET'],
+    entry: (env) => ({ baseUrl: env.SMOKE_REFERENCE_URL, credentials: { default: { apiKeyEnv: 'SMOKE_REFERENCE_KEY' } } }),
+    job: (env) => ({ url: env.SMOKE_REFERENCE_TARGET ?? 'https://example.com/' }),
+    deadlineMs: 120_000,
+  },
+  // Filled in by each adapter's author (entry + job); until then the kind is skipped with the reason.
+  { kind: 'firecrawl', env: ['FIRECRAWL_API_KEY'] },
+  { kind: 'apify', env: ['APIFY_TOKEN'], optionalEnv: ['APIFY_ACTOR_ID'] },
+  { kind: 'scraperapi', env: ['SCRAPERAPI_KEY'] },
+  { kind: 'brightdata', env: ['BRIGHTDATA_API_TOKEN', 'BRIGHTDATA_DATASET_ID'] },
+  { kind: 'oxylabs', env: ['OXYLABS_USER', 'OXYLABS_PASS'] },
+  { kind: 'zyte', env: ['ZYTE_API_KEY', 'ZYTE_PROJECT_ID', 'ZYTE_SPIDER'] },
+];
