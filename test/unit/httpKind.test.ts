@@ -46,6 +46,8 @@ describe('http kind configuration', () => {
       [{ ...minimal, webhook: { url: 'https://us.example.com/v1/webhooks/x', secretEnv: 'S' } }, 'providers.x.webhookScheme', /"webhook" is configured but "webhookScheme" is not/],
       [{ ...minimal, auth: { in: 'query' } }, 'providers.x.auth.name', /./],
       [{ ...minimal, sumbit: {} }, 'providers.x', /sumbit/],
+      [{ ...minimal, submit: { ...minimal.submit, method: 'GET' } }, 'providers.x.submit.body', /GET submit cannot have a body/],
+      [{ ...minimal, submit: { ...minimal.submit, bodyEncoding: 'form', body: { a: { b: 1 } } } }, 'providers.x.submit.body', /form body/],
     ];
     for (const [entry, field, why] of bad) {
       let message = '';

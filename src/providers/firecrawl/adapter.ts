@@ -234,7 +234,8 @@ export class FirecrawlAdapter implements ProviderAdapter {
     const state = firecrawlState(body.status);
     const progress = { pagesFetched: body.completed ?? undefined, creditsUsed: body.creditsUsed ?? undefined, documents: body.total ?? undefined };
     // The final answer without `next` carries every document: written from here, after the
-    // per-URL failures are read (no second read of the pages).
+    // per-URL failures are read (no second read of the pages). A status read does not know the
+    // submitted URL: the result row's `url` is then the first document's (a crawl's start page).
     const result = state === 'completed' && !body.next ? await this.finish(taskId, (body.data ?? []).map(firecrawlDocument), ctx, '', this.limits) : undefined;
     return {
       state,

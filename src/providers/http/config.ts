@@ -72,7 +72,18 @@ export const SubmitSchema = z
   .refine((s) => !s.idempotent || JSON.stringify([s.headers, s.query, s.body]).includes('{{idempotencyKey}}'), {
     message: 'submit.idempotent is true but no header, query parameter or body field sends {{idempotencyKey}}',
     path: ['idempotent'],
+  })
+  .refine((s) => s.method !== 'GET' || s.body === undefined, { message: 'a GET submit cannot have a body: put the fields in submit.query', path: ['body'] })
+  .refine((s) => s.bodyEncoding !== 'form' || s.body === undefined || isFlatForm(s.body), {
+    message: 'a form body must be an object of strings, numbers, booleans or arrays of strings',
+    path: ['body'],
   });
+
+/** True for a form body template: an object whose values are scalars or arrays of strings. */
+function isFlatForm(body: unknown): boolean {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return false;
+  return Object.values(body).every((v) => ['string', 'number', 'boolean'].includes(typeof v) || (Array.isArray(v) && v.every((x) => typeof x === 'string')));
+}
 
 /** Pointers to progress figures in a status answer (counts). */
 const ProgressSchema = z.strictObject({ pagesFetched: PointerSchema.optional(), creditsUsed: PointerSchema.optional(), documents: PointerSchema.optional() });
