@@ -268,6 +268,8 @@ describe('firecrawl: crawl entry', () => {
     // Another team's job: 404 on status (counted, then expired), 403 on /errors and cancel (refused).
     await expect(adapter.status(other.id, ctx)).rejects.toMatchObject({ kind: 'not_found', details: { httpStatus: 404 } });
     await expect(adapter.cancel(other.id, ctx)).rejects.toMatchObject({ kind: 'permanent', details: { httpStatus: 403 } });
+    const errors = await fetch(`${s.fixture.url}/v2/crawl/${other.id}/errors`, { headers: { authorization: `Bearer ${FIXTURE_KEYS.acme}` } });
+    expect([errors.status, await errors.json()]).toEqual([403, { success: false, error: 'Forbidden' }]);
   });
 });
 
