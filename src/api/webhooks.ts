@@ -127,10 +127,10 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
       bodySha256: createHash('sha256').update(rawBody).digest('hex'),
       bodyBytes: rawBody.length,
     });
-  const claimedEventId = hook.claimedEventId?.(parsedJson ? json : undefined, headers) ?? null;
+  const claimedEventId = hook.claimedEventId?.(parsedJson ? json : undefined, headers, entry) ?? null;
 
-  if (signed && !hook.verify?.(rawBody, headers, secret)) {
-    const header = hook.signatureHeader ?? 'signature';
+  if (signed && !hook.verify?.(rawBody, headers, secret, entry)) {
+    const header = hook.signatureHeaderOf?.(entry) ?? hook.signatureHeader ?? 'signature';
     await quarantine('invalid_signature', `missing or wrong ${header}; body not kept (unverified), see body_sha256 and body_bytes`, claimedEventId, false);
     throw new ApiProblem('invalid-signature', `the ${header} header does not match the body; nothing was changed`);
   }
@@ -138,7 +138,7 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
     await quarantine('invalid_token', `provider ${provider} does not sign its webhooks: deliveries must come to the per-job callback URL /v1/webhooks/${provider}/<token>; body not kept (unverified)`, claimedEventId, false);
     throw new ApiProblem('invalid-webhook-token', `provider "${provider}" does not sign its webhooks: deliver to the per-job callback URL it was given; nothing was changed`);
   }
-  const parsed = parsedJson ? hook.parse(json, headers, rawBody) : { ok: false as const, message: 'the body is not JSON' };
+  const parsed = parsedJson ? hook.parse(json, headers, rawBody, entry) : { ok: false as const, message: 'the body is not JSON' };
   if (!parsed.ok) {
     await quarantine('invalid_payload', parsed.message.slice(0, 2000), claimedEventId, signed);
     throw new ApiProblem('invalid-request', `the webhook body is not a ${entry.kind} event: ${parsed.message.slice(0, 500)}`, { errors: [{ in: 'body', path: '', message: parsed.message.slice(0, 500) }] });

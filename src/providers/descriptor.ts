@@ -47,12 +47,14 @@ export interface ProviderWebhook<Entry = unknown> {
   signed(entry: Entry): boolean;
   /** Request header carrying the signature (lower-case), named in error messages and redacted in logs. */
   signatureHeader?: string;
-  /** Verifies a signed delivery in constant time. Required when {@link signed} can be true. */
-  verify?(rawBody: Buffer, headers: WebhookHeaders, secret: string): boolean;
+  /** The signature header of `entry`, for kinds where it is configuration (the declarative `http` kind); else {@link signatureHeader}. */
+  signatureHeaderOf?(entry: Entry): string | undefined;
+  /** Verifies a signed delivery in constant time. Required when {@link signed} can be true. `entry`: the provider's parsed entry (the receiver always passes it; kinds whose scheme is fixed ignore it). */
+  verify?(rawBody: Buffer, headers: WebhookHeaders, secret: string, entry?: Entry): boolean;
   /** The event ID a delivery claims before it is verified (labels quarantine rows); null when none. */
-  claimedEventId?(json: unknown, headers: WebhookHeaders): string | null;
-  /** Parses a delivery (`json`: the parsed JSON body, undefined when it was not JSON). */
-  parse(json: unknown, headers: WebhookHeaders, rawBody: Buffer): ParseOutcome;
+  claimedEventId?(json: unknown, headers: WebhookHeaders, entry?: Entry): string | null;
+  /** Parses a delivery (`json`: the parsed JSON body, undefined when it was not JSON; `entry`: the provider's parsed entry). */
+  parse(json: unknown, headers: WebhookHeaders, rawBody: Buffer, entry?: Entry): ParseOutcome;
 }
 
 /** A descriptor made by {@link defineProvider}. */
@@ -77,6 +79,8 @@ export interface ProviderDescriptor<K extends string = string, S extends z.ZodRa
   readonly webhook?: ProviderWebhook<z.infer<EntrySchemaOf<S>>>;
   /** Builds the adapter of the configured provider `name` from its parsed entry. */
   create(name: string, entry: z.infer<EntrySchemaOf<S>>): ProviderAdapter;
+  /** Checks across fields of a parsed entry (the kind's and the common ones); issues fail the configuration with their path. */
+  refineEntry?(entry: z.infer<EntrySchemaOf<S>>, ctx: z.RefinementCtx): void;
 }
 
 /** Any descriptor (the registry and the receiver do not need the kind's types). */
@@ -87,12 +91,15 @@ export type EntryOf<D extends AnyProviderDescriptor> = z.infer<D['entrySchema']>
 
 /**
  * Makes a descriptor from a kind's spec: builds `entrySchema` from `configSchema` and the common
- * fields; an entry configuring `webhook` for a kind without webhooks fails validation.
+ * fields; an entry configuring `webhook` for a kind without webhooks fails validation, and the
+ * kind's `refineEntry` (checks across fields) runs on every parsed entry.
  */
 export function defineProvider<K extends string, S extends { kind: z.ZodLiteral<K> } & z.ZodRawShape>(spec: Omit<ProviderDescriptor<K, S>, 'entrySchema'>): ProviderDescriptor<K, S> {
   const base = providerEntrySchema(spec.configSchema.shape);
-  const entrySchema = spec.webhook
+  const hooked = spec.webhook
     ? base
     : base.refine((e: { webhook?: unknown }) => e.webhook === undefined, { message: `provider kind "${spec.kind}" has no webhooks; remove "webhook"`, path: ['webhook'] });
+  const refine = spec.refineEntry;
+  const entrySchema = refine ? hooked.superRefine((e, ctx) => refine(e as z.infer<EntrySchemaOf<S>>, ctx)) : hooked;
   return { ...spec, entrySchema };
 }

@@ -5,11 +5,15 @@
  */
 import type { z } from 'zod';
 import type { AnyProviderDescriptor } from './descriptor.js';
+import { firecrawlProvider } from './firecrawl/index.js';
+import { httpProvider } from './http/index.js';
 import { referenceProvider } from './reference/index.js';
 
 /** The shipped kinds. Add a kind: import its descriptor above and append it here. */
 export const PROVIDER_DESCRIPTORS = [
   referenceProvider,
+  firecrawlProvider,
+  httpProvider,
 ] as const;
 
 /** A shipped kind name (`reference`, …). */

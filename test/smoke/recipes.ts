@@ -10,6 +10,8 @@
  * memory only).
  */
 
+import { readFileSync } from 'node:fs';
+
 /** Environment of the smoke run. */
 export type SmokeEnv = Record<string, string | undefined>;
 
@@ -41,10 +43,26 @@ export const SMOKE_RECIPES: readonly SmokeRecipe[] = [
     deadlineMs: 120_000,
   },
   // Filled in by each adapter's author (entry + job); until then the kind is skipped with the reason.
-  { kind: 'firecrawl', env: ['FIRECRAWL_API_KEY'] },
+  {
+    // A one-URL batch scrape (the default) or, with FIRECRAWL_OPERATION=crawl, a crawl of at most 3 pages.
+    kind: 'firecrawl',
+    env: ['FIRECRAWL_API_KEY'],
+    optionalEnv: ['FIRECRAWL_OPERATION', 'FIRECRAWL_TARGET'],
+    entry: (env) => ({ operation: env.FIRECRAWL_OPERATION === 'crawl' ? 'crawl' : 'batch', credentials: { default: { apiKeyEnv: 'FIRECRAWL_API_KEY' } } }),
+    job: (env) => ({ url: env.FIRECRAWL_TARGET ?? 'https://example.com/', options: env.FIRECRAWL_OPERATION === 'crawl' ? { limit: 3 } : {} }),
+  },
   { kind: 'apify', env: ['APIFY_TOKEN'], optionalEnv: ['APIFY_ACTOR_ID'] },
   { kind: 'scraperapi', env: ['SCRAPERAPI_KEY'] },
   { kind: 'brightdata', env: ['BRIGHTDATA_API_TOKEN', 'BRIGHTDATA_DATASET_ID'] },
   { kind: 'oxylabs', env: ['OXYLABS_USER', 'OXYLABS_PASS'] },
   { kind: 'zyte', env: ['ZYTE_API_KEY', 'ZYTE_PROJECT_ID', 'ZYTE_SPIDER'] },
+  {
+    // Your own declarative provider: SMOKE_HTTP_CONFIG is a JSON file with one `http` entry (without
+    // "kind"; credentials by apiKeyEnv, which must be exported too), e.g. README's `hyperbrowser`.
+    kind: 'http',
+    env: ['SMOKE_HTTP_CONFIG'],
+    optionalEnv: ['SMOKE_HTTP_TARGET'],
+    entry: (env) => JSON.parse(readFileSync(env.SMOKE_HTTP_CONFIG!, 'utf8')) as Record<string, unknown>,
+    job: (env) => ({ url: env.SMOKE_HTTP_TARGET ?? 'https://example.com/' }),
+  },
 ];

@@ -1,0 +1,29 @@
+/**
+ * The `firecrawl` kind: Firecrawl API v2, batch scrape (one URL) or crawl per entry. See
+ * `adapter.ts` for the contract and its sources, `config.ts` for the fields, `webhook.ts` for
+ * deliveries.
+ */
+import { defineProvider } from '../descriptor.js';
+import { FirecrawlAdapter } from './adapter.js';
+import { FirecrawlConfigSchema } from './config.js';
+import { firecrawlWebhook } from './webhook.js';
+
+export { FirecrawlAdapter, firecrawlDocument, firecrawlState, RECONCILE_SKEW_MS } from './adapter.js';
+export { FirecrawlConfigSchema, type FirecrawlEntry } from './config.js';
+export { FIRECRAWL_SIGNATURE_HEADER, firecrawlEventStatus, firecrawlWebhook, FirecrawlWebhookEventSchema } from './webhook.js';
+
+/** Descriptor of the `firecrawl` kind. */
+export const firecrawlProvider = defineProvider({
+  kind: 'firecrawl',
+  title: 'Firecrawl API v2 (batch scrape, crawl)',
+  contract:
+    'Firecrawl API v2: OpenAPI api-reference/v2-openapi.json and webhooks-openapi.json of github.com/firecrawl/firecrawl-docs (commit 2edce52, 2026-08-21); server source github.com/firecrawl/firecrawl apps/api/src/controllers/v2 (commit 61e38dc, 2025-08-25) for x-idempotency-key, 409 and list shapes',
+  configSchema: FirecrawlConfigSchema,
+  // Idempotency: crawl entries only (the adapter narrows it per entry).
+  capabilities: { idempotency: true, list: true, cancel: true, webhooks: true },
+  expiry: '404 after 24 h ("Job expired" → expired at once; "Job not found" counted, then expired)',
+  // A status read of a running crawl returns the pages so far (up to 10 MB): poll less often than the global default.
+  poll: { initialDelayMs: 5_000, maxDelayMs: 120_000 },
+  webhook: firecrawlWebhook,
+  create: (name, entry) => new FirecrawlAdapter(name, entry),
+});

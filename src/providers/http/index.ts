@@ -1,0 +1,27 @@
+/**
+ * The declarative `http` kind: any "submit, get an ID, poll" API described in configuration
+ * (`config.ts`), with templates and JSON Pointers (`template.ts`), no code. Its contract is the
+ * entry; README "Providers" has a worked example.
+ */
+import { defineProvider } from '../descriptor.js';
+import { HttpAdapter } from './adapter.js';
+import { checkHttpEntry, HttpConfigSchema } from './config.js';
+import { httpWebhook } from './webhook.js';
+
+export { HttpAdapter, mapStatus, placementOf } from './adapter.js';
+export { checkHttpEntry, HttpConfigSchema, type HttpEntry } from './config.js';
+export { httpWebhook } from './webhook.js';
+
+/** Descriptor of the `http` kind. */
+export const httpProvider = defineProvider({
+  kind: 'http',
+  title: 'Declarative HTTP API (202-and-poll by configuration)',
+  contract: 'the provider entry itself: submit/status/result/cancel/list/webhookScheme templates and JSON Pointers (RFC 6901), src/providers/http/config.ts',
+  configSchema: HttpConfigSchema,
+  // What an entry can configure; the adapter narrows it to what the entry does configure.
+  capabilities: { idempotency: true, list: true, cancel: true, webhooks: true },
+  expiry: 'as configured: errors.expiredCodes / expiredStatusCodes (default 410) → expired; 404 counted, then expired (errors.notFound)',
+  webhook: httpWebhook,
+  refineEntry: checkHttpEntry,
+  create: (name, entry) => new HttpAdapter(name, entry),
+});

@@ -1,0 +1,127 @@
+/**
+ * Scenarios of the declarative `http` kind beyond the reference contract (which
+ * `reference.test.ts` runs for this kind too): an API configured only by its entry
+ * (`test/fixtures/providers/http/server.ts`: key in the query string, nested JSON, upper-case
+ * words) through the real workflow — multi-document results paged by offset, cursor and `next`
+ * link written once with every document, a terminal error code on the result read → failed with
+ * the code, the provider's failure word, an expired code, an unknown word, cancel; no secret leaked.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
+import { startRunsFixture, type RunsFixture } from '../../fixtures/providers/http/server.js';
+
+const PAGINATION = {
+  offset: { style: 'offset', offsetParam: 'offset', limitParam: 'size' },
+  cursor: { style: 'cursor', cursorParam: 'cursor', cursorPath: '/next_cursor', limitParam: 'size' },
+  next: { style: 'next', nextPath: '/links/next' },
+} as const;
+
+/** The runs API declared as an `http` entry. */
+function runsEntry(url: string, pagination: (typeof PAGINATION)[keyof typeof PAGINATION]) {
+  return {
+    baseUrl: url,
+    readTimeoutMs: 3_000,
+    submitTimeoutMs: 3_000,
+    auth: { in: 'query', name: 'api_key' },
+    submit: { path: '/v3/runs', body: { target: { url: '{{url}}' }, reference: '{{clientRef}}' }, taskIdPath: '/data/id', statusPath: '/data/state' },
+    status: {
+      path: '/v3/runs/{{taskId}}',
+      statusPath: '/data/state',
+      map: { pending: 'queued', running: 'running', done: 'completed', error: 'failed', aborted: 'cancelled' },
+      errorCodePath: '/data/failure/reason',
+      errorMessagePath: '/data/failure/detail',
+      progress: { documents: '/data/items_total' },
+    },
+    result: { request: { path: '/v3/runs/{{taskId}}/items' }, documentsPath: '/items', fields: { url: '/link', title: '/heading', text: '/content', error: '/problem' }, pagination },
+    errors: { terminalCodes: ['EMPTY_DATASET'], expiredCodes: ['RUN_EXPIRED'], concurrencyCodes: ['TOO_MANY_RUNS'] },
+    cancel: { method: 'POST', path: '/v3/runs/{{taskId}}/abort', statusPath: '/data/state', finalStatusPath: '/error/state' },
+    list: { path: '/v3/runs', query: { reference: '{{clientRef}}' }, itemsPath: '/runs', matchPath: '/reference', taskIdPath: '/id', statusPath: '/state' },
+    results: { pageSize: 3 },
+  };
+}
+
+describe.each(Object.keys(PAGINATION) as (keyof typeof PAGINATION)[])('http kind: documents paged by %s', (style) => {
+  let s: Scenario<RunsFixture>;
+  beforeAll(async () => {
+    s = await startProviderScenario({ kind: 'http', fixture: () => startRunsFixture({ items: 7 }), entry: (fx) => runsEntry(fx.url, PAGINATION[style]) });
+  });
+  afterAll(async () => s?.stop());
+
+  it('7 items over 3 pages are written once, in order, the failed one with its error; the key (in the query string) is in no record', async () => {
+    const url = `https://shop.example.com/${style}`;
+    const ref = await s.start({ url, key: `paged-${style}` });
+    const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted']);
+    expect(row.state).toBe('completed');
+    const run = [...s.fixture.runs.values()].find((r) => r.url === url)!;
+    expect(row.task_id).toBe(run.id);
+    const itemReads = s.fixture.server.requestsTo('GET', `/v3/runs/${run.id}/items`);
+    expect(itemReads).toHaveLength(3);
+    const out = await s.outcome(ref.jobId);
+    expect(out).toMatchObject({ results: 1, documents: { total: 7, rows: 7 } });
+    const docs = await s.client.getResultDocuments('acme', ref.jobId, { offset: 0, limit: 100 });
+    expect(docs.documents.map((d) => d.title)).toEqual(['Item 0', 'Item 1', 'Item 2', 'Item 3', 'Item 4', 'Item 5', 'Item 6']);
+    expect(docs.documents[6]).toMatchObject({ url: `${url}#item-6`, error: { message: 'blocked by target' } });
+    expect(docs.documents[0]).toMatchObject({ text: 'Body of item 0' });
+    expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
+  });
+});
+
+describe('http kind: the runs API’s words and errors', () => {
+  let s: Scenario<RunsFixture>;
+  beforeAll(async () => {
+    s = await startProviderScenario({ kind: 'http', fixture: () => startRunsFixture({ items: 4 }), entry: (fx) => runsEntry(fx.url, PAGINATION.cursor) });
+  });
+  afterAll(async () => s?.stop());
+
+  const held = async (jobId: string) =>
+    waitFor(async () => {
+      const r = await s.store.getJob(jobId);
+      return r?.task_id && r.status_checks >= 1 ? r : undefined;
+    }, 30_000, 'the held run checked');
+
+  it('a terminal code on the result read (400 EMPTY_DATASET) ends failed with that code and the sanitised body; nothing written', async () => {
+    const ref = await s.start({ url: 'https://shop.example.com/empty', key: 'empty' });
+    expect((await s.waitFor(ref.jobId, ['failed', 'completed', 'tracking_interrupted'])).state).toBe('failed');
+    const out = await s.outcome(ref.jobId);
+    expect(out.lastError).toMatchObject({ kind: 'task_failed', code: 'EMPTY_DATASET', httpStatus: 400 });
+    expect(out.incidents[0]).toMatchObject({ code: 'EMPTY_DATASET' });
+    expect(out.results).toBe(0);
+    expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
+  });
+
+  it('the provider’s failure word (ERROR, any case) ends failed with the code and message at the configured paths', async () => {
+    const ref = await s.start({ url: 'https://shop.example.com/hold-error', key: 'error' });
+    const row = await held(ref.jobId);
+    s.fixture.setState(row.task_id!, 'ERROR');
+    expect((await s.waitFor(ref.jobId, ['failed', 'completed'])).state).toBe('failed');
+    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ kind: 'provider_failed', code: 'TARGET_DOWN', message: 'the target answered 503' });
+  });
+
+  it('an unknown word is unrecognised (polled, never final); DONE then completes it', async () => {
+    const ref = await s.start({ url: 'https://shop.example.com/hold-review', key: 'review' });
+    const row = await held(ref.jobId);
+    s.fixture.setState(row.task_id!, 'IN_REVIEW');
+    await waitFor(async () => (await s.store.getJob(ref.jobId))?.provider_status === 'IN_REVIEW', 30_000, 'IN_REVIEW recorded');
+    expect(await s.store.getJob(ref.jobId)).toMatchObject({ state: 'pending', provider_state: 'unrecognised' });
+    s.fixture.setState(row.task_id!, 'DONE');
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
+    expect((await s.outcome(ref.jobId)).documents.total).toBe(4);
+  });
+
+  it('an expired code (410 RUN_EXPIRED) ends expired at once', async () => {
+    const ref = await s.start({ url: 'https://shop.example.com/hold-expire', key: 'expire' });
+    const row = await held(ref.jobId);
+    s.fixture.runs.get(row.task_id!)!.expired = true;
+    expect((await s.waitFor(ref.jobId, ['expired', 'failed', 'tracking_interrupted'])).state).toBe('expired');
+    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ code: 'RUN_EXPIRED', httpStatus: 410 });
+  });
+
+  it('cancel: the configured abort call once, the job ends cancelled', async () => {
+    const ref = await s.start({ url: 'https://shop.example.com/hold-cancel', key: 'cancel' });
+    const row = await held(ref.jobId);
+    const res = await s.client.cancelScrape('acme', ref.jobId, { reason: 'scenario', requestedBy: 'vitest', wait: true, timeoutMs: 20_000 });
+    expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
+    expect(s.fixture.server.requestsTo('POST', `/v3/runs/${row.task_id}/abort`)).toHaveLength(1);
+    expect(s.fixture.runs.get(row.task_id!)!.state).toBe('ABORTED');
+  });
+});
