@@ -672,12 +672,13 @@ class SimServer implements Sim {
           if (!isActive(current.status)) {
             return outcome(409, errorBody('JOB_FINISHED', `job is already ${current.status}`, { status: current.status }));
           }
+          const effects = { progress: { pages_fetched: current.pagesFetched }, credits_used: current.creditsUsed };
           if (fault?.action === 'cancel_pending') {
             this.jobs.cancelLater(current, fault.delayMs ?? 1000);
-            return outcome(202, { job_id: current.id, status: current.status });
+            return outcome(202, { job_id: current.id, status: current.status, ...effects });
           }
           this.jobs.cancel(current);
-          return outcome(200, { job_id: current.id, status: 'cancelled' });
+          return outcome(200, { job_id: current.id, status: 'cancelled', ...effects });
         },
       });
     });
