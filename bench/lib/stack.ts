@@ -55,6 +55,8 @@ export interface StackOptions {
   designs?: Design[];
   /** Concurrent provider calls per provider key on a worker (default 50). */
   maxConcurrent?: number;
+  /** HTTP timeout of the provider entries' reads, ms (default: the kind's, 10 s). */
+  readTimeoutMs?: number;
   /** Extra simulator options (e.g. webhook retry delays). */
   sim?: Partial<Pick<SimOptions, 'webhookRetryDelaysMs' | 'webhookTimeoutMs'>>;
   /** Dev server dynamic config (e.g. visibility limits). */
@@ -94,6 +96,8 @@ export interface Stack {
   /** A page URL the simulator fetches (unique per `i`). */
   pageUrl(i: number): string;
   startWorker(design: Design, opts?: { statusEveryMs?: number; maxActivities?: number }): Promise<BenchWorker>;
+  /** The configuration file of a prepared design (its task queue), for a worker or the CLI. */
+  configFile(design: Design): string;
   /** Processes to measure: `server` (Temporal), `bench` (this process: simulator, page site, driver, API). */
   processes(): Measured[];
   /** Every process of the benchmark: {@link processes} plus every worker started (and `extra`). */
@@ -155,7 +159,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         storeUrl: `sqlite:${path.join(dir, 'store.db')}`,
         defaultProvider: 'reference',
         providers: {
-          reference: { kind: 'reference', baseUrl: sim.url, credentials, limits },
+          reference: { kind: 'reference', baseUrl: sim.url, credentials, limits, ...(opts.readTimeoutMs ? { readTimeoutMs: opts.readTimeoutMs } : {}) },
           ...(opts.webhooks ? { reference_wh: { kind: 'reference', baseUrl: sim.url, credentials, limits, webhook: { url: 'http://127.0.0.1:9/placeholder', secretEnv } } } : {}),
         },
       },
@@ -249,6 +253,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       apiUrl,
       pageUrl: (i) => `${siteUrl}/${pages[i % pages.length]}?job=${i}`,
       startWorker,
+      configFile: (d) => {
+        if (!configFiles[d]) throw new Error(`design ${d} was not prepared`);
+        return configFiles[d];
+      },
       processes,
       ownProcesses: () => [...processes(), ...workers.map((w, i) => ({ name: `worker-${i}`, pid: w.pid })), ...extra],
       addOwnProcess: (p) => extra.push(p),
