@@ -2,12 +2,12 @@
  * Benchmark 3 (issue 6): history cost. Workflow history events and Temporal Cloud billable Actions
  * per job (counted from the fetched histories, `lib/history.ts`, after Temporal Cloud's published
  * definition: https://docs.temporal.io/cloud/actions) for jobs lasting 1 s, 30 s and 10 min of
- * provider time, for three polling designs run side by side on one dev server:
- * - `timers`: the product (`src/workflows/scrape.ts`): a durable timer, then a `checkStatus`
- *   activity, per status check;
- * - `retry`: the bench-only design (`bench/designs`): one status activity retried by the server
- *   with `nextRetryDelay` until the task is final;
- * - `timers+webhooks`: the product with provider webhooks on (`wake` signals; polls 5× slower).
+ * provider time, for the two workflows run side by side on one dev server:
+ * - `v1`: the frozen `scrapeWorkflow` (`src/legacy/`): a durable timer, then a `checkStatus`
+ *   activity, per status check (the before figure);
+ * - `v2`: the product (`scrapeWorkflowV2`): one `awaitStatus` activity retried by the server with
+ *   `nextRetryDelay` until the task is final, the result written by the final check;
+ * - `v2+webhooks`: the product with provider webhooks on (`wake` signals; polls 5× slower).
  * The 10-minute jobs run in simulated time: provider duration AND every poll-policy delay (and the
  * deadline) are scaled by `--time-scale` (default 0.1); the schedule is geometric, so the number
  * of checks — and so of events — is the same as unscaled. Reports whether any job approaches the
@@ -43,9 +43,9 @@ const LENGTHS = [
 ] as const;
 
 const DESIGNS = [
-  { name: 'timers', key: 'tm', design: 'timers', provider: 'reference' },
-  { name: 'retry', key: 'rt', design: 'retry', provider: 'reference' },
-  { name: 'timers+webhooks', key: 'wh', design: 'timers', provider: 'reference_wh' },
+  { name: 'v1', key: 'v1', design: 'v1', provider: 'reference' },
+  { name: 'v2', key: 'v2', design: 'v2', provider: 'reference' },
+  { name: 'v2+webhooks', key: 'wh', design: 'v2', provider: 'reference_wh' },
 ] as const;
 
 /** Least-squares fit y = a + b·x. */
@@ -97,14 +97,14 @@ export async function runHistory(o: Options): Promise<Record<string, unknown>> {
     name: 'history',
     accounts: scenarios.map((s) => ({ name: s.account, profile: { concurrency: 10_000, minRunMs: Math.round(s.providerMs * s.timeScale) } })),
     webhooks: o.webhooks,
-    designs: ['timers', 'retry'],
+    designs: ['v1', 'v2'],
     log,
     keepDir: o.keepDir,
   });
   try {
     const foreign = sampleForeignCpu(() => stack.ownProcesses());
-    await stack.startWorker('timers');
-    await stack.startWorker('retry');
+    await stack.startWorker('v1');
+    await stack.startWorker('v2');
     const t0 = Date.now();
     const jobs = await startScenarios(stack, scenarios);
     const all = Object.values(jobs).flat();
@@ -199,7 +199,7 @@ runAsScript(
   new Command('bench:history')
     .option('-n, --jobs <n>', 'jobs per (length, design)', '5')
     .option('--time-scale <x>', 'simulated-time factor for the 10-minute jobs', '0.1')
-    .option('--no-webhooks', 'skip the timers+webhooks design')
+    .option('--no-webhooks', 'skip the v2+webhooks design')
     .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
     .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
     .option('--keep-dir', 'keep the temp directory'),

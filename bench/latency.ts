@@ -45,7 +45,7 @@ export async function runLatency(o: Options): Promise<Record<string, unknown>> {
   const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
   const load = sampleLoad();
   const modes = [{ name: 'polling', account: 'lat-poll', provider: 'reference' as const }, ...(o.webhooks ? [{ name: 'webhooks', account: 'lat-wh', provider: 'reference_wh' as const }] : [])];
-  const scenarios: Scenario[] = modes.map((m) => ({ label: m.name, account: m.account, design: 'timers', provider: m.provider, policy: {}, jobs: o.jobs, timeScale: 1, providerMs: Number.NaN }));
+  const scenarios: Scenario[] = modes.map((m) => ({ label: m.name, account: m.account, design: 'v2', provider: m.provider, policy: {}, jobs: o.jobs, timeScale: 1, providerMs: Number.NaN }));
   const stack = await startStack({ name: 'latency', accounts: modes.map((m) => ({ name: m.account, profile: { concurrency: 100_000 } })), webhooks: o.webhooks, log, keepDir: o.keepDir });
   try {
     const foreign = sampleForeignCpu(() => stack.ownProcesses());
@@ -64,7 +64,7 @@ export async function runLatency(o: Options): Promise<Record<string, unknown>> {
         timers.push(setTimeout(() => stack.sim.release(t.job_id), d));
       } else if (t.to === 'completed') completedAt.set(t.job_id, t.at);
     });
-    const worker = await stack.startWorker('timers');
+    const worker = await stack.startWorker('v2');
     // Starts spread evenly over --start-over-s, so that the server is not saturated and the figure
     // is the design's latency, not a backlog's.
     const jobs: Record<string, string[]> = Object.fromEntries(scenarios.map((s) => [s.label, [] as string[]]));

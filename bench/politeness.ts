@@ -67,7 +67,7 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
         length: len.name,
         mode: m.name,
         account: `p-${len.key}-${m.key}`,
-        design: 'timers',
+        design: 'v2',
         provider: m.provider,
         policy: scale === 1 ? {} : scaleSchedule({ initialDelayMs: DEFAULT_POLL_POLICY.initialDelayMs, maxDelayMs: DEFAULT_POLL_POLICY.maxDelayMs, deadlineMs: DEFAULT_POLL_POLICY.deadlineMs }, scale),
         jobs: o.jobs,
@@ -85,7 +85,7 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
   });
   try {
     const foreign = sampleForeignCpu(() => stack.ownProcesses());
-    await stack.startWorker('timers');
+    await stack.startWorker('v2');
     const jobs = await startScenarios(stack, scenarios);
     const all = Object.values(jobs).flat();
     log(`politeness: ${all.length} jobs started`);

@@ -115,7 +115,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     stack.sim.events.on('request', (e: SimRequestEvent) => {
       if (e.endpoint === 'status' && e.account === account) statusTimes.push(e.at);
     });
-    const worker = await stack.startWorker('timers', { statusEveryMs: 500 });
+    const worker = await stack.startWorker('v2', { statusEveryMs: 500 });
     const procs: Measured[] = [{ name: 'worker', pid: worker.pid }, ...stack.processes()];
     const mem = sampleMemory(procs, 2_000);
     const probes: ListProbe[] = [];
@@ -133,7 +133,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     await Promise.all(
       Array.from({ length: o.jobs }, (_, i) =>
         queue.add(async () => {
-          await stack.clients.timers.startScrape({ account, url: stack.pageUrl(i), key: `s-${i}` });
+          await stack.clients.v2.startScrape({ account, url: stack.pageUrl(i), key: `s-${i}` });
           startTimes.push(Date.now());
           started++;
           if (started % probeEvery === 0 && started < o.jobs) {

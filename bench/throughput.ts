@@ -33,8 +33,8 @@ const OptionsSchema = z.object({
   keepDir: z.boolean().default(false),
   /** Dev server persistence: the SQLite `file` (default, as in the demo) or `memory` (to show what the file costs). */
   db: z.enum(['file', 'memory']).default('file'),
-  /** Polling design of the Temporal phase: the product's (`timers`) or the bench-only retry-driven one (`retry`). */
-  design: z.enum(['timers', 'retry']).default('timers'),
+  /** Workflow of the Temporal phase: the product's (`v2`) or the frozen v1 (`v1`, the before figure). */
+  design: z.enum(['v1', 'v2']).default('v2'),
 });
 type Options = z.infer<typeof OptionsSchema>;
 
@@ -241,6 +241,6 @@ runAsScript(
     .option('--skip-baseline', 'run the Temporal phase only')
     .option('--keep-dir', 'keep the temp directory')
     .option('--db <file|memory>', 'dev server persistence', 'file')
-    .option('--design <timers|retry>', 'polling design of the Temporal phase', 'timers'),
+    .option('--design <v1|v2>', 'workflow of the Temporal phase (v1: the frozen earlier workflow, for before figures)', 'v2'),
   (opts) => runThroughput(OptionsSchema.parse(opts)),
 );

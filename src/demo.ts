@@ -92,12 +92,16 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
       port: await preferPort(8790),
       adminToken: randomBytes(12).toString('hex'),
       // One active scrape per account is the seeds' default; the demo allows 2 and keeps each job
-      // running 1.5 s so that `pending` jobs and 429 CONCURRENCY_LIMIT cool-downs can be seen.
+      // running 1.5 s so that `pending` jobs and the wait for a free slot can be seen.
       accounts: [{ name: 'demo', apiKeys: [apiKey], profile: { concurrency: 2, minRunMs: 1_500 } }],
       logger: false,
     });
     cleanups.push(() => sim.close());
     step(`reference provider at ${sim.url} (account "demo", concurrency 2)`);
+    let refusedSubmits = 0;
+    sim.events.on('response', (e) => {
+      if (e.endpoint === 'submit' && e.status === 429) refusedSubmits++;
+    });
 
     const storeFile = path.join(dir, 'scrapes.db');
     const config = parseConfig({
@@ -105,7 +109,9 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
       storeUrl: `sqlite:${storeFile}`,
       defaultAccount: 'demo',
       defaultProvider: 'reference',
-      providers: { reference: { kind: 'reference', baseUrl: sim.url, credentials: { default: { apiKey } } } },
+      // The account's documented limit (2 active jobs) as the ceiling of the adaptive active-jobs
+      // limit: submits wait for a free slot instead of bouncing off `429 CONCURRENCY_LIMIT`.
+      providers: { reference: { kind: 'reference', baseUrl: sim.url, credentials: { default: { apiKey } }, limits: { activeJobs: { initial: 2, max: 2 } } } },
     }, {});
     const configFile = path.join(dir, 'config.json');
     fs.writeFileSync(configFile, JSON.stringify(config, null, 2), { mode: 0o600 });
@@ -162,7 +168,7 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     const example = outcomes.find((o) => o.jobId)?.jobId;
     say('');
     say(`Summary: ${completed}/${outcomes.length} jobs completed in ${((Date.now() - started) / 1000).toFixed(1)} s; ${input.errors.length} row(s) rejected with their line numbers.`);
-    say(`Provider: ${stats.jobsCreated.total} job(s) created this run, ${stats.requests.total} requests (${Object.entries(stats.requests.byEndpoint).map(([k, v]) => `${k} ${v}`).join(', ')}), ${stats.requests.byStatus['429'] ?? 0} answered 429.`);
+    say(`Provider: ${stats.jobsCreated.total} job(s) created this run, ${stats.requests.total} requests (${Object.entries(stats.requests.byEndpoint).map(([k, v]) => `${k} ${v}`).join(', ')}); ${stats.requests.byEndpoint.submit} submit(s), ${refusedSubmits} refused (429); ${stats.requests.byStatus['429'] ?? 0} answers 429 in all.`);
     say(`Result store (SQLite): ${storeFile} — ${results} result row(s) in total`);
     say(`Temporal Web UI: ${temporal.uiUrl ?? '—'}`);
     say(`  this batch: ${uiList}`);

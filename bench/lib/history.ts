@@ -49,7 +49,7 @@ export interface HistoryCost {
   actions: number;
   /** Action kind → count. */
   actionsByKind: Record<string, number>;
-  /** Status-check activities (`checkStatus`/`awaitFinalStatus`) and their attempts. */
+  /** Status-check activities (`checkStatus` (v1) / `awaitStatus` (v2)) and their attempts. */
   statusActivities: { scheduled: number; attempts: number };
 }
 
@@ -91,7 +91,7 @@ export async function historyCost(client: Client, workflowId: string): Promise<H
         case ET.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {
           add('schedule_activity');
           const type = e.activityTaskScheduledEventAttributes?.activityType?.name ?? '';
-          if (type === 'checkStatus' || type === 'awaitFinalStatus') {
+          if (type === 'checkStatus' || type === 'awaitStatus') {
             statusScheduled.add(String(e.eventId));
             out.statusActivities.scheduled++;
           }

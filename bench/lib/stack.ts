@@ -15,7 +15,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import fastifyStatic from '@fastify/static';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { buildApi } from '../../src/api/app.js';
@@ -30,8 +29,12 @@ import type { Measured } from './proc.js';
 import { REPO } from './report.js';
 import type { WorkerMessage } from './workerMain.js';
 
-/** A polling design: the product's (timers between status activities) or the bench-only retry-driven one. */
-export type Design = 'timers' | 'retry';
+/**
+ * The workflow measured: `v2` (the product: `scrapeWorkflowV2`, retry-driven polling) or `v1` (the
+ * frozen `scrapeWorkflow`: a durable timer and a status activity per check), for before/after figures.
+ * Both run on the product's worker (it registers both types), each on its own task queue.
+ */
+export type Design = 'v1' | 'v2';
 
 /** One simulator account (and our account of the same name). */
 export interface BenchAccount {
@@ -48,10 +51,12 @@ export interface StackOptions {
   webhooks?: boolean;
   /** Start the dev server with its Web UI (default headless). */
   ui?: boolean;
-  /** Designs to bundle (default `timers` only). */
+  /** Designs to run (default `v2` only). */
   designs?: Design[];
   /** Concurrent provider calls per provider key on a worker (default 50). */
   maxConcurrent?: number;
+  /** HTTP timeout of the provider entries' reads, ms (default: the kind's, 10 s). */
+  readTimeoutMs?: number;
   /** Extra simulator options (e.g. webhook retry delays). */
   sim?: Partial<Pick<SimOptions, 'webhookRetryDelaysMs' | 'webhookTimeoutMs'>>;
   /** Dev server dynamic config (e.g. visibility limits). */
@@ -91,6 +96,8 @@ export interface Stack {
   /** A page URL the simulator fetches (unique per `i`). */
   pageUrl(i: number): string;
   startWorker(design: Design, opts?: { statusEveryMs?: number; maxActivities?: number }): Promise<BenchWorker>;
+  /** The configuration file of a prepared design (its task queue), for a worker or the CLI. */
+  configFile(design: Design): string;
   /** Processes to measure: `server` (Temporal), `bench` (this process: simulator, page site, driver, API). */
   processes(): Measured[];
   /** Every process of the benchmark: {@link processes} plus every worker started (and `extra`). */
@@ -142,15 +149,17 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const secretEnv = 'BENCH_WEBHOOK_SECRET';
     if (opts.webhooks) process.env[secretEnv] = randomBytes(24).toString('hex');
     const credentials = { accounts: Object.fromEntries(opts.accounts.map((a) => [a.name, { apiKey: keys[a.name]! }])) };
-    const limits = { maxConcurrent: opts.maxConcurrent ?? 50, minIntervalMs: 0 };
-    const queues: Record<Design, string> = { timers: `bench-${opts.name}-timers-${process.pid}`, retry: `bench-${opts.name}-retry-${process.pid}` };
+    // The bench accounts allow far more active jobs than any run starts: declared, so that the
+    // figures measure steady-state costs, not the adaptive limit's ramp-up.
+    const limits = { maxConcurrent: opts.maxConcurrent ?? 50, minIntervalMs: 0, activeJobs: { initial: 100_000 } };
+    const queues: Record<Design, string> = { v2: `bench-${opts.name}-v2-${process.pid}`, v1: `bench-${opts.name}-v1-${process.pid}` };
     const config = parseConfig(
       {
-        temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: queues.timers },
+        temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: queues.v2 },
         storeUrl: `sqlite:${path.join(dir, 'store.db')}`,
         defaultProvider: 'reference',
         providers: {
-          reference: { kind: 'reference', baseUrl: sim.url, credentials, limits },
+          reference: { kind: 'reference', baseUrl: sim.url, credentials, limits, ...(opts.readTimeoutMs ? { readTimeoutMs: opts.readTimeoutMs } : {}) },
           ...(opts.webhooks ? { reference_wh: { kind: 'reference', baseUrl: sim.url, credentials, limits, webhook: { url: 'http://127.0.0.1:9/placeholder', secretEnv } } } : {}),
         },
       },
@@ -163,39 +172,34 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const temporalClient = new Client({ connection, namespace: temporal.namespace });
     const webhookProviders = webhookProviderNames(config);
     const clients: Record<Design, ScrapeClient> = {
-      timers: new ScrapeClient({ temporal: temporalClient, store, taskQueue: queues.timers, defaultProvider: 'reference', webhookProviders }),
-      retry: new ScrapeClient({ temporal: temporalClient, store, taskQueue: queues.retry, defaultProvider: 'reference', webhookProviders }),
+      v2: new ScrapeClient({ temporal: temporalClient, store, taskQueue: queues.v2, defaultProvider: 'reference', webhookProviders }),
+      v1: new ScrapeClient({ temporal: temporalClient, store, taskQueue: queues.v1, defaultProvider: 'reference', webhookProviders, workflowType: 'scrapeWorkflow' }),
     };
 
     let apiUrl: string | undefined;
     if (opts.webhooks) {
-      const app = await buildApi({ client: clients.timers, store, config, keys: [{ account: opts.accounts[0]!.name, sha256: hashApiKey(randomBytes(32).toString('hex')), name: 'bench' }] });
+      const app = await buildApi({ client: clients.v2, store, config, keys: [{ account: opts.accounts[0]!.name, sha256: hashApiKey(randomBytes(32).toString('hex')), name: 'bench' }] });
       apiUrl = (await app.listen({ host: '127.0.0.1', port: 0 })).replace(/\/$/, '');
       cleanups.push(() => app.close());
       config.providers.reference_wh!.webhook!.url = `${apiUrl}/v1/webhooks/reference_wh`;
     }
 
     const configFiles = {} as Record<Design, string>;
-    const bundles = {} as Record<Design, string>;
-    for (const d of opts.designs ?? ['timers']) {
+    const bundle = path.join(dir, 'bundle.js');
+    await writeWorkflowBundle(bundle); // the product's bundle: both workflow types
+    for (const d of opts.designs ?? ['v2']) {
       configFiles[d] = path.join(dir, `config-${d}.json`);
       fs.writeFileSync(configFiles[d], JSON.stringify({ ...config, temporal: { ...config.temporal, taskQueue: queues[d] } }));
-      bundles[d] = path.join(dir, `bundle-${d}.js`);
-      if (d === 'timers') await writeWorkflowBundle(bundles[d]);
-      else {
-        const { code } = await bundleWorkflowCode({ workflowsPath: path.join(REPO, 'bench', 'designs', 'retryPolling.ts'), logger: quietLogger });
-        fs.writeFileSync(bundles[d], code);
-      }
     }
 
     const workers: BenchWorker[] = [];
     const startWorker = async (design: Design, wopts: { statusEveryMs?: number; maxActivities?: number } = {}): Promise<BenchWorker> => {
-      if (!configFiles[design]) throw new Error(`design ${design} was not bundled (pass designs: ['${design}'])`);
+      if (!configFiles[design]) throw new Error(`design ${design} was not prepared (pass designs: ['${design}'])`);
       const logFile = path.join(dir, `worker-${design}-${workers.length}.log`);
       const fd = fs.openSync(logFile, 'a');
       const child: ChildProcess = spawn(
         process.execPath,
-        ['--import', 'tsx', path.join(REPO, 'bench', 'lib', 'workerMain.ts'), '--config', configFiles[design], '--design', design, '--bundle', bundles[design], '--status-every-ms', String(wopts.statusEveryMs ?? 1_000), '--max-activities', String(wopts.maxActivities ?? 100)],
+        ['--import', 'tsx', path.join(REPO, 'bench', 'lib', 'workerMain.ts'), '--config', configFiles[design], '--design', design, '--bundle', bundle, '--status-every-ms', String(wopts.statusEveryMs ?? 1_000), ...(wopts.maxActivities ? ['--max-activities', String(wopts.maxActivities)] : [])],
         { cwd: REPO, env: { ...process.env }, stdio: ['ignore', fd, fd, 'ipc'] },
       );
       fs.closeSync(fd);
@@ -249,6 +253,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       apiUrl,
       pageUrl: (i) => `${siteUrl}/${pages[i % pages.length]}?job=${i}`,
       startWorker,
+      configFile: (d) => {
+        if (!configFiles[d]) throw new Error(`design ${d} was not prepared`);
+        return configFiles[d];
+      },
       processes,
       ownProcesses: () => [...processes(), ...workers.map((w, i) => ({ name: `worker-${i}`, pid: w.pid })), ...extra],
       addOwnProcess: (p) => extra.push(p),
@@ -279,16 +287,3 @@ function tail(file: string, n = 2_000): string {
     return '(no log)';
   }
 }
-
-const quietLogger = {
-  log() {},
-  trace() {},
-  debug() {},
-  info() {},
-  warn(message: string) {
-    console.error(message);
-  },
-  error(message: string) {
-    console.error(message);
-  },
-};

@@ -1,10 +1,8 @@
 /**
  * A worker in its own process for the benchmarks, so that its CPU and memory are read from the OS
  * apart from the Temporal server and the benchmark process. It runs either
- * - `--design timers`: the product's worker (`createScrapeWorker`: the product's workflow bundle and
- *   activities), or
- * - `--design retry`: the bench-only retry-driven polling workflow (`bench/designs`) with the
- *   product's activities plus `awaitFinalStatus`, from its own bundle on its own task queue.
+ * the product's worker (`createScrapeWorker`: the product's workflow bundle, both workflow types,
+ * and activities) on the task queue of its design (`v1` or `v2`, see `bench/lib/stack.ts`).
  *
  * It reports to the parent over IPC: `ready`; `written` {jobId, at} from the product's
  * `afterResultWritten` activity hook (epoch ms taken right after the result transaction
@@ -28,10 +26,10 @@ export type WorkerMessage =
 
 const OptionsSchema = z.object({
   config: z.string().min(1),
-  design: z.enum(['timers', 'retry']),
+  design: z.enum(['v1', 'v2']),
   bundle: z.string().min(1),
   statusEveryMs: z.coerce.number().int().min(50).default(1_000),
-  maxActivities: z.coerce.number().int().positive().default(100),
+  maxActivities: z.coerce.number().int().positive().optional(),
 });
 
 function send(m: WorkerMessage): void {
@@ -41,10 +39,10 @@ function send(m: WorkerMessage): void {
 async function main(): Promise<void> {
   const program = new Command('bench-worker')
     .requiredOption('--config <file>', 'worker configuration (JSON)')
-    .requiredOption('--design <timers|retry>', 'which polling design to run')
+    .requiredOption('--design <v1|v2>', 'which workflow is measured (labels the worker; the product worker runs both types)')
     .requiredOption('--bundle <file>', 'prebuilt workflow bundle')
     .option('--status-every-ms <ms>', 'worker status report interval', '1000')
-    .option('--max-activities <n>', 'max concurrent activity executions', '100')
+    .option('--max-activities <n>', 'max concurrent activity executions (default: the product default)')
     .parse();
   const o = OptionsSchema.parse(program.opts());
   installWorkerLogging({ level: 'WARN' });

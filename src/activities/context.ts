@@ -5,7 +5,8 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import type { ProviderError } from '../providers/errors.js';
+import { isProviderError, ProviderError } from '../providers/errors.js';
+import { redactProviderValue } from '../lib/sanitize.js';
 import type { ProviderRegistry, ResolvedProvider } from '../providers/registry.js';
 import type { Store } from '../store/index.js';
 
@@ -61,7 +62,9 @@ export interface ActivityKit {
   /** Every configured secret value (keys, webhook secrets), to redact from anything recorded. */
   secrets(): string[];
   /**
-   * Runs `fn` against (provider, account) under the key's shared limiter. Short shared cool-downs
+   * Runs `fn` against (provider, account) under the key's shared limiter; what it returns and the
+   * error it throws are passed through {@link redactProviderValue} with every configured secret
+   * (a provider may echo a key in a message, a code or a URL). Short shared cool-downs
    * are waited out inside the attempt (up to a third of its timeout, at most 10 s); longer ones
    * throw a `cooldown` ProviderError whose `retryAfterMs` is the wait. While `fn` runs longer than
    * {@link SLOW_CALL_HEARTBEAT_MS} the activity heartbeats, so a cancel reaches a hanging call and
@@ -103,7 +106,13 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
       const resolved = providers.resolve(provider, account);
       const ctx = activityContext();
       const maxWaitMs = ctx ? Math.min(10_000, Math.floor(ctx.info.startToCloseTimeoutMs / 3)) : 0;
-      return resolved.limiter.run(() => whileSlow(fn(resolved), () => kit.heartbeat()), coolDefault, maxWaitMs);
+      const secrets = kit.secrets();
+      try {
+        // Every string a provider sent passes the redactor here, once, before anything records it.
+        return redactProviderValue(await resolved.limiter.run(() => whileSlow(fn(resolved), () => kit.heartbeat()), coolDefault, maxWaitMs), secrets);
+      } catch (e) {
+        throw isProviderError(e) ? redactProviderError(e, secrets) : e;
+      }
     },
     signal: () => activityContext()?.cancellationSignal,
     attempt: () => activityContext()?.info.attempt ?? 1,
@@ -122,6 +131,12 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
     },
   };
   return kit;
+}
+
+/** A copy of provider error `e` whose message, code and evidence have every secret removed. */
+export function redactProviderError(e: ProviderError, secrets: readonly string[]): ProviderError {
+  const details = redactProviderValue({ ...e.details, evidence: e.details.evidence ? { ...e.details.evidence } : undefined }, secrets);
+  return new ProviderError(e.kind, redactProviderValue(e.message, secrets), details);
 }
 
 /** Awaits `work`, calling `beat` every {@link SLOW_CALL_HEARTBEAT_MS} while it is still pending. */

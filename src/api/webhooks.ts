@@ -30,7 +30,7 @@ import { providerKeys } from '../activities/index.js';
 import type { ScrapeClient } from '../client/index.js';
 import type { Config } from '../config.js';
 import { isFinalState } from '../model/states.js';
-import { sanitizeBody, redactSecrets, REDACTED } from '../lib/sanitize.js';
+import { sanitizeBody, redactProviderValue, redactSecrets, REDACTED } from '../lib/sanitize.js';
 import type { ProviderWebhook } from '../providers/descriptor.js';
 import { findDescriptor } from '../providers/descriptors.js';
 import { bodyEventId, callbackTokenMatches, type WebhookHeaders } from '../providers/webhook.js';
@@ -143,7 +143,8 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
     await quarantine('invalid_payload', parsed.message.slice(0, 2000), claimedEventId, signed);
     throw new ApiProblem('invalid-request', `the webhook body is not a ${entry.kind} event: ${parsed.message.slice(0, 500)}`, { errors: [{ in: 'body', path: '', message: parsed.message.slice(0, 500) }] });
   }
-  const ev = { ...parsed.event, eventId: parsed.event.eventId || bodyEventId(rawBody) };
+  // Strings from the provider (event ID, type, status) go into the store and a signal (history): redacted first.
+  const ev = redactProviderValue({ ...parsed.event, eventId: parsed.event.eventId || bodyEventId(rawBody) }, secrets);
   const findJob = async (): Promise<JobRow | undefined> =>
     (ev.taskId ? await store.getJobByTask(provider, ev.taskId) : undefined) ??
     (ev.clientRef ? await findJobByClientRef(store, provider, ev.clientRef, (account, key) => providerKeys(account, key).clientRef) : undefined);

@@ -101,6 +101,11 @@ export interface ScrapeClientOptions {
   providers?: readonly string[];
   /** Provider entries whose `poll` defaults (and their kinds') apply to new and resumed jobs (`effectivePolicy`). */
   config?: Pick<Config, 'providers'>;
+  /**
+   * Workflow type started for new jobs (default `scrapeWorkflowV2`). The benchmarks start the frozen
+   * v1 type (`scrapeWorkflow`) to measure before/after figures side by side; nothing else should.
+   */
+  workflowType?: string;
 }
 
 const CursorSchema = z.object({ createdAt: z.string().min(1).max(64), id: z.string().min(1).max(300) }).strict();
@@ -174,7 +179,7 @@ export class ScrapeClient {
     const wfInput: ScrapeWorkflowInput = { jobId, account: p.account, key, provider, requestHash, request, row, batchId: p.batchId, policy: effectivePolicy(this.opts.config, provider, p.policy) };
     if (this.opts.webhookProviders?.includes(provider)) wfInput.webhooks = true;
     try {
-      await this.opts.temporal.workflow.start<typeof scrapeWorkflowV2>(SCRAPE_WORKFLOW_TYPE, {
+      await this.opts.temporal.workflow.start<typeof scrapeWorkflowV2>(this.opts.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
         taskQueue: this.opts.taskQueue,
         workflowId: jobId,
         args: [wfInput],
@@ -459,7 +464,7 @@ export class ScrapeClient {
       await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, 30_000))]);
     }
     try {
-      await this.opts.temporal.workflow.start<typeof scrapeWorkflowV2>(SCRAPE_WORKFLOW_TYPE, {
+      await this.opts.temporal.workflow.start<typeof scrapeWorkflowV2>(this.opts.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
         taskQueue: this.opts.taskQueue,
         workflowId: jobId,
         args: [wfInput],

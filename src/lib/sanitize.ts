@@ -245,3 +245,52 @@ export function redactSecrets(text: string, secrets: readonly string[] = []): st
 export function truncate(text: string, max = 4000): string {
   return text.length <= max ? text : `${text.slice(0, max)}…[truncated ${text.length - max} chars]`;
 }
+
+/**
+ * Deep copy of a value that came from a provider (a status observation, a result, an error's code
+ * and message): every string loses each known secret value and `Bearer`/`Basic` credentials, and a
+ * URL-looking string also loses user-info and credential parameters ({@link isCredentialParam}:
+ * `?api_key=…`, `access_token`, a secret-looking `token`) — the narrow test, so that ordinary
+ * links of scraped pages (`?sid=…`, `?session=…`) stay as they are. Field names are kept and values are not redacted by their name (scraped data may
+ * use any names). Non-JSON values (functions, class instances other than plain objects and arrays)
+ * are returned as they are. Issue 13: every string from a provider passes here before it reaches
+ * a workflow, a log, the store or the CLI.
+ */
+export function redactProviderValue<T>(value: T, secrets: readonly string[]): T {
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') {
+      const url = asUrl(v);
+      return url ? redactCredentialsInUrl(url, secrets) : redactSecrets(v, secrets);
+    }
+    if (Array.isArray(v)) return v.map(walk);
+    if (v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+      const out: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(v as Record<string, unknown>)) out[k] = walk(x);
+      return out;
+    }
+    return v;
+  };
+  return walk(value) as T;
+}
+
+/** `url` with user-info and credential parameters ({@link isCredentialParam}) redacted, then known secret values removed. */
+function redactCredentialsInUrl(url: string, secrets: readonly string[]): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return redactSecrets(url, secrets);
+  }
+  if (secretPartsOfUrl(url).length === 0) return redactSecrets(url, secrets);
+  if (u.username || u.password) {
+    u.username = u.username ? REDACTED : '';
+    u.password = u.password ? REDACTED : '';
+  }
+  for (const [name, value] of [...u.searchParams]) if (isCredentialParam(name, value)) u.searchParams.set(name, REDACTED);
+  if (u.hash.length > 1) {
+    const frag = new URLSearchParams(u.hash.slice(1));
+    for (const [name, value] of [...frag]) if (isCredentialParam(name, value)) frag.set(name, REDACTED);
+    u.hash = frag.toString();
+  }
+  return redactSecrets(u.toString(), secrets);
+}

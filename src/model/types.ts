@@ -39,9 +39,13 @@ export interface PollPolicy {
    * `max(deadlineMs, 10 × activityTimeoutMs)`.
    */
   deadlineMs: number;
-  /** Attempts of one status check (HTTP timeouts, 5xx, 429) before the check gives up (count). */
+  /**
+   * Attempts of one status check before the check gives up (count). Used by runs of the v1 workflow
+   * only: workflow v2 retries a failing check until the deadline (1 s, 2 s, 4 s … never later than
+   * the schedule's next check) and keeps its error visible on the job.
+   */
   statusCheckAttempts: number;
-  /** Elapsed-time budget of one status check including its retries (ms). */
+  /** Elapsed-time budget of one status check including its retries (ms). v1 runs only (see `statusCheckAttempts`). */
   statusCheckBudgetMs: number;
   /** Consecutive `404`s on a known task (status or result read) before it is declared `expired` (count). */
   notFoundLimit: number;
@@ -55,8 +59,9 @@ export interface PollPolicy {
   /** When the deadline passes: stop tracking (`interrupt`) or cancel at the provider (`cancel`). */
   onDeadline: 'interrupt' | 'cancel';
   /**
-   * Start-to-close timeout of one activity attempt (ms): how long a crashed worker's attempt takes
-   * to be retried elsewhere. Must exceed the provider HTTP timeouts configured on the worker.
+   * Timeout of one activity attempt (ms): a submit attempt's start-to-close, and the heartbeat
+   * timeout of a status check (a check silent for this long — a crashed worker — is retried
+   * elsewhere; a slow check heartbeats). Must exceed the provider HTTP timeouts on the worker.
    */
   activityTimeoutMs: number;
   /**

@@ -30,9 +30,10 @@ export const LimitsSchema = z.strictObject({
   minIntervalMs: z.number().int().nonnegative().default(0),
   /**
    * Adaptive limit of provider jobs active at once per key (submits wait for a free slot): it starts
-   * at `initial`, grows by one job per full window of accepted submits up to `max`, and halves on a
-   * concurrency refusal (`429 CONCURRENCY_LIMIT`, Apify's `concurrent-runs-limit-exceeded`), never
-   * above a limit the provider states. Learned values are shared by every worker through the store.
+   * at `initial` and doubles per window of accepted submits until the first concurrency refusal
+   * (`429 CONCURRENCY_LIMIT`, Apify's `concurrent-runs-limit-exceeded`), which halves it (never above
+   * a limit the refusal states); from then on it grows by one job per window. Never above `max`.
+   * Learned values are shared by every worker through the store.
    */
   activeJobs: z
     .strictObject({ initial: z.number().int().positive().default(8), max: z.number().int().positive().optional() })

@@ -121,6 +121,8 @@ export interface CancelAnswer {
   providerStatus?: string;
   /** Provider said the job was already final (e.g. 409 JOB_FINISHED, Bright Data's 400 "not running"). */
   alreadyFinal?: boolean;
+  /** Effects the task produced so far, when the cancel answer reports them (pages fetched, credits used). */
+  progress?: { pagesFetched?: number; creditsUsed?: number };
 }
 
 /** Bounds of one result read (configuration `results` of the provider entry). */

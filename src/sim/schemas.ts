@@ -31,6 +31,7 @@ const profileFields = {
   idempotencyTtlMs: z.number().int().min(0),
   blockedHosts: z.array(z.string().min(1).max(253)),
   listLagMs: z.number().int().min(0).max(3_600_000),
+  echoKey: z.boolean(),
 };
 
 /**
@@ -55,6 +56,9 @@ const profileFields = {
  *   `example.com` also blocks its subdomains (`www.example.com`). Case-insensitive.
  * - `listLagMs` (default `0`, ms): a new job shows in `GET /api/jobs` only this long after it was
  *   created (search-backed lists lag; issue 13).
+ * - `echoKey` (default `false`): a careless provider that copies the account's API key into its
+ *   answers — a failed job's `error.message` (`invalid key <key>: …`), the result's `final_url`
+ *   (`?api_key=<key>`) and a `debug.note` field (issue 13).
  */
 export const ProfileSchema = z.strictObject({
   idempotency: profileFields.idempotency.default(true),
@@ -70,6 +74,7 @@ export const ProfileSchema = z.strictObject({
   idempotencyTtlMs: profileFields.idempotencyTtlMs.default(86_400_000),
   blockedHosts: profileFields.blockedHosts.default([]),
   listLagMs: profileFields.listLagMs.default(0),
+  echoKey: profileFields.echoKey.default(false),
 });
 
 /** A fully resolved account profile (all defaults applied). See {@link ProfileSchema}. */

@@ -249,6 +249,8 @@ class SimServer implements Sim {
   private readonly closeController = new AbortController();
   private readonly profiles = new Map<string, Profile>();
   private readonly keyToAccount = new Map<string, string>();
+  /** The first API key of each account (what an `echoKey` profile copies into its answers). */
+  private readonly accountKey = new Map<string, string>();
   private readonly idempotency = new Map<string, IdempotencyEntry>();
   private readonly counters: Counters;
   private readonly jobs: JobManager;
@@ -259,6 +261,7 @@ class SimServer implements Sim {
     for (const acct of opts.accounts) {
       this.profiles.set(acct.name, ProfileSchema.parse({ ...opts.defaults, ...acct.profile }));
       for (const key of acct.apiKeys) this.keyToAccount.set(key, acct.name);
+      if (acct.apiKeys[0]) this.accountKey.set(acct.name, acct.apiKeys[0]);
     }
     this.faults = new FaultRegistry(opts.random ?? Math.random);
     for (const rule of opts.faults) this.faults.add(rule);
@@ -669,12 +672,13 @@ class SimServer implements Sim {
           if (!isActive(current.status)) {
             return outcome(409, errorBody('JOB_FINISHED', `job is already ${current.status}`, { status: current.status }));
           }
+          const effects = { progress: { pages_fetched: current.pagesFetched }, credits_used: current.creditsUsed };
           if (fault?.action === 'cancel_pending') {
             this.jobs.cancelLater(current, fault.delayMs ?? 1000);
-            return outcome(202, { job_id: current.id, status: current.status });
+            return outcome(202, { job_id: current.id, status: current.status, ...effects });
           }
           this.jobs.cancel(current);
-          return outcome(200, { job_id: current.id, status: 'cancelled' });
+          return outcome(200, { job_id: current.id, status: 'cancelled', ...effects });
         },
       });
     });
@@ -801,6 +805,16 @@ class SimServer implements Sim {
     };
     if (withResult && job.status === 'completed' && job.result) out.result = { ...job.result, links: [...job.result.links] };
     if (job.status === 'failed' && job.error) out.error = { ...job.error };
+    const key = this.profileOf(job.account).echoKey ? this.accountKey.get(job.account) : undefined;
+    if (key) {
+      // A careless provider: the caller's key copied into the answer (issue 13's fault).
+      if (out.error) out.error = { ...(out.error as Record<string, unknown>), message: `invalid key ${key}: ${(out.error as { message?: string }).message ?? ''}` };
+      if (out.result) {
+        const r = out.result as { final_url?: string };
+        out.result = { ...r, final_url: `${r.final_url ?? job.url}${(r.final_url ?? job.url).includes('?') ? '&' : '?'}api_key=${key}` };
+      }
+      out.debug = { note: `served for key ${key}` };
+    }
     return out;
   }
 

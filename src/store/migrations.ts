@@ -193,6 +193,7 @@ const m005_polling: Migration = {
       .addColumn('label', 'text', (c) => c.primaryKey())
       .addColumn('active_limit', 'double precision', (c) => c.notNull())
       .addColumn('ceiling', 'integer')
+      .addColumn('threshold', 'double precision')
       .addColumn('refusals', 'integer', (c) => c.notNull().defaultTo(0))
       .addColumn('updated_at', 'text', (c) => c.notNull())
       .execute();

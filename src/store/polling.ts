@@ -123,7 +123,7 @@ export async function reserveSubmit(store: Store, jobId: string, scope: KeyScope
       await intent();
       return { kind: 'known', before };
     }
-    await trx.insertInto('provider_limits').values({ label: scope.label, active_limit: limits.initial, ceiling: limits.max ?? null, updated_at: at }).onConflict((oc) => oc.column('label').doNothing()).execute();
+    await trx.insertInto('provider_limits').values({ label: scope.label, active_limit: limits.initial, ceiling: limits.max ?? null, threshold: null, updated_at: at }).onConflict((oc) => oc.column('label').doNothing()).execute();
     let lq = trx.selectFrom('provider_limits').select(['active_limit', 'ceiling']).where('label', '=', scope.label);
     if (store.kind === 'postgres') lq = lq.forUpdate();
     const lim = await lq.executeTakeFirstOrThrow();
@@ -145,24 +145,27 @@ export async function reserveSubmit(store: Store, jobId: string, scope: KeyScope
 }
 
 /**
- * Additive increase: a submit accepted while the key was at its limit (`activeBefore + 1 >=
- * limit`) raises the limit by 1/limit (one job per full window), up to the ceiling.
+ * Increase after a submit accepted while the key was at its limit (`activeBefore + 1 >= limit`):
+ * by one job while below the threshold (slow start: the limit doubles per window of accepted
+ * submits until the first refusal), else by 1/limit (additive: one job per window); never above
+ * the ceiling.
  */
 export async function noteSubmitAccepted(store: Store, label: string, activeBefore: number): Promise<void> {
   await store.tx(async (trx) => {
-    const lim = await trx.selectFrom('provider_limits').select(['active_limit', 'ceiling']).where('label', '=', label).executeTakeFirst();
+    const lim = await trx.selectFrom('provider_limits').select(['active_limit', 'ceiling', 'threshold']).where('label', '=', label).executeTakeFirst();
     if (!lim) return;
     const current = Number(lim.active_limit);
     if (activeBefore + 1 < Math.floor(current)) return;
-    const next = Math.min(current + 1 / Math.max(1, current), lim.ceiling ?? Number.POSITIVE_INFINITY);
+    const slowStart = lim.threshold === null || current < Number(lim.threshold);
+    const next = Math.min(current + (slowStart ? 1 : 1 / Math.max(1, current)), lim.ceiling ?? Number.POSITIVE_INFINITY);
     if (next !== current) await trx.updateTable('provider_limits').set({ active_limit: next, updated_at: nowIso() }).where('label', '=', label).execute();
   });
 }
 
 /**
  * Multiplicative decrease after a concurrency refusal: the limit halves (at least 1) and never
- * exceeds what the provider said it allows (`statedLimit`, which also becomes the ceiling).
- * Returns the new limit.
+ * exceeds what the provider said it allows (`statedLimit`, which also becomes the ceiling); the
+ * new limit becomes the threshold above which growth is additive. Returns the new limit.
  */
 export async function noteSubmitRefused(store: Store, label: string, activeBefore: number, statedLimit?: number): Promise<number> {
   return store.tx(async (trx) => {
@@ -177,8 +180,8 @@ export async function noteSubmitRefused(store: Store, label: string, activeBefor
     next = Math.min(next, ceiling ?? next);
     await trx
       .insertInto('provider_limits')
-      .values({ label, active_limit: next, ceiling, refusals: 1, updated_at: nowIso() })
-      .onConflict((oc) => oc.column('label').doUpdateSet({ active_limit: next, ceiling, refusals: sql`provider_limits.refusals + 1`, updated_at: nowIso() }))
+      .values({ label, active_limit: next, ceiling, threshold: next, refusals: 1, updated_at: nowIso() })
+      .onConflict((oc) => oc.column('label').doUpdateSet({ active_limit: next, ceiling, threshold: next, refusals: sql`provider_limits.refusals + 1`, updated_at: nowIso() }))
       .execute();
     return next;
   });

@@ -172,6 +172,11 @@ export interface ProviderLimitsTable {
   active_limit: number;
   /** Highest limit allowed: configured, or stated by the provider in a refusal (count); null = none known. */
   ceiling: number | null;
+  /**
+   * Below this limit it grows by one job per accepted submit at the limit (doubling per window:
+   * slow start); at or above it, by one job per window. Null until the first refusal (slow start).
+   */
+  threshold: number | null;
   /** Submits refused with a concurrency answer so far (count). */
   refusals: Generated<number>;
   updated_at: string;

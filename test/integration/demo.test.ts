@@ -26,6 +26,8 @@ describe('npm run demo', () => {
     expect(first.out).toMatch(/Summary: 8\/8 jobs completed/);
     expect(first.out).toMatch(/line 10: url: url scheme must be http or https, not ftp/);
     expect(first.out).toMatch(/Provider: 8 job\(s\) created this run/);
+    // Submits wait for a free slot under the provider's 2-job limit: none bounces off a 429.
+    expect(first.out).toMatch(/; 8 submit\(s\), 0 refused \(429\)/);
     expect(first.out).toContain(`Result store (SQLite): ${path.join(dataDir, 'scrapes.db')}`);
     expect(first.out).toMatch(/Temporal Web UI: http:\/\/127\.0\.0\.1:\d+/);
     expect(first.out).toContain('Accepted is not done | Field Notes');

@@ -21,6 +21,7 @@ import { createActivities } from '../../src/activities/index.js';
 import { ScrapeClient } from '../../src/client/index.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { workflowBundle } from '../../src/worker.js';
+import { historyText } from '../helpers/leaks.js';
 import { FAST_POLICY, KEYS, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 
 let pages: PageServer;
@@ -28,20 +29,6 @@ beforeAll(async () => {
   pages = await startPageServer();
 });
 afterAll(async () => pages?.close());
-
-/** Every string and every payload (bytes, decoded as UTF-8) of a workflow's history, as one text. */
-async function historyText(stack: Stack, workflowId: string): Promise<string> {
-  const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
-  const parts: string[] = [];
-  const walk = (v: unknown): void => {
-    if (typeof v === 'string') parts.push(v);
-    else if (v instanceof Uint8Array) parts.push(Buffer.from(v).toString('utf8'));
-    else if (Array.isArray(v)) v.forEach(walk);
-    else if (v && typeof v === 'object') Object.values(v).forEach(walk);
-  };
-  walk(history);
-  return parts.join('\n');
-}
 
 describe('on the reference provider', () => {
   let stack: Stack;
@@ -78,7 +65,7 @@ describe('on the reference provider', () => {
       policy: FAST_POLICY,
     });
     await waitForState(stack.store, ref.jobId, ['completed']);
-    const text = await historyText(stack, ref.jobId);
+    const text = await historyText(stack.temporal, ref.jobId);
     expect(text).toContain(pages.pageUrl('002')); // the payloads are decoded: the row's URL is there
     for (const secret of [rowSecret, bearer, 'hunter2-hunter2', KEYS.acme]) expect(text).not.toContain(secret);
     const stored = JSON.stringify(await stack.store.getJob(ref.jobId));

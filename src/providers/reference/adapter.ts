@@ -44,7 +44,12 @@ const JobBody = z.looseObject({
   result: ResultBody.nullish(),
 });
 const ListBody = z.object({ jobs: z.array(z.looseObject({ job_id: z.string(), status: z.string(), client_ref: z.string().nullish() })) });
-const CancelBody = z.looseObject({ status: z.string().optional(), error: z.looseObject({ status: z.string().optional(), code: z.string().optional() }).optional() });
+const CancelBody = z.looseObject({
+  status: z.string().optional(),
+  progress: z.looseObject({ pages_fetched: z.number().optional() }).optional(),
+  credits_used: z.number().optional(),
+  error: z.looseObject({ status: z.string().optional(), code: z.string().optional() }).optional(),
+});
 
 /** Our state for a reference status word: exact words only; anything else is `unrecognised`. */
 export function referenceState(word: string): ObservedState {
@@ -152,7 +157,8 @@ export class ReferenceAdapter implements ProviderAdapter {
     const res = await this.http.call(ctx, { method: 'DELETE', path: path`/api/jobs/${taskId}/cancel`, phase: 'cancel', timeoutMs: this.entry.readTimeoutMs });
     const body = CancelBody.safeParse(res.body).data ?? {};
     const known = (w: string | undefined) => (w !== undefined && (KNOWN_STATUS as readonly string[]).includes(w) ? (w as ProviderState) : undefined);
-    if (res.status === 200 || res.status === 202) return { accepted: true, state: known(body.status), providerStatus: body.status };
+    const progress = { pagesFetched: body.progress?.pages_fetched, creditsUsed: body.credits_used };
+    if (res.status === 200 || res.status === 202) return { accepted: true, state: known(body.status), providerStatus: body.status, progress };
     if (res.status === 409) return { accepted: false, alreadyFinal: true, state: known(body.error?.status), providerStatus: body.error?.status };
     const err = this.http.error(res, 'cancel', ctx);
     if (res.status === 404 && body.error?.code === 'NOT_SUPPORTED') throw new ProviderError('unsupported', err.message, err.details);

@@ -58,6 +58,12 @@ export async function cancelJob(job: ScrapeJob): Promise<void> {
   if (answer.kind === 'unsupported') {
     return finish('cancel_unconfirmed', `provider "${job.input.provider}" has no cancel endpoint; the task may still run (last provider status: ${job.view.providerStatus ?? 'unknown'})`, answer.error);
   }
+  if (answer.kind === 'answered' && answer.state === 'cancelled') {
+    // The provider's own answer observes the stop: no confirmation check needed.
+    job.view.providerStatus = answer.providerStatus ?? 'cancelled';
+    job.noteProgress(answer.progress);
+    return finish('cancelled', `the provider confirmed the task stopped (status ${answer.providerStatus ?? 'cancelled'})`);
+  }
   return confirm(job, finish);
 }
 
