@@ -107,10 +107,13 @@ export function submitActivities(kit: ActivityKit) {
       try {
         accepted = await kit.call(job.provider, job.account, (p) => p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...keys, ...p.callback(job.jobId) }));
       } catch (e) {
-        if (isProviderError(e) && e.kind === 'ambiguous') {
+        // A `409` for our idempotency key (ours are derived from the job, so the same key always
+        // carries the same request) says an earlier submit with it exists: as ambiguous as a lost
+        // answer, and reconciled the same way — never a definite rejection.
+        if (isProviderError(e) && (e.kind === 'ambiguous' || e.kind === 'conflict')) {
           const error = e.toJobError();
           await store.appendEvent(job.jobId, 'submit_ambiguous', 'unknown', { error, evidence: e.details.evidence });
-          return { kind: 'ambiguous', error };
+          return { kind: 'ambiguous', error: { ...error, kind: 'ambiguous' } };
         }
         await store.clearSubmitIntent(job.jobId); // a definite answer: nothing was created
         if (isProviderError(e)) {
@@ -119,7 +122,7 @@ export function submitActivities(kit: ActivityKit) {
             const limit = await noteSubmitRefused(store, label, r.active, e.details.statedLimit);
             log.info('submit refused for concurrency: key limit lowered', { jobId: job.jobId, label, limit });
           }
-          if (e.kind === 'permanent' || e.kind === 'conflict') await kit.recordIncident(job.jobId, 'submit', e);
+          if (e.kind === 'permanent') await kit.recordIncident(job.jobId, 'submit', e);
         }
         rethrow(e);
       }

@@ -272,12 +272,14 @@ export class ScrapeClient {
   /** The live workflow view (query `state`); needs a running worker. */
   async getLiveView(account: string, jobId: string): Promise<JobView> {
     this.authorize(account, jobId);
+    let view: JobView;
     try {
-      return await this.opts.temporal.workflow.getHandle(jobId).query(stateQuery);
+      view = await this.opts.temporal.workflow.getHandle(jobId).query(stateQuery);
     } catch (e) {
       if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
       throw e;
     }
+    return overlayPolling(view, await this.opts.store.getJob(jobId));
   }
 
   /**
@@ -700,3 +702,20 @@ function toResult(r: ResultRow): JobResult {
 }
 
 export { isFinalState };
+
+/**
+ * The workflow's view with what its polling activity recorded since it last reported (workflow v2
+ * checks inside one retried activity and tells the workflow only the outcome): the provider's
+ * latest status (raw and normalised), the checks made so far and a failing check's error. Only
+ * for a job still being tracked; a final view is the workflow's own.
+ */
+function overlayPolling(view: JobView, row: JobRow | undefined): JobView {
+  if (!row || isFinalState(view.state) || isFinalState(row.state)) return view;
+  const checks = Number(row.status_checks);
+  if (checks <= view.statusChecks && !row.status_errors) return view;
+  const out: JobView = { ...view, statusChecks: Math.max(view.statusChecks, checks) };
+  if (row.provider_status) out.providerStatus = row.provider_status;
+  if (row.provider_state) out.providerState = row.provider_state as JobView['providerState'];
+  if (row.status_errors && row.last_error) out.lastError = JSON.parse(row.last_error) as JobView['lastError'];
+  return out;
+}

@@ -33,6 +33,8 @@ describe('options', () => {
       resultTtlMs: 3_600_000,
       idempotencyTtlMs: 86_400_000,
       blockedHosts: [],
+      listLagMs: 0,
+      echoKey: false,
     });
   });
 
