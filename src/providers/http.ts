@@ -4,6 +4,7 @@
  */
 import { parseRetryAfter, parseWaitFromMessage } from '../lib/retryAfter.js';
 import { redactSecrets, sanitizeBody, sanitizeHeaders, sanitizeUrl, truncate } from '../lib/sanitize.js';
+import { observeProviderCall } from '../observability/provider.js';
 import { ProviderError, type ProviderEvidence } from './errors.js';
 
 /** `submit` calls create work (outcome ambiguous on reset/timeout/5xx); `read` calls do not. */
@@ -41,8 +42,13 @@ const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOST
  * {@link ProviderError} only for network failures and timeouts:
  * - connection never made (refused, DNS, unreachable) → `transient` (nothing was sent);
  * - reset, closed socket or timeout after sending → `ambiguous` for `submit`, `transient` otherwise.
+ * Every exchange gets a trace span and request metrics (`src/observability/provider.ts`).
  */
 export async function providerFetch(req: ProviderRequest): Promise<ProviderResponse> {
+  return observeProviderCall(req, () => exchange(req));
+}
+
+async function exchange(req: ProviderRequest): Promise<ProviderResponse> {
   const at = new Date().toISOString();
   const endpoint = `${req.method} ${sanitizeUrl(req.url, req.secrets)}`;
   const requestEvidence = req.json === undefined ? undefined : sanitizeBody(req.json, req.secrets);
