@@ -11,6 +11,7 @@
  * process dies (see `processes.ts`). Data (PostgreSQL) persists in `dataDir` unless `ephemeral`.
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
@@ -105,8 +106,15 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const uiBin = opts.ui === false ? undefined : await ensureGoBinary(UI_BINARY, { log, env });
   const moduleDir = await serverModuleDir({ env });
 
-  const postgres = await startClusterPostgres({ dataDir: path.join(dataDir, 'pg', 'data'), port: topology.postgresPort, log });
   const processes = new ProcessGroup(path.join(dataDir, 'logs'), log);
+  let postgres: ClusterPostgres;
+  try {
+    postgres = await startClusterPostgres({ dataDir: path.join(dataDir, 'pg', 'data'), port: topology.postgresPort, log });
+  } catch (e) {
+    await processes.stopAll();
+    throw e;
+  }
+  processes.adopt(postgres.pid);
   let codec: RunningCodecServer | undefined;
   const stopAll = async () => {
     await codec?.close().catch(() => undefined);
@@ -133,8 +141,14 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         },
       ]),
     );
-    // History first (it owns the shards), then matching, the frontend, and the worker service (it calls the frontend).
-    for (const name of [...topology.services.filter((s) => s.service === 'history').map((s) => s.name), 'matching', 'frontend', 'worker']) processes.start(specs.get(name)!);
+    // One at a time (the first one initialises the cluster metadata; concurrent first starts race
+    // on it): history first (it owns the shards), then matching, the frontend, and the worker
+    // service (it calls the frontend). Each is up when its membership port accepts connections.
+    for (const name of [...topology.services.filter((s) => s.service === 'history').map((s) => s.name), 'matching', 'frontend', 'worker']) {
+      const svc = topology.services.find((s) => s.name === name)!;
+      processes.start(specs.get(name)!);
+      await waitForPort(topology.host, svc.membershipPort, name, processes); // every service listens there (the worker service has no gRPC listener)
+    }
     const address = frontendAddress(topology);
     await waitForFrontend(address, processes, log);
     await ensureNamespace(address, namespace, log);
@@ -218,12 +232,43 @@ async function ensureDatabase(pgs: ClusterPostgres, name: string, log: LineLogge
   }
 }
 
-function tailOf(file: string, lines = 15): string {
+/** The last lines of a process log; for the server's JSON lines only level and message. */
+function tailOf(file: string, lines = 6): string {
   try {
-    return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).slice(-lines).join('\n');
+    return fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .slice(-lines)
+      .map((l) => {
+        try {
+          const j = JSON.parse(l) as { level?: string; msg?: string; error?: string };
+          return `${j.level ?? ''}: ${j.msg ?? ''}${j.error ? ` (${j.error})` : ''}`.slice(0, 400);
+        } catch {
+          return l.slice(0, 400);
+        }
+      })
+      .join('\n');
   } catch {
     return '(no log)';
   }
+}
+
+async function waitForPort(host: string, port: number, name: string, processes: ProcessGroup, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!processes.get(name)) throw new Error(`${name} exited during start-up:\n${tailOf(processes.logFile(name))}`);
+    const open = await new Promise<boolean>((resolve) => {
+      const s = net.connect({ host, port }, () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (open) return;
+    await sleep(200);
+  }
+  throw new Error(`${name} did not listen on ${host}:${port} within ${timeoutMs} ms:\n${tailOf(processes.logFile(name))}`);
 }
 
 async function waitForFrontend(address: string, processes: ProcessGroup, log: LineLogger, timeoutMs = 120_000): Promise<void> {
@@ -267,6 +312,17 @@ async function ensureNamespace(address: string, namespace: string, log: LineLogg
       log(`namespace ${namespace}: registered (retention 3 days)`);
     } catch (e) {
       if ((e as { code?: number }).code !== 6) throw new Error(`registering namespace ${namespace}: ${(e as Error).message}`);
+    }
+    // A new namespace reaches each service's namespace cache within its refresh interval (~10 s).
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      try {
+        await conn.operatorService.listSearchAttributes({ namespace });
+        return;
+      } catch (e) {
+        if (Date.now() > deadline) throw new Error(`namespace ${namespace} not usable 60 s after registration: ${(e as Error).message}`);
+        await sleep(500);
+      }
     }
   } finally {
     await conn.close();

@@ -26,3 +26,17 @@ export async function portIsFree(ip: string, port: number): Promise<boolean> {
     srv.listen(port, ip, () => srv.close(() => resolve(true)));
   });
 }
+
+/**
+ * A free TCP port on `ip` between `lo` and `hi` (inclusive), not in `avoid`, tried at random.
+ * Temporal stores membership ports as SQL `smallint`, so they must stay below 32768 (the OS hands
+ * out ephemeral ports above that).
+ * @throws Error after 200 tries.
+ */
+export async function freePortInRange(ip: string, lo: number, hi: number, avoid: readonly number[] = []): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = lo + Math.floor(Math.random() * (hi - lo + 1));
+    if (!avoid.includes(port) && (await portIsFree(ip, port))) return port;
+  }
+  throw new Error(`no free port on ${ip} between ${lo} and ${hi}`);
+}

@@ -19,6 +19,8 @@ export interface ClusterPostgres {
   /** Superuser (trust authentication on 127.0.0.1). */
   user: string;
   dataDir: string;
+  /** PID of the postmaster. */
+  pid: number;
   /** Stops the server (`pg_ctl stop -m fast`). Never throws. */
   stop(): Promise<void>;
 }
@@ -73,8 +75,10 @@ export async function startClusterPostgres(opts: { dataDir: string; port: number
     throw new Error(`PostgreSQL did not start on port ${opts.port}: ${(e as Error).message}\n${tail}`);
   }
   opts.log(`postgres: listening on 127.0.0.1:${opts.port} (data ${dataDir})`);
+  const pid = Number(fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
   let stopped = false;
   return {
+    pid,
     host: '127.0.0.1',
     port: opts.port,
     user,

@@ -119,11 +119,18 @@ export class ProcessGroup {
       });
     });
     child.on('error', () => undefined);
-    child.unref();
     const running = { spec, child, pid, exited };
     this.children.set(spec.name, running);
     this.log(`${spec.name}: started pid ${pid} (log ${this.logFile(spec.name)})`);
     return running;
+  }
+
+  /**
+   * Puts a process this group did not spawn (PostgreSQL's postmaster, which `pg_ctl` daemonises)
+   * under the watchdog, so that it too ends if the starting process dies.
+   */
+  adopt(pid: number): void {
+    this.watchdog.stdin?.write(`+${pid}\n`);
   }
 
   /** Sends `signal` to the child `name` (e.g. SIGKILL in a test) and waits for it to exit. */

@@ -5,7 +5,7 @@
  * server reads the same config file (`deploy/temporal/config/cluster.yaml`) with its own
  * environment (see {@link serviceEnv}).
  */
-import { freePortOn } from './ports.js';
+import { freePortInRange } from './ports.js';
 
 /** A Temporal service process: its service name and ports. */
 export interface ServiceProcess {
@@ -44,7 +44,8 @@ export function fixedTopology(historyProcesses = 2): Topology {
 export async function freeTopology(historyProcesses = 2): Promise<Topology> {
   const taken: number[] = [];
   const port = async () => {
-    const p = await freePortOn('127.0.0.1', taken);
+    // Below 32768: membership ports are a smallint in Temporal's schema.
+    const p = await freePortInRange('127.0.0.1', 20_000, 32_000, taken);
     taken.push(p);
     return p;
   };

@@ -10,7 +10,9 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { ValueError, type Payload, type PayloadCodec } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
+
+const { temporal } = proto;
 import type { CodecKeyring } from './keys.js';
 
 /** `encoding` metadata value of an encrypted payload. */
@@ -33,7 +35,7 @@ export class EncryptionCodec implements PayloadCodec {
       const iv = randomBytes(IV_BYTES);
       const cipher = createCipheriv('aes-256-gcm', key, iv);
       cipher.setAAD(Buffer.from(id));
-      const plain = ProtoPayload.encode(p as temporal.api.common.v1.IPayload).finish();
+      const plain = ProtoPayload.encode(p as Parameters<typeof ProtoPayload.encode>[0]).finish();
       const data = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
       return { metadata: { encoding: Buffer.from(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: Buffer.from(id) }, data };
     });
