@@ -60,6 +60,9 @@ export async function startClusterPostgres(opts: { dataDir: string; port: number
     fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     if (asRoot) fs.chownSync(dataDir, ...postgresIds());
     opts.log(`postgres: initdb ${dataDir}`);
+    if (asRoot) await exec('test', ['-x', path.dirname(dataDir)]).catch(() => {
+      throw new Error(`the postgres OS user cannot reach ${path.dirname(dataDir)}: every folder above the data directory must be traversable (chmod o+x), or choose another --data-dir`);
+    });
     await exec(initdb, ['-D', dataDir, '-U', user, '--auth=trust', '-E', 'UTF8', '--locale=C']);
   }
   const logFile = path.join(path.dirname(dataDir), 'postgres.log');
