@@ -7,6 +7,7 @@
  *   npm run cluster -- --data-dir DIR   default .data/cluster (PostgreSQL data, logs, cluster.env)
  *   npm run cluster -- --no-ui          without the Web UI (and its build)
  *   npm run cluster -- stop             stops a cluster running from the same data directory
+ *   npm run cluster -- build            only obtains the binaries (go install into the cache; CI)
  *
  * It writes `<data-dir>/cluster.env` (TEMPORAL_ADDRESS, SCRAPE_STORE_URL, SCRAPE_CODEC=on and the
  * codec keys) for workers and the API: `set -a; . .data/cluster/cluster.env; set +a`.
@@ -22,6 +23,18 @@ const program = new Command('cluster')
   .option('--free-ports', 'use free ports instead of the fixed defaults')
   .option('--history <n>', 'number of history processes', (v) => Number(v), 2)
   .option('--no-ui', 'do not start (or build) the Web UI');
+
+program
+  .command('build')
+  .description('obtain the Temporal server, SQL tool and Web UI binaries (go install into the cache when missing) and exit')
+  .action(async () => {
+    const { ensureGoBinary, SERVER_BINARY, SQL_TOOL_BINARY, UI_BINARY, serverModuleDir } = await import('./binaries.js');
+    const log = (l: string) => process.stderr.write(`[cluster] ${l}\n`);
+    const t0 = Date.now();
+    for (const b of [SERVER_BINARY, SQL_TOOL_BINARY, ...(program.opts().ui === false ? [] : [UI_BINARY])]) log(`${b.label}: ${await ensureGoBinary(b, { log })}`);
+    log(`server module: ${await serverModuleDir()}`);
+    log(`binaries ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  });
 
 program.command('stop').description('stop the cluster running from --data-dir').action(() => {
   const pidFile = path.join(path.resolve(program.opts().dataDir as string), 'cluster.pid');
