@@ -14,8 +14,22 @@ const TASK_TOKEN_KEY = /^(base64)?_?task_?token$/i;
 /** One log entry as the JSON object we write (task tokens dropped, secrets redacted). */
 export function logRecord(entry: Pick<LogEntry, 'level' | 'message' | 'meta' | 'timestampNanos'>): Record<string, unknown> {
   const meta: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(entry.meta ?? {})) if (!TASK_TOKEN_KEY.test(k)) meta[k] = v;
+  for (const [k, v] of Object.entries(entry.meta ?? {})) if (!TASK_TOKEN_KEY.test(k)) meta[k] = plainError(v);
   return { at: new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString(), level: entry.level, message: redactSecrets(entry.message), ...(sanitizeBody(meta) as Record<string, unknown>) };
+}
+
+/** An Error as a JSON-able object (its message, code, type and cause are not enumerable properties). */
+function plainError(v: unknown, depth = 0): unknown {
+  if (!(v instanceof Error)) return v;
+  const e = v as Error & { code?: unknown; type?: unknown; failure?: unknown };
+  return {
+    name: e.name,
+    message: e.message,
+    ...(e.code !== undefined ? { code: String(e.code) } : {}),
+    ...(typeof e.type === 'string' ? { type: e.type } : {}),
+    ...(e.stack ? { stack: e.stack.split('\n').slice(0, 8).join('\n') } : {}),
+    ...(e.cause !== undefined && depth < 4 ? { cause: plainError(e.cause, depth + 1) } : {}),
+  };
 }
 
 /** A logger writing {@link logRecord} JSON lines to `file` (appended) or stderr. */

@@ -36,7 +36,7 @@ async function endedCount(): Promise<number> {
 beforeAll(async () => {
   useCodecEnv();
   pages = await startPageServer();
-  stack = await startStack({ profile: { concurrency: 16 }, worker: false, storeUrl: await freshStoreUrl(), codec: true });
+  stack = await startStack({ profile: { concurrency: 16 }, worker: false, storeUrl: await freshStoreUrl(), codec: true, providerTimeoutMs: 20_000 });
   workers.push(await spawnProductWorker(stack.configFile), await spawnProductWorker(stack.configFile));
   names = listCorpusPages(pages.pagesDir);
 });

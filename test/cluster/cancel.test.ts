@@ -23,7 +23,7 @@ const workers: ProductWorker[] = [];
 beforeAll(async () => {
   useCodecEnv();
   pages = await startPageServer();
-  stack = await startStack({ profile: { concurrency: 100 }, worker: false, storeUrl: await freshStoreUrl(), codec: true });
+  stack = await startStack({ profile: { concurrency: 100 }, worker: false, storeUrl: await freshStoreUrl(), codec: true, providerTimeoutMs: 20_000 });
   workers.push(await spawnProductWorker(stack.configFile), await spawnProductWorker(stack.configFile));
 });
 

@@ -40,7 +40,7 @@ async function jobPageText(page: Page, needle: string, timeoutMs: number): Promi
 beforeAll(async () => {
   useCodecEnv();
   pages = await startPageServer();
-  stack = await startStack({ worker: true, storeUrl: await freshStoreUrl(), codec: true });
+  stack = await startStack({ worker: true, storeUrl: await freshStoreUrl(), codec: true, providerTimeoutMs: 20_000 });
   url = `${pages.pageUrl(listCorpusPages(pages.pagesDir)[0]!)}?webui-codec-check=1`;
   const ref = await stack.client.startScrape({ account: 'acme', url, key: 'webui-codec', policy: FAST_POLICY });
   jobId = ref.jobId;

@@ -46,6 +46,8 @@ export interface StackOptions {
   storeUrl?: string;
   /** Payload encryption on (keys from `SCRAPE_CODEC_KEYS` in this process's environment). */
   codec?: boolean;
+  /** The provider entry's submit and read timeouts, ms (default 3000). */
+  providerTimeoutMs?: number;
 }
 
 export interface Stack {
@@ -95,7 +97,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       defaultProvider: 'reference',
       resultRetentionMs: opts.resultRetentionMs === undefined ? 7 * 24 * 3_600_000 : opts.resultRetentionMs,
       providers: {
-        reference: { kind: 'reference', baseUrl: sim.url, readTimeoutMs: 3_000, submitTimeoutMs: 3_000, capabilities, credentials: { default: { apiKey: KEYS.acme }, accounts: { globex: { apiKey: KEYS.globex } } } },
+        reference: { kind: 'reference', baseUrl: sim.url, readTimeoutMs: opts.providerTimeoutMs ?? 3_000, submitTimeoutMs: opts.providerTimeoutMs ?? 3_000, capabilities, credentials: { default: { apiKey: KEYS.acme }, accounts: { globex: { apiKey: KEYS.globex } } } },
         ...(opts.extraProviders ?? {}),
       },
     },
