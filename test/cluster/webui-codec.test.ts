@@ -22,9 +22,20 @@ let jobId: string;
 let runId: string;
 let url: string;
 
-/** Every string and byte field of a history, bytes read as UTF-8 (what someone with database access sees). */
+/**
+ * Every string of a history, plus every byte field (given as bytes or as base64 text, as the
+ * history's JSON form has them) read as UTF-8: what someone reading Temporal's database sees.
+ */
 function rawText(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : typeof v === 'bigint' ? String(v) : v));
+  const out: string[] = [];
+  const walk = (v: unknown): void => {
+    if (v instanceof Uint8Array) out.push(Buffer.from(v).toString('utf8'));
+    else if (typeof v === 'string') out.push(v, Buffer.from(v, 'base64').toString('utf8'));
+    else if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === 'object') Object.values(v).forEach(walk);
+  };
+  walk(value);
+  return out.join('\n');
 }
 
 async function jobPageText(page: Page, needle: string, timeoutMs: number): Promise<boolean> {
