@@ -6,7 +6,7 @@
  * The HTTP API and the codec server log JSON through Fastify's pino logger.
  */
 import fs from 'node:fs';
-import { DefaultLogger, Runtime, type LogEntry, type LogLevel, type Logger } from '@temporalio/worker';
+import { DefaultLogger, Runtime, makeTelemetryFilterString, type LogEntry, type LogLevel, type Logger } from '@temporalio/worker';
 import { redactSecrets, sanitizeBody } from '../lib/sanitize.js';
 
 const TASK_TOKEN_KEY = /^(base64)?_?task_?token$/i;
@@ -45,7 +45,7 @@ let installed = false;
 
 /**
  * Installs the SDK runtime once per process (before any worker or native connection exists):
- * the JSON-line logger at `level`, and when `sdkMetricsAddress` is given the Core Prometheus
+ * the JSON-line logger at `level` (Core's own warnings forwarded to it), and when `sdkMetricsAddress` is given the Core Prometheus
  * exporter on it (`host:port`; `/metrics` there, counters with `_total`, durations in seconds).
  * Returns false when a runtime was already installed (the call then changes nothing).
  */
@@ -54,9 +54,11 @@ export function installWorkerRuntime(opts: { level?: LogLevel; file?: string; sd
   installed = true;
   Runtime.install({
     logger: jsonLineLogger(opts.level ?? 'INFO', opts.file),
-    ...(opts.sdkMetricsAddress
-      ? { telemetryOptions: { metrics: { prometheus: { bindAddress: opts.sdkMetricsAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } } }
-      : {}),
+    telemetryOptions: {
+      // The native side's own logs (Core) go through the same JSON logger instead of the console.
+      logging: { forward: {}, filter: makeTelemetryFilterString({ core: 'WARN', other: 'ERROR' }) },
+      ...(opts.sdkMetricsAddress ? { metrics: { prometheus: { bindAddress: opts.sdkMetricsAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } } : {}),
+    },
   });
   return true;
 }
