@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import { DefaultLogger, Runtime, makeTelemetryFilterString, type LogEntry, type LogLevel, type Logger } from '@temporalio/worker';
-import { redactSecrets, sanitizeBody } from '../lib/sanitize.js';
+import { REDACTED, redactSecrets, sanitizeBody } from '../lib/sanitize.js';
 
 const TASK_TOKEN_KEY = /^(base64)?_?task_?token$/i;
 
@@ -15,7 +15,8 @@ const TASK_TOKEN_KEY = /^(base64)?_?task_?token$/i;
 export function logRecord(entry: Pick<LogEntry, 'level' | 'message' | 'meta' | 'timestampNanos'>): Record<string, unknown> {
   const meta: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(entry.meta ?? {})) if (!TASK_TOKEN_KEY.test(k)) meta[k] = plainError(v);
-  return { at: new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString(), level: entry.level, message: redactSecrets(entry.message), ...(sanitizeBody(meta) as Record<string, unknown>) };
+  const message = redactSecrets(entry.message).replace(/(task_?token=)?TaskToken\([^)]*\)/gi, REDACTED);
+  return { at: new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString(), level: entry.level, message, ...(sanitizeBody(meta) as Record<string, unknown>) };
 }
 
 /** An Error as a JSON-able object (its message, code, type and cause are not enumerable properties). */

@@ -43,7 +43,7 @@ describe('worker log records', () => {
   it('are JSON objects without task tokens, with credentials redacted', () => {
     const rec = logRecord({
       level: 'WARN',
-      message: `activity failed: Authorization: Bearer ${SECRET}`,
+      message: `activity failed: Authorization: Bearer ${SECRET} task_token=TaskToken(CiQ5ZjU1Mjk=)`,
       timestampNanos: 1_700_000_000_000_000_000n,
       meta: { taskToken: 'CiQ5ZjU…', base64TaskToken: 'CiQ5ZjU…', activityType: 'checkStatus', apiKey: SECRET, url: `https://p.example/x?api_key=${SECRET}` },
     });
