@@ -20,7 +20,7 @@ import { freePortOn } from './cluster/ports.js';
 import { installWorkerRuntime, sdkLogLevel } from './observability/logging.js';
 import { setKnownProviders } from './observability/metrics.js';
 import { countJobsFrom, startMetricsServer } from './observability/metricsServer.js';
-import { installTracing, workflowClientInterceptors } from './observability/tracing.js';
+import { currentTracing, installTracing, workflowClientInterceptors } from './observability/tracing.js';
 import { activityInterceptors, workflowInterceptorModule, workflowSpanSinks } from './observability/worker.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { openStore, type Store } from './store/index.js';
@@ -34,41 +34,48 @@ export function workflowsPath(): string {
 
 const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
 
+/** What the workflow bundle includes beyond the workflows (each combination is its own bundle). */
+export interface BundleVariant {
+  /** The OpenTelemetry workflow interceptors (`src/workflows/otelInterceptors.ts`); they double the bundle, so only with tracing on. */
+  tracing?: boolean;
+  /** The failure converter that moves error messages into encrypted payloads (`src/codec/failureConverter.ts`), with payload encryption on. */
+  encryptFailures?: boolean;
+}
+
 /**
- * The workflow bundle, with the OpenTelemetry workflow interceptors and, when `encryptFailures`
- * (payload encryption on), the failure converter that moves error messages into encrypted
- * payloads (`src/codec/failureConverter.ts`). A prebuilt file named by `SCRAPE_WORKFLOW_BUNDLE`
- * (see {@link writeWorkflowBundle}; a worker then starts in well under a second) is used for the
- * plain variant; otherwise the code is bundled once per process and variant (webpack, a few
- * seconds of CPU) and reused.
+ * The workflow bundle of `variant`. A prebuilt file named by `SCRAPE_WORKFLOW_BUNDLE` (see
+ * {@link writeWorkflowBundle}; a worker then starts in well under a second) is used for the plain
+ * variant; otherwise the code is bundled once per process and variant (webpack, a few seconds of
+ * CPU; twice that with tracing) and reused.
  */
-export function workflowBundle(opts: { encryptFailures?: boolean } = {}): Promise<WorkflowBundleWithSourceMap | { codePath: string }> {
+export function workflowBundle(variant: BundleVariant = {}): Promise<WorkflowBundleWithSourceMap | { codePath: string }> {
+  const plain = !variant.tracing && !variant.encryptFailures;
   const prebuilt = process.env.SCRAPE_WORKFLOW_BUNDLE;
-  if (prebuilt && !opts.encryptFailures) {
+  if (prebuilt && plain) {
     if (!fs.existsSync(prebuilt)) return Promise.reject(new Error(`SCRAPE_WORKFLOW_BUNDLE=${prebuilt} does not exist (build it with \`npm run build:bundle\`)`));
     return Promise.resolve({ codePath: prebuilt });
   }
-  const key = opts.encryptFailures ? 'encrypted-failures' : 'plain';
+  const key = `${variant.tracing ? 'tracing' : ''}|${variant.encryptFailures ? 'encrypted-failures' : ''}`;
   let b = bundles.get(key);
   if (!b) {
-    b = bundleWorkflowCode(bundleOptions(opts.encryptFailures ?? false));
+    b = bundleWorkflowCode(bundleOptions(variant));
     bundles.set(key, b);
   }
   return b;
 }
 
-function bundleOptions(encryptFailures: boolean) {
+function bundleOptions(variant: BundleVariant) {
   return {
     workflowsPath: workflowsPath(),
-    workflowInterceptorModules: [workflowInterceptorModule()],
-    ...(encryptFailures ? { failureConverterPath: failureConverterPath() } : {}),
+    ...(variant.tracing ? { workflowInterceptorModules: [workflowInterceptorModule()] } : {}),
+    ...(variant.encryptFailures ? { failureConverterPath: failureConverterPath() } : {}),
     logger: quietBundlerLogger,
   };
 }
 
 /** Bundles the workflow code (plain variant) into `file` (for `SCRAPE_WORKFLOW_BUNDLE`). Returns its size in bytes. */
 export async function writeWorkflowBundle(file: string): Promise<number> {
-  const { code } = await bundleWorkflowCode(bundleOptions(false));
+  const { code } = await bundleWorkflowCode(bundleOptions({}));
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, code);
   return Buffer.byteLength(code);
@@ -117,6 +124,7 @@ export interface ScrapeWorkerOptions {
 export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Worker> {
   const providers = opts.providers ?? new ProviderRegistry(opts.config, process.env, {}, opts.store);
   const dataConverter = dataConverterFor(opts.config.codec);
+  const tracing = currentTracing() !== undefined; // installTracing() before creating the worker
   setKnownProviders(Object.keys(opts.config.providers));
   const temporal = new Client({ connection: opts.connection, namespace: opts.config.temporal.namespace, dataConverter, interceptors: { workflow: workflowClientInterceptors() } });
   const activities = {
@@ -127,11 +135,11 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Wor
     connection: opts.connection,
     namespace: opts.config.temporal.namespace,
     taskQueue: opts.config.temporal.taskQueue,
-    workflowBundle: await workflowBundle({ encryptFailures: dataConverter !== undefined }),
+    workflowBundle: await workflowBundle({ tracing, encryptFailures: dataConverter !== undefined }),
     activities,
     ...(dataConverter ? { dataConverter } : {}),
-    interceptors: { activity: activityInterceptors() },
-    sinks: workflowSpanSinks(),
+    interceptors: { activity: activityInterceptors({ tracing }) },
+    ...(tracing ? { sinks: workflowSpanSinks() } : {}),
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 100,
     shutdownGraceTime: opts.shutdownGraceTimeMs ?? 10_000,
     ...(opts.identity ? { identity: opts.identity } : {}),

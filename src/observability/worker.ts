@@ -41,9 +41,10 @@ class MetricsActivityInterceptor implements ActivityInboundCallsInterceptor {
   }
 }
 
-/** Activity interceptor factories: tracing (continues the workflow's span) then metrics. */
-export function activityInterceptors(): ((ctx: ActivityContext) => ActivityInterceptors)[] {
-  return [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) }), (ctx) => ({ inbound: new MetricsActivityInterceptor(ctx) })];
+/** Activity interceptor factories: tracing (continues the workflow's span; only with tracing on) then metrics. */
+export function activityInterceptors(opts: { tracing: boolean }): ((ctx: ActivityContext) => ActivityInterceptors)[] {
+  const metrics = (ctx: ActivityContext) => ({ inbound: new MetricsActivityInterceptor(ctx) });
+  return opts.tracing ? [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) }), metrics] : [metrics];
 }
 
 const discard: SpanExporter = {
@@ -55,7 +56,8 @@ const discard: SpanExporter = {
 
 /**
  * The `exporter` sink the workflow interceptors send their spans to: the process's tracing
- * exporter, or a sink that drops them when tracing is off (the interceptors are always bundled).
+ * exporter (the interceptors are bundled only when tracing is on; a sink that drops spans
+ * otherwise, for a traced bundle run without an exporter).
  */
 export function workflowSpanSinks(): InjectedSinks<Record<string, never>> {
   const t = currentTracing();
