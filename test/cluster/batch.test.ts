@@ -24,8 +24,13 @@ let stack: Stack;
 let pages: PageServer;
 const workers: ProductWorker[] = [];
 let names: string[] = [];
-/** Lenient timeouts: the cluster shares two cores with the tests, and two processes are killed mid-batch. */
+/**
+ * Lenient timeouts: the cluster shares two cores with the tests (the reference provider and the
+ * page server run in this process), and two processes are killed mid-batch. `timeout_ms` is the
+ * provider's own fetch timeout of the page (the sim's contract; default 30 s).
+ */
 const POLICY = { ...FAST_POLICY, deadlineMs: 900_000, activityTimeoutMs: 30_000 };
+const OPTIONS = { timeout_ms: 120_000 };
 const ENDED = ['completed', 'failed', 'tracking_interrupted', 'cancelled', 'expired'];
 
 async function endedCount(): Promise<number> {
@@ -51,7 +56,7 @@ describe('batch of real pages on the cluster', () => {
   it('completes every page once while a worker and a history process are SIGKILLed', async () => {
     const { pids } = inject('cluster');
     const started = Date.now();
-    const refs = await Promise.all(names.map(async (name) => ({ name, ref: await stack.client.startScrape({ account: 'acme', url: pages.pageUrl(name), key: `page-${name}`, policy: POLICY }) })));
+    const refs = await Promise.all(names.map(async (name) => ({ name, ref: await stack.client.startScrape({ account: 'acme', url: pages.pageUrl(name), key: `page-${name}`, policy: POLICY, options: OPTIONS }) })));
 
     // Mid-batch: /metrics of a running worker, then the two kills.
     await waitFor(async () => (await endedCount()) >= 10, 180_000, '10 jobs to end');
@@ -103,7 +108,7 @@ describe('batch of real pages on the cluster', () => {
 
   it('the same keys again create no provider job and no result row', async () => {
     const before = stack.sim.stats().jobsCreated.total;
-    const refs = await Promise.all(names.map((name) => stack.client.startScrape({ account: 'acme', url: pages.pageUrl(name), key: `page-${name}`, policy: POLICY })));
+    const refs = await Promise.all(names.map((name) => stack.client.startScrape({ account: 'acme', url: pages.pageUrl(name), key: `page-${name}`, policy: POLICY, options: OPTIONS })));
     expect(new Set(refs.map((r) => r.jobId)).size).toBe(names.length);
     for (const r of refs) expect((await stack.store.getJob(r.jobId))?.state).toBe('completed');
     await new Promise((r) => setTimeout(r, 3_000));
