@@ -6,10 +6,12 @@
  * account, and activities resolve the key at call time (DESIGN.md rule 8).
  *
  * Environment overrides: `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `SCRAPE_TASK_QUEUE`,
- * `SCRAPE_STORE_URL`.
+ * `SCRAPE_STORE_URL`, `SCRAPE_CODEC` (`on`/`off`), and those of the `observability` section.
  */
 import fs from 'node:fs';
 import { z } from 'zod';
+import { CodecConfigSchema } from './codec/config.js';
+import { applyObservabilityEnv, ObservabilityConfigSchema } from './observability/config.js';
 import { CredentialSchema, CredentialsSchema, type Credential } from './providers/credentials.js';
 import { entrySchemas, PROVIDER_DESCRIPTORS } from './providers/descriptors.js';
 import { LimitsSchema } from './providers/entry.js';
@@ -98,6 +100,10 @@ export const ConfigSchema = z.object({
   resultRetentionMs: z.number().int().positive().nullable().default(7 * 24 * 3_600_000),
   /** The HTTP API; every field has a default. */
   api: ApiConfigSchema.prefault({}),
+  /** Payload encryption and the codec server (off by default; see `src/codec`). */
+  codec: CodecConfigSchema.prefault({}),
+  /** `/metrics` ports, trace export, log level (see `src/observability`). */
+  observability: ObservabilityConfigSchema.prefault({}),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;
@@ -117,6 +123,8 @@ export function parseConfig(input: unknown, env: NodeJS.ProcessEnv = process.env
   if (env.SCRAPE_API_HOST) c.api.host = env.SCRAPE_API_HOST;
   if (env.SCRAPE_API_PORT) c.api.port = z.coerce.number().int().min(0).max(65_535).parse(env.SCRAPE_API_PORT);
   if (env.SCRAPE_API_KEYS_FILE) c.api.keysFile = env.SCRAPE_API_KEYS_FILE;
+  if (env.SCRAPE_CODEC) c.codec.enabled = z.enum(['on', 'off']).parse(env.SCRAPE_CODEC) === 'on';
+  applyObservabilityEnv(c.observability, env);
   return c;
 }
 

@@ -6,8 +6,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ScrapeClient } from './client/index.js';
+import { dataConverterFor } from './codec/config.js';
 import { loadConfigFile, webhookProviderNames, type Config } from './config.js';
 import { connectionOptionsFromEnv } from './devserver/devServer.js';
+import { workflowClientInterceptors } from './observability/tracing.js';
 import { openStore, type Store } from './store/index.js';
 
 /** An open client runtime; call `close()` when done. */
@@ -49,8 +51,9 @@ export async function connectClient(config: Config): Promise<Connection> {
   return Connection.connect({ ...temporalConnectionOptions(config), connectTimeout: '10s' });
 }
 
-/** Opens the store and the Temporal client for `config`. */
+/** Opens the store and the Temporal client for `config`. Throws when encryption is on and its keys are missing. */
 export async function openRuntime(config: Config): Promise<Runtime> {
+  const dataConverter = dataConverterFor(config.codec);
   const store = await openStore(config.storeUrl);
   let connection: Connection;
   try {
@@ -59,7 +62,8 @@ export async function openRuntime(config: Config): Promise<Runtime> {
     await store.close();
     throw new Error(`cannot reach Temporal at ${config.temporal.address}: ${(e as Error).message}`);
   }
-  const temporal = new Client({ connection, namespace: config.temporal.namespace });
+  // Payload encryption (when `codec.enabled`) and trace propagation, the same as the worker's.
+  const temporal = new Client({ connection, namespace: config.temporal.namespace, dataConverter, interceptors: { workflow: workflowClientInterceptors() } });
   const client = new ScrapeClient({ temporal, store, taskQueue: config.temporal.taskQueue, defaultProvider: config.defaultProvider, webhookProviders: webhookProviderNames(config), providers: Object.keys(config.providers), config });
   return {
     config,

@@ -12,9 +12,16 @@ import { fileURLToPath } from 'node:url';
 import { Client, type ConnectionOptions } from '@temporalio/client';
 import { createMaintenanceActivities } from './activities/maintenance.js';
 import { ensureMaintenanceSchedules } from './client/schedules.js';
-import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type NativeConnectionOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type NativeConnectionOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities/index.js';
+import { dataConverterFor, failureConverterPath } from './codec/config.js';
 import { loadConfigFile, type Config } from './config.js';
+import { freePortOn } from './cluster/ports.js';
+import { installWorkerRuntime, sdkLogLevel } from './observability/logging.js';
+import { setKnownProviders } from './observability/metrics.js';
+import { countJobsFrom, startMetricsServer } from './observability/metricsServer.js';
+import { currentTracing, installTracing, workflowClientInterceptors } from './observability/tracing.js';
+import { activityInterceptors, workflowInterceptorModule, workflowSpanSinks } from './observability/worker.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { openStore, type Store } from './store/index.js';
 import { temporalConnectionOptions } from './runtime.js';
@@ -25,26 +32,50 @@ export function workflowsPath(): string {
   return fs.existsSync(ts) ? ts : fileURLToPath(new URL('./workflows/index.js', import.meta.url));
 }
 
-let bundlePromise: Promise<WorkflowBundleWithSourceMap> | undefined;
+const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
+
+/** What the workflow bundle includes beyond the workflows (each combination is its own bundle). */
+export interface BundleVariant {
+  /** The OpenTelemetry workflow interceptors (`src/workflows/otelInterceptors.ts`); they double the bundle, so only with tracing on. */
+  tracing?: boolean;
+  /** The failure converter that moves error messages into encrypted payloads (`src/codec/failureConverter.ts`), with payload encryption on. */
+  encryptFailures?: boolean;
+}
 
 /**
- * The workflow bundle: a prebuilt file named by `SCRAPE_WORKFLOW_BUNDLE` (see
- * {@link writeWorkflowBundle}; a worker then starts in well under a second), else bundled once per
- * process from source (webpack, a few seconds of CPU) and reused.
+ * The workflow bundle of `variant`. A prebuilt file named by `SCRAPE_WORKFLOW_BUNDLE` (see
+ * {@link writeWorkflowBundle}; a worker then starts in well under a second) is used for the plain
+ * variant; otherwise the code is bundled once per process and variant (webpack, a few seconds of
+ * CPU; twice that with tracing) and reused.
  */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap | { codePath: string }> {
+export function workflowBundle(variant: BundleVariant = {}): Promise<WorkflowBundleWithSourceMap | { codePath: string }> {
+  const plain = !variant.tracing && !variant.encryptFailures;
   const prebuilt = process.env.SCRAPE_WORKFLOW_BUNDLE;
-  if (prebuilt) {
+  if (prebuilt && plain) {
     if (!fs.existsSync(prebuilt)) return Promise.reject(new Error(`SCRAPE_WORKFLOW_BUNDLE=${prebuilt} does not exist (build it with \`npm run build:bundle\`)`));
     return Promise.resolve({ codePath: prebuilt });
   }
-  bundlePromise ??= bundleWorkflowCode({ workflowsPath: workflowsPath(), logger: quietBundlerLogger });
-  return bundlePromise;
+  const key = `${variant.tracing ? 'tracing' : ''}|${variant.encryptFailures ? 'encrypted-failures' : ''}`;
+  let b = bundles.get(key);
+  if (!b) {
+    b = bundleWorkflowCode(bundleOptions(variant));
+    bundles.set(key, b);
+  }
+  return b;
 }
 
-/** Bundles the workflow code into `file` (for `SCRAPE_WORKFLOW_BUNDLE`). Returns its size in bytes. */
+function bundleOptions(variant: BundleVariant) {
+  return {
+    workflowsPath: workflowsPath(),
+    ...(variant.tracing ? { workflowInterceptorModules: [workflowInterceptorModule()] } : {}),
+    ...(variant.encryptFailures ? { failureConverterPath: failureConverterPath() } : {}),
+    logger: quietBundlerLogger,
+  };
+}
+
+/** Bundles the workflow code (plain variant) into `file` (for `SCRAPE_WORKFLOW_BUNDLE`). Returns its size in bytes. */
 export async function writeWorkflowBundle(file: string): Promise<number> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: workflowsPath(), logger: quietBundlerLogger });
+  const { code } = await bundleWorkflowCode(bundleOptions({}));
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, code);
   return Buffer.byteLength(code);
@@ -63,23 +94,14 @@ const quietBundlerLogger = {
   },
 };
 
-let loggingInstalled = false;
-
 /**
  * Installs the SDK runtime's logger once per process (before any worker or native connection is
  * created): entries at `level` or above, as JSON lines appended to `file`, or to stderr when no
- * file is given. Messages are already sanitised by the activities (no credentials).
+ * file is given, without activity task tokens and with credentials redacted
+ * (`src/observability/logging.ts`). A worker with `/metrics` calls `installWorkerRuntime` instead.
  */
 export function installWorkerLogging(opts: { level?: LogLevel; file?: string } = {}): void {
-  if (loggingInstalled) return;
-  loggingInstalled = true;
-  const file = opts.file;
-  const logger = new DefaultLogger(opts.level ?? 'INFO', file
-    ? (entry) => {
-        fs.appendFileSync(file, `${JSON.stringify({ at: new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString(), level: entry.level, message: entry.message, ...entry.meta })}\n`);
-      }
-    : undefined);
-  Runtime.install({ logger });
+  installWorkerRuntime(opts);
 }
 
 /** Options of {@link createScrapeWorker}. */
@@ -110,7 +132,10 @@ export interface ScrapeWorkerOptions {
 /** Creates (does not run) a worker for the scrape task queue. */
 export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Worker> {
   const providers = opts.providers ?? new ProviderRegistry(opts.config, process.env, {}, opts.store);
-  const temporal = new Client({ connection: opts.connection, namespace: opts.config.temporal.namespace });
+  const dataConverter = dataConverterFor(opts.config.codec);
+  const tracing = currentTracing() !== undefined; // installTracing() before creating the worker
+  setKnownProviders(Object.keys(opts.config.providers));
+  const temporal = new Client({ connection: opts.connection, namespace: opts.config.temporal.namespace, dataConverter, interceptors: { workflow: workflowClientInterceptors() } });
   const activities = {
     ...createActivities({ store: opts.store, providers, resultRetentionMs: opts.config.resultRetentionMs, hooks: opts.hooks, temporal }),
     ...createMaintenanceActivities({ store: opts.store, temporal }),
@@ -119,8 +144,11 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Wor
     connection: opts.connection,
     namespace: opts.config.temporal.namespace,
     taskQueue: opts.config.temporal.taskQueue,
-    workflowBundle: await workflowBundle(),
+    workflowBundle: await workflowBundle({ tracing, encryptFailures: dataConverter !== undefined }),
     activities,
+    ...(dataConverter ? { dataConverter } : {}),
+    interceptors: { activity: activityInterceptors({ tracing }) },
+    ...(tracing ? { sinks: workflowSpanSinks() } : {}),
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 500,
     maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
     shutdownGraceTime: opts.shutdownGraceTimeMs ?? 10_000,
@@ -139,15 +167,39 @@ export async function connectWorker(config: Config): Promise<NativeConnection> {
   return NativeConnection.connect(nativeConnectionOptions(temporalConnectionOptions(config)));
 }
 
-/** Runs a worker from `$SCRAPE_CONFIG` until SIGINT/SIGTERM. */
+/**
+ * Runs a worker from `$SCRAPE_CONFIG` until SIGINT/SIGTERM: JSON-line logs on stderr, `/metrics`
+ * on `observability.metrics.workerPort` when set (our series + the SDK runtime's), traces over
+ * OTLP when configured.
+ */
 export async function runWorkerMain(): Promise<void> {
   const config = loadConfigFile();
+  const obs = config.observability;
+  const sdkPort = obs.metrics.workerPort === null ? undefined : await freePortOn('127.0.0.1');
+  installWorkerRuntime({ level: sdkLogLevel(obs.logs.level), sdkMetricsAddress: sdkPort ? `127.0.0.1:${sdkPort}` : undefined });
+  const log = Runtime.instance().logger;
+  const tracing = installTracing(obs.traces, 'worker');
   const store = await openStore(config.storeUrl);
   const connection = await connectWorker(config);
   const worker = await createScrapeWorker({ connection, config, store });
-  await ensureMaintenanceSchedules(new Client({ connection, namespace: config.temporal.namespace }), { taskQueue: config.temporal.taskQueue });
-  console.log(`worker polling task queue "${config.temporal.taskQueue}" on ${config.temporal.address} (namespace ${config.temporal.namespace}); store ${config.storeUrl.replace(/\/\/[^@/]*@/, '//[REDACTED]@')}`);
+  await ensureMaintenanceSchedules(new Client({ connection, namespace: config.temporal.namespace, dataConverter: dataConverterFor(config.codec) }), { taskQueue: config.temporal.taskQueue });
+  let metrics;
+  if (obs.metrics.workerPort !== null) {
+    countJobsFrom(store);
+    metrics = await startMetricsServer({ host: obs.metrics.host, port: obs.metrics.workerPort, sdkMetricsUrl: `http://127.0.0.1:${sdkPort}/metrics` });
+  }
+  log.info('worker polling', {
+    taskQueue: config.temporal.taskQueue,
+    address: config.temporal.address,
+    namespace: config.temporal.namespace,
+    store: config.storeUrl.replace(/\/\/[^@/]*@/, '//[REDACTED]@'),
+    encryption: config.codec.enabled,
+    metrics: metrics ? `${metrics.url}/metrics` : null,
+    tracing: tracing ? (obs.traces.otlpEndpoint ?? 'on') : null,
+  });
   await worker.run();
+  await metrics?.close();
+  await tracing?.shutdown();
   await connection.close();
   await store.close();
 }

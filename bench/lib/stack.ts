@@ -156,7 +156,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const config = parseConfig(
       {
         temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: queues.v2 },
-        storeUrl: `sqlite:${path.join(dir, 'store.db')}`,
+        // SCRAPE_BENCH_STORE_URL: e.g. the cluster's PostgreSQL (`npm run cluster` prints it).
+        storeUrl: process.env.SCRAPE_BENCH_STORE_URL ?? `sqlite:${path.join(dir, 'store.db')}`,
         defaultProvider: 'reference',
         providers: {
           reference: { kind: 'reference', baseUrl: sim.url, credentials, limits, ...(opts.readTimeoutMs ? { readTimeoutMs: opts.readTimeoutMs } : {}) },
@@ -263,11 +264,21 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       workerLogCounts: () => {
         const out = { activityFailures: {} as Record<string, number>, sqliteBusySnapshot: 0, databaseLocked: 0, workflowFailures: 0 };
         for (const f of fs.readdirSync(dir).filter((n) => /^worker-.*\.log$/.test(n))) {
+          // The worker logs JSON lines (src/observability/logging.ts).
           const text = fs.readFileSync(path.join(dir, f), 'utf8');
-          out.sqliteBusySnapshot += text.split("code: 'SQLITE_BUSY_SNAPSHOT'").length - 1;
+          out.sqliteBusySnapshot += text.split('SQLITE_BUSY_SNAPSHOT').length - 1;
           out.databaseLocked += text.split('database is locked').length - 1;
-          out.workflowFailures += text.split('[WARN] Workflow failed').length - 1;
-          for (const m of text.matchAll(/\[WARN\] Activity failed \{[^]*?activityType: '([^']+)'/g)) out.activityFailures[m[1]!] = (out.activityFailures[m[1]!] ?? 0) + 1;
+          for (const line of text.split('\n')) {
+            if (!line.startsWith('{')) continue;
+            let rec: { level?: string; message?: string; activityType?: string };
+            try {
+              rec = JSON.parse(line) as typeof rec;
+            } catch {
+              continue;
+            }
+            if (rec.level === 'WARN' && rec.message === 'Workflow failed') out.workflowFailures++;
+            if (rec.level === 'WARN' && rec.message === 'Activity failed' && rec.activityType) out.activityFailures[rec.activityType] = (out.activityFailures[rec.activityType] ?? 0) + 1;
+          }
         }
         return out;
       },

@@ -33,6 +33,8 @@ import { IdempotencyConflictError, ScrapeError, type ScrapeClient } from '../cli
 import type { Config } from '../config.js';
 import { fingerprint } from '../lib/hash.js';
 import { isFinalState } from '../model/states.js';
+import { recordWebhookDelivery, setKnownProviders } from '../observability/metrics.js';
+import { traceRequests } from '../observability/tracing.js';
 import type { Store } from '../store/index.js';
 import { getIdempotentRequest, rememberIdempotentRequest } from '../store/webhooks.js';
 import { ApiKeyring, type ApiKeyEntry } from './auth.js';
@@ -158,6 +160,8 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
     // Router-level errors (bad URL encoding, over-long path segment) as problem+json too.
     frameworkErrors: (error, request, reply) => sendProblem(request, reply, toProblem(error, request)),
   }).withTypeProvider<ZodTypeProvider>();
+  setKnownProviders(Object.keys(config.providers)); // metric labels: configured names only
+  traceRequests(app); // a server span per request when tracing is installed (src/observability/tracing.ts)
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('account', null);
@@ -458,7 +462,14 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
       },
       async (req, reply) => {
         const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-        const answer = await receiveWebhook({ client, store, config, env }, req.params.provider, raw, req.headers);
+        let answer;
+        try {
+          answer = await receiveWebhook({ client, store, config, env }, req.params.provider, raw, req.headers);
+        } catch (e) {
+          recordWebhookDelivery(req.params.provider, e instanceof ApiProblem ? e.slug.replace(/-/g, '_') : 'error');
+          throw e;
+        }
+        recordWebhookDelivery(req.params.provider, answer.body.outcome);
         return reply.code(answer.status).send(answer.body);
       },
     );

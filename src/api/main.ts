@@ -13,6 +13,8 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { loadConfigFile, type Config } from '../config.js';
 import { findConfigFile, openRuntime, type Runtime } from '../runtime.js';
+import { countJobsFrom, startMetricsServer, type MetricsServer } from '../observability/metricsServer.js';
+import { installTracing } from '../observability/tracing.js';
 import { buildApi } from './app.js';
 import { addKeyToFile, generateApiKey, hashApiKey, loadApiKeys } from './auth.js';
 
@@ -34,6 +36,8 @@ export interface RunningApi {
   url: string;
   config: Config;
   runtime: Runtime;
+  /** The `/metrics` listener's base URL (`observability.metrics.apiPort`), when on. */
+  metricsUrl?: string;
   close(): Promise<void>;
 }
 
@@ -58,11 +62,19 @@ export async function startApi(opts: StartApiOptions = {}): Promise<RunningApi> 
   if (keys.length === 0) {
     throw new Error(`no API keys: create one with \`npm run cli -- api --new-key <account>${opts.configFile ? ` --config ${opts.configFile}` : ''}\` (it writes ${keysFile}), or set ${config.api.keysEnv} (see README, "HTTP API")`);
   }
+  const tracing = installTracing(config.observability.traces, 'api');
   const runtime = await openRuntime(config);
   let app: FastifyInstance;
+  let metrics: MetricsServer | undefined;
   try {
     app = await buildApi({ client: runtime.client, store: runtime.store, config, keys, logger: opts.logger ?? true });
     await app.listen({ host: opts.host ?? config.api.host, port: opts.port ?? config.api.port });
+    const m = config.observability.metrics;
+    if (m.apiPort !== null) {
+      countJobsFrom(runtime.store);
+      metrics = await startMetricsServer({ host: m.host, port: m.apiPort });
+      app.log.info({ metrics: `${metrics.url}/metrics` }, 'metrics endpoint listening');
+    }
   } catch (e) {
     await runtime.close();
     throw e;
@@ -74,8 +86,11 @@ export async function startApi(opts: StartApiOptions = {}): Promise<RunningApi> 
     url,
     config,
     runtime,
+    metricsUrl: metrics?.url,
     async close() {
       await app.close();
+      await metrics?.close();
+      await tracing?.shutdown();
       await runtime.close();
     },
   };

@@ -14,6 +14,7 @@
 import type { z } from 'zod';
 import { parseRetryAfter, parseWaitFromMessage } from '../lib/retryAfter.js';
 import { redactSecrets, sanitizeBody, sanitizeHeaders, sanitizeUrl, truncate } from '../lib/sanitize.js';
+import { observeProviderCall } from '../observability/provider.js';
 import { credentialSecrets, splitBasicCredential } from './credentials.js';
 import { ProviderError, type ProviderEvidence } from './errors.js';
 import type { CallContext, SubmitContext } from './types.js';
@@ -74,9 +75,14 @@ function formParams(form: FormBody): URLSearchParams {
  * - connection never made (refused, DNS, unreachable) → `transient` (nothing was sent);
  * - reset, closed socket or timeout after sending → `ambiguous` for `submit`, `transient` otherwise.
  * The evidence (endpoint, request body, response body and kept headers) is sanitised with
- * `req.secrets` by value and with secret-looking names.
+ * `req.secrets` by value and with secret-looking names. Every exchange gets a trace span and
+ * request metrics (`src/observability/provider.ts`).
  */
 export async function providerFetch(req: ProviderRequest): Promise<ProviderResponse> {
+  return observeProviderCall(req, () => exchange(req));
+}
+
+async function exchange(req: ProviderRequest): Promise<ProviderResponse> {
   const at = new Date().toISOString();
   const endpoint = `${req.method} ${sanitizeUrl(req.url, req.secrets)}`;
   const params = req.form === undefined ? undefined : formParams(req.form);

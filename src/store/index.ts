@@ -4,6 +4,7 @@
  * One Kysely query layer over SQLite (better-sqlite3, the embedded default) or PostgreSQL (`pg`).
  * Every write that must be atomic with a state transition runs in one transaction.
  */
+import { recordCooldown, recordTransition } from '../observability/metrics.js';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -336,6 +337,7 @@ export class Store {
    * A task ID already recorded is never replaced: the stored one is returned instead.
    */
   async recordTaskId(jobId: string, taskId: string, providerStatus: string | null, source: string, trackingDeadlineMs?: number): Promise<string> {
+    let recorded = false;
     return this.tx(async (trx) => {
       const row = await trx.selectFrom('jobs').select(['task_id', 'state']).where('id', '=', jobId).executeTakeFirstOrThrow();
       if (row.task_id) return row.task_id;
@@ -347,7 +349,11 @@ export class Store {
         .where('id', '=', jobId)
         .execute();
       await trx.insertInto('job_events').values(event(jobId, 'task_recorded', 'pending', { taskId, source, providerStatus })).execute();
+      recorded = true;
       return taskId;
+    }).then((id) => {
+      if (recorded) recordTransition('pending');
+      return id;
     });
   }
 
@@ -417,6 +423,7 @@ export class Store {
         oc.column('label').doUpdateSet({ until: sql`case when excluded.until > provider_cooldowns.until then excluded.until else provider_cooldowns.until end`, reason: sql`excluded.reason`, updated_at: at }),
       )
       .execute();
+    recordCooldown(label);
   }
 
   /**
@@ -506,6 +513,9 @@ export class Store {
         await trx.insertInto('job_events').values(event(jobId, 'state', state, opts.detail ?? (opts.error ? { error: opts.error } : null))).execute();
       }
       return changed;
+    }).then((changed) => {
+      if (changed) recordTransition(state);
+      return changed;
     });
   }
 
@@ -585,6 +595,9 @@ export class Store {
         .onConflict((oc) => oc.columns(['kind', 'result_id']).doNothing())
         .execute();
       return { resultId: row.id, inserted, transitioned };
+    }).then((out) => {
+      if (out.transitioned) recordTransition('completed');
+      return out;
     });
   }
 

@@ -15,7 +15,9 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import type { ActivityDeps } from '../../src/activities/index.js';
 import { ScrapeClient } from '../../src/client/index.js';
+import { dataConverterFor } from '../../src/codec/config.js';
 import { parseConfig, type Config } from '../../src/config.js';
+import { workflowClientInterceptors } from '../../src/observability/tracing.js';
 import type { PollPolicy } from '../../src/model/types.js';
 import { startSim, type Sim, type SimResponseEvent } from '../../src/sim/index.js';
 import type { ProfileInput } from '../../src/sim/schemas.js';
@@ -46,6 +48,12 @@ export interface StackOptions {
   activeJobs?: number;
   /** Extra provider entries (name → entry) beside `reference`. */
   extraProviders?: Record<string, unknown>;
+  /** Result store URL (default: a SQLite file in the stack's temp directory). */
+  storeUrl?: string;
+  /** Payload encryption on (keys from `SCRAPE_CODEC_KEYS` in this process's environment). */
+  codec?: boolean;
+  /** The provider entry's submit and read timeouts, ms (default 3000). */
+  providerTimeoutMs?: number;
 }
 
 export interface Stack {
@@ -89,13 +97,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const config = parseConfig(
     {
       temporal: { address, namespace, taskQueue: `test-${randomUUID()}` },
-      storeUrl: `sqlite:${path.join(dir, 'store.db')}`,
+      storeUrl: opts.storeUrl ?? `sqlite:${path.join(dir, 'store.db')}`,
+      codec: { enabled: opts.codec ?? false },
       defaultAccount: 'acme',
       defaultProvider: 'reference',
       resultRetentionMs: opts.resultRetentionMs === undefined ? 7 * 24 * 3_600_000 : opts.resultRetentionMs,
       providers: {
         // A high starting limit of active jobs: tests that need the adaptive limit set their own.
-        reference: { kind: 'reference', baseUrl: sim.url, readTimeoutMs: opts.readTimeoutMs ?? 3_000, submitTimeoutMs: 3_000, capabilities, credentials: { default: { apiKey: KEYS.acme }, accounts: { globex: { apiKey: KEYS.globex } } }, limits: { activeJobs: opts.activeJobs === undefined ? { initial: 1000 } : { initial: opts.activeJobs, max: opts.activeJobsMax } } },
+        reference: { kind: 'reference', baseUrl: sim.url, readTimeoutMs: opts.readTimeoutMs ?? opts.providerTimeoutMs ?? 3_000, submitTimeoutMs: opts.providerTimeoutMs ?? 3_000, capabilities, credentials: { default: { apiKey: KEYS.acme }, accounts: { globex: { apiKey: KEYS.globex } } }, limits: { activeJobs: opts.activeJobs === undefined ? { initial: 1000 } : { initial: opts.activeJobs, max: opts.activeJobsMax } } },
         ...(opts.extraProviders ?? {}),
       },
     },
@@ -105,7 +114,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   fs.writeFileSync(configFile, JSON.stringify(config));
   const store = await openStore(config.storeUrl);
   const connection = await Connection.connect({ address });
-  const temporal = new Client({ connection, namespace });
+  const temporal = new Client({ connection, namespace, dataConverter: dataConverterFor(config.codec), interceptors: { workflow: workflowClientInterceptors() } });
   const client = new ScrapeClient({ temporal, store, taskQueue: config.temporal.taskQueue, defaultProvider: 'reference', providers: Object.keys(config.providers) });
   let native: NativeConnection | undefined;
   let worker: Worker | undefined;

@@ -1,0 +1,394 @@
+/**
+ * Starts the production topology on this machine, without containers: PostgreSQL (Debian
+ * binaries), Temporal's schema (main + advanced visibility) applied with the server's SQL tool,
+ * the Temporal server as separate processes — frontend, matching, worker and two history services
+ * — all reading `deploy/temporal/config/cluster.yaml` with their own ports, the namespace and our
+ * search attributes, the standalone Web UI (`deploy/temporal-ui/config/cluster.yaml`) and the
+ * codec server the UI calls to show decrypted payloads. Binaries are built from the Go module
+ * proxy on first use and cached (see `binaries.ts`).
+ *
+ * `stop()` stops every process started here (and nothing else); a watchdog does the same if this
+ * process dies (see `processes.ts`). Data (PostgreSQL) persists in `dataDir` unless `ephemeral`.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time.js';
+import pg from 'pg';
+import type { CodecConfig } from '../codec/config.js';
+import { startCodecServer, type RunningCodecServer } from '../codec/server.js';
+import type { LineLogger } from '../devserver/process.js';
+import { ensureSearchAttributes } from '../devserver/searchAttributes.js';
+import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
+import { ensureGoBinary, serverModuleDir, SERVER_BINARY, SQL_TOOL_BINARY, TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION, UI_BINARY } from './binaries.js';
+import { startClusterPostgres, type ClusterPostgres } from './postgres.js';
+import { ProcessGroup } from './processes.js';
+import { setupTemporalSchema } from './schema.js';
+import { fixedTopology, freeTopology, frontendAddress, serviceEnv, type Topology } from './topology.js';
+
+/** The repository root (config files live in `deploy/`). */
+export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** `--root` of the server processes (`config/cluster.yaml` under it). */
+export const SERVER_CONFIG_ROOT = path.join(REPO_ROOT, 'deploy', 'temporal');
+/** `--root` of the Web UI (`config/cluster.yaml` under it). */
+export const UI_CONFIG_ROOT = path.join(REPO_ROOT, 'deploy', 'temporal-ui');
+
+/** Options of {@link startCluster}. */
+export interface ClusterOptions {
+  /** Where PostgreSQL's data, the logs and `cluster.env` go (default `.data/cluster`). */
+  dataDir?: string;
+  /** Fixed default ports (7233 …) or free ones (default `fixed`). */
+  ports?: 'fixed' | 'free';
+  /** Number of history processes (default 2). */
+  historyProcesses?: number;
+  namespace?: string;
+  /** Start the Web UI (default true). */
+  ui?: boolean;
+  /**
+   * The codec server (default: on, with `SCRAPE_CODEC_KEYS` / `SCRAPE_CODEC_TOKEN` from `env`, or
+   * keys and token generated once into `<dataDir>/codec.env`). `false`: no codec server, and the
+   * Web UI shows payloads as stored.
+   */
+  codec?: false | { config: CodecConfig; env: NodeJS.ProcessEnv };
+  /** Remove the data directory on stop (tests). */
+  ephemeral?: boolean;
+  log?: LineLogger;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** A running cluster. */
+export interface Cluster {
+  /** Frontend gRPC address (`TEMPORAL_ADDRESS`). */
+  address: string;
+  namespace: string;
+  topology: Topology;
+  postgres: ClusterPostgres;
+  /** `postgres://…/scrapes`: a database for the result store on the same server. */
+  storeUrl: string;
+  /** Web UI URL, when started. */
+  uiUrl?: string;
+  /** Codec server base URL (the UI's endpoint is `${codecUrl}/codec`), when started. */
+  codecUrl?: string;
+  processes: ProcessGroup;
+  dataDir: string;
+  /** Versions in use. */
+  versions: { server: string; ui: string };
+  /** SIGKILLs one server process (e.g. `history-1`) and waits for it to exit. */
+  kill(name: string): Promise<void>;
+  /** Starts a server process again after {@link kill}. */
+  restart(name: string): Promise<void>;
+  /** Stops the codec server, the UI, every server process and PostgreSQL. Never throws. */
+  stop(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Starts the whole topology and resolves once a workflow can start on the namespace.
+ * Progress goes to `log`, one line per step.
+ *
+ * @throws Error naming the step that failed (with the tail of the failing process's log);
+ *   everything started before is stopped first.
+ */
+export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> {
+  const log = opts.log ?? ((l: string) => process.stderr.write(`[cluster] ${l}\n`));
+  const env = opts.env ?? process.env;
+  const dataDir = path.resolve(opts.dataDir ?? path.join('.data', 'cluster'));
+  const namespace = opts.namespace ?? 'default';
+  fs.mkdirSync(dataDir, { recursive: true });
+  const topology = opts.ports === 'free' ? await freeTopology(opts.historyProcesses ?? 2) : fixedTopology(opts.historyProcesses ?? 2);
+
+  log(`binaries: Temporal server ${TEMPORAL_SERVER_VERSION}${opts.ui === false ? '' : `, Web UI ${TEMPORAL_UI_VERSION}`} (cached by version; built with go install when missing)`);
+  const server = await ensureGoBinary(SERVER_BINARY, { log, env });
+  const sqlTool = await ensureGoBinary(SQL_TOOL_BINARY, { log, env });
+  const uiBin = opts.ui === false ? undefined : await ensureGoBinary(UI_BINARY, { log, env });
+  const moduleDir = await serverModuleDir({ env });
+
+  const processes = new ProcessGroup(path.join(dataDir, 'logs'), log);
+  let postgres: ClusterPostgres;
+  try {
+    postgres = await startClusterPostgres({ dataDir: path.join(dataDir, 'pg', 'data'), port: topology.postgresPort, log });
+  } catch (e) {
+    await processes.stopAll();
+    throw e;
+  }
+  processes.adopt(postgres.pid);
+  let codec: RunningCodecServer | undefined;
+  const stopAll = async () => {
+    await codec?.close().catch(() => undefined);
+    await processes.stopAll(['ui', 'frontend']);
+    await postgres.stop();
+    if (opts.ephemeral) fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+
+  try {
+    await setupTemporalSchema({ sqlTool, moduleDir, host: postgres.host, port: postgres.port, user: postgres.user }, log);
+    const storeUrl = `postgres://${postgres.user}@${postgres.host}:${postgres.port}/scrapes`;
+    await ensureDatabase(postgres, 'scrapes', log);
+
+    const db = { host: postgres.host, port: postgres.port, user: postgres.user };
+    const specs = new Map(
+      topology.services.map((s) => [
+        s.name,
+        {
+          name: s.name,
+          command: server,
+          args: ['--root', SERVER_CONFIG_ROOT, '--config', 'config', '--env', 'cluster', '--allow-no-auth', 'start', '--service', s.service],
+          env: { ...env, ...serviceEnv(topology, s, db), TEMPORAL_DYNAMIC_CONFIG_FILE: path.join(SERVER_CONFIG_ROOT, 'config', 'dynamicconfig', 'cluster.yaml') },
+          cwd: SERVER_CONFIG_ROOT,
+        },
+      ]),
+    );
+    // One at a time (the first one initialises the cluster metadata; concurrent first starts race
+    // on it): history first (it owns the shards), then matching, the frontend, and the worker
+    // service (it calls the frontend). Each is up when its membership port accepts connections.
+    for (const name of [...topology.services.filter((s) => s.service === 'history').map((s) => s.name), 'matching', 'frontend', 'worker']) {
+      const svc = topology.services.find((s) => s.name === name)!;
+      processes.start(specs.get(name)!);
+      await waitForPort(topology.host, svc.membershipPort, name, processes); // every service listens there (the worker service has no gRPC listener)
+    }
+    const address = frontendAddress(topology);
+    await waitForFrontend(address, processes, log);
+    await ensureNamespace(address, namespace, log);
+    const connection = await Connection.connect({ address });
+    try {
+      await ensureSearchAttributes(connection, namespace, SEARCH_ATTRIBUTES, { logger: log, visibleTimeoutMs: 60_000 });
+      await waitUntilStartable(connection, namespace, log);
+    } finally {
+      await connection.close();
+    }
+
+    let codecUrl: string | undefined;
+    let uiUrl: string | undefined;
+    const uiOrigin = `http://${topology.host}:${topology.uiPort}`;
+    if (opts.codec !== false) {
+      const c = opts.codec ?? (await defaultCodec(dataDir, env, log));
+      codec = await startCodecServer(c.config, { env: c.env, host: topology.host, port: topology.codecPort, corsOrigins: [uiOrigin, ...c.config.server.corsOrigins] });
+      codecUrl = codec.url;
+      log(`codec server: ${codecUrl}/codec (operators sign in at ${codecUrl}/codec/login)`);
+    }
+    if (uiBin) {
+      processes.start({
+        name: 'ui',
+        command: uiBin,
+        args: ['--root', UI_CONFIG_ROOT, '--config', 'config', '--env', 'cluster', 'start'],
+        env: {
+          ...env,
+          TEMPORAL_ADDRESS: address,
+          TEMPORAL_UI_IP: topology.host,
+          TEMPORAL_UI_PORT: String(topology.uiPort),
+          TEMPORAL_CORS_ORIGINS: uiOrigin,
+          TEMPORAL_CSRF_COOKIE_INSECURE: 'true',
+          TEMPORAL_DEFAULT_NAMESPACE: namespace,
+          TEMPORAL_CODEC_ENDPOINT: codecUrl ? `${codecUrl}/codec` : '',
+          TEMPORAL_CODEC_INCLUDE_CREDENTIALS: 'true',
+        },
+        cwd: UI_CONFIG_ROOT,
+      });
+      uiUrl = uiOrigin;
+      await waitForHttp(`${uiUrl}/`, 'ui', processes, 60_000);
+      log(`web UI: ${uiUrl}`);
+    }
+
+    const cluster: Cluster = {
+      address,
+      namespace,
+      topology,
+      postgres,
+      storeUrl,
+      uiUrl,
+      codecUrl,
+      processes,
+      dataDir,
+      versions: { server: TEMPORAL_SERVER_VERSION, ui: TEMPORAL_UI_VERSION },
+      kill: (name) => processes.kill(name, 'SIGKILL'),
+      async restart(name) {
+        const spec = specs.get(name);
+        if (!spec) throw new Error(`no server process called ${name}`);
+        processes.start(spec);
+      },
+      stop: stopAll,
+    };
+    return cluster;
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+}
+
+async function ensureDatabase(pgs: ClusterPostgres, name: string, log: LineLogger): Promise<void> {
+  const client = new pg.Client({ host: pgs.host, port: pgs.port, user: pgs.user, database: 'postgres' });
+  await client.connect();
+  try {
+    const r = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (r.rowCount === 0) {
+      await client.query(`create database ${name}`);
+      log(`postgres: created database ${name} (result store)`);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/** The last lines of a process log; for the server's JSON lines only level and message. */
+function tailOf(file: string, lines = 6): string {
+  try {
+    return fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .slice(-lines)
+      .map((l) => {
+        try {
+          const j = JSON.parse(l) as { level?: string; msg?: string; error?: string };
+          return `${j.level ?? ''}: ${j.msg ?? ''}${j.error ? ` (${j.error})` : ''}`.slice(0, 400);
+        } catch {
+          return l.slice(0, 400);
+        }
+      })
+      .join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+async function waitForPort(host: string, port: number, name: string, processes: ProcessGroup, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!processes.get(name)) throw new Error(`${name} exited during start-up:\n${tailOf(processes.logFile(name))}`);
+    const open = await new Promise<boolean>((resolve) => {
+      const s = net.connect({ host, port }, () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (open) return;
+    await sleep(200);
+  }
+  throw new Error(`${name} did not listen on ${host}:${port} within ${timeoutMs} ms:\n${tailOf(processes.logFile(name))}`);
+}
+
+async function waitForFrontend(address: string, processes: ProcessGroup, log: LineLogger, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    for (const n of ['frontend', 'matching', 'worker']) {
+      if (!processes.get(n)) throw new Error(`${n} exited during start-up:\n${tailOf(processes.logFile(n))}`);
+    }
+    const conn = await Connection.connect({ address, connectTimeout: 1_000 }).catch((e: Error) => {
+      last = e.message;
+      return undefined;
+    });
+    if (conn) {
+      try {
+        await conn.withDeadline(Date.now() + 3_000, () => conn.workflowService.getSystemInfo({}));
+        log(`frontend: serving on ${address}`);
+        return;
+      } catch (e) {
+        last = (e as Error).message;
+      } finally {
+        await conn.close().catch(() => undefined);
+      }
+    }
+    await sleep(500);
+  }
+  throw new Error(`the frontend did not answer on ${address} within ${timeoutMs} ms (${last}):\n${tailOf(processes.logFile('frontend'))}`);
+}
+
+async function ensureNamespace(address: string, namespace: string, log: LineLogger): Promise<void> {
+  const conn = await Connection.connect({ address });
+  try {
+    try {
+      await conn.workflowService.describeNamespace({ namespace });
+      return;
+    } catch {
+      /* not there yet */
+    }
+    try {
+      await conn.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('3 days') });
+      log(`namespace ${namespace}: registered (retention 3 days)`);
+    } catch (e) {
+      if ((e as { code?: number }).code !== 6) throw new Error(`registering namespace ${namespace}: ${(e as Error).message}`);
+    }
+    // A new namespace reaches each service's namespace cache within its refresh interval (~10 s).
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      try {
+        await conn.operatorService.listSearchAttributes({ namespace });
+        return;
+      } catch (e) {
+        if (Date.now() > deadline) throw new Error(`namespace ${namespace} not usable 60 s after registration: ${(e as Error).message}`);
+        await sleep(500);
+      }
+    }
+  } finally {
+    await conn.close();
+  }
+}
+
+/**
+ * Waits until a workflow start on `namespace` is accepted (every history shard owned, the
+ * namespace in every service's cache): starts and terminates a throw-away execution.
+ */
+async function waitUntilStartable(connection: Connection, namespace: string, log: LineLogger, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (let i = 0; Date.now() < deadline; i++) {
+    const workflowId = `cluster-ready-probe-${process.pid}-${Date.now()}-${i}`;
+    try {
+      await connection.withDeadline(Date.now() + 5_000, () =>
+        connection.workflowService.startWorkflowExecution({ namespace, workflowId, workflowType: { name: 'clusterReadyProbe' }, taskQueue: { name: 'cluster-ready-probe' }, requestId: workflowId, identity: 'scrape-orchestrator cluster' }),
+      );
+      await connection.workflowService.terminateWorkflowExecution({ namespace, workflowExecution: { workflowId }, reason: 'readiness probe', identity: 'scrape-orchestrator cluster' });
+      log(`namespace ${namespace}: accepts workflows`);
+      return;
+    } catch (e) {
+      last = (e as Error).message;
+      await sleep(1_000);
+    }
+  }
+  throw new Error(`namespace ${namespace} did not accept a workflow start within ${timeoutMs} ms: ${last}`);
+}
+
+async function waitForHttp(url: string, name: string, processes: ProcessGroup, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!processes.get(name)) throw new Error(`${name} exited during start-up:\n${tailOf(processes.logFile(name))}`);
+    const ok = await fetch(url, { signal: AbortSignal.timeout(2_000) }).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    await sleep(300);
+  }
+  throw new Error(`${name} did not answer ${url} within ${timeoutMs} ms:\n${tailOf(processes.logFile(name))}`);
+}
+
+/**
+ * The codec of the topology: keys and token from the environment when set, else generated once
+ * into `<dataDir>/codec.env` (mode 0600) and reused on later starts.
+ */
+async function defaultCodec(dataDir: string, env: NodeJS.ProcessEnv, log: LineLogger): Promise<{ config: CodecConfig; env: NodeJS.ProcessEnv }> {
+  const { CodecConfigSchema } = await import('../codec/config.js');
+  const { newKeyEntry } = await import('../codec/keys.js');
+  const config = CodecConfigSchema.parse({ enabled: true });
+  if (env[config.keysEnv] && env[config.server.tokenEnv]) return { config, env };
+  const file = path.join(dataDir, 'codec.env');
+  const saved: Record<string, string> = {};
+  if (fs.existsSync(file)) {
+    for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+      const m = /^([A-Z_]+)=(.*)$/.exec(line.trim());
+      if (m) saved[m[1]!] = m[2]!;
+    }
+  } else {
+    const { randomBytes } = await import('node:crypto');
+    saved[config.keysEnv] = newKeyEntry(`k${new Date().toISOString().slice(0, 10).replace(/-/g, '')}`);
+    saved[config.server.tokenEnv] = randomBytes(24).toString('base64url');
+    fs.writeFileSync(file, Object.entries(saved).map(([k, v]) => `${k}=${v}`).join('\n') + '\n', { mode: 0o600 });
+    log(`codec: generated a key and an operator token into ${file} (keep it secret; workers and the API need the same ${config.keysEnv})`);
+  }
+  return { config, env: { ...env, ...saved } };
+}

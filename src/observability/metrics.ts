@@ -1,0 +1,165 @@
+/**
+ * The product's Prometheus metrics (prom-client) and the small functions that record them. One
+ * registry per process; the worker's and the API's `/metrics` serve it (see `metricsServer.ts`).
+ *
+ * Labels are bounded, never a URL, a key, an account's secret or a job ID: `state` (the nine job
+ * states), `provider` (a configured provider name), `endpoint` (a method + path template such as
+ * `GET /api/jobs/:id`), `status_code` (HTTP status or `network`), `outcome` (a short word).
+ *
+ * Series (all prefixed `scrape_`):
+ * - `jobs{state}` gauge, read from the result store at scrape time;
+ * - `job_transitions_total{state}` moves into each state;
+ * - `provider_requests_total{provider,endpoint,status_code}` and `provider_request_duration_seconds`;
+ * - `provider_rate_limited_total{provider}` (429 answers), `provider_cooldowns_total{provider}`;
+ * - `status_check_duration_seconds{outcome}`, `result_commit_lag_seconds` (provider completion →
+ *   result committed), `reconcile_outcomes_total{outcome}`, `webhook_deliveries_total{provider,outcome}`;
+ * - `activity_executions_total{activity,outcome}` and `activity_duration_seconds{activity,outcome}`
+ *   (every activity, recorded by the worker's interceptor);
+ * - prom-client's default process metrics (`scrape_process_*`, `scrape_nodejs_*`).
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import client from 'prom-client';
+
+/** The process's registry (our series only; the worker's endpoint appends the SDK runtime's). */
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry, prefix: 'scrape_' });
+
+const STATES = ['submitting', 'unknown', 'pending', 'completed', 'failed', 'cancelling', 'cancelled', 'tracking_interrupted', 'expired'] as const;
+const boundedState = (s: string) => ((STATES as readonly string[]).includes(s) ? s : 'other');
+const word = (s: string) => (/^[a-z][a-z0-9_]{0,39}$/.test(s) ? s : 'other');
+
+const transitions = new client.Counter({ name: 'scrape_job_transitions_total', help: 'Job state transitions, by the state moved into.', labelNames: ['state'], registers: [registry] });
+const providerRequests = new client.Counter({ name: 'scrape_provider_requests_total', help: 'HTTP requests to providers, by provider, endpoint template and status code (network: no answer).', labelNames: ['provider', 'endpoint', 'status_code'], registers: [registry] });
+const providerDuration = new client.Histogram({ name: 'scrape_provider_request_duration_seconds', help: 'Duration of provider HTTP exchanges, seconds.', labelNames: ['provider', 'endpoint'], buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] });
+const rateLimited = new client.Counter({ name: 'scrape_provider_rate_limited_total', help: 'Provider answers 429 Too Many Requests.', labelNames: ['provider'], registers: [registry] });
+const cooldowns = new client.Counter({ name: 'scrape_provider_cooldowns_total', help: 'Shared cool-downs started or extended for a provider key.', labelNames: ['provider'], registers: [registry] });
+const statusChecks = new client.Histogram({ name: 'scrape_status_check_duration_seconds', help: 'Duration of status checks (one provider status read, retries excluded), seconds.', labelNames: ['outcome'], buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry] });
+const commitLag = new client.Histogram({ name: 'scrape_result_commit_lag_seconds', help: 'Time from the provider reporting completion to our result commit, seconds.', buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300], registers: [registry] });
+const reconciles = new client.Counter({ name: 'scrape_reconcile_outcomes_total', help: 'Reconciliations of ambiguous submits, by outcome.', labelNames: ['outcome'], registers: [registry] });
+const webhooks = new client.Counter({ name: 'scrape_webhook_deliveries_total', help: 'Provider webhook deliveries received, by outcome.', labelNames: ['provider', 'outcome'], registers: [registry] });
+const activities = new client.Counter({ name: 'scrape_activity_executions_total', help: 'Activity executions (attempts), by activity type and outcome.', labelNames: ['activity', 'outcome'], registers: [registry] });
+const activityDuration = new client.Histogram({ name: 'scrape_activity_duration_seconds', help: 'Activity execution (attempt) duration, seconds.', labelNames: ['activity', 'outcome'], buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] });
+
+/** Counts a move of a job into `state` (call once per committed transition). */
+export function recordTransition(state: string): void {
+  transitions.inc({ state: boundedState(state) });
+}
+
+/** Records one status check: its duration in ms and outcome (`ok`, `terminal`, `error`, `cooldown`, …). */
+export function observeStatusCheck(ms: number, outcome: string): void {
+  statusChecks.observe({ outcome: word(outcome) }, ms / 1000);
+}
+
+/** Records the time in ms between the provider reporting completion and our result commit. */
+export function observeResultCommitLag(ms: number): void {
+  if (Number.isFinite(ms) && ms >= 0) commitLag.observe(ms / 1000);
+}
+
+/** Counts one reconcile outcome (`replayed`, `found`, `absent`, `unresolvable`, …). */
+export function recordReconcile(outcome: string): void {
+  reconciles.inc({ outcome: word(outcome) });
+}
+
+/** Counts one webhook delivery with its outcome (`woken`, `duplicate`, `quarantined`, `invalid_signature`, …). */
+export function recordWebhookDelivery(provider: string, outcome: string): void {
+  webhooks.inc({ provider: providerLabel(provider), outcome: word(outcome) });
+}
+
+/** Counts a shared cool-down of a provider key (`label` is `<provider>/<account>`; only the provider is kept). */
+export function recordCooldown(label: string): void {
+  cooldowns.inc({ provider: providerLabel(label.split('/')[0] ?? '') });
+}
+
+/** Records one activity attempt. */
+export function recordActivity(activity: string, outcome: 'completed' | 'failed' | 'cancelled', ms: number): void {
+  const a = /^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(activity) ? activity : 'other';
+  activities.inc({ activity: a, outcome });
+  activityDuration.observe({ activity: a, outcome }, ms / 1000);
+}
+
+// ---- provider requests ----------------------------------------------------------------------
+
+const knownProviders = new Set<string>();
+const providerContext = new AsyncLocalStorage<string>();
+
+/** Declares the configured provider names (labels outside this set become `other`). */
+export function setKnownProviders(names: Iterable<string>): void {
+  for (const n of names) knownProviders.add(n);
+}
+
+function providerLabel(name: string | undefined): string {
+  if (!name) return 'unknown';
+  return knownProviders.has(name) || (knownProviders.size === 0 && /^[a-z][a-z0-9_-]{0,31}$/.test(name)) ? name : 'other';
+}
+
+/** Runs `fn` with `provider` as the provider label of the requests it makes (set per activity by the worker). */
+export function withProviderLabel<T>(provider: string | undefined, fn: () => T): T {
+  return provider ? providerContext.run(provider, fn) : fn();
+}
+
+/** The provider label of the current activity, if any. */
+export function currentProviderLabel(): string | undefined {
+  return providerContext.getStore();
+}
+
+/**
+ * The endpoint template of a request: method and URL path with identifier-like segments (anything
+ * with a digit, longer than 24 characters, or not a plain word) replaced by `:id`; no host, no
+ * query. E.g. `GET https://p.example/api/jobs/job_8f2a?token=x` → `GET /api/jobs/:id`.
+ */
+export function endpointTemplate(method: string, url: string): string {
+  let pathname = '/';
+  try {
+    pathname = new URL(url).pathname;
+  } catch {
+    /* keep / */
+  }
+  const segs = pathname
+    .split('/')
+    .filter(Boolean)
+    .slice(0, 8)
+    .map((s) => (/^[A-Za-z][A-Za-z_-]{0,23}$/.test(s) ? s : ':id'));
+  return `${method.toUpperCase()} /${segs.join('/')}`;
+}
+
+/** Records one provider HTTP exchange (status `undefined` = no answer). */
+export function recordProviderRequest(r: { provider?: string; method: string; url: string; status?: number; ms: number }): void {
+  const provider = providerLabel(r.provider ?? currentProviderLabel());
+  const endpoint = endpointTemplate(r.method, r.url);
+  providerRequests.inc({ provider, endpoint, status_code: r.status === undefined ? 'network' : String(r.status) });
+  providerDuration.observe({ provider, endpoint }, r.ms / 1000);
+  if (r.status === 429) rateLimited.inc({ provider });
+}
+
+// ---- jobs by state (read from the store at scrape time) ----------------------------------------
+
+/** What the jobs gauge needs from the store: counts by state. */
+export type JobCountSource = () => Promise<Record<string, number>>;
+
+let jobCounts: JobCountSource | undefined;
+new client.Gauge({
+  name: 'scrape_jobs',
+  help: 'Jobs in the result store, by state (read at scrape time).',
+  labelNames: ['state'],
+  registers: [registry],
+  async collect() {
+    if (!jobCounts) return;
+    this.reset();
+    try {
+      const counts = await jobCounts();
+      for (const s of STATES) this.set({ state: s }, counts[s] ?? 0);
+    } catch {
+      // The store being unavailable must not break /metrics; the gauge is absent this time.
+    }
+  },
+});
+
+/** Sets where the `scrape_jobs{state}` gauge reads its counts (the worker's and API's store). */
+export function setJobCountSource(source: JobCountSource | undefined): void {
+  jobCounts = source;
+}
+
+/** Resets every series (unit tests). */
+export function resetMetrics(): void {
+  registry.resetMetrics();
+}

@@ -1,0 +1,48 @@
+/**
+ * `/metrics` endpoints: a small listener of its own (never the API's public port) serving the
+ * process's registry (`metrics.ts`), plus, on the worker, the SDK runtime's series read from the
+ * Core Prometheus exporter on loopback and appended (one scrape target per process).
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Store } from '../store/index.js';
+import { registry, setJobCountSource } from './metrics.js';
+
+/** A listening metrics endpoint. */
+export interface MetricsServer {
+  app: FastifyInstance;
+  /** `http://host:port` (scrape `${url}/metrics`). */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `GET /metrics` on `host:port` (0: any free port).
+ * @param sdkMetricsUrl the SDK runtime's Prometheus endpoint to append (worker only)
+ * @throws Error when the port is taken
+ */
+export async function startMetricsServer(opts: { host: string; port: number; sdkMetricsUrl?: string }): Promise<MetricsServer> {
+  const app = Fastify({ logger: false });
+  app.get('/metrics', async (_req, reply) => {
+    let text = await registry.metrics();
+    if (opts.sdkMetricsUrl) {
+      const sdk = await fetch(opts.sdkMetricsUrl, { signal: AbortSignal.timeout(5_000) }).then(
+        (r) => (r.ok ? r.text() : `# SDK runtime metrics unavailable: HTTP ${r.status}\n`),
+        (e: Error) => `# SDK runtime metrics unavailable: ${e.message}\n`,
+      );
+      text += `\n${sdk}`;
+    }
+    return reply.type(registry.contentType).send(text);
+  });
+  await app.listen({ host: opts.host, port: opts.port });
+  const port = (app.server.address() as { port: number }).port;
+  return { app, port, url: `http://${opts.host}:${port}`, close: () => app.close() };
+}
+
+/** Lets `scrape_jobs{state}` count the jobs of `store` (grouped by state) at scrape time. */
+export function countJobsFrom(store: Store): void {
+  setJobCountSource(async () => {
+    const rows = await store.db.selectFrom('jobs').select(['state', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('state').execute();
+    return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+  });
+}
