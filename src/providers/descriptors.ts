@@ -7,11 +7,13 @@ import type { z } from 'zod';
 import type { AnyProviderDescriptor } from './descriptor.js';
 import { apifyProvider } from './apify/index.js';
 import { referenceProvider } from './reference/index.js';
+import { zyteProvider } from './zyte/index.js';
 
 /** The shipped kinds. Add a kind: import its descriptor above and append it here. */
 export const PROVIDER_DESCRIPTORS = [
   referenceProvider,
   apifyProvider,
+  zyteProvider,
 ] as const;
 
 /** A shipped kind name (`reference`, …). */
