@@ -7,13 +7,17 @@ import type { z } from 'zod';
 import type { AnyProviderDescriptor } from './descriptor.js';
 import { firecrawlProvider } from './firecrawl/index.js';
 import { httpProvider } from './http/index.js';
+import { apifyProvider } from './apify/index.js';
 import { referenceProvider } from './reference/index.js';
+import { zyteProvider } from './zyte/index.js';
 
 /** The shipped kinds. Add a kind: import its descriptor above and append it here. */
 export const PROVIDER_DESCRIPTORS = [
   referenceProvider,
   firecrawlProvider,
   httpProvider,
+  apifyProvider,
+  zyteProvider,
 ] as const;
 
 /** A shipped kind name (`reference`, …). */

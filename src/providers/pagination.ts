@@ -105,10 +105,18 @@ async function collect<T, P>(opts: PageReadOptions<T>, first: P, read: (pos: P) 
  * Offset/limit pagination. `fetch(offset, limit)` reads one page (`limit` = `limits.pageSize`);
  * reading stops at an empty page, at `done: true`, or — unless `shortPagesContinue` — at a page
  * shorter than `limit`. The next offset is `offset + limit` (`nextOffset` overrides it: Apify's
- * count can skip hidden items). Returns every item in order.
+ * count can skip hidden items). With `emptyPagesContinue` an empty page does not end the read by
+ * itself: `fetch` says when it is done (Apify's `clean` filters a scanned window after paging, so
+ * a window of empty items answers `[]` while later windows still hold items). Returns every item
+ * in order.
  */
 export async function paginateOffset<T>(
-  opts: PageReadOptions<T> & { startOffset?: number; shortPagesContinue?: boolean; fetch: (offset: number, limit: number) => Promise<{ items: T[]; done?: boolean; nextOffset?: number }> },
+  opts: PageReadOptions<T> & {
+    startOffset?: number;
+    shortPagesContinue?: boolean;
+    emptyPagesContinue?: boolean;
+    fetch: (offset: number, limit: number) => Promise<{ items: T[]; done?: boolean; nextOffset?: number }>;
+  },
 ): Promise<T[]> {
   const limit = opts.limits.pageSize;
   return collect(
@@ -116,7 +124,8 @@ export async function paginateOffset<T>(
     opts.startOffset ?? 0,
     async (offset) => {
       const page = await opts.fetch(offset, limit);
-      const end = page.done === true || page.items.length === 0 || (!opts.shortPagesContinue && page.items.length < limit);
+      const empty = page.items.length === 0 && !opts.emptyPagesContinue;
+      const end = page.done === true || empty || (!opts.shortPagesContinue && page.items.length < limit);
       return { items: page.items, next: end ? null : (page.nextOffset ?? offset + limit) };
     },
     (a, b) => a <= b,

@@ -51,11 +51,38 @@ export const SMOKE_RECIPES: readonly SmokeRecipe[] = [
     entry: (env) => ({ operation: env.FIRECRAWL_OPERATION === 'crawl' ? 'crawl' : 'batch', credentials: { default: { apiKeyEnv: 'FIRECRAWL_API_KEY' } } }),
     job: (env) => ({ url: env.FIRECRAWL_TARGET ?? 'https://example.com/', options: env.FIRECRAWL_OPERATION === 'crawl' ? { limit: 3 } : {} }),
   },
-  { kind: 'apify', env: ['APIFY_TOKEN'], optionalEnv: ['APIFY_ACTOR_ID'] },
+  {
+    // Any actor that takes `startUrls`; the default crawls one page of the target (Website Content Crawler).
+    kind: 'apify',
+    env: ['APIFY_TOKEN'],
+    optionalEnv: ['APIFY_ACTOR_ID', 'APIFY_TARGET'],
+    entry: (env) => ({
+      actorId: env.APIFY_ACTOR_ID ?? 'apify~website-content-crawler',
+      credentials: { default: { apiKeyEnv: 'APIFY_TOKEN' } },
+      input: env.APIFY_ACTOR_ID ? {} : { defaults: { maxCrawlPages: 1, maxCrawlDepth: 0 } },
+      results: { maxDocuments: 100 },
+    }),
+    job: (env) => ({ url: env.APIFY_TARGET ?? 'https://example.com/' }),
+    deadlineMs: 10 * 60_000,
+  },
   { kind: 'scraperapi', env: ['SCRAPERAPI_KEY'] },
   { kind: 'brightdata', env: ['BRIGHTDATA_API_TOKEN', 'BRIGHTDATA_DATASET_ID'] },
   { kind: 'oxylabs', env: ['OXYLABS_USER', 'OXYLABS_PASS'] },
-  { kind: 'zyte', env: ['ZYTE_API_KEY', 'ZYTE_PROJECT_ID', 'ZYTE_SPIDER'] },
+  {
+    // A spider deployed to your Scrapy Cloud project that takes the page as a spider argument (`url` unless ZYTE_URL_ARGUMENT says otherwise).
+    kind: 'zyte',
+    env: ['ZYTE_API_KEY', 'ZYTE_PROJECT_ID', 'ZYTE_SPIDER'],
+    optionalEnv: ['ZYTE_URL_ARGUMENT', 'ZYTE_TARGET'],
+    entry: (env) => ({
+      project: env.ZYTE_PROJECT_ID,
+      spider: env.ZYTE_SPIDER,
+      urlArgument: env.ZYTE_URL_ARGUMENT ?? 'url',
+      credentials: { default: { apiKeyEnv: 'ZYTE_API_KEY' } },
+      results: { maxDocuments: 1_000 },
+    }),
+    job: (env) => ({ url: env.ZYTE_TARGET ?? 'https://quotes.toscrape.com/' }),
+    deadlineMs: 15 * 60_000,
+  },
   {
     // Your own declarative provider: SMOKE_HTTP_CONFIG is a JSON file with one `http` entry (without
     // "kind"; credentials by apiKeyEnv, which must be exported too), e.g. README's `hyperbrowser`.

@@ -1,0 +1,333 @@
+/**
+ * Adapter for Apify actor runs. Contract: the Apify API v2 OpenAPI document
+ * (github.com/apify/apify-docs, `apify-api/openapi`, version `v2-2026-08-05T133145Z`, read at commit
+ * 4416da6 of 2026-08-07) and the platform pages "Runs and builds" (lifecycle, data retention) and
+ * "Webhooks" (actions, ad-hoc webhooks, events) of the same repository. Calls:
+ *
+ * | what            | request                                                                         | answer                                    |
+ * |-----------------|---------------------------------------------------------------------------------|-------------------------------------------|
+ * | submit          | `POST /v2/actors/{actorId}/runs` (JSON body = the actor's input; `?build&timeout&memory&maxItems&webhooks`) | `201 {data: Run}` (`status: READY`) |
+ * | status          | `GET /v2/actor-runs/{runId}`                                                    | `200 {data: Run}`                         |
+ * | result          | `GET /v2/actor-runs/{runId}/dataset/items?offset&limit&format=json[&clean=1]`   | `200 [item, …]` + `X-Apify-Pagination-*`  |
+ * | cancel          | `POST /v2/actor-runs/{runId}/abort[?gracefully=true]`                           | `200 {data: Run}` (a no-op once final)    |
+ * | reconcile       | `GET /v2/actors/{actorId}/runs?startedAfter&limit&offset`, then `GET /v2/key-value-stores/{defaultKeyValueStoreId}/records/INPUT` per run | `{data: {total, items: RunShort[]}}`, the input JSON |
+ *
+ * The canonical prefix is `/v2/actors/`; `/v2/acts/` is "deprecated but still fully functional"
+ * (OpenAPI introduction, "Legacy /v2/acts/ URL prefix"): entry `actorPath` chooses. The token goes
+ * in `Authorization: Bearer` (recommended) or `?token=` (entry `tokenIn`).
+ *
+ * Statuses (`ActorJobStatus`): `READY` → queued; `RUNNING`, `TIMING-OUT`, `ABORTING` → running
+ * (transitional); `SUCCEEDED` → completed; `FAILED` → failed; `TIMED-OUT` → failed (or completed,
+ * entry `timedOutAs`); `ABORTED` → cancelled; any other word or case → `unrecognised`. A run in a
+ * terminal state can be resurrected (back to `RUNNING`) by its owner; we stop tracking at the
+ * first terminal answer.
+ *
+ * Awkward answers handled here:
+ * - errors are `{error: {type, message}}`; a refusal because of the account's concurrent-run
+ *   limit has type `concurrent-runs-limit-exceeded` whose HTTP status is undocumented (public
+ *   client code shows `402`, providers.md said `400`): it is keyed on the type, whatever the
+ *   status, and becomes a `cooldown` concurrency refusal (the limit stated in the message, e.g.
+ *   "exceed your limit of 5 concurrent Actor runs", feeds the adaptive active-jobs limit);
+ *   `actor-memory-limit-exceeded` (402: the account's memory is taken by running runs) is a
+ *   `cooldown` too; `429 rate-limit-exceeded` is a key-wide cool-down (`Retry-After` honoured,
+ *   else the default back-off);
+ * - a run read right after creation can briefly answer `404` (replica lag): a `404` for a run this
+ *   worker created less than `replicaLagGraceMs` ago is `transient` (`RUN_NOT_VISIBLE_YET`), not
+ *   counted towards expiry; other `404`s on a run are `not_found` (counted: after the job's
+ *   `notFoundLimit` in a row, `expired` — runs beyond the latest ten are deleted with their
+ *   storages after the plan's data retention);
+ * - a `404` on the dataset of a run we saw `SUCCEEDED` is `expired` (its storage was deleted);
+ * - dataset items have no default `limit` (we always send one) and `clean` filters after paging:
+ *   `X-Apify-Pagination-Count` then reports the scanned window, not the items returned, so pages
+ *   advance by the scanned window and end at `X-Apify-Pagination-Total` (never at a short or empty
+ *   page while filtering);
+ * - aborting a finished run answers `200` with the run unchanged: reported as already final.
+ */
+import { z } from 'zod';
+import type { ScrapeRequest } from '../../model/types.js';
+import { ProviderError } from '../errors.js';
+import { ProviderHttp, callSecrets, path, type CallPhase, type ProviderResponse } from '../http.js';
+import { documentFromItem } from '../itemDocuments.js';
+import { paginateOffset, resultFromDocuments } from '../pagination.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, StatusObservation, SubmitContext } from '../types.js';
+import type { ApifyEntry } from './config.js';
+
+/** The fields of a Run (and RunShort) the adapter reads; Apify sends many more. */
+const RunSchema = z.looseObject({
+  id: z.string().min(1),
+  status: z.string().min(1),
+  statusMessage: z.string().nullish(),
+  startedAt: z.string().nullish(),
+  finishedAt: z.string().nullish(),
+  exitCode: z.number().nullish(),
+  defaultDatasetId: z.string().nullish(),
+  defaultKeyValueStoreId: z.string().nullish(),
+  meta: z.looseObject({ origin: z.string().nullish() }).nullish(),
+});
+const RunResponseSchema = z.looseObject({ data: RunSchema });
+const RunListSchema = z.looseObject({
+  data: z.looseObject({ total: z.number().int().nonnegative(), offset: z.number().int().nonnegative().optional(), items: z.array(RunSchema) }),
+});
+
+/** Ad-hoc webhook events we ask for: every terminal run event (events.md). */
+export const APIFY_WEBHOOK_EVENTS = ['ACTOR.RUN.SUCCEEDED', 'ACTOR.RUN.FAILED', 'ACTOR.RUN.ABORTED', 'ACTOR.RUN.TIMED_OUT'] as const;
+
+/** Most pages of the run list one reconcile read walks (runs not started through the API are skipped without an input read). */
+const MAX_LIST_PAGES = 5;
+
+/** Run statuses after which nothing changes (unless the owner resurrects the run). */
+const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'TIMED-OUT', 'ABORTED']);
+
+/** Our state for an Apify run status (see the module docs); exact words only. */
+export function apifyState(word: string, timedOutAs: 'failed' | 'completed' = 'failed'): ObservedState {
+  switch (word) {
+    case 'READY':
+      return 'queued';
+    case 'RUNNING':
+    case 'TIMING-OUT':
+    case 'ABORTING':
+      return 'running';
+    case 'SUCCEEDED':
+      return 'completed';
+    case 'FAILED':
+      return 'failed';
+    case 'TIMED-OUT':
+      return timedOutAs;
+    case 'ABORTED':
+      return 'cancelled';
+    default:
+      return 'unrecognised';
+  }
+}
+
+/** The concurrent-run limit an Apify refusal states in its message ("… your limit of 5 concurrent Actor runs"), if any. */
+export function statedRunLimit(message: string | undefined): number | undefined {
+  const m = /limit of (\d{1,6}) concurrent/i.exec(message ?? '');
+  const n = m ? Number(m[1]) : NaN;
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+}
+
+function intHeader(res: ProviderResponse, name: string): number | undefined {
+  const v = res.headers.get(name);
+  if (v === null || !/^\d+$/.test(v.trim())) return undefined;
+  return Number(v.trim());
+}
+
+/** Runs created by this worker process: run ID → epoch ms of the submit answer (replica-lag grace). */
+class RecentRuns {
+  private readonly at = new Map<string, number>();
+  constructor(private readonly graceMs: number) {}
+
+  note(runId: string): void {
+    const now = Date.now();
+    this.at.set(runId, now);
+    if (this.at.size > 1_000) for (const [id, t] of this.at) if (now - t > this.graceMs) this.at.delete(id);
+  }
+
+  /** ms since this worker created `runId`, when that is within the grace window. */
+  ageWithinGrace(runId: string): number | undefined {
+    const t = this.at.get(runId);
+    if (t === undefined) return undefined;
+    const age = Date.now() - t;
+    if (age >= this.graceMs) {
+      this.at.delete(runId);
+      return undefined;
+    }
+    return age;
+  }
+}
+
+/** {@link ProviderAdapter} for Apify actor runs (see the module docs for the contract). */
+export class ApifyAdapter implements ProviderAdapter {
+  readonly kind = 'apify';
+  readonly capabilities: ProviderCapabilities = { idempotency: false, list: true, cancel: true, webhooks: true };
+  private readonly http: ProviderHttp;
+  private readonly recent: RecentRuns;
+
+  constructor(
+    readonly name: string,
+    private readonly entry: ApifyEntry,
+  ) {
+    this.http = new ProviderHttp({
+      provider: name,
+      baseUrl: entry.baseUrl,
+      auth: entry.tokenIn === 'query' ? { in: 'query', name: 'token' } : { in: 'header' },
+      submitTimeoutMs: entry.submitTimeoutMs,
+      readTimeoutMs: entry.readTimeoutMs,
+    });
+    this.recent = new RecentRuns(entry.replicaLagGraceMs);
+  }
+
+  /** `/v2/actors/{actorId}` (or `/v2/acts/…`) + `rest`. */
+  private actorPath(rest: string): string {
+    return `/v2/${this.entry.actorPath}${path`/${this.entry.actorId}`}${rest}`;
+  }
+
+  /**
+   * The classified error of a non-2xx Apify answer: the error `type` is the code; a concurrency or
+   * memory refusal is a `cooldown` whatever its HTTP status, with the limit its message states.
+   */
+  private fail(res: ProviderResponse, phase: CallPhase, ctx: CallContext): ProviderError {
+    const err = this.http.error(res, phase, ctx);
+    const code = err.details.code;
+    if (code === 'concurrent-runs-limit-exceeded') {
+      const message = (res.body as { error?: { message?: unknown } } | undefined)?.error?.message;
+      return new ProviderError('cooldown', err.message, { ...err.details, statedLimit: err.details.statedLimit ?? statedRunLimit(typeof message === 'string' ? message : undefined) });
+    }
+    if (code === 'actor-memory-limit-exceeded') return new ProviderError('cooldown', err.message, err.details);
+    return err;
+  }
+
+  /** The actor input of `request`: defaults, then the job's options, then the URL and our reference. */
+  buildInput(request: ScrapeRequest, clientRef: string): Record<string, unknown> {
+    const { urlField, urlFormat, clientRefField, defaults } = this.entry.input;
+    const url = urlFormat === 'requestList' ? [{ url: request.url }] : urlFormat === 'stringList' ? [request.url] : request.url;
+    return { ...defaults, ...(request.options ?? {}), [urlField]: url, [clientRefField]: clientRef };
+  }
+
+  async submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted> {
+    // Ad-hoc webhook: a Base64 JSON array in the `webhooks` query parameter. It carries the per-job
+    // token URL, so its encoded forms are secrets of this call (redacted from the recorded URL).
+    const webhooks = ctx.callbackUrl ? Buffer.from(JSON.stringify([{ eventTypes: APIFY_WEBHOOK_EVENTS, requestUrl: ctx.callbackUrl }]), 'utf8').toString('base64') : undefined;
+    const callCtx: SubmitContext = webhooks ? { ...ctx, secrets: [...ctx.secrets, webhooks, encodeURIComponent(webhooks)] } : ctx;
+    const run = this.entry.run;
+    const res = await this.http.call(callCtx, {
+      method: 'POST',
+      path: this.actorPath('/runs'),
+      query: { build: run.build, timeout: run.timeoutSecs, memory: run.memoryMbytes, maxItems: run.maxItems, webhooks },
+      json: this.buildInput(request, ctx.clientRef),
+      phase: 'submit',
+    });
+    if (res.status < 200 || res.status >= 300) throw this.fail(res, 'submit', callCtx);
+    const body = this.http.parse(res, RunResponseSchema, 'submit', 'run body');
+    this.recent.note(body.data.id);
+    return { taskId: body.data.id, providerStatus: body.data.status, replayed: false };
+  }
+
+  /** `GET /v2/actor-runs/{runId}`: the run, or `null` for a `202`/`204` "not ready" answer. */
+  private async getRun(taskId: string, ctx: CallContext): Promise<{ res: ProviderResponse; run: z.infer<typeof RunSchema> | null }> {
+    const res = await this.http.call(ctx, { method: 'GET', path: path`/v2/actor-runs/${taskId}`, phase: 'read' });
+    if (res.status === 202 || res.status === 204) return { res, run: null };
+    if (res.status === 404) {
+      const err = this.fail(res, 'read', ctx);
+      const age = this.recent.ageWithinGrace(taskId);
+      if (age !== undefined) {
+        throw new ProviderError('transient', `${err.message} (run created ${age} ms ago by this worker: not visible yet, replica lag; not counted as expiry)`, { ...err.details, code: 'RUN_NOT_VISIBLE_YET' });
+      }
+      throw err;
+    }
+    if (res.status < 200 || res.status >= 300) throw this.fail(res, 'read', ctx);
+    return { res, run: this.http.parse(res, RunResponseSchema, 'read', 'run body').data };
+  }
+
+  async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
+    const { res, run } = await this.getRun(taskId, ctx);
+    const retryAfterMs = this.http.retryAfterMs(res);
+    if (!run) return { state: 'running', providerStatus: `HTTP ${res.status}`, retryAfterMs };
+    const state = apifyState(run.status, this.entry.timedOutAs);
+    const failed = state === 'failed';
+    return {
+      state,
+      providerStatus: run.status,
+      error: failed ? { code: run.status, message: run.statusMessage || `actor run ${run.status}${run.exitCode != null ? ` (exit code ${run.exitCode})` : ''}` } : undefined,
+      evidence: failed ? res.evidence : undefined,
+      retryAfterMs,
+    };
+  }
+
+  /**
+   * Every item of the run's default dataset, page by page (`limits.pageSize` per request), as
+   * documents. Throws `expired` when the dataset is gone (`404`), `RESULT_TOO_LARGE` past the
+   * entry's limits, and the classified error of any other refusal.
+   */
+  async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
+    const clean = this.entry.clean;
+    const items = await paginateOffset<unknown>({
+      provider: this.name,
+      taskId,
+      limits: ctx.limits,
+      heartbeat: ctx.heartbeat,
+      signal: ctx.signal,
+      shortPagesContinue: true,
+      emptyPagesContinue: true,
+      fetch: async (offset, limit) => {
+        const res = await this.http.call(ctx, { method: 'GET', path: path`/v2/actor-runs/${taskId}/dataset/items`, query: { offset, limit, format: 'json', clean: clean ? 1 : undefined }, phase: 'read' });
+        if (res.status === 404) {
+          const err = this.fail(res, 'read', ctx);
+          throw new ProviderError('expired', `${err.message} (the dataset of run ${taskId} is gone: deleted after the plan's data retention, or by its owner)`, err.details);
+        }
+        if (res.status < 200 || res.status >= 300) throw this.fail(res, 'read', ctx);
+        if (!Array.isArray(res.body)) this.http.invalid(res, 'read', 'dataset items body: not a JSON array');
+        const page = res.body as unknown[];
+        // `X-Apify-Pagination-Count` is the window the API scanned: with `clean` it exceeds the items returned.
+        const scanned = intHeader(res, 'x-apify-pagination-count');
+        const total = intHeader(res, 'x-apify-pagination-total');
+        const advance = scanned !== undefined && scanned >= page.length ? Math.min(scanned, limit) : clean ? limit : page.length;
+        const nextOffset = offset + advance;
+        const done = advance === 0 || (total !== undefined ? nextOffset >= total : clean ? page.length === 0 : page.length < limit);
+        return { items: page, done, nextOffset };
+      },
+    });
+    const secrets = callSecrets(ctx);
+    return resultFromDocuments(
+      items.map((it) => documentFromItem(it, secrets)),
+      ctx.url,
+    );
+  }
+
+  async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
+    const res = await this.http.call(ctx, { method: 'POST', path: path`/v2/actor-runs/${taskId}/abort`, query: { gracefully: this.entry.abortGracefully ? 'true' : undefined }, phase: 'cancel' });
+    if (res.status < 200 || res.status >= 300) throw this.fail(res, 'cancel', ctx);
+    const run = RunResponseSchema.safeParse(res.body).data?.data;
+    if (!run) return { accepted: true };
+    const state = apifyState(run.status, this.entry.timedOutAs);
+    const known = state === 'unrecognised' ? undefined : state;
+    // Abort is a no-op on a finished run: the answer shows it unchanged.
+    if (TERMINAL.has(run.status) && run.status !== 'ABORTED') return { accepted: false, alreadyFinal: true, state: known, providerStatus: run.status };
+    return { accepted: true, state: known, providerStatus: run.status };
+  }
+
+  /**
+   * Finds the run a lost submit created: lists the actor's runs started since
+   * `submittedAfter − reconcileList.marginMs` (oldest first, pages of up to `maxInputReads`) and
+   * reads the stored `INPUT` of each run started through the API until one carries our
+   * reference. Cost per call: one list request per page (at most 5) plus one input read per
+   * candidate run, at most `maxInputReads` (default 25) input reads — so at most 30 requests, and
+   * the caller reads twice across the settle window.
+   * Returns the oldest matching run, or `null` when every run of the window was checked. Throws
+   * a permanent `RECONCILE_BOUND_REACHED` when more candidates remain than the bound allows
+   * (absence is then not proven: the job waits in `unknown` for an operator).
+   */
+  async findSubmitted(ctx: FindContext): Promise<Accepted | null> {
+    const { marginMs, maxInputReads } = this.entry.reconcileList;
+    const startedAfter = new Date(Date.parse(ctx.submittedAfter) - marginMs).toISOString();
+    const field = this.entry.input.clientRefField;
+    const bound = (reads: number) =>
+      new ProviderError(
+        'permanent',
+        `provider ${this.name}: too many runs of actor ${this.entry.actorId} started since ${startedAfter} to check (${reads} inputs read without finding reference ${ctx.clientRef}); raise "providers.${this.name}.reconcileList.maxInputReads" or resolve the job by hand`,
+        { code: 'RECONCILE_BOUND_REACHED' },
+      );
+    let reads = 0;
+    let offset = 0;
+    for (let pages = 0; ; pages++) {
+      if (pages >= MAX_LIST_PAGES) throw bound(reads);
+      const res = await this.http.call(ctx, { method: 'GET', path: this.actorPath('/runs'), query: { startedAfter, offset, limit: maxInputReads }, phase: 'read' });
+      if (res.status < 200 || res.status >= 300) throw this.fail(res, 'read', ctx);
+      const list = this.http.parse(res, RunListSchema, 'read', 'run list').data;
+      for (const run of list.items) {
+        if (run.meta?.origin && run.meta.origin !== 'API') continue; // our runs are started through the API
+        if (!run.defaultKeyValueStoreId) continue;
+        if (reads >= maxInputReads) throw bound(reads);
+        reads++;
+        const input = await this.http.call(ctx, { method: 'GET', path: path`/v2/key-value-stores/${run.defaultKeyValueStoreId}/records/INPUT`, phase: 'read' });
+        if (input.status === 404) continue; // no stored input: not a run of ours
+        if (input.status < 200 || input.status >= 300) throw this.fail(input, 'read', ctx);
+        const ref = input.body && typeof input.body === 'object' ? (input.body as Record<string, unknown>)[field] : undefined;
+        if (ref === ctx.clientRef) return { taskId: run.id, providerStatus: run.status, replayed: true };
+      }
+      offset += list.items.length;
+      if (list.items.length === 0 || offset >= list.total) return null;
+    }
+  }
+}
