@@ -19,6 +19,7 @@ import { beginCheck, recordCheck, recordCheckError, recordNotFound, type CheckSt
 import type { ActivityKit, TaskRef } from './context.js';
 import { rethrow } from './failures.js';
 import { announceSlotReleased } from './slots.js';
+import { observeResultCommitLag, observeStatusCheck } from '../observability/metrics.js';
 
 /** The poll schedule (ms): delay n = min(max, initial × multiplier^n) × slowdown, ± jitter. */
 export interface PollSchedule {
@@ -183,12 +184,16 @@ export function pollActivities(kit: ActivityKit) {
       const until = Math.max(1, deadline - now());
 
       let obs: StatusObservation;
+      const askedAt = Date.now();
       try {
         obs = await kit.call(input.provider, input.account, (p) => p.adapter.status(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
+        observeStatusCheck(Date.now() - askedAt, obs.state);
       } catch (e) {
         if (!isProviderError(e)) throw e;
+        observeStatusCheck(Date.now() - askedAt, `error_${e.kind}`);
         return onReadError(input, e, 'status', checks, until);
       }
+      const observedAt = Date.now();
       const { evidence, ...seen } = obs;
       const n = await recordCheck(store, input.jobId, seen, input.schedule.initialDelayMs, seen.retryAfterMs, seen.state !== 'completed');
       const base = { checks: n, providerStatus: seen.providerStatus, progress: seen.progress };
@@ -206,6 +211,7 @@ export function pollActivities(kit: ActivityKit) {
         }
         await kit.deps.hooks?.beforeResultWrite?.(input.jobId, input.taskId);
         const out = await store.writeResultOnce(input.jobId, input.provider, input.taskId, payload, kit.deps.resultRetentionMs);
+        if (out.inserted) observeResultCommitLag(Date.now() - observedAt); // completion observed → result committed
         await kit.deps.hooks?.afterResultWritten?.(input.jobId, out.resultId);
         announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
         const result: SavedResult = { resultId: out.resultId, inserted: out.inserted, title: payload.title, httpStatus: payload.httpStatus, finalUrl: payload.finalUrl, documents: payload.documents?.length ?? 0 };

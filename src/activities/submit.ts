@@ -17,6 +17,7 @@ import { noteSubmitAccepted, noteSubmitRefused, reserveSubmit, type Reservation 
 import type { ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
 import { keyScope, slotReleased } from './slots.js';
+import { recordReconcile } from '../observability/metrics.js';
 
 /** Input of `submitJob`: the workflow input (to register the row) plus the submit round's flags. */
 export interface SubmitJobInput {
@@ -37,6 +38,12 @@ export type ReconcileOutcome =
   | { kind: 'found'; taskId: string; via: 'store' | 'idempotent-replay' | 'list' }
   | { kind: 'absent'; via: 'list' }
   | { kind: 'unresolvable'; reason: string };
+
+/** Counts a reconcile outcome (`found_store`, `found_list`, `absent`, `unresolvable`, …) and returns it. */
+function reconciled(out: ReconcileOutcome): ReconcileOutcome {
+  recordReconcile(out.kind === 'found' ? `found_${out.via.replace('-', '_')}` : out.kind);
+  return out;
+}
 
 /** Longest in-attempt wait for a free slot under the key's active-jobs limit, ms; then the attempt is retried later. */
 const SLOT_WAIT_MS = 5_000;
@@ -145,7 +152,7 @@ export function submitActivities(kit: ActivityKit) {
     async reconcileJob(input: SubmitJobInput): Promise<ReconcileOutcome> {
       const { job } = input;
       const row = await store.getJob(job.jobId);
-      if (row?.task_id) return { kind: 'found', taskId: row.task_id, via: 'store' };
+      if (row?.task_id) return reconciled({ kind: 'found', taskId: row.task_id, via: 'store' });
       const keys = providerKeys(job.account, job.key);
       const resolved = kit.deps.providers.resolve(job.provider, job.account);
       const { adapter } = resolved;
@@ -153,7 +160,7 @@ export function submitActivities(kit: ActivityKit) {
         try {
           const acc = await kit.call(job.provider, job.account, (p) => p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...keys, ...p.callback(job.jobId) }));
           const taskId = await store.recordTaskId(job.jobId, acc.taskId, acc.providerStatus, 'reconcile: idempotent replay', input.trackingDeadlineMs);
-          return { kind: 'found', taskId, via: 'idempotent-replay' };
+          return reconciled({ kind: 'found', taskId, via: 'idempotent-replay' });
         } catch (e) {
           // Firecrawl-style providers answer a reused key with 409 and no job ID: fall through to listing.
           if (!(isProviderError(e) && e.kind === 'conflict' && adapter.capabilities.list)) {
@@ -165,7 +172,7 @@ export function submitActivities(kit: ActivityKit) {
       if (!adapter.capabilities.list) {
         const reason = `provider "${job.provider}" has no idempotency key and no list endpoint: whether the submit created a task cannot be checked automatically`;
         await store.appendEvent(job.jobId, 'reconcile_unresolvable', 'unknown', { reason });
-        return { kind: 'unresolvable', reason };
+        return reconciled({ kind: 'unresolvable', reason });
       }
       let found: Accepted | null;
       try {
@@ -177,7 +184,7 @@ export function submitActivities(kit: ActivityKit) {
       }
       if (found) {
         const taskId = await store.recordTaskId(job.jobId, found.taskId, found.providerStatus, 'reconcile: found by client reference', input.trackingDeadlineMs);
-        return { kind: 'found', taskId, via: 'list' };
+        return reconciled({ kind: 'found', taskId, via: 'list' });
       }
       // Lists can lag: absence counts as proven only when a second read, at least `settleMs` after
       // an earlier empty one (itself after the last submit), still shows nothing. The server keeps
@@ -186,6 +193,7 @@ export function submitActivities(kit: ActivityKit) {
       const earlierEmpty = (await store.timeline(job.jobId)).some((e) => e.type === 'reconcile_list_empty' && Date.parse(e.at) >= lastSubmitAt);
       await store.appendEvent(job.jobId, 'reconcile_list_empty', 'unknown', { clientRef: keys.clientRef, settleMs: resolved.settleMs, second: earlierEmpty });
       if (!earlierEmpty) {
+        recordReconcile('settling');
         throw ApplicationFailure.create({
           type: 'Reconcile.settling',
           message: `the provider's list does not show the job yet; lists can lag, so it is read again in ${resolved.settleMs} ms (the settle window) before absence counts as proven`,
@@ -194,7 +202,7 @@ export function submitActivities(kit: ActivityKit) {
         });
       }
       await store.appendEvent(job.jobId, 'reconcile_absent', 'unknown', { clientRef: keys.clientRef });
-      return { kind: 'absent', via: 'list' };
+      return reconciled({ kind: 'absent', via: 'list' });
     },
 
     /**

@@ -580,7 +580,7 @@ export class Store {
       const row = await trx.selectFrom('results').select('id').where('provider', '=', provider).where('task_id', '=', taskId).executeTakeFirstOrThrow();
       const upd = await trx
         .updateTable('jobs')
-        .set({ state: 'completed', provider_status: 'completed', finished_at: at, updated_at: at, last_error: null })
+        .set({ state: 'completed', finished_at: at, updated_at: at, last_error: null }) // provider_status keeps the provider's own word
         .where('id', '=', jobId)
         .where('state', 'not in', ['completed', 'expired'])
         .executeTakeFirst();
