@@ -6,10 +6,16 @@
 import type { z } from 'zod';
 import type { AnyProviderDescriptor } from './descriptor.js';
 import { referenceProvider } from './reference/index.js';
+import { scraperApiProvider } from './scraperapi/index.js';
+import { brightDataProvider } from './brightdata/index.js';
+import { oxylabsProvider } from './oxylabs/index.js';
 
 /** The shipped kinds. Add a kind: import its descriptor above and append it here. */
 export const PROVIDER_DESCRIPTORS = [
   referenceProvider,
+  scraperApiProvider,
+  brightDataProvider,
+  oxylabsProvider,
 ] as const;
 
 /** A shipped kind name (`reference`, …). */
