@@ -30,9 +30,10 @@
  *   already final.
  * - **Reconcile** a lost trigger: `GET /datasets/v3/snapshots?dataset_id&from_date&trigger_type=API
  *   &limit` (the list carries no inputs), then `GET /datasets/v3/snapshot/{id}/input` (CSV) of the
- *   oldest candidates created since the first submit (bounded by `listing`), matched on the input's
+ *   candidates (created after the first submit first, then those within the clock-skew margin
+ *   before it; bounded by `listing`), matched on the input's
  *   fields (the URL first). Found → adopted; none → absent (proved twice across the settle window by
- *   the workflow); more candidates than the bounds allow → refused (`RECONCILE_BOUND`), so the job
+ *   the workflow); more candidates created after the submit than the bounds allow → refused (`RECONCILE_BOUND`), so the job
  *   waits in `unknown` for an operator instead of risking a duplicate.
  * - **Webhook**: `notify` receives `{snapshot_id, status}` — unsigned, so the URL carries our
  *   per-job token (`auth_header` could carry a secret too, but one per job is what the receiver
@@ -260,14 +261,19 @@ export class BrightDataAdapter implements ProviderAdapter {
 
   async findSubmitted(ctx: FindContext): Promise<Accepted | null> {
     const l = this.entry.listing;
-    const since = Date.parse(ctx.submittedAfter) - l.marginMs;
+    const after = Date.parse(ctx.submittedAfter);
+    const since = after - l.marginMs;
     const fromDate = new Date(since - 86_400_000).toISOString().slice(0, 10); // a day early: `from_date` is a date, in the provider's time zone
     const res = await this.ok(ctx, { method: 'GET', path: '/datasets/v3/snapshots', query: { dataset_id: this.entry.datasetId, from_date: fromDate, trigger_type: 'API', limit: l.limit }, phase: 'read' });
     const listed = this.http.parse(res, SnapshotList, 'read', 'snapshot list');
     const candidates = listed
       .map((s) => ({ ...s, at: s.created ? Date.parse(s.created) : NaN }))
       .filter((s) => !(s.at < since)) // unknown creation times stay candidates
-      .sort((a, b) => (Number.isNaN(a.at) ? 1 : Number.isNaN(b.at) ? -1 : a.at - b.at));
+      // Ours was created after the first submit (the job row is written before any trigger):
+      // those first, oldest first; then unknown creation times; then the clock-skew margin before
+      // it, closest first.
+      .map((s) => ({ ...s, rank: Number.isNaN(s.at) ? 1 : s.at >= after ? 0 : 2 }))
+      .sort((a, b) => a.rank - b.rank || (a.rank === 0 ? a.at - b.at : b.at - a.at));
     const input = this.inputOf(ctx.request);
     for (const s of candidates.slice(0, l.maxInputReads)) {
       const r = await this.call(ctx, { method: 'GET', path: path`/datasets/v3/snapshot/${s.id}/input`, phase: 'read', headers: { accept: 'text/csv, application/json' } });
@@ -281,7 +287,10 @@ export class BrightDataAdapter implements ProviderAdapter {
       }
       if (rows.some((row) => BrightDataAdapter.matches(row, input))) return { taskId: s.id, providerStatus: s.status ?? 'listed', replayed: true };
     }
-    if (candidates.length > l.maxInputReads || listed.length >= l.limit) {
+    // Unread candidates created after the submit (or listed beyond `limit`) could be ours: absence
+    // is not proven. Unread ones inside the skew margin only are taken as not ours.
+    const unread = candidates.slice(l.maxInputReads);
+    if (unread.some((s) => s.rank < 2) || listed.length >= l.limit) {
       throw new ProviderError(
         'permanent',
         `Bright Data listed ${listed.length} snapshot(s) of dataset ${this.entry.datasetId} since ${new Date(since).toISOString()}, more than the ${l.maxInputReads} whose inputs may be read (listing.maxInputReads, listing.limit): absence cannot be proven; resolve the job by hand (resolve --task-id or --resubmit)`,

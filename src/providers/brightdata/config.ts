@@ -32,8 +32,9 @@ export const BRIGHTDATA_BLOCK_WINDOW_MS = 300_000;
  *   (the docs' 2, 4, 8, 16, 32 s). `maxRefusals + limits.maxConcurrent` must stay below 25 (calls
  *   already in flight when the guard closes can still be refused);
  * - `listing`: how a lost trigger is looked for: snapshots listed (`limit`, ≤ 5000, default 200)
- *   since the job's first submit minus `marginMs` (default 2 min), and the inputs of at most
- *   `maxInputReads` (default 10) of them compared with ours.
+ *   since the job's first submit minus `marginMs` (clock skew; default 1 min), and the inputs of at
+ *   most `maxInputReads` (default 10) of them compared with ours: those created after the submit
+ *   first (oldest first), then those in the margin (closest first).
  */
 export const BrightDataConfigSchema = z.strictObject({
   kind: z.literal('brightdata'),
@@ -62,7 +63,7 @@ export const BrightDataConfigSchema = z.strictObject({
     .strictObject({
       limit: z.number().int().min(1).max(5000).default(200),
       maxInputReads: z.number().int().min(1).max(100).default(10),
-      marginMs: z.number().int().min(0).max(3_600_000).default(120_000),
+      marginMs: z.number().int().min(0).max(3_600_000).default(60_000),
     })
     .prefault({}),
 });
