@@ -33,7 +33,9 @@
  *   candidates (created after the first submit first, then those within the clock-skew margin
  *   before it; bounded by `listing`), matched on the input's
  *   fields (the URL first). Found → adopted; none → absent (proved twice across the settle window by
- *   the workflow); more candidates created after the submit than the bounds allow → refused (`RECONCILE_BOUND`), so the job
+ *   the workflow). Bright Data keeps no reference of ours, so two of our jobs triggering the same
+ *   input within moments of each other cannot be told apart: the first match is adopted. More
+ *   candidates created after the submit than the bounds allow → refused (`RECONCILE_BOUND`), so the job
  *   waits in `unknown` for an operator instead of risking a duplicate.
  * - **Webhook**: `notify` receives `{snapshot_id, status}` — unsigned, so the URL carries our
  *   per-job token (`auth_header` could carry a secret too, but one per job is what the receiver
