@@ -10,6 +10,9 @@ import { httpProvider } from './http/index.js';
 import { apifyProvider } from './apify/index.js';
 import { referenceProvider } from './reference/index.js';
 import { zyteProvider } from './zyte/index.js';
+import { scraperApiProvider } from './scraperapi/index.js';
+import { brightDataProvider } from './brightdata/index.js';
+import { oxylabsProvider } from './oxylabs/index.js';
 
 /** The shipped kinds. Add a kind: import its descriptor above and append it here. */
 export const PROVIDER_DESCRIPTORS = [
@@ -18,6 +21,9 @@ export const PROVIDER_DESCRIPTORS = [
   httpProvider,
   apifyProvider,
   zyteProvider,
+  scraperApiProvider,
+  brightDataProvider,
+  oxylabsProvider,
 ] as const;
 
 /** A shipped kind name (`reference`, …). */

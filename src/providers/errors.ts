@@ -50,6 +50,12 @@ export class ProviderError extends Error {
       retryAfterMs?: number;
       /** The concurrent-job limit the provider stated in a concurrency refusal (count), when it did. */
       statedLimit?: number;
+      /**
+       * A concurrency refusal that must also hold back every call of the key (a key-wide, shared
+       * cool-down), not only submits: Bright Data counts its "too many running jobs" `429` toward
+       * its 25-in-5-minutes IP block, like any other `429`.
+       */
+      keyWide?: boolean;
       evidence?: ProviderEvidence;
     } = {},
   ) {

@@ -109,9 +109,10 @@ export class KeyLimiter {
         try {
           return await fn();
         } catch (e) {
-          // A concurrency refusal limits submits only (the adaptive active-jobs limit handles it);
-          // rate limits hold back every call of the key.
-          if (e instanceof ProviderError && e.kind === 'cooldown' && !isConcurrencyRefusal(e)) {
+          // A concurrency refusal limits submits only (the adaptive active-jobs limit handles it),
+          // unless the provider counts it like a rate limit (`keyWide`); rate limits hold back
+          // every call of the key.
+          if (e instanceof ProviderError && e.kind === 'cooldown' && (!isConcurrencyRefusal(e) || e.details.keyWide === true)) {
             this.coolDown(e.details.retryAfterMs ?? defaultCoolDownMs, e.details.code ?? 'rate limited');
           }
           throw e;

@@ -65,9 +65,34 @@ export const SMOKE_RECIPES: readonly SmokeRecipe[] = [
     job: (env) => ({ url: env.APIFY_TARGET ?? 'https://example.com/' }),
     deadlineMs: 10 * 60_000,
   },
-  { kind: 'scraperapi', env: ['SCRAPERAPI_KEY'] },
-  { kind: 'brightdata', env: ['BRIGHTDATA_API_TOKEN', 'BRIGHTDATA_DATASET_ID'] },
-  { kind: 'oxylabs', env: ['OXYLABS_USER', 'OXYLABS_PASS'] },
+  {
+    // ScraperAPI async: one job, the key from the variable (sent in the JSON body).
+    kind: 'scraperapi',
+    env: ['SCRAPERAPI_KEY'],
+    optionalEnv: ['SCRAPERAPI_TARGET'],
+    entry: () => ({ credentials: { default: { apiKeyEnv: 'SCRAPERAPI_KEY' } } }),
+    job: (env) => ({ url: env.SCRAPERAPI_TARGET ?? 'https://example.com/' }),
+    deadlineMs: 10 * 60_000,
+  },
+  {
+    // Bright Data: one trigger of the dataset you name, with the target URL as its input (a
+    // "collect by URL" scraper; BRIGHTDATA_TARGET must be a page that scraper accepts).
+    kind: 'brightdata',
+    env: ['BRIGHTDATA_API_TOKEN', 'BRIGHTDATA_DATASET_ID'],
+    optionalEnv: ['BRIGHTDATA_TARGET'],
+    entry: (env) => ({ datasetId: env.BRIGHTDATA_DATASET_ID, credentials: { default: { apiKeyEnv: 'BRIGHTDATA_API_TOKEN' } }, limits: { maxConcurrent: 2 } }),
+    job: (env) => ({ url: env.BRIGHTDATA_TARGET ?? 'https://example.com/' }),
+    deadlineMs: 15 * 60_000,
+  },
+  {
+    // Oxylabs Push-Pull, source `universal`: the Basic pair is assembled in memory from the two variables.
+    kind: 'oxylabs',
+    env: ['OXYLABS_USER', 'OXYLABS_PASS'],
+    optionalEnv: ['OXYLABS_TARGET'],
+    entry: (env) => ({ credentials: { default: { apiKey: `${env.OXYLABS_USER}:${env.OXYLABS_PASS}` } } }),
+    job: (env) => ({ url: env.OXYLABS_TARGET ?? 'https://example.com/' }),
+    deadlineMs: 10 * 60_000,
+  },
   {
     // A spider deployed to your Scrapy Cloud project that takes the page as a spider argument (`url` unless ZYTE_URL_ARGUMENT says otherwise).
     kind: 'zyte',

@@ -1,0 +1,304 @@
+/**
+ * Adapter for the Bright Data Web Scraper API (datasets v3). Contract: docs.brightdata.com, read
+ * 2026-11-30 — "Scraper async requests" (OpenAPI `scraper-rest-api.json`, `POST
+ * /datasets/v3/trigger`), "Management APIs" (monitor progress, get snapshots, get snapshot input,
+ * cancel snapshot, delivery parts), "Download Snapshot", "Error codes by Endpoint", "Scraper API
+ * error codes" (the 429 IP block), "Scraper API limits", "Troubleshooting". What it says, and what
+ * this adapter does:
+ *
+ * - **Trigger** `POST /datasets/v3/trigger?dataset_id=…&include_errors=…&notify=…` (Bearer) with a
+ *   JSON array of inputs (one input per job: `{...entry.input, ...options.input, url}`) → `200
+ *   {snapshot_id}`; any 2xx with a `snapshot_id` is an acceptance. `400` (validation, "No data to
+ *   trigger") → refused; `429` "You have too many running jobs for this dataset … Running jobs:
+ *   N>=LIMIT" (5,000 per the limits page) → a concurrency refusal (the adaptive active-jobs limit
+ *   learns LIMIT) that still counts toward the IP block, so it cools the whole key down too.
+ * - **Progress** `GET /datasets/v3/progress/{id}` → `{snapshot_id, dataset_id, status}`: `starting`
+ *   → queued, `running` → running, `ready` → completed (then downloaded), `failed` → failed (a
+ *   failed job still answers `200`, with `error_message`); `canceled`/`cancelled` → cancelled
+ *   (listed by Bright Data's own MCP server, not by the OpenAPI enum); any other word →
+ *   `unrecognised`; `202`/`204` → not ready.
+ * - **Download** `GET /datasets/v3/snapshot/{id}?format=json&batch_size=B&part=n` (parts from 1;
+ *   `GET …/{id}/parts` says how many, asked only when a part comes back full): `200` an array of
+ *   records; `202 {status: "building", message: "Snapshot is building, try again in 10s"}` (also
+ *   while progress already says `ready`) and the OpenAPI's `409` "Snapshot is not ready for
+ *   download" → not ready (transient `NOT_READY`, the stated wait honoured); `400` "Snapshot is
+ *   empty" → `task_failed` with code `SNAPSHOT_EMPTY` (or the body's own code) — the docs also say
+ *   an empty result can be `200 []`, which completes with no documents; `400` "Snapshot is expired"
+ *   → `expired` (kept 30 days per the limits page; the download page says 16 days); `404` → counted.
+ *   Records are read part by part with heartbeats, within the entry's `results` limits.
+ * - **Cancel** `POST /datasets/v3/snapshot/{id}/cancel` → `200 "OK"`; `400` when it is not running →
+ *   already final.
+ * - **Reconcile** a lost trigger: `GET /datasets/v3/snapshots?dataset_id&from_date&trigger_type=API
+ *   &limit` (the list carries no inputs), then `GET /datasets/v3/snapshot/{id}/input` (CSV) of the
+ *   candidates (created after the first submit first, then those within the clock-skew margin
+ *   before it; bounded by `listing`), matched on the input's
+ *   fields (the URL first). Found → adopted; none → absent (proved twice across the settle window by
+ *   the workflow). Bright Data keeps no reference of ours, so two of our jobs triggering the same
+ *   input within moments of each other cannot be told apart: the first match is adopted. More
+ *   candidates created after the submit than the bounds allow → refused (`RECONCILE_BOUND`), so the job
+ *   waits in `unknown` for an operator instead of risking a duplicate.
+ * - **Webhook**: `notify` receives `{snapshot_id, status}` — unsigned, so the URL carries our
+ *   per-job token (`auth_header` could carry a secret too, but one per job is what the receiver
+ *   checks).
+ * - **Errors** are mostly plain text (only `validation_error`/`parse_error` are JSON).
+ * - **Rate limits**: 25 × `429` within 5 minutes blocks the caller's IP until support clears it;
+ *   `Retry-After` may be absent (then 2, 4, 8, 16, 32 s). Every call goes through the
+ *   {@link RefusalWindow} guard (see `guard.ts` and the entry's `rateLimit`).
+ */
+import { parse as parseCsv } from 'csv-parse/sync';
+import { z } from 'zod';
+import type { ProviderState } from '../../model/states.js';
+import type { ScrapeRequest } from '../../model/types.js';
+import { ProviderError } from '../errors.js';
+import { errorDetails, ProviderHttp, path, type CallOptions, type CallPhase, type ProviderResponse } from '../http.js';
+import { paginateCursor, resultFromDocuments } from '../pagination.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, StatusObservation, SubmitContext } from '../types.js';
+import { BRIGHTDATA_BLOCK_AT, type BrightDataEntry } from './config.js';
+import { RefusalWindow, refusalWindowFor } from './guard.js';
+
+const TriggerBody = z.looseObject({ snapshot_id: z.string().min(1) });
+const ProgressBody = z.looseObject({
+  status: z.string().min(1),
+  snapshot_id: z.string().nullish(),
+  error_message: z.string().nullish(),
+  error: z.string().nullish(),
+  error_code: z.string().nullish(),
+  records: z.number().nullish(),
+});
+const SnapshotList = z.array(z.looseObject({ id: z.string().min(1), created: z.string().nullish(), status: z.string().nullish() }));
+const PartsBody = z.looseObject({ parts: z.number().int().nonnegative() });
+
+/** Our state for a Bright Data progress word (see the module docs). */
+export function brightDataState(word: string): ObservedState {
+  const known: Record<string, ProviderState> = { starting: 'queued', running: 'running', ready: 'completed', failed: 'failed' };
+  if (known[word]) return known[word];
+  if (/^cancell?ed$/i.test(word)) return 'cancelled';
+  return 'unrecognised';
+}
+
+/** The running-jobs limit a "too many running jobs" refusal states (`Running jobs: 12>=10` → 10). */
+export function statedRunningJobsLimit(text: string): number | undefined {
+  const m = /Running jobs:\s*(\d+)\s*>=\s*(\d+)/i.exec(text);
+  const n = m ? Number(m[2]) : NaN;
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+}
+
+/** One record of a snapshot as a result document: its URL (or its input's), title or name, the record as data, and its error. */
+function documentOf(record: unknown): ResultDocument {
+  const r = record && typeof record === 'object' && !Array.isArray(record) ? (record as Record<string, unknown>) : { value: record };
+  const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
+  const input = r.input && typeof r.input === 'object' ? (r.input as Record<string, unknown>) : {};
+  const error = str(r.error) ?? str(r.error_message);
+  return {
+    url: str(r.url) ?? str(input.url),
+    title: str(r.title) ?? str(r.name),
+    data: r,
+    ...(error ? { error: { code: str(r.error_code) ?? undefined, message: error } } : {}),
+  };
+}
+
+/** {@link ProviderAdapter} for Bright Data datasets v3 (see the module docs). */
+export class BrightDataAdapter implements ProviderAdapter {
+  readonly kind = 'brightdata';
+  readonly capabilities: ProviderCapabilities = { idempotency: false, list: true, cancel: true, webhooks: true };
+  private readonly http: ProviderHttp;
+  private readonly guard: RefusalWindow;
+
+  /** Throws an `Error` when `rateLimit.maxRefusals + limits.maxConcurrent` could reach Bright Data's block at 25. */
+  constructor(
+    readonly name: string,
+    private readonly entry: BrightDataEntry,
+  ) {
+    const worst = entry.rateLimit.maxRefusals + entry.limits.maxConcurrent - 1;
+    if (worst >= BRIGHTDATA_BLOCK_AT) {
+      throw new Error(
+        `provider "${name}": rateLimit.maxRefusals (${entry.rateLimit.maxRefusals}) + limits.maxConcurrent (${entry.limits.maxConcurrent}) − 1 = ${worst} refusals could reach Bright Data's IP block at ${BRIGHTDATA_BLOCK_AT} × 429 in 5 minutes; lower one of them`,
+      );
+    }
+    this.http = new ProviderHttp({ provider: name, baseUrl: entry.baseUrl, auth: { in: 'header' }, submitTimeoutMs: entry.submitTimeoutMs, readTimeoutMs: entry.readTimeoutMs });
+    this.guard = refusalWindowFor(new URL(entry.baseUrl).host, entry.rateLimit.windowMs, entry.rateLimit.maxRefusals);
+  }
+
+  /**
+   * One call under the IP-block guard: refused locally (`cooldown`, code `IP_BLOCK_GUARD`, nothing
+   * sent) while the window is full; a `429` answer is counted and thrown as `cooldown` (see
+   * {@link refused}). Any other answer is returned as is.
+   */
+  private async call(ctx: CallContext, o: CallOptions): Promise<ProviderResponse> {
+    const held = this.guard.heldForMs();
+    if (held > 0) {
+      throw new ProviderError(
+        'cooldown',
+        `no Bright Data call for ${Math.ceil(held / 1000)} s: this worker saw ${this.guard.count()} × 429 in the last ${this.guard.windowMs / 60_000} min (Bright Data blocks an IP at ${BRIGHTDATA_BLOCK_AT}); held back by provider ${this.name}'s rateLimit.maxRefusals = ${this.guard.threshold}`,
+        { code: 'IP_BLOCK_GUARD', retryAfterMs: held },
+      );
+    }
+    const res = await this.http.call(ctx, o);
+    if (res.status === 429) throw this.refused(res, o.phase, ctx);
+    return res;
+  }
+
+  /** The `cooldown` error of a `429`: counted; wait = max(stated wait, doubling back-off, time the guard now holds). */
+  private refused(res: ProviderResponse, phase: CallPhase, ctx: CallContext): ProviderError {
+    const n = this.guard.record();
+    const running = /too many running jobs/i.test(res.text);
+    const err = this.http.error(res, phase, ctx, running ? { code: 'too-many-concurrent-runs' } : {});
+    const backoff = RefusalWindow.backoffMs(n, this.entry.rateLimit.backoffMs, this.entry.rateLimit.maxBackoffMs);
+    err.details.retryAfterMs = Math.max(err.details.retryAfterMs ?? 0, backoff, this.guard.heldForMs());
+    if (running) {
+      err.details.statedLimit = statedRunningJobsLimit(res.text);
+      err.details.keyWide = true;
+    }
+    return err;
+  }
+
+  /** {@link call}, throwing the classified error for any other non-2xx answer. */
+  private async ok(ctx: CallContext, o: CallOptions): Promise<ProviderResponse> {
+    const res = await this.call(ctx, o);
+    if (res.status < 200 || res.status >= 300) throw this.http.error(res, o.phase, ctx);
+    return res;
+  }
+
+  /** The input object of a job: entry `input`, then `options.input`, then the URL. */
+  inputOf(request: ScrapeRequest): Record<string, unknown> {
+    const own = request.options.input;
+    return { ...this.entry.input, ...(own && typeof own === 'object' && !Array.isArray(own) ? (own as Record<string, unknown>) : {}), url: request.url };
+  }
+
+  async submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted> {
+    const t = this.entry.trigger;
+    const res = await this.ok(ctx, {
+      method: 'POST',
+      path: '/datasets/v3/trigger',
+      query: {
+        dataset_id: this.entry.datasetId,
+        include_errors: t.includeErrors,
+        type: t.type,
+        discover_by: t.discoverBy,
+        limit_per_input: t.limitPerInput,
+        custom_output_fields: t.customOutputFields,
+        notify: ctx.callbackUrl,
+      },
+      json: [this.inputOf(request)],
+      phase: 'submit',
+    });
+    const body = this.http.parse(res, TriggerBody, 'submit', 'trigger answer');
+    return { taskId: body.snapshot_id, providerStatus: 'triggered', replayed: false };
+  }
+
+  async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
+    const res = await this.ok(ctx, { method: 'GET', path: path`/datasets/v3/progress/${taskId}`, phase: 'read' });
+    const retryAfterMs = this.http.retryAfterMs(res);
+    if (res.status === 202 || res.status === 204) {
+      const word = (res.body as { status?: unknown } | undefined)?.status;
+      return { state: 'running', providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`, retryAfterMs };
+    }
+    const p = this.http.parse(res, ProgressBody, 'read', 'progress body');
+    const state = brightDataState(p.status);
+    const progress = p.records != null ? { documents: p.records } : undefined;
+    if (state !== 'failed') return { state, providerStatus: p.status, progress, retryAfterMs };
+    const message = p.error_message ?? p.error ?? 'Bright Data reports the collection failed';
+    return { state, providerStatus: p.status, progress, retryAfterMs, error: { code: p.error_code ?? undefined, message }, evidence: res.evidence };
+  }
+
+  /** Throws the error of a download answer that is not `200` (see the module docs). */
+  private downloadError(res: ProviderResponse, taskId: string, ctx: CallContext): ProviderError {
+    const d = errorDetails(res);
+    const text = `${d.code ?? ''} ${d.message ?? ''} ${res.text.slice(0, 500)}`;
+    if (res.status === 202 || res.status === 409) {
+      const wait = this.http.retryAfterMs(res) ?? this.http.error(res, 'read', ctx).details.retryAfterMs;
+      return new ProviderError('transient', `snapshot ${taskId} is not ready for download yet (HTTP ${res.status}${d.message ? `: ${d.message}` : ''})`, { code: 'NOT_READY', httpStatus: res.status, retryAfterMs: wait, evidence: res.evidence });
+    }
+    if (res.status === 400 && /expired/i.test(text)) {
+      return new ProviderError('expired', `snapshot ${taskId} has expired at Bright Data (${d.message ?? 'Snapshot is expired'})`, { code: d.code ?? 'SNAPSHOT_EXPIRED', httpStatus: 400, evidence: res.evidence });
+    }
+    if (res.status === 400 && /empty/i.test(text)) {
+      return new ProviderError('task_failed', `snapshot ${taskId} is empty: the collection produced nothing (${d.message ?? 'Snapshot is empty'})`, { code: d.code ?? 'SNAPSHOT_EMPTY', httpStatus: 400, evidence: res.evidence });
+    }
+    return this.http.error(res, 'read', ctx);
+  }
+
+  /** The number of parts of a download with `batchSize` records each. */
+  private async parts(taskId: string, ctx: CallContext, batchSize: number): Promise<number> {
+    const res = await this.call(ctx, { method: 'GET', path: path`/datasets/v3/snapshot/${taskId}/parts`, query: { format: 'json', batch_size: batchSize }, phase: 'read' });
+    if (res.status !== 200) throw this.downloadError(res, taskId, ctx);
+    return this.http.parse(res, PartsBody, 'read', 'parts body').parts;
+  }
+
+  async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
+    const batchSize = this.entry.download.batchSize;
+    let parts: number | undefined;
+    const records = await paginateCursor<unknown>({
+      provider: this.name,
+      taskId,
+      limits: ctx.limits,
+      heartbeat: ctx.heartbeat,
+      signal: ctx.signal,
+      fetch: async (cursor) => {
+        const part = cursor === undefined ? 1 : Number(cursor);
+        const res = await this.call(ctx, { method: 'GET', path: path`/datasets/v3/snapshot/${taskId}`, query: { format: 'json', batch_size: batchSize, part }, phase: 'read' });
+        if (res.status !== 200) throw this.downloadError(res, taskId, ctx);
+        if (res.body === undefined && res.text.trim() !== '') this.http.invalid(res, 'read', 'snapshot part: not JSON');
+        const items = Array.isArray(res.body) ? (res.body as unknown[]) : res.body === undefined ? [] : [res.body];
+        if (items.length < batchSize) return { items, cursor: null };
+        parts ??= await this.parts(taskId, ctx, batchSize);
+        return { items, cursor: part < parts ? String(part + 1) : null };
+      },
+    });
+    return resultFromDocuments(records.map(documentOf), ctx.url);
+  }
+
+  async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
+    const res = await this.call(ctx, { method: 'POST', path: path`/datasets/v3/snapshot/${taskId}/cancel`, phase: 'cancel' });
+    if (res.status >= 200 && res.status < 300) return { accepted: true };
+    if (res.status === 400) return { accepted: false, alreadyFinal: true, providerStatus: errorDetails(res).message };
+    throw this.http.error(res, 'cancel', ctx);
+  }
+
+  /** True when one CSV input row holds our input: the same `url`, and the same value for every other field both have. */
+  private static matches(row: Record<string, string>, input: Record<string, unknown>): boolean {
+    if ((row.url ?? '').trim() !== input.url) return false;
+    return Object.entries(input).every(([k, v]) => !(k in row) || v === null || typeof v === 'object' || String(v) === row[k]!.trim());
+  }
+
+  async findSubmitted(ctx: FindContext): Promise<Accepted | null> {
+    const l = this.entry.listing;
+    const after = Date.parse(ctx.submittedAfter);
+    const since = after - l.marginMs;
+    const fromDate = new Date(since - 86_400_000).toISOString().slice(0, 10); // a day early: `from_date` is a date, in the provider's time zone
+    const res = await this.ok(ctx, { method: 'GET', path: '/datasets/v3/snapshots', query: { dataset_id: this.entry.datasetId, from_date: fromDate, trigger_type: 'API', limit: l.limit }, phase: 'read' });
+    const listed = this.http.parse(res, SnapshotList, 'read', 'snapshot list');
+    const candidates = listed
+      .map((s) => ({ ...s, at: s.created ? Date.parse(s.created) : NaN }))
+      .filter((s) => !(s.at < since)) // unknown creation times stay candidates
+      // Ours was created after the first submit (the job row is written before any trigger):
+      // those first, oldest first; then unknown creation times; then the clock-skew margin before
+      // it, closest first.
+      .map((s) => ({ ...s, rank: Number.isNaN(s.at) ? 1 : s.at >= after ? 0 : 2 }))
+      .sort((a, b) => a.rank - b.rank || (a.rank === 0 ? a.at - b.at : b.at - a.at));
+    const input = this.inputOf(ctx.request);
+    for (const s of candidates.slice(0, l.maxInputReads)) {
+      const r = await this.call(ctx, { method: 'GET', path: path`/datasets/v3/snapshot/${s.id}/input`, phase: 'read', headers: { accept: 'text/csv, application/json' } });
+      if (r.status === 400 || r.status === 404) continue; // "Snapshot input does not exist" / gone
+      if (r.status !== 200) throw this.http.error(r, 'read', ctx);
+      let rows: Record<string, string>[];
+      try {
+        rows = parseCsv(r.text, { columns: true, skip_empty_lines: true, relax_column_count: true, bom: true }) as Record<string, string>[];
+      } catch (e) {
+        return this.http.invalid(r, 'read', `snapshot input (CSV): ${(e as Error).message}`);
+      }
+      if (rows.some((row) => BrightDataAdapter.matches(row, input))) return { taskId: s.id, providerStatus: s.status ?? 'listed', replayed: true };
+    }
+    // Unread candidates created after the submit (or listed beyond `limit`) could be ours: absence
+    // is not proven. Unread ones inside the skew margin only are taken as not ours.
+    const unread = candidates.slice(l.maxInputReads);
+    if (unread.some((s) => s.rank < 2) || listed.length >= l.limit) {
+      throw new ProviderError(
+        'permanent',
+        `Bright Data listed ${listed.length} snapshot(s) of dataset ${this.entry.datasetId} since ${new Date(since).toISOString()}, more than the ${l.maxInputReads} whose inputs may be read (listing.maxInputReads, listing.limit): absence cannot be proven; resolve the job by hand (resolve --task-id or --resubmit)`,
+        { code: 'RECONCILE_BOUND' },
+      );
+    }
+    return null;
+  }
+}

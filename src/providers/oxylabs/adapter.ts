@@ -1,0 +1,156 @@
+/**
+ * Adapter for the Oxylabs Web Scraper API, Push-Pull integration. Contract: developers.oxylabs.io,
+ * "Web Scraper API → Integration methods → Push-Pull", "Response Codes" and "Rate Limits" (read
+ * 2026-11-30). What it says, and what this adapter does:
+ *
+ * - **Credential**: HTTP Basic, `user:password` (the entry's credential is that pair).
+ * - **Submit** `POST /v1/queries` with the job parameters as JSON (`source`, `url`, `callback_url`,
+ *   `client_notes`, `render`, `geo_location`, `parse`, …) → the job object `{id, status:
+ *   "pending", …, _links}`; any 2xx with an `id` is an acceptance. `POST /v1/queries/batch` takes
+ *   up to 5,000 `url`/`query` values and makes one job per value: the product maps **one scrape
+ *   job to one Oxylabs query** (each has its own workflow, task ID, deadline and result), so the
+ *   single-job endpoint is used and batches of the product are many single queries. Our client
+ *   reference goes in `client_notes` (echoed in the job object and callbacks).
+ * - **Status** `GET /v1/queries/{id}` → the job object: `pending` → running, `done` → completed
+ *   (the result is read separately), `faulted` → failed (Oxylabs gave up; not billed); any other
+ *   word → `unrecognised`. `202`/`204` → not ready.
+ * - **Result** `GET /v1/queries/{id}/results` → `{results: [{content, type, page, url, job_id,
+ *   status_code, …}], job}`; `204` = "job not completed yet" → not ready (a transient
+ *   `NOT_READY`, retried; never a failure). One entry (the usual `universal` job) is the page
+ *   itself (raw HTML extracted like the reference provider's); several (a multi-page query, several
+ *   output types) are documents, in the provider's order, within the entry's `results` limits.
+ * - **Expiry**: results stay retrievable "at least 24 hours" after the job finishes (a help page
+ *   says job IDs are kept 48 h); afterwards `404` "the job ID you are looking for is no longer
+ *   available" → counted, `notFoundLimit` in a row → `expired`, never failed, never resubmitted.
+ * - **Cancel**: no endpoint → `unsupported` (the job is reported `cancel_unconfirmed`; Oxylabs
+ *   finishes it and bills it).
+ * - **No list endpoint and no idempotency key**: a lost submit waits in `unknown` until an
+ *   operator resolves it.
+ * - **Callback**: `callback_url` receives the job object when it completes; unsigned (Oxylabs
+ *   documents the callback source IPs, `GET /v1/info/callbacker_ips`, for an allow-list), so the
+ *   URL carries our per-job token.
+ * - **Rate limits**: `429` (jobs per second per plan; also "access to {domain} has been limited to
+ *   1 req/s" when a domain's success rate drops) → key-wide cool-down; no `Retry-After` is
+ *   documented, so the default cool-down applies unless the message states a wait.
+ */
+import { z } from 'zod';
+import type { ProviderState } from '../../model/states.js';
+import type { ScrapeRequest } from '../../model/types.js';
+import { ProviderError } from '../errors.js';
+import { ProviderHttp, path, type ProviderResponse } from '../http.js';
+import { pageFromRaw } from '../htmlPage.js';
+import { enforceResultLimits, resultFromDocuments } from '../pagination.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, StatusObservation, SubmitContext } from '../types.js';
+import type { OxylabsEntry } from './config.js';
+
+/** The job object of submit, status and callbacks (fields we read; more are allowed). */
+export const OxylabsJobSchema = z.looseObject({
+  id: z.union([z.string().min(1), z.number()]).transform(String),
+  status: z.string().min(1),
+  url: z.string().nullish(),
+  client_notes: z.string().nullish(),
+  statuses: z.array(z.unknown()).nullish(),
+  created_at: z.string().nullish(),
+  updated_at: z.string().nullish(),
+});
+type Job = z.infer<typeof OxylabsJobSchema>;
+
+const ResultEntry = z.looseObject({
+  content: z.unknown(),
+  type: z.string().nullish(),
+  page: z.number().int().nullish(),
+  url: z.string().nullish(),
+  status_code: z.number().int().nullish(),
+});
+const ResultsBody = z.looseObject({ results: z.array(ResultEntry) });
+type Entry = z.infer<typeof ResultEntry>;
+
+/** Our state for an Oxylabs status word: `pending`, `done`, `faulted`; anything else `unrecognised`. */
+export function oxylabsState(word: string): ObservedState {
+  const known: Record<string, ProviderState> = { pending: 'running', done: 'completed', faulted: 'failed' };
+  return known[word] ?? 'unrecognised';
+}
+
+function documentOf(e: Entry, fallbackUrl: string): ResultDocument {
+  const url = e.url ?? null;
+  const meta = { page: e.page ?? null, type: e.type ?? null };
+  if (typeof e.content === 'string' && e.type !== 'png') {
+    const p = pageFromRaw({ url: url ?? fallbackUrl, body: e.content, httpStatus: e.status_code ?? null });
+    return { url, httpStatus: e.status_code ?? null, title: p.title, text: p.text, markdown: p.markdown, links: p.links, data: meta };
+  }
+  return { url, httpStatus: e.status_code ?? null, data: { ...meta, content: e.content } };
+}
+
+/** {@link ProviderAdapter} for Oxylabs Push-Pull (see the module docs). */
+export class OxylabsAdapter implements ProviderAdapter {
+  readonly kind = 'oxylabs';
+  readonly capabilities: ProviderCapabilities = { idempotency: false, list: false, cancel: false, webhooks: true };
+  private readonly http: ProviderHttp;
+
+  constructor(
+    readonly name: string,
+    private readonly entry: OxylabsEntry,
+  ) {
+    this.http = new ProviderHttp({ provider: name, baseUrl: entry.baseUrl, auth: { in: 'basic' }, submitTimeoutMs: entry.submitTimeoutMs, readTimeoutMs: entry.readTimeoutMs });
+  }
+
+  /** The job parameters: entry `params`, then the job's options, then ours (`source` from options or entry). */
+  submitBody(request: ScrapeRequest, ctx: SubmitContext): Record<string, unknown> {
+    const source = typeof request.options.source === 'string' && request.options.source ? request.options.source : this.entry.source;
+    return {
+      ...this.entry.params,
+      ...request.options,
+      source,
+      url: request.url,
+      client_notes: ctx.clientRef,
+      ...(ctx.callbackUrl !== undefined ? { callback_url: ctx.callbackUrl } : {}),
+    };
+  }
+
+  async submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted> {
+    const res = await this.http.ok(ctx, { method: 'POST', path: '/v1/queries', json: this.submitBody(request, ctx), phase: 'submit' });
+    const job = this.http.parse(res, OxylabsJobSchema, 'submit', 'job object');
+    return { taskId: job.id, providerStatus: job.status, replayed: false };
+  }
+
+  async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
+    const res = await this.http.ok(ctx, { method: 'GET', path: path`/v1/queries/${taskId}`, phase: 'read' });
+    const retryAfterMs = this.http.retryAfterMs(res);
+    if (res.status === 202 || res.status === 204) return { state: 'running', providerStatus: `HTTP ${res.status}`, retryAfterMs };
+    const job: Job = this.http.parse(res, OxylabsJobSchema, 'read', 'job object');
+    const state = oxylabsState(job.status);
+    if (state !== 'failed') return { state, providerStatus: job.status, retryAfterMs };
+    const codes = (job.statuses ?? []).map((s) => (s && typeof s === 'object' ? ((s as { code?: unknown }).code ?? JSON.stringify(s)) : s)).filter((c) => c !== undefined);
+    return {
+      state,
+      providerStatus: job.status,
+      retryAfterMs,
+      error: { code: codes.length > 0 ? String(codes[codes.length - 1]) : 'faulted', message: `Oxylabs could not complete the job (faulted${codes.length > 0 ? `; statuses ${codes.join(', ')}` : ''}); a faulted job is not billed` },
+      evidence: res.evidence,
+    };
+  }
+
+  async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
+    const res: ProviderResponse = await this.http.ok(ctx, { method: 'GET', path: path`/v1/queries/${taskId}/results`, phase: 'read' });
+    if (res.status === 204 || res.status === 202) {
+      throw new ProviderError('transient', `Oxylabs job ${taskId} has no results yet (HTTP ${res.status}: not completed)`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY', retryAfterMs: this.http.retryAfterMs(res) });
+    }
+    const { results } = this.http.parse(res, ResultsBody, 'read', 'results body');
+    ctx.heartbeat?.({ documents: results.length, pages: 1 });
+    if (results.length === 0) throw new ProviderError('transient', `Oxylabs job ${taskId} answered with no results yet`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY' });
+    const first = results[0]!;
+    const result: ProviderResult =
+      results.length === 1 && typeof first.content === 'string' && first.type !== 'png'
+        ? pageFromRaw({ url: ctx.url, body: first.content, finalUrl: first.url && first.url !== ctx.url ? first.url : null, httpStatus: first.status_code ?? null })
+        : resultFromDocuments(results.map((e) => documentOf(e, ctx.url)), ctx.url);
+    return enforceResultLimits(result, ctx.limits, this.name, taskId);
+  }
+
+  async cancel(_taskId: string, _ctx: CallContext): Promise<CancelAnswer> {
+    throw new ProviderError('unsupported', `provider ${this.name} (Oxylabs Push-Pull) has no cancel endpoint: the job runs to its end`, { code: 'NOT_SUPPORTED' });
+  }
+
+  async findSubmitted(_ctx: FindContext): Promise<Accepted | null> {
+    throw new ProviderError('unsupported', `provider ${this.name} (Oxylabs Push-Pull) has no endpoint that lists jobs: a lost submit cannot be looked up`, { code: 'NOT_SUPPORTED' });
+  }
+}

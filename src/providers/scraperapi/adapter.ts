@@ -1,0 +1,185 @@
+/**
+ * Adapter for the ScraperAPI Async API. Contract: docs.scraperapi.com, "Asynchronous API" → "Job
+ * Handling" and "Callbacks & API Params" (Markdown pages, read 2026-11-30), the older
+ * "Async Requests Method → Callbacks" page, and ScraperAPI's own skill reference for the async
+ * API (github.com/scraperapi/scraperapi-skills, `scraperapi-async`: cancel endpoint, retention,
+ * failure payload). What it says, and what this adapter does:
+ *
+ * - **Submit** `POST /jobs` with a JSON body `{apiKey, url, apiParams?, meta?, callback?, …}` →
+ *   `{id, status: "running", statusUrl, url}`. Any 2xx with an `id` is an acceptance. The key
+ *   goes in the body (`apiKey`), as every sample sends it; the "Job Handling" page lists
+ *   `api_key` as a *query* parameter instead, which we never do: a key in a URL ends up in proxy
+ *   and server logs. The body is recorded only redacted (by value and by the name `apiKey`).
+ *   Our client reference goes in `meta.scrapeOrchestratorRef` (echoed in status and callbacks).
+ * - **Status** `GET /jobs/{id}` — the status URL "needs no key", so none is sent: `running`,
+ *   `finished` (the final answer embeds `response {headers, body, statusCode}`, so the result is
+ *   written without another read), `failed` (`failReason`, e.g. `failed_due_to_timeout`, after
+ *   ScraperAPI's own retries for up to 24 h). `cancelled`/`canceled` (any case) → `cancelled`: not
+ *   a documented word, but the provider itself cancels jobs (a callback that fails three times
+ *   "cancels the job"), so a cancelled job must not look unknown. Any other word → `unrecognised`.
+ *   `202`/`204` → not ready. A `finished` job can carry the target's `403`/`404` in
+ *   `response.statusCode` (the docs' error table: "target blocked the scrape"): by default that is
+ *   `completed` with that HTTP status on the result row (the provider did the work and charged;
+ *   retrying is the caller's choice); entry `targetErrors: "failed"` makes it `failed` with code
+ *   `TARGET_HTTP_<status>`.
+ * - **Expiry**: results are kept "up to 72 hours (24 hours guaranteed)"; what the status URL answers
+ *   afterwards is undocumented: a `404` is counted (`not_found`), `notFoundLimit` in a row → `expired`.
+ * - **Cancel** `DELETE /jobs/{id}` (listed, semantics undocumented): sent with the key in a JSON
+ *   body; `2xx` → accepted; `404` → not found; `405`/`501` → `unsupported`; `400`/`409` → already
+ *   final. The workflow then confirms by polling.
+ * - **No list endpoint and no idempotency key**: a lost submit cannot be reconciled; the job waits
+ *   in `unknown` until an operator resolves it (`resolve --task-id` or `--resubmit`).
+ * - **Callback** `callback: {type: "webhook", url}` — unsigned, so the URL carries our per-job
+ *   token; the failure-report flag per entry `failureReport`; three failed deliveries cancel the
+ *   job (the receiver answers at once, so it stays well inside that).
+ * - **Rate limits**: `429` on submit ("too many concurrent submissions") → key-wide cool-down.
+ */
+import { z } from 'zod';
+import type { ProviderState } from '../../model/states.js';
+import type { ScrapeRequest } from '../../model/types.js';
+import { ProviderError } from '../errors.js';
+import { ProviderHttp, path, type ProviderResponse } from '../http.js';
+import { pageFromRaw } from '../htmlPage.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, StatusObservation, SubmitContext } from '../types.js';
+import type { ScraperApiEntry } from './config.js';
+
+/** Where our client reference travels in `meta` (echoed by status answers and callbacks). */
+export const SCRAPERAPI_REF_FIELD = 'scrapeOrchestratorRef';
+
+const SubmitBody = z.looseObject({ id: z.union([z.string().min(1), z.number()]).transform(String), status: z.string().default('running') });
+
+/** The target's answer inside a finished job (`response`). */
+const TargetResponse = z.looseObject({
+  statusCode: z.number().int().nullish(),
+  headers: z.record(z.string(), z.unknown()).nullish(),
+  body: z.string().nullish(),
+  base64EncodedBody: z.string().nullish(),
+});
+
+/** A job as the status URL (and a callback) shows it. */
+export const ScraperApiJobSchema = z.looseObject({
+  id: z.union([z.string().min(1), z.number()]).transform(String),
+  status: z.string().min(1),
+  url: z.string().nullish(),
+  statusUrl: z.string().nullish(),
+  failReason: z.string().nullish(),
+  attempts: z.number().nullish(),
+  meta: z.record(z.string(), z.unknown()).nullish(),
+  response: TargetResponse.nullish(),
+});
+type Job = z.infer<typeof ScraperApiJobSchema>;
+
+/** Our state for a ScraperAPI status word (see the module docs). */
+export function scraperApiState(word: string): ObservedState {
+  const known: Record<string, ProviderState> = { running: 'running', finished: 'completed', failed: 'failed' };
+  if (known[word]) return known[word];
+  if (/^cancell?ed$/i.test(word)) return 'cancelled';
+  return 'unrecognised';
+}
+
+function header(headers: Record<string, unknown> | null | undefined, name: string): string | undefined {
+  for (const [k, v] of Object.entries(headers ?? {})) if (k.toLowerCase() === name && typeof v === 'string') return v;
+  return undefined;
+}
+
+/** {@link ProviderAdapter} for the ScraperAPI Async API (see the module docs). */
+export class ScraperApiAdapter implements ProviderAdapter {
+  readonly kind = 'scraperapi';
+  readonly capabilities: ProviderCapabilities = { idempotency: false, list: false, cancel: true, webhooks: true };
+  private readonly http: ProviderHttp;
+
+  constructor(
+    readonly name: string,
+    private readonly entry: ScraperApiEntry,
+  ) {
+    this.http = new ProviderHttp({ provider: name, baseUrl: entry.baseUrl, auth: { in: 'body', name: 'apiKey' }, submitTimeoutMs: entry.submitTimeoutMs, readTimeoutMs: entry.readTimeoutMs });
+  }
+
+  /** The submit body (without `apiKey`, which the HTTP client places): request options first, our fields last. */
+  submitBody(request: ScrapeRequest, ctx: SubmitContext): Record<string, unknown> {
+    const { apiParams, meta, ...rest }: Record<string, unknown> = request.options;
+    const obj = (v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+    const flags = ctx.callbackUrl === undefined || this.entry.failureReport === 'off' ? {} : this.entry.failureReport === 'both' ? { expectUnsuccessReport: true, expectsUnsuccessReport: true } : { [this.entry.failureReport]: true };
+    const params = { ...this.entry.apiParams, ...obj(apiParams) };
+    return {
+      ...rest,
+      ...(this.entry.timeoutSec !== undefined && rest.timeoutSec === undefined ? { timeoutSec: this.entry.timeoutSec } : {}),
+      ...(Object.keys(params).length > 0 ? { apiParams: params } : {}),
+      url: request.url,
+      meta: { ...obj(meta), [SCRAPERAPI_REF_FIELD]: ctx.clientRef },
+      ...(ctx.callbackUrl !== undefined ? { callback: { type: 'webhook', url: ctx.callbackUrl }, ...flags } : {}),
+    };
+  }
+
+  async submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted> {
+    const res = await this.http.ok(ctx, { method: 'POST', path: '/jobs', json: this.submitBody(request, ctx), phase: 'submit' });
+    const body = this.http.parse(res, SubmitBody, 'submit', 'submit body');
+    return { taskId: body.id, providerStatus: body.status, replayed: false };
+  }
+
+  /** The job, or null for a `202`/`204` "not ready" answer. The status URL takes no key. */
+  private async getJob(taskId: string, ctx: CallContext): Promise<{ res: ProviderResponse; job: Job | null }> {
+    const res = await this.http.ok(ctx, { method: 'GET', path: path`/jobs/${taskId}`, phase: 'read', auth: { in: 'none' } });
+    if (res.status === 202 || res.status === 204) return { res, job: null };
+    return { res, job: this.http.parse(res, ScraperApiJobSchema, 'read', 'job status body') };
+  }
+
+  /** The page of a finished job, or null when the answer carries no `response` yet. */
+  private page(job: Job, fallbackUrl: string): ProviderResult | null {
+    const r = job.response;
+    if (!r) return null;
+    return pageFromRaw({
+      url: job.url || fallbackUrl,
+      body: r.body ?? null,
+      finalUrl: header(r.headers, 'sa-final-url') ?? null,
+      httpStatus: r.statusCode ?? null,
+      contentType: header(r.headers, 'content-type') ?? null,
+    });
+  }
+
+  async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
+    const { res, job } = await this.getJob(taskId, ctx);
+    const retryAfterMs = this.http.retryAfterMs(res);
+    if (!job) {
+      const word = (res.body as { status?: unknown } | undefined)?.status;
+      return { state: 'running', providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`, retryAfterMs };
+    }
+    const state = scraperApiState(job.status);
+    if (state === 'failed') {
+      return { state, providerStatus: job.status, retryAfterMs, error: { code: job.failReason ?? 'failed', message: `ScraperAPI gave up on the job${job.failReason ? `: ${job.failReason}` : ''}${job.attempts != null ? ` after ${job.attempts} attempts` : ''}` }, evidence: res.evidence };
+    }
+    if (state !== 'completed') return { state, providerStatus: job.status, retryAfterMs };
+    const page = this.page(job, '');
+    const target = job.response?.statusCode ?? null;
+    if (this.entry.targetErrors === 'failed' && target !== null && target >= 400) {
+      return { state: 'failed', providerStatus: job.status, retryAfterMs, error: { code: `TARGET_HTTP_${target}`, message: `the target answered ${target} (ScraperAPI finished the job)` }, evidence: res.evidence };
+    }
+    // A finished answer without `response` (or without the job's URL) is read again by `result`.
+    return { state, providerStatus: job.status, retryAfterMs, result: page && page.url ? page : undefined };
+  }
+
+  async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
+    const { res, job } = await this.getJob(taskId, ctx);
+    const page = job && scraperApiState(job.status) === 'completed' ? this.page(job, ctx.url) : null;
+    if (!page) {
+      throw new ProviderError('transient', `ScraperAPI job ${taskId} is ${job?.status ?? `not ready (HTTP ${res.status})`} without a response yet`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY' });
+    }
+    return page;
+  }
+
+  async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
+    const res = await this.http.call(ctx, { method: 'DELETE', path: path`/jobs/${taskId}`, json: {}, phase: 'cancel' });
+    const word = (res.body as { status?: unknown } | undefined)?.status;
+    const providerStatus = typeof word === 'string' ? word : undefined;
+    const known = providerStatus !== undefined && scraperApiState(providerStatus) !== 'unrecognised' ? (scraperApiState(providerStatus) as ProviderState) : undefined;
+    if (res.status >= 200 && res.status < 300) return { accepted: true, state: known, providerStatus };
+    if (res.status === 400 || res.status === 409) return { accepted: false, alreadyFinal: true, state: known, providerStatus };
+    const err = this.http.error(res, 'cancel', ctx);
+    if (res.status === 405 || res.status === 501) throw new ProviderError('unsupported', err.message, err.details);
+    throw err;
+  }
+
+  async findSubmitted(_ctx: FindContext): Promise<Accepted | null> {
+    throw new ProviderError('unsupported', `provider ${this.name} (ScraperAPI) has no endpoint that lists jobs: a lost submit cannot be looked up`, { code: 'NOT_SUPPORTED' });
+  }
+}

@@ -1,0 +1,26 @@
+/**
+ * The `scraperapi` kind: ScraperAPI's Async API (one job per URL). See `adapter.ts` for the
+ * contract and every decision taken where the docs are silent.
+ */
+import { defineProvider } from '../descriptor.js';
+import { ScraperApiAdapter } from './adapter.js';
+import { ScraperApiConfigSchema } from './config.js';
+import { scraperApiWebhook } from './webhook.js';
+
+export { ScraperApiAdapter, scraperApiState, SCRAPERAPI_REF_FIELD } from './adapter.js';
+export { ScraperApiConfigSchema, type ScraperApiEntry } from './config.js';
+export { scraperApiWebhook } from './webhook.js';
+
+/** Descriptor of the `scraperapi` kind. */
+export const scraperApiProvider = defineProvider({
+  kind: 'scraperapi',
+  title: 'ScraperAPI (async jobs)',
+  contract:
+    'ScraperAPI Async API: docs.scraperapi.com/asynchronous-api/job-handling and /callbacks-and-api-params (read 2026-11-30); POST https://async.scraperapi.com/jobs {apiKey, url} → {id, status, statusUrl, url}; GET /jobs/{id}; DELETE /jobs/{id}',
+  configSchema: ScraperApiConfigSchema,
+  capabilities: { idempotency: false, list: false, cancel: true, webhooks: true },
+  expiry: 'results kept up to 72 h (24 h guaranteed); a 404 afterwards is counted → expired',
+  poll: { initialDelayMs: 5_000, maxDelayMs: 60_000 },
+  webhook: scraperApiWebhook,
+  create: (name, entry) => new ScraperApiAdapter(name, entry),
+});

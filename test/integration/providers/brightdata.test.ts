@@ -1,0 +1,234 @@
+/**
+ * Scenarios of the `brightdata` kind (Bright Data Web Scraper API, datasets v3) on the provider
+ * harness: real workflow, real dev server, the kind's fixture
+ * (`test/fixtures/providers/brightdata/server.ts`). Acceptance, a snapshot downloaded in parts,
+ * every progress word (and `202 building`, unknown words), `ready` while the download still
+ * answers `202`, `400` "Snapshot is empty" (plain text and JSON code) ending `failed`, `400`
+ * "Snapshot is expired" ending `expired`, cancel, "too many running jobs", a burst of `429`s that
+ * never gets near Bright Data's 25-in-5-minutes IP block, a lost trigger reconciled by comparing
+ * snapshot inputs (found, and proved absent), and `notify` pings on the per-job token URL.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PollPolicy } from '../../../src/model/types.js';
+import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
+import { listDeliveries } from '../../../src/store/webhooks.js';
+import { BRIGHTDATA_FIXTURE_DATASET, startBrightDataFixture, type BrightDataFixture, type BrightDataFixtureOptions } from '../../fixtures/providers/brightdata/server.js';
+import { FIXTURE_KEYS, SCENARIO_POLICY, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
+
+let pages: PageServer;
+beforeAll(async () => {
+  pages = await startPageServer();
+});
+afterAll(async () => pages?.close());
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function brightdata(fx: BrightDataFixtureOptions = {}, opts: { entry?: Record<string, unknown>; webhooks?: boolean } = {}) {
+  return startProviderScenario<BrightDataFixture>({
+    kind: 'brightdata',
+    fixture: () => startBrightDataFixture(fx),
+    entry: (f) => ({ baseUrl: f.url, readTimeoutMs: 5_000, submitTimeoutMs: 3_000, datasetId: BRIGHTDATA_FIXTURE_DATASET, reconcile: { settleMs: 1_000 }, ...opts.entry }),
+    webhooks: opts.webhooks,
+  });
+}
+
+async function checked(s: Scenario<BrightDataFixture>, jobId: string, checks = 1) {
+  return waitFor(async () => {
+    const r = await s.store.getJob(jobId);
+    return r?.task_id && r.status_checks >= checks ? r : undefined;
+  }, 30_000, `${checks} status checks of ${jobId}`);
+}
+
+describe('brightdata: polling', () => {
+  let s: Scenario<BrightDataFixture>;
+  beforeAll(async () => {
+    s = await brightdata({ listLagMs: 600 });
+  });
+  afterAll(async () => s?.stop());
+
+  it('acceptance: Bearer key, dataset_id and include_errors in the query, one input per trigger; the snapshot’s record is the one document; nothing leaked', async () => {
+    const url = pages.pageUrl('wikipedia');
+    const ref = await s.start({ url, key: 'accept-1' });
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'])).state).toBe('completed');
+    const snaps = s.fixture.snapshotsWith(url);
+    expect(snaps).toHaveLength(1);
+    expect(snaps[0]!.inputs).toEqual([{ url }]);
+    expect(snaps[0]!.query).toMatchObject({ dataset_id: BRIGHTDATA_FIXTURE_DATASET, include_errors: 'true' });
+    expect(snaps[0]!.key).toBe(FIXTURE_KEYS.acme);
+    const out = await s.outcome(ref.jobId);
+    expect(out).toMatchObject({ state: 'completed', taskId: snaps[0]!.id, results: 1, documents: { total: 1 } });
+    const docs = await s.client.getResultDocuments('acme', ref.jobId);
+    expect(docs.documents[0]).toMatchObject({ url, title: expect.any(String) });
+    expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
+  });
+
+  it('a snapshot of 2,500 records is downloaded in three parts of 1,000 (the part count asked once) and written as 2,500 documents', async () => {
+    s.fixture.rule('many-records', { kind: 'records', count: 2_500 });
+    const ref = await s.start({ url: `${pages.pageUrl('cnet')}?many-records`, key: 'parts-1' });
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'])).state).toBe('completed');
+    const id = (await s.store.getJob(ref.jobId))!.task_id!;
+    const downloads = s.fixture.requestsTo('GET', `/datasets/v3/snapshot/${id}`).filter((r) => !r.path.endsWith('/parts') && !r.path.endsWith('/input'));
+    expect(downloads.map((r) => r.query)).toEqual([1, 2, 3].map((part) => ({ format: 'json', batch_size: '1000', part: String(part) })));
+    expect(s.fixture.requestsTo('GET', `/datasets/v3/snapshot/${id}/parts`)).toHaveLength(1);
+    expect((await s.outcome(ref.jobId)).documents).toEqual({ total: 2_500, rows: 2_500 });
+  });
+
+  it('every progress word: starting/running keep polling, failed (still 200) keeps error_message, canceled at the provider ends cancelled; 202 building, an unknown word and another case are not ready', async () => {
+    s.fixture.rule('word=hold', { kind: 'hold' });
+    s.fixture.rule('word=failed', { kind: 'fail', message: 'No data found in discovery' });
+    s.fixture.rule('word=canceled', { kind: 'hold' });
+    const [hold, failed, canceled] = await Promise.all(['hold', 'failed', 'canceled'].map((w) => s.start({ url: `${pages.pageUrl('002')}?word=${w}`, key: `word-${w}` })));
+
+    const h = await checked(s, hold!.jobId, 2);
+    expect(h).toMatchObject({ state: 'pending', provider_status: 'running' });
+    const words = (await s.store.timeline(hold!.jobId)).filter((e) => e.type === 'provider_status').map((e) => JSON.parse(e.detail!).status);
+    expect(words.every((w: string) => w === 'starting' || w === 'running')).toBe(true);
+    const before = s.fixture.statusReads(h.task_id!).length;
+    s.fixture.script(h.task_id!, { status: 202, json: { status: 'building' } }, { status: 200, json: { status: 'stalled' } }, ...Array.from({ length: 3 }, () => ({ status: 200, json: { status: 'Ready' } })));
+    await waitFor(async () => (await s.store.getJob(hold!.jobId))?.provider_status === 'Ready', 30_000, 'the word "Ready" recorded');
+    expect(await s.store.getJob(hold!.jobId)).toMatchObject({ state: 'pending', provider_state: 'unrecognised' });
+    const reads = s.fixture.statusReads(h.task_id!).slice(before, before + 3);
+    for (let i = 1; i < reads.length; i++) expect(reads[i]! - reads[i - 1]!).toBeGreaterThanOrEqual(170);
+    await s.fixture.finish(h.task_id!);
+    expect((await s.waitFor(hold!.jobId, ['completed', 'failed'])).state).toBe('completed');
+
+    expect((await s.waitFor(failed!.jobId, ['failed', 'completed'])).state).toBe('failed');
+    const fo = await s.outcome(failed!.jobId);
+    expect(fo.lastError).toMatchObject({ kind: 'provider_failed', message: 'No data found in discovery' });
+    expect(fo.incidents).toHaveLength(1);
+
+    const c = await checked(s, canceled!.jobId);
+    s.fixture.setWord(c.task_id!, 'canceled');
+    expect((await s.waitFor(canceled!.jobId, ['cancelled', 'failed', 'completed'])).state).toBe('cancelled');
+  });
+
+  it('progress says ready while the download still answers 202 building: not ready, retried after the stated wait, then completed', async () => {
+    s.fixture.rule('late-download', { kind: 'late_download', times: 2 });
+    const ref = await s.start({ url: `${pages.pageUrl('heise')}?late-download`, key: 'late-1' });
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe('completed');
+    const id = (await s.store.getJob(ref.jobId))!.task_id!;
+    const downloads = s.fixture.requestsTo('GET', `/datasets/v3/snapshot/${id}`).filter((r) => !r.path.endsWith('/parts'));
+    expect(downloads).toHaveLength(3);
+    expect(downloads[1]!.at - downloads[0]!.at).toBeGreaterThanOrEqual(1_000 - 50); // "try again in 1s"
+    expect((await s.outcome(ref.jobId)).incidents).toEqual([]);
+  });
+
+  it('400 "Snapshot is empty" (plain text or JSON code) ends failed with code SNAPSHOT_EMPTY; 400 "Snapshot is expired" ends expired; none is resubmitted', async () => {
+    s.fixture.rule('empty-text', { kind: 'download', answer: 'empty' });
+    s.fixture.rule('empty-json', { kind: 'download', answer: 'empty_json' });
+    s.fixture.rule('expired-snap', { kind: 'download', answer: 'expired' });
+    const [text, json, expired] = await Promise.all(['empty-text', 'empty-json', 'expired-snap'].map((w) => s.start({ url: `${pages.pageUrl('001')}?${w}`, key: w })));
+    for (const ref of [text!, json!]) {
+      expect((await s.waitFor(ref.jobId, ['failed', 'completed', 'tracking_interrupted'])).state).toBe('failed');
+      const out = await s.outcome(ref.jobId);
+      expect(out.lastError).toMatchObject({ kind: 'task_failed', code: 'SNAPSHOT_EMPTY' });
+      expect(out.incidents[0]).toMatchObject({ http_status: 400 });
+    }
+    expect((await s.waitFor(expired!.jobId, ['expired', 'failed', 'tracking_interrupted'])).state).toBe('expired');
+    for (const w of ['empty-text', 'empty-json', 'expired-snap']) expect(s.fixture.snapshotsWith(w)).toHaveLength(1);
+  });
+
+  it('cancel: POST …/cancel once; progress then says canceled and the job ends cancelled', async () => {
+    s.fixture.rule('cancel-me', { kind: 'hold' });
+    const ref = await s.start({ url: `${pages.pageUrl('ars-1')}?cancel-me`, key: 'cancel-1' });
+    const row = await checked(s, ref.jobId);
+    const res = await s.client.cancelScrape('acme', ref.jobId, { reason: 'scenario', requestedBy: 'vitest', wait: true, timeoutMs: 20_000 });
+    expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
+    expect(s.fixture.requestsTo('POST', `/datasets/v3/snapshot/${row.task_id}/cancel`)).toHaveLength(1);
+    expect(s.fixture.snapshots.get(row.task_id!)!.status).toBe('canceled');
+  });
+
+  it('"too many running jobs" (429, plain text, no Retry-After) is a concurrency refusal: the trigger is repeated after the back-off, one snapshot, completed', async () => {
+    s.fixture.rule('busy', { kind: 'running_jobs', running: 3, limit: 3 }, 1);
+    const url = `${pages.pageUrl('cnn')}?busy`;
+    const ref = await s.start({ url, key: 'busy-1' });
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
+    const triggers = s.fixture.requestsTo('POST', '/datasets/v3/trigger').filter((r) => JSON.stringify(r.body).includes('?busy'));
+    expect(triggers).toHaveLength(2);
+    expect(triggers[1]!.at - triggers[0]!.at).toBeGreaterThanOrEqual(2_000 - 50);
+    expect(s.fixture.snapshotsWith('?busy')).toHaveLength(1);
+    const rejected = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'submit_rejected')!;
+    expect(JSON.parse(rejected.detail!).error).toMatchObject({ kind: 'cooldown', code: 'too-many-concurrent-runs' });
+  });
+
+  it('a lost trigger answer is reconciled: snapshots listed since the submit (the list lags), inputs compared, ours adopted among others; one snapshot, completed', async () => {
+    const url = `${pages.pageUrl('yahoo-1')}?lost`;
+    s.fixture.addForeign([{ url: `${pages.pageUrl('yahoo-1')}?someone-else` }]);
+    s.fixture.rule('?lost', { kind: 'drop_after_commit' }, 1);
+    const ref = await s.start({ url, key: 'lost-1' });
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe('completed');
+    const mine = s.fixture.snapshotsWith('?lost');
+    expect(mine).toHaveLength(1);
+    const row = (await s.store.getJob(ref.jobId))!;
+    expect(row.task_id).toBe(mine[0]!.id);
+    const events = (await s.store.timeline(ref.jobId)).map((e) => e.type);
+    expect(events).toContain('submit_ambiguous');
+    const recorded = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'task_recorded')!;
+    expect(JSON.parse(recorded.detail!).source).toMatch(/reconcile/);
+    expect(s.fixture.requestsTo('GET', '/datasets/v3/snapshots').length).toBeGreaterThanOrEqual(1);
+    expect(s.fixture.requests.filter((r) => r.path.endsWith('/input')).length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a trigger lost before Bright Data created anything is proved absent by two list reads across the settle window, then resubmitted once', async () => {
+    const url = `${pages.pageUrl('yahoo-2')}?never`;
+    s.fixture.rule('?never', { kind: 'drop_before_commit' }, 1);
+    const ref = await s.start({ url, key: 'never-1' });
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe('completed');
+    expect(s.fixture.snapshotsWith('?never')).toHaveLength(1);
+    const events = (await s.store.timeline(ref.jobId)).map((e) => e.type);
+    expect(events).toContain('reconcile_absent');
+    expect(events.filter((e) => e === 'reconcile_list_empty')).toHaveLength(2);
+  });
+});
+
+describe('brightdata: a burst of 429s never nears the 25-in-5-minutes IP block', () => {
+  let s: Scenario<BrightDataFixture>;
+  beforeAll(async () => {
+    s = await brightdata({}, { entry: { rateLimit: { maxRefusals: 5, backoffMs: 500, maxBackoffMs: 4_000 }, limits: { maxConcurrent: 2 } } });
+  });
+  afterAll(async () => s?.stop());
+
+  it('eight jobs whose triggers all get 429 without Retry-After: at most maxRefusals + maxConcurrent − 1 = 6 refusals, then no call reaches Bright Data', async () => {
+    s.fixture.rule('storm', { kind: 'rate_limit' });
+    // A deadline longer than the guard's hold: the submits wait it out (a shorter one fails the job with the cool-down as reason).
+    const policy = { ...SCENARIO_POLICY, deadlineMs: 900_000 };
+    const refs = await Promise.all(Array.from({ length: 8 }, (_, i) => s.start({ url: `${pages.pageUrl('002')}?storm=${i}`, key: `storm-${i}`, policy })));
+    await waitFor(() => s.fixture.refusals.length >= 5, 60_000, 'five refusals');
+    const atGuard = s.fixture.requests.length;
+    await sleep(8_000);
+    expect(s.fixture.refusals.length).toBeLessThanOrEqual(6);
+    expect(s.fixture.requests.length - atGuard).toBeLessThanOrEqual(1); // one call may have been in flight
+    expect(s.fixture.snapshotsWith('storm')).toHaveLength(0);
+    for (const ref of refs) expect((await s.store.getJob(ref.jobId))?.state).toBe('submitting');
+    const rejected = (await Promise.all(refs.map((r) => s.store.timeline(r.jobId)))).flat().filter((e) => e.type === 'submit_rejected');
+    expect(rejected.length).toBeGreaterThan(0);
+  });
+});
+
+const SLOW: Partial<PollPolicy> = { ...SCENARIO_POLICY, initialDelayMs: 30_000, maxDelayMs: 60_000, jitter: 0, deadlineMs: 600_000 };
+
+describe('brightdata: notify pings on the per-job token URL', () => {
+  let s: Scenario<BrightDataFixture>;
+  beforeAll(async () => {
+    s = await brightdata({ runMs: 1_000 }, { webhooks: true });
+  });
+  afterAll(async () => s?.stop());
+
+  it('notify is the token URL; the ping wakes the job long before its first poll; a redelivery is a duplicate; a wrong token is 401', async () => {
+    const url = `${pages.pageUrl('001')}?notify`;
+    const t0 = Date.now();
+    const ref = await s.start({ url, key: 'notify-1', policy: SLOW });
+    await s.waitFor(ref.jobId, ['completed'], 60_000);
+    expect(Date.now() - t0).toBeLessThan(25_000);
+    const snap = s.fixture.snapshotsWith(url)[0]!;
+    expect(snap.query.notify).toBe(`${s.api!.webhookUrl}/${s.callbackToken(ref.jobId)}`);
+    const sent = s.fixture.deliveries.filter((d) => (d.body as { snapshot_id?: string }).snapshot_id === snap.id);
+    expect(sent.map((d) => [d.status, d.body])).toEqual([[200, { snapshot_id: snap.id, status: 'ready' }]]);
+    const again = await s.api!.call(null, 'POST', `/v1/webhooks/brightdata/${s.callbackToken(ref.jobId)}`, { json: sent[0]!.body });
+    expect(await again.json()).toMatchObject({ outcome: 'duplicate' });
+    const wrong = await s.api!.call(null, 'POST', `/v1/webhooks/brightdata/${'f'.repeat(64)}`, { json: sent[0]!.body });
+    expect(wrong.status).toBe(401);
+    expect((await listDeliveries(s.store, { jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
+    expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
+  });
+});
