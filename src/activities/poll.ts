@@ -14,6 +14,7 @@
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { JobError, ScrapeRequest } from '../model/types.js';
 import { isProviderError, type ProviderError } from '../providers/errors.js';
+import { enforceResultLimits } from '../providers/pagination.js';
 import type { ProviderResult, StatusObservation } from '../providers/types.js';
 import { beginCheck, recordCheck, recordCheckError, recordNotFound, type CheckStart } from '../store/polling.js';
 import type { ActivityKit, TaskRef } from './context.js';
@@ -148,7 +149,8 @@ export function pollActivities(kit: ActivityKit) {
   }
 
   async function fetchResult(input: AwaitStatusInput, obs: StatusObservation): Promise<ProviderResult> {
-    if (obs.result) return obs.result;
+    // An inline result passes the same limits as a paged read (`RESULT_TOO_LARGE`, permanent).
+    if (obs.result) return enforceResultLimits(obs.result, kit.deps.providers.resolve(input.provider, input.account).resultLimits, input.provider, input.taskId);
     return kit.call(input.provider, input.account, (p) =>
       p.adapter.result(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), url: input.url, request: input.request, limits: p.resultLimits, heartbeat: (progress) => kit.heartbeat(progress) }),
     );
