@@ -65,8 +65,8 @@ describe('apify through the whole workflow', () => {
     expect(row.task_id).toBe(runs[0]!.id);
     expect(runs[0]!.input).toEqual({ startUrls: [{ url }], scrapeOrchestratorRef: providerKeys('acme', ref.key).clientRef });
     const out = await s.outcome(ref.jobId);
-    // The store writes `completed` as the provider status with the result (the raw SUCCEEDED was recorded by the check before).
-    expect(out).toMatchObject({ state: 'completed', providerStatus: 'completed', results: 1, documents: { total: 4, rows: 4 } });
+    // The row keeps Apify's own final word.
+    expect(out).toMatchObject({ state: 'completed', providerStatus: 'SUCCEEDED', results: 1, documents: { total: 4, rows: 4 } });
     const docs = await s.client.getResultDocuments('acme', ref.jobId);
     expect(docs.documents.map((d) => d.url)).toEqual(['https://shop.example/p/1', 'https://shop.example/p/2', 'https://shop.example/p/3', 'https://shop.example/p/4']);
     expect(docs.documents.map((d) => d.title)).toEqual(['One', 'Two', 'Three', null]);

@@ -142,13 +142,13 @@ describe('zyte through the whole workflow', () => {
 describe('zyte: lost submits, reconciled by tag', () => {
   let s: Scenario<ZyteFixture>;
   beforeAll(async () => {
-    s = await zyte({ reconcile: { settleMs: 1_000 } });
+    s = await zyte({ reconcile: { settleMs: 4_000 } });
   });
   afterAll(async () => s?.stop());
 
   it('the answer of run.json is lost; the lagging list misses the job once, then shows it by our tag: one job, adopted, completed once', async () => {
     const f = s.fixture;
-    f.listLagMs = 600;
+    f.listLagMs = 2_500; // the first read (right after the lost answer) misses it; the second, 4 s later, does not
     f.dropAfterCommit('lost');
     const ref = await s.start({ url: 'https://quotes.example/lost', key: 'lost-1' });
     const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
@@ -164,7 +164,7 @@ describe('zyte: lost submits, reconciled by tag', () => {
 
   it('Zyte’s own dedupe: the list lags past the settle window so absence looks proven; the resubmit is refused "already scheduled" and the job found by our tag is adopted: still one job', async () => {
     const f = s.fixture;
-    f.listLagMs = 3_000;
+    f.listLagMs = 6_000; // longer than the settle window
     f.plan('dedupe', { hold: true });
     f.dropAfterCommit('dedupe');
     const refusalsBefore = f.duplicateRefusals;
