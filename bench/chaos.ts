@@ -1,12 +1,17 @@
 /**
- * The chaos run (issue 3): N logical requests through the real stack — Temporal, two worker
+ * The chaos run (issues 3 and 13): N logical requests through the real stack — Temporal (a dev
+ * server, or `TEMPORAL_ADDRESS`: the production cluster of `npm run cluster`), two worker
  * processes, the reference provider, the SQLite store — while the provider drops responses after
- * committing, answers 5xx, sends 429 bursts with Retry-After, answers slowly, fails jobs and
- * never finishes some; workers are SIGKILLed at random every few seconds and restarted; and the
- * store refuses writes for a few seconds at a time (an exclusive lock held by another process).
+ * committing, answers 5xx, sends 429 bursts with Retry-After, answers slowly, lets status reads
+ * hang past our timeout, fails jobs and never finishes some; a fifth of the requests go to a
+ * provider account without idempotency keys whose list shows a new job only seconds later (a
+ * lagging, search-backed list: a lost submit there is reconciled by listing across the settle
+ * window); workers are SIGKILLed at random every few seconds and restarted; and the store refuses
+ * writes for a few seconds at a time (an exclusive lock held by another process).
  *
  * It prints (and writes to bench/results/chaos-<time>.json): logical requests, provider jobs
- * created (must equal requests: this provider has idempotency keys), duplicate result rows (0),
+ * created (must equal requests: one account has idempotency keys, the other is reconciled by its
+ * list across the settle window), duplicate result rows (0),
  * jobs lost (0: every job ends in an observed final state or an explicit unknown /
  * tracking_interrupted with its evidence), the highest polling rate any job reached against the
  * policy, and the run time.
@@ -110,17 +115,34 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const pages = ['index.html', ...fs.readdirSync(path.join(REPO, 'sample-site', 'articles')).map((f) => `articles/${f}`)];
 
     const apiKey = 'sk-chaos-0123456789abcdef';
-    const sim = await startSim({ host: '127.0.0.1', port: 0, accounts: [{ name: 'chaos', apiKeys: [apiKey], profile: { concurrency: 25, retryAfterSeconds: 2, minRunMs: 300 } }], logger: false, random });
+    const lagKey = 'sk-chaos-lag-0123456789abcdef';
+    const sim = await startSim({
+      host: '127.0.0.1',
+      port: 0,
+      accounts: [
+        { name: 'chaos', apiKeys: [apiKey], profile: { concurrency: 25, retryAfterSeconds: 2, minRunMs: 300 } },
+        // No idempotency key, and a list that shows a new job only 3 s later (settle window: 10 s).
+        { name: 'chaos-lag', apiKeys: [lagKey], profile: { concurrency: 25, retryAfterSeconds: 2, minRunMs: 300, idempotency: false, list: true, listLagMs: 3_000 } },
+      ],
+      logger: false,
+      random,
+    });
     cleanups.push(() => sim.close());
     // Provider faults (the first matching request-level rule fires; probabilities are per request).
-    sim.faults.add({ account: 'chaos', endpoint: 'submit', action: 'drop_after_commit', probability: 0.1 });
-    sim.faults.add({ account: 'chaos', endpoint: 'submit', action: 'error_5xx', status: 502, commit: true, probability: 0.03 });
-    sim.faults.add({ account: 'chaos', endpoint: 'any', action: 'error_5xx', status: 503, probability: 0.05 });
-    sim.faults.add({ account: 'chaos', endpoint: 'any', action: 'delay', delayMs: 1_500, probability: 0.05 });
-    sim.faults.add({ account: 'chaos', endpoint: 'status', action: 'delay', delayMs: 5_000, probability: 0.02 }); // past the 3 s read timeout
-    sim.faults.add({ account: 'chaos', endpoint: 'submit', action: 'fail_job', probability: 0.03, code: 'TARGET_BLOCKED' });
-    sim.faults.add({ account: 'chaos', endpoint: 'submit', action: 'never_finish', probability: 0.02 });
-    const burst = setInterval(() => sim.faults.add({ account: 'chaos', endpoint: 'any', action: 'rate_limit', retryAfterSeconds: 2, times: 5 }), 12_000);
+    const addFaults = () => {
+      for (const account of ['chaos', 'chaos-lag']) {
+        sim.faults.add({ account, endpoint: 'submit', action: 'drop_after_commit', probability: 0.1 });
+        sim.faults.add({ account, endpoint: 'submit', action: 'error_5xx', status: 502, commit: true, probability: 0.03 });
+        sim.faults.add({ account, endpoint: 'any', action: 'error_5xx', status: 503, probability: 0.05 });
+        sim.faults.add({ account, endpoint: 'any', action: 'delay', delayMs: 1_500, probability: 0.05 });
+        sim.faults.add({ account, endpoint: 'status', action: 'delay', delayMs: 5_000, probability: 0.02 }); // past the 3 s read timeout
+        sim.faults.add({ account, endpoint: 'status', action: 'delay', delayMs: 60_000, probability: 0.005 }); // a read that hangs
+        sim.faults.add({ account, endpoint: 'submit', action: 'fail_job', probability: 0.03, code: 'TARGET_BLOCKED' });
+        sim.faults.add({ account, endpoint: 'submit', action: 'never_finish', probability: 0.02 });
+      }
+    };
+    addFaults();
+    const burst = setInterval(() => sim.faults.add({ endpoint: 'any', action: 'rate_limit', retryAfterSeconds: 2, times: 5 }), 12_000);
     cleanups.push(async () => clearInterval(burst));
 
     const storeFile = path.join(dir, 'store.db');
@@ -129,7 +151,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: `chaos-${process.pid}-${Date.now()}` },
         storeUrl: `sqlite:${storeFile}`,
         defaultAccount: 'chaos',
-        providers: { reference: { kind: 'reference', baseUrl: sim.url, submitTimeoutMs: 3_000, readTimeoutMs: 3_000, credentials: { default: { apiKey } }, limits: { maxConcurrent: 20, minIntervalMs: 0 } } },
+        providers: {
+          reference: { kind: 'reference', baseUrl: sim.url, submitTimeoutMs: 3_000, readTimeoutMs: 3_000, credentials: { default: { apiKey } }, limits: { maxConcurrent: 20, minIntervalMs: 0 } },
+          reference_lag: { kind: 'reference', baseUrl: sim.url, submitTimeoutMs: 3_000, readTimeoutMs: 3_000, capabilities: { idempotency: false, list: true, cancel: true, webhooks: false }, credentials: { default: { apiKey: lagKey } }, limits: { maxConcurrent: 20, minIntervalMs: 0 } },
+        },
       },
       {},
     );
@@ -142,7 +167,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     cleanups.push(() => store.close());
     const connection = await Connection.connect({ address: temporal.address });
     cleanups.push(() => connection.close());
-    const client = new ScrapeClient({ temporal: new Client({ connection, namespace: temporal.namespace }), store, taskQueue: config.temporal.taskQueue, defaultProvider: 'reference' });
+    const client = new ScrapeClient({ temporal: new Client({ connection, namespace: temporal.namespace }), store, taskQueue: config.temporal.taskQueue, defaultProvider: 'reference', providers: Object.keys(config.providers), config });
 
     // Workers in child processes, SIGKILLed at random and restarted.
     const workers: (ChildProcess | undefined)[] = [];
@@ -206,7 +231,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
           const url = `${siteUrl}/${pages[i % pages.length]}?req=${i}`;
           for (let attempt = 1; ; attempt++) {
             try {
-              const ref = await client.startScrape({ account: 'chaos', url, key: `chaos-${runId}-${i}`, policy: { ...POLICY, deadlineMs } });
+              const provider = i % 5 === 4 ? 'reference_lag' : 'reference';
+              const ref = await client.startScrape({ account: 'chaos', url, key: `chaos-${runId}-${i}`, provider, policy: { ...POLICY, deadlineMs } });
               jobIds[i] = ref.jobId;
               return;
             } catch (e) {
@@ -289,8 +315,6 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     let maxChecks = 0;
     for (const j of stats.jobs) {
       const t = [...j.status_request_times].sort((a, b) => a - b);
-      // A completed job's last GET is the result read that follows the completed status, not a poll.
-      if (j.status === 'completed' && t.length > 1) t.pop();
       maxChecks = Math.max(maxChecks, t.length);
       for (let k = 1; k < t.length; k++) minGap = Math.min(minGap, t[k]! - t[k - 1]!);
       for (let a = 0, b = 0; b < t.length; b++) {
@@ -300,7 +324,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     }
     const report: ChaosReport = {
       logicalRequests: opts.requests,
-      providerJobsCreated: stats.jobsCreated.byAccount.chaos ?? 0,
+      providerJobsCreated: (stats.jobsCreated.byAccount.chaos ?? 0) + (stats.jobsCreated.byAccount['chaos-lag'] ?? 0),
       duplicateResultRows: dup.reduce((s, d) => s + Number(d.n) - 1, 0),
       jobsLost: lost.length,
       lostJobs: lost.slice(0, 20),
@@ -331,7 +355,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
 export function formatChaosReport(r: ChaosReport): string {
   const lines = [
     ['logical requests', r.logicalRequests],
-    ['provider jobs created', `${r.providerJobsCreated} (must equal requests)`],
+    ['provider jobs created', `${r.providerJobsCreated} (must equal requests; a fifth on a lagging list without idempotency)`],
     ['duplicate result rows', r.duplicateResultRows],
     ['jobs lost', r.jobsLost],
     ['final states', Object.entries(r.states).map(([k, v]) => `${k} ${v}`).join(', ')],
