@@ -1,6 +1,6 @@
 /**
- * Starts and stops a real Temporal dev server (`temporal server start-dev`, Temporal CLI 1.5.1 =
- * Server 1.29.1) for the demo, the tests and CI, or connects to an existing cluster when
+ * Starts and stops a real Temporal dev server (`temporal server start-dev`, Temporal CLI 1.9.1 =
+ * Server 1.32.0, Web UI 2.54.1) for the demo, the tests and CI, or connects to an existing cluster when
  * `TEMPORAL_ADDRESS` is set.
  *
  * Lifetime: the server must not outlive the Node process that started it. Each server gets a tiny
@@ -30,7 +30,8 @@ import { EnsureTemporalCliOptionsSchema, ensureTemporalCli, type TemporalCli, ty
  * Dynamic config this module always passes (`--dynamic-config-value KEY=JSON`), before the caller's
  * `dynamicConfig` (which wins on the same key). Values are the Server 1.29.1 defaults, verified in
  * its source (`common/dynamicconfig/constants.go`), pinned here so that a CLI upgrade cannot silently
- * turn off what the workflows rely on:
+ * turn off what the workflows rely on (Server 1.32.0, in CLI 1.9.1, no longer has the multi-operation
+ * switch: Update-with-Start is always on there, and the unknown key is ignored):
  * - Updates (`UpdateWorkflowExecution`, incl. waiting for "Accepted") and Update-with-Start
  *   (`ExecuteMultiOperation`) are on;
  * - up to 100 search-attribute keys per workflow, 2 KiB per value, 40 KiB in total;
@@ -139,7 +140,7 @@ export interface DevServer {
 /**
  * Starts `temporal server start-dev` on free (or given) ports and resolves once its frontend answers
  * `GetSystemInfo` and `DescribeNamespace(namespace)` and lists every requested search attribute.
- * Flags used (from `temporal server start-dev --help` of CLI 1.5.1): `--ip`, `--port`, `--ui-port` |
+ * Flags used (from `temporal server start-dev --help` of CLI 1.5.1 and 1.9.1): `--ip`, `--port`, `--ui-port` |
  * `--headless`, `--db-filename`, `--namespace`, `--search-attribute K=Type`, `--dynamic-config-value
  * K=JSON`, `--log-level`.
  *

@@ -76,7 +76,7 @@ describe('paths and options', () => {
     expect(temporalCacheRoot({ SCRAPE_CACHE_DIR: '/c' })).toBe('/c');
     expect(temporalCacheRoot({ XDG_CACHE_HOME: '/x' })).toBe('/x/scrape-orchestrator');
     expect(temporalCacheRoot({ HOME: '/h' })).toBe('/h/.cache/scrape-orchestrator');
-    expect(cachedTemporalCliPath('/c')).toBe('/c/temporal-cli/1.5.1/temporal');
+    expect(cachedTemporalCliPath('/c')).toBe('/c/temporal-cli/1.9.1/temporal');
   });
 
   it('validates dev server options with zod', () => {
