@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ScrapeClient } from './client/index.js';
 import { loadConfigFile, webhookProviderNames, type Config } from './config.js';
-import { connectionOptionsFromEnv } from './devserver/devServer.js';
+import { connectionOptionsFromEnv } from './client/connection.js';
 import { openStore, type Store } from './store/index.js';
 
 /** An open client runtime; call `close()` when done. */

@@ -32,7 +32,7 @@ import type { Config } from '../config.js';
 import { fingerprint } from '../lib/hash.js';
 import { isFinalState } from '../model/states.js';
 import type { Store } from '../store/index.js';
-import { getIdempotentRequest, rememberIdempotentRequest } from '../store/webhooks.js';
+import { getIdempotentRequest, rememberIdempotentRequest } from '../store/apiIdempotency.js';
 import { ApiKeyring, type ApiKeyEntry } from './auth.js';
 import { ApiProblem, PROBLEM_CONTENT_TYPE, PROBLEM_TYPES, ProblemSchema, problemType, type ProblemSlug } from './problems.js';
 import {

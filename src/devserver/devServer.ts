@@ -19,8 +19,8 @@ import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { connectionOptionsFromEnv } from '../client/connection.js';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
 import { OutputTail, stderrLogger, type LineLogger } from './process.js';
 import { ensureSearchAttributes, SearchAttributeMapSchema, type SearchAttributeTypeName } from './searchAttributes.js';
@@ -499,45 +499,4 @@ export async function connectOrStartTemporal(options: ConnectOrStartOptions = {}
     devServer: server,
     stop: () => server.stop(),
   };
-}
-
-/**
- * Builds `Connection.connect` options from `TEMPORAL_ADDRESS`, TLS and API key env vars (see
- * {@link connectOrStartTemporal}). Reads certificate files synchronously.
- *
- * @throws Error when only one of client cert / key is set, or a file cannot be read.
- */
-export function connectionOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): ConnectionOptions {
-  const address = env.TEMPORAL_ADDRESS;
-  if (!address) throw new Error('TEMPORAL_ADDRESS is not set');
-  const pem = (label: string, ...names: string[]): Buffer | undefined => {
-    for (const n of names) {
-      const v = env[n];
-      if (!v) continue;
-      if (v.trimStart().startsWith('-----BEGIN') || n.endsWith('_DATA')) return Buffer.from(v);
-      try {
-        return readFileSync(v);
-      } catch (err) {
-        throw new Error(`cannot read ${label} from ${n}=${v}: ${(err as Error).message}`);
-      }
-    }
-    return undefined;
-  };
-  const crt = pem('TLS client certificate', 'TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_CERT_DATA');
-  const key = pem('TLS client key', 'TEMPORAL_TLS_KEY', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_CLIENT_KEY_DATA');
-  const ca = pem('TLS server CA', 'TEMPORAL_TLS_CA', 'TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_DATA');
-  if (!!crt !== !!key) throw new Error('TLS needs both a client certificate (TEMPORAL_TLS_CERT) and its key (TEMPORAL_TLS_KEY)');
-  const serverName = env.TEMPORAL_TLS_SERVER_NAME || undefined;
-  const tlsFlag = env.TEMPORAL_TLS?.toLowerCase();
-  const apiKey = env.TEMPORAL_API_KEY || undefined;
-  let tls: ConnectionOptions['tls'];
-  if (tlsFlag === 'false' || tlsFlag === '0') tls = false;
-  else if (crt || ca || serverName) {
-    tls = {
-      ...(crt && key ? { clientCertPair: { crt, key } } : {}),
-      ...(ca ? { serverRootCACertificate: ca } : {}),
-      ...(serverName ? { serverNameOverride: serverName } : {}),
-    };
-  } else if (tlsFlag === 'true' || tlsFlag === '1') tls = true;
-  return { address, ...(tls !== undefined ? { tls } : {}), ...(apiKey ? { apiKey } : {}) };
 }

@@ -7,7 +7,7 @@ import net from 'node:net';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
-import { getIdempotentRequest } from '../../src/store/webhooks.js';
+import { getIdempotentRequest } from '../../src/store/apiIdempotency.js';
 import { API_KEYS, startApiStack, type ApiStack } from '../helpers/api.js';
 import { FAST_POLICY, waitFor, waitForState } from '../helpers/stack.js';
 

@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZodError } from 'zod';
-import { connectionOptionsFromEnv, connectOrStartTemporal, DevServerOptionsSchema, freePort } from '../../src/devserver/devServer.js';
+import { connectionOptionsFromEnv } from '../../src/client/connection.js';
+import { connectOrStartTemporal, DevServerOptionsSchema, freePort } from '../../src/devserver/devServer.js';
 import { cachedTemporalCliPath, ensureTemporalCli, TemporalCliNotFoundError, temporalCacheRoot } from '../../src/devserver/temporalCli.js';
 
 let tmp: string;
