@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, type ConnectionOptions } from '@temporalio/client';
 import { createMaintenanceActivities } from './activities/maintenance.js';
-import { ensureMaintenanceSchedules } from './client/schedules.js';
+import { ensureMaintenanceSchedules, maintenanceTaskQueue } from './client/schedules.js';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type NativeConnectionOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities/index.js';
 import { loadConfigFile, type Config } from './config.js';
@@ -104,6 +104,7 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Wor
   const temporal = new Client({ connection: opts.connection, namespace: opts.config.temporal.namespace });
   const activities = {
     ...createActivities({ store: opts.store, providers, resultRetentionMs: opts.config.resultRetentionMs, hooks: opts.hooks }),
+    // Also here for maintenance runs started on this queue before maintenance had its own (createMaintenanceWorker).
     ...createMaintenanceActivities({ store: opts.store, temporal }),
   };
   return Worker.create({
@@ -114,6 +115,25 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Wor
     activities,
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 100,
     shutdownGraceTime: opts.shutdownGraceTimeMs ?? 10_000,
+    ...(opts.identity ? { identity: opts.identity } : {}),
+  });
+}
+
+/**
+ * Creates (does not run) the worker of the maintenance task queue (`<taskQueue>-maintenance`, see
+ * `client/schedules.ts`): the Schedules' purge and orphan-scan workflows and their activities,
+ * kept off the jobs' task queue so that operators' job views leave them out.
+ */
+export async function createMaintenanceWorker(opts: Pick<ScrapeWorkerOptions, 'connection' | 'config' | 'store' | 'identity'>): Promise<Worker> {
+  const temporal = new Client({ connection: opts.connection, namespace: opts.config.temporal.namespace });
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.config.temporal.namespace,
+    taskQueue: maintenanceTaskQueue(opts.config.temporal.taskQueue),
+    workflowBundle: await workflowBundle(),
+    activities: createMaintenanceActivities({ store: opts.store, temporal }),
+    maxConcurrentActivityTaskExecutions: 2,
+    maxCachedWorkflows: 10,
     ...(opts.identity ? { identity: opts.identity } : {}),
   });
 }
@@ -135,9 +155,10 @@ export async function runWorkerMain(): Promise<void> {
   const store = await openStore(config.storeUrl);
   const connection = await connectWorker(config);
   const worker = await createScrapeWorker({ connection, config, store });
+  const maintenance = await createMaintenanceWorker({ connection, config, store });
   await ensureMaintenanceSchedules(new Client({ connection, namespace: config.temporal.namespace }), { taskQueue: config.temporal.taskQueue });
-  console.log(`worker polling task queue "${config.temporal.taskQueue}" on ${config.temporal.address} (namespace ${config.temporal.namespace}); store ${config.storeUrl.replace(/\/\/[^@/]*@/, '//[REDACTED]@')}`);
-  await worker.run();
+  console.log(`worker (pid ${process.pid}) polling task queues "${config.temporal.taskQueue}" and "${maintenanceTaskQueue(config.temporal.taskQueue)}" on ${config.temporal.address} (namespace ${config.temporal.namespace}); store ${config.storeUrl.replace(/\/\/[^@/]*@/, '//[REDACTED]@')}`);
+  await Promise.all([worker.run(), maintenance.run()]);
   await connection.close();
   await store.close();
 }
