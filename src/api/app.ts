@@ -79,8 +79,8 @@ export interface BuildApiOptions {
   client: ScrapeClient;
   store: Store;
   config: Config;
-  /** API keys; default: loaded from `config.api` (see `loadApiKeys`). */
-  keys: readonly ApiKeyEntry[];
+  /** API keys (see `loadApiKeys`), or a keyring that the caller reloads (`watchApiKeys`). */
+  keys: readonly ApiKeyEntry[] | ApiKeyring;
   /**
    * Fastify logger: `false` (default), `true` (JSON to stdout), or a destination stream. Request
    * logs show method, URL, status and the headers with `Authorization`, cookies, signature and
@@ -120,7 +120,7 @@ function logHeaders(headers: Record<string, unknown>): Record<string, unknown> {
 export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> {
   const { client, store, config } = opts;
   const env = opts.env ?? process.env;
-  const keyring = new ApiKeyring(opts.keys);
+  const keyring = opts.keys instanceof ApiKeyring ? opts.keys : new ApiKeyring(opts.keys);
   for (const name of Object.keys(config.providers)) if (receivesWebhooks(config, name)) webhookSecret(config, name, env); // fail fast on a missing secret
 
   const loggerOption: FastifyServerOptions['logger'] =
