@@ -212,11 +212,13 @@ async function policyFrom(opts: { deadline?: number; onDeadline?: 'interrupt' | 
   const { PollPolicySchema } = await import('./model/schemas.js');
   const r = PollPolicySchema.safeParse(policy);
   if (r.success) return r.data;
-  const human = (k: string, v: unknown) => (k.endsWith('Ms') && typeof v === 'number' ? formatDuration(v) : String(v));
+  const given = (k: keyof typeof flags) => `${flags[k][0]} ${typeof policy[k] === 'number' && k.endsWith('Ms') ? formatDuration(policy[k]) : String(policy[k])}`;
   const lines = r.error.issues.map((i) => {
     const k = String(i.path[0]) as keyof typeof flags;
-    const flag = flags[k]?.[0] ?? k;
-    return `${flag} ${human(k, policy[k])}: ${i.message.replace(/\b(initialDelayMs|maxDelayMs|deadlineMs)\b/g, (m) => flags[m as keyof typeof flags][0])}`;
+    if (k === 'initialDelayMs' && policy.maxDelayMs !== undefined && i.code === 'custom') return `${given('initialDelayMs')} is longer than ${given('maxDelayMs')}`;
+    const field = PollPolicySchema.shape[k]?.unwrap() as { minValue?: number | null; maxValue?: number | null } | undefined;
+    if (k.endsWith('Ms') && field?.minValue != null && field.maxValue != null) return `${given(k)}: must be from ${formatDuration(field.minValue)} to ${formatDuration(field.maxValue)}`;
+    return `${given(k)}: ${i.message}`;
   });
   throw new InvalidInputError(`invalid poll policy:\n  ${lines.join('\n  ')}`, r.error.issues);
 }

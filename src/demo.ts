@@ -52,7 +52,12 @@ export interface DemoOptions {
 /** The demo's default ports. */
 export const DEMO_PORTS = { temporal: 7233, ui: 8233, site: 8780, provider: 8790 } as const;
 
-const PORT_FLAGS = { temporal: '--temporal-port', ui: '--ui-port', site: '--site-port', provider: '--provider-port' } as const;
+const PORT_FLAGS = {
+  temporal: '--temporal-port / SCRAPE_DEMO_TEMPORAL_PORT',
+  ui: '--ui-port / SCRAPE_DEMO_UI_PORT',
+  site: '--site-port / SCRAPE_DEMO_SITE_PORT',
+  provider: '--provider-port / SCRAPE_DEMO_PROVIDER_PORT',
+} as const;
 
 async function portIsFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {

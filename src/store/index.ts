@@ -219,7 +219,9 @@ export class Store {
       request_hash: j.requestHash,
       url: j.request.url,
       input: JSON.stringify(sanitizeBody(j.row ?? {}, secrets)),
-      options: JSON.stringify(sanitizeBody({ format: j.request.format, options: j.request.options, policy: j.policy ?? {}, ...typed }, secrets)),
+      // The typed URL is kept as typed (sanitising would re-serialise it); like `url`, it passed the
+      // client's credential checks (TargetUrlSchema) before it got here.
+      options: JSON.stringify({ ...(sanitizeBody({ format: j.request.format, options: j.request.options, policy: j.policy ?? {} }, secrets) as object), ...typed }),
       batch_id: j.batchId ?? null,
       workflow_id: j.workflowId,
       task_id: j.taskId ?? null,
