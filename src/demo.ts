@@ -22,7 +22,7 @@ import Fastify from 'fastify';
 import { readBatchFile } from './batch/input.js';
 import { runBatch } from './batch/run.js';
 import { InvalidInputError } from './client/errors.js';
-import { ensureMaintenanceSchedules, maintenanceTaskQueue } from './client/schedules.js';
+import { ensureMaintenanceSchedules, JOBS_VIEW_QUERY, maintenanceTaskQueue } from './client/schedules.js';
 import { parseConfig } from './config.js';
 import { connectOrStartTemporal } from './devserver/devServer.js';
 import { openRuntime } from './runtime.js';
@@ -198,7 +198,7 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     say(`Result store (SQLite): ${storeFile} — ${results} result row(s) in total`);
     say(`Temporal Web UI: ${temporal.uiUrl ?? '—'}`);
     say(`  this batch: ${uiList}`);
-    say(`  all jobs, without the maintenance runs: ${uiQuery('WorkflowType="scrapeWorkflow"')}`);
+    say(`  all jobs, without the maintenance runs: ${uiQuery(JOBS_VIEW_QUERY)}`);
     say(`Config for the CLI: ${configFile}`);
     if (example) {
       // The CLI and the Web UI need the dev server, which lives as long as the demo does.

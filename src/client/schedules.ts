@@ -5,8 +5,8 @@
  *
  * Their runs go to a task queue of their own, `<taskQueue>-maintenance` ({@link maintenanceTaskQueue};
  * the worker polls it beside the jobs' queue), so that an operator's view of the jobs in the Web
- * UI leaves them out: `WorkflowType = "scrapeWorkflow"` (or `TaskQueue = "scrapes"`) lists jobs
- * only, `TaskQueue = "scrapes-maintenance"` the maintenance runs.
+ * UI leaves them out: {@link JOBS_VIEW_QUERY} (or `TaskQueue = "scrapes"`) lists jobs only,
+ * `TaskQueue = "scrapes-maintenance"` the maintenance runs.
  */
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import type { OrphanScanOptions } from '../activities/maintenance.js';
@@ -20,6 +20,13 @@ export interface MaintenanceScheduleOptions {
   orphanScanEveryMs?: number;
   orphanScan?: Partial<OrphanScanOptions>;
 }
+
+/**
+ * The visibility query of an operator's view of the jobs (README, "A saved view for jobs"): every
+ * version of the scrape workflow (`scrapeWorkflow`, and the types of later versions, which start
+ * with the same name), never a maintenance run.
+ */
+export const JOBS_VIEW_QUERY = 'WorkflowType STARTS_WITH "scrapeWorkflow"';
 
 /** The task queue of the maintenance workflows of the deployment whose jobs run on `taskQueue`. */
 export function maintenanceTaskQueue(taskQueue: string): string {

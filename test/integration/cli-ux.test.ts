@@ -205,7 +205,6 @@ describe('poll policy flags (item 11)', () => {
     const deadlineAfterSubmit = Date.parse(row.deadline_at!) - Date.parse(row.submitted_at!);
     expect(deadlineAfterSubmit).toBeGreaterThanOrEqual(2_500);
     expect(deadlineAfterSubmit).toBeLessThanOrEqual(4_000);
-    expect(row.status_checks).toBeGreaterThanOrEqual(2); // polled at the short delays, not the 2 s default
   });
 
   it('refuses values out of bounds or not durations, naming the flag and the bounds, and starts nothing', async () => {

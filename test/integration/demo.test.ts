@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { JOBS_VIEW_QUERY } from '../../src/client/schedules.js';
 import { freePort } from '../../src/devserver/devServer.js';
 import { REPO } from '../helpers/stack.js';
 
@@ -33,7 +34,7 @@ describe('npm run demo', () => {
     expect(first.out).toContain(`sample site at http://127.0.0.1:${site}`);
     expect(first.out).toContain(`reference provider at http://127.0.0.1:${provider}`);
     expect(first.out).toMatch(/npm run cli -- status scrape:demo:127\.0\.0\.1-[0-9a-f]{10}/);
-    expect(first.out).toContain('WorkflowType%3D%22scrapeWorkflow%22');
+    expect(first.out).toContain(`query=${encodeURIComponent(JOBS_VIEW_QUERY)}`);
     expect(first.out).toMatch(/Summary: 8\/8 jobs completed/);
     expect(first.out).toMatch(/line 10: url: url scheme must be http or https, not ftp/);
     expect(first.out).toMatch(/Provider: 8 job\(s\) created this run/);

@@ -3,11 +3,11 @@
  * `expired`, never restarted), orphan and stalled jobs are found with a suggested recovery, and
  * a job left without a workflow is recovered by `resume` without a duplicate. Issue 12, item 2:
  * the Schedules' runs go to a task queue of their own, so the operator's filter for jobs
- * (`WorkflowType = "scrapeWorkflow"`) leaves them out.
+ * (`JOBS_VIEW_QUERY`) leaves them out.
  */
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ensureMaintenanceSchedules, maintenanceScheduleIds, maintenanceTaskQueue } from '../../src/client/schedules.js';
+import { ensureMaintenanceSchedules, JOBS_VIEW_QUERY, maintenanceScheduleIds, maintenanceTaskQueue } from '../../src/client/schedules.js';
 import { createMaintenanceWorker } from '../../src/worker.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { FAST_POLICY, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
@@ -119,7 +119,7 @@ describe('orphans and stalled jobs', () => {
         return ids;
       };
       await waitFor(async () => (await listed(`TaskQueue = "${maintenanceTaskQueue(tq)}"`)).some((id) => id.startsWith(`${ids.orphans}:run`)), 20_000, 'the run in visibility');
-      const jobsView = await listed(`WorkflowType = "scrapeWorkflow"`);
+      const jobsView = await listed(JOBS_VIEW_QUERY);
       expect(jobsView.length).toBeGreaterThan(0); // this file's jobs
       expect(jobsView.filter((id) => id.startsWith('scrape-maintenance:'))).toEqual([]);
       expect(await listed(`TaskQueue = "${tq}" AND WorkflowId STARTS_WITH "scrape-maintenance:"`)).toEqual([]);

@@ -4,9 +4,10 @@
  * with its UI, the reference provider, a worker and the maintenance worker run real jobs and a
  * real scheduled maintenance run; then, as an operator would:
  * - the list shows readable job IDs (`scrape:<account>:<host>-<hash>`);
- * - the README's saved view (`WorkflowType = "scrapeWorkflow"`) lists the jobs and leaves the
+ * - the README's saved view (`WorkflowType STARTS_WITH "scrapeWorkflow"`) lists the jobs and leaves the
  *   maintenance run out (which the unfiltered list shows);
- * - "Configure Columns" adds the ScrapeHost and ScrapeState columns, which show each job's site and state;
+ * - "Configure Columns" adds the ScrapeHost and ScrapeState columns, which show each job's site and
+ *   state, and "Save as New" keeps the view as "Scrapes";
  * - a job's page shows the static summary (`Scrape <url>`), the details and the current details.
  */
 import { execFileSync } from 'node:child_process';
@@ -18,7 +19,7 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScrapeClient } from '../../src/client/index.js';
-import { ensureMaintenanceSchedules } from '../../src/client/schedules.js';
+import { ensureMaintenanceSchedules, JOBS_VIEW_QUERY } from '../../src/client/schedules.js';
 import { parseConfig } from '../../src/config.js';
 import { startDevServer, type DevServer } from '../../src/devserver/devServer.js';
 import { startSim, type Sim } from '../../src/sim/index.js';
@@ -125,22 +126,23 @@ async function framesText(): Promise<string[]> {
 }
 
 describe('the Temporal Web UI, as an operator sees it', () => {
-  it('lists jobs under readable IDs; the saved view WorkflowType = "scrapeWorkflow" leaves the maintenance run out', async () => {
+  it('lists jobs under readable IDs; the saved view of jobs leaves the maintenance run out', async () => {
     for (const j of jobs) expect(j.jobId).toMatch(/^scrape:acme:127\.0\.0\.1-[0-9a-f]{10}$/);
     const all = await openList(undefined, [...jobs.map((j) => j.jobId), maintenanceRunId]);
     expect(all).toContain('findOrphansWorkflow');
-    const view = await openList('WorkflowType = "scrapeWorkflow"', jobs.map((j) => j.jobId));
+    const view = await openList(JOBS_VIEW_QUERY, jobs.map((j) => j.jobId));
     expect(view).not.toContain('scrape-maintenance:');
     expect(view).not.toContain('findOrphansWorkflow');
   });
 
-  it('Configure Columns adds ScrapeHost and ScrapeState, which show each job’s site and state', async () => {
-    await openList('WorkflowType = "scrapeWorkflow"', jobs.map((j) => j.jobId));
+  it('Configure Columns adds ScrapeHost and ScrapeState, which show each job’s site and state; the view is saved', async () => {
+    await openList(JOBS_VIEW_QUERY, jobs.map((j) => j.jobId));
     await page.getByRole('button', { name: /configure columns/i }).click();
     await page.getByText('Configure Workflows Table').waitFor();
     await page.getByRole('button', { name: 'Add ScrapeHost column' }).click();
     await page.getByRole('button', { name: 'Add ScrapeState column' }).click();
-    await page.keyboard.press('Escape');
+    await page.getByRole('button', { name: 'Close Workflows Table configuration' }).click();
+    await page.getByText('Configure Workflows Table').waitFor({ state: 'hidden' });
     const heads = await page.locator('table thead th').allInnerTexts();
     expect(heads).toEqual(expect.arrayContaining(['Workflow ID', 'ScrapeHost', 'ScrapeState']));
     const rows = await page.locator('table tbody tr').allInnerTexts();
@@ -148,6 +150,12 @@ describe('the Temporal Web UI, as an operator sees it', () => {
       const row = rows.find((r) => r.includes(j.jobId));
       expect(row, j.jobId).toMatch(/127\.0\.0\.1\s+completed/);
     }
+    // Saved as the README says: "Save as New", named "Scrapes".
+    await page.getByRole('button', { name: 'Save as New' }).click();
+    const dialog = page.getByRole('dialog').filter({ hasText: 'Save as New View' });
+    await dialog.locator('input#view-name').fill('Scrapes');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('button', { name: 'Scrapes' }).first().waitFor();
     await page.screenshot({ path: path.join(dir, 'list.png') });
   });
 
