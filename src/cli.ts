@@ -1,21 +1,31 @@
 /**
  * Command line: batches from CSV/JSONL, single jobs, inspection, cancellation, the demo.
  *
- * `npm run cli -- <command>` (or `npx tsx src/cli.ts <command>`). Every command except `demo`
- * reads the configuration from `--config`, `$SCRAPE_CONFIG` or the running demo's
- * `.data/demo/config.json`. Exit codes: 0 success; 1 failure (a job failed, an error); 2 invalid
- * input (a bad row, a bad argument); 3 not found.
+ * `npm run cli -- <command>` runs the compiled entry (`bin/scrape.js` → `dist/cli.js`, built by
+ * `npm run build`, which `npm ci` runs); `npx tsx src/cli.ts <command>` runs the source. Every
+ * command except `demo` reads the configuration from `--config`, `$SCRAPE_CONFIG` or the running
+ * demo's `.data/demo/config.json`.
+ *
+ * Exit codes: 0 success; 1 a job failed or did not complete, or a service failed (Temporal
+ * unreachable, …); 2 invalid input (a bad row or argument, a missing input or configuration file,
+ * an invalid configuration, a request refused for the job's state such as `resolve` of a job that
+ * is not in `unknown`, a key reused with other parameters); 3 no such job.
+ *
+ * Start-up time: only commander and pure modules load before a command runs; each command imports
+ * what it needs (the Temporal client, the store, …), so `--help` answers at once.
  */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import cliProgress from 'cli-progress';
-import Table from 'cli-table3';
-import { readBatchFile } from './batch/input.js';
-import { runBatch, type BatchRowOutcome } from './batch/run.js';
-import { jobIdFor, ScrapeError, type JobSummary, type ResultDocumentsPage } from './client/index.js';
+import type { BatchRowOutcome } from './batch/run.js';
+import type { JobSummary } from './client/views.js';
+import type { ResultDocumentsPage } from './client/documents.js';
+import type { Config } from './config.js';
+import { InvalidInputError, ScrapeError } from './client/errors.js';
+import { formatDuration, parseDuration } from './lib/duration.js';
 import { JOB_STATES } from './model/states.js';
-import { openRuntime, openRuntimeFromFile, type Runtime } from './runtime.js';
+import type { JobView, PollPolicy } from './model/types.js';
+import type { Runtime } from './runtime.js';
 
 const EXIT = { ok: 0, failed: 1, invalid: 2, notFound: 3 } as const;
 
@@ -25,6 +35,32 @@ function positiveInt(v: string): number {
   return n;
 }
 
+function port(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError('a port 0-65535 (0: any free port)');
+  return n;
+}
+
+function duration(v: string): number {
+  try {
+    return parseDuration(v);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
+}
+
+function decimal(v: string): number {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError('must be a number');
+  return n;
+}
+
+function delimiter(v: string): string {
+  const d = v === 'tab' || v === '\\t' ? '\t' : v;
+  if ([...d].length !== 1 || d === '"' || d === '\n' || d === '\r') throw new InvalidArgumentError('one character (e.g. ";", "|", or "tab")');
+  return d;
+}
+
 function stateList(v: string): string[] {
   const states = v.split(',').map((x) => x.trim()).filter(Boolean);
   const bad = states.filter((x) => !(JOB_STATES as readonly string[]).includes(x));
@@ -32,8 +68,27 @@ function stateList(v: string): string[] {
   return states;
 }
 
+/** The configuration of `--config` / `$SCRAPE_CONFIG` / the demo's; a missing or invalid one is invalid input (exit 2). */
+async function loadCliConfig(explicit?: string): Promise<{ config: Config; file: string }> {
+  const { findConfigFile } = await import('./runtime.js');
+  const { loadConfigFile } = await import('./config.js');
+  try {
+    const file = findConfigFile(explicit);
+    return { config: loadConfigFile(file), file };
+  } catch (e) {
+    throw new InvalidInputError((e as Error).message, []);
+  }
+}
+
+/**
+ * Runs `fn` with an open runtime. Temporal is connected lazily: a command that reads only the
+ * store never waits for it.
+ */
 async function withRuntime<T>(opts: { config?: string }, fn: (rt: Runtime) => Promise<T>): Promise<T> {
-  const rt = await openRuntimeFromFile(opts.config);
+  const { config } = await loadCliConfig(opts.config);
+  temporalAddress = config.temporal.address; // for the "cannot reach Temporal" message
+  const { openRuntime } = await import('./runtime.js');
+  const rt = await openRuntime(config, { lazyTemporal: true });
   try {
     return await fn(rt);
   } finally {
@@ -46,12 +101,25 @@ function accountOf(rt: Runtime, opts: { account?: string }): string {
 }
 
 /** Accepts a full job ID (`scrape:<account>:<key>`) or just the key. */
-function resolveJobId(idOrKey: string, account: string): string {
-  return idOrKey.startsWith('scrape:') ? idOrKey : jobIdFor(account, idOrKey);
+async function resolveJobId(idOrKey: string, account: string): Promise<string> {
+  const { jobIdOf } = await import('./client/ids.js');
+  return jobIdOf(idOrKey, account);
 }
 
-function printJob(j: JobSummary): void {
-  const t = new Table({ style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' } });
+async function table(opts: ConstructorParameters<typeof import('cli-table3')>[0]) {
+  const { default: Table } = await import('cli-table3');
+  return new Table({ style: { head: [], border: [] }, ...opts });
+}
+
+const COMPACT = { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' };
+
+function errorLine(e: { kind: string; code?: string; message: string; httpStatus?: number; at?: string }): string {
+  return `${e.kind}${e.code ? ` ${e.code}` : ''}${e.httpStatus ? ` (HTTP ${e.httpStatus})` : ''}: ${e.message}${e.at ? ` — at ${e.at}` : ''}`;
+}
+
+async function printJob(j: JobSummary): Promise<void> {
+  const t = await table({ chars: COMPACT });
+  const checks = `${j.statusChecks} answered${j.lastCheckedAt ? ` (last ${j.lastCheckedAt})` : ''}`;
   t.push(
     { job: j.jobId },
     { state: j.state + (j.execution ? `  (workflow ${j.execution.toLowerCase()})` : '') },
@@ -59,27 +127,47 @@ function printJob(j: JobSummary): void {
     { provider: j.provider },
     { 'task ID': j.taskId ?? '—' },
     { url: j.url },
+    ...(j.typedUrl ? [{ 'url as typed': j.typedUrl }] : []),
     { created: j.createdAt },
     { submitted: j.submittedAt ?? '—' },
     { finished: j.finishedAt ?? '—' },
     { deadline: j.deadlineAt ?? '—' },
-    { 'status checks': String(j.statusChecks) },
-    { 'last error': j.lastError ? `${j.lastError.kind}${j.lastError.code ? ` ${j.lastError.code}` : ''}: ${j.lastError.message}` : '—' },
+    { 'status checks': checks },
+    ...(j.failingChecks > 0 ? [{ 'failing checks': `${j.failingChecks} in a row since the last answer — being retried (never resubmitted)` }] : []),
+    { 'last error': j.lastError ? errorLine(j.lastError) : '—' },
   );
   console.log(t.toString());
 }
 
 /** Prints one page of result documents: a table (position, status, URL, title or error), or JSON. */
-function printDocuments(p: ResultDocumentsPage, json: boolean): void {
+async function printDocuments(p: ResultDocumentsPage, json: boolean): Promise<void> {
   if (json) return console.log(JSON.stringify(p, null, 2));
-  const t = new Table({ head: ['#', 'HTTP', 'url', 'title / error'], colWidths: [7, 6, 56, 50], wordWrap: true, style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' } });
+  const t = await table({ head: ['#', 'HTTP', 'url', 'title / error'], colWidths: [7, 6, 56, 50], wordWrap: true, chars: COMPACT });
   for (const d of p.documents) t.push([String(d.seq), d.httpStatus ? String(d.httpStatus) : '—', d.url ?? '—', d.error ? `error${d.error.code ? ` ${d.error.code}` : ''}: ${d.error.message}` : (d.title ?? '(no title)')]);
   const range = p.documents.length ? `${p.offset + 1}-${p.offset + p.documents.length}` : 'none';
   console.log(`${t.toString()}\ndocuments ${range} of ${p.total}${p.nextOffset !== null ? ` (next: --offset ${p.nextOffset})` : ''}`);
 }
 
-function outcomeTable(rows: BatchRowOutcome[], max: number): string {
-  const t = new Table({ head: ['line', 'state', 'url', 'title / error'], colWidths: [6, 22, 48, 60], wordWrap: true, style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' } });
+async function printLiveView(v: JobView): Promise<void> {
+  const t = await table({ chars: COMPACT });
+  const extra = v as JobView & { failingChecks?: number; checkAttempt?: number };
+  t.push(
+    { 'live (query state)': v.state },
+    { 'provider status': `${v.providerStatus ?? '—'}${v.providerState ? ` (${v.providerState})` : ''}` },
+    { 'task ID': v.taskId ?? '—' },
+    { 'status checks': String(v.statusChecks) },
+    ...(extra.failingChecks ? [{ 'failing checks': String(extra.failingChecks) }] : []),
+    { 'next check': v.nextCheckAt ?? '—' },
+    { deadline: v.deadlineAt ?? '—' },
+    { 'last error': v.lastError ? errorLine(v.lastError) : '—' },
+    ...(v.note ? [{ note: v.note }] : []),
+    ...(v.cancel ? [{ cancel: `${v.cancel.outcome ?? 'in progress'} (via ${v.cancel.via}, ${v.cancel.reason})` }] : []),
+  );
+  console.log(t.toString());
+}
+
+async function outcomeTable(rows: BatchRowOutcome[], max: number): Promise<string> {
+  const t = await table({ head: ['line', 'state', 'url', 'title / error'], colWidths: [6, 22, 48, 60], wordWrap: true, chars: COMPACT });
   for (const r of rows.slice(0, max)) {
     const detail = r.state === 'completed' ? `${r.title ?? '(no title)'}${r.httpStatus && r.httpStatus !== 200 ? ` [HTTP ${r.httpStatus}]` : ''}` : (r.error ?? '');
     t.push([String(r.line), r.state + (r.existed ? ' (existing)' : ''), r.url, detail]);
@@ -87,13 +175,62 @@ function outcomeTable(rows: BatchRowOutcome[], max: number): string {
   return t.toString() + (rows.length > max ? `\n… ${rows.length - max} more rows (use --max-rows)` : '');
 }
 
+/** True for the errors of a Temporal that cannot be reached (gRPC UNAVAILABLE / DEADLINE_EXCEEDED, refused connections). */
+function isTemporalUnreachable(e: unknown): boolean {
+  for (let c: unknown = e, i = 0; c && i < 5; c = (c as { cause?: unknown }).cause, i++) {
+    const code = (c as { code?: unknown }).code;
+    if (code === 14 || code === 4) return true;
+    if (c instanceof Error && /Failed to connect to Temporal server|ECONNREFUSED|No connection established|UNAVAILABLE/i.test(c.message)) return true;
+  }
+  return false;
+}
+
+let temporalAddress: string | undefined;
+
 function handleError(e: unknown): never {
   if (e instanceof ScrapeError) {
     console.error(`error (${e.code}): ${e.message}`);
-    process.exit(e.code === 'not_found' ? EXIT.notFound : e.code === 'invalid' ? EXIT.invalid : EXIT.failed);
+    process.exit(e.code === 'not_found' ? EXIT.notFound : e.code === 'invalid' || e.code === 'conflict' ? EXIT.invalid : EXIT.failed);
+  }
+  if (isTemporalUnreachable(e)) {
+    console.error(`error: cannot reach Temporal${temporalAddress ? ` at ${temporalAddress}` : ''} (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); status, result, list, timeline, incident and orphans read only the store and work without it`);
+    process.exit(EXIT.failed);
   }
   console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(EXIT.failed);
+}
+
+/** The poll-policy flags of `submit` and `run` (durations: a number with ms/s/m/h/d, or seconds). */
+function policyOptions(c: Command): Command {
+  return c
+    .addOption(new Option('--deadline <duration>', 'tracking deadline, counted from the moment the provider has the task (e.g. 30m, 2h; a bare number is seconds; default 30m); past it the job is tracking_interrupted, resumable').argParser(duration))
+    .addOption(new Option('--on-deadline <action>', 'at the deadline: stop tracking, or cancel at the provider').choices(['interrupt', 'cancel']))
+    .addOption(new Option('--poll-initial <duration>', 'delay before the first status check (e.g. 500ms, 2s; default 2s)').argParser(duration))
+    .addOption(new Option('--poll-max <duration>', 'longest delay between two status checks (e.g. 1m; default 60s)').argParser(duration))
+    .addOption(new Option('--poll-multiplier <x>', 'growth of the delay after each check, 1-10 (default 1.5)').argParser(decimal))
+    .addOption(new Option('--poll-jitter <fraction>', 'random spread of each delay, 0-1 (default 0.2)').argParser(decimal));
+}
+
+/**
+ * The poll policy of the flags, validated against the model's schema; throws
+ * {@link InvalidInputError} naming the flag, its bounds and what was given.
+ */
+async function policyFrom(opts: { deadline?: number; onDeadline?: 'interrupt' | 'cancel'; pollInitial?: number; pollMax?: number; pollMultiplier?: number; pollJitter?: number }): Promise<Partial<PollPolicy> | undefined> {
+  const flags = { deadlineMs: ['--deadline', opts.deadline], onDeadline: ['--on-deadline', opts.onDeadline], initialDelayMs: ['--poll-initial', opts.pollInitial], maxDelayMs: ['--poll-max', opts.pollMax], multiplier: ['--poll-multiplier', opts.pollMultiplier], jitter: ['--poll-jitter', opts.pollJitter] } as const;
+  const policy = Object.fromEntries(Object.entries(flags).filter(([, [, v]]) => v !== undefined).map(([k, [, v]]) => [k, v]));
+  if (Object.keys(policy).length === 0) return undefined;
+  const { PollPolicySchema } = await import('./model/schemas.js');
+  const r = PollPolicySchema.safeParse(policy);
+  if (r.success) return r.data;
+  const given = (k: keyof typeof flags) => `${flags[k][0]} ${typeof policy[k] === 'number' && k.endsWith('Ms') ? formatDuration(policy[k]) : String(policy[k])}`;
+  const lines = r.error.issues.map((i) => {
+    const k = String(i.path[0]) as keyof typeof flags;
+    if (k === 'initialDelayMs' && policy.maxDelayMs !== undefined && i.code === 'custom') return `${given('initialDelayMs')} is longer than ${given('maxDelayMs')}`;
+    const field = PollPolicySchema.shape[k]?.unwrap() as { minValue?: number | null; maxValue?: number | null } | undefined;
+    if (k.endsWith('Ms') && field?.minValue != null && field.maxValue != null) return `${given(k)}: must be from ${formatDuration(field.minValue)} to ${formatDuration(field.maxValue)}`;
+    return `${given(k)}: ${i.message}`;
+  });
+  throw new InvalidInputError(`invalid poll policy:\n  ${lines.join('\n  ')}`, r.error.issues);
 }
 
 /** Builds the command tree (exported for tests). */
@@ -103,18 +240,22 @@ export function buildCli(): Command {
     .showHelpAfterError()
     // Usage errors (unknown option, bad argument) exit 2 like every other invalid input; help and version 0.
     .exitOverride((err) => process.exit(err.exitCode === 0 ? EXIT.ok : EXIT.invalid))
-    .configureHelp({ sortSubcommands: false });
+    .configureHelp({ sortSubcommands: false })
+    .addHelpText('after', '\nExit codes: 0 done; 1 failed or not completed (or Temporal unreachable); 2 invalid input (usage, a missing input or config file, a refused request); 3 no such job.');
   const common = (c: Command) => c.option('-c, --config <file>', 'configuration file (default: $SCRAPE_CONFIG, else the demo\'s)').option('-a, --account <name>', 'account to act as');
 
-  common(program.command('run <file>'))
+  policyOptions(common(program.command('run <file>')))
     .description('start one job per row of a CSV or JSONL file (needs a "url" column), show progress, print a table')
     .option('-p, --provider <name>', 'provider for rows that name none')
+    .addOption(new Option('-d, --delimiter <char>', 'CSV field delimiter (default ","; e.g. ";" or tab)').argParser(delimiter))
     .option('--no-wait', 'start the jobs and return')
     .addOption(new Option('--timeout-s <s>', 'stop waiting after this many seconds (jobs keep running)').argParser(positiveInt).default(600))
     .addOption(new Option('--max-rows <n>', 'rows shown in the final table').argParser(positiveInt).default(50))
     .option('--json', 'print the outcomes as JSON')
     .action(async (file: string, opts) => {
-      const input = readBatchFile(file);
+      const policy = await policyFrom(opts);
+      const { readBatchFile } = await import('./batch/input.js');
+      const input = readBatchFile(file, { delimiter: opts.delimiter });
       for (const err of input.errors) console.error(`line ${err.line}: ${err.reason}${err.raw ? `  | ${err.raw}` : ''}`);
       if (input.items.length === 0 && input.errors.length === 0) {
         console.error(`${file} has no rows to run (a CSV needs a header with a "url" column and at least one row)`);
@@ -123,6 +264,8 @@ export function buildCli(): Command {
       }
       await withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
+        const { runBatch } = await import('./batch/run.js');
+        const { default: cliProgress } = await import('cli-progress');
         console.error(`${input.items.length} rows to run from ${file} (${input.format}, batch ${input.batchId}), ${input.errors.length} rejected`);
         const bar = new cliProgress.SingleBar(
           { format: ' {bar} {value}/{total} final | {states}', hideCursor: true, noTTYOutput: true, notTTYSchedule: 2000, stream: process.stderr },
@@ -133,6 +276,7 @@ export function buildCli(): Command {
           account,
           batchId: input.batchId,
           provider: opts.provider,
+          policy,
           wait: opts.wait,
           waitTimeoutMs: opts.timeoutS * 1000,
           onProgress: (p) => bar.update(p.final, { states: Object.entries(p.byState).map(([k, v]) => `${k} ${v}`).join(', ') }),
@@ -140,44 +284,47 @@ export function buildCli(): Command {
         bar.stop();
         const all = [...outcomes, ...input.errors.map((e) => ({ line: e.line, url: e.raw, state: 'rejected' as const, error: e.reason }))].sort((a, b) => a.line - b.line);
         if (opts.json) console.log(JSON.stringify(all, null, 2));
-        else console.log(outcomeTable(all, opts.maxRows));
+        else console.log(await outcomeTable(all, opts.maxRows));
         const failed = outcomes.filter((o) => o.state !== 'completed').length;
         console.error(`${outcomes.filter((o) => o.state === 'completed').length} completed, ${failed} not completed, ${all.filter((o) => o.state === 'rejected').length} rejected`);
         process.exitCode = input.errors.length || outcomes.some((o) => o.state === 'rejected') ? EXIT.invalid : failed ? EXIT.failed : EXIT.ok;
       });
     });
 
-  common(program.command('submit <url>'))
+  policyOptions(common(program.command('submit <url>')))
     .description('start one scrape (returns its job ID at once; a repeat with the same key returns the same job)')
-    .option('-k, --key <key>', 'idempotency key (default: derived from the request)')
+    .option('-k, --key <key>', 'idempotency key (default: derived from the request: <host>-<hash>)')
     .option('-p, --provider <name>', 'provider name')
     .addOption(new Option('-f, --format <format>', 'output format').choices(['markdown', 'text']).default('markdown'))
     .addOption(new Option('-w, --wait-s <s>', 'wait up to this many seconds for the job to end').argParser(positiveInt))
-    .action(async (url: string, opts) =>
-      withRuntime(opts, async (rt) => {
+    .action(async (url: string, opts) => {
+      const policy = await policyFrom(opts);
+      await withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        const ref = await rt.client.startScrape({ account, url, key: opts.key, provider: opts.provider, format: opts.format });
+        const ref = await rt.client.startScrape({ account, url, key: opts.key, provider: opts.provider, format: opts.format, ...(policy ? { policy } : {}) });
         console.log(`${ref.created ? 'started' : 'existing'} job ${ref.jobId}`);
         if (opts.waitS) {
           const r = await rt.client.awaitResult(account, ref.jobId, { timeoutMs: opts.waitS * 1000 });
           if (r.status === 'still_running') console.log(`still running after ${opts.waitS} s (this is not a failure): state ${r.job.state}`);
-          printJob(r.job);
+          await printJob(r.job);
         }
-      }),
-    );
+      });
+    });
 
   common(program.command('status <job>'))
-    .description('show a job (job ID or key)')
+    .description('show a job as stored (job ID or key): state, provider status, checks answered and failing, last error')
     .option('--json', 'print JSON')
-    .option('--live', 'ask the running workflow (query `state`) instead of the store')
+    .option('--live', 'also ask the running workflow (query `state`; needs Temporal and a worker)')
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        const id = resolveJobId(job, account);
-        if (opts.live) return console.log(JSON.stringify(await rt.client.getLiveView(account, id), null, 2));
-        const j = await rt.client.getScrape(account, id);
-        if (opts.json) console.log(JSON.stringify(j, null, 2));
-        else printJob(j);
+        const id = await resolveJobId(job, account);
+        const stored = await rt.client.getScrape(account, id, { execution: false });
+        if (!opts.live) return opts.json ? console.log(JSON.stringify(stored, null, 2)) : printJob(stored);
+        const live = await rt.client.getLiveView(account, id);
+        if (opts.json) return console.log(JSON.stringify({ job: stored, live }, null, 2));
+        await printJob(stored);
+        await printLiveView(live);
       }),
     );
 
@@ -191,8 +338,8 @@ export function buildCli(): Command {
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        if (opts.documents) return printDocuments(await rt.client.getResultDocuments(account, resolveJobId(job, account), { offset: opts.offset, limit: opts.limit }), Boolean(opts.json));
-        const r = await rt.client.getResult(account, resolveJobId(job, account));
+        if (opts.documents) return printDocuments(await rt.client.getResultDocuments(account, await resolveJobId(job, account), { offset: opts.offset, limit: opts.limit }), Boolean(opts.json));
+        const r = await rt.client.getResult(account, await resolveJobId(job, account));
         if (opts.field === 'links') return console.log(r.links.join('\n'));
         if (opts.field) return console.log(String(r[opts.field as 'markdown' | 'text' | 'title'] ?? ''));
         if (opts.json) return console.log(JSON.stringify(r, null, 2));
@@ -209,7 +356,7 @@ export function buildCli(): Command {
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        const r = await rt.client.cancelScrape(account, resolveJobId(job, account), { reason: opts.reason, requestedBy: `cli:${process.env.USER ?? 'user'}`, wait: opts.wait, timeoutMs: opts.waitS * 1000 });
+        const r = await rt.client.cancelScrape(account, await resolveJobId(job, account), { reason: opts.reason, requestedBy: `cli:${process.env.USER ?? 'user'}`, wait: opts.wait, timeoutMs: opts.waitS * 1000 });
         if (opts.json) return console.log(JSON.stringify(r, null, 2));
         if (r.kind === 'requested') return console.log(`cancel requested (signal sent)${r.note ? `: ${r.note}` : ''}; check with \`status\``);
         if (r.kind === 'not_running') {
@@ -226,7 +373,7 @@ export function buildCli(): Command {
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        const ref = await rt.client.resume(account, resolveJobId(job, account));
+        const ref = await rt.client.resume(account, await resolveJobId(job, account));
         console.log(`resumed ${ref.jobId}`);
       }),
     );
@@ -235,15 +382,15 @@ export function buildCli(): Command {
     .description('resolve a job waiting in `unknown`: adopt a task ID found at the provider, or resubmit under the same key')
     .option('--task-id <id>', 'the provider task that the lost submit created')
     .option('--resubmit', 'you checked the provider and no task exists: submit again under the same key')
-    .action(async (job: string, opts) =>
-      withRuntime(opts, async (rt) => {
-        if (!!opts.taskId === !!opts.resubmit) throw new ScrapeError('invalid', 'give exactly one of --task-id or --resubmit');
+    .action(async (job: string, opts) => {
+      if (!!opts.taskId === !!opts.resubmit) throw new InvalidInputError('give exactly one of --task-id or --resubmit', []);
+      await withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
         const by = `cli:${process.env.USER ?? 'user'}`;
-        const view = await rt.client.resolve(account, resolveJobId(job, account), opts.taskId ? { taskId: opts.taskId, by } : { resubmit: true, by });
+        const view = await rt.client.resolve(account, await resolveJobId(job, account), opts.taskId ? { taskId: opts.taskId, by } : { resubmit: true, by });
         console.log(`job is now ${view.state}${view.taskId ? ` (task ${view.taskId})` : ''}`);
-      }),
-    );
+      });
+    });
 
   common(program.command('timeline <job>'))
     .description('print a job\'s timeline (every transition and provider observation)')
@@ -251,7 +398,7 @@ export function buildCli(): Command {
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        const events = await rt.client.timeline(account, resolveJobId(job, account));
+        const events = await rt.client.timeline(account, await resolveJobId(job, account));
         if (opts.json) return console.log(JSON.stringify(events, null, 2));
         for (const e of events) console.log(`${e.at}  ${e.type.padEnd(28)} ${(e.state ?? '').padEnd(20)} ${e.detail ? JSON.stringify(e.detail) : ''}`);
       }),
@@ -263,12 +410,12 @@ export function buildCli(): Command {
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        const id = resolveJobId(job, account);
-        const summary = await rt.client.getScrape(account, id);
+        const id = await resolveJobId(job, account);
+        const summary = await rt.client.getScrape(account, id, { execution: false });
         const incidents = await rt.client.incidents(account, id);
         const events = await rt.client.timeline(account, id);
         if (opts.json) return console.log(JSON.stringify({ job: summary, incidents, timeline: events }, null, 2));
-        printJob(summary);
+        await printJob(summary);
         console.log(`\nIncidents (${incidents.length}):`);
         for (const i of incidents) {
           console.log(`- ${i.at}  ${i.phase} ${i.kind}${i.code ? ` ${i.code}` : ''}${i.httpStatus ? ` HTTP ${i.httpStatus}` : ''}\n  endpoint: ${i.endpoint ?? '—'}\n  message:  ${i.message}`);
@@ -288,7 +435,7 @@ export function buildCli(): Command {
         const found = await rt.client.orphans(accountOf(rt, opts));
         if (opts.json) return console.log(JSON.stringify(found, null, 2));
         if (found.length === 0) return console.log('no orphan or stalled jobs');
-        const t = new Table({ head: ['job', 'finding', 'state', 'detail', 'suggested recovery'], colWidths: [36, 16, 14, 40, 60], wordWrap: true, style: { head: [], border: [] } });
+        const t = await table({ head: ['job', 'finding', 'state', 'detail', 'suggested recovery'], colWidths: [36, 16, 14, 40, 60], wordWrap: true });
         for (const o of found) t.push([o.jobId, o.kind, o.state, o.detail, o.suggestion]);
         console.log(t.toString());
       }),
@@ -304,7 +451,7 @@ export function buildCli(): Command {
       withRuntime(opts, async (rt) => {
         const outcomes = await rt.client.cancelBatch(accountOf(rt, opts), batchId, { reason: opts.reason, requestedBy: `cli:${process.env.USER ?? 'user'}`, wait: opts.wait, timeoutMs: opts.waitS * 1000 });
         if (opts.json) return console.log(JSON.stringify(outcomes, null, 2));
-        const t = new Table({ head: ['job', 'result', 'state / outcome'], style: { head: [], border: [] } });
+        const t = await table({ head: ['job', 'result', 'state / outcome'] });
         for (const o of outcomes) {
           const r = o.result;
           t.push([o.jobId, r.kind, r.kind === 'observed' ? `${r.state}: ${r.report.outcome} — ${r.report.detail ?? ''}` : r.kind === 'error' ? r.message : r.state]);
@@ -324,7 +471,7 @@ export function buildCli(): Command {
       withRuntime(opts, async (rt) => {
         const jobs = await rt.client.list(accountOf(rt, opts), { states: opts.state, batchId: opts.batch, limit: opts.limit });
         if (opts.json) return console.log(JSON.stringify(jobs, null, 2));
-        const t = new Table({ head: ['job', 'state', 'task', 'url', 'updated'], style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' } });
+        const t = await table({ head: ['job', 'state', 'task', 'url', 'updated'], chars: COMPACT });
         for (const j of jobs) t.push([j.jobId, j.state, j.taskId ?? '—', j.url, j.updatedAt]);
         console.log(t.toString());
       }),
@@ -335,28 +482,25 @@ export function buildCli(): Command {
     .description('prepare an existing deployment: register the search attributes on the Temporal namespace and migrate the result store')
     .option('-c, --config <file>', 'configuration file')
     .action(async (opts) => {
-      const { loadConfigFile } = await import('./config.js');
-      const { findConfigFile } = await import('./runtime.js');
+      const { config } = await loadCliConfig(opts.config);
+      const { openRuntime } = await import('./runtime.js');
       const { connectOrStartTemporal } = await import('./devserver/devServer.js');
-      const { openStore } = await import('./store/index.js');
-      const config = loadConfigFile(findConfigFile(opts.config));
       const target = await connectOrStartTemporal({ env: { ...process.env, TEMPORAL_ADDRESS: config.temporal.address, TEMPORAL_NAMESPACE: config.temporal.namespace } });
       await target.stop();
-      const store = await openStore(config.storeUrl);
-      await store.close();
-      const rt = await openRuntime(config);
-      const { ensureMaintenanceSchedules } = await import('./client/schedules.js');
+      const rt = await openRuntime(config); // also migrates the store
+      const { ensureMaintenanceSchedules, maintenanceTaskQueue } = await import('./client/schedules.js');
       const ids = await ensureMaintenanceSchedules(rt.client.temporal, { taskQueue: config.temporal.taskQueue });
       await rt.close();
-      console.log(`search attributes registered on ${config.temporal.address} (namespace ${config.temporal.namespace}); store migrated; schedules ${ids.purge}, ${ids.orphans}`);
+      console.log(`search attributes registered on ${config.temporal.address} (namespace ${config.temporal.namespace}); store migrated; schedules ${ids.purge}, ${ids.orphans} (task queue ${maintenanceTaskQueue(config.temporal.taskQueue)})`);
     });
 
   program
     .command('worker')
-    .description('run a worker (same as `npm run worker`)')
-    .option('-c, --config <file>', 'configuration file')
+    .description('run a worker (same as `npm run worker`); it polls the task queue and the maintenance task queue')
+    .option('-c, --config <file>', 'configuration file (default: $SCRAPE_CONFIG, else the demo\'s)')
     .action(async (opts) => {
-      if (opts.config) process.env.SCRAPE_CONFIG = opts.config;
+      const { file } = await loadCliConfig(opts.config);
+      process.env.SCRAPE_CONFIG = file;
       const { runWorkerMain } = await import('./worker.js');
       await runWorkerMain();
     });
@@ -366,24 +510,21 @@ export function buildCli(): Command {
     .description('run the HTTP API (same as `npm run api`), or make an API key with --new-key')
     .option('-c, --config <file>', 'configuration file')
     .option('--host <host>', 'listen address (default: config api.host, 127.0.0.1)')
-    .option('--port <port>', 'listen port (default: config api.port, 8080)', (v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError('a port 0-65535');
-      return n;
-    })
+    .addOption(new Option('--port <port>', 'listen port (default: config api.port, 8080)').argParser(port))
     .option('--new-key <account>', 'create an API key for <account>: its SHA-256 is added to the key file and the key is printed once')
     .option('--key-name <name>', 'label of the new key (who holds it)')
     .action(async (opts) => {
+      const { file } = await loadCliConfig(opts.config);
       const api = await import('./api/main.js');
       if (opts.newKey) {
         const { AccountSchema } = await import('./model/schemas.js');
-        if (!AccountSchema.safeParse(opts.newKey).success) throw new InvalidArgumentError(`invalid account "${opts.newKey}"`);
-        const { key, file } = api.createApiKey({ account: opts.newKey, name: opts.keyName, configFile: opts.config });
-        console.error(`added the SHA-256 of a new key for account "${opts.newKey}" to ${file}; the key is shown once, store it now:`);
+        if (!AccountSchema.safeParse(opts.newKey).success) throw new InvalidInputError(`invalid account "${opts.newKey}"`, []);
+        const { key, file: keysFile } = api.createApiKey({ account: opts.newKey, name: opts.keyName, configFile: file });
+        console.error(`added the SHA-256 of a new key for account "${opts.newKey}" to ${keysFile}; the key is shown once, store it now (a running API picks it up within a second):`);
         console.log(key);
         return;
       }
-      await api.runApiMain({ configFile: opts.config, host: opts.host, port: opts.port });
+      await api.runApiMain({ configFile: file, host: opts.host, port: opts.port });
     });
 
   program
@@ -392,17 +533,22 @@ export function buildCli(): Command {
     .option('--keep', 'keep everything running after the batch (default when attached to a terminal)')
     .option('--exit', 'exit after the batch (default when not attached to a terminal)')
     .option('--data-dir <dir>', 'where the demo keeps its SQLite files and config', '.data/demo')
+    .addOption(new Option('--temporal-port <n>', 'Temporal frontend (gRPC) port; default 7233 when free, else any; 0: any').argParser(port).env('SCRAPE_DEMO_TEMPORAL_PORT'))
+    .addOption(new Option('--ui-port <n>', 'Temporal Web UI port; default 8233 when free, else any; 0: any').argParser(port).env('SCRAPE_DEMO_UI_PORT'))
+    .addOption(new Option('--site-port <n>', 'sample site port; default 8780 when free, else any; 0: any').argParser(port).env('SCRAPE_DEMO_SITE_PORT'))
+    .addOption(new Option('--provider-port <n>', 'reference provider port; default 8790 when free, else any; 0: any').argParser(port).env('SCRAPE_DEMO_PROVIDER_PORT'))
     .action(async (opts) => {
       const { runDemo } = await import('./demo.js');
       const keep = opts.exit ? false : opts.keep ? true : Boolean(process.stdout.isTTY && process.stdin.isTTY);
-      process.exitCode = await runDemo({ keep, dataDir: opts.dataDir });
+      process.exitCode = await runDemo({ keep, dataDir: opts.dataDir, ports: { temporal: opts.temporalPort, ui: opts.uiPort, site: opts.sitePort, provider: opts.providerPort } });
     });
 
   return program;
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(process.argv[1])) {
-  buildCli()
-    .parseAsync(process.argv)
-    .catch(handleError);
+/** Runs the CLI on `argv` (process.argv shape); used by `bin/scrape.js` and when this file is the entry. */
+export async function main(argv: string[] = process.argv): Promise<void> {
+  await buildCli().parseAsync(argv).catch(handleError);
 }
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(process.argv[1])) void main();

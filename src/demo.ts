@@ -21,12 +21,13 @@ import Table from 'cli-table3';
 import Fastify from 'fastify';
 import { readBatchFile } from './batch/input.js';
 import { runBatch } from './batch/run.js';
-import { ensureMaintenanceSchedules } from './client/schedules.js';
+import { InvalidInputError } from './client/errors.js';
+import { ensureMaintenanceSchedules, JOBS_VIEW_QUERY, maintenanceTaskQueue } from './client/schedules.js';
 import { parseConfig } from './config.js';
 import { connectOrStartTemporal } from './devserver/devServer.js';
 import { openRuntime } from './runtime.js';
 import { startSim } from './sim/index.js';
-import { createScrapeWorker, installWorkerLogging, nativeConnectionOptions } from './worker.js';
+import { createMaintenanceWorker, createScrapeWorker, installWorkerLogging, nativeConnectionOptions } from './worker.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const SAMPLE_SITE = path.join(REPO, 'sample-site');
@@ -39,7 +40,24 @@ export interface DemoOptions {
   dataDir: string;
   /** Where progress and the summary go (default stdout/stderr). */
   out?: (line: string) => void;
+  /**
+   * Ports (`--temporal-port`, `--ui-port`, `--site-port`, `--provider-port`, or
+   * `SCRAPE_DEMO_TEMPORAL_PORT`, `…_UI_PORT`, `…_SITE_PORT`, `…_PROVIDER_PORT`). Absent: the
+   * default (7233, 8233, 8780, 8790) when free, else any free port; 0: any free port; another
+   * number: that port, or an error when it is taken.
+   */
+  ports?: { temporal?: number; ui?: number; site?: number; provider?: number };
 }
+
+/** The demo's default ports. */
+export const DEMO_PORTS = { temporal: 7233, ui: 8233, site: 8780, provider: 8790 } as const;
+
+const PORT_FLAGS = {
+  temporal: '--temporal-port / SCRAPE_DEMO_TEMPORAL_PORT',
+  ui: '--ui-port / SCRAPE_DEMO_UI_PORT',
+  site: '--site-port / SCRAPE_DEMO_SITE_PORT',
+  provider: '--provider-port / SCRAPE_DEMO_PROVIDER_PORT',
+} as const;
 
 async function portIsFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -49,9 +67,16 @@ async function portIsFree(port: number): Promise<boolean> {
   });
 }
 
-/** `preferred` when free on 127.0.0.1, else 0 (let the OS pick). */
-async function preferPort(preferred: number): Promise<number> {
-  return (await portIsFree(preferred)) ? preferred : 0;
+/**
+ * The port to bind for `which`: the one asked for (0: any), which must be free (else
+ * {@link InvalidInputError} naming the flag), or the default when free, else 0 (the OS picks).
+ */
+async function choosePort(which: keyof typeof DEMO_PORTS, asked: number | undefined): Promise<number> {
+  if (asked === undefined) return (await portIsFree(DEMO_PORTS[which])) ? DEMO_PORTS[which] : 0;
+  if (asked !== 0 && !(await portIsFree(asked))) {
+    throw new InvalidInputError(`port ${asked} (${PORT_FLAGS[which]}) is in use on 127.0.0.1; choose another, or 0 for any free port`, []);
+  }
+  return asked;
 }
 
 /**
@@ -70,11 +95,17 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
   };
   const workerLog = path.join(dir, 'worker.log');
   installWorkerLogging({ level: 'INFO', file: workerLog });
+  const ports = {
+    temporal: await choosePort('temporal', opts.ports?.temporal),
+    ui: await choosePort('ui', opts.ports?.ui),
+    site: await choosePort('site', opts.ports?.site),
+    provider: await choosePort('provider', opts.ports?.provider),
+  };
   try {
     const t0 = Date.now();
     step('Temporal: finding or starting a server (first run may download the Temporal CLI, ~50 MB)…');
     const temporal = await connectOrStartTemporal({
-      devServer: { dbFile: path.join(dir, 'temporal.db'), port: await preferPort(7233), uiPort: await preferPort(8233) },
+      devServer: { dbFile: path.join(dir, 'temporal.db'), port: ports.temporal, uiPort: ports.ui },
       logger: (l) => say(`  ${l}`),
     });
     cleanups.push(() => temporal.stop());
@@ -82,14 +113,14 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
 
     const site = Fastify({ logger: false });
     await site.register(fastifyStatic, { root: SAMPLE_SITE, index: ['index.html'] });
-    const siteUrl = await site.listen({ host: '127.0.0.1', port: await preferPort(8780) });
+    const siteUrl = await site.listen({ host: '127.0.0.1', port: ports.site });
     cleanups.push(() => site.close());
     step(`sample site at ${siteUrl}`);
 
     const apiKey = `demo_${randomBytes(18).toString('base64url')}`;
     const sim = await startSim({
       host: '127.0.0.1',
-      port: await preferPort(8790),
+      port: ports.provider,
       adminToken: randomBytes(12).toString('hex'),
       // One active scrape per account is the seeds' default; the demo allows 2 and keeps each job
       // running 1.5 s so that `pending` jobs and the wait for a free slot can be seen.
@@ -121,13 +152,15 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     const nativeConnection = await NativeConnection.connect(nativeConnectionOptions(temporal.connectionOptions));
     cleanups.push(() => nativeConnection.close());
     const worker = await createScrapeWorker({ connection: nativeConnection, config, store: rt.store, identity: `demo-worker@${process.pid}` });
-    const running = worker.run();
+    const maintenance = await createMaintenanceWorker({ connection: nativeConnection, config, store: rt.store, identity: `demo-maintenance@${process.pid}` });
+    const running = Promise.all([worker.run(), maintenance.run()]);
     cleanups.push(async () => {
       worker.shutdown();
+      maintenance.shutdown();
       await running;
     });
     await ensureMaintenanceSchedules(rt.client.temporal, { taskQueue: config.temporal.taskQueue });
-    step(`worker polling task queue "${config.temporal.taskQueue}" (log: ${workerLog}); maintenance schedules in place`);
+    step(`worker polling task queue "${config.temporal.taskQueue}" (log: ${workerLog}); maintenance schedules in place on "${maintenanceTaskQueue(config.temporal.taskQueue)}"`);
 
     const template = fs.readFileSync(path.join(SAMPLE_SITE, 'demo-batch.csv'), 'utf8');
     const batchFile = path.join(dir, 'batch.csv');
@@ -162,9 +195,8 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     const stats = sim.stats();
     const completed = outcomes.filter((o) => o.state === 'completed').length;
     const results = await rt.store.countResults();
-    const uiList = temporal.uiUrl
-      ? `${temporal.uiUrl}/namespaces/${temporal.namespace}/workflows?query=${encodeURIComponent(`ScrapeBatchId="${input.batchId}"`)}`
-      : '(no Web UI: external cluster without TEMPORAL_UI_URL)';
+    const uiQuery = (q: string) => (temporal.uiUrl ? `${temporal.uiUrl}/namespaces/${temporal.namespace}/workflows?query=${encodeURIComponent(q)}` : '(no Web UI: external cluster without TEMPORAL_UI_URL)');
+    const uiList = uiQuery(`ScrapeBatchId="${input.batchId}"`);
     const example = outcomes.find((o) => o.jobId)?.jobId;
     say('');
     say(`Summary: ${completed}/${outcomes.length} jobs completed in ${((Date.now() - started) / 1000).toFixed(1)} s; ${input.errors.length} row(s) rejected with their line numbers.`);
@@ -172,6 +204,7 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     say(`Result store (SQLite): ${storeFile} — ${results} result row(s) in total`);
     say(`Temporal Web UI: ${temporal.uiUrl ?? '—'}`);
     say(`  this batch: ${uiList}`);
+    say(`  all jobs, without the maintenance runs: ${uiQuery(JOBS_VIEW_QUERY)}`);
     say(`Config for the CLI: ${configFile}`);
     if (example) {
       // The CLI and the Web UI need the dev server, which lives as long as the demo does.

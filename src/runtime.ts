@@ -8,7 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import { ScrapeClient } from './client/index.js';
 import { dataConverterFor } from './codec/config.js';
 import { loadConfigFile, webhookProviderNames, type Config } from './config.js';
-import { connectionOptionsFromEnv } from './devserver/devServer.js';
+import { connectionOptionsFromEnv } from './client/connection.js';
 import { workflowClientInterceptors } from './observability/tracing.js';
 import { openStore, type Store } from './store/index.js';
 
@@ -51,13 +51,19 @@ export async function connectClient(config: Config): Promise<Connection> {
   return Connection.connect({ ...temporalConnectionOptions(config), connectTimeout: '10s' });
 }
 
-/** Opens the store and the Temporal client for `config`. Throws when encryption is on and its keys are missing. */
-export async function openRuntime(config: Config): Promise<Runtime> {
+/**
+ * Opens the store and the Temporal client for `config`. With `lazyTemporal` the connection to
+ * Temporal is made on its first use (`Connection.lazy`), so commands that read only the store
+ * never wait for, or fail on, an unreachable Temporal; otherwise it is made now and a failure
+ * throws `cannot reach Temporal at <address>: …`. Throws when encryption is on and its keys are
+ * missing.
+ */
+export async function openRuntime(config: Config, opts: { lazyTemporal?: boolean } = {}): Promise<Runtime> {
   const dataConverter = dataConverterFor(config.codec);
   const store = await openStore(config.storeUrl);
   let connection: Connection;
   try {
-    connection = await connectClient(config);
+    connection = opts.lazyTemporal ? Connection.lazy({ ...temporalConnectionOptions(config), connectTimeout: '10s' }) : await connectClient(config);
   } catch (e) {
     await store.close();
     throw new Error(`cannot reach Temporal at ${config.temporal.address}: ${(e as Error).message}`);

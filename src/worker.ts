@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, type ConnectionOptions } from '@temporalio/client';
 import { createMaintenanceActivities } from './activities/maintenance.js';
-import { ensureMaintenanceSchedules } from './client/schedules.js';
+import { ensureMaintenanceSchedules, maintenanceTaskQueue } from './client/schedules.js';
 import { NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type NativeConnectionOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities/index.js';
 import { dataConverterFor, failureConverterPath } from './codec/config.js';
@@ -138,6 +138,7 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Wor
   const temporal = new Client({ connection: opts.connection, namespace: opts.config.temporal.namespace, dataConverter, interceptors: { workflow: workflowClientInterceptors() } });
   const activities = {
     ...createActivities({ store: opts.store, providers, resultRetentionMs: opts.config.resultRetentionMs, hooks: opts.hooks, temporal }),
+    // Also here for maintenance runs started on this queue before maintenance had its own (createMaintenanceWorker).
     ...createMaintenanceActivities({ store: opts.store, temporal }),
   };
   return Worker.create({
@@ -152,6 +153,27 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Wor
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 500,
     maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
     shutdownGraceTime: opts.shutdownGraceTimeMs ?? 10_000,
+    ...(opts.identity ? { identity: opts.identity } : {}),
+  });
+}
+
+/**
+ * Creates (does not run) the worker of the maintenance task queue (`<taskQueue>-maintenance`, see
+ * `client/schedules.ts`): the Schedules' purge and orphan-scan workflows and their activities,
+ * kept off the jobs' task queue so that operators' job views leave them out.
+ */
+export async function createMaintenanceWorker(opts: Pick<ScrapeWorkerOptions, 'connection' | 'config' | 'store' | 'identity'>): Promise<Worker> {
+  const dataConverter = dataConverterFor(opts.config.codec);
+  const temporal = new Client({ connection: opts.connection, namespace: opts.config.temporal.namespace, dataConverter });
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.config.temporal.namespace,
+    taskQueue: maintenanceTaskQueue(opts.config.temporal.taskQueue),
+    workflowBundle: await workflowBundle({ tracing: false, encryptFailures: dataConverter !== undefined }),
+    ...(dataConverter ? { dataConverter } : {}),
+    activities: createMaintenanceActivities({ store: opts.store, temporal }),
+    maxConcurrentActivityTaskExecutions: 2,
+    maxCachedWorkflows: 10,
     ...(opts.identity ? { identity: opts.identity } : {}),
   });
 }
@@ -182,6 +204,7 @@ export async function runWorkerMain(): Promise<void> {
   const store = await openStore(config.storeUrl);
   const connection = await connectWorker(config);
   const worker = await createScrapeWorker({ connection, config, store });
+  const maintenance = await createMaintenanceWorker({ connection, config, store });
   await ensureMaintenanceSchedules(new Client({ connection, namespace: config.temporal.namespace, dataConverter: dataConverterFor(config.codec) }), { taskQueue: config.temporal.taskQueue });
   let metrics;
   if (obs.metrics.workerPort !== null) {
@@ -190,6 +213,7 @@ export async function runWorkerMain(): Promise<void> {
   }
   log.info('worker polling', {
     taskQueue: config.temporal.taskQueue,
+    maintenanceTaskQueue: maintenanceTaskQueue(config.temporal.taskQueue),
     address: config.temporal.address,
     namespace: config.temporal.namespace,
     store: config.storeUrl.replace(/\/\/[^@/]*@/, '//[REDACTED]@'),
@@ -197,7 +221,7 @@ export async function runWorkerMain(): Promise<void> {
     metrics: metrics ? `${metrics.url}/metrics` : null,
     tracing: tracing ? (obs.traces.otlpEndpoint ?? 'on') : null,
   });
-  await worker.run();
+  await Promise.all([worker.run(), maintenance.run()]);
   await metrics?.close();
   await tracing?.shutdown();
   await connection.close();

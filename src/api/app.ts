@@ -36,7 +36,7 @@ import { isFinalState } from '../model/states.js';
 import { recordWebhookDelivery, setKnownProviders } from '../observability/metrics.js';
 import { traceRequests } from '../observability/tracing.js';
 import type { Store } from '../store/index.js';
-import { getIdempotentRequest, rememberIdempotentRequest } from '../store/webhooks.js';
+import { getIdempotentRequest, rememberIdempotentRequest } from '../store/apiIdempotency.js';
 import { ApiKeyring, type ApiKeyEntry } from './auth.js';
 import { ApiProblem, PROBLEM_CONTENT_TYPE, PROBLEM_TYPES, ProblemSchema, problemType, type ProblemSlug } from './problems.js';
 import {
@@ -87,8 +87,8 @@ export interface BuildApiOptions {
   client: ScrapeClient;
   store: Store;
   config: Config;
-  /** API keys; default: loaded from `config.api` (see `loadApiKeys`). */
-  keys: readonly ApiKeyEntry[];
+  /** API keys (see `loadApiKeys`), or a keyring that the caller reloads (`watchApiKeys`). */
+  keys: readonly ApiKeyEntry[] | ApiKeyring;
   /**
    * Fastify logger: `false` (default), `true` (JSON to stdout), or a destination stream. Request
    * logs show method, URL, status and the headers with `Authorization`, cookies, signature and
@@ -133,7 +133,7 @@ function logHeaders(headers: Record<string, unknown>): Record<string, unknown> {
 export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> {
   const { client, store, config } = opts;
   const env = opts.env ?? process.env;
-  const keyring = new ApiKeyring(opts.keys);
+  const keyring = opts.keys instanceof ApiKeyring ? opts.keys : new ApiKeyring(opts.keys);
   for (const name of Object.keys(config.providers)) if (receivesWebhooks(config, name)) webhookSecret(config, name, env); // fail fast on a missing secret
 
   const loggerOption: FastifyServerOptions['logger'] =

@@ -15,6 +15,10 @@
  * would cost every request (and invite CPU exhaustion); a leaked key file still reveals no key.
  * Presented keys are hashed and compared with `crypto.timingSafeEqual` against every entry,
  * without stopping at the first match.
+ *
+ * A running API reloads the key file when it changes ({@link watchApiKeys}, on by default) and on
+ * `SIGHUP`: a key made with `--new-key` works at once, a key removed from the file stops working.
+ * A file that cannot be read or parsed at that moment keeps the keys in force (and says why).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
@@ -101,9 +105,14 @@ export interface Caller {
 
 /** The set of valid keys; authenticates `Authorization` header values. */
 export class ApiKeyring {
-  private readonly entries: { digest: Buffer; caller: Caller }[];
+  private entries: { digest: Buffer; caller: Caller }[] = [];
 
   constructor(entries: readonly ApiKeyEntry[]) {
+    this.replace(entries);
+  }
+
+  /** Puts `entries` in force instead of the current keys (one assignment: a request sees the old set or the new one). */
+  replace(entries: readonly ApiKeyEntry[]): void {
     this.entries = entries.map((e) => ({ digest: Buffer.from(e.sha256, 'hex'), caller: e.name ? { account: e.account, keyName: e.name } : { account: e.account } }));
   }
 
@@ -127,4 +136,65 @@ export class ApiKeyring {
     }
     return found;
   }
+}
+
+/** A running key-file watch (see {@link watchApiKeys}). */
+export interface ApiKeyWatch {
+  /** Reads the keys again now (what `SIGHUP` does); returns the number in force, or the error that kept the old ones. */
+  reload(): { ok: true; keys: number } | { ok: false; error: string };
+  /** Stops watching. */
+  close(): void;
+}
+
+/**
+ * Keeps `keyring` equal to what {@link loadApiKeys} reads from `keysFile` (when given) and
+ * `env[keysEnv]`: reloads when the file is written, created, replaced or removed (`fs.watch` on its
+ * directory, events merged over `debounceMs`, default 100 ms), and on {@link ApiKeyWatch.reload}.
+ * With `watch: false` only `reload()` reloads (for file systems where change events do not
+ * arrive, e.g. network mounts: send `SIGHUP`). A file that cannot be read or parsed keeps the
+ * keys in force; `onReload` hears every outcome.
+ */
+export function watchApiKeys(opts: {
+  keyring: ApiKeyring;
+  keysFile?: string;
+  keysEnv: string;
+  env?: NodeJS.ProcessEnv;
+  watch?: boolean;
+  debounceMs?: number;
+  onReload?: (outcome: { ok: true; keys: number } | { ok: false; error: string }) => void;
+}): ApiKeyWatch {
+  const env = opts.env ?? process.env;
+  const reload = () => {
+    let outcome: { ok: true; keys: number } | { ok: false; error: string };
+    try {
+      const keys = loadApiKeys({ keysFile: opts.keysFile && (fs.existsSync(opts.keysFile) ? opts.keysFile : undefined), keysEnv: opts.keysEnv }, env);
+      opts.keyring.replace(keys);
+      outcome = { ok: true, keys: keys.length };
+    } catch (e) {
+      outcome = { ok: false, error: (e as Error).message };
+    }
+    opts.onReload?.(outcome);
+    return outcome;
+  };
+  let watcher: fs.FSWatcher | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  if (opts.keysFile && opts.watch !== false) {
+    const dir = path.dirname(path.resolve(opts.keysFile));
+    const base = path.basename(opts.keysFile);
+    fs.mkdirSync(dir, { recursive: true });
+    watcher = fs.watch(dir, { persistent: false }, (_event, name) => {
+      if (name !== null && name !== base) return;
+      clearTimeout(timer);
+      timer = setTimeout(reload, opts.debounceMs ?? 100);
+      timer.unref();
+    });
+    watcher.on('error', (e) => opts.onReload?.({ ok: false, error: `watching ${dir}: ${e.message}` }));
+  }
+  return {
+    reload,
+    close() {
+      clearTimeout(timer);
+      watcher?.close();
+    },
+  };
 }

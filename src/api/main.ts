@@ -5,7 +5,8 @@
  * `.data/demo/config.json` (see `findConfigFile`), its `api` section (listen address, key file,
  * rate limits, webhook secrets) and the environment overrides `SCRAPE_API_HOST`,
  * `SCRAPE_API_PORT`, `SCRAPE_API_KEYS_FILE`. API keys: `api.keysFile`, else `api-keys.json`
- * next to the configuration file, plus the JSON in `$SCRAPE_API_KEYS` (see `auth.ts`).
+ * next to the configuration file, plus the JSON in `$SCRAPE_API_KEYS` (see `auth.ts`); the key
+ * file is reloaded when it changes (`SCRAPE_API_KEYS_WATCH=false` turns that off) and on `SIGHUP`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,7 +17,7 @@ import { findConfigFile, openRuntime, type Runtime } from '../runtime.js';
 import { countJobsFrom, startMetricsServer, type MetricsServer } from '../observability/metricsServer.js';
 import { installTracing } from '../observability/tracing.js';
 import { buildApi } from './app.js';
-import { addKeyToFile, generateApiKey, hashApiKey, loadApiKeys } from './auth.js';
+import { addKeyToFile, ApiKeyring, generateApiKey, hashApiKey, loadApiKeys, watchApiKeys } from './auth.js';
 
 /** Options of {@link startApi}. */
 export interface StartApiOptions {
@@ -38,6 +39,8 @@ export interface RunningApi {
   runtime: Runtime;
   /** The `/metrics` listener's base URL (`observability.metrics.apiPort`), when on. */
   metricsUrl?: string;
+  /** Reads the API keys again (what `SIGHUP` does); returns how many are in force, or why the old ones stay. */
+  reloadKeys(): { ok: true; keys: number } | { ok: false; error: string };
   close(): Promise<void>;
 }
 
@@ -64,10 +67,11 @@ export async function startApi(opts: StartApiOptions = {}): Promise<RunningApi> 
   }
   const tracing = installTracing(config.observability.traces, 'api');
   const runtime = await openRuntime(config);
+  const keyring = new ApiKeyring(keys);
   let app: FastifyInstance;
   let metrics: MetricsServer | undefined;
   try {
-    app = await buildApi({ client: runtime.client, store: runtime.store, config, keys, logger: opts.logger ?? true });
+    app = await buildApi({ client: runtime.client, store: runtime.store, config, keys: keyring, logger: opts.logger ?? true });
     await app.listen({ host: opts.host ?? config.api.host, port: opts.port ?? config.api.port });
     const m = config.observability.metrics;
     if (m.apiPort !== null) {
@@ -79,6 +83,14 @@ export async function startApi(opts: StartApiOptions = {}): Promise<RunningApi> 
     await runtime.close();
     throw e;
   }
+  const log = app.log;
+  const watch = watchApiKeys({
+    keyring,
+    keysFile,
+    keysEnv: config.api.keysEnv,
+    watch: !/^(0|false|no|off)$/i.test(process.env.SCRAPE_API_KEYS_WATCH ?? ''),
+    onReload: (r) => (r.ok ? log.info({ keys: r.keys, file: keysFile }, 'API keys reloaded') : log.error({ file: keysFile, reason: r.error }, 'API keys not reloaded; the keys in force stay')),
+  });
   const addr = app.server.address();
   const url = typeof addr === 'object' && addr ? `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}` : String(addr);
   return {
@@ -87,7 +99,9 @@ export async function startApi(opts: StartApiOptions = {}): Promise<RunningApi> 
     config,
     runtime,
     metricsUrl: metrics?.url,
+    reloadKeys: () => watch.reload(),
     async close() {
+      watch.close();
       await app.close();
       await metrics?.close();
       await tracing?.shutdown();
@@ -109,15 +123,21 @@ export function createApiKey(opts: { account: string; name?: string; configFile?
   return { key, file };
 }
 
-/** Runs the API until SIGINT/SIGTERM (used by `npm run api` and `npm run cli -- api`). */
+/** Runs the API until SIGINT/SIGTERM (used by `npm run api` and `npm run cli -- api`); `SIGHUP` reloads the API keys. */
 export async function runApiMain(opts: StartApiOptions = {}): Promise<void> {
   const api = await startApi(opts);
-  console.error(`HTTP API listening on ${api.url} (OpenAPI: ${api.url}/openapi.json)`);
+  const hup = () => {
+    const r = api.reloadKeys();
+    console.error(r.ok ? `SIGHUP: ${r.keys} API key(s) in force` : `SIGHUP: API keys not reloaded (${r.error}); the keys in force stay`);
+  };
+  process.on('SIGHUP', hup);
+  console.error(`HTTP API listening on ${api.url} (OpenAPI: ${api.url}/openapi.json; SIGHUP reloads the API keys)`);
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
+  process.off('SIGHUP', hup);
   await api.close();
 }
 

@@ -4,12 +4,16 @@
  * Every row is validated on its own: a bad row is reported with its line number and reason, and
  * the other rows go on. Nothing is dropped silently: every line is either a job or an error.
  * The job's idempotency key is the row's `key` column when given, else derived from the row's
- * canonical content, so re-running the same file creates nothing new.
+ * content with its URL in WHATWG serialisation: the host and a short hash
+ * (`example.com-3fa9c1d2e4`), so re-running the same file creates nothing new, two spellings of
+ * one address in a file are one job, and a list of jobs says which site each one is.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { z } from 'zod';
+import { InvalidInputError } from '../client/errors.js';
+import { canonicalUrl, derivedKey, legacyRowKey } from '../client/ids.js';
 import { fingerprint } from '../lib/hash.js';
 import { checkRowSize, IdempotencyKeySchema, TargetUrlSchema } from '../model/schemas.js';
 
@@ -27,8 +31,11 @@ export const BatchRowSchema = z
 /** A valid row, with the line it came from (1-based, counting the CSV header as line 1). */
 export interface BatchItem {
   line: number;
+  /** The URL as written in the file (the client sends its WHATWG serialisation). */
   url: string;
   key: string;
+  /** The key this row was given before readable keys (`row-<32 hex>`), so a re-run finds jobs made then. */
+  legacyKey?: string;
   format?: 'markdown' | 'text';
   provider?: string;
   row: Record<string, unknown>;
@@ -62,22 +69,41 @@ function toItem(line: number, raw: Record<string, unknown>, errors: BatchRowErro
     return undefined;
   }
   const { url, key, format, provider, ...rest } = parsed.data;
-  const derived = key ?? `row-${fingerprint({ url, format: format ?? null, provider: provider ?? null, rest }).slice(0, 32)}`;
+  const canonical = canonicalUrl(url);
+  const derived = key ?? derivedKey(canonical, fingerprint({ url: canonical, format: format ?? null, provider: provider ?? null, rest }));
   const first = seen.get(derived);
   if (first !== undefined) {
     errors.push({ line, reason: `duplicate of line ${first} (same key ${derived}); the job is started once`, raw: rawText.slice(0, 200) });
     return undefined;
   }
   seen.set(derived, line);
-  return { line, url, key: derived, format, provider, row: parsed.data };
+  const legacyKey = key ? undefined : legacyRowKey({ url, format: format ?? null, provider: provider ?? null, rest });
+  return { line, url, key: derived, ...(legacyKey ? { legacyKey } : {}), format, provider, row: parsed.data };
+}
+
+/** Options of {@link parseCsvText} and {@link readBatchFile}. */
+export interface CsvOptions {
+  /** Field delimiter, one character (default `,`). */
+  delimiter?: string;
+}
+
+/** Delimiters recognised when a header without a `url` column would have one with them. */
+const OTHER_DELIMITERS = [';', '\t', '|'];
+
+/** How to name a delimiter on the command line (`--delimiter ';'`). */
+function delimiterHint(d: string): string {
+  return d === '\t' ? `the delimiter looks like a tab; pass --delimiter tab` : `the delimiter looks like \`${d}\`; pass --delimiter '${d}'`;
 }
 
 /**
  * Parses CSV text (first line is the header; must include a `url` column). A line the parser
  * cannot place in a record (broken quoting) costs only itself: every non-blank line outside the
  * parsed records is parsed again on its own, and becomes a row or an error with its line number.
+ * A header without `url` that has one when split by `;`, a tab or `|` is refused with the
+ * delimiter to pass.
  */
-export function parseCsvText(input: string): Omit<BatchInput, 'batchId'> {
+export function parseCsvText(input: string, opts: CsvOptions = {}): Omit<BatchInput, 'batchId'> {
+  const delimiter = opts.delimiter ?? ',';
   // One line ending everywhere (csv-parse counts "\r\n" as two lines in its error positions).
   const text = input.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
   const errors: BatchRowError[] = [];
@@ -85,7 +111,7 @@ export function parseCsvText(input: string): Omit<BatchInput, 'batchId'> {
   const seen = new Map<string, number>();
   let records: { record: string[]; raw: string; info: { lines: number } }[];
   try {
-    records = parseCsv(text, { skip_empty_lines: true, trim: true, info: true, raw: true, relax_column_count: true, skip_records_with_error: true }) as never;
+    records = parseCsv(text, { delimiter, skip_empty_lines: true, trim: true, info: true, raw: true, relax_column_count: true, skip_records_with_error: true }) as never;
   } catch (e) {
     return { items, errors: [{ line: (e as { lines?: number }).lines ?? 1, reason: `CSV cannot be parsed: ${(e as Error).message}`, raw: '' }], format: 'csv' };
   }
@@ -99,7 +125,9 @@ export function parseCsvText(input: string): Omit<BatchInput, 'batchId'> {
   }
   const columns = header.record.map((c) => c.trim());
   if (!columns.includes('url')) {
-    return { items, errors: [{ line: 1, reason: 'the CSV header has no "url" column', raw: header.raw.trim().slice(0, 200) }], format: 'csv' };
+    const other = OTHER_DELIMITERS.find((d) => d !== delimiter && header.raw.split(d).map((c) => c.trim().replace(/^"|"$/g, '')).includes('url'));
+    const reason = `the CSV header has no "url" column${other ? `; ${delimiterHint(other)}` : ''}`;
+    return { items, errors: [{ line: headerLine, reason, raw: header.raw.trim().slice(0, 200) }], format: 'csv' };
   }
   const repeated = columns.filter((c, i) => columns.indexOf(c) !== i);
   if (repeated.length > 0) {
@@ -129,7 +157,7 @@ export function parseCsvText(input: string): Omit<BatchInput, 'batchId'> {
     const n = i + 1;
     if (covered.has(n) || lineText.trim() === '') return;
     try {
-      const alone = parseCsv(lineText, { trim: true, relax_column_count: true }) as string[][];
+      const alone = parseCsv(lineText, { delimiter, trim: true, relax_column_count: true }) as string[][];
       if (alone.length === 1) return addRow(n, alone[0]!, lineText);
       errors.push({ line: n, reason: 'CSV cannot be parsed here: not one record', raw: lineText.slice(0, 200) });
     } catch (e) {
@@ -169,13 +197,21 @@ export function parseJsonlText(text: string): Omit<BatchInput, 'batchId'> {
 
 /**
  * Reads a batch file; the format comes from the extension (`.csv`, `.jsonl`/`.ndjson`) or, failing
- * that, from the first character (`{` → JSONL). Throws only when the file cannot be read.
+ * that, from the first character (`{` → JSONL). Throws {@link InvalidInputError} only when the file
+ * cannot be read (missing, a directory, no permission), naming the file and why.
  */
-export function readBatchFile(file: string): BatchInput {
-  const text = fs.readFileSync(file, 'utf8');
+export function readBatchFile(file: string, opts: CsvOptions = {}): BatchInput {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    const why = err.code === 'ENOENT' ? 'no such file' : err.code === 'EISDIR' ? 'it is a directory' : err.code === 'EACCES' ? 'permission denied' : err.message;
+    throw new InvalidInputError(`cannot read input file ${file}: ${why}`, []);
+  }
   const ext = path.extname(file).toLowerCase();
   const jsonl = ext === '.jsonl' || ext === '.ndjson' || (ext !== '.csv' && text.trimStart().startsWith('{'));
-  const parsed = jsonl ? parseJsonlText(text) : parseCsvText(text);
+  const parsed = jsonl ? parseJsonlText(text) : parseCsvText(text, opts);
   const batchId = `batch-${fingerprint(parsed.items.map((i) => i.key)).slice(0, 20)}`;
   return { ...parsed, batchId };
 }

@@ -72,7 +72,7 @@ export async function runBatch(client: ScrapeClient, store: Store, items: BatchI
             row: item.row,
             batchId: opts.batchId,
             policy: opts.policy,
-          });
+          }, { formerKeys: item.legacyKey ? [item.legacyKey] : [] });
           outcomes[idx] = { ...outcomes[idx]!, jobId: ref.jobId, state: 'submitting', existed: !ref.created };
         } catch (e) {
           outcomes[idx] = { ...outcomes[idx]!, state: 'rejected', error: e instanceof ScrapeError ? e.message : `could not start: ${(e as Error).message}` };

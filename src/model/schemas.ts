@@ -53,25 +53,41 @@ export function checkRowSize(row: Record<string, unknown> | undefined, ctx: z.Re
   if (bytes > MAX_ROW_BYTES) ctx.addIssue({ code: 'custom', message: `the row is ${bytes} bytes of JSON; at most ${MAX_ROW_BYTES} are kept with a job` });
 }
 
-/** Poll policy overrides (all durations in ms). */
+/** An integer number of ms in [min, max], whose error names the field and both bounds with units. */
+function msBetween(field: string, min: number, max: number) {
+  const human = (ms: number) => (ms % 86_400_000 === 0 ? `${ms / 86_400_000} d` : ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : ms % 60_000 === 0 ? `${ms / 60_000} min` : ms % 1_000 === 0 ? `${ms / 1_000} s` : `${ms} ms`);
+  const error = `${field} must be a whole number of milliseconds from ${min} (${human(min)}) to ${max} (${human(max)})`;
+  return z.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+}
+
+/**
+ * Poll policy overrides (all durations in ms; see `PollPolicy` in `model/types.ts` for what each
+ * does). The CLI's `--deadline` / `--poll-*` flags and the HTTP API's `policy` fill it. A start
+ * delay longer than the delay ceiling is refused.
+ */
 export const PollPolicySchema = z
   .object({
-    initialDelayMs: z.number().int().min(10).max(3_600_000),
-    maxDelayMs: z.number().int().min(10).max(24 * 3_600_000),
-    multiplier: z.number().min(1).max(10),
-    jitter: z.number().min(0).max(1),
-    deadlineMs: z.number().int().min(1_000).max(30 * 24 * 3_600_000),
-    statusCheckAttempts: z.number().int().min(1).max(100),
-    statusCheckBudgetMs: z.number().int().min(1_000).max(24 * 3_600_000),
-    notFoundLimit: z.number().int().min(1).max(100),
-    submitRounds: z.number().int().min(1).max(20),
-    cancelConfirmDeadlineMs: z.number().int().min(1_000).max(24 * 3_600_000),
-    onDeadline: z.enum(['interrupt', 'cancel']),
-    activityTimeoutMs: z.number().int().min(1_000).max(3_600_000),
-    webhookSlowdown: z.number().min(1).max(100),
+    initialDelayMs: msBetween('initialDelayMs', 10, 3_600_000).describe('Delay before the first status check, ms (CLI --poll-initial).'),
+    maxDelayMs: msBetween('maxDelayMs', 10, 24 * 3_600_000).describe('Ceiling of the delay between status checks, ms (CLI --poll-max).'),
+    multiplier: z.number({ error: 'multiplier must be a number from 1 to 10' }).min(1, { error: 'multiplier must be a number from 1 to 10' }).max(10, { error: 'multiplier must be a number from 1 to 10' }).describe('Growth of the delay after each check (CLI --poll-multiplier).'),
+    jitter: z.number({ error: 'jitter must be a fraction from 0 to 1' }).min(0, { error: 'jitter must be a fraction from 0 to 1' }).max(1, { error: 'jitter must be a fraction from 0 to 1' }).describe('Random spread of each delay, a fraction 0..1 (CLI --poll-jitter).'),
+    deadlineMs: msBetween('deadlineMs', 1_000, 30 * 24 * 3_600_000).describe('Tracking deadline counted from the moment the provider task is known, ms; past it the job is tracking_interrupted (CLI --deadline).'),
+    statusCheckAttempts: z.number().int().min(1).max(100).describe('Attempts of one status check before it gives up (count).'),
+    statusCheckBudgetMs: msBetween('statusCheckBudgetMs', 1_000, 24 * 3_600_000).describe('Time budget of one status check with its retries, ms.'),
+    notFoundLimit: z.number().int().min(1).max(100).describe('404s in a row on a known task before it is expired (count).'),
+    submitRounds: z.number().int().min(1).max(20).describe('Lost submissions proved absent before the job fails (count).'),
+    cancelConfirmDeadlineMs: msBetween('cancelConfirmDeadlineMs', 1_000, 24 * 3_600_000).describe('How long a cancel waits for the provider to confirm, ms.'),
+    onDeadline: z.enum(['interrupt', 'cancel']).describe('At the deadline: stop tracking (interrupt) or cancel at the provider (CLI --on-deadline).'),
+    activityTimeoutMs: msBetween('activityTimeoutMs', 1_000, 3_600_000).describe('Timeout of one activity attempt, ms.'),
+    webhookSlowdown: z.number().min(1).max(100).describe('Polling slowdown factor when the provider sends webhooks.'),
   })
   .partial()
-  .strict();
+  .strict()
+  .superRefine((p, ctx) => {
+    if (p.initialDelayMs !== undefined && p.maxDelayMs !== undefined && p.initialDelayMs > p.maxDelayMs) {
+      ctx.addIssue({ code: 'custom', path: ['initialDelayMs'], message: `initialDelayMs (${p.initialDelayMs} ms) is longer than maxDelayMs (${p.maxDelayMs} ms)` });
+    }
+  });
 
 /** Input of `ScrapeClient.startScrape`. Unknown fields are rejected. */
 export const StartScrapeInputSchema = z

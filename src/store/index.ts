@@ -20,7 +20,7 @@ import type { Database as DB, IncidentRow, JobEventRow, JobRow, NewJobRow, Orpha
 /** A new job row as `insertJob` / `registerJob` take it (times and state are set by the store). */
 export type NewJobInput = Omit<NewJobRow, 'created_at' | 'updated_at' | 'state'> & { state?: JobState };
 
-export type { JobRow, ResultRow, ResultDocumentRow, JobEventRow, IncidentRow, OrphanRow, OutboxRow } from './schema.js';
+export type { JobRow, ResultRow, ResultDocumentRow, JobEventRow, IncidentRow, OrphanRow, OutboxRow, WebhookDeliveryRow, WebhookQuarantineRow, ApiIdempotencyRow } from './schema.js';
 
 /** Where the store lives: `sqlite:<file>` / a bare file path, or `postgres://…`. */
 export type StoreUrl = string;
@@ -104,6 +104,29 @@ export interface WriteOnceOutcome {
   inserted: boolean;
   /** Whether the job row moved to `completed` in this call. */
   transitioned: boolean;
+}
+
+/** What a job row is made of (see {@link Store.jobRow} and its inverse {@link Store.jobInput}). */
+export interface JobRowInput {
+  jobId: string;
+  account: string;
+  key: string;
+  provider: string;
+  requestHash: string;
+  request: { url: string; format: string; options: Record<string, unknown> };
+  /** The caller's input row (evidence). */
+  row?: Record<string, unknown>;
+  /** Poll policy overrides (ms durations, see `PollPolicy`). */
+  policy?: Record<string, unknown>;
+  batchId?: string;
+  /** The URL as the caller typed it (kept only when it differs from `request.url`). */
+  typedUrl?: string;
+}
+
+/** Position in a job list ordered by (`created_at` desc, `id` asc): the last row of a page. */
+export interface JobCursor {
+  createdAt: string;
+  id: string;
 }
 
 /** Filters for {@link Store.listJobs}. */
@@ -206,22 +229,12 @@ export class Store {
   /**
    * The row of a new job, as `insertJob` / `registerJob` take it, built from what the client and
    * the workflow know of the job. The JSON columns (`input`: the caller's row; `options`: format,
-   * provider options and poll policy) are sanitised with `secrets` (known secret values) removed.
+   * provider options, poll policy and, when it differs from `request.url`, the URL as the caller
+   * typed it) are sanitised with `secrets` (known secret values) removed. {@link Store.jobInput}
+   * is the inverse.
    */
-  static jobRow(j: {
-    jobId: string;
-    account: string;
-    key: string;
-    provider: string;
-    requestHash: string;
-    request: { url: string; format: string; options: Record<string, unknown> };
-    row?: Record<string, unknown>;
-    policy?: unknown;
-    batchId?: string;
-    workflowId: string;
-    taskId?: string | null;
-    deadlineAt?: string | null;
-  }, secrets: readonly string[] = []): NewJobInput {
+  static jobRow(j: JobRowInput & { workflowId: string; taskId?: string | null; deadlineAt?: string | null }, secrets: readonly string[] = []): NewJobInput {
+    const typed = j.typedUrl !== undefined && j.typedUrl !== j.request.url ? { typedUrl: j.typedUrl } : {};
     return {
       id: j.jobId,
       account: j.account,
@@ -230,11 +243,30 @@ export class Store {
       request_hash: j.requestHash,
       url: j.request.url,
       input: JSON.stringify(sanitizeBody(j.row ?? {}, secrets)),
-      options: JSON.stringify(sanitizeBody({ format: j.request.format, options: j.request.options, policy: j.policy ?? {} }, secrets)),
+      // The typed URL is kept as typed (sanitising would re-serialise it); like `url`, it passed the
+      // client's credential checks (TargetUrlSchema) before it got here.
+      options: JSON.stringify({ ...(sanitizeBody({ format: j.request.format, options: j.request.options, policy: j.policy ?? {} }, secrets) as object), ...typed }),
       batch_id: j.batchId ?? null,
       workflow_id: j.workflowId,
       task_id: j.taskId ?? null,
       deadline_at: j.deadlineAt ?? null,
+    };
+  }
+
+  /** What {@link Store.jobRow} was built from, read back from a stored row (JSON columns parsed). */
+  static jobInput(row: JobRow): JobRowInput {
+    const o = JSON.parse(row.options) as { format?: string; options?: Record<string, unknown>; policy?: Record<string, unknown>; typedUrl?: string };
+    return {
+      jobId: row.id,
+      account: row.account,
+      key: row.idem_key,
+      provider: row.provider,
+      requestHash: row.request_hash,
+      request: { url: row.url, format: o.format ?? 'markdown', options: o.options ?? {} },
+      row: JSON.parse(row.input) as Record<string, unknown>,
+      policy: o.policy ?? {},
+      ...(row.batch_id ? { batchId: row.batch_id } : {}),
+      ...(o.typedUrl ? { typedUrl: o.typedUrl } : {}),
     };
   }
 
@@ -309,6 +341,27 @@ export class Store {
   }
 
   /**
+   * One page of an account's jobs, newest first (`created_at` desc, then `id`), strictly after
+   * `after` when given. Returns up to `limit` rows and whether more follow.
+   */
+  async listJobsPage(f: { account: string; states?: string[]; batchId?: string; limit: number; after?: JobCursor }): Promise<{ rows: JobRow[]; more: boolean }> {
+    let q = this.db.selectFrom('jobs').selectAll().where('account', '=', f.account);
+    if (f.states?.length) q = q.where('state', 'in', f.states);
+    if (f.batchId) q = q.where('batch_id', '=', f.batchId);
+    const after = f.after;
+    if (after) {
+      q = q.where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)])]));
+    }
+    const rows = await q.orderBy('created_at', 'desc').orderBy('id').limit(f.limit + 1).execute();
+    return { rows: rows.slice(0, f.limit), more: rows.length > f.limit };
+  }
+
+  /** Answers when the database does (`select 1`); throws its connection error otherwise. */
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.db);
+  }
+
+  /**
    * Records the intent to submit (before the provider is called). Returns the row as it was
    * before, so that a retried submit attempt can see an earlier intent or an earlier answer.
    */
@@ -367,9 +420,17 @@ export class Store {
       .execute();
   }
 
-  /** Counts a status check that failed after its retry budget (orphan detection reads it). */
-  async recordStatusError(jobId: string): Promise<void> {
-    await this.db.updateTable('jobs').set({ status_errors: sql`status_errors + 1`, updated_at: nowIso() }).where('id', '=', jobId).execute();
+  /**
+   * Counts a failed status check (`status_errors`: failures since the last successful check, which
+   * `status` shows and orphan detection reads) and, when given, keeps `error` (sanitised) as the
+   * job's last error, in one statement.
+   */
+  async recordStatusError(jobId: string, error?: JobError): Promise<void> {
+    await this.db
+      .updateTable('jobs')
+      .set({ status_errors: sql`status_errors + 1`, updated_at: nowIso(), ...(error ? { last_error: JSON.stringify(error) } : {}) })
+      .where('id', '=', jobId)
+      .execute();
   }
 
   /**

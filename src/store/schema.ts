@@ -196,6 +196,54 @@ export interface OrphansTable {
   resolved_at: string | null;
 }
 
+/** A verified webhook event we acted on (or deliberately did not); see `webhooks.ts`. */
+export interface WebhookDeliveriesTable {
+  id: string;
+  provider: string;
+  /** The provider's event (or delivery) ID; unique per provider. */
+  event_id: string;
+  received_at: string;
+  /** Event type as the provider named it (e.g. `job.completed`). */
+  event_type: string | null;
+  /** Provider status the event claimed (a hint, never trusted for the result). */
+  provider_status: string | null;
+  task_id: string | null;
+  /** Our job, when matched. */
+  job_id: string | null;
+  /** `received` (being handled), `woken`, `job_final`, `not_running`, `quarantined`. */
+  outcome: string;
+}
+
+/** An event kept for an operator: unverifiable, invalid or unmatched. */
+export interface WebhookQuarantineTable {
+  id: string;
+  provider: string;
+  event_id: string | null;
+  received_at: string;
+  /** `invalid_signature`, `invalid_payload`, `unmatched`. */
+  reason: string;
+  /** Human explanation (no secrets). */
+  detail: string;
+  /** JSON of the sanitised request headers. */
+  headers: string;
+  /** The sanitised body (JSON text when it parsed, else the text), truncated to 64 KiB. */
+  body: string;
+  /** Hex SHA-256 of the raw body as received. */
+  body_sha256: string;
+  /** Size of the raw body, bytes. */
+  body_bytes: number;
+}
+
+/** An idempotency key accepted by the HTTP API. */
+export interface ApiIdempotencyTable {
+  account: string;
+  idem_key: string;
+  /** Fingerprint of the canonical request body. */
+  body_hash: string;
+  job_id: string;
+  created_at: string;
+}
+
 /** The database as Kysely sees it. */
 export interface Database {
   jobs: JobsTable;
@@ -207,6 +255,9 @@ export interface Database {
   provider_cooldowns: ProviderCooldownsTable;
   provider_limits: ProviderLimitsTable;
   orphans: OrphansTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_quarantine: WebhookQuarantineTable;
+  api_idempotency: ApiIdempotencyTable;
 }
 
 export type JobRow = Selectable<JobsTable>;
@@ -219,3 +270,6 @@ export type ResultDocumentRow = Selectable<ResultDocumentsTable>;
 export type IncidentRow = Selectable<IncidentsTable>;
 export type OrphanRow = Selectable<OrphansTable>;
 export type OutboxRow = Selectable<OutboxTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type WebhookQuarantineRow = Selectable<WebhookQuarantineTable>;
+export type ApiIdempotencyRow = Selectable<ApiIdempotencyTable>;

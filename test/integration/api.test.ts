@@ -7,7 +7,7 @@ import net from 'node:net';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
-import { getIdempotentRequest } from '../../src/store/webhooks.js';
+import { getIdempotentRequest } from '../../src/store/apiIdempotency.js';
 import { API_KEYS, startApiStack, type ApiStack } from '../helpers/api.js';
 import { FAST_POLICY, waitFor, waitForState } from '../helpers/stack.js';
 
@@ -341,6 +341,8 @@ describe('bad input is refused with the reason and starts nothing', () => {
       { name: 'javascript url', send: () => api.call('badin', 'POST', '/v1/scrapes', { json: { url: 'javascript:alert(1)' } }), status: 400, type: 'invalid-request', reason: /http or https/ },
       { name: 'unknown field', send: () => api.call('badin', 'POST', '/v1/scrapes', { json: { url: page('001', 'bad'), priority: 'high' } }), status: 400, type: 'invalid-request', reason: /priority/ },
       { name: 'unknown policy field', send: () => api.call('badin', 'POST', '/v1/scrapes', { json: { url: page('001', 'bad'), policy: { fastest: true } } }), status: 400, type: 'invalid-request', reason: /fastest/ },
+      { name: 'policy deadline too short', send: () => api.call('badin', 'POST', '/v1/scrapes', { json: { url: page('001', 'bad'), policy: { deadlineMs: 500 } } }), status: 400, type: 'invalid-request', reason: /deadlineMs must be a whole number of milliseconds from 1000 \(1 s\) to 2592000000 \(30 d\)/ },
+      { name: 'policy start delay over its ceiling', send: () => api.call('badin', 'POST', '/v1/scrapes', { json: { url: page('001', 'bad'), policy: { initialDelayMs: 120_000, maxDelayMs: 60_000 } } }), status: 400, type: 'invalid-request', reason: /initialDelayMs \(120000 ms\) is longer than maxDelayMs \(60000 ms\)/ },
       { name: 'unknown provider', send: () => api.call('badin', 'POST', '/v1/scrapes', { json: { url: page('001', 'bad'), provider: 'nope' } }), status: 400, type: 'invalid-request', reason: /unknown provider "nope"/ },
       {
         name: '10 MB body',
@@ -370,6 +372,22 @@ describe('bad input is refused with the reason and starts nothing', () => {
     expect(wfs).toEqual([]);
     const list = (await (await api.call('badin', 'GET', '/v1/scrapes')).json()) as { jobs: unknown[] };
     expect(list.jobs).toEqual([]);
+  });
+});
+
+describe('poll policy over HTTP (issue 12, item 11)', () => {
+  it('the deadline and delays of `policy` reach the workflow; progress shows checks answered and failing', async () => {
+    const url = page('002', 'api-policy');
+    api.stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'api-policy', action: 'never_finish' });
+    const r = await api.call('acme', 'POST', '/v1/scrapes', { json: { url, policy: { deadlineMs: 3_000, initialDelayMs: 200, maxDelayMs: 500, jitter: 0 } }, headers: { 'idempotency-key': 'api-policy-1' } });
+    expect(r.status).toBe(202);
+    const job = (await r.json()) as { job_id: string; status_url: string };
+    const done = (await waitForJobState('acme', job.status_url, ['tracking_interrupted'], 60_000)) as unknown as { submitted_at: string; deadline_at: string; progress: { status_checks: number; failing_checks: number; last_checked_at: string | null } };
+    const deadlineAfterSubmit = Date.parse(done.deadline_at) - Date.parse(done.submitted_at);
+    expect(deadlineAfterSubmit).toBeGreaterThanOrEqual(2_500);
+    expect(deadlineAfterSubmit).toBeLessThanOrEqual(4_000);
+    expect(done.progress).toMatchObject({ status_checks: expect.any(Number), failing_checks: 0 });
+    expect(done.progress).toHaveProperty('last_checked_at');
   });
 });
 

@@ -1,10 +1,14 @@
 /**
  * Issue 3, maintenance on Temporal Schedules: expired results are purged (evidence kept, jobs
  * `expired`, never restarted), orphan and stalled jobs are found with a suggested recovery, and
- * a job left without a workflow is recovered by `resume` without a duplicate.
+ * a job left without a workflow is recovered by `resume` without a duplicate. Issue 12, item 2:
+ * the Schedules' runs go to a task queue of their own, so the operator's filter for jobs
+ * (`JOBS_VIEW_QUERY`) leaves them out.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureMaintenanceSchedules, maintenanceScheduleIds } from '../../src/client/schedules.js';
+import { NativeConnection } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ensureMaintenanceSchedules, JOBS_VIEW_QUERY, maintenanceScheduleIds, maintenanceTaskQueue } from '../../src/client/schedules.js';
+import { createMaintenanceWorker } from '../../src/worker.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { FAST_POLICY, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 
@@ -90,15 +94,38 @@ describe('orphans and stalled jobs', () => {
     await stack.client.cancelScrape('acme', ref.jobId, { wait: false });
   });
 
-  it('runs both on Temporal Schedules', async () => {
-    const ids = await ensureMaintenanceSchedules(stack.temporal, { taskQueue: stack.config.temporal.taskQueue });
-    expect(ids).toEqual(maintenanceScheduleIds(stack.config.temporal.taskQueue));
-    await ensureMaintenanceSchedules(stack.temporal, { taskQueue: stack.config.temporal.taskQueue, purgeEveryMs: 60_000 }); // idempotent update
+  it('runs both on Temporal Schedules, on a task queue of their own that the jobs’ filter leaves out', async () => {
+    const tq = stack.config.temporal.taskQueue;
+    const ids = await ensureMaintenanceSchedules(stack.temporal, { taskQueue: tq });
+    expect(ids).toEqual(maintenanceScheduleIds(tq));
+    await ensureMaintenanceSchedules(stack.temporal, { taskQueue: tq, purgeEveryMs: 60_000 }); // idempotent update
     const purge = await stack.temporal.schedule.getHandle(ids.purge).describe();
-    expect(purge.action).toMatchObject({ workflowType: 'purgeExpiredResultsWorkflow', taskQueue: stack.config.temporal.taskQueue });
+    expect(purge.action).toMatchObject({ workflowType: 'purgeExpiredResultsWorkflow', taskQueue: maintenanceTaskQueue(tq) });
+    expect(maintenanceTaskQueue(tq)).toBe(`${tq}-maintenance`);
     expect(purge.spec.intervals?.[0]?.every).toBe(60_000);
-    await stack.temporal.schedule.getHandle(ids.orphans).trigger();
-    await waitFor(async () => (await stack.temporal.schedule.getHandle(ids.orphans).describe()).info.recentActions.length > 0, 20_000, 'a scheduled run');
-    for (const id of [ids.purge, ids.orphans]) await stack.temporal.schedule.getHandle(id).delete();
+    const native = await NativeConnection.connect({ address: inject('temporal').address });
+    const maintenance = await createMaintenanceWorker({ connection: native, config: stack.config, store: stack.store });
+    try {
+      const report = await maintenance.runUntil(async () => {
+        await stack.temporal.schedule.getHandle(ids.orphans).trigger();
+        const run = await waitFor(async () => (await stack.temporal.schedule.getHandle(ids.orphans).describe()).info.recentActions[0]?.action.workflow, 20_000, 'a scheduled run');
+        return stack.temporal.workflow.getHandle(run.workflowId, run.firstExecutionRunId).result();
+      });
+      expect(report).toMatchObject({ scanned: expect.any(Number), resolved: expect.any(Number) }); // the maintenance worker ran it
+      // Visibility: the run is on the maintenance queue, and the jobs' filter does not list it.
+      const listed = async (query: string) => {
+        const ids: string[] = [];
+        for await (const w of stack.temporal.workflow.list({ query })) ids.push(w.workflowId);
+        return ids;
+      };
+      await waitFor(async () => (await listed(`TaskQueue = "${maintenanceTaskQueue(tq)}"`)).some((id) => id.startsWith(`${ids.orphans}:run`)), 20_000, 'the run in visibility');
+      const jobsView = await listed(JOBS_VIEW_QUERY);
+      expect(jobsView.length).toBeGreaterThan(0); // this file's jobs
+      expect(jobsView.filter((id) => id.startsWith('scrape-maintenance:'))).toEqual([]);
+      expect(await listed(`TaskQueue = "${tq}" AND WorkflowId STARTS_WITH "scrape-maintenance:"`)).toEqual([]);
+    } finally {
+      await native.close();
+      for (const id of [ids.purge, ids.orphans]) await stack.temporal.schedule.getHandle(id).delete();
+    }
   });
 });

@@ -119,11 +119,13 @@ describe('polling guidance and shapes', () => {
       finishedAt: null,
       deadlineAt: null,
       statusChecks: 3,
+      failingChecks: 2,
+      lastCheckedAt: '2026-01-01T00:00:00Z',
       lastError: { kind: 'transient', message: 'HTTP 503', endpoint: 'GET http://10.0.0.5:8790/api/jobs/job_1', httpStatus: 503, at: '2026-01-01T00:00:00Z' },
     });
     expect(out.status_url).toBe('/v1/scrapes/scrape%3Aacme%3Ak%3A1');
     expect(out.result_url).toBe('/v1/scrapes/scrape%3Aacme%3Ak%3A1/result');
-    expect(out.progress).toEqual({ status_checks: 3 });
+    expect(out.progress).toEqual({ status_checks: 3, failing_checks: 2, last_checked_at: '2026-01-01T00:00:00Z' });
     expect(out.last_error).toEqual({ kind: 'transient', code: null, message: 'HTTP 503', http_status: 503, at: '2026-01-01T00:00:00Z' });
     expect(JSON.stringify(out)).not.toContain('10.0.0.5');
   });

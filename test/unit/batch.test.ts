@@ -2,8 +2,13 @@
  * Batch input files: every line is either a job or an error with its line number; nothing a
  * caller sent is dropped silently, and a malformed line never costs the other rows.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseCsvText, parseJsonlText } from '../../src/batch/input.js';
+import { parseCsvText, parseJsonlText, readBatchFile } from '../../src/batch/input.js';
+import { InvalidInputError } from '../../src/client/errors.js';
+import { fingerprint } from '../../src/lib/hash.js';
 
 describe('CSV batches', () => {
   it('runs the good rows and reports each bad one with its line number and reason', () => {
@@ -69,7 +74,58 @@ describe('CSV batches', () => {
 describe('JSONL batches', () => {
   it('reports bad JSON and non-object lines by number and keeps the rest', () => {
     const { items, errors } = parseJsonlText('{"url":"https://a.example/"}\n{not json}\n# comment\n[1]\n{"url":"https://b.example/","key":"k-1"}\n');
-    expect(items.map((i) => [i.line, i.key])).toEqual([[1, expect.stringMatching(/^row-/)], [5, 'k-1']]);
+    expect(items.map((i) => [i.line, i.key])).toEqual([[1, expect.stringMatching(/^a\.example-[0-9a-f]{10}$/)], [5, 'k-1']]);
     expect(errors.map((e) => e.line)).toEqual([2, 4]);
+  });
+});
+
+describe('readable, canonical keys (issue 12, items 1 and 10)', () => {
+  it('derives <host>-<10 hex> from the WHATWG-serialised URL: host case, default port, empty path and IDN spellings are one job', () => {
+    const { items, errors } = parseCsvText(
+      ['url', 'http://example.com/', 'HTTP://Example.COM', 'http://example.com:80', 'http://bücher.example/katalog', 'http://xn--bcher-kva.example/katalog', 'https://example.com:8443/a', ''].join('\n'),
+    );
+    expect(items.map((i) => [i.line, i.key])).toEqual([
+      [2, expect.stringMatching(/^example\.com-[0-9a-f]{10}$/)],
+      [5, expect.stringMatching(/^xn--bcher-kva\.example-[0-9a-f]{10}$/)],
+      [7, expect.stringMatching(/^example\.com-[0-9a-f]{10}$/)],
+    ]);
+    expect(items[2]!.key).not.toBe(items[0]!.key); // another port and path: another job
+    expect(errors.map((e) => [e.line, e.reason])).toEqual([
+      [3, expect.stringMatching(/^duplicate of line 2 \(same key example\.com-/)],
+      [4, expect.stringMatching(/^duplicate of line 2/)],
+      [6, expect.stringMatching(/^duplicate of line 5/)],
+    ]);
+    // The typed form stays the row's evidence.
+    expect(items[1]!.url).toBe('http://bücher.example/katalog');
+    expect(items[1]!.row.url).toBe('http://bücher.example/katalog');
+  });
+
+  it('keeps the key a row had before readable keys, so a re-run finds the jobs made then', () => {
+    const { items } = parseCsvText('url,note\nHTTP://Example.com,x\n');
+    expect(items[0]!.legacyKey).toBe(`row-${fingerprint({ url: 'HTTP://Example.com', format: null, provider: null, rest: { note: 'x' } }).slice(0, 32)}`);
+    expect(parseCsvText('url,key\nhttps://a.example/,mine\n').items[0]!.legacyKey).toBeUndefined(); // a given key is the key
+  });
+});
+
+describe('delimiters and unreadable files (issue 12, items 5 and 8)', () => {
+  it('says that a ;-separated file looks like one and how to pass the delimiter; --delimiter reads it', () => {
+    const text = 'url;note\nhttps://a.example/;one\nhttps://b.example/;two\n';
+    expect(parseCsvText(text).errors).toEqual([expect.objectContaining({ line: 1, reason: 'the CSV header has no "url" column; the delimiter looks like `;`; pass --delimiter \';\'' })]);
+    expect(parseCsvText(text).items).toEqual([]);
+    const ok = parseCsvText(text, { delimiter: ';' });
+    expect(ok.errors).toEqual([]);
+    expect(ok.items.map((i) => [i.line, i.url, i.row.note])).toEqual([[2, 'https://a.example/', 'one'], [3, 'https://b.example/', 'two']]);
+    expect(parseCsvText('url\tnote\nhttps://a.example/\tx\n').errors[0]!.reason).toMatch(/looks like a tab; pass --delimiter tab/);
+    expect(parseCsvText('link,note\nx,y\n').errors[0]!.reason).toBe('the CSV header has no "url" column');
+  });
+
+  it('a missing input file is invalid input that names the file', () => {
+    const missing = path.join(os.tmpdir(), `no-such-${process.pid}.csv`);
+    expect(() => readBatchFile(missing)).toThrow(InvalidInputError);
+    expect(() => readBatchFile(missing)).toThrow(`cannot read input file ${missing}: no such file`);
+    expect(() => readBatchFile(os.tmpdir())).toThrow(/it is a directory/);
+    const f = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'batch-')), 'semi.csv');
+    fs.writeFileSync(f, 'url;note\nhttps://a.example/;one\n');
+    expect(readBatchFile(f, { delimiter: ';' }).items).toHaveLength(1);
   });
 });

@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZodError } from 'zod';
-import { connectionOptionsFromEnv, connectOrStartTemporal, DevServerOptionsSchema, freePort } from '../../src/devserver/devServer.js';
+import { connectionOptionsFromEnv } from '../../src/client/connection.js';
+import { connectOrStartTemporal, DevServerOptionsSchema, freePort } from '../../src/devserver/devServer.js';
 import { cachedTemporalCliPath, ensureTemporalCli, TemporalCliNotFoundError, temporalCacheRoot } from '../../src/devserver/temporalCli.js';
 
 let tmp: string;
@@ -76,7 +77,7 @@ describe('paths and options', () => {
     expect(temporalCacheRoot({ SCRAPE_CACHE_DIR: '/c' })).toBe('/c');
     expect(temporalCacheRoot({ XDG_CACHE_HOME: '/x' })).toBe('/x/scrape-orchestrator');
     expect(temporalCacheRoot({ HOME: '/h' })).toBe('/h/.cache/scrape-orchestrator');
-    expect(cachedTemporalCliPath('/c')).toBe('/c/temporal-cli/1.5.1/temporal');
+    expect(cachedTemporalCliPath('/c')).toBe('/c/temporal-cli/1.9.1/temporal');
   });
 
   it('validates dev server options with zod', () => {

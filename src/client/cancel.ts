@@ -1,0 +1,138 @@
+/**
+ * Cancellation from the client side (rule 7: a request, not an erasure): the `cancel` Update,
+ * which returns the outcome observed at the provider, or the `cancel` signal, which returns at
+ * once; both reach the workflow's one cancel path. Also cancelling a whole batch through the same
+ * per-job path.
+ */
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { isFinalState, type JobState } from '../model/states.js';
+import type { CancelReport } from '../model/types.js';
+import type { Store } from '../store/index.js';
+import { cancelSignal, cancelUpdate } from '../workflows/scrape/messages.js';
+import { JobNotFoundError } from './errors.js';
+
+/** Outcome of a cancel request. */
+export type CancelResult =
+  | { kind: 'observed'; state: JobState; report: CancelReport }
+  | { kind: 'requested'; state: JobState; note?: string }
+  | { kind: 'already_final'; state: JobState; report?: CancelReport }
+  /** The workflow no longer runs but the job never reached a final state (an orphan): resume it or see `orphans`. */
+  | { kind: 'not_running'; state: JobState };
+
+/** Options of {@link cancelJob}. `timeoutMs` in ms (default 120000). */
+export interface CancelOptions {
+  reason?: string;
+  requestedBy?: string;
+  /** Wait for the observed outcome (the `cancel` Update; default) or only send the signal. */
+  wait?: boolean;
+  timeoutMs?: number;
+}
+
+/** What cancelling needs of the client. */
+export interface CancelContext {
+  temporal: Client;
+  store: Store;
+  taskQueue: string;
+}
+
+/**
+ * Cancels the job `jobId` (already authorised for `account`). See `ScrapeClient.cancelScrape`
+ * for the outcomes. Throws {@link JobNotFoundError} when no workflow has that ID.
+ */
+export async function cancelJob(ctx: CancelContext, account: string, jobId: string, opts: CancelOptions = {}): Promise<CancelResult> {
+  const handle = ctx.temporal.workflow.getHandle(jobId);
+  const req = { reason: opts.reason ?? 'requested by client', requestedBy: opts.requestedBy ?? account };
+  let desc;
+  try {
+    desc = await handle.describe();
+  } catch (e) {
+    if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
+    throw e;
+  }
+  if (desc.status.name !== 'RUNNING') return settledCancel(ctx.store, jobId);
+  if (opts.wait === false) {
+    await handle.signal(cancelSignal, req);
+    return { kind: 'requested', state: 'cancelling' };
+  }
+  const timeoutMs = opts.timeoutMs ?? 120_000;
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), timeoutMs);
+  try {
+    const report = await ctx.temporal.withAbortSignal(abort.signal, () => handle.executeUpdate(cancelUpdate, { args: [req] }));
+    const after = await ctx.store.getJob(jobId);
+    return { kind: 'observed', state: (after?.state ?? 'cancelling') as JobState, report };
+  } catch (e) {
+    if (e instanceof WorkflowUpdateFailedError || e instanceof WorkflowNotFoundError) return settledCancel(ctx.store, jobId);
+    if (!abort.signal.aborted) throw e;
+    // No outcome in time: the provider may still be confirming (up to the job's
+    // cancelConfirmDeadlineMs), or no worker polls the task queue. An Update not yet accepted by
+    // a worker is not durable, so the request is also sent as a signal, which is.
+    try {
+      await handle.signal(cancelSignal, req);
+    } catch (se) {
+      if (se instanceof WorkflowNotFoundError) return settledCancel(ctx.store, jobId); // it ended meanwhile
+      throw se;
+    }
+    const now = await ctx.store.getJob(jobId);
+    return {
+      kind: 'requested',
+      state: (now?.state ?? 'cancelling') as JobState,
+      note: `no observed outcome within ${Math.round(timeoutMs / 1000)} s: the provider may still be confirming, or no worker polls task queue "${ctx.taskQueue}"; the request is recorded (also as a signal) and the outcome will show in the job's state`,
+    };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The answer for a job whose workflow closed before or while a cancel was asked for. */
+async function settledCancel(store: Store, jobId: string): Promise<CancelResult> {
+  const after = await store.getJob(jobId);
+  const state = (after?.state ?? 'submitting') as JobState;
+  if (!isFinalState(state)) return { kind: 'not_running', state };
+  return { kind: 'already_final', state, report: await lastCancel(store, jobId, true) };
+}
+
+/** The most recent cancel recorded in the job's timeline (only one with an outcome when `withOutcome`). */
+export async function lastCancel(store: Store, jobId: string, withOutcome: boolean): Promise<CancelReport | undefined> {
+  const events = await store.timeline(jobId);
+  for (const ev of events.reverse()) {
+    const d = ev.detail ? (JSON.parse(ev.detail) as { cancel?: CancelReport }) : undefined;
+    if (d?.cancel && (!withOutcome || d.cancel.outcome)) return d.cancel;
+  }
+  return undefined;
+}
+
+/** One job's line of {@link cancelBatch}. */
+export interface BatchCancelOutcome {
+  jobId: string;
+  result: CancelResult | { kind: 'error'; message: string };
+}
+
+/**
+ * Cancels every job of a batch of `account` through `cancelOne` (the per-job path),
+ * `concurrency` at a time (default 16), and returns each job's outcome, sorted by job ID.
+ */
+export async function cancelBatch(
+  store: Store,
+  account: string,
+  batchId: string,
+  cancelOne: (jobId: string) => Promise<CancelResult>,
+  concurrency = 16,
+): Promise<BatchCancelOutcome[]> {
+  const jobs = await store.listJobs({ account, batchId, limit: 100_000 });
+  const out: BatchCancelOutcome[] = [];
+  let next = 0;
+  const worker = async () => {
+    for (;;) {
+      const job = jobs[next++];
+      if (!job) return;
+      try {
+        out.push({ jobId: job.id, result: await cancelOne(job.id) });
+      } catch (e) {
+        out.push({ jobId: job.id, result: { kind: 'error', message: (e as Error).message } });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(jobs.length, 1)) }, worker));
+  return out.sort((a, b) => a.jobId.localeCompare(b.jobId));
+}

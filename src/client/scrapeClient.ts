@@ -1,0 +1,373 @@
+/**
+ * The typed scrape client used by backend services, the HTTP API and the CLI. Nothing else talks
+ * to Temporal about jobs.
+ *
+ * Every call is scoped to an account: another account's job is {@link JobNotFoundError}, exactly
+ * like a missing one (DESIGN.md rule 9). Reads that the store can answer (`getScrape` without
+ * `execution`, `getResult`, `list`, `timeline`, …) never contact Temporal, so they work, and
+ * answer at once, while Temporal is unreachable.
+ */
+import { Client, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
+import { isFinalState, type JobState } from '../model/states.js';
+import { AccountSchema, type StartScrapeInput } from '../model/schemas.js';
+import type { JobView, ScrapeWorkflowInput } from '../model/types.js';
+import type { JobRow, Store } from '../store/index.js';
+import { resolveUpdate, stateQuery, wakeSignal, type Resolution, type WakeHint } from '../workflows/scrape/messages.js';
+import { ScrapeAccount, ScrapeBatchId, ScrapeProvider, ScrapeState } from '../workflows/searchAttributes.js';
+import { cancelBatch, cancelJob, lastCancel, type BatchCancelOutcome, type CancelResult } from './cancel.js';
+import { JobNotFoundError, ResultExpiredError, ResultNotReadyError, ScrapeError } from './errors.js';
+import { authorize, decodeCursor, encodeCursor } from './ids.js';
+import { startResumedRun, startScrape, type JobRef, type StartContext, type StartExtras } from './start.js';
+import { readResultDocuments, type ResultDocumentsPage } from './documents.js';
+import { incidentView, orphanView, ownedRow, summarize, timelineView, toResult, type JobResult, type JobSummary } from './views.js';
+
+/**
+ * Options of {@link ScrapeClient} (see {@link StartContext} for `config` and `workflowType`).
+ * `temporal` may use a lazy connection (`Connection.lazy`): store-only reads never use it.
+ * `webhookProviders`: providers configured to send webhooks (`webhookProviderNames` in
+ * `config.ts`): jobs on them start with `webhooks: true`, so the workflow polls `webhookSlowdown`
+ * times slower and relies on the `wake` signal ({@link ScrapeClient.wake}) for early completion.
+ * `providers`: the configured provider names; a request naming another is refused with
+ * {@link InvalidInputError} before anything starts.
+ */
+export type ScrapeClientOptions = StartContext;
+
+/** The typed scrape client. */
+export class ScrapeClient {
+  constructor(private readonly opts: ScrapeClientOptions) {}
+
+  /** The underlying Temporal client (for tools such as the demo). */
+  get temporal(): Client {
+    return this.opts.temporal;
+  }
+
+  /**
+   * Starts a scrape, or returns the existing job for the same (account, key); returns at once.
+   * See `start.ts` ({@link startScrape}) for the key, the URL normalisation and the errors
+   * ({@link InvalidInputError}, {@link IdempotencyConflictError}).
+   */
+  async startScrape(input: StartScrapeInput, extras: StartExtras = {}): Promise<JobRef & { created: boolean }> {
+    return startScrape(this.opts, input, extras);
+  }
+
+  /**
+   * The job as stored. With `execution` (default true) also the execution status of its workflow
+   * (one Temporal call), and a job whose row is missing is looked up in Temporal; with
+   * `execution: false` only the store is read. Throws {@link JobNotFoundError} for a missing job
+   * or another account's job.
+   */
+  async getScrape(account: string, jobId: string, opts: { execution?: boolean } = {}): Promise<JobSummary> {
+    const ids = authorize(account, jobId);
+    const row = await this.opts.store.getJob(jobId);
+    if (opts.execution === false) {
+      if (!row || row.account !== account) throw new JobNotFoundError(jobId);
+      return summarize(row);
+    }
+    let execution: string | undefined;
+    try {
+      const d = await this.opts.temporal.workflow.getHandle(jobId).describe();
+      execution = d.status.name;
+      if (!row) {
+        if (d.typedSearchAttributes.get(ScrapeAccount) !== account) throw new JobNotFoundError(jobId);
+        return {
+          jobId,
+          account,
+          key: ids.key,
+          provider: d.typedSearchAttributes.get(ScrapeProvider) ?? 'unknown',
+          url: String(d.memo?.url ?? ''),
+          state: (d.typedSearchAttributes.get(ScrapeState) as JobState | undefined) ?? 'submitting',
+          providerStatus: null,
+          taskId: null,
+          batchId: d.typedSearchAttributes.get(ScrapeBatchId) ?? null,
+          createdAt: d.startTime.toISOString(),
+          updatedAt: d.startTime.toISOString(),
+          submittedAt: null,
+          finishedAt: null,
+          deadlineAt: null,
+          statusChecks: 0,
+          failingChecks: 0,
+          lastCheckedAt: null,
+          lastError: null,
+          execution,
+        };
+      }
+    } catch (e) {
+      if (!(e instanceof WorkflowNotFoundError)) throw e;
+    }
+    if (!row || row.account !== account) throw new JobNotFoundError(jobId);
+    return { ...summarize(row), execution };
+  }
+
+  /**
+   * The live workflow view (query `state`; needs a running worker), with what the polling activity
+   * recorded since it last reported ({@link overlayPolling}).
+   */
+  async getLiveView(account: string, jobId: string): Promise<JobView> {
+    authorize(account, jobId);
+    let view: JobView;
+    try {
+      view = await this.opts.temporal.workflow.getHandle(jobId).query(stateQuery);
+    } catch (e) {
+      if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
+      throw e;
+    }
+    return overlayPolling(view, await this.opts.store.getJob(jobId));
+  }
+
+  /**
+   * One page of the documents of the job's result (crawl pages, dataset items, batch entries):
+   * `offset` ≥ 0 (default 0), `limit` 1..1000 (default 100). Throws {@link JobNotFoundError} (missing
+   * or another account's job), {@link ResultNotReadyError}, {@link ResultExpiredError}.
+   */
+  async getResultDocuments(account: string, jobId: string, page: { offset?: number; limit?: number } = {}): Promise<ResultDocumentsPage> {
+    return readResultDocuments(this.opts.store, await ownedRow(this.opts.store, account, jobId), page);
+  }
+
+  /**
+   * The stored result. Throws {@link ResultNotReadyError} (with the state) when there is none,
+   * {@link ResultExpiredError} (with evidence that the job ran) after retention purged it. Never
+   * restarts anything.
+   */
+  async getResult(account: string, jobId: string): Promise<JobResult> {
+    const row = await ownedRow(this.opts.store, account, jobId);
+    const res = await this.opts.store.getResultForJob(jobId);
+    if (row.state === 'expired' || res?.purged_at) {
+      throw new ResultExpiredError(jobId, {
+        state: row.state,
+        taskId: row.task_id,
+        provider: row.provider,
+        finishedAt: row.finished_at,
+        resultWrittenAt: res?.written_at ?? null,
+        purgedAt: res?.purged_at ?? null,
+        title: res?.title ?? null,
+      });
+    }
+    if (!res) throw new ResultNotReadyError(jobId, row.state);
+    return toResult(res);
+  }
+
+  /**
+   * Waits up to `timeoutMs` for the job to end. A client-side timeout is reported as
+   * `still_running` with the current summary, never as a failure of the job.
+   */
+  async awaitResult(account: string, jobId: string, opts: { timeoutMs: number }): Promise<{ status: 'done'; job: JobSummary } | { status: 'still_running'; job: JobSummary }> {
+    authorize(account, jobId);
+    const handle = this.opts.temporal.workflow.getHandle(jobId);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), opts.timeoutMs);
+    });
+    try {
+      const r = await Promise.race([
+        handle.result().then(
+          () => 'done' as const,
+          (e) => {
+            if (e instanceof WorkflowFailedError && e.cause instanceof CancelledFailure) return 'done' as const;
+            if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
+            throw e;
+          },
+        ),
+        timeout,
+      ]);
+      const job = await this.getScrape(account, jobId);
+      return r === 'done' ? { status: 'done', job } : { status: 'still_running', job };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Requests cancellation. With `wait` (default) it uses the `cancel` Update and returns the
+   * outcome observed at the provider; without, it sends the `cancel` signal and returns at once.
+   * `timeoutMs` (default 120000 ms) bounds the wait: past it (e.g. no worker is running) the
+   * request is also sent as a signal, which is durable, and the answer is `requested` with a note.
+   * Cancelling a finished job changes nothing and says so (`already_final`); cancelling twice
+   * returns the same outcome; a non-final job whose workflow no longer runs is `not_running`.
+   * Throws {@link JobNotFoundError} for a job of another account or none.
+   */
+  async cancelScrape(account: string, jobId: string, opts: { reason?: string; requestedBy?: string; wait?: boolean; timeoutMs?: number } = {}): Promise<CancelResult> {
+    // Authorisation: the job must be this account's (a job started but not yet registered by the
+    // worker has no store row yet: its workflow answers for it).
+    await ownedRow(this.opts.store, account, jobId).catch(async (e) => {
+      if (e instanceof JobNotFoundError) {
+        await this.getScrape(account, jobId);
+        return undefined;
+      }
+      throw e;
+    });
+    return cancelJob(this.opts, account, jobId, opts);
+  }
+
+  /**
+   * Cancels every non-final job of a batch through the same per-job path (the `cancel` Update,
+   * or the signal with `wait: false`), `concurrency` at a time (default 16), and returns each
+   * job's outcome. Safe to repeat: a finished job answers `already_final`.
+   */
+  async cancelBatch(account: string, batchId: string, opts: { reason?: string; requestedBy?: string; wait?: boolean; timeoutMs?: number; concurrency?: number } = {}): Promise<BatchCancelOutcome[]> {
+    return cancelBatch(
+      this.opts.store,
+      account,
+      batchId,
+      (jobId) => this.cancelScrape(account, jobId, { reason: opts.reason ?? `batch ${batchId} cancelled`, requestedBy: opts.requestedBy, wait: opts.wait, timeoutMs: opts.timeoutMs }),
+      opts.concurrency,
+    );
+  }
+
+  /**
+   * Resumes tracking of a `tracking_interrupted` job: a new run of the same workflow ID that
+   * polls the same provider task and never submits (also an orphan: a non-final job whose
+   * workflow no longer runs). Throws {@link ScrapeError} `conflict` when the job is not resumable.
+   */
+  async resume(account: string, jobId: string, opts: { policy?: ScrapeWorkflowInput['policy'] } = {}): Promise<JobRef> {
+    const row = await ownedRow(this.opts.store, account, jobId);
+    const orphan = !isFinalState(row.state) && !(await this.isRunning(jobId));
+    if (!orphan && (row.state !== 'tracking_interrupted' || !row.task_id)) {
+      throw new ScrapeError('conflict', `job ${jobId} is ${row.state}${row.task_id ? '' : ' without a task ID'}; only tracking_interrupted jobs with a task ID, or non-final jobs whose workflow no longer runs, can be resumed`, { state: row.state });
+    }
+    let pendingCancel: ScrapeWorkflowInput['pendingCancel'];
+    if (row.state === 'cancelling') {
+      // The previous run stopped mid-cancel: the new run finishes that cancel, never forgets it.
+      const requested = await lastCancel(this.opts.store, jobId, false);
+      pendingCancel = { reason: requested?.reason ?? 'cancel under way before resume', requestedBy: requested?.requestedBy ?? 'unknown' };
+    }
+    // The interrupted run records `tracking_interrupted` just before it closes: if it is still
+    // running, let it close (a resumed run already under way is left alone).
+    const handle = this.opts.temporal.workflow.getHandle(jobId);
+    if (!orphan && (await this.isRunning(jobId))) {
+      const d = await handle.describe();
+      if (d.memo?.resumedTaskId === row.task_id) return { jobId, account, key: row.idem_key };
+      await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, 30_000))]);
+    }
+    await startResumedRun(this.opts, row, { policy: opts.policy, pendingCancel });
+    return { jobId, account, key: row.idem_key };
+  }
+
+  /**
+   * Resolves a job waiting in `unknown` (provider without idempotency or list): adopt a task ID
+   * the operator found, or resubmit under the same key. Returns the workflow's view afterwards.
+   * Throws {@link JobNotFoundError} (missing or another account's job) and {@link ScrapeError}
+   * `conflict` when the job is not in `unknown` or the task ID already belongs to another job.
+   */
+  async resolve(account: string, jobId: string, resolution: Resolution): Promise<JobView> {
+    const row = await ownedRow(this.opts.store, account, jobId);
+    if (row.state !== 'unknown') {
+      throw new ScrapeError('conflict', `cannot resolve job ${jobId}: it is ${row.state}; only a job waiting in unknown can be resolved`, { state: row.state });
+    }
+    if ('taskId' in resolution) {
+      const owner = await this.opts.store.getJobByTask(row.provider, resolution.taskId);
+      if (owner && owner.id !== jobId) {
+        throw new ScrapeError('conflict', `cannot resolve job ${jobId}: task ${resolution.taskId} already belongs to another job`, { state: row.state });
+      }
+    }
+    try {
+      return await this.opts.temporal.workflow.getHandle(jobId).executeUpdate(resolveUpdate, { args: [resolution] });
+    } catch (e) {
+      if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
+      if (e instanceof WorkflowUpdateFailedError) throw new ScrapeError('conflict', `cannot resolve job ${jobId}: ${e.cause?.message ?? e.message}`);
+      throw e;
+    }
+  }
+
+  private async isRunning(jobId: string): Promise<boolean> {
+    try {
+      return (await this.opts.temporal.workflow.getHandle(jobId).describe()).status.name === 'RUNNING';
+    } catch (e) {
+      if (e instanceof WorkflowNotFoundError) return false;
+      throw e;
+    }
+  }
+
+  /** The job's incident records (sanitised provider exchanges that ended or explain it), oldest first. */
+  async incidents(account: string, jobId: string) {
+    await ownedRow(this.opts.store, account, jobId);
+    return (await this.opts.store.incidents(jobId)).map(incidentView);
+  }
+
+  /** Open orphan findings of the account (from the maintenance schedule), newest first. */
+  async orphans(account: string) {
+    return (await this.opts.store.listOrphans(account)).map(orphanView);
+  }
+
+  /** The job's timeline (store events), oldest first. */
+  async timeline(account: string, jobId: string) {
+    await ownedRow(this.opts.store, account, jobId);
+    return (await this.opts.store.timeline(jobId)).map(timelineView);
+  }
+
+  /** The account's jobs, newest first, filtered by state and batch (limit default 100, max 1000). */
+  async list(account: string, filter: { states?: string[]; batchId?: string; limit?: number } = {}): Promise<JobSummary[]> {
+    if (!AccountSchema.safeParse(account).success) return [];
+    const rows = await this.opts.store.listJobs({ account, states: filter.states, batchId: filter.batchId, limit: Math.min(filter.limit ?? 100, 1000) });
+    return rows.map(summarize);
+  }
+
+  /**
+   * One page of the account's jobs, newest first, filtered by state and batch. `limit` 1..1000
+   * (default 100); `cursor` is the opaque `nextCursor` of the previous page. Throws
+   * {@link InvalidInputError} for a malformed cursor.
+   */
+  async listPage(account: string, filter: { states?: string[]; batchId?: string; limit?: number; cursor?: string } = {}): Promise<{ jobs: JobSummary[]; nextCursor: string | null }> {
+    if (!AccountSchema.safeParse(account).success) return { jobs: [], nextCursor: null };
+    const limit = Math.max(1, Math.min(filter.limit ?? 100, 1000));
+    const after = filter.cursor ? decodeCursor(filter.cursor) : undefined;
+    const page = await this.opts.store.listJobsPage({ account, states: filter.states, batchId: filter.batchId, limit, after });
+    const last = page.rows[page.rows.length - 1];
+    return { jobs: page.rows.map(summarize), nextCursor: page.more && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null };
+  }
+
+  /**
+   * Wakes the job's workflow with a provider hint (a verified webhook event): it checks the
+   * provider's status at once instead of at its next timer, and reads the result from the
+   * provider itself (the hint is never trusted for the result). Not scoped to an account: the
+   * caller (the webhook receiver) has matched the event to the job by the provider's task ID.
+   * Returns `signalled`, or `not_running` when the workflow is closed or absent.
+   */
+  async wake(jobId: string, hint: WakeHint): Promise<'signalled' | 'not_running'> {
+    try {
+      await this.opts.temporal.workflow.getHandle(jobId).signal(wakeSignal, hint);
+      return 'signalled';
+    } catch (e) {
+      if (e instanceof WorkflowNotFoundError) return 'not_running';
+      throw e;
+    }
+  }
+
+  /**
+   * Reachability of the two services the client needs: Temporal (`GetSystemInfo`) and the store
+   * ({@link Store.ping}), each bounded by `timeoutMs` (default 2000 ms). Never throws: a failure or
+   * a timeout is reported as `unreachable` (no error text: it could name internal hosts).
+   */
+  async health(timeoutMs = 2_000): Promise<{ temporal: 'ok' | 'unreachable'; store: 'ok' | 'unreachable' }> {
+    const bounded = async (fn: () => Promise<unknown>): Promise<'ok' | 'unreachable'> => {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([fn(), new Promise((_r, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)))]);
+        return 'ok';
+      } catch {
+        return 'unreachable';
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    const [temporal, store] = await Promise.all([bounded(() => this.opts.temporal.workflowService.getSystemInfo({})), bounded(() => this.opts.store.ping())]);
+    return { temporal, store };
+  }
+}
+
+/**
+ * The workflow's view with what its polling activity recorded since it last reported (workflow v2
+ * checks inside one retried activity and tells the workflow only the outcome): the provider's
+ * latest status (raw and normalised), the checks made so far and a failing check's error. Only
+ * for a job still being tracked; a final view is the workflow's own.
+ */
+function overlayPolling(view: JobView, row: JobRow | undefined): JobView {
+  if (!row || isFinalState(view.state) || isFinalState(row.state)) return view;
+  const checks = Number(row.status_checks);
+  if (checks <= view.statusChecks && !row.status_errors) return view;
+  const out: JobView = { ...view, statusChecks: Math.max(view.statusChecks, checks) };
+  if (row.provider_status) out.providerStatus = row.provider_status;
+  if (row.provider_state) out.providerState = row.provider_state as JobView['providerState'];
+  if (row.status_errors && row.last_error) out.lastError = JSON.parse(row.last_error) as JobView['lastError'];
+  return out;
+}

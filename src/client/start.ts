@@ -1,0 +1,216 @@
+/**
+ * Starting a job's workflow: a new scrape ({@link startScrape}) and the resumption of an
+ * interrupted or orphaned one ({@link resumeScrape}). Both go through {@link startOptions}, so a
+ * workflow always starts with the same ID, memo, search attributes and summary.
+ *
+ * Rule 1 (persist the reference before anything else): the job row is written before the
+ * workflow starts; rule 2 (one logical request, one key): the key is the caller's or derived from
+ * the request ({@link derivedKey}), the workflow ID is built from it and started with
+ * `USE_EXISTING`, and the same key with other parameters is a conflict.
+ */
+import type { Client, WorkflowStartOptions } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { z } from 'zod';
+import { fingerprint } from '../lib/hash.js';
+import { sanitizeBody } from '../lib/sanitize.js';
+import { StartScrapeInputSchema, type StartScrapeInput } from '../model/schemas.js';
+import { isFinalState } from '../model/states.js';
+import type { ScrapeWorkflowInput } from '../model/types.js';
+import { IdempotencyConflictStoreError, Store, type JobRow } from '../store/index.js';
+import type { Config } from '../config.js';
+import { effectivePolicy } from '../providers/policy.js';
+import { SCRAPE_WORKFLOW_TYPE } from '../workflows/scrape/messages.js';
+import type { scrapeWorkflowV2 } from '../workflows/scrape/workflow.js';
+import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState } from '../workflows/searchAttributes.js';
+import { IdempotencyConflictError, InvalidInputError } from './errors.js';
+import { canonicalUrl, derivedKey, jobIdFor, legacyClientKey } from './ids.js';
+
+/** Reference to a job: its ID (`scrape:<account>:<key>`) plus the account that owns it. */
+export interface JobRef {
+  jobId: string;
+  account: string;
+  key: string;
+}
+
+/** What starting needs of the client (see `ScrapeClientOptions`). */
+export interface StartContext {
+  temporal: Client;
+  store: Store;
+  taskQueue: string;
+  defaultProvider: string;
+  webhookProviders?: readonly string[];
+  providers?: readonly string[];
+  /** Provider entries whose `poll` defaults (and their kinds') apply to new and resumed jobs (`effectivePolicy`). */
+  config?: Pick<Config, 'providers'>;
+  /**
+   * Workflow type started for new jobs (default `scrapeWorkflowV2`). The benchmarks start the frozen
+   * v1 type (`scrapeWorkflow`) to measure before/after figures side by side; nothing else should.
+   */
+  workflowType?: string;
+}
+
+/** Extra options of {@link startScrape}. */
+export interface StartExtras {
+  /**
+   * Keys this request may have had before (keys derived by an earlier version, e.g. a batch row's
+   * `row-<hash>`): when the account has a job under one of them, that job is the answer.
+   */
+  formerKeys?: readonly string[];
+}
+
+/**
+ * The Temporal start options of a job's workflow, for a new start and for a resume alike: the
+ * workflow ID is the job ID, the memo keeps the request hash and URL, the search attributes say
+ * state, account, provider, host and batch, and the static summary names the URL (the Web UI's
+ * list and a job's page show it).
+ */
+export function startOptions(
+  input: ScrapeWorkflowInput,
+  opts: { taskQueue: string; state: 'submitting' | 'pending'; typedUrl?: string; resumed?: boolean; resumedTaskId?: string },
+): WorkflowStartOptions<typeof scrapeWorkflowV2> {
+  const { jobId, account, key, provider, request } = input;
+  const resumed = opts.resumed === true;
+  return {
+    taskQueue: opts.taskQueue,
+    workflowId: jobId,
+    args: [input],
+    memo: {
+      requestHash: input.requestHash,
+      url: request.url,
+      ...(opts.typedUrl && opts.typedUrl !== request.url ? { typedUrl: opts.typedUrl } : {}),
+      ...(opts.resumedTaskId ? { resumedTaskId: opts.resumedTaskId } : {}),
+    },
+    typedSearchAttributes: [
+      { key: ScrapeState, value: opts.state },
+      { key: ScrapeAccount, value: account },
+      { key: ScrapeProvider, value: provider },
+      { key: ScrapeHost, value: new URL(request.url).hostname },
+      ...(input.batchId ? [{ key: ScrapeBatchId, value: input.batchId }] : []),
+    ],
+    staticSummary: resumed ? `Scrape ${request.url} (resumed${opts.resumedTaskId ? `, task ${opts.resumedTaskId}` : ''})` : `Scrape ${request.url}`,
+    staticDetails: [`**Account:** ${account}`, `**Key:** ${key}`, `**Provider:** ${provider}`, resumed ? `**Resumed task:** ${opts.resumedTaskId ?? '—'}` : `**Format:** ${request.format}`].join('\n\n'),
+  };
+}
+
+/** The workflow input of a stored job (for a resume: same key, request, row, batch and policy). */
+export function workflowInputOf(row: JobRow, ctx: Pick<StartContext, 'webhookProviders' | 'config'>, policy?: ScrapeWorkflowInput['policy']): ScrapeWorkflowInput {
+  const j = Store.jobInput(row);
+  return {
+    jobId: j.jobId,
+    account: j.account,
+    key: j.key,
+    provider: j.provider,
+    requestHash: j.requestHash,
+    request: { url: j.request.url, format: j.request.format as ScrapeWorkflowInput['request']['format'], options: j.request.options },
+    row: j.row,
+    batchId: j.batchId,
+    policy: effectivePolicy(ctx.config, j.provider, { ...(j.policy ?? {}), ...(policy ?? {}) }),
+    ...(ctx.webhookProviders?.includes(j.provider) ? { webhooks: true } : {}),
+  };
+}
+
+/**
+ * Starts a scrape, or returns the existing job for the same (account, key). Returns at once.
+ * The target URL is put in its WHATWG serialisation first (the typed form is kept on the job row
+ * as evidence), so two spellings of one address are one job. Throws {@link InvalidInputError} for
+ * bad input (and when Temporal refuses the start's arguments), {@link IdempotencyConflictError}
+ * when the key was used with other parameters, and an `Error` when Temporal cannot be reached (no
+ * row is left behind then).
+ */
+export async function startScrape(ctx: StartContext, input: StartScrapeInput, extras: StartExtras = {}): Promise<JobRef & { created: boolean }> {
+  const parsed = StartScrapeInputSchema.safeParse(input);
+  if (!parsed.success) throw new InvalidInputError(`invalid scrape request: ${z.prettifyError(parsed.error)}`, parsed.error.issues);
+  const p = parsed.data;
+  const provider = p.provider ?? ctx.defaultProvider;
+  if (ctx.providers && !ctx.providers.includes(provider)) {
+    throw new InvalidInputError(`unknown provider "${provider}"; configured: ${ctx.providers.join(', ') || 'none'}`, [
+      { code: 'custom', path: ['provider'], message: `unknown provider "${provider}"`, input: provider },
+    ]);
+  }
+  const typedUrl = p.url;
+  let request = { url: canonicalUrl(typedUrl), format: p.format, options: p.options };
+  let requestHash = fingerprint({ provider, request });
+  // Before canonical URLs the fingerprint hashed the URL as typed: a stored job with that
+  // fingerprint is this same request.
+  const typedHash = typedUrl === request.url ? requestHash : fingerprint({ provider, request: { ...request, url: typedUrl } });
+  const formerKeys = [...(p.key ? [] : [legacyClientKey(provider, { ...request, url: typedUrl })]), ...(extras.formerKeys ?? [])];
+  let key = p.key ?? derivedKey(request.url, requestHash);
+  for (const former of formerKeys) {
+    if (await ctx.store.getJob(jobIdFor(p.account, former))) {
+      key = former;
+      break;
+    }
+  }
+  const jobId = jobIdFor(p.account, key);
+  // The row is evidence only: its secret-named columns and credentials are redacted before it
+  // enters the store and workflow input (and so history).
+  const row = p.row === undefined ? undefined : (sanitizeBody(p.row) as Record<string, unknown>);
+  // Persist the reference before anything else (rule 1). The store is also the key's long-lived
+  // record (Temporal forgets closed workflows after the namespace retention): a known key answers
+  // from it, and the same key with other parameters is a conflict.
+  let created: boolean;
+  let existing: JobRow;
+  try {
+    const r = await ctx.store.insertJob(Store.jobRow({ jobId, account: p.account, key, provider, requestHash, request, row, policy: p.policy, batchId: p.batchId, workflowId: jobId, typedUrl }));
+    created = r.inserted;
+    existing = r.row;
+  } catch (e) {
+    if (!(e instanceof IdempotencyConflictStoreError)) throw e;
+    const stored = e.existingHash === typedHash ? await ctx.store.getJob(jobId) : undefined;
+    if (!stored) throw new IdempotencyConflictError(jobId);
+    // A job stored before canonical URLs, for this same request: it is the answer, as stored.
+    created = false;
+    existing = stored;
+  }
+  if (!created) {
+    if (isFinalState(existing.state)) return { jobId, account: p.account, key, created: false };
+    // Keep what the existing job was started with (a repeat never changes a job).
+    request = { ...request, url: existing.url };
+    requestHash = existing.request_hash;
+  }
+  const wfInput: ScrapeWorkflowInput = { jobId, account: p.account, key, provider, requestHash, request, row, batchId: p.batchId, policy: effectivePolicy(ctx.config, provider, p.policy) };
+  if (ctx.webhookProviders?.includes(provider)) wfInput.webhooks = true;
+  try {
+    await ctx.temporal.workflow.start<typeof scrapeWorkflowV2>(ctx.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
+      ...startOptions(wfInput, { taskQueue: ctx.taskQueue, state: 'submitting', typedUrl }),
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      // The store is the registry of keys: a key it did not know is a new job even if Temporal
+      // still holds a closed run under this ID from before the store was reset; a key it knows
+      // never gets a second run from a start (only `resume` does that).
+      workflowIdReusePolicy: created ? 'ALLOW_DUPLICATE' : 'REJECT_DUPLICATE',
+    });
+  } catch (e) {
+    // A closed run with this key exists (REJECT_DUPLICATE): the repeat returns it, never restarts it.
+    if (e instanceof WorkflowExecutionAlreadyStartedError) return { jobId, account: p.account, key, created };
+    // Temporal refused the start: leave no row behind that no workflow will ever drive.
+    if (created) await ctx.store.forgetUnstartedJob(jobId);
+    const cause = e instanceof Error && e.cause instanceof Error ? e.cause : undefined;
+    const reason = `${e instanceof Error ? e.message : String(e)}${cause ? `: ${cause.message}` : ''}`;
+    if ((cause as { code?: number } | undefined)?.code === 3 /* INVALID_ARGUMENT */) {
+      throw new InvalidInputError(`Temporal refused to start job ${jobId} (nothing was started or kept): ${reason}`, []);
+    }
+    throw new Error(`could not start job ${jobId} (nothing was kept; repeat the request): ${reason}`, { cause: e });
+  }
+  return { jobId, account: p.account, key, created };
+}
+
+/**
+ * Starts a new run of a stored job (see `ScrapeClient.resume`): with the job's task ID it polls
+ * that task and never submits; without (an orphan that never got one) it reconciles with the
+ * provider before any new submission. `pendingCancel` carries a cancel that was under way. A run
+ * already tracking the job again is left alone.
+ */
+export async function startResumedRun(ctx: StartContext, row: JobRow, opts: { policy?: ScrapeWorkflowInput['policy']; pendingCancel?: ScrapeWorkflowInput['pendingCancel'] } = {}): Promise<void> {
+  const wfInput = workflowInputOf(row, ctx, opts.policy);
+  if (row.task_id) wfInput.resume = { taskId: row.task_id };
+  if (opts.pendingCancel) wfInput.pendingCancel = opts.pendingCancel;
+  try {
+    await ctx.temporal.workflow.start<typeof scrapeWorkflowV2>(ctx.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
+      ...startOptions(wfInput, { taskQueue: ctx.taskQueue, state: row.task_id ? 'pending' : 'submitting', typedUrl: Store.jobInput(row).typedUrl, resumed: true, resumedTaskId: row.task_id ?? undefined }),
+      workflowIdConflictPolicy: 'FAIL',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    });
+  } catch (e) {
+    if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e; // already being tracked again
+  }
+}

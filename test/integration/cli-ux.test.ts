@@ -1,0 +1,226 @@
+/**
+ * Issue 12 on the command line, through the real CLI (`node --import tsx src/cli.ts`) against a
+ * real stack (Temporal dev server, reference provider, SQLite store, worker):
+ * - item 5: exit codes as the README says (missing input file, absent or invalid configuration,
+ *   a refused `resolve`: 2; a bad argument: 2; no such job: 3);
+ * - item 6: `status` reads only the store: with Temporal unreachable it answers and never tries it;
+ * - item 8: a `;`-separated file is refused with the delimiter to pass, and `--delimiter ';'` runs it;
+ * - item 9: while status checks fail and retry, `status` shows the failing count and the last error;
+ * - item 10: two spellings of one address are one job; the typed form is kept as evidence;
+ * - item 11: `--deadline` / `--poll-*` reach the workflow; bad values are refused with the bounds.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobIdFor } from '../../src/client/index.js';
+import { legacyClientKey } from '../../src/client/ids.js';
+import { fingerprint } from '../../src/lib/hash.js';
+import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { Store } from '../../src/store/index.js';
+import { FAST_POLICY, REPO, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
+
+const run = promisify(execFile);
+let stack: Stack;
+let pages: PageServer;
+let blackHole: net.Server;
+let blackHoleConnections = 0;
+let unreachableConfig: string;
+
+beforeAll(async () => {
+  pages = await startPageServer();
+  stack = await startStack({ profile: { concurrency: 50 } });
+  // A "Temporal" that accepts TCP connections and never answers: any attempt to use it would hang.
+  blackHole = net.createServer((s) => {
+    blackHoleConnections++;
+    s.on('error', () => undefined);
+  });
+  await new Promise<void>((r) => blackHole.listen(0, '127.0.0.1', r));
+  const port = (blackHole.address() as net.AddressInfo).port;
+  unreachableConfig = path.join(stack.dir, 'unreachable.json');
+  fs.writeFileSync(unreachableConfig, JSON.stringify({ ...stack.config, temporal: { ...stack.config.temporal, address: `127.0.0.1:${port}` } }));
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await pages?.close();
+  blackHole?.close();
+});
+
+/** Runs the CLI from source with `args` (and `--config <stack config>` unless `config: null`). */
+async function cli(args: string[], opts: { config?: string | null; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const config = opts.config === undefined ? stack.configFile : opts.config;
+  const argv = ['--import', import.meta.resolve('tsx'), path.join(REPO, 'src/cli.ts'), ...args, ...(config ? ['--config', config] : [])];
+  try {
+    const r = await run(process.execPath, argv, { cwd: opts.cwd ?? REPO, env: { ...process.env, SCRAPE_CONFIG: '', FORCE_COLOR: '0', ...opts.env }, timeout: 90_000 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const err = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof err.code === 'number' ? err.code : -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' };
+  }
+}
+
+describe('exit codes (item 5)', () => {
+  it('a missing input file, an absent or invalid configuration and a bad argument exit 2 with the reason; an unknown job exits 3', async () => {
+    const missing = await cli(['run', 'no-such-file.csv']);
+    expect(missing, missing.stderr).toMatchObject({ code: 2 });
+    expect(missing.stderr).toContain('cannot read input file no-such-file.csv: no such file');
+
+    const absent = await cli(['status', 'k'], { config: path.join(stack.dir, 'absent.json') });
+    expect(absent.code).toBe(2);
+    expect(absent.stderr).toMatch(/cannot read configuration .*absent\.json/);
+
+    const emptyDir = fs.mkdtempSync(path.join(stack.dir, 'empty-'));
+    const none = await cli(['list'], { config: null, cwd: emptyDir });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/no configuration: pass --config <file>, set SCRAPE_CONFIG/);
+
+    const badFile = path.join(stack.dir, 'bad.json');
+    fs.writeFileSync(badFile, JSON.stringify({ providers: { reference: { kind: 'reference' } } }));
+    const invalid = await cli(['list'], { config: badFile });
+    expect(invalid.code).toBe(2);
+    expect(invalid.stderr).toMatch(/invalid configuration/);
+
+    const badUrl = await cli(['submit', 'ftp://example.com/']);
+    expect(badUrl.code).toBe(2);
+    expect(badUrl.stderr).toMatch(/url scheme must be http or https/);
+
+    const usage = await cli(['list', '--limit', 'lots']);
+    expect(usage.code).toBe(2);
+
+    const unknown = await cli(['status', 'no-such-key']);
+    expect(unknown.code).toBe(3);
+  });
+
+  it('a refused resolve (the job is not in unknown) exits 2 and says why', async () => {
+    const ref = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'cli-resolve-refused', policy: FAST_POLICY });
+    await waitForState(stack.store, ref.jobId, ['completed'], 60_000);
+    const r = await cli(['resolve', ref.jobId, '--resubmit']);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain(`cannot resolve job ${ref.jobId}: it is completed; only a job waiting in unknown can be resolved`);
+    const both = await cli(['resolve', ref.jobId]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/give exactly one of --task-id or --resubmit/);
+  });
+});
+
+describe('status reads only the store (item 6)', () => {
+  it('answers from the store while Temporal is unreachable, without ever connecting to it', async () => {
+    const ref = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('002'), key: 'cli-status-offline', policy: FAST_POLICY });
+    await waitForState(stack.store, ref.jobId, ['completed'], 60_000);
+    for (const args of [['status', 'cli-status-offline'], ['list'], ['result', 'cli-status-offline', '--field', 'title'], ['timeline', 'cli-status-offline'], ['incident', 'cli-status-offline']]) {
+      const r = await cli(args, { config: unreachableConfig });
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+    }
+    const status = await cli(['status', 'cli-status-offline'], { config: unreachableConfig });
+    expect(status.stdout).toMatch(/state\s+│?\s*completed/);
+    expect(status.stdout).toContain(ref.jobId);
+    expect(blackHoleConnections).toBe(0);
+  });
+});
+
+describe('CSV delimiters (item 8)', () => {
+  it('refuses a ;-separated file with the delimiter to pass, and runs it with --delimiter', async () => {
+    const file = path.join(stack.dir, 'semicolons.csv');
+    fs.writeFileSync(file, `url;note\n${pages.pageUrl('aclu')};first\n${pages.pageUrl('aktualne')};second\n`);
+    const refused = await cli(['run', file, '--json']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("line 1: the CSV header has no \"url\" column; the delimiter looks like `;`; pass --delimiter ';'");
+    const ok = await cli(['run', file, '--delimiter', ';', '--json', '--poll-initial', '200ms', '--poll-max', '1s']);
+    expect(ok.code, ok.stderr).toBe(0);
+    const rows = JSON.parse(ok.stdout) as { line: number; state: string; jobId: string }[];
+    expect(rows.map((r) => [r.line, r.state])).toEqual([[2, 'completed'], [3, 'completed']]);
+    expect(rows[0]!.jobId).toMatch(/^scrape:acme:127\.0\.0\.1-[0-9a-f]{10}$/); // readable (item 1)
+    expect(JSON.parse((await stack.store.getJob(rows[0]!.jobId))!.input)).toEqual({ url: pages.pageUrl('aclu'), note: 'first' });
+  });
+});
+
+describe('status while checks fail (item 9)', () => {
+  it('shows the failing checks and their last error; --live adds the workflow’s own view', async () => {
+    const tag = 'cli-failing-checks';
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
+    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('ars-1')}?${tag}`, key: tag, policy: { ...FAST_POLICY, statusCheckAttempts: 1 } });
+    await waitFor(async () => (await stack.store.getJob(ref.jobId))?.task_id, 30_000, 'the task ID');
+    stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: tag, action: 'error_5xx', status: 503 });
+    await waitFor(async () => ((await stack.store.getJob(ref.jobId))?.status_errors ?? 0) >= 1, 30_000, 'a failed status check');
+    const r = await cli(['status', tag]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/failing checks\s+│?\s*\d+ in a row since the last answer — being retried \(never resubmitted\)/);
+    expect(r.stdout).toMatch(/last error\s+│?\s*\S+.*503/);
+    const json = JSON.parse((await cli(['status', tag, '--json'])).stdout) as { failingChecks: number; lastError: { message: string; httpStatus?: number } };
+    expect(json.failingChecks).toBeGreaterThanOrEqual(1);
+    expect(json.lastError.message).toMatch(/503|UPSTREAM_UNAVAILABLE/);
+    const live = await cli(['status', tag, '--live', '--json']);
+    expect(live.code, live.stderr).toBe(0);
+    expect(JSON.parse(live.stdout)).toMatchObject({ job: { jobId: ref.jobId, state: 'pending' }, live: { jobId: ref.jobId, state: 'pending', taskId: expect.any(String) } });
+    const liveText = await cli(['status', tag, '--live']);
+    expect(liveText.stdout).toMatch(/live \(query state\)\s+│?\s*pending/);
+    await stack.client.cancelScrape('acme', ref.jobId, { wait: false });
+  });
+});
+
+describe('one address, one job (item 10)', () => {
+  it('HTTP://host/./path and http://host/path are the same job; the typed form stays as evidence', async () => {
+    const url = pages.pageUrl('blogger');
+    const typed = `${url.replace('http://', 'HTTP://')}./`;
+    const a = await cli(['submit', typed, '--poll-initial', '200ms']);
+    const b = await cli(['submit', url]);
+    expect(a.code, a.stderr).toBe(0);
+    const id = /started job (\S+)/.exec(a.stdout)?.[1];
+    expect(id).toMatch(/^scrape:acme:127\.0\.0\.1-[0-9a-f]{10}$/);
+    expect(b.stdout).toContain(`existing job ${id}`);
+    const row = await waitForState(stack.store, id!, ['completed'], 60_000);
+    expect(row.url).toBe(url);
+    expect(stack.sim.stats().requests.byEndpoint.submit).toBeGreaterThan(0);
+    const status = await cli(['status', id!]);
+    expect(status.stdout).toMatch(new RegExp(`url as typed\\s+│?\\s*${typed.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`));
+  });
+
+  it('a request whose job was made under a key derived before readable keys finds that job', async () => {
+    const typed = `${pages.pageUrl('breitbart')}?old=1`.replace('http://', 'HTTP://');
+    const request = { url: typed, format: 'markdown', options: {} };
+    const oldKey = legacyClientKey('reference', request);
+    // A job as the earlier version stored it: the URL as typed, the fingerprint of the typed URL.
+    await stack.store.insertJob(Store.jobRow({ jobId: jobIdFor('acme', oldKey), account: 'acme', key: oldKey, provider: 'reference', requestHash: fingerprint({ provider: 'reference', request }), request, workflowId: jobIdFor('acme', oldKey) }));
+    await stack.store.transition(jobIdFor('acme', oldKey), 'failed', { error: { kind: 'permanent', message: 'made by the old version', at: new Date().toISOString() } });
+    const again = await stack.client.startScrape({ account: 'acme', url: typed });
+    expect(again).toMatchObject({ jobId: jobIdFor('acme', oldKey), created: false });
+    // The same old job with the caller's own key: the old fingerprint is no conflict.
+    const keyed = await stack.client.startScrape({ account: 'acme', url: typed, key: oldKey });
+    expect(keyed).toMatchObject({ jobId: jobIdFor('acme', oldKey), created: false });
+  });
+});
+
+describe('poll policy flags (item 11)', () => {
+  it('--deadline and --poll-* reach the workflow: the job is tracking_interrupted at its deadline', async () => {
+    const tag = 'cli-deadline';
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
+    const r = await cli(['submit', `${pages.pageUrl('buzzfeed-1')}?${tag}`, '--key', tag, '--deadline', '3s', '--poll-initial', '200ms', '--poll-max', '500ms', '--poll-multiplier', '1.2', '--poll-jitter', '0']);
+    expect(r.code, r.stderr).toBe(0);
+    const jobId = jobIdFor('acme', tag);
+    const row = await waitForState(stack.store, jobId, ['tracking_interrupted'], 60_000);
+    expect(JSON.parse(row.options).policy).toEqual({ deadlineMs: 3_000, initialDelayMs: 200, maxDelayMs: 500, multiplier: 1.2, jitter: 0 });
+    const deadlineAfterSubmit = Date.parse(row.deadline_at!) - Date.parse(row.submitted_at!);
+    expect(deadlineAfterSubmit).toBeGreaterThanOrEqual(2_500);
+    expect(deadlineAfterSubmit).toBeLessThanOrEqual(4_000);
+  });
+
+  it('refuses values out of bounds or not durations, naming the flag and the bounds, and starts nothing', async () => {
+    const url = `${pages.pageUrl('cnet')}?cli-bad-policy`;
+    const tooShort = await cli(['submit', url, '--deadline', '500ms']);
+    expect(tooShort.code).toBe(2);
+    expect(tooShort.stderr).toContain('--deadline 500ms: must be from 1s to 30d');
+    const notDuration = await cli(['submit', url, '--deadline', 'soon']);
+    expect(notDuration.code).toBe(2);
+    expect(notDuration.stderr).toMatch(/"soon" is not a duration/);
+    const crossed = await cli(['run', path.join(stack.dir, 'never-read.csv'), '--poll-initial', '2m', '--poll-max', '1m']);
+    expect(crossed.code).toBe(2);
+    expect(crossed.stderr).toContain('--poll-initial 2m is longer than --poll-max 1m');
+    const jitter = await cli(['submit', url, '--poll-jitter', '2']);
+    expect(jitter.code).toBe(2);
+    expect(jitter.stderr).toContain('--poll-jitter 2: jitter must be a fraction from 0 to 1');
+    expect((await stack.store.listJobs({ account: 'acme', limit: 1000 })).filter((j) => j.url.includes('cli-bad-policy'))).toEqual([]);
+  });
+});

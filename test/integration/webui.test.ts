@@ -1,0 +1,176 @@
+/**
+ * Issue 12, items 1 and 2, in a real browser: the Temporal Web UI (2.54.1, embedded in Temporal CLI
+ * 1.9.1) in headless Debian Chromium driven by playwright-core (no browser download). A dev server
+ * with its UI, the reference provider, a worker and the maintenance worker run real jobs and a
+ * real scheduled maintenance run; then, as an operator would:
+ * - the list shows readable job IDs (`scrape:<account>:<host>-<hash>`);
+ * - the README's saved view (`WorkflowType STARTS_WITH "scrapeWorkflow"`) lists the jobs and leaves the
+ *   maintenance run out (which the unfiltered list shows);
+ * - "Configure Columns" adds the ScrapeHost and ScrapeState columns, which show each job's site and
+ *   state, and "Save as New" keeps the view as "Scrapes";
+ * - a job's page shows the static summary (`Scrape <url>`), the details and the current details.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ScrapeClient } from '../../src/client/index.js';
+import { ensureMaintenanceSchedules, JOBS_VIEW_QUERY } from '../../src/client/schedules.js';
+import { parseConfig } from '../../src/config.js';
+import { startDevServer, type DevServer } from '../../src/devserver/devServer.js';
+import { startSim, type Sim } from '../../src/sim/index.js';
+import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { openStore, type Store } from '../../src/store/index.js';
+import { SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes.js';
+import { createMaintenanceWorker, createScrapeWorker } from '../../src/worker.js';
+import { FAST_POLICY, waitFor, waitForState } from '../helpers/stack.js';
+
+const TASK_QUEUE = 'scrapes-ui';
+const KEY = 'sk-ui-test-0123456789abcdef';
+
+let dir: string;
+let server: DevServer;
+let sim: Sim;
+let pages: PageServer;
+let store: Store;
+let connection: Connection;
+let native: NativeConnection;
+let workers: Worker[] = [];
+let running: Promise<unknown>;
+let client: ScrapeClient;
+let browser: Browser;
+let page: Page;
+let jobs: { jobId: string; url: string }[] = [];
+let maintenanceRunId: string;
+
+/** Debian's Chromium (`apt-get install chromium`; `.ci/run` installs it). */
+function chromiumPath(): string {
+  try {
+    return execFileSync('which', ['chromium'], { encoding: 'utf8' }).trim();
+  } catch {
+    throw new Error('the Web UI test needs Debian chromium on PATH: apt-get install chromium (.ci/run does it)');
+  }
+}
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-webui-'));
+  server = await startDevServer({ searchAttributes: SEARCH_ATTRIBUTES, dbFile: path.join(dir, 'temporal.db'), logger: () => undefined });
+  pages = await startPageServer();
+  sim = await startSim({ host: '127.0.0.1', port: 0, adminToken: 'admin-ui', allowFaultHeader: false, accounts: [{ name: 'acme', apiKeys: [KEY], profile: { concurrency: 10 } }], logger: false });
+  const config = parseConfig(
+    {
+      temporal: { address: server.address, namespace: 'default', taskQueue: TASK_QUEUE },
+      storeUrl: `sqlite:${path.join(dir, 'store.db')}`,
+      defaultAccount: 'acme',
+      providers: { reference: { kind: 'reference', baseUrl: sim.url, credentials: { default: { apiKey: KEY } } } },
+    },
+    {},
+  );
+  store = await openStore(config.storeUrl);
+  native = await NativeConnection.connect({ address: server.address });
+  workers = [await createScrapeWorker({ connection: native, config, store }), await createMaintenanceWorker({ connection: native, config, store })];
+  running = Promise.all(workers.map((w) => w.run()));
+  connection = await Connection.connect({ address: server.address });
+  const temporal = new Client({ connection, namespace: 'default' });
+  client = new ScrapeClient({ temporal, store, taskQueue: TASK_QUEUE, defaultProvider: 'reference', providers: ['reference'] });
+
+  for (const name of ['001', 'aclu']) {
+    const ref = await client.startScrape({ account: 'acme', url: pages.pageUrl(name), policy: FAST_POLICY });
+    jobs.push({ jobId: ref.jobId, url: pages.pageUrl(name) });
+  }
+  await Promise.all(jobs.map((j) => waitForState(store, j.jobId, ['completed'], 60_000)));
+  const ids = await ensureMaintenanceSchedules(temporal, { taskQueue: TASK_QUEUE });
+  await temporal.schedule.getHandle(ids.orphans).trigger();
+  const run = await waitFor(async () => (await temporal.schedule.getHandle(ids.orphans).describe()).info.recentActions[0]?.action.workflow, 30_000, 'a maintenance run');
+  await temporal.workflow.getHandle(run.workflowId, run.firstExecutionRunId).result();
+  maintenanceRunId = run.workflowId;
+
+  browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+}, 240_000);
+
+afterAll(async () => {
+  await browser?.close();
+  for (const w of workers) w.shutdown();
+  await running;
+  await native?.close();
+  await connection?.close();
+  await store?.close();
+  await sim?.close();
+  await pages?.close();
+  await server?.stop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const listUrl = (query?: string) => `${server.uiUrl}/namespaces/default/workflows${query ? `?query=${encodeURIComponent(query)}` : ''}`;
+
+/** Opens the list (reloading while visibility catches up) until every one of `expected` is shown. */
+async function openList(query: string | undefined, expected: string[]): Promise<string> {
+  let text = '';
+  await waitFor(async () => {
+    await page.goto(listUrl(query));
+    await page.locator('table tbody tr').first().waitFor({ timeout: 15_000 }).catch(() => undefined);
+    text = await page.locator('table').first().innerText().catch(() => '');
+    return expected.every((e) => text.includes(e));
+  }, 60_000, `the list to show ${expected.join(', ')}`);
+  return text;
+}
+
+/** The text of every frame of the page (the job page renders user metadata in iframes). */
+async function framesText(): Promise<string[]> {
+  return Promise.all(page.frames().map((f) => f.locator('body').innerText().catch(() => '')));
+}
+
+describe('the Temporal Web UI, as an operator sees it', () => {
+  it('lists jobs under readable IDs; the saved view of jobs leaves the maintenance run out', async () => {
+    for (const j of jobs) expect(j.jobId).toMatch(/^scrape:acme:127\.0\.0\.1-[0-9a-f]{10}$/);
+    const all = await openList(undefined, [...jobs.map((j) => j.jobId), maintenanceRunId]);
+    expect(all).toContain('findOrphansWorkflow');
+    const view = await openList(JOBS_VIEW_QUERY, jobs.map((j) => j.jobId));
+    expect(view).not.toContain('scrape-maintenance:');
+    expect(view).not.toContain('findOrphansWorkflow');
+  });
+
+  it('Configure Columns adds ScrapeHost and ScrapeState, which show each job’s site and state; the view is saved', async () => {
+    await openList(JOBS_VIEW_QUERY, jobs.map((j) => j.jobId));
+    await page.getByRole('button', { name: /configure columns/i }).click();
+    await page.getByText('Configure Workflows Table').waitFor();
+    await page.getByRole('button', { name: 'Add ScrapeHost column' }).click();
+    await page.getByRole('button', { name: 'Add ScrapeState column' }).click();
+    await page.getByRole('button', { name: 'Close Workflows Table configuration' }).click();
+    await page.getByText('Configure Workflows Table').waitFor({ state: 'hidden' });
+    const heads = await page.locator('table thead th').allInnerTexts();
+    expect(heads).toEqual(expect.arrayContaining(['Workflow ID', 'ScrapeHost', 'ScrapeState']));
+    const rows = await page.locator('table tbody tr').allInnerTexts();
+    for (const j of jobs) {
+      const row = rows.find((r) => r.includes(j.jobId));
+      expect(row, j.jobId).toMatch(/127\.0\.0\.1\s+completed/);
+    }
+    // Saved as the README says: "Save as New", named "Scrapes".
+    await page.getByRole('button', { name: 'Save as New' }).click();
+    const dialog = page.getByRole('dialog').filter({ hasText: 'Save as New View' });
+    await dialog.locator('input#view-name').fill('Scrapes');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('button', { name: 'Scrapes' }).first().waitFor();
+    await page.screenshot({ path: path.join(dir, 'list.png') });
+  });
+
+  it('a job’s page shows its summary, its details and its current details', async () => {
+    const job = jobs[0]!;
+    await page.goto(`${server.uiUrl}/namespaces/default/workflows/${encodeURIComponent(job.jobId)}`);
+    await page.getByRole('heading', { name: job.jobId }).waitFor({ timeout: 30_000 });
+    await page.getByRole('tab', { name: /User Metadata/ }).click();
+    const shown = await waitFor(async () => {
+      const texts = await framesText();
+      return texts.some((t) => t.includes(`Scrape ${job.url}`)) && texts.some((t) => /completed/i.test(t)) ? texts : undefined;
+    }, 30_000, 'the user metadata');
+    expect(shown.some((t) => t.includes(`Scrape ${job.url}`))).toBe(true); // static summary
+    expect(shown.some((t) => /Account:\s*acme/.test(t) && t.includes('reference'))).toBe(true); // static details
+    expect(shown.some((t) => /completed/i.test(t))).toBe(true); // current details: the job's state
+    await page.screenshot({ path: path.join(dir, 'job.png') });
+  });
+});
