@@ -3,7 +3,8 @@
  * Each job is held `running` by the simulator and its status reads hang (`delay` fault, 60 s; the
  * provider entry's read timeout is 90 s, so the check is really in flight); once the first check is
  * hanging, the job is cancelled through one door — signal, Update, native (what the Web UI's button
- * sends), the HTTP API (`POST /v1/scrapes/:id/cancel`) or the CLI (`cancel <job>`, a new process) —
+ * sends), the HTTP API (`POST /v1/scrapes/:id/cancel`) or the CLI (`node bin/scrape.js cancel <job>
+ * --no-wait`, a new process: its start-up counts) —
  * and the figure is the time from the request to the provider's `DELETE …/cancel` (the simulator's
  * own receipt time). `--design v1` measures the frozen v1 workflow for the before figure.
  *
@@ -54,18 +55,21 @@ export async function runCancel(o: Options): Promise<Record<string, unknown>> {
     stack.sim.faults.add({ account, endpoint: 'status', action: 'delay', delayMs: 60_000 });
     const policy = { activityTimeoutMs: 120_000, cancelConfirmDeadlineMs: 30_000 };
     const samples: Record<string, number[]> = {};
+    const inFlight: Promise<unknown>[] = [];
     for (const door of doors) {
       for (let i = 0; i < o.perDoor; i++) {
         const key = `${door}-${i}-${randomBytes(3).toString('hex')}`;
         const ref = await stack.clients[design].startScrape({ account, url: stack.pageUrl(i), key, policy });
         const task = await until(() => stack.sim.jobsFor(account).find((j) => j.client_ref !== undefined && j.url === stack.pageUrl(i) && j.status_request_times.length > 0 && !j.cancel_request_times.length), 60_000, `${key}: a hanging check`);
         const t0 = Date.now();
-        await cancelThrough(door, { jobId: ref.jobId, apiUrl, apiKey, cliConfig, client: stack.clients[design], temporal: stack.temporalClient });
+        const sent = await cancelThrough(door, { jobId: ref.jobId, apiUrl, apiKey, cliConfig, client: stack.clients[design], temporal: stack.temporalClient });
+        if (sent.answer) inFlight.push(sent.answer);
         const at = await until(() => stack.sim.getJob(task.job_id)?.cancel_request_times[0], 300_000, `${key}: the provider cancel call`);
         (samples[door] ??= []).push(at - t0);
         log(`cancel ${door} #${i}: ${at - t0} ms`);
       }
     }
+    await Promise.race([Promise.allSettled(inFlight), new Promise((r) => setTimeout(r, 150_000))]); // Updates and CLI runs still answering
     await app.close();
     const results = Object.entries(samples).map(([door, xs]) => ({ door, n: xs.length, p50Ms: percentile(xs, 50), maxMs: Math.max(...xs), meanMs: round(mean(xs), 0) }));
     const out = {
@@ -83,14 +87,19 @@ export async function runCancel(o: Options): Promise<Record<string, unknown>> {
   }
 }
 
-/** Sends a cancel through `door`; resolves once the request is handed over (not when it completed). */
-async function cancelThrough(door: Door, c: { jobId: string; apiUrl: string; apiKey: string; cliConfig: string; client: import('../src/client/index.js').ScrapeClient; temporal: import('@temporalio/client').Client }): Promise<void> {
+/**
+ * Sends a cancel through `door`. The signal and native doors resolve once Temporal took the
+ * request; the Update, HTTP and CLI doors are left running (they answer with the observed outcome)
+ * and their promise is returned, settled, inside an object so that the caller does not wait on it.
+ */
+async function cancelThrough(door: Door, c: { jobId: string; apiUrl: string; apiKey: string; cliConfig: string; client: import('../src/client/index.js').ScrapeClient; temporal: import('@temporalio/client').Client }): Promise<{ answer?: Promise<unknown> }> {
   const handle = c.temporal.workflow.getHandle(c.jobId);
   if (door === 'signal') await handle.signal(cancelSignal, { reason: 'bench', requestedBy: 'bench' });
   else if (door === 'native') await handle.cancel();
-  else if (door === 'update') void c.client.cancelScrape('cancel', c.jobId, { reason: 'bench', requestedBy: 'bench', timeoutMs: 120_000 }).catch(() => undefined);
-  else if (door === 'http') void fetch(`${c.apiUrl}/v1/scrapes/${encodeURIComponent(c.jobId)}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${c.apiKey}`, 'content-type': 'application/json' }, body: '{}' }).catch(() => undefined);
-  else void run('npx', ['tsx', 'src/cli.ts', 'cancel', c.jobId, '--no-wait', '--account', 'cancel', '--config', c.cliConfig], { cwd: REPO, env: { ...process.env, SCRAPE_CONFIG: '' } }).catch(() => undefined);
+  else if (door === 'update') return { answer: c.client.cancelScrape('cancel', c.jobId, { reason: 'bench', requestedBy: 'bench', timeoutMs: 120_000 }).catch(() => undefined) };
+  else if (door === 'http') return { answer: fetch(`${c.apiUrl}/v1/scrapes/${encodeURIComponent(c.jobId)}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${c.apiKey}`, 'content-type': 'application/json' }, body: '{}' }).catch(() => undefined) };
+  else return { answer: run(process.execPath, ['bin/scrape.js', 'cancel', c.jobId, '--no-wait', '--account', 'cancel', '--config', c.cliConfig], { cwd: REPO, env: { ...process.env, SCRAPE_CONFIG: '' } }).catch(() => undefined) };
+  return {};
 }
 
 async function until<T>(f: () => T | undefined | Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {

@@ -35,6 +35,8 @@ const OptionsSchema = z.object({
   db: z.enum(['file', 'memory']).default('file'),
   /** Workflow of the Temporal phase: the product's (`v2`) or the frozen v1 (`v1`, the before figure). */
   design: z.enum(['v1', 'v2']).default('v2'),
+  /** Dev server dynamic config `KEY=JSON` pairs (e.g. `system.enableActivityEagerExecution=true`). */
+  dynamicConfig: z.array(z.string().regex(/^[A-Za-z0-9_.]+=.+$/)).default([]),
 });
 type Options = z.infer<typeof OptionsSchema>;
 
@@ -183,7 +185,7 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
   const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
   const load = sampleLoad();
   const profile = { concurrency: o.jobs + 10, minRunMs: o.runMs };
-  const stack = await startStack({ name: 'throughput', accounts: [{ name: 'tp-baseline', profile }, { name: 'tp-temporal', profile }], log, keepDir: o.keepDir, inMemory: o.db === 'memory', designs: [o.design] });
+  const stack = await startStack({ name: 'throughput', accounts: [{ name: 'tp-baseline', profile }, { name: 'tp-temporal', profile }], log, keepDir: o.keepDir, inMemory: o.db === 'memory', designs: [o.design], dynamicConfig: Object.fromEntries(o.dynamicConfig.map((kv) => [kv.slice(0, kv.indexOf('=')), JSON.parse(kv.slice(kv.indexOf('=') + 1))])) });
   try {
     const baseline = o.skipBaseline ? undefined : await baselinePhase(stack, o, log);
     const temporal = await temporalPhase(stack, o, log);
@@ -241,6 +243,7 @@ runAsScript(
     .option('--skip-baseline', 'run the Temporal phase only')
     .option('--keep-dir', 'keep the temp directory')
     .option('--db <file|memory>', 'dev server persistence', 'file')
-    .option('--design <v1|v2>', 'workflow of the Temporal phase (v1: the frozen earlier workflow, for before figures)', 'v2'),
+    .option('--design <v1|v2>', 'workflow of the Temporal phase (v1: the frozen earlier workflow, for before figures)', 'v2')
+    .option('--dynamic-config <key=json...>', 'dev server dynamic config, e.g. system.enableActivityEagerExecution=true'),
   (opts) => runThroughput(OptionsSchema.parse(opts)),
 );
