@@ -212,6 +212,7 @@ export async function runWorkerMain(): Promise<void> {
     metrics = await startMetricsServer({ host: obs.metrics.host, port: obs.metrics.workerPort, sdkMetricsUrl: `http://127.0.0.1:${sdkPort}/metrics` });
   }
   log.info('worker polling', {
+    pid: process.pid,
     taskQueue: config.temporal.taskQueue,
     maintenanceTaskQueue: maintenanceTaskQueue(config.temporal.taskQueue),
     address: config.temporal.address,

@@ -191,7 +191,7 @@ export function sanitizeUrl(url: string, secrets: readonly string[] = []): strin
       u.hash = frag.toString();
     }
   }
-  return redactSecrets(u.toString(), secrets);
+  return removeSecretValues(u.toString(), secrets);
 }
 
 /** Returns a copy of `headers` with secret headers replaced by {@link REDACTED}. */
@@ -248,8 +248,9 @@ export function truncate(text: string, max = 4000): string {
 
 /**
  * Deep copy of a value that came from a provider (a status observation, a result, an error's code
- * and message): every string loses each known secret value and `Bearer`/`Basic` credentials, and a
- * URL-looking string also loses user-info and credential parameters ({@link isCredentialParam}:
+ * and message): every string loses each known secret value (by value only: scraped text such as a
+ * page titled "Basic tags" is left alone), and a URL-looking string also loses user-info and
+ * credential parameters ({@link isCredentialParam}:
  * `?api_key=…`, `access_token`, a secret-looking `token`) — the narrow test, so that ordinary
  * links of scraped pages (`?sid=…`, `?session=…`) stay as they are. Field names are kept and values are not redacted by their name (scraped data may
  * use any names). Non-JSON values (functions, class instances other than plain objects and arrays)
@@ -260,7 +261,7 @@ export function redactProviderValue<T>(value: T, secrets: readonly string[]): T 
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') {
       const url = asUrl(v);
-      return url ? redactCredentialsInUrl(url, secrets) : redactSecrets(v, secrets);
+      return url ? redactCredentialsInUrl(url, secrets) : removeSecretValues(v, secrets);
     }
     if (Array.isArray(v)) return v.map(walk);
     if (v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
@@ -273,15 +274,22 @@ export function redactProviderValue<T>(value: T, secrets: readonly string[]): T 
   return walk(value) as T;
 }
 
+/** `text` with each known secret value (4 characters or more) replaced by {@link REDACTED}. */
+function removeSecretValues(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join(REDACTED);
+  return out;
+}
+
 /** `url` with user-info and credential parameters ({@link isCredentialParam}) redacted, then known secret values removed. */
 function redactCredentialsInUrl(url: string, secrets: readonly string[]): string {
   let u: URL;
   try {
     u = new URL(url);
   } catch {
-    return redactSecrets(url, secrets);
+    return removeSecretValues(url, secrets);
   }
-  if (secretPartsOfUrl(url).length === 0) return redactSecrets(url, secrets);
+  if (secretPartsOfUrl(url).length === 0) return removeSecretValues(url, secrets);
   if (u.username || u.password) {
     u.username = u.username ? REDACTED : '';
     u.password = u.password ? REDACTED : '';
@@ -292,5 +300,5 @@ function redactCredentialsInUrl(url: string, secrets: readonly string[]): string
     for (const [name, value] of [...frag]) if (isCredentialParam(name, value)) frag.set(name, REDACTED);
     u.hash = frag.toString();
   }
-  return redactSecrets(u.toString(), secrets);
+  return removeSecretValues(u.toString(), secrets);
 }

@@ -94,7 +94,9 @@ describe('status checks that fail', () => {
 describe('Retry-After in a header', () => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack({ profile: { concurrency: 8, retryAfterStyle: 'header' } });
+    // Jobs run 1.5 s: several status checks each (a completed answer carries the result, so a job
+    // finished at its first check would make no further request for the 429 to hit).
+    stack = await startStack({ profile: { concurrency: 8, retryAfterStyle: 'header', minRunMs: 1_500 } });
   });
   afterAll(async () => stack?.stop());
 

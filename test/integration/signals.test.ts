@@ -63,7 +63,8 @@ function npmRun(script: string, args: string[]) {
 describe('signals through the npm wrapper', () => {
   it('SIGINT to `npm run worker` stops the worker’s node process', async () => {
     const w = npmRun('worker', ['--config', stack.configFile]);
-    const pid = Number((await waitFor(() => /worker \(pid (\d+)\) polling task queues/.exec(w.output())?.[1], 90_000, `the worker to poll:\n${w.output()}`)));
+    // The worker logs JSON lines: {"message":"worker polling","pid":…,"taskQueue":…}.
+    const pid = Number((await waitFor(() => /"worker polling"[^\n]*?"pid":(\d+)/.exec(w.output())?.[1], 90_000, `the worker to poll:\n${w.output()}`)));
     expect(childrenOf(w.child.pid!)).toEqual([pid]); // npm → node, no shell in between
     expect(isAlive(pid)).toBe(true);
     process.kill(w.child.pid!, 'SIGINT'); // only npm gets it, as from a process manager

@@ -421,7 +421,7 @@ describe('cancel', () => {
     const r = await submit(s, { url: pages.pageUrl('001') });
     const c = await cancel(s, r.body.job_id);
     expect(c.status).toBe(200);
-    expect(c.body).toEqual({ job_id: r.body.job_id, status: 'cancelled' });
+    expect(c.body).toEqual({ job_id: r.body.job_id, status: 'cancelled', progress: { pages_fetched: 0 }, credits_used: 0 }); // the effects so far
     const st = await status(s, r.body.job_id);
     expect(st.body.status).toBe('cancelled');
     expect(st.body.credits_used).toBe(0);
@@ -695,7 +695,7 @@ describe('faults', () => {
     const r = await submit(s, { url: pages.pageUrl('001') });
     const c = await cancel(s, r.body.job_id);
     expect(c.status).toBe(202);
-    expect(c.body).toEqual({ job_id: r.body.job_id, status: 'queued' });
+    expect(c.body).toEqual({ job_id: r.body.job_id, status: 'queued', progress: { pages_fetched: 0 }, credits_used: 0 });
     expect((await status(s, r.body.job_id)).body.status).toBe('queued');
     const done = await s.waitForJob(r.body.job_id, { timeoutMs: 2000 });
     expect(done.status).toBe('cancelled');
@@ -708,7 +708,7 @@ describe('faults', () => {
     const r = await submit(s, { url: pages.pageUrl('001') });
     await s.waitForJob(r.body.job_id, { status: 'running' });
     const c = await cancel(s, r.body.job_id);
-    expect(c.body).toEqual({ job_id: r.body.job_id, status: 'running' });
+    expect(c.body).toMatchObject({ job_id: r.body.job_id, status: 'running' });
     s.release(r.body.job_id);
     await s.waitForJob(r.body.job_id);
     await new Promise((res) => setTimeout(res, 500));

@@ -48,7 +48,7 @@ describe('scraperapi: polling', () => {
 
   it('acceptance: the key travels in the JSON body only, the finished answer carries the page (one read), one result row, nothing leaked', async () => {
     const url = pages.pageUrl('wikipedia');
-    const ref = await s.start({ url, key: 'accept-1', policy: { ...SCENARIO_POLICY, initialDelayMs: 1_500 } });
+    const ref = await s.start({ url, key: 'accept-1', policy: { ...SCENARIO_POLICY, initialDelayMs: 1_500, maxDelayMs: 2_000 } });
     const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted']);
     expect(row.state).toBe('completed');
     const jobs = s.fixture.jobsWith(url);
