@@ -21,14 +21,18 @@ export function workflowInterceptorModule(): string {
   return fs.existsSync(ts) ? ts : fileURLToPath(new URL('../workflows/otelInterceptors.js', import.meta.url));
 }
 
-/** Records each activity attempt (`scrape_activity_*`) and labels its provider requests with the input's `provider`. */
+/**
+ * Records each activity attempt (`scrape_activity_*`) and labels its provider requests with the
+ * input's `provider` (top level, or the `job` of workflow v2's submit activities).
+ */
 class MetricsActivityInterceptor implements ActivityInboundCallsInterceptor {
   constructor(private readonly ctx: ActivityContext) {}
 
   async execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
     const started = performance.now();
-    const first = input.args[0] as { provider?: unknown } | undefined;
-    const provider = typeof first?.provider === 'string' ? first.provider : undefined;
+    const first = input.args[0] as { provider?: unknown; job?: { provider?: unknown } } | undefined;
+    const named = first?.provider ?? first?.job?.provider;
+    const provider = typeof named === 'string' ? named : undefined;
     const type = this.ctx.info.activityType;
     try {
       const out = await withProviderLabel(provider, () => next(input));
