@@ -11,7 +11,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
@@ -28,6 +27,7 @@ import { connectOrStartTemporal } from './devserver/devServer.js';
 import { openRuntime } from './runtime.js';
 import { startSim } from './sim/index.js';
 import { createMaintenanceWorker, createScrapeWorker, installWorkerLogging, nativeConnectionOptions } from './worker.js';
+import { portIsFree } from './lib/ports.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const SAMPLE_SITE = path.join(REPO, 'sample-site');
@@ -59,21 +59,13 @@ const PORT_FLAGS = {
   provider: '--provider-port / SCRAPE_DEMO_PROVIDER_PORT',
 } as const;
 
-async function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
-  });
-}
-
 /**
  * The port to bind for `which`: the one asked for (0: any), which must be free (else
  * {@link InvalidInputError} naming the flag), or the default when free, else 0 (the OS picks).
  */
 async function choosePort(which: keyof typeof DEMO_PORTS, asked: number | undefined): Promise<number> {
-  if (asked === undefined) return (await portIsFree(DEMO_PORTS[which])) ? DEMO_PORTS[which] : 0;
-  if (asked !== 0 && !(await portIsFree(asked))) {
+  if (asked === undefined) return (await portIsFree('127.0.0.1', DEMO_PORTS[which])) ? DEMO_PORTS[which] : 0;
+  if (asked !== 0 && !(await portIsFree('127.0.0.1', asked))) {
     throw new InvalidInputError(`port ${asked} (${PORT_FLAGS[which]}) is in use on 127.0.0.1; choose another, or 0 for any free port`, []);
   }
   return asked;

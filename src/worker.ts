@@ -16,7 +16,7 @@ import { NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, t
 import { createActivities, type ActivityDeps } from './activities/index.js';
 import { dataConverterFor, failureConverterPath } from './codec/config.js';
 import { loadConfigFile, type Config } from './config.js';
-import { freePortOn } from './cluster/ports.js';
+import { freePort } from './lib/ports.js';
 import { installWorkerRuntime, sdkLogLevel } from './observability/logging.js';
 import { setKnownProviders } from './observability/metrics.js';
 import { countJobsFrom, startMetricsServer } from './observability/metricsServer.js';
@@ -197,7 +197,7 @@ export async function connectWorker(config: Config): Promise<NativeConnection> {
 export async function runWorkerMain(): Promise<void> {
   const config = loadConfigFile();
   const obs = config.observability;
-  const sdkPort = obs.metrics.workerPort === null ? undefined : await freePortOn('127.0.0.1');
+  const sdkPort = obs.metrics.workerPort === null ? undefined : await freePort('127.0.0.1');
   installWorkerRuntime({ level: sdkLogLevel(obs.logs.level), sdkMetricsAddress: sdkPort ? `127.0.0.1:${sdkPort}` : undefined });
   const log = Runtime.instance().logger;
   const tracing = installTracing(obs.traces, 'worker');

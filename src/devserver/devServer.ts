@@ -25,6 +25,9 @@ import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
 import { OutputTail, stderrLogger, type LineLogger } from './process.js';
 import { ensureSearchAttributes, SearchAttributeMapSchema, type SearchAttributeTypeName } from './searchAttributes.js';
 import { EnsureTemporalCliOptionsSchema, ensureTemporalCli, type TemporalCli, type TemporalCliSource } from './temporalCli.js';
+import { freePort } from '../lib/ports.js';
+
+export { freePort };
 
 /**
  * Dynamic config this module always passes (`--dynamic-config-value KEY=JSON`), before the caller's
@@ -372,26 +375,6 @@ function describeExit(exit: DevServerExit | undefined): string {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-/**
- * A free TCP port on `ip`, found by binding port 0 and closing the socket again (the OS may hand it
- * to someone else before the server binds it; {@link startDevServer} retries in that case).
- */
-export async function freePort(ip = '127.0.0.1', avoid: number[] = []): Promise<number> {
-  for (let i = 0; i < 20; i++) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const srv = net.createServer();
-      srv.unref();
-      srv.once('error', reject);
-      srv.listen(0, ip, () => {
-        const a = srv.address();
-        srv.close(() => (a && typeof a === 'object' ? resolve(a.port) : reject(new Error('no port'))));
-      });
-    });
-    if (!avoid.includes(port)) return port;
-  }
-  throw new Error(`could not find a free port on ${ip}`);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -67,8 +67,8 @@ export interface ProductWorker {
  */
 export async function spawnProductWorker(configFile: string, env: Record<string, string> = {}): Promise<ProductWorker> {
   const { spawn } = await import('node:child_process');
-  const { freePortOn } = await import('../../src/cluster/ports.js');
-  const port = await freePortOn('127.0.0.1');
+  const { freePort } = await import('../../src/lib/ports.js');
+  const port = await freePort('127.0.0.1');
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
     cwd: path.resolve(import.meta.dirname, '../..'),
     env: { ...process.env, SCRAPE_CONFIG: configFile, SCRAPE_WORKER_METRICS_PORT: String(port), SCRAPE_LOG_LEVEL: 'info', ...env },

@@ -6,9 +6,9 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from '../../src/lib/ports.js';
 
 export interface TestPostgres {
   url: string;
@@ -25,17 +25,6 @@ function findBin(name: string): string | undefined {
     if (fs.existsSync(p)) return p;
   }
   return undefined;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** Starts PostgreSQL (see module docs) or returns undefined when it is not installed. */

@@ -1,8 +1,12 @@
-/** Free-port lookup for the topology (bind port 0, close; the caller uses it at once). */
+/**
+ * Free TCP ports on loopback or another local address, for the dev server, the demo, the cluster
+ * topology and the tests: bind, read the port, close — the caller binds it at once (another process
+ * may take it in between; callers that can retry do).
+ */
 import net from 'node:net';
 
-/** A free TCP port on `ip`, not in `avoid`. @throws Error after 20 tries. */
-export async function freePortOn(ip: string, avoid: readonly number[] = []): Promise<number> {
+/** A free TCP port on `ip` (default loopback) chosen by the OS, not in `avoid`. @throws Error after 20 tries. */
+export async function freePort(ip = '127.0.0.1', avoid: readonly number[] = []): Promise<number> {
   for (let i = 0; i < 20; i++) {
     const port = await new Promise<number>((resolve, reject) => {
       const srv = net.createServer();
