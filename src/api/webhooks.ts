@@ -29,6 +29,7 @@ import { createHash } from 'node:crypto';
 import { providerKeys } from '../activities/index.js';
 import type { ScrapeClient } from '../client/index.js';
 import type { Config } from '../config.js';
+import { parseJsonStrict } from '../lib/json.js';
 import { isFinalState } from '../model/states.js';
 import { sanitizeBody, redactProviderValue, redactSecrets, REDACTED } from '../lib/sanitize.js';
 import type { ProviderWebhook } from '../providers/descriptor.js';
@@ -110,10 +111,12 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
   const bodyText = rawBody.toString('utf8');
   let json: unknown;
   let parsedJson = true;
+  let jsonProblem: string | undefined;
   try {
-    json = JSON.parse(bodyText);
-  } catch {
+    json = parseJsonStrict(bodyText); // a duplicate key is refused, not "the last one wins"
+  } catch (e) {
     parsedJson = false;
+    jsonProblem = (e as Error).message;
   }
   const quarantine = (reason: string, detail: string, eventId: string | null, keepBody: boolean) =>
     quarantineEvent(store, {
@@ -138,7 +141,7 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
     await quarantine('invalid_token', `provider ${provider} does not sign its webhooks: deliveries must come to the per-job callback URL /v1/webhooks/${provider}/<token>; body not kept (unverified)`, claimedEventId, false);
     throw new ApiProblem('invalid-webhook-token', `provider "${provider}" does not sign its webhooks: deliver to the per-job callback URL it was given; nothing was changed`);
   }
-  const parsed = parsedJson ? hook.parse(json, headers, rawBody, entry) : { ok: false as const, message: 'the body is not JSON' };
+  const parsed = parsedJson ? hook.parse(json, headers, rawBody, entry) : { ok: false as const, message: `the body is not valid JSON: ${jsonProblem ?? 'unreadable'}` };
   if (!parsed.ok) {
     await quarantine('invalid_payload', parsed.message.slice(0, 2000), claimedEventId, signed);
     throw new ApiProblem('invalid-request', `the webhook body is not a ${entry.kind} event: ${parsed.message.slice(0, 500)}`, { errors: [{ in: 'body', path: '', message: parsed.message.slice(0, 500) }] });
