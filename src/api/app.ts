@@ -506,7 +506,7 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
           tags: ['webhooks'],
           summary: 'Receive an event of a provider that does not sign its webhooks (per-job callback URL).',
           description:
-            'For providers only. Each job is submitted with its own callback URL ending in an unguessable token (HMAC-SHA256 of the job under the configured secret). The event is parsed, matched to the job by task ID or client reference, and the token checked against that job in constant time (missing or wrong: `401`, kept in quarantine by hash and size); then deduplicated by event ID and turned into a `wake` signal, exactly like a signed event. Unmatched and invalid events are kept in quarantine.',
+            'For providers only. Each job is submitted with its own callback URL ending in an unguessable token (HMAC-SHA256 of the job under the configured secret). The event is parsed, matched to the job by task ID or client reference, and the token checked against that job in constant time (missing or wrong: `401`, kept in quarantine by hash and size); an event that names no known job answers the same `401`, so the answer never tells whether a job exists. Then it is deduplicated by event ID and turned into a `wake` signal, exactly like a signed event. Unmatched and invalid events are kept in quarantine.',
           security: [],
           params: WebhookTokenParamsSchema,
           response: {

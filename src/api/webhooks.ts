@@ -20,8 +20,9 @@
  * 5. signal `wake` (through the client); if Temporal cannot be reached the delivery record is
  *    removed and the answer is `503`, so the provider's retry is handled again.
  *
- * Token kinds: parse (invalid → quarantined, `400`), match the job (unmatched → quarantined, `202`),
- * then check the token against that job in constant time (missing or wrong → `401
+ * Token kinds: parse (invalid → quarantined, `400`), match the job (unmatched → quarantined, and
+ * the same `401 invalid-webhook-token` as a wrong token, so that nobody without a token learns which
+ * jobs exist), then check the token against that job in constant time (missing or wrong → `401
  * invalid-webhook-token`, quarantined) before deduplicating and waking as above. Until a delivery
  * is verified, only its hash and size are kept.
  */
@@ -156,9 +157,11 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
   if (!signed) {
     // Unsigned: the event is anyone's until its token matches the job it names.
     job = await findJob();
+    // An unknown job and a wrong token get the same answer: an unauthenticated caller must not
+    // learn which task IDs or client references exist (issue 13, cross-account probes).
     if (!job) {
       await quarantine('unmatched', `no job of provider ${provider} has task ID ${ev.taskId ?? '—'} or client reference ${ev.clientRef ?? '—'}; the token could not be checked, body not kept`, ev.eventId, false);
-      return { status: 202, body: { received: true, event_id: ev.eventId, outcome: 'quarantined' } };
+      throw new ApiProblem('invalid-webhook-token', 'the callback token does not match; nothing was changed');
     }
     if (!callbackTokenMatches(token!, secret, provider, job.id)) {
       await quarantine('invalid_token', `the callback token does not match the job the event names; body not kept (unverified)`, ev.eventId, false);
