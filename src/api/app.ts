@@ -25,13 +25,14 @@ import { randomUUID } from 'node:crypto';
 import fastifyRateLimit from '@fastify/rate-limit';
 import fastifySwagger from '@fastify/swagger';
 import { isGrpcServiceError } from '@temporalio/client';
-import secureJson from 'secure-json-parse';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { createJsonSchemaTransform, createJsonSchemaTransformObject, hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { IdempotencyConflictError, ScrapeError, type ScrapeClient } from '../client/index.js';
+import { decodeCursor, encodeCursor } from '../client/ids.js';
 import type { Config } from '../config.js';
 import { fingerprint } from '../lib/hash.js';
+import { parseJsonStrict, StrictJsonError } from '../lib/json.js';
 import { isFinalState } from '../model/states.js';
 import { recordWebhookDelivery, setKnownProviders } from '../observability/metrics.js';
 import { traceRequests } from '../observability/tracing.js';
@@ -42,7 +43,7 @@ import { ApiProblem, PROBLEM_CONTENT_TYPE, PROBLEM_TYPES, ProblemSchema, problem
 import {
   CancelBodySchema,
   CancelResponseSchema,
-  CreateScrapeBodySchema,
+  createScrapeBodySchema,
   CreateScrapeHeadersSchema,
   DocumentsQuerySchema,
   HealthSchema,
@@ -57,11 +58,13 @@ import {
   ScrapeSchema,
   WebhookAckSchema,
   WebhookTokenParamsSchema,
+  fromApiCursor,
   jobPath,
   pollAfterSeconds,
   toCancelOut,
   toDocumentsOut,
   toResultOut,
+  toApiCursor,
   toScrapeOut,
 } from './schemas.js';
 import { receiveWebhook, webhookSecret, receivesWebhooks } from './webhooks.js';
@@ -166,14 +169,14 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('account', null);
 
-  // JSON only (anything else: 415), parsed by secure-json-parse (Fastify's own parser, which
-  // refuses prototype poisoning) called directly so that the reason reaches the caller; an empty
+  // JSON only (anything else: 415), parsed strictly (`src/lib/json.ts`: a duplicate key or a
+  // prototype-poisoning key is refused with the reason, never "the last one wins"); an empty
   // body is "no body" so that `POST …/cancel` may carry a JSON content type and nothing.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
     try {
-      done(null, secureJson.parse(body as string, undefined, { protoAction: 'error', constructorAction: 'error' }));
+      done(null, parseJsonStrict(body as string));
     } catch (e) {
       done(Object.assign(e instanceof SyntaxError ? e : new SyntaxError(String(e)), { statusCode: 400 }), undefined);
     }
@@ -181,6 +184,26 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
 
   app.setErrorHandler((error, request, reply) => sendProblem(request, reply, toProblem(error, request)));
   app.setNotFoundHandler((request, reply) => sendProblem(request, reply, new ApiProblem('route-not-found', `no route ${request.method} ${request.url.split('?')[0]}`)));
+
+  // A request that matches no route is answered before anything reads its body: `405` with
+  // `Allow` when the path exists with other methods (RFC 9110 §15.5.6), else `404`.
+  const routes: { pattern: RegExp; methods: Set<string> }[] = [];
+  app.addHook('onRoute', (route) => {
+    const pattern = new RegExp(`^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`);
+    let entry = routes.find((r) => r.pattern.source === pattern.source);
+    if (!entry) routes.push((entry = { pattern, methods: new Set() }));
+    for (const m of [route.method].flat()) entry.methods.add(m);
+  });
+  app.addHook('onRequest', async (req) => {
+    if (req.routeOptions.url !== undefined) return;
+    const pathOnly = req.url.split('?')[0]!;
+    const allowed = new Set(routes.filter((r) => r.pattern.test(pathOnly)).flatMap((r) => [...r.methods]));
+    if (allowed.size > 0) {
+      const allow = [...allowed].sort().join(', ');
+      throw new ApiProblem('method-not-allowed', `${req.method} is not allowed on this path; allowed: ${allow}`, {}, { allow });
+    }
+    throw new ApiProblem('route-not-found', `no route ${req.method} ${pathOnly}`);
+  });
 
   // ---- authentication and rate limits (in this order, before the body is read) ---------------
   app.addHook('onRequest', async (req) => {
@@ -270,7 +293,7 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
     '/problems/:slug',
     {
       config: { auth: 'public' },
-      schema: { tags: ['meta'], summary: 'Describes a problem type (the `type` of an error answer).', security: [], params: ProblemSlugParamsSchema, response: { 200: json('The problem type.', ProblemTypeSchema), ...problemResponses('route-not-found') } },
+      schema: { tags: ['meta'], summary: 'Describes a problem type (the `type` of an error answer).', security: [], params: ProblemSlugParamsSchema, response: { 200: json('The problem type.', ProblemTypeSchema), ...problemResponses('invalid-request', 'route-not-found', 'rate-limited') } },
     },
     async (req) => {
       const t = (PROBLEM_TYPES as Record<string, { status: number; title: string; description: string }>)[req.params.slug];
@@ -294,7 +317,7 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
         description:
           'Starts one scrape for the caller’s account and answers at once. **Repeats**: a request with an `Idempotency-Key` already used by this account answers `200` with the same job when the body is the same (canonical JSON, defaults applied), and `422` `idempotency-key-reused` when the body differs; a new key answers `202`. So a client that lost the answer (timeout, reset) repeats the request with the same key and gets its job, never a second one. **Polling**: poll `status_url` no more often than `Retry-After` / `poll_after_s` (seconds); the workflow does the provider polling, so reading the job is cheap.',
         headers: CreateScrapeHeadersSchema,
-        body: CreateScrapeBodySchema,
+        body: createScrapeBodySchema(Object.keys(config.providers)),
         response: {
           202: json('Accepted: a new job for this key. `Location` and `status_url` name it.', ScrapeSchema),
           200: json('A repeat of an earlier request with the same key and body: the same job, in its current state.', ScrapeSchema),
@@ -346,7 +369,7 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
         summary: 'Read a job: state, provider status, times, progress.',
         description: 'While the job is not final the answer carries `Retry-After` (seconds; 2 s in the first minute, 10 s to 10 min, then 30 s). Another account’s job answers `404` exactly like a missing one.',
         params: JobIdParamsSchema,
-        response: { 200: json('The job.', ScrapeSchema), ...problemResponses('unauthorized', 'not-found', 'rate-limited', 'service-unavailable') },
+        response: { 200: json('The job.', ScrapeSchema), ...problemResponses('invalid-request', 'unauthorized', 'not-found', 'rate-limited', 'service-unavailable') },
       },
     },
     async (req, reply) => {
@@ -365,7 +388,7 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
         summary: 'Read the result of a completed job.',
         description: '`200` with the page; `409` `result-not-ready` with `state` (and `Retry-After` while it runs); `410` `result-expired` when retention purged it, with the evidence that the job ran.',
         params: JobIdParamsSchema,
-        response: { 200: json('The extracted page.', ResultSchema), ...problemResponses('unauthorized', 'not-found', 'result-not-ready', 'result-expired', 'rate-limited', 'service-unavailable') },
+        response: { 200: json('The extracted page.', ResultSchema), ...problemResponses('invalid-request', 'unauthorized', 'not-found', 'result-not-ready', 'result-expired', 'rate-limited', 'service-unavailable') },
       },
     },
     async (req) => toResultOut(await client.getResult(req.account!, req.params.id)),
@@ -432,9 +455,11 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
     },
     async (req) => {
       const q = req.query;
-      const page = await client.listPage(req.account!, { states: q.state?.split(','), batchId: q.batch_id, limit: q.limit, cursor: q.cursor });
+      // The API's cursor is `<ms>.<base64url id>` (every string of that shape is a position); the client's is its own.
+      const cursor = q.cursor ? encodeCursor(fromApiCursor(q.cursor)) : undefined;
+      const page = await client.listPage(req.account!, { states: q.state ? q.state.split(',') : undefined, batchId: q.batch_id, limit: q.limit, cursor });
       const now = Date.now();
-      return { jobs: page.jobs.map((j) => toScrapeOut(j, now)), next_cursor: page.nextCursor };
+      return { jobs: page.jobs.map((j) => toScrapeOut(j, now)), next_cursor: page.nextCursor ? toApiCursor(decodeCursor(page.nextCursor)) : null };
     },
   );
 
@@ -481,7 +506,7 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
           tags: ['webhooks'],
           summary: 'Receive an event of a provider that does not sign its webhooks (per-job callback URL).',
           description:
-            'For providers only. Each job is submitted with its own callback URL ending in an unguessable token (HMAC-SHA256 of the job under the configured secret). The event is parsed, matched to the job by task ID or client reference, and the token checked against that job in constant time (missing or wrong: `401`, kept in quarantine by hash and size); then deduplicated by event ID and turned into a `wake` signal, exactly like a signed event. Unmatched and invalid events are kept in quarantine.',
+            'For providers only. Each job is submitted with its own callback URL ending in an unguessable token (HMAC-SHA256 of the job under the configured secret). The event is parsed, matched to the job by task ID or client reference, and the token checked against that job in constant time (missing or wrong: `401`, kept in quarantine by hash and size); an event that names no known job answers the same `401`, so the answer never tells whether a job exists. Then it is deduplicated by event ID and turned into a `wake` signal, exactly like a signed event. Unmatched and invalid events are kept in quarantine.',
           security: [],
           params: WebhookTokenParamsSchema,
           response: {
@@ -547,9 +572,15 @@ export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
   }
   const e = error as FastifyError & { code?: string; statusCode?: number };
   if (e && typeof e === 'object') {
-    if (e.code === 'FST_ERR_MAX_PARAM_LENGTH') return new ApiProblem('uri-too-long', 'a path segment exceeds 400 characters');
-    if (e instanceof SyntaxError && /forbidden prototype property/i.test(e.message)) {
+    if (e.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+      // No ID, slug, provider or token is that long: an invalid parameter like any other (400).
+      return new ApiProblem('invalid-request', 'a path parameter exceeds 400 characters', { errors: [{ in: 'params', path: '', message: 'longer than 400 characters' }] });
+    }
+    if (e instanceof StrictJsonError && e.reason === 'prototype') {
       return new ApiProblem('invalid-request', 'the body contains a forbidden "__proto__" or "constructor.prototype" key', { errors: [{ in: 'body', path: '', message: 'forbidden prototype property' }] });
+    }
+    if (e instanceof StrictJsonError && e.reason === 'duplicate-key') {
+      return new ApiProblem('invalid-request', `the body is ambiguous: ${e.message}`, { errors: [{ in: 'body', path: e.path.replace(/^\//, '').replace(/\//g, '.'), message: e.message }] });
     }
     if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ApiProblem('payload-too-large', `the body exceeds the limit of ${request.routeOptions.bodyLimit ?? 'the configured'} bytes`);
     if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ApiProblem('unsupported-media-type', `content type ${JSON.stringify(request.headers['content-type'] ?? '')} is not supported; send application/json`);

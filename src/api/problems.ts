@@ -39,6 +39,11 @@ export const PROBLEM_TYPES = {
     title: 'No such route',
     description: 'The method and path match no endpoint of this API (see /openapi.json).',
   },
+  'method-not-allowed': {
+    status: 405,
+    title: 'Method not allowed',
+    description: 'The path exists but not with this method. `Allow` lists the methods it answers. Nothing was read or started.',
+  },
   'unknown-provider': {
     status: 404,
     title: 'No such webhook receiver',
@@ -63,11 +68,6 @@ export const PROBLEM_TYPES = {
     status: 413,
     title: 'The request body is too large',
     description: 'The body exceeds the configured limit (`api.bodyLimitBytes`, default 1 MiB). Nothing was started.',
-  },
-  'uri-too-long': {
-    status: 414,
-    title: 'A path segment is too long',
-    description: 'A path parameter (such as a job ID) exceeds 400 characters; no job ID is that long. Nothing was read or started.',
   },
   'unsupported-media-type': {
     status: 415,

@@ -20,8 +20,9 @@
  * 5. signal `wake` (through the client); if Temporal cannot be reached the delivery record is
  *    removed and the answer is `503`, so the provider's retry is handled again.
  *
- * Token kinds: parse (invalid → quarantined, `400`), match the job (unmatched → quarantined, `202`),
- * then check the token against that job in constant time (missing or wrong → `401
+ * Token kinds: parse (invalid → quarantined, `400`), match the job (unmatched → quarantined, and
+ * the same `401 invalid-webhook-token` as a wrong token, so that nobody without a token learns which
+ * jobs exist), then check the token against that job in constant time (missing or wrong → `401
  * invalid-webhook-token`, quarantined) before deduplicating and waking as above. Until a delivery
  * is verified, only its hash and size are kept.
  */
@@ -29,6 +30,7 @@ import { createHash } from 'node:crypto';
 import { providerKeys } from '../activities/index.js';
 import type { ScrapeClient } from '../client/index.js';
 import type { Config } from '../config.js';
+import { parseJsonStrict } from '../lib/json.js';
 import { isFinalState } from '../model/states.js';
 import { sanitizeBody, redactProviderValue, redactSecrets, REDACTED } from '../lib/sanitize.js';
 import type { ProviderWebhook } from '../providers/descriptor.js';
@@ -110,10 +112,12 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
   const bodyText = rawBody.toString('utf8');
   let json: unknown;
   let parsedJson = true;
+  let jsonProblem: string | undefined;
   try {
-    json = JSON.parse(bodyText);
-  } catch {
+    json = parseJsonStrict(bodyText); // a duplicate key is refused, not "the last one wins"
+  } catch (e) {
     parsedJson = false;
+    jsonProblem = (e as Error).message;
   }
   const quarantine = (reason: string, detail: string, eventId: string | null, keepBody: boolean) =>
     quarantineEvent(store, {
@@ -138,7 +142,7 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
     await quarantine('invalid_token', `provider ${provider} does not sign its webhooks: deliveries must come to the per-job callback URL /v1/webhooks/${provider}/<token>; body not kept (unverified)`, claimedEventId, false);
     throw new ApiProblem('invalid-webhook-token', `provider "${provider}" does not sign its webhooks: deliver to the per-job callback URL it was given; nothing was changed`);
   }
-  const parsed = parsedJson ? hook.parse(json, headers, rawBody, entry) : { ok: false as const, message: 'the body is not JSON' };
+  const parsed = parsedJson ? hook.parse(json, headers, rawBody, entry) : { ok: false as const, message: `the body is not valid JSON: ${jsonProblem ?? 'unreadable'}` };
   if (!parsed.ok) {
     await quarantine('invalid_payload', parsed.message.slice(0, 2000), claimedEventId, signed);
     throw new ApiProblem('invalid-request', `the webhook body is not a ${entry.kind} event: ${parsed.message.slice(0, 500)}`, { errors: [{ in: 'body', path: '', message: parsed.message.slice(0, 500) }] });
@@ -153,9 +157,11 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
   if (!signed) {
     // Unsigned: the event is anyone's until its token matches the job it names.
     job = await findJob();
+    // An unknown job and a wrong token get the same answer: an unauthenticated caller must not
+    // learn which task IDs or client references exist (issue 13, cross-account probes).
     if (!job) {
       await quarantine('unmatched', `no job of provider ${provider} has task ID ${ev.taskId ?? '—'} or client reference ${ev.clientRef ?? '—'}; the token could not be checked, body not kept`, ev.eventId, false);
-      return { status: 202, body: { received: true, event_id: ev.eventId, outcome: 'quarantined' } };
+      throw new ApiProblem('invalid-webhook-token', 'the callback token does not match; nothing was changed');
     }
     if (!callbackTokenMatches(token!, secret, provider, job.id)) {
       await quarantine('invalid_token', `the callback token does not match the job the event names; body not kept (unverified)`, ev.eventId, false);

@@ -3,6 +3,11 @@
  *
  * Every row is validated on its own: a bad row is reported with its line number and reason, and
  * the other rows go on. Nothing is dropped silently: every line is either a job or an error.
+ * Files are read as bytes ({@link decodeBatchBytes}): UTF-8 with or without a BOM, or UTF-16 with
+ * its BOM (as spreadsheet programs save "Unicode text"); a line that is not valid UTF-8 (Latin-1 or
+ * Windows-1252 bytes, binary data) is refused with its line number instead of being read with
+ * replacement characters, and the other lines go on. Line endings may be LF, CRLF or CR, mixed.
+ * A JSONL line with a duplicate key is refused (never "the last one wins").
  * The job's idempotency key is the row's `key` column when given, else derived from the row's
  * content with its URL in WHATWG serialisation: the host and a short hash
  * (`example.com-3fa9c1d2e4`), so re-running the same file creates nothing new, two spellings of
@@ -15,6 +20,7 @@ import { z } from 'zod';
 import { InvalidInputError } from '../client/errors.js';
 import { canonicalUrl, derivedKey, legacyRowKey } from '../client/ids.js';
 import { fingerprint } from '../lib/hash.js';
+import { parseJsonStrict } from '../lib/json.js';
 import { checkRowSize, IdempotencyKeySchema, TargetUrlSchema } from '../model/schemas.js';
 
 /** Columns understood in a row; any other column is kept as part of the row (evidence). */
@@ -31,6 +37,8 @@ export const BatchRowSchema = z
 /** A valid row, with the line it came from (1-based, counting the CSV header as line 1). */
 export interface BatchItem {
   line: number;
+  /** The record's last line, when a quoted field carries it over several lines. */
+  endLine?: number;
   /** The URL as written in the file (the client sends its WHATWG serialisation). */
   url: string;
   key: string;
@@ -44,6 +52,8 @@ export interface BatchItem {
 /** A rejected row and why. */
 export interface BatchRowError {
   line: number;
+  /** The record's last line, when it spans several lines. */
+  endLine?: number;
   reason: string;
   /** The raw line text (truncated to 200 characters). */
   raw: string;
@@ -62,29 +72,59 @@ function emptyToUndefined(row: Record<string, unknown>): Record<string, unknown>
   return Object.fromEntries(Object.entries(row).filter(([, v]) => v !== '' && v !== null && v !== undefined));
 }
 
-function toItem(line: number, raw: Record<string, unknown>, errors: BatchRowError[], rawText: string, seen: Map<string, number>): BatchItem | undefined {
+/**
+ * What the parsers need besides the text: lines refused before parsing (1-based line → reason,
+ * e.g. not valid UTF-8) and the keys seen so far (a second row with the same key is a duplicate).
+ */
+interface RowContext {
+  errors: BatchRowError[];
+  seen: Map<string, number>;
+  badLines: ReadonlyMap<number, string>;
+}
+
+/** The reason a refused line inside `line..endLine` gives, if any. */
+function badLineIn(ctx: RowContext, line: number, endLine: number): string | undefined {
+  for (let n = line; n <= endLine; n++) {
+    const why = ctx.badLines.get(n);
+    if (why) return n === line ? why : `line ${n}: ${why}`;
+  }
+  return undefined;
+}
+
+function toItem(line: number, raw: Record<string, unknown>, ctx: RowContext, rawText: string, endLine = line): BatchItem | undefined {
+  const span = endLine > line ? { endLine } : {};
+  const bad = badLineIn(ctx, line, endLine);
+  if (bad) {
+    ctx.errors.push({ line, ...span, reason: bad, raw: rawText.slice(0, 200) });
+    return undefined;
+  }
   const parsed = BatchRowSchema.safeParse(emptyToUndefined(raw));
   if (!parsed.success) {
-    errors.push({ line, reason: parsed.error.issues.map((i) => `${i.path.join('.') || 'row'}: ${i.message}`).join('; '), raw: rawText.slice(0, 200) });
+    ctx.errors.push({ line, ...span, reason: parsed.error.issues.map((i) => `${i.path.join('.') || 'row'}: ${i.message}`).join('; '), raw: rawText.slice(0, 200) });
     return undefined;
   }
   const { url, key, format, provider, ...rest } = parsed.data;
   const canonical = canonicalUrl(url);
   const derived = key ?? derivedKey(canonical, fingerprint({ url: canonical, format: format ?? null, provider: provider ?? null, rest }));
-  const first = seen.get(derived);
+  const first = ctx.seen.get(derived);
   if (first !== undefined) {
-    errors.push({ line, reason: `duplicate of line ${first} (same key ${derived}); the job is started once`, raw: rawText.slice(0, 200) });
+    ctx.errors.push({ line, ...span, reason: `duplicate of line ${first} (same key ${derived}); the job is started once`, raw: rawText.slice(0, 200) });
     return undefined;
   }
-  seen.set(derived, line);
+  ctx.seen.set(derived, line);
   const legacyKey = key ? undefined : legacyRowKey({ url, format: format ?? null, provider: provider ?? null, rest });
-  return { line, url, key: derived, ...(legacyKey ? { legacyKey } : {}), format, provider, row: parsed.data };
+  return { line, ...span, url, key: derived, ...(legacyKey ? { legacyKey } : {}), format, provider, row: parsed.data };
 }
 
 /** Options of {@link parseCsvText} and {@link readBatchFile}. */
 export interface CsvOptions {
   /** Field delimiter, one character (default `,`). */
   delimiter?: string;
+}
+
+/** Lines refused before parsing (1-based line → reason), from {@link decodeBatchBytes}. */
+export interface ParseContext {
+  badLines?: ReadonlyMap<number, string>;
 }
 
 /** Delimiters recognised when a header without a `url` column would have one with them. */
@@ -102,13 +142,13 @@ function delimiterHint(d: string): string {
  * A header without `url` that has one when split by `;`, a tab or `|` is refused with the
  * delimiter to pass.
  */
-export function parseCsvText(input: string, opts: CsvOptions = {}): Omit<BatchInput, 'batchId'> {
+export function parseCsvText(input: string, opts: CsvOptions & ParseContext = {}): Omit<BatchInput, 'batchId'> {
   const delimiter = opts.delimiter ?? ',';
   // One line ending everywhere (csv-parse counts "\r\n" as two lines in its error positions).
   const text = input.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
   const errors: BatchRowError[] = [];
   const items: BatchItem[] = [];
-  const seen = new Map<string, number>();
+  const ctx: RowContext = { errors, seen: new Map(), badLines: opts.badLines ?? new Map() };
   let records: { record: string[]; raw: string; info: { lines: number } }[];
   try {
     records = parseCsv(text, { delimiter, skip_empty_lines: true, trim: true, info: true, raw: true, relax_column_count: true, skip_records_with_error: true }) as never;
@@ -117,8 +157,10 @@ export function parseCsvText(input: string, opts: CsvOptions = {}): Omit<BatchIn
   }
   const lines = text.split('\n');
   const headerLine = lines.findIndex((l) => l.trim() !== '') + 1; // 0: no content at all
-  if (headerLine === 0) return { items, errors, format: 'csv' };
+  if (headerLine === 0) return { items, errors: [...ctx.badLines].map(([line, reason]) => ({ line, reason, raw: '' })), format: 'csv' };
   const [header, ...rows] = records;
+  const headerBad = ctx.badLines.get(headerLine);
+  if (headerBad) return { items, errors: [{ line: headerLine, reason: `the header: ${headerBad}`, raw: (lines[headerLine - 1] ?? '').slice(0, 200) }], format: 'csv' };
   if (!header || header.info.lines !== headerLine) {
     // The first line could not be parsed: no row can be trusted to name the columns.
     return { items, errors: [{ line: headerLine, reason: 'the first line must be a header naming the columns (one of them "url")', raw: (lines[headerLine - 1] ?? '').slice(0, 200) }], format: 'csv' };
@@ -134,14 +176,15 @@ export function parseCsvText(input: string, opts: CsvOptions = {}): Omit<BatchIn
     return { items, errors: [{ line: headerLine, reason: `the CSV header repeats column(s) ${[...new Set(repeated)].map((c) => `"${c}"`).join(', ')}`, raw: header.raw.trim().slice(0, 200) }], format: 'csv' };
   }
   const addRow = (line: number, record: string[], raw: string, endLine = line) => {
-    if (record.length !== columns.length) {
+    const bad = badLineIn(ctx, line, endLine);
+    if (record.length !== columns.length && !bad) {
       // A record over several lines with the wrong field count is usually an unclosed quote that
       // swallowed the lines after it: name them all, so none is lost without a mention.
       const span = endLine > line ? ` (this record spans lines ${line}–${endLine}: check for an unclosed quote)` : '';
-      errors.push({ line, reason: `${record.length} fields but the header has ${columns.length}${span}`, raw: raw.slice(0, 200) });
+      errors.push({ line, ...(endLine > line ? { endLine } : {}), reason: `${record.length} fields but the header has ${columns.length}${span}`, raw: raw.slice(0, 200) });
       return;
     }
-    const item = toItem(line, Object.fromEntries(columns.map((c, i) => [c, record[i]])), errors, raw, seen);
+    const item = toItem(line, Object.fromEntries(columns.map((c, i) => [c, record[i]])), ctx, raw, endLine);
     if (item) items.push(item);
   };
   const covered = new Set<number>(Array.from({ length: headerLine }, (_, i) => i + 1));
@@ -156,6 +199,8 @@ export function parseCsvText(input: string, opts: CsvOptions = {}): Omit<BatchIn
   lines.forEach((lineText, i) => {
     const n = i + 1;
     if (covered.has(n) || lineText.trim() === '') return;
+    const bad = ctx.badLines.get(n);
+    if (bad) return void errors.push({ line: n, reason: bad, raw: lineText.slice(0, 200) });
     try {
       const alone = parseCsv(lineText, { delimiter, trim: true, relax_column_count: true }) as string[][];
       if (alone.length === 1) return addRow(n, alone[0]!, lineText);
@@ -169,18 +214,24 @@ export function parseCsvText(input: string, opts: CsvOptions = {}): Omit<BatchIn
   return { items, errors, format: 'csv' };
 }
 
-/** Parses JSONL text (one JSON object per line; blank lines and `#` comments skipped). */
-export function parseJsonlText(text: string): Omit<BatchInput, 'batchId'> {
+/**
+ * Parses JSONL text: one JSON object per line (LF, CRLF or CR; a leading BOM is ignored); blank
+ * lines and `#` comments skipped. A line that is not JSON, not an object, or has a duplicate key
+ * is refused with its line number.
+ */
+export function parseJsonlText(text: string, opts: ParseContext = {}): Omit<BatchInput, 'batchId'> {
   const errors: BatchRowError[] = [];
   const items: BatchItem[] = [];
-  const seen = new Map<string, number>();
-  text.split(/\r?\n/).forEach((lineText, i) => {
+  const ctx: RowContext = { errors, seen: new Map(), badLines: opts.badLines ?? new Map() };
+  text.replace(/^\uFEFF/, '').split(/\r\n|\r|\n/).forEach((lineText, i) => {
     const line = i + 1;
     const t = lineText.trim();
+    const bad = ctx.badLines.get(line);
+    if (bad) return void errors.push({ line, reason: bad, raw: t.slice(0, 200) });
     if (!t || t.startsWith('#')) return;
     let obj: unknown;
     try {
-      obj = JSON.parse(t);
+      obj = parseJsonStrict(t);
     } catch (e) {
       errors.push({ line, reason: `not valid JSON: ${(e as Error).message}`, raw: t.slice(0, 200) });
       return;
@@ -189,10 +240,64 @@ export function parseJsonlText(text: string): Omit<BatchInput, 'batchId'> {
       errors.push({ line, reason: 'a row must be a JSON object with a "url" field', raw: t.slice(0, 200) });
       return;
     }
-    const item = toItem(line, obj as Record<string, unknown>, errors, t, seen);
+    const item = toItem(line, obj as Record<string, unknown>, ctx, t);
     if (item) items.push(item);
   });
   return { items, errors, format: 'jsonl' };
+}
+
+/** A batch file's bytes as text (see {@link decodeBatchBytes}). */
+export interface DecodedBatch {
+  /** The text, line endings kept as they were (the parsers accept LF, CRLF and CR). */
+  text: string;
+  encoding: 'utf-8' | 'utf-8 with BOM' | 'utf-16le' | 'utf-16be';
+  /** Lines that cannot be read (1-based line → reason); they are refused, the others go on. */
+  badLines: Map<number, string>;
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * Reads a batch file's bytes: a UTF-16 BOM (`FF FE` little-endian, `FE FF` big-endian) selects
+ * UTF-16 (a file that is not valid UTF-16 is refused at line 1); otherwise UTF-8, with or without
+ * a BOM, line by line: a line that is not valid UTF-8 (Latin-1 or Windows-1252 bytes, binary
+ * data) is refused with its line number and the other lines are read. Line breaks are `\n`,
+ * `\r\n` or `\r` (bytes that never occur inside a UTF-8 sequence). Never throws.
+ */
+export function decodeBatchBytes(bytes: Uint8Array): DecodedBatch {
+  const badLines = new Map<number, string>();
+  if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
+    const encoding = bytes[0] === 0xff ? 'utf-16le' : 'utf-16be';
+    try {
+      return { text: new TextDecoder(encoding, { fatal: true }).decode(bytes), encoding, badLines };
+    } catch {
+      badLines.set(1, `the file starts with a ${encoding.toUpperCase()} byte order mark but is not valid ${encoding.toUpperCase()}: save it as UTF-8`);
+      return { text: '', encoding, badLines };
+    }
+  }
+  const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+  const body = bom ? bytes.subarray(3) : bytes;
+  const lines: string[] = [];
+  let start = 0;
+  const take = (end: number) => {
+    const chunk = body.subarray(start, end);
+    try {
+      lines.push(UTF8.decode(chunk));
+    } catch {
+      const odd = chunk.find((b) => b >= 0x80) ?? 0;
+      badLines.set(lines.length + 1, `not valid UTF-8 (byte 0x${odd.toString(16).toUpperCase().padStart(2, '0')}: Latin-1, Windows-1252 or binary data?); save the file as UTF-8`);
+      lines.push(Buffer.from(chunk).toString('latin1').replace(/[^\x20-\x7e\t]/g, '?'));
+    }
+  };
+  for (let i = 0; i < body.length; i++) {
+    const b = body[i];
+    if (b !== 0x0a && b !== 0x0d) continue;
+    take(i);
+    if (b === 0x0d && body[i + 1] === 0x0a) i++;
+    start = i + 1;
+  }
+  take(body.length);
+  return { text: lines.join('\n'), encoding: bom ? 'utf-8 with BOM' : 'utf-8', badLines };
 }
 
 /**
@@ -201,17 +306,18 @@ export function parseJsonlText(text: string): Omit<BatchInput, 'batchId'> {
  * cannot be read (missing, a directory, no permission), naming the file and why.
  */
 export function readBatchFile(file: string, opts: CsvOptions = {}): BatchInput {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    bytes = fs.readFileSync(file);
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     const why = err.code === 'ENOENT' ? 'no such file' : err.code === 'EISDIR' ? 'it is a directory' : err.code === 'EACCES' ? 'permission denied' : err.message;
     throw new InvalidInputError(`cannot read input file ${file}: ${why}`, []);
   }
+  const { text, badLines } = decodeBatchBytes(bytes);
   const ext = path.extname(file).toLowerCase();
   const jsonl = ext === '.jsonl' || ext === '.ndjson' || (ext !== '.csv' && text.trimStart().startsWith('{'));
-  const parsed = jsonl ? parseJsonlText(text) : parseCsvText(text, opts);
+  const parsed = jsonl ? parseJsonlText(text, { badLines }) : parseCsvText(text, { ...opts, badLines });
   const batchId = `batch-${fingerprint(parsed.items.map((i) => i.key)).slice(0, 20)}`;
   return { ...parsed, batchId };
 }

@@ -5,13 +5,30 @@
  * The chaos lasts 45 s after the last start, then stops; every job must then end. The full run
  * (500 requests) is `npm run bench:chaos`.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { formatChaosReport, runChaos } from '../../bench/chaos.js';
+import { keepLogFile, keepSqliteFile, recordConfigSecrets } from '../helpers/evidence.js';
+
+/** Keeps the chaos run's store, worker logs and provider keys for the secrets scan, then deletes its directory. */
+function keepChaosEvidence(dir: string | undefined): void {
+  if (!dir || !fs.existsSync(dir)) return;
+  for (const f of fs.readdirSync(dir)) {
+    const file = path.join(dir, f);
+    if (f.endsWith('.json')) recordConfigSecrets('chaos', file);
+    else if (f.endsWith('.db')) keepSqliteFile(file, `chaos-${f}`);
+    else if (f.endsWith('.log')) keepLogFile(`chaos-${f}`, file);
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+}
 
 describe('chaos (small)', () => {
   it('creates exactly one provider job per request, writes no duplicate result and loses no job', async () => {
     const { address, namespace } = inject('temporal');
-    const report = await runChaos({ requests: 40, temporalAddress: address, namespace, workers: 2, killEveryMs: 5_000, deadlineMs: 60_000, chaosMs: 45_000, convergeMs: 300_000, seed: 7, log: () => undefined });
+    let kept: string | undefined;
+    const log = (line: string) => void (kept = /kept (\S+)/.exec(line)?.[1] ?? kept);
+    const report = await runChaos({ requests: 40, temporalAddress: address, namespace, workers: 2, killEveryMs: 5_000, deadlineMs: 60_000, chaosMs: 45_000, convergeMs: 300_000, seed: 7, log, keepDir: true }).finally(() => keepChaosEvidence(kept));
     console.log(formatChaosReport(report));
     expect(report.providerJobsCreated).toBe(report.logicalRequests);
     expect(report.duplicateResultRows).toBe(0);

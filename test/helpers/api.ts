@@ -11,6 +11,7 @@ import { buildApi } from '../../src/api/app.js';
 import { hashApiKey } from '../../src/api/auth.js';
 import { ScrapeClient } from '../../src/client/index.js';
 import { webhookProviderNames, type ApiConfig } from '../../src/config.js';
+import { keepLog, recordResponse, recordSecrets } from './evidence.js';
 import { startStack, type Stack, type StackOptions } from './stack.js';
 
 /** API keys of the test accounts (loopback only). */
@@ -49,6 +50,7 @@ export async function startApiStack(opts: StackOptions & { webhooks?: boolean; a
     // Placeholder URL until the API listens; the worker (started below) reads the same object.
     stack.config.providers.reference!.webhook = { url: 'http://127.0.0.1:9/placeholder', secretEnv };
   }
+  recordSecrets('api', [...Object.values(API_KEYS), webhookSecret]);
   Object.assign(stack.config.api, opts.api ?? {});
   const client = new ScrapeClient({ temporal: stack.temporal, store: stack.store, taskQueue: stack.config.temporal.taskQueue, defaultProvider: 'reference', webhookProviders: webhookProviderNames(stack.config), providers: Object.keys(stack.config.providers) });
   const logStream = new PassThrough();
@@ -81,10 +83,12 @@ export async function startApiStack(opts: StackOptions & { webhooks?: boolean; a
         headers['content-type'] ??= 'application/json';
         body = JSON.stringify(init.json);
       }
-      return fetch(`${url}${path}`, { method, headers, body });
+      // Every answer is kept for the secrets scan (test/helpers/evidence.ts).
+      return recordResponse(`${method} ${path}`, await fetch(`${url}${path}`, { method, headers, body }));
     },
     async stop() {
       await app.close();
+      keepLog('api', logText);
       await stack.stop();
       delete process.env[secretEnv];
     },

@@ -23,6 +23,7 @@ import { startSim, type Sim, type SimResponseEvent } from '../../src/sim/index.j
 import type { ProfileInput } from '../../src/sim/schemas.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { createScrapeWorker, installWorkerLogging } from '../../src/worker.js';
+import { evidenceLogFile, keepStore, recordSecrets } from './evidence.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const REPO = path.resolve(HERE, '../..');
@@ -75,7 +76,8 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-installWorkerLogging({ level: 'WARN', file: path.join(os.tmpdir(), `scrape-test-worker-${process.pid}.log`) });
+// The in-process workers' log, kept for the secrets scan (test/helpers/evidence.ts).
+installWorkerLogging({ level: 'WARN', file: evidenceLogFile('worker', path.join(os.tmpdir(), `scrape-test-worker-${process.pid}.log`)) });
 
 /** Starts a stack; call `stop()` in `afterAll`. */
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
@@ -93,6 +95,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     ],
     logger: false,
   });
+  recordSecrets('stack', [...Object.values(KEYS), 'admin-test', opts.codec ? process.env.SCRAPE_CODEC_KEYS : undefined]);
   const capabilities = { idempotency: profile.idempotency ?? true, list: profile.list ?? true, cancel: profile.cancel ?? true, webhooks: false };
   const config = parseConfig(
     {
@@ -145,7 +148,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     async spawnWorker(env = {}) {
       const child = spawn(process.execPath, ['--import', 'tsx', path.join(HERE, 'workerMain.ts')], {
         cwd: REPO,
-        env: { ...process.env, SCRAPE_CONFIG: configFile, WORKER_LOG: path.join(dir, 'worker-child.log'), ...env },
+        env: { ...process.env, SCRAPE_CONFIG: configFile, WORKER_LOG: evidenceLogFile('worker-child', path.join(dir, 'worker-child.log')), ...env },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       children.add(child);
@@ -181,6 +184,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await native?.close();
       await connection.close();
       await sim.close();
+      await keepStore(store, 'stack'); // for the secrets scan: the directory goes now
       await store.close();
       fs.rmSync(dir, { recursive: true, force: true });
     },

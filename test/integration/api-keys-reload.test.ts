@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey, startApi, type RunningApi } from '../../src/api/main.js';
+import { keepLog, recordSecrets } from '../helpers/evidence.js';
 import { REPO, startStack, waitFor, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
@@ -34,10 +35,12 @@ const listAs = async (base: string, key: string) => (await fetch(`${base}/v1/scr
 describe('API key reload', () => {
   it('a key made while the API runs works without a restart; a key taken out of the file stops working', async () => {
     const first = createApiKey({ account: 'acme', configFile }).key;
+    recordSecrets('api-keys-reload', [first]);
     running = await startApi({ configFile, logger: false });
     expect(await listAs(running.url, first)).toBe(200);
 
     const second = createApiKey({ account: 'acme', name: 'made-while-running', configFile }).key; // what `api --new-key` does
+    recordSecrets('api-keys-reload', [second]);
     expect(await waitFor(async () => (await listAs(running!.url, second)) === 200, 10_000, 'the new key to be accepted')).toBe(true);
 
     const kept = JSON.parse(fs.readFileSync(keysFile, 'utf8')) as { keys: { name?: string }[] };
@@ -56,15 +59,18 @@ describe('API key reload', () => {
     });
     children.push(child);
     let err = '';
+    let out = '';
     child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
-    child.stdout!.on('data', () => undefined);
+    child.stdout!.on('data', (b: Buffer) => (out += b.toString())); // the request log (JSON lines), kept for the secrets scan
     const base = await waitFor(() => /HTTP API listening on (http:\/\/\S+) /.exec(err)?.[1], 60_000, `the API to listen:\n${err}`);
     const third = createApiKey({ account: 'acme', name: 'after-start', configFile }).key;
+    recordSecrets('api-keys-reload', [third]);
     expect(await listAs(base, third)).toBe(401); // not watched: the file change alone does nothing
     child.kill('SIGHUP');
     expect(await waitFor(async () => (await listAs(base, third)) === 200, 10_000, 'the key to be accepted after SIGHUP')).toBe(true);
     expect(err).toMatch(/SIGHUP: \d+ API key\(s\) in force/);
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
+    keepLog('api-process', `${out}\n${err}`);
   });
 });

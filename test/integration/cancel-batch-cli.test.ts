@@ -13,6 +13,7 @@ import type { PollPolicy } from '../../src/model/types.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { CANCEL_REQ, cancelEventsIn, historyOf, providerCancelCalls, providerJobs, settle, waitRow } from '../helpers/cancel.js';
 import { FAST_POLICY, REPO, startStack, waitFor, type Stack } from '../helpers/stack.js';
+import { recordCli } from '../helpers/evidence.js';
 
 const POLICY: Partial<PollPolicy> = { ...FAST_POLICY, cancelConfirmDeadlineMs: 8_000 };
 const RUN = randomUUID().slice(0, 6);
@@ -35,10 +36,10 @@ afterAll(async () => {
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const r = await run('npx', ['tsx', 'src/cli.ts', ...args, '--config', stack.configFile], { cwd: REPO, env: { ...process.env, SCRAPE_CONFIG: '' }, timeout: 90_000 });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+    return recordCli(args, { code: 0, stdout: r.stdout, stderr: r.stderr });
   } catch (e) {
     const err = e as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof err.code === 'number' ? err.code : -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' };
+    return recordCli(args, { code: typeof err.code === 'number' ? err.code : -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' });
   }
 }
 

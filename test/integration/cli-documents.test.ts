@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO, startStack, type Stack } from '../helpers/stack.js';
+import { recordCli } from '../helpers/evidence.js';
 
 const run = promisify(execFile);
 let stack: Stack;
@@ -19,10 +20,10 @@ afterAll(async () => stack?.stop());
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const r = await run('npx', ['tsx', 'src/cli.ts', ...args, '--config', stack.configFile], { cwd: REPO, env: { ...process.env, SCRAPE_CONFIG: '' }, timeout: 90_000 });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+    return recordCli(args, { code: 0, stdout: r.stdout, stderr: r.stderr });
   } catch (e) {
     const err = e as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof err.code === 'number' ? err.code : -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' };
+    return recordCli(args, { code: typeof err.code === 'number' ? err.code : -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' });
   }
 }
 

@@ -21,6 +21,7 @@ import { fingerprint } from '../../src/lib/hash.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { Store } from '../../src/store/index.js';
 import { FAST_POLICY, REPO, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
+import { recordCli } from '../helpers/evidence.js';
 
 const run = promisify(execFile);
 let stack: Stack;
@@ -55,10 +56,10 @@ async function cli(args: string[], opts: { config?: string | null; cwd?: string;
   const argv = ['--import', import.meta.resolve('tsx'), path.join(REPO, 'src/cli.ts'), ...args, ...(config ? ['--config', config] : [])];
   try {
     const r = await run(process.execPath, argv, { cwd: opts.cwd ?? REPO, env: { ...process.env, SCRAPE_CONFIG: '', FORCE_COLOR: '0', ...opts.env }, timeout: 90_000 });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+    return recordCli(args, { code: 0, stdout: r.stdout, stderr: r.stderr });
   } catch (e) {
     const err = e as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof err.code === 'number' ? err.code : -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' };
+    return recordCli(args, { code: typeof err.code === 'number' ? err.code : -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' });
   }
 }
 

@@ -11,16 +11,25 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { JOBS_VIEW_QUERY } from '../../src/client/schedules.js';
 import { freePort } from '../../src/devserver/devServer.js';
+import { keepLogFile, keepSqliteFile, recordCli, recordConfigSecrets } from '../helpers/evidence.js';
 import { REPO } from '../helpers/stack.js';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-demo-test-'));
-afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+afterAll(() => {
+  // For the secrets scan: the demo's store, its own Temporal server's database (history blobs hold
+  // the payloads as bytes), its worker log and the provider key of its configuration.
+  recordConfigSecrets('demo', path.join(dataDir, 'config.json'));
+  keepSqliteFile(path.join(dataDir, 'scrapes.db'), 'demo-store');
+  keepSqliteFile(path.join(dataDir, 'temporal.db'), 'demo-temporal');
+  keepLogFile('demo-worker', path.join(dataDir, 'worker.log'));
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
 
 function demo(ports: Record<string, string> = {}) {
   const env: NodeJS.ProcessEnv = { ...process.env, FORCE_COLOR: '0', ...ports };
   delete env.TEMPORAL_ADDRESS; // the demo starts its own server, as on a fresh machine
   const r = spawnSync('npm', ['run', 'demo', '--', '--exit', '--data-dir', dataDir], { cwd: REPO, env, encoding: 'utf8', timeout: 180_000 });
-  return { code: r.status, out: `${r.stdout}\n${r.stderr}` };
+  return recordCli(['npm', 'run', 'demo', '--', '--exit'], { code: r.status, out: `${r.stdout}\n${r.stderr}` });
 }
 
 describe('npm run demo', () => {

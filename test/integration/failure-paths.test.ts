@@ -21,6 +21,7 @@ import { createActivities } from '../../src/activities/index.js';
 import { ScrapeClient } from '../../src/client/index.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { workflowBundle } from '../../src/worker.js';
+import { recordSecrets } from '../helpers/evidence.js';
 import { historyText } from '../helpers/leaks.js';
 import { FAST_POLICY, KEYS, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 
@@ -57,6 +58,7 @@ describe('on the reference provider', () => {
   it('keeps secrets of the input row out of workflow history and the store; refuses nested secrets in options', async () => {
     const rowSecret = 'sk-live-ROWSECRET-0123456789';
     const bearer = 'tok-BEARERSECRET-0123456789';
+    recordSecrets('failure-paths row', [rowSecret, bearer, 'hunter2-hunter2']); // the run's secrets scan looks for them everywhere too
     const ref = await stack.client.startScrape({
       account: 'acme',
       url: pages.pageUrl('002'),

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { historyText, secretsIn, storeText } from '../helpers/leaks.js';
 import { FAST_POLICY, KEYS, REPO, startStack, waitForState, type Stack } from '../helpers/stack.js';
+import { recordCli } from '../helpers/evidence.js';
 
 const run = promisify(execFile);
 let pages: PageServer;
@@ -26,6 +27,7 @@ afterAll(async () => {
 
 async function cli(...args: string[]): Promise<string> {
   const r = await run('npx', ['tsx', 'src/cli.ts', ...args, '--config', stack.configFile], { cwd: REPO, env: { ...process.env, SCRAPE_CONFIG: '' }, timeout: 90_000 }).catch((e: { stdout?: string; stderr?: string }) => e);
+  recordCli(args, r);
   return `${r.stdout ?? ''}${r.stderr ?? ''}`;
 }
 

@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { maintenanceScheduleIds } from '../../src/client/schedules.js';
+import { recordCli } from '../helpers/evidence.js';
 import { REPO, startStack, waitFor, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
@@ -56,7 +57,12 @@ function npmRun(script: string, args: string[]) {
   let out = '';
   child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => {
+      recordCli(['npm', 'run', script, '--', ...args], { code, out }); // kept for the secrets scan
+      resolve({ code, signal });
+    }),
+  );
   return { child, output: () => out, exited };
 }
 
@@ -101,6 +107,7 @@ describe('demo ports', () => {
       env.stdout.on('data', (b: Buffer) => (out += b.toString()));
       env.stderr.on('data', (b: Buffer) => (out += b.toString()));
       expect(await new Promise((r) => env.once('exit', r))).toBe(2);
+      recordCli(['npm', 'run', 'demo', '--', '--exit'], { code: 2, out });
       expect(out).toContain(`port ${port} (--provider-port / SCRAPE_DEMO_PROVIDER_PORT) is in use`);
     } finally {
       busy.close();

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotencyConflictStoreError, openStore, type Store } from '../../src/store/index.js';
+import { keepStore } from '../helpers/evidence.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 let pg: TestPostgres | undefined;
@@ -31,7 +32,10 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       store = await openStore(dialect === 'sqlite' ? `sqlite:${path.join(dir, 'store.db')}` : pg!.url);
       await store.migrate(); // a second migrate is a no-op
     });
-    afterAll(async () => store?.close());
+    afterAll(async () => {
+      if (store) await keepStore(store, `store-${dialect}`); // for the secrets scan
+      await store?.close();
+    });
 
     const job = (id: string, hash = 'h1') => ({ id, account: 'acme', idem_key: id, provider: 'p', request_hash: hash, url: 'https://e.x/', input: '{}', options: '{}', batch_id: null, workflow_id: id, task_id: null, deadline_at: null });
 

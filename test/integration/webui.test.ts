@@ -25,6 +25,7 @@ import { startDevServer, type DevServer } from '../../src/devserver/devServer.js
 import { startSim, type Sim } from '../../src/sim/index.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { openStore, type Store } from '../../src/store/index.js';
+import { keepSqliteFile, keepStore, recordSecrets } from '../helpers/evidence.js';
 import { SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes.js';
 import { createMaintenanceWorker, createScrapeWorker } from '../../src/worker.js';
 import { FAST_POLICY, waitFor, waitForState } from '../helpers/stack.js';
@@ -70,6 +71,7 @@ beforeAll(async () => {
     },
     {},
   );
+  recordSecrets('webui', [KEY, 'admin-ui']);
   store = await openStore(config.storeUrl);
   native = await NativeConnection.connect({ address: server.address });
   workers = [await createScrapeWorker({ connection: native, config, store }), await createMaintenanceWorker({ connection: native, config, store })];
@@ -99,10 +101,12 @@ afterAll(async () => {
   await running;
   await native?.close();
   await connection?.close();
+  if (store) await keepStore(store, 'webui'); // for the secrets scan
   await store?.close();
   await sim?.close();
   await pages?.close();
   await server?.stop();
+  if (dir) keepSqliteFile(path.join(dir, 'temporal.db'), 'webui-temporal'); // its own server's histories (payload bytes in the blobs)
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 

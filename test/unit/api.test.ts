@@ -206,6 +206,9 @@ describe('the app without Temporal', () => {
       { payload: JSON.stringify({ url: 'https://example.com/?token=sk-live-0123456789abcdef' }), type: 'application/json', status: 400, slug: 'invalid-request' },
       { payload: JSON.stringify({ url: 'https://example.com/', policy: { initialDelayMs: 1 } }), type: 'application/json', status: 400, slug: 'invalid-request' },
       { payload: '{"url":"https://example.com/","__proto__":{"admin":true}}', type: 'application/json', status: 400, slug: 'invalid-request', detail: /forbidden "__proto__"/ },
+      // A duplicate key is refused (JSON.parse would keep the last one silently): at the top level and nested.
+      { payload: '{"url":"https://example.com/a","url":"https://example.com/b"}', type: 'application/json', status: 400, slug: 'invalid-request', detail: /duplicate key "url" in the object at \/ / },
+      { payload: '{"url":"https://example.com/","policy":{"deadlineMs":5000,"deadlineMs":60000}}', type: 'application/json', status: 400, slug: 'invalid-request', detail: /duplicate key "deadlineMs" in the object at \/policy/ },
       { payload: JSON.stringify({ url: 'https://example.com/', options: { headers: { Authorization: 'Bearer abcdefgh12345678' } } }), type: 'application/json', status: 400, slug: 'invalid-request' },
     ];
     for (const c of cases) {
@@ -219,10 +222,32 @@ describe('the app without Temporal', () => {
       expect(r.body).not.toMatch(/at .*\.ts:\d+/);
     }
     expect(await store.listJobs({})).toEqual([]);
-    const long = await app.inject({ url: `/v1/scrapes/${'a'.repeat(500)}`, headers: auth });
-    expect(long.statusCode).toBe(414);
-    expect(long.headers['content-type']).toMatch(/^application\/problem\+json/);
-    expect(long.json()).toMatchObject({ type: '/problems/uri-too-long', status: 414 });
+    // An over-long ID (past the schema's 300 characters, or the router's 400) is an invalid parameter: 400, as the document says.
+    for (const n of [301, 500]) {
+      const long = await app.inject({ url: `/v1/scrapes/${'a'.repeat(n)}`, headers: auth });
+      expect(long.statusCode).toBe(400);
+      expect(long.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(long.json()).toMatchObject({ type: '/problems/invalid-request', status: 400 });
+    }
+  });
+
+  it('a method the path does not answer is 405 with Allow, before the body is read; an unknown path is 404', async () => {
+    for (const [method, url, allow] of [
+      ['DELETE', '/v1/scrapes/scrape%3Aacme%3Ak', 'GET, HEAD'],
+      ['PUT', '/v1/scrapes', 'GET, HEAD, POST'],
+      ['QUERY', '/v1/scrapes/x/result', 'GET, HEAD'],
+      ['GET', '/v1/scrapes/x/cancel', 'POST'],
+      ['TRACE', '/healthz', 'GET, HEAD'],
+      ['GET', '/v1/webhooks/reference', 'POST'],
+    ] as const) {
+      const r = await app.inject({ method: method as never, url, headers: { ...auth, 'content-type': 'text/plain' }, payload: method === 'GET' || method === 'TRACE' ? undefined : 'not json' });
+      expect(r.statusCode, `${method} ${url}`).toBe(405);
+      expect(r.headers.allow).toBe(allow);
+      expect(r.json()).toMatchObject({ type: '/problems/method-not-allowed', status: 405 });
+    }
+    const missing = await app.inject({ method: 'PATCH', url: '/v2/nothing', headers: { 'content-type': 'text/plain' }, payload: 'x' });
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json()).toMatchObject({ type: '/problems/route-not-found' });
   });
 
   it('an unauthenticated request is 401 before its body is even read', async () => {

@@ -332,7 +332,9 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       expect(s.api!.logs()).toContain(`/v1/webhooks/${s.name}/[REDACTED]`);
 
       const unknown = await deliver({ event_id: 'evt_token_unknown', type: 'job.completed', job_id: 'job_nobody', status: 'completed' }, token);
-      expect(unknown.status).toBe(202);
+      // An unknown job answers like a wrong token (no existence oracle for unauthenticated callers; issue 13).
+      expect(unknown.status).toBe(401);
+      expect(await unknown.json()).toMatchObject({ type: '/problems/invalid-webhook-token' });
       expect((await listQuarantine(s.store)).find((q) => q.event_id === 'evt_token_unknown')).toMatchObject({ reason: 'unmatched', body: '' });
       sim.release(row.task_id!);
       sim.release((await s.store.getJob(other.jobId))!.task_id!);
