@@ -132,7 +132,8 @@ export function recordCli<T extends { code?: number | null; stdout?: string; std
 
 /**
  * Keeps a SQLite file that something else wrote (the demo's store or its Temporal server's
- * database; a bench stack's store) by `VACUUM INTO` a copy; missing files are ignored.
+ * database; a bench stack's store) by `VACUUM INTO` a copy, else (a schema this SQLite cannot
+ * re-create) by copying the file and its WAL; missing files are ignored.
  */
 export function keepSqliteFile(file: string, label: string): void {
   const dir = evidencePath('stores');
@@ -146,7 +147,16 @@ export function keepSqliteFile(file: string, label: string): void {
       db.close();
     }
   } catch (e) {
-    fs.writeFileSync(`${base}.error`, `SQLite file ${label} could not be kept: ${(e as Error).message}\n`);
+    // The Temporal dev server's schema (CLI ≥ 1.9) has double-quoted string literals in generated
+    // columns, which this SQLite build refuses to re-create (VACUUM INTO); reading it works. Its
+    // server has stopped by now: the file and its WAL, copied as they are, are the same database.
+    try {
+      fs.rmSync(`${base}.db`, { force: true });
+      fs.copyFileSync(file, `${base}.db`);
+      if (fs.existsSync(`${file}-wal`)) fs.copyFileSync(`${file}-wal`, `${base}.db-wal`);
+    } catch (copyError) {
+      fs.writeFileSync(`${base}.error`, `SQLite file ${label} could not be kept: ${(e as Error).message}; copying it: ${(copyError as Error).message}\n`);
+    }
   }
 }
 

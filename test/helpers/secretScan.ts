@@ -105,8 +105,11 @@ export class SecretScanner {
     this.report = { volume: { histories: { items: 0, bytes: 0 }, stores: { items: 0, bytes: 0 }, logs: { items: 0, bytes: 0 }, answers: { items: 0, bytes: 0 } }, hits: [], secrets: distinct.length, decryptedPayloads: 0, unscanned: [] };
   }
 
-  /** Searches one item's text; counts it in the source's volume. */
-  scan(source: ScanSource, item: string, text: string): void {
+  /**
+   * Searches one item's text; counts it in the source's volume. `patterns: false` searches for the
+   * configured secret values only (see {@link PAGE_CONTENT_COLUMNS}).
+   */
+  scan(source: ScanSource, item: string, text: string, opts: { patterns?: boolean } = {}): void {
     const v = this.report.volume[source];
     v.items += 1;
     v.bytes += Buffer.byteLength(text);
@@ -117,7 +120,7 @@ export class SecretScanner {
         at = text.indexOf(form, at + form.length);
       }
     }
-    for (const p of PATTERNS) {
+    for (const p of opts.patterns === false ? [] : PATTERNS) {
       for (const m of text.matchAll(p.re)) {
         if (!looksSecret(p.value(m as RegExpExecArray))) continue;
         const whole = m[1] && p.name === 'credential parameter' ? m[1] : m[0];
@@ -155,19 +158,56 @@ export function recordedSecrets(dir: string): string[] {
   );
 }
 
+/**
+ * The store columns that hold a scraped page's own words (`results` and `result_documents`). A
+ * page about OAuth may show `Authorization: Bearer <example>` or `?access_token=<example>`: that is
+ * the user's data, kept as the page said it, not a leak. These columns are searched for every
+ * configured secret value (a provider echoing our key into content is still caught), not for
+ * credential patterns. `final_url`, `url`, `error` and every other column get both searches.
+ */
+export const PAGE_CONTENT_COLUMNS: ReadonlySet<string> = new Set(['title', 'byline', 'excerpt', 'text', 'markdown', 'links', 'data', 'site_name']);
+const PAGE_TABLES = new Set(['results', 'result_documents']);
+
+function cellText(c: unknown): string {
+  return Buffer.isBuffer(c) ? c.toString('utf8') : typeof c === 'string' ? c : JSON.stringify(c) ?? String(c);
+}
+
+/** Scans one table's rows as two items: page-content columns (secret values only) and the rest (secret values and patterns). */
+function scanTable(scanner: SecretScanner, item: string, table: string, columns: string[], rows: unknown[][]): void {
+  const content = PAGE_TABLES.has(table) ? columns.map((c) => PAGE_CONTENT_COLUMNS.has(c)) : columns.map(() => false);
+  const pick = (want: boolean) => rows.map((r) => r.filter((_, i) => content[i] === want).map(cellText).join('\t')).join('\n');
+  scanner.scan('stores', item, pick(false));
+  if (content.some(Boolean)) scanner.scan('stores', `${item} page content`, pick(true), { patterns: false });
+}
+
 /** Searches every table of a SQLite file: each row (all columns; blobs as UTF-8) is one item `file › table`. */
 export function scanSqliteFile(scanner: SecretScanner, file: string): void {
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
     const tables = db.prepare(`select name from sqlite_master where type = 'table'`).all() as { name: string }[];
     for (const { name } of tables) {
-      const rows = db.prepare(`select * from "${name.replace(/"/g, '""')}"`).raw(true).all() as unknown[][];
+      const stmt = db.prepare(`select * from "${name.replace(/"/g, '""')}"`).raw(true);
+      const rows = stmt.all() as unknown[][];
       if (rows.length === 0) continue;
-      const text = rows.map((r) => r.map((c) => (Buffer.isBuffer(c) ? c.toString('utf8') : String(c))).join('\t')).join('\n');
-      scanner.scan('stores', `${path.basename(file)} › ${name} (${rows.length} rows)`, text);
+      scanTable(scanner, `${path.basename(file)} › ${name} (${rows.length} rows)`, name, stmt.columns().map((c) => c.name), rows);
     }
   } finally {
     db.close();
+  }
+}
+
+/** Searches a PostgreSQL dump (`{"table", "row"}` JSON lines, see `keepStore`) table by table, as {@link scanSqliteFile} does. */
+function scanJsonlDump(scanner: SecretScanner, file: string): void {
+  const byTable = new Map<string, Record<string, unknown>[]>();
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    if (!line) continue;
+    const { table, row } = JSON.parse(line) as { table: string; row: Record<string, unknown> };
+    byTable.set(table, [...(byTable.get(table) ?? []), row]);
+  }
+  if (byTable.size === 0) scanner.scan('stores', path.basename(file), '');
+  for (const [table, rows] of byTable) {
+    const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+    scanTable(scanner, `${path.basename(file)} › ${table} (${rows.length} rows)`, table, columns, rows.map((r) => columns.map((c) => r[c] ?? null)));
   }
 }
 
@@ -178,7 +218,7 @@ export function scanStores(scanner: SecretScanner, dir: string): void {
   for (const f of fs.readdirSync(sub).sort()) {
     const file = path.join(sub, f);
     if (f.endsWith('.db')) scanSqliteFile(scanner, file);
-    else if (f.endsWith('.jsonl')) scanner.scan('stores', f, fs.readFileSync(file, 'utf8'));
+    else if (f.endsWith('.jsonl')) scanJsonlDump(scanner, file);
     else if (f.endsWith('.error')) scanner.unscanned(fs.readFileSync(file, 'utf8').trim());
   }
 }
