@@ -60,6 +60,12 @@ export interface ChaosOptions {
   convergeMs?: number;
   log?: (line: string) => void;
   seed?: number;
+  /**
+   * Jobs each simulated provider account runs at once (beyond it a submit is refused
+   * `CONCURRENCY_LIMIT`; default 25). The product learns it (the key's adaptive active-jobs limit);
+   * its concurrent HTTP calls per key are configured to 80 % of it (default 20).
+   */
+  providerConcurrency?: number;
   /** Keep the temp directory (store, config) for inspection. */
   keepDir?: boolean;
 }
@@ -114,15 +120,17 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     cleanups.push(() => site.close());
     const pages = ['index.html', ...fs.readdirSync(path.join(REPO, 'sample-site', 'articles')).map((f) => `articles/${f}`)];
 
+    const concurrency = opts.providerConcurrency ?? 25;
+    const maxConcurrent = Math.max(1, Math.floor(concurrency * 0.8));
     const apiKey = 'sk-chaos-0123456789abcdef';
     const lagKey = 'sk-chaos-lag-0123456789abcdef';
     const sim = await startSim({
       host: '127.0.0.1',
       port: 0,
       accounts: [
-        { name: 'chaos', apiKeys: [apiKey], profile: { concurrency: 25, retryAfterSeconds: 2, minRunMs: 300 } },
+        { name: 'chaos', apiKeys: [apiKey], profile: { concurrency, retryAfterSeconds: 2, minRunMs: 300 } },
         // No idempotency key, and a list that shows a new job only 3 s later (settle window: 10 s).
-        { name: 'chaos-lag', apiKeys: [lagKey], profile: { concurrency: 25, retryAfterSeconds: 2, minRunMs: 300, idempotency: false, list: true, listLagMs: 3_000 } },
+        { name: 'chaos-lag', apiKeys: [lagKey], profile: { concurrency, retryAfterSeconds: 2, minRunMs: 300, idempotency: false, list: true, listLagMs: 3_000 } },
       ],
       logger: false,
       random,
@@ -152,8 +160,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         storeUrl: `sqlite:${storeFile}`,
         defaultAccount: 'chaos',
         providers: {
-          reference: { kind: 'reference', baseUrl: sim.url, submitTimeoutMs: 3_000, readTimeoutMs: 3_000, credentials: { default: { apiKey } }, limits: { maxConcurrent: 20, minIntervalMs: 0 } },
-          reference_lag: { kind: 'reference', baseUrl: sim.url, submitTimeoutMs: 3_000, readTimeoutMs: 3_000, capabilities: { idempotency: false, list: true, cancel: true, webhooks: false }, credentials: { default: { apiKey: lagKey } }, limits: { maxConcurrent: 20, minIntervalMs: 0 } },
+          reference: { kind: 'reference', baseUrl: sim.url, submitTimeoutMs: 3_000, readTimeoutMs: 3_000, credentials: { default: { apiKey } }, limits: { maxConcurrent, minIntervalMs: 0 } },
+          reference_lag: { kind: 'reference', baseUrl: sim.url, submitTimeoutMs: 3_000, readTimeoutMs: 3_000, capabilities: { idempotency: false, list: true, cancel: true, webhooks: false }, credentials: { default: { apiKey: lagKey } }, limits: { maxConcurrent, minIntervalMs: 0 } },
         },
       },
       {},
@@ -377,10 +385,11 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(proces
     .option('--deadline-ms <ms>', 'tracking deadline of each job', (v) => Number(v), 60_000)
     .option('--chaos-ms <ms>', 'how long the chaos goes on after the last start', (v) => Number(v), 120_000)
     .option('--seed <n>', 'random seed', (v) => Number(v), 42)
+    .option('--provider-concurrency <n>', 'jobs each provider account runs at once (the product learns it; its concurrent calls per key: 80 %)', (v) => Number(v), 25)
     .option('--keep-dir', 'keep the store and config for inspection')
     .parse();
   const o = program.opts();
-  runChaos({ requests: o.requests, workers: o.workers, killEveryMs: o.killEveryMs, deadlineMs: o.deadlineMs, chaosMs: o.chaosMs, seed: o.seed, keepDir: o.keepDir, temporalAddress: process.env.TEMPORAL_ADDRESS })
+  runChaos({ requests: o.requests, workers: o.workers, killEveryMs: o.killEveryMs, deadlineMs: o.deadlineMs, chaosMs: o.chaosMs, seed: o.seed, providerConcurrency: o.providerConcurrency, keepDir: o.keepDir, temporalAddress: process.env.TEMPORAL_ADDRESS })
     .then((r) => {
       console.log(formatChaosReport(r));
       const out = path.join(REPO, 'bench', 'results', `chaos-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);

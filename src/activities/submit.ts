@@ -48,6 +48,25 @@ function reconciled(out: ReconcileOutcome): ReconcileOutcome {
 /** Longest in-attempt wait for a free slot under the key's active-jobs limit, ms; then the attempt is retried later. */
 const SLOT_WAIT_MS = 5_000;
 
+/**
+ * When a submit finds no free slot: how long it may wait inside the attempt (ms; woken at once when
+ * a job of the key ends in this process) and, failing that, the server-side retry delay (ms).
+ *
+ * A waiting attempt holds one of the worker's activity slots, and every attempt is an activity
+ * task the server dispatches. With a few waiters (≤ the key's limit) an in-attempt wait gives the
+ * freed slot to a waiter within milliseconds. With thousands (a 10,000-row batch against a
+ * provider that runs 20 jobs at a time) in-attempt waits would fill the worker's activity slots
+ * and starve the status checks of the very jobs holding the provider's slots, and short retries
+ * would flood the server; so a crowded key returns at once and retries after a delay that grows
+ * with the queue: `waiting / limit × 2 s`, within 3 s … 5 min, jittered ×0.5–1.5 (`random` in
+ * [0, 1)). The retry rate per key then stays near `limit / 2 s` however long the queue is.
+ */
+export function slotWaitPlan(full: { limit: number; waiting: number }, random: number): { inAttemptMs: number; retryMs: number } {
+  const crowded = full.waiting > full.limit;
+  const base = Math.min(300_000, Math.max(3_000, (full.waiting / Math.max(1, full.limit)) * 2_000));
+  return { inAttemptMs: crowded ? 0 : SLOT_WAIT_MS, retryMs: Math.round(base * (0.5 + random)) };
+}
+
 /** Builds `submitJob`, `reconcileJob` and `adoptTask` over `kit`. */
 export function submitActivities(kit: ActivityKit) {
   const { store } = kit;
@@ -57,11 +76,11 @@ export function submitActivities(kit: ActivityKit) {
     const resolved = kit.deps.providers.resolve(job.provider, job.account);
     const scope = keyScope(kit.deps.providers, job.provider, job.account, resolved.limiter.label);
     const limits = resolved.entry.limits.activeJobs;
-    const until = Date.now() + SLOT_WAIT_MS;
+    const started = Date.now();
     for (;;) {
       const r = await reserveSubmit(store, job.jobId, scope, limits, input.afterReconcile === true);
-      if (r.kind !== 'full' || Date.now() >= until) return { r, label: scope.label };
-      await slotReleased(scope.label, Math.min(1_000, until - Date.now()), kit.signal());
+      if (r.kind !== 'full' || Date.now() - started >= slotWaitPlan(r, 0).inAttemptMs) return { r, label: scope.label };
+      await slotReleased(scope.label, Math.min(1_000, started + SLOT_WAIT_MS - Date.now()), kit.signal());
     }
   }
 
@@ -90,8 +109,8 @@ export function submitActivities(kit: ActivityKit) {
       if (r.kind === 'full') {
         throw ApplicationFailure.create({
           type: 'Submit.waitingForSlot',
-          message: `${r.active} provider jobs of key ${label} are active (learned limit ${r.limit}); waiting for one to finish`,
-          nextRetryDelay: 3_000 + Math.round(Math.random() * 4_000),
+          message: `${r.active} provider jobs of key ${label} are active (learned limit ${r.limit}) and ${r.waiting} more wait; waiting for one to finish`,
+          nextRetryDelay: slotWaitPlan(r, Math.random()).retryMs,
           category: ApplicationFailureCategory.BENIGN,
         });
       }

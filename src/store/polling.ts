@@ -98,7 +98,8 @@ export type Reservation =
   | { kind: 'reserved'; before: JobRow; active: number; limit: number }
   /** The job already has an answer or an unanswered intent: the caller adopts or reconciles. */
   | { kind: 'known'; before: JobRow }
-  | { kind: 'full'; active: number; limit: number }
+  /** No slot: `waiting` other jobs of the key wait for one too (registered, no intent, no task). */
+  | { kind: 'full'; active: number; limit: number; waiting: number }
   | { kind: 'missing' };
 
 /** States whose provider task may be running (or may exist: an unanswered submit). */
@@ -127,18 +128,23 @@ export async function reserveSubmit(store: Store, jobId: string, scope: KeyScope
     let lq = trx.selectFrom('provider_limits').select(['active_limit', 'ceiling']).where('label', '=', scope.label);
     if (store.kind === 'postgres') lq = lq.forUpdate();
     const lim = await lq.executeTakeFirstOrThrow();
-    let cq = trx
-      .selectFrom('jobs')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('provider', '=', scope.provider)
-      .where('state', 'in', ACTIVE_STATES)
-      .where('id', '!=', jobId)
-      .where((eb) => eb.or([eb('task_id', 'is not', null), eb('submit_intent_at', 'is not', null)]));
-    if (scope.account !== undefined) cq = cq.where('account', '=', scope.account);
-    else if (scope.exceptAccounts?.length) cq = cq.where('account', 'not in', scope.exceptAccounts);
-    const active = Number((await cq.executeTakeFirstOrThrow()).n);
+    const ofKey = () => {
+      let q = trx.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('provider', '=', scope.provider).where('id', '!=', jobId);
+      if (scope.account !== undefined) q = q.where('account', '=', scope.account);
+      else if (scope.exceptAccounts?.length) q = q.where('account', 'not in', scope.exceptAccounts);
+      return q;
+    };
+    const active = Number(
+      (await ofKey()
+        .where('state', 'in', ACTIVE_STATES)
+        .where((eb) => eb.or([eb('task_id', 'is not', null), eb('submit_intent_at', 'is not', null)]))
+        .executeTakeFirstOrThrow()).n,
+    );
     const limit = Math.max(1, Math.floor(Number(lim.active_limit)));
-    if (active >= limit) return { kind: 'full', active, limit };
+    if (active >= limit) {
+      const waiting = Number((await ofKey().where('state', '=', 'submitting').where('task_id', 'is', null).where('submit_intent_at', 'is', null).executeTakeFirstOrThrow()).n);
+      return { kind: 'full', active, limit, waiting };
+    }
     await intent();
     return { kind: 'reserved', before, active, limit };
   });

@@ -9,6 +9,7 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createActivities, type AwaitStatusInput, type SubmitJobInput } from '../../src/activities/index.js';
+import { slotWaitPlan } from '../../src/activities/submit.js';
 import { parseConfig } from '../../src/config.js';
 import { ProviderError } from '../../src/providers/errors.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
@@ -196,7 +197,32 @@ describe('submitJob (adaptive active-jobs limit)', () => {
     const waiting = await failure(new MockActivityEnvironment({ attempt: 2, startToCloseTimeoutMs: 3_000 }).run(acts.submitJob, second));
     expect(waiting.type).toBe('Submit.waitingForSlot');
     expect(waiting.category).toBe(ApplicationFailureCategory.BENIGN);
+    expect(waiting.message).toMatch(/\(learned limit 1\) and 0 more wait/);
     expect(fake.calls).toEqual([]);
+  }, 15_000);
+
+  it('a crowded key does not hold worker slots: its submits return at once and retry after a delay that grows with the queue', async () => {
+    // Few waiters: wait inside the attempt (a freed slot is taken within ms), retry in 1.5–4.5 s.
+    expect(slotWaitPlan({ limit: 20, waiting: 5 }, 0.5)).toEqual({ inAttemptMs: 5_000, retryMs: 3_000 });
+    // 7,000 waiting on a limit of 20: no in-attempt wait; the delay reaches its 5-min cap, so the
+    // key sees about 7,000 / 300 s ≈ 23 attempts/s instead of 7,000 every 3–7 s.
+    expect(slotWaitPlan({ limit: 20, waiting: 7_000 }, 0.5)).toEqual({ inAttemptMs: 0, retryMs: 300_000 });
+    expect(slotWaitPlan({ limit: 20, waiting: 400 }, 0)).toEqual({ inAttemptMs: 0, retryMs: 20_000 });
+    expect(slotWaitPlan({ limit: 20, waiting: 400 }, 0.999).retryMs).toBeLessThanOrEqual(60_000);
+    // A crowded key's attempt ends without the 5-s wait.
+    await store.db.deleteFrom('jobs').execute();
+    const crowd = Array.from({ length: 3 }, (_, i) => ({ ...submitInput, job: { ...job, jobId: `scrape:acme:c${i}`, key: `c${i}`, workflowId: `scrape:acme:c${i}` } }));
+    fake.submitImpl = async () => ({ taskId: 'task-c0', providerStatus: 'queued' }) as Accepted;
+    expect(await env(1).run(acts.submitJob, crowd[0]!)).toMatchObject({ kind: 'accepted' });
+    await store.db.updateTable('provider_limits').set({ active_limit: 1 }).where('label', '=', 'fake/default').execute();
+    for (const c of crowd.slice(1)) await store.insertJob(Store.jobRow({ ...c.job, taskId: null }, []));
+    for (let i = 3; i < 6; i++) await store.insertJob(Store.jobRow({ ...crowd[1]!.job, jobId: `scrape:acme:w${i}`, key: `w${i}`, workflowId: `scrape:acme:w${i}` }, []));
+    const t0 = Date.now();
+    const crowded = await failure(env(1).run(acts.submitJob, crowd[1]!));
+    expect(crowded.type).toBe('Submit.waitingForSlot');
+    expect(crowded.message).toMatch(/and 4 more wait/);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    expect(crowded.nextRetryDelay).toBeGreaterThanOrEqual(3_000);
   }, 15_000);
 });
 
