@@ -33,6 +33,7 @@ import { decodeCursor, encodeCursor } from '../client/ids.js';
 import type { Config } from '../config.js';
 import { fingerprint } from '../lib/hash.js';
 import { parseJsonStrict, StrictJsonError } from '../lib/json.js';
+import { isSecretName, sanitizeUrl } from '../lib/sanitize.js';
 import { isFinalState } from '../model/states.js';
 import { recordWebhookDelivery, setKnownProviders } from '../observability/metrics.js';
 import { traceRequests } from '../observability/tracing.js';
@@ -125,8 +126,15 @@ export function redactCallbackToken(url: string): string {
 
 function logHeaders(headers: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(headers)) out[k] = REDACT_HEADER.test(k) ? '[REDACTED]' : v;
+  for (const [k, v] of Object.entries(headers)) out[k] = REDACT_HEADER.test(k) || isSecretName(k) ? '[REDACTED]' : v;
   return out;
+}
+
+/** A request URL as logged: the per-job callback token and every secret-named query parameter (`?api_key=`, `?access_token=`, `?key=`) redacted. */
+function logUrl(url: string): string {
+  const redacted = redactCallbackToken(url);
+  const q = redacted.indexOf('?');
+  return q === -1 ? redacted : sanitizeUrl(`http://log.invalid${redacted}`).slice('http://log.invalid'.length);
 }
 
 /**
@@ -146,7 +154,7 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
           level: opts.logger === true ? 'info' : (opts.logger.level ?? 'info'),
           ...(opts.logger === true ? {} : { stream: opts.logger.stream }),
           serializers: {
-            req: (req: { method: string; url: string; headers: Record<string, unknown>; id: string }) => ({ id: req.id, method: req.method, url: redactCallbackToken(req.url), headers: logHeaders(req.headers) }),
+            req: (req: { method: string; url: string; headers: Record<string, unknown>; id: string }) => ({ id: req.id, method: req.method, url: logUrl(req.url), headers: logHeaders(req.headers) }),
           },
           redact: {
             paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-sim-signature"]', 'req.headers["x-firecrawl-signature"]', 'headers.authorization'],
@@ -173,10 +181,23 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
   // prototype-poisoning key is refused with the reason, never "the last one wins"); an empty
   // body is "no body" so that `POST …/cancel` may carry a JSON content type and nothing.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
+  // The body must be UTF-8 (RFC 8259 §8.1): another declared charset is a 415 and bytes that are
+  // not UTF-8 a 400, never text silently "repaired" with U+FFFD.
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, raw, done) => {
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    if (charset && charset !== 'utf-8' && charset !== 'utf8') {
+      return done(Object.assign(new Error(`the body must be UTF-8 JSON; charset=${charset} is not accepted`), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }), undefined);
+    }
+    let body: string;
     try {
-      done(null, parseJsonStrict(body as string));
+      body = utf8.decode(raw as Buffer);
+    } catch {
+      return done(Object.assign(new SyntaxError('the body is not valid UTF-8'), { statusCode: 400 }), undefined);
+    }
+    if (body.trim() === '') return done(null, undefined);
+    try {
+      done(null, parseJsonStrict(body));
     } catch (e) {
       done(Object.assign(e instanceof SyntaxError ? e : new SyntaxError(String(e)), { statusCode: 400 }), undefined);
     }

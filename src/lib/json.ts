@@ -4,7 +4,10 @@
  * - a **duplicate key** in one object (`{"url": "a", "url": "b"}`): RFC 8259 §4 leaves it to the
  *   parser and `JSON.parse` silently keeps the last one, so two readers of the same body could
  *   disagree about the request; here it is an error naming the key and where it is;
- * - a `__proto__` key or `constructor.prototype` (prototype poisoning; secure-json-parse).
+ * - a `__proto__` key or `constructor.prototype` (prototype poisoning; secure-json-parse);
+ * - nesting deeper than {@link MAX_JSON_DEPTH} arrays/objects (RFC 8259 §9 lets a parser limit
+ *   it): every later recursive step — fingerprints, redaction, `JSON.stringify` — would otherwise
+ *   overflow the stack on a few thousand levels and answer a 500 or end a batch run.
  *
  * Duplicates are found with jsonc-parser's visitor (the scanner of VS Code), the value is built
  * by secure-json-parse; both read the text once.
@@ -17,7 +20,7 @@ export class StrictJsonError extends SyntaxError {
   override readonly name = 'StrictJsonError';
   constructor(
     message: string,
-    readonly reason: 'syntax' | 'duplicate-key' | 'prototype',
+    readonly reason: 'syntax' | 'duplicate-key' | 'prototype' | 'depth',
     readonly path = '',
   ) {
     super(message);
@@ -46,12 +49,48 @@ export function findDuplicateKey(text: string): { key: string; path: string; off
   return found;
 }
 
+/** Deepest nesting of arrays and objects accepted in input JSON (a row, options, a request or webhook body). */
+export const MAX_JSON_DEPTH = 64;
+
+/** The deepest nesting of arrays/objects in JSON `text` (strings skipped; no recursion, so any text is safe). */
+export function jsonTextDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) max = Math.max(max, ++depth);
+    else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return max;
+}
+
+/** The deepest nesting of arrays/objects in a value (iterative; stops counting past `limit`). */
+export function valueDepth(value: unknown, limit = MAX_JSON_DEPTH): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    max = Math.max(max, d + 1);
+    if (max > limit) return max;
+    for (const child of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) stack.push([child, d + 1]);
+  }
+  return max;
+}
+
 /**
  * Parses JSON text strictly (see the module comment).
  * @throws StrictJsonError `syntax` (with the parser's message), `duplicate-key` (naming the key,
- *   the JSON Pointer of its object and the character offset) or `prototype`.
+ *   the JSON Pointer of its object and the character offset), `prototype` or `depth`.
  */
 export function parseJsonStrict(text: string): unknown {
+  const depth = jsonTextDepth(text);
+  if (depth > MAX_JSON_DEPTH) throw new StrictJsonError(`arrays and objects nested ${depth} deep; at most ${MAX_JSON_DEPTH} levels are accepted`, 'depth');
   let value: unknown;
   try {
     value = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });

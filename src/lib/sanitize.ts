@@ -63,9 +63,24 @@ const CREDENTIAL_CAPITALISED = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/g;
 // The keyword is spelled out case by case: an `i` flag would also fold the token's case test.
 const CREDENTIAL_ANY_CASE = /\b([Bb][Ee][Aa][Rr][Ee][Rr]|[Bb][Aa][Ss][Ii][Cc])\s+(?=[A-Za-z0-9._~+/=-]*(?:[0-9._~+/=-]|[a-z][A-Z]))[A-Za-z0-9._~+/=-]{8,}/g;
 
-/** True when `text` holds a `Bearer`/`Basic` credential of 8+ characters (either spelling above). */
+/**
+ * Credentials recognisable by their shape wherever they stand: a PEM private key block, a JWT
+ * (three base64url parts, the first two JSON objects: `eyJ…`), GitHub tokens (`ghp_`, `gho_`,
+ * `ghu_`, `ghs_`, `ghr_`, `github_pat_`), AWS access key IDs (`AKIA`/`ASIA` + 16), Slack tokens
+ * (`xox[abpr]-`), Google API keys (`AIza` + 35).
+ */
+const SHAPED_CREDENTIALS = [
+  /-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----/,
+  /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/,
+  /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})/,
+  /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/,
+  /\bxox[abpr]-[A-Za-z0-9-]{10,}/,
+  /\bAIza[0-9A-Za-z_-]{35}\b/,
+];
+
+/** True when `text` holds a `Bearer`/`Basic` credential of 8+ characters (either spelling above) or a credential of a known shape. */
 function hasCredentialInText(text: string): boolean {
-  return /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/.test(text) || new RegExp(CREDENTIAL_ANY_CASE.source).test(text);
+  return /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/.test(text) || new RegExp(CREDENTIAL_ANY_CASE.source).test(text) || SHAPED_CREDENTIALS.some((re) => re.test(text));
 }
 
 /** `value` with leading/trailing whitespace removed when it is an http(s) URL, else undefined. */
@@ -83,7 +98,8 @@ const CREDENTIAL_NAMES = new Set([
   'accesstoken', 'authtoken', 'refreshtoken', 'idtoken', 'bearertoken', 'apitoken', 'apikey', 'accesskey', 'authkey', 'subscriptionkey',
   'functionskey', 'masterkey', 'signingkey', 'authorization', 'credential', 'credentials', 'signature', 'jwt', 'oauthtoken',
   'oauthverifier', 'oauthsignature', 'oauthconsumerkey', 'xamzsignature', 'xamzcredential', 'xamzsecuritytoken', 'xgoogsignature',
-  'xgoogcredential', 'hmac',
+  'xgoogcredential', 'hmac', 'xapikey', 'cookie', 'setcookie', 'proxyauthorization', 'secretaccesskey', 'awssecretaccesskey',
+  'sessiontoken', 'awssessiontoken', 'xauthtoken', 'clientkey',
 ]);
 
 /**
@@ -91,7 +107,7 @@ const CREDENTIAL_NAMES = new Set([
  * letters and digits): `token` (Crawlbase, Apify), `key` (Google `key=AIza…`), `sig` (Azure SAS),
  * so that `?token=eth` or `?key=shoes` on an ordinary site are not refused.
  */
-const CREDENTIAL_NAMES_IF_SECRET_VALUE = new Set(['token', 'key', 'sig', 'code', 'otp', 'pw', 'pass']);
+const CREDENTIAL_NAMES_IF_SECRET_VALUE = new Set(['token', 'key', 'sig', 'code', 'otp', 'pw', 'pass', 'auth', 'xauth']);
 
 function looksLikeSecretValue(value: string): boolean {
   return value.length >= 16 || (value.length >= 8 && /\d/.test(value) && /[A-Za-z]/.test(value));

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { findSecret, secretPartsOfUrl } from '../lib/sanitize.js';
+import { MAX_JSON_DEPTH, valueDepth } from '../lib/json.js';
 
 /** Account names: 1..64 of `A-Z a-z 0-9 . _ -`. */
 export const AccountSchema = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'account must be 1-64 characters of A-Z, a-z, 0-9, ".", "_", "-"');
@@ -49,6 +50,7 @@ export const MAX_ROW_BYTES = 65_536;
 /** zod refinement: the row's JSON is at most {@link MAX_ROW_BYTES}. */
 export function checkRowSize(row: Record<string, unknown> | undefined, ctx: z.RefinementCtx): void {
   if (row === undefined) return;
+  if (valueDepth(row) > MAX_JSON_DEPTH) return void ctx.addIssue({ code: 'custom', message: `the row nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep` });
   const bytes = new TextEncoder().encode(JSON.stringify(row)).length;
   if (bytes > MAX_ROW_BYTES) ctx.addIssue({ code: 'custom', message: `the row is ${bytes} bytes of JSON; at most ${MAX_ROW_BYTES} are kept with a job` });
 }
@@ -102,6 +104,7 @@ export const StartScrapeInputSchema = z
       .record(z.string(), z.unknown())
       .default({})
       .superRefine((o, ctx) => {
+        if (valueDepth(o) > MAX_JSON_DEPTH) return void ctx.addIssue({ code: 'custom', message: `options nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep` });
         const bytes = new TextEncoder().encode(JSON.stringify(o)).length;
         if (bytes > MAX_ROW_BYTES) ctx.addIssue({ code: 'custom', message: `options are ${bytes} bytes of JSON; at most ${MAX_ROW_BYTES} are accepted` });
         for (const k of Object.keys(o)) {

@@ -38,8 +38,10 @@ export function resolveCredential(entry: { credentials: Credentials }, providerN
   const cred = own ?? entry.credentials.default;
   if (!cred) throw new Error(`no credentials for provider "${providerName}" and account "${account}" in the worker configuration`);
   const label = `${providerName}/${own ? account : 'default'}`;
-  if ('apiKey' in cred) return { apiKey: cred.apiKey, label };
-  const v = env[cred.apiKeyEnv];
+  // Trimmed: a key read from a mounted secret file often ends in a newline, which HTTP drops
+  // anyway; the redactor must know the value the provider sees (and may echo).
+  if ('apiKey' in cred) return { apiKey: cred.apiKey.trim(), label };
+  const v = env[cred.apiKeyEnv]?.trim();
   if (!v) throw new Error(`environment variable ${cred.apiKeyEnv} (credentials of ${label}) is not set`);
   return { apiKey: v, label };
 }
@@ -59,12 +61,14 @@ export function configuredCredentialValues(entry: { credentials: Credentials }, 
 }
 
 /**
- * The forms of one credential value that must be scrubbed from records: the value; for a
+ * The forms of one credential value that must be scrubbed from records: the value (trimmed, as
+ * it is sent, and as configured when that differs); for a
  * `user:password` pair also the password alone and the Base64 of the pair (what a Basic
  * `Authorization` header carries).
  */
-export function credentialSecrets(value: string): string[] {
-  const out = [value];
+export function credentialSecrets(raw: string): string[] {
+  const value = raw.trim();
+  const out = value === raw ? [value] : [value, raw];
   const colon = value.indexOf(':');
   if (colon > 0 && colon < value.length - 1) {
     out.push(value.slice(colon + 1), Buffer.from(value, 'utf8').toString('base64'));

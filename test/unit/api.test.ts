@@ -210,6 +210,13 @@ describe('the app without Temporal', () => {
       { payload: '{"url":"https://example.com/a","url":"https://example.com/b"}', type: 'application/json', status: 400, slug: 'invalid-request', detail: /duplicate key "url" in the object at \/ / },
       { payload: '{"url":"https://example.com/","policy":{"deadlineMs":5000,"deadlineMs":60000}}', type: 'application/json', status: 400, slug: 'invalid-request', detail: /duplicate key "deadlineMs" in the object at \/policy/ },
       { payload: JSON.stringify({ url: 'https://example.com/', options: { headers: { Authorization: 'Bearer abcdefgh12345678' } } }), type: 'application/json', status: 400, slug: 'invalid-request' },
+      { payload: JSON.stringify({ url: 'https://example.com/', options: { headers: { 'X-Api-Key': 'abc123def456' } } }), type: 'application/json', status: 400, slug: 'invalid-request', detail: /X-Api-Key looks like a credential/ },
+      // Nesting past 64 levels is a 400 with the reason (thousands of levels overflowed the stack: a 500).
+      { payload: `{"url":"https://example.com/","row":{"x":${'['.repeat(1_500)}${']'.repeat(1_500)}}}`, type: 'application/json', status: 400, slug: 'invalid-request', detail: /nested 1502 deep; at most 64/ },
+      { payload: JSON.stringify({ url: 'https://example.com/', options: { a: JSON.parse(`${'['.repeat(70)}${']'.repeat(70)}`) } }), type: 'application/json', status: 400, slug: 'invalid-request', detail: /deep/ },
+      // UTF-8 only: another charset is a 415, bytes that are not UTF-8 a 400 (never U+FFFD "repairs").
+      { payload: Buffer.from('{"url":"https://example.com/","row":{"name":"Caf\u00e9"}}', 'latin1'), type: 'application/json; charset=iso-8859-1', status: 415, slug: 'unsupported-media-type' },
+      { payload: Buffer.concat([Buffer.from('{"url":"https://example.com/","row":{"name":"Caf'), Buffer.from([0xe9]), Buffer.from('"}}')]), type: 'application/json', status: 400, slug: 'invalid-request', detail: /not valid UTF-8/ },
     ];
     for (const c of cases) {
       const r = await app.inject({ method: 'POST', url: '/v1/scrapes', headers: { ...auth, 'content-type': c.type }, payload: c.payload });

@@ -72,6 +72,15 @@ describe('CSV batches', () => {
 });
 
 describe('JSONL batches', () => {
+  it('a line nested thousands deep is refused at its line; the rows around it run (it overflowed the stack and ended the run)', () => {
+    const deep = `{"url":"https://example.com/deep","x":${'['.repeat(5_000)}${']'.repeat(5_000)}}`;
+    const r = parseJsonlText(`{"url":"https://example.com/1"}\n${deep}\n{"url":"https://example.com/3"}\n`);
+    expect(r.items.map((i) => i.line)).toEqual([1, 3]);
+    expect(r.errors).toHaveLength(1);
+    expect(r.errors[0]).toMatchObject({ line: 2 });
+    expect(r.errors[0]!.reason).toMatch(/nested 5001 deep; at most 64 levels/);
+  });
+
   it('reports bad JSON and non-object lines by number and keeps the rest', () => {
     const { items, errors } = parseJsonlText('{"url":"https://a.example/"}\n{not json}\n# comment\n[1]\n{"url":"https://b.example/","key":"k-1"}\n');
     expect(items.map((i) => [i.line, i.key])).toEqual([[1, expect.stringMatching(/^a\.example-[0-9a-f]{10}$/)], [5, 'k-1']]);

@@ -3,6 +3,7 @@ import { canonicalJson, deterministicUuid, fingerprint } from '../../src/lib/has
 import { parseRetryAfter, parseWaitFromMessage } from '../../src/lib/retryAfter.js';
 import { findSecret, isSecretName, REDACTED, redactSecrets, sanitizeBody, sanitizeHeaders, sanitizeUrl, secretPartsOfUrl } from '../../src/lib/sanitize.js';
 import { StartScrapeInputSchema } from '../../src/model/schemas.js';
+import { MAX_JSON_DEPTH, parseJsonStrict, StrictJsonError } from '../../src/lib/json.js';
 
 describe('canonical hashing', () => {
   it('ignores key order and undefined members, not values', () => {
@@ -120,5 +121,51 @@ describe('sanitising what we record', () => {
     expect(problems({ url: 'https://app.example/cb#access_token=abc' })).toEqual([expect.stringMatching(/fragment parameter "access_token"/)]);
     expect(problems({ url: 'https://example.com/a\u0000b' })).toEqual([expect.stringMatching(/control character/)]);
     expect(problems({ options: { wait_for: '#main' }, url: 'https://example.com/search?q=keys' })).toEqual([]);
+  });
+});
+
+describe('strict JSON: nesting depth', () => {
+  it('accepts 64 levels, refuses 65 with the reason, and never overflows the stack however deep the text is', () => {
+    const nest = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+    expect(() => parseJsonStrict(nest(MAX_JSON_DEPTH))).not.toThrow();
+    expect(() => parseJsonStrict(nest(MAX_JSON_DEPTH + 1))).toThrow(StrictJsonError);
+    for (const n of [3_000, 100_000]) {
+      let err: unknown;
+      try {
+        parseJsonStrict(`{"a":${nest(n)}}`);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(StrictJsonError);
+      expect((err as StrictJsonError).reason).toBe('depth');
+    }
+    // Brackets inside strings are text, not nesting.
+    expect(parseJsonStrict(JSON.stringify({ s: '['.repeat(1_000) }))).toEqual({ s: '['.repeat(1_000) });
+  });
+
+  it('a value built in code (the TypeScript client) nested too deep is an input error, not a RangeError', () => {
+    let deep: unknown = 'x';
+    for (let i = 0; i < 5_000; i++) deep = [deep];
+    const r = StartScrapeInputSchema.safeParse({ account: 'a', url: 'https://example.com/', row: { deep } });
+    expect(r.success).toBe(false);
+    expect(JSON.stringify(r.error?.issues)).toMatch(/more than 64 levels/);
+  });
+});
+
+describe('findSecret: credentials in options under any usual name or shape', () => {
+  it.each([
+    [{ headers: { 'X-Api-Key': 'abc123def456' } }, 'headers.X-Api-Key'],
+    [{ headers: { Cookie: 'session=abc123def456' } }, 'headers.Cookie'],
+    [{ aws: { secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY' } }, 'aws.secretAccessKey'],
+    [{ note: '-----BEGIN RSA PRIVATE KEY-----\nMIIE…' }, 'note'],
+    [{ note: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U' }, 'note'],
+    [{ note: 'ghp_0123456789abcdefghijABCDEFGHIJ012345' }, 'note'],
+    [{ start: 'https://example.com/?x-api-key=abc123def456' }, 'start'],
+  ])('%j is refused at %s', (options, path) => {
+    expect(findSecret(options)).toBe(path);
+  });
+
+  it('ordinary settings stay accepted', () => {
+    expect(findSecret({ headers: { 'Accept-Language': 'de' }, max_tokens: 100, session: { sticky: true }, start: 'https://example.com/?auth=no&key=shoes' })).toBeUndefined();
   });
 });

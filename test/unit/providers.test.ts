@@ -107,6 +107,11 @@ describe('registry.resolve', () => {
     expect(resolveCredential(entry, 'p', 'b', { B_KEY: 'b-key' })).toEqual({ apiKey: 'b-key', label: 'p/b' });
     expect(() => resolveCredential(entry, 'p', 'b', {})).toThrow(/B_KEY/);
     expect(credentialSecrets('token-only')).toEqual(['token-only']);
+    // A key from a mounted secret file ends in a newline: sent (and echoed) without it, so redacted without it too.
+    const fromFile = config({ credentials: { default: { apiKeyEnv: 'K' }, accounts: { a: { apiKey: 'lit-key-0123\n' } } } }).providers.p!;
+    expect(resolveCredential(fromFile, 'p', 'x', { K: 'env-key-0123\n' }).apiKey).toBe('env-key-0123');
+    expect(resolveCredential(fromFile, 'p', 'a', {}).apiKey).toBe('lit-key-0123');
+    expect(credentialSecrets('env-key-0123\n')).toEqual(['env-key-0123', 'env-key-0123\n']);
   });
 });
 
