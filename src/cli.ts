@@ -23,7 +23,7 @@ import type { ResultDocumentsPage } from './client/documents.js';
 import type { Config } from './config.js';
 import { InvalidInputError, ScrapeError } from './client/errors.js';
 import { formatDuration, parseDuration } from './lib/duration.js';
-import { JOB_STATES } from './model/states.js';
+import { isFinalState, JOB_STATES } from './model/states.js';
 import type { JobView, PollPolicy } from './model/types.js';
 import type { Runtime } from './runtime.js';
 
@@ -287,7 +287,9 @@ export function buildCli(): Command {
         else console.log(await outcomeTable(all, opts.maxRows));
         const failed = outcomes.filter((o) => o.state !== 'completed').length;
         console.error(`${outcomes.filter((o) => o.state === 'completed').length} completed, ${failed} not completed, ${all.filter((o) => o.state === 'rejected').length} rejected`);
-        process.exitCode = input.errors.length || outcomes.some((o) => o.state === 'rejected') ? EXIT.invalid : failed ? EXIT.failed : EXIT.ok;
+        // Without waiting, success is "every row started"; a job still running is not a failure.
+        const notDone = opts.wait === false ? outcomes.filter((o) => o.state !== 'completed' && (o.state === 'rejected' || isFinalState(o.state))).length : failed;
+        process.exitCode = input.errors.length || outcomes.some((o) => o.state === 'rejected') ? EXIT.invalid : notDone ? EXIT.failed : EXIT.ok;
       });
     });
 

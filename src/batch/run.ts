@@ -44,7 +44,7 @@ export interface RunBatchOptions {
   waitTimeoutMs?: number;
   /** Store polling interval while waiting (default 500 ms). */
   pollIntervalMs?: number;
-  /** Whether to wait at all (default true). */
+  /** Whether to wait for the jobs to end (default true); without waiting, each outcome carries the job's state at the end of the starts. */
   wait?: boolean;
   onProgress?: (p: BatchProgress) => void;
 }
@@ -81,13 +81,12 @@ export async function runBatch(client: ScrapeClient, store: Store, items: BatchI
       }),
     ),
   );
-  if (opts.wait === false) return outcomes;
-
   const deadline = Date.now() + (opts.waitTimeoutMs ?? 10 * 60_000);
   const interval = opts.pollIntervalMs ?? 500;
   for (;;) {
     const pending = outcomes.filter((o) => o.jobId && !isFinalState(o.state));
     if (pending.length === 0) break;
+    // Without waiting, one read still shows each job's state now (a re-run of finished rows shows them finished).
     const rows = new Map((await store.listJobs({ account: opts.account, batchId: opts.batchId, limit: items.length + 100 })).map((r) => [r.id, r]));
     for (const o of pending) {
       const row = rows.get(o.jobId!) ?? (await store.getJob(o.jobId!)); // a row from an earlier batch keeps its batch ID
@@ -102,7 +101,7 @@ export async function runBatch(client: ScrapeClient, store: Store, items: BatchI
       }
     }
     report();
-    if (Date.now() > deadline) break;
+    if (opts.wait === false || Date.now() > deadline) break;
     await new Promise((r) => setTimeout(r, interval));
   }
   return outcomes;

@@ -79,6 +79,9 @@ describe('a hostile batch file on the real stack', () => {
     const second = await run(again.items, again.batchId);
     expect(second.map((o) => o.jobId)).toEqual(first.map((o) => o.jobId));
     expect(second.every((o) => o.existed)).toBe(true);
+    // Without waiting (`run --no-wait`), a re-run still shows each job's state now: completed.
+    const noWait = await runBatch(stack.client, stack.store, again.items, { account: 'acme', batchId: again.batchId, policy: FAST_POLICY, wait: false });
+    expect(noWait.map((o) => o.state)).toEqual(['completed', 'completed', 'completed']);
 
     // The good rows saved as UTF-16 LE with LF endings: the same keys, the same jobs.
     const utf16 = path.join(dir, 'same-rows-utf16.csv');
