@@ -365,6 +365,10 @@ export function buildCli(): Command {
           process.exitCode = EXIT.failed;
           return console.log(`nothing to cancel: the job is ${r.state} but its workflow no longer runs (an orphan); \`resume\` it, then cancel, or see \`orphans\``);
         }
+        if (r.kind === 'already_final' && r.state === 'tracking_interrupted') {
+          // Tracking ended, the provider task may not have: say how to reach it.
+          return console.log(`nothing to cancel here: tracking of the job ended (tracking_interrupted), but its provider task may still run; \`resume ${job}\` tracks it again, then \`cancel ${job}\` cancels it at the provider`);
+        }
         if (r.kind === 'already_final') return console.log(`nothing to cancel: the job is already ${r.state}${r.report ? ` (earlier cancel outcome: ${r.report.outcome} — ${r.report.detail})` : ''}`);
         console.log(`outcome: ${r.report.outcome} — ${r.report.detail}\nprovider cancel calls: ${r.report.providerCancelCalls}; remaining effects: ${JSON.stringify(r.report.remainingEffects ?? {})}`);
       }),
