@@ -385,11 +385,12 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(proces
     .option('--deadline-ms <ms>', 'tracking deadline of each job', (v) => Number(v), 60_000)
     .option('--chaos-ms <ms>', 'how long the chaos goes on after the last start', (v) => Number(v), 120_000)
     .option('--seed <n>', 'random seed', (v) => Number(v), 42)
+    .option('--converge-ms <ms>', 'after the chaos, how long to wait for every job to end (default: deadline + 240 s; a 10,000-request run on 2 cores needs ~20 min)', (v) => Number(v))
     .option('--provider-concurrency <n>', 'jobs each provider account runs at once (the product learns it; its concurrent calls per key: 80 %)', (v) => Number(v), 25)
     .option('--keep-dir', 'keep the store and config for inspection')
     .parse();
   const o = program.opts();
-  runChaos({ requests: o.requests, workers: o.workers, killEveryMs: o.killEveryMs, deadlineMs: o.deadlineMs, chaosMs: o.chaosMs, seed: o.seed, providerConcurrency: o.providerConcurrency, keepDir: o.keepDir, temporalAddress: process.env.TEMPORAL_ADDRESS })
+  runChaos({ requests: o.requests, workers: o.workers, killEveryMs: o.killEveryMs, deadlineMs: o.deadlineMs, chaosMs: o.chaosMs, seed: o.seed, convergeMs: o.convergeMs, providerConcurrency: o.providerConcurrency, keepDir: o.keepDir, temporalAddress: process.env.TEMPORAL_ADDRESS })
     .then((r) => {
       console.log(formatChaosReport(r));
       const out = path.join(REPO, 'bench', 'results', `chaos-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
