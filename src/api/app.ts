@@ -24,22 +24,20 @@
 import { randomUUID } from 'node:crypto';
 import fastifyRateLimit from '@fastify/rate-limit';
 import fastifySwagger from '@fastify/swagger';
-import { isGrpcServiceError } from '@temporalio/client';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
-import { createJsonSchemaTransform, createJsonSchemaTransformObject, hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { createJsonSchemaTransform, createJsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { IdempotencyConflictError, ScrapeError, type ScrapeClient } from '../client/index.js';
+import { IdempotencyConflictError, type ScrapeClient } from '../client/index.js';
 import { decodeCursor, encodeCursor } from '../client/ids.js';
 import type { Config } from '../config.js';
 import { fingerprint } from '../lib/hash.js';
-import { parseJsonStrict, StrictJsonError } from '../lib/json.js';
-import { isSecretName, sanitizeUrl } from '../lib/sanitize.js';
-import { isFinalState } from '../model/states.js';
 import { recordWebhookDelivery, setKnownProviders } from '../observability/metrics.js';
 import { traceRequests } from '../observability/tracing.js';
 import type { Store } from '../store/index.js';
 import { getIdempotentRequest, rememberIdempotentRequest } from '../store/apiIdempotency.js';
 import { ApiKeyring, type ApiKeyEntry } from './auth.js';
+import { reusedKey, sendProblem, toProblem } from './errorMapping.js';
+import { acceptStrictJson } from './jsonBody.js';
 import { ApiProblem, PROBLEM_CONTENT_TYPE, PROBLEM_TYPES, ProblemSchema, problemType, type ProblemSlug } from './problems.js';
 import {
   CancelBodySchema,
@@ -68,6 +66,7 @@ import {
   toApiCursor,
   toScrapeOut,
 } from './schemas.js';
+import { requestLogger } from './requestLog.js';
 import { receiveWebhook, webhookSecret, receivesWebhooks } from './webhooks.js';
 
 /** Who may call a route: an API key's account, anyone (docs, health), or a provider (webhooks). */
@@ -116,27 +115,6 @@ const problemResponses = (...slugs: ProblemSlug[]) => {
 };
 const json = <T extends z.ZodType>(description: string, schema: T) => ({ description, content: { 'application/json': { schema } } });
 
-/** Header names whose values never reach the log. */
-const REDACT_HEADER = /^(authorization|proxy-authorization|cookie|set-cookie|x-api-key|.*signature.*|.*secret.*|.*token.*)$/i;
-
-/** A request URL with the per-job webhook token (`/v1/webhooks/<provider>/<token>`) redacted. */
-export function redactCallbackToken(url: string): string {
-  return url.replace(/^(\/v1\/webhooks\/[^/?#]+\/)[^/?#]+/, '$1[REDACTED]');
-}
-
-function logHeaders(headers: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(headers)) out[k] = REDACT_HEADER.test(k) || isSecretName(k) ? '[REDACTED]' : v;
-  return out;
-}
-
-/** A request URL as logged: the per-job callback token and every secret-named query parameter (`?api_key=`, `?access_token=`, `?key=`) redacted. */
-function logUrl(url: string): string {
-  const redacted = redactCallbackToken(url);
-  const q = redacted.indexOf('?');
-  return q === -1 ? redacted : sanitizeUrl(`http://log.invalid${redacted}`).slice('http://log.invalid'.length);
-}
-
 /**
  * Builds the API (not listening; call `listen`, or use `startApi` in `main.ts`). Throws when a
  * webhook secret named in the configuration is not set in the environment.
@@ -147,23 +125,8 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
   const keyring = opts.keys instanceof ApiKeyring ? opts.keys : new ApiKeyring(opts.keys);
   for (const name of Object.keys(config.providers)) if (receivesWebhooks(config, name)) webhookSecret(config, name, env); // fail fast on a missing secret
 
-  const loggerOption: FastifyServerOptions['logger'] =
-    opts.logger === undefined || opts.logger === false
-      ? false
-      : {
-          level: opts.logger === true ? 'info' : (opts.logger.level ?? 'info'),
-          ...(opts.logger === true ? {} : { stream: opts.logger.stream }),
-          serializers: {
-            req: (req: { method: string; url: string; headers: Record<string, unknown>; id: string }) => ({ id: req.id, method: req.method, url: logUrl(req.url), headers: logHeaders(req.headers) }),
-          },
-          redact: {
-            paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-sim-signature"]', 'req.headers["x-firecrawl-signature"]', 'headers.authorization'],
-            censor: '[REDACTED]',
-          },
-        };
-
   const app = Fastify({
-    logger: loggerOption,
+    logger: requestLogger(opts.logger),
     bodyLimit: config.api.bodyLimitBytes,
     genReqId: () => randomUUID(),
     forceCloseConnections: true,
@@ -177,31 +140,7 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('account', null);
 
-  // JSON only (anything else: 415), parsed strictly (`src/lib/json.ts`: a duplicate key or a
-  // prototype-poisoning key is refused with the reason, never "the last one wins"); an empty
-  // body is "no body" so that `POST …/cancel` may carry a JSON content type and nothing.
-  app.removeAllContentTypeParsers();
-  // The body must be UTF-8 (RFC 8259 §8.1): another declared charset is a 415 and bytes that are
-  // not UTF-8 a 400, never text silently "repaired" with U+FFFD.
-  const utf8 = new TextDecoder('utf-8', { fatal: true });
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, raw, done) => {
-    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
-    if (charset && charset !== 'utf-8' && charset !== 'utf8') {
-      return done(Object.assign(new Error(`the body must be UTF-8 JSON; charset=${charset} is not accepted`), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }), undefined);
-    }
-    let body: string;
-    try {
-      body = utf8.decode(raw as Buffer);
-    } catch {
-      return done(Object.assign(new SyntaxError('the body is not valid UTF-8'), { statusCode: 400 }), undefined);
-    }
-    if (body.trim() === '') return done(null, undefined);
-    try {
-      done(null, parseJsonStrict(body));
-    } catch (e) {
-      done(Object.assign(e instanceof SyntaxError ? e : new SyntaxError(String(e)), { statusCode: 400 }), undefined);
-    }
-  });
+  acceptStrictJson(app);
 
   app.setErrorHandler((error, request, reply) => sendProblem(request, reply, toProblem(error, request)));
   app.setNotFoundHandler((request, reply) => sendProblem(request, reply, new ApiProblem('route-not-found', `no route ${request.method} ${request.url.split('?')[0]}`)));
@@ -546,86 +485,6 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
   });
 
   return app;
-}
-
-function reusedKey(jobId: string): ApiProblem {
-  return new ApiProblem('idempotency-key-reused', 'this Idempotency-Key was already used by your account with a different request body; repeat the original body, or use a new key', { job_id: jobId });
-}
-
-/** Maps anything thrown by a hook or handler to a problem (never leaking a stack or a secret). */
-export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
-  if (error instanceof ApiProblem) return error;
-  if (hasZodFastifySchemaValidationErrors(error)) {
-    const where = (error as { validationContext?: string }).validationContext ?? 'body';
-    const errors = error.validation.map((v) => ({ in: where, path: v.instancePath.replace(/^\//, '').replace(/\//g, '.'), message: v.message ?? 'invalid' }));
-    const summary = errors.map((e) => `${e.path ? `${e.path}: ` : ''}${e.message}`).join('; ');
-    return new ApiProblem('invalid-request', `invalid ${where}: ${summary}`, { errors });
-  }
-  if (error instanceof ScrapeError) {
-    const d = error.details;
-    switch (error.code) {
-      case 'not_found':
-        // Identical for a missing job and another account's job: no ID, no hint.
-        return new ApiProblem('not-found', 'no such job for this account');
-      case 'invalid':
-        return new ApiProblem('invalid-request', error.message, { errors: ((d.issues as { path?: unknown[]; message?: string }[] | undefined) ?? []).map((i) => ({ in: 'body', path: (i.path ?? []).join('.'), message: i.message ?? 'invalid' })) });
-      case 'not_ready': {
-        const state = String(d.state);
-        const final = isFinalState(state);
-        const jobId = String(d.jobId);
-        const retry = final ? undefined : pollAfterSeconds({ state: state as never, createdAt: new Date().toISOString() });
-        return new ApiProblem('result-not-ready', final ? `the job ended ${state} without a result` : `the job is ${state}; the result is not ready yet`, { job_id: jobId, state, final, status_url: jobPath(jobId) }, retry ? { 'retry-after': String(retry) } : {});
-      }
-      case 'expired':
-        return new ApiProblem('result-expired', 'the result was purged after its retention period; the job did run (see the evidence members)', {
-          job_id: d.jobId,
-          state: d.state,
-          provider: d.provider,
-          task_id: d.taskId,
-          finished_at: d.finishedAt,
-          result_written_at: d.resultWrittenAt,
-          purged_at: d.purgedAt,
-          title: d.title,
-        });
-      case 'conflict':
-        return new ApiProblem('conflict', error.message, d.state ? { state: d.state } : {});
-    }
-  }
-  const e = error as FastifyError & { code?: string; statusCode?: number };
-  if (e && typeof e === 'object') {
-    if (e.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-      // No ID, slug, provider or token is that long: an invalid parameter like any other (400).
-      return new ApiProblem('invalid-request', 'a path parameter exceeds 400 characters', { errors: [{ in: 'params', path: '', message: 'longer than 400 characters' }] });
-    }
-    if (e instanceof StrictJsonError && e.reason === 'prototype') {
-      return new ApiProblem('invalid-request', 'the body contains a forbidden "__proto__" or "constructor.prototype" key', { errors: [{ in: 'body', path: '', message: 'forbidden prototype property' }] });
-    }
-    if (e instanceof StrictJsonError && e.reason === 'duplicate-key') {
-      return new ApiProblem('invalid-request', `the body is ambiguous: ${e.message}`, { errors: [{ in: 'body', path: e.path.replace(/^\//, '').replace(/\//g, '.'), message: e.message }] });
-    }
-    if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ApiProblem('payload-too-large', `the body exceeds the limit of ${request.routeOptions.bodyLimit ?? 'the configured'} bytes`);
-    if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ApiProblem('unsupported-media-type', `content type ${JSON.stringify(request.headers['content-type'] ?? '')} is not supported; send application/json`);
-    if (e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || (e.statusCode === 400 && e instanceof SyntaxError)) {
-      return new ApiProblem('invalid-request', `the body is not valid JSON${e instanceof SyntaxError ? `: ${e.message}` : ''}`, { errors: [{ in: 'body', path: '', message: 'not valid JSON' }] });
-    }
-    if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-      return new ApiProblem('invalid-request', e.message.slice(0, 300), { errors: [] });
-    }
-  }
-  const grpc = isGrpcServiceError(error) ? error : isGrpcServiceError((error as { cause?: unknown })?.cause) ? ((error as { cause: unknown }).cause as { code?: number }) : undefined;
-  const unavailable = grpc ? grpc.code === 14 /* UNAVAILABLE */ || grpc.code === 4 /* DEADLINE_EXCEEDED */ : error instanceof Error && /ECONNREFUSED|SQLITE_BUSY|Connection terminated|connect ECONN/i.test(error.message);
-  if (unavailable) {
-    request.log.error({ err: error }, 'a service the API needs is unavailable');
-    return new ApiProblem('service-unavailable', 'Temporal or the result store did not answer; retry later', {}, { 'retry-after': '5' });
-  }
-  request.log.error({ err: error }, 'unexpected error');
-  return new ApiProblem('internal', 'an unexpected error happened; it was logged under the instance ID');
-}
-
-function sendProblem(request: FastifyRequest, reply: FastifyReply, p: ApiProblem): FastifyReply {
-  for (const [k, v] of Object.entries(p.headers)) reply.header(k, v);
-  if (p.status === 429 && !reply.getHeader('retry-after')) reply.header('retry-after', '1');
-  return reply.code(p.status).type(PROBLEM_CONTENT_TYPE).send(p.toBody(p.slug === 'not-found' ? undefined : request.id));
 }
 
 const API_DESCRIPTION = `Durable scraping jobs for backend services in any language. Each job is a Temporal workflow that submits to a provider once (idempotently), polls it politely, writes the result once and can be cancelled with an observed outcome.

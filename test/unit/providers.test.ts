@@ -8,7 +8,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redactCallbackToken } from '../../src/api/app.js';
+import { redactCallbackToken } from '../../src/api/requestLog.js';
 import { parseConfig, ProviderEntrySchema, type Config } from '../../src/config.js';
 import { DEFAULT_POLL_POLICY } from '../../src/model/types.js';
 import { credentialSecrets, resolveCredential } from '../../src/providers/credentials.js';

@@ -1,0 +1,49 @@
+/**
+ * What the API's request log may show: method, URL and headers, with the per-job webhook token,
+ * secret-named query parameters (`?api_key=`, `?access_token=`, `?key=`) and secret headers
+ * (`Authorization`, cookies, signatures, anything `isSecretName` calls a secret) redacted.
+ */
+import type { FastifyServerOptions } from 'fastify';
+import { isSecretName, sanitizeUrl } from '../lib/sanitize.js';
+
+/** Header names whose values never reach the log. */
+const REDACT_HEADER = /^(authorization|proxy-authorization|cookie|set-cookie|x-api-key|.*signature.*|.*secret.*|.*token.*)$/i;
+
+/** A request URL with the per-job webhook token (`/v1/webhooks/<provider>/<token>`) redacted. */
+export function redactCallbackToken(url: string): string {
+  return url.replace(/^(\/v1\/webhooks\/[^/?#]+\/)[^/?#]+/, '$1[REDACTED]');
+}
+
+/** Request headers as logged (secret ones redacted). */
+function logHeaders(headers: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(headers)) out[k] = REDACT_HEADER.test(k) || isSecretName(k) ? '[REDACTED]' : v;
+  return out;
+}
+
+/** A request URL as logged: the per-job callback token and every secret-named query parameter (`?api_key=`, `?access_token=`, `?key=`) redacted. */
+function logUrl(url: string): string {
+  const redacted = redactCallbackToken(url);
+  const q = redacted.indexOf('?');
+  return q === -1 ? redacted : sanitizeUrl(`http://log.invalid${redacted}`).slice('http://log.invalid'.length);
+}
+
+/**
+ * The Fastify logger option of `buildApi`: `false`/absent (no log), `true` (JSON lines to stdout)
+ * or a destination stream with a level; request lines carry the redacted URL and headers.
+ */
+export function requestLogger(logger: boolean | { stream: NodeJS.WritableStream; level?: string } | undefined): FastifyServerOptions['logger'] {
+  return logger === undefined || logger === false
+    ? false
+    : {
+        level: logger === true ? 'info' : (logger.level ?? 'info'),
+        ...(logger === true ? {} : { stream: logger.stream }),
+        serializers: {
+          req: (req: { method: string; url: string; headers: Record<string, unknown>; id: string }) => ({ id: req.id, method: req.method, url: logUrl(req.url), headers: logHeaders(req.headers) }),
+        },
+        redact: {
+          paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-sim-signature"]', 'req.headers["x-firecrawl-signature"]', 'headers.authorization'],
+          censor: '[REDACTED]',
+        },
+      };
+}
