@@ -16,57 +16,15 @@
  */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Command, InvalidArgumentError, Option } from 'commander';
-import type { BatchRowOutcome } from './batch/run.js';
-import type { JobSummary } from './client/views.js';
-import type { ResultDocumentsPage } from './client/documents.js';
+import { Command, Option } from 'commander';
+import { decimal, delimiter, duration, policyFrom, policyOptions, port, positiveInt, stateList } from './cli/options.js';
+import { COMPACT, outcomeTable, printDocuments, printJob, printLiveView, table } from './cli/print.js';
 import type { Config } from './config.js';
 import { InvalidInputError, ScrapeError } from './client/errors.js';
-import { formatDuration, parseDuration } from './lib/duration.js';
 import { isFinalState, JOB_STATES } from './model/states.js';
-import type { JobView, PollPolicy } from './model/types.js';
 import type { Runtime } from './runtime.js';
 
 const EXIT = { ok: 0, failed: 1, invalid: 2, notFound: 3 } as const;
-
-function positiveInt(v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('must be a positive integer');
-  return n;
-}
-
-function port(v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError('a port 0-65535 (0: any free port)');
-  return n;
-}
-
-function duration(v: string): number {
-  try {
-    return parseDuration(v);
-  } catch (e) {
-    throw new InvalidArgumentError((e as Error).message);
-  }
-}
-
-function decimal(v: string): number {
-  const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError('must be a number');
-  return n;
-}
-
-function delimiter(v: string): string {
-  const d = v === 'tab' || v === '\\t' ? '\t' : v;
-  if ([...d].length !== 1 || d === '"' || d === '\n' || d === '\r') throw new InvalidArgumentError('one character (e.g. ";", "|", or "tab")');
-  return d;
-}
-
-function stateList(v: string): string[] {
-  const states = v.split(',').map((x) => x.trim()).filter(Boolean);
-  const bad = states.filter((x) => !(JOB_STATES as readonly string[]).includes(x));
-  if (states.length === 0 || bad.length > 0) throw new InvalidArgumentError(`unknown state(s) ${bad.join(', ') || '(none given)'}; one of ${JOB_STATES.join(', ')}`);
-  return states;
-}
 
 /** The configuration of `--config` / `$SCRAPE_CONFIG` / the demo's; a missing or invalid one is invalid input (exit 2). */
 async function loadCliConfig(explicit?: string): Promise<{ config: Config; file: string }> {
@@ -106,75 +64,6 @@ async function resolveJobId(idOrKey: string, account: string): Promise<string> {
   return jobIdOf(idOrKey, account);
 }
 
-async function table(opts: ConstructorParameters<typeof import('cli-table3')>[0]) {
-  const { default: Table } = await import('cli-table3');
-  return new Table({ style: { head: [], border: [] }, ...opts });
-}
-
-const COMPACT = { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' };
-
-function errorLine(e: { kind: string; code?: string; message: string; httpStatus?: number; at?: string }): string {
-  return `${e.kind}${e.code ? ` ${e.code}` : ''}${e.httpStatus ? ` (HTTP ${e.httpStatus})` : ''}: ${e.message}${e.at ? ` — at ${e.at}` : ''}`;
-}
-
-async function printJob(j: JobSummary): Promise<void> {
-  const t = await table({ chars: COMPACT });
-  const checks = `${j.statusChecks} answered${j.lastCheckedAt ? ` (last ${j.lastCheckedAt})` : ''}`;
-  t.push(
-    { job: j.jobId },
-    { state: j.state + (j.execution ? `  (workflow ${j.execution.toLowerCase()})` : '') },
-    { 'provider status': j.providerStatus ?? '—' },
-    { provider: j.provider },
-    { 'task ID': j.taskId ?? '—' },
-    { url: j.url },
-    ...(j.typedUrl ? [{ 'url as typed': j.typedUrl }] : []),
-    { created: j.createdAt },
-    { submitted: j.submittedAt ?? '—' },
-    { finished: j.finishedAt ?? '—' },
-    { deadline: j.deadlineAt ?? '—' },
-    { 'status checks': checks },
-    ...(j.failingChecks > 0 ? [{ 'failing checks': `${j.failingChecks} in a row since the last answer — being retried (never resubmitted)` }] : []),
-    { 'last error': j.lastError ? errorLine(j.lastError) : '—' },
-  );
-  console.log(t.toString());
-}
-
-/** Prints one page of result documents: a table (position, status, URL, title or error), or JSON. */
-async function printDocuments(p: ResultDocumentsPage, json: boolean): Promise<void> {
-  if (json) return console.log(JSON.stringify(p, null, 2));
-  const t = await table({ head: ['#', 'HTTP', 'url', 'title / error'], colWidths: [7, 6, 56, 50], wordWrap: true, chars: COMPACT });
-  for (const d of p.documents) t.push([String(d.seq), d.httpStatus ? String(d.httpStatus) : '—', d.url ?? '—', d.error ? `error${d.error.code ? ` ${d.error.code}` : ''}: ${d.error.message}` : (d.title ?? '(no title)')]);
-  const range = p.documents.length ? `${p.offset + 1}-${p.offset + p.documents.length}` : 'none';
-  console.log(`${t.toString()}\ndocuments ${range} of ${p.total}${p.nextOffset !== null ? ` (next: --offset ${p.nextOffset})` : ''}`);
-}
-
-async function printLiveView(v: JobView): Promise<void> {
-  const t = await table({ chars: COMPACT });
-  const extra = v as JobView & { failingChecks?: number; checkAttempt?: number };
-  t.push(
-    { 'live (query state)': v.state },
-    { 'provider status': `${v.providerStatus ?? '—'}${v.providerState ? ` (${v.providerState})` : ''}` },
-    { 'task ID': v.taskId ?? '—' },
-    { 'status checks': String(v.statusChecks) },
-    ...(extra.failingChecks ? [{ 'failing checks': String(extra.failingChecks) }] : []),
-    { 'next check': v.nextCheckAt ?? '—' },
-    { deadline: v.deadlineAt ?? '—' },
-    { 'last error': v.lastError ? errorLine(v.lastError) : '—' },
-    ...(v.note ? [{ note: v.note }] : []),
-    ...(v.cancel ? [{ cancel: `${v.cancel.outcome ?? 'in progress'} (via ${v.cancel.via}, ${v.cancel.reason})` }] : []),
-  );
-  console.log(t.toString());
-}
-
-async function outcomeTable(rows: BatchRowOutcome[], max: number): Promise<string> {
-  const t = await table({ head: ['line', 'state', 'url', 'title / error'], colWidths: [6, 22, 48, 60], wordWrap: true, chars: COMPACT });
-  for (const r of rows.slice(0, max)) {
-    const detail = r.state === 'completed' ? `${r.title ?? '(no title)'}${r.httpStatus && r.httpStatus !== 200 ? ` [HTTP ${r.httpStatus}]` : ''}` : (r.error ?? '');
-    t.push([String(r.line), r.state + (r.existed ? ' (existing)' : ''), r.url, detail]);
-  }
-  return t.toString() + (rows.length > max ? `\n… ${rows.length - max} more rows (use --max-rows)` : '');
-}
-
 /** True for the errors of a Temporal that cannot be reached (gRPC UNAVAILABLE / DEADLINE_EXCEEDED, refused connections). */
 function isTemporalUnreachable(e: unknown): boolean {
   for (let c: unknown = e, i = 0; c && i < 5; c = (c as { cause?: unknown }).cause, i++) {
@@ -198,39 +87,6 @@ function handleError(e: unknown): never {
   }
   console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(EXIT.failed);
-}
-
-/** The poll-policy flags of `submit` and `run` (durations: a number with ms/s/m/h/d, or seconds). */
-function policyOptions(c: Command): Command {
-  return c
-    .addOption(new Option('--deadline <duration>', 'tracking deadline, counted from the moment the provider has the task (e.g. 30m, 2h; a bare number is seconds; default 30m); past it the job is tracking_interrupted, resumable').argParser(duration))
-    .addOption(new Option('--on-deadline <action>', 'at the deadline: stop tracking, or cancel at the provider').choices(['interrupt', 'cancel']))
-    .addOption(new Option('--poll-initial <duration>', 'delay before the first status check (e.g. 500ms, 2s; default 2s)').argParser(duration))
-    .addOption(new Option('--poll-max <duration>', 'longest delay between two status checks (e.g. 1m; default 60s)').argParser(duration))
-    .addOption(new Option('--poll-multiplier <x>', 'growth of the delay after each check, 1-10 (default 1.5)').argParser(decimal))
-    .addOption(new Option('--poll-jitter <fraction>', 'random spread of each delay, 0-1 (default 0.2)').argParser(decimal));
-}
-
-/**
- * The poll policy of the flags, validated against the model's schema; throws
- * {@link InvalidInputError} naming the flag, its bounds and what was given.
- */
-async function policyFrom(opts: { deadline?: number; onDeadline?: 'interrupt' | 'cancel'; pollInitial?: number; pollMax?: number; pollMultiplier?: number; pollJitter?: number }): Promise<Partial<PollPolicy> | undefined> {
-  const flags = { deadlineMs: ['--deadline', opts.deadline], onDeadline: ['--on-deadline', opts.onDeadline], initialDelayMs: ['--poll-initial', opts.pollInitial], maxDelayMs: ['--poll-max', opts.pollMax], multiplier: ['--poll-multiplier', opts.pollMultiplier], jitter: ['--poll-jitter', opts.pollJitter] } as const;
-  const policy = Object.fromEntries(Object.entries(flags).filter(([, [, v]]) => v !== undefined).map(([k, [, v]]) => [k, v]));
-  if (Object.keys(policy).length === 0) return undefined;
-  const { PollPolicySchema } = await import('./model/schemas.js');
-  const r = PollPolicySchema.safeParse(policy);
-  if (r.success) return r.data;
-  const given = (k: keyof typeof flags) => `${flags[k][0]} ${typeof policy[k] === 'number' && k.endsWith('Ms') ? formatDuration(policy[k]) : String(policy[k])}`;
-  const lines = r.error.issues.map((i) => {
-    const k = String(i.path[0]) as keyof typeof flags;
-    if (k === 'initialDelayMs' && policy.maxDelayMs !== undefined && i.code === 'custom') return `${given('initialDelayMs')} is longer than ${given('maxDelayMs')}`;
-    const field = PollPolicySchema.shape[k]?.unwrap() as { minValue?: number | null; maxValue?: number | null } | undefined;
-    if (k.endsWith('Ms') && field?.minValue != null && field.maxValue != null) return `${given(k)}: must be from ${formatDuration(field.minValue)} to ${formatDuration(field.maxValue)}`;
-    return `${given(k)}: ${i.message}`;
-  });
-  throw new InvalidInputError(`invalid poll policy:\n  ${lines.join('\n  ')}`, r.error.issues);
 }
 
 /** Builds the command tree (exported for tests). */
