@@ -11,21 +11,25 @@ const REDACT_HEADER = /^(authorization|proxy-authorization|cookie|set-cookie|x-a
 
 /** A request URL with the per-job webhook token (`/v1/webhooks/<provider>/<token>`) redacted. */
 export function redactCallbackToken(url: string): string {
-  return url.replace(/^(\/v1\/webhooks\/[^/?#]+\/)[^/?#]+/, '$1[REDACTED]');
+  // Any spelling the router might see (repeated slashes, another case): a token never reaches the log.
+  return url.replace(/^(\/+v1\/+webhooks\/+[^/?#]+\/+)[^/?#]+/i, '$1[REDACTED]');
 }
 
 /** Request headers as logged (secret ones redacted). */
 function logHeaders(headers: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(headers)) out[k] = REDACT_HEADER.test(k) || isSecretName(k) ? '[REDACTED]' : v;
+  for (const [k, v] of Object.entries(headers)) {
+    // A header carrying a URL or a path (Referer, X-Original-URL) is cleaned as the request URL is.
+    out[k] = REDACT_HEADER.test(k) || isSecretName(k) ? '[REDACTED]' : typeof v === 'string' && /^(https?:\/\/|\/)/i.test(v) ? logUrl(v) : v;
+  }
   return out;
 }
 
 /** A request URL as logged: the per-job callback token and every secret-named query parameter (`?api_key=`, `?access_token=`, `?key=`) redacted. */
 function logUrl(url: string): string {
+  if (/^https?:\/\//i.test(url)) return sanitizeUrl(url);
   const redacted = redactCallbackToken(url);
-  const q = redacted.indexOf('?');
-  return q === -1 ? redacted : sanitizeUrl(`http://log.invalid${redacted}`).slice('http://log.invalid'.length);
+  return redacted.includes('?') ? sanitizeUrl(`http://log.invalid${redacted}`).slice('http://log.invalid'.length) : redacted;
 }
 
 /**

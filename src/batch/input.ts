@@ -257,10 +257,24 @@ export interface DecodedBatch {
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
+/** True when, in the first 512 bytes, at least half of the even or of the odd positions are NUL: text in UTF-16 (LE or BE) that has no BOM. */
+function looksLikeUtf16WithoutBom(bytes: Uint8Array): boolean {
+  const n = Math.min(bytes.length, 512) & ~1;
+  if (n < 4) return false;
+  let even = 0;
+  let odd = 0;
+  for (let i = 0; i < n; i += 2) {
+    if (bytes[i] === 0) even++;
+    if (bytes[i + 1] === 0) odd++;
+  }
+  return Math.max(even, odd) >= n / 4;
+}
+
 /**
  * Reads a batch file's bytes: a UTF-16 BOM (`FF FE` little-endian, `FE FF` big-endian) selects
  * UTF-16 (a file that is not valid UTF-16 is refused at line 1); otherwise UTF-8, with or without
- * a BOM, line by line: a line that is not valid UTF-8 (Latin-1 or Windows-1252 bytes, binary
+ * a BOM, line by line (a file whose every other byte is NUL — UTF-16 without its BOM — is
+ * refused at line 1 with that reason): a line that is not valid UTF-8 (Latin-1 or Windows-1252 bytes, binary
  * data) is refused with its line number and the other lines are read. Line breaks are `\n`,
  * `\r\n` or `\r` (bytes that never occur inside a UTF-8 sequence). Never throws.
  */
@@ -274,6 +288,10 @@ export function decodeBatchBytes(bytes: Uint8Array): DecodedBatch {
       badLines.set(1, `the file starts with a ${encoding.toUpperCase()} byte order mark but is not valid ${encoding.toUpperCase()}: save it as UTF-8`);
       return { text: '', encoding, badLines };
     }
+  }
+  if (looksLikeUtf16WithoutBom(bytes)) {
+    badLines.set(1, 'the file looks like UTF-16 without a byte order mark (every other byte is 0): save it as UTF-8, or as UTF-16 with its BOM');
+    return { text: '', encoding: 'utf-8', badLines };
   }
   const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
   const body = bom ? bytes.subarray(3) : bytes;

@@ -73,9 +73,12 @@ export function jsonTextDepth(text: string): number {
 export function valueDepth(value: unknown, limit = MAX_JSON_DEPTH): number {
   let max = 0;
   const stack: [unknown, number][] = [[value, 0]];
+  const deepestSeen = new Map<object, number>(); // a shared sub-object is walked again only when met deeper
   while (stack.length > 0) {
     const [v, d] = stack.pop()!;
     if (v === null || typeof v !== 'object') continue;
+    if ((deepestSeen.get(v) ?? -1) >= d) continue;
+    deepestSeen.set(v, d);
     max = Math.max(max, d + 1);
     if (max > limit) return max;
     for (const child of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) stack.push([child, d + 1]);

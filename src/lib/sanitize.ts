@@ -250,11 +250,13 @@ export function sanitizeBody(value: unknown, secrets: readonly string[] = []): u
  * ignored (they would redact ordinary words).
  */
 export function redactSecrets(text: string, secrets: readonly string[] = []): string {
-  let out = text.replace(CREDENTIAL_CAPITALISED, `$1 ${REDACTED}`).replace(CREDENTIAL_ANY_CASE, `$1 ${REDACTED}`);
+  // Known values first: a pattern replaced first could cut a known value in two (a key with a
+  // space or a line break inside), and its tail would then match nothing.
+  let out = text;
   for (const s of secrets) {
     if (s && s.length >= 4) out = out.split(s).join(REDACTED);
   }
-  return out;
+  return out.replace(CREDENTIAL_CAPITALISED, `$1 ${REDACTED}`).replace(CREDENTIAL_ANY_CASE, `$1 ${REDACTED}`);
 }
 
 /** Truncates a string to `max` characters (default 4000), marking the cut. */

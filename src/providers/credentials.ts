@@ -13,8 +13,15 @@ import { ProviderError } from './errors.js';
 
 /** An API key given literally (config files are worker-side secrets) or by environment variable name. */
 export const CredentialSchema = z.union([
-  z.strictObject({ apiKey: z.string().min(1) }),
-  z.strictObject({ apiKeyEnv: z.string().min(1) }),
+  z.strictObject({
+    apiKey: z
+      .string()
+      .trim()
+      .min(1, 'apiKey is blank')
+      // No control character (a line break inside a key cannot be sent in a header and would be split in records).
+      .regex(/^[^\x00-\x1f\x7f]*$/, 'apiKey contains a control character (a line break or tab inside the key?)'),
+  }),
+  z.strictObject({ apiKeyEnv: z.string().trim().min(1, 'apiKeyEnv is blank') }),
 ]);
 /** One configured credential (see {@link CredentialSchema}). */
 export type Credential = z.infer<typeof CredentialSchema>;
@@ -41,8 +48,10 @@ export function resolveCredential(entry: { credentials: Credentials }, providerN
   // Trimmed: a key read from a mounted secret file often ends in a newline, which HTTP drops
   // anyway; the redactor must know the value the provider sees (and may echo).
   if ('apiKey' in cred) return { apiKey: cred.apiKey.trim(), label };
-  const v = env[cred.apiKeyEnv]?.trim();
-  if (!v) throw new Error(`environment variable ${cred.apiKeyEnv} (credentials of ${label}) is not set`);
+  const raw = env[cred.apiKeyEnv];
+  const v = raw?.trim();
+  if (!v) throw new Error(`environment variable ${cred.apiKeyEnv} (credentials of ${label}) is ${raw === undefined || raw === '' ? 'not set' : 'blank'}`);
+  if (/[\x00-\x1f\x7f]/.test(v)) throw new Error(`environment variable ${cred.apiKeyEnv} (credentials of ${label}) contains a control character (a line break or tab inside the key?)`);
   return { apiKey: v, label };
 }
 

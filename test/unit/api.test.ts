@@ -217,6 +217,8 @@ describe('the app without Temporal', () => {
       { payload: JSON.stringify({ url: 'https://example.com/', options: { a: JSON.parse(`${'['.repeat(70)}${']'.repeat(70)}`) } }), type: 'application/json', status: 400, slug: 'invalid-request', detail: /deep/ },
       // UTF-8 only: another charset is a 415, bytes that are not UTF-8 a 400 (never U+FFFD "repairs").
       { payload: Buffer.from('{"url":"https://example.com/","row":{"name":"Caf\u00e9"}}', 'latin1'), type: 'application/json; charset=iso-8859-1', status: 415, slug: 'unsupported-media-type' },
+      { payload: '{"url":"https://example.com/"}', type: 'application/json; charset=utf-8; charset=latin1', status: 415, slug: 'unsupported-media-type' },
+      { payload: '{"url":"https://example.com/"}', type: 'application/json; charset="utf-8"latin1', status: 415, slug: 'unsupported-media-type' },
       { payload: Buffer.concat([Buffer.from('{"url":"https://example.com/","row":{"name":"Caf'), Buffer.from([0xe9]), Buffer.from('"}}')]), type: 'application/json', status: 400, slug: 'invalid-request', detail: /not valid UTF-8/ },
     ];
     for (const c of cases) {

@@ -64,6 +64,12 @@ function checkAccounted(input: BatchInput, lines: string[], format: 'csv' | 'jso
       owner.set(n, who);
     }
   };
+  // A file read as UTF-16 without its BOM is refused whole, at line 1 (no line of it can be read).
+  if (input.errors.some((e) => e.line === 1 && /UTF-16 without a byte order mark/.test(e.reason))) {
+    expect(input.items).toEqual([]);
+    expect(input.errors).toHaveLength(1);
+    return;
+  }
   for (const i of input.items) claim(i.line, i.endLine ?? i.line, `row ${i.line}`);
   for (const e of input.errors) claim(e.line, e.endLine ?? e.line, `error ${e.line}: ${e.reason}`);
   const firstLine = lines.findIndex((l) => l.trim() !== '') + 1;

@@ -71,6 +71,27 @@ describe('CSV batches', () => {
   });
 });
 
+describe('UTF-16 without a byte order mark', () => {
+  it('is refused at line 1 with the reason, as CSV and as JSONL (it read as NUL-riddled UTF-8)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'utf16-nobom-'));
+    try {
+      for (const [name, text] of [['a.csv', 'url,note\nhttps://example.com/,x\n'], ['a.jsonl', '{"url":"https://example.com/"}\n']] as const) {
+        for (const bytes of [Buffer.from(text, 'utf16le'), Buffer.from(text, 'utf16le').swap16()]) {
+          const file = path.join(dir, name);
+          fs.writeFileSync(file, bytes);
+          const r = readBatchFile(file);
+          expect(r.items).toEqual([]);
+          expect(r.errors).toHaveLength(1);
+          expect(r.errors[0]).toMatchObject({ line: 1 });
+          expect(r.errors[0]!.reason).toMatch(/UTF-16 without a byte order mark/);
+        }
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('JSONL batches', () => {
   it('a line nested thousands deep is refused at its line; the rows around it run (it overflowed the stack and ended the run)', () => {
     const deep = `{"url":"https://example.com/deep","x":${'['.repeat(5_000)}${']'.repeat(5_000)}}`;

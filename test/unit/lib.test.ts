@@ -3,7 +3,7 @@ import { canonicalJson, deterministicUuid, fingerprint } from '../../src/lib/has
 import { parseRetryAfter, parseWaitFromMessage } from '../../src/lib/retryAfter.js';
 import { findSecret, isSecretName, REDACTED, redactSecrets, sanitizeBody, sanitizeHeaders, sanitizeUrl, secretPartsOfUrl } from '../../src/lib/sanitize.js';
 import { StartScrapeInputSchema } from '../../src/model/schemas.js';
-import { MAX_JSON_DEPTH, parseJsonStrict, StrictJsonError } from '../../src/lib/json.js';
+import { MAX_JSON_DEPTH, parseJsonStrict, StrictJsonError, valueDepth } from '../../src/lib/json.js';
 
 describe('canonical hashing', () => {
   it('ignores key order and undefined members, not values', () => {
@@ -149,6 +149,11 @@ describe('strict JSON: nesting depth', () => {
     const r = StartScrapeInputSchema.safeParse({ account: 'a', url: 'https://example.com/', row: { deep } });
     expect(r.success).toBe(false);
     expect(JSON.stringify(r.error?.issues)).toMatch(/more than 64 levels/);
+    // A sub-object shared at every level ([x, x] nested 30 times: 2^30 paths) is walked once per
+    // depth; walking every path would not end within the test's timeout.
+    let shared: unknown = 'x';
+    for (let i = 0; i < 30; i++) shared = [shared, shared];
+    expect(valueDepth(shared)).toBe(30);
   });
 });
 

@@ -8,7 +8,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redactCallbackToken } from '../../src/api/requestLog.js';
+import { redactCallbackToken, requestLogger } from '../../src/api/requestLog.js';
+import { redactSecrets } from '../../src/lib/sanitize.js';
 import { parseConfig, ProviderEntrySchema, type Config } from '../../src/config.js';
 import { DEFAULT_POLL_POLICY } from '../../src/model/types.js';
 import { credentialSecrets, resolveCredential } from '../../src/providers/credentials.js';
@@ -139,6 +140,36 @@ describe('URLs', () => {
     expect(tokenOfCallbackUrl(url)).toBe(t);
     expect(redactCallbackToken(`/v1/webhooks/apify/${t}?x=1`)).toBe('/v1/webhooks/apify/[REDACTED]?x=1');
     expect(redactCallbackToken('/v1/webhooks/apify')).toBe('/v1/webhooks/apify');
+    // Spellings the router may also see (a 404, but logged): the token is still redacted.
+    for (const u of [`//v1/webhooks/apify/${t}`, `/v1/webhooks//apify/${t}`, `/V1/Webhooks/apify/${t}`]) expect(redactCallbackToken(u)).not.toContain(t);
+  });
+
+  it('the request log shows no key: not in the URL, a secret-named header, or a URL-valued header', () => {
+    const logger = requestLogger({ stream: process.stdout }) as { serializers: { req: (r: unknown) => { url: string; headers: Record<string, unknown> } } };
+    const line = logger.serializers.req({
+      id: '1',
+      method: 'GET',
+      url: '/v1/scrapes?api_key=SECRET-1&access_token=SECRET-2&limit=5',
+      headers: { authorization: 'Bearer SECRET-3', 'x-api-key': 'SECRET-4', referer: 'https://app.example/v1/scrapes?api_key=SECRET-5', 'x-original-url': '/v1/scrapes?token=SECRET-6abcdefgh', accept: 'application/json' },
+    });
+    expect(JSON.stringify(line)).not.toMatch(/SECRET/);
+    expect(line.url).toContain('limit=5');
+    expect(line.headers.accept).toBe('application/json');
+  });
+
+  it('credentials: a blank key or one with a control character inside is a configuration error, not an empty or split key sent', () => {
+    for (const apiKey of ['   ', 'sk-live-part\nrest-of-key', 'sk-live\tkey']) {
+      expect(() => config({ credentials: { default: { apiKey } } }), JSON.stringify(apiKey)).toThrow(/blank|control character/);
+    }
+    const entry = config({ credentials: { default: { apiKeyEnv: 'K' } } }).providers.p!;
+    expect(() => resolveCredential(entry, 'p', 'a', { K: '  ' })).toThrow(/K .* is blank/);
+    expect(() => resolveCredential(entry, 'p', 'a', { K: 'sk-a\nsk-b' })).toThrow(/control character/);
+  });
+
+  it('a known key with a space or line break inside is redacted whole, before the Bearer pattern could split it', () => {
+    const key = 'sk-live-AAAA BBBBBBBBsecretTail';
+    expect(redactSecrets(`auth failed: Bearer ${key}`, [key])).not.toMatch(/secretTail|AAAA/);
+    expect(redactSecrets(`Bearer sk-live-x\nTAILSECRET987`, ['sk-live-x\nTAILSECRET987'])).not.toMatch(/TAILSECRET/);
   });
 
   it('the reference webhook kind verifies X-Sim-Signature over the raw body', () => {
