@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { WorkflowUpdateStage } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities/index.js';
@@ -20,7 +21,7 @@ import { ProviderError } from '../../src/providers/errors.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import type { Accepted, CancelAnswer, ProviderAdapter, ProviderResult, StatusObservation } from '../../src/providers/types.js';
 import { openStore, type Store } from '../../src/store/index.js';
-import { wakeSignal } from '../../src/workflows/scrape/messages.js';
+import { cancelUpdate, wakeSignal } from '../../src/workflows/scrape/messages.js';
 import { workflowBundle } from '../../src/worker.js';
 import { ensureTestServer } from '../helpers/testServer.js';
 import { INDEXED_VALUE_TYPE } from '../../src/devserver/searchAttributes.js';
@@ -233,5 +234,32 @@ describe('scrape workflow v2 in skipped time', () => {
     const row = await store.getJob(ref.jobId);
     expect(row?.state).toBe('cancelled');
     expect(provider.times('cancel')).toHaveLength(1);
+  }, 60_000);
+  it('a cancel request that arrives while the submit is being refused: the store row ends failed, as the workflow does (never left submitting)', async () => {
+    reset();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let submitting = false;
+    provider.submitImpl = async () => {
+      submitting = true;
+      await gate;
+      throw new ProviderError('permanent', 'invalid scrape request', { code: 'VALIDATION_ERROR', httpStatus: 400 });
+    };
+    const key = `refused-${randomUUID()}`;
+    const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy: POLICY });
+    const handle = env.client.workflow.getHandle(ref.jobId);
+    while (!submitting) await new Promise((r) => setTimeout(r, 20));
+    // The Update is accepted while the submit attempt is in flight; then the provider refuses it.
+    const update = await handle.startUpdate(cancelUpdate, { args: [{ reason: 'test', requestedBy: 'timeskip' }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+    release();
+    const report = await update.result();
+    expect(report.outcome).toBe('failed');
+    await handle.result().catch(() => undefined);
+    const row = await store.getJob(ref.jobId);
+    expect(row?.state).toBe('failed');
+    expect(row?.finished_at).toBeTruthy();
+    expect(JSON.parse(row!.last_error!).code).toBe('VALIDATION_ERROR');
+    expect(provider.times('submit')).toHaveLength(1);
+    expect(provider.times('cancel')).toHaveLength(0);
   }, 60_000);
 });

@@ -4,7 +4,7 @@
  * current details and (for `record`) the store together. Deterministic code only.
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { CancellationScope, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { isFinalState, type JobState } from '../../model/states.js';
 import { DEFAULT_POLL_POLICY, type CancelReport, type JobError, type JobView, type PollPolicy, type ScrapeWorkflowInput } from '../../model/types.js';
 import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState, ScrapeTaskId } from '../searchAttributes.js';
@@ -26,6 +26,12 @@ export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
   tracking_interrupted: [],
   expired: [],
 };
+
+/**
+ * Patch ID (workflow `patched()`): a final state whose store write a cancellation interrupted is
+ * written again before the run closes. Runs recorded before it replay without that write.
+ */
+export const PATCH_REWRITE_INTERRUPTED_FINAL = 'rewrite-interrupted-final-state';
 
 /** Options of a move: a note for the reader, the error that caused it. */
 export interface MoveOptions {
@@ -52,6 +58,8 @@ export class ScrapeJob {
   /** The scope of the interruptible phases (acquire, poll): a cancel request cancels it. */
   private phases?: CancellationScope;
   private publishedState?: string;
+  /** The store write of the last {@link record}, until it completed (a cancellation may interrupt it). */
+  private unwritten?: { jobId: string; state: JobState; error?: JobError; detail?: unknown };
 
   constructor(readonly input: ScrapeWorkflowInput & { carry?: { deadlineAt: string; statusChecks: number } }) {
     this.policy = { ...DEFAULT_POLL_POLICY, ...(input.policy ?? {}) };
@@ -124,10 +132,31 @@ export class ScrapeJob {
     this.publish();
   }
 
-  /** {@link move}, then records the transition in the store (a local activity). */
+  /**
+   * {@link move}, then records the transition in the store (a local activity). Inside the
+   * interruptible phases a cancel request can interrupt that write after the move; a final state
+   * left unwritten so is written by {@link writeInterruptedFinal} before the run closes.
+   */
   async record(state: JobState, opts: MoveOptions & { detail?: unknown } = {}): Promise<void> {
     this.move(state, opts);
-    await this.acts.recorder.recordState({ jobId: this.input.jobId, state, error: opts.error, detail: opts.detail ?? (opts.note ? { note: opts.note } : undefined) });
+    const write = { jobId: this.input.jobId, state, error: opts.error, detail: opts.detail ?? (opts.note ? { note: opts.note } : undefined) };
+    this.unwritten = write;
+    await this.acts.recorder.recordState(write);
+    this.unwritten = undefined;
+  }
+
+  /**
+   * Writes the final state whose store write a cancellation interrupted (call in a non-cancellable
+   * scope). Without it a job whose submit was refused while a cancel request arrived closed with
+   * the workflow saying `failed` and its store row still `submitting`. Guarded by
+   * {@link PATCH_REWRITE_INTERRUPTED_FINAL}; a no-op when nothing was interrupted.
+   */
+  async writeInterruptedFinal(): Promise<void> {
+    const write = this.unwritten;
+    if (!write || !this.final || write.state !== this.state) return;
+    if (!patched(PATCH_REWRITE_INTERRUPTED_FINAL)) return;
+    await this.acts.recorder.recordState(write);
+    this.unwritten = undefined;
   }
 
   /**

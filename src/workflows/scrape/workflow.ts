@@ -45,6 +45,7 @@ export async function scrapeWorkflowV2(input: ScrapeWorkflowInput & { carry?: Ca
     if (CancellationScope.current().consideredCancelled) job.requestCancel({ reason: 'workflow cancellation requested', requestedBy: 'temporal' }, 'native');
   }
   await CancellationScope.nonCancellable(async () => {
+    await job.writeInterruptedFinal();
     if (job.cancel && !job.final) await cancelJob(job);
     // A native cancellation that arrived while a shielded step finished the job is recorded too.
     if (CancellationScope.current().parent?.consideredCancelled && !job.cancel) job.requestCancel({ reason: 'workflow cancellation requested', requestedBy: 'temporal' }, 'native');
