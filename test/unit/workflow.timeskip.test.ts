@@ -38,6 +38,7 @@ class ScriptedProvider implements ProviderAdapter {
   submitImpl: (n: number) => Promise<Accepted> = async (n) => ({ taskId: `task-${n}`, providerStatus: 'queued', replayed: false });
   statusImpl: (taskId: string, n: number, signal?: AbortSignal) => Promise<StatusObservation> = async () => ({ state: 'running', providerStatus: 'running' });
   listImpl: () => Promise<Accepted | null> = async () => null;
+  cancelImpl: (n: number) => Promise<CancelAnswer> = async () => ({ accepted: true, state: 'running', providerStatus: 'cancelling' });
   constructor(private readonly now: () => Promise<number>) {}
   private async note(op: string, taskId?: string): Promise<number> {
     this.calls.push({ op, at: await this.now(), taskId });
@@ -57,8 +58,7 @@ class ScriptedProvider implements ProviderAdapter {
     return PAGE;
   }
   async cancel(): Promise<CancelAnswer> {
-    await this.note('cancel');
-    return { accepted: true, state: 'running', providerStatus: 'cancelling' };
+    return this.cancelImpl(await this.note('cancel'));
   }
   async findSubmitted() {
     await this.note('list');
@@ -106,6 +106,7 @@ function reset(): void {
   provider.submitImpl = async (n) => ({ taskId: `task-${randomUUID()}-${n}`, providerStatus: 'queued', replayed: false });
   provider.statusImpl = async () => ({ state: 'running', providerStatus: 'running' });
   provider.listImpl = async () => null;
+  provider.cancelImpl = async () => ({ accepted: true, state: 'running', providerStatus: 'cancelling' });
 }
 
 async function run(key: string, policy: Partial<PollPolicy> = POLICY) {
@@ -261,5 +262,33 @@ describe('scrape workflow v2 in skipped time', () => {
     expect(JSON.parse(row!.last_error!).code).toBe('VALIDATION_ERROR');
     expect(provider.times('submit')).toHaveLength(1);
     expect(provider.times('cancel')).toHaveLength(0);
+  }, 60_000);
+  it('a cancel call whose answers are all lost (502): the status checks that follow observe the stop, and the job ends cancelled, not cancel_unconfirmed', async () => {
+    reset();
+    let cancelled = false;
+    let checks = 0;
+    provider.statusImpl = async () => {
+      checks++;
+      return cancelled ? { state: 'cancelled', providerStatus: 'cancelled' } : { state: 'running', providerStatus: 'running' };
+    };
+    // The provider stops the task on the first cancel call; a proxy in front answers 502 to every one.
+    provider.cancelImpl = async () => {
+      cancelled = true;
+      throw new ProviderError('transient', 'DELETE /api/jobs/… answered 502 Bad Gateway', { httpStatus: 502 });
+    };
+    const key = `lost-cancel-${randomUUID()}`;
+    const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy: POLICY });
+    const handle = env.client.workflow.getHandle(ref.jobId);
+    while (checks === 0) await new Promise((r) => setTimeout(r, 20));
+    const update = await handle.startUpdate(cancelUpdate, { args: [{ reason: 'test', requestedBy: 'timeskip' }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+    await expect(handle.result()).rejects.toThrow(); // skips the retry waits of the cancel call
+    const report = await update.result();
+    expect(report).toMatchObject({ outcome: 'cancelled', detail: expect.stringMatching(/provider confirmed the task stopped/) });
+    expect(report.providerCancelCalls).toBeGreaterThanOrEqual(1);
+    expect(provider.times('cancel').length).toBeGreaterThan(1); // retried within the cancel-confirmation deadline
+    expect((await handle.describe()).status.name).toBe('CANCELLED');
+    const row = await store.getJob(ref.jobId);
+    expect(row?.state).toBe('cancelled');
+    expect(await store.countResults({ jobId: ref.jobId })).toBe(0);
   }, 60_000);
 });

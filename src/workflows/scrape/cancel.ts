@@ -5,10 +5,12 @@
  * ask the provider to stop, confirm what the provider then reports, and record the outcome actually
  * observed — a cancel is a request, not an erasure.
  */
+import { patched } from '@temporalio/workflow';
 import type { PollOutcome } from '../../activities/index.js';
 import type { CancelReport, JobError } from '../../model/types.js';
 import { jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
+import { PATCH_CONFIRM_AFTER_FAILED_CANCEL } from './patches.js';
 
 type Outcome = NonNullable<CancelReport['outcome']>;
 
@@ -50,7 +52,13 @@ export async function cancelJob(job: ScrapeJob): Promise<void> {
   } catch (e) {
     report.providerCancelCalls++;
     const error = jobErrorOf(e, 'cancel call failed');
-    return finish('cancel_unconfirmed', `the provider did not accept the cancel request (${error.message})`, error);
+    if (!patched(PATCH_CONFIRM_AFTER_FAILED_CANCEL)) return finish('cancel_unconfirmed', `the provider did not accept the cancel request (${error.message})`, error);
+    // The call may have reached the provider although its answer was lost or refused (a dropped
+    // connection, a 5xx from a proxy after the fact, a slow answer past the attempt timeout): what
+    // the provider reports afterwards is the outcome observed.
+    job.view.lastError = error;
+    job.publish();
+    return confirm(job, finish, error);
   }
   if (answer.kind === 'answered' || (answer.kind === 'unsupported' && answer.reachedProvider)) report.providerCancelCalls++;
   if (answer.lastStatus) job.view.providerStatus = answer.lastStatus;
@@ -67,8 +75,14 @@ export async function cancelJob(job: ScrapeJob): Promise<void> {
   return confirm(job, finish);
 }
 
-/** Polls (retry-driven, `confirm_cancel` mode) until the provider reports a final state or the cancel-confirmation deadline passes. */
-async function confirm(job: ScrapeJob, finish: (o: Outcome, detail: string, error?: JobError) => Promise<void>): Promise<void> {
+/**
+ * Polls (retry-driven, `confirm_cancel` mode) until the provider reports a final state or the
+ * cancel-confirmation deadline passes. `callError`: the cancel call failed (then a cancel takes at
+ * most two cancel-confirmation deadlines: the call's, then this one's); outcomes that stay
+ * unconfirmed name it.
+ */
+async function confirm(job: ScrapeJob, finish: (o: Outcome, detail: string, error?: JobError) => Promise<void>, callError?: JobError): Promise<void> {
+  const failedCall = callError ? `the cancel call failed (${callError.message}) and ` : '';
   const until = Date.now() + job.policy.cancelConfirmDeadlineMs;
   let o: PollOutcome;
   try {
@@ -85,7 +99,7 @@ async function confirm(job: ScrapeJob, finish: (o: Outcome, detail: string, erro
     });
   } catch (e) {
     const error = jobErrorOf(e, 'status check during cancel failed');
-    return finish('cancel_unconfirmed', `the provider did not confirm the cancel within ${job.policy.cancelConfirmDeadlineMs} ms (${error.message})`, error);
+    return finish('cancel_unconfirmed', `${failedCall}the provider did not confirm the cancel within ${job.policy.cancelConfirmDeadlineMs} ms (${error.message})`, error);
   }
   job.view.statusChecks = Math.max(job.view.statusChecks, o.checks);
   if (o.providerStatus) job.view.providerStatus = o.providerStatus;
@@ -102,9 +116,9 @@ async function confirm(job: ScrapeJob, finish: (o: Outcome, detail: string, erro
     case 'expired':
       return finish('cancel_unconfirmed', 'the provider no longer knows the task (404) after the cancel request', o.error);
     case 'interrupted':
-      return finish('cancel_unconfirmed', `the provider's status could not be read after the cancel request (${o.error.message})`, o.error);
+      return finish('cancel_unconfirmed', `${failedCall}the provider's status could not be read after the cancel request (${o.error.message})`, o.error);
     case 'deadline':
-      return finish('cancel_unconfirmed', `the provider did not confirm the cancel within ${job.policy.cancelConfirmDeadlineMs} ms (last status: ${job.view.providerStatus ?? 'unknown'})`);
+      return finish('cancel_unconfirmed', `${failedCall}the provider did not confirm the cancel within ${job.policy.cancelConfirmDeadlineMs} ms (last status: ${job.view.providerStatus ?? 'unknown'})`, callError);
     case 'stale':
       if (o.state === 'failed' || o.state === 'expired' || o.state === 'cancelled') return finish(o.state === 'expired' ? 'cancel_unconfirmed' : o.state, `the job reached ${o.state} before the cancel could act (${o.reason})`);
       return finish('cancel_unconfirmed', `the cancel could not be confirmed: ${o.reason}`);

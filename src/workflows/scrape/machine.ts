@@ -10,6 +10,7 @@ import { DEFAULT_POLL_POLICY, type CancelReport, type JobError, type JobView, ty
 import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState, ScrapeTaskId } from '../searchAttributes.js';
 import type { PollSchedule } from '../../activities/index.js';
 import { renderDetails } from './details.js';
+import { PATCH_REWRITE_INTERRUPTED_FINAL } from './patches.js';
 import type { CancelRequest, Resolution } from './messages.js';
 import { scrapeProxies, type ScrapeProxies } from './options.js';
 
@@ -26,12 +27,6 @@ export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
   tracking_interrupted: [],
   expired: [],
 };
-
-/**
- * Patch ID (workflow `patched()`): a final state whose store write a cancellation interrupted is
- * written again before the run closes. Runs recorded before it replay without that write.
- */
-export const PATCH_REWRITE_INTERRUPTED_FINAL = 'rewrite-interrupted-final-state';
 
 /** Options of a move: a note for the reader, the error that caused it. */
 export interface MoveOptions {
