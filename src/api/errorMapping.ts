@@ -73,8 +73,12 @@ export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
     if (e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || (e.statusCode === 400 && e instanceof SyntaxError)) {
       return new ApiProblem('invalid-request', `the body is not valid JSON${e instanceof SyntaxError ? `: ${e.message}` : ''}`, { errors: [{ in: 'body', path: '', message: 'not valid JSON' }] });
     }
+    if (e.code === 'FST_ERR_BAD_URL') {
+      // Fastify's message quotes the whole URL, query string included (where a caller may have put a credential).
+      return new ApiProblem('invalid-request', `the path ${JSON.stringify(request.url.split('?')[0]!.slice(0, 200))} is not valid percent-encoding`, { errors: [{ in: 'params', path: '', message: 'invalid percent-encoding' }] });
+    }
     if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-      return new ApiProblem('invalid-request', e.message.slice(0, 300), { errors: [] });
+      return new ApiProblem('invalid-request', withoutQueryStrings(e.message).slice(0, 300), { errors: [] });
     }
   }
   const grpc = isGrpcServiceError(error) ? error : isGrpcServiceError((error as { cause?: unknown })?.cause) ? ((error as { cause: unknown }).cause as { code?: number }) : undefined;
@@ -92,4 +96,9 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, p: Api
   for (const [k, v] of Object.entries(p.headers)) reply.header(k, v);
   if (p.status === 429 && !reply.getHeader('retry-after')) reply.header('retry-after', '1');
   return reply.code(p.status).type(PROBLEM_CONTENT_TYPE).send(p.toBody(p.slug === 'not-found' ? undefined : request.id));
+}
+
+/** A framework message with every quoted query string cut off (`/a?key=…` → `/a?…`): callers put credentials there. */
+function withoutQueryStrings(message: string): string {
+  return message.replace(/\?[^\s'"]*/g, '?…');
 }

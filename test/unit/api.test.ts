@@ -260,6 +260,15 @@ describe('the app without Temporal', () => {
     expect(missing.json()).toMatchObject({ type: '/problems/route-not-found' });
   });
 
+  it('a path with bad percent-encoding is 400 and the answer never quotes the query string (where a caller may have put a key)', async () => {
+    for (const url of ['/v1/scrapes/%zz?api_key=sk-live-QUERY-1', '/v1/scrapes/%E0%A4%A/result?token=sk-live-QUERY-2']) {
+      const r = await app.inject({ method: 'GET', url, headers: auth });
+      expect(r.statusCode, url).toBe(400);
+      expect(r.json()).toMatchObject({ type: '/problems/invalid-request', detail: expect.stringMatching(/is not valid percent-encoding/) });
+      expect(r.body).not.toMatch(/sk-live-QUERY|api_key|token=/);
+    }
+  });
+
   it('an unauthenticated request is 401 before its body is even read', async () => {
     const r = await app.inject({ method: 'POST', url: '/v1/scrapes', headers: { 'content-type': 'application/json' }, payload: 'x'.repeat(5000) });
     expect(r.statusCode).toBe(401);
