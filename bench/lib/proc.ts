@@ -37,6 +37,56 @@ export function cpuSeconds(pid: number): number | undefined {
   return (utime + stime) / clockTicksPerSecond();
 }
 
+/** Fields after the command name of `/proc/<pid>/stat` (0-based from field 3, `state`); undefined when gone. */
+function statFields(pid: number): string[] | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every live process whose parent chain reaches one of `roots` (the roots included). */
+export function processTree(roots: readonly number[]): number[] {
+  const parent = new Map<number, number>();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    const f = statFields(Number(d));
+    if (f) parent.set(Number(d), Number(f[1]));
+  }
+  const inTree = (pid: number): boolean => {
+    for (let p: number | undefined = pid, hops = 0; p && hops < 64; p = parent.get(p), hops++) if (roots.includes(p)) return true;
+    return false;
+  };
+  return [...parent.keys()].filter(inTree);
+}
+
+/**
+ * CPU seconds (user + system) of the process trees under `roots` so far: each live member's own
+ * time plus the time of its children that have exited and been reaped (`cutime`, `cstime`), so
+ * short-lived children (PostgreSQL's per-connection backends) are counted too.
+ */
+export function treeCpuSeconds(roots: readonly number[]): number {
+  let ticks = 0;
+  for (const pid of processTree(roots)) {
+    const f = statFields(pid);
+    if (f) ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  }
+  return ticks / clockTicksPerSecond();
+}
+
+/** CPU seconds of a measured process (its tree when it has `roots`); undefined when gone. */
+export function measuredCpuSeconds(p: Measured): number | undefined {
+  return p.roots ? treeCpuSeconds(p.roots) : cpuSeconds(p.pid);
+}
+
+/** RSS of a measured process (summed over its tree when it has `roots`), bytes; undefined when gone. */
+function measuredRssBytes(p: Measured): number | undefined {
+  if (!p.roots) return memory(p.pid)?.rssBytes;
+  return processTree(p.roots).reduce((sum, pid) => sum + (memory(pid)?.rssBytes ?? 0), 0);
+}
+
 /** Resident set size and its peak of process `pid`, in bytes (`VmRSS`, `VmHWM`); undefined when gone. */
 export function memory(pid: number): { rssBytes: number; peakRssBytes: number } | undefined {
   let status: string;
@@ -53,6 +103,8 @@ export function memory(pid: number): { rssBytes: number; peakRssBytes: number } 
 export interface Measured {
   name: string;
   pid: number;
+  /** Measure the process trees under these PIDs instead (an external Temporal cluster and its PostgreSQL). */
+  roots?: readonly number[];
 }
 
 /** CPU seconds of each process at one moment (see {@link cpuSeconds}). */
@@ -60,7 +112,7 @@ export type CpuSnapshot = Record<string, number>;
 
 /** Reads {@link cpuSeconds} of every process; a process that is gone reads as NaN. */
 export function cpuSnapshot(procs: readonly Measured[]): CpuSnapshot {
-  return Object.fromEntries(procs.map((p) => [p.name, cpuSeconds(p.pid) ?? Number.NaN]));
+  return Object.fromEntries(procs.map((p) => [p.name, measuredCpuSeconds(p) ?? Number.NaN]));
 }
 
 /** CPU seconds used between two snapshots, per process. */
@@ -88,10 +140,10 @@ export function sampleMemory(procs: readonly Measured[], everyMs = 1_000): { sto
   const last: Record<string, number> = {};
   const tick = () => {
     for (const p of procs) {
-      const m = memory(p.pid);
-      if (!m) continue;
-      last[p.name] = m.rssBytes;
-      max[p.name] = Math.max(max[p.name] ?? 0, m.rssBytes);
+      const rss = measuredRssBytes(p);
+      if (rss === undefined) continue;
+      last[p.name] = rss;
+      max[p.name] = Math.max(max[p.name] ?? 0, rss);
     }
   };
   tick();
@@ -123,13 +175,13 @@ export function machineBusySeconds(): number {
 export function sampleForeignCpu(procs: () => readonly Measured[]): { stop(): { foreignCores: number; ownCores: number; wallS: number } } {
   const t0 = Date.now();
   const busy0 = machineBusySeconds();
-  const own0 = new Map(procs().map((p) => [p.pid, cpuSeconds(p.pid) ?? 0]));
+  const own0 = new Map(procs().map((p) => [p.pid, measuredCpuSeconds(p) ?? 0]));
   return {
     stop() {
       const wallS = (Date.now() - t0) / 1000;
       const busy = machineBusySeconds() - busy0;
       let own = 0;
-      for (const p of procs()) own += (cpuSeconds(p.pid) ?? 0) - (own0.get(p.pid) ?? 0);
+      for (const p of procs()) own += (measuredCpuSeconds(p) ?? 0) - (own0.get(p.pid) ?? 0);
       return { foreignCores: round(Math.max(0, busy - own) / wallS, 2), ownCores: round(own / wallS, 2), wallS: round(wallS, 1) };
     },
   };

@@ -241,7 +241,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     };
 
     const extra: Measured[] = [];
-    const processes = (): Measured[] => [...(temporal.devServer ? [{ name: 'server', pid: temporal.devServer.pid }] : []), { name: 'bench', pid: process.pid }];
+    const processes = (): Measured[] => [...(temporal.devServer ? [{ name: 'server', pid: temporal.devServer.pid }] : externalServer()), { name: 'bench', pid: process.pid }];
     return {
       dir,
       temporal,
@@ -297,4 +297,15 @@ function tail(file: string, n = 2_000): string {
   } catch {
     return '(no log)';
   }
+}
+
+/**
+ * The external cluster's processes, measured as one `server`: `SCRAPE_BENCH_SERVER_ROOTS`, PIDs
+ * whose process trees are the cluster (comma-separated; e.g. `npm run cluster`'s pid from
+ * `.data/cluster/cluster.pid` — its Temporal services and Web UI — and PostgreSQL's postmaster from
+ * `<data-dir>/pg/data/postmaster.pid`, which also serves the result store). None when unset.
+ */
+function externalServer(): Measured[] {
+  const roots = (process.env.SCRAPE_BENCH_SERVER_ROOTS ?? '').split(',').map((v) => Number(v.trim())).filter((n) => Number.isInteger(n) && n > 0);
+  return roots.length ? [{ name: 'server', pid: roots[0]!, roots }] : [];
 }
