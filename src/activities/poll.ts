@@ -165,7 +165,7 @@ export function pollActivities(kit: ActivityKit) {
      * outcome; throws only for unexpected errors (retried by the policy).
      */
     async awaitStatus(input: AwaitStatusInput): Promise<PollOutcome> {
-      const start = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel');
+      const start = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel', input.mode === 'track' ? input.deadlineAt : undefined);
       if (start.kind === 'stale') return staleOutcome(start);
       const row = start.row;
       const checks = Number(row.status_checks);

@@ -20,17 +20,27 @@ export type CheckStart =
 /**
  * Claims the job for polling generation `generation` (a newer one wins; an older attempt learns
  * it is stale) and returns the row. `allowCancelling`: the cancel path's confirmation checks run
- * while the job is `cancelling`.
+ * while the job is `cancelling`. `deadlineAt` (UTC ISO-8601): the tracking deadline the workflow
+ * enforces, stored with the claim when the row says otherwise — the submit activity records one
+ * when the task ID is written, and a workflow that learns the task ID later (its submit attempt's
+ * worker died after the write, the retry waited in a long task queue) counts from that later time.
  */
-export async function beginCheck(store: Store, jobId: string, generation: number, allowCancelling: boolean): Promise<CheckStart> {
+export async function beginCheck(store: Store, jobId: string, generation: number, allowCancelling: boolean, deadlineAt?: string): Promise<CheckStart> {
   const row = await store.db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
   if (!row) return { kind: 'stale', reason: `job ${jobId} is not in the store` };
   if (Number(row.poll_generation) > generation) return { kind: 'stale', reason: `superseded by polling generation ${row.poll_generation}`, row };
   if (isFinalState(row.state)) return { kind: 'stale', reason: `job is already ${row.state}`, row };
   if (row.state === 'cancelling' && !allowCancelling) return { kind: 'stale', reason: 'job is being cancelled', row };
-  if (Number(row.poll_generation) < generation) {
+  const newDeadline = deadlineAt !== undefined && row.deadline_at !== deadlineAt;
+  if (Number(row.poll_generation) < generation || newDeadline) {
     // Monotonic: a concurrent attempt of a newer generation is never moved back.
-    await store.db.updateTable('jobs').set({ poll_generation: generation }).where('id', '=', jobId).where('poll_generation', '<', generation).execute();
+    await store.db
+      .updateTable('jobs')
+      .set({ poll_generation: generation, ...(newDeadline ? { deadline_at: deadlineAt } : {}) })
+      .where('id', '=', jobId)
+      .where('poll_generation', '<=', generation)
+      .execute();
+    return { kind: 'go', row: { ...row, ...(newDeadline ? { deadline_at: deadlineAt } : {}) } };
   }
   return { kind: 'go', row };
 }

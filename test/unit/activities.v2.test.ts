@@ -93,6 +93,17 @@ describe('awaitStatus (retry-driven polling)', () => {
     expect(row).toMatchObject({ status_checks: 1, provider_status: 'running', provider_state: 'running', status_errors: 0 });
   });
 
+  it('the store keeps the tracking deadline the workflow enforces (a workflow that learned its task ID late counts from then)', async () => {
+    await store.recordTaskId(jobId, 'task-1', 'queued', 'test', 60_000); // the submit's deadline: 1 min from its write
+    const later = new Date(Date.now() + 600_000).toISOString();
+    await failure(env().run(acts.awaitStatus, poll({ deadlineAt: later })));
+    expect((await store.getJob(jobId))?.deadline_at).toBe(later);
+    // The cancel path's confirmation checks carry the cancel deadline, not the tracking one: left alone.
+    generation++;
+    await failure(env().run(acts.awaitStatus, poll({ mode: 'confirm_cancel', deadlineAt: new Date(Date.now() + 5_000).toISOString() })));
+    expect((await store.getJob(jobId))?.deadline_at).toBe(later);
+  });
+
   it('an unrecognised status word is recorded and polled on the normal schedule, never final', async () => {
     fake.statusImpl = async () => ({ state: 'unrecognised', providerStatus: 'Stalled' });
     const e = await failure(env().run(acts.awaitStatus, poll()));
