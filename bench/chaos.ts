@@ -75,6 +75,8 @@ export interface ChaosReport {
   logicalRequests: number;
   providerJobsCreated: number;
   duplicateResultRows: number;
+  /** Result rows in the store (each completed job has exactly one: checked per job as its evidence). */
+  resultRows: number;
   jobsLost: number;
   lostJobs: string[];
   states: Record<string, number>;
@@ -316,6 +318,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       .groupBy('job_id')
       .having(sql`count(*)`, '>', 1)
       .execute();
+    const resultRows = Number((await store.db.selectFrom('results').select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow()).n);
     const stats = sim.stats();
     const policyMinGapMs = Math.round((POLICY.initialDelayMs ?? 1_000) * (1 - (POLICY.jitter ?? 0.2)));
     let minGap = Infinity;
@@ -334,6 +337,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       logicalRequests: opts.requests,
       providerJobsCreated: (stats.jobsCreated.byAccount.chaos ?? 0) + (stats.jobsCreated.byAccount['chaos-lag'] ?? 0),
       duplicateResultRows: dup.reduce((s, d) => s + Number(d.n) - 1, 0),
+      resultRows,
       jobsLost: lost.length,
       lostJobs: lost.slice(0, 20),
       states,
@@ -365,6 +369,7 @@ export function formatChaosReport(r: ChaosReport): string {
     ['logical requests', r.logicalRequests],
     ['provider jobs created', `${r.providerJobsCreated} (must equal requests; a fifth on a lagging list without idempotency)`],
     ['duplicate result rows', r.duplicateResultRows],
+    ['result rows', `${r.resultRows} (completed jobs: ${r.states.completed ?? 0})`],
     ['jobs lost', r.jobsLost],
     ['final states', Object.entries(r.states).map(([k, v]) => `${k} ${v}`).join(', ')],
     ['worker SIGKILLs / store outages', `${r.workerKills} / ${r.storeOutages}`],
