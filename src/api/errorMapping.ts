@@ -69,7 +69,11 @@ export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
       return new ApiProblem('invalid-request', `the body is ambiguous: ${e.message}`, { errors: [{ in: 'body', path: e.path.replace(/^\//, '').replace(/\//g, '.'), message: e.message }] });
     }
     if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ApiProblem('payload-too-large', `the body exceeds the limit of ${request.routeOptions.bodyLimit ?? 'the configured'} bytes`);
-    if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ApiProblem('unsupported-media-type', `content type ${JSON.stringify(request.headers['content-type'] ?? '')} is not supported; send application/json`);
+    if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      // The media type only: a parameter (`; token=…`) is never echoed.
+      const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().slice(0, 100);
+      return new ApiProblem('unsupported-media-type', `content type ${JSON.stringify(type)} is not supported; send application/json`);
+    }
     if (e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || (e.statusCode === 400 && e instanceof SyntaxError)) {
       return new ApiProblem('invalid-request', `the body is not valid JSON${e instanceof SyntaxError ? `: ${e.message}` : ''}`, { errors: [{ in: 'body', path: '', message: 'not valid JSON' }] });
     }

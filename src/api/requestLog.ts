@@ -1,10 +1,12 @@
 /**
  * What the API's request log may show: method, URL and headers, with the per-job webhook token,
- * secret-named query parameters (`?api_key=`, `?access_token=`, `?key=`) and secret headers
- * (`Authorization`, cookies, signatures, anything `isSecretName` calls a secret) redacted.
+ * secret-named query parameters (`?api_key=`, `?access_token=`, `?key=`), secret headers
+ * (`Authorization`, cookies, signatures, anything `isSecretName` calls a secret) and any header
+ * whose value is a credential (an auth scheme such as `Bearer …`, or a shape `findSecret` knows)
+ * redacted.
  */
 import type { FastifyServerOptions } from 'fastify';
-import { isSecretName, sanitizeUrl } from '../lib/sanitize.js';
+import { findSecret, isSecretName, sanitizeUrl } from '../lib/sanitize.js';
 
 /** Header names whose values never reach the log. */
 const REDACT_HEADER = /^(authorization|proxy-authorization|cookie|set-cookie|x-api-key|.*signature.*|.*secret.*|.*token.*)$/i;
@@ -20,9 +22,16 @@ function logHeaders(headers: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(headers)) {
     // A header carrying a URL or a path (Referer, X-Original-URL) is cleaned as the request URL is.
-    out[k] = REDACT_HEADER.test(k) || isSecretName(k) ? '[REDACTED]' : typeof v === 'string' && /^(https?:\/\/|\/)/i.test(v) ? logUrl(v) : v;
+    // A credential under any header name (`X-Access: Bearer …`, a JWT, a cloud key) is redacted too.
+    const secretValue = typeof v === 'string' && (/^\s*(bearer|basic|token|digest|aws4-hmac-sha256)\s/i.test(v) || findSecret(v) !== undefined);
+    out[k] = REDACT_HEADER.test(k) || isSecretName(k) || secretValue ? '[REDACTED]' : typeof v === 'string' && /^(https?:\/\/|\/)/i.test(v) ? logUrl(v) : typeof v === 'string' ? withoutSecretParameters(v) : v;
   }
   return out;
+}
+
+/** A header value with every secret-named parameter (`text/plain; token=…`) redacted. */
+function withoutSecretParameters(value: string): string {
+  return value.replace(/(;\s*)([^=;\s]+)(\s*=\s*)("[^"]*"|[^;]*)/g, (m, sep: string, name: string, eq: string) => (isSecretName(name) ? `${sep}${name}${eq}[REDACTED]` : m));
 }
 
 /** A request URL as logged: the per-job callback token and every secret-named query parameter (`?api_key=`, `?access_token=`, `?key=`) redacted. */

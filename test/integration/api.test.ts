@@ -242,8 +242,17 @@ describe('authorisation by account', () => {
     expect(basic.status).toBe(401);
     const ok = await api.call('acme', 'GET', '/v1/scrapes?limit=1');
     expect(ok.status).toBe(200);
+    // A credential under another header name, and one in a media-type parameter, reach neither the log nor an answer.
+    const elsewhere = await api.call('acme', 'GET', '/v1/scrapes?limit=1', { headers: { 'x-access': `Bearer ${API_KEYS.globex}` } });
+    expect(elsewhere.status).toBe(200);
+    const media = await api.call('acme', 'POST', '/v1/scrapes', { body: 'url=x', headers: { 'content-type': `text/plain; token=${API_KEYS.globex}` } });
+    expect(media.status).toBe(415);
+    const mediaBody = await media.text();
+    expect(mediaBody).toMatch(/content type \\?"text\/plain\\?" is not supported/);
+    expect(mediaBody).not.toContain(API_KEYS.globex);
     const logs = api.logs();
     expect(logs).toContain('"authorization":"[REDACTED]"');
+    expect(logs).toContain('"x-access":"[REDACTED]"');
     for (const key of Object.values(API_KEYS)) expect(logs).not.toContain(key);
   });
 

@@ -291,4 +291,31 @@ describe('scrape workflow v2 in skipped time', () => {
     expect(row?.state).toBe('cancelled');
     expect(await store.countResults({ jobId: ref.jobId })).toBe(0);
   }, 60_000);
+  it('a native cancel (the Web UI button) that arrives while the submit is being refused closes the run Canceled with the outcome reported, as the signal and Update doors do', async () => {
+    reset();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let submitting = false;
+    provider.submitImpl = async () => {
+      submitting = true;
+      await gate;
+      throw new ProviderError('permanent', 'invalid scrape request', { code: 'VALIDATION_ERROR', httpStatus: 400 });
+    };
+    const key = `native-refused-${randomUUID()}`;
+    const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy: POLICY });
+    const handle = env.client.workflow.getHandle(ref.jobId);
+    while (!submitting) await new Promise((r) => setTimeout(r, 20));
+    await handle.cancel();
+    // The workflow has seen the request (its state shows it) before the provider answers.
+    while (!(await handle.query('state') as { cancel?: unknown }).cancel) await new Promise((r) => setTimeout(r, 20));
+    release();
+    await expect(handle.result()).rejects.toThrow();
+    expect((await handle.describe()).status.name).toBe('CANCELLED');
+    const row = await store.getJob(ref.jobId);
+    expect(row?.state).toBe('failed');
+    const outcomes = (await store.timeline(ref.jobId)).filter((e) => e.type === 'cancel_outcome').map((e) => (JSON.parse(e.detail!) as { cancel: { outcome: string; via: string } }).cancel);
+    expect(outcomes).toEqual([expect.objectContaining({ outcome: 'failed', via: 'native' })]);
+    expect(provider.times('submit')).toHaveLength(1);
+    expect(provider.times('cancel')).toHaveLength(0);
+  }, 60_000);
 });

@@ -9,3 +9,10 @@ export const PATCH_REWRITE_INTERRUPTED_FINAL = 'rewrite-interrupted-final-state'
 
 /** A cancel call that failed is followed by status checks: the outcome is what the provider then reports. */
 export const PATCH_CONFIRM_AFTER_FAILED_CANCEL = 'confirm-after-failed-cancel-call';
+
+/**
+ * A native cancellation (the Web UI's button, `temporal workflow cancel`) is recorded as a cancel
+ * request the moment it arrives, as a signal or an Update is, even when the job turns final before
+ * the phases notice it; the run then closes `Canceled` whichever door asked.
+ */
+export const PATCH_NATIVE_CANCEL_ON_ARRIVAL = 'native-cancel-recorded-on-arrival';

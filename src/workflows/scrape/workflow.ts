@@ -12,13 +12,14 @@
  * Update, the Web UI's button, `temporal workflow cancel`, the deadline policy) — unless the
  * provider finished first, when the job is `completed` and the run closes `Completed`.
  */
-import { CancellationScope, CancelledFailure, allHandlersFinished, condition, isCancellation, setHandler, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, CancelledFailure, allHandlersFinished, condition, isCancellation, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import { isFinalState, type JobState } from '../../model/states.js';
 import type { JobView, ScrapeWorkflowInput } from '../../model/types.js';
 import { acquireTask } from './acquire.js';
 import { cancelJob, settleLateCancel } from './cancel.js';
 import { ScrapeJob } from './machine.js';
 import { HANDLER_DESCRIPTIONS, cancelSignal, cancelUpdate, resolveUpdate, stateQuery, wakeSignal } from './messages.js';
+import { PATCH_NATIVE_CANCEL_ON_ARRIVAL } from './patches.js';
 import { trackTask } from './poll.js';
 
 /** Input carried across continue-as-new (absolute deadline, check count). */
@@ -35,6 +36,11 @@ export async function scrapeWorkflowV2(input: ScrapeWorkflowInput & { carry?: Ca
   const job = new ScrapeJob(input);
   wireHandlers(job);
   job.announce();
+  // A native cancellation is recorded the moment it arrives, like a signal or an Update: a submit
+  // refused while it was on its way must not turn it into a `Completed` run with no cancel report.
+  CancellationScope.current().cancelRequested.catch(() => {
+    if (!job.cancel && !job.final && patched(PATCH_NATIVE_CANCEL_ON_ARRIVAL)) job.requestCancel({ reason: 'workflow cancellation requested', requestedBy: 'temporal' }, 'native');
+  });
   // A resumed job that was `cancelling` when its previous run stopped finishes that cancel first.
   if (input.pendingCancel) job.requestCancel({ reason: input.pendingCancel.reason ?? 'cancel under way before resume', requestedBy: input.pendingCancel.requestedBy ?? 'unknown' }, 'signal');
 
