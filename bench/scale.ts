@@ -38,6 +38,7 @@ const OptionsSchema = z.object({
   maxLoad: z.coerce.number().positive(),
   waitLoadMin: z.coerce.number().min(0),
   keepDir: z.boolean().default(false),
+  maxCachedWorkflows: z.coerce.number().int().min(0).optional(),
   /** Dev server dynamic config `KEY=JSON` (repeatable), e.g. to test what limits the server. */
   dynamicConfig: z.array(z.string().regex(/^[A-Za-z0-9_.]+=.+$/)).default([]),
   /** Dev server persistence: the SQLite `file` (default, as in the demo) or `memory`. */
@@ -115,7 +116,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     stack.sim.events.on('request', (e: SimRequestEvent) => {
       if (e.endpoint === 'status' && e.account === account) statusTimes.push(e.at);
     });
-    const worker = await stack.startWorker('v2', { statusEveryMs: 500 });
+    const worker = await stack.startWorker('v2', { statusEveryMs: 500, maxCachedWorkflows: o.maxCachedWorkflows });
     const procs: Measured[] = [{ name: 'worker', pid: worker.pid }, ...stack.processes()];
     const mem = sampleMemory(procs, 2_000);
     const probes: ListProbe[] = [];
@@ -252,6 +253,7 @@ runAsScript(
     .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
     .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
     .option('--keep-dir', 'keep the temp directory')
+    .option('--max-cached-workflows <n>', "the worker's sticky workflow cache (default: the product's)")
     .option('--dynamic-config <KEY=JSON>', 'dev server dynamic config (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
     .option('--db <file|memory>', 'dev server persistence', 'file'),
   (opts) => runScale(OptionsSchema.parse(opts)),

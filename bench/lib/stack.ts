@@ -95,7 +95,7 @@ export interface Stack {
   apiUrl?: string;
   /** A page URL the simulator fetches (unique per `i`). */
   pageUrl(i: number): string;
-  startWorker(design: Design, opts?: { statusEveryMs?: number; maxActivities?: number }): Promise<BenchWorker>;
+  startWorker(design: Design, opts?: { statusEveryMs?: number; maxActivities?: number; maxCachedWorkflows?: number }): Promise<BenchWorker>;
   /** The configuration file of a prepared design (its task queue), for a worker or the CLI. */
   configFile(design: Design): string;
   /** Processes to measure: `server` (Temporal), `bench` (this process: simulator, page site, driver, API). */
@@ -194,13 +194,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     }
 
     const workers: BenchWorker[] = [];
-    const startWorker = async (design: Design, wopts: { statusEveryMs?: number; maxActivities?: number } = {}): Promise<BenchWorker> => {
+    const startWorker = async (design: Design, wopts: { statusEveryMs?: number; maxActivities?: number; maxCachedWorkflows?: number } = {}): Promise<BenchWorker> => {
       if (!configFiles[design]) throw new Error(`design ${design} was not prepared (pass designs: ['${design}'])`);
       const logFile = path.join(dir, `worker-${design}-${workers.length}.log`);
       const fd = fs.openSync(logFile, 'a');
       const child: ChildProcess = spawn(
         process.execPath,
-        ['--import', 'tsx', path.join(REPO, 'bench', 'lib', 'workerMain.ts'), '--config', configFiles[design], '--design', design, '--bundle', bundle, '--status-every-ms', String(wopts.statusEveryMs ?? 1_000), ...(wopts.maxActivities ? ['--max-activities', String(wopts.maxActivities)] : [])],
+        ['--import', 'tsx', path.join(REPO, 'bench', 'lib', 'workerMain.ts'), '--config', configFiles[design], '--design', design, '--bundle', bundle, '--status-every-ms', String(wopts.statusEveryMs ?? 1_000), ...(wopts.maxActivities ? ['--max-activities', String(wopts.maxActivities)] : []), ...(wopts.maxCachedWorkflows !== undefined ? ['--max-cached-workflows', String(wopts.maxCachedWorkflows)] : [])],
         { cwd: REPO, env: { ...process.env }, stdio: ['ignore', fd, fd, 'ipc'] },
       );
       fs.closeSync(fd);

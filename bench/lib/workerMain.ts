@@ -30,6 +30,7 @@ const OptionsSchema = z.object({
   bundle: z.string().min(1),
   statusEveryMs: z.coerce.number().int().min(50).default(1_000),
   maxActivities: z.coerce.number().int().positive().optional(),
+  maxCachedWorkflows: z.coerce.number().int().min(0).optional(),
 });
 
 function send(m: WorkerMessage): void {
@@ -43,6 +44,7 @@ async function main(): Promise<void> {
     .requiredOption('--bundle <file>', 'prebuilt workflow bundle')
     .option('--status-every-ms <ms>', 'worker status report interval', '1000')
     .option('--max-activities <n>', 'max concurrent activity executions (default: the product default)')
+    .option('--max-cached-workflows <n>', 'workflows kept in the sticky cache (default: the product default)')
     .parse();
   const o = OptionsSchema.parse(program.opts());
   installWorkerLogging({ level: 'WARN' });
@@ -51,7 +53,7 @@ async function main(): Promise<void> {
   const connection = await connectWorker(config);
   const hooks = { afterResultWritten: (jobId: string) => send({ t: 'written', jobId, at: Date.now() }) };
   process.env.SCRAPE_WORKFLOW_BUNDLE = o.bundle;
-  const worker = await createScrapeWorker({ connection, config, store, hooks, maxConcurrentActivityTaskExecutions: o.maxActivities });
+  const worker = await createScrapeWorker({ connection, config, store, hooks, maxConcurrentActivityTaskExecutions: o.maxActivities, maxCachedWorkflows: o.maxCachedWorkflows });
   const timer = setInterval(() => send({ t: 'status', at: Date.now(), status: worker.getStatus() }), o.statusEveryMs);
   process.on('message', (m: unknown) => {
     if (m && typeof m === 'object' && (m as { t?: unknown }).t === 'stop') worker.shutdown();
