@@ -116,6 +116,27 @@ async function run(key: string, policy: Partial<PollPolicy> = POLICY) {
   return { ref, view, row: await store.getJob(ref.jobId), handle };
 }
 
+/**
+ * Starts a job whose submit the provider refuses (400 `VALIDATION_ERROR`) once the test calls
+ * `release`; resolves when the submit attempt is in flight, so that a cancel can race the refusal.
+ */
+async function startRefusedSubmit(prefix: string) {
+  reset();
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let submitting = false;
+  provider.submitImpl = async () => {
+    submitting = true;
+    await gate;
+    throw new ProviderError('permanent', 'invalid scrape request', { code: 'VALIDATION_ERROR', httpStatus: 400 });
+  };
+  const key = `${prefix}-${randomUUID()}`;
+  const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy: POLICY });
+  const handle = env.client.workflow.getHandle(ref.jobId);
+  while (!submitting) await new Promise((r) => setTimeout(r, 20));
+  return { ref, handle, release };
+}
+
 /** Prints what a job that should have ended is doing: provider calls, pending activities, the `state` query, the store row, the last history events. */
 async function explainStuck(handle: ReturnType<typeof env.client.workflow.getHandle>, jobId: string): Promise<void> {
   try {
@@ -252,19 +273,7 @@ describe('scrape workflow v2 in skipped time', () => {
     expect(provider.times('cancel')).toHaveLength(1);
   }, 60_000);
   it('a cancel request that arrives while the submit is being refused: the store row ends failed, as the workflow does (never left submitting)', async () => {
-    reset();
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let submitting = false;
-    provider.submitImpl = async () => {
-      submitting = true;
-      await gate;
-      throw new ProviderError('permanent', 'invalid scrape request', { code: 'VALIDATION_ERROR', httpStatus: 400 });
-    };
-    const key = `refused-${randomUUID()}`;
-    const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy: POLICY });
-    const handle = env.client.workflow.getHandle(ref.jobId);
-    while (!submitting) await new Promise((r) => setTimeout(r, 20));
+    const { ref, handle, release } = await startRefusedSubmit('refused');
     // The Update is accepted while the submit attempt is in flight; then the provider refuses it.
     const update = await handle.startUpdate(cancelUpdate, { args: [{ reason: 'test', requestedBy: 'timeskip' }], waitForStage: WorkflowUpdateStage.ACCEPTED });
     release();
@@ -307,19 +316,7 @@ describe('scrape workflow v2 in skipped time', () => {
     expect(await store.countResults({ jobId: ref.jobId })).toBe(0);
   }, 60_000);
   it('a native cancel (the Web UI button) that arrives while the submit is being refused closes the run Canceled with the outcome reported, as the signal and Update doors do', async () => {
-    reset();
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let submitting = false;
-    provider.submitImpl = async () => {
-      submitting = true;
-      await gate;
-      throw new ProviderError('permanent', 'invalid scrape request', { code: 'VALIDATION_ERROR', httpStatus: 400 });
-    };
-    const key = `native-refused-${randomUUID()}`;
-    const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy: POLICY });
-    const handle = env.client.workflow.getHandle(ref.jobId);
-    while (!submitting) await new Promise((r) => setTimeout(r, 20));
+    const { ref, handle, release } = await startRefusedSubmit('native-refused');
     await handle.cancel();
     // The workflow has seen the request (its state shows it) before the provider answers.
     while (!(await handle.query('state') as { cancel?: unknown }).cancel) await new Promise((r) => setTimeout(r, 20));
