@@ -46,6 +46,8 @@ export function cancelActivities(kit: ActivityKit) {
       try {
         const answer = await kit.call(ref.provider, ref.account, (p) => p.adapter.cancel(ref.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
         await store.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
+        // The row shows what the provider last said, the cancel's answer included (`ABORTED`, `cancelled`).
+        if (answer.providerStatus) await store.recordProviderStatus(ref.jobId, answer.providerStatus, answer.state);
         return { kind: 'answered', ...answer, lastStatus };
       } catch (e) {
         if (isProviderError(e) && e.kind === 'unsupported') {

@@ -68,9 +68,10 @@ export interface ActivityKit {
    * are waited out inside the attempt (up to a third of its timeout, at most 10 s); longer ones
    * throw a `cooldown` ProviderError whose `retryAfterMs` is the wait. While `fn` runs longer than
    * {@link SLOW_CALL_HEARTBEAT_MS} the activity heartbeats, so a cancel reaches a hanging call and
-   * aborts it (`signal()`), on top of the call's own HTTP timeout.
+   * aborts it (`signal()`), on top of the call's own HTTP timeout. `opts.heartbeat`: heartbeat
+   * only while it returns true (a call that outlives its attempt must not heartbeat for it).
    */
-  call<T>(provider: string, account: string, fn: (r: ResolvedProvider) => Promise<T>): Promise<T>;
+  call<T>(provider: string, account: string, fn: (r: ResolvedProvider) => Promise<T>, opts?: { heartbeat?: () => boolean }): Promise<T>;
   /** The activity's cancellation signal (undefined outside an activity). */
   signal(): AbortSignal | undefined;
   /** The attempt number (1 outside an activity). */
@@ -102,14 +103,16 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
     deps,
     store,
     secrets: () => providers.allSecrets(),
-    async call(provider, account, fn) {
+    async call(provider, account, fn, opts) {
       const resolved = providers.resolve(provider, account);
       const ctx = activityContext();
       const maxWaitMs = ctx ? Math.min(10_000, Math.floor(ctx.info.startToCloseTimeoutMs / 3)) : 0;
       const secrets = kit.secrets();
       try {
         // Every string a provider sent passes the redactor here, once, before anything records it.
-        return redactProviderValue(await resolved.limiter.run(() => whileSlow(fn(resolved), () => kit.heartbeat()), coolDefault, maxWaitMs), secrets);
+        return redactProviderValue(await resolved.limiter.run(() => whileSlow(fn(resolved), () => {
+              if (!opts?.heartbeat || opts.heartbeat()) kit.heartbeat();
+            }), coolDefault, maxWaitMs), secrets);
       } catch (e) {
         throw isProviderError(e) ? redactProviderError(e, secrets) : e;
       }

@@ -9,6 +9,7 @@ import type { CancelReport, JobError, ScrapeWorkflowInput } from '../model/types
 import { isProviderError, ProviderError } from '../providers/errors.js';
 import { providerKeys } from '../providers/keys.js';
 import type { Accepted, CancelAnswer, StatusObservation } from '../providers/types.js';
+import { submitActivities } from './submit.js';
 import type { ActivityKit, TaskRef } from './context.js';
 import { rethrow, toFailure } from './failures.js';
 
@@ -54,6 +55,7 @@ export type LegacyCancelCallOutcome = ({ kind: 'answered' } & CancelAnswer) | { 
 /** Builds the v1-only activities over `kit`. */
 export function legacyActivities(kit: ActivityKit) {
   const { store } = kit;
+  const v2 = submitActivities(kit);
   return {
     /**
      * Submits the scrape under the job's idempotency key, recording the intent before the call
@@ -104,46 +106,14 @@ export function legacyActivities(kit: ActivityKit) {
     },
 
     /**
-     * Reconciles an ambiguous submit before any new submission (rule 3): the store first, then a
-     * replay under the same idempotency key where the provider honours one, then a lookup by our
-     * client reference where the provider can list. `absent` means the list proved no task exists
-     * (the workflow may resubmit under the same key); `unresolvable` means neither mechanism
-     * exists and an operator must decide. Transient failures throw (retried).
+     * Reconciles an ambiguous submit before any new submission, with workflow v2's evidence model
+     * (`reconcileJob`): `found` (adopted), `absent` (proven: the workflow may resubmit under the
+     * same key) or `unresolvable` (an operator decides). Waits and transient failures throw
+     * (retried).
      */
     async reconcileSubmit(input: SubmitInput): Promise<LegacyReconcileOutcome> {
-      const row = await store.getJob(input.jobId);
-      if (row?.task_id) return { kind: 'found', taskId: row.task_id, via: 'store' };
-      const keys = providerKeys(input.account, input.key);
-      const { adapter } = kit.deps.providers.resolve(input.provider, input.account);
-      if (adapter.capabilities.idempotency) {
-        try {
-          const acc = await kit.call(input.provider, input.account, (r) => r.adapter.submit(input.request, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...keys }));
-          const taskId = await store.recordTaskId(input.jobId, acc.taskId, acc.providerStatus, 'reconcile: idempotent replay', input.trackingDeadlineMs);
-          return { kind: 'found', taskId, via: 'idempotent-replay' };
-        } catch (e) {
-          // Firecrawl-style providers answer a reused key with 409 and no job ID: fall through to listing.
-          if (!(isProviderError(e) && e.kind === 'conflict' && adapter.capabilities.list)) {
-            if (isProviderError(e) && e.kind === 'ambiguous') rethrow(new ProviderError('transient', e.message, e.details));
-            rethrow(e);
-          }
-        }
-      }
-      if (adapter.capabilities.list) {
-        try {
-          const found = await kit.call(input.provider, input.account, (r) => r.adapter.findSubmitted({ apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal(), clientRef: keys.clientRef, request: input.request, submittedAfter: row?.created_at ?? new Date(0).toISOString() }));
-          if (found) {
-            const taskId = await store.recordTaskId(input.jobId, found.taskId, found.providerStatus, 'reconcile: found by client reference', input.trackingDeadlineMs);
-            return { kind: 'found', taskId, via: 'list' };
-          }
-          await store.appendEvent(input.jobId, 'reconcile_absent', 'unknown', { clientRef: keys.clientRef });
-          return { kind: 'absent', via: 'list' };
-        } catch (e) {
-          rethrow(e);
-        }
-      }
-      const reason = `provider "${input.provider}" has no idempotency key and no list endpoint: whether the submit created a task cannot be checked automatically`;
-      await store.appendEvent(input.jobId, 'reconcile_unresolvable', 'unknown', { reason });
-      return { kind: 'unresolvable', reason };
+      const job = { jobId: input.jobId, workflowId: input.jobId, account: input.account, key: input.key, provider: input.provider, request: input.request, requestHash: '' };
+      return v2.reconcileJob({ job, trackingDeadlineMs: input.trackingDeadlineMs ?? 30 * 60_000 });
     },
 
     /**

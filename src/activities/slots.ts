@@ -6,17 +6,9 @@
  * once; other workers' finished jobs are seen by re-reading the store (at most once a second).
  */
 import { EventEmitter } from 'node:events';
-import type { ProviderRegistry } from '../providers/registry.js';
-import type { KeyScope } from '../store/polling.js';
 
 const released = new EventEmitter();
 released.setMaxListeners(0);
-
-/** The jobs that share the credential of (provider, account): the account's own key, or the default key of every account without one. */
-export function keyScope(providers: ProviderRegistry, provider: string, account: string, label: string): KeyScope {
-  const own = providers.accountsWithOwnKey(provider);
-  return own.includes(account) ? { label, provider, account } : { label, provider, exceptAccounts: own };
-}
 
 /** Announces that a job of provider key `label` left the active states (in this process). */
 export function announceSlotReleased(label: string): void {

@@ -1,22 +1,25 @@
 /**
  * Acquiring the provider task (workflow v2): register the job row, take a slot under the provider
  * key's adaptive limit of active jobs, submit under the job's idempotency key, record the answer;
- * after a lost answer, reconcile (idempotent replay, or the provider's list read twice across its
- * settle window) before anything is submitted again (DESIGN.md rules 1–3).
+ * after a lost answer, reconcile on evidence (`src/model/evidence.ts`: the replays and lookups the
+ * provider kind declares, read after their lag) before anything is submitted again. A task is bound
+ * to one job per provider account; an operator's task ID is verified before it is adopted.
  */
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import { log } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
+import { decideReconcile, type LookupReading, type ReconcileEvidence, type ReconcileEvidenceRecord, type ReplayReading } from '../model/evidence.js';
 import { isFinalState } from '../model/states.js';
 import type { JobError, ScrapeWorkflowInput } from '../model/types.js';
 import { isProviderError, ProviderError } from '../providers/errors.js';
 import { providerKeys } from '../providers/keys.js';
 import { isConcurrencyRefusal } from '../providers/registry.js';
+import type { ResolvedProvider } from '../providers/registry.js';
 import type { Accepted } from '../providers/types.js';
-import { Store } from '../store/index.js';
+import { Store, type JobRow } from '../store/index.js';
 import { noteSubmitAccepted, noteSubmitRefused, reserveSubmit, type Reservation } from '../store/polling.js';
 import type { ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
-import { keyScope, slotReleased } from './slots.js';
+import { slotReleased } from './slots.js';
 import { recordReconcile } from '../observability/metrics.js';
 
 /** Input of `submitJob`: the workflow input (to register the row) plus the submit round's flags. */
@@ -33,16 +36,41 @@ export type SubmitOutcome =
   | { kind: 'accepted'; taskId: string; providerStatus: string; adopted: boolean }
   | { kind: 'ambiguous'; error: JobError };
 
-/** Outcome of `reconcileJob`. */
+/**
+ * Outcome of `reconcileJob`: `found` (adopt the task), `absent` (proven: submit again under the
+ * same key) or `unresolvable` (the evidence cannot decide: the job waits in `unknown` for an
+ * operator, with `evidence` showing what was read).
+ */
 export type ReconcileOutcome =
-  | { kind: 'found'; taskId: string; via: 'store' | 'idempotent-replay' | 'list' }
+  | { kind: 'found'; taskId: string; via: 'store' | 'idempotent-replay' | 'list'; lookup?: string }
   | { kind: 'absent'; via: 'list' }
-  | { kind: 'unresolvable'; reason: string };
+  | { kind: 'unresolvable'; reason: string; evidence?: ReconcileEvidenceRecord };
+
+/** Outcome of `adoptTask`: the task bound to the job, or why an operator's task ID was refused (nothing changed). */
+export type AdoptOutcome = string | { refused: string };
 
 /** Counts a reconcile outcome (`found_store`, `found_list`, `absent`, `unresolvable`, …) and returns it. */
 function reconciled(out: ReconcileOutcome): ReconcileOutcome {
   recordReconcile(out.kind === 'found' ? `found_${out.via.replace('-', '_')}` : out.kind);
   return out;
+}
+
+/** The HTTP timeout of one submit of `resolved`'s entry (its `submitTimeoutMs`, else 30 s), ms: until it has passed, a submit's answer may still come. */
+function submitTimeoutOf(resolved: ResolvedProvider): number {
+  const t = (resolved.entry as { submitTimeoutMs?: unknown }).submitTimeoutMs;
+  return typeof t === 'number' && t > 0 ? t : 30_000;
+}
+
+/** Whether two URLs are the same once serialised (WHATWG); unparsable ones compare as written. */
+function sameUrl(a: string, b: string): boolean {
+  const norm = (u: string) => {
+    try {
+      return new URL(u).href;
+    } catch {
+      return u;
+    }
+  };
+  return norm(a) === norm(b);
 }
 
 /** Longest in-attempt wait for a free slot under the key's active-jobs limit, ms; then the attempt is retried later. */
@@ -67,14 +95,37 @@ export function slotWaitPlan(full: { limit: number; waiting: number }, random: n
   return { inAttemptMs: crowded ? 0 : SLOT_WAIT_MS, retryMs: Math.round(base * (0.5 + random)) };
 }
 
+/** How long before its start-to-close timeout an attempt stops waiting for a submit's answer, ms. */
+const GIVE_UP_MARGIN_MS = 1_000;
+
+/**
+ * Resolves with `gave_up` shortly before the current activity attempt's start-to-close timeout
+ * (counted from `startedAt`, epoch ms, when the attempt began),
+ * or when the attempt is cancelled (never outside an activity). `cancel()` clears the timer.
+ */
+function attemptEnds(startedAt: number): { promise: Promise<'gave_up'>; cancel(): void } {
+  let ctx: Context | undefined;
+  try {
+    ctx = Context.current();
+  } catch {
+    return { promise: new Promise<'gave_up'>(() => undefined), cancel: () => undefined };
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const promise = new Promise<'gave_up'>((resolve) => {
+    const ms = ctx.info.startToCloseTimeoutMs;
+    if (ms > 0) timer = setTimeout(() => resolve('gave_up'), Math.max(1, startedAt + ms - GIVE_UP_MARGIN_MS - Date.now()));
+    ctx.cancellationSignal.addEventListener('abort', () => resolve('gave_up'), { once: true });
+  });
+  return { promise, cancel: () => clearTimeout(timer) };
+}
+
 /** Builds `submitJob`, `reconcileJob` and `adoptTask` over `kit`. */
 export function submitActivities(kit: ActivityKit) {
   const { store } = kit;
 
-  async function reserve(input: SubmitJobInput): Promise<{ r: Reservation; label: string }> {
+  async function reserve(input: SubmitJobInput, resolved: ResolvedProvider): Promise<{ r: Reservation; label: string }> {
     const { job } = input;
-    const resolved = kit.deps.providers.resolve(job.provider, job.account);
-    const scope = keyScope(kit.deps.providers, job.provider, job.account, resolved.limiter.label);
+    const scope = { label: resolved.providerKey };
     const limits = resolved.entry.limits.activeJobs;
     const started = Date.now();
     for (;;) {
@@ -82,6 +133,68 @@ export function submitActivities(kit: ActivityKit) {
       if (r.kind !== 'full' || Date.now() - started >= slotWaitPlan(r, 0).inAttemptMs) return { r, label: scope.label };
       await slotReleased(scope.label, Math.min(1_000, started + SLOT_WAIT_MS - Date.now()), kit.signal());
     }
+  }
+
+  /**
+   * The replay of the current submit round, where the kind declares one (`same-task`,
+   * `conflict`): read from the timeline when an earlier attempt of this round already replayed
+   * (one replay per round: a `409` proves the same thing every time), else sent now under the same
+   * key and recorded (`reconcile_replay`). A lost replay is retried (transient).
+   */
+  async function replayOnce(job: SubmitJobInput['job'], row: JobRow, resolved: ResolvedProvider, evidence: ReconcileEvidence, lastIntent: number, trackingDeadlineMs: number): Promise<ReplayReading | undefined> {
+    if (evidence.replay === 'none') return undefined;
+    const earlier = (await store.timeline(job.jobId)).filter((e) => e.type === 'reconcile_replay' && Date.parse(e.at) >= lastIntent).at(-1);
+    if (earlier?.detail) return JSON.parse(earlier.detail) as ReplayReading;
+    const keys = providerKeys(job.account, job.key);
+    let replay: ReplayReading;
+    try {
+      const acc = await kit.call(job.provider, job.account, (p) => p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...keys, ...p.callback(job.jobId) }));
+      replay = evidence.replay === 'same-task' || acc.replayed ? { kind: 'same-task', taskId: acc.taskId, providerStatus: acc.providerStatus } : { kind: 'new-task', taskId: acc.taskId, providerStatus: acc.providerStatus };
+    } catch (e) {
+      if (isProviderError(e) && e.kind === 'conflict') replay = { kind: 'conflict', detail: `${e.details.httpStatus ?? ''} ${e.message}`.trim() };
+      else if (isProviderError(e) && e.kind === 'ambiguous') rethrow(new ProviderError('transient', `the replay's answer was lost too: ${e.message}`, e.details));
+      else rethrow(e);
+    }
+    await store.appendEvent(job.jobId, 'reconcile_replay', row.state, replay);
+    void trackingDeadlineMs;
+    return replay;
+  }
+
+  /** Records a submit's answer: binds the task to the job (a collision is reported, never retried) and grows the key's limit. */
+  async function recordAnswer(job: SubmitJobInput['job'], accepted: Accepted, resolved: ResolvedProvider, trackingDeadlineMs: number, label: string, activeBefore: number): Promise<{ taskId: string; providerStatus: string; answered: string }> {
+    await kit.deps.hooks?.afterSubmitAnswered?.(job.jobId, accepted.taskId);
+    const source = accepted.replayed ? 'submit (provider replayed key)' : 'submit';
+    const bound = await store.bindTask({ jobId: job.jobId, taskId: accepted.taskId, providerStatus: accepted.providerStatus, source, trackingDeadlineMs, providerAccount: resolved.providerAccount });
+    if (bound.kind === 'collision') {
+      throw new ProviderError('conflict', `the provider answered our submit with task ${accepted.taskId}, which is bound to job ${bound.boundTo}; a task belongs to one job`, { code: 'TASK_COLLISION' });
+    }
+    await noteSubmitAccepted(store, label, activeBefore);
+    await kit.deps.hooks?.afterTaskRecorded?.(job.jobId, bound.taskId);
+    return { taskId: bound.taskId, providerStatus: accepted.providerStatus, answered: accepted.taskId };
+  }
+
+  /**
+   * Records a submit's failure: an ambiguous answer (or a `409` for our key, which says an earlier
+   * submit with it exists) is returned as `ambiguous`; a definite answer clears the intent (nothing
+   * was created), lowers the key's limit after a concurrency refusal, keeps an incident for a
+   * permanent one, and is returned to be thrown.
+   */
+  async function recordRefusal(job: SubmitJobInput['job'], e: unknown, label: string, activeBefore: number): Promise<{ kind: 'ambiguous'; error: JobError } | { kind: 'error'; error: unknown }> {
+    if (isProviderError(e) && (e.kind === 'ambiguous' || (e.kind === 'conflict' && e.details.code !== 'TASK_COLLISION'))) {
+      const error = e.toJobError();
+      await store.appendEvent(job.jobId, 'submit_ambiguous', 'unknown', { error, evidence: e.details.evidence });
+      return { kind: 'ambiguous', error: { ...error, kind: 'ambiguous' } };
+    }
+    if (!(isProviderError(e) && e.details.code === 'TASK_COLLISION')) await store.clearSubmitIntent(job.jobId);
+    if (isProviderError(e)) {
+      await store.appendEvent(job.jobId, 'submit_rejected', null, { error: e.toJobError(), evidence: e.details.evidence });
+      if (isConcurrencyRefusal(e)) {
+        const limit = await noteSubmitRefused(store, label, activeBefore, e.details.statedLimit);
+        log.info('submit refused for concurrency: key limit lowered', { jobId: job.jobId, label, limit });
+      }
+      if (e.kind === 'permanent' || e.kind === 'conflict') await kit.recordIncident(job.jobId, 'submit', e);
+    }
+    return { kind: 'error', error: e };
   }
 
   return {
@@ -96,6 +209,7 @@ export function submitActivities(kit: ActivityKit) {
      * non-retryable; no free slot ends the attempt with a BENIGN retry.
      */
     async submitJob(input: SubmitJobInput): Promise<SubmitOutcome> {
+      const startedAt = Date.now();
       const { job } = input;
       try {
         const { inserted } = await store.insertJob(Store.jobRow({ ...job, taskId: null }, kit.secrets()));
@@ -104,7 +218,9 @@ export function submitActivities(kit: ActivityKit) {
         if (e instanceof Error && e.name === 'IdempotencyConflictStoreError') rethrow(new ProviderError('conflict', e.message, { code: 'IDEMPOTENCY_CONFLICT' }));
         throw e;
       }
-      const { r, label } = await reserve(input);
+      const resolved = kit.deps.providers.resolve(job.provider, job.account);
+      await store.setProviderAccount(job.jobId, resolved.providerAccount, resolved.providerKey);
+      const { r, label } = await reserve(input, resolved);
       if (r.kind === 'missing') throw new Error(`job ${job.jobId} is not registered`);
       if (r.kind === 'full') {
         throw ApplicationFailure.create({
@@ -129,99 +245,112 @@ export function submitActivities(kit: ActivityKit) {
         return { kind: 'ambiguous', error };
       }
       const keys = providerKeys(job.account, job.key);
-      let accepted: Accepted;
-      try {
-        accepted = await kit.call(job.provider, job.account, (p) => p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...keys, ...p.callback(job.jobId) }));
-      } catch (e) {
-        // A `409` for our idempotency key (ours are derived from the job, so the same key always
-        // carries the same request) says an earlier submit with it exists: as ambiguous as a lost
-        // answer, and reconciled the same way — never a definite rejection.
-        if (isProviderError(e) && (e.kind === 'ambiguous' || e.kind === 'conflict')) {
-          const error = e.toJobError();
-          await store.appendEvent(job.jobId, 'submit_ambiguous', 'unknown', { error, evidence: e.details.evidence });
-          return { kind: 'ambiguous', error: { ...error, kind: 'ambiguous' } };
-        }
-        await store.clearSubmitIntent(job.jobId); // a definite answer: nothing was created
-        if (isProviderError(e)) {
-          await store.appendEvent(job.jobId, 'submit_rejected', null, { error: e.toJobError(), evidence: e.details.evidence });
-          if (isConcurrencyRefusal(e)) {
-            const limit = await noteSubmitRefused(store, label, r.active, e.details.statedLimit);
-            log.info('submit refused for concurrency: key limit lowered', { jobId: job.jobId, label, limit });
-          }
-          if (e.kind === 'permanent') await kit.recordIncident(job.jobId, 'submit', e);
-        }
-        rethrow(e);
+      // The call is not aborted when the attempt gives up: an answer that arrives after the
+      // attempt's timeout is still recorded (and adopted by the reconciliation that follows), so
+      // a late answer never turns into a second submit.
+      let active = true;
+      const call = kit.call(
+        job.provider,
+        job.account,
+        (p) => p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), ...keys, ...p.callback(job.jobId) }),
+        { heartbeat: () => active },
+      );
+      const recorded = call
+        .then((accepted) => recordAnswer(job, accepted, resolved, input.trackingDeadlineMs, label, r.active))
+        .then(
+          (a) => ({ kind: 'accepted' as const, ...a }),
+          async (e: unknown) => ({ kind: 'error' as const, outcome: await recordRefusal(job, e, label, r.active) }),
+        )
+        .catch((e: unknown) => ({ kind: 'error' as const, outcome: { kind: 'error' as const, error: e } })); // the store failed: the attempt's error, never an unhandled rejection
+      const gaveUp = attemptEnds(startedAt);
+      const first = await Promise.race([recorded, gaveUp.promise]);
+      active = false;
+      gaveUp.cancel();
+      if (first === 'gave_up') {
+        const error: JobError = {
+          kind: 'ambiguous',
+          code: 'ANSWER_PENDING',
+          message: `the submit's answer did not arrive within the attempt (${Date.now() - startedAt} ms); the call goes on, and an answer that comes later is recorded and adopted`,
+          at: new Date().toISOString(),
+        };
+        await store.appendEvent(job.jobId, 'submit_ambiguous', 'unknown', error);
+        return { kind: 'ambiguous', error };
       }
-      await kit.deps.hooks?.afterSubmitAnswered?.(job.jobId, accepted.taskId);
-      const source = accepted.replayed ? 'submit (provider replayed key)' : 'submit';
-      const taskId = await store.recordTaskId(job.jobId, accepted.taskId, accepted.providerStatus, source, input.trackingDeadlineMs);
-      await noteSubmitAccepted(store, label, r.active);
-      await kit.deps.hooks?.afterTaskRecorded?.(job.jobId, taskId);
-      return { kind: 'accepted', taskId, providerStatus: accepted.providerStatus, adopted: taskId !== accepted.taskId };
+      if (first.kind === 'error') {
+        if (first.outcome.kind === 'ambiguous') return first.outcome;
+        rethrow(first.outcome.error);
+      }
+      return { kind: 'accepted', taskId: first.taskId, providerStatus: first.providerStatus, adopted: first.taskId !== first.answered };
     },
 
     /**
-     * Reconciles an ambiguous submit before any new submission (rule 3): the store first, then a
-     * replay under the same idempotency key where the provider honours one, then the provider's
-     * list. Lists can lag (search-backed lists show a new job only after seconds), so absence is
-     * proven only by a second empty read `settleMs` after a first one (which follows the last
-     * submit); the first empty read ends the attempt with a BENIGN retry of `settleMs`.
-     * `unresolvable`: the provider can neither replay nor list.
+     * Reconciles an ambiguous submit before any new submission, on evidence only: the store first
+     * (an answer recorded by an earlier attempt, however late), then — where the kind declares a
+     * replay that answers — one replay under the same key per submit round, then every lookup the
+     * kind declares; {@link decideReconcile} decides. `found` binds the task (a task bound to
+     * another job of the same provider account is never adopted: that candidate is not ours, and
+     * the collision is in the timeline); `absent` only when lookups able to show the job in every
+     * state it could be in were read after their lag; a decision that a later read could still
+     * change ends the attempt with a BENIGN retry at that time (the lag, or the submit's own
+     * timeout, so that a late answer is seen first); anything else is `unresolvable` with the
+     * evidence, for an operator. Every reading is in the timeline (`reconcile_*` events).
      */
     async reconcileJob(input: SubmitJobInput): Promise<ReconcileOutcome> {
       const { job } = input;
       const row = await store.getJob(job.jobId);
       if (row?.task_id) return reconciled({ kind: 'found', taskId: row.task_id, via: 'store' });
+      if (!row) throw new Error(`job ${job.jobId} is not registered`);
       const keys = providerKeys(job.account, job.key);
       const resolved = kit.deps.providers.resolve(job.provider, job.account);
-      const { adapter } = resolved;
-      if (adapter.capabilities.idempotency) {
-        try {
-          const acc = await kit.call(job.provider, job.account, (p) => p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...keys, ...p.callback(job.jobId) }));
-          const taskId = await store.recordTaskId(job.jobId, acc.taskId, acc.providerStatus, 'reconcile: idempotent replay', input.trackingDeadlineMs);
-          return reconciled({ kind: 'found', taskId, via: 'idempotent-replay' });
-        } catch (e) {
-          // Firecrawl-style providers answer a reused key with 409 and no job ID: fall through to listing.
-          if (!(isProviderError(e) && e.kind === 'conflict' && adapter.capabilities.list)) {
-            if (isProviderError(e) && e.kind === 'ambiguous') rethrow(new ProviderError('transient', e.message, e.details));
-            rethrow(e);
+      await store.setProviderAccount(job.jobId, resolved.providerAccount, resolved.providerKey);
+      const evidence = resolved.adapter.evidence;
+      const lastIntent = Date.parse(row.submit_intent_at ?? row.created_at);
+      const createdBy = lastIntent + submitTimeoutOf(resolved);
+      const replay = await replayOnce(job, row, resolved, evidence, lastIntent, input.trackingDeadlineMs);
+      const readings: LookupReading[] = evidence.lookups.length
+        ? await kit.call(job.provider, job.account, (p) => p.adapter.findSubmitted({ apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), clientRef: keys.clientRef, request: job.request, submittedAfter: row.created_at }))
+        : [];
+      const again = await store.getJob(job.jobId); // an answer may have landed while we read
+      if (again?.task_id) return reconciled({ kind: 'found', taskId: again.task_id, via: 'store' });
+      const taskIds = [...readings.flatMap((r) => r.candidates.map((c) => c.taskId)), ...(replay && replay.kind !== 'conflict' ? [replay.taskId] : [])];
+      const boundElsewhere = await store.tasksBoundElsewhere({ providerAccount: resolved.providerAccount, provider: job.provider, taskIds, exceptJobId: job.jobId });
+      const now = Date.now();
+      // An earlier attempt of this round waited out the lags (the server's retry delay kept the time).
+      const settled = (await store.timeline(job.jobId)).some((e) => e.type === 'reconcile_settling' && Date.parse(e.at) >= lastIntent);
+      let d = decideReconcile({ evidence, lagOverrideMs: resolved.entry.reconcile?.settleMs, readings, replay, createdBy, firstSubmitAt: Date.parse(row.created_at), now, boundElsewhere, settled });
+      // Until the submit's own timeout has passed its answer may still come: nothing but a found
+      // task is concluded before then.
+      if (d.kind !== 'found' && !settled && now < createdBy) d = { kind: 'settling', readAt: Math.max(createdBy, d.kind === 'settling' ? d.readAt : 0), evidence: d.evidence };
+      if (d.evidence.collisions.length) await store.appendEvent(job.jobId, 'task_collision', 'unknown', { collisions: d.evidence.collisions });
+      switch (d.kind) {
+        case 'found': {
+          const bound = await store.bindTask({ jobId: job.jobId, taskId: d.taskId, providerStatus: d.providerStatus, source: `reconcile: ${d.via === 'replay' ? 'idempotent replay under our key' : `found by client reference in ${d.lookup}`}`, trackingDeadlineMs: input.trackingDeadlineMs, providerAccount: resolved.providerAccount });
+          if (bound.kind === 'collision') {
+            const reason = `the task found (${d.taskId}) was bound to job ${bound.boundTo} meanwhile; it is not this job's`;
+            await store.appendEvent(job.jobId, 'reconcile_undecided', 'unknown', { reason, evidence: d.evidence });
+            return reconciled({ kind: 'unresolvable', reason, evidence: d.evidence });
           }
+          await store.appendEvent(job.jobId, 'reconcile_found', 'pending', { taskId: bound.taskId, via: d.via, lookup: d.lookup, note: d.note, evidence: d.evidence });
+          return reconciled({ kind: 'found', taskId: bound.taskId, via: d.via === 'replay' ? 'idempotent-replay' : 'list', lookup: d.lookup });
         }
+        case 'absent':
+          await store.appendEvent(job.jobId, 'reconcile_absent', 'unknown', { clientRef: keys.clientRef, evidence: d.evidence });
+          return reconciled({ kind: 'absent', via: 'list' });
+        case 'settling': {
+          const waitMs = Math.max(1_000, d.readAt - now);
+          await store.appendEvent(job.jobId, 'reconcile_settling', 'unknown', { readAgainInMs: waitMs, evidence: d.evidence });
+          recordReconcile('settling');
+          throw ApplicationFailure.create({
+            type: 'Reconcile.settling',
+            message: `nothing found yet; the provider's lookups can lag and the submit may still be answered, so they are read again in ${waitMs} ms before anything is concluded`,
+            nextRetryDelay: waitMs,
+            category: ApplicationFailureCategory.BENIGN,
+          });
+        }
+        case 'undecided':
+          await store.appendEvent(job.jobId, 'reconcile_undecided', 'unknown', { reason: d.reason, evidence: d.evidence });
+          return reconciled({ kind: 'unresolvable', reason: d.reason, evidence: d.evidence });
       }
-      if (!adapter.capabilities.list) {
-        const reason = `provider "${job.provider}" has no idempotency key and no list endpoint: whether the submit created a task cannot be checked automatically`;
-        await store.appendEvent(job.jobId, 'reconcile_unresolvable', 'unknown', { reason });
-        return reconciled({ kind: 'unresolvable', reason });
-      }
-      let found: Accepted | null;
-      try {
-        found = await kit.call(job.provider, job.account, (p) =>
-          p.adapter.findSubmitted({ apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), clientRef: keys.clientRef, request: job.request, submittedAfter: row?.created_at ?? new Date(0).toISOString() }),
-        );
-      } catch (e) {
-        rethrow(e);
-      }
-      if (found) {
-        const taskId = await store.recordTaskId(job.jobId, found.taskId, found.providerStatus, 'reconcile: found by client reference', input.trackingDeadlineMs);
-        return reconciled({ kind: 'found', taskId, via: 'list' });
-      }
-      // Lists can lag: absence counts as proven only when a second read, at least `settleMs` after
-      // an earlier empty one (itself after the last submit), still shows nothing. The server keeps
-      // that spacing (the retry delay), so no clock is compared here.
-      const lastSubmitAt = Date.parse(row?.submit_intent_at ?? row?.updated_at ?? new Date().toISOString());
-      const earlierEmpty = (await store.timeline(job.jobId)).some((e) => e.type === 'reconcile_list_empty' && Date.parse(e.at) >= lastSubmitAt);
-      await store.appendEvent(job.jobId, 'reconcile_list_empty', 'unknown', { clientRef: keys.clientRef, settleMs: resolved.settleMs, second: earlierEmpty });
-      if (!earlierEmpty) {
-        recordReconcile('settling');
-        throw ApplicationFailure.create({
-          type: 'Reconcile.settling',
-          message: `the provider's list does not show the job yet; lists can lag, so it is read again in ${resolved.settleMs} ms (the settle window) before absence counts as proven`,
-          nextRetryDelay: Math.max(1, resolved.settleMs),
-          category: ApplicationFailureCategory.BENIGN,
-        });
-      }
-      await store.appendEvent(job.jobId, 'reconcile_absent', 'unknown', { clientRef: keys.clientRef });
-      return reconciled({ kind: 'absent', via: 'list' });
     },
 
     /**
@@ -234,9 +363,58 @@ export function submitActivities(kit: ActivityKit) {
       return { taskId: row?.task_id ?? null, intentOpen: !row?.task_id && row?.submit_intent_at != null };
     },
 
-    /** Adopts a task ID given by an operator for a job in `unknown`; the stored one wins if a task was recorded meanwhile. */
-    async adoptTask(input: { jobId: string; taskId: string; by: string; trackingDeadlineMs?: number }): Promise<string> {
-      return store.recordTaskId(input.jobId, input.taskId, null, `operator: ${input.by}`, input.trackingDeadlineMs);
+    /**
+     * Adopts a task ID an operator gave for a job in `unknown` (`resolve`), after checking it:
+     * the task is not bound to another job of the same provider account (any entry reaching it);
+     * the job's own credential can read it where the provider checks credentials (a refusal or a
+     * `404` refuses it); and where the provider's record says what the task is for, that is this
+     * job (our reference, or the URL). Returns the bound task ID (the stored one when a task was
+     * recorded meanwhile) or `{refused}` with the reason; either way the attempt is in the
+     * timeline (`operator_resolve`: who, when, the task and the evidence).
+     */
+    async adoptTask(input: { jobId: string; taskId: string; by: string; trackingDeadlineMs?: number }): Promise<AdoptOutcome> {
+      const row = await store.getJob(input.jobId);
+      if (!row) throw new Error(`job ${input.jobId} is not registered`);
+      if (row.task_id) return row.task_id;
+      const resolved = kit.deps.providers.resolve(row.provider, row.account);
+      const audit = (outcome: string, evidence: Record<string, unknown>) => store.appendEvent(input.jobId, 'operator_resolve', row.state, { by: input.by, at: new Date().toISOString(), taskId: input.taskId, outcome, evidence });
+      const bound = await store.tasksBoundElsewhere({ providerAccount: resolved.providerAccount, provider: row.provider, taskIds: [input.taskId], exceptJobId: input.jobId });
+      const other = bound.get(input.taskId);
+      if (other) {
+        const refused = `task ${input.taskId} is bound to another job (provider account ${resolved.providerAccount}); a task belongs to one job`;
+        await audit('refused', { boundTo: other });
+        return { refused };
+      }
+      let seen;
+      try {
+        seen = await kit.call(row.provider, row.account, (p) => p.adapter.status(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
+      } catch (e) {
+        if (!isProviderError(e) || !['not_found', 'permanent', 'expired', 'conflict'].includes(e.kind)) rethrow(e);
+        const refused = `the job's own credential cannot read task ${input.taskId} (${e.message})`;
+        await audit('refused', { statusRead: e.toJobError() });
+        return { refused };
+      }
+      const ref = providerKeys(row.account, row.idem_key).clientRef;
+      const subject = seen.subject;
+      // `clientRef: null`: the provider echoes our reference and this task carries none of ours.
+      const mismatch =
+        subject?.clientRef !== undefined && subject.clientRef !== ref
+          ? `the provider's record of task ${input.taskId} carries ${subject.clientRef === null ? 'no client reference of ours' : 'another client reference'}, not this job's`
+          : subject?.url && !sameUrl(subject.url, row.url)
+            ? `task ${input.taskId} is for ${subject.url}, not this job's ${row.url}`
+            : undefined;
+      const evidence = { statusRead: { providerStatus: seen.providerStatus, state: seen.state }, subject: subject ?? null, providerAccount: resolved.providerAccount };
+      if (mismatch) {
+        await audit('refused', evidence);
+        return { refused: mismatch };
+      }
+      const out = await store.bindTask({ jobId: input.jobId, taskId: input.taskId, providerStatus: seen.providerStatus, source: `operator: ${input.by}`, trackingDeadlineMs: input.trackingDeadlineMs, providerAccount: resolved.providerAccount });
+      if (out.kind === 'collision') {
+        await audit('refused', { ...evidence, boundTo: out.boundTo });
+        return { refused: `task ${input.taskId} was bound to job ${out.boundTo} meanwhile; a task belongs to one job` };
+      }
+      await audit('adopted', evidence);
+      return out.taskId;
     },
 
     /**

@@ -255,8 +255,10 @@ export class ScrapeClient {
       throw new ScrapeError('conflict', `cannot resolve job ${jobId}: it is ${row.state}; only a job waiting in unknown can be resolved`, { state: row.state });
     }
     if ('taskId' in resolution) {
-      const owner = await this.opts.store.getJobByTask(row.provider, resolution.taskId);
-      if (owner && owner.id !== jobId) {
+      // A task belongs to one job across every entry reaching the same provider account (the row
+      // names it once the worker submitted); the worker checks again, with the job's credential.
+      const owners = await this.opts.store.tasksBoundElsewhere({ providerAccount: row.provider_account ?? '', provider: row.provider, taskIds: [resolution.taskId], exceptJobId: jobId });
+      if (owners.size > 0) {
         throw new ScrapeError('conflict', `cannot resolve job ${jobId}: task ${resolution.taskId} already belongs to another job`, { state: row.state });
       }
     }

@@ -371,6 +371,9 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       resolution = undefined;
       if ('taskId' in r) {
         const taskId = await store.adoptTask({ jobId: input.jobId, taskId: r.taskId, by: r.by ?? 'operator', trackingDeadlineMs: policy.deadlineMs });
+        // A task ID the worker refused (bound to another job, unreadable with the job's
+        // credential, or for another request): the job stays in `unknown` for another resolution.
+        if (typeof taskId !== 'string') continue;
         setTask(taskId);
         return true;
       }

@@ -148,8 +148,8 @@ export interface CancelReport {
   detail?: string;
   /** Number of provider cancel calls made. */
   providerCancelCalls: number;
-  /** Effects that already happened and remain (pages fetched, credits used). */
-  remainingEffects?: { pagesFetched?: number; creditsUsed?: number };
+  /** Effects that already happened and remain (pages fetched, documents produced, credits used), as the provider last reported them. */
+  remainingEffects?: { pagesFetched?: number; documents?: number; creditsUsed?: number };
 }
 
 /** The workflow's view of the job, returned by the `state` query and as the workflow result. */

@@ -79,3 +79,11 @@ export class ProviderError extends Error {
 export function isProviderError(e: unknown): e is ProviderError {
   return e instanceof ProviderError || (e instanceof Error && e.name === 'ProviderError' && 'kind' in e);
 }
+
+/**
+ * True when a provider's failure reason means the job was cancelled ("Collection was canceled",
+ * `failReason: "cancelled"`, "aborted by user"): such a job is `cancelled`, never `failed`.
+ */
+export function meansCancelled(reason: string | null | undefined): boolean {
+  return typeof reason === 'string' && /\b(cancell?ed|cancel(l)?ation|aborted by (the )?user)\b/i.test(reason);
+}

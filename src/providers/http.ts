@@ -23,6 +23,11 @@ import { tokenOfCallbackUrl } from './webhook.js';
 /** `submit` calls create work (outcome ambiguous on reset/timeout/5xx); `read` and `cancel` calls do not. */
 export type CallPhase = 'submit' | 'read' | 'cancel';
 
+/** True for an HTTP status in `200..299`. */
+export function isSuccess(status: number): boolean {
+  return status >= 200 && status < 300;
+}
+
 /** A form-encoded body: repeated keys by arrays (Zyte's `add_tag=a&add_tag=b`). */
 export type FormBody = Record<string, string | number | boolean | readonly string[] | undefined>;
 
@@ -344,8 +349,13 @@ export class ProviderHttp {
   /** {@link call}, throwing the classified {@link ProviderError} ({@link error}) for a non-2xx answer. */
   async ok(ctx: CallContext, o: CallOptions): Promise<ProviderResponse> {
     const res = await this.call(ctx, o);
-    if (res.status < 200 || res.status >= 300) throw this.error(res, o.phase, ctx);
+    if (!this.isOk(res)) throw this.error(res, o.phase, ctx);
     return res;
+  }
+
+  /** True for a `2xx` answer: the one test of success every adapter uses. */
+  isOk(res: Pick<ProviderResponse, 'status'>): boolean {
+    return isSuccess(res.status);
   }
 
   /** The classified error of a non-2xx answer; `override` replaces the extracted code or message. */

@@ -8,6 +8,7 @@
  * what keeps a thousand waiting jobs from producing a 429 storm (providers.md: Bright Data blocks
  * an IP after 25 × 429 in 5 min, so throttling must be per provider account, not per workflow).
  */
+import { createHash } from 'node:crypto';
 import PQueue from 'p-queue';
 import type { Config, ProviderEntry } from '../config.js';
 import { configuredCredentialValues, resolveCredential } from './credentials.js';
@@ -135,6 +136,19 @@ export function isConcurrencyRefusal(e: ProviderError): boolean {
 export interface ResolvedProvider {
   adapter: ProviderAdapter;
   apiKey: string;
+  /**
+   * The provider key: kind, API host and a fingerprint of the credential
+   * (`firecrawl@api.firecrawl.dev#3f9a0c1d2e4b5a69`). Every entry that reaches the same provider
+   * with the same credential shares it: its limiter, cool-downs and adaptive active-jobs limit
+   * are kept per key, the way the provider counts them.
+   */
+  providerKey: string;
+  /**
+   * The provider account the task IDs live in: the provider key, or `<kind>@<host>` for kinds
+   * whose status reads need no credential (any entry on that host can read any task). A task is
+   * bound to one job per provider account.
+   */
+  providerAccount: string;
   limiter: KeyLimiter;
   entry: ProviderEntry;
   /** Bounds of one result read for this provider (entry `results`, else {@link DEFAULT_RESULT_LIMITS}). */
@@ -152,6 +166,23 @@ export interface ResolvedProvider {
    * the configured secret variable is unset.
    */
   callback(jobId: string): { callbackUrl?: string; webhookSecret?: string };
+}
+
+/**
+ * The provider key and account of an entry used with credential `apiKey` (see
+ * {@link ResolvedProvider.providerKey}): the credential appears only as the first 16 hex digits of
+ * its SHA-256, never as itself.
+ */
+export function providerIdentity(entry: { kind: string; baseUrl?: unknown }, adapter: Pick<ProviderAdapter, 'evidence'>, apiKey: string): { providerKey: string; providerAccount: string } {
+  let host = 'unknown-host';
+  try {
+    if (typeof entry.baseUrl === 'string') host = new URL(entry.baseUrl).host.toLowerCase();
+  } catch {
+    // an unparsable base URL is refused by the configuration schema; keep a stable label anyway
+  }
+  const base = `${entry.kind}@${host}`;
+  const providerKey = `${base}#${createHash('sha256').update(apiKey, 'utf8').digest('hex').slice(0, 16)}`;
+  return { providerKey, providerAccount: adapter.evidence?.taskScope === 'host' ? base : providerKey };
 }
 
 /**
@@ -206,15 +237,18 @@ export class ProviderRegistry {
     } catch (e) {
       throw new ProviderError('permanent', (e as Error).message, { code: 'NO_CREDENTIALS' });
     }
-    let limiter = this.limiters.get(cred.label);
+    const { providerKey, providerAccount } = providerIdentity(entry, adapter, cred.apiKey);
+    let limiter = this.limiters.get(providerKey);
     if (!limiter) {
-      limiter = new KeyLimiter(cred.label, entry.limits, Date.now, this.shared);
-      this.limiters.set(cred.label, limiter);
+      limiter = new KeyLimiter(providerKey, entry.limits, Date.now, this.shared);
+      this.limiters.set(providerKey, limiter);
     }
     const env = this.env;
     return {
       adapter,
       apiKey: cred.apiKey,
+      providerKey,
+      providerAccount,
       limiter,
       entry,
       resultLimits: resultLimitsOf(entry),

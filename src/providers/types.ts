@@ -19,6 +19,7 @@
  *    URL, header and body is sanitised with {@link CallContext.secrets};
  * 7. rate limits (429, Retry-After, concurrency answers) throw kind `cooldown` with `retryAfterMs`.
  */
+import type { LookupReading, ReconcileEvidence } from '../model/evidence.js';
 import type { ProviderState } from '../model/states.js';
 import type { ScrapeRequest } from '../model/types.js';
 import type { ResultPayload, ResultDocument } from '../store/index.js';
@@ -26,11 +27,15 @@ import type { ProviderEvidence } from './errors.js';
 
 export type { ResultDocument };
 
-/** What a provider can do, from its documentation (../shared/providers.md). */
+/**
+ * What a provider can do, from its documentation. `idempotency` and `list` summarise the entry's
+ * {@link ReconcileEvidence} (a replay that answers, a lookup at all); what they can prove is in
+ * the evidence, never here.
+ */
 export interface ProviderCapabilities {
-  /** Honours an idempotency key on submit: replaying the same key returns the same job (or a 409 that proves it exists). */
+  /** Takes an idempotency key on submit whose replay answers (the same task, or a 409 that proves a job exists). */
   idempotency: boolean;
-  /** Has a list endpoint that can find a job by our client reference (or by submit time + input). */
+  /** Has at least one lookup (list, search, stored input) that can show a job after a lost submit. */
   list: boolean;
   /** Has a cancel endpoint. */
   cancel: boolean;
@@ -102,6 +107,8 @@ export interface StatusObservation {
   error?: { code?: string; message: string };
   /** Provider's polling guidance in ms (Retry-After on a status response), if any. */
   retryAfterMs?: number;
+  /** What the provider's record says the task is for, when the answer shows it. */
+  subject?: TaskSubject;
   /** The sanitised exchange, kept when the provider reports a terminal failure (incident evidence). */
   evidence?: ProviderEvidence;
   /**
@@ -158,6 +165,14 @@ export interface FindContext extends CallContext {
   submittedAfter: string;
 }
 
+/** What a status read says the task is for, where the provider's record shows it (used to verify an operator's task ID). */
+export interface TaskSubject {
+  /** The URL the task was submitted for. */
+  url?: string | null;
+  /** Our client reference as the provider echoes it. */
+  clientRef?: string | null;
+}
+
 /** A provider API adapter. Every method throws {@link ProviderError} on failure. */
 export interface ProviderAdapter {
   /** Configured provider name (e.g. `reference`, `fc-prod`). */
@@ -165,6 +180,8 @@ export interface ProviderAdapter {
   /** Adapter kind (e.g. `reference`, `firecrawl`). */
   readonly kind: string;
   readonly capabilities: ProviderCapabilities;
+  /** What this entry's replays and lookups can prove after a lost submit (see `src/model/evidence.ts`). */
+  readonly evidence: ReconcileEvidence;
   /** Submits a scrape. Ambiguous outcomes throw kind `ambiguous`. */
   submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted>;
   /** Reads the task's status (with the inline result when the final answer carries it). */
@@ -174,11 +191,14 @@ export interface ProviderAdapter {
   /** Requests cancellation. Throws kind `unsupported` when the provider has no cancel endpoint. */
   cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer>;
   /**
-   * Looks a job up by our client reference (or by submit time and inputs). Returns the task, or
-   * `null` when this read of the provider's list shows no such job (the caller decides when
-   * absence is proven: lists can lag). Throws kind `unsupported` when the provider cannot list.
+   * Reads every lookup of {@link evidence} once and reports what each showed: the jobs that could
+   * be ours, each matched `strong` (our reference read back), `weak` (URL and time only),
+   * `foreign` (read, and not ours) or `unreadable` (its reference could not be read), whether the
+   * lookup is offered at all and whether the read was complete. It decides nothing: the caller
+   * does, from the evidence model. Returns `[]` when the entry has no lookup. Throws a
+   * {@link ProviderError} for a refused or failed read (retried by the caller).
    */
-  findSubmitted(ctx: FindContext): Promise<Accepted | null>;
+  findSubmitted(ctx: FindContext): Promise<LookupReading[]>;
 }
 
 /** Result limits when the provider entry sets none: 10,000 documents, 256 MiB, pages of 100. */

@@ -32,6 +32,7 @@ const profileFields = {
   blockedHosts: z.array(z.string().min(1).max(253)),
   listLagMs: z.number().int().min(0).max(3_600_000),
   echoKey: z.boolean(),
+  idempotencyReplay: z.enum(['honoured', 'conflict']),
 };
 
 /**
@@ -59,6 +60,11 @@ const profileFields = {
  * - `echoKey` (default `false`): a careless provider that copies the account's API key into its
  *   answers — a failed job's `error.message` (`invalid key <key>: …`), the result's `final_url`
  *   (`?api_key=<key>`) and a `debug.note` field (issue 13).
+ * - `idempotencyReplay` (optional, absent = `"honoured"`; only with `idempotency`): how a second
+ *   submit with a remembered `Idempotency-Key` and the same body is answered: `"honoured"` → the
+ *   first submit's `202` again with `Idempotent-Replayed: true`; `"conflict"` → `409
+ *   IDEMPOTENCY_CONFLICT` without the original `job_id` (nothing is created either way). No
+ *   default, so `ProfileSchema.parse({})` is unchanged.
  */
 export const ProfileSchema = z.strictObject({
   idempotency: profileFields.idempotency.default(true),
@@ -75,6 +81,7 @@ export const ProfileSchema = z.strictObject({
   blockedHosts: profileFields.blockedHosts.default([]),
   listLagMs: profileFields.listLagMs.default(0),
   echoKey: profileFields.echoKey.default(false),
+  idempotencyReplay: profileFields.idempotencyReplay.optional(),
 });
 
 /** A fully resolved account profile (all defaults applied). See {@link ProfileSchema}. */
@@ -123,10 +130,13 @@ export const ENDPOINTS: readonly Endpoint[] = ['submit', 'status', 'logs', 'canc
  * - `drop_before_commit`: destroy the socket without doing anything.
  * - `drop_after_commit`: handle the request normally (create the job, record the idempotency key,
  *   perform the cancel, ...) and then destroy the socket without answering.
- * - `delay`: wait `delayMs` (ms) then handle normally. Does not block other requests.
+ * - `delay`: wait `delayMs` (ms) then handle normally. Does not block other requests. With
+ *   `commit: true` the request is handled first and only the answer is held `delayMs` (an answer
+ *   that outlives the client's timeout although the job exists).
  * - `error_5xx`: answer `status` (default 503) `{error:{code: code ?? "UPSTREAM_UNAVAILABLE"}}`;
  *   with `commit: true` the request is handled first (e.g. the job is created) and then the 5xx
- *   replaces the answer.
+ *   replaces the answer; with `plain: true` the body is a proxy's `text/html` page (`502 Bad
+ *   Gateway`) instead of the JSON error body.
  * - `rate_limit`: answer `429 RATE_LIMITED` with the wait per the account's `retryAfterStyle`.
  * - `not_found` (status, logs, cancel only): answer `404 NOT_FOUND` although the job exists.
  * - `cancel_pending` (cancel only): answer `202 {job_id, status}` and cancel only after `delayMs`
@@ -211,8 +221,10 @@ const faultRuleShape = {
   code: z.string().min(1).max(100).optional(),
   /** Error message for `error_5xx` / `rate_limit` / `fail_job`. */
   message: z.string().max(1000).optional(),
-  /** `error_5xx` only: handle the request (commit) first, then answer 5xx. */
+  /** `error_5xx` and `delay`: handle the request (commit) first, then answer 5xx / answer late. */
   commit: z.boolean().optional(),
+  /** `error_5xx` only: answer a proxy's `text/html` page instead of the JSON error body. */
+  plain: z.boolean().optional(),
   /** `hold` only: the status the job is held in (default `queued`). */
   holdIn: z.enum(['queued', 'running']).optional(),
 };
@@ -243,6 +255,7 @@ export const HeaderFaultSchema = z.strictObject({
   code: faultRuleShape.code,
   message: faultRuleShape.message,
   commit: faultRuleShape.commit,
+  plain: faultRuleShape.plain,
   holdIn: faultRuleShape.holdIn,
 });
 

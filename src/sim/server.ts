@@ -14,6 +14,9 @@
  *   409 `IDEMPOTENCY_CONFLICT`, 429 `CONCURRENCY_LIMIT` (or 400 `concurrent-runs-limit-exceeded`).
  * - `GET /api/jobs/:id` → `200` status object (see `JobStatusResponseSchema`).
  * - `GET /api/jobs/:id/logs` → `200 {job_id, logs}`.
+ * - `GET /api/jobs/:id/tree` → `200 {job_id, status, tree: {url, final_url, status, pages_fetched,
+ *   children}}` (seeds/002 names `/tree` as a progress read without its shape; this one is the
+ *   sim's own; counted and faulted as the `logs` endpoint).
  * - `DELETE /api/jobs/:id/cancel` → `200 {job_id, status: "cancelled"}`; 409 `JOB_FINISHED`;
  *   404 `NOT_SUPPORTED` when the profile has `cancel: false`.
  * - `GET /api/jobs?client_ref&status&limit` → `200 {jobs}` newest first; 404 `NOT_SUPPORTED` when
@@ -43,6 +46,8 @@ import {
   type FaultRule,
   type JobStatus,
   type Profile,
+  type ProfileInput,
+  PartialProfileSchema,
   type ResolvedSimOptions,
   type SimOptions,
   type SimRequestEvent,
@@ -101,6 +106,18 @@ export interface Sim {
   readonly events: SimEvents;
   /** The resolved profile of an account. @throws Error for an unknown account. */
   profileOf(account: string): Profile;
+  /**
+   * Change an account's profile from now on (merged over its current one): request-time checks
+   * (idempotency, list, cancel, concurrency, lag, …) at once, run timings for jobs created after.
+   * @throws Error for an unknown account; ZodError for an invalid field.
+   */
+  setProfile(account: string, patch: ProfileInput): Profile;
+  /**
+   * Create a job for `account` as another client of the same credential would (no HTTP request,
+   * no fault rule consumed, no concurrency check, no idempotency key): it then runs like any job
+   * and counts as active. @returns its snapshot.
+   */
+  injectJob(account: string, job: { url: string; clientRef?: string | null; format?: 'markdown' | 'text'; timeoutMs?: number }): SimJobSnapshot;
   /** Start listening. @returns the base URL. */
   listen(): Promise<string>;
   /** Counters and every job since start / last reset (deep copy). */
@@ -296,6 +313,32 @@ class SimServer implements Sim {
     const p = this.profiles.get(account);
     if (!p) throw new Error(`unknown account "${account}"`);
     return { ...p, blockedHosts: [...p.blockedHosts] };
+  }
+
+  setProfile(account: string, patch: ProfileInput): Profile {
+    const current = this.profiles.get(account);
+    if (!current) throw new Error(`unknown account "${account}"`);
+    const next = ProfileSchema.parse({ ...current, ...PartialProfileSchema.parse(patch) });
+    this.profiles.set(account, next);
+    return this.profileOf(account);
+  }
+
+  injectJob(account: string, input: { url: string; clientRef?: string | null; format?: 'markdown' | 'text'; timeoutMs?: number }): SimJobSnapshot {
+    const profile = this.profiles.get(account);
+    if (!profile) throw new Error(`unknown account "${account}"`);
+    const job = this.jobs.create({
+      account,
+      profile,
+      url: new URL(input.url).href,
+      format: input.format ?? 'markdown',
+      clientRef: input.clientRef ?? null,
+      idempotencyKey: null,
+      timeoutMs: input.timeoutMs ?? 30_000,
+      jobFaults: [],
+      webhook: null,
+    });
+    this.counters.jobCreated(account);
+    return jobSnapshot(job);
   }
 
   async listen(): Promise<string> {
@@ -576,6 +619,7 @@ class SimServer implements Sim {
         case 'drop_before_commit':
           return this.drop(req, reply);
         case 'delay':
+          if (fault.commit) break; // handled first, answered late (below)
           try {
             await sleep(fault.delayMs ?? 0, this.closeController.signal);
           } catch (err) {
@@ -602,10 +646,23 @@ class SimServer implements Sim {
 
     if (fault?.action === 'drop_after_commit') return this.drop(req, reply);
     if (fault?.action === 'error_5xx' && fault.commit) return this.send(reply, this.serverError(fault));
+    if (fault?.action === 'delay' && fault.commit) {
+      try {
+        await sleep(fault.delayMs ?? 0, this.closeController.signal);
+      } catch (err) {
+        if (isAbortError(err)) return this.drop(req, reply);
+        throw err;
+      }
+    }
     return this.send(reply, result);
   }
 
   private serverError(fault: FaultRule): Outcome {
+    if (fault.plain) {
+      const status = fault.status ?? 502;
+      const words = status === 502 ? 'Bad Gateway' : status === 504 ? 'Gateway Timeout' : 'Service Unavailable';
+      return { status, body: `<html>\r\n<head><title>${status} ${words}</title></head>\r\n<body>\r\n<center><h1>${status} ${words}</h1></center>\r\n</body>\r\n</html>\r\n`, headers: { 'content-type': 'text/html' } };
+    }
     return outcome(
       fault.status ?? 503,
       errorBody(fault.code ?? 'UPSTREAM_UNAVAILABLE', fault.message ?? 'The service is temporarily unavailable (simulated).'),
@@ -654,6 +711,20 @@ class SimServer implements Sim {
           const current = this.ownedJob(req);
           if (!current) return NOT_FOUND();
           return outcome(200, { job_id: current.id, logs: current.logs.map((l) => ({ ...l })) });
+        },
+      });
+    });
+
+    // GET /api/jobs/:id/tree (seeds/002: a progress read; shape not documented, the sim's own)
+    app.get('/api/jobs/:id/tree', { ...this.apiRoute('logs') }, async (req, reply) => {
+      const job = this.ownedJob(req);
+      return this.pipeline(req, reply, {
+        targetUrl: job?.url,
+        core: () => {
+          const current = this.ownedJob(req);
+          if (!current) return NOT_FOUND();
+          const node = { url: current.url, final_url: current.result?.final_url ?? null, status: current.status, pages_fetched: current.pagesFetched, children: [] as unknown[] };
+          return outcome(200, { job_id: current.id, status: current.status, tree: node });
         },
       });
     });
@@ -747,6 +818,9 @@ class SimServer implements Sim {
             409,
             errorBody('IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was already used with a different request body'),
           );
+        }
+        if (profile.idempotencyReplay === 'conflict') {
+          return outcome(409, errorBody('IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was already used'));
         }
         return outcome(202, { ...entry.response }, { 'idempotent-replayed': 'true' });
       }

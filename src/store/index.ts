@@ -37,6 +37,18 @@ export class IdempotencyConflictStoreError extends Error {
   }
 }
 
+/** Thrown when a task is already bound to another job of the same provider account: a task belongs to one job. */
+export class TaskCollisionError extends Error {
+  override readonly name = 'TaskCollisionError';
+  constructor(
+    readonly jobId: string,
+    readonly taskId: string,
+    readonly boundTo: string,
+  ) {
+    super(`task ${taskId} is already bound to job ${boundTo}; it cannot also belong to job ${jobId}`);
+  }
+}
+
 /** The extracted page as the store keeps it. */
 export interface ResultPayload {
   url: string;
@@ -387,27 +399,76 @@ export class Store {
   /**
    * Records the provider's task ID (the answer to a submit, or a task adopted by reconciliation)
    * and moves the job to `pending`, with the tracking deadline `trackingDeadlineMs` (ms) from now.
-   * A task ID already recorded is never replaced: the stored one is returned instead.
+   * A task ID already recorded is never replaced: the stored one is returned instead. Throws
+   * {@link TaskCollisionError} when the task is bound to another job of the same provider account
+   * (see {@link bindTask}, which returns the collision instead).
    */
-  async recordTaskId(jobId: string, taskId: string, providerStatus: string | null, source: string, trackingDeadlineMs?: number): Promise<string> {
-    let recorded = false;
-    return this.tx(async (trx) => {
-      const row = await trx.selectFrom('jobs').select(['task_id', 'state']).where('id', '=', jobId).executeTakeFirstOrThrow();
-      if (row.task_id) return row.task_id;
+  async recordTaskId(jobId: string, taskId: string, providerStatus: string | null, source: string, trackingDeadlineMs?: number, providerAccount?: string | null): Promise<string> {
+    const out = await this.bindTask({ jobId, taskId, providerStatus, source, trackingDeadlineMs, providerAccount });
+    if (out.kind === 'collision') throw new TaskCollisionError(jobId, taskId, out.boundTo);
+    return out.taskId;
+  }
+
+  /**
+   * Binds `taskId` to job `jobId` (a task belongs to one job): in one transaction, unless the
+   * job already holds a task (then that one is returned) or another job of the same provider
+   * account — or, without `providerAccount`, of the same provider entry — holds `taskId` (then
+   * nothing is written and the collision is returned, with a `task_collision` event on the job).
+   * On success the job moves to `pending` with the tracking deadline `trackingDeadlineMs` (ms) from
+   * now and a `task_recorded` event naming `source`.
+   */
+  async bindTask(b: { jobId: string; taskId: string; providerStatus: string | null; source: string; trackingDeadlineMs?: number; providerAccount?: string | null }): Promise<{ kind: 'bound'; taskId: string; recorded: boolean } | { kind: 'collision'; boundTo: string }> {
+    const out = await this.tx(async (trx) => {
+      const row = await trx.selectFrom('jobs').select(['task_id', 'state', 'provider', 'provider_account']).where('id', '=', b.jobId).executeTakeFirstOrThrow();
+      if (row.task_id) return { kind: 'bound' as const, taskId: row.task_id, recorded: false };
+      const account = b.providerAccount ?? row.provider_account;
+      let q = trx.selectFrom('jobs').select('id').where('task_id', '=', b.taskId).where('id', '!=', b.jobId);
+      q = account ? q.where((eb) => eb.or([eb('provider_account', '=', account), eb('provider', '=', row.provider)])) : q.where('provider', '=', row.provider);
+      const other = await q.executeTakeFirst();
+      if (other) {
+        await trx.insertInto('job_events').values(event(b.jobId, 'task_collision', row.state, { taskId: b.taskId, boundTo: other.id, source: b.source })).execute();
+        return { kind: 'collision' as const, boundTo: other.id };
+      }
       const at = nowIso();
-      const deadline = trackingDeadlineMs === undefined ? {} : { deadline_at: new Date(Date.now() + trackingDeadlineMs).toISOString() };
+      const deadline = b.trackingDeadlineMs === undefined ? {} : { deadline_at: new Date(Date.now() + b.trackingDeadlineMs).toISOString() };
       await trx
         .updateTable('jobs')
-        .set({ task_id: taskId, provider_status: providerStatus, state: 'pending', submit_intent_at: null, submitted_at: at, updated_at: at, ...deadline })
-        .where('id', '=', jobId)
+        .set({ task_id: b.taskId, provider_status: b.providerStatus, state: 'pending', submit_intent_at: null, submitted_at: at, updated_at: at, ...(account ? { provider_account: account } : {}), ...deadline })
+        .where('id', '=', b.jobId)
         .execute();
-      await trx.insertInto('job_events').values(event(jobId, 'task_recorded', 'pending', { taskId, source, providerStatus })).execute();
-      recorded = true;
-      return taskId;
-    }).then((id) => {
-      if (recorded) recordTransition('pending');
-      return id;
+      await trx.insertInto('job_events').values(event(b.jobId, 'task_recorded', 'pending', { taskId: b.taskId, source: b.source, providerStatus: b.providerStatus })).execute();
+      return { kind: 'bound' as const, taskId: b.taskId, recorded: true };
     });
+    if (out.kind === 'bound' && out.recorded) recordTransition('pending');
+    return out;
+  }
+
+  /** Records the provider's raw status word as an answer other than a status check reported it (a cancel answer), with its normalised state when known. */
+  async recordProviderStatus(jobId: string, providerStatus: string, providerState?: string): Promise<void> {
+    await this.db.updateTable('jobs').set({ provider_status: providerStatus, ...(providerState ? { provider_state: providerState } : {}), updated_at: nowIso() }).where('id', '=', jobId).execute();
+  }
+
+  /** Sets the provider account and key of a job whose row does not name them yet (the worker knows them at submit). */
+  async setProviderAccount(jobId: string, providerAccount: string, providerKey: string): Promise<void> {
+    await this.db.updateTable('jobs').set({ provider_account: providerAccount, provider_key: providerKey }).where('id', '=', jobId).where((eb) => eb.or([eb('provider_account', 'is', null), eb('provider_key', 'is', null)])).execute();
+  }
+
+  /**
+   * Which of `taskIds` are bound to a job other than `exceptJobId` in provider account
+   * `providerAccount` (or on provider entry `provider`): task ID → job ID.
+   */
+  async tasksBoundElsewhere(f: { providerAccount: string; provider: string; taskIds: readonly string[]; exceptJobId: string }): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (f.taskIds.length === 0) return out;
+    const rows = await this.db
+      .selectFrom('jobs')
+      .select(['id', 'task_id'])
+      .where('task_id', 'in', [...new Set(f.taskIds)])
+      .where('id', '!=', f.exceptJobId)
+      .where((eb) => eb.or([eb('provider_account', '=', f.providerAccount), eb('provider', '=', f.provider)]))
+      .execute();
+    for (const r of rows) if (r.task_id) out.set(r.task_id, r.id);
+    return out;
   }
 
   /** Records a successful status check (provider status, time, count) and clears the error count. */

@@ -85,14 +85,10 @@ export async function recordNotFound(store: Store, jobId: string, error: JobErro
   return Number(row?.not_found_streak ?? 1);
 }
 
-/** Which jobs share one provider key: the provider, and either one account or every account without its own key. */
+/** Which jobs share one provider key: every job whose row names it (`provider_key`, set by the worker at submit). */
 export interface KeyScope {
+  /** The provider key (`<kind>@<host>#<credential fingerprint>`). */
   label: string;
-  provider: string;
-  /** The account whose own credential this is; absent for the provider's default credential. */
-  account?: string;
-  /** For the default credential: accounts that have their own key (not counted here). */
-  exceptAccounts?: string[];
 }
 
 /** Configured bounds of the adaptive limit (count of active provider jobs per key). */
@@ -138,12 +134,7 @@ export async function reserveSubmit(store: Store, jobId: string, scope: KeyScope
     let lq = trx.selectFrom('provider_limits').select(['active_limit', 'ceiling']).where('label', '=', scope.label);
     if (store.kind === 'postgres') lq = lq.forUpdate();
     const lim = await lq.executeTakeFirstOrThrow();
-    const ofKey = () => {
-      let q = trx.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('provider', '=', scope.provider).where('id', '!=', jobId);
-      if (scope.account !== undefined) q = q.where('account', '=', scope.account);
-      else if (scope.exceptAccounts?.length) q = q.where('account', 'not in', scope.exceptAccounts);
-      return q;
-    };
+    const ofKey = () => trx.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('provider_key', '=', scope.label).where('id', '!=', jobId);
     const active = Number(
       (await ofKey()
         .where('state', 'in', ACTIVE_STATES)

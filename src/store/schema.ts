@@ -47,6 +47,14 @@ export interface JobsTable {
   check_not_before: string | null;
   /** Normalised provider state of the last check (`running`, `completed`, `unrecognised`, …); `provider_status` keeps the raw word. */
   provider_state: string | null;
+  /**
+   * The provider account the job's task lives in (`<kind>@<host>#<credential fingerprint>`, or
+   * `<kind>@<host>` where status reads need no credential), set by the worker at submit: a task is
+   * bound to one job per provider account, and limits and cool-downs are shared per account.
+   */
+  provider_account: string | null;
+  /** The provider key (`<kind>@<host>#<credential fingerprint>`) whose limits the job counts toward, set by the worker at submit. */
+  provider_key: string | null;
 }
 
 /** A provider result, written once per (provider, task_id). */
@@ -159,6 +167,17 @@ export interface ProviderCooldownsTable {
   until: string;
   reason: string;
   updated_at: string;
+  /** UTC ISO-8601 time of the next free release slot after the cool-down (waiting calls leave one at a time), or null. */
+  release_next: string | null;
+}
+
+/** One refusal counted toward a provider's block of the caller (Bright Data: 25 × 429 in 5 min). */
+export interface ProviderRefusalsTable {
+  id: string;
+  /** What the provider counts per (e.g. `brightdata@api.brightdata.com`). */
+  scope: string;
+  /** UTC ISO-8601 time of the refusal. */
+  at: string;
 }
 
 /**
@@ -254,6 +273,7 @@ export interface Database {
   outbox: OutboxTable;
   provider_cooldowns: ProviderCooldownsTable;
   provider_limits: ProviderLimitsTable;
+  provider_refusals: ProviderRefusalsTable;
   orphans: OrphansTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_quarantine: WebhookQuarantineTable;

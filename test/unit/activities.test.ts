@@ -3,6 +3,7 @@
  * store: intent/answer recording, ambiguity, classification into retryable and non-retryable
  * failures, the shared cool-down, reconciliation paths and write-once.
  */
+import { fakeEvidence, fakeReading } from '../helpers/fakeProvider.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -17,6 +18,9 @@ class FakeAdapter implements ProviderAdapter {
   readonly name = 'fake';
   readonly kind = 'fake';
   capabilities = { idempotency: true, list: true, cancel: true, webhooks: false };
+  get evidence() {
+    return fakeEvidence(this.capabilities);
+  }
   calls: string[] = [];
   submitImpl: () => Promise<Accepted> = async () => ({ taskId: 'task-1', providerStatus: 'queued', replayed: false });
   listImpl: () => Promise<Accepted | null> = async () => null;
@@ -38,11 +42,11 @@ class FakeAdapter implements ProviderAdapter {
   }
   async findSubmitted() {
     this.calls.push('list');
-    return this.listImpl();
+    return fakeReading(await this.listImpl());
   }
 }
 
-const config = parseConfig({ providers: { fake: { kind: 'reference', baseUrl: 'http://127.0.0.1:9', credentials: { default: { apiKey: 'sk-unit-0000' } } } } }, {});
+const config = parseConfig({ providers: { fake: { kind: 'reference', baseUrl: 'http://127.0.0.1:9', submitTimeoutMs: 1, credentials: { default: { apiKey: 'sk-unit-0000' } } } } }, {});
 let store: Store;
 let fake: FakeAdapter;
 let acts: ReturnType<typeof createActivities>;
@@ -131,7 +135,7 @@ describe('reconcileSubmit', () => {
   it('looks the job up by client reference where it can list, and reports absence', async () => {
     fake.capabilities = { ...fake.capabilities, idempotency: false };
     fake.listImpl = async () => ({ taskId: 'task-7', providerStatus: 'queued', replayed: true });
-    expect(await env().run(acts.reconcileSubmit, input)).toEqual({ kind: 'found', taskId: 'task-7', via: 'list' });
+    expect(await env().run(acts.reconcileSubmit, input)).toEqual({ kind: 'found', taskId: 'task-7', via: 'list', lookup: 'GET /fake/list' });
     await store.db.updateTable('jobs').set({ task_id: null }).execute();
     fake.listImpl = async () => null;
     expect(await env().run(acts.reconcileSubmit, input)).toEqual({ kind: 'absent', via: 'list' });

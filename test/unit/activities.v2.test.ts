@@ -5,6 +5,7 @@
  * errors, expiry, failing checks kept visible), the adaptive active-jobs limit, the settle window of
  * a lagging list, and a cancel that comes too late to be sent.
  */
+import { fakeEvidence, fakeReading } from '../helpers/fakeProvider.js';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -23,6 +24,10 @@ class FakeAdapter implements ProviderAdapter {
   readonly name = 'fake';
   readonly kind = 'fake';
   capabilities = { idempotency: false, list: true, cancel: true, webhooks: false };
+  lagMs = 0;
+  get evidence() {
+    return fakeEvidence(this.capabilities, this.lagMs);
+  }
   calls: string[] = [];
   submitImpl: () => Promise<Accepted> = async () => ({ taskId: 'task-1', providerStatus: 'queued', replayed: false });
   statusImpl: () => Promise<StatusObservation> = async () => ({ state: 'running', providerStatus: 'running' });
@@ -46,14 +51,16 @@ class FakeAdapter implements ProviderAdapter {
   }
   async findSubmitted() {
     this.calls.push('list');
-    return this.listImpl();
+    return fakeReading(await this.listImpl());
   }
 }
 
-const config = parseConfig({ providers: { fake: { kind: 'reference', baseUrl: 'http://127.0.0.1:9', credentials: { default: { apiKey: 'sk-unit-0000' } }, limits: { activeJobs: { initial: 4 } } } } }, {});
+const config = parseConfig({ providers: { fake: { kind: 'reference', baseUrl: 'http://127.0.0.1:9', submitTimeoutMs: 1, credentials: { default: { apiKey: 'sk-unit-0000' } }, limits: { activeJobs: { initial: 4 } } } } }, {});
 let store: Store;
 let fake: FakeAdapter;
 let acts: ReturnType<typeof createActivities>;
+/** The fake's provider key (kind, host, credential fingerprint): limits and cool-downs are kept per key. */
+let providerKey: string;
 const jobId = 'scrape:acme:k';
 const request = { url: 'https://example.com/', format: 'markdown' as const, options: {} };
 const job = { jobId, account: 'acme', key: 'k', provider: 'fake', requestHash: 'h', request, workflowId: jobId };
@@ -78,7 +85,9 @@ async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {
 beforeEach(async () => {
   store = await openStore('sqlite::memory:');
   fake = new FakeAdapter();
-  acts = createActivities({ store, providers: new ProviderRegistry(config, {}, { fake }), resultRetentionMs: 60_000 });
+  const providers = new ProviderRegistry(config, {}, { fake });
+  providerKey = providers.resolve('fake', 'acme').providerKey;
+  acts = createActivities({ store, providers, resultRetentionMs: 60_000 });
   await store.insertJob(Store.jobRow(job));
   await store.recordTaskId(jobId, 'task-1', 'queued', 'test');
   generation++;
@@ -203,7 +212,7 @@ describe('submitJob (adaptive active-jobs limit)', () => {
     };
     const refused = await failure(env(1).run(acts.submitJob, second));
     expect(refused.type).toBe('Provider.cooldown');
-    expect(await providerLimit(store, 'fake/default')).toMatchObject({ limit: 1, ceiling: 1, refusals: 1 });
+    expect(await providerLimit(store, providerKey)).toMatchObject({ limit: 1, ceiling: 1, refusals: 1 });
     fake.calls = [];
     const waiting = await failure(new MockActivityEnvironment({ attempt: 2, startToCloseTimeoutMs: 3_000 }).run(acts.submitJob, second));
     expect(waiting.type).toBe('Submit.waitingForSlot');
@@ -225,9 +234,11 @@ describe('submitJob (adaptive active-jobs limit)', () => {
     const crowd = Array.from({ length: 3 }, (_, i) => ({ ...submitInput, job: { ...job, jobId: `scrape:acme:c${i}`, key: `c${i}`, workflowId: `scrape:acme:c${i}` } }));
     fake.submitImpl = async () => ({ taskId: 'task-c0', providerStatus: 'queued' }) as Accepted;
     expect(await env(1).run(acts.submitJob, crowd[0]!)).toMatchObject({ kind: 'accepted' });
-    await store.db.updateTable('provider_limits').set({ active_limit: 1 }).where('label', '=', 'fake/default').execute();
+    await store.db.updateTable('provider_limits').set({ active_limit: 1 }).where('label', '=', providerKey).execute();
+    // Jobs waiting for a slot: registered, and their submit attempts named the key.
     for (const c of crowd.slice(1)) await store.insertJob(Store.jobRow({ ...c.job, taskId: null }, []));
     for (let i = 3; i < 6; i++) await store.insertJob(Store.jobRow({ ...crowd[1]!.job, jobId: `scrape:acme:w${i}`, key: `w${i}`, workflowId: `scrape:acme:w${i}` }, []));
+    await store.db.updateTable('jobs').set({ provider_key: providerKey }).execute();
     const t0 = Date.now();
     const crowded = await failure(env(1).run(acts.submitJob, crowd[1]!));
     expect(crowded.type).toBe('Submit.waitingForSlot');
@@ -238,20 +249,36 @@ describe('submitJob (adaptive active-jobs limit)', () => {
 });
 
 describe('reconcileJob (a list that lags)', () => {
-  it('absence is proven only by a second empty read a settle window after the first', async () => {
+  it("absence is proven only by a read after the lookup's declared lag: the first empty read waits it out (a BENIGN retry), the next one proves it", async () => {
+    fake.lagMs = 10_000;
     await store.db.updateTable('jobs').set({ task_id: null, state: 'unknown', submit_intent_at: new Date().toISOString() }).where('id', '=', jobId).execute();
     const first = await failure(env(1).run(acts.reconcileJob, submitInput));
     expect(first.type).toBe('Reconcile.settling');
-    expect(first.nextRetryDelay).toBe(10_000);
+    expect(first.nextRetryDelay).toBeGreaterThan(9_000);
+    expect(first.nextRetryDelay).toBeLessThanOrEqual(10_001);
     expect(await env(2).run(acts.reconcileJob, submitInput)).toMatchObject({ kind: 'absent' });
     expect(fake.calls).toEqual(['list', 'list']);
+    const events = (await store.timeline(jobId)).map((e) => e.type);
+    expect(events).toEqual(expect.arrayContaining(['reconcile_settling', 'reconcile_absent']));
   });
 
   it('a job the lagging list shows on the second read is adopted', async () => {
+    fake.lagMs = 10_000;
     await store.db.updateTable('jobs').set({ task_id: null, state: 'unknown', submit_intent_at: new Date().toISOString() }).where('id', '=', jobId).execute();
     await failure(env(1).run(acts.reconcileJob, submitInput));
     fake.listImpl = async () => ({ taskId: 'task-late', providerStatus: 'running', replayed: true });
     expect(await env(2).run(acts.reconcileJob, submitInput)).toMatchObject({ kind: 'found', taskId: 'task-late', via: 'list' });
+  });
+
+  it('a task the list shows that is bound to another job of the same provider account is not adopted, and the collision is in the timeline', async () => {
+    await store.insertJob(Store.jobRow({ ...job, jobId: 'scrape:acme:other', key: 'other', workflowId: 'scrape:acme:other' }));
+    await store.recordTaskId('scrape:acme:other', 'task-taken', 'running', 'test', 60_000, providerKey);
+    await store.db.updateTable('jobs').set({ task_id: null, state: 'unknown', submit_intent_at: new Date(Date.now() - 60_000).toISOString() }).where('id', '=', jobId).execute();
+    fake.listImpl = async () => ({ taskId: 'task-taken', providerStatus: 'running', replayed: true });
+    expect(await env(1).run(acts.reconcileJob, submitInput)).toMatchObject({ kind: 'absent' });
+    const collision = (await store.timeline(jobId)).find((e) => e.type === 'task_collision');
+    expect(JSON.parse(collision!.detail!)).toMatchObject({ collisions: [{ taskId: 'task-taken', boundTo: 'scrape:acme:other' }] });
+    expect((await store.getJob(jobId))?.task_id).toBeNull();
   });
 });
 

@@ -238,18 +238,30 @@ describe('apify: reconcile by listing runs and reading inputs', () => {
       const a = mk({ reconcileList: { marginMs: 1_000, maxInputReads: 5 } });
       expect((await caught(a.submit(request('https://shop.example/lost-run'), submitCtx('ref-lost')))).kind).toBe('ambiguous');
       const ours = local.runsFor('lost-run')[0]!;
-      const found = await a.findSubmitted({ ...ctx, clientRef: 'ref-lost', request: request('https://shop.example/lost-run'), submittedAfter: since });
-      expect(found).toEqual({ taskId: ours.id, providerStatus: 'READY', replayed: true });
-      // Pages of maxInputReads (5) runs, oldest first: 2 API decoys + 3 WEB runs, then ours. Inputs
-      // read: the two API decoys' and ours; the three WEB runs were skipped without a read.
+      const [reading] = await a.findSubmitted({ ...ctx, clientRef: 'ref-lost', request: request('https://shop.example/lost-run'), submittedAfter: since });
+      // Every run of the window: the two API decoys (their INPUT read, another reference), the
+      // three WEB runs (not started through the API: no read) and ours (strong).
+      expect(reading).toMatchObject({ lookup: 'GET /v2/actors/{actorId}/runs + INPUT record', available: true, complete: true });
+      expect(reading!.candidates.filter((c) => c.match === 'strong')).toEqual([expect.objectContaining({ taskId: ours.id, providerStatus: 'READY' })]);
+      expect(reading!.candidates.map((c) => c.match).sort()).toEqual(['foreign', 'foreign', 'foreign', 'foreign', 'foreign', 'strong']);
       expect(local.requestsTo('GET', '/v2/actors/acme~site-crawler/runs').map((r) => r.query.offset)).toEqual(['0', '5']);
       expect(local.requestsTo('GET', '/v2/key-value-stores/')).toHaveLength(3);
-      expect(await a.findSubmitted({ ...ctx, clientRef: 'ref-never-sent', request: request('https://x'), submittedAfter: since })).toBeNull();
+      const [none] = await a.findSubmitted({ ...ctx, clientRef: 'ref-never-sent', request: request('https://x'), submittedAfter: since });
+      expect(none!.candidates.some((c) => c.match === 'strong')).toBe(false);
+      expect(none!.complete).toBe(true);
+      // More inputs to read than the bound: an incomplete reading (absence cannot be proven from it).
       const tight = mk({ reconcileList: { marginMs: 1_000, maxInputReads: 2 } });
-      const err = await caught(tight.findSubmitted({ ...ctx, clientRef: 'ref-never-sent', request: request('https://x'), submittedAfter: since }));
-      expect(err).toMatchObject({ kind: 'permanent', details: { code: 'RECONCILE_BOUND_REACHED' } });
-      expect(err.message).toContain('providers.apify.reconcileList.maxInputReads');
-      expect(await mk().findSubmitted({ ...ctx, clientRef: 'ref-lost', request: request('https://x'), submittedAfter: new Date(Date.now() + 600_000).toISOString() })).toBeNull();
+      const [bounded] = await tight.findSubmitted({ ...ctx, clientRef: 'ref-never-sent', request: request('https://x'), submittedAfter: since });
+      expect(bounded).toMatchObject({ complete: false, note: expect.stringContaining('providers.apify.reconcileList.maxInputReads') });
+      const [later] = await mk().findSubmitted({ ...ctx, clientRef: 'ref-lost', request: request('https://x'), submittedAfter: new Date(Date.now() + 600_000).toISOString() });
+      expect(later).toMatchObject({ complete: true, candidates: [] });
+      // An INPUT record that answers 404 proves nothing about whose run it is.
+      local.dropAfterCommit('no-input', { decoys: { api: 0, web: 0 } });
+      expect((await caught(a.submit(request('https://shop.example/no-input'), submitCtx('ref-noinput')))).kind).toBe('ambiguous');
+      const run = local.runsFor('no-input')[0]!;
+      (run as { input?: unknown }).input = undefined;
+      const [unread] = await mk({ reconcileList: { marginMs: 1_000, maxInputReads: 25 } }).findSubmitted({ ...ctx, clientRef: 'ref-noinput', request: request('https://shop.example/no-input'), submittedAfter: since });
+      expect(unread!.candidates.find((c) => c.taskId === run.id)).toMatchObject({ match: 'unreadable', why: expect.stringContaining('404') });
     } finally {
       await local.close();
     }

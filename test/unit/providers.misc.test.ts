@@ -162,22 +162,25 @@ describe('Bright Data reconciliation bounds (fixture on loopback)', () => {
   });
   afterAll(async () => fx?.close());
 
-  it('more snapshots since the submit than inputs it may read, none ours: refused (RECONCILE_BOUND), never "absent"; within the bound: absent; ours among them: found', async () => {
+  it('snapshots since the submit are read input by input: another input is not ours, our input only a weak match (Bright Data keeps nothing of ours); more candidates than inputs it may read: an incomplete reading, never absence', async () => {
     const adapter = brightDataProvider.create('bd', brightDataProvider.entrySchema.parse({ kind: 'brightdata', baseUrl: fx.url, datasetId: BRIGHTDATA_FIXTURE_DATASET, credentials: {}, listing: { maxInputReads: 2 } }));
     const after = new Date(Date.now() - 1_000).toISOString();
     fx.addForeign([{ url: 'https://example.com/before-the-submit' }]).created = new Date(Date.now() - 20_000).toISOString(); // in the skew margin
-    const find = (url: string, since = after) => adapter.findSubmitted({ apiKey: FIXTURE_KEYS.acme, secrets: [], clientRef: 'r', request: request(url), submittedAfter: since });
+    const find = async (url: string, since = after) => (await adapter.findSubmitted({ apiKey: FIXTURE_KEYS.acme, secrets: [], clientRef: 'r', request: request(url), submittedAfter: since }))[0]!;
     fx.addForeign([{ url: 'https://example.com/other-1' }]);
-    expect(await find('https://example.com/mine')).toBeNull();
+    const two = await find('https://example.com/mine');
+    expect(two).toMatchObject({ complete: true });
+    expect(two.candidates.map((c) => c.match)).toEqual(['foreign', 'foreign']);
     fx.addForeign([{ url: 'https://example.com/other-2' }]);
     fx.addForeign([{ url: 'https://example.com/other-3' }]);
-    const err = await find('https://example.com/mine').catch((e) => e);
-    expect(isProviderError(err) && err.kind === 'permanent' && err.details.code === 'RECONCILE_BOUND').toBe(true);
-    // Ours was created after its job's first submit: those are read first, oldest first.
+    const bounded = await find('https://example.com/mine');
+    expect(bounded).toMatchObject({ complete: false, note: expect.stringContaining('listing.maxInputReads') });
     const submitted = new Date().toISOString();
     await new Promise((r) => setTimeout(r, 5));
     const mine = fx.addForeign([{ url: 'https://example.com/mine' }]);
-    expect(await find('https://example.com/mine', submitted)).toEqual({ taskId: mine.id, providerStatus: 'ready', replayed: true });
+    const withMine = await find('https://example.com/mine', submitted);
+    expect(withMine.candidates[0]).toMatchObject({ taskId: mine.id, match: 'weak' });
+    expect(withMine.candidates.some((c) => c.match === 'strong')).toBe(false);
   });
 });
 

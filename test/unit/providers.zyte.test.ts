@@ -131,7 +131,7 @@ describe('zyte: a job end to end', () => {
 });
 
 describe('zyte: reconcile by tag and the duplicate-job refusal', () => {
-  it('findSubmitted lists by our tag, one request per state (pending, running, finished), and adopts the job', async () => {
+  it('findSubmitted lists by our tag, one request per state (pending, running, finished): every job it shows carries our reference (strong)', async () => {
     const a = new ZyteAdapter('zyte', entry());
     fx.plan('lost', { hold: true, states: ['running', 'finished'] });
     fx.dropAfterCommit('lost');
@@ -139,10 +139,16 @@ describe('zyte: reconcile by tag and the duplicate-job refusal', () => {
     const job = fx.jobsFor('lost')[0]!;
     await a.status(job.id, ctx); // → running
     const before = fx.app.requestsTo('GET', '/api/jobs/list.json').length;
-    expect(await a.findSubmitted({ ...ctx, clientRef: 'ref-lost', request: request('https://q.example/lost'), submittedAfter: new Date().toISOString() })).toEqual({ taskId: job.id, providerStatus: 'running', replayed: true });
+    const [reading] = await a.findSubmitted({ ...ctx, clientRef: 'ref-lost', request: request('https://q.example/lost'), submittedAfter: new Date().toISOString() });
+    expect(reading).toMatchObject({ lookup: 'GET /jobs/list.json?has_tag&state', available: true, complete: true, candidates: [{ taskId: job.id, providerStatus: 'running', match: 'strong' }] });
     const lists = fx.app.requestsTo('GET', '/api/jobs/list.json').slice(before);
-    expect(lists.map((r) => [r.query.state, r.query.has_tag, r.query.spider])).toEqual([['pending', 'scrape-ref-ref-lost', 'quotes'], ['running', 'scrape-ref-ref-lost', 'quotes']]);
-    expect(await a.findSubmitted({ ...ctx, clientRef: 'ref-none', request: request('x'), submittedAfter: new Date().toISOString() })).toBeNull();
+    expect(lists.map((r) => [r.query.state, r.query.has_tag, r.query.spider])).toEqual([
+      ['pending', 'scrape-ref-ref-lost', 'quotes'],
+      ['running', 'scrape-ref-ref-lost', 'quotes'],
+      ['finished', 'scrape-ref-ref-lost', 'quotes'],
+    ]);
+    const [none] = await a.findSubmitted({ ...ctx, clientRef: 'ref-none', request: request('x'), submittedAfter: new Date().toISOString() });
+    expect(none!.candidates).toEqual([]);
   });
 
   it('"already scheduled" with our reference as an argument: our own job is adopted (replayed), or — not listed yet — the submit is ambiguous; without it, a transient retry', async () => {

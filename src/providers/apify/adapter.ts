@@ -44,6 +44,7 @@
  * - aborting a finished run answers `200` with the run unchanged: reported as already final.
  */
 import { z } from 'zod';
+import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { ProviderError } from '../errors.js';
 import { ProviderHttp, callSecrets, path, type CallPhase, type ProviderResponse } from '../http.js';
@@ -77,6 +78,24 @@ const MAX_LIST_PAGES = 5;
 
 /** Run statuses after which nothing changes (unless the owner resurrects the run). */
 const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'TIMED-OUT', 'ABORTED']);
+
+/** The lookup a lost submit is reconciled with: the actor's runs, each API-started run's stored `INPUT` read for our reference. */
+const RUN_LOOKUP = 'GET /v2/actors/{actorId}/runs + INPUT record';
+
+/**
+ * What Apify's lookups prove after a lost submit: runs have no idempotency key (a second start is a
+ * second paid run); the actor's run list shows runs in every status (`READY` to `ABORTED`) until
+ * the plan's data retention deletes them, and our reference is in each run's stored `INPUT`
+ * (strong). The list is assumed to lag up to 30 s behind a start (a run read right after its
+ * creation can `404`: replica lag). An `INPUT` that cannot be read (`404`: a run started without
+ * input, a deleted record, a permission or replica-lag answer) proves nothing about whose run it is.
+ */
+export const APIFY_EVIDENCE: ReconcileEvidence = {
+  replay: 'none',
+  lookups: [{ name: RUN_LOOKUP, shows: ['queued', 'running', 'finished'], finishedForMs: null, lagMs: 30_000, match: 'strong' }],
+  taskScope: 'credential',
+  source: 'Apify API v2 OpenAPI (apify-docs, v2-2026-08-05T133145Z): actor runs list, key-value store records',
+};
 
 /** Our state for an Apify run status (see the module docs); exact words only. */
 export function apifyState(word: string, timedOutAs: 'failed' | 'completed' = 'failed'): ObservedState {
@@ -141,6 +160,7 @@ class RecentRuns {
 export class ApifyAdapter implements ProviderAdapter {
   readonly kind = 'apify';
   readonly capabilities: ProviderCapabilities = { idempotency: false, list: true, cancel: true, webhooks: true };
+  readonly evidence = APIFY_EVIDENCE;
   private readonly http: ProviderHttp;
   private readonly recent: RecentRuns;
 
@@ -288,46 +308,52 @@ export class ApifyAdapter implements ProviderAdapter {
   }
 
   /**
-   * Finds the run a lost submit created: lists the actor's runs started since
-   * `submittedAfter − reconcileList.marginMs` (oldest first, pages of up to `maxInputReads`) and
-   * reads the stored `INPUT` of each run started through the API until one carries our
-   * reference. Cost per call: one list request per page (at most 5) plus one input read per
-   * candidate run, at most `maxInputReads` (default 25) input reads — so at most 30 requests, and
-   * the caller reads twice across the settle window.
-   * Returns the oldest matching run, or `null` when every run of the window was checked. Throws
-   * a permanent `RECONCILE_BOUND_REACHED` when more candidates remain than the bound allows
-   * (absence is then not proven: the job waits in `unknown` for an operator).
+   * Reads {@link RUN_LOOKUP} for the run a lost submit created: lists the actor's runs started
+   * since `submittedAfter − reconcileList.marginMs` (oldest first, pages of `maxInputReads`) and
+   * reads the stored `INPUT` of each run started through the API. A run whose input carries our
+   * reference is `strong`; another reference (or none in a readable input) is `foreign`; a run
+   * started otherwise (`meta.origin` not `API`) is `foreign`; an input that answers `404`, or a run
+   * without a key-value store, is `unreadable`. Cost: at most 5 list pages and `maxInputReads`
+   * (default 25) input reads; stopping at either bound makes the reading incomplete.
    */
-  async findSubmitted(ctx: FindContext): Promise<Accepted | null> {
+  async findSubmitted(ctx: FindContext): Promise<LookupReading[]> {
     const { marginMs, maxInputReads } = this.entry.reconcileList;
     const startedAfter = new Date(Date.parse(ctx.submittedAfter) - marginMs).toISOString();
     const field = this.entry.input.clientRefField;
-    const bound = (reads: number) =>
-      new ProviderError(
-        'permanent',
-        `provider ${this.name}: too many runs of actor ${this.entry.actorId} started since ${startedAfter} to check (${reads} inputs read without finding reference ${ctx.clientRef}); raise "providers.${this.name}.reconcileList.maxInputReads" or resolve the job by hand`,
-        { code: 'RECONCILE_BOUND_REACHED' },
-      );
+    const candidates: Candidate[] = [];
+    const reading = (complete: boolean, note?: string): LookupReading[] => [{ lookup: RUN_LOOKUP, available: true, complete, candidates, at: new Date().toISOString(), ...(note ? { note } : {}) }];
+    const bound = (reads: number) => reading(false, `more runs of actor ${this.entry.actorId} started since ${startedAfter} than may be checked (${reads} inputs read; raise "providers.${this.name}.reconcileList.maxInputReads")`);
     let reads = 0;
     let offset = 0;
     for (let pages = 0; ; pages++) {
-      if (pages >= MAX_LIST_PAGES) throw bound(reads);
+      if (pages >= MAX_LIST_PAGES) return bound(reads);
       const res = await this.http.call(ctx, { method: 'GET', path: this.actorPath('/runs'), query: { startedAfter, offset, limit: maxInputReads }, phase: 'read' });
-      if (res.status < 200 || res.status >= 300) throw this.fail(res, 'read', ctx);
+      if (!this.http.isOk(res)) throw this.fail(res, 'read', ctx);
       const list = this.http.parse(res, RunListSchema, 'read', 'run list').data;
       for (const run of list.items) {
-        if (run.meta?.origin && run.meta.origin !== 'API') continue; // our runs are started through the API
-        if (!run.defaultKeyValueStoreId) continue;
-        if (reads >= maxInputReads) throw bound(reads);
+        const c = (match: Candidate['match'], why: string) => candidates.push({ taskId: run.id, providerStatus: run.status, match, createdAt: run.startedAt ?? null, why });
+        if (run.meta?.origin && run.meta.origin !== 'API') {
+          c('foreign', `started by ${run.meta.origin}, not through the API`);
+          continue;
+        }
+        if (!run.defaultKeyValueStoreId) {
+          c('unreadable', 'the run has no key-value store, so its input cannot be read');
+          continue;
+        }
+        if (reads >= maxInputReads) return bound(reads);
         reads++;
         const input = await this.http.call(ctx, { method: 'GET', path: path`/v2/key-value-stores/${run.defaultKeyValueStoreId}/records/INPUT`, phase: 'read' });
-        if (input.status === 404) continue; // no stored input: not a run of ours
-        if (input.status < 200 || input.status >= 300) throw this.fail(input, 'read', ctx);
+        if (input.status === 404) {
+          c('unreadable', 'its INPUT record answered 404 (started without input, deleted, not visible yet, or not readable with this key)');
+          continue;
+        }
+        if (!this.http.isOk(input)) throw this.fail(input, 'read', ctx);
         const ref = input.body && typeof input.body === 'object' ? (input.body as Record<string, unknown>)[field] : undefined;
-        if (ref === ctx.clientRef) return { taskId: run.id, providerStatus: run.status, replayed: true };
+        if (ref === ctx.clientRef) c('strong', `its INPUT carries our reference in "${field}"`);
+        else c('foreign', ref === undefined ? `its INPUT has no "${field}"` : `its INPUT carries another reference in "${field}"`);
       }
       offset += list.items.length;
-      if (list.items.length === 0 || offset >= list.total) return null;
+      if (list.items.length === 0 || offset >= list.total) return reading(true);
     }
   }
 }

@@ -32,11 +32,12 @@
  *   &limit` (the list carries no inputs), then `GET /datasets/v3/snapshot/{id}/input` (CSV) of the
  *   candidates (created after the first submit first, then those within the clock-skew margin
  *   before it; bounded by `listing`), matched on the input's
- *   fields (the URL first). Found → adopted; none → absent (proved twice across the settle window by
- *   the workflow). Bright Data keeps no reference of ours, so two of our jobs triggering the same
- *   input within moments of each other cannot be told apart: the first match is adopted. More
- *   candidates created after the submit than the bounds allow → refused (`RECONCILE_BOUND`), so the job
- *   waits in `unknown` for an operator instead of risking a duplicate.
+ *   fields (the URL first). Bright Data keeps no reference of ours, so a snapshot whose input
+ *   matches is only a **weak** candidate (another job with the same input fits too) and is never
+ *   adopted automatically; one whose input differs is not ours; one whose input cannot be read
+ *   leaves the question open. Absence is proven only when the list, read after its lag, shows no
+ *   candidate at all; more candidates than the bounds allow make the reading incomplete, so the
+ *   job waits in `unknown` for an operator instead of risking a duplicate.
  * - **Webhook**: `notify` receives `{snapshot_id, status}` — unsigned, so the URL carries our
  *   per-job token (`auth_header` could carry a secret too, but one per job is what the receiver
  *   checks).
@@ -47,9 +48,10 @@
  */
 import { parse as parseCsv } from 'csv-parse/sync';
 import { z } from 'zod';
+import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
-import { ProviderError } from '../errors.js';
+import { meansCancelled, ProviderError } from '../errors.js';
 import { errorDetails, ProviderHttp, path, type CallOptions, type CallPhase, type ProviderResponse } from '../http.js';
 import { paginateCursor, resultFromDocuments } from '../pagination.js';
 import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, StatusObservation, SubmitContext } from '../types.js';
@@ -67,6 +69,22 @@ const ProgressBody = z.looseObject({
 });
 const SnapshotList = z.array(z.looseObject({ id: z.string().min(1), created: z.string().nullish(), status: z.string().nullish() }));
 const PartsBody = z.looseObject({ parts: z.number().int().nonnegative() });
+
+/** The lookup of a lost trigger: the snapshot list, then each candidate's stored input. */
+const SNAPSHOT_LOOKUP = 'GET /datasets/v3/snapshots + snapshot input';
+
+/**
+ * What Bright Data's lookups prove after a lost trigger: no idempotency key; the snapshot list
+ * (filtered by dataset, date and trigger type) shows snapshots in every status while they are kept
+ * (30 days per the limits page), assumed to lag up to 60 s; its inputs carry nothing of ours, so a
+ * match is weak.
+ */
+export const BRIGHTDATA_EVIDENCE: ReconcileEvidence = {
+  replay: 'none',
+  lookups: [{ name: SNAPSHOT_LOOKUP, shows: ['queued', 'running', 'finished'], finishedForMs: 16 * 86_400_000, lagMs: 60_000, match: 'weak' }],
+  taskScope: 'credential',
+  source: 'docs.brightdata.com, Management APIs (get snapshots, get snapshot input) and Scraper API limits, read 2026-11-30',
+};
 
 /** Our state for a Bright Data progress word (see the module docs). */
 export function brightDataState(word: string): ObservedState {
@@ -101,6 +119,7 @@ function documentOf(record: unknown): ResultDocument {
 export class BrightDataAdapter implements ProviderAdapter {
   readonly kind = 'brightdata';
   readonly capabilities: ProviderCapabilities = { idempotency: false, list: true, cancel: true, webhooks: true };
+  readonly evidence = BRIGHTDATA_EVIDENCE;
   private readonly http: ProviderHttp;
   private readonly guard: RefusalWindow;
 
@@ -198,6 +217,8 @@ export class BrightDataAdapter implements ProviderAdapter {
     const progress = p.records != null ? { documents: p.records } : undefined;
     if (state !== 'failed') return { state, providerStatus: p.status, progress, retryAfterMs };
     const message = p.error_message ?? p.error ?? 'Bright Data reports the collection failed';
+    // A cancelled collection reads `failed` with a reason that says so ("Collection was canceled").
+    if (meansCancelled(message) || meansCancelled(p.error_code)) return { state: 'cancelled', providerStatus: `${p.status}: ${message}`, progress, retryAfterMs };
     return { state, providerStatus: p.status, progress, retryAfterMs, error: { code: p.error_code ?? undefined, message }, evidence: res.evidence };
   }
 
@@ -261,25 +282,38 @@ export class BrightDataAdapter implements ProviderAdapter {
     return Object.entries(input).every(([k, v]) => !(k in row) || v === null || typeof v === 'object' || String(v) === row[k]!.trim());
   }
 
-  async findSubmitted(ctx: FindContext): Promise<Accepted | null> {
+  /**
+   * Reads {@link SNAPSHOT_LOOKUP}: the dataset's API-triggered snapshots since a day before the
+   * first submit (the filter is a date), those created since the submit minus `listing.marginMs`
+   * (unknown creation times included), and the stored input of each, newest candidates first,
+   * at most `listing.maxInputReads`. Matching input → `weak`; other input → `foreign`; input not
+   * readable (`400` "does not exist", `404`) → `unreadable`. Candidates past the read bound, or a
+   * list as long as `listing.limit`, make the reading incomplete.
+   */
+  async findSubmitted(ctx: FindContext): Promise<LookupReading[]> {
     const l = this.entry.listing;
     const after = Date.parse(ctx.submittedAfter);
     const since = after - l.marginMs;
     const fromDate = new Date(since - 86_400_000).toISOString().slice(0, 10); // a day early: `from_date` is a date, in the provider's time zone
     const res = await this.ok(ctx, { method: 'GET', path: '/datasets/v3/snapshots', query: { dataset_id: this.entry.datasetId, from_date: fromDate, trigger_type: 'API', limit: l.limit }, phase: 'read' });
     const listed = this.http.parse(res, SnapshotList, 'read', 'snapshot list');
-    const candidates = listed
+    const recent = listed
       .map((s) => ({ ...s, at: s.created ? Date.parse(s.created) : NaN }))
       .filter((s) => !(s.at < since)) // unknown creation times stay candidates
-      // Ours was created after the first submit (the job row is written before any trigger):
-      // those first, oldest first; then unknown creation times; then the clock-skew margin before
-      // it, closest first.
+      // Ours was created after the first submit (the job row is written before any trigger): those
+      // first, oldest first; then unknown creation times; then the clock-skew margin before it,
+      // closest first. Unread ones leave the reading incomplete, whatever their rank.
       .map((s) => ({ ...s, rank: Number.isNaN(s.at) ? 1 : s.at >= after ? 0 : 2 }))
       .sort((a, b) => a.rank - b.rank || (a.rank === 0 ? a.at - b.at : b.at - a.at));
     const input = this.inputOf(ctx.request);
-    for (const s of candidates.slice(0, l.maxInputReads)) {
+    const candidates: Candidate[] = [];
+    for (const s of recent.slice(0, l.maxInputReads)) {
+      const c = (match: Candidate['match'], why: string) => candidates.push({ taskId: s.id, providerStatus: s.status ?? 'listed', match, createdAt: s.created ?? null, why });
       const r = await this.call(ctx, { method: 'GET', path: path`/datasets/v3/snapshot/${s.id}/input`, phase: 'read', headers: { accept: 'text/csv, application/json' } });
-      if (r.status === 400 || r.status === 404) continue; // "Snapshot input does not exist" / gone
+      if (r.status === 400 || r.status === 404) {
+        c('unreadable', `its input answered ${r.status} (${errorDetails(r).message ?? 'no input'})`);
+        continue;
+      }
       if (r.status !== 200) throw this.http.error(r, 'read', ctx);
       let rows: Record<string, string>[];
       try {
@@ -287,18 +321,11 @@ export class BrightDataAdapter implements ProviderAdapter {
       } catch (e) {
         return this.http.invalid(r, 'read', `snapshot input (CSV): ${(e as Error).message}`);
       }
-      if (rows.some((row) => BrightDataAdapter.matches(row, input))) return { taskId: s.id, providerStatus: s.status ?? 'listed', replayed: true };
+      if (rows.some((row) => BrightDataAdapter.matches(row, input))) c('weak', 'its input has our URL and fields; Bright Data keeps no reference of ours');
+      else c('foreign', 'its input differs from ours');
     }
-    // Unread candidates created after the submit (or listed beyond `limit`) could be ours: absence
-    // is not proven. Unread ones inside the skew margin only are taken as not ours.
-    const unread = candidates.slice(l.maxInputReads);
-    if (unread.some((s) => s.rank < 2) || listed.length >= l.limit) {
-      throw new ProviderError(
-        'permanent',
-        `Bright Data listed ${listed.length} snapshot(s) of dataset ${this.entry.datasetId} since ${new Date(since).toISOString()}, more than the ${l.maxInputReads} whose inputs may be read (listing.maxInputReads, listing.limit): absence cannot be proven; resolve the job by hand (resolve --task-id or --resubmit)`,
-        { code: 'RECONCILE_BOUND' },
-      );
-    }
-    return null;
+    const complete = recent.length <= l.maxInputReads && listed.length < l.limit;
+    const note = complete ? undefined : `${listed.length} snapshot(s) listed (limit ${l.limit}), ${recent.length} since ${new Date(since).toISOString()}; inputs read for at most ${l.maxInputReads} (listing.maxInputReads)`;
+    return [{ lookup: SNAPSHOT_LOOKUP, available: true, complete, candidates, at: new Date().toISOString(), ...(note ? { note } : {}) }];
   }
 }

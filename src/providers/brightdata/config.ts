@@ -33,7 +33,7 @@ export const BRIGHTDATA_BLOCK_WINDOW_MS = 300_000;
  *   already in flight when the guard closes can still be refused);
  * - `listing`: how a lost trigger is looked for: snapshots listed (`limit`, ≤ 5000, default 200)
  *   since the job's first submit minus `marginMs` (clock skew; default 1 min), and the inputs of at
- *   most `maxInputReads` (default 10) of them compared with ours: those created after the submit
+ *   most `maxInputReads` (default 25) of them compared with ours: those created after the submit
  *   first (oldest first), then those in the margin (closest first).
  */
 export const BrightDataConfigSchema = z.strictObject({
@@ -62,7 +62,7 @@ export const BrightDataConfigSchema = z.strictObject({
   listing: z
     .strictObject({
       limit: z.number().int().min(1).max(5000).default(200),
-      maxInputReads: z.number().int().min(1).max(100).default(10),
+      maxInputReads: z.number().int().min(1).max(100).default(25),
       marginMs: z.number().int().min(0).max(3_600_000).default(60_000),
     })
     .prefault({}),

@@ -15,12 +15,13 @@
  * | status | `GET /v2/{batch/scrape|crawl}/{id}` | `status`: `scraping` → running, `completed`, `failed` (documented, never sent by the source), `cancelled`; any other word or case → `unrecognised`; `202`/`204` → not ready; `404 "Job expired"` → `expired`; other `404` (unknown job, another team's job, or gone after 24 h) → `not_found` (counted, then expired) |
  * | result | the same URL, then `next` (absolute, `?skip=N`, pages of ≤ 10 MB) until none; then `GET …/{id}/errors` | `data[]` documents; `/errors` `{errors: [{id, timestamp, url, code?, error}], robotsBlocked: [url]}` become documents with `error`; `403` on `/errors` (another team's job) → permanent; a `404` on `/errors` after a `200` status read → no per-URL list (older deployments have no batch errors route) |
  * | cancel | `DELETE /v2/{batch/scrape|crawl}/{id}` | `200 {status: "cancelled"}`; `409` → already final (newer source: a completed crawl; older ones answer `200`); `404` → not_found; `403` → permanent |
- * | reconcile | `GET /v2/crawl/active` (crawl entries), `GET /v2/team/activity?endpoint=crawl|batch_scrape` | see {@link FirecrawlAdapter.findSubmitted}: a weak match on URL and time |
+ * | reconcile | `GET /v2/crawl/active` (crawl entries), `GET /v2/team/activity?endpoint=crawl|batch_scrape` | see {@link FirecrawlAdapter.findSubmitted}: a weak match on URL and time, never adopted; see {@link firecrawlEvidence} |
  *
  * Credential: `Authorization: Bearer <key>`. Webhooks: see `webhook.ts`.
  */
 import { z } from 'zod';
 import { canonicalJson } from '../../lib/hash.js';
+import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { resultLimitsOf } from '../entry.js';
 import { ProviderError } from '../errors.js';
@@ -89,6 +90,31 @@ const ActivityBody = z.looseObject({
   has_more: z.boolean().nullish(),
 });
 
+/** How long `GET /v2/team/activity` keeps a job: "the last 24 hours" (v2 OpenAPI `getActivity`), ms. */
+const ACTIVITY_RETENTION_MS = 24 * 3_600_000;
+
+/**
+ * What Firecrawl's replays and lookups prove after a lost submit, per operation:
+ * - a crawl's `x-idempotency-key` reused answers `409 Idempotency key already used` without the
+ *   job ID (source `idempotencyMiddleware`, on `/v2/crawl` only): proof that a job with our key
+ *   exists; a batch scrape takes no key, so a replay would be a second paid batch;
+ * - `GET /v2/crawl/active` lists running crawls only (never finished ones, never batch scrapes);
+ * - `GET /v2/team/activity` lists every crawl or batch scrape of the last 24 h, finished ones too,
+ *   from a log written after the request (lag assumed 60 s), and may not be offered (`404`);
+ * - neither echoes anything of ours (webhook `metadata` is echoed only in deliveries): every match
+ *   is weak (URL and creation time), so a listed job is never adopted on its own.
+ */
+export function firecrawlEvidence(operation: 'crawl' | 'batch'): ReconcileEvidence {
+  const activity = { name: 'GET /v2/team/activity', shows: ['queued', 'running', 'finished'] as const, finishedForMs: ACTIVITY_RETENTION_MS, lagMs: 60_000, match: 'weak' as const };
+  const active = { name: 'GET /v2/crawl/active', shows: ['queued', 'running'] as const, finishedForMs: null, lagMs: 30_000, match: 'weak' as const };
+  return {
+    replay: operation === 'crawl' ? 'conflict' : 'none',
+    lookups: operation === 'crawl' ? [active, activity] : [activity],
+    taskScope: 'credential',
+    source: 'Firecrawl v2 OpenAPI (firecrawl-docs 2026-08-21) and server source apps/api (61e38dc): idempotency middleware on /v2/crawl, crawl/active, team/activity',
+  };
+}
+
 /** Our state for a Firecrawl status word (exact words only; anything else, any other case, is `unrecognised`). */
 export function firecrawlState(word: string): ObservedState {
   switch (word) {
@@ -137,6 +163,7 @@ export function firecrawlDocument(d: z.infer<typeof DocumentBody>): ResultDocume
 export class FirecrawlAdapter implements ProviderAdapter {
   readonly kind = 'firecrawl';
   readonly capabilities: ProviderCapabilities;
+  readonly evidence: ReconcileEvidence;
   private readonly http: ProviderHttp;
   private readonly route: string;
   private readonly limits: ResultLimits;
@@ -147,6 +174,7 @@ export class FirecrawlAdapter implements ProviderAdapter {
   ) {
     // Only a crawl honours the key; a batch scrape replayed would be a second batch, so a batch
     // entry reconciles by listing only.
+    this.evidence = firecrawlEvidence(entry.operation);
     this.capabilities = { idempotency: entry.operation === 'crawl', list: true, cancel: true, webhooks: true };
     this.route = ROUTE[entry.operation];
     this.limits = resultLimitsOf(entry);
@@ -325,50 +353,61 @@ export class FirecrawlAdapter implements ProviderAdapter {
   }
 
   /**
-   * Finds the job of a lost submit. Firecrawl keeps no reference of ours that a list returns (the
-   * webhook `metadata` is echoed only in deliveries), so the match is **weak**: the submitted URL
-   * (one spelling) and a creation time no earlier than our first submit intent minus
-   * {@link RECONCILE_SKEW_MS}; on the active-crawls list also every crawl option we sent that the
-   * list echoes (`limit` excepted: Firecrawl caps it by the remaining credits). Sources, in order:
-   * `GET /v2/crawl/active` (crawl entries; active crawls only, never batch scrapes) and
-   * `GET /v2/team/activity?endpoint=crawl|batch_scrape` (the last 24 h, finished jobs included;
-   * skipped when the deployment answers `404`). A crawl or batch of the same URL started in that
-   * window by another job of ours or another client of the same Firecrawl team is
-   * indistinguishable: more than one candidate throws a permanent `AMBIGUOUS_MATCH` naming them, so
-   * the job waits in `unknown` for an operator instead of adopting a stranger's task.
+   * Reads the lookups of {@link firecrawlEvidence} for the job of a lost submit: the active
+   * crawls (crawl entries) and the team's activity of the last 24 h (crawl or batch scrape; a
+   * deployment without it answers `404`: unavailable). A job with the submitted URL (one
+   * spelling), created no earlier than our first submit intent minus {@link RECONCILE_SKEW_MS}
+   * and, on the active list, with every crawl option we sent that the list echoes (`limit`
+   * excepted: Firecrawl caps it by the remaining credits), is a **weak** candidate: another job of
+   * ours or another client of the same team could fit as well. One whose options differ is
+   * `foreign`. An activity read that reached {@link ACTIVITY_PAGES} pages is incomplete.
    */
-  async findSubmitted(ctx: FindContext): Promise<Accepted | null> {
+  async findSubmitted(ctx: FindContext): Promise<LookupReading[]> {
     const target = normalUrl(ctx.request.url);
     const since = Date.parse(ctx.submittedAfter) - RECONCILE_SKEW_MS;
     const recent = (at: string | null | undefined) => !at || Number.isNaN(Date.parse(at)) || Date.parse(at) >= since;
-    const found = new Map<string, string>();
+    const readings: LookupReading[] = [];
     if (this.entry.operation === 'crawl') {
-      const res = await this.http.call(ctx, { method: 'GET', path: '/v2/crawl/active', phase: 'read' });
-      if (res.status < 200 || res.status >= 300) throw this.fail(res, 'read', ctx);
+      const res = await this.http.ok(ctx, { method: 'GET', path: '/v2/crawl/active', phase: 'read' });
       const body = this.http.parse(res, ActiveBody, 'read', 'active crawls');
       const sent = Object.entries(ctx.request.options ?? {}).filter(([k]) => !['scrapeOptions', 'webhook', 'limit', 'url'].includes(k));
+      const candidates: Candidate[] = [];
       for (const c of body.crawls ?? body.data ?? []) {
-        const sameOptions = sent.every(([k, v]) => !c.options || !(k in c.options) || canonicalJson(c.options[k]) === canonicalJson(v));
-        if (normalUrl(c.url) === target && recent(c.created_at) && sameOptions) found.set(c.id, 'scraping');
+        if (normalUrl(c.url) !== target || !recent(c.created_at)) continue;
+        const differs = sent.find(([k, v]) => c.options && k in c.options && canonicalJson(c.options[k]) !== canonicalJson(v));
+        candidates.push(
+          differs
+            ? { taskId: c.id, providerStatus: 'scraping', match: 'foreign', createdAt: c.created_at ?? null, why: `same URL, but option "${differs[0]}" differs from ours` }
+            : { taskId: c.id, providerStatus: 'scraping', match: 'weak', createdAt: c.created_at ?? null, why: 'same URL, created since our submit; Firecrawl echoes nothing of ours' },
+        );
       }
+      readings.push({ lookup: 'GET /v2/crawl/active', available: true, complete: true, candidates, at: new Date().toISOString() });
     }
+    const candidates: Candidate[] = [];
     let cursor: string | undefined;
+    let complete = false;
     for (let page = 0; page < ACTIVITY_PAGES; page++) {
       const res = await this.http.call(ctx, { method: 'GET', path: '/v2/team/activity', query: { endpoint: this.entry.operation === 'crawl' ? 'crawl' : 'batch_scrape', limit: 100, cursor }, phase: 'read' });
-      if (res.status === 404) break; // not offered by this deployment: the active list alone
-      if (res.status < 200 || res.status >= 300) throw this.fail(res, 'read', ctx);
+      if ((res.status === 404 && !/expired/i.test(res.text)) || res.status === 501) {
+        readings.push({ lookup: 'GET /v2/team/activity', available: false, complete: false, candidates: [], at: new Date().toISOString(), note: `answered ${res.status}: not offered by this deployment` });
+        return readings;
+      }
+      if (!this.http.isOk(res)) throw this.fail(res, 'read', ctx);
       const body = this.http.parse(res, ActivityBody, 'read', 'team activity');
       const items = body.data ?? [];
-      for (const a of items) if (normalUrl(a.target) === target && recent(a.created_at) && !found.has(a.id)) found.set(a.id, 'unknown');
+      for (const a of items) {
+        if (normalUrl(a.target) === target && recent(a.created_at) && !candidates.some((c) => c.taskId === a.id)) {
+          candidates.push({ taskId: a.id, providerStatus: 'listed', match: 'weak', createdAt: a.created_at ?? null, why: 'same URL, created since our submit; Firecrawl echoes nothing of ours' });
+        }
+      }
       const oldest = items.at(-1)?.created_at;
-      if (!body.has_more || !body.cursor || (oldest && !recent(oldest))) break;
+      if (!body.has_more || !body.cursor || (oldest && !recent(oldest))) {
+        complete = true;
+        break;
+      }
       cursor = body.cursor;
     }
-    if (found.size === 0) return null;
-    if (found.size > 1) {
-      throw new ProviderError('permanent', `${found.size} Firecrawl jobs match the lost submit of ${ctx.request.url} (same URL, created since ${new Date(since).toISOString()}): ${[...found.keys()].join(', ')}; resolve the job with the right task ID`, { code: 'AMBIGUOUS_MATCH' });
-    }
-    const [taskId, providerStatus] = [...found.entries()][0]!;
-    return { taskId, providerStatus, replayed: true };
+    readings.push({ lookup: 'GET /v2/team/activity', available: true, complete, candidates, at: new Date().toISOString(), ...(complete ? {} : { note: `more than ${ACTIVITY_PAGES} pages of activity since the submit: not read to the end` }) });
+    return readings;
   }
 }

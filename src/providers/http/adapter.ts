@@ -17,6 +17,7 @@
  *   `errors.concurrencyCodes` → a concurrency refusal; `errors.unsupportedCodes` on cancel/list →
  *   `unsupported`; the rest as `ProviderHttp` classifies them (`429` → cooldown, …).
  */
+import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { resultLimitsOf } from '../entry.js';
@@ -94,6 +95,7 @@ function toDocument(item: unknown, f: Fields): ResultDocument {
 export class HttpAdapter implements ProviderAdapter {
   readonly kind = 'http';
   readonly capabilities: ProviderCapabilities;
+  readonly evidence: ReconcileEvidence;
   private readonly http: ProviderHttp;
 
   constructor(
@@ -101,6 +103,7 @@ export class HttpAdapter implements ProviderAdapter {
     private readonly entry: HttpEntry,
   ) {
     this.capabilities = { idempotency: entry.submit.idempotent, list: entry.list !== undefined, cancel: entry.cancel !== undefined, webhooks: entry.webhookScheme !== undefined };
+    this.evidence = httpEvidence(entry);
     const errors = entry.errors;
     this.http = new ProviderHttp({
       provider: name,
@@ -283,21 +286,51 @@ export class HttpAdapter implements ProviderAdapter {
     return { accepted: true, state: known(word), providerStatus: word };
   }
 
-  async findSubmitted(ctx: FindContext): Promise<Accepted | null> {
+  /**
+   * Reads the configured list once: every item whose `matchPath` equals the rendered `match` is a
+   * candidate, strong when the template names `{{clientRef}}`, weak otherwise. A list answering
+   * one of `errors.unsupportedCodes` is not offered here.
+   */
+  async findSubmitted(ctx: FindContext): Promise<LookupReading[]> {
     const l = this.entry.list;
-    if (!l) throw new ProviderError('unsupported', `provider ${this.name} has no list endpoint (no "list" in its configuration)`, { code: 'NOT_SUPPORTED' });
+    if (!l) return [];
+    const at = new Date().toISOString();
+    const name = listLookupName(this.entry);
     const vars: TemplateVars = { clientRef: ctx.clientRef, url: ctx.request.url, submittedAfter: ctx.submittedAfter };
     const res = await this.http.call(ctx, { method: l.method, path: renderPath(l.path, vars), query: renderMap(l.query, vars), phase: 'read' });
-    this.ok(res, 'read', ctx, 'list');
+    try {
+      this.ok(res, 'read', ctx, 'list');
+    } catch (e) {
+      if (e instanceof ProviderError && e.kind === 'unsupported') return [{ lookup: name, available: false, complete: false, candidates: [], at, note: e.message }];
+      throw e;
+    }
     const items = pick(res.body, l.itemsPath);
     if (!Array.isArray(items)) this.http.invalid(res, 'read', `list answer: no array at ${JSON.stringify(l.itemsPath)}`);
     const want = renderMap({ m: l.match }, vars).m;
-    const mine = items.filter((it) => pickString(it, l.matchPath) === want);
-    if (mine.length === 0) return null;
-    // More than one means duplicates exist already: adopt the oldest, the one the first submit created.
-    const chosen = l.order === 'newest-first' ? mine[mine.length - 1] : mine[0];
-    const taskId = pickString(chosen, l.taskIdPath);
-    if (!taskId) this.http.invalid(res, 'read', `list item: no task ID at ${JSON.stringify(l.taskIdPath)}`);
-    return { taskId, providerStatus: pickString(chosen, l.statusPath) ?? 'listed', replayed: true };
+    const strong = l.match.includes('{{clientRef}}');
+    const candidates: Candidate[] = [];
+    for (const it of items) {
+      if (pickString(it, l.matchPath) !== want) continue;
+      const taskId = pickString(it, l.taskIdPath);
+      if (!taskId) this.http.invalid(res, 'read', `list item: no task ID at ${JSON.stringify(l.taskIdPath)}`);
+      candidates.push({ taskId, providerStatus: pickString(it, l.statusPath) ?? 'listed', match: strong ? 'strong' : 'weak', why: strong ? `${l.matchPath} is our reference` : `${l.matchPath} equals ${l.match}, which another job could share` });
+    }
+    return [{ lookup: name, available: true, complete: true, candidates, at }];
   }
+}
+
+/** The name of an entry's list lookup in evidence (`GET /path`). */
+function listLookupName(entry: HttpEntry): string {
+  return entry.list ? `${entry.list.method} ${entry.list.path}` : 'list';
+}
+
+/** The evidence an `http` entry declares: a replay when `submit.idempotent`, the list as configured (see `ListSchema`). */
+export function httpEvidence(entry: HttpEntry): ReconcileEvidence {
+  const l = entry.list;
+  return {
+    replay: entry.submit.idempotent ? 'same-task' : 'none',
+    lookups: l ? [{ name: listLookupName(entry), shows: l.shows, finishedForMs: l.finishedForMs, lagMs: l.lagMs, match: l.match.includes('{{clientRef}}') ? 'strong' : 'weak' }] : [],
+    taskScope: entry.auth.in === 'none' ? 'host' : 'credential',
+    source: 'the entry\'s own declaration (submit.idempotent, list)',
+  };
 }

@@ -192,11 +192,20 @@ export const CancelSchema = z.strictObject({
 });
 
 /**
- * The list call of reconciliation: items at `itemsPath`; an item is ours when the value at
- * `matchPath` equals `match` (default `{{clientRef}}`: our reference, sent at submit); its task ID
- * at `taskIdPath`. With several matches the oldest is adopted (`order` says which end that is).
+ * The list call of reconciliation: items at `itemsPath`; an item is a candidate when the value at
+ * `matchPath` equals `match` (default `{{clientRef}}`: our reference, sent at submit — a strong
+ * match; a template without `{{clientRef}}`, such as `{{url}}`, only matches weakly and is never
+ * adopted on its own); its task ID at `taskIdPath`. What the list can prove is declared here too:
+ * `shows` (the job phases it lists: `queued`, `running`, `finished`; default all three),
+ * `finishedForMs` (how long a finished job stays listed, ms; default while the provider keeps it)
+ * and `lagMs` (how long a new job may be missing, ms; default 30 s). Absence is proven only by a
+ * read after `lagMs` of a list that shows every phase; one candidate carrying our reference is
+ * adopted; two mean a duplicate exists and wait for an operator.
  */
 export const ListSchema = z.strictObject({
+  shows: z.array(z.enum(['queued', 'running', 'finished'])).default(['queued', 'running', 'finished']),
+  finishedForMs: z.number().int().positive().nullable().default(null),
+  lagMs: z.number().int().min(0).max(3_600_000).default(30_000),
   method: z.enum(['GET', 'POST']).default('GET'),
   path: pathTemplate(TEMPLATE_VARS.list),
   query: stringMap(TEMPLATE_VARS.list).optional(),

@@ -34,6 +34,7 @@
  *   documented, so the default cool-down applies unless the message states a wait.
  */
 import { z } from 'zod';
+import type { LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { ProviderError } from '../errors.js';
@@ -85,6 +86,7 @@ function documentOf(e: Entry, fallbackUrl: string): ResultDocument {
 export class OxylabsAdapter implements ProviderAdapter {
   readonly kind = 'oxylabs';
   readonly capabilities: ProviderCapabilities = { idempotency: false, list: false, cancel: false, webhooks: true };
+  readonly evidence: ReconcileEvidence = { replay: 'none', lookups: [], taskScope: 'credential', source: 'developers.oxylabs.io Push-Pull, read 2026-11-30: no list endpoint, no idempotency key' };
   private readonly http: ProviderHttp;
 
   constructor(
@@ -150,7 +152,8 @@ export class OxylabsAdapter implements ProviderAdapter {
     throw new ProviderError('unsupported', `provider ${this.name} (Oxylabs Push-Pull) has no cancel endpoint: the job runs to its end`, { code: 'NOT_SUPPORTED' });
   }
 
-  async findSubmitted(_ctx: FindContext): Promise<Accepted | null> {
-    throw new ProviderError('unsupported', `provider ${this.name} (Oxylabs Push-Pull) has no endpoint that lists jobs: a lost submit cannot be looked up`, { code: 'NOT_SUPPORTED' });
+  /** No lookup exists: nothing to read (the evidence model leaves a lost submit for an operator). */
+  async findSubmitted(_ctx: FindContext): Promise<LookupReading[]> {
+    return [];
   }
 }

@@ -10,10 +10,11 @@
  * case) is reported `unrecognised`. A `202`/`204` on a status read is "not ready" (`running`).
  */
 import { z } from 'zod';
+import type { LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { ProviderError } from '../errors.js';
-import { ProviderHttp, path, type ProviderResponse } from '../http.js';
+import { ProviderHttp, errorDetails, path, type ProviderResponse } from '../http.js';
 import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, StatusObservation, SubmitContext } from '../types.js';
 import { webhookCallback } from '../webhook.js';
 import type { ReferenceEntry } from './config.js';
@@ -51,6 +52,24 @@ const CancelBody = z.looseObject({
   error: z.looseObject({ status: z.string().optional(), code: z.string().optional() }).optional(),
 });
 
+/** The reference provider's list filtered by our client reference. */
+const LIST_LOOKUP = 'GET /api/jobs?client_ref';
+
+/**
+ * What the reference provider's replays and lookups prove (each part only when the deployment has
+ * it, per the entry's `capabilities`): a replayed `Idempotency-Key` returns the same job; the list
+ * filtered by `client_ref` shows jobs in every state until they are deleted an hour after they end
+ * (the sim's default `resultTtlMs`), assumed to lag up to 10 s; `client_ref` is ours (strong).
+ */
+export function referenceEvidence(capabilities: { idempotency: boolean; list: boolean }): ReconcileEvidence {
+  return {
+    replay: capabilities.idempotency ? 'same-task' : 'none',
+    lookups: capabilities.list ? [{ name: LIST_LOOKUP, shows: ['queued', 'running', 'finished'], finishedForMs: 3_600_000, lagMs: 10_000, match: 'strong' }] : [],
+    taskScope: 'credential',
+    source: 'the seeds\' provider contract (Idempotency-Key and GET /api/jobs?client_ref as src/sim serves them)',
+  };
+}
+
 /** Our state for a reference status word: exact words only; anything else is `unrecognised`. */
 export function referenceState(word: string): ObservedState {
   return (KNOWN_STATUS as readonly string[]).includes(word) ? (word as ProviderState) : 'unrecognised';
@@ -79,6 +98,7 @@ function toPage(r: z.infer<typeof ResultBody>, fallbackUrl?: string): ProviderRe
 export class ReferenceAdapter implements ProviderAdapter {
   readonly kind = 'reference';
   readonly capabilities: ProviderCapabilities;
+  readonly evidence: ReconcileEvidence;
   private readonly http: ProviderHttp;
 
   constructor(
@@ -86,6 +106,7 @@ export class ReferenceAdapter implements ProviderAdapter {
     private readonly entry: ReferenceEntry,
   ) {
     this.capabilities = entry.capabilities;
+    this.evidence = referenceEvidence(entry.capabilities);
     this.http = new ProviderHttp({ provider: name, baseUrl: entry.baseUrl, auth: { in: 'header' }, submitTimeoutMs: entry.submitTimeoutMs, readTimeoutMs: entry.readTimeoutMs });
   }
 
@@ -165,20 +186,15 @@ export class ReferenceAdapter implements ProviderAdapter {
     throw err;
   }
 
-  async findSubmitted(ctx: FindContext): Promise<Accepted | null> {
-    if (!this.capabilities.list) throw new ProviderError('unsupported', `provider ${this.name} has no list endpoint`, { code: 'NOT_SUPPORTED' });
+  /** Reads {@link LIST_LOOKUP} (when the deployment has a list): every job carrying our `client_ref` is a strong candidate. */
+  async findSubmitted(ctx: FindContext): Promise<LookupReading[]> {
+    if (!this.capabilities.list) return [];
+    const at = new Date().toISOString();
     const res = await this.http.call(ctx, { method: 'GET', path: '/api/jobs', query: { client_ref: ctx.clientRef, limit: 10 }, phase: 'read' });
-    if (res.status !== 200) {
-      const err = this.http.error(res, 'read', ctx);
-      if (res.status === 404) throw new ProviderError('unsupported', err.message, err.details);
-      throw err;
-    }
+    if (res.status === 404) return [{ lookup: LIST_LOOKUP, available: false, complete: false, candidates: [], at, note: `answered 404 (${errorDetails(res).code ?? 'no list'}): not offered by this deployment` }];
+    if (!this.http.isOk(res)) throw this.http.error(res, 'read', ctx);
     const body = this.http.parse(res, ListBody, 'read', 'list body');
-    const matches = body.jobs.filter((j) => j.client_ref === ctx.clientRef);
-    if (matches.length === 0) return null;
-    // Newest first; more than one would mean duplicates already exist: adopt the oldest, the one
-    // the first submit created, and leave the evidence in the job's timeline.
-    const chosen = matches[matches.length - 1]!;
-    return { taskId: chosen.job_id, providerStatus: chosen.status, replayed: true };
+    const mine = body.jobs.filter((j) => j.client_ref === ctx.clientRef);
+    return [{ lookup: LIST_LOOKUP, available: true, complete: body.jobs.length < 10, candidates: mine.map((j) => ({ taskId: j.job_id, providerStatus: j.status, match: 'strong' as const, why: 'its client_ref is ours' })), at }];
   }
 }

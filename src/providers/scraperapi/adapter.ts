@@ -35,9 +35,10 @@
  * - **Rate limits**: `429` on submit ("too many concurrent submissions") → key-wide cool-down.
  */
 import { z } from 'zod';
+import type { LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
-import { ProviderError } from '../errors.js';
+import { meansCancelled, ProviderError } from '../errors.js';
 import { ProviderHttp, path, type ProviderResponse } from '../http.js';
 import { pageFromRaw } from '../htmlPage.js';
 import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, StatusObservation, SubmitContext } from '../types.js';
@@ -86,6 +87,7 @@ function header(headers: Record<string, unknown> | null | undefined, name: strin
 export class ScraperApiAdapter implements ProviderAdapter {
   readonly kind = 'scraperapi';
   readonly capabilities: ProviderCapabilities = { idempotency: false, list: false, cancel: true, webhooks: true };
+  readonly evidence: ReconcileEvidence = { replay: 'none', lookups: [], taskScope: 'host', source: 'docs.scraperapi.com Async API (Job Handling), read 2026-11-30: no list endpoint, no idempotency key; the status URL needs no key' };
   private readonly http: ProviderHttp;
 
   constructor(
@@ -139,12 +141,22 @@ export class ScraperApiAdapter implements ProviderAdapter {
 
   async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
     const { res, job } = await this.getJob(taskId, ctx);
-    const retryAfterMs = this.http.retryAfterMs(res);
     if (!job) {
       const word = (res.body as { status?: unknown } | undefined)?.status;
-      return { state: 'running', providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`, retryAfterMs };
+      return { state: 'running', providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`, retryAfterMs: this.http.retryAfterMs(res) };
     }
+    // The status URL needs no key, so anyone's task can be read: the subject (its URL and our
+    // echoed reference) is what tells an operator's task ID apart from another account's.
+    const ref = job.meta?.[SCRAPERAPI_REF_FIELD];
+    return { ...this.observe(job, res), subject: { url: job.url ?? null, clientRef: typeof ref === 'string' ? ref : null } };
+  }
+
+  /** The observation of a job read from the status URL (without its subject). */
+  private observe(job: Job, res: ProviderResponse): StatusObservation {
     const state = scraperApiState(job.status);
+    const retryAfterMs = this.http.retryAfterMs(res);
+    // A cancelled job reads `failed` with a reason that says so (`failReason: "cancelled"`).
+    if (state === 'failed' && meansCancelled(job.failReason)) return { state: 'cancelled', providerStatus: `${job.status}: ${job.failReason}`, retryAfterMs };
     if (state === 'failed') {
       return { state, providerStatus: job.status, retryAfterMs, error: { code: job.failReason ?? 'failed', message: `ScraperAPI gave up on the job${job.failReason ? `: ${job.failReason}` : ''}${job.attempts != null ? ` after ${job.attempts} attempts` : ''}` }, evidence: res.evidence };
     }
@@ -179,7 +191,8 @@ export class ScraperApiAdapter implements ProviderAdapter {
     throw err;
   }
 
-  async findSubmitted(_ctx: FindContext): Promise<Accepted | null> {
-    throw new ProviderError('unsupported', `provider ${this.name} (ScraperAPI) has no endpoint that lists jobs: a lost submit cannot be looked up`, { code: 'NOT_SUPPORTED' });
+  /** No lookup exists: nothing to read (the evidence model leaves a lost submit for an operator). */
+  async findSubmitted(_ctx: FindContext): Promise<LookupReading[]> {
+    return [];
   }
 }

@@ -41,6 +41,7 @@
  */
 import { z } from 'zod';
 import { redactSecrets } from '../../lib/sanitize.js';
+import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { credentialSecrets } from '../credentials.js';
 import { ProviderError } from '../errors.js';
@@ -113,10 +114,27 @@ function zyteErrorDetails(res: ProviderResponse): { code?: string; message?: str
   return /already scheduled/i.test(d.message ?? '') ? { ...d, code: 'ALREADY_SCHEDULED' } : d;
 }
 
+/** The lookup of a lost submit: the spider's jobs tagged with our reference, one list read per state. */
+const TAG_LOOKUP = 'GET /jobs/list.json?has_tag&state';
+
+/**
+ * What Scrapy Cloud's lookups prove after a lost submit: no idempotency key (the duplicate-job
+ * refusal holds only while the first job is pending or running); `jobs/list.json` filtered by our
+ * tag shows pending, running and finished jobs (asked state by state) until the job is deleted,
+ * assumed to lag up to 60 s; the tag carries our reference (strong).
+ */
+export const ZYTE_EVIDENCE: ReconcileEvidence = {
+  replay: 'none',
+  lookups: [{ name: TAG_LOOKUP, shows: ['queued', 'running', 'finished'], finishedForMs: null, lagMs: 60_000, match: 'strong' }],
+  taskScope: 'credential',
+  source: 'Zyte Scrapy Cloud HTTP API reference (docs.zyte.com, Jobs API jobs/list.json has_tag and state), read 2026-11-30',
+};
+
 /** {@link ProviderAdapter} for Zyte Scrapy Cloud (see the module docs for the contract). */
 export class ZyteAdapter implements ProviderAdapter {
   readonly kind = 'zyte';
   readonly capabilities: ProviderCapabilities = { idempotency: false, list: true, cancel: true, webhooks: false };
+  readonly evidence = ZYTE_EVIDENCE;
   /** Jobs API (`app.zyte.com/api`). */
   private readonly app: ProviderHttp;
   /** Storage API (`storage.zyte.com`): job metadata and items. */
@@ -285,26 +303,35 @@ export class ZyteAdapter implements ProviderAdapter {
     throw err;
   }
 
-  /** The first job tagged `tag` in `states` (one list request per state, in order), or null. */
-  private async findByTag(ctx: CallContext, tag: string, states: readonly string[]): Promise<Accepted | null> {
+  /** Every job tagged `tag` in `states` (one list request per state, in order). */
+  private async jobsByTag(ctx: CallContext, tag: string, states: readonly string[]): Promise<{ taskId: string; state: string }[]> {
+    const out: { taskId: string; state: string }[] = [];
     for (const state of states) {
       const res = await this.app.call(ctx, { method: 'GET', path: '/jobs/list.json', query: { project: this.entry.project, spider: this.entry.spider, has_tag: tag, state, count: 10 }, phase: 'read' });
-      if (res.status < 200 || res.status >= 300 || (res.body as { status?: unknown } | undefined)?.status !== 'ok') throw this.fail(this.app, res, 'read', ctx);
+      if (!this.app.isOk(res) || (res.body as { status?: unknown } | undefined)?.status !== 'ok') throw this.fail(this.app, res, 'read', ctx);
       const list = this.app.parse(res, JobListSchema, 'read', 'jobs/list.json answer');
-      const job = list.jobs.find((j) => j.tags.includes(tag) && JOB_ID.test(j.id ?? j.key ?? ''));
-      if (job) return { taskId: (job.id ?? job.key)!, providerStatus: job.state ?? state, replayed: true };
+      for (const j of list.jobs) if (j.tags.includes(tag) && JOB_ID.test(j.id ?? j.key ?? '')) out.push({ taskId: (j.id ?? j.key)!, state: j.state ?? state });
     }
-    return null;
+    return out;
+  }
+
+  /** The first job tagged `tag` in `states`, or null. */
+  private async findByTag(ctx: CallContext, tag: string, states: readonly string[]): Promise<Accepted | null> {
+    const [job] = await this.jobsByTag(ctx, tag, states);
+    return job ? { taskId: job.taskId, providerStatus: job.state, replayed: true } : null;
   }
 
   /**
-   * Finds the job a lost submit created by its tag: lists the spider's jobs tagged
-   * `<tagPrefix><clientRef>` in state `pending`, then `running`, then `finished` (one request per
-   * state, at most three per call; the list names states explicitly because listings default to
-   * finished jobs only). Returns the first found, or null.
+   * Reads {@link TAG_LOOKUP}: the spider's jobs tagged `<tagPrefix><clientRef>` in state
+   * `pending`, then `running`, then `finished` (one request per state, at most three; listings
+   * default to finished jobs only, so states are named). Every job found carries our reference:
+   * a strong candidate.
    */
-  async findSubmitted(findCtx: FindContext): Promise<Accepted | null> {
+  async findSubmitted(findCtx: FindContext): Promise<LookupReading[]> {
     const ctx = this.auth(findCtx);
-    return this.findByTag(ctx, this.tagOf(ctx.clientRef), ['pending', 'running', 'finished']);
+    const tag = this.tagOf(ctx.clientRef);
+    const jobs = await this.jobsByTag(ctx, tag, ['pending', 'running', 'finished']);
+    const candidates: Candidate[] = jobs.map((j) => ({ taskId: j.taskId, providerStatus: j.state, match: 'strong', why: `tagged ${tag}` }));
+    return [{ lookup: TAG_LOOKUP, available: true, complete: true, candidates, at: new Date().toISOString() }];
   }
 }

@@ -62,18 +62,34 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
       await condition(() => false, delayMs);
       continue;
     }
-    // Neither idempotency nor a list: wait for an operator. Never resubmit silently.
+    // The evidence cannot decide: wait for an operator. Never resubmit silently.
     job.view.note = `waiting for an operator: ${rec.reason}. Resolve with the \`resolve\` Update (a task ID, or resubmit: true).`;
     job.publish();
+    const adopted = await awaitOperator(job);
+    if (adopted !== 'resubmit') return adopted;
+    afterReconcile = true;
+    const by = job.lastResolutionBy();
+    await job.record('submitting', { note: `operator ${by} asked to resubmit under the same key`.replace('  ', ' ') });
+  }
+}
+
+/**
+ * Waits in `unknown` for the operator's `resolve` until one is applied: a task ID the worker
+ * accepts (true), `resubmit` (returned), or the deadline policy's cancel (false). A task ID the
+ * worker refuses (bound to another job, unreadable with the job's credential, for another
+ * request) fails that Update with the reason and the job keeps waiting.
+ */
+async function awaitOperator(job: ScrapeJob): Promise<boolean | 'resubmit'> {
+  for (;;) {
     if (!(await awaitResolution(job))) return false;
-    const r = job.resolution!;
-    job.resolution = undefined;
-    if ('taskId' in r) {
-      job.taskKnown(await job.acts.reconciler.adoptTask({ jobId: job.input.jobId, taskId: r.taskId, by: r.by ?? 'operator', trackingDeadlineMs: job.policy.deadlineMs }));
+    const r = job.takeResolution();
+    if (!('taskId' in r)) return 'resubmit';
+    const adopted = await job.acts.reconciler.adoptTask({ jobId: job.input.jobId, taskId: r.taskId, by: r.by ?? 'operator', trackingDeadlineMs: job.policy.deadlineMs });
+    if (typeof adopted === 'string') {
+      job.taskKnown(adopted);
       return true;
     }
-    afterReconcile = true;
-    await job.record('submitting', { note: `operator ${r.by ?? ''} asked to resubmit under the same key`.replace('  ', ' ') });
+    job.refuseResolution(r, adopted.refused);
   }
 }
 
@@ -96,11 +112,11 @@ async function reconcile(job: ScrapeJob, input: SubmitJobInput): Promise<Reconci
  */
 async function awaitResolution(job: ScrapeJob): Promise<boolean> {
   if (job.policy.onDeadline !== 'cancel') {
-    await condition(() => job.resolution !== undefined);
+    await condition(() => job.hasResolution());
     return true;
   }
   const left = Date.parse(job.view.startedAt) + job.policy.deadlineMs - Date.now();
-  if (left > 0 && (await condition(() => job.resolution !== undefined, left))) return true;
+  if (left > 0 && (await condition(() => job.hasResolution(), left))) return true;
   job.requestCancel({ reason: `deadline ${new Date(Date.parse(job.view.startedAt) + job.policy.deadlineMs).toISOString()} passed in unknown`, requestedBy: 'deadline policy' }, 'deadline');
   return false;
 }

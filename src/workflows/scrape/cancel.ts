@@ -10,7 +10,7 @@ import type { PollOutcome } from '../../activities/index.js';
 import type { CancelReport, JobError } from '../../model/types.js';
 import { jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
-import { PATCH_CONFIRM_AFTER_FAILED_CANCEL } from './patches.js';
+import { PATCH_CANCEL_AS_OBSERVED, PATCH_CONFIRM_AFTER_FAILED_CANCEL } from './patches.js';
 
 type Outcome = NonNullable<CancelReport['outcome']>;
 
@@ -67,12 +67,14 @@ export async function cancelJob(job: ScrapeJob): Promise<void> {
     return finish('cancel_unconfirmed', `provider "${job.input.provider}" has no cancel endpoint; the task may still run (last provider status: ${job.view.providerStatus ?? 'unknown'})`, answer.error);
   }
   if (answer.kind === 'answered' && answer.state === 'cancelled') {
-    // The provider's own answer observes the stop: no confirmation check needed.
     job.view.providerStatus = answer.providerStatus ?? 'cancelled';
     job.noteProgress(answer.progress);
+    // The provider's own answer observes the stop; one status read then collects the effects
+    // that landed meanwhile (a crawl page written after the cancel) for the report.
+    if (patched(PATCH_CANCEL_AS_OBSERVED)) return confirm(job, finish, undefined, { accepted: true, firstDelayMs: 0 });
     return finish('cancelled', `the provider confirmed the task stopped (status ${answer.providerStatus ?? 'cancelled'})`);
   }
-  return confirm(job, finish);
+  return confirm(job, finish, undefined, { accepted: answer.kind === 'answered' && answer.accepted });
 }
 
 /**
@@ -81,9 +83,15 @@ export async function cancelJob(job: ScrapeJob): Promise<void> {
  * most two cancel-confirmation deadlines: the call's, then this one's); outcomes that stay
  * unconfirmed name it.
  */
-async function confirm(job: ScrapeJob, finish: (o: Outcome, detail: string, error?: JobError) => Promise<void>, callError?: JobError): Promise<void> {
+async function confirm(
+  job: ScrapeJob,
+  finish: (o: Outcome, detail: string, error?: JobError) => Promise<void>,
+  callError?: JobError,
+  opts: { accepted?: boolean; firstDelayMs?: number } = {},
+): Promise<void> {
   const failedCall = callError ? `the cancel call failed (${callError.message}) and ` : '';
   const until = Date.now() + job.policy.cancelConfirmDeadlineMs;
+  const firstDelayMs = opts.firstDelayMs ?? Math.min(job.policy.initialDelayMs, 2_000);
   let o: PollOutcome;
   try {
     o = await job.acts.poller(until - Date.now()).awaitStatus({
@@ -92,7 +100,7 @@ async function confirm(job: ScrapeJob, finish: (o: Outcome, detail: string, erro
       request: job.input.request,
       generation: job.nextGeneration(),
       schedule: { ...job.schedule(), initialDelayMs: Math.min(job.policy.initialDelayMs, 2_000), slowdown: 1 },
-      firstDelayMs: Math.min(job.policy.initialDelayMs, 2_000),
+      firstDelayMs,
       deadlineAt: new Date(until).toISOString(),
       notFoundLimit: 1,
       mode: 'confirm_cancel',
@@ -114,6 +122,8 @@ async function confirm(job: ScrapeJob, finish: (o: Outcome, detail: string, erro
     case 'failed':
       return finish('failed', 'the provider reported the task failed while cancelling', o.error);
     case 'expired':
+      // Accepted, then forgotten: the provider stopped and removed it (evidence: the accepted answer, then the 404).
+      if (opts.accepted && patched(PATCH_CANCEL_AS_OBSERVED)) return finish('cancelled', `the provider accepted the cancel and then no longer knows the task (${o.error.message})`);
       return finish('cancel_unconfirmed', 'the provider no longer knows the task (404) after the cancel request', o.error);
     case 'interrupted':
       return finish('cancel_unconfirmed', `${failedCall}the provider's status could not be read after the cancel request (${o.error.message})`, o.error);

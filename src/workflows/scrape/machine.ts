@@ -4,7 +4,7 @@
  * current details and (for `record`) the store together. Deterministic code only.
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { CancellationScope, patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { isFinalState, type JobState } from '../../model/states.js';
 import { DEFAULT_POLL_POLICY, type CancelReport, type JobError, type JobView, type PollPolicy, type ScrapeWorkflowInput } from '../../model/types.js';
 import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState, ScrapeTaskId } from '../searchAttributes.js';
@@ -41,8 +41,14 @@ export class ScrapeJob {
   readonly acts: ScrapeProxies;
   /** UTC ISO-8601 tracking deadline, counted from the moment the task is known. */
   deadlineAt?: string;
-  /** A pending resolution of `unknown` (the `resolve` Update). */
-  resolution?: Resolution;
+  /** A pending resolution of `unknown` (the `resolve` Update), until the acquisition takes it. */
+  private resolution?: Resolution;
+  /** The resolution being applied (taken, not yet adopted or refused). */
+  private applying?: Resolution;
+  /** The last refused resolution and why (the Update that offered it fails with the reason). */
+  private refused?: { of: Resolution; reason: string };
+  /** Who asked for the last resolution taken. */
+  private resolvedBy = '';
   /** Webhook wakes received so far (count). */
   wakes = 0;
   /** Earliest workflow time (epoch ms) of the next wake-triggered check; wakes before it are merged into it. */
@@ -188,6 +194,52 @@ export class ScrapeJob {
     this.phases?.cancel();
   }
 
+  /** Offers an operator's resolution of `unknown` (the `resolve` Update's handler). */
+  offerResolution(r: Resolution): void {
+    this.resolution = r;
+  }
+
+  /** Whether a resolution waits to be applied. */
+  hasResolution(): boolean {
+    return this.resolution !== undefined;
+  }
+
+  /** Whether a resolution is offered or being applied (a second one is refused meanwhile). */
+  resolving(): boolean {
+    return this.resolution !== undefined || this.applying !== undefined;
+  }
+
+  /** Takes the offered resolution to apply it. Throws when none is offered (a bug). */
+  takeResolution(): Resolution {
+    const r = this.resolution;
+    if (!r) throw new Error(`no resolution offered for job ${this.input.jobId}`);
+    this.resolution = undefined;
+    this.applying = r;
+    this.resolvedBy = r.by ?? '';
+    return r;
+  }
+
+  /** Refuses resolution `r` with `reason` (shown in the note; the Update that offered it fails with it). The job stays in `unknown`. */
+  refuseResolution(r: Resolution, reason: string): void {
+    this.applying = undefined;
+    this.refused = { of: r, reason };
+    this.view.note = `the operator's resolution was refused: ${reason}. Still waiting for an operator.`;
+    this.publish();
+  }
+
+  /** Who asked for the last resolution taken (empty when unnamed). */
+  lastResolutionBy(): string {
+    return this.resolvedBy;
+  }
+
+  /** Waits until resolution `r` was applied (the job left `unknown`) or refused; returns the refusal's reason, if any. */
+  async resolutionSettled(r: Resolution): Promise<string | undefined> {
+    await condition(() => this.state !== 'unknown' || this.refused?.of === r);
+    if (this.state === 'unknown' || this.refused?.of === r) return this.refused?.reason;
+    this.applying = undefined;
+    return undefined;
+  }
+
   /** Runs the interruptible phases in a scope that a cancel request cancels. */
   async interruptible(fn: () => Promise<void>): Promise<void> {
     this.phases = new CancellationScope();
@@ -199,8 +251,9 @@ export class ScrapeJob {
   }
 
   /** Merges provider-reported progress (pages, credits) into the effects kept for the cancel report. */
-  noteProgress(p?: { pagesFetched?: number; creditsUsed?: number }): void {
+  noteProgress(p?: { pagesFetched?: number; documents?: number; creditsUsed?: number }): void {
     if (p?.pagesFetched !== undefined) this.progress.pagesFetched = p.pagesFetched;
+    if (p?.documents !== undefined) this.progress.documents = p.documents;
     if (p?.creditsUsed !== undefined) this.progress.creditsUsed = p.creditsUsed;
   }
 

@@ -16,3 +16,11 @@ export const PATCH_CONFIRM_AFTER_FAILED_CANCEL = 'confirm-after-failed-cancel-ca
  * the phases notice it; the run then closes `Canceled` whichever door asked.
  */
 export const PATCH_NATIVE_CANCEL_ON_ARRIVAL = 'native-cancel-recorded-on-arrival';
+
+/**
+ * Cancel outcomes as observed: a cancel the provider accepted and after which it no longer knows
+ * the task (`404`) is `cancelled` with that evidence (was `cancel_unconfirmed`); a cancel answered
+ * "cancelled" is followed by one status read, so that effects that landed meanwhile (pages,
+ * credits) are in the report.
+ */
+export const PATCH_CANCEL_AS_OBSERVED = 'cancel-outcome-as-observed';

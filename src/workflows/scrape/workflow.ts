@@ -12,7 +12,7 @@
  * Update, the Web UI's button, `temporal workflow cancel`, the deadline policy) — unless the
  * provider finished first, when the job is `completed` and the run closes `Completed`.
  */
-import { CancellationScope, CancelledFailure, allHandlersFinished, condition, isCancellation, patched, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, CancelledFailure, allHandlersFinished, condition, isCancellation, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import { isFinalState, type JobState } from '../../model/states.js';
 import type { JobView, ScrapeWorkflowInput } from '../../model/types.js';
 import { acquireTask } from './acquire.js';
@@ -84,15 +84,16 @@ function wireHandlers(job: ScrapeJob): void {
   setHandler(
     resolveUpdate,
     async (r) => {
-      job.resolution = r;
-      await condition(() => job.state !== 'unknown');
+      job.offerResolution(r);
+      const refused = await job.resolutionSettled(r);
+      if (refused !== undefined) throw ApplicationFailure.create({ type: 'Resolve.refused', message: refused, nonRetryable: true });
       return job.view;
     },
     {
       description: HANDLER_DESCRIPTIONS.resolve,
       validator: (r) => {
         if (job.state !== 'unknown') throw new Error(`job is ${job.state}, not unknown; nothing to resolve`);
-        if (job.resolution) throw new Error('a resolution is already being applied');
+        if (job.resolving()) throw new Error('a resolution is already being applied');
         const hasTask = 'taskId' in r && typeof r.taskId === 'string' && r.taskId.length > 0;
         const resubmit = 'resubmit' in r && r.resubmit === true;
         if (hasTask === resubmit) throw new Error('give exactly one of taskId or resubmit: true');

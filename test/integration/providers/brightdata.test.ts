@@ -27,7 +27,7 @@ function brightdata(fx: BrightDataFixtureOptions = {}, opts: { entry?: Record<st
   return startProviderScenario<BrightDataFixture>({
     kind: 'brightdata',
     fixture: () => startBrightDataFixture(fx),
-    entry: (f) => ({ baseUrl: f.url, readTimeoutMs: 5_000, submitTimeoutMs: 3_000, datasetId: BRIGHTDATA_FIXTURE_DATASET, reconcile: { settleMs: 1_000 }, ...opts.entry }),
+    entry: (f) => ({ baseUrl: f.url, readTimeoutMs: 5_000, submitTimeoutMs: 3_000, datasetId: BRIGHTDATA_FIXTURE_DATASET, reconcile: { settleMs: 1_000 }, listing: { marginMs: 5_000 }, ...opts.entry }),
     webhooks: opts.webhooks,
   });
 }
@@ -151,25 +151,30 @@ describe('brightdata: polling', () => {
     expect(JSON.parse(rejected.detail!).error).toMatchObject({ kind: 'cooldown', code: 'too-many-concurrent-runs' });
   });
 
-  it('a lost trigger answer is reconciled: snapshots listed since the submit (the list lags), inputs compared, ours adopted among others; one snapshot, completed', async () => {
+  it('a lost trigger answer: the snapshot with our input is only a weak match (Bright Data keeps nothing of ours), so it is never adopted on its own; the job waits in unknown with the candidate named, and the operator’s task ID completes it: one snapshot', async () => {
     const url = `${pages.pageUrl('yahoo-1')}?lost`;
     s.fixture.addForeign([{ url: `${pages.pageUrl('yahoo-1')}?someone-else` }]);
     s.fixture.rule('?lost', { kind: 'drop_after_commit' }, 1);
     const ref = await s.start({ url, key: 'lost-1' });
-    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe('completed');
+    const view = await waitFor(async () => {
+      const v = await s.client.getLiveView('acme', ref.jobId);
+      return v.note?.includes('waiting for an operator') ? v : undefined;
+    }, 30_000, 'the operator note');
     const mine = s.fixture.snapshotsWith('?lost');
     expect(mine).toHaveLength(1);
-    const row = (await s.store.getJob(ref.jobId))!;
-    expect(row.task_id).toBe(mine[0]!.id);
-    const events = (await s.store.timeline(ref.jobId)).map((e) => e.type);
-    expect(events).toContain('submit_ambiguous');
-    const recorded = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'task_recorded')!;
-    expect(JSON.parse(recorded.detail!).source).toMatch(/reconcile/);
-    expect(s.fixture.requestsTo('GET', '/datasets/v3/snapshots').length).toBeGreaterThanOrEqual(1);
-    expect(s.fixture.requests.filter((r) => r.path.endsWith('/input')).length).toBeGreaterThanOrEqual(1);
+    expect(view.state).toBe('unknown');
+    expect(view.note).toContain(`match only by URL and time (${mine[0]!.id})`);
+    const undecided = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'reconcile_undecided')!;
+    const evidence = JSON.parse(undecided.detail!).evidence;
+    expect(evidence.readings[0].candidates).toEqual(expect.arrayContaining([expect.objectContaining({ taskId: mine[0]!.id, match: 'weak' }), expect.objectContaining({ match: 'foreign' })]));
+    await s.client.resolve('acme', ref.jobId, { taskId: mine[0]!.id, by: 'vitest' });
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe('completed');
+    expect(s.fixture.snapshotsWith('?lost')).toHaveLength(1);
+    const audit = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'operator_resolve')!;
+    expect(JSON.parse(audit.detail!)).toMatchObject({ by: 'vitest', taskId: mine[0]!.id, outcome: 'adopted' });
   });
 
-  it('a trigger lost before Bright Data created anything is proved absent by two list reads across the settle window, then resubmitted once', async () => {
+  it('a trigger lost before Bright Data created anything is proved absent by a list read after its lag (the first read waits it out), then resubmitted once', async () => {
     const url = `${pages.pageUrl('yahoo-2')}?never`;
     s.fixture.rule('?never', { kind: 'drop_before_commit' }, 1);
     const ref = await s.start({ url, key: 'never-1' });
@@ -177,7 +182,7 @@ describe('brightdata: polling', () => {
     expect(s.fixture.snapshotsWith('?never')).toHaveLength(1);
     const events = (await s.store.timeline(ref.jobId)).map((e) => e.type);
     expect(events).toContain('reconcile_absent');
-    expect(events.filter((e) => e === 'reconcile_list_empty')).toHaveLength(2);
+    expect(events.indexOf('reconcile_settling')).toBeLessThan(events.indexOf('reconcile_absent'));
   });
 });
 

@@ -157,32 +157,57 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     expect((await s.outcome(ref.jobId)).state).toBe('completed');
   });
 
-  it('a lost batch submit (answer dropped after commit) is found in /v2/team/activity by URL and time: one Firecrawl job, adopted, completed once', async () => {
+  it('a lost batch submit (answer dropped after commit): the batch in /v2/team/activity matches only by URL and time, so it is never adopted and never resubmitted; the job waits in unknown naming it, and the operator hands it over: one batch, completed once', async () => {
     s.fixture.dropAfterCommit('lost-batch');
     const url = 'https://example.com/lost-batch';
     const ref = await s.start({ url, key: 'lost-batch' });
-    const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
-    expect(row.state).toBe('completed');
+    const view = await waitFor(async () => {
+      const v = await s.client.getLiveView('acme', ref.jobId);
+      return v.note?.includes('waiting for an operator') ? v : undefined;
+    }, 30_000, 'the operator note');
     const jobs = s.fixture.jobs('acme').filter((j) => j.url === url);
     expect(jobs).toHaveLength(1);
-    expect(row.task_id).toBe(jobs[0]!.id);
-    const out = await s.outcome(ref.jobId);
-    expect(out.events).toContain('submit_ambiguous');
-    expect(out.results).toBe(1);
-    // A batch entry never replays (a second batch would be a duplicate): it lists.
+    expect(view.note).toContain(`match only by URL and time (${jobs[0]!.id})`);
+    // A batch entry never replays (a second batch would be a duplicate paid job).
     expect(s.fixture.server.requestsTo('POST', '/v2/batch/scrape').filter((r) => (r.body as { urls: string[] }).urls[0] === url)).toHaveLength(1);
     expect(s.fixture.server.requestsTo('GET', '/v2/team/activity').length).toBeGreaterThan(0);
+    await s.client.resolve('acme', ref.jobId, { taskId: jobs[0]!.id, by: 'vitest' });
+    const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
+    expect(row.state).toBe('completed');
+    expect(row.task_id).toBe(jobs[0]!.id);
+    const out = await s.outcome(ref.jobId);
+    expect(out.events).toEqual(expect.arrayContaining(['submit_ambiguous', 'reconcile_undecided', 'operator_resolve']));
+    expect(out.results).toBe(1);
+    expect(s.fixture.jobs('acme').filter((j) => j.url === url)).toHaveLength(1);
   });
 
-  it('a submit lost before it reached Firecrawl is proved absent (two empty reads across the settle window) and submitted again: exactly one job', async () => {
+  it('a lost batch submit on a deployment without /v2/team/activity (404): nothing can prove it absent, so it is never resubmitted: one batch, the job in unknown', async () => {
+    s.fixture.dropAfterCommit('no-activity');
+    s.fixture.conformance.setLookup({ kind: 'unavailable' });
+    try {
+      const url = 'https://example.com/no-activity';
+      const ref = await s.start({ url, key: 'no-activity' });
+      const view = await waitFor(async () => {
+        const v = await s.client.getLiveView('acme', ref.jobId);
+        return v.note?.includes('waiting for an operator') ? v : undefined;
+      }, 30_000, 'the operator note');
+      expect(view.note).toMatch(/absence cannot be proven.*not offered here: GET \/v2\/team\/activity/);
+      expect(s.fixture.jobs('acme').filter((j) => j.url === url)).toHaveLength(1);
+      expect(s.fixture.server.requestsTo('POST', '/v2/batch/scrape').filter((r) => (r.body as { urls: string[] }).urls[0] === url)).toHaveLength(1);
+    } finally {
+      s.fixture.conformance.setLookup({ kind: 'immediate' });
+    }
+  });
+
+  it('a submit lost before it reached Firecrawl is proved absent by an activity read after its lag (the first read waits it out) and submitted again: exactly one job', async () => {
     s.fixture.dropBeforeCommit('never-arrived');
     const url = 'https://example.com/never-arrived';
     const ref = await s.start({ url, key: 'never-arrived' });
     expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe('completed');
     expect(s.fixture.jobs('acme').filter((j) => j.url === url)).toHaveLength(1);
     const events = (await s.outcome(ref.jobId)).events;
-    expect(events.filter((e) => e === 'reconcile_list_empty')).toHaveLength(2);
-    expect(events).toContain('reconcile_absent');
+    expect(events.indexOf('reconcile_settling')).toBeGreaterThan(-1);
+    expect(events.indexOf('reconcile_settling')).toBeLessThan(events.indexOf('reconcile_absent'));
   });
 
   it('two Firecrawl jobs match a lost submit (another client of the key scraped the same URL): no guess, the job waits in unknown naming both', async () => {
@@ -239,23 +264,28 @@ describe('firecrawl: crawl entry', () => {
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
   });
 
-  it('a lost crawl submit: the replay under the same key answers 409 without the ID, the active list finds the crawl by URL, time and options: adopted, one crawl', async () => {
+  it('a lost crawl submit: the replay under the same key answers 409 (a job with our key exists) and the active list shows the crawl by URL only: no second POST after that, no adoption; the operator hands it over: one crawl', async () => {
     s.fixture.hold('lost-crawl');
     s.fixture.dropAfterCommit('lost-crawl');
     const url = 'https://lost-crawl.example.com/';
     const ref = await s.start({ url, key: 'lost-crawl', options: { limit: 20 } });
-    const row = await running(s, ref.jobId);
+    const view = await waitFor(async () => {
+      const v = await s.client.getLiveView('acme', ref.jobId);
+      return v.note?.includes('waiting for an operator') ? v : undefined;
+    }, 30_000, 'the operator note');
     const crawls = s.fixture.jobs('acme').filter((j) => j.url === url);
     expect(crawls).toHaveLength(1);
-    expect(row.task_id).toBe(crawls[0]!.id);
+    expect(view.note).toContain(crawls[0]!.id);
     const posts = s.fixture.server.requestsTo('POST', '/v2/crawl').filter((r) => (r.body as { url: string }).url === url);
-    expect(posts).toHaveLength(2);
+    expect(posts).toHaveLength(2); // the submit and one replay: the 409 proves the same thing every time
     expect(posts[1]!.headers['x-idempotency-key']).toBe(posts[0]!.headers['x-idempotency-key']);
-    expect(s.fixture.server.requestsTo('GET', '/v2/crawl/active').length).toBeGreaterThan(0);
-    const recorded = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'task_recorded')!;
-    expect(JSON.parse(recorded.detail!).source).toMatch(/client reference/);
-    s.fixture.release(row.task_id!);
+    const replay = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'reconcile_replay')!;
+    expect(JSON.parse(replay.detail!)).toMatchObject({ kind: 'conflict' });
+    await s.client.resolve('acme', ref.jobId, { taskId: crawls[0]!.id, by: 'vitest' });
+    await running(s, ref.jobId);
+    s.fixture.release(crawls[0]!.id);
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
+    expect(s.fixture.jobs('acme').filter((j) => j.url === url)).toHaveLength(1);
   });
 
   it('cancel of a finished crawl answers 409: reported already final (through the adapter against the fixture)', async () => {
@@ -265,9 +295,10 @@ describe('firecrawl: crawl entry', () => {
     const ctx = { apiKey: FIXTURE_KEYS.acme, secrets: [FIXTURE_KEYS.acme] };
     expect(await adapter.cancel(job.id, ctx)).toEqual({ accepted: false, alreadyFinal: true });
     const other = s.fixture.create('globex', 'crawl', 'https://other-team.example.com/');
-    // Another team's job: 404 on status (counted, then expired), 403 on /errors and cancel (refused).
+    // Another team's job: 404 on status (counted, then expired) and on cancel (the OpenAPI's only
+    // documented refusal), 403 on /errors.
     await expect(adapter.status(other.id, ctx)).rejects.toMatchObject({ kind: 'not_found', details: { httpStatus: 404 } });
-    await expect(adapter.cancel(other.id, ctx)).rejects.toMatchObject({ kind: 'permanent', details: { httpStatus: 403 } });
+    await expect(adapter.cancel(other.id, ctx)).rejects.toMatchObject({ kind: 'not_found', details: { httpStatus: 404 } });
     const errors = await fetch(`${s.fixture.url}/v2/crawl/${other.id}/errors`, { headers: { authorization: `Bearer ${FIXTURE_KEYS.acme}` } });
     expect([errors.status, await errors.json()]).toEqual([403, { success: false, error: 'Forbidden' }]);
   });

@@ -166,11 +166,19 @@ describe('scraperapi: polling', () => {
     expect(created).toHaveLength(1);
     expect(s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes('orphan'))).toHaveLength(1);
     await waitFor(async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'), 30_000, 'the operator note');
-    expect((await s.store.timeline(ref.jobId)).some((e) => e.type === 'reconcile_unresolvable')).toBe(true);
+    expect((await s.store.timeline(ref.jobId)).some((e) => e.type === 'reconcile_undecided')).toBe(true);
+    // Another client's task on the same host (ScraperAPI's status URL needs no key): its record
+    // carries another reference, so the operator's task ID is refused and nothing changes.
+    const stranger = s.fixture.conformance.createLookalike(`${pages.pageUrl('cnn')}?orphan`);
+    await expect(s.client.resolve('acme', ref.jobId, { taskId: stranger.id, by: 'scenario' })).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/client reference/) });
+    expect((await s.store.getJob(ref.jobId))!).toMatchObject({ state: 'unknown', task_id: null });
+    const refusal = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'operator_resolve')!;
+    expect(JSON.parse(refusal.detail!)).toMatchObject({ by: 'scenario', taskId: stranger.id, outcome: 'refused' });
     await s.client.resolve('acme', ref.jobId, { taskId: created[0]!.id, by: 'scenario' });
     await s.fixture.finish(created[0]!.id);
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
-    expect(s.fixture.jobsWith('orphan')).toHaveLength(1);
+    expect((await s.store.getJob(ref.jobId))!.task_id).toBe(created[0]!.id);
+    expect(s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes('orphan'))).toHaveLength(1);
   });
 });
 

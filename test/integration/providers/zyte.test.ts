@@ -148,7 +148,7 @@ describe('zyte: lost submits, reconciled by tag', () => {
 
   it('the answer of run.json is lost; the lagging list misses the job once, then shows it by our tag: one job, adopted, completed once', async () => {
     const f = s.fixture;
-    f.listLagMs = 2_500; // the first read (right after the lost answer) misses it; the second, 4 s later, does not
+    f.listLagMs = 2_500; // the first read (right after the lost answer) misses it; the one after the lag (4 s) does not
     f.dropAfterCommit('lost');
     const ref = await s.start({ url: 'https://quotes.example/lost', key: 'lost-1' });
     const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
@@ -156,15 +156,15 @@ describe('zyte: lost submits, reconciled by tag', () => {
     expect(f.jobsFor('lost')).toHaveLength(1);
     expect(row.task_id).toBe(f.jobsFor('lost')[0]!.id);
     const out = await s.outcome(ref.jobId);
-    expect(out.events).toEqual(expect.arrayContaining(['submit_ambiguous', 'reconcile_list_empty']));
+    expect(out.events).toEqual(expect.arrayContaining(['submit_ambiguous', 'reconcile_settling', 'reconcile_found']));
     const recorded = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'task_recorded')!;
     expect(JSON.parse(recorded.detail!).source).toMatch(/client reference/);
     expect(f.app.requestsTo('POST', '/api/run.json').filter((r) => (r.body as { url?: string }).url?.includes('lost'))).toHaveLength(1);
   });
 
-  it('Zyte’s own dedupe: the list lags past the settle window so absence looks proven; the resubmit is refused "already scheduled" and the job found by our tag is adopted: still one job', async () => {
+  it('Zyte’s own dedupe: the list lags past the declared lag so absence looks proven; the resubmit is refused "already scheduled" and the job found by our tag is adopted: still one job', async () => {
     const f = s.fixture;
-    f.listLagMs = 6_000; // longer than the settle window
+    f.listLagMs = 9_000; // longer than the declared lag (4 s) after the submit's timeout (3 s): outside the contract
     f.plan('dedupe', { hold: true });
     f.dropAfterCommit('dedupe');
     const refusalsBefore = f.duplicateRefusals;
