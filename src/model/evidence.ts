@@ -262,6 +262,7 @@ export function describeEvidence(e: ReconcileEvidence): string {
 }
 
 function formatMs(ms: number): string {
+  if (ms >= 2 * 86_400_000 && ms % 86_400_000 === 0) return `${ms / 86_400_000} days`;
   if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
   if (ms % 60_000 === 0) return `${ms / 60_000} min`;
   return `${ms / 1000} s`;

@@ -9,6 +9,7 @@
  * `index.ts` exporting one descriptor made with {@link defineProvider}.
  */
 import type { z } from 'zod';
+import type { ReconcileEvidence } from '../model/evidence.js';
 import type { PollPolicy } from '../model/types.js';
 import { providerEntrySchema, type EntrySchemaOf } from './entry.js';
 import type { ProviderAdapter, ProviderCapabilities } from './types.js';
@@ -71,6 +72,12 @@ export interface ProviderDescriptor<K extends string = string, S extends z.ZodRa
   readonly entrySchema: EntrySchemaOf<S>;
   /** What the provider can do per its documentation (an adapter may narrow it by configuration). */
   readonly capabilities: ProviderCapabilities;
+  /**
+   * What the kind's replays and lookups prove after a lost submit, per shape of entry (`label`:
+   * the operation or configuration it holds for; the adapter of an entry declares its own): the
+   * README's evidence table is built from it.
+   */
+  readonly evidence: readonly { label: string; evidence: ReconcileEvidence }[];
   /** How the provider expires a task's result (README table), e.g. `404 after 24 h`. */
   readonly expiry: string;
   /** Poll policy defaults of the kind (between `DEFAULT_POLL_POLICY` and the entry's `poll`). */

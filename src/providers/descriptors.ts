@@ -4,6 +4,7 @@
  * receiver (verification) and the README's capabilities table are built from this list.
  */
 import type { z } from 'zod';
+import { describeEvidence } from '../model/evidence.js';
 import type { AnyProviderDescriptor } from './descriptor.js';
 import { firecrawlProvider } from './firecrawl/index.js';
 import { httpProvider } from './http/index.js';
@@ -60,3 +61,13 @@ export function webhookSigned(entry: { kind: string }): boolean | undefined {
 
 /** Parsed entry of any shipped kind (a discriminated union on `kind`). */
 export type AnyEntry = z.infer<EntrySchemas<typeof PROVIDER_DESCRIPTORS>[number]>;
+
+/**
+ * The README's evidence table (Markdown), one row per kind and entry shape: what a lost submit is
+ * decided from (see `src/model/evidence.ts`). The README holds exactly these lines; a unit test
+ * keeps the two equal.
+ */
+export function evidenceTable(): string {
+  const rows = PROVIDER_DESCRIPTORS.flatMap((d) => d.evidence.map((e) => `| \`${d.kind}\`: ${e.label} | ${describeEvidence(e.evidence)} |`));
+  return ['| kind | what a lost submit is decided from (lag: how long a new job may be missing; strong: our reference read back; weak: URL and time only) |', '|---|---|', ...rows].join('\n');
+}

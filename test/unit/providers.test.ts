@@ -5,6 +5,7 @@
  * form bodies, plain-text errors, redaction of every recorded URL, header and body), pagination
  * with heartbeats and result limits, callback tokens and webhook verification.
  */
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +14,7 @@ import { redactSecrets } from '../../src/lib/sanitize.js';
 import { parseConfig, ProviderEntrySchema, type Config } from '../../src/config.js';
 import { DEFAULT_POLL_POLICY } from '../../src/model/types.js';
 import { credentialSecrets, resolveCredential } from '../../src/providers/credentials.js';
-import { descriptorOf, PROVIDER_DESCRIPTORS } from '../../src/providers/descriptors.js';
+import { descriptorOf, evidenceTable, PROVIDER_DESCRIPTORS } from '../../src/providers/descriptors.js';
 import { DEFAULT_SETTLE_MS } from '../../src/providers/entry.js';
 import { ProviderError } from '../../src/providers/errors.js';
 import { errorDetails, joinUrl, path, ProviderHttp } from '../../src/providers/http.js';
@@ -40,6 +41,16 @@ describe('descriptors and configuration', () => {
       expect(descriptorOf(d.kind)).toBe(d);
     }
     expect(() => descriptorOf('nope')).toThrow(/unknown provider kind "nope" \(known: reference/);
+  });
+
+  it('every kind declares its reconcile evidence, and the README shows exactly what each declares', () => {
+    for (const d of PROVIDER_DESCRIPTORS) {
+      expect(d.evidence.length, d.kind).toBeGreaterThan(0);
+      for (const e of d.evidence) expect(e.evidence.source.length, d.kind).toBeGreaterThan(10);
+    }
+    const readme = fs.readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const section = /<!-- evidence table:[^\n]*-->\n([\s\S]*?)\n<!-- end of evidence table -->/.exec(readme)?.[1];
+    expect(section, 'the README evidence table (regenerate it from evidenceTable())').toBe(evidenceTable());
   });
 
   it('common entry fields are validated with a reason; misspelt fields and unknown kinds are refused', () => {

@@ -3,7 +3,7 @@
  * `adapter.ts` for the contract and `guard.ts` for the IP-block guard.
  */
 import { defineProvider } from '../descriptor.js';
-import { BrightDataAdapter } from './adapter.js';
+import { BrightDataAdapter, BRIGHTDATA_EVIDENCE } from './adapter.js';
 import { BrightDataConfigSchema } from './config.js';
 import { brightDataWebhook } from './webhook.js';
 
@@ -20,6 +20,7 @@ export const brightDataProvider = defineProvider({
     'Bright Data Web Scraper API (datasets v3): docs.brightdata.com scraper-rest-api.json (POST /datasets/v3/trigger), Management APIs (progress, snapshots, snapshot input, cancel, parts), Download Snapshot, Error codes by Endpoint, Scraper API error codes and limits (read 2026-11-30)',
   configSchema: BrightDataConfigSchema,
   capabilities: { idempotency: false, list: true, cancel: true, webhooks: true },
+  evidence: [{ label: 'dataset snapshots', evidence: BRIGHTDATA_EVIDENCE }],
   expiry: '400 "Snapshot is expired" after 30 days (the download page says 16) → expired',
   poll: { initialDelayMs: 10_000, maxDelayMs: 120_000 },
   webhook: brightDataWebhook,

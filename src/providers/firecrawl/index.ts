@@ -4,7 +4,7 @@
  * deliveries.
  */
 import { defineProvider } from '../descriptor.js';
-import { FirecrawlAdapter } from './adapter.js';
+import { FirecrawlAdapter, firecrawlEvidence } from './adapter.js';
 import { FirecrawlConfigSchema } from './config.js';
 import { firecrawlWebhook } from './webhook.js';
 
@@ -21,6 +21,7 @@ export const firecrawlProvider = defineProvider({
   configSchema: FirecrawlConfigSchema,
   // Idempotency: crawl entries only (the adapter narrows it per entry).
   capabilities: { idempotency: true, list: true, cancel: true, webhooks: true },
+  evidence: [{ label: 'crawl entry', evidence: firecrawlEvidence('crawl') }, { label: 'batch entry', evidence: firecrawlEvidence('batch') }],
   expiry: '404 after 24 h ("Job expired" → expired at once; "Job not found" counted, then expired)',
   // A status read of a running crawl returns the pages so far (up to 10 MB): poll less often than the global default.
   poll: { initialDelayMs: 5_000, maxDelayMs: 120_000 },

@@ -319,13 +319,16 @@ export class HttpAdapter implements ProviderAdapter {
   }
 }
 
+/** The parts of an `http` entry its evidence follows from. */
+type EvidenceParts = { submit: Pick<HttpEntry['submit'], 'idempotent'>; list?: Pick<NonNullable<HttpEntry['list']>, 'method' | 'path' | 'shows' | 'finishedForMs' | 'lagMs' | 'match'>; auth: Pick<HttpEntry['auth'], 'in'> };
+
 /** The name of an entry's list lookup in evidence (`GET /path`). */
-function listLookupName(entry: HttpEntry): string {
+function listLookupName(entry: EvidenceParts): string {
   return entry.list ? `${entry.list.method} ${entry.list.path}` : 'list';
 }
 
 /** The evidence an `http` entry declares: a replay when `submit.idempotent`, the list as configured (see `ListSchema`). */
-export function httpEvidence(entry: HttpEntry): ReconcileEvidence {
+export function httpEvidence(entry: EvidenceParts): ReconcileEvidence {
   const l = entry.list;
   return {
     replay: entry.submit.idempotent ? 'same-task' : 'none',

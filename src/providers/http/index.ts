@@ -4,7 +4,7 @@
  * entry; README "Providers" has a worked example.
  */
 import { defineProvider } from '../descriptor.js';
-import { HttpAdapter } from './adapter.js';
+import { HttpAdapter, httpEvidence } from './adapter.js';
 import { checkHttpEntry, HttpConfigSchema } from './config.js';
 import { httpWebhook } from './webhook.js';
 
@@ -20,6 +20,7 @@ export const httpProvider = defineProvider({
   configSchema: HttpConfigSchema,
   // What an entry can configure; the adapter narrows it to what the entry does configure.
   capabilities: { idempotency: true, list: true, cancel: true, webhooks: true },
+  evidence: [{ label: 'as an entry declares it (here: the reference contract)', evidence: httpEvidence({ submit: { idempotent: true }, list: { method: 'GET', path: '/api/jobs', shows: ['queued', 'running', 'finished'], finishedForMs: null, lagMs: 30_000, match: '{{clientRef}}' }, auth: { in: 'header' } }) }],
   expiry: 'as configured: errors.expiredCodes / expiredStatusCodes (default 410) → expired; 404 counted, then expired (errors.notFound)',
   webhook: httpWebhook,
   refineEntry: checkHttpEntry,

@@ -82,11 +82,17 @@ function documentOf(e: Entry, fallbackUrl: string): ResultDocument {
   return { url, httpStatus: e.status_code ?? null, data: { ...meta, content: e.content } };
 }
 
+/**
+ * What Oxylabs Push-Pull's lookups prove after a lost submit: nothing — there is no list or search of jobs
+ * and no idempotency key, so a lost submit always waits in `unknown` for an operator.
+ */
+export const OXYLABS_EVIDENCE: ReconcileEvidence = { replay: 'none', lookups: [], taskScope: 'credential', source: 'developers.oxylabs.io Push-Pull, read 2026-11-30: no list endpoint, no idempotency key' };
+
 /** {@link ProviderAdapter} for Oxylabs Push-Pull (see the module docs). */
 export class OxylabsAdapter implements ProviderAdapter {
   readonly kind = 'oxylabs';
   readonly capabilities: ProviderCapabilities = { idempotency: false, list: false, cancel: false, webhooks: true };
-  readonly evidence: ReconcileEvidence = { replay: 'none', lookups: [], taskScope: 'credential', source: 'developers.oxylabs.io Push-Pull, read 2026-11-30: no list endpoint, no idempotency key' };
+  readonly evidence = OXYLABS_EVIDENCE;
   private readonly http: ProviderHttp;
 
   constructor(
@@ -122,7 +128,10 @@ export class OxylabsAdapter implements ProviderAdapter {
     const job: Job = this.http.parse(res, OxylabsJobSchema, 'read', 'job object');
     const state = oxylabsState(job.status);
     if (state !== 'failed') return { state, providerStatus: job.status, retryAfterMs };
-    const codes = (job.statuses ?? []).map((s) => (s && typeof s === 'object' ? ((s as { code?: unknown }).code ?? JSON.stringify(s)) : s)).filter((c) => c !== undefined);
+    let codes = (job.statuses ?? []).map((s) => (s && typeof s === 'object' ? ((s as { code?: unknown }).code ?? JSON.stringify(s)) : s)).filter((c) => c !== undefined);
+    // Live jobs have been seen faulted with an empty `statuses` list and the code (612/613) only in
+    // the result entry's `status_code`: read it there, best effort (the job failed either way).
+    if (codes.length === 0) codes = await this.faultCodes(taskId, ctx);
     return {
       state,
       providerStatus: job.status,
@@ -130,6 +139,18 @@ export class OxylabsAdapter implements ProviderAdapter {
       error: { code: codes.length > 0 ? String(codes[codes.length - 1]) : 'faulted', message: `Oxylabs could not complete the job (faulted${codes.length > 0 ? `; statuses ${codes.join(', ')}` : ''}); a faulted job is not billed` },
       evidence: res.evidence,
     };
+  }
+
+  /** The `status_code`s of a faulted job's result entries (an empty list when they cannot be read). */
+  private async faultCodes(taskId: string, ctx: CallContext): Promise<string[]> {
+    try {
+      const res = await this.http.call(ctx, { method: 'GET', path: path`/v1/queries/${taskId}/results`, phase: 'read' });
+      if (res.status !== 200) return [];
+      const parsed = ResultsBody.safeParse(res.body);
+      return parsed.success ? parsed.data.results.map((e) => e.status_code).filter((c): c is number => typeof c === 'number' && c >= 400).map(String) : [];
+    } catch {
+      return [];
+    }
   }
 
   async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {

@@ -3,7 +3,7 @@
  * `adapter.ts` for the contract.
  */
 import { defineProvider } from '../descriptor.js';
-import { OxylabsAdapter } from './adapter.js';
+import { OxylabsAdapter, OXYLABS_EVIDENCE } from './adapter.js';
 import { OxylabsConfigSchema } from './config.js';
 import { oxylabsWebhook } from './webhook.js';
 
@@ -19,6 +19,7 @@ export const oxylabsProvider = defineProvider({
     'Oxylabs Web Scraper API, Push-Pull: developers.oxylabs.io → Integration methods → Push-Pull, Response Codes, Rate Limits (read 2026-11-30); POST https://data.oxylabs.io/v1/queries (Basic auth) → {id, status: "pending", _links}; GET /v1/queries/{id}; GET /v1/queries/{id}/results (204 while not completed)',
   configSchema: OxylabsConfigSchema,
   capabilities: { idempotency: false, list: false, cancel: false, webhooks: true },
+  evidence: [{ label: 'push-pull queries', evidence: OXYLABS_EVIDENCE }],
   expiry: 'results kept at least 24 h; then 404 (counted) → expired',
   poll: { initialDelayMs: 5_000, maxDelayMs: 60_000 },
   webhook: oxylabsWebhook,

@@ -3,7 +3,7 @@
  * demo's embedded provider). See `adapter.ts` for the contract.
  */
 import { defineProvider } from '../descriptor.js';
-import { ReferenceAdapter } from './adapter.js';
+import { ReferenceAdapter, referenceEvidence } from './adapter.js';
 import { ReferenceConfigSchema } from './config.js';
 import { referenceWebhook } from './webhook.js';
 
@@ -18,6 +18,7 @@ export const referenceProvider = defineProvider({
   contract: 'seeds/002 provider contract (POST /api/scrape → 202 {job_id}, GET /api/jobs/:id, DELETE /api/jobs/:id/cancel) plus Idempotency-Key, GET /api/jobs?client_ref= and signed per-request webhooks; src/sim/server.ts',
   configSchema: ReferenceConfigSchema,
   capabilities: { idempotency: true, list: true, cancel: true, webhooks: true },
+  evidence: [{ label: 'a deployment with Idempotency-Key and list (the defaults)', evidence: referenceEvidence({ idempotency: true, list: true }) }],
   expiry: '404 once the job is deleted (profile resultTtlMs, default 1 h after it ends)',
   webhook: referenceWebhook,
   create: (name, entry) => new ReferenceAdapter(name, entry),

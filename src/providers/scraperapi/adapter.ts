@@ -83,11 +83,17 @@ function header(headers: Record<string, unknown> | null | undefined, name: strin
   return undefined;
 }
 
+/**
+ * What ScraperAPI's lookups prove after a lost submit: nothing — there is no list or search of jobs
+ * and no idempotency key, so a lost submit always waits in `unknown` for an operator. Its status URL needs no key, so task IDs are one space per API host.
+ */
+export const SCRAPERAPI_EVIDENCE: ReconcileEvidence = { replay: 'none', lookups: [], taskScope: 'host', source: 'docs.scraperapi.com Async API (Job Handling), read 2026-11-30: no list endpoint, no idempotency key; the status URL needs no key' };
+
 /** {@link ProviderAdapter} for the ScraperAPI Async API (see the module docs). */
 export class ScraperApiAdapter implements ProviderAdapter {
   readonly kind = 'scraperapi';
   readonly capabilities: ProviderCapabilities = { idempotency: false, list: false, cancel: true, webhooks: true };
-  readonly evidence: ReconcileEvidence = { replay: 'none', lookups: [], taskScope: 'host', source: 'docs.scraperapi.com Async API (Job Handling), read 2026-11-30: no list endpoint, no idempotency key; the status URL needs no key' };
+  readonly evidence = SCRAPERAPI_EVIDENCE;
   private readonly http: ProviderHttp;
 
   constructor(

@@ -3,7 +3,7 @@
  * contract and every decision taken where the docs are silent.
  */
 import { defineProvider } from '../descriptor.js';
-import { ScraperApiAdapter } from './adapter.js';
+import { ScraperApiAdapter, SCRAPERAPI_EVIDENCE } from './adapter.js';
 import { ScraperApiConfigSchema } from './config.js';
 import { scraperApiWebhook } from './webhook.js';
 
@@ -19,6 +19,7 @@ export const scraperApiProvider = defineProvider({
     'ScraperAPI Async API: docs.scraperapi.com/asynchronous-api/job-handling and /callbacks-and-api-params (read 2026-11-30); POST https://async.scraperapi.com/jobs {apiKey, url} → {id, status, statusUrl, url}; GET /jobs/{id}; DELETE /jobs/{id}',
   configSchema: ScraperApiConfigSchema,
   capabilities: { idempotency: false, list: false, cancel: true, webhooks: true },
+  evidence: [{ label: 'async jobs', evidence: SCRAPERAPI_EVIDENCE }],
   expiry: 'results kept up to 72 h (24 h guaranteed); a 404 afterwards is counted → expired',
   poll: { initialDelayMs: 5_000, maxDelayMs: 60_000 },
   webhook: scraperApiWebhook,

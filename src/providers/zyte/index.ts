@@ -3,7 +3,7 @@
  * `adapter.ts` for the contract and its sources.
  */
 import { defineProvider } from '../descriptor.js';
-import { ZyteAdapter } from './adapter.js';
+import { ZyteAdapter, ZYTE_EVIDENCE } from './adapter.js';
 import { ZyteConfigSchema } from './config.js';
 
 export { ZyteAdapter, zyteState, DEFAULT_CLOSE_REASONS } from './adapter.js';
@@ -17,6 +17,7 @@ export const zyteProvider = defineProvider({
     'Scrapy Cloud HTTP API (docs.zyte.com/scrapy-cloud/usage/reference/http/, read 2026-11-30): POST app.zyte.com/api/run.json (form) → {"status": "ok", "jobid"}, GET storage.zyte.com/jobs/P/S/J, GET storage.zyte.com/items/P/S/J, POST /api/jobs/stop.json, GET /api/jobs/list.json?has_tag; duplicate refusal "<spider> already scheduled" as recorded by python-scrapinghub 9da80b9',
   configSchema: ZyteConfigSchema,
   capabilities: { idempotency: false, list: true, cancel: true, webhooks: false },
+  evidence: [{ label: 'spider jobs', evidence: ZYTE_EVIDENCE }],
   expiry: "state deleted, or 404 on the job after the plan's data retention (notFoundLimit in a row) → expired",
   // Spider jobs queue for a free unit and run for minutes: first check after 10 s, then up to every 2 min.
   poll: { initialDelayMs: 10_000, maxDelayMs: 120_000, multiplier: 1.5, deadlineMs: 6 * 3_600_000, activityTimeoutMs: 120_000 },

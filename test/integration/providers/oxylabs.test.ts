@@ -21,10 +21,10 @@ afterAll(async () => pages?.close());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function oxylabs(opts: { runMs?: number; webhooks?: boolean } = {}) {
+function oxylabs(opts: { runMs?: number; webhooks?: boolean; faultShape?: 'statuses' | 'observed' } = {}) {
   return startProviderScenario<OxylabsFixture>({
     kind: 'oxylabs',
-    fixture: () => startOxylabsFixture({ runMs: opts.runMs }),
+    fixture: () => startOxylabsFixture({ runMs: opts.runMs, faultShape: opts.faultShape }),
     entry: (f) => ({
       baseUrl: f.url,
       readTimeoutMs: 3_000,
@@ -179,5 +179,22 @@ describe('oxylabs: callbacks on the per-job token URL', () => {
     expect(wrong.status).toBe(401);
     expect((await listDeliveries(s.store, { jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
+  });
+});
+
+describe('oxylabs: a faulted job as live jobs show it', () => {
+  let s: Scenario<OxylabsFixture>;
+  beforeAll(async () => {
+    s = await oxylabs({ faultShape: 'observed' });
+  });
+  afterAll(async () => s?.stop());
+
+  it('faulted with an empty statuses list and the code only in the result entry: failed with that code (613), not a bare "faulted"', async () => {
+    s.fixture.rule('observed-fault', { kind: 'fault' });
+    const ref = await s.start({ url: `${pages.pageUrl('002')}?observed-fault`, key: 'observed-1' });
+    expect((await s.waitFor(ref.jobId, ['failed', 'completed'])).state).toBe('failed');
+    const out = await s.outcome(ref.jobId);
+    expect(out.lastError).toMatchObject({ kind: 'provider_failed', code: '613' });
+    expect(out.results).toBe(0);
   });
 });
