@@ -58,6 +58,11 @@ describe('workflow histories replay deterministically', () => {
     // unknown → resolved by an operator
     bare.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-unknown', action: 'drop_after_commit', times: 1 });
     ids.resolved = (await bare.client.startScrape({ account: 'acme', url: `${pages.pageUrl('tumblr')}?replay-unknown`, key: 'replay-resolved', policy: p })).jobId;
+    // unknown, woken by a webhook hint (reconciled again, still undecided), then resolved (patch `reconcile-on-wake-in-unknown`)
+    bare.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-woken-unknown', action: 'drop_after_commit', times: 1 });
+    ids.resolvedAfterWake = (await bare.client.startScrape({ account: 'acme', url: `${pages.pageUrl('tumblr')}?replay-woken-unknown`, key: 'replay-resolved-after-wake', policy: p })).jobId;
+    // cancelled by Update; the provider's "cancelled" answer is followed by one status read (patch `cancel-outcome-as-observed`)
+    ids.cancelledUpdateObserved = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('yahoo-2')}?replay-cancel-o`, key: 'replay-cancel-update-observed', policy: p })).jobId;
 
     // submits that are always lost, each proved absent by the list: bounded, then failed (patch `bounded-resubmits`)
     listOnly.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-lost', action: 'drop_before_commit' });
@@ -73,9 +78,10 @@ describe('workflow histories replay deterministically', () => {
     // the deadline policy cancels
     ids.deadlineCancel = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wikipedia')}?replay-cancel-d`, key: 'replay-deadline-cancel', policy: { ...p, deadlineMs: 2_000, onDeadline: 'cancel' } })).jobId;
 
-    for (const k of ['cancelledUpdate', 'cancelledNative', 'woken'] as const) await waitFor(async () => (await stack.store.getJob(ids[k]!))?.status_checks, 20_000, k);
+    for (const k of ['cancelledUpdate', 'cancelledNative', 'woken', 'cancelledUpdateObserved'] as const) await waitFor(async () => (await stack.store.getJob(ids[k]!))?.status_checks, 20_000, k);
     await waitFor(async () => (await stack.store.getJob(ids.cancelledSignal!))?.last_checked_at === null && (await stack.store.getJob(ids.cancelledSignal!))?.state === 'pending', 20_000, 'hanging check');
     await stack.client.cancelScrape('acme', ids.cancelledUpdate!, { reason: 'replay test' });
+    await stack.client.cancelScrape('acme', ids.cancelledUpdateObserved!, { reason: 'replay test' });
     await stack.temporal.workflow.getHandle(ids.cancelledNative!).cancel();
     await stack.client.cancelScrape('acme', ids.cancelledSignal!, { reason: 'replay test', wait: false });
     await stack.client.wake(ids.woken!, { providerStatus: 'running', eventId: 'replay-1' });
@@ -84,13 +90,20 @@ describe('workflow histories replay deterministically', () => {
     await waitFor(async () => (await bare.client.getLiveView('acme', ids.resolved!)).note?.includes('waiting for an operator'), 20_000, 'unknown');
     const task = bare.sim.jobsFor('acme').find((j) => j.url.includes('replay-unknown'))!;
     await bare.client.resolve('acme', ids.resolved!, { taskId: task.job_id, by: 'replay-test' });
+    await waitFor(async () => (await bare.client.getLiveView('acme', ids.resolvedAfterWake!)).note?.includes('waiting for an operator'), 20_000, 'unknown (wake)');
+    const undecided = async () => (await bare.store.timeline(ids.resolvedAfterWake!)).filter((e) => e.type === 'reconcile_undecided').length;
+    const before = await undecided();
+    await bare.client.wake(ids.resolvedAfterWake!, { providerStatus: 'running', eventId: 'replay-unknown-1' });
+    await waitFor(async () => (await undecided()) > before, 20_000, 'reconciled again after the wake');
+    const wokenTask = bare.sim.jobsFor('acme').find((j) => j.url.includes('replay-woken-unknown'))!;
+    await bare.client.resolve('acme', ids.resolvedAfterWake!, { taskId: wokenTask.job_id, by: 'replay-test' });
 
     // Histories as proto JSON, fetched with the Temporal CLI (`temporal workflow show -o json`).
     const cli = await ensureTemporalCli({ logger: () => undefined });
     const { address, namespace } = inject('temporal');
     const histories: { name: string; workflowId: string; json: string; history: unknown }[] = [];
     for (const [name, id] of Object.entries(ids)) {
-      const s = name === 'resolved' ? bare : name === 'unacknowledged' ? listOnly : stack;
+      const s = name === 'resolved' || name === 'resolvedAfterWake' ? bare : name === 'unacknowledged' ? listOnly : stack;
       await waitForState(s.store, id, ['completed', 'failed', 'cancelled', 'tracking_interrupted', 'cancel_unconfirmed', 'expired'], 60_000);
       const handle = s.temporal.workflow.getHandle(id);
       await handle.result().catch(() => undefined); // the native cancel ends CANCELED

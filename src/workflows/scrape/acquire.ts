@@ -4,10 +4,11 @@
  * adopt; proven absent → resubmit under the same key, backed off and bounded by `submitRounds`;
  * neither provable → wait in `unknown` for an operator's `resolve` (never a silent resubmit).
  */
-import { condition, isCancellation, workflowInfo } from '@temporalio/workflow';
+import { condition, isCancellation, patched, workflowInfo } from '@temporalio/workflow';
 import type { ReconcileOutcome, SubmitJobInput, SubmitOutcome } from '../../activities/index.js';
 import { isDefiniteRejection, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
+import { PATCH_RECONCILE_ON_WAKE } from './patches.js';
 
 /**
  * Submits (or reconciles, or waits for an operator) until a task ID is known. Returns false when
@@ -65,7 +66,7 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
     // The evidence cannot decide: wait for an operator. Never resubmit silently.
     job.view.note = `waiting for an operator: ${rec.reason}. Resolve with the \`resolve\` Update (a task ID, or resubmit: true).`;
     job.publish();
-    const adopted = await awaitOperator(job);
+    const adopted = await awaitOperator(job, submitInput(false));
     if (adopted !== 'resubmit') return adopted;
     afterReconcile = true;
     const by = job.lastResolutionBy();
@@ -79,9 +80,24 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
  * worker refuses (bound to another job, unreadable with the job's credential, for another
  * request) fails that Update with the reason and the job keeps waiting.
  */
-async function awaitOperator(job: ScrapeJob): Promise<boolean | 'resubmit'> {
+async function awaitOperator(job: ScrapeJob, input: SubmitJobInput): Promise<boolean | 'resubmit'> {
+  const onWake = patched(PATCH_RECONCILE_ON_WAKE);
   for (;;) {
-    if (!(await awaitResolution(job))) return false;
+    const seen = job.wakes;
+    const woken = () => onWake && job.wakes !== seen;
+    if (!(await awaitResolution(job, woken))) return false;
+    if (!job.hasResolution()) {
+      // A webhook delivery for this job arrived while it waited: it may name the task (a strong
+      // match: it was verified for this job). Reconcile again; anything but a found task waits on.
+      const rec = await reconcile(job, input);
+      if (rec.kind === 'found') {
+        job.taskKnown(rec.taskId);
+        job.checkSoon(); // the delivery says the task moved: look now, not after the first delay
+        await job.acts.recorder.recordState({ jobId: job.input.jobId, state: 'pending', detail: { note: `reconciled after a webhook delivery: adopted task ${rec.taskId} via ${rec.via}` } });
+        return true;
+      }
+      continue;
+    }
     const r = job.takeResolution();
     if (!('taskId' in r)) return 'resubmit';
     const adopted = await job.acts.reconciler.adoptTask({ jobId: job.input.jobId, taskId: r.taskId, by: r.by ?? 'operator', trackingDeadlineMs: job.policy.deadlineMs });
@@ -108,15 +124,15 @@ async function reconcile(job: ScrapeJob, input: SubmitJobInput): Promise<Reconci
 /**
  * Waits in `unknown` for the `resolve` Update. With `onDeadline: "cancel"` the wait is bounded by
  * the job's maximum duration (counted from its start, as no task is known) and then the job is
- * cancelled by the deadline policy. Returns whether a resolution arrived.
+ * cancelled by the deadline policy. Returns whether a resolution (or, with `woken`, a wake) arrived.
  */
-async function awaitResolution(job: ScrapeJob): Promise<boolean> {
+async function awaitResolution(job: ScrapeJob, woken: () => boolean = () => false): Promise<boolean> {
   if (job.policy.onDeadline !== 'cancel') {
-    await condition(() => job.hasResolution());
+    await condition(() => job.hasResolution() || woken());
     return true;
   }
   const left = Date.parse(job.view.startedAt) + job.policy.deadlineMs - Date.now();
-  if (left > 0 && (await condition(() => job.hasResolution(), left))) return true;
+  if (left > 0 && (await condition(() => job.hasResolution() || woken(), left))) return true;
   job.requestCancel({ reason: `deadline ${new Date(Date.parse(job.view.startedAt) + job.policy.deadlineMs).toISOString()} passed in unknown`, requestedBy: 'deadline policy' }, 'deadline');
   return false;
 }

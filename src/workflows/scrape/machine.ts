@@ -54,6 +54,8 @@ export class ScrapeJob {
   /** Earliest workflow time (epoch ms) of the next wake-triggered check; wakes before it are merged into it. */
   wakeQuietUntil = 0;
   private lastGeneration = 0;
+  /** The next check comes at once (see {@link checkSoon}). */
+  private soon = false;
   /** Effects the provider reported (pages, credits), for the cancel report. */
   progress: NonNullable<CancelReport['remainingEffects']> = {};
   /** The scope of the interruptible phases (acquire, poll): a cancel request cancels it. */
@@ -269,8 +271,17 @@ export class ScrapeJob {
     return { initialDelayMs: p.initialDelayMs, maxDelayMs: p.maxDelayMs, multiplier: p.multiplier, jitter: p.jitter, slowdown: this.input.webhooks ? p.webhookSlowdown : 1 };
   }
 
-  /** The wait before the next check after `statusChecks` checks, jittered (deterministic randomness), ms. */
+  /** Makes the first check of the tracking phase come at once (a webhook delivery already said the task moved). */
+  checkSoon(): void {
+    this.soon = true;
+  }
+
+  /** The wait before the next check after `statusChecks` checks, jittered (deterministic randomness), ms; 0 once after {@link checkSoon}. */
   firstDelay(): number {
+    if (this.soon) {
+      this.soon = false;
+      return 0;
+    }
     const s = this.schedule();
     const base = s.slowdown * Math.min(s.maxDelayMs, s.initialDelayMs * Math.pow(s.multiplier, this.view.statusChecks));
     return Math.max(1, Math.round(base * (1 - s.jitter + 2 * s.jitter * Math.random())));

@@ -24,3 +24,9 @@ export const PATCH_NATIVE_CANCEL_ON_ARRIVAL = 'native-cancel-recorded-on-arrival
  * credits) are in the report.
  */
 export const PATCH_CANCEL_AS_OBSERVED = 'cancel-outcome-as-observed';
+
+/**
+ * A job waiting in `unknown` for an operator reconciles again when a webhook delivery for it
+ * arrives (a delivery verified for this job that names the task is a strong match).
+ */
+export const PATCH_RECONCILE_ON_WAKE = 'reconcile-on-wake-in-unknown';

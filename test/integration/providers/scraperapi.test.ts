@@ -229,4 +229,20 @@ describe('scraperapi: callbacks on the per-job token URL', () => {
     expect((await listDeliveries(s.store, { jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
     await s.fixture.finish((await s.store.getJob(other.jobId))!.task_id!);
   });
+
+  it('a lost submit waits in unknown (no lookup, no key) until the job’s own callback arrives: the delivery, verified by the per-job token and naming the job, is a strong match and the job completes with no operator and one provider job', async () => {
+    s.fixture.rule('cb-lost', { kind: 'hold' });
+    s.fixture.rule('cb-lost', { kind: 'drop_after_commit' }, 1);
+    const url = `${pages.pageUrl('001')}?cb-lost`;
+    const ref = await s.start({ url, key: 'cb-lost', policy: SLOW });
+    await waitFor(async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'), 30_000, 'the operator note');
+    await s.fixture.finish(s.fixture.jobsWith('cb-lost')[0]!.id); // the provider finishes and calls back
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
+    const created = s.fixture.jobsWith('cb-lost');
+    expect(created).toHaveLength(1);
+    expect((await s.store.getJob(ref.jobId))!.task_id).toBe(created[0]!.id);
+    const found = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'reconcile_found')!;
+    expect(JSON.parse(found.detail!)).toMatchObject({ lookup: 'webhook deliveries of this job' });
+    expect(s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes('cb-lost'))).toHaveLength(1);
+  });
 });
