@@ -26,8 +26,9 @@ import { parseConfig } from './config.js';
 import { connectOrStartTemporal } from './devserver/devServer.js';
 import { openRuntime } from './runtime.js';
 import { startSim } from './sim/index.js';
-import { createMaintenanceWorker, createScrapeWorker, installWorkerLogging, nativeConnectionOptions } from './worker.js';
+import { createMaintenanceWorker, createScrapeWorker, installWorkerLogging, nativeConnectionOptions, workflowBundle } from './worker.js';
 import { portIsFree } from './lib/ports.js';
+import { abortable, FORCED_EXIT_CODE, ShutdownRequested, watchShutdownSignals } from './lib/shutdown.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const SAMPLE_SITE = path.join(REPO, 'sample-site');
@@ -73,7 +74,9 @@ async function choosePort(which: keyof typeof DEMO_PORTS, asked: number | undefi
 
 /**
  * Runs the demo. Returns the process exit code: 0 when every valid row completed (the sample's
- * intentionally invalid row is expected and reported), 1 otherwise.
+ * intentionally invalid row is expected and reported), 1 otherwise; 130 when SIGINT or SIGTERM
+ * stopped it before the batch was done. The first SIGINT or SIGTERM, at any moment, stops
+ * everything the demo started (workers first, the dev server last) and returns.
  */
 export async function runDemo(opts: DemoOptions): Promise<number> {
   const say = opts.out ?? ((line: string) => console.log(line));
@@ -82,31 +85,45 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
   fs.mkdirSync(dir, { recursive: true });
   const cleanups: (() => Promise<unknown>)[] = [];
   const cleanup = async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    // A part that fails to stop is reported: a silent failure here once left the process running.
+    for (const c of cleanups.reverse()) await c().catch((e: unknown) => say(`  while stopping: ${e instanceof Error ? e.message : String(e)}`));
     cleanups.length = 0;
   };
+  const shutdown = watchShutdownSignals({ name: 'demo', log: say });
+  const { signal } = shutdown;
+  void shutdown.received.then(() => say('stopping…'));
+  /** Ends the run when a signal arrived while a step that cannot be interrupted was running. */
+  const stopIfAsked = () => {
+    if (signal.aborted) throw new ShutdownRequested(String(signal.reason));
+  };
+  let interrupted = false;
   const workerLog = path.join(dir, 'worker.log');
   installWorkerLogging({ level: 'INFO', file: workerLog });
-  const ports = {
-    temporal: await choosePort('temporal', opts.ports?.temporal),
-    ui: await choosePort('ui', opts.ports?.ui),
-    site: await choosePort('site', opts.ports?.site),
-    provider: await choosePort('provider', opts.ports?.provider),
-  };
   try {
+    const ports = {
+      temporal: await choosePort('temporal', opts.ports?.temporal),
+      ui: await choosePort('ui', opts.ports?.ui),
+      site: await choosePort('site', opts.ports?.site),
+      provider: await choosePort('provider', opts.ports?.provider),
+    };
     const t0 = Date.now();
     step('Temporal: finding or starting a server (first run may download the Temporal CLI, ~50 MB)…');
-    const temporal = await connectOrStartTemporal({
-      devServer: { dbFile: path.join(dir, 'temporal.db'), port: ports.temporal, uiPort: ports.ui },
-      logger: (l) => say(`  ${l}`),
-    });
+    const temporal = await abortable(
+      connectOrStartTemporal({
+        devServer: { dbFile: path.join(dir, 'temporal.db'), port: ports.temporal, uiPort: ports.ui },
+        logger: (l) => say(`  ${l}`),
+      }),
+      signal,
+      (late) => late.stop(),
+    );
     cleanups.push(() => temporal.stop());
     step(`Temporal ${temporal.external ? 'cluster' : 'dev server'} at ${temporal.address} (namespace ${temporal.namespace}), ready after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
     const site = Fastify({ logger: false });
     await site.register(fastifyStatic, { root: SAMPLE_SITE, index: ['index.html'] });
-    const siteUrl = await site.listen({ host: '127.0.0.1', port: ports.site });
     cleanups.push(() => site.close());
+    const siteUrl = await site.listen({ host: '127.0.0.1', port: ports.site });
+    stopIfAsked();
     step(`sample site at ${siteUrl}`);
 
     const apiKey = `demo_${randomBytes(18).toString('base64url')}`;
@@ -120,6 +137,7 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
       logger: false,
     });
     cleanups.push(() => sim.close());
+    stopIfAsked();
     step(`reference provider at ${sim.url} (account "demo", concurrency 2)`);
     let refusedSubmits = 0;
     sim.events.on('response', (e) => {
@@ -141,17 +159,25 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
 
     const rt = await openRuntime(config);
     cleanups.push(() => rt.close());
+    // Bundling the workflow code is the slow part of creating a worker: it is done first, where a
+    // signal can interrupt it; a worker once created must run and be shut down to release its connection.
+    await abortable(workflowBundle(), signal);
     const nativeConnection = await NativeConnection.connect(nativeConnectionOptions(temporal.connectionOptions));
     cleanups.push(() => nativeConnection.close());
-    const worker = await createScrapeWorker({ connection: nativeConnection, config, store: rt.store, identity: `demo-worker@${process.pid}` });
+    // A short shutdown grace: Ctrl-C must end the demo within seconds; an activity cut short is
+    // retried by the server when a worker runs again (the next demo attaches to the same jobs).
+    const worker = await createScrapeWorker({ connection: nativeConnection, config, store: rt.store, identity: `demo-worker@${process.pid}`, shutdownGraceTimeMs: 2_000 });
     const maintenance = await createMaintenanceWorker({ connection: nativeConnection, config, store: rt.store, identity: `demo-maintenance@${process.pid}` });
     const running = Promise.all([worker.run(), maintenance.run()]);
     cleanups.push(async () => {
-      worker.shutdown();
-      maintenance.shutdown();
+      // The SDK's runtime shuts its workers down itself on SIGINT/SIGTERM, before this runs; a
+      // second shutdown() would throw, skip the wait below, and the connection could then not be
+      // closed while the workers still held it (the demo used to hang there after `stopping…`).
+      for (const w of [worker, maintenance]) if (w.getState() === 'RUNNING') w.shutdown();
       await running;
     });
-    await ensureMaintenanceSchedules(rt.client.temporal, { taskQueue: config.temporal.taskQueue });
+    stopIfAsked();
+    await abortable(ensureMaintenanceSchedules(rt.client.temporal, { taskQueue: config.temporal.taskQueue }), signal);
     step(`worker polling task queue "${config.temporal.taskQueue}" (log: ${workerLog}); maintenance schedules in place on "${maintenanceTaskQueue(config.temporal.taskQueue)}"`);
 
     const template = fs.readFileSync(path.join(SAMPLE_SITE, 'demo-batch.csv'), 'utf8');
@@ -167,14 +193,13 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     );
     bar.start(input.items.length, 0, { states: '' });
     const started = Date.now();
-    const outcomes = await runBatch(rt.client, rt.store, input.items, {
+    const outcomes = await abortable(runBatch(rt.client, rt.store, input.items, {
       account: 'demo',
       batchId: input.batchId,
       policy: { initialDelayMs: 500, maxDelayMs: 5_000, deadlineMs: 5 * 60_000 },
       waitTimeoutMs: 5 * 60_000,
       onProgress: (p) => bar.update(p.final, { states: Object.entries(p.byState).map(([k, v]) => `${k} ${v}`).join(', ') }),
-    });
-    bar.stop();
+    }), signal).finally(() => bar.stop());
 
     const table = new Table({ head: ['line', 'state', 'url', 'title / error'], colWidths: [6, 22, 58, 44], wordWrap: true, style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' } });
     const rows = [...outcomes, ...input.errors.map((e) => ({ line: e.line, url: e.raw, state: 'rejected', error: e.reason, title: undefined, httpStatus: undefined }))].sort((a, b) => a.line - b.line);
@@ -210,14 +235,18 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     if (opts.keep) {
       say('');
       say('Everything keeps running so you can explore the Web UI and the CLI. Press Ctrl-C to stop.');
-      await new Promise<void>((resolve) => {
-        process.once('SIGINT', () => resolve());
-        process.once('SIGTERM', () => resolve());
-      });
-      say('stopping…');
+      await shutdown.received;
     }
     return completed === outcomes.length ? 0 : 1;
+  } catch (e) {
+    if (e instanceof ShutdownRequested) {
+      interrupted = true;
+      return FORCED_EXIT_CODE;
+    }
+    throw e;
   } finally {
     await cleanup();
+    // Cut short: what was still starting or running (a dev server's start, the batch's calls) is abandoned.
+    shutdown.stopped(interrupted ? { exitNow: FORCED_EXIT_CODE } : {});
   }
 }

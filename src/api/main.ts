@@ -18,6 +18,7 @@ import { countJobsFrom, startMetricsServer, type MetricsServer } from '../observ
 import { installTracing } from '../observability/tracing.js';
 import { buildApi } from './app.js';
 import { addKeyToFile, ApiKeyring, generateApiKey, hashApiKey, loadApiKeys, watchApiKeys } from './auth.js';
+import { abortable, FORCED_EXIT_CODE, ShutdownRequested, watchShutdownSignals } from '../lib/shutdown.js';
 
 /** Options of {@link startApi}. */
 export interface StartApiOptions {
@@ -123,22 +124,32 @@ export function createApiKey(opts: { account: string; name?: string; configFile?
   return { key, file };
 }
 
-/** Runs the API until SIGINT/SIGTERM (used by `npm run api` and `npm run cli -- api`); `SIGHUP` reloads the API keys. */
+/**
+ * Runs the API until SIGINT/SIGTERM (used by `npm run api` and `npm run cli -- api`); `SIGHUP`
+ * reloads the API keys. The first SIGINT or SIGTERM, also one that arrives while it starts, closes
+ * the listener and the runtime and returns.
+ */
 export async function runApiMain(opts: StartApiOptions = {}): Promise<void> {
-  const api = await startApi(opts);
-  const hup = () => {
-    const r = api.reloadKeys();
-    console.error(r.ok ? `SIGHUP: ${r.keys} API key(s) in force` : `SIGHUP: API keys not reloaded (${r.error}); the keys in force stay`);
-  };
-  process.on('SIGHUP', hup);
-  console.error(`HTTP API listening on ${api.url} (OpenAPI: ${api.url}/openapi.json; SIGHUP reloads the API keys)`);
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
-  process.off('SIGHUP', hup);
-  await api.close();
+  const shutdown = watchShutdownSignals({ name: 'api' });
+  try {
+    const api = await abortable(startApi(opts), shutdown.signal, (late) => late.close());
+    const hup = () => {
+      const r = api.reloadKeys();
+      console.error(r.ok ? `SIGHUP: ${r.keys} API key(s) in force` : `SIGHUP: API keys not reloaded (${r.error}); the keys in force stay`);
+    };
+    process.on('SIGHUP', hup);
+    console.error(`HTTP API listening on ${api.url} (OpenAPI: ${api.url}/openapi.json; SIGHUP reloads the API keys)`);
+    const signal = await shutdown.received;
+    console.error(`api: ${signal}, stopping`);
+    process.off('SIGHUP', hup);
+    await api.close();
+  } catch (e) {
+    if (!(e instanceof ShutdownRequested)) throw e;
+    console.error(`api: ${e.signalName} while starting: exiting`);
+    shutdown.stopped({ exitNow: FORCED_EXIT_CODE });
+    return;
+  }
+  shutdown.stopped();
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(process.argv[1])) {

@@ -16,6 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
 import { startCluster } from './cluster.js';
+import { abortable, FORCED_EXIT_CODE, ShutdownRequested, watchShutdownSignals } from '../lib/shutdown.js';
 
 const program = new Command('cluster')
   .description('start the production topology: PostgreSQL, Temporal (frontend, matching, worker, 2 × history as separate processes), Web UI, codec server')
@@ -55,7 +56,18 @@ program.command('stop').description('stop the cluster running from --data-dir').
 program.action(async (opts: { dataDir: string; freePorts?: boolean; history: number; ui: boolean }) => {
   const started = Date.now();
   const dataDir = path.resolve(opts.dataDir);
-  const cluster = await startCluster({ dataDir, ports: opts.freePorts ? 'free' : 'fixed', historyProcesses: opts.history, ui: opts.ui });
+  // Listening from the start: a Ctrl-C while the cluster starts stops what has started so far.
+  const shutdown = watchShutdownSignals({ name: 'cluster' });
+  let cluster: Awaited<ReturnType<typeof startCluster>>;
+  try {
+    cluster = await abortable(startCluster({ dataDir, ports: opts.freePorts ? 'free' : 'fixed', historyProcesses: opts.history, ui: opts.ui }), shutdown.signal);
+  } catch (e) {
+    if (!(e instanceof ShutdownRequested)) throw e;
+    // Starting can take minutes (binaries, schema, five servers): rather than wait for it, exit now;
+    // the processes' watchdog (see processes.ts) stops every server and PostgreSQL started so far.
+    console.error(`cluster: ${e.signalName} while starting: exiting; what had started is stopped by its watchdog`);
+    process.exit(FORCED_EXIT_CODE);
+  }
   const pidFile = path.join(dataDir, 'cluster.pid');
   fs.writeFileSync(pidFile, String(process.pid));
   const codecEnv = fs.existsSync(path.join(dataDir, 'codec.env')) ? fs.readFileSync(path.join(dataDir, 'codec.env'), 'utf8').trim() : '';
@@ -73,14 +85,12 @@ program.action(async (opts: { dataDir: string; freePorts?: boolean; history: num
     `stop: Ctrl-C here, or npm run cluster -- stop${opts.dataDir !== path.join('.data', 'cluster') ? ` --data-dir ${opts.dataDir}` : ''}`,
   ];
   console.log(lines.join('\n'));
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-  console.error('stopping the cluster…');
+  const signal = await shutdown.received;
+  console.error(`${signal}: stopping the cluster…`);
   await cluster.stop();
   fs.rmSync(pidFile, { force: true });
   console.error('cluster stopped');
+  shutdown.stopped();
 });
 
 program.parseAsync(process.argv).catch((e: unknown) => {

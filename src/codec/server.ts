@@ -167,7 +167,9 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(proces
     process.exit(1);
   });
   console.error(`codec server on ${server.url}/codec (sign in at ${server.url}/codec/login)`);
-  const stop = () => void server.close().then(() => process.exit(0));
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  const { watchShutdownSignals } = await import('../lib/shutdown.js');
+  const shutdown = watchShutdownSignals({ name: 'codec server' });
+  await shutdown.received;
+  await server.close();
+  shutdown.stopped();
 }

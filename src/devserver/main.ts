@@ -18,6 +18,7 @@ import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
 import { connectOrStartTemporal, startDevServer } from './devServer.js';
 import { probeTemporal } from './probe.js';
 import { TEMPORAL_CLI_SOURCES, ensureTemporalCli, type TemporalCliSource } from './temporalCli.js';
+import { abortable, FORCED_EXIT_CODE, ShutdownRequested, watchShutdownSignals } from '../lib/shutdown.js';
 
 const portSchema = z.coerce.number().int().min(1).max(65535);
 
@@ -63,49 +64,56 @@ program
   .option('--headless', 'no Web UI')
   .option('--namespace <ns>', 'namespace to create', 'default')
   .action(async (o: { db?: string; port?: number; uiPort?: number; ip: string; headless?: boolean; namespace: string }) => {
-    const server = await startDevServer({
-      dbFile: o.db,
-      port: o.port,
-      uiPort: o.uiPort,
-      ip: o.ip,
-      headless: o.headless ?? false,
-      namespace: o.namespace,
-      searchAttributes: SEARCH_ATTRIBUTES,
-    });
-    // The server's handles are unref'd (see devServer.ts); this timer keeps the command in the foreground.
-    const keepAlive = setInterval(() => undefined, 1 << 30);
-    process.stdout.write(
-      [
-        'Temporal dev server ready',
-        `  address:   ${server.address}`,
-        `  namespace: ${server.namespace}`,
-        `  pid:       ${server.pid}`,
-        `  UI:        ${server.uiUrl ?? '(headless)'}`,
-        `  db:        ${server.dbFile ?? '(in memory)'}`,
-        `  cli:       ${server.cli.path} (${server.cli.source}, ${server.cli.version})`,
-        `  search attributes: ${Object.entries(SEARCH_ATTRIBUTES).map(([n, t]) => `${n}=${t}`).join(', ')}`,
-        'Press Ctrl-C to stop.',
-        '',
-      ].join('\n'),
-    );
-    let stopping = false;
-    const shutdown = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      process.stderr.write(`[devserver] ${signal}: stopping\n`);
-      void server.stop().then(() => {
-        clearInterval(keepAlive);
+    // Listening from the start: a Ctrl-C while the CLI is obtained or the server starts stops it too.
+    const shutdown = watchShutdownSignals({ name: 'devserver' });
+    try {
+      const server = await abortable(
+        startDevServer({
+          dbFile: o.db,
+          port: o.port,
+          uiPort: o.uiPort,
+          ip: o.ip,
+          headless: o.headless ?? false,
+          namespace: o.namespace,
+          searchAttributes: SEARCH_ATTRIBUTES,
+        }),
+        shutdown.signal,
+        (late) => late.stop(),
+      );
+      // The server's handles are unref'd (see devServer.ts); this timer keeps the command in the foreground.
+      const keepAlive = setInterval(() => undefined, 1 << 30);
+      process.stdout.write(
+        [
+          'Temporal dev server ready',
+          `  address:   ${server.address}`,
+          `  namespace: ${server.namespace}`,
+          `  pid:       ${server.pid}`,
+          `  UI:        ${server.uiUrl ?? '(headless)'}`,
+          `  db:        ${server.dbFile ?? '(in memory)'}`,
+          `  cli:       ${server.cli.path} (${server.cli.source}, ${server.cli.version})`,
+          `  search attributes: ${Object.entries(SEARCH_ATTRIBUTES).map(([n, t]) => `${n}=${t}`).join(', ')}`,
+          'Press Ctrl-C to stop.',
+          '',
+        ].join('\n'),
+      );
+      const signal = await Promise.race([shutdown.received, server.exited.then(() => undefined)]);
+      if (signal) {
+        process.stderr.write(`[devserver] ${signal}: stopping\n`);
+        await server.stop();
         process.exitCode = 0;
-      });
-    };
-    process.once('SIGINT', () => shutdown('SIGINT'));
-    process.once('SIGTERM', () => shutdown('SIGTERM'));
-    const exit = await server.exited;
-    if (!stopping) {
+      } else {
+        process.stderr.write(`[devserver] server exited on its own (${JSON.stringify(await server.exited)}); last output:\n${server.outputTail()}\n`);
+        process.exitCode = 1;
+      }
       clearInterval(keepAlive);
-      process.stderr.write(`[devserver] server exited on its own (${JSON.stringify(exit)}); last output:\n${server.outputTail()}\n`);
-      process.exitCode = 1;
+    } catch (e) {
+      if (!(e instanceof ShutdownRequested)) throw e;
+      // The server still starting is ended by its watchdog when this process exits.
+      process.stderr.write(`[devserver] ${e.signalName} before the server was ready: exiting\n`);
+      shutdown.stopped({ exitNow: FORCED_EXIT_CODE });
+      return;
     }
+    shutdown.stopped();
   });
 
 program

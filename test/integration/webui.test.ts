@@ -1,6 +1,8 @@
 /**
  * Issue 12, items 1 and 2, in a real browser: the Temporal Web UI (2.54.1, embedded in Temporal CLI
- * 1.9.1) in headless Debian Chromium driven by playwright-core (no browser download). A dev server
+ * 1.9.1) in headless Chromium driven by playwright-core: Debian's `chromium` on PATH, else the one
+ * shipped inside the npm package `@sparticuz/chromium`, unpacked into the cache outside the
+ * repository (`test/helpers/browser.ts`; nothing is downloaded). A dev server
  * with its UI, the reference provider, a worker and the maintenance worker run real jobs and a
  * real scheduled maintenance run; then, as an operator would:
  * - the list shows readable job IDs (`scrape:<account>:<host>-<hash>`);
@@ -10,13 +12,12 @@
  *   state, and "Save as New" keeps the view as "Scrapes";
  * - a job's page shows the static summary (`Scrape <url>`), the details and the current details.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium as playwright, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScrapeClient } from '../../src/client/index.js';
 import { ensureMaintenanceSchedules, JOBS_VIEW_QUERY } from '../../src/client/schedules.js';
@@ -25,6 +26,7 @@ import { startDevServer, type DevServer } from '../../src/devserver/devServer.js
 import { startSim, type Sim } from '../../src/sim/index.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { openStore, type Store } from '../../src/store/index.js';
+import { CHROMIUM_ARGS, ensureChromium } from '../helpers/browser.js';
 import { keepSqliteFile, keepStore, recordSecrets } from '../helpers/evidence.js';
 import { SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes.js';
 import { createMaintenanceWorker, createScrapeWorker } from '../../src/worker.js';
@@ -48,17 +50,11 @@ let page: Page;
 let jobs: { jobId: string; url: string }[] = [];
 let maintenanceRunId: string;
 
-/** Debian's Chromium (`apt-get install chromium`; `.ci/run` installs it). */
-function chromiumPath(): string {
-  try {
-    return execFileSync('which', ['chromium'], { encoding: 'utf8' }).trim();
-  } catch {
-    throw new Error('the Web UI test needs Debian chromium on PATH: apt-get install chromium (.ci/run does it)');
-  }
-}
-
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-webui-'));
+  // First, so that a missing browser is reported before anything else starts.
+  const chromium = await ensureChromium();
+  console.log(`Chromium: ${chromium.path} (${chromium.source})`);
   server = await startDevServer({ searchAttributes: SEARCH_ATTRIBUTES, dbFile: path.join(dir, 'temporal.db'), logger: () => undefined });
   pages = await startPageServer();
   sim = await startSim({ host: '127.0.0.1', port: 0, adminToken: 'admin-ui', allowFaultHeader: false, accounts: [{ name: 'acme', apiKeys: [KEY], profile: { concurrency: 10 } }], logger: false });
@@ -91,7 +87,7 @@ beforeAll(async () => {
   await temporal.workflow.getHandle(run.workflowId, run.firstExecutionRunId).result();
   maintenanceRunId = run.workflowId;
 
-  browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  browser = await playwright.launch({ executablePath: chromium.path, args: [...CHROMIUM_ARGS] });
   page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
 }, 240_000);
 
