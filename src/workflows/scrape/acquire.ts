@@ -64,8 +64,7 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
       continue;
     }
     // The evidence cannot decide: wait for an operator. Never resubmit silently.
-    job.view.note = `waiting for an operator: ${rec.reason}. Resolve with the \`resolve\` Update (a task ID, or resubmit: true).`;
-    job.publish();
+    job.note(`waiting for an operator: ${rec.reason}. Resolve with the \`resolve\` Update (a task ID, or resubmit: true).`);
     const adopted = await awaitOperator(job, submitInput(false));
     if (adopted !== 'resubmit') return adopted;
     afterReconcile = true;
@@ -83,8 +82,8 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
 async function awaitOperator(job: ScrapeJob, input: SubmitJobInput): Promise<boolean | 'resubmit'> {
   const onWake = patched(PATCH_RECONCILE_ON_WAKE);
   for (;;) {
-    const seen = job.wakes;
-    const woken = () => onWake && job.wakes !== seen;
+    const seen = job.wakes();
+    const woken = () => onWake && job.wakes() !== seen;
     if (!(await awaitResolution(job, woken))) return false;
     if (!job.hasResolution()) {
       // A webhook delivery for this job arrived while it waited: it may name the task (a strong
@@ -116,7 +115,7 @@ async function reconcile(job: ScrapeJob, input: SubmitJobInput): Promise<Reconci
   } catch (e) {
     if (isCancellation(e)) throw e;
     const error = jobErrorOf(e, 'reconciliation failed');
-    job.view.lastError = error;
+    job.noteError(error);
     return { kind: 'unresolvable', reason: `reconciliation was refused (${error.message})` };
   }
 }

@@ -1,24 +1,45 @@
 /**
- * The one cancellation path (DESIGN.md rule 7), reached from every door: the `cancel` signal, the
- * `cancel` Update, the Web UI's / CLI's native cancellation, and the deadline policy. It runs
- * shielded: mark `cancelling`, make sure we know whether a task exists (store, then reconcile),
- * ask the provider to stop, confirm what the provider then reports, and record the outcome actually
- * observed — a cancel is a request, not an erasure.
+ * The one cancellation path, reached from every door: the `cancel` signal, the `cancel` Update,
+ * the Web UI's / CLI's native cancellation and the deadline policy all record a request with
+ * `ScrapeJob.requestCancel`, which interrupts the running phase; the workflow then calls
+ * {@link finishCancel} once, shielded, and {@link closeRun}. Read top to bottom:
+ *
+ * 1. {@link finishCancel}: a final state whose store write the interruption cut short is written;
+ *    a request on a job not final runs {@link cancelJob}; a request that came too late (the job
+ *    finished first) is settled with what the job reached ({@link settleLateCancel});
+ * 2. {@link cancelJob}: mark `cancelling`; make sure we know whether a task exists (store, then
+ *    reconcile); ask the provider to stop (`cancelAtProvider`); confirm what the provider then
+ *    reports ({@link confirm}); record the outcome actually observed ({@link recordOutcome});
+ * 3. {@link closeRun}: a job whose cancel did not end `completed` closes the run `Canceled`.
+ *
+ * A cancel is a request, not an erasure: the outcome is what the provider's answers prove.
  */
-import { patched } from '@temporalio/workflow';
+import { CancellationScope, CancelledFailure, condition, isCancellation, patched, workflowInfo } from '@temporalio/workflow';
 import type { PollOutcome } from '../../activities/index.js';
-import type { CancelReport, JobError } from '../../model/types.js';
+import type { CancelReport, JobError, JobView } from '../../model/types.js';
 import { jobErrorOf } from './errors.js';
-import type { ScrapeJob } from './machine.js';
+import type { CancelOutcome, ScrapeJob } from './machine.js';
 import { PATCH_CANCEL_AS_OBSERVED, PATCH_CONFIRM_AFTER_FAILED_CANCEL } from './patches.js';
 
-type Outcome = NonNullable<CancelReport['outcome']>;
+type Finish = (outcome: CancelOutcome, detail: string, error?: JobError) => Promise<void>;
+
+/**
+ * Everything that follows the phases when a cancel was asked for (call inside a non-cancellable
+ * scope; a no-op for a job that finished without one).
+ */
+export async function finishCancel(job: ScrapeJob): Promise<void> {
+  await job.writeInterruptedFinal();
+  if (job.cancel && !job.final) await cancelJob(job);
+  // A native cancellation that arrived while a shielded step finished the job is recorded too.
+  if (CancellationScope.current().parent?.consideredCancelled && !job.cancel) job.requestNativeCancel();
+  await settleLateCancel(job);
+}
 
 /** Runs the cancel path for the job's recorded cancel request (call inside a non-cancellable scope). */
-export async function cancelJob(job: ScrapeJob): Promise<void> {
+async function cancelJob(job: ScrapeJob): Promise<void> {
   if (job.final || !job.cancel) return;
   const report = job.cancel;
-  const finish = (outcome: Outcome, detail: string, error?: JobError) => finishCancel(job, outcome, detail, error);
+  const finish: Finish = (outcome, detail, error) => recordOutcome(job, outcome, detail, error);
   const note = `cancel requested via ${report.via} by ${report.requestedBy}: ${report.reason}`;
   const unknownBefore = job.state === 'unknown' || (job.input.pendingCancel !== undefined && !job.view.taskId);
 
@@ -50,25 +71,22 @@ export async function cancelJob(job: ScrapeJob): Promise<void> {
   try {
     answer = await job.acts.canceller.cancelAtProvider({ ...job.taskRef(), report });
   } catch (e) {
-    report.providerCancelCalls++;
+    job.countCancelCall();
     const error = jobErrorOf(e, 'cancel call failed');
     if (!patched(PATCH_CONFIRM_AFTER_FAILED_CANCEL)) return finish('cancel_unconfirmed', `the provider did not accept the cancel request (${error.message})`, error);
     // The call may have reached the provider although its answer was lost or refused (a dropped
     // connection, a 5xx from a proxy after the fact, a slow answer past the attempt timeout): what
     // the provider reports afterwards is the outcome observed.
-    job.view.lastError = error;
-    job.publish();
+    job.noteError(error);
     return confirm(job, finish, error);
   }
-  if (answer.kind === 'answered' || (answer.kind === 'unsupported' && answer.reachedProvider)) report.providerCancelCalls++;
-  if (answer.lastStatus) job.view.providerStatus = answer.lastStatus;
-  job.publish();
+  if (answer.kind === 'answered' || (answer.kind === 'unsupported' && answer.reachedProvider)) job.countCancelCall();
+  if (answer.lastStatus) job.observe({ checks: 0, providerStatus: answer.lastStatus });
   if (answer.kind === 'unsupported') {
     return finish('cancel_unconfirmed', `provider "${job.input.provider}" has no cancel endpoint; the task may still run (last provider status: ${job.view.providerStatus ?? 'unknown'})`, answer.error);
   }
   if (answer.kind === 'answered' && answer.state === 'cancelled') {
-    job.view.providerStatus = answer.providerStatus ?? 'cancelled';
-    job.noteProgress(answer.progress);
+    job.observe({ checks: 0, providerStatus: answer.providerStatus ?? 'cancelled', progress: answer.progress });
     // The provider's own answer observes the stop; one status read then collects the effects
     // that landed meanwhile (a crawl page written after the cancel) for the report.
     if (patched(PATCH_CANCEL_AS_OBSERVED)) return confirm(job, finish, undefined, { accepted: true, firstDelayMs: 0 });
@@ -81,14 +99,10 @@ export async function cancelJob(job: ScrapeJob): Promise<void> {
  * Polls (retry-driven, `confirm_cancel` mode) until the provider reports a final state or the
  * cancel-confirmation deadline passes. `callError`: the cancel call failed (then a cancel takes at
  * most two cancel-confirmation deadlines: the call's, then this one's); outcomes that stay
- * unconfirmed name it.
+ * unconfirmed name it. `opts.accepted`: the provider accepted the cancel (a `404` afterwards
+ * means it stopped and forgot the task).
  */
-async function confirm(
-  job: ScrapeJob,
-  finish: (o: Outcome, detail: string, error?: JobError) => Promise<void>,
-  callError?: JobError,
-  opts: { accepted?: boolean; firstDelayMs?: number } = {},
-): Promise<void> {
+async function confirm(job: ScrapeJob, finish: Finish, callError?: JobError, opts: { accepted?: boolean; firstDelayMs?: number } = {}): Promise<void> {
   const failedCall = callError ? `the cancel call failed (${callError.message}) and ` : '';
   const until = Date.now() + job.policy.cancelConfirmDeadlineMs;
   const firstDelayMs = opts.firstDelayMs ?? Math.min(job.policy.initialDelayMs, 2_000);
@@ -109,14 +123,12 @@ async function confirm(
     const error = jobErrorOf(e, 'status check during cancel failed');
     return finish('cancel_unconfirmed', `${failedCall}the provider did not confirm the cancel within ${job.policy.cancelConfirmDeadlineMs} ms (${error.message})`, error);
   }
-  job.view.statusChecks = Math.max(job.view.statusChecks, o.checks);
-  if (o.providerStatus) job.view.providerStatus = o.providerStatus;
-  job.noteProgress(o.progress);
+  job.observe(o);
   switch (o.kind) {
     case 'cancelled':
       return finish('cancelled', `the provider confirmed the task stopped (status ${o.providerStatus ?? 'cancelled'})`);
     case 'completed':
-      job.view.result = { resultId: o.result.resultId, title: o.result.title, httpStatus: o.result.httpStatus, finalUrl: o.result.finalUrl };
+      job.keepResult(o.result);
       if (job.cancel!.providerCancelCalls === 0) return finish('completed', 'the job reached completed before the cancel request could act; nothing was sent to the provider; the result was written once');
       return finish('completed', 'the provider finished the task before the cancel took effect: the result was kept and written once; the cancel came too late');
     case 'failed':
@@ -136,9 +148,8 @@ async function confirm(
 }
 
 /** Records the observed outcome: the state (with the report in the timeline), then the view (Update result, query). */
-async function finishCancel(job: ScrapeJob, outcome: Outcome, detail: string, error?: JobError): Promise<void> {
-  const report = job.cancel!;
-  const final: CancelReport = { ...report, outcome, detail, remainingEffects: { ...job.progress } };
+async function recordOutcome(job: ScrapeJob, outcome: CancelOutcome, detail: string, error?: JobError): Promise<void> {
+  const final: CancelReport = { ...job.cancel!, outcome, detail, remainingEffects: job.remainingEffects() };
   if (outcome === 'completed') {
     // The result write already moved the row to `completed`; record the outcome beside it.
     job.move('completed', { note: detail });
@@ -146,21 +157,37 @@ async function finishCancel(job: ScrapeJob, outcome: Outcome, detail: string, er
   } else {
     await job.record(outcome, { note: detail, error, detail: { cancel: final } });
   }
-  Object.assign(report, final); // only now is the outcome visible: the store already holds it
-  job.publish();
+  job.reportCancel(final);
 }
 
 /**
  * A cancel that arrived while the job was finishing found nothing left to stop: report the state
  * actually reached, with no provider call.
  */
-export async function settleLateCancel(job: ScrapeJob): Promise<void> {
+async function settleLateCancel(job: ScrapeJob): Promise<void> {
   const report = job.cancel;
   if (!report || report.outcome) return;
   const s = job.state;
-  const outcome: Outcome = s === 'completed' ? 'completed' : s === 'failed' ? 'failed' : s === 'cancelled' ? 'cancelled' : 'cancel_unconfirmed';
-  const final: CancelReport = { ...report, outcome, detail: `the job reached ${s} before the cancel request could act; nothing was sent to the provider`, remainingEffects: { ...job.progress } };
+  const outcome: CancelOutcome = s === 'completed' ? 'completed' : s === 'failed' ? 'failed' : s === 'cancelled' ? 'cancelled' : 'cancel_unconfirmed';
+  const final: CancelReport = { ...report, outcome, detail: `the job reached ${s} before the cancel request could act; nothing was sent to the provider`, remainingEffects: job.remainingEffects() };
   await job.acts.recorder.recordCancelOutcome({ jobId: job.input.jobId, report: final });
-  Object.assign(report, final);
-  job.publish();
+  job.reportCancel(final);
+}
+
+/**
+ * Ends the run: the view, or — for a job whose cancel request did not end in `completed` — the
+ * `Canceled` status. A cancel by signal or Update asks Temporal to cancel this run (an activity:
+ * workflow code cannot cancel itself) and then ends on that cancellation.
+ */
+export async function closeRun(job: ScrapeJob): Promise<JobView> {
+  if (!job.cancel || job.state === 'completed') return job.view as JobView;
+  if (!CancellationScope.current().consideredCancelled) {
+    try {
+      await job.acts.closer.closeAsCancelled({ workflowId: workflowInfo().workflowId, runId: workflowInfo().runId });
+      await condition(() => false); // ends with the cancellation just requested
+    } catch (e) {
+      if (!isCancellation(e)) return job.view as JobView; // Temporal refused: the job's state still says it
+    }
+  }
+  throw new CancelledFailure(`job ${job.state}: ${job.cancel.detail ?? job.cancel.reason}`);
 }

@@ -1,20 +1,24 @@
 /**
- * The scrape job's state machine (DESIGN.md "The scrape workflow"): the job's state, the transition
- * table, and one `move`/`record` path that updates the view, the search attributes, the Web UI's
- * current details and (for `record`) the store together. Deterministic code only.
+ * The scrape job's state machine (docs/design.md, "The scrape workflow"): the job's state, the
+ * transition table, and the only code that changes them. Every change goes through a method of
+ * {@link ScrapeJob} that publishes it (view, search attributes, the Web UI's current details and,
+ * for {@link ScrapeJob.record}, the store), so "where does the job's state change?" has one answer:
+ * here. The phases (`acquire.ts`, `poll.ts`, `cancel.ts`) and the handlers (`workflow.ts`) only
+ * call these methods. Deterministic code only.
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { CancellationScope, condition, patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { scheduleDelay, type PollSchedule } from '../../model/schedule.js';
 import { isFinalState, type JobState } from '../../model/states.js';
 import { DEFAULT_POLL_POLICY, type CancelReport, type JobError, type JobView, type PollPolicy, type ScrapeWorkflowInput } from '../../model/types.js';
+import type { SavedResult } from '../../activities/index.js';
 import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState, ScrapeTaskId } from '../searchAttributes.js';
-import type { PollSchedule } from '../../activities/index.js';
 import { renderDetails } from './details.js';
-import { PATCH_REWRITE_INTERRUPTED_FINAL } from './patches.js';
+import { PATCH_NATIVE_CANCEL_ON_ARRIVAL, PATCH_REWRITE_INTERRUPTED_FINAL } from './patches.js';
 import type { CancelRequest, Resolution } from './messages.js';
 import { scrapeProxies, type ScrapeProxies } from './options.js';
 
-/** Allowed moves between local states; a final state allows none (DESIGN.md's table). */
+/** Allowed moves between local states; a final state allows none (docs/design.md's table). */
 export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
   submitting: ['pending', 'unknown', 'failed', 'cancelling'],
   unknown: ['pending', 'submitting', 'failed', 'cancelling'],
@@ -34,13 +38,25 @@ export interface MoveOptions {
   error?: JobError;
 }
 
-/** One scrape job inside its workflow run: its state and the operations every phase shares. */
+/** What an activity observed at the provider: checks made, the raw status word and the effects so far. */
+export interface Observation {
+  checks: number;
+  providerStatus?: string;
+  progress?: { pagesFetched?: number; documents?: number; creditsUsed?: number };
+}
+
+/** The outcome a cancel came to (the cancel report's `outcome`). */
+export type CancelOutcome = NonNullable<CancelReport['outcome']>;
+
+/** Input of a run: the workflow input plus what a continued-as-new run carries over. */
+export type ScrapeRunInput = ScrapeWorkflowInput & { carry?: { deadlineAt: string; statusChecks: number } };
+
+/** One scrape job inside its workflow run: its state and every operation that changes it. */
 export class ScrapeJob {
   readonly policy: PollPolicy;
-  readonly view: JobView;
   readonly acts: ScrapeProxies;
-  /** UTC ISO-8601 tracking deadline, counted from the moment the task is known. */
-  deadlineAt?: string;
+  private readonly v: JobView;
+  private deadline?: string;
   /** A pending resolution of `unknown` (the `resolve` Update), until the acquisition takes it. */
   private resolution?: Resolution;
   /** The resolution being applied (taken, not yet adopted or refused). */
@@ -50,26 +66,26 @@ export class ScrapeJob {
   /** Who asked for the last resolution taken. */
   private resolvedBy = '';
   /** Webhook wakes received so far (count). */
-  wakes = 0;
+  private wakeCount = 0;
   /** Earliest workflow time (epoch ms) of the next wake-triggered check; wakes before it are merged into it. */
-  wakeQuietUntil = 0;
+  private quietUntil = 0;
   private lastGeneration = 0;
   /** The next check comes at once (see {@link checkSoon}). */
   private soon = false;
-  /** Effects the provider reported (pages, credits), for the cancel report. */
-  progress: NonNullable<CancelReport['remainingEffects']> = {};
+  /** Effects the provider reported (pages, documents, credits), for the cancel report. */
+  private readonly effects: NonNullable<CancelReport['remainingEffects']> = {};
   /** The scope of the interruptible phases (acquire, poll): a cancel request cancels it. */
   private phases?: CancellationScope;
   private publishedState?: string;
   /** The store write of the last {@link record}, until it completed (a cancellation may interrupt it). */
   private unwritten?: { jobId: string; state: JobState; error?: JobError; detail?: unknown };
 
-  constructor(readonly input: ScrapeWorkflowInput & { carry?: { deadlineAt: string; statusChecks: number } }) {
+  constructor(readonly input: ScrapeRunInput) {
     this.policy = { ...DEFAULT_POLL_POLICY, ...(input.policy ?? {}) };
     this.acts = scrapeProxies(this.policy);
     const now = new Date();
-    this.deadlineAt = input.carry?.deadlineAt ?? (input.resume ? new Date(now.getTime() + this.policy.deadlineMs).toISOString() : undefined);
-    this.view = {
+    this.deadline = input.carry?.deadlineAt ?? (input.resume ? new Date(now.getTime() + this.policy.deadlineMs).toISOString() : undefined);
+    this.v = {
       jobId: input.jobId,
       account: input.account,
       provider: input.provider,
@@ -78,22 +94,37 @@ export class ScrapeJob {
       url: input.request.url,
       statusChecks: input.carry?.statusChecks ?? 0,
       startedAt: now.toISOString(),
-      deadlineAt: this.deadlineAt,
+      deadlineAt: this.deadline,
       taskId: input.resume?.taskId,
     };
   }
 
+  /** The job as the workflow sees it (the `state` query); read-only: change it through the methods. */
+  get view(): Readonly<JobView> {
+    return this.v;
+  }
+
   get state(): JobState {
-    return this.view.state;
+    return this.v.state;
   }
 
   get final(): boolean {
-    return isFinalState(this.view.state);
+    return isFinalState(this.v.state);
   }
 
   /** The cancel request, once any door asked (`via` says which). */
-  get cancel(): CancelReport | undefined {
-    return this.view.cancel;
+  get cancel(): Readonly<CancelReport> | undefined {
+    return this.v.cancel;
+  }
+
+  /** UTC ISO-8601 tracking deadline, counted from the moment the task is known. */
+  get deadlineAt(): string | undefined {
+    return this.deadline;
+  }
+
+  /** Effects the provider reported so far (a copy). */
+  remainingEffects(): NonNullable<CancelReport['remainingEffects']> {
+    return { ...this.effects };
   }
 
   /** Upserts the search attributes the start did not set (a run started by the client has them all). */
@@ -101,16 +132,16 @@ export class ScrapeJob {
     const present = workflowInfo().typedSearchAttributes;
     this.publishedState = present.get(ScrapeState);
     const wanted: SearchAttributeUpdatePair[] = [
-      { key: ScrapeState, value: this.view.state },
+      { key: ScrapeState, value: this.v.state },
       { key: ScrapeProvider, value: this.input.provider },
       { key: ScrapeAccount, value: this.input.account },
       { key: ScrapeHost, value: hostOf(this.input.request.url) },
       ...(this.input.batchId ? [{ key: ScrapeBatchId, value: this.input.batchId }] : []),
-      ...(this.view.taskId ? [{ key: ScrapeTaskId, value: this.view.taskId }] : []),
+      ...(this.v.taskId ? [{ key: ScrapeTaskId, value: this.v.taskId }] : []),
     ] as SearchAttributeUpdatePair[];
     const missing = wanted.filter((u) => present.get(u.key as never) !== u.value);
     if (missing.length) upsertSearchAttributes(missing);
-    this.publishedState = this.view.state;
+    this.publishedState = this.v.state;
     this.publish();
   }
 
@@ -120,14 +151,14 @@ export class ScrapeJob {
    * Throws on an illegal move — a bug, which fails the workflow task rather than record a wrong state.
    */
   move(state: JobState, opts: MoveOptions = {}, extra: SearchAttributeUpdatePair[] = []): void {
-    const from = this.view.state;
+    const from = this.v.state;
     if (state !== from && !TRANSITIONS[from].includes(state)) throw new Error(`illegal transition ${from} → ${state} for job ${this.input.jobId}`);
-    this.view.state = state;
-    this.view.note = opts.note;
-    if (opts.error) this.view.lastError = opts.error;
+    this.v.state = state;
+    this.v.note = opts.note;
+    if (opts.error) this.v.lastError = opts.error;
     if (isFinalState(state)) {
-      this.view.finishedAt ??= new Date().toISOString();
-      this.view.nextCheckAt = undefined;
+      this.v.finishedAt ??= new Date().toISOString();
+      this.v.nextCheckAt = undefined;
     }
     const updates = [...extra, ...(this.publishedState === state ? [] : [{ key: ScrapeState, value: state } as SearchAttributeUpdatePair])];
     if (updates.length) upsertSearchAttributes(updates);
@@ -163,12 +194,12 @@ export class ScrapeJob {
   }
 
   /**
-   * A final state the store already holds (a stale resume found the job finished): adopted as is,
-   * outside the transition table.
+   * A final state the store already holds (a stale resume found the job finished, or the store
+   * shows another writer finished it): adopted as is, outside the transition table.
    */
   adoptFinal(state: JobState, note: string): void {
-    this.view.state = state;
-    this.view.note = note;
+    this.v.state = state;
+    this.v.note = note;
     upsertSearchAttributes([{ key: ScrapeState, value: state }]);
     this.publishedState = state;
     this.publish();
@@ -176,24 +207,102 @@ export class ScrapeJob {
 
   /** The task ID is known (submit answer, reconcile, operator): the deadline starts; `pending` unless cancelling. */
   taskKnown(taskId: string): void {
-    this.deadlineAt ??= new Date(Date.now() + this.policy.deadlineMs).toISOString();
-    this.view.deadlineAt = this.deadlineAt;
-    this.view.taskId = taskId;
-    this.view.submittedAt ??= new Date().toISOString();
+    this.deadline ??= new Date(Date.now() + this.policy.deadlineMs).toISOString();
+    this.v.deadlineAt = this.deadline;
+    this.v.taskId = taskId;
+    this.v.submittedAt ??= new Date().toISOString();
     const task = [{ key: ScrapeTaskId, value: taskId } as SearchAttributeUpdatePair];
-    if (this.view.state === 'cancelling') upsertSearchAttributes(task);
+    if (this.v.state === 'cancelling') upsertSearchAttributes(task);
     else this.move('pending', {}, task);
   }
 
-  /**
-   * Records a cancel request from any door (a second one joins the first) and interrupts the
-   * running phase at once: the request shows in the view and the details immediately.
-   */
-  requestCancel(req: CancelRequest, via: CancelReport['via']): void {
-    if (this.view.cancel || this.final) return;
-    this.view.cancel = { requestedBy: req.requestedBy ?? 'unknown', reason: req.reason ?? 'no reason given', via, requestedAt: new Date().toISOString(), providerCancelCalls: 0 };
+  /** Shows `text` as the job's note (for an operator: why it waits, what was decided). */
+  note(text: string): void {
+    this.v.note = text;
     this.publish();
-    this.phases?.cancel();
+  }
+
+  /** Keeps `error` as the job's last error (shown; the state does not change). */
+  noteError(error: JobError): void {
+    this.v.lastError = error;
+    this.publish();
+  }
+
+  /** Merges what an activity observed: the checks made, the provider's raw status word, the effects reported. */
+  observe(o: Observation): void {
+    this.v.statusChecks = Math.max(this.v.statusChecks, o.checks);
+    if (o.providerStatus) this.v.providerStatus = o.providerStatus;
+    const p = o.progress;
+    if (p?.pagesFetched !== undefined) this.effects.pagesFetched = p.pagesFetched;
+    if (p?.documents !== undefined) this.effects.documents = p.documents;
+    if (p?.creditsUsed !== undefined) this.effects.creditsUsed = p.creditsUsed;
+    this.publish();
+  }
+
+  /** Keeps what was written for the completed task (the payload stays in the store). */
+  keepResult(r: SavedResult): void {
+    this.v.result = { resultId: r.resultId, title: r.title, httpStatus: r.httpStatus, finalUrl: r.finalUrl };
+    this.publish();
+  }
+
+  /** The provider completed the task and the result was written once (by the activity, with the row): `completed`. */
+  completed(r: SavedResult): void {
+    this.v.providerState = 'completed';
+    this.v.lastError = undefined;
+    this.keepResult(r);
+    this.move('completed');
+  }
+
+  /** The next status check is due in `delayMs` (shown as `nextCheckAt`). */
+  scheduleCheck(delayMs: number): void {
+    this.v.nextCheckAt = new Date(Date.now() + delayMs).toISOString();
+    this.publish();
+  }
+
+  /** Makes the first check of the tracking phase come at once (a webhook delivery already said the task moved). */
+  checkSoon(): void {
+    this.soon = true;
+  }
+
+  /** The poll schedule of this job (ms), slowed down when the provider sends webhooks. */
+  schedule(): PollSchedule {
+    const p = this.policy;
+    return { initialDelayMs: p.initialDelayMs, maxDelayMs: p.maxDelayMs, multiplier: p.multiplier, jitter: p.jitter, slowdown: this.input.webhooks ? p.webhookSlowdown : 1 };
+  }
+
+  /** The wait before the next check after the checks made so far, jittered (deterministic randomness), ms; 0 once after {@link checkSoon}. */
+  firstDelay(): number {
+    if (this.soon) {
+      this.soon = false;
+      return 0;
+    }
+    return scheduleDelay(this.schedule(), this.v.statusChecks, Math.random());
+  }
+
+  /** A new polling generation: the workflow time (epoch ms), strictly increasing (a newer activity supersedes older ones, across runs too). */
+  nextGeneration(): number {
+    this.lastGeneration = Math.max(this.lastGeneration + 1, Date.now());
+    return this.lastGeneration;
+  }
+
+  /** A webhook hint arrived (the `wake` signal). */
+  wake(): void {
+    this.wakeCount++;
+  }
+
+  /** Wakes received so far; compare with a later value to see whether one arrived. */
+  wakes(): number {
+    return this.wakeCount;
+  }
+
+  /** How long until a wake may trigger a check (ms; wakes within `initialDelayMs` of the last woken check are merged). */
+  quietFor(): number {
+    return this.quietUntil - Date.now();
+  }
+
+  /** A wake made a check happen now: wakes in the next `initialDelayMs` are merged into the next one. */
+  wakeHandled(): void {
+    this.quietUntil = Date.now() + this.policy.initialDelayMs;
   }
 
   /** Offers an operator's resolution of `unknown` (the `resolve` Update's handler). */
@@ -225,8 +334,7 @@ export class ScrapeJob {
   refuseResolution(r: Resolution, reason: string): void {
     this.applying = undefined;
     this.refused = { of: r, reason };
-    this.view.note = `the operator's resolution was refused: ${reason}. Still waiting for an operator.`;
-    this.publish();
+    this.note(`the operator's resolution was refused: ${reason}. Still waiting for an operator.`);
   }
 
   /** Who asked for the last resolution taken (empty when unnamed). */
@@ -242,6 +350,45 @@ export class ScrapeJob {
     return undefined;
   }
 
+  /**
+   * Records a cancel request from any door (a second one joins the first) and interrupts the
+   * running phase at once: the request shows in the view and the details immediately.
+   */
+  requestCancel(req: CancelRequest, via: CancelReport['via']): void {
+    if (this.v.cancel || this.final) return;
+    this.v.cancel = { requestedBy: req.requestedBy ?? 'unknown', reason: req.reason ?? 'no reason given', via, requestedAt: new Date().toISOString(), providerCancelCalls: 0 };
+    this.publish();
+    this.phases?.cancel();
+  }
+
+  /** A native cancellation (the Web UI's button, `temporal workflow cancel`) as a cancel request. */
+  requestNativeCancel(): void {
+    this.requestCancel({ reason: 'workflow cancellation requested', requestedBy: 'temporal' }, 'native');
+  }
+
+  /**
+   * Records a native cancellation the moment it arrives, like a signal or an Update: a submit
+   * refused while it was on its way must not turn it into a `Completed` run with no cancel report
+   * (guarded by {@link PATCH_NATIVE_CANCEL_ON_ARRIVAL}).
+   */
+  watchNativeCancel(): void {
+    CancellationScope.current().cancelRequested.catch(() => {
+      if (!this.cancel && !this.final && patched(PATCH_NATIVE_CANCEL_ON_ARRIVAL)) this.requestNativeCancel();
+    });
+  }
+
+  /** One call to the provider's cancel endpoint was made (or may have reached it). */
+  countCancelCall(): void {
+    this.v.cancel!.providerCancelCalls++;
+    this.publish();
+  }
+
+  /** Publishes the cancel's final report: only now is the outcome visible (the store already holds it). */
+  reportCancel(report: CancelReport): void {
+    Object.assign(this.v.cancel!, report);
+    this.publish();
+  }
+
   /** Runs the interruptible phases in a scope that a cancel request cancels. */
   async interruptible(fn: () => Promise<void>): Promise<void> {
     this.phases = new CancellationScope();
@@ -252,49 +399,14 @@ export class ScrapeJob {
     }
   }
 
-  /** Merges provider-reported progress (pages, credits) into the effects kept for the cancel report. */
-  noteProgress(p?: { pagesFetched?: number; documents?: number; creditsUsed?: number }): void {
-    if (p?.pagesFetched !== undefined) this.progress.pagesFetched = p.pagesFetched;
-    if (p?.documents !== undefined) this.progress.documents = p.documents;
-    if (p?.creditsUsed !== undefined) this.progress.creditsUsed = p.creditsUsed;
-  }
-
-  /** A new polling generation: the workflow time (epoch ms), strictly increasing (a newer activity supersedes older ones, across runs too). */
-  nextGeneration(): number {
-    this.lastGeneration = Math.max(this.lastGeneration + 1, Date.now());
-    return this.lastGeneration;
-  }
-
-  /** The poll schedule of this job (ms), slowed down when the provider sends webhooks. */
-  schedule(): PollSchedule {
-    const p = this.policy;
-    return { initialDelayMs: p.initialDelayMs, maxDelayMs: p.maxDelayMs, multiplier: p.multiplier, jitter: p.jitter, slowdown: this.input.webhooks ? p.webhookSlowdown : 1 };
-  }
-
-  /** Makes the first check of the tracking phase come at once (a webhook delivery already said the task moved). */
-  checkSoon(): void {
-    this.soon = true;
-  }
-
-  /** The wait before the next check after `statusChecks` checks, jittered (deterministic randomness), ms; 0 once after {@link checkSoon}. */
-  firstDelay(): number {
-    if (this.soon) {
-      this.soon = false;
-      return 0;
-    }
-    const s = this.schedule();
-    const base = s.slowdown * Math.min(s.maxDelayMs, s.initialDelayMs * Math.pow(s.multiplier, this.view.statusChecks));
-    return Math.max(1, Math.round(base * (1 - s.jitter + 2 * s.jitter * Math.random())));
+  /** The reference to the task that activities take. */
+  taskRef(): { jobId: string; provider: string; account: string; taskId: string } {
+    return { jobId: this.input.jobId, provider: this.input.provider, account: this.input.account, taskId: this.v.taskId! };
   }
 
   /** Refreshes the Web UI's current details. */
-  publish(): void {
-    renderDetails(this.view);
-  }
-
-  /** The reference to the task that activities take. */
-  taskRef(): { jobId: string; provider: string; account: string; taskId: string } {
-    return { jobId: this.input.jobId, provider: this.input.provider, account: this.input.account, taskId: this.view.taskId! };
+  private publish(): void {
+    renderDetails(this.v);
   }
 }
 

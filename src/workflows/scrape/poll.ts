@@ -38,18 +38,17 @@ export async function trackTask(job: ScrapeJob): Promise<void> {
 async function pollOnce(job: ScrapeJob, firstDelayMs: number, checkPastDeadline: boolean): Promise<PollOutcome | 'woken'> {
   const deadline = Date.parse(job.deadlineAt!);
   const generation = job.nextGeneration();
-  job.view.nextCheckAt = new Date(Date.now() + firstDelayMs).toISOString();
-  job.publish();
+  job.scheduleCheck(firstDelayMs);
   const poller = job.acts.poller(deadline - Date.now());
   const activityScope = new CancellationScope();
   const activity = activityScope.run(() =>
     poller.awaitStatus({ ...job.taskRef(), url: job.input.request.url, request: job.input.request, generation, schedule: job.schedule(), firstDelayMs, deadlineAt: job.deadlineAt!, checkPastDeadline, notFoundLimit: job.policy.notFoundLimit, mode: 'track' }),
   );
-  const seen = job.wakes;
+  const seen = job.wakes();
   const wakeScope = new CancellationScope();
   const woken = wakeScope.run(async () => {
-    await condition(() => job.wakes !== seen);
-    const quiet = job.wakeQuietUntil - Date.now();
+    await condition(() => job.wakes() !== seen);
+    const quiet = job.quietFor();
     if (quiet > 0) await sleep(quiet);
     return 'woken' as const;
   });
@@ -61,7 +60,7 @@ async function pollOnce(job: ScrapeJob, firstDelayMs: number, checkPastDeadline:
     await activity.catch((e) => {
       if (!isCancellation(e)) throw e;
     });
-    job.wakeQuietUntil = Date.now() + job.policy.initialDelayMs;
+    job.wakeHandled();
     return 'woken';
   } catch (e) {
     if (isCancellation(e) || !isTimeout(e)) throw e;
@@ -74,15 +73,10 @@ async function pollOnce(job: ScrapeJob, firstDelayMs: number, checkPastDeadline:
 
 /** Applies an activity outcome to the job. Returns true when tracking is over. */
 async function settle(job: ScrapeJob, o: PollOutcome): Promise<boolean> {
-  job.view.statusChecks = Math.max(job.view.statusChecks, o.checks);
-  if (o.providerStatus) job.view.providerStatus = o.providerStatus;
-  job.noteProgress(o.progress);
+  job.observe(o);
   switch (o.kind) {
     case 'completed':
-      job.view.providerState = 'completed';
-      job.view.result = { resultId: o.result.resultId, title: o.result.title, httpStatus: o.result.httpStatus, finalUrl: o.result.finalUrl };
-      job.view.lastError = undefined;
-      job.move('completed'); // written by the activity, atomically with the result
+      job.completed(o.result); // written by the activity, atomically with the result
       return true;
     case 'failed':
       job.move('failed', { error: o.error, note: 'the provider reported a terminal failure' });

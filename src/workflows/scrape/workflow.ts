@@ -1,25 +1,25 @@
 /**
  * Scrape workflow v2: one logical scrape request, from submit to a result written once.
  *
- * This file only wires the message handlers and runs the phases; the job's state and transitions
- * are in `machine.ts`, the phases in `acquire.ts` (submit, reconcile, resolve), `poll.ts`
- * (retry-driven polling, wakes, deadline) and `cancel.ts` (the one cancellation path).
+ * This file only wires the message handlers and runs the phases; the job's state and every change
+ * to it are in `machine.ts` (`ScrapeJob`), the phases in `acquire.ts` (submit, reconcile,
+ * resolve), `poll.ts` (retry-driven polling, wakes, deadline) and `cancel.ts` (the one
+ * cancellation path, and how the run closes).
  *
- * Deterministic code only (DESIGN.md): `Date.now()`, `new Date()` and `Math.random()` here are the
- * SDK's deterministic versions; all I/O is in activities.
+ * Deterministic code only: `Date.now()`, `new Date()` and `Math.random()` here are the SDK's
+ * deterministic versions; all I/O is in activities.
  *
  * Every cancelled job closes with the Temporal status `Canceled`, whichever door asked (signal,
  * Update, the Web UI's button, `temporal workflow cancel`, the deadline policy) — unless the
  * provider finished first, when the job is `completed` and the run closes `Completed`.
  */
-import { ApplicationFailure, CancellationScope, CancelledFailure, allHandlersFinished, condition, isCancellation, patched, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, allHandlersFinished, condition, isCancellation, setHandler, workflowInfo } from '@temporalio/workflow';
 import { isFinalState, type JobState } from '../../model/states.js';
-import type { JobView, ScrapeWorkflowInput } from '../../model/types.js';
+import type { CancelReport, JobView } from '../../model/types.js';
 import { acquireTask } from './acquire.js';
-import { cancelJob, settleLateCancel } from './cancel.js';
-import { ScrapeJob } from './machine.js';
-import { HANDLER_DESCRIPTIONS, cancelSignal, cancelUpdate, resolveUpdate, stateQuery, wakeSignal } from './messages.js';
-import { PATCH_NATIVE_CANCEL_ON_ARRIVAL } from './patches.js';
+import { closeRun, finishCancel } from './cancel.js';
+import { ScrapeJob, type ScrapeRunInput } from './machine.js';
+import { HANDLER_DESCRIPTIONS, cancelSignal, cancelUpdate, resolveUpdate, stateQuery, wakeSignal, type CancelRequest, type Resolution } from './messages.js';
 import { trackTask } from './poll.js';
 
 /** Input carried across continue-as-new (absolute deadline, check count). */
@@ -32,15 +32,11 @@ export interface Carry {
  * Runs one scrape (workflow type `scrapeWorkflowV2`). Returns the final {@link JobView}; a job
  * whose cancel request did not end in `completed` closes `Canceled` instead.
  */
-export async function scrapeWorkflowV2(input: ScrapeWorkflowInput & { carry?: Carry }): Promise<JobView> {
+export async function scrapeWorkflowV2(input: ScrapeRunInput): Promise<JobView> {
   const job = new ScrapeJob(input);
   wireHandlers(job);
   job.announce();
-  // A native cancellation is recorded the moment it arrives, like a signal or an Update: a submit
-  // refused while it was on its way must not turn it into a `Completed` run with no cancel report.
-  CancellationScope.current().cancelRequested.catch(() => {
-    if (!job.cancel && !job.final && patched(PATCH_NATIVE_CANCEL_ON_ARRIVAL)) job.requestCancel({ reason: 'workflow cancellation requested', requestedBy: 'temporal' }, 'native');
-  });
+  job.watchNativeCancel();
   // A resumed job that was `cancelling` when its previous run stopped finishes that cancel first.
   if (input.pendingCancel) job.requestCancel({ reason: input.pendingCancel.reason ?? 'cancel under way before resume', requestedBy: input.pendingCancel.requestedBy ?? 'unknown' }, 'signal');
 
@@ -48,59 +44,53 @@ export async function scrapeWorkflowV2(input: ScrapeWorkflowInput & { carry?: Ca
     if (!job.cancel) await job.interruptible(() => runPhases(job));
   } catch (e) {
     if (!isCancellation(e)) throw e;
-    if (CancellationScope.current().consideredCancelled) job.requestCancel({ reason: 'workflow cancellation requested', requestedBy: 'temporal' }, 'native');
+    if (CancellationScope.current().consideredCancelled) job.requestNativeCancel();
   }
   await CancellationScope.nonCancellable(async () => {
-    await job.writeInterruptedFinal();
-    if (job.cancel && !job.final) await cancelJob(job);
-    // A native cancellation that arrived while a shielded step finished the job is recorded too.
-    if (CancellationScope.current().parent?.consideredCancelled && !job.cancel) job.requestCancel({ reason: 'workflow cancellation requested', requestedBy: 'temporal' }, 'native');
-    await settleLateCancel(job);
+    await finishCancel(job);
     await condition(allHandlersFinished);
   });
-  return close(job);
+  return closeRun(job);
 }
 
-/** Registers the query, signals and Updates (see `messages.ts`). */
+/** Registers the query, signals and Updates (see `messages.ts`); each handler is one call into the job. */
 function wireHandlers(job: ScrapeJob): void {
-  setHandler(stateQuery, () => job.view, { description: HANDLER_DESCRIPTIONS.state });
+  setHandler(stateQuery, () => job.view as JobView, { description: HANDLER_DESCRIPTIONS.state });
   setHandler(cancelSignal, (req) => job.requestCancel(req ?? {}, 'signal'), { description: HANDLER_DESCRIPTIONS.cancel });
-  setHandler(
-    cancelUpdate,
-    async (req) => {
-      job.requestCancel(req ?? {}, 'update');
-      // Shielded: a native cancellation arriving meanwhile joins the same path; it must not fail
-      // this Update with "workflow cancelled".
-      await CancellationScope.nonCancellable(() => condition(() => job.cancel?.outcome !== undefined));
-      return job.cancel!;
+  setHandler(cancelUpdate, (req) => cancelAndWait(job, req ?? {}), {
+    description: HANDLER_DESCRIPTIONS.cancelUpdate,
+    validator: (_req) => {
+      if (job.final && !job.cancel) throw new Error(`job is already ${job.state}; cancelling changes nothing`);
     },
-    {
-      description: HANDLER_DESCRIPTIONS.cancelUpdate,
-      validator: (_req) => {
-        if (job.final && !job.cancel) throw new Error(`job is already ${job.state}; cancelling changes nothing`);
-      },
+  });
+  setHandler(resolveUpdate, (r) => resolveAndWait(job, r), {
+    description: HANDLER_DESCRIPTIONS.resolve,
+    validator: (r) => {
+      if (job.state !== 'unknown') throw new Error(`job is ${job.state}, not unknown; nothing to resolve`);
+      if (job.resolving()) throw new Error('a resolution is already being applied');
+      const hasTask = 'taskId' in r && typeof r.taskId === 'string' && r.taskId.length > 0;
+      const resubmit = 'resubmit' in r && r.resubmit === true;
+      if (hasTask === resubmit) throw new Error('give exactly one of taskId or resubmit: true');
     },
-  );
-  setHandler(
-    resolveUpdate,
-    async (r) => {
-      job.offerResolution(r);
-      const refused = await job.resolutionSettled(r);
-      if (refused !== undefined) throw ApplicationFailure.create({ type: 'Resolve.refused', message: refused, nonRetryable: true });
-      return job.view;
-    },
-    {
-      description: HANDLER_DESCRIPTIONS.resolve,
-      validator: (r) => {
-        if (job.state !== 'unknown') throw new Error(`job is ${job.state}, not unknown; nothing to resolve`);
-        if (job.resolving()) throw new Error('a resolution is already being applied');
-        const hasTask = 'taskId' in r && typeof r.taskId === 'string' && r.taskId.length > 0;
-        const resubmit = 'resubmit' in r && r.resubmit === true;
-        if (hasTask === resubmit) throw new Error('give exactly one of taskId or resubmit: true');
-      },
-    },
-  );
-  setHandler(wakeSignal, () => void job.wakes++, { description: HANDLER_DESCRIPTIONS.wake });
+  });
+  setHandler(wakeSignal, () => job.wake(), { description: HANDLER_DESCRIPTIONS.wake });
+}
+
+/** The `cancel` Update: requests the cancel and returns the outcome observed at the provider. */
+async function cancelAndWait(job: ScrapeJob, req: CancelRequest): Promise<CancelReport> {
+  job.requestCancel(req, 'update');
+  // Shielded: a native cancellation arriving meanwhile joins the same path; it must not fail
+  // this Update with "workflow cancelled".
+  await CancellationScope.nonCancellable(() => condition(() => job.cancel?.outcome !== undefined));
+  return job.cancel as CancelReport;
+}
+
+/** The `resolve` Update: offers the resolution and returns the view once applied; fails with the worker's reason when refused. */
+async function resolveAndWait(job: ScrapeJob, r: Resolution): Promise<JobView> {
+  job.offerResolution(r);
+  const refused = await job.resolutionSettled(r);
+  if (refused !== undefined) throw ApplicationFailure.create({ type: 'Resolve.refused', message: refused, nonRetryable: true });
+  return job.view as JobView;
 }
 
 /** Acquire a task (or adopt the resumed one), then track it to a final state. */
@@ -118,22 +108,4 @@ async function runPhases(job: ScrapeJob): Promise<void> {
     return;
   }
   await trackTask(job);
-}
-
-/**
- * Ends the run: the view, or — for a job whose cancel request did not end in `completed` — the
- * `Canceled` status. A cancel by signal or Update asks Temporal to cancel this run (an activity:
- * workflow code cannot cancel itself) and then ends on that cancellation.
- */
-async function close(job: ScrapeJob): Promise<JobView> {
-  if (!job.cancel || job.state === 'completed') return job.view;
-  if (!CancellationScope.current().consideredCancelled) {
-    try {
-      await job.acts.closer.closeAsCancelled({ workflowId: workflowInfo().workflowId, runId: workflowInfo().runId });
-      await condition(() => false); // ends with the cancellation just requested
-    } catch (e) {
-      if (!isCancellation(e)) return job.view; // Temporal refused: the job's state still says it
-    }
-  }
-  throw new CancelledFailure(`job ${job.state}: ${job.cancel.detail ?? job.cancel.reason}`);
 }
