@@ -14,24 +14,17 @@
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { JobError, ScrapeRequest } from '../model/types.js';
 import { isProviderError, type ProviderError } from '../providers/errors.js';
+import { withBinaryText } from '../providers/binaryText.js';
 import { enforceResultLimits } from '../providers/pagination.js';
 import type { ProviderResult, StatusObservation } from '../providers/types.js';
+import { scheduleDelay as scheduleOf, type PollSchedule } from '../model/schedule.js';
+
+export type { PollSchedule };
 import { beginCheck, recordCheck, recordCheckError, recordNotFound, type CheckStart } from '../store/polling.js';
 import type { ActivityKit, TaskRef } from './context.js';
 import { rethrow } from './failures.js';
 import { announceSlotReleased } from './slots.js';
 import { observeResultCommitLag, observeStatusCheck } from '../observability/metrics.js';
-
-/** The poll schedule (ms): delay n = min(max, initial × multiplier^n) × slowdown, ± jitter. */
-export interface PollSchedule {
-  initialDelayMs: number;
-  maxDelayMs: number;
-  multiplier: number;
-  /** Fraction 0..1. */
-  jitter: number;
-  /** Factor on every delay (the policy's `webhookSlowdown` when the provider sends webhooks, else 1). */
-  slowdown: number;
-}
 
 /** Input of `awaitStatus`. Times are UTC ISO-8601, durations ms. */
 export interface AwaitStatusInput extends TaskRef {
@@ -71,16 +64,18 @@ export interface SavedResult {
   title: string | null;
   httpStatus: number | null;
   finalUrl: string | null;
+  /** Documents stored (one per identity). */
   documents: number;
+  /** Why the stored content is empty or partial (the result row's `content_note`), when it is. */
+  contentNote?: string;
 }
 
 /** Longest first wait spent inside the attempt, ms; a longer one is left to the server as a retry delay. */
 const INLINE_FIRST_WAIT_MS = 5_000;
 
-/** Delay n of `s`, with jitter, ms. */
-export function scheduleDelay(s: PollSchedule, n: number): number {
-  const base = s.slowdown * Math.min(s.maxDelayMs, s.initialDelayMs * Math.pow(s.multiplier, n));
-  return Math.max(1, Math.round(base * (1 - s.jitter + 2 * s.jitter * Math.random())));
+/** Delay n of `s`, with jitter, ms (see {@link scheduleOf}). */
+function scheduleDelay(s: PollSchedule, n: number): number {
+  return scheduleOf(s, n, Math.random());
 }
 
 /** Builds `awaitStatus` over `kit`. */
@@ -143,16 +138,19 @@ export function pollActivities(kit: ActivityKit) {
     const providerStatus = start.row?.provider_status ?? undefined;
     if (start.row?.state === 'completed') {
       const r = await store.getResultForJob(start.row.id);
-      if (r) return { kind: 'completed', checks, providerStatus, result: { resultId: r.id, inserted: false, title: r.title, httpStatus: r.http_status, finalUrl: r.final_url, documents: 0 } };
+      if (r) return { kind: 'completed', checks, providerStatus, result: { resultId: r.id, inserted: false, title: r.title, httpStatus: r.http_status, finalUrl: r.final_url, documents: Number(r.document_count), ...(r.content_note ? { contentNote: r.content_note } : {}) } };
     }
     return { kind: 'stale', reason: start.reason, state: start.row?.state, checks, providerStatus };
   }
 
   async function fetchResult(input: AwaitStatusInput, obs: StatusObservation): Promise<ProviderResult> {
     // An inline result passes the same limits as a paged read (`RESULT_TOO_LARGE`, permanent).
-    if (obs.result) return enforceResultLimits(obs.result, kit.deps.providers.resolve(input.provider, input.account).resultLimits, input.provider, input.taskId);
-    return kit.call(input.provider, input.account, (p) =>
-      p.adapter.result(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), url: input.url, request: input.request, limits: p.resultLimits, heartbeat: (progress) => kit.heartbeat(progress) }),
+    if (obs.result) return withBinaryText(enforceResultLimits(obs.result, kit.deps.providers.resolve(input.provider, input.account).resultLimits, input.provider, input.taskId));
+    // A binary body (a PDF) gets its text read here, once, whichever kind relayed it.
+    return withBinaryText(
+      await kit.call(input.provider, input.account, (p) =>
+        p.adapter.result(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), url: input.url, request: input.request, limits: p.resultLimits, heartbeat: (progress) => kit.heartbeat(progress) }),
+      ),
     );
   }
 
@@ -216,7 +214,7 @@ export function pollActivities(kit: ActivityKit) {
         if (out.inserted) observeResultCommitLag(Date.now() - observedAt); // completion observed → result committed
         await kit.deps.hooks?.afterResultWritten?.(input.jobId, out.resultId);
         announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
-        const result: SavedResult = { resultId: out.resultId, inserted: out.inserted, title: payload.title, httpStatus: payload.httpStatus, finalUrl: payload.finalUrl, documents: payload.documents?.length ?? 0 };
+        const result: SavedResult = { resultId: out.resultId, inserted: out.inserted, title: payload.title, httpStatus: payload.httpStatus, finalUrl: payload.finalUrl, documents: out.documents, ...(out.contentNote ? { contentNote: out.contentNote } : {}) };
         return { ...base, kind: 'completed', result };
       }
       if (seen.state === 'failed') {
