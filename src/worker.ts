@@ -3,8 +3,10 @@
  * the configured store and providers, on the configured task queue.
  *
  * Run: `SCRAPE_CONFIG=config.json npm run worker` (see README). Stops cleanly on SIGINT/SIGTERM:
- * running activities get the shutdown grace time, and anything unfinished is retried by the
- * server on another worker (the workflows keep their state in Temporal).
+ * it stops polling, running activities get the shutdown grace time to finish and report, then are
+ * cancelled (a submit still waiting for its answer reports `ambiguous`, and the process records
+ * that answer when it comes, before it closes the store); the server retries anything unfinished
+ * on another worker at once (the workflows keep their state in Temporal).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,6 +16,7 @@ import { createMaintenanceActivities } from './activities/maintenance.js';
 import { ensureMaintenanceSchedules, maintenanceTaskQueue } from './client/schedules.js';
 import { NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type NativeConnectionOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities/index.js';
+import { settleDetachedCalls } from './activities/context.js';
 import { dataConverterFor, failureConverterPath } from './codec/config.js';
 import { loadConfigFile, type Config } from './config.js';
 import { freePort } from './lib/ports.js';
@@ -25,6 +28,10 @@ import { activityInterceptors, workflowInterceptorModule, workflowSpanSinks } fr
 import { ProviderRegistry } from './providers/registry.js';
 import { openStore, type Store } from './store/index.js';
 import { temporalConnectionOptions } from './runtime.js';
+import proto from '@temporalio/proto';
+import { SEARCH_ATTRIBUTES } from './workflows/searchAttributes.js';
+
+export { settleDetachedCalls };
 
 /** Absolute path of the workflows module (TypeScript source under tsx, compiled JS under dist/). */
 export function workflowsPath(): string {
@@ -123,14 +130,118 @@ export interface ScrapeWorkerOptions {
    * waiting jobs; an evicted job replays its short history on its next task.
    */
   maxCachedWorkflows?: number;
-  /** Time running activities get to finish on shutdown, ms (default 10000). */
+  /**
+   * Time running activities get to finish and report on shutdown, ms (default 10000); then they are
+   * cancelled and report at once (a submit still awaiting its answer reports `ambiguous`; call
+   * {@link settleDetachedCalls} before closing the store so that the answer is still recorded).
+   */
   shutdownGraceTimeMs?: number;
   /** Identity shown in the Web UI's worker list. */
   identity?: string;
 }
 
-/** Creates (does not run) a worker for the scrape task queue. */
+/** A search attribute the scrape workflows set that a namespace lacks, or holds with another type. */
+export interface SearchAttributeProblem {
+  name: string;
+  /** The Temporal type the workflows need (`Keyword`, …). */
+  type: string;
+  /** The type registered on the namespace, when the attribute exists with another one. */
+  registeredAs?: string;
+}
+
+/**
+ * Thrown by {@link createScrapeWorker} (before anything polls) when the namespace lacks search
+ * attributes the scrape workflows set, or holds one with another type: every upsert of a job's
+ * state would fail there, so jobs would stall on their first workflow task. `problems` names each
+ * attribute and its type; the message also says how to register them.
+ */
+export class MissingSearchAttributesError extends Error {
+  override readonly name = 'MissingSearchAttributesError';
+  constructor(
+    readonly namespace: string,
+    readonly problems: SearchAttributeProblem[],
+  ) {
+    const missing = problems.filter((p) => !p.registeredAs);
+    const wrong = problems.filter((p) => p.registeredAs);
+    super(
+      [
+        `namespace "${namespace}" is not set up for the scrape workflows:`,
+        missing.length ? ` it lacks the search attribute${missing.length > 1 ? 's' : ''} ${missing.map((p) => `${p.name} (${p.type})`).join(', ')}` : '',
+        missing.length && wrong.length ? ';' : '',
+        wrong.length ? ` ${wrong.map((p) => `${p.name} is registered as ${p.registeredAs}, the workflows need ${p.type}`).join('; ')}` : '',
+        '.',
+        missing.length ? ` Register ${missing.length > 1 ? 'them' : 'it'} with \`npm run cli -- setup\` (the same configuration; see the README, "Pointing it at a real Temporal cluster"), or ${createCommands(namespace, missing)}.` : '',
+        wrong.length ? ' A search attribute’s type cannot be changed in place: remove it (`temporal operator search-attribute remove`) and run setup, or use another namespace.' : '',
+      ].join(''),
+    );
+  }
+}
+
+/** The Temporal CLI commands that register `missing` (the CLI takes one `--type` per command). */
+function createCommands(namespace: string, missing: SearchAttributeProblem[]): string {
+  const byType = new Map<string, string[]>();
+  for (const p of missing) byType.set(p.type, [...(byType.get(p.type) ?? []), p.name]);
+  return [...byType].map(([type, names]) => `\`temporal operator search-attribute create --namespace ${namespace} ${names.map((n) => `--name ${n}`).join(' ')} --type ${type}\``).join(' and ');
+}
+
+/**
+ * The Temporal type name (`Keyword`, `KeywordList`, …, as the CLI and the Web UI spell it) of a
+ * wire value of `temporal.api.enums.v1.IndexedValueType`; undefined for a value the enum lacks.
+ */
+function indexedValueTypeName(value: number): string | undefined {
+  const key = (proto.temporal.api.enums.v1.IndexedValueType as unknown as Record<number, string | undefined>)[value];
+  if (!key || !key.startsWith('INDEXED_VALUE_TYPE_') || key.endsWith('_UNSPECIFIED')) return undefined;
+  return key
+    .slice('INDEXED_VALUE_TYPE_'.length)
+    .split('_')
+    .map((w) => w[0] + w.slice(1).toLowerCase())
+    .join('');
+}
+
+/** gRPC status codes of a namespace whose search attributes cannot be read by this connection. */
+const CANNOT_LIST = new Set([7 /* PERMISSION_DENIED */, 12 /* UNIMPLEMENTED */, 16 /* UNAUTHENTICATED */]);
+
+/**
+ * Checks that `namespace` has every search attribute of `src/workflows/searchAttributes.ts` with
+ * its type (`OperatorService.ListSearchAttributes`). Resolves when it has; resolves with a warning
+ * in the SDK log when the connection may not read them (the operator service is refused on
+ * Temporal Cloud, where nothing can be concluded).
+ *
+ * @throws {MissingSearchAttributesError} naming each attribute missing or of another type.
+ * @throws Error when the namespace does not exist, or the gRPC error of the call.
+ */
+export async function checkSearchAttributes(connection: Pick<NativeConnection, 'operatorService'>, namespace: string): Promise<void> {
+  let registered: Record<string, number>;
+  try {
+    const res = await connection.operatorService.listSearchAttributes({ namespace });
+    registered = Object.fromEntries(Object.entries(res.customAttributes ?? {}).map(([n, t]) => [n, Number(t)]));
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 5 /* NOT_FOUND */) throw new Error(`namespace "${namespace}" does not exist on the Temporal cluster (create it, e.g. \`temporal operator namespace create --namespace ${namespace}\`, then run \`npm run cli -- setup\`)`, { cause: e });
+    if (typeof code === 'number' && CANNOT_LIST.has(code)) {
+      Runtime.instance().logger.warn('the search attributes of the namespace could not be read, so they were not checked', { namespace, error: e instanceof Error ? e.message : String(e) });
+      return;
+    }
+    throw e;
+  }
+  const problems: SearchAttributeProblem[] = [];
+  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) {
+    if (registered[name] === undefined) problems.push({ name, type });
+    else {
+      const has = indexedValueTypeName(registered[name]) ?? `type ${registered[name]}`;
+      if (has !== type) problems.push({ name, type, registeredAs: has });
+    }
+  }
+  if (problems.length) throw new MissingSearchAttributesError(namespace, problems);
+}
+
+/**
+ * Creates (does not run) a worker for the scrape task queue. First checks the namespace's search
+ * attributes ({@link checkSearchAttributes}): a namespace that is not set up is refused with
+ * {@link MissingSearchAttributesError} before anything polls.
+ */
 export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Worker> {
+  await checkSearchAttributes(opts.connection, opts.config.temporal.namespace);
   const providers = opts.providers ?? new ProviderRegistry(opts.config, process.env, {}, opts.store);
   const dataConverter = dataConverterFor(opts.config.codec);
   const tracing = currentTracing() !== undefined; // installTracing() before creating the worker
@@ -190,6 +301,24 @@ export async function connectWorker(config: Config): Promise<NativeConnection> {
 }
 
 /**
+ * After the workers stopped, waits for the submits whose answer was still awaited when their
+ * attempt ended (a shutdown's cancellation after the grace time, or the attempt's own timeout) and
+ * records those answers, before the store is closed: the job, already moved to `unknown` and
+ * reconciled by another worker, adopts the recorded answer instead of waiting for an operator. The
+ * wait is bounded by the longest `submitTimeoutMs` of the configured entries (each call's own HTTP
+ * timeout) plus 5 s. Embedders of {@link createScrapeWorker} call {@link settleDetachedCalls}
+ * the same way before closing their store.
+ */
+async function settleSubmitsInFlight(config: Config, log: { info(m: string, meta?: Record<string, unknown>): void; warn(m: string, meta?: Record<string, unknown>): void }): Promise<void> {
+  const longest = Math.max(30_000, ...Object.values(config.providers).map((e) => Number((e as { submitTimeoutMs?: unknown }).submitTimeoutMs) || 0));
+  const t0 = Date.now();
+  const { pending, settled } = await settleDetachedCalls(longest + 5_000);
+  if (!pending) return;
+  if (settled) log.info('submit answers that outlived their attempts are recorded', { pending, waitedMs: Date.now() - t0 });
+  else log.warn('submit answers still awaited when the worker stopped waiting: reconciliation decides those jobs', { pending, waitedMs: Date.now() - t0 });
+}
+
+/**
  * Runs a worker from `$SCRAPE_CONFIG` until SIGINT/SIGTERM: JSON-line logs on stderr, `/metrics`
  * on `observability.metrics.workerPort` when set (our series + the SDK runtime's), traces over
  * OTLP when configured.
@@ -223,6 +352,7 @@ export async function runWorkerMain(): Promise<void> {
     tracing: tracing ? (obs.traces.otlpEndpoint ?? 'on') : null,
   });
   await Promise.all([worker.run(), maintenance.run()]);
+  await settleSubmitsInFlight(config, log);
   await metrics?.close();
   await tracing?.shutdown();
   await connection.close();

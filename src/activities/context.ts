@@ -70,8 +70,9 @@ export interface ActivityKit {
    * {@link SLOW_CALL_HEARTBEAT_MS} the activity heartbeats, so a cancel reaches a hanging call and
    * aborts it (`signal()`), on top of the call's own HTTP timeout. `opts.heartbeat`: heartbeat
    * only while it returns true (a call that outlives its attempt must not heartbeat for it).
+   * `opts.phase: 'submit'` for calls that create work: they are also held by the key's quota hold.
    */
-  call<T>(provider: string, account: string, fn: (r: ResolvedProvider) => Promise<T>, opts?: { heartbeat?: () => boolean }): Promise<T>;
+  call<T>(provider: string, account: string, fn: (r: ResolvedProvider) => Promise<T>, opts?: { heartbeat?: () => boolean; phase?: 'submit' }): Promise<T>;
   /** The activity's cancellation signal (undefined outside an activity). */
   signal(): AbortSignal | undefined;
   /** The attempt number (1 outside an activity). */
@@ -106,13 +107,16 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
     async call(provider, account, fn, opts) {
       const resolved = providers.resolve(provider, account);
       const ctx = activityContext();
-      const maxWaitMs = ctx ? Math.min(10_000, Math.floor(ctx.info.startToCloseTimeoutMs / 3)) : 0;
+      // A wait for a release slot sends no heartbeat, so it stays well inside the heartbeat timeout too.
+      const maxWaitMs = ctx ? Math.min(10_000, Math.floor(ctx.info.startToCloseTimeoutMs / 3), ctx.info.heartbeatTimeoutMs ? Math.floor(ctx.info.heartbeatTimeoutMs / 2) : Infinity) : 0;
+      // The same on every attempt of this activity: a release slot claimed by an earlier attempt is honoured.
+      const caller = ctx ? `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityType}/${ctx.info.activityId}` : undefined;
       const secrets = kit.secrets();
       try {
         // Every string a provider sent passes the redactor here, once, before anything records it.
         return redactProviderValue(await resolved.limiter.run(() => whileSlow(fn(resolved), () => {
               if (!opts?.heartbeat || opts.heartbeat()) kit.heartbeat();
-            }), coolDefault, maxWaitMs), secrets);
+            }), coolDefault, maxWaitMs, { phase: opts?.phase, caller }), secrets);
       } catch (e) {
         throw isProviderError(e) ? redactProviderError(e, secrets) : e;
       }
@@ -140,6 +144,38 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
 export function redactProviderError(e: ProviderError, secrets: readonly string[]): ProviderError {
   const details = redactProviderValue({ ...e.details, evidence: e.details.evidence ? { ...e.details.evidence } : undefined }, secrets);
   return new ProviderError(e.kind, redactProviderValue(e.message, secrets), details);
+}
+
+/**
+ * Provider calls that outlive the activity attempt that made them (a submit whose answer is still
+ * awaited after its attempt gave up waiting), each with what records its outcome, until they
+ * settle. A stopping worker waits for them ({@link settleDetachedCalls}) before it closes the
+ * store: an answer that arrives during the shutdown is still recorded, not lost with the process.
+ */
+const detachedCalls = new Set<Promise<unknown>>();
+
+/** Keeps `work` in the set of detached calls until it settles (its rejection is not handled here: pass work that records its own failure). */
+export function detachCall(work: Promise<unknown>): void {
+  detachedCalls.add(work);
+  const done = () => void detachedCalls.delete(work);
+  work.then(done, done);
+}
+
+/**
+ * Waits until every detached call of this process has settled, at most `timeoutMs` (ms; each call
+ * is bounded by its own HTTP timeout too). The wait keeps the process alive meanwhile. Returns how
+ * many were pending when called and whether all settled in time.
+ */
+export async function settleDetachedCalls(timeoutMs: number): Promise<{ pending: number; settled: boolean }> {
+  const pending = [...detachedCalls];
+  if (!pending.length) return { pending: 0, settled: true };
+  let timer: NodeJS.Timeout | undefined;
+  const settled = await Promise.race([
+    Promise.allSettled(pending).then(() => true),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+  ]);
+  clearTimeout(timer);
+  return { pending: pending.length, settled };
 }
 
 /** Awaits `work`, calling `beat` every {@link SLOW_CALL_HEARTBEAT_MS} while it is still pending. */

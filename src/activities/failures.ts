@@ -3,6 +3,9 @@
  * retry policy does the right thing for each kind:
  *
  * - `permanent`, `conflict`, `unsupported` → non-retryable (the workflow stops with the reason);
+ * - a quota or credit exhaustion (code `QUOTA_EXHAUSTED`) → non-retryable, type
+ *   `Provider.quota_exhausted`: the job that met it is final at once (the provider key's limiter
+ *   holds the other submits; retrying this one would spend a request on the same answer);
  * - `cooldown` → retryable, with `nextRetryDelay` = the provider's wait (Retry-After);
  * - `transient`, `ambiguous` (on reads), `not_found` → retryable with the policy's backoff.
  *
@@ -10,7 +13,7 @@
  * {@link JobError}, which the workflow reads back from `ActivityFailure.cause`.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { isProviderError, type ProviderError } from '../providers/errors.js';
+import { isProviderError, isQuotaExhausted, type ProviderError } from '../providers/errors.js';
 import type { JobError } from '../model/types.js';
 import { FailureType, NON_RETRYABLE_TYPES } from './failureTypes.js';
 
@@ -19,7 +22,7 @@ export { FailureType, NON_RETRYABLE_TYPES };
 /** Converts a provider error into the matching ApplicationFailure (see module docs). */
 export function toFailure(e: ProviderError): ApplicationFailure {
   const jobError: JobError = e.toJobError();
-  const type = FailureType[e.kind];
+  const type = isQuotaExhausted(e) ? FailureType.quota : FailureType[e.kind];
   const nonRetryable = NON_RETRYABLE_TYPES.includes(type);
   return ApplicationFailure.create({
     message: e.message,

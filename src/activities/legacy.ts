@@ -7,6 +7,7 @@
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import type { CancelReport, JobError, ScrapeWorkflowInput } from '../model/types.js';
 import { isProviderError, ProviderError } from '../providers/errors.js';
+import { withBinaryText } from '../providers/binaryText.js';
 import { providerKeys } from '../providers/keys.js';
 import type { Accepted, CancelAnswer, StatusObservation } from '../providers/types.js';
 import { submitActivities } from './submit.js';
@@ -170,7 +171,7 @@ export function legacyActivities(kit: ActivityKit) {
     async saveResult(ref: TaskRef & { url: string; notFoundLimit?: number }): Promise<LegacySavedResult> {
       let payload;
       try {
-        payload = await kit.call(ref.provider, ref.account, (r) => r.adapter.result(ref.taskId, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal(), url: ref.url, request: { url: ref.url, format: 'markdown', options: {} }, limits: r.resultLimits }));
+        payload = await withBinaryText(await kit.call(ref.provider, ref.account, (r) => r.adapter.result(ref.taskId, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal(), url: ref.url, request: { url: ref.url, format: 'markdown', options: {} }, limits: r.resultLimits })));
       } catch (e) {
         // A task that answered `completed` and then still 404s on the result read at the
         // `notFoundLimit`-th attempt is gone at the provider: stop retrying, let the workflow say so.

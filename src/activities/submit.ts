@@ -7,19 +7,20 @@
  */
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { Context, log } from '@temporalio/activity';
-import { decideReconcile, type LookupReading, type ReconcileEvidence, type ReconcileEvidenceRecord, type ReplayReading } from '../model/evidence.js';
+import { decideReconcile, type Candidate, type LookupEvidence, type LookupReading, type ReconcileEvidence, type ReconcileEvidenceRecord, type ReplayReading } from '../model/evidence.js';
 import { isFinalState } from '../model/states.js';
 import type { JobError, ScrapeWorkflowInput } from '../model/types.js';
-import { isProviderError, ProviderError } from '../providers/errors.js';
+import { isProviderError, isQuotaExhausted, ProviderError } from '../providers/errors.js';
 import { providerKeys } from '../providers/keys.js';
 import { isConcurrencyRefusal } from '../providers/registry.js';
 import type { ResolvedProvider } from '../providers/registry.js';
 import type { Accepted } from '../providers/types.js';
 import { Store, type JobRow } from '../store/index.js';
 import { noteSubmitAccepted, noteSubmitRefused, reserveSubmit, type Reservation } from '../store/polling.js';
-import type { ActivityKit } from './context.js';
+import { detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
 import { slotReleased } from './slots.js';
+import { listDeliveries } from '../store/webhooks.js';
 import { recordReconcile } from '../observability/metrics.js';
 
 /** Input of `submitJob`: the workflow input (to register the row) plus the submit round's flags. */
@@ -53,6 +54,18 @@ export type AdoptOutcome = string | { refused: string };
 function reconciled(out: ReconcileOutcome): ReconcileOutcome {
   recordReconcile(out.kind === 'found' ? `found_${out.via.replace('-', '_')}` : out.kind);
   return out;
+}
+
+/**
+ * The job's own webhook deliveries as a lookup: a delivery the receiver verified for this job (its
+ * signature and our echoed reference, or the per-job token) that names a task is a strong match.
+ * Deliveries come only on the provider's events, so they never prove absence.
+ */
+const DELIVERIES_LOOKUP: LookupEvidence = { name: 'webhook deliveries of this job', shows: [], finishedForMs: null, lagMs: 0, match: 'strong' };
+
+/** `evidence` with the job's webhook deliveries as a lookup when the entry has webhooks. */
+function withDeliveries(evidence: ReconcileEvidence, webhooks: boolean): ReconcileEvidence {
+  return webhooks ? { ...evidence, lookups: [...evidence.lookups, DELIVERIES_LOOKUP] } : evidence;
 }
 
 /** The HTTP timeout of one submit of `resolved`'s entry (its `submitTimeoutMs`, else 30 s), ms: until it has passed, a submit's answer may still come. */
@@ -136,28 +149,49 @@ export function submitActivities(kit: ActivityKit) {
   }
 
   /**
-   * The replay of the current submit round, where the kind declares one (`same-task`,
-   * `conflict`): read from the timeline when an earlier attempt of this round already replayed
-   * (one replay per round: a `409` proves the same thing every time), else sent now under the same
-   * key and recorded (`reconcile_replay`). A lost replay is retried (transient).
+   * What this submit round already knows from replays: a probe an earlier attempt of the round
+   * made (`reconcile_replay`), else a refusal of the round's own submit as a reused key (a
+   * `409` for our idempotency key: a job with it exists). Undefined when neither.
    */
-  async function replayOnce(job: SubmitJobInput['job'], row: JobRow, resolved: ResolvedProvider, evidence: ReconcileEvidence, lastIntent: number, trackingDeadlineMs: number): Promise<ReplayReading | undefined> {
-    if (evidence.replay === 'none') return undefined;
-    const earlier = (await store.timeline(job.jobId)).filter((e) => e.type === 'reconcile_replay' && Date.parse(e.at) >= lastIntent).at(-1);
-    if (earlier?.detail) return JSON.parse(earlier.detail) as ReplayReading;
+  async function replaySoFar(jobId: string, lastIntent: number): Promise<ReplayReading | undefined> {
+    const round = (await store.timeline(jobId)).filter((e) => Date.parse(e.at) >= lastIntent);
+    const probe = round.filter((e) => e.type === 'reconcile_replay').at(-1);
+    if (probe?.detail) return JSON.parse(probe.detail) as ReplayReading;
+    for (const e of round) {
+      if (e.type !== 'submit_ambiguous' || !e.detail) continue;
+      const d = JSON.parse(e.detail) as { error?: JobError } & Partial<JobError>;
+      const error = d.error ?? (d as JobError);
+      if (error.kind === 'conflict') return { kind: 'conflict', detail: `${error.httpStatus ?? ''} ${error.message}`.trim() };
+    }
+    return undefined;
+  }
+
+  /**
+   * Sends one replay under the same key (kinds whose key returns the same task: a probe that
+   * costs no second job) and records it (`reconcile_replay`). A lost replay is retried (transient).
+   */
+  async function probeReplay(job: SubmitJobInput['job'], row: JobRow): Promise<ReplayReading> {
     const keys = providerKeys(job.account, job.key);
     let replay: ReplayReading;
     try {
-      const acc = await kit.call(job.provider, job.account, (p) => p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...keys, ...p.callback(job.jobId) }));
-      replay = evidence.replay === 'same-task' || acc.replayed ? { kind: 'same-task', taskId: acc.taskId, providerStatus: acc.providerStatus } : { kind: 'new-task', taskId: acc.taskId, providerStatus: acc.providerStatus };
+      const acc = await kit.call(job.provider, job.account, (p) => p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...keys, ...p.callback(job.jobId) }), { phase: 'submit' });
+      replay = { kind: 'same-task', taskId: acc.taskId, providerStatus: acc.providerStatus };
     } catch (e) {
       if (isProviderError(e) && e.kind === 'conflict') replay = { kind: 'conflict', detail: `${e.details.httpStatus ?? ''} ${e.message}`.trim() };
       else if (isProviderError(e) && e.kind === 'ambiguous') rethrow(new ProviderError('transient', `the replay's answer was lost too: ${e.message}`, e.details));
       else rethrow(e);
     }
     await store.appendEvent(job.jobId, 'reconcile_replay', row.state, replay);
-    void trackingDeadlineMs;
     return replay;
+  }
+
+  /** What the verified webhook deliveries of this job say: each task they name is a strong candidate. */
+  async function deliveriesReading(jobId: string): Promise<LookupReading> {
+    const rows = await listDeliveries(store, { jobId, limit: 50 });
+    const candidates = [...new Map(rows.filter((d) => d.task_id).map((d) => [d.task_id!, d])).values()].map(
+      (d): Candidate => ({ taskId: d.task_id!, providerStatus: d.provider_status ?? 'delivered', match: 'strong', why: `a webhook delivery verified for this job (${d.event_type}) names it` }),
+    );
+    return { lookup: DELIVERIES_LOOKUP.name, available: true, complete: true, candidates, at: new Date().toISOString() };
   }
 
   /** Records a submit's answer: binds the task to the job (a collision is reported, never retried) and grows the key's limit. */
@@ -177,7 +211,8 @@ export function submitActivities(kit: ActivityKit) {
    * Records a submit's failure: an ambiguous answer (or a `409` for our key, which says an earlier
    * submit with it exists) is returned as `ambiguous`; a definite answer clears the intent (nothing
    * was created), lowers the key's limit after a concurrency refusal, keeps an incident for a
-   * permanent one, and is returned to be thrown.
+   * permanent one (a quota or credit exhaustion too, with a `quota_exhausted` event naming how long
+   * the key's submits are held), and is returned to be thrown.
    */
   async function recordRefusal(job: SubmitJobInput['job'], e: unknown, label: string, activeBefore: number): Promise<{ kind: 'ambiguous'; error: JobError } | { kind: 'error'; error: unknown }> {
     if (isProviderError(e) && (e.kind === 'ambiguous' || (e.kind === 'conflict' && e.details.code !== 'TASK_COLLISION'))) {
@@ -193,6 +228,12 @@ export function submitActivities(kit: ActivityKit) {
         log.info('submit refused for concurrency: key limit lowered', { jobId: job.jobId, label, limit });
       }
       if (e.kind === 'permanent' || e.kind === 'conflict') await kit.recordIncident(job.jobId, 'submit', e);
+      if (isQuotaExhausted(e)) {
+        // The limiter has put the hold in place (shared through the store): the timeline says for how long.
+        const heldForMs = await kit.deps.providers.resolve(job.provider, job.account).limiter.heldForMs('submit');
+        await store.appendEvent(job.jobId, 'quota_exhausted', null, { providerKey: label, submitsHeldForMs: heldForMs, error: e.toJobError() });
+        log.warn('submit refused: the provider account’s quota or credits are used up; the key’s submits are held', { jobId: job.jobId, label, heldForMs });
+      }
     }
     return { kind: 'error', error: e };
   }
@@ -253,7 +294,7 @@ export function submitActivities(kit: ActivityKit) {
         job.provider,
         job.account,
         (p) => p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), ...keys, ...p.callback(job.jobId) }),
-        { heartbeat: () => active },
+        { heartbeat: () => active, phase: 'submit' },
       );
       const recorded = call
         .then((accepted) => recordAnswer(job, accepted, resolved, input.trackingDeadlineMs, label, r.active))
@@ -267,6 +308,7 @@ export function submitActivities(kit: ActivityKit) {
       active = false;
       gaveUp.cancel();
       if (first === 'gave_up') {
+        detachCall(recorded); // a stopping worker waits for the answer before it closes the store
         const error: JobError = {
           kind: 'ambiguous',
           code: 'ANSWER_PENDING',
@@ -303,21 +345,32 @@ export function submitActivities(kit: ActivityKit) {
       const keys = providerKeys(job.account, job.key);
       const resolved = kit.deps.providers.resolve(job.provider, job.account);
       await store.setProviderAccount(job.jobId, resolved.providerAccount, resolved.providerKey);
-      const evidence = resolved.adapter.evidence;
+      const evidence = withDeliveries(resolved.adapter.evidence, resolved.entry.webhook !== undefined);
       const lastIntent = Date.parse(row.submit_intent_at ?? row.created_at);
       const createdBy = lastIntent + submitTimeoutOf(resolved);
-      const replay = await replayOnce(job, row, resolved, evidence, lastIntent, input.trackingDeadlineMs);
-      const readings: LookupReading[] = evidence.lookups.length
+      let replay = await replaySoFar(job.jobId, lastIntent);
+      const readings: LookupReading[] = resolved.adapter.evidence.lookups.length
         ? await kit.call(job.provider, job.account, (p) => p.adapter.findSubmitted({ apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), clientRef: keys.clientRef, request: job.request, submittedAfter: row.created_at }))
         : [];
+      if (evidence !== resolved.adapter.evidence) readings.push(await deliveriesReading(job.jobId));
       const again = await store.getJob(job.jobId); // an answer may have landed while we read
       if (again?.task_id) return reconciled({ kind: 'found', taskId: again.task_id, via: 'store' });
-      const taskIds = [...readings.flatMap((r) => r.candidates.map((c) => c.taskId)), ...(replay && replay.kind !== 'conflict' ? [replay.taskId] : [])];
-      const boundElsewhere = await store.tasksBoundElsewhere({ providerAccount: resolved.providerAccount, provider: job.provider, taskIds, exceptJobId: job.jobId });
       const now = Date.now();
       // An earlier attempt of this round waited out the lags (the server's retry delay kept the time).
       const settled = (await store.timeline(job.jobId)).some((e) => e.type === 'reconcile_settling' && Date.parse(e.at) >= lastIntent);
-      let d = decideReconcile({ evidence, lagOverrideMs: resolved.entry.reconcile?.settleMs, readings, replay, createdBy, firstSubmitAt: Date.parse(row.created_at), now, boundElsewhere, settled });
+      const decide = async () => {
+        const taskIds = [...readings.flatMap((r) => r.candidates.map((c) => c.taskId)), ...(replay && replay.kind !== 'conflict' ? [replay.taskId] : [])];
+        const boundElsewhere = await store.tasksBoundElsewhere({ providerAccount: resolved.providerAccount, provider: job.provider, taskIds, exceptJobId: job.jobId });
+        return decideReconcile({ evidence, lagOverrideMs: resolved.entry.reconcile?.settleMs, readings, replay, createdBy, firstSubmitAt: Date.parse(row.created_at), now, boundElsewhere, settled });
+      };
+      let d = await decide();
+      // Lookups first; a replay only where the kind's key returns the same task (a probe that can
+      // create nothing) and the lookups could not decide. A key that only refuses (`409`) is never
+      // probed: a provider that misses it (a replica lag) would start a second paid job.
+      if (evidence.replay === 'same-task' && !replay && d.kind !== 'found' && d.kind !== 'absent') {
+        replay = await probeReplay(job, row);
+        d = await decide();
+      }
       // Until the submit's own timeout has passed its answer may still come: nothing but a found
       // task is concluded before then.
       if (d.kind !== 'found' && !settled && now < createdBy) d = { kind: 'settling', readAt: Math.max(createdBy, d.kind === 'settling' ? d.readAt : 0), evidence: d.evidence };

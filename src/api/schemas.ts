@@ -12,6 +12,7 @@ import type { CancelResult, JobResult, JobSummary, ResultDocumentsPage } from '.
 import { JOB_STATES, isFinalState } from '../model/states.js';
 import { IdempotencyKeySchema, StartScrapeInputSchema } from '../model/schemas.js';
 import type { CancelReport } from '../model/types.js';
+import type { BodyInfo } from '../model/documents.js';
 
 const S = StartScrapeInputSchema.shape;
 
@@ -170,6 +171,13 @@ export const ScrapeListSchema = z.object({
   next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page.'),
 }).meta({ id: 'ScrapeList' });
 
+/** What is kept of a binary body. */
+const BodySchema = z.object({
+  content_type: z.string().nullable().describe('Media type, e.g. `application/pdf`.'),
+  size: z.number().int().describe('Bytes.'),
+  sha256: z.string().describe('Hex SHA-256 of the bytes.'),
+});
+
 /** `GET /v1/scrapes/:id/result` (200). */
 export const ResultSchema = z.object({
   job_id: z.string(),
@@ -189,6 +197,8 @@ export const ResultSchema = z.object({
   markdown: z.string().nullable(),
   links: z.array(z.string()),
   content_length: z.number().int().nullable().describe('Bytes of the target response body.'),
+  body: BodySchema.nullable().describe('The target’s binary body (a PDF, an image) as kept: its media type, size and SHA-256; null for a text page. A PDF’s text is in `text` and `markdown`.'),
+  content_note: z.string().nullable().describe('Why the content is empty or partial (`empty: the provider returned no content`, a PDF whose text could not be read); null when the result has usable content. The job is still `completed`: the provider did the work.'),
   written_at: z.string(),
   expires_at: z.string().nullable().describe('When the result will be purged (then `410`); null: kept.'),
 }).meta({ id: 'ScrapeResult' });
@@ -205,6 +215,8 @@ export const ResultDocumentSchema = z.object({
   links: z.array(z.string()).nullable(),
   data: z.record(z.string(), z.unknown()).nullable().describe('Provider-specific fields (page metadata, a dataset item’s own fields).'),
   error: z.object({ code: z.string().nullable(), message: z.string() }).nullable().describe('A per-document failure (the document has no content).'),
+  identity: z.string().describe('The document’s identity within the result (the provider’s document ID, else its URL with its position or a hash of its content): one document per identity.'),
+  body: BodySchema.nullable().describe('The document’s binary body (a file), when it is one; null otherwise.'),
 }).meta({ id: 'ResultDocument' });
 
 /** `GET /v1/scrapes/:id/documents` (200). */
@@ -324,9 +336,15 @@ export function toResultOut(r: JobResult): z.infer<typeof ResultSchema> {
     markdown: r.markdown,
     links: r.links,
     content_length: r.contentLength,
+    body: bodyOut(r.body),
+    content_note: r.contentNote,
     written_at: r.writtenAt,
     expires_at: r.expiresAt,
   };
+}
+
+function bodyOut(b: BodyInfo | null): z.infer<typeof BodySchema> | null {
+  return b ? { content_type: b.contentType, size: b.size, sha256: b.sha256 } : null;
 }
 
 /** {@link ResultDocumentsPage} → {@link ResultDocumentsSchema} shape. */
@@ -348,6 +366,8 @@ export function toDocumentsOut(p: ResultDocumentsPage): z.infer<typeof ResultDoc
       links: d.links ?? null,
       data: d.data ?? null,
       error: d.error ? { code: d.error.code ?? null, message: d.error.message } : null,
+      identity: d.identity,
+      body: bodyOut(d.body),
     })),
     next_offset: p.nextOffset,
   };

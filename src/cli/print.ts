@@ -40,6 +40,7 @@ export async function printJob(j: JobSummary): Promise<void> {
     { 'status checks': checks },
     ...(j.failingChecks > 0 ? [{ 'failing checks': `${j.failingChecks} in a row since the last answer — being retried (never resubmitted)` }] : []),
     { 'last error': j.lastError ? errorLine(j.lastError) : '—' },
+    ...(j.contentNote ? [{ note: j.contentNote }] : []),
   );
   console.log(t.toString());
 }

@@ -4,7 +4,7 @@
  * (`GET /v1/scrapes/:id/documents`) and the CLI (`result <job> --documents`).
  */
 import type { JobState } from '../model/states.js';
-import type { JobRow, ResultDocument, Store } from '../store/index.js';
+import type { JobRow, StoredDocument, Store } from '../store/index.js';
 import { ResultExpiredError, ResultNotReadyError } from './errors.js';
 
 /** Most documents one page may ask for. */
@@ -20,8 +20,8 @@ export interface ResultDocumentsPage {
   offset: number;
   /** Page size asked for. */
   limit: number;
-  /** The page's documents, each with its position `seq`. */
-  documents: (ResultDocument & { seq: number })[];
+  /** The page's documents, each with its position `seq`, its identity and what is known of its binary body (no bytes). */
+  documents: StoredDocument[];
   /** `offset` of the next page, or null on the last one. */
   nextOffset: number | null;
 }

@@ -12,7 +12,7 @@ import { CancelledFailure } from '@temporalio/common';
 import { isFinalState, type JobState } from '../model/states.js';
 import { AccountSchema, type StartScrapeInput } from '../model/schemas.js';
 import type { JobView, ScrapeWorkflowInput } from '../model/types.js';
-import type { JobRow, Store } from '../store/index.js';
+import type { BinaryBody, JobRow, Store } from '../store/index.js';
 import { resolveUpdate, stateQuery, wakeSignal, type Resolution, type WakeHint } from '../workflows/scrape/messages.js';
 import { ScrapeAccount, ScrapeBatchId, ScrapeProvider, ScrapeState } from '../workflows/searchAttributes.js';
 import { cancelBatch, cancelJob, lastCancel, type BatchCancelOutcome, type CancelResult } from './cancel.js';
@@ -62,7 +62,7 @@ export class ScrapeClient {
     const row = await this.opts.store.getJob(jobId);
     if (opts.execution === false) {
       if (!row || row.account !== account) throw new JobNotFoundError(jobId);
-      return summarize(row);
+      return this.withContentNote(summarize(row));
     }
     let execution: string | undefined;
     try {
@@ -96,7 +96,14 @@ export class ScrapeClient {
       if (!(e instanceof WorkflowNotFoundError)) throw e;
     }
     if (!row || row.account !== account) throw new JobNotFoundError(jobId);
-    return { ...summarize(row), execution };
+    return this.withContentNote({ ...summarize(row), execution });
+  }
+
+  /** `job` with the note of its stored result, when the job completed with empty or partial content. */
+  private async withContentNote(job: JobSummary): Promise<JobSummary> {
+    if (job.state !== 'completed' && job.state !== 'expired') return job;
+    const note = (await this.opts.store.getResultForJob(job.jobId))?.content_note;
+    return note ? { ...job, contentNote: note } : job;
   }
 
   /**
@@ -145,6 +152,17 @@ export class ScrapeClient {
     }
     if (!res) throw new ResultNotReadyError(jobId, row.state);
     return toResult(res);
+  }
+
+  /**
+   * The binary body of the job's stored result (a PDF, an image): bytes, media type, size (bytes)
+   * and hex SHA-256; of document `seq` (0-based) of a multi-document result when given. Null when
+   * the result (or document) is a text page. Throws {@link JobNotFoundError} (missing or another
+   * account's job), {@link ResultNotReadyError}, {@link ResultExpiredError} as {@link getResult}.
+   */
+  async getResultBody(account: string, jobId: string, opts: { seq?: number } = {}): Promise<BinaryBody | null> {
+    await this.getResult(account, jobId);
+    return (await this.opts.store.resultBody(jobId, opts.seq)) ?? null;
   }
 
   /**

@@ -4,6 +4,7 @@
  */
 import type { JobState } from '../model/states.js';
 import type { JobError } from '../model/types.js';
+import { bodyInfoOf, type BodyInfo } from '../model/documents.js';
 import type { IncidentRow, JobEventRow, JobRow, OrphanRow, ResultPayload, ResultRow, Store } from '../store/index.js';
 import { JobNotFoundError } from './errors.js';
 import { authorize } from './ids.js';
@@ -36,10 +37,24 @@ export interface JobSummary {
   lastError: JobError | null;
   /** Temporal execution status of the latest run (`RUNNING`, `COMPLETED`, …), when asked for. */
   execution?: string;
+  /**
+   * The note of the job's stored result, when its content is empty or partial (`empty: the
+   * provider returned no content`): the job completed — the provider did the work — but there is
+   * nothing (or not everything) to read.
+   */
+  contentNote?: string;
 }
 
-/** The stored result of a completed job: the extracted page plus where and when it was written. */
-export interface JobResult extends ResultPayload {
+/**
+ * The stored result of a completed job: the extracted page plus where and when it was written,
+ * what is known of a binary body (its bytes: `ScrapeClient.getResultBody`) and the note of an
+ * empty or partial result.
+ */
+export interface JobResult extends Omit<ResultPayload, 'body' | 'contentNote'> {
+  /** The target's binary body (a PDF, an image): media type, size (bytes) and SHA-256; null for a text page. */
+  body: BodyInfo | null;
+  /** Why the content is empty or partial (`empty: …`, a PDF whose text could not be read), or null. */
+  contentNote: string | null;
   jobId: string;
   resultId: string;
   provider: string;
@@ -107,6 +122,8 @@ export function toResult(r: ResultRow): JobResult {
     markdown: r.markdown,
     links: r.links ? (JSON.parse(r.links) as string[]) : [],
     contentLength: r.content_length,
+    body: bodyInfoOf(r),
+    contentNote: r.content_note,
     writtenAt: r.written_at,
     expiresAt: r.expires_at,
   };

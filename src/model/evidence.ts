@@ -45,6 +45,8 @@ export interface LookupEvidence {
  * - `none`: there is no key (or it is ignored): a second submit is a second job;
  * - `same-task`: the same task ID comes back and nothing new is created;
  * - `conflict`: a refusal (`409`) without the task ID, which proves that a job with our key exists.
+ *   Such a key is never probed by a replay (a provider that misses it, e.g. behind a replica lag,
+ *   would start a second paid job): only the answers our own submits got count.
  */
 export type ReplayEvidence = 'none' | 'same-task' | 'conflict';
 
@@ -253,7 +255,7 @@ function unique<T extends { taskId: string }>(xs: T[]): T[] {
 
 /** One line per lookup for the README's provider table: `GET /x (queued, running; lag 30 s; strong)`. */
 export function describeEvidence(e: ReconcileEvidence): string {
-  const replay = e.replay === 'none' ? 'no idempotency key' : e.replay === 'same-task' ? 'replay returns the task' : 'replay `409` proves a job exists';
+  const replay = e.replay === 'none' ? 'no idempotency key' : e.replay === 'same-task' ? 'a replay under our key returns the task' : 'a `409` for our key proves a job exists (never probed: a missed key would start a second job)';
   const lookups = e.lookups.map((l) => {
     const shows = l.shows.length === 0 ? 'never this job type' : l.shows.map((p) => (p === 'finished' && l.finishedForMs !== null ? `finished ≤ ${formatMs(l.finishedForMs)}` : p)).join(', ');
     return `\`${l.name}\` (${shows}; lag ${formatMs(l.lagMs)}; ${l.match})`;

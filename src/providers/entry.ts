@@ -4,7 +4,7 @@
  * | field        | shape                                             | default                              |
  * |--------------|---------------------------------------------------|--------------------------------------|
  * | `credentials`| `{default?, accounts}` of `{apiKey}`/`{apiKeyEnv}`| required (may be `{}`)               |
- * | `limits`     | `{maxConcurrent, minIntervalMs}` per provider key | 8 concurrent calls, no spacing       |
+ * | `limits`     | `{maxConcurrent, minIntervalMs, activeJobs, quotaHoldMs}` per provider key | 8 concurrent calls, no spacing, 8 active jobs to start, 10 min quota hold |
  * | `poll`       | `Partial<PollPolicy>` (ms, factors)               | the kind's defaults, then the global |
  * | `results`    | `{maxDocuments, maxBytes, pageSize}`              | 10,000 docs, 256 MiB, pages of 100   |
  * | `reconcile`  | `{settleMs}`                                      | {@link DEFAULT_SETTLE_MS} (10 s)     |
@@ -21,6 +21,9 @@ import { DEFAULT_RESULT_LIMITS, type ResultLimits } from './types.js';
 
 /** Default settle window of a provider's list after a submit, ms (see `ResolvedProvider.settleMs`). */
 export const DEFAULT_SETTLE_MS = 10_000;
+
+/** Default of `limits.quotaHoldMs`: submits are held 10 minutes after a quota or credit exhaustion. */
+export const DEFAULT_QUOTA_HOLD_MS = 600_000;
 
 /** Shared request limits of one provider account (all workflows of all accounts using the key). */
 export const LimitsSchema = z.strictObject({
@@ -39,6 +42,14 @@ export const LimitsSchema = z.strictObject({
     .strictObject({ initial: z.number().int().positive().default(8), max: z.number().int().positive().optional() })
     .refine((v) => v.max === undefined || v.max >= v.initial, 'activeJobs.max must be at least activeJobs.initial')
     .prefault({}),
+  /**
+   * How long submits of the key are held after the provider said its quota or credits are used up
+   * (a `402`, an out-of-credits `403`, a job failed for credits: code `QUOTA_EXHAUSTED`), ms,
+   * 1 s … 7 days, default {@link DEFAULT_QUOTA_HOLD_MS} (10 min). During the hold no submit of
+   * the key calls the provider (status reads go on); after it one submit goes first as a probe
+   * and the others follow one at a time. Shared by every worker through the store.
+   */
+  quotaHoldMs: z.number().int().min(1_000).max(7 * 86_400_000).default(DEFAULT_QUOTA_HOLD_MS),
 });
 
 /**

@@ -14,6 +14,15 @@
  * | task_failed | a read says nothing will ever come (empty snapshot, bad input)  | `failed` with code + body  |
  * | expired     | the provider's documented expiry of a task we know (Bright Data `400 expired`) | `expired`, never resubmit |
  *
+ * **Quota or credit exhaustion** is not a kind of its own: it is `permanent` (a refused call:
+ * Firecrawl `402` "Insufficient credits", Apify's `402` usage and payment types, ScraperAPI's `403`
+ * out of credits, a `429` whose code or text says the quota is used up) or `task_failed` (a status
+ * read saying the job failed for it: Bright Data `failed` "Account is suspended", its negative
+ * balance), always with code {@link QUOTA_EXHAUSTED} and `details.quota` set ({@link quotaExhausted},
+ * {@link isQuotaExhausted}). The job that meets it ends `failed` at once; the provider key's
+ * limiter then holds every submit of that credential for `limits.quotaHoldMs`, followed by one
+ * probe, instead of letting each queued submit spend a request on the same answer.
+ *
  * Sources: ../shared/providers.md (Apify `concurrent-runs-limit-exceeded` is a 400 that means
  * "try later"; Firecrawl sometimes states the wait only in the message), RFC 9110.
  */
@@ -56,6 +65,13 @@ export class ProviderError extends Error {
        * its 25-in-5-minutes IP block, like any other `429`.
        */
       keyWide?: boolean;
+      /**
+       * The account's quota or credits are used up (code {@link QUOTA_EXHAUSTED}): no call of this
+       * credential can succeed until the provider's balance is refilled, so submits are held.
+       */
+      quota?: boolean;
+      /** The provider's own error code when `code` was replaced by ours (e.g. Apify's `platform-feature-disabled`). */
+      providerCode?: string;
       evidence?: ProviderEvidence;
     } = {},
   ) {
@@ -86,4 +102,66 @@ export function isProviderError(e: unknown): e is ProviderError {
  */
 export function meansCancelled(reason: string | null | undefined): boolean {
   return typeof reason === 'string' && /\b(cancell?ed|cancel(l)?ation|aborted by (the )?user)\b/i.test(reason);
+}
+
+/** Code of every quota or credit exhaustion (see the module docs). */
+export const QUOTA_EXHAUSTED = 'QUOTA_EXHAUSTED';
+
+/** True for a provider error that says the account's quota or credits are used up. */
+export function isQuotaExhausted(e: unknown): boolean {
+  return isProviderError(e) && e.details.quota === true;
+}
+
+/**
+ * The quota-exhaustion form of `err`: kind `permanent` (a refused call) or `task_failed` (a job
+ * the provider failed for it), code {@link QUOTA_EXHAUSTED}, `details.quota` set, the provider's
+ * own code kept as `details.providerCode`; message, HTTP status, evidence and any stated wait
+ * (`retryAfterMs`, which lengthens the hold of submits) unchanged.
+ */
+export function quotaExhausted(kind: 'permanent' | 'task_failed', err: Pick<ProviderError, 'message' | 'details'>): ProviderError {
+  const { code, ...rest } = err.details;
+  const providerCode = rest.providerCode ?? (code !== QUOTA_EXHAUSTED ? code : undefined);
+  return new ProviderError(kind, err.message, { ...rest, code: QUOTA_EXHAUSTED, quota: true, ...(providerCode !== undefined ? { providerCode } : {}), keyWide: undefined });
+}
+
+/**
+ * Error codes by which providers say the quota, credits or payment ran out (Apify's
+ * `not-enough-usage-to-run-paid-actor` and `x402-payment-required`, `insufficient_quota`,
+ * `QUOTA_EXCEEDED`, `INSUFFICIENT_CREDITS`, …).
+ */
+const QUOTA_CODE = /quota|credit|payment|not-enough-usage|usage[-_]limit|billing|balance/i;
+
+/** Codes that look like money but mean a concurrency or memory limit (try later, not a spent quota). */
+const NOT_QUOTA_CODE = /concurren|memory[-_]limit|rate[-_]limit|too[-_]many/i;
+
+/** Texts that say the quota or credits are used up. */
+const QUOTA_TEXT = new RegExp(
+  [
+    String.raw`\b(insufficient|not enough|out of)\s+(api\s+)?credits?\b`,
+    String.raw`\bcredits?\b.{0,60}\b(exhausted|used up|depleted|ran out|run out)\b`,
+    String.raw`\b(exhausted|used up|depleted)\b.{0,60}\bcredits?\b`,
+    String.raw`\bquota\b.{0,40}\b(exceeded|exhausted|reached|used up)\b`,
+    String.raw`\b(exceeded|exhausted|reached|used up)\b.{0,40}\bquota\b`,
+    String.raw`\binsufficient[_ ](quota|balance|funds)\b`,
+    String.raw`\bpayment required\b`,
+    String.raw`\baccount is suspended\b`,
+    String.raw`\b(monthly|usage) limit\b.{0,40}\b(exceeded|reached)\b`,
+    String.raw`\bexceeded\b.{0,40}\b(monthly|usage) limit\b`,
+  ].join('|'),
+  'i',
+);
+
+/** A quota stated per unit of time is a rate limit: it comes back by itself within that unit. */
+const RATE_TEXT = /\bper\s+(second|minute|hour)\b|\/\s*(s|sec|second|min|minute|h|hr|hour)\b|\brate\b|\breq(uests)?\/(s|min)\b/i;
+
+/**
+ * True when a provider's error code or text says the account's quota or credits are used up
+ * (see {@link QUOTA_CODE}, {@link QUOTA_TEXT}); false for concurrency, memory and per-time-unit
+ * (rate) limits, which pass by themselves.
+ */
+export function saysQuotaExhausted(code: string | null | undefined, text: string | null | undefined): boolean {
+  if (code && NOT_QUOTA_CODE.test(code)) return false;
+  const t = text ?? '';
+  if (RATE_TEXT.test(t)) return false;
+  return (code !== null && code !== undefined && QUOTA_CODE.test(code)) || QUOTA_TEXT.test(t);
 }

@@ -16,7 +16,7 @@ import { parseRetryAfter, parseWaitFromMessage } from '../lib/retryAfter.js';
 import { redactSecrets, sanitizeBody, sanitizeHeaders, sanitizeUrl, truncate } from '../lib/sanitize.js';
 import { observeProviderCall } from '../observability/provider.js';
 import { credentialSecrets, splitBasicCredential } from './credentials.js';
-import { ProviderError, type ProviderEvidence } from './errors.js';
+import { ProviderError, quotaExhausted, saysQuotaExhausted, type ProviderEvidence } from './errors.js';
 import type { CallContext, SubmitContext } from './types.js';
 import { tokenOfCallbackUrl } from './webhook.js';
 
@@ -153,23 +153,40 @@ function networkError(e: unknown, req: ProviderRequest, ev: ProviderEvidence): P
 const CONCURRENCY_CODES = /^(CONCURRENCY_LIMIT|concurrent-runs-limit-exceeded|too-many-concurrent-runs|rate-limit-exceeded|RATE_LIMITED)$/i;
 
 /**
- * Classifies a non-2xx response into a {@link ProviderError}: `429` or a concurrency code →
- * `cooldown` (with the wait from `Retry-After` or the message text), `404` → `not_found`, `409` →
- * `conflict`, `408` → `transient`, `5xx` → `ambiguous` on submit else `transient`, any other 4xx →
- * `permanent`. `code` and `message` are what the adapter extracted from the provider's error body;
- * the message is redacted with `secrets`.
+ * Classifies a non-2xx response into a {@link ProviderError}: a concurrency code → `cooldown`;
+ * quota or credit exhaustion → `permanent` with code `QUOTA_EXHAUSTED` and `details.quota` (see
+ * {@link isQuotaAnswer}); `429` → `cooldown` (with the wait from `Retry-After` or the message text),
+ * `404` → `not_found`, `409` → `conflict`, `408` → `transient`, `5xx` → `ambiguous` on submit else
+ * `transient`, any other 4xx → `permanent`. `code` and `message` are what the adapter extracted
+ * from the provider's error body; the message is redacted with `secrets`.
  */
 export function httpError(res: ProviderResponse, phase: CallPhase, code: string | undefined, message: string | undefined, secrets: readonly string[]): ProviderError {
   const status = res.status;
   const msg = redactSecrets(`${res.evidence.endpoint} answered ${status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`, secrets);
   const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), Date.now()) ?? parseWaitFromMessage(message);
   const details = { code: code === undefined ? undefined : redactSecrets(code, secrets), httpStatus: status, retryAfterMs, evidence: res.evidence };
-  if (status === 429 || (code !== undefined && CONCURRENCY_CODES.test(code))) return new ProviderError('cooldown', msg, details);
+  if (code !== undefined && CONCURRENCY_CODES.test(code)) return new ProviderError('cooldown', msg, details);
+  if (isQuotaAnswer(status, code, message)) return quotaExhausted('permanent', { message: msg, details });
+  if (status === 429) return new ProviderError('cooldown', msg, details);
   if (status === 404) return new ProviderError('not_found', msg, details);
   if (status === 409) return new ProviderError('conflict', msg, details);
   if (status === 408) return new ProviderError('transient', msg, details);
   if (status >= 500) return new ProviderError(phase === 'submit' ? 'ambiguous' : 'transient', msg, details);
   return new ProviderError('permanent', msg, details);
+}
+
+/**
+ * True when a non-2xx answer says the account's quota or credits are used up: any `402 Payment
+ * Required` (Firecrawl "Insufficient credits", Apify's usage and payment types) unless its code
+ * names a concurrency or memory limit (Apify's `concurrent-runs-limit-exceeded` and
+ * `actor-memory-limit-exceeded` pass once runs finish); a `403` or `429` whose code or text says so
+ * (ScraperAPI's out-of-credits `403`, a `429 QUOTA_EXCEEDED`), but not a quota per unit of time,
+ * which is a rate limit ({@link saysQuotaExhausted}).
+ */
+export function isQuotaAnswer(status: number, code: string | undefined, message: string | undefined): boolean {
+  if (status === 402) return !(code !== undefined && /concurren|memory[-_]limit/i.test(code));
+  if (status === 403 || status === 429) return saysQuotaExhausted(code, message);
+  return false;
 }
 
 /**
@@ -288,6 +305,11 @@ export interface ProviderHttpOptions {
   headers?: Record<string, string>;
   /** Extracts code and message from a non-2xx answer (default {@link errorDetails}). */
   errorDetails?: (res: ProviderResponse) => { code?: string; message?: string };
+  /**
+   * The kind's own reading of a classified error (e.g. ScraperAPI: a `403` on submit means out of
+   * credits unless it names `max_cost`); returns `err` or its replacement. Applied by {@link ProviderHttp.error}.
+   */
+  classify?: (err: ProviderError, res: ProviderResponse, phase: CallPhase) => ProviderError;
 }
 
 /** One call of {@link ProviderHttp}. */
@@ -361,7 +383,8 @@ export class ProviderHttp {
   /** The classified error of a non-2xx answer; `override` replaces the extracted code or message. */
   error(res: ProviderResponse, phase: CallPhase, ctx: CallContext, override: { code?: string; message?: string } = {}): ProviderError {
     const d = { ...(this.opts.errorDetails ?? errorDetails)(res), ...override };
-    const err = httpError(res, phase, d.code, d.message, callSecrets(ctx));
+    const classified = httpError(res, phase, d.code, d.message, callSecrets(ctx));
+    const err = this.opts.classify ? this.opts.classify(classified, res, phase) : classified;
     if (err.kind === 'cooldown') err.details.statedLimit = statedLimitOf(res.body);
     return err;
   }

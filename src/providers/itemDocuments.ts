@@ -16,7 +16,12 @@
  * `text` and `markdown` are kept in their columns only (not repeated in `data`). Every string is
  * sanitised with the call's secrets (an actor may echo its input, and the input may hold
  * credentials of the target site).
+ *
+ * Identity (see `src/model/documents.ts`): the item's own ID field when the kind has one (Zyte's
+ * `_key`, asked for with `meta=_key`; kept out of `data`), else the item's URL with its absolute
+ * position in the dataset when the read knows it, else the URL with a SHA-256 of the item.
  */
+import { documentIdentity } from '../model/documents.js';
 import { sanitizeBody } from '../lib/sanitize.js';
 import type { ResultDocument } from './types.js';
 
@@ -45,17 +50,30 @@ function firstStatus(o: Record<string, unknown>, paths: readonly string[]): numb
   return null;
 }
 
+/** How a dataset item's identity is found (see the module docs). */
+export interface ItemIdentity {
+  /** The item field that holds the provider's own ID of the item (Zyte: `_key`). */
+  idField?: string;
+  /** The item's absolute position in the provider's dataset, when the read knows it (0-based). */
+  position?: number | null;
+}
+
 /**
- * One {@link ResultDocument} from one dataset item (see the module table). A non-object item (a
- * bare string or number) is kept as `data: {value}` with no URL. `secrets`: values to redact.
+ * One {@link ResultDocument} from one dataset item (see the module table), with its identity. A
+ * non-object item (a bare string or number) is kept as `data: {value}` with no URL. `secrets`:
+ * values to redact.
  */
-export function documentFromItem(item: unknown, secrets: readonly string[]): ResultDocument {
+export function documentFromItem(item: unknown, secrets: readonly string[], identity: ItemIdentity = {}): ResultDocument {
   if (!item || typeof item !== 'object' || Array.isArray(item)) {
-    return { url: null, data: { value: sanitizeBody(item, secrets) } };
+    const doc: ResultDocument = { url: null, data: { value: sanitizeBody(item, secrets) } };
+    return { ...doc, identity: documentIdentity(doc, { position: identity.position }) };
   }
   const clean = sanitizeBody(item, secrets) as Record<string, unknown>;
-  const { text, markdown, ...rest } = clean;
-  return {
+  const { text, markdown, ...fields } = clean;
+  const rawId = identity.idField !== undefined ? fields[identity.idField] : undefined;
+  const providerId = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
+  const rest = providerId !== null && identity.idField !== undefined ? Object.fromEntries(Object.entries(fields).filter(([k]) => k !== identity.idField)) : fields;
+  const doc: ResultDocument = {
     url: firstString(clean, ['url', 'loadedUrl', 'request.url']),
     finalUrl: firstString(clean, ['loadedUrl', 'finalUrl', 'final_url']),
     httpStatus: firstStatus(clean, ['httpStatusCode', 'statusCode', 'status_code', 'crawl.httpStatusCode', 'status']),
@@ -64,4 +82,5 @@ export function documentFromItem(item: unknown, secrets: readonly string[]): Res
     markdown: typeof markdown === 'string' ? markdown : null,
     data: rest,
   };
+  return { ...doc, identity: documentIdentity(doc, { providerId, position: identity.position }) };
 }

@@ -14,12 +14,16 @@ import pg from 'pg';
 import { FINAL_STATES, type JobState } from '../model/states.js';
 import type { JobError } from '../model/types.js';
 import { sanitizeBody } from '../lib/sanitize.js';
+import { bodyInfoOf, documentIdentity, type BinaryBody, type BodyInfo } from '../model/documents.js';
+
+export { bodyInfoOf };
 import { migrationProvider } from './migrations.js';
 import type { Database as DB, IncidentRow, JobEventRow, JobRow, NewJobRow, OrphanRow, OutboxRow, ResultDocumentRow, ResultRow } from './schema.js';
 
 /** A new job row as `insertJob` / `registerJob` take it (times and state are set by the store). */
 export type NewJobInput = Omit<NewJobRow, 'created_at' | 'updated_at' | 'state'> & { state?: JobState };
 
+export type { BinaryBody, BodyInfo } from '../model/documents.js';
 export type { JobRow, ResultRow, ResultDocumentRow, JobEventRow, IncidentRow, OrphanRow, OutboxRow, WebhookDeliveryRow, WebhookQuarantineRow, ApiIdempotencyRow } from './schema.js';
 
 /** Where the store lives: `sqlite:<file>` / a bare file path, or `postgres://…`. */
@@ -64,6 +68,14 @@ export interface ResultPayload {
   markdown: string | null;
   links: string[];
   contentLength: number | null;
+  /** The target's body when it is binary (a PDF, an image): bytes, media type, size, SHA-256. Absent or null for a text page. */
+  body?: BinaryBody | null;
+  /**
+   * Why the content is empty or partial, when the reader of the result must know (a PDF whose text
+   * could not be extracted). The store adds the note of an empty result itself (see
+   * {@link contentNoteOf}).
+   */
+  contentNote?: string | null;
 }
 
 /**
@@ -84,19 +96,82 @@ export interface ResultDocument {
   data?: Record<string, unknown>;
   /** A per-document failure (Firecrawl's `/errors`, a failed batch entry): the document has no content. */
   error?: { code?: string; message: string };
+  /**
+   * The document's identity within its result (see `src/model/documents.ts`): set by the
+   * pagination and document helpers and the adapters; when absent the store uses the canonical URL
+   * with a SHA-256 of the content. Documents with the same identity are written once.
+   */
+  identity?: string;
+  /** The document's binary body, when the document is a file (a PDF crawled as such). */
+  body?: BinaryBody | null;
+}
+
+/** A stored document: a {@link ResultDocument} with its position `seq` (0-based, dense), its identity and what is known of its binary body (no bytes). */
+export type StoredDocument = Omit<ResultDocument, 'body' | 'identity'> & { seq: number; identity: string; body: BodyInfo | null };
+
+/** Prefix of the {@link ResultPayload.contentNote} of a result with no usable content. */
+export const EMPTY_NOTE_PREFIX = 'empty:';
+
+const blank = (s: string | null | undefined) => s === null || s === undefined || s.trim() === '';
+
+/** True when a page (the result row's fields) has usable content: a title, text, Markdown, links or a binary body. */
+export function pageHasContent(p: Pick<ResultPayload, 'title' | 'text' | 'markdown' | 'body'> & { links?: readonly string[] }): boolean {
+  return !blank(p.title) || !blank(p.text) || !blank(p.markdown) || (p.links?.length ?? 0) > 0 || (p.body?.size ?? 0) > 0;
+}
+
+/** True when a document has usable content: no per-document error, and a title, text, Markdown, links, a binary body or provider fields. */
+export function documentHasContent(d: ResultDocument): boolean {
+  if (d.error) return false;
+  return pageHasContent({ title: d.title ?? null, text: d.text ?? null, markdown: d.markdown ?? null, body: d.body ?? null, links: d.links }) || (d.data !== undefined && Object.keys(d.data).length > 0);
+}
+
+/**
+ * The content note of a result (`documents`: its documents as they will be stored): the payload's
+ * own note, else — when neither the page nor any document has usable content — a note starting
+ * with {@link EMPTY_NOTE_PREFIX} that says what the provider returned; null for a result with
+ * content.
+ */
+export function contentNoteOf(payload: ResultPayload, documents: readonly ResultDocument[]): string | null {
+  if (payload.contentNote) return payload.contentNote;
+  if (pageHasContent(payload) || documents.some(documentHasContent)) return null;
+  if (documents.length === 0) return `${EMPTY_NOTE_PREFIX} the provider returned no content${payload.httpStatus ? ` (target HTTP ${payload.httpStatus})` : ''}`;
+  const errors = documents.filter((d) => d.error);
+  if (errors.length === documents.length) {
+    const f = errors[0]!.error!;
+    return `${EMPTY_NOTE_PREFIX} all ${documents.length} document(s) are per-document errors (first: ${f.code ? `${f.code}: ` : ''}${f.message})`;
+  }
+  return `${EMPTY_NOTE_PREFIX} the provider returned ${documents.length} document(s) without content${errors.length ? ` (${errors.length} of them errors)` : ''}`;
+}
+
+/**
+ * The documents to store: each with its identity (its own, else the canonical URL with a SHA-256
+ * of its content), the first occurrence of an identity kept and later ones dropped, in order.
+ */
+export function uniqueDocuments(documents: readonly ResultDocument[]): (ResultDocument & { identity: string })[] {
+  const seen = new Set<string>();
+  const out: (ResultDocument & { identity: string })[] = [];
+  for (const d of documents) {
+    const identity = d.identity ?? documentIdentity(d);
+    if (seen.has(identity)) continue;
+    seen.add(identity);
+    out.push({ ...d, identity });
+  }
+  return out;
 }
 
 /** What {@link Store.writeResultOnce} writes: the result row's page, plus every document of a multi-document result. */
 export type ResultWrite = ResultPayload & { documents?: readonly ResultDocument[] };
 
-/** Documents inserted per statement (11 parameters each: well under SQLite's and PostgreSQL's limits). */
-const DOCUMENT_CHUNK = 500;
+/** Documents inserted per statement (16 parameters each: well under SQLite's and PostgreSQL's limits). */
+const DOCUMENT_CHUNK = 400;
 
-/** A stored document row as a {@link ResultDocument} plus its position (`seq`, 0-based). */
-export function toResultDocument(r: ResultDocumentRow): ResultDocument & { seq: number } {
+/** A stored document row (its bytes not read) as a {@link StoredDocument}. */
+export function toResultDocument(r: Omit<ResultDocumentRow, 'body'>): StoredDocument {
   const parse = <T>(v: string | null): T | undefined => (v === null ? undefined : (JSON.parse(v) as T));
   return {
     seq: Number(r.seq),
+    identity: r.identity,
+    body: bodyInfoOf(r),
     url: r.url,
     finalUrl: r.final_url,
     httpStatus: r.http_status === null ? null : Number(r.http_status),
@@ -116,6 +191,10 @@ export interface WriteOnceOutcome {
   inserted: boolean;
   /** Whether the job row moved to `completed` in this call. */
   transitioned: boolean;
+  /** Documents of the stored result (one per identity). */
+  documents: number;
+  /** The stored result's content note (see {@link contentNoteOf}), or null when it has usable content. */
+  contentNote: string | null;
 }
 
 /** What a job row is made of (see {@link Store.jobRow} and its inverse {@link Store.jobInput}). */
@@ -153,6 +232,15 @@ export interface JobFilter {
 }
 
 const nowIso = () => new Date().toISOString();
+
+/** Every column of `results` but the body's bytes (read only by {@link Store.resultBody}). */
+const RESULT_COLUMNS = [
+  'id', 'provider', 'task_id', 'job_id', 'url', 'final_url', 'http_status', 'title', 'byline', 'excerpt', 'lang', 'site_name', 'published_time', 'text', 'markdown', 'links',
+  'content_length', 'written_at', 'expires_at', 'purged_at', 'document_count', 'content_type', 'body_size', 'body_sha256', 'content_note',
+] as const;
+
+/** Every column of `result_documents` but the body's bytes. */
+const DOCUMENT_COLUMNS = ['result_id', 'seq', 'identity', 'url', 'final_url', 'http_status', 'title', 'markdown', 'text', 'links', 'data', 'error', 'content_type', 'body_size', 'body_sha256'] as const;
 
 /**
  * Parses a store URL. `sqlite::memory:` gives an in-memory database (tests only);
@@ -534,7 +622,20 @@ export class Store {
     return row ? Date.parse(row.until) : 0;
   }
 
-  /** Starts or extends (never shortens) the shared cool-down of a provider key until `untilMs` (epoch ms). */
+  /**
+   * The shared cool-down of a provider key as stored: its end (`untilMs`), its reason and the next
+   * free release slot after it (`releaseNextMs`, 0 when none was claimed); epoch ms. Undefined when
+   * the key never had one.
+   */
+  async readCooldown(label: string): Promise<{ untilMs: number; reason: string; releaseNextMs: number } | undefined> {
+    const row = await this.db.selectFrom('provider_cooldowns').select(['until', 'reason', 'release_next']).where('label', '=', label).executeTakeFirst();
+    return row ? { untilMs: Date.parse(row.until), reason: row.reason, releaseNextMs: row.release_next ? Date.parse(row.release_next) : 0 } : undefined;
+  }
+
+  /**
+   * Starts or extends (never shortens) the shared cool-down of a provider key until `untilMs`
+   * (epoch ms); the reason is the one of the cool-down that ends last.
+   */
   async setCooldown(label: string, untilMs: number, reason: string): Promise<void> {
     const until = new Date(untilMs).toISOString();
     const at = nowIso();
@@ -542,16 +643,57 @@ export class Store {
       .insertInto('provider_cooldowns')
       .values({ label, until, reason, updated_at: at })
       .onConflict((oc) =>
-        oc.column('label').doUpdateSet({ until: sql`case when excluded.until > provider_cooldowns.until then excluded.until else provider_cooldowns.until end`, reason: sql`excluded.reason`, updated_at: at }),
+        oc.column('label').doUpdateSet({
+          until: sql`case when excluded.until > provider_cooldowns.until then excluded.until else provider_cooldowns.until end`,
+          reason: sql`case when excluded.until > provider_cooldowns.until then excluded.reason else provider_cooldowns.reason end`,
+          updated_at: at,
+        }),
       )
       .execute();
     recordCooldown(label);
   }
 
   /**
-   * Purges result payloads whose retention ended before `now` (text, markdown and links set to
-   * null, `purged_at` set; the row with title, task ID and times stays as evidence that the job
-   * ran; its documents lose markdown, text, links and data and keep URL, status, title and error)
+   * Claims the next release slot of a provider key's cool-down, atomically (one write transaction;
+   * the row locked on PostgreSQL), so that waiting callers leave one at a time: the slot is
+   * `max(release_next, cool-down end, nowMs)` and `release_next` moves to the slot plus
+   * `spacingMs`. The first claim after a cool-down gets its end (the probe). Returns the slot and
+   * the cool-down it was claimed under (epoch ms), or undefined when the key has no cool-down row.
+   */
+  async claimRelease(label: string, nowMs: number, spacingMs: number): Promise<{ slotMs: number; untilMs: number; reason: string } | undefined> {
+    return this.tx(async (trx) => {
+      let q = trx.selectFrom('provider_cooldowns').select(['until', 'reason', 'release_next']).where('label', '=', label);
+      if (this.kind === 'postgres') q = q.forUpdate();
+      const row = await q.executeTakeFirst();
+      if (!row) return undefined;
+      const untilMs = Date.parse(row.until);
+      const slotMs = Math.max(row.release_next ? Date.parse(row.release_next) : 0, untilMs, nowMs);
+      await trx.updateTable('provider_cooldowns').set({ release_next: new Date(slotMs + Math.max(0, spacingMs)).toISOString() }).where('label', '=', label).execute();
+      return { slotMs, untilMs, reason: row.reason };
+    });
+  }
+
+  /**
+   * Records one refusal that counts toward a provider's block of the caller (Bright Data: 25 × 429
+   * in 5 min block the IP) at `atMs` under `scope` (`brightdata@<host>`), and deletes that scope's
+   * refusals older than `pruneBeforeMs` (epoch ms).
+   */
+  async recordRefusal(scope: string, atMs: number, pruneBeforeMs: number): Promise<void> {
+    await this.db.insertInto('provider_refusals').values({ id: randomUUID(), scope, at: new Date(atMs).toISOString() }).execute();
+    await this.db.deleteFrom('provider_refusals').where('scope', '=', scope).where('at', '<', new Date(pruneBeforeMs).toISOString()).execute();
+  }
+
+  /** The times (epoch ms, oldest first) of the refusals recorded under `scope` after `sinceMs`. */
+  async refusalsSince(scope: string, sinceMs: number): Promise<number[]> {
+    const rows = await this.db.selectFrom('provider_refusals').select('at').where('scope', '=', scope).where('at', '>', new Date(sinceMs).toISOString()).orderBy('at').execute();
+    return rows.map((r) => Date.parse(r.at));
+  }
+
+  /**
+   * Purges result payloads whose retention ended before `now` (text, markdown, links and a binary
+   * body's bytes set to null, `purged_at` set; the row with title, task ID, times and the body's
+   * media type, size and SHA-256 stays as evidence that the job ran; its documents lose markdown,
+   * text, links, data and bytes and keep URL, status, title and error)
    * and moves their jobs from `completed` to `expired`. At most `limit` results per call.
    */
   async purgeExpiredResults(now: Date, limit = 500): Promise<{ purged: number; jobsExpired: number }> {
@@ -560,8 +702,8 @@ export class Store {
     let jobsExpired = 0;
     for (const r of due) {
       await this.tx(async (trx) => {
-        await trx.updateTable('results').set({ text: null, markdown: null, links: null, purged_at: at }).where('id', '=', r.id).where('purged_at', 'is', null).execute();
-        await trx.updateTable('result_documents').set({ markdown: null, text: null, links: null, data: null }).where('result_id', '=', r.id).execute();
+        await trx.updateTable('results').set({ text: null, markdown: null, links: null, body: null, purged_at: at }).where('id', '=', r.id).where('purged_at', 'is', null).execute();
+        await trx.updateTable('result_documents').set({ markdown: null, text: null, links: null, data: null, body: null }).where('result_id', '=', r.id).execute();
         const upd = await trx.updateTable('jobs').set({ state: 'expired', updated_at: at }).where('id', '=', r.job_id).where('state', '=', 'completed').executeTakeFirst();
         if (Number(upd.numUpdatedRows) > 0) {
           jobsExpired++;
@@ -643,16 +785,23 @@ export class Store {
 
   /**
    * Writes the result once, keyed by (provider, task ID), with every document of a
-   * multi-document result (`payload.documents`, kept in order as `seq` 0, 1, …), in the same
-   * transaction as the job's transition to `completed` (rule 6). A second call for the same task,
-   * from a retried activity or another worker, inserts nothing (neither the row nor a document)
-   * and returns the existing row's id. `retentionMs`: how long the payload is kept (null: forever).
+   * multi-document result (`payload.documents`), in the same transaction as the job's transition
+   * to `completed` (rule 6). Documents are written once per identity (see {@link uniqueDocuments}:
+   * the first occurrence wins, positions `seq` stay dense 0, 1, …), so a provider that repeats a
+   * document across pages stores it once. A binary body is kept as bytes with its media type, size
+   * and SHA-256. A result with no usable content still completes the job (the provider did the
+   * work) but its row carries a `content_note` and the timeline gets a `result_empty` event (see
+   * {@link contentNoteOf}). A second call for the same task, from a retried activity or another
+   * worker, inserts nothing (neither the row nor a document) and returns the existing row's id,
+   * document count and note. `retentionMs`: how long the payload is kept (null: forever).
    */
   async writeResultOnce(jobId: string, provider: string, taskId: string, payload: ResultWrite, retentionMs: number | null): Promise<WriteOnceOutcome> {
-    const documents = payload.documents ?? [];
+    const documents = uniqueDocuments(payload.documents ?? []);
+    const note = contentNoteOf(payload, documents);
     return this.tx(async (trx) => {
       const at = nowIso();
       const id = randomUUID();
+      const body = payload.body ?? null;
       const ins = await trx
         .insertInto('results')
         .values({
@@ -677,6 +826,11 @@ export class Store {
           expires_at: retentionMs === null ? null : new Date(Date.now() + retentionMs).toISOString(),
           purged_at: null,
           document_count: documents.length,
+          body: body?.bytes ?? null,
+          content_type: body?.contentType ?? null,
+          body_size: body?.size ?? null,
+          body_sha256: body?.sha256 ?? null,
+          content_note: note,
         })
         .onConflict((oc) => oc.columns(['provider', 'task_id']).doNothing())
         .executeTakeFirst();
@@ -686,6 +840,7 @@ export class Store {
           const rows = documents.slice(i, i + DOCUMENT_CHUNK).map((d, j) => ({
             result_id: id,
             seq: i + j,
+            identity: d.identity,
             url: d.url,
             final_url: d.finalUrl ?? null,
             http_status: d.httpStatus ?? null,
@@ -695,11 +850,16 @@ export class Store {
             links: d.links === undefined ? null : JSON.stringify(d.links),
             data: d.data === undefined ? null : JSON.stringify(d.data),
             error: d.error === undefined ? null : JSON.stringify(d.error),
+            body: d.body?.bytes ?? null,
+            content_type: d.body?.contentType ?? null,
+            body_size: d.body?.size ?? null,
+            body_sha256: d.body?.sha256 ?? null,
           }));
           await trx.insertInto('result_documents').values(rows).execute();
         }
       }
-      const row = await trx.selectFrom('results').select('id').where('provider', '=', provider).where('task_id', '=', taskId).executeTakeFirstOrThrow();
+      const row = await trx.selectFrom('results').select(['id', 'document_count', 'content_note']).where('provider', '=', provider).where('task_id', '=', taskId).executeTakeFirstOrThrow();
+      const storedNote = row.content_note;
       const upd = await trx
         .updateTable('jobs')
         .set({ state: 'completed', finished_at: at, updated_at: at, last_error: null }) // provider_status keeps the provider's own word
@@ -707,25 +867,46 @@ export class Store {
         .where('state', 'not in', ['completed', 'expired'])
         .executeTakeFirst();
       const transitioned = Number(upd.numUpdatedRows) > 0;
+      if (inserted && storedNote?.startsWith(EMPTY_NOTE_PREFIX)) {
+        await trx.insertInto('job_events').values(event(jobId, 'result_empty', null, { resultId: row.id, note: storedNote, documents: documents.length })).execute();
+      }
       if (transitioned) {
-        await trx.insertInto('job_events').values(event(jobId, 'state', 'completed', { resultId: row.id, inserted })).execute();
+        await trx.insertInto('job_events').values(event(jobId, 'state', 'completed', { resultId: row.id, inserted, ...(storedNote ? { note: storedNote } : {}) })).execute();
       }
       // The downstream effect of a completion: one outbox row per result, whoever writes.
       await trx
         .insertInto('outbox')
-        .values({ id: randomUUID(), kind: 'result.completed', job_id: jobId, result_id: row.id, payload: JSON.stringify({ jobId, provider, taskId, resultId: row.id, title: payload.title }), created_at: at, delivered_at: null })
+        .values({ id: randomUUID(), kind: 'result.completed', job_id: jobId, result_id: row.id, payload: JSON.stringify({ jobId, provider, taskId, resultId: row.id, title: payload.title, ...(storedNote ? { contentNote: storedNote } : {}) }), created_at: at, delivered_at: null })
         .onConflict((oc) => oc.columns(['kind', 'result_id']).doNothing())
         .execute();
-      return { resultId: row.id, inserted, transitioned };
+      return { resultId: row.id, inserted, transitioned, documents: Number(row.document_count), contentNote: storedNote };
     }).then((out) => {
       if (out.transitioned) recordTransition('completed');
       return out;
     });
   }
 
-  /** The job's result row (latest task), or undefined. */
+  /** The job's result row (latest task) without its binary body's bytes (`body` null; see {@link resultBody}), or undefined. */
   async getResultForJob(jobId: string): Promise<ResultRow | undefined> {
-    return this.db.selectFrom('results').selectAll().where('job_id', '=', jobId).orderBy('written_at', 'desc').executeTakeFirst();
+    const r = await this.db.selectFrom('results').select(RESULT_COLUMNS).where('job_id', '=', jobId).orderBy('written_at', 'desc').executeTakeFirst();
+    return r ? { ...r, body: null } : undefined;
+  }
+
+  /**
+   * The binary body of a stored result (the job's latest result, or document `seq` of it): bytes,
+   * media type, size and SHA-256; undefined when there is no such result or document or it has no
+   * binary body (a text page), or once retention purged it.
+   */
+  async resultBody(jobId: string, seq?: number): Promise<BinaryBody | undefined> {
+    const result = await this.db.selectFrom('results').select(['id']).where('job_id', '=', jobId).orderBy('written_at', 'desc').executeTakeFirst();
+    if (!result) return undefined;
+    const row =
+      seq === undefined
+        ? await this.db.selectFrom('results').select(['body', 'content_type', 'body_size', 'body_sha256']).where('id', '=', result.id).executeTakeFirst()
+        : await this.db.selectFrom('result_documents').select(['body', 'content_type', 'body_size', 'body_sha256']).where('result_id', '=', result.id).where('seq', '=', seq).executeTakeFirst();
+    if (!row?.body || row.body_sha256 === null) return undefined;
+    const bytes = Buffer.isBuffer(row.body) ? row.body : Buffer.from(row.body as Uint8Array);
+    return { bytes, contentType: row.content_type, size: Number(row.body_size ?? bytes.length), sha256: row.body_sha256 };
   }
 
   /**
@@ -733,12 +914,12 @@ export class Store {
    * `limit` (count) over `seq`. `result` is undefined when the job has no result yet; `total` is the
    * result's document count.
    */
-  async resultDocuments(jobId: string, page: { offset: number; limit: number }): Promise<{ result: ResultRow | undefined; total: number; documents: (ResultDocument & { seq: number })[] }> {
+  async resultDocuments(jobId: string, page: { offset: number; limit: number }): Promise<{ result: ResultRow | undefined; total: number; documents: StoredDocument[] }> {
     const result = await this.getResultForJob(jobId);
     if (!result) return { result, total: 0, documents: [] };
     const rows = await this.db
       .selectFrom('result_documents')
-      .selectAll()
+      .select(DOCUMENT_COLUMNS)
       .where('result_id', '=', result.id)
       .orderBy('seq')
       .limit(page.limit)

@@ -2,7 +2,7 @@
  * Schema migrations, applied in name order by Kysely's `Migrator` and recorded in its
  * `kysely_migration` table. Never edit a released migration; add a new one.
  */
-import { type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 
 const m001_initial: Migration = {
   async up(db: Kysely<any>) {
@@ -291,6 +291,38 @@ const m006_provider_accounts: Migration = {
   },
 };
 
+/**
+ * Results fidelity: each document of a result has an identity (the provider's document ID, else
+ * the canonical URL with its absolute position, else the URL with a SHA-256 of its content), unique
+ * per result, so a page repeated by the provider is written once; binary bodies (a PDF, an image)
+ * are kept as bytes with their media type, size and SHA-256 on the result and on its documents
+ * (PostgreSQL `bytea`, SQLite blob); a result with no usable content says so in `content_note`.
+ * Rows written before keep `legacy:<seq>` as their identity.
+ */
+const m007_result_fidelity: Migration = {
+  async up(db: Kysely<any>) {
+    const blob = db.getExecutor().adapter instanceof PostgresAdapter ? sql`bytea` : sql`blob`;
+    await db.schema.alterTable('result_documents').addColumn('identity', 'text').execute();
+    await db.updateTable('result_documents').set({ identity: sql`'legacy:' || cast(seq as text)` }).execute();
+    await db.schema.createIndex('result_documents_identity_uq').unique().on('result_documents').columns(['result_id', 'identity']).execute();
+    for (const table of ['results', 'result_documents']) {
+      await db.schema.alterTable(table).addColumn('body', blob).execute();
+      await db.schema.alterTable(table).addColumn('content_type', 'text').execute();
+      await db.schema.alterTable(table).addColumn('body_size', 'integer').execute();
+      await db.schema.alterTable(table).addColumn('body_sha256', 'text').execute();
+    }
+    await db.schema.alterTable('results').addColumn('content_note', 'text').execute();
+  },
+  async down(db: Kysely<any>) {
+    await db.schema.alterTable('results').dropColumn('content_note').execute();
+    for (const table of ['result_documents', 'results']) {
+      for (const c of ['body_sha256', 'body_size', 'content_type', 'body']) await db.schema.alterTable(table).dropColumn(c).execute();
+    }
+    await db.schema.dropIndex('result_documents_identity_uq').execute();
+    await db.schema.alterTable('result_documents').dropColumn('identity').execute();
+  },
+};
+
 /** All migrations, keyed by a sortable name. */
 export const migrations: Record<string, Migration> = {
   '001_initial': m001_initial,
@@ -299,6 +331,7 @@ export const migrations: Record<string, Migration> = {
   '004_result_documents': m004_result_documents,
   '005_polling': m005_polling,
   '006_provider_accounts': m006_provider_accounts,
+  '007_result_fidelity': m007_result_fidelity,
 };
 
 /** Kysely `MigrationProvider` over {@link migrations} (no files on disk to find at runtime). */

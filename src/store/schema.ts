@@ -86,6 +86,22 @@ export interface ResultsTable {
   purged_at: string | null;
   /** Number of rows in `result_documents` for this result (0: a single-page result). Migration 004. */
   document_count: Generated<number>;
+  /**
+   * The target's body as bytes when it is binary (a PDF, an image): SQLite blob / PostgreSQL
+   * `bytea`, null for a text page; null once purged. Migration 007.
+   */
+  body: Buffer | null;
+  /** The binary body's media type as the provider reported it (or as sniffed), e.g. `application/pdf`. Kept after purge. */
+  content_type: string | null;
+  /** Size of the binary body, bytes. Kept after purge. */
+  body_size: number | null;
+  /** Hex SHA-256 of the binary body's bytes. Kept after purge. */
+  body_sha256: string | null;
+  /**
+   * Why the stored content is empty or partial, when it is (`empty: the provider returned no
+   * content`, a PDF whose text could not be read); null for a result with usable content.
+   */
+  content_note: string | null;
 }
 
 /**
@@ -110,6 +126,21 @@ export interface ResultDocumentsTable {
   data: string | null;
   /** JSON `{code?, message}` of a per-document failure. */
   error: string | null;
+  /**
+   * The document's identity within its result (unique per result, migration 007): `id:<provider
+   * ID>`, `pos:<canonical URL>#<absolute position>` or `sha256:<canonical URL>#<content hash>`
+   * (see `documentIdentity` in `src/providers/pagination.ts`); `legacy:<seq>` for rows written
+   * before identities existed.
+   */
+  identity: string;
+  /** The document's binary body (blob / `bytea`), when it is a file; null otherwise and once purged. */
+  body: Buffer | null;
+  /** Media type of the binary body. */
+  content_type: string | null;
+  /** Size of the binary body, bytes. */
+  body_size: number | null;
+  /** Hex SHA-256 of the binary body. */
+  body_sha256: string | null;
 }
 
 /** Timeline of a job: every transition and notable observation. */

@@ -122,7 +122,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(purged.purged).toBeGreaterThanOrEqual(1);
       const after = await store.resultDocuments('j5', { offset: 0, limit: 3 });
       expect(after.result?.purged_at).toBeTruthy();
-      expect(after.documents[1]).toEqual({ seq: 1, url: 'https://e.x/p/1', finalUrl: 'https://e.x/p/1/', httpStatus: 200, title: 'page 1', markdown: null, text: null, links: undefined, data: undefined, error: undefined });
+      expect(after.documents[1]).toEqual({ seq: 1, identity: expect.stringMatching(/^sha256:https:\/\/e\.x\/p\/1#[0-9a-f]{64}$/), url: 'https://e.x/p/1', finalUrl: 'https://e.x/p/1/', httpStatus: 200, title: 'page 1', markdown: null, text: null, links: undefined, data: undefined, error: undefined, body: null });
       expect((await store.getJob('j5'))?.state).toBe('expired');
     });
 

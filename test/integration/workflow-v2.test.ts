@@ -9,6 +9,7 @@
  * - a provider without idempotency whose list lags: a lost submit answer is reconciled by a
  *   second list read after the settle window — one provider job, never a duplicate.
  */
+import { ProviderRegistry } from '../../src/providers/registry.js';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
@@ -79,7 +80,8 @@ describe('adaptive limit of active jobs', () => {
     const refused = seen.filter((r) => r.endpoint === 'submit' && r.status === 429).length;
     // Without the limit every waiting job would bounce off the provider on each retry: 8 − 3 at once, then again and again.
     expect(refused).toBeLessThanOrEqual(8 - LIMIT);
-    expect(await providerLimit(stack.store, 'reference/default')).toMatchObject({ ceiling: LIMIT });
+    const key = new ProviderRegistry(stack.config, {}).resolve('reference', 'acme').providerKey; // limits are kept per provider key
+    expect(await providerLimit(stack.store, key)).toMatchObject({ ceiling: LIMIT });
   }, 180_000);
 
   it('a declared limit (limits.activeJobs.max) is never exceeded: 0 refused submits', async () => {
@@ -104,7 +106,7 @@ describe('a list that lags (no idempotency key, search-backed list)', () => {
   });
   afterAll(async () => stack?.stop());
 
-  it('a lost submit answer is reconciled after the settle window: the second read finds the job, one provider job, completed', async () => {
+  it('a lost submit answer is reconciled after the list’s declared lag: the read after it finds the job, one provider job, completed', async () => {
     const tag = `lag-${randomUUID().slice(0, 6)}`;
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'drop_after_commit', times: 1 });
     const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('001')}?${tag}`, key: tag, policy: FAST_POLICY });
@@ -112,8 +114,8 @@ describe('a list that lags (no idempotency key, search-backed list)', () => {
     expect(row.state).toBe('completed');
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(1);
     const timeline = await stack.store.timeline(ref.jobId);
-    const empties = timeline.filter((e) => e.type === 'reconcile_list_empty');
-    expect(empties).toHaveLength(1); // the first read missed it …
+    const settling = timeline.filter((e) => e.type === 'reconcile_settling');
+    expect(settling).toHaveLength(1); // the first read missed it and waited out the lag …
     expect(timeline.some((e) => e.type === 'task_recorded' && /client reference/.test(e.detail ?? ''))).toBe(true); // … the second found it
   }, 120_000);
 });

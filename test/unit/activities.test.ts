@@ -128,7 +128,8 @@ describe('submitScrape', () => {
 });
 
 describe('reconcileSubmit', () => {
-  it('replays under the same key where the provider honours idempotency', async () => {
+  it('replays under the same key where the provider honours idempotency and no lookup decides', async () => {
+    fake.capabilities = { ...fake.capabilities, list: false };
     fake.submitImpl = async () => ({ taskId: 'task-9', providerStatus: 'running', replayed: true });
     expect(await env().run(acts.reconcileSubmit, input)).toEqual({ kind: 'found', taskId: 'task-9', via: 'idempotent-replay' });
   });

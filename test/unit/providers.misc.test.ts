@@ -39,7 +39,7 @@ describe('configuration of the three kinds', () => {
       baseUrl: 'https://api.brightdata.com',
       download: { batchSize: 1000 },
       rateLimit: { maxRefusals: 10, windowMs: BRIGHTDATA_BLOCK_WINDOW_MS, backoffMs: 2_000, maxBackoffMs: 32_000 },
-      listing: { limit: 200, maxInputReads: 10, marginMs: 60_000 },
+      listing: { limit: 200, maxInputReads: 25, marginMs: 60_000 },
       trigger: { includeErrors: true },
     });
     expect(c.providers.ox).toMatchObject({ baseUrl: 'https://data.oxylabs.io', source: 'universal', params: {} });

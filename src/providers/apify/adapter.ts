@@ -30,7 +30,11 @@
  *   "exceed your limit of 5 concurrent Actor runs", feeds the adaptive active-jobs limit);
  *   `actor-memory-limit-exceeded` (402: the account's memory is taken by running runs) is a
  *   `cooldown` too; `429 rate-limit-exceeded` is a key-wide cool-down (`Retry-After` honoured,
- *   else the default back-off);
+ *   else the default back-off); any other `402` (usage limit exceeded, not enough credits,
+ *   payment required: `platform-feature-disabled`, `not-enough-usage-to-run-paid-actor`,
+ *   `x402-payment-required`, …) is quota exhaustion (`QUOTA_EXHAUSTED`): on a submit the job
+ *   fails and the key's other submits are held; on a dataset or record read, tracking is
+ *   interrupted with the run kept (it ran; only reading it is refused);
  * - a run read right after creation can briefly answer `404` (replica lag): a `404` for a run this
  *   worker created less than `replicaLagGraceMs` ago is `transient` (`RUN_NOT_VISIBLE_YET`), not
  *   counted towards expiry; other `404`s on a run are `not_found` (counted: after the job's
@@ -50,7 +54,7 @@ import { ProviderError } from '../errors.js';
 import { ProviderHttp, callSecrets, path, type CallPhase, type ProviderResponse } from '../http.js';
 import { documentFromItem } from '../itemDocuments.js';
 import { paginateOffset, resultFromDocuments } from '../pagination.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, StatusObservation, SubmitContext } from '../types.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, StatusObservation, SubmitContext } from '../types.js';
 import type { ApifyEntry } from './config.js';
 
 /** The fields of a Run (and RunShort) the adapter reads; Apify sends many more. */
@@ -257,12 +261,16 @@ export class ApifyAdapter implements ProviderAdapter {
 
   /**
    * Every item of the run's default dataset, page by page (`limits.pageSize` per request), as
-   * documents. Throws `expired` when the dataset is gone (`404`), `RESULT_TOO_LARGE` past the
-   * entry's limits, and the classified error of any other refusal.
+   * documents. Items have no ID of their own: an item's identity is its URL with its position in
+   * the dataset (offset + index), except with `clean`, which filters each window after paging (the
+   * positions of the items returned are then unknown: URL and content hash). Throws `expired` when
+   * the dataset is gone (`404`), `RESULT_TOO_LARGE` past the entry's limits, and the classified
+   * error of any other refusal.
    */
   async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
     const clean = this.entry.clean;
-    const items = await paginateOffset<unknown>({
+    const secrets = callSecrets(ctx);
+    const documents = await paginateOffset<unknown, ResultDocument>({
       provider: this.name,
       taskId,
       limits: ctx.limits,
@@ -285,14 +293,11 @@ export class ApifyAdapter implements ProviderAdapter {
         const advance = scanned !== undefined && scanned >= page.length ? Math.min(scanned, limit) : clean ? limit : page.length;
         const nextOffset = offset + advance;
         const done = advance === 0 || (total !== undefined ? nextOffset >= total : clean ? page.length === 0 : page.length < limit);
-        return { items: page, done, nextOffset };
+        return { items: page, done, nextOffset, positions: !clean };
       },
+      map: (it, position) => documentFromItem(it, secrets, { position }),
     });
-    const secrets = callSecrets(ctx);
-    return resultFromDocuments(
-      items.map((it) => documentFromItem(it, secrets)),
-      ctx.url,
-    );
+    return resultFromDocuments(documents, ctx.url);
   }
 
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
@@ -328,6 +333,8 @@ export class ApifyAdapter implements ProviderAdapter {
     for (let pages = 0; ; pages++) {
       if (pages >= MAX_LIST_PAGES) return bound(reads);
       const res = await this.http.call(ctx, { method: 'GET', path: this.actorPath('/runs'), query: { startedAfter, offset, limit: maxInputReads }, phase: 'read' });
+      // Not offered (a route or actor this key cannot list): the lookup proves nothing, and waiting does not help.
+      if (res.status === 404) return [{ lookup: RUN_LOOKUP, available: false, complete: false, candidates, at: new Date().toISOString(), note: `the run list answered 404 (${this.fail(res, 'read', ctx).message})` }];
       if (!this.http.isOk(res)) throw this.fail(res, 'read', ctx);
       const list = this.http.parse(res, RunListSchema, 'read', 'run list').data;
       for (const run of list.items) {

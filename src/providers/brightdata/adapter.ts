@@ -16,7 +16,9 @@
  *   → queued, `running` → running, `ready` → completed (then downloaded), `failed` → failed (a
  *   failed job still answers `200`, with `error_message`); `canceled`/`cancelled` → cancelled
  *   (listed by Bright Data's own MCP server, not by the OpenAPI enum); any other word →
- *   `unrecognised`; `202`/`204` → not ready.
+ *   `unrecognised`; `202`/`204` → not ready. `failed` with "Account is suspended" (a negative
+ *   balance: no `402` exists for this API) is quota exhaustion (`task_failed`, `QUOTA_EXHAUSTED`):
+ *   the job fails and the key's other submits are held.
  * - **Download** `GET /datasets/v3/snapshot/{id}?format=json&batch_size=B&part=n` (parts from 1;
  *   `GET …/{id}/parts` says how many, asked only when a part comes back full): `200` an array of
  *   records; `202 {status: "building", message: "Snapshot is building, try again in 10s"}` (also
@@ -51,12 +53,12 @@ import { z } from 'zod';
 import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
-import { meansCancelled, ProviderError } from '../errors.js';
+import { meansCancelled, ProviderError, quotaExhausted, saysQuotaExhausted } from '../errors.js';
 import { errorDetails, ProviderHttp, path, type CallOptions, type CallPhase, type ProviderResponse } from '../http.js';
-import { paginateCursor, resultFromDocuments } from '../pagination.js';
+import { paginateCursor, resultFromDocuments, withIdentity } from '../pagination.js';
 import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, StatusObservation, SubmitContext } from '../types.js';
 import { BRIGHTDATA_BLOCK_AT, type BrightDataEntry } from './config.js';
-import { RefusalWindow, refusalWindowFor } from './guard.js';
+import { RefusalGuard, RefusalWindow, refusalWindowFor, type SharedRefusals } from './guard.js';
 
 const TriggerBody = z.looseObject({ snapshot_id: z.string().min(1) });
 const ProgressBody = z.looseObject({
@@ -102,17 +104,40 @@ export function statedRunningJobsLimit(text: string): number | undefined {
 }
 
 /** One record of a snapshot as a result document: its URL (or its input's), title or name, the record as data, and its error. */
-function documentOf(record: unknown): ResultDocument {
+/**
+ * One snapshot row as a {@link ResultDocument}, `position` its absolute position in the snapshot
+ * ((part − 1) × batch size + index: Bright Data gives no record ID, so the identity is the URL
+ * with that position).
+ *
+ * A data row's own fields fill the document where the dataset has them: `url` (else the input's),
+ * `final_url`/`finalUrl`, `http_status`/`status_code`, `title`/`name`, `markdown`,
+ * `text`/`html2text`, `links`; the whole row stays in `data`. A per-input error row (`{timestamp,
+ * input, error, error_code}`, served with `include_errors=true`) is a per-document error with
+ * Bright Data's code, its URL the input's, never data.
+ */
+function documentOf(record: unknown, position: number | null): ResultDocument {
   const r = record && typeof record === 'object' && !Array.isArray(record) ? (record as Record<string, unknown>) : { value: record };
   const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
   const input = r.input && typeof r.input === 'object' ? (r.input as Record<string, unknown>) : {};
   const error = str(r.error) ?? str(r.error_message);
-  return {
-    url: str(r.url) ?? str(input.url),
-    title: str(r.title) ?? str(r.name),
-    data: r,
-    ...(error ? { error: { code: str(r.error_code) ?? undefined, message: error } } : {}),
-  };
+  if (error) {
+    return withIdentity({ url: str(r.url) ?? str(input.url), error: { code: str(r.error_code) ?? undefined, message: error } }, { position });
+  }
+  const status = [r.http_status, r.status_code, r.statusCode].find((v): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 100 && v <= 599);
+  const links = Array.isArray(r.links) ? r.links.filter((l): l is string => typeof l === 'string') : undefined;
+  return withIdentity(
+    {
+      url: str(r.url) ?? str(input.url),
+      finalUrl: str(r.final_url) ?? str(r.finalUrl),
+      httpStatus: status ?? null,
+      title: str(r.title) ?? str(r.name),
+      markdown: str(r.markdown),
+      text: str(r.text) ?? str(r.html2text),
+      ...(links ? { links } : {}),
+      data: r,
+    },
+    { position },
+  );
 }
 
 /** {@link ProviderAdapter} for Bright Data datasets v3 (see the module docs). */
@@ -121,7 +146,7 @@ export class BrightDataAdapter implements ProviderAdapter {
   readonly capabilities: ProviderCapabilities = { idempotency: false, list: true, cancel: true, webhooks: true };
   readonly evidence = BRIGHTDATA_EVIDENCE;
   private readonly http: ProviderHttp;
-  private readonly guard: RefusalWindow;
+  private readonly guard: RefusalGuard;
 
   /** Throws an `Error` when `rateLimit.maxRefusals + limits.maxConcurrent` could reach Bright Data's block at 25. */
   constructor(
@@ -135,35 +160,50 @@ export class BrightDataAdapter implements ProviderAdapter {
       );
     }
     this.http = new ProviderHttp({ provider: name, baseUrl: entry.baseUrl, auth: { in: 'header' }, submitTimeoutMs: entry.submitTimeoutMs, readTimeoutMs: entry.readTimeoutMs });
-    this.guard = refusalWindowFor(new URL(entry.baseUrl).host, entry.rateLimit.windowMs, entry.rateLimit.maxRefusals);
+    const host = new URL(entry.baseUrl).host.toLowerCase();
+    this.guard = new RefusalGuard(`brightdata@${host}`, refusalWindowFor(host, entry.rateLimit.windowMs, entry.rateLimit.maxRefusals));
+  }
+
+  /**
+   * Keeps the IP-block count in `shared` (the worker's store, scope `brightdata@<host>`), so that
+   * every worker on the same API host and a restarted worker see each `429`; called once by the
+   * registry. Without it the count is this process's alone.
+   */
+  shareState(shared: Partial<SharedRefusals>): void {
+    if (typeof shared.recordRefusal === 'function' && typeof shared.refusalsSince === 'function') this.guard.share(shared as SharedRefusals);
   }
 
   /**
    * One call under the IP-block guard: refused locally (`cooldown`, code `IP_BLOCK_GUARD`, nothing
-   * sent) while the window is full; a `429` answer is counted and thrown as `cooldown` (see
-   * {@link refused}). Any other answer is returned as is.
+   * sent) while the window — the `429`s every worker recorded for this API host — is full; a `429`
+   * answer is recorded and thrown as `cooldown` (see {@link refused}). Any other answer is
+   * returned as is.
    */
   private async call(ctx: CallContext, o: CallOptions): Promise<ProviderResponse> {
-    const held = this.guard.heldForMs();
+    const held = await this.guard.heldForMs();
     if (held > 0) {
       throw new ProviderError(
         'cooldown',
-        `no Bright Data call for ${Math.ceil(held / 1000)} s: this worker saw ${this.guard.count()} × 429 in the last ${this.guard.windowMs / 60_000} min (Bright Data blocks an IP at ${BRIGHTDATA_BLOCK_AT}); held back by provider ${this.name}'s rateLimit.maxRefusals = ${this.guard.threshold}`,
+        `no Bright Data call for ${Math.ceil(held / 1000)} s: ${await this.guard.count()} × 429 were recorded for ${this.guard.scope} in the last ${this.guard.windowMs / 60_000} min by the workers sharing this store (Bright Data blocks an IP at ${BRIGHTDATA_BLOCK_AT}); held back by provider ${this.name}'s rateLimit.maxRefusals = ${this.guard.threshold}`,
         { code: 'IP_BLOCK_GUARD', retryAfterMs: held },
       );
     }
     const res = await this.http.call(ctx, o);
-    if (res.status === 429) throw this.refused(res, o.phase, ctx);
+    if (res.status === 429) throw await this.refused(res, o.phase, ctx);
     return res;
   }
 
-  /** The `cooldown` error of a `429`: counted; wait = max(stated wait, doubling back-off, time the guard now holds). */
-  private refused(res: ProviderResponse, phase: CallPhase, ctx: CallContext): ProviderError {
-    const n = this.guard.record();
+  /**
+   * The `cooldown` error of a `429` (or its quota exhaustion, when the text says so): recorded for
+   * every worker; wait = max(stated wait, back-off doubled per refusal in the window, time the
+   * guard now holds).
+   */
+  private async refused(res: ProviderResponse, phase: CallPhase, ctx: CallContext): Promise<ProviderError> {
+    const n = await this.guard.record();
     const running = /too many running jobs/i.test(res.text);
     const err = this.http.error(res, phase, ctx, running ? { code: 'too-many-concurrent-runs' } : {});
     const backoff = RefusalWindow.backoffMs(n, this.entry.rateLimit.backoffMs, this.entry.rateLimit.maxBackoffMs);
-    err.details.retryAfterMs = Math.max(err.details.retryAfterMs ?? 0, backoff, this.guard.heldForMs());
+    err.details.retryAfterMs = Math.max(err.details.retryAfterMs ?? 0, backoff, await this.guard.heldForMs());
     if (running) {
       err.details.statedLimit = statedRunningJobsLimit(res.text);
       err.details.keyWide = true;
@@ -219,6 +259,11 @@ export class BrightDataAdapter implements ProviderAdapter {
     const message = p.error_message ?? p.error ?? 'Bright Data reports the collection failed';
     // A cancelled collection reads `failed` with a reason that says so ("Collection was canceled").
     if (meansCancelled(message) || meansCancelled(p.error_code)) return { state: 'cancelled', providerStatus: `${p.status}: ${message}`, progress, retryAfterMs };
+    // "Account is suspended" is how a negative balance shows (no 402 exists for this API): the job
+    // ends failed for credits, and the key's other submits are held instead of failing alike.
+    if (saysQuotaExhausted(p.error_code, message)) {
+      throw quotaExhausted('task_failed', new ProviderError('task_failed', `Bright Data failed snapshot ${taskId}: ${message} (the account's balance or quota is used up)`, { code: p.error_code ?? undefined, httpStatus: res.status, evidence: res.evidence }));
+    }
     return { state, providerStatus: p.status, progress, retryAfterMs, error: { code: p.error_code ?? undefined, message }, evidence: res.evidence };
   }
 
@@ -246,27 +291,39 @@ export class BrightDataAdapter implements ProviderAdapter {
     return this.http.parse(res, PartsBody, 'read', 'parts body').parts;
   }
 
+  /**
+   * Every row of a ready snapshot, part by part (see the module docs), as documents. A snapshot of
+   * one data row is the page itself: its markdown, text and title fill the result row. A snapshot
+   * whose rows are all per-input errors produced nothing: `task_failed` with the first row's
+   * `error_code` and the count (never `completed`).
+   */
   async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
     const batchSize = this.entry.download.batchSize;
     let parts: number | undefined;
-    const records = await paginateCursor<unknown>({
+    const documents = await paginateCursor<unknown, ResultDocument>({
       provider: this.name,
       taskId,
       limits: ctx.limits,
       heartbeat: ctx.heartbeat,
       signal: ctx.signal,
+      map: documentOf,
       fetch: async (cursor) => {
         const part = cursor === undefined ? 1 : Number(cursor);
+        const start = (part - 1) * batchSize;
         const res = await this.call(ctx, { method: 'GET', path: path`/datasets/v3/snapshot/${taskId}`, query: { format: 'json', batch_size: batchSize, part }, phase: 'read' });
         if (res.status !== 200) throw this.downloadError(res, taskId, ctx);
         if (res.body === undefined && res.text.trim() !== '') this.http.invalid(res, 'read', 'snapshot part: not JSON');
         const items = Array.isArray(res.body) ? (res.body as unknown[]) : res.body === undefined ? [] : [res.body];
-        if (items.length < batchSize) return { items, cursor: null };
+        if (items.length < batchSize) return { items, cursor: null, start };
         parts ??= await this.parts(taskId, ctx, batchSize);
-        return { items, cursor: part < parts ? String(part + 1) : null };
+        return { items, cursor: part < parts ? String(part + 1) : null, start };
       },
     });
-    return resultFromDocuments(records.map(documentOf), ctx.url);
+    if (documents.length > 0 && documents.every((d) => d.error)) {
+      const f = documents[0]!.error!;
+      throw new ProviderError('task_failed', `every input of snapshot ${taskId} failed at Bright Data: ${documents.length} error row(s), none with data (first: ${f.code ? `${f.code}: ` : ''}${f.message})`, { code: f.code ?? 'ALL_INPUTS_FAILED' });
+    }
+    return resultFromDocuments(documents, ctx.url, { singleFillsRow: true });
   }
 
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
@@ -295,7 +352,10 @@ export class BrightDataAdapter implements ProviderAdapter {
     const after = Date.parse(ctx.submittedAfter);
     const since = after - l.marginMs;
     const fromDate = new Date(since - 86_400_000).toISOString().slice(0, 10); // a day early: `from_date` is a date, in the provider's time zone
-    const res = await this.ok(ctx, { method: 'GET', path: '/datasets/v3/snapshots', query: { dataset_id: this.entry.datasetId, from_date: fromDate, trigger_type: 'API', limit: l.limit }, phase: 'read' });
+    const res = await this.call(ctx, { method: 'GET', path: '/datasets/v3/snapshots', query: { dataset_id: this.entry.datasetId, from_date: fromDate, trigger_type: 'API', limit: l.limit }, phase: 'read' });
+    // Not offered (a route or dataset this key cannot list): the lookup proves nothing, and waiting does not help.
+    if (res.status === 404) return [{ lookup: SNAPSHOT_LOOKUP, available: false, complete: false, candidates: [], at: new Date().toISOString(), note: `the snapshot list answered 404 (${errorDetails(res).message ?? 'not found'})` }];
+    if (!this.http.isOk(res)) throw this.http.error(res, 'read', ctx);
     const listed = this.http.parse(res, SnapshotList, 'read', 'snapshot list');
     const recent = listed
       .map((s) => ({ ...s, at: s.created ? Date.parse(s.created) : NaN }))

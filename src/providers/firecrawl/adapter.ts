@@ -11,7 +11,7 @@
  *
  * | call | request | answers handled |
  * |---|---|---|
- * | submit | `POST /v2/batch/scrape {urls: [url], formats, ignoreInvalidURLs: false, webhook?}` or `POST /v2/crawl {url, scrapeOptions, webhook?}` + `x-idempotency-key: <UUID>` (crawl only: source `idempotencyMiddleware` is on `/v2/crawl` alone; absent from the docs) | any 2xx with `id`; `409 {"error":"Idempotency key already used"}` (no job ID) → `conflict` (the activity then lists); `429` → `cooldown` with the wait read from the message text (source: "…please retry after 12s…", no `Retry-After`); `429 Concurrency limit reached` → concurrency refusal; `402`/`400`/`401`/`403` → permanent |
+ * | submit | `POST /v2/batch/scrape {urls: [url], formats, ignoreInvalidURLs: false, webhook?}` or `POST /v2/crawl {url, scrapeOptions, webhook?}` + `x-idempotency-key: <UUID>` (crawl only: source `idempotencyMiddleware` is on `/v2/crawl` alone; absent from the docs) | any 2xx with `id`; `409 {"error":"Idempotency key already used"}` (no job ID) → `conflict` (the activity then lists); `429` → `cooldown` with the wait read from the message text (source: "…please retry after 12s…", no `Retry-After`); `429 Concurrency limit reached` → concurrency refusal; `402` "Insufficient credits" → quota exhaustion (`QUOTA_EXHAUSTED`: the job fails, the key's other submits are held); `400`/`401`/`403` → permanent |
  * | status | `GET /v2/{batch/scrape|crawl}/{id}` | `status`: `scraping` → running, `completed`, `failed` (documented, never sent by the source), `cancelled`; any other word or case → `unrecognised`; `202`/`204` → not ready; `404 "Job expired"` → `expired`; other `404` (unknown job, another team's job, or gone after 24 h) → `not_found` (counted, then expired) |
  * | result | the same URL, then `next` (absolute, `?skip=N`, pages of ≤ 10 MB) until none; then `GET …/{id}/errors` | `data[]` documents; `/errors` `{errors: [{id, timestamp, url, code?, error}], robotsBlocked: [url]}` become documents with `error`; `403` on `/errors` (another team's job) → permanent; a `404` on `/errors` after a `200` status read → no per-URL list (older deployments have no batch errors route) |
  * | cancel | `DELETE /v2/{batch/scrape|crawl}/{id}` | `200 {status: "cancelled"}`; `409` → already final (newer source: a completed crawl; older ones answer `200`); `404` → not_found; `403` → permanent |
@@ -26,7 +26,8 @@ import type { ScrapeRequest } from '../../model/types.js';
 import { resultLimitsOf } from '../entry.js';
 import { ProviderError } from '../errors.js';
 import { ProviderHttp, type CallPhase, type ProviderResponse } from '../http.js';
-import { enforceResultLimits, paginateNextLink, resultFromDocuments } from '../pagination.js';
+import { binaryBody, decodeBase64, isTextualType } from '../binaryText.js';
+import { enforceResultLimits, paginateNextLink, resultFromDocuments, withIdentity } from '../pagination.js';
 import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, ResultLimits, StatusObservation, SubmitContext } from '../types.js';
 import type { FirecrawlEntry } from './config.js';
 
@@ -56,6 +57,8 @@ const DocumentBody = z.looseObject({
       sourceURL: z.string().nullish(),
       url: z.string().nullish(),
       statusCode: z.number().int().nullish(),
+      contentType: z.string().nullish(),
+      scrapeId: z.string().nullish(),
       error: z.string().nullish(),
     })
     .nullish(),
@@ -143,20 +146,43 @@ function normalUrl(u: string | null | undefined): string | null {
   }
 }
 
-/** One `data[]` entry as a {@link ResultDocument}: every field but `markdown`/`links` kept in `data` (metadata, html, …). */
-export function firecrawlDocument(d: z.infer<typeof DocumentBody>): ResultDocument {
+/**
+ * One `data[]` entry as a {@link ResultDocument}: every field but `markdown`/`links` kept in `data`
+ * (metadata, html, …). Identity: `metadata.scrapeId` (the provider's ID of the page scrape), else
+ * the URL with `position` — the entry's absolute position (page `skip` + index) when known. A file
+ * scraped with `parsers: []` comes back as base64 in `markdown` and `html` with a non-HTML
+ * `metadata.contentType` (the PDF engine's raw mode): its bytes become the document's binary body
+ * (base64 kept in neither `markdown` nor `data`).
+ */
+export function firecrawlDocument(d: z.infer<typeof DocumentBody>, position: number | null = null): ResultDocument {
   const { markdown, links, ...rest } = d;
   const m = d.metadata ?? {};
-  return {
+  const file = m.contentType && !isTextualType(m.contentType) ? decodeBase64(markdown) : null;
+  const data = file && typeof rest.html === 'string' && rest.html === markdown ? Object.fromEntries(Object.entries(rest).filter(([k]) => k !== 'html')) : rest;
+  const doc: ResultDocument = {
     url: m.sourceURL ?? m.url ?? null,
     finalUrl: m.url ?? null,
     httpStatus: m.statusCode ?? null,
     title: first(m.title),
-    markdown: markdown ?? null,
+    markdown: file ? null : (markdown ?? null),
     links: (links ?? []).filter((l): l is string => typeof l === 'string'),
-    data: rest,
+    data,
+    ...(file ? { body: binaryBody(file, m.contentType) } : {}),
     ...(m.error ? { error: { message: m.error } } : {}),
   };
+  return withIdentity(doc, { providerId: m.scrapeId, position });
+}
+
+/** The `skip` of a status page URL (its absolute position in the job's documents); 0 for the first page. */
+function skipOf(url: string): number | null {
+  try {
+    const v = new URL(url).searchParams.get('skip');
+    if (v === null) return 0;
+    const n = Number(v);
+    return Number.isInteger(n) && n >= 0 ? n : null;
+  } catch {
+    return null;
+  }
 }
 
 /** {@link ProviderAdapter} for Firecrawl API v2. */
@@ -278,9 +304,12 @@ export class FirecrawlAdapter implements ProviderAdapter {
 
   /**
    * Every document of a completed job: the status pages from the first, following `next` (rebased)
-   * until none is left or a page is empty (the source can announce a `next` past its last page
-   * when failed pages are counted in `total`), heartbeating between pages, within the entry's
-   * result limits; then the per-URL failures of `/errors`.
+   * until none is left, heartbeating between pages, within the entry's result limits; then the
+   * per-URL failures of `/errors`. An empty page ends the read only when the answer's `completed`
+   * count shows no document at or past its `skip` (older servers announce a `next` past the last
+   * page forever when failed pages count in `total`); otherwise the stream goes on at its `next`,
+   * the same position included. Each document's position is its page's `skip` plus its index, and
+   * a document repeated across pages (same `scrapeId`) is stored once.
    */
   async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
     const docs = await paginateNextLink({
@@ -295,9 +324,12 @@ export class FirecrawlAdapter implements ProviderAdapter {
         if (!body || body.status !== 'completed') {
           throw new ProviderError('transient', `task ${taskId} is ${body?.status ?? `not ready (HTTP ${res.status})`}, no result yet`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY' });
         }
-        const items = (body.data ?? []).map(firecrawlDocument);
-        return { items, next: items.length === 0 ? null : this.rebase(body.next) };
+        const start = skipOf(url);
+        const items = body.data ?? [];
+        const more = items.length > 0 || (start !== null && typeof body.completed === 'number' && body.completed > start);
+        return { items, start, next: more ? this.rebase(body.next) : null };
       },
+      map: (d, position) => firecrawlDocument(d, position),
     });
     return this.finish(taskId, docs, ctx, ctx.url, ctx.limits);
   }
@@ -320,7 +352,8 @@ export class FirecrawlAdapter implements ProviderAdapter {
       }
       const meta = (page.data?.metadata ?? {}) as { description?: string | string[] | null; language?: string | string[] | null };
       const row = resultFromDocuments(all, fallbackUrl);
-      return enforceResultLimits({ ...row, markdown: page.markdown ?? null, links: page.links ?? [], excerpt: first(meta.description), lang: first(meta.language), contentLength: page.markdown?.length ?? null }, limits, this.name, taskId);
+      const file = page.body ? { body: page.body } : {};
+      return enforceResultLimits({ ...row, ...file, markdown: page.markdown ?? null, links: page.links ?? [], excerpt: first(meta.description), lang: first(meta.language), contentLength: page.body?.size ?? page.markdown?.length ?? null }, limits, this.name, taskId);
     }
     return enforceResultLimits(resultFromDocuments(all, fallbackUrl), limits, this.name, taskId);
   }
@@ -333,12 +366,11 @@ export class FirecrawlAdapter implements ProviderAdapter {
     if (res.status < 200 || res.status >= 300) throw this.fail(res, 'read', ctx);
     const body = this.http.parse(res, ErrorsBody, 'read', 'errors body');
     return [
-      ...(body.errors ?? []).map((e): ResultDocument => ({
-        url: e.url ?? null,
-        data: { id: e.id ?? null, timestamp: e.timestamp ?? null },
-        error: { ...(e.code ? { code: e.code } : {}), message: e.error ?? 'failed' },
-      })),
-      ...(body.robotsBlocked ?? []).map((url): ResultDocument => ({ url, error: { code: 'ROBOTS_BLOCKED', message: 'blocked by the site’s robots.txt' } })),
+      // A failed scrape's `id` is its scrape ID: the row's identity.
+      ...(body.errors ?? []).map((e): ResultDocument =>
+        withIdentity({ url: e.url ?? null, data: { id: e.id ?? null, timestamp: e.timestamp ?? null }, error: { ...(e.code ? { code: e.code } : {}), message: e.error ?? 'failed' } }, { providerId: e.id }),
+      ),
+      ...(body.robotsBlocked ?? []).map((url): ResultDocument => withIdentity({ url, error: { code: 'ROBOTS_BLOCKED', message: 'blocked by the site’s robots.txt' } }, {})),
     ];
   }
 
@@ -368,8 +400,12 @@ export class FirecrawlAdapter implements ProviderAdapter {
     const recent = (at: string | null | undefined) => !at || Number.isNaN(Date.parse(at)) || Date.parse(at) >= since;
     const readings: LookupReading[] = [];
     if (this.entry.operation === 'crawl') {
-      const res = await this.http.ok(ctx, { method: 'GET', path: '/v2/crawl/active', phase: 'read' });
-      const body = this.http.parse(res, ActiveBody, 'read', 'active crawls');
+      const res = await this.http.call(ctx, { method: 'GET', path: '/v2/crawl/active', phase: 'read' });
+      if (res.status === 404 || res.status === 501) {
+        readings.push({ lookup: 'GET /v2/crawl/active', available: false, complete: false, candidates: [], at: new Date().toISOString(), note: `answered ${res.status}: not offered by this deployment` });
+      } else {
+        if (!this.http.isOk(res)) throw this.fail(res, 'read', ctx);
+        const body = this.http.parse(res, ActiveBody, 'read', 'active crawls');
       const sent = Object.entries(ctx.request.options ?? {}).filter(([k]) => !['scrapeOptions', 'webhook', 'limit', 'url'].includes(k));
       const candidates: Candidate[] = [];
       for (const c of body.crawls ?? body.data ?? []) {
@@ -381,7 +417,8 @@ export class FirecrawlAdapter implements ProviderAdapter {
             : { taskId: c.id, providerStatus: 'scraping', match: 'weak', createdAt: c.created_at ?? null, why: 'same URL, created since our submit; Firecrawl echoes nothing of ours' },
         );
       }
-      readings.push({ lookup: 'GET /v2/crawl/active', available: true, complete: true, candidates, at: new Date().toISOString() });
+        readings.push({ lookup: 'GET /v2/crawl/active', available: true, complete: true, candidates, at: new Date().toISOString() });
+      }
     }
     const candidates: Candidate[] = [];
     let cursor: string | undefined;

@@ -23,7 +23,7 @@ import type { ScrapeRequest } from '../../model/types.js';
 import { resultLimitsOf } from '../entry.js';
 import { ProviderError } from '../errors.js';
 import { errorDetails, ProviderHttp, type CallPhase, type CredentialPlacement, type FormBody, type ProviderResponse } from '../http.js';
-import { enforceResultLimits, paginateCursor, paginateNextLink, paginateOffset, resultFromDocuments } from '../pagination.js';
+import { enforceResultLimits, paginateCursor, paginateNextLink, paginateOffset, resultFromDocuments, withIdentity } from '../pagination.js';
 import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, StatusObservation, SubmitContext } from '../types.js';
 import type { HttpEntry } from './config.js';
 import { pick, pickString, renderJson, renderMap, renderPath, type TemplateVars } from './template.js';
@@ -74,11 +74,16 @@ function toPage(doc: unknown, f: Fields, fallbackUrl: string): ProviderResult {
   };
 }
 
-/** One document by the entry's field pointers; the whole item is kept in `data`. */
-function toDocument(item: unknown, f: Fields): ResultDocument {
+/**
+ * One document by the entry's field pointers; the whole item is kept in `data`. Identity: the
+ * value at `fields.id` when the entry declares it, else the URL with `position` (the item's
+ * absolute position, when the paging knows it), else the URL with a hash of the item.
+ */
+function toDocument(item: unknown, f: Fields, position: number | null): ResultDocument {
   const p = toPage(item, f, '');
   const error = f.error === undefined ? undefined : pickString(item, f.error);
-  return {
+  const providerId = f.id === undefined ? null : str(pick(item, f.id));
+  return withIdentity({
     url: p.url || null,
     finalUrl: p.finalUrl,
     httpStatus: p.httpStatus,
@@ -88,7 +93,7 @@ function toDocument(item: unknown, f: Fields): ResultDocument {
     links: p.links,
     data: item && typeof item === 'object' && !Array.isArray(item) ? (item as Record<string, unknown>) : { value: item },
     ...(error ? { error: { message: error } } : {}),
-  };
+  }, { providerId, position });
 }
 
 /** {@link ProviderAdapter} of the declarative `http` kind. */
@@ -126,10 +131,11 @@ export class HttpAdapter implements ProviderAdapter {
   private fail(res: ProviderResponse, phase: CallPhase, ctx: CallContext, what: 'submit' | 'read' | 'cancel' | 'list' = phase === 'submit' ? 'submit' : 'read'): ProviderError {
     const e = this.entry.errors;
     const err = this.http.error(res, phase, ctx);
-    const code = err.details.code;
+    // A quota answer carries our code; the configured lists name the provider's own.
+    const code = err.details.providerCode ?? err.details.code;
     const has = (list: string[]) => code !== undefined && list.includes(code);
     if ((what === 'cancel' || what === 'list') && has(e.unsupportedCodes)) return new ProviderError('unsupported', err.message, err.details);
-    if (has(e.concurrencyCodes)) return new ProviderError('cooldown', err.message, { ...err.details, code: 'CONCURRENCY_LIMIT' });
+    if (has(e.concurrencyCodes)) return new ProviderError('cooldown', err.message, { ...err.details, code: 'CONCURRENCY_LIMIT', quota: undefined, providerCode: undefined });
     if (what === 'read') {
       if (has(e.terminalCodes)) return new ProviderError('task_failed', err.message, err.details);
       if (has(e.expiredCodes) || e.expiredStatusCodes.includes(res.status) || (res.status === 404 && e.notFound === 'expired')) return new ProviderError('expired', err.message, err.details);
@@ -205,7 +211,7 @@ export class HttpAdapter implements ProviderAdapter {
     const items = r.documentsPath === undefined ? undefined : pick(body, r.documentsPath);
     const hasPage = page !== undefined && page !== null && typeof page === 'object';
     if (!hasPage && !Array.isArray(items)) return undefined;
-    const docs = Array.isArray(items) ? items.map((i) => toDocument(i, r.fields)) : undefined;
+    const docs = Array.isArray(items) ? items.map((i, n) => toDocument(i, r.fields, n)) : undefined;
     const result: ProviderResult = hasPage ? { ...toPage(page, r.fields, fallbackUrl), ...(docs ? { documents: docs } : {}) } : resultFromDocuments(docs!, fallbackUrl);
     return enforceResultLimits(result, resultLimitsOf(this.entry), this.name, taskId);
   }
@@ -243,20 +249,23 @@ export class HttpAdapter implements ProviderAdapter {
       return items;
     };
     const common = { provider: this.name, taskId, limits: ctx.limits, heartbeat: ctx.heartbeat, signal: ctx.signal };
-    let items: unknown[];
+    const map = (i: unknown, position: number | null) => toDocument(i, r.fields, position);
+    let documents: ResultDocument[];
     if (pg.style === 'offset') {
-      items = await paginateOffset({ ...common, fetch: async (offset, limit) => ({ items: itemsOf(await read({ query: { [pg.offsetParam]: offset, [pg.limitParam]: limit } })) }) });
+      documents = await paginateOffset({ ...common, map, fetch: async (offset, limit) => ({ items: itemsOf(await read({ query: { [pg.offsetParam]: offset, [pg.limitParam]: limit } })) }) });
     } else if (pg.style === 'cursor') {
-      items = await paginateCursor({
+      documents = await paginateCursor({
         ...common,
+        map,
         fetch: async (cursor, limit) => {
           const res = await read({ query: { ...(cursor ? { [pg.cursorParam]: cursor } : {}), ...(pg.limitParam ? { [pg.limitParam]: limit } : {}) } });
           return { items: itemsOf(res), cursor: pickString(res.body, pg.cursorPath) ?? null };
         },
       });
     } else {
-      items = await paginateNextLink({
+      documents = await paginateNextLink({
         ...common,
+        map,
         firstUrl: first,
         fetch: async (url) => {
           const res = await read({ url });
@@ -265,7 +274,7 @@ export class HttpAdapter implements ProviderAdapter {
         },
       });
     }
-    return resultFromDocuments(items.map((i) => toDocument(i, r.fields)), ctx.url);
+    return resultFromDocuments(documents, ctx.url);
   }
 
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {

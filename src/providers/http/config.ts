@@ -132,6 +132,12 @@ export const FieldsSchema = z
     contentLength: PointerSchema,
     /** A per-document failure message (documents only). */
     error: PointerSchema,
+    /**
+     * The provider's own ID of each document (documents only): its identity, so that a document
+     * the provider serves twice (a repeated page boundary) is stored once. Absent: the document's
+     * URL with its position (offset paging and unpaged lists), else with a hash of its content.
+     */
+    id: PointerSchema,
   })
   .partial()
   .prefault({});

@@ -40,7 +40,7 @@ import type { ScrapeRequest } from '../../model/types.js';
 import { ProviderError } from '../errors.js';
 import { ProviderHttp, path, type ProviderResponse } from '../http.js';
 import { pageFromRaw } from '../htmlPage.js';
-import { enforceResultLimits, resultFromDocuments } from '../pagination.js';
+import { enforceResultLimits, resultFromDocuments, withIdentity } from '../pagination.js';
 import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, StatusObservation, SubmitContext } from '../types.js';
 import type { OxylabsEntry } from './config.js';
 
@@ -62,6 +62,8 @@ const ResultEntry = z.looseObject({
   page: z.number().int().nullish(),
   url: z.string().nullish(),
   status_code: z.number().int().nullish(),
+  /** The target's answer as relayed for some sources (reported for `universal`, not documented): its `headers` may name the content type. */
+  _response: z.unknown().optional(),
 });
 const ResultsBody = z.looseObject({ results: z.array(ResultEntry) });
 type Entry = z.infer<typeof ResultEntry>;
@@ -72,14 +74,34 @@ export function oxylabsState(word: string): ObservedState {
   return known[word] ?? 'unrecognised';
 }
 
-function documentOf(e: Entry, fallbackUrl: string): ResultDocument {
+/**
+ * What an entry's `content` is: text, or — for a job asked with `content_encoding: base64` (the
+ * only documented way to get a binary target: images, PDFs) — bytes, with the target's
+ * `content-type` when the entry's `_response.headers` carry it (reported for `universal`, not
+ * documented; else the bytes are sniffed).
+ */
+function contentOf(e: Entry, base64: boolean): { body: string | null; bytes: Buffer | null; contentType: string | null } {
+  if (typeof e.content !== 'string') return { body: null, bytes: null, contentType: null };
+  const headers = (e._response as { headers?: Record<string, unknown> } | undefined)?.headers;
+  const type = headers ? Object.entries(headers).find(([k]) => k.toLowerCase() === 'content-type')?.[1] : undefined;
+  const contentType = typeof type === 'string' ? type : Array.isArray(type) && typeof type[0] === 'string' ? type[0] : null;
+  if (!base64 || e.type === 'png' || e.content === '') return { body: e.content, bytes: null, contentType };
+  return { body: null, bytes: Buffer.from(e.content, 'base64'), contentType };
+}
+
+/**
+ * One result entry as a document. Identity: the entry's `page` and `type` (Oxylabs has no
+ * document ID; one job's entries are its pages, per output type), else its index.
+ */
+function documentOf(e: Entry, fallbackUrl: string, index: number, base64: boolean): ResultDocument {
   const url = e.url ?? null;
   const meta = { page: e.page ?? null, type: e.type ?? null };
+  const identity = { providerId: e.page !== null && e.page !== undefined ? `page ${e.page}${e.type ? ` ${e.type}` : ''}` : null, position: index };
   if (typeof e.content === 'string' && e.type !== 'png') {
-    const p = pageFromRaw({ url: url ?? fallbackUrl, body: e.content, httpStatus: e.status_code ?? null });
-    return { url, httpStatus: e.status_code ?? null, title: p.title, text: p.text, markdown: p.markdown, links: p.links, data: meta };
+    const p = pageFromRaw({ url: url ?? fallbackUrl, ...contentOf(e, base64), httpStatus: e.status_code ?? null });
+    return withIdentity({ url, httpStatus: e.status_code ?? null, title: p.title, text: p.text, markdown: p.markdown, links: p.links, data: meta, ...(p.body ? { body: p.body } : {}) }, identity);
   }
-  return { url, httpStatus: e.status_code ?? null, data: { ...meta, content: e.content } };
+  return withIdentity({ url, httpStatus: e.status_code ?? null, data: { ...meta, content: e.content } }, identity);
 }
 
 /**
@@ -87,6 +109,11 @@ function documentOf(e: Entry, fallbackUrl: string): ResultDocument {
  * and no idempotency key, so a lost submit always waits in `unknown` for an operator.
  */
 export const OXYLABS_EVIDENCE: ReconcileEvidence = { replay: 'none', lookups: [], taskScope: 'credential', source: 'developers.oxylabs.io Push-Pull, read 2026-11-30: no list endpoint, no idempotency key' };
+
+/** True when the job asked for `content_encoding: base64` (its own options, else the entry's parameters). */
+function asksBase64(request: ScrapeRequest, params: Record<string, unknown>): boolean {
+  return (request.options.content_encoding ?? params.content_encoding) === 'base64';
+}
 
 /** {@link ProviderAdapter} for Oxylabs Push-Pull (see the module docs). */
 export class OxylabsAdapter implements ProviderAdapter {
@@ -162,10 +189,11 @@ export class OxylabsAdapter implements ProviderAdapter {
     ctx.heartbeat?.({ documents: results.length, pages: 1 });
     if (results.length === 0) throw new ProviderError('transient', `Oxylabs job ${taskId} answered with no results yet`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY' });
     const first = results[0]!;
+    const base64 = asksBase64(ctx.request, this.entry.params);
     const result: ProviderResult =
       results.length === 1 && typeof first.content === 'string' && first.type !== 'png'
-        ? pageFromRaw({ url: ctx.url, body: first.content, finalUrl: first.url && first.url !== ctx.url ? first.url : null, httpStatus: first.status_code ?? null })
-        : resultFromDocuments(results.map((e) => documentOf(e, ctx.url)), ctx.url);
+        ? pageFromRaw({ url: ctx.url, ...contentOf(first, base64), finalUrl: first.url && first.url !== ctx.url ? first.url : null, httpStatus: first.status_code ?? null })
+        : resultFromDocuments(results.map((e, i) => documentOf(e, ctx.url, i, base64)), ctx.url);
     return enforceResultLimits(result, ctx.limits, this.name, taskId);
   }
 

@@ -33,16 +33,29 @@
  *   token; the failure-report flag per entry `failureReport`; three failed deliveries cancel the
  *   job (the receiver answers at once, so it stays well inside that).
  * - **Rate limits**: `429` on submit ("too many concurrent submissions") → key-wide cool-down.
+ * - **Credits**: a `403` on submit means "out of credits or over the plan" (the docs' error table;
+ *   the wording is not documented), unless it names `max_cost` (that request's own cost cap, a
+ *   permanent refusal of this job only): quota exhaustion (`QUOTA_EXHAUSTED`), which holds the
+ *   key's other submits ({@link scraperApiError}).
  */
 import { z } from 'zod';
 import type { LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
-import { meansCancelled, ProviderError } from '../errors.js';
-import { ProviderHttp, path, type ProviderResponse } from '../http.js';
+import { meansCancelled, ProviderError, quotaExhausted } from '../errors.js';
+import { ProviderHttp, path, type CallPhase, type ProviderResponse } from '../http.js';
 import { pageFromRaw } from '../htmlPage.js';
 import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, StatusObservation, SubmitContext } from '../types.js';
 import type { ScraperApiEntry } from './config.js';
+
+/**
+ * ScraperAPI's reading of a classified error: a `403` on submit that does not name `max_cost` is
+ * the documented out-of-credits (or plan limit) refusal, so quota exhaustion; the rest unchanged.
+ */
+export function scraperApiError(err: ProviderError, res: ProviderResponse, phase: CallPhase): ProviderError {
+  if (phase === 'submit' && res.status === 403 && err.details.quota !== true && !/max[_ ]cost/i.test(res.text)) return quotaExhausted('permanent', err);
+  return err;
+}
 
 /** Where our client reference travels in `meta` (echoed by status answers and callbacks). */
 export const SCRAPERAPI_REF_FIELD = 'scrapeOrchestratorRef';
@@ -100,7 +113,7 @@ export class ScraperApiAdapter implements ProviderAdapter {
     readonly name: string,
     private readonly entry: ScraperApiEntry,
   ) {
-    this.http = new ProviderHttp({ provider: name, baseUrl: entry.baseUrl, auth: { in: 'body', name: 'apiKey' }, submitTimeoutMs: entry.submitTimeoutMs, readTimeoutMs: entry.readTimeoutMs });
+    this.http = new ProviderHttp({ provider: name, baseUrl: entry.baseUrl, auth: { in: 'body', name: 'apiKey' }, submitTimeoutMs: entry.submitTimeoutMs, readTimeoutMs: entry.readTimeoutMs, classify: scraperApiError });
   }
 
   /** The submit body (without `apiKey`, which the HTTP client places): request options first, our fields last. */
@@ -132,13 +145,20 @@ export class ScraperApiAdapter implements ProviderAdapter {
     return { res, job: this.http.parse(res, ScraperApiJobSchema, 'read', 'job status body') };
   }
 
-  /** The page of a finished job, or null when the answer carries no `response` yet. */
+  /**
+   * The page of a finished job, or null when the answer carries no `response` yet. A binary
+   * target (a PDF, an image) arrives as `response.base64EncodedBody` instead of `body` ("Decoding"
+   * page): its bytes are kept with the target's `content-type` (the text of a PDF is read before
+   * the result is written). One job is one document: no identity to compute.
+   */
   private page(job: Job, fallbackUrl: string): ProviderResult | null {
     const r = job.response;
     if (!r) return null;
+    const encoded = r.base64EncodedBody ? Buffer.from(r.base64EncodedBody, 'base64') : null;
     return pageFromRaw({
       url: job.url || fallbackUrl,
-      body: r.body ?? null,
+      body: encoded ? null : (r.body ?? null),
+      bytes: encoded,
       finalUrl: header(r.headers, 'sa-final-url') ?? null,
       httpStatus: r.statusCode ?? null,
       contentType: header(r.headers, 'content-type') ?? null,

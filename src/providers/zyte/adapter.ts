@@ -12,7 +12,7 @@
  * |-----------|--------------------------------------------------------------------------------------|---------------------------------------------|
  * | submit    | `POST {baseUrl}/run.json` (form: `project`, `spider`, `add_tag`, spider arguments, …) | `200 {"status": "ok", "jobid": "P/S/J"}`    |
  * | status    | `GET {storageUrl}/jobs/P/S/J` (job metadata)                                         | `200 {state, close_reason?, scrapystats?, …}` |
- * | result    | `GET {storageUrl}/items/P/S/J?format=json&start=P/S/J/<offset>&count=<n>`            | `200 [item, …]`                             |
+ * | result    | `GET {storageUrl}/items/P/S/J?format=json&meta=_key&start=P/S/J/<offset>&count=<n>` | `200 [item, …]`                             |
  * | cancel    | `POST {baseUrl}/jobs/stop.json` (form: `project`, `job`)                             | `200 {"status": "ok"}`                      |
  * | reconcile | `GET {baseUrl}/jobs/list.json?project&spider&has_tag&state=<s>&count` per state       | `200 {"status": "ok", "jobs": [{id, state, tags, …}]}` |
  *
@@ -48,7 +48,7 @@ import { ProviderError } from '../errors.js';
 import { ProviderHttp, callSecrets, errorDetails, type CallPhase, type FormBody, type ProviderResponse } from '../http.js';
 import { documentFromItem } from '../itemDocuments.js';
 import { paginateOffset, resultFromDocuments } from '../pagination.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, StatusObservation, SubmitContext } from '../types.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, StatusObservation, SubmitContext } from '../types.js';
 import { ZYTE_RESERVED_FIELDS, type ZyteEntry } from './config.js';
 
 const JOB_ID = /^\d+\/\d+\/\d+$/;
@@ -268,14 +268,18 @@ export class ZyteAdapter implements ProviderAdapter {
   async result(taskId: string, resultCtx: ResultContext): Promise<ProviderResult> {
     const ctx = this.auth(resultCtx);
     const itemsPath = this.jobPath('items', taskId);
-    const items = await paginateOffset<unknown>({
+    const secrets = callSecrets(ctx);
+    // `meta=_key` adds each item's key `P/S/J/N` (N: its index in the job): the item's identity,
+    // so an item served again (`start` is inclusive) is stored once.
+    const documents = await paginateOffset<unknown, ResultDocument>({
       provider: this.name,
       taskId,
       limits: ctx.limits,
       heartbeat: ctx.heartbeat,
       signal: ctx.signal,
+      map: (it, position) => documentFromItem(it, secrets, { idField: '_key', position }),
       fetch: async (offset, limit) => {
-        const res = await this.storage.call(ctx, { method: 'GET', path: itemsPath, query: { format: 'json', start: `${taskId}/${offset}`, count: limit }, phase: 'read' });
+        const res = await this.storage.call(ctx, { method: 'GET', path: itemsPath, query: { format: 'json', meta: '_key', start: `${taskId}/${offset}`, count: limit }, phase: 'read' });
         if (res.status === 404) {
           const err = this.fail(this.storage, res, 'read', ctx);
           throw new ProviderError('expired', `${err.message} (the items of job ${taskId} are gone)`, err.details);
@@ -285,11 +289,7 @@ export class ZyteAdapter implements ProviderAdapter {
         return { items: res.body as unknown[] };
       },
     });
-    const secrets = callSecrets(ctx);
-    return resultFromDocuments(
-      items.map((it) => documentFromItem(it, secrets)),
-      ctx.url,
-    );
+    return resultFromDocuments(documents, ctx.url);
   }
 
   async cancel(taskId: string, callCtx: CallContext): Promise<CancelAnswer> {
@@ -303,11 +303,12 @@ export class ZyteAdapter implements ProviderAdapter {
     throw err;
   }
 
-  /** Every job tagged `tag` in `states` (one list request per state, in order). */
-  private async jobsByTag(ctx: CallContext, tag: string, states: readonly string[]): Promise<{ taskId: string; state: string }[]> {
+  /** Every job tagged `tag` in `states` (one list request per state, in order); null when the list answers `404` (not offered). */
+  private async jobsByTag(ctx: CallContext, tag: string, states: readonly string[]): Promise<{ taskId: string; state: string }[] | null> {
     const out: { taskId: string; state: string }[] = [];
     for (const state of states) {
       const res = await this.app.call(ctx, { method: 'GET', path: '/jobs/list.json', query: { project: this.entry.project, spider: this.entry.spider, has_tag: tag, state, count: 10 }, phase: 'read' });
+      if (res.status === 404) return null; // not offered: the caller reports the lookup unavailable
       if (!this.app.isOk(res) || (res.body as { status?: unknown } | undefined)?.status !== 'ok') throw this.fail(this.app, res, 'read', ctx);
       const list = this.app.parse(res, JobListSchema, 'read', 'jobs/list.json answer');
       for (const j of list.jobs) if (j.tags.includes(tag) && JOB_ID.test(j.id ?? j.key ?? '')) out.push({ taskId: (j.id ?? j.key)!, state: j.state ?? state });
@@ -317,7 +318,7 @@ export class ZyteAdapter implements ProviderAdapter {
 
   /** The first job tagged `tag` in `states`, or null. */
   private async findByTag(ctx: CallContext, tag: string, states: readonly string[]): Promise<Accepted | null> {
-    const [job] = await this.jobsByTag(ctx, tag, states);
+    const [job] = (await this.jobsByTag(ctx, tag, states)) ?? [];
     return job ? { taskId: job.taskId, providerStatus: job.state, replayed: true } : null;
   }
 
@@ -331,6 +332,7 @@ export class ZyteAdapter implements ProviderAdapter {
     const ctx = this.auth(findCtx);
     const tag = this.tagOf(ctx.clientRef);
     const jobs = await this.jobsByTag(ctx, tag, ['pending', 'running', 'finished']);
+    if (jobs === null) return [{ lookup: TAG_LOOKUP, available: false, complete: false, candidates: [], at: new Date().toISOString(), note: 'jobs/list.json answered 404: not offered' }];
     const candidates: Candidate[] = jobs.map((j) => ({ taskId: j.taskId, providerStatus: j.state, match: 'strong', why: `tagged ${tag}` }));
     return [{ lookup: TAG_LOOKUP, available: true, complete: true, candidates, at: new Date().toISOString() }];
   }

@@ -250,7 +250,9 @@ export class ScrapeJob {
     this.v.providerState = 'completed';
     this.v.lastError = undefined;
     this.keepResult(r);
-    this.move('completed');
+    // A result without usable content still completes the job (the provider did the work); the
+    // note says so. The note is view state only: no new command.
+    this.move('completed', r.contentNote ? { note: r.contentNote } : {});
   }
 
   /** The next status check is due in `delayMs` (shown as `nextCheckAt`). */

@@ -264,7 +264,7 @@ describe('firecrawl: crawl entry', () => {
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
   });
 
-  it('a lost crawl submit: the replay under the same key answers 409 (a job with our key exists) and the active list shows the crawl by URL only: no second POST after that, no adoption; the operator hands it over: one crawl', async () => {
+  it('a lost crawl submit: the active list shows the crawl by URL only (weak): no replay, no second POST, no adoption; the operator hands it over: one crawl', async () => {
     s.fixture.hold('lost-crawl');
     s.fixture.dropAfterCommit('lost-crawl');
     const url = 'https://lost-crawl.example.com/';
@@ -276,11 +276,10 @@ describe('firecrawl: crawl entry', () => {
     const crawls = s.fixture.jobs('acme').filter((j) => j.url === url);
     expect(crawls).toHaveLength(1);
     expect(view.note).toContain(crawls[0]!.id);
+    // One POST: the key is never probed by a replay (Firecrawl may miss it shortly after the
+    // first submit and start a second paid crawl); the active list shows the crawl by URL only.
     const posts = s.fixture.server.requestsTo('POST', '/v2/crawl').filter((r) => (r.body as { url: string }).url === url);
-    expect(posts).toHaveLength(2); // the submit and one replay: the 409 proves the same thing every time
-    expect(posts[1]!.headers['x-idempotency-key']).toBe(posts[0]!.headers['x-idempotency-key']);
-    const replay = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'reconcile_replay')!;
-    expect(JSON.parse(replay.detail!)).toMatchObject({ kind: 'conflict' });
+    expect(posts).toHaveLength(1);
     await s.client.resolve('acme', ref.jobId, { taskId: crawls[0]!.id, by: 'vitest' });
     await running(s, ref.jobId);
     s.fixture.release(crawls[0]!.id);
