@@ -26,6 +26,12 @@ export interface ActivityDeps {
    */
   inlineFirstWaitMs?: number;
   /**
+   * Longest wait a reconcile attempt spends in itself (watching the store for a late answer) before
+   * reading the lookups again, ms (default: whatever fits in the attempt); a longer one is the
+   * server's retry delay. Time-skipping tests set 0 so that no wait is real.
+   */
+  inlineSettleMs?: number;
+  /**
    * The Temporal server's time (epoch ms), for comparisons with times the workflow computed
    * (deadlines). Default `Date.now` (worker and server clocks agree); time-skipping tests give the
    * test server's clock.

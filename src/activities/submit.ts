@@ -111,6 +111,22 @@ export function slotWaitPlan(full: { limit: number; waiting: number }, random: n
 /** How long before its start-to-close timeout an attempt stops waiting for a submit's answer, ms. */
 const GIVE_UP_MARGIN_MS = 1_000;
 
+/** Time a reconcile attempt keeps, after a wait in it, to read the lookups once more and answer, ms. */
+const SETTLE_READ_MARGIN_MS = 5_000;
+
+/** How often a waiting reconcile re-reads the job row for a late answer, ms. */
+const STORE_WATCH_MS = 500;
+
+/** What is left of the current activity attempt's start-to-close time, ms (Infinity outside an activity). */
+function attemptBudget(startedAt: number): number {
+  try {
+    const ms = Context.current().info.startToCloseTimeoutMs;
+    return ms > 0 ? startedAt + ms - Date.now() : Number.POSITIVE_INFINITY;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
+
 /**
  * Resolves with `gave_up` shortly before the current activity attempt's start-to-close timeout
  * (counted from `startedAt`, epoch ms, when the attempt began),
@@ -170,19 +186,45 @@ export function submitActivities(kit: ActivityKit) {
    * Sends one replay under the same key (kinds whose key returns the same task: a probe that
    * costs no second job) and records it (`reconcile_replay`). A lost replay is retried (transient).
    */
-  async function probeReplay(job: SubmitJobInput['job'], row: JobRow): Promise<ReplayReading> {
+  async function probeReplay(job: SubmitJobInput['job'], row: JobRow, budgetMs: number): Promise<ReplayReading | undefined> {
     const keys = providerKeys(job.account, job.key);
-    let replay: ReplayReading;
-    try {
-      const acc = await kit.call(job.provider, job.account, (p) => p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...keys, ...p.callback(job.jobId) }), { phase: 'submit' });
-      replay = { kind: 'same-task', taskId: acc.taskId, providerStatus: acc.providerStatus };
-    } catch (e) {
-      if (isProviderError(e) && e.kind === 'conflict') replay = { kind: 'conflict', detail: `${e.details.httpStatus ?? ''} ${e.message}`.trim() };
-      else if (isProviderError(e) && e.kind === 'ambiguous') rethrow(new ProviderError('transient', `the replay's answer was lost too: ${e.message}`, e.details));
-      else rethrow(e);
+    const call = kit
+      .call(job.provider, job.account, (p) => p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), ...keys, ...p.callback(job.jobId) }), { phase: 'submit' })
+      .then(
+        (acc): ReplayReading => ({ kind: 'same-task', taskId: acc.taskId, providerStatus: acc.providerStatus }),
+        (e: unknown): ReplayReading | Error => {
+          if (isProviderError(e) && e.kind === 'conflict') return { kind: 'conflict', detail: `${e.details.httpStatus ?? ''} ${e.message}`.trim() };
+          return e instanceof Error ? e : new Error(String(e));
+        },
+      );
+    // The replay is not aborted when the attempt runs short: its answer (the same task) is still
+    // recorded when it comes, and this attempt goes on with what the lookups showed.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), Math.max(1, budgetMs - SETTLE_READ_MARGIN_MS))));
+    const first = await Promise.race([call, late]);
+    clearTimeout(timer);
+    if (first === 'late') {
+      detachCall(call.then((r) => (r instanceof Error || r.kind !== 'same-task' ? undefined : store.bindTask({ jobId: job.jobId, taskId: r.taskId, providerStatus: r.providerStatus, source: 'reconcile: idempotent replay under our key (answered late)', providerAccount: kit.deps.providers.resolve(job.provider, job.account).providerAccount }))));
+      return undefined;
     }
-    await store.appendEvent(job.jobId, 'reconcile_replay', row.state, replay);
-    return replay;
+    if (first instanceof Error) {
+      if (isProviderError(first) && first.kind === 'ambiguous') rethrow(new ProviderError('transient', `the replay's answer was lost too: ${first.message}`, first.details));
+      rethrow(first);
+    }
+    await store.appendEvent(job.jobId, 'reconcile_replay', row.state, first);
+    return first;
+  }
+
+  /** Watches the store for `waitMs` (ms) for a task recorded on the job (a late submit answer); returns it, or undefined. */
+  async function watchForTask(jobId: string, waitMs: number): Promise<string | undefined> {
+    const until = Date.now() + waitMs;
+    for (;;) {
+      const row = await store.getJob(jobId);
+      if (row?.task_id) return row.task_id;
+      const left = until - Date.now();
+      if (left <= 0 || kit.signal()?.aborted) return undefined;
+      await new Promise((r) => setTimeout(r, Math.min(STORE_WATCH_MS, left)));
+    }
   }
 
   /** What the verified webhook deliveries of this job say: each task they name is a strong candidate. */
@@ -338,6 +380,7 @@ export function submitActivities(kit: ActivityKit) {
      * evidence, for an operator. Every reading is in the timeline (`reconcile_*` events).
      */
     async reconcileJob(input: SubmitJobInput): Promise<ReconcileOutcome> {
+      const startedAt = Date.now();
       const { job } = input;
       const row = await store.getJob(job.jobId);
       if (row?.task_id) return reconciled({ kind: 'found', taskId: row.task_id, via: 'store' });
@@ -349,60 +392,69 @@ export function submitActivities(kit: ActivityKit) {
       const lastIntent = Date.parse(row.submit_intent_at ?? row.created_at);
       const createdBy = lastIntent + submitTimeoutOf(resolved);
       let replay = await replaySoFar(job.jobId, lastIntent);
-      const readings: LookupReading[] = resolved.adapter.evidence.lookups.length
-        ? await kit.call(job.provider, job.account, (p) => p.adapter.findSubmitted({ apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), clientRef: keys.clientRef, request: job.request, submittedAfter: row.created_at }))
-        : [];
-      if (evidence !== resolved.adapter.evidence) readings.push(await deliveriesReading(job.jobId));
-      const again = await store.getJob(job.jobId); // an answer may have landed while we read
-      if (again?.task_id) return reconciled({ kind: 'found', taskId: again.task_id, via: 'store' });
-      const now = Date.now();
-      // An earlier attempt of this round waited out the lags (the server's retry delay kept the time).
-      const settled = (await store.timeline(job.jobId)).some((e) => e.type === 'reconcile_settling' && Date.parse(e.at) >= lastIntent);
-      const decide = async () => {
-        const taskIds = [...readings.flatMap((r) => r.candidates.map((c) => c.taskId)), ...(replay && replay.kind !== 'conflict' ? [replay.taskId] : [])];
-        const boundElsewhere = await store.tasksBoundElsewhere({ providerAccount: resolved.providerAccount, provider: job.provider, taskIds, exceptJobId: job.jobId });
-        return decideReconcile({ evidence, lagOverrideMs: resolved.entry.reconcile?.settleMs, readings, replay, createdBy, firstSubmitAt: Date.parse(row.created_at), now, boundElsewhere, settled });
-      };
-      let d = await decide();
-      // Lookups first; a replay only where the kind's key returns the same task (a probe that can
-      // create nothing) and the lookups could not decide. A key that only refuses (`409`) is never
-      // probed: a provider that misses it (a replica lag) would start a second paid job.
-      if (evidence.replay === 'same-task' && !replay && d.kind !== 'found' && d.kind !== 'absent') {
-        replay = await probeReplay(job, row);
-        d = await decide();
-      }
-      // Until the submit's own timeout has passed its answer may still come: nothing but a found
-      // task is concluded before then.
-      if (d.kind !== 'found' && !settled && now < createdBy) d = { kind: 'settling', readAt: Math.max(createdBy, d.kind === 'settling' ? d.readAt : 0), evidence: d.evidence };
-      if (d.evidence.collisions.length) await store.appendEvent(job.jobId, 'task_collision', 'unknown', { collisions: d.evidence.collisions });
-      switch (d.kind) {
-        case 'found': {
-          const bound = await store.bindTask({ jobId: job.jobId, taskId: d.taskId, providerStatus: d.providerStatus, source: `reconcile: ${d.via === 'replay' ? 'idempotent replay under our key' : `found by client reference in ${d.lookup}`}`, trackingDeadlineMs: input.trackingDeadlineMs, providerAccount: resolved.providerAccount });
-          if (bound.kind === 'collision') {
-            const reason = `the task found (${d.taskId}) was bound to job ${bound.boundTo} meanwhile; it is not this job's`;
-            await store.appendEvent(job.jobId, 'reconcile_undecided', 'unknown', { reason, evidence: d.evidence });
-            return reconciled({ kind: 'unresolvable', reason, evidence: d.evidence });
+      for (;;) {
+        const readings: LookupReading[] = resolved.adapter.evidence.lookups.length
+          ? await kit.call(job.provider, job.account, (p) => p.adapter.findSubmitted({ apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), clientRef: keys.clientRef, request: job.request, submittedAfter: row.created_at }))
+          : [];
+        if (evidence !== resolved.adapter.evidence) readings.push(await deliveriesReading(job.jobId));
+        const again = await store.getJob(job.jobId); // an answer may have landed while we read
+        if (again?.task_id) return reconciled({ kind: 'found', taskId: again.task_id, via: 'store' });
+        const now = Date.now();
+        // This round already waited out the lags (in this attempt, or an earlier one whose retry delay the server kept).
+        const settled = (await store.timeline(job.jobId)).some((e) => e.type === 'reconcile_settling' && Date.parse(e.at) >= lastIntent);
+        const decide = async () => {
+          const taskIds = [...readings.flatMap((r) => r.candidates.map((c) => c.taskId)), ...(replay && replay.kind !== 'conflict' ? [replay.taskId] : [])];
+          const boundElsewhere = await store.tasksBoundElsewhere({ providerAccount: resolved.providerAccount, provider: job.provider, taskIds, exceptJobId: job.jobId });
+          return decideReconcile({ evidence, lagOverrideMs: resolved.entry.reconcile?.settleMs, readings, replay, createdBy, firstSubmitAt: Date.parse(row.created_at), now, boundElsewhere, settled });
+        };
+        let d = await decide();
+        // Lookups first; a replay only where the kind's key returns the same task (a probe that can
+        // create nothing) and the lookups could not decide. A key that only refuses (`409`) is never
+        // probed: a provider that misses it (a replica lag) would start a second paid job.
+        if (evidence.replay === 'same-task' && !replay && d.kind !== 'found' && d.kind !== 'absent') {
+          replay = await probeReplay(job, row, attemptBudget(startedAt));
+          if (replay) d = await decide();
+        }
+        // Until the submit's own timeout has passed its answer may still come: nothing but a found
+        // task is concluded before then.
+        if (d.kind !== 'found' && !settled && now < createdBy) d = { kind: 'settling', readAt: Math.max(createdBy, d.kind === 'settling' ? d.readAt : 0), evidence: d.evidence };
+        if (d.evidence.collisions.length) await store.appendEvent(job.jobId, 'task_collision', 'unknown', { collisions: d.evidence.collisions });
+        switch (d.kind) {
+          case 'found': {
+            const bound = await store.bindTask({ jobId: job.jobId, taskId: d.taskId, providerStatus: d.providerStatus, source: `reconcile: ${d.via === 'replay' ? 'idempotent replay under our key' : `found by client reference in ${d.lookup}`}`, trackingDeadlineMs: input.trackingDeadlineMs, providerAccount: resolved.providerAccount });
+            if (bound.kind === 'collision') {
+              const reason = `the task found (${d.taskId}) was bound to job ${bound.boundTo} meanwhile; it is not this job's`;
+              await store.appendEvent(job.jobId, 'reconcile_undecided', 'unknown', { reason, evidence: d.evidence });
+              return reconciled({ kind: 'unresolvable', reason, evidence: d.evidence });
+            }
+            await store.appendEvent(job.jobId, 'reconcile_found', 'pending', { taskId: bound.taskId, via: d.via, lookup: d.lookup, note: d.note, evidence: d.evidence });
+            return reconciled({ kind: 'found', taskId: bound.taskId, via: d.via === 'replay' ? 'idempotent-replay' : 'list', lookup: d.lookup });
           }
-          await store.appendEvent(job.jobId, 'reconcile_found', 'pending', { taskId: bound.taskId, via: d.via, lookup: d.lookup, note: d.note, evidence: d.evidence });
-          return reconciled({ kind: 'found', taskId: bound.taskId, via: d.via === 'replay' ? 'idempotent-replay' : 'list', lookup: d.lookup });
+          case 'absent':
+            await store.appendEvent(job.jobId, 'reconcile_absent', 'unknown', { clientRef: keys.clientRef, evidence: d.evidence });
+            return reconciled({ kind: 'absent', via: 'list' });
+          case 'settling': {
+            const waitMs = Math.max(1_000, d.readAt - now);
+            await store.appendEvent(job.jobId, 'reconcile_settling', 'unknown', { readAgainInMs: waitMs, evidence: d.evidence });
+            recordReconcile('settling');
+            // A wait that fits in this attempt is spent here watching the store, so that a late
+            // answer recorded meanwhile is adopted at once; a longer one is the server's retry delay.
+            if (waitMs <= Math.min(kit.deps.inlineSettleMs ?? Number.POSITIVE_INFINITY, attemptBudget(startedAt) - SETTLE_READ_MARGIN_MS)) {
+              const recorded = await watchForTask(job.jobId, waitMs);
+              if (recorded) return reconciled({ kind: 'found', taskId: recorded, via: 'store' });
+              continue;
+            }
+            throw ApplicationFailure.create({
+              type: 'Reconcile.settling',
+              message: `nothing found yet; the provider's lookups can lag and the submit may still be answered, so they are read again in ${waitMs} ms before anything is concluded`,
+              nextRetryDelay: waitMs,
+              category: ApplicationFailureCategory.BENIGN,
+            });
+          }
+          case 'undecided':
+            await store.appendEvent(job.jobId, 'reconcile_undecided', 'unknown', { reason: d.reason, evidence: d.evidence });
+            return reconciled({ kind: 'unresolvable', reason: d.reason, evidence: d.evidence });
         }
-        case 'absent':
-          await store.appendEvent(job.jobId, 'reconcile_absent', 'unknown', { clientRef: keys.clientRef, evidence: d.evidence });
-          return reconciled({ kind: 'absent', via: 'list' });
-        case 'settling': {
-          const waitMs = Math.max(1_000, d.readAt - now);
-          await store.appendEvent(job.jobId, 'reconcile_settling', 'unknown', { readAgainInMs: waitMs, evidence: d.evidence });
-          recordReconcile('settling');
-          throw ApplicationFailure.create({
-            type: 'Reconcile.settling',
-            message: `nothing found yet; the provider's lookups can lag and the submit may still be answered, so they are read again in ${waitMs} ms before anything is concluded`,
-            nextRetryDelay: waitMs,
-            category: ApplicationFailureCategory.BENIGN,
-          });
-        }
-        case 'undecided':
-          await store.appendEvent(job.jobId, 'reconcile_undecided', 'unknown', { reason: d.reason, evidence: d.evidence });
-          return reconciled({ kind: 'unresolvable', reason: d.reason, evidence: d.evidence });
       }
     },
 

@@ -3,7 +3,7 @@
  * reference in each run's `INPUT` record as the lookup, dataset items paged with `clean`.
  */
 import { startApifyFixture } from '../fixtures/providers/apify/server.js';
-import { defineConformanceMatrix, unavailableLookupDefect } from './matrix.js';
+import { defineConformanceMatrix } from './matrix.js';
 
 await defineConformanceMatrix({
   label: 'apify',
@@ -11,5 +11,4 @@ await defineConformanceMatrix({
   fixture: () => startApifyFixture(),
   entry: (fx) => ({ baseUrl: fx.url, actorId: 'acme~site-crawler', replicaLagGraceMs: 1_500, clean: true, results: { pageSize: 2 } }),
   // ApifyAdapter.findSubmitted throws on the runs list's 404 (`throw this.fail(res, …)`).
-  knownDefects: [unavailableLookupDefect('ApifyAdapter.findSubmitted: the runs list')],
 });

@@ -3,7 +3,7 @@
  * URL, the snapshots list (URL and time only: a weak match) as the lookup.
  */
 import { BRIGHTDATA_FIXTURE_DATASET, startBrightDataFixture } from '../fixtures/providers/brightdata/server.js';
-import { defineConformanceMatrix, unavailableLookupDefect } from './matrix.js';
+import { defineConformanceMatrix } from './matrix.js';
 
 await defineConformanceMatrix({
   label: 'brightdata',
@@ -11,5 +11,4 @@ await defineConformanceMatrix({
   fixture: () => startBrightDataFixture(),
   entry: (fx) => ({ baseUrl: fx.url, datasetId: BRIGHTDATA_FIXTURE_DATASET, listing: { marginMs: 5_000 } }),
   // BrightDataAdapter.findSubmitted reads the snapshots list with `this.ok`, which throws on its 404.
-  knownDefects: [unavailableLookupDefect('BrightDataAdapter.findSubmitted: the snapshots list')],
 });

@@ -91,7 +91,7 @@ beforeAll(async () => {
   provider = new ScriptedProvider(() => env.currentTimeMs());
   const config = parseConfig({ providers: { fake: { kind: 'reference', baseUrl: 'http://127.0.0.1:9', credentials: { default: { apiKey: 'sk-unit-0000' } }, limits: { activeJobs: { initial: 100 } } } } }, {});
   const providers = new ProviderRegistry(config, {}, { fake: provider });
-  const activities = createActivities({ store, providers, resultRetentionMs: null, temporal: env.client, inlineFirstWaitMs: 0, serverTime: () => env.currentTimeMs() });
+  const activities = createActivities({ store, providers, resultRetentionMs: null, temporal: env.client, inlineFirstWaitMs: 0, inlineSettleMs: 0, serverTime: () => env.currentTimeMs() });
   worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: await workflowBundle(), activities });
   running = worker.run();
   client = new ScrapeClient({ temporal: env.client, store, taskQueue, defaultProvider: 'fake', providers: ['fake'] });
