@@ -9,6 +9,11 @@
  *   backlog from `DescribeTaskQueue` (`reportStats`);
  * - the poll load the waiting jobs create: status checks per second demanded by the schedule vs
  *   achieved at the provider, and the CPU of worker and server while waiting;
+ * - what bounds the checks achieved, while waiting: the worker's event loop (utilization and lag,
+ *   reported by the worker process; better-sqlite3 is synchronous, so a store write waiting for
+ *   SQLite's lock stalls the whole worker), the SDK worker's task slots and pollers and the
+ *   schedule-to-start latency it saw (its Core metrics), the server's schedule-to-start latency
+ *   per task type and its persistence (its metrics), and a line naming what is saturated;
  * - whether the Web UI's list query still answers: visibility `ListWorkflowExecutions` and
  *   `CountWorkflowExecutions` with `ScrapeState = "pending"`, timed, during and after the starts;
  *   and the dev server's Web UI HTTP API (`/api/v1/namespaces/<ns>/workflows?query=…`) when the
@@ -25,7 +30,8 @@ import type { SimRequestEvent } from '../src/sim/index.js';
 import { cpuDelta, cpuSnapshot, mib, round, sampleForeignCpu, sampleMemory, type Measured } from './lib/proc.js';
 import { finishReport, machine, mean, percentile, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
 import { nominalChecksBy } from './lib/schedule.js';
-import { persistenceDelta, persistenceSnapshot } from './lib/serverMetrics.js';
+import { persistenceDelta, scheduleToStartDelta, serverSnapshot, serverWaitsDelta, tasksAddedDelta } from './lib/serverMetrics.js';
+import { workerGauges, workerSnapshot, workerWindow, type WorkerGauges } from './lib/workerMetrics.js';
 import { startStack, type Stack } from './lib/stack.js';
 
 const { temporal } = proto;
@@ -120,6 +126,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     const procs: Measured[] = [{ name: 'worker', pid: worker.pid }, ...stack.processes()];
     const mem = sampleMemory(procs, 2_000);
     const probes: ListProbe[] = [];
+    const gauges: { at: string; phase: string; gauges: WorkerGauges | undefined }[] = [];
     const backlogs: { at: string; phase: string; queues: Awaited<ReturnType<typeof backlog>> }[] = [];
     const startTimes: number[] = [];
     let started = 0;
@@ -159,7 +166,8 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     // ---- observe them waiting ----
     const w0 = Date.now();
     const wCpu0 = cpuSnapshot(procs);
-    const p0 = await persistenceSnapshot(stack);
+    const p0 = await serverSnapshot(stack);
+    const k0 = await workerSnapshot(worker.metricsUrl);
     const statusFrom = worker.statuses.length;
     const checksBefore = statusTimes.length;
     const probeTimes = [0.25, 0.5, 0.75, 1].map((f) => w0 + f * o.observeS * 1000);
@@ -167,11 +175,17 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
       await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
       probes.push(await probeList(stack, 'waiting', o.jobs));
       backlogs.push({ at: new Date().toISOString(), phase: 'waiting', queues: await backlog(stack, stack.config.temporal.taskQueue) });
+      gauges.push({ at: new Date().toISOString(), phase: 'waiting', gauges: workerGauges(await workerSnapshot(worker.metricsUrl)) });
       log(`scale: waiting ${Math.round((Date.now() - w0) / 1000)} s, list ${probes.at(-1)!.listMs} ms, count ${probes.at(-1)!.count}`);
     }
     const w1 = Date.now();
     const wCpu = cpuDelta(wCpu0, cpuSnapshot(procs));
-    const persistence = persistenceDelta(p0, await persistenceSnapshot(stack));
+    const p1 = await serverSnapshot(stack);
+    const k1 = await workerSnapshot(worker.metricsUrl);
+    const ns = stack.temporal.namespace;
+    const taskQueue = stack.config.temporal.taskQueue;
+    const persistence = persistenceDelta(p0, p1, ns);
+    const serverScheduleToStart = { workflow: scheduleToStartDelta(p0, p1, ns, taskQueue, 'Workflow') ?? null, activity: scheduleToStartDelta(p0, p1, ns, taskQueue, 'Activity') ?? null };
     const m = mem.stop();
     const waitStatuses = worker.statuses.slice(statusFrom).map((s) => s.status);
     const achieved = statusTimes.slice(checksBefore).filter((t) => t >= w0 && t <= w1).length;
@@ -180,6 +194,25 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     const windowS = (w1 - w0) / 1000;
     const acts = waitStatuses.map((s) => s.numInFlightActivities);
     const wfts = waitStatuses.map((s) => s.numInFlightWorkflowActivations);
+    const waitSamples = worker.statuses.slice(statusFrom);
+    const loops = waitSamples.map((s) => s.loop).filter((l): l is NonNullable<typeof l> => !!l);
+    const eventLoop = loops.length
+      ? {
+          intervals: loops.length,
+          intervalMs: round(mean(loops.map((l) => l.windowMs)), 0),
+          utilization: { mean: round(mean(loops.map((l) => l.utilization)), 3), max: Math.max(...loops.map((l) => l.utilization)) },
+          /** Median of the intervals' p50, the 99th percentile of the intervals' p99, the largest delay seen; ms beyond the 10-ms timer. */
+          lagMs: { p50: percentile(loops.map((l) => l.lagMs.p50), 50), p99: percentile(loops.map((l) => l.lagMs.p99), 99), max: Math.max(...loops.map((l) => l.lagMs.max)) },
+        }
+      : null;
+    const pollShare = (f: (s: (typeof waitStatuses)[number]) => boolean) => (waitStatuses.length ? round(waitStatuses.filter(f).length / waitStatuses.length, 2) : null);
+    const sdk = {
+      window: workerWindow(k0, k1, (w1 - w0) / 1000) ?? null,
+      gauges,
+      /** Share of the worker's status samples with a poll outstanding at the server (a poller waiting for a task: not short of pollers). */
+      outstandingPollShare: { workflow: pollShare((s) => s.hasOutstandingWorkflowPoll), activity: pollShare((s) => s.hasOutstandingActivityPoll) },
+      capacity: worker.capacity ?? null,
+    };
     const states = await stack.store.db.selectFrom('jobs').select(['state']).where('account', '=', account).execute();
     const byState: Record<string, number> = {};
     for (const r of states) byState[r.state] = (byState[r.state] ?? 0) + 1;
@@ -202,8 +235,18 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
         activitySlotsInUse: { mean: round(mean(acts), 2), p99: percentile(acts, 99), max: Math.max(...acts), limit: 100, samples: acts.length },
         workflowActivationsInFlight: { mean: round(mean(wfts), 2), p99: percentile(wfts, 99), max: Math.max(...wfts) },
         cachedWorkflows: last?.numCachedWorkflows ?? null,
-        /** Server persistence (its SQLite) while waiting: total operation time per second of wall time, and by operation. */
-        serverPersistence: persistence ? { busySecondsPerSecond: round(persistence.totalS / windowS, 2), operationsPerSecond: round(persistence.operations / windowS, 1), byOp: persistence.byOp } : null,
+        /** Server persistence (its SQLite) while waiting, the jobs' namespace: total operation time per second of wall time, and by operation. */
+        serverPersistence: persistence ? { busySecondsPerSecond: round(persistence.totalS / windowS, 2), operationsPerSecond: round(persistence.operations / windowS, 1), bookkeepingPerSecond: round(persistence.bookkeeping / windowS, 1), byOp: persistence.byOp } : null,
+        /** The worker process's event loop (see `workerRuntime.ts`). */
+        workerEventLoop: eventLoop,
+        /** The SDK worker's own metrics: polls, empty polls, task latencies over the window; slot and poller gauges at each probe; its capacity options. */
+        sdkWorker: sdk,
+        /** Server-side schedule-to-start latency of the jobs' task queue (normal and sticky partitions), ms. */
+        serverScheduleToStart,
+        /** Server-side waits: a workflow's lock, history tasks queued inside the server (ms). */
+        serverWaits: serverWaitsDelta(p0, p1) ?? null,
+        /** Tasks added to the task queue by type and result: `sync_match` went straight to a waiting poll. */
+        tasksAdded: tasksAddedDelta(p0, p1, ns) ?? null,
       },
       memoryMiB: {
         max: Object.fromEntries(Object.entries(m.maxRssBytes).map(([k, v]) => [k, mib(v)])),
@@ -213,6 +256,24 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
       taskQueueBacklog: backlogs,
     };
     const waitingProbes = probes.filter((p) => p.phase === 'waiting');
+    const lastGauges = gauges.at(-1)?.gauges;
+    const fmtLatency = (l: { p50Ms: number; p99Ms: number; count: number } | null | undefined) => (l ? `${l.p50Ms} / ${l.p99Ms} ms (${l.count})` : '—');
+    // What is saturated, from the figures above (thresholds: bench/README.md, "How each figure is taken").
+    const saturated: string[] = [];
+    const cores = out.waiting.coresUsed;
+    const ownCores = (cores.worker ?? 0) + (cores.server ?? 0) + (cores.bench ?? 0);
+    if (ownCores + out.machine.foreign.foreignCores >= 0.9 * out.machine.start.cores) saturated.push(`CPU: ${round(ownCores, 2)} cores used by the benchmark + ${out.machine.foreign.foreignCores} by others, of ${out.machine.start.cores}`);
+    if (persistence && persistence.totalS / windowS >= 0.9) saturated.push(`server persistence: ${round(persistence.totalS / windowS, 2)} operation-seconds per second (one SQLite writer)`);
+    if (eventLoop && eventLoop.utilization.mean >= 0.9) saturated.push(`worker event loop: ${eventLoop.utilization.mean} utilization`);
+    if (eventLoop && eventLoop.lagMs.p99 >= 100) saturated.push(`worker event loop lag p99 ${eventLoop.lagMs.p99} ms`);
+    for (const [type, name] of [['WorkflowWorker', 'workflow task slots'], ['ActivityWorker', 'activity slots']] as const) {
+      const full = gauges.filter((g) => g.gauges && g.gauges.slotsAvailable[type] === 0).length;
+      if (full > 0) saturated.push(`${name}: none free at ${full} of ${gauges.length} probes`);
+    }
+    const wfBacklog = (backlogs.at(-1)?.queues.workflow as { backlog?: number } | undefined)?.backlog ?? 0;
+    const wfPoll = sdk.outstandingPollShare.workflow;
+    if (wfPoll !== null && wfBacklog > 0 && wfPoll < 0.5) saturated.push(`workflow pollers: a poll outstanding in only ${wfPoll} of samples while ${wfBacklog} workflow tasks wait`);
+    if (wfPoll !== null && wfBacklog > 0 && wfPoll >= 0.9) saturated.push(`workflow-task dispatch: the worker had a workflow poll (normal or sticky) outstanding in ${wfPoll} of samples while ${wfBacklog} workflow tasks waited on the normal queue, which ${lastGauges?.pollers.workflow_task ?? '?'} of its ${(lastGauges?.pollers.workflow_task ?? 0) + (lastGauges?.pollers.sticky_workflow_task ?? 0)} workflow pollers poll`);
     const ui = waitingProbes.map((p) => p.ui).filter((u): u is { ms: number; status: number; rows: number } => !!u && 'ms' in u);
     console.log(
       table(
@@ -229,6 +290,13 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
           ['status checks/s demanded by the schedule vs achieved', `${out.waiting.statusChecksPerSecond.demandedBySchedule} vs ${out.waiting.statusChecksPerSecond.achieved}`],
           ['server persistence while waiting: operation-seconds per second (ops/s)', out.waiting.serverPersistence ? `${out.waiting.serverPersistence.busySecondsPerSecond} (${out.waiting.serverPersistence.operationsPerSecond}/s; UpdateWorkflowExecution ${out.waiting.serverPersistence.byOp.UpdateWorkflowExecution?.meanMs ?? '—'} ms each)` : '—'],
           ['cores used while waiting: worker / server / bench', `${out.waiting.coresUsed.worker} / ${out.waiting.coresUsed.server ?? '—'} / ${out.waiting.coresUsed.bench}`],
+          ['worker event loop while waiting: utilization mean / max; lag p50 / p99 / max', eventLoop ? `${eventLoop.utilization.mean} / ${eventLoop.utilization.max}; ${eventLoop.lagMs.p50} / ${eventLoop.lagMs.p99} / ${eventLoop.lagMs.max} ms` : '—'],
+          ['SDK task slots used / available at the last probe (workflow, activity)', lastGauges ? `${lastGauges.slotsUsed.WorkflowWorker ?? '—'} / ${lastGauges.slotsAvailable.WorkflowWorker ?? '—'}, ${lastGauges.slotsUsed.ActivityWorker ?? '—'} / ${lastGauges.slotsAvailable.ActivityWorker ?? '—'}` : '—'],
+          ['SDK pollers at the last probe (workflow, sticky, activity); share of samples with a poll outstanding (workflow, activity)', `${lastGauges ? `${lastGauges.pollers.workflow_task ?? '—'}, ${lastGauges.pollers.sticky_workflow_task ?? '—'}, ${lastGauges.pollers.activity_task ?? '—'}` : '—'}; ${sdk.outstandingPollShare.workflow ?? '—'}, ${sdk.outstandingPollShare.activity ?? '—'}`],
+          ['SDK polls/s (workflow, activity) and empty polls/s', sdk.window ? `${sdk.window.pollsPerSecond.PollWorkflowTaskQueue ?? 0}, ${sdk.window.pollsPerSecond.PollActivityTaskQueue ?? 0}; empty ${sdk.window.emptyPollsPerSecond.workflow}, ${sdk.window.emptyPollsPerSecond.activity}` : '—'],
+          ['schedule-to-start, server-side p50 / p99 (workflow tasks; activity tasks)', `${fmtLatency(serverScheduleToStart.workflow)}; ${fmtLatency(serverScheduleToStart.activity)}`],
+          ['schedule-to-start, SDK-side p50 / p99 (workflow tasks; activity tasks)', sdk.window ? `${fmtLatency(sdk.window.workflowTaskScheduleToStart)}; ${fmtLatency(sdk.window.activityScheduleToStart)}` : '—'],
+          ['saturated while waiting (thresholds in bench/README.md)', saturated.length ? saturated.join('; ') : 'nothing measured here is saturated'],
           ['list ScrapeState="pending" (page of 100), while waiting', `${waitingProbes.map((p) => `${p.listMs} ms`).join(', ')}`],
           ['count ScrapeState="pending" (and still "submitting"), while waiting', `${waitingProbes.map((p) => `${p.count} (${p.submitting}) in ${p.countMs} ms`).join(', ')}`],
           ['Web UI API list, while waiting', ui.length ? ui.map((u) => `${u.status} ${u.rows} rows in ${u.ms} ms`).join(', ') : 'UI off'],

@@ -1,12 +1,22 @@
 /**
- * Benchmark 1 (issue 6): throughput and overhead. N jobs (default 1,000) through the real stack —
- * dev server, one worker process, the reference provider finishing each job `--run-ms` after it
- * starts, the SQLite store — against a baseline in the same run: a plain in-process async poll
- * loop over the same provider with the same poll schedule and the same store writes
- * (`lib/baseline.ts`), in its own process. Reports jobs per second, CPU seconds per job from the OS
- * (worker, Temporal server, baseline process and this process — simulator + page site + driver —
- * separately) and the ratios to the baseline. The baseline runs first, then the Temporal phase;
- * they never overlap.
+ * Benchmark 1: throughput and the cost of a job, side by side on one dev server
+ * in one invocation. N jobs (default 1,000) per phase, the phases one after another, never
+ * overlapping, the same job count and provider run time (`--run-ms`) for every phase that calls
+ * the provider:
+ *
+ * 1. `loop` — the plain in-process poll loop (`lib/baseline.ts`) in its own process;
+ * 2. `floor1` — the one-activity Temporal floor (`floor/`: a workflow whose only step is one no-op
+ *    activity), its own bundle, its own worker process with the product worker's capacity options;
+ * 3. `floor2` — the two-activity floor;
+ * 4. `product` — the product (`--design v2`, or the frozen `v1`), one worker process;
+ * 5. `bullmq` — the same loop as `loop` driven by BullMQ on Redis (`lib/bullmqMain.ts`; Debian's
+ *    `redis-server`, started here on a free loopback port without persistence, stopped after).
+ *
+ * For each it reports jobs per second and CPU ms per job from the OS for the worker (the loop
+ * process, the Temporal worker, the BullMQ process), the server (the Temporal dev server, Redis)
+ * and the driver (this process: simulator, page site, starting client) apart; server operations
+ * per job (Temporal: persistence operations of the jobs' namespace; Redis: commands); and every
+ * ratio to the one-activity floor and to the loop.
  *
  *   npm run bench:throughput -- --jobs 1000
  */
@@ -16,11 +26,18 @@ import { spawn } from 'node:child_process';
 import { Command } from 'commander';
 import PQueue from 'p-queue';
 import { z } from 'zod';
-import type { BaselineMessage } from './lib/baselineMain.js';
+import { openStore } from '../src/store/index.js';
+import { FLOOR_WORKER_MAIN, FLOORS, writeFloorBundle, type Floor } from './floor/index.js';
+import type { LoopMessage } from './lib/loopProcess.js';
 import { cpuDelta, cpuSnapshot, mib, round, sampleForeignCpu, sampleMemory, type Measured } from './lib/proc.js';
+import { startRedis, type RedisServer } from './lib/redis.js';
 import { finishReport, machine, REPO, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
-import { persistenceDelta, persistenceSnapshot } from './lib/serverMetrics.js';
-import { startStack, type Stack } from './lib/stack.js';
+import { heartbeatsDelta, persistenceDelta, serverActionsDelta, settledServerSnapshot, type PersistenceFigures } from './lib/serverMetrics.js';
+import { waitClosed } from './lib/scenarios.js';
+import { startStack, type BenchWorker, type Stack } from './lib/stack.js';
+
+const PHASES = ['loop', 'floor1', 'floor2', 'product', 'bullmq'] as const;
+type PhaseKey = (typeof PHASES)[number];
 
 const OptionsSchema = z.object({
   jobs: z.coerce.number().int().positive(),
@@ -29,94 +46,170 @@ const OptionsSchema = z.object({
   timeoutS: z.coerce.number().positive(),
   maxLoad: z.coerce.number().positive(),
   waitLoadMin: z.coerce.number().min(0),
+  /** Phases to run, in this order (default all). */
+  phases: z
+    .string()
+    .default(PHASES.join(','))
+    .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+    .pipe(z.array(z.enum(PHASES)).min(1)),
+  /** Leaves out the loop (kept for older command lines; same as leaving `loop` out of `--phases`). */
   skipBaseline: z.boolean().default(false),
+  /** Jobs a BullMQ worker runs at once (default 500: the product worker's activity slots). */
+  bullmqConcurrency: z.coerce.number().int().positive(),
   keepDir: z.boolean().default(false),
   /** Dev server persistence: the SQLite `file` (default, as in the demo) or `memory` (to show what the file costs). */
   db: z.enum(['file', 'memory']).default('file'),
-  /** Workflow of the Temporal phase: the product's (`v2`) or the frozen v1 (`v1`, the before figure). */
+  /** Workflow of the product phase: the product's (`v2`) or the frozen v1 (`v1`, the before figure). */
   design: z.enum(['v1', 'v2']).default('v2'),
   /** Dev server dynamic config `KEY=JSON` pairs (e.g. `system.enableActivityEagerExecution=true`). */
   dynamicConfig: z.array(z.string().regex(/^[A-Za-z0-9_.]+=.+$/)).default([]),
 });
 type Options = z.infer<typeof OptionsSchema>;
 
-/** Figures of one phase. Durations in ms, CPU in s, memory in MiB. */
+/** Figures of one phase. Durations in ms, CPU in s (`cpuS`) or ms per job, memory in MiB. */
 export interface PhaseFigures {
+  key: PhaseKey;
+  label: string;
+  /** Why the phase did not run (BullMQ without a Redis server). */
+  unavailable?: string;
   jobs: number;
+  /** Jobs that reached `completed` (product, loops: the store's rows; floors: closed `Completed`). */
   completed: number;
-  /** First start call → last result committed (ms). */
+  /** First start call → last job's work done (result committed; a floor's last activity) (ms). */
   wallMs: number;
   /** First start call → last start returned (ms). */
   startMs: number;
+  /** Last job done → every workflow of the phase closed, as visibility counts them (Temporal phases; ms), or null when they had not closed within 60 s. */
+  closeMs?: number | null;
   jobsPerSecond: number;
-  /** CPU seconds per process over the phase. */
+  /** CPU seconds per process over the phase: `worker`, `server`, `bench` (the driver). */
   cpuS: Record<string, number>;
-  /** CPU milliseconds per job per process. */
+  /** CPU milliseconds per job per process, and `workerPlusServer`, `all` (the three together). */
   cpuMsPerJob: Record<string, number>;
   maxRssMiB: Record<string, number>;
-  /** Temporal server persistence (its SQLite) per job: operations and operation-milliseconds. */
-  serverPersistencePerJob?: { operations: number; ms: number; updateWorkflowExecution: number; updateMeanMs: number } | null;
+  /**
+   * Server operations per job: for Temporal phases the persistence operations of the jobs'
+   * namespace except task-queue bookkeeping (`serverMetrics.ts`), with their latency and all
+   * operations; for BullMQ the commands Redis processed (`total_commands_processed`) and the calls
+   * by command, Lua scripts' inner calls included.
+   */
+  serverOperationsPerJob?: { kind: 'persistence' | 'redis commands'; operations: number; detail: Record<string, number> } | null;
+  /** Temporal phases: activity heartbeats that reached the server, per job. */
+  heartbeatsPerJob?: number | null;
+  /** Temporal phases: the server's own `action` counter per job, by action type. */
+  serverActionsPerJob?: { total: number; byType: Record<string, number> } | null;
+  /** Successful status checks per job (the store's `status_checks`; phases that call the provider). */
+  statusChecksPerJob?: number;
+  /** CPU the idle Temporal dev server used during a phase that does not use it (loop, BullMQ), ms per job; not in any total. */
+  idleDevServerCpuMsPerJob?: number;
+  /** Temporal phases: the worker's compiled capacity options (tuner, cache, pollers, throttles). */
+  workerCapacity?: Record<string, unknown>;
   /** CPU used by other processes on the machine during the phase (cores), and by the benchmark's own. */
   foreign: { foreignCores: number; ownCores: number; wallS: number };
-  /** Successful status checks per job (the store's `status_checks`), Temporal phase only. */
-  statusChecksPerJob?: number;
 }
 
 function perJob(cpu: Record<string, number>, n: number): Record<string, number> {
-  return Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, round((v * 1000) / n, 2)]));
+  const out: Record<string, number> = Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, round((v * 1000) / n, 2)]));
+  out.workerPlusServer = round((((cpu.worker ?? 0) + (cpu.server ?? 0)) * 1000) / n, 2);
+  out.all = round((((cpu.worker ?? 0) + (cpu.server ?? 0) + (cpu.bench ?? 0)) * 1000) / n, 2);
+  return out;
 }
 
-async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+function rss(m: { maxRssBytes: Record<string, number> }): Record<string, number> {
+  return Object.fromEntries(Object.entries(m.maxRssBytes).map(([k, v]) => [k, mib(v)]));
+}
+
+async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string, everyMs = 100): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 
-async function baselinePhase(stack: Stack, o: Options, log: (l: string) => void): Promise<PhaseFigures> {
-  const account = 'tp-baseline';
-  const paramsFile = path.join(stack.dir, 'baseline-params.json');
-  const config = { ...stack.config, storeUrl: `sqlite:${path.join(stack.dir, 'baseline-store.db')}` };
-  fs.writeFileSync(paramsFile, JSON.stringify({ config, provider: 'reference', policy: {}, startConcurrency: o.startConcurrency, jobs: Array.from({ length: o.jobs }, (_, i) => ({ account, key: `b-${i}`, url: stack.pageUrl(i) })) }));
-  const logFile = path.join(stack.dir, 'baseline.log');
+/** Average `status_checks` of the rows of a store (a loop's own SQLite file, or the product's for one account). */
+async function checksPerJob(storeUrl: string, account: string): Promise<number> {
+  const store = await openStore(storeUrl);
+  try {
+    const r = await store.db.selectFrom('jobs').select((eb) => eb.fn.avg<number>('status_checks').as('c')).where('account', '=', account).executeTakeFirstOrThrow();
+    return round(Number(r.c), 2);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Persistence figures per job (see {@link PhaseFigures.serverOperationsPerJob}). */
+function persistencePerJob(p: PersistenceFigures | undefined, n: number): PhaseFigures['serverOperationsPerJob'] {
+  if (!p) return null;
+  const detail: Record<string, number> = { operationMs: round((p.totalS * 1000) / n, 1), allOperations: round(p.allOperations / n, 2), bookkeeping: round(p.bookkeeping / n, 2), shardTaskOperations: round((p.shardTaskOperations ?? 0) / n, 2) };
+  for (const [op, v] of Object.entries(p.byOp)) if (!v.bookkeeping) detail[op] = round(v.count / n, 2);
+  return { kind: 'persistence', operations: round(p.operations / n, 2), detail };
+}
+
+/** A loop phase: the plain loop or BullMQ, each a child process speaking {@link LoopMessage}. */
+async function loopPhase(stack: Stack, o: Options, log: (l: string) => void, spec: { key: 'loop' | 'bullmq'; label: string; script: string; account: string; extra?: Record<string, unknown>; server?: Measured; redis?: RedisServer }): Promise<PhaseFigures> {
+  const paramsFile = path.join(stack.dir, `${spec.key}-params.json`);
+  const storeUrl = `sqlite:${path.join(stack.dir, `${spec.key}-store.db`)}`;
+  const config = { ...stack.config, storeUrl };
+  fs.writeFileSync(paramsFile, JSON.stringify({ config, provider: 'reference', policy: {}, startConcurrency: o.startConcurrency, jobs: Array.from({ length: o.jobs }, (_, i) => ({ account: spec.account, key: `${spec.key}-${i}`, url: stack.pageUrl(i) })), ...spec.extra }));
+  const logFile = path.join(stack.dir, `${spec.key}.log`);
   const fd = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'bench', 'lib', 'baselineMain.ts'), '--params', paramsFile], { cwd: REPO, stdio: ['ignore', fd, fd, 'ipc'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', spec.script, '--params', paramsFile], { cwd: REPO, stdio: ['ignore', fd, fd, 'ipc'] });
   fs.closeSync(fd);
-  const procs: Measured[] = [{ name: 'baseline', pid: child.pid! }, ...stack.processes()];
-  stack.addOwnProcess({ name: 'baseline', pid: child.pid! });
+  stack.addOwnProcess({ name: spec.key, pid: child.pid! });
+  if (spec.server) stack.addOwnProcess({ name: `${spec.key}-server`, pid: spec.server.pid });
+  const procs: Measured[] = [{ name: 'worker', pid: child.pid! }, ...(spec.server ? [{ ...spec.server, name: 'server' }] : []), { name: 'bench', pid: process.pid }];
+  const devServer = stack.processes().filter((p) => p.name === 'server').map((p) => ({ ...p, name: 'idleDevServer' }));
   let started = 0;
   const written: number[] = [];
   let ready: () => void;
   const isReady = new Promise<void>((r) => (ready = r));
-  const done = new Promise<Extract<BaselineMessage, { t: 'done' }>>((resolve, reject) => {
-    child.on('message', (m: BaselineMessage) => {
+  const done = new Promise<Extract<LoopMessage, { t: 'done' }>>((resolve, reject) => {
+    child.on('message', (m: LoopMessage) => {
       if (m.t === 'ready') ready();
       else if (m.t === 'written') written.push(m.at);
       else if (m.t === 'started') started = m.at;
       else if (m.t === 'done') resolve(m);
       else if (m.t === 'error') reject(new Error(m.message));
     });
-    child.once('exit', (c) => reject(new Error(`baseline exited ${c}: ${fs.readFileSync(logFile, 'utf8').slice(-2000)}`)));
+    child.once('exit', (c) => reject(new Error(`${spec.key} exited ${c}: ${fs.readFileSync(logFile, 'utf8').slice(-2000)}`)));
   });
   await Promise.race([isReady, done]);
-  await new Promise((r) => setTimeout(r, 1_000));
+  await new Promise((r) => setTimeout(r, 1_000)); // let the process settle before measuring
+  const ops0 = await spec.redis?.commands();
   const t0 = Date.now();
-  const cpu0 = cpuSnapshot(procs);
+  const cpu0 = cpuSnapshot([...procs, ...devServer]);
   const mem = sampleMemory(procs);
   const foreign = sampleForeignCpu(() => stack.ownProcesses());
   child.send({ t: 'go' });
   const timeout = setTimeout(() => child.kill('SIGKILL'), o.timeoutS * 1000);
   const d = await done;
   clearTimeout(timeout);
-  const cpu = cpuDelta(cpu0, cpuSnapshot(procs));
+  const cpuAll = cpuDelta(cpu0, cpuSnapshot([...procs, ...devServer]));
+  const ops1 = await spec.redis?.commands();
   const foreignCpu = foreign.stop();
   const m = mem.stop();
   child.send({ t: 'exit' });
-  log(`baseline: ${JSON.stringify(d.states)}`);
+  await new Promise<void>((r) => (child.exitCode !== null ? r() : child.once('exit', () => r())));
+  log(`${spec.key}: ${JSON.stringify(d.states)}`);
+  const { idleDevServer, ...cpu } = cpuAll;
   const end = Math.max(...written, t0);
   const wallMs = end - t0;
+  let serverOperationsPerJob: PhaseFigures['serverOperationsPerJob'];
+  if (ops0 && ops1) {
+    const byCommand = Object.fromEntries(
+      Object.entries(ops1.byCommand)
+        .map(([k, v]) => [k, round((v - (ops0.byCommand[k] ?? 0)) / o.jobs, 2)] as const)
+        .filter(([, v]) => v > 0)
+        .sort((x, y) => y[1] - x[1]),
+    );
+    // Redis 7 counts the commands a Lua script runs in `total_commands_processed` too: BullMQ's steps are scripts (`evalsha`).
+    const scripts = (byCommand.evalsha ?? 0) + (byCommand.eval ?? 0) + (byCommand.fcall ?? 0);
+    serverOperationsPerJob = { kind: 'redis commands', operations: round((ops1.total - ops0.total) / o.jobs, 2), detail: { scripts: round(scripts, 2), ...byCommand } };
+  }
   return {
+    key: spec.key,
+    label: spec.label,
     jobs: o.jobs,
     completed: d.states.completed ?? 0,
     wallMs,
@@ -124,107 +217,223 @@ async function baselinePhase(stack: Stack, o: Options, log: (l: string) => void)
     jobsPerSecond: round((written.length / wallMs) * 1000, 1),
     cpuS: cpu,
     cpuMsPerJob: perJob(cpu, o.jobs),
-    maxRssMiB: Object.fromEntries(Object.entries(m.maxRssBytes).map(([k, v]) => [k, mib(v)])),
+    maxRssMiB: rss(m),
+    serverOperationsPerJob,
+    statusChecksPerJob: await checksPerJob(storeUrl, spec.account),
+    ...(idleDevServer !== undefined ? { idleDevServerCpuMsPerJob: round((idleDevServer * 1000) / o.jobs, 2) } : {}),
     foreign: foreignCpu,
   };
 }
 
-async function temporalPhase(stack: Stack, o: Options, log: (l: string) => void): Promise<PhaseFigures> {
-  const account = 'tp-temporal';
-  const worker = await stack.startWorker(o.design);
+/** A Temporal phase: a floor or the product, one worker process, jobs started from this process. */
+async function temporalPhase(stack: Stack, o: Options, log: (l: string) => void, spec: { key: 'floor1' | 'floor2' | 'product'; label: string; worker: () => Promise<BenchWorker>; taskQueue: string; start: (i: number) => Promise<unknown>; account?: string }): Promise<PhaseFigures> {
+  const worker = await spec.worker();
   await new Promise((r) => setTimeout(r, 2_000)); // let the worker settle before measuring
+  const ns = stack.temporal.namespace;
   const procs: Measured[] = [{ name: 'worker', pid: worker.pid }, ...stack.processes()];
-  const p0 = await persistenceSnapshot(stack);
+  const s0 = await settledServerSnapshot(stack, ns);
   const t0 = Date.now();
   const cpu0 = cpuSnapshot(procs);
   const mem = sampleMemory(procs);
   const foreign = sampleForeignCpu(() => stack.ownProcesses());
   const queue = new PQueue({ concurrency: o.startConcurrency });
-  await Promise.all(
-    Array.from({ length: o.jobs }, (_, i) => queue.add(() => stack.clients[o.design].startScrape({ account, url: stack.pageUrl(i), key: `t-${i}` }))),
-  );
+  await Promise.all(Array.from({ length: o.jobs }, (_, i) => queue.add(() => spec.start(i))));
   const startMs = Date.now() - t0;
-  log(`temporal: ${o.jobs} started in ${(startMs / 1000).toFixed(1)} s`);
+  log(`${spec.key}: ${o.jobs} started in ${(startMs / 1000).toFixed(1)} s`);
   let last = 0;
-  await waitUntil(() => {
-    if (Date.now() - last > 10_000) {
-      last = Date.now();
-      log(`temporal: ${worker.written.size}/${o.jobs} written`);
-    }
-    return worker.written.size >= o.jobs;
-  }, o.timeoutS * 1000, 'the Temporal phase');
+  await waitUntil(
+    () => {
+      if (Date.now() - last > 10_000) {
+        last = Date.now();
+        log(`${spec.key}: ${worker.written.size}/${o.jobs} done`);
+      }
+      return worker.written.size >= o.jobs;
+    },
+    o.timeoutS * 1000,
+    `the ${spec.key} phase`,
+  );
+  const end = Math.max(...worker.written.values());
+  // A job's last workflow task (its completion) comes after its work: counted in, once every run has closed.
+  const svc = stack.temporalClient.connection.workflowService;
+  const closeMs = await waitClosed(stack, spec.taskQueue, 60_000);
+  if (closeMs === null) log(`${spec.key}: workflows still running 60 s after the last job's work was done`);
   const cpu = cpuDelta(cpu0, cpuSnapshot(procs));
   const m = mem.stop();
   const foreignCpu = foreign.stop();
-  const pers = persistenceDelta(p0, await persistenceSnapshot(stack));
-  const end = Math.max(...worker.written.values());
+  const s1 = await settledServerSnapshot(stack, ns);
   const wallMs = end - t0;
-  const completed = await stack.store.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('account', '=', account).where('state', '=', 'completed').executeTakeFirstOrThrow();
-  const checks = await stack.store.db.selectFrom('jobs').select((eb) => eb.fn.avg<number>('status_checks').as('c')).where('account', '=', account).executeTakeFirstOrThrow();
+  let completed: number;
+  let statusChecksPerJob: number | undefined;
+  if (spec.account) {
+    const c = await stack.store.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('account', '=', spec.account).where('state', '=', 'completed').executeTakeFirstOrThrow();
+    completed = Number(c.n);
+    statusChecksPerJob = await checksPerJob(stack.config.storeUrl, spec.account);
+  } else {
+    completed = Number((await svc.countWorkflowExecutions({ namespace: ns, query: `TaskQueue = "${spec.taskQueue}" AND ExecutionStatus = "Completed"` })).count ?? 0);
+  }
   await worker.stop();
+  const hb = heartbeatsDelta(s0, s1, ns);
+  const actions = serverActionsDelta(s0, s1, ns);
   return {
+    key: spec.key,
+    label: spec.label,
     jobs: o.jobs,
-    completed: Number(completed.n),
+    completed,
     wallMs,
     startMs,
+    closeMs,
     jobsPerSecond: round((worker.written.size / wallMs) * 1000, 1),
     cpuS: cpu,
     cpuMsPerJob: perJob(cpu, o.jobs),
-    maxRssMiB: Object.fromEntries(Object.entries(m.maxRssBytes).map(([k, v]) => [k, mib(v)])),
-    serverPersistencePerJob: pers
-      ? { operations: round(pers.operations / o.jobs, 1), ms: round((pers.totalS * 1000) / o.jobs, 1), updateWorkflowExecution: round((pers.byOp.UpdateWorkflowExecution?.count ?? 0) / o.jobs, 1), updateMeanMs: pers.byOp.UpdateWorkflowExecution?.meanMs ?? 0 }
-      : null,
+    maxRssMiB: rss(m),
+    serverOperationsPerJob: persistencePerJob(persistenceDelta(s0, s1, ns), o.jobs),
+    heartbeatsPerJob: hb === undefined ? null : round(hb / o.jobs, 2),
+    serverActionsPerJob: actions ? { total: round(actions.total / o.jobs, 2), byType: Object.fromEntries(Object.entries(actions.byType).map(([k, v]) => [k, round(v / o.jobs, 2)])) } : null,
+    statusChecksPerJob,
+    workerCapacity: worker.capacity,
     foreign: foreignCpu,
-    statusChecksPerJob: round(Number(checks.c), 2),
   };
+}
+
+function unavailablePhase(key: PhaseKey, label: string, why: string, o: Options): PhaseFigures {
+  return { key, label, unavailable: why, jobs: o.jobs, completed: 0, wallMs: 0, startMs: 0, jobsPerSecond: Number.NaN, cpuS: {}, cpuMsPerJob: {}, maxRssMiB: {}, foreign: { foreignCores: 0, ownCores: 0, wallS: 0 } };
+}
+
+/** `a / b` rounded, or null when either is missing. */
+function ratio(a: number | undefined, b: number | undefined, digits = 2): number | null {
+  return a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? null : round(a / b, digits);
 }
 
 /** Runs the benchmark; returns the JSON written. */
 export async function runThroughput(o: Options): Promise<Record<string, unknown>> {
   const log = (l: string) => console.error(l);
+  const phases = o.phases.filter((p) => !(o.skipBaseline && p === 'loop'));
   const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
   const load = sampleLoad();
   const profile = { concurrency: o.jobs + 10, minRunMs: o.runMs };
-  const stack = await startStack({ name: 'throughput', accounts: [{ name: 'tp-baseline', profile }, { name: 'tp-temporal', profile }], log, keepDir: o.keepDir, inMemory: o.db === 'memory', designs: [o.design], dynamicConfig: Object.fromEntries(o.dynamicConfig.map((kv) => [kv.slice(0, kv.indexOf('=')), JSON.parse(kv.slice(kv.indexOf('=') + 1))])) });
+  const accounts = { loop: 'tp-baseline', product: 'tp-temporal', bullmq: 'tp-bullmq' } as const;
+  const stack = await startStack({ name: 'throughput', accounts: Object.values(accounts).map((name) => ({ name, profile })), log, keepDir: o.keepDir, inMemory: o.db === 'memory', designs: [o.design], dynamicConfig: Object.fromEntries(o.dynamicConfig.map((kv) => [kv.slice(0, kv.indexOf('=')), JSON.parse(kv.slice(kv.indexOf('=') + 1))])) });
   try {
-    const baseline = o.skipBaseline ? undefined : await baselinePhase(stack, o, log);
-    const temporal = await temporalPhase(stack, o, log);
+    const productQueue = stack.taskQueue(o.design);
+    const floorBundle = path.join(stack.dir, 'floor-bundle.js');
+    if (phases.includes('floor1') || phases.includes('floor2')) await writeFloorBundle(floorBundle);
+    const floorPhase = (key: 'floor1' | 'floor2', floor: Floor) => {
+      const taskQueue = `${productQueue}-floor-${floor}`;
+      return temporalPhase(stack, o, log, {
+        key,
+        label: FLOORS[floor].label,
+        taskQueue,
+        worker: () => stack.startCustomWorker(`floor-${floor}`, FLOOR_WORKER_MAIN, ['--config', stack.configFile(o.design), '--task-queue', taskQueue, '--bundle', floorBundle, '--product-bundle', stack.bundle]),
+        start: (i) => stack.temporalClient.workflow.start(FLOORS[floor].workflowType, { taskQueue, workflowId: `floor-${floor}-${i}` }),
+      });
+    };
+    const results: PhaseFigures[] = [];
+    for (const p of phases) {
+      log(`phase ${p}`);
+      if (p === 'loop') results.push(await loopPhase(stack, o, log, { key: 'loop', label: 'plain loop', script: path.join(REPO, 'bench', 'lib', 'baselineMain.ts'), account: accounts.loop }));
+      else if (p === 'floor1') results.push(await floorPhase('floor1', 'one'));
+      else if (p === 'floor2') results.push(await floorPhase('floor2', 'two'));
+      else if (p === 'product')
+        results.push(
+          await temporalPhase(stack, o, log, {
+            key: 'product',
+            label: `product (${o.design})`,
+            taskQueue: productQueue,
+            account: accounts.product,
+            worker: () => stack.startWorker(o.design),
+            start: (i) => stack.clients[o.design].startScrape({ account: accounts.product, url: stack.pageUrl(i), key: `t-${i}` }),
+          }),
+        );
+      else {
+        const redis = await startRedis(stack.dir);
+        if ('unavailable' in redis) {
+          log(`bullmq: ${redis.unavailable}`);
+          results.push(unavailablePhase('bullmq', 'BullMQ on Redis', redis.unavailable, o));
+          continue;
+        }
+        try {
+          results.push(await loopPhase(stack, o, log, { key: 'bullmq', label: `BullMQ on Redis (${redis.version.replace(/^Redis server v=(\S+).*$/, '$1')})`, script: path.join(REPO, 'bench', 'lib', 'bullmqMain.ts'), account: accounts.bullmq, extra: { redis: { host: redis.host, port: redis.port }, concurrency: o.bullmqConcurrency }, server: { name: 'server', pid: redis.pid }, redis }));
+        } finally {
+          await redis.stop();
+        }
+      }
+    }
+    const by = Object.fromEntries(results.map((r) => [r.key, r])) as Partial<Record<PhaseKey, PhaseFigures>>;
+    const floor1 = by.floor1?.unavailable ? undefined : by.floor1;
+    const loop = by.loop;
+    const ratios = Object.fromEntries(
+      results
+        .filter((r) => !r.unavailable)
+        .map((r) => [
+          r.key,
+          {
+            /** (worker + server CPU) / the same of the one-activity floor. */
+            cpuVsFloor1: ratio(r.cpuMsPerJob.workerPlusServer, floor1?.cpuMsPerJob.workerPlusServer),
+            /** (worker + server + driver CPU) / the same of the one-activity floor. */
+            allCpuVsFloor1: ratio(r.cpuMsPerJob.all, floor1?.cpuMsPerJob.all),
+            /** (worker + server CPU) / the loop process's CPU. */
+            cpuVsLoop: ratio(r.cpuMsPerJob.workerPlusServer, loop?.cpuMsPerJob.workerPlusServer),
+            jobsPerSecondVsFloor1: ratio(r.jobsPerSecond, floor1?.jobsPerSecond),
+            jobsPerSecondVsLoop: ratio(r.jobsPerSecond, loop?.jobsPerSecond),
+            /** Server operations per job / the one-activity floor's (persistence operations; Redis commands are not comparable and give null). */
+            serverOperationsVsFloor1: r.serverOperationsPerJob?.kind === 'persistence' ? ratio(r.serverOperationsPerJob.operations, floor1?.serverOperationsPerJob?.operations) : null,
+          },
+        ]),
+    );
+    // The floors are only a floor if their workers have the product's capacity: compared here.
+    const productCapacity = by.product?.workerCapacity;
+    const capacityCheck = Object.fromEntries(
+      (['floor1', 'floor2'] as const)
+        .filter((k) => by[k]?.workerCapacity && productCapacity)
+        .map((k) => {
+          const f = by[k]!.workerCapacity!;
+          const differ = [...new Set([...Object.keys(f), ...Object.keys(productCapacity!)])].filter((x) => JSON.stringify(f[x]) !== JSON.stringify(productCapacity![x]));
+          return [k, differ.length ? { same: false, differ } : { same: true }];
+        }),
+    );
     const stats = stack.sim.stats();
-    const temporalCpu = (temporal.cpuS.worker ?? 0) + (temporal.cpuS.server ?? 0);
-    const baselineCpu = baseline?.cpuS.baseline ?? Number.NaN;
     const out = {
       benchmark: 'throughput',
-      options: o,
+      options: { ...o, phases },
       machine: { start: quiet.start, end: machine(), underLoad: quiet.underLoad, load: load.stop() },
       /** Worker log (WARN+): failed activity attempts, SQLite store errors. */
       workerLog: stack.workerLogCounts(),
       policy: 'DEFAULT_POLL_POLICY (2 s initial delay ×1.5, ±20 % jitter)',
       provider: { profile, requestsByAccount: Object.fromEntries(Object.entries(stats.requests.byAccount).map(([k, v]) => [k, { submit: v.submit, status: v.status, byStatus: v.byStatus }])) },
-      baseline,
-      temporal,
-      ratios: {
-        jobsPerSecond: baseline ? round(temporal.jobsPerSecond / baseline.jobsPerSecond, 2) : null,
-        /** (worker + server CPU) / baseline process CPU. */
-        cpu: baseline ? round(temporalCpu / baselineCpu, 1) : null,
-        /** CPU ms per job added by Temporal: worker + server − baseline. */
-        addedCpuMsPerJob: baseline ? round(((temporalCpu - baselineCpu) * 1000) / o.jobs, 1) : null,
-      },
+      phases: results,
+      ratios,
+      /** Per floor: whether its worker's compiled capacity options equal the product worker's (and which differ). */
+      floorCapacityMatchesProduct: capacityCheck,
     };
+    const cols = results;
+    const cell = (r: PhaseFigures, f: (r: PhaseFigures) => string | number | null | undefined) => (r.unavailable ? '—' : (f(r) ?? '—'));
+    const ms = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? '—' : v);
     const rows: (string | number)[][] = [
-      ['jobs completed', `${temporal.completed}/${o.jobs}`, baseline ? `${baseline.completed}/${o.jobs}` : '—', ''],
-      ['status checks per job', temporal.statusChecksPerJob ?? '—', '(same schedule)', ''],
-      ['wall time (first start → last result)', `${(temporal.wallMs / 1000).toFixed(1)} s`, baseline ? `${(baseline.wallMs / 1000).toFixed(1)} s` : '—', ''],
-      ['time to start all', `${(temporal.startMs / 1000).toFixed(1)} s`, baseline ? `${(baseline.startMs / 1000).toFixed(1)} s` : '—', ''],
-      ['jobs per second', temporal.jobsPerSecond, baseline?.jobsPerSecond ?? '—', out.ratios.jobsPerSecond ?? ''],
-      ['CPU ms/job: worker | baseline process', temporal.cpuMsPerJob.worker ?? '—', baseline?.cpuMsPerJob.baseline ?? '—', ''],
-      ['CPU ms/job: Temporal server', temporal.cpuMsPerJob.server ?? '—', baseline?.cpuMsPerJob.server ?? '—', ''],
-      ['CPU ms/job: worker + server vs baseline', round(((temporal.cpuS.worker ?? 0) + (temporal.cpuS.server ?? 0)) * 1000 / o.jobs, 2), baseline?.cpuMsPerJob.baseline ?? '—', out.ratios.cpu ?? ''],
-      ['CPU ms/job: bench process (sim + site + driver)', temporal.cpuMsPerJob.bench ?? '—', baseline?.cpuMsPerJob.bench ?? '—', ''],
-      ['server persistence per job: operations (op-ms)', temporal.serverPersistencePerJob ? `${temporal.serverPersistencePerJob.operations} (${temporal.serverPersistencePerJob.ms} ms; ${temporal.serverPersistencePerJob.updateWorkflowExecution} workflow updates of ${temporal.serverPersistencePerJob.updateMeanMs} ms)` : '—', '—', ''],
-      ['max RSS MiB: worker | baseline; server', `${temporal.maxRssMiB.worker}; ${temporal.maxRssMiB.server ?? '—'}`, baseline ? `${baseline.maxRssMiB.baseline}; ${baseline.maxRssMiB.server ?? '—'}` : '—', ''],
+      ['jobs completed', ...cols.map((r) => (r.unavailable ? `not run: ${r.unavailable}` : `${r.completed}/${r.jobs}`))],
+      ['status checks per job (store)', ...cols.map((r) => cell(r, (x) => x.statusChecksPerJob))],
+      ['wall time, first start → last job done', ...cols.map((r) => cell(r, (x) => `${(x.wallMs / 1000).toFixed(1)} s`))],
+      ['time to start all', ...cols.map((r) => cell(r, (x) => `${(x.startMs / 1000).toFixed(1)} s`))],
+      ['jobs per second', ...cols.map((r) => cell(r, (x) => x.jobsPerSecond))],
+      ['CPU ms/job: worker (loop process, Temporal worker, BullMQ process)', ...cols.map((r) => cell(r, (x) => ms(x.cpuMsPerJob.worker)))],
+      ['CPU ms/job: server (Temporal dev server, Redis)', ...cols.map((r) => cell(r, (x) => (x.cpuS.server === undefined ? '— (none)' : ms(x.cpuMsPerJob.server))))],
+      ['CPU ms/job: driver (simulator, page site, client)', ...cols.map((r) => cell(r, (x) => ms(x.cpuMsPerJob.bench)))],
+      ['CPU ms/job: worker + server', ...cols.map((r) => cell(r, (x) => ms(x.cpuMsPerJob.workerPlusServer)))],
+      ['  × 1-activity floor (worker + server)', ...cols.map((r) => cell(r, (x) => ratios[x.key]?.cpuVsFloor1))],
+      ['  × loop (worker + server)', ...cols.map((r) => cell(r, (x) => ratios[x.key]?.cpuVsLoop))],
+      ['CPU ms/job: worker + server + driver', ...cols.map((r) => cell(r, (x) => ms(x.cpuMsPerJob.all)))],
+      ['  × 1-activity floor (all three)', ...cols.map((r) => cell(r, (x) => ratios[x.key]?.allCpuVsFloor1))],
+      ['jobs per second × 1-activity floor | × loop', ...cols.map((r) => cell(r, (x) => `${ratios[x.key]?.jobsPerSecondVsFloor1 ?? '—'} | ${ratios[x.key]?.jobsPerSecondVsLoop ?? '—'}`))],
+      ['server operations per job (Temporal: persistence operations; Redis: commands)', ...cols.map((r) => cell(r, (x) => (x.serverOperationsPerJob ? `${x.serverOperationsPerJob.operations}${x.serverOperationsPerJob.kind === 'persistence' ? ` (${x.serverOperationsPerJob.detail.operationMs} op-ms; shard task queues +${x.serverOperationsPerJob.detail.shardTaskOperations})` : ` commands, in ${x.serverOperationsPerJob.detail.scripts} scripts`}` : x.cpuS.server === undefined ? '— (none)' : '—')))],
+      ['  × 1-activity floor (persistence ops)', ...cols.map((r) => cell(r, (x) => ratios[x.key]?.serverOperationsVsFloor1))],
+      ['heartbeats that reached the server, per job', ...cols.map((r) => cell(r, (x) => x.heartbeatsPerJob))],
+      ["server's own action counter per job", ...cols.map((r) => cell(r, (x) => x.serverActionsPerJob?.total))],
+      ['max RSS MiB: worker; server', ...cols.map((r) => cell(r, (x) => `${x.maxRssMiB.worker ?? '—'}; ${x.maxRssMiB.server ?? '—'}`))],
+      ['CPU of other processes during the phase (cores)', ...cols.map((r) => cell(r, (x) => x.foreign.foreignCores))],
     ];
-    console.log(table(['figure', `Temporal (1 worker, ${o.design})`, 'baseline loop', 'ratio'], rows));
-    finishReport('throughput', out, `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the phases: baseline ${baseline?.foreign.foreignCores ?? '—'} cores, Temporal ${temporal.foreign.foreignCores} cores`);
+    console.log(table(['figure', ...cols.map((r) => r.label)], rows));
+    const mismatch = Object.entries(capacityCheck).filter(([, v]) => !v.same);
+    if (mismatch.length) console.log(`WARNING: floor worker options differ from the product worker's: ${JSON.stringify(Object.fromEntries(mismatch))}`);
+    finishReport('throughput', out, `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes per phase: ${results.map((r) => `${r.key} ${r.foreign.foreignCores}`).join(', ')} cores`);
     return out;
   } finally {
     await stack.close();
@@ -240,10 +449,12 @@ runAsScript(
     .option('--timeout-s <s>', 'give up a phase after this long', '900')
     .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
     .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
-    .option('--skip-baseline', 'run the Temporal phase only')
+    .option('--phases <list>', `phases to run, in order (comma-separated: ${PHASES.join(',')})`, PHASES.join(','))
+    .option('--skip-baseline', 'leave out the plain loop')
+    .option('--bullmq-concurrency <n>', 'jobs a BullMQ worker runs at once (the product worker has 500 activity slots)', '500')
     .option('--keep-dir', 'keep the temp directory')
     .option('--db <file|memory>', 'dev server persistence', 'file')
-    .option('--design <v1|v2>', 'workflow of the Temporal phase (v1: the frozen earlier workflow, for before figures)', 'v2')
+    .option('--design <v1|v2>', 'workflow of the product phase (v1: the frozen earlier workflow, for before figures)', 'v2')
     .option('--dynamic-config <key=json...>', 'dev server dynamic config, e.g. system.enableActivityEagerExecution=true'),
   (opts) => runThroughput(OptionsSchema.parse(opts)),
 );

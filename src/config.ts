@@ -12,20 +12,7 @@ import fs from 'node:fs';
 import { z } from 'zod';
 import { CodecConfigSchema } from './codec/config.js';
 import { applyObservabilityEnv, ObservabilityConfigSchema } from './observability/config.js';
-import { CredentialSchema, CredentialsSchema, type Credential } from './providers/credentials.js';
-import { entrySchemas, PROVIDER_DESCRIPTORS } from './providers/descriptors.js';
-import { LimitsSchema } from './providers/entry.js';
-
-export { CredentialSchema, CredentialsSchema, LimitsSchema, type Credential };
-
-/**
- * One configured provider: the fields of its `kind` (`src/providers/<kind>/config.ts`) plus the
- * common ones (`src/providers/entry.ts`: credentials, limits, poll, results, reconcile, webhook),
- * discriminated on `kind`, strict. Composed from `PROVIDER_DESCRIPTORS`.
- */
-export const ProviderEntrySchema = z.discriminatedUnion('kind', entrySchemas(PROVIDER_DESCRIPTORS));
-/** A parsed provider entry. */
-export type ProviderEntry = z.infer<typeof ProviderEntrySchema>;
+import { ProviderEntrySchema, type ProvidersConfig } from './providers/kinds.js';
 
 /** Rate limit of one caller (fixed window). */
 export const RateLimitSchema = z
@@ -95,6 +82,7 @@ export const ConfigSchema = z.object({
   defaultAccount: z.string().default('default'),
   /** Default provider name for jobs that do not name one. */
   defaultProvider: z.string().default('reference'),
+  /** The provider entries by name (see `src/providers/kinds.ts`). */
   providers: z.record(z.string(), ProviderEntrySchema),
   /** How long we keep result payloads, ms (null: forever). Default 7 days. */
   resultRetentionMs: z.number().int().positive().nullable().default(7 * 24 * 3_600_000),
@@ -105,7 +93,8 @@ export const ConfigSchema = z.object({
   /** `/metrics` ports, trace export, log level (see `src/observability`). */
   observability: ObservabilityConfigSchema.prefault({}),
 });
-export type Config = z.infer<typeof ConfigSchema>;
+/** The parsed configuration (defaults applied); its `providers` and `api` parts are the {@link ProvidersConfig} the providers read. */
+export type Config = z.infer<typeof ConfigSchema> & ProvidersConfig;
 export type ConfigInput = z.input<typeof ConfigSchema>;
 
 /**

@@ -15,7 +15,7 @@ import { Client, type ConnectionOptions } from '@temporalio/client';
 import { createMaintenanceActivities } from './activities/maintenance.js';
 import { ensureMaintenanceSchedules, maintenanceTaskQueue } from './client/schedules.js';
 import { NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type NativeConnectionOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { createActivities, type ActivityDeps } from './activities/index.js';
+import { createActivities, handOffPolling, type ActivityDeps } from './activities/index.js';
 import { settleDetachedCalls } from './activities/context.js';
 import { dataConverterFor, failureConverterPath } from './codec/config.js';
 import { loadConfigFile, type Config } from './config.js';
@@ -120,8 +120,9 @@ export interface ScrapeWorkerOptions {
   /** Test hooks (see {@link ActivityDeps.hooks}). */
   hooks?: ActivityDeps['hooks'];
   /**
-   * Max concurrent activity executions (default 500). Activities are async I/O (a status check, a
-   * short first wait), so a slot costs little memory; the server waits between checks, not a slot.
+   * Max concurrent activity executions (default 20,000). A job being tracked holds one slot for
+   * its whole tracking phase (its polling activity waits in-process between checks), so this is
+   * also how many jobs one worker tracks at once; a waiting slot is a timer and a few kilobytes.
    */
   maxConcurrentActivityTaskExecutions?: number;
   /**
@@ -261,7 +262,13 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Wor
     ...(dataConverter ? { dataConverter } : {}),
     interceptors: { activity: activityInterceptors({ tracing }) },
     ...(tracing ? { sinks: workflowSpanSinks() } : {}),
-    maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 500,
+    maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 20_000,
+    // A polling activity heartbeats after every check; the SDK sends one to the server at most per
+    // this interval (below 0.8 × the policy's heartbeat timeout, 10 min by default): each one that
+    // reaches the server is a billable Action and a mutable-state write.
+    maxHeartbeatThrottleInterval: '8m',
+    // A workflow task offered to a stopping worker's sticky queue goes to the shared queue after this.
+    stickyQueueScheduleToStartTimeout: '3s',
     maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
     shutdownGraceTime: opts.shutdownGraceTimeMs ?? 10_000,
     ...(opts.identity ? { identity: opts.identity } : {}),
@@ -351,6 +358,9 @@ export async function runWorkerMain(): Promise<void> {
     metrics: metrics ? `${metrics.url}/metrics` : null,
     tracing: tracing ? (obs.traces.otlpEndpoint ?? 'on') : null,
   });
+  // The first shutdown signal hands every in-process polling loop over to another worker at once
+  // (the SDK's own handler then stops the workers; the grace time covers calls in flight).
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, handOffPolling);
   await Promise.all([worker.run(), maintenance.run()]);
   await settleSubmitsInFlight(config, log);
   await metrics?.close();

@@ -1,31 +1,22 @@
 /**
- * The baseline poll loop (`baseline.ts`) in its own process, so that its CPU is read from the OS
- * like the worker's. Reads its parameters from a JSON file (`--params`), runs every job, reports
- * `written` {jobId, at} per job and `done` over IPC, then waits for `exit` (so the parent can read
- * its final CPU time from `/proc` while it still exists).
+ * The plain loop (`baseline.ts`) in its own process, so that its CPU is read from the OS like the
+ * worker's. Reads its parameters from a JSON file (`--params`: `BaselineParamsSchema` of
+ * `loopProcess.ts`), runs every job, reports `written` {jobId, at} per job and `done` over IPC, then
+ * waits for `exit` (so the parent can read its final CPU time from `/proc` while it still exists).
  */
 import fs from 'node:fs';
 import { Command } from 'commander';
 import PQueue from 'p-queue';
-import { z } from 'zod';
 import { parseConfig } from '../../src/config.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import { openStore } from '../../src/store/index.js';
 import { startBaselineJob } from './baseline.js';
+import { BaselineParamsSchema, type LoopMessage } from './loopProcess.js';
 
-/** Parameters of a baseline run (the JSON file). */
-export const BaselineParamsSchema = z.object({
-  config: z.unknown(),
-  provider: z.string(),
-  policy: z.record(z.string(), z.unknown()),
-  startConcurrency: z.number().int().positive(),
-  jobs: z.array(z.object({ account: z.string(), key: z.string(), url: z.string() })),
-});
+/** Messages to the parent (see {@link LoopMessage}). */
+export type BaselineMessage = LoopMessage;
 
-/** Messages to the parent. Times are epoch ms. */
-export type BaselineMessage = { t: 'ready' } | { t: 'written'; jobId: string; at: number } | { t: 'started'; at: number } | { t: 'done'; at: number; states: Record<string, number> } | { t: 'error'; message: string };
-
-function send(m: BaselineMessage): void {
+function send(m: LoopMessage): void {
   process.send?.(m);
 }
 

@@ -94,3 +94,19 @@ export async function waitFinal(stack: Stack, jobIds: readonly string[], timeout
     await new Promise((r) => setTimeout(r, 500));
   }
 }
+
+/**
+ * Waits until no workflow on `taskQueue` is running, as visibility counts them (polled every
+ * 250 ms), for at most `timeoutMs`: a job's last workflow task (its completion) comes after its
+ * work is done. Resolves the ms waited, or null when some were still running at the timeout.
+ */
+export async function waitClosed(stack: Stack, taskQueue: string, timeoutMs: number): Promise<number | null> {
+  const t0 = Date.now();
+  const svc = stack.temporalClient.connection.workflowService;
+  for (;;) {
+    const r = await svc.countWorkflowExecutions({ namespace: stack.temporal.namespace, query: `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"` });
+    if (Number(r.count ?? 0) === 0) return Date.now() - t0;
+    if (Date.now() - t0 > timeoutMs) return null;
+    await new Promise((res) => setTimeout(res, 250));
+  }
+}

@@ -28,6 +28,7 @@ import { writeWorkflowBundle } from '../../src/worker.js';
 import type { Measured } from './proc.js';
 import { REPO } from './report.js';
 import type { WorkerMessage } from './workerMain.js';
+import type { LoopFigures } from './workerRuntime.js';
 
 /**
  * The workflow measured: `v2` (the product: `scrapeWorkflowV2`, retry-driven polling) or `v1` (the
@@ -69,12 +70,19 @@ export interface StackOptions {
 
 /** A worker child process. */
 export interface BenchWorker {
-  design: Design;
+  /** Label in logs and file names (`v2`, `floor-one`, …). */
+  label: string;
+  /** The product design it runs; undefined for another worker (a Temporal floor). */
+  design?: Design;
   pid: number;
+  /** Its SDK runtime's Prometheus endpoint (task slots, pollers, schedule-to-start as the SDK sees them). */
+  metricsUrl?: string;
+  /** Its compiled capacity options (tuner, cache, pollers, throttles; `capacityOptions` of `workerRuntime.ts`). */
+  capacity?: Record<string, unknown>;
   /** Job ID → epoch ms when its result transaction had committed (the `afterResultWritten` hook). */
   written: Map<string, number>;
   /** Every `worker.getStatus()` report, in order. */
-  statuses: { at: number; status: Extract<WorkerMessage, { t: 'status' }>['status'] }[];
+  statuses: { at: number; status: Extract<WorkerMessage, { t: 'status' }>['status']; loop?: LoopFigures }[];
   /** Asks the worker to shut down (SIGKILL after 15 s); resolves when it exited. */
   stop(): Promise<void>;
 }
@@ -85,6 +93,8 @@ export interface Stack {
   temporal: TemporalTarget;
   /** PID of the Temporal server process (undefined for an external cluster). */
   serverPid: number | undefined;
+  /** The dev server's Prometheus endpoint as it printed it at start (`Metrics: <url>`); undefined for an external cluster. */
+  serverMetricsUrl: string | undefined;
   sim: Sim;
   store: Store;
   config: Config;
@@ -96,8 +106,18 @@ export interface Stack {
   /** A page URL the simulator fetches (unique per `i`). */
   pageUrl(i: number): string;
   startWorker(design: Design, opts?: { statusEveryMs?: number; maxActivities?: number; maxCachedWorkflows?: number }): Promise<BenchWorker>;
+  /**
+   * Starts another worker process (`script`, run with tsx, `args` after it) that speaks the bench
+   * worker's IPC messages (`WorkerMessage`): e.g. a Temporal floor. Measured and stopped like the
+   * product's workers.
+   */
+  startCustomWorker(label: string, script: string, args: readonly string[]): Promise<BenchWorker>;
+  /** The product's prebuilt workflow bundle (both workflow types). */
+  bundle: string;
   /** The configuration file of a prepared design (its task queue), for a worker or the CLI. */
   configFile(design: Design): string;
+  /** The task queue of a design's jobs. */
+  taskQueue(design: Design): string;
   /** Processes to measure: `server` (Temporal), `bench` (this process: simulator, page site, driver, API). */
   processes(): Measured[];
   /** Every process of the benchmark: {@link processes} plus every worker started (and `extra`). */
@@ -129,6 +149,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       logger: () => undefined,
     });
     cleanups.push(() => temporal.stop());
+    // Read now: the server's output is kept as a short tail, which its later log lines push this out of.
+    const serverMetricsUrl = /Metrics:\s+(http:\/\/\S+)/.exec(temporal.devServer?.outputTail() ?? '')?.[1];
 
     const site: FastifyInstance = Fastify({ logger: false });
     await site.register(fastifyStatic, { root: path.join(REPO, 'sample-site') });
@@ -194,17 +216,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     }
 
     const workers: BenchWorker[] = [];
-    const startWorker = async (design: Design, wopts: { statusEveryMs?: number; maxActivities?: number; maxCachedWorkflows?: number } = {}): Promise<BenchWorker> => {
-      if (!configFiles[design]) throw new Error(`design ${design} was not prepared (pass designs: ['${design}'])`);
-      const logFile = path.join(dir, `worker-${design}-${workers.length}.log`);
+    const spawnWorker = async (label: string, script: string, args: readonly string[], design?: Design): Promise<BenchWorker> => {
+      const logFile = path.join(dir, `worker-${label}-${workers.length}.log`);
       const fd = fs.openSync(logFile, 'a');
-      const child: ChildProcess = spawn(
-        process.execPath,
-        ['--import', 'tsx', path.join(REPO, 'bench', 'lib', 'workerMain.ts'), '--config', configFiles[design], '--design', design, '--bundle', bundle, '--status-every-ms', String(wopts.statusEveryMs ?? 1_000), ...(wopts.maxActivities ? ['--max-activities', String(wopts.maxActivities)] : []), ...(wopts.maxCachedWorkflows !== undefined ? ['--max-cached-workflows', String(wopts.maxCachedWorkflows)] : [])],
-        { cwd: REPO, env: { ...process.env }, stdio: ['ignore', fd, fd, 'ipc'] },
-      );
+      const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: REPO, env: { ...process.env }, stdio: ['ignore', fd, fd, 'ipc'] });
       fs.closeSync(fd);
       const w: BenchWorker = {
+        label,
         design,
         pid: child.pid!,
         written: new Map(),
@@ -220,24 +238,31 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         },
       };
       const ready = new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`worker ${design} not ready after 60 s; log: ${tail(logFile)}`)), 60_000);
+        const timer = setTimeout(() => reject(new Error(`worker ${label} not ready after 60 s; log: ${tail(logFile)}`)), 60_000);
         child.on('message', (m: WorkerMessage) => {
           if (m.t === 'written') w.written.set(m.jobId, m.at);
-          else if (m.t === 'status') w.statuses.push({ at: m.at, status: m.status });
+          else if (m.t === 'status') w.statuses.push({ at: m.at, status: m.status, loop: m.loop });
           else if (m.t === 'ready') {
+            w.metricsUrl = m.metricsUrl;
+            w.capacity = m.capacity;
             clearTimeout(timer);
             resolve();
-          } else if (m.t === 'error') log(`worker ${design}: ${m.message}`);
+          } else if (m.t === 'error') log(`worker ${label}: ${m.message}`);
         });
         child.once('exit', (code, sig) => {
           clearTimeout(timer);
-          reject(new Error(`worker ${design} exited (${code ?? sig}); log: ${tail(logFile)}`));
+          reject(new Error(`worker ${label} exited (${code ?? sig}); log: ${tail(logFile)}`));
         });
       });
       workers.push(w);
       cleanups.push(() => w.stop());
       await ready;
       return w;
+    };
+    const startWorker = async (design: Design, wopts: { statusEveryMs?: number; maxActivities?: number; maxCachedWorkflows?: number } = {}): Promise<BenchWorker> => {
+      if (!configFiles[design]) throw new Error(`design ${design} was not prepared (pass designs: ['${design}'])`);
+      const args = ['--config', configFiles[design], '--design', design, '--bundle', bundle, '--status-every-ms', String(wopts.statusEveryMs ?? 1_000), ...(wopts.maxActivities ? ['--max-activities', String(wopts.maxActivities)] : []), ...(wopts.maxCachedWorkflows !== undefined ? ['--max-cached-workflows', String(wopts.maxCachedWorkflows)] : [])];
+      return spawnWorker(design, path.join(REPO, 'bench', 'lib', 'workerMain.ts'), args, design);
     };
 
     const extra: Measured[] = [];
@@ -246,6 +271,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       dir,
       temporal,
       serverPid: temporal.devServer?.pid,
+      serverMetricsUrl,
       sim,
       store,
       config,
@@ -254,6 +280,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       apiUrl,
       pageUrl: (i) => `${siteUrl}/${pages[i % pages.length]}?job=${i}`,
       startWorker,
+      startCustomWorker: (label, script, args) => spawnWorker(label, script, args),
+      bundle,
+      taskQueue: (d) => queues[d],
       configFile: (d) => {
         if (!configFiles[d]) throw new Error(`design ${d} was not prepared`);
         return configFiles[d];

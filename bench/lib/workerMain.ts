@@ -4,24 +4,29 @@
  * the product's worker (`createScrapeWorker`: the product's workflow bundle, both workflow types,
  * and activities) on the task queue of its design (`v1` or `v2`, see `bench/lib/stack.ts`).
  *
- * It reports to the parent over IPC: `ready`; `written` {jobId, at} from the product's
- * `afterResultWritten` activity hook (epoch ms taken right after the result transaction
- * committed); `status` {at, status} (`worker.getStatus()`: activity slots in use, cached
- * workflows, ...) every `--status-every-ms` ms. It stops on a `stop` message or SIGTERM. The
- * maintenance schedules are not installed (their cost is per schedule tick, not per job).
+ * It reports to the parent over IPC: `ready` {pid, metricsUrl, capacity} (the SDK's Prometheus
+ * endpoint of this process and the worker's compiled capacity options, `workerRuntime.ts`);
+ * `written` {jobId, at} from the product's `afterResultWritten` activity hook (epoch ms taken
+ * right after the result transaction committed); `status` {at, status, loop} every
+ * `--status-every-ms` ms: `worker.getStatus()` (activity slots in use, cached workflows, ...) and
+ * the event loop over the interval (utilization, lag p50/p99/max — better-sqlite3 is synchronous,
+ * so a store write waiting for SQLite's lock stalls every task of the worker). It stops on a `stop`
+ * message or SIGTERM. The maintenance schedules are not installed (their cost is per schedule
+ * tick, not per job).
  */
 import { Command } from 'commander';
 import { Worker } from '@temporalio/worker';
 import { z } from 'zod';
 import { loadConfigFile } from '../../src/config.js';
 import { openStore } from '../../src/store/index.js';
-import { connectWorker, createScrapeWorker, installWorkerLogging } from '../../src/worker.js';
+import { connectWorker, createScrapeWorker } from '../../src/worker.js';
+import { capacityOptions, startWorkerRuntime, type LoopFigures } from './workerRuntime.js';
 
-/** Messages a bench worker sends to its parent. Times are epoch ms. */
+/** Messages a bench worker (this one or a floor's) sends to its parent. Times are epoch ms. */
 export type WorkerMessage =
-  | { t: 'ready'; pid: number }
+  | { t: 'ready'; pid: number; metricsUrl?: string; capacity?: Record<string, unknown> }
   | { t: 'written'; jobId: string; at: number }
-  | { t: 'status'; at: number; status: ReturnType<Worker['getStatus']> }
+  | { t: 'status'; at: number; status: ReturnType<Worker['getStatus']>; loop?: LoopFigures }
   | { t: 'error'; message: string };
 
 const OptionsSchema = z.object({
@@ -47,14 +52,14 @@ async function main(): Promise<void> {
     .option('--max-cached-workflows <n>', 'workflows kept in the sticky cache (default: the product default)')
     .parse();
   const o = OptionsSchema.parse(program.opts());
-  installWorkerLogging({ level: 'WARN' });
+  const runtime = await startWorkerRuntime();
   const config = loadConfigFile(o.config);
   const store = await openStore(config.storeUrl);
   const connection = await connectWorker(config);
   const hooks = { afterResultWritten: (jobId: string) => send({ t: 'written', jobId, at: Date.now() }) };
   process.env.SCRAPE_WORKFLOW_BUNDLE = o.bundle;
   const worker = await createScrapeWorker({ connection, config, store, hooks, maxConcurrentActivityTaskExecutions: o.maxActivities, maxCachedWorkflows: o.maxCachedWorkflows });
-  const timer = setInterval(() => send({ t: 'status', at: Date.now(), status: worker.getStatus() }), o.statusEveryMs);
+  const timer = setInterval(() => send({ t: 'status', at: Date.now(), status: worker.getStatus(), loop: runtime.loop() }), o.statusEveryMs);
   process.on('message', (m: unknown) => {
     if (m && typeof m === 'object' && (m as { t?: unknown }).t === 'stop') worker.shutdown();
   });
@@ -66,7 +71,8 @@ async function main(): Promise<void> {
       // already stopping
     }
   });
-  send({ t: 'ready', pid: process.pid });
+  runtime.loop(); // the intervals reported start now, after the worker's start-up
+  send({ t: 'ready', pid: process.pid, metricsUrl: runtime.metricsUrl, capacity: capacityOptions(worker) });
   await worker.run();
   clearInterval(timer);
   await connection.close();

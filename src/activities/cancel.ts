@@ -5,8 +5,8 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { isFinalState } from '../model/states.js';
-import { isProviderError } from '../providers/errors.js';
-import type { CancelAnswer } from '../providers/types.js';
+import { isProviderError } from '../providers/shared/errors.js';
+import type { CancelAnswer } from '../providers/adapter.js';
 import { sanitizeBody } from '../lib/sanitize.js';
 import type { CancelReport, JobError } from '../model/types.js';
 import type { ActivityKit, TaskRef } from './context.js';

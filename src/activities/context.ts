@@ -5,7 +5,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import { isProviderError, ProviderError } from '../providers/errors.js';
+import { isProviderError, ProviderError } from '../providers/shared/errors.js';
 import { redactProviderValue } from '../lib/sanitize.js';
 import type { ProviderRegistry, ResolvedProvider } from '../providers/registry.js';
 import type { Store } from '../store/index.js';
@@ -31,6 +31,11 @@ export interface ActivityDeps {
    * server's retry delay. Time-skipping tests set 0 so that no wait is real.
    */
   inlineSettleMs?: number;
+  /**
+   * How a polling activity waits between checks in-process (default a timer). Time-skipping tests
+   * give the test server's skipping sleep, so that an activity's wait is skipped like a workflow's.
+   */
+  sleep?: (ms: number) => Promise<void>;
   /**
    * The Temporal server's time (epoch ms), for comparisons with times the workflow computed
    * (deadlines). Default `Date.now` (worker and server clocks agree); time-skipping tests give the
@@ -102,6 +107,9 @@ function activityContext(): Context | undefined {
   }
 }
 
+/** The last heartbeat details of each running attempt. */
+const lastDetails = new WeakMap<Context, unknown>();
+
 /** Builds the {@link ActivityKit} over `deps`. */
 export function activityKit(deps: ActivityDeps): ActivityKit {
   const { store, providers } = deps;
@@ -136,7 +144,12 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
       return () => base + (Date.now() - localStart);
     },
     heartbeat(details) {
-      activityContext()?.heartbeat(details);
+      const ctx = activityContext();
+      if (!ctx) return;
+      // A heartbeat without details (a slow call's) repeats the attempt's last ones: the Web UI
+      // shows the latest heartbeat's details, and a bare one would blank them.
+      if (details !== undefined) lastDetails.set(ctx, details);
+      ctx.heartbeat(details ?? lastDetails.get(ctx));
     },
     async recordIncident(jobId, phase, e) {
       const ev = e.details.evidence;

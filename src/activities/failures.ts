@@ -13,7 +13,7 @@
  * {@link JobError}, which the workflow reads back from `ActivityFailure.cause`.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { isProviderError, isQuotaExhausted, type ProviderError } from '../providers/errors.js';
+import { isProviderError, isQuotaExhausted, type ProviderError } from '../providers/shared/errors.js';
 import type { JobError } from '../model/types.js';
 import { FailureType, NON_RETRYABLE_TYPES } from './failureTypes.js';
 

@@ -10,7 +10,8 @@
  * | file | activities | used by |
  * |---|---|---|
  * | `submit.ts` | `submitJob`, `reconcileJob`, `adoptTask`, `registerJob` | workflow v2 (`registerJob`, `adoptTask`: v1 too) |
- * | `poll.ts` | `awaitStatus` (retry-driven polling, result written once) | workflow v2 |
+ * | `poll.ts` | `awaitStatus` (retry-driven polling, result written once) | workflow v2 (the cancel path; runs started before polling moved into one activity) |
+ * | `track.ts` | `trackStatus` (in-process polling in one activity, heartbeats throttled) | workflow v2 |
  * | `cancel.ts` | `cancelAtProvider`, `closeAsCancelled` | workflow v2 |
  * | `record.ts` | `recordState`, `recordCancelOutcome` | both |
  * | `legacy.ts` | `submitScrape`, `reconcileSubmit`, `checkStatus`, `recordStatusFailure`, `saveResult`, `cancelTask` | v1 runs only |
@@ -21,13 +22,16 @@ import { legacyActivities } from './legacy.js';
 import { pollActivities } from './poll.js';
 import { recordActivities } from './record.js';
 import { submitActivities } from './submit.js';
+import { trackActivities } from './track.js';
 
 export type { ActivityDeps, TaskRef } from './context.js';
 export type { SubmitJobInput, SubmitOutcome, ReconcileOutcome } from './submit.js';
 export type { AwaitStatusInput, PollOutcome, PollSchedule, SavedResult } from './poll.js';
+export type { TrackStatusInput } from './track.js';
+export { handOffPolling } from './track.js';
 export type { CancelCallOutcome } from './cancel.js';
 export type { SubmitInput, StatusOutcome, LegacySavedResult } from './legacy.js';
-export { providerKeys } from '../providers/keys.js';
+export { providerKeys } from '../providers/shared/keys.js';
 
 /** Builds every scrape activity over `deps`. */
 export function createActivities(deps: ActivityDeps) {
@@ -35,6 +39,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...submitActivities(kit),
     ...pollActivities(kit),
+    trackStatus: trackActivities(kit).trackStatus,
     ...cancelActivities(kit),
     ...recordActivities(kit),
     ...legacyActivities(kit),

@@ -6,10 +6,10 @@
  */
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import type { CancelReport, JobError, ScrapeWorkflowInput } from '../model/types.js';
-import { isProviderError, ProviderError } from '../providers/errors.js';
-import { withBinaryText } from '../providers/binaryText.js';
-import { providerKeys } from '../providers/keys.js';
-import type { Accepted, CancelAnswer, StatusObservation } from '../providers/types.js';
+import { isProviderError, ProviderError } from '../providers/shared/errors.js';
+import { withBinaryText } from '../providers/shared/binaryText.js';
+import { providerKeys } from '../providers/shared/keys.js';
+import type { Accepted, CancelAnswer, StatusObservation } from '../providers/adapter.js';
 import { submitActivities } from './submit.js';
 import type { ActivityKit, TaskRef } from './context.js';
 import { rethrow, toFailure } from './failures.js';

@@ -13,10 +13,11 @@
  */
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { JobError, ScrapeRequest } from '../model/types.js';
-import { isProviderError, type ProviderError } from '../providers/errors.js';
-import { withBinaryText } from '../providers/binaryText.js';
-import { enforceResultLimits } from '../providers/pagination.js';
-import type { ProviderResult, StatusObservation } from '../providers/types.js';
+import { isProviderError, type ProviderError } from '../providers/shared/errors.js';
+import { withBinaryText } from '../providers/shared/binaryText.js';
+import { enforceResultLimits } from '../providers/shared/pagination.js';
+import type { ProviderResult } from '../model/results.js';
+import type { StatusObservation } from '../providers/adapter.js';
 import { scheduleDelay as scheduleOf, type PollSchedule } from '../model/schedule.js';
 
 export type { PollSchedule };
@@ -92,8 +93,8 @@ export function pollActivities(kit: ActivityKit) {
     announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
   }
 
-  /** Handles a provider error of a status or result read: an outcome to return, or a retry. */
-  async function onReadError(input: AwaitStatusInput, e: ProviderError, phase: 'status' | 'result', checks: number, until: number): Promise<PollOutcome> {
+  /** Handles a provider error of a status or result read: an outcome to return, or when to check again. */
+  async function onReadError(input: AwaitStatusInput, e: ProviderError, phase: 'status' | 'result', checks: number, until: number): Promise<CheckResult> {
     const error = e.toJobError();
     if (e.kind === 'not_found') {
       const streak = await recordNotFound(store, input.jobId, error);
@@ -101,31 +102,31 @@ export function pollActivities(kit: ActivityKit) {
       if (streak >= input.notFoundLimit) {
         const note = `provider answered 404 for known task ${input.taskId} ${streak} times in a row (${phase} read): expired or lost at the provider, not failed`;
         await transition(input, 'expired', error, note);
-        return { kind: 'expired', checks, error, note };
+        return { outcome: { kind: 'expired', checks, error, note } };
       }
-      retryIn(Math.min(until, scheduleDelay(input.schedule, 0)), `${phase} read answered 404 (${streak} of ${input.notFoundLimit} before the task counts as expired)`);
+      return again(Math.min(until, scheduleDelay(input.schedule, 0)), `${phase} read answered 404 (${streak} of ${input.notFoundLimit} before the task counts as expired)`, checks);
     }
     if (e.kind === 'expired') {
       const note = `the provider says task ${input.taskId} expired (${error.message})`;
       await transition(input, 'expired', error, note);
-      return { kind: 'expired', checks, error, note };
+      return { outcome: { kind: 'expired', checks, error, note } };
     }
     if (e.kind === 'task_failed') {
       await kit.recordIncident(input.jobId, phase, e);
       await transition(input, 'failed', error, `the provider says nothing will come for task ${input.taskId} (${error.code ?? error.message})`);
-      return { kind: 'failed', checks, error };
+      return { outcome: { kind: 'failed', checks, error } };
     }
     if (e.kind === 'permanent' || e.kind === 'conflict' || e.kind === 'unsupported') {
       await kit.recordIncident(input.jobId, phase, e);
       const note = `${phase} reads refused (${error.message}); fix the cause and resume with the same task ID ${input.taskId}`;
       await transition(input, 'tracking_interrupted', error, note);
-      return { kind: 'interrupted', checks, error, note };
+      return { outcome: { kind: 'interrupted', checks, error, note } };
     }
-    // transient, cooldown, ambiguous: a failed check is not a failed task (rule 4).
+    // transient, cooldown, ambiguous: a failed check is not a failed task.
     const failures = await recordCheckError(store, input.jobId, error);
     const backoff = Math.min(30_000, 1_000 * Math.pow(2, failures - 1));
     const wait = Math.max(Math.min(backoff, scheduleDelay(input.schedule, checks)), e.details.retryAfterMs ?? 0);
-    retryIn(Math.min(wait, until), `${phase} read failed (${failures} in a row, task kept): ${error.message}`);
+    return again(Math.min(wait, until), `${phase} read failed (${failures} in a row, task kept): ${error.message}`, checks);
   }
 
   /**
@@ -154,88 +155,109 @@ export function pollActivities(kit: ActivityKit) {
     );
   }
 
+  /**
+   * One status check of the task: claims the job for `input.generation` (a superseded or final job
+   * asks nothing: `stale`), calls the provider, records what it said, and when the task is final
+   * writes the result once (or records the failure) and returns the outcome; otherwise says when to
+   * check again (the next delay of the schedule, never shorter than the provider's `Retry-After`,
+   * never past the deadline; a short backoff after a failed check). `checkPastDeadline`: check even
+   * though the deadline has passed (a wake that came before it).
+   */
+  async function checkOnce(input: AwaitStatusInput, checkPastDeadline: boolean): Promise<CheckResult> {
+    const start = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel', input.mode === 'track' ? input.deadlineAt : undefined);
+    if (start.kind === 'stale') return { outcome: await staleOutcome(start) };
+    const row = start.row;
+    const checks = Number(row.status_checks);
+    const deadline = Date.parse(input.deadlineAt);
+    const now = await kit.serverClock(); // the deadline is workflow (server) time
+    if (now() >= deadline && !checkPastDeadline) return { outcome: { kind: 'deadline', checks, providerStatus: row.provider_status ?? undefined } };
+    const until = Math.max(1, deadline - now());
+
+    let obs: StatusObservation;
+    const askedAt = Date.now();
+    try {
+      obs = await kit.call(input.provider, input.account, (p) => p.adapter.status(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
+      observeStatusCheck(Date.now() - askedAt, obs.state);
+    } catch (e) {
+      if (!isProviderError(e)) throw e;
+      observeStatusCheck(Date.now() - askedAt, `error_${e.kind}`);
+      return onReadError(input, e, 'status', checks, until);
+    }
+    const observedAt = Date.now();
+    const { evidence, ...seen } = obs;
+    const n = await recordCheck(store, input.jobId, seen, input.schedule.initialDelayMs, seen.retryAfterMs, seen.state !== 'completed');
+    const base = { checks: n, providerStatus: seen.providerStatus, progress: seen.progress };
+    if (seen.state !== 'completed' && seen.providerStatus !== row.provider_status) {
+      await store.appendEvent(input.jobId, seen.state === 'unrecognised' ? 'unrecognised_status' : 'provider_status', null, { status: seen.providerStatus, state: seen.state });
+    }
+
+    if (seen.state === 'completed') {
+      let payload: ProviderResult;
+      try {
+        payload = await fetchResult(input, obs);
+      } catch (e) {
+        if (!isProviderError(e)) throw e;
+        return onReadError(input, e, 'result', n, until);
+      }
+      await kit.deps.hooks?.beforeResultWrite?.(input.jobId, input.taskId);
+      const out = await store.writeResultOnce(input.jobId, input.provider, input.taskId, payload, kit.deps.resultRetentionMs);
+      if (out.inserted) observeResultCommitLag(Date.now() - observedAt); // completion observed → result committed
+      await kit.deps.hooks?.afterResultWritten?.(input.jobId, out.resultId);
+      announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
+      const result: SavedResult = { resultId: out.resultId, inserted: out.inserted, title: payload.title, httpStatus: payload.httpStatus, finalUrl: payload.finalUrl, documents: out.documents, ...(out.contentNote ? { contentNote: out.contentNote } : {}) };
+      return { outcome: { ...base, kind: 'completed', result } };
+    }
+    if (seen.state === 'failed') {
+      const error: JobError = { kind: 'provider_failed', code: seen.error?.code, message: seen.error?.message ?? 'provider reported failure', at: new Date().toISOString() };
+      await store.recordIncident({ jobId: input.jobId, phase: 'status', kind: 'provider_failed', message: error.message, code: error.code, endpoint: evidence?.endpoint, httpStatus: evidence?.httpStatus, response: evidence?.body, headers: evidence?.headers, request: { taskId: input.taskId }, at: evidence?.at });
+      await transition(input, 'failed', error, 'provider reported a terminal failure');
+      return { outcome: { ...base, kind: 'failed', error } };
+    }
+    if (seen.state === 'cancelled') {
+      await transition(input, 'cancelled', undefined, 'the provider reports the task cancelled (not by this workflow)');
+      return { outcome: { ...base, kind: 'cancelled' } };
+    }
+    if (now() >= deadline) return { outcome: { ...base, kind: 'deadline' } };
+    const delay = Math.min(Math.max(scheduleDelay(input.schedule, n), seen.retryAfterMs ?? 0), until);
+    const what = seen.state === 'unrecognised' ? `unrecognised status "${seen.providerStatus}" (not final; polled on the normal schedule)` : `status "${seen.providerStatus}"`;
+    return again(delay, `${what}; check ${n} done, next in ${(delay / 1000).toFixed(1)} s`, n, seen.providerStatus, seen.progress);
+  }
+
   return {
+    checkOnce,
     /**
      * Checks the task once per attempt until it is final, the deadline passes, or a newer polling
      * activity supersedes this one (see the module docs). Non-final answers and failed checks end
-     * the attempt with a BENIGN retry: the next schedule delay (never shorter than the provider's
-     * Retry-After, never past the deadline), or a short backoff after a failed check. Returns the
-     * outcome; throws only for unexpected errors (retried by the policy).
+     * the attempt with a BENIGN retry after {@link checkOnce}'s wait. Returns the outcome; throws
+     * only for unexpected errors (retried by the policy).
      */
     async awaitStatus(input: AwaitStatusInput): Promise<PollOutcome> {
-      const start = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel', input.mode === 'track' ? input.deadlineAt : undefined);
-      if (start.kind === 'stale') return staleOutcome(start);
-      const row = start.row;
-      const checks = Number(row.status_checks);
-      const deadline = Date.parse(input.deadlineAt);
-      const now = await kit.serverClock(); // the deadline is workflow (server) time
       const first = kit.attempt() === 1;
       if (first) {
-        const notBefore = row.check_not_before ? Date.parse(row.check_not_before) : 0;
+        const start = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel', input.mode === 'track' ? input.deadlineAt : undefined);
+        if (start.kind === 'stale') return staleOutcome(start);
+        const notBefore = start.row.check_not_before ? Date.parse(start.row.check_not_before) : 0;
         const wait = Math.max(input.firstDelayMs, notBefore - Date.now());
-        if (wait > (kit.deps.inlineFirstWaitMs ?? INLINE_FIRST_WAIT_MS)) retryIn(Math.min(wait, Math.max(1, deadline - now())), `first check of polling generation ${input.generation} in ${wait} ms`);
-        if (wait > 0) {
-          await sleep(wait, kit.signal());
-          const again = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel');
-          if (again.kind === 'stale') return staleOutcome(again);
-        }
+        const now = await kit.serverClock();
+        if (wait > (kit.deps.inlineFirstWaitMs ?? INLINE_FIRST_WAIT_MS)) retryIn(Math.min(wait, Math.max(1, Date.parse(input.deadlineAt) - now())), `first check of polling generation ${input.generation} in ${wait} ms`);
+        if (wait > 0) await sleep(wait, kit.signal());
       }
-      if (now() >= deadline && !(first && input.checkPastDeadline)) return { kind: 'deadline', checks, providerStatus: row.provider_status ?? undefined };
-      const until = Math.max(1, deadline - now());
-
-      let obs: StatusObservation;
-      const askedAt = Date.now();
-      try {
-        obs = await kit.call(input.provider, input.account, (p) => p.adapter.status(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
-        observeStatusCheck(Date.now() - askedAt, obs.state);
-      } catch (e) {
-        if (!isProviderError(e)) throw e;
-        observeStatusCheck(Date.now() - askedAt, `error_${e.kind}`);
-        return onReadError(input, e, 'status', checks, until);
-      }
-      const observedAt = Date.now();
-      const { evidence, ...seen } = obs;
-      const n = await recordCheck(store, input.jobId, seen, input.schedule.initialDelayMs, seen.retryAfterMs, seen.state !== 'completed');
-      const base = { checks: n, providerStatus: seen.providerStatus, progress: seen.progress };
-      if (seen.state !== 'completed' && seen.providerStatus !== row.provider_status) {
-        await store.appendEvent(input.jobId, seen.state === 'unrecognised' ? 'unrecognised_status' : 'provider_status', null, { status: seen.providerStatus, state: seen.state });
-      }
-
-      if (seen.state === 'completed') {
-        let payload: ProviderResult;
-        try {
-          payload = await fetchResult(input, obs);
-        } catch (e) {
-          if (!isProviderError(e)) throw e;
-          return onReadError(input, e, 'result', n, until);
-        }
-        await kit.deps.hooks?.beforeResultWrite?.(input.jobId, input.taskId);
-        const out = await store.writeResultOnce(input.jobId, input.provider, input.taskId, payload, kit.deps.resultRetentionMs);
-        if (out.inserted) observeResultCommitLag(Date.now() - observedAt); // completion observed → result committed
-        await kit.deps.hooks?.afterResultWritten?.(input.jobId, out.resultId);
-        announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
-        const result: SavedResult = { resultId: out.resultId, inserted: out.inserted, title: payload.title, httpStatus: payload.httpStatus, finalUrl: payload.finalUrl, documents: out.documents, ...(out.contentNote ? { contentNote: out.contentNote } : {}) };
-        return { ...base, kind: 'completed', result };
-      }
-      if (seen.state === 'failed') {
-        const error: JobError = { kind: 'provider_failed', code: seen.error?.code, message: seen.error?.message ?? 'provider reported failure', at: new Date().toISOString() };
-        await store.recordIncident({ jobId: input.jobId, phase: 'status', kind: 'provider_failed', message: error.message, code: error.code, endpoint: evidence?.endpoint, httpStatus: evidence?.httpStatus, response: evidence?.body, headers: evidence?.headers, request: { taskId: input.taskId }, at: evidence?.at });
-        await transition(input, 'failed', error, 'provider reported a terminal failure');
-        return { ...base, kind: 'failed', error };
-      }
-      if (seen.state === 'cancelled') {
-        await transition(input, 'cancelled', undefined, 'the provider reports the task cancelled (not by this workflow)');
-        return { ...base, kind: 'cancelled' };
-      }
-      if (now() >= deadline) return { ...base, kind: 'deadline' };
-      const delay = Math.min(Math.max(scheduleDelay(input.schedule, n), seen.retryAfterMs ?? 0), until);
-      const what = seen.state === 'unrecognised' ? `unrecognised status "${seen.providerStatus}" (not final; polled on the normal schedule)` : `status "${seen.providerStatus}"`;
-      retryIn(delay, `${what}; check ${n} done, next in ${(delay / 1000).toFixed(1)} s`);
+      const r = await checkOnce(input, first && input.checkPastDeadline === true);
+      if ('outcome' in r) return r.outcome;
+      retryIn(r.again.delayMs, r.again.message);
     },
   };
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** What one check led to: the outcome to return, or when to check again (with what it saw). */
+export type CheckResult = { outcome: PollOutcome } | { again: { delayMs: number; message: string }; checks: number; providerStatus?: string; progress?: StatusObservation['progress'] };
+
+function again(delayMs: number, message: string, checks: number, providerStatus?: string, progress?: StatusObservation['progress']): CheckResult {
+  return { again: { delayMs, message }, checks, ...(providerStatus ? { providerStatus } : {}), ...(progress ? { progress } : {}) };
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const t = setTimeout(resolve, ms);
     signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });

@@ -10,16 +10,18 @@ import { Context, log } from '@temporalio/activity';
 import { decideReconcile, type Candidate, type LookupEvidence, type LookupReading, type ReconcileEvidence, type ReconcileEvidenceRecord, type ReplayReading } from '../model/evidence.js';
 import { isFinalState } from '../model/states.js';
 import type { JobError, ScrapeWorkflowInput } from '../model/types.js';
-import { isProviderError, isQuotaExhausted, ProviderError } from '../providers/errors.js';
-import { providerKeys } from '../providers/keys.js';
-import { isConcurrencyRefusal } from '../providers/registry.js';
+import { isProviderError, isQuotaExhausted, ProviderError } from '../providers/shared/errors.js';
+import { providerKeys } from '../providers/shared/keys.js';
+import { isConcurrencyRefusal } from '../providers/shared/limiter.js';
 import type { ResolvedProvider } from '../providers/registry.js';
-import type { Accepted } from '../providers/types.js';
+import type { Accepted } from '../providers/adapter.js';
 import { Store, type JobRow } from '../store/index.js';
 import { noteSubmitAccepted, noteSubmitRefused, reserveSubmit, type Reservation } from '../store/polling.js';
 import { detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
 import { slotReleased } from './slots.js';
+import { trackActivities } from './track.js';
+import type { PollOutcome, PollSchedule } from './poll.js';
 import { listDeliveries } from '../store/webhooks.js';
 import { recordReconcile } from '../observability/metrics.js';
 
@@ -30,11 +32,23 @@ export interface SubmitJobInput {
   afterReconcile?: boolean;
   /** Tracking deadline (ms) recorded on the job when its task ID becomes known. */
   trackingDeadlineMs: number;
+  /**
+   * Continue an accepted submit into the first status checks, in this same attempt, for at most
+   * `budgetMs` (ms): a job that finishes within it lives its whole life in one activity. Checks
+   * follow `schedule` from `firstDelayMs`, claimed for polling `generation`. Absent: submit only.
+   */
+  track?: { generation: number; schedule: PollSchedule; firstDelayMs: number; notFoundLimit: number; budgetMs: number };
 }
 
-/** Outcome of `submitJob` (ambiguous outcomes are returned, not thrown, so the workflow moves to `unknown`). */
+/**
+ * Outcome of `submitJob` (ambiguous outcomes are returned, not thrown, so the workflow moves to
+ * `unknown`): `accepted` (with the checks made so far when it continued into them), or
+ * `finished` — the task was submitted and reached a final state within the attempt (the result
+ * already written).
+ */
 export type SubmitOutcome =
-  | { kind: 'accepted'; taskId: string; providerStatus: string; adopted: boolean }
+  | { kind: 'accepted'; taskId: string; providerStatus: string; adopted: boolean; checks?: number; deadlineAt?: string }
+  | { kind: 'finished'; taskId: string; outcome: PollOutcome; deadlineAt: string }
   | { kind: 'ambiguous'; error: JobError };
 
 /**
@@ -151,6 +165,7 @@ function attemptEnds(startedAt: number): { promise: Promise<'gave_up'>; cancel()
 /** Builds `submitJob`, `reconcileJob` and `adoptTask` over `kit`. */
 export function submitActivities(kit: ActivityKit) {
   const { store } = kit;
+  const tracking = trackActivities(kit);
 
   async function reserve(input: SubmitJobInput, resolved: ResolvedProvider): Promise<{ r: Reservation; label: string }> {
     const { job } = input;
@@ -364,7 +379,23 @@ export function submitActivities(kit: ActivityKit) {
         if (first.outcome.kind === 'ambiguous') return first.outcome;
         rethrow(first.outcome.error);
       }
-      return { kind: 'accepted', taskId: first.taskId, providerStatus: first.providerStatus, adopted: first.taskId !== first.answered };
+      const accepted: Extract<SubmitOutcome, { kind: 'accepted' }> = { kind: 'accepted', taskId: first.taskId, providerStatus: first.providerStatus, adopted: first.taskId !== first.answered };
+      if (!input.track || first.taskId !== first.answered) return accepted;
+      // A fast job's whole life in this attempt: its first checks, and the result written, here.
+      const t = input.track;
+      // The tracking deadline counts from now, when the task is known (server time, as the workflow's).
+      const clock = await kit.serverClock();
+      const deadlineAt = new Date(clock() + input.trackingDeadlineMs).toISOString();
+      const { outcome, last } = await tracking.pollLoop(
+        {
+          jobId: job.jobId, provider: job.provider, account: job.account, taskId: first.taskId, url: job.request.url, request: job.request,
+          generation: t.generation, schedule: t.schedule, firstDelayMs: t.firstDelayMs, notFoundLimit: t.notFoundLimit, mode: 'track', deadlineAt,
+        },
+        Math.max(0, Math.min(t.budgetMs - (Date.now() - startedAt), attemptBudget(startedAt) - SETTLE_READ_MARGIN_MS)),
+      );
+      // The deadline is the tracking phase's to act on (with its wakes and its deadline policy).
+      if (outcome && outcome.kind !== 'deadline') return { kind: 'finished', taskId: first.taskId, outcome, deadlineAt };
+      return { ...accepted, providerStatus: last?.providerStatus ?? accepted.providerStatus, checks: last?.checks ?? 0, deadlineAt };
     },
 
     /**

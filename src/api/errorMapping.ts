@@ -12,11 +12,6 @@ import { isFinalState } from '../model/states.js';
 import { ApiProblem, PROBLEM_CONTENT_TYPE } from './problems.js';
 import { jobPath, pollAfterSeconds } from './schemas.js';
 
-/** The `422` for an `Idempotency-Key` reused by the account with another body. */
-export function reusedKey(jobId: string): ApiProblem {
-  return new ApiProblem('idempotency-key-reused', 'this Idempotency-Key was already used by your account with a different request body; repeat the original body, or use a new key', { job_id: jobId });
-}
-
 /** Maps anything thrown by a hook or handler to a problem (never leaking a stack or a secret). */
 export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
   if (error instanceof ApiProblem) return error;

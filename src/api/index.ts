@@ -1,9 +1,10 @@
 /**
- * The HTTP API for backend services and the provider webhook receiver (issue 5). See `app.ts`
- * for the endpoints, `auth.ts` for API keys, `problems.ts` for error answers and `webhooks.ts`
- * for provider events.
+ * The HTTP API for backend services and the provider webhook receiver. See `app.ts` for how it is
+ * put together, `routes/` for the endpoints, `access.ts` and `auth.ts` for API keys and rate
+ * limits, `problems.ts` for error answers and `webhooks.ts` for provider events.
  */
-export { buildApi, type BuildApiOptions, type RouteAuth } from './app.js';
+export { buildApi, type BuildApiOptions } from './app.js';
+export { type RouteAuth } from './access.js';
 export { toProblem } from './errorMapping.js';
 export { startApi, runApiMain, createApiKey, keysFileOf, type StartApiOptions, type RunningApi } from './main.js';
 export { ApiKeyring, ApiKeyEntrySchema, ApiKeysFileSchema, addKeyToFile, generateApiKey, hashApiKey, loadApiKeys, type ApiKeyEntry, type Caller } from './auth.js';

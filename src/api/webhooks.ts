@@ -1,7 +1,7 @@
 /**
  * The provider webhook receiver behind `POST /v1/webhooks/:provider` (providers that sign their
  * deliveries) and `POST /v1/webhooks/:provider/:token` (providers that do not: the per-job token
- * of the callback URL, see `src/providers/webhook.ts`).
+ * of the callback URL, see `src/providers/shared/webhook.ts`).
  *
  * Webhooks are hints (DESIGN.md; issue 5): a verified event wakes the job's workflow, which then
  * reads the status and the result from the provider itself; the payload is never trusted for
@@ -34,14 +34,14 @@ import { parseJsonStrict } from '../lib/json.js';
 import { isFinalState } from '../model/states.js';
 import { sanitizeBody, redactProviderValue, redactSecrets, REDACTED } from '../lib/sanitize.js';
 import type { ProviderWebhook } from '../providers/descriptor.js';
-import { findDescriptor } from '../providers/descriptors.js';
-import { bodyEventId, callbackTokenMatches, type WebhookHeaders } from '../providers/webhook.js';
+import { findDescriptor } from '../providers/kinds.js';
+import { bodyEventId, callbackTokenMatches, type WebhookHeaders } from '../providers/shared/webhook.js';
 import type { JobRow, Store } from '../store/index.js';
 import { findJobByClientRef, forgetDelivery, quarantineEvent, recordDelivery, setDeliveryOutcome } from '../store/webhooks.js';
 import { ApiProblem } from './problems.js';
 
 export type { ParsedEvent, ProviderWebhook } from '../providers/descriptor.js';
-export { verifySha256Signature } from '../providers/webhook.js';
+export { verifySha256Signature } from '../providers/shared/webhook.js';
 
 /**
  * The verification secret of a provider's webhooks: `api.webhookSecrets[name].secretEnv`, else

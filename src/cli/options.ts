@@ -1,6 +1,7 @@
 /**
  * The command line's argument parsers (each throws commander's `InvalidArgumentError` naming the
- * accepted form; commander prints it and exits 2) and the poll-policy flags of `submit` and `run`.
+ * accepted form; commander prints it and exits 2), the options of every command that acts as an
+ * account, and the poll-policy flags of `submit` and `run`.
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { InvalidInputError } from '../client/errors.js';
@@ -51,6 +52,11 @@ export function stateList(v: string): string[] {
   const bad = states.filter((x) => !(JOB_STATES as readonly string[]).includes(x));
   if (states.length === 0 || bad.length > 0) throw new InvalidArgumentError(`unknown state(s) ${bad.join(', ') || '(none given)'}; one of ${JOB_STATES.join(', ')}`);
   return states;
+}
+
+/** The options of every command that acts as an account: `--config <file>` and `--account <name>`. */
+export function accountOptions(c: Command): Command {
+  return c.option('-c, --config <file>', 'configuration file (default: $SCRAPE_CONFIG, else the demo\'s)').option('-a, --account <name>', 'account to act as');
 }
 
 /** The poll-policy flags of `submit` and `run` (durations: a number with ms/s/m/h/d, or seconds). */

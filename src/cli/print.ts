@@ -1,6 +1,6 @@
 /**
- * How the command line prints jobs, live views, result documents and batch outcomes (cli-table3,
- * loaded on first use so that `--help` does not pay for it).
+ * How the command line prints jobs, live views, timelines, result documents and batch outcomes
+ * (cli-table3, loaded on first use so that `--help` does not pay for it).
  */
 import type { BatchRowOutcome } from '../batch/run.js';
 import type { ResultDocumentsPage } from '../client/documents.js';
@@ -43,6 +43,11 @@ export async function printJob(j: JobSummary): Promise<void> {
     ...(j.contentNote ? [{ note: j.contentNote }] : []),
   );
   console.log(t.toString());
+}
+
+/** One timeline event on one line (`timeline`, `incident`): time, event type, state, detail as JSON. */
+export function timelineLine(e: { at: string; type: string; state?: string | null; detail?: unknown }): string {
+  return `${e.at}  ${e.type.padEnd(28)} ${(e.state ?? '').padEnd(20)} ${e.detail ? JSON.stringify(e.detail) : ''}`;
 }
 
 /** Prints one page of result documents: a table (position, status, URL, title or error), or JSON. */

@@ -4,7 +4,8 @@
  * (`GET /v1/scrapes/:id/documents`) and the CLI (`result <job> --documents`).
  */
 import type { JobState } from '../model/states.js';
-import type { JobRow, StoredDocument, Store } from '../store/index.js';
+import type { JobRow, Store } from '../store/index.js';
+import type { StoredDocument } from '../model/results.js';
 import { ResultExpiredError, ResultNotReadyError } from './errors.js';
 
 /** Most documents one page may ask for. */

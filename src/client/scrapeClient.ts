@@ -376,16 +376,20 @@ export class ScrapeClient {
 }
 
 /**
- * The workflow's view with what its polling activity recorded since it last reported (workflow v2
- * checks inside one retried activity and tells the workflow only the outcome): the provider's
- * latest status (raw and normalised), the checks made so far and a failing check's error. Only
- * for a job still being tracked; a final view is the workflow's own.
+ * The workflow's view with what its activities recorded since they last reported (the checks run
+ * inside one activity, which tells the workflow only the outcome): the task and `pending` when the
+ * submit attempt recorded them first, the provider's latest status (raw and normalised), the
+ * checks made so far and a failing check's error. Only for a job still being tracked; a final
+ * view is the workflow's own.
  */
 function overlayPolling(view: JobView, row: JobRow | undefined): JobView {
   if (!row || isFinalState(view.state) || isFinalState(row.state)) return view;
   const checks = Number(row.status_checks);
-  if (checks <= view.statusChecks && !row.status_errors) return view;
-  const out: JobView = { ...view, statusChecks: Math.max(view.statusChecks, checks) };
+  // A submit attempt that went on into its first checks has recorded the task before the
+  // workflow hears of it: the store's row is the newer news.
+  const learned: Partial<JobView> = !view.taskId && row.task_id ? { taskId: row.task_id, ...(view.state === 'submitting' && row.state === 'pending' ? { state: 'pending' as const } : {}), ...(row.submitted_at ? { submittedAt: row.submitted_at } : {}), ...(row.deadline_at ? { deadlineAt: row.deadline_at } : {}) } : {};
+  if (checks <= view.statusChecks && !row.status_errors && !learned.taskId) return view;
+  const out: JobView = { ...view, ...learned, statusChecks: Math.max(view.statusChecks, checks) };
   if (row.provider_status) out.providerStatus = row.provider_status;
   if (row.provider_state) out.providerState = row.provider_state as JobView['providerState'];
   if (row.status_errors && row.last_error) out.lastError = JSON.parse(row.last_error) as JobView['lastError'];

@@ -18,7 +18,7 @@ import { isFinalState } from '../model/states.js';
 import type { ScrapeWorkflowInput } from '../model/types.js';
 import { IdempotencyConflictStoreError, Store, type JobRow } from '../store/index.js';
 import type { Config } from '../config.js';
-import { effectivePolicy } from '../providers/policy.js';
+import { effectivePolicy } from '../providers/shared/policy.js';
 import { SCRAPE_WORKFLOW_TYPE } from '../workflows/scrape/messages.js';
 import type { scrapeWorkflowV2 } from '../workflows/scrape/workflow.js';
 import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState } from '../workflows/searchAttributes.js';

@@ -5,7 +5,8 @@
 import type { JobState } from '../model/states.js';
 import type { JobError } from '../model/types.js';
 import { bodyInfoOf, type BodyInfo } from '../model/documents.js';
-import type { IncidentRow, JobEventRow, JobRow, OrphanRow, ResultPayload, ResultRow, Store } from '../store/index.js';
+import type { IncidentRow, JobEventRow, JobRow, OrphanRow, ResultRow, Store } from '../store/index.js';
+import type { ResultPayload } from '../model/results.js';
 import { JobNotFoundError } from './errors.js';
 import { authorize } from './ids.js';
 

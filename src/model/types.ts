@@ -69,6 +69,25 @@ export interface PollPolicy {
    * (webhooks are hints that wake the workflow early; polling still drives the job to its end).
    */
   webhookSlowdown: number;
+  /**
+   * Heartbeat timeout of the polling activity (ms). The activity waits and checks in-process and
+   * heartbeats; the SDK sends a heartbeat to the server at most every 0.8 × this (the worker's
+   * throttle), and each one is a billable Action. So a longer timeout costs less, and a worker
+   * that dies without warning is noticed later (a worker that shuts down hands its jobs over at
+   * once). Default 10 min.
+   */
+  pollHeartbeatTimeoutMs: number;
+  /**
+   * How long the submit attempt goes on into the first status checks (ms): a job that finishes
+   * within it lives its whole life in one activity. 0: submit only. Default 20 s.
+   */
+  fastPathMs: number;
+  /**
+   * Place the status checks where the provider key's recent jobs finished, instead of on the
+   * geometric schedule (see `learnedPlan` in `src/model/schedule.ts`): fewer requests for the same
+   * p95 lateness once 20 jobs of the key have completed. Default false.
+   */
+  learnSchedule: boolean;
 }
 
 /** Defaults for {@link PollPolicy}: 2 s growing ×1.5 to 60 s, ±20 % jitter, 30 min deadline, 30 s per activity attempt. */
@@ -86,6 +105,9 @@ export const DEFAULT_POLL_POLICY: PollPolicy = {
   onDeadline: 'interrupt',
   activityTimeoutMs: 30_000,
   webhookSlowdown: 5,
+  pollHeartbeatTimeoutMs: 10 * 60_000,
+  fastPathMs: 20_000,
+  learnSchedule: false,
 };
 
 /** Input of `scrapeWorkflow`. Built by the client; validated there with zod. */

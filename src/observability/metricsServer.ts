@@ -4,7 +4,6 @@
  * Core Prometheus exporter on loopback and appended (one scrape target per process).
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { Store } from '../store/index.js';
 import { registry, setJobCountSource } from './metrics.js';
 
 /** A listening metrics endpoint. */
@@ -39,10 +38,13 @@ export async function startMetricsServer(opts: { host: string; port: number; sdk
   return { app, port, url: `http://${opts.host}:${port}`, close: () => app.close() };
 }
 
-/** Lets `scrape_jobs{state}` count the jobs of `store` (grouped by state) at scrape time. */
-export function countJobsFrom(store: Store): void {
-  setJobCountSource(async () => {
-    const rows = await store.db.selectFrom('jobs').select(['state', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('state').execute();
-    return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
-  });
+/** Where the job counts come from: the result store satisfies it (observability never imports the store). */
+export interface JobCounts {
+  /** The number of jobs in each state (states with no job may be absent). */
+  countJobsByState(): Promise<Record<string, number>>;
+}
+
+/** Lets `scrape_jobs{state}` count the jobs of `source` (the store) by state at scrape time. */
+export function countJobsFrom(source: JobCounts): void {
+  setJobCountSource(() => source.countJobsByState());
 }

@@ -1,8 +1,8 @@
 /**
  * A provider kind, described once: its name, the zod schema of its own configuration fields, how to
  * build its adapter, how its webhooks are verified and parsed, what it can do (capabilities, expiry)
- * and the published contract it follows. `descriptors.ts` lists every kind; the configuration
- * schema, the registry, the webhook receiver and the README's table are built from that list.
+ * and the published contract it follows. `kinds.ts` lists every kind; the configuration schema,
+ * the registry, the webhook receiver and the README's tables are built from that list.
  *
  * A kind lives in `src/providers/<kind>/`: `config.ts` (its fields), `adapter.ts` (the
  * {@link ProviderAdapter}), `webhook.ts` (its {@link ProviderWebhook}, when it has webhooks) and
@@ -11,9 +11,9 @@
 import type { z } from 'zod';
 import type { ReconcileEvidence } from '../model/evidence.js';
 import type { PollPolicy } from '../model/types.js';
-import { providerEntrySchema, type EntrySchemaOf } from './entry.js';
-import type { ProviderAdapter, ProviderCapabilities } from './types.js';
-import type { WebhookHeaders } from './webhook.js';
+import { providerEntrySchema, type EntrySchemaOf } from './shared/entry.js';
+import type { ProviderAdapter, ProviderCapabilities } from './adapter.js';
+import type { WebhookHeaders } from './shared/webhook.js';
 
 /** What a provider's webhook event says, once parsed (a hint only: never trusted for the result). */
 export interface ParsedEvent {

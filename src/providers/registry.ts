@@ -1,326 +1,23 @@
 /**
- * The worker's providers: one adapter per configured provider, the credentials of each
- * (provider, account) pair, and one shared limiter per provider key.
+ * The worker's providers: one adapter per configured provider entry (built by its kind's
+ * descriptor), the credential of each (provider, account) pair, and one shared
+ * {@link KeyLimiter} per provider key (`shared/limiter.ts`). Keeping limits per provider key, not
+ * per workflow, is what keeps a thousand waiting jobs from producing a 429 storm: Bright Data,
+ * for one, blocks an IP after 25 × 429 in 5 minutes.
  *
- * The limiter is shared by every activity of the worker process: it bounds concurrent calls and
- * spacing per provider key (p-queue), and holds a cool-down after any `429`/concurrency answer so
- * that no workflow of any worker calls that key until the provider's `Retry-After` has passed;
- * afterwards the held calls leave one at a time, a probe first. A quota or credit exhaustion holds
- * the key's submits. This is what keeps a thousand waiting jobs from producing a 429 storm
- * (providers.md: Bright Data blocks an IP after 25 × 429 in 5 min, so throttling must be per
- * provider account, not per workflow).
+ * The registry reads only its part of the configuration ({@link ProvidersConfig}) and is handed
+ * the state it shares with other workers ({@link ProviderSharedState}, which the store
+ * implements): it imports neither the configuration module nor the store.
  */
 import { createHash } from 'node:crypto';
-import PQueue from 'p-queue';
-import type { Config, ProviderEntry } from '../config.js';
-import { configuredCredentialValues, resolveCredential } from './credentials.js';
-import { descriptorOf, webhookSigned } from './descriptors.js';
-import type { SharedRefusals } from './brightdata/guard.js';
-import { DEFAULT_QUOTA_HOLD_MS, DEFAULT_SETTLE_MS, resultLimitsOf, settleMsOf } from './entry.js';
-import { isProviderError, isQuotaExhausted, ProviderError } from './errors.js';
-import type { ProviderAdapter, ResultLimits } from './types.js';
-import { webhookCallback } from './webhook.js';
-
-export { DEFAULT_SETTLE_MS };
-
-/** A provider key's cool-down as shared by every worker. Times are epoch ms. */
-export interface CooldownState {
-  /** End of the cool-down (0 or past: none in force). */
-  untilMs: number;
-  /** Why (the provider's code, `quota exhausted …`). */
-  reason: string;
-  /** The next free release slot after it (0: none claimed): waiting calls leave one at a time. */
-  releaseNextMs: number;
-}
-
-/**
- * Cool-downs shared across worker processes (the result store implements it), so that a 429 seen
- * by one worker holds back every worker using the same provider key, and the calls it held leave
- * one at a time afterwards. Times are epoch ms.
- */
-export interface SharedCooldowns {
-  /** The cool-down of `label`, or undefined when it never had one. */
-  readCooldown(label: string): Promise<CooldownState | undefined>;
-  /** Starts or extends (never shortens) the cool-down of `label` until `untilMs`. */
-  setCooldown(label: string, untilMs: number, reason: string): Promise<void>;
-  /**
-   * Claims the next release slot of `label` atomically: `slot = max(releaseNext, until, nowMs)`,
-   * then `releaseNext = slot + spacingMs`. Undefined when `label` has no cool-down.
-   */
-  claimRelease(label: string, nowMs: number, spacingMs: number): Promise<{ slotMs: number; untilMs: number; reason: string } | undefined>;
-}
-
-/**
- * {@link SharedCooldowns} in process memory: the limiter's own record (a limiter without a store,
- * and the fallback while the store cannot be reached).
- */
-export class MemoryCooldowns implements SharedCooldowns {
-  private readonly rows = new Map<string, CooldownState>();
-
-  async readCooldown(label: string): Promise<CooldownState | undefined> {
-    const r = this.rows.get(label);
-    return r ? { ...r } : undefined;
-  }
-
-  async setCooldown(label: string, untilMs: number, reason: string): Promise<void> {
-    const r = this.rows.get(label);
-    if (!r) this.rows.set(label, { untilMs, reason, releaseNextMs: 0 });
-    else if (untilMs > r.untilMs) Object.assign(r, { untilMs, reason });
-  }
-
-  async claimRelease(label: string, nowMs: number, spacingMs: number): Promise<{ slotMs: number; untilMs: number; reason: string } | undefined> {
-    const r = this.rows.get(label);
-    if (!r) return undefined;
-    const slotMs = Math.max(r.releaseNextMs, r.untilMs, nowMs);
-    r.releaseNextMs = slotMs + Math.max(0, spacingMs);
-    return { slotMs, untilMs: r.untilMs, reason: r.reason };
-  }
-}
-
-/**
- * Least spacing between two calls released after a cool-down, ms (the entry's `minIntervalMs`
- * when larger): enough for the first answer after a cool-down (the probe) to be seen before the
- * next call leaves.
- */
-export const RELEASE_SPACING_FLOOR_MS = 500;
-
-/** Each release spacing is the base times a factor drawn in [1, 1 + this): jitter that never shortens it. */
-export const RELEASE_JITTER = 0.5;
-
-/** How long a claimed slot of a caller that did not come back is remembered, ms. */
-const CLAIM_MEMORY_MS = 3_600_000;
-
-/** Longest chain of claims in one admission (a cool-down renewed again and again ends it with a retry). */
-const MAX_CLAIMS = 20;
-
-/** How one call meets the limiter. */
-export interface LimitedCall {
-  /** `submit` calls are also held by the key's quota hold; reads and cancels are not. */
-  phase?: 'submit' | 'read' | 'cancel';
-  /**
-   * Who calls, the same on every attempt (the activity: workflow ID and activity ID): a release
-   * slot it claimed in an earlier attempt (which ended to be retried by the server at that slot)
-   * is honoured when it comes back, instead of sending it to the back of the queue.
-   */
-  caller?: string;
-}
-
-/** Clock, randomness and store of a {@link KeyLimiter}; defaults: `Date.now`, `Math.random`, no store. */
-export interface KeyLimiterDeps {
-  now?: () => number;
-  random?: () => number;
-  /** Cool-downs shared with other workers (the store); none: this process only. */
-  shared?: SharedCooldowns;
-}
-
-const RETRY = Symbol('retry');
-
-/**
- * Per-provider-key limiter: concurrency + spacing (p-queue), the key's cool-down gate and its
- * release queue, and the quota hold of its submits. Times in ms.
- *
- * - A `429` (or any `cooldown` answer other than a concurrency refusal of submits only) starts a
- *   cool-down of every call of the key, in the store, so that every worker holds back.
- * - A quota or credit exhaustion (`QUOTA_EXHAUSTED`) starts a hold of the key's submits
- *   (`<label>/submits`) for `quotaHoldMs`; status reads and cancels go on.
- * - A caller that finds a cool-down (or a release queue still draining after one) claims the next
- *   release slot in the store ({@link SharedCooldowns.claimRelease}): the first after the end is
- *   the probe, the next follow one at a time, `max(minIntervalMs, 500 ms)` × [1, 1.5) apart. A slot
- *   at most `maxWaitMs` away is waited for in the attempt; a later one throws `LOCAL_COOLDOWN` with
- *   `retryAfterMs` = the time to it (the server retries the attempt then, and the slot is honoured
- *   for the same `caller`). Right before calling, the shared cool-down is read again from the
- *   store: when the probe met a new `429`, its cool-down holds the rest, who claim new slots.
- *
- * A retry that lands on another worker than the one holding its claim claims a new slot: the queue
- * gets longer, never denser.
- */
-export class KeyLimiter {
-  /** Label of the hold of the key's submits after a quota exhaustion. */
-  readonly submitLabel: string;
-  private readonly queue: PQueue;
-  private readonly memory = new MemoryCooldowns();
-  /** Release slots claimed by callers that were sent away to come back at them (epoch ms). */
-  private readonly claims = new Map<string, number>();
-  private readonly spacingMs: number;
-  private readonly quotaHoldMs: number;
-  private readonly now: () => number;
-  private readonly random: () => number;
-  private readonly shared?: SharedCooldowns;
-
-  constructor(
-    readonly label: string,
-    opts: { maxConcurrent: number; minIntervalMs: number; quotaHoldMs?: number },
-    deps: KeyLimiterDeps = {},
-  ) {
-    this.submitLabel = `${label}/submits`;
-    this.queue = new PQueue(
-      opts.minIntervalMs > 0 ? { concurrency: opts.maxConcurrent, intervalCap: 1, interval: opts.minIntervalMs } : { concurrency: opts.maxConcurrent },
-    );
-    this.spacingMs = Math.max(opts.minIntervalMs, RELEASE_SPACING_FLOOR_MS);
-    this.quotaHoldMs = opts.quotaHoldMs ?? DEFAULT_QUOTA_HOLD_MS;
-    this.now = deps.now ?? (() => Date.now());
-    this.random = deps.random ?? Math.random;
-    this.shared = deps.shared;
-  }
-
-  /** Time left of the cool-down that holds calls of `phase` (a submit is also held by the quota hold), ms; 0 when none. */
-  async heldForMs(phase?: LimitedCall['phase']): Promise<number> {
-    const hold = await this.latest(this.labelsOf(phase));
-    return Math.max(0, hold.untilMs - this.now());
-  }
-
-  /**
-   * Starts or extends (never shortens) a cool-down of `ms` from now, here and in the shared store:
-   * of every call of the key (`all`), or of its submits only (`submits`: the quota hold).
-   */
-  async coolDown(ms: number, reason: string, scope: 'all' | 'submits' = 'all'): Promise<void> {
-    const label = scope === 'submits' ? this.submitLabel : this.label;
-    const until = this.now() + ms;
-    await this.memory.setCooldown(label, until, reason);
-    // Best effort: while the store cannot be written, this process's gate still holds.
-    await this.shared?.setCooldown(label, until, reason).catch(() => undefined);
-  }
-
-  private labelsOf(phase: LimitedCall['phase']): string[] {
-    return phase === 'submit' ? [this.label, this.submitLabel] : [this.label];
-  }
-
-  /** The cool-down of `label`: the store's, read now (no cache), merged with this process's own. */
-  private async read(label: string): Promise<CooldownState> {
-    const mine = await this.memory.readCooldown(label);
-    let theirs: CooldownState | undefined;
-    try {
-      theirs = await this.shared?.readCooldown(label);
-    } catch {
-      // The store being unavailable must not stop provider calls; this process's gate still applies.
-    }
-    const a = mine ?? { untilMs: 0, reason: '', releaseNextMs: 0 };
-    const b = theirs ?? { untilMs: 0, reason: '', releaseNextMs: 0 };
-    return { untilMs: Math.max(a.untilMs, b.untilMs), reason: a.untilMs >= b.untilMs ? a.reason : b.reason, releaseNextMs: Math.max(a.releaseNextMs, b.releaseNextMs) };
-  }
-
-  /** Of `labels`, the one whose cool-down and release queue end last, with the latest end of any cool-down among them. */
-  private async latest(labels: string[]): Promise<CooldownState & { label: string }> {
-    const states = await Promise.all(labels.map(async (label) => ({ label, ...(await this.read(label)) })));
-    const last = states.reduce((x, y) => (Math.max(y.untilMs, y.releaseNextMs) > Math.max(x.untilMs, x.releaseNextMs) ? y : x));
-    const ending = states.reduce((x, y) => (y.untilMs > x.untilMs ? y : x));
-    return { ...last, untilMs: ending.untilMs, reason: ending.reason };
-  }
-
-  /** Claims the next release slot of `label` (the store's queue, else this process's), never before `notBeforeMs`. */
-  private async claim(label: string, now: number, notBeforeMs: number): Promise<number> {
-    const spacing = Math.round(this.spacingMs * (1 + this.random() * RELEASE_JITTER));
-    let claimed: { slotMs: number } | undefined;
-    try {
-      claimed = await this.shared?.claimRelease(label, now, spacing);
-    } catch {
-      claimed = undefined;
-    }
-    claimed ??= await this.memory.claimRelease(label, now, spacing);
-    return Math.max(claimed?.slotMs ?? now, notBeforeMs);
-  }
-
-  private remember(caller: string | undefined, slot: number): void {
-    if (caller === undefined) return;
-    const now = this.now();
-    for (const [c, at] of this.claims) if (at < now - CLAIM_MEMORY_MS) this.claims.delete(c);
-    this.claims.set(caller, slot);
-  }
-
-  private sentAway(waitMs: number, hold: CooldownState & { label: string }): ProviderError {
-    const what = hold.label === this.submitLabel ? `submits of provider key ${this.label} are held` : `provider key ${this.label} is cooling down`;
-    return new ProviderError('cooldown', `${what} (${hold.reason || 'cool-down'}); this call leaves at its release slot in ${waitMs} ms`, { code: 'LOCAL_COOLDOWN', retryAfterMs: waitMs });
-  }
-
-  /**
-   * Returns when the call may leave: at once when no cool-down is in force and no release queue is
-   * draining; else at the release slot it claims (or claimed in an earlier attempt), the shared
-   * cool-down read again after each wait. Throws `LOCAL_COOLDOWN` when the slot is more than
-   * `maxWaitMs` away.
-   */
-  private async admit(labels: string[], maxWaitMs: number, caller: string | undefined): Promise<void> {
-    let held = caller === undefined ? undefined : this.claims.get(caller);
-    for (let claims = 0; ; ) {
-      const now = this.now();
-      const hold = await this.latest(labels);
-      if (held !== undefined && held >= hold.untilMs) {
-        // Our slot comes after every cool-down in force: leave at it.
-        const wait = held - now;
-        if (wait <= 0) {
-          if (caller !== undefined) this.claims.delete(caller);
-          return;
-        }
-        if (wait > maxWaitMs) {
-          this.remember(caller, held);
-          throw this.sentAway(wait, hold);
-        }
-        await new Promise((r) => setTimeout(r, wait));
-        continue;
-      }
-      if (held === undefined && now >= hold.untilMs && now >= hold.releaseNextMs) return;
-      // A cool-down is in force (a new one, when we held a slot before it), or the calls it held
-      // are still leaving one at a time: take the next slot.
-      if (claims++ >= MAX_CLAIMS) {
-        this.remember(caller, held ?? hold.untilMs);
-        throw this.sentAway(Math.max(1, (held ?? hold.untilMs) - now), hold);
-      }
-      held = await this.claim(hold.label, now, hold.untilMs);
-    }
-  }
-
-  /**
-   * Runs `fn` under the limiter. During a cool-down it does not call the provider: the call leaves
-   * at the release slot it claims (see the class docs), waited for here when at most `maxWaitMs`
-   * away (a wait is not a failed attempt), else a `cooldown` {@link ProviderError} (code
-   * `LOCAL_COOLDOWN`) is thrown whose `retryAfterMs` is the time to the slot, so that the activity
-   * is retried then instead of holding a slot. A `cooldown` error thrown by `fn` starts a
-   * cool-down for every caller of this key; a quota exhaustion starts the hold of its submits.
-   */
-  async run<T>(fn: () => Promise<T>, defaultCoolDownMs: number, maxWaitMs = 0, call: LimitedCall = {}): Promise<T> {
-    const labels = this.labelsOf(call.phase);
-    for (;;) {
-      await this.admit(labels, maxWaitMs, call.caller);
-      const out = await this.queue.add(
-        async () => {
-          // A cool-down this process learned while the call waited behind others: back to the gate.
-          if ((await Promise.all(labels.map((l) => this.memory.readCooldown(l)))).some((c) => c !== undefined && c.untilMs > this.now())) return RETRY;
-          try {
-            return { value: await fn() };
-          } catch (e) {
-            await this.learn(e, defaultCoolDownMs);
-            throw e;
-          }
-        },
-        { throwOnTimeout: true },
-      );
-      if (out !== RETRY) return (out as { value: T }).value;
-    }
-  }
-
-  /** The cool-down or hold an error of `fn` calls for (see {@link run}). */
-  private async learn(e: unknown, defaultCoolDownMs: number): Promise<void> {
-    if (!isProviderError(e)) return;
-    if (isQuotaExhausted(e)) {
-      const why = [e.details.providerCode, e.details.httpStatus !== undefined ? `HTTP ${e.details.httpStatus}` : undefined].filter(Boolean).join(', ');
-      await this.coolDown(Math.max(this.quotaHoldMs, e.details.retryAfterMs ?? 0), `quota exhausted${why ? ` (${why})` : ''}`, 'submits');
-      return;
-    }
-    // A concurrency refusal limits submits only (the adaptive active-jobs limit handles it),
-    // unless the provider counts it like a rate limit (`keyWide`); rate limits hold back every
-    // call of the key.
-    if (e.kind === 'cooldown' && (!isConcurrencyRefusal(e) || e.details.keyWide === true)) {
-      await this.coolDown(e.details.retryAfterMs ?? defaultCoolDownMs, e.details.code ?? 'rate limited');
-    }
-  }
-}
-
-/** Provider codes meaning "too many of your jobs are active; try later" (seeds' `CONCURRENCY_LIMIT`, Apify's `concurrent-runs-limit-exceeded`). */
-const CONCURRENCY_REFUSAL = /^(CONCURRENCY_LIMIT|concurrent-runs-limit-exceeded|too-many-concurrent-runs)$/i;
-
-/** True for a refusal because of the account's concurrent-job limit (not a request-rate limit). */
-export function isConcurrencyRefusal(e: ProviderError): boolean {
-  return e.kind === 'cooldown' && e.details.code !== undefined && CONCURRENCY_REFUSAL.test(e.details.code);
-}
+import { configuredCredentialValues, resolveCredential } from './shared/credentials.js';
+import { descriptorOf, webhookSigned, type ProviderEntry, type ProvidersConfig } from './kinds.js';
+import { resultLimitsOf, settleMsOf } from './shared/entry.js';
+import { ProviderError } from './shared/errors.js';
+import { KeyLimiter } from './shared/limiter.js';
+import type { ProviderSharedState, SharesState } from './shared/sharedState.js';
+import type { ProviderAdapter, ResultLimits } from './adapter.js';
+import { webhookCallback } from './shared/webhook.js';
 
 /** What an activity needs to call a provider for an account. */
 export interface ResolvedProvider {
@@ -346,7 +43,7 @@ export interface ResolvedProvider {
   /**
    * How long after a submit a list read may still miss the job (search-backed lists lag), ms:
    * absence is proven only by a list read at least this long after the last submit attempt, and a
-   * second read (issue 13). Entry `reconcile.settleMs`, default {@link DEFAULT_SETTLE_MS}.
+   * second read. Entry `reconcile.settleMs`, default `DEFAULT_SETTLE_MS` (`shared/entry.ts`).
    */
   settleMs: number;
   /**
@@ -375,12 +72,6 @@ export function providerIdentity(entry: { kind: string; baseUrl?: unknown }, ada
   return { providerKey, providerAccount: adapter.evidence?.taskScope === 'host' ? base : providerKey };
 }
 
-/** An adapter that keeps provider-side counts in the shared store (Bright Data's IP-block window). */
-export interface SharesState {
-  /** Called once by the registry with the worker's store. */
-  shareState(shared: Partial<SharedRefusals>): void;
-}
-
 /** True when `adapter` implements {@link SharesState}. */
 function sharesState(adapter: ProviderAdapter): adapter is ProviderAdapter & SharesState {
   return typeof (adapter as Partial<SharesState>).shareState === 'function';
@@ -388,7 +79,7 @@ function sharesState(adapter: ProviderAdapter): adapter is ProviderAdapter & Sha
 
 /**
  * Builds the adapter for a configured provider entry through its kind's descriptor
- * (`descriptors.ts`). Throws for an unknown kind.
+ * (listed in `kinds.ts`). Throws for an unknown kind.
  */
 export function createAdapter(name: string, entry: ProviderEntry): ProviderAdapter {
   return descriptorOf(entry.kind).create(name, entry);
@@ -404,14 +95,14 @@ export class ProviderRegistry {
    *   never does).
    */
   constructor(
-    private readonly config: Config,
+    private readonly config: ProvidersConfig,
     private readonly env: NodeJS.ProcessEnv = process.env,
     adapters: Record<string, ProviderAdapter> = {},
     /**
      * State shared with other workers (the store): cool-downs and release slots, and the refusals
      * a provider counts toward blocking the caller (Bright Data's IP block); none: per process only.
      */
-    private readonly shared?: SharedCooldowns & Partial<SharedRefusals>,
+    private readonly shared?: ProviderSharedState,
   ) {
     for (const [name, entry] of Object.entries(config.providers)) {
       const adapter = adapters[name] ?? createAdapter(name, entry);

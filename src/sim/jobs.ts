@@ -1,6 +1,6 @@
 /**
- * Jobs of the reference provider: storage, lifecycle and the runner that really fetches the
- * target URL and extracts it.
+ * Jobs of the reference provider: storage, lifecycle and the runner that moves each job through
+ * it (the fetch and extraction of the target are `fetchPage.ts`'s).
  *
  * Lifecycle (source: seeds `002_*`: queued → running → completed | failed | cancelled):
  * created `queued`; after the profile's `queueDelayMs` (ms) → `running` (1 credit); the target is
@@ -13,8 +13,7 @@
  * deletion is applied lazily on every access and by a periodic sweep.
  */
 import { randomUUID } from 'node:crypto';
-import pRetry, { AbortError } from 'p-retry';
-import { extractPage } from './extract.js';
+import { fetchAndExtract } from './fetchPage.js';
 import type { FaultAction, FaultRule, JobError, JobLog, JobResult, JobStatus, Profile, WebhookRequest } from './schemas.js';
 import { isAbortError, iso, sleep, waitForAbort } from './util.js';
 
@@ -354,7 +353,17 @@ export class JobManager {
         return;
       }
 
-      const outcome = await this.fetchAndExtract(job, signal);
+      const outcome = await fetchAndExtract({
+        url: job.url,
+        timeoutMs: job.timeoutMs,
+        userAgent: this.deps.userAgent,
+        maxBodyBytes: this.deps.maxBodyBytes,
+        signal,
+        log: (level, message) => this.log(job, level, message),
+        onFetched: () => {
+          job.pagesFetched = 1;
+        },
+      });
       if (!stillRunning(job)) return;
 
       if (job.hold === 'running' && !job.released) {
@@ -379,127 +388,9 @@ export class JobManager {
       }
     }
   }
-
-  private async fetchAndExtract(
-    job: JobRecord,
-    signal: AbortSignal,
-  ): Promise<{ ok: true; result: JobResult } | { ok: false; error: JobError }> {
-    this.log(job, 'info', `fetching ${job.url}`);
-    const timeout = AbortSignal.timeout(job.timeoutMs);
-    const fetchSignal = AbortSignal.any([signal, timeout]);
-    let response: Response;
-    let body: Buffer;
-    try {
-      // A connection-level failure (reset, socket closed under keep-alive, refused) is retried up to
-      // FETCH_RETRIES times with backoff, as real scraping providers do; a timeout or cancel is not.
-      response = await pRetry(
-        async () => {
-          try {
-            return await fetch(job.url, {
-              redirect: 'follow',
-              signal: fetchSignal,
-              headers: { 'user-agent': this.deps.userAgent, accept: 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.5' },
-            });
-          } catch (err) {
-            if (fetchSignal.aborted) throw new AbortError(err instanceof Error ? err : String(err));
-            throw err;
-          }
-        },
-        {
-          retries: FETCH_RETRIES,
-          minTimeout: 200,
-          factor: 3,
-          signal: fetchSignal,
-          onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
-            if (retriesLeft > 0) this.log(job, 'warn', `fetch attempt ${attemptNumber} failed (${describeFetchError(error)}); retrying`);
-          },
-        },
-      );
-      const read = await readCapped(response, this.deps.maxBodyBytes);
-      if (read === null) {
-        return {
-          ok: false,
-          error: { code: 'FETCH_FAILED', message: `response body larger than ${this.deps.maxBodyBytes} bytes` },
-        };
-      }
-      body = read;
-    } catch (err) {
-      if (signal.aborted) throw err; // cancelled / closing: not a fetch failure
-      const message = timeout.aborted
-        ? `timed out after ${job.timeoutMs} ms`
-        : describeFetchError(err);
-      this.log(job, 'error', `fetch failed: ${message}`);
-      return { ok: false, error: { code: 'FETCH_FAILED', message } };
-    }
-    job.pagesFetched = 1;
-    const finalUrl = response.url || job.url;
-    const contentType = response.headers.get('content-type') ?? undefined;
-    this.log(
-      job,
-      response.ok ? 'info' : 'warn',
-      `fetched ${finalUrl}: HTTP ${response.status}, ${body.length} bytes${contentType ? `, ${contentType}` : ''}`,
-    );
-    try {
-      const page = extractPage(body, { url: finalUrl, contentType, checkReaderable: false });
-      return {
-        ok: true,
-        result: {
-          url: job.url,
-          final_url: finalUrl,
-          http_status: response.status,
-          title: page.title,
-          byline: page.byline,
-          excerpt: page.excerpt,
-          lang: page.lang,
-          dir: page.dir,
-          site_name: page.siteName,
-          published_time: page.publishedTime,
-          text: page.text,
-          markdown: page.markdown,
-          links: page.links,
-          content_length: body.length,
-        },
-      };
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      return { ok: false, error: { code: 'EXTRACTION_FAILED', message } };
-    }
-  }
 }
 
 /** Re-read the (mutable) status after an await; a cancel may have changed it meanwhile. */
 function stillRunning(job: JobRecord): boolean {
   return job.status === 'running';
-}
-
-/** Read a response body up to `max` bytes; null when it is larger (the stream is cancelled). */
-async function readCapped(response: Response, max: number): Promise<Buffer | null> {
-  if (!response.body) return Buffer.alloc(0);
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > max) {
-      await reader.cancel().catch(() => undefined);
-      return null;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks, total);
-}
-
-/** Retries of a target fetch after a connection-level failure (so up to 3 attempts in all). */
-const FETCH_RETRIES = 2;
-
-function describeFetchError(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const cause = (err as { cause?: unknown }).cause;
-  if (cause instanceof Error) {
-    const code = (cause as { code?: unknown }).code;
-    return `${err.message}: ${typeof code === 'string' ? `${code} ` : ''}${cause.message}`.trim();
-  }
-  return err.message;
 }

@@ -199,3 +199,21 @@ export async function providerLimit(store: Store, label: string): Promise<{ limi
   const r = await store.db.selectFrom('provider_limits').selectAll().where('label', '=', label).executeTakeFirst();
   return r ? { limit: Number(r.active_limit), ceiling: r.ceiling === null ? null : Number(r.ceiling), refusals: Number(r.refusals) } : undefined;
 }
+
+/**
+ * How long the recently completed jobs of provider key `providerKey` took, ms (from the task being
+ * known to the result written), newest first, at most `limit` (for a learned poll schedule).
+ */
+export async function recentDurations(store: Store, providerKey: string, limit = 200): Promise<number[]> {
+  const rows = await store.db
+    .selectFrom('jobs')
+    .select(['submitted_at', 'finished_at'])
+    .where('provider_key', '=', providerKey)
+    .where('state', '=', 'completed')
+    .where('submitted_at', 'is not', null)
+    .where('finished_at', 'is not', null)
+    .orderBy('finished_at', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => Date.parse(r.finished_at!) - Date.parse(r.submitted_at!)).filter((d) => Number.isFinite(d) && d >= 0);
+}

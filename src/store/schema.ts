@@ -129,7 +129,7 @@ export interface ResultDocumentsTable {
   /**
    * The document's identity within its result (unique per result, migration 007): `id:<provider
    * ID>`, `pos:<canonical URL>#<absolute position>` or `sha256:<canonical URL>#<content hash>`
-   * (see `documentIdentity` in `src/providers/pagination.ts`); `legacy:<seq>` for rows written
+   * (see `documentIdentity` in `src/providers/shared/pagination.ts`); `legacy:<seq>` for rows written
    * before identities existed.
    */
   identity: string;

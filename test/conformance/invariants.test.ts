@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { providerKeys } from '../../src/providers/keys.js';
+import { providerKeys } from '../../src/providers/shared/keys.js';
 import { openStore, Store } from '../../src/store/index.js';
 import type { ConformanceControls, ProviderJobRecord } from '../fixtures/providers/conformance.js';
 import type { Scenario } from '../fixtures/providers/harness.js';

@@ -46,7 +46,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CancelResult } from '../../src/client/index.js';
 import { isFinalState } from '../../src/model/states.js';
-import { providerKeys } from '../../src/providers/keys.js';
+import { providerKeys } from '../../src/providers/shared/keys.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import type { JobRow } from '../../src/store/index.js';
 import type { AnswerFault, ConformanceControls, ConformanceOp, LookupBehaviour, PageBehaviour, ProviderJobRecord, ReplayBehaviour } from '../fixtures/providers/conformance.js';

@@ -4,7 +4,7 @@
  * lag and a strong match), and reports a found task as that list's one strong candidate.
  */
 import type { LookupReading, ReconcileEvidence } from '../../src/model/evidence.js';
-import type { Accepted } from '../../src/providers/types.js';
+import type { Accepted } from '../../src/providers/adapter.js';
 
 /** The evidence of a fake with `capabilities` (see the module docs). */
 export function fakeEvidence(capabilities: { idempotency: boolean; list: boolean }, lagMs = 0): ReconcileEvidence {

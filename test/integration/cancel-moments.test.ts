@@ -112,7 +112,9 @@ describe('cancel while the result is being written (read from the provider, stor
       const sent = sendCancel(stack, door, jobId);
       await waitCancelRecorded(stack, jobId, door);
       expect(await stack.store.countResults({ jobId })).toBe(0);
-      expect((await stack.store.getJob(jobId))?.state).toBe('pending');
+      // The cancel path may already have marked the row `cancelling` (the submit attempt that is
+      // writing went on into the checks, so the workflow learns the task from the store).
+      expect(['pending', 'cancelling']).toContain((await stack.store.getJob(jobId))?.state);
       gate.release();
       const answer = (await sent.done) as CancelResult | undefined;
       const s = await settle(stack, jobId);

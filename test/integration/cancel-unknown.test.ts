@@ -51,7 +51,7 @@ describe('cancel while unknown, provider without idempotency and list', () => {
       lostAnswer(blind, tag);
       await blind.client.startScrape({ account: 'acme', url: `${pages.pageUrl('002')}?${tag}`, key: tag, policy: POLICY });
       await waitRow(blind, jobId, (r) => r.state === 'unknown', 'unknown');
-      await waitFor(async () => (await blind.store.timeline(jobId)).some((e) => e.type === 'reconcile_unresolvable'), 30_000, 'reconcile to give up');
+      await waitFor(async () => (await blind.store.timeline(jobId)).some((e) => e.type === 'reconcile_undecided'), 30_000, 'reconcile to give up');
       expect(providerJobs(blind, tag)).toHaveLength(1); // the task exists at the provider; we cannot know
       const answer = (await sendCancel(blind, door, jobId).done) as CancelResult | undefined;
       const s = await settle(blind, jobId);

@@ -216,6 +216,14 @@ describe('with activities that are refused permanently (a revoked key)', () => {
   beforeAll(async () => {
     stack = await startStack({ worker: false });
     const real = createActivities({ store: stack.store, providers: { resolve: () => { throw new Error('not used'); }, allSecrets: () => [] } as never, resultRetentionMs: null });
+    // The provider says completed and the result read is refused: what the polling activity
+    // records and returns then (the activity itself is covered in test/unit/activities.test.ts).
+    const refusedRead = async (i: { jobId: string }) => {
+      counts.saveResult++;
+      const error = { kind: 'permanent', message: '401 UNAUTHORIZED on the result read: API key revoked', httpStatus: 401, at: new Date().toISOString() };
+      await stack.store.transition(i.jobId, 'tracking_interrupted', { error });
+      return { kind: 'interrupted', checks: 1, providerStatus: 'completed', error, note: 'result reads refused; fix the cause and resume' };
+    };
     const activities = {
       ...real,
       async submitJob(i: { job: { jobId: string } }) {
@@ -228,13 +236,11 @@ describe('with activities that are refused permanently (a revoked key)', () => {
         counts.reconcileSubmit++;
         throw refused('401 UNAUTHORIZED: API key revoked');
       },
-      // The provider says completed and the result read is refused: what `awaitStatus` records and
-      // returns then (the activity itself is covered in test/unit/activities.test.ts).
       async awaitStatus(i: { jobId: string }) {
-        counts.saveResult++;
-        const error = { kind: 'permanent', message: '401 UNAUTHORIZED on the result read: API key revoked', httpStatus: 401, at: new Date().toISOString() };
-        await stack.store.transition(i.jobId, 'tracking_interrupted', { error });
-        return { kind: 'interrupted', checks: 1, providerStatus: 'completed', error, note: 'result reads refused; fix the cause and resume' };
+        return refusedRead(i);
+      },
+      async trackStatus(i: { jobId: string }) {
+        return refusedRead(i);
       },
       async cancelAtProvider() {
         counts.cancelTask++;

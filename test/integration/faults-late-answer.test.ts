@@ -56,7 +56,8 @@ function expectLateAnswerAdopted(events: Event[], taskId: string): void {
 
 describe('a late submit answer on a kind with no lookups (ScraperAPI)', () => {
   let s: Scenario<ScraperApiFixture>;
-  const policy: Partial<PollPolicy> = { ...SCENARIO_POLICY, activityTimeoutMs: ATTEMPT_MS };
+  // Submit only (no fast path into the checks): the attempt is the short one whose end the answer outlives.
+  const policy: Partial<PollPolicy> = { ...SCENARIO_POLICY, activityTimeoutMs: ATTEMPT_MS, fastPathMs: 0 };
   beforeAll(async () => {
     s = await startProviderScenario<ScraperApiFixture>({
       kind: 'scraperapi',
@@ -111,7 +112,7 @@ describe('a late submit answer on a kind with no lookups (ScraperAPI)', () => {
 
 describe('a late submit answer on a kind with a lookup (reference provider, list by client reference)', () => {
   let stack: Stack;
-  const policy: Partial<PollPolicy> = { ...FAST_POLICY, activityTimeoutMs: ATTEMPT_MS };
+  const policy: Partial<PollPolicy> = { ...FAST_POLICY, activityTimeoutMs: ATTEMPT_MS, fastPathMs: 0 };
   beforeAll(async () => {
     // No idempotency key: only the list can find a lost submit; it shows a new job only 20 s after creation.
     stack = await startStack({ profile: { concurrency: 8, idempotency: false, list: true, listLagMs: 20_000 }, providerTimeoutMs: SUBMIT_TIMEOUT_MS });
@@ -137,7 +138,7 @@ describe('a late submit answer on a kind with a lookup (reference provider, list
 
 describe('a submit that outlives its HTTP timeout every time, on a kind with a lookup', () => {
   let stack: Stack;
-  const policy: Partial<PollPolicy> = { ...FAST_POLICY, activityTimeoutMs: ATTEMPT_MS };
+  const policy: Partial<PollPolicy> = { ...FAST_POLICY, activityTimeoutMs: ATTEMPT_MS, fastPathMs: 0 };
   beforeAll(async () => {
     stack = await startStack({ profile: { concurrency: 8, idempotency: false, list: true }, providerTimeoutMs: 4_000 });
   });

@@ -25,7 +25,10 @@ const GRACE_MS = 10_000;
  * Attempt timeouts far above every wait here: an attempt left to time out would stall the job for
  * a minute (the submit's start-to-close timeout, the status check's heartbeat timeout).
  */
-const POLICY: Partial<PollPolicy> = { ...FAST_POLICY, activityTimeoutMs: 60_000, deadlineMs: 300_000 };
+// The tracking activity's heartbeat timeout stays long (a minute): a handed-over attempt must not
+// wait it out. `fastPathMs: 0`: the submit attempt only submits, so each case stops the worker in
+// the activity it names (the fast path's own hand-over has its case below).
+const POLICY: Partial<PollPolicy> = { ...FAST_POLICY, activityTimeoutMs: 60_000, pollHeartbeatTimeoutMs: 60_000, deadlineMs: 300_000, fastPathMs: 0 };
 
 let pages: PageServer;
 let stack: Stack;
@@ -104,7 +107,7 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
     const acts = await activityRecords(stack.temporal.workflow.getHandle(ref.jobId));
     const submit = acts.find((r) => r.activityType === 'submitJob')!;
     expect(submit).toMatchObject({ end: 'completed', attempt: 1, identity: a.identity }); // reported by the stopping worker, first attempt
-    expect(acts.filter((r) => r.activityType === 'awaitStatus').every((r) => r.identity === b.identity)).toBe(true);
+    expect(acts.filter((r) => r.activityType === 'trackStatus').every((r) => r.identity === b.identity)).toBe(true);
     expect(acts.filter((r) => r.end === 'timed_out' || r.lastFailureWasTimeout)).toEqual([]);
     const events = (await stack.store.timeline(ref.jobId)).map((e) => e.type);
     expect(events).not.toContain('submit_ambiguous');
@@ -170,11 +173,11 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
     expect((await answered).status).toBe(200); // not aborted by the shutdown
     expect(await a.exited).toEqual({ code: 0, signal: null });
     expect((await stack.store.getJob(ref.jobId))!.status_checks).toBeGreaterThan(checksBefore); // recorded by the stopping worker
-    // The server's record of that attempt: a failure the worker reported (the BENIGN retry of a
-    // check done), not a heartbeat or start-to-close timeout; the next attempt goes to the second worker.
+    // The server's record of that attempt: a failure the worker reported (the hand-over after the
+    // check in flight), not a heartbeat or start-to-close timeout; the next attempt goes to the second worker.
     const handle = stack.temporal.workflow.getHandle(ref.jobId);
     const taken = await waitFor(async () => {
-      const p = (await handle.describe()).raw.pendingActivities?.find((x) => x.activityType?.name === 'awaitStatus');
+      const p = (await handle.describe()).raw.pendingActivities?.find((x) => x.activityType?.name === 'trackStatus');
       return p?.lastWorkerIdentity === b.identity ? p : undefined;
     }, 30_000, 'the second worker to run the next check'); // well inside the 60 s heartbeat timeout
     const checksByB = await waitFor(async () => {
@@ -216,7 +219,7 @@ describe('SIGTERM to a worker with a status check hanging past the grace time', 
 
     const handle = stack.temporal.workflow.getHandle(ref.jobId);
     const taken = await waitFor(async () => {
-      const p = (await handle.describe()).raw.pendingActivities?.find((x) => x.activityType?.name === 'awaitStatus');
+      const p = (await handle.describe()).raw.pendingActivities?.find((x) => x.activityType?.name === 'trackStatus');
       return p?.lastWorkerIdentity === b.identity ? p : undefined;
     }, 30_000, 'the second worker to run the next check'); // well inside the 60 s heartbeat timeout
     expect(taken.lastFailure?.timeoutFailureInfo ?? null).toBeNull();
@@ -228,6 +231,33 @@ describe('SIGTERM to a worker with a status check hanging past the grace time', 
     expect(row.state).toBe('completed');
     expect(jobsTagged(tag)).toHaveLength(1);
     expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+    expect((await activityRecords(handle)).filter((r) => r.end === 'timed_out' || r.lastFailureWasTimeout)).toEqual([]);
+    await stopAll();
+  });
+});
+
+describe('SIGTERM to a worker while a submit attempt has gone on into its first checks', () => {
+  it('the attempt hands the job over at once: the second worker adopts the recorded task (no second submit) and tracks it; one provider job', async () => {
+    const tag = 'sigterm-fast-path';
+    const a = await worker();
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
+    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wapo-2')}?${tag}`, key: tag, policy: { ...POLICY, fastPathMs: 30_000 } });
+    const checked = await waitFor(async () => {
+      const r = await stack.store.getJob(ref.jobId);
+      return r?.task_id && r.status_checks >= 1 ? r : undefined;
+    }, 30_000, 'the first check inside the submit attempt');
+    const submitsBefore = stack.sim.stats().requests.byEndpoint.submit;
+    a.child.kill('SIGTERM');
+    const b = await worker();
+    expect(await a.exited).toEqual({ code: 0, signal: null });
+    const handle = stack.temporal.workflow.getHandle(ref.jobId);
+    await waitFor(async () => (await handle.describe()).raw.pendingActivities?.find((x) => x.activityType?.name === 'trackStatus' && x.lastWorkerIdentity === b.identity), 30_000, 'the second worker tracking it');
+    stack.sim.release(checked.task_id!);
+    const row = await waitForState(stack.store, ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
+    expect(row.state).toBe('completed');
+    expect(row.task_id).toBe(checked.task_id);
+    expect(jobsTagged(tag)).toHaveLength(1);
+    expect(stack.sim.stats().requests.byEndpoint.submit - submitsBefore).toBe(0);
     expect((await activityRecords(handle)).filter((r) => r.end === 'timed_out' || r.lastFailureWasTimeout)).toEqual([]);
     await stopAll();
   });

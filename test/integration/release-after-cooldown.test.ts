@@ -6,7 +6,7 @@
  * with `Retry-After`; the assertions read the fixture's recorded request times.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RELEASE_SPACING_FLOOR_MS } from '../../src/providers/registry.js';
+import { RELEASE_SPACING_FLOOR_MS } from '../../src/providers/shared/limiter.js';
 import { SCENARIO_POLICY, startProviderScenario, waitFor, type Scenario } from '../fixtures/providers/harness.js';
 import { startRunsFixture, type RunsFixture } from '../fixtures/providers/http/server.js';
 

@@ -17,7 +17,7 @@ import { ScrapeClient } from '../../src/client/index.js';
 import { parseConfig } from '../../src/config.js';
 import { connectOrStartTemporal, type TemporalTarget } from '../../src/devserver/devServer.js';
 import { isFinalState } from '../../src/model/states.js';
-import { findDescriptor } from '../../src/providers/descriptors.js';
+import { findDescriptor } from '../../src/providers/kinds.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import { openStore } from '../../src/store/index.js';
 import { createScrapeWorker, installWorkerLogging, nativeConnectionOptions } from '../../src/worker.js';
@@ -31,7 +31,7 @@ export function planSmoke(env: SmokeEnv, recipes: readonly SmokeRecipe[] = SMOKE
   return recipes.map((recipe): SmokePlan => {
     const missing = recipe.env.filter((v) => !env[v]);
     if (missing.length > 0) return { kind: recipe.kind, run: false, reason: `missing ${missing.join(', ')}` };
-    if (!findDescriptor(recipe.kind)) return { kind: recipe.kind, run: false, reason: `kind "${recipe.kind}" is not shipped yet (src/providers/descriptors.ts)` };
+    if (!findDescriptor(recipe.kind)) return { kind: recipe.kind, run: false, reason: `kind "${recipe.kind}" is not shipped yet (src/providers/kinds.ts)` };
     if (!recipe.entry || !recipe.job) return { kind: recipe.kind, run: false, reason: `no smoke recipe for "${recipe.kind}" yet (test/smoke/recipes.ts)` };
     return { kind: recipe.kind, run: true, recipe };
   });

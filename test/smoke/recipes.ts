@@ -2,7 +2,7 @@
  * One real job per provider kind for `npm run smoke:providers`: which environment variables a kind
  * needs (its credential and anything the job needs), the provider entry for the real service, and
  * the job to run. THE place where each adapter's author fills in the kind's recipe: a kind whose
- * recipe has no `entry`/`job` yet, or whose kind is not shipped (`src/providers/descriptors.ts`),
+ * recipe has no `entry`/`job` yet, or whose kind is not shipped (`src/providers/kinds.ts`),
  * is reported as skipped with the reason.
  *
  * Credentials are named by environment variable (`apiKeyEnv`), so the configuration never holds

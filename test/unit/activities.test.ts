@@ -9,9 +9,9 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createActivities, type SubmitInput } from '../../src/activities/index.js';
 import { parseConfig } from '../../src/config.js';
-import { ProviderError } from '../../src/providers/errors.js';
+import { ProviderError } from '../../src/providers/shared/errors.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
-import type { Accepted, ProviderAdapter } from '../../src/providers/types.js';
+import type { Accepted, ProviderAdapter } from '../../src/providers/adapter.js';
 import { openStore, type Store } from '../../src/store/index.js';
 
 class FakeAdapter implements ProviderAdapter {

@@ -12,9 +12,10 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { createActivities, type AwaitStatusInput, type SubmitJobInput } from '../../src/activities/index.js';
 import { slotWaitPlan } from '../../src/activities/submit.js';
 import { parseConfig } from '../../src/config.js';
-import { ProviderError } from '../../src/providers/errors.js';
+import { ProviderError } from '../../src/providers/shared/errors.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
-import type { Accepted, ProviderAdapter, ProviderResult, ResultContext, StatusObservation } from '../../src/providers/types.js';
+import type { Accepted, ProviderAdapter, ResultContext, StatusObservation } from '../../src/providers/adapter.js';
+import type { ProviderResult } from '../../src/model/results.js';
 import { openStore, Store } from '../../src/store/index.js';
 import { providerLimit } from '../../src/store/polling.js';
 

@@ -1,8 +1,11 @@
 /**
- * Issue 12, items 13 and 14: the code layout a newcomer relies on. The import graph of `src/`
- * (type imports included) has no cycle; production wiring (`runtime.ts`, `worker.ts`, the API)
- * never loads the dev-server spawner; the client and the API reach the database only through
- * `Store` methods; the client's entry is a short index of its parts.
+ * The code layout a newcomer relies on. The import graph of `src/` (type imports included) has no
+ * cycle; production wiring (`runtime.ts`, `worker.ts`, the API) never loads the dev-server
+ * spawner; the client and the API reach the database only through `Store` methods; the client's
+ * entry is a short index of its parts. The layers point one way: `model/` is the vocabulary and
+ * depends on no other part; `providers/` and `observability/` are handed what they need and never
+ * reach up into the configuration module or the store; the providers lead with their contract
+ * (`providers/adapter.ts`), with the helpers in `providers/shared/`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -73,7 +76,7 @@ describe('layout', () => {
 
   it('the client, the API, the CLI and the batch runner use Store methods, never raw SQL', () => {
     const offenders = sourceFiles(SRC)
-      .filter((f) => /^(client|api|batch)\//.test(rel(f)) || rel(f) === 'cli.ts')
+      .filter((f) => /^(client|api|batch|cli)\//.test(rel(f)) || rel(f) === 'cli.ts')
       .filter((f) => /\bfrom 'kysely'|\bsql`|\.db\.(selectFrom|insertInto|updateTable|deleteFrom)|store\.db\b/.test(fs.readFileSync(f, 'utf8')))
       .map(rel);
     expect(offenders).toEqual([]);
@@ -86,5 +89,65 @@ describe('layout', () => {
     expect(index.split('\n').length).toBeLessThan(40);
     expect(index).not.toMatch(/\bclass\b|\bfunction\b/);
     for (const f of sourceFiles(path.join(SRC, 'client'))) expect(fs.readFileSync(f, 'utf8').split('\n').length, rel(f)).toBeLessThan(400);
+  });
+
+  /** Every module of `src/` reachable from `from` (itself included), relative to `src/`. */
+  const reachable = (from: string): string[] => {
+    const seen = new Set<string>();
+    const walk = (f: string) => {
+      if (seen.has(f)) return;
+      seen.add(f);
+      for (const d of graph.get(f) ?? []) walk(d);
+    };
+    walk(from);
+    return [...seen].map(rel);
+  };
+  const under = (folder: string) => [...graph.keys()].filter((f) => rel(f).startsWith(`${folder}/`));
+  const upward = (m: string) => m === 'config.ts' || m.startsWith('store/');
+
+  it('providers/ import neither store/ nor config.ts, directly or through another module', () => {
+    const offenders = under('providers').flatMap((f) => reachable(f).filter(upward).map((m) => `${rel(f)} → ${m}`));
+    expect(offenders).toEqual([]);
+  });
+
+  it('observability/ imports neither store/ nor config.ts, directly or through another module', () => {
+    const offenders = under('observability').flatMap((f) => reachable(f).filter(upward).map((m) => `${rel(f)} → ${m}`));
+    expect(offenders).toEqual([]);
+  });
+
+  // The model is the vocabulary every layer shares, so it depends on none of them. The only modules
+  // of src/ outside model/ it may use are these helpers of lib/, which themselves import nothing
+  // from src/ (canonical JSON, JSON depth, secret detection).
+  const MODEL_MAY_USE = ['lib/hash.ts', 'lib/json.ts', 'lib/sanitize.ts'];
+
+  it('model/ imports nothing of src/ outside model/ (but the dependency-free lib/ helpers it names)', () => {
+    const outside = (m: string) => !m.startsWith('model/') && !MODEL_MAY_USE.includes(m);
+    const offenders = under('model').flatMap((f) => (graph.get(f) ?? []).map(rel).filter(outside).map((m) => `${rel(f)} → ${m}`));
+    expect(offenders).toEqual([]);
+    for (const helper of MODEL_MAY_USE) expect(graph.get(path.join(SRC, helper)), helper).toEqual([]);
+  });
+
+  it('the providers folder leads with its contract: adapter.ts, the kind list and registry at its root, helpers in shared/', () => {
+    const root = fs.readdirSync(path.join(SRC, 'providers'), { withFileTypes: true });
+    const files = root.filter((e) => e.isFile()).map((e) => e.name).sort();
+    expect(files).toEqual(['adapter.ts', 'descriptor.ts', 'kinds.ts', 'registry.ts']);
+    const adapter = fs.readFileSync(path.join(SRC, 'providers', 'adapter.ts'), 'utf8');
+    expect(adapter).toMatch(/export interface ProviderAdapter\b/);
+    expect(adapter).toMatch(/What every adapter must do/);
+    for (const helper of ['http.ts', 'pagination.ts', 'webhook.ts', 'credentials.ts', 'keys.ts', 'errors.ts']) {
+      expect(fs.existsSync(path.join(SRC, 'providers', 'shared', helper)), helper).toBe(true);
+    }
+    // Every folder beside shared/ is a kind with its descriptor.
+    for (const kind of root.filter((e) => e.isDirectory() && e.name !== 'shared')) {
+      expect(fs.existsSync(path.join(SRC, 'providers', kind.name, 'index.ts')), kind.name).toBe(true);
+    }
+  });
+
+  it('adapters test success with ProviderHttp.ok()/isOk() only, never a hand-written 2xx range', () => {
+    const handWritten = /status\s*(<|>=)\s*(200|300)\b/;
+    const offenders = under('providers')
+      .filter((f) => rel(f) !== 'providers/shared/http.ts')
+      .flatMap((f) => fs.readFileSync(f, 'utf8').split('\n').flatMap((line, i) => (handWritten.test(line) ? [`${rel(f)}:${i + 1}`] : [])));
+    expect(offenders).toEqual([]);
   });
 });

@@ -10,9 +10,10 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { toFailure } from '../../src/activities/failures.js';
 import { parseConfig } from '../../src/config.js';
 import { BrightDataAdapter, RefusalGuard, RefusalWindow, brightDataProvider } from '../../src/providers/brightdata/index.js';
-import { isProviderError, isQuotaExhausted, ProviderError, QUOTA_EXHAUSTED, quotaExhausted, saysQuotaExhausted } from '../../src/providers/errors.js';
-import { httpError, type ProviderResponse } from '../../src/providers/http.js';
-import { KeyLimiter, ProviderRegistry, RELEASE_SPACING_FLOOR_MS } from '../../src/providers/registry.js';
+import { isProviderError, isQuotaExhausted, ProviderError, QUOTA_EXHAUSTED, quotaExhausted, saysQuotaExhausted } from '../../src/providers/shared/errors.js';
+import { httpError, type ProviderResponse } from '../../src/providers/shared/http.js';
+import { KeyLimiter, RELEASE_SPACING_FLOOR_MS } from '../../src/providers/shared/limiter.js';
+import { ProviderRegistry } from '../../src/providers/registry.js';
 import { scraperApiError } from '../../src/providers/scraperapi/adapter.js';
 import { openStore, type Store } from '../../src/store/index.js';
 

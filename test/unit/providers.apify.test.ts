@@ -10,9 +10,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { ApifyAdapter, apifyProvider, apifyState, apifyWebhook, statedRunLimit, type ApifyEntry } from '../../src/providers/apify/index.js';
-import { ProviderError } from '../../src/providers/errors.js';
-import { isConcurrencyRefusal } from '../../src/providers/registry.js';
-import { DEFAULT_RESULT_LIMITS, type CallContext, type SubmitContext } from '../../src/providers/types.js';
+import { ProviderError } from '../../src/providers/shared/errors.js';
+import { isConcurrencyRefusal } from '../../src/providers/shared/limiter.js';
+import { DEFAULT_RESULT_LIMITS, type CallContext, type SubmitContext } from '../../src/providers/adapter.js';
 import { startApifyFixture, type ApifyFixture } from '../fixtures/providers/apify/server.js';
 import { FIXTURE_KEYS } from '../fixtures/providers/harness.js';
 

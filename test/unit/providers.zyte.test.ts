@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
-import { ProviderError } from '../../src/providers/errors.js';
-import { DEFAULT_RESULT_LIMITS, type CallContext, type SubmitContext } from '../../src/providers/types.js';
+import { ProviderError } from '../../src/providers/shared/errors.js';
+import { DEFAULT_RESULT_LIMITS, type CallContext, type SubmitContext } from '../../src/providers/adapter.js';
 import { ZyteAdapter, zyteProvider, zyteState, type ZyteEntry } from '../../src/providers/zyte/index.js';
 import { FIXTURE_KEYS } from '../fixtures/providers/harness.js';
 import { startZyteFixture, type ZyteFixture } from '../fixtures/providers/zyte/server.js';

@@ -7,12 +7,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { binaryBody, canonicalUrl, documentIdentity } from '../../src/model/documents.js';
-import { decodeBase64, isPdf, pdfText, sniffMediaType, withBinaryText } from '../../src/providers/binaryText.js';
+import { decodeBase64, isPdf, pdfText, sniffMediaType, withBinaryText } from '../../src/providers/shared/binaryText.js';
 import { firecrawlDocument } from '../../src/providers/firecrawl/adapter.js';
-import { pageFromRaw } from '../../src/providers/htmlPage.js';
-import { documentFromItem } from '../../src/providers/itemDocuments.js';
-import { EMPTY_PAGE_REREADS, enforceResultLimits, jsonBytes, paginateCursor, paginateNextLink, paginateOffset, resultFromDocuments } from '../../src/providers/pagination.js';
-import { contentNoteOf, uniqueDocuments, type ResultPayload } from '../../src/store/index.js';
+import { pageFromRaw } from '../../src/providers/shared/htmlPage.js';
+import { documentFromItem } from '../../src/providers/shared/itemDocuments.js';
+import { EMPTY_PAGE_REREADS, enforceResultLimits, jsonBytes, paginateCursor, paginateNextLink, paginateOffset, resultFromDocuments } from '../../src/providers/shared/pagination.js';
+import { contentNoteOf, uniqueDocuments, type ResultPayload } from '../../src/model/results.js';
 import { makePdf } from '../helpers/pdf.js';
 
 const limits = { maxDocuments: 1_000, maxBytes: 10 * 1024 * 1024, pageSize: 3 };

@@ -22,7 +22,7 @@ describe('smoke:providers skip path', () => {
     expect(ref).toMatchObject({ kind: 'reference', run: true });
     const custom = planSmoke({ X: '1' }, [{ kind: 'not-a-kind', env: ['X'] }, { kind: 'reference', env: ['X'] }]);
     expect(custom).toEqual([
-      { kind: 'not-a-kind', run: false, reason: 'kind "not-a-kind" is not shipped yet (src/providers/descriptors.ts)' },
+      { kind: 'not-a-kind', run: false, reason: 'kind "not-a-kind" is not shipped yet (src/providers/kinds.ts)' },
       { kind: 'reference', run: false, reason: 'no smoke recipe for "reference" yet (test/smoke/recipes.ts)' },
     ]);
   });

@@ -50,11 +50,12 @@
 import { z } from 'zod';
 import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ScrapeRequest } from '../../model/types.js';
-import { ProviderError } from '../errors.js';
-import { ProviderHttp, callSecrets, path, type CallPhase, type ProviderResponse } from '../http.js';
-import { documentFromItem } from '../itemDocuments.js';
-import { paginateOffset, resultFromDocuments } from '../pagination.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, StatusObservation, SubmitContext } from '../types.js';
+import { ProviderError } from '../shared/errors.js';
+import { ProviderHttp, callSecrets, path, type CallPhase, type ProviderResponse } from '../shared/http.js';
+import { documentFromItem } from '../shared/itemDocuments.js';
+import { paginateOffset, resultFromDocuments } from '../shared/pagination.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
+import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import type { ApifyEntry } from './config.js';
 
 /** The fields of a Run (and RunShort) the adapter reads; Apify sends many more. */
@@ -222,7 +223,7 @@ export class ApifyAdapter implements ProviderAdapter {
       json: this.buildInput(request, ctx.clientRef),
       phase: 'submit',
     });
-    if (res.status < 200 || res.status >= 300) throw this.fail(res, 'submit', callCtx);
+    if (!this.http.isOk(res)) throw this.fail(res, 'submit', callCtx);
     const body = this.http.parse(res, RunResponseSchema, 'submit', 'run body');
     this.recent.note(body.data.id);
     return { taskId: body.data.id, providerStatus: body.data.status, replayed: false };
@@ -240,7 +241,7 @@ export class ApifyAdapter implements ProviderAdapter {
       }
       throw err;
     }
-    if (res.status < 200 || res.status >= 300) throw this.fail(res, 'read', ctx);
+    if (!this.http.isOk(res)) throw this.fail(res, 'read', ctx);
     return { res, run: this.http.parse(res, RunResponseSchema, 'read', 'run body').data };
   }
 
@@ -284,7 +285,7 @@ export class ApifyAdapter implements ProviderAdapter {
           const err = this.fail(res, 'read', ctx);
           throw new ProviderError('expired', `${err.message} (the dataset of run ${taskId} is gone: deleted after the plan's data retention, or by its owner)`, err.details);
         }
-        if (res.status < 200 || res.status >= 300) throw this.fail(res, 'read', ctx);
+        if (!this.http.isOk(res)) throw this.fail(res, 'read', ctx);
         if (!Array.isArray(res.body)) this.http.invalid(res, 'read', 'dataset items body: not a JSON array');
         const page = res.body as unknown[];
         // `X-Apify-Pagination-Count` is the window the API scanned: with `clean` it exceeds the items returned.
@@ -302,7 +303,7 @@ export class ApifyAdapter implements ProviderAdapter {
 
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
     const res = await this.http.call(ctx, { method: 'POST', path: path`/v2/actor-runs/${taskId}/abort`, query: { gracefully: this.entry.abortGracefully ? 'true' : undefined }, phase: 'cancel' });
-    if (res.status < 200 || res.status >= 300) throw this.fail(res, 'cancel', ctx);
+    if (!this.http.isOk(res)) throw this.fail(res, 'cancel', ctx);
     const run = RunResponseSchema.safeParse(res.body).data?.data;
     if (!run) return { accepted: true };
     const state = apifyState(run.status, this.entry.timedOutAs);

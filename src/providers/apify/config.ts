@@ -1,10 +1,10 @@
 /**
  * Configuration fields of the `apify` kind (Apify actor runs, API v2). The common fields
- * (credentials, limits, poll, results, reconcile, webhook) come from `../entry.ts`. The credential
+ * (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`. The credential
  * is an Apify API token (Console → Settings → Integrations).
  */
 import { z } from 'zod';
-import { httpEndpointFields, type EntryFor } from '../entry.js';
+import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /** An actor ID (`HDSasDasz78YcAPEB`) or `username~actor-name` (`apify~website-content-crawler`). */
 const ActorIdSchema = z

@@ -15,7 +15,7 @@
  */
 import { z } from 'zod';
 import type { ProviderWebhook } from '../descriptor.js';
-import { headerValue } from '../webhook.js';
+import { headerValue } from '../shared/webhook.js';
 
 /** The dispatch ID header (lower-case, as Node gives headers). */
 export const APIFY_DISPATCH_HEADER = 'x-apify-webhook-dispatch-id';

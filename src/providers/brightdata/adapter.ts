@@ -53,12 +53,14 @@ import { z } from 'zod';
 import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
-import { meansCancelled, ProviderError, quotaExhausted, saysQuotaExhausted } from '../errors.js';
-import { errorDetails, ProviderHttp, path, type CallOptions, type CallPhase, type ProviderResponse } from '../http.js';
-import { paginateCursor, resultFromDocuments, withIdentity } from '../pagination.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, StatusObservation, SubmitContext } from '../types.js';
+import { meansCancelled, ProviderError, quotaExhausted, saysQuotaExhausted } from '../shared/errors.js';
+import { errorDetails, ProviderHttp, path, type CallOptions, type CallPhase, type ProviderResponse } from '../shared/http.js';
+import { paginateCursor, resultFromDocuments, withIdentity } from '../shared/pagination.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
+import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import { BRIGHTDATA_BLOCK_AT, type BrightDataEntry } from './config.js';
-import { RefusalGuard, RefusalWindow, refusalWindowFor, type SharedRefusals } from './guard.js';
+import { RefusalGuard, RefusalWindow, refusalWindowFor } from './guard.js';
+import type { SharedRefusals } from '../shared/sharedState.js';
 
 const TriggerBody = z.looseObject({ snapshot_id: z.string().min(1) });
 const ProgressBody = z.looseObject({
@@ -214,7 +216,7 @@ export class BrightDataAdapter implements ProviderAdapter {
   /** {@link call}, throwing the classified error for any other non-2xx answer. */
   private async ok(ctx: CallContext, o: CallOptions): Promise<ProviderResponse> {
     const res = await this.call(ctx, o);
-    if (res.status < 200 || res.status >= 300) throw this.http.error(res, o.phase, ctx);
+    if (!this.http.isOk(res)) throw this.http.error(res, o.phase, ctx);
     return res;
   }
 
@@ -328,7 +330,7 @@ export class BrightDataAdapter implements ProviderAdapter {
 
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
     const res = await this.call(ctx, { method: 'POST', path: path`/datasets/v3/snapshot/${taskId}/cancel`, phase: 'cancel' });
-    if (res.status >= 200 && res.status < 300) return { accepted: true };
+    if (this.http.isOk(res)) return { accepted: true };
     if (res.status === 400) return { accepted: false, alreadyFinal: true, providerStatus: errorDetails(res).message };
     throw this.http.error(res, 'cancel', ctx);
   }

@@ -3,10 +3,10 @@
  * docs.brightdata.com "Scraper async requests" (scraper-rest-api.json), "Management APIs",
  * "Download Snapshot", "Error codes by Endpoint", "Scraper API error codes", "Scraper API limits";
  * read 2026-11-30). The common fields (credentials, limits, poll, results, reconcile, webhook)
- * come from `../entry.ts`. The credential is the API key, sent as `Authorization: Bearer`.
+ * come from `../shared/entry.ts`. The credential is the API key, sent as `Authorization: Bearer`.
  */
 import { z } from 'zod';
-import { httpEndpointFields, type EntryFor } from '../entry.js';
+import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /** Bright Data blocks an IP that receives this many `429` answers within {@link BRIGHTDATA_BLOCK_WINDOW_MS}. */
 export const BRIGHTDATA_BLOCK_AT = 25;

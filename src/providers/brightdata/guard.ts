@@ -13,17 +13,7 @@
  * cannot be read. Workers behind one IP that use different stores must divide
  * `rateLimit.maxRefusals` between them.
  */
-
-/**
- * Refusals shared by every worker (the result store implements it). Times are epoch ms;
- * `scope` is what the provider counts per (`brightdata@api.brightdata.com`).
- */
-export interface SharedRefusals {
-  /** Records one refusal at `atMs` and deletes the scope's refusals older than `pruneBeforeMs`. */
-  recordRefusal(scope: string, atMs: number, pruneBeforeMs: number): Promise<void>;
-  /** The scope's refusals after `sinceMs`, oldest first. */
-  refusalsSince(scope: string, sinceMs: number): Promise<number[]>;
-}
+import type { SharedRefusals } from '../shared/sharedState.js';
 
 /**
  * How long stored refusals are kept, ms: the longest window an entry may configure

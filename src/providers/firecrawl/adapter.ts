@@ -23,12 +23,13 @@ import { z } from 'zod';
 import { canonicalJson } from '../../lib/hash.js';
 import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ScrapeRequest } from '../../model/types.js';
-import { resultLimitsOf } from '../entry.js';
-import { ProviderError } from '../errors.js';
-import { ProviderHttp, type CallPhase, type ProviderResponse } from '../http.js';
-import { binaryBody, decodeBase64, isTextualType } from '../binaryText.js';
-import { enforceResultLimits, paginateNextLink, resultFromDocuments, withIdentity } from '../pagination.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, ResultLimits, StatusObservation, SubmitContext } from '../types.js';
+import { resultLimitsOf } from '../shared/entry.js';
+import { ProviderError } from '../shared/errors.js';
+import { ProviderHttp, type CallPhase, type ProviderResponse } from '../shared/http.js';
+import { binaryBody, decodeBase64, isTextualType } from '../shared/binaryText.js';
+import { enforceResultLimits, paginateNextLink, resultFromDocuments, withIdentity } from '../shared/pagination.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, ResultLimits, StatusObservation, SubmitContext } from '../adapter.js';
+import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import type { FirecrawlEntry } from './config.js';
 
 /** The route of each operation under the base URL. */
@@ -251,7 +252,7 @@ export class FirecrawlAdapter implements ProviderAdapter {
       phase: 'submit',
     });
     if (res.status === 409) throw this.fail(res, 'submit', ctx, 'IDEMPOTENCY_KEY_USED');
-    if (res.status < 200 || res.status >= 300) throw this.fail(res, 'submit', ctx);
+    if (!this.http.isOk(res)) throw this.fail(res, 'submit', ctx);
     const body = this.http.parse(res, SubmitBody, 'submit', 'submit body');
     return { taskId: body.id, providerStatus: 'scraping', replayed: false };
   }
@@ -260,7 +261,7 @@ export class FirecrawlAdapter implements ProviderAdapter {
   private async readPage(url: string, ctx: CallContext): Promise<{ res: ProviderResponse; body: z.infer<typeof StatusBody> | null }> {
     const res = await this.http.call(ctx, { method: 'GET', url, phase: 'read' });
     if (res.status === 202 || res.status === 204) return { res, body: null };
-    if (res.status < 200 || res.status >= 300) throw this.fail(res, 'read', ctx);
+    if (!this.http.isOk(res)) throw this.fail(res, 'read', ctx);
     return { res, body: this.http.parse(res, StatusBody, 'read', 'status body') };
   }
 
@@ -363,7 +364,7 @@ export class FirecrawlAdapter implements ProviderAdapter {
     const res = await this.http.call(ctx, { method: 'GET', path: this.jobPath(taskId, '/errors'), phase: 'read' });
     // Called only after a 200 status read of this job: a 404 here is a missing route, not a missing job.
     if (res.status === 404 && !/expired/i.test(res.text)) return [];
-    if (res.status < 200 || res.status >= 300) throw this.fail(res, 'read', ctx);
+    if (!this.http.isOk(res)) throw this.fail(res, 'read', ctx);
     const body = this.http.parse(res, ErrorsBody, 'read', 'errors body');
     return [
       // A failed scrape's `id` is its scrape ID: the row's identity.
@@ -376,7 +377,7 @@ export class FirecrawlAdapter implements ProviderAdapter {
 
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
     const res = await this.http.call(ctx, { method: 'DELETE', path: this.jobPath(taskId), phase: 'cancel' });
-    if (res.status >= 200 && res.status < 300) {
+    if (this.http.isOk(res)) {
       const word = (res.body as { status?: unknown } | undefined)?.status;
       return { accepted: true, state: 'cancelled', providerStatus: typeof word === 'string' ? word : 'cancelled' };
     }

@@ -1,6 +1,6 @@
 /**
  * Configuration fields of the `firecrawl` kind (Firecrawl API v2). The common fields
- * (credentials, limits, poll, results, reconcile, webhook) come from `../entry.ts`.
+ * (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`.
  *
  * The **operation** is chosen by configuration, one per entry, not per job:
  * - `batch` (default): `POST /v2/batch/scrape` with the job's one URL. Firecrawl v2's `POST
@@ -18,7 +18,7 @@
  * with Firecrawl's reason).
  */
 import { z } from 'zod';
-import { httpEndpointFields, type EntryFor } from '../entry.js';
+import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /** Firecrawl webhook event filters accepted by `webhook.events` (v2 OpenAPI: `completed`, `page`, `failed`, `started`). */
 export const FirecrawlWebhookEventSchema = z.enum(['completed', 'failed', 'page', 'started']);

@@ -13,7 +13,7 @@
  */
 import { z } from 'zod';
 import type { ProviderWebhook } from '../descriptor.js';
-import { headerValue, verifySha256Signature } from '../webhook.js';
+import { headerValue, verifySha256Signature } from '../shared/webhook.js';
 
 /** Signature header (lower-case). */
 export const FIRECRAWL_SIGNATURE_HEADER = 'x-firecrawl-signature';

@@ -20,11 +20,12 @@
 import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
-import { resultLimitsOf } from '../entry.js';
-import { ProviderError } from '../errors.js';
-import { errorDetails, ProviderHttp, type CallPhase, type CredentialPlacement, type FormBody, type ProviderResponse } from '../http.js';
-import { enforceResultLimits, paginateCursor, paginateNextLink, paginateOffset, resultFromDocuments, withIdentity } from '../pagination.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, StatusObservation, SubmitContext } from '../types.js';
+import { resultLimitsOf } from '../shared/entry.js';
+import { ProviderError } from '../shared/errors.js';
+import { errorDetails, ProviderHttp, type CallPhase, type CredentialPlacement, type FormBody, type ProviderResponse } from '../shared/http.js';
+import { enforceResultLimits, paginateCursor, paginateNextLink, paginateOffset, resultFromDocuments, withIdentity } from '../shared/pagination.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
+import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import type { HttpEntry } from './config.js';
 import { pick, pickString, renderJson, renderMap, renderPath, type TemplateVars } from './template.js';
 
@@ -145,7 +146,7 @@ export class HttpAdapter implements ProviderAdapter {
 
   /** Throws {@link fail} unless `res` is 2xx. */
   private ok(res: ProviderResponse, phase: CallPhase, ctx: CallContext, what?: 'submit' | 'read' | 'cancel' | 'list'): ProviderResponse {
-    if (res.status < 200 || res.status >= 300) throw this.fail(res, phase, ctx, what);
+    if (!this.http.isOk(res)) throw this.fail(res, phase, ctx, what);
     return res;
   }
 

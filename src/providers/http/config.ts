@@ -1,7 +1,7 @@
 /**
  * Configuration of the declarative `http` kind: any "submit, get an ID, poll" API described in
  * the worker configuration, validated with zod (every error names the field). The common fields
- * (credentials, limits, poll, results, reconcile, webhook) come from `../entry.ts`. Templates and
+ * (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`. Templates and
  * JSON Pointers are those of `template.ts`; each template may use only its context's variables:
  *
  * | context | variables |
@@ -14,7 +14,7 @@
  * we send), `list` (reconcile after a lost submit), `cancel`, `webhookScheme` (callbacks).
  */
 import { z } from 'zod';
-import { httpEndpointFields, type EntryFor } from '../entry.js';
+import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 import { isJsonPointer, unknownPlaceholders } from './template.js';
 
 /** Our states a provider word can map to, plus `unrecognised` (polled on the normal schedule, never final). */

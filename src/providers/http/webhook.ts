@@ -6,7 +6,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ProviderWebhook } from '../descriptor.js';
-import { headerValue, verifySha256Signature } from '../webhook.js';
+import { headerValue, verifySha256Signature } from '../shared/webhook.js';
 import type { HttpEntry } from './config.js';
 import { pickString } from './template.js';
 

@@ -37,11 +37,12 @@ import { z } from 'zod';
 import type { LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
-import { ProviderError } from '../errors.js';
-import { ProviderHttp, path, type ProviderResponse } from '../http.js';
-import { pageFromRaw } from '../htmlPage.js';
-import { enforceResultLimits, resultFromDocuments, withIdentity } from '../pagination.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, StatusObservation, SubmitContext } from '../types.js';
+import { ProviderError } from '../shared/errors.js';
+import { ProviderHttp, path, type ProviderResponse } from '../shared/http.js';
+import { pageFromRaw } from '../shared/htmlPage.js';
+import { enforceResultLimits, resultFromDocuments, withIdentity } from '../shared/pagination.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
+import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import type { OxylabsEntry } from './config.js';
 
 /** The job object of submit, status and callbacks (fields we read; more are allowed). */

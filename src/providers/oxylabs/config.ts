@@ -1,11 +1,11 @@
 /**
  * Configuration fields of the `oxylabs` kind (Oxylabs Web Scraper API, Push-Pull integration;
  * developers.oxylabs.io "Push-Pull", "Response Codes", "Rate Limits"; read 2026-11-30). The common
- * fields (credentials, limits, poll, results, reconcile, webhook) come from `../entry.ts`. The
+ * fields (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`. The
  * credential is `user:password` (HTTP Basic).
  */
 import { z } from 'zod';
-import { httpEndpointFields, type EntryFor } from '../entry.js';
+import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /**
  * The kind's own fields:

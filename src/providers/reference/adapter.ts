@@ -13,10 +13,11 @@ import { z } from 'zod';
 import type { LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
-import { ProviderError } from '../errors.js';
-import { ProviderHttp, errorDetails, path, type ProviderResponse } from '../http.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, StatusObservation, SubmitContext } from '../types.js';
-import { webhookCallback } from '../webhook.js';
+import { ProviderError } from '../shared/errors.js';
+import { ProviderHttp, errorDetails, path, type ProviderResponse } from '../shared/http.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
+import type { ProviderResult } from '../../model/results.js';
+import { webhookCallback } from '../shared/webhook.js';
 import type { ReferenceEntry } from './config.js';
 
 const SubmitBody = z.looseObject({ job_id: z.string().min(1), status: z.string().default('queued') });

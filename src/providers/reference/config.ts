@@ -1,9 +1,9 @@
 /**
  * Configuration fields of the `reference` kind (the seeds' provider contract, `src/sim`). The
- * common fields (credentials, limits, poll, results, reconcile, webhook) come from `../entry.ts`.
+ * common fields (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`.
  */
 import { z } from 'zod';
-import { httpEndpointFields, type EntryFor } from '../entry.js';
+import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /** Capabilities a reference-provider deployment may switch off (its profile). Default: all but webhooks. */
 export const ReferenceCapabilitiesSchema = z

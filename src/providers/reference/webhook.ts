@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import type { ProviderWebhook } from '../descriptor.js';
-import { headerValue, verifySha256Signature } from '../webhook.js';
+import { headerValue, verifySha256Signature } from '../shared/webhook.js';
 
 /**
  * Event body of the reference provider: `{event_id, type, job_id, client_ref, status,

@@ -42,10 +42,11 @@ import { z } from 'zod';
 import type { LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
-import { meansCancelled, ProviderError, quotaExhausted } from '../errors.js';
-import { ProviderHttp, path, type CallPhase, type ProviderResponse } from '../http.js';
-import { pageFromRaw } from '../htmlPage.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, StatusObservation, SubmitContext } from '../types.js';
+import { meansCancelled, ProviderError, quotaExhausted } from '../shared/errors.js';
+import { ProviderHttp, path, type CallPhase, type ProviderResponse } from '../shared/http.js';
+import { pageFromRaw } from '../shared/htmlPage.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
+import type { ProviderResult } from '../../model/results.js';
 import type { ScraperApiEntry } from './config.js';
 
 /**
@@ -210,7 +211,7 @@ export class ScraperApiAdapter implements ProviderAdapter {
     const word = (res.body as { status?: unknown } | undefined)?.status;
     const providerStatus = typeof word === 'string' ? word : undefined;
     const known = providerStatus !== undefined && scraperApiState(providerStatus) !== 'unrecognised' ? (scraperApiState(providerStatus) as ProviderState) : undefined;
-    if (res.status >= 200 && res.status < 300) return { accepted: true, state: known, providerStatus };
+    if (this.http.isOk(res)) return { accepted: true, state: known, providerStatus };
     if (res.status === 400 || res.status === 409) return { accepted: false, alreadyFinal: true, state: known, providerStatus };
     const err = this.http.error(res, 'cancel', ctx);
     if (res.status === 405 || res.status === 501) throw new ProviderError('unsupported', err.message, err.details);

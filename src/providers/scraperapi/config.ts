@@ -1,10 +1,10 @@
 /**
  * Configuration fields of the `scraperapi` kind (ScraperAPI Async API, docs.scraperapi.com
  * "Asynchronous API": Job Handling, Callbacks & API Params; read 2026-11-30). The common fields
- * (credentials, limits, poll, results, reconcile, webhook) come from `../entry.ts`.
+ * (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`.
  */
 import { z } from 'zod';
-import { httpEndpointFields, type EntryFor } from '../entry.js';
+import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /**
  * The kind's own fields:

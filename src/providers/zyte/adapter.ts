@@ -43,12 +43,13 @@ import { z } from 'zod';
 import { redactSecrets } from '../../lib/sanitize.js';
 import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ScrapeRequest } from '../../model/types.js';
-import { credentialSecrets } from '../credentials.js';
-import { ProviderError } from '../errors.js';
-import { ProviderHttp, callSecrets, errorDetails, type CallPhase, type FormBody, type ProviderResponse } from '../http.js';
-import { documentFromItem } from '../itemDocuments.js';
-import { paginateOffset, resultFromDocuments } from '../pagination.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ProviderResult, ResultContext, ResultDocument, StatusObservation, SubmitContext } from '../types.js';
+import { credentialSecrets } from '../shared/credentials.js';
+import { ProviderError } from '../shared/errors.js';
+import { ProviderHttp, callSecrets, errorDetails, type CallPhase, type FormBody, type ProviderResponse } from '../shared/http.js';
+import { documentFromItem } from '../shared/itemDocuments.js';
+import { paginateOffset, resultFromDocuments } from '../shared/pagination.js';
+import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
+import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import { ZYTE_RESERVED_FIELDS, type ZyteEntry } from './config.js';
 
 const JOB_ID = /^\d+\/\d+\/\d+$/;
@@ -202,7 +203,7 @@ export class ZyteAdapter implements ProviderAdapter {
    * way of refusing) is `permanent` with Zyte's message and code.
    */
   private fail(http: ProviderHttp, res: ProviderResponse, phase: CallPhase, ctx: CallContext): ProviderError {
-    if (res.status < 200 || res.status >= 300) return http.error(res, phase, ctx);
+    if (!http.isOk(res)) return http.error(res, phase, ctx);
     const d = zyteErrorDetails(res);
     const word = (res.body as { status?: unknown } | undefined)?.status;
     const message = redactSecrets(`${res.evidence.endpoint} answered ${res.status} with status "${String(word ?? 'none')}"${d.message ? `: ${d.message}` : ''}`, callSecrets(ctx));
@@ -222,7 +223,7 @@ export class ZyteAdapter implements ProviderAdapter {
       job_settings: this.entry.jobSettings ? JSON.stringify(this.entry.jobSettings) : undefined,
     };
     const res = await this.app.call(ctx, { method: 'POST', path: '/run.json', form, phase: 'submit' });
-    const ok = res.status >= 200 && res.status < 300 && (res.body as { status?: unknown } | undefined)?.status === 'ok';
+    const ok = this.app.isOk(res) && (res.body as { status?: unknown } | undefined)?.status === 'ok';
     if (ok) {
       const body = this.app.parse(res, RunAnswerSchema, 'submit', 'run.json answer');
       return { taskId: body.jobid, providerStatus: 'pending', replayed: false };
@@ -243,7 +244,7 @@ export class ZyteAdapter implements ProviderAdapter {
     const res = await this.storage.call(ctx, { method: 'GET', path: this.jobPath('jobs', taskId), phase: 'read' });
     const retryAfterMs = this.storage.retryAfterMs(res);
     if (res.status === 202 || res.status === 204) return { state: 'running', providerStatus: `HTTP ${res.status}`, retryAfterMs };
-    if (res.status < 200 || res.status >= 300) throw this.fail(this.storage, res, 'read', ctx);
+    if (!this.storage.isOk(res)) throw this.fail(this.storage, res, 'read', ctx);
     const meta = this.storage.parse(res, JobMetaSchema, 'read', 'job metadata');
     if (meta.state === 'deleted') {
       throw new ProviderError('expired', `${res.evidence.endpoint}: job ${taskId} is deleted (by a user, or after the plan's data retention); its items are gone`, { code: 'JOB_DELETED', httpStatus: res.status, evidence: res.evidence });
@@ -284,7 +285,7 @@ export class ZyteAdapter implements ProviderAdapter {
           const err = this.fail(this.storage, res, 'read', ctx);
           throw new ProviderError('expired', `${err.message} (the items of job ${taskId} are gone)`, err.details);
         }
-        if (res.status < 200 || res.status >= 300) throw this.fail(this.storage, res, 'read', ctx);
+        if (!this.storage.isOk(res)) throw this.fail(this.storage, res, 'read', ctx);
         if (!Array.isArray(res.body)) this.storage.invalid(res, 'read', 'items body: not a JSON array');
         return { items: res.body as unknown[] };
       },
@@ -297,7 +298,7 @@ export class ZyteAdapter implements ProviderAdapter {
     this.jobPath('jobs', taskId);
     const res = await this.app.call(ctx, { method: 'POST', path: '/jobs/stop.json', form: { project: this.entry.project, job: taskId }, phase: 'cancel' });
     const body = res.body as { status?: unknown; message?: unknown } | undefined;
-    if (res.status >= 200 && res.status < 300 && body?.status === 'ok') return { accepted: true };
+    if (this.app.isOk(res) && body?.status === 'ok') return { accepted: true };
     const err = this.fail(this.app, res, 'cancel', ctx);
     if (res.status !== 404 && /not running|already|finished|deleted/i.test(String(body?.message ?? ''))) return { accepted: false, alreadyFinal: true };
     throw err;

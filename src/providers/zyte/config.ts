@@ -1,11 +1,11 @@
 /**
  * Configuration fields of the `zyte` kind (Zyte Scrapy Cloud jobs). The common fields
- * (credentials, limits, poll, results, reconcile) come from `../entry.ts`; Scrapy Cloud has no
+ * (credentials, limits, poll, results, reconcile) come from `../shared/entry.ts`; Scrapy Cloud has no
  * webhooks, so an entry with `webhook` is refused. The credential is the Scrapy Cloud API key
  * (not the Zyte API key: they differ).
  */
 import { z } from 'zod';
-import { httpEndpointFields, type EntryFor } from '../entry.js';
+import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /** Form fields of `run.json` that are not spider arguments (Jobs API: "any other parameter will be treated as a spider argument"). */
 export const ZYTE_RESERVED_FIELDS = ['project', 'spider', 'jobq_id', 'add_tag', 'priority', 'job_settings', 'units', 'apikey', 'job', 'meta', 'cmd_args', 'environment'] as const;

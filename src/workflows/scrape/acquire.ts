@@ -8,7 +8,8 @@ import { condition, isCancellation, patched, workflowInfo } from '@temporalio/wo
 import type { ReconcileOutcome, SubmitJobInput, SubmitOutcome } from '../../activities/index.js';
 import { isDefiniteRejection, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
-import { PATCH_RECONCILE_ON_WAKE } from './patches.js';
+import { PATCH_POLL_IN_ACTIVITY, PATCH_RECONCILE_ON_WAKE } from './patches.js';
+import { settleOutcome } from './poll.js';
 
 /**
  * Submits (or reconciles, or waits for an operator) until a task ID is known. Returns false when
@@ -16,17 +17,23 @@ import { PATCH_RECONCILE_ON_WAKE } from './patches.js';
  * when a cancel request interrupts it.
  */
 export async function acquireTask(job: ScrapeJob): Promise<boolean> {
+  // Runs since polling moved into one activity: the submit goes on into the first checks (not with
+  // webhooks, whose events make the checks), and a cancel does not wait for it.
+  const inActivity = patched(PATCH_POLL_IN_ACTIVITY);
+  if (inActivity) job.pollsInActivity();
   const submitInput = (afterReconcile: boolean): SubmitJobInput => ({
     job: { ...job.input, workflowId: workflowInfo().workflowId },
     afterReconcile,
     trackingDeadlineMs: job.policy.deadlineMs,
   });
+  const submitter = inActivity ? job.acts.fastSubmitter : job.acts.submitter;
   let afterReconcile = false;
   let absentRounds = 0;
   for (;;) {
     let out: SubmitOutcome;
     try {
-      out = await job.acts.submitter.submitJob(submitInput(afterReconcile));
+      const fast = inActivity && job.policy.fastPathMs > 0 && !job.input.webhooks ? { track: job.fastPath() } : {};
+      out = await submitter.submitJob({ ...submitInput(afterReconcile), ...fast });
     } catch (e) {
       if (isCancellation(e)) throw e;
       const error = jobErrorOf(e, 'submit failed');
@@ -37,8 +44,16 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
       // A timed-out or crashed attempt is not proof that nothing happened: reconcile (rule 3).
       out = { kind: 'ambiguous', error: { ...error, kind: 'ambiguous' } };
     }
+    if (out.kind === 'finished') {
+      // Submitted and final within the attempt (the result already written): one upsert for both.
+      job.taskKnown(out.taskId, { deferUpsert: true, deadlineAt: out.deadlineAt });
+      job.observe(out.outcome);
+      await settleOutcome(job, out.outcome);
+      return false;
+    }
     if (out.kind === 'accepted') {
-      job.taskKnown(out.taskId);
+      job.taskKnown(out.taskId, { deadlineAt: out.deadlineAt });
+      if (out.checks) job.observe({ checks: out.checks, providerStatus: out.providerStatus });
       return true;
     }
     await job.record('unknown', { error: out.error, note: 'submit outcome unknown; reconciling before any new submission' });

@@ -67,11 +67,15 @@ export class ScrapeJob {
   private resolvedBy = '';
   /** Webhook wakes received so far (count). */
   private wakeCount = 0;
+  /** Workflow time (epoch ms) of the last wake. */
+  private lastWake = 0;
   /** Earliest workflow time (epoch ms) of the next wake-triggered check; wakes before it are merged into it. */
   private quietUntil = 0;
   private lastGeneration = 0;
   /** The next check comes at once (see {@link checkSoon}). */
   private soon = false;
+  /** Polling runs in one activity (see {@link pollsInActivity}). */
+  private current = false;
   /** Effects the provider reported (pages, documents, credits), for the cancel report. */
   private readonly effects: NonNullable<CancelReport['remainingEffects']> = {};
   /** The scope of the interruptible phases (acquire, poll): a cancel request cancels it. */
@@ -79,6 +83,8 @@ export class ScrapeJob {
   private publishedState?: string;
   /** The store write of the last {@link record}, until it completed (a cancellation may interrupt it). */
   private unwritten?: { jobId: string; state: JobState; error?: JobError; detail?: unknown };
+  /** Search attribute updates held back for the next move's upsert (one upsert instead of two). */
+  private deferred: SearchAttributeUpdatePair[] = [];
 
   constructor(readonly input: ScrapeRunInput) {
     this.policy = { ...DEFAULT_POLL_POLICY, ...(input.policy ?? {}) };
@@ -160,7 +166,7 @@ export class ScrapeJob {
       this.v.finishedAt ??= new Date().toISOString();
       this.v.nextCheckAt = undefined;
     }
-    const updates = [...extra, ...(this.publishedState === state ? [] : [{ key: ScrapeState, value: state } as SearchAttributeUpdatePair])];
+    const updates = [...this.deferred.splice(0), ...extra, ...(this.publishedState === state ? [] : [{ key: ScrapeState, value: state } as SearchAttributeUpdatePair])];
     if (updates.length) upsertSearchAttributes(updates);
     this.publishedState = state;
     this.publish();
@@ -200,20 +206,35 @@ export class ScrapeJob {
   adoptFinal(state: JobState, note: string): void {
     this.v.state = state;
     this.v.note = note;
-    upsertSearchAttributes([{ key: ScrapeState, value: state }]);
+    upsertSearchAttributes([...this.deferred.splice(0), { key: ScrapeState, value: state }]);
     this.publishedState = state;
     this.publish();
   }
 
-  /** The task ID is known (submit answer, reconcile, operator): the deadline starts; `pending` unless cancelling. */
-  taskKnown(taskId: string): void {
-    this.deadline ??= new Date(Date.now() + this.policy.deadlineMs).toISOString();
+  /**
+   * The task ID is known (submit answer, reconcile, operator): the deadline starts; `pending` unless
+   * cancelling. `deferUpsert`: the job is about to move on (its submit attempt already saw it
+   * final), so its search attributes go out with that move, in one upsert. `deadlineAt`: the
+   * deadline the activity that learned the task counted (from the moment it did).
+   */
+  taskKnown(taskId: string, opts: { deferUpsert?: boolean; deadlineAt?: string } = {}): void {
+    this.deadline ??= opts.deadlineAt ?? new Date(Date.now() + this.policy.deadlineMs).toISOString();
     this.v.deadlineAt = this.deadline;
     this.v.taskId = taskId;
     this.v.submittedAt ??= new Date().toISOString();
     const task = [{ key: ScrapeTaskId, value: taskId } as SearchAttributeUpdatePair];
     if (this.v.state === 'cancelling') upsertSearchAttributes(task);
-    else this.move('pending', {}, task);
+    else if (opts.deferUpsert) {
+      if (!TRANSITIONS[this.v.state].includes('pending') && this.v.state !== 'pending') throw new Error(`illegal transition ${this.v.state} → pending for job ${this.input.jobId}`);
+      this.deferred.push(...task);
+      this.v.state = 'pending';
+      this.publish();
+    } else this.move('pending', {}, task);
+  }
+
+  /** The first checks of a submit that went on into them (`SubmitJobInput.track`) and the polling generation they used. */
+  fastPath(): { generation: number; schedule: PollSchedule; firstDelayMs: number; notFoundLimit: number; budgetMs: number } {
+    return { generation: this.nextGeneration(), schedule: this.schedule(true), firstDelayMs: this.firstDelay(), notFoundLimit: this.policy.notFoundLimit, budgetMs: this.policy.fastPathMs };
   }
 
   /** Shows `text` as the job's note (for an operator: why it waits, what was decided). */
@@ -261,15 +282,27 @@ export class ScrapeJob {
     this.publish();
   }
 
+  /** This run polls in one activity (its schedule may be a safety net or learned: {@link schedule}). */
+  pollsInActivity(): void {
+    this.current = true;
+  }
+
   /** Makes the first check of the tracking phase come at once (a webhook delivery already said the task moved). */
   checkSoon(): void {
     this.soon = true;
   }
 
-  /** The poll schedule of this job (ms), slowed down when the provider sends webhooks. */
-  schedule(): PollSchedule {
+  /**
+   * The poll schedule of this job (ms), slowed down when the provider sends webhooks. `current`:
+   * runs whose polling is in one activity — with webhooks it is then a safety net (every
+   * `maxDelayMs × webhookSlowdown`), and it may be learned from the provider key's recent jobs
+   * (the policy's `learnSchedule`).
+   */
+  schedule(current = false): PollSchedule {
     const p = this.policy;
-    return { initialDelayMs: p.initialDelayMs, maxDelayMs: p.maxDelayMs, multiplier: p.multiplier, jitter: p.jitter, slowdown: this.input.webhooks ? p.webhookSlowdown : 1 };
+    const base = { initialDelayMs: p.initialDelayMs, maxDelayMs: p.maxDelayMs, multiplier: p.multiplier, jitter: p.jitter, slowdown: this.input.webhooks ? p.webhookSlowdown : 1 };
+    if (!current) return base;
+    return { ...base, ...(this.input.webhooks ? { safetyNet: true } : {}), ...(p.learnSchedule ? { learn: true } : {}) };
   }
 
   /** The wait before the next check after the checks made so far, jittered (deterministic randomness), ms; 0 once after {@link checkSoon}. */
@@ -278,7 +311,7 @@ export class ScrapeJob {
       this.soon = false;
       return 0;
     }
-    return scheduleDelay(this.schedule(), this.v.statusChecks, Math.random());
+    return scheduleDelay(this.schedule(this.current), this.v.statusChecks, Math.random());
   }
 
   /** A new polling generation: the workflow time (epoch ms), strictly increasing (a newer activity supersedes older ones, across runs too). */
@@ -290,6 +323,12 @@ export class ScrapeJob {
   /** A webhook hint arrived (the `wake` signal). */
   wake(): void {
     this.wakeCount++;
+    this.lastWake = Date.now();
+  }
+
+  /** Workflow time (epoch ms) of the last wake, 0 before any. */
+  lastWakeAt(): number {
+    return this.lastWake;
   }
 
   /** Wakes received so far; compare with a later value to see whether one arrived. */

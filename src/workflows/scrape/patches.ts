@@ -30,3 +30,11 @@ export const PATCH_CANCEL_AS_OBSERVED = 'cancel-outcome-as-observed';
  * arrives (a delivery verified for this job that names the task is a strong match).
  */
 export const PATCH_RECONCILE_ON_WAKE = 'reconcile-on-wake-in-unknown';
+
+/**
+ * Polling in one activity: the submit attempt goes on into the first status checks (a fast job's
+ * whole life in one activity), and the tracking phase is one `trackStatus` activity that waits and
+ * checks in-process with throttled heartbeats, instead of one activity retry per check. A job's
+ * Temporal cost then barely grows with its length.
+ */
+export const PATCH_POLL_IN_ACTIVITY = 'poll-in-one-activity';

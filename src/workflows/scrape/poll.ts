@@ -1,31 +1,41 @@
 /**
- * Phase 2 of a scrape: track the provider task until it is final. One `awaitStatus` activity does
- * the checking (one check per attempt; the server waits between attempts, so waiting costs no
- * history); the workflow only reacts to its outcome, to webhook wakes (cancel the activity, start a
- * new one that checks now) and to cancel requests (the phase scope is cancelled; the activity is
- * abandoned at once with TRY_CANCEL, even while its check hangs).
+ * Phase 2 of a scrape: track the provider task until it is final. One activity does the checking:
+ * `trackStatus`, which waits and checks in-process with throttled heartbeats (runs started since
+ * polling moved into one activity), or `awaitStatus`, one check per attempt with the server
+ * waiting between attempts (runs started before). The workflow only reacts to its outcome, to
+ * webhook wakes (abandon the activity, start a new one that checks now) and to cancel requests (the
+ * phase scope is cancelled; the activity is abandoned at once with TRY_CANCEL, even while its check
+ * hangs).
  */
-import { CancellationScope, condition, continueAsNew, isCancellation, sleep, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, continueAsNew, isCancellation, patched, sleep, workflowInfo } from '@temporalio/workflow';
 import type { PollOutcome } from '../../activities/index.js';
 import { isTimeout, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
+import { PATCH_POLL_IN_ACTIVITY } from './patches.js';
 
 /** Polls until the job is final, the deadline passes or a cancel request interrupts (a cancellation is thrown). */
 export async function trackTask(job: ScrapeJob): Promise<void> {
+  const inActivity = patched(PATCH_POLL_IN_ACTIVITY);
+  if (inActivity) job.pollsInActivity();
   let firstDelayMs = job.firstDelay();
   let checkPastDeadline = false;
+  // A webhook hint that came while the task was being acquired makes the first check come now.
+  if (inActivity && job.wakes() > 0) {
+    firstDelayMs = 0;
+    checkPastDeadline = job.lastWakeAt() < Date.parse(job.deadlineAt!); // the hint came in time: its check too
+  }
   for (;;) {
     if (workflowInfo().continueAsNewSuggested) {
       // Only wakes grow the history (a few events each): a job woken thousands of times starts afresh.
       await continueAsNew({ ...job.input, resume: { taskId: job.view.taskId! }, carry: { deadlineAt: job.deadlineAt!, statusChecks: job.view.statusChecks } });
     }
-    const outcome = await pollOnce(job, firstDelayMs, checkPastDeadline);
+    const outcome = await pollOnce(job, firstDelayMs, checkPastDeadline, inActivity);
     if (outcome === 'woken') {
       checkPastDeadline = Date.now() < Date.parse(job.deadlineAt!);
       firstDelayMs = 0; // the activity still keeps the provider's Retry-After and the minimum gap (store)
       continue;
     }
-    if (await settle(job, outcome)) return;
+    if (await settleOutcome(job, outcome)) return;
     firstDelayMs = job.firstDelay();
   }
 }
@@ -35,15 +45,13 @@ export async function trackTask(job: ScrapeJob): Promise<void> {
  * activity is cancelled and `woken` returned). Wakes within `initialDelayMs` of the previous one are
  * merged into a single new check (a flood of webhooks makes one check per gap).
  */
-async function pollOnce(job: ScrapeJob, firstDelayMs: number, checkPastDeadline: boolean): Promise<PollOutcome | 'woken'> {
+async function pollOnce(job: ScrapeJob, firstDelayMs: number, checkPastDeadline: boolean, inActivity: boolean): Promise<PollOutcome | 'woken'> {
   const deadline = Date.parse(job.deadlineAt!);
   const generation = job.nextGeneration();
   job.scheduleCheck(firstDelayMs);
-  const poller = job.acts.poller(deadline - Date.now());
+  const input = { ...job.taskRef(), url: job.input.request.url, request: job.input.request, generation, schedule: job.schedule(inActivity), firstDelayMs, deadlineAt: job.deadlineAt!, checkPastDeadline, notFoundLimit: job.policy.notFoundLimit, mode: 'track' as const };
   const activityScope = new CancellationScope();
-  const activity = activityScope.run(() =>
-    poller.awaitStatus({ ...job.taskRef(), url: job.input.request.url, request: job.input.request, generation, schedule: job.schedule(), firstDelayMs, deadlineAt: job.deadlineAt!, checkPastDeadline, notFoundLimit: job.policy.notFoundLimit, mode: 'track' }),
-  );
+  const activity = activityScope.run(() => (inActivity ? job.acts.tracker(deadline - Date.now()).trackStatus(input) : job.acts.poller(deadline - Date.now()).awaitStatus(input)));
   const seen = job.wakes();
   const wakeScope = new CancellationScope();
   const woken = wakeScope.run(async () => {
@@ -72,7 +80,7 @@ async function pollOnce(job: ScrapeJob, firstDelayMs: number, checkPastDeadline:
 }
 
 /** Applies an activity outcome to the job. Returns true when tracking is over. */
-async function settle(job: ScrapeJob, o: PollOutcome): Promise<boolean> {
+export async function settleOutcome(job: ScrapeJob, o: PollOutcome): Promise<boolean> {
   job.observe(o);
   switch (o.kind) {
     case 'completed':

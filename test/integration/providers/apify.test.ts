@@ -15,7 +15,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
-import { providerKeys } from '../../../src/providers/keys.js';
+import { providerKeys } from '../../../src/providers/shared/keys.js';
 import { providerLimit } from '../../../src/store/polling.js';
 import { listDeliveries, listQuarantine } from '../../../src/store/webhooks.js';
 import { startApifyFixture, type ApifyFixture } from '../../fixtures/providers/apify/server.js';

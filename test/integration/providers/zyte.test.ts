@@ -13,7 +13,7 @@
  * a second one. Scrapy Cloud has no webhooks (a `webhook` entry is refused by the configuration).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { providerKeys } from '../../../src/providers/keys.js';
+import { providerKeys } from '../../../src/providers/shared/keys.js';
 import { FIXTURE_KEYS, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
 import { startZyteFixture, type ZyteFixture } from '../../fixtures/providers/zyte/server.js';
 

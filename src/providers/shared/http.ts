@@ -12,21 +12,16 @@
  * - {@link errorDetails}: the provider's error code and message from the usual body shapes.
  */
 import type { z } from 'zod';
-import { parseRetryAfter, parseWaitFromMessage } from '../lib/retryAfter.js';
-import { redactSecrets, sanitizeBody, sanitizeHeaders, sanitizeUrl, truncate } from '../lib/sanitize.js';
-import { observeProviderCall } from '../observability/provider.js';
+import { parseRetryAfter, parseWaitFromMessage } from '../../lib/retryAfter.js';
+import { redactSecrets, sanitizeBody, sanitizeHeaders, sanitizeUrl, truncate } from '../../lib/sanitize.js';
+import { observeProviderCall } from '../../observability/provider.js';
 import { credentialSecrets, splitBasicCredential } from './credentials.js';
 import { ProviderError, quotaExhausted, saysQuotaExhausted, type ProviderEvidence } from './errors.js';
-import type { CallContext, SubmitContext } from './types.js';
+import type { CallContext, SubmitContext } from '../adapter.js';
 import { tokenOfCallbackUrl } from './webhook.js';
 
 /** `submit` calls create work (outcome ambiguous on reset/timeout/5xx); `read` and `cancel` calls do not. */
 export type CallPhase = 'submit' | 'read' | 'cancel';
-
-/** True for an HTTP status in `200..299`. */
-export function isSuccess(status: number): boolean {
-  return status >= 200 && status < 300;
-}
 
 /** A form-encoded body: repeated keys by arrays (Zyte's `add_tag=a&add_tag=b`). */
 export type FormBody = Record<string, string | number | boolean | readonly string[] | undefined>;
@@ -375,9 +370,9 @@ export class ProviderHttp {
     return res;
   }
 
-  /** True for a `2xx` answer: the one test of success every adapter uses. */
+  /** True for a `2xx` answer (status `200..299`): the one test of success every adapter uses. */
   isOk(res: Pick<ProviderResponse, 'status'>): boolean {
-    return isSuccess(res.status);
+    return res.status >= 200 && res.status < 300;
   }
 
   /** The classified error of a non-2xx answer; `override` replaces the extracted code or message. */

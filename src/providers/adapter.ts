@@ -1,31 +1,44 @@
 /**
- * The shared provider adapter interface (contract v2). One adapter per provider API; each maps the
- * provider's statuses into {@link ObservedState} (keeping the raw status) and its failures into
- * {@link ProviderError} kinds. Adapters call the provider's HTTP API directly with their own
- * timeouts and never retry a POST themselves (the workflow owns retries and reconciliation).
+ * The provider adapter contract: {@link ProviderAdapter}, the contexts each call gets and the
+ * answers it returns. One adapter per provider API, in `src/providers/<kind>/`, registered through
+ * its kind's descriptor (`descriptor.ts`, listed in `kinds.ts`); the helpers every adapter builds
+ * on (the HTTP exchange, pagination, documents, webhooks, credentials, keys, errors) are in
+ * `shared/`. Adapters call the provider's HTTP API directly with their own timeouts and never
+ * retry a submit themselves: the workflow owns retries and reconciliation.
  *
- * What every adapter must do (issue 9, "Behaviour every adapter must show"):
- * 1. any 2xx that carries an ID is an acceptance; a `202`/`204` (or a "building" body) on a status
- *    or result read means "not ready" — report `running`/`queued`, never a failure;
- * 2. a terminal 4xx on a read whose code means "nothing will ever come" (empty snapshot, invalid
- *    input found late) throws kind `task_failed` with the provider's code and sanitised evidence;
- * 3. a status word the adapter does not know is reported as state `unrecognised` with the raw word
- *    (never `failed`/`completed` on its own); the declarative `http` kind maps words by config;
- * 4. multi-document results (crawl pages, dataset items, batch entries) are read page by page,
- *    calling {@link ResultContext.heartbeat} between pages and honouring {@link ResultLimits};
- * 5. a `404` (or the provider's "expired" answer) for a task we know throws kind `expired` where the
- *    provider documents expiry, else `not_found` (counted by the caller, then `expired`);
- * 6. credentials go where the provider wants them (header, query, Basic, body) and every recorded
- *    URL, header and body is sanitised with {@link CallContext.secrets};
- * 7. rate limits (429, Retry-After, concurrency answers) throw kind `cooldown` with `retryAfterMs`.
+ * What every adapter must do:
+ * 1. Acceptance and "not ready". Any 2xx answer to a submit that carries an ID is an acceptance
+ *    (2xx is tested with `ProviderHttp.ok()` / `isOk()` only). A `202`/`204` (or a "building"
+ *    body) on a status or result read means the work is not done: report `running`/`queued`,
+ *    never a failure.
+ * 2. Terminal refusals. A 4xx on a read whose code means that nothing will ever come (an empty
+ *    snapshot, input found invalid late) throws kind `task_failed` with the provider's code and
+ *    the sanitised exchange as evidence.
+ * 3. Unknown words. A status word the adapter does not know is reported as state `unrecognised`
+ *    with the raw word, never as `failed` or `completed` on its own (the declarative `http` kind
+ *    maps words by configuration).
+ * 4. Many documents. Multi-document results (crawl pages, dataset items, batch entries) are read
+ *    page by page, calling {@link ResultContext.heartbeat} between pages and honouring
+ *    {@link ResultLimits}.
+ * 5. Gone tasks. A `404` (or the provider's "expired" answer) for a task we know throws kind
+ *    `expired` where the provider documents expiry, else `not_found` (the caller counts those
+ *    before it concludes `expired`).
+ * 6. Secrets. Credentials go where the provider wants them (a header, the query string, Basic
+ *    auth, the body), and every recorded URL, header and body is sanitised with
+ *    {@link CallContext.secrets}.
+ * 7. Rate limits. A `429`, a `Retry-After` or a concurrency answer throws kind `cooldown` with
+ *    `retryAfterMs` when the provider says how long.
+ * 8. Evidence after a lost submit. {@link ProviderAdapter.evidence} declares what the entry's
+ *    replays and lookups can prove (`src/model/evidence.ts`), and
+ *    {@link ProviderAdapter.findSubmitted} reports what each lookup showed without deciding.
+ *
+ * Every method throws a `ProviderError` (`shared/errors.ts`) on failure.
  */
 import type { LookupReading, ReconcileEvidence } from '../model/evidence.js';
 import type { ProviderState } from '../model/states.js';
+import type { ProviderResult } from '../model/results.js';
 import type { ScrapeRequest } from '../model/types.js';
-import type { ResultPayload, ResultDocument } from '../store/index.js';
-import type { ProviderEvidence } from './errors.js';
-
-export type { ResultDocument };
+import type { ProviderEvidence } from './shared/errors.js';
 
 /**
  * What a provider can do, from its documentation. `idempotency` and `list` summarise the entry's
@@ -86,15 +99,6 @@ export interface Accepted {
  * word the adapter does not know (polled on the normal schedule, shown as "unrecognised status X").
  */
 export type ObservedState = ProviderState | 'unrecognised';
-
-/** A provider result: the primary page, plus every document for multi-document jobs. */
-export type ProviderResult = ResultPayload & {
-  /**
-   * Every document of a multi-document job (crawl pages, dataset items, batch entries), in the
-   * provider's order; absent for a single-page scrape (the payload itself is the page).
-   */
-  documents?: ResultDocument[];
-};
 
 /** One status observation. */
 export interface StatusObservation {

@@ -21,9 +21,9 @@
  * `_key`, asked for with `meta=_key`; kept out of `data`), else the item's URL with its absolute
  * position in the dataset when the read knows it, else the URL with a SHA-256 of the item.
  */
-import { documentIdentity } from '../model/documents.js';
-import { sanitizeBody } from '../lib/sanitize.js';
-import type { ResultDocument } from './types.js';
+import { documentIdentity } from '../../model/documents.js';
+import { sanitizeBody } from '../../lib/sanitize.js';
+import type { ResultDocument } from '../../model/results.js';
 
 function at(o: Record<string, unknown>, path: string): unknown {
   let v: unknown = o;

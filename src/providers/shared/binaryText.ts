@@ -12,8 +12,8 @@
  * Other binary types (images, archives) are kept as bytes without text.
  */
 import { extractText, getDocumentProxy, getMeta } from 'unpdf';
-import { binaryBody, mediaType, type BinaryBody } from '../model/documents.js';
-import type { ProviderResult, ResultDocument } from './types.js';
+import { binaryBody, mediaType, type BinaryBody } from '../../model/documents.js';
+import type { ProviderResult, ResultDocument } from '../../model/results.js';
 
 export { binaryBody };
 

@@ -26,7 +26,7 @@
  * Sources: ../shared/providers.md (Apify `concurrent-runs-limit-exceeded` is a 400 that means
  * "try later"; Firecrawl sometimes states the wait only in the message), RFC 9110.
  */
-import type { JobError } from '../model/types.js';
+import type { JobError } from '../../model/types.js';
 
 /** See the table in this module's docs. */
 export type ProviderErrorKind = 'permanent' | 'cooldown' | 'transient' | 'ambiguous' | 'not_found' | 'conflict' | 'unsupported' | 'task_failed' | 'expired';

@@ -1,9 +1,9 @@
 /**
  * Every provider kind the product ships: one line per kind in {@link PROVIDER_DESCRIPTORS}. The
- * configuration's `ProviderEntrySchema` (`config.ts`), the registry (adapters), the webhook
- * receiver (verification) and the README's capabilities table are built from this list.
+ * configuration's {@link ProviderEntrySchema}, the registry (adapters), the webhook receiver
+ * (verification) and the README's capabilities and evidence tables are built from this list.
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import { describeEvidence } from '../model/evidence.js';
 import type { AnyProviderDescriptor } from './descriptor.js';
 import { firecrawlProvider } from './firecrawl/index.js';
@@ -59,8 +59,25 @@ export function webhookSigned(entry: { kind: string }): boolean | undefined {
   return hook ? hook.signed(entry) : undefined;
 }
 
-/** Parsed entry of any shipped kind (a discriminated union on `kind`). */
-export type AnyEntry = z.infer<EntrySchemas<typeof PROVIDER_DESCRIPTORS>[number]>;
+/**
+ * One configured provider: the fields of its `kind` (`<kind>/config.ts`) plus the common ones
+ * (`shared/entry.ts`: credentials, limits, poll, results, reconcile, webhook), discriminated on
+ * `kind`, strict. Composed from {@link PROVIDER_DESCRIPTORS}; the configuration's `providers`
+ * section is a record of these.
+ */
+export const ProviderEntrySchema = z.discriminatedUnion('kind', entrySchemas(PROVIDER_DESCRIPTORS));
+/** A parsed provider entry of any shipped kind (a discriminated union on `kind`). */
+export type ProviderEntry = z.infer<typeof ProviderEntrySchema>;
+
+/**
+ * The part of the configuration the providers read (the whole configuration satisfies it):
+ * the entries by provider name, and the environment variables that hold the API's webhook
+ * verification secrets (the registry scrubs their values like every other secret).
+ */
+export interface ProvidersConfig {
+  providers: Record<string, ProviderEntry>;
+  api?: { webhookSecrets?: Record<string, { secretEnv: string }> };
+}
 
 /**
  * The README's evidence table (Markdown), one row per kind and entry shape: what a lost submit is

@@ -3,7 +3,7 @@
  * reference. Used by the submit and reconcile activities and by the webhook receiver (which matches
  * an echoed reference back to the job).
  */
-import { deterministicUuid } from '../lib/hash.js';
+import { deterministicUuid } from '../../lib/hash.js';
 
 /**
  * Idempotency key and client reference sent to the provider for (account, key): a UUID derived

@@ -5,15 +5,14 @@
  * field. Computed by the client when it builds the workflow input, so the workflow (and its
  * history) carries the complete policy and never reads configuration.
  */
-import type { Config } from '../config.js';
-import { DEFAULT_POLL_POLICY, type PollPolicy } from '../model/types.js';
-import { findDescriptor } from './descriptors.js';
+import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../model/types.js';
+import { findDescriptor, type ProvidersConfig } from '../kinds.js';
 
 /**
  * The effective {@link PollPolicy} of a job on `providerName` (all durations in ms). An unknown
  * provider (or no configuration) contributes nothing: the defaults under the job's policy.
  */
-export function effectivePolicy(config: Pick<Config, 'providers'> | undefined, providerName: string, jobPolicy: Partial<PollPolicy> | undefined): PollPolicy {
+export function effectivePolicy(config: Pick<ProvidersConfig, 'providers'> | undefined, providerName: string, jobPolicy: Partial<PollPolicy> | undefined): PollPolicy {
   const entry = config?.providers[providerName];
   const kindDefaults = entry ? findDescriptor(entry.kind)?.poll : undefined;
   return { ...DEFAULT_POLL_POLICY, ...definedOnly(kindDefaults), ...definedOnly(entry?.poll), ...definedOnly(jobPolicy) };

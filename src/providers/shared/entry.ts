@@ -15,9 +15,9 @@
  * misspelt field is an error, never silently ignored).
  */
 import { z } from 'zod';
-import { PollPolicySchema } from '../model/schemas.js';
+import { PollPolicySchema } from '../../model/schemas.js';
 import { CredentialsSchema } from './credentials.js';
-import { DEFAULT_RESULT_LIMITS, type ResultLimits } from './types.js';
+import { DEFAULT_RESULT_LIMITS, type ResultLimits } from '../adapter.js';
 
 /** Default settle window of a provider's list after a submit, ms (see `ResolvedProvider.settleMs`). */
 export const DEFAULT_SETTLE_MS = 10_000;

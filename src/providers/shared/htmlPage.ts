@@ -10,9 +10,9 @@
  * is textual, and otherwise kept as a binary body (bytes, media type, size, SHA-256); the text of a
  * PDF is read afterwards by `withBinaryText` (`./binaryText.ts`), which is asynchronous.
  */
-import { extractPage } from '../sim/extract.js';
+import { extractPage } from '../../sim/extract.js';
 import { binaryBody, isTextualType, sniffMediaType } from './binaryText.js';
-import type { ProviderResult } from './types.js';
+import type { ProviderResult } from '../../model/results.js';
 
 /** What the provider said about the target's answer. */
 export interface RawPage {

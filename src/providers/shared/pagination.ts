@@ -20,11 +20,12 @@
  * builders turn the position into the document's identity (see `src/model/documents.ts`), so a
  * document repeated across pages is stored once.
  */
-import { documentIdentity } from '../model/documents.js';
+import { documentIdentity } from '../../model/documents.js';
 import { ProviderError } from './errors.js';
-import type { ProviderResult, ResultDocument, ResultLimits } from './types.js';
+import type { ProviderResult, ResultDocument } from '../../model/results.js';
+import type { ResultLimits } from '../adapter.js';
 
-export { canonicalUrl, documentIdentity } from '../model/documents.js';
+export { canonicalUrl, documentIdentity } from '../../model/documents.js';
 
 /** How many times in a row an empty page may announce its own position as the next one before the read stops as a loop. */
 export const EMPTY_PAGE_REREADS = 3;

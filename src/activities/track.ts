@@ -1,0 +1,149 @@
+/**
+ * Polling in one activity: `trackStatus` waits and checks in-process, on the job's schedule, until
+ * the task is final, the deadline passes or a newer polling activity supersedes it — the Temporal
+ * server sees one activity and a heartbeat now and then, whatever the job's length. The waits
+ * are timers in the worker, the checks are `checkOnce` (`poll.ts`, shared with the retry-driven
+ * `awaitStatus`); every check is recorded in the job row (what `status` shows at once) and in the
+ * heartbeat details (what the Web UI's pending activity shows, as of the last heartbeat that
+ * reached the server).
+ *
+ * What it costs: heartbeats are throttled by the SDK to one per `maxHeartbeatThrottleInterval`
+ * (see `src/worker.ts`), and each that reaches the server is one mutable-state write and one
+ * billable Action; the checks in between cost the server nothing. What it trades: a worker killed
+ * without warning is noticed after the heartbeat timeout (the poll policy's
+ * `pollHeartbeatTimeoutMs`), then the server retries the activity on another worker; a worker that
+ * shuts down hands its polling activities over at once ({@link handOffPolling}), so a deploy costs
+ * one retry per job and no wait. A cancel or a wake never waits for this activity: the workflow
+ * abandons it (TRY_CANCEL) and the next check of an abandoned one finds itself superseded in the
+ * store and stops without calling the provider.
+ */
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
+import { EventEmitter } from 'node:events';
+import { learnedPlan } from '../model/schedule.js';
+import { beginCheck, recentDurations } from '../store/polling.js';
+import type { ActivityKit } from './context.js';
+import { pollActivities, sleep, type AwaitStatusInput, type CheckResult, type PollOutcome } from './poll.js';
+
+/** Input of `trackStatus`: the same as `awaitStatus`'s. */
+export type TrackStatusInput = AwaitStatusInput;
+
+/** How often a waiting poll loop heartbeats, ms (the SDK sends at most one per throttle interval to the server). */
+const HEARTBEAT_EVERY_MS = 15_000;
+
+const draining = new EventEmitter();
+draining.setMaxListeners(0);
+let drainingNow = false;
+
+/**
+ * Makes every in-process poll loop of this worker process hand its job over: each ends its
+ * attempt with a retryable failure at once (a check in flight finishes first), so the server
+ * starts the next attempt on another worker instead of waiting out a heartbeat timeout. Called
+ * when the worker begins to shut down.
+ */
+export function handOffPolling(): void {
+  drainingNow = true;
+  draining.emit('drain');
+}
+
+/**
+ * Resolves after `ms` (with `sleep`, the injected clock's; else a timer), or when the attempt is
+ * cancelled, or when the worker drains; says which. Heartbeats with `beat` while it waits.
+ */
+function pause(ms: number, signal: AbortSignal | undefined, beat: () => void, sleep?: (ms: number) => Promise<void>): Promise<'elapsed' | 'aborted' | 'draining'> {
+  if (drainingNow) return Promise.resolve('draining');
+  if (signal?.aborted) return Promise.resolve('aborted');
+  return new Promise((resolve) => {
+    let settled = false;
+    const done = (why: 'elapsed' | 'aborted' | 'draining') => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      clearInterval(beats);
+      draining.off('drain', onDrain);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(why);
+    };
+    const onDrain = () => done('draining');
+    const onAbort = () => done('aborted');
+    const timer = sleep ? undefined : setTimeout(() => done('elapsed'), Math.max(0, ms));
+    if (sleep) void sleep(Math.max(0, ms)).then(() => done('elapsed'), () => done('elapsed'));
+    const beats = setInterval(beat, HEARTBEAT_EVERY_MS);
+    draining.once('drain', onDrain);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** The failure that hands a polling activity over to another worker: retried at once by the server. */
+function handOff(what: string): never {
+  throw ApplicationFailure.create({ type: 'Poll.handOff', message: `the worker is shutting down; ${what} continues on another worker`, nextRetryDelay: 1, category: ApplicationFailureCategory.BENIGN });
+}
+
+/** Builds `trackStatus` (and the loop the submit activity continues into) over `kit`. */
+export function trackActivities(kit: ActivityKit) {
+  const { store } = kit;
+  const { checkOnce } = pollActivities(kit);
+
+  /**
+   * Waits and checks until the task is final (the outcome, the result already written) or, with
+   * `budgetMs`, until the next wait would end past that budget (then `undefined`, with what the
+   * last check saw in `last`). The first wait is `input.firstDelayMs` or the store's earliest next
+   * check, whichever is later.
+   */
+  async function pollLoop(input: TrackStatusInput, budgetMs?: number): Promise<{ outcome?: PollOutcome; last?: Extract<CheckResult, { again: unknown }> }> {
+    const startedAt = Date.now();
+    const start = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel', input.mode === 'track' ? input.deadlineAt : undefined);
+    const notBefore = start.kind === 'go' && start.row.check_not_before ? Date.parse(start.row.check_not_before) : 0;
+    const clock = await kit.serverClock();
+    const deadline = Date.parse(input.deadlineAt);
+    // Where the provider key's recent jobs finished (when asked for, and enough are known): the
+    // check times of the plan, counted from the moment the task became known.
+    const plan = input.schedule.learn ? learnedPlan(await recentDurations(store, kit.deps.providers.resolve(input.provider, input.account).providerKey), input.schedule) : undefined;
+    const knownAt = start.kind === 'go' && start.row.submitted_at ? Date.parse(start.row.submitted_at) : Date.now();
+    const planned = (fallback: number) => {
+      if (!plan) return fallback;
+      const elapsed = Date.now() - knownAt;
+      const next = plan.find((t) => t > elapsed);
+      return next === undefined ? fallback : next - elapsed;
+    };
+    // Never past the deadline: the check then says `deadline` (or, after a wake, checks anyway).
+    const bounded = (ms: number) => (input.checkPastDeadline && !last ? ms : Math.min(ms, Math.max(0, deadline - clock())));
+    let last: Extract<CheckResult, { again: unknown }> | undefined;
+    let wait = bounded(Math.max(input.firstDelayMs === 0 ? 0 : planned(input.firstDelayMs), notBefore - Date.now()));
+    let checkPastDeadline = input.checkPastDeadline === true;
+    const details = () => ({ checks: last?.checks ?? 0, providerStatus: last?.providerStatus, nextCheckAt: new Date(Date.now() + wait).toISOString(), note: last?.again.message });
+    for (;;) {
+      if (budgetMs !== undefined && Date.now() - startedAt + wait > budgetMs) return { last };
+      const why = await pause(wait, kit.signal(), () => kit.heartbeat(details()), kit.deps.sleep);
+      if (why === 'aborted') await Context.current().cancelled; // rejects with the cancellation
+      if (why === 'draining') handOff(`tracking of task ${input.taskId}`);
+      const r = await checkOnce(input, checkPastDeadline);
+      checkPastDeadline = false;
+      if ('outcome' in r) return { outcome: r.outcome };
+      last = r;
+      // A learned plan sets the next check; the provider's Retry-After and our minimum gap (the
+      // row's earliest next check) still hold.
+      if (plan) {
+        const row = await store.getJob(input.jobId);
+        const notBeforeNow = row?.check_not_before ? Date.parse(row.check_not_before) - Date.now() : 0;
+        wait = bounded(Math.max(planned(r.again.delayMs), notBeforeNow, row && Number(row.status_errors) > 0 ? r.again.delayMs : 0));
+      } else {
+        wait = r.again.delayMs;
+      }
+      kit.heartbeat(details());
+    }
+  }
+
+  return {
+    pollLoop,
+    /**
+     * Tracks the task in-process until it is final, the deadline passes or a newer polling
+     * activity supersedes this one (see the module docs). Returns the outcome; a worker shutting
+     * down hands it over (a retryable failure, retried at once elsewhere).
+     */
+    async trackStatus(input: TrackStatusInput): Promise<PollOutcome> {
+      const { outcome } = await pollLoop(input);
+      return outcome!;
+    },
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * The `Idempotency-Key` rule of `POST /v1/scrapes`: one (account, key) is one job, and the key
+ * stays bound to the request body it was first used with.
+ *
+ * - A new key starts the job and records (account, key) → (fingerprint of the body, job) in the
+ *   store (`api_idempotency`): the answer is `202`.
+ * - The same key with the same body (its canonical JSON with the defaults and the provider
+ *   applied, so `{"url": …}` and `{"url": …, "format": "markdown"}` are one body) is the same job:
+ *   `200`, `Idempotent-Replayed: true`. A client that lost the first answer repeats the request
+ *   and gets its job, never a second one.
+ * - The same key with another body is refused with `422 idempotency-key-reused` (naming the job),
+ *   whether the record says so, the workflow's own parameters do (`IdempotencyConflictError`), or
+ *   a concurrent request with another body recorded the key first.
+ *
+ * Without the header the key is derived from the request by the client (`client/start.ts`), so
+ * the same request is the same job; a repeat then also answers `200`.
+ */
+import { IdempotencyConflictError, type ScrapeClient } from '../client/index.js';
+import { fingerprint } from '../lib/hash.js';
+import type { Store } from '../store/index.js';
+import { getIdempotentRequest, rememberIdempotentRequest } from '../store/apiIdempotency.js';
+import { ApiProblem } from './problems.js';
+import type { CreateScrapeBody } from './schemas.js';
+
+/** The `422` for an `Idempotency-Key` reused by the account with another body. */
+export function reusedKey(jobId: string): ApiProblem {
+  return new ApiProblem('idempotency-key-reused', 'this Idempotency-Key was already used by your account with a different request body; repeat the original body, or use a new key', { job_id: jobId });
+}
+
+/** What {@link startScrapeOnce} did: the job of the request, and whether it was a repeat. */
+export interface StartOnceOutcome {
+  jobId: string;
+  /** True when the key was recorded before (the answer is the earlier job: `200`), false for a new key (`202`). */
+  replayed: boolean;
+}
+
+/**
+ * Starts the scrape of `body` for `account` under the rule above. `provider` is the provider
+ * name the request resolves to (the body's, else the configured default). Throws
+ * {@link ApiProblem} `idempotency-key-reused` for a key used with another body, and whatever the
+ * client throws for the start itself (invalid input, Temporal unreachable).
+ */
+export async function startScrapeOnce(deps: { client: ScrapeClient; store: Store }, request: { account: string; idempotencyKey?: string; body: CreateScrapeBody; provider: string }): Promise<StartOnceOutcome> {
+  const { client, store } = deps;
+  const { account, idempotencyKey: headerKey, body, provider } = request;
+  const bodyHash = fingerprint({ ...body, provider });
+  if (headerKey) {
+    const seen = await getIdempotentRequest(store, account, headerKey);
+    if (seen && seen.body_hash !== bodyHash) throw reusedKey(seen.job_id);
+  }
+  let ref;
+  try {
+    ref = await client.startScrape({ account, key: headerKey, url: body.url, provider, format: body.format, options: body.options, row: body.row, batchId: body.batch_id, policy: body.policy });
+  } catch (e) {
+    if (e instanceof IdempotencyConflictError) throw reusedKey(String(e.details.jobId));
+    throw e;
+  }
+  // Recorded after the start: a request that lost its answer here is recorded by its repeat.
+  const remembered = await rememberIdempotentRequest(store, { account, key: ref.key, bodyHash, jobId: ref.jobId });
+  if (!remembered.inserted && headerKey && remembered.row.body_hash !== bodyHash) throw reusedKey(ref.jobId);
+  return { jobId: ref.jobId, replayed: !remembered.inserted };
+}

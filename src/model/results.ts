@@ -1,0 +1,128 @@
+/**
+ * A scrape's result as every part shares it: the page ({@link ResultPayload}), the documents of a
+ * multi-document result ({@link ResultDocument}), what an adapter returns ({@link ProviderResult}),
+ * what the store writes ({@link ResultWrite}) and reads back ({@link StoredDocument}), and the rules
+ * of an empty result (a content note instead of nothing).
+ *
+ * Uses `node:crypto` (through `documents.ts`): import it from activities, providers and the store,
+ * never from workflow code.
+ */
+import { documentIdentity, type BinaryBody, type BodyInfo } from './documents.js';
+
+/** The extracted page as the store keeps it. */
+export interface ResultPayload {
+  url: string;
+  finalUrl: string | null;
+  httpStatus: number | null;
+  title: string | null;
+  byline: string | null;
+  excerpt: string | null;
+  lang: string | null;
+  siteName: string | null;
+  publishedTime: string | null;
+  text: string | null;
+  markdown: string | null;
+  links: string[];
+  contentLength: number | null;
+  /** The target's body when it is binary (a PDF, an image): bytes, media type, size, SHA-256. Absent or null for a text page. */
+  body?: BinaryBody | null;
+  /**
+   * Why the content is empty or partial, when the reader of the result must know (a PDF whose text
+   * could not be extracted). The store adds the note of an empty result itself (see
+   * {@link contentNoteOf}).
+   */
+  contentNote?: string | null;
+}
+
+/**
+ * One document of a multi-document result (a crawled page, a dataset item, a batch entry), kept
+ * beside the job's result row and written in the same transaction as the move to `completed`. Strings from the
+ * provider are sanitised before they get here.
+ */
+export interface ResultDocument {
+  /** The document's URL (the crawled page's, or the input URL of a dataset item), when it has one. */
+  url: string | null;
+  finalUrl?: string | null;
+  httpStatus?: number | null;
+  title?: string | null;
+  markdown?: string | null;
+  text?: string | null;
+  links?: string[];
+  /** Provider-specific fields (page metadata, a dataset item's own fields), JSON. */
+  data?: Record<string, unknown>;
+  /** A per-document failure (Firecrawl's `/errors`, a failed batch entry): the document has no content. */
+  error?: { code?: string; message: string };
+  /**
+   * The document's identity within its result (see `src/model/documents.ts`): set by the
+   * pagination and document helpers and the adapters; when absent the store uses the canonical URL
+   * with a SHA-256 of the content. Documents with the same identity are written once.
+   */
+  identity?: string;
+  /** The document's binary body, when the document is a file (a PDF crawled as such). */
+  body?: BinaryBody | null;
+}
+
+/** A stored document: a {@link ResultDocument} with its position `seq` (0-based, dense), its identity and what is known of its binary body (no bytes). */
+export type StoredDocument = Omit<ResultDocument, 'body' | 'identity'> & { seq: number; identity: string; body: BodyInfo | null };
+
+/** Prefix of the {@link ResultPayload.contentNote} of a result with no usable content. */
+export const EMPTY_NOTE_PREFIX = 'empty:';
+
+const blank = (s: string | null | undefined) => s === null || s === undefined || s.trim() === '';
+
+/** True when a page (the result row's fields) has usable content: a title, text, Markdown, links or a binary body. */
+export function pageHasContent(p: Pick<ResultPayload, 'title' | 'text' | 'markdown' | 'body'> & { links?: readonly string[] }): boolean {
+  return !blank(p.title) || !blank(p.text) || !blank(p.markdown) || (p.links?.length ?? 0) > 0 || (p.body?.size ?? 0) > 0;
+}
+
+/** True when a document has usable content: no per-document error, and a title, text, Markdown, links, a binary body or provider fields. */
+export function documentHasContent(d: ResultDocument): boolean {
+  if (d.error) return false;
+  return pageHasContent({ title: d.title ?? null, text: d.text ?? null, markdown: d.markdown ?? null, body: d.body ?? null, links: d.links }) || (d.data !== undefined && Object.keys(d.data).length > 0);
+}
+
+/**
+ * The content note of a result (`documents`: its documents as they will be stored): the payload's
+ * own note, else — when neither the page nor any document has usable content — a note starting
+ * with {@link EMPTY_NOTE_PREFIX} that says what the provider returned; null for a result with
+ * content.
+ */
+export function contentNoteOf(payload: ResultPayload, documents: readonly ResultDocument[]): string | null {
+  if (payload.contentNote) return payload.contentNote;
+  if (pageHasContent(payload) || documents.some(documentHasContent)) return null;
+  if (documents.length === 0) return `${EMPTY_NOTE_PREFIX} the provider returned no content${payload.httpStatus ? ` (target HTTP ${payload.httpStatus})` : ''}`;
+  const errors = documents.filter((d) => d.error);
+  if (errors.length === documents.length) {
+    const f = errors[0]!.error!;
+    return `${EMPTY_NOTE_PREFIX} all ${documents.length} document(s) are per-document errors (first: ${f.code ? `${f.code}: ` : ''}${f.message})`;
+  }
+  return `${EMPTY_NOTE_PREFIX} the provider returned ${documents.length} document(s) without content${errors.length ? ` (${errors.length} of them errors)` : ''}`;
+}
+
+/**
+ * The documents to store: each with its identity (its own, else the canonical URL with a SHA-256
+ * of its content), the first occurrence of an identity kept and later ones dropped, in order.
+ */
+export function uniqueDocuments(documents: readonly ResultDocument[]): (ResultDocument & { identity: string })[] {
+  const seen = new Set<string>();
+  const out: (ResultDocument & { identity: string })[] = [];
+  for (const d of documents) {
+    const identity = d.identity ?? documentIdentity(d);
+    if (seen.has(identity)) continue;
+    seen.add(identity);
+    out.push({ ...d, identity });
+  }
+  return out;
+}
+
+/** What the store's `writeResultOnce` writes: the result row's page, plus every document of a multi-document result. */
+export type ResultWrite = ResultPayload & { documents?: readonly ResultDocument[] };
+
+/** What an adapter returns for a result: the primary page, plus every document of a multi-document job. */
+export type ProviderResult = ResultPayload & {
+  /**
+   * Every document of a multi-document job (crawl pages, dataset items, batch entries), in the
+   * provider's order; absent for a single-page scrape (the payload itself is the page).
+   */
+  documents?: ResultDocument[];
+};
