@@ -117,10 +117,13 @@ describe('workflow histories replay deterministically', () => {
 
     // RECORD_HISTORIES=1 adds the histories not recorded yet (older ones stay: replaying histories
     // of older code is the point); RECORD_HISTORIES=all rewrites every one.
+    // `RECORD_AS=<suffix>` records every path under `v2-<path>-<suffix>.json` (the histories of code
+    // behind a new patch, beside the ones recorded before it).
     if (process.env.RECORD_HISTORIES === '1' || process.env.RECORD_HISTORIES === 'all') {
       const dir = path.join(REPO, 'test/replay/histories');
+      const suffix = process.env.RECORD_AS ? `-${process.env.RECORD_AS.replace(/[^A-Za-z0-9]/g, '')}` : '';
       for (const h of histories) {
-        const file = path.join(dir, `v2-${h.name}.json`);
+        const file = path.join(dir, `v2-${h.name}${suffix}.json`);
         if (process.env.RECORD_HISTORIES === 'all' || !fs.existsSync(file)) fs.writeFileSync(file, h.json);
       }
     }
