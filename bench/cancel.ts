@@ -1,5 +1,5 @@
 /**
- * Benchmark (issue 10): how long a cancel takes to reach the provider while a status check hangs.
+ * Benchmark: how long a cancel takes to reach the provider while a status check hangs.
  * Each job is held `running` by the simulator and its status reads hang (`delay` fault, 60 s; the
  * provider entry's read timeout is 90 s, so the check is really in flight); once the first check is
  * hanging, the job is cancelled through one door — signal, Update, native (what the Web UI's button

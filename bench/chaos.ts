@@ -305,7 +305,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       }
       states[r.state] = (states[r.state] ?? 0) + 1;
       const evidence =
-        r.state === 'completed' ? (await store.countResults({ jobId: id })) === 1
+        r.state === 'completed' ? (await store.results.count({ jobId: id })) === 1
         : r.state === 'failed' ? r.last_error !== null
         : r.state === 'tracking_interrupted' || r.state === 'expired' ? r.task_id !== null
         : r.state === 'unknown' ? r.last_error !== null

@@ -1,5 +1,5 @@
 /**
- * Benchmark 4 (issue 6): latency from the moment the provider marks a job complete to the moment
+ * Benchmark: latency from the moment the provider marks a job complete to the moment
  * its result row is committed, p50 / p99 / max, with polling only and with webhooks (the two run
  * side by side on one worker).
  *

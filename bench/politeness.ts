@@ -1,5 +1,5 @@
 /**
- * Benchmark 2 (issue 6): politeness. Provider requests per job by kind (submit, status, result,
+ * Benchmark: politeness. Provider requests per job by kind (submit, status, result,
  * cancel) against the minimum the poll schedule allows, for jobs lasting 1 s, 30 s and 10 min of
  * provider time, with polling only and with webhooks on (the HTTP API receives the simulator's
  * signed events and signals `wake`); and the highest request rate any single job produced.
@@ -15,7 +15,11 @@
  * deadline) are scaled by `--time-scale` (default 0.1); the schedule is geometric, so request
  * counts are those of the unscaled schedule. Rates are given in unscaled time.
  *
+ * `--workload lognormal` instead compares the fixed geometric schedule with the learned one
+ * (`lib/lognormal.ts`) on jobs whose durations follow a log-normal spread.
+ *
  *   npm run bench:politeness -- --jobs 20
+ *   npm run bench:politeness -- --workload lognormal --jobs 100 [--median-s 300 --sigma 0.6 --warmup 30]
  */
 import { Command } from 'commander';
 import { z } from 'zod';
@@ -24,6 +28,7 @@ import { round, sampleForeignCpu } from './lib/proc.js';
 import { finishReport, machine, mean, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
 import { checksToObserve, scaleSchedule } from './lib/schedule.js';
 import { startScenarios, waitFinal, type Scenario } from './lib/scenarios.js';
+import { lognormalAccounts, runLognormal } from './lib/lognormal.js';
 import { startStack } from './lib/stack.js';
 
 const OptionsSchema = z.object({
@@ -33,6 +38,10 @@ const OptionsSchema = z.object({
   maxLoad: z.coerce.number().positive(),
   waitLoadMin: z.coerce.number().min(0),
   keepDir: z.boolean().default(false),
+  workload: z.enum(['lengths', 'lognormal']).default('lengths'),
+  medianS: z.coerce.number().positive().default(300),
+  sigma: z.coerce.number().min(0).max(3).default(0.6),
+  warmup: z.coerce.number().int().min(0).default(30),
 });
 type Options = z.infer<typeof OptionsSchema>;
 
@@ -57,6 +66,7 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
   const log = (l: string) => console.error(l);
   const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
   const load = sampleLoad();
+  if (o.workload === 'lognormal') return politenessLognormal(o, quiet, load, log);
   const modes = [{ name: 'polling', key: 'poll', provider: 'reference' as const }, ...(o.webhooks ? [{ name: 'webhooks', key: 'wh', provider: 'reference_wh' as const }] : [])];
   const scenarios: (Scenario & { length: string; mode: string })[] = [];
   for (const len of LENGTHS) {
@@ -183,6 +193,36 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
   }
 }
 
+/** `--workload lognormal`: the fixed geometric schedule against the learned one on paired log-normal durations. */
+async function politenessLognormal(o: Options, quiet: Awaited<ReturnType<typeof waitForQuietMachine>>, load: ReturnType<typeof sampleLoad>, log: (l: string) => void): Promise<Record<string, unknown>> {
+  const workload = { jobs: o.jobs, warmup: o.warmup, medianMs: o.medianS * 1_000, sigma: o.sigma, timeScale: o.timeScale };
+  const stack = await startStack({ name: 'politeness-lognormal', accounts: lognormalAccounts(workload), webhooks: false, log, keepDir: o.keepDir });
+  try {
+    const foreign = sampleForeignCpu(() => stack.ownProcesses());
+    await stack.startWorker('v2');
+    const r = await runLognormal(stack, workload, log);
+    const out = {
+      benchmark: 'politeness-lognormal',
+      options: o,
+      machine: { start: quiet.start, end: machine(), underLoad: quiet.underLoad, load: load.stop(), foreign: foreign.stop() },
+      workerLog: stack.workerLogCounts(),
+      policy: `DEFAULT_POLL_POLICY (2 s ×1.5 to 60 s, ±20 % jitter) against learnSchedule: true, deadline 4 h; times ×${o.timeScale}`,
+      ...r,
+    };
+    console.log(
+      table(
+        ['schedule', 'jobs', 'status checks / job', 'provider requests / job', 'lateness p50', 'p95', 'max'],
+        r.schedules.map((x) => [x.schedule, x.jobs, x.statusChecksPerJob, x.providerRequestsPerJob, `${(x.latenessMs.p50 / 1000).toFixed(1)} s`, `${(x.latenessMs.p95 / 1000).toFixed(1)} s`, `${(x.latenessMs.max / 1000).toFixed(1)} s`]),
+      ),
+    );
+    console.log(`learned: ${r.fewerChecksPercent} % fewer status checks than the fixed schedule; p95 lateness ${r.p95LatenessRatio}× the fixed schedule’s (log-normal, median ${o.medianS} s, σ ${o.sigma})`);
+    finishReport('politeness-lognormal', out, `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
+    return out;
+  } finally {
+    await stack.close();
+  }
+}
+
 runAsScript(
   'politeness.ts',
   new Command('bench:politeness')
@@ -191,6 +231,10 @@ runAsScript(
     .option('--no-webhooks', 'polling only')
     .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
     .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
-    .option('--keep-dir', 'keep the temp directory'),
+    .option('--keep-dir', 'keep the temp directory')
+    .option('--workload <name>', 'lengths (1 s, 30 s, 10 min; polling and webhooks) or lognormal (fixed against learned schedule)', 'lengths')
+    .option('--median-s <s>', 'lognormal: median provider time, unscaled seconds', '300')
+    .option('--sigma <x>', 'lognormal: spread of the log of the provider time', '0.6')
+    .option('--warmup <n>', 'lognormal: completed jobs the learned account runs before the measured ones', '30'),
   (opts) => runPoliteness(OptionsSchema.parse(opts)),
 );

@@ -1,5 +1,5 @@
 /**
- * Benchmark 5 (issue 6): scale. 10,000 jobs pending at once on one worker: the provider holds
+ * Benchmark: scale. 10,000 jobs pending at once on one worker: the provider holds
  * every job `queued` (`hold` fault, never released), so each workflow waits on its durable timers
  * and polls on the default schedule (2 s growing ×1.5 to 60 s). Reports:
  * - time to start them all (`ScrapeClient.startScrape`: store row + workflow start);

@@ -3,7 +3,7 @@
  *
  * Provider credentials live here (a JSON file named by `SCRAPE_CONFIG`, or built in code for the
  * embedded demo), never in workflow input: the workflow carries only the provider's name and our
- * account, and activities resolve the key at call time (DESIGN.md rule 8).
+ * account, and activities resolve the key at call time (no secrets in history, logs or errors).
  *
  * Environment overrides: `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `SCRAPE_TASK_QUEUE`,
  * `SCRAPE_STORE_URL`, `SCRAPE_CODEC` (`on`/`off`), and those of the `observability` section.

@@ -211,7 +211,7 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
 
     const stats = sim.stats();
     const completed = outcomes.filter((o) => o.state === 'completed').length;
-    const results = await rt.store.countResults();
+    const results = await rt.store.results.count();
     const uiQuery = (q: string) => (temporal.uiUrl ? `${temporal.uiUrl}/namespaces/${temporal.namespace}/workflows?query=${encodeURIComponent(q)}` : '(no Web UI: external cluster without TEMPORAL_UI_URL)');
     const uiList = uiQuery(`ScrapeBatchId="${input.batchId}"`);
     const example = outcomes.find((o) => o.jobId)?.jobId;

@@ -243,7 +243,7 @@ export async function checkSearchAttributes(connection: Pick<NativeConnection, '
  */
 export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Worker> {
   await checkSearchAttributes(opts.connection, opts.config.temporal.namespace);
-  const providers = opts.providers ?? new ProviderRegistry(opts.config, process.env, {}, opts.store);
+  const providers = opts.providers ?? new ProviderRegistry(opts.config, process.env, {}, opts.store.providerKeys);
   const dataConverter = dataConverterFor(opts.config.codec);
   const tracing = currentTracing() !== undefined; // installTracing() before creating the worker
   setKnownProviders(Object.keys(opts.config.providers));
@@ -344,7 +344,7 @@ export async function runWorkerMain(): Promise<void> {
   await ensureMaintenanceSchedules(new Client({ connection, namespace: config.temporal.namespace, dataConverter: dataConverterFor(config.codec) }), { taskQueue: config.temporal.taskQueue });
   let metrics;
   if (obs.metrics.workerPort !== null) {
-    countJobsFrom(store);
+    countJobsFrom(store.jobs);
     metrics = await startMetricsServer({ host: obs.metrics.host, port: obs.metrics.workerPort, sdkMetricsUrl: `http://127.0.0.1:${sdkPort}/metrics` });
   }
   log.info('worker polling', {

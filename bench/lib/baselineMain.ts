@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   const p = BaselineParamsSchema.parse(JSON.parse(fs.readFileSync(o.params, 'utf8')));
   const config = parseConfig(p.config, {});
   const store = await openStore(config.storeUrl);
-  const providers = new ProviderRegistry(config, process.env, {}, store);
+  const providers = new ProviderRegistry(config, process.env, {}, store.providerKeys);
   const deps = { store, providers, config, provider: p.provider, policy: p.policy, onWritten: (jobId: string, at: number) => send({ t: 'written', jobId, at }) };
   const messages: string[] = [];
   const waiters: (() => void)[] = [];

@@ -8,7 +8,7 @@
  * product), saves the next step and the task ID in the job's data and moves the job to the delayed
  * set until the first check (`job.moveToDelayed` + `DelayedError`); each later run is one status
  * check, re-delayed on the product's schedule (`scheduleDelay`), until the final answer, whose
- * result is written once with the product's `Store.writeResultOnce` into this process's own SQLite
+ * result is written once with the product's `store.results.writeOnce` into this process's own SQLite
  * store. A failed step is retried by BullMQ (5 attempts, exponential backoff from 1 s) from the
  * step saved. Completed jobs are removed from Redis, as a user keeping Redis small would.
  *
@@ -52,7 +52,7 @@ async function main(): Promise<void> {
   const p = BullmqParamsSchema.parse(JSON.parse(fs.readFileSync(o.params, 'utf8')));
   const config = parseConfig(p.config, {});
   const store = await openStore(config.storeUrl);
-  const providers = new ProviderRegistry(config, process.env, {}, store);
+  const providers = new ProviderRegistry(config, process.env, {}, store.providerKeys);
   const deps = { store, providers, config, provider: p.provider, policy: p.policy };
   const connection = { host: p.redis.host, port: p.redis.port };
   const queue = new Queue<StepData, string>(QUEUE, { connection, defaultJobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 1_000 }, removeOnComplete: true, removeOnFail: 1_000 } });

@@ -27,6 +27,7 @@ import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/model/types.js';
 import type { ProviderRegistry } from '../../src/providers/registry.js';
 import { DEFAULT_RESULT_LIMITS } from '../../src/providers/adapter.js';
 import { Store } from '../../src/store/index.js';
+import { LegacyJobsRepository } from '../../src/legacy/store.js';
 
 /** One job: our account, its key, the page to scrape. */
 export interface LoopJobInput {
@@ -70,6 +71,8 @@ export function loopSchedule(policy: Partial<PollPolicy>): PollSchedule {
 /** The steps of `job` over `deps`. */
 export function loopJob(deps: LoopDeps, job: LoopJobInput): LoopJob {
   const { store, providers, provider } = deps;
+  // The hand-written loops make the calls of the v1 activities (`submitScrape`, `checkStatus`).
+  const v1 = new LegacyJobsRepository(store);
   const policy: PollPolicy = { ...DEFAULT_POLL_POLICY, ...deps.policy };
   const schedule = loopSchedule(deps.policy);
   const request = { url: job.url, format: 'markdown' as const, options: {} };
@@ -80,30 +83,30 @@ export function loopJob(deps: LoopDeps, job: LoopJobInput): LoopJob {
   return {
     jobId,
     async insert() {
-      await store.insertJob(row());
+      await store.jobs.insert(row());
     },
     async submit() {
       const secrets = providers.allSecrets();
-      const registered = await store.registerJob(row({ deadlineAt: new Date(Date.now() + policy.deadlineMs).toISOString() }, secrets));
-      await store.appendEvent(jobId, 'registered', registered.state, { workflowId: jobId, url: job.url });
+      const registered = await store.jobs.register(row({ deadlineAt: new Date(Date.now() + policy.deadlineMs).toISOString() }, secrets));
+      await store.findings.appendEvent(jobId, 'registered', registered.state, { workflowId: jobId, url: job.url });
       const r = resolved();
-      await store.recordSubmitIntent(jobId);
+      await v1.recordSubmitIntent(jobId);
       const accepted = await r.limiter.run(() => r.adapter.submit(request, { apiKey: r.apiKey, secrets, ...providerKeys(job.account, job.key) }), 5_000, 0);
-      const taskId = await store.recordTaskId(jobId, accepted.taskId, accepted.providerStatus, 'submit');
+      const taskId = await store.jobs.recordTaskId(jobId, accepted.taskId, accepted.providerStatus, 'submit');
       return { taskId, delayMs: scheduleDelay(schedule, 0, Math.random()) };
     },
     async check(taskId, n) {
       const secrets = providers.allSecrets();
       const r = resolved();
       const obs = await r.limiter.run(() => r.adapter.status(taskId, { apiKey: r.apiKey, secrets }), 5_000, 0);
-      await store.recordStatusCheck(jobId, obs.providerStatus);
+      await v1.recordStatusCheck(jobId, obs.providerStatus);
       if (obs.state === 'completed') {
         const payload = obs.result ?? (await r.limiter.run(() => r.adapter.result(taskId, { apiKey: r.apiKey, secrets, url: job.url, request, limits: DEFAULT_RESULT_LIMITS }), 5_000, 0));
-        await store.writeResultOnce(jobId, provider, taskId, payload, deps.config.resultRetentionMs);
+        await store.results.writeOnce(jobId, provider, taskId, payload, deps.config.resultRetentionMs);
         return { kind: 'final', state: 'completed' };
       }
       if (obs.state === 'failed' || obs.state === 'cancelled') {
-        await store.transition(jobId, obs.state);
+        await store.jobs.transition(jobId, obs.state);
         return { kind: 'final', state: obs.state };
       }
       return { kind: 'wait', delayMs: scheduleDelay(schedule, n + 1, Math.random()) };

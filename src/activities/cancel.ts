@@ -1,5 +1,5 @@
 /**
- * The provider side of cancellation (DESIGN.md rule 7): record `cancelling` with the request, ask
+ * The provider side of cancellation (a request, not an erasure): record `cancelling` with the request, ask
  * the provider to stop, and report what it answered. The workflow then confirms the outcome with
  * `awaitStatus` in `confirm_cancel` mode and records it with `recordState`.
  */
@@ -36,22 +36,22 @@ export function cancelActivities(kit: ActivityKit) {
      * (retried within the cancel-confirmation deadline).
      */
     async cancelAtProvider(ref: TaskRef & { report: CancelReport }): Promise<CancelCallOutcome> {
-      const row = await store.getJob(ref.jobId);
+      const row = await store.jobs.get(ref.jobId);
       const lastStatus = row?.provider_status ?? undefined;
       if (row && isFinalState(row.state)) return { kind: 'skipped', reason: `the job is already ${row.state}`, lastStatus };
       if (row?.provider_state === 'completed') return { kind: 'skipped', reason: 'the provider already reported the task completed; its result is being written', lastStatus };
       if (row && row.state !== 'cancelling') {
-        await store.transition(ref.jobId, 'cancelling', { detail: { cancel: sanitizeBody(ref.report, kit.secrets()) } });
+        await store.jobs.transition(ref.jobId, 'cancelling', { detail: { cancel: sanitizeBody(ref.report, kit.secrets()) } });
       }
       try {
         const answer = await kit.call(ref.provider, ref.account, (p) => p.adapter.cancel(ref.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
-        await store.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
+        await store.findings.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
         // The row shows what the provider last said, the cancel's answer included (`ABORTED`, `cancelled`).
-        if (answer.providerStatus) await store.recordProviderStatus(ref.jobId, answer.providerStatus, answer.state);
+        if (answer.providerStatus) await store.jobs.recordProviderStatus(ref.jobId, answer.providerStatus, answer.state);
         return { kind: 'answered', ...answer, lastStatus };
       } catch (e) {
         if (isProviderError(e) && e.kind === 'unsupported') {
-          await store.appendEvent(ref.jobId, 'cancel_unsupported', 'cancelling', { error: e.toJobError() });
+          await store.findings.appendEvent(ref.jobId, 'cancel_unsupported', 'cancelling', { error: e.toJobError() });
           // `reachedProvider`: the provider itself said so (an HTTP exchange), not the adapter's capabilities.
           return { kind: 'unsupported', error: e.toJobError(), reachedProvider: e.details.evidence !== undefined, lastStatus };
         }

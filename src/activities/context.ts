@@ -82,8 +82,9 @@ export interface ActivityKit {
    * aborts it (`signal()`), on top of the call's own HTTP timeout. `opts.heartbeat`: heartbeat
    * only while it returns true (a call that outlives its attempt must not heartbeat for it).
    * `opts.phase: 'submit'` for calls that create work: they are also held by the key's quota hold.
+   * `opts.onHeld`: told when the call waits in this attempt for a cool-down or hold to end (ms, why).
    */
-  call<T>(provider: string, account: string, fn: (r: ResolvedProvider) => Promise<T>, opts?: { heartbeat?: () => boolean; phase?: 'submit' }): Promise<T>;
+  call<T>(provider: string, account: string, fn: (r: ResolvedProvider) => Promise<T>, opts?: { heartbeat?: () => boolean; phase?: 'submit'; onHeld?: (waitMs: number, why: string) => void | Promise<void> }): Promise<T>;
   /** The activity's cancellation signal (undefined outside an activity). */
   signal(): AbortSignal | undefined;
   /** The attempt number (1 outside an activity). */
@@ -130,7 +131,7 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
         // Every string a provider sent passes the redactor here, once, before anything records it.
         return redactProviderValue(await resolved.limiter.run(() => whileSlow(fn(resolved), () => {
               if (!opts?.heartbeat || opts.heartbeat()) kit.heartbeat();
-            }), coolDefault, maxWaitMs, { phase: opts?.phase, caller }), secrets);
+            }), coolDefault, maxWaitMs, { phase: opts?.phase, caller, onHeld: opts?.onHeld }), secrets);
       } catch (e) {
         throw isProviderError(e) ? redactProviderError(e, secrets) : e;
       }
@@ -153,7 +154,7 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
     },
     async recordIncident(jobId, phase, e) {
       const ev = e.details.evidence;
-      await store.recordIncident({ jobId, phase, kind: e.kind, message: e.message, code: e.details.code, endpoint: ev?.endpoint, httpStatus: e.details.httpStatus ?? ev?.httpStatus, request: ev?.request, response: ev?.body, headers: ev?.headers, at: ev?.at });
+      await store.findings.recordIncident({ jobId, phase, kind: e.kind, message: e.message, code: e.details.code, endpoint: ev?.endpoint, httpStatus: e.details.httpStatus ?? ev?.httpStatus, request: ev?.request, response: ev?.body, headers: ev?.headers, at: ev?.at });
     },
   };
   return kit;

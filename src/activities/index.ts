@@ -9,28 +9,30 @@
  *
  * | file | activities | used by |
  * |---|---|---|
- * | `submit.ts` | `submitJob`, `reconcileJob`, `adoptTask`, `registerJob` | workflow v2 (`registerJob`, `adoptTask`: v1 too) |
+ * | `submit.ts` | `submitJob`, `findRecordedTask`, `registerJob` | workflow v2 (`registerJob`: v1 too) |
+ * | `reconcile.ts` | `reconcileJob`, `adoptTask` | workflow v2 (`adoptTask`: v1 too; `reconcileJob` under v1's `reconcileSubmit`) |
  * | `poll.ts` | `awaitStatus` (retry-driven polling, result written once) | workflow v2 (the cancel path; runs started before polling moved into one activity) |
  * | `track.ts` | `trackStatus` (in-process polling in one activity, heartbeats throttled) | workflow v2 |
  * | `cancel.ts` | `cancelAtProvider`, `closeAsCancelled` | workflow v2 |
  * | `record.ts` | `recordState`, `recordCancelOutcome` | both |
- * | `legacy.ts` | `submitScrape`, `reconcileSubmit`, `checkStatus`, `recordStatusFailure`, `saveResult`, `cancelTask` | v1 runs only |
+ * | `../legacy/activities.ts` | `submitScrape`, `reconcileSubmit`, `checkStatus`, `recordStatusFailure`, `saveResult`, `cancelTask` | v1 runs only (retired with `src/legacy/`: delete its import and its spread below) |
  */
 import { activityKit, type ActivityDeps } from './context.js';
 import { cancelActivities } from './cancel.js';
-import { legacyActivities } from './legacy.js';
 import { pollActivities } from './poll.js';
+import { reconcileActivities } from './reconcile.js';
 import { recordActivities } from './record.js';
 import { submitActivities } from './submit.js';
 import { trackActivities } from './track.js';
+import { legacyActivities } from '../legacy/activities.js';
 
 export type { ActivityDeps, TaskRef } from './context.js';
-export type { SubmitJobInput, SubmitOutcome, ReconcileOutcome } from './submit.js';
+export type { SubmitJobInput, SubmitOutcome } from './submit.js';
+export type { ReconcileOutcome } from './reconcile.js';
 export type { AwaitStatusInput, PollOutcome, PollSchedule, SavedResult } from './poll.js';
 export type { TrackStatusInput } from './track.js';
 export { handOffPolling } from './track.js';
 export type { CancelCallOutcome } from './cancel.js';
-export type { SubmitInput, StatusOutcome, LegacySavedResult } from './legacy.js';
 export { providerKeys } from '../providers/shared/keys.js';
 
 /** Builds every scrape activity over `deps`. */
@@ -38,6 +40,7 @@ export function createActivities(deps: ActivityDeps) {
   const kit = activityKit(deps);
   return {
     ...submitActivities(kit),
+    ...reconcileActivities(kit),
     ...pollActivities(kit),
     trackStatus: trackActivities(kit).trackStatus,
     ...cancelActivities(kit),

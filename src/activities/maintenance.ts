@@ -5,7 +5,7 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Store } from '../store/index.js';
-import { purgeWebhookRecords, WEBHOOK_RETENTION_MS } from '../store/webhooks.js';
+import { WEBHOOK_RETENTION_MS } from '../store/webhooks.js';
 
 /** Dependencies of {@link createMaintenanceActivities}. */
 export interface MaintenanceDeps {
@@ -43,11 +43,11 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
     async purgeExpiredResults(input: { limit?: number; webhookRetentionMs?: number } = {}): Promise<{ purged: number; jobsExpired: number; webhookRows: number }> {
       let total = { purged: 0, jobsExpired: 0 };
       for (;;) {
-        const r = await store.purgeExpiredResults(new Date(), input.limit ?? 500);
+        const r = await store.results.purgeExpired(new Date(), input.limit ?? 500);
         total = { purged: total.purged + r.purged, jobsExpired: total.jobsExpired + r.jobsExpired };
         if (r.purged < (input.limit ?? 500)) break;
       }
-      const w = await purgeWebhookRecords(store, new Date(Date.now() - (input.webhookRetentionMs ?? WEBHOOK_RETENTION_MS)));
+      const w = await store.webhooks.purge(new Date(Date.now() - (input.webhookRetentionMs ?? WEBHOOK_RETENTION_MS)));
       return { ...total, webhookRows: w.deliveries + w.quarantined };
     },
 
@@ -60,7 +60,7 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
     async scanOrphans(opts: OrphanScanOptions): Promise<OrphanScanReport> {
       const scanStart = new Date();
       const report: OrphanScanReport = { scanned: 0, stalled: 0, noWorkflow: 0, repeatedErrors: 0, resolved: 0 };
-      const stale = await store.staleJobs(new Date(Date.now() - opts.stalledAfterMs).toISOString());
+      const stale = await store.jobs.stale(new Date(Date.now() - opts.stalledAfterMs).toISOString());
       for (const job of stale) {
         report.scanned++;
         let status: string | undefined;
@@ -76,7 +76,7 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
             job.state === 'unknown'
               ? `submit outcome unknown and the provider cannot be reconciled automatically: check the provider for this job, then \`scrape resolve ${job.id} --task-id <id>\` or \`--resubmit\``
               : `the workflow is running but the store has not moved: inspect it in the Web UI (query \`state\`), check the worker and the provider; cancel with \`scrape cancel ${job.id}\` if it should stop`;
-          await store.upsertOrphan(job.id, 'stalled', idle, suggestion, scanStart);
+          await store.findings.upsertOrphan(job.id, 'stalled', idle, suggestion, scanStart);
         } else {
           report.noWorkflow++;
           const suggestion = job.state === 'cancelling'
@@ -84,12 +84,12 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
             : job.task_id
             ? `no running workflow tracks provider task ${job.task_id}: \`scrape resume ${job.id}\` continues polling it (never resubmits)`
             : `no running workflow and no task ID: \`scrape resume ${job.id}\` starts a run that reconciles with the provider before any new submission`;
-          await store.upsertOrphan(job.id, 'no_workflow', `${idle}; workflow ${status ?? 'not found'}`, suggestion, scanStart);
+          await store.findings.upsertOrphan(job.id, 'no_workflow', `${idle}; workflow ${status ?? 'not found'}`, suggestion, scanStart);
         }
       }
-      for (const job of await store.erroringJobs(opts.errorThreshold)) {
+      for (const job of await store.jobs.erroring(opts.errorThreshold)) {
         report.repeatedErrors++;
-        await store.upsertOrphan(
+        await store.findings.upsertOrphan(
           job.id,
           'repeated_errors',
           `${job.status_errors} status checks in a row gave up (last error: ${job.last_error ? (JSON.parse(job.last_error) as { message: string }).message : 'unknown'})`,
@@ -97,7 +97,7 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
           scanStart,
         );
       }
-      report.resolved = await store.resolveOrphansNotSeenSince(scanStart);
+      report.resolved = await store.findings.resolveOrphansNotSeenSince(scanStart);
       return report;
     },
   };

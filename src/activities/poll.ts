@@ -21,7 +21,7 @@ import type { StatusObservation } from '../providers/adapter.js';
 import { scheduleDelay as scheduleOf, type PollSchedule } from '../model/schedule.js';
 
 export type { PollSchedule };
-import { beginCheck, recordCheck, recordCheckError, recordNotFound, type CheckStart } from '../store/polling.js';
+import { type CheckStart } from '../store/polling.js';
 import type { ActivityKit, TaskRef } from './context.js';
 import { rethrow } from './failures.js';
 import { announceSlotReleased } from './slots.js';
@@ -89,7 +89,7 @@ export function pollActivities(kit: ActivityKit) {
 
   async function transition(input: AwaitStatusInput, state: 'failed' | 'cancelled' | 'expired' | 'tracking_interrupted', error: JobError | undefined, note: string): Promise<void> {
     if (input.mode !== 'track') return;
-    await store.transition(input.jobId, state, { error, detail: { note, ...(error ? { error } : {}) } });
+    await store.jobs.transition(input.jobId, state, { error, detail: { note, ...(error ? { error } : {}) } });
     announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
   }
 
@@ -97,8 +97,8 @@ export function pollActivities(kit: ActivityKit) {
   async function onReadError(input: AwaitStatusInput, e: ProviderError, phase: 'status' | 'result', checks: number, until: number): Promise<CheckResult> {
     const error = e.toJobError();
     if (e.kind === 'not_found') {
-      const streak = await recordNotFound(store, input.jobId, error);
-      await store.appendEvent(input.jobId, 'status_not_found', null, { phase, streak, error });
+      const streak = await store.polling.recordNotFound(input.jobId, error);
+      await store.findings.appendEvent(input.jobId, 'status_not_found', null, { phase, streak, error });
       if (streak >= input.notFoundLimit) {
         const note = `provider answered 404 for known task ${input.taskId} ${streak} times in a row (${phase} read): expired or lost at the provider, not failed`;
         await transition(input, 'expired', error, note);
@@ -123,7 +123,7 @@ export function pollActivities(kit: ActivityKit) {
       return { outcome: { kind: 'interrupted', checks, error, note } };
     }
     // transient, cooldown, ambiguous: a failed check is not a failed task.
-    const failures = await recordCheckError(store, input.jobId, error);
+    const failures = await store.polling.recordCheckError(input.jobId, error);
     const backoff = Math.min(30_000, 1_000 * Math.pow(2, failures - 1));
     const wait = Math.max(Math.min(backoff, scheduleDelay(input.schedule, checks)), e.details.retryAfterMs ?? 0);
     return again(Math.min(wait, until), `${phase} read failed (${failures} in a row, task kept): ${error.message}`, checks);
@@ -138,7 +138,7 @@ export function pollActivities(kit: ActivityKit) {
     const checks = Number(start.row?.status_checks ?? 0);
     const providerStatus = start.row?.provider_status ?? undefined;
     if (start.row?.state === 'completed') {
-      const r = await store.getResultForJob(start.row.id);
+      const r = await store.results.forJob(start.row.id);
       if (r) return { kind: 'completed', checks, providerStatus, result: { resultId: r.id, inserted: false, title: r.title, httpStatus: r.http_status, finalUrl: r.final_url, documents: Number(r.document_count), ...(r.content_note ? { contentNote: r.content_note } : {}) } };
     }
     return { kind: 'stale', reason: start.reason, state: start.row?.state, checks, providerStatus };
@@ -164,7 +164,7 @@ export function pollActivities(kit: ActivityKit) {
    * though the deadline has passed (a wake that came before it).
    */
   async function checkOnce(input: AwaitStatusInput, checkPastDeadline: boolean): Promise<CheckResult> {
-    const start = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel', input.mode === 'track' ? input.deadlineAt : undefined);
+    const start = await store.polling.beginCheck(input.jobId, input.generation, input.mode === 'confirm_cancel', input.mode === 'track' ? input.deadlineAt : undefined);
     if (start.kind === 'stale') return { outcome: await staleOutcome(start) };
     const row = start.row;
     const checks = Number(row.status_checks);
@@ -185,10 +185,10 @@ export function pollActivities(kit: ActivityKit) {
     }
     const observedAt = Date.now();
     const { evidence, ...seen } = obs;
-    const n = await recordCheck(store, input.jobId, seen, input.schedule.initialDelayMs, seen.retryAfterMs, seen.state !== 'completed');
+    const n = await store.polling.recordCheck(input.jobId, seen, input.schedule.initialDelayMs, seen.retryAfterMs, seen.state !== 'completed');
     const base = { checks: n, providerStatus: seen.providerStatus, progress: seen.progress };
     if (seen.state !== 'completed' && seen.providerStatus !== row.provider_status) {
-      await store.appendEvent(input.jobId, seen.state === 'unrecognised' ? 'unrecognised_status' : 'provider_status', null, { status: seen.providerStatus, state: seen.state });
+      await store.findings.appendEvent(input.jobId, seen.state === 'unrecognised' ? 'unrecognised_status' : 'provider_status', null, { status: seen.providerStatus, state: seen.state });
     }
 
     if (seen.state === 'completed') {
@@ -200,7 +200,7 @@ export function pollActivities(kit: ActivityKit) {
         return onReadError(input, e, 'result', n, until);
       }
       await kit.deps.hooks?.beforeResultWrite?.(input.jobId, input.taskId);
-      const out = await store.writeResultOnce(input.jobId, input.provider, input.taskId, payload, kit.deps.resultRetentionMs);
+      const out = await store.results.writeOnce(input.jobId, input.provider, input.taskId, payload, kit.deps.resultRetentionMs);
       if (out.inserted) observeResultCommitLag(Date.now() - observedAt); // completion observed → result committed
       await kit.deps.hooks?.afterResultWritten?.(input.jobId, out.resultId);
       announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
@@ -209,7 +209,7 @@ export function pollActivities(kit: ActivityKit) {
     }
     if (seen.state === 'failed') {
       const error: JobError = { kind: 'provider_failed', code: seen.error?.code, message: seen.error?.message ?? 'provider reported failure', at: new Date().toISOString() };
-      await store.recordIncident({ jobId: input.jobId, phase: 'status', kind: 'provider_failed', message: error.message, code: error.code, endpoint: evidence?.endpoint, httpStatus: evidence?.httpStatus, response: evidence?.body, headers: evidence?.headers, request: { taskId: input.taskId }, at: evidence?.at });
+      await store.findings.recordIncident({ jobId: input.jobId, phase: 'status', kind: 'provider_failed', message: error.message, code: error.code, endpoint: evidence?.endpoint, httpStatus: evidence?.httpStatus, response: evidence?.body, headers: evidence?.headers, request: { taskId: input.taskId }, at: evidence?.at });
       await transition(input, 'failed', error, 'provider reported a terminal failure');
       return { outcome: { ...base, kind: 'failed', error } };
     }
@@ -234,7 +234,7 @@ export function pollActivities(kit: ActivityKit) {
     async awaitStatus(input: AwaitStatusInput): Promise<PollOutcome> {
       const first = kit.attempt() === 1;
       if (first) {
-        const start = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel', input.mode === 'track' ? input.deadlineAt : undefined);
+        const start = await store.polling.beginCheck(input.jobId, input.generation, input.mode === 'confirm_cancel', input.mode === 'track' ? input.deadlineAt : undefined);
         if (start.kind === 'stale') return staleOutcome(start);
         const notBefore = start.row.check_not_before ? Date.parse(start.row.check_not_before) : 0;
         const wait = Math.max(input.firstDelayMs, notBefore - Date.now());

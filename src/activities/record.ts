@@ -16,7 +16,7 @@ export function recordActivities(kit: ActivityKit) {
      * `force` was not set.
      */
     async recordState(input: { jobId: string; state: JobState; error?: JobError | null; detail?: unknown; force?: boolean }): Promise<boolean> {
-      return store.transition(input.jobId, input.state, { error: input.error, detail: input.detail === undefined ? undefined : sanitizeBody(input.detail, kit.secrets()), force: input.force });
+      return store.jobs.transition(input.jobId, input.state, { error: input.error, detail: input.detail === undefined ? undefined : sanitizeBody(input.detail, kit.secrets()), force: input.force });
     },
 
     /**
@@ -24,7 +24,7 @@ export function recordActivities(kit: ActivityKit) {
      * change: a job that completed first), so that a later cancel can report it.
      */
     async recordCancelOutcome(input: { jobId: string; report: CancelReport }): Promise<void> {
-      await store.appendEvent(input.jobId, 'cancel_outcome', null, { cancel: sanitizeBody(input.report, kit.secrets()) });
+      await store.findings.appendEvent(input.jobId, 'cancel_outcome', null, { cancel: sanitizeBody(input.report, kit.secrets()) });
     },
   };
 }

@@ -21,7 +21,6 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import { Context } from '@temporalio/activity';
 import { EventEmitter } from 'node:events';
 import { learnedPlan } from '../model/schedule.js';
-import { beginCheck, recentDurations } from '../store/polling.js';
 import type { ActivityKit } from './context.js';
 import { pollActivities, sleep, type AwaitStatusInput, type CheckResult, type PollOutcome } from './poll.js';
 
@@ -92,13 +91,13 @@ export function trackActivities(kit: ActivityKit) {
    */
   async function pollLoop(input: TrackStatusInput, budgetMs?: number): Promise<{ outcome?: PollOutcome; last?: Extract<CheckResult, { again: unknown }> }> {
     const startedAt = Date.now();
-    const start = await beginCheck(store, input.jobId, input.generation, input.mode === 'confirm_cancel', input.mode === 'track' ? input.deadlineAt : undefined);
+    const start = await store.polling.beginCheck(input.jobId, input.generation, input.mode === 'confirm_cancel', input.mode === 'track' ? input.deadlineAt : undefined);
     const notBefore = start.kind === 'go' && start.row.check_not_before ? Date.parse(start.row.check_not_before) : 0;
     const clock = await kit.serverClock();
     const deadline = Date.parse(input.deadlineAt);
     // Where the provider key's recent jobs finished (when asked for, and enough are known): the
     // check times of the plan, counted from the moment the task became known.
-    const plan = input.schedule.learn ? learnedPlan(await recentDurations(store, kit.deps.providers.resolve(input.provider, input.account).providerKey), input.schedule) : undefined;
+    const plan = input.schedule.learn ? learnedPlan(await store.polling.recentDurations(kit.deps.providers.resolve(input.provider, input.account).providerKey), input.schedule) : undefined;
     const knownAt = start.kind === 'go' && start.row.submitted_at ? Date.parse(start.row.submitted_at) : Date.now();
     const planned = (fallback: number) => {
       if (!plan) return fallback;
@@ -124,7 +123,7 @@ export function trackActivities(kit: ActivityKit) {
       // A learned plan sets the next check; the provider's Retry-After and our minimum gap (the
       // row's earliest next check) still hold.
       if (plan) {
-        const row = await store.getJob(input.jobId);
+        const row = await store.jobs.get(input.jobId);
         const notBeforeNow = row?.check_not_before ? Date.parse(row.check_not_before) - Date.now() : 0;
         wait = bounded(Math.max(planned(r.again.delayMs), notBeforeNow, row && Number(row.status_errors) > 0 ? r.again.delayMs : 0));
       } else {

@@ -18,7 +18,6 @@
 import { IdempotencyConflictError, type ScrapeClient } from '../client/index.js';
 import { fingerprint } from '../lib/hash.js';
 import type { Store } from '../store/index.js';
-import { getIdempotentRequest, rememberIdempotentRequest } from '../store/apiIdempotency.js';
 import { ApiProblem } from './problems.js';
 import type { CreateScrapeBody } from './schemas.js';
 
@@ -45,7 +44,7 @@ export async function startScrapeOnce(deps: { client: ScrapeClient; store: Store
   const { account, idempotencyKey: headerKey, body, provider } = request;
   const bodyHash = fingerprint({ ...body, provider });
   if (headerKey) {
-    const seen = await getIdempotentRequest(store, account, headerKey);
+    const seen = await store.apiIdempotency.get(account, headerKey);
     if (seen && seen.body_hash !== bodyHash) throw reusedKey(seen.job_id);
   }
   let ref;
@@ -56,7 +55,7 @@ export async function startScrapeOnce(deps: { client: ScrapeClient; store: Store
     throw e;
   }
   // Recorded after the start: a request that lost its answer here is recorded by its repeat.
-  const remembered = await rememberIdempotentRequest(store, { account, key: ref.key, bodyHash, jobId: ref.jobId });
+  const remembered = await store.apiIdempotency.remember({ account, key: ref.key, bodyHash, jobId: ref.jobId });
   if (!remembered.inserted && headerKey && remembered.row.body_hash !== bodyHash) throw reusedKey(ref.jobId);
   return { jobId: ref.jobId, replayed: !remembered.inserted };
 }

@@ -93,4 +93,6 @@ const API_DESCRIPTION = `Durable scraping jobs for backend services in any langu
 
 **Errors**: \`application/problem+json\` (RFC 9457) with a stable \`type\` (\`/problems/<slug>\`, described at that path); no stack traces, no secrets.
 
-**Limits**: per-account rate limit (\`429\` + \`Retry-After\`), request bodies of at most the configured size (\`413\`), \`application/json\` only (\`415\`), unknown fields rejected (\`400\`).`;
+**Limits**: per-account rate limit (\`429\` + \`Retry-After\`), request bodies of at most the configured size (\`413\`), \`application/json\` only (\`415\`), unknown fields rejected (\`400\`).
+
+**JSON**: UTF-8, read strictly: a duplicate key, a \`__proto__\` key or a \`constructor\` object holding \`prototype\` (at any depth, free-form members included) and nesting deeper than 64 levels are refused with \`400\` naming the reason, never read as "the last one wins".`;

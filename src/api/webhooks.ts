@@ -3,10 +3,10 @@
  * deliveries) and `POST /v1/webhooks/:provider/:token` (providers that do not: the per-job token
  * of the callback URL, see `src/providers/shared/webhook.ts`).
  *
- * Webhooks are hints (DESIGN.md; issue 5): a verified event wakes the job's workflow, which then
+ * Webhooks are hints (docs/design.md, “Users and entry points”): a verified event wakes the job's workflow, which then
  * reads the status and the result from the provider itself; the payload is never trusted for
- * the result. The receiver answers fast (providers give < 10 s, Crawlbase < 200 ms:
- * `/work/shared/providers.md`): verify, record, signal, answer — nothing else. How a kind signs,
+ * the result. The receiver answers fast (providers give < 10 s, Crawlbase < 200 ms, by
+ * their webhook documentation): verify, record, signal, answer — nothing else. How a kind signs,
  * names its events and shapes its body is its descriptor's `webhook` (`src/providers/<kind>/webhook.ts`),
  * looked up by the provider entry's `kind`.
  *
@@ -37,7 +37,6 @@ import type { ProviderWebhook } from '../providers/descriptor.js';
 import { findDescriptor } from '../providers/kinds.js';
 import { bodyEventId, callbackTokenMatches, type WebhookHeaders } from '../providers/shared/webhook.js';
 import type { JobRow, Store } from '../store/index.js';
-import { findJobByClientRef, forgetDelivery, quarantineEvent, recordDelivery, setDeliveryOutcome } from '../store/webhooks.js';
 import { ApiProblem } from './problems.js';
 
 export type { ParsedEvent, ProviderWebhook } from '../providers/descriptor.js';
@@ -120,7 +119,7 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
     jsonProblem = (e as Error).message;
   }
   const quarantine = (reason: string, detail: string, eventId: string | null, keepBody: boolean) =>
-    quarantineEvent(store, {
+    store.webhooks.quarantine({
       provider,
       eventId,
       reason,
@@ -150,15 +149,15 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
   // Strings from the provider (event ID, type, status) go into the store and a signal (history): redacted first.
   const ev = redactProviderValue({ ...parsed.event, eventId: parsed.event.eventId || bodyEventId(rawBody) }, secrets);
   const findJob = async (): Promise<JobRow | undefined> =>
-    (ev.taskId ? await store.getJobByTask(provider, ev.taskId) : undefined) ??
-    (ev.clientRef ? await findJobByClientRef(store, provider, ev.clientRef, (account, key) => providerKeys(account, key).clientRef) : undefined);
+    (ev.taskId ? await store.jobs.byTask(provider, ev.taskId) : undefined) ??
+    (ev.clientRef ? await store.jobs.byClientRef(provider, ev.clientRef, (account, key) => providerKeys(account, key).clientRef) : undefined);
 
   let job: JobRow | undefined;
   if (!signed) {
     // Unsigned: the event is anyone's until its token matches the job it names.
     job = await findJob();
     // An unknown job and a wrong token get the same answer: an unauthenticated caller must not
-    // learn which task IDs or client references exist (issue 13, cross-account probes).
+    // learn which task IDs or client references exist (a probe for other accounts’ jobs).
     if (!job) {
       await quarantine('unmatched', `no job of provider ${provider} has task ID ${ev.taskId ?? '—'} or client reference ${ev.clientRef ?? '—'}; the token could not be checked, body not kept`, ev.eventId, false);
       throw new ApiProblem('invalid-webhook-token', 'the callback token does not match; nothing was changed');
@@ -168,27 +167,27 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
       throw new ApiProblem('invalid-webhook-token', 'the callback token does not match; nothing was changed');
     }
   }
-  const rec = await recordDelivery(store, { provider, eventId: ev.eventId, eventType: ev.type, providerStatus: ev.providerStatus, taskId: ev.taskId });
+  const rec = await store.webhooks.recordDelivery({ provider, eventId: ev.eventId, eventType: ev.type, providerStatus: ev.providerStatus, taskId: ev.taskId });
   if (!rec.inserted) return { status: 200, body: { received: true, event_id: ev.eventId, outcome: 'duplicate' } };
 
   job ??= await findJob();
   if (!job) {
     await quarantine('unmatched', `no job of provider ${provider} has task ID ${ev.taskId ?? '—'} or client reference ${ev.clientRef ?? '—'}`, ev.eventId, true);
-    await setDeliveryOutcome(store, provider, ev.eventId, 'quarantined', null);
+    await store.webhooks.setDeliveryOutcome(provider, ev.eventId, 'quarantined', null);
     return { status: 202, body: { received: true, event_id: ev.eventId, outcome: 'quarantined' } };
   }
   if (isFinalState(job.state)) {
-    await setDeliveryOutcome(store, provider, ev.eventId, 'job_final', job.id);
+    await store.webhooks.setDeliveryOutcome(provider, ev.eventId, 'job_final', job.id);
     return { status: 200, body: { received: true, event_id: ev.eventId, outcome: 'job_final' } };
   }
   let woke: 'signalled' | 'not_running';
   try {
     woke = await client.wake(job.id, { eventId: ev.eventId, providerStatus: ev.providerStatus ?? undefined });
   } catch {
-    await forgetDelivery(store, provider, ev.eventId);
+    await store.webhooks.forgetDelivery(provider, ev.eventId);
     throw new ApiProblem('service-unavailable', 'the job could not be woken now; retry the delivery', {}, { 'retry-after': '5' });
   }
   const outcome = woke === 'signalled' ? 'woken' : 'not_running';
-  await setDeliveryOutcome(store, provider, ev.eventId, outcome, job.id);
+  await store.webhooks.setDeliveryOutcome(provider, ev.eventId, outcome, job.id);
   return { status: 200, body: { received: true, event_id: ev.eventId, outcome } };
 }

@@ -87,14 +87,14 @@ export async function runBatch(client: ScrapeClient, store: Store, items: BatchI
     const pending = outcomes.filter((o) => o.jobId && !isFinalState(o.state));
     if (pending.length === 0) break;
     // Without waiting, one read still shows each job's state now (a re-run of finished rows shows them finished).
-    const rows = new Map((await store.listJobs({ account: opts.account, batchId: opts.batchId, limit: items.length + 100 })).map((r) => [r.id, r]));
+    const rows = new Map((await store.jobs.list({ account: opts.account, batchId: opts.batchId, limit: items.length + 100 })).map((r) => [r.id, r]));
     for (const o of pending) {
-      const row = rows.get(o.jobId!) ?? (await store.getJob(o.jobId!)); // a row from an earlier batch keeps its batch ID
+      const row = rows.get(o.jobId!) ?? (await store.jobs.get(o.jobId!)); // a row from an earlier batch keeps its batch ID
       if (!row) continue;
       o.state = row.state as JobState;
       if (row.last_error) o.error = (JSON.parse(row.last_error) as { message: string }).message;
       if (o.state === 'completed' || o.state === 'expired') {
-        const res = await store.getResultForJob(o.jobId!);
+        const res = await store.results.forJob(o.jobId!);
         o.title = res?.title ?? null;
         o.httpStatus = res?.http_status ?? null;
         o.error = undefined;

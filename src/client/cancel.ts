@@ -1,5 +1,5 @@
 /**
- * Cancellation from the client side (rule 7: a request, not an erasure): the `cancel` Update,
+ * Cancellation from the client side (a request, not an erasure): the `cancel` Update,
  * which returns the outcome observed at the provider, or the `cancel` signal, which returns at
  * once; both reach the workflow's one cancel path. Also cancelling a whole batch through the same
  * per-job path.
@@ -59,7 +59,7 @@ export async function cancelJob(ctx: CancelContext, account: string, jobId: stri
   const timer = setTimeout(() => abort.abort(), timeoutMs);
   try {
     const report = await ctx.temporal.withAbortSignal(abort.signal, () => handle.executeUpdate(cancelUpdate, { args: [req] }));
-    const after = await ctx.store.getJob(jobId);
+    const after = await ctx.store.jobs.get(jobId);
     return { kind: 'observed', state: (after?.state ?? 'cancelling') as JobState, report };
   } catch (e) {
     if (e instanceof WorkflowUpdateFailedError || e instanceof WorkflowNotFoundError) return settledCancel(ctx.store, jobId);
@@ -73,7 +73,7 @@ export async function cancelJob(ctx: CancelContext, account: string, jobId: stri
       if (se instanceof WorkflowNotFoundError) return settledCancel(ctx.store, jobId); // it ended meanwhile
       throw se;
     }
-    const now = await ctx.store.getJob(jobId);
+    const now = await ctx.store.jobs.get(jobId);
     return {
       kind: 'requested',
       state: (now?.state ?? 'cancelling') as JobState,
@@ -86,7 +86,7 @@ export async function cancelJob(ctx: CancelContext, account: string, jobId: stri
 
 /** The answer for a job whose workflow closed before or while a cancel was asked for. */
 async function settledCancel(store: Store, jobId: string): Promise<CancelResult> {
-  const after = await store.getJob(jobId);
+  const after = await store.jobs.get(jobId);
   const state = (after?.state ?? 'submitting') as JobState;
   if (!isFinalState(state)) return { kind: 'not_running', state };
   return { kind: 'already_final', state, report: await lastCancel(store, jobId, true) };
@@ -94,7 +94,7 @@ async function settledCancel(store: Store, jobId: string): Promise<CancelResult>
 
 /** The most recent cancel recorded in the job's timeline (only one with an outcome when `withOutcome`). */
 export async function lastCancel(store: Store, jobId: string, withOutcome: boolean): Promise<CancelReport | undefined> {
-  const events = await store.timeline(jobId);
+  const events = await store.findings.timeline(jobId);
   for (const ev of events.reverse()) {
     const d = ev.detail ? (JSON.parse(ev.detail) as { cancel?: CancelReport }) : undefined;
     if (d?.cancel && (!withOutcome || d.cancel.outcome)) return d.cancel;
@@ -119,7 +119,7 @@ export async function cancelBatch(
   cancelOne: (jobId: string) => Promise<CancelResult>,
   concurrency = 16,
 ): Promise<BatchCancelOutcome[]> {
-  const jobs = await store.listJobs({ account, batchId, limit: 100_000 });
+  const jobs = await store.jobs.list({ account, batchId, limit: 100_000 });
   const out: BatchCancelOutcome[] = [];
   let next = 0;
   const worker = async () => {

@@ -36,7 +36,7 @@ export interface ResultDocumentsPage {
 export async function readResultDocuments(store: Store, row: JobRow, page: { offset?: number; limit?: number } = {}): Promise<ResultDocumentsPage> {
   const offset = Math.max(0, Math.floor(page.offset ?? 0));
   const limit = Math.max(1, Math.min(Math.floor(page.limit ?? 100), MAX_DOCUMENTS_PAGE));
-  const { result, total, documents } = await store.resultDocuments(row.id, { offset, limit });
+  const { result, total, documents } = await store.results.documents(row.id, { offset, limit });
   if (row.state === 'expired' || result?.purged_at) {
     throw new ResultExpiredError(row.id, {
       state: row.state,

@@ -3,7 +3,7 @@
  * to Temporal about jobs.
  *
  * Every call is scoped to an account: another account's job is {@link JobNotFoundError}, exactly
- * like a missing one (DESIGN.md rule 9). Reads that the store can answer (`getScrape` without
+ * like a missing one (authorisation is by account, not by ID secrecy). Reads that the store can answer (`getScrape` without
  * `execution`, `getResult`, `list`, `timeline`, …) never contact Temporal, so they work, and
  * answer at once, while Temporal is unreachable.
  */
@@ -59,7 +59,7 @@ export class ScrapeClient {
    */
   async getScrape(account: string, jobId: string, opts: { execution?: boolean } = {}): Promise<JobSummary> {
     const ids = authorize(account, jobId);
-    const row = await this.opts.store.getJob(jobId);
+    const row = await this.opts.store.jobs.get(jobId);
     if (opts.execution === false) {
       if (!row || row.account !== account) throw new JobNotFoundError(jobId);
       return this.withContentNote(summarize(row));
@@ -102,7 +102,7 @@ export class ScrapeClient {
   /** `job` with the note of its stored result, when the job completed with empty or partial content. */
   private async withContentNote(job: JobSummary): Promise<JobSummary> {
     if (job.state !== 'completed' && job.state !== 'expired') return job;
-    const note = (await this.opts.store.getResultForJob(job.jobId))?.content_note;
+    const note = (await this.opts.store.results.forJob(job.jobId))?.content_note;
     return note ? { ...job, contentNote: note } : job;
   }
 
@@ -119,7 +119,7 @@ export class ScrapeClient {
       if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
       throw e;
     }
-    return overlayPolling(view, await this.opts.store.getJob(jobId));
+    return overlayPolling(view, await this.opts.store.jobs.get(jobId));
   }
 
   /**
@@ -138,7 +138,7 @@ export class ScrapeClient {
    */
   async getResult(account: string, jobId: string): Promise<JobResult> {
     const row = await ownedRow(this.opts.store, account, jobId);
-    const res = await this.opts.store.getResultForJob(jobId);
+    const res = await this.opts.store.results.forJob(jobId);
     if (row.state === 'expired' || res?.purged_at) {
       throw new ResultExpiredError(jobId, {
         state: row.state,
@@ -162,7 +162,7 @@ export class ScrapeClient {
    */
   async getResultBody(account: string, jobId: string, opts: { seq?: number } = {}): Promise<BinaryBody | null> {
     await this.getResult(account, jobId);
-    return (await this.opts.store.resultBody(jobId, opts.seq)) ?? null;
+    return (await this.opts.store.results.body(jobId, opts.seq)) ?? null;
   }
 
   /**
@@ -275,7 +275,7 @@ export class ScrapeClient {
     if ('taskId' in resolution) {
       // A task belongs to one job across every entry reaching the same provider account (the row
       // names it once the worker submitted); the worker checks again, with the job's credential.
-      const owners = await this.opts.store.tasksBoundElsewhere({ providerAccount: row.provider_account ?? '', provider: row.provider, taskIds: [resolution.taskId], exceptJobId: jobId });
+      const owners = await this.opts.store.jobs.tasksBoundElsewhere({ providerAccount: row.provider_account ?? '', provider: row.provider, taskIds: [resolution.taskId], exceptJobId: jobId });
       if (owners.size > 0) {
         throw new ScrapeError('conflict', `cannot resolve job ${jobId}: task ${resolution.taskId} already belongs to another job`, { state: row.state });
       }
@@ -301,24 +301,24 @@ export class ScrapeClient {
   /** The job's incident records (sanitised provider exchanges that ended or explain it), oldest first. */
   async incidents(account: string, jobId: string) {
     await ownedRow(this.opts.store, account, jobId);
-    return (await this.opts.store.incidents(jobId)).map(incidentView);
+    return (await this.opts.store.findings.incidents(jobId)).map(incidentView);
   }
 
   /** Open orphan findings of the account (from the maintenance schedule), newest first. */
   async orphans(account: string) {
-    return (await this.opts.store.listOrphans(account)).map(orphanView);
+    return (await this.opts.store.findings.orphans(account)).map(orphanView);
   }
 
   /** The job's timeline (store events), oldest first. */
   async timeline(account: string, jobId: string) {
     await ownedRow(this.opts.store, account, jobId);
-    return (await this.opts.store.timeline(jobId)).map(timelineView);
+    return (await this.opts.store.findings.timeline(jobId)).map(timelineView);
   }
 
   /** The account's jobs, newest first, filtered by state and batch (limit default 100, max 1000). */
   async list(account: string, filter: { states?: string[]; batchId?: string; limit?: number } = {}): Promise<JobSummary[]> {
     if (!AccountSchema.safeParse(account).success) return [];
-    const rows = await this.opts.store.listJobs({ account, states: filter.states, batchId: filter.batchId, limit: Math.min(filter.limit ?? 100, 1000) });
+    const rows = await this.opts.store.jobs.list({ account, states: filter.states, batchId: filter.batchId, limit: Math.min(filter.limit ?? 100, 1000) });
     return rows.map(summarize);
   }
 
@@ -331,7 +331,7 @@ export class ScrapeClient {
     if (!AccountSchema.safeParse(account).success) return { jobs: [], nextCursor: null };
     const limit = Math.max(1, Math.min(filter.limit ?? 100, 1000));
     const after = filter.cursor ? decodeCursor(filter.cursor) : undefined;
-    const page = await this.opts.store.listJobsPage({ account, states: filter.states, batchId: filter.batchId, limit, after });
+    const page = await this.opts.store.jobs.page({ account, states: filter.states, batchId: filter.batchId, limit, after });
     const last = page.rows[page.rows.length - 1];
     return { jobs: page.rows.map(summarize), nextCursor: page.more && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null };
   }

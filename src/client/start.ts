@@ -3,8 +3,8 @@
  * interrupted or orphaned one ({@link resumeScrape}). Both go through {@link startOptions}, so a
  * workflow always starts with the same ID, memo, search attributes and summary.
  *
- * Rule 1 (persist the reference before anything else): the job row is written before the
- * workflow starts; rule 2 (one logical request, one key): the key is the caller's or derived from
+ * The reference is persisted before anything else: the job row is written before the
+ * workflow starts. One logical request, one key: the key is the caller's or derived from
  * the request ({@link derivedKey}), the workflow ID is built from it and started with
  * `USE_EXISTING`, and the same key with other parameters is a conflict.
  */
@@ -136,7 +136,7 @@ export async function startScrape(ctx: StartContext, input: StartScrapeInput, ex
   const formerKeys = [...(p.key ? [] : [legacyClientKey(provider, { ...request, url: typedUrl })]), ...(extras.formerKeys ?? [])];
   let key = p.key ?? derivedKey(request.url, requestHash);
   for (const former of formerKeys) {
-    if (await ctx.store.getJob(jobIdFor(p.account, former))) {
+    if (await ctx.store.jobs.get(jobIdFor(p.account, former))) {
       key = former;
       break;
     }
@@ -145,18 +145,18 @@ export async function startScrape(ctx: StartContext, input: StartScrapeInput, ex
   // The row is evidence only: its secret-named columns and credentials are redacted before it
   // enters the store and workflow input (and so history).
   const row = p.row === undefined ? undefined : (sanitizeBody(p.row) as Record<string, unknown>);
-  // Persist the reference before anything else (rule 1). The store is also the key's long-lived
+  // Persist the reference before anything else. The store is also the key's long-lived
   // record (Temporal forgets closed workflows after the namespace retention): a known key answers
   // from it, and the same key with other parameters is a conflict.
   let created: boolean;
   let existing: JobRow;
   try {
-    const r = await ctx.store.insertJob(Store.jobRow({ jobId, account: p.account, key, provider, requestHash, request, row, policy: p.policy, batchId: p.batchId, workflowId: jobId, typedUrl }));
+    const r = await ctx.store.jobs.insert(Store.jobRow({ jobId, account: p.account, key, provider, requestHash, request, row, policy: p.policy, batchId: p.batchId, workflowId: jobId, typedUrl }));
     created = r.inserted;
     existing = r.row;
   } catch (e) {
     if (!(e instanceof IdempotencyConflictStoreError)) throw e;
-    const stored = e.existingHash === typedHash ? await ctx.store.getJob(jobId) : undefined;
+    const stored = e.existingHash === typedHash ? await ctx.store.jobs.get(jobId) : undefined;
     if (!stored) throw new IdempotencyConflictError(jobId);
     // A job stored before canonical URLs, for this same request: it is the answer, as stored.
     created = false;
@@ -183,7 +183,7 @@ export async function startScrape(ctx: StartContext, input: StartScrapeInput, ex
     // A closed run with this key exists (REJECT_DUPLICATE): the repeat returns it, never restarts it.
     if (e instanceof WorkflowExecutionAlreadyStartedError) return { jobId, account: p.account, key, created };
     // Temporal refused the start: leave no row behind that no workflow will ever drive.
-    if (created) await ctx.store.forgetUnstartedJob(jobId);
+    if (created) await ctx.store.jobs.forgetUnstarted(jobId);
     const cause = e instanceof Error && e.cause instanceof Error ? e.cause : undefined;
     const reason = `${e instanceof Error ? e.message : String(e)}${cause ? `: ${cause.message}` : ''}`;
     if ((cause as { code?: number } | undefined)?.code === 3 /* INVALID_ARGUMENT */) {

@@ -72,7 +72,7 @@ export interface JobResult extends Omit<ResultPayload, 'body' | 'contentNote'> {
  */
 export async function ownedRow(store: Store, account: string, jobId: string): Promise<JobRow> {
   authorize(account, jobId);
-  const row = await store.getJob(jobId);
+  const row = await store.jobs.get(jobId);
   if (!row || row.account !== account) throw new JobNotFoundError(jobId);
   return row;
 }

@@ -161,14 +161,16 @@ export async function startCodecServer(config: CodecConfig, opts: { env?: NodeJS
 if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(process.argv[1])) {
   const { findConfigFile } = await import('../runtime.js');
   const { loadConfigFile } = await import('../config.js');
+  const { watchShutdownSignals } = await import('../lib/shutdown.js');
   const config = loadConfigFile(findConfigFile(process.argv[2] === '--config' ? process.argv[3] : undefined));
+  // Listening for the signals before the server starts: a signal that arrives as soon as the
+  // "codec server on" line is out (a supervisor's, a test's) is a stop, never a kill.
+  const shutdown = watchShutdownSignals({ name: 'codec server' });
   const server = await startCodecServer(config.codec, { logger: true }).catch((e: Error) => {
     console.error(`codec server: ${e.message}`);
     process.exit(1);
   });
   console.error(`codec server on ${server.url}/codec (sign in at ${server.url}/codec/login)`);
-  const { watchShutdownSignals } = await import('../lib/shutdown.js');
-  const shutdown = watchShutdownSignals({ name: 'codec server' });
   await shutdown.received;
   await server.close();
   shutdown.stopped();

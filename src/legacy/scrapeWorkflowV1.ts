@@ -9,10 +9,10 @@
  *
  * The v1 scrape workflow: one logical scrape request, from submit to a result written once.
  *
- * Deterministic code only (DESIGN.md): no I/O, no real clocks; `Date.now()`, `new Date()` and
+ * Deterministic code only: no I/O, no real clocks; `Date.now()`, `new Date()` and
  * `Math.random()` here are the SDK's deterministic versions. All I/O is in activities.
  *
- * States and transitions follow DESIGN.md's state machine:
+ * States and transitions follow the state machine of docs/design.md (“The scrape workflow”):
  * `submitting → pending | unknown | failed`, `unknown → pending` (reconciled) or resubmit under
  * the same key, `pending → completed | failed | cancelled | expired | tracking_interrupted`,
  * any non-final → `cancelling → cancelled | completed | failed | cancel_unconfirmed`.
@@ -43,7 +43,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import type { ScrapeActivities, StatusOutcome } from '../activities/index.js';
+import type { ScrapeActivities } from '../activities/index.js';
+import type { StatusOutcome } from './activities.js';
 import { NON_RETRYABLE_TYPES } from '../activities/failureTypes.js';
 import { cancelSignal, cancelUpdate, resolveUpdate, stateQuery, wakeSignal, type CancelRequest, type Resolution } from '../workflows/scrape/messages.js';
 import { scrapeActivityOptions } from './activityOptionsV1.js';
@@ -296,14 +297,14 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
           await transition('failed', { error, note: `submit rejected: ${error.message}` });
           return false;
         }
-        // A timed-out or crashed attempt is not proof that nothing happened: reconcile (rule 3).
+        // A timed-out or crashed attempt is not proof that nothing happened: reconcile on evidence first.
         out = { kind: 'ambiguous', error: { ...error, kind: 'ambiguous' } };
       }
       if (out.kind === 'accepted') {
         setTask(out.taskId);
         return true;
       }
-      // Ambiguous: a timeout is not proof that nothing happened (rule 3). Reconcile first.
+      // Ambiguous: a timeout is not proof that nothing happened. Reconcile first.
       await transition('unknown', { error: out.error, note: 'submit outcome unknown; reconciling before any new submission' });
       let rec: Awaited<ReturnType<ScrapeActivities['reconcileSubmit']>>;
       try {
@@ -458,7 +459,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
           await transition('tracking_interrupted', { error, note: `status checks refused (${error.message}); fix the cause and resume with the same task ID` });
           return;
         }
-        // A failed status check is not a failed task (rule 4): keep the task, poll again later.
+        // A failed status check is not a failed task: keep the task, poll again later.
         view.lastError = error;
         await store.recordStatusFailure({ jobId: input.jobId, error });
         publish();
@@ -539,7 +540,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   }
 
   /**
-   * The one cancellation path (rule 7): mark `cancelling`, ask the provider in a shielded scope,
+   * The one cancellation path (signal, Update and native cancel alike): mark `cancelling`, ask the provider in a shielded scope,
    * then poll until the provider reports a final state, bounded by the cancel deadline, and
    * report the outcome actually observed.
    */

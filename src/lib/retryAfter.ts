@@ -1,8 +1,8 @@
 /**
  * How long a provider asks us to wait.
  *
- * Sources: RFC 9110 §10.2.3 (`Retry-After: <delay-seconds> | <HTTP-date>`); providers.md notes that
- * Firecrawl sometimes gives the wait only in the message text ("Rate limit exceeded. Please retry
+ * Sources: RFC 9110 §10.2.3 (`Retry-After: <delay-seconds> | <HTTP-date>`); Firecrawl's server
+ * source sometimes gives the wait only in the message text ("Rate limit exceeded. Please retry
  * after 7 seconds."), so {@link parseWaitFromMessage} reads common English phrasings.
  */
 

@@ -1,9 +1,9 @@
 /**
  * Removal of credentials from anything we record: URLs, headers, bodies and error messages.
  *
- * Rule 8 of DESIGN.md: secrets never enter workflow input, history, logs or error records.
+ * docs/design.md, “Rules”: secrets never enter workflow input, history, logs or error records.
  * Providers put keys in query strings (Crawlbase `?token=`, Apify `?token=`, Zyte `?apikey=`;
- * see ../shared/providers.md), in headers (`Authorization`, `x-api-key`) and sometimes echo them in
+ * see each kind’s `CONTRACT.md` under `test/fixtures/providers/`), in headers (`Authorization`, `x-api-key`) and sometimes echo them in
  * bodies, so every recorded URL, header set and body goes through these functions first.
  */
 
@@ -272,7 +272,7 @@ export function truncate(text: string, max = 4000): string {
  * `?api_key=…`, `access_token`, a secret-looking `token`) — the narrow test, so that ordinary
  * links of scraped pages (`?sid=…`, `?session=…`) stay as they are. Field names are kept and values are not redacted by their name (scraped data may
  * use any names). Non-JSON values (functions, class instances other than plain objects and arrays)
- * are returned as they are. Issue 13: every string from a provider passes here before it reaches
+ * are returned as they are. A provider may echo a caller’s key: every string from a provider passes here before it reaches
  * a workflow, a log, the store or the CLI.
  */
 export function redactProviderValue<T>(value: T, secrets: readonly string[]): T {

@@ -115,7 +115,7 @@ export function uniqueDocuments(documents: readonly ResultDocument[]): (ResultDo
   return out;
 }
 
-/** What the store's `writeResultOnce` writes: the result row's page, plus every document of a multi-document result. */
+/** What `store.results.writeOnce` writes: the result row's page, plus every document of a multi-document result. */
 export type ResultWrite = ResultPayload & { documents?: readonly ResultDocument[] };
 
 /** What an adapter returns for a result: the primary page, plus every document of a multi-document job. */

@@ -14,23 +14,28 @@ export interface PollSchedule {
   /** Factor on every delay (the policy's `webhookSlowdown` when the provider sends webhooks, else 1). */
   slowdown: number;
   /**
-   * Polling is a safety net (webhooks carry the news): every check comes `maxDelayMs × slowdown`
-   * after the last, from the first one on, so a job whose events arrive makes one check after each.
+   * Polling is a safety net (webhooks carry the news): the first check comes `maxDelayMs × slowdown`
+   * after the task is known and each later gap doubles, up to {@link SAFETY_NET_MAX_FACTOR} times
+   * that, so a job whose events arrive makes few checks of its own whatever its length, and a job
+   * whose event was lost is still seen, at the latest about its own age after it ended.
    */
   safetyNet?: boolean;
   /** Place the checks where the provider key's recent jobs finished ({@link learnedPlan}), when enough are known. */
   learn?: boolean;
 }
 
+/** The widest gap of a safety net, as a multiple of its first (`maxDelayMs × slowdown`). */
+export const SAFETY_NET_MAX_FACTOR = 8;
+
 /**
  * The wait before status check `n + 1` after `n` checks were made, ms (at least 1):
- * `slowdown × min(maxDelayMs, initialDelayMs × multiplier^n)` (`slowdown × maxDelayMs` for a
- * safety net), scaled by `1 − jitter + 2 × jitter × random`.
+ * `slowdown × min(maxDelayMs, initialDelayMs × multiplier^n)`, or for a safety net
+ * `slowdown × maxDelayMs × min(2^n, SAFETY_NET_MAX_FACTOR)`, scaled by `1 − jitter + 2 × jitter × random`.
  * `random` is a number in [0, 1): `Math.random()` in an activity, the workflow's deterministic
  * `Math.random()` in workflow code.
  */
 export function scheduleDelay(s: PollSchedule, n: number, random: number): number {
-  const base = s.slowdown * (s.safetyNet ? s.maxDelayMs : Math.min(s.maxDelayMs, s.initialDelayMs * Math.pow(s.multiplier, n)));
+  const base = s.slowdown * (s.safetyNet ? s.maxDelayMs * Math.min(Math.pow(2, n), SAFETY_NET_MAX_FACTOR) : Math.min(s.maxDelayMs, s.initialDelayMs * Math.pow(s.multiplier, n)));
   return Math.max(1, Math.round(base * (1 - s.jitter + 2 * s.jitter * random)));
 }
 

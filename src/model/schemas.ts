@@ -14,7 +14,7 @@ export const IdempotencyKeySchema = z.string().regex(/^[A-Za-z0-9._:-]{1,200}$/,
 
 /**
  * An absolute http(s) URL without credentials. URLs carrying user-info or a secret-named query
- * parameter (`token`, `apikey`, …) are refused: secrets must never enter workflow input (rule 8).
+ * parameter (`token`, `apikey`, …) are refused: secrets must never enter workflow input (no secrets in history, logs or errors).
  */
 export const TargetUrlSchema = z
   .string()

@@ -1,5 +1,5 @@
 /**
- * The job state machine's vocabulary (DESIGN.md, "The scrape workflow"). Pure constants and types:
+ * The job state machine's vocabulary (docs/design.md, “The scrape workflow: a small explicit state machine”). Pure constants and types:
  * imported by workflow code, activities, the store, the client and the CLI alike.
  */
 

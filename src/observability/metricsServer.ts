@@ -38,13 +38,13 @@ export async function startMetricsServer(opts: { host: string; port: number; sdk
   return { app, port, url: `http://${opts.host}:${port}`, close: () => app.close() };
 }
 
-/** Where the job counts come from: the result store satisfies it (observability never imports the store). */
+/** Where the job counts come from: the store's jobs (`store.jobs`) satisfy it (observability never imports the store). */
 export interface JobCounts {
   /** The number of jobs in each state (states with no job may be absent). */
-  countJobsByState(): Promise<Record<string, number>>;
+  countByState(): Promise<Record<string, number>>;
 }
 
-/** Lets `scrape_jobs{state}` count the jobs of `source` (the store) by state at scrape time. */
+/** Lets `scrape_jobs{state}` count the jobs of `source` (`store.jobs`) by state at scrape time. */
 export function countJobsFrom(source: JobCounts): void {
-  setJobCountSource(() => source.countJobsByState());
+  setJobCountSource(() => source.countByState());
 }

@@ -1,7 +1,7 @@
 /**
  * The reference asynchronous scraping provider ("the sim"): public entry point.
  *
- * Source of the contract: the seeds' provider (`/work/shared/seeds/002_*.txt`): `POST` →
+ * Source of the contract: the generic asynchronous scraping API of our design brief (docs/design.md, “The problem”): `POST` →
  * `202 {job_id}`, `GET /api/jobs/:id`, `/logs`, `DELETE /api/jobs/:id/cancel`,
  * `429 CONCURRENCY_LIMIT`. See `server.ts` for the full HTTP contract.
  *

@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { fetchAndExtract } from './fetchPage.js';
 import type { FaultAction, FaultRule, JobError, JobLog, JobResult, JobStatus, Profile, WebhookRequest } from './schemas.js';
-import { isAbortError, iso, sleep, waitForAbort } from './util.js';
+import { isAbortError, iso, runTimeMs, sleep, waitForAbort } from './util.js';
 
 /** Internal, mutable state of one job. Read it through snapshots outside this module. */
 export interface JobRecord {
@@ -345,7 +345,7 @@ export class JobManager {
       job.creditsUsed = 1;
       this.log(job, 'info', 'job started');
       this.transition(job, 'running');
-      const minRunUntil = job.startedAt + job.profile.minRunMs;
+      const minRunUntil = job.startedAt + runTimeMs(job.profile, job.url);
 
       if (job.neverFinish) {
         this.log(job, 'warn', 'job is stuck (simulated)');

@@ -1,11 +1,12 @@
 /**
  * Zod schemas and TypeScript types for the reference asynchronous scraping provider ("the sim").
  *
- * Source of the contract: the seeds' provider (`/work/shared/seeds/002_*.txt`): every job endpoint
+ * Source of the contract: the generic asynchronous scraping API of our design brief (docs/design.md, “The problem”): every job endpoint
  * answers `202` with a `job_id`; status by `GET /api/jobs/:id`, progress by `/logs`, cancel by
  * `DELETE /api/jobs/:id/cancel`; more active jobs than allowed get `429 CONCURRENCY_LIMIT`. The
  * optional behaviours (idempotency, list, Apify-style `400 concurrent-runs-limit-exceeded`,
- * Retry-After in the message text) follow `/work/shared/providers.md`.
+ * Retry-After in the message text) follow what real providers do (Firecrawl's `x-idempotency-key`,
+ * Apify's run limits, ScraperAPI's Retry-After prose).
  *
  * Every boundary of the sim parses its input with one of these schemas: server options, account
  * profiles, fault rules (in-process, admin HTTP and the `X-Sim-Fault` header) and request bodies.
@@ -27,6 +28,7 @@ const profileFields = {
   retryAfterSeconds: z.number().int().min(0).max(86_400),
   queueDelayMs: z.number().int().min(0),
   minRunMs: z.number().int().min(0),
+  runLogSigma: z.number().min(0).max(3),
   resultTtlMs: z.number().int().min(0),
   idempotencyTtlMs: z.number().int().min(0),
   blockedHosts: z.array(z.string().min(1).max(253)),
@@ -51,15 +53,20 @@ const profileFields = {
  * - `retryAfterSeconds` (default `2`, seconds): the announced wait.
  * - `queueDelayMs` (default `0`, ms): time a job stays `queued` before it starts running.
  * - `minRunMs` (default `0`, ms): minimum time a job stays `running`.
+ * - `runLogSigma` (optional, absent = `0`): spreads that time log-normally: a job stays `running`
+ *   at least `minRunMs × exp(runLogSigma × z)`, where `z` is a standard normal number derived from
+ *   a hash of the job's URL path and query (so the same pages give the same durations in every run
+ *   and account,
+ *   which lets two schedules be compared on the same jobs). `minRunMs` is then the median.
  * - `resultTtlMs` (default `3_600_000` ms = 1 h): a final job is deleted this long after `finished_at`.
  * - `idempotencyTtlMs` (default `86_400_000` ms = 24 h): how long an idempotency key is remembered.
  * - `blockedHosts` (default `[]`): target hosts refused with `403 TARGET_DISALLOWED`; an entry
  *   `example.com` also blocks its subdomains (`www.example.com`). Case-insensitive.
  * - `listLagMs` (default `0`, ms): a new job shows in `GET /api/jobs` only this long after it was
- *   created (search-backed lists lag; issue 13).
+ *   created (search-backed lists lag behind writes).
  * - `echoKey` (default `false`): a careless provider that copies the account's API key into its
  *   answers — a failed job's `error.message` (`invalid key <key>: …`), the result's `final_url`
- *   (`?api_key=<key>`) and a `debug.note` field (issue 13).
+ *   (`?api_key=<key>`) and a `debug.note` field, to test that no secret is ever recorded.
  * - `idempotencyReplay` (optional, absent = `"honoured"`; only with `idempotency`): how a second
  *   submit with a remembered `Idempotency-Key` and the same body is answered: `"honoured"` → the
  *   first submit's `202` again with `Idempotent-Replayed: true`; `"conflict"` → `409
@@ -76,6 +83,7 @@ export const ProfileSchema = z.strictObject({
   retryAfterSeconds: profileFields.retryAfterSeconds.default(2),
   queueDelayMs: profileFields.queueDelayMs.default(0),
   minRunMs: profileFields.minRunMs.default(0),
+  runLogSigma: profileFields.runLogSigma.optional(),
   resultTtlMs: profileFields.resultTtlMs.default(3_600_000),
   idempotencyTtlMs: profileFields.idempotencyTtlMs.default(86_400_000),
   blockedHosts: profileFields.blockedHosts.default([]),
@@ -365,7 +373,7 @@ export const WebhookEventStatusSchema = z.enum(['running', 'completed', 'failed'
 
 /**
  * The `webhook` of a submit body (modelled on Firecrawl's per-request `webhook {url, headers,
- * metadata, events}` and its `X-Firecrawl-Signature`, `/work/shared/providers.md`).
+ * metadata, events}` and its `X-Firecrawl-Signature` header).
  *
  * - `url`: absolute http(s) URL the sim POSTs each event to (≤ 2048 chars).
  * - `secret`: when given, each delivery carries `X-Sim-Signature: sha256=<hex>`, the hex

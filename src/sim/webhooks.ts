@@ -2,7 +2,7 @@
  * Webhook deliveries of the reference provider: when a job with a `webhook` reaches a status it
  * asked for (by default a final one), the sim POSTs one event to the webhook URL.
  *
- * Contract (modelled on Firecrawl's webhooks, `/work/shared/providers.md`: per-request webhook,
+ * Contract (modelled on Firecrawl's webhooks: per-request webhook,
  * `X-Firecrawl-Signature: sha256=<hex HMAC-SHA256 of the raw body>`, retries on failure):
  * - body: {@link WebhookEvent} JSON `{event_id, type, job_id, client_ref, status, occurred_at}`;
  * - headers: `Content-Type: application/json`, `X-Sim-Event-Id: <event_id>`,

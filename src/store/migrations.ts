@@ -201,7 +201,7 @@ const m003_webhooks: Migration = {
 };
 
 /**
- * Multi-document results (issue 9): `result_documents`, one row per document of a result, keyed
+ * Multi-document results (a crawl's pages, a batch's items): `result_documents`, one row per document of a result, keyed
  * by (result ID, position), and `results.document_count`. Works on SQLite and PostgreSQL.
  */
 const m004_result_documents: Migration = {

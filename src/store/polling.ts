@@ -1,89 +1,22 @@
 /**
- * Store operations of workflow v2's polling and submit activities. The polling activity keeps no
- * state in workflow history between its retries: each attempt reads the job row (generation, 404
- * streak, earliest next check) and writes what it saw, so the row is also what `status` shows while
- * checks run or fail. Times are UTC ISO-8601 strings, durations ms.
+ * Poll state of the store (`store.polling`): what workflow v2's polling and submit activities
+ * keep on the job row, and the adaptive limit of active jobs per provider key. The polling
+ * activity keeps no state in workflow history between its retries: each attempt reads the job row
+ * (generation, 404 streak, earliest next check) and writes what it saw, so the row is also what
+ * `status` shows while checks run or fail. Times are UTC ISO-8601 strings, durations ms.
  */
 import { sql } from 'kysely';
 import { isFinalState } from '../model/states.js';
 import type { JobError } from '../model/types.js';
-import type { JobRow, Store } from './index.js';
-
-const nowIso = () => new Date().toISOString();
+import type { StoreConnection } from './connection.js';
+import { nowIso } from './rows.js';
+import type { JobRow } from './schema.js';
 
 /** What an attempt of the polling activity learns before it calls the provider. */
 export type CheckStart =
   | { kind: 'go'; row: JobRow }
   /** A newer polling activity owns the job, or the job is final / being cancelled: do nothing. */
   | { kind: 'stale'; reason: string; row?: JobRow };
-
-/**
- * Claims the job for polling generation `generation` (a newer one wins; an older attempt learns
- * it is stale) and returns the row. `allowCancelling`: the cancel path's confirmation checks run
- * while the job is `cancelling`. `deadlineAt` (UTC ISO-8601): the tracking deadline the workflow
- * enforces, stored with the claim when the row says otherwise — the submit activity records one
- * when the task ID is written, and a workflow that learns the task ID later (its submit attempt's
- * worker died after the write, the retry waited in a long task queue) counts from that later time.
- */
-export async function beginCheck(store: Store, jobId: string, generation: number, allowCancelling: boolean, deadlineAt?: string): Promise<CheckStart> {
-  const row = await store.db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
-  if (!row) return { kind: 'stale', reason: `job ${jobId} is not in the store` };
-  if (Number(row.poll_generation) > generation) return { kind: 'stale', reason: `superseded by polling generation ${row.poll_generation}`, row };
-  if (isFinalState(row.state)) return { kind: 'stale', reason: `job is already ${row.state}`, row };
-  if (row.state === 'cancelling' && !allowCancelling) return { kind: 'stale', reason: 'job is being cancelled', row };
-  const newDeadline = deadlineAt !== undefined && row.deadline_at !== deadlineAt;
-  if (Number(row.poll_generation) < generation || newDeadline) {
-    // Monotonic: a concurrent attempt of a newer generation is never moved back.
-    await store.db
-      .updateTable('jobs')
-      .set({ poll_generation: generation, ...(newDeadline ? { deadline_at: deadlineAt } : {}) })
-      .where('id', '=', jobId)
-      .where('poll_generation', '<=', generation)
-      .execute();
-    return { kind: 'go', row: { ...row, ...(newDeadline ? { deadline_at: deadlineAt } : {}) } };
-  }
-  return { kind: 'go', row };
-}
-
-/**
- * Records a successful status check: provider status (raw and normalised), count + 1, time, the earliest next check
- * (`minGapMs` after now, or the provider's `retryAfterMs` if longer), and clears the failing-check
- * count and (unless `resetNotFound` is false: a `completed` answer whose result read may still 404)
- * the 404 streak. Returns the new count of successful checks.
- */
-export async function recordCheck(store: Store, jobId: string, seen: { providerStatus: string; state: string }, minGapMs: number, retryAfterMs = 0, resetNotFound = true): Promise<number> {
-  const at = nowIso();
-  const notBefore = new Date(Date.now() + Math.max(minGapMs, retryAfterMs)).toISOString();
-  await store.db
-    .updateTable('jobs')
-    .set({ provider_status: seen.providerStatus, provider_state: seen.state, last_checked_at: at, status_checks: sql`status_checks + 1`, status_errors: 0, ...(resetNotFound ? { not_found_streak: 0 } : {}), check_not_before: notBefore, updated_at: at })
-    .where('id', '=', jobId)
-    .execute();
-  const row = await store.db.selectFrom('jobs').select('status_checks').where('id', '=', jobId).executeTakeFirst();
-  return Number(row?.status_checks ?? 0);
-}
-
-/** Records a status check that failed (timeout, 5xx, 429): the failing-check count + 1 and the error. Returns that count. */
-export async function recordCheckError(store: Store, jobId: string, error: JobError): Promise<number> {
-  await store.db
-    .updateTable('jobs')
-    .set({ status_errors: sql`status_errors + 1`, last_error: JSON.stringify(error), updated_at: nowIso() })
-    .where('id', '=', jobId)
-    .execute();
-  const row = await store.db.selectFrom('jobs').select('status_errors').where('id', '=', jobId).executeTakeFirst();
-  return Number(row?.status_errors ?? 1);
-}
-
-/** Records a `404` for the known task. Returns the consecutive count. */
-export async function recordNotFound(store: Store, jobId: string, error: JobError): Promise<number> {
-  await store.db
-    .updateTable('jobs')
-    .set({ not_found_streak: sql`not_found_streak + 1`, last_error: JSON.stringify(error), updated_at: nowIso() })
-    .where('id', '=', jobId)
-    .execute();
-  const row = await store.db.selectFrom('jobs').select('not_found_streak').where('id', '=', jobId).executeTakeFirst();
-  return Number(row?.not_found_streak ?? 1);
-}
 
 /** Which jobs share one provider key: every job whose row names it (`provider_key`, set by the worker at submit). */
 export interface KeyScope {
@@ -99,7 +32,7 @@ export interface ActiveJobsLimits {
   max?: number;
 }
 
-/** Outcome of {@link reserveSubmit}. */
+/** Outcome of {@link PollingRepository.reserveSubmit}. */
 export type Reservation =
   | { kind: 'reserved'; before: JobRow; active: number; limit: number }
   /** The job already has an answer or an unanswered intent: the caller adopts or reconciles. */
@@ -111,109 +44,176 @@ export type Reservation =
 /** States whose provider task may be running (or may exist: an unanswered submit). */
 const ACTIVE_STATES = ['submitting', 'unknown', 'pending', 'cancelling'];
 
-/**
- * Records the intent to submit job `jobId` (before the provider is called), but only while fewer
- * than the key's learned limit of provider jobs are active: counting and recording happen in one
- * write transaction, with the key's limit row locked on PostgreSQL, so two workers cannot both
- * take the last slot. A job with a task ID or an unanswered earlier intent is returned as `known`
- * (the intent is recorded again for the attempt count) and does not need a slot.
- */
-export async function reserveSubmit(store: Store, jobId: string, scope: KeyScope, limits: ActiveJobsLimits, afterReconcile: boolean): Promise<Reservation> {
-  return store.tx(async (trx) => {
-    const before = await trx.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
-    if (!before) return { kind: 'missing' };
+/** The store's poll state and adaptive submit limits. Reach it as `store.polling`. */
+export class PollingRepository {
+  constructor(private readonly conn: StoreConnection) {}
+
+  /**
+   * Claims the job for polling generation `generation` (a newer one wins; an older attempt learns
+   * it is stale) and returns the row. `allowCancelling`: the cancel path's confirmation checks run
+   * while the job is `cancelling`. `deadlineAt` (UTC ISO-8601): the tracking deadline the workflow
+   * enforces, stored with the claim when the row says otherwise — the submit activity records one
+   * when the task ID is written, and a workflow that learns the task ID later (its submit attempt's
+   * worker died after the write, the retry waited in a long task queue) counts from that later time.
+   */
+  async beginCheck(jobId: string, generation: number, allowCancelling: boolean, deadlineAt?: string): Promise<CheckStart> {
+    const row = await this.conn.db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
+    if (!row) return { kind: 'stale', reason: `job ${jobId} is not in the store` };
+    if (Number(row.poll_generation) > generation) return { kind: 'stale', reason: `superseded by polling generation ${row.poll_generation}`, row };
+    if (isFinalState(row.state)) return { kind: 'stale', reason: `job is already ${row.state}`, row };
+    if (row.state === 'cancelling' && !allowCancelling) return { kind: 'stale', reason: 'job is being cancelled', row };
+    const newDeadline = deadlineAt !== undefined && row.deadline_at !== deadlineAt;
+    if (Number(row.poll_generation) < generation || newDeadline) {
+      // Monotonic: a concurrent attempt of a newer generation is never moved back.
+      await this.conn.db
+        .updateTable('jobs')
+        .set({ poll_generation: generation, ...(newDeadline ? { deadline_at: deadlineAt } : {}) })
+        .where('id', '=', jobId)
+        .where('poll_generation', '<=', generation)
+        .execute();
+      return { kind: 'go', row: { ...row, ...(newDeadline ? { deadline_at: deadlineAt } : {}) } };
+    }
+    return { kind: 'go', row };
+  }
+
+  /**
+   * Records a successful status check: provider status (raw and normalised), count + 1, time, the earliest next check
+   * (`minGapMs` after now, or the provider's `retryAfterMs` if longer), and clears the failing-check
+   * count and (unless `resetNotFound` is false: a `completed` answer whose result read may still 404)
+   * the 404 streak. Returns the new count of successful checks.
+   */
+  async recordCheck(jobId: string, seen: { providerStatus: string; state: string }, minGapMs: number, retryAfterMs = 0, resetNotFound = true): Promise<number> {
     const at = nowIso();
-    const intent = () =>
-      trx.updateTable('jobs').set({ submit_intent_at: at, submit_attempts: sql`submit_attempts + 1`, updated_at: at }).where('id', '=', jobId).execute();
-    if (before.task_id) return { kind: 'known', before };
-    if (before.submit_intent_at && !afterReconcile) {
-      await intent();
-      return { kind: 'known', before };
-    }
-    await trx.insertInto('provider_limits').values({ label: scope.label, active_limit: limits.initial, ceiling: limits.max ?? null, threshold: null, updated_at: at }).onConflict((oc) => oc.column('label').doNothing()).execute();
-    let lq = trx.selectFrom('provider_limits').select(['active_limit', 'ceiling']).where('label', '=', scope.label);
-    if (store.kind === 'postgres') lq = lq.forUpdate();
-    const lim = await lq.executeTakeFirstOrThrow();
-    const ofKey = () => trx.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('provider_key', '=', scope.label).where('id', '!=', jobId);
-    const active = Number(
-      (await ofKey()
-        .where('state', 'in', ACTIVE_STATES)
-        .where((eb) => eb.or([eb('task_id', 'is not', null), eb('submit_intent_at', 'is not', null)]))
-        .executeTakeFirstOrThrow()).n,
-    );
-    const limit = Math.max(1, Math.floor(Number(lim.active_limit)));
-    if (active >= limit) {
-      const waiting = Number((await ofKey().where('state', '=', 'submitting').where('task_id', 'is', null).where('submit_intent_at', 'is', null).executeTakeFirstOrThrow()).n);
-      return { kind: 'full', active, limit, waiting };
-    }
-    await intent();
-    return { kind: 'reserved', before, active, limit };
-  });
-}
-
-/**
- * Increase after a submit accepted while the key was at its limit (`activeBefore + 1 >= limit`):
- * by one job while below the threshold (slow start: the limit doubles per window of accepted
- * submits until the first refusal), else by 1/limit (additive: one job per window); never above
- * the ceiling.
- */
-export async function noteSubmitAccepted(store: Store, label: string, activeBefore: number): Promise<void> {
-  await store.tx(async (trx) => {
-    const lim = await trx.selectFrom('provider_limits').select(['active_limit', 'ceiling', 'threshold']).where('label', '=', label).executeTakeFirst();
-    if (!lim) return;
-    const current = Number(lim.active_limit);
-    if (activeBefore + 1 < Math.floor(current)) return;
-    const slowStart = lim.threshold === null || current < Number(lim.threshold);
-    const next = Math.min(current + (slowStart ? 1 : 1 / Math.max(1, current)), lim.ceiling ?? Number.POSITIVE_INFINITY);
-    if (next !== current) await trx.updateTable('provider_limits').set({ active_limit: next, updated_at: nowIso() }).where('label', '=', label).execute();
-  });
-}
-
-/**
- * Multiplicative decrease after a concurrency refusal: the limit halves (at least 1) and never
- * exceeds what the provider said it allows (`statedLimit`, which also becomes the ceiling); the
- * new limit becomes the threshold above which growth is additive. Returns the new limit.
- */
-export async function noteSubmitRefused(store: Store, label: string, activeBefore: number, statedLimit?: number): Promise<number> {
-  return store.tx(async (trx) => {
-    const lim = await trx.selectFrom('provider_limits').select(['active_limit', 'ceiling']).where('label', '=', label).executeTakeFirst();
-    const current = Number(lim?.active_limit ?? Math.max(1, activeBefore));
-    let next = Math.max(1, Math.floor(Math.min(current, activeBefore + 1) / 2));
-    let ceiling = lim?.ceiling ?? null;
-    if (statedLimit !== undefined && statedLimit >= 1) {
-      ceiling = ceiling === null ? statedLimit : Math.min(ceiling, statedLimit);
-      next = Math.max(next, Math.min(statedLimit, current));
-    }
-    next = Math.min(next, ceiling ?? next);
-    await trx
-      .insertInto('provider_limits')
-      .values({ label, active_limit: next, ceiling, threshold: next, refusals: 1, updated_at: nowIso() })
-      .onConflict((oc) => oc.column('label').doUpdateSet({ active_limit: next, ceiling, threshold: next, refusals: sql`provider_limits.refusals + 1`, updated_at: nowIso() }))
+    const notBefore = new Date(Date.now() + Math.max(minGapMs, retryAfterMs)).toISOString();
+    await this.conn.db
+      .updateTable('jobs')
+      .set({ provider_status: seen.providerStatus, provider_state: seen.state, last_checked_at: at, status_checks: sql`status_checks + 1`, status_errors: 0, ...(resetNotFound ? { not_found_streak: 0 } : {}), check_not_before: notBefore, updated_at: at })
+      .where('id', '=', jobId)
       .execute();
-    return next;
-  });
-}
+    const row = await this.conn.db.selectFrom('jobs').select('status_checks').where('id', '=', jobId).executeTakeFirst();
+    return Number(row?.status_checks ?? 0);
+  }
 
-/** The learned limit of a provider key (for status output and tests), or undefined before any submit. */
-export async function providerLimit(store: Store, label: string): Promise<{ limit: number; ceiling: number | null; refusals: number } | undefined> {
-  const r = await store.db.selectFrom('provider_limits').selectAll().where('label', '=', label).executeTakeFirst();
-  return r ? { limit: Number(r.active_limit), ceiling: r.ceiling === null ? null : Number(r.ceiling), refusals: Number(r.refusals) } : undefined;
-}
+  /** Records a status check that failed (timeout, 5xx, 429): the failing-check count + 1 and the error. Returns that count. */
+  async recordCheckError(jobId: string, error: JobError): Promise<number> {
+    await this.conn.db
+      .updateTable('jobs')
+      .set({ status_errors: sql`status_errors + 1`, last_error: JSON.stringify(error), updated_at: nowIso() })
+      .where('id', '=', jobId)
+      .execute();
+    const row = await this.conn.db.selectFrom('jobs').select('status_errors').where('id', '=', jobId).executeTakeFirst();
+    return Number(row?.status_errors ?? 1);
+  }
 
-/**
- * How long the recently completed jobs of provider key `providerKey` took, ms (from the task being
- * known to the result written), newest first, at most `limit` (for a learned poll schedule).
- */
-export async function recentDurations(store: Store, providerKey: string, limit = 200): Promise<number[]> {
-  const rows = await store.db
-    .selectFrom('jobs')
-    .select(['submitted_at', 'finished_at'])
-    .where('provider_key', '=', providerKey)
-    .where('state', '=', 'completed')
-    .where('submitted_at', 'is not', null)
-    .where('finished_at', 'is not', null)
-    .orderBy('finished_at', 'desc')
-    .limit(limit)
-    .execute();
-  return rows.map((r) => Date.parse(r.finished_at!) - Date.parse(r.submitted_at!)).filter((d) => Number.isFinite(d) && d >= 0);
+  /** Records a `404` for the known task. Returns the consecutive count. */
+  async recordNotFound(jobId: string, error: JobError): Promise<number> {
+    await this.conn.db
+      .updateTable('jobs')
+      .set({ not_found_streak: sql`not_found_streak + 1`, last_error: JSON.stringify(error), updated_at: nowIso() })
+      .where('id', '=', jobId)
+      .execute();
+    const row = await this.conn.db.selectFrom('jobs').select('not_found_streak').where('id', '=', jobId).executeTakeFirst();
+    return Number(row?.not_found_streak ?? 1);
+  }
+
+  /**
+   * Records the intent to submit job `jobId` (before the provider is called), but only while fewer
+   * than the key's learned limit of provider jobs are active: counting and recording happen in one
+   * write transaction, with the key's limit row locked on PostgreSQL, so two workers cannot both
+   * take the last slot. A job with a task ID or an unanswered earlier intent is returned as `known`
+   * (the intent is recorded again for the attempt count) and does not need a slot.
+   */
+  async reserveSubmit(jobId: string, scope: KeyScope, limits: ActiveJobsLimits, afterReconcile: boolean): Promise<Reservation> {
+    return this.conn.tx(async (trx) => {
+      const before = await trx.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
+      if (!before) return { kind: 'missing' };
+      const at = nowIso();
+      const intent = () =>
+        trx.updateTable('jobs').set({ submit_intent_at: at, submit_attempts: sql`submit_attempts + 1`, updated_at: at }).where('id', '=', jobId).execute();
+      if (before.task_id) return { kind: 'known', before };
+      if (before.submit_intent_at && !afterReconcile) {
+        await intent();
+        return { kind: 'known', before };
+      }
+      await trx.insertInto('provider_limits').values({ label: scope.label, active_limit: limits.initial, ceiling: limits.max ?? null, threshold: null, updated_at: at }).onConflict((oc) => oc.column('label').doNothing()).execute();
+      let lq = trx.selectFrom('provider_limits').select(['active_limit', 'ceiling']).where('label', '=', scope.label);
+      if (this.conn.kind === 'postgres') lq = lq.forUpdate();
+      const lim = await lq.executeTakeFirstOrThrow();
+      const ofKey = () => trx.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('provider_key', '=', scope.label).where('id', '!=', jobId);
+      const active = Number(
+        (await ofKey()
+          .where('state', 'in', ACTIVE_STATES)
+          .where((eb) => eb.or([eb('task_id', 'is not', null), eb('submit_intent_at', 'is not', null)]))
+          .executeTakeFirstOrThrow()).n,
+      );
+      const limit = Math.max(1, Math.floor(Number(lim.active_limit)));
+      if (active >= limit) {
+        const waiting = Number((await ofKey().where('state', '=', 'submitting').where('task_id', 'is', null).where('submit_intent_at', 'is', null).executeTakeFirstOrThrow()).n);
+        return { kind: 'full', active, limit, waiting };
+      }
+      await intent();
+      return { kind: 'reserved', before, active, limit };
+    });
+  }
+
+  /**
+   * Increase after a submit accepted while the key was at its limit (`activeBefore + 1 >= limit`):
+   * by one job while below the threshold (slow start: the limit doubles per window of accepted
+   * submits until the first refusal), else by 1/limit (additive: one job per window); never above
+   * the ceiling.
+   */
+  async noteSubmitAccepted(label: string, activeBefore: number): Promise<void> {
+    await this.conn.tx(async (trx) => {
+      const lim = await trx.selectFrom('provider_limits').select(['active_limit', 'ceiling', 'threshold']).where('label', '=', label).executeTakeFirst();
+      if (!lim) return;
+      const current = Number(lim.active_limit);
+      if (activeBefore + 1 < Math.floor(current)) return;
+      const slowStart = lim.threshold === null || current < Number(lim.threshold);
+      const next = Math.min(current + (slowStart ? 1 : 1 / Math.max(1, current)), lim.ceiling ?? Number.POSITIVE_INFINITY);
+      if (next !== current) await trx.updateTable('provider_limits').set({ active_limit: next, updated_at: nowIso() }).where('label', '=', label).execute();
+    });
+  }
+
+  /**
+   * Multiplicative decrease after a concurrency refusal: the limit halves (at least 1) and never
+   * exceeds what the provider said it allows (`statedLimit`, which also becomes the ceiling); the
+   * new limit becomes the threshold above which growth is additive. Returns the new limit.
+   */
+  async noteSubmitRefused(label: string, activeBefore: number, statedLimit?: number): Promise<number> {
+    return this.conn.tx(async (trx) => {
+      const lim = await trx.selectFrom('provider_limits').select(['active_limit', 'ceiling']).where('label', '=', label).executeTakeFirst();
+      const current = Number(lim?.active_limit ?? Math.max(1, activeBefore));
+      let next = Math.max(1, Math.floor(Math.min(current, activeBefore + 1) / 2));
+      let ceiling = lim?.ceiling ?? null;
+      if (statedLimit !== undefined && statedLimit >= 1) {
+        ceiling = ceiling === null ? statedLimit : Math.min(ceiling, statedLimit);
+        next = Math.max(next, Math.min(statedLimit, current));
+      }
+      next = Math.min(next, ceiling ?? next);
+      await trx
+        .insertInto('provider_limits')
+        .values({ label, active_limit: next, ceiling, threshold: next, refusals: 1, updated_at: nowIso() })
+        .onConflict((oc) => oc.column('label').doUpdateSet({ active_limit: next, ceiling, threshold: next, refusals: sql`provider_limits.refusals + 1`, updated_at: nowIso() }))
+        .execute();
+      return next;
+    });
+  }
+
+  /**
+   * How long the recently completed jobs of provider key `providerKey` took, ms (from the task being
+   * known to the result written), newest first, at most `limit` (for a learned poll schedule).
+   */
+  async recentDurations(providerKey: string, limit = 200): Promise<number[]> {
+    const rows = await this.conn.db
+      .selectFrom('jobs')
+      .select(['submitted_at', 'finished_at'])
+      .where('provider_key', '=', providerKey)
+      .where('state', '=', 'completed')
+      .where('submitted_at', 'is not', null)
+      .where('finished_at', 'is not', null)
+      .orderBy('finished_at', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => Date.parse(r.finished_at!) - Date.parse(r.submitted_at!)).filter((d) => Number.isFinite(d) && d >= 0);
+  }
 }

@@ -1,6 +1,6 @@
 /**
- * Store access of the provider webhook receiver (issue 5), kept apart from the core store
- * (`index.ts`). Tables (migration `003_webhooks` in `migrations.ts`, shapes in `schema.ts`):
+ * The provider webhook receiver's records (`store.webhooks`). Tables (migration `003_webhooks` in
+ * `migrations.ts`, shapes in `schema.ts`):
  *
  * - `webhook_deliveries`: one row per (provider, event ID) ever received and verified — the
  *   dedupe key, so that a provider delivering the same event five times has one effect;
@@ -9,129 +9,102 @@
  *   signature verified (an unverified body is anyone's bytes: not stored);
  *
  * Rows of both webhook tables older than the webhook retention (default 30 days) are deleted by
- * {@link purgeWebhookRecords} on the result-purge Schedule. (The API's `api_idempotency` table is
- * `apiIdempotency.ts`'s.)
+ * {@link WebhooksRepository.purge} on the result-purge Schedule. (The API's `api_idempotency`
+ * table is `apiIdempotency.ts`'s.)
  *
  * Times are UTC ISO-8601 strings, as in the rest of the store; JSON columns hold sanitised JSON.
  */
 import { randomUUID } from 'node:crypto';
-import { FINAL_STATES } from '../model/states.js';
-import type { JobRow, Store } from './index.js';
-import type { WebhookDeliveryRow, WebhookQuarantineRow } from './schema.js';
-
-export type { WebhookDeliveryRow, WebhookQuarantineRow } from './schema.js';
-
-const nowIso = () => new Date().toISOString();
-
-/**
- * Records a verified event under (provider, event ID), outcome `received`. Returns
- * `{inserted: false, existing}` when the event was recorded before (a redelivery: do nothing).
- */
-export async function recordDelivery(
-  store: Store,
-  d: { provider: string; eventId: string; eventType: string | null; providerStatus: string | null; taskId: string | null },
-): Promise<{ inserted: true } | { inserted: false; existing: WebhookDeliveryRow }> {
-  const res = await store.db
-    .insertInto('webhook_deliveries')
-    .values({
-      id: randomUUID(),
-      provider: d.provider,
-      event_id: d.eventId,
-      received_at: nowIso(),
-      event_type: d.eventType,
-      provider_status: d.providerStatus,
-      task_id: d.taskId,
-      job_id: null,
-      outcome: 'received',
-    })
-    .onConflict((oc) => oc.columns(['provider', 'event_id']).doNothing())
-    .executeTakeFirst();
-  if (Number(res.numInsertedOrUpdatedRows ?? 0n) > 0) return { inserted: true };
-  const existing = await store.db.selectFrom('webhook_deliveries').selectAll().where('provider', '=', d.provider).where('event_id', '=', d.eventId).executeTakeFirstOrThrow();
-  return { inserted: false, existing };
-}
-
-/** Sets the outcome (and matched job) of a recorded delivery. */
-export async function setDeliveryOutcome(store: Store, provider: string, eventId: string, outcome: string, jobId: string | null): Promise<void> {
-  await store.db.updateTable('webhook_deliveries').set({ outcome, job_id: jobId }).where('provider', '=', provider).where('event_id', '=', eventId).execute();
-}
-
-/**
- * Deletes a delivery record so that the provider's retry of the same event is handled again
- * (used when the wake signal could not be sent, e.g. Temporal unreachable).
- */
-export async function forgetDelivery(store: Store, provider: string, eventId: string): Promise<void> {
-  await store.db.deleteFrom('webhook_deliveries').where('provider', '=', provider).where('event_id', '=', eventId).execute();
-}
-
-/** Deliveries, newest first, optionally of one provider or one job (limit default 100). */
-export async function listDeliveries(store: Store, filter: { provider?: string; jobId?: string; limit?: number } = {}): Promise<WebhookDeliveryRow[]> {
-  let q = store.db.selectFrom('webhook_deliveries').selectAll();
-  if (filter.provider) q = q.where('provider', '=', filter.provider);
-  if (filter.jobId) q = q.where('job_id', '=', filter.jobId);
-  return q.orderBy('received_at', 'desc').orderBy('id').limit(filter.limit ?? 100).execute();
-}
-
-/** Keeps an event in quarantine. `headers` and `body` must already be sanitised. */
-export async function quarantineEvent(
-  store: Store,
-  q: { provider: string; eventId: string | null; reason: string; detail: string; headers: Record<string, string>; body: string; bodySha256: string; bodyBytes: number },
-): Promise<string> {
-  const id = randomUUID();
-  await store.db
-    .insertInto('webhook_quarantine')
-    .values({
-      id,
-      provider: q.provider,
-      event_id: q.eventId,
-      received_at: nowIso(),
-      reason: q.reason,
-      detail: q.detail,
-      headers: JSON.stringify(q.headers),
-      body: q.body.length > 65_536 ? `${q.body.slice(0, 65_536)}…[truncated]` : q.body,
-      body_sha256: q.bodySha256,
-      body_bytes: q.bodyBytes,
-    })
-    .execute();
-  return id;
-}
+import type { StoreConnection } from './connection.js';
+import { nowIso } from './rows.js';
+import type { WebhookDeliveryRow } from './schema.js';
 
 /** Default retention of webhook delivery and quarantine rows: 30 days, in ms. */
 export const WEBHOOK_RETENTION_MS = 30 * 24 * 3_600_000;
 
-/**
- * Deletes webhook delivery and quarantine rows received before `before`. Returns the counts. A
- * redelivery of an event older than that would be processed again, which is harmless: a webhook
- * only wakes a job, and a finished job ignores it.
- */
-export async function purgeWebhookRecords(store: Store, before: Date): Promise<{ deliveries: number; quarantined: number }> {
-  const cutoff = before.toISOString();
-  const d = await store.db.deleteFrom('webhook_deliveries').where('received_at', '<', cutoff).executeTakeFirst();
-  const q = await store.db.deleteFrom('webhook_quarantine').where('received_at', '<', cutoff).executeTakeFirst();
-  return { deliveries: Number(d.numDeletedRows), quarantined: Number(q.numDeletedRows) };
-}
+/** The store's webhook deliveries and quarantine. Reach it as `store.webhooks`. */
+export class WebhooksRepository {
+  constructor(private readonly conn: StoreConnection) {}
 
-/** Quarantined events, newest first, optionally of one provider (limit default 100). */
-export async function listQuarantine(store: Store, filter: { provider?: string; limit?: number } = {}): Promise<WebhookQuarantineRow[]> {
-  let q = store.db.selectFrom('webhook_quarantine').selectAll();
-  if (filter.provider) q = q.where('provider', '=', filter.provider);
-  return q.orderBy('received_at', 'desc').orderBy('id').limit(filter.limit ?? 100).execute();
-}
+  /**
+   * Records a verified event under (provider, event ID), outcome `received`. Returns
+   * `{inserted: false, existing}` when the event was recorded before (a redelivery: do nothing).
+   */
+  async recordDelivery(d: { provider: string; eventId: string; eventType: string | null; providerStatus: string | null; taskId: string | null }): Promise<{ inserted: true } | { inserted: false; existing: WebhookDeliveryRow }> {
+    const res = await this.conn.db
+      .insertInto('webhook_deliveries')
+      .values({
+        id: randomUUID(),
+        provider: d.provider,
+        event_id: d.eventId,
+        received_at: nowIso(),
+        event_type: d.eventType,
+        provider_status: d.providerStatus,
+        task_id: d.taskId,
+        job_id: null,
+        outcome: 'received',
+      })
+      .onConflict((oc) => oc.columns(['provider', 'event_id']).doNothing())
+      .executeTakeFirst();
+    if (Number(res.numInsertedOrUpdatedRows ?? 0n) > 0) return { inserted: true };
+    const existing = await this.conn.db.selectFrom('webhook_deliveries').selectAll().where('provider', '=', d.provider).where('event_id', '=', d.eventId).executeTakeFirstOrThrow();
+    return { inserted: false, existing };
+  }
 
-/**
- * The non-final job of `provider` whose client reference (computed by `clientRefOf` from the
- * job's account and key, as sent to the provider) equals `clientRef`. Scans at most the 5,000
- * newest non-final jobs of the provider: the events that need this are those that arrive before
- * the task ID was recorded.
- */
-export async function findJobByClientRef(store: Store, provider: string, clientRef: string, clientRefOf: (account: string, key: string) => string): Promise<JobRow | undefined> {
-  const rows = await store.db
-    .selectFrom('jobs')
-    .selectAll()
-    .where('provider', '=', provider)
-    .where('state', 'not in', [...FINAL_STATES])
-    .orderBy('created_at', 'desc')
-    .limit(5_000)
-    .execute();
-  return rows.find((r) => clientRefOf(r.account, r.idem_key) === clientRef);
+  /** Sets the outcome (and matched job) of a recorded delivery. */
+  async setDeliveryOutcome(provider: string, eventId: string, outcome: string, jobId: string | null): Promise<void> {
+    await this.conn.db.updateTable('webhook_deliveries').set({ outcome, job_id: jobId }).where('provider', '=', provider).where('event_id', '=', eventId).execute();
+  }
+
+  /**
+   * Deletes a delivery record so that the provider's retry of the same event is handled again
+   * (used when the wake signal could not be sent, e.g. Temporal unreachable).
+   */
+  async forgetDelivery(provider: string, eventId: string): Promise<void> {
+    await this.conn.db.deleteFrom('webhook_deliveries').where('provider', '=', provider).where('event_id', '=', eventId).execute();
+  }
+
+  /** Deliveries, newest first, optionally of one provider or one job (limit default 100). */
+  async listDeliveries(filter: { provider?: string; jobId?: string; limit?: number } = {}): Promise<WebhookDeliveryRow[]> {
+    let q = this.conn.db.selectFrom('webhook_deliveries').selectAll();
+    if (filter.provider) q = q.where('provider', '=', filter.provider);
+    if (filter.jobId) q = q.where('job_id', '=', filter.jobId);
+    return q.orderBy('received_at', 'desc').orderBy('id').limit(filter.limit ?? 100).execute();
+  }
+
+  /**
+   * Keeps an event in quarantine (a body over 64 KiB is cut, marked `…[truncated]`). `headers` and
+   * `body` must already be sanitised. Returns the quarantine row's id.
+   */
+  async quarantine(q: { provider: string; eventId: string | null; reason: string; detail: string; headers: Record<string, string>; body: string; bodySha256: string; bodyBytes: number }): Promise<string> {
+    const id = randomUUID();
+    await this.conn.db
+      .insertInto('webhook_quarantine')
+      .values({
+        id,
+        provider: q.provider,
+        event_id: q.eventId,
+        received_at: nowIso(),
+        reason: q.reason,
+        detail: q.detail,
+        headers: JSON.stringify(q.headers),
+        body: q.body.length > 65_536 ? `${q.body.slice(0, 65_536)}…[truncated]` : q.body,
+        body_sha256: q.bodySha256,
+        body_bytes: q.bodyBytes,
+      })
+      .execute();
+    return id;
+  }
+
+  /**
+   * Deletes webhook delivery and quarantine rows received before `before`. Returns the counts. A
+   * redelivery of an event older than that would be processed again, which is harmless: a webhook
+   * only wakes a job, and a finished job ignores it.
+   */
+  async purge(before: Date): Promise<{ deliveries: number; quarantined: number }> {
+    const cutoff = before.toISOString();
+    const d = await this.conn.db.deleteFrom('webhook_deliveries').where('received_at', '<', cutoff).executeTakeFirst();
+    const q = await this.conn.db.deleteFrom('webhook_quarantine').where('received_at', '<', cutoff).executeTakeFirst();
+    return { deliveries: Number(d.numDeletedRows), quarantined: Number(q.numDeletedRows) };
+  }
 }

@@ -10,7 +10,7 @@
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
-/** Local job state (see DESIGN.md state machine), e.g. `pending`, `completed`. */
+/** Local job state (docs/design.md, “The scrape workflow: a small explicit state machine”), e.g. `pending`, `completed`. */
 export const ScrapeState = defineSearchAttributeKey('ScrapeState', SearchAttributeType.KEYWORD);
 /** Provider name as configured on the worker, e.g. `reference`. */
 export const ScrapeProvider = defineSearchAttributeKey('ScrapeProvider', SearchAttributeType.KEYWORD);

@@ -42,9 +42,9 @@ function rec(token: string, over: Partial<ProviderJobRecord> = {}): ProviderJobR
 async function job(token: string, state: string, taskId: string | null, over: Partial<CaseOutcome> = {}): Promise<CaseOutcome> {
   const jobId = `scrape:acme:${token}`;
   const url = `http://127.0.0.1:9/pages/001/?cf=${token}`;
-  await store.insertJob(Store.jobRow({ jobId, account: 'acme', key: token, provider: 'fx', requestHash: token, request: { url, format: 'markdown', options: {} }, workflowId: jobId }));
+  await store.jobs.insert(Store.jobRow({ jobId, account: 'acme', key: token, provider: 'fx', requestHash: token, request: { url, format: 'markdown', options: {} }, workflowId: jobId }));
   await store.db.updateTable('jobs').set({ state, task_id: taskId, provider_account: 'fx@127.0.0.1#acct' }).where('id', '=', jobId).execute();
-  return { case: { id: token, lookalike: false, binary: false, cancel: 'none' }, url, jobId, key: token, lookalikes: [], waits: [], operator: [], cancels: [], row: (await store.getJob(jobId))!, ...over };
+  return { case: { id: token, lookalike: false, binary: false, cancel: 'none' }, url, jobId, key: token, lookalikes: [], waits: [], operator: [], cancels: [], row: (await store.jobs.get(jobId))!, ...over };
 }
 
 /** A result row of `jobId` with `docs` documents (each a title), and `fields` on the result row. */

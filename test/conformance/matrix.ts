@@ -357,7 +357,7 @@ function oursAt(fx: ConformanceControls, o: Pick<CaseOutcome, 'case' | 'lookalik
 
 /** Where the job is: final, waiting for an operator, or still on its way. */
 async function whereIs<F extends ConformanceFixture>(s: Scenario<F>, jobId: string): Promise<{ kind: 'final' | 'operator'; row: JobRow } | undefined> {
-  const row = await s.store.getJob(jobId);
+  const row = await s.store.jobs.get(jobId);
   if (!row) return undefined;
   if (isFinalState(row.state)) return { kind: 'final', row };
   if (row.state !== 'unknown') return undefined;
@@ -367,7 +367,7 @@ async function whereIs<F extends ConformanceFixture>(s: Scenario<F>, jobId: stri
 
 /** Whether the job's latest reconcile reading is an undecided one that keeps its evidence. */
 async function undecidedWithEvidence<F extends ConformanceFixture>(s: Scenario<F>, jobId: string): Promise<boolean> {
-  const last = (await s.store.timeline(jobId)).filter((e) => e.type.startsWith('reconcile_')).at(-1);
+  const last = (await s.store.findings.timeline(jobId)).filter((e) => e.type.startsWith('reconcile_')).at(-1);
   if (last?.type !== 'reconcile_undecided' || !last.detail) return false;
   const d = JSON.parse(last.detail) as { reason?: unknown; evidence?: { readings?: unknown } };
   return typeof d.reason === 'string' && d.reason.length > 0 && d.evidence !== undefined && Array.isArray(d.evidence.readings);
@@ -393,7 +393,7 @@ async function runCase<F extends ConformanceFixture>(ctx: Ctx<F>, c: Case, settl
     if (c.cancel !== 'none') {
       cancelling = (async () => {
         // As soon as there is something to cancel: a task, or a job waiting for an operator.
-        await waitFor(async () => (await s.store.getJob(ref.jobId))?.task_id || (await whereIs(s, ref.jobId)), settleMs, `${c.id}: a task or a settled job to cancel`).catch(() => undefined);
+        await waitFor(async () => (await s.store.jobs.get(ref.jobId))?.task_id || (await whereIs(s, ref.jobId)), settleMs, `${c.id}: a task or a settled job to cancel`).catch(() => undefined);
         const one = () => s.client.cancelScrape('acme', ref.jobId, { reason: 'conformance matrix', requestedBy: 'matrix', timeoutMs: 20_000 }).catch((e: unknown) => ({ error: (e as Error).message }));
         out.cancels.push(...(await Promise.all(c.cancel === 'twice' ? [one(), one()] : [one()])));
       })();
@@ -423,7 +423,7 @@ async function runCase<F extends ConformanceFixture>(ctx: Ctx<F>, c: Case, settl
       }
       // The resolution is applied: the job leaves `unknown` (or ends) before it is looked at again.
       await waitFor(async () => {
-        const r = await s.store.getJob(ref.jobId);
+        const r = await s.store.jobs.get(ref.jobId);
         return r && (r.state !== 'unknown' || r.task_id) ? r : undefined;
       }, settleMs, `${c.id} to leave unknown after the resolve`);
     }
@@ -431,9 +431,9 @@ async function runCase<F extends ConformanceFixture>(ctx: Ctx<F>, c: Case, settl
     // A cancel that came after the end, or a late observation: read the row once more when it is final.
     out.row = (await waitFor(() => whereIs(s, ref.jobId), settleMs, `${c.id} settled`)).row;
   } catch (e) {
-    out.row = out.jobId ? ((await s.store.getJob(out.jobId)) ?? null) : null;
+    out.row = out.jobId ? ((await s.store.jobs.get(out.jobId)) ?? null) : null;
     // Say where the job is: its state, last error and latest events.
-    const events = out.jobId ? (await s.store.timeline(out.jobId)).slice(-6).map((ev) => `${ev.type}${ev.state ? `→${ev.state}` : ''}${ev.detail ? ` ${ev.detail.slice(0, 240)}` : ''}`) : [];
+    const events = out.jobId ? (await s.store.findings.timeline(out.jobId)).slice(-6).map((ev) => `${ev.type}${ev.state ? `→${ev.state}` : ''}${ev.detail ? ` ${ev.detail.slice(0, 240)}` : ''}`) : [];
     const pending = out.jobId ? await pendingActivities(s, out.jobId) : '';
     out.error = `${(e as Error).message}; the job is ${out.row?.state ?? 'missing'} (last error ${out.row?.last_error?.slice(0, 300) ?? '—'}); ${pending ? `pending: ${pending}; ` : ''}latest events: ${events.join(' | ')}`;
   }
@@ -476,7 +476,7 @@ export async function checkRound<F extends ConformanceFixture>(s: Scenario<F>, o
       add(o, 'at most one provider job per logical request', `${mine.length} provider jobs for one request (${mine.map((j) => `${j.id} ${j.state}`).join(', ')}), operator resubmits: ${resubmits}`);
     }
     if (o.waits.some((w) => !w.evidence) || o.operator.some((a) => !a.evidence)) {
-      add(o, 'an undecided job waits in unknown with evidence', `the job waited for an operator without a reconcile_undecided event carrying its evidence (timeline: ${(await s.store.timeline(o.jobId)).map((e) => e.type).join(' → ')})`);
+      add(o, 'an undecided job waits in unknown with evidence', `the job waited for an operator without a reconcile_undecided event carrying its evidence (timeline: ${(await s.store.findings.timeline(o.jobId)).map((e) => e.type).join(' → ')})`);
     }
     for (const a of o.operator) {
       if (a.refused) add(o, 'the operator’s resolve completes an undecided job', `resolve ${a.resolved === 'task' ? `with task ${a.taskId}` : '--resubmit'} (the provider’s own job of this request) was refused: ${a.refused}`);

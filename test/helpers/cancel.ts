@@ -15,6 +15,7 @@ import { stateQuery } from '../../src/workflows/scrape/messages.js';
 import { CLOSE_AS_CANCELLED_REASON } from '../../src/activities/cancel.js';
 import { ScrapeState } from '../../src/workflows/searchAttributes.js';
 import { waitFor, type Stack } from './stack.js';
+import { outboxFor } from './storeQueries.js';
 
 /** The three doors into the one cancel path. */
 export type Door = 'signal' | 'update' | 'native';
@@ -172,15 +173,15 @@ export async function settle(stack: Stack, jobId: string, timeoutMs = 60_000): P
   const desc = await handle.describe();
   const view = await handle.query(stateQuery);
   const meta = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
-  const row = (await stack.store.getJob(jobId))!;
-  const timeline = (await stack.store.timeline(jobId)).map((e) => ({ ...e, detail: e.detail ? (JSON.parse(e.detail) as Record<string, unknown>) : null }));
+  const row = (await stack.store.jobs.get(jobId))!;
+  const timeline = (await stack.store.findings.timeline(jobId)).map((e) => ({ ...e, detail: e.detail ? (JSON.parse(e.detail) as Record<string, unknown>) : null }));
   return {
     status,
     view,
     report: view.cancel,
     row,
-    results: await stack.store.countResults({ jobId }),
-    outbox: (await stack.store.outboxFor(jobId)).length,
+    results: await stack.store.results.count({ jobId }),
+    outbox: (await outboxFor(stack.store, jobId)).length,
     timeline,
     scrapeState: desc.typedSearchAttributes.get(ScrapeState),
     currentDetails: meta.currentDetails ?? '',
@@ -221,7 +222,7 @@ export function cancelOutcomesInTimeline(s: Settled): CancelReport[] {
 /** Waits until the store row satisfies `pred`. */
 export async function waitRow(stack: Stack, jobId: string, pred: (r: JobRow) => boolean, what: string, timeoutMs = 30_000): Promise<JobRow> {
   return waitFor(async () => {
-    const r = await stack.store.getJob(jobId);
+    const r = await stack.store.jobs.get(jobId);
     return r && pred(r) ? r : undefined;
   }, timeoutMs, `${jobId}: ${what}`);
 }

@@ -23,11 +23,11 @@ export async function historyText(temporal: Client, workflowId: string): Promise
 /** Everything the store keeps of a job (row, timeline, incidents, result and its documents), as one text. */
 export async function storeText(store: Store, jobId: string): Promise<string> {
   return [
-    JSON.stringify(await store.getJob(jobId)),
-    JSON.stringify(await store.timeline(jobId)),
-    JSON.stringify(await store.incidents(jobId)),
-    JSON.stringify(await store.getResultForJob(jobId)),
-    JSON.stringify((await store.resultDocuments(jobId, { offset: 0, limit: 100_000 })).documents),
+    JSON.stringify(await store.jobs.get(jobId)),
+    JSON.stringify(await store.findings.timeline(jobId)),
+    JSON.stringify(await store.findings.incidents(jobId)),
+    JSON.stringify(await store.results.forJob(jobId)),
+    JSON.stringify((await store.results.documents(jobId, { offset: 0, limit: 100_000 })).documents),
   ].join('\n');
 }
 

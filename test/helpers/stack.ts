@@ -207,7 +207,7 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>
 /** Waits until the job's store row is in one of `states`; returns the row. */
 export async function waitForState(store: Store, jobId: string, states: string[], timeoutMs = 30_000) {
   return waitFor(async () => {
-    const row = await store.getJob(jobId);
+    const row = await store.jobs.get(jobId);
     return row && states.includes(row.state) ? row : undefined;
   }, timeoutMs, `${jobId} to reach ${states.join('|')}`);
 }

@@ -1,5 +1,5 @@
 /**
- * Cross-account probes (issue 13): 1,000 requests generated with fast-check (fixed seed) between
+ * Cross-account probes: 1,000 requests generated with fast-check (fixed seed) between
  * three accounts, against the HTTP API on a real stack. Each account owns the same three jobs by
  * key — one completed, one that never finishes, one with a key of its own — so that the same key
  * exists under every account. A probe is a caller (a valid key of one account, in either spelling
@@ -212,7 +212,7 @@ async function send(r: Request): Promise<Response> {
 describe('cross-account probes', () => {
   it(`${PROBES} generated probes reveal no other account's job; a foreign job's 404 is byte-identical to a missing one's`, async () => {
     const probes = fc.sample(probeArb, { seed: SEED, numRuns: PROBES });
-    const before = new Map(await Promise.all(jobs.map(async (j) => [j.jobId, (await api.stack.store.getJob(j.jobId))!.state] as const)));
+    const before = new Map(await Promise.all(jobs.map(async (j) => [j.jobId, (await api.stack.store.jobs.get(j.jobId))!.state] as const)));
     const cancelledByOwner = new Set<string>();
     const leaks: string[] = [];
     const mismatches: string[] = [];
@@ -267,7 +267,7 @@ describe('cross-account probes', () => {
 
     // 3. Nothing changed but what the owners cancelled themselves.
     for (const j of jobs) {
-      const state = (await api.stack.store.getJob(j.jobId))!.state;
+      const state = (await api.stack.store.jobs.get(j.jobId))!.state;
       if (!cancelledByOwner.has(j.jobId)) expect(`${j.jobId} ${state}`).toBe(`${j.jobId} ${before.get(j.jobId)}`);
     }
     expect(Object.keys(counts).length).toBeGreaterThan(50);

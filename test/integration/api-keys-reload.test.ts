@@ -1,5 +1,5 @@
 /**
- * Issue 12, item 12: a key made with `api --new-key` while the API runs works at once (the key
+ * API keys reloaded: a key made with `api --new-key` while the API runs works at once (the key
  * file is watched), a key removed from the file stops working, and `SIGHUP` reloads the file when
  * watching is off (`SCRAPE_API_KEYS_WATCH=false`, as on a network mount). Real API processes
  * over loopback, the run's Temporal dev server, a real SQLite store.

@@ -1,5 +1,5 @@
 /**
- * Hostile HTTP input (issue 13): schemathesis (PyPI, pinned; `test/helpers/schemathesis.ts`)
+ * Hostile HTTP input: schemathesis (PyPI, pinned; `test/helpers/schemathesis.ts`)
  * against the API's own `/openapi.json`, every check (`--checks all`: no 5xx, every status,
  * header, content type and body as the document declares them, schema-violating requests
  * refused, schema-valid ones accepted, 405 + `Allow` for undeclared methods, missing auth refused),

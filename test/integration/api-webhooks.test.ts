@@ -1,5 +1,5 @@
 /**
- * Issue 5, provider webhooks as hints, against the real stack: the reference provider (sim) is
+ * Provider webhooks as hints, against the real stack: the reference provider (sim) is
  * configured to POST signed events to the API's receiver; jobs poll slowly (`webhooks: true`
  * multiplies the delays by `webhookSlowdown`), so a completion long before the next poll proves
  * the event woke the workflow. Events are also crafted here, signed like the provider signs them.
@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { providerKeys } from '../../src/activities/index.js';
 import type { PollPolicy } from '../../src/model/types.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
-import { listDeliveries, listQuarantine } from '../../src/store/webhooks.js';
 import { startApiStack, type ApiStack } from '../helpers/api.js';
 import { waitFor, waitForState } from '../helpers/stack.js';
 import { historyText } from '../helpers/leaks.js';
+import { listQuarantine } from '../helpers/storeQueries.js';
 
 /** First status check 30 s × webhookSlowdown 5 = 150 s after submit; no jitter. */
 const SLOW: Partial<PollPolicy> = { initialDelayMs: 30_000, maxDelayMs: 60_000, multiplier: 1.5, jitter: 0, deadlineMs: 600_000, activityTimeoutMs: 5_000, cancelConfirmDeadlineMs: 10_000 };
@@ -80,7 +80,7 @@ describe('provider webhooks', () => {
     expect(new Set(sent.map((a) => a.event_id)).size).toBe(1);
     expect(sent.every((a) => a.outcome === 200)).toBe(true);
     expect(reads[0]!).toBeGreaterThanOrEqual(Date.parse(sent[0]!.at) - 50);
-    const rows = await listDeliveries(api.stack.store, { jobId });
+    const rows = await api.stack.store.webhooks.listDeliveries({ jobId });
     expect(rows.map((r) => [r.event_id, r.outcome])).toEqual([[sent[0]!.event_id, 'woken']]);
 
     // The workflow was told to poll slowly; the webhook secret is nowhere in its history.
@@ -105,8 +105,8 @@ describe('provider webhooks', () => {
     }
     await sleep(1_500);
     expect(simJob(url)!.status_request_times).toHaveLength(0);
-    expect((await api.stack.store.getJob(jobId))!.state).toBe('pending');
-    expect(await listDeliveries(api.stack.store, { jobId })).toEqual([]);
+    expect((await api.stack.store.jobs.get(jobId))!.state).toBe('pending');
+    expect(await api.stack.store.webhooks.listDeliveries({ jobId })).toEqual([]);
     const kept = (await listQuarantine(api.stack.store)).filter((q) => q.event_id === 'evt_sig_1');
     expect(kept).toHaveLength(4);
     expect(kept.every((q) => q.reason === 'invalid_signature')).toBe(true);
@@ -126,7 +126,7 @@ describe('provider webhooks', () => {
     await waitFor(() => simJob(url)!.status_request_times.length === 1, 30_000, 'the woken status check');
     await sleep(1_500);
     expect(simJob(url)!.status_request_times).toHaveLength(1);
-    expect(await listDeliveries(api.stack.store, { jobId })).toHaveLength(1);
+    expect(await api.stack.store.webhooks.listDeliveries({ jobId })).toHaveLength(1);
 
     // The provider's own completion event then finishes the job, still long before any poll.
     api.stack.sim.release(taskId);
@@ -164,7 +164,7 @@ describe('provider webhooks', () => {
     const r = await deliver({ event_id: 'evt_ref_1', type: 'job.running', job_id: 'job_not_recorded_yet', client_ref: providerKeys('acme', 'wh-ref-1').clientRef, status: 'running' });
     expect(await r.json()).toMatchObject({ outcome: 'woken' });
     await waitFor(() => simJob(url)!.status_request_times.length === 1, 30_000, 'the woken status check');
-    expect((await listDeliveries(api.stack.store, { jobId }))[0]).toMatchObject({ event_id: 'evt_ref_1', outcome: 'woken', job_id: jobId });
+    expect((await api.stack.store.webhooks.listDeliveries({ jobId }))[0]).toMatchObject({ event_id: 'evt_ref_1', outcome: 'woken', job_id: jobId });
     api.stack.sim.release(row.task_id!);
     await waitForState(api.stack.store, jobId, ['completed'], 60_000);
   });
@@ -179,7 +179,7 @@ describe('provider webhooks', () => {
     await waitForState(api.stack.store, jobId, ['completed'], 60_000);
     const taskId = simJob(url)!.job_id;
     expect(api.stack.sim.stats().webhooks.log.filter((a) => a.job_id === taskId).map((a) => a.outcome)).toEqual(['dropped']);
-    expect(await listDeliveries(api.stack.store, { jobId })).toEqual([]);
+    expect(await api.stack.store.webhooks.listDeliveries({ jobId })).toEqual([]);
     const checks = simJob(url)!.status_request_times;
     expect(checks.length).toBeGreaterThanOrEqual(1);
     // Polling was slowed down (×5): the first check came ≥ 2 s after the provider job was created.

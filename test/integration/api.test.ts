@@ -1,5 +1,5 @@
 /**
- * Issue 5, the HTTP API against the real stack: a real Temporal dev server, the reference
+ * The HTTP API against the real stack: a real Temporal dev server, the reference
  * provider really fetching pages over loopback, a real SQLite store, a real worker, and the API
  * listening on loopback, called over real HTTP (fetch, and a raw socket for a lost answer).
  */
@@ -7,7 +7,6 @@ import net from 'node:net';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
-import { getIdempotentRequest } from '../../src/store/apiIdempotency.js';
 import { API_KEYS, startApiStack, type ApiStack } from '../helpers/api.js';
 import { FAST_POLICY, waitFor, waitForState } from '../helpers/stack.js';
 
@@ -121,7 +120,7 @@ describe('starting and reading a scrape over HTTP', () => {
     expect(before.status).toBe(200);
     const title = ((await before.json()) as { title: string }).title;
 
-    // Retention purge (issue 3's schedule does this in production): payload gone, evidence kept.
+    // Retention purge (the maintenance Schedule does this in production): payload gone, evidence kept.
     const purgedAt = new Date().toISOString();
     await api.stack.store.db.updateTable('results').set({ purged_at: purgedAt, text: null, markdown: null, links: null }).where('job_id', '=', job.job_id).execute();
     await api.stack.store.db.updateTable('jobs').set({ state: 'expired' }).where('id', '=', job.job_id).execute();
@@ -141,15 +140,15 @@ describe('result documents', () => {
   it('a multi-document result is read page by page; a single-page result has none; not ready is 409, purged is 410, a bad page is 400', async () => {
     const store = api.stack.store;
     const jobId = 'scrape:acme:api-docs-1';
-    await store.insertJob({ id: jobId, account: 'acme', idem_key: 'api-docs-1', provider: 'reference', request_hash: 'h', url: 'https://crawl.example/', input: '{}', options: '{}', batch_id: null, workflow_id: jobId, task_id: null, deadline_at: null });
+    await store.jobs.insert({ id: jobId, account: 'acme', idem_key: 'api-docs-1', provider: 'reference', request_hash: 'h', url: 'https://crawl.example/', input: '{}', options: '{}', batch_id: null, workflow_id: jobId, task_id: null, deadline_at: null });
     const path = `/v1/scrapes/${encodeURIComponent(jobId)}/documents`;
     const early = await api.call('acme', 'GET', path);
     expect(early.status).toBe(409);
     expect(await early.json()).toMatchObject({ type: '/problems/result-not-ready', state: 'submitting' });
-    await store.recordTaskId(jobId, 'crawl-task-1', 'running', 'test');
+    await store.jobs.recordTaskId(jobId, 'crawl-task-1', 'running', 'test');
     const documents = Array.from({ length: 5 }, (_, i) => ({ url: `https://crawl.example/${i}`, httpStatus: 200, title: `Page ${i}`, markdown: `# ${i}`, links: [], data: { depth: i } }));
     documents[3] = { url: 'https://crawl.example/3', error: { code: 'TIMEOUT', message: 'timed out' } } as never;
-    await store.writeResultOnce(jobId, 'reference', 'crawl-task-1', { url: 'https://crawl.example/', finalUrl: null, httpStatus: null, title: 'Page 0', byline: null, excerpt: null, lang: null, siteName: null, publishedTime: null, text: null, markdown: null, links: [], contentLength: null, documents }, null);
+    await store.results.writeOnce(jobId, 'reference', 'crawl-task-1', { url: 'https://crawl.example/', finalUrl: null, httpStatus: null, title: 'Page 0', byline: null, excerpt: null, lang: null, siteName: null, publishedTime: null, text: null, markdown: null, links: [], contentLength: null, documents }, null);
 
     const first = await api.call('acme', 'GET', `${path}?limit=2`);
     expect(first.status).toBe(200);
@@ -169,7 +168,7 @@ describe('result documents', () => {
     expect((await api.call('globex', 'GET', path)).status).toBe(404);
 
     await store.db.updateTable('results').set({ expires_at: new Date(Date.now() - 1).toISOString() }).where('job_id', '=', jobId).execute();
-    await store.purgeExpiredResults(new Date());
+    await store.results.purgeExpired(new Date());
     const gone = await api.call('acme', 'GET', path);
     expect(gone.status).toBe(410);
     expect(await gone.json()).toMatchObject({ type: '/problems/result-expired', task_id: 'crawl-task-1' });
@@ -218,7 +217,7 @@ describe('authorisation by account', () => {
 
     // Nothing happened to acme's job.
     expect(api.stack.sim.stats().cancelCalls).toBe(cancelsBefore);
-    expect((await api.stack.store.getJob(job.job_id))?.state).toBe('completed');
+    expect((await api.stack.store.jobs.get(job.job_id))?.state).toBe('completed');
     const own = await api.call('acme', 'GET', `/v1/scrapes/${encodeURIComponent(job.job_id)}`);
     expect(own.status).toBe(200);
 
@@ -331,7 +330,7 @@ describe('idempotency over HTTP', () => {
       socket.on('error', reject);
     });
     // The request did take effect (the client cannot know that).
-    await waitFor(() => getIdempotentRequest(api.stack.store, 'acme', 'api-lost-1'), 15_000, 'the dropped request to be accepted');
+    await waitFor(() => api.stack.store.apiIdempotency.get('acme', 'api-lost-1'), 15_000, 'the dropped request to be accepted');
     const again = await api.call('acme', 'POST', '/v1/scrapes', { body, headers: { 'idempotency-key': 'api-lost-1', 'content-type': 'application/json' } });
     expect(again.status).toBe(200);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
@@ -375,7 +374,7 @@ describe('bad input is refused with the reason and starts nothing', () => {
     }
     // Nothing started anywhere: no provider job, no store row, no workflow, no idempotency record.
     expect(api.stack.sim.stats().jobsCreated.total).toBe(jobsBefore);
-    expect(await api.stack.store.listJobs({ account: 'badin' })).toEqual([]);
+    expect(await api.stack.store.jobs.list({ account: 'badin' })).toEqual([]);
     const wfs = [];
     for await (const w of api.stack.temporal.workflow.list({ query: 'ScrapeAccount = "badin"' })) wfs.push(w.workflowId);
     expect(wfs).toEqual([]);
@@ -384,7 +383,7 @@ describe('bad input is refused with the reason and starts nothing', () => {
   });
 });
 
-describe('poll policy over HTTP (issue 12, item 11)', () => {
+describe('poll policy over HTTP', () => {
   it('the deadline and delays of `policy` reach the workflow; progress shows checks answered and failing', async () => {
     const url = page('002', 'api-policy');
     api.stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'api-policy', action: 'never_finish' });
@@ -444,7 +443,7 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(post.responses['202']!.headers ?? {})).toEqual(['Location', 'Retry-After']);
     expect(Object.keys(post.responses['422']!.content ?? {})).toEqual(['application/problem+json']);
     const result = doc.paths['/v1/scrapes/{id}/result']!.get!;
-    // 400: an ID the schema refuses (longer than 300 characters) is declared, so the answer never breaks the document (issue 13).
+    // 400: an ID the schema refuses (longer than 300 characters) is declared, so the answer never breaks the document (hostile HTTP input).
     expect(Object.keys(result.responses).sort()).toEqual(['200', '400', '401', '404', '409', '410', '429', '503']);
     expect(Object.keys(doc.paths['/v1/scrapes/{id}']!.get!.responses['200']!.headers ?? {})).toEqual(['Retry-After']);
     // The request schema is the model's: its strictness shows in the document.

@@ -1,5 +1,5 @@
 /**
- * Issue 4, points 5 and 6: cancelling a batch of 24 jobs (20 running, 4 already completed)
+ * Cancelling a batch of 24 jobs (20 running, 4 already completed)
  * through `ScrapeClient.cancelBatch` reports every job's outcome; and the CLI's `cancel` prints
  * the observed outcome, says "nothing to cancel" for a finished job, and with `--no-wait` returns
  * without waiting for the cancel path (proved causally: no worker is running when it returns).
@@ -90,7 +90,7 @@ describe('batch cancel', () => {
       expect.soft(s.results, id).toBe(0);
       expect.soft(s.scrapeState, id).toBe('cancelled');
     }
-    for (const id of done) expect(await stack.store.countResults({ jobId: id })).toBe(1);
+    for (const id of done) expect(await stack.store.results.count({ jobId: id })).toBe(1);
     expect(providerCancelCalls(stack, `cb-done-${RUN}`)).toBe(0);
     const listed = await stack.client.list('acme', { batchId, limit: 100 });
     expect(listed.filter((j) => j.state === 'cancelled')).toHaveLength(20);
@@ -141,8 +141,8 @@ describe('the CLI', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/nothing to cancel: the job is already completed/);
     expect(providerCancelCalls(stack, tag)).toBe(0);
-    expect(await stack.store.countResults({ jobId })).toBe(1);
-    expect((await stack.store.getJob(jobId))?.state).toBe('completed');
+    expect(await stack.store.results.count({ jobId })).toBe(1);
+    expect((await stack.store.jobs.get(jobId))?.state).toBe('completed');
   });
 
   it('`cancel --no-wait` returns at once: it answers while no worker runs (nothing observed yet); the cancel then runs when a worker is back', async () => {
@@ -157,7 +157,7 @@ describe('the CLI', () => {
       expect(r.code).toBe(0);
       expect(r.stdout).toMatch(/cancel requested \(signal sent\)/);
       // Causality: the CLI returned although nothing could run the cancel path.
-      expect((await stack.store.getJob(jobId))?.state, 'store state right after --no-wait').toBe('pending');
+      expect((await stack.store.jobs.get(jobId))?.state, 'store state right after --no-wait').toBe('pending');
       expect(providerCancelCalls(stack, tag), 'provider cancels right after --no-wait').toBe(0);
     } finally {
       await stack.startWorker();

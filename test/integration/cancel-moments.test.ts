@@ -1,5 +1,5 @@
 /**
- * Issue 4, point 3: a cancel at every moment of a job's life, through each of the three doors
+ * A cancel at every moment of a job's life, through each of the three doors
  * (the `cancel` signal, the `cancel` Update, Temporal's native cancellation as the Web UI button
  * sends it). The job is held at the moment by the provider (`hold` faults) or by the worker's own
  * activity hooks; the cancel is sent, seen in the workflow's history, and only then is the job
@@ -49,7 +49,7 @@ describe('cancel while submitting (the provider answered, the task ID is not rec
       const gate = gates.hold('afterSubmitAnswered', jobId);
       await stack.client.startScrape({ account: 'acme', url, key: tag, policy: POLICY });
       const taskId = await gate.reached;
-      expect((await stack.store.getJob(jobId))?.task_id).toBeNull(); // mid-submit: not recorded yet
+      expect((await stack.store.jobs.get(jobId))?.task_id).toBeNull(); // mid-submit: not recorded yet
       const sent = sendCancel(stack, door, jobId);
       await waitCancelRecorded(stack, jobId, door);
       // Causality: the cancel is in history while the submit is still in flight; nothing was cancelled yet.
@@ -108,13 +108,13 @@ describe('cancel while the result is being written (read from the provider, stor
       const gate = gates.hold('beforeResultWrite', jobId);
       await stack.client.startScrape({ account: 'acme', url, key: tag, policy: POLICY });
       const taskId = await gate.reached;
-      expect(await stack.store.countResults({ jobId })).toBe(0); // the write has not started
+      expect(await stack.store.results.count({ jobId })).toBe(0); // the write has not started
       const sent = sendCancel(stack, door, jobId);
       await waitCancelRecorded(stack, jobId, door);
-      expect(await stack.store.countResults({ jobId })).toBe(0);
+      expect(await stack.store.results.count({ jobId })).toBe(0);
       // The cancel path may already have marked the row `cancelling` (the submit attempt that is
       // writing went on into the checks, so the workflow learns the task from the store).
-      expect(['pending', 'cancelling']).toContain((await stack.store.getJob(jobId))?.state);
+      expect(['pending', 'cancelling']).toContain((await stack.store.jobs.get(jobId))?.state);
       gate.release();
       const answer = (await sent.done) as CancelResult | undefined;
       const s = await settle(stack, jobId);

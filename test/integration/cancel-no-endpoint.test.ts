@@ -1,5 +1,5 @@
 /**
- * Issue 4, point 2: a provider without a cancel endpoint. The outcome is `cancel_unconfirmed`,
+ * A provider without a cancel endpoint. The outcome is `cancel_unconfirmed`,
  * said with evidence (no endpoint; the task may still run; its last status), never `cancelled`.
  * Two configurations: the provider entry declares `cancel: false` (the adapter knows and calls
  * nothing), and an entry that claims a cancel endpoint the provider does not have (the provider

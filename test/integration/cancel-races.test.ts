@@ -1,5 +1,5 @@
 /**
- * Issue 4, the races around a cancel: a second cancel while the first is in progress (each door
+ * The races around a cancel: a second cancel while the first is in progress (each door
  * twice, and mixed), a cancel after completion, the provider finishing while the cancel is being
  * confirmed, and the deadline-cancel policy (distinct from `tracking_interrupted`). Each test
  * asserts the final state, the provider cancel calls and the result rows written.
@@ -147,7 +147,7 @@ describe('the provider finishes while the cancel is being confirmed', () => {
       const row = await startRunning(tag, jobId, url);
       const sent = sendCancel(stack, door, jobId);
       await waitFor(() => providerCancelCalls(stack, tag) === 1, 30_000, 'the cancel to reach the provider');
-      expect(await stack.store.countResults({ jobId })).toBe(0);
+      expect(await stack.store.results.count({ jobId })).toBe(0);
       expect(stack.sim.release(row.task_id!)).toBe(true); // the provider finishes now, before cancelling
       const answer = (await sent.done) as CancelResult | undefined;
       const s = await settle(stack, jobId);
@@ -160,7 +160,7 @@ describe('the provider finishes while the cancel is being confirmed', () => {
       const again = await stack.client.cancelScrape('acme', jobId, { ...CANCEL_REQ });
       expect.soft(again.kind).toBe('already_final');
       expect.soft(again.kind === 'already_final' ? again.report?.outcome : undefined, 'a repeat cancel reports the earlier outcome').toBe('completed');
-      expect(await stack.store.countResults({ jobId })).toBe(1);
+      expect(await stack.store.results.count({ jobId })).toBe(1);
       expect(providerCancelCalls(stack, tag)).toBe(1);
     });
   }

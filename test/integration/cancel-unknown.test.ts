@@ -1,5 +1,5 @@
 /**
- * Issue 4, point 3, the `unknown` moment: the provider created the task but its `202` was lost
+ * A cancel at the `unknown` moment: the provider created the task but its `202` was lost
  * (`drop_after_commit`), so the job waits in `unknown`; a cancel arrives there through each of
  * the three doors. Reconcile first, then cancel the task that turns out to exist:
  * - on a provider with neither idempotency nor list, reconciliation cannot tell: the outcome is
@@ -51,7 +51,7 @@ describe('cancel while unknown, provider without idempotency and list', () => {
       lostAnswer(blind, tag);
       await blind.client.startScrape({ account: 'acme', url: `${pages.pageUrl('002')}?${tag}`, key: tag, policy: POLICY });
       await waitRow(blind, jobId, (r) => r.state === 'unknown', 'unknown');
-      await waitFor(async () => (await blind.store.timeline(jobId)).some((e) => e.type === 'reconcile_undecided'), 30_000, 'reconcile to give up');
+      await waitFor(async () => (await blind.store.findings.timeline(jobId)).some((e) => e.type === 'reconcile_undecided'), 30_000, 'reconcile to give up');
       expect(providerJobs(blind, tag)).toHaveLength(1); // the task exists at the provider; we cannot know
       const answer = (await sendCancel(blind, door, jobId).done) as CancelResult | undefined;
       const s = await settle(blind, jobId);
@@ -96,7 +96,7 @@ describe('cancel while unknown, provider with a list endpoint (reconcile, then c
         await waitFor(() => listing.sim.stats().requests.byEndpoint.list > listsBefore, 30_000, 'reconciliation to try the list');
         const sent = sendCancel(listing, door, jobId);
         await waitCancelRecorded(listing, jobId, door);
-        expect((await listing.store.getJob(jobId))?.task_id).toBeNull();
+        expect((await listing.store.jobs.get(jobId))?.task_id).toBeNull();
         expect(providerCancelCalls(listing, tag)).toBe(0);
         listing.sim.faults.remove(listDown);
         const answer = (await sent.done) as CancelResult | undefined;

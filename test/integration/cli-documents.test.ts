@@ -30,15 +30,15 @@ async function cli(...args: string[]): Promise<{ code: number; stdout: string; s
 describe('cli result --documents', () => {
   it('prints a page of documents with the next offset, or JSON; another account sees nothing', async () => {
     const jobId = 'scrape:acme:cli-docs-1';
-    await stack.store.insertJob({ id: jobId, account: 'acme', idem_key: 'cli-docs-1', provider: 'reference', request_hash: 'h', url: 'https://crawl.example/', input: '{}', options: '{}', batch_id: null, workflow_id: jobId, task_id: null, deadline_at: null });
-    await stack.store.recordTaskId(jobId, 'crawl-cli-1', 'running', 'test');
+    await stack.store.jobs.insert({ id: jobId, account: 'acme', idem_key: 'cli-docs-1', provider: 'reference', request_hash: 'h', url: 'https://crawl.example/', input: '{}', options: '{}', batch_id: null, workflow_id: jobId, task_id: null, deadline_at: null });
+    await stack.store.jobs.recordTaskId(jobId, 'crawl-cli-1', 'running', 'test');
     const documents = [
       { url: 'https://crawl.example/a', httpStatus: 200, title: 'Alpha' },
       { url: 'https://crawl.example/b', httpStatus: 200, title: 'Beta' },
       { url: 'https://crawl.example/c', error: { code: 'TIMEOUT', message: 'timed out' } },
       { url: 'https://crawl.example/d', httpStatus: 404, title: 'Delta' },
     ];
-    await stack.store.writeResultOnce(jobId, 'reference', 'crawl-cli-1', { url: 'https://crawl.example/', finalUrl: null, httpStatus: null, title: 'Alpha', byline: null, excerpt: null, lang: null, siteName: null, publishedTime: null, text: null, markdown: null, links: [], contentLength: null, documents }, null);
+    await stack.store.results.writeOnce(jobId, 'reference', 'crawl-cli-1', { url: 'https://crawl.example/', finalUrl: null, httpStatus: null, title: 'Alpha', byline: null, excerpt: null, lang: null, siteName: null, publishedTime: null, text: null, markdown: null, links: [], contentLength: null, documents }, null);
 
     const page = await cli('result', 'cli-docs-1', '--documents', '--offset', '1', '--limit', '2', '--account', 'acme');
     expect(page.code).toBe(0);

@@ -1,13 +1,13 @@
 /**
- * Issue 12 on the command line, through the real CLI (`node --import tsx src/cli.ts`) against a
+ * The command line as a user meets it, through the real CLI (`node --import tsx src/cli.ts`) against a
  * real stack (Temporal dev server, reference provider, SQLite store, worker):
- * - item 5: exit codes as the README says (missing input file, absent or invalid configuration,
+ * - exit codes as the README says (missing input file, absent or invalid configuration,
  *   a refused `resolve`: 2; a bad argument: 2; no such job: 3);
- * - item 6: `status` reads only the store: with Temporal unreachable it answers and never tries it;
- * - item 8: a `;`-separated file is refused with the delimiter to pass, and `--delimiter ';'` runs it;
- * - item 9: while status checks fail and retry, `status` shows the failing count and the last error;
- * - item 10: two spellings of one address are one job; the typed form is kept as evidence;
- * - item 11: `--deadline` / `--poll-*` reach the workflow; bad values are refused with the bounds.
+ * - `status` reads only the store: with Temporal unreachable it answers and never tries it;
+ * - a `;`-separated file is refused with the delimiter to pass, and `--delimiter ';'` runs it;
+ * - while status checks fail and retry, `status` shows the failing count and the last error;
+ * - two spellings of one address are one job; the typed form is kept as evidence;
+ * - `--deadline` / `--poll-*` reach the workflow; bad values are refused with the bounds.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -63,7 +63,7 @@ async function cli(args: string[], opts: { config?: string | null; cwd?: string;
   }
 }
 
-describe('exit codes (item 5)', () => {
+describe('exit codes', () => {
   it('a missing input file, an absent or invalid configuration and a bad argument exit 2 with the reason; an unknown job exits 3', async () => {
     const missing = await cli(['run', 'no-such-file.csv']);
     expect(missing, missing.stderr).toMatchObject({ code: 2 });
@@ -107,7 +107,7 @@ describe('exit codes (item 5)', () => {
   });
 });
 
-describe('status reads only the store (item 6)', () => {
+describe('status reads only the store', () => {
   it('answers from the store while Temporal is unreachable, without ever connecting to it', async () => {
     const ref = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('002'), key: 'cli-status-offline', policy: FAST_POLICY });
     await waitForState(stack.store, ref.jobId, ['completed'], 60_000);
@@ -122,7 +122,7 @@ describe('status reads only the store (item 6)', () => {
   });
 });
 
-describe('CSV delimiters (item 8)', () => {
+describe('CSV delimiters', () => {
   it('refuses a ;-separated file with the delimiter to pass, and runs it with --delimiter', async () => {
     const file = path.join(stack.dir, 'semicolons.csv');
     fs.writeFileSync(file, `url;note\n${pages.pageUrl('aclu')};first\n${pages.pageUrl('aktualne')};second\n`);
@@ -133,19 +133,19 @@ describe('CSV delimiters (item 8)', () => {
     expect(ok.code, ok.stderr).toBe(0);
     const rows = JSON.parse(ok.stdout) as { line: number; state: string; jobId: string }[];
     expect(rows.map((r) => [r.line, r.state])).toEqual([[2, 'completed'], [3, 'completed']]);
-    expect(rows[0]!.jobId).toMatch(/^scrape:acme:127\.0\.0\.1-[0-9a-f]{10}$/); // readable (item 1)
-    expect(JSON.parse((await stack.store.getJob(rows[0]!.jobId))!.input)).toEqual({ url: pages.pageUrl('aclu'), note: 'first' });
+    expect(rows[0]!.jobId).toMatch(/^scrape:acme:127\.0\.0\.1-[0-9a-f]{10}$/); // a readable job ID
+    expect(JSON.parse((await stack.store.jobs.get(rows[0]!.jobId))!.input)).toEqual({ url: pages.pageUrl('aclu'), note: 'first' });
   });
 });
 
-describe('status while checks fail (item 9)', () => {
+describe('status while checks fail', () => {
   it('shows the failing checks and their last error; --live adds the workflow’s own view', async () => {
     const tag = 'cli-failing-checks';
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
     const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('ars-1')}?${tag}`, key: tag, policy: { ...FAST_POLICY, statusCheckAttempts: 1 } });
-    await waitFor(async () => (await stack.store.getJob(ref.jobId))?.task_id, 30_000, 'the task ID');
+    await waitFor(async () => (await stack.store.jobs.get(ref.jobId))?.task_id, 30_000, 'the task ID');
     stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: tag, action: 'error_5xx', status: 503 });
-    await waitFor(async () => ((await stack.store.getJob(ref.jobId))?.status_errors ?? 0) >= 1, 30_000, 'a failed status check');
+    await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_errors ?? 0) >= 1, 30_000, 'a failed status check');
     const r = await cli(['status', tag]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/failing checks\s+│?\s*\d+ in a row since the last answer — being retried \(never resubmitted\)/);
@@ -162,7 +162,7 @@ describe('status while checks fail (item 9)', () => {
   });
 });
 
-describe('one address, one job (item 10)', () => {
+describe('one address, one job', () => {
   it('HTTP://host/./path and http://host/path are the same job; the typed form stays as evidence', async () => {
     const url = pages.pageUrl('blogger');
     const typed = `${url.replace('http://', 'HTTP://')}./`;
@@ -184,8 +184,8 @@ describe('one address, one job (item 10)', () => {
     const request = { url: typed, format: 'markdown', options: {} };
     const oldKey = legacyClientKey('reference', request);
     // A job as the earlier version stored it: the URL as typed, the fingerprint of the typed URL.
-    await stack.store.insertJob(Store.jobRow({ jobId: jobIdFor('acme', oldKey), account: 'acme', key: oldKey, provider: 'reference', requestHash: fingerprint({ provider: 'reference', request }), request, workflowId: jobIdFor('acme', oldKey) }));
-    await stack.store.transition(jobIdFor('acme', oldKey), 'failed', { error: { kind: 'permanent', message: 'made by the old version', at: new Date().toISOString() } });
+    await stack.store.jobs.insert(Store.jobRow({ jobId: jobIdFor('acme', oldKey), account: 'acme', key: oldKey, provider: 'reference', requestHash: fingerprint({ provider: 'reference', request }), request, workflowId: jobIdFor('acme', oldKey) }));
+    await stack.store.jobs.transition(jobIdFor('acme', oldKey), 'failed', { error: { kind: 'permanent', message: 'made by the old version', at: new Date().toISOString() } });
     const again = await stack.client.startScrape({ account: 'acme', url: typed });
     expect(again).toMatchObject({ jobId: jobIdFor('acme', oldKey), created: false });
     // The same old job with the caller's own key: the old fingerprint is no conflict.
@@ -194,7 +194,7 @@ describe('one address, one job (item 10)', () => {
   });
 });
 
-describe('poll policy flags (item 11)', () => {
+describe('poll policy flags', () => {
   it('--deadline and --poll-* reach the workflow: the job is tracking_interrupted at its deadline', async () => {
     const tag = 'cli-deadline';
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
@@ -222,6 +222,6 @@ describe('poll policy flags (item 11)', () => {
     const jitter = await cli(['submit', url, '--poll-jitter', '2']);
     expect(jitter.code).toBe(2);
     expect(jitter.stderr).toContain('--poll-jitter 2: jitter must be a fraction from 0 to 1');
-    expect((await stack.store.listJobs({ account: 'acme', limit: 1000 })).filter((j) => j.url.includes('cli-bad-policy'))).toEqual([]);
+    expect((await stack.store.jobs.list({ account: 'acme', limit: 1000 })).filter((j) => j.url.includes('cli-bad-policy'))).toEqual([]);
   });
 });

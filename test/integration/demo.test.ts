@@ -1,8 +1,7 @@
 /**
  * `npm run demo` exactly as a newcomer runs it (its own dev server, reference provider, sample
  * site and worker), twice: the second run must attach to the same jobs and create nothing. The
- * first run chooses its four ports through the environment (issue 12, item 7); jobs have
- * readable IDs (item 1).
+ * first run chooses its four ports through the environment; jobs have readable IDs.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -115,10 +115,10 @@ describe('a service that installs the package', () => {
     expect(other).toMatchObject({ found: false, notFound: true });
 
     // What the workers recorded: one result for the first job, the second cancelled with none.
-    expect((await stack.store.getJob(first.jobId!))?.state).toBe('completed');
-    expect(await stack.store.countResults({ jobId: first.jobId! })).toBe(1);
-    expect((await stack.store.getJob(second!.jobId!))?.state).toBe('cancelled');
-    expect(await stack.store.countResults({ jobId: second!.jobId! })).toBe(0);
+    expect((await stack.store.jobs.get(first.jobId!))?.state).toBe('completed');
+    expect(await stack.store.results.count({ jobId: first.jobId! })).toBe(1);
+    expect((await stack.store.jobs.get(second!.jobId!))?.state).toBe('cancelled');
+    expect(await stack.store.results.count({ jobId: second!.jobId! })).toBe(0);
 
     // Run again: the same key, the same job, nothing new.
     const again = await run(process.execPath, [path.join(EXAMPLE, 'dist', 'main.js')], {

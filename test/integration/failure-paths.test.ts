@@ -70,14 +70,14 @@ describe('on the reference provider', () => {
     const text = await historyText(stack.temporal, ref.jobId);
     expect(text).toContain(pages.pageUrl('002')); // the payloads are decoded: the row's URL is there
     for (const secret of [rowSecret, bearer, 'hunter2-hunter2', KEYS.acme]) expect(text).not.toContain(secret);
-    const stored = JSON.stringify(await stack.store.getJob(ref.jobId));
+    const stored = JSON.stringify(await stack.store.jobs.get(ref.jobId));
     for (const secret of [rowSecret, bearer, 'hunter2-hunter2']) expect(stored).not.toContain(secret);
 
     const jobsBefore = stack.sim.stats().jobsCreated.total;
     await expect(
       stack.client.startScrape({ account: 'acme', url: pages.pageUrl('cnet'), key: 'nested-secret', options: { headers: { Authorization: 'Bearer NESTED0123456789' } } }),
     ).rejects.toMatchObject({ code: 'invalid', message: expect.stringMatching(/options\.headers\.Authorization looks like a credential/) });
-    await expect(stack.store.getJob('scrape:acme:nested-secret')).resolves.toBeUndefined();
+    await expect(stack.store.jobs.get('scrape:acme:nested-secret')).resolves.toBeUndefined();
     expect(stack.sim.stats().jobsCreated.total).toBe(jobsBefore);
   });
 
@@ -86,8 +86,8 @@ describe('on the reference provider', () => {
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
     const policy = { ...FAST_POLICY, initialDelayMs: 1_000, maxDelayMs: 60_000, multiplier: 2 };
     const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('ars-1')}?${tag}`, key: tag, policy });
-    await waitFor(async () => ((await stack.store.getJob(ref.jobId))?.status_checks ?? 0) >= 1, 30_000, 'the first check');
-    const checksBefore = (await stack.store.getJob(ref.jobId))!.status_checks;
+    await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_checks ?? 0) >= 1, 30_000, 'the first check');
+    const checksBefore = (await stack.store.jobs.get(ref.jobId))!.status_checks;
     const started = Date.now();
     for (let i = 0; i < 150; i++) {
       await stack.client.wake(ref.jobId, { eventId: `flood-${i}` });
@@ -95,7 +95,7 @@ describe('on the reference provider', () => {
     }
     await new Promise((r) => setTimeout(r, 1_500));
     const elapsedS = (Date.now() - started) / 1000;
-    const checks = (await stack.store.getJob(ref.jobId))!.status_checks - checksBefore;
+    const checks = (await stack.store.jobs.get(ref.jobId))!.status_checks - checksBefore;
     // Unmerged, every wake would be a check (150); merged, at most one per second plus the one in flight.
     expect(checks).toBeGreaterThanOrEqual(1);
     expect(checks).toBeLessThanOrEqual(Math.ceil(elapsedS) + 1);
@@ -117,9 +117,9 @@ describe('on the reference provider', () => {
     });
     const view = (await handle.result()) as { state: string };
     expect(view.state).toBe('completed');
-    expect((await stack.store.getJob(ref.jobId))?.state).toBe('completed');
+    expect((await stack.store.jobs.get(ref.jobId))?.state).toBe('completed');
     expect(stack.sim.stats().requests.byEndpoint.status).toBe(statusBefore);
-    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+    expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(1);
   });
 
   it('resuming a job whose run stopped mid-cancel finishes the cancel instead of forgetting it', async () => {
@@ -133,16 +133,16 @@ describe('on the reference provider', () => {
     expect(await stack.client.cancelScrape('acme', ref.jobId, { reason: 'operator says stop', wait: false })).toMatchObject({ kind: 'requested' });
     await waitFor(async () => stack.sim.stats().requests.byEndpoint.cancel > cancelsBefore, 20_000, 'the first provider cancel call');
     await stack.temporal.workflow.getHandle(ref.jobId).terminate('simulated loss of the run');
-    expect((await stack.store.getJob(ref.jobId))?.state).toBe('cancelling');
+    expect((await stack.store.jobs.get(ref.jobId))?.state).toBe('cancelling');
     expect(await stack.client.cancelScrape('acme', ref.jobId)).toMatchObject({ kind: 'not_running', state: 'cancelling' });
 
     await stack.client.resume('acme', ref.jobId);
     const row = await waitForState(stack.store, ref.jobId, ['cancelled', 'cancel_unconfirmed', 'completed'], 60_000);
     expect(row.state).toBe('cancelled');
     expect(stack.sim.stats().requests.byEndpoint.cancel - cancelsBefore).toBe(2);
-    const outcome = (await stack.store.timeline(ref.jobId)).map((e) => (e.detail ? (JSON.parse(e.detail) as { cancel?: { outcome?: string; reason?: string } }).cancel : undefined)).filter((c) => c?.outcome);
+    const outcome = (await stack.store.findings.timeline(ref.jobId)).map((e) => (e.detail ? (JSON.parse(e.detail) as { cancel?: { outcome?: string; reason?: string } }).cancel : undefined)).filter((c) => c?.outcome);
     expect(outcome.at(-1)).toMatchObject({ outcome: 'cancelled', reason: 'operator says stop' });
-    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(0);
+    expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(0);
   });
 
   it('a completion wake just before the deadline still gets its check (past the deadline if the gap needs it)', async () => {
@@ -152,20 +152,20 @@ describe('on the reference provider', () => {
     // wake comes within the 4 s between; its merged check is due at 10 s, past the deadline.
     const policy = { ...FAST_POLICY, initialDelayMs: 5_000, maxDelayMs: 60_000, multiplier: 10, jitter: 0, deadlineMs: 9_000 };
     const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('blogger')}?${tag}`, key: tag, policy });
-    await waitFor(async () => ((await stack.store.getJob(ref.jobId))?.status_checks ?? 0) >= 1, 30_000, 'the first check');
-    const row = (await stack.store.getJob(ref.jobId))!;
+    await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_checks ?? 0) >= 1, 30_000, 'the first check');
+    const row = (await stack.store.jobs.get(ref.jobId))!;
     stack.sim.release(row.task_id!);
     await stack.sim.waitForJob(row.task_id!, { status: 'completed' });
     await stack.client.wake(ref.jobId, { eventId: 'done-1', providerStatus: 'completed' });
     const end = await waitForState(stack.store, ref.jobId, ['completed', 'tracking_interrupted'], 30_000);
     expect(end.state).toBe('completed');
-    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+    expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(1);
   });
 
   it('a start Temporal refuses leaves no job row behind, and says why; an oversized row is refused up front', async () => {
     const elsewhere = new ScrapeClient({ temporal: new Client({ connection: stack.temporal.connection, namespace: 'no-such-namespace' }), store: stack.store, taskQueue: stack.config.temporal.taskQueue, defaultProvider: 'reference' });
     await expect(elsewhere.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'refused-start' })).rejects.toThrow(/could not start job scrape:acme:refused-start \(nothing was kept; repeat the request\): .*no-such-namespace/i);
-    await expect(stack.store.getJob('scrape:acme:refused-start')).resolves.toBeUndefined();
+    await expect(stack.store.jobs.get('scrape:acme:refused-start')).resolves.toBeUndefined();
     // The same key through the right namespace then works as a new job.
     const ok = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'refused-start', policy: FAST_POLICY });
     expect(ok.created).toBe(true);
@@ -175,7 +175,7 @@ describe('on the reference provider', () => {
       code: 'invalid',
       message: expect.stringMatching(/at most 65536 are kept/),
     });
-    await expect(stack.store.getJob('scrape:acme:huge-row')).resolves.toBeUndefined();
+    await expect(stack.store.jobs.get('scrape:acme:huge-row')).resolves.toBeUndefined();
   });
 
   it('refuses an unknown provider before anything starts', async () => {
@@ -183,7 +183,7 @@ describe('on the reference provider', () => {
       code: 'invalid',
       message: expect.stringMatching(/unknown provider "nope"; configured: reference/),
     });
-    await expect(stack.store.getJob('scrape:acme:no-such-provider')).resolves.toBeUndefined();
+    await expect(stack.store.jobs.get('scrape:acme:no-such-provider')).resolves.toBeUndefined();
   });
 
   it('a cancel while no worker runs answers `requested` after its timeout and acts when a worker is back', async () => {
@@ -200,7 +200,7 @@ describe('on the reference provider', () => {
     const row = await waitForState(stack.store, ref.jobId, ['cancelled', 'cancel_unconfirmed', 'completed'], 60_000);
     expect(row.state).toBe('cancelled');
     expect(stack.sim.stats().requests.byEndpoint.cancel - cancelsBefore).toBe(1);
-    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(0);
+    expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(0);
   });
 });
 
@@ -221,7 +221,7 @@ describe('with activities that are refused permanently (a revoked key)', () => {
     const refusedRead = async (i: { jobId: string }) => {
       counts.saveResult++;
       const error = { kind: 'permanent', message: '401 UNAUTHORIZED on the result read: API key revoked', httpStatus: 401, at: new Date().toISOString() };
-      await stack.store.transition(i.jobId, 'tracking_interrupted', { error });
+      await stack.store.jobs.transition(i.jobId, 'tracking_interrupted', { error });
       return { kind: 'interrupted', checks: 1, providerStatus: 'completed', error, note: 'result reads refused; fix the cause and resume' };
     };
     const activities = {
@@ -229,7 +229,7 @@ describe('with activities that are refused permanently (a revoked key)', () => {
       async submitJob(i: { job: { jobId: string } }) {
         const jobId = i.job.jobId;
         if (jobId.includes('unknown')) return { kind: 'ambiguous', error: { kind: 'ambiguous', message: 'connection reset after the request was sent', at: new Date().toISOString() } };
-        const taskId = await stack.store.recordTaskId(jobId, `task-${jobId}`, 'queued', 'test');
+        const taskId = await stack.store.jobs.recordTaskId(jobId, `task-${jobId}`, 'queued', 'test');
         return { kind: 'accepted', taskId, providerStatus: 'queued', adopted: false };
       },
       async reconcileJob() {
@@ -267,7 +267,7 @@ describe('with activities that are refused permanently (a revoked key)', () => {
     await waitFor(async () => (await handle.describe()).status.name !== 'RUNNING', 30_000, 'the workflow to close');
     expect((await handle.describe()).status.name).toBe('COMPLETED');
     expect(counts.saveResult).toBe(1);
-    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(0);
+    expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(0);
   });
 
   it('a cancel of a job in unknown whose reconciliation is refused ends cancel_unconfirmed, and a second cancel says so', async () => {
@@ -276,7 +276,7 @@ describe('with activities that are refused permanently (a revoked key)', () => {
     const cancelsBefore = counts.cancelTask;
     const r = await stack.client.cancelScrape('acme', ref.jobId, { reason: 'test' });
     expect(r).toMatchObject({ kind: 'observed', state: 'cancel_unconfirmed', report: { outcome: 'cancel_unconfirmed', detail: expect.stringMatching(/reconciliation was refused/) } });
-    expect((await stack.store.getJob(ref.jobId))?.state).toBe('cancel_unconfirmed');
+    expect((await stack.store.jobs.get(ref.jobId))?.state).toBe('cancel_unconfirmed');
     expect(counts.cancelTask).toBe(cancelsBefore);
     const handle = stack.temporal.workflow.getHandle(ref.jobId);
     await waitFor(async () => (await handle.describe()).status.name !== 'RUNNING', 30_000, 'the workflow to close');

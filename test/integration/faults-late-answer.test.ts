@@ -35,7 +35,7 @@ afterAll(async () => pages?.close());
 type Event = JobEventRow & { data: Record<string, unknown> };
 
 async function timeline(store: Store, jobId: string): Promise<Event[]> {
-  return (await store.timeline(jobId)).map((e) => ({ ...e, data: e.detail ? (JSON.parse(e.detail) as Record<string, unknown>) : {} }));
+  return (await store.findings.timeline(jobId)).map((e) => ({ ...e, data: e.detail ? (JSON.parse(e.detail) as Record<string, unknown>) : {} }));
 }
 
 /**
@@ -80,7 +80,7 @@ describe('a late submit answer on a kind with no lookups (ScraperAPI)', () => {
     expect(row.task_id).toBe(jobs[0]!.id);
     expect(posts(tag)).toHaveLength(1);
     expectLateAnswerAdopted(await timeline(s.store, ref.jobId), jobs[0]!.id);
-    expect(await s.store.countResults({ jobId: ref.jobId })).toBe(1);
+    expect(await s.store.results.count({ jobId: ref.jobId })).toBe(1);
   });
 
   it('an answer that never comes within the HTTP timeout: waits in unknown for an operator, never failed, one provider job, one POST', async () => {
@@ -89,7 +89,7 @@ describe('a late submit answer on a kind with no lookups (ScraperAPI)', () => {
     const ref = await s.start({ url: `${pages.pageUrl('cnet')}?${tag}`, key: tag, policy });
     // The stable end of the evidence: nothing can show the job, so an operator must say.
     await waitFor(async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'), 60_000, 'the operator note');
-    const row = (await s.store.getJob(ref.jobId))!;
+    const row = (await s.store.jobs.get(ref.jobId))!;
     expect(row.state).toBe('unknown');
     expect(row.task_id).toBeNull();
     const events = await timeline(s.store, ref.jobId);

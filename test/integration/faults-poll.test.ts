@@ -1,5 +1,5 @@
 /**
- * Issue 3, polling under faults: status checks that time out for 60 s never fail the job or
+ * Polling under faults: status checks that time out for 60 s never fail the job or
  * resubmit; `Retry-After` (header, or only in the message) is honoured to the millisecond by the
  * next request; Apify-style `400 concurrent-runs-limit-exceeded` is a cool-down, not a failure;
  * one cool-down per provider key holds back every job; a task the provider forgets is `expired`;
@@ -27,7 +27,7 @@ describe('status checks that fail', () => {
     const hold = stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
     const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('engadget')}?${tag}`, key: tag, policy: { ...FAST_POLICY, deadlineMs: 180_000, statusCheckAttempts: 4, statusCheckBudgetMs: 20_000 } });
     const pending = await waitFor(async () => {
-      const r = await stack.store.getJob(ref.jobId);
+      const r = await stack.store.jobs.get(ref.jobId);
       return r?.task_id && r.status_checks >= 1 ? r : undefined;
     });
     // Every status request now hangs past the adapter's 3 s read timeout, for 60 s.
@@ -35,7 +35,7 @@ describe('status checks that fail', () => {
     const windowStart = Date.now();
     await new Promise((r) => setTimeout(r, 60_000));
     stack.sim.faults.remove(slow);
-    const during = (await stack.store.getJob(ref.jobId))!;
+    const during = (await stack.store.jobs.get(ref.jobId))!;
     expect(during.state).toBe('pending'); // never failed while checks timed out
     expect(during.status_errors).toBeGreaterThanOrEqual(1); // budgets ran out and were recorded, polling went on
     stack.sim.release(pending.task_id!);
@@ -47,14 +47,14 @@ describe('status checks that fail', () => {
     expect(job.status_request_times.filter((t) => t >= windowStart && t <= windowStart + 60_000).length).toBeGreaterThanOrEqual(4);
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(1);
     expect(stack.sim.stats().requests.byEndpoint.submit).toBe(1);
-    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+    expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(1);
   }, 200_000);
 
   it('a task the provider forgets (404 after it was known) ends expired, not failed, not resubmitted', async () => {
     const tag = 'forgotten';
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
     const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('folha')}?${tag}`, key: tag, policy: FAST_POLICY });
-    await waitFor(async () => ((await stack.store.getJob(ref.jobId))?.status_checks ?? 0) >= 1);
+    await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_checks ?? 0) >= 1);
     const submits = stack.sim.stats().requests.byEndpoint.submit;
     stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: tag, action: 'not_found' });
     const row = await waitForState(stack.store, ref.jobId, ['expired', 'failed', 'completed'], 30_000);
@@ -81,7 +81,7 @@ describe('status checks that fail', () => {
     expect(done.task_id).toBe(interrupted.task_id);
     expect(stack.sim.stats().requests.byEndpoint.submit).toBe(submits);
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(1);
-    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+    expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(1);
     expect((await stack.temporal.workflow.getHandle(ref.jobId).result()).state).toBe('completed');
     await waitFor(async () => {
       const runs: string[] = [];
@@ -126,7 +126,7 @@ describe('Retry-After in a header', () => {
     expect(inFlight.every((e) => e.jobId !== limited.jobId)).toBe(true);
     const later = after.filter((e) => startOf(e) - limited.at >= 500);
     expect(Math.min(...later.map(startOf)) - limited.at).toBeGreaterThanOrEqual(7_000);
-    for (const r of refs) expect((await stack.store.getJob(r.jobId))?.state).toBe('completed');
+    for (const r of refs) expect((await stack.store.jobs.get(r.jobId))?.state).toBe('completed');
     expect(seen.filter((e) => e.status === 429)).toHaveLength(1);
   });
 

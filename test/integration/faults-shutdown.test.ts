@@ -109,7 +109,7 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
     expect(submit).toMatchObject({ end: 'completed', attempt: 1, identity: a.identity }); // reported by the stopping worker, first attempt
     expect(acts.filter((r) => r.activityType === 'trackStatus').every((r) => r.identity === b.identity)).toBe(true);
     expect(acts.filter((r) => r.end === 'timed_out' || r.lastFailureWasTimeout)).toEqual([]);
-    const events = (await stack.store.timeline(ref.jobId)).map((e) => e.type);
+    const events = (await stack.store.findings.timeline(ref.jobId)).map((e) => e.type);
     expect(events).not.toContain('submit_ambiguous');
     await stopAll();
   });
@@ -138,7 +138,7 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
     expect(row.task_id).toBe(jobsTagged(tag)[0]!.job_id);
     expect(stack.sim.stats().requests.byEndpoint.submit - submitsBefore).toBe(1);
 
-    const timeline = await stack.store.timeline(ref.jobId);
+    const timeline = await stack.store.findings.timeline(ref.jobId);
     const ambiguous = timeline.find((e) => e.type === 'submit_ambiguous');
     expect(JSON.parse(ambiguous!.detail!)).toMatchObject({ code: 'ANSWER_PENDING' });
     const recorded = timeline.filter((e) => e.type === 'task_recorded');
@@ -158,7 +158,7 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
     const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wapo-1')}?${tag}`, key: tag, policy: POLICY });
     const polling = await waitFor(async () => {
-      const r = await stack.store.getJob(ref.jobId);
+      const r = await stack.store.jobs.get(ref.jobId);
       return r?.task_id && r.status_checks >= 1 ? r : undefined;
     }, 30_000, 'polling to start');
     const taskId = polling.task_id!;
@@ -166,13 +166,13 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
     const inFlight = nextRequest((e) => e.endpoint === 'status' && e.jobId === taskId);
     const answered = nextResponse((e) => e.endpoint === 'status' && e.jobId === taskId);
     await inFlight;
-    const checksBefore = (await stack.store.getJob(ref.jobId))!.status_checks;
+    const checksBefore = (await stack.store.jobs.get(ref.jobId))!.status_checks;
     a.child.kill('SIGTERM');
     const b = await worker();
 
     expect((await answered).status).toBe(200); // not aborted by the shutdown
     expect(await a.exited).toEqual({ code: 0, signal: null });
-    expect((await stack.store.getJob(ref.jobId))!.status_checks).toBeGreaterThan(checksBefore); // recorded by the stopping worker
+    expect((await stack.store.jobs.get(ref.jobId))!.status_checks).toBeGreaterThan(checksBefore); // recorded by the stopping worker
     // The server's record of that attempt: a failure the worker reported (the hand-over after the
     // check in flight), not a heartbeat or start-to-close timeout; the next attempt goes to the second worker.
     const handle = stack.temporal.workflow.getHandle(ref.jobId);
@@ -181,7 +181,7 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
       return p?.lastWorkerIdentity === b.identity ? p : undefined;
     }, 30_000, 'the second worker to run the next check'); // well inside the 60 s heartbeat timeout
     const checksByB = await waitFor(async () => {
-      const r = await stack.store.getJob(ref.jobId);
+      const r = await stack.store.jobs.get(ref.jobId);
       return r && r.status_checks > checksBefore + 1 ? r.status_checks : undefined;
     }, 30_000, 'a check by the second worker');
     expect(checksByB).toBeGreaterThan(checksBefore + 1);
@@ -191,7 +191,7 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
     const row = await waitForState(stack.store, ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
     expect(row.state).toBe('completed');
     expect(jobsTagged(tag)).toHaveLength(1);
-    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+    expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(1);
     const acts = await activityRecords(handle);
     expect(acts.filter((r) => r.end === 'timed_out' || r.lastFailureWasTimeout)).toEqual([]);
     await stopAll();
@@ -205,7 +205,7 @@ describe('SIGTERM to a worker with a status check hanging past the grace time', 
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
     const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('ars-1')}?${tag}`, key: tag, policy: POLICY });
     const polling = await waitFor(async () => {
-      const r = await stack.store.getJob(ref.jobId);
+      const r = await stack.store.jobs.get(ref.jobId);
       return r?.task_id && r.status_checks >= 1 ? r : undefined;
     }, 30_000, 'polling to start');
     const taskId = polling.task_id!;
@@ -223,14 +223,14 @@ describe('SIGTERM to a worker with a status check hanging past the grace time', 
       return p?.lastWorkerIdentity === b.identity ? p : undefined;
     }, 30_000, 'the second worker to run the next check'); // well inside the 60 s heartbeat timeout
     expect(taken.lastFailure?.timeoutFailureInfo ?? null).toBeNull();
-    const before = (await stack.store.getJob(ref.jobId))!.status_checks;
-    await waitFor(async () => ((await stack.store.getJob(ref.jobId))!.status_checks > before ? true : undefined), 30_000, 'a check by the second worker');
+    const before = (await stack.store.jobs.get(ref.jobId))!.status_checks;
+    await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))!.status_checks > before ? true : undefined), 30_000, 'a check by the second worker');
 
     stack.sim.release(taskId);
     const row = await waitForState(stack.store, ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
     expect(row.state).toBe('completed');
     expect(jobsTagged(tag)).toHaveLength(1);
-    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+    expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(1);
     expect((await activityRecords(handle)).filter((r) => r.end === 'timed_out' || r.lastFailureWasTimeout)).toEqual([]);
     await stopAll();
   });
@@ -243,7 +243,7 @@ describe('SIGTERM to a worker while a submit attempt has gone on into its first 
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
     const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wapo-2')}?${tag}`, key: tag, policy: { ...POLICY, fastPathMs: 30_000 } });
     const checked = await waitFor(async () => {
-      const r = await stack.store.getJob(ref.jobId);
+      const r = await stack.store.jobs.get(ref.jobId);
       return r?.task_id && r.status_checks >= 1 ? r : undefined;
     }, 30_000, 'the first check inside the submit attempt');
     const submitsBefore = stack.sim.stats().requests.byEndpoint.submit;

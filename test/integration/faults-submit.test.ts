@@ -1,5 +1,5 @@
 /**
- * Issue 3, ambiguous submits: the provider commits the job and the connection drops before the
+ * Ambiguous submits: the provider commits the job and the connection drops before the
  * 202 reaches us. With idempotency (replay under the same key) or a list endpoint (lookup by
  * client reference) the job is reconciled with exactly one provider job; without either it waits
  * in `unknown` until an operator resolves it, with zero duplicates. Also: the idempotency key
@@ -16,7 +16,7 @@ beforeAll(async () => {
 afterAll(async () => pages?.close());
 
 function events(stack: Stack, jobId: string) {
-  return stack.store.timeline(jobId).then((t) => t.map((e) => e.type));
+  return stack.store.findings.timeline(jobId).then((t) => t.map((e) => e.type));
 }
 
 describe.each([
@@ -38,10 +38,10 @@ describe.each([
     const jobs = stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag));
     expect(jobs).toHaveLength(1);
     expect(row.task_id).toBe(jobs[0]!.job_id);
-    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+    expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(1);
     const types = await events(stack, ref.jobId);
     expect(types).toContain('submit_ambiguous');
-    const adopted = (await stack.store.timeline(ref.jobId)).find((e) => e.type === 'task_recorded');
+    const adopted = (await stack.store.findings.timeline(ref.jobId)).find((e) => e.type === 'task_recorded');
     expect(JSON.parse(adopted!.detail!).source).toMatch(via === 'list' ? /client reference/ : /idempotent replay/);
   });
 });
@@ -60,7 +60,7 @@ describe('a dropped 202 on a provider with no idempotency and no list endpoint',
     await waitFor(async () => (await stack.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'), 30_000, 'the operator note');
     // Visible: store, search attribute, live view; and it stays there (no silent resubmit).
     await new Promise((r) => setTimeout(r, 2_000));
-    expect((await stack.store.getJob(ref.jobId))?.state).toBe('unknown');
+    expect((await stack.store.jobs.get(ref.jobId))?.state).toBe('unknown');
     const desc = await stack.temporal.workflow.getHandle(ref.jobId).describe();
     expect(desc.searchAttributes.ScrapeState).toEqual(['unknown']);
     expect(stack.sim.stats().requests.byEndpoint.submit).toBe(1);
@@ -76,7 +76,7 @@ describe('a dropped 202 on a provider with no idempotency and no list endpoint',
     expect(row.state).toBe('completed');
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(1);
     expect(stack.sim.stats().requests.byEndpoint.submit).toBe(1);
-    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+    expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(1);
   });
 
   it('an explicit operator resubmit sends exactly one new submit under the same key', async () => {

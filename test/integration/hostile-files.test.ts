@@ -1,5 +1,5 @@
 /**
- * Hostile batch files on the real stack (issue 13): one CSV file mixing a BOM, CRLF/CR/LF line
+ * Hostile batch files on the real stack: one CSV file mixing a BOM, CRLF/CR/LF line
  * endings, a quoted field over two lines, Latin-1 bytes, invalid UTF-8, binary bytes, a stray
  * quote, an over-large field and a bad URL, and the same rows saved as UTF-16 LE, are run through
  * `readBatchFile` + `runBatch` exactly as `scrape run` runs them, against a real Temporal dev
@@ -71,7 +71,7 @@ describe('a hostile batch file on the real stack', () => {
     expect(first.map((o) => o.state)).toEqual(['completed', 'completed', 'completed']);
     expect(first.every((o) => !o.existed)).toBe(true);
     expect(stack.sim.stats().jobsCreated.total - before).toBe(3);
-    for (const o of first) expect(await stack.store.countResults({ jobId: o.jobId! })).toBe(1);
+    for (const o of first) expect(await stack.store.results.count({ jobId: o.jobId! })).toBe(1);
 
     // The same file again: the same jobs, attached to, nothing created.
     const again = readBatchFile(file);
@@ -94,6 +94,6 @@ describe('a hostile batch file on the real stack', () => {
     expect(third.every((o) => o.existed)).toBe(true);
 
     expect(stack.sim.stats().jobsCreated.total - before).toBe(3);
-    for (const o of first) expect(await stack.store.countResults({ jobId: o.jobId! })).toBe(1);
+    for (const o of first) expect(await stack.store.results.count({ jobId: o.jobId! })).toBe(1);
   });
 });

@@ -1,7 +1,7 @@
 /**
- * Issue 3, maintenance on Temporal Schedules: expired results are purged (evidence kept, jobs
+ * Maintenance on Temporal Schedules: expired results are purged (evidence kept, jobs
  * `expired`, never restarted), orphan and stalled jobs are found with a suggested recovery, and
- * a job left without a workflow is recovered by `resume` without a duplicate. Issue 12, item 2:
+ * a job left without a workflow is recovered by `resume` without a duplicate. And
  * the Schedules' runs go to a task queue of their own, so the operator's filter for jobs
  * (`JOBS_VIEW_QUERY`) leaves them out.
  */
@@ -33,16 +33,16 @@ describe('result expiry', () => {
     const out = await stack.temporal.workflow.execute('purgeExpiredResultsWorkflow', { taskQueue: stack.config.temporal.taskQueue, workflowId: `purge-${Date.now()}`, args: [] });
     expect(out).toMatchObject({ purged: expect.any(Number), jobsExpired: expect.any(Number) });
     expect((out as { jobsExpired: number }).jobsExpired).toBeGreaterThanOrEqual(1);
-    expect((await stack.store.getJob(ref.jobId))?.state).toBe('expired');
+    expect((await stack.store.jobs.get(ref.jobId))?.state).toBe('expired');
     const err = await stack.client.getResult('acme', ref.jobId).catch((e) => e);
     expect(err).toMatchObject({ code: 'expired', details: { state: 'expired', taskId: before.taskId, title: before.title } });
-    const row = await stack.store.getResultForJob(ref.jobId);
+    const row = await stack.store.results.forJob(ref.jobId);
     expect(row).toMatchObject({ text: null, markdown: null, links: null, title: before.title });
     // Asking again never restarts the job by itself.
     const jobs = stack.sim.stats().jobsCreated.total;
     expect(await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('nytimes-1'), key: 'expiring', policy: FAST_POLICY })).toMatchObject({ created: false });
     expect(stack.sim.stats().jobsCreated.total).toBe(jobs);
-    expect((await stack.store.getJob(ref.jobId))?.state).toBe('expired');
+    expect((await stack.store.jobs.get(ref.jobId))?.state).toBe('expired');
   });
 });
 
@@ -52,7 +52,7 @@ describe('orphans and stalled jobs', () => {
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
     const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('nytimes-2')}?${tag}`, key: tag, policy: FAST_POLICY });
     const pending = await waitFor(async () => {
-      const r = await stack.store.getJob(ref.jobId);
+      const r = await stack.store.jobs.get(ref.jobId);
       return r?.task_id ? r : undefined;
     });
     await stack.temporal.workflow.getHandle(ref.jobId).terminate('simulating a lost workflow');
@@ -83,14 +83,14 @@ describe('orphans and stalled jobs', () => {
     const tag = 'erroring';
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
     const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('nytimes-4')}?${tag}`, key: tag, policy: { ...FAST_POLICY, statusCheckAttempts: 1 } });
-    await waitFor(async () => (await stack.store.getJob(ref.jobId))?.task_id);
+    await waitFor(async () => (await stack.store.jobs.get(ref.jobId))?.task_id);
     stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: tag, action: 'error_5xx', status: 503 });
-    await waitFor(async () => ((await stack.store.getJob(ref.jobId))?.status_errors ?? 0) >= 2, 30_000, 'two failed status checks');
+    await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_errors ?? 0) >= 2, 30_000, 'two failed status checks');
     await stack.temporal.workflow.execute('findOrphansWorkflow', { taskQueue: stack.config.temporal.taskQueue, workflowId: `orphans-${Date.now()}`, args: [{ stalledAfterMs: 3_600_000, errorThreshold: 2 }] });
     const found = (await stack.client.orphans('acme')).find((o) => o.jobId === ref.jobId);
     expect(found).toMatchObject({ kind: 'repeated_errors', state: 'pending' });
     expect(found!.detail).toMatch(/status checks in a row gave up/);
-    expect((await stack.store.getJob(ref.jobId))?.state).toBe('pending'); // a failing check never fails the job
+    expect((await stack.store.jobs.get(ref.jobId))?.state).toBe('pending'); // a failing check never fails the job
     await stack.client.cancelScrape('acme', ref.jobId, { wait: false });
   });
 

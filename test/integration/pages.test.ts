@@ -47,7 +47,7 @@ describe('the shared page corpus through the workflow', () => {
       names.map(async (name) => ({ name, ref: await stack.client.startScrape({ account: 'acme', url: pages.pageUrl(name), key: `page-${name}`, policy: PAGES_POLICY }) })),
     );
     await waitFor(async () => {
-      const rows = await stack.store.listJobs({ account: 'acme', limit: 1000 });
+      const rows = await stack.store.jobs.list({ account: 'acme', limit: 1000 });
       return rows.filter((r) => ['completed', 'failed', 'tracking_interrupted'].includes(r.state)).length >= names.length;
     }, 240_000, 'every page job to end');
     const elapsedMs = Date.now() - started;
@@ -55,7 +55,7 @@ describe('the shared page corpus through the workflow', () => {
     let matches = 0;
     const mismatches: string[] = [];
     for (const { name, ref } of refs) {
-      const row = await stack.store.getJob(ref.jobId);
+      const row = await stack.store.jobs.get(ref.jobId);
       expect(row?.state, `${name} state (last error: ${row?.last_error ?? 'none'})`).toBe('completed');
       const result = await stack.client.getResult('acme', ref.jobId);
       const expected = JSON.parse(fs.readFileSync(path.join(pages.pagesDir, name, 'expected-metadata.json'), 'utf8')) as { title: string };
@@ -68,7 +68,7 @@ describe('the shared page corpus through the workflow', () => {
       }
     }
     expect(stack.sim.stats().jobsCreated.total).toBe(names.length);
-    expect(await stack.store.countResults()).toBe(names.length);
+    expect(await stack.store.results.count()).toBe(names.length);
     console.log(
       `title match rate: ${matches}/${names.length} (${((100 * matches) / names.length).toFixed(1)} %) in ${(elapsedMs / 1000).toFixed(1)} s through the workflow` +
         (mismatches.length ? `\n  differing: ${mismatches.join('\n  differing: ')}` : ''),

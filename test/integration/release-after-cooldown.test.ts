@@ -56,6 +56,6 @@ describe('release after a cool-down: a probe first, then one at a time', () => {
     // The probe of the second cool-down was answered; the others followed one at a time.
     for (let k = 1; k < rest.length; k++) expect(rest[k]! - rest[k - 1]!).toBeGreaterThanOrEqual(RELEASE_SPACING_FLOOR_MS - MARGIN_MS);
     // The waiting jobs learned of the cool-down in the store (shared by every worker).
-    expect((await s.store.readCooldown(s.providerKey()))?.reason).toBe('RATE_LIMITED');
+    expect((await s.store.providerKeys.readCooldown(s.providerKey()))?.reason).toBe('RATE_LIMITED');
   });
 });

@@ -78,20 +78,20 @@ describe('workflow histories replay deterministically', () => {
     // the deadline policy cancels
     ids.deadlineCancel = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wikipedia')}?replay-cancel-d`, key: 'replay-deadline-cancel', policy: { ...p, deadlineMs: 2_000, onDeadline: 'cancel' } })).jobId;
 
-    for (const k of ['cancelledUpdate', 'cancelledNative', 'woken', 'cancelledUpdateObserved'] as const) await waitFor(async () => (await stack.store.getJob(ids[k]!))?.status_checks, 20_000, k);
-    await waitFor(async () => (await stack.store.getJob(ids.cancelledSignal!))?.last_checked_at === null && (await stack.store.getJob(ids.cancelledSignal!))?.state === 'pending', 20_000, 'hanging check');
+    for (const k of ['cancelledUpdate', 'cancelledNative', 'woken', 'cancelledUpdateObserved'] as const) await waitFor(async () => (await stack.store.jobs.get(ids[k]!))?.status_checks, 20_000, k);
+    await waitFor(async () => (await stack.store.jobs.get(ids.cancelledSignal!))?.last_checked_at === null && (await stack.store.jobs.get(ids.cancelledSignal!))?.state === 'pending', 20_000, 'hanging check');
     await stack.client.cancelScrape('acme', ids.cancelledUpdate!, { reason: 'replay test' });
     await stack.client.cancelScrape('acme', ids.cancelledUpdateObserved!, { reason: 'replay test' });
     await stack.temporal.workflow.getHandle(ids.cancelledNative!).cancel();
     await stack.client.cancelScrape('acme', ids.cancelledSignal!, { reason: 'replay test', wait: false });
     await stack.client.wake(ids.woken!, { providerStatus: 'running', eventId: 'replay-1' });
-    await waitFor(async () => Number((await stack.store.getJob(ids.woken!))?.status_checks) >= 2, 20_000, 'woken check');
+    await waitFor(async () => Number((await stack.store.jobs.get(ids.woken!))?.status_checks) >= 2, 20_000, 'woken check');
     await stack.client.cancelScrape('acme', ids.woken!, { reason: 'replay test' });
     await waitFor(async () => (await bare.client.getLiveView('acme', ids.resolved!)).note?.includes('waiting for an operator'), 20_000, 'unknown');
     const task = bare.sim.jobsFor('acme').find((j) => j.url.includes('replay-unknown'))!;
     await bare.client.resolve('acme', ids.resolved!, { taskId: task.job_id, by: 'replay-test' });
     await waitFor(async () => (await bare.client.getLiveView('acme', ids.resolvedAfterWake!)).note?.includes('waiting for an operator'), 20_000, 'unknown (wake)');
-    const undecided = async () => (await bare.store.timeline(ids.resolvedAfterWake!)).filter((e) => e.type === 'reconcile_undecided').length;
+    const undecided = async () => (await bare.store.findings.timeline(ids.resolvedAfterWake!)).filter((e) => e.type === 'reconcile_undecided').length;
     const before = await undecided();
     await bare.client.wake(ids.resolvedAfterWake!, { providerStatus: 'running', eventId: 'replay-unknown-1' });
     await waitFor(async () => (await undecided()) > before, 20_000, 'reconciled again after the wake');

@@ -19,6 +19,7 @@ import type { ResultDocument } from '../../src/model/results.js';
 import { keepStore } from '../helpers/evidence.js';
 import { makePdf } from '../helpers/pdf.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { countResultDocuments } from '../helpers/storeQueries.js';
 
 let pg: TestPostgres | undefined;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-results-store-'));
@@ -48,8 +49,8 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     });
 
     const started = async (id: string) => {
-      await store.registerJob(job(id));
-      await store.recordTaskId(id, `t-${id}`, 'running', 'submit');
+      await store.jobs.register(job(id));
+      await store.jobs.recordTaskId(id, `t-${id}`, 'running', 'submit');
     };
 
     it('pages that each start with the previous page’s last item store one row per document (5 documents over 4 pages, not 8 rows), positions dense', async () => {
@@ -70,10 +71,10 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         },
       });
       expect(read).toHaveLength(8); // what the pages held
-      const out = await store.writeResultOnce('rep', 'p', 't-rep', { ...payload({ title: 'crawl' }), documents: read }, null);
+      const out = await store.results.writeOnce('rep', 'p', 't-rep', { ...payload({ title: 'crawl' }), documents: read }, null);
       expect(out).toMatchObject({ inserted: true, documents: 5, contentNote: null });
-      expect(await store.countResultDocuments({ jobId: 'rep' })).toBe(5);
-      const docs = await store.resultDocuments('rep', { offset: 0, limit: 100 });
+      expect(await countResultDocuments(store, { jobId: 'rep' })).toBe(5);
+      const docs = await store.results.documents('rep', { offset: 0, limit: 100 });
       expect(docs.total).toBe(5);
       expect(docs.documents.map((d) => [d.seq, d.title, d.identity])).toEqual(all.map((d, i) => [i, d.title, `id:${d.id}`]));
     });
@@ -85,8 +86,8 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         { url: 'https://e.x/b', title: 'b', identity: 'id:B' },
         { url: 'https://e.x/a', title: 'second', identity: 'id:A' },
       ];
-      const out = await store.writeResultOnce('dup', 'p', 't-dup', { ...payload({ title: 'x' }), documents }, null);
-      const docs = await store.resultDocuments('dup', { offset: 0, limit: 10 });
+      const out = await store.results.writeOnce('dup', 'p', 't-dup', { ...payload({ title: 'x' }), documents }, null);
+      const docs = await store.results.documents('dup', { offset: 0, limit: 10 });
       expect(docs.documents.map((d) => `${d.seq}:${d.title}`)).toEqual(['0:first', '1:b']);
       await expect(store.db.insertInto('result_documents').values({ result_id: out.resultId, seq: 9, identity: 'id:A', url: null, final_url: null, http_status: null, title: null, markdown: null, text: null, links: null, data: null, error: null }).execute()).rejects.toThrow(/unique|UNIQUE/);
     });
@@ -97,36 +98,36 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       const sha = createHash('sha256').update(pdf).digest('hex');
       const body = binaryBody(pdf, 'application/pdf; name=r.pdf');
       const documents = [{ url: 'https://e.x/r.pdf', title: 'Report', text: 'Hello PDF.', body, identity: 'id:r' }];
-      await store.writeResultOnce('bin', 'p', 't-bin', { ...payload({ title: 'Report', text: 'Hello PDF.', contentLength: pdf.length }), body, documents }, 60_000);
-      const row = await store.getResultForJob('bin');
+      await store.results.writeOnce('bin', 'p', 't-bin', { ...payload({ title: 'Report', text: 'Hello PDF.', contentLength: pdf.length }), body, documents }, 60_000);
+      const row = await store.results.forJob('bin');
       expect(row).toMatchObject({ content_type: 'application/pdf', body_sha256: sha, content_note: null, body: null });
       expect(Number(row!.body_size)).toBe(pdf.length);
-      const back = await store.resultBody('bin');
+      const back = await store.results.body('bin');
       expect(back?.bytes.equals(pdf)).toBe(true);
       expect(back).toMatchObject({ contentType: 'application/pdf', size: pdf.length, sha256: sha });
-      expect((await store.resultBody('bin', 0))?.bytes.equals(pdf)).toBe(true);
-      expect(await store.resultBody('bin', 1)).toBeUndefined();
-      const [doc] = (await store.resultDocuments('bin', { offset: 0, limit: 1 })).documents;
+      expect((await store.results.body('bin', 0))?.bytes.equals(pdf)).toBe(true);
+      expect(await store.results.body('bin', 1)).toBeUndefined();
+      const [doc] = (await store.results.documents('bin', { offset: 0, limit: 1 })).documents;
       expect(doc).toMatchObject({ identity: 'id:r', body: { contentType: 'application/pdf', size: pdf.length, sha256: sha } });
       // Past retention: the bytes go, the evidence (type, size, hash) stays.
-      await store.purgeExpiredResults(new Date(Date.now() + 120_000));
-      expect(await store.resultBody('bin')).toBeUndefined();
-      expect(await store.resultBody('bin', 0)).toBeUndefined();
-      expect(await store.getResultForJob('bin')).toMatchObject({ body_sha256: sha, content_type: 'application/pdf' });
+      await store.results.purgeExpired(new Date(Date.now() + 120_000));
+      expect(await store.results.body('bin')).toBeUndefined();
+      expect(await store.results.body('bin', 0)).toBeUndefined();
+      expect(await store.results.forJob('bin')).toMatchObject({ body_sha256: sha, content_type: 'application/pdf' });
     });
 
     it('a result with no usable content completes the job with a content note and a result_empty event; a second writer gets the same note', async () => {
       await started('empty');
-      const out = await store.writeResultOnce('empty', 'p', 't-empty', { ...payload(), documents: [] }, null);
+      const out = await store.results.writeOnce('empty', 'p', 't-empty', { ...payload(), documents: [] }, null);
       expect(out).toMatchObject({ inserted: true, transitioned: true, documents: 0, contentNote: 'empty: the provider returned no content (target HTTP 200)' });
-      expect((await store.getJob('empty'))?.state).toBe('completed');
-      expect((await store.getResultForJob('empty'))?.content_note).toBe(out.contentNote);
-      const events = await store.timeline('empty');
+      expect((await store.jobs.get('empty'))?.state).toBe('completed');
+      expect((await store.results.forJob('empty'))?.content_note).toBe(out.contentNote);
+      const events = await store.findings.timeline('empty');
       expect(events.filter((e) => e.type === 'result_empty').map((e) => JSON.parse(e.detail!))).toEqual([{ resultId: out.resultId, note: out.contentNote, documents: 0 }]);
       expect(JSON.parse(events.find((e) => e.type === 'state' && e.state === 'completed')!.detail!)).toMatchObject({ note: out.contentNote });
-      const again = await store.writeResultOnce('empty', 'p', 't-empty', { ...payload({ title: 'late' }) }, null);
+      const again = await store.results.writeOnce('empty', 'p', 't-empty', { ...payload({ title: 'late' }) }, null);
       expect(again).toMatchObject({ inserted: false, contentNote: out.contentNote });
-      expect((await store.timeline('empty')).filter((e) => e.type === 'result_empty')).toHaveLength(1);
+      expect((await store.findings.timeline('empty')).filter((e) => e.type === 'result_empty')).toHaveLength(1);
     });
 
     it('migration 007 goes down and up again over rows written before it: old documents get legacy identities', async () => {
@@ -143,7 +144,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       await db.insertInto('result_documents').values([{ result_id: 'r-old', seq: 0, url: 'https://e.x/0' }, { result_id: 'r-old', seq: 1, url: 'https://e.x/1' }]).execute();
       const up = await migrator.migrateToLatest();
       expect(up.error).toBeUndefined();
-      const docs = await s.resultDocuments('old', { offset: 0, limit: 10 });
+      const docs = await s.results.documents('old', { offset: 0, limit: 10 });
       expect(docs.documents.map((d) => d.identity)).toEqual(['legacy:0', 'legacy:1']);
       expect(docs.documents.every((d) => d.body === null)).toBe(true);
       if (s !== store) await s.close();

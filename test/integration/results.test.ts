@@ -35,6 +35,7 @@ import { startZyteFixture, type ZyteFixture } from '../fixtures/providers/zyte/s
 import { recordCli } from '../helpers/evidence.js';
 import { makePdf } from '../helpers/pdf.js';
 import { REPO } from '../helpers/stack.js';
+import { countResultDocuments } from '../helpers/storeQueries.js';
 
 const run = promisify(execFile);
 const FINAL = ['completed', 'failed', 'tracking_interrupted', 'expired', 'cancelled'];
@@ -57,7 +58,7 @@ async function cli(s: { config: unknown }, ...args: string[]): Promise<{ code: n
 /** The identities of the job's stored documents, in order, and their titles. */
 async function stored(s: Pick<Scenario<FirecrawlFixture>, 'client' | 'store'>, jobId: string) {
   const docs = await s.client.getResultDocuments('acme', jobId, { offset: 0, limit: 1_000 });
-  return { total: docs.total, rows: await s.store.countResultDocuments({ jobId }), identities: docs.documents.map((d) => d.identity), titles: docs.documents.map((d) => d.title ?? null), documents: docs.documents };
+  return { total: docs.total, rows: await countResultDocuments(s.store, { jobId }), identities: docs.documents.map((d) => d.identity), titles: docs.documents.map((d) => d.title ?? null), documents: docs.documents };
 }
 
 function firecrawl(fixture: FirecrawlFixtureOptions, entry: Record<string, unknown>, webhooks = false) {
@@ -154,7 +155,7 @@ describe('a result without usable content (a crawl that found nothing)', () => {
     const out = await s.outcome(ref.jobId);
     expect(out).toMatchObject({ results: 1, documents: { total: 0, rows: 0 } });
     expect(out.events).toContain('result_empty');
-    expect((await s.store.getResultForJob(ref.jobId))?.content_note).toBe(note);
+    expect((await s.store.results.forJob(ref.jobId))?.content_note).toBe(note);
     expect(await s.client.getResult('acme', ref.jobId)).toMatchObject({ contentNote: note, title: null, markdown: null });
     expect(await s.client.getScrape('acme', ref.jobId, { execution: false })).toMatchObject({ state: 'completed', contentNote: note });
     expect((await s.client.getLiveView('acme', ref.jobId)).note).toBe(note);
@@ -318,7 +319,7 @@ describe('scraperapi: a PDF relayed as response.base64EncodedBody', () => {
     expect(r.text).toContain('Revenue grew by a third.');
     expect(r.markdown).toContain('Outlook: steady.');
     expect((await s.client.getResultBody('acme', ref.jobId))?.bytes.equals(PDF)).toBe(true);
-    expect((await s.store.getResultForJob(ref.jobId))?.body_sha256).toBe(PDF_SHA);
+    expect((await s.store.results.forJob(ref.jobId))?.body_sha256).toBe(PDF_SHA);
     const text = await cli(s, 'result', ref.jobId, '--field', 'text');
     expect(text.code).toBe(0);
     expect(text.stdout).toContain('Costs stayed flat.');

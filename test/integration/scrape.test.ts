@@ -1,5 +1,6 @@
 /**
- * Issue 2 behaviours against the real stack: a real Temporal dev server, the reference provider
+ * The core behaviours of a scrape (one job per key, one result row, cancel, the deadline, a
+ * refused submit) against the real stack: a real Temporal dev server, the reference provider
  * really fetching pages over loopback HTTP, a real SQLite store, a real worker.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,11 +28,11 @@ describe('a scrape end to end', () => {
     expect(ref.jobId).toBe('scrape:acme:e2e-1');
     const view = await stack.temporal.workflow.getHandle(ref.jobId).result();
     expect(view.state).toBe('completed');
-    const row = (await stack.store.getJob(ref.jobId))!;
+    const row = (await stack.store.jobs.get(ref.jobId))!;
     expect(row.state).toBe('completed');
     expect(view.taskId).toBe(row.task_id);
     expect(row.task_id).toMatch(/\S+/);
-    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
+    expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(1);
     const result = await stack.client.getResult('acme', ref.jobId);
     expect(result.httpStatus).toBe(200);
     expect(result.finalUrl).toBe(url);
@@ -65,7 +66,7 @@ describe('a scrape end to end', () => {
     for await (const w of stack.temporal.workflow.list({ query: `WorkflowId = "${a.jobId}"` })) runs.push(w.runId);
     expect(runs).toHaveLength(1);
     expect(stack.sim.stats().jobsCreated.total - before).toBe(1);
-    expect(await stack.store.countResults({ jobId: a.jobId })).toBe(1);
+    expect(await stack.store.results.count({ jobId: a.jobId })).toBe(1);
   });
 
   it('the same key with other parameters is a conflict, never a silent reuse', async () => {
@@ -89,7 +90,7 @@ describe('a scrape end to end', () => {
     try {
       const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.url}/slow?ms=1&to=/pages/ars-1/&cancel-me`, key: 'cancel-1', policy: FAST_POLICY });
       const pending = await waitFor(async () => {
-        const r = await stack.store.getJob(ref.jobId);
+        const r = await stack.store.jobs.get(ref.jobId);
         return r?.state === 'pending' && r.status_checks > 0 ? r : undefined;
       });
       const cancelsBefore = stack.sim.stats().cancelCalls;
@@ -98,7 +99,7 @@ describe('a scrape end to end', () => {
       expect(row.state).toBe('cancelled');
       expect(stack.sim.stats().cancelCalls - cancelsBefore).toBe(1);
       expect(stack.sim.getJob(pending.task_id!)?.status).toBe('cancelled');
-      expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(0);
+      expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(0);
     } finally {
       stack.sim.faults.remove(fault);
     }

@@ -1,5 +1,5 @@
 /**
- * A provider that copies the caller's API key into its answers (issue 13, fault 1): a failed job
+ * A provider that copies the caller's API key into its answers: a failed job
  * whose `error.message` says `invalid key <key>`, and a result whose `final_url` carries
  * `?api_key=<key>`. The key must reach none of: workflow history (payloads decoded), the store
  * (job row, last error, timeline, incidents, result), the CLI's `status` and `incident` output.
@@ -52,7 +52,7 @@ describe('a provider that echoes the API key in its answers', () => {
     const tag = 'echo-completed';
     const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('001')}?${tag}`, key: tag, policy: FAST_POLICY });
     expect((await waitForState(stack.store, ref.jobId, ['failed', 'completed'], 60_000)).state).toBe('completed');
-    const result = await stack.store.getResultForJob(ref.jobId);
+    const result = await stack.store.results.forJob(ref.jobId);
     expect(result?.final_url).toMatch(/api_key=%5BREDACTED%5D|api_key=\[REDACTED\]/);
     const text = [await historyText(stack.temporal, ref.jobId), await storeText(stack.store, ref.jobId), await cli('status', ref.jobId), await cli('result', ref.jobId, '--json')].join('\n');
     expect(secretsIn(text, [KEYS.acme])).toEqual([]);

@@ -1,5 +1,5 @@
 /**
- * Issue 12, item 7: a Ctrl-C (SIGINT) or SIGTERM that reaches only the npm wrapper stops the node
+ * Stopping cleanly: a Ctrl-C (SIGINT) or SIGTERM that reaches only the npm wrapper stops the node
  * process behind `npm run worker` and `npm run devserver` (npm forwards the signal and the scripts
  * `exec` node, so no shell stands in between), and the dev server's `temporal` process with it;
  * the demo refuses a port that is taken, naming its flag, before it starts anything.

@@ -1,5 +1,5 @@
 /**
- * The reference provider's webhooks (issue 5): a submit with `webhook {url, secret}` gets a signed
+ * The reference provider's webhooks: a submit with `webhook {url, secret}` gets a signed
  * POST per final status, retried with backoff after a failure, lost with `drop_webhook`, delivered
  * twice with `duplicate_webhook`; every attempt is counted. A real sim and a real HTTP receiver
  * on loopback.

@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotencyConflictStoreError, openStore, type Store } from '../../src/store/index.js';
 import { keepStore } from '../helpers/evidence.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { countResultDocuments } from '../helpers/storeQueries.js';
+import { LegacyJobsRepository } from '../../src/legacy/store.js';
 
 let pg: TestPostgres | undefined;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-store-test-'));
@@ -40,46 +42,46 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     const job = (id: string, hash = 'h1') => ({ id, account: 'acme', idem_key: id, provider: 'p', request_hash: hash, url: 'https://e.x/', input: '{}', options: '{}', batch_id: null, workflow_id: id, task_id: null, deadline_at: null });
 
     it('registers a job once and refuses the same key with other parameters', async () => {
-      const a = await store.registerJob(job('j1'));
-      const b = await store.registerJob(job('j1'));
+      const a = await store.jobs.register(job('j1'));
+      const b = await store.jobs.register(job('j1'));
       expect(b.created_at).toBe(a.created_at);
-      await expect(store.registerJob(job('j1', 'other'))).rejects.toBeInstanceOf(IdempotencyConflictStoreError);
+      await expect(store.jobs.register(job('j1', 'other'))).rejects.toBeInstanceOf(IdempotencyConflictStoreError);
     });
 
     it('records intent then answer; a recorded task ID is never replaced', async () => {
-      await store.registerJob(job('j2'));
-      const before = await store.recordSubmitIntent('j2');
+      await store.jobs.register(job('j2'));
+      const before = await new LegacyJobsRepository(store).recordSubmitIntent('j2');
       expect(before?.submit_intent_at).toBeNull();
-      expect((await store.getJob('j2'))?.submit_intent_at).toBeTruthy();
-      expect(await store.recordTaskId('j2', 't-2', 'queued', 'submit')).toBe('t-2');
-      expect(await store.recordTaskId('j2', 't-OTHER', 'queued', 'reconcile')).toBe('t-2');
-      const row = await store.getJob('j2');
+      expect((await store.jobs.get('j2'))?.submit_intent_at).toBeTruthy();
+      expect(await store.jobs.recordTaskId('j2', 't-2', 'queued', 'submit')).toBe('t-2');
+      expect(await store.jobs.recordTaskId('j2', 't-OTHER', 'queued', 'reconcile')).toBe('t-2');
+      const row = await store.jobs.get('j2');
       expect(row).toMatchObject({ task_id: 't-2', state: 'pending', submit_intent_at: null });
     });
 
     it('never moves a final job unless forced', async () => {
-      await store.registerJob(job('j3'));
-      expect(await store.transition('j3', 'failed', { error: { kind: 'permanent', message: 'bad', at: new Date().toISOString() } })).toBe(true);
-      expect(await store.transition('j3', 'pending')).toBe(false);
-      expect((await store.getJob('j3'))?.state).toBe('failed');
-      expect(await store.transition('j3', 'pending', { force: true })).toBe(true);
+      await store.jobs.register(job('j3'));
+      expect(await store.jobs.transition('j3', 'failed', { error: { kind: 'permanent', message: 'bad', at: new Date().toISOString() } })).toBe(true);
+      expect(await store.jobs.transition('j3', 'pending')).toBe(false);
+      expect((await store.jobs.get('j3'))?.state).toBe('failed');
+      expect(await store.jobs.transition('j3', 'pending', { force: true })).toBe(true);
     });
 
     it('writes a result once under 10 concurrent writers, atomically with completion', async () => {
-      await store.registerJob(job('j4'));
-      await store.recordTaskId('j4', 't-4', 'queued', 'submit');
-      const outs = await Promise.all(Array.from({ length: 10 }, (_, i) => store.writeResultOnce('j4', 'p', 't-4', payload(`w${i}`), 60_000)));
+      await store.jobs.register(job('j4'));
+      await store.jobs.recordTaskId('j4', 't-4', 'queued', 'submit');
+      const outs = await Promise.all(Array.from({ length: 10 }, (_, i) => store.results.writeOnce('j4', 'p', 't-4', payload(`w${i}`), 60_000)));
       expect(outs.filter((o) => o.inserted)).toHaveLength(1);
       expect(outs.filter((o) => o.transitioned)).toHaveLength(1);
       expect(new Set(outs.map((o) => o.resultId)).size).toBe(1);
-      expect(await store.countResults({ provider: 'p', taskId: 't-4' })).toBe(1);
-      expect((await store.getJob('j4'))?.state).toBe('completed');
-      expect((await store.timeline('j4')).filter((e) => e.state === 'completed')).toHaveLength(1);
+      expect(await store.results.count({ provider: 'p', taskId: 't-4' })).toBe(1);
+      expect((await store.jobs.get('j4'))?.state).toBe('completed');
+      expect((await store.findings.timeline('j4')).filter((e) => e.state === 'completed')).toHaveLength(1);
     });
 
     it('writes a multi-document result and all its documents once, in one transaction; reads them paged; purge keeps evidence', async () => {
-      await store.registerJob(job('j5'));
-      await store.recordTaskId('j5', 't-5', 'running', 'submit');
+      await store.jobs.register(job('j5'));
+      await store.jobs.recordTaskId('j5', 't-5', 'running', 'submit');
       const documents = Array.from({ length: 1_203 }, (_, i) => ({
         url: `https://e.x/p/${i}`,
         finalUrl: `https://e.x/p/${i}/`,
@@ -93,45 +95,45 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       }));
       // Two writers with different payloads race; one wins, the other inserts nothing at all.
       const [a, b] = await Promise.all([
-        store.writeResultOnce('j5', 'p', 't-5', { ...payload('crawl'), documents }, 60_000),
-        store.writeResultOnce('j5', 'p', 't-5', { ...payload('other'), documents: documents.slice(0, 3) }, 60_000),
+        store.results.writeOnce('j5', 'p', 't-5', { ...payload('crawl'), documents }, 60_000),
+        store.results.writeOnce('j5', 'p', 't-5', { ...payload('other'), documents: documents.slice(0, 3) }, 60_000),
       ]);
       expect([a, b].filter((o) => o.inserted)).toHaveLength(1);
       const winner = a.inserted ? a : b;
       const expected = a.inserted ? documents.length : 3;
-      expect(await store.countResults({ provider: 'p', taskId: 't-5' })).toBe(1);
-      expect(await store.countResultDocuments({ jobId: 'j5' })).toBe(expected);
-      const again = await store.writeResultOnce('j5', 'p', 't-5', { ...payload('late'), documents }, 60_000);
+      expect(await store.results.count({ provider: 'p', taskId: 't-5' })).toBe(1);
+      expect(await countResultDocuments(store, { jobId: 'j5' })).toBe(expected);
+      const again = await store.results.writeOnce('j5', 'p', 't-5', { ...payload('late'), documents }, 60_000);
       expect(again).toMatchObject({ resultId: winner.resultId, inserted: false, transitioned: false });
-      expect(await store.countResultDocuments({ resultId: winner.resultId })).toBe(expected);
+      expect(await countResultDocuments(store, { resultId: winner.resultId })).toBe(expected);
 
-      const page = await store.resultDocuments('j5', { offset: 2, limit: 2 });
+      const page = await store.results.documents('j5', { offset: 2, limit: 2 });
       expect(page.total).toBe(expected);
       expect(page.documents.map((d) => d.seq)).toEqual(expected > 3 ? [2, 3] : [2]);
       expect(page.documents[0]).toMatchObject({ url: 'https://e.x/p/2', title: 'page 2', markdown: '# page 2', links: ['https://e.x/p/3'], data: { depth: 2, metadata: { lang: 'en' } } });
       if (a.inserted) {
-        const tail = await store.resultDocuments('j5', { offset: 1_200, limit: 100 });
+        const tail = await store.results.documents('j5', { offset: 1_200, limit: 100 });
         expect(tail.documents.map((d) => d.seq)).toEqual([1_200, 1_201, 1_202]);
-        const [failed] = (await store.resultDocuments('j5', { offset: 9, limit: 1 })).documents;
+        const [failed] = (await store.results.documents('j5', { offset: 9, limit: 1 })).documents;
         expect(failed).toMatchObject({ seq: 9, error: { code: 'TIMEOUT', message: 'the page timed out' } });
       }
 
       // Retention: payloads go, the evidence (URL, status, title, error) stays.
       await store.db.updateTable('results').set({ expires_at: new Date(Date.now() - 1_000).toISOString() }).where('id', '=', winner.resultId).execute();
-      const purged = await store.purgeExpiredResults(new Date());
+      const purged = await store.results.purgeExpired(new Date());
       expect(purged.purged).toBeGreaterThanOrEqual(1);
-      const after = await store.resultDocuments('j5', { offset: 0, limit: 3 });
+      const after = await store.results.documents('j5', { offset: 0, limit: 3 });
       expect(after.result?.purged_at).toBeTruthy();
       expect(after.documents[1]).toEqual({ seq: 1, identity: expect.stringMatching(/^sha256:https:\/\/e\.x\/p\/1#[0-9a-f]{64}$/), url: 'https://e.x/p/1', finalUrl: 'https://e.x/p/1/', httpStatus: 200, title: 'page 1', markdown: null, text: null, links: undefined, data: undefined, error: undefined, body: null });
-      expect((await store.getJob('j5'))?.state).toBe('expired');
+      expect((await store.jobs.get('j5'))?.state).toBe('expired');
     });
 
     it('a single-page result has no documents', async () => {
-      await store.registerJob(job('j6'));
-      await store.recordTaskId('j6', 't-6', 'queued', 'submit');
-      await store.writeResultOnce('j6', 'p', 't-6', payload('one'), null);
-      expect(await store.resultDocuments('j6', { offset: 0, limit: 10 })).toMatchObject({ total: 0, documents: [] });
-      expect(await store.resultDocuments('missing', { offset: 0, limit: 10 })).toEqual({ result: undefined, total: 0, documents: [] });
+      await store.jobs.register(job('j6'));
+      await store.jobs.recordTaskId('j6', 't-6', 'queued', 'submit');
+      await store.results.writeOnce('j6', 'p', 't-6', payload('one'), null);
+      expect(await store.results.documents('j6', { offset: 0, limit: 10 })).toMatchObject({ total: 0, documents: [] });
+      expect(await store.results.documents('missing', { offset: 0, limit: 10 })).toEqual({ result: undefined, total: 0, documents: [] });
     });
   });
 }

@@ -1,5 +1,5 @@
 /**
- * Issue 12, items 1 and 2, in a real browser: the Temporal Web UI (2.54.1, embedded in Temporal CLI
+ * Reading jobs in the Web UI, in a real browser: the Temporal Web UI (2.54.1, embedded in Temporal CLI
  * 1.9.1) in headless Chromium driven by playwright-core: Debian's `chromium` on PATH, else the one
  * shipped inside the npm package `@sparticuz/chromium`, unpacked into the cache outside the
  * repository (`test/helpers/browser.ts`; nothing is downloaded). A dev server

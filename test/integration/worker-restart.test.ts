@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { FAST_POLICY, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
+import { outboxFor } from '../helpers/storeQueries.js';
 
 let stack: Stack;
 let pages: PageServer;
@@ -27,7 +28,7 @@ describe('worker restarts', () => {
     const child = await stack.spawnWorker();
     const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('medium-1')}?restart-poll`, key: 'restart-poll', policy: FAST_POLICY });
     const row = await waitFor(async () => {
-      const r = await stack.store.getJob(ref.jobId);
+      const r = await stack.store.jobs.get(ref.jobId);
       return r?.state === 'pending' && r.status_checks >= 2 ? r : undefined;
     }, 30_000, 'polling to start');
     child.kill('SIGKILL');
@@ -39,8 +40,8 @@ describe('worker restarts', () => {
     expect(done.state).toBe('completed');
     expect(done.task_id).toBe(row.task_id);
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes('restart-poll'))).toHaveLength(1);
-    expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
-    expect(await stack.store.outboxFor(ref.jobId)).toHaveLength(1);
+    expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(1);
+    expect(await outboxFor(stack.store, ref.jobId)).toHaveLength(1);
   });
 
   it('two workers on the task queue and one killed: every job completes once', async () => {
@@ -54,8 +55,8 @@ describe('worker restarts', () => {
     a.kill('SIGKILL');
     for (const r of refs) {
       expect((await waitForState(stack.store, r.jobId, ['completed', 'failed'], 90_000)).state).toBe('completed');
-      expect(await stack.store.countResults({ jobId: r.jobId })).toBe(1);
-      expect(await stack.store.outboxFor(r.jobId)).toHaveLength(1);
+      expect(await stack.store.results.count({ jobId: r.jobId })).toBe(1);
+      expect(await outboxFor(stack.store, r.jobId)).toHaveLength(1);
     }
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes('two-workers-'))).toHaveLength(10);
   });
@@ -74,8 +75,8 @@ describe('worker restarts', () => {
       const done = await waitForState(stack.store, ref.jobId, ['completed', 'failed'], 90_000);
       expect(done.state).toBe('completed');
       expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(1);
-      expect(await stack.store.countResults({ jobId: ref.jobId })).toBe(1);
-      expect(await stack.store.outboxFor(ref.jobId)).toHaveLength(1); // one downstream effect
+      expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(1);
+      expect(await outboxFor(stack.store, ref.jobId)).toHaveLength(1); // one downstream effect
     });
   }
 });

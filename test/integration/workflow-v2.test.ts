@@ -13,10 +13,10 @@ import { ProviderRegistry } from '../../src/providers/registry.js';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
-import { providerLimit } from '../../src/store/polling.js';
 import { stateQuery } from '../../src/workflows/scrape/messages.js';
 import { DOORS, providerCancelCalls, sendCancel } from '../helpers/cancel.js';
 import { FAST_POLICY, recordResponses, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
+import { providerLimit } from '../helpers/storeQueries.js';
 
 let pages: PageServer;
 beforeAll(async () => {
@@ -113,7 +113,7 @@ describe('a list that lags (no idempotency key, search-backed list)', () => {
     const row = await waitForState(stack.store, ref.jobId, ['completed', 'failed'], 90_000);
     expect(row.state).toBe('completed');
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(1);
-    const timeline = await stack.store.timeline(ref.jobId);
+    const timeline = await stack.store.findings.timeline(ref.jobId);
     const settling = timeline.filter((e) => e.type === 'reconcile_settling');
     expect(settling).toHaveLength(1); // the first read missed it and waited out the lag …
     expect(timeline.some((e) => e.type === 'task_recorded' && /client reference/.test(e.detail ?? ''))).toBe(true); // … the second found it

@@ -1,5 +1,5 @@
 /**
- * The secrets scan (issue 13, "Proof at scale"): the last project of `npm test` (see
+ * The secrets scan (proof at scale that no secret leaks): the last project of `npm test` (see
  * `vitest.config.ts`), run once every other test file has finished and before the dev server
  * stops. It searches every history of the run on the dev server (workflows started since the run
  * began, payloads decoded), every store the stacks kept, every log line and every CLI/HTTP answer

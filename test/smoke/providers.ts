@@ -87,7 +87,7 @@ export async function runSmoke(opts: RunSmokeOptions): Promise<{ plan: SmokePlan
     const store = await openStore(config.storeUrl);
     const native = await NativeConnection.connect(nativeConnectionOptions(target.connectionOptions));
     const connection = await Connection.connect(target.connectionOptions);
-    const providers = new ProviderRegistry(config, opts.env as NodeJS.ProcessEnv, {}, store);
+    const providers = new ProviderRegistry(config, opts.env as NodeJS.ProcessEnv, {}, store.providerKeys);
     const worker = await createScrapeWorker({ connection: native, config, store, providers, shutdownGraceTimeMs: 2_000 });
     const running = worker.run();
     const client = new ScrapeClient({ temporal: new Client({ connection, namespace: target.namespace }), store, taskQueue: config.temporal.taskQueue, defaultProvider: planned[0]!.kind, providers: planned.map((p) => p.kind), config });
@@ -98,13 +98,13 @@ export async function runSmoke(opts: RunSmokeOptions): Promise<{ plan: SmokePlan
           const job = recipe.job!(opts.env);
           const ref = await client.startScrape({ account: 'smoke', provider: kind, url: job.url, options: job.options ?? {}, key: `smoke-${kind}-${t0}`, policy: { deadlineMs: recipe.deadlineMs ?? 300_000 } });
           const until = t0 + (recipe.deadlineMs ?? 300_000) + 30_000;
-          let row = await store.getJob(ref.jobId);
+          let row = await store.jobs.get(ref.jobId);
           while (!row || !isFinalState(row.state)) {
             if (Date.now() > until) break;
             await new Promise((r) => setTimeout(r, 500));
-            row = await store.getJob(ref.jobId);
+            row = await store.jobs.get(ref.jobId);
           }
-          const result = await store.getResultForJob(ref.jobId);
+          const result = await store.results.forJob(ref.jobId);
           const error = row?.last_error ? (JSON.parse(row.last_error) as { message?: string }).message : undefined;
           return { kind, state: row?.state ?? 'unknown', taskId: row?.task_id ?? null, title: result?.title ?? null, documents: Number(result?.document_count ?? 0), elapsedMs: Date.now() - t0, error };
         } catch (e) {

@@ -7,7 +7,9 @@ import { fakeEvidence, fakeReading } from '../helpers/fakeProvider.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { createActivities, type SubmitInput } from '../../src/activities/index.js';
+import { createActivities } from '../../src/activities/index.js';
+import type { SubmitInput } from '../../src/legacy/activities.js';
+import { LegacyJobsRepository } from '../../src/legacy/store.js';
 import { parseConfig } from '../../src/config.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
@@ -53,7 +55,7 @@ let acts: ReturnType<typeof createActivities>;
 const input: SubmitInput = { jobId: 'scrape:acme:k', provider: 'fake', account: 'acme', key: 'k', request: { url: 'https://example.com/', format: 'markdown', options: {} } };
 
 async function register() {
-  await store.registerJob({ id: input.jobId, account: 'acme', idem_key: 'k', provider: 'fake', request_hash: 'h', url: input.request.url, input: '{}', options: '{}', batch_id: null, workflow_id: input.jobId, task_id: null, deadline_at: null });
+  await store.jobs.register({ id: input.jobId, account: 'acme', idem_key: 'k', provider: 'fake', request_hash: 'h', url: input.request.url, input: '{}', options: '{}', batch_id: null, workflow_id: input.jobId, task_id: null, deadline_at: null });
 }
 
 beforeEach(async () => {
@@ -78,13 +80,13 @@ async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {
 describe('submitScrape', () => {
   it('records the answer; a retried attempt adopts it without calling the provider again', async () => {
     expect(await env().run(acts.submitScrape, input)).toMatchObject({ kind: 'accepted', taskId: 'task-1' });
-    expect((await store.getJob(input.jobId))?.task_id).toBe('task-1');
+    expect((await store.jobs.get(input.jobId))?.task_id).toBe('task-1');
     expect(await env(2).run(acts.submitScrape, input)).toMatchObject({ kind: 'accepted', taskId: 'task-1', adopted: true });
     expect(fake.calls.filter((c) => c === 'submit')).toHaveLength(1);
   });
 
   it('an earlier intent without an answer makes the attempt ambiguous and calls nothing', async () => {
-    await store.recordSubmitIntent(input.jobId); // a crashed attempt
+    await new LegacyJobsRepository(store).recordSubmitIntent(input.jobId); // a crashed attempt
     expect(await env(2).run(acts.submitScrape, input)).toMatchObject({ kind: 'ambiguous', error: { code: 'UNANSWERED_INTENT' } });
     expect(fake.calls).toEqual([]);
     // After reconciliation proved the task absent, the same intent no longer blocks.
@@ -96,7 +98,7 @@ describe('submitScrape', () => {
       throw new ProviderError('ambiguous', 'POST /api/scrape failed: other side closed', { code: 'UND_ERR_SOCKET' });
     };
     expect(await env().run(acts.submitScrape, input)).toMatchObject({ kind: 'ambiguous' });
-    expect((await store.getJob(input.jobId))?.submit_intent_at).toBeTruthy();
+    expect((await store.jobs.get(input.jobId))?.submit_intent_at).toBeTruthy();
   });
 
   it('a rate-limit 429 throws a retryable failure with the provider wait and cools the key down for every caller', async () => {
@@ -108,7 +110,7 @@ describe('submitScrape', () => {
     expect(err.type).toBe('Provider.cooldown');
     expect(err.nonRetryable).toBe(false);
     expect(err.nextRetryDelay).toBe(7_000);
-    expect((await store.getJob(input.jobId))?.submit_intent_at).toBeNull();
+    expect((await store.jobs.get(input.jobId))?.submit_intent_at).toBeNull();
     // The next call with the same provider key is held back locally: the provider sees nothing.
     const second = await failure(env().run(acts.checkStatus, { jobId: input.jobId, provider: 'fake', account: 'acme', taskId: 't' }));
     expect(second.type).toBe('Provider.cooldown');
@@ -151,17 +153,17 @@ describe('reconcileSubmit', () => {
 
 describe('saveResult', () => {
   it('writes once: a repeat (retry, second worker) inserts nothing', async () => {
-    await store.recordTaskId(input.jobId, 'task-1', 'queued', 'test');
+    await store.jobs.recordTaskId(input.jobId, 'task-1', 'queued', 'test');
     const ref = { jobId: input.jobId, provider: 'fake', account: 'acme', taskId: 'task-1', url: input.request.url };
     const [a, b] = (await Promise.all([env().run(acts.saveResult, ref), env().run(acts.saveResult, ref)])) as Awaited<ReturnType<typeof acts.saveResult>>[];
     expect([a!.inserted, b!.inserted].sort()).toEqual([false, true]);
     expect(a!.resultId).toBe(b!.resultId);
-    expect(await store.countResults({ provider: 'fake', taskId: 'task-1' })).toBe(1);
-    expect((await store.getJob(input.jobId))?.state).toBe('completed');
+    expect(await store.results.count({ provider: 'fake', taskId: 'task-1' })).toBe(1);
+    expect((await store.jobs.get(input.jobId))?.state).toBe('completed');
   });
 
   it('a result that 404s is retried, and stops being retried at the notFoundLimit-th attempt', async () => {
-    await store.recordTaskId(input.jobId, 'task-1', 'queued', 'test');
+    await store.jobs.recordTaskId(input.jobId, 'task-1', 'queued', 'test');
     fake.result = async () => {
       fake.calls.push('result');
       throw new ProviderError('not_found', 'GET /api/jobs/task-1 answered 404', { httpStatus: 404 });
@@ -171,6 +173,6 @@ describe('saveResult', () => {
     expect([early.type, early.nonRetryable]).toEqual(['Provider.not_found', false]);
     const last = await failure(env(3).run(acts.saveResult, ref));
     expect([last.type, last.nonRetryable]).toEqual(['Provider.not_found', true]);
-    expect(await store.countResults({ provider: 'fake', taskId: 'task-1' })).toBe(0);
+    expect(await store.results.count({ provider: 'fake', taskId: 'task-1' })).toBe(0);
   });
 });

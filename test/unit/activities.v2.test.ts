@@ -17,7 +17,7 @@ import { ProviderRegistry } from '../../src/providers/registry.js';
 import type { Accepted, ProviderAdapter, ResultContext, StatusObservation } from '../../src/providers/adapter.js';
 import type { ProviderResult } from '../../src/model/results.js';
 import { openStore, Store } from '../../src/store/index.js';
-import { providerLimit } from '../../src/store/polling.js';
+import { providerLimit } from '../helpers/storeQueries.js';
 
 const PAGE: ProviderResult = { url: 'https://example.com/', finalUrl: 'https://example.com/', httpStatus: 200, title: 'T', byline: null, excerpt: null, lang: 'en', siteName: null, publishedTime: null, text: 'x', markdown: 'x', links: [], contentLength: 1 };
 
@@ -89,8 +89,8 @@ beforeEach(async () => {
   const providers = new ProviderRegistry(config, {}, { fake });
   providerKey = providers.resolve('fake', 'acme').providerKey;
   acts = createActivities({ store, providers, resultRetentionMs: 60_000 });
-  await store.insertJob(Store.jobRow(job));
-  await store.recordTaskId(jobId, 'task-1', 'queued', 'test');
+  await store.jobs.insert(Store.jobRow(job));
+  await store.jobs.recordTaskId(jobId, 'task-1', 'queued', 'test');
   generation++;
 });
 
@@ -99,19 +99,19 @@ describe('awaitStatus (retry-driven polling)', () => {
     const e = await failure(env().run(acts.awaitStatus, poll()));
     expect(e.category).toBe(ApplicationFailureCategory.BENIGN);
     expect(e.nextRetryDelay).toBe(3_000); // check 1 done: delay 1 = 2 s × 1.5
-    const row = await store.getJob(jobId);
+    const row = await store.jobs.get(jobId);
     expect(row).toMatchObject({ status_checks: 1, provider_status: 'running', provider_state: 'running', status_errors: 0 });
   });
 
   it('the store keeps the tracking deadline the workflow enforces (a workflow that learned its task ID late counts from then)', async () => {
-    await store.recordTaskId(jobId, 'task-1', 'queued', 'test', 60_000); // the submit's deadline: 1 min from its write
+    await store.jobs.recordTaskId(jobId, 'task-1', 'queued', 'test', 60_000); // the submit's deadline: 1 min from its write
     const later = new Date(Date.now() + 600_000).toISOString();
     await failure(env().run(acts.awaitStatus, poll({ deadlineAt: later })));
-    expect((await store.getJob(jobId))?.deadline_at).toBe(later);
+    expect((await store.jobs.get(jobId))?.deadline_at).toBe(later);
     // The cancel path's confirmation checks carry the cancel deadline, not the tracking one: left alone.
     generation++;
     await failure(env().run(acts.awaitStatus, poll({ mode: 'confirm_cancel', deadlineAt: new Date(Date.now() + 5_000).toISOString() })));
-    expect((await store.getJob(jobId))?.deadline_at).toBe(later);
+    expect((await store.jobs.get(jobId))?.deadline_at).toBe(later);
   });
 
   it('an unrecognised status word is recorded and polled on the normal schedule, never final', async () => {
@@ -119,8 +119,8 @@ describe('awaitStatus (retry-driven polling)', () => {
     const e = await failure(env().run(acts.awaitStatus, poll()));
     expect(e.message).toMatch(/unrecognised status "Stalled"/);
     expect(e.nextRetryDelay).toBe(3_000);
-    expect((await store.getJob(jobId))?.state).toBe('pending');
-    expect((await store.timeline(jobId)).some((ev) => ev.type === 'unrecognised_status')).toBe(true);
+    expect((await store.jobs.get(jobId))?.state).toBe('pending');
+    expect((await store.findings.timeline(jobId)).some((ev) => ev.type === 'unrecognised_status')).toBe(true);
   });
 
   it('a completed answer that carries the result is written once, with no separate read', async () => {
@@ -128,8 +128,8 @@ describe('awaitStatus (retry-driven polling)', () => {
     const out = await env().run(acts.awaitStatus, poll());
     expect(out).toMatchObject({ kind: 'completed', checks: 1, result: { inserted: true, title: 'T' } });
     expect(fake.calls).toEqual(['status']);
-    expect((await store.getJob(jobId))?.state).toBe('completed');
-    expect(await store.countResults({ jobId })).toBe(1);
+    expect((await store.jobs.get(jobId))?.state).toBe('completed');
+    expect(await store.results.count({ jobId })).toBe(1);
   });
 
   it('without an inline result the result is read with the configured limits and a heartbeat per page', async () => {
@@ -156,8 +156,8 @@ describe('awaitStatus (retry-driven polling)', () => {
     };
     const out = await env().run(acts.awaitStatus, poll());
     expect(out).toMatchObject({ kind: 'interrupted', error: { kind: 'permanent', httpStatus: 401 } });
-    expect((await store.getJob(jobId))?.state).toBe('tracking_interrupted');
-    expect(await store.incidents(jobId)).toHaveLength(1);
+    expect((await store.jobs.get(jobId))?.state).toBe('tracking_interrupted');
+    expect(await store.findings.incidents(jobId)).toHaveLength(1);
   });
 
   it('a read that says nothing will ever come (400 SNAPSHOT_EMPTY) ends failed with that code, not interrupted', async () => {
@@ -167,7 +167,7 @@ describe('awaitStatus (retry-driven polling)', () => {
     };
     const out = await env().run(acts.awaitStatus, poll());
     expect(out).toMatchObject({ kind: 'failed', error: { code: 'SNAPSHOT_EMPTY' } });
-    const row = await store.getJob(jobId);
+    const row = await store.jobs.get(jobId);
     expect(row?.state).toBe('failed');
     expect(JSON.parse(row!.last_error!)).toMatchObject({ code: 'SNAPSHOT_EMPTY' });
   });
@@ -179,7 +179,7 @@ describe('awaitStatus (retry-driven polling)', () => {
     expect((await failure(env(2).run(acts.awaitStatus, poll()))).nextRetryDelay).toBe(2_000);
     await failure(env(3).run(acts.awaitStatus, poll()));
     expect(await env(4).run(acts.awaitStatus, poll())).toMatchObject({ kind: 'expired' });
-    expect((await store.getJob(jobId))?.state).toBe('expired');
+    expect((await store.jobs.get(jobId))?.state).toBe('expired');
   });
 
   it('a failing check is not a failed task: retried with backoff, its error and count visible on the row', async () => {
@@ -189,7 +189,7 @@ describe('awaitStatus (retry-driven polling)', () => {
     const first = await failure(env().run(acts.awaitStatus, poll()));
     const second = await failure(env().run(acts.awaitStatus, poll()));
     expect([first.nextRetryDelay, second.nextRetryDelay]).toEqual([1_000, 2_000]);
-    const row = await store.getJob(jobId);
+    const row = await store.jobs.get(jobId);
     expect(row?.state).toBe('pending');
     expect(row?.status_errors).toBe(2);
     expect(JSON.parse(row!.last_error!)).toMatchObject({ code: 'TIMEOUT' });
@@ -237,8 +237,8 @@ describe('submitJob (adaptive active-jobs limit)', () => {
     expect(await env(1).run(acts.submitJob, crowd[0]!)).toMatchObject({ kind: 'accepted' });
     await store.db.updateTable('provider_limits').set({ active_limit: 1 }).where('label', '=', providerKey).execute();
     // Jobs waiting for a slot: registered, and their submit attempts named the key.
-    for (const c of crowd.slice(1)) await store.insertJob(Store.jobRow({ ...c.job, taskId: null }, []));
-    for (let i = 3; i < 6; i++) await store.insertJob(Store.jobRow({ ...crowd[1]!.job, jobId: `scrape:acme:w${i}`, key: `w${i}`, workflowId: `scrape:acme:w${i}` }, []));
+    for (const c of crowd.slice(1)) await store.jobs.insert(Store.jobRow({ ...c.job, taskId: null }, []));
+    for (let i = 3; i < 6; i++) await store.jobs.insert(Store.jobRow({ ...crowd[1]!.job, jobId: `scrape:acme:w${i}`, key: `w${i}`, workflowId: `scrape:acme:w${i}` }, []));
     await store.db.updateTable('jobs').set({ provider_key: providerKey }).execute();
     const t0 = Date.now();
     const crowded = await failure(env(1).run(acts.submitJob, crowd[1]!));
@@ -259,7 +259,7 @@ describe('reconcileJob (a list that lags)', () => {
     expect(first.nextRetryDelay).toBeLessThanOrEqual(10_001);
     expect(await env(2).run(acts.reconcileJob, submitInput)).toMatchObject({ kind: 'absent' });
     expect(fake.calls).toEqual(['list', 'list']);
-    const events = (await store.timeline(jobId)).map((e) => e.type);
+    const events = (await store.findings.timeline(jobId)).map((e) => e.type);
     expect(events).toEqual(expect.arrayContaining(['reconcile_settling', 'reconcile_absent']));
   });
 
@@ -272,14 +272,14 @@ describe('reconcileJob (a list that lags)', () => {
   });
 
   it('a task the list shows that is bound to another job of the same provider account is not adopted, and the collision is in the timeline', async () => {
-    await store.insertJob(Store.jobRow({ ...job, jobId: 'scrape:acme:other', key: 'other', workflowId: 'scrape:acme:other' }));
-    await store.recordTaskId('scrape:acme:other', 'task-taken', 'running', 'test', 60_000, providerKey);
+    await store.jobs.insert(Store.jobRow({ ...job, jobId: 'scrape:acme:other', key: 'other', workflowId: 'scrape:acme:other' }));
+    await store.jobs.recordTaskId('scrape:acme:other', 'task-taken', 'running', 'test', 60_000, providerKey);
     await store.db.updateTable('jobs').set({ task_id: null, state: 'unknown', submit_intent_at: new Date(Date.now() - 60_000).toISOString() }).where('id', '=', jobId).execute();
     fake.listImpl = async () => ({ taskId: 'task-taken', providerStatus: 'running', replayed: true });
     expect(await env(1).run(acts.reconcileJob, submitInput)).toMatchObject({ kind: 'absent' });
-    const collision = (await store.timeline(jobId)).find((e) => e.type === 'task_collision');
+    const collision = (await store.findings.timeline(jobId)).find((e) => e.type === 'task_collision');
     expect(JSON.parse(collision!.detail!)).toMatchObject({ collisions: [{ taskId: 'task-taken', boundTo: 'scrape:acme:other' }] });
-    expect((await store.getJob(jobId))?.task_id).toBeNull();
+    expect((await store.jobs.get(jobId))?.task_id).toBeNull();
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * Issue 5, the HTTP API's parts without Temporal: API keys (hashing, file/env formats, constant-
+ * The HTTP API's parts without Temporal: API keys (hashing, file/env formats, constant-
  * time matching), webhook signatures, problem mapping, polling guidance, and the request limits
  * and webhook receiver through `app.inject` on an in-memory store. The Temporal connection is
  * lazy and never used by these requests.
@@ -21,7 +21,7 @@ import { IdempotencyConflictError, JobNotFoundError, ResultExpiredError, ResultN
 import { parseConfig, webhookProviderNames, type Config } from '../../src/config.js';
 import { simWebhookSignature } from '../../src/sim/webhooks.js';
 import { openStore, type Store } from '../../src/store/index.js';
-import { listDeliveries, listQuarantine } from '../../src/store/webhooks.js';
+import { listQuarantine } from '../helpers/storeQueries.js';
 
 describe('API keys', () => {
   it('generates 256-bit keys and stores only their SHA-256', () => {
@@ -231,7 +231,7 @@ describe('the app without Temporal', () => {
       if (c.detail) expect(body.detail).toMatch(c.detail);
       expect(r.body).not.toMatch(/at .*\.ts:\d+/);
     }
-    expect(await store.listJobs({})).toEqual([]);
+    expect(await store.jobs.list({})).toEqual([]);
     // An over-long ID (past the schema's 300 characters, or the router's 400) is an invalid parameter: 400, as the document says.
     for (const n of [301, 500]) {
       const long = await app.inject({ url: `/v1/scrapes/${'a'.repeat(n)}`, headers: auth });
@@ -288,7 +288,7 @@ describe('the app without Temporal', () => {
     const body = JSON.stringify(event);
     const bad = await app.inject({ method: 'POST', url: '/v1/webhooks/reference', headers: { 'content-type': 'application/json', 'x-sim-signature': 'sha256=00' }, payload: body });
     expect(bad.statusCode).toBe(401);
-    expect(await listDeliveries(store)).toEqual([]);
+    expect(await store.webhooks.listDeliveries()).toEqual([]);
     const signed = { 'content-type': 'application/json', 'x-sim-signature': simWebhookSignature(body, SECRET) };
     const ok = await app.inject({ method: 'POST', url: '/v1/webhooks/reference', headers: signed, payload: body });
     expect(ok.statusCode).toBe(202);

@@ -1,5 +1,5 @@
 /**
- * Hostile batch files, property-based (fast-check, fixed seeds; issue 13): CSV and JSONL files
+ * Hostile batch files, property-based (fast-check, fixed seeds): CSV and JSONL files
  * as bytes — UTF-8 with and without a BOM, UTF-16 LE/BE with their BOMs, Latin-1 bytes, invalid
  * UTF-8, binary bytes, quotes (well-formed, stray, unclosed), embedded delimiters and line breaks,
  * LF/CRLF/CR line endings mixed, fields past the 64 KiB row limit, each of `,` `;` tab `|` as the

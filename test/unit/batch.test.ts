@@ -109,7 +109,7 @@ describe('JSONL batches', () => {
   });
 });
 
-describe('readable, canonical keys (issue 12, items 1 and 10)', () => {
+describe('readable, canonical keys', () => {
   it('derives <host>-<10 hex> from the WHATWG-serialised URL: host case, default port, empty path and IDN spellings are one job', () => {
     const { items, errors } = parseCsvText(
       ['url', 'http://example.com/', 'HTTP://Example.COM', 'http://example.com:80', 'http://bücher.example/katalog', 'http://xn--bcher-kva.example/katalog', 'https://example.com:8443/a', ''].join('\n'),
@@ -137,7 +137,7 @@ describe('readable, canonical keys (issue 12, items 1 and 10)', () => {
   });
 });
 
-describe('delimiters and unreadable files (issue 12, items 5 and 8)', () => {
+describe('delimiters and unreadable files', () => {
   it('says that a ;-separated file looks like one and how to pass the delimiter; --delimiter reads it', () => {
     const text = 'url;note\nhttps://a.example/;one\nhttps://b.example/;two\n';
     expect(parseCsvText(text).errors).toEqual([expect.objectContaining({ line: 1, reason: 'the CSV header has no "url" column; the delimiter looks like `;`; pass --delimiter \';\'' })]);

@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decideReconcile, describeEvidence, type Candidate, type LookupEvidence, type LookupReading, type ReconcileEvidence, type ReconcileFacts, type ReplayReading } from '../../src/model/evidence.js';
-import { firecrawlEvidence } from '../../src/providers/firecrawl/adapter.js';
+import { firecrawlEvidence } from '../../src/providers/firecrawl/lookups.js';
 import { APIFY_EVIDENCE } from '../../src/providers/apify/adapter.js';
 import { BRIGHTDATA_EVIDENCE } from '../../src/providers/brightdata/adapter.js';
 

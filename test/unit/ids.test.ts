@@ -1,5 +1,5 @@
 /**
- * Issue 12, items 1, 10, 11, 12 at unit level: readable derived keys from the WHATWG-serialised URL,
+ * Identifiers and user input at unit level: readable derived keys from the WHATWG-serialised URL,
  * old keys still job IDs, the list cursor; durations as typed on the command line; the poll
  * policy's bounds and messages; API keys reloaded from their file.
  */

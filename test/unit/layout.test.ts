@@ -1,13 +1,16 @@
 /**
  * The code layout a newcomer relies on. The import graph of `src/` (type imports included) has no
  * cycle; production wiring (`runtime.ts`, `worker.ts`, the API) never loads the dev-server
- * spawner; the client and the API reach the database only through `Store` methods; the client's
- * entry is a short index of its parts. The layers point one way: `model/` is the vocabulary and
+ * spawner; nothing outside the store reaches the database but through its repositories
+ * (`store.jobs`, `store.results`, …), which all share one style; the client's entry is a short
+ * index of its parts; v1 lives in `src/legacy/`, reached from one line of each registry; no file
+ * outside `src/legacy/` but a file of flat schemas grows past 400 lines. The layers point one way: `model/` is the vocabulary and
  * depends on no other part; `providers/` and `observability/` are handed what they need and never
  * reach up into the configuration module or the store; the providers lead with their contract
  * (`providers/adapter.ts`), with the helpers in `providers/shared/`.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
@@ -74,12 +77,53 @@ describe('layout', () => {
     }
   });
 
-  it('the client, the API, the CLI and the batch runner use Store methods, never raw SQL', () => {
+  it('the store’s callers use its repositories: no raw SQL in src/ outside src/store/ (and the v1 repository in src/legacy/)', () => {
+    const rawSql = /\bfrom 'kysely'|(?<![\w/.])sql`|\.(selectFrom|insertInto|updateTable|deleteFrom)\(|\b[sS]tore\.db\b|\b[sS]tore\.tx\(/;
     const offenders = sourceFiles(SRC)
-      .filter((f) => /^(client|api|batch|cli)\//.test(rel(f)) || rel(f) === 'cli.ts')
-      .filter((f) => /\bfrom 'kysely'|\bsql`|\.db\.(selectFrom|insertInto|updateTable|deleteFrom)|store\.db\b/.test(fs.readFileSync(f, 'utf8')))
+      .filter((f) => !/^(store|legacy)\//.test(rel(f)))
+      .filter((f) => rawSql.test(fs.readFileSync(f, 'utf8')))
       .map(rel);
     expect(offenders).toEqual([]);
+    // The check sees what it must: the store itself writes SQL.
+    expect(rawSql.test(fs.readFileSync(path.join(SRC, 'store', 'jobs.ts'), 'utf8'))).toBe(true);
+  });
+
+  it('the store has one style: a connection, one repository class per responsibility, an index that only re-exports', () => {
+    const repositories = ['jobs.ts', 'results.ts', 'findings.ts', 'polling.ts', 'providerKeys.ts', 'webhooks.ts', 'apiIdempotency.ts'];
+    for (const file of repositories) {
+      const text = fs.readFileSync(path.join(SRC, 'store', file), 'utf8');
+      expect(text, file).toMatch(/export class \w+Repository \{\n {2}constructor\(private readonly conn: StoreConnection\) \{\}/);
+      // No operation as a free function over the store beside the class.
+      expect(text, file).not.toMatch(/export (async )?function/);
+    }
+    const store = fs.readFileSync(path.join(SRC, 'store', 'store.ts'), 'utf8');
+    for (const file of repositories) expect(store, file).toContain(`from './${file.replace(/\.ts$/, '.js')}'`);
+    const index = fs.readFileSync(path.join(SRC, 'store', 'index.ts'), 'utf8');
+    expect(index.split('\n').length).toBeLessThan(40);
+    expect(index).not.toMatch(/\bclass\b|\bfunction\b|=>/);
+  });
+
+  it('v1 is one folder: nothing in src/ outside src/legacy/ imports it but one line of each registry', () => {
+    const importers = [...graph.entries()].filter(([f, deps]) => !rel(f).startsWith('legacy/') && deps.some((d) => rel(d).startsWith('legacy/')));
+    expect(importers.map(([f]) => rel(f)).sort()).toEqual(['activities/index.ts', 'workflows/index.ts']);
+    for (const [f] of importers) {
+      const lines = fs.readFileSync(f, 'utf8').split('\n').filter((l) => /from '\.\.\/legacy\//.test(l));
+      expect(lines, rel(f)).toHaveLength(1);
+    }
+    expect(fs.existsSync(path.join(SRC, 'activities', 'legacy.ts'))).toBe(false);
+  });
+
+  // Files that are flat lists of schemas (one declaration after another, nothing to split by
+  // responsibility) may be longer.
+  const FLAT_SCHEMA_FILES = ['sim/schemas.ts', 'api/schemas.ts'];
+
+  it('no file in src/ is over 400 lines, outside src/legacy/ and the files of flat schemas', () => {
+    const long = sourceFiles(SRC)
+      .filter((f) => !rel(f).startsWith('legacy/') && !FLAT_SCHEMA_FILES.includes(rel(f)))
+      .map((f) => [rel(f), fs.readFileSync(f, 'utf8').split('\n').length - 1] as const)
+      .filter(([, n]) => n > 400);
+    expect(long).toEqual([]);
+    for (const f of FLAT_SCHEMA_FILES) expect(fs.existsSync(path.join(SRC, f)), f).toBe(true);
   });
 
   it('the client is split into parts with a short index that re-exports them', () => {
@@ -149,5 +193,61 @@ describe('layout', () => {
       .filter((f) => rel(f) !== 'providers/shared/http.ts')
       .flatMap((f) => fs.readFileSync(f, 'utf8').split('\n').flatMap((line, i) => (handWritten.test(line) ? [`${rel(f)}:${i + 1}`] : [])));
     expect(offenders).toEqual([]);
+  });
+
+  /** Every comment of a source file (line and block comments, JSDoc included), with its 1-based line. */
+  const commentsOf = (file: string): { line: number; text: string }[] => {
+    const text = fs.readFileSync(file, 'utf8');
+    const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+    const found = new Map<number, { line: number; text: string }>();
+    const collect = (ranges: ts.CommentRange[] | undefined) => {
+      for (const r of ranges ?? []) found.set(r.pos, { line: sf.getLineAndCharacterOfPosition(r.pos).line + 1, text: text.slice(r.pos, r.end) });
+    };
+    // Every token's leading trivia holds the comments before it; the same-line ones count as the
+    // previous token's trailing comments, so both lists are read at each token.
+    const visit = (node: ts.Node) => {
+      collect(ts.getLeadingCommentRanges(text, node.getFullStart()));
+      collect(ts.getTrailingCommentRanges(text, node.getFullStart()));
+      for (const child of node.getChildren(sf)) visit(child);
+    };
+    visit(sf);
+    return [...found.values()];
+  };
+
+  // A comment that cites the old design brief by file name, a numbered rule or issue, or a path on
+  // a developer's machine sends the reader somewhere the repository cannot follow: it says what it
+  // means in words, and names docs/design.md by section.
+  const OUTSIDE_CITATION = /(?<!docs\/)\bdesign\.md\b|\b(?:rule|issue)s? #?\d|(?<![\w.~-])\/(?:work|home)\//i;
+
+  it('source comments state rules and reasons in words: no DESIGN.md, “rule N”, “issue N” or machine path', () => {
+    // Only a file whose text matches anywhere is parsed for its comments.
+    const cited = (f: string) => (OUTSIDE_CITATION.test(fs.readFileSync(f, 'utf8')) ? commentsOf(f).filter((c) => OUTSIDE_CITATION.test(c.text)) : []);
+    const offenders = [...graph.keys()].flatMap((f) => cited(f).map((c) => `${rel(f)}:${c.line}: ${OUTSIDE_CITATION.exec(c.text)![0]}`));
+    expect(offenders).toEqual([]);
+  });
+
+  it('the comment rule sees line, block and trailing comments alike (it can fail)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'layout-comments-'));
+    const file = path.join(dir, 'sample.ts');
+    fs.writeFileSync(
+      file,
+      [
+        '/** Header (see DESIGN.md). */',
+        'export const a = 1; // trailing, issue 13',
+        'export function f(): void {',
+        '  /* block: rule 8 */',
+        '}',
+        "export const s = 'rule 3 in a string is not a comment';",
+        '// the brief is docs/design.md, “Rules”',
+        '// from /home/someone/notes',
+        '',
+      ].join('\n'),
+    );
+    try {
+      const hits = commentsOf(file).filter((c) => OUTSIDE_CITATION.test(c.text)).map((c) => c.line);
+      expect(hits.sort((x, y) => x - y)).toEqual([1, 2, 4, 8]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

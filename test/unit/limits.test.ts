@@ -24,7 +24,7 @@ describe('the Bright Data IP-block window kept in the store', () => {
   let now = T0;
   const clock = () => now;
   const scope = 'brightdata@api.brightdata.com';
-  const guard = (threshold = 3) => new RefusalGuard(scope, new RefusalWindow(300_000, threshold, clock), store, clock);
+  const guard = (threshold = 3) => new RefusalGuard(scope, new RefusalWindow(300_000, threshold, clock), store.providerKeys, clock);
 
   beforeEach(async () => {
     store = await openStore('sqlite::memory:');
@@ -63,11 +63,11 @@ describe('the Bright Data IP-block window kept in the store', () => {
   it('rows older than the longest configurable window are pruned when a refusal is recorded; other scopes are kept', async () => {
     const g = guard();
     await g.record();
-    await new RefusalGuard('brightdata@other.example', new RefusalWindow(300_000, 3, clock), store, clock).record();
+    await new RefusalGuard('brightdata@other.example', new RefusalWindow(300_000, 3, clock), store.providerKeys, clock).record();
     now += 2 * 3_600_000;
     await g.record();
-    expect(await store.refusalsSince(scope, 0)).toEqual([now]);
-    expect(await store.refusalsSince('brightdata@other.example', 0)).toHaveLength(1);
+    expect(await store.providerKeys.refusalsSince(scope, 0)).toEqual([now]);
+    expect(await store.providerKeys.refusalsSince('brightdata@other.example', 0)).toHaveLength(1);
   });
 
   it('while the store cannot be read, the process’s own window still guards', async () => {
@@ -81,10 +81,10 @@ describe('the Bright Data IP-block window kept in the store', () => {
   it('a Bright Data adapter made after a restart refuses to call while the store holds maxRefusals 429s for its host: nothing is sent', async () => {
     now = Date.now();
     const host = '127.0.0.1:9'; // nothing listens: a call that left would fail as a network error, not as the guard
-    for (let i = 0; i < 4; i++) await store.recordRefusal(`brightdata@${host}`, now - 60_000 + i, now - 3_600_000);
+    for (let i = 0; i < 4; i++) await store.providerKeys.recordRefusal(`brightdata@${host}`, now - 60_000 + i, now - 3_600_000);
     const entry = brightDataProvider.entrySchema.parse({ kind: 'brightdata', baseUrl: `http://${host}`, datasetId: 'gd_x', credentials: {}, rateLimit: { maxRefusals: 4 }, limits: { maxConcurrent: 2 } });
     const adapter = new BrightDataAdapter('bd', entry);
-    adapter.shareState(store);
+    adapter.shareState(store.providerKeys);
     const err = await adapter.status('s_1', { apiKey: 'k', secrets: [] }).catch((e: unknown) => e);
     expect(isProviderError(err) && err.kind === 'cooldown' && err.details.code === 'IP_BLOCK_GUARD').toBe(true);
     const e = err as ProviderError;
@@ -229,8 +229,8 @@ describe('cool-downs are keyed by the provider key', () => {
   it('across workers: a cool-down one worker learns holds the other’s entry on the same credential (through the store), and their release slots are distinct', async () => {
     const store = await openStore('sqlite::memory:');
     try {
-      const w1 = new ProviderRegistry(config, {}, {}, store).resolve('a', 'acme');
-      const w2 = new ProviderRegistry(config, {}, {}, store).resolve('b', 'acme');
+      const w1 = new ProviderRegistry(config, {}, {}, store.providerKeys).resolve('a', 'acme');
+      const w2 = new ProviderRegistry(config, {}, {}, store.providerKeys).resolve('b', 'acme');
       expect(w1.limiter).not.toBe(w2.limiter);
       await w1.limiter.run(() => Promise.reject(new ProviderError('cooldown', '429', { httpStatus: 429, retryAfterMs: 20_000 })), 5_000).catch(() => undefined);
       const waits = await Promise.all(
@@ -239,7 +239,7 @@ describe('cool-downs are keyed by the provider key', () => {
       expect(waits.every((w) => typeof w === 'number' && w > 18_000)).toBe(true);
       const sorted = [...(waits as number[])].sort((x, y) => x - y);
       for (let k = 1; k < sorted.length; k++) expect(sorted[k]! - sorted[k - 1]!).toBeGreaterThanOrEqual(RELEASE_SPACING_FLOOR_MS - 5);
-      expect((await store.readCooldown(w1.providerKey))?.reason).toBe('rate limited');
+      expect((await store.providerKeys.readCooldown(w1.providerKey))?.reason).toBe('rate limited');
     } finally {
       await store.close();
     }

@@ -98,7 +98,7 @@ describe('apify: submit', () => {
     expect(recorded).toContain('webhooks=[REDACTED]');
   });
 
-  it('concurrent-runs-limit-exceeded is a concurrency refusal whatever its status (402 as clients see it, 400 as providers.md said), with the stated limit', async () => {
+  it('concurrent-runs-limit-exceeded is a concurrency refusal whatever its status (402 as clients see it, 400 as an earlier reading of the docs said), with the stated limit', async () => {
     const a = new ApifyAdapter('apify', entry());
     for (const status of [402, 400]) {
       fx.fault({ endpoint: 'submit', status, type: 'concurrent-runs-limit-exceeded', message: 'By launching this job you will exceed your limit of 3 concurrent Actor runs.', urlContains: 'busy' });

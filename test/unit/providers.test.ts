@@ -1,5 +1,5 @@
 /**
- * The provider framework (issue 9) without Temporal: descriptors and configuration, the common
+ * The provider framework without Temporal: descriptors and configuration, the common
  * entry fields, `effectivePolicy`, `registry.resolve` (result limits, settle window, per-job
  * callback), credentials, the HTTP helpers against a real loopback server (credential placement,
  * form bodies, plain-text errors, redaction of every recorded URL, header and body), pagination

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { binaryBody, canonicalUrl, documentIdentity } from '../../src/model/documents.js';
 import { decodeBase64, isPdf, pdfText, sniffMediaType, withBinaryText } from '../../src/providers/shared/binaryText.js';
-import { firecrawlDocument } from '../../src/providers/firecrawl/adapter.js';
+import { firecrawlDocument } from '../../src/providers/firecrawl/results.js';
 import { pageFromRaw } from '../../src/providers/shared/htmlPage.js';
 import { documentFromItem } from '../../src/providers/shared/itemDocuments.js';
 import { EMPTY_PAGE_REREADS, enforceResultLimits, jsonBytes, paginateCursor, paginateNextLink, paginateOffset, resultFromDocuments } from '../../src/providers/shared/pagination.js';

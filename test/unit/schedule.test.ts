@@ -22,13 +22,13 @@ function lognormal(n: number, medianMs: number, sigma: number, seed: number): nu
 const checksFor = (times: readonly number[], ds: readonly number[]) => ds.reduce((sum, d) => sum + times.filter((t) => t < d).length + 1, 0) / ds.length;
 
 describe('the poll schedule', () => {
-  it('geometric: 2 s ×1.5 up to 60 s, jitter ±20 %; a safety net (webhooks) waits maxDelayMs × slowdown every time', () => {
+  it('geometric: 2 s ×1.5 up to 60 s, jitter ±20 %; a safety net (webhooks) waits maxDelayMs × slowdown first, then doubles each gap up to 8 times that', () => {
     expect([0, 1, 2, 3].map((n) => scheduleDelay(GEOMETRIC, n, 0.5))).toEqual([2_000, 3_000, 4_500, 6_750]);
     expect(scheduleDelay(GEOMETRIC, 40, 0.5)).toBe(60_000);
     expect(scheduleDelay(GEOMETRIC, 0, 0)).toBe(1_600);
     expect(scheduleDelay(GEOMETRIC, 0, 0.999_999)).toBe(2_400);
     const net = { ...GEOMETRIC, slowdown: 5, safetyNet: true };
-    expect([0, 1, 7].map((n) => scheduleDelay(net, n, 0.5))).toEqual([300_000, 300_000, 300_000]);
+    expect([0, 1, 2, 3, 4, 30].map((n) => scheduleDelay(net, n, 0.5))).toEqual([300_000, 600_000, 1_200_000, 2_400_000, 2_400_000, 2_400_000]);
   });
 
   it('learned from log-normal durations (median 60 s, spread 0.8): at least 40 % fewer checks than the geometric schedule, p95 lateness no worse', () => {

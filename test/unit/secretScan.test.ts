@@ -1,5 +1,5 @@
 /**
- * The secrets scan can fail (issue 13): a secret planted in each kind of evidence — a store row
+ * The secrets scan can fail: a secret planted in each kind of evidence — a store row
  * (kept through `keepStore`), a log line, a recorded CLI and HTTP answer, a workflow history's
  * payload, plain and encrypted — is reported with where it is; credential patterns are found
  * without knowing the value; redaction placeholders and prose are not hits.

@@ -118,7 +118,7 @@ async function run(key: string, policy: Partial<PollPolicy> = POLICY) {
   const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy });
   const handle = env.client.workflow.getHandle(ref.jobId);
   const view = await handle.result().catch(() => undefined);
-  return { ref, view, row: await store.getJob(ref.jobId), handle };
+  return { ref, view, row: await store.jobs.get(ref.jobId), handle };
 }
 
 /**
@@ -148,7 +148,7 @@ async function explainStuck(handle: ReturnType<typeof env.client.workflow.getHan
     const d = await handle.describe();
     const pending = (d.raw.pendingActivities ?? []).map((a) => ({ type: a.activityType?.name, state: a.state, attempt: a.attempt, lastFailure: a.lastFailure?.message, next: a.nextAttemptScheduleTime }));
     const events = ((await handle.fetchHistory()).events ?? []).slice(-25).map((e) => `${e.eventId} ${e.eventType}`);
-    console.log(`still waiting for ${jobId} at server time ${await env.currentTimeMs()}`, { calls: provider.calls.slice(-12), pending, state: await handle.query('state'), row: await store.getJob(jobId), events });
+    console.log(`still waiting for ${jobId} at server time ${await env.currentTimeMs()}`, { calls: provider.calls.slice(-12), pending, state: await handle.query('state'), row: await store.jobs.get(jobId), events });
   } catch (e) {
     console.log(`still waiting for ${jobId}; describing it failed`, e);
   }
@@ -166,7 +166,7 @@ describe('scrape workflow v2 in skipped time', () => {
     const { view, row, ref } = await run(`backoff-${randomUUID()}`);
     expect(view?.state).toBe('completed');
     expect(row?.state).toBe('completed');
-    expect(await store.countResults({ jobId: ref.jobId })).toBe(1);
+    expect(await store.results.count({ jobId: ref.jobId })).toBe(1);
     const [submitAt] = provider.times('submit');
     const checks = provider.times('status');
     expect(checks).toHaveLength(6);
@@ -280,7 +280,7 @@ describe('scrape workflow v2 in skipped time', () => {
     expect(cancelAt - askedAt).toBeLessThan(2_000);
     await expect(handle.result()).rejects.toThrow();
     expect((await handle.describe()).status.name).toBe('CANCELLED');
-    const row = await store.getJob(ref.jobId);
+    const row = await store.jobs.get(ref.jobId);
     expect(row?.state).toBe('cancelled');
     expect(provider.times('cancel')).toHaveLength(1);
   }, 60_000);
@@ -294,10 +294,10 @@ describe('scrape workflow v2 in skipped time', () => {
     // `cancelled` (reconciled: nothing exists at the provider) — final in the store either way.
     expect(['failed', 'cancelled']).toContain(report.outcome);
     await handle.result().catch(() => undefined);
-    const row = await store.getJob(ref.jobId);
+    const row = await store.jobs.get(ref.jobId);
     expect(row?.state).toBe(report.outcome);
     expect(row?.finished_at).toBeTruthy();
-    expect((await store.timeline(ref.jobId)).some((e) => e.type === 'submit_rejected' && JSON.parse(e.detail!).error.code === 'VALIDATION_ERROR')).toBe(true);
+    expect((await store.findings.timeline(ref.jobId)).some((e) => e.type === 'submit_rejected' && JSON.parse(e.detail!).error.code === 'VALIDATION_ERROR')).toBe(true);
     expect(provider.times('submit')).toHaveLength(1);
     expect(provider.times('cancel')).toHaveLength(0);
   }, 60_000);
@@ -325,9 +325,9 @@ describe('scrape workflow v2 in skipped time', () => {
     expect(report.providerCancelCalls).toBeGreaterThanOrEqual(1);
     expect(provider.times('cancel').length).toBeGreaterThan(1); // retried within the cancel-confirmation deadline
     expect((await handle.describe()).status.name).toBe('CANCELLED');
-    const row = await store.getJob(ref.jobId);
+    const row = await store.jobs.get(ref.jobId);
     expect(row?.state).toBe('cancelled');
-    expect(await store.countResults({ jobId: ref.jobId })).toBe(0);
+    expect(await store.results.count({ jobId: ref.jobId })).toBe(0);
   }, 60_000);
   it('a native cancel (the Web UI button) that arrives while the submit is being refused closes the run Canceled with the outcome reported, as the signal and Update doors do', async () => {
     const { ref, handle, release } = await startRefusedSubmit('native-refused');
@@ -337,11 +337,11 @@ describe('scrape workflow v2 in skipped time', () => {
     release();
     await expect(handle.result()).rejects.toThrow();
     expect((await handle.describe()).status.name).toBe('CANCELLED');
-    const row = await store.getJob(ref.jobId);
+    const row = await store.jobs.get(ref.jobId);
     // As for the Update: `failed` (the refusal came first) or `cancelled` (reconciled: nothing exists), the same in the store and the report.
     expect(['failed', 'cancelled']).toContain(row?.state);
     // The report is kept with the final state (a cancel that acted) or beside it (one that came too late).
-    const outcomes = (await store.timeline(ref.jobId))
+    const outcomes = (await store.findings.timeline(ref.jobId))
       .filter((e) => e.detail && (e.type === 'cancel_outcome' || e.type === 'state'))
       .map((e) => (JSON.parse(e.detail!) as { cancel?: { outcome?: string; via: string } }).cancel)
       .filter((c) => c?.outcome);

@@ -25,7 +25,7 @@
  * Awkward answers handled here:
  * - errors are `{error: {type, message}}`; a refusal because of the account's concurrent-run
  *   limit has type `concurrent-runs-limit-exceeded` whose HTTP status is undocumented (public
- *   client code shows `402`, providers.md said `400`): it is keyed on the type, whatever the
+ *   client code shows `402`, an earlier reading of the docs said `400`): it is keyed on the type, whatever the
  *   status, and becomes a `cooldown` concurrency refusal (the limit stated in the message, e.g.
  *   "exceed your limit of 5 concurrent Actor runs", feeds the adaptive active-jobs limit);
  *   `actor-memory-limit-exceeded` (402: the account's memory is taken by running runs) is a

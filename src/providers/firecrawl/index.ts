@@ -1,14 +1,18 @@
 /**
  * The `firecrawl` kind: Firecrawl API v2, batch scrape (one URL) or crawl per entry. See
- * `adapter.ts` for the contract and its sources, `config.ts` for the fields, `webhook.ts` for
+ * `adapter.ts` for the contract and its sources, `results.ts` for reading a completed job,
+ * `lookups.ts` for reconciling a lost submit, `config.ts` for the fields, `webhook.ts` for
  * deliveries.
  */
 import { defineProvider } from '../descriptor.js';
-import { FirecrawlAdapter, firecrawlEvidence } from './adapter.js';
+import { FirecrawlAdapter } from './adapter.js';
+import { firecrawlEvidence } from './lookups.js';
 import { FirecrawlConfigSchema } from './config.js';
 import { firecrawlWebhook } from './webhook.js';
 
-export { FirecrawlAdapter, firecrawlDocument, firecrawlState, RECONCILE_SKEW_MS } from './adapter.js';
+export { FirecrawlAdapter, firecrawlState } from './adapter.js';
+export { RECONCILE_SKEW_MS } from './lookups.js';
+export { firecrawlDocument } from './results.js';
 export { FirecrawlConfigSchema, type FirecrawlEntry } from './config.js';
 export { FIRECRAWL_SIGNATURE_HEADER, firecrawlEventStatus, firecrawlWebhook, FirecrawlWebhookEventSchema } from './webhook.js';
 

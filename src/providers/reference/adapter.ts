@@ -1,7 +1,7 @@
 /**
- * Adapter for the reference provider (`src/sim`), which follows the seeds' provider contract
- * (../shared/seeds/002_*: every job endpoint answers `202` with `job_id`; status by
- * `GET /api/jobs/:id`; cancel by `DELETE /api/jobs/:id/cancel`; `429 CONCURRENCY_LIMIT`), plus an
+ * Adapter for the reference provider (`src/sim`), which follows the provider contract of the
+ * seed article “What asynchronous scraping is” (every job endpoint answers `202` with `job_id`;
+ * status by `GET /api/jobs/:id`; cancel by `DELETE /api/jobs/:id/cancel`; `429 CONCURRENCY_LIMIT`), plus an
  * `Idempotency-Key` header and a list endpoint filtered by `client_ref`, each of which a profile
  * can switch off, and per-request webhooks (`src/sim/webhooks.ts`). Credential: `Authorization:
  * Bearer <key>`.

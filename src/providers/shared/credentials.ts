@@ -4,7 +4,7 @@
  * pair at call time, and every form in which a credential value could leak into a record (the
  * value itself, the password of a `user:password` pair, its Base64 Basic form).
  *
- * Credentials are worker configuration, never workflow input (DESIGN.md rule 8). Their string is
+ * Credentials are worker configuration, never workflow input (docs/design.md, “Rules”: no secrets in history, logs or errors). Their string is
  * interpreted by the adapter: a bearer token, a query-string token, or `user:password` for Basic
  * authentication (see `CredentialPlacement` in `http.ts`).
  */

@@ -23,7 +23,7 @@
  * limiter then holds every submit of that credential for `limits.quotaHoldMs`, followed by one
  * probe, instead of letting each queued submit spend a request on the same answer.
  *
- * Sources: ../shared/providers.md (Apify `concurrent-runs-limit-exceeded` is a 400 that means
+ * Sources: the providers' published documentation (Apify `concurrent-runs-limit-exceeded` is a 400 that means
  * "try later"; Firecrawl sometimes states the wait only in the message), RFC 9110.
  */
 import type { JobError } from '../../model/types.js';

@@ -15,16 +15,16 @@ import type { z } from 'zod';
 import { parseRetryAfter, parseWaitFromMessage } from '../../lib/retryAfter.js';
 import { redactSecrets, sanitizeBody, sanitizeHeaders, sanitizeUrl, truncate } from '../../lib/sanitize.js';
 import { observeProviderCall } from '../../observability/provider.js';
-import { credentialSecrets, splitBasicCredential } from './credentials.js';
+import { credentialSecrets } from './credentials.js';
 import { ProviderError, quotaExhausted, saysQuotaExhausted, type ProviderEvidence } from './errors.js';
 import type { CallContext, SubmitContext } from '../adapter.js';
 import { tokenOfCallbackUrl } from './webhook.js';
+import { appendQuery, joinUrl, placeCredential, type CredentialPlacement, type FormBody, type QueryParams } from './request.js';
+
+export { joinUrl, path, placeCredential, type CredentialPlacement, type FormBody, type QueryParams } from './request.js';
 
 /** `submit` calls create work (outcome ambiguous on reset/timeout/5xx); `read` and `cancel` calls do not. */
 export type CallPhase = 'submit' | 'read' | 'cancel';
-
-/** A form-encoded body: repeated keys by arrays (Zyte's `add_tag=a&add_tag=b`). */
-export type FormBody = Record<string, string | number | boolean | readonly string[] | undefined>;
 
 /** Options of {@link providerFetch}. */
 export interface ProviderRequest {
@@ -222,58 +222,6 @@ export function errorDetails(res: Pick<ProviderResponse, 'body' | 'text'>): { co
 }
 
 /**
- * Joins `path` to `baseUrl` keeping the base's path prefix (`new URL('/x', 'https://h/api/')`
- * would drop `/api`): `joinUrl('https://h/api/v2', '/jobs/1')` → `https://h/api/v2/jobs/1`.
- * Query parameters from `query` are appended (undefined values skipped, arrays repeated); the
- * base's own query parameters are kept. Path values must be encoded by the caller ({@link path}).
- */
-export function joinUrl(baseUrl: string, relPath: string, query?: QueryParams): string {
-  const u = new URL(baseUrl);
-  const [p, q] = relPath.split('?', 2) as [string, string | undefined];
-  const prefix = u.pathname.replace(/\/+$/, '');
-  const rest = p.replace(/^\/+/, '');
-  u.pathname = rest ? `${prefix}/${rest}` : prefix || '/';
-  if (q) for (const [k, v] of new URLSearchParams(q)) u.searchParams.append(k, v);
-  appendQuery(u, query);
-  return u.toString();
-}
-
-/** Query parameters of a request: undefined values are skipped, arrays repeated. */
-export type QueryParams = Record<string, string | number | boolean | readonly string[] | undefined>;
-
-function appendQuery(u: URL, query: QueryParams | undefined): void {
-  for (const [k, v] of Object.entries(query ?? {})) {
-    if (v === undefined) continue;
-    if (Array.isArray(v)) for (const item of v) u.searchParams.append(k, String(item));
-    else u.searchParams.set(k, String(v));
-  }
-}
-
-/**
- * Tagged template for request paths: every interpolated value is percent-encoded as one path
- * segment. `path\`/v2/crawl/${id}\`` with `id = "a/b"` gives `/v2/crawl/a%2Fb`.
- */
-export function path(strings: TemplateStringsArray, ...values: (string | number)[]): string {
-  return strings.reduce((out, s, i) => out + s + (i < values.length ? encodeURIComponent(String(values[i])) : ''), '');
-}
-
-/**
- * Where a provider wants the credential (`CallContext.apiKey`):
- * - `header`: `<name>: <scheme> <key>` (default `Authorization: Bearer <key>`; `scheme: ''` for the
- *   bare key, e.g. `x-api-key`);
- * - `query`: `?<name>=<key>` (Crawlbase/Apify `token`, Zyte `apikey`, ScraperAPI `api_key`);
- * - `basic`: `Authorization: Basic base64(user:password)` — the credential must be `user:password`;
- * - `body`: field `<name>` of the JSON object body or of the form body (ScraperAPI async `apiKey`);
- * - `none`: not sent (ScraperAPI's status URL needs no key).
- */
-export type CredentialPlacement =
-  | { in: 'header'; name?: string; scheme?: string }
-  | { in: 'query'; name: string }
-  | { in: 'basic' }
-  | { in: 'body'; name: string }
-  | { in: 'none' };
-
-/**
  * Every secret value of a call, to scrub from records: the credential with its derived forms, the
  * worker's known secrets, and for a submit the webhook secret and the callback URL's token.
  */
@@ -407,37 +355,5 @@ export class ProviderHttp {
   /** The provider's polling guidance of a response (Retry-After), ms. */
   retryAfterMs(res: ProviderResponse): number | undefined {
     return parseRetryAfter(res.headers.get('retry-after'), Date.now());
-  }
-}
-
-/** Applies a {@link CredentialPlacement} to a request's URL, headers and body. */
-export function placeCredential(
-  req: { url: string; headers: Record<string, string>; json?: unknown; form?: FormBody },
-  auth: CredentialPlacement,
-  apiKey: string,
-  provider: string,
-): { url: string; headers: Record<string, string>; json?: unknown; form?: FormBody } {
-  switch (auth.in) {
-    case 'none':
-      return req;
-    case 'header': {
-      const scheme = auth.scheme ?? 'Bearer';
-      return { ...req, headers: { ...req.headers, [(auth.name ?? 'authorization').toLowerCase()]: scheme ? `${scheme} ${apiKey}` : apiKey } };
-    }
-    case 'query': {
-      const u = new URL(req.url);
-      u.searchParams.set(auth.name, apiKey);
-      return { ...req, url: u.toString() };
-    }
-    case 'basic': {
-      const { user, password } = splitBasicCredential(apiKey, provider);
-      return { ...req, headers: { ...req.headers, authorization: `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}` } };
-    }
-    case 'body': {
-      if (req.form !== undefined) return { ...req, form: { ...req.form, [auth.name]: apiKey } };
-      if (req.json === undefined) return { ...req, json: { [auth.name]: apiKey } };
-      if (req.json !== null && typeof req.json === 'object' && !Array.isArray(req.json)) return { ...req, json: { ...(req.json as Record<string, unknown>), [auth.name]: apiKey } };
-      throw new ProviderError('permanent', `provider ${provider}: the credential goes in the body, but this request's body is not a JSON object`, { code: 'BAD_REQUEST_SHAPE' });
-    }
   }
 }

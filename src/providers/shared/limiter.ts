@@ -65,6 +65,12 @@ export interface LimitedCall {
    * is honoured when it comes back, instead of sending it to the back of the queue.
    */
   caller?: string;
+  /**
+   * Told when the call waits in this attempt for its release slot (a cool-down or a quota hold in
+   * force): how long, ms, and why (the same words a `LOCAL_COOLDOWN` error would carry), so that
+   * a wait the provider never sees is still on the job's record.
+   */
+  onHeld?: (waitMs: number, why: string) => void | Promise<void>;
 }
 
 /** Clock, randomness and store of a {@link KeyLimiter}; defaults: `Date.now`, `Math.random`, no store. */
@@ -200,7 +206,7 @@ export class KeyLimiter {
    * cool-down read again after each wait. Throws `LOCAL_COOLDOWN` when the slot is more than
    * `maxWaitMs` away.
    */
-  private async admit(labels: string[], maxWaitMs: number, caller: string | undefined): Promise<void> {
+  private async admit(labels: string[], maxWaitMs: number, caller: string | undefined, onHeld?: LimitedCall['onHeld']): Promise<void> {
     let held = caller === undefined ? undefined : this.claims.get(caller);
     for (let claims = 0; ; ) {
       const now = this.now();
@@ -216,6 +222,7 @@ export class KeyLimiter {
           this.remember(caller, held);
           throw this.sentAway(wait, hold);
         }
+        await onHeld?.(wait, this.sentAway(wait, hold).message);
         await new Promise((r) => setTimeout(r, wait));
         continue;
       }
@@ -241,7 +248,7 @@ export class KeyLimiter {
   async run<T>(fn: () => Promise<T>, defaultCoolDownMs: number, maxWaitMs = 0, call: LimitedCall = {}): Promise<T> {
     const labels = this.labelsOf(call.phase);
     for (;;) {
-      await this.admit(labels, maxWaitMs, call.caller);
+      await this.admit(labels, maxWaitMs, call.caller, call.onHeld);
       const out = await this.queue.add(
         async () => {
           // A cool-down this process learned while the call waited behind others: back to the gate.

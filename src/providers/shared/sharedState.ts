@@ -1,8 +1,9 @@
 /**
  * What the providers keep in the result store so that every worker sees it: the cool-downs of
  * each provider key and their release slots ({@link SharedCooldowns}), and the refusals a provider
- * counts toward blocking the caller ({@link SharedRefusals}: Bright Data's IP block). The store
- * implements {@link ProviderSharedState}; providers never import the store, they are handed it.
+ * counts toward blocking the caller ({@link SharedRefusals}: Bright Data's IP block). The store's
+ * `providerKeys` implements {@link ProviderSharedState}; providers never import the store, they are
+ * handed it.
  */
 
 /** A provider key's cool-down as shared by every worker. Times are epoch ms. */
@@ -43,7 +44,7 @@ export interface SharedRefusals {
   refusalsSince(scope: string, sinceMs: number): Promise<number[]>;
 }
 
-/** State shared with other workers through the store: cool-downs and release slots, and, where the store keeps them, counted refusals. `Store` satisfies it. */
+/** State shared with other workers through the store: cool-downs and release slots, and, where the store keeps them, counted refusals. `store.providerKeys` satisfies it. */
 export interface ProviderSharedState extends SharedCooldowns, Partial<SharedRefusals> {}
 
 /** An adapter that keeps provider-side counts in the shared store (Bright Data's IP-block window). */

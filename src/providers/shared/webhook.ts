@@ -5,7 +5,7 @@
  *   `X-Firecrawl-Signature`, docs.firecrawl.dev "Webhooks" v2; the reference provider's
  *   `X-Sim-Signature`);
  * - the per-job callback token for providers that do not sign (ScraperAPI, Apify, Oxylabs, Bright
- *   Data: ../shared/providers.md): `HMAC-SHA256(secret, "v1:<provider>:<jobId>")` in hex, appended
+ *   Data: none of their documents describes a signature): `HMAC-SHA256(secret, "v1:<provider>:<jobId>")` in hex, appended
  *   to the configured receiver URL as a last path segment and checked in constant time;
  * - {@link webhookCallback}: what a submit sends for one job (URL, and the secret for kinds that sign).
  *

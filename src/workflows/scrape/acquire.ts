@@ -1,6 +1,6 @@
 /**
  * Phase 1 of a scrape: get a provider task ID. Submit under the job's idempotency key; an ambiguous
- * outcome goes to `unknown` and is reconciled before anything is submitted again (rule 3): found →
+ * outcome goes to `unknown` and is reconciled before anything is submitted again (reconcile on evidence): found →
  * adopt; proven absent → resubmit under the same key, backed off and bounded by `submitRounds`;
  * neither provable → wait in `unknown` for an operator's `resolve` (never a silent resubmit).
  */
@@ -41,7 +41,7 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
         await job.record('failed', { error, note: `submit rejected: ${error.message}` });
         return false;
       }
-      // A timed-out or crashed attempt is not proof that nothing happened: reconcile (rule 3).
+      // A timed-out or crashed attempt is not proof that nothing happened: reconcile on evidence.
       out = { kind: 'ambiguous', error: { ...error, kind: 'ambiguous' } };
     }
     if (out.kind === 'finished') {

@@ -18,7 +18,8 @@ import { CancellationScope, CancelledFailure, condition, isCancellation, patched
 import type { PollOutcome } from '../../activities/index.js';
 import type { CancelReport, JobError, JobView } from '../../model/types.js';
 import { jobErrorOf } from './errors.js';
-import type { CancelOutcome, ScrapeJob } from './machine.js';
+import type { ScrapeJob } from './machine.js';
+import type { CancelOutcome } from './view.js';
 import { PATCH_CANCEL_AS_OBSERVED, PATCH_CONFIRM_AFTER_FAILED_CANCEL } from './patches.js';
 
 type Finish = (outcome: CancelOutcome, detail: string, error?: JobError) => Promise<void>;

@@ -10,46 +10,14 @@ import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { CancellationScope, condition, patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { scheduleDelay, type PollSchedule } from '../../model/schedule.js';
 import { isFinalState, type JobState } from '../../model/states.js';
-import { DEFAULT_POLL_POLICY, type CancelReport, type JobError, type JobView, type PollPolicy, type ScrapeWorkflowInput } from '../../model/types.js';
+import { DEFAULT_POLL_POLICY, type CancelReport, type JobError, type JobView, type PollPolicy } from '../../model/types.js';
 import type { SavedResult } from '../../activities/index.js';
-import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState, ScrapeTaskId } from '../searchAttributes.js';
+import { ScrapeState, ScrapeTaskId } from '../searchAttributes.js';
 import { renderDetails } from './details.js';
 import { PATCH_NATIVE_CANCEL_ON_ARRIVAL, PATCH_REWRITE_INTERRUPTED_FINAL } from './patches.js';
 import type { CancelRequest, Resolution } from './messages.js';
 import { scrapeProxies, type ScrapeProxies } from './options.js';
-
-/** Allowed moves between local states; a final state allows none (docs/design.md's table). */
-export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
-  submitting: ['pending', 'unknown', 'failed', 'cancelling'],
-  unknown: ['pending', 'submitting', 'failed', 'cancelling'],
-  pending: ['completed', 'failed', 'cancelled', 'expired', 'tracking_interrupted', 'cancelling'],
-  cancelling: ['cancelled', 'completed', 'failed', 'cancel_unconfirmed'],
-  completed: [],
-  failed: [],
-  cancelled: [],
-  cancel_unconfirmed: [],
-  tracking_interrupted: [],
-  expired: [],
-};
-
-/** Options of a move: a note for the reader, the error that caused it. */
-export interface MoveOptions {
-  note?: string;
-  error?: JobError;
-}
-
-/** What an activity observed at the provider: checks made, the raw status word and the effects so far. */
-export interface Observation {
-  checks: number;
-  providerStatus?: string;
-  progress?: { pagesFetched?: number; documents?: number; creditsUsed?: number };
-}
-
-/** The outcome a cancel came to (the cancel report's `outcome`). */
-export type CancelOutcome = NonNullable<CancelReport['outcome']>;
-
-/** Input of a run: the workflow input plus what a continued-as-new run carries over. */
-export type ScrapeRunInput = ScrapeWorkflowInput & { carry?: { deadlineAt: string; statusChecks: number } };
+import { announcedAttributes, checkMove, initialView, pollSchedule, type MoveOptions, type Observation, type ScrapeRunInput } from './view.js';
 
 /** One scrape job inside its workflow run: its state and every operation that changes it. */
 export class ScrapeJob {
@@ -91,18 +59,7 @@ export class ScrapeJob {
     this.acts = scrapeProxies(this.policy);
     const now = new Date();
     this.deadline = input.carry?.deadlineAt ?? (input.resume ? new Date(now.getTime() + this.policy.deadlineMs).toISOString() : undefined);
-    this.v = {
-      jobId: input.jobId,
-      account: input.account,
-      provider: input.provider,
-      key: input.key,
-      state: 'submitting',
-      url: input.request.url,
-      statusChecks: input.carry?.statusChecks ?? 0,
-      startedAt: now.toISOString(),
-      deadlineAt: this.deadline,
-      taskId: input.resume?.taskId,
-    };
+    this.v = initialView(input, now, this.deadline);
   }
 
   /** The job as the workflow sees it (the `state` query); read-only: change it through the methods. */
@@ -137,28 +94,21 @@ export class ScrapeJob {
   announce(): void {
     const present = workflowInfo().typedSearchAttributes;
     this.publishedState = present.get(ScrapeState);
-    const wanted: SearchAttributeUpdatePair[] = [
-      { key: ScrapeState, value: this.v.state },
-      { key: ScrapeProvider, value: this.input.provider },
-      { key: ScrapeAccount, value: this.input.account },
-      { key: ScrapeHost, value: hostOf(this.input.request.url) },
-      ...(this.input.batchId ? [{ key: ScrapeBatchId, value: this.input.batchId }] : []),
-      ...(this.v.taskId ? [{ key: ScrapeTaskId, value: this.v.taskId }] : []),
-    ] as SearchAttributeUpdatePair[];
-    const missing = wanted.filter((u) => present.get(u.key as never) !== u.value);
+    const missing = announcedAttributes(this.input, this.v).filter((u) => present.get(u.key as never) !== u.value);
     if (missing.length) upsertSearchAttributes(missing);
     this.publishedState = this.v.state;
     this.publish();
   }
 
   /**
-   * Moves to `state` (checked against {@link TRANSITIONS}; staying put is allowed) and publishes it:
-   * view, `ScrapeState` (only when it changed: upserts are billable history events), details.
+   * Moves to `state` (checked by {@link checkMove} against the transition table; staying put is
+   * allowed) and publishes it: view, `ScrapeState` (only when it changed: upserts are billable
+   * history events), details.
    * Throws on an illegal move — a bug, which fails the workflow task rather than record a wrong state.
    */
   move(state: JobState, opts: MoveOptions = {}, extra: SearchAttributeUpdatePair[] = []): void {
     const from = this.v.state;
-    if (state !== from && !TRANSITIONS[from].includes(state)) throw new Error(`illegal transition ${from} → ${state} for job ${this.input.jobId}`);
+    checkMove(from, state, this.input.jobId);
     this.v.state = state;
     this.v.note = opts.note;
     if (opts.error) this.v.lastError = opts.error;
@@ -225,7 +175,7 @@ export class ScrapeJob {
     const task = [{ key: ScrapeTaskId, value: taskId } as SearchAttributeUpdatePair];
     if (this.v.state === 'cancelling') upsertSearchAttributes(task);
     else if (opts.deferUpsert) {
-      if (!TRANSITIONS[this.v.state].includes('pending') && this.v.state !== 'pending') throw new Error(`illegal transition ${this.v.state} → pending for job ${this.input.jobId}`);
+      checkMove(this.v.state, 'pending', this.input.jobId);
       this.deferred.push(...task);
       this.v.state = 'pending';
       this.publish();
@@ -292,17 +242,9 @@ export class ScrapeJob {
     this.soon = true;
   }
 
-  /**
-   * The poll schedule of this job (ms), slowed down when the provider sends webhooks. `current`:
-   * runs whose polling is in one activity — with webhooks it is then a safety net (every
-   * `maxDelayMs × webhookSlowdown`), and it may be learned from the provider key's recent jobs
-   * (the policy's `learnSchedule`).
-   */
+  /** The poll schedule of this job (ms): {@link pollSchedule} of its policy; `current` for runs whose polling is in one activity. */
   schedule(current = false): PollSchedule {
-    const p = this.policy;
-    const base = { initialDelayMs: p.initialDelayMs, maxDelayMs: p.maxDelayMs, multiplier: p.multiplier, jitter: p.jitter, slowdown: this.input.webhooks ? p.webhookSlowdown : 1 };
-    if (!current) return base;
-    return { ...base, ...(this.input.webhooks ? { safetyNet: true } : {}), ...(p.learnSchedule ? { learn: true } : {}) };
+    return pollSchedule(this.policy, this.input.webhooks, current);
   }
 
   /** The wait before the next check after the checks made so far, jittered (deterministic randomness), ms; 0 once after {@link checkSoon}. */
@@ -449,9 +391,4 @@ export class ScrapeJob {
   private publish(): void {
     renderDetails(this.v);
   }
-}
-
-function hostOf(url: string): string {
-  const m = /^[a-z][a-z0-9+.-]*:\/\/([^/?#:]+)/i.exec(url);
-  return m?.[1]?.toLowerCase() ?? 'unknown';
 }

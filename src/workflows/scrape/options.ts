@@ -27,7 +27,7 @@ export function scrapeProxies(policy: PollPolicy) {
   const attemptMs = policy.activityTimeoutMs;
   const retry = { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '60s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES };
   return {
-    /** A cancel waits for an attempt in flight: its answer says whether a task exists (rule 3). */
+    /** A cancel waits for an attempt in flight: its answer says whether a task exists (a timeout proves nothing). */
     submitter: proxyActivities<ScrapeActivities>({ startToCloseTimeout: attemptMs, scheduleToCloseTimeout: Math.max(policy.deadlineMs, 10 * attemptMs), retry, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED }),
     /**
      * The submit that goes on into the first checks (`SubmitJobInput.track`): its attempt lasts up

@@ -18,7 +18,8 @@ import { isFinalState, type JobState } from '../../model/states.js';
 import type { CancelReport, JobView } from '../../model/types.js';
 import { acquireTask } from './acquire.js';
 import { closeRun, finishCancel } from './cancel.js';
-import { ScrapeJob, type ScrapeRunInput } from './machine.js';
+import { ScrapeJob } from './machine.js';
+import type { ScrapeRunInput } from './view.js';
 import { HANDLER_DESCRIPTIONS, cancelSignal, cancelUpdate, resolveUpdate, stateQuery, wakeSignal, type CancelRequest, type Resolution } from './messages.js';
 import { trackTask } from './poll.js';
 

@@ -16,10 +16,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
 import { providerKeys } from '../../../src/providers/shared/keys.js';
-import { providerLimit } from '../../../src/store/polling.js';
-import { listDeliveries, listQuarantine } from '../../../src/store/webhooks.js';
 import { startApifyFixture, type ApifyFixture } from '../../fixtures/providers/apify/server.js';
 import { FIXTURE_KEYS, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
+import { providerLimit, listQuarantine } from '../../helpers/storeQueries.js';
 
 const ACTOR = 'acme~site-crawler';
 
@@ -34,7 +33,7 @@ function apify(opts: { entry?: Record<string, unknown>; webhooks?: boolean } = {
 
 /** The provider statuses the job's timeline recorded (status changes and unrecognised words). */
 async function statusesSeen(s: Scenario<ApifyFixture>, jobId: string): Promise<string[]> {
-  return (await s.store.timeline(jobId)).filter((e) => e.type === 'provider_status' || e.type === 'unrecognised_status').map((e) => (JSON.parse(e.detail!) as { status: string }).status);
+  return (await s.store.findings.timeline(jobId)).filter((e) => e.type === 'provider_status' || e.type === 'unrecognised_status').map((e) => (JSON.parse(e.detail!) as { status: string }).status);
 }
 
 const RAW_ITEMS = [
@@ -102,7 +101,7 @@ describe('apify through the whole workflow', () => {
     expect(await statusesSeen(s, aborted!.jobId)).toContain('ABORTING');
 
     expect((await s.waitFor(odd!.jobId, ['completed', 'failed'])).state).toBe('completed');
-    const oddTimeline = await s.store.timeline(odd!.jobId);
+    const oddTimeline = await s.store.findings.timeline(odd!.jobId);
     expect(oddTimeline.filter((e) => e.type === 'unrecognised_status').map((e) => JSON.parse(e.detail!).status)).toEqual(['PAUSED', 'Succeeded']);
     expect((await s.outcome(odd!.jobId)).documents.total).toBe(3);
     for (const w of ['w-failed', 'w-timedout', 'w-aborted', 'w-odd']) expect(f.runsFor(w), w).toHaveLength(1);
@@ -123,7 +122,7 @@ describe('apify through the whole workflow', () => {
     const t0 = Date.now();
     const ref = await s.start({ url: 'https://shop.example/gone-later', key: 'gone-1' });
     const row = await waitFor(async () => {
-      const r = await s.store.getJob(ref.jobId);
+      const r = await s.store.jobs.get(ref.jobId);
       return r?.task_id && r.status_checks >= 1 && Date.now() - t0 > 1_800 ? r : undefined;
     }, 30_000, 'a check past the replica-lag grace');
     s.fixture.expire(row.task_id!);
@@ -143,7 +142,7 @@ describe('apify through the whole workflow', () => {
     s.fixture.plan('cancel-me', { statuses: ['RUNNING', 'SUCCEEDED'], hold: true });
     const ref = await s.start({ url: 'https://shop.example/cancel-me', key: 'cancel-1' });
     const row = await waitFor(async () => {
-      const r = await s.store.getJob(ref.jobId);
+      const r = await s.store.jobs.get(ref.jobId);
       return r?.state === 'pending' && r.status_checks > 0 ? r : undefined;
     });
     const res = await s.client.cancelScrape('acme', ref.jobId, { reason: 'scenario', requestedBy: 'vitest', wait: true, timeoutMs: 20_000 });
@@ -157,7 +156,7 @@ describe('apify through the whole workflow', () => {
     s.fixture.plan('limited', { statuses: ['RUNNING', 'SUCCEEDED'], hold: true });
     const ref = await s.start({ url: 'https://shop.example/limited', key: 'limited-1' });
     const row = await waitFor(async () => {
-      const r = await s.store.getJob(ref.jobId);
+      const r = await s.store.jobs.get(ref.jobId);
       return r?.task_id && r.status_checks >= 1 ? r : undefined;
     });
     const run = s.fixture.runs.get(row.task_id!)!;
@@ -196,7 +195,7 @@ describe('apify: the concurrency refusal teaches the adaptive limit', () => {
     expect(f.runsFor('busy')).toHaveLength(5);
     expect(f.concurrencyRefusals).toBeLessThanOrEqual(3);
     expect(await providerLimit(s.store, s.providerKey())).toMatchObject({ ceiling: 2 });
-    const refused = (await s.store.timeline(refs[0]!.jobId)).concat(...(await Promise.all(refs.slice(1).map((r) => s.store.timeline(r.jobId))))).filter((e) => e.type === 'submit_rejected');
+    const refused = (await s.store.findings.timeline(refs[0]!.jobId)).concat(...(await Promise.all(refs.slice(1).map((r) => s.store.findings.timeline(r.jobId))))).filter((e) => e.type === 'submit_rejected');
     expect(refused.length).toBe(f.concurrencyRefusals);
     expect(refused.every((e) => JSON.parse(e.detail!).error.code === 'concurrent-runs-limit-exceeded')).toBe(true);
   }, 150_000);
@@ -223,7 +222,7 @@ describe('apify: a lost submit reconciled by listing runs since the submit and r
     expect(out.results).toBe(1);
     expect(out.events).toContain('submit_ambiguous');
     expect(out.events.indexOf('reconcile_settling')).toBeLessThan(out.events.indexOf('reconcile_found'));
-    const recorded = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'task_recorded')!;
+    const recorded = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'task_recorded')!;
     expect(JSON.parse(recorded.detail!).source).toMatch(/client reference/);
     // Two reads: the first, before the lag, missed our run (the decoys' inputs read: not ours);
     // the one after the lag walked 2 pages of 5 and read the decoys' inputs again, then ours.
@@ -287,7 +286,7 @@ describe('apify: ad-hoc webhooks on the per-job token URL', () => {
     expect(sent[2]!.dispatchId).not.toBe(sent[0]!.dispatchId);
     expect(sent.map((d) => (d.body as { outcome: string }).outcome).slice(0, 2)).toEqual(['woken', 'duplicate']);
     expect(['woken', 'job_final', 'not_running']).toContain((sent[2]!.body as { outcome: string }).outcome);
-    const stored = await listDeliveries(s.store, { jobId: ref.jobId });
+    const stored = await s.store.webhooks.listDeliveries({ jobId: ref.jobId });
     expect(stored.map((d) => d.event_id).sort()).toEqual([sent[0]!.dispatchId, sent[2]!.dispatchId].sort());
     expect(f.runsFor('hooked')).toHaveLength(1);
     expect((await s.outcome(ref.jobId)).documents.total).toBe(3);
@@ -295,7 +294,7 @@ describe('apify: ad-hoc webhooks on the per-job token URL', () => {
     const logs = s.api!.logs();
     expect(logs).not.toContain(token);
     expect(logs).toContain('/v1/webhooks/apify/[REDACTED]');
-    expect(JSON.stringify(await s.store.timeline(ref.jobId))).not.toContain(token);
+    expect(JSON.stringify(await s.store.findings.timeline(ref.jobId))).not.toContain(token);
   });
 
   it('forged deliveries: no token, a wrong token or another job’s token are 401 and quarantined without their body; nothing changes', async () => {
@@ -314,8 +313,8 @@ describe('apify: ad-hoc webhooks on the per-job token URL', () => {
     }
     const kept = (await listQuarantine(s.store, { provider: 'apify' })).filter((q) => q.event_id === 'forged-dispatch');
     expect(kept.map((q) => [q.reason, q.body])).toEqual([['invalid_token', ''], ['invalid_token', ''], ['invalid_token', '']]);
-    expect(await listDeliveries(s.store, { jobId: ref.jobId })).toEqual([]);
-    expect((await s.store.getJob(ref.jobId))!.state).toBe('pending');
+    expect(await s.store.webhooks.listDeliveries({ jobId: ref.jobId })).toEqual([]);
+    expect((await s.store.jobs.get(ref.jobId))!.state).toBe('pending');
     for (const r of [...f.runsFor('forged'), ...f.runsFor('other-job')]) f.setStatus(r.id, 'ABORTED');
   });
 });

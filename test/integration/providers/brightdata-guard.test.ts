@@ -43,7 +43,7 @@ const scopeOf = (s: Scenario<BrightDataFixture>) => `brightdata@${new URL(s.fixt
 
 /** True once the job's timeline shows a submit held back without calling Bright Data. */
 async function heldBack(s: Scenario<BrightDataFixture>, jobId: string): Promise<boolean> {
-  return (await s.store.timeline(jobId)).some((e) => e.type === 'submit_rejected' && /IP_BLOCK_GUARD|LOCAL_COOLDOWN/.test(e.detail ?? ''));
+  return (await s.store.findings.timeline(jobId)).some((e) => e.type === 'submit_rejected' && /IP_BLOCK_GUARD|LOCAL_COOLDOWN/.test(e.detail ?? ''));
 }
 
 /** True for a rejection that held the submit back without calling Bright Data, for at least a minute. */
@@ -63,7 +63,7 @@ describe('brightdata: 429s recorded by another worker hold this one', () => {
   it('with maxRefusals 429s of this host in the store and none in memory, no call reaches Bright Data until the oldest leaves the window; then the jobs complete', async () => {
     // Another worker's refusals, the oldest leaving the window in 6 s.
     const oldest = Date.now() - WINDOW_MS + 6_000;
-    for (let i = 0; i < MAX_REFUSALS; i++) await s.store.recordRefusal(scopeOf(s), oldest + i * 100, 0);
+    for (let i = 0; i < MAX_REFUSALS; i++) await s.store.providerKeys.recordRefusal(scopeOf(s), oldest + i * 100, 0);
     const refs = await Promise.all([1, 2, 3].map((i) => s.start({ url: `${pages.pageUrl('001')}?held=${i}`, key: `held-${i}` })));
     await waitFor(async () => (await Promise.all(refs.map((r) => heldBack(s, r.jobId)))).some(Boolean), 30_000, 'a submit held back by the guard');
     for (const r of refs) await s.waitFor(r.jobId, ['completed'], 60_000);
@@ -90,14 +90,14 @@ describe('brightdata: every 429 is recorded for the other workers', () => {
     // call, or was refused once the window was full (that refusal's retry waits for the guard too).
     const filled = s.fixture.refusals[MAX_REFUSALS - 1]!;
     await waitFor(async () => {
-      const t = await Promise.all(refs.map((r) => s.store.timeline(r.jobId)));
+      const t = await Promise.all(refs.map((r) => s.store.findings.timeline(r.jobId)));
       return t.every((events) => {
         const last = events.filter((e) => e.type === 'submit_rejected').at(-1);
         return last !== undefined && (heldForMinutes(last.detail) || (Date.parse(last.at) >= filled && /"httpStatus":429/.test(last.detail ?? '')));
       });
     }, 60_000, 'every job held until the window clears');
     expect(s.fixture.refusals.length).toBeLessThanOrEqual(MAX_REFUSALS + MAX_CONCURRENT - 1);
-    await waitFor(async () => (await s.store.refusalsSince(scopeOf(s), 0)).length === s.fixture.refusals.length, 10_000, 'each 429 in the store');
+    await waitFor(async () => (await s.store.providerKeys.refusalsSince(scopeOf(s), 0)).length === s.fixture.refusals.length, 10_000, 'each 429 in the store');
     expect(s.fixture.ipBlocked()).toBe(false);
     expect(s.fixture.snapshotsWith('storm')).toHaveLength(0);
   });

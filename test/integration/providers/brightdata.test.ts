@@ -11,7 +11,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
 import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
-import { listDeliveries } from '../../../src/store/webhooks.js';
 import { BRIGHTDATA_FIXTURE_DATASET, startBrightDataFixture, type BrightDataFixture, type BrightDataFixtureOptions } from '../../fixtures/providers/brightdata/server.js';
 import { FIXTURE_KEYS, SCENARIO_POLICY, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
 
@@ -34,7 +33,7 @@ function brightdata(fx: BrightDataFixtureOptions = {}, opts: { entry?: Record<st
 
 async function checked(s: Scenario<BrightDataFixture>, jobId: string, checks = 1) {
   return waitFor(async () => {
-    const r = await s.store.getJob(jobId);
+    const r = await s.store.jobs.get(jobId);
     return r?.task_id && r.status_checks >= checks ? r : undefined;
   }, 30_000, `${checks} status checks of ${jobId}`);
 }
@@ -66,7 +65,7 @@ describe('brightdata: polling', () => {
     s.fixture.rule('many-records', { kind: 'records', count: 2_500 });
     const ref = await s.start({ url: `${pages.pageUrl('cnet')}?many-records`, key: 'parts-1' });
     expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'])).state).toBe('completed');
-    const id = (await s.store.getJob(ref.jobId))!.task_id!;
+    const id = (await s.store.jobs.get(ref.jobId))!.task_id!;
     const downloads = s.fixture.requestsTo('GET', `/datasets/v3/snapshot/${id}`).filter((r) => !r.path.endsWith('/parts') && !r.path.endsWith('/input'));
     expect(downloads.map((r) => r.query)).toEqual([1, 2, 3].map((part) => ({ format: 'json', batch_size: '1000', part: String(part) })));
     expect(s.fixture.requestsTo('GET', `/datasets/v3/snapshot/${id}/parts`)).toHaveLength(1);
@@ -81,12 +80,12 @@ describe('brightdata: polling', () => {
 
     const h = await checked(s, hold!.jobId, 2);
     expect(h).toMatchObject({ state: 'pending', provider_status: 'running' });
-    const words = (await s.store.timeline(hold!.jobId)).filter((e) => e.type === 'provider_status').map((e) => JSON.parse(e.detail!).status);
+    const words = (await s.store.findings.timeline(hold!.jobId)).filter((e) => e.type === 'provider_status').map((e) => JSON.parse(e.detail!).status);
     expect(words.every((w: string) => w === 'starting' || w === 'running')).toBe(true);
     const before = s.fixture.statusReads(h.task_id!).length;
     s.fixture.script(h.task_id!, { status: 202, json: { status: 'building' } }, { status: 200, json: { status: 'stalled' } }, ...Array.from({ length: 3 }, () => ({ status: 200, json: { status: 'Ready' } })));
-    await waitFor(async () => (await s.store.getJob(hold!.jobId))?.provider_status === 'Ready', 30_000, 'the word "Ready" recorded');
-    expect(await s.store.getJob(hold!.jobId)).toMatchObject({ state: 'pending', provider_state: 'unrecognised' });
+    await waitFor(async () => (await s.store.jobs.get(hold!.jobId))?.provider_status === 'Ready', 30_000, 'the word "Ready" recorded');
+    expect(await s.store.jobs.get(hold!.jobId)).toMatchObject({ state: 'pending', provider_state: 'unrecognised' });
     const reads = s.fixture.statusReads(h.task_id!).slice(before, before + 3);
     for (let i = 1; i < reads.length; i++) expect(reads[i]! - reads[i - 1]!).toBeGreaterThanOrEqual(170);
     await s.fixture.finish(h.task_id!);
@@ -106,7 +105,7 @@ describe('brightdata: polling', () => {
     s.fixture.rule('late-download', { kind: 'late_download', times: 2 });
     const ref = await s.start({ url: `${pages.pageUrl('heise')}?late-download`, key: 'late-1' });
     expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe('completed');
-    const id = (await s.store.getJob(ref.jobId))!.task_id!;
+    const id = (await s.store.jobs.get(ref.jobId))!.task_id!;
     const downloads = s.fixture.requestsTo('GET', `/datasets/v3/snapshot/${id}`).filter((r) => !r.path.endsWith('/parts'));
     expect(downloads).toHaveLength(3);
     expect(downloads[1]!.at - downloads[0]!.at).toBeGreaterThanOrEqual(1_000 - 50); // "try again in 1s"
@@ -147,7 +146,7 @@ describe('brightdata: polling', () => {
     expect(triggers).toHaveLength(2);
     expect(triggers[1]!.at - triggers[0]!.at).toBeGreaterThanOrEqual(2_000 - 50);
     expect(s.fixture.snapshotsWith('?busy')).toHaveLength(1);
-    const rejected = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'submit_rejected')!;
+    const rejected = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'submit_rejected')!;
     expect(JSON.parse(rejected.detail!).error).toMatchObject({ kind: 'cooldown', code: 'too-many-concurrent-runs' });
   });
 
@@ -164,13 +163,13 @@ describe('brightdata: polling', () => {
     expect(mine).toHaveLength(1);
     expect(view.state).toBe('unknown');
     expect(view.note).toContain(`match only by URL and time (${mine[0]!.id})`);
-    const undecided = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'reconcile_undecided')!;
+    const undecided = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'reconcile_undecided')!;
     const evidence = JSON.parse(undecided.detail!).evidence;
     expect(evidence.readings[0].candidates).toEqual(expect.arrayContaining([expect.objectContaining({ taskId: mine[0]!.id, match: 'weak' }), expect.objectContaining({ match: 'foreign' })]));
     await s.client.resolve('acme', ref.jobId, { taskId: mine[0]!.id, by: 'vitest' });
     expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe('completed');
     expect(s.fixture.snapshotsWith('?lost')).toHaveLength(1);
-    const audit = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'operator_resolve')!;
+    const audit = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'operator_resolve')!;
     expect(JSON.parse(audit.detail!)).toMatchObject({ by: 'vitest', taskId: mine[0]!.id, outcome: 'adopted' });
   });
 
@@ -180,7 +179,7 @@ describe('brightdata: polling', () => {
     const ref = await s.start({ url, key: 'never-1' });
     expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe('completed');
     expect(s.fixture.snapshotsWith('?never')).toHaveLength(1);
-    const events = (await s.store.timeline(ref.jobId)).map((e) => e.type);
+    const events = (await s.store.findings.timeline(ref.jobId)).map((e) => e.type);
     expect(events).toContain('reconcile_absent');
     expect(events.indexOf('reconcile_settling')).toBeLessThan(events.indexOf('reconcile_absent'));
   });
@@ -204,8 +203,8 @@ describe('brightdata: a burst of 429s never nears the 25-in-5-minutes IP block',
     expect(s.fixture.refusals.length).toBeLessThanOrEqual(6);
     expect(s.fixture.requests.length - atGuard).toBeLessThanOrEqual(1); // one call may have been in flight
     expect(s.fixture.snapshotsWith('storm')).toHaveLength(0);
-    for (const ref of refs) expect((await s.store.getJob(ref.jobId))?.state).toBe('submitting');
-    const rejected = (await Promise.all(refs.map((r) => s.store.timeline(r.jobId)))).flat().filter((e) => e.type === 'submit_rejected');
+    for (const ref of refs) expect((await s.store.jobs.get(ref.jobId))?.state).toBe('submitting');
+    const rejected = (await Promise.all(refs.map((r) => s.store.findings.timeline(r.jobId)))).flat().filter((e) => e.type === 'submit_rejected');
     expect(rejected.length).toBeGreaterThan(0);
   });
 });
@@ -233,7 +232,7 @@ describe('brightdata: notify pings on the per-job token URL', () => {
     expect(await again.json()).toMatchObject({ outcome: 'duplicate' });
     const wrong = await s.api!.call(null, 'POST', `/v1/webhooks/brightdata/${'f'.repeat(64)}`, { json: sent[0]!.body });
     expect(wrong.status).toBe(401);
-    expect((await listDeliveries(s.store, { jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
+    expect((await s.store.webhooks.listDeliveries({ jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
   });
 });

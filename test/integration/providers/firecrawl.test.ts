@@ -13,9 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
 import { FirecrawlAdapter } from '../../../src/providers/firecrawl/index.js';
 import type { FirecrawlEntry } from '../../../src/providers/firecrawl/config.js';
-import { listDeliveries, listQuarantine } from '../../../src/store/webhooks.js';
 import { FIXTURE_KEYS, SCENARIO_POLICY, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
 import { startFirecrawlFixture, type FirecrawlFixture, type FirecrawlFixtureOptions } from '../../fixtures/providers/firecrawl/server.js';
+import { listQuarantine } from '../../helpers/storeQueries.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const sign = (body: string, secret: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
@@ -32,7 +32,7 @@ function firecrawl(fixture: FirecrawlFixtureOptions, entry: Record<string, unkno
 /** The running job of `jobId` once its task is known and checked at least `checks` times. */
 async function running(s: Scenario<FirecrawlFixture>, jobId: string, checks = 1) {
   return waitFor(async () => {
-    const r = await s.store.getJob(jobId);
+    const r = await s.store.jobs.get(jobId);
     return r?.task_id && r.status_checks >= checks ? r : undefined;
   }, 30_000, `job ${jobId} checked ${checks} times`);
 }
@@ -93,11 +93,11 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     const ref = await s.start({ url: 'https://example.com/?odd-words', key: 'odd-words' });
     const row = await running(s, ref.jobId);
     s.fixture.setWord(row.task_id!, 'paused');
-    await waitFor(async () => (await s.store.getJob(ref.jobId))?.provider_status === 'paused', 30_000, 'the word "paused" recorded');
+    await waitFor(async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'paused', 30_000, 'the word "paused" recorded');
     s.fixture.setWord(row.task_id!, 'Completed');
-    await waitFor(async () => (await s.store.getJob(ref.jobId))?.provider_status === 'Completed', 30_000, 'the word "Completed" recorded');
-    expect(await s.store.getJob(ref.jobId)).toMatchObject({ state: 'pending', provider_status: 'Completed', provider_state: 'unrecognised' });
-    expect((await s.store.timeline(ref.jobId)).filter((e) => e.type === 'unrecognised_status').length).toBeGreaterThanOrEqual(2);
+    await waitFor(async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'Completed', 30_000, 'the word "Completed" recorded');
+    expect(await s.store.jobs.get(ref.jobId)).toMatchObject({ state: 'pending', provider_status: 'Completed', provider_state: 'unrecognised' });
+    expect((await s.store.findings.timeline(ref.jobId)).filter((e) => e.type === 'unrecognised_status').length).toBeGreaterThanOrEqual(2);
     const reads = s.fixture.job(row.task_id!)!.statusReads;
     for (let i = 1; i < reads.length; i++) expect(reads[i]! - reads[i - 1]!).toBeGreaterThanOrEqual(170);
     s.fixture.setWord(row.task_id!, null);
@@ -340,12 +340,12 @@ describe('firecrawl: signed webhooks (the account has a secret)', () => {
     expect(Date.now() - t0).toBeLessThan(50_000);
     const [post] = s.fixture.server.requestsTo('POST', '/v2/crawl');
     expect((post!.body as { webhook: unknown }).webhook).toEqual({ url: s.api!.webhookUrl, metadata: { clientRef: post!.headers['x-idempotency-key'] }, events: ['completed', 'failed'] });
-    const taskId = (await s.store.getJob(ref.jobId))!.task_id!;
+    const taskId = (await s.store.jobs.get(ref.jobId))!.task_id!;
     const sent = s.fixture.deliveries.filter((d) => d.jobId === taskId);
     expect(sent.map((d) => d.type)).toEqual(['crawl.completed', 'crawl.completed']);
     expect(new Set(sent.map((d) => d.webhookId)).size).toBe(1);
     expect(sent.every((d) => d.signed && d.status === 200)).toBe(true);
-    const outcomes = (await listDeliveries(s.store, { jobId: ref.jobId })).map((d) => d.outcome);
+    const outcomes = (await s.store.webhooks.listDeliveries({ jobId: ref.jobId })).map((d) => d.outcome);
     expect(outcomes).toEqual(['woken']);
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
     expect(s.api!.logs()).not.toContain(s.api!.secret);
@@ -388,9 +388,9 @@ describe('firecrawl: unsigned webhooks (the account has no secret)', () => {
     const [post] = s.fixture.server.requestsTo('POST', '/v2/batch/scrape');
     const token = s.callbackToken(ref.jobId);
     expect((post!.body as { webhook: { url: string } }).webhook.url).toBe(`${s.api!.webhookUrl}/${token}`);
-    const taskId = (await s.store.getJob(ref.jobId))!.task_id!;
+    const taskId = (await s.store.jobs.get(ref.jobId))!.task_id!;
     expect(s.fixture.deliveries.filter((d) => d.jobId === taskId).every((d) => !d.signed)).toBe(true);
-    expect((await listDeliveries(s.store, { jobId: ref.jobId }))[0]).toMatchObject({ outcome: 'woken' });
+    expect((await s.store.webhooks.listDeliveries({ jobId: ref.jobId }))[0]).toMatchObject({ outcome: 'woken' });
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
     expect(s.api!.logs()).not.toContain(token);
   });

@@ -75,7 +75,7 @@ describe('http kind: the runs API’s words and errors', () => {
 
   const held = async (jobId: string) =>
     waitFor(async () => {
-      const r = await s.store.getJob(jobId);
+      const r = await s.store.jobs.get(jobId);
       return r?.task_id && r.status_checks >= 1 ? r : undefined;
     }, 30_000, 'the held run checked');
 
@@ -101,8 +101,8 @@ describe('http kind: the runs API’s words and errors', () => {
     const ref = await s.start({ url: 'https://shop.example.com/hold-review', key: 'review' });
     const row = await held(ref.jobId);
     s.fixture.setState(row.task_id!, 'IN_REVIEW');
-    await waitFor(async () => (await s.store.getJob(ref.jobId))?.provider_status === 'IN_REVIEW', 30_000, 'IN_REVIEW recorded');
-    expect(await s.store.getJob(ref.jobId)).toMatchObject({ state: 'pending', provider_state: 'unrecognised' });
+    await waitFor(async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'IN_REVIEW', 30_000, 'IN_REVIEW recorded');
+    expect(await s.store.jobs.get(ref.jobId)).toMatchObject({ state: 'pending', provider_state: 'unrecognised' });
     s.fixture.setState(row.task_id!, 'DONE');
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
     expect((await s.outcome(ref.jobId)).documents.total).toBe(4);

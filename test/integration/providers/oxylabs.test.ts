@@ -9,7 +9,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
 import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
-import { listDeliveries } from '../../../src/store/webhooks.js';
 import { SCENARIO_POLICY, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
 import { OXYLABS_FIXTURE_CREDENTIALS, startOxylabsFixture, type OxylabsFixture } from '../../fixtures/providers/oxylabs/server.js';
 
@@ -38,7 +37,7 @@ function oxylabs(opts: { runMs?: number; webhooks?: boolean; faultShape?: 'statu
 
 async function checked(s: Scenario<OxylabsFixture>, jobId: string, checks = 1) {
   return waitFor(async () => {
-    const r = await s.store.getJob(jobId);
+    const r = await s.store.jobs.get(jobId);
     return r?.task_id && r.status_checks >= checks ? r : undefined;
   }, 30_000, `${checks} status checks of ${jobId}`);
 }
@@ -85,9 +84,9 @@ describe('oxylabs: polling', () => {
     expect(p).toMatchObject({ state: 'pending', provider_status: 'pending' });
     const before = s.fixture.statusReads(p.task_id!).length;
     s.fixture.script(p.task_id!, { status: 202, json: { status: 'building' } }, { status: 200, json: { id: p.task_id, status: 'stalled' } }, { status: 200, json: { id: p.task_id, status: 'Done' } }, { status: 200, json: { id: p.task_id, status: 'Done' } }, { status: 200, json: { id: p.task_id, status: 'Done' } });
-    await waitFor(async () => (await s.store.getJob(pending!.jobId))?.provider_status === 'Done', 30_000, 'the word "Done" recorded');
-    expect(await s.store.getJob(pending!.jobId)).toMatchObject({ state: 'pending', provider_state: 'unrecognised' });
-    expect((await s.store.timeline(pending!.jobId)).some((e) => e.type === 'unrecognised_status')).toBe(true);
+    await waitFor(async () => (await s.store.jobs.get(pending!.jobId))?.provider_status === 'Done', 30_000, 'the word "Done" recorded');
+    expect(await s.store.jobs.get(pending!.jobId)).toMatchObject({ state: 'pending', provider_state: 'unrecognised' });
+    expect((await s.store.findings.timeline(pending!.jobId)).some((e) => e.type === 'unrecognised_status')).toBe(true);
     const reads = s.fixture.statusReads(p.task_id!).slice(before, before + 3);
     for (let i = 1; i < reads.length; i++) expect(reads[i]! - reads[i - 1]!).toBeGreaterThanOrEqual(170);
     await s.fixture.finish(p.task_id!);
@@ -128,7 +127,7 @@ describe('oxylabs: polling', () => {
     const res = await s.client.cancelScrape('acme', ref.jobId, { reason: 'scenario', requestedBy: 'vitest', wait: true, timeoutMs: 20_000 });
     expect(res).toMatchObject({ kind: 'observed', state: 'cancel_unconfirmed' });
     expect(s.fixture.requests.slice(before).filter((r) => r.method !== 'GET')).toEqual([]);
-    expect((await s.store.timeline(ref.jobId)).some((e) => e.type === 'cancel_unsupported')).toBe(true);
+    expect((await s.store.findings.timeline(ref.jobId)).some((e) => e.type === 'cancel_unsupported')).toBe(true);
   });
 
   it('429 on submit: retried after a cool-down; one job is created and completes', async () => {
@@ -145,7 +144,7 @@ describe('oxylabs: polling', () => {
     const ref = await s.start({ url: `${pages.pageUrl('001')}?orphan`, key: 'orphan-1' });
     await s.waitFor(ref.jobId, ['unknown']);
     await sleep(1_500);
-    expect((await s.store.getJob(ref.jobId))!.state).toBe('unknown');
+    expect((await s.store.jobs.get(ref.jobId))!.state).toBe('unknown');
     const created = s.fixture.jobsWith('orphan');
     expect(created).toHaveLength(1);
     await s.client.resolve('acme', ref.jobId, { taskId: created[0]!.id, by: 'scenario' });
@@ -177,7 +176,7 @@ describe('oxylabs: callbacks on the per-job token URL', () => {
     expect(await again.json()).toMatchObject({ outcome: 'duplicate' });
     const wrong = await s.api!.call(null, 'POST', `/v1/webhooks/oxylabs/${'0'.repeat(64)}`, { json: sent[0]!.body });
     expect(wrong.status).toBe(401);
-    expect((await listDeliveries(s.store, { jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
+    expect((await s.store.webhooks.listDeliveries({ jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
   });
 });

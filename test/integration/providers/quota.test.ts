@@ -52,7 +52,9 @@ async function expectHeldThenProbe<F extends Fixture>(s: Scenario<F>, submits: (
   const after = submits().slice(before);
   expect(after).toHaveLength(1); // one probe, accepted
   expect(after[0]!.at - heldSince).toBeGreaterThanOrEqual(HOLD_MS - MARGIN_MS);
-  const held = (await s.store.timeline(next.jobId)).filter((e) => e.type === 'submit_rejected' && e.detail?.includes('LOCAL_COOLDOWN'));
+  // Held in the attempt (`submit_held`) or sent away to be retried at its slot (`LOCAL_COOLDOWN`):
+  // either way the timeline names the hold.
+  const held = (await s.store.findings.timeline(next.jobId)).filter((e) => e.type === 'submit_held' || (e.type === 'submit_rejected' && e.detail?.includes('LOCAL_COOLDOWN')));
   expect(held.length).toBeGreaterThan(0);
   expect(held[0]!.detail).toContain('are held (quota exhausted');
 }
@@ -105,7 +107,7 @@ describe('apify: 402 usage limit exceeded', () => {
   it('the memory refusal (402 actor-memory-limit-exceeded) is not quota: the submit is retried once runs finish, and no hold is set', async () => {
     s.fixture.memoryLimitMb = 1; // any run is over it
     const ref = await s.start({ url: 'https://shop.example/memory', key: 'memory' });
-    await waitFor(async () => (await s.store.timeline(ref.jobId)).some((e) => e.type === 'submit_rejected' && e.detail?.includes('actor-memory-limit-exceeded')), 30_000, 'a memory refusal');
+    await waitFor(async () => (await s.store.findings.timeline(ref.jobId)).some((e) => e.type === 'submit_rejected' && e.detail?.includes('actor-memory-limit-exceeded')), 30_000, 'a memory refusal');
     s.fixture.memoryLimitMb = undefined;
     await s.waitFor(ref.jobId, ['completed'], 60_000);
     expect((await s.outcome(ref.jobId)).events).not.toContain('quota_exhausted');

@@ -14,10 +14,10 @@ import type { PollPolicy } from '../../../src/model/types.js';
 import type { SimResponseEvent } from '../../../src/sim/index.js';
 import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
 import { simWebhookSignature } from '../../../src/sim/webhooks.js';
-import { listDeliveries, listQuarantine } from '../../../src/store/webhooks.js';
 import { FIXTURE_KEYS, SCENARIO_POLICY, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
 import { referenceAsHttp } from '../../fixtures/providers/http/referenceContract.js';
 import { startReferenceFixture, type ReferenceFixture, type ReferenceFixtureOptions } from '../../fixtures/providers/reference/server.js';
+import { listQuarantine } from '../../helpers/storeQueries.js';
 
 let pages: PageServer;
 beforeAll(async () => {
@@ -113,7 +113,7 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
 
       for (const [ref, word] of [[queued!, 'queued'], [running!, 'running']] as const) {
         const row = await waitFor(async () => {
-          const r = await s.store.getJob(ref.jobId);
+          const r = await s.store.jobs.get(ref.jobId);
           return r?.provider_status === word && r.status_checks >= 2 ? r : undefined;
         }, 30_000, `${word} observed twice`);
         expect(row.state).toBe('pending');
@@ -129,7 +129,7 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       expect(fo.results).toBe(0);
 
       const c = await waitFor(async () => {
-        const r = await s.store.getJob(cancelled!.jobId);
+        const r = await s.store.jobs.get(cancelled!.jobId);
         return r?.task_id && r.status_checks >= 1 ? r : undefined;
       });
       // Someone cancels the task at the provider (not through us).
@@ -144,13 +144,13 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'odd-words', action: 'hold', holdIn: 'running' });
       const ref = await s.start({ url: `${pages.pageUrl('003-metadata-preferred')}?odd-words`, key: 'odd-words' });
       const first = await waitFor(async () => {
-        const r = await s.store.getJob(ref.jobId);
+        const r = await s.store.jobs.get(ref.jobId);
         return r?.task_id && r.status_checks >= 1 ? r : undefined;
       });
       const taskId = first.task_id!;
       const before = s.fixture.statusReads(taskId).length;
       s.fixture.rewriteStatus(taskId, { status: 202, body: { status: 'building' } }, { word: 'stalled' }, { word: 'stalled' }, { word: 'Completed' });
-      await waitFor(async () => (await s.store.getJob(ref.jobId))?.provider_status === 'Completed', 30_000, 'the word "Completed" recorded');
+      await waitFor(async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'Completed', 30_000, 'the word "Completed" recorded');
       const view = await s.client.getLiveView('acme', ref.jobId);
       expect(view.state).toBe('pending');
       expect(view.providerStatus).toBe('Completed');
@@ -159,7 +159,7 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       expect(reads).toHaveLength(4);
       // One request per scheduled check (≥ 200 ms × (1 − 10 % jitter) apart), never an immediate retry.
       for (let i = 1; i < reads.length; i++) expect(reads[i]! - reads[i - 1]!).toBeGreaterThanOrEqual(170);
-      expect((await s.store.getJob(ref.jobId))!.state).toBe('pending');
+      expect((await s.store.jobs.get(ref.jobId))!.state).toBe('pending');
       sim.release(taskId);
       const done = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted']);
       expect(done.state).toBe('completed');
@@ -171,7 +171,7 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'cancel-me', action: 'never_finish' });
       const ref = await s.start({ url: `${pages.pageUrl('ars-1')}?cancel-me`, key: 'cancel-1' });
       const pending = await waitFor(async () => {
-        const r = await s.store.getJob(ref.jobId);
+        const r = await s.store.jobs.get(ref.jobId);
         return r?.state === 'pending' && r.status_checks > 0 ? r : undefined;
       });
       const cancelsBefore = sim.stats().cancelCalls;
@@ -188,7 +188,7 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'limited', action: 'hold', holdIn: 'running' });
       const ref = await s.start({ url: `${pages.pageUrl('heise')}?limited`, key: 'limited-1' });
       const row = await waitFor(async () => {
-        const r = await s.store.getJob(ref.jobId);
+        const r = await s.store.jobs.get(ref.jobId);
         return r?.task_id && r.status_checks >= 1 ? r : undefined;
       });
       sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: 'limited', action: 'rate_limit', retryAfterSeconds: 3, times: 1 });
@@ -223,7 +223,7 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       const out = await s.outcome(ref.jobId);
       expect(out.results).toBe(1);
       expect(out.events).toContain('submit_ambiguous');
-      const recorded = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'task_recorded')!;
+      const recorded = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'task_recorded')!;
       expect(JSON.parse(recorded.detail!).source).toMatch(source);
     });
   });
@@ -240,7 +240,7 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       const ref = await s.start({ url: `${pages.pageUrl('cnn')}?orphan`, key: 'orphan-1' });
       await s.waitFor(ref.jobId, ['unknown']);
       await sleep(1_500);
-      expect((await s.store.getJob(ref.jobId))!.state).toBe('unknown');
+      expect((await s.store.jobs.get(ref.jobId))!.state).toBe('unknown');
       const created = s.fixture.sim.jobsFor('acme').filter((j) => j.url.includes('orphan'));
       expect(created).toHaveLength(1);
       expect(s.fixture.sim.stats().requests.byEndpoint.submit).toBe(1);
@@ -269,11 +269,11 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       const ref = await s.start({ url, key: 'signed-1', policy: SLOW });
       await s.waitFor(ref.jobId, ['completed'], 60_000);
       expect(Date.now() - t0).toBeLessThan(50_000);
-      const taskId = (await s.store.getJob(ref.jobId))!.task_id!;
+      const taskId = (await s.store.jobs.get(ref.jobId))!.task_id!;
       const sent = sim.stats().webhooks.log.filter((a) => a.job_id === taskId);
       expect(sent).toHaveLength(2);
       expect(new Set(sent.map((a) => a.event_id)).size).toBe(1);
-      expect((await listDeliveries(s.store, { jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
+      expect((await s.store.webhooks.listDeliveries({ jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
       expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
       expect(s.api!.logs()).not.toContain(s.api!.secret);
     });
@@ -315,7 +315,7 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
         expect(bad.status, String(token)).toBe(401);
         expect(await bad.json()).toMatchObject({ type: '/problems/invalid-webhook-token' });
       }
-      expect(await listDeliveries(s.store, { provider: s.name })).toEqual([]);
+      expect(await s.store.webhooks.listDeliveries({ provider: s.name })).toEqual([]);
       const kept = (await listQuarantine(s.store)).filter((q) => q.event_id === 'evt_token_1');
       expect(kept.map((q) => q.reason)).toEqual(['invalid_token', 'invalid_token', 'invalid_token', 'invalid_token']);
       expect(kept.every((q) => q.body === '')).toBe(true);
@@ -327,17 +327,17 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       const again = await deliver(event, token);
       expect(await again.json()).toMatchObject({ outcome: 'duplicate' });
       await waitFor(() => sim.getJob(row.task_id!)!.status_request_times.length >= 1, 30_000, 'the woken status check');
-      expect((await listDeliveries(s.store, { jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
+      expect((await s.store.webhooks.listDeliveries({ jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
       expect(s.api!.logs()).not.toContain(token);
       expect(s.api!.logs()).toContain(`/v1/webhooks/${s.name}/[REDACTED]`);
 
       const unknown = await deliver({ event_id: 'evt_token_unknown', type: 'job.completed', job_id: 'job_nobody', status: 'completed' }, token);
-      // An unknown job answers like a wrong token (no existence oracle for unauthenticated callers; issue 13).
+      // An unknown job answers like a wrong token (no existence oracle for unauthenticated callers).
       expect(unknown.status).toBe(401);
       expect(await unknown.json()).toMatchObject({ type: '/problems/invalid-webhook-token' });
       expect((await listQuarantine(s.store)).find((q) => q.event_id === 'evt_token_unknown')).toMatchObject({ reason: 'unmatched', body: '' });
       sim.release(row.task_id!);
-      sim.release((await s.store.getJob(other.jobId))!.task_id!);
+      sim.release((await s.store.jobs.get(other.jobId))!.task_id!);
     });
 
     it('(needs workflow v2: activities pass callback(jobId) to submit) the provider’s own unsigned deliveries reach the token URL and wake the job', async () => {
@@ -348,7 +348,7 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       expect(job.webhook_url).toBe(`${s.api!.webhookUrl}/${s.callbackToken(ref.jobId)}`);
       await s.waitFor(ref.jobId, ['completed'], 60_000);
       expect(Date.now() - t0).toBeLessThan(50_000);
-      expect((await listDeliveries(s.store, { jobId: ref.jobId }))[0]).toMatchObject({ outcome: 'woken' });
+      expect((await s.store.webhooks.listDeliveries({ jobId: ref.jobId }))[0]).toMatchObject({ outcome: 'woken' });
     });
   });
 });

@@ -10,9 +10,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
 import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
-import { listDeliveries, listQuarantine } from '../../../src/store/webhooks.js';
 import { FIXTURE_KEYS, SCENARIO_POLICY, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
 import { startScraperApiFixture, type ScraperApiFixture, type ScraperApiFixtureOptions } from '../../fixtures/providers/scraperapi/server.js';
+import { listQuarantine } from '../../helpers/storeQueries.js';
 
 let pages: PageServer;
 beforeAll(async () => {
@@ -34,7 +34,7 @@ function scraperapi(fx: ScraperApiFixtureOptions = {}, opts: { entry?: Record<st
 /** Waits until the job has a task and at least `checks` status checks; returns the row. */
 async function checked(s: Scenario<ScraperApiFixture>, jobId: string, checks = 1) {
   return waitFor(async () => {
-    const r = await s.store.getJob(jobId);
+    const r = await s.store.jobs.get(jobId);
     return r?.task_id && r.status_checks >= checks ? r : undefined;
   }, 30_000, `${checks} status checks of ${jobId}`);
 }
@@ -64,7 +64,7 @@ describe('scraperapi: polling', () => {
     expect(s.fixture.statusReads(row.task_id!)).toHaveLength(1);
     const out = await s.outcome(ref.jobId);
     expect(out).toMatchObject({ state: 'completed', results: 1, documents: { total: 0 } });
-    expect((await s.store.timeline(ref.jobId)).some((e) => e.type === 'task_recorded')).toBe(true);
+    expect((await s.store.findings.timeline(ref.jobId)).some((e) => e.type === 'task_recorded')).toBe(true);
     const result = await s.client.getResult('acme', ref.jobId);
     expect(result).toMatchObject({ finalUrl: url, httpStatus: 200 });
     expect(result.title).toBeTruthy();
@@ -107,12 +107,12 @@ describe('scraperapi: polling', () => {
     const taskId = first.task_id!;
     const before = s.fixture.statusReads(taskId).length;
     s.fixture.script(taskId, { status: 202, json: { status: 'building' } }, { status: 200, json: { id: taskId, status: 'stalled' } }, { status: 200, json: { id: taskId, status: 'stalled' } }, { status: 200, json: { id: taskId, status: 'Finished' } }, { status: 200, json: { id: taskId, status: 'Finished' } }, { status: 200, json: { id: taskId, status: 'Finished' } });
-    await waitFor(async () => (await s.store.getJob(ref.jobId))?.provider_status === 'Finished', 30_000, 'the word "Finished" recorded');
-    expect(await s.store.getJob(ref.jobId)).toMatchObject({ state: 'pending', provider_status: 'Finished', provider_state: 'unrecognised' });
+    await waitFor(async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'Finished', 30_000, 'the word "Finished" recorded');
+    expect(await s.store.jobs.get(ref.jobId)).toMatchObject({ state: 'pending', provider_status: 'Finished', provider_state: 'unrecognised' });
     const reads = s.fixture.statusReads(taskId).slice(before, before + 4);
     expect(reads).toHaveLength(4);
     for (let i = 1; i < reads.length; i++) expect(reads[i]! - reads[i - 1]!).toBeGreaterThanOrEqual(170);
-    expect((await s.store.timeline(ref.jobId)).some((e) => e.type === 'unrecognised_status')).toBe(true);
+    expect((await s.store.findings.timeline(ref.jobId)).some((e) => e.type === 'unrecognised_status')).toBe(true);
     await s.fixture.finish(taskId);
     expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'])).state).toBe('completed');
     expect(s.fixture.jobsWith('odd-words')).toHaveLength(1);
@@ -161,23 +161,23 @@ describe('scraperapi: polling', () => {
     const ref = await s.start({ url: `${pages.pageUrl('cnn')}?orphan`, key: 'orphan-1' });
     await s.waitFor(ref.jobId, ['unknown']);
     await sleep(1_500);
-    expect((await s.store.getJob(ref.jobId))!.state).toBe('unknown');
+    expect((await s.store.jobs.get(ref.jobId))!.state).toBe('unknown');
     const created = s.fixture.jobsWith('orphan');
     expect(created).toHaveLength(1);
     expect(s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes('orphan'))).toHaveLength(1);
     await waitFor(async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'), 30_000, 'the operator note');
-    expect((await s.store.timeline(ref.jobId)).some((e) => e.type === 'reconcile_undecided')).toBe(true);
+    expect((await s.store.findings.timeline(ref.jobId)).some((e) => e.type === 'reconcile_undecided')).toBe(true);
     // Another client's task on the same host (ScraperAPI's status URL needs no key): its record
     // carries another reference, so the operator's task ID is refused and nothing changes.
     const stranger = s.fixture.conformance.createLookalike(`${pages.pageUrl('cnn')}?orphan`);
     await expect(s.client.resolve('acme', ref.jobId, { taskId: stranger.id, by: 'scenario' })).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/client reference/) });
-    expect((await s.store.getJob(ref.jobId))!).toMatchObject({ state: 'unknown', task_id: null });
-    const refusal = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'operator_resolve')!;
+    expect((await s.store.jobs.get(ref.jobId))!).toMatchObject({ state: 'unknown', task_id: null });
+    const refusal = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'operator_resolve')!;
     expect(JSON.parse(refusal.detail!)).toMatchObject({ by: 'scenario', taskId: stranger.id, outcome: 'refused' });
     await s.client.resolve('acme', ref.jobId, { taskId: created[0]!.id, by: 'scenario' });
     await s.fixture.finish(created[0]!.id);
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
-    expect((await s.store.getJob(ref.jobId))!.task_id).toBe(created[0]!.id);
+    expect((await s.store.jobs.get(ref.jobId))!.task_id).toBe(created[0]!.id);
     expect(s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes('orphan'))).toHaveLength(1);
   });
 });
@@ -205,7 +205,7 @@ describe('scraperapi: callbacks on the per-job token URL', () => {
     expect(sent.map((d) => d.status)).toEqual([200]);
     const again = await s.api!.call(null, 'POST', `/v1/webhooks/scraperapi/${s.callbackToken(ref.jobId)}`, { json: sent[0]!.body });
     expect(await again.json()).toMatchObject({ outcome: 'duplicate' });
-    expect((await listDeliveries(s.store, { jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
+    expect((await s.store.webhooks.listDeliveries({ jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
     expect(s.api!.logs()).not.toContain(s.callbackToken(ref.jobId));
   });
@@ -226,8 +226,8 @@ describe('scraperapi: callbacks on the per-job token URL', () => {
     expect(kept.map((q) => [q.reason, q.body])).toEqual([['invalid_token', ''], ['invalid_token', '']]);
     expect((await s.waitFor(ref.jobId, ['failed', 'completed'], 40_000)).state).toBe('failed');
     expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ code: 'failed_due_to_timeout' });
-    expect((await listDeliveries(s.store, { jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
-    await s.fixture.finish((await s.store.getJob(other.jobId))!.task_id!);
+    expect((await s.store.webhooks.listDeliveries({ jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
+    await s.fixture.finish((await s.store.jobs.get(other.jobId))!.task_id!);
   });
 
   it('a lost submit waits in unknown (no lookup, no key) until the job’s own callback arrives: the delivery, verified by the per-job token and naming the job, is a strong match and the job completes with no operator and one provider job', async () => {
@@ -240,8 +240,8 @@ describe('scraperapi: callbacks on the per-job token URL', () => {
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
     const created = s.fixture.jobsWith('cb-lost');
     expect(created).toHaveLength(1);
-    expect((await s.store.getJob(ref.jobId))!.task_id).toBe(created[0]!.id);
-    const found = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'reconcile_found')!;
+    expect((await s.store.jobs.get(ref.jobId))!.task_id).toBe(created[0]!.id);
+    const found = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'reconcile_found')!;
     expect(JSON.parse(found.detail!)).toMatchObject({ lookup: 'webhook deliveries of this job' });
     expect(s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes('cb-lost'))).toHaveLength(1);
   });

@@ -27,7 +27,7 @@ function zyte(entry: Record<string, unknown> = {}) {
 
 async function whenChecked(s: Scenario<ZyteFixture>, jobId: string, checks = 1) {
   return waitFor(async () => {
-    const r = await s.store.getJob(jobId);
+    const r = await s.store.jobs.get(jobId);
     return r?.task_id && r.status_checks >= checks ? r : undefined;
   }, 30_000, `${checks} status check(s)`);
 }
@@ -85,11 +85,11 @@ describe('zyte through the whole workflow', () => {
     }
     const odd = refs.at(-1)!;
     const job = f.jobsFor('cr-odd')[0]!;
-    await waitFor(async () => (await s.store.getJob(odd.jobId))?.provider_status === 'running', 30_000, 'past the word "paused"');
+    await waitFor(async () => (await s.store.jobs.get(odd.jobId))?.provider_status === 'running', 30_000, 'past the word "paused"');
     f.release(job.id);
-    await waitFor(async () => (await s.store.getJob(odd.jobId))?.provider_status === 'finished/weird_reason', 30_000, 'the unknown close reason recorded');
-    expect(await s.store.getJob(odd.jobId)).toMatchObject({ state: 'pending', provider_status: 'finished/weird_reason', provider_state: 'unrecognised' });
-    const unknown = (await s.store.timeline(odd.jobId)).filter((e) => e.type === 'unrecognised_status').map((e) => JSON.parse(e.detail!).status);
+    await waitFor(async () => (await s.store.jobs.get(odd.jobId))?.provider_status === 'finished/weird_reason', 30_000, 'the unknown close reason recorded');
+    expect(await s.store.jobs.get(odd.jobId)).toMatchObject({ state: 'pending', provider_status: 'finished/weird_reason', provider_state: 'unrecognised' });
+    const unknown = (await s.store.findings.timeline(odd.jobId)).filter((e) => e.type === 'unrecognised_status').map((e) => JSON.parse(e.detail!).status);
     expect(unknown).toEqual(['paused', 'finished/weird_reason']);
     f.setState(job.id, 'finished', 'finished'); // an operator's mapping would say the same (closeReasons)
     expect((await s.waitFor(odd.jobId, ['completed', 'failed'])).state).toBe('completed');
@@ -157,7 +157,7 @@ describe('zyte: lost submits, reconciled by tag', () => {
     expect(row.task_id).toBe(f.jobsFor('lost')[0]!.id);
     const out = await s.outcome(ref.jobId);
     expect(out.events).toEqual(expect.arrayContaining(['submit_ambiguous', 'reconcile_settling', 'reconcile_found']));
-    const recorded = (await s.store.timeline(ref.jobId)).find((e) => e.type === 'task_recorded')!;
+    const recorded = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'task_recorded')!;
     expect(JSON.parse(recorded.detail!).source).toMatch(/client reference/);
     expect(f.app.requestsTo('POST', '/api/run.json').filter((r) => (r.body as { url?: string }).url?.includes('lost'))).toHaveLength(1);
   });
@@ -170,14 +170,14 @@ describe('zyte: lost submits, reconciled by tag', () => {
     const refusalsBefore = f.duplicateRefusals;
     const ref = await s.start({ url: 'https://quotes.example/dedupe', key: 'dedupe-1' });
     const row = await waitFor(async () => {
-      const r = await s.store.getJob(ref.jobId);
+      const r = await s.store.jobs.get(ref.jobId);
       return r?.task_id ? r : undefined;
     }, 60_000, 'the adopted job');
     const jobs = f.jobsFor('dedupe');
     expect(jobs).toHaveLength(1);
     expect(row.task_id).toBe(jobs[0]!.id);
     expect(f.duplicateRefusals - refusalsBefore).toBeGreaterThanOrEqual(1);
-    const timeline = await s.store.timeline(ref.jobId);
+    const timeline = await s.store.findings.timeline(ref.jobId);
     expect(timeline.map((e) => e.type)).toContain('reconcile_absent');
     f.release(jobs[0]!.id);
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');

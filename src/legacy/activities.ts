@@ -1,8 +1,8 @@
 /**
- * Activities of the v1 scrape workflow (`scrapeWorkflow`, `src/legacy/scrapeWorkflowV1.ts`), kept
+ * Activities of the v1 scrape workflow (`scrapeWorkflow`, `scrapeWorkflowV1.ts` here), kept
  * unchanged so that runs started before workflow v2 finish on the code they started with. New runs
- * use `src/activities/{submit,poll,cancel,record}.ts`. Delete this file with the v1 workflow once
- * no v1 run is open: `temporal workflow count --query 'WorkflowType="scrapeWorkflow" AND ExecutionStatus="Running"'`.
+ * use `src/activities/{submit,poll,track,cancel,record}.ts`. Delete this folder (and its one line in
+ * `src/workflows/index.ts` and `src/activities/index.ts`) once no v1 run is open: `temporal workflow count --query 'WorkflowType="scrapeWorkflow" AND ExecutionStatus="Running"'`.
  */
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import type { CancelReport, JobError, ScrapeWorkflowInput } from '../model/types.js';
@@ -10,9 +10,10 @@ import { isProviderError, ProviderError } from '../providers/shared/errors.js';
 import { withBinaryText } from '../providers/shared/binaryText.js';
 import { providerKeys } from '../providers/shared/keys.js';
 import type { Accepted, CancelAnswer, StatusObservation } from '../providers/adapter.js';
-import { submitActivities } from './submit.js';
-import type { ActivityKit, TaskRef } from './context.js';
-import { rethrow, toFailure } from './failures.js';
+import { reconcileActivities } from '../activities/reconcile.js';
+import type { ActivityKit, TaskRef } from '../activities/context.js';
+import { rethrow, toFailure } from '../activities/failures.js';
+import { LegacyJobsRepository } from './store.js';
 
 /** Input of `submitScrape` and `reconcileSubmit` (v1). */
 export interface SubmitInput {
@@ -56,7 +57,8 @@ export type LegacyCancelCallOutcome = ({ kind: 'answered' } & CancelAnswer) | { 
 /** Builds the v1-only activities over `kit`. */
 export function legacyActivities(kit: ActivityKit) {
   const { store } = kit;
-  const v2 = submitActivities(kit);
+  const v1 = new LegacyJobsRepository(store);
+  const v2 = reconcileActivities(kit);
   return {
     /**
      * Submits the scrape under the job's idempotency key, recording the intent before the call
@@ -66,7 +68,7 @@ export function legacyActivities(kit: ActivityKit) {
      * permanent (400/401/403) non-retryable, cool-down with the provider's wait, transient with backoff.
      */
     async submitScrape(input: SubmitInput): Promise<LegacySubmitOutcome> {
-      const before = await store.recordSubmitIntent(input.jobId);
+      const before = await v1.recordSubmitIntent(input.jobId);
       if (!before) throw new Error(`job ${input.jobId} is not registered`);
       if (before.task_id) {
         log.info('submit: adopting task recorded by an earlier attempt', { jobId: input.jobId, taskId: before.task_id });
@@ -79,7 +81,7 @@ export function legacyActivities(kit: ActivityKit) {
           message: `an earlier submit attempt (intent recorded at ${before.submit_intent_at}, attempt ${kit.attempt()}) ended without a recorded answer; the provider may have created the task`,
           at: new Date().toISOString(),
         };
-        await store.appendEvent(input.jobId, 'submit_ambiguous', 'unknown', error);
+        await store.findings.appendEvent(input.jobId, 'submit_ambiguous', 'unknown', error);
         return { kind: 'ambiguous', error };
       }
       const keys = providerKeys(input.account, input.key);
@@ -89,19 +91,19 @@ export function legacyActivities(kit: ActivityKit) {
       } catch (e) {
         if (isProviderError(e) && e.kind === 'ambiguous') {
           const error = e.toJobError();
-          await store.appendEvent(input.jobId, 'submit_ambiguous', 'unknown', { error, evidence: e.details.evidence });
+          await store.findings.appendEvent(input.jobId, 'submit_ambiguous', 'unknown', { error, evidence: e.details.evidence });
           return { kind: 'ambiguous', error };
         }
         // A definite answer: nothing was created, so the intent is cleared.
-        await store.clearSubmitIntent(input.jobId);
+        await store.jobs.clearSubmitIntent(input.jobId);
         if (isProviderError(e)) {
-          await store.appendEvent(input.jobId, 'submit_rejected', null, { error: e.toJobError(), evidence: e.details.evidence });
+          await store.findings.appendEvent(input.jobId, 'submit_rejected', null, { error: e.toJobError(), evidence: e.details.evidence });
           if (e.kind === 'permanent' || e.kind === 'conflict') await kit.recordIncident(input.jobId, 'submit', e);
         }
         rethrow(e);
       }
       await kit.deps.hooks?.afterSubmitAnswered?.(input.jobId, accepted.taskId);
-      const taskId = await store.recordTaskId(input.jobId, accepted.taskId, accepted.providerStatus, accepted.replayed ? 'submit (provider replayed key)' : 'submit', input.trackingDeadlineMs);
+      const taskId = await store.jobs.recordTaskId(input.jobId, accepted.taskId, accepted.providerStatus, accepted.replayed ? 'submit (provider replayed key)' : 'submit', input.trackingDeadlineMs);
       await kit.deps.hooks?.afterTaskRecorded?.(input.jobId, taskId);
       return { kind: 'accepted', taskId, providerStatus: accepted.providerStatus, adopted: taskId !== accepted.taskId };
     },
@@ -125,10 +127,10 @@ export function legacyActivities(kit: ActivityKit) {
     async checkStatus(ref: TaskRef): Promise<StatusOutcome> {
       try {
         const { evidence, ...obs } = await kit.call(ref.provider, ref.account, (r) => r.adapter.status(ref.taskId, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
-        await store.recordStatusCheck(ref.jobId, obs.providerStatus);
+        await v1.recordStatusCheck(ref.jobId, obs.providerStatus);
         if (obs.state === 'failed') {
           // A terminal failure at the provider: keep its code and the complete sanitised response.
-          await store.recordIncident({
+          await store.findings.recordIncident({
             jobId: ref.jobId,
             phase: 'status',
             kind: 'provider_failed',
@@ -145,7 +147,7 @@ export function legacyActivities(kit: ActivityKit) {
         return { kind: 'status', ...obs };
       } catch (e) {
         if (isProviderError(e) && e.kind === 'not_found') {
-          await store.appendEvent(ref.jobId, 'status_not_found', null, { error: e.toJobError() });
+          await store.findings.appendEvent(ref.jobId, 'status_not_found', null, { error: e.toJobError() });
           return { kind: 'not_found', error: e.toJobError() };
         }
         if (isProviderError(e) && e.kind === 'permanent') await kit.recordIncident(ref.jobId, 'status', e);
@@ -158,15 +160,14 @@ export function legacyActivities(kit: ActivityKit) {
      * on): counts it for orphan detection and keeps the error as the job's last error.
      */
     async recordStatusFailure(input: { jobId: string; error: JobError }): Promise<void> {
-      await store.recordStatusError(input.jobId);
-      await store.appendEvent(input.jobId, 'status_check_gave_up', 'pending', { error: input.error });
-      await store.db.updateTable('jobs').set({ last_error: JSON.stringify(input.error) }).where('id', '=', input.jobId).execute();
+      await v1.recordStatusError(input.jobId, input.error);
+      await store.findings.appendEvent(input.jobId, 'status_check_gave_up', 'pending', { error: input.error });
     },
 
     /**
      * Reads the authoritative result and writes it once, keyed by (provider, task ID), in the same
-     * transaction as the job's move to `completed` (rule 6). Safe to retry and to run on two
-     * workers at once: the second writer inserts nothing.
+     * transaction as the job's move to `completed` (a result is written once). Safe to retry and to
+     * run on two workers at once: the second writer inserts nothing.
      */
     async saveResult(ref: TaskRef & { url: string; notFoundLimit?: number }): Promise<LegacySavedResult> {
       let payload;
@@ -182,7 +183,7 @@ export function legacyActivities(kit: ActivityKit) {
         rethrow(e);
       }
       await kit.deps.hooks?.beforeResultWrite?.(ref.jobId, ref.taskId);
-      const out = await store.writeResultOnce(ref.jobId, ref.provider, ref.taskId, payload, kit.deps.resultRetentionMs);
+      const out = await store.results.writeOnce(ref.jobId, ref.provider, ref.taskId, payload, kit.deps.resultRetentionMs);
       await kit.deps.hooks?.afterResultWritten?.(ref.jobId, out.resultId);
       return { resultId: out.resultId, inserted: out.inserted, title: payload.title, httpStatus: payload.httpStatus, finalUrl: payload.finalUrl };
     },
@@ -194,11 +195,11 @@ export function legacyActivities(kit: ActivityKit) {
     async cancelTask(ref: TaskRef & { report?: CancelReport }): Promise<LegacyCancelCallOutcome> {
       try {
         const answer = await kit.call(ref.provider, ref.account, (r) => r.adapter.cancel(ref.taskId, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
-        await store.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
+        await store.findings.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
         return { kind: 'answered', ...answer };
       } catch (e) {
         if (isProviderError(e) && e.kind === 'unsupported') {
-          await store.appendEvent(ref.jobId, 'cancel_unsupported', 'cancelling', { error: e.toJobError() });
+          await store.findings.appendEvent(ref.jobId, 'cancel_unsupported', 'cancelling', { error: e.toJobError() });
           // `reachedProvider`: the provider itself said so (an HTTP exchange), not the adapter's capabilities.
           return { kind: 'unsupported', error: e.toJobError(), reachedProvider: e.details.evidence !== undefined };
         }

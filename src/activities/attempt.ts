@@ -1,0 +1,43 @@
+/**
+ * The time of the current activity attempt: what is left of its start-to-close timeout, and a
+ * promise that settles shortly before it runs out or when the attempt is cancelled. Outside an
+ * activity (unit tests calling the functions directly) an attempt never runs out.
+ */
+import { Context } from '@temporalio/activity';
+
+/** How long before its start-to-close timeout an attempt stops waiting for a submit's answer, ms. */
+export const GIVE_UP_MARGIN_MS = 1_000;
+
+/** Time a reconcile attempt keeps, after a wait in it, to read the lookups once more and answer, ms. */
+export const SETTLE_READ_MARGIN_MS = 5_000;
+
+/** What is left of the current activity attempt's start-to-close time, ms (Infinity outside an activity). */
+export function attemptBudget(startedAt: number): number {
+  try {
+    const ms = Context.current().info.startToCloseTimeoutMs;
+    return ms > 0 ? startedAt + ms - Date.now() : Number.POSITIVE_INFINITY;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
+
+/**
+ * Resolves with `gave_up` shortly before the current activity attempt's start-to-close timeout
+ * (counted from `startedAt`, epoch ms, when the attempt began),
+ * or when the attempt is cancelled (never outside an activity). `cancel()` clears the timer.
+ */
+export function attemptEnds(startedAt: number): { promise: Promise<'gave_up'>; cancel(): void } {
+  let ctx: Context | undefined;
+  try {
+    ctx = Context.current();
+  } catch {
+    return { promise: new Promise<'gave_up'>(() => undefined), cancel: () => undefined };
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const promise = new Promise<'gave_up'>((resolve) => {
+    const ms = ctx.info.startToCloseTimeoutMs;
+    if (ms > 0) timer = setTimeout(() => resolve('gave_up'), Math.max(1, startedAt + ms - GIVE_UP_MARGIN_MS - Date.now()));
+    ctx.cancellationSignal.addEventListener('abort', () => resolve('gave_up'), { once: true });
+  });
+  return { promise, cancel: () => clearTimeout(timer) };
+}

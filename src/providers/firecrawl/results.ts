@@ -1,0 +1,199 @@
+/**
+ * Reading a completed Firecrawl job (kind `firecrawl`): the status pages followed through `next`
+ * (rebased onto our base URL), the per-URL failures of `GET …/{id}/errors`, and the result built
+ * from them within the entry's limits. The answers' shapes follow the Firecrawl v2 OpenAPI
+ * (`CrawlStatusResponseObj`, `BatchScrapeStatusResponseObj`, `CrawlErrorsResponseObj`); the call
+ * table and the sources are in `adapter.ts`.
+ */
+import { z } from 'zod';
+import type { ProviderResult, ResultDocument } from '../../model/results.js';
+import { ProviderError } from '../shared/errors.js';
+import type { CallPhase, ProviderHttp, ProviderResponse } from '../shared/http.js';
+import { binaryBody, decodeBase64, isTextualType } from '../shared/binaryText.js';
+import { enforceResultLimits, paginateNextLink, resultFromDocuments, withIdentity } from '../shared/pagination.js';
+import type { CallContext, ResultContext, ResultLimits } from '../adapter.js';
+
+const StringOrList = z.union([z.string(), z.array(z.string())]).nullish();
+/** One document of `data[]` (v2 OpenAPI `CrawlStatusResponseObj.data.items`): formats plus `metadata`. */
+export const DocumentBody = z.looseObject({
+  markdown: z.string().nullish(),
+  links: z.array(z.unknown()).nullish(),
+  metadata: z
+    .looseObject({
+      title: StringOrList,
+      description: StringOrList,
+      language: StringOrList,
+      sourceURL: z.string().nullish(),
+      url: z.string().nullish(),
+      statusCode: z.number().int().nullish(),
+      contentType: z.string().nullish(),
+      scrapeId: z.string().nullish(),
+      error: z.string().nullish(),
+    })
+    .nullish(),
+});
+/** `GET /v2/{crawl|batch/scrape}/{id}` (v2 OpenAPI `CrawlStatusResponseObj` / `BatchScrapeStatusResponseObj`). */
+export const StatusBody = z.looseObject({
+  status: z.string().min(1),
+  total: z.number().nullish(),
+  completed: z.number().nullish(),
+  creditsUsed: z.number().nullish(),
+  expiresAt: z.string().nullish(),
+  next: z.string().nullish(),
+  data: z.array(DocumentBody).nullish(),
+  error: z.string().nullish(),
+  code: z.string().nullish(),
+});
+/** `GET …/{id}/errors` (v2 OpenAPI `CrawlErrorsResponseObj`; `code` from the source). */
+const ErrorsBody = z.looseObject({
+  errors: z.array(z.looseObject({ id: z.string().nullish(), timestamp: z.string().nullish(), url: z.string().nullish(), code: z.string().nullish(), error: z.string().nullish() })).nullish(),
+  robotsBlocked: z.array(z.string()).nullish(),
+});
+
+/** One status page as parsed (`GET /v2/{crawl|batch/scrape}/{id}`). */
+export type StatusPage = z.infer<typeof StatusBody>;
+
+/**
+ * What the reads of one Firecrawl entry need from its adapter: the entry's name and operation,
+ * its HTTP exchange, the job URL path, the mapping of a non-2xx answer to a classified error, and
+ * the read of one status page (`null` body for a `202`/`204` "not ready" answer).
+ */
+export interface FirecrawlReads {
+  readonly name: string;
+  readonly operation: 'crawl' | 'batch';
+  readonly http: ProviderHttp;
+  jobPath(taskId: string, rest?: string): string;
+  fail(res: ProviderResponse, phase: CallPhase, ctx: CallContext, code?: string): ProviderError;
+  readPage(url: string, ctx: CallContext): Promise<{ res: ProviderResponse; body: StatusPage | null }>;
+}
+
+/** The first of a string-or-list metadata field (`title`, `description`, `language`), or null. */
+const first = (v: string | string[] | null | undefined): string | null => (Array.isArray(v) ? (v[0] ?? null) : (v ?? null));
+
+/**
+ * One `data[]` entry as a {@link ResultDocument}: every field but `markdown`/`links` kept in `data`
+ * (metadata, html, …). Identity: `metadata.scrapeId` (the provider's ID of the page scrape), else
+ * the URL with `position` — the entry's absolute position (page `skip` + index) when known. A file
+ * scraped with `parsers: []` comes back as base64 in `markdown` and `html` with a non-HTML
+ * `metadata.contentType` (the PDF engine's raw mode): its bytes become the document's binary body
+ * (base64 kept in neither `markdown` nor `data`).
+ */
+export function firecrawlDocument(d: z.infer<typeof DocumentBody>, position: number | null = null): ResultDocument {
+  const { markdown, links, ...rest } = d;
+  const m = d.metadata ?? {};
+  const file = m.contentType && !isTextualType(m.contentType) ? decodeBase64(markdown) : null;
+  const data = file && typeof rest.html === 'string' && rest.html === markdown ? Object.fromEntries(Object.entries(rest).filter(([k]) => k !== 'html')) : rest;
+  const doc: ResultDocument = {
+    url: m.sourceURL ?? m.url ?? null,
+    finalUrl: m.url ?? null,
+    httpStatus: m.statusCode ?? null,
+    title: first(m.title),
+    markdown: file ? null : (markdown ?? null),
+    links: (links ?? []).filter((l): l is string => typeof l === 'string'),
+    data,
+    ...(file ? { body: binaryBody(file, m.contentType) } : {}),
+    ...(m.error ? { error: { message: m.error } } : {}),
+  };
+  return withIdentity(doc, { providerId: m.scrapeId, position });
+}
+
+/** The `skip` of a status page URL (its absolute position in the job's documents); 0 for the first page. */
+function skipOf(url: string): number | null {
+  try {
+    const v = new URL(url).searchParams.get('skip');
+    if (v === null) return 0;
+    const n = Number(v);
+    return Number.isInteger(n) && n >= 0 ? n : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Firecrawl's `next` rebased onto our base URL: its path from `/v2/` on and its query. The server
+ * builds `next` from its own host (and `https`), which behind a gateway or a path prefix is not
+ * ours; rebasing also keeps the credential on our configured origin.
+ */
+function rebase(http: ProviderHttp, next: string | null | undefined): string | null {
+  if (!next) return null;
+  let u: URL;
+  try {
+    u = new URL(next, http.url('/'));
+  } catch {
+    return null;
+  }
+  const i = u.pathname.indexOf('/v2/');
+  return http.url(`${i >= 0 ? u.pathname.slice(i) : u.pathname}${u.search}`);
+}
+
+/**
+ * Every document of a completed job: the status pages from the first, following `next` (rebased)
+ * until none is left, heartbeating between pages, within the entry's result limits; then the
+ * per-URL failures of `/errors`. An empty page ends the read only when the answer's `completed`
+ * count shows no document at or past its `skip` (older servers announce a `next` past the last
+ * page forever when failed pages count in `total`); otherwise the stream goes on at its `next`,
+ * the same position included. Each document's position is its page's `skip` plus its index, and
+ * a document repeated across pages (same `scrapeId`) is stored once.
+ */
+export async function readResult(reads: FirecrawlReads, taskId: string, ctx: ResultContext): Promise<ProviderResult> {
+  const docs = await paginateNextLink({
+    provider: reads.name,
+    taskId,
+    limits: ctx.limits,
+    heartbeat: ctx.heartbeat,
+    signal: ctx.signal,
+    firstUrl: reads.http.url(reads.jobPath(taskId)),
+    fetch: async (url) => {
+      const { res, body } = await reads.readPage(url, ctx);
+      if (!body || body.status !== 'completed') {
+        throw new ProviderError('transient', `task ${taskId} is ${body?.status ?? `not ready (HTTP ${res.status})`}, no result yet`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY' });
+      }
+      const start = skipOf(url);
+      const items = body.data ?? [];
+      const more = items.length > 0 || (start !== null && typeof body.completed === 'number' && body.completed > start);
+      return { items, start, next: more ? rebase(reads.http, body.next) : null };
+    },
+    map: (d, position) => firecrawlDocument(d, position),
+  });
+  return finishResult(reads, taskId, docs, ctx, ctx.url, ctx.limits);
+}
+
+/**
+ * Joins the documents with the per-URL failures and builds the result. A batch entry scrapes one
+ * URL: its page fills the result row; when Firecrawl could not scrape it (no document, only a
+ * failure) the task failed — `task_failed` with Firecrawl's code (`SCRAPE_FAILED` when none).
+ * Throws `RESULT_TOO_LARGE` (permanent) past the limits.
+ */
+export async function finishResult(reads: FirecrawlReads, taskId: string, docs: ResultDocument[], ctx: CallContext, submittedUrl: string, limits: ResultLimits): Promise<ProviderResult> {
+  const failures = await failuresOf(reads, taskId, ctx);
+  const all = [...docs, ...failures];
+  const fallbackUrl = submittedUrl || all[0]?.url || '';
+  if (reads.operation === 'batch') {
+    const page = all.find((d) => !d.error);
+    if (!page) {
+      const f = all[0]?.error;
+      throw new ProviderError('task_failed', `Firecrawl could not scrape ${fallbackUrl}: ${f?.message ?? 'no document and no reason'}`, { code: f?.code ?? 'SCRAPE_FAILED' });
+    }
+    const meta = (page.data?.metadata ?? {}) as { description?: string | string[] | null; language?: string | string[] | null };
+    const row = resultFromDocuments(all, fallbackUrl);
+    const file = page.body ? { body: page.body } : {};
+    return enforceResultLimits({ ...row, ...file, markdown: page.markdown ?? null, links: page.links ?? [], excerpt: first(meta.description), lang: first(meta.language), contentLength: page.body?.size ?? page.markdown?.length ?? null }, limits, reads.name, taskId);
+  }
+  return enforceResultLimits(resultFromDocuments(all, fallbackUrl), limits, reads.name, taskId);
+}
+
+/** The per-URL failures (`/errors`) as documents with `error`, robots.txt refusals included (code `ROBOTS_BLOCKED`). */
+async function failuresOf(reads: FirecrawlReads, taskId: string, ctx: CallContext): Promise<ResultDocument[]> {
+  const res = await reads.http.call(ctx, { method: 'GET', path: reads.jobPath(taskId, '/errors'), phase: 'read' });
+  // Called only after a 200 status read of this job: a 404 here is a missing route, not a missing job.
+  if (res.status === 404 && !/expired/i.test(res.text)) return [];
+  if (!reads.http.isOk(res)) throw reads.fail(res, 'read', ctx);
+  const body = reads.http.parse(res, ErrorsBody, 'read', 'errors body');
+  return [
+    // A failed scrape's `id` is its scrape ID: the row's identity.
+    ...(body.errors ?? []).map((e): ResultDocument =>
+      withIdentity({ url: e.url ?? null, data: { id: e.id ?? null, timestamp: e.timestamp ?? null }, error: { ...(e.code ? { code: e.code } : {}), message: e.error ?? 'failed' } }, { providerId: e.id }),
+    ),
+    ...(body.robotsBlocked ?? []).map((url): ResultDocument => withIdentity({ url, error: { code: 'ROBOTS_BLOCKED', message: 'blocked by the site’s robots.txt' } }, {})),
+  ];
+}

@@ -1,0 +1,64 @@
+/**
+ * The store's connection: one Kysely instance over SQLite or PostgreSQL, its write transaction,
+ * migrations, health check and shutdown. Every repository of the store (`jobs.ts`, `results.ts`,
+ * …) is built over one of these and reaches the database only through it.
+ */
+import { Kysely, Migrator, sql } from 'kysely';
+import { migrationProvider } from './migrations.js';
+import type { Database as DB } from './schema.js';
+
+/** The database dialect of a store. */
+export type StoreKind = 'sqlite' | 'postgres';
+
+/** A database connection of the store. Construct a whole store with `openStore`. */
+export class StoreConnection {
+  constructor(
+    /** The Kysely instance every repository queries through. */
+    readonly db: Kysely<DB>,
+    readonly kind: StoreKind,
+    /** The SQLite file path, when `kind` is `sqlite`. */
+    readonly file?: string,
+  ) {}
+
+  /**
+   * Runs `fn` in one write transaction. On SQLite it begins with `BEGIN IMMEDIATE`: a deferred
+   * transaction that reads and then writes fails at once with `SQLITE_BUSY_SNAPSHOT` when another
+   * process wrote in between (the busy timeout cannot help then); taking the write lock first
+   * makes it wait instead. On PostgreSQL it is an ordinary transaction. Rethrows what `fn` throws
+   * after rolling back.
+   */
+  async tx<T>(fn: (trx: Kysely<DB>) => Promise<T>): Promise<T> {
+    if (this.kind !== 'sqlite') return this.db.transaction().execute(fn);
+    return this.db.connection().execute(async (conn) => {
+      await sql`begin immediate`.execute(conn);
+      try {
+        const out = await fn(conn);
+        await sql`commit`.execute(conn);
+        return out;
+      } catch (e) {
+        await sql`rollback`.execute(conn).catch(() => undefined);
+        throw e;
+      }
+    });
+  }
+
+  /** Applies pending migrations; throws with the failing migration's name and error. */
+  async migrate(): Promise<void> {
+    const migrator = new Migrator({ db: this.db, provider: migrationProvider });
+    const { error, results } = await migrator.migrateToLatest();
+    if (error) {
+      const failed = results?.find((r) => r.status === 'Error');
+      throw new Error(`store migration ${failed?.migrationName ?? '?'} failed: ${String(error)}`);
+    }
+  }
+
+  /** Answers when the database does (`select 1`); throws its connection error otherwise. */
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.db);
+  }
+
+  /** Closes connections. */
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+}

@@ -1,0 +1,291 @@
+/**
+ * The jobs of the store (`store.jobs`): one row per logical scrape request (account + idempotency
+ * key), its state, the provider task bound to it and the provider account and key it counts
+ * toward. Every state change appends a timeline event in the same transaction. Times are UTC
+ * ISO-8601 strings, durations ms.
+ */
+import { recordTransition } from '../observability/metrics.js';
+import { FINAL_STATES, type JobState } from '../model/states.js';
+import type { JobError } from '../model/types.js';
+import type { StoreConnection } from './connection.js';
+import { eventRow, nowIso, type NewJobInput } from './rows.js';
+import type { JobRow } from './schema.js';
+
+/** Thrown when a job exists under the same (account, key) with a different request fingerprint. */
+export class IdempotencyConflictStoreError extends Error {
+  override readonly name = 'IdempotencyConflictStoreError';
+  constructor(
+    readonly jobId: string,
+    readonly existingHash: string,
+    readonly requestHash: string,
+  ) {
+    super(`job ${jobId} already exists with different parameters (idempotency key reused)`);
+  }
+}
+
+/** Thrown when a task is already bound to another job of the same provider account: a task belongs to one job. */
+export class TaskCollisionError extends Error {
+  override readonly name = 'TaskCollisionError';
+  constructor(
+    readonly jobId: string,
+    readonly taskId: string,
+    readonly boundTo: string,
+  ) {
+    super(`task ${taskId} is already bound to job ${boundTo}; it cannot also belong to job ${jobId}`);
+  }
+}
+
+/** Position in a job list ordered by (`created_at` desc, `id` asc): the last row of a page. */
+export interface JobCursor {
+  createdAt: string;
+  id: string;
+}
+
+/** Filters for {@link JobsRepository.list}. */
+export interface JobFilter {
+  account?: string;
+  states?: string[];
+  batchId?: string;
+  provider?: string;
+  /** Only jobs updated before this UTC ISO-8601 time. */
+  updatedBefore?: string;
+  limit?: number;
+}
+
+/** What {@link JobsRepository.bindTask} did: bound (now or before), or refused because another job holds the task. */
+export type BindOutcome = { kind: 'bound'; taskId: string; recorded: boolean } | { kind: 'collision'; boundTo: string };
+
+/** The store's jobs. Reach it as `store.jobs`. */
+export class JobsRepository {
+  constructor(private readonly conn: StoreConnection) {}
+
+  /**
+   * Inserts the job row if absent (the reference is persisted before anything else) and returns
+   * the stored row and whether this call inserted it. Throws {@link IdempotencyConflictStoreError}
+   * when the row exists with another request fingerprint (same key, other parameters).
+   */
+  async insert(row: NewJobInput): Promise<{ row: JobRow; inserted: boolean }> {
+    const at = nowIso();
+    const res = await this.conn.db
+      .insertInto('jobs')
+      .values({ ...row, state: row.state ?? 'submitting', created_at: at, updated_at: at })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .executeTakeFirst();
+    const inserted = Number(res.numInsertedOrUpdatedRows ?? 0n) > 0;
+    const existing = await this.get(row.id);
+    if (!existing) throw new Error(`job ${row.id} could not be registered`);
+    if (existing.request_hash !== row.request_hash) {
+      throw new IdempotencyConflictStoreError(row.id, existing.request_hash, row.request_hash);
+    }
+    if (inserted) await this.conn.db.insertInto('job_events').values(eventRow(row.id, 'created', existing.state, { url: row.url, batchId: row.batch_id ?? null })).execute();
+    return { row: existing, inserted };
+  }
+
+  /**
+   * {@link insert}, then records this workflow run's deadline (UTC ISO-8601) on the row.
+   * Returns the stored row; throws as {@link insert} does.
+   */
+  async register(row: NewJobInput): Promise<JobRow> {
+    const { row: existing } = await this.insert(row);
+    if (row.deadline_at && existing.deadline_at !== row.deadline_at) {
+      await this.conn.db.updateTable('jobs').set({ deadline_at: row.deadline_at }).where('id', '=', row.id).execute();
+      return { ...existing, deadline_at: row.deadline_at };
+    }
+    return existing;
+  }
+
+  /**
+   * Removes a job row that was created for a workflow start Temporal then refused, with its
+   * events, so that nothing half-made is left (only while it is `submitting` without a task ID; a
+   * workflow that does run re-creates its row in `register`). Returns whether a row was removed.
+   */
+  async forgetUnstarted(jobId: string): Promise<boolean> {
+    return this.conn.tx(async (trx) => {
+      const res = await trx.deleteFrom('jobs').where('id', '=', jobId).where('state', '=', 'submitting').where('task_id', 'is', null).executeTakeFirst();
+      const removed = Number(res.numDeletedRows) > 0;
+      if (removed) await trx.deleteFrom('job_events').where('job_id', '=', jobId).execute();
+      return removed;
+    });
+  }
+
+  /** The job row, or undefined. */
+  async get(id: string): Promise<JobRow | undefined> {
+    return this.conn.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** The job row that holds `taskId` at provider entry `provider`, or undefined. */
+  async byTask(provider: string, taskId: string): Promise<JobRow | undefined> {
+    return this.conn.db.selectFrom('jobs').selectAll().where('provider', '=', provider).where('task_id', '=', taskId).executeTakeFirst();
+  }
+
+  /**
+   * The non-final job of `provider` whose client reference (computed by `clientRefOf` from the
+   * job's account and key, as sent to the provider) equals `clientRef`. Scans at most the 5,000
+   * newest non-final jobs of the provider: the webhook events that need this are those that
+   * arrive before the task ID was recorded.
+   */
+  async byClientRef(provider: string, clientRef: string, clientRefOf: (account: string, key: string) => string): Promise<JobRow | undefined> {
+    const rows = await this.conn.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('provider', '=', provider)
+      .where('state', 'not in', [...FINAL_STATES])
+      .orderBy('created_at', 'desc')
+      .limit(5_000)
+      .execute();
+    return rows.find((r) => clientRefOf(r.account, r.idem_key) === clientRef);
+  }
+
+  /** Jobs matching `filter`, newest first (default limit 100). */
+  async list(filter: JobFilter = {}): Promise<JobRow[]> {
+    let q = this.conn.db.selectFrom('jobs').selectAll();
+    if (filter.account) q = q.where('account', '=', filter.account);
+    if (filter.states?.length) q = q.where('state', 'in', filter.states);
+    if (filter.batchId) q = q.where('batch_id', '=', filter.batchId);
+    if (filter.provider) q = q.where('provider', '=', filter.provider);
+    if (filter.updatedBefore) q = q.where('updated_at', '<', filter.updatedBefore);
+    return q.orderBy('created_at', 'desc').orderBy('id').limit(filter.limit ?? 100).execute();
+  }
+
+  /**
+   * One page of an account's jobs, newest first (`created_at` desc, then `id`), strictly after
+   * `after` when given. Returns up to `limit` rows and whether more follow.
+   */
+  async page(f: { account: string; states?: string[]; batchId?: string; limit: number; after?: JobCursor }): Promise<{ rows: JobRow[]; more: boolean }> {
+    let q = this.conn.db.selectFrom('jobs').selectAll().where('account', '=', f.account);
+    if (f.states?.length) q = q.where('state', 'in', f.states);
+    if (f.batchId) q = q.where('batch_id', '=', f.batchId);
+    const after = f.after;
+    if (after) {
+      q = q.where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)])]));
+    }
+    const rows = await q.orderBy('created_at', 'desc').orderBy('id').limit(f.limit + 1).execute();
+    return { rows: rows.slice(0, f.limit), more: rows.length > f.limit };
+  }
+
+  /** The number of jobs in each state, every account together (states with no job are absent). */
+  async countByState(): Promise<Record<string, number>> {
+    const rows = await this.conn.db.selectFrom('jobs').select(['state', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('state').execute();
+    return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+  }
+
+  /** Non-final jobs whose row has not changed since `before` (UTC ISO-8601), oldest first, at most `limit`. */
+  async stale(before: string, limit = 500): Promise<JobRow[]> {
+    return this.conn.db.selectFrom('jobs').selectAll().where('state', 'not in', [...FINAL_STATES]).where('updated_at', '<', before).orderBy('updated_at').limit(limit).execute();
+  }
+
+  /** Non-final jobs with at least `threshold` failed status checks in a row, at most `limit`. */
+  async erroring(threshold: number, limit = 500): Promise<JobRow[]> {
+    return this.conn.db.selectFrom('jobs').selectAll().where('state', 'not in', [...FINAL_STATES]).where('status_errors', '>=', threshold).limit(limit).execute();
+  }
+
+  /** Clears the submit intent after a definite rejection (nothing was created at the provider). */
+  async clearSubmitIntent(jobId: string): Promise<void> {
+    await this.conn.db.updateTable('jobs').set({ submit_intent_at: null, updated_at: nowIso() }).where('id', '=', jobId).where('task_id', 'is', null).execute();
+  }
+
+  /**
+   * Records the provider's task ID (the answer to a submit, or a task adopted by reconciliation)
+   * and moves the job to `pending`, with the tracking deadline `trackingDeadlineMs` (ms) from now.
+   * A task ID already recorded is never replaced: the stored one is returned instead. Throws
+   * {@link TaskCollisionError} when the task is bound to another job of the same provider account
+   * (see {@link bindTask}, which returns the collision instead).
+   */
+  async recordTaskId(jobId: string, taskId: string, providerStatus: string | null, source: string, trackingDeadlineMs?: number, providerAccount?: string | null): Promise<string> {
+    const out = await this.bindTask({ jobId, taskId, providerStatus, source, trackingDeadlineMs, providerAccount });
+    if (out.kind === 'collision') throw new TaskCollisionError(jobId, taskId, out.boundTo);
+    return out.taskId;
+  }
+
+  /**
+   * Binds `taskId` to job `jobId` (a task belongs to one job): in one transaction, unless the
+   * job already holds a task (then that one is returned) or another job of the same provider
+   * account — or, without `providerAccount`, of the same provider entry — holds `taskId` (then
+   * nothing is written and the collision is returned, with a `task_collision` event on the job).
+   * On success the job moves to `pending` with the tracking deadline `trackingDeadlineMs` (ms) from
+   * now and a `task_recorded` event naming `source`. Throws when the job does not exist.
+   */
+  async bindTask(b: { jobId: string; taskId: string; providerStatus: string | null; source: string; trackingDeadlineMs?: number; providerAccount?: string | null }): Promise<BindOutcome> {
+    const out = await this.conn.tx(async (trx): Promise<BindOutcome> => {
+      const row = await trx.selectFrom('jobs').select(['task_id', 'state', 'provider', 'provider_account']).where('id', '=', b.jobId).executeTakeFirstOrThrow();
+      if (row.task_id) return { kind: 'bound', taskId: row.task_id, recorded: false };
+      const account = b.providerAccount ?? row.provider_account;
+      let q = trx.selectFrom('jobs').select('id').where('task_id', '=', b.taskId).where('id', '!=', b.jobId);
+      q = account ? q.where((eb) => eb.or([eb('provider_account', '=', account), eb('provider', '=', row.provider)])) : q.where('provider', '=', row.provider);
+      const other = await q.executeTakeFirst();
+      if (other) {
+        await trx.insertInto('job_events').values(eventRow(b.jobId, 'task_collision', row.state, { taskId: b.taskId, boundTo: other.id, source: b.source })).execute();
+        return { kind: 'collision', boundTo: other.id };
+      }
+      const at = nowIso();
+      const deadline = b.trackingDeadlineMs === undefined ? {} : { deadline_at: new Date(Date.now() + b.trackingDeadlineMs).toISOString() };
+      await trx
+        .updateTable('jobs')
+        .set({ task_id: b.taskId, provider_status: b.providerStatus, state: 'pending', submit_intent_at: null, submitted_at: at, updated_at: at, ...(account ? { provider_account: account } : {}), ...deadline })
+        .where('id', '=', b.jobId)
+        .execute();
+      await trx.insertInto('job_events').values(eventRow(b.jobId, 'task_recorded', 'pending', { taskId: b.taskId, source: b.source, providerStatus: b.providerStatus })).execute();
+      return { kind: 'bound', taskId: b.taskId, recorded: true };
+    });
+    if (out.kind === 'bound' && out.recorded) recordTransition('pending');
+    return out;
+  }
+
+  /**
+   * Which of `taskIds` are bound to a job other than `exceptJobId` in provider account
+   * `providerAccount` (or on provider entry `provider`): task ID → job ID.
+   */
+  async tasksBoundElsewhere(f: { providerAccount: string; provider: string; taskIds: readonly string[]; exceptJobId: string }): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (f.taskIds.length === 0) return out;
+    const rows = await this.conn.db
+      .selectFrom('jobs')
+      .select(['id', 'task_id'])
+      .where('task_id', 'in', [...new Set(f.taskIds)])
+      .where('id', '!=', f.exceptJobId)
+      .where((eb) => eb.or([eb('provider_account', '=', f.providerAccount), eb('provider', '=', f.provider)]))
+      .execute();
+    for (const r of rows) if (r.task_id) out.set(r.task_id, r.id);
+    return out;
+  }
+
+  /** Records the provider's raw status word as an answer other than a status check reported it (a cancel answer), with its normalised state when known. */
+  async recordProviderStatus(jobId: string, providerStatus: string, providerState?: string): Promise<void> {
+    await this.conn.db.updateTable('jobs').set({ provider_status: providerStatus, ...(providerState ? { provider_state: providerState } : {}), updated_at: nowIso() }).where('id', '=', jobId).execute();
+  }
+
+  /** Sets the provider account and key of a job whose row does not name them yet (the worker knows them at submit). */
+  async setProviderAccount(jobId: string, providerAccount: string, providerKey: string): Promise<void> {
+    await this.conn.db.updateTable('jobs').set({ provider_account: providerAccount, provider_key: providerKey }).where('id', '=', jobId).where((eb) => eb.or([eb('provider_account', 'is', null), eb('provider_key', 'is', null)])).execute();
+  }
+
+  /**
+   * Moves the job to `state` unless it is already final (then nothing changes and false is
+   * returned), records `error` as the last error and appends a timeline event. `force` allows
+   * final → final moves that the design permits (`completed` → `expired`, resume of
+   * `tracking_interrupted`).
+   */
+  async transition(jobId: string, state: JobState, opts: { error?: JobError | null; detail?: unknown; force?: boolean } = {}): Promise<boolean> {
+    const changed = await this.conn.tx(async (trx) => {
+      const at = nowIso();
+      let q = trx
+        .updateTable('jobs')
+        .set({
+          state,
+          updated_at: at,
+          ...(opts.error !== undefined ? { last_error: opts.error ? JSON.stringify(opts.error) : null } : {}),
+          ...((FINAL_STATES as readonly string[]).includes(state) ? { finished_at: at } : { finished_at: null }),
+        })
+        .where('id', '=', jobId);
+      if (!opts.force) q = q.where('state', 'not in', [...FINAL_STATES]);
+      const res = await q.executeTakeFirst();
+      const moved = Number(res.numUpdatedRows) > 0;
+      if (moved) {
+        await trx.insertInto('job_events').values(eventRow(jobId, 'state', state, opts.detail ?? (opts.error ? { error: opts.error } : null))).execute();
+      }
+      return moved;
+    });
+    if (changed) recordTransition(state);
+    return changed;
+  }
+}
