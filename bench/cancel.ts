@@ -19,7 +19,17 @@ import { buildApi } from '../src/api/app.js';
 import { hashApiKey } from '../src/api/auth.js';
 import { cancelSignal } from '../src/workflows/scrape/messages.js';
 import { round } from './lib/proc.js';
-import { finishReport, machine, mean, percentile, REPO, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
+import {
+  finishReport,
+  machine,
+  mean,
+  percentile,
+  REPO,
+  runAsScript,
+  sampleLoad,
+  table,
+  waitForQuietMachine,
+} from './lib/report.js';
 import { startStack, type Design } from './lib/stack.js';
 
 const run = promisify(execFile);
@@ -44,10 +54,22 @@ export async function runCancel(o: Options): Promise<Record<string, unknown>> {
   const load = sampleLoad();
   const account = 'cancel';
   const design: Design = o.design;
-  const stack = await startStack({ name: 'cancel', accounts: [{ name: account, profile: { concurrency: 100_000 } }], designs: [design], readTimeoutMs: 90_000, log, keepDir: o.keepDir });
+  const stack = await startStack({
+    name: 'cancel',
+    accounts: [{ name: account, profile: { concurrency: 100_000 } }],
+    designs: [design],
+    readTimeoutMs: 90_000,
+    log,
+    keepDir: o.keepDir,
+  });
   try {
     const apiKey = `bench_${randomBytes(18).toString('base64url')}`;
-    const app = await buildApi({ client: stack.clients[design], store: stack.store, config: stack.config, keys: [{ account, sha256: hashApiKey(apiKey), name: 'bench' }] });
+    const app = await buildApi({
+      client: stack.clients[design],
+      store: stack.store,
+      config: stack.config,
+      keys: [{ account, sha256: hashApiKey(apiKey), name: 'bench' }],
+    });
     const apiUrl = (await app.listen({ host: '127.0.0.1', port: 0 })).replace(/\/$/, '');
     const cliConfig = stack.configFile(design);
     await stack.startWorker(design);
@@ -60,18 +82,48 @@ export async function runCancel(o: Options): Promise<Record<string, unknown>> {
       for (let i = 0; i < o.perDoor; i++) {
         const key = `${door}-${i}-${randomBytes(3).toString('hex')}`;
         const ref = await stack.clients[design].startScrape({ account, url: stack.pageUrl(i), key, policy });
-        const task = await until(() => stack.sim.jobsFor(account).find((j) => j.client_ref !== undefined && j.url === stack.pageUrl(i) && j.status_request_times.length > 0 && !j.cancel_request_times.length), 60_000, `${key}: a hanging check`);
+        const task = await until(
+          () =>
+            stack.sim
+              .jobsFor(account)
+              .find(
+                (j) =>
+                  j.client_ref !== undefined &&
+                  j.url === stack.pageUrl(i) &&
+                  j.status_request_times.length > 0 &&
+                  !j.cancel_request_times.length,
+              ),
+          60_000,
+          `${key}: a hanging check`,
+        );
         const t0 = Date.now();
-        const sent = await cancelThrough(door, { jobId: ref.jobId, apiUrl, apiKey, cliConfig, client: stack.clients[design], temporal: stack.temporalClient });
+        const sent = await cancelThrough(door, {
+          jobId: ref.jobId,
+          apiUrl,
+          apiKey,
+          cliConfig,
+          client: stack.clients[design],
+          temporal: stack.temporalClient,
+        });
         if (sent.answer) inFlight.push(sent.answer);
-        const at = await until(() => stack.sim.getJob(task.job_id)?.cancel_request_times[0], 300_000, `${key}: the provider cancel call`);
+        const at = await until(
+          () => stack.sim.getJob(task.job_id)?.cancel_request_times[0],
+          300_000,
+          `${key}: the provider cancel call`,
+        );
         (samples[door] ??= []).push(at - t0);
         log(`cancel ${door} #${i}: ${at - t0} ms`);
       }
     }
     await Promise.race([Promise.allSettled(inFlight), new Promise((r) => setTimeout(r, 150_000))]); // Updates and CLI runs still answering
     await app.close();
-    const results = Object.entries(samples).map(([door, xs]) => ({ door, n: xs.length, p50Ms: percentile(xs, 50), maxMs: Math.max(...xs), meanMs: round(mean(xs), 0) }));
+    const results = Object.entries(samples).map(([door, xs]) => ({
+      door,
+      n: xs.length,
+      p50Ms: percentile(xs, 50),
+      maxMs: Math.max(...xs),
+      meanMs: round(mean(xs), 0),
+    }));
     const out = {
       benchmark: 'cancel',
       options: o,
@@ -79,8 +131,17 @@ export async function runCancel(o: Options): Promise<Record<string, unknown>> {
       workerLog: stack.workerLogCounts(),
       results,
     };
-    console.log(table(['door', 'n', 'p50 request → provider cancel (ms)', 'max (ms)'], results.map((r) => [r.door, r.n, r.p50Ms, r.maxMs])));
-    finishReport('cancel', out, `design ${design}; load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}`);
+    console.log(
+      table(
+        ['door', 'n', 'p50 request → provider cancel (ms)', 'max (ms)'],
+        results.map((r) => [r.door, r.n, r.p50Ms, r.maxMs]),
+      ),
+    );
+    finishReport(
+      'cancel',
+      out,
+      `design ${design}; load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}`,
+    );
     return out;
   } finally {
     await stack.close();
@@ -92,13 +153,45 @@ export async function runCancel(o: Options): Promise<Record<string, unknown>> {
  * request; the Update, HTTP and CLI doors are left running (they answer with the observed outcome)
  * and their promise is returned, settled, inside an object so that the caller does not wait on it.
  */
-async function cancelThrough(door: Door, c: { jobId: string; apiUrl: string; apiKey: string; cliConfig: string; client: import('../src/client/index.js').ScrapeClient; temporal: import('@temporalio/client').Client }): Promise<{ answer?: Promise<unknown> }> {
+async function cancelThrough(
+  door: Door,
+  c: {
+    jobId: string;
+    apiUrl: string;
+    apiKey: string;
+    cliConfig: string;
+    client: import('../src/client/index.js').ScrapeClient;
+    temporal: import('@temporalio/client').Client;
+  },
+): Promise<{ answer?: Promise<unknown> }> {
   const handle = c.temporal.workflow.getHandle(c.jobId);
   if (door === 'signal') await handle.signal(cancelSignal, { reason: 'bench', requestedBy: 'bench' });
   else if (door === 'native') await handle.cancel();
-  else if (door === 'update') return { answer: c.client.cancelScrape('cancel', c.jobId, { reason: 'bench', requestedBy: 'bench', timeoutMs: 120_000 }).catch(() => undefined) };
-  else if (door === 'http') return { answer: fetch(`${c.apiUrl}/v1/scrapes/${encodeURIComponent(c.jobId)}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${c.apiKey}`, 'content-type': 'application/json' }, body: '{}' }).catch(() => undefined) };
-  else return { answer: run(process.execPath, ['bin/scrape.js', 'cancel', c.jobId, '--no-wait', '--account', 'cancel', '--config', c.cliConfig], { cwd: REPO, env: { ...process.env, SCRAPE_CONFIG: '' } }).catch(() => undefined) };
+  else if (door === 'update')
+    return {
+      answer: c.client
+        .cancelScrape('cancel', c.jobId, { reason: 'bench', requestedBy: 'bench', timeoutMs: 120_000 })
+        .catch(() => undefined),
+    };
+  else if (door === 'http')
+    return {
+      answer: fetch(`${c.apiUrl}/v1/scrapes/${encodeURIComponent(c.jobId)}/cancel`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${c.apiKey}`, 'content-type': 'application/json' },
+        body: '{}',
+      }).catch(() => undefined),
+    };
+  else
+    return {
+      answer: run(
+        process.execPath,
+        ['bin/scrape.js', 'cancel', c.jobId, '--no-wait', '--account', 'cancel', '--config', c.cliConfig],
+        {
+          cwd: REPO,
+          env: { ...process.env, SCRAPE_CONFIG: '' },
+        },
+      ).catch(() => undefined),
+    };
   return {};
 }
 

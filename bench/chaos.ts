@@ -96,7 +96,16 @@ export interface ChaosReport {
   runMs: number;
 }
 
-const POLICY: Partial<PollPolicy> = { initialDelayMs: 1_000, maxDelayMs: 4_000, multiplier: 1.5, jitter: 0.2, activityTimeoutMs: 6_000, statusCheckAttempts: 6, statusCheckBudgetMs: 30_000, cancelConfirmDeadlineMs: 10_000 };
+const POLICY: Partial<PollPolicy> = {
+  initialDelayMs: 1_000,
+  maxDelayMs: 4_000,
+  multiplier: 1.5,
+  jitter: 0.2,
+  activityTimeoutMs: 6_000,
+  statusCheckAttempts: 6,
+  statusCheckBudgetMs: 30_000,
+  cancelConfirmDeadlineMs: 10_000,
+};
 
 /** Runs the chaos scenario and returns its report (also printed via `log`). */
 export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
@@ -113,14 +122,20 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   try {
     const temporal = opts.temporalAddress
       ? { address: opts.temporalAddress, namespace: opts.namespace ?? 'default', stop: async () => undefined }
-      : await connectOrStartTemporal({ devServer: { dbFile: path.join(dir, 'temporal.db'), headless: true }, logger: () => undefined });
+      : await connectOrStartTemporal({
+          devServer: { dbFile: path.join(dir, 'temporal.db'), headless: true },
+          logger: () => undefined,
+        });
     cleanups.push(() => temporal.stop());
 
     const site = Fastify({ logger: false });
     await site.register(fastifyStatic, { root: path.join(REPO, 'sample-site') });
     const siteUrl = (await site.listen({ host: '127.0.0.1', port: 0 })).replace(/\/$/, '');
     cleanups.push(() => site.close());
-    const pages = ['index.html', ...fs.readdirSync(path.join(REPO, 'sample-site', 'articles')).map((f) => `articles/${f}`)];
+    const pages = [
+      'index.html',
+      ...fs.readdirSync(path.join(REPO, 'sample-site', 'articles')).map((f) => `articles/${f}`),
+    ];
 
     const concurrency = opts.providerConcurrency ?? 25;
     const maxConcurrent = Math.max(1, Math.floor(concurrency * 0.8));
@@ -132,7 +147,18 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       accounts: [
         { name: 'chaos', apiKeys: [apiKey], profile: { concurrency, retryAfterSeconds: 2, minRunMs: 300 } },
         // No idempotency key, and a list that shows a new job only 3 s later (settle window: 10 s).
-        { name: 'chaos-lag', apiKeys: [lagKey], profile: { concurrency, retryAfterSeconds: 2, minRunMs: 300, idempotency: false, list: true, listLagMs: 3_000 } },
+        {
+          name: 'chaos-lag',
+          apiKeys: [lagKey],
+          profile: {
+            concurrency,
+            retryAfterSeconds: 2,
+            minRunMs: 300,
+            idempotency: false,
+            list: true,
+            listLagMs: 3_000,
+          },
+        },
       ],
       logger: false,
       random,
@@ -142,7 +168,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const addFaults = () => {
       for (const account of ['chaos', 'chaos-lag']) {
         sim.faults.add({ account, endpoint: 'submit', action: 'drop_after_commit', probability: 0.1 });
-        sim.faults.add({ account, endpoint: 'submit', action: 'error_5xx', status: 502, commit: true, probability: 0.03 });
+        sim.faults.add({
+          account,
+          endpoint: 'submit',
+          action: 'error_5xx',
+          status: 502,
+          commit: true,
+          probability: 0.03,
+        });
         sim.faults.add({ account, endpoint: 'any', action: 'error_5xx', status: 503, probability: 0.05 });
         sim.faults.add({ account, endpoint: 'any', action: 'delay', delayMs: 1_500, probability: 0.05 });
         sim.faults.add({ account, endpoint: 'status', action: 'delay', delayMs: 5_000, probability: 0.02 }); // past the 3 s read timeout
@@ -152,18 +185,40 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       }
     };
     addFaults();
-    const burst = setInterval(() => sim.faults.add({ endpoint: 'any', action: 'rate_limit', retryAfterSeconds: 2, times: 5 }), 12_000);
+    const burst = setInterval(
+      () => sim.faults.add({ endpoint: 'any', action: 'rate_limit', retryAfterSeconds: 2, times: 5 }),
+      12_000,
+    );
     cleanups.push(async () => clearInterval(burst));
 
     const storeFile = path.join(dir, 'store.db');
     const config = parseConfig(
       {
-        temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: `chaos-${process.pid}-${Date.now()}` },
+        temporal: {
+          address: temporal.address,
+          namespace: temporal.namespace,
+          taskQueue: `chaos-${process.pid}-${Date.now()}`,
+        },
         storeUrl: `sqlite:${storeFile}`,
         defaultAccount: 'chaos',
         providers: {
-          reference: { kind: 'reference', baseUrl: sim.url, submitTimeoutMs: 3_000, readTimeoutMs: 3_000, credentials: { default: { apiKey } }, limits: { maxConcurrent, minIntervalMs: 0 } },
-          reference_lag: { kind: 'reference', baseUrl: sim.url, submitTimeoutMs: 3_000, readTimeoutMs: 3_000, capabilities: { idempotency: false, list: true, cancel: true, webhooks: false }, credentials: { default: { apiKey: lagKey } }, limits: { maxConcurrent, minIntervalMs: 0 } },
+          reference: {
+            kind: 'reference',
+            baseUrl: sim.url,
+            submitTimeoutMs: 3_000,
+            readTimeoutMs: 3_000,
+            credentials: { default: { apiKey } },
+            limits: { maxConcurrent, minIntervalMs: 0 },
+          },
+          reference_lag: {
+            kind: 'reference',
+            baseUrl: sim.url,
+            submitTimeoutMs: 3_000,
+            readTimeoutMs: 3_000,
+            capabilities: { idempotency: false, list: true, cancel: true, webhooks: false },
+            credentials: { default: { apiKey: lagKey } },
+            limits: { maxConcurrent, minIntervalMs: 0 },
+          },
         },
       },
       {},
@@ -177,7 +232,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     cleanups.push(() => store.close());
     const connection = await Connection.connect({ address: temporal.address });
     cleanups.push(() => connection.close());
-    const client = new ScrapeClient({ temporal: new Client({ connection, namespace: temporal.namespace }), store, taskQueue: config.temporal.taskQueue, defaultProvider: 'reference', providers: Object.keys(config.providers), config });
+    const client = new ScrapeClient({
+      temporal: new Client({ connection, namespace: temporal.namespace }),
+      store,
+      taskQueue: config.temporal.taskQueue,
+      defaultProvider: 'reference',
+      providers: Object.keys(config.providers),
+      config,
+    });
 
     // Workers in child processes, SIGKILLed at random and restarted.
     const workers: (ChildProcess | undefined)[] = [];
@@ -202,22 +264,29 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       for (const t of respawns) clearTimeout(t);
       const alive = [...everySpawned];
       for (const w of alive) w.kill('SIGKILL');
-      await Promise.all(alive.map((w) => (w.exitCode !== null || w.signalCode !== null ? undefined : new Promise((r) => w.once('exit', r)))));
+      await Promise.all(
+        alive.map((w) =>
+          w.exitCode !== null || w.signalCode !== null ? undefined : new Promise((r) => w.once('exit', r)),
+        ),
+      );
     });
     let kills = 0;
     let killer: NodeJS.Timeout;
     const scheduleKill = () => {
-      killer = setTimeout(() => {
-        const i = Math.floor(random() * nWorkers);
-        workers[i]?.kill('SIGKILL');
-        kills++;
-        const t = setTimeout(() => {
-          respawns.delete(t);
-          spawnWorker(i);
-        }, 500);
-        respawns.add(t);
-        scheduleKill();
-      }, (opts.killEveryMs ?? 5_000) * (0.5 + random()));
+      killer = setTimeout(
+        () => {
+          const i = Math.floor(random() * nWorkers);
+          workers[i]?.kill('SIGKILL');
+          kills++;
+          const t = setTimeout(() => {
+            respawns.delete(t);
+            spawnWorker(i);
+          }, 500);
+          respawns.add(t);
+          scheduleKill();
+        },
+        (opts.killEveryMs ?? 5_000) * (0.5 + random()),
+      );
     };
     scheduleKill();
     cleanups.push(async () => clearTimeout(killer));
@@ -227,11 +296,20 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const outageTimer = setInterval(() => {
       outages++;
       const ms = opts.storeOutageMs ?? 4_000;
-      spawn(process.execPath, ['-e', `const D=require('better-sqlite3');const d=new D(${JSON.stringify(storeFile)});d.pragma('busy_timeout=10000');d.exec('BEGIN EXCLUSIVE');setTimeout(()=>{d.exec('COMMIT');d.close()},${ms})`], { cwd: REPO, stdio: 'ignore' });
+      spawn(
+        process.execPath,
+        [
+          '-e',
+          `const D=require('better-sqlite3');const d=new D(${JSON.stringify(storeFile)});d.pragma('busy_timeout=10000');d.exec('BEGIN EXCLUSIVE');setTimeout(()=>{d.exec('COMMIT');d.close()},${ms})`,
+        ],
+        { cwd: REPO, stdio: 'ignore' },
+      );
     }, opts.storeOutageEveryMs ?? 20_000);
     cleanups.push(async () => clearInterval(outageTimer));
 
-    log(`chaos: ${opts.requests} requests, ${nWorkers} workers killed every ~${(opts.killEveryMs ?? 5_000) / 1000} s, store locked ${(opts.storeOutageMs ?? 4_000) / 1000} s every ${(opts.storeOutageEveryMs ?? 20_000) / 1000} s`);
+    log(
+      `chaos: ${opts.requests} requests, ${nWorkers} workers killed every ~${(opts.killEveryMs ?? 5_000) / 1000} s, store locked ${(opts.storeOutageMs ?? 4_000) / 1000} s every ${(opts.storeOutageEveryMs ?? 20_000) / 1000} s`,
+    );
     const runId = `${process.pid}-${started.toString(36)}`;
     const queue = new PQueue({ concurrency: 32 });
     const jobIds: string[] = [];
@@ -242,7 +320,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
           for (let attempt = 1; ; attempt++) {
             try {
               const provider = i % 5 === 4 ? 'reference_lag' : 'reference';
-              const ref = await client.startScrape({ account: 'chaos', url, key: `chaos-${runId}-${i}`, provider, policy: { ...POLICY, deadlineMs } });
+              const ref = await client.startScrape({
+                account: 'chaos',
+                url,
+                key: `chaos-${runId}-${i}`,
+                provider,
+                policy: { ...POLICY, deadlineMs },
+              });
               jobIds[i] = ref.jobId;
               return;
             } catch (e) {
@@ -305,11 +389,15 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       }
       states[r.state] = (states[r.state] ?? 0) + 1;
       const evidence =
-        r.state === 'completed' ? (await store.results.count({ jobId: id })) === 1
-        : r.state === 'failed' ? r.last_error !== null
-        : r.state === 'tracking_interrupted' || r.state === 'expired' ? r.task_id !== null
-        : r.state === 'unknown' ? r.last_error !== null
-        : r.state === 'cancelled' || r.state === 'cancel_unconfirmed';
+        r.state === 'completed'
+          ? (await store.results.count({ jobId: id })) === 1
+          : r.state === 'failed'
+            ? r.last_error !== null
+            : r.state === 'tracking_interrupted' || r.state === 'expired'
+              ? r.task_id !== null
+              : r.state === 'unknown'
+                ? r.last_error !== null
+                : r.state === 'cancelled' || r.state === 'cancel_unconfirmed';
       if (!evidence) lost.push(`${id}: ${r.state} without evidence`);
     }
     const dup = await store.db
@@ -318,7 +406,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       .groupBy('job_id')
       .having(sql`count(*)`, '>', 1)
       .execute();
-    const resultRows = Number((await store.db.selectFrom('results').select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow()).n);
+    const resultRows = Number(
+      (
+        await store.db
+          .selectFrom('results')
+          .select(sql<number>`count(*)`.as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
     const stats = sim.stats();
     const policyMinGapMs = Math.round((POLICY.initialDelayMs ?? 1_000) * (1 - (POLICY.jitter ?? 0.2)));
     let minGap = Infinity;
@@ -345,7 +440,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       storeOutages: outages,
       chaosPhaseMs,
       convergeMs,
-      provider: { requests: stats.requests.total, byStatus: stats.requests.byStatus, dropped: stats.requests.byStatus.dropped ?? 0 },
+      provider: {
+        requests: stats.requests.total,
+        byStatus: stats.requests.byStatus,
+        dropped: stats.requests.byStatus.dropped ?? 0,
+      },
       politeness: {
         policyMinGapMs,
         minGapBetweenStatusChecksMs: Number.isFinite(minGap) ? minGap : 0,
@@ -367,16 +466,36 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
 export function formatChaosReport(r: ChaosReport): string {
   const lines = [
     ['logical requests', r.logicalRequests],
-    ['provider jobs created', `${r.providerJobsCreated} (must equal requests; a fifth on a lagging list without idempotency)`],
+    [
+      'provider jobs created',
+      `${r.providerJobsCreated} (must equal requests; a fifth on a lagging list without idempotency)`,
+    ],
     ['duplicate result rows', r.duplicateResultRows],
     ['result rows', `${r.resultRows} (completed jobs: ${r.states.completed ?? 0})`],
     ['jobs lost', r.jobsLost],
-    ['final states', Object.entries(r.states).map(([k, v]) => `${k} ${v}`).join(', ')],
+    [
+      'final states',
+      Object.entries(r.states)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', '),
+    ],
     ['worker SIGKILLs / store outages', `${r.workerKills} / ${r.storeOutages}`],
-    ['provider requests (429 / 5xx / dropped)', `${r.provider.requests} (${r.provider.byStatus['429'] ?? 0} / ${(r.provider.byStatus['502'] ?? 0) + (r.provider.byStatus['503'] ?? 0)} / ${r.provider.dropped})`],
-    ['min gap between status polls of a job', `${r.politeness.minGapBetweenStatusChecksMs} ms (policy's smallest poll delay ${r.politeness.policyMinGapMs} ms; a retry of a failed check may come sooner, ≥ 1 s by its retry policy)`],
-    ['most status checks by one job in 10 s', `${r.politeness.maxStatusChecksIn10sByOneJob} (poll policy allows ${r.politeness.policyMaxStatusChecksIn10s})`],
-    ['chaos phase / convergence after it', `${(r.chaosPhaseMs / 1000).toFixed(1)} s / ${(r.convergeMs / 1000).toFixed(1)} s`],
+    [
+      'provider requests (429 / 5xx / dropped)',
+      `${r.provider.requests} (${r.provider.byStatus['429'] ?? 0} / ${(r.provider.byStatus['502'] ?? 0) + (r.provider.byStatus['503'] ?? 0)} / ${r.provider.dropped})`,
+    ],
+    [
+      'min gap between status polls of a job',
+      `${r.politeness.minGapBetweenStatusChecksMs} ms (policy's smallest poll delay ${r.politeness.policyMinGapMs} ms; a retry of a failed check may come sooner, ≥ 1 s by its retry policy)`,
+    ],
+    [
+      'most status checks by one job in 10 s',
+      `${r.politeness.maxStatusChecksIn10sByOneJob} (poll policy allows ${r.politeness.policyMaxStatusChecksIn10s})`,
+    ],
+    [
+      'chaos phase / convergence after it',
+      `${(r.chaosPhaseMs / 1000).toFixed(1)} s / ${(r.convergeMs / 1000).toFixed(1)} s`,
+    ],
     ['run time', `${(r.runMs / 1000).toFixed(1)} s`],
   ];
   return lines.map(([k, v]) => `${String(k).padEnd(42)} ${v}`).join('\n');
@@ -390,18 +509,40 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(proces
     .option('--deadline-ms <ms>', 'tracking deadline of each job', (v) => Number(v), 60_000)
     .option('--chaos-ms <ms>', 'how long the chaos goes on after the last start', (v) => Number(v), 120_000)
     .option('--seed <n>', 'random seed', (v) => Number(v), 42)
-    .option('--converge-ms <ms>', 'after the chaos, how long to wait for every job to end (default: deadline + 240 s; a 10,000-request run on 2 cores needs ~20 min)', (v) => Number(v))
-    .option('--provider-concurrency <n>', 'jobs each provider account runs at once (the product learns it; its concurrent calls per key: 80 %)', (v) => Number(v), 25)
+    .option(
+      '--converge-ms <ms>',
+      'after the chaos, how long to wait for every job to end (default: deadline + 240 s; a 10,000-request run on 2 cores needs ~20 min)',
+      (v) => Number(v),
+    )
+    .option(
+      '--provider-concurrency <n>',
+      'jobs each provider account runs at once (the product learns it; its concurrent calls per key: 80 %)',
+      (v) => Number(v),
+      25,
+    )
     .option('--keep-dir', 'keep the store and config for inspection')
     .parse();
   const o = program.opts();
-  runChaos({ requests: o.requests, workers: o.workers, killEveryMs: o.killEveryMs, deadlineMs: o.deadlineMs, chaosMs: o.chaosMs, seed: o.seed, convergeMs: o.convergeMs, providerConcurrency: o.providerConcurrency, keepDir: o.keepDir, temporalAddress: process.env.TEMPORAL_ADDRESS })
+  runChaos({
+    requests: o.requests,
+    workers: o.workers,
+    killEveryMs: o.killEveryMs,
+    deadlineMs: o.deadlineMs,
+    chaosMs: o.chaosMs,
+    seed: o.seed,
+    convergeMs: o.convergeMs,
+    providerConcurrency: o.providerConcurrency,
+    keepDir: o.keepDir,
+    temporalAddress: process.env.TEMPORAL_ADDRESS,
+  })
     .then((r) => {
       console.log(formatChaosReport(r));
       const out = path.join(REPO, 'bench', 'results', `chaos-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
       fs.writeFileSync(out, JSON.stringify(r, null, 2));
       console.log(`written ${out}`);
-      process.exit(r.jobsLost === 0 && r.duplicateResultRows === 0 && r.providerJobsCreated === r.logicalRequests ? 0 : 1);
+      process.exit(
+        r.jobsLost === 0 && r.duplicateResultRows === 0 && r.providerJobsCreated === r.logicalRequests ? 0 : 1,
+      );
     })
     .catch((e) => {
       console.error(e);

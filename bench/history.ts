@@ -51,7 +51,12 @@ const DESIGNS = [
 const list = <T extends string>(all: readonly T[]) =>
   z
     .string()
-    .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+    .transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.enum(all as unknown as [T, ...T[]])).min(1));
 
 const OptionsSchema = z.object({
@@ -93,7 +98,10 @@ function timeOfCheck(k: number, slowdown = 1): number {
 function policyFor(lengthMs: number, scale: number): Partial<PollPolicy> {
   const deadlineMs = Math.max(DEFAULT_POLL_POLICY.deadlineMs, 2 * lengthMs);
   if (scale === 1) return deadlineMs === DEFAULT_POLL_POLICY.deadlineMs ? {} : { deadlineMs };
-  return scaleSchedule({ initialDelayMs: DEFAULT_POLL_POLICY.initialDelayMs, maxDelayMs: DEFAULT_POLL_POLICY.maxDelayMs, deadlineMs }, scale);
+  return scaleSchedule(
+    { initialDelayMs: DEFAULT_POLL_POLICY.initialDelayMs, maxDelayMs: DEFAULT_POLL_POLICY.maxDelayMs, deadlineMs },
+    scale,
+  );
 }
 
 /** Heartbeats the SDK sent (`temporal_request{operation="RecordActivityTaskHeartbeat"}`), summed over the workers' snapshots. */
@@ -135,7 +143,10 @@ export async function runHistory(o: Options): Promise<Record<string, unknown>> {
   }
   const stack = await startStack({
     name: 'history',
-    accounts: scenarios.map((s) => ({ name: s.account, profile: { concurrency: 10_000, minRunMs: Math.round(s.providerMs * s.timeScale) } })),
+    accounts: scenarios.map((s) => ({
+      name: s.account,
+      profile: { concurrency: 10_000, minRunMs: Math.round(s.providerMs * s.timeScale) },
+    })),
     webhooks: designs.some((d) => d.provider === 'reference_wh'),
     designs: [...new Set(designs.map((d) => d.design))],
     log,
@@ -148,7 +159,16 @@ export async function runHistory(o: Options): Promise<Record<string, unknown>> {
     const ns = stack.temporal.namespace;
     const t0 = Date.now();
     const perScenario = [];
-    const byDesign: Record<string, { checks: number[]; events: number[]; actions: number[]; actionsWithHeartbeats: number[]; phases: { length: string; checks: number; actionsWithHeartbeats: number; operations: number | null }[] }> = {};
+    const byDesign: Record<
+      string,
+      {
+        checks: number[];
+        events: number[];
+        actions: number[];
+        actionsWithHeartbeats: number[];
+        phases: { length: string; checks: number; actionsWithHeartbeats: number; operations: number | null }[];
+      }
+    > = {};
     for (const s of scenarios) {
       // One phase: its jobs alone on the server, from the first start until every run has closed.
       const s0 = await settledServerSnapshot(stack, ns);
@@ -160,11 +180,18 @@ export async function runHistory(o: Options): Promise<Record<string, unknown>> {
       const s1 = await settledServerSnapshot(stack, ns);
       const k1 = await Promise.all(workers.map((w) => workerSnapshot(w.metricsUrl)));
       const phaseS = (Date.now() - p0) / 1000;
-      log(`history: ${s.label}: ${fin.final}/${ids.length} final in ${phaseS.toFixed(0)} s (${JSON.stringify(fin.states)})${closeMs === null ? '; some workflows still running' : ''}`);
+      log(
+        `history: ${s.label}: ${fin.final}/${ids.length} final in ${phaseS.toFixed(0)} s (${JSON.stringify(fin.states)})${closeMs === null ? '; some workflows still running' : ''}`,
+      );
 
-      const rows = await stack.store.db.selectFrom('jobs').select(['id', 'state', 'status_checks']).where('id', 'in', ids).execute();
+      const rows = await stack.store.db
+        .selectFrom('jobs')
+        .select(['id', 'state', 'status_checks'])
+        .where('id', 'in', ids)
+        .execute();
       const costs: (HistoryCost & { checks: number; state: string })[] = [];
-      for (const r of rows) costs.push({ ...(await historyCost(stack.temporalClient, r.id)), checks: r.status_checks, state: r.state });
+      for (const r of rows)
+        costs.push({ ...(await historyCost(stack.temporalClient, r.id)), checks: r.status_checks, state: r.state });
       const n = costs.length;
       const hb = heartbeatsDelta(s0, s1, ns);
       const hbSdkBefore = sdkHeartbeats(k0);
@@ -174,14 +201,25 @@ export async function runHistory(o: Options): Promise<Record<string, unknown>> {
       const serverActions = serverActionsDelta(s0, s1, ns);
       const checksPerJob = mean(costs.map((c) => c.checks));
       const actionsPerJob = mean(costs.map((c) => c.actions));
-      const d = (byDesign[s.designName] ??= { checks: [], events: [], actions: [], actionsWithHeartbeats: [], phases: [] });
+      const d = (byDesign[s.designName] ??= {
+        checks: [],
+        events: [],
+        actions: [],
+        actionsWithHeartbeats: [],
+        phases: [],
+      });
       for (const c of costs) {
         d.checks.push(c.checks);
         d.events.push(c.events);
         d.actions.push(c.actions);
         d.actionsWithHeartbeats.push(c.actions + (heartbeatsPerJob ?? 0));
       }
-      d.phases.push({ length: s.length, checks: checksPerJob, actionsWithHeartbeats: actionsPerJob + (heartbeatsPerJob ?? 0), operations: pers ? pers.operations / n : null });
+      d.phases.push({
+        length: s.length,
+        checks: checksPerJob,
+        actionsWithHeartbeats: actionsPerJob + (heartbeatsPerJob ?? 0),
+        operations: pers ? pers.operations / n : null,
+      });
       const kinds = [...new Set(costs.flatMap((c) => Object.keys(c.actionsByKind)))];
       const types = [...new Set(costs.flatMap((c) => Object.keys(c.byType)))].sort();
       perScenario.push({
@@ -192,28 +230,62 @@ export async function runHistory(o: Options): Promise<Record<string, unknown>> {
         policy: s.policy,
         jobs: n,
         phaseS: round(phaseS, 1),
-        states: Object.fromEntries([...new Set(costs.map((c) => c.state))].map((st) => [st, costs.filter((c) => c.state === st).length])),
+        states: Object.fromEntries(
+          [...new Set(costs.map((c) => c.state))].map((st) => [st, costs.filter((c) => c.state === st).length]),
+        ),
         statusChecksPerJob: round(checksPerJob, 1),
         statusActivityAttemptsPerJob: round(mean(costs.map((c) => c.statusActivities.attempts)), 1),
-        eventsPerJob: { mean: round(mean(costs.map((c) => c.events)), 1), min: Math.min(...costs.map((c) => c.events)), max: Math.max(...costs.map((c) => c.events)) },
+        eventsPerJob: {
+          mean: round(mean(costs.map((c) => c.events)), 1),
+          min: Math.min(...costs.map((c) => c.events)),
+          max: Math.max(...costs.map((c) => c.events)),
+        },
         /** Actions counted from history (no heartbeats). */
-        actionsPerJob: { mean: round(actionsPerJob, 1), min: Math.min(...costs.map((c) => c.actions)), max: Math.max(...costs.map((c) => c.actions)) },
-        actionsByKindPerJob: Object.fromEntries(kinds.map((k) => [k, round(mean(costs.map((c) => c.actionsByKind[k] ?? 0)), 1)])),
+        actionsPerJob: {
+          mean: round(actionsPerJob, 1),
+          min: Math.min(...costs.map((c) => c.actions)),
+          max: Math.max(...costs.map((c) => c.actions)),
+        },
+        actionsByKindPerJob: Object.fromEntries(
+          kinds.map((k) => [k, round(mean(costs.map((c) => c.actionsByKind[k] ?? 0)), 1)]),
+        ),
         /** Heartbeats that reached the server (its frontend's `RecordActivityTaskHeartbeat` requests in the namespace), per job. */
         heartbeatsPerJob,
         /** The same as the SDK workers counted the requests they sent (a cross-check). */
-        sdkHeartbeatsPerJob: hbSdkBefore === undefined || hbSdkAfter === undefined ? null : round((hbSdkAfter - hbSdkBefore) / n, 2),
+        sdkHeartbeatsPerJob:
+          hbSdkBefore === undefined || hbSdkAfter === undefined ? null : round((hbSdkAfter - hbSdkBefore) / n, 2),
         /** Actions from history + heartbeats that reached the server: what Temporal Cloud would bill. */
         actionsWithHeartbeatsPerJob: heartbeatsPerJob === null ? null : round(actionsPerJob + heartbeatsPerJob, 1),
         /** The open-source server's own `action` counter per job, by type (a cross-check; not Cloud's bill). */
-        serverActionsPerJob: serverActions ? { total: round(serverActions.total / n, 1), byType: Object.fromEntries(Object.entries(serverActions.byType).map(([k, v]) => [k, round(v / n, 1)])) } : null,
+        serverActionsPerJob: serverActions
+          ? {
+              total: round(serverActions.total / n, 1),
+              byType: Object.fromEntries(Object.entries(serverActions.byType).map(([k, v]) => [k, round(v / n, 1)])),
+            }
+          : null,
         /** Persistence operations of the namespace per job, task-queue bookkeeping left out (`serverMetrics.ts`); shard task-queue operations apart. */
-        persistencePerJob: pers ? { operations: round(pers.operations / n, 1), operationMs: round((pers.totalS * 1000) / n, 1), bookkeeping: round(pers.bookkeeping / n, 1), shardTaskOperations: round((pers.shardTaskOperations ?? 0) / n, 1), byOp: Object.fromEntries(Object.entries(pers.byOp).map(([k, v]) => [k, round(v.count / n, 1)])) } : null,
-        eventsByTypePerJob: Object.fromEntries(types.map((k) => [k, round(mean(costs.map((c) => c.byType[k] ?? 0)), 1)])),
-        historyKiB: { mean: round(mean(costs.map((c) => c.historyBytes)) / 1024, 1), max: round(Math.max(...costs.map((c) => c.historyBytes)) / 1024, 1) },
+        persistencePerJob: pers
+          ? {
+              operations: round(pers.operations / n, 1),
+              operationMs: round((pers.totalS * 1000) / n, 1),
+              bookkeeping: round(pers.bookkeeping / n, 1),
+              shardTaskOperations: round((pers.shardTaskOperations ?? 0) / n, 1),
+              byOp: Object.fromEntries(Object.entries(pers.byOp).map(([k, v]) => [k, round(v.count / n, 1)])),
+            }
+          : null,
+        eventsByTypePerJob: Object.fromEntries(
+          types.map((k) => [k, round(mean(costs.map((c) => c.byType[k] ?? 0)), 1)]),
+        ),
+        historyKiB: {
+          mean: round(mean(costs.map((c) => c.historyBytes)) / 1024, 1),
+          max: round(Math.max(...costs.map((c) => c.historyBytes)) / 1024, 1),
+        },
         maxRunEvents: Math.max(...costs.map((c) => c.maxRunEvents)),
         runs: Math.max(...costs.map((c) => c.runs)),
-        shareOfContinueAsNewThreshold: round(Math.max(...costs.map((c) => c.maxRunEvents)) / HISTORY_LIMITS.suggestEvents, 3),
+        shareOfContinueAsNewThreshold: round(
+          Math.max(...costs.map((c) => c.maxRunEvents)) / HISTORY_LIMITS.suggestEvents,
+          3,
+        ),
       });
     }
     log(`history: ${scenarios.length} phases in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
@@ -224,20 +296,40 @@ export async function runHistory(o: Options): Promise<Record<string, unknown>> {
         const a = fit(d.checks, d.actions);
         const ah = fit(d.checks, d.actionsWithHeartbeats);
         const withOps = d.phases.filter((p) => p.operations !== null);
-        const ops = withOps.length >= 2 ? fit(withOps.map((p) => p.checks), withOps.map((p) => p.operations!)) : null;
+        const ops =
+          withOps.length >= 2
+            ? fit(
+                withOps.map((p) => p.checks),
+                withOps.map((p) => p.operations!),
+              )
+            : null;
         // Each length against the 1-s job: (cost − the 1-s job's) / (checks − the 1-s job's).
         const first = d.phases.find((p) => p.length === '1 s');
         const vsOneSecond = first
           ? Object.fromEntries(
               d.phases
                 .filter((p) => p !== first && p.checks > first.checks)
-                .map((p) => [p.length, { extraChecks: round(p.checks - first.checks, 1), actionsWithHeartbeatsPerCheck: round((p.actionsWithHeartbeats - first.actionsWithHeartbeats) / (p.checks - first.checks), 3), operationsPerCheck: p.operations !== null && first.operations !== null ? round((p.operations - first.operations) / (p.checks - first.checks), 3) : null }]),
+                .map((p) => [
+                  p.length,
+                  {
+                    extraChecks: round(p.checks - first.checks, 1),
+                    actionsWithHeartbeatsPerCheck: round(
+                      (p.actionsWithHeartbeats - first.actionsWithHeartbeats) / (p.checks - first.checks),
+                      3,
+                    ),
+                    operationsPerCheck:
+                      p.operations !== null && first.operations !== null
+                        ? round((p.operations - first.operations) / (p.checks - first.checks), 3)
+                        : null,
+                  },
+                ]),
             )
           : {};
         // Checks until the run reaches the continue-as-new suggestion, and the polling time that takes (default schedule).
         // Fewer than one event per check: the history does not grow with polling (the few extra
         // events of a reconciled submit are not a per-check cost).
-        const checksToCan = e.b >= 0.5 ? Math.ceil((HISTORY_LIMITS.suggestEvents - e.a) / e.b) : Number.POSITIVE_INFINITY;
+        const checksToCan =
+          e.b >= 0.5 ? Math.ceil((HISTORY_LIMITS.suggestEvents - e.a) / e.b) : Number.POSITIVE_INFINITY;
         const hoursToCan = Number.isFinite(checksToCan) ? round(timeOfCheck(checksToCan, slow) / 3_600_000, 1) : null;
         const checksAtDeadline = (() => {
           let k = 0;
@@ -269,7 +361,13 @@ export async function runHistory(o: Options): Promise<Record<string, unknown>> {
     const out = {
       benchmark: 'history',
       options: o,
-      machine: { start: quiet.start, end: machine(), underLoad: quiet.underLoad, load: load.stop(), foreign: foreign.stop() },
+      machine: {
+        start: quiet.start,
+        end: machine(),
+        underLoad: quiet.underLoad,
+        load: load.stop(),
+        foreign: foreign.stop(),
+      },
       /** Worker log (WARN+): failed activity attempts, SQLite store errors. */
       workerLog: stack.workerLogCounts(),
       definition:
@@ -281,7 +379,17 @@ export async function runHistory(o: Options): Promise<Record<string, unknown>> {
     const scaledNote = (s: { timeScale: number }) => (s.timeScale !== 1 ? ` (×${s.timeScale} time)` : '');
     console.log(
       table(
-        ['job length', 'design', 'checks/job', 'events/job', 'Actions/job: history + heartbeats that reached the server = total', "server's action counter/job", 'persistence ops/job (op-ms; shard task queues)', 'history KiB', 'max events in a run (of 4,096)'],
+        [
+          'job length',
+          'design',
+          'checks/job',
+          'events/job',
+          'Actions/job: history + heartbeats that reached the server = total',
+          "server's action counter/job",
+          'persistence ops/job (op-ms; shard task queues)',
+          'history KiB',
+          'max events in a run (of 4,096)',
+        ],
         perScenario.map((s) => [
           s.length + scaledNote(s),
           s.design,
@@ -289,7 +397,9 @@ export async function runHistory(o: Options): Promise<Record<string, unknown>> {
           `${s.eventsPerJob.mean} (${s.eventsPerJob.min}–${s.eventsPerJob.max})`,
           `${s.actionsPerJob.mean} + ${s.heartbeatsPerJob ?? '—'} = ${s.actionsWithHeartbeatsPerJob ?? '—'}`,
           s.serverActionsPerJob?.total ?? '—',
-          s.persistencePerJob ? `${s.persistencePerJob.operations} (${s.persistencePerJob.operationMs} ms; +${s.persistencePerJob.shardTaskOperations})` : '—',
+          s.persistencePerJob
+            ? `${s.persistencePerJob.operations} (${s.persistencePerJob.operationMs} ms; +${s.persistencePerJob.shardTaskOperations})`
+            : '—',
           s.historyKiB.mean,
           `${s.maxRunEvents} (${round(s.shareOfContinueAsNewThreshold * 100, 1)} %)`,
         ]),
@@ -297,20 +407,39 @@ export async function runHistory(o: Options): Promise<Record<string, unknown>> {
     );
     console.log(
       table(
-        ['design', 'events = a + b·checks', 'Actions incl. heartbeats = a + b·checks', 'persistence ops = a + b·checks (fit over lengths)', 'per status check vs the 1-s job: Actions incl. heartbeats; persistence ops', 'events at the 30 min deadline', 'polling time until continue-as-new is suggested'],
+        [
+          'design',
+          'events = a + b·checks',
+          'Actions incl. heartbeats = a + b·checks',
+          'persistence ops = a + b·checks (fit over lengths)',
+          'per status check vs the 1-s job: Actions incl. heartbeats; persistence ops',
+          'events at the 30 min deadline',
+          'polling time until continue-as-new is suggested',
+        ],
         Object.entries(marginal).map(([k, m]) => [
           k,
           `${m.eventsFixed} + ${m.eventsPerCheck}·checks`,
           `${m.actionsWithHeartbeatsFixed} + ${m.actionsWithHeartbeatsPerCheck}·checks`,
           m.operationsPerCheck === null ? '—' : `${m.operationsFixed} + ${m.operationsPerCheck}·checks`,
-          Object.entries(m.vsOneSecondJob).map(([len, v]) => `${len}: ${v.actionsWithHeartbeatsPerCheck}; ${v.operationsPerCheck ?? '—'}`).join(', ') || '—',
+          Object.entries(m.vsOneSecondJob)
+            .map(([len, v]) => `${len}: ${v.actionsWithHeartbeatsPerCheck}; ${v.operationsPerCheck ?? '—'}`)
+            .join(', ') || '—',
           `${m.eventsAtDefaultDeadline} (${m.checksAtDefaultDeadline} checks)`,
-          m.pollingHoursToContinueAsNew === null ? 'never (history does not grow with checks)' : `${m.pollingHoursToContinueAsNew} h (${m.checksToContinueAsNew} checks)`,
+          m.pollingHoursToContinueAsNew === null
+            ? 'never (history does not grow with checks)'
+            : `${m.pollingHoursToContinueAsNew} h (${m.checksToContinueAsNew} checks)`,
         ]),
       ),
     );
-    if (perScenario.some((s) => s.timeScale !== 1)) console.log(`Lengths marked ×${o.timeScale} ran in simulated time: checks and events are those of the unscaled job; heartbeats are throttled in real time, so theirs are a lower bound (run with --time-scale 1 for the real count).`);
-    finishReport('history', out, `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
+    if (perScenario.some((s) => s.timeScale !== 1))
+      console.log(
+        `Lengths marked ×${o.timeScale} ran in simulated time: checks and events are those of the unscaled job; heartbeats are throttled in real time, so theirs are a lower bound (run with --time-scale 1 for the real count).`,
+      );
+    finishReport(
+      'history',
+      out,
+      `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`,
+    );
     return out;
   } finally {
     await stack.close();

@@ -18,7 +18,16 @@ import { Command } from 'commander';
 import { z } from 'zod';
 import type { JobTransition } from '../src/sim/index.js';
 import { round, sampleForeignCpu } from './lib/proc.js';
-import { finishReport, machine, mean, percentile, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
+import {
+  finishReport,
+  machine,
+  mean,
+  percentile,
+  runAsScript,
+  sampleLoad,
+  table,
+  waitForQuietMachine,
+} from './lib/report.js';
 import { waitFinal, type Scenario } from './lib/scenarios.js';
 import { startStack } from './lib/stack.js';
 
@@ -34,8 +43,24 @@ const OptionsSchema = z.object({
 });
 type Options = z.infer<typeof OptionsSchema>;
 
-function summary(xs: number[]): { n: number; p50: number; p90: number; p99: number; max: number; mean: number; min: number } {
-  return { n: xs.length, p50: percentile(xs, 50), p90: percentile(xs, 90), p99: percentile(xs, 99), max: Math.max(...xs), mean: Math.round(mean(xs)), min: Math.min(...xs) };
+function summary(xs: number[]): {
+  n: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  mean: number;
+  min: number;
+} {
+  return {
+    n: xs.length,
+    p50: percentile(xs, 50),
+    p90: percentile(xs, 90),
+    p99: percentile(xs, 99),
+    max: Math.max(...xs),
+    mean: Math.round(mean(xs)),
+    min: Math.min(...xs),
+  };
 }
 
 /** Runs the benchmark; returns the JSON written. */
@@ -44,13 +69,32 @@ export async function runLatency(o: Options): Promise<Record<string, unknown>> {
   const log = (l: string) => console.error(l);
   const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
   const load = sampleLoad();
-  const modes = [{ name: 'polling', account: 'lat-poll', provider: 'reference' as const }, ...(o.webhooks ? [{ name: 'webhooks', account: 'lat-wh', provider: 'reference_wh' as const }] : [])];
-  const scenarios: Scenario[] = modes.map((m) => ({ label: m.name, account: m.account, design: 'v2', provider: m.provider, policy: {}, jobs: o.jobs, timeScale: 1, providerMs: Number.NaN }));
-  const stack = await startStack({ name: 'latency', accounts: modes.map((m) => ({ name: m.account, profile: { concurrency: 100_000 } })), webhooks: o.webhooks, log, keepDir: o.keepDir });
+  const modes = [
+    { name: 'polling', account: 'lat-poll', provider: 'reference' as const },
+    ...(o.webhooks ? [{ name: 'webhooks', account: 'lat-wh', provider: 'reference_wh' as const }] : []),
+  ];
+  const scenarios: Scenario[] = modes.map((m) => ({
+    label: m.name,
+    account: m.account,
+    design: 'v2',
+    provider: m.provider,
+    policy: {},
+    jobs: o.jobs,
+    timeScale: 1,
+    providerMs: Number.NaN,
+  }));
+  const stack = await startStack({
+    name: 'latency',
+    accounts: modes.map((m) => ({ name: m.account, profile: { concurrency: 100_000 } })),
+    webhooks: o.webhooks,
+    log,
+    keepDir: o.keepDir,
+  });
   try {
     const foreign = sampleForeignCpu(() => stack.ownProcesses());
     const accounts = new Set(modes.map((m) => m.account));
-    for (const a of accounts) stack.sim.faults.add({ account: a, endpoint: 'submit', action: 'hold', holdIn: 'running' });
+    for (const a of accounts)
+      stack.sim.faults.add({ account: a, endpoint: 'submit', action: 'hold', holdIn: 'running' });
     const completedAt = new Map<string, number>();
     const runningAt = new Map<string, number>();
     const durations = new Map<string, number>();
@@ -75,9 +119,17 @@ export async function runLatency(o: Options): Promise<Record<string, unknown>> {
       await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
       for (const s of scenarios) {
         starting.push(
-          stack.clients[s.design].startScrape({ account: s.account, provider: s.provider, url: stack.pageUrl(i), key: `${s.account}-${i}`, policy: s.policy }).then((ref) => {
-            jobs[s.label]!.push(ref.jobId);
-          }),
+          stack.clients[s.design]
+            .startScrape({
+              account: s.account,
+              provider: s.provider,
+              url: stack.pageUrl(i),
+              key: `${s.account}-${i}`,
+              policy: s.policy,
+            })
+            .then((ref) => {
+              jobs[s.label]!.push(ref.jobId);
+            }),
         );
       }
     }
@@ -92,7 +144,13 @@ export async function runLatency(o: Options): Promise<Record<string, unknown>> {
       const rows = await stack.store.db
         .selectFrom('jobs')
         .leftJoin('results', 'results.job_id', 'jobs.id')
-        .select(['jobs.id as id', 'jobs.state as state', 'jobs.task_id as taskId', 'jobs.status_checks as checks', 'results.written_at as writtenAt'])
+        .select([
+          'jobs.id as id',
+          'jobs.state as state',
+          'jobs.task_id as taskId',
+          'jobs.status_checks as checks',
+          'results.written_at as writtenAt',
+        ])
         .where('jobs.id', 'in', jobs[s.label]!)
         .execute();
       const hook: number[] = [];
@@ -120,7 +178,13 @@ export async function runLatency(o: Options): Promise<Record<string, unknown>> {
     const out = {
       benchmark: 'latency',
       options: o,
-      machine: { start: quiet.start, end: machine(), underLoad: quiet.underLoad, load: load.stop(), foreign: foreign.stop() },
+      machine: {
+        start: quiet.start,
+        end: machine(),
+        underLoad: quiet.underLoad,
+        load: load.stop(),
+        foreign: foreign.stop(),
+      },
       /** Worker log (WARN+): failed activity attempts, SQLite store errors. */
       workerLog: stack.workerLogCounts(),
       policy: 'DEFAULT_POLL_POLICY: 2 s ×1.5 to 60 s, ±20 % jitter; webhooks: delays ×5 and a wake signal per event',
@@ -130,15 +194,39 @@ export async function runLatency(o: Options): Promise<Record<string, unknown>> {
     };
     console.log(
       table(
-        ['mode', 'jobs', 'provider time (s)', 'checks/job', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'p50 to written_at'],
+        [
+          'mode',
+          'jobs',
+          'provider time (s)',
+          'checks/job',
+          'p50 ms',
+          'p90 ms',
+          'p99 ms',
+          'max ms',
+          'p50 to written_at',
+        ],
         results.map((r) => {
           const l = r.latencyMs as ReturnType<typeof summary>;
           const p = r.providerDurationMs as ReturnType<typeof summary>;
-          return [r.mode as string, `${r.completed}/${r.jobs}`, `${(p.min / 1000).toFixed(1)}–${(p.max / 1000).toFixed(1)}`, r.statusChecksPerJob as number, l.p50, l.p90, l.p99, l.max, (r.latencyToWrittenAtMs as ReturnType<typeof summary>).p50];
+          return [
+            r.mode as string,
+            `${r.completed}/${r.jobs}`,
+            `${(p.min / 1000).toFixed(1)}–${(p.max / 1000).toFixed(1)}`,
+            r.statusChecksPerJob as number,
+            l.p50,
+            l.p90,
+            l.p99,
+            l.max,
+            (r.latencyToWrittenAtMs as ReturnType<typeof summary>).p50,
+          ];
         }),
       ),
     );
-    finishReport('latency', out, `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
+    finishReport(
+      'latency',
+      out,
+      `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`,
+    );
     return out;
   } finally {
     await stack.close();

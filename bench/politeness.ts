@@ -67,7 +67,10 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
   const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
   const load = sampleLoad();
   if (o.workload === 'lognormal') return politenessLognormal(o, quiet, load, log);
-  const modes = [{ name: 'polling', key: 'poll', provider: 'reference' as const }, ...(o.webhooks ? [{ name: 'webhooks', key: 'wh', provider: 'reference_wh' as const }] : [])];
+  const modes = [
+    { name: 'polling', key: 'poll', provider: 'reference' as const },
+    ...(o.webhooks ? [{ name: 'webhooks', key: 'wh', provider: 'reference_wh' as const }] : []),
+  ];
   const scenarios: (Scenario & { length: string; mode: string })[] = [];
   for (const len of LENGTHS) {
     const scale = len.key === '10m' ? o.timeScale : 1;
@@ -79,7 +82,17 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
         account: `p-${len.key}-${m.key}`,
         design: 'v2',
         provider: m.provider,
-        policy: scale === 1 ? {} : scaleSchedule({ initialDelayMs: DEFAULT_POLL_POLICY.initialDelayMs, maxDelayMs: DEFAULT_POLL_POLICY.maxDelayMs, deadlineMs: DEFAULT_POLL_POLICY.deadlineMs }, scale),
+        policy:
+          scale === 1
+            ? {}
+            : scaleSchedule(
+                {
+                  initialDelayMs: DEFAULT_POLL_POLICY.initialDelayMs,
+                  maxDelayMs: DEFAULT_POLL_POLICY.maxDelayMs,
+                  deadlineMs: DEFAULT_POLL_POLICY.deadlineMs,
+                },
+                scale,
+              ),
         jobs: o.jobs,
         timeScale: scale,
         providerMs: len.ms,
@@ -88,7 +101,10 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
   }
   const stack = await startStack({
     name: 'politeness',
-    accounts: scenarios.map((s) => ({ name: s.account, profile: { concurrency: 10_000, minRunMs: Math.round(s.providerMs * s.timeScale) } })),
+    accounts: scenarios.map((s) => ({
+      name: s.account,
+      profile: { concurrency: 10_000, minRunMs: Math.round(s.providerMs * s.timeScale) },
+    })),
     webhooks: o.webhooks,
     log,
     keepDir: o.keepDir,
@@ -107,13 +123,28 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
     const simJobs = new Map(stats.jobs.map((j) => [j.job_id, j]));
     const results = [];
     for (const s of scenarios) {
-      const rows = await stack.store.db.selectFrom('jobs').select(['id', 'state', 'task_id', 'status_checks']).where('id', 'in', jobs[s.label]!).execute();
+      const rows = await stack.store.db
+        .selectFrom('jobs')
+        .select(['id', 'state', 'task_id', 'status_checks'])
+        .where('id', 'in', jobs[s.label]!)
+        .execute();
       const acct = stats.requests.byAccount[s.account]!;
       const checks = rows.reduce((n, r) => n + r.status_checks, 0);
       const n = rows.length;
-      const perJob = { submit: acct.submit / n, status: checks / n, result: (acct.status - checks) / n, cancel: acct.cancel / n, list: acct.list / n };
+      const perJob = {
+        submit: acct.submit / n,
+        status: checks / n,
+        result: (acct.status - checks) / n,
+        cancel: acct.cancel / n,
+        list: acct.list / n,
+      };
       const total = perJob.submit + perJob.status + perJob.result + perJob.cancel + perJob.list;
-      const sched = { initialDelayMs: DEFAULT_POLL_POLICY.initialDelayMs, maxDelayMs: DEFAULT_POLL_POLICY.maxDelayMs, multiplier: DEFAULT_POLL_POLICY.multiplier, jitter: DEFAULT_POLL_POLICY.jitter };
+      const sched = {
+        initialDelayMs: DEFAULT_POLL_POLICY.initialDelayMs,
+        maxDelayMs: DEFAULT_POLL_POLICY.maxDelayMs,
+        multiplier: DEFAULT_POLL_POLICY.multiplier,
+        jitter: DEFAULT_POLL_POLICY.jitter,
+      };
       const minChecks = s.mode === 'webhooks' ? 1 : checksToObserve(sched, s.providerMs, 1 + sched.jitter);
       const nominalChecks = s.mode === 'webhooks' ? 1 : checksToObserve(sched, s.providerMs, 1);
       // Per-job request times in unscaled ms: the submit (job creation) and every GET / cancel.
@@ -127,12 +158,16 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
         if (!j) continue;
         const created = Date.parse(j.created_at);
         if (j.finished_at) providerRunMs.push((Date.parse(j.finished_at) - created) / s.timeScale);
-        const t = [created, ...j.status_request_times, ...j.cancel_request_times].sort((a, b) => a - b).map((x) => (x - created) / s.timeScale);
+        const t = [created, ...j.status_request_times, ...j.cancel_request_times]
+          .sort((a, b) => a - b)
+          .map((x) => (x - created) / s.timeScale);
         max10s = Math.max(max10s, maxInWindow(t, 10_000));
         max60s = Math.max(max60s, maxInWindow(t, 60_000));
         for (let k = 1; k < t.length; k++) minGapMs = Math.min(minGapMs, t[k]! - t[k - 1]!);
         // Between two status checks (the last GET of a completed job is its result read).
-        const polls = [created, ...j.status_request_times].sort((a, b) => a - b).map((x) => (x - created) / s.timeScale);
+        const polls = [created, ...j.status_request_times]
+          .sort((a, b) => a - b)
+          .map((x) => (x - created) / s.timeScale);
         if (j.status === 'completed' && polls.length > 2) polls.pop();
         for (let k = 1; k < polls.length; k++) minPollGapMs = Math.min(minPollGapMs, polls[k]! - polls[k - 1]!);
       }
@@ -142,24 +177,51 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
         mode: s.mode,
         timeScale: s.timeScale,
         jobs: n,
-        states: Object.fromEntries([...new Set(rows.map((r) => r.state))].map((st) => [st, rows.filter((r) => r.state === st).length])),
+        states: Object.fromEntries(
+          [...new Set(rows.map((r) => r.state))].map((st) => [st, rows.filter((r) => r.state === st).length]),
+        ),
         providerRunMsMean: Math.round(mean(providerRunMs)),
         requestsPerJob: Object.fromEntries(Object.entries({ ...perJob, total }).map(([k, v]) => [k, round(v, 2)])),
         maxStatusChecksOneJob: Math.max(...rows.map((r) => r.status_checks)),
-        minimum: { submit: 1, status: minChecks, result: 0, total: 1 + minChecks, nominalScheduleChecks: nominalChecks },
+        minimum: {
+          submit: 1,
+          status: minChecks,
+          result: 0,
+          total: 1 + minChecks,
+          nominalScheduleChecks: nominalChecks,
+        },
         excessOverMinimum: round(total - (1 + minChecks), 2),
         webhooks: s.mode === 'webhooks' ? { eventsForScenario: stats.webhooks.events } : undefined,
-        rate: { maxRequestsIn10s: max10s, maxRequestsIn60s: max60s, minGapMs: Math.round(minGapMs), minGapBetweenPollsMs: Math.round(minPollGapMs) },
+        rate: {
+          maxRequestsIn10s: max10s,
+          maxRequestsIn60s: max60s,
+          minGapMs: Math.round(minGapMs),
+          minGapBetweenPollsMs: Math.round(minPollGapMs),
+        },
       });
     }
     const out = {
       benchmark: 'politeness',
       options: o,
-      machine: { start: quiet.start, end: machine(), underLoad: quiet.underLoad, load: load.stop(), foreign: foreign.stop() },
+      machine: {
+        start: quiet.start,
+        end: machine(),
+        underLoad: quiet.underLoad,
+        load: load.stop(),
+        foreign: foreign.stop(),
+      },
       /** Worker log (WARN+): failed activity attempts, SQLite store errors. */
       workerLog: stack.workerLogCounts(),
       policy: 'DEFAULT_POLL_POLICY: 2 s ×1.5 to 60 s, ±20 % jitter; webhooks: delays ×5 (webhookSlowdown)',
-      providerTotals: { requests: stats.requests.total, byStatus: stats.requests.byStatus, webhooks: { events: stats.webhooks.events, delivered: stats.webhooks.delivered, failedAttempts: stats.webhooks.failedAttempts } },
+      providerTotals: {
+        requests: stats.requests.total,
+        byStatus: stats.requests.byStatus,
+        webhooks: {
+          events: stats.webhooks.events,
+          delivered: stats.webhooks.delivered,
+          failedAttempts: stats.webhooks.failedAttempts,
+        },
+      },
       scenarios: results,
       highestRate: {
         maxRequestsIn10sByOneJob: Math.max(...results.map((r) => r.rate.maxRequestsIn10s)),
@@ -170,7 +232,18 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
     };
     console.log(
       table(
-        ['job length', 'mode', 'submit', 'status', 'result', 'cancel', 'total/job', 'schedule minimum (nominal)', 'most requests by one job in 10 s / 60 s', 'min gap between polls'],
+        [
+          'job length',
+          'mode',
+          'submit',
+          'status',
+          'result',
+          'cancel',
+          'total/job',
+          'schedule minimum (nominal)',
+          'most requests by one job in 10 s / 60 s',
+          'min gap between polls',
+        ],
         results.map((r) => [
           r.length + (r.timeScale !== 1 ? ` (×${r.timeScale} time)` : ''),
           r.mode,
@@ -185,8 +258,14 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
         ]),
       ),
     );
-    console.log(`highest rate of any single job: ${out.highestRate.maxRequestsIn10sByOneJob} requests in 10 s, ${out.highestRate.maxRequestsIn60sByOneJob} in 60 s; smallest gap between two requests of one job ${out.highestRate.minGapBetweenTwoRequestsOfOneJobMs} ms (status → result read), between two polls ${out.highestRate.minGapBetweenTwoPollsOfOneJobMs} ms`);
-    finishReport('politeness', out, `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
+    console.log(
+      `highest rate of any single job: ${out.highestRate.maxRequestsIn10sByOneJob} requests in 10 s, ${out.highestRate.maxRequestsIn60sByOneJob} in 60 s; smallest gap between two requests of one job ${out.highestRate.minGapBetweenTwoRequestsOfOneJobMs} ms (status → result read), between two polls ${out.highestRate.minGapBetweenTwoPollsOfOneJobMs} ms`,
+    );
+    finishReport(
+      'politeness',
+      out,
+      `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`,
+    );
     return out;
   } finally {
     await stack.close();
@@ -194,9 +273,26 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
 }
 
 /** `--workload lognormal`: the fixed geometric schedule against the learned one on paired log-normal durations. */
-async function politenessLognormal(o: Options, quiet: Awaited<ReturnType<typeof waitForQuietMachine>>, load: ReturnType<typeof sampleLoad>, log: (l: string) => void): Promise<Record<string, unknown>> {
-  const workload = { jobs: o.jobs, warmup: o.warmup, medianMs: o.medianS * 1_000, sigma: o.sigma, timeScale: o.timeScale };
-  const stack = await startStack({ name: 'politeness-lognormal', accounts: lognormalAccounts(workload), webhooks: false, log, keepDir: o.keepDir });
+async function politenessLognormal(
+  o: Options,
+  quiet: Awaited<ReturnType<typeof waitForQuietMachine>>,
+  load: ReturnType<typeof sampleLoad>,
+  log: (l: string) => void,
+): Promise<Record<string, unknown>> {
+  const workload = {
+    jobs: o.jobs,
+    warmup: o.warmup,
+    medianMs: o.medianS * 1_000,
+    sigma: o.sigma,
+    timeScale: o.timeScale,
+  };
+  const stack = await startStack({
+    name: 'politeness-lognormal',
+    accounts: lognormalAccounts(workload),
+    webhooks: false,
+    log,
+    keepDir: o.keepDir,
+  });
   try {
     const foreign = sampleForeignCpu(() => stack.ownProcesses());
     await stack.startWorker('v2');
@@ -204,7 +300,13 @@ async function politenessLognormal(o: Options, quiet: Awaited<ReturnType<typeof 
     const out = {
       benchmark: 'politeness-lognormal',
       options: o,
-      machine: { start: quiet.start, end: machine(), underLoad: quiet.underLoad, load: load.stop(), foreign: foreign.stop() },
+      machine: {
+        start: quiet.start,
+        end: machine(),
+        underLoad: quiet.underLoad,
+        load: load.stop(),
+        foreign: foreign.stop(),
+      },
       workerLog: stack.workerLogCounts(),
       policy: `DEFAULT_POLL_POLICY (2 s ×1.5 to 60 s, ±20 % jitter) against learnSchedule: true, deadline 4 h; times ×${o.timeScale}`,
       ...r,
@@ -212,11 +314,25 @@ async function politenessLognormal(o: Options, quiet: Awaited<ReturnType<typeof 
     console.log(
       table(
         ['schedule', 'jobs', 'status checks / job', 'provider requests / job', 'lateness p50', 'p95', 'max'],
-        r.schedules.map((x) => [x.schedule, x.jobs, x.statusChecksPerJob, x.providerRequestsPerJob, `${(x.latenessMs.p50 / 1000).toFixed(1)} s`, `${(x.latenessMs.p95 / 1000).toFixed(1)} s`, `${(x.latenessMs.max / 1000).toFixed(1)} s`]),
+        r.schedules.map((x) => [
+          x.schedule,
+          x.jobs,
+          x.statusChecksPerJob,
+          x.providerRequestsPerJob,
+          `${(x.latenessMs.p50 / 1000).toFixed(1)} s`,
+          `${(x.latenessMs.p95 / 1000).toFixed(1)} s`,
+          `${(x.latenessMs.max / 1000).toFixed(1)} s`,
+        ]),
       ),
     );
-    console.log(`learned: ${r.fewerChecksPercent} % fewer status checks than the fixed schedule; p95 lateness ${r.p95LatenessRatio}× the fixed schedule’s (log-normal, median ${o.medianS} s, σ ${o.sigma})`);
-    finishReport('politeness-lognormal', out, `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
+    console.log(
+      `learned: ${r.fewerChecksPercent} % fewer status checks than the fixed schedule; p95 lateness ${r.p95LatenessRatio}× the fixed schedule’s (log-normal, median ${o.medianS} s, σ ${o.sigma})`,
+    );
+    finishReport(
+      'politeness-lognormal',
+      out,
+      `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`,
+    );
     return out;
   } finally {
     await stack.close();
@@ -232,7 +348,11 @@ runAsScript(
     .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
     .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
     .option('--keep-dir', 'keep the temp directory')
-    .option('--workload <name>', 'lengths (1 s, 30 s, 10 min; polling and webhooks) or lognormal (fixed against learned schedule)', 'lengths')
+    .option(
+      '--workload <name>',
+      'lengths (1 s, 30 s, 10 min; polling and webhooks) or lognormal (fixed against learned schedule)',
+      'lengths',
+    )
     .option('--median-s <s>', 'lognormal: median provider time, unscaled seconds', '300')
     .option('--sigma <x>', 'lognormal: spread of the log of the provider time', '0.6')
     .option('--warmup <n>', 'lognormal: completed jobs the learned account runs before the measured ones', '30'),

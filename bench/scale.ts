@@ -28,9 +28,24 @@ import { z } from 'zod';
 import { DEFAULT_POLL_POLICY } from '../src/model/types.js';
 import type { SimRequestEvent } from '../src/sim/index.js';
 import { cpuDelta, cpuSnapshot, mib, round, sampleForeignCpu, sampleMemory, type Measured } from './lib/proc.js';
-import { finishReport, machine, mean, percentile, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
+import {
+  finishReport,
+  machine,
+  mean,
+  percentile,
+  runAsScript,
+  sampleLoad,
+  table,
+  waitForQuietMachine,
+} from './lib/report.js';
 import { nominalChecksBy } from './lib/schedule.js';
-import { persistenceDelta, scheduleToStartDelta, serverSnapshot, serverWaitsDelta, tasksAddedDelta } from './lib/serverMetrics.js';
+import {
+  persistenceDelta,
+  scheduleToStartDelta,
+  serverSnapshot,
+  serverWaitsDelta,
+  tasksAddedDelta,
+} from './lib/serverMetrics.js';
 import { workerGauges, workerSnapshot, workerWindow, type WorkerGauges } from './lib/workerMetrics.js';
 import { startStack, type Stack } from './lib/stack.js';
 
@@ -78,11 +93,25 @@ async function probeList(stack: Stack, phase: string, started: number): Promise<
   const count = await svc.countWorkflowExecutions({ namespace: ns, query: QUERY });
   const countMs = performance.now() - t;
   const submitting = await svc.countWorkflowExecutions({ namespace: ns, query: 'ScrapeState = "submitting"' });
-  const probe: ListProbe = { at: new Date().toISOString(), phase, started, listMs: round(listMs, 1), listRows: list.executions?.length ?? 0, countMs: round(countMs, 1), count: Number(count.count ?? 0), submitting: Number(submitting.count ?? 0) };
+  const probe: ListProbe = {
+    at: new Date().toISOString(),
+    phase,
+    started,
+    listMs: round(listMs, 1),
+    listRows: list.executions?.length ?? 0,
+    countMs: round(countMs, 1),
+    count: Number(count.count ?? 0),
+    submitting: Number(submitting.count ?? 0),
+  };
   if (stack.temporal.uiUrl) {
     t = performance.now();
     try {
-      const res = await fetch(`${stack.temporal.uiUrl}/api/v1/namespaces/${encodeURIComponent(ns)}/workflows?query=${encodeURIComponent(QUERY)}`, { signal: AbortSignal.timeout(30_000) });
+      const res = await fetch(
+        `${stack.temporal.uiUrl}/api/v1/namespaces/${encodeURIComponent(ns)}/workflows?query=${encodeURIComponent(QUERY)}`,
+        {
+          signal: AbortSignal.timeout(30_000),
+        },
+      );
       const body = (await res.json().catch(() => ({}))) as { executions?: unknown[] };
       probe.ui = { ms: round(performance.now() - t, 1), status: res.status, rows: body.executions?.length ?? 0 };
     } catch (e) {
@@ -92,14 +121,38 @@ async function probeList(stack: Stack, phase: string, started: number): Promise<
   return probe;
 }
 
-async function backlog(stack: Stack, taskQueue: string): Promise<Record<string, { backlog: number; backlogAgeS: number; addRate: number; dispatchRate: number } | { error: string }>> {
+async function backlog(
+  stack: Stack,
+  taskQueue: string,
+): Promise<
+  Record<string, { backlog: number; backlogAgeS: number; addRate: number; dispatchRate: number } | { error: string }>
+> {
   const svc = stack.temporalClient.connection.workflowService;
-  const out: Record<string, { backlog: number; backlogAgeS: number; addRate: number; dispatchRate: number } | { error: string }> = {};
-  for (const [name, type] of [['workflow', temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW], ['activity', temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY]] as const) {
+  const out: Record<
+    string,
+    { backlog: number; backlogAgeS: number; addRate: number; dispatchRate: number } | { error: string }
+  > = {};
+  for (const [name, type] of [
+    ['workflow', temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW],
+    ['activity', temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY],
+  ] as const) {
     try {
-      const r = await svc.describeTaskQueue({ namespace: stack.temporal.namespace, taskQueue: { name: taskQueue }, taskQueueType: type, reportStats: true });
+      const r = await svc.describeTaskQueue({
+        namespace: stack.temporal.namespace,
+        taskQueue: { name: taskQueue },
+        taskQueueType: type,
+        reportStats: true,
+      });
       const s = r.stats;
-      out[name] = { backlog: Number(s?.approximateBacklogCount ?? 0), backlogAgeS: round(Number(s?.approximateBacklogAge?.seconds ?? 0) + (s?.approximateBacklogAge?.nanos ?? 0) / 1e9, 1), addRate: round(s?.tasksAddRate ?? 0, 1), dispatchRate: round(s?.tasksDispatchRate ?? 0, 1) };
+      out[name] = {
+        backlog: Number(s?.approximateBacklogCount ?? 0),
+        backlogAgeS: round(
+          Number(s?.approximateBacklogAge?.seconds ?? 0) + (s?.approximateBacklogAge?.nanos ?? 0) / 1e9,
+          1,
+        ),
+        addRate: round(s?.tasksAddRate ?? 0, 1),
+        dispatchRate: round(s?.tasksDispatchRate ?? 0, 1),
+      };
     } catch (e) {
       out[name] = { error: (e as Error).message };
     }
@@ -113,8 +166,18 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
   const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
   const load = sampleLoad();
   const account = 'scale';
-  const dynamicConfig = Object.fromEntries(o.dynamicConfig.map((kv) => [kv.slice(0, kv.indexOf('=')), JSON.parse(kv.slice(kv.indexOf('=') + 1)) as unknown]));
-  const stack = await startStack({ name: 'scale', accounts: [{ name: account, profile: { concurrency: o.jobs + 100 } }], ui: o.ui, log, keepDir: o.keepDir, dynamicConfig, inMemory: o.db === 'memory' });
+  const dynamicConfig = Object.fromEntries(
+    o.dynamicConfig.map((kv) => [kv.slice(0, kv.indexOf('=')), JSON.parse(kv.slice(kv.indexOf('=') + 1)) as unknown]),
+  );
+  const stack = await startStack({
+    name: 'scale',
+    accounts: [{ name: account, profile: { concurrency: o.jobs + 100 } }],
+    ui: o.ui,
+    log,
+    keepDir: o.keepDir,
+    dynamicConfig,
+    inMemory: o.db === 'memory',
+  });
   try {
     const foreign = sampleForeignCpu(() => stack.ownProcesses());
     stack.sim.faults.add({ account, endpoint: 'submit', action: 'hold', holdIn: 'queued' });
@@ -148,7 +211,11 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
             const n = started;
             probing = probing.then(async () => {
               probes.push(await probeList(stack, 'starting', n));
-              backlogs.push({ at: new Date().toISOString(), phase: `starting (${n})`, queues: await backlog(stack, stack.config.temporal.taskQueue) });
+              backlogs.push({
+                at: new Date().toISOString(),
+                phase: `starting (${n})`,
+                queues: await backlog(stack, stack.config.temporal.taskQueue),
+              });
             });
           }
           if (Date.now() - lastLog > 15_000) {
@@ -174,9 +241,19 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     for (const at of probeTimes) {
       await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
       probes.push(await probeList(stack, 'waiting', o.jobs));
-      backlogs.push({ at: new Date().toISOString(), phase: 'waiting', queues: await backlog(stack, stack.config.temporal.taskQueue) });
-      gauges.push({ at: new Date().toISOString(), phase: 'waiting', gauges: workerGauges(await workerSnapshot(worker.metricsUrl)) });
-      log(`scale: waiting ${Math.round((Date.now() - w0) / 1000)} s, list ${probes.at(-1)!.listMs} ms, count ${probes.at(-1)!.count}`);
+      backlogs.push({
+        at: new Date().toISOString(),
+        phase: 'waiting',
+        queues: await backlog(stack, stack.config.temporal.taskQueue),
+      });
+      gauges.push({
+        at: new Date().toISOString(),
+        phase: 'waiting',
+        gauges: workerGauges(await workerSnapshot(worker.metricsUrl)),
+      });
+      log(
+        `scale: waiting ${Math.round((Date.now() - w0) / 1000)} s, list ${probes.at(-1)!.listMs} ms, count ${probes.at(-1)!.count}`,
+      );
     }
     const w1 = Date.now();
     const wCpu = cpuDelta(wCpu0, cpuSnapshot(procs));
@@ -185,12 +262,23 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     const ns = stack.temporal.namespace;
     const taskQueue = stack.config.temporal.taskQueue;
     const persistence = persistenceDelta(p0, p1, ns);
-    const serverScheduleToStart = { workflow: scheduleToStartDelta(p0, p1, ns, taskQueue, 'Workflow') ?? null, activity: scheduleToStartDelta(p0, p1, ns, taskQueue, 'Activity') ?? null };
+    const serverScheduleToStart = {
+      workflow: scheduleToStartDelta(p0, p1, ns, taskQueue, 'Workflow') ?? null,
+      activity: scheduleToStartDelta(p0, p1, ns, taskQueue, 'Activity') ?? null,
+    };
     const m = mem.stop();
     const waitStatuses = worker.statuses.slice(statusFrom).map((s) => s.status);
     const achieved = statusTimes.slice(checksBefore).filter((t) => t >= w0 && t <= w1).length;
-    const sched = { initialDelayMs: DEFAULT_POLL_POLICY.initialDelayMs, maxDelayMs: DEFAULT_POLL_POLICY.maxDelayMs, multiplier: DEFAULT_POLL_POLICY.multiplier, jitter: 0 };
-    const demanded = startTimes.reduce((n, s) => n + nominalChecksBy(sched, w1 - s) - nominalChecksBy(sched, w0 - s), 0);
+    const sched = {
+      initialDelayMs: DEFAULT_POLL_POLICY.initialDelayMs,
+      maxDelayMs: DEFAULT_POLL_POLICY.maxDelayMs,
+      multiplier: DEFAULT_POLL_POLICY.multiplier,
+      jitter: 0,
+    };
+    const demanded = startTimes.reduce(
+      (n, s) => n + nominalChecksBy(sched, w1 - s) - nominalChecksBy(sched, w0 - s),
+      0,
+    );
     const windowS = (w1 - w0) / 1000;
     const acts = waitStatuses.map((s) => s.numInFlightActivities);
     const wfts = waitStatuses.map((s) => s.numInFlightWorkflowActivations);
@@ -200,17 +288,34 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
       ? {
           intervals: loops.length,
           intervalMs: round(mean(loops.map((l) => l.windowMs)), 0),
-          utilization: { mean: round(mean(loops.map((l) => l.utilization)), 3), max: Math.max(...loops.map((l) => l.utilization)) },
+          utilization: {
+            mean: round(mean(loops.map((l) => l.utilization)), 3),
+            max: Math.max(...loops.map((l) => l.utilization)),
+          },
           /** Median of the intervals' p50, the 99th percentile of the intervals' p99, the largest delay seen; ms beyond the 10-ms timer. */
-          lagMs: { p50: percentile(loops.map((l) => l.lagMs.p50), 50), p99: percentile(loops.map((l) => l.lagMs.p99), 99), max: Math.max(...loops.map((l) => l.lagMs.max)) },
+          lagMs: {
+            p50: percentile(
+              loops.map((l) => l.lagMs.p50),
+              50,
+            ),
+            p99: percentile(
+              loops.map((l) => l.lagMs.p99),
+              99,
+            ),
+            max: Math.max(...loops.map((l) => l.lagMs.max)),
+          },
         }
       : null;
-    const pollShare = (f: (s: (typeof waitStatuses)[number]) => boolean) => (waitStatuses.length ? round(waitStatuses.filter(f).length / waitStatuses.length, 2) : null);
+    const pollShare = (f: (s: (typeof waitStatuses)[number]) => boolean) =>
+      waitStatuses.length ? round(waitStatuses.filter(f).length / waitStatuses.length, 2) : null;
     const sdk = {
       window: workerWindow(k0, k1, (w1 - w0) / 1000) ?? null,
       gauges,
       /** Share of the worker's status samples with a poll outstanding at the server (a poller waiting for a task: not short of pollers). */
-      outstandingPollShare: { workflow: pollShare((s) => s.hasOutstandingWorkflowPoll), activity: pollShare((s) => s.hasOutstandingActivityPoll) },
+      outstandingPollShare: {
+        workflow: pollShare((s) => s.hasOutstandingWorkflowPoll),
+        activity: pollShare((s) => s.hasOutstandingActivityPoll),
+      },
       capacity: worker.capacity ?? null,
     };
     const states = await stack.store.db.selectFrom('jobs').select(['state']).where('account', '=', account).execute();
@@ -221,7 +326,13 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     const out = {
       benchmark: 'scale',
       options: o,
-      machine: { start: quiet.start, end: machine(), underLoad: quiet.underLoad, load: load.stop(), foreign: foreign.stop() },
+      machine: {
+        start: quiet.start,
+        end: machine(),
+        underLoad: quiet.underLoad,
+        load: load.stop(),
+        foreign: foreign.stop(),
+      },
       /** Worker log (WARN+): failed activity attempts, SQLite store errors. */
       workerLog: stack.workerLogCounts(),
       policy: 'DEFAULT_POLL_POLICY: 2 s ×1.5 to 60 s, ±20 % jitter; provider holds every job queued',
@@ -231,12 +342,28 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
         windowS: round(windowS, 1),
         cpuS: wCpu,
         coresUsed: Object.fromEntries(Object.entries(wCpu).map(([k, v]) => [k, round(v / windowS, 2)])),
-        statusChecksPerSecond: { demandedBySchedule: round(demanded / windowS, 1), achieved: round(achieved / windowS, 1) },
-        activitySlotsInUse: { mean: round(mean(acts), 2), p99: percentile(acts, 99), max: Math.max(...acts), limit: 100, samples: acts.length },
+        statusChecksPerSecond: {
+          demandedBySchedule: round(demanded / windowS, 1),
+          achieved: round(achieved / windowS, 1),
+        },
+        activitySlotsInUse: {
+          mean: round(mean(acts), 2),
+          p99: percentile(acts, 99),
+          max: Math.max(...acts),
+          limit: 100,
+          samples: acts.length,
+        },
         workflowActivationsInFlight: { mean: round(mean(wfts), 2), p99: percentile(wfts, 99), max: Math.max(...wfts) },
         cachedWorkflows: last?.numCachedWorkflows ?? null,
         /** Server persistence (its SQLite) while waiting, the jobs' namespace: total operation time per second of wall time, and by operation. */
-        serverPersistence: persistence ? { busySecondsPerSecond: round(persistence.totalS / windowS, 2), operationsPerSecond: round(persistence.operations / windowS, 1), bookkeepingPerSecond: round(persistence.bookkeeping / windowS, 1), byOp: persistence.byOp } : null,
+        serverPersistence: persistence
+          ? {
+              busySecondsPerSecond: round(persistence.totalS / windowS, 2),
+              operationsPerSecond: round(persistence.operations / windowS, 1),
+              bookkeepingPerSecond: round(persistence.bookkeeping / windowS, 1),
+              byOp: persistence.byOp,
+            }
+          : null,
         /** The worker process's event loop (see `workerRuntime.ts`). */
         workerEventLoop: eventLoop,
         /** The SDK worker's own metrics: polls, empty polls, task latencies over the window; slot and poller gauges at each probe; its capacity options. */
@@ -257,54 +384,140 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     };
     const waitingProbes = probes.filter((p) => p.phase === 'waiting');
     const lastGauges = gauges.at(-1)?.gauges;
-    const fmtLatency = (l: { p50Ms: number; p99Ms: number; count: number } | null | undefined) => (l ? `${l.p50Ms} / ${l.p99Ms} ms (${l.count})` : '—');
+    const fmtLatency = (l: { p50Ms: number; p99Ms: number; count: number } | null | undefined) =>
+      l ? `${l.p50Ms} / ${l.p99Ms} ms (${l.count})` : '—';
     // What is saturated, from the figures above (thresholds: bench/README.md, "How each figure is taken").
     const saturated: string[] = [];
     const cores = out.waiting.coresUsed;
     const ownCores = (cores.worker ?? 0) + (cores.server ?? 0) + (cores.bench ?? 0);
-    if (ownCores + out.machine.foreign.foreignCores >= 0.9 * out.machine.start.cores) saturated.push(`CPU: ${round(ownCores, 2)} cores used by the benchmark + ${out.machine.foreign.foreignCores} by others, of ${out.machine.start.cores}`);
-    if (persistence && persistence.totalS / windowS >= 0.9) saturated.push(`server persistence: ${round(persistence.totalS / windowS, 2)} operation-seconds per second (one SQLite writer)`);
-    if (eventLoop && eventLoop.utilization.mean >= 0.9) saturated.push(`worker event loop: ${eventLoop.utilization.mean} utilization`);
+    if (ownCores + out.machine.foreign.foreignCores >= 0.9 * out.machine.start.cores)
+      saturated.push(
+        `CPU: ${round(ownCores, 2)} cores used by the benchmark + ${out.machine.foreign.foreignCores} by others, of ${out.machine.start.cores}`,
+      );
+    if (persistence && persistence.totalS / windowS >= 0.9)
+      saturated.push(
+        `server persistence: ${round(persistence.totalS / windowS, 2)} operation-seconds per second (one SQLite writer)`,
+      );
+    if (eventLoop && eventLoop.utilization.mean >= 0.9)
+      saturated.push(`worker event loop: ${eventLoop.utilization.mean} utilization`);
     if (eventLoop && eventLoop.lagMs.p99 >= 100) saturated.push(`worker event loop lag p99 ${eventLoop.lagMs.p99} ms`);
-    for (const [type, name] of [['WorkflowWorker', 'workflow task slots'], ['ActivityWorker', 'activity slots']] as const) {
+    for (const [type, name] of [
+      ['WorkflowWorker', 'workflow task slots'],
+      ['ActivityWorker', 'activity slots'],
+    ] as const) {
       const full = gauges.filter((g) => g.gauges && g.gauges.slotsAvailable[type] === 0).length;
       if (full > 0) saturated.push(`${name}: none free at ${full} of ${gauges.length} probes`);
     }
     const wfBacklog = (backlogs.at(-1)?.queues.workflow as { backlog?: number } | undefined)?.backlog ?? 0;
     const wfPoll = sdk.outstandingPollShare.workflow;
-    if (wfPoll !== null && wfBacklog > 0 && wfPoll < 0.5) saturated.push(`workflow pollers: a poll outstanding in only ${wfPoll} of samples while ${wfBacklog} workflow tasks wait`);
-    if (wfPoll !== null && wfBacklog > 0 && wfPoll >= 0.9) saturated.push(`workflow-task dispatch: the worker had a workflow poll (normal or sticky) outstanding in ${wfPoll} of samples while ${wfBacklog} workflow tasks waited on the normal queue, which ${lastGauges?.pollers.workflow_task ?? '?'} of its ${(lastGauges?.pollers.workflow_task ?? 0) + (lastGauges?.pollers.sticky_workflow_task ?? 0)} workflow pollers poll`);
-    const ui = waitingProbes.map((p) => p.ui).filter((u): u is { ms: number; status: number; rows: number } => !!u && 'ms' in u);
+    if (wfPoll !== null && wfBacklog > 0 && wfPoll < 0.5)
+      saturated.push(
+        `workflow pollers: a poll outstanding in only ${wfPoll} of samples while ${wfBacklog} workflow tasks wait`,
+      );
+    if (wfPoll !== null && wfBacklog > 0 && wfPoll >= 0.9)
+      saturated.push(
+        `workflow-task dispatch: the worker had a workflow poll (normal or sticky) outstanding in ${wfPoll} of samples while ${wfBacklog} workflow tasks waited on the normal queue, which ${lastGauges?.pollers.workflow_task ?? '?'} of its ${(lastGauges?.pollers.workflow_task ?? 0) + (lastGauges?.pollers.sticky_workflow_task ?? 0)} workflow pollers poll`,
+      );
+    const ui = waitingProbes
+      .map((p) => p.ui)
+      .filter((u): u is { ms: number; status: number; rows: number } => !!u && 'ms' in u);
     console.log(
       table(
         ['figure', 'value'],
         [
-          ['jobs started (store states)', `${o.jobs} (${Object.entries(byState).map(([k, v]) => `${k} ${v}`).join(', ')})`],
-          ['time to start them all', `${(startMs / 1000).toFixed(1)} s (${out.start.perSecond}/s, ${o.startConcurrency} concurrent starts)`],
+          [
+            'jobs started (store states)',
+            `${o.jobs} (${Object.entries(byState)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', ')})`,
+          ],
+          [
+            'time to start them all',
+            `${(startMs / 1000).toFixed(1)} s (${out.start.perSecond}/s, ${o.startConcurrency} concurrent starts)`,
+          ],
           ['worker RSS (max / last)', `${out.memoryMiB.max.worker} / ${out.memoryMiB.last.worker} MiB`],
           ['server RSS (max / last)', `${out.memoryMiB.max.server ?? '—'} / ${out.memoryMiB.last.server ?? '—'} MiB`],
           ['bench process RSS (sim + driver), max', `${out.memoryMiB.max.bench} MiB`],
-          ['activity slots in use while waiting (mean / p99 / max of 100)', `${out.waiting.activitySlotsInUse.mean} / ${out.waiting.activitySlotsInUse.p99} / ${out.waiting.activitySlotsInUse.max}`],
-          ['workflow activations in flight (mean / max)', `${out.waiting.workflowActivationsInFlight.mean} / ${out.waiting.workflowActivationsInFlight.max}`],
+          [
+            'activity slots in use while waiting (mean / p99 / max of 100)',
+            `${out.waiting.activitySlotsInUse.mean} / ${out.waiting.activitySlotsInUse.p99} / ${out.waiting.activitySlotsInUse.max}`,
+          ],
+          [
+            'workflow activations in flight (mean / max)',
+            `${out.waiting.workflowActivationsInFlight.mean} / ${out.waiting.workflowActivationsInFlight.max}`,
+          ],
           ['cached workflows on the worker', String(out.waiting.cachedWorkflows)],
-          ['status checks/s demanded by the schedule vs achieved', `${out.waiting.statusChecksPerSecond.demandedBySchedule} vs ${out.waiting.statusChecksPerSecond.achieved}`],
-          ['server persistence while waiting: operation-seconds per second (ops/s)', out.waiting.serverPersistence ? `${out.waiting.serverPersistence.busySecondsPerSecond} (${out.waiting.serverPersistence.operationsPerSecond}/s; UpdateWorkflowExecution ${out.waiting.serverPersistence.byOp.UpdateWorkflowExecution?.meanMs ?? '—'} ms each)` : '—'],
-          ['cores used while waiting: worker / server / bench', `${out.waiting.coresUsed.worker} / ${out.waiting.coresUsed.server ?? '—'} / ${out.waiting.coresUsed.bench}`],
-          ['worker event loop while waiting: utilization mean / max; lag p50 / p99 / max', eventLoop ? `${eventLoop.utilization.mean} / ${eventLoop.utilization.max}; ${eventLoop.lagMs.p50} / ${eventLoop.lagMs.p99} / ${eventLoop.lagMs.max} ms` : '—'],
-          ['SDK task slots used / available at the last probe (workflow, activity)', lastGauges ? `${lastGauges.slotsUsed.WorkflowWorker ?? '—'} / ${lastGauges.slotsAvailable.WorkflowWorker ?? '—'}, ${lastGauges.slotsUsed.ActivityWorker ?? '—'} / ${lastGauges.slotsAvailable.ActivityWorker ?? '—'}` : '—'],
-          ['SDK pollers at the last probe (workflow, sticky, activity); share of samples with a poll outstanding (workflow, activity)', `${lastGauges ? `${lastGauges.pollers.workflow_task ?? '—'}, ${lastGauges.pollers.sticky_workflow_task ?? '—'}, ${lastGauges.pollers.activity_task ?? '—'}` : '—'}; ${sdk.outstandingPollShare.workflow ?? '—'}, ${sdk.outstandingPollShare.activity ?? '—'}`],
-          ['SDK polls/s (workflow, activity) and empty polls/s', sdk.window ? `${sdk.window.pollsPerSecond.PollWorkflowTaskQueue ?? 0}, ${sdk.window.pollsPerSecond.PollActivityTaskQueue ?? 0}; empty ${sdk.window.emptyPollsPerSecond.workflow}, ${sdk.window.emptyPollsPerSecond.activity}` : '—'],
-          ['schedule-to-start, server-side p50 / p99 (workflow tasks; activity tasks)', `${fmtLatency(serverScheduleToStart.workflow)}; ${fmtLatency(serverScheduleToStart.activity)}`],
-          ['schedule-to-start, SDK-side p50 / p99 (workflow tasks; activity tasks)', sdk.window ? `${fmtLatency(sdk.window.workflowTaskScheduleToStart)}; ${fmtLatency(sdk.window.activityScheduleToStart)}` : '—'],
-          ['saturated while waiting (thresholds in bench/README.md)', saturated.length ? saturated.join('; ') : 'nothing measured here is saturated'],
-          ['list ScrapeState="pending" (page of 100), while waiting', `${waitingProbes.map((p) => `${p.listMs} ms`).join(', ')}`],
-          ['count ScrapeState="pending" (and still "submitting"), while waiting', `${waitingProbes.map((p) => `${p.count} (${p.submitting}) in ${p.countMs} ms`).join(', ')}`],
-          ['Web UI API list, while waiting', ui.length ? ui.map((u) => `${u.status} ${u.rows} rows in ${u.ms} ms`).join(', ') : 'UI off'],
+          [
+            'status checks/s demanded by the schedule vs achieved',
+            `${out.waiting.statusChecksPerSecond.demandedBySchedule} vs ${out.waiting.statusChecksPerSecond.achieved}`,
+          ],
+          [
+            'server persistence while waiting: operation-seconds per second (ops/s)',
+            out.waiting.serverPersistence
+              ? `${out.waiting.serverPersistence.busySecondsPerSecond} (${out.waiting.serverPersistence.operationsPerSecond}/s; UpdateWorkflowExecution ${out.waiting.serverPersistence.byOp.UpdateWorkflowExecution?.meanMs ?? '—'} ms each)`
+              : '—',
+          ],
+          [
+            'cores used while waiting: worker / server / bench',
+            `${out.waiting.coresUsed.worker} / ${out.waiting.coresUsed.server ?? '—'} / ${out.waiting.coresUsed.bench}`,
+          ],
+          [
+            'worker event loop while waiting: utilization mean / max; lag p50 / p99 / max',
+            eventLoop
+              ? `${eventLoop.utilization.mean} / ${eventLoop.utilization.max}; ${eventLoop.lagMs.p50} / ${eventLoop.lagMs.p99} / ${eventLoop.lagMs.max} ms`
+              : '—',
+          ],
+          [
+            'SDK task slots used / available at the last probe (workflow, activity)',
+            lastGauges
+              ? `${lastGauges.slotsUsed.WorkflowWorker ?? '—'} / ${lastGauges.slotsAvailable.WorkflowWorker ?? '—'}, ${lastGauges.slotsUsed.ActivityWorker ?? '—'} / ${lastGauges.slotsAvailable.ActivityWorker ?? '—'}`
+              : '—',
+          ],
+          [
+            'SDK pollers at the last probe (workflow, sticky, activity); share of samples with a poll outstanding (workflow, activity)',
+            `${lastGauges ? `${lastGauges.pollers.workflow_task ?? '—'}, ${lastGauges.pollers.sticky_workflow_task ?? '—'}, ${lastGauges.pollers.activity_task ?? '—'}` : '—'}; ${sdk.outstandingPollShare.workflow ?? '—'}, ${sdk.outstandingPollShare.activity ?? '—'}`,
+          ],
+          [
+            'SDK polls/s (workflow, activity) and empty polls/s',
+            sdk.window
+              ? `${sdk.window.pollsPerSecond.PollWorkflowTaskQueue ?? 0}, ${sdk.window.pollsPerSecond.PollActivityTaskQueue ?? 0}; empty ${sdk.window.emptyPollsPerSecond.workflow}, ${sdk.window.emptyPollsPerSecond.activity}`
+              : '—',
+          ],
+          [
+            'schedule-to-start, server-side p50 / p99 (workflow tasks; activity tasks)',
+            `${fmtLatency(serverScheduleToStart.workflow)}; ${fmtLatency(serverScheduleToStart.activity)}`,
+          ],
+          [
+            'schedule-to-start, SDK-side p50 / p99 (workflow tasks; activity tasks)',
+            sdk.window
+              ? `${fmtLatency(sdk.window.workflowTaskScheduleToStart)}; ${fmtLatency(sdk.window.activityScheduleToStart)}`
+              : '—',
+          ],
+          [
+            'saturated while waiting (thresholds in bench/README.md)',
+            saturated.length ? saturated.join('; ') : 'nothing measured here is saturated',
+          ],
+          [
+            'list ScrapeState="pending" (page of 100), while waiting',
+            `${waitingProbes.map((p) => `${p.listMs} ms`).join(', ')}`,
+          ],
+          [
+            'count ScrapeState="pending" (and still "submitting"), while waiting',
+            `${waitingProbes.map((p) => `${p.count} (${p.submitting}) in ${p.countMs} ms`).join(', ')}`,
+          ],
+          [
+            'Web UI API list, while waiting',
+            ui.length ? ui.map((u) => `${u.status} ${u.rows} rows in ${u.ms} ms`).join(', ') : 'UI off',
+          ],
           ['task queue backlog at the end (workflow / activity)', JSON.stringify(backlogs.at(-1)?.queues ?? {})],
         ],
       ),
     );
-    finishReport('scale', out, `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`);
+    finishReport(
+      'scale',
+      out,
+      `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${out.machine.foreign.foreignCores} cores (the benchmark's own ${out.machine.foreign.ownCores})`,
+    );
     return out;
   } finally {
     await stack.close();
@@ -322,7 +535,12 @@ runAsScript(
     .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
     .option('--keep-dir', 'keep the temp directory')
     .option('--max-cached-workflows <n>', "the worker's sticky workflow cache (default: the product's)")
-    .option('--dynamic-config <KEY=JSON>', 'dev server dynamic config (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option(
+      '--dynamic-config <KEY=JSON>',
+      'dev server dynamic config (repeatable)',
+      (v: string, acc: string[]) => [...acc, v],
+      [] as string[],
+    )
     .option('--db <file|memory>', 'dev server persistence', 'file'),
   (opts) => runScale(OptionsSchema.parse(opts)),
 );

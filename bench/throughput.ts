@@ -32,7 +32,13 @@ import type { LoopMessage } from './lib/loopProcess.js';
 import { cpuDelta, cpuSnapshot, mib, round, sampleForeignCpu, sampleMemory, type Measured } from './lib/proc.js';
 import { startRedis, type RedisServer } from './lib/redis.js';
 import { finishReport, machine, REPO, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
-import { heartbeatsDelta, persistenceDelta, serverActionsDelta, settledServerSnapshot, type PersistenceFigures } from './lib/serverMetrics.js';
+import {
+  heartbeatsDelta,
+  persistenceDelta,
+  serverActionsDelta,
+  settledServerSnapshot,
+  type PersistenceFigures,
+} from './lib/serverMetrics.js';
 import { waitClosed } from './lib/scenarios.js';
 import { startStack, type BenchWorker, type Stack } from './lib/stack.js';
 
@@ -50,7 +56,12 @@ const OptionsSchema = z.object({
   phases: z
     .string()
     .default(PHASES.join(','))
-    .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+    .transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.enum(PHASES)).min(1)),
   /** Leaves out the loop (kept for older command lines; same as leaving `loop` out of `--phases`). */
   skipBaseline: z.boolean().default(false),
@@ -93,7 +104,11 @@ export interface PhaseFigures {
    * operations; for BullMQ the commands Redis processed (`total_commands_processed`) and the calls
    * by command, Lua scripts' inner calls included.
    */
-  serverOperationsPerJob?: { kind: 'persistence' | 'redis commands'; operations: number; detail: Record<string, number> } | null;
+  serverOperationsPerJob?: {
+    kind: 'persistence' | 'redis commands';
+    operations: number;
+    detail: Record<string, number>;
+  } | null;
   /** Temporal phases: activity heartbeats that reached the server, per job. */
   heartbeatsPerJob?: number | null;
   /** Temporal phases: the server's own `action` counter per job, by action type. */
@@ -109,7 +124,9 @@ export interface PhaseFigures {
 }
 
 function perJob(cpu: Record<string, number>, n: number): Record<string, number> {
-  const out: Record<string, number> = Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, round((v * 1000) / n, 2)]));
+  const out: Record<string, number> = Object.fromEntries(
+    Object.entries(cpu).map(([k, v]) => [k, round((v * 1000) / n, 2)]),
+  );
   out.workerPlusServer = round((((cpu.worker ?? 0) + (cpu.server ?? 0)) * 1000) / n, 2);
   out.all = round((((cpu.worker ?? 0) + (cpu.server ?? 0) + (cpu.bench ?? 0)) * 1000) / n, 2);
   return out;
@@ -119,7 +136,12 @@ function rss(m: { maxRssBytes: Record<string, number> }): Record<string, number>
   return Object.fromEntries(Object.entries(m.maxRssBytes).map(([k, v]) => [k, mib(v)]));
 }
 
-async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string, everyMs = 100): Promise<void> {
+async function waitUntil(
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+  everyMs = 100,
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
@@ -131,7 +153,11 @@ async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutMs: numb
 async function checksPerJob(storeUrl: string, account: string): Promise<number> {
   const store = await openStore(storeUrl);
   try {
-    const r = await store.db.selectFrom('jobs').select((eb) => eb.fn.avg<number>('status_checks').as('c')).where('account', '=', account).executeTakeFirstOrThrow();
+    const r = await store.db
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.avg<number>('status_checks').as('c'))
+      .where('account', '=', account)
+      .executeTakeFirstOrThrow();
     return round(Number(r.c), 2);
   } finally {
     await store.close();
@@ -141,25 +167,67 @@ async function checksPerJob(storeUrl: string, account: string): Promise<number> 
 /** Persistence figures per job (see {@link PhaseFigures.serverOperationsPerJob}). */
 function persistencePerJob(p: PersistenceFigures | undefined, n: number): PhaseFigures['serverOperationsPerJob'] {
   if (!p) return null;
-  const detail: Record<string, number> = { operationMs: round((p.totalS * 1000) / n, 1), allOperations: round(p.allOperations / n, 2), bookkeeping: round(p.bookkeeping / n, 2), shardTaskOperations: round((p.shardTaskOperations ?? 0) / n, 2) };
+  const detail: Record<string, number> = {
+    operationMs: round((p.totalS * 1000) / n, 1),
+    allOperations: round(p.allOperations / n, 2),
+    bookkeeping: round(p.bookkeeping / n, 2),
+    shardTaskOperations: round((p.shardTaskOperations ?? 0) / n, 2),
+  };
   for (const [op, v] of Object.entries(p.byOp)) if (!v.bookkeeping) detail[op] = round(v.count / n, 2);
   return { kind: 'persistence', operations: round(p.operations / n, 2), detail };
 }
 
 /** A loop phase: the plain loop or BullMQ, each a child process speaking {@link LoopMessage}. */
-async function loopPhase(stack: Stack, o: Options, log: (l: string) => void, spec: { key: 'loop' | 'bullmq'; label: string; script: string; account: string; extra?: Record<string, unknown>; server?: Measured; redis?: RedisServer }): Promise<PhaseFigures> {
+async function loopPhase(
+  stack: Stack,
+  o: Options,
+  log: (l: string) => void,
+  spec: {
+    key: 'loop' | 'bullmq';
+    label: string;
+    script: string;
+    account: string;
+    extra?: Record<string, unknown>;
+    server?: Measured;
+    redis?: RedisServer;
+  },
+): Promise<PhaseFigures> {
   const paramsFile = path.join(stack.dir, `${spec.key}-params.json`);
   const storeUrl = `sqlite:${path.join(stack.dir, `${spec.key}-store.db`)}`;
   const config = { ...stack.config, storeUrl };
-  fs.writeFileSync(paramsFile, JSON.stringify({ config, provider: 'reference', policy: {}, startConcurrency: o.startConcurrency, jobs: Array.from({ length: o.jobs }, (_, i) => ({ account: spec.account, key: `${spec.key}-${i}`, url: stack.pageUrl(i) })), ...spec.extra }));
+  fs.writeFileSync(
+    paramsFile,
+    JSON.stringify({
+      config,
+      provider: 'reference',
+      policy: {},
+      startConcurrency: o.startConcurrency,
+      jobs: Array.from({ length: o.jobs }, (_, i) => ({
+        account: spec.account,
+        key: `${spec.key}-${i}`,
+        url: stack.pageUrl(i),
+      })),
+      ...spec.extra,
+    }),
+  );
   const logFile = path.join(stack.dir, `${spec.key}.log`);
   const fd = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, ['--import', 'tsx', spec.script, '--params', paramsFile], { cwd: REPO, stdio: ['ignore', fd, fd, 'ipc'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', spec.script, '--params', paramsFile], {
+    cwd: REPO,
+    stdio: ['ignore', fd, fd, 'ipc'],
+  });
   fs.closeSync(fd);
   stack.addOwnProcess({ name: spec.key, pid: child.pid! });
   if (spec.server) stack.addOwnProcess({ name: `${spec.key}-server`, pid: spec.server.pid });
-  const procs: Measured[] = [{ name: 'worker', pid: child.pid! }, ...(spec.server ? [{ ...spec.server, name: 'server' }] : []), { name: 'bench', pid: process.pid }];
-  const devServer = stack.processes().filter((p) => p.name === 'server').map((p) => ({ ...p, name: 'idleDevServer' }));
+  const procs: Measured[] = [
+    { name: 'worker', pid: child.pid! },
+    ...(spec.server ? [{ ...spec.server, name: 'server' }] : []),
+    { name: 'bench', pid: process.pid },
+  ];
+  const devServer = stack
+    .processes()
+    .filter((p) => p.name === 'server')
+    .map((p) => ({ ...p, name: 'idleDevServer' }));
   let started = 0;
   const written: number[] = [];
   let ready: () => void;
@@ -172,7 +240,9 @@ async function loopPhase(stack: Stack, o: Options, log: (l: string) => void, spe
       else if (m.t === 'done') resolve(m);
       else if (m.t === 'error') reject(new Error(m.message));
     });
-    child.once('exit', (c) => reject(new Error(`${spec.key} exited ${c}: ${fs.readFileSync(logFile, 'utf8').slice(-2000)}`)));
+    child.once('exit', (c) =>
+      reject(new Error(`${spec.key} exited ${c}: ${fs.readFileSync(logFile, 'utf8').slice(-2000)}`)),
+    );
   });
   await Promise.race([isReady, done]);
   await new Promise((r) => setTimeout(r, 1_000)); // let the process settle before measuring
@@ -205,7 +275,11 @@ async function loopPhase(stack: Stack, o: Options, log: (l: string) => void, spe
     );
     // Redis 7 counts the commands a Lua script runs in `total_commands_processed` too: BullMQ's steps are scripts (`evalsha`).
     const scripts = (byCommand.evalsha ?? 0) + (byCommand.eval ?? 0) + (byCommand.fcall ?? 0);
-    serverOperationsPerJob = { kind: 'redis commands', operations: round((ops1.total - ops0.total) / o.jobs, 2), detail: { scripts: round(scripts, 2), ...byCommand } };
+    serverOperationsPerJob = {
+      kind: 'redis commands',
+      operations: round((ops1.total - ops0.total) / o.jobs, 2),
+      detail: { scripts: round(scripts, 2), ...byCommand },
+    };
   }
   return {
     key: spec.key,
@@ -226,7 +300,19 @@ async function loopPhase(stack: Stack, o: Options, log: (l: string) => void, spe
 }
 
 /** A Temporal phase: a floor or the product, one worker process, jobs started from this process. */
-async function temporalPhase(stack: Stack, o: Options, log: (l: string) => void, spec: { key: 'floor1' | 'floor2' | 'product'; label: string; worker: () => Promise<BenchWorker>; taskQueue: string; start: (i: number) => Promise<unknown>; account?: string }): Promise<PhaseFigures> {
+async function temporalPhase(
+  stack: Stack,
+  o: Options,
+  log: (l: string) => void,
+  spec: {
+    key: 'floor1' | 'floor2' | 'product';
+    label: string;
+    worker: () => Promise<BenchWorker>;
+    taskQueue: string;
+    start: (i: number) => Promise<unknown>;
+    account?: string;
+  },
+): Promise<PhaseFigures> {
   const worker = await spec.worker();
   await new Promise((r) => setTimeout(r, 2_000)); // let the worker settle before measuring
   const ns = stack.temporal.namespace;
@@ -265,11 +351,23 @@ async function temporalPhase(stack: Stack, o: Options, log: (l: string) => void,
   let completed: number;
   let statusChecksPerJob: number | undefined;
   if (spec.account) {
-    const c = await stack.store.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('account', '=', spec.account).where('state', '=', 'completed').executeTakeFirstOrThrow();
+    const c = await stack.store.db
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('account', '=', spec.account)
+      .where('state', '=', 'completed')
+      .executeTakeFirstOrThrow();
     completed = Number(c.n);
     statusChecksPerJob = await checksPerJob(stack.config.storeUrl, spec.account);
   } else {
-    completed = Number((await svc.countWorkflowExecutions({ namespace: ns, query: `TaskQueue = "${spec.taskQueue}" AND ExecutionStatus = "Completed"` })).count ?? 0);
+    completed = Number(
+      (
+        await svc.countWorkflowExecutions({
+          namespace: ns,
+          query: `TaskQueue = "${spec.taskQueue}" AND ExecutionStatus = "Completed"`,
+        })
+      ).count ?? 0,
+    );
   }
   await worker.stop();
   const hb = heartbeatsDelta(s0, s1, ns);
@@ -288,7 +386,12 @@ async function temporalPhase(stack: Stack, o: Options, log: (l: string) => void,
     maxRssMiB: rss(m),
     serverOperationsPerJob: persistencePerJob(persistenceDelta(s0, s1, ns), o.jobs),
     heartbeatsPerJob: hb === undefined ? null : round(hb / o.jobs, 2),
-    serverActionsPerJob: actions ? { total: round(actions.total / o.jobs, 2), byType: Object.fromEntries(Object.entries(actions.byType).map(([k, v]) => [k, round(v / o.jobs, 2)])) } : null,
+    serverActionsPerJob: actions
+      ? {
+          total: round(actions.total / o.jobs, 2),
+          byType: Object.fromEntries(Object.entries(actions.byType).map(([k, v]) => [k, round(v / o.jobs, 2)])),
+        }
+      : null,
     statusChecksPerJob,
     workerCapacity: worker.capacity,
     foreign: foreignCpu,
@@ -296,12 +399,27 @@ async function temporalPhase(stack: Stack, o: Options, log: (l: string) => void,
 }
 
 function unavailablePhase(key: PhaseKey, label: string, why: string, o: Options): PhaseFigures {
-  return { key, label, unavailable: why, jobs: o.jobs, completed: 0, wallMs: 0, startMs: 0, jobsPerSecond: Number.NaN, cpuS: {}, cpuMsPerJob: {}, maxRssMiB: {}, foreign: { foreignCores: 0, ownCores: 0, wallS: 0 } };
+  return {
+    key,
+    label,
+    unavailable: why,
+    jobs: o.jobs,
+    completed: 0,
+    wallMs: 0,
+    startMs: 0,
+    jobsPerSecond: Number.NaN,
+    cpuS: {},
+    cpuMsPerJob: {},
+    maxRssMiB: {},
+    foreign: { foreignCores: 0, ownCores: 0, wallS: 0 },
+  };
 }
 
 /** `a / b` rounded, or null when either is missing. */
 function ratio(a: number | undefined, b: number | undefined, digits = 2): number | null {
-  return a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? null : round(a / b, digits);
+  return a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0
+    ? null
+    : round(a / b, digits);
 }
 
 /** Runs the benchmark; returns the JSON written. */
@@ -312,7 +430,17 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
   const load = sampleLoad();
   const profile = { concurrency: o.jobs + 10, minRunMs: o.runMs };
   const accounts = { loop: 'tp-baseline', product: 'tp-temporal', bullmq: 'tp-bullmq' } as const;
-  const stack = await startStack({ name: 'throughput', accounts: Object.values(accounts).map((name) => ({ name, profile })), log, keepDir: o.keepDir, inMemory: o.db === 'memory', designs: [o.design], dynamicConfig: Object.fromEntries(o.dynamicConfig.map((kv) => [kv.slice(0, kv.indexOf('=')), JSON.parse(kv.slice(kv.indexOf('=') + 1))])) });
+  const stack = await startStack({
+    name: 'throughput',
+    accounts: Object.values(accounts).map((name) => ({ name, profile })),
+    log,
+    keepDir: o.keepDir,
+    inMemory: o.db === 'memory',
+    designs: [o.design],
+    dynamicConfig: Object.fromEntries(
+      o.dynamicConfig.map((kv) => [kv.slice(0, kv.indexOf('=')), JSON.parse(kv.slice(kv.indexOf('=') + 1))]),
+    ),
+  });
   try {
     const productQueue = stack.taskQueue(o.design);
     const floorBundle = path.join(stack.dir, 'floor-bundle.js');
@@ -323,14 +451,36 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
         key,
         label: FLOORS[floor].label,
         taskQueue,
-        worker: () => stack.startCustomWorker(`floor-${floor}`, FLOOR_WORKER_MAIN, ['--config', stack.configFile(o.design), '--task-queue', taskQueue, '--bundle', floorBundle, '--product-bundle', stack.bundle]),
-        start: (i) => stack.temporalClient.workflow.start(FLOORS[floor].workflowType, { taskQueue, workflowId: `floor-${floor}-${i}` }),
+        worker: () =>
+          stack.startCustomWorker(`floor-${floor}`, FLOOR_WORKER_MAIN, [
+            '--config',
+            stack.configFile(o.design),
+            '--task-queue',
+            taskQueue,
+            '--bundle',
+            floorBundle,
+            '--product-bundle',
+            stack.bundle,
+          ]),
+        start: (i) =>
+          stack.temporalClient.workflow.start(FLOORS[floor].workflowType, {
+            taskQueue,
+            workflowId: `floor-${floor}-${i}`,
+          }),
       });
     };
     const results: PhaseFigures[] = [];
     for (const p of phases) {
       log(`phase ${p}`);
-      if (p === 'loop') results.push(await loopPhase(stack, o, log, { key: 'loop', label: 'plain loop', script: path.join(REPO, 'bench', 'lib', 'baselineMain.ts'), account: accounts.loop }));
+      if (p === 'loop')
+        results.push(
+          await loopPhase(stack, o, log, {
+            key: 'loop',
+            label: 'plain loop',
+            script: path.join(REPO, 'bench', 'lib', 'baselineMain.ts'),
+            account: accounts.loop,
+          }),
+        );
       else if (p === 'floor1') results.push(await floorPhase('floor1', 'one'));
       else if (p === 'floor2') results.push(await floorPhase('floor2', 'two'));
       else if (p === 'product')
@@ -341,7 +491,8 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
             taskQueue: productQueue,
             account: accounts.product,
             worker: () => stack.startWorker(o.design),
-            start: (i) => stack.clients[o.design].startScrape({ account: accounts.product, url: stack.pageUrl(i), key: `t-${i}` }),
+            start: (i) =>
+              stack.clients[o.design].startScrape({ account: accounts.product, url: stack.pageUrl(i), key: `t-${i}` }),
           }),
         );
       else {
@@ -352,7 +503,17 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
           continue;
         }
         try {
-          results.push(await loopPhase(stack, o, log, { key: 'bullmq', label: `BullMQ on Redis (${redis.version.replace(/^Redis server v=(\S+).*$/, '$1')})`, script: path.join(REPO, 'bench', 'lib', 'bullmqMain.ts'), account: accounts.bullmq, extra: { redis: { host: redis.host, port: redis.port }, concurrency: o.bullmqConcurrency }, server: { name: 'server', pid: redis.pid }, redis }));
+          results.push(
+            await loopPhase(stack, o, log, {
+              key: 'bullmq',
+              label: `BullMQ on Redis (${redis.version.replace(/^Redis server v=(\S+).*$/, '$1')})`,
+              script: path.join(REPO, 'bench', 'lib', 'bullmqMain.ts'),
+              account: accounts.bullmq,
+              extra: { redis: { host: redis.host, port: redis.port }, concurrency: o.bullmqConcurrency },
+              server: { name: 'server', pid: redis.pid },
+              redis,
+            }),
+          );
         } finally {
           await redis.stop();
         }
@@ -376,7 +537,10 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
             jobsPerSecondVsFloor1: ratio(r.jobsPerSecond, floor1?.jobsPerSecond),
             jobsPerSecondVsLoop: ratio(r.jobsPerSecond, loop?.jobsPerSecond),
             /** Server operations per job / the one-activity floor's (persistence operations; Redis commands are not comparable and give null). */
-            serverOperationsVsFloor1: r.serverOperationsPerJob?.kind === 'persistence' ? ratio(r.serverOperationsPerJob.operations, floor1?.serverOperationsPerJob?.operations) : null,
+            serverOperationsVsFloor1:
+              r.serverOperationsPerJob?.kind === 'persistence'
+                ? ratio(r.serverOperationsPerJob.operations, floor1?.serverOperationsPerJob?.operations)
+                : null,
           },
         ]),
     );
@@ -387,7 +551,9 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
         .filter((k) => by[k]?.workerCapacity && productCapacity)
         .map((k) => {
           const f = by[k]!.workerCapacity!;
-          const differ = [...new Set([...Object.keys(f), ...Object.keys(productCapacity!)])].filter((x) => JSON.stringify(f[x]) !== JSON.stringify(productCapacity![x]));
+          const differ = [...new Set([...Object.keys(f), ...Object.keys(productCapacity!)])].filter(
+            (x) => JSON.stringify(f[x]) !== JSON.stringify(productCapacity![x]),
+          );
           return [k, differ.length ? { same: false, differ } : { same: true }];
         }),
     );
@@ -399,41 +565,97 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
       /** Worker log (WARN+): failed activity attempts, SQLite store errors. */
       workerLog: stack.workerLogCounts(),
       policy: 'DEFAULT_POLL_POLICY (2 s initial delay ×1.5, ±20 % jitter)',
-      provider: { profile, requestsByAccount: Object.fromEntries(Object.entries(stats.requests.byAccount).map(([k, v]) => [k, { submit: v.submit, status: v.status, byStatus: v.byStatus }])) },
+      provider: {
+        profile,
+        requestsByAccount: Object.fromEntries(
+          Object.entries(stats.requests.byAccount).map(([k, v]) => [
+            k,
+            { submit: v.submit, status: v.status, byStatus: v.byStatus },
+          ]),
+        ),
+      },
       phases: results,
       ratios,
       /** Per floor: whether its worker's compiled capacity options equal the product worker's (and which differ). */
       floorCapacityMatchesProduct: capacityCheck,
     };
     const cols = results;
-    const cell = (r: PhaseFigures, f: (r: PhaseFigures) => string | number | null | undefined) => (r.unavailable ? '—' : (f(r) ?? '—'));
+    const cell = (r: PhaseFigures, f: (r: PhaseFigures) => string | number | null | undefined) =>
+      r.unavailable ? '—' : (f(r) ?? '—');
     const ms = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? '—' : v);
     const rows: (string | number)[][] = [
-      ['jobs completed', ...cols.map((r) => (r.unavailable ? `not run: ${r.unavailable}` : `${r.completed}/${r.jobs}`))],
+      [
+        'jobs completed',
+        ...cols.map((r) => (r.unavailable ? `not run: ${r.unavailable}` : `${r.completed}/${r.jobs}`)),
+      ],
       ['status checks per job (store)', ...cols.map((r) => cell(r, (x) => x.statusChecksPerJob))],
-      ['wall time, first start → last job done', ...cols.map((r) => cell(r, (x) => `${(x.wallMs / 1000).toFixed(1)} s`))],
+      [
+        'wall time, first start → last job done',
+        ...cols.map((r) => cell(r, (x) => `${(x.wallMs / 1000).toFixed(1)} s`)),
+      ],
       ['time to start all', ...cols.map((r) => cell(r, (x) => `${(x.startMs / 1000).toFixed(1)} s`))],
       ['jobs per second', ...cols.map((r) => cell(r, (x) => x.jobsPerSecond))],
-      ['CPU ms/job: worker (loop process, Temporal worker, BullMQ process)', ...cols.map((r) => cell(r, (x) => ms(x.cpuMsPerJob.worker)))],
-      ['CPU ms/job: server (Temporal dev server, Redis)', ...cols.map((r) => cell(r, (x) => (x.cpuS.server === undefined ? '— (none)' : ms(x.cpuMsPerJob.server))))],
-      ['CPU ms/job: driver (simulator, page site, client)', ...cols.map((r) => cell(r, (x) => ms(x.cpuMsPerJob.bench)))],
+      [
+        'CPU ms/job: worker (loop process, Temporal worker, BullMQ process)',
+        ...cols.map((r) => cell(r, (x) => ms(x.cpuMsPerJob.worker))),
+      ],
+      [
+        'CPU ms/job: server (Temporal dev server, Redis)',
+        ...cols.map((r) => cell(r, (x) => (x.cpuS.server === undefined ? '— (none)' : ms(x.cpuMsPerJob.server)))),
+      ],
+      [
+        'CPU ms/job: driver (simulator, page site, client)',
+        ...cols.map((r) => cell(r, (x) => ms(x.cpuMsPerJob.bench))),
+      ],
       ['CPU ms/job: worker + server', ...cols.map((r) => cell(r, (x) => ms(x.cpuMsPerJob.workerPlusServer)))],
       ['  × 1-activity floor (worker + server)', ...cols.map((r) => cell(r, (x) => ratios[x.key]?.cpuVsFloor1))],
       ['  × loop (worker + server)', ...cols.map((r) => cell(r, (x) => ratios[x.key]?.cpuVsLoop))],
       ['CPU ms/job: worker + server + driver', ...cols.map((r) => cell(r, (x) => ms(x.cpuMsPerJob.all)))],
       ['  × 1-activity floor (all three)', ...cols.map((r) => cell(r, (x) => ratios[x.key]?.allCpuVsFloor1))],
-      ['jobs per second × 1-activity floor | × loop', ...cols.map((r) => cell(r, (x) => `${ratios[x.key]?.jobsPerSecondVsFloor1 ?? '—'} | ${ratios[x.key]?.jobsPerSecondVsLoop ?? '—'}`))],
-      ['server operations per job (Temporal: persistence operations; Redis: commands)', ...cols.map((r) => cell(r, (x) => (x.serverOperationsPerJob ? `${x.serverOperationsPerJob.operations}${x.serverOperationsPerJob.kind === 'persistence' ? ` (${x.serverOperationsPerJob.detail.operationMs} op-ms; shard task queues +${x.serverOperationsPerJob.detail.shardTaskOperations})` : ` commands, in ${x.serverOperationsPerJob.detail.scripts} scripts`}` : x.cpuS.server === undefined ? '— (none)' : '—')))],
-      ['  × 1-activity floor (persistence ops)', ...cols.map((r) => cell(r, (x) => ratios[x.key]?.serverOperationsVsFloor1))],
+      [
+        'jobs per second × 1-activity floor | × loop',
+        ...cols.map((r) =>
+          cell(
+            r,
+            (x) => `${ratios[x.key]?.jobsPerSecondVsFloor1 ?? '—'} | ${ratios[x.key]?.jobsPerSecondVsLoop ?? '—'}`,
+          ),
+        ),
+      ],
+      [
+        'server operations per job (Temporal: persistence operations; Redis: commands)',
+        ...cols.map((r) =>
+          cell(r, (x) =>
+            x.serverOperationsPerJob
+              ? `${x.serverOperationsPerJob.operations}${x.serverOperationsPerJob.kind === 'persistence' ? ` (${x.serverOperationsPerJob.detail.operationMs} op-ms; shard task queues +${x.serverOperationsPerJob.detail.shardTaskOperations})` : ` commands, in ${x.serverOperationsPerJob.detail.scripts} scripts`}`
+              : x.cpuS.server === undefined
+                ? '— (none)'
+                : '—',
+          ),
+        ),
+      ],
+      [
+        '  × 1-activity floor (persistence ops)',
+        ...cols.map((r) => cell(r, (x) => ratios[x.key]?.serverOperationsVsFloor1)),
+      ],
       ['heartbeats that reached the server, per job', ...cols.map((r) => cell(r, (x) => x.heartbeatsPerJob))],
       ["server's own action counter per job", ...cols.map((r) => cell(r, (x) => x.serverActionsPerJob?.total))],
-      ['max RSS MiB: worker; server', ...cols.map((r) => cell(r, (x) => `${x.maxRssMiB.worker ?? '—'}; ${x.maxRssMiB.server ?? '—'}`))],
+      [
+        'max RSS MiB: worker; server',
+        ...cols.map((r) => cell(r, (x) => `${x.maxRssMiB.worker ?? '—'}; ${x.maxRssMiB.server ?? '—'}`)),
+      ],
       ['CPU of other processes during the phase (cores)', ...cols.map((r) => cell(r, (x) => x.foreign.foreignCores))],
     ];
     console.log(table(['figure', ...cols.map((r) => r.label)], rows));
     const mismatch = Object.entries(capacityCheck).filter(([, v]) => !v.same);
-    if (mismatch.length) console.log(`WARNING: floor worker options differ from the product worker's: ${JSON.stringify(Object.fromEntries(mismatch))}`);
-    finishReport('throughput', out, `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes per phase: ${results.map((r) => `${r.key} ${r.foreign.foreignCores}`).join(', ')} cores`);
+    if (mismatch.length)
+      console.log(
+        `WARNING: floor worker options differ from the product worker's: ${JSON.stringify(Object.fromEntries(mismatch))}`,
+      );
+    finishReport(
+      'throughput',
+      out,
+      `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes per phase: ${results.map((r) => `${r.key} ${r.foreign.foreignCores}`).join(', ')} cores`,
+    );
     return out;
   } finally {
     await stack.close();
@@ -451,10 +673,21 @@ runAsScript(
     .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
     .option('--phases <list>', `phases to run, in order (comma-separated: ${PHASES.join(',')})`, PHASES.join(','))
     .option('--skip-baseline', 'leave out the plain loop')
-    .option('--bullmq-concurrency <n>', 'jobs a BullMQ worker runs at once (the product worker has 500 activity slots)', '500')
+    .option(
+      '--bullmq-concurrency <n>',
+      'jobs a BullMQ worker runs at once (the product worker has 500 activity slots)',
+      '500',
+    )
     .option('--keep-dir', 'keep the temp directory')
     .option('--db <file|memory>', 'dev server persistence', 'file')
-    .option('--design <v1|v2>', 'workflow of the product phase (v1: the frozen earlier workflow, for before figures)', 'v2')
-    .option('--dynamic-config <key=json...>', 'dev server dynamic config, e.g. system.enableActivityEagerExecution=true'),
+    .option(
+      '--design <v1|v2>',
+      'workflow of the product phase (v1: the frozen earlier workflow, for before figures)',
+      'v2',
+    )
+    .option(
+      '--dynamic-config <key=json...>',
+      'dev server dynamic config, e.g. system.enableActivityEagerExecution=true',
+    ),
   (opts) => runThroughput(OptionsSchema.parse(opts)),
 );

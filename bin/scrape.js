@@ -48,13 +48,19 @@ if (!fresh) {
     const { register } = await import('tsx/esm/api');
     register();
     entry = source;
-    process.stderr.write(`scrape: ${built ? 'src/ changed since the last build' : 'no build yet'}; running the TypeScript source (slower start). \`npm run build\` makes the compiled CLI current.\n`);
+    process.stderr.write(
+      `scrape: ${built ? 'src/ changed since the last build' : 'no build yet'}; running the TypeScript source (slower start). \`npm run build\` makes the compiled CLI current.\n`,
+    );
   } catch {
     if (!built) {
-      process.stderr.write('scrape: dist/cli.js is missing and tsx is not installed: run `npm ci` (it builds) or `npm run build`.\n');
+      process.stderr.write(
+        'scrape: dist/cli.js is missing and tsx is not installed: run `npm ci` (it builds) or `npm run build`.\n',
+      );
       process.exit(1);
     }
-    process.stderr.write('scrape: src/ changed since the last build and tsx is not installed; running the older build in dist/.\n');
+    process.stderr.write(
+      'scrape: src/ changed since the last build and tsx is not installed; running the older build in dist/.\n',
+    );
   }
 }
 const { main } = await import(pathToFileURL(entry).href);

@@ -40,7 +40,12 @@ export const ApiConfigSchema = z
     /** Environment variable that may hold the same JSON as `keysFile` (both are merged). */
     keysEnv: z.string().min(1).default('SCRAPE_API_KEYS'),
     /** Largest accepted request body, bytes (larger: `413`). Default 1 MiB. */
-    bodyLimitBytes: z.number().int().positive().max(64 * 1024 * 1024).default(1024 * 1024),
+    bodyLimitBytes: z
+      .number()
+      .int()
+      .positive()
+      .max(64 * 1024 * 1024)
+      .default(1024 * 1024),
     /** Per-account limits on authenticated requests, per-IP limits on the rest, per-provider on webhooks. */
     rateLimit: z
       .object({
@@ -85,7 +90,12 @@ export const ConfigSchema = z.object({
   /** The provider entries by name (see `src/providers/kinds.ts`). */
   providers: z.record(z.string(), ProviderEntrySchema),
   /** How long we keep result payloads, ms (null: forever). Default 7 days. */
-  resultRetentionMs: z.number().int().positive().nullable().default(7 * 24 * 3_600_000),
+  resultRetentionMs: z
+    .number()
+    .int()
+    .positive()
+    .nullable()
+    .default(7 * 24 * 3_600_000),
   /** The HTTP API; every field has a default. */
   api: ApiConfigSchema.prefault({}),
   /** Payload encryption and the codec server (off by default; see `src/codec`). */

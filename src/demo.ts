@@ -26,7 +26,13 @@ import { parseConfig } from './config.js';
 import { connectOrStartTemporal } from './devserver/devServer.js';
 import { openRuntime } from './runtime.js';
 import { startSim } from './sim/index.js';
-import { createMaintenanceWorker, createScrapeWorker, installWorkerLogging, nativeConnectionOptions, workflowBundle } from './worker.js';
+import {
+  createMaintenanceWorker,
+  createScrapeWorker,
+  installWorkerLogging,
+  nativeConnectionOptions,
+  workflowBundle,
+} from './worker.js';
 import { portIsFree } from './lib/ports.js';
 import { abortable, FORCED_EXIT_CODE, ShutdownRequested, watchShutdownSignals } from './lib/shutdown.js';
 
@@ -67,7 +73,10 @@ const PORT_FLAGS = {
 async function choosePort(which: keyof typeof DEMO_PORTS, asked: number | undefined): Promise<number> {
   if (asked === undefined) return (await portIsFree('127.0.0.1', DEMO_PORTS[which])) ? DEMO_PORTS[which] : 0;
   if (asked !== 0 && !(await portIsFree('127.0.0.1', asked))) {
-    throw new InvalidInputError(`port ${asked} (${PORT_FLAGS[which]}) is in use on 127.0.0.1; choose another, or 0 for any free port`, []);
+    throw new InvalidInputError(
+      `port ${asked} (${PORT_FLAGS[which]}) is in use on 127.0.0.1; choose another, or 0 for any free port`,
+      [],
+    );
   }
   return asked;
 }
@@ -86,7 +95,8 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
   const cleanups: (() => Promise<unknown>)[] = [];
   const cleanup = async () => {
     // A part that fails to stop is reported: a silent failure here once left the process running.
-    for (const c of cleanups.reverse()) await c().catch((e: unknown) => say(`  while stopping: ${e instanceof Error ? e.message : String(e)}`));
+    for (const c of cleanups.reverse())
+      await c().catch((e: unknown) => say(`  while stopping: ${e instanceof Error ? e.message : String(e)}`));
     cleanups.length = 0;
   };
   const shutdown = watchShutdownSignals({ name: 'demo', log: say });
@@ -117,7 +127,9 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
       (late) => late.stop(),
     );
     cleanups.push(() => temporal.stop());
-    step(`Temporal ${temporal.external ? 'cluster' : 'dev server'} at ${temporal.address} (namespace ${temporal.namespace}), ready after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    step(
+      `Temporal ${temporal.external ? 'cluster' : 'dev server'} at ${temporal.address} (namespace ${temporal.namespace}), ready after ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+    );
 
     const site = Fastify({ logger: false });
     await site.register(fastifyStatic, { root: SAMPLE_SITE, index: ['index.html'] });
@@ -145,15 +157,25 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     });
 
     const storeFile = path.join(dir, 'scrapes.db');
-    const config = parseConfig({
-      temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: 'scrapes' },
-      storeUrl: `sqlite:${storeFile}`,
-      defaultAccount: 'demo',
-      defaultProvider: 'reference',
-      // The account's documented limit (2 active jobs) as the ceiling of the adaptive active-jobs
-      // limit: submits wait for a free slot instead of bouncing off `429 CONCURRENCY_LIMIT`.
-      providers: { reference: { kind: 'reference', baseUrl: sim.url, credentials: { default: { apiKey } }, limits: { activeJobs: { initial: 2, max: 2 } } } },
-    }, {});
+    const config = parseConfig(
+      {
+        temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: 'scrapes' },
+        storeUrl: `sqlite:${storeFile}`,
+        defaultAccount: 'demo',
+        defaultProvider: 'reference',
+        // The account's documented limit (2 active jobs) as the ceiling of the adaptive active-jobs
+        // limit: submits wait for a free slot instead of bouncing off `429 CONCURRENCY_LIMIT`.
+        providers: {
+          reference: {
+            kind: 'reference',
+            baseUrl: sim.url,
+            credentials: { default: { apiKey } },
+            limits: { activeJobs: { initial: 2, max: 2 } },
+          },
+        },
+      },
+      {},
+    );
     const configFile = path.join(dir, 'config.json');
     fs.writeFileSync(configFile, JSON.stringify(config, null, 2), { mode: 0o600 });
 
@@ -166,8 +188,19 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     cleanups.push(() => nativeConnection.close());
     // A short shutdown grace: Ctrl-C must end the demo within seconds; an activity cut short is
     // retried by the server when a worker runs again (the next demo attaches to the same jobs).
-    const worker = await createScrapeWorker({ connection: nativeConnection, config, store: rt.store, identity: `demo-worker@${process.pid}`, shutdownGraceTimeMs: 2_000 });
-    const maintenance = await createMaintenanceWorker({ connection: nativeConnection, config, store: rt.store, identity: `demo-maintenance@${process.pid}` });
+    const worker = await createScrapeWorker({
+      connection: nativeConnection,
+      config,
+      store: rt.store,
+      identity: `demo-worker@${process.pid}`,
+      shutdownGraceTimeMs: 2_000,
+    });
+    const maintenance = await createMaintenanceWorker({
+      connection: nativeConnection,
+      config,
+      store: rt.store,
+      identity: `demo-maintenance@${process.pid}`,
+    });
     const running = Promise.all([worker.run(), maintenance.run()]);
     cleanups.push(async () => {
       // The SDK's runtime shuts its workers down itself on SIGINT/SIGTERM, before this runs; a
@@ -178,7 +211,9 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     });
     stopIfAsked();
     await abortable(ensureMaintenanceSchedules(rt.client.temporal, { taskQueue: config.temporal.taskQueue }), signal);
-    step(`worker polling task queue "${config.temporal.taskQueue}" (log: ${workerLog}); maintenance schedules in place on "${maintenanceTaskQueue(config.temporal.taskQueue)}"`);
+    step(
+      `worker polling task queue "${config.temporal.taskQueue}" (log: ${workerLog}); maintenance schedules in place on "${maintenanceTaskQueue(config.temporal.taskQueue)}"`,
+    );
 
     const template = fs.readFileSync(path.join(SAMPLE_SITE, 'demo-batch.csv'), 'utf8');
     const batchFile = path.join(dir, 'batch.csv');
@@ -188,23 +223,56 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     for (const e of input.errors) say(`  line ${e.line}: ${e.reason}`);
 
     const bar = new cliProgress.SingleBar(
-      { format: '  {bar} {value}/{total} final | {states}', hideCursor: true, noTTYOutput: true, notTTYSchedule: 1000, stream: process.stderr },
+      {
+        format: '  {bar} {value}/{total} final | {states}',
+        hideCursor: true,
+        noTTYOutput: true,
+        notTTYSchedule: 1000,
+        stream: process.stderr,
+      },
       cliProgress.Presets.shades_classic,
     );
     bar.start(input.items.length, 0, { states: '' });
     const started = Date.now();
-    const outcomes = await abortable(runBatch(rt.client, rt.store, input.items, {
-      account: 'demo',
-      batchId: input.batchId,
-      policy: { initialDelayMs: 500, maxDelayMs: 5_000, deadlineMs: 5 * 60_000 },
-      waitTimeoutMs: 5 * 60_000,
-      onProgress: (p) => bar.update(p.final, { states: Object.entries(p.byState).map(([k, v]) => `${k} ${v}`).join(', ') }),
-    }), signal).finally(() => bar.stop());
+    const outcomes = await abortable(
+      runBatch(rt.client, rt.store, input.items, {
+        account: 'demo',
+        batchId: input.batchId,
+        policy: { initialDelayMs: 500, maxDelayMs: 5_000, deadlineMs: 5 * 60_000 },
+        waitTimeoutMs: 5 * 60_000,
+        onProgress: (p) =>
+          bar.update(p.final, {
+            states: Object.entries(p.byState)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', '),
+          }),
+      }),
+      signal,
+    ).finally(() => bar.stop());
 
-    const table = new Table({ head: ['line', 'state', 'url', 'title / error'], colWidths: [6, 22, 58, 44], wordWrap: true, style: { head: [], border: [] }, chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' } });
-    const rows = [...outcomes, ...input.errors.map((e) => ({ line: e.line, url: e.raw, state: 'rejected', error: e.reason, title: undefined, httpStatus: undefined }))].sort((a, b) => a.line - b.line);
+    const table = new Table({
+      head: ['line', 'state', 'url', 'title / error'],
+      colWidths: [6, 22, 58, 44],
+      wordWrap: true,
+      style: { head: [], border: [] },
+      chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
+    });
+    const rows = [
+      ...outcomes,
+      ...input.errors.map((e) => ({
+        line: e.line,
+        url: e.raw,
+        state: 'rejected',
+        error: e.reason,
+        title: undefined,
+        httpStatus: undefined,
+      })),
+    ].sort((a, b) => a.line - b.line);
     for (const r of rows) {
-      const detail = r.state === 'completed' ? `${r.title ?? '(no title)'}${r.httpStatus && r.httpStatus !== 200 ? ` [HTTP ${r.httpStatus}]` : ''}` : (r.error ?? '');
+      const detail =
+        r.state === 'completed'
+          ? `${r.title ?? '(no title)'}${r.httpStatus && r.httpStatus !== 200 ? ` [HTTP ${r.httpStatus}]` : ''}`
+          : (r.error ?? '');
       table.push([String(r.line), r.state + ('existed' in r && r.existed ? ' (existing)' : ''), r.url, detail]);
     }
     say(table.toString());
@@ -212,12 +280,25 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     const stats = sim.stats();
     const completed = outcomes.filter((o) => o.state === 'completed').length;
     const results = await rt.store.results.count();
-    const uiQuery = (q: string) => (temporal.uiUrl ? `${temporal.uiUrl}/namespaces/${temporal.namespace}/workflows?query=${encodeURIComponent(q)}` : '(no Web UI: external cluster without TEMPORAL_UI_URL)');
+    const uiQuery = (q: string) =>
+      temporal.uiUrl
+        ? `${temporal.uiUrl}/namespaces/${temporal.namespace}/workflows?query=${encodeURIComponent(q)}`
+        : '(no Web UI: external cluster without TEMPORAL_UI_URL)';
     const uiList = uiQuery(`ScrapeBatchId="${input.batchId}"`);
     const example = outcomes.find((o) => o.jobId)?.jobId;
     say('');
-    say(`Summary: ${completed}/${outcomes.length} jobs completed in ${((Date.now() - started) / 1000).toFixed(1)} s; ${input.errors.length} row(s) rejected with their line numbers.`);
-    say(`Provider: ${stats.jobsCreated.total} job(s) created this run, ${stats.requests.total} requests (${Object.entries(stats.requests.byEndpoint).map(([k, v]) => `${k} ${v}`).join(', ')}); ${stats.requests.byEndpoint.submit} submit(s), ${refusedSubmits} refused (429); ${stats.requests.byStatus['429'] ?? 0} answers 429 in all.`);
+    say(
+      `Summary: ${completed}/${outcomes.length} jobs completed in ${((Date.now() - started) / 1000).toFixed(1)} s; ${input.errors.length} row(s) rejected with their line numbers.`,
+    );
+    say(
+      `Provider: ${stats.jobsCreated.total} job(s) created this run, ${stats.requests.total} requests (${Object.entries(
+        stats.requests.byEndpoint,
+      )
+        .map(([k, v]) => `${k} ${v}`)
+        .join(
+          ', ',
+        )}); ${stats.requests.byEndpoint.submit} submit(s), ${refusedSubmits} refused (429); ${stats.requests.byStatus['429'] ?? 0} answers 429 in all.`,
+    );
     say(`Result store (SQLite): ${storeFile} — ${results} result row(s) in total`);
     say(`Temporal Web UI: ${temporal.uiUrl ?? '—'}`);
     say(`  this batch: ${uiList}`);
@@ -225,7 +306,11 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     say(`Config for the CLI: ${configFile}`);
     if (example) {
       // The CLI and the Web UI need the dev server, which lives as long as the demo does.
-      say(opts.keep ? 'In another terminal, try:' : 'The demo stops now (not kept: no terminal, or --exit). With `npm run demo -- --keep` running, try in another terminal:');
+      say(
+        opts.keep
+          ? 'In another terminal, try:'
+          : 'The demo stops now (not kept: no terminal, or --exit). With `npm run demo -- --keep` running, try in another terminal:',
+      );
       say(`     npm run cli -- status ${example}`);
       say(`     npm run cli -- result ${example}`);
       say(`     npm run cli -- timeline ${example}`);

@@ -32,7 +32,9 @@ export const DEMO_CONFIG = path.join(DEMO_DIR, 'config.json');
 export function findConfigFile(explicit?: string): string {
   const file = explicit ?? process.env.SCRAPE_CONFIG ?? (fs.existsSync(DEMO_CONFIG) ? DEMO_CONFIG : undefined);
   if (!file) {
-    throw new Error('no configuration: pass --config <file>, set SCRAPE_CONFIG, or run `npm run demo -- --keep` in another terminal (it writes .data/demo/config.json)');
+    throw new Error(
+      'no configuration: pass --config <file>, set SCRAPE_CONFIG, or run `npm run demo -- --keep` in another terminal (it writes .data/demo/config.json)',
+    );
   }
   return file;
 }
@@ -63,14 +65,29 @@ export async function openRuntime(config: Config, opts: { lazyTemporal?: boolean
   const store = await openStore(config.storeUrl);
   let connection: Connection;
   try {
-    connection = opts.lazyTemporal ? Connection.lazy({ ...temporalConnectionOptions(config), connectTimeout: '10s' }) : await connectClient(config);
+    connection = opts.lazyTemporal
+      ? Connection.lazy({ ...temporalConnectionOptions(config), connectTimeout: '10s' })
+      : await connectClient(config);
   } catch (e) {
     await store.close();
     throw new Error(`cannot reach Temporal at ${config.temporal.address}: ${(e as Error).message}`);
   }
   // Payload encryption (when `codec.enabled`) and trace propagation, the same as the worker's.
-  const temporal = new Client({ connection, namespace: config.temporal.namespace, dataConverter, interceptors: { workflow: workflowClientInterceptors() } });
-  const client = new ScrapeClient({ temporal, store, taskQueue: config.temporal.taskQueue, defaultProvider: config.defaultProvider, webhookProviders: webhookProviderNames(config), providers: Object.keys(config.providers), config });
+  const temporal = new Client({
+    connection,
+    namespace: config.temporal.namespace,
+    dataConverter,
+    interceptors: { workflow: workflowClientInterceptors() },
+  });
+  const client = new ScrapeClient({
+    temporal,
+    store,
+    taskQueue: config.temporal.taskQueue,
+    defaultProvider: config.defaultProvider,
+    webhookProviders: webhookProviderNames(config),
+    providers: Object.keys(config.providers),
+    config,
+  });
   return {
     config,
     store,

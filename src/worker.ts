@@ -14,7 +14,15 @@ import { fileURLToPath } from 'node:url';
 import { Client, type ConnectionOptions } from '@temporalio/client';
 import { createMaintenanceActivities } from './activities/maintenance.js';
 import { ensureMaintenanceSchedules, maintenanceTaskQueue } from './client/schedules.js';
-import { NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type NativeConnectionOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  NativeConnection,
+  Runtime,
+  Worker,
+  bundleWorkflowCode,
+  type LogLevel,
+  type NativeConnectionOptions,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import { createActivities, handOffPolling, type ActivityDeps } from './activities/index.js';
 import { settleDetachedCalls } from './activities/context.js';
 import { dataConverterFor, failureConverterPath } from './codec/config.js';
@@ -55,11 +63,16 @@ export interface BundleVariant {
  * variant; otherwise the code is bundled once per process and variant (webpack, a few seconds of
  * CPU; twice that with tracing) and reused.
  */
-export function workflowBundle(variant: BundleVariant = {}): Promise<WorkflowBundleWithSourceMap | { codePath: string }> {
+export function workflowBundle(
+  variant: BundleVariant = {},
+): Promise<WorkflowBundleWithSourceMap | { codePath: string }> {
   const plain = !variant.tracing && !variant.encryptFailures;
   const prebuilt = process.env.SCRAPE_WORKFLOW_BUNDLE;
   if (prebuilt && plain) {
-    if (!fs.existsSync(prebuilt)) return Promise.reject(new Error(`SCRAPE_WORKFLOW_BUNDLE=${prebuilt} does not exist (build it with \`npm run build:bundle\`)`));
+    if (!fs.existsSync(prebuilt))
+      return Promise.reject(
+        new Error(`SCRAPE_WORKFLOW_BUNDLE=${prebuilt} does not exist (build it with \`npm run build:bundle\`)`),
+      );
     return Promise.resolve({ codePath: prebuilt });
   }
   const key = `${variant.tracing ? 'tracing' : ''}|${variant.encryptFailures ? 'encrypted-failures' : ''}`;
@@ -167,12 +180,20 @@ export class MissingSearchAttributesError extends Error {
     super(
       [
         `namespace "${namespace}" is not set up for the scrape workflows:`,
-        missing.length ? ` it lacks the search attribute${missing.length > 1 ? 's' : ''} ${missing.map((p) => `${p.name} (${p.type})`).join(', ')}` : '',
+        missing.length
+          ? ` it lacks the search attribute${missing.length > 1 ? 's' : ''} ${missing.map((p) => `${p.name} (${p.type})`).join(', ')}`
+          : '',
         missing.length && wrong.length ? ';' : '',
-        wrong.length ? ` ${wrong.map((p) => `${p.name} is registered as ${p.registeredAs}, the workflows need ${p.type}`).join('; ')}` : '',
+        wrong.length
+          ? ` ${wrong.map((p) => `${p.name} is registered as ${p.registeredAs}, the workflows need ${p.type}`).join('; ')}`
+          : '',
         '.',
-        missing.length ? ` Register ${missing.length > 1 ? 'them' : 'it'} with \`npm run cli -- setup\` (the same configuration; see the README, "Pointing it at a real Temporal cluster"), or ${createCommands(namespace, missing)}.` : '',
-        wrong.length ? ' A search attribute’s type cannot be changed in place: remove it (`temporal operator search-attribute remove`) and run setup, or use another namespace.' : '',
+        missing.length
+          ? ` Register ${missing.length > 1 ? 'them' : 'it'} with \`npm run cli -- setup\` (the same configuration; see the README, "Pointing it at a real Temporal cluster"), or ${createCommands(namespace, missing)}.`
+          : '',
+        wrong.length
+          ? ' A search attribute’s type cannot be changed in place: remove it (`temporal operator search-attribute remove`) and run setup, or use another namespace.'
+          : '',
       ].join(''),
     );
   }
@@ -182,7 +203,12 @@ export class MissingSearchAttributesError extends Error {
 function createCommands(namespace: string, missing: SearchAttributeProblem[]): string {
   const byType = new Map<string, string[]>();
   for (const p of missing) byType.set(p.type, [...(byType.get(p.type) ?? []), p.name]);
-  return [...byType].map(([type, names]) => `\`temporal operator search-attribute create --namespace ${namespace} ${names.map((n) => `--name ${n}`).join(' ')} --type ${type}\``).join(' and ');
+  return [...byType]
+    .map(
+      ([type, names]) =>
+        `\`temporal operator search-attribute create --namespace ${namespace} ${names.map((n) => `--name ${n}`).join(' ')} --type ${type}\``,
+    )
+    .join(' and ');
 }
 
 /**
@@ -211,16 +237,29 @@ const CANNOT_LIST = new Set([7 /* PERMISSION_DENIED */, 12 /* UNIMPLEMENTED */, 
  * @throws {MissingSearchAttributesError} naming each attribute missing or of another type.
  * @throws Error when the namespace does not exist, or the gRPC error of the call.
  */
-export async function checkSearchAttributes(connection: Pick<NativeConnection, 'operatorService'>, namespace: string): Promise<void> {
+export async function checkSearchAttributes(
+  connection: Pick<NativeConnection, 'operatorService'>,
+  namespace: string,
+): Promise<void> {
   let registered: Record<string, number>;
   try {
     const res = await connection.operatorService.listSearchAttributes({ namespace });
     registered = Object.fromEntries(Object.entries(res.customAttributes ?? {}).map(([n, t]) => [n, Number(t)]));
   } catch (e) {
     const code = (e as { code?: unknown }).code;
-    if (code === 5 /* NOT_FOUND */) throw new Error(`namespace "${namespace}" does not exist on the Temporal cluster (create it, e.g. \`temporal operator namespace create --namespace ${namespace}\`, then run \`npm run cli -- setup\`)`, { cause: e });
+    if (code === 5 /* NOT_FOUND */)
+      throw new Error(
+        `namespace "${namespace}" does not exist on the Temporal cluster (create it, e.g. \`temporal operator namespace create --namespace ${namespace}\`, then run \`npm run cli -- setup\`)`,
+        { cause: e },
+      );
     if (typeof code === 'number' && CANNOT_LIST.has(code)) {
-      Runtime.instance().logger.warn('the search attributes of the namespace could not be read, so they were not checked', { namespace, error: e instanceof Error ? e.message : String(e) });
+      Runtime.instance().logger.warn(
+        'the search attributes of the namespace could not be read, so they were not checked',
+        {
+          namespace,
+          error: e instanceof Error ? e.message : String(e),
+        },
+      );
       return;
     }
     throw e;
@@ -247,9 +286,20 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Wor
   const dataConverter = dataConverterFor(opts.config.codec);
   const tracing = currentTracing() !== undefined; // installTracing() before creating the worker
   setKnownProviders(Object.keys(opts.config.providers));
-  const temporal = new Client({ connection: opts.connection, namespace: opts.config.temporal.namespace, dataConverter, interceptors: { workflow: workflowClientInterceptors() } });
+  const temporal = new Client({
+    connection: opts.connection,
+    namespace: opts.config.temporal.namespace,
+    dataConverter,
+    interceptors: { workflow: workflowClientInterceptors() },
+  });
   const activities = {
-    ...createActivities({ store: opts.store, providers, resultRetentionMs: opts.config.resultRetentionMs, hooks: opts.hooks, temporal }),
+    ...createActivities({
+      store: opts.store,
+      providers,
+      resultRetentionMs: opts.config.resultRetentionMs,
+      hooks: opts.hooks,
+      temporal,
+    }),
     // Also here for maintenance runs started on this queue before maintenance had its own (createMaintenanceWorker).
     ...createMaintenanceActivities({ store: opts.store, temporal }),
   };
@@ -280,9 +330,15 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Wor
  * `client/schedules.ts`): the Schedules' purge and orphan-scan workflows and their activities,
  * kept off the jobs' task queue so that operators' job views leave them out.
  */
-export async function createMaintenanceWorker(opts: Pick<ScrapeWorkerOptions, 'connection' | 'config' | 'store' | 'identity'>): Promise<Worker> {
+export async function createMaintenanceWorker(
+  opts: Pick<ScrapeWorkerOptions, 'connection' | 'config' | 'store' | 'identity'>,
+): Promise<Worker> {
   const dataConverter = dataConverterFor(opts.config.codec);
-  const temporal = new Client({ connection: opts.connection, namespace: opts.config.temporal.namespace, dataConverter });
+  const temporal = new Client({
+    connection: opts.connection,
+    namespace: opts.config.temporal.namespace,
+    dataConverter,
+  });
   return Worker.create({
     connection: opts.connection,
     namespace: opts.config.temporal.namespace,
@@ -316,13 +372,24 @@ export async function connectWorker(config: Config): Promise<NativeConnection> {
  * timeout) plus 5 s. Embedders of {@link createScrapeWorker} call {@link settleDetachedCalls}
  * the same way before closing their store.
  */
-async function settleSubmitsInFlight(config: Config, log: { info(m: string, meta?: Record<string, unknown>): void; warn(m: string, meta?: Record<string, unknown>): void }): Promise<void> {
-  const longest = Math.max(30_000, ...Object.values(config.providers).map((e) => Number((e as { submitTimeoutMs?: unknown }).submitTimeoutMs) || 0));
+async function settleSubmitsInFlight(
+  config: Config,
+  log: { info(m: string, meta?: Record<string, unknown>): void; warn(m: string, meta?: Record<string, unknown>): void },
+): Promise<void> {
+  const longest = Math.max(
+    30_000,
+    ...Object.values(config.providers).map((e) => Number((e as { submitTimeoutMs?: unknown }).submitTimeoutMs) || 0),
+  );
   const t0 = Date.now();
   const { pending, settled } = await settleDetachedCalls(longest + 5_000);
   if (!pending) return;
-  if (settled) log.info('submit answers that outlived their attempts are recorded', { pending, waitedMs: Date.now() - t0 });
-  else log.warn('submit answers still awaited when the worker stopped waiting: reconciliation decides those jobs', { pending, waitedMs: Date.now() - t0 });
+  if (settled)
+    log.info('submit answers that outlived their attempts are recorded', { pending, waitedMs: Date.now() - t0 });
+  else
+    log.warn('submit answers still awaited when the worker stopped waiting: reconciliation decides those jobs', {
+      pending,
+      waitedMs: Date.now() - t0,
+    });
 }
 
 /**
@@ -334,18 +401,30 @@ export async function runWorkerMain(): Promise<void> {
   const config = loadConfigFile();
   const obs = config.observability;
   const sdkPort = obs.metrics.workerPort === null ? undefined : await freePort('127.0.0.1');
-  installWorkerRuntime({ level: sdkLogLevel(obs.logs.level), sdkMetricsAddress: sdkPort ? `127.0.0.1:${sdkPort}` : undefined });
+  installWorkerRuntime({
+    level: sdkLogLevel(obs.logs.level),
+    sdkMetricsAddress: sdkPort ? `127.0.0.1:${sdkPort}` : undefined,
+  });
   const log = Runtime.instance().logger;
   const tracing = installTracing(obs.traces, 'worker');
   const store = await openStore(config.storeUrl);
   const connection = await connectWorker(config);
   const worker = await createScrapeWorker({ connection, config, store });
   const maintenance = await createMaintenanceWorker({ connection, config, store });
-  await ensureMaintenanceSchedules(new Client({ connection, namespace: config.temporal.namespace, dataConverter: dataConverterFor(config.codec) }), { taskQueue: config.temporal.taskQueue });
+  await ensureMaintenanceSchedules(
+    new Client({ connection, namespace: config.temporal.namespace, dataConverter: dataConverterFor(config.codec) }),
+    {
+      taskQueue: config.temporal.taskQueue,
+    },
+  );
   let metrics;
   if (obs.metrics.workerPort !== null) {
     countJobsFrom(store.jobs);
-    metrics = await startMetricsServer({ host: obs.metrics.host, port: obs.metrics.workerPort, sdkMetricsUrl: `http://127.0.0.1:${sdkPort}/metrics` });
+    metrics = await startMetricsServer({
+      host: obs.metrics.host,
+      port: obs.metrics.workerPort,
+      sdkMetricsUrl: `http://127.0.0.1:${sdkPort}/metrics`,
+    });
   }
   log.info('worker polling', {
     pid: process.pid,
@@ -372,7 +451,9 @@ export async function runWorkerMain(): Promise<void> {
 if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(process.argv[1])) {
   const bundleTo = process.argv.indexOf('--write-bundle');
   (bundleTo > 0
-    ? writeWorkflowBundle(process.argv[bundleTo + 1] ?? 'dist/workflow-bundle.js').then((n) => console.log(`workflow bundle written (${n} bytes)`))
+    ? writeWorkflowBundle(process.argv[bundleTo + 1] ?? 'dist/workflow-bundle.js').then((n) =>
+        console.log(`workflow bundle written (${n} bytes)`),
+      )
     : runWorkerMain()
   ).catch((e) => {
     console.error(e instanceof Error ? e.message : e);

@@ -22,9 +22,19 @@ export const FLOOR_WORKER_MAIN = path.join(REPO, 'bench', 'floor', 'workerMain.t
 
 /** Bundles the floors' workflows (webpack, a few seconds of CPU, before anything is measured) into `file`; returns its size in bytes. */
 export async function writeFloorBundle(file: string): Promise<number> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: path.join(REPO, 'bench', 'floor', 'workflows.ts'), logger: quiet });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: path.join(REPO, 'bench', 'floor', 'workflows.ts'),
+    logger: quiet,
+  });
   fs.writeFileSync(file, code);
   return code.length;
 }
 
-const quiet = { trace() {}, debug() {}, info() {}, log() {}, warn: (m: string) => console.warn(m), error: (m: string) => console.error(m) };
+const quiet = {
+  trace() {},
+  debug() {},
+  info() {},
+  log() {},
+  warn: (m: string) => console.warn(m),
+  error: (m: string) => console.error(m),
+};

@@ -35,10 +35,16 @@ function send(m: WorkerMessage): void {
 
 async function main(): Promise<void> {
   const program = new Command('bench-floor-worker')
-    .requiredOption('--config <file>', "the product worker's configuration (JSON): connection, namespace, its task queue")
+    .requiredOption(
+      '--config <file>',
+      "the product worker's configuration (JSON): connection, namespace, its task queue",
+    )
     .requiredOption('--task-queue <name>', "the floor's task queue")
     .requiredOption('--bundle <file>', "the floor's workflow bundle")
-    .requiredOption('--product-bundle <file>', "the product's workflow bundle (read while capturing its worker options, so that nothing is bundled)")
+    .requiredOption(
+      '--product-bundle <file>',
+      "the product's workflow bundle (read while capturing its worker options, so that nothing is bundled)",
+    )
     .option('--status-every-ms <ms>', 'worker status report interval', '1000')
     .parse();
   const o = OptionsSchema.parse(program.opts());
@@ -48,15 +54,27 @@ async function main(): Promise<void> {
   // The product's factory also builds its providers over the store; kept open until exit.
   const store = await openStore(config.storeUrl);
   process.env.SCRAPE_WORKFLOW_BUNDLE = o.productBundle;
-  const capacity = await captureWorkerOptions(config.temporal.taskQueue, () => createScrapeWorker({ connection, config, store }));
+  const capacity = await captureWorkerOptions(config.temporal.taskQueue, () =>
+    createScrapeWorker({ connection, config, store }),
+  );
   const activities: FloorActivities = {
     async noop(last: boolean) {
       const info = Context.current().info;
       if (last) send({ t: 'written', jobId: info.workflowExecution?.workflowId ?? info.activityId, at: Date.now() });
     },
   };
-  const worker = await Worker.create({ ...capacity, connection, namespace: config.temporal.namespace, taskQueue: o.taskQueue, workflowBundle: { codePath: o.bundle }, activities });
-  const timer = setInterval(() => send({ t: 'status', at: Date.now(), status: worker.getStatus(), loop: runtime.loop() }), o.statusEveryMs);
+  const worker = await Worker.create({
+    ...capacity,
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: o.taskQueue,
+    workflowBundle: { codePath: o.bundle },
+    activities,
+  });
+  const timer = setInterval(
+    () => send({ t: 'status', at: Date.now(), status: worker.getStatus(), loop: runtime.loop() }),
+    o.statusEveryMs,
+  );
   const stop = () => {
     try {
       worker.shutdown();

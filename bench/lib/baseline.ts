@@ -30,7 +30,10 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * Inserts the job row (the "start"), then returns the promise of the rest of the job: submit,
  * poll on the product's schedule, write the result once. Resolves with the final state.
  */
-export async function startBaselineJob(deps: BaselineDeps, job: BaselineJob): Promise<{ jobId: string; done: Promise<string> }> {
+export async function startBaselineJob(
+  deps: BaselineDeps,
+  job: BaselineJob,
+): Promise<{ jobId: string; done: Promise<string> }> {
   const steps = loopJob(deps, job);
   await steps.insert();
   const run = async (): Promise<string> => {

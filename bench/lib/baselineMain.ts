@@ -21,12 +21,22 @@ function send(m: LoopMessage): void {
 }
 
 async function main(): Promise<void> {
-  const o = new Command('baseline').requiredOption('--params <file>', 'parameters (JSON)').parse().opts<{ params: string }>();
+  const o = new Command('baseline')
+    .requiredOption('--params <file>', 'parameters (JSON)')
+    .parse()
+    .opts<{ params: string }>();
   const p = BaselineParamsSchema.parse(JSON.parse(fs.readFileSync(o.params, 'utf8')));
   const config = parseConfig(p.config, {});
   const store = await openStore(config.storeUrl);
   const providers = new ProviderRegistry(config, process.env, {}, store.providerKeys);
-  const deps = { store, providers, config, provider: p.provider, policy: p.policy, onWritten: (jobId: string, at: number) => send({ t: 'written', jobId, at }) };
+  const deps = {
+    store,
+    providers,
+    config,
+    provider: p.provider,
+    policy: p.policy,
+    onWritten: (jobId: string, at: number) => send({ t: 'written', jobId, at }),
+  };
   const messages: string[] = [];
   const waiters: (() => void)[] = [];
   process.on('message', (m: unknown) => {

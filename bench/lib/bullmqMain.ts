@@ -48,14 +48,25 @@ function send(m: LoopMessage): void {
 }
 
 async function main(): Promise<void> {
-  const o = new Command('bench-bullmq').requiredOption('--params <file>', 'parameters (JSON)').parse().opts<{ params: string }>();
+  const o = new Command('bench-bullmq')
+    .requiredOption('--params <file>', 'parameters (JSON)')
+    .parse()
+    .opts<{ params: string }>();
   const p = BullmqParamsSchema.parse(JSON.parse(fs.readFileSync(o.params, 'utf8')));
   const config = parseConfig(p.config, {});
   const store = await openStore(config.storeUrl);
   const providers = new ProviderRegistry(config, process.env, {}, store.providerKeys);
   const deps = { store, providers, config, provider: p.provider, policy: p.policy };
   const connection = { host: p.redis.host, port: p.redis.port };
-  const queue = new Queue<StepData, string>(QUEUE, { connection, defaultJobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 1_000 }, removeOnComplete: true, removeOnFail: 1_000 } });
+  const queue = new Queue<StepData, string>(QUEUE, {
+    connection,
+    defaultJobOptions: {
+      attempts: 5,
+      backoff: { type: 'exponential', delay: 1_000 },
+      removeOnComplete: true,
+      removeOnFail: 1_000,
+    },
+  });
   const states: Record<string, number> = {};
   let final = 0;
   let doneSent = false;

@@ -32,7 +32,13 @@ const { temporal } = proto;
 const ET = temporal.api.enums.v1.EventType;
 
 /** Server defaults: continue-as-new suggested at these, run terminated at the hard limits. */
-export const HISTORY_LIMITS = { suggestEvents: 4_096, suggestBytes: 4 * 1024 * 1024, warnEvents: 10_240, maxEvents: 51_200, maxBytes: 50 * 1024 * 1024 } as const;
+export const HISTORY_LIMITS = {
+  suggestEvents: 4_096,
+  suggestBytes: 4 * 1024 * 1024,
+  warnEvents: 10_240,
+  maxEvents: 51_200,
+  maxBytes: 50 * 1024 * 1024,
+} as const;
 
 /** History cost of one workflow (all runs of a continue-as-new chain). */
 export interface HistoryCost {
@@ -59,7 +65,16 @@ function typeName(t: number | null | undefined): string {
 
 /** Fetches every run of `workflowId` (following continue-as-new back) and counts its cost. */
 export async function historyCost(client: Client, workflowId: string): Promise<HistoryCost> {
-  const out: HistoryCost = { runs: 0, events: 0, maxRunEvents: 0, historyBytes: 0, byType: {}, actions: 0, actionsByKind: {}, statusActivities: { scheduled: 0, attempts: 0 } };
+  const out: HistoryCost = {
+    runs: 0,
+    events: 0,
+    maxRunEvents: 0,
+    historyBytes: 0,
+    byType: {},
+    actions: 0,
+    actionsByKind: {},
+    statusActivities: { scheduled: 0, attempts: 0 },
+  };
   const add = (kind: string, n = 1) => {
     if (n <= 0) return;
     out.actions += n;
@@ -100,7 +115,8 @@ export async function historyCost(client: Client, workflowId: string): Promise<H
         case ET.EVENT_TYPE_ACTIVITY_TASK_STARTED: {
           const attempt = e.activityTaskStartedEventAttributes?.attempt ?? 1;
           add('retry_activity', attempt - 1);
-          if (statusScheduled.has(String(e.activityTaskStartedEventAttributes?.scheduledEventId))) out.statusActivities.attempts += attempt;
+          if (statusScheduled.has(String(e.activityTaskStartedEventAttributes?.scheduledEventId)))
+            out.statusActivities.attempts += attempt;
           break;
         }
         case ET.EVENT_TYPE_TIMER_STARTED:

@@ -48,10 +48,34 @@ export interface ScheduleFigures {
 }
 
 /** Runs the workload on `stack` (its worker already started); returns both schedules' figures and the reduction. */
-export async function runLognormal(stack: Stack, w: LognormalWorkload, log: (l: string) => void): Promise<{ workload: LognormalWorkload; schedules: ScheduleFigures[]; fewerChecksPercent: number; p95LatenessRatio: number }> {
-  const base = scaleSchedule({ initialDelayMs: DEFAULT_POLL_POLICY.initialDelayMs, maxDelayMs: DEFAULT_POLL_POLICY.maxDelayMs, deadlineMs: 4 * 3_600_000 }, w.timeScale);
+export async function runLognormal(
+  stack: Stack,
+  w: LognormalWorkload,
+  log: (l: string) => void,
+): Promise<{
+  workload: LognormalWorkload;
+  schedules: ScheduleFigures[];
+  fewerChecksPercent: number;
+  p95LatenessRatio: number;
+}> {
+  const base = scaleSchedule(
+    {
+      initialDelayMs: DEFAULT_POLL_POLICY.initialDelayMs,
+      maxDelayMs: DEFAULT_POLL_POLICY.maxDelayMs,
+      deadlineMs: 4 * 3_600_000,
+    },
+    w.timeScale,
+  );
   const start = async (account: string, i: number, learn: boolean) =>
-    (await stack.clients.v2.startScrape({ account, provider: 'reference', url: stack.pageUrl(i), key: `${account}-${i}`, policy: { ...base, learnSchedule: learn } })).jobId;
+    (
+      await stack.clients.v2.startScrape({
+        account,
+        provider: 'reference',
+        url: stack.pageUrl(i),
+        key: `${account}-${i}`,
+        policy: { ...base, learnSchedule: learn },
+      })
+    ).jobId;
   // Warm-up: completions for the learned account's provider key to learn from (URLs not measured).
   const warm = await Promise.all(Array.from({ length: w.warmup }, (_, i) => start('ln-learned', 100_000 + i, true)));
   const wf = await waitFinal(stack, warm, 30 * 60_000, log);
@@ -68,7 +92,11 @@ export async function runLognormal(stack: Stack, w: LognormalWorkload, log: (l: 
   const simJobs = new Map(stats.jobs.map((j) => [j.job_id, j]));
   const schedules: ScheduleFigures[] = [];
   for (const account of ['ln-fixed', 'ln-learned'] as const) {
-    const rows = await stack.store.db.selectFrom('jobs').select(['id', 'state', 'task_id', 'status_checks', 'finished_at']).where('id', 'in', ids[account]).execute();
+    const rows = await stack.store.db
+      .selectFrom('jobs')
+      .select(['id', 'state', 'task_id', 'status_checks', 'finished_at'])
+      .where('id', 'in', ids[account])
+      .execute();
     const late: number[] = [];
     for (const r of rows) {
       const j = r.task_id ? simJobs.get(r.task_id) : undefined;
@@ -77,14 +105,28 @@ export async function runLognormal(stack: Stack, w: LognormalWorkload, log: (l: 
     }
     const before = stats0[account];
     const after = stats.requests.byAccount[account]!;
-    const requests = after.submit + after.status + after.cancel + after.list - (before ? before.submit + before.status + before.cancel + before.list : 0);
+    const requests =
+      after.submit +
+      after.status +
+      after.cancel +
+      after.list -
+      (before ? before.submit + before.status + before.cancel + before.list : 0);
     schedules.push({
       schedule: account === 'ln-fixed' ? 'fixed geometric' : 'learned',
       jobs: rows.length,
-      states: Object.fromEntries([...new Set(rows.map((r) => r.state))].map((st) => [st, rows.filter((r) => r.state === st).length])),
+      states: Object.fromEntries(
+        [...new Set(rows.map((r) => r.state))].map((st) => [st, rows.filter((r) => r.state === st).length]),
+      ),
       statusChecksPerJob: round(rows.reduce((n, r) => n + r.status_checks, 0) / rows.length, 2),
       providerRequestsPerJob: round(requests / rows.length, 2),
-      latenessMs: late.length ? { p50: Math.round(quantile(late, 0.5)), p95: Math.round(quantile(late, 0.95)), max: Math.round(Math.max(...late)), mean: Math.round(mean(late)) } : { p50: NaN, p95: NaN, max: NaN, mean: NaN },
+      latenessMs: late.length
+        ? {
+            p50: Math.round(quantile(late, 0.5)),
+            p95: Math.round(quantile(late, 0.95)),
+            max: Math.round(Math.max(...late)),
+            mean: Math.round(mean(late)),
+          }
+        : { p50: NaN, p95: NaN, max: NaN, mean: NaN },
     });
   }
   const [fixed, learned] = schedules as [ScheduleFigures, ScheduleFigures];

@@ -46,7 +46,8 @@ export interface LoopDeps {
 }
 
 /** What a status check decided: the job is final (its state), or the next check is due after `delayMs`. */
-export type CheckOutcome = { kind: 'final'; state: 'completed' | 'failed' | 'cancelled' } | { kind: 'wait'; delayMs: number };
+export type CheckOutcome =
+  { kind: 'final'; state: 'completed' | 'failed' | 'cancelled' } | { kind: 'wait'; delayMs: number };
 
 /** The steps of one job (see the module comment). */
 export interface LoopJob {
@@ -65,7 +66,13 @@ export interface LoopJob {
 /** The product's poll schedule of `policy` (no webhooks: slowdown 1). */
 export function loopSchedule(policy: Partial<PollPolicy>): PollSchedule {
   const p: PollPolicy = { ...DEFAULT_POLL_POLICY, ...policy };
-  return { initialDelayMs: p.initialDelayMs, maxDelayMs: p.maxDelayMs, multiplier: p.multiplier, jitter: p.jitter, slowdown: 1 };
+  return {
+    initialDelayMs: p.initialDelayMs,
+    maxDelayMs: p.maxDelayMs,
+    multiplier: p.multiplier,
+    jitter: p.jitter,
+    slowdown: 1,
+  };
 }
 
 /** The steps of `job` over `deps`. */
@@ -78,7 +85,21 @@ export function loopJob(deps: LoopDeps, job: LoopJobInput): LoopJob {
   const request = { url: job.url, format: 'markdown' as const, options: {} };
   const requestHash = fingerprint({ provider, request });
   const jobId = jobIdFor(job.account, job.key);
-  const row = (extra: { deadlineAt?: string } = {}, secrets: readonly string[] = []) => Store.jobRow({ jobId, account: job.account, key: job.key, provider, requestHash, request, policy: deps.policy, workflowId: jobId, ...extra }, secrets);
+  const row = (extra: { deadlineAt?: string } = {}, secrets: readonly string[] = []) =>
+    Store.jobRow(
+      {
+        jobId,
+        account: job.account,
+        key: job.key,
+        provider,
+        requestHash,
+        request,
+        policy: deps.policy,
+        workflowId: jobId,
+        ...extra,
+      },
+      secrets,
+    );
   const resolved = () => providers.resolve(provider, job.account);
   return {
     jobId,
@@ -87,11 +108,17 @@ export function loopJob(deps: LoopDeps, job: LoopJobInput): LoopJob {
     },
     async submit() {
       const secrets = providers.allSecrets();
-      const registered = await store.jobs.register(row({ deadlineAt: new Date(Date.now() + policy.deadlineMs).toISOString() }, secrets));
+      const registered = await store.jobs.register(
+        row({ deadlineAt: new Date(Date.now() + policy.deadlineMs).toISOString() }, secrets),
+      );
       await store.findings.appendEvent(jobId, 'registered', registered.state, { workflowId: jobId, url: job.url });
       const r = resolved();
       await v1.recordSubmitIntent(jobId);
-      const accepted = await r.limiter.run(() => r.adapter.submit(request, { apiKey: r.apiKey, secrets, ...providerKeys(job.account, job.key) }), 5_000, 0);
+      const accepted = await r.limiter.run(
+        () => r.adapter.submit(request, { apiKey: r.apiKey, secrets, ...providerKeys(job.account, job.key) }),
+        5_000,
+        0,
+      );
       const taskId = await store.jobs.recordTaskId(jobId, accepted.taskId, accepted.providerStatus, 'submit');
       return { taskId, delayMs: scheduleDelay(schedule, 0, Math.random()) };
     },
@@ -101,7 +128,20 @@ export function loopJob(deps: LoopDeps, job: LoopJobInput): LoopJob {
       const obs = await r.limiter.run(() => r.adapter.status(taskId, { apiKey: r.apiKey, secrets }), 5_000, 0);
       await v1.recordStatusCheck(jobId, obs.providerStatus);
       if (obs.state === 'completed') {
-        const payload = obs.result ?? (await r.limiter.run(() => r.adapter.result(taskId, { apiKey: r.apiKey, secrets, url: job.url, request, limits: DEFAULT_RESULT_LIMITS }), 5_000, 0));
+        const payload =
+          obs.result ??
+          (await r.limiter.run(
+            () =>
+              r.adapter.result(taskId, {
+                apiKey: r.apiKey,
+                secrets,
+                url: job.url,
+                request,
+                limits: DEFAULT_RESULT_LIMITS,
+              }),
+            5_000,
+            0,
+          ));
         await store.results.writeOnce(jobId, provider, taskId, payload, deps.config.resultRetentionMs);
         return { kind: 'final', state: 'completed' };
       }

@@ -23,4 +23,9 @@ export const BaselineParamsSchema = z.object({
  * `started` when every job is inserted and started; `written` when a job's result transaction
  * committed; `done` with the count of each final state; `error` when the process fails.
  */
-export type LoopMessage = { t: 'ready' } | { t: 'written'; jobId: string; at: number } | { t: 'started'; at: number } | { t: 'done'; at: number; states: Record<string, number> } | { t: 'error'; message: string };
+export type LoopMessage =
+  | { t: 'ready' }
+  | { t: 'written'; jobId: string; at: number }
+  | { t: 'started'; at: number }
+  | { t: 'done'; at: number; states: Record<string, number> }
+  | { t: 'error'; message: string };

@@ -56,7 +56,8 @@ export function processTree(roots: readonly number[]): number[] {
     if (f) parent.set(Number(d), Number(f[1]));
   }
   const inTree = (pid: number): boolean => {
-    for (let p: number | undefined = pid, hops = 0; p && hops < 64; p = parent.get(p), hops++) if (roots.includes(p)) return true;
+    for (let p: number | undefined = pid, hops = 0; p && hops < 64; p = parent.get(p), hops++)
+      if (roots.includes(p)) return true;
     return false;
   };
   return [...parent.keys()].filter(inTree);
@@ -117,7 +118,9 @@ export function cpuSnapshot(procs: readonly Measured[]): CpuSnapshot {
 
 /** CPU seconds used between two snapshots, per process. */
 export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): CpuSnapshot {
-  return Object.fromEntries(Object.keys(before).map((k) => [k, round((after[k] ?? Number.NaN) - (before[k] ?? Number.NaN), 3)]));
+  return Object.fromEntries(
+    Object.keys(before).map((k) => [k, round((after[k] ?? Number.NaN) - (before[k] ?? Number.NaN), 3)]),
+  );
 }
 
 /** Rounds `x` to `digits` decimals. */
@@ -135,7 +138,10 @@ export function mib(bytes: number): number {
  * Samples RSS of every process every `everyMs` ms until stopped. Returns the maximum RSS seen per
  * process and the last sample, in bytes.
  */
-export function sampleMemory(procs: readonly Measured[], everyMs = 1_000): { stop(): { maxRssBytes: Record<string, number>; lastRssBytes: Record<string, number> } } {
+export function sampleMemory(
+  procs: readonly Measured[],
+  everyMs = 1_000,
+): { stop(): { maxRssBytes: Record<string, number>; lastRssBytes: Record<string, number> } } {
   const max: Record<string, number> = {};
   const last: Record<string, number> = {};
   const tick = () => {
@@ -172,7 +178,9 @@ export function machineBusySeconds(): number {
  * while a benchmark runs: machine busy time minus the benchmark's own processes, in cores.
  * `procs` is called at start and stop so that workers started in between are counted.
  */
-export function sampleForeignCpu(procs: () => readonly Measured[]): { stop(): { foreignCores: number; ownCores: number; wallS: number } } {
+export function sampleForeignCpu(procs: () => readonly Measured[]): {
+  stop(): { foreignCores: number; ownCores: number; wallS: number };
+} {
   const t0 = Date.now();
   const busy0 = machineBusySeconds();
   const own0 = new Map(procs().map((p) => [p.pid, measuredCpuSeconds(p) ?? 0]));
@@ -182,7 +190,11 @@ export function sampleForeignCpu(procs: () => readonly Measured[]): { stop(): { 
       const busy = machineBusySeconds() - busy0;
       let own = 0;
       for (const p of procs()) own += (measuredCpuSeconds(p) ?? 0) - (own0.get(p.pid) ?? 0);
-      return { foreignCores: round(Math.max(0, busy - own) / wallS, 2), ownCores: round(own / wallS, 2), wallS: round(wallS, 1) };
+      return {
+        foreignCores: round(Math.max(0, busy - own) / wallS, 2),
+        ownCores: round(own / wallS, 2),
+        wallS: round(wallS, 1),
+      };
     },
   };
 }

@@ -29,7 +29,9 @@ export function parseExposition(text: string): Sample[] {
     const m = LINE.exec(line);
     if (!m) continue;
     const labels: Record<string, string> = {};
-    if (m[2]) for (const l of m[2].matchAll(LABEL)) labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_s, c: string) => (c === 'n' ? '\n' : c));
+    if (m[2])
+      for (const l of m[2].matchAll(LABEL))
+        labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_s, c: string) => (c === 'n' ? '\n' : c));
     const value = Number(m[3]);
     out.push({ name: m[1]!, labels, value });
   }
@@ -51,7 +53,9 @@ export async function scrape(url: string | undefined): Promise<Sample[] | undefi
     }
     return parseExposition(await res.text());
   } catch (e) {
-    console.error(`metrics ${url}: unreadable after ${Date.now() - t0} ms (${e instanceof Error ? e.message : String(e)})`);
+    console.error(
+      `metrics ${url}: unreadable after ${Date.now() - t0} ms (${e instanceof Error ? e.message : String(e)})`,
+    );
     return undefined;
   }
 }
@@ -77,7 +81,12 @@ export function total(samples: readonly Sample[] | undefined, name: string, filt
 }
 
 /** Sum by the value of `label` of the samples named `name` passing `filter`. */
-export function totalBy(samples: readonly Sample[] | undefined, name: string, label: string, filter: LabelFilter = {}): Record<string, number> {
+export function totalBy(
+  samples: readonly Sample[] | undefined,
+  name: string,
+  label: string,
+  filter: LabelFilter = {},
+): Record<string, number> {
   const out: Record<string, number> = {};
   for (const s of samples ? select(samples, name, filter) : []) {
     const k = s.labels[label] ?? '';
@@ -108,7 +117,11 @@ export interface Histogram {
  * The histogram `base` (its `base_bucket`, `base_sum`, `base_count` samples) summed over every
  * series passing `filter`; undefined when there is none.
  */
-export function histogram(samples: readonly Sample[] | undefined, base: string, filter: LabelFilter = {}): Histogram | undefined {
+export function histogram(
+  samples: readonly Sample[] | undefined,
+  base: string,
+  filter: LabelFilter = {},
+): Histogram | undefined {
   if (!samples) return undefined;
   const bucketSamples = select(samples, `${base}_bucket`, filter);
   if (bucketSamples.length === 0) return undefined;
@@ -118,7 +131,11 @@ export function histogram(samples: readonly Sample[] | undefined, base: string, 
     if (Number.isNaN(le)) continue;
     byLe.set(le, (byLe.get(le) ?? 0) + s.value);
   }
-  return { buckets: [...byLe.entries()].sort((a, b) => a[0] - b[0]), sum: total(samples, `${base}_sum`, filter), count: total(samples, `${base}_count`, filter) };
+  return {
+    buckets: [...byLe.entries()].sort((a, b) => a[0] - b[0]),
+    sum: total(samples, `${base}_sum`, filter),
+    count: total(samples, `${base}_count`, filter),
+  };
 }
 
 /** What `after` recorded since `before` (before undefined: all of `after`). */
@@ -126,7 +143,11 @@ export function histogramDelta(before: Histogram | undefined, after: Histogram |
   if (!after) return undefined;
   if (!before) return after;
   const prev = new Map(before.buckets);
-  return { buckets: after.buckets.map(([le, c]) => [le, c - (prev.get(le) ?? 0)]), sum: after.sum - before.sum, count: after.count - before.count };
+  return {
+    buckets: after.buckets.map(([le, c]) => [le, c - (prev.get(le) ?? 0)]),
+    sum: after.sum - before.sum,
+    count: after.count - before.count,
+  };
 }
 
 /**
@@ -152,7 +173,10 @@ export function quantile(h: Histogram | undefined, q: number): number {
 }
 
 /** Summary of a histogram delta in milliseconds: count, mean, p50, p99 (`unitMs`: milliseconds per exported unit, 1000 for seconds). */
-export function latencySummaryMs(h: Histogram | undefined, unitMs: number): { count: number; meanMs: number; p50Ms: number; p99Ms: number } | null {
+export function latencySummaryMs(
+  h: Histogram | undefined,
+  unitMs: number,
+): { count: number; meanMs: number; p50Ms: number; p99Ms: number } | null {
   if (!h || h.count <= 0) return null;
   const r = (x: number) => Math.round(x * unitMs * 10) / 10;
   return { count: h.count, meanMs: r(h.sum / h.count), p50Ms: r(quantile(h, 0.5)), p99Ms: r(quantile(h, 0.99)) };

@@ -57,20 +57,47 @@ function onPath(name: string): string | undefined {
 export async function startRedis(dir: string): Promise<RedisServer | RedisUnavailable> {
   const server = onPath('redis-server');
   const cli = onPath('redis-cli');
-  if (!server || !cli) return { unavailable: `${server ? 'redis-cli' : 'redis-server'} is not on PATH (install Debian's package: apt-get install -y redis-server)` };
+  if (!server || !cli)
+    return {
+      unavailable: `${server ? 'redis-cli' : 'redis-server'} is not on PATH (install Debian's package: apt-get install -y redis-server)`,
+    };
   const version = (await run(server, ['--version'])).stdout.trim();
   const host = '127.0.0.1';
   const port = await freePort(host);
   const work = path.join(dir, 'redis');
   fs.mkdirSync(work, { recursive: true });
   const logFile = path.join(work, 'redis.log');
-  const child: ChildProcess = spawn(server, ['--bind', host, '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', work, '--logfile', logFile, '--daemonize', 'no', '--protected-mode', 'yes'], { stdio: 'ignore' });
+  const child: ChildProcess = spawn(
+    server,
+    [
+      '--bind',
+      host,
+      '--port',
+      String(port),
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      work,
+      '--logfile',
+      logFile,
+      '--daemonize',
+      'no',
+      '--protected-mode',
+      'yes',
+    ],
+    { stdio: 'ignore' },
+  );
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const cliArgs = ['-h', host, '-p', String(port)];
   const until = Date.now() + 15_000;
   for (;;) {
     if (child.exitCode !== null) return { unavailable: `redis-server exited with ${child.exitCode}: ${tail(logFile)}` };
-    const pong = await run(cli, [...cliArgs, 'PING']).then((r) => r.stdout.trim(), () => '');
+    const pong = await run(cli, [...cliArgs, 'PING']).then(
+      (r) => r.stdout.trim(),
+      () => '',
+    );
     if (pong === 'PONG') break;
     if (Date.now() > until) {
       child.kill('SIGKILL');

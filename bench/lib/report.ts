@@ -54,14 +54,21 @@ export function machine(): MachineSnapshot {
  * Waits until the 1-minute load average is below `maxLoad`, checking every `everyMs` ms, for at
  * most `timeoutMs` ms. Returns the snapshot at start and whether the run starts under load.
  */
-export async function waitForQuietMachine(opts: { maxLoad: number; timeoutMs: number; everyMs?: number; log?: (l: string) => void }): Promise<{ underLoad: boolean; waitedMs: number; start: MachineSnapshot }> {
+export async function waitForQuietMachine(opts: {
+  maxLoad: number;
+  timeoutMs: number;
+  everyMs?: number;
+  log?: (l: string) => void;
+}): Promise<{ underLoad: boolean; waitedMs: number; start: MachineSnapshot }> {
   const log = opts.log ?? ((l: string) => console.error(l));
   const t0 = Date.now();
   for (;;) {
     const m = machine();
     if (m.loadavg[0] < opts.maxLoad) return { underLoad: false, waitedMs: Date.now() - t0, start: m };
     if (Date.now() - t0 >= opts.timeoutMs) {
-      log(`load ${m.loadavg[0]} is still ≥ ${opts.maxLoad} after ${Math.round((Date.now() - t0) / 60_000)} min: running anyway, marked as under load`);
+      log(
+        `load ${m.loadavg[0]} is still ≥ ${opts.maxLoad} after ${Math.round((Date.now() - t0) / 60_000)} min: running anyway, marked as under load`,
+      );
       return { underLoad: true, waitedMs: Date.now() - t0, start: m };
     }
     log(`load ${m.loadavg.join(' ')} ≥ ${opts.maxLoad}: waiting (${Math.round((Date.now() - t0) / 1000)} s so far)`);
@@ -78,7 +85,11 @@ export function sampleLoad(everyMs = 5_000): { stop(): { max1m: number; mean1m: 
     stop() {
       clearInterval(timer);
       xs.push(os.loadavg()[0] ?? 0);
-      return { max1m: round(Math.max(...xs)), mean1m: round(xs.reduce((s, x) => s + x, 0) / xs.length), samples: xs.length };
+      return {
+        max1m: round(Math.max(...xs)),
+        mean1m: round(xs.reduce((s, x) => s + x, 0) / xs.length),
+        samples: xs.length,
+      };
     },
   };
 }
@@ -100,9 +111,14 @@ export function mean(xs: readonly number[]): number {
  * Prints a benchmark's closing lines — `loadLine` (the machine's load), the worker log's trouble
  * counts when there were any — and writes `out` as `bench/results/<name>-<time>.json`.
  */
-export function finishReport(name: string, out: { workerLog: { databaseLocked: number; workflowFailures: number } }, loadLine: string): void {
+export function finishReport(
+  name: string,
+  out: { workerLog: { databaseLocked: number; workflowFailures: number } },
+  loadLine: string,
+): void {
   console.log(loadLine);
-  if (out.workerLog.databaseLocked > 0 || out.workerLog.workflowFailures > 0) console.log(`worker log: ${JSON.stringify(out.workerLog)}`);
+  if (out.workerLog.databaseLocked > 0 || out.workerLog.workflowFailures > 0)
+    console.log(`worker log: ${JSON.stringify(out.workerLog)}`);
   console.log(`written ${writeResult(name, out)}`);
 }
 
@@ -110,7 +126,11 @@ export function finishReport(name: string, out: { workerLog: { databaseLocked: n
  * When `bench/<script>` is the script being run: parses the command line with `program`, runs
  * `run` on the options and exits 0, or 1 after printing the error.
  */
-export function runAsScript(script: string, program: Command, run: (opts: Record<string, unknown>) => Promise<unknown>): void {
+export function runAsScript(
+  script: string,
+  program: Command,
+  run: (opts: Record<string, unknown>) => Promise<unknown>,
+): void {
   if (!process.argv[1] || path.resolve(process.argv[1]) !== path.join(REPO, 'bench', script)) return;
   program.parse();
   run(program.opts()).then(

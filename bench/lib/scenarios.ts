@@ -30,7 +30,11 @@ export interface Scenario {
 export type ScenarioJobs = Record<string, string[]>;
 
 /** Starts every job of every scenario (interleaved), `concurrency` start calls at a time. */
-export async function startScenarios(stack: Stack, scenarios: readonly Scenario[], concurrency = 16): Promise<ScenarioJobs> {
+export async function startScenarios(
+  stack: Stack,
+  scenarios: readonly Scenario[],
+  concurrency = 16,
+): Promise<ScenarioJobs> {
   const out: ScenarioJobs = Object.fromEntries(scenarios.map((s) => [s.label, [] as string[]]));
   const queue = new PQueue({ concurrency });
   const max = Math.max(...scenarios.map((s) => s.jobs));
@@ -42,7 +46,13 @@ export async function startScenarios(stack: Stack, scenarios: readonly Scenario[
       const n = page++;
       tasks.push(
         queue.add(async () => {
-          const ref = await stack.clients[s.design].startScrape({ account: s.account, provider: s.provider, url: stack.pageUrl(n), key: `${s.account}-${i}`, policy: s.policy });
+          const ref = await stack.clients[s.design].startScrape({
+            account: s.account,
+            provider: s.provider,
+            url: stack.pageUrl(n),
+            key: `${s.account}-${i}`,
+            policy: s.policy,
+          });
           out[s.label]!.push(ref.jobId);
         }),
       );
@@ -56,7 +66,12 @@ export async function startScenarios(stack: Stack, scenarios: readonly Scenario[
  * Waits until every job is in a final state in the store, or its workflow has closed without
  * reaching one (counted as `workflow_<status>`), or `timeoutMs` passes; logs progress.
  */
-export async function waitFinal(stack: Stack, jobIds: readonly string[], timeoutMs: number, log: (l: string) => void): Promise<{ final: number; states: Record<string, number> }> {
+export async function waitFinal(
+  stack: Stack,
+  jobIds: readonly string[],
+  timeoutMs: number,
+  log: (l: string) => void,
+): Promise<{ final: number; states: Record<string, number> }> {
   const until = Date.now() + timeoutMs;
   let lastLog = 0;
   let lastDescribe = 0;
@@ -66,7 +81,11 @@ export async function waitFinal(stack: Stack, jobIds: readonly string[], timeout
     let final = 0;
     const open: string[] = [];
     for (let i = 0; i < jobIds.length; i += 500) {
-      const rows = await stack.store.db.selectFrom('jobs').select(['id', 'state']).where('id', 'in', jobIds.slice(i, i + 500)).execute();
+      const rows = await stack.store.db
+        .selectFrom('jobs')
+        .select(['id', 'state'])
+        .where('id', 'in', jobIds.slice(i, i + 500))
+        .execute();
       for (const r of rows) {
         const st = isFinalState(r.state) ? r.state : (closed.get(r.id) ?? r.state);
         states[st] = (states[st] ?? 0) + 1;
@@ -89,7 +108,11 @@ export async function waitFinal(stack: Stack, jobIds: readonly string[], timeout
     }
     if (Date.now() - lastLog > 15_000) {
       lastLog = Date.now();
-      log(`${final}/${jobIds.length} final (${Object.entries(states).map(([k, v]) => `${k} ${v}`).join(', ')})`);
+      log(
+        `${final}/${jobIds.length} final (${Object.entries(states)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')})`,
+      );
     }
     await new Promise((r) => setTimeout(r, 500));
   }
@@ -104,7 +127,10 @@ export async function waitClosed(stack: Stack, taskQueue: string, timeoutMs: num
   const t0 = Date.now();
   const svc = stack.temporalClient.connection.workflowService;
   for (;;) {
-    const r = await svc.countWorkflowExecutions({ namespace: stack.temporal.namespace, query: `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"` });
+    const r = await svc.countWorkflowExecutions({
+      namespace: stack.temporal.namespace,
+      query: `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"`,
+    });
     if (Number(r.count ?? 0) === 0) return Date.now() - t0;
     if (Date.now() - t0 > timeoutMs) return null;
     await new Promise((res) => setTimeout(res, 250));

@@ -7,7 +7,9 @@
 import type { PollPolicy } from '../../src/model/types.js';
 
 /** The schedule fields of a {@link PollPolicy}. */
-export type Schedule = Pick<PollPolicy, 'initialDelayMs' | 'maxDelayMs' | 'multiplier' | 'jitter'> & { slowdown?: number };
+export type Schedule = Pick<PollPolicy, 'initialDelayMs' | 'maxDelayMs' | 'multiplier' | 'jitter'> & {
+  slowdown?: number;
+};
 
 /** Nominal delay (ms, no jitter) before status check `n` (0-based). */
 export function nominalDelayMs(s: Schedule, n: number): number {

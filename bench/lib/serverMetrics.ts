@@ -8,7 +8,17 @@
  */
 import type { Stack } from './stack.js';
 import { round } from './proc.js';
-import { deltaBy, histogram, histogramDelta, latencySummaryMs, scrape, total, totalBy, type LabelFilter, type Sample } from './prometheus.js';
+import {
+  deltaBy,
+  histogram,
+  histogramDelta,
+  latencySummaryMs,
+  scrape,
+  total,
+  totalBy,
+  type LabelFilter,
+  type Sample,
+} from './prometheus.js';
 
 /** The metrics URL the dev server printed, if any. */
 export function metricsUrl(stack: Stack): string | undefined {
@@ -69,11 +79,21 @@ export interface PersistenceFigures {
  * `namespace` only when given (the server's own namespaces, `system` and `temporal_system`, then
  * drop out: their background reads are not a job's cost).
  */
-export function persistenceDelta(a: ServerSnapshot, b: ServerSnapshot, namespace?: string): PersistenceFigures | undefined {
+export function persistenceDelta(
+  a: ServerSnapshot,
+  b: ServerSnapshot,
+  namespace?: string,
+): PersistenceFigures | undefined {
   if (!a || !b) return undefined;
   const f: LabelFilter = namespace ? { namespace } : {};
-  const count = deltaBy(totalBy(a, 'persistence_latency_count', 'operation', f), totalBy(b, 'persistence_latency_count', 'operation', f));
-  const sum = deltaBy(totalBy(a, 'persistence_latency_sum', 'operation', f), totalBy(b, 'persistence_latency_sum', 'operation', f));
+  const count = deltaBy(
+    totalBy(a, 'persistence_latency_count', 'operation', f),
+    totalBy(b, 'persistence_latency_count', 'operation', f),
+  );
+  const sum = deltaBy(
+    totalBy(a, 'persistence_latency_sum', 'operation', f),
+    totalBy(b, 'persistence_latency_sum', 'operation', f),
+  );
   const byOp: PersistenceFigures['byOp'] = {};
   let operations = 0;
   let totalS = 0;
@@ -82,7 +102,12 @@ export function persistenceDelta(a: ServerSnapshot, b: ServerSnapshot, namespace
     if (n <= 0) continue;
     const s = sum[op] ?? 0;
     const isBookkeeping = TASK_QUEUE_BOOKKEEPING.has(op);
-    byOp[op] = { count: n, totalS: round(s, 3), meanMs: round((s / n) * 1000, 2), ...(isBookkeeping ? { bookkeeping: true as const } : {}) };
+    byOp[op] = {
+      count: n,
+      totalS: round(s, 3),
+      meanMs: round((s / n) * 1000, 2),
+      ...(isBookkeeping ? { bookkeeping: true as const } : {}),
+    };
     if (isBookkeeping) bookkeeping += n;
     else {
       operations += n;
@@ -92,10 +117,22 @@ export function persistenceDelta(a: ServerSnapshot, b: ServerSnapshot, namespace
   const sorted = Object.fromEntries(Object.entries(byOp).sort((x, y) => y[1].totalS - x[1].totalS));
   let shardTaskOperations: number | undefined;
   if (namespace) {
-    const shard = { namespace: 'system', service_name: 'history', operation: /^(Get\w+Tasks|RangeComplete\w+Tasks|UpdateShard)$/ };
+    const shard = {
+      namespace: 'system',
+      service_name: 'history',
+      operation: /^(Get\w+Tasks|RangeComplete\w+Tasks|UpdateShard)$/,
+    };
     shardTaskOperations = total(b, 'persistence_latency_count', shard) - total(a, 'persistence_latency_count', shard);
   }
-  return { namespace, operations, totalS: round(totalS, 3), bookkeeping, allOperations: operations + bookkeeping, shardTaskOperations, byOp: sorted };
+  return {
+    namespace,
+    operations,
+    totalS: round(totalS, 3),
+    bookkeeping,
+    allOperations: operations + bookkeeping,
+    shardTaskOperations,
+    byOp: sorted,
+  };
 }
 
 /**
@@ -115,9 +152,16 @@ export function heartbeatsDelta(a: ServerSnapshot, b: ServerSnapshot, namespace:
  * the open-source server's metering, shown beside the Actions counted from histories as a
  * cross-check; it is not Temporal Cloud's bill.
  */
-export function serverActionsDelta(a: ServerSnapshot, b: ServerSnapshot, namespace: string): { total: number; byType: Record<string, number> } | undefined {
+export function serverActionsDelta(
+  a: ServerSnapshot,
+  b: ServerSnapshot,
+  namespace: string,
+): { total: number; byType: Record<string, number> } | undefined {
   if (!a || !b) return undefined;
-  const byType = deltaBy(totalBy(a, 'action', 'action_type', { namespace }), totalBy(b, 'action', 'action_type', { namespace }));
+  const byType = deltaBy(
+    totalBy(a, 'action', 'action_type', { namespace }),
+    totalBy(b, 'action', 'action_type', { namespace }),
+  );
   return { total: Object.values(byType).reduce((s, x) => s + x, 0), byType };
 }
 
@@ -126,11 +170,23 @@ export function serverActionsDelta(a: ServerSnapshot, b: ServerSnapshot, namespa
  * task being scheduled to a worker's poll taking it) between `a` and `b`, for one task queue (its
  * normal and sticky partitions together) and task type. Null when no task of that type started.
  */
-export function scheduleToStartDelta(a: ServerSnapshot, b: ServerSnapshot, namespace: string, taskQueue: string, taskType: 'Workflow' | 'Activity'): ReturnType<typeof latencySummaryMs> | undefined {
+export function scheduleToStartDelta(
+  a: ServerSnapshot,
+  b: ServerSnapshot,
+  namespace: string,
+  taskQueue: string,
+  taskType: 'Workflow' | 'Activity',
+): ReturnType<typeof latencySummaryMs> | undefined {
   if (!a || !b) return undefined;
   // The server's Prometheus labels replace every character outside [A-Za-z0-9_] with `_`.
   const f = { namespace, taskqueue: taskQueue.replace(/[^A-Za-z0-9_]/g, '_'), task_type: taskType };
-  return latencySummaryMs(histogramDelta(histogram(a, 'task_schedule_to_start_latency', f), histogram(b, 'task_schedule_to_start_latency', f)), 1000);
+  return latencySummaryMs(
+    histogramDelta(
+      histogram(a, 'task_schedule_to_start_latency', f),
+      histogram(b, 'task_schedule_to_start_latency', f),
+    ),
+    1000,
+  );
 }
 
 /**
@@ -138,15 +194,23 @@ export function scheduleToStartDelta(a: ServerSnapshot, b: ServerSnapshot, names
  * (waiting for a workflow's lock in the history service: a hot workflow row) and
  * `task_latency_queue` (history tasks — transfers, timers — waiting in the server's own queues).
  */
-export function serverWaitsDelta(a: ServerSnapshot, b: ServerSnapshot): Record<string, ReturnType<typeof latencySummaryMs>> | undefined {
+export function serverWaitsDelta(
+  a: ServerSnapshot,
+  b: ServerSnapshot,
+): Record<string, ReturnType<typeof latencySummaryMs>> | undefined {
   if (!a || !b) return undefined;
   const out: Record<string, ReturnType<typeof latencySummaryMs>> = {};
-  for (const base of ['lock_latency', 'task_latency_queue']) out[base] = latencySummaryMs(histogramDelta(histogram(a, base), histogram(b, base)), 1000);
+  for (const base of ['lock_latency', 'task_latency_queue'])
+    out[base] = latencySummaryMs(histogramDelta(histogram(a, base), histogram(b, base)), 1000);
   return out;
 }
 
 /** Tasks added to the task queues between `a` and `b` in `namespace`, by `<task_type>:<task_add_result>` (`sync_match` went straight to a waiting poll; anything else was written to the backlog). */
-export function tasksAddedDelta(a: ServerSnapshot, b: ServerSnapshot, namespace: string): Record<string, number> | undefined {
+export function tasksAddedDelta(
+  a: ServerSnapshot,
+  b: ServerSnapshot,
+  namespace: string,
+): Record<string, number> | undefined {
   if (!a || !b) return undefined;
   const key = (s: ServerSnapshot) => {
     const out: Record<string, number> = {};
@@ -166,7 +230,14 @@ function activityKey(s: ServerSnapshot, namespace: string): number | undefined {
   let n = 0;
   for (const x of s) {
     if (x.labels.namespace !== namespace) continue;
-    if ((x.name === 'persistence_latency_count' && !TASK_QUEUE_BOOKKEEPING.has(x.labels.operation ?? '')) || x.name === 'action' || (x.name === 'service_requests' && x.labels.service_name === 'frontend' && /^RecordActivityTaskHeartbeat/.test(x.labels.operation ?? ''))) n += x.value;
+    if (
+      (x.name === 'persistence_latency_count' && !TASK_QUEUE_BOOKKEEPING.has(x.labels.operation ?? '')) ||
+      x.name === 'action' ||
+      (x.name === 'service_requests' &&
+        x.labels.service_name === 'frontend' &&
+        /^RecordActivityTaskHeartbeat/.test(x.labels.operation ?? ''))
+    )
+      n += x.value;
   }
   return n;
 }
@@ -179,7 +250,11 @@ function activityKey(s: ServerSnapshot, namespace: string): number | undefined {
  * operations, actions and heartbeats have not changed for `quietMs` (default 2 s), at most
  * `maxMs` (default 20 s; then the last scrape). Undefined when there is no metrics endpoint.
  */
-export async function settledServerSnapshot(stack: Stack, namespace: string, opts: { quietMs?: number; maxMs?: number } = {}): Promise<ServerSnapshot> {
+export async function settledServerSnapshot(
+  stack: Stack,
+  namespace: string,
+  opts: { quietMs?: number; maxMs?: number } = {},
+): Promise<ServerSnapshot> {
   const quietMs = opts.quietMs ?? 2_000;
   const until = Date.now() + (opts.maxMs ?? 20_000);
   let snap = await serverSnapshot(stack);

@@ -105,7 +105,10 @@ export interface Stack {
   apiUrl?: string;
   /** A page URL the simulator fetches (unique per `i`). */
   pageUrl(i: number): string;
-  startWorker(design: Design, opts?: { statusEveryMs?: number; maxActivities?: number; maxCachedWorkflows?: number }): Promise<BenchWorker>;
+  startWorker(
+    design: Design,
+    opts?: { statusEveryMs?: number; maxActivities?: number; maxCachedWorkflows?: number },
+  ): Promise<BenchWorker>;
   /**
    * Starts another worker process (`script`, run with tsx, `args` after it) that speaks the bench
    * worker's IPC messages (`WorkerMessage`): e.g. a Temporal floor. Measured and stopped like the
@@ -128,7 +131,12 @@ export interface Stack {
    * What the workers logged (WARN and above) so far, counted: failed activity attempts by activity
    * type, and SQLite store errors (`SQLITE_BUSY_SNAPSHOT`, `database is locked`).
    */
-  workerLogCounts(): { activityFailures: Record<string, number>; sqliteBusySnapshot: number; databaseLocked: number; workflowFailures: number };
+  workerLogCounts(): {
+    activityFailures: Record<string, number>;
+    sqliteBusySnapshot: number;
+    databaseLocked: number;
+    workflowFailures: number;
+  };
   close(): Promise<void>;
 }
 
@@ -145,7 +153,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   };
   try {
     const temporal = await connectOrStartTemporal({
-      devServer: { ...(opts.inMemory ? {} : { dbFile: path.join(dir, 'temporal.db') }), headless: !opts.ui, dynamicConfig: opts.dynamicConfig ?? {} },
+      devServer: {
+        ...(opts.inMemory ? {} : { dbFile: path.join(dir, 'temporal.db') }),
+        headless: !opts.ui,
+        dynamicConfig: opts.dynamicConfig ?? {},
+      },
       logger: () => undefined,
     });
     cleanups.push(() => temporal.stop());
@@ -158,7 +170,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     cleanups.push(() => site.close());
     const pages = fs.readdirSync(path.join(REPO, 'sample-site', 'articles')).map((f) => `articles/${f}`);
 
-    const keys = Object.fromEntries(opts.accounts.map((a) => [a.name, `sk-bench-${a.name}-${randomBytes(8).toString('hex')}`]));
+    const keys = Object.fromEntries(
+      opts.accounts.map((a) => [a.name, `sk-bench-${a.name}-${randomBytes(8).toString('hex')}`]),
+    );
     const sim = await startSim({
       host: '127.0.0.1',
       port: 0,
@@ -174,7 +188,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     // The bench accounts allow far more active jobs than any run starts: declared, so that the
     // figures measure steady-state costs, not the adaptive limit's ramp-up.
     const limits = { maxConcurrent: opts.maxConcurrent ?? 50, minIntervalMs: 0, activeJobs: { initial: 100_000 } };
-    const queues: Record<Design, string> = { v2: `bench-${opts.name}-v2-${process.pid}`, v1: `bench-${opts.name}-v1-${process.pid}` };
+    const queues: Record<Design, string> = {
+      v2: `bench-${opts.name}-v2-${process.pid}`,
+      v1: `bench-${opts.name}-v1-${process.pid}`,
+    };
     const config = parseConfig(
       {
         temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: queues.v2 },
@@ -182,8 +199,24 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         storeUrl: process.env.SCRAPE_BENCH_STORE_URL ?? `sqlite:${path.join(dir, 'store.db')}`,
         defaultProvider: 'reference',
         providers: {
-          reference: { kind: 'reference', baseUrl: sim.url, credentials, limits, ...(opts.readTimeoutMs ? { readTimeoutMs: opts.readTimeoutMs } : {}) },
-          ...(opts.webhooks ? { reference_wh: { kind: 'reference', baseUrl: sim.url, credentials, limits, webhook: { url: 'http://127.0.0.1:9/placeholder', secretEnv } } } : {}),
+          reference: {
+            kind: 'reference',
+            baseUrl: sim.url,
+            credentials,
+            limits,
+            ...(opts.readTimeoutMs ? { readTimeoutMs: opts.readTimeoutMs } : {}),
+          },
+          ...(opts.webhooks
+            ? {
+                reference_wh: {
+                  kind: 'reference',
+                  baseUrl: sim.url,
+                  credentials,
+                  limits,
+                  webhook: { url: 'http://127.0.0.1:9/placeholder', secretEnv },
+                },
+              }
+            : {}),
         },
       },
       {},
@@ -195,13 +228,31 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const temporalClient = new Client({ connection, namespace: temporal.namespace });
     const webhookProviders = webhookProviderNames(config);
     const clients: Record<Design, ScrapeClient> = {
-      v2: new ScrapeClient({ temporal: temporalClient, store, taskQueue: queues.v2, defaultProvider: 'reference', webhookProviders }),
-      v1: new ScrapeClient({ temporal: temporalClient, store, taskQueue: queues.v1, defaultProvider: 'reference', webhookProviders, workflowType: 'scrapeWorkflow' }),
+      v2: new ScrapeClient({
+        temporal: temporalClient,
+        store,
+        taskQueue: queues.v2,
+        defaultProvider: 'reference',
+        webhookProviders,
+      }),
+      v1: new ScrapeClient({
+        temporal: temporalClient,
+        store,
+        taskQueue: queues.v1,
+        defaultProvider: 'reference',
+        webhookProviders,
+        workflowType: 'scrapeWorkflow',
+      }),
     };
 
     let apiUrl: string | undefined;
     if (opts.webhooks) {
-      const app = await buildApi({ client: clients.v2, store, config, keys: [{ account: opts.accounts[0]!.name, sha256: hashApiKey(randomBytes(32).toString('hex')), name: 'bench' }] });
+      const app = await buildApi({
+        client: clients.v2,
+        store,
+        config,
+        keys: [{ account: opts.accounts[0]!.name, sha256: hashApiKey(randomBytes(32).toString('hex')), name: 'bench' }],
+      });
       apiUrl = (await app.listen({ host: '127.0.0.1', port: 0 })).replace(/\/$/, '');
       cleanups.push(() => app.close());
       config.providers.reference_wh!.webhook!.url = `${apiUrl}/v1/webhooks/reference_wh`;
@@ -212,14 +263,26 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     await writeWorkflowBundle(bundle); // the product's bundle: both workflow types
     for (const d of opts.designs ?? ['v2']) {
       configFiles[d] = path.join(dir, `config-${d}.json`);
-      fs.writeFileSync(configFiles[d], JSON.stringify({ ...config, temporal: { ...config.temporal, taskQueue: queues[d] } }));
+      fs.writeFileSync(
+        configFiles[d],
+        JSON.stringify({ ...config, temporal: { ...config.temporal, taskQueue: queues[d] } }),
+      );
     }
 
     const workers: BenchWorker[] = [];
-    const spawnWorker = async (label: string, script: string, args: readonly string[], design?: Design): Promise<BenchWorker> => {
+    const spawnWorker = async (
+      label: string,
+      script: string,
+      args: readonly string[],
+      design?: Design,
+    ): Promise<BenchWorker> => {
       const logFile = path.join(dir, `worker-${label}-${workers.length}.log`);
       const fd = fs.openSync(logFile, 'a');
-      const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: REPO, env: { ...process.env }, stdio: ['ignore', fd, fd, 'ipc'] });
+      const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+        cwd: REPO,
+        env: { ...process.env },
+        stdio: ['ignore', fd, fd, 'ipc'],
+      });
       fs.closeSync(fd);
       const w: BenchWorker = {
         label,
@@ -238,7 +301,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         },
       };
       const ready = new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`worker ${label} not ready after 60 s; log: ${tail(logFile)}`)), 60_000);
+        const timer = setTimeout(
+          () => reject(new Error(`worker ${label} not ready after 60 s; log: ${tail(logFile)}`)),
+          60_000,
+        );
         child.on('message', (m: WorkerMessage) => {
           if (m.t === 'written') w.written.set(m.jobId, m.at);
           else if (m.t === 'status') w.statuses.push({ at: m.at, status: m.status, loop: m.loop });
@@ -259,14 +325,31 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       await ready;
       return w;
     };
-    const startWorker = async (design: Design, wopts: { statusEveryMs?: number; maxActivities?: number; maxCachedWorkflows?: number } = {}): Promise<BenchWorker> => {
+    const startWorker = async (
+      design: Design,
+      wopts: { statusEveryMs?: number; maxActivities?: number; maxCachedWorkflows?: number } = {},
+    ): Promise<BenchWorker> => {
       if (!configFiles[design]) throw new Error(`design ${design} was not prepared (pass designs: ['${design}'])`);
-      const args = ['--config', configFiles[design], '--design', design, '--bundle', bundle, '--status-every-ms', String(wopts.statusEveryMs ?? 1_000), ...(wopts.maxActivities ? ['--max-activities', String(wopts.maxActivities)] : []), ...(wopts.maxCachedWorkflows !== undefined ? ['--max-cached-workflows', String(wopts.maxCachedWorkflows)] : [])];
+      const args = [
+        '--config',
+        configFiles[design],
+        '--design',
+        design,
+        '--bundle',
+        bundle,
+        '--status-every-ms',
+        String(wopts.statusEveryMs ?? 1_000),
+        ...(wopts.maxActivities ? ['--max-activities', String(wopts.maxActivities)] : []),
+        ...(wopts.maxCachedWorkflows !== undefined ? ['--max-cached-workflows', String(wopts.maxCachedWorkflows)] : []),
+      ];
       return spawnWorker(design, path.join(REPO, 'bench', 'lib', 'workerMain.ts'), args, design);
     };
 
     const extra: Measured[] = [];
-    const processes = (): Measured[] => [...(temporal.devServer ? [{ name: 'server', pid: temporal.devServer.pid }] : externalServer()), { name: 'bench', pid: process.pid }];
+    const processes = (): Measured[] => [
+      ...(temporal.devServer ? [{ name: 'server', pid: temporal.devServer.pid }] : externalServer()),
+      { name: 'bench', pid: process.pid },
+    ];
     return {
       dir,
       temporal,
@@ -291,7 +374,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       ownProcesses: () => [...processes(), ...workers.map((w, i) => ({ name: `worker-${i}`, pid: w.pid })), ...extra],
       addOwnProcess: (p) => extra.push(p),
       workerLogCounts: () => {
-        const out = { activityFailures: {} as Record<string, number>, sqliteBusySnapshot: 0, databaseLocked: 0, workflowFailures: 0 };
+        const out = {
+          activityFailures: {} as Record<string, number>,
+          sqliteBusySnapshot: 0,
+          databaseLocked: 0,
+          workflowFailures: 0,
+        };
         for (const f of fs.readdirSync(dir).filter((n) => /^worker-.*\.log$/.test(n))) {
           // The worker logs JSON lines (src/observability/logging.ts).
           const text = fs.readFileSync(path.join(dir, f), 'utf8');
@@ -306,7 +394,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
               continue;
             }
             if (rec.level === 'WARN' && rec.message === 'Workflow failed') out.workflowFailures++;
-            if (rec.level === 'WARN' && rec.message === 'Activity failed' && rec.activityType) out.activityFailures[rec.activityType] = (out.activityFailures[rec.activityType] ?? 0) + 1;
+            if (rec.level === 'WARN' && rec.message === 'Activity failed' && rec.activityType)
+              out.activityFailures[rec.activityType] = (out.activityFailures[rec.activityType] ?? 0) + 1;
           }
         }
         return out;
@@ -335,6 +424,9 @@ function tail(file: string, n = 2_000): string {
  * `<data-dir>/pg/data/postmaster.pid`, which also serves the result store). None when unset.
  */
 function externalServer(): Measured[] {
-  const roots = (process.env.SCRAPE_BENCH_SERVER_ROOTS ?? '').split(',').map((v) => Number(v.trim())).filter((n) => Number.isInteger(n) && n > 0);
+  const roots = (process.env.SCRAPE_BENCH_SERVER_ROOTS ?? '')
+    .split(',')
+    .map((v) => Number(v.trim()))
+    .filter((n) => Number.isInteger(n) && n > 0);
   return roots.length ? [{ name: 'server', pid: roots[0]!, roots }] : [];
 }

@@ -45,7 +45,10 @@ function send(m: WorkerMessage): void {
 async function main(): Promise<void> {
   const program = new Command('bench-worker')
     .requiredOption('--config <file>', 'worker configuration (JSON)')
-    .requiredOption('--design <v1|v2>', 'which workflow is measured (labels the worker; the product worker runs both types)')
+    .requiredOption(
+      '--design <v1|v2>',
+      'which workflow is measured (labels the worker; the product worker runs both types)',
+    )
     .requiredOption('--bundle <file>', 'prebuilt workflow bundle')
     .option('--status-every-ms <ms>', 'worker status report interval', '1000')
     .option('--max-activities <n>', 'max concurrent activity executions (default: the product default)')
@@ -58,8 +61,18 @@ async function main(): Promise<void> {
   const connection = await connectWorker(config);
   const hooks = { afterResultWritten: (jobId: string) => send({ t: 'written', jobId, at: Date.now() }) };
   process.env.SCRAPE_WORKFLOW_BUNDLE = o.bundle;
-  const worker = await createScrapeWorker({ connection, config, store, hooks, maxConcurrentActivityTaskExecutions: o.maxActivities, maxCachedWorkflows: o.maxCachedWorkflows });
-  const timer = setInterval(() => send({ t: 'status', at: Date.now(), status: worker.getStatus(), loop: runtime.loop() }), o.statusEveryMs);
+  const worker = await createScrapeWorker({
+    connection,
+    config,
+    store,
+    hooks,
+    maxConcurrentActivityTaskExecutions: o.maxActivities,
+    maxCachedWorkflows: o.maxCachedWorkflows,
+  });
+  const timer = setInterval(
+    () => send({ t: 'status', at: Date.now(), status: worker.getStatus(), loop: runtime.loop() }),
+    o.statusEveryMs,
+  );
   process.on('message', (m: unknown) => {
     if (m && typeof m === 'object' && (m as { t?: unknown }).t === 'stop') worker.shutdown();
   });

@@ -65,13 +65,20 @@ export interface WorkerWindow {
 /** Summarises a worker's SDK metrics between `a` and `b`, `windowS` seconds apart; undefined when either is missing. */
 export function workerWindow(a: WorkerSnapshot, b: WorkerSnapshot, windowS: number): WorkerWindow | undefined {
   if (!a || !b) return undefined;
-  const longName = b.some((x) => x.name === 'temporal_long_request_total') ? 'temporal_long_request_total' : 'temporal_long_request';
+  const longName = b.some((x) => x.name === 'temporal_long_request_total')
+    ? 'temporal_long_request_total'
+    : 'temporal_long_request';
   const polls = totalBy(b, longName, 'operation');
   const polls0 = totalBy(a, longName, 'operation');
   return {
     windowS: round(windowS, 1),
-    pollsPerSecond: Object.fromEntries(Object.entries(polls).map(([k, v]) => [k, round((v - (polls0[k] ?? 0)) / windowS, 1)])),
-    emptyPollsPerSecond: { workflow: round(counterDelta(a, b, 'temporal_workflow_task_queue_poll_empty') / windowS, 1), activity: round(counterDelta(a, b, 'temporal_activity_poll_no_task') / windowS, 1) },
+    pollsPerSecond: Object.fromEntries(
+      Object.entries(polls).map(([k, v]) => [k, round((v - (polls0[k] ?? 0)) / windowS, 1)]),
+    ),
+    emptyPollsPerSecond: {
+      workflow: round(counterDelta(a, b, 'temporal_workflow_task_queue_poll_empty') / windowS, 1),
+      activity: round(counterDelta(a, b, 'temporal_activity_poll_no_task') / windowS, 1),
+    },
     workflowTaskScheduleToStart: latencyDelta(a, b, 'temporal_workflow_task_schedule_to_start_latency'),
     workflowTaskExecution: latencyDelta(a, b, 'temporal_workflow_task_execution_latency'),
     activityScheduleToStart: latencyDelta(a, b, 'temporal_activity_schedule_to_start_latency'),

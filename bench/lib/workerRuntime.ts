@@ -47,7 +47,16 @@ export async function startWorkerRuntime(): Promise<{ metricsUrl: string; loop()
       const out: LoopFigures = {
         windowMs: Math.round(now - since),
         utilization: round(d.utilization, 3),
-        lagMs: delay.count > 0 ? { p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max), mean: ms(delay.mean), samples: delay.count } : { p50: 0, p99: 0, max: 0, mean: 0, samples: 0 },
+        lagMs:
+          delay.count > 0
+            ? {
+                p50: ms(delay.percentile(50)),
+                p99: ms(delay.percentile(99)),
+                max: ms(delay.max),
+                mean: ms(delay.mean),
+                samples: delay.count,
+              }
+            : { p50: 0, p99: 0, max: 0, mean: 0, samples: 0 },
       };
       delay.reset();
       since = now;
@@ -81,12 +90,30 @@ export function capacityOptions(worker: Worker): Record<string, unknown> {
     'isolateExecutionTimeoutMs',
     'shutdownGraceTimeMs',
   ];
-  const safe = (v: unknown): unknown => JSON.parse(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? Number(x) : typeof x === 'function' ? '[function]' : x)) ?? 'null');
+  const safe = (v: unknown): unknown =>
+    JSON.parse(
+      JSON.stringify(v, (_k, x: unknown) =>
+        typeof x === 'bigint' ? Number(x) : typeof x === 'function' ? '[function]' : x,
+      ) ?? 'null',
+    );
   return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, safe(o[k])]));
 }
 
 /** Keys of the product's worker options that name what it runs, not how: the floors replace or drop them. */
-const NOT_CAPACITY: readonly (keyof WorkerOptions)[] = ['connection', 'taskQueue', 'activities', 'workflowsPath', 'workflowBundle', 'interceptors', 'sinks', 'identity', 'dataConverter', 'plugins', 'nexusServices', 'bundlerOptions'];
+const NOT_CAPACITY: readonly (keyof WorkerOptions)[] = [
+  'connection',
+  'taskQueue',
+  'activities',
+  'workflowsPath',
+  'workflowBundle',
+  'interceptors',
+  'sinks',
+  'identity',
+  'dataConverter',
+  'plugins',
+  'nexusServices',
+  'bundlerOptions',
+];
 
 /** Thrown by the capturing `Worker.create` of {@link captureWorkerOptions} to stop the product's worker from being built. */
 class Captured extends Error {}
@@ -98,7 +125,10 @@ class Captured extends Error {}
  * capacity (cache, slots, pollers, throttles) whatever they are today.
  * @throws Error when `build` never calls `Worker.create` for `taskQueue`, or fails before it.
  */
-export async function captureWorkerOptions(taskQueue: string, build: () => Promise<unknown>): Promise<Partial<WorkerOptions>> {
+export async function captureWorkerOptions(
+  taskQueue: string,
+  build: () => Promise<unknown>,
+): Promise<Partial<WorkerOptions>> {
   const original = Worker.create.bind(Worker);
   let captured: WorkerOptions | undefined;
   Worker.create = (async (options: WorkerOptions) => {

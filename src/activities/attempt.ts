@@ -36,7 +36,8 @@ export function attemptEnds(startedAt: number): { promise: Promise<'gave_up'>; c
   let timer: NodeJS.Timeout | undefined;
   const promise = new Promise<'gave_up'>((resolve) => {
     const ms = ctx.info.startToCloseTimeoutMs;
-    if (ms > 0) timer = setTimeout(() => resolve('gave_up'), Math.max(1, startedAt + ms - GIVE_UP_MARGIN_MS - Date.now()));
+    if (ms > 0)
+      timer = setTimeout(() => resolve('gave_up'), Math.max(1, startedAt + ms - GIVE_UP_MARGIN_MS - Date.now()));
     ctx.cancellationSignal.addEventListener('abort', () => resolve('gave_up'), { once: true });
   });
   return { promise, cancel: () => clearTimeout(timer) };

@@ -20,10 +20,15 @@ import { rethrow } from './failures.js';
 export type CancelCallOutcome = {
   /** The provider's raw status at the last check before the cancel (from the store), when known. */
   lastStatus?: string;
-} & ({ kind: 'answered' } & CancelAnswer | { kind: 'unsupported'; error: JobError; reachedProvider: boolean } | { kind: 'skipped'; reason: string });
+} & (
+  | ({ kind: 'answered' } & CancelAnswer)
+  | { kind: 'unsupported'; error: JobError; reachedProvider: boolean }
+  | { kind: 'skipped'; reason: string }
+);
 
 /** The reason (history: the cancel request's `cause`) of the request that closes a job cancelled by signal, Update or deadline. */
-export const CLOSE_AS_CANCELLED_REASON = 'scrape: closing a job whose cancel request was handled (signal, Update or deadline policy)';
+export const CLOSE_AS_CANCELLED_REASON =
+  'scrape: closing a job whose cancel request was handled (signal, Update or deadline policy)';
 
 /** Builds `cancelAtProvider` and `closeAsCancelled` over `kit`. */
 export function cancelActivities(kit: ActivityKit) {
@@ -38,22 +43,38 @@ export function cancelActivities(kit: ActivityKit) {
     async cancelAtProvider(ref: TaskRef & { report: CancelReport }): Promise<CancelCallOutcome> {
       const row = await store.jobs.get(ref.jobId);
       const lastStatus = row?.provider_status ?? undefined;
-      if (row && isFinalState(row.state)) return { kind: 'skipped', reason: `the job is already ${row.state}`, lastStatus };
-      if (row?.provider_state === 'completed') return { kind: 'skipped', reason: 'the provider already reported the task completed; its result is being written', lastStatus };
+      if (row && isFinalState(row.state))
+        return { kind: 'skipped', reason: `the job is already ${row.state}`, lastStatus };
+      if (row?.provider_state === 'completed')
+        return {
+          kind: 'skipped',
+          reason: 'the provider already reported the task completed; its result is being written',
+          lastStatus,
+        };
       if (row && row.state !== 'cancelling') {
-        await store.jobs.transition(ref.jobId, 'cancelling', { detail: { cancel: sanitizeBody(ref.report, kit.secrets()) } });
+        await store.jobs.transition(ref.jobId, 'cancelling', {
+          detail: { cancel: sanitizeBody(ref.report, kit.secrets()) },
+        });
       }
       try {
-        const answer = await kit.call(ref.provider, ref.account, (p) => p.adapter.cancel(ref.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
+        const answer = await kit.call(ref.provider, ref.account, (p) =>
+          p.adapter.cancel(ref.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+        );
         await store.findings.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
         // The row shows what the provider last said, the cancel's answer included (`ABORTED`, `cancelled`).
-        if (answer.providerStatus) await store.jobs.recordProviderStatus(ref.jobId, answer.providerStatus, answer.state);
+        if (answer.providerStatus)
+          await store.jobs.recordProviderStatus(ref.jobId, answer.providerStatus, answer.state);
         return { kind: 'answered', ...answer, lastStatus };
       } catch (e) {
         if (isProviderError(e) && e.kind === 'unsupported') {
           await store.findings.appendEvent(ref.jobId, 'cancel_unsupported', 'cancelling', { error: e.toJobError() });
           // `reachedProvider`: the provider itself said so (an HTTP exchange), not the adapter's capabilities.
-          return { kind: 'unsupported', error: e.toJobError(), reachedProvider: e.details.evidence !== undefined, lastStatus };
+          return {
+            kind: 'unsupported',
+            error: e.toJobError(),
+            reachedProvider: e.details.evidence !== undefined,
+            lastStatus,
+          };
         }
         rethrow(e);
       }
@@ -66,7 +87,8 @@ export function cancelActivities(kit: ActivityKit) {
      */
     async closeAsCancelled(input: { workflowId: string; runId: string }): Promise<void> {
       const temporal = kit.deps.temporal;
-      if (!temporal) throw ApplicationFailure.nonRetryable('no Temporal client in the activity dependencies', 'Internal.noClient');
+      if (!temporal)
+        throw ApplicationFailure.nonRetryable('no Temporal client in the activity dependencies', 'Internal.noClient');
       await temporal.workflowService.requestCancelWorkflowExecution({
         namespace: temporal.options.namespace,
         workflowExecution: { workflowId: input.workflowId, runId: input.runId },

@@ -84,7 +84,16 @@ export interface ActivityKit {
    * `opts.phase: 'submit'` for calls that create work: they are also held by the key's quota hold.
    * `opts.onHeld`: told when the call waits in this attempt for a cool-down or hold to end (ms, why).
    */
-  call<T>(provider: string, account: string, fn: (r: ResolvedProvider) => Promise<T>, opts?: { heartbeat?: () => boolean; phase?: 'submit'; onHeld?: (waitMs: number, why: string) => void | Promise<void> }): Promise<T>;
+  call<T>(
+    provider: string,
+    account: string,
+    fn: (r: ResolvedProvider) => Promise<T>,
+    opts?: {
+      heartbeat?: () => boolean;
+      phase?: 'submit';
+      onHeld?: (waitMs: number, why: string) => void | Promise<void>;
+    },
+  ): Promise<T>;
   /** The activity's cancellation signal (undefined outside an activity). */
   signal(): AbortSignal | undefined;
   /** The attempt number (1 outside an activity). */
@@ -123,15 +132,32 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
       const resolved = providers.resolve(provider, account);
       const ctx = activityContext();
       // A wait for a release slot sends no heartbeat, so it stays well inside the heartbeat timeout too.
-      const maxWaitMs = ctx ? Math.min(10_000, Math.floor(ctx.info.startToCloseTimeoutMs / 3), ctx.info.heartbeatTimeoutMs ? Math.floor(ctx.info.heartbeatTimeoutMs / 2) : Infinity) : 0;
+      const maxWaitMs = ctx
+        ? Math.min(
+            10_000,
+            Math.floor(ctx.info.startToCloseTimeoutMs / 3),
+            ctx.info.heartbeatTimeoutMs ? Math.floor(ctx.info.heartbeatTimeoutMs / 2) : Infinity,
+          )
+        : 0;
       // The same on every attempt of this activity: a release slot claimed by an earlier attempt is honoured.
-      const caller = ctx ? `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityType}/${ctx.info.activityId}` : undefined;
+      const caller = ctx
+        ? `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityType}/${ctx.info.activityId}`
+        : undefined;
       const secrets = kit.secrets();
       try {
         // Every string a provider sent passes the redactor here, once, before anything records it.
-        return redactProviderValue(await resolved.limiter.run(() => whileSlow(fn(resolved), () => {
-              if (!opts?.heartbeat || opts.heartbeat()) kit.heartbeat();
-            }), coolDefault, maxWaitMs, { phase: opts?.phase, caller, onHeld: opts?.onHeld }), secrets);
+        return redactProviderValue(
+          await resolved.limiter.run(
+            () =>
+              whileSlow(fn(resolved), () => {
+                if (!opts?.heartbeat || opts.heartbeat()) kit.heartbeat();
+              }),
+            coolDefault,
+            maxWaitMs,
+            { phase: opts?.phase, caller, onHeld: opts?.onHeld },
+          ),
+          secrets,
+        );
       } catch (e) {
         throw isProviderError(e) ? redactProviderError(e, secrets) : e;
       }
@@ -154,7 +180,19 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
     },
     async recordIncident(jobId, phase, e) {
       const ev = e.details.evidence;
-      await store.findings.recordIncident({ jobId, phase, kind: e.kind, message: e.message, code: e.details.code, endpoint: ev?.endpoint, httpStatus: e.details.httpStatus ?? ev?.httpStatus, request: ev?.request, response: ev?.body, headers: ev?.headers, at: ev?.at });
+      await store.findings.recordIncident({
+        jobId,
+        phase,
+        kind: e.kind,
+        message: e.message,
+        code: e.details.code,
+        endpoint: ev?.endpoint,
+        httpStatus: e.details.httpStatus ?? ev?.httpStatus,
+        request: ev?.request,
+        response: ev?.body,
+        headers: ev?.headers,
+        at: ev?.at,
+      });
     },
   };
   return kit;
@@ -162,7 +200,10 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
 
 /** A copy of provider error `e` whose message, code and evidence have every secret removed. */
 export function redactProviderError(e: ProviderError, secrets: readonly string[]): ProviderError {
-  const details = redactProviderValue({ ...e.details, evidence: e.details.evidence ? { ...e.details.evidence } : undefined }, secrets);
+  const details = redactProviderValue(
+    { ...e.details, evidence: e.details.evidence ? { ...e.details.evidence } : undefined },
+    secrets,
+  );
   return new ProviderError(e.kind, redactProviderValue(e.message, secrets), details);
 }
 

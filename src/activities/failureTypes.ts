@@ -22,4 +22,11 @@ export const FailureType = {
 } as const;
 
 /** Failure types that must never be retried by an activity retry policy. */
-export const NON_RETRYABLE_TYPES: string[] = [FailureType.permanent, FailureType.conflict, FailureType.unsupported, FailureType.task_failed, FailureType.expired, FailureType.quota];
+export const NON_RETRYABLE_TYPES: string[] = [
+  FailureType.permanent,
+  FailureType.conflict,
+  FailureType.unsupported,
+  FailureType.task_failed,
+  FailureType.expired,
+  FailureType.quota,
+];

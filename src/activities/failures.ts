@@ -29,7 +29,8 @@ export function toFailure(e: ProviderError): ApplicationFailure {
     type,
     nonRetryable,
     details: [jobError],
-    nextRetryDelay: e.kind === 'cooldown' && e.details.retryAfterMs !== undefined ? Math.max(e.details.retryAfterMs, 1) : undefined,
+    nextRetryDelay:
+      e.kind === 'cooldown' && e.details.retryAfterMs !== undefined ? Math.max(e.details.retryAfterMs, 1) : undefined,
   });
 }
 

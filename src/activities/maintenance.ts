@@ -40,7 +40,9 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
      * evidence that they ran (title, task ID, times); deletes webhook delivery and quarantine rows
      * older than `webhookRetentionMs` (default 30 days). Returns counts.
      */
-    async purgeExpiredResults(input: { limit?: number; webhookRetentionMs?: number } = {}): Promise<{ purged: number; jobsExpired: number; webhookRows: number }> {
+    async purgeExpiredResults(
+      input: { limit?: number; webhookRetentionMs?: number } = {},
+    ): Promise<{ purged: number; jobsExpired: number; webhookRows: number }> {
       let total = { purged: 0, jobsExpired: 0 };
       for (;;) {
         const r = await store.results.purgeExpired(new Date(), input.limit ?? 500);
@@ -79,12 +81,19 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
           await store.findings.upsertOrphan(job.id, 'stalled', idle, suggestion, scanStart);
         } else {
           report.noWorkflow++;
-          const suggestion = job.state === 'cancelling'
-            ? `the run stopped in the middle of a cancel: \`scrape resume ${job.id}\` finishes that cancel at the provider and reports the observed outcome`
-            : job.task_id
-            ? `no running workflow tracks provider task ${job.task_id}: \`scrape resume ${job.id}\` continues polling it (never resubmits)`
-            : `no running workflow and no task ID: \`scrape resume ${job.id}\` starts a run that reconciles with the provider before any new submission`;
-          await store.findings.upsertOrphan(job.id, 'no_workflow', `${idle}; workflow ${status ?? 'not found'}`, suggestion, scanStart);
+          const suggestion =
+            job.state === 'cancelling'
+              ? `the run stopped in the middle of a cancel: \`scrape resume ${job.id}\` finishes that cancel at the provider and reports the observed outcome`
+              : job.task_id
+                ? `no running workflow tracks provider task ${job.task_id}: \`scrape resume ${job.id}\` continues polling it (never resubmits)`
+                : `no running workflow and no task ID: \`scrape resume ${job.id}\` starts a run that reconciles with the provider before any new submission`;
+          await store.findings.upsertOrphan(
+            job.id,
+            'no_workflow',
+            `${idle}; workflow ${status ?? 'not found'}`,
+            suggestion,
+            scanStart,
+          );
         }
       }
       for (const job of await store.jobs.erroring(opts.errorThreshold)) {

@@ -23,7 +23,6 @@ import { scheduleDelay as scheduleOf, type PollSchedule } from '../model/schedul
 export type { PollSchedule };
 import { type CheckStart } from '../store/polling.js';
 import type { ActivityKit, TaskRef } from './context.js';
-import { rethrow } from './failures.js';
 import { announceSlotReleased } from './slots.js';
 import { observeResultCommitLag, observeStatusCheck } from '../observability/metrics.js';
 
@@ -84,17 +83,33 @@ export function pollActivities(kit: ActivityKit) {
   const { store } = kit;
 
   function retryIn(ms: number, message: string): never {
-    throw ApplicationFailure.create({ type: 'Poll.notFinal', message, nextRetryDelay: Math.max(1, Math.round(ms)), category: ApplicationFailureCategory.BENIGN });
+    throw ApplicationFailure.create({
+      type: 'Poll.notFinal',
+      message,
+      nextRetryDelay: Math.max(1, Math.round(ms)),
+      category: ApplicationFailureCategory.BENIGN,
+    });
   }
 
-  async function transition(input: AwaitStatusInput, state: 'failed' | 'cancelled' | 'expired' | 'tracking_interrupted', error: JobError | undefined, note: string): Promise<void> {
+  async function transition(
+    input: AwaitStatusInput,
+    state: 'failed' | 'cancelled' | 'expired' | 'tracking_interrupted',
+    error: JobError | undefined,
+    note: string,
+  ): Promise<void> {
     if (input.mode !== 'track') return;
     await store.jobs.transition(input.jobId, state, { error, detail: { note, ...(error ? { error } : {}) } });
     announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
   }
 
   /** Handles a provider error of a status or result read: an outcome to return, or when to check again. */
-  async function onReadError(input: AwaitStatusInput, e: ProviderError, phase: 'status' | 'result', checks: number, until: number): Promise<CheckResult> {
+  async function onReadError(
+    input: AwaitStatusInput,
+    e: ProviderError,
+    phase: 'status' | 'result',
+    checks: number,
+    until: number,
+  ): Promise<CheckResult> {
     const error = e.toJobError();
     if (e.kind === 'not_found') {
       const streak = await store.polling.recordNotFound(input.jobId, error);
@@ -104,7 +119,11 @@ export function pollActivities(kit: ActivityKit) {
         await transition(input, 'expired', error, note);
         return { outcome: { kind: 'expired', checks, error, note } };
       }
-      return again(Math.min(until, scheduleDelay(input.schedule, 0)), `${phase} read answered 404 (${streak} of ${input.notFoundLimit} before the task counts as expired)`, checks);
+      return again(
+        Math.min(until, scheduleDelay(input.schedule, 0)),
+        `${phase} read answered 404 (${streak} of ${input.notFoundLimit} before the task counts as expired)`,
+        checks,
+      );
     }
     if (e.kind === 'expired') {
       const note = `the provider says task ${input.taskId} expired (${error.message})`;
@@ -113,7 +132,12 @@ export function pollActivities(kit: ActivityKit) {
     }
     if (e.kind === 'task_failed') {
       await kit.recordIncident(input.jobId, phase, e);
-      await transition(input, 'failed', error, `the provider says nothing will come for task ${input.taskId} (${error.code ?? error.message})`);
+      await transition(
+        input,
+        'failed',
+        error,
+        `the provider says nothing will come for task ${input.taskId} (${error.code ?? error.message})`,
+      );
       return { outcome: { kind: 'failed', checks, error } };
     }
     if (e.kind === 'permanent' || e.kind === 'conflict' || e.kind === 'unsupported') {
@@ -126,7 +150,11 @@ export function pollActivities(kit: ActivityKit) {
     const failures = await store.polling.recordCheckError(input.jobId, error);
     const backoff = Math.min(30_000, 1_000 * Math.pow(2, failures - 1));
     const wait = Math.max(Math.min(backoff, scheduleDelay(input.schedule, checks)), e.details.retryAfterMs ?? 0);
-    return again(Math.min(wait, until), `${phase} read failed (${failures} in a row, task kept): ${error.message}`, checks);
+    return again(
+      Math.min(wait, until),
+      `${phase} read failed (${failures} in a row, task kept): ${error.message}`,
+      checks,
+    );
   }
 
   /**
@@ -139,18 +167,48 @@ export function pollActivities(kit: ActivityKit) {
     const providerStatus = start.row?.provider_status ?? undefined;
     if (start.row?.state === 'completed') {
       const r = await store.results.forJob(start.row.id);
-      if (r) return { kind: 'completed', checks, providerStatus, result: { resultId: r.id, inserted: false, title: r.title, httpStatus: r.http_status, finalUrl: r.final_url, documents: Number(r.document_count), ...(r.content_note ? { contentNote: r.content_note } : {}) } };
+      if (r)
+        return {
+          kind: 'completed',
+          checks,
+          providerStatus,
+          result: {
+            resultId: r.id,
+            inserted: false,
+            title: r.title,
+            httpStatus: r.http_status,
+            finalUrl: r.final_url,
+            documents: Number(r.document_count),
+            ...(r.content_note ? { contentNote: r.content_note } : {}),
+          },
+        };
     }
     return { kind: 'stale', reason: start.reason, state: start.row?.state, checks, providerStatus };
   }
 
   async function fetchResult(input: AwaitStatusInput, obs: StatusObservation): Promise<ProviderResult> {
     // An inline result passes the same limits as a paged read (`RESULT_TOO_LARGE`, permanent).
-    if (obs.result) return withBinaryText(enforceResultLimits(obs.result, kit.deps.providers.resolve(input.provider, input.account).resultLimits, input.provider, input.taskId));
+    if (obs.result)
+      return withBinaryText(
+        enforceResultLimits(
+          obs.result,
+          kit.deps.providers.resolve(input.provider, input.account).resultLimits,
+          input.provider,
+          input.taskId,
+        ),
+      );
     // A binary body (a PDF) gets its text read here, once, whichever kind relayed it.
     return withBinaryText(
       await kit.call(input.provider, input.account, (p) =>
-        p.adapter.result(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), url: input.url, request: input.request, limits: p.resultLimits, heartbeat: (progress) => kit.heartbeat(progress) }),
+        p.adapter.result(input.taskId, {
+          apiKey: p.apiKey,
+          secrets: kit.secrets(),
+          signal: kit.signal(),
+          url: input.url,
+          request: input.request,
+          limits: p.resultLimits,
+          heartbeat: (progress) => kit.heartbeat(progress),
+        }),
       ),
     );
   }
@@ -164,19 +222,27 @@ export function pollActivities(kit: ActivityKit) {
    * though the deadline has passed (a wake that came before it).
    */
   async function checkOnce(input: AwaitStatusInput, checkPastDeadline: boolean): Promise<CheckResult> {
-    const start = await store.polling.beginCheck(input.jobId, input.generation, input.mode === 'confirm_cancel', input.mode === 'track' ? input.deadlineAt : undefined);
+    const start = await store.polling.beginCheck(
+      input.jobId,
+      input.generation,
+      input.mode === 'confirm_cancel',
+      input.mode === 'track' ? input.deadlineAt : undefined,
+    );
     if (start.kind === 'stale') return { outcome: await staleOutcome(start) };
     const row = start.row;
     const checks = Number(row.status_checks);
     const deadline = Date.parse(input.deadlineAt);
     const now = await kit.serverClock(); // the deadline is workflow (server) time
-    if (now() >= deadline && !checkPastDeadline) return { outcome: { kind: 'deadline', checks, providerStatus: row.provider_status ?? undefined } };
+    if (now() >= deadline && !checkPastDeadline)
+      return { outcome: { kind: 'deadline', checks, providerStatus: row.provider_status ?? undefined } };
     const until = Math.max(1, deadline - now());
 
     let obs: StatusObservation;
     const askedAt = Date.now();
     try {
-      obs = await kit.call(input.provider, input.account, (p) => p.adapter.status(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
+      obs = await kit.call(input.provider, input.account, (p) =>
+        p.adapter.status(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+      );
       observeStatusCheck(Date.now() - askedAt, obs.state);
     } catch (e) {
       if (!isProviderError(e)) throw e;
@@ -185,10 +251,24 @@ export function pollActivities(kit: ActivityKit) {
     }
     const observedAt = Date.now();
     const { evidence, ...seen } = obs;
-    const n = await store.polling.recordCheck(input.jobId, seen, input.schedule.initialDelayMs, seen.retryAfterMs, seen.state !== 'completed');
+    const n = await store.polling.recordCheck(
+      input.jobId,
+      seen,
+      input.schedule.initialDelayMs,
+      seen.retryAfterMs,
+      seen.state !== 'completed',
+    );
     const base = { checks: n, providerStatus: seen.providerStatus, progress: seen.progress };
     if (seen.state !== 'completed' && seen.providerStatus !== row.provider_status) {
-      await store.findings.appendEvent(input.jobId, seen.state === 'unrecognised' ? 'unrecognised_status' : 'provider_status', null, { status: seen.providerStatus, state: seen.state });
+      await store.findings.appendEvent(
+        input.jobId,
+        seen.state === 'unrecognised' ? 'unrecognised_status' : 'provider_status',
+        null,
+        {
+          status: seen.providerStatus,
+          state: seen.state,
+        },
+      );
     }
 
     if (seen.state === 'completed') {
@@ -200,16 +280,47 @@ export function pollActivities(kit: ActivityKit) {
         return onReadError(input, e, 'result', n, until);
       }
       await kit.deps.hooks?.beforeResultWrite?.(input.jobId, input.taskId);
-      const out = await store.results.writeOnce(input.jobId, input.provider, input.taskId, payload, kit.deps.resultRetentionMs);
+      const out = await store.results.writeOnce(
+        input.jobId,
+        input.provider,
+        input.taskId,
+        payload,
+        kit.deps.resultRetentionMs,
+      );
       if (out.inserted) observeResultCommitLag(Date.now() - observedAt); // completion observed → result committed
       await kit.deps.hooks?.afterResultWritten?.(input.jobId, out.resultId);
       announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
-      const result: SavedResult = { resultId: out.resultId, inserted: out.inserted, title: payload.title, httpStatus: payload.httpStatus, finalUrl: payload.finalUrl, documents: out.documents, ...(out.contentNote ? { contentNote: out.contentNote } : {}) };
+      const result: SavedResult = {
+        resultId: out.resultId,
+        inserted: out.inserted,
+        title: payload.title,
+        httpStatus: payload.httpStatus,
+        finalUrl: payload.finalUrl,
+        documents: out.documents,
+        ...(out.contentNote ? { contentNote: out.contentNote } : {}),
+      };
       return { outcome: { ...base, kind: 'completed', result } };
     }
     if (seen.state === 'failed') {
-      const error: JobError = { kind: 'provider_failed', code: seen.error?.code, message: seen.error?.message ?? 'provider reported failure', at: new Date().toISOString() };
-      await store.findings.recordIncident({ jobId: input.jobId, phase: 'status', kind: 'provider_failed', message: error.message, code: error.code, endpoint: evidence?.endpoint, httpStatus: evidence?.httpStatus, response: evidence?.body, headers: evidence?.headers, request: { taskId: input.taskId }, at: evidence?.at });
+      const error: JobError = {
+        kind: 'provider_failed',
+        code: seen.error?.code,
+        message: seen.error?.message ?? 'provider reported failure',
+        at: new Date().toISOString(),
+      };
+      await store.findings.recordIncident({
+        jobId: input.jobId,
+        phase: 'status',
+        kind: 'provider_failed',
+        message: error.message,
+        code: error.code,
+        endpoint: evidence?.endpoint,
+        httpStatus: evidence?.httpStatus,
+        response: evidence?.body,
+        headers: evidence?.headers,
+        request: { taskId: input.taskId },
+        at: evidence?.at,
+      });
       await transition(input, 'failed', error, 'provider reported a terminal failure');
       return { outcome: { ...base, kind: 'failed', error } };
     }
@@ -219,8 +330,17 @@ export function pollActivities(kit: ActivityKit) {
     }
     if (now() >= deadline) return { outcome: { ...base, kind: 'deadline' } };
     const delay = Math.min(Math.max(scheduleDelay(input.schedule, n), seen.retryAfterMs ?? 0), until);
-    const what = seen.state === 'unrecognised' ? `unrecognised status "${seen.providerStatus}" (not final; polled on the normal schedule)` : `status "${seen.providerStatus}"`;
-    return again(delay, `${what}; check ${n} done, next in ${(delay / 1000).toFixed(1)} s`, n, seen.providerStatus, seen.progress);
+    const what =
+      seen.state === 'unrecognised'
+        ? `unrecognised status "${seen.providerStatus}" (not final; polled on the normal schedule)`
+        : `status "${seen.providerStatus}"`;
+    return again(
+      delay,
+      `${what}; check ${n} done, next in ${(delay / 1000).toFixed(1)} s`,
+      n,
+      seen.providerStatus,
+      seen.progress,
+    );
   }
 
   return {
@@ -234,12 +354,21 @@ export function pollActivities(kit: ActivityKit) {
     async awaitStatus(input: AwaitStatusInput): Promise<PollOutcome> {
       const first = kit.attempt() === 1;
       if (first) {
-        const start = await store.polling.beginCheck(input.jobId, input.generation, input.mode === 'confirm_cancel', input.mode === 'track' ? input.deadlineAt : undefined);
+        const start = await store.polling.beginCheck(
+          input.jobId,
+          input.generation,
+          input.mode === 'confirm_cancel',
+          input.mode === 'track' ? input.deadlineAt : undefined,
+        );
         if (start.kind === 'stale') return staleOutcome(start);
         const notBefore = start.row.check_not_before ? Date.parse(start.row.check_not_before) : 0;
         const wait = Math.max(input.firstDelayMs, notBefore - Date.now());
         const now = await kit.serverClock();
-        if (wait > (kit.deps.inlineFirstWaitMs ?? INLINE_FIRST_WAIT_MS)) retryIn(Math.min(wait, Math.max(1, Date.parse(input.deadlineAt) - now())), `first check of polling generation ${input.generation} in ${wait} ms`);
+        if (wait > (kit.deps.inlineFirstWaitMs ?? INLINE_FIRST_WAIT_MS))
+          retryIn(
+            Math.min(wait, Math.max(1, Date.parse(input.deadlineAt) - now())),
+            `first check of polling generation ${input.generation} in ${wait} ms`,
+          );
         if (wait > 0) await sleep(wait, kit.signal());
       }
       const r = await checkOnce(input, first && input.checkPastDeadline === true);
@@ -250,16 +379,41 @@ export function pollActivities(kit: ActivityKit) {
 }
 
 /** What one check led to: the outcome to return, or when to check again (with what it saw). */
-export type CheckResult = { outcome: PollOutcome } | { again: { delayMs: number; message: string }; checks: number; providerStatus?: string; progress?: StatusObservation['progress'] };
+export type CheckResult =
+  | { outcome: PollOutcome }
+  | {
+      again: { delayMs: number; message: string };
+      checks: number;
+      providerStatus?: string;
+      progress?: StatusObservation['progress'];
+    };
 
-function again(delayMs: number, message: string, checks: number, providerStatus?: string, progress?: StatusObservation['progress']): CheckResult {
-  return { again: { delayMs, message }, checks, ...(providerStatus ? { providerStatus } : {}), ...(progress ? { progress } : {}) };
+function again(
+  delayMs: number,
+  message: string,
+  checks: number,
+  providerStatus?: string,
+  progress?: StatusObservation['progress'],
+): CheckResult {
+  return {
+    again: { delayMs, message },
+    checks,
+    ...(providerStatus ? { providerStatus } : {}),
+    ...(progress ? { progress } : {}),
+  };
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }

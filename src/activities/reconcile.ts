@@ -6,7 +6,15 @@
  * `resolve` is verified against the provider's record before it is adopted.
  */
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import { decideReconcile, type Candidate, type LookupEvidence, type LookupReading, type ReconcileEvidence, type ReconcileEvidenceRecord, type ReplayReading } from '../model/evidence.js';
+import {
+  decideReconcile,
+  type Candidate,
+  type LookupEvidence,
+  type LookupReading,
+  type ReconcileEvidence,
+  type ReconcileEvidenceRecord,
+  type ReplayReading,
+} from '../model/evidence.js';
 import type { JobError } from '../model/types.js';
 import { isProviderError, ProviderError } from '../providers/shared/errors.js';
 import { providerKeys } from '../providers/shared/keys.js';
@@ -42,7 +50,13 @@ function reconciled(out: ReconcileOutcome): ReconcileOutcome {
  * signature and our echoed reference, or the per-job token) that names a task is a strong match.
  * Deliveries come only on the provider's events, so they never prove absence.
  */
-const DELIVERIES_LOOKUP: LookupEvidence = { name: 'webhook deliveries of this job', shows: [], finishedForMs: null, lagMs: 0, match: 'strong' };
+const DELIVERIES_LOOKUP: LookupEvidence = {
+  name: 'webhook deliveries of this job',
+  shows: [],
+  finishedForMs: null,
+  lagMs: 0,
+  match: 'strong',
+};
 
 /** `evidence` with the job's webhook deliveries as a lookup when the entry has webhooks. */
 function withDeliveries(evidence: ReconcileEvidence, webhooks: boolean): ReconcileEvidence {
@@ -87,7 +101,8 @@ export function reconcileActivities(kit: ActivityKit) {
       if (e.type !== 'submit_ambiguous' || !e.detail) continue;
       const d = JSON.parse(e.detail) as { error?: JobError } & Partial<JobError>;
       const error = d.error ?? (d as JobError);
-      if (error.kind === 'conflict') return { kind: 'conflict', detail: `${error.httpStatus ?? ''} ${error.message}`.trim() };
+      if (error.kind === 'conflict')
+        return { kind: 'conflict', detail: `${error.httpStatus ?? ''} ${error.message}`.trim() };
     }
     return undefined;
   }
@@ -96,29 +111,60 @@ export function reconcileActivities(kit: ActivityKit) {
    * Sends one replay under the same key (kinds whose key returns the same task: a probe that
    * costs no second job) and records it (`reconcile_replay`). A lost replay is retried (transient).
    */
-  async function probeReplay(job: SubmitJobInput['job'], row: JobRow, budgetMs: number): Promise<ReplayReading | undefined> {
+  async function probeReplay(
+    job: SubmitJobInput['job'],
+    row: JobRow,
+    budgetMs: number,
+  ): Promise<ReplayReading | undefined> {
     const keys = providerKeys(job.account, job.key);
     const call = kit
-      .call(job.provider, job.account, (p) => p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), ...keys, ...p.callback(job.jobId) }), { phase: 'submit' })
+      .call(
+        job.provider,
+        job.account,
+        (p) =>
+          p.adapter.submit(job.request, {
+            apiKey: p.apiKey,
+            secrets: kit.secrets(),
+            ...keys,
+            ...p.callback(job.jobId),
+          }),
+        { phase: 'submit' },
+      )
       .then(
         (acc): ReplayReading => ({ kind: 'same-task', taskId: acc.taskId, providerStatus: acc.providerStatus }),
         (e: unknown): ReplayReading | Error => {
-          if (isProviderError(e) && e.kind === 'conflict') return { kind: 'conflict', detail: `${e.details.httpStatus ?? ''} ${e.message}`.trim() };
+          if (isProviderError(e) && e.kind === 'conflict')
+            return { kind: 'conflict', detail: `${e.details.httpStatus ?? ''} ${e.message}`.trim() };
           return e instanceof Error ? e : new Error(String(e));
         },
       );
     // The replay is not aborted when the attempt runs short: its answer (the same task) is still
     // recorded when it comes, and this attempt goes on with what the lookups showed.
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), Math.max(1, budgetMs - SETTLE_READ_MARGIN_MS))));
+    const late = new Promise<'late'>(
+      (resolve) => (timer = setTimeout(() => resolve('late'), Math.max(1, budgetMs - SETTLE_READ_MARGIN_MS))),
+    );
     const first = await Promise.race([call, late]);
     clearTimeout(timer);
     if (first === 'late') {
-      detachCall(call.then((r) => (r instanceof Error || r.kind !== 'same-task' ? undefined : store.jobs.bindTask({ jobId: job.jobId, taskId: r.taskId, providerStatus: r.providerStatus, source: 'reconcile: idempotent replay under our key (answered late)', providerAccount: kit.deps.providers.resolve(job.provider, job.account).providerAccount }))));
+      detachCall(
+        call.then((r) =>
+          r instanceof Error || r.kind !== 'same-task'
+            ? undefined
+            : store.jobs.bindTask({
+                jobId: job.jobId,
+                taskId: r.taskId,
+                providerStatus: r.providerStatus,
+                source: 'reconcile: idempotent replay under our key (answered late)',
+                providerAccount: kit.deps.providers.resolve(job.provider, job.account).providerAccount,
+              }),
+        ),
+      );
       return undefined;
     }
     if (first instanceof Error) {
-      if (isProviderError(first) && first.kind === 'ambiguous') rethrow(new ProviderError('transient', `the replay's answer was lost too: ${first.message}`, first.details));
+      if (isProviderError(first) && first.kind === 'ambiguous')
+        rethrow(new ProviderError('transient', `the replay's answer was lost too: ${first.message}`, first.details));
       rethrow(first);
     }
     await store.findings.appendEvent(job.jobId, 'reconcile_replay', row.state, first);
@@ -141,9 +187,20 @@ export function reconcileActivities(kit: ActivityKit) {
   async function deliveriesReading(jobId: string): Promise<LookupReading> {
     const rows = await store.webhooks.listDeliveries({ jobId, limit: 50 });
     const candidates = [...new Map(rows.filter((d) => d.task_id).map((d) => [d.task_id!, d])).values()].map(
-      (d): Candidate => ({ taskId: d.task_id!, providerStatus: d.provider_status ?? 'delivered', match: 'strong', why: `a webhook delivery verified for this job (${d.event_type}) names it` }),
+      (d): Candidate => ({
+        taskId: d.task_id!,
+        providerStatus: d.provider_status ?? 'delivered',
+        match: 'strong',
+        why: `a webhook delivery verified for this job (${d.event_type}) names it`,
+      }),
     );
-    return { lookup: DELIVERIES_LOOKUP.name, available: true, complete: true, candidates, at: new Date().toISOString() };
+    return {
+      lookup: DELIVERIES_LOOKUP.name,
+      available: true,
+      complete: true,
+      candidates,
+      at: new Date().toISOString(),
+    };
   }
 
   return {
@@ -174,18 +231,47 @@ export function reconcileActivities(kit: ActivityKit) {
       let replay = await replaySoFar(job.jobId, lastIntent);
       for (;;) {
         const readings: LookupReading[] = resolved.adapter.evidence.lookups.length
-          ? await kit.call(job.provider, job.account, (p) => p.adapter.findSubmitted({ apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), clientRef: keys.clientRef, request: job.request, submittedAfter: row.created_at }))
+          ? await kit.call(job.provider, job.account, (p) =>
+              p.adapter.findSubmitted({
+                apiKey: p.apiKey,
+                secrets: kit.secrets(),
+                signal: kit.signal(),
+                clientRef: keys.clientRef,
+                request: job.request,
+                submittedAfter: row.created_at,
+              }),
+            )
           : [];
         if (evidence !== resolved.adapter.evidence) readings.push(await deliveriesReading(job.jobId));
         const again = await store.jobs.get(job.jobId); // an answer may have landed while we read
         if (again?.task_id) return reconciled({ kind: 'found', taskId: again.task_id, via: 'store' });
         const now = Date.now();
         // This round already waited out the lags (in this attempt, or an earlier one whose retry delay the server kept).
-        const settled = (await store.findings.timeline(job.jobId)).some((e) => e.type === 'reconcile_settling' && Date.parse(e.at) >= lastIntent);
+        const settled = (await store.findings.timeline(job.jobId)).some(
+          (e) => e.type === 'reconcile_settling' && Date.parse(e.at) >= lastIntent,
+        );
         const decide = async () => {
-          const taskIds = [...readings.flatMap((r) => r.candidates.map((c) => c.taskId)), ...(replay && replay.kind !== 'conflict' ? [replay.taskId] : [])];
-          const boundElsewhere = await store.jobs.tasksBoundElsewhere({ providerAccount: resolved.providerAccount, provider: job.provider, taskIds, exceptJobId: job.jobId });
-          return decideReconcile({ evidence, lagOverrideMs: resolved.entry.reconcile?.settleMs, readings, replay, createdBy, firstSubmitAt: Date.parse(row.created_at), now, boundElsewhere, settled });
+          const taskIds = [
+            ...readings.flatMap((r) => r.candidates.map((c) => c.taskId)),
+            ...(replay && replay.kind !== 'conflict' ? [replay.taskId] : []),
+          ];
+          const boundElsewhere = await store.jobs.tasksBoundElsewhere({
+            providerAccount: resolved.providerAccount,
+            provider: job.provider,
+            taskIds,
+            exceptJobId: job.jobId,
+          });
+          return decideReconcile({
+            evidence,
+            lagOverrideMs: resolved.entry.reconcile?.settleMs,
+            readings,
+            replay,
+            createdBy,
+            firstSubmitAt: Date.parse(row.created_at),
+            now,
+            boundElsewhere,
+            settled,
+          });
         };
         let d = await decide();
         // Lookups first; a replay only where the kind's key returns the same task (a probe that can
@@ -197,29 +283,70 @@ export function reconcileActivities(kit: ActivityKit) {
         }
         // Until the submit's own timeout has passed its answer may still come: nothing but a found
         // task is concluded before then.
-        if (d.kind !== 'found' && !settled && now < createdBy) d = { kind: 'settling', readAt: Math.max(createdBy, d.kind === 'settling' ? d.readAt : 0), evidence: d.evidence };
-        if (d.evidence.collisions.length) await store.findings.appendEvent(job.jobId, 'task_collision', 'unknown', { collisions: d.evidence.collisions });
+        if (d.kind !== 'found' && !settled && now < createdBy)
+          d = {
+            kind: 'settling',
+            readAt: Math.max(createdBy, d.kind === 'settling' ? d.readAt : 0),
+            evidence: d.evidence,
+          };
+        if (d.evidence.collisions.length)
+          await store.findings.appendEvent(job.jobId, 'task_collision', 'unknown', {
+            collisions: d.evidence.collisions,
+          });
         switch (d.kind) {
           case 'found': {
-            const bound = await store.jobs.bindTask({ jobId: job.jobId, taskId: d.taskId, providerStatus: d.providerStatus, source: `reconcile: ${d.via === 'replay' ? 'idempotent replay under our key' : `found by client reference in ${d.lookup}`}`, trackingDeadlineMs: input.trackingDeadlineMs, providerAccount: resolved.providerAccount });
+            const bound = await store.jobs.bindTask({
+              jobId: job.jobId,
+              taskId: d.taskId,
+              providerStatus: d.providerStatus,
+              source: `reconcile: ${d.via === 'replay' ? 'idempotent replay under our key' : `found by client reference in ${d.lookup}`}`,
+              trackingDeadlineMs: input.trackingDeadlineMs,
+              providerAccount: resolved.providerAccount,
+            });
             if (bound.kind === 'collision') {
               const reason = `the task found (${d.taskId}) was bound to job ${bound.boundTo} meanwhile; it is not this job's`;
-              await store.findings.appendEvent(job.jobId, 'reconcile_undecided', 'unknown', { reason, evidence: d.evidence });
+              await store.findings.appendEvent(job.jobId, 'reconcile_undecided', 'unknown', {
+                reason,
+                evidence: d.evidence,
+              });
               return reconciled({ kind: 'unresolvable', reason, evidence: d.evidence });
             }
-            await store.findings.appendEvent(job.jobId, 'reconcile_found', 'pending', { taskId: bound.taskId, via: d.via, lookup: d.lookup, note: d.note, evidence: d.evidence });
-            return reconciled({ kind: 'found', taskId: bound.taskId, via: d.via === 'replay' ? 'idempotent-replay' : 'list', lookup: d.lookup });
+            await store.findings.appendEvent(job.jobId, 'reconcile_found', 'pending', {
+              taskId: bound.taskId,
+              via: d.via,
+              lookup: d.lookup,
+              note: d.note,
+              evidence: d.evidence,
+            });
+            return reconciled({
+              kind: 'found',
+              taskId: bound.taskId,
+              via: d.via === 'replay' ? 'idempotent-replay' : 'list',
+              lookup: d.lookup,
+            });
           }
           case 'absent':
-            await store.findings.appendEvent(job.jobId, 'reconcile_absent', 'unknown', { clientRef: keys.clientRef, evidence: d.evidence });
+            await store.findings.appendEvent(job.jobId, 'reconcile_absent', 'unknown', {
+              clientRef: keys.clientRef,
+              evidence: d.evidence,
+            });
             return reconciled({ kind: 'absent', via: 'list' });
           case 'settling': {
             const waitMs = Math.max(1_000, d.readAt - now);
-            await store.findings.appendEvent(job.jobId, 'reconcile_settling', 'unknown', { readAgainInMs: waitMs, evidence: d.evidence });
+            await store.findings.appendEvent(job.jobId, 'reconcile_settling', 'unknown', {
+              readAgainInMs: waitMs,
+              evidence: d.evidence,
+            });
             recordReconcile('settling');
             // A wait that fits in this attempt is spent here watching the store, so that a late
             // answer recorded meanwhile is adopted at once; a longer one is the server's retry delay.
-            if (waitMs <= Math.min(kit.deps.inlineSettleMs ?? Number.POSITIVE_INFINITY, attemptBudget(startedAt) - SETTLE_READ_MARGIN_MS)) {
+            if (
+              waitMs <=
+              Math.min(
+                kit.deps.inlineSettleMs ?? Number.POSITIVE_INFINITY,
+                attemptBudget(startedAt) - SETTLE_READ_MARGIN_MS,
+              )
+            ) {
               const recorded = await watchForTask(job.jobId, waitMs);
               if (recorded) return reconciled({ kind: 'found', taskId: recorded, via: 'store' });
               continue;
@@ -232,7 +359,10 @@ export function reconcileActivities(kit: ActivityKit) {
             });
           }
           case 'undecided':
-            await store.findings.appendEvent(job.jobId, 'reconcile_undecided', 'unknown', { reason: d.reason, evidence: d.evidence });
+            await store.findings.appendEvent(job.jobId, 'reconcile_undecided', 'unknown', {
+              reason: d.reason,
+              evidence: d.evidence,
+            });
             return reconciled({ kind: 'unresolvable', reason: d.reason, evidence: d.evidence });
         }
       }
@@ -247,13 +377,30 @@ export function reconcileActivities(kit: ActivityKit) {
      * recorded meanwhile) or `{refused}` with the reason; either way the attempt is in the
      * timeline (`operator_resolve`: who, when, the task and the evidence).
      */
-    async adoptTask(input: { jobId: string; taskId: string; by: string; trackingDeadlineMs?: number }): Promise<AdoptOutcome> {
+    async adoptTask(input: {
+      jobId: string;
+      taskId: string;
+      by: string;
+      trackingDeadlineMs?: number;
+    }): Promise<AdoptOutcome> {
       const row = await store.jobs.get(input.jobId);
       if (!row) throw new Error(`job ${input.jobId} is not registered`);
       if (row.task_id) return row.task_id;
       const resolved = kit.deps.providers.resolve(row.provider, row.account);
-      const audit = (outcome: string, evidence: Record<string, unknown>) => store.findings.appendEvent(input.jobId, 'operator_resolve', row.state, { by: input.by, at: new Date().toISOString(), taskId: input.taskId, outcome, evidence });
-      const bound = await store.jobs.tasksBoundElsewhere({ providerAccount: resolved.providerAccount, provider: row.provider, taskIds: [input.taskId], exceptJobId: input.jobId });
+      const audit = (outcome: string, evidence: Record<string, unknown>) =>
+        store.findings.appendEvent(input.jobId, 'operator_resolve', row.state, {
+          by: input.by,
+          at: new Date().toISOString(),
+          taskId: input.taskId,
+          outcome,
+          evidence,
+        });
+      const bound = await store.jobs.tasksBoundElsewhere({
+        providerAccount: resolved.providerAccount,
+        provider: row.provider,
+        taskIds: [input.taskId],
+        exceptJobId: input.jobId,
+      });
       const other = bound.get(input.taskId);
       if (other) {
         const refused = `task ${input.taskId} is bound to another job (provider account ${resolved.providerAccount}); a task belongs to one job`;
@@ -262,7 +409,9 @@ export function reconcileActivities(kit: ActivityKit) {
       }
       let seen;
       try {
-        seen = await kit.call(row.provider, row.account, (p) => p.adapter.status(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
+        seen = await kit.call(row.provider, row.account, (p) =>
+          p.adapter.status(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+        );
       } catch (e) {
         if (!isProviderError(e) || !['not_found', 'permanent', 'expired', 'conflict'].includes(e.kind)) rethrow(e);
         const refused = `the job's own credential cannot read task ${input.taskId} (${e.message})`;
@@ -278,12 +427,23 @@ export function reconcileActivities(kit: ActivityKit) {
           : subject?.url && !sameUrl(subject.url, row.url)
             ? `task ${input.taskId} is for ${subject.url}, not this job's ${row.url}`
             : undefined;
-      const evidence = { statusRead: { providerStatus: seen.providerStatus, state: seen.state }, subject: subject ?? null, providerAccount: resolved.providerAccount };
+      const evidence = {
+        statusRead: { providerStatus: seen.providerStatus, state: seen.state },
+        subject: subject ?? null,
+        providerAccount: resolved.providerAccount,
+      };
       if (mismatch) {
         await audit('refused', evidence);
         return { refused: mismatch };
       }
-      const out = await store.jobs.bindTask({ jobId: input.jobId, taskId: input.taskId, providerStatus: seen.providerStatus, source: `operator: ${input.by}`, trackingDeadlineMs: input.trackingDeadlineMs, providerAccount: resolved.providerAccount });
+      const out = await store.jobs.bindTask({
+        jobId: input.jobId,
+        taskId: input.taskId,
+        providerStatus: seen.providerStatus,
+        source: `operator: ${input.by}`,
+        trackingDeadlineMs: input.trackingDeadlineMs,
+        providerAccount: resolved.providerAccount,
+      });
       if (out.kind === 'collision') {
         await audit('refused', { ...evidence, boundTo: out.boundTo });
         return { refused: `task ${input.taskId} was bound to job ${out.boundTo} meanwhile; a task belongs to one job` };

@@ -15,8 +15,18 @@ export function recordActivities(kit: ActivityKit) {
      * Records a state transition (idempotent). Returns false when the job was already final and
      * `force` was not set.
      */
-    async recordState(input: { jobId: string; state: JobState; error?: JobError | null; detail?: unknown; force?: boolean }): Promise<boolean> {
-      return store.jobs.transition(input.jobId, input.state, { error: input.error, detail: input.detail === undefined ? undefined : sanitizeBody(input.detail, kit.secrets()), force: input.force });
+    async recordState(input: {
+      jobId: string;
+      state: JobState;
+      error?: JobError | null;
+      detail?: unknown;
+      force?: boolean;
+    }): Promise<boolean> {
+      return store.jobs.transition(input.jobId, input.state, {
+        error: input.error,
+        detail: input.detail === undefined ? undefined : sanitizeBody(input.detail, kit.secrets()),
+        force: input.force,
+      });
     },
 
     /**
@@ -24,7 +34,9 @@ export function recordActivities(kit: ActivityKit) {
      * change: a job that completed first), so that a later cancel can report it.
      */
     async recordCancelOutcome(input: { jobId: string; report: CancelReport }): Promise<void> {
-      await store.findings.appendEvent(input.jobId, 'cancel_outcome', null, { cancel: sanitizeBody(input.report, kit.secrets()) });
+      await store.findings.appendEvent(input.jobId, 'cancel_outcome', null, {
+        cancel: sanitizeBody(input.report, kit.secrets()),
+      });
     },
   };
 }

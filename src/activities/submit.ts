@@ -64,7 +64,10 @@ const SLOT_WAIT_MS = 5_000;
  * with the queue: `waiting / limit × 2 s`, within 3 s … 5 min, jittered ×0.5–1.5 (`random` in
  * [0, 1)). The retry rate per key then stays near `limit / 2 s` however long the queue is.
  */
-export function slotWaitPlan(full: { limit: number; waiting: number }, random: number): { inAttemptMs: number; retryMs: number } {
+export function slotWaitPlan(
+  full: { limit: number; waiting: number },
+  random: number,
+): { inAttemptMs: number; retryMs: number } {
   const crowded = full.waiting > full.limit;
   const base = Math.min(300_000, Math.max(3_000, (full.waiting / Math.max(1, full.limit)) * 2_000));
   return { inAttemptMs: crowded ? 0 : SLOT_WAIT_MS, retryMs: Math.round(base * (0.5 + random)) };
@@ -75,7 +78,10 @@ export function submitActivities(kit: ActivityKit) {
   const { store } = kit;
   const tracking = trackActivities(kit);
 
-  async function reserve(input: SubmitJobInput, resolved: ResolvedProvider): Promise<{ r: Reservation; label: string }> {
+  async function reserve(
+    input: SubmitJobInput,
+    resolved: ResolvedProvider,
+  ): Promise<{ r: Reservation; label: string }> {
     const { job } = input;
     const scope = { label: resolved.providerKey };
     const limits = resolved.entry.limits.activeJobs;
@@ -88,12 +94,30 @@ export function submitActivities(kit: ActivityKit) {
   }
 
   /** Records a submit's answer: binds the task to the job (a collision is reported, never retried) and grows the key's limit. */
-  async function recordAnswer(job: SubmitJobInput['job'], accepted: Accepted, resolved: ResolvedProvider, trackingDeadlineMs: number, label: string, activeBefore: number): Promise<{ taskId: string; providerStatus: string; answered: string }> {
+  async function recordAnswer(
+    job: SubmitJobInput['job'],
+    accepted: Accepted,
+    resolved: ResolvedProvider,
+    trackingDeadlineMs: number,
+    label: string,
+    activeBefore: number,
+  ): Promise<{ taskId: string; providerStatus: string; answered: string }> {
     await kit.deps.hooks?.afterSubmitAnswered?.(job.jobId, accepted.taskId);
     const source = accepted.replayed ? 'submit (provider replayed key)' : 'submit';
-    const bound = await store.jobs.bindTask({ jobId: job.jobId, taskId: accepted.taskId, providerStatus: accepted.providerStatus, source, trackingDeadlineMs, providerAccount: resolved.providerAccount });
+    const bound = await store.jobs.bindTask({
+      jobId: job.jobId,
+      taskId: accepted.taskId,
+      providerStatus: accepted.providerStatus,
+      source,
+      trackingDeadlineMs,
+      providerAccount: resolved.providerAccount,
+    });
     if (bound.kind === 'collision') {
-      throw new ProviderError('conflict', `the provider answered our submit with task ${accepted.taskId}, which is bound to job ${bound.boundTo}; a task belongs to one job`, { code: 'TASK_COLLISION' });
+      throw new ProviderError(
+        'conflict',
+        `the provider answered our submit with task ${accepted.taskId}, which is bound to job ${bound.boundTo}; a task belongs to one job`,
+        { code: 'TASK_COLLISION' },
+      );
     }
     await store.polling.noteSubmitAccepted(label, activeBefore);
     await kit.deps.hooks?.afterTaskRecorded?.(job.jobId, bound.taskId);
@@ -107,15 +131,29 @@ export function submitActivities(kit: ActivityKit) {
    * permanent one (a quota or credit exhaustion too, with a `quota_exhausted` event naming how long
    * the key's submits are held), and is returned to be thrown.
    */
-  async function recordRefusal(job: SubmitJobInput['job'], e: unknown, label: string, activeBefore: number): Promise<{ kind: 'ambiguous'; error: JobError } | { kind: 'error'; error: unknown }> {
-    if (isProviderError(e) && (e.kind === 'ambiguous' || (e.kind === 'conflict' && e.details.code !== 'TASK_COLLISION'))) {
+  async function recordRefusal(
+    job: SubmitJobInput['job'],
+    e: unknown,
+    label: string,
+    activeBefore: number,
+  ): Promise<{ kind: 'ambiguous'; error: JobError } | { kind: 'error'; error: unknown }> {
+    if (
+      isProviderError(e) &&
+      (e.kind === 'ambiguous' || (e.kind === 'conflict' && e.details.code !== 'TASK_COLLISION'))
+    ) {
       const error = e.toJobError();
-      await store.findings.appendEvent(job.jobId, 'submit_ambiguous', 'unknown', { error, evidence: e.details.evidence });
+      await store.findings.appendEvent(job.jobId, 'submit_ambiguous', 'unknown', {
+        error,
+        evidence: e.details.evidence,
+      });
       return { kind: 'ambiguous', error: { ...error, kind: 'ambiguous' } };
     }
     if (!(isProviderError(e) && e.details.code === 'TASK_COLLISION')) await store.jobs.clearSubmitIntent(job.jobId);
     if (isProviderError(e)) {
-      await store.findings.appendEvent(job.jobId, 'submit_rejected', null, { error: e.toJobError(), evidence: e.details.evidence });
+      await store.findings.appendEvent(job.jobId, 'submit_rejected', null, {
+        error: e.toJobError(),
+        evidence: e.details.evidence,
+      });
       if (isConcurrencyRefusal(e)) {
         const limit = await store.polling.noteSubmitRefused(label, activeBefore, e.details.statedLimit);
         log.info('submit refused for concurrency: key limit lowered', { jobId: job.jobId, label, limit });
@@ -124,8 +162,16 @@ export function submitActivities(kit: ActivityKit) {
       if (isQuotaExhausted(e)) {
         // The limiter has put the hold in place (shared through the store): the timeline says for how long.
         const heldForMs = await kit.deps.providers.resolve(job.provider, job.account).limiter.heldForMs('submit');
-        await store.findings.appendEvent(job.jobId, 'quota_exhausted', null, { providerKey: label, submitsHeldForMs: heldForMs, error: e.toJobError() });
-        log.warn('submit refused: the provider account’s quota or credits are used up; the key’s submits are held', { jobId: job.jobId, label, heldForMs });
+        await store.findings.appendEvent(job.jobId, 'quota_exhausted', null, {
+          providerKey: label,
+          submitsHeldForMs: heldForMs,
+          error: e.toJobError(),
+        });
+        log.warn('submit refused: the provider account’s quota or credits are used up; the key’s submits are held', {
+          jobId: job.jobId,
+          label,
+          heldForMs,
+        });
       }
     }
     return { kind: 'error', error: e };
@@ -147,9 +193,15 @@ export function submitActivities(kit: ActivityKit) {
       const { job } = input;
       try {
         const { inserted } = await store.jobs.insert(Store.jobRow({ ...job, taskId: null }, kit.secrets()));
-        if (kit.attempt() === 1 && !input.afterReconcile) await store.findings.appendEvent(job.jobId, 'registered', null, { workflowId: job.workflowId, url: job.request.url, inserted });
+        if (kit.attempt() === 1 && !input.afterReconcile)
+          await store.findings.appendEvent(job.jobId, 'registered', null, {
+            workflowId: job.workflowId,
+            url: job.request.url,
+            inserted,
+          });
       } catch (e) {
-        if (e instanceof Error && e.name === 'IdempotencyConflictStoreError') rethrow(new ProviderError('conflict', e.message, { code: 'IDEMPOTENCY_CONFLICT' }));
+        if (e instanceof Error && e.name === 'IdempotencyConflictStoreError')
+          rethrow(new ProviderError('conflict', e.message, { code: 'IDEMPOTENCY_CONFLICT' }));
         throw e;
       }
       const resolved = kit.deps.providers.resolve(job.provider, job.account);
@@ -166,8 +218,16 @@ export function submitActivities(kit: ActivityKit) {
       }
       if (r.kind === 'known') {
         if (r.before.task_id) {
-          log.info('submit: adopting the task recorded by an earlier attempt', { jobId: job.jobId, taskId: r.before.task_id });
-          return { kind: 'accepted', taskId: r.before.task_id, providerStatus: r.before.provider_status ?? 'unknown', adopted: true };
+          log.info('submit: adopting the task recorded by an earlier attempt', {
+            jobId: job.jobId,
+            taskId: r.before.task_id,
+          });
+          return {
+            kind: 'accepted',
+            taskId: r.before.task_id,
+            providerStatus: r.before.provider_status ?? 'unknown',
+            adopted: true,
+          };
         }
         const error: JobError = {
           kind: 'ambiguous',
@@ -186,13 +246,20 @@ export function submitActivities(kit: ActivityKit) {
       const call = kit.call(
         job.provider,
         job.account,
-        (p) => p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), ...keys, ...p.callback(job.jobId) }),
+        (p) =>
+          p.adapter.submit(job.request, {
+            apiKey: p.apiKey,
+            secrets: kit.secrets(),
+            ...keys,
+            ...p.callback(job.jobId),
+          }),
         {
           heartbeat: () => active,
           phase: 'submit',
           // A submit held back by the key's cool-down or quota hold waits without calling the
           // provider; the timeline says so, so a job sitting in `submitting` shows why.
-          onHeld: (waitMs, why) => store.findings.appendEvent(job.jobId, 'submit_held', null, { message: why, waitMs }).then(
+          onHeld: (waitMs, why) =>
+            store.findings.appendEvent(job.jobId, 'submit_held', null, { message: why, waitMs }).then(
               () => undefined,
               () => undefined, // a note the store could not take never holds up the submit
             ),
@@ -224,7 +291,12 @@ export function submitActivities(kit: ActivityKit) {
         if (first.outcome.kind === 'ambiguous') return first.outcome;
         rethrow(first.outcome.error);
       }
-      const accepted: Extract<SubmitOutcome, { kind: 'accepted' }> = { kind: 'accepted', taskId: first.taskId, providerStatus: first.providerStatus, adopted: first.taskId !== first.answered };
+      const accepted: Extract<SubmitOutcome, { kind: 'accepted' }> = {
+        kind: 'accepted',
+        taskId: first.taskId,
+        providerStatus: first.providerStatus,
+        adopted: first.taskId !== first.answered,
+      };
       if (!input.track || first.taskId !== first.answered) return accepted;
       // A fast job's whole life in this attempt: its first checks, and the result written, here.
       const t = input.track;
@@ -233,14 +305,30 @@ export function submitActivities(kit: ActivityKit) {
       const deadlineAt = new Date(clock() + input.trackingDeadlineMs).toISOString();
       const { outcome, last } = await tracking.pollLoop(
         {
-          jobId: job.jobId, provider: job.provider, account: job.account, taskId: first.taskId, url: job.request.url, request: job.request,
-          generation: t.generation, schedule: t.schedule, firstDelayMs: t.firstDelayMs, notFoundLimit: t.notFoundLimit, mode: 'track', deadlineAt,
+          jobId: job.jobId,
+          provider: job.provider,
+          account: job.account,
+          taskId: first.taskId,
+          url: job.request.url,
+          request: job.request,
+          generation: t.generation,
+          schedule: t.schedule,
+          firstDelayMs: t.firstDelayMs,
+          notFoundLimit: t.notFoundLimit,
+          mode: 'track',
+          deadlineAt,
         },
         Math.max(0, Math.min(t.budgetMs - (Date.now() - startedAt), attemptBudget(startedAt) - SETTLE_READ_MARGIN_MS)),
       );
       // The deadline is the tracking phase's to act on (with its wakes and its deadline policy).
-      if (outcome && outcome.kind !== 'deadline') return { kind: 'finished', taskId: first.taskId, outcome, deadlineAt };
-      return { ...accepted, providerStatus: last?.providerStatus ?? accepted.providerStatus, checks: last?.checks ?? 0, deadlineAt };
+      if (outcome && outcome.kind !== 'deadline')
+        return { kind: 'finished', taskId: first.taskId, outcome, deadlineAt };
+      return {
+        ...accepted,
+        providerStatus: last?.providerStatus ?? accepted.providerStatus,
+        checks: last?.checks ?? 0,
+        deadlineAt,
+      };
     },
 
     /**
@@ -258,21 +346,39 @@ export function submitActivities(kit: ActivityKit) {
      * meanwhile (a stale resume must not reopen a finished job). Returns the stored task ID and
      * state. Throws a non-retryable `Provider.conflict` when the row holds another task.
      */
-    async registerJob(input: ScrapeWorkflowInput & { workflowId: string; deadlineAt?: string }): Promise<{ taskId: string | null; state: string }> {
+    async registerJob(
+      input: ScrapeWorkflowInput & { workflowId: string; deadlineAt?: string },
+    ): Promise<{ taskId: string | null; state: string }> {
       try {
-        const row = await store.jobs.register(Store.jobRow({ ...input, taskId: input.resume?.taskId, deadlineAt: input.deadlineAt }, kit.secrets()));
+        const row = await store.jobs.register(
+          Store.jobRow({ ...input, taskId: input.resume?.taskId, deadlineAt: input.deadlineAt }, kit.secrets()),
+        );
         if (input.resume && row.task_id && row.task_id !== input.resume.taskId) {
-          throw new ProviderError('conflict', `resume asked for task ${input.resume.taskId} but job ${input.jobId} holds task ${row.task_id}`, { code: 'TASK_MISMATCH' });
+          throw new ProviderError(
+            'conflict',
+            `resume asked for task ${input.resume.taskId} but job ${input.jobId} holds task ${row.task_id}`,
+            {
+              code: 'TASK_MISMATCH',
+            },
+          );
         }
         if (input.resume) {
-          if (isFinalState(row.state) && row.state !== 'tracking_interrupted') return { taskId: row.task_id, state: row.state };
-          await store.jobs.transition(input.jobId, 'pending', { force: true, detail: { resumed: true, taskId: row.task_id } });
+          if (isFinalState(row.state) && row.state !== 'tracking_interrupted')
+            return { taskId: row.task_id, state: row.state };
+          await store.jobs.transition(input.jobId, 'pending', {
+            force: true,
+            detail: { resumed: true, taskId: row.task_id },
+          });
         } else {
-          await store.findings.appendEvent(input.jobId, 'registered', row.state, { workflowId: input.workflowId, url: input.request.url });
+          await store.findings.appendEvent(input.jobId, 'registered', row.state, {
+            workflowId: input.workflowId,
+            url: input.request.url,
+          });
         }
         return { taskId: row.task_id, state: row.state };
       } catch (e) {
-        if (e instanceof Error && e.name === 'IdempotencyConflictStoreError') rethrow(new ProviderError('conflict', e.message, { code: 'IDEMPOTENCY_CONFLICT' }));
+        if (e instanceof Error && e.name === 'IdempotencyConflictStoreError')
+          rethrow(new ProviderError('conflict', e.message, { code: 'IDEMPOTENCY_CONFLICT' }));
         rethrow(e);
       }
     },

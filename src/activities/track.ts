@@ -22,7 +22,7 @@ import { Context } from '@temporalio/activity';
 import { EventEmitter } from 'node:events';
 import { learnedPlan } from '../model/schedule.js';
 import type { ActivityKit } from './context.js';
-import { pollActivities, sleep, type AwaitStatusInput, type CheckResult, type PollOutcome } from './poll.js';
+import { pollActivities, type AwaitStatusInput, type CheckResult, type PollOutcome } from './poll.js';
 
 /** Input of `trackStatus`: the same as `awaitStatus`'s. */
 export type TrackStatusInput = AwaitStatusInput;
@@ -49,7 +49,12 @@ export function handOffPolling(): void {
  * Resolves after `ms` (with `sleep`, the injected clock's; else a timer), or when the attempt is
  * cancelled, or when the worker drains; says which. Heartbeats with `beat` while it waits.
  */
-function pause(ms: number, signal: AbortSignal | undefined, beat: () => void, sleep?: (ms: number) => Promise<void>): Promise<'elapsed' | 'aborted' | 'draining'> {
+function pause(
+  ms: number,
+  signal: AbortSignal | undefined,
+  beat: () => void,
+  sleep?: (ms: number) => Promise<void>,
+): Promise<'elapsed' | 'aborted' | 'draining'> {
   if (drainingNow) return Promise.resolve('draining');
   if (signal?.aborted) return Promise.resolve('aborted');
   return new Promise((resolve) => {
@@ -66,7 +71,11 @@ function pause(ms: number, signal: AbortSignal | undefined, beat: () => void, sl
     const onDrain = () => done('draining');
     const onAbort = () => done('aborted');
     const timer = sleep ? undefined : setTimeout(() => done('elapsed'), Math.max(0, ms));
-    if (sleep) void sleep(Math.max(0, ms)).then(() => done('elapsed'), () => done('elapsed'));
+    if (sleep)
+      void sleep(Math.max(0, ms)).then(
+        () => done('elapsed'),
+        () => done('elapsed'),
+      );
     const beats = setInterval(beat, HEARTBEAT_EVERY_MS);
     draining.once('drain', onDrain);
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -75,7 +84,12 @@ function pause(ms: number, signal: AbortSignal | undefined, beat: () => void, sl
 
 /** The failure that hands a polling activity over to another worker: retried at once by the server. */
 function handOff(what: string): never {
-  throw ApplicationFailure.create({ type: 'Poll.handOff', message: `the worker is shutting down; ${what} continues on another worker`, nextRetryDelay: 1, category: ApplicationFailureCategory.BENIGN });
+  throw ApplicationFailure.create({
+    type: 'Poll.handOff',
+    message: `the worker is shutting down; ${what} continues on another worker`,
+    nextRetryDelay: 1,
+    category: ApplicationFailureCategory.BENIGN,
+  });
 }
 
 /** Builds `trackStatus` (and the loop the submit activity continues into) over `kit`. */
@@ -89,15 +103,28 @@ export function trackActivities(kit: ActivityKit) {
    * last check saw in `last`). The first wait is `input.firstDelayMs` or the store's earliest next
    * check, whichever is later.
    */
-  async function pollLoop(input: TrackStatusInput, budgetMs?: number): Promise<{ outcome?: PollOutcome; last?: Extract<CheckResult, { again: unknown }> }> {
+  async function pollLoop(
+    input: TrackStatusInput,
+    budgetMs?: number,
+  ): Promise<{ outcome?: PollOutcome; last?: Extract<CheckResult, { again: unknown }> }> {
     const startedAt = Date.now();
-    const start = await store.polling.beginCheck(input.jobId, input.generation, input.mode === 'confirm_cancel', input.mode === 'track' ? input.deadlineAt : undefined);
+    const start = await store.polling.beginCheck(
+      input.jobId,
+      input.generation,
+      input.mode === 'confirm_cancel',
+      input.mode === 'track' ? input.deadlineAt : undefined,
+    );
     const notBefore = start.kind === 'go' && start.row.check_not_before ? Date.parse(start.row.check_not_before) : 0;
     const clock = await kit.serverClock();
     const deadline = Date.parse(input.deadlineAt);
     // Where the provider key's recent jobs finished (when asked for, and enough are known): the
     // check times of the plan, counted from the moment the task became known.
-    const plan = input.schedule.learn ? learnedPlan(await store.polling.recentDurations(kit.deps.providers.resolve(input.provider, input.account).providerKey), input.schedule) : undefined;
+    const plan = input.schedule.learn
+      ? learnedPlan(
+          await store.polling.recentDurations(kit.deps.providers.resolve(input.provider, input.account).providerKey),
+          input.schedule,
+        )
+      : undefined;
     const knownAt = start.kind === 'go' && start.row.submitted_at ? Date.parse(start.row.submitted_at) : Date.now();
     const planned = (fallback: number) => {
       if (!plan) return fallback;
@@ -106,11 +133,17 @@ export function trackActivities(kit: ActivityKit) {
       return next === undefined ? fallback : next - elapsed;
     };
     // Never past the deadline: the check then says `deadline` (or, after a wake, checks anyway).
-    const bounded = (ms: number) => (input.checkPastDeadline && !last ? ms : Math.min(ms, Math.max(0, deadline - clock())));
+    const bounded = (ms: number) =>
+      input.checkPastDeadline && !last ? ms : Math.min(ms, Math.max(0, deadline - clock()));
     let last: Extract<CheckResult, { again: unknown }> | undefined;
     let wait = bounded(Math.max(input.firstDelayMs === 0 ? 0 : planned(input.firstDelayMs), notBefore - Date.now()));
     let checkPastDeadline = input.checkPastDeadline === true;
-    const details = () => ({ checks: last?.checks ?? 0, providerStatus: last?.providerStatus, nextCheckAt: new Date(Date.now() + wait).toISOString(), note: last?.again.message });
+    const details = () => ({
+      checks: last?.checks ?? 0,
+      providerStatus: last?.providerStatus,
+      nextCheckAt: new Date(Date.now() + wait).toISOString(),
+      note: last?.again.message,
+    });
     for (;;) {
       if (budgetMs !== undefined && Date.now() - startedAt + wait > budgetMs) return { last };
       const why = await pause(wait, kit.signal(), () => kit.heartbeat(details()), kit.deps.sleep);
@@ -125,7 +158,9 @@ export function trackActivities(kit: ActivityKit) {
       if (plan) {
         const row = await store.jobs.get(input.jobId);
         const notBeforeNow = row?.check_not_before ? Date.parse(row.check_not_before) - Date.now() : 0;
-        wait = bounded(Math.max(planned(r.again.delayMs), notBeforeNow, row && Number(row.status_errors) > 0 ? r.again.delayMs : 0));
+        wait = bounded(
+          Math.max(planned(r.again.delayMs), notBeforeNow, row && Number(row.status_errors) > 0 ? r.again.delayMs : 0),
+        );
       } else {
         wait = r.again.delayMs;
       }

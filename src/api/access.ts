@@ -43,7 +43,10 @@ type Limit = Config['api']['rateLimit']['default'];
  * Adds the access rules above to `app` as `onRequest` hooks (authentication, rate limit, then the
  * `401`). Register it before any route. `limits` is the configuration's `api.rateLimit`.
  */
-export async function registerAccess(app: FastifyInstance, opts: { keyring: ApiKeyring; limits: Config['api']['rateLimit'] }): Promise<void> {
+export async function registerAccess(
+  app: FastifyInstance,
+  opts: { keyring: ApiKeyring; limits: Config['api']['rateLimit'] },
+): Promise<void> {
   const { keyring, limits } = opts;
   app.decorateRequest('auth', 'public');
   app.decorateRequest('account', null);
@@ -55,7 +58,8 @@ export async function registerAccess(app: FastifyInstance, opts: { keyring: ApiK
 
   await app.register(fastifyRateLimit, {
     global: false,
-    errorResponseBuilder: (_req, ctx) => new ApiProblem('rate-limited', `rate limit of ${ctx.max} requests exceeded; retry in ${ctx.after}`, {}, {}),
+    errorResponseBuilder: (_req, ctx) =>
+      new ApiProblem('rate-limited', `rate limit of ${ctx.max} requests exceeded; retry in ${ctx.after}`, {}, {}),
   });
   const limitOf = (req: FastifyRequest): Limit => {
     if (req.auth === 'webhook') return limits.webhooks;
@@ -77,7 +81,12 @@ export async function registerAccess(app: FastifyInstance, opts: { keyring: ApiK
 
   app.addHook('onRequest', async (req) => {
     if (req.auth === 'account' && req.routeOptions.url !== undefined && !req.account) {
-      throw new ApiProblem('unauthorized', 'send Authorization: Bearer <api key>; the key is missing, malformed or unknown', {}, { 'www-authenticate': 'Bearer realm="scrape-orchestrator"' });
+      throw new ApiProblem(
+        'unauthorized',
+        'send Authorization: Bearer <api key>; the key is missing, malformed or unknown',
+        {},
+        { 'www-authenticate': 'Bearer realm="scrape-orchestrator"' },
+      );
     }
   });
 }

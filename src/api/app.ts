@@ -59,7 +59,8 @@ export interface BuildApiOptions {
 export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> {
   const { client, store, config } = opts;
   const env = opts.env ?? process.env;
-  for (const name of Object.keys(config.providers)) if (receivesWebhooks(config, name)) webhookSecret(config, name, env); // fail fast on a missing secret
+  for (const name of Object.keys(config.providers))
+    if (receivesWebhooks(config, name)) webhookSecret(config, name, env); // fail fast on a missing secret
 
   const app = Fastify({
     logger: requestLogger(opts.logger),
@@ -76,11 +77,20 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
   app.setSerializerCompiler(serializerCompiler);
   acceptStrictJson(app);
   app.setErrorHandler((error, request, reply) => sendProblem(request, reply, toProblem(error, request)));
-  app.setNotFoundHandler((request, reply) => sendProblem(request, reply, new ApiProblem('route-not-found', `no route ${request.method} ${request.url.split('?')[0]}`)));
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(
+      request,
+      reply,
+      new ApiProblem('route-not-found', `no route ${request.method} ${request.url.split('?')[0]}`),
+    ),
+  );
   refuseUnroutedRequests(app);
 
   // Before any route: both hook into every route registered after them.
-  await registerAccess(app, { keyring: opts.keys instanceof ApiKeyring ? opts.keys : new ApiKeyring(opts.keys), limits: config.api.rateLimit });
+  await registerAccess(app, {
+    keyring: opts.keys instanceof ApiKeyring ? opts.keys : new ApiKeyring(opts.keys),
+    limits: config.api.rateLimit,
+  });
   await registerOpenApi(app);
 
   await app.register(metaRoutes, { client });
@@ -97,7 +107,9 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
 function refuseUnroutedRequests(app: FastifyInstance): void {
   const routes: { pattern: RegExp; methods: Set<string> }[] = [];
   app.addHook('onRoute', (route) => {
-    const pattern = new RegExp(`^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`);
+    const pattern = new RegExp(
+      `^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`,
+    );
     let entry = routes.find((r) => r.pattern.source === pattern.source);
     if (!entry) routes.push((entry = { pattern, methods: new Set() }));
     for (const m of [route.method].flat()) entry.methods.add(m);
@@ -108,7 +120,12 @@ function refuseUnroutedRequests(app: FastifyInstance): void {
     const allowed = new Set(routes.filter((r) => r.pattern.test(pathOnly)).flatMap((r) => [...r.methods]));
     if (allowed.size > 0) {
       const allow = [...allowed].sort().join(', ');
-      throw new ApiProblem('method-not-allowed', `${req.method} is not allowed on this path; allowed: ${allow}`, {}, { allow });
+      throw new ApiProblem(
+        'method-not-allowed',
+        `${req.method} is not allowed on this path; allowed: ${allow}`,
+        {},
+        { allow },
+      );
     }
     throw new ApiProblem('route-not-found', `no route ${req.method} ${pathOnly}`);
   });

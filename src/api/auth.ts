@@ -30,7 +30,9 @@ import { AccountSchema } from '../model/schemas.js';
 export const ApiKeyEntrySchema = z
   .object({
     account: AccountSchema,
-    sha256: z.string().regex(/^[0-9a-f]{64}$/, 'sha256 must be 64 lowercase hex characters (the SHA-256 of the key, not the key)'),
+    sha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, 'sha256 must be 64 lowercase hex characters (the SHA-256 of the key, not the key)'),
     /** Who holds the key (shown in logs instead of the key). */
     name: z.string().min(1).max(100).optional(),
   })
@@ -61,7 +63,10 @@ function parseKeys(label: string, text: string): ApiKeyEntry[] {
     throw new Error(`${label} is not valid JSON: ${(e as Error).message}`);
   }
   const parsed = ApiKeysFileSchema.safeParse(json);
-  if (!parsed.success) throw new Error(`${label} is not a valid key file (${'{"keys": [{"account", "sha256", "name"?}]}'}):\n${z.prettifyError(parsed.error)}`);
+  if (!parsed.success)
+    throw new Error(
+      `${label} is not a valid key file (${'{"keys": [{"account", "sha256", "name"?}]}'}):\n${z.prettifyError(parsed.error)}`,
+    );
   return parsed.data.keys;
 }
 
@@ -69,14 +74,19 @@ function parseKeys(label: string, text: string): ApiKeyEntry[] {
  * The configured keys: the entries of `keysFile` (when set) plus those of `env[keysEnv]` (when
  * set). Throws a readable error for a missing or invalid file or variable (never echoing a key).
  */
-export function loadApiKeys(opts: { keysFile?: string; keysEnv: string }, env: NodeJS.ProcessEnv = process.env): ApiKeyEntry[] {
+export function loadApiKeys(
+  opts: { keysFile?: string; keysEnv: string },
+  env: NodeJS.ProcessEnv = process.env,
+): ApiKeyEntry[] {
   const out: ApiKeyEntry[] = [];
   if (opts.keysFile) {
     let text: string;
     try {
       text = fs.readFileSync(opts.keysFile, 'utf8');
     } catch (e) {
-      throw new Error(`cannot read the API key file ${opts.keysFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new Error(
+        `cannot read the API key file ${opts.keysFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
     out.push(...parseKeys(`API key file ${opts.keysFile}`, text));
   }
@@ -113,7 +123,10 @@ export class ApiKeyring {
 
   /** Puts `entries` in force instead of the current keys (one assignment: a request sees the old set or the new one). */
   replace(entries: readonly ApiKeyEntry[]): void {
-    this.entries = entries.map((e) => ({ digest: Buffer.from(e.sha256, 'hex'), caller: e.name ? { account: e.account, keyName: e.name } : { account: e.account } }));
+    this.entries = entries.map((e) => ({
+      digest: Buffer.from(e.sha256, 'hex'),
+      caller: e.name ? { account: e.account, keyName: e.name } : { account: e.account },
+    }));
   }
 
   /** Number of configured keys. */
@@ -167,7 +180,13 @@ export function watchApiKeys(opts: {
   const reload = () => {
     let outcome: { ok: true; keys: number } | { ok: false; error: string };
     try {
-      const keys = loadApiKeys({ keysFile: opts.keysFile && (fs.existsSync(opts.keysFile) ? opts.keysFile : undefined), keysEnv: opts.keysEnv }, env);
+      const keys = loadApiKeys(
+        {
+          keysFile: opts.keysFile && (fs.existsSync(opts.keysFile) ? opts.keysFile : undefined),
+          keysEnv: opts.keysEnv,
+        },
+        env,
+      );
       opts.keyring.replace(keys);
       outcome = { ok: true, keys: keys.length };
     } catch (e) {

@@ -17,7 +17,11 @@ export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
   if (error instanceof ApiProblem) return error;
   if (hasZodFastifySchemaValidationErrors(error)) {
     const where = (error as { validationContext?: string }).validationContext ?? 'body';
-    const errors = error.validation.map((v) => ({ in: where, path: v.instancePath.replace(/^\//, '').replace(/\//g, '.'), message: v.message ?? 'invalid' }));
+    const errors = error.validation.map((v) => ({
+      in: where,
+      path: v.instancePath.replace(/^\//, '').replace(/\//g, '.'),
+      message: v.message ?? 'invalid',
+    }));
     const summary = errors.map((e) => `${e.path ? `${e.path}: ` : ''}${e.message}`).join('; ');
     return new ApiProblem('invalid-request', `invalid ${where}: ${summary}`, { errors });
   }
@@ -28,25 +32,42 @@ export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
         // Identical for a missing job and another account's job: no ID, no hint.
         return new ApiProblem('not-found', 'no such job for this account');
       case 'invalid':
-        return new ApiProblem('invalid-request', error.message, { errors: ((d.issues as { path?: unknown[]; message?: string }[] | undefined) ?? []).map((i) => ({ in: 'body', path: (i.path ?? []).join('.'), message: i.message ?? 'invalid' })) });
+        return new ApiProblem('invalid-request', error.message, {
+          errors: ((d.issues as { path?: unknown[]; message?: string }[] | undefined) ?? []).map((i) => ({
+            in: 'body',
+            path: (i.path ?? []).join('.'),
+            message: i.message ?? 'invalid',
+          })),
+        });
       case 'not_ready': {
         const state = String(d.state);
         const final = isFinalState(state);
         const jobId = String(d.jobId);
-        const retry = final ? undefined : pollAfterSeconds({ state: state as never, createdAt: new Date().toISOString() });
-        return new ApiProblem('result-not-ready', final ? `the job ended ${state} without a result` : `the job is ${state}; the result is not ready yet`, { job_id: jobId, state, final, status_url: jobPath(jobId) }, retry ? { 'retry-after': String(retry) } : {});
+        const retry = final
+          ? undefined
+          : pollAfterSeconds({ state: state as never, createdAt: new Date().toISOString() });
+        return new ApiProblem(
+          'result-not-ready',
+          final ? `the job ended ${state} without a result` : `the job is ${state}; the result is not ready yet`,
+          { job_id: jobId, state, final, status_url: jobPath(jobId) },
+          retry ? { 'retry-after': String(retry) } : {},
+        );
       }
       case 'expired':
-        return new ApiProblem('result-expired', 'the result was purged after its retention period; the job did run (see the evidence members)', {
-          job_id: d.jobId,
-          state: d.state,
-          provider: d.provider,
-          task_id: d.taskId,
-          finished_at: d.finishedAt,
-          result_written_at: d.resultWrittenAt,
-          purged_at: d.purgedAt,
-          title: d.title,
-        });
+        return new ApiProblem(
+          'result-expired',
+          'the result was purged after its retention period; the job did run (see the evidence members)',
+          {
+            job_id: d.jobId,
+            state: d.state,
+            provider: d.provider,
+            task_id: d.taskId,
+            finished_at: d.finishedAt,
+            result_written_at: d.resultWrittenAt,
+            purged_at: d.purgedAt,
+            title: d.title,
+          },
+        );
       case 'conflict':
         return new ApiProblem('conflict', error.message, d.state ? { state: d.state } : {});
     }
@@ -55,36 +76,84 @@ export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
   if (e && typeof e === 'object') {
     if (e.code === 'FST_ERR_MAX_PARAM_LENGTH') {
       // No ID, slug, provider or token is that long: an invalid parameter like any other (400).
-      return new ApiProblem('invalid-request', 'a path parameter exceeds 400 characters', { errors: [{ in: 'params', path: '', message: 'longer than 400 characters' }] });
+      return new ApiProblem('invalid-request', 'a path parameter exceeds 400 characters', {
+        errors: [{ in: 'params', path: '', message: 'longer than 400 characters' }],
+      });
     }
     if (e instanceof StrictJsonError && e.reason === 'prototype') {
-      return new ApiProblem('invalid-request', 'the body contains a forbidden "__proto__" or "constructor.prototype" key', { errors: [{ in: 'body', path: '', message: 'forbidden prototype property' }] });
+      return new ApiProblem(
+        'invalid-request',
+        'the body contains a forbidden "__proto__" or "constructor.prototype" key',
+        {
+          errors: [{ in: 'body', path: '', message: 'forbidden prototype property' }],
+        },
+      );
     }
     if (e instanceof StrictJsonError && e.reason === 'duplicate-key') {
-      return new ApiProblem('invalid-request', `the body is ambiguous: ${e.message}`, { errors: [{ in: 'body', path: e.path.replace(/^\//, '').replace(/\//g, '.'), message: e.message }] });
+      return new ApiProblem('invalid-request', `the body is ambiguous: ${e.message}`, {
+        errors: [{ in: 'body', path: e.path.replace(/^\//, '').replace(/\//g, '.'), message: e.message }],
+      });
     }
-    if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ApiProblem('payload-too-large', `the body exceeds the limit of ${request.routeOptions.bodyLimit ?? 'the configured'} bytes`);
+    if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+      return new ApiProblem(
+        'payload-too-large',
+        `the body exceeds the limit of ${request.routeOptions.bodyLimit ?? 'the configured'} bytes`,
+      );
     if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       // The media type only: a parameter (`; token=…`) is never echoed.
-      const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().slice(0, 100);
-      return new ApiProblem('unsupported-media-type', `content type ${JSON.stringify(type)} is not supported; send application/json`);
+      const type = String(request.headers['content-type'] ?? '')
+        .split(';')[0]!
+        .trim()
+        .slice(0, 100);
+      return new ApiProblem(
+        'unsupported-media-type',
+        `content type ${JSON.stringify(type)} is not supported; send application/json`,
+      );
     }
-    if (e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || (e.statusCode === 400 && e instanceof SyntaxError)) {
-      return new ApiProblem('invalid-request', `the body is not valid JSON${e instanceof SyntaxError ? `: ${e.message}` : ''}`, { errors: [{ in: 'body', path: '', message: 'not valid JSON' }] });
+    if (
+      e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ||
+      e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
+      e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' ||
+      (e.statusCode === 400 && e instanceof SyntaxError)
+    ) {
+      return new ApiProblem(
+        'invalid-request',
+        `the body is not valid JSON${e instanceof SyntaxError ? `: ${e.message}` : ''}`,
+        {
+          errors: [{ in: 'body', path: '', message: 'not valid JSON' }],
+        },
+      );
     }
     if (e.code === 'FST_ERR_BAD_URL') {
       // Fastify's message quotes the whole URL, query string included (where a caller may have put a credential).
-      return new ApiProblem('invalid-request', `the path ${JSON.stringify(request.url.split('?')[0]!.slice(0, 200))} is not valid percent-encoding`, { errors: [{ in: 'params', path: '', message: 'invalid percent-encoding' }] });
+      return new ApiProblem(
+        'invalid-request',
+        `the path ${JSON.stringify(request.url.split('?')[0]!.slice(0, 200))} is not valid percent-encoding`,
+        {
+          errors: [{ in: 'params', path: '', message: 'invalid percent-encoding' }],
+        },
+      );
     }
     if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
       return new ApiProblem('invalid-request', withoutQueryStrings(e.message).slice(0, 300), { errors: [] });
     }
   }
-  const grpc = isGrpcServiceError(error) ? error : isGrpcServiceError((error as { cause?: unknown })?.cause) ? ((error as { cause: unknown }).cause as { code?: number }) : undefined;
-  const unavailable = grpc ? grpc.code === 14 /* UNAVAILABLE */ || grpc.code === 4 /* DEADLINE_EXCEEDED */ : error instanceof Error && /ECONNREFUSED|SQLITE_BUSY|Connection terminated|connect ECONN/i.test(error.message);
+  const grpc = isGrpcServiceError(error)
+    ? error
+    : isGrpcServiceError((error as { cause?: unknown })?.cause)
+      ? ((error as { cause: unknown }).cause as { code?: number })
+      : undefined;
+  const unavailable = grpc
+    ? grpc.code === 14 /* UNAVAILABLE */ || grpc.code === 4 /* DEADLINE_EXCEEDED */
+    : error instanceof Error && /ECONNREFUSED|SQLITE_BUSY|Connection terminated|connect ECONN/i.test(error.message);
   if (unavailable) {
     request.log.error({ err: error }, 'a service the API needs is unavailable');
-    return new ApiProblem('service-unavailable', 'Temporal or the result store did not answer; retry later', {}, { 'retry-after': '5' });
+    return new ApiProblem(
+      'service-unavailable',
+      'Temporal or the result store did not answer; retry later',
+      {},
+      { 'retry-after': '5' },
+    );
   }
   request.log.error({ err: error }, 'unexpected error');
   return new ApiProblem('internal', 'an unexpected error happened; it was logged under the instance ID');
@@ -94,7 +163,10 @@ export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, p: ApiProblem): FastifyReply {
   for (const [k, v] of Object.entries(p.headers)) reply.header(k, v);
   if (p.status === 429 && !reply.getHeader('retry-after')) reply.header('retry-after', '1');
-  return reply.code(p.status).type(PROBLEM_CONTENT_TYPE).send(p.toBody(p.slug === 'not-found' ? undefined : request.id));
+  return reply
+    .code(p.status)
+    .type(PROBLEM_CONTENT_TYPE)
+    .send(p.toBody(p.slug === 'not-found' ? undefined : request.id));
 }
 
 /** A framework message with every quoted query string cut off (`/a?key=…` → `/a?…`): callers put credentials there. */

@@ -23,7 +23,11 @@ import type { CreateScrapeBody } from './schemas.js';
 
 /** The `422` for an `Idempotency-Key` reused by the account with another body. */
 export function reusedKey(jobId: string): ApiProblem {
-  return new ApiProblem('idempotency-key-reused', 'this Idempotency-Key was already used by your account with a different request body; repeat the original body, or use a new key', { job_id: jobId });
+  return new ApiProblem(
+    'idempotency-key-reused',
+    'this Idempotency-Key was already used by your account with a different request body; repeat the original body, or use a new key',
+    { job_id: jobId },
+  );
 }
 
 /** What {@link startScrapeOnce} did: the job of the request, and whether it was a repeat. */
@@ -39,7 +43,10 @@ export interface StartOnceOutcome {
  * {@link ApiProblem} `idempotency-key-reused` for a key used with another body, and whatever the
  * client throws for the start itself (invalid input, Temporal unreachable).
  */
-export async function startScrapeOnce(deps: { client: ScrapeClient; store: Store }, request: { account: string; idempotencyKey?: string; body: CreateScrapeBody; provider: string }): Promise<StartOnceOutcome> {
+export async function startScrapeOnce(
+  deps: { client: ScrapeClient; store: Store },
+  request: { account: string; idempotencyKey?: string; body: CreateScrapeBody; provider: string },
+): Promise<StartOnceOutcome> {
   const { client, store } = deps;
   const { account, idempotencyKey: headerKey, body, provider } = request;
   const bodyHash = fingerprint({ ...body, provider });
@@ -49,7 +56,17 @@ export async function startScrapeOnce(deps: { client: ScrapeClient; store: Store
   }
   let ref;
   try {
-    ref = await client.startScrape({ account, key: headerKey, url: body.url, provider, format: body.format, options: body.options, row: body.row, batchId: body.batch_id, policy: body.policy });
+    ref = await client.startScrape({
+      account,
+      key: headerKey,
+      url: body.url,
+      provider,
+      format: body.format,
+      options: body.options,
+      row: body.row,
+      batchId: body.batch_id,
+      policy: body.policy,
+    });
   } catch (e) {
     if (e instanceof IdempotencyConflictError) throw reusedKey(String(e.details.jobId));
     throw e;

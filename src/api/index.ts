@@ -7,7 +7,34 @@ export { buildApi, type BuildApiOptions } from './app.js';
 export { type RouteAuth } from './access.js';
 export { toProblem } from './errorMapping.js';
 export { startApi, runApiMain, createApiKey, keysFileOf, type StartApiOptions, type RunningApi } from './main.js';
-export { ApiKeyring, ApiKeyEntrySchema, ApiKeysFileSchema, addKeyToFile, generateApiKey, hashApiKey, loadApiKeys, type ApiKeyEntry, type Caller } from './auth.js';
-export { ApiProblem, PROBLEM_TYPES, ProblemSchema, problemType, PROBLEM_CONTENT_TYPE, type Problem, type ProblemSlug } from './problems.js';
-export { receiveWebhook, verifySha256Signature, webhookSecret, receivesWebhooks, type ParsedEvent, type ProviderWebhook, type WebhookAnswer, type WebhookDeps } from './webhooks.js';
+export {
+  ApiKeyring,
+  ApiKeyEntrySchema,
+  ApiKeysFileSchema,
+  addKeyToFile,
+  generateApiKey,
+  hashApiKey,
+  loadApiKeys,
+  type ApiKeyEntry,
+  type Caller,
+} from './auth.js';
+export {
+  ApiProblem,
+  PROBLEM_TYPES,
+  ProblemSchema,
+  problemType,
+  PROBLEM_CONTENT_TYPE,
+  type Problem,
+  type ProblemSlug,
+} from './problems.js';
+export {
+  receiveWebhook,
+  verifySha256Signature,
+  webhookSecret,
+  receivesWebhooks,
+  type ParsedEvent,
+  type ProviderWebhook,
+  type WebhookAnswer,
+  type WebhookDeps,
+} from './webhooks.js';
 export * from './schemas.js';

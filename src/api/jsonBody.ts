@@ -14,10 +14,22 @@ export function acceptStrictJson(app: FastifyInstance): void {
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, raw, done) => {
     // Every charset parameter (a repeated one included), quoted or not, must name UTF-8.
-    const charsets = [...(req.headers['content-type'] ?? '').matchAll(/;\s*charset\s*=\s*("[^"]*"[^;]*|[^;]*)/gi)].map((m) => m[1]!.trim().replace(/^"([^"]*)"$/, '$1').toLowerCase());
+    const charsets = [...(req.headers['content-type'] ?? '').matchAll(/;\s*charset\s*=\s*("[^"]*"[^;]*|[^;]*)/gi)].map(
+      (m) =>
+        m[1]!
+          .trim()
+          .replace(/^"([^"]*)"$/, '$1')
+          .toLowerCase(),
+    );
     const charset = charsets.find((c) => c !== 'utf-8' && c !== 'utf8');
     if (charset !== undefined) {
-      return done(Object.assign(new Error(`the body must be UTF-8 JSON; charset=${charset} is not accepted`), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }), undefined);
+      return done(
+        Object.assign(new Error(`the body must be UTF-8 JSON; charset=${charset} is not accepted`), {
+          statusCode: 415,
+          code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE',
+        }),
+        undefined,
+      );
     }
     let body: string;
     try {

@@ -62,9 +62,14 @@ export async function startApi(opts: StartApiOptions = {}): Promise<RunningApi> 
   const configFile = findConfigFile(opts.configFile);
   const config = loadConfigFile(configFile);
   const keysFile = keysFileOf(config, configFile);
-  const keys = loadApiKeys({ keysFile: fs.existsSync(keysFile) || config.api.keysFile ? keysFile : undefined, keysEnv: config.api.keysEnv });
+  const keys = loadApiKeys({
+    keysFile: fs.existsSync(keysFile) || config.api.keysFile ? keysFile : undefined,
+    keysEnv: config.api.keysEnv,
+  });
   if (keys.length === 0) {
-    throw new Error(`no API keys: create one with \`npm run cli -- api --new-key <account>${opts.configFile ? ` --config ${opts.configFile}` : ''}\` (it writes ${keysFile}), or set ${config.api.keysEnv} (see README, "HTTP API")`);
+    throw new Error(
+      `no API keys: create one with \`npm run cli -- api --new-key <account>${opts.configFile ? ` --config ${opts.configFile}` : ''}\` (it writes ${keysFile}), or set ${config.api.keysEnv} (see README, "HTTP API")`,
+    );
   }
   const tracing = installTracing(config.observability.traces, 'api');
   const runtime = await openRuntime(config);
@@ -72,7 +77,13 @@ export async function startApi(opts: StartApiOptions = {}): Promise<RunningApi> 
   let app: FastifyInstance;
   let metrics: MetricsServer | undefined;
   try {
-    app = await buildApi({ client: runtime.client, store: runtime.store, config, keys: keyring, logger: opts.logger ?? true });
+    app = await buildApi({
+      client: runtime.client,
+      store: runtime.store,
+      config,
+      keys: keyring,
+      logger: opts.logger ?? true,
+    });
     await app.listen({ host: opts.host ?? config.api.host, port: opts.port ?? config.api.port });
     const m = config.observability.metrics;
     if (m.apiPort !== null) {
@@ -90,10 +101,16 @@ export async function startApi(opts: StartApiOptions = {}): Promise<RunningApi> 
     keysFile,
     keysEnv: config.api.keysEnv,
     watch: !/^(0|false|no|off)$/i.test(process.env.SCRAPE_API_KEYS_WATCH ?? ''),
-    onReload: (r) => (r.ok ? log.info({ keys: r.keys, file: keysFile }, 'API keys reloaded') : log.error({ file: keysFile, reason: r.error }, 'API keys not reloaded; the keys in force stay')),
+    onReload: (r) =>
+      r.ok
+        ? log.info({ keys: r.keys, file: keysFile }, 'API keys reloaded')
+        : log.error({ file: keysFile, reason: r.error }, 'API keys not reloaded; the keys in force stay'),
   });
   const addr = app.server.address();
-  const url = typeof addr === 'object' && addr ? `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}` : String(addr);
+  const url =
+    typeof addr === 'object' && addr
+      ? `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`
+      : String(addr);
   return {
     app,
     url,
@@ -115,7 +132,10 @@ export async function startApi(opts: StartApiOptions = {}): Promise<RunningApi> 
  * Makes a new API key for `account`, appends its SHA-256 to the key file of the configuration and
  * returns the key (shown once; it is stored nowhere in clear).
  */
-export function createApiKey(opts: { account: string; name?: string; configFile?: string }): { key: string; file: string } {
+export function createApiKey(opts: { account: string; name?: string; configFile?: string }): {
+  key: string;
+  file: string;
+} {
   const configFile = findConfigFile(opts.configFile);
   const config = loadConfigFile(configFile);
   const file = keysFileOf(config, configFile);
@@ -135,7 +155,11 @@ export async function runApiMain(opts: StartApiOptions = {}): Promise<void> {
     const api = await abortable(startApi(opts), shutdown.signal, (late) => late.close());
     const hup = () => {
       const r = api.reloadKeys();
-      console.error(r.ok ? `SIGHUP: ${r.keys} API key(s) in force` : `SIGHUP: API keys not reloaded (${r.error}); the keys in force stay`);
+      console.error(
+        r.ok
+          ? `SIGHUP: ${r.keys} API key(s) in force`
+          : `SIGHUP: API keys not reloaded (${r.error}); the keys in force stay`,
+      );
     };
     process.on('SIGHUP', hup);
     console.error(`HTTP API listening on ${api.url} (OpenAPI: ${api.url}/openapi.json; SIGHUP reloads the API keys)`);

@@ -33,19 +33,27 @@ export const RETRY: DocHeader = { description: 'Seconds to wait before asking ag
  * The error answers of a route, for its `schema.response`: one `application/problem+json` entry
  * per HTTP status, describing each problem type of `slugs` that answers with that status.
  */
-export function problemResponses(...slugs: ProblemSlug[]): Record<number, { description: string; content: Record<string, { schema: typeof ProblemSchema }> }> {
+export function problemResponses(
+  ...slugs: ProblemSlug[]
+): Record<number, { description: string; content: Record<string, { schema: typeof ProblemSchema }> }> {
   const out: Record<number, { description: string; content: Record<string, { schema: typeof ProblemSchema }> }> = {};
   for (const slug of slugs) {
     const t = PROBLEM_TYPES[slug];
     const prev = out[t.status];
     const line = `\`${problemType(slug)}\`: ${t.description}`;
-    out[t.status] = { description: prev ? `${prev.description}\n\n${line}` : line, content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema } } };
+    out[t.status] = {
+      description: prev ? `${prev.description}\n\n${line}` : line,
+      content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema } },
+    };
   }
   return out;
 }
 
 /** A JSON answer of a route, for its `schema.response`. */
-export function json<T extends z.ZodType>(description: string, schema: T): { description: string; content: { 'application/json': { schema: T } } } {
+export function json<T extends z.ZodType>(
+  description: string,
+  schema: T,
+): { description: string; content: { 'application/json': { schema: T } } } {
   return { description, content: { 'application/json': { schema } } };
 }
 
@@ -60,7 +68,15 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         version: '1.0.0',
         description: API_DESCRIPTION,
       },
-      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key from the key file (see README, "HTTP API").' } } },
+      components: {
+        securitySchemes: {
+          apiKey: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An API key from the key file (see README, "HTTP API").',
+          },
+        },
+      },
       security: [{ apiKey: [] }],
       tags: [
         { name: 'scrapes', description: 'Start, read, cancel and list scrapes of your account.' },
@@ -72,11 +88,18 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       const out = baseTransform(doc);
       const headers = doc.route.config?.docHeaders;
       const response = (out.schema as { response?: Record<string, Record<string, unknown>> }).response;
-      if (headers && response) for (const [code, h] of Object.entries(headers)) if (response[code]) response[code].headers = h;
+      if (headers && response)
+        for (const [code, h] of Object.entries(headers)) if (response[code]) response[code].headers = h;
       // Headers every route's error answers carry.
-      if (response?.['429']) response['429'].headers = { 'Retry-After': { ...RETRY, description: 'Seconds until the caller’s window resets.' } };
+      if (response?.['429'])
+        response['429'].headers = {
+          'Retry-After': { ...RETRY, description: 'Seconds until the caller’s window resets.' },
+        };
       if (response?.['503']) response['503'].headers = { 'Retry-After': RETRY };
-      if (response?.['401'] && (doc.route.config?.auth ?? 'account') === 'account') response['401'].headers = { 'WWW-Authenticate': { description: '`Bearer realm="scrape-orchestrator"`.', type: 'string' } };
+      if (response?.['401'] && (doc.route.config?.auth ?? 'account') === 'account')
+        response['401'].headers = {
+          'WWW-Authenticate': { description: '`Bearer realm="scrape-orchestrator"`.', type: 'string' },
+        };
       return out;
     },
     transformObject: createJsonSchemaTransformObject({}),

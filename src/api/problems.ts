@@ -12,22 +12,26 @@ export const PROBLEM_TYPES = {
   'invalid-request': {
     status: 400,
     title: 'The request is invalid',
-    description: 'The body, query, path or a header failed validation (including unknown fields and a malformed cursor). `errors` lists each problem with where it is (`in`: body, querystring, params, headers) and its path. Nothing was started.',
+    description:
+      'The body, query, path or a header failed validation (including unknown fields and a malformed cursor). `errors` lists each problem with where it is (`in`: body, querystring, params, headers) and its path. Nothing was started.',
   },
   unauthorized: {
     status: 401,
     title: 'Missing or unknown API key',
-    description: 'Send `Authorization: Bearer <api key>`. The answer is the same for a missing, malformed or unknown key.',
+    description:
+      'Send `Authorization: Bearer <api key>`. The answer is the same for a missing, malformed or unknown key.',
   },
   'invalid-signature': {
     status: 401,
     title: 'The webhook signature is missing or does not match',
-    description: 'A provider webhook whose HMAC signature over the raw body did not verify. Nothing changed; the event was kept in quarantine for an operator.',
+    description:
+      'A provider webhook whose HMAC signature over the raw body did not verify. Nothing changed; the event was kept in quarantine for an operator.',
   },
   'invalid-webhook-token': {
     status: 401,
     title: 'The webhook callback token is missing or does not match',
-    description: 'A delivery of a provider that does not sign its webhooks must come to the per-job callback URL it was given (`/v1/webhooks/<provider>/<token>`), and the token must match the job the event names. Nothing changed; the event was kept in quarantine (its hash and size only) for an operator.',
+    description:
+      'A delivery of a provider that does not sign its webhooks must come to the per-job callback URL it was given (`/v1/webhooks/<provider>/<token>`), and the token must match the job the event names. Nothing changed; the event was kept in quarantine (its hash and size only) for an operator.',
   },
   'not-found': {
     status: 404,
@@ -42,7 +46,8 @@ export const PROBLEM_TYPES = {
   'method-not-allowed': {
     status: 405,
     title: 'Method not allowed',
-    description: 'The path exists but not with this method. `Allow` lists the methods it answers. Nothing was read or started.',
+    description:
+      'The path exists but not with this method. `Allow` lists the methods it answers. Nothing was read or started.',
   },
   'unknown-provider': {
     status: 404,
@@ -52,7 +57,8 @@ export const PROBLEM_TYPES = {
   'result-not-ready': {
     status: 409,
     title: 'The job has no result',
-    description: 'The job exists but has no result: `state` says where it is and `final` whether one can still come. While the job runs, `Retry-After` (seconds) says when to ask again; `status_url` is the job.',
+    description:
+      'The job exists but has no result: `state` says where it is and `final` whether one can still come. While the job runs, `Retry-After` (seconds) says when to ask again; `status_url` is the job.',
   },
   conflict: {
     status: 409,
@@ -62,7 +68,8 @@ export const PROBLEM_TYPES = {
   'result-expired': {
     status: 410,
     title: 'The result has expired',
-    description: 'The job ran and its result was purged after the retention period. The members `task_id`, `provider`, `finished_at`, `result_written_at`, `purged_at` and `title` are the evidence that it ran. Start a new request (a new Idempotency-Key) to scrape the page again.',
+    description:
+      'The job ran and its result was purged after the retention period. The members `task_id`, `provider`, `finished_at`, `result_written_at`, `purged_at` and `title` are the evidence that it ran. Start a new request (a new Idempotency-Key) to scrape the page again.',
   },
   'payload-too-large': {
     status: 413,
@@ -77,12 +84,14 @@ export const PROBLEM_TYPES = {
   'idempotency-key-reused': {
     status: 422,
     title: 'The Idempotency-Key was used with another request',
-    description: 'This account already used the key with a different body (draft-ietf-httpapi-idempotency-key-header: 422 for a reused key with another payload). Repeat the original body to get its job, or use a new key. `job_id` is the job the key belongs to.',
+    description:
+      'This account already used the key with a different body (draft-ietf-httpapi-idempotency-key-header: 422 for a reused key with another payload). Repeat the original body to get its job, or use a new key. `job_id` is the job the key belongs to.',
   },
   'rate-limited': {
     status: 429,
     title: 'Too many requests',
-    description: "The caller exceeded its own limit (per account; per client IP without a key; per provider and IP for webhooks). `Retry-After` (seconds) says when to try again.",
+    description:
+      'The caller exceeded its own limit (per account; per client IP without a key; per provider and IP for webhooks). `Retry-After` (seconds) says when to try again.',
   },
   internal: {
     status: 500,
@@ -92,7 +101,8 @@ export const PROBLEM_TYPES = {
   'service-unavailable': {
     status: 503,
     title: 'A service the API needs is unavailable',
-    description: 'Temporal or the result store did not answer. Retry after `Retry-After` seconds; an `Idempotency-Key` makes the retry safe.',
+    description:
+      'Temporal or the result store did not answer. Retry after `Retry-After` seconds; an `Idempotency-Key` makes the retry safe.',
   },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;
 
@@ -111,13 +121,20 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
  * The problem document: the RFC 9457 members plus per-type extension members (looseObject: extra
  * members are allowed and kept).
  */
-export const ProblemSchema = z.looseObject({
-  type: z.string().describe('Stable URI reference of the problem type, `/problems/<slug>`; GET it for a description.'),
-  title: z.string().describe('Short summary, fixed per type.'),
-  status: z.number().int().describe('The HTTP status code.'),
-  detail: z.string().describe('What went wrong in this occurrence.'),
-  instance: z.string().optional().describe('The request ID (also in the logs).'),
-}).meta({ id: 'Problem', description: 'RFC 9457 problem details; extension members per type (see the `type` description).' });
+export const ProblemSchema = z
+  .looseObject({
+    type: z
+      .string()
+      .describe('Stable URI reference of the problem type, `/problems/<slug>`; GET it for a description.'),
+    title: z.string().describe('Short summary, fixed per type.'),
+    status: z.number().int().describe('The HTTP status code.'),
+    detail: z.string().describe('What went wrong in this occurrence.'),
+    instance: z.string().optional().describe('The request ID (also in the logs).'),
+  })
+  .meta({
+    id: 'Problem',
+    description: 'RFC 9457 problem details; extension members per type (see the `type` description).',
+  });
 /** See {@link ProblemSchema}. */
 export type Problem = z.infer<typeof ProblemSchema>;
 

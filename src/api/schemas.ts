@@ -41,15 +41,29 @@ export function createScrapeBodySchema(providers: readonly string[]) {
         .string()
         .trim()
         .max(4096)
-        .regex(new RegExp(TARGET_URL_PATTERN), 'url must be an absolute URL with scheme http or https and a host name or IPv4 address')
+        .regex(
+          new RegExp(TARGET_URL_PATTERN),
+          'url must be an absolute URL with scheme http or https and a host name or IPv4 address',
+        )
         .pipe(S.url)
-        .describe('The page to scrape: an absolute http(s) URL without credentials (user-info, `api_key=`, `token=<secret>`, … are refused with the reason).'),
-      provider: z.enum(names, { error: (iss) => `unknown provider ${JSON.stringify(iss.input)}; configured: ${names.join(', ')}` }).optional().describe('Configured provider name; default: the configured default provider.'),
+        .describe(
+          'The page to scrape: an absolute http(s) URL without credentials (user-info, `api_key=`, `token=<secret>`, … are refused with the reason).',
+        ),
+      provider: z
+        .enum(names, {
+          error: (iss) => `unknown provider ${JSON.stringify(iss.input)}; configured: ${names.join(', ')}`,
+        })
+        .optional()
+        .describe('Configured provider name; default: the configured default provider.'),
       format: S.format.describe('Output format requested from the provider.'),
-      options: S.options.describe('Provider-specific options (JSON; no secrets; not `url`, `format`, `client_ref` or `webhook`).'),
+      options: S.options.describe(
+        'Provider-specific options (JSON; no secrets; not `url`, `format`, `client_ref` or `webhook`).',
+      ),
       row: S.row.describe('Your own record of the request, kept with the job as evidence.'),
       batch_id: S.batchId.describe('Groups jobs (filter `GET /v1/scrapes?batch_id=`).'),
-      policy: S.policy.describe('Polling overrides (all durations in ms); see the PollPolicy of the workflow. `initialDelayMs` must not exceed `maxDelayMs` (a relation JSON Schema cannot state: refused with 400 naming both).'),
+      policy: S.policy.describe(
+        'Polling overrides (all durations in ms); see the PollPolicy of the workflow. `initialDelayMs` must not exceed `maxDelayMs` (a relation JSON Schema cannot state: refused with 400 naming both).',
+      ),
     })
     .meta({ id: 'CreateScrapeRequest', description: 'A scrape request.' });
 }
@@ -68,25 +82,44 @@ export const CreateScrapeHeadersSchema = z.object({
  * string up to 300 characters is a valid ID to ask for: one that names no job of the caller's
  * account is a 404; a longer one is a 400 (also past the router's 400-character segment limit).
  */
-export const JobIdParamsSchema = z.object({ id: z.string().min(1).max(300).describe('Job ID, `scrape:<account>:<key>` (URL-encoded or not).') });
+export const JobIdParamsSchema = z.object({
+  id: z.string().min(1).max(300).describe('Job ID, `scrape:<account>:<key>` (URL-encoded or not).'),
+});
 
 /** Path parameter `:provider` of the webhook receiver. */
-export const ProviderParamsSchema = z.object({ provider: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).describe('Configured provider name.') });
+export const ProviderParamsSchema = z.object({
+  provider: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/)
+    .describe('Configured provider name.'),
+});
 
 /** Path parameters of the per-job callback route `/v1/webhooks/:provider/:token` (providers that do not sign). */
 export const WebhookTokenParamsSchema = z.object({
   provider: ProviderParamsSchema.shape.provider,
-  token: z.string().min(1).max(200).describe('The per-job token of the callback URL the job was submitted with (a wrong one answers 401).'),
+  token: z
+    .string()
+    .min(1)
+    .max(200)
+    .describe('The per-job token of the callback URL the job was submitted with (a wrong one answers 401).'),
 });
 
 /** Query of `GET /v1/scrapes/:id/documents`. */
 export const DocumentsQuerySchema = z.strictObject({
-  offset: z.coerce.number().int().min(0).max(100_000_000).default(0).describe('Position of the first document (0-based).'),
+  offset: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(100_000_000)
+    .default(0)
+    .describe('Position of the first document (0-based).'),
   limit: z.coerce.number().int().min(1).max(1000).default(100).describe('Page size, 1-1000.'),
 });
 
 /** Path parameter `:slug` of a problem type description (an unknown slug is a 404). */
-export const ProblemSlugParamsSchema = z.object({ slug: z.string().min(1).max(300).describe('A problem type slug, e.g. `not-found`.') });
+export const ProblemSlugParamsSchema = z.object({
+  slug: z.string().min(1).max(300).describe('A problem type slug, e.g. `not-found`.'),
+});
 
 const STATE_ALTERNATIVES = `(?:${JOB_STATES.join('|')})`;
 
@@ -103,12 +136,21 @@ export const ListQuerySchema = z.strictObject({
     .string()
     .trim()
     .max(300)
-    .regex(new RegExp(`^(?:${STATE_ALTERNATIVES}(?:,${STATE_ALTERNATIVES})*)?$`), `state must be a comma-separated list of ${JOB_STATES.join(', ')}`)
+    .regex(
+      new RegExp(`^(?:${STATE_ALTERNATIVES}(?:,${STATE_ALTERNATIVES})*)?$`),
+      `state must be a comma-separated list of ${JOB_STATES.join(', ')}`,
+    )
     .optional()
     .describe('Comma-separated states to include (empty: all).'),
   batch_id: z.string().max(120).optional().describe('Only jobs of this batch.'),
   limit: z.coerce.number().int().min(1).max(1000).default(100).describe('Page size, 1-1000.'),
-  cursor: z.string().trim().max(420).regex(new RegExp(API_CURSOR_PATTERN), 'cursor must be the next_cursor of the previous page, unchanged').optional().describe('The `next_cursor` of the previous page.'),
+  cursor: z
+    .string()
+    .trim()
+    .max(420)
+    .regex(new RegExp(API_CURSOR_PATTERN), 'cursor must be the next_cursor of the previous page, unchanged')
+    .optional()
+    .describe('The `next_cursor` of the previous page.'),
 });
 
 /** The API's cursor (see {@link API_CURSOR_PATTERN}) of a list position `{createdAt, id}`. */
@@ -119,7 +161,10 @@ export function toApiCursor(c: { createdAt: string; id: string }): string {
 /** The list position of an API cursor matching {@link API_CURSOR_PATTERN} (any such string is one). */
 export function fromApiCursor(cursor: string): { createdAt: string; id: string } {
   const dot = cursor.indexOf('.');
-  return { createdAt: new Date(Number(cursor.slice(0, dot))).toISOString(), id: Buffer.from(cursor.slice(dot + 1), 'base64url').toString('utf8') };
+  return {
+    createdAt: new Date(Number(cursor.slice(0, dot))).toISOString(),
+    id: Buffer.from(cursor.slice(dot + 1), 'base64url').toString('utf8'),
+  };
 }
 
 /** Body of `POST /v1/scrapes/:id/cancel` (optional: no body at all is fine). */
@@ -128,7 +173,9 @@ export const CancelBodySchema = z
   .nullish();
 
 const JobErrorOutSchema = z.object({
-  kind: z.string().describe('permanent | cooldown | transient | ambiguous | not_found | conflict | internal | provider_failed'),
+  kind: z
+    .string()
+    .describe('permanent | cooldown | transient | ambiguous | not_found | conflict | internal | provider_failed'),
   code: z.string().nullable(),
   message: z.string(),
   http_status: z.number().int().nullable(),
@@ -136,40 +183,55 @@ const JobErrorOutSchema = z.object({
 });
 
 /** A job as `GET /v1/scrapes/:id`, `POST /v1/scrapes` and the list return it. */
-export const ScrapeSchema = z.object({
-  job_id: z.string().describe('`scrape:<account>:<key>`.'),
-  key: z.string().describe('The idempotency key (yours, or derived from the request).'),
-  provider: z.string(),
-  url: z.string(),
-  state: z.enum(JOB_STATES).describe('Our state (see README, "The scrape workflow"); `tracking_interrupted` is resumable, not a failure.'),
-  final: z.boolean().describe('True when the job will not change any more by itself.'),
-  provider_status: z.string().nullable().describe("The provider's raw status at the last check."),
-  task_id: z.string().nullable().describe("The provider's job ID."),
-  batch_id: z.string().nullable(),
-  created_at: z.string(),
-  updated_at: z.string(),
-  submitted_at: z.string().nullable(),
-  finished_at: z.string().nullable(),
-  deadline_at: z.string().nullable().describe('When tracking stops (then `tracking_interrupted`).'),
-  progress: z.object({
-    status_checks: z.number().int().describe('Successful status checks at the provider so far.'),
-    failing_checks: z.number().int().describe('Status checks that failed since the last successful one (the check is being retried; `last_error` says why). Never a resubmission.'),
-    last_checked_at: z.string().nullable().describe('When the provider last answered a status check.'),
-  }),
-  last_error: JobErrorOutSchema.nullable(),
-  poll_after_s: z.number().int().nullable().describe('Polling guidance while the job runs (seconds; also the `Retry-After` header); null once final.'),
-  status_url: z.string().describe('This job (path, URL-encoded).'),
-  result_url: z.string(),
-  cancel_url: z.string(),
-}).meta({ id: 'Scrape' });
+export const ScrapeSchema = z
+  .object({
+    job_id: z.string().describe('`scrape:<account>:<key>`.'),
+    key: z.string().describe('The idempotency key (yours, or derived from the request).'),
+    provider: z.string(),
+    url: z.string(),
+    state: z
+      .enum(JOB_STATES)
+      .describe('Our state (see README, "The scrape workflow"); `tracking_interrupted` is resumable, not a failure.'),
+    final: z.boolean().describe('True when the job will not change any more by itself.'),
+    provider_status: z.string().nullable().describe("The provider's raw status at the last check."),
+    task_id: z.string().nullable().describe("The provider's job ID."),
+    batch_id: z.string().nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+    submitted_at: z.string().nullable(),
+    finished_at: z.string().nullable(),
+    deadline_at: z.string().nullable().describe('When tracking stops (then `tracking_interrupted`).'),
+    progress: z.object({
+      status_checks: z.number().int().describe('Successful status checks at the provider so far.'),
+      failing_checks: z
+        .number()
+        .int()
+        .describe(
+          'Status checks that failed since the last successful one (the check is being retried; `last_error` says why). Never a resubmission.',
+        ),
+      last_checked_at: z.string().nullable().describe('When the provider last answered a status check.'),
+    }),
+    last_error: JobErrorOutSchema.nullable(),
+    poll_after_s: z
+      .number()
+      .int()
+      .nullable()
+      .describe('Polling guidance while the job runs (seconds; also the `Retry-After` header); null once final.'),
+    status_url: z.string().describe('This job (path, URL-encoded).'),
+    result_url: z.string(),
+    cancel_url: z.string(),
+  })
+  .meta({ id: 'Scrape' });
 /** A job as the API shows it (see {@link ScrapeSchema}). */
 export type ScrapeOut = z.infer<typeof ScrapeSchema>;
 
 /** `GET /v1/scrapes`. */
-export const ScrapeListSchema = z.object({
-  jobs: z.array(ScrapeSchema).describe("The caller's jobs, newest first."),
-  next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page.'),
-}).meta({ id: 'ScrapeList' });
+export const ScrapeListSchema = z
+  .object({
+    jobs: z.array(ScrapeSchema).describe("The caller's jobs, newest first."),
+    next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page.'),
+  })
+  .meta({ id: 'ScrapeList' });
 
 /** What is kept of a binary body. */
 const BodySchema = z.object({
@@ -179,79 +241,112 @@ const BodySchema = z.object({
 });
 
 /** `GET /v1/scrapes/:id/result` (200). */
-export const ResultSchema = z.object({
-  job_id: z.string(),
-  result_id: z.string(),
-  provider: z.string(),
-  task_id: z.string(),
-  url: z.string(),
-  final_url: z.string().nullable(),
-  http_status: z.number().int().nullable().describe("The target page's HTTP status."),
-  title: z.string().nullable(),
-  byline: z.string().nullable(),
-  excerpt: z.string().nullable(),
-  lang: z.string().nullable(),
-  site_name: z.string().nullable(),
-  published_time: z.string().nullable(),
-  text: z.string().nullable(),
-  markdown: z.string().nullable(),
-  links: z.array(z.string()),
-  content_length: z.number().int().nullable().describe('Bytes of the target response body.'),
-  body: BodySchema.nullable().describe('The target’s binary body (a PDF, an image) as kept: its media type, size and SHA-256; null for a text page. A PDF’s text is in `text` and `markdown`.'),
-  content_note: z.string().nullable().describe('Why the content is empty or partial (`empty: the provider returned no content`, a PDF whose text could not be read); null when the result has usable content. The job is still `completed`: the provider did the work.'),
-  written_at: z.string(),
-  expires_at: z.string().nullable().describe('When the result will be purged (then `410`); null: kept.'),
-}).meta({ id: 'ScrapeResult' });
+export const ResultSchema = z
+  .object({
+    job_id: z.string(),
+    result_id: z.string(),
+    provider: z.string(),
+    task_id: z.string(),
+    url: z.string(),
+    final_url: z.string().nullable(),
+    http_status: z.number().int().nullable().describe("The target page's HTTP status."),
+    title: z.string().nullable(),
+    byline: z.string().nullable(),
+    excerpt: z.string().nullable(),
+    lang: z.string().nullable(),
+    site_name: z.string().nullable(),
+    published_time: z.string().nullable(),
+    text: z.string().nullable(),
+    markdown: z.string().nullable(),
+    links: z.array(z.string()),
+    content_length: z.number().int().nullable().describe('Bytes of the target response body.'),
+    body: BodySchema.nullable().describe(
+      'The target’s binary body (a PDF, an image) as kept: its media type, size and SHA-256; null for a text page. A PDF’s text is in `text` and `markdown`.',
+    ),
+    content_note: z
+      .string()
+      .nullable()
+      .describe(
+        'Why the content is empty or partial (`empty: the provider returned no content`, a PDF whose text could not be read); null when the result has usable content. The job is still `completed`: the provider did the work.',
+      ),
+    written_at: z.string(),
+    expires_at: z.string().nullable().describe('When the result will be purged (then `410`); null: kept.'),
+  })
+  .meta({ id: 'ScrapeResult' });
 
 /** One document of a multi-document result. */
-export const ResultDocumentSchema = z.object({
-  seq: z.number().int().describe('Position in the provider’s order (0-based).'),
-  url: z.string().nullable(),
-  final_url: z.string().nullable(),
-  http_status: z.number().int().nullable(),
-  title: z.string().nullable(),
-  markdown: z.string().nullable(),
-  text: z.string().nullable(),
-  links: z.array(z.string()).nullable(),
-  data: z.record(z.string(), z.unknown()).nullable().describe('Provider-specific fields (page metadata, a dataset item’s own fields).'),
-  error: z.object({ code: z.string().nullable(), message: z.string() }).nullable().describe('A per-document failure (the document has no content).'),
-  identity: z.string().describe('The document’s identity within the result (the provider’s document ID, else its URL with its position or a hash of its content): one document per identity.'),
-  body: BodySchema.nullable().describe('The document’s binary body (a file), when it is one; null otherwise.'),
-}).meta({ id: 'ResultDocument' });
+export const ResultDocumentSchema = z
+  .object({
+    seq: z.number().int().describe('Position in the provider’s order (0-based).'),
+    url: z.string().nullable(),
+    final_url: z.string().nullable(),
+    http_status: z.number().int().nullable(),
+    title: z.string().nullable(),
+    markdown: z.string().nullable(),
+    text: z.string().nullable(),
+    links: z.array(z.string()).nullable(),
+    data: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .describe('Provider-specific fields (page metadata, a dataset item’s own fields).'),
+    error: z
+      .object({ code: z.string().nullable(), message: z.string() })
+      .nullable()
+      .describe('A per-document failure (the document has no content).'),
+    identity: z
+      .string()
+      .describe(
+        'The document’s identity within the result (the provider’s document ID, else its URL with its position or a hash of its content): one document per identity.',
+      ),
+    body: BodySchema.nullable().describe('The document’s binary body (a file), when it is one; null otherwise.'),
+  })
+  .meta({ id: 'ResultDocument' });
 
 /** `GET /v1/scrapes/:id/documents` (200). */
-export const ResultDocumentsSchema = z.object({
-  job_id: z.string(),
-  result_id: z.string(),
-  total: z.number().int().describe('Documents of the result in all (0 for a single-page result: see `result_url`).'),
-  offset: z.number().int(),
-  limit: z.number().int(),
-  documents: z.array(ResultDocumentSchema),
-  next_offset: z.number().int().nullable().describe('`offset` of the next page; null on the last page.'),
-}).meta({ id: 'ResultDocuments' });
+export const ResultDocumentsSchema = z
+  .object({
+    job_id: z.string(),
+    result_id: z.string(),
+    total: z.number().int().describe('Documents of the result in all (0 for a single-page result: see `result_url`).'),
+    offset: z.number().int(),
+    limit: z.number().int(),
+    documents: z.array(ResultDocumentSchema),
+    next_offset: z.number().int().nullable().describe('`offset` of the next page; null on the last page.'),
+  })
+  .meta({ id: 'ResultDocuments' });
 
 const CancelReportSchema = z.object({
   requested_by: z.string(),
   reason: z.string(),
   via: z.enum(['signal', 'update', 'native', 'deadline']),
   requested_at: z.string(),
-  outcome: z.enum(['cancelled', 'completed', 'failed', 'cancel_unconfirmed']).nullable().describe('What was observed at the provider; null while in progress.'),
+  outcome: z
+    .enum(['cancelled', 'completed', 'failed', 'cancel_unconfirmed'])
+    .nullable()
+    .describe('What was observed at the provider; null while in progress.'),
   detail: z.string().nullable(),
   provider_cancel_calls: z.number().int(),
-  remaining_effects: z.object({ pages_fetched: z.number().nullable(), credits_used: z.number().nullable() }).nullable().describe('Effects already produced that remain.'),
+  remaining_effects: z
+    .object({ pages_fetched: z.number().nullable(), credits_used: z.number().nullable() })
+    .nullable()
+    .describe('Effects already produced that remain.'),
 });
 
 /** `POST /v1/scrapes/:id/cancel`. */
-export const CancelResponseSchema = z.object({
-  job_id: z.string(),
-  result: z
-    .enum(['observed', 'requested', 'already_final', 'not_running'])
-    .describe('`observed`: the provider outcome is known (`cancel.outcome`); `requested`: the cancel is under way, follow `status_url`; `already_final`: nothing to cancel; `not_running`: the job never reached a final state but its workflow no longer runs (an orphan: an operator resumes it).'),
-  state: z.enum(JOB_STATES),
-  cancel: CancelReportSchema.nullable(),
-  note: z.string().nullable().describe('Why the outcome is not known yet, when `result` is `requested`.'),
-  status_url: z.string(),
-}).meta({ id: 'CancelOutcome' });
+export const CancelResponseSchema = z
+  .object({
+    job_id: z.string(),
+    result: z
+      .enum(['observed', 'requested', 'already_final', 'not_running'])
+      .describe(
+        '`observed`: the provider outcome is known (`cancel.outcome`); `requested`: the cancel is under way, follow `status_url`; `already_final`: nothing to cancel; `not_running`: the job never reached a final state but its workflow no longer runs (an orphan: an operator resumes it).',
+      ),
+    state: z.enum(JOB_STATES),
+    cancel: CancelReportSchema.nullable(),
+    note: z.string().nullable().describe('Why the outcome is not known yet, when `result` is `requested`.'),
+    status_url: z.string(),
+  })
+  .meta({ id: 'CancelOutcome' });
 
 /** Answer of the webhook receiver. */
 export const WebhookAckSchema = z.object({
@@ -259,7 +354,9 @@ export const WebhookAckSchema = z.object({
   event_id: z.string().nullable(),
   outcome: z
     .enum(['woken', 'duplicate', 'quarantined', 'job_final', 'not_running'])
-    .describe('`woken`: the job checks the provider now; `duplicate`: this event was handled before; `quarantined`: kept for an operator (unmatched); `job_final` / `not_running`: nothing to wake.'),
+    .describe(
+      '`woken`: the job checks the provider now; `duplicate`: this event was handled before; `quarantined`: kept for an operator (unmatched); `job_final` / `not_running`: nothing to wake.',
+    ),
 });
 
 /** `GET /healthz`. */
@@ -270,7 +367,12 @@ export const HealthSchema = z.object({
 });
 
 /** `GET /problems/:slug`. */
-export const ProblemTypeSchema = z.object({ type: z.string(), status: z.number().int(), title: z.string(), description: z.string() });
+export const ProblemTypeSchema = z.object({
+  type: z.string(),
+  status: z.number().int(),
+  title: z.string(),
+  description: z.string(),
+});
 
 /** Path of a job: `/v1/scrapes/<URL-encoded job ID>` (the ID contains `:`). */
 export function jobPath(jobId: string): string {
@@ -308,7 +410,15 @@ export function toScrapeOut(s: JobSummary, now = Date.now()): ScrapeOut {
     finished_at: s.finishedAt,
     deadline_at: s.deadlineAt,
     progress: { status_checks: s.statusChecks, failing_checks: s.failingChecks, last_checked_at: s.lastCheckedAt },
-    last_error: s.lastError ? { kind: s.lastError.kind, code: s.lastError.code ?? null, message: s.lastError.message, http_status: s.lastError.httpStatus ?? null, at: s.lastError.at } : null,
+    last_error: s.lastError
+      ? {
+          kind: s.lastError.kind,
+          code: s.lastError.code ?? null,
+          message: s.lastError.message,
+          http_status: s.lastError.httpStatus ?? null,
+          at: s.lastError.at,
+        }
+      : null,
     poll_after_s: pollAfterSeconds(s, now),
     status_url: path,
     result_url: `${path}/result`,
@@ -383,7 +493,9 @@ function toCancelReportOut(c: CancelReport | undefined): z.infer<typeof CancelRe
     outcome: c.outcome ?? null,
     detail: c.detail ?? null,
     provider_cancel_calls: c.providerCancelCalls,
-    remaining_effects: c.remainingEffects ? { pages_fetched: c.remainingEffects.pagesFetched ?? null, credits_used: c.remainingEffects.creditsUsed ?? null } : null,
+    remaining_effects: c.remainingEffects
+      ? { pages_fetched: c.remainingEffects.pagesFetched ?? null, credits_used: c.remainingEffects.creditsUsed ?? null }
+      : null,
   };
 }
 

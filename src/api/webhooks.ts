@@ -58,7 +58,11 @@ export function webhookSecret(config: Config, name: string, env: NodeJS.ProcessE
 /** True when `name` is a configured provider whose kind has webhooks and whose entry (or the API) configures them. */
 export function receivesWebhooks(config: Config, name: string): boolean {
   const entry = config.providers[name];
-  return entry !== undefined && findDescriptor(entry.kind)?.webhook !== undefined && (entry.webhook !== undefined || config.api.webhookSecrets[name] !== undefined);
+  return (
+    entry !== undefined &&
+    findDescriptor(entry.kind)?.webhook !== undefined &&
+    (entry.webhook !== undefined || config.api.webhookSecrets[name] !== undefined)
+  );
 }
 
 /** Dependencies of {@link receiveWebhook}. */
@@ -72,7 +76,11 @@ export interface WebhookDeps {
 /** The receiver's answer: HTTP status and JSON body. */
 export interface WebhookAnswer {
   status: 200 | 202;
-  body: { received: true; event_id: string | null; outcome: 'woken' | 'duplicate' | 'quarantined' | 'job_final' | 'not_running' };
+  body: {
+    received: true;
+    event_id: string | null;
+    outcome: 'woken' | 'duplicate' | 'quarantined' | 'job_final' | 'not_running';
+  };
 }
 
 /** Headers worth keeping with a quarantined event, with every credential-like value redacted. */
@@ -92,20 +100,37 @@ function keptHeaders(headers: WebhookHeaders, secrets: readonly string[]): Recor
  * `unknown-provider` (404), `invalid-signature` / `invalid-webhook-token` (401), `invalid-request`
  * (400) or `service-unavailable` (503); returns the acknowledgement otherwise.
  */
-export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBody: Buffer, headers: WebhookHeaders, token?: string): Promise<WebhookAnswer> {
+export async function receiveWebhook(
+  deps: WebhookDeps,
+  provider: string,
+  rawBody: Buffer,
+  headers: WebhookHeaders,
+  token?: string,
+): Promise<WebhookAnswer> {
   const { config, store, client } = deps;
   const entry = config.providers[provider];
   const hook = entry ? findDescriptor(entry.kind)?.webhook : undefined;
-  if (!entry || !hook || !receivesWebhooks(config, provider)) throw new ApiProblem('unknown-provider', `no webhook receiver for provider "${provider}"`);
+  if (!entry || !hook || !receivesWebhooks(config, provider))
+    throw new ApiProblem('unknown-provider', `no webhook receiver for provider "${provider}"`);
   let secret: string | undefined;
   try {
     secret = webhookSecret(config, provider, deps.env);
   } catch {
     secret = undefined;
   }
-  if (!secret) throw new ApiProblem('service-unavailable', `the webhook secret of provider "${provider}" is not configured on this API`, {}, { 'retry-after': '60' });
+  if (!secret)
+    throw new ApiProblem(
+      'service-unavailable',
+      `the webhook secret of provider "${provider}" is not configured on this API`,
+      {},
+      { 'retry-after': '60' },
+    );
   const signed = (hook as ProviderWebhook<typeof entry>).signed(entry);
-  if (signed && token !== undefined) throw new ApiProblem('unknown-provider', `provider "${provider}" signs its webhooks: deliver them to /v1/webhooks/${provider}`);
+  if (signed && token !== undefined)
+    throw new ApiProblem(
+      'unknown-provider',
+      `provider "${provider}" signs its webhooks: deliver them to /v1/webhooks/${provider}`,
+    );
 
   const secrets = [secret];
   const bodyText = rawBody.toString('utf8');
@@ -126,7 +151,11 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
       detail,
       headers: keptHeaders(headers, secrets),
       // An unverified body is anyone's bytes: only its hash and size are kept (no store filling).
-      body: !keepBody ? '' : parsedJson ? JSON.stringify(sanitizeBody(json, secrets)) : redactSecrets(bodyText, secrets),
+      body: !keepBody
+        ? ''
+        : parsedJson
+          ? JSON.stringify(sanitizeBody(json, secrets))
+          : redactSecrets(bodyText, secrets),
       bodySha256: createHash('sha256').update(rawBody).digest('hex'),
       bodyBytes: rawBody.length,
     });
@@ -134,23 +163,46 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
 
   if (signed && !hook.verify?.(rawBody, headers, secret, entry)) {
     const header = hook.signatureHeaderOf?.(entry) ?? hook.signatureHeader ?? 'signature';
-    await quarantine('invalid_signature', `missing or wrong ${header}; body not kept (unverified), see body_sha256 and body_bytes`, claimedEventId, false);
+    await quarantine(
+      'invalid_signature',
+      `missing or wrong ${header}; body not kept (unverified), see body_sha256 and body_bytes`,
+      claimedEventId,
+      false,
+    );
     throw new ApiProblem('invalid-signature', `the ${header} header does not match the body; nothing was changed`);
   }
   if (!signed && token === undefined) {
-    await quarantine('invalid_token', `provider ${provider} does not sign its webhooks: deliveries must come to the per-job callback URL /v1/webhooks/${provider}/<token>; body not kept (unverified)`, claimedEventId, false);
-    throw new ApiProblem('invalid-webhook-token', `provider "${provider}" does not sign its webhooks: deliver to the per-job callback URL it was given; nothing was changed`);
+    await quarantine(
+      'invalid_token',
+      `provider ${provider} does not sign its webhooks: deliveries must come to the per-job callback URL /v1/webhooks/${provider}/<token>; body not kept (unverified)`,
+      claimedEventId,
+      false,
+    );
+    throw new ApiProblem(
+      'invalid-webhook-token',
+      `provider "${provider}" does not sign its webhooks: deliver to the per-job callback URL it was given; nothing was changed`,
+    );
   }
-  const parsed = parsedJson ? hook.parse(json, headers, rawBody, entry) : { ok: false as const, message: `the body is not valid JSON: ${jsonProblem ?? 'unreadable'}` };
+  const parsed = parsedJson
+    ? hook.parse(json, headers, rawBody, entry)
+    : { ok: false as const, message: `the body is not valid JSON: ${jsonProblem ?? 'unreadable'}` };
   if (!parsed.ok) {
     await quarantine('invalid_payload', parsed.message.slice(0, 2000), claimedEventId, signed);
-    throw new ApiProblem('invalid-request', `the webhook body is not a ${entry.kind} event: ${parsed.message.slice(0, 500)}`, { errors: [{ in: 'body', path: '', message: parsed.message.slice(0, 500) }] });
+    throw new ApiProblem(
+      'invalid-request',
+      `the webhook body is not a ${entry.kind} event: ${parsed.message.slice(0, 500)}`,
+      {
+        errors: [{ in: 'body', path: '', message: parsed.message.slice(0, 500) }],
+      },
+    );
   }
   // Strings from the provider (event ID, type, status) go into the store and a signal (history): redacted first.
   const ev = redactProviderValue({ ...parsed.event, eventId: parsed.event.eventId || bodyEventId(rawBody) }, secrets);
   const findJob = async (): Promise<JobRow | undefined> =>
     (ev.taskId ? await store.jobs.byTask(provider, ev.taskId) : undefined) ??
-    (ev.clientRef ? await store.jobs.byClientRef(provider, ev.clientRef, (account, key) => providerKeys(account, key).clientRef) : undefined);
+    (ev.clientRef
+      ? await store.jobs.byClientRef(provider, ev.clientRef, (account, key) => providerKeys(account, key).clientRef)
+      : undefined);
 
   let job: JobRow | undefined;
   if (!signed) {
@@ -159,20 +211,41 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
     // An unknown job and a wrong token get the same answer: an unauthenticated caller must not
     // learn which task IDs or client references exist (a probe for other accounts’ jobs).
     if (!job) {
-      await quarantine('unmatched', `no job of provider ${provider} has task ID ${ev.taskId ?? '—'} or client reference ${ev.clientRef ?? '—'}; the token could not be checked, body not kept`, ev.eventId, false);
+      await quarantine(
+        'unmatched',
+        `no job of provider ${provider} has task ID ${ev.taskId ?? '—'} or client reference ${ev.clientRef ?? '—'}; the token could not be checked, body not kept`,
+        ev.eventId,
+        false,
+      );
       throw new ApiProblem('invalid-webhook-token', 'the callback token does not match; nothing was changed');
     }
     if (!callbackTokenMatches(token!, secret, provider, job.id)) {
-      await quarantine('invalid_token', `the callback token does not match the job the event names; body not kept (unverified)`, ev.eventId, false);
+      await quarantine(
+        'invalid_token',
+        `the callback token does not match the job the event names; body not kept (unverified)`,
+        ev.eventId,
+        false,
+      );
       throw new ApiProblem('invalid-webhook-token', 'the callback token does not match; nothing was changed');
     }
   }
-  const rec = await store.webhooks.recordDelivery({ provider, eventId: ev.eventId, eventType: ev.type, providerStatus: ev.providerStatus, taskId: ev.taskId });
+  const rec = await store.webhooks.recordDelivery({
+    provider,
+    eventId: ev.eventId,
+    eventType: ev.type,
+    providerStatus: ev.providerStatus,
+    taskId: ev.taskId,
+  });
   if (!rec.inserted) return { status: 200, body: { received: true, event_id: ev.eventId, outcome: 'duplicate' } };
 
   job ??= await findJob();
   if (!job) {
-    await quarantine('unmatched', `no job of provider ${provider} has task ID ${ev.taskId ?? '—'} or client reference ${ev.clientRef ?? '—'}`, ev.eventId, true);
+    await quarantine(
+      'unmatched',
+      `no job of provider ${provider} has task ID ${ev.taskId ?? '—'} or client reference ${ev.clientRef ?? '—'}`,
+      ev.eventId,
+      true,
+    );
     await store.webhooks.setDeliveryOutcome(provider, ev.eventId, 'quarantined', null);
     return { status: 202, body: { received: true, event_id: ev.eventId, outcome: 'quarantined' } };
   }
@@ -185,7 +258,12 @@ export async function receiveWebhook(deps: WebhookDeps, provider: string, rawBod
     woke = await client.wake(job.id, { eventId: ev.eventId, providerStatus: ev.providerStatus ?? undefined });
   } catch {
     await store.webhooks.forgetDelivery(provider, ev.eventId);
-    throw new ApiProblem('service-unavailable', 'the job could not be woken now; retry the delivery', {}, { 'retry-after': '5' });
+    throw new ApiProblem(
+      'service-unavailable',
+      'the job could not be woken now; retry the delivery',
+      {},
+      { 'retry-after': '5' },
+    );
   }
   const outcome = woke === 'signalled' ? 'woken' : 'not_running';
   await store.webhooks.setDeliveryOutcome(provider, ev.eventId, outcome, job.id);

@@ -29,7 +29,10 @@ export const BatchRowSchema = z
     url: TargetUrlSchema,
     key: IdempotencyKeySchema.optional(),
     format: z.enum(['markdown', 'text']).optional(),
-    provider: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional(),
+    provider: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/)
+      .optional(),
   })
   .passthrough()
   .superRefine((row, ctx) => checkRowSize(row, ctx));
@@ -91,7 +94,13 @@ function badLineIn(ctx: RowContext, line: number, endLine: number): string | und
   return undefined;
 }
 
-function toItem(line: number, raw: Record<string, unknown>, ctx: RowContext, rawText: string, endLine = line): BatchItem | undefined {
+function toItem(
+  line: number,
+  raw: Record<string, unknown>,
+  ctx: RowContext,
+  rawText: string,
+  endLine = line,
+): BatchItem | undefined {
   const span = endLine > line ? { endLine } : {};
   const bad = badLineIn(ctx, line, endLine);
   if (bad) {
@@ -100,15 +109,27 @@ function toItem(line: number, raw: Record<string, unknown>, ctx: RowContext, raw
   }
   const parsed = BatchRowSchema.safeParse(emptyToUndefined(raw));
   if (!parsed.success) {
-    ctx.errors.push({ line, ...span, reason: parsed.error.issues.map((i) => `${i.path.join('.') || 'row'}: ${i.message}`).join('; '), raw: rawText.slice(0, 200) });
+    ctx.errors.push({
+      line,
+      ...span,
+      reason: parsed.error.issues.map((i) => `${i.path.join('.') || 'row'}: ${i.message}`).join('; '),
+      raw: rawText.slice(0, 200),
+    });
     return undefined;
   }
   const { url, key, format, provider, ...rest } = parsed.data;
   const canonical = canonicalUrl(url);
-  const derived = key ?? derivedKey(canonical, fingerprint({ url: canonical, format: format ?? null, provider: provider ?? null, rest }));
+  const derived =
+    key ??
+    derivedKey(canonical, fingerprint({ url: canonical, format: format ?? null, provider: provider ?? null, rest }));
   const first = ctx.seen.get(derived);
   if (first !== undefined) {
-    ctx.errors.push({ line, ...span, reason: `duplicate of line ${first} (same key ${derived}); the job is started once`, raw: rawText.slice(0, 200) });
+    ctx.errors.push({
+      line,
+      ...span,
+      reason: `duplicate of line ${first} (same key ${derived}); the job is started once`,
+      raw: rawText.slice(0, 200),
+    });
     return undefined;
   }
   ctx.seen.set(derived, line);
@@ -132,7 +153,9 @@ const OTHER_DELIMITERS = [';', '\t', '|'];
 
 /** How to name a delimiter on the command line (`--delimiter ';'`). */
 function delimiterHint(d: string): string {
-  return d === '\t' ? `the delimiter looks like a tab; pass --delimiter tab` : `the delimiter looks like \`${d}\`; pass --delimiter '${d}'`;
+  return d === '\t'
+    ? `the delimiter looks like a tab; pass --delimiter tab`
+    : `the delimiter looks like \`${d}\`; pass --delimiter '${d}'`;
 }
 
 /**
@@ -151,29 +174,82 @@ export function parseCsvText(input: string, opts: CsvOptions & ParseContext = {}
   const ctx: RowContext = { errors, seen: new Map(), badLines: opts.badLines ?? new Map() };
   let records: { record: string[]; raw: string; info: { lines: number } }[];
   try {
-    records = parseCsv(text, { delimiter, skip_empty_lines: true, trim: true, info: true, raw: true, relax_column_count: true, skip_records_with_error: true }) as never;
+    records = parseCsv(text, {
+      delimiter,
+      skip_empty_lines: true,
+      trim: true,
+      info: true,
+      raw: true,
+      relax_column_count: true,
+      skip_records_with_error: true,
+    }) as never;
   } catch (e) {
-    return { items, errors: [{ line: (e as { lines?: number }).lines ?? 1, reason: `CSV cannot be parsed: ${(e as Error).message}`, raw: '' }], format: 'csv' };
+    return {
+      items,
+      errors: [
+        {
+          line: (e as { lines?: number }).lines ?? 1,
+          reason: `CSV cannot be parsed: ${(e as Error).message}`,
+          raw: '',
+        },
+      ],
+      format: 'csv',
+    };
   }
   const lines = text.split('\n');
   const headerLine = lines.findIndex((l) => l.trim() !== '') + 1; // 0: no content at all
-  if (headerLine === 0) return { items, errors: [...ctx.badLines].map(([line, reason]) => ({ line, reason, raw: '' })), format: 'csv' };
+  if (headerLine === 0)
+    return { items, errors: [...ctx.badLines].map(([line, reason]) => ({ line, reason, raw: '' })), format: 'csv' };
   const [header, ...rows] = records;
   const headerBad = ctx.badLines.get(headerLine);
-  if (headerBad) return { items, errors: [{ line: headerLine, reason: `the header: ${headerBad}`, raw: (lines[headerLine - 1] ?? '').slice(0, 200) }], format: 'csv' };
+  if (headerBad)
+    return {
+      items,
+      errors: [
+        { line: headerLine, reason: `the header: ${headerBad}`, raw: (lines[headerLine - 1] ?? '').slice(0, 200) },
+      ],
+      format: 'csv',
+    };
   if (!header || header.info.lines !== headerLine) {
     // The first line could not be parsed: no row can be trusted to name the columns.
-    return { items, errors: [{ line: headerLine, reason: 'the first line must be a header naming the columns (one of them "url")', raw: (lines[headerLine - 1] ?? '').slice(0, 200) }], format: 'csv' };
+    return {
+      items,
+      errors: [
+        {
+          line: headerLine,
+          reason: 'the first line must be a header naming the columns (one of them "url")',
+          raw: (lines[headerLine - 1] ?? '').slice(0, 200),
+        },
+      ],
+      format: 'csv',
+    };
   }
   const columns = header.record.map((c) => c.trim());
   if (!columns.includes('url')) {
-    const other = OTHER_DELIMITERS.find((d) => d !== delimiter && header.raw.split(d).map((c) => c.trim().replace(/^"|"$/g, '')).includes('url'));
+    const other = OTHER_DELIMITERS.find(
+      (d) =>
+        d !== delimiter &&
+        header.raw
+          .split(d)
+          .map((c) => c.trim().replace(/^"|"$/g, ''))
+          .includes('url'),
+    );
     const reason = `the CSV header has no "url" column${other ? `; ${delimiterHint(other)}` : ''}`;
     return { items, errors: [{ line: headerLine, reason, raw: header.raw.trim().slice(0, 200) }], format: 'csv' };
   }
   const repeated = columns.filter((c, i) => columns.indexOf(c) !== i);
   if (repeated.length > 0) {
-    return { items, errors: [{ line: headerLine, reason: `the CSV header repeats column(s) ${[...new Set(repeated)].map((c) => `"${c}"`).join(', ')}`, raw: header.raw.trim().slice(0, 200) }], format: 'csv' };
+    return {
+      items,
+      errors: [
+        {
+          line: headerLine,
+          reason: `the CSV header repeats column(s) ${[...new Set(repeated)].map((c) => `"${c}"`).join(', ')}`,
+          raw: header.raw.trim().slice(0, 200),
+        },
+      ],
+      format: 'csv',
+    };
   }
   const addRow = (line: number, record: string[], raw: string, endLine = line) => {
     const bad = badLineIn(ctx, line, endLine);
@@ -181,7 +257,12 @@ export function parseCsvText(input: string, opts: CsvOptions & ParseContext = {}
       // A record over several lines with the wrong field count is usually an unclosed quote that
       // swallowed the lines after it: name them all, so none is lost without a mention.
       const span = endLine > line ? ` (this record spans lines ${line}–${endLine}: check for an unclosed quote)` : '';
-      errors.push({ line, ...(endLine > line ? { endLine } : {}), reason: `${record.length} fields but the header has ${columns.length}${span}`, raw: raw.slice(0, 200) });
+      errors.push({
+        line,
+        ...(endLine > line ? { endLine } : {}),
+        reason: `${record.length} fields but the header has ${columns.length}${span}`,
+        raw: raw.slice(0, 200),
+      });
       return;
     }
     const item = toItem(line, Object.fromEntries(columns.map((c, i) => [c, record[i]])), ctx, raw, endLine);
@@ -206,7 +287,11 @@ export function parseCsvText(input: string, opts: CsvOptions & ParseContext = {}
       if (alone.length === 1) return addRow(n, alone[0]!, lineText);
       errors.push({ line: n, reason: 'CSV cannot be parsed here: not one record', raw: lineText.slice(0, 200) });
     } catch (e) {
-      errors.push({ line: n, reason: `CSV cannot be parsed here: ${(e as Error).message}`, raw: lineText.slice(0, 200) });
+      errors.push({
+        line: n,
+        reason: `CSV cannot be parsed here: ${(e as Error).message}`,
+        raw: lineText.slice(0, 200),
+      });
     }
   });
   items.sort((a, b) => a.line - b.line);
@@ -223,26 +308,29 @@ export function parseJsonlText(text: string, opts: ParseContext = {}): Omit<Batc
   const errors: BatchRowError[] = [];
   const items: BatchItem[] = [];
   const ctx: RowContext = { errors, seen: new Map(), badLines: opts.badLines ?? new Map() };
-  text.replace(/^\uFEFF/, '').split(/\r\n|\r|\n/).forEach((lineText, i) => {
-    const line = i + 1;
-    const t = lineText.trim();
-    const bad = ctx.badLines.get(line);
-    if (bad) return void errors.push({ line, reason: bad, raw: t.slice(0, 200) });
-    if (!t || t.startsWith('#')) return;
-    let obj: unknown;
-    try {
-      obj = parseJsonStrict(t);
-    } catch (e) {
-      errors.push({ line, reason: `not valid JSON: ${(e as Error).message}`, raw: t.slice(0, 200) });
-      return;
-    }
-    if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
-      errors.push({ line, reason: 'a row must be a JSON object with a "url" field', raw: t.slice(0, 200) });
-      return;
-    }
-    const item = toItem(line, obj as Record<string, unknown>, ctx, t);
-    if (item) items.push(item);
-  });
+  text
+    .replace(/^\uFEFF/, '')
+    .split(/\r\n|\r|\n/)
+    .forEach((lineText, i) => {
+      const line = i + 1;
+      const t = lineText.trim();
+      const bad = ctx.badLines.get(line);
+      if (bad) return void errors.push({ line, reason: bad, raw: t.slice(0, 200) });
+      if (!t || t.startsWith('#')) return;
+      let obj: unknown;
+      try {
+        obj = parseJsonStrict(t);
+      } catch (e) {
+        errors.push({ line, reason: `not valid JSON: ${(e as Error).message}`, raw: t.slice(0, 200) });
+        return;
+      }
+      if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
+        errors.push({ line, reason: 'a row must be a JSON object with a "url" field', raw: t.slice(0, 200) });
+        return;
+      }
+      const item = toItem(line, obj as Record<string, unknown>, ctx, t);
+      if (item) items.push(item);
+    });
   return { items, errors, format: 'jsonl' };
 }
 
@@ -285,12 +373,18 @@ export function decodeBatchBytes(bytes: Uint8Array): DecodedBatch {
     try {
       return { text: new TextDecoder(encoding, { fatal: true }).decode(bytes), encoding, badLines };
     } catch {
-      badLines.set(1, `the file starts with a ${encoding.toUpperCase()} byte order mark but is not valid ${encoding.toUpperCase()}: save it as UTF-8`);
+      badLines.set(
+        1,
+        `the file starts with a ${encoding.toUpperCase()} byte order mark but is not valid ${encoding.toUpperCase()}: save it as UTF-8`,
+      );
       return { text: '', encoding, badLines };
     }
   }
   if (looksLikeUtf16WithoutBom(bytes)) {
-    badLines.set(1, 'the file looks like UTF-16 without a byte order mark (every other byte is 0): save it as UTF-8, or as UTF-16 with its BOM');
+    badLines.set(
+      1,
+      'the file looks like UTF-16 without a byte order mark (every other byte is 0): save it as UTF-8, or as UTF-16 with its BOM',
+    );
     return { text: '', encoding: 'utf-8', badLines };
   }
   const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
@@ -303,8 +397,15 @@ export function decodeBatchBytes(bytes: Uint8Array): DecodedBatch {
       lines.push(UTF8.decode(chunk));
     } catch {
       const odd = chunk.find((b) => b >= 0x80) ?? 0;
-      badLines.set(lines.length + 1, `not valid UTF-8 (byte 0x${odd.toString(16).toUpperCase().padStart(2, '0')}: Latin-1, Windows-1252 or binary data?); save the file as UTF-8`);
-      lines.push(Buffer.from(chunk).toString('latin1').replace(/[^\x20-\x7e\t]/g, '?'));
+      badLines.set(
+        lines.length + 1,
+        `not valid UTF-8 (byte 0x${odd.toString(16).toUpperCase().padStart(2, '0')}: Latin-1, Windows-1252 or binary data?); save the file as UTF-8`,
+      );
+      lines.push(
+        Buffer.from(chunk)
+          .toString('latin1')
+          .replace(/[^\x20-\x7e\t]/g, '?'),
+      );
     }
   };
   for (let i = 0; i < body.length; i++) {
@@ -329,7 +430,14 @@ export function readBatchFile(file: string, opts: CsvOptions = {}): BatchInput {
     bytes = fs.readFileSync(file);
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
-    const why = err.code === 'ENOENT' ? 'no such file' : err.code === 'EISDIR' ? 'it is a directory' : err.code === 'EACCES' ? 'permission denied' : err.message;
+    const why =
+      err.code === 'ENOENT'
+        ? 'no such file'
+        : err.code === 'EISDIR'
+          ? 'it is a directory'
+          : err.code === 'EACCES'
+            ? 'permission denied'
+            : err.message;
     throw new InvalidInputError(`cannot read input file ${file}: ${why}`, []);
   }
   const { text, badLines } = decodeBatchBytes(bytes);

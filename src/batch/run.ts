@@ -50,7 +50,12 @@ export interface RunBatchOptions {
 }
 
 /** Starts and (optionally) waits for every item; returns one outcome per item, in input order. */
-export async function runBatch(client: ScrapeClient, store: Store, items: BatchItem[], opts: RunBatchOptions): Promise<BatchRowOutcome[]> {
+export async function runBatch(
+  client: ScrapeClient,
+  store: Store,
+  items: BatchItem[],
+  opts: RunBatchOptions,
+): Promise<BatchRowOutcome[]> {
   const outcomes: BatchRowOutcome[] = items.map((i) => ({ line: i.line, url: i.url, state: 'not_started' }));
   const queue = new PQueue({ concurrency: opts.startConcurrency ?? 16 });
   const report = (extraFinal = 0) => {
@@ -63,19 +68,26 @@ export async function runBatch(client: ScrapeClient, store: Store, items: BatchI
     items.map((item, idx) =>
       queue.add(async () => {
         try {
-          const ref = await client.startScrape({
-            account: opts.account,
-            url: item.url,
-            key: item.key,
-            format: item.format,
-            provider: item.provider ?? opts.provider,
-            row: item.row,
-            batchId: opts.batchId,
-            policy: opts.policy,
-          }, { formerKeys: item.legacyKey ? [item.legacyKey] : [] });
+          const ref = await client.startScrape(
+            {
+              account: opts.account,
+              url: item.url,
+              key: item.key,
+              format: item.format,
+              provider: item.provider ?? opts.provider,
+              row: item.row,
+              batchId: opts.batchId,
+              policy: opts.policy,
+            },
+            { formerKeys: item.legacyKey ? [item.legacyKey] : [] },
+          );
           outcomes[idx] = { ...outcomes[idx]!, jobId: ref.jobId, state: 'submitting', existed: !ref.created };
         } catch (e) {
-          outcomes[idx] = { ...outcomes[idx]!, state: 'rejected', error: e instanceof ScrapeError ? e.message : `could not start: ${(e as Error).message}` };
+          outcomes[idx] = {
+            ...outcomes[idx]!,
+            state: 'rejected',
+            error: e instanceof ScrapeError ? e.message : `could not start: ${(e as Error).message}`,
+          };
         }
         report();
       }),
@@ -87,7 +99,12 @@ export async function runBatch(client: ScrapeClient, store: Store, items: BatchI
     const pending = outcomes.filter((o) => o.jobId && !isFinalState(o.state));
     if (pending.length === 0) break;
     // Without waiting, one read still shows each job's state now (a re-run of finished rows shows them finished).
-    const rows = new Map((await store.jobs.list({ account: opts.account, batchId: opts.batchId, limit: items.length + 100 })).map((r) => [r.id, r]));
+    const rows = new Map(
+      (await store.jobs.list({ account: opts.account, batchId: opts.batchId, limit: items.length + 100 })).map((r) => [
+        r.id,
+        r,
+      ]),
+    );
     for (const o of pending) {
       const row = rows.get(o.jobId!) ?? (await store.jobs.get(o.jobId!)); // a row from an earlier batch keeps its batch ID
       if (!row) continue;

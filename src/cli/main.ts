@@ -40,9 +40,29 @@ export function buildCli(): Command {
     // Usage errors (unknown option, bad argument) exit 2 like every other invalid input; help and version 0.
     .exitOverride((err) => process.exit(err.exitCode === 0 ? EXIT.ok : EXIT.invalid))
     .configureHelp({ sortSubcommands: false })
-    .addHelpText('after', '\nExit codes: 0 done; 1 failed or not completed (or Temporal unreachable); 2 invalid input (usage, a missing input or config file, a refused request); 3 no such job.');
+    .addHelpText(
+      'after',
+      '\nExit codes: 0 done; 1 failed or not completed (or Temporal unreachable); 2 invalid input (usage, a missing input or config file, a refused request); 3 no such job.',
+    );
   // Registered after the program's settings: each command inherits them (exit override, help).
-  for (const register of [registerRun, registerSubmit, registerStatus, registerResult, registerCancel, registerResume, registerResolve, registerTimeline, registerIncident, registerOrphans, registerCancelBatch, registerList, registerSetup, registerWorker, registerApi, registerDemo]) {
+  for (const register of [
+    registerRun,
+    registerSubmit,
+    registerStatus,
+    registerResult,
+    registerCancel,
+    registerResume,
+    registerResolve,
+    registerTimeline,
+    registerIncident,
+    registerOrphans,
+    registerCancelBatch,
+    registerList,
+    registerSetup,
+    registerWorker,
+    registerApi,
+    registerDemo,
+  ]) {
     register(program);
   }
   return program;
@@ -53,7 +73,11 @@ function isTemporalUnreachable(e: unknown): boolean {
   for (let c: unknown = e, i = 0; c && i < 5; c = (c as { cause?: unknown }).cause, i++) {
     const code = (c as { code?: unknown }).code;
     if (code === 14 || code === 4) return true;
-    if (c instanceof Error && /Failed to connect to Temporal server|ECONNREFUSED|No connection established|UNAVAILABLE/i.test(c.message)) return true;
+    if (
+      c instanceof Error &&
+      /Failed to connect to Temporal server|ECONNREFUSED|No connection established|UNAVAILABLE/i.test(c.message)
+    )
+      return true;
   }
   return false;
 }
@@ -62,11 +86,19 @@ function isTemporalUnreachable(e: unknown): boolean {
 function exitOnError(e: unknown): never {
   if (e instanceof ScrapeError) {
     console.error(`error (${e.code}): ${e.message}`);
-    process.exit(e.code === 'not_found' ? EXIT.notFound : e.code === 'invalid' || e.code === 'conflict' ? EXIT.invalid : EXIT.failed);
+    process.exit(
+      e.code === 'not_found'
+        ? EXIT.notFound
+        : e.code === 'invalid' || e.code === 'conflict'
+          ? EXIT.invalid
+          : EXIT.failed,
+    );
   }
   if (isTemporalUnreachable(e)) {
     const address = temporalAddressInUse();
-    console.error(`error: cannot reach Temporal${address ? ` at ${address}` : ''} (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); status, result, list, timeline, incident and orphans read only the store and work without it`);
+    console.error(
+      `error: cannot reach Temporal${address ? ` at ${address}` : ''} (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); status, result, list, timeline, incident and orphans read only the store and work without it`,
+    );
     process.exit(EXIT.failed);
   }
   console.error(`error: ${e instanceof Error ? e.message : String(e)}`);

@@ -42,51 +42,107 @@ export function decimal(v: string): number {
 /** One CSV delimiter character (`tab` for a tab). */
 export function delimiter(v: string): string {
   const d = v === 'tab' || v === '\\t' ? '\t' : v;
-  if ([...d].length !== 1 || d === '"' || d === '\n' || d === '\r') throw new InvalidArgumentError('one character (e.g. ";", "|", or "tab")');
+  if ([...d].length !== 1 || d === '"' || d === '\n' || d === '\r')
+    throw new InvalidArgumentError('one character (e.g. ";", "|", or "tab")');
   return d;
 }
 
 /** A comma-separated list of job states. */
 export function stateList(v: string): string[] {
-  const states = v.split(',').map((x) => x.trim()).filter(Boolean);
+  const states = v
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
   const bad = states.filter((x) => !(JOB_STATES as readonly string[]).includes(x));
-  if (states.length === 0 || bad.length > 0) throw new InvalidArgumentError(`unknown state(s) ${bad.join(', ') || '(none given)'}; one of ${JOB_STATES.join(', ')}`);
+  if (states.length === 0 || bad.length > 0)
+    throw new InvalidArgumentError(
+      `unknown state(s) ${bad.join(', ') || '(none given)'}; one of ${JOB_STATES.join(', ')}`,
+    );
   return states;
 }
 
 /** The options of every command that acts as an account: `--config <file>` and `--account <name>`. */
 export function accountOptions(c: Command): Command {
-  return c.option('-c, --config <file>', 'configuration file (default: $SCRAPE_CONFIG, else the demo\'s)').option('-a, --account <name>', 'account to act as');
+  return c
+    .option('-c, --config <file>', "configuration file (default: $SCRAPE_CONFIG, else the demo's)")
+    .option('-a, --account <name>', 'account to act as');
 }
 
 /** The poll-policy flags of `submit` and `run` (durations: a number with ms/s/m/h/d, or seconds). */
 export function policyOptions(c: Command): Command {
   return c
-    .addOption(new Option('--deadline <duration>', 'tracking deadline, counted from the moment the provider has the task (e.g. 30m, 2h; a bare number is seconds; default 30m); past it the job is tracking_interrupted, resumable').argParser(duration))
-    .addOption(new Option('--on-deadline <action>', 'at the deadline: stop tracking, or cancel at the provider').choices(['interrupt', 'cancel']))
-    .addOption(new Option('--poll-initial <duration>', 'delay before the first status check (e.g. 500ms, 2s; default 2s)').argParser(duration))
-    .addOption(new Option('--poll-max <duration>', 'longest delay between two status checks (e.g. 1m; default 60s)').argParser(duration))
-    .addOption(new Option('--poll-multiplier <x>', 'growth of the delay after each check, 1-10 (default 1.5)').argParser(decimal))
-    .addOption(new Option('--poll-jitter <fraction>', 'random spread of each delay, 0-1 (default 0.2)').argParser(decimal));
+    .addOption(
+      new Option(
+        '--deadline <duration>',
+        'tracking deadline, counted from the moment the provider has the task (e.g. 30m, 2h; a bare number is seconds; default 30m); past it the job is tracking_interrupted, resumable',
+      ).argParser(duration),
+    )
+    .addOption(
+      new Option('--on-deadline <action>', 'at the deadline: stop tracking, or cancel at the provider').choices([
+        'interrupt',
+        'cancel',
+      ]),
+    )
+    .addOption(
+      new Option(
+        '--poll-initial <duration>',
+        'delay before the first status check (e.g. 500ms, 2s; default 2s)',
+      ).argParser(duration),
+    )
+    .addOption(
+      new Option('--poll-max <duration>', 'longest delay between two status checks (e.g. 1m; default 60s)').argParser(
+        duration,
+      ),
+    )
+    .addOption(
+      new Option('--poll-multiplier <x>', 'growth of the delay after each check, 1-10 (default 1.5)').argParser(
+        decimal,
+      ),
+    )
+    .addOption(
+      new Option('--poll-jitter <fraction>', 'random spread of each delay, 0-1 (default 0.2)').argParser(decimal),
+    );
 }
 
 /**
  * The poll policy of the flags, validated against the model's schema; throws
  * {@link InvalidInputError} naming the flag, its bounds and what was given.
  */
-export async function policyFrom(opts: { deadline?: number; onDeadline?: 'interrupt' | 'cancel'; pollInitial?: number; pollMax?: number; pollMultiplier?: number; pollJitter?: number }): Promise<Partial<PollPolicy> | undefined> {
-  const flags = { deadlineMs: ['--deadline', opts.deadline], onDeadline: ['--on-deadline', opts.onDeadline], initialDelayMs: ['--poll-initial', opts.pollInitial], maxDelayMs: ['--poll-max', opts.pollMax], multiplier: ['--poll-multiplier', opts.pollMultiplier], jitter: ['--poll-jitter', opts.pollJitter] } as const;
-  const policy = Object.fromEntries(Object.entries(flags).filter(([, [, v]]) => v !== undefined).map(([k, [, v]]) => [k, v]));
+export async function policyFrom(opts: {
+  deadline?: number;
+  onDeadline?: 'interrupt' | 'cancel';
+  pollInitial?: number;
+  pollMax?: number;
+  pollMultiplier?: number;
+  pollJitter?: number;
+}): Promise<Partial<PollPolicy> | undefined> {
+  const flags = {
+    deadlineMs: ['--deadline', opts.deadline],
+    onDeadline: ['--on-deadline', opts.onDeadline],
+    initialDelayMs: ['--poll-initial', opts.pollInitial],
+    maxDelayMs: ['--poll-max', opts.pollMax],
+    multiplier: ['--poll-multiplier', opts.pollMultiplier],
+    jitter: ['--poll-jitter', opts.pollJitter],
+  } as const;
+  const policy = Object.fromEntries(
+    Object.entries(flags)
+      .filter(([, [, v]]) => v !== undefined)
+      .map(([k, [, v]]) => [k, v]),
+  );
   if (Object.keys(policy).length === 0) return undefined;
   const { PollPolicySchema } = await import('../model/schemas.js');
   const r = PollPolicySchema.safeParse(policy);
   if (r.success) return r.data;
-  const given = (k: keyof typeof flags) => `${flags[k][0]} ${typeof policy[k] === 'number' && k.endsWith('Ms') ? formatDuration(policy[k]) : String(policy[k])}`;
+  const given = (k: keyof typeof flags) =>
+    `${flags[k][0]} ${typeof policy[k] === 'number' && k.endsWith('Ms') ? formatDuration(policy[k]) : String(policy[k])}`;
   const lines = r.error.issues.map((i) => {
     const k = String(i.path[0]) as keyof typeof flags;
-    if (k === 'initialDelayMs' && policy.maxDelayMs !== undefined && i.code === 'custom') return `${given('initialDelayMs')} is longer than ${given('maxDelayMs')}`;
-    const field = PollPolicySchema.shape[k]?.unwrap() as { minValue?: number | null; maxValue?: number | null } | undefined;
-    if (k.endsWith('Ms') && field?.minValue != null && field.maxValue != null) return `${given(k)}: must be from ${formatDuration(field.minValue)} to ${formatDuration(field.maxValue)}`;
+    if (k === 'initialDelayMs' && policy.maxDelayMs !== undefined && i.code === 'custom')
+      return `${given('initialDelayMs')} is longer than ${given('maxDelayMs')}`;
+    const field = PollPolicySchema.shape[k]?.unwrap() as
+      { minValue?: number | null; maxValue?: number | null } | undefined;
+    if (k.endsWith('Ms') && field?.minValue != null && field.maxValue != null)
+      return `${given(k)}: must be from ${formatDuration(field.minValue)} to ${formatDuration(field.maxValue)}`;
     return `${given(k)}: ${i.message}`;
   });
   throw new InvalidInputError(`invalid poll policy:\n  ${lines.join('\n  ')}`, r.error.issues);

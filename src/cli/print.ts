@@ -17,7 +17,13 @@ export async function table(opts: ConstructorParameters<typeof import('cli-table
 export const COMPACT = { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' };
 
 /** A job error on one line: kind, code, HTTP status, message, time. */
-export function errorLine(e: { kind: string; code?: string; message: string; httpStatus?: number; at?: string }): string {
+export function errorLine(e: {
+  kind: string;
+  code?: string;
+  message: string;
+  httpStatus?: number;
+  at?: string;
+}): string {
   return `${e.kind}${e.code ? ` ${e.code}` : ''}${e.httpStatus ? ` (HTTP ${e.httpStatus})` : ''}: ${e.message}${e.at ? ` — at ${e.at}` : ''}`;
 }
 
@@ -38,7 +44,9 @@ export async function printJob(j: JobSummary): Promise<void> {
     { finished: j.finishedAt ?? '—' },
     { deadline: j.deadlineAt ?? '—' },
     { 'status checks': checks },
-    ...(j.failingChecks > 0 ? [{ 'failing checks': `${j.failingChecks} in a row since the last answer — being retried (never resubmitted)` }] : []),
+    ...(j.failingChecks > 0
+      ? [{ 'failing checks': `${j.failingChecks} in a row since the last answer — being retried (never resubmitted)` }]
+      : []),
     { 'last error': j.lastError ? errorLine(j.lastError) : '—' },
     ...(j.contentNote ? [{ note: j.contentNote }] : []),
   );
@@ -53,10 +61,23 @@ export function timelineLine(e: { at: string; type: string; state?: string | nul
 /** Prints one page of result documents: a table (position, status, URL, title or error), or JSON. */
 export async function printDocuments(p: ResultDocumentsPage, json: boolean): Promise<void> {
   if (json) return console.log(JSON.stringify(p, null, 2));
-  const t = await table({ head: ['#', 'HTTP', 'url', 'title / error'], colWidths: [7, 6, 56, 50], wordWrap: true, chars: COMPACT });
-  for (const d of p.documents) t.push([String(d.seq), d.httpStatus ? String(d.httpStatus) : '—', d.url ?? '—', d.error ? `error${d.error.code ? ` ${d.error.code}` : ''}: ${d.error.message}` : (d.title ?? '(no title)')]);
+  const t = await table({
+    head: ['#', 'HTTP', 'url', 'title / error'],
+    colWidths: [7, 6, 56, 50],
+    wordWrap: true,
+    chars: COMPACT,
+  });
+  for (const d of p.documents)
+    t.push([
+      String(d.seq),
+      d.httpStatus ? String(d.httpStatus) : '—',
+      d.url ?? '—',
+      d.error ? `error${d.error.code ? ` ${d.error.code}` : ''}: ${d.error.message}` : (d.title ?? '(no title)'),
+    ]);
   const range = p.documents.length ? `${p.offset + 1}-${p.offset + p.documents.length}` : 'none';
-  console.log(`${t.toString()}\ndocuments ${range} of ${p.total}${p.nextOffset !== null ? ` (next: --offset ${p.nextOffset})` : ''}`);
+  console.log(
+    `${t.toString()}\ndocuments ${range} of ${p.total}${p.nextOffset !== null ? ` (next: --offset ${p.nextOffset})` : ''}`,
+  );
 }
 
 /** Prints the workflow's live view (`status --live`, the `state` query). */
@@ -80,9 +101,17 @@ export async function printLiveView(v: JobView): Promise<void> {
 
 /** The table of a batch's outcomes, at most `max` rows. */
 export async function outcomeTable(rows: BatchRowOutcome[], max: number): Promise<string> {
-  const t = await table({ head: ['line', 'state', 'url', 'title / error'], colWidths: [6, 22, 48, 60], wordWrap: true, chars: COMPACT });
+  const t = await table({
+    head: ['line', 'state', 'url', 'title / error'],
+    colWidths: [6, 22, 48, 60],
+    wordWrap: true,
+    chars: COMPACT,
+  });
   for (const r of rows.slice(0, max)) {
-    const detail = r.state === 'completed' ? `${r.title ?? '(no title)'}${r.httpStatus && r.httpStatus !== 200 ? ` [HTTP ${r.httpStatus}]` : ''}` : (r.error ?? '');
+    const detail =
+      r.state === 'completed'
+        ? `${r.title ?? '(no title)'}${r.httpStatus && r.httpStatus !== 200 ? ` [HTTP ${r.httpStatus}]` : ''}`
+        : (r.error ?? '');
     t.push([String(r.line), r.state + (r.existed ? ' (existing)' : ''), r.url, detail]);
   }
   return t.toString() + (rows.length > max ? `\n… ${rows.length - max} more rows (use --max-rows)` : '');

@@ -39,7 +39,12 @@ export interface CancelContext {
  * Cancels the job `jobId` (already authorised for `account`). See `ScrapeClient.cancelScrape`
  * for the outcomes. Throws {@link JobNotFoundError} when no workflow has that ID.
  */
-export async function cancelJob(ctx: CancelContext, account: string, jobId: string, opts: CancelOptions = {}): Promise<CancelResult> {
+export async function cancelJob(
+  ctx: CancelContext,
+  account: string,
+  jobId: string,
+  opts: CancelOptions = {},
+): Promise<CancelResult> {
   const handle = ctx.temporal.workflow.getHandle(jobId);
   const req = { reason: opts.reason ?? 'requested by client', requestedBy: opts.requestedBy ?? account };
   let desc;
@@ -58,11 +63,14 @@ export async function cancelJob(ctx: CancelContext, account: string, jobId: stri
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), timeoutMs);
   try {
-    const report = await ctx.temporal.withAbortSignal(abort.signal, () => handle.executeUpdate(cancelUpdate, { args: [req] }));
+    const report = await ctx.temporal.withAbortSignal(abort.signal, () =>
+      handle.executeUpdate(cancelUpdate, { args: [req] }),
+    );
     const after = await ctx.store.jobs.get(jobId);
     return { kind: 'observed', state: (after?.state ?? 'cancelling') as JobState, report };
   } catch (e) {
-    if (e instanceof WorkflowUpdateFailedError || e instanceof WorkflowNotFoundError) return settledCancel(ctx.store, jobId);
+    if (e instanceof WorkflowUpdateFailedError || e instanceof WorkflowNotFoundError)
+      return settledCancel(ctx.store, jobId);
     if (!abort.signal.aborted) throw e;
     // No outcome in time: the provider may still be confirming (up to the job's
     // cancelConfirmDeadlineMs), or no worker polls the task queue. An Update not yet accepted by

@@ -32,10 +32,21 @@ export function connectionOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): 
     }
     return undefined;
   };
-  const crt = pem('TLS client certificate', 'TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_CERT_DATA');
+  const crt = pem(
+    'TLS client certificate',
+    'TEMPORAL_TLS_CERT',
+    'TEMPORAL_TLS_CLIENT_CERT_PATH',
+    'TEMPORAL_TLS_CLIENT_CERT_DATA',
+  );
   const key = pem('TLS client key', 'TEMPORAL_TLS_KEY', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_CLIENT_KEY_DATA');
-  const ca = pem('TLS server CA', 'TEMPORAL_TLS_CA', 'TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_DATA');
-  if (!!crt !== !!key) throw new Error('TLS needs both a client certificate (TEMPORAL_TLS_CERT) and its key (TEMPORAL_TLS_KEY)');
+  const ca = pem(
+    'TLS server CA',
+    'TEMPORAL_TLS_CA',
+    'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+    'TEMPORAL_TLS_SERVER_CA_CERT_DATA',
+  );
+  if (!!crt !== !!key)
+    throw new Error('TLS needs both a client certificate (TEMPORAL_TLS_CERT) and its key (TEMPORAL_TLS_KEY)');
   const serverName = env.TEMPORAL_TLS_SERVER_NAME || undefined;
   const tlsFlag = env.TEMPORAL_TLS?.toLowerCase();
   const apiKey = env.TEMPORAL_API_KEY || undefined;

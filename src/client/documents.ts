@@ -33,7 +33,11 @@ export interface ResultDocumentsPage {
  * {@link ResultNotReadyError} (with the state) when the job has no result,
  * {@link ResultExpiredError} (with the evidence that it ran) after retention purged it.
  */
-export async function readResultDocuments(store: Store, row: JobRow, page: { offset?: number; limit?: number } = {}): Promise<ResultDocumentsPage> {
+export async function readResultDocuments(
+  store: Store,
+  row: JobRow,
+  page: { offset?: number; limit?: number } = {},
+): Promise<ResultDocumentsPage> {
   const offset = Math.max(0, Math.floor(page.offset ?? 0));
   const limit = Math.max(1, Math.min(Math.floor(page.limit ?? 100), MAX_DOCUMENTS_PAGE));
   const { result, total, documents } = await store.results.documents(row.id, { offset, limit });
@@ -49,5 +53,13 @@ export async function readResultDocuments(store: Store, row: JobRow, page: { off
     });
   }
   if (!result) throw new ResultNotReadyError(row.id, row.state as JobState);
-  return { jobId: row.id, resultId: result.id, total, offset, limit, documents, nextOffset: offset + documents.length < total ? offset + documents.length : null };
+  return {
+    jobId: row.id,
+    resultId: result.id,
+    total,
+    offset,
+    limit,
+    documents,
+    nextOffset: offset + documents.length < total ? offset + documents.length : null,
+  };
 }

@@ -38,7 +38,11 @@ export class JobNotFoundError extends ScrapeError {
 /** The idempotency key was used before with different parameters. */
 export class IdempotencyConflictError extends ScrapeError {
   constructor(jobId: string) {
-    super('conflict', `idempotency key already used for job ${jobId} with different parameters; use a new key or repeat the original request`, { jobId });
+    super(
+      'conflict',
+      `idempotency key already used for job ${jobId} with different parameters; use a new key or repeat the original request`,
+      { jobId },
+    );
     this.name = 'IdempotencyConflictError';
   }
 }
@@ -54,7 +58,10 @@ export class ResultNotReadyError extends ScrapeError {
 /** The result was purged after its retention period; the job did run (`details` has the evidence). */
 export class ResultExpiredError extends ScrapeError {
   constructor(jobId: string, evidence: Record<string, unknown>) {
-    super('expired', `the result of job ${jobId} has expired and was purged; the job did run (see details)`, { jobId, ...evidence });
+    super('expired', `the result of job ${jobId} has expired and was purged; the job did run (see details)`, {
+      jobId,
+      ...evidence,
+    });
     this.name = 'ResultExpiredError';
   }
 }

@@ -67,12 +67,20 @@ export function derivedKey(url: string, hashHex: string): string {
 }
 
 /** The key the client derived before readable keys, from the URL as typed: `r-<32 hex>`. */
-export function legacyClientKey(provider: string, request: { url: string; format: string; options: Record<string, unknown> }): string {
+export function legacyClientKey(
+  provider: string,
+  request: { url: string; format: string; options: Record<string, unknown> },
+): string {
   return `r-${fingerprint({ provider, request }).slice(0, 32)}`;
 }
 
 /** The key a batch row got before readable keys, from the URL as typed: `row-<32 hex>`. */
-export function legacyRowKey(row: { url: string; format: string | null; provider: string | null; rest: Record<string, unknown> }): string {
+export function legacyRowKey(row: {
+  url: string;
+  format: string | null;
+  provider: string | null;
+  rest: Record<string, unknown>;
+}): string {
   return `row-${fingerprint(row).slice(0, 32)}`;
 }
 
@@ -94,6 +102,10 @@ export function decodeCursor(cursor: string): Cursor {
     json = undefined;
   }
   const parsed = CursorSchema.safeParse(json);
-  if (!parsed.success) throw new InvalidInputError('invalid cursor: pass the next_cursor of the previous page unchanged', parsed.error.issues);
+  if (!parsed.success)
+    throw new InvalidInputError(
+      'invalid cursor: pass the next_cursor of the previous page unchanged',
+      parsed.error.issues,
+    );
   return parsed.data;
 }

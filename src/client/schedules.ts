@@ -35,27 +35,62 @@ export function maintenanceTaskQueue(taskQueue: string): string {
 
 /** The schedule IDs for a task queue. */
 export function maintenanceScheduleIds(taskQueue: string): { purge: string; orphans: string } {
-  return { purge: `scrape-maintenance:${taskQueue}:purge-expired-results`, orphans: `scrape-maintenance:${taskQueue}:find-orphans` };
+  return {
+    purge: `scrape-maintenance:${taskQueue}:purge-expired-results`,
+    orphans: `scrape-maintenance:${taskQueue}:find-orphans`,
+  };
 }
 
 /**
  * Creates the two schedules, or updates them when they exist (an update also moves runs created
  * before maintenance had its own task queue onto it). Returns their IDs.
  */
-export async function ensureMaintenanceSchedules(client: Client, opts: MaintenanceScheduleOptions): Promise<{ purge: string; orphans: string }> {
+export async function ensureMaintenanceSchedules(
+  client: Client,
+  opts: MaintenanceScheduleOptions,
+): Promise<{ purge: string; orphans: string }> {
   const ids = maintenanceScheduleIds(opts.taskQueue);
   const scan: OrphanScanOptions = { stalledAfterMs: 15 * 60_000, errorThreshold: 3, ...opts.orphanScan };
   const specs = [
-    { scheduleId: ids.purge, every: opts.purgeEveryMs ?? 15 * 60_000, workflowType: 'purgeExpiredResultsWorkflow', args: [] as unknown[], summary: 'Purge expired scrape results (evidence kept)' },
-    { scheduleId: ids.orphans, every: opts.orphanScanEveryMs ?? 5 * 60_000, workflowType: 'findOrphansWorkflow', args: [scan] as unknown[], summary: 'Find orphan and stalled scrape jobs' },
+    {
+      scheduleId: ids.purge,
+      every: opts.purgeEveryMs ?? 15 * 60_000,
+      workflowType: 'purgeExpiredResultsWorkflow',
+      args: [] as unknown[],
+      summary: 'Purge expired scrape results (evidence kept)',
+    },
+    {
+      scheduleId: ids.orphans,
+      every: opts.orphanScanEveryMs ?? 5 * 60_000,
+      workflowType: 'findOrphansWorkflow',
+      args: [scan] as unknown[],
+      summary: 'Find orphan and stalled scrape jobs',
+    },
   ];
   for (const s of specs) {
-    const action = { type: 'startWorkflow' as const, workflowType: s.workflowType, args: s.args, taskQueue: maintenanceTaskQueue(opts.taskQueue), workflowId: `${s.scheduleId}:run`, staticSummary: s.summary };
+    const action = {
+      type: 'startWorkflow' as const,
+      workflowType: s.workflowType,
+      args: s.args,
+      taskQueue: maintenanceTaskQueue(opts.taskQueue),
+      workflowId: `${s.scheduleId}:run`,
+      staticSummary: s.summary,
+    };
     try {
-      await client.schedule.create({ scheduleId: s.scheduleId, spec: { intervals: [{ every: s.every }] }, action, policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1m' } });
+      await client.schedule.create({
+        scheduleId: s.scheduleId,
+        spec: { intervals: [{ every: s.every }] },
+        action,
+        policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1m' },
+      });
     } catch (e) {
       if (!(e instanceof ScheduleAlreadyRunning)) throw e;
-      await client.schedule.getHandle(s.scheduleId).update((prev) => ({ ...prev, spec: { intervals: [{ every: s.every }] }, action, policies: { ...prev.policies, overlap: ScheduleOverlapPolicy.SKIP } }));
+      await client.schedule.getHandle(s.scheduleId).update((prev) => ({
+        ...prev,
+        spec: { intervals: [{ every: s.every }] },
+        action,
+        policies: { ...prev.policies, overlap: ScheduleOverlapPolicy.SKIP },
+      }));
     }
   }
   return ids;

@@ -12,7 +12,7 @@ import { CancelledFailure } from '@temporalio/common';
 import { isFinalState, type JobState } from '../model/states.js';
 import { AccountSchema, type StartScrapeInput } from '../model/schemas.js';
 import type { JobView, ScrapeWorkflowInput } from '../model/types.js';
-import type { BinaryBody, JobRow, Store } from '../store/index.js';
+import type { BinaryBody, JobRow } from '../store/index.js';
 import { resolveUpdate, stateQuery, wakeSignal, type Resolution, type WakeHint } from '../workflows/scrape/messages.js';
 import { ScrapeAccount, ScrapeBatchId, ScrapeProvider, ScrapeState } from '../workflows/searchAttributes.js';
 import { cancelBatch, cancelJob, lastCancel, type BatchCancelOutcome, type CancelResult } from './cancel.js';
@@ -20,7 +20,16 @@ import { JobNotFoundError, ResultExpiredError, ResultNotReadyError, ScrapeError 
 import { authorize, decodeCursor, encodeCursor } from './ids.js';
 import { startResumedRun, startScrape, type JobRef, type StartContext, type StartExtras } from './start.js';
 import { readResultDocuments, type ResultDocumentsPage } from './documents.js';
-import { incidentView, orphanView, ownedRow, summarize, timelineView, toResult, type JobResult, type JobSummary } from './views.js';
+import {
+  incidentView,
+  orphanView,
+  ownedRow,
+  summarize,
+  timelineView,
+  toResult,
+  type JobResult,
+  type JobSummary,
+} from './views.js';
 
 /**
  * Options of {@link ScrapeClient} (see {@link StartContext} for `config` and `workflowType`).
@@ -127,7 +136,11 @@ export class ScrapeClient {
    * `offset` ≥ 0 (default 0), `limit` 1..1000 (default 100). Throws {@link JobNotFoundError} (missing
    * or another account's job), {@link ResultNotReadyError}, {@link ResultExpiredError}.
    */
-  async getResultDocuments(account: string, jobId: string, page: { offset?: number; limit?: number } = {}): Promise<ResultDocumentsPage> {
+  async getResultDocuments(
+    account: string,
+    jobId: string,
+    page: { offset?: number; limit?: number } = {},
+  ): Promise<ResultDocumentsPage> {
     return readResultDocuments(this.opts.store, await ownedRow(this.opts.store, account, jobId), page);
   }
 
@@ -169,7 +182,11 @@ export class ScrapeClient {
    * Waits up to `timeoutMs` for the job to end. A client-side timeout is reported as
    * `still_running` with the current summary, never as a failure of the job.
    */
-  async awaitResult(account: string, jobId: string, opts: { timeoutMs: number }): Promise<{ status: 'done'; job: JobSummary } | { status: 'still_running'; job: JobSummary }> {
+  async awaitResult(
+    account: string,
+    jobId: string,
+    opts: { timeoutMs: number },
+  ): Promise<{ status: 'done'; job: JobSummary } | { status: 'still_running'; job: JobSummary }> {
     authorize(account, jobId);
     const handle = this.opts.temporal.workflow.getHandle(jobId);
     let timer: NodeJS.Timeout | undefined;
@@ -204,7 +221,11 @@ export class ScrapeClient {
    * returns the same outcome; a non-final job whose workflow no longer runs is `not_running`.
    * Throws {@link JobNotFoundError} for a job of another account or none.
    */
-  async cancelScrape(account: string, jobId: string, opts: { reason?: string; requestedBy?: string; wait?: boolean; timeoutMs?: number } = {}): Promise<CancelResult> {
+  async cancelScrape(
+    account: string,
+    jobId: string,
+    opts: { reason?: string; requestedBy?: string; wait?: boolean; timeoutMs?: number } = {},
+  ): Promise<CancelResult> {
     // Authorisation: the job must be this account's (a job started but not yet registered by the
     // worker has no store row yet: its workflow answers for it).
     await ownedRow(this.opts.store, account, jobId).catch(async (e) => {
@@ -222,12 +243,22 @@ export class ScrapeClient {
    * or the signal with `wait: false`), `concurrency` at a time (default 16), and returns each
    * job's outcome. Safe to repeat: a finished job answers `already_final`.
    */
-  async cancelBatch(account: string, batchId: string, opts: { reason?: string; requestedBy?: string; wait?: boolean; timeoutMs?: number; concurrency?: number } = {}): Promise<BatchCancelOutcome[]> {
+  async cancelBatch(
+    account: string,
+    batchId: string,
+    opts: { reason?: string; requestedBy?: string; wait?: boolean; timeoutMs?: number; concurrency?: number } = {},
+  ): Promise<BatchCancelOutcome[]> {
     return cancelBatch(
       this.opts.store,
       account,
       batchId,
-      (jobId) => this.cancelScrape(account, jobId, { reason: opts.reason ?? `batch ${batchId} cancelled`, requestedBy: opts.requestedBy, wait: opts.wait, timeoutMs: opts.timeoutMs }),
+      (jobId) =>
+        this.cancelScrape(account, jobId, {
+          reason: opts.reason ?? `batch ${batchId} cancelled`,
+          requestedBy: opts.requestedBy,
+          wait: opts.wait,
+          timeoutMs: opts.timeoutMs,
+        }),
       opts.concurrency,
     );
   }
@@ -241,13 +272,20 @@ export class ScrapeClient {
     const row = await ownedRow(this.opts.store, account, jobId);
     const orphan = !isFinalState(row.state) && !(await this.isRunning(jobId));
     if (!orphan && (row.state !== 'tracking_interrupted' || !row.task_id)) {
-      throw new ScrapeError('conflict', `job ${jobId} is ${row.state}${row.task_id ? '' : ' without a task ID'}; only tracking_interrupted jobs with a task ID, or non-final jobs whose workflow no longer runs, can be resumed`, { state: row.state });
+      throw new ScrapeError(
+        'conflict',
+        `job ${jobId} is ${row.state}${row.task_id ? '' : ' without a task ID'}; only tracking_interrupted jobs with a task ID, or non-final jobs whose workflow no longer runs, can be resumed`,
+        { state: row.state },
+      );
     }
     let pendingCancel: ScrapeWorkflowInput['pendingCancel'];
     if (row.state === 'cancelling') {
       // The previous run stopped mid-cancel: the new run finishes that cancel, never forgets it.
       const requested = await lastCancel(this.opts.store, jobId, false);
-      pendingCancel = { reason: requested?.reason ?? 'cancel under way before resume', requestedBy: requested?.requestedBy ?? 'unknown' };
+      pendingCancel = {
+        reason: requested?.reason ?? 'cancel under way before resume',
+        requestedBy: requested?.requestedBy ?? 'unknown',
+      };
     }
     // The interrupted run records `tracking_interrupted` just before it closes: if it is still
     // running, let it close (a resumed run already under way is left alone).
@@ -270,21 +308,35 @@ export class ScrapeClient {
   async resolve(account: string, jobId: string, resolution: Resolution): Promise<JobView> {
     const row = await ownedRow(this.opts.store, account, jobId);
     if (row.state !== 'unknown') {
-      throw new ScrapeError('conflict', `cannot resolve job ${jobId}: it is ${row.state}; only a job waiting in unknown can be resolved`, { state: row.state });
+      throw new ScrapeError(
+        'conflict',
+        `cannot resolve job ${jobId}: it is ${row.state}; only a job waiting in unknown can be resolved`,
+        { state: row.state },
+      );
     }
     if ('taskId' in resolution) {
       // A task belongs to one job across every entry reaching the same provider account (the row
       // names it once the worker submitted); the worker checks again, with the job's credential.
-      const owners = await this.opts.store.jobs.tasksBoundElsewhere({ providerAccount: row.provider_account ?? '', provider: row.provider, taskIds: [resolution.taskId], exceptJobId: jobId });
+      const owners = await this.opts.store.jobs.tasksBoundElsewhere({
+        providerAccount: row.provider_account ?? '',
+        provider: row.provider,
+        taskIds: [resolution.taskId],
+        exceptJobId: jobId,
+      });
       if (owners.size > 0) {
-        throw new ScrapeError('conflict', `cannot resolve job ${jobId}: task ${resolution.taskId} already belongs to another job`, { state: row.state });
+        throw new ScrapeError(
+          'conflict',
+          `cannot resolve job ${jobId}: task ${resolution.taskId} already belongs to another job`,
+          { state: row.state },
+        );
       }
     }
     try {
       return await this.opts.temporal.workflow.getHandle(jobId).executeUpdate(resolveUpdate, { args: [resolution] });
     } catch (e) {
       if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
-      if (e instanceof WorkflowUpdateFailedError) throw new ScrapeError('conflict', `cannot resolve job ${jobId}: ${e.cause?.message ?? e.message}`);
+      if (e instanceof WorkflowUpdateFailedError)
+        throw new ScrapeError('conflict', `cannot resolve job ${jobId}: ${e.cause?.message ?? e.message}`);
       throw e;
     }
   }
@@ -316,9 +368,17 @@ export class ScrapeClient {
   }
 
   /** The account's jobs, newest first, filtered by state and batch (limit default 100, max 1000). */
-  async list(account: string, filter: { states?: string[]; batchId?: string; limit?: number } = {}): Promise<JobSummary[]> {
+  async list(
+    account: string,
+    filter: { states?: string[]; batchId?: string; limit?: number } = {},
+  ): Promise<JobSummary[]> {
     if (!AccountSchema.safeParse(account).success) return [];
-    const rows = await this.opts.store.jobs.list({ account, states: filter.states, batchId: filter.batchId, limit: Math.min(filter.limit ?? 100, 1000) });
+    const rows = await this.opts.store.jobs.list({
+      account,
+      states: filter.states,
+      batchId: filter.batchId,
+      limit: Math.min(filter.limit ?? 100, 1000),
+    });
     return rows.map(summarize);
   }
 
@@ -327,13 +387,25 @@ export class ScrapeClient {
    * (default 100); `cursor` is the opaque `nextCursor` of the previous page. Throws
    * {@link InvalidInputError} for a malformed cursor.
    */
-  async listPage(account: string, filter: { states?: string[]; batchId?: string; limit?: number; cursor?: string } = {}): Promise<{ jobs: JobSummary[]; nextCursor: string | null }> {
+  async listPage(
+    account: string,
+    filter: { states?: string[]; batchId?: string; limit?: number; cursor?: string } = {},
+  ): Promise<{ jobs: JobSummary[]; nextCursor: string | null }> {
     if (!AccountSchema.safeParse(account).success) return { jobs: [], nextCursor: null };
     const limit = Math.max(1, Math.min(filter.limit ?? 100, 1000));
     const after = filter.cursor ? decodeCursor(filter.cursor) : undefined;
-    const page = await this.opts.store.jobs.page({ account, states: filter.states, batchId: filter.batchId, limit, after });
+    const page = await this.opts.store.jobs.page({
+      account,
+      states: filter.states,
+      batchId: filter.batchId,
+      limit,
+      after,
+    });
     const last = page.rows[page.rows.length - 1];
-    return { jobs: page.rows.map(summarize), nextCursor: page.more && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null };
+    return {
+      jobs: page.rows.map(summarize),
+      nextCursor: page.more && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null,
+    };
   }
 
   /**
@@ -362,7 +434,10 @@ export class ScrapeClient {
     const bounded = async (fn: () => Promise<unknown>): Promise<'ok' | 'unreachable'> => {
       let timer: NodeJS.Timeout | undefined;
       try {
-        await Promise.race([fn(), new Promise((_r, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)))]);
+        await Promise.race([
+          fn(),
+          new Promise((_r, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs))),
+        ]);
         return 'ok';
       } catch {
         return 'unreachable';
@@ -370,7 +445,10 @@ export class ScrapeClient {
         clearTimeout(timer);
       }
     };
-    const [temporal, store] = await Promise.all([bounded(() => this.opts.temporal.workflowService.getSystemInfo({})), bounded(() => this.opts.store.ping())]);
+    const [temporal, store] = await Promise.all([
+      bounded(() => this.opts.temporal.workflowService.getSystemInfo({})),
+      bounded(() => this.opts.store.ping()),
+    ]);
     return { temporal, store };
   }
 }
@@ -387,7 +465,15 @@ function overlayPolling(view: JobView, row: JobRow | undefined): JobView {
   const checks = Number(row.status_checks);
   // A submit attempt that went on into its first checks has recorded the task before the
   // workflow hears of it: the store's row is the newer news.
-  const learned: Partial<JobView> = !view.taskId && row.task_id ? { taskId: row.task_id, ...(view.state === 'submitting' && row.state === 'pending' ? { state: 'pending' as const } : {}), ...(row.submitted_at ? { submittedAt: row.submitted_at } : {}), ...(row.deadline_at ? { deadlineAt: row.deadline_at } : {}) } : {};
+  const learned: Partial<JobView> =
+    !view.taskId && row.task_id
+      ? {
+          taskId: row.task_id,
+          ...(view.state === 'submitting' && row.state === 'pending' ? { state: 'pending' as const } : {}),
+          ...(row.submitted_at ? { submittedAt: row.submitted_at } : {}),
+          ...(row.deadline_at ? { deadlineAt: row.deadline_at } : {}),
+        }
+      : {};
   if (checks <= view.statusChecks && !row.status_errors && !learned.taskId) return view;
   const out: JobView = { ...view, ...learned, statusChecks: Math.max(view.statusChecks, checks) };
   if (row.provider_status) out.providerStatus = row.provider_status;

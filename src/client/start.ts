@@ -21,7 +21,13 @@ import type { Config } from '../config.js';
 import { effectivePolicy } from '../providers/shared/policy.js';
 import { SCRAPE_WORKFLOW_TYPE } from '../workflows/scrape/messages.js';
 import type { scrapeWorkflowV2 } from '../workflows/scrape/workflow.js';
-import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState } from '../workflows/searchAttributes.js';
+import {
+  ScrapeAccount,
+  ScrapeBatchId,
+  ScrapeHost,
+  ScrapeProvider,
+  ScrapeState,
+} from '../workflows/searchAttributes.js';
 import { IdempotencyConflictError, InvalidInputError } from './errors.js';
 import { canonicalUrl, derivedKey, jobIdFor, legacyClientKey } from './ids.js';
 
@@ -66,7 +72,13 @@ export interface StartExtras {
  */
 export function startOptions(
   input: ScrapeWorkflowInput,
-  opts: { taskQueue: string; state: 'submitting' | 'pending'; typedUrl?: string; resumed?: boolean; resumedTaskId?: string },
+  opts: {
+    taskQueue: string;
+    state: 'submitting' | 'pending';
+    typedUrl?: string;
+    resumed?: boolean;
+    resumedTaskId?: string;
+  },
 ): WorkflowStartOptions<typeof scrapeWorkflowV2> {
   const { jobId, account, key, provider, request } = input;
   const resumed = opts.resumed === true;
@@ -87,13 +99,24 @@ export function startOptions(
       { key: ScrapeHost, value: new URL(request.url).hostname },
       ...(input.batchId ? [{ key: ScrapeBatchId, value: input.batchId }] : []),
     ],
-    staticSummary: resumed ? `Scrape ${request.url} (resumed${opts.resumedTaskId ? `, task ${opts.resumedTaskId}` : ''})` : `Scrape ${request.url}`,
-    staticDetails: [`**Account:** ${account}`, `**Key:** ${key}`, `**Provider:** ${provider}`, resumed ? `**Resumed task:** ${opts.resumedTaskId ?? '—'}` : `**Format:** ${request.format}`].join('\n\n'),
+    staticSummary: resumed
+      ? `Scrape ${request.url} (resumed${opts.resumedTaskId ? `, task ${opts.resumedTaskId}` : ''})`
+      : `Scrape ${request.url}`,
+    staticDetails: [
+      `**Account:** ${account}`,
+      `**Key:** ${key}`,
+      `**Provider:** ${provider}`,
+      resumed ? `**Resumed task:** ${opts.resumedTaskId ?? '—'}` : `**Format:** ${request.format}`,
+    ].join('\n\n'),
   };
 }
 
 /** The workflow input of a stored job (for a resume: same key, request, row, batch and policy). */
-export function workflowInputOf(row: JobRow, ctx: Pick<StartContext, 'webhookProviders' | 'config'>, policy?: ScrapeWorkflowInput['policy']): ScrapeWorkflowInput {
+export function workflowInputOf(
+  row: JobRow,
+  ctx: Pick<StartContext, 'webhookProviders' | 'config'>,
+  policy?: ScrapeWorkflowInput['policy'],
+): ScrapeWorkflowInput {
   const j = Store.jobInput(row);
   return {
     jobId: j.jobId,
@@ -101,7 +124,11 @@ export function workflowInputOf(row: JobRow, ctx: Pick<StartContext, 'webhookPro
     key: j.key,
     provider: j.provider,
     requestHash: j.requestHash,
-    request: { url: j.request.url, format: j.request.format as ScrapeWorkflowInput['request']['format'], options: j.request.options },
+    request: {
+      url: j.request.url,
+      format: j.request.format as ScrapeWorkflowInput['request']['format'],
+      options: j.request.options,
+    },
     row: j.row,
     batchId: j.batchId,
     policy: effectivePolicy(ctx.config, j.provider, { ...(j.policy ?? {}), ...(policy ?? {}) }),
@@ -117,9 +144,14 @@ export function workflowInputOf(row: JobRow, ctx: Pick<StartContext, 'webhookPro
  * when the key was used with other parameters, and an `Error` when Temporal cannot be reached (no
  * row is left behind then).
  */
-export async function startScrape(ctx: StartContext, input: StartScrapeInput, extras: StartExtras = {}): Promise<JobRef & { created: boolean }> {
+export async function startScrape(
+  ctx: StartContext,
+  input: StartScrapeInput,
+  extras: StartExtras = {},
+): Promise<JobRef & { created: boolean }> {
   const parsed = StartScrapeInputSchema.safeParse(input);
-  if (!parsed.success) throw new InvalidInputError(`invalid scrape request: ${z.prettifyError(parsed.error)}`, parsed.error.issues);
+  if (!parsed.success)
+    throw new InvalidInputError(`invalid scrape request: ${z.prettifyError(parsed.error)}`, parsed.error.issues);
   const p = parsed.data;
   const provider = p.provider ?? ctx.defaultProvider;
   if (ctx.providers && !ctx.providers.includes(provider)) {
@@ -132,8 +164,12 @@ export async function startScrape(ctx: StartContext, input: StartScrapeInput, ex
   let requestHash = fingerprint({ provider, request });
   // Before canonical URLs the fingerprint hashed the URL as typed: a stored job with that
   // fingerprint is this same request.
-  const typedHash = typedUrl === request.url ? requestHash : fingerprint({ provider, request: { ...request, url: typedUrl } });
-  const formerKeys = [...(p.key ? [] : [legacyClientKey(provider, { ...request, url: typedUrl })]), ...(extras.formerKeys ?? [])];
+  const typedHash =
+    typedUrl === request.url ? requestHash : fingerprint({ provider, request: { ...request, url: typedUrl } });
+  const formerKeys = [
+    ...(p.key ? [] : [legacyClientKey(provider, { ...request, url: typedUrl })]),
+    ...(extras.formerKeys ?? []),
+  ];
   let key = p.key ?? derivedKey(request.url, requestHash);
   for (const former of formerKeys) {
     if (await ctx.store.jobs.get(jobIdFor(p.account, former))) {
@@ -151,7 +187,21 @@ export async function startScrape(ctx: StartContext, input: StartScrapeInput, ex
   let created: boolean;
   let existing: JobRow;
   try {
-    const r = await ctx.store.jobs.insert(Store.jobRow({ jobId, account: p.account, key, provider, requestHash, request, row, policy: p.policy, batchId: p.batchId, workflowId: jobId, typedUrl }));
+    const r = await ctx.store.jobs.insert(
+      Store.jobRow({
+        jobId,
+        account: p.account,
+        key,
+        provider,
+        requestHash,
+        request,
+        row,
+        policy: p.policy,
+        batchId: p.batchId,
+        workflowId: jobId,
+        typedUrl,
+      }),
+    );
     created = r.inserted;
     existing = r.row;
   } catch (e) {
@@ -168,7 +218,17 @@ export async function startScrape(ctx: StartContext, input: StartScrapeInput, ex
     request = { ...request, url: existing.url };
     requestHash = existing.request_hash;
   }
-  const wfInput: ScrapeWorkflowInput = { jobId, account: p.account, key, provider, requestHash, request, row, batchId: p.batchId, policy: effectivePolicy(ctx.config, provider, p.policy) };
+  const wfInput: ScrapeWorkflowInput = {
+    jobId,
+    account: p.account,
+    key,
+    provider,
+    requestHash,
+    request,
+    row,
+    batchId: p.batchId,
+    policy: effectivePolicy(ctx.config, provider, p.policy),
+  };
   if (ctx.webhookProviders?.includes(provider)) wfInput.webhooks = true;
   try {
     await ctx.temporal.workflow.start<typeof scrapeWorkflowV2>(ctx.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
@@ -187,7 +247,10 @@ export async function startScrape(ctx: StartContext, input: StartScrapeInput, ex
     const cause = e instanceof Error && e.cause instanceof Error ? e.cause : undefined;
     const reason = `${e instanceof Error ? e.message : String(e)}${cause ? `: ${cause.message}` : ''}`;
     if ((cause as { code?: number } | undefined)?.code === 3 /* INVALID_ARGUMENT */) {
-      throw new InvalidInputError(`Temporal refused to start job ${jobId} (nothing was started or kept): ${reason}`, []);
+      throw new InvalidInputError(
+        `Temporal refused to start job ${jobId} (nothing was started or kept): ${reason}`,
+        [],
+      );
     }
     throw new Error(`could not start job ${jobId} (nothing was kept; repeat the request): ${reason}`, { cause: e });
   }
@@ -200,13 +263,23 @@ export async function startScrape(ctx: StartContext, input: StartScrapeInput, ex
  * provider before any new submission. `pendingCancel` carries a cancel that was under way. A run
  * already tracking the job again is left alone.
  */
-export async function startResumedRun(ctx: StartContext, row: JobRow, opts: { policy?: ScrapeWorkflowInput['policy']; pendingCancel?: ScrapeWorkflowInput['pendingCancel'] } = {}): Promise<void> {
+export async function startResumedRun(
+  ctx: StartContext,
+  row: JobRow,
+  opts: { policy?: ScrapeWorkflowInput['policy']; pendingCancel?: ScrapeWorkflowInput['pendingCancel'] } = {},
+): Promise<void> {
   const wfInput = workflowInputOf(row, ctx, opts.policy);
   if (row.task_id) wfInput.resume = { taskId: row.task_id };
   if (opts.pendingCancel) wfInput.pendingCancel = opts.pendingCancel;
   try {
     await ctx.temporal.workflow.start<typeof scrapeWorkflowV2>(ctx.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
-      ...startOptions(wfInput, { taskQueue: ctx.taskQueue, state: row.task_id ? 'pending' : 'submitting', typedUrl: Store.jobInput(row).typedUrl, resumed: true, resumedTaskId: row.task_id ?? undefined }),
+      ...startOptions(wfInput, {
+        taskQueue: ctx.taskQueue,
+        state: row.task_id ? 'pending' : 'submitting',
+        typedUrl: Store.jobInput(row).typedUrl,
+        resumed: true,
+        resumedTaskId: row.task_id ?? undefined,
+      }),
       workflowIdConflictPolicy: 'FAIL',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
     });

@@ -36,9 +36,30 @@ export interface GoBinary {
   expect: string;
 }
 
-export const SERVER_BINARY: GoBinary = { cacheName: 'temporal-server', version: TEMPORAL_SERVER_VERSION, pkg: 'go.temporal.io/server/cmd/server', exe: 'server', label: 'Temporal server', expect: '7–13 min on 2 cores' };
-export const SQL_TOOL_BINARY: GoBinary = { cacheName: 'temporal-server', version: TEMPORAL_SERVER_VERSION, pkg: 'go.temporal.io/server/cmd/tools/sql', exe: 'sql', label: 'Temporal SQL schema tool', expect: 'about 1 min after the server' };
-export const UI_BINARY: GoBinary = { cacheName: 'temporal-ui-server', version: TEMPORAL_UI_VERSION, pkg: 'github.com/temporalio/ui-server/v2/cmd/server', exe: 'server', label: 'Temporal Web UI server', expect: '2–4 min on 2 cores' };
+export const SERVER_BINARY: GoBinary = {
+  cacheName: 'temporal-server',
+  version: TEMPORAL_SERVER_VERSION,
+  pkg: 'go.temporal.io/server/cmd/server',
+  exe: 'server',
+  label: 'Temporal server',
+  expect: '7–13 min on 2 cores',
+};
+export const SQL_TOOL_BINARY: GoBinary = {
+  cacheName: 'temporal-server',
+  version: TEMPORAL_SERVER_VERSION,
+  pkg: 'go.temporal.io/server/cmd/tools/sql',
+  exe: 'sql',
+  label: 'Temporal SQL schema tool',
+  expect: 'about 1 min after the server',
+};
+export const UI_BINARY: GoBinary = {
+  cacheName: 'temporal-ui-server',
+  version: TEMPORAL_UI_VERSION,
+  pkg: 'github.com/temporalio/ui-server/v2/cmd/server',
+  exe: 'server',
+  label: 'Temporal Web UI server',
+  expect: '2–4 min on 2 cores',
+};
 
 /** Path of the cached executable of `bin`. Pure. */
 export function cachedBinaryPath(bin: GoBinary, env: NodeJS.ProcessEnv = process.env): string {
@@ -57,7 +78,10 @@ async function exists(p: string): Promise<boolean> {
  *
  * @throws Error when `go` is not installed or the build fails (the message has the tail of its output).
  */
-export async function ensureGoBinary(bin: GoBinary, opts: { log: LineLogger; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<string> {
+export async function ensureGoBinary(
+  bin: GoBinary,
+  opts: { log: LineLogger; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<string> {
   const env = opts.env ?? process.env;
   const dest = cachedBinaryPath(bin, env);
   if (await exists(dest)) return dest;
@@ -67,14 +91,23 @@ export async function ensureGoBinary(bin: GoBinary, opts: { log: LineLogger; env
   const target = `${bin.pkg}@v${bin.version}`;
   opts.log(`${bin.label} ${bin.version} not cached: go install ${target} (${bin.expect}) into ${dest}`);
   const started = Date.now();
-  const ticker = setInterval(() => opts.log(`  still building ${bin.label} (${Math.round((Date.now() - started) / 1000)} s)…`), 30_000);
+  const ticker = setInterval(
+    () => opts.log(`  still building ${bin.label} (${Math.round((Date.now() - started) / 1000)} s)…`),
+    30_000,
+  );
   try {
     const r = await runCommand('go', ['install', target], {
       env: { ...env, GOBIN: tmp, GOFLAGS: env.GOFLAGS ?? '-mod=mod', CGO_ENABLED: env.CGO_ENABLED ?? '0' },
       timeoutMs: opts.timeoutMs ?? 40 * 60_000,
     });
-    if (r.spawnError) throw new Error(`cannot run \`go\` (${r.spawnError.message}): install Go 1.24+ (Debian: apt-get install golang) to build ${bin.label}`);
-    if (r.code !== 0) throw new Error(`go install ${target} failed (${r.signal ?? `exit ${r.code}`}):\n${r.stderr.split('\n').slice(-15).join('\n')}`);
+    if (r.spawnError)
+      throw new Error(
+        `cannot run \`go\` (${r.spawnError.message}): install Go 1.24+ (Debian: apt-get install golang) to build ${bin.label}`,
+      );
+    if (r.code !== 0)
+      throw new Error(
+        `go install ${target} failed (${r.signal ?? `exit ${r.code}`}):\n${r.stderr.split('\n').slice(-15).join('\n')}`,
+      );
     await mkdir(path.dirname(dest), { recursive: true });
     await rename(path.join(tmp, bin.exe), dest);
     opts.log(`${bin.label} ${bin.version} built in ${Math.round((Date.now() - started) / 1000)} s`);
@@ -95,8 +128,13 @@ export async function ensureGoBinary(bin: GoBinary, opts: { log: LineLogger; env
 export async function serverModuleDir(opts: { env?: NodeJS.ProcessEnv; version?: string } = {}): Promise<string> {
   const env = opts.env ?? process.env;
   const mod = `go.temporal.io/server@v${opts.version ?? TEMPORAL_SERVER_VERSION}`;
-  const r = await runCommand('go', ['mod', 'download', '-json', mod], { env: { ...env, GOFLAGS: env.GOFLAGS ?? '-mod=mod' }, timeoutMs: 10 * 60_000, tailBytes: 64 * 1024 });
-  if (r.spawnError || r.code !== 0) throw new Error(`go mod download ${mod} failed: ${r.spawnError?.message ?? r.stderr.trim().slice(-500)}`);
+  const r = await runCommand('go', ['mod', 'download', '-json', mod], {
+    env: { ...env, GOFLAGS: env.GOFLAGS ?? '-mod=mod' },
+    timeoutMs: 10 * 60_000,
+    tailBytes: 64 * 1024,
+  });
+  if (r.spawnError || r.code !== 0)
+    throw new Error(`go mod download ${mod} failed: ${r.spawnError?.message ?? r.stderr.trim().slice(-500)}`);
   const dir = (JSON.parse(r.stdout) as { Dir?: string }).Dir;
   if (!dir) throw new Error(`go mod download ${mod} gave no directory`);
   return dir;

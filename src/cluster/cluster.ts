@@ -22,7 +22,15 @@ import { startCodecServer, type RunningCodecServer } from '../codec/server.js';
 import type { LineLogger } from '../devserver/process.js';
 import { ensureSearchAttributes } from '../devserver/searchAttributes.js';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
-import { ensureGoBinary, serverModuleDir, SERVER_BINARY, SQL_TOOL_BINARY, TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION, UI_BINARY } from './binaries.js';
+import {
+  ensureGoBinary,
+  serverModuleDir,
+  SERVER_BINARY,
+  SQL_TOOL_BINARY,
+  TEMPORAL_SERVER_VERSION,
+  TEMPORAL_UI_VERSION,
+  UI_BINARY,
+} from './binaries.js';
 import { startClusterPostgres, type ClusterPostgres } from './postgres.js';
 import { ProcessGroup } from './processes.js';
 import { setupTemporalSchema } from './schema.js';
@@ -98,9 +106,12 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const dataDir = path.resolve(opts.dataDir ?? path.join('.data', 'cluster'));
   const namespace = opts.namespace ?? 'default';
   fs.mkdirSync(dataDir, { recursive: true });
-  const topology = opts.ports === 'free' ? await freeTopology(opts.historyProcesses ?? 2) : fixedTopology(opts.historyProcesses ?? 2);
+  const topology =
+    opts.ports === 'free' ? await freeTopology(opts.historyProcesses ?? 2) : fixedTopology(opts.historyProcesses ?? 2);
 
-  log(`binaries: Temporal server ${TEMPORAL_SERVER_VERSION}${opts.ui === false ? '' : `, Web UI ${TEMPORAL_UI_VERSION}`} (cached by version; built with go install when missing)`);
+  log(
+    `binaries: Temporal server ${TEMPORAL_SERVER_VERSION}${opts.ui === false ? '' : `, Web UI ${TEMPORAL_UI_VERSION}`} (cached by version; built with go install when missing)`,
+  );
   const server = await ensureGoBinary(SERVER_BINARY, { log, env });
   const sqlTool = await ensureGoBinary(SQL_TOOL_BINARY, { log, env });
   const uiBin = opts.ui === false ? undefined : await ensureGoBinary(UI_BINARY, { log, env });
@@ -109,7 +120,11 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const processes = new ProcessGroup(path.join(dataDir, 'logs'), log);
   let postgres: ClusterPostgres;
   try {
-    postgres = await startClusterPostgres({ dataDir: path.join(dataDir, 'pg', 'data'), port: topology.postgresPort, log });
+    postgres = await startClusterPostgres({
+      dataDir: path.join(dataDir, 'pg', 'data'),
+      port: topology.postgresPort,
+      log,
+    });
   } catch (e) {
     await processes.stopAll();
     throw e;
@@ -124,7 +139,10 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   };
 
   try {
-    await setupTemporalSchema({ sqlTool, moduleDir, host: postgres.host, port: postgres.port, user: postgres.user }, log);
+    await setupTemporalSchema(
+      { sqlTool, moduleDir, host: postgres.host, port: postgres.port, user: postgres.user },
+      log,
+    );
     const storeUrl = `postgres://${postgres.user}@${postgres.host}:${postgres.port}/scrapes`;
     await ensureDatabase(postgres, 'scrapes', log);
 
@@ -135,8 +153,23 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
         {
           name: s.name,
           command: server,
-          args: ['--root', SERVER_CONFIG_ROOT, '--config', 'config', '--env', 'cluster', '--allow-no-auth', 'start', '--service', s.service],
-          env: { ...env, ...serviceEnv(topology, s, db), TEMPORAL_DYNAMIC_CONFIG_FILE: path.join(SERVER_CONFIG_ROOT, 'config', 'dynamicconfig', 'cluster.yaml') },
+          args: [
+            '--root',
+            SERVER_CONFIG_ROOT,
+            '--config',
+            'config',
+            '--env',
+            'cluster',
+            '--allow-no-auth',
+            'start',
+            '--service',
+            s.service,
+          ],
+          env: {
+            ...env,
+            ...serviceEnv(topology, s, db),
+            TEMPORAL_DYNAMIC_CONFIG_FILE: path.join(SERVER_CONFIG_ROOT, 'config', 'dynamicconfig', 'cluster.yaml'),
+          },
           cwd: SERVER_CONFIG_ROOT,
         },
       ]),
@@ -144,7 +177,12 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     // One at a time (the first one initialises the cluster metadata; concurrent first starts race
     // on it): history first (it owns the shards), then matching, the frontend, and the worker
     // service (it calls the frontend). Each is up when its membership port accepts connections.
-    for (const name of [...topology.services.filter((s) => s.service === 'history').map((s) => s.name), 'matching', 'frontend', 'worker']) {
+    for (const name of [
+      ...topology.services.filter((s) => s.service === 'history').map((s) => s.name),
+      'matching',
+      'frontend',
+      'worker',
+    ]) {
       const svc = topology.services.find((s) => s.name === name)!;
       processes.start(specs.get(name)!);
       await waitForPort(topology.host, svc.membershipPort, name, processes); // every service listens there (the worker service has no gRPC listener)
@@ -165,7 +203,12 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     const uiOrigin = `http://${topology.host}:${topology.uiPort}`;
     if (opts.codec !== false) {
       const c = opts.codec ?? (await defaultCodec(dataDir, env, log));
-      codec = await startCodecServer(c.config, { env: c.env, host: topology.host, port: topology.codecPort, corsOrigins: [uiOrigin, ...c.config.server.corsOrigins] });
+      codec = await startCodecServer(c.config, {
+        env: c.env,
+        host: topology.host,
+        port: topology.codecPort,
+        corsOrigins: [uiOrigin, ...c.config.server.corsOrigins],
+      });
       codecUrl = codec.url;
       log(`codec server: ${codecUrl}/codec (operators sign in at ${codecUrl}/codec/login)`);
     }
@@ -254,7 +297,13 @@ function tailOf(file: string, lines = 6): string {
   }
 }
 
-async function waitForPort(host: string, port: number, name: string, processes: ProcessGroup, timeoutMs = 120_000): Promise<void> {
+async function waitForPort(
+  host: string,
+  port: number,
+  name: string,
+  processes: ProcessGroup,
+  timeoutMs = 120_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (!processes.get(name)) throw new Error(`${name} exited during start-up:\n${tailOf(processes.logFile(name))}`);
@@ -268,10 +317,17 @@ async function waitForPort(host: string, port: number, name: string, processes: 
     if (open) return;
     await sleep(200);
   }
-  throw new Error(`${name} did not listen on ${host}:${port} within ${timeoutMs} ms:\n${tailOf(processes.logFile(name))}`);
+  throw new Error(
+    `${name} did not listen on ${host}:${port} within ${timeoutMs} ms:\n${tailOf(processes.logFile(name))}`,
+  );
 }
 
-async function waitForFrontend(address: string, processes: ProcessGroup, log: LineLogger, timeoutMs = 120_000): Promise<void> {
+async function waitForFrontend(
+  address: string,
+  processes: ProcessGroup,
+  log: LineLogger,
+  timeoutMs = 120_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   while (Date.now() < deadline) {
@@ -295,7 +351,9 @@ async function waitForFrontend(address: string, processes: ProcessGroup, log: Li
     }
     await sleep(500);
   }
-  throw new Error(`the frontend did not answer on ${address} within ${timeoutMs} ms (${last}):\n${tailOf(processes.logFile('frontend'))}`);
+  throw new Error(
+    `the frontend did not answer on ${address} within ${timeoutMs} ms (${last}):\n${tailOf(processes.logFile('frontend'))}`,
+  );
 }
 
 async function ensureNamespace(address: string, namespace: string, log: LineLogger): Promise<void> {
@@ -311,7 +369,8 @@ async function ensureNamespace(address: string, namespace: string, log: LineLogg
       await conn.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('3 days') });
       log(`namespace ${namespace}: registered (retention 3 days)`);
     } catch (e) {
-      if ((e as { code?: number }).code !== 6) throw new Error(`registering namespace ${namespace}: ${(e as Error).message}`);
+      if ((e as { code?: number }).code !== 6)
+        throw new Error(`registering namespace ${namespace}: ${(e as Error).message}`);
     }
     // A new namespace reaches each service's namespace cache within its refresh interval (~10 s).
     const deadline = Date.now() + 60_000;
@@ -320,7 +379,8 @@ async function ensureNamespace(address: string, namespace: string, log: LineLogg
         await conn.operatorService.listSearchAttributes({ namespace });
         return;
       } catch (e) {
-        if (Date.now() > deadline) throw new Error(`namespace ${namespace} not usable 60 s after registration: ${(e as Error).message}`);
+        if (Date.now() > deadline)
+          throw new Error(`namespace ${namespace} not usable 60 s after registration: ${(e as Error).message}`);
         await sleep(500);
       }
     }
@@ -333,16 +393,33 @@ async function ensureNamespace(address: string, namespace: string, log: LineLogg
  * Waits until a workflow start on `namespace` is accepted (every history shard owned, the
  * namespace in every service's cache): starts and terminates a throw-away execution.
  */
-async function waitUntilStartable(connection: Connection, namespace: string, log: LineLogger, timeoutMs = 90_000): Promise<void> {
+async function waitUntilStartable(
+  connection: Connection,
+  namespace: string,
+  log: LineLogger,
+  timeoutMs = 90_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   for (let i = 0; Date.now() < deadline; i++) {
     const workflowId = `cluster-ready-probe-${process.pid}-${Date.now()}-${i}`;
     try {
       await connection.withDeadline(Date.now() + 5_000, () =>
-        connection.workflowService.startWorkflowExecution({ namespace, workflowId, workflowType: { name: 'clusterReadyProbe' }, taskQueue: { name: 'cluster-ready-probe' }, requestId: workflowId, identity: 'scrape-orchestrator cluster' }),
+        connection.workflowService.startWorkflowExecution({
+          namespace,
+          workflowId,
+          workflowType: { name: 'clusterReadyProbe' },
+          taskQueue: { name: 'cluster-ready-probe' },
+          requestId: workflowId,
+          identity: 'scrape-orchestrator cluster',
+        }),
       );
-      await connection.workflowService.terminateWorkflowExecution({ namespace, workflowExecution: { workflowId }, reason: 'readiness probe', identity: 'scrape-orchestrator cluster' });
+      await connection.workflowService.terminateWorkflowExecution({
+        namespace,
+        workflowExecution: { workflowId },
+        reason: 'readiness probe',
+        identity: 'scrape-orchestrator cluster',
+      });
       log(`namespace ${namespace}: accepts workflows`);
       return;
     } catch (e) {
@@ -371,7 +448,11 @@ async function waitForHttp(url: string, name: string, processes: ProcessGroup, t
  * The codec of the topology: keys and token from the environment when set, else generated once
  * into `<dataDir>/codec.env` (mode 0600) and reused on later starts.
  */
-async function defaultCodec(dataDir: string, env: NodeJS.ProcessEnv, log: LineLogger): Promise<{ config: CodecConfig; env: NodeJS.ProcessEnv }> {
+async function defaultCodec(
+  dataDir: string,
+  env: NodeJS.ProcessEnv,
+  log: LineLogger,
+): Promise<{ config: CodecConfig; env: NodeJS.ProcessEnv }> {
   const { CodecConfigSchema } = await import('../codec/config.js');
   const { newKeyEntry } = await import('../codec/keys.js');
   const config = CodecConfigSchema.parse({ enabled: true });
@@ -387,8 +468,16 @@ async function defaultCodec(dataDir: string, env: NodeJS.ProcessEnv, log: LineLo
     const { randomBytes } = await import('node:crypto');
     saved[config.keysEnv] = newKeyEntry(`k${new Date().toISOString().slice(0, 10).replace(/-/g, '')}`);
     saved[config.server.tokenEnv] = randomBytes(24).toString('base64url');
-    fs.writeFileSync(file, Object.entries(saved).map(([k, v]) => `${k}=${v}`).join('\n') + '\n', { mode: 0o600 });
-    log(`codec: generated a key and an operator token into ${file} (keep it secret; workers and the API need the same ${config.keysEnv})`);
+    fs.writeFileSync(
+      file,
+      Object.entries(saved)
+        .map(([k, v]) => `${k}=${v}`)
+        .join('\n') + '\n',
+      { mode: 0o600 },
+    );
+    log(
+      `codec: generated a key and an operator token into ${file} (keep it secret; workers and the API need the same ${config.keysEnv})`,
+    );
   }
   return { config, env: { ...env, ...saved } };
 }

@@ -19,7 +19,9 @@ import { startCluster } from './cluster.js';
 import { abortable, FORCED_EXIT_CODE, ShutdownRequested, watchShutdownSignals } from '../lib/shutdown.js';
 
 const program = new Command('cluster')
-  .description('start the production topology: PostgreSQL, Temporal (frontend, matching, worker, 2 × history as separate processes), Web UI, codec server')
+  .description(
+    'start the production topology: PostgreSQL, Temporal (frontend, matching, worker, 2 × history as separate processes), Web UI, codec server',
+  )
   .option('--data-dir <dir>', 'PostgreSQL data, logs and cluster.env', path.join('.data', 'cluster'))
   .option('--free-ports', 'use free ports instead of the fixed defaults')
   .option('--history <n>', 'number of history processes', (v) => Number(v), 2)
@@ -27,31 +29,38 @@ const program = new Command('cluster')
 
 program
   .command('build')
-  .description('obtain the Temporal server, SQL tool and Web UI binaries (go install into the cache when missing) and exit')
+  .description(
+    'obtain the Temporal server, SQL tool and Web UI binaries (go install into the cache when missing) and exit',
+  )
   .action(async () => {
-    const { ensureGoBinary, SERVER_BINARY, SQL_TOOL_BINARY, UI_BINARY, serverModuleDir } = await import('./binaries.js');
+    const { ensureGoBinary, SERVER_BINARY, SQL_TOOL_BINARY, UI_BINARY, serverModuleDir } =
+      await import('./binaries.js');
     const log = (l: string) => process.stderr.write(`[cluster] ${l}\n`);
     const t0 = Date.now();
-    for (const b of [SERVER_BINARY, SQL_TOOL_BINARY, ...(program.opts().ui === false ? [] : [UI_BINARY])]) log(`${b.label}: ${await ensureGoBinary(b, { log })}`);
+    for (const b of [SERVER_BINARY, SQL_TOOL_BINARY, ...(program.opts().ui === false ? [] : [UI_BINARY])])
+      log(`${b.label}: ${await ensureGoBinary(b, { log })}`);
     log(`server module: ${await serverModuleDir()}`);
     log(`binaries ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   });
 
-program.command('stop').description('stop the cluster running from --data-dir').action(() => {
-  const pidFile = path.join(path.resolve(program.opts().dataDir as string), 'cluster.pid');
-  if (!fs.existsSync(pidFile)) {
-    console.error(`no cluster running from ${path.dirname(pidFile)} (no cluster.pid)`);
-    process.exit(1);
-  }
-  const pid = Number(fs.readFileSync(pidFile, 'utf8'));
-  try {
-    process.kill(pid, 'SIGTERM');
-    console.error(`sent SIGTERM to the cluster (pid ${pid}); it stops every process it started`);
-  } catch (e) {
-    console.error(`cluster pid ${pid} is not running (${(e as Error).message}); removing ${pidFile}`);
-    fs.rmSync(pidFile, { force: true });
-  }
-});
+program
+  .command('stop')
+  .description('stop the cluster running from --data-dir')
+  .action(() => {
+    const pidFile = path.join(path.resolve(program.opts().dataDir as string), 'cluster.pid');
+    if (!fs.existsSync(pidFile)) {
+      console.error(`no cluster running from ${path.dirname(pidFile)} (no cluster.pid)`);
+      process.exit(1);
+    }
+    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    try {
+      process.kill(pid, 'SIGTERM');
+      console.error(`sent SIGTERM to the cluster (pid ${pid}); it stops every process it started`);
+    } catch (e) {
+      console.error(`cluster pid ${pid} is not running (${(e as Error).message}); removing ${pidFile}`);
+      fs.rmSync(pidFile, { force: true });
+    }
+  });
 
 program.action(async (opts: { dataDir: string; freePorts?: boolean; history: number; ui: boolean }) => {
   const started = Date.now();
@@ -60,7 +69,10 @@ program.action(async (opts: { dataDir: string; freePorts?: boolean; history: num
   const shutdown = watchShutdownSignals({ name: 'cluster' });
   let cluster: Awaited<ReturnType<typeof startCluster>>;
   try {
-    cluster = await abortable(startCluster({ dataDir, ports: opts.freePorts ? 'free' : 'fixed', historyProcesses: opts.history, ui: opts.ui }), shutdown.signal);
+    cluster = await abortable(
+      startCluster({ dataDir, ports: opts.freePorts ? 'free' : 'fixed', historyProcesses: opts.history, ui: opts.ui }),
+      shutdown.signal,
+    );
   } catch (e) {
     if (!(e instanceof ShutdownRequested)) throw e;
     // Starting can take minutes (binaries, schema, five servers): rather than wait for it, exit now;
@@ -70,16 +82,35 @@ program.action(async (opts: { dataDir: string; freePorts?: boolean; history: num
   }
   const pidFile = path.join(dataDir, 'cluster.pid');
   fs.writeFileSync(pidFile, String(process.pid));
-  const codecEnv = fs.existsSync(path.join(dataDir, 'codec.env')) ? fs.readFileSync(path.join(dataDir, 'codec.env'), 'utf8').trim() : '';
+  const codecEnv = fs.existsSync(path.join(dataDir, 'codec.env'))
+    ? fs.readFileSync(path.join(dataDir, 'codec.env'), 'utf8').trim()
+    : '';
   const envFile = path.join(dataDir, 'cluster.env');
-  fs.writeFileSync(envFile, [`TEMPORAL_ADDRESS=${cluster.address}`, `TEMPORAL_NAMESPACE=${cluster.namespace}`, `SCRAPE_STORE_URL=${cluster.storeUrl}`, `SCRAPE_CODEC=${cluster.codecUrl ? 'on' : 'off'}`, codecEnv].filter(Boolean).join('\n') + '\n', { mode: 0o600 });
+  fs.writeFileSync(
+    envFile,
+    [
+      `TEMPORAL_ADDRESS=${cluster.address}`,
+      `TEMPORAL_NAMESPACE=${cluster.namespace}`,
+      `SCRAPE_STORE_URL=${cluster.storeUrl}`,
+      `SCRAPE_CODEC=${cluster.codecUrl ? 'on' : 'off'}`,
+      codecEnv,
+    ]
+      .filter(Boolean)
+      .join('\n') + '\n',
+    { mode: 0o600 },
+  );
   const lines = [
     `cluster ready in ${((Date.now() - started) / 1000).toFixed(1)} s (Temporal ${cluster.versions.server}, Web UI ${cluster.versions.ui})`,
     `  frontend      ${cluster.address} (namespace ${cluster.namespace})`,
-    ...cluster.topology.services.map((s) => `  ${s.name.padEnd(13)} pid ${cluster.processes.get(s.name)?.pid ?? '?'}  gRPC :${s.grpcPort}  membership :${s.membershipPort}  metrics http://${cluster.topology.host}:${s.metricsPort}/metrics`),
+    ...cluster.topology.services.map(
+      (s) =>
+        `  ${s.name.padEnd(13)} pid ${cluster.processes.get(s.name)?.pid ?? '?'}  gRPC :${s.grpcPort}  membership :${s.membershipPort}  metrics http://${cluster.topology.host}:${s.metricsPort}/metrics`,
+    ),
     `  postgres      ${cluster.postgres.host}:${cluster.postgres.port} (databases temporal, temporal_visibility, scrapes)`,
     cluster.uiUrl ? `  web UI        ${cluster.uiUrl}` : '  web UI        off',
-    cluster.codecUrl ? `  codec server  ${cluster.codecUrl}/codec (sign in: ${cluster.codecUrl}/codec/login with SCRAPE_CODEC_TOKEN from ${envFile})` : '  codec server  off',
+    cluster.codecUrl
+      ? `  codec server  ${cluster.codecUrl}/codec (sign in: ${cluster.codecUrl}/codec/login with SCRAPE_CODEC_TOKEN from ${envFile})`
+      : '  codec server  off',
     `  logs          ${path.join(dataDir, 'logs')}`,
     `environment for workers and the API: set -a; . ${envFile}; set +a`,
     `stop: Ctrl-C here, or npm run cluster -- stop${opts.dataDir !== path.join('.data', 'cluster') ? ` --data-dir ${opts.dataDir}` : ''}`,

@@ -45,13 +45,20 @@ export function findPostgresBinary(name: string): string | undefined {
  *
  * @throws Error when the binaries are missing (with the package to install) or the server does not start.
  */
-export async function startClusterPostgres(opts: { dataDir: string; port: number; log: LineLogger; user?: string }): Promise<ClusterPostgres> {
+export async function startClusterPostgres(opts: {
+  dataDir: string;
+  port: number;
+  log: LineLogger;
+  user?: string;
+}): Promise<ClusterPostgres> {
   const initdb = findPostgresBinary('initdb');
   const pgCtl = findPostgresBinary('pg_ctl');
-  if (!initdb || !pgCtl) throw new Error('PostgreSQL server binaries not found: install them (Debian: apt-get install postgresql)');
+  if (!initdb || !pgCtl)
+    throw new Error('PostgreSQL server binaries not found: install them (Debian: apt-get install postgresql)');
   const user = opts.user ?? 'temporal';
   const asRoot = process.getuid?.() === 0;
-  const exec = (bin: string, args: string[]) => (asRoot ? run('runuser', ['-u', 'postgres', '--', bin, ...args]) : run(bin, args));
+  const exec = (bin: string, args: string[]) =>
+    asRoot ? run('runuser', ['-u', 'postgres', '--', bin, ...args]) : run(bin, args);
   const dataDir = path.resolve(opts.dataDir);
   const sockDir = path.join(path.dirname(dataDir), 'pg-socket');
   fs.mkdirSync(sockDir, { recursive: true });
@@ -60,9 +67,12 @@ export async function startClusterPostgres(opts: { dataDir: string; port: number
     fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     if (asRoot) fs.chownSync(dataDir, ...postgresIds());
     opts.log(`postgres: initdb ${dataDir}`);
-    if (asRoot) await exec('test', ['-x', path.dirname(dataDir)]).catch(() => {
-      throw new Error(`the postgres OS user cannot reach ${path.dirname(dataDir)}: every folder above the data directory must be traversable (chmod o+x), or choose another --data-dir`);
-    });
+    if (asRoot)
+      await exec('test', ['-x', path.dirname(dataDir)]).catch(() => {
+        throw new Error(
+          `the postgres OS user cannot reach ${path.dirname(dataDir)}: every folder above the data directory must be traversable (chmod o+x), or choose another --data-dir`,
+        );
+      });
     await exec(initdb, ['-D', dataDir, '-U', user, '--auth=trust', '-E', 'UTF8', '--locale=C']);
   }
   const logFile = path.join(path.dirname(dataDir), 'postgres.log');
@@ -89,13 +99,18 @@ export async function startClusterPostgres(opts: { dataDir: string; port: number
     async stop() {
       if (stopped) return;
       stopped = true;
-      await exec(pgCtl, ['-D', dataDir, '-m', 'fast', '-w', 'stop']).catch((e: Error) => opts.log(`postgres: stop failed: ${e.message}`));
+      await exec(pgCtl, ['-D', dataDir, '-m', 'fast', '-w', 'stop']).catch((e: Error) =>
+        opts.log(`postgres: stop failed: ${e.message}`),
+      );
     },
   };
 }
 
 function postgresIds(): [number, number] {
-  const line = fs.readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'));
+  const line = fs
+    .readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('postgres:'));
   const parts = line?.split(':');
   if (!parts?.[2] || !parts[3]) throw new Error('no `postgres` OS user (it comes with the Debian postgresql package)');
   return [Number(parts[2]), Number(parts[3])];

@@ -78,7 +78,10 @@ export class ProcessGroup {
     private readonly graceMs = 10_000,
   ) {
     fs.mkdirSync(logDir, { recursive: true });
-    this.watchdog = spawn(process.execPath, ['-e', WATCHDOG_JS, String(graceMs)], { stdio: ['pipe', 'ignore', 'ignore'], env: { PATH: process.env.PATH } });
+    this.watchdog = spawn(process.execPath, ['-e', WATCHDOG_JS, String(graceMs)], {
+      stdio: ['pipe', 'ignore', 'ignore'],
+      env: { PATH: process.env.PATH },
+    });
     this.watchdog.on('error', () => undefined);
     this.watchdog.unref();
     (this.watchdog.stdin as unknown as { unref?: () => void }).unref?.();
@@ -148,7 +151,10 @@ export class ProcessGroup {
     if (!c) return;
     c.child.kill('SIGTERM');
     let timer: NodeJS.Timeout | undefined;
-    const r = await Promise.race([c.exited, new Promise<'timeout'>((res) => (timer = setTimeout(() => res('timeout'), this.graceMs)))]);
+    const r = await Promise.race([
+      c.exited,
+      new Promise<'timeout'>((res) => (timer = setTimeout(() => res('timeout'), this.graceMs))),
+    ]);
     clearTimeout(timer);
     if (r === 'timeout') {
       this.log(`${name}: pid ${c.pid} did not stop within ${this.graceMs} ms, SIGKILL`);
@@ -160,7 +166,11 @@ export class ProcessGroup {
   /** Stops every child (in reverse start order, `first` ones first), then the watchdog. */
   async stopAll(first: string[] = []): Promise<void> {
     for (const n of first) await this.stop(n);
-    await Promise.all(this.names().reverse().map((n) => this.stop(n)));
+    await Promise.all(
+      this.names()
+        .reverse()
+        .map((n) => this.stop(n)),
+    );
     this.watchdog.stdin?.end();
     if (this.watchdog.exitCode === null) this.watchdog.kill('SIGKILL');
   }

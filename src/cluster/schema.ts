@@ -33,13 +33,28 @@ export async function setupTemporalSchema(t: SchemaTarget, log: LineLogger): Pro
     [dbs.main, 'temporal'],
     [dbs.visibility, 'visibility'],
   ] as const) {
-    const base = ['--plugin', 'postgres12', '--ep', t.host, '-p', String(t.port), '-u', t.user, '--pw', t.password ?? '', '--db', db];
+    const base = [
+      '--plugin',
+      'postgres12',
+      '--ep',
+      t.host,
+      '-p',
+      String(t.port),
+      '-u',
+      t.user,
+      '--pw',
+      t.password ?? '',
+      '--db',
+      db,
+    ];
     const tool = async (args: string[], okIf?: RegExp) => {
       const r = await runCommand(t.sqlTool, [...base, ...args], { env: process.env, timeoutMs: 180_000 });
       const out = `${r.stdout}\n${r.stderr}`;
       if (r.code === 0) return 'ok';
       if (okIf?.test(out)) return 'exists';
-      throw new Error(`sql ${args[0]} on ${db} failed (${r.spawnError?.message ?? `exit ${r.code}`}):\n${out.trim().split('\n').slice(-8).join('\n')}`);
+      throw new Error(
+        `sql ${args[0]} on ${db} failed (${r.spawnError?.message ?? `exit ${r.code}`}):\n${out.trim().split('\n').slice(-8).join('\n')}`,
+      );
     };
     if ((await tool(['create-database'], /already exists/i)) === 'ok') created.push(db);
     await tool(['setup-schema', '-v', '0.0'], /already exists|schema_version/i);

@@ -33,7 +33,13 @@ export interface Topology {
 export function fixedTopology(historyProcesses = 2): Topology {
   const services: ServiceProcess[] = [
     { name: 'frontend', service: 'frontend', grpcPort: 7233, membershipPort: 6933, httpPort: 7243, metricsPort: 9233 },
-    ...Array.from({ length: historyProcesses }, (_, i) => ({ name: `history-${i + 1}`, service: 'history' as const, grpcPort: 7234 + i * 10, membershipPort: 6934 + i * 10, metricsPort: 9234 + i * 10 })),
+    ...Array.from({ length: historyProcesses }, (_, i) => ({
+      name: `history-${i + 1}`,
+      service: 'history' as const,
+      grpcPort: 7234 + i * 10,
+      membershipPort: 6934 + i * 10,
+      metricsPort: 9234 + i * 10,
+    })),
     { name: 'matching', service: 'matching', grpcPort: 7235, membershipPort: 6935, metricsPort: 9235 },
     { name: 'worker', service: 'worker', grpcPort: 7239, membershipPort: 6939, metricsPort: 9239 },
   ];
@@ -49,7 +55,14 @@ export async function freeTopology(historyProcesses = 2): Promise<Topology> {
     taken.push(p);
     return p;
   };
-  const svc = async (name: string, service: ServiceProcess['service']): Promise<ServiceProcess> => ({ name, service, grpcPort: await port(), membershipPort: await port(), metricsPort: await port(), ...(service === 'frontend' ? { httpPort: await port() } : {}) });
+  const svc = async (name: string, service: ServiceProcess['service']): Promise<ServiceProcess> => ({
+    name,
+    service,
+    grpcPort: await port(),
+    membershipPort: await port(),
+    metricsPort: await port(),
+    ...(service === 'frontend' ? { httpPort: await port() } : {}),
+  });
   const services = [await svc('frontend', 'frontend')];
   for (let i = 1; i <= historyProcesses; i++) services.push(await svc(`history-${i}`, 'history'));
   services.push(await svc('matching', 'matching'), await svc('worker', 'worker'));
@@ -67,7 +80,11 @@ export function frontendAddress(t: Topology): string {
  * Environment of one server process for `deploy/temporal/config/cluster.yaml`: its own ports, the
  * shared database and the frontend address. Every variable is documented in that file.
  */
-export function serviceEnv(t: Topology, p: ServiceProcess, db: { host: string; port: number; user: string; password?: string }): Record<string, string> {
+export function serviceEnv(
+  t: Topology,
+  p: ServiceProcess,
+  db: { host: string; port: number; user: string; password?: string },
+): Record<string, string> {
   const up = p.service.toUpperCase();
   return {
     TEMPORAL_DB_HOST: db.host,

@@ -52,14 +52,20 @@ export class EncryptionCodec implements PayloadCodec {
       if (encoding !== ENCRYPTED_ENCODING) return p;
       const id = p.metadata?.[KEY_ID_METADATA] ? Buffer.from(p.metadata[KEY_ID_METADATA]).toString() : '';
       const k = this.keys.byId.get(id);
-      if (!k) throw new ValueError(`payload encrypted with codec key "${id}", which is not in the keyring (known: ${[...this.keys.byId.keys()].join(', ')})`);
+      if (!k)
+        throw new ValueError(
+          `payload encrypted with codec key "${id}", which is not in the keyring (known: ${[...this.keys.byId.keys()].join(', ')})`,
+        );
       const data = Buffer.from(p.data ?? new Uint8Array());
       if (data.length < IV_BYTES + TAG_BYTES) throw new ValueError('encrypted payload too short');
       try {
         const decipher = createDecipheriv('aes-256-gcm', k.key, data.subarray(0, IV_BYTES));
         decipher.setAAD(Buffer.from(id));
         decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
-        const plain = Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
+        const plain = Buffer.concat([
+          decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)),
+          decipher.final(),
+        ]);
         return ProtoPayload.decode(plain) as Payload;
       } catch {
         throw new ValueError(`payload does not decrypt with codec key "${id}" (wrong key material or altered data)`);

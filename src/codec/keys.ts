@@ -12,7 +12,9 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 
 /** A key ID: what payload metadata `encryption-key-id` carries (never the key itself). */
-export const KeyIdSchema = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'key IDs are 1–64 characters of A-Z a-z 0-9 . _ -');
+export const KeyIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9._-]{1,64}$/, 'key IDs are 1–64 characters of A-Z a-z 0-9 . _ -');
 
 /** One decoded key. */
 export interface CodecKey {
@@ -40,7 +42,10 @@ function decodeKey(id: string, text: string): Buffer {
  * key ID that is not in the list.
  */
 export function parseKeyring(list: string, currentId?: string): CodecKeyring {
-  const entries = list.split(',').map((s) => s.trim()).filter(Boolean);
+  const entries = list
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (!entries.length) throw new Error('no codec keys given');
   const byId = new Map<string, CodecKey>();
   entries.forEach((entry, i) => {
@@ -53,7 +58,8 @@ export function parseKeyring(list: string, currentId?: string): CodecKeyring {
     byId.set(id, { id, key: decodeKey(id, entry.slice(at + 1)) });
   });
   const current = currentId ? byId.get(currentId) : byId.values().next().value;
-  if (!current) throw new Error(`current codec key "${currentId}" is not among the listed keys (${[...byId.keys()].join(', ')})`);
+  if (!current)
+    throw new Error(`current codec key "${currentId}" is not among the listed keys (${[...byId.keys()].join(', ')})`);
   return { current, byId };
 }
 
@@ -61,9 +67,16 @@ export function parseKeyring(list: string, currentId?: string): CodecKeyring {
  * Reads the keyring from `env[keysEnv]` (and the current key ID from `env[currentKeyEnv]`).
  * @throws Error when the variable is unset or invalid (see {@link parseKeyring}).
  */
-export function keyringFromEnv(env: NodeJS.ProcessEnv, keysEnv = 'SCRAPE_CODEC_KEYS', currentKeyEnv = 'SCRAPE_CODEC_CURRENT_KEY'): CodecKeyring {
+export function keyringFromEnv(
+  env: NodeJS.ProcessEnv,
+  keysEnv = 'SCRAPE_CODEC_KEYS',
+  currentKeyEnv = 'SCRAPE_CODEC_CURRENT_KEY',
+): CodecKeyring {
   const list = env[keysEnv];
-  if (!list) throw new Error(`payload encryption is on but ${keysEnv} is not set (one or more "<id>:<base64 32-byte key>", comma-separated)`);
+  if (!list)
+    throw new Error(
+      `payload encryption is on but ${keysEnv} is not set (one or more "<id>:<base64 32-byte key>", comma-separated)`,
+    );
   try {
     return parseKeyring(list, env[currentKeyEnv] || undefined);
   } catch (e) {

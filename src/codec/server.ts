@@ -64,10 +64,20 @@ function toPayloads(body: z.infer<typeof PayloadsBody>): Payload[] {
 }
 
 function fromPayloads(payloads: Payload[]): { payloads: { metadata?: Record<string, string>; data?: string }[] } {
-  return { payloads: payloads.map((p) => ProtoPayload.toObject(ProtoPayload.fromObject(p as never), { bytes: String }) as { metadata?: Record<string, string>; data?: string }) };
+  return {
+    payloads: payloads.map(
+      (p) =>
+        ProtoPayload.toObject(ProtoPayload.fromObject(p as never), { bytes: String }) as {
+          metadata?: Record<string, string>;
+          data?: string;
+        },
+    ),
+  };
 }
 
-const LOGIN_PAGE = (message: string) => `<!doctype html><html><head><meta charset="utf-8"><title>Codec server sign-in</title></head>
+const LOGIN_PAGE = (
+  message: string,
+) => `<!doctype html><html><head><meta charset="utf-8"><title>Codec server sign-in</title></head>
 <body style="font-family:sans-serif;max-width:30em;margin:4em auto">
 <h1>scrape-orchestrator codec server</h1><p>${message}</p>
 <form method="post" action="/codec/login"><label>Operator token <input type="password" name="token" autocomplete="off" required></label>
@@ -84,7 +94,14 @@ export async function buildCodecServer(opts: CodecServerOptions): Promise<Fastif
     logger:
       opts.logger === undefined || opts.logger === false
         ? false
-        : { level: 'info', ...(opts.logger === true ? {} : { stream: opts.logger.stream }), redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[REDACTED]' } },
+        : {
+            level: 'info',
+            ...(opts.logger === true ? {} : { stream: opts.logger.stream }),
+            redact: {
+              paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'],
+              censor: '[REDACTED]',
+            },
+          },
     bodyLimit: 32 * 1024 * 1024,
   });
   await app.register(fastifyCors, {
@@ -106,10 +123,18 @@ export async function buildCodecServer(opts: CodecServerOptions): Promise<Fastif
 
   for (const op of ['encode', 'decode'] as const) {
     app.post(`/codec/${op}`, async (req, reply) => {
-      if (!authorised(req)) return reply.code(401).header('www-authenticate', 'Bearer realm="codec"').send({ message: 'sign in at /codec/login or send Authorization: Bearer <token>' });
-      if (!String(req.headers['content-type'] ?? '').startsWith('application/json')) return reply.code(415).send({ message: 'send application/json' });
+      if (!authorised(req))
+        return reply
+          .code(401)
+          .header('www-authenticate', 'Bearer realm="codec"')
+          .send({ message: 'sign in at /codec/login or send Authorization: Bearer <token>' });
+      if (!String(req.headers['content-type'] ?? '').startsWith('application/json'))
+        return reply.code(415).send({ message: 'send application/json' });
       const parsed = PayloadsBody.safeParse(req.body);
-      if (!parsed.success) return reply.code(400).send({ message: `expected {"payloads": [{"metadata": {…}, "data": "…"}]}: ${z.prettifyError(parsed.error)}` });
+      if (!parsed.success)
+        return reply.code(400).send({
+          message: `expected {"payloads": [{"metadata": {…}, "data": "…"}]}: ${z.prettifyError(parsed.error)}`,
+        });
       try {
         const payloads = toPayloads(parsed.data);
         return fromPayloads(op === 'encode' ? await opts.codec.encode(payloads) : await opts.codec.decode(payloads));
@@ -119,12 +144,23 @@ export async function buildCodecServer(opts: CodecServerOptions): Promise<Fastif
     });
   }
 
-  app.get('/codec/login', async (_req, reply) => reply.type('text/html').send(LOGIN_PAGE('Enter the operator token to read encrypted payloads.')));
+  app.get('/codec/login', async (_req, reply) =>
+    reply.type('text/html').send(LOGIN_PAGE('Enter the operator token to read encrypted payloads.')),
+  );
   app.post('/codec/login', async (req, reply) => {
     const token = (req.body as { token?: unknown } | undefined)?.token;
-    if (typeof token !== 'string' || !sameSecret(token, opts.token)) return reply.code(401).type('text/html').send(LOGIN_PAGE('Wrong token.'));
-    reply.setCookie(CODEC_SESSION_COOKIE, session, { path: '/codec', httpOnly: true, sameSite: 'lax', secure: opts.secureCookie ?? false, maxAge: SESSION_MAX_AGE_S });
-    return reply.type('text/html').send('<!doctype html><p>Signed in: the Web UI now shows decoded payloads for 8 hours.</p>');
+    if (typeof token !== 'string' || !sameSecret(token, opts.token))
+      return reply.code(401).type('text/html').send(LOGIN_PAGE('Wrong token.'));
+    reply.setCookie(CODEC_SESSION_COOKIE, session, {
+      path: '/codec',
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: opts.secureCookie ?? false,
+      maxAge: SESSION_MAX_AGE_S,
+    });
+    return reply
+      .type('text/html')
+      .send('<!doctype html><p>Signed in: the Web UI now shows decoded payloads for 8 hours.</p>');
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
   return app;
@@ -142,7 +178,16 @@ export interface RunningCodecServer {
  * Starts the codec server of `config` with keys and token from `env`.
  * @throws Error when the keys or the token are missing or invalid, or the port is taken.
  */
-export async function startCodecServer(config: CodecConfig, opts: { env?: NodeJS.ProcessEnv; host?: string; port?: number; corsOrigins?: string[]; logger?: CodecServerOptions['logger'] } = {}): Promise<RunningCodecServer> {
+export async function startCodecServer(
+  config: CodecConfig,
+  opts: {
+    env?: NodeJS.ProcessEnv;
+    host?: string;
+    port?: number;
+    corsOrigins?: string[];
+    logger?: CodecServerOptions['logger'];
+  } = {},
+): Promise<RunningCodecServer> {
   const env = opts.env ?? process.env;
   const token = env[config.server.tokenEnv];
   if (!token) throw new Error(`the codec server needs an operator token in ${config.server.tokenEnv}`);

@@ -20,7 +20,12 @@ import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
 import { OutputTail, stderrLogger, type LineLogger } from './process.js';
 import { EarlyExitError, waitUntilReady } from './ready.js';
 import { ensureSearchAttributes, SearchAttributeMapSchema, type SearchAttributeTypeName } from './searchAttributes.js';
-import { EnsureTemporalCliOptionsSchema, ensureTemporalCli, type TemporalCli, type TemporalCliSource } from './temporalCli.js';
+import {
+  EnsureTemporalCliOptionsSchema,
+  ensureTemporalCli,
+  type TemporalCli,
+  type TemporalCliSource,
+} from './temporalCli.js';
 import { startWatchdog, unrefChild } from './watchdog.js';
 import { freePort } from '../lib/ports.js';
 
@@ -87,11 +92,17 @@ export const DevServerOptionsSchema = z
     namespace: z.string().min(1).default('default'),
     searchAttributes: SearchAttributeMapSchema.default({}),
     logLevel: z.enum(['debug', 'info', 'warn', 'error', 'never']).default('warn'),
-    dynamicConfig: z.record(z.string().regex(/^[A-Za-z0-9_.]+$/, 'dynamic config keys are dotted identifiers'), z.unknown()).default({}),
+    dynamicConfig: z
+      .record(z.string().regex(/^[A-Za-z0-9_.]+$/, 'dynamic config keys are dotted identifiers'), z.unknown())
+      .default({}),
     startTimeoutMs: z.number().int().positive().default(30_000),
     stopTimeoutMs: z.number().int().positive().default(10_000),
     cli: z
-      .object({ path: z.string().min(1), source: z.enum(['env', 'path', 'cache', 'pypi', 'go', 'sdk']), version: z.string() })
+      .object({
+        path: z.string().min(1),
+        source: z.enum(['env', 'path', 'cache', 'pypi', 'go', 'sdk']),
+        version: z.string(),
+      })
       .optional(),
     cliOptions: EnsureTemporalCliOptionsSchema.partial().optional(),
     env: z.record(z.string(), z.string().optional()).optional(),
@@ -164,7 +175,9 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       return await startOnce(opts, cli, dbFile, log);
     } catch (err) {
       if (attempt < maxAttempts && err instanceof PortInUseError) {
-        log(`dev server: a port was taken before the server bound it, retrying with new ports (${attempt}/${maxAttempts - 1})`);
+        log(
+          `dev server: a port was taken before the server bound it, retrying with new ports (${attempt}/${maxAttempts - 1})`,
+        );
         continue;
       }
       throw err;
@@ -197,7 +210,11 @@ async function startOnce(
 
   const tail = new OutputTail(32 * 1024);
   const spawnedAt = Date.now();
-  const child = spawn(cli.path, args, { env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
+  const child = spawn(cli.path, args, {
+    env: opts.env ?? process.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    windowsHide: true,
+  });
   child.stdout.on('data', (d: Buffer) => tail.push(d));
   child.stderr.on('data', (d: Buffer) => tail.push(d));
   let exit: DevServerExit | undefined;
@@ -218,7 +235,9 @@ async function startOnce(
   const pid = child.pid;
   const watchdog = startWatchdog(pid, opts.stopTimeoutMs);
   unrefChild(child);
-  log(`dev server: started pid ${pid} (${cli.path} ${cli.version}) on ${address}${uiPort ? `, UI port ${uiPort}` : ', headless'}${dbFile ? `, db ${dbFile}` : ', in memory'}`);
+  log(
+    `dev server: started pid ${pid} (${cli.path} ${cli.version}) on ${address}${uiPort ? `, UI port ${uiPort}` : ', headless'}${dbFile ? `, db ${dbFile}` : ', in memory'}`,
+  );
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
@@ -245,17 +264,27 @@ async function startOnce(
 
   const names = Object.keys(opts.searchAttributes);
   try {
-    await waitUntilReady({ address, namespace: opts.namespace, searchAttributes: names, timeoutMs: opts.startTimeoutMs, exited });
+    await waitUntilReady({
+      address,
+      namespace: opts.namespace,
+      searchAttributes: names,
+      timeoutMs: opts.startTimeoutMs,
+      exited,
+    });
   } catch (err) {
     await stop();
     await Promise.race([drained, new Promise((r) => setTimeout(r, 1000).unref())]);
     const out = tail.lastLines(30);
-    const msg = err instanceof EarlyExitError ? `dev server exited before it was ready (${describeExit(exit)})` : (err as Error).message;
+    const msg =
+      err instanceof EarlyExitError
+        ? `dev server exited before it was ready (${describeExit(exit)})`
+        : (err as Error).message;
     const full = `${msg}\ncommand: ${cli.path} ${args.join(' ')}\nlast output of the server:\n${out || '(none)'}`;
     // Retry only when a port *we* picked was taken in the meantime, not when a requested one is busy.
     const busy = /port (\d+)[^\n]*(address already in use|bind:)/i.exec(out);
     const busyPort = busy ? Number(busy[1]) : undefined;
-    if (err instanceof EarlyExitError && busyPort !== undefined && busyPort !== opts.port && busyPort !== opts.uiPort) throw new PortInUseError(full);
+    if (err instanceof EarlyExitError && busyPort !== undefined && busyPort !== opts.port && busyPort !== opts.uiPort)
+      throw new PortInUseError(full);
     throw new Error(full);
   }
   const startupMs = Date.now() - spawnedAt;
@@ -299,7 +328,9 @@ export const ConnectOrStartOptionsSchema = z
     env: z.record(z.string(), z.string().optional()).optional(),
     namespace: z.string().min(1).optional(),
     searchAttributes: SearchAttributeMapSchema.optional(),
-    devServer: DevServerOptionsSchema.omit({ namespace: true, searchAttributes: true, logger: true }).partial().optional(),
+    devServer: DevServerOptionsSchema.omit({ namespace: true, searchAttributes: true, logger: true })
+      .partial()
+      .optional(),
     connectTimeoutMs: z.number().int().positive().default(10_000),
     logger: z.custom<LineLogger>((v) => typeof v === 'function', 'logger must be a function').optional(),
   })
@@ -348,7 +379,9 @@ export async function connectOrStartTemporal(options: ConnectOrStartOptions = {}
 
   if (env.TEMPORAL_ADDRESS) {
     const connectionOptions = connectionOptionsFromEnv(env);
-    log(`temporal: using existing cluster ${connectionOptions.address} (namespace ${namespace}${connectionOptions.tls ? ', TLS' : ''}${connectionOptions.apiKey ? ', API key' : ''})`);
+    log(
+      `temporal: using existing cluster ${connectionOptions.address} (namespace ${namespace}${connectionOptions.tls ? ', TLS' : ''}${connectionOptions.apiKey ? ', API key' : ''})`,
+    );
     let conn: Connection;
     try {
       conn = await Connection.connect({ ...connectionOptions, connectTimeout: opts.connectTimeoutMs });
@@ -359,7 +392,9 @@ export async function connectOrStartTemporal(options: ConnectOrStartOptions = {}
       try {
         await conn.workflowService.describeNamespace({ namespace });
       } catch (err) {
-        throw new Error(`namespace ${namespace} is not usable on ${connectionOptions.address}: ${(err as Error).message}`);
+        throw new Error(
+          `namespace ${namespace} is not usable on ${connectionOptions.address}: ${(err as Error).message}`,
+        );
       }
       await ensureSearchAttributes(conn, namespace, searchAttributes, { logger: log });
     } finally {

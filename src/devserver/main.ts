@@ -31,8 +31,12 @@ function parsePort(value: string): number {
 
 /** commander argument parser for `--source env,path,cache,...`. */
 function parseSources(value: string): TemporalCliSource[] {
-  const r = z.array(z.enum(TEMPORAL_CLI_SOURCES as [TemporalCliSource, ...TemporalCliSource[]])).min(1).safeParse(value.split(',').map((s) => s.trim()));
-  if (!r.success) throw new InvalidArgumentError(`expected a comma-separated list of ${TEMPORAL_CLI_SOURCES.join(', ')}`);
+  const r = z
+    .array(z.enum(TEMPORAL_CLI_SOURCES as [TemporalCliSource, ...TemporalCliSource[]]))
+    .min(1)
+    .safeParse(value.split(',').map((s) => s.trim()));
+  if (!r.success)
+    throw new InvalidArgumentError(`expected a comma-separated list of ${TEMPORAL_CLI_SOURCES.join(', ')}`);
   return r.data;
 }
 
@@ -46,7 +50,10 @@ program
   .description('find or obtain the Temporal CLI and print its path and source')
   .option('--json', 'print a JSON object {path, source, version, tookMs}')
   .addOption(
-    new Option('--source <list>', `comma-separated sources to try, in the fixed order (default: ${TEMPORAL_CLI_SOURCES.join(',')})`).argParser(parseSources),
+    new Option(
+      '--source <list>',
+      `comma-separated sources to try, in the fixed order (default: ${TEMPORAL_CLI_SOURCES.join(',')})`,
+    ).argParser(parseSources),
   )
   .action(async (o: { json?: boolean; source?: TemporalCliSource[] }) => {
     const cli = await ensureTemporalCli({ sources: o.source });
@@ -63,58 +70,64 @@ program
   .option('--ip <ip>', 'IP address to bind', '127.0.0.1')
   .option('--headless', 'no Web UI')
   .option('--namespace <ns>', 'namespace to create', 'default')
-  .action(async (o: { db?: string; port?: number; uiPort?: number; ip: string; headless?: boolean; namespace: string }) => {
-    // Listening from the start: a Ctrl-C while the CLI is obtained or the server starts stops it too.
-    const shutdown = watchShutdownSignals({ name: 'devserver' });
-    try {
-      const server = await abortable(
-        startDevServer({
-          dbFile: o.db,
-          port: o.port,
-          uiPort: o.uiPort,
-          ip: o.ip,
-          headless: o.headless ?? false,
-          namespace: o.namespace,
-          searchAttributes: SEARCH_ATTRIBUTES,
-        }),
-        shutdown.signal,
-        (late) => late.stop(),
-      );
-      // The server's handles are unref'd (see devServer.ts); this timer keeps the command in the foreground.
-      const keepAlive = setInterval(() => undefined, 1 << 30);
-      process.stdout.write(
-        [
-          'Temporal dev server ready',
-          `  address:   ${server.address}`,
-          `  namespace: ${server.namespace}`,
-          `  pid:       ${server.pid}`,
-          `  UI:        ${server.uiUrl ?? '(headless)'}`,
-          `  db:        ${server.dbFile ?? '(in memory)'}`,
-          `  cli:       ${server.cli.path} (${server.cli.source}, ${server.cli.version})`,
-          `  search attributes: ${Object.entries(SEARCH_ATTRIBUTES).map(([n, t]) => `${n}=${t}`).join(', ')}`,
-          'Press Ctrl-C to stop.',
-          '',
-        ].join('\n'),
-      );
-      const signal = await Promise.race([shutdown.received, server.exited.then(() => undefined)]);
-      if (signal) {
-        process.stderr.write(`[devserver] ${signal}: stopping\n`);
-        await server.stop();
-        process.exitCode = 0;
-      } else {
-        process.stderr.write(`[devserver] server exited on its own (${JSON.stringify(await server.exited)}); last output:\n${server.outputTail()}\n`);
-        process.exitCode = 1;
+  .action(
+    async (o: { db?: string; port?: number; uiPort?: number; ip: string; headless?: boolean; namespace: string }) => {
+      // Listening from the start: a Ctrl-C while the CLI is obtained or the server starts stops it too.
+      const shutdown = watchShutdownSignals({ name: 'devserver' });
+      try {
+        const server = await abortable(
+          startDevServer({
+            dbFile: o.db,
+            port: o.port,
+            uiPort: o.uiPort,
+            ip: o.ip,
+            headless: o.headless ?? false,
+            namespace: o.namespace,
+            searchAttributes: SEARCH_ATTRIBUTES,
+          }),
+          shutdown.signal,
+          (late) => late.stop(),
+        );
+        // The server's handles are unref'd (see devServer.ts); this timer keeps the command in the foreground.
+        const keepAlive = setInterval(() => undefined, 1 << 30);
+        process.stdout.write(
+          [
+            'Temporal dev server ready',
+            `  address:   ${server.address}`,
+            `  namespace: ${server.namespace}`,
+            `  pid:       ${server.pid}`,
+            `  UI:        ${server.uiUrl ?? '(headless)'}`,
+            `  db:        ${server.dbFile ?? '(in memory)'}`,
+            `  cli:       ${server.cli.path} (${server.cli.source}, ${server.cli.version})`,
+            `  search attributes: ${Object.entries(SEARCH_ATTRIBUTES)
+              .map(([n, t]) => `${n}=${t}`)
+              .join(', ')}`,
+            'Press Ctrl-C to stop.',
+            '',
+          ].join('\n'),
+        );
+        const signal = await Promise.race([shutdown.received, server.exited.then(() => undefined)]);
+        if (signal) {
+          process.stderr.write(`[devserver] ${signal}: stopping\n`);
+          await server.stop();
+          process.exitCode = 0;
+        } else {
+          process.stderr.write(
+            `[devserver] server exited on its own (${JSON.stringify(await server.exited)}); last output:\n${server.outputTail()}\n`,
+          );
+          process.exitCode = 1;
+        }
+        clearInterval(keepAlive);
+      } catch (e) {
+        if (!(e instanceof ShutdownRequested)) throw e;
+        // The server still starting is ended by its watchdog when this process exits.
+        process.stderr.write(`[devserver] ${e.signalName} before the server was ready: exiting\n`);
+        shutdown.stopped({ exitNow: FORCED_EXIT_CODE });
+        return;
       }
-      clearInterval(keepAlive);
-    } catch (e) {
-      if (!(e instanceof ShutdownRequested)) throw e;
-      // The server still starting is ended by its watchdog when this process exits.
-      process.stderr.write(`[devserver] ${e.signalName} before the server was ready: exiting\n`);
-      shutdown.stopped({ exitNow: FORCED_EXIT_CODE });
-      return;
-    }
-    shutdown.stopped();
-  });
+      shutdown.stopped();
+    },
+  );
 
 program
   .command('probe')
@@ -124,7 +137,9 @@ program
     const target = await connectOrStartTemporal({ devServer: { dbFile: o.db, headless: true } });
     try {
       const r = await probeTemporal({ connectionOptions: target.connectionOptions, namespace: target.namespace });
-      process.stdout.write(`probe ok against ${target.address} (${target.external ? 'external' : 'dev server'}): ${r.checks.length} checks, worker ${r.workerCreateMs} ms, checks ${r.checksMs} ms\n`);
+      process.stdout.write(
+        `probe ok against ${target.address} (${target.external ? 'external' : 'dev server'}): ${r.checks.length} checks, worker ${r.workerCreateMs} ms, checks ${r.checksMs} ms\n`,
+      );
     } finally {
       await target.stop();
     }

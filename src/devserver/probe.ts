@@ -86,15 +86,20 @@ export async function probeTemporal(p: {
         pass('Update validator rejection reached the caller');
 
         const d = await handle.describe();
-        if ((await d.staticSummary()) !== 'devserver probe') throw new Error('static summary (user metadata) was not stored');
-        if (!(await d.staticDetails())?.startsWith('checks Updates')) throw new Error('static details (user metadata) were not stored');
+        if ((await d.staticSummary()) !== 'devserver probe')
+          throw new Error('static summary (user metadata) was not stored');
+        if (!(await d.staticDetails())?.startsWith('checks Updates'))
+          throw new Error('static details (user metadata) were not stored');
         pass('static summary and details stored');
-        if (d.typedSearchAttributes.get(ScrapeAccount) !== 'probe-account') throw new Error('ScrapeAccount set at start is missing');
-        if (d.typedSearchAttributes.get(ScrapeState) !== PROBE_STATE) throw new Error('ScrapeState upserted by the workflow is missing');
+        if (d.typedSearchAttributes.get(ScrapeAccount) !== 'probe-account')
+          throw new Error('ScrapeAccount set at start is missing');
+        if (d.typedSearchAttributes.get(ScrapeState) !== PROBE_STATE)
+          throw new Error('ScrapeState upserted by the workflow is missing');
         pass('search attributes set at start and upserted by the workflow');
 
         const meta = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
-        if (meta.currentDetails !== 'echoed hi') throw new Error(`current details are ${JSON.stringify(meta.currentDetails)}`);
+        if (meta.currentDetails !== 'echoed hi')
+          throw new Error(`current details are ${JSON.stringify(meta.currentDetails)}`);
         pass('current details readable via __temporal_workflow_metadata');
 
         const query = `WorkflowId = '${workflowId}' AND ScrapeState = '${PROBE_STATE}' AND ScrapeAccount = 'probe-account'`;

@@ -4,7 +4,14 @@
  * upserts, current details (user metadata) and a signal. Deterministic; bundled by the probe's worker.
  * It lives here (not in `src/workflows/`) because it only checks a Temporal server, it is not product code.
  */
-import { condition, defineSignal, defineUpdate, setCurrentDetails, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  condition,
+  defineSignal,
+  defineUpdate,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import { ScrapeState } from '../workflows/searchAttributes.js';
 
 /** Update: returns `echo:<arg>`; the validator rejects an empty string. */

@@ -120,7 +120,10 @@ export function describeFailure(command: string, r: RunResult, timeoutMs: number
 }
 
 function lastLine(s: string): string {
-  const lines = s.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+  const lines = s
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter(Boolean);
   const line = lines[lines.length - 1] ?? '';
   return line.length > 300 ? `${line.slice(0, 300)}…` : line;
 }

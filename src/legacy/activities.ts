@@ -6,7 +6,7 @@
  */
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import type { CancelReport, JobError, ScrapeWorkflowInput } from '../model/types.js';
-import { isProviderError, ProviderError } from '../providers/shared/errors.js';
+import { isProviderError } from '../providers/shared/errors.js';
 import { withBinaryText } from '../providers/shared/binaryText.js';
 import { providerKeys } from '../providers/shared/keys.js';
 import type { Accepted, CancelAnswer, StatusObservation } from '../providers/adapter.js';
@@ -52,7 +52,8 @@ export interface LegacySavedResult {
 }
 
 /** Outcome of `cancelTask` (v1). */
-export type LegacyCancelCallOutcome = ({ kind: 'answered' } & CancelAnswer) | { kind: 'unsupported'; error: JobError; reachedProvider: boolean };
+export type LegacyCancelCallOutcome =
+  ({ kind: 'answered' } & CancelAnswer) | { kind: 'unsupported'; error: JobError; reachedProvider: boolean };
 
 /** Builds the v1-only activities over `kit`. */
 export function legacyActivities(kit: ActivityKit) {
@@ -71,8 +72,16 @@ export function legacyActivities(kit: ActivityKit) {
       const before = await v1.recordSubmitIntent(input.jobId);
       if (!before) throw new Error(`job ${input.jobId} is not registered`);
       if (before.task_id) {
-        log.info('submit: adopting task recorded by an earlier attempt', { jobId: input.jobId, taskId: before.task_id });
-        return { kind: 'accepted', taskId: before.task_id, providerStatus: before.provider_status ?? 'unknown', adopted: true };
+        log.info('submit: adopting task recorded by an earlier attempt', {
+          jobId: input.jobId,
+          taskId: before.task_id,
+        });
+        return {
+          kind: 'accepted',
+          taskId: before.task_id,
+          providerStatus: before.provider_status ?? 'unknown',
+          adopted: true,
+        };
       }
       if (before.submit_intent_at && !input.afterReconcile) {
         const error: JobError = {
@@ -87,23 +96,37 @@ export function legacyActivities(kit: ActivityKit) {
       const keys = providerKeys(input.account, input.key);
       let accepted: Accepted;
       try {
-        accepted = await kit.call(input.provider, input.account, (r) => r.adapter.submit(input.request, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...keys }));
+        accepted = await kit.call(input.provider, input.account, (r) =>
+          r.adapter.submit(input.request, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...keys }),
+        );
       } catch (e) {
         if (isProviderError(e) && e.kind === 'ambiguous') {
           const error = e.toJobError();
-          await store.findings.appendEvent(input.jobId, 'submit_ambiguous', 'unknown', { error, evidence: e.details.evidence });
+          await store.findings.appendEvent(input.jobId, 'submit_ambiguous', 'unknown', {
+            error,
+            evidence: e.details.evidence,
+          });
           return { kind: 'ambiguous', error };
         }
         // A definite answer: nothing was created, so the intent is cleared.
         await store.jobs.clearSubmitIntent(input.jobId);
         if (isProviderError(e)) {
-          await store.findings.appendEvent(input.jobId, 'submit_rejected', null, { error: e.toJobError(), evidence: e.details.evidence });
+          await store.findings.appendEvent(input.jobId, 'submit_rejected', null, {
+            error: e.toJobError(),
+            evidence: e.details.evidence,
+          });
           if (e.kind === 'permanent' || e.kind === 'conflict') await kit.recordIncident(input.jobId, 'submit', e);
         }
         rethrow(e);
       }
       await kit.deps.hooks?.afterSubmitAnswered?.(input.jobId, accepted.taskId);
-      const taskId = await store.jobs.recordTaskId(input.jobId, accepted.taskId, accepted.providerStatus, accepted.replayed ? 'submit (provider replayed key)' : 'submit', input.trackingDeadlineMs);
+      const taskId = await store.jobs.recordTaskId(
+        input.jobId,
+        accepted.taskId,
+        accepted.providerStatus,
+        accepted.replayed ? 'submit (provider replayed key)' : 'submit',
+        input.trackingDeadlineMs,
+      );
       await kit.deps.hooks?.afterTaskRecorded?.(input.jobId, taskId);
       return { kind: 'accepted', taskId, providerStatus: accepted.providerStatus, adopted: taskId !== accepted.taskId };
     },
@@ -115,7 +138,15 @@ export function legacyActivities(kit: ActivityKit) {
      * (retried).
      */
     async reconcileSubmit(input: SubmitInput): Promise<LegacyReconcileOutcome> {
-      const job = { jobId: input.jobId, workflowId: input.jobId, account: input.account, key: input.key, provider: input.provider, request: input.request, requestHash: '' };
+      const job = {
+        jobId: input.jobId,
+        workflowId: input.jobId,
+        account: input.account,
+        key: input.key,
+        provider: input.provider,
+        request: input.request,
+        requestHash: '',
+      };
       return v2.reconcileJob({ job, trackingDeadlineMs: input.trackingDeadlineMs ?? 30 * 60_000 });
     },
 
@@ -126,7 +157,9 @@ export function legacyActivities(kit: ActivityKit) {
      */
     async checkStatus(ref: TaskRef): Promise<StatusOutcome> {
       try {
-        const { evidence, ...obs } = await kit.call(ref.provider, ref.account, (r) => r.adapter.status(ref.taskId, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
+        const { evidence, ...obs } = await kit.call(ref.provider, ref.account, (r) =>
+          r.adapter.status(ref.taskId, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+        );
         await v1.recordStatusCheck(ref.jobId, obs.providerStatus);
         if (obs.state === 'failed') {
           // A terminal failure at the provider: keep its code and the complete sanitised response.
@@ -172,20 +205,53 @@ export function legacyActivities(kit: ActivityKit) {
     async saveResult(ref: TaskRef & { url: string; notFoundLimit?: number }): Promise<LegacySavedResult> {
       let payload;
       try {
-        payload = await withBinaryText(await kit.call(ref.provider, ref.account, (r) => r.adapter.result(ref.taskId, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal(), url: ref.url, request: { url: ref.url, format: 'markdown', options: {} }, limits: r.resultLimits })));
+        payload = await withBinaryText(
+          await kit.call(ref.provider, ref.account, (r) =>
+            r.adapter.result(ref.taskId, {
+              apiKey: r.apiKey,
+              secrets: kit.secrets(),
+              signal: kit.signal(),
+              url: ref.url,
+              request: { url: ref.url, format: 'markdown', options: {} },
+              limits: r.resultLimits,
+            }),
+          ),
+        );
       } catch (e) {
         // A task that answered `completed` and then still 404s on the result read at the
         // `notFoundLimit`-th attempt is gone at the provider: stop retrying, let the workflow say so.
-        if (isProviderError(e) && e.kind === 'not_found' && ref.notFoundLimit !== undefined && Context.current().info.attempt >= ref.notFoundLimit) {
+        if (
+          isProviderError(e) &&
+          e.kind === 'not_found' &&
+          ref.notFoundLimit !== undefined &&
+          Context.current().info.attempt >= ref.notFoundLimit
+        ) {
           const f = toFailure(e);
-          throw ApplicationFailure.create({ message: f.message, type: f.type ?? undefined, nonRetryable: true, details: f.details as unknown[] });
+          throw ApplicationFailure.create({
+            message: f.message,
+            type: f.type ?? undefined,
+            nonRetryable: true,
+            details: f.details as unknown[],
+          });
         }
         rethrow(e);
       }
       await kit.deps.hooks?.beforeResultWrite?.(ref.jobId, ref.taskId);
-      const out = await store.results.writeOnce(ref.jobId, ref.provider, ref.taskId, payload, kit.deps.resultRetentionMs);
+      const out = await store.results.writeOnce(
+        ref.jobId,
+        ref.provider,
+        ref.taskId,
+        payload,
+        kit.deps.resultRetentionMs,
+      );
       await kit.deps.hooks?.afterResultWritten?.(ref.jobId, out.resultId);
-      return { resultId: out.resultId, inserted: out.inserted, title: payload.title, httpStatus: payload.httpStatus, finalUrl: payload.finalUrl };
+      return {
+        resultId: out.resultId,
+        inserted: out.inserted,
+        title: payload.title,
+        httpStatus: payload.httpStatus,
+        finalUrl: payload.finalUrl,
+      };
     },
 
     /**
@@ -194,7 +260,9 @@ export function legacyActivities(kit: ActivityKit) {
      */
     async cancelTask(ref: TaskRef & { report?: CancelReport }): Promise<LegacyCancelCallOutcome> {
       try {
-        const answer = await kit.call(ref.provider, ref.account, (r) => r.adapter.cancel(ref.taskId, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal() }));
+        const answer = await kit.call(ref.provider, ref.account, (r) =>
+          r.adapter.cancel(ref.taskId, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+        );
         await store.findings.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
         return { kind: 'answered', ...answer };
       } catch (e) {

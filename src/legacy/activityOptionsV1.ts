@@ -36,11 +36,21 @@ export function scrapeActivityOptions(policy: PollPolicy): ScrapeActivityOptions
     submitter: {
       startToCloseTimeout: attemptMs,
       scheduleToCloseTimeout: Math.max(policy.deadlineMs, 10 * attemptMs),
-      retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '60s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
+      retry: {
+        initialInterval: '2s',
+        backoffCoefficient: 2,
+        maximumInterval: '60s',
+        nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
+      },
     },
     reconciler: {
       startToCloseTimeout: attemptMs,
-      retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '60s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
+      retry: {
+        initialInterval: '2s',
+        backoffCoefficient: 2,
+        maximumInterval: '60s',
+        nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
+      },
     },
     checker: {
       startToCloseTimeout: attemptMs,
@@ -56,12 +66,22 @@ export function scrapeActivityOptions(policy: PollPolicy): ScrapeActivityOptions
     writer: {
       startToCloseTimeout: attemptMs,
       scheduleToCloseTimeout: '30m',
-      retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
+      retry: {
+        initialInterval: '1s',
+        backoffCoefficient: 2,
+        maximumInterval: '30s',
+        nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
+      },
     },
     canceller: {
       startToCloseTimeout: attemptMs,
       scheduleToCloseTimeout: Math.max(policy.cancelConfirmDeadlineMs, attemptMs),
-      retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '15s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
+      retry: {
+        initialInterval: '1s',
+        backoffCoefficient: 2,
+        maximumInterval: '15s',
+        nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
+      },
     },
   };
 }

@@ -46,11 +46,33 @@ import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { ScrapeActivities } from '../activities/index.js';
 import type { StatusOutcome } from './activities.js';
 import { NON_RETRYABLE_TYPES } from '../activities/failureTypes.js';
-import { cancelSignal, cancelUpdate, resolveUpdate, stateQuery, wakeSignal, type CancelRequest, type Resolution } from '../workflows/scrape/messages.js';
+import {
+  cancelSignal,
+  cancelUpdate,
+  resolveUpdate,
+  stateQuery,
+  wakeSignal,
+  type CancelRequest,
+  type Resolution,
+} from '../workflows/scrape/messages.js';
 import { scrapeActivityOptions } from './activityOptionsV1.js';
 import { isFinalState, type JobState } from '../model/states.js';
-import { DEFAULT_POLL_POLICY, type CancelReport, type JobError, type JobView, type PollPolicy, type ScrapeWorkflowInput } from '../model/types.js';
-import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState, ScrapeTaskId } from '../workflows/searchAttributes.js';
+import {
+  DEFAULT_POLL_POLICY,
+  type CancelReport,
+  type JobError,
+  type JobView,
+  type PollPolicy,
+  type ScrapeWorkflowInput,
+} from '../model/types.js';
+import {
+  ScrapeAccount,
+  ScrapeBatchId,
+  ScrapeHost,
+  ScrapeProvider,
+  ScrapeState,
+  ScrapeTaskId,
+} from '../workflows/searchAttributes.js';
 
 /** Input carried across continue-as-new (absolute deadline, counters). */
 interface Carry {
@@ -69,7 +91,8 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   const startedAt = new Date().toISOString();
   // The tracking deadline runs from the moment the task is known (a backlog before the submit
   // does not eat into it); a continue-as-new run carries it over, a resumed run starts a new one.
-  let deadlineAt: string | undefined = input.carry?.deadlineAt ?? (input.resume ? new Date(Date.now() + policy.deadlineMs).toISOString() : undefined);
+  let deadlineAt: string | undefined =
+    input.carry?.deadlineAt ?? (input.resume ? new Date(Date.now() + policy.deadlineMs).toISOString() : undefined);
   const deadlineEpochMs = () => Date.parse(deadlineAt!);
 
   const view: JobView = {
@@ -111,12 +134,20 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
     ];
     if (view.nextCheckAt && view.state === 'pending') lines.push(`**Next check:** ${view.nextCheckAt}`);
     if (view.note) lines.push(`**Note:** ${view.note}`);
-    if (view.lastError) lines.push(`**Last error:** ${view.lastError.kind}${view.lastError.code ? ` ${view.lastError.code}` : ''}: ${view.lastError.message}`);
+    if (view.lastError)
+      lines.push(
+        `**Last error:** ${view.lastError.kind}${view.lastError.code ? ` ${view.lastError.code}` : ''}: ${view.lastError.message}`,
+      );
     if (view.cancel) {
-      lines.push(`**Cancel:** via ${view.cancel.via} by ${view.cancel.requestedBy} (${view.cancel.reason}); outcome: ${view.cancel.outcome ?? 'in progress'}; provider cancel calls: ${view.cancel.providerCancelCalls}`);
+      lines.push(
+        `**Cancel:** via ${view.cancel.via} by ${view.cancel.requestedBy} (${view.cancel.reason}); outcome: ${view.cancel.outcome ?? 'in progress'}; provider cancel calls: ${view.cancel.providerCancelCalls}`,
+      );
       if (view.cancel.detail) lines.push(`**Cancel detail:** ${view.cancel.detail}`);
     }
-    if (view.result) lines.push(`**Result:** ${view.result.resultId} (title: ${view.result.title ?? '—'}, HTTP ${view.result.httpStatus ?? '—'})`);
+    if (view.result)
+      lines.push(
+        `**Result:** ${view.result.resultId} (title: ${view.result.title ?? '—'}, HTTP ${view.result.httpStatus ?? '—'})`,
+      );
     setCurrentDetails(lines.join('\n\n'));
   }
 
@@ -126,7 +157,10 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
     view.state = state;
     view.note = note;
     if (isFinalState(state)) view.finishedAt = new Date().toISOString();
-    const updates = [...extra, ...(publishedState === state ? [] : [{ key: ScrapeState, value: state } as SearchAttributeUpdatePair])];
+    const updates = [
+      ...extra,
+      ...(publishedState === state ? [] : [{ key: ScrapeState, value: state } as SearchAttributeUpdatePair]),
+    ];
     if (updates.length) upsertSearchAttributes(updates);
     publishedState = state;
     publish();
@@ -140,10 +174,19 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
     setState('pending', undefined, [{ key: ScrapeTaskId, value: taskId }]);
   }
 
-  async function transition(state: JobState, opts: { error?: JobError; note?: string; detail?: unknown; force?: boolean } = {}): Promise<void> {
+  async function transition(
+    state: JobState,
+    opts: { error?: JobError; note?: string; detail?: unknown; force?: boolean } = {},
+  ): Promise<void> {
     if (opts.error) view.lastError = opts.error;
     setState(state, opts.note);
-    await store.recordState({ jobId: input.jobId, state, error: opts.error, detail: opts.detail ?? (opts.note ? { note: opts.note } : undefined), force: opts.force });
+    await store.recordState({
+      jobId: input.jobId,
+      state,
+      error: opts.error,
+      detail: opts.detail ?? (opts.note ? { note: opts.note } : undefined),
+      force: opts.force,
+    });
   }
 
   // ---- handlers --------------------------------------------------------------------------------
@@ -218,7 +261,14 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   publish();
 
   // A resumed job that was `cancelling` when its previous run stopped finishes that cancel.
-  if (input.pendingCancel) requestCancel({ reason: input.pendingCancel.reason ?? 'cancel under way before resume', requestedBy: input.pendingCancel.requestedBy ?? 'unknown' }, 'signal');
+  if (input.pendingCancel)
+    requestCancel(
+      {
+        reason: input.pendingCancel.reason ?? 'cancel under way before resume',
+        requestedBy: input.pendingCancel.requestedBy ?? 'unknown',
+      },
+      'signal',
+    );
 
   let nativeCancel: unknown;
   try {
@@ -234,7 +284,13 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
   // while the path of an earlier signal/Update ran) is recorded and ends the run the same way.
   if (!nativeCancel && CancellationScope.current().consideredCancelled) {
     nativeCancel = new CancelledFailure('workflow cancellation requested');
-    view.cancel ??= { requestedBy: 'temporal', reason: 'workflow cancellation requested', via: 'native', requestedAt: new Date().toISOString(), providerCancelCalls: 0 };
+    view.cancel ??= {
+      requestedBy: 'temporal',
+      reason: 'workflow cancellation requested',
+      via: 'native',
+      requestedAt: new Date().toISOString(),
+      providerCancelCalls: 0,
+    };
   }
   await CancellationScope.nonCancellable(() => settleLateCancel());
   if (nativeCancel && view.state !== 'completed') throw nativeCancel;
@@ -242,7 +298,12 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
 
   async function run(): Promise<void> {
     const reg = await store.registerJob({ ...input, workflowId: info.workflowId, deadlineAt });
-    if (input.resume && isFinalState(reg.state) && reg.state !== 'tracking_interrupted' && patched('resume-of-finished-job')) {
+    if (
+      input.resume &&
+      isFinalState(reg.state) &&
+      reg.state !== 'tracking_interrupted' &&
+      patched('resume-of-finished-job')
+    ) {
       // A stale resume (the job finished or was purged meanwhile): nothing to track, no provider call.
       setState(reg.state as JobState, `resume found the job already ${reg.state}; nothing to do`);
       return;
@@ -265,7 +326,14 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
     const s = view.state;
     const final: CancelReport = {
       ...view.cancel,
-      outcome: s === 'completed' ? 'completed' : s === 'failed' ? 'failed' : s === 'cancelled' ? 'cancelled' : 'cancel_unconfirmed',
+      outcome:
+        s === 'completed'
+          ? 'completed'
+          : s === 'failed'
+            ? 'failed'
+            : s === 'cancelled'
+              ? 'cancelled'
+              : 'cancel_unconfirmed',
       detail: `the job reached ${s} before the cancel request could act; nothing was sent to the provider`,
       remainingEffects: { ...progress },
     };
@@ -288,7 +356,15 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
         // Shielded: a cancel arriving mid-submit waits for the answer, so that the task it may have
         // created is known and can be cancelled (never "cancelled" while a submit is in flight).
         out = await CancellationScope.nonCancellable(() =>
-          submitter.submitScrape({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request, afterReconcile, trackingDeadlineMs: policy.deadlineMs }),
+          submitter.submitScrape({
+            jobId: input.jobId,
+            provider: input.provider,
+            account: input.account,
+            key: input.key,
+            request: input.request,
+            afterReconcile,
+            trackingDeadlineMs: policy.deadlineMs,
+          }),
         );
       } catch (e) {
         if (isCancellation(e)) throw e;
@@ -305,11 +381,21 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
         return true;
       }
       // Ambiguous: a timeout is not proof that nothing happened. Reconcile first.
-      await transition('unknown', { error: out.error, note: 'submit outcome unknown; reconciling before any new submission' });
+      await transition('unknown', {
+        error: out.error,
+        note: 'submit outcome unknown; reconciling before any new submission',
+      });
       let rec: Awaited<ReturnType<ScrapeActivities['reconcileSubmit']>>;
       try {
         rec = await CancellationScope.nonCancellable(() =>
-          reconciler.reconcileSubmit({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request, trackingDeadlineMs: policy.deadlineMs }),
+          reconciler.reconcileSubmit({
+            jobId: input.jobId,
+            provider: input.provider,
+            account: input.account,
+            key: input.key,
+            request: input.request,
+            trackingDeadlineMs: policy.deadlineMs,
+          }),
         );
       } catch (e) {
         if (isCancellation(e)) throw e;
@@ -334,18 +420,35 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
           // nothing runs or bills at the provider), never an endless loop.
           if (absentRounds >= policy.submitRounds) {
             await transition('failed', {
-              error: { ...out.error, kind: 'submit_unacknowledged', message: `${absentRounds} submissions went unanswered and each time the provider's list showed no task (last: ${out.error.message})` },
+              error: {
+                ...out.error,
+                kind: 'submit_unacknowledged',
+                message: `${absentRounds} submissions went unanswered and each time the provider's list showed no task (last: ${out.error.message})`,
+              },
               note: `no task exists at the provider after ${absentRounds} unanswered submissions; nothing is running there`,
             });
             return false;
           }
           const delayMs = nextSubmitDelay(absentRounds);
-          await store.recordState({ jobId: input.jobId, state: 'submitting', detail: { note: `reconciled: provider list proves no task exists; resubmitting under the same key in ${delayMs} ms (round ${absentRounds + 1} of ${policy.submitRounds})` } });
-          setState('submitting', `reconciled: no task exists at the provider; resubmitting under the same key in ${delayMs} ms`);
+          await store.recordState({
+            jobId: input.jobId,
+            state: 'submitting',
+            detail: {
+              note: `reconciled: provider list proves no task exists; resubmitting under the same key in ${delayMs} ms (round ${absentRounds + 1} of ${policy.submitRounds})`,
+            },
+          });
+          setState(
+            'submitting',
+            `reconciled: no task exists at the provider; resubmitting under the same key in ${delayMs} ms`,
+          );
           await condition(() => cancelReq !== undefined, delayMs);
           continue;
         }
-        await store.recordState({ jobId: input.jobId, state: 'submitting', detail: { note: 'reconciled: provider list proves no task exists; resubmitting under the same key' } });
+        await store.recordState({
+          jobId: input.jobId,
+          state: 'submitting',
+          detail: { note: 'reconciled: provider list proves no task exists; resubmitting under the same key' },
+        });
         setState('submitting', 'reconciled: no task exists at the provider; resubmitting under the same key');
         continue;
       }
@@ -371,7 +474,12 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       const r = resolution!;
       resolution = undefined;
       if ('taskId' in r) {
-        const taskId = await store.adoptTask({ jobId: input.jobId, taskId: r.taskId, by: r.by ?? 'operator', trackingDeadlineMs: policy.deadlineMs });
+        const taskId = await store.adoptTask({
+          jobId: input.jobId,
+          taskId: r.taskId,
+          by: r.by ?? 'operator',
+          trackingDeadlineMs: policy.deadlineMs,
+        });
         // A task ID the worker refused (bound to another job, unreadable with the job's
         // credential, or for another request): the job stays in `unknown` for another resolution.
         if (typeof taskId !== 'string') continue;
@@ -379,7 +487,11 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
         return true;
       }
       afterReconcile = true;
-      await store.recordState({ jobId: input.jobId, state: 'submitting', detail: { note: `operator ${r.by ?? ''} asked to resubmit under the same key` } });
+      await store.recordState({
+        jobId: input.jobId,
+        state: 'submitting',
+        detail: { note: `operator ${r.by ?? ''} asked to resubmit under the same key` },
+      });
       setState('submitting', 'operator asked to resubmit under the same key');
     }
   }
@@ -456,7 +568,10 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
         const error = jobErrorOf(e, 'status check failed');
         if (isNonRetryable(e)) {
           // Credentials or permission refused on a read: the task may still run; we cannot track it.
-          await transition('tracking_interrupted', { error, note: `status checks refused (${error.message}); fix the cause and resume with the same task ID` });
+          await transition('tracking_interrupted', {
+            error,
+            note: `status checks refused (${error.message}); fix the cause and resume with the same task ID`,
+          });
           return;
         }
         // A failed status check is not a failed task: keep the task, poll again later.
@@ -469,7 +584,10 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
         notFound++;
         view.lastError = s.error;
         if (notFound >= policy.notFoundLimit) {
-          await transition('expired', { error: s.error, note: `provider answered 404 for known task ${view.taskId} ${notFound} times: expired or lost at the provider, not failed` });
+          await transition('expired', {
+            error: s.error,
+            note: `provider answered 404 for known task ${view.taskId} ${notFound} times: expired or lost at the provider, not failed`,
+          });
           return;
         }
         publish();
@@ -484,14 +602,25 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       if (s.state === 'completed') {
         const error = await saveResult();
         if (error?.kind === 'not_found') {
-          await transition('expired', { error, note: `the provider reported task ${view.taskId} completed but no longer serves its result (404 at attempt ${policy.notFoundLimit} of the result read)` });
+          await transition('expired', {
+            error,
+            note: `the provider reported task ${view.taskId} completed but no longer serves its result (404 at attempt ${policy.notFoundLimit} of the result read)`,
+          });
         } else if (error) {
-          await transition('tracking_interrupted', { error, note: `the provider reported task ${view.taskId} completed but its result could not be read (${error.message}); fix the cause and resume with the same task ID` });
+          await transition('tracking_interrupted', {
+            error,
+            note: `the provider reported task ${view.taskId} completed but its result could not be read (${error.message}); fix the cause and resume with the same task ID`,
+          });
         }
         return;
       }
       if (s.state === 'failed') {
-        const error: JobError = { kind: 'provider_failed', code: s.error?.code, message: s.error?.message ?? 'provider reported failure', at: new Date().toISOString() };
+        const error: JobError = {
+          kind: 'provider_failed',
+          code: s.error?.code,
+          message: s.error?.message ?? 'provider reported failure',
+          at: new Date().toISOString(),
+        };
         await transition('failed', { error, note: 'provider reported a terminal failure' });
         return;
       }
@@ -513,7 +642,9 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
     let saved: Awaited<ReturnType<ScrapeActivities['saveResult']>>;
     try {
       // The write finishes or does not start: a cancel arriving now waits for it (never half).
-      saved = await CancellationScope.nonCancellable(() => writer.saveResult({ ...taskRef(), url: input.request.url, notFoundLimit: policy.notFoundLimit }));
+      saved = await CancellationScope.nonCancellable(() =>
+        writer.saveResult({ ...taskRef(), url: input.request.url, notFoundLimit: policy.notFoundLimit }),
+      );
     } catch (e) {
       if (isCancellation(e)) throw e;
       // Runs of earlier code failed the workflow here: replaying their histories must too.
@@ -522,7 +653,12 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       view.lastError = error;
       return error;
     }
-    view.result = { resultId: saved.resultId, title: saved.title, httpStatus: saved.httpStatus, finalUrl: saved.finalUrl };
+    view.result = {
+      resultId: saved.resultId,
+      title: saved.title,
+      httpStatus: saved.httpStatus,
+      finalUrl: saved.finalUrl,
+    };
     view.lastError = undefined;
     setState('completed');
     return undefined;
@@ -530,7 +666,13 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
 
   async function onDeadline(): Promise<void> {
     if (policy.onDeadline === 'cancel' && !cancelReq) {
-      requestCancel({ reason: `deadline ${deadlineAt ?? new Date(Date.parse(startedAt) + policy.deadlineMs).toISOString()} passed`, requestedBy: 'deadline policy' }, 'deadline');
+      requestCancel(
+        {
+          reason: `deadline ${deadlineAt ?? new Date(Date.parse(startedAt) + policy.deadlineMs).toISOString()} passed`,
+          requestedBy: 'deadline policy',
+        },
+        'deadline',
+      );
       await cancelPath();
       return;
     }
@@ -564,24 +706,42 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       // A task may exist without our knowing its ID: after an ambiguous submit (`unknown`), or in a
       // run resumed mid-cancel without a task ID (its predecessor may have submitted). Reconcile first.
       const wasUnknown = view.state === 'unknown' || (input.pendingCancel !== undefined && !view.taskId);
-      await transition('cancelling', { note: `cancel requested via ${report.via} by ${report.requestedBy}: ${report.reason}`, detail: { cancel: report } });
+      await transition('cancelling', {
+        note: `cancel requested via ${report.via} by ${report.requestedBy}: ${report.reason}`,
+        detail: { cancel: report },
+      });
       if (!view.taskId && wasUnknown) {
         let rec: Awaited<ReturnType<ScrapeActivities['reconcileSubmit']>>;
         try {
-          rec = await reconciler.reconcileSubmit({ jobId: input.jobId, provider: input.provider, account: input.account, key: input.key, request: input.request });
+          rec = await reconciler.reconcileSubmit({
+            jobId: input.jobId,
+            provider: input.provider,
+            account: input.account,
+            key: input.key,
+            request: input.request,
+          });
         } catch (e) {
           if (!patched('cancel-reconcile-failure-recorded')) throw e; // earlier code failed the workflow here
           const error = jobErrorOf(e, 'reconciliation failed');
-          return finish('cancel_unconfirmed', `could not determine whether a provider task exists: reconciliation was refused (${error.message}); nothing was cancelled at the provider`, error);
+          return finish(
+            'cancel_unconfirmed',
+            `could not determine whether a provider task exists: reconciliation was refused (${error.message}); nothing was cancelled at the provider`,
+            error,
+          );
         }
         if (rec.kind === 'found') {
           setTask(rec.taskId);
           setState('cancelling');
-        }
-        else if (rec.kind === 'absent') return finish('cancelled', 'reconciled before cancelling: no task exists at the provider, nothing to stop');
-        else return finish('cancel_unconfirmed', `could not determine whether a provider task exists (${rec.reason}); nothing was cancelled at the provider`);
+        } else if (rec.kind === 'absent')
+          return finish('cancelled', 'reconciled before cancelling: no task exists at the provider, nothing to stop');
+        else
+          return finish(
+            'cancel_unconfirmed',
+            `could not determine whether a provider task exists (${rec.reason}); nothing was cancelled at the provider`,
+          );
       }
-      if (!view.taskId) return finish('cancelled', 'cancelled before any task was submitted; nothing ran at the provider');
+      if (!view.taskId)
+        return finish('cancelled', 'cancelled before any task was submitted; nothing ran at the provider');
 
       let answer;
       try {
@@ -594,7 +754,11 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
       if (answer.kind === 'answered' || answer.reachedProvider) report.providerCancelCalls++;
       publish();
       if (answer.kind === 'unsupported') {
-        return finish('cancel_unconfirmed', `provider "${input.provider}" has no cancel endpoint; the task may still run (last provider status: ${view.providerStatus ?? 'unknown'})`, answer.error);
+        return finish(
+          'cancel_unconfirmed',
+          `provider "${input.provider}" has no cancel endpoint; the task may still run (last provider status: ${view.providerStatus ?? 'unknown'})`,
+          answer.error,
+        );
       }
       const until = Date.now() + policy.cancelConfirmDeadlineMs;
       let delay = Math.min(policy.initialDelayMs, 2_000);
@@ -609,21 +773,42 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput & { carry?: Carr
           view.providerStatus = s.providerStatus;
           view.providerState = s.state;
           if (s.progress) progress = { ...progress, ...definedOnly(s.progress) };
-          if (s.state === 'cancelled') return finish('cancelled', `the provider confirmed the task stopped (status ${s.providerStatus})`);
+          if (s.state === 'cancelled')
+            return finish('cancelled', `the provider confirmed the task stopped (status ${s.providerStatus})`);
           if (s.state === 'completed') {
             const error = await saveResult();
-            if (error) return finish('cancel_unconfirmed', `the provider finished the task before the cancel took effect, but its result could not be read (${error.message})`, error);
-            return finish('completed', 'the provider finished the task before the cancel took effect: the result was kept and written once; the cancel came too late');
+            if (error)
+              return finish(
+                'cancel_unconfirmed',
+                `the provider finished the task before the cancel took effect, but its result could not be read (${error.message})`,
+                error,
+              );
+            return finish(
+              'completed',
+              'the provider finished the task before the cancel took effect: the result was kept and written once; the cancel came too late',
+            );
           }
           if (s.state === 'failed') {
-            const error: JobError = { kind: 'provider_failed', code: s.error?.code, message: s.error?.message ?? 'provider reported failure', at: new Date().toISOString() };
+            const error: JobError = {
+              kind: 'provider_failed',
+              code: s.error?.code,
+              message: s.error?.message ?? 'provider reported failure',
+              at: new Date().toISOString(),
+            };
             return finish('failed', 'the provider reported the task failed while cancelling', error);
           }
         } else if (s?.kind === 'not_found') {
-          return finish('cancel_unconfirmed', 'the provider no longer knows the task (404) after the cancel request', s.error);
+          return finish(
+            'cancel_unconfirmed',
+            'the provider no longer knows the task (404) after the cancel request',
+            s.error,
+          );
         }
         if (Date.now() + delay > until) {
-          return finish('cancel_unconfirmed', `the provider did not confirm the cancel within ${policy.cancelConfirmDeadlineMs} ms (last status: ${view.providerStatus ?? 'unknown'})`);
+          return finish(
+            'cancel_unconfirmed',
+            `the provider did not confirm the cancel within ${policy.cancelConfirmDeadlineMs} ms (last status: ${view.providerStatus ?? 'unknown'})`,
+          );
         }
         await sleepMs(delay);
         delay = Math.min(delay * 2, 15_000);
@@ -657,7 +842,12 @@ function definedOnly<T extends object>(o: T): Partial<T> {
  */
 function isDefiniteRejection(e: unknown): boolean {
   const cause = e instanceof ActivityFailure ? e.cause : e;
-  return cause instanceof ApplicationFailure && typeof cause.type === 'string' && cause.type.startsWith('Provider.') && cause.type !== 'Provider.ambiguous';
+  return (
+    cause instanceof ApplicationFailure &&
+    typeof cause.type === 'string' &&
+    cause.type.startsWith('Provider.') &&
+    cause.type !== 'Provider.ambiguous'
+  );
 }
 
 function isNonRetryable(e: unknown): boolean {
@@ -673,6 +863,7 @@ function jobErrorOf(e: unknown, fallback: string): JobError {
     if (d && typeof d === 'object' && 'message' in d) return d;
     return { kind: cause.type ?? 'internal', message: cause.message, at: new Date().toISOString() };
   }
-  const msg = e instanceof Error ? `${e.message}${cause instanceof Error && cause !== e ? `: ${cause.message}` : ''}` : String(e);
+  const msg =
+    e instanceof Error ? `${e.message}${cause instanceof Error && cause !== e ? `: ${cause.message}` : ''}` : String(e);
   return { kind: 'internal', message: `${fallback}: ${msg}`, at: new Date().toISOString() };
 }

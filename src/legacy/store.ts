@@ -39,7 +39,13 @@ export class LegacyJobsRepository {
     const at = nowIso();
     await this.conn.db
       .updateTable('jobs')
-      .set({ provider_status: providerStatus, last_checked_at: at, status_checks: sql`status_checks + 1`, status_errors: 0, updated_at: at })
+      .set({
+        provider_status: providerStatus,
+        last_checked_at: at,
+        status_checks: sql`status_checks + 1`,
+        status_errors: 0,
+        updated_at: at,
+      })
       .where('id', '=', jobId)
       .execute();
   }
@@ -52,7 +58,11 @@ export class LegacyJobsRepository {
   async recordStatusError(jobId: string, error?: JobError): Promise<void> {
     await this.conn.db
       .updateTable('jobs')
-      .set({ status_errors: sql`status_errors + 1`, updated_at: nowIso(), ...(error ? { last_error: JSON.stringify(error) } : {}) })
+      .set({
+        status_errors: sql`status_errors + 1`,
+        updated_at: nowIso(),
+        ...(error ? { last_error: JSON.stringify(error) } : {}),
+      })
       .where('id', '=', jobId)
       .execute();
   }

@@ -12,7 +12,10 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_0
  */
 export function parseDuration(text: string): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/i.exec(text);
-  if (!m) throw new RangeError(`"${text}" is not a duration: use a number with a unit (500ms, 30s, 5m, 2h, 1d) or a number of seconds`);
+  if (!m)
+    throw new RangeError(
+      `"${text}" is not a duration: use a number with a unit (500ms, 30s, 5m, 2h, 1d) or a number of seconds`,
+    );
   return Math.round(Number(m[1]) * UNIT_MS[(m[2] ?? 's').toLowerCase()]!);
 }
 

@@ -27,7 +27,8 @@ export class StrictJsonError extends SyntaxError {
   }
 }
 
-const pointer = (segments: (string | number)[]) => segments.map((s) => `/${String(s).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+const pointer = (segments: (string | number)[]) =>
+  segments.map((s) => `/${String(s).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
 
 /**
  * The first duplicate key of `text` (an object's key seen twice in that object), or undefined.
@@ -60,7 +61,8 @@ export function jsonTextDepth(text: string): number {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) max = Math.max(max, ++depth);
@@ -93,16 +95,26 @@ export function valueDepth(value: unknown, limit = MAX_JSON_DEPTH): number {
  */
 export function parseJsonStrict(text: string): unknown {
   const depth = jsonTextDepth(text);
-  if (depth > MAX_JSON_DEPTH) throw new StrictJsonError(`arrays and objects nested ${depth} deep; at most ${MAX_JSON_DEPTH} levels are accepted`, 'depth');
+  if (depth > MAX_JSON_DEPTH)
+    throw new StrictJsonError(
+      `arrays and objects nested ${depth} deep; at most ${MAX_JSON_DEPTH} levels are accepted`,
+      'depth',
+    );
   let value: unknown;
   try {
     value = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
   } catch (e) {
     const message = (e as Error).message;
-    if (/forbidden prototype property/i.test(message)) throw new StrictJsonError('a "__proto__" or "constructor.prototype" key is not allowed', 'prototype');
+    if (/forbidden prototype property/i.test(message))
+      throw new StrictJsonError('a "__proto__" or "constructor.prototype" key is not allowed', 'prototype');
     throw new StrictJsonError(message, 'syntax');
   }
   const dup = findDuplicateKey(text);
-  if (dup) throw new StrictJsonError(`duplicate key "${dup.key}" in the object at ${dup.path || '/'} (character ${dup.offset + 1}); each key may appear once`, 'duplicate-key', dup.path);
+  if (dup)
+    throw new StrictJsonError(
+      `duplicate key "${dup.key}" in the object at ${dup.path || '/'} (character ${dup.offset + 1}); each key may appear once`,
+      'duplicate-key',
+      dup.path,
+    );
   return value;
 }

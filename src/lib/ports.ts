@@ -37,7 +37,12 @@ export async function portIsFree(ip: string, port: number): Promise<boolean> {
  * out ephemeral ports above that).
  * @throws Error after 200 tries.
  */
-export async function freePortInRange(ip: string, lo: number, hi: number, avoid: readonly number[] = []): Promise<number> {
+export async function freePortInRange(
+  ip: string,
+  lo: number,
+  hi: number,
+  avoid: readonly number[] = [],
+): Promise<number> {
   for (let i = 0; i < 200; i++) {
     const port = lo + Math.floor(Math.random() * (hi - lo + 1));
     if (!avoid.includes(port) && (await portIsFree(ip, port))) return port;

@@ -22,10 +22,23 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
 }
 
 const UNIT_MS: Record<string, number> = {
-  ms: 1, millisecond: 1, milliseconds: 1,
-  s: 1000, sec: 1000, secs: 1000, second: 1000, seconds: 1000,
-  m: 60_000, min: 60_000, mins: 60_000, minute: 60_000, minutes: 60_000,
-  h: 3_600_000, hr: 3_600_000, hour: 3_600_000, hours: 3_600_000,
+  ms: 1,
+  millisecond: 1,
+  milliseconds: 1,
+  s: 1000,
+  sec: 1000,
+  secs: 1000,
+  second: 1000,
+  seconds: 1000,
+  m: 60_000,
+  min: 60_000,
+  mins: 60_000,
+  minute: 60_000,
+  minutes: 60_000,
+  h: 3_600_000,
+  hr: 3_600_000,
+  hour: 3_600_000,
+  hours: 3_600_000,
 };
 
 /**
@@ -34,7 +47,8 @@ const UNIT_MS: Record<string, number> = {
  */
 export function parseWaitFromMessage(message: string | null | undefined): number | undefined {
   if (!message) return undefined;
-  const re = /(?:retry|try again|wait|available)[^0-9]{0,24}?(\d+(?:\.\d+)?)\s*(milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hr|h)?\b/i;
+  const re =
+    /(?:retry|try again|wait|available)[^0-9]{0,24}?(\d+(?:\.\d+)?)\s*(milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hr|h)?\b/i;
   const m = re.exec(message);
   if (!m) return undefined;
   const n = Number(m[1]);

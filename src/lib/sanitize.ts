@@ -11,7 +11,16 @@
 export const REDACTED = '[REDACTED]';
 
 /** Whole names that are secrets (compared lower-case). */
-const SECRET_NAMES = new Set(['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key', 'key', 'x-sim-admin', 'x-idempotency-key-secret']);
+const SECRET_NAMES = new Set([
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'set-cookie',
+  'x-api-key',
+  'key',
+  'x-sim-admin',
+  'x-idempotency-key-secret',
+]);
 
 /**
  * Name components (split on `-`, `_`, `.` and camelCase) that make a name a secret wherever they
@@ -19,8 +28,28 @@ const SECRET_NAMES = new Set(['authorization', 'proxy-authorization', 'cookie', 
  * S3), `apiToken`, `sessionid`, `pass`, `client_secret`, `jwt`.
  */
 const SECRET_PARTS = new Set([
-  'token', 'secret', 'password', 'passwd', 'pass', 'pwd', 'passphrase', 'signature', 'sig', 'credential', 'credentials',
-  'session', 'sessionid', 'sid', 'jwt', 'cookie', 'authorization', 'auth', 'apikey', 'accesskey', 'privatekey', 'secretkey',
+  'token',
+  'secret',
+  'password',
+  'passwd',
+  'pass',
+  'pwd',
+  'passphrase',
+  'signature',
+  'sig',
+  'credential',
+  'credentials',
+  'session',
+  'sessionid',
+  'sid',
+  'jwt',
+  'cookie',
+  'authorization',
+  'auth',
+  'apikey',
+  'accesskey',
+  'privatekey',
+  'secretkey',
 ]);
 
 /**
@@ -29,8 +58,27 @@ const SECRET_PARTS = new Set([
  * `x-functions-key`, `sessiontoken`, `passphrase`.
  */
 const SECRET_SUBSTRINGS = [
-  'token', 'secret', 'password', 'passwd', 'passphrase', 'signature', 'credential', 'sessionid', 'cookie', 'authorization', 'jwt',
-  'apikey', 'accesskey', 'privatekey', 'secretkey', 'signingkey', 'authkey', 'clientkey', 'subscriptionkey', 'functionskey', 'masterkey',
+  'token',
+  'secret',
+  'password',
+  'passwd',
+  'passphrase',
+  'signature',
+  'credential',
+  'sessionid',
+  'cookie',
+  'authorization',
+  'jwt',
+  'apikey',
+  'accesskey',
+  'privatekey',
+  'secretkey',
+  'signingkey',
+  'authkey',
+  'clientkey',
+  'subscriptionkey',
+  'functionskey',
+  'masterkey',
 ];
 
 /**
@@ -61,7 +109,8 @@ const CREDENTIAL_CAPITALISED = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/g;
  * is left alone.
  */
 // The keyword is spelled out case by case: an `i` flag would also fold the token's case test.
-const CREDENTIAL_ANY_CASE = /\b([Bb][Ee][Aa][Rr][Ee][Rr]|[Bb][Aa][Ss][Ii][Cc])\s+(?=[A-Za-z0-9._~+/=-]*(?:[0-9._~+/=-]|[a-z][A-Z]))[A-Za-z0-9._~+/=-]{8,}/g;
+const CREDENTIAL_ANY_CASE =
+  /\b([Bb][Ee][Aa][Rr][Ee][Rr]|[Bb][Aa][Ss][Ii][Cc])\s+(?=[A-Za-z0-9._~+/=-]*(?:[0-9._~+/=-]|[a-z][A-Z]))[A-Za-z0-9._~+/=-]{8,}/g;
 
 /**
  * Credentials recognisable by their shape wherever they stand: a PEM private key block, a JWT
@@ -80,7 +129,11 @@ const SHAPED_CREDENTIALS = [
 
 /** True when `text` holds a `Bearer`/`Basic` credential of 8+ characters (either spelling above) or a credential of a known shape. */
 function hasCredentialInText(text: string): boolean {
-  return /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/.test(text) || new RegExp(CREDENTIAL_ANY_CASE.source).test(text) || SHAPED_CREDENTIALS.some((re) => re.test(text));
+  return (
+    /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/.test(text) ||
+    new RegExp(CREDENTIAL_ANY_CASE.source).test(text) ||
+    SHAPED_CREDENTIALS.some((re) => re.test(text))
+  );
 }
 
 /** `value` with leading/trailing whitespace removed when it is an http(s) URL, else undefined. */
@@ -94,12 +147,54 @@ function asUrl(value: string): string | undefined {
  * refusing a request that carries one is always right.
  */
 const CREDENTIAL_NAMES = new Set([
-  'password', 'passwd', 'pwd', 'passphrase', 'secret', 'clientsecret', 'appsecret', 'secretkey', 'privatekey', 'privatetoken',
-  'accesstoken', 'authtoken', 'refreshtoken', 'idtoken', 'bearertoken', 'apitoken', 'apikey', 'accesskey', 'authkey', 'subscriptionkey',
-  'functionskey', 'masterkey', 'signingkey', 'authorization', 'credential', 'credentials', 'signature', 'jwt', 'oauthtoken',
-  'oauthverifier', 'oauthsignature', 'oauthconsumerkey', 'xamzsignature', 'xamzcredential', 'xamzsecuritytoken', 'xgoogsignature',
-  'xgoogcredential', 'hmac', 'xapikey', 'cookie', 'setcookie', 'proxyauthorization', 'secretaccesskey', 'awssecretaccesskey',
-  'sessiontoken', 'awssessiontoken', 'xauthtoken', 'clientkey',
+  'password',
+  'passwd',
+  'pwd',
+  'passphrase',
+  'secret',
+  'clientsecret',
+  'appsecret',
+  'secretkey',
+  'privatekey',
+  'privatetoken',
+  'accesstoken',
+  'authtoken',
+  'refreshtoken',
+  'idtoken',
+  'bearertoken',
+  'apitoken',
+  'apikey',
+  'accesskey',
+  'authkey',
+  'subscriptionkey',
+  'functionskey',
+  'masterkey',
+  'signingkey',
+  'authorization',
+  'credential',
+  'credentials',
+  'signature',
+  'jwt',
+  'oauthtoken',
+  'oauthverifier',
+  'oauthsignature',
+  'oauthconsumerkey',
+  'xamzsignature',
+  'xamzcredential',
+  'xamzsecuritytoken',
+  'xgoogsignature',
+  'xgoogcredential',
+  'hmac',
+  'xapikey',
+  'cookie',
+  'setcookie',
+  'proxyauthorization',
+  'secretaccesskey',
+  'awssecretaccesskey',
+  'sessiontoken',
+  'awssessiontoken',
+  'xauthtoken',
+  'clientkey',
 ]);
 
 /**
@@ -141,9 +236,11 @@ export function secretPartsOfUrl(url: string): string[] {
   }
   const found: string[] = [];
   if (u.username || u.password) found.push('user-info');
-  for (const [name, value] of u.searchParams) if (isCredentialParam(name, value)) found.push(`query parameter "${name}"`);
+  for (const [name, value] of u.searchParams)
+    if (isCredentialParam(name, value)) found.push(`query parameter "${name}"`);
   if (u.hash.length > 1) {
-    for (const [name, value] of new URLSearchParams(u.hash.slice(1))) if (isCredentialParam(name, value)) found.push(`fragment parameter "${name}"`);
+    for (const [name, value] of new URLSearchParams(u.hash.slice(1)))
+      if (isCredentialParam(name, value)) found.push(`fragment parameter "${name}"`);
   }
   return found;
 }
@@ -173,7 +270,12 @@ export function findSecret(value: unknown, path = ''): string | undefined {
   if (value !== null && typeof value === 'object') {
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
       const here = path ? `${path}.${k}` : k;
-      if (typeof v === 'string' ? isCredentialParam(k, v) : v !== null && typeof v === 'object' && CREDENTIAL_NAMES.has(k.toLowerCase().replace(/[^a-z0-9]/g, ''))) return here;
+      if (
+        typeof v === 'string'
+          ? isCredentialParam(k, v)
+          : v !== null && typeof v === 'object' && CREDENTIAL_NAMES.has(k.toLowerCase().replace(/[^a-z0-9]/g, ''))
+      )
+        return here;
       const hit = findSecret(v, here);
       if (hit) return hit;
     }
@@ -312,7 +414,8 @@ function redactCredentialsInUrl(url: string, secrets: readonly string[]): string
     u.username = u.username ? REDACTED : '';
     u.password = u.password ? REDACTED : '';
   }
-  for (const [name, value] of [...u.searchParams]) if (isCredentialParam(name, value)) u.searchParams.set(name, REDACTED);
+  for (const [name, value] of [...u.searchParams])
+    if (isCredentialParam(name, value)) u.searchParams.set(name, REDACTED);
   if (u.hash.length > 1) {
     const frag = new URLSearchParams(u.hash.slice(1));
     for (const [name, value] of [...frag]) if (isCredentialParam(name, value)) frag.set(name, REDACTED);

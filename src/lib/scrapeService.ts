@@ -52,11 +52,17 @@ export async function connectScrapeClient(opts: ConnectScrapeClientOptions = {})
   const address = opts.address ?? env.TEMPORAL_ADDRESS;
   if (!address) throw new Error('connectScrapeClient: no Temporal address (pass `address` or set TEMPORAL_ADDRESS)');
   const storeUrl = opts.storeUrl ?? env.SCRAPE_STORE_URL;
-  if (!storeUrl) throw new Error('connectScrapeClient: no result store (pass `storeUrl` or set SCRAPE_STORE_URL, e.g. sqlite:/var/lib/scrapes.db)');
+  if (!storeUrl)
+    throw new Error(
+      'connectScrapeClient: no result store (pass `storeUrl` or set SCRAPE_STORE_URL, e.g. sqlite:/var/lib/scrapes.db)',
+    );
   const store = await openStore(storeUrl);
   let connection: Connection;
   try {
-    connection = await Connection.connect({ ...connectionOptionsFromEnv({ ...env, TEMPORAL_ADDRESS: address }), connectTimeout: '10s' });
+    connection = await Connection.connect({
+      ...connectionOptionsFromEnv({ ...env, TEMPORAL_ADDRESS: address }),
+      connectTimeout: '10s',
+    });
   } catch (e) {
     await store.close();
     throw new Error(`connectScrapeClient: cannot reach Temporal at ${address}: ${(e as Error).message}`);

@@ -80,7 +80,9 @@ export function watchShutdownSignals(opts: ShutdownOptions = {}): ShutdownSignal
       const lingerMs = opts.lingerMs ?? 3_000;
       // Unref'd: it fires only if something else still keeps the event loop alive.
       setTimeout(() => {
-        log(`${name}: still running ${lingerMs} ms after everything was stopped; open: ${process.getActiveResourcesInfo().join(', ') || '(nothing Node reports)'}; exiting`);
+        log(
+          `${name}: still running ${lingerMs} ms after everything was stopped; open: ${process.getActiveResourcesInfo().join(', ') || '(nothing Node reports)'}; exiting`,
+        );
         process.exit(1);
       }, lingerMs).unref();
     },
@@ -101,9 +103,16 @@ export class ShutdownRequested extends Error {
  * (a server that finished starting after the signal is stopped that way); a later rejection is
  * ignored.
  */
-export async function abortable<T>(work: Promise<T>, signal: AbortSignal, lateCleanup?: (value: T) => unknown): Promise<T> {
+export async function abortable<T>(
+  work: Promise<T>,
+  signal: AbortSignal,
+  lateCleanup?: (value: T) => unknown,
+): Promise<T> {
   if (signal.aborted) {
-    void work.then((v) => lateCleanup?.(v), () => undefined);
+    void work.then(
+      (v) => lateCleanup?.(v),
+      () => undefined,
+    );
     throw new ShutdownRequested(String(signal.reason));
   }
   return new Promise<T>((resolve, reject) => {

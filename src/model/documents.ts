@@ -42,13 +42,24 @@ export interface BodyInfo {
 }
 
 /** The body columns of a stored result or document row as a {@link BodyInfo}, or null when the row has no binary body. */
-export function bodyInfoOf(r: { content_type: string | null; body_size: number | string | null; body_sha256: string | null }): BodyInfo | null {
-  return r.body_sha256 === null ? null : { contentType: r.content_type, size: Number(r.body_size ?? 0), sha256: r.body_sha256 };
+export function bodyInfoOf(r: {
+  content_type: string | null;
+  body_size: number | string | null;
+  body_sha256: string | null;
+}): BodyInfo | null {
+  return r.body_sha256 === null
+    ? null
+    : { contentType: r.content_type, size: Number(r.body_size ?? 0), sha256: r.body_sha256 };
 }
 
 /** The {@link BinaryBody} of `bytes` with media type `contentType` (parameters such as `; charset=` dropped, lower case). */
 export function binaryBody(bytes: Buffer, contentType: string | null | undefined): BinaryBody {
-  return { bytes, contentType: mediaType(contentType), size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
+  return {
+    bytes,
+    contentType: mediaType(contentType),
+    size: bytes.length,
+    sha256: createHash('sha256').update(bytes).digest('hex'),
+  };
 }
 
 /** The bare media type of a `Content-Type` value (`application/pdf; x=y` → `application/pdf`), or null. */
@@ -87,16 +98,25 @@ export interface IdentifiableDocument {
  * the provider's result), else the canonical URL with the SHA-256 of its content (every field but
  * the position; a binary body by its own SHA-256).
  */
-export function documentIdentity(doc: IdentifiableDocument, opts: { providerId?: string | number | null; position?: number | null } = {}): string {
-  if (opts.providerId !== undefined && opts.providerId !== null && String(opts.providerId) !== '') return `id:${String(opts.providerId)}`;
+export function documentIdentity(
+  doc: IdentifiableDocument,
+  opts: { providerId?: string | number | null; position?: number | null } = {},
+): string {
+  if (opts.providerId !== undefined && opts.providerId !== null && String(opts.providerId) !== '')
+    return `id:${String(opts.providerId)}`;
   const url = canonicalUrl(doc.url);
-  if (opts.position !== undefined && opts.position !== null && Number.isInteger(opts.position) && opts.position >= 0) return `pos:${url}#${opts.position}`;
+  if (opts.position !== undefined && opts.position !== null && Number.isInteger(opts.position) && opts.position >= 0)
+    return `pos:${url}#${opts.position}`;
   return `sha256:${url}#${contentHash(doc)}`;
 }
 
 /** Hex SHA-256 of a document's content: the canonical JSON of its fields, a binary body counted by its SHA-256. */
 export function contentHash(doc: IdentifiableDocument): string {
   const { body, ...rest } = doc;
-  const content = { ...rest, url: canonicalUrl(doc.url), body: body ? { contentType: body.contentType, size: body.size, sha256: body.sha256 } : null };
+  const content = {
+    ...rest,
+    url: canonicalUrl(doc.url),
+    body: body ? { contentType: body.contentType, size: body.size, sha256: body.sha256 } : null,
+  };
   return createHash('sha256').update(canonicalJson(content)).digest('hex');
 }

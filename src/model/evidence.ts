@@ -137,7 +137,15 @@ export interface ReconcileFacts {
 /** A summary of what was read, kept in the timeline and shown to an operator. */
 export interface ReconcileEvidenceRecord {
   replay?: ReplayReading;
-  readings: { lookup: string; available: boolean; complete: boolean; at: string; afterLag: boolean; candidates: Candidate[]; note?: string }[];
+  readings: {
+    lookup: string;
+    available: boolean;
+    complete: boolean;
+    at: string;
+    afterLag: boolean;
+    candidates: Candidate[];
+    note?: string;
+  }[];
   /** Phases that reads taken after their lag could show (absence is proven only when all are covered). */
   covered: JobPhase[];
   /** Candidates that are bound to another job of ours (never adopted). */
@@ -146,7 +154,15 @@ export interface ReconcileEvidenceRecord {
 
 /** Outcome of {@link decideReconcile}. */
 export type ReconcileDecision =
-  | { kind: 'found'; taskId: string; providerStatus: string; via: 'replay' | 'lookup'; lookup?: string; evidence: ReconcileEvidenceRecord; note?: string }
+  | {
+      kind: 'found';
+      taskId: string;
+      providerStatus: string;
+      via: 'replay' | 'lookup';
+      lookup?: string;
+      evidence: ReconcileEvidenceRecord;
+      note?: string;
+    }
   | { kind: 'absent'; evidence: ReconcileEvidenceRecord }
   /** Absence may still be proven by reading again at `readAt` (epoch ms), once the lookups' lag has passed. */
   | { kind: 'settling'; readAt: number; evidence: ReconcileEvidenceRecord }
@@ -181,49 +197,112 @@ export function decideReconcile(f: ReconcileFacts): ReconcileDecision {
   const collisions: ReconcileEvidenceRecord['collisions'] = [];
   const readings = f.readings.map((r) => {
     const l = byName.get(r.lookup);
-    const afterLag = l !== undefined && (f.settled === true || Date.parse(r.at) - f.createdBy >= lagOf(l, f.lagOverrideMs));
+    const afterLag =
+      l !== undefined && (f.settled === true || Date.parse(r.at) - f.createdBy >= lagOf(l, f.lagOverrideMs));
     const candidates = r.candidates.map((c) => {
       const boundTo = f.boundElsewhere.get(c.taskId);
       if (boundTo === undefined || c.match === 'foreign') return c;
       collisions.push({ taskId: c.taskId, boundTo });
       return { ...c, match: 'foreign' as const, why: `${c.why}; already bound to job ${boundTo}` };
     });
-    return { lookup: r.lookup, available: r.available, complete: r.complete, at: r.at, afterLag, candidates, ...(r.note ? { note: r.note } : {}) };
+    return {
+      lookup: r.lookup,
+      available: r.available,
+      complete: r.complete,
+      at: r.at,
+      afterLag,
+      candidates,
+      ...(r.note ? { note: r.note } : {}),
+    };
   });
   const covered = new Set<JobPhase>();
   for (const r of readings) {
     const l = byName.get(r.lookup);
-    if (l && r.available && r.complete && r.afterLag) for (const p of coverage(l, f.firstSubmitAt, Date.parse(r.at))) covered.add(p);
+    if (l && r.available && r.complete && r.afterLag)
+      for (const p of coverage(l, f.firstSubmitAt, Date.parse(r.at))) covered.add(p);
   }
-  const evidence: ReconcileEvidenceRecord = { ...(f.replay ? { replay: f.replay } : {}), readings, covered: ALL_PHASES.filter((p) => covered.has(p)), collisions };
+  const evidence: ReconcileEvidenceRecord = {
+    ...(f.replay ? { replay: f.replay } : {}),
+    readings,
+    covered: ALL_PHASES.filter((p) => covered.has(p)),
+    collisions,
+  };
 
   if (f.replay?.kind === 'same-task' || f.replay?.kind === 'new-task') {
     const boundTo = f.boundElsewhere.get(f.replay.taskId);
-    if (boundTo !== undefined) return { kind: 'undecided', reason: `the replay under our key returned task ${f.replay.taskId}, which is bound to job ${boundTo}`, evidence };
-    const note = f.replay.kind === 'new-task' ? 'the provider ignored our idempotency key and created this task on the replay: an earlier task of this request may exist as well' : undefined;
-    return { kind: 'found', taskId: f.replay.taskId, providerStatus: f.replay.providerStatus, via: 'replay', evidence, ...(note ? { note } : {}) };
+    if (boundTo !== undefined)
+      return {
+        kind: 'undecided',
+        reason: `the replay under our key returned task ${f.replay.taskId}, which is bound to job ${boundTo}`,
+        evidence,
+      };
+    const note =
+      f.replay.kind === 'new-task'
+        ? 'the provider ignored our idempotency key and created this task on the replay: an earlier task of this request may exist as well'
+        : undefined;
+    return {
+      kind: 'found',
+      taskId: f.replay.taskId,
+      providerStatus: f.replay.providerStatus,
+      via: 'replay',
+      evidence,
+      ...(note ? { note } : {}),
+    };
   }
 
   const all = readings.flatMap((r) => r.candidates.map((c) => ({ ...c, lookup: r.lookup })));
   const strong = unique(all.filter((c) => c.match === 'strong'));
-  if (strong.length === 1) return { kind: 'found', taskId: strong[0]!.taskId, providerStatus: strong[0]!.providerStatus, via: 'lookup', lookup: strong[0]!.lookup, evidence };
+  if (strong.length === 1)
+    return {
+      kind: 'found',
+      taskId: strong[0]!.taskId,
+      providerStatus: strong[0]!.providerStatus,
+      via: 'lookup',
+      lookup: strong[0]!.lookup,
+      evidence,
+    };
   if (strong.length > 1) {
-    return { kind: 'undecided', reason: `${strong.length} provider jobs carry our client reference (${strong.map((c) => c.taskId).join(', ')}): a duplicate exists; resolve with the task to keep and cancel the other`, evidence };
+    return {
+      kind: 'undecided',
+      reason: `${strong.length} provider jobs carry our client reference (${strong.map((c) => c.taskId).join(', ')}): a duplicate exists; resolve with the task to keep and cancel the other`,
+      evidence,
+    };
   }
   const weak = unique(all.filter((c) => c.match === 'weak'));
   const unreadable = unique(all.filter((c) => c.match === 'unreadable'));
   if (weak.length > 0 || unreadable.length > 0) {
     const parts = [
-      ...(weak.length ? [`${weak.length} job(s) match only by URL and time (${weak.map((c) => c.taskId).join(', ')}), which another job could match too`] : []),
-      ...(unreadable.length ? [`${unreadable.length} job(s) whose reference could not be read (${unreadable.map((c) => `${c.taskId}: ${c.why}`).join('; ')})`] : []),
+      ...(weak.length
+        ? [
+            `${weak.length} job(s) match only by URL and time (${weak.map((c) => c.taskId).join(', ')}), which another job could match too`,
+          ]
+        : []),
+      ...(unreadable.length
+        ? [
+            `${unreadable.length} job(s) whose reference could not be read (${unreadable.map((c) => `${c.taskId}: ${c.why}`).join('; ')})`,
+          ]
+        : []),
     ];
-    return { kind: 'undecided', reason: `${parts.join(', and ')}; never adopted automatically: resolve with the right task ID, or resubmit`, evidence };
+    return {
+      kind: 'undecided',
+      reason: `${parts.join(', and ')}; never adopted automatically: resolve with the right task ID, or resubmit`,
+      evidence,
+    };
   }
   if (f.replay?.kind === 'conflict') {
-    return { kind: 'undecided', reason: `the provider refused our idempotency key as already used (${f.replay.detail}): a job with our key exists, but no lookup shows which; resolve with its task ID`, evidence };
+    return {
+      kind: 'undecided',
+      reason: `the provider refused our idempotency key as already used (${f.replay.detail}): a job with our key exists, but no lookup shows which; resolve with its task ID`,
+      evidence,
+    };
   }
   if (f.evidence.lookups.length === 0) {
-    return { kind: 'undecided', reason: 'this provider has no lookup that can show a job and no idempotency key that answers a replay: whether the lost submit created a job cannot be checked automatically', evidence };
+    return {
+      kind: 'undecided',
+      reason:
+        'this provider has no lookup that can show a job and no idempotency key that answers a replay: whether the lost submit created a job cannot be checked automatically',
+      evidence,
+    };
   }
   if (ALL_PHASES.every((p) => covered.has(p))) return { kind: 'absent', evidence };
 
@@ -233,19 +312,27 @@ export function decideReconcile(f: ReconcileFacts): ReconcileDecision {
   for (const l of f.evidence.lookups) {
     const reading = readings.find((r) => r.lookup === l.name);
     if (reading && (!reading.available || !reading.complete)) continue; // unavailable or bounded now: waiting does not help
-    for (const p of coverage(l, f.firstSubmitAt, Math.max(f.now, f.createdBy + lagOf(l, f.lagOverrideMs)))) possible.add(p);
+    for (const p of coverage(l, f.firstSubmitAt, Math.max(f.now, f.createdBy + lagOf(l, f.lagOverrideMs))))
+      possible.add(p);
     readAt = Math.max(readAt, f.createdBy + lagOf(l, f.lagOverrideMs));
   }
-  if (ALL_PHASES.every((p) => possible.has(p)) && readAt > f.now && !f.settled) return { kind: 'settling', readAt, evidence };
+  if (ALL_PHASES.every((p) => possible.has(p)) && readAt > f.now && !f.settled)
+    return { kind: 'settling', readAt, evidence };
   const missing = ALL_PHASES.filter((p) => !covered.has(p));
   const unavailable = readings.filter((r) => !r.available).map((r) => r.lookup);
-  const bounded = readings.filter((r) => r.available && !r.complete).map((r) => (r.note ? `${r.lookup} (${r.note})` : r.lookup));
+  const bounded = readings
+    .filter((r) => r.available && !r.complete)
+    .map((r) => (r.note ? `${r.lookup} (${r.note})` : r.lookup));
   const why = [
     `no lookup read after its lag can show a job that is ${missing.join(' or ')}`,
     ...(unavailable.length ? [`not offered here: ${unavailable.join(', ')}`] : []),
     ...(bounded.length ? [`read incompletely (bound reached): ${bounded.join(', ')}`] : []),
   ];
-  return { kind: 'undecided', reason: `absence cannot be proven (${why.join('; ')}); the job may exist at the provider`, evidence };
+  return {
+    kind: 'undecided',
+    reason: `absence cannot be proven (${why.join('; ')}); the job may exist at the provider`,
+    evidence,
+  };
 }
 
 function unique<T extends { taskId: string }>(xs: T[]): T[] {
@@ -255,9 +342,19 @@ function unique<T extends { taskId: string }>(xs: T[]): T[] {
 
 /** One line per lookup for the README's provider table: `GET /x (queued, running; lag 30 s; strong)`. */
 export function describeEvidence(e: ReconcileEvidence): string {
-  const replay = e.replay === 'none' ? 'no idempotency key' : e.replay === 'same-task' ? 'a replay under our key returns the task' : 'a `409` for our key proves a job exists (never probed: a missed key would start a second job)';
+  const replay =
+    e.replay === 'none'
+      ? 'no idempotency key'
+      : e.replay === 'same-task'
+        ? 'a replay under our key returns the task'
+        : 'a `409` for our key proves a job exists (never probed: a missed key would start a second job)';
   const lookups = e.lookups.map((l) => {
-    const shows = l.shows.length === 0 ? 'never this job type' : l.shows.map((p) => (p === 'finished' && l.finishedForMs !== null ? `finished ≤ ${formatMs(l.finishedForMs)}` : p)).join(', ');
+    const shows =
+      l.shows.length === 0
+        ? 'never this job type'
+        : l.shows
+            .map((p) => (p === 'finished' && l.finishedForMs !== null ? `finished ≤ ${formatMs(l.finishedForMs)}` : p))
+            .join(', ');
     return `\`${l.name}\` (${shows}; lag ${formatMs(l.lagMs)}; ${l.match})`;
   });
   return [replay, ...(lookups.length ? lookups : ['no lookup'])].join('; ');

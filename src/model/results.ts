@@ -63,7 +63,11 @@ export interface ResultDocument {
 }
 
 /** A stored document: a {@link ResultDocument} with its position `seq` (0-based, dense), its identity and what is known of its binary body (no bytes). */
-export type StoredDocument = Omit<ResultDocument, 'body' | 'identity'> & { seq: number; identity: string; body: BodyInfo | null };
+export type StoredDocument = Omit<ResultDocument, 'body' | 'identity'> & {
+  seq: number;
+  identity: string;
+  body: BodyInfo | null;
+};
 
 /** Prefix of the {@link ResultPayload.contentNote} of a result with no usable content. */
 export const EMPTY_NOTE_PREFIX = 'empty:';
@@ -71,14 +75,27 @@ export const EMPTY_NOTE_PREFIX = 'empty:';
 const blank = (s: string | null | undefined) => s === null || s === undefined || s.trim() === '';
 
 /** True when a page (the result row's fields) has usable content: a title, text, Markdown, links or a binary body. */
-export function pageHasContent(p: Pick<ResultPayload, 'title' | 'text' | 'markdown' | 'body'> & { links?: readonly string[] }): boolean {
-  return !blank(p.title) || !blank(p.text) || !blank(p.markdown) || (p.links?.length ?? 0) > 0 || (p.body?.size ?? 0) > 0;
+export function pageHasContent(
+  p: Pick<ResultPayload, 'title' | 'text' | 'markdown' | 'body'> & { links?: readonly string[] },
+): boolean {
+  return (
+    !blank(p.title) || !blank(p.text) || !blank(p.markdown) || (p.links?.length ?? 0) > 0 || (p.body?.size ?? 0) > 0
+  );
 }
 
 /** True when a document has usable content: no per-document error, and a title, text, Markdown, links, a binary body or provider fields. */
 export function documentHasContent(d: ResultDocument): boolean {
   if (d.error) return false;
-  return pageHasContent({ title: d.title ?? null, text: d.text ?? null, markdown: d.markdown ?? null, body: d.body ?? null, links: d.links }) || (d.data !== undefined && Object.keys(d.data).length > 0);
+  return (
+    pageHasContent({
+      title: d.title ?? null,
+      text: d.text ?? null,
+      markdown: d.markdown ?? null,
+      body: d.body ?? null,
+      links: d.links,
+    }) ||
+    (d.data !== undefined && Object.keys(d.data).length > 0)
+  );
 }
 
 /**
@@ -90,7 +107,8 @@ export function documentHasContent(d: ResultDocument): boolean {
 export function contentNoteOf(payload: ResultPayload, documents: readonly ResultDocument[]): string | null {
   if (payload.contentNote) return payload.contentNote;
   if (pageHasContent(payload) || documents.some(documentHasContent)) return null;
-  if (documents.length === 0) return `${EMPTY_NOTE_PREFIX} the provider returned no content${payload.httpStatus ? ` (target HTTP ${payload.httpStatus})` : ''}`;
+  if (documents.length === 0)
+    return `${EMPTY_NOTE_PREFIX} the provider returned no content${payload.httpStatus ? ` (target HTTP ${payload.httpStatus})` : ''}`;
   const errors = documents.filter((d) => d.error);
   if (errors.length === documents.length) {
     const f = errors[0]!.error!;

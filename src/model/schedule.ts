@@ -35,7 +35,11 @@ export const SAFETY_NET_MAX_FACTOR = 8;
  * `Math.random()` in workflow code.
  */
 export function scheduleDelay(s: PollSchedule, n: number, random: number): number {
-  const base = s.slowdown * (s.safetyNet ? s.maxDelayMs * Math.min(Math.pow(2, n), SAFETY_NET_MAX_FACTOR) : Math.min(s.maxDelayMs, s.initialDelayMs * Math.pow(s.multiplier, n)));
+  const base =
+    s.slowdown *
+    (s.safetyNet
+      ? s.maxDelayMs * Math.min(Math.pow(2, n), SAFETY_NET_MAX_FACTOR)
+      : Math.min(s.maxDelayMs, s.initialDelayMs * Math.pow(s.multiplier, n)));
   return Math.max(1, Math.round(base * (1 - s.jitter + 2 * s.jitter * random)));
 }
 

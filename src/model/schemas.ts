@@ -7,10 +7,14 @@ import { findSecret, secretPartsOfUrl } from '../lib/sanitize.js';
 import { MAX_JSON_DEPTH, valueDepth } from '../lib/json.js';
 
 /** Account names: 1..64 of `A-Z a-z 0-9 . _ -`. */
-export const AccountSchema = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'account must be 1-64 characters of A-Z, a-z, 0-9, ".", "_", "-"');
+export const AccountSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9._-]{1,64}$/, 'account must be 1-64 characters of A-Z, a-z, 0-9, ".", "_", "-"');
 
 /** Idempotency keys: 1..200 of `A-Z a-z 0-9 . _ : -`. */
-export const IdempotencyKeySchema = z.string().regex(/^[A-Za-z0-9._:-]{1,200}$/, 'key must be 1-200 characters of A-Z, a-z, 0-9, ".", "_", ":", "-"');
+export const IdempotencyKeySchema = z
+  .string()
+  .regex(/^[A-Za-z0-9._:-]{1,200}$/, 'key must be 1-200 characters of A-Z, a-z, 0-9, ".", "_", ":", "-"');
 
 /**
  * An absolute http(s) URL without credentials. URLs carrying user-info or a secret-named query
@@ -28,14 +32,18 @@ export const TargetUrlSchema = z
       ctx.addIssue({ code: 'custom', message: 'url is not an absolute URL' });
       return;
     }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') ctx.addIssue({ code: 'custom', message: `url scheme must be http or https, not ${u.protocol.replace(':', '')}` });
-    if (/[\u0000-\u001f\u007f]/.test(value)) ctx.addIssue({ code: 'custom', message: 'url contains a control character' });
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      ctx.addIssue({ code: 'custom', message: `url scheme must be http or https, not ${u.protocol.replace(':', '')}` });
+    // eslint-disable-next-line no-control-regex -- finding control characters is the point
+    if (/[\u0000-\u001f\u007f]/.test(value))
+      ctx.addIssue({ code: 'custom', message: 'url contains a control character' });
     for (const part of secretPartsOfUrl(value)) {
       ctx.addIssue({
         code: 'custom',
-        message: part === 'user-info'
-          ? 'url must not contain credentials (user-info); configure credentials on the worker'
-          : `url ${part} looks like a credential; secrets must not enter workflow input`,
+        message:
+          part === 'user-info'
+            ? 'url must not contain credentials (user-info); configure credentials on the worker'
+            : `url ${part} looks like a credential; secrets must not enter workflow input`,
       });
     }
   });
@@ -50,14 +58,31 @@ export const MAX_ROW_BYTES = 65_536;
 /** zod refinement: the row's JSON is at most {@link MAX_ROW_BYTES}. */
 export function checkRowSize(row: Record<string, unknown> | undefined, ctx: z.RefinementCtx): void {
   if (row === undefined) return;
-  if (valueDepth(row) > MAX_JSON_DEPTH) return void ctx.addIssue({ code: 'custom', message: `the row nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep` });
+  if (valueDepth(row) > MAX_JSON_DEPTH)
+    return void ctx.addIssue({
+      code: 'custom',
+      message: `the row nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`,
+    });
   const bytes = new TextEncoder().encode(JSON.stringify(row)).length;
-  if (bytes > MAX_ROW_BYTES) ctx.addIssue({ code: 'custom', message: `the row is ${bytes} bytes of JSON; at most ${MAX_ROW_BYTES} are kept with a job` });
+  if (bytes > MAX_ROW_BYTES)
+    ctx.addIssue({
+      code: 'custom',
+      message: `the row is ${bytes} bytes of JSON; at most ${MAX_ROW_BYTES} are kept with a job`,
+    });
 }
 
 /** An integer number of ms in [min, max], whose error names the field and both bounds with units. */
 function msBetween(field: string, min: number, max: number) {
-  const human = (ms: number) => (ms % 86_400_000 === 0 ? `${ms / 86_400_000} d` : ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : ms % 60_000 === 0 ? `${ms / 60_000} min` : ms % 1_000 === 0 ? `${ms / 1_000} s` : `${ms} ms`);
+  const human = (ms: number) =>
+    ms % 86_400_000 === 0
+      ? `${ms / 86_400_000} d`
+      : ms % 3_600_000 === 0
+        ? `${ms / 3_600_000} h`
+        : ms % 60_000 === 0
+          ? `${ms / 60_000} min`
+          : ms % 1_000 === 0
+            ? `${ms / 1_000} s`
+            : `${ms} ms`;
   const error = `${field} must be a whole number of milliseconds from ${min} (${human(min)}) to ${max} (${human(max)})`;
   return z.number({ error }).int({ error }).min(min, { error }).max(max, { error });
 }
@@ -69,28 +94,77 @@ function msBetween(field: string, min: number, max: number) {
  */
 export const PollPolicySchema = z
   .object({
-    initialDelayMs: msBetween('initialDelayMs', 10, 3_600_000).describe('Delay before the first status check, ms (CLI --poll-initial).'),
-    maxDelayMs: msBetween('maxDelayMs', 10, 24 * 3_600_000).describe('Ceiling of the delay between status checks, ms (CLI --poll-max).'),
-    multiplier: z.number({ error: 'multiplier must be a number from 1 to 10' }).min(1, { error: 'multiplier must be a number from 1 to 10' }).max(10, { error: 'multiplier must be a number from 1 to 10' }).describe('Growth of the delay after each check (CLI --poll-multiplier).'),
-    jitter: z.number({ error: 'jitter must be a fraction from 0 to 1' }).min(0, { error: 'jitter must be a fraction from 0 to 1' }).max(1, { error: 'jitter must be a fraction from 0 to 1' }).describe('Random spread of each delay, a fraction 0..1 (CLI --poll-jitter).'),
-    deadlineMs: msBetween('deadlineMs', 1_000, 30 * 24 * 3_600_000).describe('Tracking deadline counted from the moment the provider task is known, ms; past it the job is tracking_interrupted (CLI --deadline).'),
-    statusCheckAttempts: z.number().int().min(1).max(100).describe('Attempts of one status check before it gives up (count).'),
-    statusCheckBudgetMs: msBetween('statusCheckBudgetMs', 1_000, 24 * 3_600_000).describe('Time budget of one status check with its retries, ms.'),
-    notFoundLimit: z.number().int().min(1).max(100).describe('404s in a row on a known task before it is expired (count).'),
-    submitRounds: z.number().int().min(1).max(20).describe('Lost submissions proved absent before the job fails (count).'),
-    cancelConfirmDeadlineMs: msBetween('cancelConfirmDeadlineMs', 1_000, 24 * 3_600_000).describe('How long a cancel waits for the provider to confirm, ms.'),
-    onDeadline: z.enum(['interrupt', 'cancel']).describe('At the deadline: stop tracking (interrupt) or cancel at the provider (CLI --on-deadline).'),
-    activityTimeoutMs: msBetween('activityTimeoutMs', 1_000, 3_600_000).describe('Timeout of one activity attempt, ms.'),
+    initialDelayMs: msBetween('initialDelayMs', 10, 3_600_000).describe(
+      'Delay before the first status check, ms (CLI --poll-initial).',
+    ),
+    maxDelayMs: msBetween('maxDelayMs', 10, 24 * 3_600_000).describe(
+      'Ceiling of the delay between status checks, ms (CLI --poll-max).',
+    ),
+    multiplier: z
+      .number({ error: 'multiplier must be a number from 1 to 10' })
+      .min(1, { error: 'multiplier must be a number from 1 to 10' })
+      .max(10, { error: 'multiplier must be a number from 1 to 10' })
+      .describe('Growth of the delay after each check (CLI --poll-multiplier).'),
+    jitter: z
+      .number({ error: 'jitter must be a fraction from 0 to 1' })
+      .min(0, { error: 'jitter must be a fraction from 0 to 1' })
+      .max(1, { error: 'jitter must be a fraction from 0 to 1' })
+      .describe('Random spread of each delay, a fraction 0..1 (CLI --poll-jitter).'),
+    deadlineMs: msBetween('deadlineMs', 1_000, 30 * 24 * 3_600_000).describe(
+      'Tracking deadline counted from the moment the provider task is known, ms; past it the job is tracking_interrupted (CLI --deadline).',
+    ),
+    statusCheckAttempts: z
+      .number()
+      .int()
+      .min(1)
+      .max(100)
+      .describe('Attempts of one status check before it gives up (count).'),
+    statusCheckBudgetMs: msBetween('statusCheckBudgetMs', 1_000, 24 * 3_600_000).describe(
+      'Time budget of one status check with its retries, ms.',
+    ),
+    notFoundLimit: z
+      .number()
+      .int()
+      .min(1)
+      .max(100)
+      .describe('404s in a row on a known task before it is expired (count).'),
+    submitRounds: z
+      .number()
+      .int()
+      .min(1)
+      .max(20)
+      .describe('Lost submissions proved absent before the job fails (count).'),
+    cancelConfirmDeadlineMs: msBetween('cancelConfirmDeadlineMs', 1_000, 24 * 3_600_000).describe(
+      'How long a cancel waits for the provider to confirm, ms.',
+    ),
+    onDeadline: z
+      .enum(['interrupt', 'cancel'])
+      .describe('At the deadline: stop tracking (interrupt) or cancel at the provider (CLI --on-deadline).'),
+    activityTimeoutMs: msBetween('activityTimeoutMs', 1_000, 3_600_000).describe(
+      'Timeout of one activity attempt, ms.',
+    ),
     webhookSlowdown: z.number().min(1).max(100).describe('Polling slowdown factor when the provider sends webhooks.'),
-    pollHeartbeatTimeoutMs: msBetween('pollHeartbeatTimeoutMs', 10_000, 3_600_000).describe('Heartbeat timeout of the polling activity, ms: how long a worker that died without warning goes unnoticed.'),
-    fastPathMs: msBetween('fastPathMs', 0, 600_000).describe('How long the submit attempt goes on into the first status checks, ms (0: submit only).'),
-    learnSchedule: z.boolean().describe('Place status checks where the provider key’s recent jobs finished (learned from the last completions).'),
+    pollHeartbeatTimeoutMs: msBetween('pollHeartbeatTimeoutMs', 10_000, 3_600_000).describe(
+      'Heartbeat timeout of the polling activity, ms: how long a worker that died without warning goes unnoticed.',
+    ),
+    fastPathMs: msBetween('fastPathMs', 0, 600_000).describe(
+      'How long the submit attempt goes on into the first status checks, ms (0: submit only).',
+    ),
+    learnSchedule: z
+      .boolean()
+      .describe(
+        'Place status checks where the provider key’s recent jobs finished (learned from the last completions).',
+      ),
   })
   .partial()
   .strict()
   .superRefine((p, ctx) => {
     if (p.initialDelayMs !== undefined && p.maxDelayMs !== undefined && p.initialDelayMs > p.maxDelayMs) {
-      ctx.addIssue({ code: 'custom', path: ['initialDelayMs'], message: `initialDelayMs (${p.initialDelayMs} ms) is longer than maxDelayMs (${p.maxDelayMs} ms)` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['initialDelayMs'],
+        message: `initialDelayMs (${p.initialDelayMs} ms) is longer than maxDelayMs (${p.maxDelayMs} ms)`,
+      });
     }
   });
 
@@ -100,27 +174,46 @@ export const StartScrapeInputSchema = z
     account: AccountSchema,
     url: TargetUrlSchema,
     /** Provider name; defaults to the configured default provider. */
-    provider: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional(),
+    provider: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/)
+      .optional(),
     format: z.enum(['markdown', 'text']).default('markdown'),
     /** Provider-specific options (JSON; no secrets; not `url`, `format`, `client_ref` or `webhook`, which are ours). */
     options: z
       .record(z.string(), z.unknown())
       .default({})
       .superRefine((o, ctx) => {
-        if (valueDepth(o) > MAX_JSON_DEPTH) return void ctx.addIssue({ code: 'custom', message: `options nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep` });
+        if (valueDepth(o) > MAX_JSON_DEPTH)
+          return void ctx.addIssue({
+            code: 'custom',
+            message: `options nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep`,
+          });
         const bytes = new TextEncoder().encode(JSON.stringify(o)).length;
-        if (bytes > MAX_ROW_BYTES) ctx.addIssue({ code: 'custom', message: `options are ${bytes} bytes of JSON; at most ${MAX_ROW_BYTES} are accepted` });
+        if (bytes > MAX_ROW_BYTES)
+          ctx.addIssue({
+            code: 'custom',
+            message: `options are ${bytes} bytes of JSON; at most ${MAX_ROW_BYTES} are accepted`,
+          });
         for (const k of Object.keys(o)) {
-          if (['url', 'format', 'client_ref', 'webhook'].includes(k)) ctx.addIssue({ code: 'custom', message: `options.${k} is set by the orchestrator and cannot be given` });
+          if (['url', 'format', 'client_ref', 'webhook'].includes(k))
+            ctx.addIssue({ code: 'custom', message: `options.${k} is set by the orchestrator and cannot be given` });
         }
         const secret = findSecret(o);
-        if (secret) ctx.addIssue({ code: 'custom', message: `options.${secret} looks like a credential; secrets must not enter workflow input (configure them on the worker)` });
+        if (secret)
+          ctx.addIssue({
+            code: 'custom',
+            message: `options.${secret} looks like a credential; secrets must not enter workflow input (configure them on the worker)`,
+          });
       }),
     /** The caller's idempotency key; when absent, one is derived from the request. */
     key: IdempotencyKeySchema.optional(),
     /** The caller's input row, kept with the job as evidence. */
     row: z.record(z.string(), z.unknown()).optional().superRefine(checkRowSize),
-    batchId: z.string().regex(/^[A-Za-z0-9._:-]{1,120}$/).optional(),
+    batchId: z
+      .string()
+      .regex(/^[A-Za-z0-9._:-]{1,120}$/)
+      .optional(),
     policy: PollPolicySchema.optional(),
   })
   .strict();

@@ -57,8 +57,11 @@ export function applyObservabilityEnv(c: ObservabilityConfig, env: NodeJS.Proces
   if (w !== undefined) c.metrics.workerPort = w;
   const a = port('SCRAPE_API_METRICS_PORT');
   if (a !== undefined) c.metrics.apiPort = a;
-  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || (env.OTEL_EXPORTER_OTLP_ENDPOINT ? `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/$/, '')}/v1/traces` : undefined);
+  const traces =
+    env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ||
+    (env.OTEL_EXPORTER_OTLP_ENDPOINT ? `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/$/, '')}/v1/traces` : undefined);
   if (traces) c.traces.otlpEndpoint = z.url().parse(traces);
   if (env.OTEL_SERVICE_NAME) c.traces.serviceName = env.OTEL_SERVICE_NAME;
-  if (env.SCRAPE_LOG_LEVEL) c.logs.level = z.enum(['trace', 'debug', 'info', 'warn', 'error']).parse(env.SCRAPE_LOG_LEVEL);
+  if (env.SCRAPE_LOG_LEVEL)
+    c.logs.level = z.enum(['trace', 'debug', 'info', 'warn', 'error']).parse(env.SCRAPE_LOG_LEVEL);
 }

@@ -6,17 +6,31 @@
  * The HTTP API and the codec server log JSON through Fastify's pino logger.
  */
 import fs from 'node:fs';
-import { DefaultLogger, Runtime, makeTelemetryFilterString, type LogEntry, type LogLevel, type Logger } from '@temporalio/worker';
+import {
+  DefaultLogger,
+  Runtime,
+  makeTelemetryFilterString,
+  type LogEntry,
+  type LogLevel,
+  type Logger,
+} from '@temporalio/worker';
 import { REDACTED, redactSecrets, sanitizeBody } from '../lib/sanitize.js';
 
 const TASK_TOKEN_KEY = /^(base64)?_?task_?token$/i;
 
 /** One log entry as the JSON object we write (task tokens dropped, secrets redacted). */
-export function logRecord(entry: Pick<LogEntry, 'level' | 'message' | 'meta' | 'timestampNanos'>): Record<string, unknown> {
+export function logRecord(
+  entry: Pick<LogEntry, 'level' | 'message' | 'meta' | 'timestampNanos'>,
+): Record<string, unknown> {
   const meta: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(entry.meta ?? {})) if (!TASK_TOKEN_KEY.test(k)) meta[k] = plainError(v);
   const message = redactSecrets(entry.message).replace(/(task_?token=)?TaskToken\([^)]*\)/gi, REDACTED);
-  return { at: new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString(), level: entry.level, message, ...(sanitizeBody(meta) as Record<string, unknown>) };
+  return {
+    at: new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString(),
+    level: entry.level,
+    message,
+    ...(sanitizeBody(meta) as Record<string, unknown>),
+  };
 }
 
 /** An Error as a JSON-able object (its message, code, type and cause are not enumerable properties). */
@@ -50,7 +64,9 @@ let installed = false;
  * exporter on it (`host:port`; `/metrics` there, counters with `_total`, durations in seconds).
  * Returns false when a runtime was already installed (the call then changes nothing).
  */
-export function installWorkerRuntime(opts: { level?: LogLevel; file?: string; sdkMetricsAddress?: string } = {}): boolean {
+export function installWorkerRuntime(
+  opts: { level?: LogLevel; file?: string; sdkMetricsAddress?: string } = {},
+): boolean {
   if (installed) return false;
   installed = true;
   Runtime.install({
@@ -58,7 +74,18 @@ export function installWorkerRuntime(opts: { level?: LogLevel; file?: string; sd
     telemetryOptions: {
       // The native side's own logs (Core) go through the same JSON logger instead of the console.
       logging: { forward: {}, filter: makeTelemetryFilterString({ core: 'WARN', other: 'ERROR' }) },
-      ...(opts.sdkMetricsAddress ? { metrics: { prometheus: { bindAddress: opts.sdkMetricsAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } } : {}),
+      ...(opts.sdkMetricsAddress
+        ? {
+            metrics: {
+              prometheus: {
+                bindAddress: opts.sdkMetricsAddress,
+                countersTotalSuffix: true,
+                unitSuffix: true,
+                useSecondsForDurations: true,
+              },
+            },
+          }
+        : {}),
     },
   });
   return true;

@@ -24,21 +24,89 @@ import client from 'prom-client';
 export const registry = new client.Registry();
 client.collectDefaultMetrics({ register: registry, prefix: 'scrape_' });
 
-const STATES = ['submitting', 'unknown', 'pending', 'completed', 'failed', 'cancelling', 'cancelled', 'tracking_interrupted', 'expired'] as const;
+const STATES = [
+  'submitting',
+  'unknown',
+  'pending',
+  'completed',
+  'failed',
+  'cancelling',
+  'cancelled',
+  'tracking_interrupted',
+  'expired',
+] as const;
 const boundedState = (s: string) => ((STATES as readonly string[]).includes(s) ? s : 'other');
 const word = (s: string) => (/^[a-z][a-z0-9_]{0,39}$/.test(s) ? s : 'other');
 
-const transitions = new client.Counter({ name: 'scrape_job_transitions_total', help: 'Job state transitions, by the state moved into.', labelNames: ['state'], registers: [registry] });
-const providerRequests = new client.Counter({ name: 'scrape_provider_requests_total', help: 'HTTP requests to providers, by provider, endpoint template and status code (network: no answer).', labelNames: ['provider', 'endpoint', 'status_code'], registers: [registry] });
-const providerDuration = new client.Histogram({ name: 'scrape_provider_request_duration_seconds', help: 'Duration of provider HTTP exchanges, seconds.', labelNames: ['provider', 'endpoint'], buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] });
-const rateLimited = new client.Counter({ name: 'scrape_provider_rate_limited_total', help: 'Provider answers 429 Too Many Requests.', labelNames: ['provider'], registers: [registry] });
-const cooldowns = new client.Counter({ name: 'scrape_provider_cooldowns_total', help: 'Shared cool-downs started or extended for a provider key.', labelNames: ['provider'], registers: [registry] });
-const statusChecks = new client.Histogram({ name: 'scrape_status_check_duration_seconds', help: 'Duration of status checks (one provider status read, retries excluded), seconds.', labelNames: ['outcome'], buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry] });
-const commitLag = new client.Histogram({ name: 'scrape_result_commit_lag_seconds', help: 'Time from the provider reporting completion to our result commit, seconds.', buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300], registers: [registry] });
-const reconciles = new client.Counter({ name: 'scrape_reconcile_outcomes_total', help: 'Reconciliations of ambiguous submits, by outcome.', labelNames: ['outcome'], registers: [registry] });
-const webhooks = new client.Counter({ name: 'scrape_webhook_deliveries_total', help: 'Provider webhook deliveries received, by outcome.', labelNames: ['provider', 'outcome'], registers: [registry] });
-const activities = new client.Counter({ name: 'scrape_activity_executions_total', help: 'Activity executions (attempts), by activity type and outcome.', labelNames: ['activity', 'outcome'], registers: [registry] });
-const activityDuration = new client.Histogram({ name: 'scrape_activity_duration_seconds', help: 'Activity execution (attempt) duration, seconds.', labelNames: ['activity', 'outcome'], buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] });
+const transitions = new client.Counter({
+  name: 'scrape_job_transitions_total',
+  help: 'Job state transitions, by the state moved into.',
+  labelNames: ['state'],
+  registers: [registry],
+});
+const providerRequests = new client.Counter({
+  name: 'scrape_provider_requests_total',
+  help: 'HTTP requests to providers, by provider, endpoint template and status code (network: no answer).',
+  labelNames: ['provider', 'endpoint', 'status_code'],
+  registers: [registry],
+});
+const providerDuration = new client.Histogram({
+  name: 'scrape_provider_request_duration_seconds',
+  help: 'Duration of provider HTTP exchanges, seconds.',
+  labelNames: ['provider', 'endpoint'],
+  buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers: [registry],
+});
+const rateLimited = new client.Counter({
+  name: 'scrape_provider_rate_limited_total',
+  help: 'Provider answers 429 Too Many Requests.',
+  labelNames: ['provider'],
+  registers: [registry],
+});
+const cooldowns = new client.Counter({
+  name: 'scrape_provider_cooldowns_total',
+  help: 'Shared cool-downs started or extended for a provider key.',
+  labelNames: ['provider'],
+  registers: [registry],
+});
+const statusChecks = new client.Histogram({
+  name: 'scrape_status_check_duration_seconds',
+  help: 'Duration of status checks (one provider status read, retries excluded), seconds.',
+  labelNames: ['outcome'],
+  buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+const commitLag = new client.Histogram({
+  name: 'scrape_result_commit_lag_seconds',
+  help: 'Time from the provider reporting completion to our result commit, seconds.',
+  buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+  registers: [registry],
+});
+const reconciles = new client.Counter({
+  name: 'scrape_reconcile_outcomes_total',
+  help: 'Reconciliations of ambiguous submits, by outcome.',
+  labelNames: ['outcome'],
+  registers: [registry],
+});
+const webhooks = new client.Counter({
+  name: 'scrape_webhook_deliveries_total',
+  help: 'Provider webhook deliveries received, by outcome.',
+  labelNames: ['provider', 'outcome'],
+  registers: [registry],
+});
+const activities = new client.Counter({
+  name: 'scrape_activity_executions_total',
+  help: 'Activity executions (attempts), by activity type and outcome.',
+  labelNames: ['activity', 'outcome'],
+  registers: [registry],
+});
+const activityDuration = new client.Histogram({
+  name: 'scrape_activity_duration_seconds',
+  help: 'Activity execution (attempt) duration, seconds.',
+  labelNames: ['activity', 'outcome'],
+  buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers: [registry],
+});
 
 /** Counts a move of a job into `state` (call once per committed transition). */
 export function recordTransition(state: string): void {
@@ -89,7 +157,9 @@ export function setKnownProviders(names: Iterable<string>): void {
 
 function providerLabel(name: string | undefined): string {
   if (!name) return 'unknown';
-  return knownProviders.has(name) || (knownProviders.size === 0 && /^[a-z][a-z0-9_-]{0,31}$/.test(name)) ? name : 'other';
+  return knownProviders.has(name) || (knownProviders.size === 0 && /^[a-z][a-z0-9_-]{0,31}$/.test(name))
+    ? name
+    : 'other';
 }
 
 /** Runs `fn` with `provider` as the provider label of the requests it makes (set per activity by the worker). */
@@ -123,7 +193,13 @@ export function endpointTemplate(method: string, url: string): string {
 }
 
 /** Records one provider HTTP exchange (status `undefined` = no answer). */
-export function recordProviderRequest(r: { provider?: string; method: string; url: string; status?: number; ms: number }): void {
+export function recordProviderRequest(r: {
+  provider?: string;
+  method: string;
+  url: string;
+  status?: number;
+  ms: number;
+}): void {
   const provider = providerLabel(r.provider ?? currentProviderLabel());
   const endpoint = endpointTemplate(r.method, r.url);
   providerRequests.inc({ provider, endpoint, status_code: r.status === undefined ? 'network' : String(r.status) });

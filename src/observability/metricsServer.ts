@@ -20,7 +20,11 @@ export interface MetricsServer {
  * @param sdkMetricsUrl the SDK runtime's Prometheus endpoint to append (worker only)
  * @throws Error when the port is taken
  */
-export async function startMetricsServer(opts: { host: string; port: number; sdkMetricsUrl?: string }): Promise<MetricsServer> {
+export async function startMetricsServer(opts: {
+  host: string;
+  port: number;
+  sdkMetricsUrl?: string;
+}): Promise<MetricsServer> {
   const app = Fastify({ logger: false });
   app.get('/metrics', async (_req, reply) => {
     let text = await registry.metrics();

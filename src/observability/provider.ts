@@ -21,18 +21,35 @@ export interface ObservedRequest {
  * Runs `send` inside a span and records the exchange. `send` resolves with something that has a
  * `status` (the response) or throws (no answer, or an error carrying `httpStatus`).
  */
-export async function observeProviderCall<T extends { status: number }>(req: ObservedRequest, send: () => Promise<T>): Promise<T> {
+export async function observeProviderCall<T extends { status: number }>(
+  req: ObservedRequest,
+  send: () => Promise<T>,
+): Promise<T> {
   const endpoint = endpointTemplate(req.method, req.url);
   const started = performance.now();
   return tracer().startActiveSpan(
     `provider ${endpoint}`,
-    { kind: SpanKind.CLIENT, attributes: { 'http.request.method': req.method, 'url.full': sanitizeUrl(req.url, req.secrets), 'url.template': endpoint.slice(endpoint.indexOf(' ') + 1), 'scrape.phase': req.phase, 'scrape.provider': currentProviderLabel() ?? 'unknown' } },
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'http.request.method': req.method,
+        'url.full': sanitizeUrl(req.url, req.secrets),
+        'url.template': endpoint.slice(endpoint.indexOf(' ') + 1),
+        'scrape.phase': req.phase,
+        'scrape.provider': currentProviderLabel() ?? 'unknown',
+      },
+    },
     async (span) => {
       try {
         const res = await send();
         span.setAttribute('http.response.status_code', res.status);
         if (res.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${res.status}` });
-        recordProviderRequest({ method: req.method, url: req.url, status: res.status, ms: performance.now() - started });
+        recordProviderRequest({
+          method: req.method,
+          url: req.url,
+          status: res.status,
+          ms: performance.now() - started,
+        });
         return res;
       } catch (e) {
         const status = (e as { httpStatus?: number }).httpStatus;

@@ -36,12 +36,19 @@ export const tracer = () => trace.getTracer('scrape-orchestrator');
  * otherwise does nothing and returns undefined. A second call returns the first installation.
  * @param kind suffix of `service.name` (`worker`, `api`, …)
  */
-export function installTracing(traces: ObservabilityConfig['traces'], kind: string, exporter?: SpanExporter): Tracing | undefined {
+export function installTracing(
+  traces: ObservabilityConfig['traces'],
+  kind: string,
+  exporter?: SpanExporter,
+): Tracing | undefined {
   if (installed) return installed;
   if (!exporter && !traces.otlpEndpoint) return undefined;
   const resource = new Resource({ [ATTR_SERVICE_NAME]: `${traces.serviceName}-${kind}` });
   const exp = exporter ?? new OTLPTraceExporter({ url: traces.otlpEndpoint });
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [exporter ? new SimpleSpanProcessor(exp) : new BatchSpanProcessor(exp)] });
+  const provider = new NodeTracerProvider({
+    resource,
+    spanProcessors: [exporter ? new SimpleSpanProcessor(exp) : new BatchSpanProcessor(exp)],
+  });
   provider.register();
   installed = { provider, exporter: exp, resource, shutdown: () => provider.shutdown() };
   return installed;
@@ -70,7 +77,14 @@ export function traceRequests(app: FastifyInstance): void {
   app.addHook('onRequest', (req, _reply, done) => {
     const parent = propagation.extract(context.active(), req.headers);
     const name = `${req.method} ${req.routeOptions.url ?? 'unknown route'}`;
-    const span = tracer().startSpan(name, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method, 'http.route': req.routeOptions.url ?? '' } }, parent);
+    const span = tracer().startSpan(
+      name,
+      {
+        kind: SpanKind.SERVER,
+        attributes: { 'http.request.method': req.method, 'http.route': req.routeOptions.url ?? '' },
+      },
+      parent,
+    );
     requestSpans.set(req, { span, ctx: trace.setSpan(parent, span) });
     done();
   });

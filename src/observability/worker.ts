@@ -9,8 +9,17 @@ import { ExportResultCode } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { Resource } from '@opentelemetry/resources';
 import type { Context as ActivityContext } from '@temporalio/activity';
-import { OpenTelemetryActivityInboundInterceptor, makeWorkflowExporter } from '@temporalio/interceptors-opentelemetry/lib/worker/index.js';
-import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, ActivityInterceptors, InjectedSinks, Next } from '@temporalio/worker';
+import {
+  OpenTelemetryActivityInboundInterceptor,
+  makeWorkflowExporter,
+} from '@temporalio/interceptors-opentelemetry/lib/worker/index.js';
+import type {
+  ActivityExecuteInput,
+  ActivityInboundCallsInterceptor,
+  ActivityInterceptors,
+  InjectedSinks,
+  Next,
+} from '@temporalio/worker';
 import { CancelledFailure } from '@temporalio/common';
 import { recordActivity, withProviderLabel } from './metrics.js';
 import { currentTracing } from './tracing.js';
@@ -65,5 +74,7 @@ const discard: SpanExporter = {
  */
 export function workflowSpanSinks(): InjectedSinks<Record<string, never>> {
   const t = currentTracing();
-  return { exporter: makeWorkflowExporter(t?.exporter ?? discard, t?.resource ?? new Resource({})) } as unknown as InjectedSinks<Record<string, never>>;
+  return {
+    exporter: makeWorkflowExporter(t?.exporter ?? discard, t?.resource ?? new Resource({})),
+  } as unknown as InjectedSinks<Record<string, never>>;
 }

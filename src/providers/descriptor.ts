@@ -101,11 +101,16 @@ export type EntryOf<D extends AnyProviderDescriptor> = z.infer<D['entrySchema']>
  * fields; an entry configuring `webhook` for a kind without webhooks fails validation, and the
  * kind's `refineEntry` (checks across fields) runs on every parsed entry.
  */
-export function defineProvider<K extends string, S extends { kind: z.ZodLiteral<K> } & z.ZodRawShape>(spec: Omit<ProviderDescriptor<K, S>, 'entrySchema'>): ProviderDescriptor<K, S> {
+export function defineProvider<K extends string, S extends { kind: z.ZodLiteral<K> } & z.ZodRawShape>(
+  spec: Omit<ProviderDescriptor<K, S>, 'entrySchema'>,
+): ProviderDescriptor<K, S> {
   const base = providerEntrySchema(spec.configSchema.shape);
   const hooked = spec.webhook
     ? base
-    : base.refine((e: { webhook?: unknown }) => e.webhook === undefined, { message: `provider kind "${spec.kind}" has no webhooks; remove "webhook"`, path: ['webhook'] });
+    : base.refine((e: { webhook?: unknown }) => e.webhook === undefined, {
+        message: `provider kind "${spec.kind}" has no webhooks; remove "webhook"`,
+        path: ['webhook'],
+      });
   const refine = spec.refineEntry;
   const entrySchema = refine ? hooked.superRefine((e, ctx) => refine(e as z.infer<EntrySchemaOf<S>>, ctx)) : hooked;
   return { ...spec, entrySchema };

@@ -31,7 +31,9 @@ export const PROVIDER_DESCRIPTORS = [
 export type ProviderKind = (typeof PROVIDER_DESCRIPTORS)[number]['kind'];
 
 /** The entry schemas of a descriptor tuple, as a tuple (for `z.discriminatedUnion`). */
-export type EntrySchemas<T extends readonly AnyProviderDescriptor[]> = { -readonly [K in keyof T]: T[K]['entrySchema'] };
+export type EntrySchemas<T extends readonly AnyProviderDescriptor[]> = {
+  -readonly [K in keyof T]: T[K]['entrySchema'];
+};
 
 /** The entry schemas of `descriptors`, in order. */
 export function entrySchemas<T extends readonly AnyProviderDescriptor[]>(descriptors: T): EntrySchemas<T> {
@@ -85,6 +87,12 @@ export interface ProvidersConfig {
  * keeps the two equal.
  */
 export function evidenceTable(): string {
-  const rows = PROVIDER_DESCRIPTORS.flatMap((d) => d.evidence.map((e) => `| \`${d.kind}\`: ${e.label} | ${describeEvidence(e.evidence)} |`));
-  return ['| kind | what a lost submit is decided from (lag: how long a new job may be missing; strong: our reference read back; weak: URL and time only) |', '|---|---|', ...rows].join('\n');
+  const rows = PROVIDER_DESCRIPTORS.flatMap((d) =>
+    d.evidence.map((e) => `| \`${d.kind}\`: ${e.label} | ${describeEvidence(e.evidence)} |`),
+  );
+  return [
+    '| kind | what a lost submit is decided from (lag: how long a new job may be missing; strong: our reference read back; weak: URL and time only) |',
+    '|---|---|',
+    ...rows,
+  ].join('\n');
 }

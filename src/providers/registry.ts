@@ -60,7 +60,11 @@ export interface ResolvedProvider {
  * {@link ResolvedProvider.providerKey}): the credential appears only as the first 16 hex digits of
  * its SHA-256, never as itself.
  */
-export function providerIdentity(entry: { kind: string; baseUrl?: unknown }, adapter: Pick<ProviderAdapter, 'evidence'>, apiKey: string): { providerKey: string; providerAccount: string } {
+export function providerIdentity(
+  entry: { kind: string; baseUrl?: unknown },
+  adapter: Pick<ProviderAdapter, 'evidence'>,
+  apiKey: string,
+): { providerKey: string; providerAccount: string } {
   let host = 'unknown-host';
   try {
     if (typeof entry.baseUrl === 'string') host = new URL(entry.baseUrl).host.toLowerCase();
@@ -119,7 +123,14 @@ export class ProviderRegistry {
   /** The adapter for `name`; throws a permanent {@link ProviderError} when not configured. */
   adapter(name: string): ProviderAdapter {
     const a = this.adapters.get(name);
-    if (!a) throw new ProviderError('permanent', `provider "${name}" is not configured on this worker (configured: ${this.names().join(', ') || 'none'})`, { code: 'UNKNOWN_PROVIDER' });
+    if (!a)
+      throw new ProviderError(
+        'permanent',
+        `provider "${name}" is not configured on this worker (configured: ${this.names().join(', ') || 'none'})`,
+        {
+          code: 'UNKNOWN_PROVIDER',
+        },
+      );
     return a;
   }
 

@@ -24,7 +24,11 @@ export class HttpError extends Error {
 }
 
 /** The API's error body: `{"error": {"code", "message", …extra}}`. */
-export function errorBody(code: string, message: string, extra: Record<string, unknown> = {}): { error: Record<string, unknown> } {
+export function errorBody(
+  code: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+): { error: Record<string, unknown> } {
   return { error: { code, message, ...extra } };
 }
 
@@ -47,13 +51,18 @@ export function zodIssues(err: z.ZodError): Array<{ path: string; message: strin
 export const NOT_FOUND = (): Outcome => outcome(404, errorBody('NOT_FOUND', 'job not found'));
 
 /** `404 NOT_SUPPORTED`: the account's profile switched the feature `what` off. */
-export const NOT_SUPPORTED = (what: string): Outcome => outcome(404, errorBody('NOT_SUPPORTED', `${what} is not supported by this provider`));
+export const NOT_SUPPORTED = (what: string): Outcome =>
+  outcome(404, errorBody('NOT_SUPPORTED', `${what} is not supported by this provider`));
 
 /**
  * The wait announcement per `retryAfterStyle`: the `Retry-After` header (seconds), or the wait in
  * the message (`"Rate limit exceeded. Please retry after 7 seconds."`), or nothing.
  */
-export function retryAfter(profile: Profile, seconds: number, plainMessage: string): { headers: Record<string, string>; message: string } {
+export function retryAfter(
+  profile: Profile,
+  seconds: number,
+  plainMessage: string,
+): { headers: Record<string, string>; message: string } {
   switch (profile.retryAfterStyle) {
     case 'header':
       return { headers: { 'retry-after': String(seconds) }, message: plainMessage };
@@ -72,9 +81,19 @@ export function serverError(fault: FaultRule): Outcome {
   if (fault.plain) {
     const status = fault.status ?? 502;
     const words = status === 502 ? 'Bad Gateway' : status === 504 ? 'Gateway Timeout' : 'Service Unavailable';
-    return { status, body: `<html>\r\n<head><title>${status} ${words}</title></head>\r\n<body>\r\n<center><h1>${status} ${words}</h1></center>\r\n</body>\r\n</html>\r\n`, headers: { 'content-type': 'text/html' } };
+    return {
+      status,
+      body: `<html>\r\n<head><title>${status} ${words}</title></head>\r\n<body>\r\n<center><h1>${status} ${words}</h1></center>\r\n</body>\r\n</html>\r\n`,
+      headers: { 'content-type': 'text/html' },
+    };
   }
-  return outcome(fault.status ?? 503, errorBody(fault.code ?? 'UPSTREAM_UNAVAILABLE', fault.message ?? 'The service is temporarily unavailable (simulated).'));
+  return outcome(
+    fault.status ?? 503,
+    errorBody(
+      fault.code ?? 'UPSTREAM_UNAVAILABLE',
+      fault.message ?? 'The service is temporarily unavailable (simulated).',
+    ),
+  );
 }
 
 /** Sends `o` on `reply`. */

@@ -155,7 +155,9 @@ function buildDom(body: Buffer, url: string, charset: string | null): JSDOM {
       lastError = err;
     }
   }
-  throw new ExtractionError(`cannot parse document: ${lastError instanceof Error ? lastError.message : String(lastError)}`);
+  throw new ExtractionError(
+    `cannot parse document: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
+  );
 }
 
 function collectLinks(doc: Document): string[] {

@@ -65,7 +65,8 @@ export async function fetchAndExtract(p: PageFetch): Promise<PageOutcome> {
         factor: 3,
         signal: fetchSignal,
         onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
-          if (retriesLeft > 0) log('warn', `fetch attempt ${attemptNumber} failed (${describeFetchError(error)}); retrying`);
+          if (retriesLeft > 0)
+            log('warn', `fetch attempt ${attemptNumber} failed (${describeFetchError(error)}); retrying`);
         },
       },
     );
@@ -86,7 +87,10 @@ export async function fetchAndExtract(p: PageFetch): Promise<PageOutcome> {
   p.onFetched();
   const finalUrl = response.url || p.url;
   const contentType = response.headers.get('content-type') ?? undefined;
-  log(response.ok ? 'info' : 'warn', `fetched ${finalUrl}: HTTP ${response.status}, ${body.length} bytes${contentType ? `, ${contentType}` : ''}`);
+  log(
+    response.ok ? 'info' : 'warn',
+    `fetched ${finalUrl}: HTTP ${response.status}, ${body.length} bytes${contentType ? `, ${contentType}` : ''}`,
+  );
   try {
     const page = extractPage(body, { url: finalUrl, contentType, checkReaderable: false });
     return {

@@ -17,7 +17,15 @@ export type { ExtractedPage, ExtractOptions } from './extract.js';
 export { FaultRegistry, ruleMatches } from './faults.js';
 export type { FaultContext, StoredFaultRule } from './faults.js';
 export type { JobTransition } from './jobs.js';
-export type { AccountRequestCounts, EndpointCounts, SimJobSnapshot, SimStats, SimStatsJob, SimWebhookAttempt, SimWebhookStats } from './stats.js';
+export type {
+  AccountRequestCounts,
+  EndpointCounts,
+  SimJobSnapshot,
+  SimStats,
+  SimStatsJob,
+  SimWebhookAttempt,
+  SimWebhookStats,
+} from './stats.js';
 export { simWebhookSignature, WebhookDispatcher } from './webhooks.js';
 export * from './schemas.js';
 export { startPageServer, listCorpusPages, defaultPagesDir, encodeLegacy, relabelCharset } from './pageServer.js';

@@ -14,7 +14,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { fetchAndExtract } from './fetchPage.js';
-import type { FaultAction, FaultRule, JobError, JobLog, JobResult, JobStatus, Profile, WebhookRequest } from './schemas.js';
+import type {
+  FaultAction,
+  FaultRule,
+  JobError,
+  JobLog,
+  JobResult,
+  JobStatus,
+  Profile,
+  WebhookRequest,
+} from './schemas.js';
 import { isAbortError, iso, runTimeMs, sleep, waitForAbort } from './util.js';
 
 /** Internal, mutable state of one job. Read it through snapshots outside this module. */
@@ -374,17 +383,38 @@ export class JobManager {
       if (!stillRunning(job)) return;
 
       if (job.failWith) {
-        this.finish(job, 'failed', undefined, job.failWith, 'error', `job failed: ${job.failWith.code}: ${job.failWith.message}`);
+        this.finish(
+          job,
+          'failed',
+          undefined,
+          job.failWith,
+          'error',
+          `job failed: ${job.failWith.code}: ${job.failWith.message}`,
+        );
       } else if (outcome.ok) {
         this.finish(job, 'completed', outcome.result, undefined, 'info', 'job completed');
       } else {
-        this.finish(job, 'failed', undefined, outcome.error, 'error', `job failed: ${outcome.error.code}: ${outcome.error.message}`);
+        this.finish(
+          job,
+          'failed',
+          undefined,
+          outcome.error,
+          'error',
+          `job failed: ${outcome.error.code}: ${outcome.error.message}`,
+        );
       }
     } catch (err) {
       if (isAbortError(err) || signal.aborted) return; // cancelled or sim closing
       if (isActive(job.status)) {
         const message = err instanceof Error ? err.message : String(err);
-        this.finish(job, 'failed', undefined, { code: 'INTERNAL', message }, 'error', `job failed: INTERNAL: ${message}`);
+        this.finish(
+          job,
+          'failed',
+          undefined,
+          { code: 'INTERNAL', message },
+          'error',
+          `job failed: INTERNAL: ${message}`,
+        );
       }
     }
   }

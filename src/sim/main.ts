@@ -43,9 +43,13 @@ export class HelpRequested extends Error {
  */
 export function parseAccounts(spec: string): AccountInput[] {
   const byName = new Map<string, string[]>();
-  for (const entry of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const i = entry.indexOf(':');
-    if (i <= 0 || i === entry.length - 1) throw new Error(`invalid account entry (expected name:key): "${entry.slice(0, Math.max(i, 0)) || '?'}:…"`);
+    if (i <= 0 || i === entry.length - 1)
+      throw new Error(`invalid account entry (expected name:key): "${entry.slice(0, Math.max(i, 0)) || '?'}:…"`);
     const name = entry.slice(0, i);
     const key = entry.slice(i + 1);
     byName.set(name, [...(byName.get(name) ?? []), key]);
@@ -104,7 +108,9 @@ export function optionsFromCli(argv: string[], env: NodeJS.ProcessEnv): SimOptio
 
   const perAccount: Record<string, ProfileInput> = {};
   if (env.SIM_ACCOUNT_PROFILES) {
-    const obj = z.record(z.string(), PartialProfileSchema).parse(parseJson('SIM_ACCOUNT_PROFILES', env.SIM_ACCOUNT_PROFILES));
+    const obj = z
+      .record(z.string(), PartialProfileSchema)
+      .parse(parseJson('SIM_ACCOUNT_PROFILES', env.SIM_ACCOUNT_PROFILES));
     Object.assign(perAccount, obj);
   }
   for (const item of values['account-profile'] ?? []) {
@@ -115,7 +121,9 @@ export function optionsFromCli(argv: string[], env: NodeJS.ProcessEnv): SimOptio
   for (const name of Object.keys(perAccount)) {
     if (!accounts.some((a) => a.name === name)) throw new Error(`--account-profile for unknown account "${name}"`);
   }
-  opts.accounts = accounts.map((a) => (perAccount[a.name] ? { ...a, profile: { ...a.profile, ...perAccount[a.name] } } : a));
+  opts.accounts = accounts.map((a) =>
+    perAccount[a.name] ? { ...a, profile: { ...a.profile, ...perAccount[a.name] } } : a,
+  );
 
   const adminToken = values['admin-token'] ?? env.SIM_ADMIN_TOKEN;
   if (adminToken) opts.adminToken = adminToken;
@@ -138,7 +146,9 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const sim = await startSim(options);
-  const accounts = options.accounts.map((a) => `${a.name} (${a.apiKeys.length} key${a.apiKeys.length === 1 ? '' : 's'})`);
+  const accounts = options.accounts.map(
+    (a) => `${a.name} (${a.apiKeys.length} key${a.apiKeys.length === 1 ? '' : 's'})`,
+  );
   console.log(`sim listening on ${sim.url}`);
   console.log(`accounts: ${accounts.join(', ')}`);
   if (options.adminToken) console.log('admin routes enabled at /_sim/*');

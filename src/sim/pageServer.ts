@@ -60,7 +60,9 @@ export function defaultPagesDir(): string {
  */
 export function listCorpusPages(pagesDir: string = defaultPagesDir()): string[] {
   if (!existsSync(pagesDir)) {
-    throw new Error(`test page corpus not found at ${pagesDir} (set PAGES_DIR or run from the repo root next to ../shared)`);
+    throw new Error(
+      `test page corpus not found at ${pagesDir} (set PAGES_DIR or run from the repo root next to ../shared)`,
+    );
   }
   return readdirSync(pagesDir, { withFileTypes: true })
     .filter((d) => d.isDirectory() && existsSync(path.join(pagesDir, d.name, 'source.html')))
@@ -141,7 +143,9 @@ export function relabelCharset(html: string, label: string): string {
 export async function startPageServer(options: PageServerOptions = {}): Promise<PageServer> {
   const pagesDir = options.pagesDir ?? defaultPagesDir();
   if (!existsSync(pagesDir)) {
-    throw new Error(`test page corpus not found at ${pagesDir} (set PAGES_DIR or run from the repo root next to ../shared)`);
+    throw new Error(
+      `test page corpus not found at ${pagesDir} (set PAGES_DIR or run from the repo root next to ../shared)`,
+    );
   }
   const hits = new Map<string, number>();
   const sockets = new Set<Socket>();
@@ -187,7 +191,9 @@ export async function startPageServer(options: PageServerOptions = {}): Promise<
     if ((m = /^\/status\/(\d{3})$/.exec(u.pathname))) {
       const code = Number(m[1]);
       res.writeHead(code, { 'content-type': 'text/html; charset=utf-8' });
-      res.end(`<!doctype html><html lang="en"><head><title>Status ${code}</title></head><body><h1>Status ${code}</h1><p>This page answered with HTTP status ${code}. <a href="/pages/001/">home</a></p></body></html>`);
+      res.end(
+        `<!doctype html><html lang="en"><head><title>Status ${code}</title></head><body><h1>Status ${code}</h1><p>This page answered with HTTP status ${code}. <a href="/pages/001/">home</a></p></body></html>`,
+      );
       return;
     }
     if (u.pathname === '/redirect') {
@@ -199,16 +205,21 @@ export async function startPageServer(options: PageServerOptions = {}): Promise<
     if (u.pathname === '/slow') {
       const ms = Number(u.searchParams.get('ms') ?? '1000');
       const to = u.searchParams.get('to');
-      const t = setTimeout(() => {
-        pending.delete(t);
-        if (to) {
-          res.writeHead(302, { location: to });
-          res.end();
-        } else {
-          res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-          res.end('<!doctype html><html><head><title>Slow page</title></head><body><p>Finally here.</p></body></html>');
-        }
-      }, Number.isFinite(ms) ? ms : 1000);
+      const t = setTimeout(
+        () => {
+          pending.delete(t);
+          if (to) {
+            res.writeHead(302, { location: to });
+            res.end();
+          } else {
+            res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+            res.end(
+              '<!doctype html><html><head><title>Slow page</title></head><body><p>Finally here.</p></body></html>',
+            );
+          }
+        },
+        Number.isFinite(ms) ? ms : 1000,
+      );
       pending.add(t);
       return;
     }

@@ -14,11 +14,29 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { errorBody, NOT_FOUND, outcome, retryAfter, send, serverError, validationError, zodIssues, type Outcome } from './answers.js';
+import {
+  errorBody,
+  NOT_FOUND,
+  outcome,
+  retryAfter,
+  send,
+  serverError,
+  validationError,
+  zodIssues,
+  type Outcome,
+} from './answers.js';
 import type { SimEvents, SimResponseEvent } from './events.js';
 import type { FaultRegistry } from './faults.js';
 import type { JobManager, JobRecord } from './jobs.js';
-import { FaultRuleSchema, HeaderFaultSchema, type Endpoint, type FaultRule, type Profile, type ResolvedSimOptions, type SimRequestEvent } from './schemas.js';
+import {
+  FaultRuleSchema,
+  HeaderFaultSchema,
+  type Endpoint,
+  type FaultRule,
+  type Profile,
+  type ResolvedSimOptions,
+  type SimRequestEvent,
+} from './schemas.js';
 import type { Counters } from './stats.js';
 import { isAbortError, sleep } from './util.js';
 
@@ -78,7 +96,14 @@ export class RequestPipeline {
         const ctx: RequestCtx = { endpoint, account, at, jobId, settled: false };
         this.ctx.set(req, ctx);
         this.deps.counters.request(endpoint, account);
-        const event: SimRequestEvent = { at, method: req.method, path: req.url.split('?')[0] ?? req.url, endpoint, account, jobId };
+        const event: SimRequestEvent = {
+          at,
+          method: req.method,
+          path: req.url.split('?')[0] ?? req.url,
+          endpoint,
+          account,
+          jobId,
+        };
         this.safeEmit(() => this.deps.events.emit('request', event));
         if (this.deps.opts.onRequest) this.safeEmit(() => this.deps.opts.onRequest?.(event));
         done();
@@ -119,7 +144,10 @@ export class RequestPipeline {
 
     const header = this.headerFault(req);
     if (header.error) return send(reply, header.error);
-    const fault = this.deps.faults.pickRequestFault({ account, endpoint: ctx.endpoint, url: spec.targetUrl }, header.rule);
+    const fault = this.deps.faults.pickRequestFault(
+      { account, endpoint: ctx.endpoint, url: spec.targetUrl },
+      header.rule,
+    );
 
     if (fault) {
       switch (fault.action) {

@@ -323,7 +323,11 @@ export const SimOptionsSchema = z
       .optional(),
     allowFaultHeader: z.boolean().default(false),
     faults: z.array(FaultRuleSchema).default([]),
-    maxBodyBytes: z.number().int().min(1).default(10 * 1024 * 1024),
+    maxBodyBytes: z
+      .number()
+      .int()
+      .min(1)
+      .default(10 * 1024 * 1024),
     userAgent: z.string().min(1).default('scrape-orchestrator-sim/0.1 (+reference provider)'),
     random: z.custom<() => number>((v) => typeof v === 'function', 'must be a function').optional(),
     onRequest: z
@@ -337,7 +341,11 @@ export const SimOptionsSchema = z
     const keys = new Set<string>();
     opts.accounts.forEach((acct, i) => {
       if (names.has(acct.name)) {
-        ctx.addIssue({ code: 'custom', path: ['accounts', i, 'name'], message: `duplicate account name "${acct.name}"` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['accounts', i, 'name'],
+          message: `duplicate account name "${acct.name}"`,
+        });
       }
       names.add(acct.name);
       acct.apiKeys.forEach((key, j) => {

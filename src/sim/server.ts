@@ -43,7 +43,16 @@ import { JobManager, type JobTransition } from './jobs.js';
 import { RequestPipeline } from './pipeline.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerApiRoutes, type IdempotencyEntry } from './routes/api.js';
-import { PartialProfileSchema, ProfileSchema, SimOptionsSchema, type JobStatus, type Profile, type ProfileInput, type ResolvedSimOptions, type SimOptions } from './schemas.js';
+import {
+  PartialProfileSchema,
+  ProfileSchema,
+  SimOptionsSchema,
+  type JobStatus,
+  type Profile,
+  type ProfileInput,
+  type ResolvedSimOptions,
+  type SimOptions,
+} from './schemas.js';
 import { Counters, jobSnapshot, type SimJobSnapshot, type SimStats } from './stats.js';
 import { WebhookDispatcher } from './webhooks.js';
 
@@ -84,7 +93,10 @@ export interface Sim {
    * no fault rule consumed, no concurrency check, no idempotency key): it then runs like any job
    * and counts as active. @returns its snapshot.
    */
-  injectJob(account: string, job: { url: string; clientRef?: string | null; format?: 'markdown' | 'text'; timeoutMs?: number }): SimJobSnapshot;
+  injectJob(
+    account: string,
+    job: { url: string; clientRef?: string | null; format?: 'markdown' | 'text'; timeoutMs?: number },
+  ): SimJobSnapshot;
   /** Start listening. @returns the base URL. */
   listen(): Promise<string>;
   /** Counters and every job since start / last reset (deep copy). */
@@ -215,7 +227,10 @@ class SimServer implements Sim {
     return this.profileOf(account);
   }
 
-  injectJob(account: string, input: { url: string; clientRef?: string | null; format?: 'markdown' | 'text'; timeoutMs?: number }): SimJobSnapshot {
+  injectJob(
+    account: string,
+    input: { url: string; clientRef?: string | null; format?: 'markdown' | 'text'; timeoutMs?: number },
+  ): SimJobSnapshot {
     const profile = this.profiles.get(account);
     if (!profile) throw new Error(`unknown account "${account}"`);
     const job = this.jobs.create({
@@ -286,7 +301,11 @@ class SimServer implements Sim {
       const timer = setTimeout(() => {
         cleanup();
         const job = this.jobs.find(jobId);
-        reject(new Error(`job ${jobId} did not reach ${[...wanted].join('|')} within ${timeoutMs} ms (status ${job?.status ?? 'gone'})`));
+        reject(
+          new Error(
+            `job ${jobId} did not reach ${[...wanted].join('|')} within ${timeoutMs} ms (status ${job?.status ?? 'gone'})`,
+          ),
+        );
       }, timeoutMs);
       const cleanup = (): void => {
         clearTimeout(timer);
@@ -382,7 +401,15 @@ class SimServer implements Sim {
 
     app.setNotFoundHandler((_request, reply) => reply.code(404).send(errorBody('NOT_FOUND', 'route not found')));
 
-    registerApiRoutes(app, { pipeline: this.pipeline, jobs: this.jobs, faults: this.faults, counters: this.counters, profiles: this.profiles, accountKey: this.accountKey, idempotency: this.idempotency });
+    registerApiRoutes(app, {
+      pipeline: this.pipeline,
+      jobs: this.jobs,
+      faults: this.faults,
+      counters: this.counters,
+      profiles: this.profiles,
+      accountKey: this.accountKey,
+      idempotency: this.idempotency,
+    });
     registerAdminRoutes(app, { adminToken: this.opts.adminToken, faults: this.faults, jobs: this.jobs, sim: this });
     return app;
   }

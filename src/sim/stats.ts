@@ -2,7 +2,14 @@
  * Request and job counters of the reference provider, read by tests through `sim.stats()` and
  * `GET /_sim/stats` (e.g. to assert "exactly one provider job was created").
  */
-import { type Endpoint, type FaultAction, type JobError, type JobLog, type JobResult, type JobStatus } from './schemas.js';
+import {
+  type Endpoint,
+  type FaultAction,
+  type JobError,
+  type JobLog,
+  type JobResult,
+  type JobStatus,
+} from './schemas.js';
 import { iso } from './util.js';
 import type { JobRecord } from './jobs.js';
 

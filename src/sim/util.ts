@@ -34,10 +34,7 @@ function abortReason(signal: AbortSignal): unknown {
 
 /** Whether `err` is the rejection of an aborted operation. */
 export function isAbortError(err: unknown): boolean {
-  return (
-    err instanceof Error &&
-    (err.name === 'AbortError' || (err as { code?: unknown }).code === 'ABORT_ERR')
-  );
+  return err instanceof Error && (err.name === 'AbortError' || (err as { code?: unknown }).code === 'ABORT_ERR');
 }
 
 /** Epoch ms → ISO-8601 UTC string; null stays null. */
@@ -55,7 +52,9 @@ export function iso(ms: number | null): string | null {
 export function runTimeMs(profile: Pick<Profile, 'minRunMs' | 'runLogSigma'>, url: string): number {
   if (!profile.runLogSigma) return profile.minRunMs;
   // The path and query only: the same page of a page server on another port runs as long.
-  const h = createHash('sha256').update(URL.canParse(url) ? new URL(url).pathname + new URL(url).search : url).digest();
+  const h = createHash('sha256')
+    .update(URL.canParse(url) ? new URL(url).pathname + new URL(url).search : url)
+    .digest();
   const u1 = (h.readUInt32BE(0) + 1) / 0x1_0000_0001;
   const u2 = h.readUInt32BE(4) / 0x1_0000_0000;
   const z = Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);

@@ -59,7 +59,15 @@ export class WebhookDispatcher {
     };
     this.opts.counters.webhookEvent();
     if (job.faults.includes('drop_webhook')) {
-      this.opts.counters.webhookAttempt({ event_id: event.event_id, job_id: job.id, type: event.type, attempt: 0, delivery: 1, at: new Date().toISOString(), outcome: 'dropped' });
+      this.opts.counters.webhookAttempt({
+        event_id: event.event_id,
+        job_id: job.id,
+        type: event.type,
+        attempt: 0,
+        delivery: 1,
+        at: new Date().toISOString(),
+        outcome: 'dropped',
+      });
       return;
     }
     const body = JSON.stringify(event);
@@ -86,7 +94,14 @@ export class WebhookDispatcher {
     this.generation = new AbortController();
   }
 
-  private async deliver(url: string, event: WebhookEvent, body: string, headers: Record<string, string>, delivery: number, signal: AbortSignal): Promise<boolean | 'aborted'> {
+  private async deliver(
+    url: string,
+    event: WebhookEvent,
+    body: string,
+    headers: Record<string, string>,
+    delivery: number,
+    signal: AbortSignal,
+  ): Promise<boolean | 'aborted'> {
     const delays = this.opts.retryDelaysMs;
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) return 'aborted';
@@ -105,7 +120,15 @@ export class WebhookDispatcher {
         if (signal.aborted) return 'aborted';
         outcome = 'network_error';
       }
-      this.opts.counters.webhookAttempt({ event_id: event.event_id, job_id: event.job_id, type: event.type, attempt, delivery, at: new Date().toISOString(), outcome });
+      this.opts.counters.webhookAttempt({
+        event_id: event.event_id,
+        job_id: event.job_id,
+        type: event.type,
+        attempt,
+        delivery,
+        at: new Date().toISOString(),
+        outcome,
+      });
       if (typeof outcome === 'number' && outcome >= 200 && outcome < 300) return true;
       const wait = delays[attempt - 1];
       if (wait === undefined) {

@@ -14,7 +14,12 @@ export class ApiIdempotencyRepository {
 
   /** The recorded idempotency key `key` of `account`, or undefined. */
   async get(account: string, key: string): Promise<ApiIdempotencyRow | undefined> {
-    return this.conn.db.selectFrom('api_idempotency').selectAll().where('account', '=', account).where('idem_key', '=', key).executeTakeFirst();
+    return this.conn.db
+      .selectFrom('api_idempotency')
+      .selectAll()
+      .where('account', '=', account)
+      .where('idem_key', '=', key)
+      .executeTakeFirst();
   }
 
   /**
@@ -22,7 +27,12 @@ export class ApiIdempotencyRepository {
    * row, and the row as stored (the first writer's when another request won the race). Throws when
    * the row cannot be read back.
    */
-  async remember(r: { account: string; key: string; bodyHash: string; jobId: string }): Promise<{ inserted: boolean; row: ApiIdempotencyRow }> {
+  async remember(r: {
+    account: string;
+    key: string;
+    bodyHash: string;
+    jobId: string;
+  }): Promise<{ inserted: boolean; row: ApiIdempotencyRow }> {
     const res = await this.conn.db
       .insertInto('api_idempotency')
       .values({ account: r.account, idem_key: r.key, body_hash: r.bodyHash, job_id: r.jobId, created_at: nowIso() })

@@ -33,12 +33,21 @@ export class FindingsRepository {
 
   /** Appends a timeline event (detail must already be sanitised). */
   async appendEvent(jobId: string, type: string, state: string | null, detail: unknown): Promise<void> {
-    await this.conn.db.insertInto('job_events').values(eventRow(jobId, type, state, detail)).execute();
+    await this.conn.db
+      .insertInto('job_events')
+      .values(eventRow(jobId, type, state, detail))
+      .execute();
   }
 
   /** The job's timeline, oldest first. */
   async timeline(jobId: string): Promise<JobEventRow[]> {
-    return this.conn.db.selectFrom('job_events').selectAll().where('job_id', '=', jobId).orderBy('at').orderBy('id').execute();
+    return this.conn.db
+      .selectFrom('job_events')
+      .selectAll()
+      .where('job_id', '=', jobId)
+      .orderBy('at')
+      .orderBy('id')
+      .execute();
   }
 
   /**
@@ -75,14 +84,30 @@ export class FindingsRepository {
     const at = now.toISOString();
     await this.conn.db
       .insertInto('orphans')
-      .values({ id: randomUUID(), job_id: jobId, kind, detail, suggestion, first_seen_at: at, last_seen_at: at, resolved_at: null })
-      .onConflict((oc) => oc.columns(['job_id', 'kind']).doUpdateSet({ detail, suggestion, last_seen_at: at, resolved_at: null }))
+      .values({
+        id: randomUUID(),
+        job_id: jobId,
+        kind,
+        detail,
+        suggestion,
+        first_seen_at: at,
+        last_seen_at: at,
+        resolved_at: null,
+      })
+      .onConflict((oc) =>
+        oc.columns(['job_id', 'kind']).doUpdateSet({ detail, suggestion, last_seen_at: at, resolved_at: null }),
+      )
       .execute();
   }
 
   /** Marks open findings not seen in the latest scan (last seen before `scanStart`) as resolved. Returns how many. */
   async resolveOrphansNotSeenSince(scanStart: Date): Promise<number> {
-    const r = await this.conn.db.updateTable('orphans').set({ resolved_at: scanStart.toISOString() }).where('resolved_at', 'is', null).where('last_seen_at', '<', scanStart.toISOString()).executeTakeFirst();
+    const r = await this.conn.db
+      .updateTable('orphans')
+      .set({ resolved_at: scanStart.toISOString() })
+      .where('resolved_at', 'is', null)
+      .where('last_seen_at', '<', scanStart.toISOString())
+      .executeTakeFirst();
     return Number(r.numUpdatedRows);
   }
 

@@ -6,10 +6,23 @@
 export { openStore, parseStoreUrl, type StoreUrl } from './open.js';
 export { Store } from './store.js';
 export { StoreConnection, type StoreKind } from './connection.js';
-export { IdempotencyConflictStoreError, TaskCollisionError, JobsRepository, type BindOutcome, type JobCursor, type JobFilter } from './jobs.js';
+export {
+  IdempotencyConflictStoreError,
+  TaskCollisionError,
+  JobsRepository,
+  type BindOutcome,
+  type JobCursor,
+  type JobFilter,
+} from './jobs.js';
 export { ResultsRepository, type WriteOnceOutcome } from './results.js';
 export { FindingsRepository, type IncidentInput } from './findings.js';
-export { PollingRepository, type ActiveJobsLimits, type CheckStart, type KeyScope, type Reservation } from './polling.js';
+export {
+  PollingRepository,
+  type ActiveJobsLimits,
+  type CheckStart,
+  type KeyScope,
+  type Reservation,
+} from './polling.js';
 export { ProviderKeysRepository } from './providerKeys.js';
 export { WebhooksRepository, WEBHOOK_RETENTION_MS } from './webhooks.js';
 export { ApiIdempotencyRepository } from './apiIdempotency.js';
@@ -18,4 +31,15 @@ export { bodyInfoOf } from '../model/documents.js';
 export type { BinaryBody, BodyInfo } from '../model/documents.js';
 // The result shapes the store's methods take and return, for users of the package's `./store` entry.
 export type { ResultDocument, ResultPayload, ResultWrite, StoredDocument } from '../model/results.js';
-export type { JobRow, ResultRow, ResultDocumentRow, JobEventRow, IncidentRow, OrphanRow, OutboxRow, WebhookDeliveryRow, WebhookQuarantineRow, ApiIdempotencyRow } from './schema.js';
+export type {
+  JobRow,
+  ResultRow,
+  ResultDocumentRow,
+  JobEventRow,
+  IncidentRow,
+  OrphanRow,
+  OutboxRow,
+  WebhookDeliveryRow,
+  WebhookQuarantineRow,
+  ApiIdempotencyRow,
+} from './schema.js';

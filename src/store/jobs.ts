@@ -77,7 +77,11 @@ export class JobsRepository {
     if (existing.request_hash !== row.request_hash) {
       throw new IdempotencyConflictStoreError(row.id, existing.request_hash, row.request_hash);
     }
-    if (inserted) await this.conn.db.insertInto('job_events').values(eventRow(row.id, 'created', existing.state, { url: row.url, batchId: row.batch_id ?? null })).execute();
+    if (inserted)
+      await this.conn.db
+        .insertInto('job_events')
+        .values(eventRow(row.id, 'created', existing.state, { url: row.url, batchId: row.batch_id ?? null }))
+        .execute();
     return { row: existing, inserted };
   }
 
@@ -101,7 +105,12 @@ export class JobsRepository {
    */
   async forgetUnstarted(jobId: string): Promise<boolean> {
     return this.conn.tx(async (trx) => {
-      const res = await trx.deleteFrom('jobs').where('id', '=', jobId).where('state', '=', 'submitting').where('task_id', 'is', null).executeTakeFirst();
+      const res = await trx
+        .deleteFrom('jobs')
+        .where('id', '=', jobId)
+        .where('state', '=', 'submitting')
+        .where('task_id', 'is', null)
+        .executeTakeFirst();
       const removed = Number(res.numDeletedRows) > 0;
       if (removed) await trx.deleteFrom('job_events').where('job_id', '=', jobId).execute();
       return removed;
@@ -115,7 +124,12 @@ export class JobsRepository {
 
   /** The job row that holds `taskId` at provider entry `provider`, or undefined. */
   async byTask(provider: string, taskId: string): Promise<JobRow | undefined> {
-    return this.conn.db.selectFrom('jobs').selectAll().where('provider', '=', provider).where('task_id', '=', taskId).executeTakeFirst();
+    return this.conn.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('provider', '=', provider)
+      .where('task_id', '=', taskId)
+      .executeTakeFirst();
   }
 
   /**
@@ -124,7 +138,11 @@ export class JobsRepository {
    * newest non-final jobs of the provider: the webhook events that need this are those that
    * arrive before the task ID was recorded.
    */
-  async byClientRef(provider: string, clientRef: string, clientRefOf: (account: string, key: string) => string): Promise<JobRow | undefined> {
+  async byClientRef(
+    provider: string,
+    clientRef: string,
+    clientRefOf: (account: string, key: string) => string,
+  ): Promise<JobRow | undefined> {
     const rows = await this.conn.db
       .selectFrom('jobs')
       .selectAll()
@@ -144,44 +162,85 @@ export class JobsRepository {
     if (filter.batchId) q = q.where('batch_id', '=', filter.batchId);
     if (filter.provider) q = q.where('provider', '=', filter.provider);
     if (filter.updatedBefore) q = q.where('updated_at', '<', filter.updatedBefore);
-    return q.orderBy('created_at', 'desc').orderBy('id').limit(filter.limit ?? 100).execute();
+    return q
+      .orderBy('created_at', 'desc')
+      .orderBy('id')
+      .limit(filter.limit ?? 100)
+      .execute();
   }
 
   /**
    * One page of an account's jobs, newest first (`created_at` desc, then `id`), strictly after
    * `after` when given. Returns up to `limit` rows and whether more follow.
    */
-  async page(f: { account: string; states?: string[]; batchId?: string; limit: number; after?: JobCursor }): Promise<{ rows: JobRow[]; more: boolean }> {
+  async page(f: {
+    account: string;
+    states?: string[];
+    batchId?: string;
+    limit: number;
+    after?: JobCursor;
+  }): Promise<{ rows: JobRow[]; more: boolean }> {
     let q = this.conn.db.selectFrom('jobs').selectAll().where('account', '=', f.account);
     if (f.states?.length) q = q.where('state', 'in', f.states);
     if (f.batchId) q = q.where('batch_id', '=', f.batchId);
     const after = f.after;
     if (after) {
-      q = q.where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)])]));
+      q = q.where((eb) =>
+        eb.or([
+          eb('created_at', '<', after.createdAt),
+          eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)]),
+        ]),
+      );
     }
-    const rows = await q.orderBy('created_at', 'desc').orderBy('id').limit(f.limit + 1).execute();
+    const rows = await q
+      .orderBy('created_at', 'desc')
+      .orderBy('id')
+      .limit(f.limit + 1)
+      .execute();
     return { rows: rows.slice(0, f.limit), more: rows.length > f.limit };
   }
 
   /** The number of jobs in each state, every account together (states with no job are absent). */
   async countByState(): Promise<Record<string, number>> {
-    const rows = await this.conn.db.selectFrom('jobs').select(['state', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('state').execute();
+    const rows = await this.conn.db
+      .selectFrom('jobs')
+      .select(['state', (eb) => eb.fn.countAll<number>().as('n')])
+      .groupBy('state')
+      .execute();
     return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
   }
 
   /** Non-final jobs whose row has not changed since `before` (UTC ISO-8601), oldest first, at most `limit`. */
   async stale(before: string, limit = 500): Promise<JobRow[]> {
-    return this.conn.db.selectFrom('jobs').selectAll().where('state', 'not in', [...FINAL_STATES]).where('updated_at', '<', before).orderBy('updated_at').limit(limit).execute();
+    return this.conn.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('state', 'not in', [...FINAL_STATES])
+      .where('updated_at', '<', before)
+      .orderBy('updated_at')
+      .limit(limit)
+      .execute();
   }
 
   /** Non-final jobs with at least `threshold` failed status checks in a row, at most `limit`. */
   async erroring(threshold: number, limit = 500): Promise<JobRow[]> {
-    return this.conn.db.selectFrom('jobs').selectAll().where('state', 'not in', [...FINAL_STATES]).where('status_errors', '>=', threshold).limit(limit).execute();
+    return this.conn.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('state', 'not in', [...FINAL_STATES])
+      .where('status_errors', '>=', threshold)
+      .limit(limit)
+      .execute();
   }
 
   /** Clears the submit intent after a definite rejection (nothing was created at the provider). */
   async clearSubmitIntent(jobId: string): Promise<void> {
-    await this.conn.db.updateTable('jobs').set({ submit_intent_at: null, updated_at: nowIso() }).where('id', '=', jobId).where('task_id', 'is', null).execute();
+    await this.conn.db
+      .updateTable('jobs')
+      .set({ submit_intent_at: null, updated_at: nowIso() })
+      .where('id', '=', jobId)
+      .where('task_id', 'is', null)
+      .execute();
   }
 
   /**
@@ -191,7 +250,14 @@ export class JobsRepository {
    * {@link TaskCollisionError} when the task is bound to another job of the same provider account
    * (see {@link bindTask}, which returns the collision instead).
    */
-  async recordTaskId(jobId: string, taskId: string, providerStatus: string | null, source: string, trackingDeadlineMs?: number, providerAccount?: string | null): Promise<string> {
+  async recordTaskId(
+    jobId: string,
+    taskId: string,
+    providerStatus: string | null,
+    source: string,
+    trackingDeadlineMs?: number,
+    providerAccount?: string | null,
+  ): Promise<string> {
     const out = await this.bindTask({ jobId, taskId, providerStatus, source, trackingDeadlineMs, providerAccount });
     if (out.kind === 'collision') throw new TaskCollisionError(jobId, taskId, out.boundTo);
     return out.taskId;
@@ -205,26 +271,65 @@ export class JobsRepository {
    * On success the job moves to `pending` with the tracking deadline `trackingDeadlineMs` (ms) from
    * now and a `task_recorded` event naming `source`. Throws when the job does not exist.
    */
-  async bindTask(b: { jobId: string; taskId: string; providerStatus: string | null; source: string; trackingDeadlineMs?: number; providerAccount?: string | null }): Promise<BindOutcome> {
+  async bindTask(b: {
+    jobId: string;
+    taskId: string;
+    providerStatus: string | null;
+    source: string;
+    trackingDeadlineMs?: number;
+    providerAccount?: string | null;
+  }): Promise<BindOutcome> {
     const out = await this.conn.tx(async (trx): Promise<BindOutcome> => {
-      const row = await trx.selectFrom('jobs').select(['task_id', 'state', 'provider', 'provider_account']).where('id', '=', b.jobId).executeTakeFirstOrThrow();
+      const row = await trx
+        .selectFrom('jobs')
+        .select(['task_id', 'state', 'provider', 'provider_account'])
+        .where('id', '=', b.jobId)
+        .executeTakeFirstOrThrow();
       if (row.task_id) return { kind: 'bound', taskId: row.task_id, recorded: false };
       const account = b.providerAccount ?? row.provider_account;
       let q = trx.selectFrom('jobs').select('id').where('task_id', '=', b.taskId).where('id', '!=', b.jobId);
-      q = account ? q.where((eb) => eb.or([eb('provider_account', '=', account), eb('provider', '=', row.provider)])) : q.where('provider', '=', row.provider);
+      q = account
+        ? q.where((eb) => eb.or([eb('provider_account', '=', account), eb('provider', '=', row.provider)]))
+        : q.where('provider', '=', row.provider);
       const other = await q.executeTakeFirst();
       if (other) {
-        await trx.insertInto('job_events').values(eventRow(b.jobId, 'task_collision', row.state, { taskId: b.taskId, boundTo: other.id, source: b.source })).execute();
+        await trx
+          .insertInto('job_events')
+          .values(
+            eventRow(b.jobId, 'task_collision', row.state, { taskId: b.taskId, boundTo: other.id, source: b.source }),
+          )
+          .execute();
         return { kind: 'collision', boundTo: other.id };
       }
       const at = nowIso();
-      const deadline = b.trackingDeadlineMs === undefined ? {} : { deadline_at: new Date(Date.now() + b.trackingDeadlineMs).toISOString() };
+      const deadline =
+        b.trackingDeadlineMs === undefined
+          ? {}
+          : { deadline_at: new Date(Date.now() + b.trackingDeadlineMs).toISOString() };
       await trx
         .updateTable('jobs')
-        .set({ task_id: b.taskId, provider_status: b.providerStatus, state: 'pending', submit_intent_at: null, submitted_at: at, updated_at: at, ...(account ? { provider_account: account } : {}), ...deadline })
+        .set({
+          task_id: b.taskId,
+          provider_status: b.providerStatus,
+          state: 'pending',
+          submit_intent_at: null,
+          submitted_at: at,
+          updated_at: at,
+          ...(account ? { provider_account: account } : {}),
+          ...deadline,
+        })
         .where('id', '=', b.jobId)
         .execute();
-      await trx.insertInto('job_events').values(eventRow(b.jobId, 'task_recorded', 'pending', { taskId: b.taskId, source: b.source, providerStatus: b.providerStatus })).execute();
+      await trx
+        .insertInto('job_events')
+        .values(
+          eventRow(b.jobId, 'task_recorded', 'pending', {
+            taskId: b.taskId,
+            source: b.source,
+            providerStatus: b.providerStatus,
+          }),
+        )
+        .execute();
       return { kind: 'bound', taskId: b.taskId, recorded: true };
     });
     if (out.kind === 'bound' && out.recorded) recordTransition('pending');
@@ -235,7 +340,12 @@ export class JobsRepository {
    * Which of `taskIds` are bound to a job other than `exceptJobId` in provider account
    * `providerAccount` (or on provider entry `provider`): task ID → job ID.
    */
-  async tasksBoundElsewhere(f: { providerAccount: string; provider: string; taskIds: readonly string[]; exceptJobId: string }): Promise<Map<string, string>> {
+  async tasksBoundElsewhere(f: {
+    providerAccount: string;
+    provider: string;
+    taskIds: readonly string[];
+    exceptJobId: string;
+  }): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     if (f.taskIds.length === 0) return out;
     const rows = await this.conn.db
@@ -251,12 +361,25 @@ export class JobsRepository {
 
   /** Records the provider's raw status word as an answer other than a status check reported it (a cancel answer), with its normalised state when known. */
   async recordProviderStatus(jobId: string, providerStatus: string, providerState?: string): Promise<void> {
-    await this.conn.db.updateTable('jobs').set({ provider_status: providerStatus, ...(providerState ? { provider_state: providerState } : {}), updated_at: nowIso() }).where('id', '=', jobId).execute();
+    await this.conn.db
+      .updateTable('jobs')
+      .set({
+        provider_status: providerStatus,
+        ...(providerState ? { provider_state: providerState } : {}),
+        updated_at: nowIso(),
+      })
+      .where('id', '=', jobId)
+      .execute();
   }
 
   /** Sets the provider account and key of a job whose row does not name them yet (the worker knows them at submit). */
   async setProviderAccount(jobId: string, providerAccount: string, providerKey: string): Promise<void> {
-    await this.conn.db.updateTable('jobs').set({ provider_account: providerAccount, provider_key: providerKey }).where('id', '=', jobId).where((eb) => eb.or([eb('provider_account', 'is', null), eb('provider_key', 'is', null)])).execute();
+    await this.conn.db
+      .updateTable('jobs')
+      .set({ provider_account: providerAccount, provider_key: providerKey })
+      .where('id', '=', jobId)
+      .where((eb) => eb.or([eb('provider_account', 'is', null), eb('provider_key', 'is', null)]))
+      .execute();
   }
 
   /**
@@ -265,7 +388,11 @@ export class JobsRepository {
    * final → final moves that the design permits (`completed` → `expired`, resume of
    * `tracking_interrupted`).
    */
-  async transition(jobId: string, state: JobState, opts: { error?: JobError | null; detail?: unknown; force?: boolean } = {}): Promise<boolean> {
+  async transition(
+    jobId: string,
+    state: JobState,
+    opts: { error?: JobError | null; detail?: unknown; force?: boolean } = {},
+  ): Promise<boolean> {
     const changed = await this.conn.tx(async (trx) => {
       const at = nowIso();
       let q = trx
@@ -281,7 +408,10 @@ export class JobsRepository {
       const res = await q.executeTakeFirst();
       const moved = Number(res.numUpdatedRows) > 0;
       if (moved) {
-        await trx.insertInto('job_events').values(eventRow(jobId, 'state', state, opts.detail ?? (opts.error ? { error: opts.error } : null))).execute();
+        await trx
+          .insertInto('job_events')
+          .values(eventRow(jobId, 'state', state, opts.detail ?? (opts.error ? { error: opts.error } : null)))
+          .execute();
       }
       return moved;
     });

@@ -138,7 +138,10 @@ const m002_evidence: Migration = {
       .addUniqueConstraint('orphans_job_kind_uq', ['job_id', 'kind'])
       .execute();
 
-    await db.schema.alterTable('jobs').addColumn('status_errors', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema
+      .alterTable('jobs')
+      .addColumn('status_errors', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute();
   },
   async down(db: Kysely<any>) {
     await db.schema.alterTable('jobs').dropColumn('status_errors').execute();
@@ -181,7 +184,11 @@ const m003_webhooks: Migration = {
       .addColumn('body_sha256', 'text', (c) => c.notNull())
       .addColumn('body_bytes', 'integer', (c) => c.notNull())
       .execute();
-    await db.schema.createIndex('webhook_quarantine_received_idx').on('webhook_quarantine').columns(['provider', 'received_at']).execute();
+    await db.schema
+      .createIndex('webhook_quarantine_received_idx')
+      .on('webhook_quarantine')
+      .columns(['provider', 'received_at'])
+      .execute();
 
     await db.schema
       .createTable('api_idempotency')
@@ -221,7 +228,10 @@ const m004_result_documents: Migration = {
       .addColumn('error', 'text')
       .addPrimaryKeyConstraint('result_documents_pk', ['result_id', 'seq'])
       .execute();
-    await db.schema.alterTable('results').addColumn('document_count', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema
+      .alterTable('results')
+      .addColumn('document_count', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute();
   },
   async down(db: Kysely<any>) {
     await db.schema.alterTable('results').dropColumn('document_count').execute();
@@ -236,8 +246,14 @@ const m004_result_documents: Migration = {
  */
 const m005_polling: Migration = {
   async up(db: Kysely<any>) {
-    await db.schema.alterTable('jobs').addColumn('poll_generation', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
-    await db.schema.alterTable('jobs').addColumn('not_found_streak', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema
+      .alterTable('jobs')
+      .addColumn('poll_generation', 'bigint', (c) => c.notNull().defaultTo(0))
+      .execute();
+    await db.schema
+      .alterTable('jobs')
+      .addColumn('not_found_streak', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute();
     await db.schema.alterTable('jobs').addColumn('check_not_before', 'text').execute();
     await db.schema.alterTable('jobs').addColumn('provider_state', 'text').execute();
     await db.schema.createIndex('jobs_provider_state_idx').on('jobs').columns(['provider', 'state']).execute();
@@ -254,7 +270,8 @@ const m005_polling: Migration = {
   async down(db: Kysely<any>) {
     await db.schema.dropTable('provider_limits').execute();
     await db.schema.dropIndex('jobs_provider_state_idx').execute();
-    for (const c of ['provider_state', 'check_not_before', 'not_found_streak', 'poll_generation']) await db.schema.alterTable('jobs').dropColumn(c).execute();
+    for (const c of ['provider_state', 'check_not_before', 'not_found_streak', 'poll_generation'])
+      await db.schema.alterTable('jobs').dropColumn(c).execute();
   },
 };
 
@@ -271,7 +288,12 @@ const m006_provider_accounts: Migration = {
     await db.schema.alterTable('jobs').addColumn('provider_account', 'text').execute();
     await db.schema.alterTable('jobs').addColumn('provider_key', 'text').execute();
     await db.schema.createIndex('jobs_provider_key_state_idx').on('jobs').columns(['provider_key', 'state']).execute();
-    await db.schema.createIndex('jobs_account_task_uq').unique().on('jobs').columns(['provider_account', 'task_id']).execute();
+    await db.schema
+      .createIndex('jobs_account_task_uq')
+      .unique()
+      .on('jobs')
+      .columns(['provider_account', 'task_id'])
+      .execute();
     await db.schema.alterTable('provider_cooldowns').addColumn('release_next', 'text').execute();
     await db.schema
       .createTable('provider_refusals')
@@ -279,7 +301,11 @@ const m006_provider_accounts: Migration = {
       .addColumn('scope', 'text', (c) => c.notNull())
       .addColumn('at', 'text', (c) => c.notNull())
       .execute();
-    await db.schema.createIndex('provider_refusals_scope_idx').on('provider_refusals').columns(['scope', 'at']).execute();
+    await db.schema
+      .createIndex('provider_refusals_scope_idx')
+      .on('provider_refusals')
+      .columns(['scope', 'at'])
+      .execute();
   },
   async down(db: Kysely<any>) {
     await db.schema.dropTable('provider_refusals').execute();
@@ -303,8 +329,16 @@ const m007_result_fidelity: Migration = {
   async up(db: Kysely<any>) {
     const blob = db.getExecutor().adapter instanceof PostgresAdapter ? sql`bytea` : sql`blob`;
     await db.schema.alterTable('result_documents').addColumn('identity', 'text').execute();
-    await db.updateTable('result_documents').set({ identity: sql`'legacy:' || cast(seq as text)` }).execute();
-    await db.schema.createIndex('result_documents_identity_uq').unique().on('result_documents').columns(['result_id', 'identity']).execute();
+    await db
+      .updateTable('result_documents')
+      .set({ identity: sql`'legacy:' || cast(seq as text)` })
+      .execute();
+    await db.schema
+      .createIndex('result_documents_identity_uq')
+      .unique()
+      .on('result_documents')
+      .columns(['result_id', 'identity'])
+      .execute();
     for (const table of ['results', 'result_documents']) {
       await db.schema.alterTable(table).addColumn('body', blob).execute();
       await db.schema.alterTable(table).addColumn('content_type', 'text').execute();
@@ -316,7 +350,8 @@ const m007_result_fidelity: Migration = {
   async down(db: Kysely<any>) {
     await db.schema.alterTable('results').dropColumn('content_note').execute();
     for (const table of ['result_documents', 'results']) {
-      for (const c of ['body_sha256', 'body_size', 'content_type', 'body']) await db.schema.alterTable(table).dropColumn(c).execute();
+      for (const c of ['body_sha256', 'body_size', 'content_type', 'body'])
+        await db.schema.alterTable(table).dropColumn(c).execute();
     }
     await db.schema.dropIndex('result_documents_identity_uq').execute();
     await db.schema.alterTable('result_documents').dropColumn('identity').execute();

@@ -18,7 +18,9 @@ export type StoreUrl = string;
  * `sqlite:/path/file.db` or `/path/file.db` a file; `postgres://` / `postgresql://` a server.
  * Throws when a `sqlite:` URL names no file.
  */
-export function parseStoreUrl(url: StoreUrl): { kind: 'sqlite'; file: string } | { kind: 'postgres'; connectionString: string } {
+export function parseStoreUrl(
+  url: StoreUrl,
+): { kind: 'sqlite'; file: string } | { kind: 'postgres'; connectionString: string } {
   if (/^postgres(ql)?:\/\//.test(url)) return { kind: 'postgres', connectionString: url };
   const file = url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : url;
   if (!file) throw new Error(`store URL "${url}" names no SQLite file`);

@@ -56,10 +56,16 @@ export class PollingRepository {
    * when the task ID is written, and a workflow that learns the task ID later (its submit attempt's
    * worker died after the write, the retry waited in a long task queue) counts from that later time.
    */
-  async beginCheck(jobId: string, generation: number, allowCancelling: boolean, deadlineAt?: string): Promise<CheckStart> {
+  async beginCheck(
+    jobId: string,
+    generation: number,
+    allowCancelling: boolean,
+    deadlineAt?: string,
+  ): Promise<CheckStart> {
     const row = await this.conn.db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
     if (!row) return { kind: 'stale', reason: `job ${jobId} is not in the store` };
-    if (Number(row.poll_generation) > generation) return { kind: 'stale', reason: `superseded by polling generation ${row.poll_generation}`, row };
+    if (Number(row.poll_generation) > generation)
+      return { kind: 'stale', reason: `superseded by polling generation ${row.poll_generation}`, row };
     if (isFinalState(row.state)) return { kind: 'stale', reason: `job is already ${row.state}`, row };
     if (row.state === 'cancelling' && !allowCancelling) return { kind: 'stale', reason: 'job is being cancelled', row };
     const newDeadline = deadlineAt !== undefined && row.deadline_at !== deadlineAt;
@@ -82,15 +88,34 @@ export class PollingRepository {
    * count and (unless `resetNotFound` is false: a `completed` answer whose result read may still 404)
    * the 404 streak. Returns the new count of successful checks.
    */
-  async recordCheck(jobId: string, seen: { providerStatus: string; state: string }, minGapMs: number, retryAfterMs = 0, resetNotFound = true): Promise<number> {
+  async recordCheck(
+    jobId: string,
+    seen: { providerStatus: string; state: string },
+    minGapMs: number,
+    retryAfterMs = 0,
+    resetNotFound = true,
+  ): Promise<number> {
     const at = nowIso();
     const notBefore = new Date(Date.now() + Math.max(minGapMs, retryAfterMs)).toISOString();
     await this.conn.db
       .updateTable('jobs')
-      .set({ provider_status: seen.providerStatus, provider_state: seen.state, last_checked_at: at, status_checks: sql`status_checks + 1`, status_errors: 0, ...(resetNotFound ? { not_found_streak: 0 } : {}), check_not_before: notBefore, updated_at: at })
+      .set({
+        provider_status: seen.providerStatus,
+        provider_state: seen.state,
+        last_checked_at: at,
+        status_checks: sql`status_checks + 1`,
+        status_errors: 0,
+        ...(resetNotFound ? { not_found_streak: 0 } : {}),
+        check_not_before: notBefore,
+        updated_at: at,
+      })
       .where('id', '=', jobId)
       .execute();
-    const row = await this.conn.db.selectFrom('jobs').select('status_checks').where('id', '=', jobId).executeTakeFirst();
+    const row = await this.conn.db
+      .selectFrom('jobs')
+      .select('status_checks')
+      .where('id', '=', jobId)
+      .executeTakeFirst();
     return Number(row?.status_checks ?? 0);
   }
 
@@ -101,7 +126,11 @@ export class PollingRepository {
       .set({ status_errors: sql`status_errors + 1`, last_error: JSON.stringify(error), updated_at: nowIso() })
       .where('id', '=', jobId)
       .execute();
-    const row = await this.conn.db.selectFrom('jobs').select('status_errors').where('id', '=', jobId).executeTakeFirst();
+    const row = await this.conn.db
+      .selectFrom('jobs')
+      .select('status_errors')
+      .where('id', '=', jobId)
+      .executeTakeFirst();
     return Number(row?.status_errors ?? 1);
   }
 
@@ -112,7 +141,11 @@ export class PollingRepository {
       .set({ not_found_streak: sql`not_found_streak + 1`, last_error: JSON.stringify(error), updated_at: nowIso() })
       .where('id', '=', jobId)
       .execute();
-    const row = await this.conn.db.selectFrom('jobs').select('not_found_streak').where('id', '=', jobId).executeTakeFirst();
+    const row = await this.conn.db
+      .selectFrom('jobs')
+      .select('not_found_streak')
+      .where('id', '=', jobId)
+      .executeTakeFirst();
     return Number(row?.not_found_streak ?? 1);
   }
 
@@ -123,32 +156,66 @@ export class PollingRepository {
    * take the last slot. A job with a task ID or an unanswered earlier intent is returned as `known`
    * (the intent is recorded again for the attempt count) and does not need a slot.
    */
-  async reserveSubmit(jobId: string, scope: KeyScope, limits: ActiveJobsLimits, afterReconcile: boolean): Promise<Reservation> {
+  async reserveSubmit(
+    jobId: string,
+    scope: KeyScope,
+    limits: ActiveJobsLimits,
+    afterReconcile: boolean,
+  ): Promise<Reservation> {
     return this.conn.tx(async (trx) => {
       const before = await trx.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
       if (!before) return { kind: 'missing' };
       const at = nowIso();
       const intent = () =>
-        trx.updateTable('jobs').set({ submit_intent_at: at, submit_attempts: sql`submit_attempts + 1`, updated_at: at }).where('id', '=', jobId).execute();
+        trx
+          .updateTable('jobs')
+          .set({ submit_intent_at: at, submit_attempts: sql`submit_attempts + 1`, updated_at: at })
+          .where('id', '=', jobId)
+          .execute();
       if (before.task_id) return { kind: 'known', before };
       if (before.submit_intent_at && !afterReconcile) {
         await intent();
         return { kind: 'known', before };
       }
-      await trx.insertInto('provider_limits').values({ label: scope.label, active_limit: limits.initial, ceiling: limits.max ?? null, threshold: null, updated_at: at }).onConflict((oc) => oc.column('label').doNothing()).execute();
+      await trx
+        .insertInto('provider_limits')
+        .values({
+          label: scope.label,
+          active_limit: limits.initial,
+          ceiling: limits.max ?? null,
+          threshold: null,
+          updated_at: at,
+        })
+        .onConflict((oc) => oc.column('label').doNothing())
+        .execute();
       let lq = trx.selectFrom('provider_limits').select(['active_limit', 'ceiling']).where('label', '=', scope.label);
       if (this.conn.kind === 'postgres') lq = lq.forUpdate();
       const lim = await lq.executeTakeFirstOrThrow();
-      const ofKey = () => trx.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('provider_key', '=', scope.label).where('id', '!=', jobId);
+      const ofKey = () =>
+        trx
+          .selectFrom('jobs')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('provider_key', '=', scope.label)
+          .where('id', '!=', jobId);
       const active = Number(
-        (await ofKey()
-          .where('state', 'in', ACTIVE_STATES)
-          .where((eb) => eb.or([eb('task_id', 'is not', null), eb('submit_intent_at', 'is not', null)]))
-          .executeTakeFirstOrThrow()).n,
+        (
+          await ofKey()
+            .where('state', 'in', ACTIVE_STATES)
+            .where((eb) => eb.or([eb('task_id', 'is not', null), eb('submit_intent_at', 'is not', null)]))
+            .executeTakeFirstOrThrow()
+        ).n,
       );
       const limit = Math.max(1, Math.floor(Number(lim.active_limit)));
       if (active >= limit) {
-        const waiting = Number((await ofKey().where('state', '=', 'submitting').where('task_id', 'is', null).where('submit_intent_at', 'is', null).executeTakeFirstOrThrow()).n);
+        const waiting = Number(
+          (
+            await ofKey()
+              .where('state', '=', 'submitting')
+              .where('task_id', 'is', null)
+              .where('submit_intent_at', 'is', null)
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
         return { kind: 'full', active, limit, waiting };
       }
       await intent();
@@ -164,13 +231,25 @@ export class PollingRepository {
    */
   async noteSubmitAccepted(label: string, activeBefore: number): Promise<void> {
     await this.conn.tx(async (trx) => {
-      const lim = await trx.selectFrom('provider_limits').select(['active_limit', 'ceiling', 'threshold']).where('label', '=', label).executeTakeFirst();
+      const lim = await trx
+        .selectFrom('provider_limits')
+        .select(['active_limit', 'ceiling', 'threshold'])
+        .where('label', '=', label)
+        .executeTakeFirst();
       if (!lim) return;
       const current = Number(lim.active_limit);
       if (activeBefore + 1 < Math.floor(current)) return;
       const slowStart = lim.threshold === null || current < Number(lim.threshold);
-      const next = Math.min(current + (slowStart ? 1 : 1 / Math.max(1, current)), lim.ceiling ?? Number.POSITIVE_INFINITY);
-      if (next !== current) await trx.updateTable('provider_limits').set({ active_limit: next, updated_at: nowIso() }).where('label', '=', label).execute();
+      const next = Math.min(
+        current + (slowStart ? 1 : 1 / Math.max(1, current)),
+        lim.ceiling ?? Number.POSITIVE_INFINITY,
+      );
+      if (next !== current)
+        await trx
+          .updateTable('provider_limits')
+          .set({ active_limit: next, updated_at: nowIso() })
+          .where('label', '=', label)
+          .execute();
     });
   }
 
@@ -181,7 +260,11 @@ export class PollingRepository {
    */
   async noteSubmitRefused(label: string, activeBefore: number, statedLimit?: number): Promise<number> {
     return this.conn.tx(async (trx) => {
-      const lim = await trx.selectFrom('provider_limits').select(['active_limit', 'ceiling']).where('label', '=', label).executeTakeFirst();
+      const lim = await trx
+        .selectFrom('provider_limits')
+        .select(['active_limit', 'ceiling'])
+        .where('label', '=', label)
+        .executeTakeFirst();
       const current = Number(lim?.active_limit ?? Math.max(1, activeBefore));
       let next = Math.max(1, Math.floor(Math.min(current, activeBefore + 1) / 2));
       let ceiling = lim?.ceiling ?? null;
@@ -193,7 +276,15 @@ export class PollingRepository {
       await trx
         .insertInto('provider_limits')
         .values({ label, active_limit: next, ceiling, threshold: next, refusals: 1, updated_at: nowIso() })
-        .onConflict((oc) => oc.column('label').doUpdateSet({ active_limit: next, ceiling, threshold: next, refusals: sql`provider_limits.refusals + 1`, updated_at: nowIso() }))
+        .onConflict((oc) =>
+          oc.column('label').doUpdateSet({
+            active_limit: next,
+            ceiling,
+            threshold: next,
+            refusals: sql`provider_limits.refusals + 1`,
+            updated_at: nowIso(),
+          }),
+        )
         .execute();
       return next;
     });
@@ -214,6 +305,8 @@ export class PollingRepository {
       .orderBy('finished_at', 'desc')
       .limit(limit)
       .execute();
-    return rows.map((r) => Date.parse(r.finished_at!) - Date.parse(r.submitted_at!)).filter((d) => Number.isFinite(d) && d >= 0);
+    return rows
+      .map((r) => Date.parse(r.finished_at!) - Date.parse(r.submitted_at!))
+      .filter((d) => Number.isFinite(d) && d >= 0);
   }
 }

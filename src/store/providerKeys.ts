@@ -21,8 +21,18 @@ export class ProviderKeysRepository {
    * the key never had one.
    */
   async readCooldown(label: string): Promise<{ untilMs: number; reason: string; releaseNextMs: number } | undefined> {
-    const row = await this.conn.db.selectFrom('provider_cooldowns').select(['until', 'reason', 'release_next']).where('label', '=', label).executeTakeFirst();
-    return row ? { untilMs: Date.parse(row.until), reason: row.reason, releaseNextMs: row.release_next ? Date.parse(row.release_next) : 0 } : undefined;
+    const row = await this.conn.db
+      .selectFrom('provider_cooldowns')
+      .select(['until', 'reason', 'release_next'])
+      .where('label', '=', label)
+      .executeTakeFirst();
+    return row
+      ? {
+          untilMs: Date.parse(row.until),
+          reason: row.reason,
+          releaseNextMs: row.release_next ? Date.parse(row.release_next) : 0,
+        }
+      : undefined;
   }
 
   /**
@@ -53,15 +63,26 @@ export class ProviderKeysRepository {
    * `spacingMs`. The first claim after a cool-down gets its end (the probe). Returns the slot and
    * the cool-down it was claimed under (epoch ms), or undefined when the key has no cool-down row.
    */
-  async claimRelease(label: string, nowMs: number, spacingMs: number): Promise<{ slotMs: number; untilMs: number; reason: string } | undefined> {
+  async claimRelease(
+    label: string,
+    nowMs: number,
+    spacingMs: number,
+  ): Promise<{ slotMs: number; untilMs: number; reason: string } | undefined> {
     return this.conn.tx(async (trx) => {
-      let q = trx.selectFrom('provider_cooldowns').select(['until', 'reason', 'release_next']).where('label', '=', label);
+      let q = trx
+        .selectFrom('provider_cooldowns')
+        .select(['until', 'reason', 'release_next'])
+        .where('label', '=', label);
       if (this.conn.kind === 'postgres') q = q.forUpdate();
       const row = await q.executeTakeFirst();
       if (!row) return undefined;
       const untilMs = Date.parse(row.until);
       const slotMs = Math.max(row.release_next ? Date.parse(row.release_next) : 0, untilMs, nowMs);
-      await trx.updateTable('provider_cooldowns').set({ release_next: new Date(slotMs + Math.max(0, spacingMs)).toISOString() }).where('label', '=', label).execute();
+      await trx
+        .updateTable('provider_cooldowns')
+        .set({ release_next: new Date(slotMs + Math.max(0, spacingMs)).toISOString() })
+        .where('label', '=', label)
+        .execute();
       return { slotMs, untilMs, reason: row.reason };
     });
   }
@@ -72,13 +93,26 @@ export class ProviderKeysRepository {
    * refusals older than `pruneBeforeMs` (epoch ms).
    */
   async recordRefusal(scope: string, atMs: number, pruneBeforeMs: number): Promise<void> {
-    await this.conn.db.insertInto('provider_refusals').values({ id: randomUUID(), scope, at: new Date(atMs).toISOString() }).execute();
-    await this.conn.db.deleteFrom('provider_refusals').where('scope', '=', scope).where('at', '<', new Date(pruneBeforeMs).toISOString()).execute();
+    await this.conn.db
+      .insertInto('provider_refusals')
+      .values({ id: randomUUID(), scope, at: new Date(atMs).toISOString() })
+      .execute();
+    await this.conn.db
+      .deleteFrom('provider_refusals')
+      .where('scope', '=', scope)
+      .where('at', '<', new Date(pruneBeforeMs).toISOString())
+      .execute();
   }
 
   /** The times (epoch ms, oldest first) of the refusals recorded under `scope` after `sinceMs`. */
   async refusalsSince(scope: string, sinceMs: number): Promise<number[]> {
-    const rows = await this.conn.db.selectFrom('provider_refusals').select('at').where('scope', '=', scope).where('at', '>', new Date(sinceMs).toISOString()).orderBy('at').execute();
+    const rows = await this.conn.db
+      .selectFrom('provider_refusals')
+      .select('at')
+      .where('scope', '=', scope)
+      .where('at', '>', new Date(sinceMs).toISOString())
+      .orderBy('at')
+      .execute();
     return rows.map((r) => Date.parse(r.at));
   }
 }

@@ -7,7 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { recordTransition } from '../observability/metrics.js';
 import type { BinaryBody } from '../model/documents.js';
-import { contentNoteOf, EMPTY_NOTE_PREFIX, uniqueDocuments, type ResultWrite, type StoredDocument } from '../model/results.js';
+import {
+  contentNoteOf,
+  EMPTY_NOTE_PREFIX,
+  uniqueDocuments,
+  type ResultWrite,
+  type StoredDocument,
+} from '../model/results.js';
 import type { StoreConnection } from './connection.js';
 import { eventRow, nowIso, toResultDocument } from './rows.js';
 import type { ResultRow } from './schema.js';
@@ -17,12 +23,51 @@ const DOCUMENT_CHUNK = 400;
 
 /** Every column of `results` but the body's bytes (read only by {@link ResultsRepository.body}). */
 const RESULT_COLUMNS = [
-  'id', 'provider', 'task_id', 'job_id', 'url', 'final_url', 'http_status', 'title', 'byline', 'excerpt', 'lang', 'site_name', 'published_time', 'text', 'markdown', 'links',
-  'content_length', 'written_at', 'expires_at', 'purged_at', 'document_count', 'content_type', 'body_size', 'body_sha256', 'content_note',
+  'id',
+  'provider',
+  'task_id',
+  'job_id',
+  'url',
+  'final_url',
+  'http_status',
+  'title',
+  'byline',
+  'excerpt',
+  'lang',
+  'site_name',
+  'published_time',
+  'text',
+  'markdown',
+  'links',
+  'content_length',
+  'written_at',
+  'expires_at',
+  'purged_at',
+  'document_count',
+  'content_type',
+  'body_size',
+  'body_sha256',
+  'content_note',
 ] as const;
 
 /** Every column of `result_documents` but the body's bytes. */
-const DOCUMENT_COLUMNS = ['result_id', 'seq', 'identity', 'url', 'final_url', 'http_status', 'title', 'markdown', 'text', 'links', 'data', 'error', 'content_type', 'body_size', 'body_sha256'] as const;
+const DOCUMENT_COLUMNS = [
+  'result_id',
+  'seq',
+  'identity',
+  'url',
+  'final_url',
+  'http_status',
+  'title',
+  'markdown',
+  'text',
+  'links',
+  'data',
+  'error',
+  'content_type',
+  'body_size',
+  'body_sha256',
+] as const;
 
 /** Outcome of {@link ResultsRepository.writeOnce}. */
 export interface WriteOnceOutcome {
@@ -53,100 +98,157 @@ export class ResultsRepository {
    * worker, inserts nothing (neither the row nor a document) and returns the existing row's id,
    * document count and note. `retentionMs`: how long the payload is kept (null: forever).
    */
-  async writeOnce(jobId: string, provider: string, taskId: string, payload: ResultWrite, retentionMs: number | null): Promise<WriteOnceOutcome> {
+  async writeOnce(
+    jobId: string,
+    provider: string,
+    taskId: string,
+    payload: ResultWrite,
+    retentionMs: number | null,
+  ): Promise<WriteOnceOutcome> {
     const documents = uniqueDocuments(payload.documents ?? []);
     const note = contentNoteOf(payload, documents);
-    return this.conn.tx(async (trx) => {
-      const at = nowIso();
-      const id = randomUUID();
-      const body = payload.body ?? null;
-      const ins = await trx
-        .insertInto('results')
-        .values({
-          id,
-          provider,
-          task_id: taskId,
-          job_id: jobId,
-          url: payload.url,
-          final_url: payload.finalUrl,
-          http_status: payload.httpStatus,
-          title: payload.title,
-          byline: payload.byline,
-          excerpt: payload.excerpt,
-          lang: payload.lang,
-          site_name: payload.siteName,
-          published_time: payload.publishedTime,
-          text: payload.text,
-          markdown: payload.markdown,
-          links: JSON.stringify(payload.links),
-          content_length: payload.contentLength,
-          written_at: at,
-          expires_at: retentionMs === null ? null : new Date(Date.now() + retentionMs).toISOString(),
-          purged_at: null,
-          document_count: documents.length,
-          body: body?.bytes ?? null,
-          content_type: body?.contentType ?? null,
-          body_size: body?.size ?? null,
-          body_sha256: body?.sha256 ?? null,
-          content_note: note,
-        })
-        .onConflict((oc) => oc.columns(['provider', 'task_id']).doNothing())
-        .executeTakeFirst();
-      const inserted = Number(ins.numInsertedOrUpdatedRows ?? 0n) > 0;
-      if (inserted) {
-        for (let i = 0; i < documents.length; i += DOCUMENT_CHUNK) {
-          const rows = documents.slice(i, i + DOCUMENT_CHUNK).map((d, j) => ({
-            result_id: id,
-            seq: i + j,
-            identity: d.identity,
-            url: d.url,
-            final_url: d.finalUrl ?? null,
-            http_status: d.httpStatus ?? null,
-            title: d.title ?? null,
-            markdown: d.markdown ?? null,
-            text: d.text ?? null,
-            links: d.links === undefined ? null : JSON.stringify(d.links),
-            data: d.data === undefined ? null : JSON.stringify(d.data),
-            error: d.error === undefined ? null : JSON.stringify(d.error),
-            body: d.body?.bytes ?? null,
-            content_type: d.body?.contentType ?? null,
-            body_size: d.body?.size ?? null,
-            body_sha256: d.body?.sha256 ?? null,
-          }));
-          await trx.insertInto('result_documents').values(rows).execute();
+    return this.conn
+      .tx(async (trx) => {
+        const at = nowIso();
+        const id = randomUUID();
+        const body = payload.body ?? null;
+        const ins = await trx
+          .insertInto('results')
+          .values({
+            id,
+            provider,
+            task_id: taskId,
+            job_id: jobId,
+            url: payload.url,
+            final_url: payload.finalUrl,
+            http_status: payload.httpStatus,
+            title: payload.title,
+            byline: payload.byline,
+            excerpt: payload.excerpt,
+            lang: payload.lang,
+            site_name: payload.siteName,
+            published_time: payload.publishedTime,
+            text: payload.text,
+            markdown: payload.markdown,
+            links: JSON.stringify(payload.links),
+            content_length: payload.contentLength,
+            written_at: at,
+            expires_at: retentionMs === null ? null : new Date(Date.now() + retentionMs).toISOString(),
+            purged_at: null,
+            document_count: documents.length,
+            body: body?.bytes ?? null,
+            content_type: body?.contentType ?? null,
+            body_size: body?.size ?? null,
+            body_sha256: body?.sha256 ?? null,
+            content_note: note,
+          })
+          .onConflict((oc) => oc.columns(['provider', 'task_id']).doNothing())
+          .executeTakeFirst();
+        const inserted = Number(ins.numInsertedOrUpdatedRows ?? 0n) > 0;
+        if (inserted) {
+          for (let i = 0; i < documents.length; i += DOCUMENT_CHUNK) {
+            const rows = documents.slice(i, i + DOCUMENT_CHUNK).map((d, j) => ({
+              result_id: id,
+              seq: i + j,
+              identity: d.identity,
+              url: d.url,
+              final_url: d.finalUrl ?? null,
+              http_status: d.httpStatus ?? null,
+              title: d.title ?? null,
+              markdown: d.markdown ?? null,
+              text: d.text ?? null,
+              links: d.links === undefined ? null : JSON.stringify(d.links),
+              data: d.data === undefined ? null : JSON.stringify(d.data),
+              error: d.error === undefined ? null : JSON.stringify(d.error),
+              body: d.body?.bytes ?? null,
+              content_type: d.body?.contentType ?? null,
+              body_size: d.body?.size ?? null,
+              body_sha256: d.body?.sha256 ?? null,
+            }));
+            await trx.insertInto('result_documents').values(rows).execute();
+          }
         }
-      }
-      const row = await trx.selectFrom('results').select(['id', 'document_count', 'content_note']).where('provider', '=', provider).where('task_id', '=', taskId).executeTakeFirstOrThrow();
-      const storedNote = row.content_note;
-      const upd = await trx
-        .updateTable('jobs')
-        .set({ state: 'completed', finished_at: at, updated_at: at, last_error: null }) // provider_status keeps the provider's own word
-        .where('id', '=', jobId)
-        .where('state', 'not in', ['completed', 'expired'])
-        .executeTakeFirst();
-      const transitioned = Number(upd.numUpdatedRows) > 0;
-      if (inserted && storedNote?.startsWith(EMPTY_NOTE_PREFIX)) {
-        await trx.insertInto('job_events').values(eventRow(jobId, 'result_empty', null, { resultId: row.id, note: storedNote, documents: documents.length })).execute();
-      }
-      if (transitioned) {
-        await trx.insertInto('job_events').values(eventRow(jobId, 'state', 'completed', { resultId: row.id, inserted, ...(storedNote ? { note: storedNote } : {}) })).execute();
-      }
-      // The downstream effect of a completion: one outbox row per result, whoever writes.
-      await trx
-        .insertInto('outbox')
-        .values({ id: randomUUID(), kind: 'result.completed', job_id: jobId, result_id: row.id, payload: JSON.stringify({ jobId, provider, taskId, resultId: row.id, title: payload.title, ...(storedNote ? { contentNote: storedNote } : {}) }), created_at: at, delivered_at: null })
-        .onConflict((oc) => oc.columns(['kind', 'result_id']).doNothing())
-        .execute();
-      return { resultId: row.id, inserted, transitioned, documents: Number(row.document_count), contentNote: storedNote };
-    }).then((out) => {
-      if (out.transitioned) recordTransition('completed');
-      return out;
-    });
+        const row = await trx
+          .selectFrom('results')
+          .select(['id', 'document_count', 'content_note'])
+          .where('provider', '=', provider)
+          .where('task_id', '=', taskId)
+          .executeTakeFirstOrThrow();
+        const storedNote = row.content_note;
+        const upd = await trx
+          .updateTable('jobs')
+          .set({ state: 'completed', finished_at: at, updated_at: at, last_error: null }) // provider_status keeps the provider's own word
+          .where('id', '=', jobId)
+          .where('state', 'not in', ['completed', 'expired'])
+          .executeTakeFirst();
+        const transitioned = Number(upd.numUpdatedRows) > 0;
+        if (inserted && storedNote?.startsWith(EMPTY_NOTE_PREFIX)) {
+          await trx
+            .insertInto('job_events')
+            .values(
+              eventRow(jobId, 'result_empty', null, {
+                resultId: row.id,
+                note: storedNote,
+                documents: documents.length,
+              }),
+            )
+            .execute();
+        }
+        if (transitioned) {
+          await trx
+            .insertInto('job_events')
+            .values(
+              eventRow(jobId, 'state', 'completed', {
+                resultId: row.id,
+                inserted,
+                ...(storedNote ? { note: storedNote } : {}),
+              }),
+            )
+            .execute();
+        }
+        // The downstream effect of a completion: one outbox row per result, whoever writes.
+        await trx
+          .insertInto('outbox')
+          .values({
+            id: randomUUID(),
+            kind: 'result.completed',
+            job_id: jobId,
+            result_id: row.id,
+            payload: JSON.stringify({
+              jobId,
+              provider,
+              taskId,
+              resultId: row.id,
+              title: payload.title,
+              ...(storedNote ? { contentNote: storedNote } : {}),
+            }),
+            created_at: at,
+            delivered_at: null,
+          })
+          .onConflict((oc) => oc.columns(['kind', 'result_id']).doNothing())
+          .execute();
+        return {
+          resultId: row.id,
+          inserted,
+          transitioned,
+          documents: Number(row.document_count),
+          contentNote: storedNote,
+        };
+      })
+      .then((out) => {
+        if (out.transitioned) recordTransition('completed');
+        return out;
+      });
   }
 
   /** The job's result row (latest task) without its binary body's bytes (`body` null; see {@link body}), or undefined. */
   async forJob(jobId: string): Promise<ResultRow | undefined> {
-    const r = await this.conn.db.selectFrom('results').select(RESULT_COLUMNS).where('job_id', '=', jobId).orderBy('written_at', 'desc').executeTakeFirst();
+    const r = await this.conn.db
+      .selectFrom('results')
+      .select(RESULT_COLUMNS)
+      .where('job_id', '=', jobId)
+      .orderBy('written_at', 'desc')
+      .executeTakeFirst();
     return r ? { ...r, body: null } : undefined;
   }
 
@@ -156,15 +258,34 @@ export class ResultsRepository {
    * binary body (a text page), or once retention purged it.
    */
   async body(jobId: string, seq?: number): Promise<BinaryBody | undefined> {
-    const result = await this.conn.db.selectFrom('results').select(['id']).where('job_id', '=', jobId).orderBy('written_at', 'desc').executeTakeFirst();
+    const result = await this.conn.db
+      .selectFrom('results')
+      .select(['id'])
+      .where('job_id', '=', jobId)
+      .orderBy('written_at', 'desc')
+      .executeTakeFirst();
     if (!result) return undefined;
     const row =
       seq === undefined
-        ? await this.conn.db.selectFrom('results').select(['body', 'content_type', 'body_size', 'body_sha256']).where('id', '=', result.id).executeTakeFirst()
-        : await this.conn.db.selectFrom('result_documents').select(['body', 'content_type', 'body_size', 'body_sha256']).where('result_id', '=', result.id).where('seq', '=', seq).executeTakeFirst();
+        ? await this.conn.db
+            .selectFrom('results')
+            .select(['body', 'content_type', 'body_size', 'body_sha256'])
+            .where('id', '=', result.id)
+            .executeTakeFirst()
+        : await this.conn.db
+            .selectFrom('result_documents')
+            .select(['body', 'content_type', 'body_size', 'body_sha256'])
+            .where('result_id', '=', result.id)
+            .where('seq', '=', seq)
+            .executeTakeFirst();
     if (!row?.body || row.body_sha256 === null) return undefined;
     const bytes = Buffer.isBuffer(row.body) ? row.body : Buffer.from(row.body as Uint8Array);
-    return { bytes, contentType: row.content_type, size: Number(row.body_size ?? bytes.length), sha256: row.body_sha256 };
+    return {
+      bytes,
+      contentType: row.content_type,
+      size: Number(row.body_size ?? bytes.length),
+      sha256: row.body_sha256,
+    };
   }
 
   /**
@@ -172,7 +293,10 @@ export class ResultsRepository {
    * `limit` (count) over `seq`. `result` is undefined when the job has no result yet; `total` is the
    * result's document count.
    */
-  async documents(jobId: string, page: { offset: number; limit: number }): Promise<{ result: ResultRow | undefined; total: number; documents: StoredDocument[] }> {
+  async documents(
+    jobId: string,
+    page: { offset: number; limit: number },
+  ): Promise<{ result: ResultRow | undefined; total: number; documents: StoredDocument[] }> {
     const result = await this.forJob(jobId);
     if (!result) return { result, total: 0, documents: [] };
     const rows = await this.conn.db
@@ -195,16 +319,45 @@ export class ResultsRepository {
    */
   async purgeExpired(now: Date, limit = 500): Promise<{ purged: number; jobsExpired: number }> {
     const at = now.toISOString();
-    const due = await this.conn.db.selectFrom('results').select(['id', 'job_id']).where('expires_at', 'is not', null).where('expires_at', '<=', at).where('purged_at', 'is', null).limit(limit).execute();
+    const due = await this.conn.db
+      .selectFrom('results')
+      .select(['id', 'job_id'])
+      .where('expires_at', 'is not', null)
+      .where('expires_at', '<=', at)
+      .where('purged_at', 'is', null)
+      .limit(limit)
+      .execute();
     let jobsExpired = 0;
     for (const r of due) {
       await this.conn.tx(async (trx) => {
-        await trx.updateTable('results').set({ text: null, markdown: null, links: null, body: null, purged_at: at }).where('id', '=', r.id).where('purged_at', 'is', null).execute();
-        await trx.updateTable('result_documents').set({ markdown: null, text: null, links: null, data: null, body: null }).where('result_id', '=', r.id).execute();
-        const upd = await trx.updateTable('jobs').set({ state: 'expired', updated_at: at }).where('id', '=', r.job_id).where('state', '=', 'completed').executeTakeFirst();
+        await trx
+          .updateTable('results')
+          .set({ text: null, markdown: null, links: null, body: null, purged_at: at })
+          .where('id', '=', r.id)
+          .where('purged_at', 'is', null)
+          .execute();
+        await trx
+          .updateTable('result_documents')
+          .set({ markdown: null, text: null, links: null, data: null, body: null })
+          .where('result_id', '=', r.id)
+          .execute();
+        const upd = await trx
+          .updateTable('jobs')
+          .set({ state: 'expired', updated_at: at })
+          .where('id', '=', r.job_id)
+          .where('state', '=', 'completed')
+          .executeTakeFirst();
         if (Number(upd.numUpdatedRows) > 0) {
           jobsExpired++;
-          await trx.insertInto('job_events').values(eventRow(r.job_id, 'state', 'expired', { resultId: r.id, reason: 'result retention ended; payload purged, evidence kept' })).execute();
+          await trx
+            .insertInto('job_events')
+            .values(
+              eventRow(r.job_id, 'state', 'expired', {
+                resultId: r.id,
+                reason: 'result retention ended; payload purged, evidence kept',
+              }),
+            )
+            .execute();
         }
       });
     }

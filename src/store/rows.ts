@@ -40,7 +40,10 @@ export interface JobRowInput {
  * caller typed it) are sanitised with `secrets` (known secret values) removed. {@link jobInput} is
  * the inverse.
  */
-export function jobRow(j: JobRowInput & { workflowId: string; taskId?: string | null; deadlineAt?: string | null }, secrets: readonly string[] = []): NewJobInput {
+export function jobRow(
+  j: JobRowInput & { workflowId: string; taskId?: string | null; deadlineAt?: string | null },
+  secrets: readonly string[] = [],
+): NewJobInput {
   const typed = j.typedUrl !== undefined && j.typedUrl !== j.request.url ? { typedUrl: j.typedUrl } : {};
   return {
     id: j.jobId,
@@ -52,7 +55,13 @@ export function jobRow(j: JobRowInput & { workflowId: string; taskId?: string | 
     input: JSON.stringify(sanitizeBody(j.row ?? {}, secrets)),
     // The typed URL is kept as typed (sanitising would re-serialise it); like `url`, it passed the
     // client's credential checks (TargetUrlSchema) before it got here.
-    options: JSON.stringify({ ...(sanitizeBody({ format: j.request.format, options: j.request.options, policy: j.policy ?? {} }, secrets) as object), ...typed }),
+    options: JSON.stringify({
+      ...(sanitizeBody(
+        { format: j.request.format, options: j.request.options, policy: j.policy ?? {} },
+        secrets,
+      ) as object),
+      ...typed,
+    }),
     batch_id: j.batchId ?? null,
     workflow_id: j.workflowId,
     task_id: j.taskId ?? null,
@@ -62,7 +71,12 @@ export function jobRow(j: JobRowInput & { workflowId: string; taskId?: string | 
 
 /** What {@link jobRow} was built from, read back from a stored row (JSON columns parsed; throws on malformed JSON). */
 export function jobInput(row: JobRow): JobRowInput {
-  const o = JSON.parse(row.options) as { format?: string; options?: Record<string, unknown>; policy?: Record<string, unknown>; typedUrl?: string };
+  const o = JSON.parse(row.options) as {
+    format?: string;
+    options?: Record<string, unknown>;
+    policy?: Record<string, unknown>;
+    typedUrl?: string;
+  };
   return {
     jobId: row.id,
     account: row.account,
@@ -104,5 +118,12 @@ let seq = 0;
  */
 export function eventRow(jobId: string, type: string, state: string | null, detail: unknown) {
   const id = `${Date.now().toString(36).padStart(9, '0')}-${(seq++ % 1_000_000).toString(36).padStart(4, '0')}-${randomUUID().slice(0, 8)}`;
-  return { id, job_id: jobId, at: nowIso(), type, state, detail: detail === null || detail === undefined ? null : JSON.stringify(detail) };
+  return {
+    id,
+    job_id: jobId,
+    at: nowIso(),
+    type,
+    state,
+    detail: detail === null || detail === undefined ? null : JSON.stringify(detail),
+  };
 }

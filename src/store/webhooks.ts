@@ -30,7 +30,13 @@ export class WebhooksRepository {
    * Records a verified event under (provider, event ID), outcome `received`. Returns
    * `{inserted: false, existing}` when the event was recorded before (a redelivery: do nothing).
    */
-  async recordDelivery(d: { provider: string; eventId: string; eventType: string | null; providerStatus: string | null; taskId: string | null }): Promise<{ inserted: true } | { inserted: false; existing: WebhookDeliveryRow }> {
+  async recordDelivery(d: {
+    provider: string;
+    eventId: string;
+    eventType: string | null;
+    providerStatus: string | null;
+    taskId: string | null;
+  }): Promise<{ inserted: true } | { inserted: false; existing: WebhookDeliveryRow }> {
     const res = await this.conn.db
       .insertInto('webhook_deliveries')
       .values({
@@ -47,13 +53,23 @@ export class WebhooksRepository {
       .onConflict((oc) => oc.columns(['provider', 'event_id']).doNothing())
       .executeTakeFirst();
     if (Number(res.numInsertedOrUpdatedRows ?? 0n) > 0) return { inserted: true };
-    const existing = await this.conn.db.selectFrom('webhook_deliveries').selectAll().where('provider', '=', d.provider).where('event_id', '=', d.eventId).executeTakeFirstOrThrow();
+    const existing = await this.conn.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('provider', '=', d.provider)
+      .where('event_id', '=', d.eventId)
+      .executeTakeFirstOrThrow();
     return { inserted: false, existing };
   }
 
   /** Sets the outcome (and matched job) of a recorded delivery. */
   async setDeliveryOutcome(provider: string, eventId: string, outcome: string, jobId: string | null): Promise<void> {
-    await this.conn.db.updateTable('webhook_deliveries').set({ outcome, job_id: jobId }).where('provider', '=', provider).where('event_id', '=', eventId).execute();
+    await this.conn.db
+      .updateTable('webhook_deliveries')
+      .set({ outcome, job_id: jobId })
+      .where('provider', '=', provider)
+      .where('event_id', '=', eventId)
+      .execute();
   }
 
   /**
@@ -61,22 +77,41 @@ export class WebhooksRepository {
    * (used when the wake signal could not be sent, e.g. Temporal unreachable).
    */
   async forgetDelivery(provider: string, eventId: string): Promise<void> {
-    await this.conn.db.deleteFrom('webhook_deliveries').where('provider', '=', provider).where('event_id', '=', eventId).execute();
+    await this.conn.db
+      .deleteFrom('webhook_deliveries')
+      .where('provider', '=', provider)
+      .where('event_id', '=', eventId)
+      .execute();
   }
 
   /** Deliveries, newest first, optionally of one provider or one job (limit default 100). */
-  async listDeliveries(filter: { provider?: string; jobId?: string; limit?: number } = {}): Promise<WebhookDeliveryRow[]> {
+  async listDeliveries(
+    filter: { provider?: string; jobId?: string; limit?: number } = {},
+  ): Promise<WebhookDeliveryRow[]> {
     let q = this.conn.db.selectFrom('webhook_deliveries').selectAll();
     if (filter.provider) q = q.where('provider', '=', filter.provider);
     if (filter.jobId) q = q.where('job_id', '=', filter.jobId);
-    return q.orderBy('received_at', 'desc').orderBy('id').limit(filter.limit ?? 100).execute();
+    return q
+      .orderBy('received_at', 'desc')
+      .orderBy('id')
+      .limit(filter.limit ?? 100)
+      .execute();
   }
 
   /**
    * Keeps an event in quarantine (a body over 64 KiB is cut, marked `…[truncated]`). `headers` and
    * `body` must already be sanitised. Returns the quarantine row's id.
    */
-  async quarantine(q: { provider: string; eventId: string | null; reason: string; detail: string; headers: Record<string, string>; body: string; bodySha256: string; bodyBytes: number }): Promise<string> {
+  async quarantine(q: {
+    provider: string;
+    eventId: string | null;
+    reason: string;
+    detail: string;
+    headers: Record<string, string>;
+    body: string;
+    bodySha256: string;
+    bodyBytes: number;
+  }): Promise<string> {
     const id = randomUUID();
     await this.conn.db
       .insertInto('webhook_quarantine')

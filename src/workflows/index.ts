@@ -8,6 +8,13 @@
  */
 export { scrapeWorkflowV2 } from './scrape/workflow.js';
 export { scrapeWorkflow } from '../legacy/scrapeWorkflowV1.js';
-export { SCRAPE_WORKFLOW_TYPE, stateQuery, cancelSignal, cancelUpdate, resolveUpdate, wakeSignal } from './scrape/messages.js';
+export {
+  SCRAPE_WORKFLOW_TYPE,
+  stateQuery,
+  cancelSignal,
+  cancelUpdate,
+  resolveUpdate,
+  wakeSignal,
+} from './scrape/messages.js';
 export type { CancelRequest, Resolution, WakeHint } from './scrape/messages.js';
 export { purgeExpiredResultsWorkflow, findOrphansWorkflow } from './maintenance.js';

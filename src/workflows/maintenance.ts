@@ -11,7 +11,11 @@ const acts = proxyActivities<MaintenanceActivities>({
 });
 
 /** Purges expired result payloads and marks their jobs `expired` (evidence kept); deletes webhook records past their retention. */
-export async function purgeExpiredResultsWorkflow(): Promise<{ purged: number; jobsExpired: number; webhookRows: number }> {
+export async function purgeExpiredResultsWorkflow(): Promise<{
+  purged: number;
+  jobsExpired: number;
+  webhookRows: number;
+}> {
   return acts.purgeExpiredResults({});
 }
 

@@ -5,7 +5,11 @@
  * spans leave the sandbox through the worker's `exporter` sink (see `src/observability/worker.ts`).
  * Deterministic: no I/O here; the interceptors only add span bookkeeping and headers.
  */
-import { OpenTelemetryInboundInterceptor, OpenTelemetryInternalsInterceptor, OpenTelemetryOutboundInterceptor } from '@temporalio/interceptors-opentelemetry/lib/workflow/index.js';
+import {
+  OpenTelemetryInboundInterceptor,
+  OpenTelemetryInternalsInterceptor,
+  OpenTelemetryOutboundInterceptor,
+} from '@temporalio/interceptors-opentelemetry/lib/workflow/index.js';
 import type { WorkflowInterceptorsFactory } from '@temporalio/workflow';
 
 export const interceptors: WorkflowInterceptorsFactory = () => ({

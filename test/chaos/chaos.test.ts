@@ -28,7 +28,19 @@ describe('chaos (small)', () => {
     const { address, namespace } = inject('temporal');
     let kept: string | undefined;
     const log = (line: string) => void (kept = /kept (\S+)/.exec(line)?.[1] ?? kept);
-    const report = await runChaos({ requests: 40, temporalAddress: address, namespace, workers: 2, killEveryMs: 5_000, deadlineMs: 60_000, chaosMs: 45_000, convergeMs: 300_000, seed: 7, log, keepDir: true }).finally(() => keepChaosEvidence(kept));
+    const report = await runChaos({
+      requests: 40,
+      temporalAddress: address,
+      namespace,
+      workers: 2,
+      killEveryMs: 5_000,
+      deadlineMs: 60_000,
+      chaosMs: 45_000,
+      convergeMs: 300_000,
+      seed: 7,
+      log,
+      keepDir: true,
+    }).finally(() => keepChaosEvidence(kept));
     console.log(formatChaosReport(report));
     expect(report.providerJobsCreated).toBe(report.logicalRequests);
     expect(report.duplicateResultRows).toBe(0);

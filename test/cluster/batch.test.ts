@@ -44,7 +44,13 @@ async function endedCount(): Promise<number> {
 beforeAll(async () => {
   useCodecEnv();
   pages = await startPageServer();
-  stack = await startStack({ profile: { concurrency: 16 }, worker: false, storeUrl: await freshStoreUrl(), codec: true, providerTimeoutMs: 20_000 });
+  stack = await startStack({
+    profile: { concurrency: 16 },
+    worker: false,
+    storeUrl: await freshStoreUrl(),
+    codec: true,
+    providerTimeoutMs: 20_000,
+  });
   workers.push(await spawnProductWorker(stack.configFile), await spawnProductWorker(stack.configFile));
   names = listCorpusPages(pages.pagesDir);
 });
@@ -59,7 +65,18 @@ describe('batch of real pages on the cluster', () => {
   it('completes every page once while a worker and a history process are SIGKILLed', async () => {
     const { pids } = inject('cluster');
     const started = Date.now();
-    const refs = await Promise.all(names.map(async (name) => ({ name, ref: await stack.client.startScrape({ account: 'acme', url: pages.pageUrl(name), key: `page-${name}`, policy: POLICY, options: OPTIONS }) })));
+    const refs = await Promise.all(
+      names.map(async (name) => ({
+        name,
+        ref: await stack.client.startScrape({
+          account: 'acme',
+          url: pages.pageUrl(name),
+          key: `page-${name}`,
+          policy: POLICY,
+          options: OPTIONS,
+        }),
+      })),
+    );
 
     // Mid-batch: /metrics of a running worker, then the two kills.
     await waitFor(async () => (await endedCount()) >= 10, 180_000, '10 jobs to end');
@@ -79,22 +96,37 @@ describe('batch of real pages on the cluster', () => {
       expect(row?.state, `${name} (last error: ${row?.last_error ?? 'none'})`).toBe('completed');
       expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(1);
       const result = await stack.client.getResult('acme', ref.jobId);
-      const expected = (JSON.parse(fs.readFileSync(path.join(pages.pagesDir, name, 'expected-metadata.json'), 'utf8')) as { title: string }).title;
+      const expected = (
+        JSON.parse(fs.readFileSync(path.join(pages.pagesDir, name, 'expected-metadata.json'), 'utf8')) as {
+          title: string;
+        }
+      ).title;
       if (result.title === expected) exact++;
       else expect(TITLE_DEVIATIONS[name], `title of ${name}`).toBe(result.title);
     }
     expect(stack.sim.stats().jobsCreated.total).toBe(names.length); // 0 duplicates at the provider
     expect(await stack.store.results.count()).toBe(names.length); // one result row each, 0 lost
-    console.log(`cluster batch: ${names.length} pages in ${elapsedS.toFixed(1)} s over 2 workers (one SIGKILLed), history-1 SIGKILLed after ${killedAt} jobs ended; exact titles ${exact}/${names.length}`);
+    console.log(
+      `cluster batch: ${names.length} pages in ${elapsedS.toFixed(1)} s over 2 workers (one SIGKILLed), history-1 SIGKILLed after ${killedAt} jobs ended; exact titles ${exact}/${names.length}`,
+    );
 
     // The series a dashboard needs were there mid-batch, with bounded labels only.
-    for (const series of ['scrape_provider_requests_total{', 'scrape_job_transitions_total{state="pending"}', 'scrape_jobs{state="completed"}', 'scrape_activity_duration_seconds_bucket{', 'scrape_provider_request_duration_seconds_bucket{', 'temporal_']) {
+    for (const series of [
+      'scrape_provider_requests_total{',
+      'scrape_job_transitions_total{state="pending"}',
+      'scrape_jobs{state="completed"}',
+      'scrape_activity_duration_seconds_bucket{',
+      'scrape_provider_request_duration_seconds_bucket{',
+      'temporal_',
+    ]) {
       expect(metrics, series).toContain(series);
     }
     const labelValues = [...metrics.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]!).join('\n');
     expect(labelValues).not.toMatch(/https?:|127\.0\.0\.1|scrape:acme|page-|job_[0-9a-f]/);
     for (const k of Object.values(KEYS)) expect(metrics).not.toContain(k);
-    expect(metrics).toMatch(/scrape_provider_requests_total\{provider="reference",endpoint="POST \/api\/scrape",status_code="202"\} \d+/);
+    expect(metrics).toMatch(
+      /scrape_provider_requests_total\{provider="reference",endpoint="POST \/api\/scrape",status_code="202"\} \d+/,
+    );
 
     // Worker logs: JSON lines only, no task token, no provider key.
     const log = workers[0]!.log();
@@ -111,7 +143,17 @@ describe('batch of real pages on the cluster', () => {
 
   it('the same keys again create no provider job and no result row', async () => {
     const before = stack.sim.stats().jobsCreated.total;
-    const refs = await Promise.all(names.map((name) => stack.client.startScrape({ account: 'acme', url: pages.pageUrl(name), key: `page-${name}`, policy: POLICY, options: OPTIONS })));
+    const refs = await Promise.all(
+      names.map((name) =>
+        stack.client.startScrape({
+          account: 'acme',
+          url: pages.pageUrl(name),
+          key: `page-${name}`,
+          policy: POLICY,
+          options: OPTIONS,
+        }),
+      ),
+    );
     expect(new Set(refs.map((r) => r.jobId)).size).toBe(names.length);
     for (const r of refs) expect((await stack.store.jobs.get(r.jobId))?.state).toBe('completed');
     await new Promise((r) => setTimeout(r, 3_000));

@@ -23,7 +23,13 @@ const workers: ProductWorker[] = [];
 beforeAll(async () => {
   useCodecEnv();
   pages = await startPageServer();
-  stack = await startStack({ profile: { concurrency: 100 }, worker: false, storeUrl: await freshStoreUrl(), codec: true, providerTimeoutMs: 20_000 });
+  stack = await startStack({
+    profile: { concurrency: 100 },
+    worker: false,
+    storeUrl: await freshStoreUrl(),
+    codec: true,
+    providerTimeoutMs: 20_000,
+  });
   workers.push(await spawnProductWorker(stack.configFile), await spawnProductWorker(stack.configFile));
 });
 
@@ -38,14 +44,49 @@ describe('cancel by every door on the cluster', () => {
     it(`${door}: cancelled at the provider, 1 cancel call, 0 results`, async () => {
       const tag = `cl-cancel-${door}-${RUN}`;
       const jobId = jobIdFor('acme', tag);
-      stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
-      await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('001')}?${tag}`, key: tag, policy: POLICY });
-      const row = await waitRow(stack, jobId, (r) => r.provider_status === 'running' && !!r.task_id, 'polled while running', 60_000);
-      await waitFor(() => stack.sim.getJob(row.task_id!)?.pages_fetched === 1, 30_000, 'the provider to fetch the page');
+      stack.sim.faults.add({
+        account: 'acme',
+        endpoint: 'submit',
+        urlContains: tag,
+        action: 'hold',
+        holdIn: 'running',
+      });
+      await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('001')}?${tag}`,
+        key: tag,
+        policy: POLICY,
+      });
+      const row = await waitRow(
+        stack,
+        jobId,
+        (r) => r.provider_status === 'running' && !!r.task_id,
+        'polled while running',
+        60_000,
+      );
+      await waitFor(
+        () => stack.sim.getJob(row.task_id!)?.pages_fetched === 1,
+        30_000,
+        'the provider to fetch the page',
+      );
       const sent = sendCancel(stack, door, jobId);
       const answer = (await sent.done) as CancelResult | undefined;
       const s = await settle(stack, jobId, 90_000);
-      expectSettled(expect, stack, tag, s, { door, state: 'cancelled', outcome: 'cancelled', calls: 1, results: 0, effects: { pagesFetched: 1, creditsUsed: 1 } }, answer);
+      expectSettled(
+        expect,
+        stack,
+        tag,
+        s,
+        {
+          door,
+          state: 'cancelled',
+          outcome: 'cancelled',
+          calls: 1,
+          results: 0,
+          effects: { pagesFetched: 1, creditsUsed: 1 },
+        },
+        answer,
+      );
       expect(stack.sim.getJob(row.task_id!)?.status).toBe('cancelled');
       expect(providerJobs(stack, tag)).toHaveLength(1);
     }, 180_000);

@@ -47,7 +47,10 @@ export async function setup(project: TestProject): Promise<void> {
     dataDir,
     ports: 'free',
     ephemeral: true,
-    codec: { config: CodecConfigSchema.parse({ enabled: true }), env: { ...process.env, SCRAPE_CODEC_KEYS: codecKeys, SCRAPE_CODEC_TOKEN: codecToken } },
+    codec: {
+      config: CodecConfigSchema.parse({ enabled: true }),
+      env: { ...process.env, SCRAPE_CODEC_KEYS: codecKeys, SCRAPE_CODEC_TOKEN: codecToken },
+    },
     log: (l) => process.stderr.write(`[cluster] ${l}\n`),
   });
   process.stderr.write(`[cluster] ready in ${Date.now() - t0} ms at ${cluster.address}\n`);
@@ -85,8 +88,13 @@ function watchControl(dataDir: string): void {
       fs.rmSync(file);
       const act = req.action === 'kill' ? cluster!.kill(req.name) : cluster!.restart(req.name);
       void act.then(
-        () => fs.writeFileSync(file.replace(/\.json$/, '.done'), JSON.stringify({ ok: true, pid: cluster!.processes.get(req.name)?.pid ?? null })),
-        (e: Error) => fs.writeFileSync(file.replace(/\.json$/, '.done'), JSON.stringify({ ok: false, error: e.message })),
+        () =>
+          fs.writeFileSync(
+            file.replace(/\.json$/, '.done'),
+            JSON.stringify({ ok: true, pid: cluster!.processes.get(req.name)?.pid ?? null }),
+          ),
+        (e: Error) =>
+          fs.writeFileSync(file.replace(/\.json$/, '.done'), JSON.stringify({ ok: false, error: e.message })),
       );
     }
   }, 100);

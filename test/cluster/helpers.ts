@@ -71,7 +71,13 @@ export async function spawnProductWorker(configFile: string, env: Record<string,
   const port = await freePort('127.0.0.1');
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
     cwd: path.resolve(import.meta.dirname, '../..'),
-    env: { ...process.env, SCRAPE_CONFIG: configFile, SCRAPE_WORKER_METRICS_PORT: String(port), SCRAPE_LOG_LEVEL: 'info', ...env },
+    env: {
+      ...process.env,
+      SCRAPE_CONFIG: configFile,
+      SCRAPE_WORKER_METRICS_PORT: String(port),
+      SCRAPE_LOG_LEVEL: 'info',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';

@@ -39,7 +39,10 @@ function rawText(value: unknown): string {
 }
 
 async function jobPageText(page: Page, needle: string, timeoutMs: number): Promise<boolean> {
-  await page.goto(`${inject('cluster').uiUrl}/namespaces/default/workflows/${encodeURIComponent(jobId)}/${runId}/history`, { waitUntil: 'domcontentloaded' });
+  await page.goto(
+    `${inject('cluster').uiUrl}/namespaces/default/workflows/${encodeURIComponent(jobId)}/${runId}/history`,
+    { waitUntil: 'domcontentloaded' },
+  );
   try {
     await page.waitForFunction((n) => document.body.innerText.includes(n), needle, { timeout: timeoutMs });
     return true;
@@ -57,8 +60,14 @@ beforeAll(async () => {
   jobId = ref.jobId;
   await waitForState(stack.store, jobId, ['completed'], 120_000);
   runId = (await stack.temporal.workflow.getHandle(jobId).describe()).runId;
-  const executablePath = execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).trim();
-  browser = await chromium.launch({ executablePath, headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  const executablePath = execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], {
+    encoding: 'utf8',
+  }).trim();
+  browser = await chromium.launch({
+    executablePath,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
 }, 300_000);
 
 afterAll(async () => {

@@ -9,6 +9,12 @@ await defineConformanceMatrix({
   label: 'apify',
   kind: 'apify',
   fixture: () => startApifyFixture(),
-  entry: (fx) => ({ baseUrl: fx.url, actorId: 'acme~site-crawler', replicaLagGraceMs: 1_500, clean: true, results: { pageSize: 2 } }),
+  entry: (fx) => ({
+    baseUrl: fx.url,
+    actorId: 'acme~site-crawler',
+    replicaLagGraceMs: 1_500,
+    clean: true,
+    results: { pageSize: 2 },
+  }),
   // ApifyAdapter.findSubmitted throws on the runs list's 404 (`throw this.fail(res, …)`).
 });

@@ -16,7 +16,12 @@ await defineConformanceMatrix({
   entry: (fx) => ({
     baseUrl: fx.url,
     auth: { in: 'query', name: 'api_key' },
-    submit: { path: '/v3/runs', body: { target: { url: '{{url}}' }, reference: '{{clientRef}}' }, taskIdPath: '/data/id', statusPath: '/data/state' },
+    submit: {
+      path: '/v3/runs',
+      body: { target: { url: '{{url}}' }, reference: '{{clientRef}}' },
+      taskIdPath: '/data/id',
+      statusPath: '/data/state',
+    },
     status: {
       path: '/v3/runs/{{taskId}}',
       statusPath: '/data/state',
@@ -25,11 +30,34 @@ await defineConformanceMatrix({
       errorMessagePath: '/data/failure/detail',
       progress: { documents: '/data/items_total' },
     },
-    result: { request: { path: '/v3/runs/{{taskId}}/items' }, documentsPath: '/items', fields: { url: '/link', title: '/heading', text: '/content', error: '/problem' }, pagination: { style: 'next', nextPath: '/links/next' } },
+    result: {
+      request: { path: '/v3/runs/{{taskId}}/items' },
+      documentsPath: '/items',
+      fields: { url: '/link', title: '/heading', text: '/content', error: '/problem' },
+      pagination: { style: 'next', nextPath: '/links/next' },
+    },
     // The list of a deployment without it answers `404 NOT_FOUND` (route not found): not offered.
-    errors: { terminalCodes: ['EMPTY_DATASET'], expiredCodes: ['RUN_EXPIRED'], concurrencyCodes: ['TOO_MANY_RUNS'], unsupportedCodes: ['NOT_FOUND'] },
-    cancel: { method: 'POST', path: '/v3/runs/{{taskId}}/abort', statusPath: '/data/state', finalStatusPath: '/error/state' },
-    list: { path: '/v3/runs', query: { reference: '{{clientRef}}' }, itemsPath: '/runs', matchPath: '/reference', taskIdPath: '/id', statusPath: '/state', shows: ['queued', 'running'] },
+    errors: {
+      terminalCodes: ['EMPTY_DATASET'],
+      expiredCodes: ['RUN_EXPIRED'],
+      concurrencyCodes: ['TOO_MANY_RUNS'],
+      unsupportedCodes: ['NOT_FOUND'],
+    },
+    cancel: {
+      method: 'POST',
+      path: '/v3/runs/{{taskId}}/abort',
+      statusPath: '/data/state',
+      finalStatusPath: '/error/state',
+    },
+    list: {
+      path: '/v3/runs',
+      query: { reference: '{{clientRef}}' },
+      itemsPath: '/runs',
+      matchPath: '/reference',
+      taskIdPath: '/id',
+      statusPath: '/state',
+      shows: ['queued', 'running'],
+    },
     results: { pageSize: 2 },
   }),
   // The run's record counts every item, the one with a `problem` too.

@@ -35,23 +35,83 @@ afterAll(async () => {
 
 /** A provider job of the case `token` (the URL carries the token, as in the matrix). */
 function rec(token: string, over: Partial<ProviderJobRecord> = {}): ProviderJobRecord {
-  return { id: `task-${token}-${++n}`, owner: 'acme', url: `http://127.0.0.1:9/pages/001/?cf=${token}`, state: 'completed', rawStatus: 'done', billed: true, createdAt: Date.now(), ...over };
+  return {
+    id: `task-${token}-${++n}`,
+    owner: 'acme',
+    url: `http://127.0.0.1:9/pages/001/?cf=${token}`,
+    state: 'completed',
+    rawStatus: 'done',
+    billed: true,
+    createdAt: Date.now(),
+    ...over,
+  };
 }
 
 /** A stored job of the case `token` in `state`, bound to `taskId`; returns its outcome as the matrix would record it. */
-async function job(token: string, state: string, taskId: string | null, over: Partial<CaseOutcome> = {}): Promise<CaseOutcome> {
+async function job(
+  token: string,
+  state: string,
+  taskId: string | null,
+  over: Partial<CaseOutcome> = {},
+): Promise<CaseOutcome> {
   const jobId = `scrape:acme:${token}`;
   const url = `http://127.0.0.1:9/pages/001/?cf=${token}`;
-  await store.jobs.insert(Store.jobRow({ jobId, account: 'acme', key: token, provider: 'fx', requestHash: token, request: { url, format: 'markdown', options: {} }, workflowId: jobId }));
-  await store.db.updateTable('jobs').set({ state, task_id: taskId, provider_account: 'fx@127.0.0.1#acct' }).where('id', '=', jobId).execute();
-  return { case: { id: token, lookalike: false, binary: false, cancel: 'none' }, url, jobId, key: token, lookalikes: [], waits: [], operator: [], cancels: [], row: (await store.jobs.get(jobId))!, ...over };
+  await store.jobs.insert(
+    Store.jobRow({
+      jobId,
+      account: 'acme',
+      key: token,
+      provider: 'fx',
+      requestHash: token,
+      request: { url, format: 'markdown', options: {} },
+      workflowId: jobId,
+    }),
+  );
+  await store.db
+    .updateTable('jobs')
+    .set({ state, task_id: taskId, provider_account: 'fx@127.0.0.1#acct' })
+    .where('id', '=', jobId)
+    .execute();
+  return {
+    case: { id: token, lookalike: false, binary: false, cancel: 'none' },
+    url,
+    jobId,
+    key: token,
+    lookalikes: [],
+    waits: [],
+    operator: [],
+    cancels: [],
+    row: (await store.jobs.get(jobId))!,
+    ...over,
+  };
 }
 
 /** A result row of `jobId` with `docs` documents (each a title), and `fields` on the result row. */
-async function result(jobId: string, taskId: string, fields: Record<string, unknown>, docs: string[] = []): Promise<void> {
+async function result(
+  jobId: string,
+  taskId: string,
+  fields: Record<string, unknown>,
+  docs: string[] = [],
+): Promise<void> {
   const id = `res-${jobId}`;
-  await store.db.insertInto('results').values({ id, provider: 'fx', task_id: taskId, job_id: jobId, url: 'http://127.0.0.1:9/', written_at: new Date().toISOString(), document_count: docs.length, ...fields } as never).execute();
-  for (const [seq, title] of docs.entries()) await store.db.insertInto('result_documents').values({ result_id: id, seq, identity: `doc-${seq}`, url: 'http://127.0.0.1:9/a', title } as never).execute();
+  await store.db
+    .insertInto('results')
+    .values({
+      id,
+      provider: 'fx',
+      task_id: taskId,
+      job_id: jobId,
+      url: 'http://127.0.0.1:9/',
+      written_at: new Date().toISOString(),
+      document_count: docs.length,
+      ...fields,
+    } as never)
+    .execute();
+  for (const [seq, title] of docs.entries())
+    await store.db
+      .insertInto('result_documents')
+      .values({ result_id: id, seq, identity: `doc-${seq}`, url: 'http://127.0.0.1:9/a', title } as never)
+      .execute();
 }
 
 const invariants = (v: { invariant: string }[]) => v.map((x) => x.invariant);
@@ -71,7 +131,9 @@ describe('conformance matrix: the invariant checks catch each broken invariant',
     const o = await job('dup1', 'completed', a!.id);
     await result(o.jobId, a!.id, { title: 'A page' });
     expect(invariants(await checkRound(scenario(), [o]))).toEqual(['at most one provider job per logical request']);
-    expect(await checkRound(scenario(), [{ ...o, operator: [{ at: '', resolved: 'resubmit', evidence: true }] }])).toEqual([]);
+    expect(
+      await checkRound(scenario(), [{ ...o, operator: [{ at: '', resolved: 'resubmit', evidence: true }] }]),
+    ).toEqual([]);
   });
 
   it('a completed job bound to a look-alike of another client breaks “no task of another job”', async () => {
@@ -90,7 +152,10 @@ describe('conformance matrix: the invariant checks catch each broken invariant',
     const failed = await job('fail1', 'failed', null);
     const cancelled = await job('canc1', 'cancelled', done.id);
     const v = await checkRound(scenario(), [failed, cancelled]);
-    expect(v.map((x) => `${x.caseId}: ${x.invariant}`)).toEqual(['fail1: no final state contradicts the provider', 'canc1: no final state contradicts the provider']);
+    expect(v.map((x) => `${x.caseId}: ${x.invariant}`)).toEqual([
+      'fail1: no final state contradicts the provider',
+      'canc1: no final state contradicts the provider',
+    ]);
   });
 
   it('the same document stored twice, one document missing, and an empty result without a note are each named', async () => {
@@ -127,16 +192,28 @@ describe('conformance matrix: the invariant checks catch each broken invariant',
     records = [r, q];
     const a = await job('op1', 'completed', r.id, { waits: [{ evidence: false }] });
     await result(a.jobId, r.id, { title: 'A page' });
-    const b = await job('op2', 'completed', q.id, { waits: [{ evidence: true }], operator: [{ at: '', resolved: 'task', taskId: q.id, evidence: true, refused: 'task bound elsewhere' }] });
+    const b = await job('op2', 'completed', q.id, {
+      waits: [{ evidence: true }],
+      operator: [{ at: '', resolved: 'task', taskId: q.id, evidence: true, refused: 'task bound elsewhere' }],
+    });
     await result(b.jobId, q.id, { title: 'A page' });
     const v = await checkRound(scenario(), [a, b]);
-    expect(v.map((x) => `${x.caseId}: ${x.invariant}`)).toEqual(['op1: an undecided job waits in unknown with evidence', 'op2: the operator’s resolve completes an undecided job']);
+    expect(v.map((x) => `${x.caseId}: ${x.invariant}`)).toEqual([
+      'op1: an undecided job waits in unknown with evidence',
+      'op2: the operator’s resolve completes an undecided job',
+    ]);
   });
 
   it('a job the operator resolved that then ends other than completed is reported', async () => {
     const r = rec('op3');
     records = [r];
-    const o = await job('op3', 'failed', null, { waits: [{ evidence: true }], operator: [{ at: '', resolved: 'resubmit', evidence: true }] });
-    expect(invariants(await checkRound(scenario(), [o]))).toEqual(['the operator’s resolve completes an undecided job', 'no final state contradicts the provider']);
+    const o = await job('op3', 'failed', null, {
+      waits: [{ evidence: true }],
+      operator: [{ at: '', resolved: 'resubmit', evidence: true }],
+    });
+    expect(invariants(await checkRound(scenario(), [o]))).toEqual([
+      'the operator’s resolve completes an undecided job',
+      'no final state contradicts the provider',
+    ]);
   });
 });

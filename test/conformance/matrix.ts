@@ -49,8 +49,22 @@ import { isFinalState } from '../../src/model/states.js';
 import { providerKeys } from '../../src/providers/shared/keys.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import type { JobRow } from '../../src/store/index.js';
-import type { AnswerFault, ConformanceControls, ConformanceOp, LookupBehaviour, PageBehaviour, ProviderJobRecord, ReplayBehaviour } from '../fixtures/providers/conformance.js';
-import { SCENARIO_POLICY, startProviderScenario, waitFor, type Fixture, type Scenario } from '../fixtures/providers/harness.js';
+import type {
+  AnswerFault,
+  ConformanceControls,
+  ConformanceOp,
+  LookupBehaviour,
+  PageBehaviour,
+  ProviderJobRecord,
+  ReplayBehaviour,
+} from '../fixtures/providers/conformance.js';
+import {
+  SCENARIO_POLICY,
+  startProviderScenario,
+  waitFor,
+  type Fixture,
+  type Scenario,
+} from '../fixtures/providers/harness.js';
 
 /** A fixture that offers the shared conformance controls. */
 export type ConformanceFixture = Fixture & { conformance: ConformanceControls };
@@ -66,7 +80,13 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
  * held (longer than the timeouts) and the longest lookup lag a case may get (below the window,
  * where the product promises no duplicate).
  */
-export const MATRIX_TIMING = { submitTimeoutMs: 1_500, readTimeoutMs: 1_500, settleMs: 900, lateMs: 2_600, maxLagMs: 600 } as const;
+export const MATRIX_TIMING = {
+  submitTimeoutMs: 1_500,
+  readTimeoutMs: 1_500,
+  settleMs: 900,
+  lateMs: 2_600,
+  maxLagMs: 600,
+} as const;
 
 /** How long one case may take to settle (final, or waiting for an operator), ms; a known defect's case gets {@link DEFECT_SETTLE_MS}. */
 const SETTLE_MS = 45_000;
@@ -120,7 +140,10 @@ export function unavailableLookupDefect(where: string): KnownDefect {
   return {
     why: `a lookup answering 404 is retried without end instead of being read as not offered, so the job never reaches the operator (${where})`,
     matches: (c, env) => env.lookup?.kind === 'unavailable' && c.submitFault !== undefined,
-    example: { env: { lookup: { kind: 'unavailable' } }, case: { submitFault: 'reset', lookalike: false, binary: false, cancel: 'none' } },
+    example: {
+      env: { lookup: { kind: 'unavailable' } },
+      case: { submitFault: 'reset', lookalike: false, binary: false, cancel: 'none' },
+    },
   };
 }
 
@@ -179,13 +202,23 @@ export function matrixSeed(): number {
 }
 
 /** A permutation of `xs` (fast-check). */
-const permutation = <T>(xs: readonly T[]) => fc.shuffledSubarray([...xs], { minLength: xs.length, maxLength: xs.length });
+const permutation = <T>(xs: readonly T[]) =>
+  fc.shuffledSubarray([...xs], { minLength: xs.length, maxLength: xs.length });
 
 /** The supports of an entry: the fixture's, narrowed by the spec. */
-export function supportsOf(controls: ConformanceControls, restrict: KindSpec<ConformanceFixture>['restrict'] = {}): ConformanceControls['supports'] {
+export function supportsOf(
+  controls: ConformanceControls,
+  restrict: KindSpec<ConformanceFixture>['restrict'] = {},
+): ConformanceControls['supports'] {
   const s = controls.supports;
   const narrow = <T>(all: readonly T[], only?: readonly T[]) => (only ? all.filter((x) => only.includes(x)) : [...all]);
-  return { ...s, lookups: narrow(s.lookups, restrict.lookups), replays: narrow(s.replays, restrict.replays), pages: narrow(s.pages, restrict.pages), faults: narrow(s.faults, restrict.faults) };
+  return {
+    ...s,
+    lookups: narrow(s.lookups, restrict.lookups),
+    replays: narrow(s.replays, restrict.replays),
+    pages: narrow(s.pages, restrict.pages),
+    faults: narrow(s.faults, restrict.faults),
+  };
 }
 
 /**
@@ -196,10 +229,20 @@ export function supportsOf(controls: ConformanceControls, restrict: KindSpec<Con
  * binary body (where supported), one a single cancel and one a double cancel. `skip` leaves out
  * combinations run elsewhere (known defects).
  */
-export function planMatrix(supports: ConformanceControls['supports'], seed: number, opts: { faultsPerRound?: number; skip?: (c: Case, env: Env) => boolean } = {}): Round[] {
+export function planMatrix(
+  supports: ConformanceControls['supports'],
+  seed: number,
+  opts: { faultsPerRound?: number; skip?: (c: Case, env: Env) => boolean } = {},
+): Round[] {
   const pairs = supports.faults.flatMap((op) => FAULT_KINDS.map((kind) => ({ op, kind })));
   const perRound = opts.faultsPerRound ?? 8;
-  const rounds = Math.max(2, supports.lookups.length, supports.replays.length, supports.pages.length, Math.ceil(pairs.length / perRound));
+  const rounds = Math.max(
+    2,
+    supports.lookups.length,
+    supports.replays.length,
+    supports.pages.length,
+    Math.ceil(pairs.length / perRound),
+  );
   const extra = fc.record({
     lookalike: fc.boolean(),
     binary: supports.binary ? fc.boolean() : fc.constant(false),
@@ -220,7 +263,8 @@ export function planMatrix(supports: ConformanceControls['supports'], seed: numb
   if (!p) throw new Error('fast-check produced no plan');
   const plan: Round[] = Array.from({ length: rounds }, (_, i) => {
     const kind = p.lookupOrder.length ? p.lookupOrder[i % p.lookupOrder.length]! : undefined;
-    const lookup: LookupBehaviour | undefined = kind === undefined ? undefined : kind === 'lag' ? { kind, lagMs: p.lagMs[i]! } : ({ kind } as LookupBehaviour);
+    const lookup: LookupBehaviour | undefined =
+      kind === undefined ? undefined : kind === 'lag' ? { kind, lagMs: p.lagMs[i]! } : ({ kind } as LookupBehaviour);
     return {
       index: i,
       env: {
@@ -253,7 +297,8 @@ export function planMatrix(supports: ConformanceControls['supports'], seed: numb
   if (!all.some((c) => c.cancel === 'once')) cleanOf(1).cancel = 'once';
   if (supports.binary && !all.some((c) => c.binary)) cleanOf(0).binary = true;
   if (!all.some((c) => c.lookalike && c.submitFault && c.submitFault !== 'before')) {
-    const lost = all.find((c) => c.submitFault === 'reset' || c.submitFault === '502') ?? all.find((c) => c.submitFault);
+    const lost =
+      all.find((c) => c.submitFault === 'reset' || c.submitFault === '502') ?? all.find((c) => c.submitFault);
     if (lost) lost.lookalike = true;
   }
   if (!all.some((c) => c.lookalike && !c.submitFault)) cleanOf(1).lookalike = true;
@@ -276,7 +321,12 @@ export function coverageOf(plan: Round[]): Coverage {
   const cases = plan.flatMap((r) => r.cases);
   const uniq = (xs: (string | undefined)[]) => [...new Set(xs.filter((x): x is string => x !== undefined))].sort();
   return {
-    faults: uniq(cases.flatMap((c) => [c.submitFault ? `submit:${c.submitFault}` : undefined, c.readFault ? `${c.readFault.op}:${c.readFault.kind}` : undefined])),
+    faults: uniq(
+      cases.flatMap((c) => [
+        c.submitFault ? `submit:${c.submitFault}` : undefined,
+        c.readFault ? `${c.readFault.op}:${c.readFault.kind}` : undefined,
+      ]),
+    ),
     lookups: uniq(plan.map((r) => r.env.lookup?.kind)),
     replays: uniq(plan.map((r) => r.env.replay)),
     pages: uniq(plan.map((r) => r.env.pages)),
@@ -288,21 +338,34 @@ export function coverageOf(plan: Round[]): Coverage {
 
 /** A one-line description of a case, for messages. */
 export function describeCase(c: Case): string {
-  return [
-    c.submitFault ? `submit:${c.submitFault}` : null,
-    c.readFault ? `${c.readFault.op}:${c.readFault.kind}` : null,
-    c.lookalike ? 'look-alike' : null,
-    c.binary ? 'binary' : null,
-    c.cancel !== 'none' ? `cancel ${c.cancel}` : null,
-  ]
-    .filter(Boolean)
-    .join(', ') || 'no fault';
+  return (
+    [
+      c.submitFault ? `submit:${c.submitFault}` : null,
+      c.readFault ? `${c.readFault.op}:${c.readFault.kind}` : null,
+      c.lookalike ? 'look-alike' : null,
+      c.binary ? 'binary' : null,
+      c.cancel !== 'none' ? `cancel ${c.cancel}` : null,
+    ]
+      .filter(Boolean)
+      .join(', ') || 'no fault'
+  );
 }
 
 /** A one-line description of an environment. */
 export function describeEnv(e: Partial<Env>): string {
-  const lookup = e.lookup ? (e.lookup.kind === 'lag' ? `lookups lag ${e.lookup.lagMs} ms` : `lookups ${e.lookup.kind}`) : null;
-  return [lookup, e.replay ? `replay ${e.replay}` : null, e.pages ? `pages ${e.pages}` : null, e.runMs !== undefined ? `jobs run ${e.runMs} ms` : null].filter(Boolean).join(', ');
+  const lookup = e.lookup
+    ? e.lookup.kind === 'lag'
+      ? `lookups lag ${e.lookup.lagMs} ms`
+      : `lookups ${e.lookup.kind}`
+    : null;
+  return [
+    lookup,
+    e.replay ? `replay ${e.replay}` : null,
+    e.pages ? `pages ${e.pages}` : null,
+    e.runMs !== undefined ? `jobs run ${e.runMs} ms` : null,
+  ]
+    .filter(Boolean)
+    .join(', ');
 }
 
 /** How one case went, as observed by the harness. */
@@ -340,7 +403,10 @@ interface Ctx<F extends ConformanceFixture> {
   seed: number;
 }
 
-const PDF = Buffer.from('%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n', 'latin1');
+const PDF = Buffer.from(
+  '%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n',
+  'latin1',
+);
 
 /** Sets the round's environment at the fixture (only what the entry supports). */
 function applyEnv(fx: ConformanceControls, env: Env): void {
@@ -356,13 +422,18 @@ function oursAt(fx: ConformanceControls, o: Pick<CaseOutcome, 'case' | 'lookalik
 }
 
 /** Where the job is: final, waiting for an operator, or still on its way. */
-async function whereIs<F extends ConformanceFixture>(s: Scenario<F>, jobId: string): Promise<{ kind: 'final' | 'operator'; row: JobRow } | undefined> {
+async function whereIs<F extends ConformanceFixture>(
+  s: Scenario<F>,
+  jobId: string,
+): Promise<{ kind: 'final' | 'operator'; row: JobRow } | undefined> {
   const row = await s.store.jobs.get(jobId);
   if (!row) return undefined;
   if (isFinalState(row.state)) return { kind: 'final', row };
   if (row.state !== 'unknown') return undefined;
   const view = await s.client.getLiveView('acme', jobId).catch(() => undefined);
-  return view?.state === 'unknown' && view.note?.startsWith('waiting for an operator') ? { kind: 'operator', row } : undefined;
+  return view?.state === 'unknown' && view.note?.startsWith('waiting for an operator')
+    ? { kind: 'operator', row }
+    : undefined;
 }
 
 /** Whether the job's latest reconcile reading is an undecided one that keeps its evidence. */
@@ -370,7 +441,12 @@ async function undecidedWithEvidence<F extends ConformanceFixture>(s: Scenario<F
   const last = (await s.store.findings.timeline(jobId)).filter((e) => e.type.startsWith('reconcile_')).at(-1);
   if (last?.type !== 'reconcile_undecided' || !last.detail) return false;
   const d = JSON.parse(last.detail) as { reason?: unknown; evidence?: { readings?: unknown } };
-  return typeof d.reason === 'string' && d.reason.length > 0 && d.evidence !== undefined && Array.isArray(d.evidence.readings);
+  return (
+    typeof d.reason === 'string' &&
+    d.reason.length > 0 &&
+    d.evidence !== undefined &&
+    Array.isArray(d.evidence.readings)
+  );
 }
 
 /** Runs one case to its end (see the module docs). Never throws: what went wrong is in `error`. */
@@ -378,14 +454,34 @@ async function runCase<F extends ConformanceFixture>(ctx: Ctx<F>, c: Case, settl
   const { s } = ctx;
   const fx = s.fixture.conformance;
   const url = `${ctx.pages.pageUrl(ctx.spec.page ?? '001')}?cf=${c.id}`;
-  const out: CaseOutcome = { case: c, url, jobId: '', key: '', lookalikes: [], waits: [], operator: [], cancels: [], row: null };
+  const out: CaseOutcome = {
+    case: c,
+    url,
+    jobId: '',
+    key: '',
+    lookalikes: [],
+    waits: [],
+    operator: [],
+    cancels: [],
+    row: null,
+  };
   try {
     if (c.binary) fx.binaryBody(c.id, { contentType: 'application/pdf', bytes: PDF });
     if (c.lookalike) out.lookalikes.push(fx.createLookalike(url).id);
-    const fault = (kind: FaultKind): AnswerFault => ({ kind, urlContains: c.id, times: 1, ...(kind === 'late' ? { delayMs: MATRIX_TIMING.lateMs } : {}) });
+    const fault = (kind: FaultKind): AnswerFault => ({
+      kind,
+      urlContains: c.id,
+      times: 1,
+      ...(kind === 'late' ? { delayMs: MATRIX_TIMING.lateMs } : {}),
+    });
     if (c.submitFault) fx.answerFault('submit', fault(c.submitFault));
     if (c.readFault) fx.answerFault(c.readFault.op, fault(c.readFault.kind));
-    const ref = await s.start({ url, key: c.id, ...(ctx.spec.options ? { options: ctx.spec.options } : {}), policy: SCENARIO_POLICY });
+    const ref = await s.start({
+      url,
+      key: c.id,
+      ...(ctx.spec.options ? { options: ctx.spec.options } : {}),
+      policy: SCENARIO_POLICY,
+    });
     out.jobId = ref.jobId;
     out.key = ref.key;
 
@@ -393,8 +489,15 @@ async function runCase<F extends ConformanceFixture>(ctx: Ctx<F>, c: Case, settl
     if (c.cancel !== 'none') {
       cancelling = (async () => {
         // As soon as there is something to cancel: a task, or a job waiting for an operator.
-        await waitFor(async () => (await s.store.jobs.get(ref.jobId))?.task_id || (await whereIs(s, ref.jobId)), settleMs, `${c.id}: a task or a settled job to cancel`).catch(() => undefined);
-        const one = () => s.client.cancelScrape('acme', ref.jobId, { reason: 'conformance matrix', requestedBy: 'matrix', timeoutMs: 20_000 }).catch((e: unknown) => ({ error: (e as Error).message }));
+        await waitFor(
+          async () => (await s.store.jobs.get(ref.jobId))?.task_id || (await whereIs(s, ref.jobId)),
+          settleMs,
+          `${c.id}: a task or a settled job to cancel`,
+        ).catch(() => undefined);
+        const one = () =>
+          s.client
+            .cancelScrape('acme', ref.jobId, { reason: 'conformance matrix', requestedBy: 'matrix', timeoutMs: 20_000 })
+            .catch((e: unknown) => ({ error: (e as Error).message }));
         out.cancels.push(...(await Promise.all(c.cancel === 'twice' ? [one(), one()] : [one()])));
       })();
     }
@@ -413,19 +516,32 @@ async function runCase<F extends ConformanceFixture>(ctx: Ctx<F>, c: Case, settl
       // The operator: from the provider's own record only.
       const mine = oursAt(fx, out);
       const held = mine.length === 1 ? mine[0]! : mine.filter((j) => j.state !== 'cancelled').at(-1);
-      const act: CaseOutcome['operator'][number] = { at: new Date().toISOString(), resolved: held ? 'task' : 'resubmit', ...(held ? { taskId: held.id } : {}), evidence };
+      const act: CaseOutcome['operator'][number] = {
+        at: new Date().toISOString(),
+        resolved: held ? 'task' : 'resubmit',
+        ...(held ? { taskId: held.id } : {}),
+        evidence,
+      };
       out.operator.push(act);
       try {
-        await s.client.resolve('acme', ref.jobId, held ? { taskId: held.id, by: 'matrix' } : { resubmit: true, by: 'matrix' });
+        await s.client.resolve(
+          'acme',
+          ref.jobId,
+          held ? { taskId: held.id, by: 'matrix' } : { resubmit: true, by: 'matrix' },
+        );
       } catch (e) {
         act.refused = (e as Error).message;
         break;
       }
       // The resolution is applied: the job leaves `unknown` (or ends) before it is looked at again.
-      await waitFor(async () => {
-        const r = await s.store.jobs.get(ref.jobId);
-        return r && (r.state !== 'unknown' || r.task_id) ? r : undefined;
-      }, settleMs, `${c.id} to leave unknown after the resolve`);
+      await waitFor(
+        async () => {
+          const r = await s.store.jobs.get(ref.jobId);
+          return r && (r.state !== 'unknown' || r.task_id) ? r : undefined;
+        },
+        settleMs,
+        `${c.id} to leave unknown after the resolve`,
+      );
     }
     await cancelling;
     // A cancel that came after the end, or a late observation: read the row once more when it is final.
@@ -433,7 +549,11 @@ async function runCase<F extends ConformanceFixture>(ctx: Ctx<F>, c: Case, settl
   } catch (e) {
     out.row = out.jobId ? ((await s.store.jobs.get(out.jobId)) ?? null) : null;
     // Say where the job is: its state, last error and latest events.
-    const events = out.jobId ? (await s.store.findings.timeline(out.jobId)).slice(-6).map((ev) => `${ev.type}${ev.state ? `→${ev.state}` : ''}${ev.detail ? ` ${ev.detail.slice(0, 240)}` : ''}`) : [];
+    const events = out.jobId
+      ? (await s.store.findings.timeline(out.jobId))
+          .slice(-6)
+          .map((ev) => `${ev.type}${ev.state ? `→${ev.state}` : ''}${ev.detail ? ` ${ev.detail.slice(0, 240)}` : ''}`)
+      : [];
     const pending = out.jobId ? await pendingActivities(s, out.jobId) : '';
     out.error = `${(e as Error).message}; the job is ${out.row?.state ?? 'missing'} (last error ${out.row?.last_error?.slice(0, 300) ?? '—'}); ${pending ? `pending: ${pending}; ` : ''}latest events: ${events.join(' | ')}`;
   }
@@ -444,7 +564,12 @@ async function runCase<F extends ConformanceFixture>(ctx: Ctx<F>, c: Case, settl
 async function pendingActivities<F extends ConformanceFixture>(s: Scenario<F>, jobId: string): Promise<string> {
   try {
     const d = await s.temporal.workflow.getHandle(jobId).describe();
-    return (d.raw.pendingActivities ?? []).map((a) => `${a.activityType?.name ?? '?'} attempt ${a.attempt ?? '?'}: ${a.lastFailure?.message?.slice(0, 300) ?? 'no failure'}`).join(' / ');
+    return (d.raw.pendingActivities ?? [])
+      .map(
+        (a) =>
+          `${a.activityType?.name ?? '?'} attempt ${a.attempt ?? '?'}: ${a.lastFailure?.message?.slice(0, 300) ?? 'no failure'}`,
+      )
+      .join(' / ');
   } catch {
     return '';
   }
@@ -457,13 +582,27 @@ const STOPPED = new Set<ProviderJobRecord['state']>(['cancelled', 'failed', 'exp
  * Checks every invariant of the module docs over the outcomes of one round and the provider's
  * record read now (a provider that stops cancelled jobs asynchronously is given a few seconds).
  */
-export async function checkRound<F extends ConformanceFixture>(s: Scenario<F>, outcomes: CaseOutcome[], opts: { documentsCountErrors?: boolean } = {}): Promise<Violation[]> {
+export async function checkRound<F extends ConformanceFixture>(
+  s: Scenario<F>,
+  outcomes: CaseOutcome[],
+  opts: { documentsCountErrors?: boolean } = {},
+): Promise<Violation[]> {
   const fx = s.fixture.conformance;
   const v: Violation[] = [];
   const add = (o: CaseOutcome, invariant: string, detail: string) => v.push({ caseId: o.case.id, invariant, detail });
 
   // A provider may take a moment to stop a job it was asked to cancel.
-  await waitFor(() => outcomes.every((o) => o.row?.state !== 'cancelled' || !o.row.task_id || fx.providerJobs().find((j) => j.id === o.row!.task_id)?.state !== 'running'), 8_000, 'cancelled jobs stopped at the provider').catch(() => undefined);
+  await waitFor(
+    () =>
+      outcomes.every(
+        (o) =>
+          o.row?.state !== 'cancelled' ||
+          !o.row.task_id ||
+          fx.providerJobs().find((j) => j.id === o.row!.task_id)?.state !== 'running',
+      ),
+    8_000,
+    'cancelled jobs stopped at the provider',
+  ).catch(() => undefined);
   const records = fx.providerJobs();
   const byId = new Map(records.map((r) => [r.id, r]));
 
@@ -473,52 +612,112 @@ export async function checkRound<F extends ConformanceFixture>(s: Scenario<F>, o
     const mine = records.filter((j) => j.url.includes(o.case.id) && !o.lookalikes.includes(j.id));
     const resubmits = o.operator.filter((a) => a.resolved === 'resubmit').length;
     if (mine.length > 1 + resubmits) {
-      add(o, 'at most one provider job per logical request', `${mine.length} provider jobs for one request (${mine.map((j) => `${j.id} ${j.state}`).join(', ')}), operator resubmits: ${resubmits}`);
+      add(
+        o,
+        'at most one provider job per logical request',
+        `${mine.length} provider jobs for one request (${mine.map((j) => `${j.id} ${j.state}`).join(', ')}), operator resubmits: ${resubmits}`,
+      );
     }
     if (o.waits.some((w) => !w.evidence) || o.operator.some((a) => !a.evidence)) {
-      add(o, 'an undecided job waits in unknown with evidence', `the job waited for an operator without a reconcile_undecided event carrying its evidence (timeline: ${(await s.store.findings.timeline(o.jobId)).map((e) => e.type).join(' → ')})`);
+      add(
+        o,
+        'an undecided job waits in unknown with evidence',
+        `the job waited for an operator without a reconcile_undecided event carrying its evidence (timeline: ${(await s.store.findings.timeline(o.jobId)).map((e) => e.type).join(' → ')})`,
+      );
     }
     for (const a of o.operator) {
-      if (a.refused) add(o, 'the operator’s resolve completes an undecided job', `resolve ${a.resolved === 'task' ? `with task ${a.taskId}` : '--resubmit'} (the provider’s own job of this request) was refused: ${a.refused}`);
+      if (a.refused)
+        add(
+          o,
+          'the operator’s resolve completes an undecided job',
+          `resolve ${a.resolved === 'task' ? `with task ${a.taskId}` : '--resubmit'} (the provider’s own job of this request) was refused: ${a.refused}`,
+        );
     }
     if (!row) continue;
     // Every provider job of the matrix completes unless it is cancelled: a resolved job must too.
-    if (o.operator.length > 0 && !o.operator.some((a) => a.refused) && o.case.cancel === 'none' && row.state !== 'completed') {
-      add(o, 'the operator’s resolve completes an undecided job', `after ${o.operator.map((a) => (a.resolved === 'task' ? `resolve with task ${a.taskId}` : 'resolve --resubmit')).join(', then ')} the job ended ${row.state} (last error ${row.last_error ?? '—'})`);
+    if (
+      o.operator.length > 0 &&
+      !o.operator.some((a) => a.refused) &&
+      o.case.cancel === 'none' &&
+      row.state !== 'completed'
+    ) {
+      add(
+        o,
+        'the operator’s resolve completes an undecided job',
+        `after ${o.operator.map((a) => (a.resolved === 'task' ? `resolve with task ${a.taskId}` : 'resolve --resubmit')).join(', then ')} the job ended ${row.state} (last error ${row.last_error ?? '—'})`,
+      );
     }
     const task = row.task_id ? byId.get(row.task_id) : undefined;
-    const lastError = row.last_error ? (JSON.parse(row.last_error) as { kind?: string; code?: string; message?: string }) : null;
-    const ours = (rec: ProviderJobRecord) => `${rec.id} (${rec.state}, raw ${rec.rawStatus}${o.lookalikes.includes(rec.id) ? ', a look-alike of another client' : ''}, ${rec.url})`;
+    const lastError = row.last_error
+      ? (JSON.parse(row.last_error) as { kind?: string; code?: string; message?: string })
+      : null;
+    const ours = (rec: ProviderJobRecord) =>
+      `${rec.id} (${rec.state}, raw ${rec.rawStatus}${o.lookalikes.includes(rec.id) ? ', a look-alike of another client' : ''}, ${rec.url})`;
     if (row.task_id && !task) {
-      if (row.state !== 'expired') add(o, 'no final state contradicts the provider', `our ${row.state} job is bound to task ${row.task_id}, which the provider never had`);
+      if (row.state !== 'expired')
+        add(
+          o,
+          'no final state contradicts the provider',
+          `our ${row.state} job is bound to task ${row.task_id}, which the provider never had`,
+        );
     } else if (task) {
       const clientRef = providerKeys('acme', row.idem_key).clientRef;
       // The provider keeps our reference in its own form (a tag, a metadata field): it must contain ours.
-      if (o.lookalikes.includes(task.id) || !task.url.includes(o.case.id) || (task.clientRef != null && !task.clientRef.includes(clientRef))) {
-        add(o, 'no task of another job', `our ${row.state} job is bound to ${ours(task)}, which is not this request’s job`);
+      if (
+        o.lookalikes.includes(task.id) ||
+        !task.url.includes(o.case.id) ||
+        (task.clientRef != null && !task.clientRef.includes(clientRef))
+      ) {
+        add(
+          o,
+          'no task of another job',
+          `our ${row.state} job is bound to ${ours(task)}, which is not this request’s job`,
+        );
       }
     }
     switch (row.state) {
       case 'completed':
-        if (!task || task.state !== 'completed') add(o, 'no final state contradicts the provider', `completed, but the provider’s record of the bound task is ${task ? ours(task) : 'missing'}`);
+        if (!task || task.state !== 'completed')
+          add(
+            o,
+            'no final state contradicts the provider',
+            `completed, but the provider’s record of the bound task is ${task ? ours(task) : 'missing'}`,
+          );
         break;
       case 'failed':
-        if (task && task.state !== 'failed') add(o, 'no final state contradicts the provider', `failed (${lastError?.kind ?? '?'} ${lastError?.code ?? ''}: ${lastError?.message ?? ''}), but the provider holds ${ours(task)}`);
+        if (task && task.state !== 'failed')
+          add(
+            o,
+            'no final state contradicts the provider',
+            `failed (${lastError?.kind ?? '?'} ${lastError?.code ?? ''}: ${lastError?.message ?? ''}), but the provider holds ${ours(task)}`,
+          );
         if (!task && mine.some((j) => j.state !== 'cancelled' && j.state !== 'failed')) {
-          add(o, 'no final state contradicts the provider', `failed without a task (${lastError?.kind ?? '?'}: ${lastError?.message ?? ''}) while the provider holds ${mine.map(ours).join(', ')}`);
+          add(
+            o,
+            'no final state contradicts the provider',
+            `failed without a task (${lastError?.kind ?? '?'}: ${lastError?.message ?? ''}) while the provider holds ${mine.map(ours).join(', ')}`,
+          );
         }
         break;
       case 'cancelled':
-        if (task && !STOPPED.has(task.state)) add(o, 'no final state contradicts the provider', `cancelled, but the provider holds ${ours(task)}`);
-        if (!task && mine.some((j) => !STOPPED.has(j.state))) add(o, 'no final state contradicts the provider', `cancelled without a task while the provider holds ${mine.map(ours).join(', ')}`);
+        if (task && !STOPPED.has(task.state))
+          add(o, 'no final state contradicts the provider', `cancelled, but the provider holds ${ours(task)}`);
+        if (!task && mine.some((j) => !STOPPED.has(j.state)))
+          add(
+            o,
+            'no final state contradicts the provider',
+            `cancelled without a task while the provider holds ${mine.map(ours).join(', ')}`,
+          );
         break;
       case 'expired':
-        if (task && task.state !== 'expired') add(o, 'no final state contradicts the provider', `expired, but the provider still holds ${ours(task)}`);
+        if (task && task.state !== 'expired')
+          add(o, 'no final state contradicts the provider', `expired, but the provider still holds ${ours(task)}`);
         break;
       default:
         break;
     }
-    if (row.state === 'completed') await checkResult(s, o, task, opts.documentsCountErrors === true, (inv, d) => add(o, inv, d));
+    if (row.state === 'completed')
+      await checkResult(s, o, task, opts.documentsCountErrors === true, (inv, d) => add(o, inv, d));
   }
 
   // A task belongs to one job (per provider account), whichever case bound it.
@@ -530,34 +729,69 @@ export async function checkRound<F extends ConformanceFixture>(s: Scenario<F>, o
     .groupBy(['provider_account', 'task_id'])
     .having((eb) => eb.fn.countAll(), '>', 1)
     .execute();
-  for (const t of twice) v.push({ caseId: '*', invariant: 'no task bound to two jobs', detail: `task ${t.task_id} (provider account ${t.provider_account}) is bound to ${t.n} jobs` });
+  for (const t of twice)
+    v.push({
+      caseId: '*',
+      invariant: 'no task bound to two jobs',
+      detail: `task ${t.task_id} (provider account ${t.provider_account}) is bound to ${t.n} jobs`,
+    });
   return v;
 }
 
 /** Result rows, documents and content notes of a completed job. */
-async function checkResult<F extends ConformanceFixture>(s: Scenario<F>, o: CaseOutcome, task: ProviderJobRecord | undefined, countErrors: boolean, add: (invariant: string, detail: string) => void): Promise<void> {
+async function checkResult<F extends ConformanceFixture>(
+  s: Scenario<F>,
+  o: CaseOutcome,
+  task: ProviderJobRecord | undefined,
+  countErrors: boolean,
+  add: (invariant: string, detail: string) => void,
+): Promise<void> {
   // Every column, so that columns added meanwhile (a body, a content note) are seen.
-  const results = (await s.store.db.selectFrom('results').selectAll().where('job_id', '=', o.jobId).execute()) as unknown as Record<string, unknown>[];
-  if (results.length !== 1) return add('the result is written once', `${results.length} result rows for a completed job`);
+  const results = (await s.store.db
+    .selectFrom('results')
+    .selectAll()
+    .where('job_id', '=', o.jobId)
+    .execute()) as unknown as Record<string, unknown>[];
+  if (results.length !== 1)
+    return add('the result is written once', `${results.length} result rows for a completed job`);
   const res = results[0]!;
-  const docs = (await s.store.db.selectFrom('result_documents').selectAll().where('result_id', '=', String(res.id)).orderBy('seq').execute()) as unknown as Record<string, unknown>[];
+  const docs = (await s.store.db
+    .selectFrom('result_documents')
+    .selectAll()
+    .where('result_id', '=', String(res.id))
+    .orderBy('seq')
+    .execute()) as unknown as Record<string, unknown>[];
   // A repeated page is the same row again: every field that carries content (the product's own `identity` column may differ).
-  const identity = (d: Record<string, unknown>) => JSON.stringify([d.url, d.final_url, d.title, d.markdown, d.text, d.data, d.error, d.body_sha256]);
+  const identity = (d: Record<string, unknown>) =>
+    JSON.stringify([d.url, d.final_url, d.title, d.markdown, d.text, d.data, d.error, d.body_sha256]);
   const seen = new Map<string, number>();
   for (const d of docs) seen.set(identity(d), (seen.get(identity(d)) ?? 0) + 1);
   const repeated = [...seen.entries()].filter(([, n]) => n > 1);
-  if (repeated.length) add('documents unique per identity', `${repeated.length} document(s) stored more than once: ${repeated.map(([k, n]) => `${n} × ${String(JSON.parse(k)[0])}`).join(', ')}`);
+  if (repeated.length)
+    add(
+      'documents unique per identity',
+      `${repeated.length} document(s) stored more than once: ${repeated.map(([k, n]) => `${n} × ${String(JSON.parse(k)[0])}`).join(', ')}`,
+    );
   const content = docs.filter((d) => d.error == null);
   // The provider's count is of documents (pages, items); whether it counts per-input error rows is the kind's (`documentsCountErrors`).
   const stored = countErrors ? seen.size : new Set(content.map(identity)).size;
   if (task?.documents !== undefined && task.documents > 0 && docs.length > 0 && stored !== task.documents) {
-    add('documents as the provider produced them', `the provider produced ${task.documents} document(s); ${stored} distinct ${countErrors ? 'rows' : 'rows without an error'} stored (${docs.length} rows, ${content.length} without an error)`);
+    add(
+      'documents as the provider produced them',
+      `the provider produced ${task.documents} document(s); ${stored} distinct ${countErrors ? 'rows' : 'rows without an error'} stored (${docs.length} rows, ${content.length} without an error)`,
+    );
   }
   // Text with something in it, or bytes (a binary body is a blob).
-  const filled = (x: unknown) => (typeof x === 'string' ? x.trim().length > 0 && x !== '{}' && x !== 'null' : x instanceof Uint8Array && x.length > 0);
-  const hasContent = ['title', 'text', 'markdown', 'body'].some((k) => filled(res[k])) || content.some((d) => ['title', 'text', 'markdown', 'data', 'body'].some((k) => filled(d[k])));
+  const filled = (x: unknown) =>
+    typeof x === 'string' ? x.trim().length > 0 && x !== '{}' && x !== 'null' : x instanceof Uint8Array && x.length > 0;
+  const hasContent =
+    ['title', 'text', 'markdown', 'body'].some((k) => filled(res[k])) ||
+    content.some((d) => ['title', 'text', 'markdown', 'data', 'body'].some((k) => filled(d[k])));
   if (!hasContent && !filled(res.content_note)) {
-    add('nothing stored empty without saying so', `a completed result with no title, text, markdown or body and ${'content_note' in res ? 'an empty content_note' : 'no content_note column in the results table'} (content type of the target: ${o.case.binary ? 'application/pdf' : 'text/html'})`);
+    add(
+      'nothing stored empty without saying so',
+      `a completed result with no title, text, markdown or body and ${'content_note' in res ? 'an empty content_note' : 'no content_note column in the results table'} (content type of the target: ${o.case.binary ? 'application/pdf' : 'text/html'})`,
+    );
   }
 }
 
@@ -571,7 +805,11 @@ function report(label: string, seed: number, round: Round, outcomes: CaseOutcome
 }
 
 /** Runs one round: environment, cases at once, invariants. Returns the violations. */
-async function runRound<F extends ConformanceFixture>(ctx: Ctx<F>, round: Round, settleMs = SETTLE_MS): Promise<{ outcomes: CaseOutcome[]; violations: Violation[] }> {
+async function runRound<F extends ConformanceFixture>(
+  ctx: Ctx<F>,
+  round: Round,
+  settleMs = SETTLE_MS,
+): Promise<{ outcomes: CaseOutcome[]; violations: Violation[] }> {
   applyEnv(ctx.s.fixture.conformance, round.env);
   const outcomes = await Promise.all(round.cases.map((c) => runCase(ctx, c, settleMs)));
   const violations = await checkRound(ctx.s, outcomes, { documentsCountErrors: ctx.spec.documentsCountErrors });
@@ -580,7 +818,12 @@ async function runRound<F extends ConformanceFixture>(ctx: Ctx<F>, round: Round,
 
 /** The round's outcome in one line per case (kept in the test output for the record). */
 function summary(outcomes: CaseOutcome[]): string {
-  return outcomes.map((o) => `${o.case.id}: ${describeCase(o.case)} → ${o.row?.state ?? 'no row'}${o.operator.length ? ` (operator: ${o.operator.map((a) => a.resolved).join('+')})` : ''}`).join('; ');
+  return outcomes
+    .map(
+      (o) =>
+        `${o.case.id}: ${describeCase(o.case)} → ${o.row?.state ?? 'no row'}${o.operator.length ? ` (operator: ${o.operator.map((a) => a.resolved).join('+')})` : ''}`,
+    )
+    .join('; ');
 }
 
 /**
@@ -595,7 +838,10 @@ export async function defineConformanceMatrix<F extends ConformanceFixture>(spec
   const probe = await spec.fixture();
   const supports = supportsOf(probe.conformance, spec.restrict);
   await probe.close();
-  const plan = planMatrix(supports, seed, { faultsPerRound: spec.faultsPerRound, skip: (c, env) => (spec.knownDefects ?? []).some((d) => d.matches(c, env)) });
+  const plan = planMatrix(supports, seed, {
+    faultsPerRound: spec.faultsPerRound,
+    skip: (c, env) => (spec.knownDefects ?? []).some((d) => d.matches(c, env)),
+  });
 
   describe(`conformance matrix: ${spec.label}`, () => {
     let ctx: Ctx<F> | undefined;
@@ -623,7 +869,11 @@ export async function defineConformanceMatrix<F extends ConformanceFixture>(spec
 
     it('the plan covers every behaviour the entry supports (faults at every operation, lookups, replays, pages, look-alikes, binary bodies, single and double cancels)', () => {
       // The known defects' own cases count: their combinations run, as `it.fails`.
-      const defects: Round[] = (spec.knownDefects ?? []).map((d, i) => ({ index: -1 - i, env: { runMs: 1_200, ...d.example.env }, cases: [{ id: '', ...d.example.case }] }));
+      const defects: Round[] = (spec.knownDefects ?? []).map((d, i) => ({
+        index: -1 - i,
+        env: { runMs: 1_200, ...d.example.env },
+        cases: [{ id: '', ...d.example.case }],
+      }));
       const cov = coverageOf([...plan, ...defects]);
       expect(cov.faults).toEqual(supports.faults.flatMap((op) => FAULT_KINDS.map((k) => `${op}:${k}`)).sort());
       expect(cov.lookups).toEqual([...supports.lookups].sort());
@@ -637,18 +887,28 @@ export async function defineConformanceMatrix<F extends ConformanceFixture>(spec
     for (const round of plan) {
       it(`round ${round.index} (${describeEnv(round.env)}; ${round.cases.length} cases; seed ${seed}): invariants hold`, async () => {
         const { outcomes, violations } = await runRound(ctx!, round);
-        console.log(`[conformance ${spec.label}] round ${round.index} (${describeEnv(round.env)}): ${summary(outcomes)}`);
+        console.log(
+          `[conformance ${spec.label}] round ${round.index} (${describeEnv(round.env)}): ${summary(outcomes)}`,
+        );
         expect(violations, report(spec.label, seed, round, outcomes, violations)).toEqual([]);
       }, 180_000);
     }
 
     for (const d of spec.knownDefects ?? []) {
-      it.fails(`known product defect: ${d.why} [${describeEnv(d.example.env)}; ${describeCase({ id: '', ...d.example.case })}]`, async () => {
-        const round: Round = { index: -1, env: { runMs: 1_200, ...d.example.env }, cases: [{ id: `cfkd${randomBytes(2).toString('hex')}e`, ...d.example.case }] };
-        const { outcomes, violations } = await runRound(ctx!, round, DEFECT_SETTLE_MS);
-        console.log(`[conformance ${spec.label}] known defect (${describeEnv(round.env)}): ${summary(outcomes)}`);
-        expect(violations, report(spec.label, seed, round, outcomes, violations)).toEqual([]);
-      }, 180_000);
+      it.fails(
+        `known product defect: ${d.why} [${describeEnv(d.example.env)}; ${describeCase({ id: '', ...d.example.case })}]`,
+        async () => {
+          const round: Round = {
+            index: -1,
+            env: { runMs: 1_200, ...d.example.env },
+            cases: [{ id: `cfkd${randomBytes(2).toString('hex')}e`, ...d.example.case }],
+          };
+          const { outcomes, violations } = await runRound(ctx!, round, DEFECT_SETTLE_MS);
+          console.log(`[conformance ${spec.label}] known defect (${describeEnv(round.env)}): ${summary(outcomes)}`);
+          expect(violations, report(spec.label, seed, round, outcomes, violations)).toEqual([]);
+        },
+        180_000,
+      );
     }
   });
 }

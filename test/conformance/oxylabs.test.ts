@@ -13,6 +13,9 @@ await defineConformanceMatrix({
   entry: (fx) => ({
     baseUrl: fx.url,
     params: { geo_location: 'United States' },
-    credentials: { default: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.acme }, accounts: { globex: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.globex } } },
+    credentials: {
+      default: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.acme },
+      accounts: { globex: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.globex } },
+    },
   }),
 });

@@ -9,5 +9,11 @@ await defineConformanceMatrix({
   label: 'zyte',
   kind: 'zyte',
   fixture: () => startZyteFixture(),
-  entry: (fx) => ({ baseUrl: fx.url, storageUrl: fx.storageUrl, project: fx.project, spider: 'quotes', results: { pageSize: 2 } }),
+  entry: (fx) => ({
+    baseUrl: fx.url,
+    storageUrl: fx.storageUrl,
+    project: fx.project,
+    spider: 'quotes',
+    results: { pageSize: 2 },
+  }),
 });

@@ -35,12 +35,19 @@ export interface ApiStack {
   /** Everything the API logged (JSON lines). */
   logs(): string;
   /** `fetch` against the API as `account` (JSON body when `json` is given). */
-  call(account: keyof typeof API_KEYS | null, method: string, path: string, init?: { json?: unknown; headers?: Record<string, string>; body?: string }): Promise<Response>;
+  call(
+    account: keyof typeof API_KEYS | null,
+    method: string,
+    path: string,
+    init?: { json?: unknown; headers?: Record<string, string>; body?: string },
+  ): Promise<Response>;
   stop(): Promise<void>;
 }
 
 /** Starts a stack, then the API on it. */
-export async function startApiStack(opts: StackOptions & { webhooks?: boolean; api?: Partial<ApiConfig> } = {}): Promise<ApiStack> {
+export async function startApiStack(
+  opts: StackOptions & { webhooks?: boolean; api?: Partial<ApiConfig> } = {},
+): Promise<ApiStack> {
   const stack = await startStack({ ...opts, worker: false });
   let webhookSecret: string | undefined;
   const secretEnv = `TEST_WEBHOOK_SECRET_${randomBytes(4).toString('hex')}`;
@@ -52,7 +59,14 @@ export async function startApiStack(opts: StackOptions & { webhooks?: boolean; a
   }
   recordSecrets('api', [...Object.values(API_KEYS), webhookSecret]);
   Object.assign(stack.config.api, opts.api ?? {});
-  const client = new ScrapeClient({ temporal: stack.temporal, store: stack.store, taskQueue: stack.config.temporal.taskQueue, defaultProvider: 'reference', webhookProviders: webhookProviderNames(stack.config), providers: Object.keys(stack.config.providers) });
+  const client = new ScrapeClient({
+    temporal: stack.temporal,
+    store: stack.store,
+    taskQueue: stack.config.temporal.taskQueue,
+    defaultProvider: 'reference',
+    webhookProviders: webhookProviderNames(stack.config),
+    providers: Object.keys(stack.config.providers),
+  });
   const logStream = new PassThrough();
   let logText = '';
   logStream.on('data', (b: Buffer) => (logText += b.toString()));
@@ -60,7 +74,11 @@ export async function startApiStack(opts: StackOptions & { webhooks?: boolean; a
     client,
     store: stack.store,
     config: stack.config,
-    keys: Object.entries(API_KEYS).map(([account, key]) => ({ account, sha256: hashApiKey(key), name: `${account}-test` })),
+    keys: Object.entries(API_KEYS).map(([account, key]) => ({
+      account,
+      sha256: hashApiKey(key),
+      name: `${account}-test`,
+    })),
     logger: { stream: logStream },
   });
   await app.listen({ host: '127.0.0.1', port: 0 });

@@ -37,7 +37,16 @@ export interface ChromiumBinary {
  * Flags for a headless run on a machine without a display, a sandbox or a network beyond
  * loopback: no GPU, no background requests, no first-run or sync prompts, no component updates.
  */
-export const CHROMIUM_ARGS: readonly string[] = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+export const CHROMIUM_ARGS: readonly string[] = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+];
 
 const PACKAGE = '@sparticuz/chromium';
 
@@ -55,17 +64,26 @@ function packageInfo(): { dir: string; version: string } | undefined {
   const require = createRequire(path.join(REPO, 'package.json'));
   try {
     const manifest = require.resolve(`${PACKAGE}/package.json`);
-    return { dir: path.dirname(manifest), version: (JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version: string }).version };
+    return {
+      dir: path.dirname(manifest),
+      version: (JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version: string }).version,
+    };
   } catch {
     // Its `exports` may not list package.json: find it beside the resolved entry point.
     try {
       let dir = path.dirname(require.resolve(PACKAGE));
-      while (!fs.existsSync(path.join(dir, 'package.json')) || JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).name !== PACKAGE) {
+      while (
+        !fs.existsSync(path.join(dir, 'package.json')) ||
+        JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).name !== PACKAGE
+      ) {
         const up = path.dirname(dir);
         if (up === dir) return undefined;
         dir = up;
       }
-      return { dir, version: (JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }).version };
+      return {
+        dir,
+        version: (JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }).version,
+      };
     } catch {
       return undefined;
     }
@@ -88,9 +106,13 @@ export async function ensureChromium(env: NodeJS.ProcessEnv = process.env): Prom
     if (found) return { path: found, source: 'path' };
   }
   const pkg = packageInfo();
-  if (!pkg) throw new Error(`no Chromium: SCRAPE_CHROMIUM is not set, no chromium on PATH, and the npm package ${PACKAGE} is not installed (npm ci installs it; Debian: apt-get install chromium)`);
+  if (!pkg)
+    throw new Error(
+      `no Chromium: SCRAPE_CHROMIUM is not set, no chromium on PATH, and the npm package ${PACKAGE} is not installed (npm ci installs it; Debian: apt-get install chromium)`,
+    );
   const cacheRoot = temporalCacheRoot(env);
-  if (!path.relative(REPO, cacheRoot).startsWith('..')) throw new Error(`the cache ${cacheRoot} is inside the repository; set SCRAPE_CACHE_DIR to a directory outside it`);
+  if (!path.relative(REPO, cacheRoot).startsWith('..'))
+    throw new Error(`the cache ${cacheRoot} is inside the repository; set SCRAPE_CACHE_DIR to a directory outside it`);
   const dest = cachedChromiumPath(cacheRoot, pkg.version);
   if (fs.existsSync(dest)) return { path: dest, source: 'package' };
   const versionDir = path.dirname(dest);
@@ -99,9 +121,16 @@ export async function ensureChromium(env: NodeJS.ProcessEnv = process.env): Prom
   try {
     // The package's unpacker returns `<tmpdir>/chromium` and puts the libraries it needs beside it.
     const script = `const m = await import(${JSON.stringify(pathToFileURL(path.join(pkg.dir, 'build', 'esm', 'index.js')).href)}); process.stdout.write(await m.default.executablePath());`;
-    const r = await runCommand(process.execPath, ['--input-type=module', '-e', script], { env: { ...env, TMPDIR: tmp }, timeoutMs: 300_000 });
-    if (r.spawnError || r.code !== 0) throw new Error(`unpacking ${PACKAGE} ${pkg.version}: ${describeFailure('node', r, 300_000)}`);
-    if (path.resolve(r.stdout.trim()) !== path.join(tmp, 'chromium')) throw new Error(`unpacking ${PACKAGE} ${pkg.version} gave ${r.stdout.trim()}, expected ${path.join(tmp, 'chromium')}`);
+    const r = await runCommand(process.execPath, ['--input-type=module', '-e', script], {
+      env: { ...env, TMPDIR: tmp },
+      timeoutMs: 300_000,
+    });
+    if (r.spawnError || r.code !== 0)
+      throw new Error(`unpacking ${PACKAGE} ${pkg.version}: ${describeFailure('node', r, 300_000)}`);
+    if (path.resolve(r.stdout.trim()) !== path.join(tmp, 'chromium'))
+      throw new Error(
+        `unpacking ${PACKAGE} ${pkg.version} gave ${r.stdout.trim()}, expected ${path.join(tmp, 'chromium')}`,
+      );
     try {
       await rename(tmp, versionDir); // atomic: a concurrent run finds a whole browser or none
     } catch (e) {

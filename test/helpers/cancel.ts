@@ -50,7 +50,10 @@ export interface Gate {
  * a gate pass straight through. Pass `gates.hooks` to `startStack({ hooks })`.
  */
 export class HookGates {
-  private readonly gates = new Map<string, { reached: Deferred<string>; released: Deferred<void>; hits: number; isReleased: boolean }>();
+  private readonly gates = new Map<
+    string,
+    { reached: Deferred<string>; released: Deferred<void>; hits: number; isReleased: boolean }
+  >();
 
   readonly hooks: NonNullable<ActivityDeps['hooks']> = {
     afterSubmitAnswered: (jobId, taskId) => this.hit('afterSubmitAnswered', jobId, taskId),
@@ -111,13 +114,19 @@ export function sendCancel(stack: Stack, door: Door, jobId: string, account = 'a
   let done: Promise<CancelResult | undefined>;
   if (door === 'signal') done = stack.client.cancelScrape(account, jobId, { ...CANCEL_REQ, wait: false });
   else if (door === 'update') done = stack.client.cancelScrape(account, jobId, { ...CANCEL_REQ, wait: true });
-  else done = stack.temporal.workflow.getHandle(jobId).cancel().then(() => undefined);
+  else
+    done = stack.temporal.workflow
+      .getHandle(jobId)
+      .cancel()
+      .then(() => undefined);
   // Never an unhandled rejection while a test is waiting for something else.
   done.catch(() => undefined);
   return { door, done };
 }
 
-type HistoryEvent = NonNullable<Awaited<ReturnType<ReturnType<Stack['temporal']['workflow']['getHandle']>['fetchHistory']>>['events']>[number];
+type HistoryEvent = NonNullable<
+  Awaited<ReturnType<ReturnType<Stack['temporal']['workflow']['getHandle']>['fetchHistory']>>['events']
+>[number];
 
 /** The workflow's history events. */
 export async function historyOf(stack: Stack, jobId: string): Promise<HistoryEvent[]> {
@@ -129,9 +138,13 @@ export async function historyOf(stack: Stack, jobId: string): Promise<HistoryEve
 export function cancelEventsIn(events: HistoryEvent[], door: Door): number {
   return events.filter((e) => {
     if (door === 'signal') return e.workflowExecutionSignaledEventAttributes?.signalName === 'cancel';
-    if (door === 'update') return e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'cancel';
+    if (door === 'update')
+      return e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'cancel';
     // Native: a cancel request, except the one by which the workflow closes itself `Canceled` after a signal/Update/deadline cancel.
-    return e.workflowExecutionCancelRequestedEventAttributes != null && e.workflowExecutionCancelRequestedEventAttributes.cause !== CLOSE_AS_CANCELLED_REASON;
+    return (
+      e.workflowExecutionCancelRequestedEventAttributes != null &&
+      e.workflowExecutionCancelRequestedEventAttributes.cause !== CLOSE_AS_CANCELLED_REASON
+    );
   }).length;
 }
 
@@ -141,7 +154,11 @@ export function cancelEventsIn(events: HistoryEvent[], door: Door): number {
  * a gate, a fault) is causally after the cancel.
  */
 export async function waitCancelRecorded(stack: Stack, jobId: string, door: Door, count = 1): Promise<void> {
-  await waitFor(async () => cancelEventsIn(await historyOf(stack, jobId), door) >= count, 30_000, `${door} cancel of ${jobId} in history`);
+  await waitFor(
+    async () => cancelEventsIn(await historyOf(stack, jobId), door) >= count,
+    30_000,
+    `${door} cancel of ${jobId} in history`,
+  );
 }
 
 /** Everything observable about a job once its workflow closed. */
@@ -166,15 +183,22 @@ export interface Settled {
 export async function settle(stack: Stack, jobId: string, timeoutMs = 60_000): Promise<Settled> {
   const handle = stack.temporal.workflow.getHandle(jobId);
   let status = '';
-  await waitFor(async () => {
-    status = (await handle.describe()).status.name;
-    return status !== 'RUNNING';
-  }, timeoutMs, `workflow ${jobId} to close`);
+  await waitFor(
+    async () => {
+      status = (await handle.describe()).status.name;
+      return status !== 'RUNNING';
+    },
+    timeoutMs,
+    `workflow ${jobId} to close`,
+  );
   const desc = await handle.describe();
   const view = await handle.query(stateQuery);
   const meta = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
   const row = (await stack.store.jobs.get(jobId))!;
-  const timeline = (await stack.store.findings.timeline(jobId)).map((e) => ({ ...e, detail: e.detail ? (JSON.parse(e.detail) as Record<string, unknown>) : null }));
+  const timeline = (await stack.store.findings.timeline(jobId)).map((e) => ({
+    ...e,
+    detail: e.detail ? (JSON.parse(e.detail) as Record<string, unknown>) : null,
+  }));
   return {
     status,
     view,
@@ -190,7 +214,10 @@ export async function settle(stack: Stack, jobId: string, timeoutMs = 60_000): P
 }
 
 /** Result of `handle.result()` without throwing: the view, or the kind of failure. */
-export async function resultOf(stack: Stack, jobId: string): Promise<{ view?: JobView; cancelled: boolean; error?: unknown }> {
+export async function resultOf(
+  stack: Stack,
+  jobId: string,
+): Promise<{ view?: JobView; cancelled: boolean; error?: unknown }> {
   try {
     return { view: await stack.temporal.workflow.getHandle(jobId).result(), cancelled: false };
   } catch (e) {
@@ -201,7 +228,10 @@ export async function resultOf(stack: Stack, jobId: string): Promise<{ view?: Jo
 
 /** Provider-side cancel requests (`DELETE /api/jobs/:id/cancel`) for the jobs whose URL contains `tag`. */
 export function providerCancelCalls(stack: Stack, tag: string, account = 'acme'): number {
-  return stack.sim.jobsFor(account).filter((j) => j.url.includes(tag)).reduce((n, j) => n + j.cancel_request_times.length, 0);
+  return stack.sim
+    .jobsFor(account)
+    .filter((j) => j.url.includes(tag))
+    .reduce((n, j) => n + j.cancel_request_times.length, 0);
 }
 
 /** Provider jobs created for URLs containing `tag`. */
@@ -216,15 +246,27 @@ export function stateEvents(s: Settled): string[] {
 
 /** The cancel reports recorded in the store timeline, oldest first (only those with an outcome). */
 export function cancelOutcomesInTimeline(s: Settled): CancelReport[] {
-  return s.timeline.map((e) => (e.detail as { cancel?: CancelReport } | null)?.cancel).filter((c): c is CancelReport => !!c?.outcome);
+  return s.timeline
+    .map((e) => (e.detail as { cancel?: CancelReport } | null)?.cancel)
+    .filter((c): c is CancelReport => !!c?.outcome);
 }
 
 /** Waits until the store row satisfies `pred`. */
-export async function waitRow(stack: Stack, jobId: string, pred: (r: JobRow) => boolean, what: string, timeoutMs = 30_000): Promise<JobRow> {
-  return waitFor(async () => {
-    const r = await stack.store.jobs.get(jobId);
-    return r && pred(r) ? r : undefined;
-  }, timeoutMs, `${jobId}: ${what}`);
+export async function waitRow(
+  stack: Stack,
+  jobId: string,
+  pred: (r: JobRow) => boolean,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<JobRow> {
+  return waitFor(
+    async () => {
+      const r = await stack.store.jobs.get(jobId);
+      return r && pred(r) ? r : undefined;
+    },
+    timeoutMs,
+    `${jobId}: ${what}`,
+  );
 }
 
 /** True when `e` says the workflow is closed or absent. */
@@ -273,7 +315,14 @@ export interface Expected {
  * current details naming the cancel; the store timeline recording the cancel and its outcome;
  * the door in history. `update` is what the `cancel` Update (via the client) returned.
  */
-export function expectSettled(expect: import('vitest').ExpectStatic, stack: Stack, tag: string, s: Settled, exp: Expected, update?: CancelResult): void {
+export function expectSettled(
+  expect: import('vitest').ExpectStatic,
+  stack: Stack,
+  tag: string,
+  s: Settled,
+  exp: Expected,
+  update?: CancelResult,
+): void {
   const via = exp.via ?? exp.door;
   const ctx = `[${tag}]`;
   expect.soft(s.row.state, `${ctx} store state`).toBe(exp.state);
@@ -282,11 +331,15 @@ export function expectSettled(expect: import('vitest').ExpectStatic, stack: Stac
   expect.soft(s.report, `${ctx} cancel report in the workflow view`).toBeDefined();
   expect.soft(s.report?.outcome, `${ctx} report outcome`).toBe(exp.outcome);
   expect.soft(s.report?.via, `${ctx} report via`).toBe(via);
-  expect.soft(s.report?.requestedBy, `${ctx} report requestedBy`).toBe(via === 'native' ? 'temporal' : via === 'deadline' ? 'deadline policy' : CANCEL_REQ.requestedBy);
+  expect
+    .soft(s.report?.requestedBy, `${ctx} report requestedBy`)
+    .toBe(via === 'native' ? 'temporal' : via === 'deadline' ? 'deadline policy' : CANCEL_REQ.requestedBy);
   expect.soft(s.report?.providerCancelCalls, `${ctx} report providerCancelCalls`).toBe(exp.calls);
-  expect.soft(s.report?.detail ?? "", `${ctx} report detail`).toMatch(/\S/);
+  expect.soft(s.report?.detail ?? '', `${ctx} report detail`).toMatch(/\S/);
   if (exp.effects) expect.soft(s.report?.remainingEffects, `${ctx} report remainingEffects`).toEqual(exp.effects);
-  expect.soft(providerCancelCalls(stack, tag), `${ctx} provider cancel calls at the sim`).toBe(exp.simCalls ?? exp.calls);
+  expect
+    .soft(providerCancelCalls(stack, tag), `${ctx} provider cancel calls at the sim`)
+    .toBe(exp.simCalls ?? exp.calls);
   expect.soft(s.results, `${ctx} result rows`).toBe(exp.results);
   expect.soft(s.outbox, `${ctx} outbox rows`).toBe(exp.results);
   expect.soft(s.status, `${ctx} execution status`).toBe(exp.execution ?? expectedExecution(exp.door, exp.outcome));
@@ -297,13 +350,17 @@ export function expectSettled(expect: import('vitest').ExpectStatic, stack: Stac
   if (exp.cancelling !== false) {
     expect.soft(states, `${ctx} timeline passes through cancelling`).toContain('cancelling');
     if (states.includes('cancelling') && states.includes(exp.state)) {
-      expect.soft(states.lastIndexOf(exp.state), `${ctx} final state after cancelling in the timeline`).toBeGreaterThan(states.indexOf('cancelling'));
+      expect
+        .soft(states.lastIndexOf(exp.state), `${ctx} final state after cancelling in the timeline`)
+        .toBeGreaterThan(states.indexOf('cancelling'));
     }
   }
   const recorded = cancelOutcomesInTimeline(s);
   expect.soft(recorded.at(-1)?.outcome, `${ctx} cancel outcome recorded in the store timeline`).toBe(exp.outcome);
   if (exp.door !== via) return;
-  expect.soft(cancelEventsIn(s.history, exp.door), `${ctx} the ${exp.door} cancel in history`).toBeGreaterThanOrEqual(1);
+  expect
+    .soft(cancelEventsIn(s.history, exp.door), `${ctx} the ${exp.door} cancel in history`)
+    .toBeGreaterThanOrEqual(1);
   if (exp.door === 'update') {
     expect.soft(update?.kind, `${ctx} client result kind`).toBe('observed');
     if (update?.kind === 'observed') {

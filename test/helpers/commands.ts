@@ -29,7 +29,12 @@ export interface RunningCommand {
 
 /** Starts `npm run --silent <script> -- <args>` in its own process group. */
 export function startNpm(script: string, args: string[], env: NodeJS.ProcessEnv = {}): RunningCommand {
-  const child = spawn('npm', ['run', '--silent', script, '--', ...args], { cwd: REPO, env: { ...process.env, FORCE_COLOR: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn('npm', ['run', '--silent', script, '--', ...args], {
+    cwd: REPO,
+    env: { ...process.env, FORCE_COLOR: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let out = '';
   child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
@@ -43,7 +48,12 @@ export function startNpm(script: string, args: string[], env: NodeJS.ProcessEnv 
     child,
     output: () => out,
     exited,
-    waitForOutput: (re, timeoutMs) => waitFor(() => re.exec(out) ?? undefined, timeoutMs, `${re} in the output of npm run ${script}:\n${out.slice(-3000)}`),
+    waitForOutput: (re, timeoutMs) =>
+      waitFor(
+        () => re.exec(out) ?? undefined,
+        timeoutMs,
+        `${re} in the output of npm run ${script}:\n${out.slice(-3000)}`,
+      ),
     kill() {
       if (child.pid !== undefined && groupMembers(child.pid).length > 0) {
         try {
@@ -88,7 +98,8 @@ export function groupMembers(pgid: number): string[] {
     try {
       const st = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
       const fields = st.slice(st.lastIndexOf(')') + 2).split(' ');
-      if (fields[0] !== 'Z' && Number(fields[2]) === pgid) found.push(`${e} ${st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'))}`);
+      if (fields[0] !== 'Z' && Number(fields[2]) === pgid)
+        found.push(`${e} ${st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'))}`);
     } catch {
       // it ended while we looked
     }
@@ -100,14 +111,21 @@ export function groupMembers(pgid: number): string[] {
  * Sends `signal` to npm alone and waits for it to exit; returns how it ended and how long that
  * took (ms). Rejects when it has not exited within `boundMs`.
  */
-export async function stopWith(cmd: RunningCommand, signal: NodeJS.Signals, boundMs = 10_000): Promise<CommandExit & { ms: number }> {
+export async function stopWith(
+  cmd: RunningCommand,
+  signal: NodeJS.Signals,
+  boundMs = 10_000,
+): Promise<CommandExit & { ms: number }> {
   const t0 = Date.now();
   process.kill(cmd.child.pid!, signal);
   let timer: NodeJS.Timeout | undefined;
   const exit = await Promise.race([
     cmd.exited,
     new Promise<never>((_r, reject) => {
-      timer = setTimeout(() => reject(new Error(`still running ${boundMs} ms after ${signal}; output:\n${cmd.output().slice(-3000)}`)), boundMs);
+      timer = setTimeout(
+        () => reject(new Error(`still running ${boundMs} ms after ${signal}; output:\n${cmd.output().slice(-3000)}`)),
+        boundMs,
+      );
     }),
   ]).finally(() => clearTimeout(timer));
   return { ...exit, ms: Date.now() - t0 };

@@ -53,7 +53,10 @@ const uid = () => randomBytes(4).toString('hex');
 export function recordAnswer(source: 'cli' | 'http', label: string, text: string): void {
   const dir = evidencePath('answers');
   if (!dir) return;
-  fs.appendFileSync(path.join(dir, `${process.pid}.jsonl`), `${JSON.stringify({ source, label: label.slice(0, 300), text })}\n`);
+  fs.appendFileSync(
+    path.join(dir, `${process.pid}.jsonl`),
+    `${JSON.stringify({ source, label: label.slice(0, 300), text })}\n`,
+  );
 }
 
 /** Records a fetch `Response` (status, headers, body) for the scan; returns it unread (a clone is read). */
@@ -70,7 +73,8 @@ export function recordSecrets(label: string, values: readonly (string | undefine
   const dir = evidencePath('secrets');
   if (!dir) return;
   const list = values.filter((v): v is string => typeof v === 'string' && v.length > 0);
-  if (list.length) fs.appendFileSync(path.join(dir, `${process.pid}.jsonl`), `${JSON.stringify({ label, values: list })}\n`);
+  if (list.length)
+    fs.appendFileSync(path.join(dir, `${process.pid}.jsonl`), `${JSON.stringify({ label, values: list })}\n`);
 }
 
 /** A log file path in the evidence directory (`logs/<name>-<pid>-<id>.log`), or `fallback` outside a test run. */
@@ -125,7 +129,10 @@ export async function keepStore(store: Store, label: string): Promise<void> {
 }
 
 /** Records a CLI run (its arguments, exit code, stdout and stderr) for the scan; returns `r`. */
-export function recordCli<T extends { code?: number | null; stdout?: string; stderr?: string; out?: string }>(args: readonly string[], r: T): T {
+export function recordCli<T extends { code?: number | null; stdout?: string; stderr?: string; out?: string }>(
+  args: readonly string[],
+  r: T,
+): T {
   recordAnswer('cli', args.join(' '), `exit ${r.code ?? '?'}\n${r.stdout ?? ''}\n${r.stderr ?? ''}${r.out ?? ''}`);
   return r;
 }
@@ -155,7 +162,10 @@ export function keepSqliteFile(file: string, label: string): void {
       fs.copyFileSync(file, `${base}.db`);
       if (fs.existsSync(`${file}-wal`)) fs.copyFileSync(`${file}-wal`, `${base}.db-wal`);
     } catch (copyError) {
-      fs.writeFileSync(`${base}.error`, `SQLite file ${label} could not be kept: ${(e as Error).message}; copying it: ${(copyError as Error).message}\n`);
+      fs.writeFileSync(
+        `${base}.error`,
+        `SQLite file ${label} could not be kept: ${(e as Error).message}; copying it: ${(copyError as Error).message}\n`,
+      );
     }
   }
 }
@@ -166,6 +176,9 @@ export function recordConfigSecrets(label: string, configFile: string, env: Node
   try {
     recordSecrets(label, new ProviderRegistry(loadConfigFile(configFile), env).allSecrets());
   } catch (e) {
-    fs.writeFileSync(path.join(evidencePath('stores')!, `${safe(label)}-${uid()}.error`), `configuration ${configFile}: secrets could not be read: ${(e as Error).message}\n`);
+    fs.writeFileSync(
+      path.join(evidencePath('stores')!, `${safe(label)}-${uid()}.error`),
+      `configuration ${configFile}: secrets could not be read: ${(e as Error).message}\n`,
+    );
   }
 }

@@ -10,7 +10,17 @@ import type { Accepted } from '../../src/providers/adapter.js';
 export function fakeEvidence(capabilities: { idempotency: boolean; list: boolean }, lagMs = 0): ReconcileEvidence {
   return {
     replay: capabilities.idempotency ? 'same-task' : 'none',
-    lookups: capabilities.list ? [{ name: 'GET /fake/list', shows: ['queued', 'running', 'finished'], finishedForMs: null, lagMs, match: 'strong' }] : [],
+    lookups: capabilities.list
+      ? [
+          {
+            name: 'GET /fake/list',
+            shows: ['queued', 'running', 'finished'],
+            finishedForMs: null,
+            lagMs,
+            match: 'strong',
+          },
+        ]
+      : [],
     taskScope: 'credential',
     source: 'unit-test fake',
   };
@@ -18,5 +28,22 @@ export function fakeEvidence(capabilities: { idempotency: boolean; list: boolean
 
 /** One reading of the fake's list: `found` as its strong candidate, or nothing. */
 export function fakeReading(found: Accepted | null): LookupReading[] {
-  return [{ lookup: 'GET /fake/list', available: true, complete: true, candidates: found ? [{ taskId: found.taskId, providerStatus: found.providerStatus, match: 'strong', why: 'carries our reference' }] : [], at: new Date().toISOString() }];
+  return [
+    {
+      lookup: 'GET /fake/list',
+      available: true,
+      complete: true,
+      candidates: found
+        ? [
+            {
+              taskId: found.taskId,
+              providerStatus: found.providerStatus,
+              match: 'strong',
+              why: 'carries our reference',
+            },
+          ]
+        : [],
+      at: new Date().toISOString(),
+    },
+  ];
 }

@@ -40,13 +40,16 @@ export async function setup(project: TestProject): Promise<void> {
     devServer: { dbFile: path.join(dir, 'temporal.db'), headless: true },
     logger: (line) => process.stderr.write(`[temporal] ${line}\n`),
   });
-  process.stderr.write(`[temporal] ${target.external ? 'using' : 'started'} ${target.address} in ${Date.now() - t0} ms\n`);
+  process.stderr.write(
+    `[temporal] ${target.external ? 'using' : 'started'} ${target.address} in ${Date.now() - t0} ms\n`,
+  );
   project.provide('temporal', { address: target.address, namespace: target.namespace, dbDir: dir });
 }
 
 export async function teardown(): Promise<void> {
   await target?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
-  if (evidence && !/^(1|true|yes)$/i.test(process.env.SCRAPE_KEEP_EVIDENCE ?? '')) fs.rmSync(evidence, { recursive: true, force: true });
+  if (evidence && !/^(1|true|yes)$/i.test(process.env.SCRAPE_KEEP_EVIDENCE ?? ''))
+    fs.rmSync(evidence, { recursive: true, force: true });
   else if (evidence) process.stderr.write(`[evidence] kept ${evidence}\n`);
 }

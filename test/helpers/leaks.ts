@@ -33,5 +33,7 @@ export async function storeText(store: Store, jobId: string): Promise<string> {
 
 /** The secrets (as given, and their base64 forms) found in `text`. */
 export function secretsIn(text: string, secrets: readonly string[]): string[] {
-  return secrets.flatMap((s) => [s, Buffer.from(s).toString('base64')]).filter((s) => s.length >= 4 && text.includes(s));
+  return secrets
+    .flatMap((s) => [s, Buffer.from(s).toString('base64')])
+    .filter((s) => s.length >= 4 && text.includes(s));
 }

@@ -19,11 +19,23 @@ export function makePdf(opts: { title?: string; pages: string[][] }): Buffer {
   add(`<< /Type /Pages /Kids [${kids}] /Count ${pageCount} >>`);
   add('<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>');
   opts.pages.forEach((lines, i) => {
-    const content = ['BT', '/F1 12 Tf', '72 720 Td', '16 TL', ...lines.map((l, n) => `${n ? 'T* ' : ''}${literal(l)} Tj`), 'ET'].join('\n');
-    add(`<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${5 + 2 * i} 0 R >>`);
+    const content = [
+      'BT',
+      '/F1 12 Tf',
+      '72 720 Td',
+      '16 TL',
+      ...lines.map((l, n) => `${n ? 'T* ' : ''}${literal(l)} Tj`),
+      'ET',
+    ].join('\n');
+    add(
+      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${5 + 2 * i} 0 R >>`,
+    );
     add(`<< /Length ${Buffer.byteLength(content, 'latin1')} >>\nstream\n${content}\nendstream`);
   });
-  const info = opts.title !== undefined ? objects.push(`<< /Title ${literal(opts.title)} /Producer (scrape-orchestrator tests) >>`) : 0;
+  const info =
+    opts.title !== undefined
+      ? objects.push(`<< /Title ${literal(opts.title)} /Producer (scrape-orchestrator tests) >>`)
+      : 0;
   let out = '%PDF-1.4\n';
   const offsets: number[] = [];
   objects.forEach((o, i) => {

@@ -46,16 +46,24 @@ export async function spawnProductWorker(stack: Stack, env: Record<string, strin
   );
   let gone = false;
   void exited.then(() => (gone = true));
-  await waitFor(() => {
-    if (gone) throw new Error(`the worker exited before polling:\n${out.slice(-3000)}`);
-    return out.includes('"worker polling"');
-  }, 120_000, `the worker to poll:\n${out.slice(-2000)}`);
+  await waitFor(
+    () => {
+      if (gone) throw new Error(`the worker exited before polling:\n${out.slice(-3000)}`);
+      return out.includes('"worker polling"');
+    },
+    120_000,
+    `the worker to poll:\n${out.slice(-2000)}`,
+  );
   return { child, identity: `${child.pid}@${os.hostname()}`, output: () => out, exited };
 }
 
 /** Deletes the maintenance Schedules a product worker registered for the stack's task queue. */
 export async function deleteMaintenanceSchedules(stack: Stack): Promise<void> {
-  for (const id of Object.values(maintenanceScheduleIds(stack.config.temporal.taskQueue))) await stack.temporal.schedule.getHandle(id).delete().catch(() => undefined);
+  for (const id of Object.values(maintenanceScheduleIds(stack.config.temporal.taskQueue)))
+    await stack.temporal.schedule
+      .getHandle(id)
+      .delete()
+      .catch(() => undefined);
 }
 
 /** One activity execution as the history records it. */
@@ -82,7 +90,14 @@ export async function activityRecords(handle: WorkflowHandle): Promise<ActivityR
   for (const e of history.events ?? []) {
     const id = String(e.eventId);
     if (e.eventType === T.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
-      byScheduled.set(id, { activityType: e.activityTaskScheduledEventAttributes?.activityType?.name ?? '?', attempt: null, identity: null, lastFailure: null, lastFailureWasTimeout: false, end: 'open' });
+      byScheduled.set(id, {
+        activityType: e.activityTaskScheduledEventAttributes?.activityType?.name ?? '?',
+        attempt: null,
+        identity: null,
+        lastFailure: null,
+        lastFailureWasTimeout: false,
+        end: 'open',
+      });
       continue;
     }
     const started = e.activityTaskStartedEventAttributes;
@@ -92,7 +107,8 @@ export async function activityRecords(handle: WorkflowHandle): Promise<ActivityR
         r.attempt = started.attempt ?? null;
         r.identity = started.identity ?? null;
         r.lastFailure = started.lastFailure?.message ?? null;
-        r.lastFailureWasTimeout = started.lastFailure?.timeoutFailureInfo != null || started.lastFailure?.cause?.timeoutFailureInfo != null;
+        r.lastFailureWasTimeout =
+          started.lastFailure?.timeoutFailureInfo != null || started.lastFailure?.cause?.timeoutFailureInfo != null;
       }
       continue;
     }

@@ -26,9 +26,19 @@ export async function ensureSchemathesis(env: NodeJS.ProcessEnv = process.env): 
   fs.mkdirSync(dir, { recursive: true });
   const python = env.PYTHON ?? 'python3';
   const mk = await runCommand(python, ['-m', 'venv', venv], { env, timeoutMs: 120_000 });
-  if (mk.spawnError || mk.code !== 0) throw new Error(`python3 -m venv ${venv}: ${describeFailure(python, mk, 120_000)} (Debian: apt-get install python3-venv)`);
+  if (mk.spawnError || mk.code !== 0)
+    throw new Error(
+      `python3 -m venv ${venv}: ${describeFailure(python, mk, 120_000)} (Debian: apt-get install python3-venv)`,
+    );
   const spec = `schemathesis==${SCHEMATHESIS_VERSION}`;
-  const pip = await runCommand(path.join(venv, 'bin', 'pip'), ['install', '--disable-pip-version-check', '--no-input', '-q', spec], { env, timeoutMs: 600_000 });
+  const pip = await runCommand(
+    path.join(venv, 'bin', 'pip'),
+    ['install', '--disable-pip-version-check', '--no-input', '-q', spec],
+    {
+      env,
+      timeoutMs: 600_000,
+    },
+  );
   if (pip.spawnError || pip.code !== 0) throw new Error(`pip install ${spec}: ${describeFailure('pip', pip, 600_000)}`);
   fs.writeFileSync(done, `${new Date().toISOString()}\n`);
   return st;

@@ -54,9 +54,17 @@ export interface ScanReport {
 /** Credential patterns, each with a name. A match whose value is `[REDACTED]` is not one (the class excludes brackets). */
 const PATTERNS: { name: string; re: RegExp; value: (m: RegExpExecArray) => string }[] = [
   // `Bearer <token>` / `Basic <token>`: 8+ token characters with a digit, a symbol or a lower-upper change (not prose such as "Basic authentication").
-  { name: 'Bearer/Basic credential', re: /\b(?:[Bb]earer|[Bb]asic|BEARER|BASIC)\s+([A-Za-z0-9._~+/=-]{8,})/g, value: (m) => m[1]! },
+  {
+    name: 'Bearer/Basic credential',
+    re: /\b(?:[Bb]earer|[Bb]asic|BEARER|BASIC)\s+([A-Za-z0-9._~+/=-]{8,})/g,
+    value: (m) => m[1]!,
+  },
   // `api_key=…`, `token=…`, `access_token=…`, `secret=…`, `password=…` in URLs, forms and text.
-  { name: 'credential parameter', re: /(?:^|[^A-Za-z0-9])((?:api[_-]?key|apikey|access[_-]?token|auth[_-]?token|refresh[_-]?token|private[_-]?token|client[_-]?secret|token|secret|password|passwd)=([^&\s"'<>#;,]+))/gi, value: (m) => decodeURIComponentSafe(m[2]!) },
+  {
+    name: 'credential parameter',
+    re: /(?:^|[^A-Za-z0-9])((?:api[_-]?key|apikey|access[_-]?token|auth[_-]?token|refresh[_-]?token|private[_-]?token|client[_-]?secret|token|secret|password|passwd)=([^&\s"'<>#;,]+))/gi,
+    value: (m) => decodeURIComponentSafe(m[2]!),
+  },
   // OpenAI-/Stripe-style keys and our own test keys' shape.
   { name: 'sk- key', re: /\bsk[-_][A-Za-z0-9][A-Za-z0-9_-]{11,}/g, value: (m) => m[0] },
 ];
@@ -72,14 +80,21 @@ function decodeURIComponentSafe(s: string): string {
 /** A value that looks like a credential: 8+ characters with a digit and a letter, or 16+, and not a redaction placeholder. */
 function looksSecret(v: string): boolean {
   if (/REDACTED|\*\*\*/i.test(v)) return false;
-  return v.length >= 16 || (v.length >= 8 && /\d/.test(v) && /[A-Za-z]/.test(v)) || (v.length >= 8 && /[a-z][A-Z]|[A-Z][a-z].*[A-Z]/.test(v) && /[._~+/=-]/.test(v));
+  return (
+    v.length >= 16 ||
+    (v.length >= 8 && /\d/.test(v) && /[A-Za-z]/.test(v)) ||
+    (v.length >= 8 && /[a-z][A-Z]|[A-Z][a-z].*[A-Z]/.test(v) && /[._~+/=-]/.test(v))
+  );
 }
 
 function mask(text: string, start: number, length: number): string {
   const hit = text.slice(start, start + length);
   const before = text.slice(Math.max(0, start - 40), start);
   const after = text.slice(start + length, start + length + 40);
-  return `${before}${hit.slice(0, 4)}${'•'.repeat(Math.max(0, Math.min(hit.length, 40) - 4))}${after}`.replace(/\s+/g, ' ');
+  return `${before}${hit.slice(0, 4)}${'•'.repeat(Math.max(0, Math.min(hit.length, 40) - 4))}${after}`.replace(
+    /\s+/g,
+    ' ',
+  );
 }
 
 /** Every form in which a secret value is searched: as given, base64, base64url, URL-encoded. */
@@ -101,8 +116,21 @@ export class SecretScanner {
 
   constructor(secrets: readonly string[]) {
     const distinct = [...new Set(secrets.filter((s) => s.length >= 6))];
-    this.forms = distinct.flatMap((s, i) => secretForms(s).map((f) => ({ form: f.form, label: `secret #${i + 1} (${f.label})` })));
-    this.report = { volume: { histories: { items: 0, bytes: 0 }, stores: { items: 0, bytes: 0 }, logs: { items: 0, bytes: 0 }, answers: { items: 0, bytes: 0 } }, hits: [], secrets: distinct.length, decryptedPayloads: 0, unscanned: [] };
+    this.forms = distinct.flatMap((s, i) =>
+      secretForms(s).map((f) => ({ form: f.form, label: `secret #${i + 1} (${f.label})` })),
+    );
+    this.report = {
+      volume: {
+        histories: { items: 0, bytes: 0 },
+        stores: { items: 0, bytes: 0 },
+        logs: { items: 0, bytes: 0 },
+        answers: { items: 0, bytes: 0 },
+      },
+      hits: [],
+      secrets: distinct.length,
+      decryptedPayloads: 0,
+      unscanned: [],
+    };
   }
 
   /**
@@ -124,7 +152,13 @@ export class SecretScanner {
       for (const m of text.matchAll(p.re)) {
         if (!looksSecret(p.value(m as RegExpExecArray))) continue;
         const whole = m[1] && p.name === 'credential parameter' ? m[1] : m[0];
-        this.report.hits.push({ source, item, kind: 'pattern', what: p.name, excerpt: mask(text, (m.index ?? 0) + m[0].indexOf(whole), whole.length) });
+        this.report.hits.push({
+          source,
+          item,
+          kind: 'pattern',
+          what: p.name,
+          excerpt: mask(text, (m.index ?? 0) + m[0].indexOf(whole), whole.length),
+        });
       }
     }
   }
@@ -165,17 +199,34 @@ export function recordedSecrets(dir: string): string[] {
  * configured secret value (a provider echoing our key into content is still caught), not for
  * credential patterns. `final_url`, `url`, `error` and every other column get both searches.
  */
-export const PAGE_CONTENT_COLUMNS: ReadonlySet<string> = new Set(['title', 'byline', 'excerpt', 'text', 'markdown', 'links', 'data', 'site_name']);
+export const PAGE_CONTENT_COLUMNS: ReadonlySet<string> = new Set([
+  'title',
+  'byline',
+  'excerpt',
+  'text',
+  'markdown',
+  'links',
+  'data',
+  'site_name',
+]);
 const PAGE_TABLES = new Set(['results', 'result_documents']);
 
 function cellText(c: unknown): string {
-  return Buffer.isBuffer(c) ? c.toString('utf8') : typeof c === 'string' ? c : JSON.stringify(c) ?? String(c);
+  return Buffer.isBuffer(c) ? c.toString('utf8') : typeof c === 'string' ? c : (JSON.stringify(c) ?? String(c));
 }
 
 /** Scans one table's rows as two items: page-content columns (secret values only) and the rest (secret values and patterns). */
 function scanTable(scanner: SecretScanner, item: string, table: string, columns: string[], rows: unknown[][]): void {
   const content = PAGE_TABLES.has(table) ? columns.map((c) => PAGE_CONTENT_COLUMNS.has(c)) : columns.map(() => false);
-  const pick = (want: boolean) => rows.map((r) => r.filter((_, i) => content[i] === want).map(cellText).join('\t')).join('\n');
+  const pick = (want: boolean) =>
+    rows
+      .map((r) =>
+        r
+          .filter((_, i) => content[i] === want)
+          .map(cellText)
+          .join('\t'),
+      )
+      .join('\n');
   scanner.scan('stores', item, pick(false));
   if (content.some(Boolean)) scanner.scan('stores', `${item} page content`, pick(true), { patterns: false });
 }
@@ -189,7 +240,13 @@ export function scanSqliteFile(scanner: SecretScanner, file: string): void {
       const stmt = db.prepare(`select * from "${name.replace(/"/g, '""')}"`).raw(true);
       const rows = stmt.all() as unknown[][];
       if (rows.length === 0) continue;
-      scanTable(scanner, `${path.basename(file)} › ${name} (${rows.length} rows)`, name, stmt.columns().map((c) => c.name), rows);
+      scanTable(
+        scanner,
+        `${path.basename(file)} › ${name} (${rows.length} rows)`,
+        name,
+        stmt.columns().map((c) => c.name),
+        rows,
+      );
     }
   } finally {
     db.close();
@@ -207,7 +264,13 @@ function scanJsonlDump(scanner: SecretScanner, file: string): void {
   if (byTable.size === 0) scanner.scan('stores', path.basename(file), '');
   for (const [table, rows] of byTable) {
     const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-    scanTable(scanner, `${path.basename(file)} › ${table} (${rows.length} rows)`, table, columns, rows.map((r) => columns.map((c) => r[c] ?? null)));
+    scanTable(
+      scanner,
+      `${path.basename(file)} › ${table} (${rows.length} rows)`,
+      table,
+      columns,
+      rows.map((r) => columns.map((c) => r[c] ?? null)),
+    );
   }
 }
 
@@ -243,14 +306,24 @@ export function scanAnswers(scanner: SecretScanner, dir: string): void {
   }
 }
 
-const isPayload = (v: unknown): v is Payload => !!v && typeof v === 'object' && 'data' in v && 'metadata' in v && (v as Payload).metadata !== null && typeof (v as Payload).metadata === 'object';
+const isPayload = (v: unknown): v is Payload =>
+  !!v &&
+  typeof v === 'object' &&
+  'data' in v &&
+  'metadata' in v &&
+  (v as Payload).metadata !== null &&
+  typeof (v as Payload).metadata === 'object';
 
 /**
  * Every string and payload of a history as one text: payloads' bytes as UTF-8, encrypted payloads
  * (`binary/encrypted`) decrypted first with `codec` (without it, or when they do not decrypt, the
  * workflow is unscanned: an encrypted history cannot be proven clean).
  */
-export async function historyTextDecoded(history: unknown, codec: EncryptionCodec | undefined, onDecrypted: () => void): Promise<string> {
+export async function historyTextDecoded(
+  history: unknown,
+  codec: EncryptionCodec | undefined,
+  onDecrypted: () => void,
+): Promise<string> {
   const parts: string[] = [];
   const walk = async (v: unknown): Promise<void> => {
     if (typeof v === 'string') parts.push(v);
@@ -275,10 +348,15 @@ export async function historyTextDecoded(history: unknown, codec: EncryptionCode
  * client's server, `concurrency` at a time. Codec keys: `codecKeys` (`<id>:<base64>,…`, as
  * `SCRAPE_CODEC_KEYS`), when payloads are encrypted.
  */
-export async function scanHistories(scanner: SecretScanner, temporal: Client, opts: { query?: string; codecKeys?: string; concurrency?: number } = {}): Promise<void> {
+export async function scanHistories(
+  scanner: SecretScanner,
+  temporal: Client,
+  opts: { query?: string; codecKeys?: string; concurrency?: number } = {},
+): Promise<void> {
   const codec = opts.codecKeys ? new EncryptionCodec(parseKeyring(opts.codecKeys)) : undefined;
   const ids: string[] = [];
-  for await (const wf of temporal.workflow.list(opts.query ? { query: opts.query } : {})) ids.push(`${wf.workflowId}\u0000${wf.runId}`);
+  for await (const wf of temporal.workflow.list(opts.query ? { query: opts.query } : {}))
+    ids.push(`${wf.workflowId}\u0000${wf.runId}`);
   let next = 0;
   const one = async (): Promise<void> => {
     for (;;) {
@@ -287,7 +365,11 @@ export async function scanHistories(scanner: SecretScanner, temporal: Client, op
       const [workflowId, runId] = ids[i]!.split('\u0000') as [string, string];
       try {
         const history = await temporal.workflow.getHandle(workflowId, runId).fetchHistory();
-        scanner.scan('histories', `${workflowId} (run ${runId.slice(0, 8)})`, await historyTextDecoded(history, codec, () => scanner.decrypted()));
+        scanner.scan(
+          'histories',
+          `${workflowId} (run ${runId.slice(0, 8)})`,
+          await historyTextDecoded(history, codec, () => scanner.decrypted()),
+        );
       } catch (e) {
         scanner.unscanned(`history of ${workflowId}: ${(e as Error).message}`);
       }
@@ -301,7 +383,10 @@ export function formatScanReport(r: ScanReport): string {
   const mb = (b: number) => `${(b / 1_048_576).toFixed(2)} MiB`;
   const lines = [
     `secrets scan: ${r.secrets} secret values (each as given, base64, base64url, URL-encoded) and ${PATTERNS.length} credential patterns`,
-    ...SCAN_SOURCES.map((s) => `  ${s.padEnd(10)} ${String(r.volume[s].items).padStart(7)} items  ${String(r.volume[s].bytes).padStart(12)} bytes (${mb(r.volume[s].bytes)})`),
+    ...SCAN_SOURCES.map(
+      (s) =>
+        `  ${s.padEnd(10)} ${String(r.volume[s].items).padStart(7)} items  ${String(r.volume[s].bytes).padStart(12)} bytes (${mb(r.volume[s].bytes)})`,
+    ),
     `  total      ${String(SCAN_SOURCES.reduce((a, s) => a + r.volume[s].items, 0)).padStart(7)} items  ${String(SCAN_SOURCES.reduce((a, s) => a + r.volume[s].bytes, 0)).padStart(12)} bytes; encrypted payloads decrypted: ${r.decryptedPayloads}`,
     `  hits: ${r.hits.length}; unscanned: ${r.unscanned.length}`,
     ...r.hits.slice(0, 200).map((h) => `  HIT ${h.source} ${h.item}: ${h.what}: …${h.excerpt}…`),

@@ -29,7 +29,15 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const REPO = path.resolve(HERE, '../..');
 
 /** Fast polling for tests (ms). */
-export const FAST_POLICY: Partial<PollPolicy> = { initialDelayMs: 200, maxDelayMs: 1_000, multiplier: 1.5, jitter: 0.1, deadlineMs: 60_000, cancelConfirmDeadlineMs: 10_000, activityTimeoutMs: 5_000 };
+export const FAST_POLICY: Partial<PollPolicy> = {
+  initialDelayMs: 200,
+  maxDelayMs: 1_000,
+  multiplier: 1.5,
+  jitter: 0.1,
+  deadlineMs: 60_000,
+  cancelConfirmDeadlineMs: 10_000,
+  activityTimeoutMs: 5_000,
+};
 
 /** API keys of the provider accounts (fake, loopback only). */
 export const KEYS = { acme: 'sk-test-acme-0123456789abcdef', globex: 'sk-test-globex-0123456789abcdef' } as const;
@@ -77,7 +85,10 @@ export interface Stack {
 }
 
 // The in-process workers' log, kept for the secrets scan (test/helpers/evidence.ts).
-installWorkerLogging({ level: 'WARN', file: evidenceLogFile('worker', path.join(os.tmpdir(), `scrape-test-worker-${process.pid}.log`)) });
+installWorkerLogging({
+  level: 'WARN',
+  file: evidenceLogFile('worker', path.join(os.tmpdir(), `scrape-test-worker-${process.pid}.log`)),
+});
 
 /** Starts a stack; call `stop()` in `afterAll`. */
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
@@ -95,8 +106,17 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     ],
     logger: false,
   });
-  recordSecrets('stack', [...Object.values(KEYS), 'admin-test', opts.codec ? process.env.SCRAPE_CODEC_KEYS : undefined]);
-  const capabilities = { idempotency: profile.idempotency ?? true, list: profile.list ?? true, cancel: profile.cancel ?? true, webhooks: false };
+  recordSecrets('stack', [
+    ...Object.values(KEYS),
+    'admin-test',
+    opts.codec ? process.env.SCRAPE_CODEC_KEYS : undefined,
+  ]);
+  const capabilities = {
+    idempotency: profile.idempotency ?? true,
+    list: profile.list ?? true,
+    cancel: profile.cancel ?? true,
+    webhooks: false,
+  };
   const config = parseConfig(
     {
       temporal: { address, namespace, taskQueue: `test-${randomUUID()}` },
@@ -107,7 +127,18 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       resultRetentionMs: opts.resultRetentionMs === undefined ? 7 * 24 * 3_600_000 : opts.resultRetentionMs,
       providers: {
         // A high starting limit of active jobs: tests that need the adaptive limit set their own.
-        reference: { kind: 'reference', baseUrl: sim.url, readTimeoutMs: opts.readTimeoutMs ?? opts.providerTimeoutMs ?? 3_000, submitTimeoutMs: opts.providerTimeoutMs ?? 3_000, capabilities, credentials: { default: { apiKey: KEYS.acme }, accounts: { globex: { apiKey: KEYS.globex } } }, limits: { activeJobs: opts.activeJobs === undefined ? { initial: 1000 } : { initial: opts.activeJobs, max: opts.activeJobsMax } } },
+        reference: {
+          kind: 'reference',
+          baseUrl: sim.url,
+          readTimeoutMs: opts.readTimeoutMs ?? opts.providerTimeoutMs ?? 3_000,
+          submitTimeoutMs: opts.providerTimeoutMs ?? 3_000,
+          capabilities,
+          credentials: { default: { apiKey: KEYS.acme }, accounts: { globex: { apiKey: KEYS.globex } } },
+          limits: {
+            activeJobs:
+              opts.activeJobs === undefined ? { initial: 1000 } : { initial: opts.activeJobs, max: opts.activeJobsMax },
+          },
+        },
         ...(opts.extraProviders ?? {}),
       },
     },
@@ -117,8 +148,19 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   fs.writeFileSync(configFile, JSON.stringify(config));
   const store = await openStore(config.storeUrl);
   const connection = await Connection.connect({ address });
-  const temporal = new Client({ connection, namespace, dataConverter: dataConverterFor(config.codec), interceptors: { workflow: workflowClientInterceptors() } });
-  const client = new ScrapeClient({ temporal, store, taskQueue: config.temporal.taskQueue, defaultProvider: 'reference', providers: Object.keys(config.providers) });
+  const temporal = new Client({
+    connection,
+    namespace,
+    dataConverter: dataConverterFor(config.codec),
+    interceptors: { workflow: workflowClientInterceptors() },
+  });
+  const client = new ScrapeClient({
+    temporal,
+    store,
+    taskQueue: config.temporal.taskQueue,
+    defaultProvider: 'reference',
+    providers: Object.keys(config.providers),
+  });
   let native: NativeConnection | undefined;
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
@@ -135,7 +177,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     async startWorker(hooks) {
       if (worker) return;
       native ??= await NativeConnection.connect({ address });
-      worker = await createScrapeWorker({ connection: native, config, store, hooks: hooks ?? opts.hooks, shutdownGraceTimeMs: 2_000 });
+      worker = await createScrapeWorker({
+        connection: native,
+        config,
+        store,
+        hooks: hooks ?? opts.hooks,
+        shutdownGraceTimeMs: 2_000,
+      });
       running = worker.run();
     },
     async stopWorker() {
@@ -148,7 +196,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     async spawnWorker(env = {}) {
       const child = spawn(process.execPath, ['--import', 'tsx', path.join(HERE, 'workerMain.ts')], {
         cwd: REPO,
-        env: { ...process.env, SCRAPE_CONFIG: configFile, WORKER_LOG: evidenceLogFile('worker-child', path.join(dir, 'worker-child.log')), ...env },
+        env: {
+          ...process.env,
+          SCRAPE_CONFIG: configFile,
+          WORKER_LOG: evidenceLogFile('worker-child', path.join(dir, 'worker-child.log')),
+          ...env,
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       children.add(child);
@@ -194,7 +247,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
 }
 
 /** Polls `fn` every 100 ms until it returns a truthy value or `timeoutMs` passes (then throws). */
-export async function waitFor<T>(fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 30_000, what = 'condition'): Promise<T> {
+export async function waitFor<T>(
+  fn: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  timeoutMs = 30_000,
+  what = 'condition',
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
@@ -206,10 +263,14 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>
 
 /** Waits until the job's store row is in one of `states`; returns the row. */
 export async function waitForState(store: Store, jobId: string, states: string[], timeoutMs = 30_000) {
-  return waitFor(async () => {
-    const row = await store.jobs.get(jobId);
-    return row && states.includes(row.state) ? row : undefined;
-  }, timeoutMs, `${jobId} to reach ${states.join('|')}`);
+  return waitFor(
+    async () => {
+      const row = await store.jobs.get(jobId);
+      return row && states.includes(row.state) ? row : undefined;
+    },
+    timeoutMs,
+    `${jobId} to reach ${states.join('|')}`,
+  );
 }
 
 /** Records every API response of the sim from now on (time, endpoint, job, status), in order. */

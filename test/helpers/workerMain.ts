@@ -22,7 +22,14 @@ const crash = () => {
 };
 const hooks: ActivityDeps['hooks'] = crashAt ? { [crashAt]: crash } : undefined;
 const connection = await connectWorker(config);
-const worker = await createScrapeWorker({ connection, config, store, hooks, shutdownGraceTimeMs: 1_000, identity: `child-${process.pid}` });
+const worker = await createScrapeWorker({
+  connection,
+  config,
+  store,
+  hooks,
+  shutdownGraceTimeMs: 1_000,
+  identity: `child-${process.pid}`,
+});
 const running = worker.run();
 console.log('WORKER_READY');
 await running;

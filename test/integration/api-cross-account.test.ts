@@ -53,7 +53,12 @@ beforeAll(async () => {
     profile: { concurrency: 100 },
     api: {
       cancelWaitMs: 0,
-      rateLimit: { default: { max: 1_000_000, timeWindowMs: 60_000 }, accounts: {}, unauthenticated: { max: 1_000_000, timeWindowMs: 60_000 }, webhooks: { max: 1_000_000, timeWindowMs: 60_000 } },
+      rateLimit: {
+        default: { max: 1_000_000, timeWindowMs: 60_000 },
+        accounts: {},
+        unauthenticated: { max: 1_000_000, timeWindowMs: 60_000 },
+        webhooks: { max: 1_000_000, timeWindowMs: 60_000 },
+      },
     },
   });
   // Unsigned deliveries, so that the per-job token route is live (the worker reads the same entry).
@@ -64,11 +69,17 @@ beforeAll(async () => {
     for (const account of ACCOUNTS) {
       const key = kind === 'only' ? `only-${account}-${randomBytes(3).toString('hex')}` : `probe-${kind}`;
       const url = `${pages.pageUrl(kind === 'wait' ? '002' : kind === 'done' ? '001' : 'aclu')}?probe=${kind === 'wait' ? 'never-ends' : kind}-${account}`;
-      const r = await api.call(account, 'POST', '/v1/scrapes', { json: { url, batch_id: `batch-${account}`, policy: { ...FAST_POLICY, deadlineMs: 3_600_000 } }, headers: { 'idempotency-key': key } });
+      const r = await api.call(account, 'POST', '/v1/scrapes', {
+        json: { url, batch_id: `batch-${account}`, policy: { ...FAST_POLICY, deadlineMs: 3_600_000 } },
+        headers: { 'idempotency-key': key },
+      });
       expect(r.status).toBe(202);
       jobs.push({ account, kind, jobId: ((await r.json()) as { job_id: string }).job_id, key, taskId: '', url });
     }
-    for (const j of jobs.filter((x) => x.kind === kind)) j.taskId = (await waitForState(api.stack.store, j.jobId, kind === 'wait' ? ['pending'] : ['completed'], 90_000)).task_id!;
+    for (const j of jobs.filter((x) => x.kind === kind))
+      j.taskId = (
+        await waitForState(api.stack.store, j.jobId, kind === 'wait' ? ['pending'] : ['completed'], 90_000)
+      ).task_id!;
   }
   for (const account of ACCOUNTS) {
     const page = (await (await api.call(account, 'GET', '/v1/scrapes?limit=1')).json()) as { next_cursor: string };
@@ -99,8 +110,22 @@ interface Probe {
 
 const probeArb: fc.Arbitrary<Probe> = fc.record({
   caller: fc.constantFrom(...ACCOUNTS),
-  keyKind: fc.oneof({ weight: 6, arbitrary: fc.constant<KeyKind>('valid') }, { weight: 1, arbitrary: fc.constantFrom<KeyKind>('valid-lowercase-scheme', 'none', 'truncated', 'extended', 'random', 'basic') }),
-  endpoint: fc.constantFrom<Endpoint>('status', 'result', 'documents', 'cancel', 'list', 'webhook-plain', 'webhook-token'),
+  keyKind: fc.oneof(
+    { weight: 6, arbitrary: fc.constant<KeyKind>('valid') },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom<KeyKind>('valid-lowercase-scheme', 'none', 'truncated', 'extended', 'random', 'basic'),
+    },
+  ),
+  endpoint: fc.constantFrom<Endpoint>(
+    'status',
+    'result',
+    'documents',
+    'cancel',
+    'list',
+    'webhook-plain',
+    'webhook-token',
+  ),
   target: fc.integer({ min: -1, max: ACCOUNTS.length * 3 - 1 }),
   idForm: fc.constantFrom<IdForm>('raw', 'encoded', 'double-encoded', 'caller-prefix', 'upper-prefix', 'key-only'),
   listState: fc.constantFrom(null, 'pending', 'completed', 'pending,completed', 'cancelled'),
@@ -175,7 +200,12 @@ function requestOf(p: Probe): Request {
     case 'cancel':
       return p.cancelBody === 'none'
         ? { method: 'POST', path: `${base}/cancel`, headers }
-        : { method: 'POST', path: `${base}/cancel`, headers: { ...headers, 'content-type': 'application/json' }, body: p.cancelBody === 'empty' ? '{}' : JSON.stringify({ reason: 'probe' }) };
+        : {
+            method: 'POST',
+            path: `${base}/cancel`,
+            headers: { ...headers, 'content-type': 'application/json' },
+            body: p.cancelBody === 'empty' ? '{}' : JSON.stringify({ reason: 'probe' }),
+          };
     case 'list': {
       const q = new URLSearchParams();
       if (p.listState) q.set('state', p.listState);
@@ -187,22 +217,40 @@ function requestOf(p: Probe): Request {
     case 'webhook-plain':
     case 'webhook-token': {
       const j = p.target >= 0 ? jobs[p.target]! : undefined;
-      const event = { event_id: `evt_probe_${randomBytes(6).toString('hex')}`, type: 'job.completed', job_id: j?.taskId ?? `job_missing_${p.target}`, status: 'completed' };
+      const event = {
+        event_id: `evt_probe_${randomBytes(6).toString('hex')}`,
+        type: 'job.completed',
+        job_id: j?.taskId ?? `job_missing_${p.target}`,
+        status: 'completed',
+      };
       const other = jobs[(Math.max(p.target, 0) + 1) % jobs.length]!; // never the named job's own token
-      const token = p.wrongToken === 'other-job' ? callbackToken(api.webhookSecret!, 'reference', other.jobId) : randomBytes(32).toString('hex');
-      const path = p.endpoint === 'webhook-plain' || p.wrongToken === 'none' ? '/v1/webhooks/reference' : `/v1/webhooks/reference/${token}`;
+      const token =
+        p.wrongToken === 'other-job'
+          ? callbackToken(api.webhookSecret!, 'reference', other.jobId)
+          : randomBytes(32).toString('hex');
+      const path =
+        p.endpoint === 'webhook-plain' || p.wrongToken === 'none'
+          ? '/v1/webhooks/reference'
+          : `/v1/webhooks/reference/${token}`;
       return { method: 'POST', path, headers: { 'content-type': 'application/json' }, body: JSON.stringify(event) };
     }
   }
 }
 
 /** What decides whether two answers are the same: status, the headers that carry meaning, the body (`instance`, a request ID, aside). */
-async function fingerprintOf(res: Response): Promise<{ status: number; headers: Record<string, string>; body: string; text: string }> {
+async function fingerprintOf(
+  res: Response,
+): Promise<{ status: number; headers: Record<string, string>; body: string; text: string }> {
   const body = await res.text();
   const headers: Record<string, string> = {};
   for (const [k, v] of res.headers) if (!/^(date|connection|keep-alive|x-ratelimit-.*)$/i.test(k)) headers[k] = v;
   const normal = body.replace(/"instance":"[0-9a-f-]{36}"/, '"instance":"…"');
-  return { status: res.status, headers, body: normal, text: `${res.status}\n${[...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n')}\n\n${body}` };
+  return {
+    status: res.status,
+    headers,
+    body: normal,
+    text: `${res.status}\n${[...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n')}\n\n${body}`,
+  };
 }
 
 async function send(r: Request): Promise<Response> {
@@ -212,7 +260,9 @@ async function send(r: Request): Promise<Response> {
 describe('cross-account probes', () => {
   it(`${PROBES} generated probes reveal no other account's job; a foreign job's 404 is byte-identical to a missing one's`, async () => {
     const probes = fc.sample(probeArb, { seed: SEED, numRuns: PROBES });
-    const before = new Map(await Promise.all(jobs.map(async (j) => [j.jobId, (await api.stack.store.jobs.get(j.jobId))!.state] as const)));
+    const before = new Map(
+      await Promise.all(jobs.map(async (j) => [j.jobId, (await api.stack.store.jobs.get(j.jobId))!.state] as const)),
+    );
     const cancelledByOwner = new Set<string>();
     const leaks: string[] = [];
     const mismatches: string[] = [];
@@ -224,14 +274,17 @@ describe('cross-account probes', () => {
       const req = requestOf(p);
       const res = await fingerprintOf(await send(req));
       recordAnswer('http', `${req.method} ${req.path.slice(0, 120)}`, res.text); // the secrets scan reads them too
-      count(`${p.endpoint}/${p.keyKind === 'valid' || p.keyKind === 'valid-lowercase-scheme' ? 'valid' : 'invalid'}-key/${p.endpoint.startsWith('webhook') ? p.wrongToken : p.idForm}`);
+      count(
+        `${p.endpoint}/${p.keyKind === 'valid' || p.keyKind === 'valid-lowercase-scheme' ? 'valid' : 'invalid'}-key/${p.endpoint.startsWith('webhook') ? p.wrongToken : p.idForm}`,
+      );
       const validKey = p.keyKind === 'valid' || p.keyKind === 'valid-lowercase-scheme';
       const requestText = `${req.path}\n${decodeURIComponent(decodeURIComponent(req.path))}\n${req.body ?? ''}`;
       // 1. Nothing of another account's job that the request did not carry.
       for (const j of jobs) {
         if (validKey && j.account === p.caller && !p.endpoint.startsWith('webhook')) continue;
         for (const marker of [j.jobId, j.taskId, j.url, new URL(j.url).search]) {
-          if (!requestText.includes(marker) && res.text.includes(marker)) leaks.push(`${req.method} ${req.path} as ${p.caller}/${p.keyKind}: ${res.status} carries ${marker}`);
+          if (!requestText.includes(marker) && res.text.includes(marker))
+            leaks.push(`${req.method} ${req.path} as ${p.caller}/${p.keyKind}: ${res.status} carries ${marker}`);
         }
       }
       // 2. The answer a missing target gets, asked the same way (computed once per shape).
@@ -242,10 +295,17 @@ describe('cross-account probes', () => {
         twin = requestOf({ ...p, target: -1 });
       } else if (!validKey) {
         shape = `${p.endpoint}:invalid:${p.cancelBody}`;
-        twin = { ...requestOf({ ...p, target: -1, idForm: 'encoded' }), headers: { ...(p.cancelBody !== 'none' && p.endpoint === 'cancel' ? { 'content-type': 'application/json' } : {}), authorization: 'Bearer sk_scrape_not_a_key' } };
+        twin = {
+          ...requestOf({ ...p, target: -1, idForm: 'encoded' }),
+          headers: {
+            ...(p.cancelBody !== 'none' && p.endpoint === 'cancel' ? { 'content-type': 'application/json' } : {}),
+            authorization: 'Bearer sk_scrape_not_a_key',
+          },
+        };
       } else if (p.endpoint === 'list') {
         const jobsSeen = (JSON.parse(res.body) as { jobs: { job_id: string }[] }).jobs.map((x) => x.job_id);
-        if (res.status !== 200 || jobsSeen.some((id) => !id.startsWith(`scrape:${p.caller}:`))) mismatches.push(`list as ${p.caller}: ${res.status} ${jobsSeen.join(',')}`);
+        if (res.status !== 200 || jobsSeen.some((id) => !id.startsWith(`scrape:${p.caller}:`)))
+          mismatches.push(`list as ${p.caller}: ${res.status} ${jobsSeen.join(',')}`);
         continue;
       } else if (idOf(p).own) {
         if (p.endpoint === 'cancel') cancelledByOwner.add(jobs[p.target]!.jobId);
@@ -257,11 +317,20 @@ describe('cross-account probes', () => {
       }
       if (!reference.has(shape)) reference.set(shape, await fingerprintOf(await send(twin)));
       const ref = reference.get(shape)!;
-      const same = res.status === ref.status && res.body === ref.body && JSON.stringify(res.headers) === JSON.stringify(ref.headers);
-      if (!same) mismatches.push(`${req.method} ${req.path} as ${p.caller}/${p.keyKind}: ${res.status} ${JSON.stringify(res.headers)} ${res.body.slice(0, 200)} ≠ missing: ${ref.status} ${JSON.stringify(ref.headers)} ${ref.body.slice(0, 200)}`);
-      if (validKey && !p.endpoint.startsWith('webhook') && res.status !== 404) mismatches.push(`${req.method} ${req.path} as ${p.caller}: ${res.status}, not 404`);
+      const same =
+        res.status === ref.status &&
+        res.body === ref.body &&
+        JSON.stringify(res.headers) === JSON.stringify(ref.headers);
+      if (!same)
+        mismatches.push(
+          `${req.method} ${req.path} as ${p.caller}/${p.keyKind}: ${res.status} ${JSON.stringify(res.headers)} ${res.body.slice(0, 200)} ≠ missing: ${ref.status} ${JSON.stringify(ref.headers)} ${ref.body.slice(0, 200)}`,
+        );
+      if (validKey && !p.endpoint.startsWith('webhook') && res.status !== 404)
+        mismatches.push(`${req.method} ${req.path} as ${p.caller}: ${res.status}, not 404`);
     }
-    console.log(`cross-account probes: ${probes.length} (seed ${SEED}); reference answers compared: ${reference.size} shapes; by endpoint/key/form: ${JSON.stringify(counts)}`);
+    console.log(
+      `cross-account probes: ${probes.length} (seed ${SEED}); reference answers compared: ${reference.size} shapes; by endpoint/key/form: ${JSON.stringify(counts)}`,
+    );
     expect(leaks).toEqual([]);
     expect(mismatches).toEqual([]);
 

@@ -22,7 +22,10 @@ beforeAll(async () => {
   stack = await startStack({ worker: false });
   keysFile = path.join(stack.dir, 'keys', 'api-keys.json');
   configFile = path.join(stack.dir, 'api-config.json');
-  fs.writeFileSync(configFile, JSON.stringify({ ...stack.config, api: { ...stack.config.api, host: '127.0.0.1', port: 0, keysFile } }));
+  fs.writeFileSync(
+    configFile,
+    JSON.stringify({ ...stack.config, api: { ...stack.config.api, host: '127.0.0.1', port: 0, keysFile } }),
+  );
 });
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -30,7 +33,8 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const listAs = async (base: string, key: string) => (await fetch(`${base}/v1/scrapes`, { headers: { authorization: `Bearer ${key}` } })).status;
+const listAs = async (base: string, key: string) =>
+  (await fetch(`${base}/v1/scrapes`, { headers: { authorization: `Bearer ${key}` } })).status;
 
 describe('API key reload', () => {
   it('a key made while the API runs works without a restart; a key taken out of the file stops working', async () => {
@@ -41,33 +45,56 @@ describe('API key reload', () => {
 
     const second = createApiKey({ account: 'acme', name: 'made-while-running', configFile }).key; // what `api --new-key` does
     recordSecrets('api-keys-reload', [second]);
-    expect(await waitFor(async () => (await listAs(running!.url, second)) === 200, 10_000, 'the new key to be accepted')).toBe(true);
+    expect(
+      await waitFor(async () => (await listAs(running!.url, second)) === 200, 10_000, 'the new key to be accepted'),
+    ).toBe(true);
 
     const kept = JSON.parse(fs.readFileSync(keysFile, 'utf8')) as { keys: { name?: string }[] };
     fs.writeFileSync(keysFile, JSON.stringify({ keys: kept.keys.filter((k) => k.name === 'made-while-running') }));
-    expect(await waitFor(async () => (await listAs(running!.url, first)) === 401, 10_000, 'the removed key to be refused')).toBe(true);
+    expect(
+      await waitFor(async () => (await listAs(running!.url, first)) === 401, 10_000, 'the removed key to be refused'),
+    ).toBe(true);
     expect(await listAs(running.url, second)).toBe(200);
     await running.close();
     running = undefined;
   });
 
   it('SIGHUP reloads the key file of a running `api` process (watching off)', async () => {
-    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), path.join(REPO, 'src/cli.ts'), 'api', '--config', configFile, '--port', '0'], {
-      cwd: REPO,
-      env: { ...process.env, SCRAPE_CONFIG: '', SCRAPE_API_KEYS_WATCH: 'false' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        import.meta.resolve('tsx'),
+        path.join(REPO, 'src/cli.ts'),
+        'api',
+        '--config',
+        configFile,
+        '--port',
+        '0',
+      ],
+      {
+        cwd: REPO,
+        env: { ...process.env, SCRAPE_CONFIG: '', SCRAPE_API_KEYS_WATCH: 'false' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     children.push(child);
     let err = '';
     let out = '';
     child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
     child.stdout!.on('data', (b: Buffer) => (out += b.toString())); // the request log (JSON lines), kept for the secrets scan
-    const base = await waitFor(() => /HTTP API listening on (http:\/\/\S+) /.exec(err)?.[1], 60_000, `the API to listen:\n${err}`);
+    const base = await waitFor(
+      () => /HTTP API listening on (http:\/\/\S+) /.exec(err)?.[1],
+      60_000,
+      `the API to listen:\n${err}`,
+    );
     const third = createApiKey({ account: 'acme', name: 'after-start', configFile }).key;
     recordSecrets('api-keys-reload', [third]);
     expect(await listAs(base, third)).toBe(401); // not watched: the file change alone does nothing
     child.kill('SIGHUP');
-    expect(await waitFor(async () => (await listAs(base, third)) === 200, 10_000, 'the key to be accepted after SIGHUP')).toBe(true);
+    expect(
+      await waitFor(async () => (await listAs(base, third)) === 200, 10_000, 'the key to be accepted after SIGHUP'),
+    ).toBe(true);
     expect(err).toMatch(/SIGHUP: \d+ API key\(s\) in force/);
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));

@@ -32,11 +32,19 @@ afterAll(async () => {
 
 describe('API /metrics', () => {
   it('serves jobs by state and webhook outcomes on its own port', async () => {
-    const r = await fetch(`${api.url}/v1/scrapes`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'idempotency-key': 'metrics-1' }, body: JSON.stringify({ url: pages.pageUrl(listCorpusPages(pages.pagesDir)[0]!), policy: FAST_POLICY }) });
+    const r = await fetch(`${api.url}/v1/scrapes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'idempotency-key': 'metrics-1' },
+      body: JSON.stringify({ url: pages.pageUrl(listCorpusPages(pages.pagesDir)[0]!), policy: FAST_POLICY }),
+    });
     expect(r.status).toBe(202);
     const { job_id } = (await r.json()) as { job_id: string };
     await waitForState(stack.store, job_id, ['completed'], 60_000);
-    await fetch(`${api.url}/v1/webhooks/reference`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    await fetch(`${api.url}/v1/webhooks/reference`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
 
     expect(api.metricsUrl).toBeDefined();
     const text = await (await fetch(`${api.metricsUrl}/metrics`)).text();

@@ -29,7 +29,14 @@ beforeAll(async () => {
   api = await startApiStack({
     webhooks: true,
     profile: { concurrency: 100_000 },
-    api: { rateLimit: { default: { max: 1_000_000, timeWindowMs: 60_000 }, accounts: {}, unauthenticated: { max: 1_000_000, timeWindowMs: 60_000 }, webhooks: { max: 1_000_000, timeWindowMs: 60_000 } } },
+    api: {
+      rateLimit: {
+        default: { max: 1_000_000, timeWindowMs: 60_000 },
+        accounts: {},
+        unauthenticated: { max: 1_000_000, timeWindowMs: 60_000 },
+        webhooks: { max: 1_000_000, timeWindowMs: 60_000 },
+      },
+    },
   });
   // No job of this account ever fetches its target: generated URLs name hosts anywhere.
   api.stack.sim.faults.add({ account: 'acme', endpoint: 'submit', action: 'never_finish' });
@@ -42,9 +49,15 @@ function answered(logText: string): { method: string; url: string; status: numbe
   const out: { method: string; url: string; status: number }[] = [];
   for (const line of logText.split('\n')) {
     if (!line) continue;
-    const l = JSON.parse(line) as { reqId?: string; msg?: string; req?: { method: string; url: string }; res?: { statusCode: number } };
+    const l = JSON.parse(line) as {
+      reqId?: string;
+      msg?: string;
+      req?: { method: string; url: string };
+      res?: { statusCode: number };
+    };
     if (l.msg === 'incoming request' && l.reqId && l.req) req.set(l.reqId, l.req);
-    if (l.msg === 'request completed' && l.reqId && l.res) out.push({ ...(req.get(l.reqId) ?? { method: '?', url: '?' }), status: l.res.statusCode });
+    if (l.msg === 'request completed' && l.reqId && l.res)
+      out.push({ ...(req.get(l.reqId) ?? { method: '?', url: '?' }), status: l.res.statusCode });
   }
   return out;
 }
@@ -52,22 +65,52 @@ function answered(logText: string): { method: string; url: string; status: numbe
 describe(`schemathesis ${SCHEMATHESIS_VERSION} against /openapi.json`, () => {
   it('finds no 5xx and no answer that breaks the document; refused requests create no job and no provider call', async () => {
     const st = await ensureSchemathesis();
-    const args = ['--config-file', path.join(REPO, 'test/fixtures/schemathesis/schemathesis.toml'), 'run', `${api.url}/openapi.json`, '--checks', 'all', '--max-examples', String(MAX_EXAMPLES), '--seed', String(SEED), '--workers', '1', '--request-timeout', '20', '-H', `Authorization: Bearer ${API_KEYS.acme}`, '--no-color'];
+    const args = [
+      '--config-file',
+      path.join(REPO, 'test/fixtures/schemathesis/schemathesis.toml'),
+      'run',
+      `${api.url}/openapi.json`,
+      '--checks',
+      'all',
+      '--max-examples',
+      String(MAX_EXAMPLES),
+      '--seed',
+      String(SEED),
+      '--workers',
+      '1',
+      '--request-timeout',
+      '20',
+      '-H',
+      `Authorization: Bearer ${API_KEYS.acme}`,
+      '--no-color',
+    ];
     const t0 = Date.now();
-    const r = await runCommand(st, args, { env: { ...process.env, SCHEMATHESIS_HOOKS: path.join(REPO, 'test/fixtures/schemathesis/hooks.py'), NO_COLOR: '1' }, timeoutMs: 360_000, tailBytes: 400_000 });
+    const r = await runCommand(st, args, {
+      env: {
+        ...process.env,
+        SCHEMATHESIS_HOOKS: path.join(REPO, 'test/fixtures/schemathesis/hooks.py'),
+        NO_COLOR: '1',
+      },
+      timeoutMs: 360_000,
+      tailBytes: 400_000,
+    });
     const tookS = (Date.now() - t0) / 1000;
     const output = `${r.stdout}\n${r.stderr}`;
     recordAnswer('cli', 'st run', output); // the secrets scan reads it too
     const requests = answered(api.logs()).filter((a) => a.url !== '/openapi.json');
     const byStatus: Record<string, number> = {};
     for (const a of requests) byStatus[a.status] = (byStatus[a.status] ?? 0) + 1;
-    console.log(`schemathesis ${SCHEMATHESIS_VERSION}: ${requests.length} requests in ${tookS.toFixed(1)} s, by status ${JSON.stringify(byStatus)}\n${output.slice(-6000)}`);
+    console.log(
+      `schemathesis ${SCHEMATHESIS_VERSION}: ${requests.length} requests in ${tookS.toFixed(1)} s, by status ${JSON.stringify(byStatus)}\n${output.slice(-6000)}`,
+    );
     expect(r.code, output.slice(-20_000)).toBe(0);
     expect(requests.length).toBeGreaterThanOrEqual(1_000);
     expect(requests.filter((a) => a.status >= 500)).toEqual([]);
 
     // Every job in the store is one a `202` answered; every provider job is one of those jobs.
-    const created = requests.filter((a) => a.method === 'POST' && a.url.split('?')[0] === '/v1/scrapes' && a.status === 202).length;
+    const created = requests.filter(
+      (a) => a.method === 'POST' && a.url.split('?')[0] === '/v1/scrapes' && a.status === 202,
+    ).length;
     const jobs = await api.stack.store.db.selectFrom('jobs').select(['id', 'task_id']).execute();
     expect(jobs.length).toBe(created);
     // Settled: every job has reached the provider (a task ID), or ended without it (refused at
@@ -76,11 +119,15 @@ describe(`schemathesis ${SCHEMATHESIS_VERSION} against /openapi.json`, () => {
     // left rows in `submitting`): it fails here.
     const FINAL = ['completed', 'failed', 'cancelled', 'cancel_unconfirmed', 'expired', 'tracking_interrupted'];
     let open: { id: string; state: string; workflow?: string }[] = [];
-    const settled = await waitFor(async () => {
-      const rows = await api.stack.store.db.selectFrom('jobs').select(['id', 'task_id', 'state']).execute();
-      open = rows.filter((j) => !(j.task_id || FINAL.includes(j.state)));
-      return open.length === 0 ? rows : undefined;
-    }, 120_000, 'every accepted job to reach the provider or end with its row final').catch(async (e: Error) => {
+    const settled = await waitFor(
+      async () => {
+        const rows = await api.stack.store.db.selectFrom('jobs').select(['id', 'task_id', 'state']).execute();
+        open = rows.filter((j) => !(j.task_id || FINAL.includes(j.state)));
+        return open.length === 0 ? rows : undefined;
+      },
+      120_000,
+      'every accepted job to reach the provider or end with its row final',
+    ).catch(async (e: Error) => {
       for (const j of open) j.workflow = (await api.stack.temporal.workflow.getHandle(j.id).describe()).status.name;
       throw new Error(`${e.message}: ${JSON.stringify(open).slice(0, 3000)}`);
     });
@@ -90,6 +137,8 @@ describe(`schemathesis ${SCHEMATHESIS_VERSION} against /openapi.json`, () => {
     const providerJobs = api.stack.sim.jobsFor('acme').map((j) => j.job_id);
     expect(providerJobs.length).toBe(tasks.length);
     expect(new Set(providerJobs)).toEqual(new Set(tasks));
-    console.log(`schemathesis: ${created} jobs accepted (202), ${jobs.length} in the store (${JSON.stringify(states)}), ${providerJobs.length} provider jobs`);
+    console.log(
+      `schemathesis: ${created} jobs accepted (202), ${jobs.length} in the store (${JSON.stringify(states)}), ${providerJobs.length} provider jobs`,
+    );
   }, 600_000);
 });

@@ -15,7 +15,15 @@ import { historyText } from '../helpers/leaks.js';
 import { listQuarantine } from '../helpers/storeQueries.js';
 
 /** First status check 30 s × webhookSlowdown 5 = 150 s after submit; no jitter. */
-const SLOW: Partial<PollPolicy> = { initialDelayMs: 30_000, maxDelayMs: 60_000, multiplier: 1.5, jitter: 0, deadlineMs: 600_000, activityTimeoutMs: 5_000, cancelConfirmDeadlineMs: 10_000 };
+const SLOW: Partial<PollPolicy> = {
+  initialDelayMs: 30_000,
+  maxDelayMs: 60_000,
+  multiplier: 1.5,
+  jitter: 0,
+  deadlineMs: 600_000,
+  activityTimeoutMs: 5_000,
+  cancelConfirmDeadlineMs: 10_000,
+};
 const FIRST_POLL_MS = 150_000;
 
 let api: ApiStack;
@@ -42,7 +50,10 @@ function sign(body: string, secret = api.webhookSecret!): string {
 
 function deliver(event: Record<string, unknown>, opts: { signature?: string | null } = {}) {
   const body = JSON.stringify(event);
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-sim-event-id': String(event.event_id) };
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'x-sim-event-id': String(event.event_id),
+  };
   const signature = opts.signature === undefined ? sign(body) : opts.signature;
   if (signature !== null) headers['x-sim-signature'] = signature;
   return api.call(null, 'POST', '/v1/webhooks/reference', { body, headers });
@@ -51,7 +62,10 @@ function deliver(event: Record<string, unknown>, opts: { signature?: string | nu
 async function start(tag: string, key: string): Promise<{ jobId: string; url: string; t0: number }> {
   const url = page('001', tag);
   const t0 = Date.now();
-  const r = await api.call('acme', 'POST', '/v1/scrapes', { json: { url, policy: SLOW }, headers: { 'idempotency-key': key } });
+  const r = await api.call('acme', 'POST', '/v1/scrapes', {
+    json: { url, policy: SLOW },
+    headers: { 'idempotency-key': key },
+  });
   expect(r.status).toBe(202);
   return { jobId: ((await r.json()) as { job_id: string }).job_id, url, t0 };
 }
@@ -95,9 +109,21 @@ describe('provider webhooks', () => {
     const row = await waitForState(api.stack.store, jobId, ['pending']);
     const taskId = row.task_id!;
     await api.stack.sim.waitForJob(taskId, { status: 'running' });
-    const event = { event_id: 'evt_sig_1', type: 'job.running', job_id: taskId, client_ref: providerKeys('acme', 'wh-sig-1').clientRef, status: 'running', occurred_at: new Date().toISOString() };
+    const event = {
+      event_id: 'evt_sig_1',
+      type: 'job.running',
+      job_id: taskId,
+      client_ref: providerKeys('acme', 'wh-sig-1').clientRef,
+      status: 'running',
+      occurred_at: new Date().toISOString(),
+    };
 
-    for (const signature of [null, 'sha256=' + '0'.repeat(64), sign(JSON.stringify(event), 'not-the-secret'), 'garbage']) {
+    for (const signature of [
+      null,
+      'sha256=' + '0'.repeat(64),
+      sign(JSON.stringify(event), 'not-the-secret'),
+      'garbage',
+    ]) {
       const bad = await deliver(event, { signature });
       expect(bad.status).toBe(401);
       expect(bad.headers.get('content-type')).toMatch(/^application\/problem\+json/);
@@ -122,7 +148,13 @@ describe('provider webhooks', () => {
     const answers = await Promise.all(Array.from({ length: 5 }, () => deliver(event)));
     const outcomes = (await Promise.all(answers.map((a) => a.json()))) as { outcome: string }[];
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
-    expect(outcomes.map((o) => o.outcome).sort()).toEqual(['duplicate', 'duplicate', 'duplicate', 'duplicate', 'woken']);
+    expect(outcomes.map((o) => o.outcome).sort()).toEqual([
+      'duplicate',
+      'duplicate',
+      'duplicate',
+      'duplicate',
+      'woken',
+    ]);
     await waitFor(() => simJob(url)!.status_request_times.length === 1, 30_000, 'the woken status check');
     await sleep(1_500);
     expect(simJob(url)!.status_request_times).toHaveLength(1);
@@ -136,7 +168,14 @@ describe('provider webhooks', () => {
   });
 
   it('an event for an unknown task is kept in quarantine (202), once however often it comes', async () => {
-    const event = { event_id: 'evt_unknown_1', type: 'job.completed', job_id: 'job_00000000-0000-0000-0000-000000000000', client_ref: 'no-such-ref', status: 'completed', occurred_at: new Date().toISOString() };
+    const event = {
+      event_id: 'evt_unknown_1',
+      type: 'job.completed',
+      job_id: 'job_00000000-0000-0000-0000-000000000000',
+      client_ref: 'no-such-ref',
+      status: 'completed',
+      occurred_at: new Date().toISOString(),
+    };
     const first = await deliver(event);
     expect(first.status).toBe(202);
     expect(await first.json()).toEqual({ received: true, event_id: 'evt_unknown_1', outcome: 'quarantined' });
@@ -151,7 +190,9 @@ describe('provider webhooks', () => {
 
     const invalid = await deliver({ event_id: 'evt_invalid_1', hello: 'world' });
     expect(invalid.status).toBe(400);
-    expect((await listQuarantine(api.stack.store)).filter((q) => q.event_id === 'evt_invalid_1').map((q) => q.reason)).toEqual(['invalid_payload']);
+    expect(
+      (await listQuarantine(api.stack.store)).filter((q) => q.event_id === 'evt_invalid_1').map((q) => q.reason),
+    ).toEqual(['invalid_payload']);
     const nobody = await api.call(null, 'POST', '/v1/webhooks/not-configured', { json: event });
     expect(nobody.status).toBe(404);
   });
@@ -161,10 +202,20 @@ describe('provider webhooks', () => {
     const { jobId, url } = await start('ref', 'wh-ref-1');
     const row = await waitForState(api.stack.store, jobId, ['pending']);
     await api.stack.sim.waitForJob(row.task_id!, { status: 'running' });
-    const r = await deliver({ event_id: 'evt_ref_1', type: 'job.running', job_id: 'job_not_recorded_yet', client_ref: providerKeys('acme', 'wh-ref-1').clientRef, status: 'running' });
+    const r = await deliver({
+      event_id: 'evt_ref_1',
+      type: 'job.running',
+      job_id: 'job_not_recorded_yet',
+      client_ref: providerKeys('acme', 'wh-ref-1').clientRef,
+      status: 'running',
+    });
     expect(await r.json()).toMatchObject({ outcome: 'woken' });
     await waitFor(() => simJob(url)!.status_request_times.length === 1, 30_000, 'the woken status check');
-    expect((await api.stack.store.webhooks.listDeliveries({ jobId }))[0]).toMatchObject({ event_id: 'evt_ref_1', outcome: 'woken', job_id: jobId });
+    expect((await api.stack.store.webhooks.listDeliveries({ jobId }))[0]).toMatchObject({
+      event_id: 'evt_ref_1',
+      outcome: 'woken',
+      job_id: jobId,
+    });
     api.stack.sim.release(row.task_id!);
     await waitForState(api.stack.store, jobId, ['completed'], 60_000);
   });
@@ -173,12 +224,27 @@ describe('provider webhooks', () => {
     api.stack.sim.faults.add({ urlContains: 't=lost', action: 'drop_webhook' });
     const url = page('002', 'lost');
     // First check 400 ms × 5 = 2 s after submit, then every 600 ms × 5 = 3 s.
-    const policy: Partial<PollPolicy> = { initialDelayMs: 400, maxDelayMs: 600, multiplier: 1.5, jitter: 0, deadlineMs: 120_000, activityTimeoutMs: 5_000 };
-    const r = await api.call('acme', 'POST', '/v1/scrapes', { json: { url, policy }, headers: { 'idempotency-key': 'wh-lost-1' } });
+    const policy: Partial<PollPolicy> = {
+      initialDelayMs: 400,
+      maxDelayMs: 600,
+      multiplier: 1.5,
+      jitter: 0,
+      deadlineMs: 120_000,
+      activityTimeoutMs: 5_000,
+    };
+    const r = await api.call('acme', 'POST', '/v1/scrapes', {
+      json: { url, policy },
+      headers: { 'idempotency-key': 'wh-lost-1' },
+    });
     const jobId = ((await r.json()) as { job_id: string }).job_id;
     await waitForState(api.stack.store, jobId, ['completed'], 60_000);
     const taskId = simJob(url)!.job_id;
-    expect(api.stack.sim.stats().webhooks.log.filter((a) => a.job_id === taskId).map((a) => a.outcome)).toEqual(['dropped']);
+    expect(
+      api.stack.sim
+        .stats()
+        .webhooks.log.filter((a) => a.job_id === taskId)
+        .map((a) => a.outcome),
+    ).toEqual(['dropped']);
     expect(await api.stack.store.webhooks.listDeliveries({ jobId })).toEqual([]);
     const checks = simJob(url)!.status_request_times;
     expect(checks.length).toBeGreaterThanOrEqual(1);

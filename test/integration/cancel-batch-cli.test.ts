@@ -11,7 +11,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobIdFor } from '../../src/client/index.js';
 import type { PollPolicy } from '../../src/model/types.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
-import { CANCEL_REQ, cancelEventsIn, historyOf, providerCancelCalls, providerJobs, settle, waitRow } from '../helpers/cancel.js';
+import {
+  CANCEL_REQ,
+  cancelEventsIn,
+  historyOf,
+  providerCancelCalls,
+  providerJobs,
+  settle,
+  waitRow,
+} from '../helpers/cancel.js';
 import { FAST_POLICY, REPO, startStack, waitFor, type Stack } from '../helpers/stack.js';
 import { recordCli } from '../helpers/evidence.js';
 
@@ -35,11 +43,19 @@ afterAll(async () => {
 /** Runs the real CLI (`npx tsx src/cli.ts …`) against the stack's configuration. */
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await run('npx', ['tsx', 'src/cli.ts', ...args, '--config', stack.configFile], { cwd: REPO, env: { ...process.env, SCRAPE_CONFIG: '' }, timeout: 90_000 });
+    const r = await run('npx', ['tsx', 'src/cli.ts', ...args, '--config', stack.configFile], {
+      cwd: REPO,
+      env: { ...process.env, SCRAPE_CONFIG: '' },
+      timeout: 90_000,
+    });
     return recordCli(args, { code: 0, stdout: r.stdout, stderr: r.stderr });
   } catch (e) {
     const err = e as { code?: number; stdout?: string; stderr?: string };
-    return recordCli(args, { code: typeof err.code === 'number' ? err.code : -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' });
+    return recordCli(args, {
+      code: typeof err.code === 'number' ? err.code : -1,
+      stdout: err.stdout ?? '',
+      stderr: err.stderr ?? '',
+    });
   }
 }
 
@@ -57,7 +73,11 @@ describe('batch cancel', () => {
       (i < 20 ? running : done).push(ref.jobId);
     }
     await Promise.all(done.map((id) => waitRow(stack, id, (r) => r.state === 'completed', 'completed', 60_000)));
-    await Promise.all(running.map((id) => waitRow(stack, id, (r) => r.state === 'pending' && r.provider_status === 'running', 'running', 60_000)));
+    await Promise.all(
+      running.map((id) =>
+        waitRow(stack, id, (r) => r.state === 'pending' && r.provider_status === 'running', 'running', 60_000),
+      ),
+    );
 
     const outcomes = await stack.client.cancelBatch('acme', batchId, { ...CANCEL_REQ });
     expect(outcomes.map((o) => o.jobId).sort()).toEqual([...running, ...done].sort());
@@ -73,7 +93,9 @@ describe('batch cancel', () => {
       } else if (o.result.kind === 'observed') {
         // The store said completed while the workflow was still closing: the Update was accepted and
         // reports the truth — completed before the cancel could act, nothing sent to the provider.
-        expect.soft(o.result, `${o.jobId}`).toMatchObject({ state: 'completed', report: { outcome: 'completed', providerCancelCalls: 0 } });
+        expect
+          .soft(o.result, `${o.jobId}`)
+          .toMatchObject({ state: 'completed', report: { outcome: 'completed', providerCancelCalls: 0 } });
       } else {
         expect.soft(o.result, `${o.jobId}`).toMatchObject({ kind: 'already_final', state: 'completed' });
       }
@@ -101,7 +123,8 @@ describe('batch cancel', () => {
     expect(again).toHaveLength(24);
     for (const o of again) {
       expect.soft(o.result.kind, o.jobId).toBe('already_final');
-      if (running.includes(o.jobId) && o.result.kind === 'already_final') expect.soft(o.result.report?.outcome, `${o.jobId} earlier outcome`).toBe('cancelled');
+      if (running.includes(o.jobId) && o.result.kind === 'already_final')
+        expect.soft(o.result.report?.outcome, `${o.jobId} earlier outcome`).toBe('cancelled');
     }
     expect(providerCancelCalls(stack, hold)).toBe(20);
   });
@@ -112,7 +135,12 @@ describe('the CLI', () => {
     const tag = `cli-wait-${RUN}`;
     const jobId = jobIdFor('acme', tag);
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
-    await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('aclu')}?${tag}`, key: tag, policy: POLICY });
+    await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('aclu')}?${tag}`,
+      key: tag,
+      policy: POLICY,
+    });
     await waitRow(stack, jobId, (r) => r.provider_status === 'running', 'running');
     const r = await cli('cancel', jobId, '--reason', 'cli test');
     expect(r.stderr).toBe('');
@@ -135,7 +163,12 @@ describe('the CLI', () => {
   it('`cancel <job>` on a completed job: "nothing to cancel", 0 provider cancels, the result row kept', async () => {
     const tag = `cli-done-${RUN}`;
     const jobId = jobIdFor('acme', tag);
-    await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('aclu')}?${tag}`, key: tag, policy: POLICY });
+    await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('aclu')}?${tag}`,
+      key: tag,
+      policy: POLICY,
+    });
     await settle(stack, jobId);
     const r = await cli('cancel', jobId);
     expect(r.code).toBe(0);
@@ -149,7 +182,12 @@ describe('the CLI', () => {
     const tag = `cli-nowait-${RUN}`;
     const jobId = jobIdFor('acme', tag);
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
-    await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('aclu')}?${tag}`, key: tag, policy: POLICY });
+    await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('aclu')}?${tag}`,
+      key: tag,
+      policy: POLICY,
+    });
     const row = await waitRow(stack, jobId, (r) => r.provider_status === 'running', 'running');
     await stack.stopWorker();
     try {
@@ -170,6 +208,10 @@ describe('the CLI', () => {
     expect(providerCancelCalls(stack, tag), 'provider cancels in the end').toBe(1);
     expect(stack.sim.getJob(row.task_id!)?.status).toBe('cancelled');
     expect(s.results).toBe(0);
-    await waitFor(async () => (await stack.temporal.workflow.getHandle(jobId).describe()).status.name === 'CANCELLED', 10_000, 'closed as Canceled');
+    await waitFor(
+      async () => (await stack.temporal.workflow.getHandle(jobId).describe()).status.name === 'CANCELLED',
+      10_000,
+      'closed as Canceled',
+    );
   });
 });

@@ -13,7 +13,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobIdFor, type CancelResult } from '../../src/client/index.js';
 import type { PollPolicy } from '../../src/model/types.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
-import { DOORS, HookGates, expectSettled, providerCancelCalls, providerJobs, sendCancel, settle, waitCancelRecorded, waitRow } from '../helpers/cancel.js';
+import {
+  DOORS,
+  HookGates,
+  expectSettled,
+  providerCancelCalls,
+  providerJobs,
+  sendCancel,
+  settle,
+  waitCancelRecorded,
+  waitRow,
+} from '../helpers/cancel.js';
 import { FAST_POLICY, startStack, waitFor, type Stack } from '../helpers/stack.js';
 
 /** Fast polling; activity attempts long enough that a held hook never times an attempt out. */
@@ -58,7 +68,21 @@ describe('cancel while submitting (the provider answered, the task ID is not rec
       gate.release();
       const answer = (await sent.done) as CancelResult | undefined;
       const s = await settle(stack, jobId);
-      expectSettled(expect, stack, tag, s, { door, state: 'cancelled', outcome: 'cancelled', calls: 1, results: 0, effects: { pagesFetched: 0, creditsUsed: 0 } }, answer);
+      expectSettled(
+        expect,
+        stack,
+        tag,
+        s,
+        {
+          door,
+          state: 'cancelled',
+          outcome: 'cancelled',
+          calls: 1,
+          results: 0,
+          effects: { pagesFetched: 0, creditsUsed: 0 },
+        },
+        answer,
+      );
       expect(s.row.task_id).toBe(taskId);
       expect(gate.hits).toBe(1); // the submit ran once
       expect(providerJobs(stack, tag).map((j) => j.status)).toEqual(['cancelled']); // one provider job, no duplicate
@@ -72,11 +96,30 @@ describe('cancel while queued at the provider', () => {
       const { tag, jobId, url } = job('queued', door);
       stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'queued' });
       await stack.client.startScrape({ account: 'acme', url, key: tag, policy: POLICY });
-      const row = await waitRow(stack, jobId, (r) => r.state === 'pending' && r.provider_status === 'queued' && r.status_checks > 0, 'polled while queued');
+      const row = await waitRow(
+        stack,
+        jobId,
+        (r) => r.state === 'pending' && r.provider_status === 'queued' && r.status_checks > 0,
+        'polled while queued',
+      );
       const sent = sendCancel(stack, door, jobId);
       const answer = (await sent.done) as CancelResult | undefined;
       const s = await settle(stack, jobId);
-      expectSettled(expect, stack, tag, s, { door, state: 'cancelled', outcome: 'cancelled', calls: 1, results: 0, effects: { pagesFetched: 0, creditsUsed: 0 } }, answer);
+      expectSettled(
+        expect,
+        stack,
+        tag,
+        s,
+        {
+          door,
+          state: 'cancelled',
+          outcome: 'cancelled',
+          calls: 1,
+          results: 0,
+          effects: { pagesFetched: 0, creditsUsed: 0 },
+        },
+        answer,
+      );
       expect(stack.sim.getJob(row.task_id!)?.status).toBe('cancelled');
       expect(providerJobs(stack, tag)).toHaveLength(1);
     });
@@ -87,14 +130,43 @@ describe('cancel while running at the provider (page already fetched)', () => {
   for (const door of DOORS) {
     it(`${door}: cancelled, 1 provider cancel, 0 results, the fetched page and credit reported as remaining effects`, async () => {
       const { tag, jobId, url } = job('running', door);
-      stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
+      stack.sim.faults.add({
+        account: 'acme',
+        endpoint: 'submit',
+        urlContains: tag,
+        action: 'hold',
+        holdIn: 'running',
+      });
       await stack.client.startScrape({ account: 'acme', url, key: tag, policy: POLICY });
-      const row = await waitRow(stack, jobId, (r) => r.provider_status === 'running' && !!r.task_id, 'polled while running');
-      await waitFor(() => stack.sim.getJob(row.task_id!)?.pages_fetched === 1, 30_000, 'the provider to fetch the page');
+      const row = await waitRow(
+        stack,
+        jobId,
+        (r) => r.provider_status === 'running' && !!r.task_id,
+        'polled while running',
+      );
+      await waitFor(
+        () => stack.sim.getJob(row.task_id!)?.pages_fetched === 1,
+        30_000,
+        'the provider to fetch the page',
+      );
       const sent = sendCancel(stack, door, jobId);
       const answer = (await sent.done) as CancelResult | undefined;
       const s = await settle(stack, jobId);
-      expectSettled(expect, stack, tag, s, { door, state: 'cancelled', outcome: 'cancelled', calls: 1, results: 0, effects: { pagesFetched: 1, creditsUsed: 1 } }, answer);
+      expectSettled(
+        expect,
+        stack,
+        tag,
+        s,
+        {
+          door,
+          state: 'cancelled',
+          outcome: 'cancelled',
+          calls: 1,
+          results: 0,
+          effects: { pagesFetched: 1, creditsUsed: 1 },
+        },
+        answer,
+      );
       expect(stack.sim.getJob(row.task_id!)?.status).toBe('cancelled');
       expect(providerJobs(stack, tag)).toHaveLength(1);
     });
@@ -118,7 +190,22 @@ describe('cancel while the result is being written (read from the provider, stor
       gate.release();
       const answer = (await sent.done) as CancelResult | undefined;
       const s = await settle(stack, jobId);
-      expectSettled(expect, stack, tag, s, { door, state: 'completed', outcome: 'completed', calls: 0, results: 1, execution: 'COMPLETED', cancelling: false }, answer);
+      expectSettled(
+        expect,
+        stack,
+        tag,
+        s,
+        {
+          door,
+          state: 'completed',
+          outcome: 'completed',
+          calls: 0,
+          results: 1,
+          execution: 'COMPLETED',
+          cancelling: false,
+        },
+        answer,
+      );
       expect.soft(s.report?.detail ?? '', 'late cancel detail').toMatch(/nothing was sent to the provider/);
       const result = await stack.client.getResult('acme', jobId);
       expect(result.taskId).toBe(taskId);

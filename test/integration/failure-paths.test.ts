@@ -43,10 +43,18 @@ describe('on the reference provider', () => {
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'drop_before_commit' });
     const submitsBefore = stack.sim.stats().requests.byEndpoint.submit;
     const started = Date.now();
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('001')}?${tag}`, key: tag, policy: { ...FAST_POLICY, submitRounds: 3 } });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('001')}?${tag}`,
+      key: tag,
+      policy: { ...FAST_POLICY, submitRounds: 3 },
+    });
     const row = await waitForState(stack.store, ref.jobId, ['failed', 'completed'], 60_000);
     expect(row.state).toBe('failed');
-    expect(JSON.parse(row.last_error!)).toMatchObject({ kind: 'submit_unacknowledged', message: expect.stringMatching(/^3 submissions went unanswered/) });
+    expect(JSON.parse(row.last_error!)).toMatchObject({
+      kind: 'submit_unacknowledged',
+      message: expect.stringMatching(/^3 submissions went unanswered/),
+    });
     expect(stack.sim.stats().requests.byEndpoint.submit - submitsBefore).toBe(3);
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(0);
     // Backed off: 2 s then 4 s (±10 % jitter) between the three rounds.
@@ -75,8 +83,16 @@ describe('on the reference provider', () => {
 
     const jobsBefore = stack.sim.stats().jobsCreated.total;
     await expect(
-      stack.client.startScrape({ account: 'acme', url: pages.pageUrl('cnet'), key: 'nested-secret', options: { headers: { Authorization: 'Bearer NESTED0123456789' } } }),
-    ).rejects.toMatchObject({ code: 'invalid', message: expect.stringMatching(/options\.headers\.Authorization looks like a credential/) });
+      stack.client.startScrape({
+        account: 'acme',
+        url: pages.pageUrl('cnet'),
+        key: 'nested-secret',
+        options: { headers: { Authorization: 'Bearer NESTED0123456789' } },
+      }),
+    ).rejects.toMatchObject({
+      code: 'invalid',
+      message: expect.stringMatching(/options\.headers\.Authorization looks like a credential/),
+    });
     await expect(stack.store.jobs.get('scrape:acme:nested-secret')).resolves.toBeUndefined();
     expect(stack.sim.stats().jobsCreated.total).toBe(jobsBefore);
   });
@@ -85,8 +101,17 @@ describe('on the reference provider', () => {
     const tag = 'wake-flood';
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
     const policy = { ...FAST_POLICY, initialDelayMs: 1_000, maxDelayMs: 60_000, multiplier: 2 };
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('ars-1')}?${tag}`, key: tag, policy });
-    await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_checks ?? 0) >= 1, 30_000, 'the first check');
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('ars-1')}?${tag}`,
+      key: tag,
+      policy,
+    });
+    await waitFor(
+      async () => ((await stack.store.jobs.get(ref.jobId))?.status_checks ?? 0) >= 1,
+      30_000,
+      'the first check',
+    );
     const checksBefore = (await stack.store.jobs.get(ref.jobId))!.status_checks;
     const started = Date.now();
     for (let i = 0; i < 150; i++) {
@@ -103,7 +128,12 @@ describe('on the reference provider', () => {
   });
 
   it('a stale resume of a job that already finished changes nothing and calls no provider', async () => {
-    const ref = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('blogger'), key: 'stale-resume', policy: FAST_POLICY });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: pages.pageUrl('blogger'),
+      key: 'stale-resume',
+      policy: FAST_POLICY,
+    });
     const done = await waitForState(stack.store, ref.jobId, ['completed']);
     await stack.temporal.workflow.getHandle(ref.jobId).result();
     const statusBefore = stack.sim.stats().requests.byEndpoint.status;
@@ -113,7 +143,18 @@ describe('on the reference provider', () => {
       taskQueue: stack.config.temporal.taskQueue,
       workflowId: ref.jobId,
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      args: [{ jobId: ref.jobId, account: 'acme', key: done.idem_key, provider: done.provider, requestHash: done.request_hash, request: { url: done.url, format: options.format, options: options.options }, policy: FAST_POLICY, resume: { taskId: done.task_id! } }],
+      args: [
+        {
+          jobId: ref.jobId,
+          account: 'acme',
+          key: done.idem_key,
+          provider: done.provider,
+          requestHash: done.request_hash,
+          request: { url: done.url, format: options.format, options: options.options },
+          policy: FAST_POLICY,
+          resume: { taskId: done.task_id! },
+        },
+      ],
     });
     const view = (await handle.result()) as { state: string };
     expect(view.state).toBe('completed');
@@ -126,21 +167,46 @@ describe('on the reference provider', () => {
     const tag = 'cancel-orphan';
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
     // The provider accepts the first cancel but keeps running for a minute; the second confirms at once.
-    stack.sim.faults.add({ account: 'acme', endpoint: 'cancel', urlContains: tag, action: 'cancel_pending', delayMs: 60_000, times: 1 });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('breitbart')}?${tag}`, key: tag, policy: { ...FAST_POLICY, cancelConfirmDeadlineMs: 60_000 } });
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'cancel',
+      urlContains: tag,
+      action: 'cancel_pending',
+      delayMs: 60_000,
+      times: 1,
+    });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('breitbart')}?${tag}`,
+      key: tag,
+      policy: { ...FAST_POLICY, cancelConfirmDeadlineMs: 60_000 },
+    });
     await waitForState(stack.store, ref.jobId, ['pending']);
     const cancelsBefore = stack.sim.stats().requests.byEndpoint.cancel;
-    expect(await stack.client.cancelScrape('acme', ref.jobId, { reason: 'operator says stop', wait: false })).toMatchObject({ kind: 'requested' });
-    await waitFor(async () => stack.sim.stats().requests.byEndpoint.cancel > cancelsBefore, 20_000, 'the first provider cancel call');
+    expect(
+      await stack.client.cancelScrape('acme', ref.jobId, { reason: 'operator says stop', wait: false }),
+    ).toMatchObject({ kind: 'requested' });
+    await waitFor(
+      async () => stack.sim.stats().requests.byEndpoint.cancel > cancelsBefore,
+      20_000,
+      'the first provider cancel call',
+    );
     await stack.temporal.workflow.getHandle(ref.jobId).terminate('simulated loss of the run');
     expect((await stack.store.jobs.get(ref.jobId))?.state).toBe('cancelling');
-    expect(await stack.client.cancelScrape('acme', ref.jobId)).toMatchObject({ kind: 'not_running', state: 'cancelling' });
+    expect(await stack.client.cancelScrape('acme', ref.jobId)).toMatchObject({
+      kind: 'not_running',
+      state: 'cancelling',
+    });
 
     await stack.client.resume('acme', ref.jobId);
     const row = await waitForState(stack.store, ref.jobId, ['cancelled', 'cancel_unconfirmed', 'completed'], 60_000);
     expect(row.state).toBe('cancelled');
     expect(stack.sim.stats().requests.byEndpoint.cancel - cancelsBefore).toBe(2);
-    const outcome = (await stack.store.findings.timeline(ref.jobId)).map((e) => (e.detail ? (JSON.parse(e.detail) as { cancel?: { outcome?: string; reason?: string } }).cancel : undefined)).filter((c) => c?.outcome);
+    const outcome = (await stack.store.findings.timeline(ref.jobId))
+      .map((e) =>
+        e.detail ? (JSON.parse(e.detail) as { cancel?: { outcome?: string; reason?: string } }).cancel : undefined,
+      )
+      .filter((c) => c?.outcome);
     expect(outcome.at(-1)).toMatchObject({ outcome: 'cancelled', reason: 'operator says stop' });
     expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(0);
   });
@@ -150,9 +216,25 @@ describe('on the reference provider', () => {
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
     // First check 5 s after the task is known, the next one 50 s later: past the 9-s deadline. The
     // wake comes within the 4 s between; its merged check is due at 10 s, past the deadline.
-    const policy = { ...FAST_POLICY, initialDelayMs: 5_000, maxDelayMs: 60_000, multiplier: 10, jitter: 0, deadlineMs: 9_000 };
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('blogger')}?${tag}`, key: tag, policy });
-    await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_checks ?? 0) >= 1, 30_000, 'the first check');
+    const policy = {
+      ...FAST_POLICY,
+      initialDelayMs: 5_000,
+      maxDelayMs: 60_000,
+      multiplier: 10,
+      jitter: 0,
+      deadlineMs: 9_000,
+    };
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('blogger')}?${tag}`,
+      key: tag,
+      policy,
+    });
+    await waitFor(
+      async () => ((await stack.store.jobs.get(ref.jobId))?.status_checks ?? 0) >= 1,
+      30_000,
+      'the first check',
+    );
     const row = (await stack.store.jobs.get(ref.jobId))!;
     stack.sim.release(row.task_id!);
     await stack.sim.waitForJob(row.task_id!, { status: 'completed' });
@@ -163,15 +245,36 @@ describe('on the reference provider', () => {
   });
 
   it('a start Temporal refuses leaves no job row behind, and says why; an oversized row is refused up front', async () => {
-    const elsewhere = new ScrapeClient({ temporal: new Client({ connection: stack.temporal.connection, namespace: 'no-such-namespace' }), store: stack.store, taskQueue: stack.config.temporal.taskQueue, defaultProvider: 'reference' });
-    await expect(elsewhere.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'refused-start' })).rejects.toThrow(/could not start job scrape:acme:refused-start \(nothing was kept; repeat the request\): .*no-such-namespace/i);
+    const elsewhere = new ScrapeClient({
+      temporal: new Client({ connection: stack.temporal.connection, namespace: 'no-such-namespace' }),
+      store: stack.store,
+      taskQueue: stack.config.temporal.taskQueue,
+      defaultProvider: 'reference',
+    });
+    await expect(
+      elsewhere.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'refused-start' }),
+    ).rejects.toThrow(
+      /could not start job scrape:acme:refused-start \(nothing was kept; repeat the request\): .*no-such-namespace/i,
+    );
     await expect(stack.store.jobs.get('scrape:acme:refused-start')).resolves.toBeUndefined();
     // The same key through the right namespace then works as a new job.
-    const ok = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'refused-start', policy: FAST_POLICY });
+    const ok = await stack.client.startScrape({
+      account: 'acme',
+      url: pages.pageUrl('001'),
+      key: 'refused-start',
+      policy: FAST_POLICY,
+    });
     expect(ok.created).toBe(true);
     await waitForState(stack.store, ok.jobId, ['completed']);
 
-    await expect(stack.client.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'huge-row', row: { note: 'x'.repeat(3_000_000) } })).rejects.toMatchObject({
+    await expect(
+      stack.client.startScrape({
+        account: 'acme',
+        url: pages.pageUrl('001'),
+        key: 'huge-row',
+        row: { note: 'x'.repeat(3_000_000) },
+      }),
+    ).rejects.toMatchObject({
       code: 'invalid',
       message: expect.stringMatching(/at most 65536 are kept/),
     });
@@ -179,7 +282,14 @@ describe('on the reference provider', () => {
   });
 
   it('refuses an unknown provider before anything starts', async () => {
-    await expect(stack.client.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'no-such-provider', provider: 'nope' })).rejects.toMatchObject({
+    await expect(
+      stack.client.startScrape({
+        account: 'acme',
+        url: pages.pageUrl('001'),
+        key: 'no-such-provider',
+        provider: 'nope',
+      }),
+    ).rejects.toMatchObject({
       code: 'invalid',
       message: expect.stringMatching(/unknown provider "nope"; configured: reference/),
     });
@@ -189,12 +299,21 @@ describe('on the reference provider', () => {
   it('a cancel while no worker runs answers `requested` after its timeout and acts when a worker is back', async () => {
     const tag = 'cancel-no-worker';
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('cnn')}?${tag}`, key: tag, policy: FAST_POLICY });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('cnn')}?${tag}`,
+      key: tag,
+      policy: FAST_POLICY,
+    });
     await waitForState(stack.store, ref.jobId, ['pending']);
     await stack.stopWorker();
     const cancelsBefore = stack.sim.stats().requests.byEndpoint.cancel;
     const r = await stack.client.cancelScrape('acme', ref.jobId, { reason: 'test', timeoutMs: 2_000 });
-    expect(r).toMatchObject({ kind: 'requested', state: 'pending', note: expect.stringMatching(/no observed outcome within 2 s.*no worker polls task queue/) });
+    expect(r).toMatchObject({
+      kind: 'requested',
+      state: 'pending',
+      note: expect.stringMatching(/no observed outcome within 2 s.*no worker polls task queue/),
+    });
     expect(stack.sim.stats().requests.byEndpoint.cancel).toBe(cancelsBefore);
     await stack.startWorker();
     const row = await waitForState(stack.store, ref.jobId, ['cancelled', 'cancel_unconfirmed', 'completed'], 60_000);
@@ -211,24 +330,57 @@ describe('with activities that are refused permanently (a revoked key)', () => {
   let native: NativeConnection;
   const counts = { saveResult: 0, reconcileSubmit: 0, cancelTask: 0 };
   const refused = (message: string) =>
-    ApplicationFailure.create({ message, type: 'Provider.permanent', nonRetryable: true, details: [{ kind: 'permanent', message, httpStatus: 401, at: new Date().toISOString() }] });
+    ApplicationFailure.create({
+      message,
+      type: 'Provider.permanent',
+      nonRetryable: true,
+      details: [{ kind: 'permanent', message, httpStatus: 401, at: new Date().toISOString() }],
+    });
 
   beforeAll(async () => {
     stack = await startStack({ worker: false });
-    const real = createActivities({ store: stack.store, providers: { resolve: () => { throw new Error('not used'); }, allSecrets: () => [] } as never, resultRetentionMs: null });
+    const real = createActivities({
+      store: stack.store,
+      providers: {
+        resolve: () => {
+          throw new Error('not used');
+        },
+        allSecrets: () => [],
+      } as never,
+      resultRetentionMs: null,
+    });
     // The provider says completed and the result read is refused: what the polling activity
     // records and returns then (the activity itself is covered in test/unit/activities.test.ts).
     const refusedRead = async (i: { jobId: string }) => {
       counts.saveResult++;
-      const error = { kind: 'permanent', message: '401 UNAUTHORIZED on the result read: API key revoked', httpStatus: 401, at: new Date().toISOString() };
+      const error = {
+        kind: 'permanent',
+        message: '401 UNAUTHORIZED on the result read: API key revoked',
+        httpStatus: 401,
+        at: new Date().toISOString(),
+      };
       await stack.store.jobs.transition(i.jobId, 'tracking_interrupted', { error });
-      return { kind: 'interrupted', checks: 1, providerStatus: 'completed', error, note: 'result reads refused; fix the cause and resume' };
+      return {
+        kind: 'interrupted',
+        checks: 1,
+        providerStatus: 'completed',
+        error,
+        note: 'result reads refused; fix the cause and resume',
+      };
     };
     const activities = {
       ...real,
       async submitJob(i: { job: { jobId: string } }) {
         const jobId = i.job.jobId;
-        if (jobId.includes('unknown')) return { kind: 'ambiguous', error: { kind: 'ambiguous', message: 'connection reset after the request was sent', at: new Date().toISOString() } };
+        if (jobId.includes('unknown'))
+          return {
+            kind: 'ambiguous',
+            error: {
+              kind: 'ambiguous',
+              message: 'connection reset after the request was sent',
+              at: new Date().toISOString(),
+            },
+          };
         const taskId = await stack.store.jobs.recordTaskId(jobId, `task-${jobId}`, 'queued', 'test');
         return { kind: 'accepted', taskId, providerStatus: 'queued', adopted: false };
       },
@@ -248,7 +400,13 @@ describe('with activities that are refused permanently (a revoked key)', () => {
       },
     };
     native = await NativeConnection.connect({ address: stack.config.temporal.address });
-    worker = await Worker.create({ connection: native, namespace: stack.config.temporal.namespace, taskQueue: stack.config.temporal.taskQueue, workflowBundle: await workflowBundle(), activities: activities as never });
+    worker = await Worker.create({
+      connection: native,
+      namespace: stack.config.temporal.namespace,
+      taskQueue: stack.config.temporal.taskQueue,
+      workflowBundle: await workflowBundle(),
+      activities: activities as never,
+    });
     running = worker.run();
   });
   afterAll(async () => {
@@ -259,10 +417,18 @@ describe('with activities that are refused permanently (a revoked key)', () => {
   });
 
   it('a refused result read ends in tracking_interrupted with the reason (resumable), the workflow completes', async () => {
-    const ref = await stack.client.startScrape({ account: 'acme', url: 'https://example.com/result-refused', key: `result-refused-${randomUUID().slice(0, 6)}`, policy: FAST_POLICY });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: 'https://example.com/result-refused',
+      key: `result-refused-${randomUUID().slice(0, 6)}`,
+      policy: FAST_POLICY,
+    });
     const row = await waitForState(stack.store, ref.jobId, ['tracking_interrupted', 'failed', 'completed'], 60_000);
     expect(row.state).toBe('tracking_interrupted');
-    expect(JSON.parse(row.last_error!)).toMatchObject({ kind: 'permanent', message: expect.stringMatching(/result read/) });
+    expect(JSON.parse(row.last_error!)).toMatchObject({
+      kind: 'permanent',
+      message: expect.stringMatching(/result read/),
+    });
     const handle = stack.temporal.workflow.getHandle(ref.jobId);
     await waitFor(async () => (await handle.describe()).status.name !== 'RUNNING', 30_000, 'the workflow to close');
     expect((await handle.describe()).status.name).toBe('COMPLETED');
@@ -271,16 +437,33 @@ describe('with activities that are refused permanently (a revoked key)', () => {
   });
 
   it('a cancel of a job in unknown whose reconciliation is refused ends cancel_unconfirmed, and a second cancel says so', async () => {
-    const ref = await stack.client.startScrape({ account: 'acme', url: 'https://example.com/unknown-refused', key: `unknown-${randomUUID().slice(0, 6)}`, policy: FAST_POLICY });
-    await waitFor(async () => (await stack.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'), 30_000, 'the job to wait in unknown');
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: 'https://example.com/unknown-refused',
+      key: `unknown-${randomUUID().slice(0, 6)}`,
+      policy: FAST_POLICY,
+    });
+    await waitFor(
+      async () => (await stack.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
+      30_000,
+      'the job to wait in unknown',
+    );
     const cancelsBefore = counts.cancelTask;
     const r = await stack.client.cancelScrape('acme', ref.jobId, { reason: 'test' });
-    expect(r).toMatchObject({ kind: 'observed', state: 'cancel_unconfirmed', report: { outcome: 'cancel_unconfirmed', detail: expect.stringMatching(/reconciliation was refused/) } });
+    expect(r).toMatchObject({
+      kind: 'observed',
+      state: 'cancel_unconfirmed',
+      report: { outcome: 'cancel_unconfirmed', detail: expect.stringMatching(/reconciliation was refused/) },
+    });
     expect((await stack.store.jobs.get(ref.jobId))?.state).toBe('cancel_unconfirmed');
     expect(counts.cancelTask).toBe(cancelsBefore);
     const handle = stack.temporal.workflow.getHandle(ref.jobId);
     await waitFor(async () => (await handle.describe()).status.name !== 'RUNNING', 30_000, 'the workflow to close');
     const again = await stack.client.cancelScrape('acme', ref.jobId, { reason: 'again' });
-    expect(again).toMatchObject({ kind: 'already_final', state: 'cancel_unconfirmed', report: { outcome: 'cancel_unconfirmed' } });
+    expect(again).toMatchObject({
+      kind: 'already_final',
+      state: 'cancel_unconfirmed',
+      report: { outcome: 'cancel_unconfirmed' },
+    });
   });
 });

@@ -35,7 +35,10 @@ afterAll(async () => pages?.close());
 type Event = JobEventRow & { data: Record<string, unknown> };
 
 async function timeline(store: Store, jobId: string): Promise<Event[]> {
-  return (await store.findings.timeline(jobId)).map((e) => ({ ...e, data: e.detail ? (JSON.parse(e.detail) as Record<string, unknown>) : {} }));
+  return (await store.findings.timeline(jobId)).map((e) => ({
+    ...e,
+    data: e.detail ? (JSON.parse(e.detail) as Record<string, unknown>) : {},
+  }));
 }
 
 /**
@@ -67,7 +70,8 @@ describe('a late submit answer on a kind with no lookups (ScraperAPI)', () => {
   });
   afterAll(async () => s?.stop());
 
-  const posts = (tag: string) => s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes(tag));
+  const posts = (tag: string) =>
+    s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes(tag));
 
   it('an answer 6 s late with a 3 s attempt: recorded when it comes and adopted; one provider job, one POST', async () => {
     const tag = 'late-scraperapi';
@@ -88,7 +92,11 @@ describe('a late submit answer on a kind with no lookups (ScraperAPI)', () => {
     s.fixture.conformance.answerFault('submit', { kind: 'late', delayMs: NEVER_MS, urlContains: tag, times: 5 });
     const ref = await s.start({ url: `${pages.pageUrl('cnet')}?${tag}`, key: tag, policy });
     // The stable end of the evidence: nothing can show the job, so an operator must say.
-    await waitFor(async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'), 60_000, 'the operator note');
+    await waitFor(
+      async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
+      60_000,
+      'the operator note',
+    );
     const row = (await s.store.jobs.get(ref.jobId))!;
     expect(row.state).toBe('unknown');
     expect(row.task_id).toBeNull();
@@ -115,15 +123,31 @@ describe('a late submit answer on a kind with a lookup (reference provider, list
   const policy: Partial<PollPolicy> = { ...FAST_POLICY, activityTimeoutMs: ATTEMPT_MS, fastPathMs: 0 };
   beforeAll(async () => {
     // No idempotency key: only the list can find a lost submit; it shows a new job only 20 s after creation.
-    stack = await startStack({ profile: { concurrency: 8, idempotency: false, list: true, listLagMs: 20_000 }, providerTimeoutMs: SUBMIT_TIMEOUT_MS });
+    stack = await startStack({
+      profile: { concurrency: 8, idempotency: false, list: true, listLagMs: 20_000 },
+      providerTimeoutMs: SUBMIT_TIMEOUT_MS,
+    });
   });
   afterAll(async () => stack?.stop());
 
   it('an answer 6 s late with a 3 s attempt, the list lagging behind it: the late answer is adopted; one provider job, one submit', async () => {
     const tag = 'late-reference';
     const before = stack.sim.stats().requests.byEndpoint;
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'delay', delayMs: LATE_MS, commit: true, times: 1 });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('ars-1')}?${tag}`, key: tag, policy });
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'delay',
+      delayMs: LATE_MS,
+      commit: true,
+      times: 1,
+    });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('ars-1')}?${tag}`,
+      key: tag,
+      policy,
+    });
     const row = await waitForState(stack.store, ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
     expect(row.state).toBe('completed');
     const jobs = stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag));
@@ -146,9 +170,21 @@ describe('a submit that outlives its HTTP timeout every time, on a kind with a l
 
   it('the job the provider holds is adopted by a strong match, never failed; one provider job, one submit', async () => {
     const tag = 'never-reference';
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'delay', delayMs: NEVER_MS, commit: true });
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'delay',
+      delayMs: NEVER_MS,
+      commit: true,
+    });
     const before = stack.sim.stats().requests.byEndpoint.submit;
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('cnn')}?${tag}`, key: tag, policy });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('cnn')}?${tag}`,
+      key: tag,
+      policy,
+    });
     const row = await waitForState(stack.store, ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
     expect(row.state).toBe('completed');
     const jobs = stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag));
@@ -156,7 +192,9 @@ describe('a submit that outlives its HTTP timeout every time, on a kind with a l
     expect(row.task_id).toBe(jobs[0]!.job_id);
     expect(stack.sim.stats().requests.byEndpoint.submit - before).toBe(1);
     const events = await timeline(stack.store, ref.jobId);
-    expect(events.filter((e) => e.type === 'task_recorded').map((e) => e.data.source)).toEqual([expect.stringMatching(/found by client reference/)]);
+    expect(events.filter((e) => e.type === 'task_recorded').map((e) => e.data.source)).toEqual([
+      expect.stringMatching(/found by client reference/),
+    ]);
     expect(events.some((e) => e.type === 'reconcile_absent' || e.state === 'failed')).toBe(false);
   });
 });

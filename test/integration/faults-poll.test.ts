@@ -24,14 +24,31 @@ describe('status checks that fail', () => {
 
   it('status checks time out for 60 s while the job runs: the job still completes, no resubmission', async () => {
     const tag = 'status-timeouts';
-    const hold = stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('engadget')}?${tag}`, key: tag, policy: { ...FAST_POLICY, deadlineMs: 180_000, statusCheckAttempts: 4, statusCheckBudgetMs: 20_000 } });
+    const hold = stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'hold',
+      holdIn: 'running',
+    });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('engadget')}?${tag}`,
+      key: tag,
+      policy: { ...FAST_POLICY, deadlineMs: 180_000, statusCheckAttempts: 4, statusCheckBudgetMs: 20_000 },
+    });
     const pending = await waitFor(async () => {
       const r = await stack.store.jobs.get(ref.jobId);
       return r?.task_id && r.status_checks >= 1 ? r : undefined;
     });
     // Every status request now hangs past the adapter's 3 s read timeout, for 60 s.
-    const slow = stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: tag, action: 'delay', delayMs: 4_000 });
+    const slow = stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'status',
+      urlContains: tag,
+      action: 'delay',
+      delayMs: 4_000,
+    });
     const windowStart = Date.now();
     await new Promise((r) => setTimeout(r, 60_000));
     stack.sim.faults.remove(slow);
@@ -44,7 +61,9 @@ describe('status checks that fail', () => {
     expect(done.state).toBe('completed');
     expect(done.task_id).toBe(pending.task_id);
     const job = stack.sim.stats().jobs.find((j) => j.job_id === pending.task_id)!;
-    expect(job.status_request_times.filter((t) => t >= windowStart && t <= windowStart + 60_000).length).toBeGreaterThanOrEqual(4);
+    expect(
+      job.status_request_times.filter((t) => t >= windowStart && t <= windowStart + 60_000).length,
+    ).toBeGreaterThanOrEqual(4);
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(1);
     expect(stack.sim.stats().requests.byEndpoint.submit).toBe(1);
     expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(1);
@@ -53,7 +72,12 @@ describe('status checks that fail', () => {
   it('a task the provider forgets (404 after it was known) ends expired, not failed, not resubmitted', async () => {
     const tag = 'forgotten';
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('folha')}?${tag}`, key: tag, policy: FAST_POLICY });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('folha')}?${tag}`,
+      key: tag,
+      policy: FAST_POLICY,
+    });
     await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_checks ?? 0) >= 1);
     const submits = stack.sim.stats().requests.byEndpoint.submit;
     stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: tag, action: 'not_found' });
@@ -68,10 +92,23 @@ describe('status checks that fail', () => {
   it('a tracking_interrupted job resumes on the same task and never submits again', async () => {
     const tag = 'resume-me';
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('gmw')}?${tag}`, key: tag, policy: { ...FAST_POLICY, deadlineMs: 2_000 } });
-    const interrupted = await waitForState(stack.store, ref.jobId, ['tracking_interrupted', 'failed', 'completed'], 30_000);
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('gmw')}?${tag}`,
+      key: tag,
+      policy: { ...FAST_POLICY, deadlineMs: 2_000 },
+    });
+    const interrupted = await waitForState(
+      stack.store,
+      ref.jobId,
+      ['tracking_interrupted', 'failed', 'completed'],
+      30_000,
+    );
     expect(interrupted.state).toBe('tracking_interrupted');
-    await expect(stack.client.getResult('acme', ref.jobId)).rejects.toMatchObject({ code: 'not_ready', details: { state: 'tracking_interrupted' } });
+    await expect(stack.client.getResult('acme', ref.jobId)).rejects.toMatchObject({
+      code: 'not_ready',
+      details: { state: 'tracking_interrupted' },
+    });
     const submits = stack.sim.stats().requests.byEndpoint.submit;
     stack.sim.release(interrupted.task_id!);
     await stack.client.resume('acme', ref.jobId, { policy: { deadlineMs: 60_000 } });
@@ -83,11 +120,16 @@ describe('status checks that fail', () => {
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(1);
     expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(1);
     expect((await stack.temporal.workflow.getHandle(ref.jobId).result()).state).toBe('completed');
-    await waitFor(async () => {
-      const runs: string[] = [];
-      for await (const w of stack.temporal.workflow.list({ query: `WorkflowId = "${ref.jobId}"` })) runs.push(w.status.name);
-      return runs.sort().join() === 'COMPLETED,COMPLETED'; // the interrupted run and the resumed one: no third
-    }, 10_000, 'two completed runs in visibility');
+    await waitFor(
+      async () => {
+        const runs: string[] = [];
+        for await (const w of stack.temporal.workflow.list({ query: `WorkflowId = "${ref.jobId}"` }))
+          runs.push(w.status.name);
+        return runs.sort().join() === 'COMPLETED,COMPLETED'; // the interrupted run and the resumed one: no third
+      },
+      10_000,
+      'two completed runs in visibility',
+    );
   });
 });
 
@@ -104,7 +146,14 @@ describe('Retry-After in a header', () => {
     const seen = recordResponses(stack);
     const tag = 'ra-header';
     const refs = await Promise.all(
-      [1, 2, 3].map((i) => stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('heise')}?${tag}-${i}`, key: `${tag}-${i}`, policy: FAST_POLICY })),
+      [1, 2, 3].map((i) =>
+        stack.client.startScrape({
+          account: 'acme',
+          url: `${pages.pageUrl('heise')}?${tag}-${i}`,
+          key: `${tag}-${i}`,
+          policy: FAST_POLICY,
+        }),
+      ),
     );
     await waitFor(async () => seen.some((e) => e.endpoint === 'status'), 20_000, 'first status check');
     stack.sim.faults.add({ account: 'acme', endpoint: 'status', action: 'rate_limit', retryAfterSeconds: 7, times: 1 });
@@ -133,8 +182,20 @@ describe('Retry-After in a header', () => {
   it('429 on submit with Retry-After: 7: the submit is retried no sooner than 7 s later, creating one job', async () => {
     const seen = recordResponses(stack);
     const tag = 'ra-submit';
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'rate_limit', retryAfterSeconds: 7, times: 1 });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('herald-sun-1')}?${tag}`, key: tag, policy: FAST_POLICY });
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'rate_limit',
+      retryAfterSeconds: 7,
+      times: 1,
+    });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('herald-sun-1')}?${tag}`,
+      key: tag,
+      policy: FAST_POLICY,
+    });
     await waitForState(stack.store, ref.jobId, ['completed', 'failed'], 60_000);
     const submits = seen.filter((e) => e.endpoint === 'submit' && e.account === 'acme');
     expect(submits.map((e) => e.status)).toEqual([429, 202]);
@@ -153,8 +214,20 @@ describe('Retry-After only in the message text', () => {
   it('429 with "Please retry after 5 seconds." and no header: the parsed wait is used', async () => {
     const seen = recordResponses(stack);
     const tag = 'ra-message';
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'rate_limit', retryAfterSeconds: 5, times: 1 });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('hukumusume')}?${tag}`, key: tag, policy: FAST_POLICY });
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'rate_limit',
+      retryAfterSeconds: 5,
+      times: 1,
+    });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('hukumusume')}?${tag}`,
+      key: tag,
+      policy: FAST_POLICY,
+    });
     await waitForState(stack.store, ref.jobId, ['completed', 'failed'], 60_000);
     const submits = seen.filter((e) => e.endpoint === 'submit');
     expect(submits.map((e) => e.status)).toEqual([429, 202]);
@@ -166,13 +239,24 @@ describe('Retry-After only in the message text', () => {
 describe('Apify-style 400 concurrent-runs-limit-exceeded', () => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack({ profile: { concurrency: 1, concurrencyErrorStyle: '400', retryAfterStyle: 'none', minRunMs: 1_000 } });
+    stack = await startStack({
+      profile: { concurrency: 1, concurrencyErrorStyle: '400', retryAfterStyle: 'none', minRunMs: 1_000 },
+    });
   });
   afterAll(async () => stack?.stop());
 
   it('is retried after a cool-down, not failed: every job completes, one provider job each', async () => {
     const seen = recordResponses(stack);
-    const refs = await Promise.all([1, 2, 3].map((i) => stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('ietf-1')}?apify-${i}`, key: `apify-${i}`, policy: FAST_POLICY })));
+    const refs = await Promise.all(
+      [1, 2, 3].map((i) =>
+        stack.client.startScrape({
+          account: 'acme',
+          url: `${pages.pageUrl('ietf-1')}?apify-${i}`,
+          key: `apify-${i}`,
+          policy: FAST_POLICY,
+        }),
+      ),
+    );
     for (const r of refs) {
       const row = await waitForState(stack.store, r.jobId, ['completed', 'failed'], 90_000);
       expect(row.state).toBe('completed');

@@ -16,7 +16,12 @@ import type { PollPolicy } from '../../src/model/types.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import type { SimRequestEvent, SimResponseEvent } from '../../src/sim/index.js';
 import { writeWorkflowBundle } from '../../src/worker.js';
-import { activityRecords, deleteMaintenanceSchedules, spawnProductWorker, type ProductWorker } from '../helpers/productWorker.js';
+import {
+  activityRecords,
+  deleteMaintenanceSchedules,
+  spawnProductWorker,
+  type ProductWorker,
+} from '../helpers/productWorker.js';
 import { FAST_POLICY, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 
 /** The worker's shutdown grace time (`createScrapeWorker`'s default), ms. */
@@ -28,7 +33,13 @@ const GRACE_MS = 10_000;
 // The tracking activity's heartbeat timeout stays long (a minute): a handed-over attempt must not
 // wait it out. `fastPathMs: 0`: the submit attempt only submits, so each case stops the worker in
 // the activity it names (the fast path's own hand-over has its case below).
-const POLICY: Partial<PollPolicy> = { ...FAST_POLICY, activityTimeoutMs: 60_000, pollHeartbeatTimeoutMs: 60_000, deadlineMs: 300_000, fastPathMs: 0 };
+const POLICY: Partial<PollPolicy> = {
+  ...FAST_POLICY,
+  activityTimeoutMs: 60_000,
+  pollHeartbeatTimeoutMs: 60_000,
+  deadlineMs: 300_000,
+  fastPathMs: 0,
+};
 
 let pages: PageServer;
 let stack: Stack;
@@ -37,7 +48,11 @@ const workers: ProductWorker[] = [];
 
 beforeAll(async () => {
   pages = await startPageServer();
-  stack = await startStack({ worker: false, profile: { concurrency: 8, idempotency: false, list: false }, providerTimeoutMs: 20_000 });
+  stack = await startStack({
+    worker: false,
+    profile: { concurrency: 8, idempotency: false, list: false },
+    providerTimeoutMs: 20_000,
+  });
   // One bundle for every child worker (each would otherwise bundle the workflows itself).
   const bundle = path.join(stack.dir, 'workflow-bundle.js');
   await writeWorkflowBundle(bundle);
@@ -87,18 +102,36 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
   it('mid-submit, the answer inside the grace time: the attempt completes on the stopping worker, a second worker carries on; one provider job, one submit', async () => {
     const tag = 'sigterm-submit';
     const a = await worker();
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'delay', delayMs: 4_000, commit: true, times: 1 });
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'delay',
+      delayMs: 4_000,
+      commit: true,
+      times: 1,
+    });
     const submitsBefore = stack.sim.stats().requests.byEndpoint.submit;
     const inFlight = nextRequest((e) => e.endpoint === 'submit');
     const answered = nextResponse((e) => e.endpoint === 'submit');
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('ars-1')}?${tag}`, key: tag, policy: POLICY });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('ars-1')}?${tag}`,
+      key: tag,
+      policy: POLICY,
+    });
     await inFlight;
     a.child.kill('SIGTERM');
     const b = await worker();
 
     expect((await answered).status).toBe(202); // the call was not cut short
     expect(await a.exited).toEqual({ code: 0, signal: null });
-    const row = await waitForState(stack.store, ref.jobId, ['completed', 'failed', 'unknown', 'tracking_interrupted'], 60_000);
+    const row = await waitForState(
+      stack.store,
+      ref.jobId,
+      ['completed', 'failed', 'unknown', 'tracking_interrupted'],
+      60_000,
+    );
     expect(row.state).toBe('completed');
     expect(jobsTagged(tag)).toHaveLength(1);
     expect(row.task_id).toBe(jobsTagged(tag)[0]!.job_id);
@@ -117,18 +150,35 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
   it('mid-submit, the answer after the grace time: the attempt is reported ambiguous at once, the stopping worker records the answer before it exits and the second worker adopts it; one provider job, one submit', async () => {
     const tag = 'sigterm-submit-late';
     const a = await worker();
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'delay', delayMs: GRACE_MS + 5_000, commit: true, times: 1 });
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'delay',
+      delayMs: GRACE_MS + 5_000,
+      commit: true,
+      times: 1,
+    });
     const submitsBefore = stack.sim.stats().requests.byEndpoint.submit;
     const inFlight = nextRequest((e) => e.endpoint === 'submit');
     const answered = nextResponse((e) => e.endpoint === 'submit');
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('cnn')}?${tag}`, key: tag, policy: POLICY });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('cnn')}?${tag}`,
+      key: tag,
+      policy: POLICY,
+    });
     await inFlight;
     a.child.kill('SIGTERM');
     const b = await worker();
 
     // The server has the attempt's outcome at the end of the grace time, long before its timeout.
     const handle = stack.temporal.workflow.getHandle(ref.jobId);
-    await waitFor(async () => (await activityRecords(handle)).find((r) => r.activityType === 'submitJob')?.end === 'completed', 40_000, 'the submit attempt to be reported');
+    await waitFor(
+      async () => (await activityRecords(handle)).find((r) => r.activityType === 'submitJob')?.end === 'completed',
+      40_000,
+      'the submit attempt to be reported',
+    );
     expect((await answered).status).toBe(202);
     const exit = await a.exited;
     expect(exit).toEqual({ code: 0, signal: null });
@@ -142,12 +192,21 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
     const ambiguous = timeline.find((e) => e.type === 'submit_ambiguous');
     expect(JSON.parse(ambiguous!.detail!)).toMatchObject({ code: 'ANSWER_PENDING' });
     const recorded = timeline.filter((e) => e.type === 'task_recorded');
-    expect(recorded.map((e) => JSON.parse(e.detail!))).toEqual([expect.objectContaining({ taskId: row.task_id, source: 'submit' })]); // the answer itself, not an operator
+    expect(recorded.map((e) => JSON.parse(e.detail!))).toEqual([
+      expect.objectContaining({ taskId: row.task_id, source: 'submit' }),
+    ]); // the answer itself, not an operator
     expect(timeline.some((e) => e.type === 'reconcile_undecided')).toBe(false);
 
     const acts = await activityRecords(handle);
-    expect(acts.find((r) => r.activityType === 'submitJob')).toMatchObject({ end: 'completed', attempt: 1, identity: a.identity });
-    expect(acts.find((r) => r.activityType === 'reconcileJob')).toMatchObject({ end: 'completed', identity: b.identity });
+    expect(acts.find((r) => r.activityType === 'submitJob')).toMatchObject({
+      end: 'completed',
+      attempt: 1,
+      identity: a.identity,
+    });
+    expect(acts.find((r) => r.activityType === 'reconcileJob')).toMatchObject({
+      end: 'completed',
+      identity: b.identity,
+    });
     expect(acts.filter((r) => r.end === 'timed_out' || r.lastFailureWasTimeout)).toEqual([]);
     await stopAll();
   });
@@ -156,13 +215,29 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
     const tag = 'sigterm-check';
     const a = await worker();
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wapo-1')}?${tag}`, key: tag, policy: POLICY });
-    const polling = await waitFor(async () => {
-      const r = await stack.store.jobs.get(ref.jobId);
-      return r?.task_id && r.status_checks >= 1 ? r : undefined;
-    }, 30_000, 'polling to start');
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('wapo-1')}?${tag}`,
+      key: tag,
+      policy: POLICY,
+    });
+    const polling = await waitFor(
+      async () => {
+        const r = await stack.store.jobs.get(ref.jobId);
+        return r?.task_id && r.status_checks >= 1 ? r : undefined;
+      },
+      30_000,
+      'polling to start',
+    );
     const taskId = polling.task_id!;
-    stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: tag, action: 'delay', delayMs: 4_000, times: 1 });
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'status',
+      urlContains: tag,
+      action: 'delay',
+      delayMs: 4_000,
+      times: 1,
+    });
     const inFlight = nextRequest((e) => e.endpoint === 'status' && e.jobId === taskId);
     const answered = nextResponse((e) => e.endpoint === 'status' && e.jobId === taskId);
     await inFlight;
@@ -176,14 +251,22 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
     // The server's record of that attempt: a failure the worker reported (the hand-over after the
     // check in flight), not a heartbeat or start-to-close timeout; the next attempt goes to the second worker.
     const handle = stack.temporal.workflow.getHandle(ref.jobId);
-    const taken = await waitFor(async () => {
-      const p = (await handle.describe()).raw.pendingActivities?.find((x) => x.activityType?.name === 'trackStatus');
-      return p?.lastWorkerIdentity === b.identity ? p : undefined;
-    }, 30_000, 'the second worker to run the next check'); // well inside the 60 s heartbeat timeout
-    const checksByB = await waitFor(async () => {
-      const r = await stack.store.jobs.get(ref.jobId);
-      return r && r.status_checks > checksBefore + 1 ? r.status_checks : undefined;
-    }, 30_000, 'a check by the second worker');
+    const taken = await waitFor(
+      async () => {
+        const p = (await handle.describe()).raw.pendingActivities?.find((x) => x.activityType?.name === 'trackStatus');
+        return p?.lastWorkerIdentity === b.identity ? p : undefined;
+      },
+      30_000,
+      'the second worker to run the next check',
+    ); // well inside the 60 s heartbeat timeout
+    const checksByB = await waitFor(
+      async () => {
+        const r = await stack.store.jobs.get(ref.jobId);
+        return r && r.status_checks > checksBefore + 1 ? r.status_checks : undefined;
+      },
+      30_000,
+      'a check by the second worker',
+    );
     expect(checksByB).toBeGreaterThan(checksBefore + 1);
     expect(taken.lastFailure?.timeoutFailureInfo ?? null).toBeNull();
 
@@ -203,14 +286,30 @@ describe('SIGTERM to a worker with a status check hanging past the grace time', 
     const tag = 'sigterm-hung-check';
     const a = await worker();
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('ars-1')}?${tag}`, key: tag, policy: POLICY });
-    const polling = await waitFor(async () => {
-      const r = await stack.store.jobs.get(ref.jobId);
-      return r?.task_id && r.status_checks >= 1 ? r : undefined;
-    }, 30_000, 'polling to start');
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('ars-1')}?${tag}`,
+      key: tag,
+      policy: POLICY,
+    });
+    const polling = await waitFor(
+      async () => {
+        const r = await stack.store.jobs.get(ref.jobId);
+        return r?.task_id && r.status_checks >= 1 ? r : undefined;
+      },
+      30_000,
+      'polling to start',
+    );
     const taskId = polling.task_id!;
     // Longer than the grace time, shorter than the entry's read timeout: only the shutdown ends it.
-    stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: tag, action: 'delay', delayMs: GRACE_MS + 8_000, times: 1 });
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'status',
+      urlContains: tag,
+      action: 'delay',
+      delayMs: GRACE_MS + 8_000,
+      times: 1,
+    });
     const inFlight = nextRequest((e) => e.endpoint === 'status' && e.jobId === taskId);
     await inFlight;
     a.child.kill('SIGTERM');
@@ -218,13 +317,21 @@ describe('SIGTERM to a worker with a status check hanging past the grace time', 
     expect(await a.exited).toEqual({ code: 0, signal: null });
 
     const handle = stack.temporal.workflow.getHandle(ref.jobId);
-    const taken = await waitFor(async () => {
-      const p = (await handle.describe()).raw.pendingActivities?.find((x) => x.activityType?.name === 'trackStatus');
-      return p?.lastWorkerIdentity === b.identity ? p : undefined;
-    }, 30_000, 'the second worker to run the next check'); // well inside the 60 s heartbeat timeout
+    const taken = await waitFor(
+      async () => {
+        const p = (await handle.describe()).raw.pendingActivities?.find((x) => x.activityType?.name === 'trackStatus');
+        return p?.lastWorkerIdentity === b.identity ? p : undefined;
+      },
+      30_000,
+      'the second worker to run the next check',
+    ); // well inside the 60 s heartbeat timeout
     expect(taken.lastFailure?.timeoutFailureInfo ?? null).toBeNull();
     const before = (await stack.store.jobs.get(ref.jobId))!.status_checks;
-    await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))!.status_checks > before ? true : undefined), 30_000, 'a check by the second worker');
+    await waitFor(
+      async () => ((await stack.store.jobs.get(ref.jobId))!.status_checks > before ? true : undefined),
+      30_000,
+      'a check by the second worker',
+    );
 
     stack.sim.release(taskId);
     const row = await waitForState(stack.store, ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
@@ -241,17 +348,33 @@ describe('SIGTERM to a worker while a submit attempt has gone on into its first 
     const tag = 'sigterm-fast-path';
     const a = await worker();
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wapo-2')}?${tag}`, key: tag, policy: { ...POLICY, fastPathMs: 30_000 } });
-    const checked = await waitFor(async () => {
-      const r = await stack.store.jobs.get(ref.jobId);
-      return r?.task_id && r.status_checks >= 1 ? r : undefined;
-    }, 30_000, 'the first check inside the submit attempt');
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('wapo-2')}?${tag}`,
+      key: tag,
+      policy: { ...POLICY, fastPathMs: 30_000 },
+    });
+    const checked = await waitFor(
+      async () => {
+        const r = await stack.store.jobs.get(ref.jobId);
+        return r?.task_id && r.status_checks >= 1 ? r : undefined;
+      },
+      30_000,
+      'the first check inside the submit attempt',
+    );
     const submitsBefore = stack.sim.stats().requests.byEndpoint.submit;
     a.child.kill('SIGTERM');
     const b = await worker();
     expect(await a.exited).toEqual({ code: 0, signal: null });
     const handle = stack.temporal.workflow.getHandle(ref.jobId);
-    await waitFor(async () => (await handle.describe()).raw.pendingActivities?.find((x) => x.activityType?.name === 'trackStatus' && x.lastWorkerIdentity === b.identity), 30_000, 'the second worker tracking it');
+    await waitFor(
+      async () =>
+        (await handle.describe()).raw.pendingActivities?.find(
+          (x) => x.activityType?.name === 'trackStatus' && x.lastWorkerIdentity === b.identity,
+        ),
+      30_000,
+      'the second worker tracking it',
+    );
     stack.sim.release(checked.task_id!);
     const row = await waitForState(stack.store, ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
     expect(row.state).toBe('completed');

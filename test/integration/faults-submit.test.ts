@@ -20,7 +20,11 @@ function events(stack: Stack, jobId: string) {
 }
 
 describe.each([
-  { name: 'idempotency key replay', profile: { concurrency: 8, idempotency: true, list: false }, via: 'idempotent-replay' },
+  {
+    name: 'idempotency key replay',
+    profile: { concurrency: 8, idempotency: true, list: false },
+    via: 'idempotent-replay',
+  },
   { name: 'lookup by client reference', profile: { concurrency: 8, idempotency: false, list: true }, via: 'list' },
 ])('a dropped 202 after commit, reconciled by $name', ({ profile, via }) => {
   let stack: Stack;
@@ -31,8 +35,19 @@ describe.each([
 
   it('creates exactly one provider job and completes with it', async () => {
     const tag = `drop-${via}`;
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'drop_after_commit', times: 1 });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('ars-1')}?${tag}`, key: tag, policy: FAST_POLICY });
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'drop_after_commit',
+      times: 1,
+    });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('ars-1')}?${tag}`,
+      key: tag,
+      policy: FAST_POLICY,
+    });
     const row = await waitForState(stack.store, ref.jobId, ['completed', 'failed'], 60_000);
     expect(row.state).toBe('completed');
     const jobs = stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag));
@@ -55,9 +70,24 @@ describe('a dropped 202 on a provider with no idempotency and no list endpoint',
 
   it('waits in unknown, visible to operators, until resolved with the task ID: zero duplicates', async () => {
     const tag = 'drop-unresolvable';
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'drop_after_commit', times: 1 });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('cnet')}?${tag}`, key: tag, policy: FAST_POLICY });
-    await waitFor(async () => (await stack.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'), 30_000, 'the operator note');
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'drop_after_commit',
+      times: 1,
+    });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('cnet')}?${tag}`,
+      key: tag,
+      policy: FAST_POLICY,
+    });
+    await waitFor(
+      async () => (await stack.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
+      30_000,
+      'the operator note',
+    );
     // Visible: store, search attribute, live view; and it stays there (no silent resubmit).
     await new Promise((r) => setTimeout(r, 2_000));
     expect((await stack.store.jobs.get(ref.jobId))?.state).toBe('unknown');
@@ -81,13 +111,30 @@ describe('a dropped 202 on a provider with no idempotency and no list endpoint',
 
   it('an explicit operator resubmit sends exactly one new submit under the same key', async () => {
     const tag = 'drop-before-commit';
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'drop_before_commit', times: 1 });
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'drop_before_commit',
+      times: 1,
+    });
     const submitsBefore = stack.sim.stats().requests.byEndpoint.submit;
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('cnn')}?${tag}`, key: tag, policy: FAST_POLICY });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('cnn')}?${tag}`,
+      key: tag,
+      policy: FAST_POLICY,
+    });
     await waitForState(stack.store, ref.jobId, ['unknown'], 30_000);
-    await waitFor(async () => (await stack.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'), 30_000, 'the operator note');
+    await waitFor(
+      async () => (await stack.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
+      30_000,
+      'the operator note',
+    );
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(0); // the operator checked: nothing there
-    await expect(stack.client.resolve('acme', ref.jobId, { taskId: 'x', resubmit: true } as never)).rejects.toMatchObject({ code: 'conflict' });
+    await expect(
+      stack.client.resolve('acme', ref.jobId, { taskId: 'x', resubmit: true } as never),
+    ).rejects.toMatchObject({ code: 'conflict' });
     await stack.client.resolve('acme', ref.jobId, { resubmit: true, by: 'test-operator' });
     const row = await waitForState(stack.store, ref.jobId, ['completed', 'failed'], 30_000);
     expect(row.state).toBe('completed');
@@ -96,9 +143,16 @@ describe('a dropped 202 on a provider with no idempotency and no list endpoint',
   });
 
   it('resolving a job that is not unknown is refused', async () => {
-    const ref = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('002'), key: 'not-unknown', policy: FAST_POLICY });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: pages.pageUrl('002'),
+      key: 'not-unknown',
+      policy: FAST_POLICY,
+    });
     await waitForState(stack.store, ref.jobId, ['completed']);
-    await expect(stack.client.resolve('acme', ref.jobId, { resubmit: true })).rejects.toMatchObject({ code: expect.stringMatching(/conflict|not_found/) });
+    await expect(stack.client.resolve('acme', ref.jobId, { resubmit: true })).rejects.toMatchObject({
+      code: expect.stringMatching(/conflict|not_found/),
+    });
   });
 });
 
@@ -112,7 +166,12 @@ describe('idempotency key contract and evidence', () => {
   it('keys are scoped to the account: the same key in two accounts is two jobs', async () => {
     const [a, b] = await Promise.all([
       stack.client.startScrape({ account: 'acme', url: pages.pageUrl('001'), key: 'shared-key', policy: FAST_POLICY }),
-      stack.client.startScrape({ account: 'globex', url: pages.pageUrl('001'), key: 'shared-key', policy: FAST_POLICY }),
+      stack.client.startScrape({
+        account: 'globex',
+        url: pages.pageUrl('001'),
+        key: 'shared-key',
+        policy: FAST_POLICY,
+      }),
     ]);
     expect(a.jobId).not.toBe(b.jobId);
     await waitForState(stack.store, a.jobId, ['completed']);
@@ -123,20 +182,44 @@ describe('idempotency key contract and evidence', () => {
   });
 
   it('a repeat of a finished request returns the existing job and result, creating nothing', async () => {
-    const ref = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('blogger'), key: 'finished', policy: FAST_POLICY });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: pages.pageUrl('blogger'),
+      key: 'finished',
+      policy: FAST_POLICY,
+    });
     await waitForState(stack.store, ref.jobId, ['completed']);
     const before = stack.sim.stats().jobsCreated.total;
-    const again = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('blogger'), key: 'finished', policy: FAST_POLICY });
+    const again = await stack.client.startScrape({
+      account: 'acme',
+      url: pages.pageUrl('blogger'),
+      key: 'finished',
+      policy: FAST_POLICY,
+    });
     expect(again).toMatchObject({ jobId: ref.jobId, created: false });
     expect((await stack.client.getResult('acme', again.jobId)).title).toBeTruthy();
     expect(stack.sim.stats().jobsCreated.total).toBe(before);
-    await expect(stack.client.startScrape({ account: 'acme', url: pages.pageUrl('breitbart'), key: 'finished' })).rejects.toMatchObject({ code: 'conflict' });
+    await expect(
+      stack.client.startScrape({ account: 'acme', url: pages.pageUrl('breitbart'), key: 'finished' }),
+    ).rejects.toMatchObject({ code: 'conflict' });
   });
 
   it('a provider-reported failure keeps the provider error code and the complete sanitised response as an incident', async () => {
     const tag = 'fail-evidence';
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'fail_job', code: 'TARGET_BLOCKED', message: 'target refused the crawler' });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('buzzfeed-1')}?${tag}`, key: tag, policy: FAST_POLICY });
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'fail_job',
+      code: 'TARGET_BLOCKED',
+      message: 'target refused the crawler',
+    });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('buzzfeed-1')}?${tag}`,
+      key: tag,
+      policy: FAST_POLICY,
+    });
     const row = await waitForState(stack.store, ref.jobId, ['failed', 'completed'], 30_000);
     expect(row.state).toBe('failed');
     expect(JSON.parse(row.last_error!)).toMatchObject({ kind: 'provider_failed', code: 'TARGET_BLOCKED' });
@@ -156,7 +239,12 @@ describe('idempotency key contract and evidence', () => {
       (bad.config.providers.reference!.credentials.default as { apiKey: string }).apiKey = 'sk-wrong-key-0000000000';
       await bad.stopWorker();
       await bad.startWorker();
-      const ref = await bad.client.startScrape({ account: 'acme', url: pages.pageUrl('cnn'), key: 'auth-incident', policy: FAST_POLICY });
+      const ref = await bad.client.startScrape({
+        account: 'acme',
+        url: pages.pageUrl('cnn'),
+        key: 'auth-incident',
+        policy: FAST_POLICY,
+      });
       await waitForState(bad.store, ref.jobId, ['failed'], 20_000);
       const [i] = await bad.client.incidents('acme', ref.jobId);
       expect(i).toMatchObject({ phase: 'submit', kind: 'permanent', httpStatus: 401, code: 'UNAUTHORIZED' });

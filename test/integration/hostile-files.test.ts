@@ -36,15 +36,21 @@ afterAll(async () => {
 
 describe('a hostile batch file on the real stack', () => {
   it('runs every good row once, refuses every bad row at its line, and a re-run or another encoding creates nothing', async () => {
-    const good = listCorpusPages().slice(0, 4).map((p) => pages.pageUrl(p));
+    const good = listCorpusPages()
+      .slice(0, 4)
+      .map((p) => pages.pageUrl(p));
     const b = (s: string) => Buffer.from(s, 'utf8');
     const bytes = Buffer.concat([
       Buffer.from([0xef, 0xbb, 0xbf]), // BOM
       b('url,note\r\n'), // line 1, CRLF
       b(`${good[0]},plain\r`), // line 2, CR
       b(`${good[1]},"two\nlines"\n`), // lines 3–4: a quoted field over two lines
-      b(`${good[2]},caf`), Buffer.from([0xe9]), b('\n'), // line 5: Latin-1 é
-      b(`${good[2]},`), Buffer.from([0xc3, 0x28, 0x00, 0xff]), b('\n'), // line 6: invalid UTF-8 and binary
+      b(`${good[2]},caf`),
+      Buffer.from([0xe9]),
+      b('\n'), // line 5: Latin-1 é
+      b(`${good[2]},`),
+      Buffer.from([0xc3, 0x28, 0x00, 0xff]),
+      b('\n'), // line 6: invalid UTF-8 and binary
       b(`${good[2]},a"b\n`), // line 7: a stray quote
       b(`${good[2]},${'x'.repeat(70_000)}\n`), // line 8: a field past the row limit
       b('ftp://files.example/x,bad url\n'), // line 9
@@ -54,7 +60,11 @@ describe('a hostile batch file on the real stack', () => {
     fs.writeFileSync(file, bytes);
 
     const input = readBatchFile(file);
-    expect(input.items.map((i) => [i.line, i.url])).toEqual([[2, good[0]], [3, good[1]], [10, good[3]]]);
+    expect(input.items.map((i) => [i.line, i.url])).toEqual([
+      [2, good[0]],
+      [3, good[1]],
+      [10, good[3]],
+    ]);
     expect(input.items[1]!.endLine).toBe(4);
     const refused = Object.fromEntries(input.errors.map((e) => [e.line, e.reason]));
     expect(Object.keys(refused).map(Number)).toEqual([5, 6, 7, 8, 9]);
@@ -66,7 +76,13 @@ describe('a hostile batch file on the real stack', () => {
 
     const before = stack.sim.stats().jobsCreated.total;
     const run = (items: typeof input.items, batchId: string) =>
-      runBatch(stack.client, stack.store, items, { account: 'acme', batchId, policy: FAST_POLICY, waitTimeoutMs: 120_000, pollIntervalMs: 200 });
+      runBatch(stack.client, stack.store, items, {
+        account: 'acme',
+        batchId,
+        policy: FAST_POLICY,
+        waitTimeoutMs: 120_000,
+        pollIntervalMs: 200,
+      });
     const first = await run(input.items, input.batchId);
     expect(first.map((o) => o.state)).toEqual(['completed', 'completed', 'completed']);
     expect(first.every((o) => !o.existed)).toBe(true);
@@ -80,7 +96,12 @@ describe('a hostile batch file on the real stack', () => {
     expect(second.map((o) => o.jobId)).toEqual(first.map((o) => o.jobId));
     expect(second.every((o) => o.existed)).toBe(true);
     // Without waiting (`run --no-wait`), a re-run still shows each job's state now: completed.
-    const noWait = await runBatch(stack.client, stack.store, again.items, { account: 'acme', batchId: again.batchId, policy: FAST_POLICY, wait: false });
+    const noWait = await runBatch(stack.client, stack.store, again.items, {
+      account: 'acme',
+      batchId: again.batchId,
+      policy: FAST_POLICY,
+      wait: false,
+    });
     expect(noWait.map((o) => o.state)).toEqual(['completed', 'completed', 'completed']);
 
     // The good rows saved as UTF-16 LE with LF endings: the same keys, the same jobs.

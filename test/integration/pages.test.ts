@@ -16,8 +16,14 @@ import { FAST_POLICY, startStack, waitFor, type Stack } from '../helpers/stack.j
 
 /** Pages whose exact title differs, with the title Readability 0.6.0 returns and why. */
 const KNOWN_TITLE_DEVIATIONS: Record<string, { got: string; why: string }> = {
-  'title-en-dash': { got: 'Lorem ipsum dolor sit amet – My website', why: 'Readability 0.6.0 does not split titles on an en dash' },
-  mercurial: { got: 'Shared Mutable History — evolve extension for Mercurial', why: 'Readability 0.6.0 drops the "Evolve: " prefix before a colon' },
+  'title-en-dash': {
+    got: 'Lorem ipsum dolor sit amet – My website',
+    why: 'Readability 0.6.0 does not split titles on an en dash',
+  },
+  mercurial: {
+    got: 'Shared Mutable History — evolve extension for Mercurial',
+    why: 'Readability 0.6.0 drops the "Evolve: " prefix before a colon',
+  },
 };
 
 // The simulator extracts the 104 pages in this process: on a busy machine its status answers can
@@ -44,12 +50,26 @@ describe('the shared page corpus through the workflow', () => {
     expect(names.length).toBeGreaterThanOrEqual(20);
     const started = Date.now();
     const refs = await Promise.all(
-      names.map(async (name) => ({ name, ref: await stack.client.startScrape({ account: 'acme', url: pages.pageUrl(name), key: `page-${name}`, policy: PAGES_POLICY }) })),
+      names.map(async (name) => ({
+        name,
+        ref: await stack.client.startScrape({
+          account: 'acme',
+          url: pages.pageUrl(name),
+          key: `page-${name}`,
+          policy: PAGES_POLICY,
+        }),
+      })),
     );
-    await waitFor(async () => {
-      const rows = await stack.store.jobs.list({ account: 'acme', limit: 1000 });
-      return rows.filter((r) => ['completed', 'failed', 'tracking_interrupted'].includes(r.state)).length >= names.length;
-    }, 240_000, 'every page job to end');
+    await waitFor(
+      async () => {
+        const rows = await stack.store.jobs.list({ account: 'acme', limit: 1000 });
+        return (
+          rows.filter((r) => ['completed', 'failed', 'tracking_interrupted'].includes(r.state)).length >= names.length
+        );
+      },
+      240_000,
+      'every page job to end',
+    );
     const elapsedMs = Date.now() - started;
 
     let matches = 0;
@@ -58,10 +78,15 @@ describe('the shared page corpus through the workflow', () => {
       const row = await stack.store.jobs.get(ref.jobId);
       expect(row?.state, `${name} state (last error: ${row?.last_error ?? 'none'})`).toBe('completed');
       const result = await stack.client.getResult('acme', ref.jobId);
-      const expected = JSON.parse(fs.readFileSync(path.join(pages.pagesDir, name, 'expected-metadata.json'), 'utf8')) as { title: string };
+      const expected = JSON.parse(
+        fs.readFileSync(path.join(pages.pagesDir, name, 'expected-metadata.json'), 'utf8'),
+      ) as { title: string };
       if (result.title === expected.title) {
         matches++;
-        expect(KNOWN_TITLE_DEVIATIONS[name], `${name} now matches: remove it from KNOWN_TITLE_DEVIATIONS`).toBeUndefined();
+        expect(
+          KNOWN_TITLE_DEVIATIONS[name],
+          `${name} now matches: remove it from KNOWN_TITLE_DEVIATIONS`,
+        ).toBeUndefined();
       } else {
         mismatches.push(`${name}: got ${JSON.stringify(result.title)}, expected ${JSON.stringify(expected.title)}`);
         expect(KNOWN_TITLE_DEVIATIONS[name]?.got, `unexpected title for ${name}`).toBe(result.title);

@@ -20,9 +20,22 @@ function runsEntry(url: string) {
     readTimeoutMs: 3_000,
     submitTimeoutMs: 3_000,
     auth: { in: 'query', name: 'api_key' },
-    submit: { path: '/v3/runs', body: { target: { url: '{{url}}' }, reference: '{{clientRef}}' }, taskIdPath: '/data/id', statusPath: '/data/state' },
-    status: { path: '/v3/runs/{{taskId}}', statusPath: '/data/state', map: { pending: 'queued', running: 'running', done: 'completed', error: 'failed', aborted: 'cancelled' } },
-    result: { request: { path: '/v3/runs/{{taskId}}/items' }, documentsPath: '/items', fields: { url: '/link', title: '/heading', text: '/content', error: '/problem' } },
+    submit: {
+      path: '/v3/runs',
+      body: { target: { url: '{{url}}' }, reference: '{{clientRef}}' },
+      taskIdPath: '/data/id',
+      statusPath: '/data/state',
+    },
+    status: {
+      path: '/v3/runs/{{taskId}}',
+      statusPath: '/data/state',
+      map: { pending: 'queued', running: 'running', done: 'completed', error: 'failed', aborted: 'cancelled' },
+    },
+    result: {
+      request: { path: '/v3/runs/{{taskId}}/items' },
+      documentsPath: '/items',
+      fields: { url: '/link', title: '/heading', text: '/content', error: '/problem' },
+    },
     errors: { concurrencyCodes: ['TOO_MANY_RUNS'] },
   };
 }
@@ -30,7 +43,11 @@ function runsEntry(url: string) {
 describe('release after a cool-down: a probe first, then one at a time', () => {
   let s: Scenario<RunsFixture>;
   beforeAll(async () => {
-    s = await startProviderScenario({ kind: 'http', fixture: () => startRunsFixture({ items: 1 }), entry: (fx) => runsEntry(fx.url) });
+    s = await startProviderScenario({
+      kind: 'http',
+      fixture: () => startRunsFixture({ items: 1 }),
+      entry: (fx) => runsEntry(fx.url),
+    });
   });
   afterAll(async () => s?.stop());
 
@@ -42,7 +59,9 @@ describe('release after a cool-down: a probe first, then one at a time', () => {
     const first = await s.start({ url: 'https://shop.example.com/first', key: 'first', policy });
     await waitFor(() => submits().length >= 1, 30_000, 'the first submit (answered 429)');
     const refusedAt = submits()[0]!.at;
-    const waiting = await Promise.all([1, 2, 3, 4].map((i) => s.start({ url: `https://shop.example.com/waiting-${i}`, key: `waiting-${i}`, policy })));
+    const waiting = await Promise.all(
+      [1, 2, 3, 4].map((i) => s.start({ url: `https://shop.example.com/waiting-${i}`, key: `waiting-${i}`, policy })),
+    );
     for (const ref of [first, ...waiting]) await s.waitFor(ref.jobId, ['completed'], 90_000);
 
     const times = submits().map((r) => r.at);
@@ -54,7 +73,8 @@ describe('release after a cool-down: a probe first, then one at a time', () => {
     expect(probe! - refusedAt).toBeGreaterThanOrEqual(3_000 - MARGIN_MS);
     expect(rest[0]! - probe!).toBeGreaterThanOrEqual(3_000 - MARGIN_MS);
     // The probe of the second cool-down was answered; the others followed one at a time.
-    for (let k = 1; k < rest.length; k++) expect(rest[k]! - rest[k - 1]!).toBeGreaterThanOrEqual(RELEASE_SPACING_FLOOR_MS - MARGIN_MS);
+    for (let k = 1; k < rest.length; k++)
+      expect(rest[k]! - rest[k - 1]!).toBeGreaterThanOrEqual(RELEASE_SPACING_FLOOR_MS - MARGIN_MS);
     // The waiting jobs learned of the cool-down in the store (shared by every worker).
     expect((await s.store.providerKeys.readCooldown(s.providerKey()))?.reason).toBe('RATE_LIMITED');
   });

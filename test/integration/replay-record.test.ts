@@ -41,57 +41,211 @@ describe('workflow histories replay deterministically', () => {
   it('records the main paths and replays them with the current code', async () => {
     const p = FAST_POLICY;
     // completed
-    ids.completed = (await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('wikipedia-2'), key: 'replay-completed', policy: p })).jobId;
+    ids.completed = (
+      await stack.client.startScrape({
+        account: 'acme',
+        url: pages.pageUrl('wikipedia-2'),
+        key: 'replay-completed',
+        policy: p,
+      })
+    ).jobId;
     // a provider-reported failure
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-failed', action: 'fail_job' });
-    ids.failed = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wikipedia-3')}?replay-failed`, key: 'replay-failed', policy: p })).jobId;
+    ids.failed = (
+      await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('wikipedia-3')}?replay-failed`,
+        key: 'replay-failed',
+        policy: p,
+      })
+    ).jobId;
     // tracking_interrupted
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-interrupted', action: 'never_finish' });
-    ids.interrupted = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wikipedia-4')}?replay-interrupted`, key: 'replay-interrupted', policy: { ...p, deadlineMs: 2_000 } })).jobId;
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: 'replay-interrupted',
+      action: 'never_finish',
+    });
+    ids.interrupted = (
+      await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('wikipedia-4')}?replay-interrupted`,
+        key: 'replay-interrupted',
+        policy: { ...p, deadlineMs: 2_000 },
+      })
+    ).jobId;
     // cancelled by Update, and natively
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-cancel', action: 'never_finish' });
-    ids.cancelledUpdate = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('yahoo-2')}?replay-cancel-u`, key: 'replay-cancel-update', policy: p })).jobId;
-    ids.cancelledNative = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('yahoo-3')}?replay-cancel-n`, key: 'replay-cancel-native', policy: p })).jobId;
+    ids.cancelledUpdate = (
+      await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('yahoo-2')}?replay-cancel-u`,
+        key: 'replay-cancel-update',
+        policy: p,
+      })
+    ).jobId;
+    ids.cancelledNative = (
+      await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('yahoo-3')}?replay-cancel-n`,
+        key: 'replay-cancel-native',
+        policy: p,
+      })
+    ).jobId;
     // a lost 202 reconciled by idempotent replay
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-dropped', action: 'drop_after_commit', times: 1 });
-    ids.reconciled = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('yahoo-4')}?replay-dropped`, key: 'replay-reconciled', policy: p })).jobId;
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: 'replay-dropped',
+      action: 'drop_after_commit',
+      times: 1,
+    });
+    ids.reconciled = (
+      await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('yahoo-4')}?replay-dropped`,
+        key: 'replay-reconciled',
+        policy: p,
+      })
+    ).jobId;
     // unknown → resolved by an operator
-    bare.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-unknown', action: 'drop_after_commit', times: 1 });
-    ids.resolved = (await bare.client.startScrape({ account: 'acme', url: `${pages.pageUrl('tumblr')}?replay-unknown`, key: 'replay-resolved', policy: p })).jobId;
+    bare.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: 'replay-unknown',
+      action: 'drop_after_commit',
+      times: 1,
+    });
+    ids.resolved = (
+      await bare.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('tumblr')}?replay-unknown`,
+        key: 'replay-resolved',
+        policy: p,
+      })
+    ).jobId;
     // unknown, woken by a webhook hint (reconciled again, still undecided), then resolved (patch `reconcile-on-wake-in-unknown`)
-    bare.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-woken-unknown', action: 'drop_after_commit', times: 1 });
-    ids.resolvedAfterWake = (await bare.client.startScrape({ account: 'acme', url: `${pages.pageUrl('tumblr')}?replay-woken-unknown`, key: 'replay-resolved-after-wake', policy: p })).jobId;
+    bare.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: 'replay-woken-unknown',
+      action: 'drop_after_commit',
+      times: 1,
+    });
+    ids.resolvedAfterWake = (
+      await bare.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('tumblr')}?replay-woken-unknown`,
+        key: 'replay-resolved-after-wake',
+        policy: p,
+      })
+    ).jobId;
     // cancelled by Update; the provider's "cancelled" answer is followed by one status read (patch `cancel-outcome-as-observed`)
-    ids.cancelledUpdateObserved = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('yahoo-2')}?replay-cancel-o`, key: 'replay-cancel-update-observed', policy: p })).jobId;
+    ids.cancelledUpdateObserved = (
+      await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('yahoo-2')}?replay-cancel-o`,
+        key: 'replay-cancel-update-observed',
+        policy: p,
+      })
+    ).jobId;
 
     // submits that are always lost, each proved absent by the list: bounded, then failed (patch `bounded-resubmits`)
-    listOnly.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'replay-lost', action: 'drop_before_commit' });
-    ids.unacknowledged = (await listOnly.client.startScrape({ account: 'acme', url: `${pages.pageUrl('tmz-1')}?replay-lost`, key: 'replay-unacknowledged', policy: { ...p, submitRounds: 2 } })).jobId;
+    listOnly.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: 'replay-lost',
+      action: 'drop_before_commit',
+    });
+    ids.unacknowledged = (
+      await listOnly.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('tmz-1')}?replay-lost`,
+        key: 'replay-unacknowledged',
+        policy: { ...p, submitRounds: 2 },
+      })
+    ).jobId;
 
     // cancelled by signal while its status check hangs; woken by a webhook hint, then cancelled
-    stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: 'replay-hang', action: 'delay', delayMs: 60_000 });
-    ids.cancelledSignal = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('yahoo-1')}?replay-cancel-s-replay-hang`, key: 'replay-cancel-signal', policy: p })).jobId;
-    ids.woken = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wapo-1')}?replay-cancel-w`, key: 'replay-woken', policy: p })).jobId;
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'status',
+      urlContains: 'replay-hang',
+      action: 'delay',
+      delayMs: 60_000,
+    });
+    ids.cancelledSignal = (
+      await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('yahoo-1')}?replay-cancel-s-replay-hang`,
+        key: 'replay-cancel-signal',
+        policy: p,
+      })
+    ).jobId;
+    ids.woken = (
+      await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('wapo-1')}?replay-cancel-w`,
+        key: 'replay-woken',
+        policy: p,
+      })
+    ).jobId;
     // the provider forgets the task: 404 on every check → expired
     stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: 'replay-expired', action: 'not_found' });
-    ids.expired = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wapo-2')}?replay-expired`, key: 'replay-expired', policy: p })).jobId;
+    ids.expired = (
+      await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('wapo-2')}?replay-expired`,
+        key: 'replay-expired',
+        policy: p,
+      })
+    ).jobId;
     // the deadline policy cancels
-    ids.deadlineCancel = (await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wikipedia')}?replay-cancel-d`, key: 'replay-deadline-cancel', policy: { ...p, deadlineMs: 2_000, onDeadline: 'cancel' } })).jobId;
+    ids.deadlineCancel = (
+      await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('wikipedia')}?replay-cancel-d`,
+        key: 'replay-deadline-cancel',
+        policy: { ...p, deadlineMs: 2_000, onDeadline: 'cancel' },
+      })
+    ).jobId;
 
-    for (const k of ['cancelledUpdate', 'cancelledNative', 'woken', 'cancelledUpdateObserved'] as const) await waitFor(async () => (await stack.store.jobs.get(ids[k]!))?.status_checks, 20_000, k);
-    await waitFor(async () => (await stack.store.jobs.get(ids.cancelledSignal!))?.last_checked_at === null && (await stack.store.jobs.get(ids.cancelledSignal!))?.state === 'pending', 20_000, 'hanging check');
+    for (const k of ['cancelledUpdate', 'cancelledNative', 'woken', 'cancelledUpdateObserved'] as const)
+      await waitFor(async () => (await stack.store.jobs.get(ids[k]!))?.status_checks, 20_000, k);
+    await waitFor(
+      async () =>
+        (await stack.store.jobs.get(ids.cancelledSignal!))?.last_checked_at === null &&
+        (await stack.store.jobs.get(ids.cancelledSignal!))?.state === 'pending',
+      20_000,
+      'hanging check',
+    );
     await stack.client.cancelScrape('acme', ids.cancelledUpdate!, { reason: 'replay test' });
     await stack.client.cancelScrape('acme', ids.cancelledUpdateObserved!, { reason: 'replay test' });
     await stack.temporal.workflow.getHandle(ids.cancelledNative!).cancel();
     await stack.client.cancelScrape('acme', ids.cancelledSignal!, { reason: 'replay test', wait: false });
     await stack.client.wake(ids.woken!, { providerStatus: 'running', eventId: 'replay-1' });
-    await waitFor(async () => Number((await stack.store.jobs.get(ids.woken!))?.status_checks) >= 2, 20_000, 'woken check');
+    await waitFor(
+      async () => Number((await stack.store.jobs.get(ids.woken!))?.status_checks) >= 2,
+      20_000,
+      'woken check',
+    );
     await stack.client.cancelScrape('acme', ids.woken!, { reason: 'replay test' });
-    await waitFor(async () => (await bare.client.getLiveView('acme', ids.resolved!)).note?.includes('waiting for an operator'), 20_000, 'unknown');
+    await waitFor(
+      async () => (await bare.client.getLiveView('acme', ids.resolved!)).note?.includes('waiting for an operator'),
+      20_000,
+      'unknown',
+    );
     const task = bare.sim.jobsFor('acme').find((j) => j.url.includes('replay-unknown'))!;
     await bare.client.resolve('acme', ids.resolved!, { taskId: task.job_id, by: 'replay-test' });
-    await waitFor(async () => (await bare.client.getLiveView('acme', ids.resolvedAfterWake!)).note?.includes('waiting for an operator'), 20_000, 'unknown (wake)');
-    const undecided = async () => (await bare.store.findings.timeline(ids.resolvedAfterWake!)).filter((e) => e.type === 'reconcile_undecided').length;
+    await waitFor(
+      async () =>
+        (await bare.client.getLiveView('acme', ids.resolvedAfterWake!)).note?.includes('waiting for an operator'),
+      20_000,
+      'unknown (wake)',
+    );
+    const undecided = async () =>
+      (await bare.store.findings.timeline(ids.resolvedAfterWake!)).filter((e) => e.type === 'reconcile_undecided')
+        .length;
     const before = await undecided();
     await bare.client.wake(ids.resolvedAfterWake!, { providerStatus: 'running', eventId: 'replay-unknown-1' });
     await waitFor(async () => (await undecided()) > before, 20_000, 'reconciled again after the wake');
@@ -103,16 +257,33 @@ describe('workflow histories replay deterministically', () => {
     const { address, namespace } = inject('temporal');
     const histories: { name: string; workflowId: string; json: string; history: unknown }[] = [];
     for (const [name, id] of Object.entries(ids)) {
-      const s = name === 'resolved' || name === 'resolvedAfterWake' ? bare : name === 'unacknowledged' ? listOnly : stack;
-      await waitForState(s.store, id, ['completed', 'failed', 'cancelled', 'tracking_interrupted', 'cancel_unconfirmed', 'expired'], 60_000);
+      const s =
+        name === 'resolved' || name === 'resolvedAfterWake' ? bare : name === 'unacknowledged' ? listOnly : stack;
+      await waitForState(
+        s.store,
+        id,
+        ['completed', 'failed', 'cancelled', 'tracking_interrupted', 'cancel_unconfirmed', 'expired'],
+        60_000,
+      );
       const handle = s.temporal.workflow.getHandle(id);
       await handle.result().catch(() => undefined); // the native cancel ends CANCELED
-      const json = execFileSync(cli.path, ['workflow', 'show', '-w', id, '--address', address, '--namespace', namespace, '-o', 'json'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+      const json = execFileSync(
+        cli.path,
+        ['workflow', 'show', '-w', id, '--address', address, '--namespace', namespace, '-o', 'json'],
+        {
+          encoding: 'utf8',
+          maxBuffer: 64 * 1024 * 1024,
+        },
+      );
       histories.push({ name, workflowId: id, json, history: JSON.parse(json) }); // proto JSON: the worker parses it
     }
     const bundle = await workflowBundle();
     const results = [];
-    for await (const r of Worker.runReplayHistories({ workflowBundle: bundle }, histories.map((h) => ({ workflowId: h.workflowId, history: h.history as never })))) results.push(r);
+    for await (const r of Worker.runReplayHistories(
+      { workflowBundle: bundle },
+      histories.map((h) => ({ workflowId: h.workflowId, history: h.history as never })),
+    ))
+      results.push(r);
     expect(results.map((r) => r.error?.message ?? null)).toEqual(histories.map(() => null));
 
     // RECORD_HISTORIES=1 adds the histories not recorded yet (older ones stay: replaying histories

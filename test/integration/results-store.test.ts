@@ -26,15 +26,46 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-results-store-'));
 
 beforeAll(async () => {
   pg = await startTestPostgres();
-  if (!pg) throw new Error('PostgreSQL is not installed (initdb/pg_ctl not found): install the Debian package "postgresql" or set SCRAPE_TEST_PG_URL');
+  if (!pg)
+    throw new Error(
+      'PostgreSQL is not installed (initdb/pg_ctl not found): install the Debian package "postgresql" or set SCRAPE_TEST_PG_URL',
+    );
 });
 afterAll(async () => {
   await pg?.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const payload = (over: Record<string, unknown> = {}) => ({ url: 'https://e.x/', finalUrl: null, httpStatus: 200, title: null, byline: null, excerpt: null, lang: null, siteName: null, publishedTime: null, text: null, markdown: null, links: [] as string[], contentLength: null, ...over });
-const job = (id: string) => ({ id, account: 'acme', idem_key: id, provider: 'p', request_hash: 'h', url: 'https://e.x/', input: '{}', options: '{}', batch_id: null, workflow_id: id, task_id: null, deadline_at: null });
+const payload = (over: Record<string, unknown> = {}) => ({
+  url: 'https://e.x/',
+  finalUrl: null,
+  httpStatus: 200,
+  title: null,
+  byline: null,
+  excerpt: null,
+  lang: null,
+  siteName: null,
+  publishedTime: null,
+  text: null,
+  markdown: null,
+  links: [] as string[],
+  contentLength: null,
+  ...over,
+});
+const job = (id: string) => ({
+  id,
+  account: 'acme',
+  idem_key: id,
+  provider: 'p',
+  request_hash: 'h',
+  url: 'https://e.x/',
+  input: '{}',
+  options: '{}',
+  batch_id: null,
+  workflow_id: id,
+  task_id: null,
+  deadline_at: null,
+});
 
 for (const dialect of ['sqlite', 'postgres'] as const) {
   describe(`results on ${dialect}`, () => {
@@ -56,7 +87,11 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     it('pages that each start with the previous page’s last item store one row per document (5 documents over 4 pages, not 8 rows), positions dense', async () => {
       await started('rep');
       // A provider serving 5 documents in pages of 2 where each page after the first starts one back.
-      const all = Array.from({ length: 5 }, (_, i) => ({ id: `scrape-${i}`, url: `https://e.x/p/${i}`, title: `page ${i}` }));
+      const all = Array.from({ length: 5 }, (_, i) => ({
+        id: `scrape-${i}`,
+        url: `https://e.x/p/${i}`,
+        title: `page ${i}`,
+      }));
       const read = await paginateNextLink<(typeof all)[number], ResultDocument>({
         provider: 'p',
         taskId: 't-rep',
@@ -71,12 +106,20 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         },
       });
       expect(read).toHaveLength(8); // what the pages held
-      const out = await store.results.writeOnce('rep', 'p', 't-rep', { ...payload({ title: 'crawl' }), documents: read }, null);
+      const out = await store.results.writeOnce(
+        'rep',
+        'p',
+        't-rep',
+        { ...payload({ title: 'crawl' }), documents: read },
+        null,
+      );
       expect(out).toMatchObject({ inserted: true, documents: 5, contentNote: null });
       expect(await countResultDocuments(store, { jobId: 'rep' })).toBe(5);
       const docs = await store.results.documents('rep', { offset: 0, limit: 100 });
       expect(docs.total).toBe(5);
-      expect(docs.documents.map((d) => [d.seq, d.title, d.identity])).toEqual(all.map((d, i) => [i, d.title, `id:${d.id}`]));
+      expect(docs.documents.map((d) => [d.seq, d.title, d.identity])).toEqual(
+        all.map((d, i) => [i, d.title, `id:${d.id}`]),
+      );
     });
 
     it('a second document with the same identity and other content is dropped (first occurrence wins); the unique index refuses a duplicate row', async () => {
@@ -89,7 +132,25 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       const out = await store.results.writeOnce('dup', 'p', 't-dup', { ...payload({ title: 'x' }), documents }, null);
       const docs = await store.results.documents('dup', { offset: 0, limit: 10 });
       expect(docs.documents.map((d) => `${d.seq}:${d.title}`)).toEqual(['0:first', '1:b']);
-      await expect(store.db.insertInto('result_documents').values({ result_id: out.resultId, seq: 9, identity: 'id:A', url: null, final_url: null, http_status: null, title: null, markdown: null, text: null, links: null, data: null, error: null }).execute()).rejects.toThrow(/unique|UNIQUE/);
+      await expect(
+        store.db
+          .insertInto('result_documents')
+          .values({
+            result_id: out.resultId,
+            seq: 9,
+            identity: 'id:A',
+            url: null,
+            final_url: null,
+            http_status: null,
+            title: null,
+            markdown: null,
+            text: null,
+            links: null,
+            data: null,
+            error: null,
+          })
+          .execute(),
+      ).rejects.toThrow(/unique|UNIQUE/);
     });
 
     it('a binary body is kept as bytes with its media type, size and SHA-256 (result and document), read back byte for byte, and purged with the payload', async () => {
@@ -98,7 +159,13 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       const sha = createHash('sha256').update(pdf).digest('hex');
       const body = binaryBody(pdf, 'application/pdf; name=r.pdf');
       const documents = [{ url: 'https://e.x/r.pdf', title: 'Report', text: 'Hello PDF.', body, identity: 'id:r' }];
-      await store.results.writeOnce('bin', 'p', 't-bin', { ...payload({ title: 'Report', text: 'Hello PDF.', contentLength: pdf.length }), body, documents }, 60_000);
+      await store.results.writeOnce(
+        'bin',
+        'p',
+        't-bin',
+        { ...payload({ title: 'Report', text: 'Hello PDF.', contentLength: pdf.length }), body, documents },
+        60_000,
+      );
       const row = await store.results.forJob('bin');
       expect(row).toMatchObject({ content_type: 'application/pdf', body_sha256: sha, content_note: null, body: null });
       expect(Number(row!.body_size)).toBe(pdf.length);
@@ -108,7 +175,10 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect((await store.results.body('bin', 0))?.bytes.equals(pdf)).toBe(true);
       expect(await store.results.body('bin', 1)).toBeUndefined();
       const [doc] = (await store.results.documents('bin', { offset: 0, limit: 1 })).documents;
-      expect(doc).toMatchObject({ identity: 'id:r', body: { contentType: 'application/pdf', size: pdf.length, sha256: sha } });
+      expect(doc).toMatchObject({
+        identity: 'id:r',
+        body: { contentType: 'application/pdf', size: pdf.length, sha256: sha },
+      });
       // Past retention: the bytes go, the evidence (type, size, hash) stays.
       await store.results.purgeExpired(new Date(Date.now() + 120_000));
       expect(await store.results.body('bin')).toBeUndefined();
@@ -119,12 +189,21 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     it('a result with no usable content completes the job with a content note and a result_empty event; a second writer gets the same note', async () => {
       await started('empty');
       const out = await store.results.writeOnce('empty', 'p', 't-empty', { ...payload(), documents: [] }, null);
-      expect(out).toMatchObject({ inserted: true, transitioned: true, documents: 0, contentNote: 'empty: the provider returned no content (target HTTP 200)' });
+      expect(out).toMatchObject({
+        inserted: true,
+        transitioned: true,
+        documents: 0,
+        contentNote: 'empty: the provider returned no content (target HTTP 200)',
+      });
       expect((await store.jobs.get('empty'))?.state).toBe('completed');
       expect((await store.results.forJob('empty'))?.content_note).toBe(out.contentNote);
       const events = await store.findings.timeline('empty');
-      expect(events.filter((e) => e.type === 'result_empty').map((e) => JSON.parse(e.detail!))).toEqual([{ resultId: out.resultId, note: out.contentNote, documents: 0 }]);
-      expect(JSON.parse(events.find((e) => e.type === 'state' && e.state === 'completed')!.detail!)).toMatchObject({ note: out.contentNote });
+      expect(events.filter((e) => e.type === 'result_empty').map((e) => JSON.parse(e.detail!))).toEqual([
+        { resultId: out.resultId, note: out.contentNote, documents: 0 },
+      ]);
+      expect(JSON.parse(events.find((e) => e.type === 'state' && e.state === 'completed')!.detail!)).toMatchObject({
+        note: out.contentNote,
+      });
       const again = await store.results.writeOnce('empty', 'p', 't-empty', { ...payload({ title: 'late' }) }, null);
       expect(again).toMatchObject({ inserted: false, contentNote: out.contentNote });
       expect((await store.findings.timeline('empty')).filter((e) => e.type === 'result_empty')).toHaveLength(1);
@@ -136,12 +215,34 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       const migrator = new Migrator({ db: s.db as unknown as Kysely<unknown>, provider: migrationProvider });
       const down = await migrator.migrateTo('006_provider_accounts');
       expect(down.error).toBeUndefined();
-      expect(down.results?.map((r) => [r.migrationName, r.direction, r.status])).toEqual([['007_result_fidelity', 'Down', 'Success']]);
+      expect(down.results?.map((r) => [r.migrationName, r.direction, r.status])).toEqual([
+        ['007_result_fidelity', 'Down', 'Success'],
+      ]);
       // Written by a release before 007: no identity, no body columns.
-      const db = s.db as unknown as Kysely<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-      await db.insertInto('jobs').values({ ...job('old'), state: 'completed', created_at: 'x', updated_at: 'x' }).execute();
-      await db.insertInto('results').values({ id: 'r-old', provider: 'p', task_id: 't-old', job_id: 'old', url: 'https://e.x/', written_at: 'x', document_count: 2 }).execute();
-      await db.insertInto('result_documents').values([{ result_id: 'r-old', seq: 0, url: 'https://e.x/0' }, { result_id: 'r-old', seq: 1, url: 'https://e.x/1' }]).execute();
+      const db = s.db as unknown as Kysely<any>;
+      await db
+        .insertInto('jobs')
+        .values({ ...job('old'), state: 'completed', created_at: 'x', updated_at: 'x' })
+        .execute();
+      await db
+        .insertInto('results')
+        .values({
+          id: 'r-old',
+          provider: 'p',
+          task_id: 't-old',
+          job_id: 'old',
+          url: 'https://e.x/',
+          written_at: 'x',
+          document_count: 2,
+        })
+        .execute();
+      await db
+        .insertInto('result_documents')
+        .values([
+          { result_id: 'r-old', seq: 0, url: 'https://e.x/0' },
+          { result_id: 'r-old', seq: 1, url: 'https://e.x/1' },
+        ])
+        .execute();
       const up = await migrator.migrateToLatest();
       expect(up.error).toBeUndefined();
       const docs = await s.results.documents('old', { offset: 0, limit: 10 });

@@ -25,11 +25,23 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { startApifyFixture, type ApifyFixture } from '../fixtures/providers/apify/server.js';
-import { BRIGHTDATA_FIXTURE_DATASET, startBrightDataFixture, type BrightDataFixture } from '../fixtures/providers/brightdata/server.js';
-import { startFirecrawlFixture, type FirecrawlFixture, type FirecrawlFixtureOptions } from '../fixtures/providers/firecrawl/server.js';
+import {
+  BRIGHTDATA_FIXTURE_DATASET,
+  startBrightDataFixture,
+  type BrightDataFixture,
+} from '../fixtures/providers/brightdata/server.js';
+import {
+  startFirecrawlFixture,
+  type FirecrawlFixture,
+  type FirecrawlFixtureOptions,
+} from '../fixtures/providers/firecrawl/server.js';
 import { startProviderScenario, type Scenario } from '../fixtures/providers/harness.js';
 import { startRunsFixture, type RunsFixture } from '../fixtures/providers/http/server.js';
-import { OXYLABS_FIXTURE_CREDENTIALS, startOxylabsFixture, type OxylabsFixture } from '../fixtures/providers/oxylabs/server.js';
+import {
+  OXYLABS_FIXTURE_CREDENTIALS,
+  startOxylabsFixture,
+  type OxylabsFixture,
+} from '../fixtures/providers/oxylabs/server.js';
 import { startScraperApiFixture, type ScraperApiFixture } from '../fixtures/providers/scraperapi/server.js';
 import { startZyteFixture, type ZyteFixture } from '../fixtures/providers/zyte/server.js';
 import { recordCli } from '../helpers/evidence.js';
@@ -39,26 +51,46 @@ import { countResultDocuments } from '../helpers/storeQueries.js';
 
 const run = promisify(execFile);
 const FINAL = ['completed', 'failed', 'tracking_interrupted', 'expired', 'cancelled'];
-const PDF = makePdf({ title: 'Annual report 2026', pages: [['Revenue grew by a third.', 'Costs stayed flat.'], ['Outlook: steady.']] });
+const PDF = makePdf({
+  title: 'Annual report 2026',
+  pages: [['Revenue grew by a third.', 'Costs stayed flat.'], ['Outlook: steady.']],
+});
 const PDF_SHA = createHash('sha256').update(PDF).digest('hex');
 
 /** The real CLI against a scenario's store (its configuration written to a file). */
-async function cli(s: { config: unknown }, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(
+  s: { config: unknown },
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'results-cli-')), 'config.json');
   fs.writeFileSync(file, JSON.stringify(s.config));
   try {
-    const r = await run('npx', ['tsx', 'src/cli.ts', ...args, '--config', file, '--account', 'acme'], { cwd: REPO, env: { ...process.env, SCRAPE_CONFIG: '' }, timeout: 90_000 });
+    const r = await run('npx', ['tsx', 'src/cli.ts', ...args, '--config', file, '--account', 'acme'], {
+      cwd: REPO,
+      env: { ...process.env, SCRAPE_CONFIG: '' },
+      timeout: 90_000,
+    });
     return recordCli(args, { code: 0, stdout: r.stdout, stderr: r.stderr });
   } catch (e) {
     const err = e as { code?: number; stdout?: string; stderr?: string };
-    return recordCli(args, { code: typeof err.code === 'number' ? err.code : -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' });
+    return recordCli(args, {
+      code: typeof err.code === 'number' ? err.code : -1,
+      stdout: err.stdout ?? '',
+      stderr: err.stderr ?? '',
+    });
   }
 }
 
 /** The identities of the job's stored documents, in order, and their titles. */
 async function stored(s: Pick<Scenario<FirecrawlFixture>, 'client' | 'store'>, jobId: string) {
   const docs = await s.client.getResultDocuments('acme', jobId, { offset: 0, limit: 1_000 });
-  return { total: docs.total, rows: await countResultDocuments(s.store, { jobId }), identities: docs.documents.map((d) => d.identity), titles: docs.documents.map((d) => d.title ?? null), documents: docs.documents };
+  return {
+    total: docs.total,
+    rows: await countResultDocuments(s.store, { jobId }),
+    identities: docs.documents.map((d) => d.identity),
+    titles: docs.documents.map((d) => d.title ?? null),
+    documents: docs.documents,
+  };
 }
 
 function firecrawl(fixture: FirecrawlFixtureOptions, entry: Record<string, unknown>, webhooks = false) {
@@ -84,7 +116,9 @@ describe('firecrawl crawl: one row per scrapeId however the next pages repeat', 
       const row = await s.waitFor(ref.jobId, FINAL);
       expect(row.state).toBe('completed');
       // The provider served skip 0, 1, 2, 3 (pages of 2, each starting one back): 8 page documents.
-      const reads = s.fixture.server.requestsTo('GET', `/v2/crawl/${row.task_id}`).filter((r) => r.path === `/v2/crawl/${row.task_id}`);
+      const reads = s.fixture.server
+        .requestsTo('GET', `/v2/crawl/${row.task_id}`)
+        .filter((r) => r.path === `/v2/crawl/${row.task_id}`);
       expect(reads.map((r) => r.query.skip ?? '0').slice(-4)).toEqual(['0', '1', '2', '3']);
       const docs = await stored(s, ref.jobId);
       expect(docs).toMatchObject({ total: 6, rows: 6 });
@@ -129,13 +163,21 @@ describe('firecrawl batch: a PDF scraped with parsers: [] (base64 in markdown)',
     const [post] = s.fixture.server.requestsTo('POST', '/v2/batch/scrape');
     expect(post!.body).toMatchObject({ parsers: [] });
     const r = await s.client.getResult('acme', ref.jobId);
-    expect(r).toMatchObject({ title: 'Annual report 2026', contentLength: PDF.length, contentNote: null, body: { contentType: 'application/pdf', size: PDF.length, sha256: PDF_SHA } });
+    expect(r).toMatchObject({
+      title: 'Annual report 2026',
+      contentLength: PDF.length,
+      contentNote: null,
+      body: { contentType: 'application/pdf', size: PDF.length, sha256: PDF_SHA },
+    });
     expect(r.text).toBe('Revenue grew by a third.\nCosts stayed flat.\n\nOutlook: steady.');
     expect(r.markdown).toBe('Revenue grew by a third. Costs stayed flat.\n\nOutlook: steady.');
     expect(r.markdown).not.toContain(PDF.toString('base64').slice(0, 40));
     expect((await s.client.getResultBody('acme', ref.jobId))?.bytes.equals(PDF)).toBe(true);
     const docs = await stored(s, ref.jobId);
-    expect(docs.documents[0]).toMatchObject({ body: { contentType: 'application/pdf', size: PDF.length, sha256: PDF_SHA }, title: 'Annual report 2026' });
+    expect(docs.documents[0]).toMatchObject({
+      body: { contentType: 'application/pdf', size: PDF.length, sha256: PDF_SHA },
+      title: 'Annual report 2026',
+    });
     expect(JSON.stringify(docs.documents[0]!.data)).not.toContain(PDF.toString('base64').slice(0, 40));
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
   });
@@ -156,8 +198,15 @@ describe('a result without usable content (a crawl that found nothing)', () => {
     expect(out).toMatchObject({ results: 1, documents: { total: 0, rows: 0 } });
     expect(out.events).toContain('result_empty');
     expect((await s.store.results.forJob(ref.jobId))?.content_note).toBe(note);
-    expect(await s.client.getResult('acme', ref.jobId)).toMatchObject({ contentNote: note, title: null, markdown: null });
-    expect(await s.client.getScrape('acme', ref.jobId, { execution: false })).toMatchObject({ state: 'completed', contentNote: note });
+    expect(await s.client.getResult('acme', ref.jobId)).toMatchObject({
+      contentNote: note,
+      title: null,
+      markdown: null,
+    });
+    expect(await s.client.getScrape('acme', ref.jobId, { execution: false })).toMatchObject({
+      state: 'completed',
+      contentNote: note,
+    });
     expect((await s.client.getLiveView('acme', ref.jobId)).note).toBe(note);
 
     const api = await s.api!.call('acme', 'GET', `/v1/scrapes/${encodeURIComponent(ref.jobId)}/result`);
@@ -188,13 +237,25 @@ describe('apify: clean windows with an empty page', () => {
     s = await startProviderScenario<ApifyFixture>({
       kind: 'apify',
       fixture: () => startApifyFixture(),
-      entry: (fx) => ({ baseUrl: fx.url, actorId: 'acme~site-crawler', readTimeoutMs: 3_000, submitTimeoutMs: 3_000, replicaLagGraceMs: 1_500, clean: true, results: { pageSize: 2 } }),
+      entry: (fx) => ({
+        baseUrl: fx.url,
+        actorId: 'acme~site-crawler',
+        readTimeoutMs: 3_000,
+        submitTimeoutMs: 3_000,
+        replicaLagGraceMs: 1_500,
+        clean: true,
+        results: { pageSize: 2 },
+      }),
     });
   });
   afterAll(async () => s?.stop());
 
   it('an empty window mid-dataset (empty-page) loses nothing and repeats nothing: 7 items, 7 rows', async () => {
-    const items = Array.from({ length: 7 }, (_, i) => ({ url: `https://shop.example/i/${i}`, title: `Item ${i}`, price: i }));
+    const items = Array.from({ length: 7 }, (_, i) => ({
+      url: `https://shop.example/i/${i}`,
+      title: `Item ${i}`,
+      price: i,
+    }));
     s.fixture.plan('clean-empty', { items: items.map((i) => ({ ...i })) }); // the fixture writes its empty window into the array it is given
     s.fixture.conformance.setPages('empty-page');
     try {
@@ -215,14 +276,24 @@ describe('zyte: item keys served again at each page start', () => {
     s = await startProviderScenario<ZyteFixture>({
       kind: 'zyte',
       fixture: () => startZyteFixture(),
-      entry: (fx) => ({ baseUrl: fx.url, storageUrl: fx.storageUrl, project: fx.project, spider: 'quotes', readTimeoutMs: 3_000, submitTimeoutMs: 3_000, results: { pageSize: 2 } }),
+      entry: (fx) => ({
+        baseUrl: fx.url,
+        storageUrl: fx.storageUrl,
+        project: fx.project,
+        spider: 'quotes',
+        readTimeoutMs: 3_000,
+        submitTimeoutMs: 3_000,
+        results: { pageSize: 2 },
+      }),
     });
   });
   afterAll(async () => s?.stop());
 
   it('repeat-boundary (start is inclusive): 5 items stored once each, identified by their _key', async () => {
     const url = 'https://quotes.example/repeat';
-    s.fixture.plan('repeat', { items: Array.from({ length: 5 }, (_, i) => ({ url: `${url}#q-${i}`, title: `Quote ${i}` })) });
+    s.fixture.plan('repeat', {
+      items: Array.from({ length: 5 }, (_, i) => ({ url: `${url}#q-${i}`, title: `Quote ${i}` })),
+    });
     s.fixture.conformance.setPages('repeat-boundary');
     try {
       const ref = await s.start({ url, key: 'repeat' });
@@ -253,60 +324,88 @@ function runsEntry(url: string, pagination: (typeof PAGINATION)[keyof typeof PAG
     readTimeoutMs: 3_000,
     submitTimeoutMs: 3_000,
     auth: { in: 'query', name: 'api_key' },
-    submit: { path: '/v3/runs', body: { target: { url: '{{url}}' }, reference: '{{clientRef}}' }, taskIdPath: '/data/id', statusPath: '/data/state' },
-    status: { path: '/v3/runs/{{taskId}}', statusPath: '/data/state', map: { pending: 'queued', running: 'running', done: 'completed', error: 'failed', aborted: 'cancelled' } },
+    submit: {
+      path: '/v3/runs',
+      body: { target: { url: '{{url}}' }, reference: '{{clientRef}}' },
+      taskIdPath: '/data/id',
+      statusPath: '/data/state',
+    },
+    status: {
+      path: '/v3/runs/{{taskId}}',
+      statusPath: '/data/state',
+      map: { pending: 'queued', running: 'running', done: 'completed', error: 'failed', aborted: 'cancelled' },
+    },
     // The runs API's documents have no ID of their own: `link` is their identity (its CONTRACT.md).
-    result: { request: { path: '/v3/runs/{{taskId}}/items' }, documentsPath: '/items', fields: { id: '/link', url: '/link', title: '/heading', text: '/content', error: '/problem' }, pagination },
+    result: {
+      request: { path: '/v3/runs/{{taskId}}/items' },
+      documentsPath: '/items',
+      fields: { id: '/link', url: '/link', title: '/heading', text: '/content', error: '/problem' },
+      pagination,
+    },
     errors: { terminalCodes: ['EMPTY_DATASET'], expiredCodes: ['RUN_EXPIRED'], concurrencyCodes: ['TOO_MANY_RUNS'] },
     results: { pageSize: 3 },
   };
 }
 
-describe.each(Object.keys(PAGINATION) as (keyof typeof PAGINATION)[])('http kind (%s paging): repeated and empty pages', (style) => {
-  let s: Scenario<RunsFixture>;
-  beforeAll(async () => {
-    s = await startProviderScenario({ kind: 'http', fixture: () => startRunsFixture({ items: 7 }), entry: (fx) => runsEntry(fx.url, PAGINATION[style]) });
-  });
-  afterAll(async () => s?.stop());
+describe.each(Object.keys(PAGINATION) as (keyof typeof PAGINATION)[])(
+  'http kind (%s paging): repeated and empty pages',
+  (style) => {
+    let s: Scenario<RunsFixture>;
+    beforeAll(async () => {
+      s = await startProviderScenario({
+        kind: 'http',
+        fixture: () => startRunsFixture({ items: 7 }),
+        entry: (fx) => runsEntry(fx.url, PAGINATION[style]),
+      });
+    });
+    afterAll(async () => s?.stop());
 
-  const titles = ['Item 0', 'Item 1', 'Item 2', 'Item 3', 'Item 4', 'Item 5', 'Item 6'];
+    const titles = ['Item 0', 'Item 1', 'Item 2', 'Item 3', 'Item 4', 'Item 5', 'Item 6'];
 
-  it('repeat-boundary: pages of 3 that start one item back hold 9 items; 7 rows, one per link', async () => {
-    s.fixture.conformance.setPages('repeat-boundary');
-    try {
-      const url = `https://shop.example/${style}-repeat`;
-      const ref = await s.start({ url, key: `repeat-${style}` });
-      expect((await s.waitFor(ref.jobId, FINAL)).state).toBe('completed');
-      const docs = await stored(s, ref.jobId);
-      expect(docs).toMatchObject({ total: 7, rows: 7 });
-      expect(docs.titles).toEqual(titles);
-      expect(docs.identities).toEqual(titles.map((_, i) => `id:${url}#item-${i}`));
-    } finally {
-      s.fixture.conformance.setPages('normal');
-    }
-  });
+    it('repeat-boundary: pages of 3 that start one item back hold 9 items; 7 rows, one per link', async () => {
+      s.fixture.conformance.setPages('repeat-boundary');
+      try {
+        const url = `https://shop.example/${style}-repeat`;
+        const ref = await s.start({ url, key: `repeat-${style}` });
+        expect((await s.waitFor(ref.jobId, FINAL)).state).toBe('completed');
+        const docs = await stored(s, ref.jobId);
+        expect(docs).toMatchObject({ total: 7, rows: 7 });
+        expect(docs.titles).toEqual(titles);
+        expect(docs.identities).toEqual(titles.map((_, i) => `id:${url}#item-${i}`));
+      } finally {
+        s.fixture.conformance.setPages('normal');
+      }
+    });
 
-  // Offset paging computes its next position itself, so an empty page there ends the read: the
-  // runs API's empty page is exercised where the answer names the next position.
-  it.skipIf(style === 'offset')('empty-page: an empty page whose next is its own position is read again; 7 rows', async () => {
-    s.fixture.conformance.setPages('empty-page');
-    try {
-      // (A URL with "empty" in it is the runs API's empty run: this one must not have it.)
-      const ref = await s.start({ url: `https://shop.example/${style}-blank-page`, key: `blank-${style}` });
-      expect((await s.waitFor(ref.jobId, FINAL)).state).toBe('completed');
-      const docs = await stored(s, ref.jobId);
-      expect(docs).toMatchObject({ total: 7, rows: 7 });
-      expect(docs.titles).toEqual(titles);
-    } finally {
-      s.fixture.conformance.setPages('normal');
-    }
-  });
-});
+    // Offset paging computes its next position itself, so an empty page there ends the read: the
+    // runs API's empty page is exercised where the answer names the next position.
+    it.skipIf(style === 'offset')(
+      'empty-page: an empty page whose next is its own position is read again; 7 rows',
+      async () => {
+        s.fixture.conformance.setPages('empty-page');
+        try {
+          // (A URL with "empty" in it is the runs API's empty run: this one must not have it.)
+          const ref = await s.start({ url: `https://shop.example/${style}-blank-page`, key: `blank-${style}` });
+          expect((await s.waitFor(ref.jobId, FINAL)).state).toBe('completed');
+          const docs = await stored(s, ref.jobId);
+          expect(docs).toMatchObject({ total: 7, rows: 7 });
+          expect(docs.titles).toEqual(titles);
+        } finally {
+          s.fixture.conformance.setPages('normal');
+        }
+      },
+    );
+  },
+);
 
 describe('scraperapi: a PDF relayed as response.base64EncodedBody', () => {
   let s: Scenario<ScraperApiFixture>;
   beforeAll(async () => {
-    s = await startProviderScenario<ScraperApiFixture>({ kind: 'scraperapi', fixture: () => startScraperApiFixture(), entry: (f) => ({ baseUrl: f.url, readTimeoutMs: 3_000, submitTimeoutMs: 3_000 }) });
+    s = await startProviderScenario<ScraperApiFixture>({
+      kind: 'scraperapi',
+      fixture: () => startScraperApiFixture(),
+      entry: (f) => ({ baseUrl: f.url, readTimeoutMs: 3_000, submitTimeoutMs: 3_000 }),
+    });
     s.fixture.conformance.binaryBody('annual.pdf', { contentType: 'application/pdf', bytes: PDF });
   });
   afterAll(async () => s?.stop());
@@ -315,7 +414,13 @@ describe('scraperapi: a PDF relayed as response.base64EncodedBody', () => {
     const ref = await s.start({ url: 'https://reports.example/annual.pdf', key: 'pdf' });
     expect((await s.waitFor(ref.jobId, FINAL)).state).toBe('completed');
     const r = await s.client.getResult('acme', ref.jobId);
-    expect(r).toMatchObject({ httpStatus: 200, title: 'Annual report 2026', contentLength: PDF.length, contentNote: null, body: { contentType: 'application/pdf', size: PDF.length, sha256: PDF_SHA } });
+    expect(r).toMatchObject({
+      httpStatus: 200,
+      title: 'Annual report 2026',
+      contentLength: PDF.length,
+      contentNote: null,
+      body: { contentType: 'application/pdf', size: PDF.length, sha256: PDF_SHA },
+    });
     expect(r.text).toContain('Revenue grew by a third.');
     expect(r.markdown).toContain('Outlook: steady.');
     expect((await s.client.getResultBody('acme', ref.jobId))?.bytes.equals(PDF)).toBe(true);
@@ -334,7 +439,15 @@ describe('oxylabs: a PDF asked with content_encoding: base64', () => {
     s = await startProviderScenario<OxylabsFixture>({
       kind: 'oxylabs',
       fixture: () => startOxylabsFixture(),
-      entry: (f) => ({ baseUrl: f.url, readTimeoutMs: 3_000, submitTimeoutMs: 3_000, credentials: { default: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.acme }, accounts: { globex: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.globex } } } }),
+      entry: (f) => ({
+        baseUrl: f.url,
+        readTimeoutMs: 3_000,
+        submitTimeoutMs: 3_000,
+        credentials: {
+          default: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.acme },
+          accounts: { globex: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.globex } },
+        },
+      }),
     });
     s.fixture.conformance.binaryBody('annual.pdf', { contentType: 'application/pdf', bytes: PDF });
   });
@@ -344,14 +457,26 @@ describe('oxylabs: a PDF asked with content_encoding: base64', () => {
   });
 
   it('the Base64 content is decoded and kept as a PDF with its text; an HTML page asked the same way is still extracted as a page', async () => {
-    const ref = await s.start({ url: 'https://reports.example/annual.pdf', key: 'pdf', options: { content_encoding: 'base64' } });
+    const ref = await s.start({
+      url: 'https://reports.example/annual.pdf',
+      key: 'pdf',
+      options: { content_encoding: 'base64' },
+    });
     expect((await s.waitFor(ref.jobId, FINAL)).state).toBe('completed');
     const r = await s.client.getResult('acme', ref.jobId);
-    expect(r).toMatchObject({ title: 'Annual report 2026', contentLength: PDF.length, body: { contentType: 'application/pdf', size: PDF.length, sha256: PDF_SHA } });
+    expect(r).toMatchObject({
+      title: 'Annual report 2026',
+      contentLength: PDF.length,
+      body: { contentType: 'application/pdf', size: PDF.length, sha256: PDF_SHA },
+    });
     expect(r.text).toContain('Outlook: steady.');
     expect((await s.client.getResultBody('acme', ref.jobId))?.bytes.equals(PDF)).toBe(true);
 
-    const html = await s.start({ url: pages.pageUrl('wikipedia'), key: 'html-b64', options: { content_encoding: 'base64' } });
+    const html = await s.start({
+      url: pages.pageUrl('wikipedia'),
+      key: 'html-b64',
+      options: { content_encoding: 'base64' },
+    });
     expect((await s.waitFor(html.jobId, FINAL)).state).toBe('completed');
     const page = await s.client.getResult('acme', html.jobId);
     expect(page.body).toBeNull();
@@ -368,7 +493,14 @@ describe('brightdata: rows as documents', () => {
     s = await startProviderScenario<BrightDataFixture>({
       kind: 'brightdata',
       fixture: () => startBrightDataFixture(),
-      entry: (f) => ({ baseUrl: f.url, readTimeoutMs: 5_000, submitTimeoutMs: 3_000, datasetId: BRIGHTDATA_FIXTURE_DATASET, reconcile: { settleMs: 1_000 }, listing: { marginMs: 5_000 } }),
+      entry: (f) => ({
+        baseUrl: f.url,
+        readTimeoutMs: 5_000,
+        submitTimeoutMs: 3_000,
+        datasetId: BRIGHTDATA_FIXTURE_DATASET,
+        reconcile: { settleMs: 1_000 },
+        listing: { marginMs: 5_000 },
+      }),
     });
   });
   afterAll(async () => {
@@ -379,11 +511,22 @@ describe('brightdata: rows as documents', () => {
   it('a one-record snapshot carrying markdown, text and final_url fills its document and the result row; result --field markdown prints it', async () => {
     const url = `${pages.pageUrl('wikipedia')}?md-record`;
     const markdown = '# Crawled page\n\nThe body as Markdown.';
-    s.fixture.rule('md-record', { kind: 'records', count: 1, fields: { markdown, text: 'The body as text.', final_url: `${url}&final`, page_html: '<html></html>' } });
+    s.fixture.rule('md-record', {
+      kind: 'records',
+      count: 1,
+      fields: { markdown, text: 'The body as text.', final_url: `${url}&final`, page_html: '<html></html>' },
+    });
     const ref = await s.start({ url, key: 'md' });
     expect((await s.waitFor(ref.jobId, FINAL)).state).toBe('completed');
     const docs = await stored(s, ref.jobId);
-    expect(docs.documents[0]).toMatchObject({ url, finalUrl: `${url}&final`, markdown, text: 'The body as text.', httpStatus: 200, identity: `pos:${new URL(url).href}#0` });
+    expect(docs.documents[0]).toMatchObject({
+      url,
+      finalUrl: `${url}&final`,
+      markdown,
+      text: 'The body as text.',
+      httpStatus: 200,
+      identity: `pos:${new URL(url).href}#0`,
+    });
     const r = await s.client.getResult('acme', ref.jobId);
     expect(r).toMatchObject({ markdown, text: 'The body as text.', finalUrl: `${url}&final`, contentNote: null });
     expect(r.title).toBeTruthy();
@@ -395,7 +538,12 @@ describe('brightdata: rows as documents', () => {
   it('per-input error rows (include_errors=true) are per-document errors with Bright Data’s code, never data', async () => {
     const url = `${pages.pageUrl('cnet')}?mixed`;
     s.fixture.rule('mixed', { kind: 'records', count: 2 });
-    s.fixture.rule('mixed', { kind: 'error_records', count: 1, error: '4XX page - dead page.', errorCode: 'dead_page' });
+    s.fixture.rule('mixed', {
+      kind: 'error_records',
+      count: 1,
+      error: '4XX page - dead page.',
+      errorCode: 'dead_page',
+    });
     const ref = await s.start({ url, key: 'mixed' });
     expect((await s.waitFor(ref.jobId, FINAL)).state).toBe('completed');
     const docs = await stored(s, ref.jobId);

@@ -70,10 +70,26 @@ describe('a scrape end to end', () => {
   });
 
   it('the same key with other parameters is a conflict, never a silent reuse', async () => {
-    const ref = await stack.client.startScrape({ account: 'acme', url: pages.pageUrl('002'), key: 'conflict-key', policy: FAST_POLICY });
-    await expect(stack.client.startScrape({ account: 'acme', url: pages.pageUrl('003-metadata-preferred'), key: 'conflict-key', policy: FAST_POLICY })).rejects.toMatchObject({ code: 'conflict' });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: pages.pageUrl('002'),
+      key: 'conflict-key',
+      policy: FAST_POLICY,
+    });
+    await expect(
+      stack.client.startScrape({
+        account: 'acme',
+        url: pages.pageUrl('003-metadata-preferred'),
+        key: 'conflict-key',
+        policy: FAST_POLICY,
+      }),
+    ).rejects.toMatchObject({ code: 'conflict' });
     await waitForState(stack.store, ref.jobId, ['completed']);
-    await expect(stack.client.startScrape({ account: 'acme', url: pages.pageUrl('003-metadata-preferred'), key: 'conflict-key' })).rejects.toMatchObject({ code: 'conflict' });
+    await expect(
+      stack.client.startScrape({ account: 'acme', url: pages.pageUrl('003-metadata-preferred'), key: 'conflict-key' }),
+    ).rejects.toMatchObject({
+      code: 'conflict',
+    });
   });
 
   it('a derived key makes a repeat of the same request the same job', async () => {
@@ -86,16 +102,31 @@ describe('a scrape end to end', () => {
   });
 
   it('the cancel signal on a pending job reaches the provider cancel endpoint and ends it cancelled', async () => {
-    const fault = stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'cancel-me', action: 'never_finish' });
+    const fault = stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: 'cancel-me',
+      action: 'never_finish',
+    });
     try {
-      const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.url}/slow?ms=1&to=/pages/ars-1/&cancel-me`, key: 'cancel-1', policy: FAST_POLICY });
+      const ref = await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.url}/slow?ms=1&to=/pages/ars-1/&cancel-me`,
+        key: 'cancel-1',
+        policy: FAST_POLICY,
+      });
       const pending = await waitFor(async () => {
         const r = await stack.store.jobs.get(ref.jobId);
         return r?.state === 'pending' && r.status_checks > 0 ? r : undefined;
       });
       const cancelsBefore = stack.sim.stats().cancelCalls;
       await stack.temporal.workflow.getHandle(ref.jobId).signal('cancel', { reason: 'test', requestedBy: 'vitest' });
-      const row = await waitForState(stack.store, ref.jobId, ['cancelled', 'cancel_unconfirmed', 'failed', 'completed']);
+      const row = await waitForState(stack.store, ref.jobId, [
+        'cancelled',
+        'cancel_unconfirmed',
+        'failed',
+        'completed',
+      ]);
       expect(row.state).toBe('cancelled');
       expect(stack.sim.stats().cancelCalls - cancelsBefore).toBe(1);
       expect(stack.sim.getJob(pending.task_id!)?.status).toBe('cancelled');
@@ -106,7 +137,12 @@ describe('a scrape end to end', () => {
   });
 
   it('a job that never finishes ends tracking_interrupted at its deadline, keeping its task ID', async () => {
-    const fault = stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'never-ends', action: 'never_finish' });
+    const fault = stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: 'never-ends',
+      action: 'never_finish',
+    });
     try {
       const ref = await stack.client.startScrape({
         account: 'acme',
@@ -134,7 +170,12 @@ describe('a scrape end to end', () => {
       (badKey.config.providers.reference!.credentials.default as { apiKey: string }).apiKey = 'sk-wrong-key-0000000000';
       await badKey.stopWorker();
       await badKey.startWorker();
-      const ref = await badKey.client.startScrape({ account: 'acme', url: pages.pageUrl('cnn'), key: 'auth-1', policy: FAST_POLICY });
+      const ref = await badKey.client.startScrape({
+        account: 'acme',
+        url: pages.pageUrl('cnn'),
+        key: 'auth-1',
+        policy: FAST_POLICY,
+      });
       const row = await waitForState(badKey.store, ref.jobId, ['failed', 'completed', 'pending'], 20_000);
       expect(row.state).toBe('failed');
       const err = JSON.parse(row.last_error!);

@@ -22,7 +22,11 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  for (const id of Object.values(maintenanceScheduleIds(stack.config.temporal.taskQueue))) await stack.temporal.schedule.getHandle(id).delete().catch(() => undefined);
+  for (const id of Object.values(maintenanceScheduleIds(stack.config.temporal.taskQueue)))
+    await stack.temporal.schedule
+      .getHandle(id)
+      .delete()
+      .catch(() => undefined);
   await stack?.stop();
 });
 
@@ -52,7 +56,12 @@ function childrenOf(pid: number): number[] {
 
 /** Starts `npm run <script> -- <args>` in its own process group and collects its output. */
 function npmRun(script: string, args: string[]) {
-  const child = spawn('npm', ['run', '--silent', script, '--', ...args], { cwd: REPO, env: { ...process.env, SCRAPE_CONFIG: '', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn('npm', ['run', '--silent', script, '--', ...args], {
+    cwd: REPO,
+    env: { ...process.env, SCRAPE_CONFIG: '', FORCE_COLOR: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   started.push(child);
   let out = '';
   child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
@@ -70,7 +79,13 @@ describe('signals through the npm wrapper', () => {
   it('SIGINT to `npm run worker` stops the worker’s node process', async () => {
     const w = npmRun('worker', ['--config', stack.configFile]);
     // The worker logs JSON lines: {"message":"worker polling","pid":…,"taskQueue":…}.
-    const pid = Number((await waitFor(() => /"worker polling"[^\n]*?"pid":(\d+)/.exec(w.output())?.[1], 90_000, `the worker to poll:\n${w.output()}`)));
+    const pid = Number(
+      await waitFor(
+        () => /"worker polling"[^\n]*?"pid":(\d+)/.exec(w.output())?.[1],
+        90_000,
+        `the worker to poll:\n${w.output()}`,
+      ),
+    );
     expect(childrenOf(w.child.pid!)).toEqual([pid]); // npm → node, no shell in between
     expect(isAlive(pid)).toBe(true);
     process.kill(w.child.pid!, 'SIGINT'); // only npm gets it, as from a process manager
@@ -81,13 +96,17 @@ describe('signals through the npm wrapper', () => {
 
   it('SIGTERM to `npm run devserver` stops its node process and the Temporal server', async () => {
     const d = npmRun('devserver', ['--headless']);
-    const serverPid = Number(await waitFor(() => /pid:\s+(\d+)/.exec(d.output())?.[1], 90_000, `the dev server:\n${d.output()}`));
+    const serverPid = Number(
+      await waitFor(() => /pid:\s+(\d+)/.exec(d.output())?.[1], 90_000, `the dev server:\n${d.output()}`),
+    );
     const [nodePid] = childrenOf(d.child.pid!);
     expect(nodePid).toBeGreaterThan(0);
     expect(childrenOf(nodePid!)).toContain(serverPid);
     process.kill(d.child.pid!, 'SIGTERM');
     await d.exited;
-    expect(await waitFor(() => !isAlive(nodePid!) && !isAlive(serverPid), 30_000, 'node and temporal to end')).toBe(true);
+    expect(await waitFor(() => !isAlive(nodePid!) && !isAlive(serverPid), 30_000, 'node and temporal to end')).toBe(
+      true,
+    );
   }, 180_000);
 });
 
@@ -102,7 +121,11 @@ describe('demo ports', () => {
       expect((await flag.exited).code).toBe(2);
       expect(flag.output()).toContain(`port ${port} (--site-port / SCRAPE_DEMO_SITE_PORT) is in use on 127.0.0.1`);
       expect(fs.existsSync(path.join(dataDir, 'temporal.db'))).toBe(false); // nothing started
-      const env = spawn('npm', ['run', '--silent', 'demo', '--', '--exit', '--data-dir', dataDir], { cwd: REPO, env: { ...process.env, SCRAPE_DEMO_PROVIDER_PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const env = spawn('npm', ['run', '--silent', 'demo', '--', '--exit', '--data-dir', dataDir], {
+        cwd: REPO,
+        env: { ...process.env, SCRAPE_DEMO_PROVIDER_PORT: String(port) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       env.stdout.on('data', (b: Buffer) => (out += b.toString()));
       env.stderr.on('data', (b: Buffer) => (out += b.toString()));

@@ -30,7 +30,10 @@ const KEY = 'sk-sim-webhooks-0123456789';
 
 beforeAll(async () => {
   pages = await startPageServer();
-  sim = await startSim({ accounts: [{ name: 'acme', apiKeys: [KEY], profile: { concurrency: 10 } }], webhookRetryDelaysMs: [100, 300] });
+  sim = await startSim({
+    accounts: [{ name: 'acme', apiKeys: [KEY], profile: { concurrency: 10 } }],
+    webhookRetryDelaysMs: [100, 300],
+  });
   receiver = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -57,7 +60,11 @@ beforeEach(() => {
 });
 
 async function submit(url: string, webhook: Record<string, unknown>): Promise<string> {
-  const r = await fetch(`${sim.url}/api/scrape`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ url, client_ref: 'ref-1', webhook }) });
+  const r = await fetch(`${sim.url}/api/scrape`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ url, client_ref: 'ref-1', webhook }),
+  });
   expect(r.status).toBe(202);
   return ((await r.json()) as { job_id: string }).job_id;
 }
@@ -77,7 +84,14 @@ describe('sim webhooks', () => {
     expect(verifySha256Signature(d.raw, d.headers['x-sim-signature'] as string, SECRET)).toBe(true);
     expect(verifySha256Signature(d.raw, d.headers['x-sim-signature'] as string, 'another-secret')).toBe(false);
     const stats = sim.stats();
-    expect(stats.webhooks).toMatchObject({ events: 1, attempts: 1, delivered: 1, failedAttempts: 0, dropped: 0, duplicates: 0 });
+    expect(stats.webhooks).toMatchObject({
+      events: 1,
+      attempts: 1,
+      delivered: 1,
+      failedAttempts: 0,
+      dropped: 0,
+      duplicates: 0,
+    });
     expect(stats.jobs[0]!.webhook_url).toBe(receiverUrl);
     expect(JSON.stringify(stats)).not.toContain(SECRET);
     expect(JSON.stringify(sim.getJob(jobId))).not.toContain(SECRET);
@@ -87,7 +101,10 @@ describe('sim webhooks', () => {
     const jobId = await submit(pages.pageUrl('002'), { url: receiverUrl, events: ['running', 'completed'] });
     await sim.waitForJob(jobId);
     await waitFor(() => received.length === 2, 5_000, 'two deliveries');
-    expect(received.map((r) => (JSON.parse(r.raw.toString()) as { type: string }).type)).toEqual(['job.running', 'job.completed']);
+    expect(received.map((r) => (JSON.parse(r.raw.toString()) as { type: string }).type)).toEqual([
+      'job.running',
+      'job.completed',
+    ]);
     expect(received.every((r) => r.headers['x-sim-signature'] === undefined)).toBe(true);
   });
 
@@ -101,7 +118,13 @@ describe('sim webhooks', () => {
     expect(new Set(received.map((r) => r.headers['x-sim-signature'])).size).toBe(1);
     expect(received[1]!.at - received[0]!.at).toBeGreaterThanOrEqual(90);
     expect(received[2]!.at - received[1]!.at).toBeGreaterThanOrEqual(290);
-    expect(sim.stats().webhooks).toMatchObject({ events: 1, attempts: 3, delivered: 1, failedAttempts: 2, exhausted: 0 });
+    expect(sim.stats().webhooks).toMatchObject({
+      events: 1,
+      attempts: 3,
+      delivered: 1,
+      failedAttempts: 2,
+      exhausted: 0,
+    });
 
     received = [];
     answers = [500, 500, 500];
@@ -136,7 +159,11 @@ describe('sim webhooks', () => {
   });
 
   it('rejects an invalid webhook in the submit body with the reason', async () => {
-    const r = await fetch(`${sim.url}/api/scrape`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ url: pages.pageUrl('001'), webhook: { url: 'ftp://x', color: 'red' } }) });
+    const r = await fetch(`${sim.url}/api/scrape`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: pages.pageUrl('001'), webhook: { url: 'ftp://x', color: 'red' } }),
+    });
     expect(r.status).toBe(400);
     const body = JSON.stringify(await r.json());
     expect(body).toContain('webhook');

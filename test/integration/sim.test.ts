@@ -58,7 +58,7 @@ async function sim(
 interface ApiResult {
   status: number;
   headers: Headers;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  body: any;
 }
 
 async function call(
@@ -154,13 +154,17 @@ describe('scrape lifecycle and extraction', () => {
     ['hukumusume', 'shift_jis'],
     ['qq', 'gbk'],
     ['liberation-1', 'windows-1252'],
-  ])('decodes %s served in %s without a charset header (meta sniffing)', async (name, encoding) => {
-    const s = await sim();
-    const r = await submit(s, { url: pages.encodedPageUrl(name, encoding) });
-    const done = await s.waitForJob(r.body.job_id);
-    expect(done.status).toBe('completed');
-    expect(done.result?.title).toBe(expectedTitle(name));
-  }, 20_000);
+  ])(
+    'decodes %s served in %s without a charset header (meta sniffing)',
+    async (name, encoding) => {
+      const s = await sim();
+      const r = await submit(s, { url: pages.encodedPageUrl(name, encoding) });
+      const done = await s.waitForJob(r.body.job_id);
+      expect(done.status).toBe('completed');
+      expect(done.result?.title).toBe(expectedTitle(name));
+    },
+    20_000,
+  );
 
   it('serves the UTF-8 corpus page 001 with its exact title', async () => {
     const s = await sim();
@@ -233,7 +237,11 @@ describe('authentication and authorisation', () => {
       expectError(await cancel(s, 'job_x', key), 401, 'UNAUTHORIZED');
       expectError(await call(s, 'GET', '/api/jobs', { key }), 401, 'UNAUTHORIZED');
     }
-    expectError(await call(s, 'GET', '/api/jobs', { key: null, headers: { authorization: `Basic ${ACME}` } }), 401, 'UNAUTHORIZED');
+    expectError(
+      await call(s, 'GET', '/api/jobs', { key: null, headers: { authorization: `Basic ${ACME}` } }),
+      401,
+      'UNAUTHORIZED',
+    );
     expect(s.stats().jobsCreated.total).toBe(0);
   });
 
@@ -277,9 +285,15 @@ describe('submit validation', () => {
       expect(Array.isArray(r.body.error.issues)).toBe(true);
       expect(r.body.error.issues.length).toBeGreaterThan(0);
     }
-    const notJson = await call(s, 'POST', '/api/scrape', { rawBody: '{nope', headers: { 'content-type': 'application/json' } });
+    const notJson = await call(s, 'POST', '/api/scrape', {
+      rawBody: '{nope',
+      headers: { 'content-type': 'application/json' },
+    });
     expectError(notJson, 400, 'VALIDATION_ERROR');
-    const empty = await call(s, 'POST', '/api/scrape', { rawBody: '', headers: { 'content-type': 'application/json' } });
+    const empty = await call(s, 'POST', '/api/scrape', {
+      rawBody: '',
+      headers: { 'content-type': 'application/json' },
+    });
     expectError(empty, 400, 'VALIDATION_ERROR');
     const badKey = await submit(s, { url: pages.pageUrl('001') }, { headers: { 'idempotency-key': 'k'.repeat(256) } });
     expectError(badKey, 400, 'VALIDATION_ERROR');
@@ -325,7 +339,11 @@ describe('idempotency', () => {
     await submit(s, { url: pages.pageUrl('001') }, { headers: { 'idempotency-key': 'k' } });
     const conflict = await submit(s, { url: pages.pageUrl('002') }, { headers: { 'idempotency-key': 'k' } });
     expectError(conflict, 409, 'IDEMPOTENCY_CONFLICT');
-    const conflict2 = await submit(s, { url: pages.pageUrl('001'), format: 'text' }, { headers: { 'idempotency-key': 'k' } });
+    const conflict2 = await submit(
+      s,
+      { url: pages.pageUrl('001'), format: 'text' },
+      { headers: { 'idempotency-key': 'k' } },
+    );
     expectError(conflict2, 409, 'IDEMPOTENCY_CONFLICT');
     expect(s.stats().jobsCreated.total).toBe(1);
   });
@@ -421,7 +439,12 @@ describe('cancel', () => {
     const r = await submit(s, { url: pages.pageUrl('001') });
     const c = await cancel(s, r.body.job_id);
     expect(c.status).toBe(200);
-    expect(c.body).toEqual({ job_id: r.body.job_id, status: 'cancelled', progress: { pages_fetched: 0 }, credits_used: 0 }); // the effects so far
+    expect(c.body).toEqual({
+      job_id: r.body.job_id,
+      status: 'cancelled',
+      progress: { pages_fetched: 0 },
+      credits_used: 0,
+    }); // the effects so far
     const st = await status(s, r.body.job_id);
     expect(st.body.status).toBe('cancelled');
     expect(st.body.credits_used).toBe(0);
@@ -695,7 +718,12 @@ describe('faults', () => {
     const r = await submit(s, { url: pages.pageUrl('001') });
     const c = await cancel(s, r.body.job_id);
     expect(c.status).toBe(202);
-    expect(c.body).toEqual({ job_id: r.body.job_id, status: 'queued', progress: { pages_fetched: 0 }, credits_used: 0 });
+    expect(c.body).toEqual({
+      job_id: r.body.job_id,
+      status: 'queued',
+      progress: { pages_fetched: 0 },
+      credits_used: 0,
+    });
     expect((await status(s, r.body.job_id)).body.status).toBe('queued');
     const done = await s.waitForJob(r.body.job_id, { timeoutMs: 2000 });
     expect(done.status).toBe('cancelled');
@@ -729,24 +757,40 @@ describe('faults', () => {
 
   it('applies an X-Sim-Fault header to that request only, when allowed', async () => {
     const s = await sim({ allowFaultHeader: true });
-    const r = await submit(s, { url: pages.pageUrl('001') }, { headers: { 'x-sim-fault': JSON.stringify({ action: 'error_5xx', status: 504 }) } });
+    const r = await submit(
+      s,
+      { url: pages.pageUrl('001') },
+      { headers: { 'x-sim-fault': JSON.stringify({ action: 'error_5xx', status: 504 }) } },
+    );
     expectError(r, 504, 'UPSTREAM_UNAVAILABLE');
-    const held = await submit(s, { url: pages.pageUrl('001') }, { headers: { 'x-sim-fault': JSON.stringify({ action: 'hold' }) } });
+    const held = await submit(
+      s,
+      { url: pages.pageUrl('001') },
+      { headers: { 'x-sim-fault': JSON.stringify({ action: 'hold' }) } },
+    );
     expect(held.status).toBe(202);
     await new Promise((res) => setTimeout(res, 100));
     expect((await status(s, held.body.job_id)).body.status).toBe('queued');
     expect(s.getJob(held.body.job_id)?.faults).toEqual(['hold']);
     const bad = await status(s, held.body.job_id, ACME);
     expect(bad.status).toBe(200);
-    const invalid = await call(s, 'GET', `/api/jobs/${held.body.job_id}`, { headers: { 'x-sim-fault': '{"action":"explode"}' } });
+    const invalid = await call(s, 'GET', `/api/jobs/${held.body.job_id}`, {
+      headers: { 'x-sim-fault': '{"action":"explode"}' },
+    });
     expectError(invalid, 400, 'VALIDATION_ERROR');
-    const withAccount = await call(s, 'GET', '/api/jobs', { headers: { 'x-sim-fault': '{"action":"rate_limit","account":"acme"}' } });
+    const withAccount = await call(s, 'GET', '/api/jobs', {
+      headers: { 'x-sim-fault': '{"action":"rate_limit","account":"acme"}' },
+    });
     expectError(withAccount, 400, 'VALIDATION_ERROR');
   });
 
   it('ignores the X-Sim-Fault header unless allowFaultHeader is set', async () => {
     const s = await sim();
-    const r = await submit(s, { url: pages.pageUrl('001') }, { headers: { 'x-sim-fault': JSON.stringify({ action: 'error_5xx' }) } });
+    const r = await submit(
+      s,
+      { url: pages.pageUrl('001') },
+      { headers: { 'x-sim-fault': JSON.stringify({ action: 'error_5xx' }) } },
+    );
     expect(r.status).toBe(202);
   });
 });
@@ -795,7 +839,11 @@ describe('stats and events', () => {
     const s = await sim({ onRequest: (e) => events.push(e) });
     const responses: Array<number | 'dropped'> = [];
     s.events.on('response', (e) => responses.push(e.status));
-    const r = await submit(s, { url: pages.pageUrl('001'), client_ref: 'c1' }, { headers: { 'idempotency-key': 'k1' } });
+    const r = await submit(
+      s,
+      { url: pages.pageUrl('001'), client_ref: 'c1' },
+      { headers: { 'idempotency-key': 'k1' } },
+    );
     const id = r.body.job_id as string;
     await s.waitForJob(id);
     const before = Date.now();
@@ -818,7 +866,14 @@ describe('stats and events', () => {
     expect(st.cancelCalls).toBe(1);
     expect(st.jobs).toHaveLength(1);
     const job = st.jobs[0]!;
-    expect(job).toMatchObject({ job_id: id, account: 'acme', url: pages.pageUrl('001'), status: 'completed', client_ref: 'c1', idempotency_key: 'k1' });
+    expect(job).toMatchObject({
+      job_id: id,
+      account: 'acme',
+      url: pages.pageUrl('001'),
+      status: 'completed',
+      client_ref: 'c1',
+      idempotency_key: 'k1',
+    });
     expect(job.status_request_times).toHaveLength(2);
     for (const t of job.status_request_times) {
       expect(t).toBeGreaterThanOrEqual(before);
@@ -829,7 +884,16 @@ describe('stats and events', () => {
     expect(s.jobsFor('beta')).toEqual([]);
 
     expect(events).toHaveLength(8);
-    expect(events.map((e) => e.endpoint)).toEqual(['submit', 'status', 'status', 'status', 'logs', 'cancel', 'list', 'status']);
+    expect(events.map((e) => e.endpoint)).toEqual([
+      'submit',
+      'status',
+      'status',
+      'status',
+      'logs',
+      'cancel',
+      'list',
+      'status',
+    ]);
     expect(events[0]?.account).toBe('acme');
     expect(events.at(-1)?.account).toBeNull();
     expect(events[1]?.jobId).toBe(id);

@@ -28,7 +28,13 @@ describe('smoke:providers run path', () => {
     const lines: string[] = [];
     const target = pages.pageUrl('001');
     const out = await runSmoke({
-      env: { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, SMOKE_REFERENCE_URL: fixture.url, SMOKE_REFERENCE_KEY: FIXTURE_KEYS.acme, SMOKE_REFERENCE_TARGET: target },
+      env: {
+        TEMPORAL_ADDRESS: address,
+        TEMPORAL_NAMESPACE: namespace,
+        SMOKE_REFERENCE_URL: fixture.url,
+        SMOKE_REFERENCE_KEY: FIXTURE_KEYS.acme,
+        SMOKE_REFERENCE_TARGET: target,
+      },
       log: (l) => lines.push(l),
     });
     expect(out.ok).toBe(true);
@@ -36,8 +42,12 @@ describe('smoke:providers run path', () => {
     expect(out.results[0]!.title).toBeTruthy();
     expect(fixture.sim.jobsFor('acme').map((j) => j.url)).toEqual([target]);
     expect(lines.filter((l) => l.startsWith('skip  '))).toHaveLength(SMOKE_RECIPES.length - 1);
-    expect(lines.find((l) => l.startsWith('ran   reference'))).toMatch(/completed in [\d.]+ s; task \S+; title ".+"; 0 documents$/);
-    expect(lines.at(-1)).toBe(`ran 1 of ${SMOKE_RECIPES.length} kinds (1 completed), skipped ${SMOKE_RECIPES.length - 1}`);
+    expect(lines.find((l) => l.startsWith('ran   reference'))).toMatch(
+      /completed in [\d.]+ s; task \S+; title ".+"; 0 documents$/,
+    );
+    expect(lines.at(-1)).toBe(
+      `ran 1 of ${SMOKE_RECIPES.length} kinds (1 completed), skipped ${SMOKE_RECIPES.length - 1}`,
+    );
     expect(lines.join('\n')).not.toContain(FIXTURE_KEYS.acme);
   });
 });

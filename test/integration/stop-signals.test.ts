@@ -32,7 +32,11 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const c of started) c.kill();
-  for (const id of Object.values(maintenanceScheduleIds(stack.config.temporal.taskQueue))) await stack.temporal.schedule.getHandle(id).delete().catch(() => undefined);
+  for (const id of Object.values(maintenanceScheduleIds(stack.config.temporal.taskQueue)))
+    await stack.temporal.schedule
+      .getHandle(id)
+      .delete()
+      .catch(() => undefined);
   await stack?.stop();
 });
 
@@ -48,7 +52,11 @@ async function stopsCleanly(c: RunningCommand, signal: NodeJS.Signals, what: str
   console.log(`${what}: exit ${JSON.stringify(exit)} after ${signal}`);
   expect(exit.ms).toBeLessThan(10_000);
   expect(exit.code, c.output().slice(-2000)).toBe(0);
-  await waitFor(() => groupMembers(c.child.pid!).length === 0, 10_000, `the processes of ${what} to end: ${groupMembers(c.child.pid!).join(', ')}`);
+  await waitFor(
+    () => groupMembers(c.child.pid!).length === 0,
+    10_000,
+    `the processes of ${what} to end: ${groupMembers(c.child.pid!).join(', ')}`,
+  );
   expect(c.output()).not.toMatch(/still running \d+ ms after everything was stopped/);
 }
 
@@ -62,10 +70,17 @@ describe('long-running commands stop on the first signal', () => {
 
     it(`npm run api: ${signal}`, async () => {
       const port = await freePort();
-      const keys = JSON.stringify({ keys: [{ account: 'acme', sha256: createHash('sha256').update(API_KEY).digest('hex') }] });
-      const a = run('api', ['--config', stack.configFile, '--port', String(port)], { SCRAPE_API_KEYS: keys, SCRAPE_API_KEYS_WATCH: 'false' });
+      const keys = JSON.stringify({
+        keys: [{ account: 'acme', sha256: createHash('sha256').update(API_KEY).digest('hex') }],
+      });
+      const a = run('api', ['--config', stack.configFile, '--port', String(port)], {
+        SCRAPE_API_KEYS: keys,
+        SCRAPE_API_KEYS_WATCH: 'false',
+      });
       await a.waitForOutput(/HTTP API listening on/, 120_000);
-      const health = await fetch(`http://127.0.0.1:${port}/v1/scrapes?limit=1`, { headers: { authorization: `Bearer ${API_KEY}` } });
+      const health = await fetch(`http://127.0.0.1:${port}/v1/scrapes?limit=1`, {
+        headers: { authorization: `Bearer ${API_KEY}` },
+      });
       expect(health.status).toBe(200); // it really serves
       await stopsCleanly(a, signal, 'npm run api');
     }, 180_000);
@@ -81,8 +96,17 @@ describe('long-running commands stop on the first signal', () => {
     it(`npm run codec-server: ${signal}`, async () => {
       const port = await freePort();
       const configFile = path.join(stack.dir, `codec-${signal}.json`);
-      fs.writeFileSync(configFile, JSON.stringify({ ...stack.config, codec: { ...stack.config.codec, server: { ...stack.config.codec.server, port } } }));
-      const c = run('codec-server', ['--config', configFile], { SCRAPE_CODEC_KEYS: CODEC_KEYS, SCRAPE_CODEC_TOKEN: CODEC_TOKEN });
+      fs.writeFileSync(
+        configFile,
+        JSON.stringify({
+          ...stack.config,
+          codec: { ...stack.config.codec, server: { ...stack.config.codec.server, port } },
+        }),
+      );
+      const c = run('codec-server', ['--config', configFile], {
+        SCRAPE_CODEC_KEYS: CODEC_KEYS,
+        SCRAPE_CODEC_TOKEN: CODEC_TOKEN,
+      });
       await c.waitForOutput(/codec server on http/, 120_000);
       await stopsCleanly(c, signal, 'npm run codec-server');
     }, 180_000);

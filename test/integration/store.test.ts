@@ -18,14 +18,31 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-store-test-'));
 
 beforeAll(async () => {
   pg = await startTestPostgres();
-  if (!pg) throw new Error('PostgreSQL is not installed (initdb/pg_ctl not found): install the Debian package "postgresql" or set SCRAPE_TEST_PG_URL');
+  if (!pg)
+    throw new Error(
+      'PostgreSQL is not installed (initdb/pg_ctl not found): install the Debian package "postgresql" or set SCRAPE_TEST_PG_URL',
+    );
 });
 afterAll(async () => {
   await pg?.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const payload = (title: string) => ({ url: 'https://e.x/', finalUrl: 'https://e.x/', httpStatus: 200, title, byline: null, excerpt: null, lang: 'en', siteName: null, publishedTime: null, text: 't', markdown: 'm', links: ['https://e.x/a'], contentLength: 10 });
+const payload = (title: string) => ({
+  url: 'https://e.x/',
+  finalUrl: 'https://e.x/',
+  httpStatus: 200,
+  title,
+  byline: null,
+  excerpt: null,
+  lang: 'en',
+  siteName: null,
+  publishedTime: null,
+  text: 't',
+  markdown: 'm',
+  links: ['https://e.x/a'],
+  contentLength: 10,
+});
 
 for (const dialect of ['sqlite', 'postgres'] as const) {
   describe(`store on ${dialect}`, () => {
@@ -39,7 +56,20 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       await store?.close();
     });
 
-    const job = (id: string, hash = 'h1') => ({ id, account: 'acme', idem_key: id, provider: 'p', request_hash: hash, url: 'https://e.x/', input: '{}', options: '{}', batch_id: null, workflow_id: id, task_id: null, deadline_at: null });
+    const job = (id: string, hash = 'h1') => ({
+      id,
+      account: 'acme',
+      idem_key: id,
+      provider: 'p',
+      request_hash: hash,
+      url: 'https://e.x/',
+      input: '{}',
+      options: '{}',
+      batch_id: null,
+      workflow_id: id,
+      task_id: null,
+      deadline_at: null,
+    });
 
     it('registers a job once and refuses the same key with other parameters', async () => {
       const a = await store.jobs.register(job('j1'));
@@ -61,7 +91,11 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
 
     it('never moves a final job unless forced', async () => {
       await store.jobs.register(job('j3'));
-      expect(await store.jobs.transition('j3', 'failed', { error: { kind: 'permanent', message: 'bad', at: new Date().toISOString() } })).toBe(true);
+      expect(
+        await store.jobs.transition('j3', 'failed', {
+          error: { kind: 'permanent', message: 'bad', at: new Date().toISOString() },
+        }),
+      ).toBe(true);
       expect(await store.jobs.transition('j3', 'pending')).toBe(false);
       expect((await store.jobs.get('j3'))?.state).toBe('failed');
       expect(await store.jobs.transition('j3', 'pending', { force: true })).toBe(true);
@@ -70,7 +104,9 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     it('writes a result once under 10 concurrent writers, atomically with completion', async () => {
       await store.jobs.register(job('j4'));
       await store.jobs.recordTaskId('j4', 't-4', 'queued', 'submit');
-      const outs = await Promise.all(Array.from({ length: 10 }, (_, i) => store.results.writeOnce('j4', 'p', 't-4', payload(`w${i}`), 60_000)));
+      const outs = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => store.results.writeOnce('j4', 'p', 't-4', payload(`w${i}`), 60_000)),
+      );
       expect(outs.filter((o) => o.inserted)).toHaveLength(1);
       expect(outs.filter((o) => o.transitioned)).toHaveLength(1);
       expect(new Set(outs.map((o) => o.resultId)).size).toBe(1);
@@ -110,7 +146,13 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       const page = await store.results.documents('j5', { offset: 2, limit: 2 });
       expect(page.total).toBe(expected);
       expect(page.documents.map((d) => d.seq)).toEqual(expected > 3 ? [2, 3] : [2]);
-      expect(page.documents[0]).toMatchObject({ url: 'https://e.x/p/2', title: 'page 2', markdown: '# page 2', links: ['https://e.x/p/3'], data: { depth: 2, metadata: { lang: 'en' } } });
+      expect(page.documents[0]).toMatchObject({
+        url: 'https://e.x/p/2',
+        title: 'page 2',
+        markdown: '# page 2',
+        links: ['https://e.x/p/3'],
+        data: { depth: 2, metadata: { lang: 'en' } },
+      });
       if (a.inserted) {
         const tail = await store.results.documents('j5', { offset: 1_200, limit: 100 });
         expect(tail.documents.map((d) => d.seq)).toEqual([1_200, 1_201, 1_202]);
@@ -119,12 +161,29 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       }
 
       // Retention: payloads go, the evidence (URL, status, title, error) stays.
-      await store.db.updateTable('results').set({ expires_at: new Date(Date.now() - 1_000).toISOString() }).where('id', '=', winner.resultId).execute();
+      await store.db
+        .updateTable('results')
+        .set({ expires_at: new Date(Date.now() - 1_000).toISOString() })
+        .where('id', '=', winner.resultId)
+        .execute();
       const purged = await store.results.purgeExpired(new Date());
       expect(purged.purged).toBeGreaterThanOrEqual(1);
       const after = await store.results.documents('j5', { offset: 0, limit: 3 });
       expect(after.result?.purged_at).toBeTruthy();
-      expect(after.documents[1]).toEqual({ seq: 1, identity: expect.stringMatching(/^sha256:https:\/\/e\.x\/p\/1#[0-9a-f]{64}$/), url: 'https://e.x/p/1', finalUrl: 'https://e.x/p/1/', httpStatus: 200, title: 'page 1', markdown: null, text: null, links: undefined, data: undefined, error: undefined, body: null });
+      expect(after.documents[1]).toEqual({
+        seq: 1,
+        identity: expect.stringMatching(/^sha256:https:\/\/e\.x\/p\/1#[0-9a-f]{64}$/),
+        url: 'https://e.x/p/1',
+        finalUrl: 'https://e.x/p/1/',
+        httpStatus: 200,
+        title: 'page 1',
+        markdown: null,
+        text: null,
+        links: undefined,
+        data: undefined,
+        error: undefined,
+        body: null,
+      });
       expect((await store.jobs.get('j5'))?.state).toBe('expired');
     });
 
@@ -133,7 +192,11 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       await store.jobs.recordTaskId('j6', 't-6', 'queued', 'submit');
       await store.results.writeOnce('j6', 'p', 't-6', payload('one'), null);
       expect(await store.results.documents('j6', { offset: 0, limit: 10 })).toMatchObject({ total: 0, documents: [] });
-      expect(await store.results.documents('missing', { offset: 0, limit: 10 })).toEqual({ result: undefined, total: 0, documents: [] });
+      expect(await store.results.documents('missing', { offset: 0, limit: 10 })).toEqual({
+        result: undefined,
+        total: 0,
+        documents: [],
+      });
     });
   });
 }

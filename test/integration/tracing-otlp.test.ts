@@ -22,7 +22,10 @@ interface Received {
 }
 
 interface OtlpJson {
-  resourceSpans?: { resource?: { attributes?: { key: string; value: { stringValue?: string } }[] }; scopeSpans?: { spans?: { traceId: string; name: string }[] }[] }[];
+  resourceSpans?: {
+    resource?: { attributes?: { key: string; value: { stringValue?: string } }[] };
+    scopeSpans?: { spans?: { traceId: string; name: string }[] }[];
+  }[];
 }
 
 const received: Received = { bodies: [], contentTypes: [], spans: [] };
@@ -40,7 +43,8 @@ const collector = http.createServer((req, res) => {
     const doc = JSON.parse(body) as OtlpJson;
     for (const rs of doc.resourceSpans ?? []) {
       const service = rs.resource?.attributes?.find((a) => a.key === 'service.name')?.value.stringValue ?? '';
-      for (const ss of rs.scopeSpans ?? []) for (const s of ss.spans ?? []) received.spans.push({ service, traceId: s.traceId, name: s.name });
+      for (const ss of rs.scopeSpans ?? [])
+        for (const s of ss.spans ?? []) received.spans.push({ service, traceId: s.traceId, name: s.name });
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
   });
@@ -53,7 +57,10 @@ beforeAll(async () => {
   await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
   const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
   // The environment a deployment sets; the configuration derives `<endpoint>/v1/traces` from it.
-  const traces = parseConfig({ providers: {}, observability: { traces: { serviceName: 'otlp-test' } } }, { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }).observability.traces;
+  const traces = parseConfig(
+    { providers: {}, observability: { traces: { serviceName: 'otlp-test' } } },
+    { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint },
+  ).observability.traces;
   expect(traces.otlpEndpoint).toBe(`${endpoint}/v1/traces`);
   installTracing(traces, 'worker');
   pages = await startPageServer();
@@ -69,7 +76,10 @@ afterAll(async () => {
 
 describe('tracing over OTLP/HTTP', () => {
   it('a collector receives the whole trace of a job, from POST /v1/scrapes to the provider calls, without credentials', async () => {
-    const res = await api.call('acme', 'POST', '/v1/scrapes', { json: { url: pages.pageUrl(listCorpusPages(pages.pagesDir)[1]!), policy: { initialDelayMs: 200 } }, headers: { 'idempotency-key': 'otlp-1' } });
+    const res = await api.call('acme', 'POST', '/v1/scrapes', {
+      json: { url: pages.pageUrl(listCorpusPages(pages.pagesDir)[1]!), policy: { initialDelayMs: 200 } },
+      headers: { 'idempotency-key': 'otlp-1' },
+    });
     expect(res.status).toBe(202);
     const { job_id: jobId } = (await res.json()) as { job_id: string };
     await waitForState(api.stack.store, jobId, ['completed'], 60_000);
@@ -82,8 +92,17 @@ describe('tracing over OTLP/HTTP', () => {
     expect(root, `spans: ${[...new Set(received.spans.map((s) => s.name))].join(', ')}`).toBeDefined();
     expect(root!.service).toBe('otlp-test-worker');
     const names = received.spans.filter((s) => s.traceId === root!.traceId).map((s) => s.name);
-    for (const prefix of ['StartWorkflow:', 'RunWorkflow:', 'RunActivity:', 'provider POST /api/scrape', 'provider GET /api/jobs/:id']) {
-      expect(names.some((n) => n.startsWith(prefix)), `${prefix} in ${names.join(', ')}`).toBe(true);
+    for (const prefix of [
+      'StartWorkflow:',
+      'RunWorkflow:',
+      'RunActivity:',
+      'provider POST /api/scrape',
+      'provider GET /api/jobs/:id',
+    ]) {
+      expect(
+        names.some((n) => n.startsWith(prefix)),
+        `${prefix} in ${names.join(', ')}`,
+      ).toBe(true);
     }
     const exported = received.bodies.join('\n');
     for (const k of [...Object.values(KEYS), ...Object.values(API_KEYS)]) expect(exported).not.toContain(k);

@@ -22,21 +22,33 @@ const exporter = new InMemorySpanExporter();
 const tracing = installTracing(ObservabilityConfigSchema.parse({}).traces, 'test', exporter)!;
 
 /** Span names (prefixes) that the trace of one `POST /v1/scrapes` must contain. */
-const EXPECTED = ['POST /v1/scrapes', 'StartWorkflow:', 'RunWorkflow:', 'StartActivity:', 'RunActivity:', 'provider POST /api/scrape', 'provider GET /api/jobs/:id'];
+const EXPECTED = [
+  'POST /v1/scrapes',
+  'StartWorkflow:',
+  'RunWorkflow:',
+  'StartActivity:',
+  'RunActivity:',
+  'provider POST /api/scrape',
+  'provider GET /api/jobs/:id',
+];
 
 /** The finished spans of the trace whose root is the API's request span, once it has every {@link EXPECTED} span. */
 async function traceOfRequest(timeoutMs: number): Promise<ReadableSpan[]> {
   let seen: string[] = [];
   try {
-    return await waitFor(async () => {
-      await tracing.provider.forceFlush();
-      const spans = exporter.getFinishedSpans();
-      seen = [...new Set(spans.map((s) => s.name))];
-      const root = spans.find((s) => s.name === 'POST /v1/scrapes');
-      if (!root) return undefined;
-      const trace = spans.filter((s) => s.spanContext().traceId === root.spanContext().traceId);
-      return EXPECTED.every((p) => trace.some((s) => s.name.startsWith(p))) ? trace : undefined;
-    }, timeoutMs, 'the spans of the trace');
+    return await waitFor(
+      async () => {
+        await tracing.provider.forceFlush();
+        const spans = exporter.getFinishedSpans();
+        seen = [...new Set(spans.map((s) => s.name))];
+        const root = spans.find((s) => s.name === 'POST /v1/scrapes');
+        if (!root) return undefined;
+        const trace = spans.filter((s) => s.spanContext().traceId === root.spanContext().traceId);
+        return EXPECTED.every((p) => trace.some((s) => s.name.startsWith(p))) ? trace : undefined;
+      },
+      timeoutMs,
+      'the spans of the trace',
+    );
   } catch (e) {
     throw new Error(`${(e as Error).message}; spans exported: ${seen.join(', ')}`);
   }
@@ -57,7 +69,10 @@ afterAll(async () => {
 
 describe('tracing', () => {
   it('one trace from POST /v1/scrapes through the workflow to the provider calls', async () => {
-    const res = await api.call('acme', 'POST', '/v1/scrapes', { json: { url: pages.pageUrl(listCorpusPages(pages.pagesDir)[0]!), policy: { initialDelayMs: 200 } }, headers: { 'idempotency-key': 'trace-1' } });
+    const res = await api.call('acme', 'POST', '/v1/scrapes', {
+      json: { url: pages.pageUrl(listCorpusPages(pages.pagesDir)[0]!), policy: { initialDelayMs: 200 } },
+      headers: { 'idempotency-key': 'trace-1' },
+    });
     expect(res.status).toBe(202);
     const { job_id: jobId } = (await res.json()) as { job_id: string };
     await waitForState(api.stack.store, jobId, ['completed'], 60_000);
@@ -65,15 +80,26 @@ describe('tracing', () => {
     await api.stack.temporal.workflow.getHandle(jobId).result(); // its last activation, then the sink
 
     const trace = await traceOfRequest(60_000);
-    console.log(`every span of the trace was exported ${Date.now() - stored} ms after the store showed the job completed`);
+    console.log(
+      `every span of the trace was exported ${Date.now() - stored} ms after the store showed the job completed`,
+    );
     const root = trace.find((s) => s.name === 'POST /v1/scrapes');
     const names = trace.map((s) => s.name);
     // Span names carry the workflow and activity types (`RunWorkflow:<type>`, `RunActivity:<type>`).
-    for (const prefix of EXPECTED) expect(names.some((n) => n.startsWith(prefix)), `${prefix} in ${names.join(', ')}`).toBe(true);
+    for (const prefix of EXPECTED)
+      expect(
+        names.some((n) => n.startsWith(prefix)),
+        `${prefix} in ${names.join(', ')}`,
+      ).toBe(true);
     const byId = new Map(trace.map((s) => [s.spanContext().spanId, s]));
     const ancestors = (s: ReadableSpan): string[] => {
       const out: string[] = [];
-      for (let p = s.parentSpanId ? byId.get(s.parentSpanId) : undefined; p; p = p.parentSpanId ? byId.get(p.parentSpanId) : undefined) out.push(p.name);
+      for (
+        let p = s.parentSpanId ? byId.get(s.parentSpanId) : undefined;
+        p;
+        p = p.parentSpanId ? byId.get(p.parentSpanId) : undefined
+      )
+        out.push(p.name);
       return out;
     };
     const providerSubmit = trace.find((s) => s.name === 'provider POST /api/scrape')!;

@@ -47,7 +47,7 @@ let running: Promise<unknown>;
 let client: ScrapeClient;
 let browser: Browser;
 let page: Page;
-let jobs: { jobId: string; url: string }[] = [];
+const jobs: { jobId: string; url: string }[] = [];
 let maintenanceRunId: string;
 
 beforeAll(async () => {
@@ -55,9 +55,20 @@ beforeAll(async () => {
   // First, so that a missing browser is reported before anything else starts.
   const chromium = await ensureChromium();
   console.log(`Chromium: ${chromium.path} (${chromium.source})`);
-  server = await startDevServer({ searchAttributes: SEARCH_ATTRIBUTES, dbFile: path.join(dir, 'temporal.db'), logger: () => undefined });
+  server = await startDevServer({
+    searchAttributes: SEARCH_ATTRIBUTES,
+    dbFile: path.join(dir, 'temporal.db'),
+    logger: () => undefined,
+  });
   pages = await startPageServer();
-  sim = await startSim({ host: '127.0.0.1', port: 0, adminToken: 'admin-ui', allowFaultHeader: false, accounts: [{ name: 'acme', apiKeys: [KEY], profile: { concurrency: 10 } }], logger: false });
+  sim = await startSim({
+    host: '127.0.0.1',
+    port: 0,
+    adminToken: 'admin-ui',
+    allowFaultHeader: false,
+    accounts: [{ name: 'acme', apiKeys: [KEY], profile: { concurrency: 10 } }],
+    logger: false,
+  });
   const config = parseConfig(
     {
       temporal: { address: server.address, namespace: 'default', taskQueue: TASK_QUEUE },
@@ -70,11 +81,20 @@ beforeAll(async () => {
   recordSecrets('webui', [KEY, 'admin-ui']);
   store = await openStore(config.storeUrl);
   native = await NativeConnection.connect({ address: server.address });
-  workers = [await createScrapeWorker({ connection: native, config, store }), await createMaintenanceWorker({ connection: native, config, store })];
+  workers = [
+    await createScrapeWorker({ connection: native, config, store }),
+    await createMaintenanceWorker({ connection: native, config, store }),
+  ];
   running = Promise.all(workers.map((w) => w.run()));
   connection = await Connection.connect({ address: server.address });
   const temporal = new Client({ connection, namespace: 'default' });
-  client = new ScrapeClient({ temporal, store, taskQueue: TASK_QUEUE, defaultProvider: 'reference', providers: ['reference'] });
+  client = new ScrapeClient({
+    temporal,
+    store,
+    taskQueue: TASK_QUEUE,
+    defaultProvider: 'reference',
+    providers: ['reference'],
+  });
 
   for (const name of ['001', 'aclu']) {
     const ref = await client.startScrape({ account: 'acme', url: pages.pageUrl(name), policy: FAST_POLICY });
@@ -83,7 +103,11 @@ beforeAll(async () => {
   await Promise.all(jobs.map((j) => waitForState(store, j.jobId, ['completed'], 60_000)));
   const ids = await ensureMaintenanceSchedules(temporal, { taskQueue: TASK_QUEUE });
   await temporal.schedule.getHandle(ids.orphans).trigger();
-  const run = await waitFor(async () => (await temporal.schedule.getHandle(ids.orphans).describe()).info.recentActions[0]?.action.workflow, 30_000, 'a maintenance run');
+  const run = await waitFor(
+    async () => (await temporal.schedule.getHandle(ids.orphans).describe()).info.recentActions[0]?.action.workflow,
+    30_000,
+    'a maintenance run',
+  );
   await temporal.workflow.getHandle(run.workflowId, run.firstExecutionRunId).result();
   maintenanceRunId = run.workflowId;
 
@@ -106,23 +130,43 @@ afterAll(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const listUrl = (query?: string) => `${server.uiUrl}/namespaces/default/workflows${query ? `?query=${encodeURIComponent(query)}` : ''}`;
+const listUrl = (query?: string) =>
+  `${server.uiUrl}/namespaces/default/workflows${query ? `?query=${encodeURIComponent(query)}` : ''}`;
 
 /** Opens the list (reloading while visibility catches up) until every one of `expected` is shown. */
 async function openList(query: string | undefined, expected: string[]): Promise<string> {
   let text = '';
-  await waitFor(async () => {
-    await page.goto(listUrl(query));
-    await page.locator('table tbody tr').first().waitFor({ timeout: 15_000 }).catch(() => undefined);
-    text = await page.locator('table').first().innerText().catch(() => '');
-    return expected.every((e) => text.includes(e));
-  }, 60_000, `the list to show ${expected.join(', ')}`);
+  await waitFor(
+    async () => {
+      await page.goto(listUrl(query));
+      await page
+        .locator('table tbody tr')
+        .first()
+        .waitFor({ timeout: 15_000 })
+        .catch(() => undefined);
+      text = await page
+        .locator('table')
+        .first()
+        .innerText()
+        .catch(() => '');
+      return expected.every((e) => text.includes(e));
+    },
+    60_000,
+    `the list to show ${expected.join(', ')}`,
+  );
   return text;
 }
 
 /** The text of every frame of the page (the job page renders user metadata in iframes). */
 async function framesText(): Promise<string[]> {
-  return Promise.all(page.frames().map((f) => f.locator('body').innerText().catch(() => '')));
+  return Promise.all(
+    page.frames().map((f) =>
+      f
+        .locator('body')
+        .innerText()
+        .catch(() => ''),
+    ),
+  );
 }
 
 describe('the Temporal Web UI, as an operator sees it', () => {
@@ -130,13 +174,19 @@ describe('the Temporal Web UI, as an operator sees it', () => {
     for (const j of jobs) expect(j.jobId).toMatch(/^scrape:acme:127\.0\.0\.1-[0-9a-f]{10}$/);
     const all = await openList(undefined, [...jobs.map((j) => j.jobId), maintenanceRunId]);
     expect(all).toContain('findOrphansWorkflow');
-    const view = await openList(JOBS_VIEW_QUERY, jobs.map((j) => j.jobId));
+    const view = await openList(
+      JOBS_VIEW_QUERY,
+      jobs.map((j) => j.jobId),
+    );
     expect(view).not.toContain('scrape-maintenance:');
     expect(view).not.toContain('findOrphansWorkflow');
   });
 
   it('Configure Columns adds ScrapeHost and ScrapeState, which show each job’s site and state; the view is saved', async () => {
-    await openList(JOBS_VIEW_QUERY, jobs.map((j) => j.jobId));
+    await openList(
+      JOBS_VIEW_QUERY,
+      jobs.map((j) => j.jobId),
+    );
     await page.getByRole('button', { name: /configure columns/i }).click();
     await page.getByText('Configure Workflows Table').waitFor();
     await page.getByRole('button', { name: 'Add ScrapeHost column' }).click();
@@ -164,10 +214,16 @@ describe('the Temporal Web UI, as an operator sees it', () => {
     await page.goto(`${server.uiUrl}/namespaces/default/workflows/${encodeURIComponent(job.jobId)}`);
     await page.getByRole('heading', { name: job.jobId }).waitFor({ timeout: 30_000 });
     await page.getByRole('tab', { name: /User Metadata/ }).click();
-    const shown = await waitFor(async () => {
-      const texts = await framesText();
-      return texts.some((t) => t.includes(`Scrape ${job.url}`)) && texts.some((t) => /completed/i.test(t)) ? texts : undefined;
-    }, 30_000, 'the user metadata');
+    const shown = await waitFor(
+      async () => {
+        const texts = await framesText();
+        return texts.some((t) => t.includes(`Scrape ${job.url}`)) && texts.some((t) => /completed/i.test(t))
+          ? texts
+          : undefined;
+      },
+      30_000,
+      'the user metadata',
+    );
     expect(shown.some((t) => t.includes(`Scrape ${job.url}`))).toBe(true); // static summary
     expect(shown.some((t) => /Account:\s*acme/.test(t) && t.includes('reference'))).toBe(true); // static details
     expect(shown.some((t) => /completed/i.test(t))).toBe(true); // current details: the job's state

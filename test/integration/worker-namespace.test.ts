@@ -40,7 +40,11 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const ns of namespaces) {
     const client = new Client({ connection, namespace: ns });
-    for (const id of Object.values(maintenanceScheduleIds(stack.config.temporal.taskQueue))) await client.schedule.getHandle(id).delete().catch(() => undefined);
+    for (const id of Object.values(maintenanceScheduleIds(stack.config.temporal.taskQueue)))
+      await client.schedule
+        .getHandle(id)
+        .delete()
+        .catch(() => undefined);
     await deleteNamespace(connection, ns);
   }
   await native?.close();
@@ -62,17 +66,33 @@ async function freshNamespace(prefix: string): Promise<{ namespace: string; conf
 /** Runs the CLI from source (`node --import tsx src/cli.ts <args>`). */
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await run(process.execPath, ['--import', import.meta.resolve('tsx'), path.join(REPO, 'src/cli.ts'), ...args], { cwd: REPO, env: { ...process.env, SCRAPE_CONFIG: '', FORCE_COLOR: '0' }, timeout: 90_000 });
+    const r = await run(
+      process.execPath,
+      ['--import', import.meta.resolve('tsx'), path.join(REPO, 'src/cli.ts'), ...args],
+      {
+        cwd: REPO,
+        env: { ...process.env, SCRAPE_CONFIG: '', FORCE_COLOR: '0' },
+        timeout: 90_000,
+      },
+    );
     return recordCli(args, { code: 0, stdout: r.stdout, stderr: r.stderr });
   } catch (e) {
     const err = e as { code?: number; stdout?: string; stderr?: string };
-    return recordCli(args, { code: typeof err.code === 'number' ? err.code : -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' });
+    return recordCli(args, {
+      code: typeof err.code === 'number' ? err.code : -1,
+      stdout: err.stdout ?? '',
+      stderr: err.stderr ?? '',
+    });
   }
 }
 
 /** The pollers the server has seen on the configuration's job task queue (workflow tasks). */
 async function pollers(config: Config): Promise<number> {
-  const res = await connection.workflowService.describeTaskQueue({ namespace: config.temporal.namespace, taskQueue: { name: config.temporal.taskQueue }, taskQueueType: 1 });
+  const res = await connection.workflowService.describeTaskQueue({
+    namespace: config.temporal.namespace,
+    taskQueue: { name: config.temporal.taskQueue },
+    taskQueueType: 1,
+  });
   return res.pollers?.length ?? 0;
 }
 
@@ -110,12 +130,27 @@ describe('a worker on a namespace without our search attributes', () => {
     const running = w.run();
     try {
       const temporal = new Client({ connection, namespace });
-      const client = new ScrapeClient({ temporal, store: stack.store, taskQueue: config.temporal.taskQueue, defaultProvider: 'reference', providers: Object.keys(config.providers) });
-      const ref = await client.startScrape({ account: 'acme', url: `${pages.pageUrl('ars-1')}?ns=${namespace}`, key: `ns-${namespace}`, policy: FAST_POLICY });
+      const client = new ScrapeClient({
+        temporal,
+        store: stack.store,
+        taskQueue: config.temporal.taskQueue,
+        defaultProvider: 'reference',
+        providers: Object.keys(config.providers),
+      });
+      const ref = await client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('ars-1')}?ns=${namespace}`,
+        key: `ns-${namespace}`,
+        policy: FAST_POLICY,
+      });
       expect((await waitForState(stack.store, ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
       // The workflow's upserts, which the check protects, reach the namespace's visibility.
       const handle = temporal.workflow.getHandle(ref.jobId);
-      await waitFor(async () => (await handle.describe()).searchAttributes.ScrapeState?.[0] === 'completed', 30_000, 'ScrapeState = completed');
+      await waitFor(
+        async () => (await handle.describe()).searchAttributes.ScrapeState?.[0] === 'completed',
+        30_000,
+        'ScrapeState = completed',
+      );
     } finally {
       w.shutdown();
       await running;
@@ -125,7 +160,12 @@ describe('a worker on a namespace without our search attributes', () => {
   it('a namespace with some attributes names only the missing ones, and one of another type with the type it has', async () => {
     const { namespace, config } = await freshNamespace('scrape-some-attrs');
     const { ScrapeBatchId: _missing, ScrapeHost: _wrong, ...present } = SEARCH_ATTRIBUTES;
-    await ensureSearchAttributes(connection, namespace, { ...present, ScrapeHost: 'Text' }, { logger: () => undefined });
+    await ensureSearchAttributes(
+      connection,
+      namespace,
+      { ...present, ScrapeHost: 'Text' },
+      { logger: () => undefined },
+    );
     const refused = await createScrapeWorker({ connection: native, config, store: stack.store }).then(
       () => undefined,
       (e: unknown) => e,
@@ -143,7 +183,12 @@ describe('a worker on a namespace without our search attributes', () => {
   });
 
   it('a namespace that does not exist is refused with its name', async () => {
-    const config: Config = { ...stack.config, temporal: { ...stack.config.temporal, namespace: 'scrape-no-such-namespace' } };
-    await expect(createScrapeWorker({ connection: native, config, store: stack.store })).rejects.toThrow(/namespace "scrape-no-such-namespace" does not exist/);
+    const config: Config = {
+      ...stack.config,
+      temporal: { ...stack.config.temporal, namespace: 'scrape-no-such-namespace' },
+    };
+    await expect(createScrapeWorker({ connection: native, config, store: stack.store })).rejects.toThrow(
+      /namespace "scrape-no-such-namespace" does not exist/,
+    );
   });
 });

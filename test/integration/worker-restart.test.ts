@@ -24,13 +24,28 @@ afterAll(async () => {
 
 describe('worker restarts', () => {
   it('a worker killed in the middle of polling: a new worker completes the job, one result row, one provider job', async () => {
-    const hold = stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'restart-poll', action: 'hold', holdIn: 'running' });
+    const hold = stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: 'restart-poll',
+      action: 'hold',
+      holdIn: 'running',
+    });
     const child = await stack.spawnWorker();
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('medium-1')}?restart-poll`, key: 'restart-poll', policy: FAST_POLICY });
-    const row = await waitFor(async () => {
-      const r = await stack.store.jobs.get(ref.jobId);
-      return r?.state === 'pending' && r.status_checks >= 2 ? r : undefined;
-    }, 30_000, 'polling to start');
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('medium-1')}?restart-poll`,
+      key: 'restart-poll',
+      policy: FAST_POLICY,
+    });
+    const row = await waitFor(
+      async () => {
+        const r = await stack.store.jobs.get(ref.jobId);
+        return r?.state === 'pending' && r.status_checks >= 2 ? r : undefined;
+      },
+      30_000,
+      'polling to start',
+    );
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
     stack.sim.release(row.task_id!);
@@ -49,7 +64,14 @@ describe('worker restarts', () => {
     const a = await stack.spawnWorker();
     await stack.spawnWorker();
     const refs = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('yahoo-1')}?two-workers-${i}`, key: `two-workers-${i}`, policy: FAST_POLICY })),
+      Array.from({ length: 10 }, (_, i) =>
+        stack.client.startScrape({
+          account: 'acme',
+          url: `${pages.pageUrl('yahoo-1')}?two-workers-${i}`,
+          key: `two-workers-${i}`,
+          policy: FAST_POLICY,
+        }),
+      ),
     );
     await new Promise((r) => setTimeout(r, 500));
     a.kill('SIGKILL');
@@ -69,7 +91,12 @@ describe('worker restarts', () => {
       const env = { TEST_CRASH_AT: crashAt, TEST_CRASH_MARKER: marker };
       const first = await stack.spawnWorker(env);
       const exited = new Promise<number | null>((r) => first.once('exit', (code, signal) => r(signal ? -1 : code)));
-      const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('wapo-1')}?${tag}`, key: tag, policy: FAST_POLICY });
+      const ref = await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('wapo-1')}?${tag}`,
+        key: tag,
+        policy: FAST_POLICY,
+      });
       expect(await exited).toBe(-1); // SIGKILLed at the hook
       await stack.spawnWorker(env); // the marker exists: this one does not crash
       const done = await waitForState(stack.store, ref.jobId, ['completed', 'failed'], 90_000);

@@ -37,8 +37,17 @@ describe('cancel while a status check hangs', () => {
       const tag = `hang-${door}-${randomUUID().slice(0, 6)}`;
       stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
       stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: tag, action: 'delay', delayMs: 25_000 });
-      const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('001')}?${tag}`, key: tag, policy: { ...FAST_POLICY, activityTimeoutMs: 40_000 } });
-      const task = await waitFor(() => stack.sim.jobsFor('acme').find((j) => j.url.includes(tag) && j.status_request_times.length > 0), 30_000, 'the first status check to start');
+      const ref = await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('001')}?${tag}`,
+        key: tag,
+        policy: { ...FAST_POLICY, activityTimeoutMs: 40_000 },
+      });
+      const task = await waitFor(
+        () => stack.sim.jobsFor('acme').find((j) => j.url.includes(tag) && j.status_request_times.length > 0),
+        30_000,
+        'the first status check to start',
+      );
       const checkStartedAt = task.status_request_times[0]!;
       const askedAt = Date.now();
       const sent = sendCancel(stack, door, ref.jobId);
@@ -73,8 +82,18 @@ describe('adaptive limit of active jobs', () => {
   it('learns the provider limit from its first refusal: 15 jobs, at most one refused submit per slot over the limit, all completed, one provider job each', async () => {
     const tag = `aimd-${randomUUID().slice(0, 6)}`;
     const seen = recordResponses(stack);
-    const refs = await Promise.all(Array.from({ length: 15 }, (_, i) => stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('001')}?${tag}-${i}`, key: `${tag}-${i}`, policy: FAST_POLICY })));
-    for (const r of refs) expect((await waitForState(stack.store, r.jobId, ['completed', 'failed'], 120_000)).state).toBe('completed');
+    const refs = await Promise.all(
+      Array.from({ length: 15 }, (_, i) =>
+        stack.client.startScrape({
+          account: 'acme',
+          url: `${pages.pageUrl('001')}?${tag}-${i}`,
+          key: `${tag}-${i}`,
+          policy: FAST_POLICY,
+        }),
+      ),
+    );
+    for (const r of refs)
+      expect((await waitForState(stack.store, r.jobId, ['completed', 'failed'], 120_000)).state).toBe('completed');
     const jobs = stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag));
     expect(jobs).toHaveLength(15);
     const refused = seen.filter((r) => r.endpoint === 'submit' && r.status === 429).length;
@@ -89,8 +108,18 @@ describe('adaptive limit of active jobs', () => {
     try {
       const tag = `declared-${randomUUID().slice(0, 6)}`;
       const seen = recordResponses(declared);
-      const refs = await Promise.all(Array.from({ length: 8 }, (_, i) => declared.client.startScrape({ account: 'acme', url: `${pages.pageUrl('001')}?${tag}-${i}`, key: `${tag}-${i}`, policy: FAST_POLICY })));
-      for (const r of refs) expect((await waitForState(declared.store, r.jobId, ['completed', 'failed'], 120_000)).state).toBe('completed');
+      const refs = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          declared.client.startScrape({
+            account: 'acme',
+            url: `${pages.pageUrl('001')}?${tag}-${i}`,
+            key: `${tag}-${i}`,
+            policy: FAST_POLICY,
+          }),
+        ),
+      );
+      for (const r of refs)
+        expect((await waitForState(declared.store, r.jobId, ['completed', 'failed'], 120_000)).state).toBe('completed');
       expect(seen.filter((r) => r.endpoint === 'submit' && r.status === 429)).toHaveLength(0);
       expect(declared.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(8);
     } finally {
@@ -108,8 +137,19 @@ describe('a list that lags (no idempotency key, search-backed list)', () => {
 
   it('a lost submit answer is reconciled after the list’s declared lag: the read after it finds the job, one provider job, completed', async () => {
     const tag = `lag-${randomUUID().slice(0, 6)}`;
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'drop_after_commit', times: 1 });
-    const ref = await stack.client.startScrape({ account: 'acme', url: `${pages.pageUrl('001')}?${tag}`, key: tag, policy: FAST_POLICY });
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'drop_after_commit',
+      times: 1,
+    });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('001')}?${tag}`,
+      key: tag,
+      policy: FAST_POLICY,
+    });
     const row = await waitForState(stack.store, ref.jobId, ['completed', 'failed'], 90_000);
     expect(row.state).toBe('completed');
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(1);

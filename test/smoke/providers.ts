@@ -31,8 +31,18 @@ export function planSmoke(env: SmokeEnv, recipes: readonly SmokeRecipe[] = SMOKE
   return recipes.map((recipe): SmokePlan => {
     const missing = recipe.env.filter((v) => !env[v]);
     if (missing.length > 0) return { kind: recipe.kind, run: false, reason: `missing ${missing.join(', ')}` };
-    if (!findDescriptor(recipe.kind)) return { kind: recipe.kind, run: false, reason: `kind "${recipe.kind}" is not shipped yet (src/providers/kinds.ts)` };
-    if (!recipe.entry || !recipe.job) return { kind: recipe.kind, run: false, reason: `no smoke recipe for "${recipe.kind}" yet (test/smoke/recipes.ts)` };
+    if (!findDescriptor(recipe.kind))
+      return {
+        kind: recipe.kind,
+        run: false,
+        reason: `kind "${recipe.kind}" is not shipped yet (src/providers/kinds.ts)`,
+      };
+    if (!recipe.entry || !recipe.job)
+      return {
+        kind: recipe.kind,
+        run: false,
+        reason: `no smoke recipe for "${recipe.kind}" yet (test/smoke/recipes.ts)`,
+      };
     return { kind: recipe.kind, run: true, recipe };
   });
 }
@@ -62,7 +72,9 @@ export interface RunSmokeOptions {
  * one line per kind. Returns the plan and the results; `ok` is false when a job that ran did not
  * complete.
  */
-export async function runSmoke(opts: RunSmokeOptions): Promise<{ plan: SmokePlan[]; results: SmokeResult[]; ok: boolean }> {
+export async function runSmoke(
+  opts: RunSmokeOptions,
+): Promise<{ plan: SmokePlan[]; results: SmokeResult[]; ok: boolean }> {
   const log = opts.log ?? ((l: string) => console.log(l));
   const plan = planSmoke(opts.env, opts.recipes);
   for (const p of plan) if (!p.run) log(`skip  ${p.kind.padEnd(11)} ${p.reason}`);
@@ -75,10 +87,18 @@ export async function runSmoke(opts: RunSmokeOptions): Promise<{ plan: SmokePlan
   let target: TemporalTarget | undefined;
   try {
     installWorkerLogging({ level: 'WARN', file: path.join(os.tmpdir(), `smoke-providers-worker-${process.pid}.log`) });
-    target = await connectOrStartTemporal({ env: opts.env as NodeJS.ProcessEnv, devServer: { dbFile: path.join(dir, 'temporal.db'), headless: true }, logger: () => undefined });
+    target = await connectOrStartTemporal({
+      env: opts.env as NodeJS.ProcessEnv,
+      devServer: { dbFile: path.join(dir, 'temporal.db'), headless: true },
+      logger: () => undefined,
+    });
     const config = parseConfig(
       {
-        temporal: { address: target.address, namespace: target.namespace, taskQueue: `smoke-${process.pid}-${Date.now()}` },
+        temporal: {
+          address: target.address,
+          namespace: target.namespace,
+          taskQueue: `smoke-${process.pid}-${Date.now()}`,
+        },
         storeUrl: `sqlite:${path.join(dir, 'store.db')}`,
         providers: Object.fromEntries(planned.map((p) => [p.kind, { kind: p.kind, ...p.recipe.entry!(opts.env) }])),
       },
@@ -88,15 +108,35 @@ export async function runSmoke(opts: RunSmokeOptions): Promise<{ plan: SmokePlan
     const native = await NativeConnection.connect(nativeConnectionOptions(target.connectionOptions));
     const connection = await Connection.connect(target.connectionOptions);
     const providers = new ProviderRegistry(config, opts.env as NodeJS.ProcessEnv, {}, store.providerKeys);
-    const worker = await createScrapeWorker({ connection: native, config, store, providers, shutdownGraceTimeMs: 2_000 });
+    const worker = await createScrapeWorker({
+      connection: native,
+      config,
+      store,
+      providers,
+      shutdownGraceTimeMs: 2_000,
+    });
     const running = worker.run();
-    const client = new ScrapeClient({ temporal: new Client({ connection, namespace: target.namespace }), store, taskQueue: config.temporal.taskQueue, defaultProvider: planned[0]!.kind, providers: planned.map((p) => p.kind), config });
+    const client = new ScrapeClient({
+      temporal: new Client({ connection, namespace: target.namespace }),
+      store,
+      taskQueue: config.temporal.taskQueue,
+      defaultProvider: planned[0]!.kind,
+      providers: planned.map((p) => p.kind),
+      config,
+    });
     const results = await Promise.all(
       planned.map(async ({ kind, recipe }): Promise<SmokeResult> => {
         const t0 = Date.now();
         try {
           const job = recipe.job!(opts.env);
-          const ref = await client.startScrape({ account: 'smoke', provider: kind, url: job.url, options: job.options ?? {}, key: `smoke-${kind}-${t0}`, policy: { deadlineMs: recipe.deadlineMs ?? 300_000 } });
+          const ref = await client.startScrape({
+            account: 'smoke',
+            provider: kind,
+            url: job.url,
+            options: job.options ?? {},
+            key: `smoke-${kind}-${t0}`,
+            policy: { deadlineMs: recipe.deadlineMs ?? 300_000 },
+          });
           const until = t0 + (recipe.deadlineMs ?? 300_000) + 30_000;
           let row = await store.jobs.get(ref.jobId);
           while (!row || !isFinalState(row.state)) {
@@ -106,16 +146,36 @@ export async function runSmoke(opts: RunSmokeOptions): Promise<{ plan: SmokePlan
           }
           const result = await store.results.forJob(ref.jobId);
           const error = row?.last_error ? (JSON.parse(row.last_error) as { message?: string }).message : undefined;
-          return { kind, state: row?.state ?? 'unknown', taskId: row?.task_id ?? null, title: result?.title ?? null, documents: Number(result?.document_count ?? 0), elapsedMs: Date.now() - t0, error };
+          return {
+            kind,
+            state: row?.state ?? 'unknown',
+            taskId: row?.task_id ?? null,
+            title: result?.title ?? null,
+            documents: Number(result?.document_count ?? 0),
+            elapsedMs: Date.now() - t0,
+            error,
+          };
         } catch (e) {
-          return { kind, state: 'error', taskId: null, title: null, documents: 0, elapsedMs: Date.now() - t0, error: (e as Error).message };
+          return {
+            kind,
+            state: 'error',
+            taskId: null,
+            title: null,
+            documents: 0,
+            elapsedMs: Date.now() - t0,
+            error: (e as Error).message,
+          };
         }
       }),
     );
     for (const r of results) {
-      log(`ran   ${r.kind.padEnd(11)} ${r.state} in ${(r.elapsedMs / 1000).toFixed(1)} s; task ${r.taskId ?? '—'}; title ${JSON.stringify(r.title)}; ${r.documents} documents${r.error ? `; error: ${r.error}` : ''}`);
+      log(
+        `ran   ${r.kind.padEnd(11)} ${r.state} in ${(r.elapsedMs / 1000).toFixed(1)} s; task ${r.taskId ?? '—'}; title ${JSON.stringify(r.title)}; ${r.documents} documents${r.error ? `; error: ${r.error}` : ''}`,
+      );
     }
-    log(`ran ${results.length} of ${plan.length} kinds (${results.filter((r) => r.state === 'completed').length} completed), skipped ${plan.length - results.length}`);
+    log(
+      `ran ${results.length} of ${plan.length} kinds (${results.filter((r) => r.state === 'completed').length} completed), skipped ${plan.length - results.length}`,
+    );
     worker.shutdown();
     await running;
     await native.close();

@@ -38,7 +38,10 @@ export const SMOKE_RECIPES: readonly SmokeRecipe[] = [
     kind: 'reference',
     env: ['SMOKE_REFERENCE_URL', 'SMOKE_REFERENCE_KEY'],
     optionalEnv: ['SMOKE_REFERENCE_TARGET'],
-    entry: (env) => ({ baseUrl: env.SMOKE_REFERENCE_URL, credentials: { default: { apiKeyEnv: 'SMOKE_REFERENCE_KEY' } } }),
+    entry: (env) => ({
+      baseUrl: env.SMOKE_REFERENCE_URL,
+      credentials: { default: { apiKeyEnv: 'SMOKE_REFERENCE_KEY' } },
+    }),
     job: (env) => ({ url: env.SMOKE_REFERENCE_TARGET ?? 'https://example.com/' }),
     deadlineMs: 120_000,
   },
@@ -48,8 +51,14 @@ export const SMOKE_RECIPES: readonly SmokeRecipe[] = [
     kind: 'firecrawl',
     env: ['FIRECRAWL_API_KEY'],
     optionalEnv: ['FIRECRAWL_OPERATION', 'FIRECRAWL_TARGET'],
-    entry: (env) => ({ operation: env.FIRECRAWL_OPERATION === 'crawl' ? 'crawl' : 'batch', credentials: { default: { apiKeyEnv: 'FIRECRAWL_API_KEY' } } }),
-    job: (env) => ({ url: env.FIRECRAWL_TARGET ?? 'https://example.com/', options: env.FIRECRAWL_OPERATION === 'crawl' ? { limit: 3 } : {} }),
+    entry: (env) => ({
+      operation: env.FIRECRAWL_OPERATION === 'crawl' ? 'crawl' : 'batch',
+      credentials: { default: { apiKeyEnv: 'FIRECRAWL_API_KEY' } },
+    }),
+    job: (env) => ({
+      url: env.FIRECRAWL_TARGET ?? 'https://example.com/',
+      options: env.FIRECRAWL_OPERATION === 'crawl' ? { limit: 3 } : {},
+    }),
   },
   {
     // Any actor that takes `startUrls`; the default crawls one page of the target (Website Content Crawler).
@@ -80,7 +89,11 @@ export const SMOKE_RECIPES: readonly SmokeRecipe[] = [
     kind: 'brightdata',
     env: ['BRIGHTDATA_API_TOKEN', 'BRIGHTDATA_DATASET_ID'],
     optionalEnv: ['BRIGHTDATA_TARGET'],
-    entry: (env) => ({ datasetId: env.BRIGHTDATA_DATASET_ID, credentials: { default: { apiKeyEnv: 'BRIGHTDATA_API_TOKEN' } }, limits: { maxConcurrent: 2 } }),
+    entry: (env) => ({
+      datasetId: env.BRIGHTDATA_DATASET_ID,
+      credentials: { default: { apiKeyEnv: 'BRIGHTDATA_API_TOKEN' } },
+      limits: { maxConcurrent: 2 },
+    }),
     job: (env) => ({ url: env.BRIGHTDATA_TARGET ?? 'https://example.com/' }),
     deadlineMs: 15 * 60_000,
   },

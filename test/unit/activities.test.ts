@@ -36,7 +36,21 @@ class FakeAdapter implements ProviderAdapter {
   }
   async result(_t: string, { url }: { url: string }) {
     this.calls.push('result');
-    return { url, finalUrl: url, httpStatus: 200, title: 'T', byline: null, excerpt: null, lang: 'en', siteName: null, publishedTime: null, text: 'x', markdown: 'x', links: [], contentLength: 1 };
+    return {
+      url,
+      finalUrl: url,
+      httpStatus: 200,
+      title: 'T',
+      byline: null,
+      excerpt: null,
+      lang: 'en',
+      siteName: null,
+      publishedTime: null,
+      text: 'x',
+      markdown: 'x',
+      links: [],
+      contentLength: 1,
+    };
   }
   async cancel() {
     this.calls.push('cancel');
@@ -48,20 +62,56 @@ class FakeAdapter implements ProviderAdapter {
   }
 }
 
-const config = parseConfig({ providers: { fake: { kind: 'reference', baseUrl: 'http://127.0.0.1:9', submitTimeoutMs: 1, credentials: { default: { apiKey: 'sk-unit-0000' } } } } }, {});
+const config = parseConfig(
+  {
+    providers: {
+      fake: {
+        kind: 'reference',
+        baseUrl: 'http://127.0.0.1:9',
+        submitTimeoutMs: 1,
+        credentials: { default: { apiKey: 'sk-unit-0000' } },
+      },
+    },
+  },
+  {},
+);
 let store: Store;
 let fake: FakeAdapter;
 let acts: ReturnType<typeof createActivities>;
-const input: SubmitInput = { jobId: 'scrape:acme:k', provider: 'fake', account: 'acme', key: 'k', request: { url: 'https://example.com/', format: 'markdown', options: {} } };
+const input: SubmitInput = {
+  jobId: 'scrape:acme:k',
+  provider: 'fake',
+  account: 'acme',
+  key: 'k',
+  request: { url: 'https://example.com/', format: 'markdown', options: {} },
+};
 
 async function register() {
-  await store.jobs.register({ id: input.jobId, account: 'acme', idem_key: 'k', provider: 'fake', request_hash: 'h', url: input.request.url, input: '{}', options: '{}', batch_id: null, workflow_id: input.jobId, task_id: null, deadline_at: null });
+  await store.jobs.register({
+    id: input.jobId,
+    account: 'acme',
+    idem_key: 'k',
+    provider: 'fake',
+    request_hash: 'h',
+    url: input.request.url,
+    input: '{}',
+    options: '{}',
+    batch_id: null,
+    workflow_id: input.jobId,
+    task_id: null,
+    deadline_at: null,
+  });
 }
 
 beforeEach(async () => {
   store = await openStore('sqlite::memory:');
   fake = new FakeAdapter();
-  acts = createActivities({ store, providers: new ProviderRegistry(config, {}, { fake }), resultRetentionMs: 60_000, defaultCoolDownMs: 1_000 });
+  acts = createActivities({
+    store,
+    providers: new ProviderRegistry(config, {}, { fake }),
+    resultRetentionMs: 60_000,
+    defaultCoolDownMs: 1_000,
+  });
   await register();
 });
 
@@ -81,13 +131,20 @@ describe('submitScrape', () => {
   it('records the answer; a retried attempt adopts it without calling the provider again', async () => {
     expect(await env().run(acts.submitScrape, input)).toMatchObject({ kind: 'accepted', taskId: 'task-1' });
     expect((await store.jobs.get(input.jobId))?.task_id).toBe('task-1');
-    expect(await env(2).run(acts.submitScrape, input)).toMatchObject({ kind: 'accepted', taskId: 'task-1', adopted: true });
+    expect(await env(2).run(acts.submitScrape, input)).toMatchObject({
+      kind: 'accepted',
+      taskId: 'task-1',
+      adopted: true,
+    });
     expect(fake.calls.filter((c) => c === 'submit')).toHaveLength(1);
   });
 
   it('an earlier intent without an answer makes the attempt ambiguous and calls nothing', async () => {
     await new LegacyJobsRepository(store).recordSubmitIntent(input.jobId); // a crashed attempt
-    expect(await env(2).run(acts.submitScrape, input)).toMatchObject({ kind: 'ambiguous', error: { code: 'UNANSWERED_INTENT' } });
+    expect(await env(2).run(acts.submitScrape, input)).toMatchObject({
+      kind: 'ambiguous',
+      error: { code: 'UNANSWERED_INTENT' },
+    });
     expect(fake.calls).toEqual([]);
     // After reconciliation proved the task absent, the same intent no longer blocks.
     expect(await env(3).run(acts.submitScrape, { ...input, afterReconcile: true })).toMatchObject({ kind: 'accepted' });
@@ -103,7 +160,11 @@ describe('submitScrape', () => {
 
   it('a rate-limit 429 throws a retryable failure with the provider wait and cools the key down for every caller', async () => {
     fake.submitImpl = async () => {
-      throw new ProviderError('cooldown', 'answered 429 RATE_LIMITED', { httpStatus: 429, code: 'RATE_LIMITED', retryAfterMs: 7_000 });
+      throw new ProviderError('cooldown', 'answered 429 RATE_LIMITED', {
+        httpStatus: 429,
+        code: 'RATE_LIMITED',
+        retryAfterMs: 7_000,
+      });
     };
     const err = await failure(env().run(acts.submitScrape, input));
     expect(err).toBeInstanceOf(ApplicationFailure);
@@ -112,7 +173,9 @@ describe('submitScrape', () => {
     expect(err.nextRetryDelay).toBe(7_000);
     expect((await store.jobs.get(input.jobId))?.submit_intent_at).toBeNull();
     // The next call with the same provider key is held back locally: the provider sees nothing.
-    const second = await failure(env().run(acts.checkStatus, { jobId: input.jobId, provider: 'fake', account: 'acme', taskId: 't' }));
+    const second = await failure(
+      env().run(acts.checkStatus, { jobId: input.jobId, provider: 'fake', account: 'acme', taskId: 't' }),
+    );
     expect(second.type).toBe('Provider.cooldown');
     expect(second.nextRetryDelay).toBeGreaterThan(6_000);
     expect(fake.calls).toEqual(['submit']);
@@ -120,7 +183,10 @@ describe('submitScrape', () => {
 
   it('a 401 is non-retryable and keeps the reason without the key', async () => {
     fake.submitImpl = async () => {
-      throw new ProviderError('permanent', 'POST http://p/api/scrape answered 401 UNAUTHORIZED', { httpStatus: 401, code: 'UNAUTHORIZED' });
+      throw new ProviderError('permanent', 'POST http://p/api/scrape answered 401 UNAUTHORIZED', {
+        httpStatus: 401,
+        code: 'UNAUTHORIZED',
+      });
     };
     const err = await failure(env().run(acts.submitScrape, input));
     expect(err.type).toBe('Provider.permanent');
@@ -133,12 +199,21 @@ describe('reconcileSubmit', () => {
   it('replays under the same key where the provider honours idempotency and no lookup decides', async () => {
     fake.capabilities = { ...fake.capabilities, list: false };
     fake.submitImpl = async () => ({ taskId: 'task-9', providerStatus: 'running', replayed: true });
-    expect(await env().run(acts.reconcileSubmit, input)).toEqual({ kind: 'found', taskId: 'task-9', via: 'idempotent-replay' });
+    expect(await env().run(acts.reconcileSubmit, input)).toEqual({
+      kind: 'found',
+      taskId: 'task-9',
+      via: 'idempotent-replay',
+    });
   });
   it('looks the job up by client reference where it can list, and reports absence', async () => {
     fake.capabilities = { ...fake.capabilities, idempotency: false };
     fake.listImpl = async () => ({ taskId: 'task-7', providerStatus: 'queued', replayed: true });
-    expect(await env().run(acts.reconcileSubmit, input)).toEqual({ kind: 'found', taskId: 'task-7', via: 'list', lookup: 'GET /fake/list' });
+    expect(await env().run(acts.reconcileSubmit, input)).toEqual({
+      kind: 'found',
+      taskId: 'task-7',
+      via: 'list',
+      lookup: 'GET /fake/list',
+    });
     await store.db.updateTable('jobs').set({ task_id: null }).execute();
     fake.listImpl = async () => null;
     expect(await env().run(acts.reconcileSubmit, input)).toEqual({ kind: 'absent', via: 'list' });
@@ -155,7 +230,9 @@ describe('saveResult', () => {
   it('writes once: a repeat (retry, second worker) inserts nothing', async () => {
     await store.jobs.recordTaskId(input.jobId, 'task-1', 'queued', 'test');
     const ref = { jobId: input.jobId, provider: 'fake', account: 'acme', taskId: 'task-1', url: input.request.url };
-    const [a, b] = (await Promise.all([env().run(acts.saveResult, ref), env().run(acts.saveResult, ref)])) as Awaited<ReturnType<typeof acts.saveResult>>[];
+    const [a, b] = (await Promise.all([env().run(acts.saveResult, ref), env().run(acts.saveResult, ref)])) as Awaited<
+      ReturnType<typeof acts.saveResult>
+    >[];
     expect([a!.inserted, b!.inserted].sort()).toEqual([false, true]);
     expect(a!.resultId).toBe(b!.resultId);
     expect(await store.results.count({ provider: 'fake', taskId: 'task-1' })).toBe(1);
@@ -168,7 +245,14 @@ describe('saveResult', () => {
       fake.calls.push('result');
       throw new ProviderError('not_found', 'GET /api/jobs/task-1 answered 404', { httpStatus: 404 });
     };
-    const ref = { jobId: input.jobId, provider: 'fake', account: 'acme', taskId: 'task-1', url: input.request.url, notFoundLimit: 3 };
+    const ref = {
+      jobId: input.jobId,
+      provider: 'fake',
+      account: 'acme',
+      taskId: 'task-1',
+      url: input.request.url,
+      notFoundLimit: 3,
+    };
     const early = await failure(env(2).run(acts.saveResult, ref));
     expect([early.type, early.nonRetryable]).toEqual(['Provider.not_found', false]);
     const last = await failure(env(3).run(acts.saveResult, ref));

@@ -19,7 +19,21 @@ import type { ProviderResult } from '../../src/model/results.js';
 import { openStore, Store } from '../../src/store/index.js';
 import { providerLimit } from '../helpers/storeQueries.js';
 
-const PAGE: ProviderResult = { url: 'https://example.com/', finalUrl: 'https://example.com/', httpStatus: 200, title: 'T', byline: null, excerpt: null, lang: 'en', siteName: null, publishedTime: null, text: 'x', markdown: 'x', links: [], contentLength: 1 };
+const PAGE: ProviderResult = {
+  url: 'https://example.com/',
+  finalUrl: 'https://example.com/',
+  httpStatus: 200,
+  title: 'T',
+  byline: null,
+  excerpt: null,
+  lang: 'en',
+  siteName: null,
+  publishedTime: null,
+  text: 'x',
+  markdown: 'x',
+  links: [],
+  contentLength: 1,
+};
 
 class FakeAdapter implements ProviderAdapter {
   readonly name = 'fake';
@@ -56,7 +70,20 @@ class FakeAdapter implements ProviderAdapter {
   }
 }
 
-const config = parseConfig({ providers: { fake: { kind: 'reference', baseUrl: 'http://127.0.0.1:9', submitTimeoutMs: 1, credentials: { default: { apiKey: 'sk-unit-0000' } }, limits: { activeJobs: { initial: 4 } } } } }, {});
+const config = parseConfig(
+  {
+    providers: {
+      fake: {
+        kind: 'reference',
+        baseUrl: 'http://127.0.0.1:9',
+        submitTimeoutMs: 1,
+        credentials: { default: { apiKey: 'sk-unit-0000' } },
+        limits: { activeJobs: { initial: 4 } },
+      },
+    },
+  },
+  {},
+);
 let store: Store;
 let fake: FakeAdapter;
 let acts: ReturnType<typeof createActivities>;
@@ -69,8 +96,19 @@ const submitInput: SubmitJobInput = { job, trackingDeadlineMs: 60_000 };
 const schedule = { initialDelayMs: 2_000, maxDelayMs: 60_000, multiplier: 1.5, jitter: 0, slowdown: 1 };
 let generation = 1;
 const poll = (over: Partial<AwaitStatusInput> = {}): AwaitStatusInput => ({
-  jobId, provider: 'fake', account: 'acme', taskId: 'task-1', url: request.url, request, generation, schedule, firstDelayMs: 0,
-  deadlineAt: new Date(Date.now() + 3_600_000).toISOString(), notFoundLimit: 3, mode: 'track', ...over,
+  jobId,
+  provider: 'fake',
+  account: 'acme',
+  taskId: 'task-1',
+  url: request.url,
+  request,
+  generation,
+  schedule,
+  firstDelayMs: 0,
+  deadlineAt: new Date(Date.now() + 3_600_000).toISOString(),
+  notFoundLimit: 3,
+  mode: 'track',
+  ...over,
 });
 const env = (attempt = 2) => new MockActivityEnvironment({ attempt }); // attempt > 1: no first wait
 
@@ -100,7 +138,12 @@ describe('awaitStatus (retry-driven polling)', () => {
     expect(e.category).toBe(ApplicationFailureCategory.BENIGN);
     expect(e.nextRetryDelay).toBe(3_000); // check 1 done: delay 1 = 2 s × 1.5
     const row = await store.jobs.get(jobId);
-    expect(row).toMatchObject({ status_checks: 1, provider_status: 'running', provider_state: 'running', status_errors: 0 });
+    expect(row).toMatchObject({
+      status_checks: 1,
+      provider_status: 'running',
+      provider_state: 'running',
+      status_errors: 0,
+    });
   });
 
   it('the store keeps the tracking deadline the workflow enforces (a workflow that learned its task ID late counts from then)', async () => {
@@ -110,7 +153,12 @@ describe('awaitStatus (retry-driven polling)', () => {
     expect((await store.jobs.get(jobId))?.deadline_at).toBe(later);
     // The cancel path's confirmation checks carry the cancel deadline, not the tracking one: left alone.
     generation++;
-    await failure(env().run(acts.awaitStatus, poll({ mode: 'confirm_cancel', deadlineAt: new Date(Date.now() + 5_000).toISOString() })));
+    await failure(
+      env().run(
+        acts.awaitStatus,
+        poll({ mode: 'confirm_cancel', deadlineAt: new Date(Date.now() + 5_000).toISOString() }),
+      ),
+    );
     expect((await store.jobs.get(jobId))?.deadline_at).toBe(later);
   });
 
@@ -138,7 +186,13 @@ describe('awaitStatus (retry-driven polling)', () => {
     fake.resultImpl = async (ctx) => {
       seen = ctx;
       ctx.heartbeat?.({ documents: 100, pages: 1 });
-      return { ...PAGE, documents: [{ url: 'https://example.com/a', title: 'A' }, { url: 'https://example.com/b', title: 'B' }] };
+      return {
+        ...PAGE,
+        documents: [
+          { url: 'https://example.com/a', title: 'A' },
+          { url: 'https://example.com/b', title: 'B' },
+        ],
+      };
     };
     const m = env();
     const beats: unknown[] = [];
@@ -152,7 +206,10 @@ describe('awaitStatus (retry-driven polling)', () => {
   it('a refused result read (401) ends tracking_interrupted with the reason and an incident', async () => {
     fake.statusImpl = async () => ({ state: 'completed', providerStatus: 'completed' });
     fake.resultImpl = async () => {
-      throw new ProviderError('permanent', 'GET /results answered 401 UNAUTHORIZED', { httpStatus: 401, code: 'UNAUTHORIZED' });
+      throw new ProviderError('permanent', 'GET /results answered 401 UNAUTHORIZED', {
+        httpStatus: 401,
+        code: 'UNAUTHORIZED',
+      });
     };
     const out = await env().run(acts.awaitStatus, poll());
     expect(out).toMatchObject({ kind: 'interrupted', error: { kind: 'permanent', httpStatus: 401 } });
@@ -196,9 +253,13 @@ describe('awaitStatus (retry-driven polling)', () => {
   });
 
   it('an attempt of a superseded generation, or past the deadline, asks nothing', async () => {
-    await env().run(acts.awaitStatus, poll()).catch(() => undefined); // generation g claims the job
+    await env()
+      .run(acts.awaitStatus, poll())
+      .catch(() => undefined); // generation g claims the job
     expect(await env().run(acts.awaitStatus, poll({ generation: generation - 1 }))).toMatchObject({ kind: 'stale' });
-    expect(await env().run(acts.awaitStatus, poll({ deadlineAt: new Date(Date.now() - 1).toISOString() }))).toMatchObject({ kind: 'deadline' });
+    expect(
+      await env().run(acts.awaitStatus, poll({ deadlineAt: new Date(Date.now() - 1).toISOString() })),
+    ).toMatchObject({ kind: 'deadline' });
     expect(fake.calls).toEqual(['status']);
   });
 });
@@ -206,16 +267,26 @@ describe('awaitStatus (retry-driven polling)', () => {
 describe('submitJob (adaptive active-jobs limit)', () => {
   it('a concurrency refusal that states the limit lowers the key limit to it; a full key waits without calling the provider', async () => {
     await store.db.deleteFrom('jobs').execute();
-    const second = { ...submitInput, job: { ...job, jobId: 'scrape:acme:k2', key: 'k2', workflowId: 'scrape:acme:k2' } };
+    const second = {
+      ...submitInput,
+      job: { ...job, jobId: 'scrape:acme:k2', key: 'k2', workflowId: 'scrape:acme:k2' },
+    };
     expect(await env(1).run(acts.submitJob, submitInput)).toMatchObject({ kind: 'accepted' });
     fake.submitImpl = async () => {
-      throw new ProviderError('cooldown', 'answered 429 CONCURRENCY_LIMIT', { httpStatus: 429, code: 'CONCURRENCY_LIMIT', retryAfterMs: 2_000, statedLimit: 1 });
+      throw new ProviderError('cooldown', 'answered 429 CONCURRENCY_LIMIT', {
+        httpStatus: 429,
+        code: 'CONCURRENCY_LIMIT',
+        retryAfterMs: 2_000,
+        statedLimit: 1,
+      });
     };
     const refused = await failure(env(1).run(acts.submitJob, second));
     expect(refused.type).toBe('Provider.cooldown');
     expect(await providerLimit(store, providerKey)).toMatchObject({ limit: 1, ceiling: 1, refusals: 1 });
     fake.calls = [];
-    const waiting = await failure(new MockActivityEnvironment({ attempt: 2, startToCloseTimeoutMs: 3_000 }).run(acts.submitJob, second));
+    const waiting = await failure(
+      new MockActivityEnvironment({ attempt: 2, startToCloseTimeoutMs: 3_000 }).run(acts.submitJob, second),
+    );
     expect(waiting.type).toBe('Submit.waitingForSlot');
     expect(waiting.category).toBe(ApplicationFailureCategory.BENIGN);
     expect(waiting.message).toMatch(/\(learned limit 1\) and 0 more wait/);
@@ -232,13 +303,22 @@ describe('submitJob (adaptive active-jobs limit)', () => {
     expect(slotWaitPlan({ limit: 20, waiting: 400 }, 0.999).retryMs).toBeLessThanOrEqual(60_000);
     // A crowded key's attempt ends without the 5-s wait.
     await store.db.deleteFrom('jobs').execute();
-    const crowd = Array.from({ length: 3 }, (_, i) => ({ ...submitInput, job: { ...job, jobId: `scrape:acme:c${i}`, key: `c${i}`, workflowId: `scrape:acme:c${i}` } }));
+    const crowd = Array.from({ length: 3 }, (_, i) => ({
+      ...submitInput,
+      job: { ...job, jobId: `scrape:acme:c${i}`, key: `c${i}`, workflowId: `scrape:acme:c${i}` },
+    }));
     fake.submitImpl = async () => ({ taskId: 'task-c0', providerStatus: 'queued' }) as Accepted;
     expect(await env(1).run(acts.submitJob, crowd[0]!)).toMatchObject({ kind: 'accepted' });
     await store.db.updateTable('provider_limits').set({ active_limit: 1 }).where('label', '=', providerKey).execute();
     // Jobs waiting for a slot: registered, and their submit attempts named the key.
     for (const c of crowd.slice(1)) await store.jobs.insert(Store.jobRow({ ...c.job, taskId: null }, []));
-    for (let i = 3; i < 6; i++) await store.jobs.insert(Store.jobRow({ ...crowd[1]!.job, jobId: `scrape:acme:w${i}`, key: `w${i}`, workflowId: `scrape:acme:w${i}` }, []));
+    for (let i = 3; i < 6; i++)
+      await store.jobs.insert(
+        Store.jobRow(
+          { ...crowd[1]!.job, jobId: `scrape:acme:w${i}`, key: `w${i}`, workflowId: `scrape:acme:w${i}` },
+          [],
+        ),
+      );
     await store.db.updateTable('jobs').set({ provider_key: providerKey }).execute();
     const t0 = Date.now();
     const crowded = await failure(env(1).run(acts.submitJob, crowd[1]!));
@@ -252,7 +332,11 @@ describe('submitJob (adaptive active-jobs limit)', () => {
 describe('reconcileJob (a list that lags)', () => {
   it("absence is proven only by a read after the lookup's declared lag: the first empty read waits it out (a BENIGN retry), the next one proves it", async () => {
     fake.lagMs = 10_000;
-    await store.db.updateTable('jobs').set({ task_id: null, state: 'unknown', submit_intent_at: new Date().toISOString() }).where('id', '=', jobId).execute();
+    await store.db
+      .updateTable('jobs')
+      .set({ task_id: null, state: 'unknown', submit_intent_at: new Date().toISOString() })
+      .where('id', '=', jobId)
+      .execute();
     const first = await failure(env(1).run(acts.reconcileJob, submitInput));
     expect(first.type).toBe('Reconcile.settling');
     expect(first.nextRetryDelay).toBeGreaterThan(9_000);
@@ -265,20 +349,36 @@ describe('reconcileJob (a list that lags)', () => {
 
   it('a job the lagging list shows on the second read is adopted', async () => {
     fake.lagMs = 10_000;
-    await store.db.updateTable('jobs').set({ task_id: null, state: 'unknown', submit_intent_at: new Date().toISOString() }).where('id', '=', jobId).execute();
+    await store.db
+      .updateTable('jobs')
+      .set({ task_id: null, state: 'unknown', submit_intent_at: new Date().toISOString() })
+      .where('id', '=', jobId)
+      .execute();
     await failure(env(1).run(acts.reconcileJob, submitInput));
     fake.listImpl = async () => ({ taskId: 'task-late', providerStatus: 'running', replayed: true });
-    expect(await env(2).run(acts.reconcileJob, submitInput)).toMatchObject({ kind: 'found', taskId: 'task-late', via: 'list' });
+    expect(await env(2).run(acts.reconcileJob, submitInput)).toMatchObject({
+      kind: 'found',
+      taskId: 'task-late',
+      via: 'list',
+    });
   });
 
   it('a task the list shows that is bound to another job of the same provider account is not adopted, and the collision is in the timeline', async () => {
-    await store.jobs.insert(Store.jobRow({ ...job, jobId: 'scrape:acme:other', key: 'other', workflowId: 'scrape:acme:other' }));
+    await store.jobs.insert(
+      Store.jobRow({ ...job, jobId: 'scrape:acme:other', key: 'other', workflowId: 'scrape:acme:other' }),
+    );
     await store.jobs.recordTaskId('scrape:acme:other', 'task-taken', 'running', 'test', 60_000, providerKey);
-    await store.db.updateTable('jobs').set({ task_id: null, state: 'unknown', submit_intent_at: new Date(Date.now() - 60_000).toISOString() }).where('id', '=', jobId).execute();
+    await store.db
+      .updateTable('jobs')
+      .set({ task_id: null, state: 'unknown', submit_intent_at: new Date(Date.now() - 60_000).toISOString() })
+      .where('id', '=', jobId)
+      .execute();
     fake.listImpl = async () => ({ taskId: 'task-taken', providerStatus: 'running', replayed: true });
     expect(await env(1).run(acts.reconcileJob, submitInput)).toMatchObject({ kind: 'absent' });
     const collision = (await store.findings.timeline(jobId)).find((e) => e.type === 'task_collision');
-    expect(JSON.parse(collision!.detail!)).toMatchObject({ collisions: [{ taskId: 'task-taken', boundTo: 'scrape:acme:other' }] });
+    expect(JSON.parse(collision!.detail!)).toMatchObject({
+      collisions: [{ taskId: 'task-taken', boundTo: 'scrape:acme:other' }],
+    });
     expect((await store.jobs.get(jobId))?.task_id).toBeNull();
   });
 });
@@ -289,7 +389,19 @@ describe('cancelAtProvider', () => {
     fake.resultImpl = () => new Promise(() => undefined); // the result write is still under way
     void env().run(acts.awaitStatus, poll());
     await new Promise((r) => setTimeout(r, 50));
-    const out = await env().run(acts.cancelAtProvider, { jobId, provider: 'fake', account: 'acme', taskId: 'task-1', report: { requestedBy: 't', reason: 'r', via: 'signal' as const, requestedAt: new Date().toISOString(), providerCancelCalls: 0 } });
+    const out = await env().run(acts.cancelAtProvider, {
+      jobId,
+      provider: 'fake',
+      account: 'acme',
+      taskId: 'task-1',
+      report: {
+        requestedBy: 't',
+        reason: 'r',
+        via: 'signal' as const,
+        requestedAt: new Date().toISOString(),
+        providerCancelCalls: 0,
+      },
+    });
     expect(out).toMatchObject({ kind: 'skipped', lastStatus: 'completed' });
     expect(fake.calls).not.toContain('cancel');
   });

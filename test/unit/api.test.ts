@@ -17,7 +17,13 @@ import { ApiKeyring, addKeyToFile, generateApiKey, hashApiKey, loadApiKeys } fro
 import { PROBLEM_TYPES } from '../../src/api/problems.js';
 import { pollAfterSeconds, toScrapeOut } from '../../src/api/schemas.js';
 import { verifySha256Signature, webhookSecret } from '../../src/api/webhooks.js';
-import { IdempotencyConflictError, JobNotFoundError, ResultExpiredError, ResultNotReadyError, ScrapeClient } from '../../src/client/index.js';
+import {
+  IdempotencyConflictError,
+  JobNotFoundError,
+  ResultExpiredError,
+  ResultNotReadyError,
+  ScrapeClient,
+} from '../../src/client/index.js';
 import { parseConfig, webhookProviderNames, type Config } from '../../src/config.js';
 import { simWebhookSignature } from '../../src/sim/webhooks.js';
 import { openStore, type Store } from '../../src/store/index.js';
@@ -39,7 +45,18 @@ describe('API keys', () => {
     expect(ring.size).toBe(2);
     expect(ring.authenticate('Bearer key-acme')).toEqual({ account: 'acme', keyName: 'svc' });
     expect(ring.authenticate('bearer key-globex')).toEqual({ account: 'globex' });
-    for (const bad of [undefined, '', 'key-acme', 'Bearer', 'Bearer ', 'Bearer key-acm', 'Bearer key-acmee', 'Basic key-acme', `Bearer ${hashApiKey('key-acme')}`, 'Bearer key acme']) {
+    for (const bad of [
+      undefined,
+      '',
+      'key-acme',
+      'Bearer',
+      'Bearer ',
+      'Bearer key-acm',
+      'Bearer key-acmee',
+      'Basic key-acme',
+      `Bearer ${hashApiKey('key-acme')}`,
+      'Bearer key acme',
+    ]) {
       expect(ring.authenticate(bad), String(bad)).toBeUndefined();
     }
     expect(new ApiKeyring([]).authenticate('Bearer anything')).toBeUndefined();
@@ -84,7 +101,19 @@ describe('webhook signatures', () => {
   });
 
   it('takes the secret from api.webhookSecrets, else the provider entry; an unset variable is an error', () => {
-    const config = parseConfig({ providers: { reference: { kind: 'reference', baseUrl: 'http://127.0.0.1:1', webhook: { url: 'http://127.0.0.1:2/v1/webhooks/reference', secretEnv: 'A' }, credentials: {} } } }, {});
+    const config = parseConfig(
+      {
+        providers: {
+          reference: {
+            kind: 'reference',
+            baseUrl: 'http://127.0.0.1:1',
+            webhook: { url: 'http://127.0.0.1:2/v1/webhooks/reference', secretEnv: 'A' },
+            credentials: {},
+          },
+        },
+      },
+      {},
+    );
     expect(webhookProviderNames(config)).toEqual(['reference']);
     expect(webhookSecret(config, 'reference', { A: 'from-entry' })).toBe('from-entry');
     config.api.webhookSecrets.reference = { secretEnv: 'B' };
@@ -122,12 +151,24 @@ describe('polling guidance and shapes', () => {
       statusChecks: 3,
       failingChecks: 2,
       lastCheckedAt: '2026-01-01T00:00:00Z',
-      lastError: { kind: 'transient', message: 'HTTP 503', endpoint: 'GET http://10.0.0.5:8790/api/jobs/job_1', httpStatus: 503, at: '2026-01-01T00:00:00Z' },
+      lastError: {
+        kind: 'transient',
+        message: 'HTTP 503',
+        endpoint: 'GET http://10.0.0.5:8790/api/jobs/job_1',
+        httpStatus: 503,
+        at: '2026-01-01T00:00:00Z',
+      },
     });
     expect(out.status_url).toBe('/v1/scrapes/scrape%3Aacme%3Ak%3A1');
     expect(out.result_url).toBe('/v1/scrapes/scrape%3Aacme%3Ak%3A1/result');
     expect(out.progress).toEqual({ status_checks: 3, failing_checks: 2, last_checked_at: '2026-01-01T00:00:00Z' });
-    expect(out.last_error).toEqual({ kind: 'transient', code: null, message: 'HTTP 503', http_status: 503, at: '2026-01-01T00:00:00Z' });
+    expect(out.last_error).toEqual({
+      kind: 'transient',
+      code: null,
+      message: 'HTTP 503',
+      http_status: 503,
+      at: '2026-01-01T00:00:00Z',
+    });
     expect(JSON.stringify(out)).not.toContain('10.0.0.5');
   });
 });
@@ -145,24 +186,47 @@ describe('problem mapping', () => {
     expect(notReady.toBody()).toMatchObject({ type: '/problems/result-not-ready', state: 'pending', final: false });
     const failed = toProblem(new ResultNotReadyError('scrape:acme:x', 'failed'), req);
     expect(failed.headers['retry-after']).toBeUndefined();
-    const expired = toProblem(new ResultExpiredError('scrape:acme:x', { state: 'expired', taskId: 't1', provider: 'reference', finishedAt: 'f', resultWrittenAt: 'w', purgedAt: 'p', title: 'T' }), req);
+    const expired = toProblem(
+      new ResultExpiredError('scrape:acme:x', {
+        state: 'expired',
+        taskId: 't1',
+        provider: 'reference',
+        finishedAt: 'f',
+        resultWrittenAt: 'w',
+        purgedAt: 'p',
+        title: 'T',
+      }),
+      req,
+    );
     expect(expired.status).toBe(410);
     expect(expired.toBody()).toMatchObject({ task_id: 't1', purged_at: 'p', result_written_at: 'w', title: 'T' });
     expect(toProblem(new IdempotencyConflictError('scrape:acme:x'), req).status).toBe(409);
   });
 
   it('Temporal unreachable is 503 with Retry-After; anything unexpected is a bare 500', () => {
-    const grpc = Object.assign(new Error('14 UNAVAILABLE: connect ECONNREFUSED'), { code: 14, details: 'connect ECONNREFUSED', metadata: {} });
+    const grpc = Object.assign(new Error('14 UNAVAILABLE: connect ECONNREFUSED'), {
+      code: 14,
+      details: 'connect ECONNREFUSED',
+      metadata: {},
+    });
     const wrapped = Object.assign(new Error('Failed to start Workflow'), { cause: grpc });
     for (const e of [grpc, wrapped]) {
       const p = toProblem(e, req);
       expect(p.status).toBe(503);
       expect(p.headers['retry-after']).toBe('5');
     }
-    const invalid = Object.assign(new Error('Failed'), { cause: Object.assign(new Error('3 INVALID_ARGUMENT'), { code: 3, details: 'x', metadata: {} }) });
+    const invalid = Object.assign(new Error('Failed'), {
+      cause: Object.assign(new Error('3 INVALID_ARGUMENT'), { code: 3, details: 'x', metadata: {} }),
+    });
     expect(toProblem(invalid, req).status).toBe(500);
     const internal = toProblem(new TypeError('secret-ish internal detail'), req).toBody('req-1');
-    expect(internal).toEqual({ type: '/problems/internal', title: 'Internal error', status: 500, detail: 'an unexpected error happened; it was logged under the instance ID', instance: 'req-1' });
+    expect(internal).toEqual({
+      type: '/problems/internal',
+      title: 'Internal error',
+      status: 500,
+      detail: 'an unexpected error happened; it was logged under the instance ID',
+      instance: 'req-1',
+    });
   });
 });
 
@@ -177,14 +241,27 @@ describe('the app without Temporal', () => {
     store = await openStore('sqlite::memory:');
     config = parseConfig(
       {
-        providers: { reference: { kind: 'reference', baseUrl: 'http://127.0.0.1:1', webhook: { url: 'http://127.0.0.1:2/v1/webhooks/reference', secretEnv: 'UNIT_SECRET' }, credentials: {} } },
+        providers: {
+          reference: {
+            kind: 'reference',
+            baseUrl: 'http://127.0.0.1:1',
+            webhook: { url: 'http://127.0.0.1:2/v1/webhooks/reference', secretEnv: 'UNIT_SECRET' },
+            credentials: {},
+          },
+        },
         api: { bodyLimitBytes: 4096, rateLimit: { unauthenticated: { max: 1000 } } },
       },
       {},
     );
     const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });
     const client = new ScrapeClient({ temporal, store, taskQueue: 'unit', defaultProvider: 'reference' });
-    app = await buildApi({ client, store, config, keys: [{ account: 'acme', sha256: hashApiKey('unit-key') }], env: { UNIT_SECRET: SECRET } });
+    app = await buildApi({
+      client,
+      store,
+      config,
+      keys: [{ account: 'acme', sha256: hashApiKey('unit-key') }],
+      env: { UNIT_SECRET: SECRET },
+    });
   });
 
   afterAll(async () => {
@@ -201,32 +278,138 @@ describe('the app without Temporal', () => {
   it('request limits answer problem documents with the reason', async () => {
     const cases = [
       { payload: 'x'.repeat(5000), type: 'application/json', status: 413, slug: 'payload-too-large' },
-      { payload: '<url>https://example.com</url>', type: 'application/xml', status: 415, slug: 'unsupported-media-type' },
-      { payload: JSON.stringify({ url: 'https://example.com', extra: 1 }), type: 'application/json', status: 400, slug: 'invalid-request' },
-      { payload: JSON.stringify({ url: 'https://user:pw@example.com/' }), type: 'application/json', status: 400, slug: 'invalid-request' },
-      { payload: JSON.stringify({ url: 'https://example.com/?token=sk-live-0123456789abcdef' }), type: 'application/json', status: 400, slug: 'invalid-request' },
-      { payload: JSON.stringify({ url: 'https://example.com/', policy: { initialDelayMs: 1 } }), type: 'application/json', status: 400, slug: 'invalid-request' },
-      { payload: '{"url":"https://example.com/","__proto__":{"admin":true}}', type: 'application/json', status: 400, slug: 'invalid-request', detail: /forbidden "__proto__"/ },
+      {
+        payload: '<url>https://example.com</url>',
+        type: 'application/xml',
+        status: 415,
+        slug: 'unsupported-media-type',
+      },
+      {
+        payload: JSON.stringify({ url: 'https://example.com', extra: 1 }),
+        type: 'application/json',
+        status: 400,
+        slug: 'invalid-request',
+      },
+      {
+        payload: JSON.stringify({ url: 'https://user:pw@example.com/' }),
+        type: 'application/json',
+        status: 400,
+        slug: 'invalid-request',
+      },
+      {
+        payload: JSON.stringify({ url: 'https://example.com/?token=sk-live-0123456789abcdef' }),
+        type: 'application/json',
+        status: 400,
+        slug: 'invalid-request',
+      },
+      {
+        payload: JSON.stringify({ url: 'https://example.com/', policy: { initialDelayMs: 1 } }),
+        type: 'application/json',
+        status: 400,
+        slug: 'invalid-request',
+      },
+      {
+        payload: '{"url":"https://example.com/","__proto__":{"admin":true}}',
+        type: 'application/json',
+        status: 400,
+        slug: 'invalid-request',
+        detail: /forbidden "__proto__"/,
+      },
       // A duplicate key is refused (JSON.parse would keep the last one silently): at the top level and nested.
-      { payload: '{"url":"https://example.com/a","url":"https://example.com/b"}', type: 'application/json', status: 400, slug: 'invalid-request', detail: /duplicate key "url" in the object at \/ / },
-      { payload: '{"url":"https://example.com/","policy":{"deadlineMs":5000,"deadlineMs":60000}}', type: 'application/json', status: 400, slug: 'invalid-request', detail: /duplicate key "deadlineMs" in the object at \/policy/ },
-      { payload: JSON.stringify({ url: 'https://example.com/', options: { headers: { Authorization: 'Bearer abcdefgh12345678' } } }), type: 'application/json', status: 400, slug: 'invalid-request' },
-      { payload: JSON.stringify({ url: 'https://example.com/', options: { headers: { 'X-Api-Key': 'abc123def456' } } }), type: 'application/json', status: 400, slug: 'invalid-request', detail: /X-Api-Key looks like a credential/ },
+      {
+        payload: '{"url":"https://example.com/a","url":"https://example.com/b"}',
+        type: 'application/json',
+        status: 400,
+        slug: 'invalid-request',
+        detail: /duplicate key "url" in the object at \/ /,
+      },
+      {
+        payload: '{"url":"https://example.com/","policy":{"deadlineMs":5000,"deadlineMs":60000}}',
+        type: 'application/json',
+        status: 400,
+        slug: 'invalid-request',
+        detail: /duplicate key "deadlineMs" in the object at \/policy/,
+      },
+      {
+        payload: JSON.stringify({
+          url: 'https://example.com/',
+          options: { headers: { Authorization: 'Bearer abcdefgh12345678' } },
+        }),
+        type: 'application/json',
+        status: 400,
+        slug: 'invalid-request',
+      },
+      {
+        payload: JSON.stringify({ url: 'https://example.com/', options: { headers: { 'X-Api-Key': 'abc123def456' } } }),
+        type: 'application/json',
+        status: 400,
+        slug: 'invalid-request',
+        detail: /X-Api-Key looks like a credential/,
+      },
       // Nesting past 64 levels is a 400 with the reason (thousands of levels overflowed the stack: a 500).
-      { payload: `{"url":"https://example.com/","row":{"x":${'['.repeat(1_500)}${']'.repeat(1_500)}}}`, type: 'application/json', status: 400, slug: 'invalid-request', detail: /nested 1502 deep; at most 64/ },
-      { payload: JSON.stringify({ url: 'https://example.com/', options: { a: JSON.parse(`${'['.repeat(70)}${']'.repeat(70)}`) } }), type: 'application/json', status: 400, slug: 'invalid-request', detail: /deep/ },
+      {
+        payload: `{"url":"https://example.com/","row":{"x":${'['.repeat(1_500)}${']'.repeat(1_500)}}}`,
+        type: 'application/json',
+        status: 400,
+        slug: 'invalid-request',
+        detail: /nested 1502 deep; at most 64/,
+      },
+      {
+        payload: JSON.stringify({
+          url: 'https://example.com/',
+          options: { a: JSON.parse(`${'['.repeat(70)}${']'.repeat(70)}`) },
+        }),
+        type: 'application/json',
+        status: 400,
+        slug: 'invalid-request',
+        detail: /deep/,
+      },
       // UTF-8 only: another charset is a 415, bytes that are not UTF-8 a 400 (never U+FFFD "repairs").
-      { payload: Buffer.from('{"url":"https://example.com/","row":{"name":"Caf\u00e9"}}', 'latin1'), type: 'application/json; charset=iso-8859-1', status: 415, slug: 'unsupported-media-type' },
-      { payload: '{"url":"https://example.com/"}', type: 'application/json; charset=utf-8; charset=latin1', status: 415, slug: 'unsupported-media-type' },
-      { payload: '{"url":"https://example.com/"}', type: 'application/json; charset="utf-8"latin1', status: 415, slug: 'unsupported-media-type' },
-      { payload: Buffer.concat([Buffer.from('{"url":"https://example.com/","row":{"name":"Caf'), Buffer.from([0xe9]), Buffer.from('"}}')]), type: 'application/json', status: 400, slug: 'invalid-request', detail: /not valid UTF-8/ },
+      {
+        payload: Buffer.from('{"url":"https://example.com/","row":{"name":"Caf\u00e9"}}', 'latin1'),
+        type: 'application/json; charset=iso-8859-1',
+        status: 415,
+        slug: 'unsupported-media-type',
+      },
+      {
+        payload: '{"url":"https://example.com/"}',
+        type: 'application/json; charset=utf-8; charset=latin1',
+        status: 415,
+        slug: 'unsupported-media-type',
+      },
+      {
+        payload: '{"url":"https://example.com/"}',
+        type: 'application/json; charset="utf-8"latin1',
+        status: 415,
+        slug: 'unsupported-media-type',
+      },
+      {
+        payload: Buffer.concat([
+          Buffer.from('{"url":"https://example.com/","row":{"name":"Caf'),
+          Buffer.from([0xe9]),
+          Buffer.from('"}}'),
+        ]),
+        type: 'application/json',
+        status: 400,
+        slug: 'invalid-request',
+        detail: /not valid UTF-8/,
+      },
     ];
     for (const c of cases) {
-      const r = await app.inject({ method: 'POST', url: '/v1/scrapes', headers: { ...auth, 'content-type': c.type }, payload: c.payload });
+      const r = await app.inject({
+        method: 'POST',
+        url: '/v1/scrapes',
+        headers: { ...auth, 'content-type': c.type },
+        payload: c.payload,
+      });
       expect(r.statusCode, c.slug).toBe(c.status);
       expect(r.headers['content-type']).toMatch(/^application\/problem\+json/);
       const body = r.json() as { type: string; title: string; status: number; detail: string };
-      expect(body).toMatchObject({ type: `/problems/${c.slug}`, title: PROBLEM_TYPES[c.slug as keyof typeof PROBLEM_TYPES].title, status: c.status });
+      expect(body).toMatchObject({
+        type: `/problems/${c.slug}`,
+        title: PROBLEM_TYPES[c.slug as keyof typeof PROBLEM_TYPES].title,
+        status: c.status,
+      });
       expect(body.detail.length).toBeGreaterThan(5);
       if (c.detail) expect(body.detail).toMatch(c.detail);
       expect(r.body).not.toMatch(/at .*\.ts:\d+/);
@@ -250,27 +433,48 @@ describe('the app without Temporal', () => {
       ['TRACE', '/healthz', 'GET, HEAD'],
       ['GET', '/v1/webhooks/reference', 'POST'],
     ] as const) {
-      const r = await app.inject({ method: method as never, url, headers: { ...auth, 'content-type': 'text/plain' }, payload: method === 'GET' || method === 'TRACE' ? undefined : 'not json' });
+      const r = await app.inject({
+        method: method as never,
+        url,
+        headers: { ...auth, 'content-type': 'text/plain' },
+        payload: method === 'GET' || method === 'TRACE' ? undefined : 'not json',
+      });
       expect(r.statusCode, `${method} ${url}`).toBe(405);
       expect(r.headers.allow).toBe(allow);
       expect(r.json()).toMatchObject({ type: '/problems/method-not-allowed', status: 405 });
     }
-    const missing = await app.inject({ method: 'PATCH', url: '/v2/nothing', headers: { 'content-type': 'text/plain' }, payload: 'x' });
+    const missing = await app.inject({
+      method: 'PATCH',
+      url: '/v2/nothing',
+      headers: { 'content-type': 'text/plain' },
+      payload: 'x',
+    });
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toMatchObject({ type: '/problems/route-not-found' });
   });
 
   it('a path with bad percent-encoding is 400 and the answer never quotes the query string (where a caller may have put a key)', async () => {
-    for (const url of ['/v1/scrapes/%zz?api_key=sk-live-QUERY-1', '/v1/scrapes/%E0%A4%A/result?token=sk-live-QUERY-2']) {
+    for (const url of [
+      '/v1/scrapes/%zz?api_key=sk-live-QUERY-1',
+      '/v1/scrapes/%E0%A4%A/result?token=sk-live-QUERY-2',
+    ]) {
       const r = await app.inject({ method: 'GET', url, headers: auth });
       expect(r.statusCode, url).toBe(400);
-      expect(r.json()).toMatchObject({ type: '/problems/invalid-request', detail: expect.stringMatching(/is not valid percent-encoding/) });
+      expect(r.json()).toMatchObject({
+        type: '/problems/invalid-request',
+        detail: expect.stringMatching(/is not valid percent-encoding/),
+      });
       expect(r.body).not.toMatch(/sk-live-QUERY|api_key|token=/);
     }
   });
 
   it('an unauthenticated request is 401 before its body is even read', async () => {
-    const r = await app.inject({ method: 'POST', url: '/v1/scrapes', headers: { 'content-type': 'application/json' }, payload: 'x'.repeat(5000) });
+    const r = await app.inject({
+      method: 'POST',
+      url: '/v1/scrapes',
+      headers: { 'content-type': 'application/json' },
+      payload: 'x'.repeat(5000),
+    });
     expect(r.statusCode).toBe(401);
   });
 
@@ -278,15 +482,31 @@ describe('the app without Temporal', () => {
     for (const [slug, t] of Object.entries(PROBLEM_TYPES)) {
       const r = await app.inject({ url: `/problems/${slug}` });
       expect(r.statusCode).toBe(200);
-      expect(r.json()).toEqual({ type: `/problems/${slug}`, status: t.status, title: t.title, description: t.description });
+      expect(r.json()).toEqual({
+        type: `/problems/${slug}`,
+        status: t.status,
+        title: t.title,
+        description: t.description,
+      });
     }
     expect((await app.inject({ url: '/problems/nope' })).statusCode).toBe(404);
   });
 
   it('webhooks: a bad signature is 401 and quarantined; a valid unmatched event is quarantined once', async () => {
-    const event = { event_id: 'evt_unit_1', type: 'job.completed', job_id: 'job_x', client_ref: null, status: 'completed' };
+    const event = {
+      event_id: 'evt_unit_1',
+      type: 'job.completed',
+      job_id: 'job_x',
+      client_ref: null,
+      status: 'completed',
+    };
     const body = JSON.stringify(event);
-    const bad = await app.inject({ method: 'POST', url: '/v1/webhooks/reference', headers: { 'content-type': 'application/json', 'x-sim-signature': 'sha256=00' }, payload: body });
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/v1/webhooks/reference',
+      headers: { 'content-type': 'application/json', 'x-sim-signature': 'sha256=00' },
+      payload: body,
+    });
     expect(bad.statusCode).toBe(401);
     expect(await store.webhooks.listDeliveries()).toEqual([]);
     const signed = { 'content-type': 'application/json', 'x-sim-signature': simWebhookSignature(body, SECRET) };
@@ -298,7 +518,12 @@ describe('the app without Temporal', () => {
     const q = await listQuarantine(store, { provider: 'reference' });
     expect(q.map((r) => r.reason).sort()).toEqual(['invalid_signature', 'unmatched']);
     expect(q.every((r) => !r.headers.includes(SECRET) && !r.body.includes(SECRET))).toBe(true);
-    const wrongType = await app.inject({ method: 'POST', url: '/v1/webhooks/reference', headers: { 'content-type': 'text/plain' }, payload: body });
+    const wrongType = await app.inject({
+      method: 'POST',
+      url: '/v1/webhooks/reference',
+      headers: { 'content-type': 'text/plain' },
+      payload: body,
+    });
     expect(wrongType.statusCode).toBe(415);
   });
 });

@@ -49,7 +49,12 @@ function encode(text: string, enc: Encoding): Buffer {
 /** The lines of what the reader saw (decoded as it decodes), to check that each is accounted for. */
 function decodedLines(bytes: Uint8Array): string[] {
   const b = Buffer.from(bytes);
-  const text = b[0] === 0xff && b[1] === 0xfe ? b.subarray(2).toString('utf16le') : b[0] === 0xfe && b[1] === 0xff ? Buffer.from(b.subarray(2)).swap16().toString('utf16le') : b.toString('latin1');
+  const text =
+    b[0] === 0xff && b[1] === 0xfe
+      ? b.subarray(2).toString('utf16le')
+      : b[0] === 0xfe && b[1] === 0xff
+        ? Buffer.from(b.subarray(2)).swap16().toString('utf16le')
+        : b.toString('latin1');
   return text.split(/\r\n|\r|\n/);
 }
 
@@ -84,7 +89,9 @@ function checkAccounted(input: BatchInput, lines: string[], format: 'csv' | 'jso
   lines.forEach((l, i) => {
     const t = l.replace(/^\ufeff|^\xef\xbb\xbf/, '').trim();
     if (t === '' || (format === 'jsonl' && t.startsWith('#'))) return;
-    expect(owner.has(i + 1), `line ${i + 1} (${JSON.stringify(l.slice(0, 80))}) is neither a row nor an error`).toBe(true);
+    expect(owner.has(i + 1), `line ${i + 1} (${JSON.stringify(l.slice(0, 80))}) is neither a row nor an error`).toBe(
+      true,
+    );
   });
   for (const i of input.items) {
     expect(() => new URL(i.url)).not.toThrow();
@@ -99,7 +106,36 @@ function checkAccounted(input: BatchInput, lines: string[], format: 'csv' | 'jso
 const csvishBytes = fc
   .array(
     fc.oneof(
-      fc.constantFrom('url', 'url,note', 'url;note', 'url\tnote', 'key', 'https://a.example/', 'http://b.example/x?y=1', 'ftp://c.example/', ',', ';', '\t', '|', '"', '""', '"a,b"', '"a\nb"', 'x"y', '\n', '\r\n', '\r', ' ', '#', '{"url":"https://j.example/"}', '{', '}', '\ufeff', 'é', '\u0000'),
+      fc.constantFrom(
+        'url',
+        'url,note',
+        'url;note',
+        'url\tnote',
+        'key',
+        'https://a.example/',
+        'http://b.example/x?y=1',
+        'ftp://c.example/',
+        ',',
+        ';',
+        '\t',
+        '|',
+        '"',
+        '""',
+        '"a,b"',
+        '"a\nb"',
+        'x"y',
+        '\n',
+        '\r\n',
+        '\r',
+        ' ',
+        '#',
+        '{"url":"https://j.example/"}',
+        '{',
+        '}',
+        '\ufeff',
+        'é',
+        '\u0000',
+      ),
       fc.string({ maxLength: 12 }),
     ),
     { maxLength: 40 },
@@ -111,7 +147,13 @@ const csvishBytes = fc
       fc.uint8Array({ maxLength: 24 }),
     ),
   )
-  .map(([text, enc, noise]) => (enc === 'latin1' ? Buffer.from(text, 'latin1') : enc === 'raw' ? Buffer.concat([Buffer.from(text), noise]) : encode(text, enc)));
+  .map(([text, enc, noise]) =>
+    enc === 'latin1'
+      ? Buffer.from(text, 'latin1')
+      : enc === 'raw'
+        ? Buffer.concat([Buffer.from(text), noise])
+        : encode(text, enc),
+  );
 
 describe('hostile batch files: totality', () => {
   it('never throws, and accounts for every line of any bytes as CSV (each delimiter) and as JSONL', () => {
@@ -179,7 +221,10 @@ interface Built {
 }
 
 /** Builds a CSV file of `rows` (header `url<d>note`) as bytes; raw-byte rows (Latin-1, invalid UTF-8) only in UTF-8 files. */
-function build(f: { rows: RowSpec[]; delimiter: string; eols: string[]; encoding: Encoding; finalEol: boolean }, salt = ''): Built {
+function build(
+  f: { rows: RowSpec[]; delimiter: string; eols: string[]; encoding: Encoding; finalEol: boolean },
+  salt = '',
+): Built {
   const d = f.delimiter;
   const utf8 = f.encoding === 'utf8' || f.encoding === 'utf8-bom';
   const parts: (string | Buffer)[] = [];
@@ -224,7 +269,12 @@ function build(f: { rows: RowSpec[]; delimiter: string; eols: string[]; encoding
       case 'latin1':
       case 'invalid-utf8':
         if (utf8) {
-          parts.push(Buffer.concat([Buffer.from(`${url}${d}caf`), Buffer.from(r.kind === 'latin1' ? [0xe9] : [0xc3, 0x28, 0xff])]));
+          parts.push(
+            Buffer.concat([
+              Buffer.from(`${url}${d}caf`),
+              Buffer.from(r.kind === 'latin1' ? [0xe9] : [0xc3, 0x28, 0xff]),
+            ]),
+          );
           out.push({ line, fate: 'refused', reason: /not valid UTF-8/ });
         } else {
           parts.push(`${url}${d}café`); // in a UTF-16 file the same row is just text
@@ -238,7 +288,10 @@ function build(f: { rows: RowSpec[]; delimiter: string; eols: string[]; encoding
   });
   if (f.finalEol) parts.push(eol());
   const bytes = utf8
-    ? Buffer.concat([...(f.encoding === 'utf8-bom' ? [Buffer.from([0xef, 0xbb, 0xbf])] : []), ...parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p))])
+    ? Buffer.concat([
+        ...(f.encoding === 'utf8-bom' ? [Buffer.from([0xef, 0xbb, 0xbf])] : []),
+        ...parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p)),
+      ])
     : encode(parts.map((p) => (typeof p === 'string' ? p : p.toString('latin1'))).join(''), f.encoding);
   return { bytes, expect: out };
 }
@@ -253,8 +306,13 @@ describe('hostile batch files: every row ends as it must', () => {
         checkAccounted(input, decodedLines(b.bytes), 'csv');
         for (const e of b.expect) {
           rows++;
-          if (e.fate === 'runs') expect(input.items.find((i) => i.line === e.line)?.url, `line ${e.line}: ${JSON.stringify(input.errors.find((x) => x.line === e.line))}`).toBe(e.url);
-          if (e.fate === 'refused') expect(input.errors.find((x) => x.line === e.line)?.reason, `line ${e.line}`).toMatch(e.reason!);
+          if (e.fate === 'runs')
+            expect(
+              input.items.find((i) => i.line === e.line)?.url,
+              `line ${e.line}: ${JSON.stringify(input.errors.find((x) => x.line === e.line))}`,
+            ).toBe(e.url);
+          if (e.fate === 'refused')
+            expect(input.errors.find((x) => x.line === e.line)?.reason, `line ${e.line}`).toMatch(e.reason!);
         }
         // Property 3: the same bytes again, the same jobs.
         const again = read(b.bytes, '.csv', f.delimiter);
@@ -268,13 +326,20 @@ describe('hostile batch files: every row ends as it must', () => {
 
   it('the same rows saved in another encoding or with other line endings make the same keys and batch', () => {
     const portable = fc.record({
-      rows: fc.array(rowArb.filter((r) => r.kind !== 'latin1' && r.kind !== 'invalid-utf8'), { minLength: 1, maxLength: 10 }),
+      rows: fc.array(
+        rowArb.filter((r) => r.kind !== 'latin1' && r.kind !== 'invalid-utf8'),
+        { minLength: 1, maxLength: 10 },
+      ),
       delimiter: fc.constantFrom(',', ';', '\t', '|'),
       finalEol: fc.boolean(),
     });
     fc.assert(
       fc.property(portable, (f) => {
-        const variants = (['utf8', 'utf8-bom', 'utf16le', 'utf16be'] as const).flatMap((encoding) => [['\n'], ['\r\n'], ['\r'], ['\n', '\r\n', '\r']].map((eols) => read(build({ ...f, encoding, eols }).bytes, '.csv', f.delimiter)));
+        const variants = (['utf8', 'utf8-bom', 'utf16le', 'utf16be'] as const).flatMap((encoding) =>
+          [['\n'], ['\r\n'], ['\r'], ['\n', '\r\n', '\r']].map((eols) =>
+            read(build({ ...f, encoding, eols }).bytes, '.csv', f.delimiter),
+          ),
+        );
         const [first, ...rest] = variants;
         for (const v of rest) {
           expect(v.items.map((i) => [i.line, i.key])).toEqual(first!.items.map((i) => [i.line, i.key]));
@@ -287,25 +352,37 @@ describe('hostile batch files: every row ends as it must', () => {
 
   it('JSONL: every line runs or is refused at its line, duplicate keys included, in every encoding and line ending', () => {
     const lineArb = fc.oneof(
-      fc.nat(1_000_000).map((n) => ({ text: JSON.stringify({ url: `https://j.example/${n}`, note: 'x' }), fate: 'runs' as const })),
-      fc.nat(1_000_000).map((n) => ({ text: `{"url":"https://j.example/d${n}","url":"https://evil.example/"}`, fate: 'refused' as const, reason: /duplicate key "url"/ })),
+      fc
+        .nat(1_000_000)
+        .map((n) => ({ text: JSON.stringify({ url: `https://j.example/${n}`, note: 'x' }), fate: 'runs' as const })),
+      fc.nat(1_000_000).map((n) => ({
+        text: `{"url":"https://j.example/d${n}","url":"https://evil.example/"}`,
+        fate: 'refused' as const,
+        reason: /duplicate key "url"/,
+      })),
       fc.constant({ text: '{"url": "https://j.example/x", ', fate: 'refused' as const, reason: /not valid JSON/ }),
       fc.constant({ text: '["https://j.example/array"]', fate: 'refused' as const, reason: /JSON object/ }),
       fc.constant({ text: '# a comment', fate: 'none' as const }),
       fc.constant({ text: '', fate: 'none' as const }),
     );
     fc.assert(
-      fc.property(fc.array(lineArb, { minLength: 1, maxLength: 12 }), fc.constantFrom<Encoding>('utf8', 'utf8-bom', 'utf16le', 'utf16be'), fc.constantFrom('\n', '\r\n', '\r'), (lines, enc, eol) => {
-        const seen = new Set<string>();
-        const unique = lines.filter((l) => l.fate !== 'runs' || (!seen.has(l.text) && seen.add(l.text)));
-        const bytes = encode(unique.map((l) => l.text).join(eol), enc);
-        const input = read(bytes, '.jsonl');
-        checkAccounted(input, decodedLines(bytes), 'jsonl');
-        unique.forEach((l, i) => {
-          if (l.fate === 'runs') expect(input.items.find((x) => x.line === i + 1)?.url).toBe((JSON.parse(l.text) as { url: string }).url);
-          if (l.fate === 'refused') expect(input.errors.find((x) => x.line === i + 1)?.reason).toMatch(l.reason);
-        });
-      }),
+      fc.property(
+        fc.array(lineArb, { minLength: 1, maxLength: 12 }),
+        fc.constantFrom<Encoding>('utf8', 'utf8-bom', 'utf16le', 'utf16be'),
+        fc.constantFrom('\n', '\r\n', '\r'),
+        (lines, enc, eol) => {
+          const seen = new Set<string>();
+          const unique = lines.filter((l) => l.fate !== 'runs' || (!seen.has(l.text) && seen.add(l.text)));
+          const bytes = encode(unique.map((l) => l.text).join(eol), enc);
+          const input = read(bytes, '.jsonl');
+          checkAccounted(input, decodedLines(bytes), 'jsonl');
+          unique.forEach((l, i) => {
+            if (l.fate === 'runs')
+              expect(input.items.find((x) => x.line === i + 1)?.url).toBe((JSON.parse(l.text) as { url: string }).url);
+            if (l.fate === 'refused') expect(input.errors.find((x) => x.line === i + 1)?.reason).toMatch(l.reason);
+          });
+        },
+      ),
       { seed: 1317, numRuns: 200 },
     );
   });

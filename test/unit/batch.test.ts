@@ -12,8 +12,13 @@ import { fingerprint } from '../../src/lib/hash.js';
 
 describe('CSV batches', () => {
   it('runs the good rows and reports each bad one with its line number and reason', () => {
-    const { items, errors } = parseCsvText('url,note\nhttps://a.example/,ok\nftp://b.example/,no\n\nhttps://c.example/,"two\nlines"\nhttps://d.example/\nhttps://a.example/,ok\n');
-    expect(items.map((i) => [i.line, i.url])).toEqual([[2, 'https://a.example/'], [5, 'https://c.example/']]);
+    const { items, errors } = parseCsvText(
+      'url,note\nhttps://a.example/,ok\nftp://b.example/,no\n\nhttps://c.example/,"two\nlines"\nhttps://d.example/\nhttps://a.example/,ok\n',
+    );
+    expect(items.map((i) => [i.line, i.url])).toEqual([
+      [2, 'https://a.example/'],
+      [5, 'https://c.example/'],
+    ]);
     expect(errors.map((e) => [e.line, e.reason])).toEqual([
       [3, expect.stringMatching(/url scheme must be http or https, not ftp/)],
       [7, '1 fields but the header has 2'],
@@ -22,9 +27,13 @@ describe('CSV batches', () => {
   });
 
   it('skips a line with broken quoting, reports it, and keeps the rows before and after', () => {
-    const { items, errors } = parseCsvText('url,note\nhttps://a.example/,ok\nhttps://b.example/,x"y\nhttps://c.example/,z\n');
+    const { items, errors } = parseCsvText(
+      'url,note\nhttps://a.example/,ok\nhttps://b.example/,x"y\nhttps://c.example/,z\n',
+    );
     expect(items.map((i) => i.line)).toEqual([2, 4]);
-    expect(errors).toEqual([expect.objectContaining({ line: 3, reason: expect.stringMatching(/CSV cannot be parsed here/) })]);
+    expect(errors).toEqual([
+      expect.objectContaining({ line: 3, reason: expect.stringMatching(/CSV cannot be parsed here/) }),
+    ]);
   });
 
   it('reports an unterminated quote on the last line instead of rejecting the file', () => {
@@ -35,34 +44,64 @@ describe('CSV batches', () => {
 
   it('loses no row with CRLF or CR line endings, and one stray quote costs only its own line', () => {
     for (const eol of ['\r\n', '\r', '\n']) {
-      const text = ['url,note', 'https://a.example/1,ok', 'https://a.example/2,"x"y', 'https://a.example/3,ok', 'https://a.example/4,"unclosed', 'https://a.example/5,ok', ''].join(eol);
+      const text = [
+        'url,note',
+        'https://a.example/1,ok',
+        'https://a.example/2,"x"y',
+        'https://a.example/3,ok',
+        'https://a.example/4,"unclosed',
+        'https://a.example/5,ok',
+        '',
+      ].join(eol);
       const { items, errors } = parseCsvText(text);
-      expect(items.map((i) => i.line), JSON.stringify(eol)).toEqual([2, 4, 6]);
-      expect(errors.map((e) => e.line), JSON.stringify(eol)).toEqual([3, 5]);
+      expect(
+        items.map((i) => i.line),
+        JSON.stringify(eol),
+      ).toEqual([2, 4, 6]);
+      expect(
+        errors.map((e) => e.line),
+        JSON.stringify(eol),
+      ).toEqual([3, 5]);
     }
-    const tail = parseCsvText('url,note\nhttps://a.example/1,"ok"x\n' + Array.from({ length: 8 }, (_, i) => `https://a.example/r${i},fine`).join('\n'));
+    const tail = parseCsvText(
+      'url,note\nhttps://a.example/1,"ok"x\n' +
+        Array.from({ length: 8 }, (_, i) => `https://a.example/r${i},fine`).join('\n'),
+    );
     expect(tail.items).toHaveLength(8);
     expect(tail.errors.map((e) => e.line)).toEqual([2]);
   });
 
   it('keeps multi-line quoted fields whole and numbers rows by their first line', () => {
-    const { items, errors } = parseCsvText('\n\nurl,note\nhttps://a.example/,"line one\r\nline two"\nhttps://b.example/,x\n');
+    const { items, errors } = parseCsvText(
+      '\n\nurl,note\nhttps://a.example/,"line one\r\nline two"\nhttps://b.example/,x\n',
+    );
     expect(errors).toEqual([]);
-    expect(items.map((i) => [i.line, i.row.note])).toEqual([[4, 'line one\nline two'], [6, 'x']]);
+    expect(items.map((i) => [i.line, i.row.note])).toEqual([
+      [4, 'line one\nline two'],
+      [6, 'x'],
+    ]);
   });
 
   it('names every line a broken record swallowed, and refuses a row too large to keep', () => {
-    const { items, errors } = parseCsvText('url,note\nhttps://a.example/1,ok\nhttps://a.example/2,"open\nhttps://a.example/3,x\nclose",extra\nhttps://a.example/4,ok\n');
+    const { items, errors } = parseCsvText(
+      'url,note\nhttps://a.example/1,ok\nhttps://a.example/2,"open\nhttps://a.example/3,x\nclose",extra\nhttps://a.example/4,ok\n',
+    );
     expect(items.map((i) => i.line)).toEqual([2, 6]);
     expect(errors).toEqual([expect.objectContaining({ line: 3, reason: expect.stringMatching(/spans lines 3–5/) })]);
     const big = parseCsvText(`url,note\nhttps://a.example/1,${'x'.repeat(70_000)}\nhttps://a.example/2,ok\n`);
     expect(big.items.map((i) => i.line)).toEqual([3]);
-    expect(big.errors).toEqual([expect.objectContaining({ line: 2, reason: expect.stringMatching(/at most 65536 are kept/) })]);
+    expect(big.errors).toEqual([
+      expect.objectContaining({ line: 2, reason: expect.stringMatching(/at most 65536 are kept/) }),
+    ]);
   });
 
   it('refuses a header without url or with a repeated column', () => {
-    expect(parseCsvText('link\nhttps://a.example/\n').errors).toEqual([expect.objectContaining({ line: 1, reason: 'the CSV header has no "url" column' })]);
-    expect(parseCsvText('url,url\nhttps://a.example/,https://b.example/\n').errors).toEqual([expect.objectContaining({ line: 1, reason: expect.stringMatching(/repeats column\(s\) "url"/) })]);
+    expect(parseCsvText('link\nhttps://a.example/\n').errors).toEqual([
+      expect.objectContaining({ line: 1, reason: 'the CSV header has no "url" column' }),
+    ]);
+    expect(parseCsvText('url,url\nhttps://a.example/,https://b.example/\n').errors).toEqual([
+      expect.objectContaining({ line: 1, reason: expect.stringMatching(/repeats column\(s\) "url"/) }),
+    ]);
   });
 
   it('derives the same keys from the same rows (re-running a file creates nothing new)', () => {
@@ -75,7 +114,10 @@ describe('UTF-16 without a byte order mark', () => {
   it('is refused at line 1 with the reason, as CSV and as JSONL (it read as NUL-riddled UTF-8)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'utf16-nobom-'));
     try {
-      for (const [name, text] of [['a.csv', 'url,note\nhttps://example.com/,x\n'], ['a.jsonl', '{"url":"https://example.com/"}\n']] as const) {
+      for (const [name, text] of [
+        ['a.csv', 'url,note\nhttps://example.com/,x\n'],
+        ['a.jsonl', '{"url":"https://example.com/"}\n'],
+      ] as const) {
         for (const bytes of [Buffer.from(text, 'utf16le'), Buffer.from(text, 'utf16le').swap16()]) {
           const file = path.join(dir, name);
           fs.writeFileSync(file, bytes);
@@ -103,8 +145,13 @@ describe('JSONL batches', () => {
   });
 
   it('reports bad JSON and non-object lines by number and keeps the rest', () => {
-    const { items, errors } = parseJsonlText('{"url":"https://a.example/"}\n{not json}\n# comment\n[1]\n{"url":"https://b.example/","key":"k-1"}\n');
-    expect(items.map((i) => [i.line, i.key])).toEqual([[1, expect.stringMatching(/^a\.example-[0-9a-f]{10}$/)], [5, 'k-1']]);
+    const { items, errors } = parseJsonlText(
+      '{"url":"https://a.example/"}\n{not json}\n# comment\n[1]\n{"url":"https://b.example/","key":"k-1"}\n',
+    );
+    expect(items.map((i) => [i.line, i.key])).toEqual([
+      [1, expect.stringMatching(/^a\.example-[0-9a-f]{10}$/)],
+      [5, 'k-1'],
+    ]);
     expect(errors.map((e) => e.line)).toEqual([2, 4]);
   });
 });
@@ -112,7 +159,16 @@ describe('JSONL batches', () => {
 describe('readable, canonical keys', () => {
   it('derives <host>-<10 hex> from the WHATWG-serialised URL: host case, default port, empty path and IDN spellings are one job', () => {
     const { items, errors } = parseCsvText(
-      ['url', 'http://example.com/', 'HTTP://Example.COM', 'http://example.com:80', 'http://bücher.example/katalog', 'http://xn--bcher-kva.example/katalog', 'https://example.com:8443/a', ''].join('\n'),
+      [
+        'url',
+        'http://example.com/',
+        'HTTP://Example.COM',
+        'http://example.com:80',
+        'http://bücher.example/katalog',
+        'http://xn--bcher-kva.example/katalog',
+        'https://example.com:8443/a',
+        '',
+      ].join('\n'),
     );
     expect(items.map((i) => [i.line, i.key])).toEqual([
       [2, expect.stringMatching(/^example\.com-[0-9a-f]{10}$/)],
@@ -132,7 +188,9 @@ describe('readable, canonical keys', () => {
 
   it('keeps the key a row had before readable keys, so a re-run finds the jobs made then', () => {
     const { items } = parseCsvText('url,note\nHTTP://Example.com,x\n');
-    expect(items[0]!.legacyKey).toBe(`row-${fingerprint({ url: 'HTTP://Example.com', format: null, provider: null, rest: { note: 'x' } }).slice(0, 32)}`);
+    expect(items[0]!.legacyKey).toBe(
+      `row-${fingerprint({ url: 'HTTP://Example.com', format: null, provider: null, rest: { note: 'x' } }).slice(0, 32)}`,
+    );
     expect(parseCsvText('url,key\nhttps://a.example/,mine\n').items[0]!.legacyKey).toBeUndefined(); // a given key is the key
   });
 });
@@ -140,12 +198,22 @@ describe('readable, canonical keys', () => {
 describe('delimiters and unreadable files', () => {
   it('says that a ;-separated file looks like one and how to pass the delimiter; --delimiter reads it', () => {
     const text = 'url;note\nhttps://a.example/;one\nhttps://b.example/;two\n';
-    expect(parseCsvText(text).errors).toEqual([expect.objectContaining({ line: 1, reason: 'the CSV header has no "url" column; the delimiter looks like `;`; pass --delimiter \';\'' })]);
+    expect(parseCsvText(text).errors).toEqual([
+      expect.objectContaining({
+        line: 1,
+        reason: 'the CSV header has no "url" column; the delimiter looks like `;`; pass --delimiter \';\'',
+      }),
+    ]);
     expect(parseCsvText(text).items).toEqual([]);
     const ok = parseCsvText(text, { delimiter: ';' });
     expect(ok.errors).toEqual([]);
-    expect(ok.items.map((i) => [i.line, i.url, i.row.note])).toEqual([[2, 'https://a.example/', 'one'], [3, 'https://b.example/', 'two']]);
-    expect(parseCsvText('url\tnote\nhttps://a.example/\tx\n').errors[0]!.reason).toMatch(/looks like a tab; pass --delimiter tab/);
+    expect(ok.items.map((i) => [i.line, i.url, i.row.note])).toEqual([
+      [2, 'https://a.example/', 'one'],
+      [3, 'https://b.example/', 'two'],
+    ]);
+    expect(parseCsvText('url\tnote\nhttps://a.example/\tx\n').errors[0]!.reason).toMatch(
+      /looks like a tab; pass --delimiter tab/,
+    );
     expect(parseCsvText('link,note\nx,y\n').errors[0]!.reason).toBe('the CSV header has no "url" column');
   });
 

@@ -38,7 +38,12 @@ function report(name: string, files: FileResult[], success?: boolean): string {
       name: f.name,
       status: f.status,
       message: f.message ?? '',
-      assertionResults: f.tests.map((t, i) => ({ title: `t${i}`, fullName: `t${i}`, status: t === 'skipped' ? 'pending' : t, failureMessages: [] })),
+      assertionResults: f.tests.map((t, i) => ({
+        title: `t${i}`,
+        fullName: `t${i}`,
+        status: t === 'skipped' ? 'pending' : t,
+        failureMessages: [],
+      })),
     })),
   };
   const file = path.join(dir, `${name}.json`);
@@ -48,7 +53,11 @@ function report(name: string, files: FileResult[], success?: boolean): string {
 
 /** Runs `bash .ci/run --count …`; returns its exit status, its lines and its last line. */
 function count(...suites: string[]) {
-  const r = spawnSync('bash', [path.join(REPO, '.ci', 'run'), '--count', ...suites], { cwd: REPO, encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync('bash', [path.join(REPO, '.ci', 'run'), '--count', ...suites], {
+    cwd: REPO,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   const lines = r.stdout.trimEnd().split('\n');
   return { status: r.status, lines, last: lines.at(-1) ?? '', stderr: r.stderr };
 }
@@ -77,10 +86,14 @@ describe('.ci/run --count', () => {
   });
 
   it('a file that failed outside its tests (its setup threw) counts as one failed test', () => {
-    const a = report('setup', [
-      { name: 'x.test.ts', status: 'passed', tests: ['passed'] },
-      { name: 'broken.test.ts', status: 'failed', message: 'beforeAll: no Chromium', tests: ['skipped', 'skipped'] },
-    ], false);
+    const a = report(
+      'setup',
+      [
+        { name: 'x.test.ts', status: 'passed', tests: ['passed'] },
+        { name: 'broken.test.ts', status: 'failed', message: 'beforeAll: no Chromium', tests: ['skipped', 'skipped'] },
+      ],
+      false,
+    );
     const r = count(`test:1:${a}`);
     expect(r.status).toBe(1);
     expect(r.last).toBe('tests: 1 passed, 1 failed, 2 skipped');

@@ -34,16 +34,23 @@ describe('EncryptionCodec', () => {
     const [encNew] = await rotated.encode([plain('written after')]);
     expect(Buffer.from(encNew!.metadata![KEY_ID_METADATA]!).toString()).toBe('b');
     const decoded = await rotated.decode([encOld!, encNew!]);
-    expect(decoded.map((p) => defaultPayloadConverter.fromPayload(p))).toEqual(['written before the rotation', 'written after']);
+    expect(decoded.map((p) => defaultPayloadConverter.fromPayload(p))).toEqual([
+      'written before the rotation',
+      'written after',
+    ]);
     // SCRAPE_CODEC_CURRENT_KEY picks another listed key as current.
-    const pinned = new EncryptionCodec(keyringFromEnv({ SCRAPE_CODEC_KEYS: `${keyB},${keyA}`, SCRAPE_CODEC_CURRENT_KEY: 'a' }));
+    const pinned = new EncryptionCodec(
+      keyringFromEnv({ SCRAPE_CODEC_KEYS: `${keyB},${keyA}`, SCRAPE_CODEC_CURRENT_KEY: 'a' }),
+    );
     const [encPinned] = await pinned.encode([plain(1)]);
     expect(Buffer.from(encPinned!.metadata![KEY_ID_METADATA]!).toString()).toBe('a');
   });
 
   it('refuses a payload of an unknown key and altered ciphertext; passes unencrypted payloads through', async () => {
     const [enc] = await new EncryptionCodec(parseKeyring(keyA)).encode([plain('x')]);
-    await expect(new EncryptionCodec(parseKeyring(keyB)).decode([enc!])).rejects.toThrow(/codec key "a", which is not in the keyring/);
+    await expect(new EncryptionCodec(parseKeyring(keyB)).decode([enc!])).rejects.toThrow(
+      /codec key "a", which is not in the keyring/,
+    );
     const bad = { ...enc!, data: Uint8Array.from(enc!.data!) };
     bad.data[20] = bad.data[20]! ^ 1;
     await expect(new EncryptionCodec(parseKeyring(keyA)).decode([bad])).rejects.toThrow(/does not decrypt/);
@@ -74,39 +81,102 @@ describe('codec server', () => {
     const codec = new EncryptionCodec(parseKeyring(keyA));
     const app = await buildCodecServer({ codec, token, corsOrigins: [origin] });
     const [enc] = await codec.encode([plain({ url: URL_TEXT })]);
-    const body = { payloads: [{ metadata: Object.fromEntries(Object.entries(enc!.metadata!).map(([k, v]) => [k, Buffer.from(v).toString('base64')])), data: Buffer.from(enc!.data!).toString('base64') }] };
+    const body = {
+      payloads: [
+        {
+          metadata: Object.fromEntries(
+            Object.entries(enc!.metadata!).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+          ),
+          data: Buffer.from(enc!.data!).toString('base64'),
+        },
+      ],
+    };
 
     const anon = await app.inject({ method: 'POST', url: '/codec/decode', payload: body });
     expect(anon.statusCode).toBe(401);
-    const wrong = await app.inject({ method: 'POST', url: '/codec/decode', payload: body, headers: { authorization: 'Bearer nope-nope-nope-nope' } });
+    const wrong = await app.inject({
+      method: 'POST',
+      url: '/codec/decode',
+      payload: body,
+      headers: { authorization: 'Bearer nope-nope-nope-nope' },
+    });
     expect(wrong.statusCode).toBe(401);
 
-    const ok = await app.inject({ method: 'POST', url: '/codec/decode', payload: body, headers: { authorization: `Bearer ${token}`, 'x-namespace': 'default' } });
+    const ok = await app.inject({
+      method: 'POST',
+      url: '/codec/decode',
+      payload: body,
+      headers: { authorization: `Bearer ${token}`, 'x-namespace': 'default' },
+    });
     expect(ok.statusCode).toBe(200);
     const decoded = ok.json() as { payloads: { data: string }[] };
     expect(Buffer.from(decoded.payloads[0]!.data, 'base64').toString()).toContain(URL_TEXT);
 
-    const badLogin = await app.inject({ method: 'POST', url: '/codec/login', payload: 'token=wrong', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const badLogin = await app.inject({
+      method: 'POST',
+      url: '/codec/login',
+      payload: 'token=wrong',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(badLogin.statusCode).toBe(401);
-    const login = await app.inject({ method: 'POST', url: '/codec/login', payload: `token=${token}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const login = await app.inject({
+      method: 'POST',
+      url: '/codec/login',
+      payload: `token=${token}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(login.statusCode).toBe(200);
     const cookie = login.cookies.find((c) => c.name === CODEC_SESSION_COOKIE)!;
     expect(cookie.httpOnly).toBe(true);
     expect(cookie.value).not.toContain(token);
-    const viaCookie = await app.inject({ method: 'POST', url: '/codec/decode', payload: body, headers: { cookie: `${CODEC_SESSION_COOKIE}=${cookie.value}`, origin } });
+    const viaCookie = await app.inject({
+      method: 'POST',
+      url: '/codec/decode',
+      payload: body,
+      headers: { cookie: `${CODEC_SESSION_COOKIE}=${cookie.value}`, origin },
+    });
     expect(viaCookie.statusCode).toBe(200);
     expect(viaCookie.headers['access-control-allow-origin']).toBe(origin);
     expect(viaCookie.headers['access-control-allow-credentials']).toBe('true');
 
-    const preflight = await app.inject({ method: 'OPTIONS', url: '/codec/decode', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-namespace' } });
+    const preflight = await app.inject({
+      method: 'OPTIONS',
+      url: '/codec/decode',
+      headers: {
+        origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type,x-namespace',
+      },
+    });
     expect(preflight.statusCode).toBeLessThan(300);
     expect(preflight.headers['access-control-allow-origin']).toBe(origin);
-    const otherOrigin = await app.inject({ method: 'OPTIONS', url: '/codec/decode', headers: { origin: 'http://evil.example', 'access-control-request-method': 'POST' } });
+    const otherOrigin = await app.inject({
+      method: 'OPTIONS',
+      url: '/codec/decode',
+      headers: { origin: 'http://evil.example', 'access-control-request-method': 'POST' },
+    });
     expect(otherOrigin.headers['access-control-allow-origin']).toBeUndefined();
 
-    const encoded = await app.inject({ method: 'POST', url: '/codec/encode', payload: { payloads: [{ metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from('"x"').toString('base64') }] }, headers: { authorization: `Bearer ${token}` } });
+    const encoded = await app.inject({
+      method: 'POST',
+      url: '/codec/encode',
+      payload: {
+        payloads: [
+          {
+            metadata: { encoding: Buffer.from('json/plain').toString('base64') },
+            data: Buffer.from('"x"').toString('base64'),
+          },
+        ],
+      },
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(encoded.statusCode).toBe(200);
-    expect(Buffer.from((encoded.json() as { payloads: { metadata: Record<string, string> }[] }).payloads[0]!.metadata.encoding!, 'base64').toString()).toBe(ENCRYPTED_ENCODING);
+    expect(
+      Buffer.from(
+        (encoded.json() as { payloads: { metadata: Record<string, string> }[] }).payloads[0]!.metadata.encoding!,
+        'base64',
+      ).toString(),
+    ).toBe(ENCRYPTED_ENCODING);
     await app.close();
   });
 });

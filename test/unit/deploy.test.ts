@@ -20,7 +20,8 @@ describe('docker-compose.yml', () => {
     expect(compose).toContain(`image: temporalio/ui:${TEMPORAL_UI_VERSION}`);
     expect(compose).toContain('./deploy/temporal/config:/etc/temporal/config/scrape:ro');
     expect(compose).toContain('--env cluster');
-    for (const svc of ['frontend', 'matching', 'worker', 'history']) expect(compose).toContain(`start --service ${svc}`);
+    for (const svc of ['frontend', 'matching', 'worker', 'history'])
+      expect(compose).toContain(`start --service ${svc}`);
     expect(compose).toMatch(/temporal-history-2:/);
     const mounted = [...compose.matchAll(/\.\/(deploy\/[^:\s"]+)/g)].map((m) => m[1]!);
     expect(mounted.length).toBeGreaterThan(5);
@@ -35,10 +36,16 @@ describe('docker-compose.yml', () => {
   });
 
   it('the Grafana dashboard queries only scrape_* series that exist', async () => {
-    const dash = JSON.parse(fs.readFileSync(path.join(REPO, 'deploy/grafana/dashboards/scrape-orchestrator.json'), 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
+    const dash = JSON.parse(
+      fs.readFileSync(path.join(REPO, 'deploy/grafana/dashboards/scrape-orchestrator.json'), 'utf8'),
+    ) as {
+      panels: { targets?: { expr: string }[] }[];
+    };
     const exprs = dash.panels.flatMap((p) => p.targets ?? []).map((t) => t.expr);
     const defined = new Set((await registry.getMetricsAsJSON()).map((m) => m.name));
-    const used = new Set(exprs.flatMap((e) => [...e.matchAll(/\bscrape_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, ''))));
+    const used = new Set(
+      exprs.flatMap((e) => [...e.matchAll(/\bscrape_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, ''))),
+    );
     expect(used.size).toBeGreaterThan(8);
     for (const name of used) expect(defined.has(name), name).toBe(true);
   });

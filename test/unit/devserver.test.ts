@@ -9,7 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZodError } from 'zod';
 import { connectionOptionsFromEnv } from '../../src/client/connection.js';
 import { connectOrStartTemporal, DevServerOptionsSchema, freePort } from '../../src/devserver/devServer.js';
-import { cachedTemporalCliPath, ensureTemporalCli, TemporalCliNotFoundError, temporalCacheRoot } from '../../src/devserver/temporalCli.js';
+import {
+  cachedTemporalCliPath,
+  ensureTemporalCli,
+  TemporalCliNotFoundError,
+  temporalCacheRoot,
+} from '../../src/devserver/temporalCli.js';
 
 let tmp: string;
 beforeAll(async () => {
@@ -59,14 +64,23 @@ describe('ensureTemporalCli when every source fails', () => {
   it('reports a TEMPORAL_CLI that is not a working binary', async () => {
     const fake = path.join(tmp, 'not-temporal');
     await writeFile(fake, 'not a binary', { mode: 0o644 });
-    const err = await ensureTemporalCli({ env: { PATH: '', TEMPORAL_CLI: fake }, sources: ['env'], logger: () => undefined }).catch((e: unknown) => e);
+    const err = await ensureTemporalCli({
+      env: { PATH: '', TEMPORAL_CLI: fake },
+      sources: ['env'],
+      logger: () => undefined,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TemporalCliNotFoundError);
     expect((err as Error).message).toMatch(/1\. env: .*not-temporal/);
   });
 
   it('refuses a cache directory inside the repository', async () => {
     const inside = path.resolve('.data', 'cache-in-repo');
-    const err = await ensureTemporalCli({ env: { PATH: '' }, cacheDir: inside, sources: ['cache', 'pypi'], logger: () => undefined }).catch((e: unknown) => e);
+    const err = await ensureTemporalCli({
+      env: { PATH: '' },
+      cacheDir: inside,
+      sources: ['cache', 'pypi'],
+      logger: () => undefined,
+    }).catch((e: unknown) => e);
     expect((err as Error).message).toMatch(/cache: cache dir .* is inside the repository/);
     expect((err as Error).message).toMatch(/pypi: cache dir .* is inside the repository/);
   });
@@ -81,7 +95,12 @@ describe('paths and options', () => {
   });
 
   it('validates dev server options with zod', () => {
-    expect(DevServerOptionsSchema.parse({})).toMatchObject({ ip: '127.0.0.1', namespace: 'default', logLevel: 'warn', headless: false });
+    expect(DevServerOptionsSchema.parse({})).toMatchObject({
+      ip: '127.0.0.1',
+      namespace: 'default',
+      logLevel: 'warn',
+      headless: false,
+    });
     expect(() => DevServerOptionsSchema.parse({ port: 70000 })).toThrow(ZodError);
     expect(() => DevServerOptionsSchema.parse({ ip: 'localhost' })).toThrow(ZodError);
     expect(() => DevServerOptionsSchema.parse({ searchAttributes: { 'bad name': 'Keyword' } })).toThrow(ZodError);
@@ -91,7 +110,10 @@ describe('paths and options', () => {
 
   it('builds connection options from TEMPORAL_* env', async () => {
     expect(connectionOptionsFromEnv({ TEMPORAL_ADDRESS: 'h:7233' })).toEqual({ address: 'h:7233' });
-    expect(connectionOptionsFromEnv({ TEMPORAL_ADDRESS: 'h:7233', TEMPORAL_API_KEY: 'k' })).toEqual({ address: 'h:7233', apiKey: 'k' });
+    expect(connectionOptionsFromEnv({ TEMPORAL_ADDRESS: 'h:7233', TEMPORAL_API_KEY: 'k' })).toEqual({
+      address: 'h:7233',
+      apiKey: 'k',
+    });
     const crt = path.join(tmp, 'c.pem');
     await writeFile(crt, '-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n');
     const o = connectionOptionsFromEnv({
@@ -100,15 +122,24 @@ describe('paths and options', () => {
       TEMPORAL_TLS_KEY: '-----BEGIN PRIVATE KEY-----\ny\n-----END PRIVATE KEY-----',
     });
     expect(o.tls).toMatchObject({ clientCertPair: { crt: expect.any(Buffer), key: expect.any(Buffer) } });
-    expect(() => connectionOptionsFromEnv({ TEMPORAL_ADDRESS: 'h:7233', TEMPORAL_TLS_CERT: crt })).toThrow(/both a client certificate/);
-    expect(connectionOptionsFromEnv({ TEMPORAL_ADDRESS: 'h:7233', TEMPORAL_TLS: 'true' })).toEqual({ address: 'h:7233', tls: true });
+    expect(() => connectionOptionsFromEnv({ TEMPORAL_ADDRESS: 'h:7233', TEMPORAL_TLS_CERT: crt })).toThrow(
+      /both a client certificate/,
+    );
+    expect(connectionOptionsFromEnv({ TEMPORAL_ADDRESS: 'h:7233', TEMPORAL_TLS: 'true' })).toEqual({
+      address: 'h:7233',
+      tls: true,
+    });
   });
 
   it('fails clearly when TEMPORAL_ADDRESS does not answer', async () => {
     const port = await freePort(); // nothing listens there
-    const err = await connectOrStartTemporal({ env: { TEMPORAL_ADDRESS: `127.0.0.1:${port}` }, connectTimeoutMs: 500, logger: () => undefined }).catch(
-      (e: unknown) => e as Error,
+    const err = await connectOrStartTemporal({
+      env: { TEMPORAL_ADDRESS: `127.0.0.1:${port}` },
+      connectTimeoutMs: 500,
+      logger: () => undefined,
+    }).catch((e: unknown) => e as Error);
+    expect((err as Error).message).toMatch(
+      new RegExp(`cannot reach Temporal at TEMPORAL_ADDRESS=127\\.0\\.0\\.1:${port}`),
     );
-    expect((err as Error).message).toMatch(new RegExp(`cannot reach Temporal at TEMPORAL_ADDRESS=127\\.0\\.0\\.1:${port}`));
   });
 });

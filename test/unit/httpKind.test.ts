@@ -8,7 +8,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
-import { firecrawlDocument, firecrawlEventStatus, firecrawlState, firecrawlWebhook } from '../../src/providers/firecrawl/index.js';
+import {
+  firecrawlDocument,
+  firecrawlEventStatus,
+  firecrawlState,
+  firecrawlWebhook,
+} from '../../src/providers/firecrawl/index.js';
 import { mapStatus, type HttpEntry } from '../../src/providers/http/index.js';
 import { isJsonPointer, pick, renderJson, renderPath, unknownPlaceholders } from '../../src/providers/http/template.js';
 import { referenceAsHttp } from '../fixtures/providers/http/referenceContract.js';
@@ -27,27 +32,75 @@ const parse = (entry: Record<string, unknown>) => parseConfig({ providers: { x: 
 
 describe('http kind configuration', () => {
   it('a minimal entry parses with its defaults (bearer, POST, unrecognised default, 202/204 not ready)', () => {
-    expect(parse(minimal)).toMatchObject({ auth: { in: 'bearer' }, submit: { method: 'POST', idempotent: false }, status: { default: 'unrecognised', matchCase: 'any', notReadyStatusCodes: [202, 204] } });
+    expect(parse(minimal)).toMatchObject({
+      auth: { in: 'bearer' },
+      submit: { method: 'POST', idempotent: false },
+      status: { default: 'unrecognised', matchCase: 'any', notReadyStatusCodes: [202, 204] },
+    });
   });
 
   it('refuses bad entries with an error naming the field', () => {
     // [entry, the field named, the reason]
     const bad: [Record<string, unknown>, string, RegExp][] = [
-      [{ ...minimal, submit: { ...minimal.submit, body: { u: '{{uri}}' } } }, 'providers.x.submit.body', /unknown placeholder \{\{uri\}\} \(allowed here: \{\{url\}\}/],
-      [{ ...minimal, status: { ...minimal.status, path: '/jobs/{{url}}' } }, 'providers.x.status.path', /\{\{url\}\} \(allowed here: \{\{taskId\}\}\)/],
-      [{ ...minimal, submit: { ...minimal.submit, taskIdPath: 'data.id' } }, 'providers.x.submit.taskIdPath', /JSON Pointer/],
-      [{ ...minimal, submit: { ...minimal.submit, idempotent: true } }, 'providers.x.submit.idempotent', /sends \{\{idempotencyKey\}\}/],
+      [
+        { ...minimal, submit: { ...minimal.submit, body: { u: '{{uri}}' } } },
+        'providers.x.submit.body',
+        /unknown placeholder \{\{uri\}\} \(allowed here: \{\{url\}\}/,
+      ],
+      [
+        { ...minimal, status: { ...minimal.status, path: '/jobs/{{url}}' } },
+        'providers.x.status.path',
+        /\{\{url\}\} \(allowed here: \{\{taskId\}\}\)/,
+      ],
+      [
+        { ...minimal, submit: { ...minimal.submit, taskIdPath: 'data.id' } },
+        'providers.x.submit.taskIdPath',
+        /JSON Pointer/,
+      ],
+      [
+        { ...minimal, submit: { ...minimal.submit, idempotent: true } },
+        'providers.x.submit.idempotent',
+        /sends \{\{idempotencyKey\}\}/,
+      ],
       [{ ...minimal, status: { ...minimal.status, map: {} } }, 'providers.x.status.map', /at least one word/],
-      [{ ...minimal, status: { ...minimal.status, map: { done: 'completed', DONE: 'failed' } } }, 'providers.x.status.map', /differ only in case/],
-      [{ ...minimal, status: { ...minimal.status, map: { done: 'finished' } } }, 'providers.x.status.map.done', /queued|running/],
+      [
+        { ...minimal, status: { ...minimal.status, map: { done: 'completed', DONE: 'failed' } } },
+        'providers.x.status.map',
+        /differ only in case/,
+      ],
+      [
+        { ...minimal, status: { ...minimal.status, map: { done: 'finished' } } },
+        'providers.x.status.map.done',
+        /queued|running/,
+      ],
       [{ ...minimal, result: { fields: {} } }, 'providers.x.result.pagePath', /pagePath \(one page\) or documentsPath/],
-      [{ ...minimal, result: { documentsPath: '/items', pagination: { style: 'next', nextPath: '/next' } } }, 'providers.x.result.pagination', /result\.request/],
-      [{ ...minimal, webhookScheme: { signed: true, taskIdPath: '/id' } }, 'providers.x.webhookScheme.signatureHeader', /needs signatureHeader/],
-      [{ ...minimal, webhook: { url: 'https://us.example.com/v1/webhooks/x', secretEnv: 'S' } }, 'providers.x.webhookScheme', /"webhook" is configured but "webhookScheme" is not/],
+      [
+        { ...minimal, result: { documentsPath: '/items', pagination: { style: 'next', nextPath: '/next' } } },
+        'providers.x.result.pagination',
+        /result\.request/,
+      ],
+      [
+        { ...minimal, webhookScheme: { signed: true, taskIdPath: '/id' } },
+        'providers.x.webhookScheme.signatureHeader',
+        /needs signatureHeader/,
+      ],
+      [
+        { ...minimal, webhook: { url: 'https://us.example.com/v1/webhooks/x', secretEnv: 'S' } },
+        'providers.x.webhookScheme',
+        /"webhook" is configured but "webhookScheme" is not/,
+      ],
       [{ ...minimal, auth: { in: 'query' } }, 'providers.x.auth.name', /./],
       [{ ...minimal, sumbit: {} }, 'providers.x', /sumbit/],
-      [{ ...minimal, submit: { ...minimal.submit, method: 'GET' } }, 'providers.x.submit.body', /GET submit cannot have a body/],
-      [{ ...minimal, submit: { ...minimal.submit, bodyEncoding: 'form', body: { a: { b: 1 } } } }, 'providers.x.submit.body', /form body/],
+      [
+        { ...minimal, submit: { ...minimal.submit, method: 'GET' } },
+        'providers.x.submit.body',
+        /GET submit cannot have a body/,
+      ],
+      [
+        { ...minimal, submit: { ...minimal.submit, bodyEncoding: 'form', body: { a: { b: 1 } } } },
+        'providers.x.submit.body',
+        /form body/,
+      ],
     ];
     for (const [entry, field, why] of bad) {
       let message = '';
@@ -65,7 +118,13 @@ describe('http kind configuration', () => {
     for (const idempotency of [true, false])
       for (const list of [true, false])
         for (const webhookSignature of [true, false]) {
-          const e = parse({ kind: 'http', baseUrl: 'http://127.0.0.1:1', credentials: {}, ...referenceAsHttp({ idempotency, list, cancel: true, webhooks: true, webhookSignature }), webhook: { url: 'https://us.example.com/v1/webhooks/x', secretEnv: 'S' } });
+          const e = parse({
+            kind: 'http',
+            baseUrl: 'http://127.0.0.1:1',
+            credentials: {},
+            ...referenceAsHttp({ idempotency, list, cancel: true, webhooks: true, webhookSignature }),
+            webhook: { url: 'https://us.example.com/v1/webhooks/x', secretEnv: 'S' },
+          });
           expect(e.kind).toBe('http');
         }
   });
@@ -81,9 +140,26 @@ describe('http kind configuration', () => {
 
 describe('http kind templates and pointers', () => {
   it('renders bodies: typed whole placeholders, absent members and emptied objects left out, spreads, text interpolation', () => {
-    const t = { '...': '{{options}}', url: '{{url}}', n: '{{limit}}', label: 'job {{clientRef}}', webhook: { url: '{{callbackUrl}}', secret: '{{webhookSecret}}' }, tags: ['a', '{{clientRef}}'] };
-    expect(renderJson(t, { options: { depth: 2, url: 'overridden' }, url: 'https://x/', limit: 5, clientRef: 'r1' })).toEqual({ depth: 2, url: 'https://x/', n: 5, label: 'job r1', tags: ['a', 'r1'] });
-    expect(renderJson(t, { options: {}, url: 'u', clientRef: 'r', callbackUrl: 'https://cb/1' })).toMatchObject({ webhook: { url: 'https://cb/1' } });
+    const t = {
+      '...': '{{options}}',
+      url: '{{url}}',
+      n: '{{limit}}',
+      label: 'job {{clientRef}}',
+      webhook: { url: '{{callbackUrl}}', secret: '{{webhookSecret}}' },
+      tags: ['a', '{{clientRef}}'],
+    };
+    expect(
+      renderJson(t, { options: { depth: 2, url: 'overridden' }, url: 'https://x/', limit: 5, clientRef: 'r1' }),
+    ).toEqual({
+      depth: 2,
+      url: 'https://x/',
+      n: 5,
+      label: 'job r1',
+      tags: ['a', 'r1'],
+    });
+    expect(renderJson(t, { options: {}, url: 'u', clientRef: 'r', callbackUrl: 'https://cb/1' })).toMatchObject({
+      webhook: { url: 'https://cb/1' },
+    });
     expect(renderJson('{{options}}', {})).toBeUndefined();
   });
 
@@ -114,19 +190,59 @@ describe('http kind templates and pointers', () => {
 
 describe('firecrawl kind pieces', () => {
   it('status words: scraping/completed/failed/cancelled; another case or word is unrecognised', () => {
-    expect(['scraping', 'completed', 'failed', 'cancelled'].map(firecrawlState)).toEqual(['running', 'completed', 'failed', 'cancelled']);
+    expect(['scraping', 'completed', 'failed', 'cancelled'].map(firecrawlState)).toEqual([
+      'running',
+      'completed',
+      'failed',
+      'cancelled',
+    ]);
     expect(['Completed', 'paused', ''].map(firecrawlState)).toEqual(['unrecognised', 'unrecognised', 'unrecognised']);
   });
 
   it('a data[] entry becomes a document with its metadata kept; a page error is the document’s error', () => {
-    const d = firecrawlDocument({ markdown: '# Hi', links: ['https://a/', 3], html: '<h1>Hi</h1>', metadata: { title: ['T1', 'T2'], sourceURL: 'https://s/', url: 'https://f/', statusCode: 404, error: 'Not Found' } });
-    expect(d).toMatchObject({ url: 'https://s/', finalUrl: 'https://f/', httpStatus: 404, title: 'T1', markdown: '# Hi', links: ['https://a/'], error: { message: 'Not Found' } });
+    const d = firecrawlDocument({
+      markdown: '# Hi',
+      links: ['https://a/', 3],
+      html: '<h1>Hi</h1>',
+      metadata: {
+        title: ['T1', 'T2'],
+        sourceURL: 'https://s/',
+        url: 'https://f/',
+        statusCode: 404,
+        error: 'Not Found',
+      },
+    });
+    expect(d).toMatchObject({
+      url: 'https://s/',
+      finalUrl: 'https://f/',
+      httpStatus: 404,
+      title: 'T1',
+      markdown: '# Hi',
+      links: ['https://a/'],
+      error: { message: 'Not Found' },
+    });
     expect(d.data).toMatchObject({ html: '<h1>Hi</h1>', metadata: { statusCode: 404 } });
   });
 
   it('webhook deliveries: webhookId is the event ID, metadata.clientRef our reference, the type’s suffix the status hint', () => {
-    const body = { success: true, type: 'batch_scrape.page', id: 'job-1', webhookId: 'wh-1', data: [], metadata: { clientRef: 'ref-1' } };
-    expect(firecrawlWebhook.parse(body, {}, Buffer.from(JSON.stringify(body)))).toEqual({ ok: true, event: { eventId: 'wh-1', type: 'batch_scrape.page', taskId: 'job-1', clientRef: 'ref-1', providerStatus: 'scraping' } });
+    const body = {
+      success: true,
+      type: 'batch_scrape.page',
+      id: 'job-1',
+      webhookId: 'wh-1',
+      data: [],
+      metadata: { clientRef: 'ref-1' },
+    };
+    expect(firecrawlWebhook.parse(body, {}, Buffer.from(JSON.stringify(body)))).toEqual({
+      ok: true,
+      event: {
+        eventId: 'wh-1',
+        type: 'batch_scrape.page',
+        taskId: 'job-1',
+        clientRef: 'ref-1',
+        providerStatus: 'scraping',
+      },
+    });
     expect(firecrawlEventStatus('crawl.cancelled')).toBe('cancelled');
     expect(firecrawlWebhook.parse({ type: 'crawl.completed' }, {}, Buffer.from('{}')).ok).toBe(false);
   });

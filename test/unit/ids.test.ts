@@ -10,7 +10,16 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ApiKeyring, hashApiKey, watchApiKeys } from '../../src/api/auth.js';
 import { InvalidInputError } from '../../src/client/errors.js';
-import { canonicalUrl, decodeCursor, derivedKey, encodeCursor, hostLabel, jobIdOf, legacyClientKey, parseJobId } from '../../src/client/ids.js';
+import {
+  canonicalUrl,
+  decodeCursor,
+  derivedKey,
+  encodeCursor,
+  hostLabel,
+  jobIdOf,
+  legacyClientKey,
+  parseJobId,
+} from '../../src/client/ids.js';
 import { formatDuration, parseDuration } from '../../src/lib/duration.js';
 import { PollPolicySchema } from '../../src/model/schemas.js';
 
@@ -30,7 +39,11 @@ describe('canonical URLs and derived keys', () => {
     expect(derivedKey('http://xn--bcher-kva.example/', hash)).toBe('xn--bcher-kva.example-abcdef0123');
     expect(hostLabel('http://[::1]:8080/')).toBe('--1');
     expect(hostLabel('http://127.0.0.1:8080/')).toBe('127.0.0.1');
-    for (const url of ['http://example.com/', 'http://[::1]:8080/', `http://${'a'.repeat(63)}.${'b'.repeat(63)}.example/`]) {
+    for (const url of [
+      'http://example.com/',
+      'http://[::1]:8080/',
+      `http://${'a'.repeat(63)}.${'b'.repeat(63)}.example/`,
+    ]) {
       const id = jobIdOf(derivedKey(url, hash), 'acme');
       expect(parseJobId(id), id).toEqual({ account: 'acme', key: derivedKey(url, hash) });
     }
@@ -60,7 +73,9 @@ describe('durations and the poll policy', () => {
     expect(parseDuration('1.5h')).toBe(5_400_000);
     expect(parseDuration('2d')).toBe(172_800_000);
     expect(parseDuration('90')).toBe(90_000);
-    expect(() => parseDuration('soon')).toThrow(/"soon" is not a duration: use a number with a unit \(500ms, 30s, 5m, 2h, 1d\)/);
+    expect(() => parseDuration('soon')).toThrow(
+      /"soon" is not a duration: use a number with a unit \(500ms, 30s, 5m, 2h, 1d\)/,
+    );
     expect(() => parseDuration('-1s')).toThrow(RangeError);
     expect(formatDuration(1_800_000)).toBe('30m');
     expect(formatDuration(1_500)).toBe('1500ms');
@@ -71,12 +86,29 @@ describe('durations and the poll policy', () => {
       const r = PollPolicySchema.safeParse(v);
       return r.success ? 'ok' : r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
     };
-    expect(err({ deadlineMs: 500 })).toBe('deadlineMs: deadlineMs must be a whole number of milliseconds from 1000 (1 s) to 2592000000 (30 d)');
-    expect(err({ initialDelayMs: 5, maxDelayMs: 1_000 })).toMatch(/initialDelayMs must be a whole number of milliseconds from 10 \(10 ms\) to 3600000 \(1 h\)/);
-    expect(err({ initialDelayMs: 120_000, maxDelayMs: 60_000 })).toBe('initialDelayMs: initialDelayMs (120000 ms) is longer than maxDelayMs (60000 ms)');
+    expect(err({ deadlineMs: 500 })).toBe(
+      'deadlineMs: deadlineMs must be a whole number of milliseconds from 1000 (1 s) to 2592000000 (30 d)',
+    );
+    expect(err({ initialDelayMs: 5, maxDelayMs: 1_000 })).toMatch(
+      /initialDelayMs must be a whole number of milliseconds from 10 \(10 ms\) to 3600000 \(1 h\)/,
+    );
+    expect(err({ initialDelayMs: 120_000, maxDelayMs: 60_000 })).toBe(
+      'initialDelayMs: initialDelayMs (120000 ms) is longer than maxDelayMs (60000 ms)',
+    );
     expect(err({ jitter: 2 })).toBe('jitter: jitter must be a fraction from 0 to 1');
-    expect(err({ deadlineMs: 1_800_000, initialDelayMs: 500, maxDelayMs: 10_000, multiplier: 2, jitter: 0.1, onDeadline: 'cancel' })).toBe('ok');
-    expect(z.toJSONSchema(PollPolicySchema, { io: 'input' }).properties?.deadlineMs).toMatchObject({ description: expect.stringMatching(/CLI --deadline/) });
+    expect(
+      err({
+        deadlineMs: 1_800_000,
+        initialDelayMs: 500,
+        maxDelayMs: 10_000,
+        multiplier: 2,
+        jitter: 0.1,
+        onDeadline: 'cancel',
+      }),
+    ).toBe('ok');
+    expect(z.toJSONSchema(PollPolicySchema, { io: 'input' }).properties?.deadlineMs).toMatchObject({
+      description: expect.stringMatching(/CLI --deadline/),
+    });
   });
 });
 
@@ -84,11 +116,19 @@ describe('API keys reload', () => {
   it('the keyring takes a new set at once; the file watch reloads on change and keeps the old keys on a broken file', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'keys-'));
     const file = path.join(dir, 'api-keys.json');
-    const write = (keys: string[]) => fs.writeFileSync(file, JSON.stringify({ keys: keys.map((k) => ({ account: 'acme', sha256: hashApiKey(k) })) }));
+    const write = (keys: string[]) =>
+      fs.writeFileSync(file, JSON.stringify({ keys: keys.map((k) => ({ account: 'acme', sha256: hashApiKey(k) })) }));
     write(['key-a']);
     const ring = new ApiKeyring([{ account: 'acme', sha256: hashApiKey('key-a') }]);
     const outcomes: unknown[] = [];
-    const watch = watchApiKeys({ keyring: ring, keysFile: file, keysEnv: 'NO_SUCH_ENV_VAR_FOR_KEYS', env: {}, debounceMs: 20, onReload: (o) => outcomes.push(o) });
+    const watch = watchApiKeys({
+      keyring: ring,
+      keysFile: file,
+      keysEnv: 'NO_SUCH_ENV_VAR_FOR_KEYS',
+      env: {},
+      debounceMs: 20,
+      onReload: (o) => outcomes.push(o),
+    });
     const until = async (cond: () => boolean) => {
       for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 25));
       return cond();

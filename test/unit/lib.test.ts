@@ -1,13 +1,24 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, deterministicUuid, fingerprint } from '../../src/lib/hash.js';
 import { parseRetryAfter, parseWaitFromMessage } from '../../src/lib/retryAfter.js';
-import { findSecret, isSecretName, REDACTED, redactSecrets, sanitizeBody, sanitizeHeaders, sanitizeUrl, secretPartsOfUrl } from '../../src/lib/sanitize.js';
+import {
+  findSecret,
+  isSecretName,
+  REDACTED,
+  redactSecrets,
+  sanitizeBody,
+  sanitizeHeaders,
+  sanitizeUrl,
+  secretPartsOfUrl,
+} from '../../src/lib/sanitize.js';
 import { StartScrapeInputSchema } from '../../src/model/schemas.js';
 import { MAX_JSON_DEPTH, parseJsonStrict, StrictJsonError, valueDepth } from '../../src/lib/json.js';
 
 describe('canonical hashing', () => {
   it('ignores key order and undefined members, not values', () => {
-    expect(canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: undefined } })).toBe('{"a":{"d":[1,{"x":1,"y":2}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: undefined } })).toBe(
+      '{"a":{"d":[1,{"x":1,"y":2}]},"b":1}',
+    );
     expect(fingerprint({ a: 1, b: 2 })).toBe(fingerprint({ b: 2, a: 1 }));
     expect(fingerprint({ a: 1 })).not.toBe(fingerprint({ a: 2 }));
   });
@@ -47,23 +58,73 @@ describe('sanitising what we record', () => {
     );
   });
   it('removes secret headers and known secret values anywhere', () => {
-    expect(sanitizeHeaders({ Authorization: 'Bearer sk-123456', 'x-request-id': 'r1', 'X-Api-Key': 'k' })).toEqual({ Authorization: REDACTED, 'x-request-id': 'r1', 'X-Api-Key': REDACTED });
-    expect(redactSecrets('failed with key sk-live-9999 in Bearer abc.def', ['sk-live-9999'])).toBe(`failed with key ${REDACTED} in Bearer ${REDACTED}`);
-    expect(sanitizeBody({ password: 'p', nested: { api_key: 'x', note: 'uses sk-live-9999' }, list: ['https://h/?token=t'] }, ['sk-live-9999'])).toEqual({
+    expect(sanitizeHeaders({ Authorization: 'Bearer sk-123456', 'x-request-id': 'r1', 'X-Api-Key': 'k' })).toEqual({
+      Authorization: REDACTED,
+      'x-request-id': 'r1',
+      'X-Api-Key': REDACTED,
+    });
+    expect(redactSecrets('failed with key sk-live-9999 in Bearer abc.def', ['sk-live-9999'])).toBe(
+      `failed with key ${REDACTED} in Bearer ${REDACTED}`,
+    );
+    expect(
+      sanitizeBody(
+        { password: 'p', nested: { api_key: 'x', note: 'uses sk-live-9999' }, list: ['https://h/?token=t'] },
+        ['sk-live-9999'],
+      ),
+    ).toEqual({
       password: REDACTED,
       nested: { api_key: REDACTED, note: `uses ${REDACTED}` },
       list: [`https://h/?token=${encodeURIComponent(REDACTED)}`],
     });
   });
   it('knows the secret names providers and clouds use, and leaves ordinary names alone', () => {
-    for (const n of ['apitoken', 'accesstoken', 'refreshtoken', 'clientsecret', 'authkey', 'subscription-key', 'Ocp-Apim-Subscription-Key', 'x-functions-key', 'auth_token', 'private_token', 'key', 'X-Amz-Signature', 'X-Amz-Credential', 'X-Amz-Security-Token', 'apiToken', 'sessionid', 'pass', 'client_secret', 'api-key', 'accessKey', 'jwt', 'Authorization'])
+    for (const n of [
+      'apitoken',
+      'accesstoken',
+      'refreshtoken',
+      'clientsecret',
+      'authkey',
+      'subscription-key',
+      'Ocp-Apim-Subscription-Key',
+      'x-functions-key',
+      'auth_token',
+      'private_token',
+      'key',
+      'X-Amz-Signature',
+      'X-Amz-Credential',
+      'X-Amz-Security-Token',
+      'apiToken',
+      'sessionid',
+      'pass',
+      'client_secret',
+      'api-key',
+      'accessKey',
+      'jwt',
+      'Authorization',
+    ])
       expect(isSecretName(n), n).toBe(true);
-    for (const n of ['url', 'format', 'Idempotency-Key', 'keyword', 'page', 'author', 'passenger', 'content-type', 'x-request-id', 'monkey', 'title'])
+    for (const n of [
+      'url',
+      'format',
+      'Idempotency-Key',
+      'keyword',
+      'page',
+      'author',
+      'passenger',
+      'content-type',
+      'x-request-id',
+      'monkey',
+      'title',
+    ])
       expect(isSecretName(n), n).toBe(false);
   });
   it('redacts credentials in any spelling without eating prose', () => {
-    expect(redactSecrets('sent bearer abc123def456 and BASIC dXNlcjpwYXNz')).toBe(`sent bearer ${REDACTED} and BASIC ${REDACTED}`);
-    expect(redactSecrets('a basic understanding of bearer authentication')).toBe('a basic understanding of bearer authentication');
+    expect(redactSecrets('sent bearer abc123def456 and BASIC dXNlcjpwYXNz')).toBe(
+      `sent bearer ${REDACTED} and BASIC ${REDACTED}`,
+    );
+    expect(redactSecrets('a basic understanding of bearer authentication')).toBe(
+      'a basic understanding of bearer authentication',
+    );
     expect(sanitizeBody({ apitoken: 'S1', refreshtoken: 'S2', next: ' https://x.example/?accesstoken=S3' })).toEqual({
       apitoken: REDACTED,
       refreshtoken: REDACTED,
@@ -94,9 +155,13 @@ describe('sanitising what we record', () => {
     for (const url of credentials) expect(secretPartsOfUrl(url).length, url).toBeGreaterThan(0);
   });
   it('finds secrets in URL fragments and redacts them there too', () => {
-    expect(secretPartsOfUrl('https://app.example/cb#access_token=abc&state=1')).toEqual(['fragment parameter "access_token"']);
+    expect(secretPartsOfUrl('https://app.example/cb#access_token=abc&state=1')).toEqual([
+      'fragment parameter "access_token"',
+    ]);
     expect(secretPartsOfUrl('https://a.example/p?q=1#section-2')).toEqual([]);
-    expect(sanitizeUrl('https://app.example/cb#access_token=abc&state=1')).toBe(`https://app.example/cb#access_token=${encodeURIComponent(REDACTED)}&state=1`);
+    expect(sanitizeUrl('https://app.example/cb#access_token=abc&state=1')).toBe(
+      `https://app.example/cb#access_token=${encodeURIComponent(REDACTED)}&state=1`,
+    );
   });
   it('finds a secret at any depth of a value and names its path', () => {
     expect(findSecret({ headers: { Authorization: 'Bearer NESTED0123456789' } })).toBe('headers.Authorization');
@@ -115,10 +180,18 @@ describe('sanitising what we record', () => {
       const r = StartScrapeInputSchema.safeParse({ ...base, ...input });
       return r.success ? [] : r.error.issues.map((i) => i.message);
     };
-    expect(problems({ options: { headers: { Authorization: 'Bearer NESTED0123456789' } } })).toEqual([expect.stringMatching(/options\.headers\.Authorization looks like a credential/)]);
-    expect(problems({ url: 'https://gitlab.example/api?private_token=abc' })).toEqual([expect.stringMatching(/query parameter "private_token"/)]);
-    expect(problems({ url: 'https://bucket.s3.example/o?X-Amz-Signature=abc' })).toEqual([expect.stringMatching(/X-Amz-Signature/)]);
-    expect(problems({ url: 'https://app.example/cb#access_token=abc' })).toEqual([expect.stringMatching(/fragment parameter "access_token"/)]);
+    expect(problems({ options: { headers: { Authorization: 'Bearer NESTED0123456789' } } })).toEqual([
+      expect.stringMatching(/options\.headers\.Authorization looks like a credential/),
+    ]);
+    expect(problems({ url: 'https://gitlab.example/api?private_token=abc' })).toEqual([
+      expect.stringMatching(/query parameter "private_token"/),
+    ]);
+    expect(problems({ url: 'https://bucket.s3.example/o?X-Amz-Signature=abc' })).toEqual([
+      expect.stringMatching(/X-Amz-Signature/),
+    ]);
+    expect(problems({ url: 'https://app.example/cb#access_token=abc' })).toEqual([
+      expect.stringMatching(/fragment parameter "access_token"/),
+    ]);
     expect(problems({ url: 'https://example.com/a\u0000b' })).toEqual([expect.stringMatching(/control character/)]);
     expect(problems({ options: { wait_for: '#main' }, url: 'https://example.com/search?q=keys' })).toEqual([]);
   });
@@ -172,6 +245,13 @@ describe('findSecret: credentials in options under any usual name or shape', () 
   });
 
   it('ordinary settings stay accepted', () => {
-    expect(findSecret({ headers: { 'Accept-Language': 'de' }, max_tokens: 100, session: { sticky: true }, start: 'https://example.com/?auth=no&key=shoes' })).toBeUndefined();
+    expect(
+      findSecret({
+        headers: { 'Accept-Language': 'de' },
+        max_tokens: 100,
+        session: { sticky: true },
+        start: 'https://example.com/?auth=no&key=shoes',
+      }),
+    ).toBeUndefined();
   });
 });

@@ -9,8 +9,20 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { toFailure } from '../../src/activities/failures.js';
 import { parseConfig } from '../../src/config.js';
-import { BrightDataAdapter, RefusalGuard, RefusalWindow, brightDataProvider } from '../../src/providers/brightdata/index.js';
-import { isProviderError, isQuotaExhausted, ProviderError, QUOTA_EXHAUSTED, quotaExhausted, saysQuotaExhausted } from '../../src/providers/shared/errors.js';
+import {
+  BrightDataAdapter,
+  RefusalGuard,
+  RefusalWindow,
+  brightDataProvider,
+} from '../../src/providers/brightdata/index.js';
+import {
+  isProviderError,
+  isQuotaExhausted,
+  ProviderError,
+  QUOTA_EXHAUSTED,
+  quotaExhausted,
+  saysQuotaExhausted,
+} from '../../src/providers/shared/errors.js';
 import { httpError, type ProviderResponse } from '../../src/providers/shared/http.js';
 import { KeyLimiter, RELEASE_SPACING_FLOOR_MS } from '../../src/providers/shared/limiter.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
@@ -24,7 +36,8 @@ describe('the Bright Data IP-block window kept in the store', () => {
   let now = T0;
   const clock = () => now;
   const scope = 'brightdata@api.brightdata.com';
-  const guard = (threshold = 3) => new RefusalGuard(scope, new RefusalWindow(300_000, threshold, clock), store.providerKeys, clock);
+  const guard = (threshold = 3) =>
+    new RefusalGuard(scope, new RefusalWindow(300_000, threshold, clock), store.providerKeys, clock);
 
   beforeEach(async () => {
     store = await openStore('sqlite::memory:');
@@ -63,7 +76,12 @@ describe('the Bright Data IP-block window kept in the store', () => {
   it('rows older than the longest configurable window are pruned when a refusal is recorded; other scopes are kept', async () => {
     const g = guard();
     await g.record();
-    await new RefusalGuard('brightdata@other.example', new RefusalWindow(300_000, 3, clock), store.providerKeys, clock).record();
+    await new RefusalGuard(
+      'brightdata@other.example',
+      new RefusalWindow(300_000, 3, clock),
+      store.providerKeys,
+      clock,
+    ).record();
     now += 2 * 3_600_000;
     await g.record();
     expect(await store.providerKeys.refusalsSince(scope, 0)).toEqual([now]);
@@ -71,7 +89,10 @@ describe('the Bright Data IP-block window kept in the store', () => {
   });
 
   it('while the store cannot be read, the process’s own window still guards', async () => {
-    const broken = { recordRefusal: async () => Promise.reject(new Error('store down')), refusalsSince: async () => Promise.reject(new Error('store down')) };
+    const broken = {
+      recordRefusal: async () => Promise.reject(new Error('store down')),
+      refusalsSince: async () => Promise.reject(new Error('store down')),
+    };
     const g = new RefusalGuard(scope, new RefusalWindow(300_000, 2, clock), broken, clock);
     expect(await g.record()).toBe(1);
     expect(await g.record()).toBe(2);
@@ -81,8 +102,16 @@ describe('the Bright Data IP-block window kept in the store', () => {
   it('a Bright Data adapter made after a restart refuses to call while the store holds maxRefusals 429s for its host: nothing is sent', async () => {
     now = Date.now();
     const host = '127.0.0.1:9'; // nothing listens: a call that left would fail as a network error, not as the guard
-    for (let i = 0; i < 4; i++) await store.providerKeys.recordRefusal(`brightdata@${host}`, now - 60_000 + i, now - 3_600_000);
-    const entry = brightDataProvider.entrySchema.parse({ kind: 'brightdata', baseUrl: `http://${host}`, datasetId: 'gd_x', credentials: {}, rateLimit: { maxRefusals: 4 }, limits: { maxConcurrent: 2 } });
+    for (let i = 0; i < 4; i++)
+      await store.providerKeys.recordRefusal(`brightdata@${host}`, now - 60_000 + i, now - 3_600_000);
+    const entry = brightDataProvider.entrySchema.parse({
+      kind: 'brightdata',
+      baseUrl: `http://${host}`,
+      datasetId: 'gd_x',
+      credentials: {},
+      rateLimit: { maxRefusals: 4 },
+      limits: { maxConcurrent: 2 },
+    });
     const adapter = new BrightDataAdapter('bd', entry);
     adapter.shareState(store.providerKeys);
     const err = await adapter.status('s_1', { apiKey: 'k', secrets: [] }).catch((e: unknown) => e);
@@ -103,7 +132,11 @@ describe('release slots after a cool-down (fake clock)', () => {
   });
 
   /** Runs `n` callers through `limiter` at once; each call records its time, or answers with `answer(i)`. */
-  function callers(limiter: KeyLimiter, n: number, opts: { maxWaitMs?: number; phase?: 'submit' | 'read'; answer?: (i: number) => Promise<string> } = {}) {
+  function callers(
+    limiter: KeyLimiter,
+    n: number,
+    opts: { maxWaitMs?: number; phase?: 'submit' | 'read'; answer?: (i: number) => Promise<string> } = {},
+  ) {
     const at: { i: number; t: number }[] = [];
     const outcomes = Array.from({ length: n }, (_, i) =>
       limiter
@@ -153,7 +186,12 @@ describe('release slots after a cool-down (fake clock)', () => {
   it('a probe that meets a new 429 holds the rest: each re-reads the cool-down before calling and takes a slot after the new one', async () => {
     const limiter = new KeyLimiter('k', { maxConcurrent: 8, minIntervalMs: 0 }, { random: () => 0 });
     await limiter.coolDown(1_000, 'rate limited');
-    const refuse = (i: number) => (i === 0 ? Promise.reject(new ProviderError('cooldown', '429 again', { code: 'RATE_LIMITED', httpStatus: 429, retryAfterMs: 2_000 })) : Promise.resolve('ok'));
+    const refuse = (i: number) =>
+      i === 0
+        ? Promise.reject(
+            new ProviderError('cooldown', '429 again', { code: 'RATE_LIMITED', httpStatus: 429, retryAfterMs: 2_000 }),
+          )
+        : Promise.resolve('ok');
     const { at, outcomes } = callers(limiter, 4, { answer: refuse });
     await vi.advanceTimersByTimeAsync(20_000);
     const out = await outcomes;
@@ -172,11 +210,17 @@ describe('release slots after a cool-down (fake clock)', () => {
       ['LOCAL_COOLDOWN', 2_000],
     ]);
     await vi.advanceTimersByTimeAsync(1_000);
-    const newcomer = await limiter.run(async () => 'ok', 5_000, 0, { caller: 'late' }).catch((e: ProviderError) => e.details.retryAfterMs);
+    const newcomer = await limiter
+      .run(async () => 'ok', 5_000, 0, { caller: 'late' })
+      .catch((e: ProviderError) => e.details.retryAfterMs);
     expect(newcomer).toBe(1_500); // behind the three: the slot at 2.5 s
     // Each comes back at its slot (the server's retry delay) and goes without queueing again.
     const back: number[] = [];
-    for (const [i, slot] of [[0, 1_000], [1, 1_500], [2, 2_000]] as const) {
+    for (const [i, slot] of [
+      [0, 1_000],
+      [1, 1_500],
+      [2, 2_000],
+    ] as const) {
       await vi.advanceTimersByTimeAsync(T0 + slot - Date.now());
       back.push(await limiter.run(async () => Date.now() - T0, 5_000, 0, { caller: `job-${i}` }));
     }
@@ -184,9 +228,18 @@ describe('release slots after a cool-down (fake clock)', () => {
   });
 
   it('a quota exhaustion holds the key’s submits for quotaHoldMs (reads go on), then one submit probes and the others follow one at a time', async () => {
-    const limiter = new KeyLimiter('k', { maxConcurrent: 8, minIntervalMs: 0, quotaHoldMs: 60_000 }, { random: () => 0 });
-    const spent = quotaExhausted('permanent', new ProviderError('permanent', 'answered 402: Insufficient credits', { httpStatus: 402 }));
-    const refused = await limiter.run(() => Promise.reject(spent), 5_000, 0, { phase: 'submit', caller: 'job-x' }).catch((e: unknown) => e);
+    const limiter = new KeyLimiter(
+      'k',
+      { maxConcurrent: 8, minIntervalMs: 0, quotaHoldMs: 60_000 },
+      { random: () => 0 },
+    );
+    const spent = quotaExhausted(
+      'permanent',
+      new ProviderError('permanent', 'answered 402: Insufficient credits', { httpStatus: 402 }),
+    );
+    const refused = await limiter
+      .run(() => Promise.reject(spent), 5_000, 0, { phase: 'submit', caller: 'job-x' })
+      .catch((e: unknown) => e);
     expect(isQuotaExhausted(refused)).toBe(true);
     expect(await limiter.heldForMs('submit')).toBe(60_000);
     expect(await limiter.heldForMs('read')).toBe(0);
@@ -203,7 +256,9 @@ describe('release slots after a cool-down (fake clock)', () => {
     const limiter = new KeyLimiter('k', { maxConcurrent: 8, minIntervalMs: 0, quotaHoldMs: 600_000 });
     await limiter.coolDown(600_000, 'quota exhausted (HTTP 402)', 'submits');
     let called = false;
-    const e = (await limiter.run(async () => (called = true), 5_000, 10_000, { phase: 'submit', caller: 'j' }).catch((x: unknown) => x)) as ProviderError;
+    const e = (await limiter
+      .run(async () => (called = true), 5_000, 10_000, { phase: 'submit', caller: 'j' })
+      .catch((x: unknown) => x)) as ProviderError;
     expect(called).toBe(false);
     expect([e.kind, e.details.code, e.details.retryAfterMs]).toEqual(['cooldown', 'LOCAL_COOLDOWN', 600_000]);
     expect(e.message).toContain('submits of provider key k are held (quota exhausted (HTTP 402))');
@@ -211,8 +266,15 @@ describe('release slots after a cool-down (fake clock)', () => {
 });
 
 describe('cool-downs are keyed by the provider key', () => {
-  const entry = (apiKey: string) => ({ kind: 'reference', baseUrl: 'http://127.0.0.1:9', credentials: { default: { apiKey } } });
-  const config = parseConfig({ providers: { a: entry('sk-shared-0000'), b: entry('sk-shared-0000'), c: entry('sk-other-00000') } }, {});
+  const entry = (apiKey: string) => ({
+    kind: 'reference',
+    baseUrl: 'http://127.0.0.1:9',
+    credentials: { default: { apiKey } },
+  });
+  const config = parseConfig(
+    { providers: { a: entry('sk-shared-0000'), b: entry('sk-shared-0000'), c: entry('sk-other-00000') } },
+    {},
+  );
 
   it('two entries on one credential share one limiter and its cool-downs; an entry on another credential does not', async () => {
     const r = new ProviderRegistry(config, {});
@@ -220,7 +282,9 @@ describe('cool-downs are keyed by the provider key', () => {
     expect(a!.providerKey).toBe(b!.providerKey);
     expect(a!.providerKey).not.toBe(c!.providerKey);
     expect(a!.limiter).toBe(b!.limiter);
-    await a!.limiter.run(() => Promise.reject(new ProviderError('cooldown', '429', { httpStatus: 429, retryAfterMs: 30_000 })), 5_000).catch(() => undefined);
+    await a!.limiter
+      .run(() => Promise.reject(new ProviderError('cooldown', '429', { httpStatus: 429, retryAfterMs: 30_000 })), 5_000)
+      .catch(() => undefined);
     const held = await b!.limiter.run(async () => 'sent', 5_000, 0).catch((e: ProviderError) => e.details.code);
     expect(held).toBe('LOCAL_COOLDOWN');
     expect(await c!.limiter.run(async () => 'sent', 5_000, 0)).toBe('sent');
@@ -232,13 +296,23 @@ describe('cool-downs are keyed by the provider key', () => {
       const w1 = new ProviderRegistry(config, {}, {}, store.providerKeys).resolve('a', 'acme');
       const w2 = new ProviderRegistry(config, {}, {}, store.providerKeys).resolve('b', 'acme');
       expect(w1.limiter).not.toBe(w2.limiter);
-      await w1.limiter.run(() => Promise.reject(new ProviderError('cooldown', '429', { httpStatus: 429, retryAfterMs: 20_000 })), 5_000).catch(() => undefined);
+      await w1.limiter
+        .run(
+          () => Promise.reject(new ProviderError('cooldown', '429', { httpStatus: 429, retryAfterMs: 20_000 })),
+          5_000,
+        )
+        .catch(() => undefined);
       const waits = await Promise.all(
-        [w1, w2, w1, w2].map((w, i) => w.limiter.run(async () => 'sent', 5_000, 0, { caller: `job-${i}` }).catch((e: ProviderError) => e.details.retryAfterMs!)),
+        [w1, w2, w1, w2].map((w, i) =>
+          w.limiter
+            .run(async () => 'sent', 5_000, 0, { caller: `job-${i}` })
+            .catch((e: ProviderError) => e.details.retryAfterMs!),
+        ),
       );
       expect(waits.every((w) => typeof w === 'number' && w > 18_000)).toBe(true);
       const sorted = [...(waits as number[])].sort((x, y) => x - y);
-      for (let k = 1; k < sorted.length; k++) expect(sorted[k]! - sorted[k - 1]!).toBeGreaterThanOrEqual(RELEASE_SPACING_FLOOR_MS - 5);
+      for (let k = 1; k < sorted.length; k++)
+        expect(sorted[k]! - sorted[k - 1]!).toBeGreaterThanOrEqual(RELEASE_SPACING_FLOOR_MS - 5);
       expect((await store.providerKeys.readCooldown(w1.providerKey))?.reason).toBe('rate limited');
     } finally {
       await store.close();
@@ -254,11 +328,21 @@ describe('quota and credit exhaustion: one classification', () => {
     text,
     evidence: { endpoint: 'POST http://p/x', at: new Date(T0).toISOString(), httpStatus: status },
   });
-  const classify = (status: number, code: string | undefined, message: string, phase: 'submit' | 'read' = 'submit') => httpError(res(status, message), phase, code, message, []);
+  const classify = (status: number, code: string | undefined, message: string, phase: 'submit' | 'read' = 'submit') =>
+    httpError(res(status, message), phase, code, message, []);
 
   it('402 answers are quota exhaustion (Firecrawl’s insufficient credits, Apify’s usage and payment types), permanent with code QUOTA_EXHAUSTED and the provider’s code kept', () => {
-    const fc = classify(402, undefined, 'Insufficient credits to perform this request. For more credits, you can upgrade your plan at https://firecrawl.dev/pricing or try changing the request limit to a lower value.');
-    expect([fc.kind, fc.details.code, fc.details.quota, fc.details.httpStatus]).toEqual(['permanent', QUOTA_EXHAUSTED, true, 402]);
+    const fc = classify(
+      402,
+      undefined,
+      'Insufficient credits to perform this request. For more credits, you can upgrade your plan at https://firecrawl.dev/pricing or try changing the request limit to a lower value.',
+    );
+    expect([fc.kind, fc.details.code, fc.details.quota, fc.details.httpStatus]).toEqual([
+      'permanent',
+      QUOTA_EXHAUSTED,
+      true,
+      402,
+    ]);
     for (const type of ['platform-feature-disabled', 'not-enough-usage-to-run-paid-actor', 'x402-payment-required']) {
       const e = classify(402, type, 'You have exceeded your monthly usage limit.');
       expect([e.kind, e.details.code, e.details.providerCode]).toEqual(['permanent', QUOTA_EXHAUSTED, type]);
@@ -266,8 +350,18 @@ describe('quota and credit exhaustion: one classification', () => {
   });
 
   it('Apify’s concurrency and memory refusals are not quota: the first is a cool-down, the second stays for the adapter to cool down', () => {
-    expect(classify(402, 'concurrent-runs-limit-exceeded', 'By launching this job you will exceed your limit of 5 concurrent Actor runs').kind).toBe('cooldown');
-    const mem = classify(402, 'actor-memory-limit-exceeded', 'By launching this job you will exceed the memory limit of 8192MB for all your Actor runs and builds');
+    expect(
+      classify(
+        402,
+        'concurrent-runs-limit-exceeded',
+        'By launching this job you will exceed your limit of 5 concurrent Actor runs',
+      ).kind,
+    ).toBe('cooldown');
+    const mem = classify(
+      402,
+      'actor-memory-limit-exceeded',
+      'By launching this job you will exceed the memory limit of 8192MB for all your Actor runs and builds',
+    );
     expect(mem.details.quota).toBeUndefined();
     expect(mem.details.code).toBe('actor-memory-limit-exceeded');
   });
@@ -275,8 +369,16 @@ describe('quota and credit exhaustion: one classification', () => {
   it('a 429 or 403 is quota only when its code or text says the quota or credits are used up; a quota per unit of time is a rate limit', () => {
     expect(classify(429, 'QUOTA_EXCEEDED', 'Monthly quota exceeded').details.code).toBe(QUOTA_EXHAUSTED);
     expect(classify(429, undefined, 'Quota exceeded for quota metric requests per minute').kind).toBe('cooldown');
-    expect(classify(429, undefined, 'Rate limit exceeded. Consumed (req/min): 12, Remaining (req/min): 0. Upgrade your plan at https://firecrawl.dev/pricing for increased rate limits or please retry after 7s').kind).toBe('cooldown');
-    expect(classify(403, undefined, 'You have exhausted the API Credits available in this monthly cycle.').details.code).toBe(QUOTA_EXHAUSTED);
+    expect(
+      classify(
+        429,
+        undefined,
+        'Rate limit exceeded. Consumed (req/min): 12, Remaining (req/min): 0. Upgrade your plan at https://firecrawl.dev/pricing for increased rate limits or please retry after 7s',
+      ).kind,
+    ).toBe('cooldown');
+    expect(
+      classify(403, undefined, 'You have exhausted the API Credits available in this monthly cycle.').details.code,
+    ).toBe(QUOTA_EXHAUSTED);
     const blocked = classify(403, undefined, 'This website is no longer supported');
     expect([blocked.kind, blocked.details.quota]).toEqual(['permanent', undefined]);
     expect(saysQuotaExhausted(undefined, 'Account is suspended')).toBe(true);
@@ -286,7 +388,8 @@ describe('quota and credit exhaustion: one classification', () => {
   it('ScraperAPI: a 403 on submit is out of credits whatever its wording, unless it names max_cost', () => {
     const plain = scraperApiError(classify(403, undefined, 'Forbidden'), res(403, 'Forbidden'), 'submit');
     expect(plain.details.code).toBe(QUOTA_EXHAUSTED);
-    const maxCost = 'This request exceeds your max_cost. You can view the cost per request in your response header or in the API Playground on the dashboard.';
+    const maxCost =
+      'This request exceeds your max_cost. You can view the cost per request in your response header or in the API Playground on the dashboard.';
     const capped = scraperApiError(classify(403, undefined, maxCost), res(403, maxCost), 'submit');
     expect([capped.kind, capped.details.quota]).toEqual(['permanent', undefined]);
   });

@@ -8,19 +8,41 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import type { ScrapeRequest } from '../../src/model/types.js';
-import { BRIGHTDATA_BLOCK_AT, BRIGHTDATA_BLOCK_WINDOW_MS, brightDataProvider, brightDataState, brightDataWebhook, RefusalWindow, statedRunningJobsLimit } from '../../src/providers/brightdata/index.js';
+import {
+  BRIGHTDATA_BLOCK_AT,
+  BRIGHTDATA_BLOCK_WINDOW_MS,
+  brightDataProvider,
+  brightDataState,
+  brightDataWebhook,
+  RefusalWindow,
+  statedRunningJobsLimit,
+} from '../../src/providers/brightdata/index.js';
 import { isProviderError } from '../../src/providers/shared/errors.js';
 import { oxylabsProvider, oxylabsState, oxylabsWebhook } from '../../src/providers/oxylabs/index.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import { scraperApiProvider, scraperApiState, scraperApiWebhook } from '../../src/providers/scraperapi/index.js';
 import { DEFAULT_RESULT_LIMITS, type SubmitContext } from '../../src/providers/adapter.js';
-import { BRIGHTDATA_FIXTURE_DATASET, startBrightDataFixture, type BrightDataFixture } from '../fixtures/providers/brightdata/server.js';
+import {
+  BRIGHTDATA_FIXTURE_DATASET,
+  startBrightDataFixture,
+  type BrightDataFixture,
+} from '../fixtures/providers/brightdata/server.js';
 import { FIXTURE_KEYS } from '../fixtures/providers/harness.js';
 import { OXYLABS_FIXTURE_CREDENTIALS } from '../fixtures/providers/oxylabs/server.js';
 import { startScraperApiFixture, type ScraperApiFixture } from '../fixtures/providers/scraperapi/server.js';
 
-const request = (url: string, options: Record<string, unknown> = {}): ScrapeRequest => ({ url, format: 'markdown', options });
-const submitCtx = (apiKey: string, extra: Partial<SubmitContext> = {}): SubmitContext => ({ apiKey, secrets: [], idempotencyKey: '00000000-0000-4000-8000-000000000001', clientRef: 'ref-1', ...extra });
+const request = (url: string, options: Record<string, unknown> = {}): ScrapeRequest => ({
+  url,
+  format: 'markdown',
+  options,
+});
+const submitCtx = (apiKey: string, extra: Partial<SubmitContext> = {}): SubmitContext => ({
+  apiKey,
+  secrets: [],
+  idempotencyKey: '00000000-0000-4000-8000-000000000001',
+  clientRef: 'ref-1',
+  ...extra,
+});
 
 describe('configuration of the three kinds', () => {
   it('defaults: public base URLs, timeouts, and the kinds’ own fields', () => {
@@ -34,7 +56,12 @@ describe('configuration of the three kinds', () => {
       },
       {},
     );
-    expect(c.providers.sa).toMatchObject({ baseUrl: 'https://async.scraperapi.com', failureReport: 'both', targetErrors: 'completed', apiParams: {} });
+    expect(c.providers.sa).toMatchObject({
+      baseUrl: 'https://async.scraperapi.com',
+      failureReport: 'both',
+      targetErrors: 'completed',
+      apiParams: {},
+    });
     expect(c.providers.bd).toMatchObject({
       baseUrl: 'https://api.brightdata.com',
       download: { batchSize: 1000 },
@@ -53,20 +80,63 @@ describe('configuration of the three kinds', () => {
       [{ kind: 'scraperapi', failureReport: 'sometimes' }, /failureReport/],
       [{ kind: 'oxylabs', sorce: 'universal' }, /sorce/],
     ];
-    for (const [entry, why] of bad) expect(() => parseConfig({ providers: { p: { credentials: {}, ...entry } } }, {}), JSON.stringify(entry)).toThrow(why);
+    for (const [entry, why] of bad)
+      expect(() => parseConfig({ providers: { p: { credentials: {}, ...entry } } }, {}), JSON.stringify(entry)).toThrow(
+        why,
+      );
   });
 
   it('a Bright Data entry whose refusal budget plus concurrent calls could reach 25 × 429 is refused when the worker builds it', () => {
-    const config = parseConfig({ providers: { bd: { kind: 'brightdata', datasetId: 'gd_x', credentials: {}, rateLimit: { maxRefusals: 20 }, limits: { maxConcurrent: 8 } } } }, {});
-    expect(() => new ProviderRegistry(config, {})).toThrow(/maxRefusals \(20\) \+ limits.maxConcurrent \(8\) − 1 = 27 .*IP block at 25/);
+    const config = parseConfig(
+      {
+        providers: {
+          bd: {
+            kind: 'brightdata',
+            datasetId: 'gd_x',
+            credentials: {},
+            rateLimit: { maxRefusals: 20 },
+            limits: { maxConcurrent: 8 },
+          },
+        },
+      },
+      {},
+    );
+    expect(() => new ProviderRegistry(config, {})).toThrow(
+      /maxRefusals \(20\) \+ limits.maxConcurrent \(8\) − 1 = 27 .*IP block at 25/,
+    );
   });
 });
 
 describe('status words', () => {
   it('maps each kind’s documented words, reports anything else (another case, a new word) as unrecognised', () => {
-    expect(['running', 'finished', 'failed', 'cancelled', 'Canceled', 'Finished', 'stalled', ''].map(scraperApiState)).toEqual(['running', 'completed', 'failed', 'cancelled', 'cancelled', 'unrecognised', 'unrecognised', 'unrecognised']);
-    expect(['starting', 'running', 'ready', 'failed', 'canceled', 'Ready', 'building'].map(brightDataState)).toEqual(['queued', 'running', 'completed', 'failed', 'cancelled', 'unrecognised', 'unrecognised']);
-    expect(['pending', 'done', 'faulted', 'Done', 'cancelled'].map(oxylabsState)).toEqual(['running', 'completed', 'failed', 'unrecognised', 'unrecognised']);
+    expect(
+      ['running', 'finished', 'failed', 'cancelled', 'Canceled', 'Finished', 'stalled', ''].map(scraperApiState),
+    ).toEqual([
+      'running',
+      'completed',
+      'failed',
+      'cancelled',
+      'cancelled',
+      'unrecognised',
+      'unrecognised',
+      'unrecognised',
+    ]);
+    expect(['starting', 'running', 'ready', 'failed', 'canceled', 'Ready', 'building'].map(brightDataState)).toEqual([
+      'queued',
+      'running',
+      'completed',
+      'failed',
+      'cancelled',
+      'unrecognised',
+      'unrecognised',
+    ]);
+    expect(['pending', 'done', 'faulted', 'Done', 'cancelled'].map(oxylabsState)).toEqual([
+      'running',
+      'completed',
+      'failed',
+      'unrecognised',
+      'unrecognised',
+    ]);
   });
 
   it('reads the running-jobs limit Bright Data states in its refusal', () => {
@@ -76,11 +146,24 @@ describe('status words', () => {
 });
 
 describe('submit bodies', () => {
-  const sa = (entry: Record<string, unknown> = {}) => scraperApiProvider.create('sa', scraperApiProvider.entrySchema.parse({ kind: 'scraperapi', credentials: {}, ...entry }));
+  const sa = (entry: Record<string, unknown> = {}) =>
+    scraperApiProvider.create(
+      'sa',
+      scraperApiProvider.entrySchema.parse({ kind: 'scraperapi', credentials: {}, ...entry }),
+    );
 
   it('ScraperAPI: options first, entry apiParams merged under the job’s, our URL/meta/callback last; both failure flags with a callback, none without', () => {
-    const a = sa({ apiParams: { country_code: 'us', render: false }, timeoutSec: 600 }) as unknown as { submitBody: (r: ScrapeRequest, c: SubmitContext) => Record<string, unknown> };
-    const withCb = a.submitBody(request('https://example.com/a', { apiParams: { render: true }, url: 'https://evil.example/', meta: { mine: 1 } }), submitCtx('k', { callbackUrl: 'https://api.example.com/v1/webhooks/sa/' + 'a'.repeat(64) }));
+    const a = sa({ apiParams: { country_code: 'us', render: false }, timeoutSec: 600 }) as unknown as {
+      submitBody: (r: ScrapeRequest, c: SubmitContext) => Record<string, unknown>;
+    };
+    const withCb = a.submitBody(
+      request('https://example.com/a', {
+        apiParams: { render: true },
+        url: 'https://evil.example/',
+        meta: { mine: 1 },
+      }),
+      submitCtx('k', { callbackUrl: 'https://api.example.com/v1/webhooks/sa/' + 'a'.repeat(64) }),
+    );
     expect(withCb).toEqual({
       timeoutSec: 600,
       apiParams: { country_code: 'us', render: true },
@@ -93,15 +176,38 @@ describe('submit bodies', () => {
     const plain = a.submitBody(request('https://example.com/a'), submitCtx('k'));
     expect(plain).not.toHaveProperty('callback');
     expect(plain).not.toHaveProperty('expectUnsuccessReport');
-    const one = (sa({ failureReport: 'expectsUnsuccessReport' }) as unknown as typeof a).submitBody(request('https://example.com/a'), submitCtx('k', { callbackUrl: 'https://h/x' }));
+    const one = (sa({ failureReport: 'expectsUnsuccessReport' }) as unknown as typeof a).submitBody(
+      request('https://example.com/a'),
+      submitCtx('k', { callbackUrl: 'https://h/x' }),
+    );
     expect(one).toMatchObject({ expectsUnsuccessReport: true });
     expect(one).not.toHaveProperty('expectUnsuccessReport');
   });
 
   it('Oxylabs: entry params, then options, then source/url/client_notes/callback_url; a credential without a colon is refused before any call', async () => {
-    const a = oxylabsProvider.create('ox', oxylabsProvider.entrySchema.parse({ kind: 'oxylabs', baseUrl: 'http://127.0.0.1:9', credentials: {}, params: { geo_location: 'Germany', render: 'html' } }));
-    const body = (a as unknown as { submitBody: (r: ScrapeRequest, c: SubmitContext) => Record<string, unknown> }).submitBody(request('https://example.com/a', { render: null, source: 'amazon', client_notes: 'x' }), submitCtx('u:p', { callbackUrl: 'https://h/cb' }));
-    expect(body).toEqual({ geo_location: 'Germany', render: null, source: 'amazon', url: 'https://example.com/a', client_notes: 'ref-1', callback_url: 'https://h/cb' });
+    const a = oxylabsProvider.create(
+      'ox',
+      oxylabsProvider.entrySchema.parse({
+        kind: 'oxylabs',
+        baseUrl: 'http://127.0.0.1:9',
+        credentials: {},
+        params: { geo_location: 'Germany', render: 'html' },
+      }),
+    );
+    const body = (
+      a as unknown as { submitBody: (r: ScrapeRequest, c: SubmitContext) => Record<string, unknown> }
+    ).submitBody(
+      request('https://example.com/a', { render: null, source: 'amazon', client_notes: 'x' }),
+      submitCtx('u:p', { callbackUrl: 'https://h/cb' }),
+    );
+    expect(body).toEqual({
+      geo_location: 'Germany',
+      render: null,
+      source: 'amazon',
+      url: 'https://example.com/a',
+      client_notes: 'ref-1',
+      callback_url: 'https://h/cb',
+    });
     const err = await a.submit(request('https://example.com/a'), submitCtx('no-colon')).catch((e) => e);
     expect(isProviderError(err) && err.kind === 'permanent' && err.details.code === 'BAD_CREDENTIALS').toBe(true);
     expect(err.message).not.toContain('no-colon');
@@ -120,7 +226,9 @@ describe('the Bright Data IP-block guard', () => {
     expect(w.heldForMs()).toBe(280_000);
     now = 300_001;
     expect([w.count(), w.heldForMs()]).toEqual([2, 0]);
-    expect([1, 2, 3, 4, 5, 6, 9].map((n) => RefusalWindow.backoffMs(n, 2_000, 32_000))).toEqual([2_000, 4_000, 8_000, 16_000, 32_000, 32_000, 32_000]);
+    expect([1, 2, 3, 4, 5, 6, 9].map((n) => RefusalWindow.backoffMs(n, 2_000, 32_000))).toEqual([
+      2_000, 4_000, 8_000, 16_000, 32_000, 32_000, 32_000,
+    ]);
   });
 
   it('a 30-minute storm of 50 jobs against a provider that refuses every call: no 5-minute window ever holds 25 refusals (virtual time)', () => {
@@ -135,7 +243,10 @@ describe('the Bright Data IP-block guard', () => {
       if (now < keyCoolUntil || w.heldForMs() > 0) continue;
       // Every caller that is due goes out at once, up to the concurrent-call limit: all in flight
       // before the first refusal is counted (the worst case for the guard).
-      const due = next.map((t, i) => (t <= now ? i : -1)).filter((i) => i >= 0).slice(0, maxConcurrent);
+      const due = next
+        .map((t, i) => (t <= now ? i : -1))
+        .filter((i) => i >= 0)
+        .slice(0, maxConcurrent);
       for (const i of due) {
         const n = w.record();
         refusals.push(now);
@@ -163,10 +274,30 @@ describe('Bright Data reconciliation bounds (fixture on loopback)', () => {
   afterAll(async () => fx?.close());
 
   it('snapshots since the submit are read input by input: another input is not ours, our input only a weak match (Bright Data keeps nothing of ours); more candidates than inputs it may read: an incomplete reading, never absence', async () => {
-    const adapter = brightDataProvider.create('bd', brightDataProvider.entrySchema.parse({ kind: 'brightdata', baseUrl: fx.url, datasetId: BRIGHTDATA_FIXTURE_DATASET, credentials: {}, listing: { maxInputReads: 2 } }));
+    const adapter = brightDataProvider.create(
+      'bd',
+      brightDataProvider.entrySchema.parse({
+        kind: 'brightdata',
+        baseUrl: fx.url,
+        datasetId: BRIGHTDATA_FIXTURE_DATASET,
+        credentials: {},
+        listing: { maxInputReads: 2 },
+      }),
+    );
     const after = new Date(Date.now() - 1_000).toISOString();
-    fx.addForeign([{ url: 'https://example.com/before-the-submit' }]).created = new Date(Date.now() - 20_000).toISOString(); // in the skew margin
-    const find = async (url: string, since = after) => (await adapter.findSubmitted({ apiKey: FIXTURE_KEYS.acme, secrets: [], clientRef: 'r', request: request(url), submittedAfter: since }))[0]!;
+    fx.addForeign([{ url: 'https://example.com/before-the-submit' }]).created = new Date(
+      Date.now() - 20_000,
+    ).toISOString(); // in the skew margin
+    const find = async (url: string, since = after) =>
+      (
+        await adapter.findSubmitted({
+          apiKey: FIXTURE_KEYS.acme,
+          secrets: [],
+          clientRef: 'r',
+          request: request(url),
+          submittedAfter: since,
+        })
+      )[0]!;
     fx.addForeign([{ url: 'https://example.com/other-1' }]);
     const two = await find('https://example.com/mine');
     expect(two).toMatchObject({ complete: true });
@@ -192,11 +323,31 @@ describe('ScraperAPI targetErrors (fixture on loopback)', () => {
   afterAll(async () => fx?.close());
 
   it('a finished job whose target answered 403: completed with HTTP 403 by default, failed TARGET_HTTP_403 with targetErrors "failed"', async () => {
-    const answer = { status: 200, json: { id: 'j1', status: 'finished', url: 'https://example.com/blocked', response: { statusCode: 403, headers: { 'content-type': 'text/html' }, body: '<html><head><title>Denied</title></head><body>no</body></html>' } } };
-    const make = (targetErrors: string) => scraperApiProvider.create('sa', scraperApiProvider.entrySchema.parse({ kind: 'scraperapi', baseUrl: fx.url, credentials: {}, targetErrors }));
+    const answer = {
+      status: 200,
+      json: {
+        id: 'j1',
+        status: 'finished',
+        url: 'https://example.com/blocked',
+        response: {
+          statusCode: 403,
+          headers: { 'content-type': 'text/html' },
+          body: '<html><head><title>Denied</title></head><body>no</body></html>',
+        },
+      },
+    };
+    const make = (targetErrors: string) =>
+      scraperApiProvider.create(
+        'sa',
+        scraperApiProvider.entrySchema.parse({ kind: 'scraperapi', baseUrl: fx.url, credentials: {}, targetErrors }),
+      );
     fx.script('j1', answer, answer);
     const done = await make('completed').status('j1', { apiKey: FIXTURE_KEYS.acme, secrets: [] });
-    expect(done).toMatchObject({ state: 'completed', providerStatus: 'finished', result: { httpStatus: 403, title: 'Denied', url: 'https://example.com/blocked' } });
+    expect(done).toMatchObject({
+      state: 'completed',
+      providerStatus: 'finished',
+      result: { httpStatus: 403, title: 'Denied', url: 'https://example.com/blocked' },
+    });
     const failed = await make('failed').status('j1', { apiKey: FIXTURE_KEYS.acme, secrets: [] });
     expect(failed).toMatchObject({ state: 'failed', error: { code: 'TARGET_HTTP_403' } });
     expect(JSON.stringify(failed.evidence)).not.toContain(FIXTURE_KEYS.acme);
@@ -204,8 +355,19 @@ describe('ScraperAPI targetErrors (fixture on loopback)', () => {
 
   it('the result read of a finished answer without response is "not ready", never an empty page', async () => {
     fx.script('j2', { status: 200, json: { id: 'j2', status: 'finished' } });
-    const a = scraperApiProvider.create('sa', scraperApiProvider.entrySchema.parse({ kind: 'scraperapi', baseUrl: fx.url, credentials: {} }));
-    const err = await a.result('j2', { apiKey: FIXTURE_KEYS.acme, secrets: [], url: 'https://example.com/', request: request('https://example.com/'), limits: DEFAULT_RESULT_LIMITS }).catch((e) => e);
+    const a = scraperApiProvider.create(
+      'sa',
+      scraperApiProvider.entrySchema.parse({ kind: 'scraperapi', baseUrl: fx.url, credentials: {} }),
+    );
+    const err = await a
+      .result('j2', {
+        apiKey: FIXTURE_KEYS.acme,
+        secrets: [],
+        url: 'https://example.com/',
+        request: request('https://example.com/'),
+        limits: DEFAULT_RESULT_LIMITS,
+      })
+      .catch((e) => e);
     expect(isProviderError(err) && err.kind === 'transient' && err.details.code === 'NOT_READY').toBe(true);
   });
 });
@@ -213,9 +375,32 @@ describe('ScraperAPI targetErrors (fixture on loopback)', () => {
 describe('webhook parsers', () => {
   it('event IDs are <task>:<status> (stable across redeliveries); task, reference and status are read; bad payloads are refused with the reason', () => {
     expect(scraperApiWebhook.signed({})).toBe(false);
-    expect(scraperApiWebhook.parse({ id: 'j1', status: 'finished', meta: { scrapeOrchestratorRef: 'ref-9' } }, {}, Buffer.from(''))).toEqual({ ok: true, event: { eventId: 'j1:finished', type: 'job.finished', taskId: 'j1', clientRef: 'ref-9', providerStatus: 'finished' } });
-    expect(oxylabsWebhook.parse({ id: 123, status: 'done', client_notes: 'ref-2' }, {}, Buffer.from(''))).toMatchObject({ ok: true, event: { eventId: '123:done', taskId: '123', clientRef: 'ref-2' } });
-    expect(brightDataWebhook.parse({ snapshot_id: 's_1', status: 'ready' }, {}, Buffer.from(''))).toMatchObject({ ok: true, event: { eventId: 's_1:ready', taskId: 's_1', clientRef: null, providerStatus: 'ready' } });
+    expect(
+      scraperApiWebhook.parse(
+        { id: 'j1', status: 'finished', meta: { scrapeOrchestratorRef: 'ref-9' } },
+        {},
+        Buffer.from(''),
+      ),
+    ).toEqual({
+      ok: true,
+      event: {
+        eventId: 'j1:finished',
+        type: 'job.finished',
+        taskId: 'j1',
+        clientRef: 'ref-9',
+        providerStatus: 'finished',
+      },
+    });
+    expect(oxylabsWebhook.parse({ id: 123, status: 'done', client_notes: 'ref-2' }, {}, Buffer.from(''))).toMatchObject(
+      {
+        ok: true,
+        event: { eventId: '123:done', taskId: '123', clientRef: 'ref-2' },
+      },
+    );
+    expect(brightDataWebhook.parse({ snapshot_id: 's_1', status: 'ready' }, {}, Buffer.from(''))).toMatchObject({
+      ok: true,
+      event: { eventId: 's_1:ready', taskId: 's_1', clientRef: null, providerStatus: 'ready' },
+    });
     for (const hook of [scraperApiWebhook, oxylabsWebhook, brightDataWebhook]) {
       const bad = hook.parse({ nothing: true }, {}, Buffer.from(''));
       expect(bad.ok).toBe(false);

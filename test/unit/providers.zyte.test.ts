@@ -20,7 +20,15 @@ beforeAll(async () => {
 afterAll(async () => fx?.close());
 
 function entry(extra: Record<string, unknown> = {}): ZyteEntry {
-  return zyteProvider.entrySchema.parse({ kind: 'zyte', credentials: {}, baseUrl: fx.url, storageUrl: fx.storageUrl, project: 123, spider: 'quotes', ...extra });
+  return zyteProvider.entrySchema.parse({
+    kind: 'zyte',
+    credentials: {},
+    baseUrl: fx.url,
+    storageUrl: fx.storageUrl,
+    project: 123,
+    spider: 'quotes',
+    ...extra,
+  });
 }
 const ctx: CallContext = { apiKey: FIXTURE_KEYS.acme, secrets: [] };
 const submitCtx = (ref: string): SubmitContext => ({ ...ctx, idempotencyKey: ref, clientRef: ref });
@@ -41,9 +49,18 @@ describe('zyte: states and configuration', () => {
     expect(zyteState('pending', undefined)).toBe('queued');
     expect(zyteState('running', undefined)).toBe('running');
     const reasons: [string, string][] = [
-      ['finished', 'completed'], ['closespider_itemcount', 'completed'], ['closespider_pagecount', 'completed'], ['closespider_timeout', 'completed'],
-      ['cancelled', 'cancelled'], ['cancelled (stalled)', 'cancelled'],
-      ['failed', 'failed'], ['shutdown', 'failed'], ['memusage_exceeded', 'failed'], ['diskusage_exceeded', 'failed'], ['closespider_errorcount', 'failed'], ['slybot_fewitems_scraped', 'failed'],
+      ['finished', 'completed'],
+      ['closespider_itemcount', 'completed'],
+      ['closespider_pagecount', 'completed'],
+      ['closespider_timeout', 'completed'],
+      ['cancelled', 'cancelled'],
+      ['cancelled (stalled)', 'cancelled'],
+      ['failed', 'failed'],
+      ['shutdown', 'failed'],
+      ['memusage_exceeded', 'failed'],
+      ['diskusage_exceeded', 'failed'],
+      ['closespider_errorcount', 'failed'],
+      ['slybot_fewitems_scraped', 'failed'],
       ['something_new', 'unrecognised'],
     ];
     for (const [reason, state] of reasons) expect(zyteState('finished', reason), reason).toBe(state);
@@ -55,33 +72,93 @@ describe('zyte: states and configuration', () => {
 
   it('the entry: defaults, required project and spider, reserved argument names refused, no webhooks', () => {
     const e = entry();
-    expect(e).toMatchObject({ project: '123', spider: 'quotes', auth: 'basic', tagPrefix: 'scrape-ref-', refArgument: 'scrape_ref', urlArgument: 'url' });
-    expect(zyteProvider.entrySchema.parse({ kind: 'zyte', credentials: {}, project: '7', spider: 's' })).toMatchObject({ baseUrl: 'https://app.zyte.com/api', storageUrl: 'https://storage.zyte.com' });
+    expect(e).toMatchObject({
+      project: '123',
+      spider: 'quotes',
+      auth: 'basic',
+      tagPrefix: 'scrape-ref-',
+      refArgument: 'scrape_ref',
+      urlArgument: 'url',
+    });
+    expect(zyteProvider.entrySchema.parse({ kind: 'zyte', credentials: {}, project: '7', spider: 's' })).toMatchObject({
+      baseUrl: 'https://app.zyte.com/api',
+      storageUrl: 'https://storage.zyte.com',
+    });
     expect(() => entry({ project: 'abc' })).toThrow(/numeric project ID/);
     expect(() => entry({ jobArgs: { units: '2' } })).toThrow(/run.json fields/);
     expect(() => entry({ refArgument: 'add_tag' })).toThrow(/reserved/);
-    expect(() => parseConfig({ providers: { z: { kind: 'zyte', credentials: {}, project: 1, spider: 's', webhook: { url: 'https://h/v1/webhooks/z', secretEnv: 'S' } } } }, {})).toThrow(/has no webhooks/);
+    expect(() =>
+      parseConfig(
+        {
+          providers: {
+            z: {
+              kind: 'zyte',
+              credentials: {},
+              project: 1,
+              spider: 's',
+              webhook: { url: 'https://h/v1/webhooks/z', secretEnv: 'S' },
+            },
+          },
+        },
+        {},
+      ),
+    ).toThrow(/has no webhooks/);
     expect(() => new ZyteAdapter('z', entry({ refArgument: 'url' }))).toThrow(/must differ/);
   });
 });
 
 describe('zyte: a job end to end', () => {
   it('run.json gets project, spider, our tag, the URL and our reference; Basic auth with the key as user name; the job key P/S/J; status by metadata; items paged by start key', async () => {
-    fx.plan('e2e', { items: Array.from({ length: 5 }, (_, i) => ({ url: `https://q.example/${i}`, title: `Q${i}`, text: `quote ${i}`, author: 'A' })) });
-    const a = new ZyteAdapter('zyte', entry({ jobArgs: { lang: 'en' }, units: 2, priority: 3, jobSettings: { CLOSESPIDER_PAGECOUNT: 10 } }));
+    fx.plan('e2e', {
+      items: Array.from({ length: 5 }, (_, i) => ({
+        url: `https://q.example/${i}`,
+        title: `Q${i}`,
+        text: `quote ${i}`,
+        author: 'A',
+      })),
+    });
+    const a = new ZyteAdapter(
+      'zyte',
+      entry({ jobArgs: { lang: 'en' }, units: 2, priority: 3, jobSettings: { CLOSESPIDER_PAGECOUNT: 10 } }),
+    );
     const acc = await a.submit(request('https://q.example/e2e', { depth: 2, follow: true }), submitCtx('ref-e2e'));
     expect(acc).toEqual({ taskId: expect.stringMatching(/^123\/1\/\d+$/), providerStatus: 'pending', replayed: false });
     const run = fx.app.requestsTo('POST', '/api/run.json').at(-1)!;
-    expect(run.body).toEqual({ lang: 'en', depth: '2', follow: 'true', url: 'https://q.example/e2e', scrape_ref: 'ref-e2e', project: '123', spider: 'quotes', add_tag: 'scrape-ref-ref-e2e', priority: '3', units: '2', job_settings: '{"CLOSESPIDER_PAGECOUNT":10}' });
+    expect(run.body).toEqual({
+      lang: 'en',
+      depth: '2',
+      follow: 'true',
+      url: 'https://q.example/e2e',
+      scrape_ref: 'ref-e2e',
+      project: '123',
+      spider: 'quotes',
+      add_tag: 'scrape-ref-ref-e2e',
+      priority: '3',
+      units: '2',
+      job_settings: '{"CLOSESPIDER_PAGECOUNT":10}',
+    });
     expect(run.headers.authorization).toBe(`Basic ${Buffer.from(`${FIXTURE_KEYS.acme}:`).toString('base64')}`);
     const seen = [];
     for (let i = 0; i < 3; i++) seen.push(await a.status(acc.taskId, ctx));
-    expect(seen.map((o) => [o.providerStatus, o.state])).toEqual([['pending', 'queued'], ['running', 'running'], ['finished/finished', 'completed']]);
+    expect(seen.map((o) => [o.providerStatus, o.state])).toEqual([
+      ['pending', 'queued'],
+      ['running', 'running'],
+      ['finished/finished', 'completed'],
+    ]);
     expect(seen[2]!.progress).toEqual({ documents: 5, pagesFetched: 6 });
     expect(fx.storage.requestsTo('GET', `/jobs/${acc.taskId}`)).toHaveLength(3);
-    const res = await a.result(acc.taskId, { ...ctx, url: 'https://q.example/e2e', request: request('https://q.example/e2e'), limits: { ...DEFAULT_RESULT_LIMITS, pageSize: 2 } });
-    expect(fx.storage.requestsTo('GET', `/items/${acc.taskId}`).map((r) => [r.query.start, r.query.count, r.query.format])).toEqual([
-      [`${acc.taskId}/0`, '2', 'json'], [`${acc.taskId}/2`, '2', 'json'], [`${acc.taskId}/4`, '2', 'json'],
+    const res = await a.result(acc.taskId, {
+      ...ctx,
+      url: 'https://q.example/e2e',
+      request: request('https://q.example/e2e'),
+      limits: { ...DEFAULT_RESULT_LIMITS, pageSize: 2 },
+    });
+    expect(
+      fx.storage.requestsTo('GET', `/items/${acc.taskId}`).map((r) => [r.query.start, r.query.count, r.query.format]),
+    ).toEqual([
+      [`${acc.taskId}/0`, '2', 'json'],
+      [`${acc.taskId}/2`, '2', 'json'],
+      [`${acc.taskId}/4`, '2', 'json'],
     ]);
     expect(res.documents!.map((d) => d.url)).toEqual([0, 1, 2, 3, 4].map((i) => `https://q.example/${i}`));
     expect(res.documents![0]).toMatchObject({ title: 'Q0', text: 'quote 0', data: { author: 'A' } });
@@ -104,15 +181,29 @@ describe('zyte: a job end to end', () => {
     const mem = await a.submit(request('https://q.example/mem'), submitCtx('ref-mem'));
     await a.status(mem.taskId, ctx);
     await a.status(mem.taskId, ctx);
-    expect(await a.status(mem.taskId, ctx)).toMatchObject({ state: 'failed', providerStatus: 'finished/memusage_exceeded', error: { code: 'memusage_exceeded' }, evidence: { httpStatus: 200 } });
+    expect(await a.status(mem.taskId, ctx)).toMatchObject({
+      state: 'failed',
+      providerStatus: 'finished/memusage_exceeded',
+      error: { code: 'memusage_exceeded' },
+      evidence: { httpStatus: 200 },
+    });
     const del = await a.submit(request('https://q.example/deleted'), submitCtx('ref-del'));
     fx.setState(del.taskId, 'deleted');
-    expect(await caught(a.status(del.taskId, ctx))).toMatchObject({ kind: 'expired', details: { code: 'JOB_DELETED' } });
+    expect(await caught(a.status(del.taskId, ctx))).toMatchObject({
+      kind: 'expired',
+      details: { code: 'JOB_DELETED' },
+    });
     const gone = await a.submit(request('https://q.example/gone'), submitCtx('ref-gone'));
     fx.expire(gone.taskId);
     expect((await caught(a.status(gone.taskId, ctx))).kind).toBe('not_found');
-    expect((await caught(a.result(gone.taskId, { ...ctx, url: 'u', request: request('u'), limits: DEFAULT_RESULT_LIMITS }))).kind).toBe('expired');
-    expect(await caught(a.status('not-a-key', ctx))).toMatchObject({ kind: 'permanent', details: { code: 'BAD_TASK_ID' } });
+    expect(
+      (await caught(a.result(gone.taskId, { ...ctx, url: 'u', request: request('u'), limits: DEFAULT_RESULT_LIMITS })))
+        .kind,
+    ).toBe('expired');
+    expect(await caught(a.status('not-a-key', ctx))).toMatchObject({
+      kind: 'permanent',
+      details: { code: 'BAD_TASK_ID' },
+    });
   });
 
   it('stop.json: pending and running jobs finish cancelled; a finished job is left alone', async () => {
@@ -120,7 +211,10 @@ describe('zyte: a job end to end', () => {
     fx.plan('stop-me', { hold: true });
     const pend = await a.submit(request('https://q.example/stop-me/1'), submitCtx('ref-s1'));
     expect(await a.cancel(pend.taskId, ctx)).toEqual({ accepted: true });
-    expect(await a.status(pend.taskId, ctx)).toMatchObject({ state: 'cancelled', providerStatus: 'finished/cancelled' });
+    expect(await a.status(pend.taskId, ctx)).toMatchObject({
+      state: 'cancelled',
+      providerStatus: 'finished/cancelled',
+    });
     expect(fx.app.requestsTo('POST', '/api/jobs/stop.json').at(-1)!.body).toEqual({ project: '123', job: pend.taskId });
     fx.plan('stop-late', { states: ['finished'] });
     const done = await a.submit(request('https://q.example/stop-late'), submitCtx('ref-s2'));
@@ -139,15 +233,30 @@ describe('zyte: reconcile by tag and the duplicate-job refusal', () => {
     const job = fx.jobsFor('lost')[0]!;
     await a.status(job.id, ctx); // → running
     const before = fx.app.requestsTo('GET', '/api/jobs/list.json').length;
-    const [reading] = await a.findSubmitted({ ...ctx, clientRef: 'ref-lost', request: request('https://q.example/lost'), submittedAfter: new Date().toISOString() });
-    expect(reading).toMatchObject({ lookup: 'GET /jobs/list.json?has_tag&state', available: true, complete: true, candidates: [{ taskId: job.id, providerStatus: 'running', match: 'strong' }] });
+    const [reading] = await a.findSubmitted({
+      ...ctx,
+      clientRef: 'ref-lost',
+      request: request('https://q.example/lost'),
+      submittedAfter: new Date().toISOString(),
+    });
+    expect(reading).toMatchObject({
+      lookup: 'GET /jobs/list.json?has_tag&state',
+      available: true,
+      complete: true,
+      candidates: [{ taskId: job.id, providerStatus: 'running', match: 'strong' }],
+    });
     const lists = fx.app.requestsTo('GET', '/api/jobs/list.json').slice(before);
     expect(lists.map((r) => [r.query.state, r.query.has_tag, r.query.spider])).toEqual([
       ['pending', 'scrape-ref-ref-lost', 'quotes'],
       ['running', 'scrape-ref-ref-lost', 'quotes'],
       ['finished', 'scrape-ref-ref-lost', 'quotes'],
     ]);
-    const [none] = await a.findSubmitted({ ...ctx, clientRef: 'ref-none', request: request('x'), submittedAfter: new Date().toISOString() });
+    const [none] = await a.findSubmitted({
+      ...ctx,
+      clientRef: 'ref-none',
+      request: request('x'),
+      submittedAfter: new Date().toISOString(),
+    });
     expect(none!.candidates).toEqual([]);
   });
 
@@ -160,7 +269,9 @@ describe('zyte: reconcile by tag and the duplicate-job refusal', () => {
     expect(fx.duplicateRefusals).toBe(1);
     expect(fx.jobsFor('twice')).toHaveLength(1);
     // Another reference, same URL: other spider arguments, so Zyte accepts a second job.
-    expect((await a.submit(request('https://q.example/twice'), submitCtx('ref-twice-b'))).taskId).not.toBe(first.taskId);
+    expect((await a.submit(request('https://q.example/twice'), submitCtx('ref-twice-b'))).taskId).not.toBe(
+      first.taskId,
+    );
 
     fx.listLagMs = 60_000;
     try {
@@ -179,8 +290,16 @@ describe('zyte: reconcile by tag and the duplicate-job refusal', () => {
 
   it('options named like run.json fields, or null, are refused with the reason (nothing dropped silently)', async () => {
     const a = new ZyteAdapter('zyte', entry());
-    expect(await caught(a.submit(request('https://q.example/bad', { units: 3 }), submitCtx('ref-bad')))).toMatchObject({ kind: 'permanent', details: { code: 'BAD_OPTIONS' } });
-    expect(await caught(a.submit(request('https://q.example/bad', { depth: null }), submitCtx('ref-bad2')))).toMatchObject({ kind: 'permanent', details: { code: 'BAD_OPTIONS' } });
+    expect(await caught(a.submit(request('https://q.example/bad', { units: 3 }), submitCtx('ref-bad')))).toMatchObject({
+      kind: 'permanent',
+      details: { code: 'BAD_OPTIONS' },
+    });
+    expect(
+      await caught(a.submit(request('https://q.example/bad', { depth: null }), submitCtx('ref-bad2'))),
+    ).toMatchObject({
+      kind: 'permanent',
+      details: { code: 'BAD_OPTIONS' },
+    });
     expect(fx.jobsFor('q.example/bad')).toHaveLength(0);
   });
 });

@@ -11,17 +11,39 @@ import { describe, expect, it } from 'vitest';
 import { workflowBundle } from '../../src/worker.js';
 
 const dir = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../replay/histories');
-const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+const files = fs
+  .readdirSync(dir)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 
 describe('recorded histories replay with the current workflow code', () => {
   it('has recorded histories of the main paths of v1 (frozen) and v2', () => {
-    const paths = ['completed', 'failed', 'interrupted', 'cancelledUpdate', 'cancelledNative', 'reconciled', 'resolved', 'unacknowledged'];
+    const paths = [
+      'completed',
+      'failed',
+      'interrupted',
+      'cancelledUpdate',
+      'cancelledNative',
+      'reconciled',
+      'resolved',
+      'unacknowledged',
+    ];
     expect(files).toEqual(expect.arrayContaining(paths.map((p) => `v1-${p}.json`)));
-    expect(files).toEqual(expect.arrayContaining([...paths, 'cancelledSignal', 'woken', 'expired', 'deadlineCancel'].map((p) => `v2-${p}.json`)));
+    expect(files).toEqual(
+      expect.arrayContaining(
+        [...paths, 'cancelledSignal', 'woken', 'expired', 'deadlineCancel'].map((p) => `v2-${p}.json`),
+      ),
+    );
   });
 
-  it.each(files)('%s', async (file) => {
-    const history: unknown = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')); // proto JSON (temporal workflow show -o json)
-    await expect(Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, `replay-${file}`)).resolves.toBeUndefined();
-  }, 60_000);
+  it.each(files)(
+    '%s',
+    async (file) => {
+      const history: unknown = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')); // proto JSON (temporal workflow show -o json)
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, `replay-${file}`),
+      ).resolves.toBeUndefined();
+    },
+    60_000,
+  );
 });

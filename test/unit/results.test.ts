@@ -11,13 +11,36 @@ import { decodeBase64, isPdf, pdfText, sniffMediaType, withBinaryText } from '..
 import { firecrawlDocument } from '../../src/providers/firecrawl/results.js';
 import { pageFromRaw } from '../../src/providers/shared/htmlPage.js';
 import { documentFromItem } from '../../src/providers/shared/itemDocuments.js';
-import { EMPTY_PAGE_REREADS, enforceResultLimits, jsonBytes, paginateCursor, paginateNextLink, paginateOffset, resultFromDocuments } from '../../src/providers/shared/pagination.js';
+import {
+  EMPTY_PAGE_REREADS,
+  enforceResultLimits,
+  jsonBytes,
+  paginateCursor,
+  paginateNextLink,
+  paginateOffset,
+  resultFromDocuments,
+} from '../../src/providers/shared/pagination.js';
 import { contentNoteOf, uniqueDocuments, type ResultPayload } from '../../src/model/results.js';
 import { makePdf } from '../helpers/pdf.js';
 
 const limits = { maxDocuments: 1_000, maxBytes: 10 * 1024 * 1024, pageSize: 3 };
 const common = { provider: 'p', taskId: 't', limits };
-const page = (over: Partial<ResultPayload> = {}): ResultPayload => ({ url: 'https://e.x/', finalUrl: null, httpStatus: 200, title: null, byline: null, excerpt: null, lang: null, siteName: null, publishedTime: null, text: null, markdown: null, links: [], contentLength: null, ...over });
+const page = (over: Partial<ResultPayload> = {}): ResultPayload => ({
+  url: 'https://e.x/',
+  finalUrl: null,
+  httpStatus: 200,
+  title: null,
+  byline: null,
+  excerpt: null,
+  lang: null,
+  siteName: null,
+  publishedTime: null,
+  text: null,
+  markdown: null,
+  links: [],
+  contentLength: null,
+  ...over,
+});
 
 describe('document identity', () => {
   it('prefers the provider’s ID, then the canonical URL with the position, then the URL with a content hash', () => {
@@ -34,17 +57,34 @@ describe('document identity', () => {
   });
 
   it('dataset items: the item’s own key field is the identity (kept out of data), else URL and position', () => {
-    const keyed = documentFromItem({ _key: '1/2/3/7', url: 'https://e.x/7', title: 'seven' }, [], { idField: '_key', position: 7 });
-    expect(keyed).toMatchObject({ identity: 'id:1/2/3/7', url: 'https://e.x/7', data: { url: 'https://e.x/7', title: 'seven' } });
+    const keyed = documentFromItem({ _key: '1/2/3/7', url: 'https://e.x/7', title: 'seven' }, [], {
+      idField: '_key',
+      position: 7,
+    });
+    expect(keyed).toMatchObject({
+      identity: 'id:1/2/3/7',
+      url: 'https://e.x/7',
+      data: { url: 'https://e.x/7', title: 'seven' },
+    });
     expect(keyed.data).not.toHaveProperty('_key');
     expect(documentFromItem({ url: 'https://e.x/7' }, [], { position: 7 }).identity).toBe('pos:https://e.x/7#7');
   });
 
   it('the store keeps the first document of each identity, in order', () => {
-    const docs = ['a', 'b', 'b', 'c', 'c', 'd'].map((k, i) => ({ url: `https://e.x/${k}`, title: `${k}${i}`, identity: `id:${k}` }));
+    const docs = ['a', 'b', 'b', 'c', 'c', 'd'].map((k, i) => ({
+      url: `https://e.x/${k}`,
+      title: `${k}${i}`,
+      identity: `id:${k}`,
+    }));
     expect(uniqueDocuments(docs).map((d) => d.title)).toEqual(['a0', 'b1', 'c3', 'd5']);
     // Without identities: identical content twice is one document, different content two.
-    expect(uniqueDocuments([{ url: 'https://e.x/' , title: 'x' }, { url: 'https://e.x/', title: 'x' }, { url: 'https://e.x/', title: 'y' }])).toHaveLength(2);
+    expect(
+      uniqueDocuments([
+        { url: 'https://e.x/', title: 'x' },
+        { url: 'https://e.x/', title: 'x' },
+        { url: 'https://e.x/', title: 'y' },
+      ]),
+    ).toHaveLength(2);
   });
 });
 
@@ -52,38 +92,70 @@ describe('pagination positions and empty pages', () => {
   const items = Array.from({ length: 8 }, (_, i) => ({ i }));
 
   it('offset paging maps each item with offset + index; a filtered page reports no positions', async () => {
-    const seen = await paginateOffset({ ...common, map: (it: { i: number }, pos) => ({ ...it, pos }), fetch: async (offset, limit) => ({ items: items.slice(offset, offset + limit) }) });
+    const seen = await paginateOffset({
+      ...common,
+      map: (it: { i: number }, pos) => ({ ...it, pos }),
+      fetch: async (offset, limit) => ({ items: items.slice(offset, offset + limit) }),
+    });
     expect(seen.map((x) => x.pos)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    const filtered = await paginateOffset({ ...common, map: (_it, pos) => pos, fetch: async (offset, limit) => ({ items: items.slice(offset, offset + limit), positions: false }) });
+    const filtered = await paginateOffset({
+      ...common,
+      map: (_it, pos) => pos,
+      fetch: async (offset, limit) => ({ items: items.slice(offset, offset + limit), positions: false }),
+    });
     expect(filtered.every((p) => p === null)).toBe(true);
   });
 
   it('cursor and next-link pages place items at the start they report (Bright Data parts, Firecrawl skip)', async () => {
-    const byCursor = await paginateCursor({ ...common, map: (_it, pos) => pos, fetch: async (cursor) => {
-      const part = cursor ? Number(cursor) : 1;
-      return { items: items.slice((part - 1) * 3, part * 3), start: (part - 1) * 3, cursor: part < 3 ? String(part + 1) : null };
-    } });
+    const byCursor = await paginateCursor({
+      ...common,
+      map: (_it, pos) => pos,
+      fetch: async (cursor) => {
+        const part = cursor ? Number(cursor) : 1;
+        return {
+          items: items.slice((part - 1) * 3, part * 3),
+          start: (part - 1) * 3,
+          cursor: part < 3 ? String(part + 1) : null,
+        };
+      },
+    });
     expect(byCursor).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    const unknown = await paginateCursor({ ...common, map: (_it, pos) => pos, fetch: async () => ({ items: items.slice(0, 2), cursor: null }) });
+    const unknown = await paginateCursor({
+      ...common,
+      map: (_it, pos) => pos,
+      fetch: async () => ({ items: items.slice(0, 2), cursor: null }),
+    });
     expect(unknown).toEqual([null, null]);
   });
 
   it('an empty page that names its own position as next is read again and the stream goes on; past the bound it is a loop', async () => {
     let emptyServed = false;
-    const got = await paginateNextLink({ ...common, firstUrl: 'https://p/x?skip=0', fetch: async (url) => {
-      const skip = Number(new URL(url).searchParams.get('skip'));
-      if (skip === 6 && !emptyServed) {
-        emptyServed = true;
-        return { items: [], next: url, start: skip };
-      }
-      const next = skip + 3 < items.length ? `https://p/x?skip=${skip + 3}` : null;
-      return { items: items.slice(skip, skip + 3), next, start: skip };
-    } });
+    const got = await paginateNextLink({
+      ...common,
+      firstUrl: 'https://p/x?skip=0',
+      fetch: async (url) => {
+        const skip = Number(new URL(url).searchParams.get('skip'));
+        if (skip === 6 && !emptyServed) {
+          emptyServed = true;
+          return { items: [], next: url, start: skip };
+        }
+        const next = skip + 3 < items.length ? `https://p/x?skip=${skip + 3}` : null;
+        return { items: items.slice(skip, skip + 3), next, start: skip };
+      },
+    });
     expect(got).toEqual(items);
-    const forever = paginateNextLink({ ...common, firstUrl: 'https://p/x', fetch: async (url) => ({ items: [], next: url }) });
+    const forever = paginateNextLink({
+      ...common,
+      firstUrl: 'https://p/x',
+      fetch: async (url) => ({ items: [], next: url }),
+    });
     await expect(forever).rejects.toMatchObject({ details: { code: 'PAGINATION_LOOP' } });
     let reads = 0;
-    await paginateNextLink({ ...common, firstUrl: 'https://p/x', fetch: async (url) => ({ items: [], next: ++reads > EMPTY_PAGE_REREADS ? null : url }) });
+    await paginateNextLink({
+      ...common,
+      firstUrl: 'https://p/x',
+      fetch: async (url) => ({ items: [], next: ++reads > EMPTY_PAGE_REREADS ? null : url }),
+    });
     expect(reads).toBe(EMPTY_PAGE_REREADS + 1);
   });
 
@@ -91,19 +163,32 @@ describe('pagination positions and empty pages', () => {
     const bytes = Buffer.alloc(1_000, 7);
     expect(jsonBytes({ body: { bytes } })).toBeLessThan(1_100);
     const result = { ...page({ title: 'file' }), body: binaryBody(bytes, 'application/pdf') };
-    expect(() => enforceResultLimits(result, { ...limits, maxBytes: 900 }, 'p', 't')).toThrow(/RESULT_TOO_LARGE|more than 900 bytes/);
+    expect(() => enforceResultLimits(result, { ...limits, maxBytes: 900 }, 'p', 't')).toThrow(
+      /RESULT_TOO_LARGE|more than 900 bytes/,
+    );
     expect(enforceResultLimits(result, { ...limits, maxBytes: 2_000 }, 'p', 't')).toBe(result);
   });
 
   it('a one-document result can fill its row from the document (Bright Data one-record snapshot)', () => {
     const doc = { url: 'https://e.x/', title: 'T', markdown: '# T\n\nbody', text: 'T body' };
-    expect(resultFromDocuments([doc], 'https://e.x/', { singleFillsRow: true })).toMatchObject({ title: 'T', markdown: '# T\n\nbody', text: 'T body', documents: [doc] });
+    expect(resultFromDocuments([doc], 'https://e.x/', { singleFillsRow: true })).toMatchObject({
+      title: 'T',
+      markdown: '# T\n\nbody',
+      text: 'T body',
+      documents: [doc],
+    });
     expect(resultFromDocuments([doc], 'https://e.x/')).toMatchObject({ title: 'T', markdown: null, text: null });
   });
 });
 
 describe('binary bodies and PDF text', () => {
-  const pdf = makePdf({ title: 'Quarterly report (Q3)', pages: [['First paragraph *line*.', 'It goes on here.'], ['# Not a heading', 'Second page.']] });
+  const pdf = makePdf({
+    title: 'Quarterly report (Q3)',
+    pages: [
+      ['First paragraph *line*.', 'It goes on here.'],
+      ['# Not a heading', 'Second page.'],
+    ],
+  });
 
   it('recognises a PDF by its bytes and base64 only when the whole string is base64', () => {
     expect(sniffMediaType(pdf)).toBe('application/pdf');
@@ -124,11 +209,28 @@ describe('binary bodies and PDF text', () => {
   });
 
   it('a raw page relayed as bytes: HTML is extracted, a PDF kept as bytes with size and SHA-256, then given its text', async () => {
-    const html = pageFromRaw({ url: 'https://e.x/', body: null, bytes: Buffer.from('<html><head><title>Hello</title></head><body><p>Hi there.</p></body></html>'), contentType: 'text/html; charset=utf-8' });
+    const html = pageFromRaw({
+      url: 'https://e.x/',
+      body: null,
+      bytes: Buffer.from('<html><head><title>Hello</title></head><body><p>Hi there.</p></body></html>'),
+      contentType: 'text/html; charset=utf-8',
+    });
     expect(html).toMatchObject({ title: 'Hello' });
     expect(html.body).toBeUndefined();
-    const file = pageFromRaw({ url: 'https://e.x/r.pdf', body: null, bytes: pdf, contentType: 'application/pdf', httpStatus: 200 });
-    expect(file).toMatchObject({ title: null, text: null, markdown: null, contentLength: pdf.length, body: { contentType: 'application/pdf', size: pdf.length } });
+    const file = pageFromRaw({
+      url: 'https://e.x/r.pdf',
+      body: null,
+      bytes: pdf,
+      contentType: 'application/pdf',
+      httpStatus: 200,
+    });
+    expect(file).toMatchObject({
+      title: null,
+      text: null,
+      markdown: null,
+      contentLength: pdf.length,
+      body: { contentType: 'application/pdf', size: pdf.length },
+    });
     expect(file.body!.sha256).toMatch(/^[0-9a-f]{64}$/);
     const read = await withBinaryText(file);
     expect(read).toMatchObject({ title: 'Quarterly report (Q3)', contentLength: pdf.length });
@@ -140,18 +242,46 @@ describe('binary bodies and PDF text', () => {
 
   it('a PDF that cannot be read keeps its bytes and says why in the content note', async () => {
     const broken = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.alloc(200, 0x41)]);
-    const out = await withBinaryText(pageFromRaw({ url: 'https://e.x/b.pdf', body: null, bytes: broken, contentType: 'application/pdf' }));
+    const out = await withBinaryText(
+      pageFromRaw({ url: 'https://e.x/b.pdf', body: null, bytes: broken, contentType: 'application/pdf' }),
+    );
     expect(out.body?.size).toBe(broken.length);
     expect(out.text).toBeNull();
-    expect(out.contentNote).toMatch(/^binary body kept \(application\/pdf, 209 bytes\); its text could not be extracted: /);
+    expect(out.contentNote).toMatch(
+      /^binary body kept \(application\/pdf, 209 bytes\); its text could not be extracted: /,
+    );
   });
 
   it('Firecrawl with parsers: [] puts the file in markdown as base64: it becomes the document’s body, not Markdown', async () => {
     const b64 = pdf.toString('base64');
-    const doc = firecrawlDocument({ markdown: b64, html: b64, metadata: { title: 'r.pdf', sourceURL: 'https://e.x/r.pdf', url: 'https://e.x/r.pdf', statusCode: 200, contentType: 'application/pdf', scrapeId: 'scr-9' } }, 0);
-    expect(doc).toMatchObject({ identity: 'id:scr-9', markdown: null, body: { contentType: 'application/pdf', size: pdf.length } });
+    const doc = firecrawlDocument(
+      {
+        markdown: b64,
+        html: b64,
+        metadata: {
+          title: 'r.pdf',
+          sourceURL: 'https://e.x/r.pdf',
+          url: 'https://e.x/r.pdf',
+          statusCode: 200,
+          contentType: 'application/pdf',
+          scrapeId: 'scr-9',
+        },
+      },
+      0,
+    );
+    expect(doc).toMatchObject({
+      identity: 'id:scr-9',
+      markdown: null,
+      body: { contentType: 'application/pdf', size: pdf.length },
+    });
     expect(doc.data).not.toHaveProperty('html');
-    const parsed = firecrawlDocument({ markdown: '# r.pdf\n\nParsed text', metadata: { contentType: 'application/pdf', sourceURL: 'https://e.x/r.pdf' } }, 3);
+    const parsed = firecrawlDocument(
+      {
+        markdown: '# r.pdf\n\nParsed text',
+        metadata: { contentType: 'application/pdf', sourceURL: 'https://e.x/r.pdf' },
+      },
+      3,
+    );
     expect(parsed).toMatchObject({ markdown: '# r.pdf\n\nParsed text', identity: 'pos:https://e.x/r.pdf#3' });
     expect(parsed.body).toBeUndefined();
     const withText = await withBinaryText(resultFromDocuments([doc], 'https://e.x/r.pdf'));
@@ -167,8 +297,15 @@ describe('content note', () => {
     expect(contentNoteOf(page({ markdown: '# x' }), [])).toBeNull();
     expect(contentNoteOf(page({ links: ['https://e.x/a'] }), [])).toBeNull();
     expect(contentNoteOf({ ...page(), body: binaryBody(Buffer.from('x'), 'image/png') }, [])).toBeNull();
-    expect(contentNoteOf(page(), [{ url: 'https://e.x/1', error: { code: 'dead_page', message: 'gone' } }, { url: 'https://e.x/2', error: { message: 'gone' } }])).toBe('empty: all 2 document(s) are per-document errors (first: dead_page: gone)');
-    expect(contentNoteOf(page(), [{ url: 'https://e.x/1' }])).toBe('empty: the provider returned 1 document(s) without content');
+    expect(
+      contentNoteOf(page(), [
+        { url: 'https://e.x/1', error: { code: 'dead_page', message: 'gone' } },
+        { url: 'https://e.x/2', error: { message: 'gone' } },
+      ]),
+    ).toBe('empty: all 2 document(s) are per-document errors (first: dead_page: gone)');
+    expect(contentNoteOf(page(), [{ url: 'https://e.x/1' }])).toBe(
+      'empty: the provider returned 1 document(s) without content',
+    );
     expect(contentNoteOf(page(), [{ url: 'https://e.x/1', data: { price: 3 } }])).toBeNull();
     expect(contentNoteOf({ ...page(), contentNote: 'binary body kept (…)' }, [])).toBe('binary body kept (…)');
   });

@@ -5,9 +5,23 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LEARN_MIN_SAMPLES, lateness, learnedPlan, nominalCheckTimes, quantile, scheduleDelay, type PollSchedule } from '../../src/model/schedule.js';
+import {
+  LEARN_MIN_SAMPLES,
+  lateness,
+  learnedPlan,
+  nominalCheckTimes,
+  quantile,
+  scheduleDelay,
+  type PollSchedule,
+} from '../../src/model/schedule.js';
 
-const GEOMETRIC: PollSchedule = { initialDelayMs: 2_000, maxDelayMs: 60_000, multiplier: 1.5, jitter: 0.2, slowdown: 1 };
+const GEOMETRIC: PollSchedule = {
+  initialDelayMs: 2_000,
+  maxDelayMs: 60_000,
+  multiplier: 1.5,
+  jitter: 0.2,
+  slowdown: 1,
+};
 
 /** `n` log-normal durations (ms) with median `medianMs` and log-spread `sigma`, from a seeded generator. */
 function lognormal(n: number, medianMs: number, sigma: number, seed: number): number[] {
@@ -19,7 +33,8 @@ function lognormal(n: number, medianMs: number, sigma: number, seed: number): nu
   });
 }
 
-const checksFor = (times: readonly number[], ds: readonly number[]) => ds.reduce((sum, d) => sum + times.filter((t) => t < d).length + 1, 0) / ds.length;
+const checksFor = (times: readonly number[], ds: readonly number[]) =>
+  ds.reduce((sum, d) => sum + times.filter((t) => t < d).length + 1, 0) / ds.length;
 
 describe('the poll schedule', () => {
   it('geometric: 2 s ×1.5 up to 60 s, jitter ±20 %; a safety net (webhooks) waits maxDelayMs × slowdown first, then doubles each gap up to 8 times that', () => {
@@ -28,7 +43,9 @@ describe('the poll schedule', () => {
     expect(scheduleDelay(GEOMETRIC, 0, 0)).toBe(1_600);
     expect(scheduleDelay(GEOMETRIC, 0, 0.999_999)).toBe(2_400);
     const net = { ...GEOMETRIC, slowdown: 5, safetyNet: true };
-    expect([0, 1, 2, 3, 4, 30].map((n) => scheduleDelay(net, n, 0.5))).toEqual([300_000, 600_000, 1_200_000, 2_400_000, 2_400_000, 2_400_000]);
+    expect([0, 1, 2, 3, 4, 30].map((n) => scheduleDelay(net, n, 0.5))).toEqual([
+      300_000, 600_000, 1_200_000, 2_400_000, 2_400_000, 2_400_000,
+    ]);
   });
 
   it('learned from log-normal durations (median 60 s, spread 0.8): at least 40 % fewer checks than the geometric schedule, p95 lateness no worse', () => {
@@ -45,13 +62,20 @@ describe('the poll schedule', () => {
   it('nothing is learned from fewer than the minimum of completions, and a plan never makes more checks than the geometric schedule on the durations it came from', () => {
     expect(learnedPlan(lognormal(LEARN_MIN_SAMPLES - 1, 60_000, 0.8, 3), GEOMETRIC)).toBeUndefined();
     fc.assert(
-      fc.property(fc.integer({ min: 1_000, max: 1_800_000 }), fc.double({ min: 0.05, max: 1.5, noNaN: true }), fc.integer({ min: 1, max: 1e9 }), (median, sigma, seed) => {
-        const ds = lognormal(60, median, sigma, seed);
-        const plan = learnedPlan(ds, GEOMETRIC);
-        if (!plan) return;
-        expect(checksFor(plan, ds)).toBeLessThan(checksFor(nominalCheckTimes(GEOMETRIC, quantile(ds, 1) * 4 + 60_000), ds));
-        expect([...plan].sort((a, b) => a - b)).toEqual(plan);
-      }),
+      fc.property(
+        fc.integer({ min: 1_000, max: 1_800_000 }),
+        fc.double({ min: 0.05, max: 1.5, noNaN: true }),
+        fc.integer({ min: 1, max: 1e9 }),
+        (median, sigma, seed) => {
+          const ds = lognormal(60, median, sigma, seed);
+          const plan = learnedPlan(ds, GEOMETRIC);
+          if (!plan) return;
+          expect(checksFor(plan, ds)).toBeLessThan(
+            checksFor(nominalCheckTimes(GEOMETRIC, quantile(ds, 1) * 4 + 60_000), ds),
+          );
+          expect([...plan].sort((a, b) => a - b)).toEqual(plan);
+        },
+      ),
       { numRuns: 300 },
     );
   });

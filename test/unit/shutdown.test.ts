@@ -17,12 +17,21 @@ const MODULE = pathToFileURL(path.resolve(import.meta.dirname, '..', '..', 'src'
 /** Runs `body` (an ES module snippet with `watchShutdownSignals` and `abortable` in scope) in a child. */
 function child(body: string) {
   const script = `import { watchShutdownSignals, abortable, ShutdownRequested } from ${JSON.stringify(MODULE)};\n${body}`;
-  const c = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const c = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   c.stdout.on('data', (b: Buffer) => (out += b.toString()));
   c.stderr.on('data', (b: Buffer) => (out += b.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => c.once('exit', (code, signal) => resolve({ code, signal })));
-  return { c, output: () => out, exited, ready: () => waitFor(() => out.includes('ready'), 30_000, `the child to start:\n${out}`) };
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    c.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    c,
+    output: () => out,
+    exited,
+    ready: () => waitFor(() => out.includes('ready'), 30_000, `the child to start:\n${out}`),
+  };
 }
 
 describe('watchShutdownSignals', () => {

@@ -62,9 +62,18 @@ describe('options', () => {
     expect(dup.success).toBe(false);
     expect(JSON.stringify(dup.error?.issues)).not.toContain(secret);
     expect(() => createSim({ accounts: [] })).toThrow(ZodError);
-    expect(() => createSim({ accounts: [{ name: 'a', apiKeys: ['k'], profile: { concurrency: -1 } }] })).toThrow(ZodError);
+    expect(() => createSim({ accounts: [{ name: 'a', apiKeys: ['k'], profile: { concurrency: -1 } }] })).toThrow(
+      ZodError,
+    );
     expect(() => createSim({ accounts: [{ name: 'a', apiKeys: ['k'] }], bogus: 1 } as never)).toThrow(ZodError);
-    expect(() => createSim({ accounts: [{ name: 'a', apiKeys: ['k'] }, { name: 'a', apiKeys: ['k2'] }] })).toThrow(/duplicate account/);
+    expect(() =>
+      createSim({
+        accounts: [
+          { name: 'a', apiKeys: ['k'] },
+          { name: 'a', apiKeys: ['k2'] },
+        ],
+      }),
+    ).toThrow(/duplicate account/);
   });
 
   it('has no URL before listening', () => {
@@ -85,8 +94,20 @@ describe('CLI options', () => {
 
   it('reads env, then flags (flags win)', () => {
     const opts = optionsFromCli(
-      ['--port', '4567', '--profile', '{"concurrency":2}', '--account-profile', 'b={"list":false}', '--allow-fault-header'],
-      { SIM_ACCOUNTS: 'a:ka,b:kb', SIM_PORT: '1234', SIM_ADMIN_TOKEN: 'tok' },
+      [
+        '--port',
+        '4567',
+        '--profile',
+        '{"concurrency":2}',
+        '--account-profile',
+        'b={"list":false}',
+        '--allow-fault-header',
+      ],
+      {
+        SIM_ACCOUNTS: 'a:ka,b:kb',
+        SIM_PORT: '1234',
+        SIM_ADMIN_TOKEN: 'tok',
+      },
     );
     expect(opts.port).toBe(4567);
     expect(opts.defaults).toEqual({ concurrency: 2 });
@@ -122,14 +143,23 @@ describe('HTTP edge cases (inject)', () => {
 
   it('answers 415 UNSUPPORTED_MEDIA_TYPE for a non-JSON submit', async () => {
     const s = make(opts);
-    const r = await s.app.inject({ method: 'POST', url: '/api/scrape', headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'url=x' });
+    const r = await s.app.inject({
+      method: 'POST',
+      url: '/api/scrape',
+      headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'url=x',
+    });
     expect(r.statusCode).toBe(415);
     expect(r.json().error.code).toBe('UNSUPPORTED_MEDIA_TYPE');
   });
 
   it('accepts a JSON content type with an empty body on DELETE', async () => {
     const s = make(opts);
-    const r = await s.app.inject({ method: 'DELETE', url: '/api/jobs/job_x/cancel', headers: { ...auth, 'content-type': 'application/json' } });
+    const r = await s.app.inject({
+      method: 'DELETE',
+      url: '/api/jobs/job_x/cancel',
+      headers: { ...auth, 'content-type': 'application/json' },
+    });
     expect(r.statusCode).toBe(404);
     expect(r.json().error.code).toBe('NOT_FOUND');
   });

@@ -16,7 +16,8 @@ function corpus(name: string): { html: Buffer; title: string | null } {
   if (!existsSync(dir)) throw new Error(`test page corpus missing: ${dir} (set PAGES_DIR)`);
   return {
     html: readFileSync(path.join(dir, 'source.html')),
-    title: (JSON.parse(readFileSync(path.join(dir, 'expected-metadata.json'), 'utf8')) as { title: string | null }).title,
+    title: (JSON.parse(readFileSync(path.join(dir, 'expected-metadata.json'), 'utf8')) as { title: string | null })
+      .title,
   };
 }
 
@@ -32,7 +33,10 @@ describe('extractPage', () => {
   it('returns exactly Readability’s title and metadata for a corpus page', () => {
     const { html, title } = corpus('wikipedia');
     const page = extractPage(html, { url: 'http://fakehost/test/page.html', contentType: 'text/html; charset=utf-8' });
-    const reference = new Readability(new JSDOM(html, { url: 'http://fakehost/test/page.html', contentType: 'text/html; charset=utf-8' }).window.document).parse();
+    const reference = new Readability(
+      new JSDOM(html, { url: 'http://fakehost/test/page.html', contentType: 'text/html; charset=utf-8' }).window
+        .document,
+    ).parse();
     expect(page.title).toBe(title);
     expect(page.title).toBe(reference?.title);
     expect(page.excerpt).toBe(reference?.excerpt);
@@ -110,14 +114,20 @@ describe('extractPage', () => {
   }, 30_000);
 
   it('treats text/plain as text and binary types as empty', () => {
-    const text = extractPage(Buffer.from('Hello   plain\n\nworld'), { url: 'http://example.test/t', contentType: 'text/plain; charset=utf-8' });
+    const text = extractPage(Buffer.from('Hello   plain\n\nworld'), {
+      url: 'http://example.test/t',
+      contentType: 'text/plain; charset=utf-8',
+    });
     expect(text).toMatchObject({ title: null, text: 'Hello plain world', mimeType: 'text/plain', links: [] });
     const bin = extractPage(Buffer.from([0, 1, 2, 3]), { url: 'http://example.test/b', contentType: 'image/png' });
     expect(bin.text).toBe('');
   });
 
   it('treats a malformed Content-Type as HTML', () => {
-    const page = extractPage(Buffer.from(article('Odd type', longParagraphs)), { url: 'http://example.test/', contentType: 'garbage' });
+    const page = extractPage(Buffer.from(article('Odd type', longParagraphs)), {
+      url: 'http://example.test/',
+      contentType: 'garbage',
+    });
     expect(page.title).toBe('Odd type');
     expect(page.mimeType).toBe('text/html');
   });

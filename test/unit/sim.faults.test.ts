@@ -6,7 +6,9 @@ import { ZodError } from 'zod';
 import { FaultRegistry, ruleMatches } from '../../src/sim/faults.js';
 import { FaultRuleSchema } from '../../src/sim/schemas.js';
 
-const ctx = (over: Partial<{ account: string; endpoint: 'submit' | 'status' | 'logs' | 'cancel' | 'list'; url: string }> = {}) => ({
+const ctx = (
+  over: Partial<{ account: string; endpoint: 'submit' | 'status' | 'logs' | 'cancel' | 'list'; url: string }> = {},
+) => ({
   account: 'acme',
   endpoint: 'submit' as const,
   url: 'http://t.test/page',
@@ -93,7 +95,9 @@ describe('ruleMatches', () => {
     expect(ruleMatches(rule({ action: 'error_5xx', urlContains: '/page' }), ctx())).toBe(true);
     expect(ruleMatches(rule({ action: 'error_5xx', urlContains: '/nope' }), ctx())).toBe(false);
     // Without a known URL (e.g. list, or a missing job), a urlContains rule never matches.
-    expect(ruleMatches(rule({ action: 'error_5xx', urlContains: '/page' }), { account: 'acme', endpoint: 'list' })).toBe(false);
+    expect(
+      ruleMatches(rule({ action: 'error_5xx', urlContains: '/page' }), { account: 'acme', endpoint: 'list' }),
+    ).toBe(false);
   });
 
   it('only applies actions to the endpoints they make sense for', () => {

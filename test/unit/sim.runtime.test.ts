@@ -13,8 +13,12 @@ describe('log-normal run times of the reference provider', () => {
   it('without a spread every job runs minRunMs; with one, the same page runs as long whatever the host and port', () => {
     expect(runTimeMs({ minRunMs: 5_000 }, urls[0]!)).toBe(5_000);
     const profile = { minRunMs: 60_000, runLogSigma: 0.6 };
-    expect(runTimeMs(profile, 'http://127.0.0.1:4321/a?job=7')).toBe(runTimeMs(profile, 'http://localhost:9999/a?job=7'));
-    expect(runTimeMs(profile, 'http://127.0.0.1:4321/a?job=7')).not.toBe(runTimeMs(profile, 'http://127.0.0.1:4321/a?job=8'));
+    expect(runTimeMs(profile, 'http://127.0.0.1:4321/a?job=7')).toBe(
+      runTimeMs(profile, 'http://localhost:9999/a?job=7'),
+    );
+    expect(runTimeMs(profile, 'http://127.0.0.1:4321/a?job=7')).not.toBe(
+      runTimeMs(profile, 'http://127.0.0.1:4321/a?job=8'),
+    );
   });
 
   it('median minRunMs and log-spread sigma over many pages', () => {

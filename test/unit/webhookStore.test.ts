@@ -10,8 +10,23 @@ describe('webhook record retention', () => {
   it('deletes delivery and quarantine rows received before the cutoff and keeps newer ones', async () => {
     const store = await openStore('sqlite::memory:');
     try {
-      await store.webhooks.recordDelivery({ provider: 'reference', eventId: 'evt-1', eventType: 'job.completed', providerStatus: 'completed', taskId: 't1' });
-      await store.webhooks.quarantine({ provider: 'reference', eventId: 'evt-2', reason: 'unmatched', detail: 'no job', headers: {}, body: '{}', bodySha256: 'x', bodyBytes: 2 });
+      await store.webhooks.recordDelivery({
+        provider: 'reference',
+        eventId: 'evt-1',
+        eventType: 'job.completed',
+        providerStatus: 'completed',
+        taskId: 't1',
+      });
+      await store.webhooks.quarantine({
+        provider: 'reference',
+        eventId: 'evt-2',
+        reason: 'unmatched',
+        detail: 'no job',
+        headers: {},
+        body: '{}',
+        bodySha256: 'x',
+        bodyBytes: 2,
+      });
       expect(await store.webhooks.purge(new Date(Date.now() - 60_000))).toEqual({ deliveries: 0, quarantined: 0 });
       expect(await store.webhooks.listDeliveries({})).toHaveLength(1);
       expect(await store.webhooks.purge(new Date(Date.now() + 1_000))).toEqual({ deliveries: 1, quarantined: 1 });

@@ -29,7 +29,21 @@ import { ensureTestServer } from '../helpers/testServer.js';
 import { INDEXED_VALUE_TYPE } from '../../src/devserver/searchAttributes.js';
 import { SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes.js';
 
-const PAGE: ProviderResult = { url: 'https://example.com/', finalUrl: 'https://example.com/', httpStatus: 200, title: 'Example', byline: null, excerpt: null, lang: 'en', siteName: null, publishedTime: null, text: 'x', markdown: 'x', links: [], contentLength: 1 };
+const PAGE: ProviderResult = {
+  url: 'https://example.com/',
+  finalUrl: 'https://example.com/',
+  httpStatus: 200,
+  title: 'Example',
+  byline: null,
+  excerpt: null,
+  lang: 'en',
+  siteName: null,
+  publishedTime: null,
+  text: 'x',
+  markdown: 'x',
+  links: [],
+  contentLength: 1,
+};
 
 /** A provider whose every answer a test scripts; it notes the server time of each call. */
 class ScriptedProvider implements ProviderAdapter {
@@ -40,10 +54,21 @@ class ScriptedProvider implements ProviderAdapter {
     return fakeEvidence(this.capabilities);
   }
   calls: { op: string; at: number; taskId?: string }[] = [];
-  submitImpl: (n: number) => Promise<Accepted> = async (n) => ({ taskId: `task-${n}`, providerStatus: 'queued', replayed: false });
-  statusImpl: (taskId: string, n: number, signal?: AbortSignal) => Promise<StatusObservation> = async () => ({ state: 'running', providerStatus: 'running' });
+  submitImpl: (n: number) => Promise<Accepted> = async (n) => ({
+    taskId: `task-${n}`,
+    providerStatus: 'queued',
+    replayed: false,
+  });
+  statusImpl: (taskId: string, n: number, signal?: AbortSignal) => Promise<StatusObservation> = async () => ({
+    state: 'running',
+    providerStatus: 'running',
+  });
   listImpl: () => Promise<Accepted | null> = async () => null;
-  cancelImpl: (n: number) => Promise<CancelAnswer> = async () => ({ accepted: true, state: 'running', providerStatus: 'cancelling' });
+  cancelImpl: (n: number) => Promise<CancelAnswer> = async () => ({
+    accepted: true,
+    state: 'running',
+    providerStatus: 'cancelling',
+  });
   constructor(private readonly now: () => Promise<number>) {}
   private async note(op: string, taskId?: string): Promise<number> {
     this.calls.push({ op, at: await this.now(), taskId });
@@ -79,10 +104,20 @@ let worker: Worker;
 let running: Promise<void>;
 const taskQueue = `timeskip-${randomUUID()}`;
 /** Poll policy without jitter, so that the schedule is exact. */
-const POLICY: Partial<PollPolicy> = { initialDelayMs: 2_000, multiplier: 1.5, maxDelayMs: 60_000, jitter: 0, deadlineMs: 30 * 60_000, activityTimeoutMs: 30_000, cancelConfirmDeadlineMs: 60_000 };
+const POLICY: Partial<PollPolicy> = {
+  initialDelayMs: 2_000,
+  multiplier: 1.5,
+  maxDelayMs: 60_000,
+  jitter: 0,
+  deadlineMs: 30 * 60_000,
+  activityTimeoutMs: 30_000,
+  cancelConfirmDeadlineMs: 60_000,
+};
 
 beforeAll(async () => {
-  env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: await ensureTestServer() } } });
+  env = await TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: await ensureTestServer() } },
+  });
   // The test server implements `AddSearchAttributes` (not `ListSearchAttributes`): register ours directly.
   await env.connection.operatorService.addSearchAttributes({
     namespace: env.namespace ?? 'default',
@@ -90,10 +125,37 @@ beforeAll(async () => {
   });
   store = await openStore('sqlite::memory:');
   provider = new ScriptedProvider(() => env.currentTimeMs());
-  const config = parseConfig({ providers: { fake: { kind: 'reference', baseUrl: 'http://127.0.0.1:9', credentials: { default: { apiKey: 'sk-unit-0000' } }, limits: { activeJobs: { initial: 100 } } } } }, {});
+  const config = parseConfig(
+    {
+      providers: {
+        fake: {
+          kind: 'reference',
+          baseUrl: 'http://127.0.0.1:9',
+          credentials: { default: { apiKey: 'sk-unit-0000' } },
+          limits: { activeJobs: { initial: 100 } },
+        },
+      },
+    },
+    {},
+  );
   const providers = new ProviderRegistry(config, {}, { fake: provider });
-  const activities = createActivities({ store, providers, resultRetentionMs: null, temporal: env.client, inlineFirstWaitMs: 0, inlineSettleMs: 0, sleep: (ms) => env.sleep(ms), serverTime: () => env.currentTimeMs() });
-  worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: await workflowBundle(), activities });
+  const activities = createActivities({
+    store,
+    providers,
+    resultRetentionMs: null,
+    temporal: env.client,
+    inlineFirstWaitMs: 0,
+    inlineSettleMs: 0,
+    sleep: (ms) => env.sleep(ms),
+    serverTime: () => env.currentTimeMs(),
+  });
+  worker = await Worker.create({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    taskQueue,
+    workflowBundle: await workflowBundle(),
+    activities,
+  });
   running = worker.run();
   client = new ScrapeClient({ temporal: env.client, store, taskQueue, defaultProvider: 'fake', providers: ['fake'] });
 }, 180_000);
@@ -108,14 +170,24 @@ afterAll(async () => {
 function reset(): void {
   provider.calls = [];
   provider.capabilities = { idempotency: false, list: true, cancel: true, webhooks: false };
-  provider.submitImpl = async (n) => ({ taskId: `task-${randomUUID()}-${n}`, providerStatus: 'queued', replayed: false });
+  provider.submitImpl = async (n) => ({
+    taskId: `task-${randomUUID()}-${n}`,
+    providerStatus: 'queued',
+    replayed: false,
+  });
   provider.statusImpl = async () => ({ state: 'running', providerStatus: 'running' });
   provider.listImpl = async () => null;
   provider.cancelImpl = async () => ({ accepted: true, state: 'running', providerStatus: 'cancelling' });
 }
 
 async function run(key: string, policy: Partial<PollPolicy> = POLICY) {
-  const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy });
+  const ref = await client.startScrape({
+    account: 'acme',
+    url: `https://example.com/${key}`,
+    key,
+    provider: 'fake',
+    policy,
+  });
   const handle = env.client.workflow.getHandle(ref.jobId);
   const view = await handle.result().catch(() => undefined);
   return { ref, view, row: await store.jobs.get(ref.jobId), handle };
@@ -136,7 +208,13 @@ async function startRefusedSubmit(prefix: string) {
     throw new ProviderError('permanent', 'invalid scrape request', { code: 'VALIDATION_ERROR', httpStatus: 400 });
   };
   const key = `${prefix}-${randomUUID()}`;
-  const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy: POLICY });
+  const ref = await client.startScrape({
+    account: 'acme',
+    url: `https://example.com/${key}`,
+    key,
+    provider: 'fake',
+    policy: POLICY,
+  });
   const handle = env.client.workflow.getHandle(ref.jobId);
   while (!submitting) await new Promise((r) => setTimeout(r, 20));
   return { ref, handle, release };
@@ -146,9 +224,21 @@ async function startRefusedSubmit(prefix: string) {
 async function explainStuck(handle: ReturnType<typeof env.client.workflow.getHandle>, jobId: string): Promise<void> {
   try {
     const d = await handle.describe();
-    const pending = (d.raw.pendingActivities ?? []).map((a) => ({ type: a.activityType?.name, state: a.state, attempt: a.attempt, lastFailure: a.lastFailure?.message, next: a.nextAttemptScheduleTime }));
+    const pending = (d.raw.pendingActivities ?? []).map((a) => ({
+      type: a.activityType?.name,
+      state: a.state,
+      attempt: a.attempt,
+      lastFailure: a.lastFailure?.message,
+      next: a.nextAttemptScheduleTime,
+    }));
     const events = ((await handle.fetchHistory()).events ?? []).slice(-25).map((e) => `${e.eventId} ${e.eventType}`);
-    console.log(`still waiting for ${jobId} at server time ${await env.currentTimeMs()}`, { calls: provider.calls.slice(-12), pending, state: await handle.query('state'), row: await store.jobs.get(jobId), events });
+    console.log(`still waiting for ${jobId} at server time ${await env.currentTimeMs()}`, {
+      calls: provider.calls.slice(-12),
+      pending,
+      state: await handle.query('state'),
+      row: await store.jobs.get(jobId),
+      events,
+    });
   } catch (e) {
     console.log(`still waiting for ${jobId}; describing it failed`, e);
   }
@@ -162,7 +252,10 @@ function delay(n: number): number {
 describe('scrape workflow v2 in skipped time', () => {
   it('backoff: checks follow the schedule (2 s, 3 s, 4.5 s, …) and the final answer carries the result: one write, no separate read', async () => {
     reset();
-    provider.statusImpl = async (_t, n) => (n < 6 ? { state: 'running', providerStatus: 'running' } : { state: 'completed', providerStatus: 'completed', result: PAGE });
+    provider.statusImpl = async (_t, n) =>
+      n < 6
+        ? { state: 'running', providerStatus: 'running' }
+        : { state: 'completed', providerStatus: 'completed', result: PAGE };
     const { view, row, ref } = await run(`backoff-${randomUUID()}`);
     expect(view?.state).toBe('completed');
     expect(row?.state).toBe('completed');
@@ -171,7 +264,9 @@ describe('scrape workflow v2 in skipped time', () => {
     const checks = provider.times('status');
     expect(checks).toHaveLength(6);
     const gaps = checks.map((t, i) => t - (i === 0 ? submitAt! : checks[i - 1]!));
-    gaps.forEach((g, i) => expect(Math.abs(g - delay(i)), `gap ${i}: ${g} ms, schedule ${delay(i)} ms`).toBeLessThan(1_000));
+    gaps.forEach((g, i) =>
+      expect(Math.abs(g - delay(i)), `gap ${i}: ${g} ms, schedule ${delay(i)} ms`).toBeLessThan(1_000),
+    );
     expect(provider.times('result')).toHaveLength(0);
     expect(Number(row?.status_checks)).toBe(6);
     expect(view?.statusChecks).toBe(6);
@@ -223,7 +318,8 @@ describe('scrape workflow v2 in skipped time', () => {
     const lists = provider.times('list');
     expect(submits).toHaveLength(3);
     expect(lists).toHaveLength(6); // two reads per round
-    for (let i = 0; i < 3; i++) expect(lists[2 * i + 1]! - lists[2 * i]!, `settle window of round ${i + 1}`).toBeGreaterThanOrEqual(10_000);
+    for (let i = 0; i < 3; i++)
+      expect(lists[2 * i + 1]! - lists[2 * i]!, `settle window of round ${i + 1}`).toBeGreaterThanOrEqual(10_000);
     expect(submits[1]! - lists[1]!).toBeGreaterThanOrEqual(1_600); // resubmit backed off 2 s ± 20 %
     expect(submits[2]! - lists[3]!).toBeGreaterThanOrEqual(3_200); // then 4 s ± 20 %
   }, 60_000);
@@ -231,9 +327,18 @@ describe('scrape workflow v2 in skipped time', () => {
   it('wake gap: a flood of webhook wakes makes checks at least initialDelayMs apart, and the job completes when the provider says so', async () => {
     reset();
     let done = false;
-    provider.statusImpl = async () => (done ? { state: 'completed', providerStatus: 'completed', result: PAGE } : { state: 'running', providerStatus: 'running' });
+    provider.statusImpl = async () =>
+      done
+        ? { state: 'completed', providerStatus: 'completed', result: PAGE }
+        : { state: 'running', providerStatus: 'running' };
     const key = `wake-${randomUUID()}`;
-    const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy: { ...POLICY, initialDelayMs: 5_000 } });
+    const ref = await client.startScrape({
+      account: 'acme',
+      url: `https://example.com/${key}`,
+      key,
+      provider: 'fake',
+      policy: { ...POLICY, initialDelayMs: 5_000 },
+    });
     const handle = env.client.workflow.getHandle(ref.jobId);
     await env.sleep(6_000); // the first check
     for (let i = 0; i < 30; i++) await handle.signal(wakeSignal, { eventId: `e${i}` });
@@ -253,7 +358,8 @@ describe('scrape workflow v2 in skipped time', () => {
     const view = await handle.result().finally(() => clearTimeout(stuck));
     expect(view.state).toBe('completed');
     const checks = provider.times('status');
-    for (let i = 1; i < checks.length; i++) expect(checks[i]! - checks[i - 1]!, `gap before check ${i}`).toBeGreaterThanOrEqual(5_000 - 50);
+    for (let i = 1; i < checks.length; i++)
+      expect(checks[i]! - checks[i - 1]!, `gap before check ${i}`).toBeGreaterThanOrEqual(5_000 - 50);
     expect(checks.length).toBeLessThanOrEqual(8);
   }, 60_000);
 
@@ -264,12 +370,24 @@ describe('scrape workflow v2 in skipped time', () => {
     provider.statusImpl = (_t, n, signal) => {
       if (n === 1) {
         hangs++;
-        return new Promise<StatusObservation>((_resolve, reject) => signal?.addEventListener('abort', () => reject(new ProviderError('transient', 'aborted'))));
+        return new Promise<StatusObservation>((_resolve, reject) =>
+          signal?.addEventListener('abort', () => reject(new ProviderError('transient', 'aborted'))),
+        );
       }
-      return Promise.resolve(confirmed ? { state: 'cancelled', providerStatus: 'cancelled' } : { state: 'running', providerStatus: 'cancelling' });
+      return Promise.resolve(
+        confirmed
+          ? { state: 'cancelled', providerStatus: 'cancelled' }
+          : { state: 'running', providerStatus: 'cancelling' },
+      );
     };
     const key = `hang-${randomUUID()}`;
-    const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy: POLICY });
+    const ref = await client.startScrape({
+      account: 'acme',
+      url: `https://example.com/${key}`,
+      key,
+      provider: 'fake',
+      policy: POLICY,
+    });
     const handle = env.client.workflow.getHandle(ref.jobId);
     while (hangs === 0) await new Promise((r) => setTimeout(r, 20));
     const askedAt = await env.currentTimeMs();
@@ -287,7 +405,10 @@ describe('scrape workflow v2 in skipped time', () => {
   it('a cancel request that arrives while the submit is being refused: the store row ends failed, as the workflow does (never left submitting)', async () => {
     const { ref, handle, release } = await startRefusedSubmit('refused');
     // The Update is accepted while the submit attempt is in flight; then the provider refuses it.
-    const update = await handle.startUpdate(cancelUpdate, { args: [{ reason: 'test', requestedBy: 'timeskip' }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+    const update = await handle.startUpdate(cancelUpdate, {
+      args: [{ reason: 'test', requestedBy: 'timeskip' }],
+      waitForStage: WorkflowUpdateStage.ACCEPTED,
+    });
     release();
     const report = await update.result();
     // The cancel does not wait for the submit attempt: it ends `failed` (the refusal came first) or
@@ -297,7 +418,11 @@ describe('scrape workflow v2 in skipped time', () => {
     const row = await store.jobs.get(ref.jobId);
     expect(row?.state).toBe(report.outcome);
     expect(row?.finished_at).toBeTruthy();
-    expect((await store.findings.timeline(ref.jobId)).some((e) => e.type === 'submit_rejected' && JSON.parse(e.detail!).error.code === 'VALIDATION_ERROR')).toBe(true);
+    expect(
+      (await store.findings.timeline(ref.jobId)).some(
+        (e) => e.type === 'submit_rejected' && JSON.parse(e.detail!).error.code === 'VALIDATION_ERROR',
+      ),
+    ).toBe(true);
     expect(provider.times('submit')).toHaveLength(1);
     expect(provider.times('cancel')).toHaveLength(0);
   }, 60_000);
@@ -307,7 +432,9 @@ describe('scrape workflow v2 in skipped time', () => {
     let checks = 0;
     provider.statusImpl = async () => {
       checks++;
-      return cancelled ? { state: 'cancelled', providerStatus: 'cancelled' } : { state: 'running', providerStatus: 'running' };
+      return cancelled
+        ? { state: 'cancelled', providerStatus: 'cancelled' }
+        : { state: 'running', providerStatus: 'running' };
     };
     // The provider stops the task on the first cancel call; a proxy in front answers 502 to every one.
     provider.cancelImpl = async () => {
@@ -315,13 +442,25 @@ describe('scrape workflow v2 in skipped time', () => {
       throw new ProviderError('transient', 'DELETE /api/jobs/… answered 502 Bad Gateway', { httpStatus: 502 });
     };
     const key = `lost-cancel-${randomUUID()}`;
-    const ref = await client.startScrape({ account: 'acme', url: `https://example.com/${key}`, key, provider: 'fake', policy: POLICY });
+    const ref = await client.startScrape({
+      account: 'acme',
+      url: `https://example.com/${key}`,
+      key,
+      provider: 'fake',
+      policy: POLICY,
+    });
     const handle = env.client.workflow.getHandle(ref.jobId);
     while (checks === 0) await new Promise((r) => setTimeout(r, 20));
-    const update = await handle.startUpdate(cancelUpdate, { args: [{ reason: 'test', requestedBy: 'timeskip' }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+    const update = await handle.startUpdate(cancelUpdate, {
+      args: [{ reason: 'test', requestedBy: 'timeskip' }],
+      waitForStage: WorkflowUpdateStage.ACCEPTED,
+    });
     await expect(handle.result()).rejects.toThrow(); // skips the retry waits of the cancel call
     const report = await update.result();
-    expect(report).toMatchObject({ outcome: 'cancelled', detail: expect.stringMatching(/provider confirmed the task stopped/) });
+    expect(report).toMatchObject({
+      outcome: 'cancelled',
+      detail: expect.stringMatching(/provider confirmed the task stopped/),
+    });
     expect(report.providerCancelCalls).toBeGreaterThanOrEqual(1);
     expect(provider.times('cancel').length).toBeGreaterThan(1); // retried within the cancel-confirmation deadline
     expect((await handle.describe()).status.name).toBe('CANCELLED');
@@ -333,7 +472,7 @@ describe('scrape workflow v2 in skipped time', () => {
     const { ref, handle, release } = await startRefusedSubmit('native-refused');
     await handle.cancel();
     // The workflow has seen the request (its state shows it) before the provider answers.
-    while (!(await handle.query('state') as { cancel?: unknown }).cancel) await new Promise((r) => setTimeout(r, 20));
+    while (!((await handle.query('state')) as { cancel?: unknown }).cancel) await new Promise((r) => setTimeout(r, 20));
     release();
     await expect(handle.result()).rejects.toThrow();
     expect((await handle.describe()).status.name).toBe('CANCELLED');

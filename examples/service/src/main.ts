@@ -28,7 +28,11 @@ const say = (step: string, data: Record<string, unknown>) => console.log(JSON.st
 const service = await connectScrapeClient({ taskQueue: process.env.SCRAPE_TASK_QUEUE || 'scrapes' });
 try {
   // The key makes the request idempotent: running the service again returns the same job.
-  const job = await service.client.startScrape({ account, url: target, key: `example-${new URL(target).pathname.replace(/\W+/g, '-')}` });
+  const job = await service.client.startScrape({
+    account,
+    url: target,
+    key: `example-${new URL(target).pathname.replace(/\W+/g, '-')}`,
+  });
   say('started', { jobId: job.jobId, created: job.created });
 
   const done = await service.client.awaitResult(account, job.jobId, { timeoutMs: 120_000 });
@@ -41,8 +45,16 @@ try {
 
   const second = await service.client.startScrape({ account, url: cancelTarget });
   say('started', { jobId: second.jobId, created: second.created });
-  const cancel = await service.client.cancelScrape(account, second.jobId, { reason: 'no longer needed', requestedBy: 'example-service', timeoutMs: 60_000 });
-  say('cancelled', { jobId: second.jobId, result: cancel.kind, ...(cancel.kind === 'observed' ? { outcome: cancel.report.outcome } : {}) });
+  const cancel = await service.client.cancelScrape(account, second.jobId, {
+    reason: 'no longer needed',
+    requestedBy: 'example-service',
+    timeoutMs: 60_000,
+  });
+  say('cancelled', {
+    jobId: second.jobId,
+    result: cancel.kind,
+    ...(cancel.kind === 'observed' ? { outcome: cancel.report.outcome } : {}),
+  });
 
   // Another account's job is reported exactly like a missing one.
   await service.client.getScrape(`${account}-other`, job.jobId).then(

@@ -18,7 +18,12 @@ export const metaRoutes: FastifyPluginAsyncZod<{ client: ScrapeClient }> = async
     '/healthz',
     {
       config: { auth: 'public' },
-      schema: { tags: ['meta'], summary: 'Health: can the API reach Temporal and the store?', security: [], response: { 200: json('Both reachable.', HealthSchema), 503: json('One is unreachable.', HealthSchema) } },
+      schema: {
+        tags: ['meta'],
+        summary: 'Health: can the API reach Temporal and the store?',
+        security: [],
+        response: { 200: json('Both reachable.', HealthSchema), 503: json('One is unreachable.', HealthSchema) },
+      },
     },
     async (_req, reply) => {
       const h = await client.health();
@@ -31,10 +36,21 @@ export const metaRoutes: FastifyPluginAsyncZod<{ client: ScrapeClient }> = async
     '/problems/:slug',
     {
       config: { auth: 'public' },
-      schema: { tags: ['meta'], summary: 'Describes a problem type (the `type` of an error answer).', security: [], params: ProblemSlugParamsSchema, response: { 200: json('The problem type.', ProblemTypeSchema), ...problemResponses('invalid-request', 'route-not-found', 'rate-limited') } },
+      schema: {
+        tags: ['meta'],
+        summary: 'Describes a problem type (the `type` of an error answer).',
+        security: [],
+        params: ProblemSlugParamsSchema,
+        response: {
+          200: json('The problem type.', ProblemTypeSchema),
+          ...problemResponses('invalid-request', 'route-not-found', 'rate-limited'),
+        },
+      },
     },
     async (req) => {
-      const t = (PROBLEM_TYPES as Record<string, { status: number; title: string; description: string }>)[req.params.slug];
+      const t = (PROBLEM_TYPES as Record<string, { status: number; title: string; description: string }>)[
+        req.params.slug
+      ];
       if (!t) throw new ApiProblem('route-not-found', `no problem type ${req.params.slug}`);
       return { type: problemType(req.params.slug as ProblemSlug), ...t };
     },

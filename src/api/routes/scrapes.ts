@@ -57,7 +57,13 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
       config: {
         docHeaders: {
           202: { Location: { description: 'The job (`status_url`).', type: 'string' }, 'Retry-After': RETRY },
-          200: { Location: { description: 'The job (`status_url`).', type: 'string' }, 'Idempotent-Replayed': { description: '`true`: this key was seen before; this is the same job.', type: 'string' } },
+          200: {
+            Location: { description: 'The job (`status_url`).', type: 'string' },
+            'Idempotent-Replayed': {
+              description: '`true`: this key was seen before; this is the same job.',
+              type: 'string',
+            },
+          },
         },
       },
       schema: {
@@ -69,8 +75,19 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
         body: createScrapeBodySchema(Object.keys(config.providers)),
         response: {
           202: json('Accepted: a new job for this key. `Location` and `status_url` name it.', ScrapeSchema),
-          200: json('A repeat of an earlier request with the same key and body: the same job, in its current state.', ScrapeSchema),
-          ...problemResponses('invalid-request', 'unauthorized', 'payload-too-large', 'unsupported-media-type', 'idempotency-key-reused', 'rate-limited', 'service-unavailable'),
+          200: json(
+            'A repeat of an earlier request with the same key and body: the same job, in its current state.',
+            ScrapeSchema,
+          ),
+          ...problemResponses(
+            'invalid-request',
+            'unauthorized',
+            'payload-too-large',
+            'unsupported-media-type',
+            'idempotency-key-reused',
+            'rate-limited',
+            'service-unavailable',
+          ),
         },
       },
     },
@@ -81,7 +98,10 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
         const message = `unknown provider "${provider}"; configured: ${Object.keys(config.providers).join(', ') || 'none'}`;
         throw new ApiProblem('invalid-request', message, { errors: [{ in: 'body', path: 'provider', message }] });
       }
-      const started = await startScrapeOnce({ client, store }, { account, idempotencyKey: req.headers['idempotency-key'], body: req.body, provider });
+      const started = await startScrapeOnce(
+        { client, store },
+        { account, idempotencyKey: req.headers['idempotency-key'], body: req.body, provider },
+      );
       const out = toScrapeOut(await client.getScrape(account, started.jobId));
       reply.header('location', out.status_url);
       if (started.replayed) {
@@ -97,13 +117,26 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
   app.get(
     '/v1/scrapes/:id',
     {
-      config: { docHeaders: { 200: { 'Retry-After': { ...RETRY, description: 'While the job runs: seconds before polling again (same as `poll_after_s`).' } } } },
+      config: {
+        docHeaders: {
+          200: {
+            'Retry-After': {
+              ...RETRY,
+              description: 'While the job runs: seconds before polling again (same as `poll_after_s`).',
+            },
+          },
+        },
+      },
       schema: {
         tags: ['scrapes'],
         summary: 'Read a job: state, provider status, times, progress.',
-        description: 'While the job is not final the answer carries `Retry-After` (seconds; 2 s in the first minute, 10 s to 10 min, then 30 s). Another account’s job answers `404` exactly like a missing one.',
+        description:
+          'While the job is not final the answer carries `Retry-After` (seconds; 2 s in the first minute, 10 s to 10 min, then 30 s). Another account’s job answers `404` exactly like a missing one.',
         params: JobIdParamsSchema,
-        response: { 200: json('The job.', ScrapeSchema), ...problemResponses('invalid-request', 'unauthorized', 'not-found', 'rate-limited', 'service-unavailable') },
+        response: {
+          200: json('The job.', ScrapeSchema),
+          ...problemResponses('invalid-request', 'unauthorized', 'not-found', 'rate-limited', 'service-unavailable'),
+        },
       },
     },
     async (req, reply) => {
@@ -116,13 +149,29 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
   app.get(
     '/v1/scrapes/:id/result',
     {
-      config: { docHeaders: { 409: { 'Retry-After': { ...RETRY, description: 'While the job runs: seconds before asking again.' } } } },
+      config: {
+        docHeaders: {
+          409: { 'Retry-After': { ...RETRY, description: 'While the job runs: seconds before asking again.' } },
+        },
+      },
       schema: {
         tags: ['scrapes'],
         summary: 'Read the result of a completed job.',
-        description: '`200` with the page; `409` `result-not-ready` with `state` (and `Retry-After` while it runs); `410` `result-expired` when retention purged it, with the evidence that the job ran.',
+        description:
+          '`200` with the page; `409` `result-not-ready` with `state` (and `Retry-After` while it runs); `410` `result-expired` when retention purged it, with the evidence that the job ran.',
         params: JobIdParamsSchema,
-        response: { 200: json('The extracted page.', ResultSchema), ...problemResponses('invalid-request', 'unauthorized', 'not-found', 'result-not-ready', 'result-expired', 'rate-limited', 'service-unavailable') },
+        response: {
+          200: json('The extracted page.', ResultSchema),
+          ...problemResponses(
+            'invalid-request',
+            'unauthorized',
+            'not-found',
+            'result-not-ready',
+            'result-expired',
+            'rate-limited',
+            'service-unavailable',
+          ),
+        },
       },
     },
     async (req) => toResultOut(await client.getResult(req.account!, req.params.id)),
@@ -131,17 +180,39 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
   app.get(
     '/v1/scrapes/:id/documents',
     {
-      config: { docHeaders: { 409: { 'Retry-After': { ...RETRY, description: 'While the job runs: seconds before asking again.' } } } },
+      config: {
+        docHeaders: {
+          409: { 'Retry-After': { ...RETRY, description: 'While the job runs: seconds before asking again.' } },
+        },
+      },
       schema: {
         tags: ['scrapes'],
         summary: 'Read the documents of a multi-document result (crawl pages, dataset items, batch entries), paged.',
-        description: '`200` with one page (`offset`, `limit`; `next_offset` until the last page; `total` is 0 for a single-page result, whose page is at `result_url`); `409` `result-not-ready`; `410` `result-expired`. Another account’s job answers `404` like a missing one.',
+        description:
+          '`200` with one page (`offset`, `limit`; `next_offset` until the last page; `total` is 0 for a single-page result, whose page is at `result_url`); `409` `result-not-ready`; `410` `result-expired`. Another account’s job answers `404` like a missing one.',
         params: JobIdParamsSchema,
         querystring: DocumentsQuerySchema,
-        response: { 200: json('One page of documents.', ResultDocumentsSchema), ...problemResponses('invalid-request', 'unauthorized', 'not-found', 'result-not-ready', 'result-expired', 'rate-limited', 'service-unavailable') },
+        response: {
+          200: json('One page of documents.', ResultDocumentsSchema),
+          ...problemResponses(
+            'invalid-request',
+            'unauthorized',
+            'not-found',
+            'result-not-ready',
+            'result-expired',
+            'rate-limited',
+            'service-unavailable',
+          ),
+        },
       },
     },
-    async (req) => toDocumentsOut(await client.getResultDocuments(req.account!, req.params.id, { offset: req.query.offset, limit: req.query.limit })),
+    async (req) =>
+      toDocumentsOut(
+        await client.getResultDocuments(req.account!, req.params.id, {
+          offset: req.query.offset,
+          limit: req.query.limit,
+        }),
+      ),
   );
 
   app.post(
@@ -156,7 +227,14 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
         response: {
           202: json('Cancel observed (`result: observed`) or under way (`result: requested`).', CancelResponseSchema),
           200: json('The job was already final; nothing changed.', CancelResponseSchema),
-          ...problemResponses('invalid-request', 'unauthorized', 'not-found', 'unsupported-media-type', 'rate-limited', 'service-unavailable'),
+          ...problemResponses(
+            'invalid-request',
+            'unauthorized',
+            'not-found',
+            'unsupported-media-type',
+            'rate-limited',
+            'service-unavailable',
+          ),
         },
       },
     },
@@ -166,7 +244,11 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
       const base = { reason: req.body?.reason ?? 'requested through the HTTP API', requestedBy: `api:${account}` };
       const waitMs = config.api.cancelWaitMs;
       // Past waitMs the client records the request as a signal and answers `requested`.
-      const result = await client.cancelScrape(account, id, waitMs === 0 ? { ...base, wait: false } : { ...base, wait: true, timeoutMs: waitMs });
+      const result = await client.cancelScrape(
+        account,
+        id,
+        waitMs === 0 ? { ...base, wait: false } : { ...base, wait: true, timeoutMs: waitMs },
+      );
       reply.code(result.kind === 'already_final' || result.kind === 'not_running' ? 200 : 202);
       return toCancelOut(id, result);
     },
@@ -179,16 +261,27 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
         tags: ['scrapes'],
         summary: "List the caller's jobs, newest first.",
         querystring: ListQuerySchema,
-        response: { 200: json('One page of jobs.', ScrapeListSchema), ...problemResponses('invalid-request', 'unauthorized', 'rate-limited', 'service-unavailable') },
+        response: {
+          200: json('One page of jobs.', ScrapeListSchema),
+          ...problemResponses('invalid-request', 'unauthorized', 'rate-limited', 'service-unavailable'),
+        },
       },
     },
     async (req) => {
       const q = req.query;
       // The API's cursor is `<ms>.<base64url id>` (every string of that shape is a position); the client's is its own.
       const cursor = q.cursor ? encodeCursor(fromApiCursor(q.cursor)) : undefined;
-      const page = await client.listPage(req.account!, { states: q.state ? q.state.split(',') : undefined, batchId: q.batch_id, limit: q.limit, cursor });
+      const page = await client.listPage(req.account!, {
+        states: q.state ? q.state.split(',') : undefined,
+        batchId: q.batch_id,
+        limit: q.limit,
+        cursor,
+      });
       const now = Date.now();
-      return { jobs: page.jobs.map((j) => toScrapeOut(j, now)), next_cursor: page.nextCursor ? toApiCursor(decodeCursor(page.nextCursor)) : null };
+      return {
+        jobs: page.jobs.map((j) => toScrapeOut(j, now)),
+        next_cursor: page.nextCursor ? toApiCursor(decodeCursor(page.nextCursor)) : null,
+      };
     },
   );
 };

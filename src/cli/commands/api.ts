@@ -16,16 +16,26 @@ export function registerApi(program: Command): void {
     .option('-c, --config <file>', 'configuration file')
     .option('--host <host>', 'listen address (default: config api.host, 127.0.0.1)')
     .addOption(new Option('--port <port>', 'listen port (default: config api.port, 8080)').argParser(port))
-    .option('--new-key <account>', 'create an API key for <account>: its SHA-256 is added to the key file and the key is printed once')
+    .option(
+      '--new-key <account>',
+      'create an API key for <account>: its SHA-256 is added to the key file and the key is printed once',
+    )
     .option('--key-name <name>', 'label of the new key (who holds it)')
     .action(async (opts) => {
       const { file } = await loadCliConfig(opts.config);
       const api = await import('../../api/main.js');
       if (opts.newKey) {
         const { AccountSchema } = await import('../../model/schemas.js');
-        if (!AccountSchema.safeParse(opts.newKey).success) throw new InvalidInputError(`invalid account "${opts.newKey}"`, []);
-        const { key, file: keysFile } = api.createApiKey({ account: opts.newKey, name: opts.keyName, configFile: file });
-        console.error(`added the SHA-256 of a new key for account "${opts.newKey}" to ${keysFile}; the key is shown once, store it now (a running API picks it up within a second):`);
+        if (!AccountSchema.safeParse(opts.newKey).success)
+          throw new InvalidInputError(`invalid account "${opts.newKey}"`, []);
+        const { key, file: keysFile } = api.createApiKey({
+          account: opts.newKey,
+          name: opts.keyName,
+          configFile: file,
+        });
+        console.error(
+          `added the SHA-256 of a new key for account "${opts.newKey}" to ${keysFile}; the key is shown once, store it now (a running API picks it up within a second):`,
+        );
         console.log(key);
         return;
       }

@@ -14,24 +14,46 @@ export function registerCancel(program: Command): void {
     .description('cancel a job and print the outcome observed at the provider')
     .option('-r, --reason <text>', 'why', 'cancelled from the CLI')
     .option('--no-wait', 'send the cancel signal and return at once')
-    .addOption(new Option('--wait-s <seconds>', 'how long to wait for the observed outcome before returning (the request stays recorded)').default(120).argParser(positiveInt))
+    .addOption(
+      new Option(
+        '--wait-s <seconds>',
+        'how long to wait for the observed outcome before returning (the request stays recorded)',
+      )
+        .default(120)
+        .argParser(positiveInt),
+    )
     .option('--json', 'print JSON')
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        const r = await rt.client.cancelScrape(account, await resolveJobId(job, account), { reason: opts.reason, requestedBy: cliUser(), wait: opts.wait, timeoutMs: opts.waitS * 1000 });
+        const r = await rt.client.cancelScrape(account, await resolveJobId(job, account), {
+          reason: opts.reason,
+          requestedBy: cliUser(),
+          wait: opts.wait,
+          timeoutMs: opts.waitS * 1000,
+        });
         if (opts.json) return console.log(JSON.stringify(r, null, 2));
-        if (r.kind === 'requested') return console.log(`cancel requested (signal sent)${r.note ? `: ${r.note}` : ''}; check with \`status\``);
+        if (r.kind === 'requested')
+          return console.log(`cancel requested (signal sent)${r.note ? `: ${r.note}` : ''}; check with \`status\``);
         if (r.kind === 'not_running') {
           process.exitCode = EXIT.failed;
-          return console.log(`nothing to cancel: the job is ${r.state} but its workflow no longer runs (an orphan); \`resume\` it, then cancel, or see \`orphans\``);
+          return console.log(
+            `nothing to cancel: the job is ${r.state} but its workflow no longer runs (an orphan); \`resume\` it, then cancel, or see \`orphans\``,
+          );
         }
         if (r.kind === 'already_final' && r.state === 'tracking_interrupted') {
           // Tracking ended, the provider task may not have: say how to reach it.
-          return console.log(`nothing to cancel here: tracking of the job ended (tracking_interrupted), but its provider task may still run; \`resume ${job}\` tracks it again, then \`cancel ${job}\` cancels it at the provider`);
+          return console.log(
+            `nothing to cancel here: tracking of the job ended (tracking_interrupted), but its provider task may still run; \`resume ${job}\` tracks it again, then \`cancel ${job}\` cancels it at the provider`,
+          );
         }
-        if (r.kind === 'already_final') return console.log(`nothing to cancel: the job is already ${r.state}${r.report ? ` (earlier cancel outcome: ${r.report.outcome} — ${r.report.detail})` : ''}`);
-        console.log(`outcome: ${r.report.outcome} — ${r.report.detail}\nprovider cancel calls: ${r.report.providerCancelCalls}; remaining effects: ${JSON.stringify(r.report.remainingEffects ?? {})}`);
+        if (r.kind === 'already_final')
+          return console.log(
+            `nothing to cancel: the job is already ${r.state}${r.report ? ` (earlier cancel outcome: ${r.report.outcome} — ${r.report.detail})` : ''}`,
+          );
+        console.log(
+          `outcome: ${r.report.outcome} — ${r.report.detail}\nprovider cancel calls: ${r.report.providerCancelCalls}; remaining effects: ${JSON.stringify(r.report.remainingEffects ?? {})}`,
+        );
       }),
     );
 }

@@ -10,17 +10,39 @@ import { port } from '../options.js';
 export function registerDemo(program: Command): void {
   program
     .command('demo')
-    .description('start every part on embedded defaults (dev server, reference provider, sample site, worker) and run a batch')
+    .description(
+      'start every part on embedded defaults (dev server, reference provider, sample site, worker) and run a batch',
+    )
     .option('--keep', 'keep everything running after the batch (default when attached to a terminal)')
     .option('--exit', 'exit after the batch (default when not attached to a terminal)')
     .option('--data-dir <dir>', 'where the demo keeps its SQLite files and config', '.data/demo')
-    .addOption(new Option('--temporal-port <n>', 'Temporal frontend (gRPC) port; default 7233 when free, else any; 0: any').argParser(port).env('SCRAPE_DEMO_TEMPORAL_PORT'))
-    .addOption(new Option('--ui-port <n>', 'Temporal Web UI port; default 8233 when free, else any; 0: any').argParser(port).env('SCRAPE_DEMO_UI_PORT'))
-    .addOption(new Option('--site-port <n>', 'sample site port; default 8780 when free, else any; 0: any').argParser(port).env('SCRAPE_DEMO_SITE_PORT'))
-    .addOption(new Option('--provider-port <n>', 'reference provider port; default 8790 when free, else any; 0: any').argParser(port).env('SCRAPE_DEMO_PROVIDER_PORT'))
+    .addOption(
+      new Option('--temporal-port <n>', 'Temporal frontend (gRPC) port; default 7233 when free, else any; 0: any')
+        .argParser(port)
+        .env('SCRAPE_DEMO_TEMPORAL_PORT'),
+    )
+    .addOption(
+      new Option('--ui-port <n>', 'Temporal Web UI port; default 8233 when free, else any; 0: any')
+        .argParser(port)
+        .env('SCRAPE_DEMO_UI_PORT'),
+    )
+    .addOption(
+      new Option('--site-port <n>', 'sample site port; default 8780 when free, else any; 0: any')
+        .argParser(port)
+        .env('SCRAPE_DEMO_SITE_PORT'),
+    )
+    .addOption(
+      new Option('--provider-port <n>', 'reference provider port; default 8790 when free, else any; 0: any')
+        .argParser(port)
+        .env('SCRAPE_DEMO_PROVIDER_PORT'),
+    )
     .action(async (opts) => {
       const { runDemo } = await import('../../demo.js');
       const keep = opts.exit ? false : opts.keep ? true : Boolean(process.stdout.isTTY && process.stdin.isTTY);
-      process.exitCode = await runDemo({ keep, dataDir: opts.dataDir, ports: { temporal: opts.temporalPort, ui: opts.uiPort, site: opts.sitePort, provider: opts.providerPort } });
+      process.exitCode = await runDemo({
+        keep,
+        dataDir: opts.dataDir,
+        ports: { temporal: opts.temporalPort, ui: opts.uiPort, site: opts.sitePort, provider: opts.providerPort },
+      });
     });
 }

@@ -11,7 +11,9 @@ import { printJob, timelineLine } from '../print.js';
 /** Adds `incident` to `program`. */
 export function registerIncident(program: Command): void {
   accountOptions(program.command('incident <job>'))
-    .description('print a job\'s incident report (sanitised provider exchanges: endpoint, HTTP status, UTC time, request, response) and its timeline')
+    .description(
+      "print a job's incident report (sanitised provider exchanges: endpoint, HTTP status, UTC time, request, response) and its timeline",
+    )
     .option('--json', 'print JSON')
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
@@ -24,7 +26,9 @@ export function registerIncident(program: Command): void {
         await printJob(summary);
         console.log(`\nIncidents (${incidents.length}):`);
         for (const i of incidents) {
-          console.log(`- ${i.at}  ${i.phase} ${i.kind}${i.code ? ` ${i.code}` : ''}${i.httpStatus ? ` HTTP ${i.httpStatus}` : ''}\n  endpoint: ${i.endpoint ?? '—'}\n  message:  ${i.message}`);
+          console.log(
+            `- ${i.at}  ${i.phase} ${i.kind}${i.code ? ` ${i.code}` : ''}${i.httpStatus ? ` HTTP ${i.httpStatus}` : ''}\n  endpoint: ${i.endpoint ?? '—'}\n  message:  ${i.message}`,
+          );
           if (i.request) console.log(`  request:  ${JSON.stringify(i.request)}`);
           if (i.response) console.log(`  response: ${JSON.stringify(i.response)}`);
         }

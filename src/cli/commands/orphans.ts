@@ -14,7 +14,11 @@ export function registerOrphans(program: Command): void {
         const found = await rt.client.orphans(accountOf(rt, opts));
         if (opts.json) return console.log(JSON.stringify(found, null, 2));
         if (found.length === 0) return console.log('no orphan or stalled jobs');
-        const t = await table({ head: ['job', 'finding', 'state', 'detail', 'suggested recovery'], colWidths: [36, 16, 14, 40, 60], wordWrap: true });
+        const t = await table({
+          head: ['job', 'finding', 'state', 'detail', 'suggested recovery'],
+          colWidths: [36, 16, 14, 40, 60],
+          wordWrap: true,
+        });
         for (const o of found) t.push([o.jobId, o.kind, o.state, o.detail, o.suggestion]);
         console.log(t.toString());
       }),

@@ -12,15 +12,22 @@ import { accountOptions } from '../options.js';
 /** Adds `resolve` to `program`. */
 export function registerResolve(program: Command): void {
   accountOptions(program.command('resolve <job>'))
-    .description('resolve a job waiting in `unknown`: adopt a task ID found at the provider, or resubmit under the same key')
+    .description(
+      'resolve a job waiting in `unknown`: adopt a task ID found at the provider, or resubmit under the same key',
+    )
     .option('--task-id <id>', 'the provider task that the lost submit created')
     .option('--resubmit', 'you checked the provider and no task exists: submit again under the same key')
     .action(async (job: string, opts) => {
-      if (!!opts.taskId === !!opts.resubmit) throw new InvalidInputError('give exactly one of --task-id or --resubmit', []);
+      if (!!opts.taskId === !!opts.resubmit)
+        throw new InvalidInputError('give exactly one of --task-id or --resubmit', []);
       await withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
         const by = cliUser();
-        const view = await rt.client.resolve(account, await resolveJobId(job, account), opts.taskId ? { taskId: opts.taskId, by } : { resubmit: true, by });
+        const view = await rt.client.resolve(
+          account,
+          await resolveJobId(job, account),
+          opts.taskId ? { taskId: opts.taskId, by } : { resubmit: true, by },
+        );
         console.log(`job is now ${view.state}${view.taskId ? ` (task ${view.taskId})` : ''}`);
       });
     });

@@ -14,17 +14,27 @@ import { printDocuments } from '../print.js';
  * result's content note, a multi-document result whose content is in its documents, a binary
  * body without text, or the provider having sent none.
  */
-function emptyFieldReason(r: { contentNote: string | null; body: { contentType: string | null; size: number } | null; httpStatus: number | null }, field: string, documents: number): string {
+function emptyFieldReason(
+  r: {
+    contentNote: string | null;
+    body: { contentType: string | null; size: number } | null;
+    httpStatus: number | null;
+  },
+  field: string,
+  documents: number,
+): string {
   if (r.contentNote) return r.contentNote;
-  if (documents > 0) return `this result has ${documents} document(s) and keeps its content in them; list them with \`result --documents\``;
-  if (r.body) return `the target's body is binary (${r.body.contentType ?? 'unknown type'}, ${r.body.size} bytes) and has no ${field}`;
+  if (documents > 0)
+    return `this result has ${documents} document(s) and keeps its content in them; list them with \`result --documents\``;
+  if (r.body)
+    return `the target's body is binary (${r.body.contentType ?? 'unknown type'}, ${r.body.size} bytes) and has no ${field}`;
   return `the provider returned no ${field} for this page${r.httpStatus ? ` (target HTTP ${r.httpStatus})` : ''}`;
 }
 
 /** Adds `result` to `program`. */
 export function registerResult(program: Command): void {
   accountOptions(program.command('result <job>'))
-    .description('print a job\'s stored result')
+    .description("print a job's stored result")
     .addOption(new Option('--field <field>', 'print only this field').choices(['markdown', 'text', 'title', 'links']))
     .option('--json', 'print JSON')
     .option('--documents', 'list the documents of a multi-document result (crawl pages, dataset items), one page')
@@ -33,7 +43,14 @@ export function registerResult(program: Command): void {
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        if (opts.documents) return printDocuments(await rt.client.getResultDocuments(account, await resolveJobId(job, account), { offset: opts.offset, limit: opts.limit }), Boolean(opts.json));
+        if (opts.documents)
+          return printDocuments(
+            await rt.client.getResultDocuments(account, await resolveJobId(job, account), {
+              offset: opts.offset,
+              limit: opts.limit,
+            }),
+            Boolean(opts.json),
+          );
         const id = await resolveJobId(job, account);
         const r = await rt.client.getResult(account, id);
         if (opts.field) {
@@ -41,15 +58,20 @@ export function registerResult(program: Command): void {
           const value = field === 'links' ? r.links.join('\n') : (r[field] ?? '');
           if (value.trim() !== '') return console.log(value);
           // An empty field is not an answer: say which field and why, on stderr, and exit 1.
-          const docs = field === 'links' ? 0 : (await rt.client.getResultDocuments(account, id, { offset: 0, limit: 1 })).total;
+          const docs =
+            field === 'links' ? 0 : (await rt.client.getResultDocuments(account, id, { offset: 0, limit: 1 })).total;
           console.error(`error: the result of ${id} has no ${field}: ${emptyFieldReason(r, field, docs)}`);
           process.exitCode = EXIT.failed;
           return;
         }
         if (opts.json) return console.log(JSON.stringify(r, null, 2));
-        const file = r.body ? `\nBody: ${r.body.contentType ?? 'binary'}, ${r.body.size} bytes, SHA-256 ${r.body.sha256}` : '';
+        const file = r.body
+          ? `\nBody: ${r.body.contentType ?? 'binary'}, ${r.body.size} bytes, SHA-256 ${r.body.sha256}`
+          : '';
         const note = r.contentNote ? `\nNote: ${r.contentNote}` : '';
-        console.log(`# ${r.title ?? '(no title)'}\n\nURL: ${r.url}\nFinal URL: ${r.finalUrl ?? '—'} (HTTP ${r.httpStatus ?? '—'})\nTask: ${r.provider}/${r.taskId}\nWritten: ${r.writtenAt}; kept until ${r.expiresAt ?? 'forever'}\nLinks: ${r.links.length}${file}${note}\n\n${(r.markdown ?? r.text ?? '').slice(0, 2000)}`);
+        console.log(
+          `# ${r.title ?? '(no title)'}\n\nURL: ${r.url}\nFinal URL: ${r.finalUrl ?? '—'} (HTTP ${r.httpStatus ?? '—'})\nTask: ${r.provider}/${r.taskId}\nWritten: ${r.writtenAt}; kept until ${r.expiresAt ?? 'forever'}\nLinks: ${r.links.length}${file}${note}\n\n${(r.markdown ?? r.text ?? '').slice(0, 2000)}`,
+        );
       }),
     );
 }

@@ -15,16 +15,23 @@ export function registerRun(program: Command): void {
   policyOptions(accountOptions(program.command('run <file>')))
     .description('start one job per row of a CSV or JSONL file (needs a "url" column), show progress, print a table')
     .option('-p, --provider <name>', 'provider for rows that name none')
-    .addOption(new Option('-d, --delimiter <char>', 'CSV field delimiter (default ","; e.g. ";" or tab)').argParser(delimiter))
+    .addOption(
+      new Option('-d, --delimiter <char>', 'CSV field delimiter (default ","; e.g. ";" or tab)').argParser(delimiter),
+    )
     .option('--no-wait', 'start the jobs and return')
-    .addOption(new Option('--timeout-s <s>', 'stop waiting after this many seconds (jobs keep running)').argParser(positiveInt).default(600))
+    .addOption(
+      new Option('--timeout-s <s>', 'stop waiting after this many seconds (jobs keep running)')
+        .argParser(positiveInt)
+        .default(600),
+    )
     .addOption(new Option('--max-rows <n>', 'rows shown in the final table').argParser(positiveInt).default(50))
     .option('--json', 'print the outcomes as JSON')
     .action(async (file: string, opts) => {
       const policy = await policyFrom(opts);
       const { readBatchFile } = await import('../../batch/input.js');
       const input = readBatchFile(file, { delimiter: opts.delimiter });
-      for (const err of input.errors) console.error(`line ${err.line}: ${err.reason}${err.raw ? `  | ${err.raw}` : ''}`);
+      for (const err of input.errors)
+        console.error(`line ${err.line}: ${err.reason}${err.raw ? `  | ${err.raw}` : ''}`);
       if (input.items.length === 0 && input.errors.length === 0) {
         console.error(`${file} has no rows to run (a CSV needs a header with a "url" column and at least one row)`);
         process.exitCode = EXIT.invalid;
@@ -34,9 +41,17 @@ export function registerRun(program: Command): void {
         const account = accountOf(rt, opts);
         const { runBatch } = await import('../../batch/run.js');
         const { default: cliProgress } = await import('cli-progress');
-        console.error(`${input.items.length} rows to run from ${file} (${input.format}, batch ${input.batchId}), ${input.errors.length} rejected`);
+        console.error(
+          `${input.items.length} rows to run from ${file} (${input.format}, batch ${input.batchId}), ${input.errors.length} rejected`,
+        );
         const bar = new cliProgress.SingleBar(
-          { format: ' {bar} {value}/{total} final | {states}', hideCursor: true, noTTYOutput: true, notTTYSchedule: 2000, stream: process.stderr },
+          {
+            format: ' {bar} {value}/{total} final | {states}',
+            hideCursor: true,
+            noTTYOutput: true,
+            notTTYSchedule: 2000,
+            stream: process.stderr,
+          },
           cliProgress.Presets.shades_classic,
         );
         bar.start(input.items.length, 0, { states: '' });
@@ -47,17 +62,36 @@ export function registerRun(program: Command): void {
           policy,
           wait: opts.wait,
           waitTimeoutMs: opts.timeoutS * 1000,
-          onProgress: (p) => bar.update(p.final, { states: Object.entries(p.byState).map(([k, v]) => `${k} ${v}`).join(', ') }),
+          onProgress: (p) =>
+            bar.update(p.final, {
+              states: Object.entries(p.byState)
+                .map(([k, v]) => `${k} ${v}`)
+                .join(', '),
+            }),
         });
         bar.stop();
-        const all = [...outcomes, ...input.errors.map((e) => ({ line: e.line, url: e.raw, state: 'rejected' as const, error: e.reason }))].sort((a, b) => a.line - b.line);
+        const all = [
+          ...outcomes,
+          ...input.errors.map((e) => ({ line: e.line, url: e.raw, state: 'rejected' as const, error: e.reason })),
+        ].sort((a, b) => a.line - b.line);
         if (opts.json) console.log(JSON.stringify(all, null, 2));
         else console.log(await outcomeTable(all, opts.maxRows));
         const failed = outcomes.filter((o) => o.state !== 'completed').length;
-        console.error(`${outcomes.filter((o) => o.state === 'completed').length} completed, ${failed} not completed, ${all.filter((o) => o.state === 'rejected').length} rejected`);
+        console.error(
+          `${outcomes.filter((o) => o.state === 'completed').length} completed, ${failed} not completed, ${all.filter((o) => o.state === 'rejected').length} rejected`,
+        );
         // Without waiting, success is "every row started"; a job still running is not a failure.
-        const notDone = opts.wait === false ? outcomes.filter((o) => o.state !== 'completed' && (o.state === 'rejected' || isFinalState(o.state))).length : failed;
-        process.exitCode = input.errors.length || outcomes.some((o) => o.state === 'rejected') ? EXIT.invalid : notDone ? EXIT.failed : EXIT.ok;
+        const notDone =
+          opts.wait === false
+            ? outcomes.filter((o) => o.state !== 'completed' && (o.state === 'rejected' || isFinalState(o.state)))
+                .length
+            : failed;
+        process.exitCode =
+          input.errors.length || outcomes.some((o) => o.state === 'rejected')
+            ? EXIT.invalid
+            : notDone
+              ? EXIT.failed
+              : EXIT.ok;
       });
     });
 }

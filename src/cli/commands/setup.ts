@@ -10,18 +10,28 @@ import { loadCliConfig } from '../context.js';
 export function registerSetup(program: Command): void {
   program
     .command('setup')
-    .description('prepare an existing deployment: register the search attributes on the Temporal namespace and migrate the result store')
+    .description(
+      'prepare an existing deployment: register the search attributes on the Temporal namespace and migrate the result store',
+    )
     .option('-c, --config <file>', 'configuration file')
     .action(async (opts) => {
       const { config } = await loadCliConfig(opts.config);
       const { openRuntime } = await import('../../runtime.js');
       const { connectOrStartTemporal } = await import('../../devserver/devServer.js');
-      const target = await connectOrStartTemporal({ env: { ...process.env, TEMPORAL_ADDRESS: config.temporal.address, TEMPORAL_NAMESPACE: config.temporal.namespace } });
+      const target = await connectOrStartTemporal({
+        env: {
+          ...process.env,
+          TEMPORAL_ADDRESS: config.temporal.address,
+          TEMPORAL_NAMESPACE: config.temporal.namespace,
+        },
+      });
       await target.stop();
       const rt = await openRuntime(config); // also migrates the store
       const { ensureMaintenanceSchedules, maintenanceTaskQueue } = await import('../../client/schedules.js');
       const ids = await ensureMaintenanceSchedules(rt.client.temporal, { taskQueue: config.temporal.taskQueue });
       await rt.close();
-      console.log(`search attributes registered on ${config.temporal.address} (namespace ${config.temporal.namespace}); store migrated; schedules ${ids.purge}, ${ids.orphans} (task queue ${maintenanceTaskQueue(config.temporal.taskQueue)})`);
+      console.log(
+        `search attributes registered on ${config.temporal.address} (namespace ${config.temporal.namespace}); store migrated; schedules ${ids.purge}, ${ids.orphans} (task queue ${maintenanceTaskQueue(config.temporal.taskQueue)})`,
+      );
     });
 }

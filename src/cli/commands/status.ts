@@ -11,7 +11,9 @@ import { printJob, printLiveView } from '../print.js';
 /** Adds `status` to `program`. */
 export function registerStatus(program: Command): void {
   accountOptions(program.command('status <job>'))
-    .description('show a job as stored (job ID or key): state, provider status, checks answered and failing, last error')
+    .description(
+      'show a job as stored (job ID or key): state, provider status, checks answered and failing, last error',
+    )
     .option('--json', 'print JSON')
     .option('--live', 'also ask the running workflow (query `state`; needs Temporal and a worker)')
     .action(async (job: string, opts) =>

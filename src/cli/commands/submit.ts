@@ -20,11 +20,19 @@ export function registerSubmit(program: Command): void {
       const policy = await policyFrom(opts);
       await withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        const ref = await rt.client.startScrape({ account, url, key: opts.key, provider: opts.provider, format: opts.format, ...(policy ? { policy } : {}) });
+        const ref = await rt.client.startScrape({
+          account,
+          url,
+          key: opts.key,
+          provider: opts.provider,
+          format: opts.format,
+          ...(policy ? { policy } : {}),
+        });
         console.log(`${ref.created ? 'started' : 'existing'} job ${ref.jobId}`);
         if (opts.waitS) {
           const r = await rt.client.awaitResult(account, ref.jobId, { timeoutMs: opts.waitS * 1000 });
-          if (r.status === 'still_running') console.log(`still running after ${opts.waitS} s (this is not a failure): state ${r.job.state}`);
+          if (r.status === 'still_running')
+            console.log(`still running after ${opts.waitS} s (this is not a failure): state ${r.job.state}`);
           await printJob(r.job);
         }
       });

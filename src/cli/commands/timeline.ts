@@ -7,7 +7,7 @@ import { timelineLine } from '../print.js';
 /** Adds `timeline` to `program`. */
 export function registerTimeline(program: Command): void {
   accountOptions(program.command('timeline <job>'))
-    .description('print a job\'s timeline (every transition and provider observation)')
+    .description("print a job's timeline (every transition and provider observation)")
     .option('--json', 'print JSON')
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {

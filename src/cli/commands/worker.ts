@@ -7,7 +7,7 @@ export function registerWorker(program: Command): void {
   program
     .command('worker')
     .description('run a worker (same as `npm run worker`); it polls the task queue and the maintenance task queue')
-    .option('-c, --config <file>', 'configuration file (default: $SCRAPE_CONFIG, else the demo\'s)')
+    .option('-c, --config <file>', "configuration file (default: $SCRAPE_CONFIG, else the demo's)")
     .action(async (opts) => {
       const { file } = await loadCliConfig(opts.config);
       // The worker reads its configuration from the environment, as under `npm run worker`.

@@ -54,7 +54,18 @@ import { ProviderError } from '../shared/errors.js';
 import { ProviderHttp, callSecrets, path, type CallPhase, type ProviderResponse } from '../shared/http.js';
 import { documentFromItem } from '../shared/itemDocuments.js';
 import { paginateOffset, resultFromDocuments } from '../shared/pagination.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
+import type {
+  Accepted,
+  CallContext,
+  CancelAnswer,
+  FindContext,
+  ObservedState,
+  ProviderAdapter,
+  ProviderCapabilities,
+  ResultContext,
+  StatusObservation,
+  SubmitContext,
+} from '../adapter.js';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import type { ApifyEntry } from './config.js';
 
@@ -72,11 +83,20 @@ const RunSchema = z.looseObject({
 });
 const RunResponseSchema = z.looseObject({ data: RunSchema });
 const RunListSchema = z.looseObject({
-  data: z.looseObject({ total: z.number().int().nonnegative(), offset: z.number().int().nonnegative().optional(), items: z.array(RunSchema) }),
+  data: z.looseObject({
+    total: z.number().int().nonnegative(),
+    offset: z.number().int().nonnegative().optional(),
+    items: z.array(RunSchema),
+  }),
 });
 
 /** Ad-hoc webhook events we ask for: every terminal run event (events.md). */
-export const APIFY_WEBHOOK_EVENTS = ['ACTOR.RUN.SUCCEEDED', 'ACTOR.RUN.FAILED', 'ACTOR.RUN.ABORTED', 'ACTOR.RUN.TIMED_OUT'] as const;
+export const APIFY_WEBHOOK_EVENTS = [
+  'ACTOR.RUN.SUCCEEDED',
+  'ACTOR.RUN.FAILED',
+  'ACTOR.RUN.ABORTED',
+  'ACTOR.RUN.TIMED_OUT',
+] as const;
 
 /** Most pages of the run list one reconcile read walks (runs not started through the API are skipped without an input read). */
 const MAX_LIST_PAGES = 5;
@@ -97,7 +117,9 @@ const RUN_LOOKUP = 'GET /v2/actors/{actorId}/runs + INPUT record';
  */
 export const APIFY_EVIDENCE: ReconcileEvidence = {
   replay: 'none',
-  lookups: [{ name: RUN_LOOKUP, shows: ['queued', 'running', 'finished'], finishedForMs: null, lagMs: 30_000, match: 'strong' }],
+  lookups: [
+    { name: RUN_LOOKUP, shows: ['queued', 'running', 'finished'], finishedForMs: null, lagMs: 30_000, match: 'strong' },
+  ],
   taskScope: 'credential',
   source: 'Apify API v2 OpenAPI (apify-docs, v2-2026-08-05T133145Z): actor runs list, key-value store records',
 };
@@ -197,7 +219,10 @@ export class ApifyAdapter implements ProviderAdapter {
     const code = err.details.code;
     if (code === 'concurrent-runs-limit-exceeded') {
       const message = (res.body as { error?: { message?: unknown } } | undefined)?.error?.message;
-      return new ProviderError('cooldown', err.message, { ...err.details, statedLimit: err.details.statedLimit ?? statedRunLimit(typeof message === 'string' ? message : undefined) });
+      return new ProviderError('cooldown', err.message, {
+        ...err.details,
+        statedLimit: err.details.statedLimit ?? statedRunLimit(typeof message === 'string' ? message : undefined),
+      });
     }
     if (code === 'actor-memory-limit-exceeded') return new ProviderError('cooldown', err.message, err.details);
     return err;
@@ -206,15 +231,23 @@ export class ApifyAdapter implements ProviderAdapter {
   /** The actor input of `request`: defaults, then the job's options, then the URL and our reference. */
   buildInput(request: ScrapeRequest, clientRef: string): Record<string, unknown> {
     const { urlField, urlFormat, clientRefField, defaults } = this.entry.input;
-    const url = urlFormat === 'requestList' ? [{ url: request.url }] : urlFormat === 'stringList' ? [request.url] : request.url;
+    const url =
+      urlFormat === 'requestList' ? [{ url: request.url }] : urlFormat === 'stringList' ? [request.url] : request.url;
     return { ...defaults, ...(request.options ?? {}), [urlField]: url, [clientRefField]: clientRef };
   }
 
   async submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted> {
     // Ad-hoc webhook: a Base64 JSON array in the `webhooks` query parameter. It carries the per-job
     // token URL, so its encoded forms are secrets of this call (redacted from the recorded URL).
-    const webhooks = ctx.callbackUrl ? Buffer.from(JSON.stringify([{ eventTypes: APIFY_WEBHOOK_EVENTS, requestUrl: ctx.callbackUrl }]), 'utf8').toString('base64') : undefined;
-    const callCtx: SubmitContext = webhooks ? { ...ctx, secrets: [...ctx.secrets, webhooks, encodeURIComponent(webhooks)] } : ctx;
+    const webhooks = ctx.callbackUrl
+      ? Buffer.from(
+          JSON.stringify([{ eventTypes: APIFY_WEBHOOK_EVENTS, requestUrl: ctx.callbackUrl }]),
+          'utf8',
+        ).toString('base64')
+      : undefined;
+    const callCtx: SubmitContext = webhooks
+      ? { ...ctx, secrets: [...ctx.secrets, webhooks, encodeURIComponent(webhooks)] }
+      : ctx;
     const run = this.entry.run;
     const res = await this.http.call(callCtx, {
       method: 'POST',
@@ -230,14 +263,24 @@ export class ApifyAdapter implements ProviderAdapter {
   }
 
   /** `GET /v2/actor-runs/{runId}`: the run, or `null` for a `202`/`204` "not ready" answer. */
-  private async getRun(taskId: string, ctx: CallContext): Promise<{ res: ProviderResponse; run: z.infer<typeof RunSchema> | null }> {
+  private async getRun(
+    taskId: string,
+    ctx: CallContext,
+  ): Promise<{ res: ProviderResponse; run: z.infer<typeof RunSchema> | null }> {
     const res = await this.http.call(ctx, { method: 'GET', path: path`/v2/actor-runs/${taskId}`, phase: 'read' });
     if (res.status === 202 || res.status === 204) return { res, run: null };
     if (res.status === 404) {
       const err = this.fail(res, 'read', ctx);
       const age = this.recent.ageWithinGrace(taskId);
       if (age !== undefined) {
-        throw new ProviderError('transient', `${err.message} (run created ${age} ms ago by this worker: not visible yet, replica lag; not counted as expiry)`, { ...err.details, code: 'RUN_NOT_VISIBLE_YET' });
+        throw new ProviderError(
+          'transient',
+          `${err.message} (run created ${age} ms ago by this worker: not visible yet, replica lag; not counted as expiry)`,
+          {
+            ...err.details,
+            code: 'RUN_NOT_VISIBLE_YET',
+          },
+        );
       }
       throw err;
     }
@@ -254,7 +297,14 @@ export class ApifyAdapter implements ProviderAdapter {
     return {
       state,
       providerStatus: run.status,
-      error: failed ? { code: run.status, message: run.statusMessage || `actor run ${run.status}${run.exitCode != null ? ` (exit code ${run.exitCode})` : ''}` } : undefined,
+      error: failed
+        ? {
+            code: run.status,
+            message:
+              run.statusMessage ||
+              `actor run ${run.status}${run.exitCode != null ? ` (exit code ${run.exitCode})` : ''}`,
+          }
+        : undefined,
       evidence: failed ? res.evidence : undefined,
       retryAfterMs,
     };
@@ -280,10 +330,19 @@ export class ApifyAdapter implements ProviderAdapter {
       shortPagesContinue: true,
       emptyPagesContinue: true,
       fetch: async (offset, limit) => {
-        const res = await this.http.call(ctx, { method: 'GET', path: path`/v2/actor-runs/${taskId}/dataset/items`, query: { offset, limit, format: 'json', clean: clean ? 1 : undefined }, phase: 'read' });
+        const res = await this.http.call(ctx, {
+          method: 'GET',
+          path: path`/v2/actor-runs/${taskId}/dataset/items`,
+          query: { offset, limit, format: 'json', clean: clean ? 1 : undefined },
+          phase: 'read',
+        });
         if (res.status === 404) {
           const err = this.fail(res, 'read', ctx);
-          throw new ProviderError('expired', `${err.message} (the dataset of run ${taskId} is gone: deleted after the plan's data retention, or by its owner)`, err.details);
+          throw new ProviderError(
+            'expired',
+            `${err.message} (the dataset of run ${taskId} is gone: deleted after the plan's data retention, or by its owner)`,
+            err.details,
+          );
         }
         if (!this.http.isOk(res)) throw this.fail(res, 'read', ctx);
         if (!Array.isArray(res.body)) this.http.invalid(res, 'read', 'dataset items body: not a JSON array');
@@ -291,9 +350,12 @@ export class ApifyAdapter implements ProviderAdapter {
         // `X-Apify-Pagination-Count` is the window the API scanned: with `clean` it exceeds the items returned.
         const scanned = intHeader(res, 'x-apify-pagination-count');
         const total = intHeader(res, 'x-apify-pagination-total');
-        const advance = scanned !== undefined && scanned >= page.length ? Math.min(scanned, limit) : clean ? limit : page.length;
+        const advance =
+          scanned !== undefined && scanned >= page.length ? Math.min(scanned, limit) : clean ? limit : page.length;
         const nextOffset = offset + advance;
-        const done = advance === 0 || (total !== undefined ? nextOffset >= total : clean ? page.length === 0 : page.length < limit);
+        const done =
+          advance === 0 ||
+          (total !== undefined ? nextOffset >= total : clean ? page.length === 0 : page.length < limit);
         return { items: page, done, nextOffset, positions: !clean };
       },
       map: (it, position) => documentFromItem(it, secrets, { position }),
@@ -302,14 +364,20 @@ export class ApifyAdapter implements ProviderAdapter {
   }
 
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
-    const res = await this.http.call(ctx, { method: 'POST', path: path`/v2/actor-runs/${taskId}/abort`, query: { gracefully: this.entry.abortGracefully ? 'true' : undefined }, phase: 'cancel' });
+    const res = await this.http.call(ctx, {
+      method: 'POST',
+      path: path`/v2/actor-runs/${taskId}/abort`,
+      query: { gracefully: this.entry.abortGracefully ? 'true' : undefined },
+      phase: 'cancel',
+    });
     if (!this.http.isOk(res)) throw this.fail(res, 'cancel', ctx);
     const run = RunResponseSchema.safeParse(res.body).data?.data;
     if (!run) return { accepted: true };
     const state = apifyState(run.status, this.entry.timedOutAs);
     const known = state === 'unrecognised' ? undefined : state;
     // Abort is a no-op on a finished run: the answer shows it unchanged.
-    if (TERMINAL.has(run.status) && run.status !== 'ABORTED') return { accepted: false, alreadyFinal: true, state: known, providerStatus: run.status };
+    if (TERMINAL.has(run.status) && run.status !== 'ABORTED')
+      return { accepted: false, alreadyFinal: true, state: known, providerStatus: run.status };
     return { accepted: true, state: known, providerStatus: run.status };
   }
 
@@ -327,19 +395,48 @@ export class ApifyAdapter implements ProviderAdapter {
     const startedAfter = new Date(Date.parse(ctx.submittedAfter) - marginMs).toISOString();
     const field = this.entry.input.clientRefField;
     const candidates: Candidate[] = [];
-    const reading = (complete: boolean, note?: string): LookupReading[] => [{ lookup: RUN_LOOKUP, available: true, complete, candidates, at: new Date().toISOString(), ...(note ? { note } : {}) }];
-    const bound = (reads: number) => reading(false, `more runs of actor ${this.entry.actorId} started since ${startedAfter} than may be checked (${reads} inputs read; raise "providers.${this.name}.reconcileList.maxInputReads")`);
+    const reading = (complete: boolean, note?: string): LookupReading[] => [
+      {
+        lookup: RUN_LOOKUP,
+        available: true,
+        complete,
+        candidates,
+        at: new Date().toISOString(),
+        ...(note ? { note } : {}),
+      },
+    ];
+    const bound = (reads: number) =>
+      reading(
+        false,
+        `more runs of actor ${this.entry.actorId} started since ${startedAfter} than may be checked (${reads} inputs read; raise "providers.${this.name}.reconcileList.maxInputReads")`,
+      );
     let reads = 0;
     let offset = 0;
     for (let pages = 0; ; pages++) {
       if (pages >= MAX_LIST_PAGES) return bound(reads);
-      const res = await this.http.call(ctx, { method: 'GET', path: this.actorPath('/runs'), query: { startedAfter, offset, limit: maxInputReads }, phase: 'read' });
+      const res = await this.http.call(ctx, {
+        method: 'GET',
+        path: this.actorPath('/runs'),
+        query: { startedAfter, offset, limit: maxInputReads },
+        phase: 'read',
+      });
       // Not offered (a route or actor this key cannot list): the lookup proves nothing, and waiting does not help.
-      if (res.status === 404) return [{ lookup: RUN_LOOKUP, available: false, complete: false, candidates, at: new Date().toISOString(), note: `the run list answered 404 (${this.fail(res, 'read', ctx).message})` }];
+      if (res.status === 404)
+        return [
+          {
+            lookup: RUN_LOOKUP,
+            available: false,
+            complete: false,
+            candidates,
+            at: new Date().toISOString(),
+            note: `the run list answered 404 (${this.fail(res, 'read', ctx).message})`,
+          },
+        ];
       if (!this.http.isOk(res)) throw this.fail(res, 'read', ctx);
       const list = this.http.parse(res, RunListSchema, 'read', 'run list').data;
       for (const run of list.items) {
-        const c = (match: Candidate['match'], why: string) => candidates.push({ taskId: run.id, providerStatus: run.status, match, createdAt: run.startedAt ?? null, why });
+        const c = (match: Candidate['match'], why: string) =>
+          candidates.push({ taskId: run.id, providerStatus: run.status, match, createdAt: run.startedAt ?? null, why });
         if (run.meta?.origin && run.meta.origin !== 'API') {
           c('foreign', `started by ${run.meta.origin}, not through the API`);
           continue;
@@ -350,15 +447,27 @@ export class ApifyAdapter implements ProviderAdapter {
         }
         if (reads >= maxInputReads) return bound(reads);
         reads++;
-        const input = await this.http.call(ctx, { method: 'GET', path: path`/v2/key-value-stores/${run.defaultKeyValueStoreId}/records/INPUT`, phase: 'read' });
+        const input = await this.http.call(ctx, {
+          method: 'GET',
+          path: path`/v2/key-value-stores/${run.defaultKeyValueStoreId}/records/INPUT`,
+          phase: 'read',
+        });
         if (input.status === 404) {
-          c('unreadable', 'its INPUT record answered 404 (started without input, deleted, not visible yet, or not readable with this key)');
+          c(
+            'unreadable',
+            'its INPUT record answered 404 (started without input, deleted, not visible yet, or not readable with this key)',
+          );
           continue;
         }
         if (!this.http.isOk(input)) throw this.fail(input, 'read', ctx);
-        const ref = input.body && typeof input.body === 'object' ? (input.body as Record<string, unknown>)[field] : undefined;
+        const ref =
+          input.body && typeof input.body === 'object' ? (input.body as Record<string, unknown>)[field] : undefined;
         if (ref === ctx.clientRef) c('strong', `its INPUT carries our reference in "${field}"`);
-        else c('foreign', ref === undefined ? `its INPUT has no "${field}"` : `its INPUT carries another reference in "${field}"`);
+        else
+          c(
+            'foreign',
+            ref === undefined ? `its INPUT has no "${field}"` : `its INPUT carries another reference in "${field}"`,
+          );
       }
       offset += list.items.length;
       if (list.items.length === 0 || offset >= list.total) return reading(true);

@@ -26,7 +26,10 @@ export const ApifyInputSchema = z
     clientRefField: z.string().min(1).max(100).default('scrapeOrchestratorRef'),
     defaults: z.record(z.string(), z.unknown()).default({}),
   })
-  .refine((v) => v.urlField !== v.clientRefField, { message: 'input.urlField and input.clientRefField must differ', path: ['clientRefField'] })
+  .refine((v) => v.urlField !== v.clientRefField, {
+    message: 'input.urlField and input.clientRefField must differ',
+    path: ['clientRefField'],
+  })
   .prefault({});
 
 /** Run options sent as query parameters of Run Actor (unset: the actor's own defaults). Units in the names. */
@@ -35,7 +38,12 @@ export const ApifyRunOptionsSchema = z
     /** Build tag or number (`latest`, `0.1.234`). */
     build: z.string().min(1).max(100).optional(),
     /** Run timeout, seconds. */
-    timeoutSecs: z.number().int().positive().max(7 * 24 * 3600).optional(),
+    timeoutSecs: z
+      .number()
+      .int()
+      .positive()
+      .max(7 * 24 * 3600)
+      .optional(),
     /** Memory, megabytes (a power of 2, at least 128: Apify checks). */
     memoryMbytes: z.number().int().min(128).max(32_768).optional(),
     /** Most dataset items charged for a pay-per-result actor (count). */

@@ -19,10 +19,18 @@ export const apifyProvider = defineProvider({
   configSchema: ApifyConfigSchema,
   capabilities: { idempotency: false, list: true, cancel: true, webhooks: true },
   evidence: [{ label: 'actor runs', evidence: APIFY_EVIDENCE }],
-  expiry: "runs beyond the latest ten are deleted with their dataset after the plan's data retention: 404 on the run (after notFoundLimit in a row) or on its dataset → expired",
+  expiry:
+    "runs beyond the latest ten are deleted with their dataset after the plan's data retention: 404 on the run (after notFoundLimit in a row) or on its dataset → expired",
   // An actor run takes tens of seconds to hours: first check after 10 s, then up to every 2 min.
   // Dataset reads page through up to results.maxDocuments items in one attempt: 2 min per attempt.
-  poll: { initialDelayMs: 10_000, maxDelayMs: 120_000, multiplier: 1.5, deadlineMs: 6 * 3_600_000, notFoundLimit: 4, activityTimeoutMs: 120_000 },
+  poll: {
+    initialDelayMs: 10_000,
+    maxDelayMs: 120_000,
+    multiplier: 1.5,
+    deadlineMs: 6 * 3_600_000,
+    notFoundLimit: 4,
+    activityTimeoutMs: 120_000,
+  },
   webhook: apifyWebhook,
   create: (name, entry) => new ApifyAdapter(name, entry),
 });

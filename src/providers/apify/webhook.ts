@@ -25,7 +25,9 @@ export const ApifyWebhookPayloadSchema = z.looseObject({
   userId: z.string().max(200).nullish(),
   createdAt: z.string().max(64).nullish(),
   eventType: z.string().min(1).max(100),
-  eventData: z.looseObject({ actorId: z.string().max(200).nullish(), actorRunId: z.string().max(200).nullish() }).nullish(),
+  eventData: z
+    .looseObject({ actorId: z.string().max(200).nullish(), actorRunId: z.string().max(200).nullish() })
+    .nullish(),
   resource: z.looseObject({ id: z.string().max(200).nullish(), status: z.string().max(100).nullish() }).nullish(),
 });
 
@@ -37,7 +39,8 @@ export const apifyWebhook: ProviderWebhook<unknown> = {
     const p = ApifyWebhookPayloadSchema.safeParse(json);
     if (!p.success) return { ok: false, message: z.prettifyError(p.error) };
     const taskId = p.data.eventData?.actorRunId ?? p.data.resource?.id ?? null;
-    if (!taskId) return { ok: false, message: 'the event names no run (eventData.actorRunId and resource.id are both missing)' };
+    if (!taskId)
+      return { ok: false, message: 'the event names no run (eventData.actorRunId and resource.id are both missing)' };
     return {
       ok: true,
       event: {

@@ -54,9 +54,27 @@ import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/ev
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { meansCancelled, ProviderError, quotaExhausted, saysQuotaExhausted } from '../shared/errors.js';
-import { errorDetails, ProviderHttp, path, type CallOptions, type CallPhase, type ProviderResponse } from '../shared/http.js';
+import {
+  errorDetails,
+  ProviderHttp,
+  path,
+  type CallOptions,
+  type CallPhase,
+  type ProviderResponse,
+} from '../shared/http.js';
 import { paginateCursor, resultFromDocuments, withIdentity } from '../shared/pagination.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
+import type {
+  Accepted,
+  CallContext,
+  CancelAnswer,
+  FindContext,
+  ObservedState,
+  ProviderAdapter,
+  ProviderCapabilities,
+  ResultContext,
+  StatusObservation,
+  SubmitContext,
+} from '../adapter.js';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import { BRIGHTDATA_BLOCK_AT, type BrightDataEntry } from './config.js';
 import { RefusalGuard, RefusalWindow, refusalWindowFor } from './guard.js';
@@ -71,7 +89,9 @@ const ProgressBody = z.looseObject({
   error_code: z.string().nullish(),
   records: z.number().nullish(),
 });
-const SnapshotList = z.array(z.looseObject({ id: z.string().min(1), created: z.string().nullish(), status: z.string().nullish() }));
+const SnapshotList = z.array(
+  z.looseObject({ id: z.string().min(1), created: z.string().nullish(), status: z.string().nullish() }),
+);
 const PartsBody = z.looseObject({ parts: z.number().int().nonnegative() });
 
 /** The lookup of a lost trigger: the snapshot list, then each candidate's stored input. */
@@ -85,14 +105,28 @@ const SNAPSHOT_LOOKUP = 'GET /datasets/v3/snapshots + snapshot input';
  */
 export const BRIGHTDATA_EVIDENCE: ReconcileEvidence = {
   replay: 'none',
-  lookups: [{ name: SNAPSHOT_LOOKUP, shows: ['queued', 'running', 'finished'], finishedForMs: 16 * 86_400_000, lagMs: 60_000, match: 'weak' }],
+  lookups: [
+    {
+      name: SNAPSHOT_LOOKUP,
+      shows: ['queued', 'running', 'finished'],
+      finishedForMs: 16 * 86_400_000,
+      lagMs: 60_000,
+      match: 'weak',
+    },
+  ],
   taskScope: 'credential',
-  source: 'docs.brightdata.com, Management APIs (get snapshots, get snapshot input) and Scraper API limits, read 2026-11-30',
+  source:
+    'docs.brightdata.com, Management APIs (get snapshots, get snapshot input) and Scraper API limits, read 2026-11-30',
 };
 
 /** Our state for a Bright Data progress word (see the module docs). */
 export function brightDataState(word: string): ObservedState {
-  const known: Record<string, ProviderState> = { starting: 'queued', running: 'running', ready: 'completed', failed: 'failed' };
+  const known: Record<string, ProviderState> = {
+    starting: 'queued',
+    running: 'running',
+    ready: 'completed',
+    failed: 'failed',
+  };
   if (known[word]) return known[word];
   if (/^cancell?ed$/i.test(word)) return 'cancelled';
   return 'unrecognised';
@@ -118,14 +152,22 @@ export function statedRunningJobsLimit(text: string): number | undefined {
  * Bright Data's code, its URL the input's, never data.
  */
 function documentOf(record: unknown, position: number | null): ResultDocument {
-  const r = record && typeof record === 'object' && !Array.isArray(record) ? (record as Record<string, unknown>) : { value: record };
+  const r =
+    record && typeof record === 'object' && !Array.isArray(record)
+      ? (record as Record<string, unknown>)
+      : { value: record };
   const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
   const input = r.input && typeof r.input === 'object' ? (r.input as Record<string, unknown>) : {};
   const error = str(r.error) ?? str(r.error_message);
   if (error) {
-    return withIdentity({ url: str(r.url) ?? str(input.url), error: { code: str(r.error_code) ?? undefined, message: error } }, { position });
+    return withIdentity(
+      { url: str(r.url) ?? str(input.url), error: { code: str(r.error_code) ?? undefined, message: error } },
+      { position },
+    );
   }
-  const status = [r.http_status, r.status_code, r.statusCode].find((v): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 100 && v <= 599);
+  const status = [r.http_status, r.status_code, r.statusCode].find(
+    (v): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 100 && v <= 599,
+  );
   const links = Array.isArray(r.links) ? r.links.filter((l): l is string => typeof l === 'string') : undefined;
   return withIdentity(
     {
@@ -161,9 +203,18 @@ export class BrightDataAdapter implements ProviderAdapter {
         `provider "${name}": rateLimit.maxRefusals (${entry.rateLimit.maxRefusals}) + limits.maxConcurrent (${entry.limits.maxConcurrent}) − 1 = ${worst} refusals could reach Bright Data's IP block at ${BRIGHTDATA_BLOCK_AT} × 429 in 5 minutes; lower one of them`,
       );
     }
-    this.http = new ProviderHttp({ provider: name, baseUrl: entry.baseUrl, auth: { in: 'header' }, submitTimeoutMs: entry.submitTimeoutMs, readTimeoutMs: entry.readTimeoutMs });
+    this.http = new ProviderHttp({
+      provider: name,
+      baseUrl: entry.baseUrl,
+      auth: { in: 'header' },
+      submitTimeoutMs: entry.submitTimeoutMs,
+      readTimeoutMs: entry.readTimeoutMs,
+    });
     const host = new URL(entry.baseUrl).host.toLowerCase();
-    this.guard = new RefusalGuard(`brightdata@${host}`, refusalWindowFor(host, entry.rateLimit.windowMs, entry.rateLimit.maxRefusals));
+    this.guard = new RefusalGuard(
+      `brightdata@${host}`,
+      refusalWindowFor(host, entry.rateLimit.windowMs, entry.rateLimit.maxRefusals),
+    );
   }
 
   /**
@@ -172,7 +223,8 @@ export class BrightDataAdapter implements ProviderAdapter {
    * registry. Without it the count is this process's alone.
    */
   shareState(shared: Partial<SharedRefusals>): void {
-    if (typeof shared.recordRefusal === 'function' && typeof shared.refusalsSince === 'function') this.guard.share(shared as SharedRefusals);
+    if (typeof shared.recordRefusal === 'function' && typeof shared.refusalsSince === 'function')
+      this.guard.share(shared as SharedRefusals);
   }
 
   /**
@@ -223,7 +275,11 @@ export class BrightDataAdapter implements ProviderAdapter {
   /** The input object of a job: entry `input`, then `options.input`, then the URL. */
   inputOf(request: ScrapeRequest): Record<string, unknown> {
     const own = request.options.input;
-    return { ...this.entry.input, ...(own && typeof own === 'object' && !Array.isArray(own) ? (own as Record<string, unknown>) : {}), url: request.url };
+    return {
+      ...this.entry.input,
+      ...(own && typeof own === 'object' && !Array.isArray(own) ? (own as Record<string, unknown>) : {}),
+      url: request.url,
+    };
   }
 
   async submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted> {
@@ -252,7 +308,11 @@ export class BrightDataAdapter implements ProviderAdapter {
     const retryAfterMs = this.http.retryAfterMs(res);
     if (res.status === 202 || res.status === 204) {
       const word = (res.body as { status?: unknown } | undefined)?.status;
-      return { state: 'running', providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`, retryAfterMs };
+      return {
+        state: 'running',
+        providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`,
+        retryAfterMs,
+      };
     }
     const p = this.http.parse(res, ProgressBody, 'read', 'progress body');
     const state = brightDataState(p.status);
@@ -260,13 +320,32 @@ export class BrightDataAdapter implements ProviderAdapter {
     if (state !== 'failed') return { state, providerStatus: p.status, progress, retryAfterMs };
     const message = p.error_message ?? p.error ?? 'Bright Data reports the collection failed';
     // A cancelled collection reads `failed` with a reason that says so ("Collection was canceled").
-    if (meansCancelled(message) || meansCancelled(p.error_code)) return { state: 'cancelled', providerStatus: `${p.status}: ${message}`, progress, retryAfterMs };
+    if (meansCancelled(message) || meansCancelled(p.error_code))
+      return { state: 'cancelled', providerStatus: `${p.status}: ${message}`, progress, retryAfterMs };
     // "Account is suspended" is how a negative balance shows (no 402 exists for this API): the job
     // ends failed for credits, and the key's other submits are held instead of failing alike.
     if (saysQuotaExhausted(p.error_code, message)) {
-      throw quotaExhausted('task_failed', new ProviderError('task_failed', `Bright Data failed snapshot ${taskId}: ${message} (the account's balance or quota is used up)`, { code: p.error_code ?? undefined, httpStatus: res.status, evidence: res.evidence }));
+      throw quotaExhausted(
+        'task_failed',
+        new ProviderError(
+          'task_failed',
+          `Bright Data failed snapshot ${taskId}: ${message} (the account's balance or quota is used up)`,
+          {
+            code: p.error_code ?? undefined,
+            httpStatus: res.status,
+            evidence: res.evidence,
+          },
+        ),
+      );
     }
-    return { state, providerStatus: p.status, progress, retryAfterMs, error: { code: p.error_code ?? undefined, message }, evidence: res.evidence };
+    return {
+      state,
+      providerStatus: p.status,
+      progress,
+      retryAfterMs,
+      error: { code: p.error_code ?? undefined, message },
+      evidence: res.evidence,
+    };
   }
 
   /** Throws the error of a download answer that is not `200` (see the module docs). */
@@ -275,20 +354,50 @@ export class BrightDataAdapter implements ProviderAdapter {
     const text = `${d.code ?? ''} ${d.message ?? ''} ${res.text.slice(0, 500)}`;
     if (res.status === 202 || res.status === 409) {
       const wait = this.http.retryAfterMs(res) ?? this.http.error(res, 'read', ctx).details.retryAfterMs;
-      return new ProviderError('transient', `snapshot ${taskId} is not ready for download yet (HTTP ${res.status}${d.message ? `: ${d.message}` : ''})`, { code: 'NOT_READY', httpStatus: res.status, retryAfterMs: wait, evidence: res.evidence });
+      return new ProviderError(
+        'transient',
+        `snapshot ${taskId} is not ready for download yet (HTTP ${res.status}${d.message ? `: ${d.message}` : ''})`,
+        {
+          code: 'NOT_READY',
+          httpStatus: res.status,
+          retryAfterMs: wait,
+          evidence: res.evidence,
+        },
+      );
     }
     if (res.status === 400 && /expired/i.test(text)) {
-      return new ProviderError('expired', `snapshot ${taskId} has expired at Bright Data (${d.message ?? 'Snapshot is expired'})`, { code: d.code ?? 'SNAPSHOT_EXPIRED', httpStatus: 400, evidence: res.evidence });
+      return new ProviderError(
+        'expired',
+        `snapshot ${taskId} has expired at Bright Data (${d.message ?? 'Snapshot is expired'})`,
+        {
+          code: d.code ?? 'SNAPSHOT_EXPIRED',
+          httpStatus: 400,
+          evidence: res.evidence,
+        },
+      );
     }
     if (res.status === 400 && /empty/i.test(text)) {
-      return new ProviderError('task_failed', `snapshot ${taskId} is empty: the collection produced nothing (${d.message ?? 'Snapshot is empty'})`, { code: d.code ?? 'SNAPSHOT_EMPTY', httpStatus: 400, evidence: res.evidence });
+      return new ProviderError(
+        'task_failed',
+        `snapshot ${taskId} is empty: the collection produced nothing (${d.message ?? 'Snapshot is empty'})`,
+        {
+          code: d.code ?? 'SNAPSHOT_EMPTY',
+          httpStatus: 400,
+          evidence: res.evidence,
+        },
+      );
     }
     return this.http.error(res, 'read', ctx);
   }
 
   /** The number of parts of a download with `batchSize` records each. */
   private async parts(taskId: string, ctx: CallContext, batchSize: number): Promise<number> {
-    const res = await this.call(ctx, { method: 'GET', path: path`/datasets/v3/snapshot/${taskId}/parts`, query: { format: 'json', batch_size: batchSize }, phase: 'read' });
+    const res = await this.call(ctx, {
+      method: 'GET',
+      path: path`/datasets/v3/snapshot/${taskId}/parts`,
+      query: { format: 'json', batch_size: batchSize },
+      phase: 'read',
+    });
     if (res.status !== 200) throw this.downloadError(res, taskId, ctx);
     return this.http.parse(res, PartsBody, 'read', 'parts body').parts;
   }
@@ -312,7 +421,12 @@ export class BrightDataAdapter implements ProviderAdapter {
       fetch: async (cursor) => {
         const part = cursor === undefined ? 1 : Number(cursor);
         const start = (part - 1) * batchSize;
-        const res = await this.call(ctx, { method: 'GET', path: path`/datasets/v3/snapshot/${taskId}`, query: { format: 'json', batch_size: batchSize, part }, phase: 'read' });
+        const res = await this.call(ctx, {
+          method: 'GET',
+          path: path`/datasets/v3/snapshot/${taskId}`,
+          query: { format: 'json', batch_size: batchSize, part },
+          phase: 'read',
+        });
         if (res.status !== 200) throw this.downloadError(res, taskId, ctx);
         if (res.body === undefined && res.text.trim() !== '') this.http.invalid(res, 'read', 'snapshot part: not JSON');
         const items = Array.isArray(res.body) ? (res.body as unknown[]) : res.body === undefined ? [] : [res.body];
@@ -323,13 +437,21 @@ export class BrightDataAdapter implements ProviderAdapter {
     });
     if (documents.length > 0 && documents.every((d) => d.error)) {
       const f = documents[0]!.error!;
-      throw new ProviderError('task_failed', `every input of snapshot ${taskId} failed at Bright Data: ${documents.length} error row(s), none with data (first: ${f.code ? `${f.code}: ` : ''}${f.message})`, { code: f.code ?? 'ALL_INPUTS_FAILED' });
+      throw new ProviderError(
+        'task_failed',
+        `every input of snapshot ${taskId} failed at Bright Data: ${documents.length} error row(s), none with data (first: ${f.code ? `${f.code}: ` : ''}${f.message})`,
+        { code: f.code ?? 'ALL_INPUTS_FAILED' },
+      );
     }
     return resultFromDocuments(documents, ctx.url, { singleFillsRow: true });
   }
 
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
-    const res = await this.call(ctx, { method: 'POST', path: path`/datasets/v3/snapshot/${taskId}/cancel`, phase: 'cancel' });
+    const res = await this.call(ctx, {
+      method: 'POST',
+      path: path`/datasets/v3/snapshot/${taskId}/cancel`,
+      phase: 'cancel',
+    });
     if (this.http.isOk(res)) return { accepted: true };
     if (res.status === 400) return { accepted: false, alreadyFinal: true, providerStatus: errorDetails(res).message };
     throw this.http.error(res, 'cancel', ctx);
@@ -338,7 +460,9 @@ export class BrightDataAdapter implements ProviderAdapter {
   /** True when one CSV input row holds our input: the same `url`, and the same value for every other field both have. */
   private static matches(row: Record<string, string>, input: Record<string, unknown>): boolean {
     if ((row.url ?? '').trim() !== input.url) return false;
-    return Object.entries(input).every(([k, v]) => !(k in row) || v === null || typeof v === 'object' || String(v) === row[k]!.trim());
+    return Object.entries(input).every(
+      ([k, v]) => !(k in row) || v === null || typeof v === 'object' || String(v) === row[k]!.trim(),
+    );
   }
 
   /**
@@ -354,9 +478,24 @@ export class BrightDataAdapter implements ProviderAdapter {
     const after = Date.parse(ctx.submittedAfter);
     const since = after - l.marginMs;
     const fromDate = new Date(since - 86_400_000).toISOString().slice(0, 10); // a day early: `from_date` is a date, in the provider's time zone
-    const res = await this.call(ctx, { method: 'GET', path: '/datasets/v3/snapshots', query: { dataset_id: this.entry.datasetId, from_date: fromDate, trigger_type: 'API', limit: l.limit }, phase: 'read' });
+    const res = await this.call(ctx, {
+      method: 'GET',
+      path: '/datasets/v3/snapshots',
+      query: { dataset_id: this.entry.datasetId, from_date: fromDate, trigger_type: 'API', limit: l.limit },
+      phase: 'read',
+    });
     // Not offered (a route or dataset this key cannot list): the lookup proves nothing, and waiting does not help.
-    if (res.status === 404) return [{ lookup: SNAPSHOT_LOOKUP, available: false, complete: false, candidates: [], at: new Date().toISOString(), note: `the snapshot list answered 404 (${errorDetails(res).message ?? 'not found'})` }];
+    if (res.status === 404)
+      return [
+        {
+          lookup: SNAPSHOT_LOOKUP,
+          available: false,
+          complete: false,
+          candidates: [],
+          at: new Date().toISOString(),
+          note: `the snapshot list answered 404 (${errorDetails(res).message ?? 'not found'})`,
+        },
+      ];
     if (!this.http.isOk(res)) throw this.http.error(res, 'read', ctx);
     const listed = this.http.parse(res, SnapshotList, 'read', 'snapshot list');
     const recent = listed
@@ -370,8 +509,20 @@ export class BrightDataAdapter implements ProviderAdapter {
     const input = this.inputOf(ctx.request);
     const candidates: Candidate[] = [];
     for (const s of recent.slice(0, l.maxInputReads)) {
-      const c = (match: Candidate['match'], why: string) => candidates.push({ taskId: s.id, providerStatus: s.status ?? 'listed', match, createdAt: s.created ?? null, why });
-      const r = await this.call(ctx, { method: 'GET', path: path`/datasets/v3/snapshot/${s.id}/input`, phase: 'read', headers: { accept: 'text/csv, application/json' } });
+      const c = (match: Candidate['match'], why: string) =>
+        candidates.push({
+          taskId: s.id,
+          providerStatus: s.status ?? 'listed',
+          match,
+          createdAt: s.created ?? null,
+          why,
+        });
+      const r = await this.call(ctx, {
+        method: 'GET',
+        path: path`/datasets/v3/snapshot/${s.id}/input`,
+        phase: 'read',
+        headers: { accept: 'text/csv, application/json' },
+      });
       if (r.status === 400 || r.status === 404) {
         c('unreadable', `its input answered ${r.status} (${errorDetails(r).message ?? 'no input'})`);
         continue;
@@ -379,15 +530,32 @@ export class BrightDataAdapter implements ProviderAdapter {
       if (r.status !== 200) throw this.http.error(r, 'read', ctx);
       let rows: Record<string, string>[];
       try {
-        rows = parseCsv(r.text, { columns: true, skip_empty_lines: true, relax_column_count: true, bom: true }) as Record<string, string>[];
+        rows = parseCsv(r.text, {
+          columns: true,
+          skip_empty_lines: true,
+          relax_column_count: true,
+          bom: true,
+        }) as Record<string, string>[];
       } catch (e) {
         return this.http.invalid(r, 'read', `snapshot input (CSV): ${(e as Error).message}`);
       }
-      if (rows.some((row) => BrightDataAdapter.matches(row, input))) c('weak', 'its input has our URL and fields; Bright Data keeps no reference of ours');
+      if (rows.some((row) => BrightDataAdapter.matches(row, input)))
+        c('weak', 'its input has our URL and fields; Bright Data keeps no reference of ours');
       else c('foreign', 'its input differs from ours');
     }
     const complete = recent.length <= l.maxInputReads && listed.length < l.limit;
-    const note = complete ? undefined : `${listed.length} snapshot(s) listed (limit ${l.limit}), ${recent.length} since ${new Date(since).toISOString()}; inputs read for at most ${l.maxInputReads} (listing.maxInputReads)`;
-    return [{ lookup: SNAPSHOT_LOOKUP, available: true, complete, candidates, at: new Date().toISOString(), ...(note ? { note } : {}) }];
+    const note = complete
+      ? undefined
+      : `${listed.length} snapshot(s) listed (limit ${l.limit}), ${recent.length} since ${new Date(since).toISOString()}; inputs read for at most ${l.maxInputReads} (listing.maxInputReads)`;
+    return [
+      {
+        lookup: SNAPSHOT_LOOKUP,
+        available: true,
+        complete,
+        candidates,
+        at: new Date().toISOString(),
+        ...(note ? { note } : {}),
+      },
+    ];
   }
 }

@@ -53,7 +53,12 @@ export const BrightDataConfigSchema = z.strictObject({
   download: z.strictObject({ batchSize: z.number().int().min(1000).max(1_000_000).default(1000) }).prefault({}),
   rateLimit: z
     .strictObject({
-      maxRefusals: z.number().int().min(1).max(BRIGHTDATA_BLOCK_AT - 1).default(10),
+      maxRefusals: z
+        .number()
+        .int()
+        .min(1)
+        .max(BRIGHTDATA_BLOCK_AT - 1)
+        .default(10),
       windowMs: z.number().int().min(BRIGHTDATA_BLOCK_WINDOW_MS).max(3_600_000).default(BRIGHTDATA_BLOCK_WINDOW_MS),
       backoffMs: z.number().int().min(100).max(60_000).default(2_000),
       maxBackoffMs: z.number().int().min(100).max(600_000).default(32_000),

@@ -25,6 +25,15 @@ export const brightDataWebhook: ProviderWebhook = {
   parse(json) {
     const p = BrightDataNotifySchema.safeParse(json);
     if (!p.success) return { ok: false, message: z.prettifyError(p.error) };
-    return { ok: true, event: { eventId: `${p.data.snapshot_id}:${p.data.status}`, type: `snapshot.${p.data.status}`, taskId: p.data.snapshot_id, clientRef: null, providerStatus: p.data.status } };
+    return {
+      ok: true,
+      event: {
+        eventId: `${p.data.snapshot_id}:${p.data.status}`,
+        type: `snapshot.${p.data.status}`,
+        taskId: p.data.snapshot_id,
+        clientRef: null,
+        providerStatus: p.data.status,
+      },
+    };
   },
 };

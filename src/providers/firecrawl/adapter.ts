@@ -26,11 +26,30 @@ import type { ScrapeRequest } from '../../model/types.js';
 import { resultLimitsOf } from '../shared/entry.js';
 import { ProviderError } from '../shared/errors.js';
 import { ProviderHttp, type CallPhase, type ProviderResponse } from '../shared/http.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, ResultLimits, StatusObservation, SubmitContext } from '../adapter.js';
+import type {
+  Accepted,
+  CallContext,
+  CancelAnswer,
+  FindContext,
+  ObservedState,
+  ProviderAdapter,
+  ProviderCapabilities,
+  ResultContext,
+  ResultLimits,
+  StatusObservation,
+  SubmitContext,
+} from '../adapter.js';
 import type { ProviderResult } from '../../model/results.js';
 import type { FirecrawlEntry } from './config.js';
 import { findSubmitted, firecrawlEvidence } from './lookups.js';
-import { finishResult, firecrawlDocument, readResult, StatusBody, type FirecrawlReads, type StatusPage } from './results.js';
+import {
+  finishResult,
+  firecrawlDocument,
+  readResult,
+  StatusBody,
+  type FirecrawlReads,
+  type StatusPage,
+} from './results.js';
 
 /** The route of each operation under the base URL. */
 const ROUTE = { batch: '/v2/batch/scrape', crawl: '/v2/crawl' } as const;
@@ -38,7 +57,11 @@ const ROUTE = { batch: '/v2/batch/scrape', crawl: '/v2/crawl' } as const;
 /** Formats asked for when the job's options name none (Firecrawl has no plain-text format: `text` jobs get markdown). */
 const DEFAULT_FORMATS = ['markdown', 'links'];
 
-const SubmitBody = z.looseObject({ id: z.string().min(1), url: z.string().nullish(), invalidURLs: z.array(z.string()).nullish() });
+const SubmitBody = z.looseObject({
+  id: z.string().min(1),
+  url: z.string().nullish(),
+  invalidURLs: z.array(z.string()).nullish(),
+});
 /** Our state for a Firecrawl status word (exact words only; anything else, any other case, is `unrecognised`). */
 export function firecrawlState(word: string): ObservedState {
   switch (word) {
@@ -76,7 +99,13 @@ export class FirecrawlAdapter implements ProviderAdapter {
     this.capabilities = { idempotency: entry.operation === 'crawl', list: true, cancel: true, webhooks: true };
     this.route = ROUTE[entry.operation];
     this.limits = resultLimitsOf(entry);
-    this.http = new ProviderHttp({ provider: name, baseUrl: entry.baseUrl, auth: { in: 'header' }, submitTimeoutMs: entry.submitTimeoutMs, readTimeoutMs: entry.readTimeoutMs });
+    this.http = new ProviderHttp({
+      provider: name,
+      baseUrl: entry.baseUrl,
+      auth: { in: 'header' },
+      submitTimeoutMs: entry.submitTimeoutMs,
+      readTimeoutMs: entry.readTimeoutMs,
+    });
     this.reads = {
       name,
       operation: entry.operation,
@@ -100,8 +129,10 @@ export class FirecrawlAdapter implements ProviderAdapter {
    */
   private fail(res: ProviderResponse, phase: CallPhase, ctx: CallContext, code?: string): ProviderError {
     const err = this.http.error(res, phase, ctx, code ? { code } : {});
-    if (res.status === 404 && phase === 'read' && /expired/i.test(res.text)) return new ProviderError('expired', err.message, { ...err.details, code: 'JOB_EXPIRED' });
-    if (res.status === 429 && phase === 'submit' && /concurrency/i.test(res.text)) err.details.code = 'CONCURRENCY_LIMIT';
+    if (res.status === 404 && phase === 'read' && /expired/i.test(res.text))
+      return new ProviderError('expired', err.message, { ...err.details, code: 'JOB_EXPIRED' });
+    if (res.status === 429 && phase === 'submit' && /concurrency/i.test(res.text))
+      err.details.code = 'CONCURRENCY_LIMIT';
     return err;
   }
 
@@ -110,16 +141,37 @@ export class FirecrawlAdapter implements ProviderAdapter {
     const options = request.options ?? {};
     const ours = this.entry.operation === 'crawl' ? ['url', 'webhook'] : ['urls', 'webhook'];
     const clash = ours.find((k) => k in options);
-    if (clash) throw new ProviderError('permanent', `option "${clash}" is set by the orchestrator for Firecrawl ${this.entry.operation} jobs; remove it from the job's options`, { code: 'BAD_OPTIONS' });
+    if (clash)
+      throw new ProviderError(
+        'permanent',
+        `option "${clash}" is set by the orchestrator for Firecrawl ${this.entry.operation} jobs; remove it from the job's options`,
+        { code: 'BAD_OPTIONS' },
+      );
     // Webhook metadata is echoed in every delivery: our client reference lets the receiver match a delivery even before the task ID is recorded.
-    const webhook = ctx.callbackUrl ? { url: ctx.callbackUrl, metadata: { clientRef: ctx.clientRef }, events: this.entry.webhookEvents } : undefined;
+    const webhook = ctx.callbackUrl
+      ? { url: ctx.callbackUrl, metadata: { clientRef: ctx.clientRef }, events: this.entry.webhookEvents }
+      : undefined;
     const scrapeDefaults = { formats: DEFAULT_FORMATS, ...this.entry.scrapeOptions };
-    if (this.entry.operation === 'batch') return { ...scrapeDefaults, ignoreInvalidURLs: false, ...options, urls: [request.url], ...(webhook ? { webhook } : {}) };
+    if (this.entry.operation === 'batch')
+      return {
+        ...scrapeDefaults,
+        ignoreInvalidURLs: false,
+        ...options,
+        urls: [request.url],
+        ...(webhook ? { webhook } : {}),
+      };
     const jobScrape = options.scrapeOptions;
     if (jobScrape !== undefined && (jobScrape === null || typeof jobScrape !== 'object' || Array.isArray(jobScrape))) {
-      throw new ProviderError('permanent', 'option "scrapeOptions" must be an object of Firecrawl scrape options', { code: 'BAD_OPTIONS' });
+      throw new ProviderError('permanent', 'option "scrapeOptions" must be an object of Firecrawl scrape options', {
+        code: 'BAD_OPTIONS',
+      });
     }
-    return { ...options, url: request.url, scrapeOptions: { ...scrapeDefaults, ...(jobScrape as Record<string, unknown> | undefined) }, ...(webhook ? { webhook } : {}) };
+    return {
+      ...options,
+      url: request.url,
+      scrapeOptions: { ...scrapeDefaults, ...(jobScrape as Record<string, unknown> | undefined) },
+      ...(webhook ? { webhook } : {}),
+    };
   }
 
   async submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted> {
@@ -149,17 +201,30 @@ export class FirecrawlAdapter implements ProviderAdapter {
     const retryAfterMs = this.http.retryAfterMs(res);
     if (!body) return { state: 'running', providerStatus: `HTTP ${res.status}`, retryAfterMs };
     const state = firecrawlState(body.status);
-    const progress = { pagesFetched: body.completed ?? undefined, creditsUsed: body.creditsUsed ?? undefined, documents: body.total ?? undefined };
+    const progress = {
+      pagesFetched: body.completed ?? undefined,
+      creditsUsed: body.creditsUsed ?? undefined,
+      documents: body.total ?? undefined,
+    };
     // The final answer without `next` carries every document: written from here, after the
     // per-URL failures are read (no second read of the pages). A status read does not know the
     // submitted URL: the result row's `url` is then the first document's (a crawl's start page).
-    const result = state === 'completed' && !body.next ? await finishResult(this.reads, taskId, (body.data ?? []).map(firecrawlDocument), ctx, '', this.limits) : undefined;
+    const result =
+      state === 'completed' && !body.next
+        ? await finishResult(this.reads, taskId, (body.data ?? []).map(firecrawlDocument), ctx, '', this.limits)
+        : undefined;
     return {
       state,
       providerStatus: body.status,
       progress,
       result,
-      error: state === 'failed' ? { code: body.code ?? undefined, message: body.error ?? `Firecrawl reported the ${this.entry.operation} failed` } : undefined,
+      error:
+        state === 'failed'
+          ? {
+              code: body.code ?? undefined,
+              message: body.error ?? `Firecrawl reported the ${this.entry.operation} failed`,
+            }
+          : undefined,
       retryAfterMs,
       evidence: state === 'failed' ? res.evidence : undefined,
     };

@@ -14,7 +14,12 @@ export { FirecrawlAdapter, firecrawlState } from './adapter.js';
 export { RECONCILE_SKEW_MS } from './lookups.js';
 export { firecrawlDocument } from './results.js';
 export { FirecrawlConfigSchema, type FirecrawlEntry } from './config.js';
-export { FIRECRAWL_SIGNATURE_HEADER, firecrawlEventStatus, firecrawlWebhook, FirecrawlWebhookEventSchema } from './webhook.js';
+export {
+  FIRECRAWL_SIGNATURE_HEADER,
+  firecrawlEventStatus,
+  firecrawlWebhook,
+  FirecrawlWebhookEventSchema,
+} from './webhook.js';
 
 /** Descriptor of the `firecrawl` kind. */
 export const firecrawlProvider = defineProvider({
@@ -25,7 +30,10 @@ export const firecrawlProvider = defineProvider({
   configSchema: FirecrawlConfigSchema,
   // Idempotency: crawl entries only (the adapter narrows it per entry).
   capabilities: { idempotency: true, list: true, cancel: true, webhooks: true },
-  evidence: [{ label: 'crawl entry', evidence: firecrawlEvidence('crawl') }, { label: 'batch entry', evidence: firecrawlEvidence('batch') }],
+  evidence: [
+    { label: 'crawl entry', evidence: firecrawlEvidence('crawl') },
+    { label: 'batch entry', evidence: firecrawlEvidence('batch') },
+  ],
   expiry: '404 after 24 h ("Job expired" → expired at once; "Job not found" counted, then expired)',
   // A status read of a running crawl returns the pages so far (up to 10 MB): poll less often than the global default.
   poll: { initialDelayMs: 5_000, maxDelayMs: 120_000 },

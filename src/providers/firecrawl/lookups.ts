@@ -17,7 +17,12 @@ export const RECONCILE_SKEW_MS = 120_000;
 /** Most pages of `GET /v2/team/activity` read by one reconcile (100 entries each). */
 const ACTIVITY_PAGES = 5;
 
-const ListedCrawl = z.looseObject({ id: z.string().min(1), url: z.string().nullish(), created_at: z.string().nullish(), options: z.record(z.string(), z.unknown()).nullish() });
+const ListedCrawl = z.looseObject({
+  id: z.string().min(1),
+  url: z.string().nullish(),
+  created_at: z.string().nullish(),
+  options: z.record(z.string(), z.unknown()).nullish(),
+});
 /**
  * `GET /v2/crawl/active`. The source answers `{success, crawls: [{id, teamId, url, created_at,
  * options}]}`; the OpenAPI names the array `data` as required and lists a `status` it never sends.
@@ -25,7 +30,16 @@ const ListedCrawl = z.looseObject({ id: z.string().min(1), url: z.string().nulli
 const ActiveBody = z.looseObject({ crawls: z.array(ListedCrawl).nullish(), data: z.array(ListedCrawl).nullish() });
 /** `GET /v2/team/activity` (v2 OpenAPI `getActivity`: the last 24 h, newest first, cursor paging). */
 const ActivityBody = z.looseObject({
-  data: z.array(z.looseObject({ id: z.string().min(1), endpoint: z.string().nullish(), created_at: z.string().nullish(), target: z.string().nullish() })).nullish(),
+  data: z
+    .array(
+      z.looseObject({
+        id: z.string().min(1),
+        endpoint: z.string().nullish(),
+        created_at: z.string().nullish(),
+        target: z.string().nullish(),
+      }),
+    )
+    .nullish(),
   cursor: z.string().nullish(),
   has_more: z.boolean().nullish(),
 });
@@ -45,13 +59,26 @@ const ACTIVITY_RETENTION_MS = 24 * 3_600_000;
  *   is weak (URL and creation time), so a listed job is never adopted on its own.
  */
 export function firecrawlEvidence(operation: 'crawl' | 'batch'): ReconcileEvidence {
-  const activity = { name: 'GET /v2/team/activity', shows: ['queued', 'running', 'finished'] as const, finishedForMs: ACTIVITY_RETENTION_MS, lagMs: 60_000, match: 'weak' as const };
-  const active = { name: 'GET /v2/crawl/active', shows: ['queued', 'running'] as const, finishedForMs: null, lagMs: 30_000, match: 'weak' as const };
+  const activity = {
+    name: 'GET /v2/team/activity',
+    shows: ['queued', 'running', 'finished'] as const,
+    finishedForMs: ACTIVITY_RETENTION_MS,
+    lagMs: 60_000,
+    match: 'weak' as const,
+  };
+  const active = {
+    name: 'GET /v2/crawl/active',
+    shows: ['queued', 'running'] as const,
+    finishedForMs: null,
+    lagMs: 30_000,
+    match: 'weak' as const,
+  };
   return {
     replay: operation === 'crawl' ? 'conflict' : 'none',
     lookups: operation === 'crawl' ? [active, activity] : [activity],
     taskScope: 'credential',
-    source: 'Firecrawl v2 OpenAPI (firecrawl-docs 2026-08-21) and server source apps/api (61e38dc): idempotency middleware on /v2/crawl, crawl/active, team/activity',
+    source:
+      'Firecrawl v2 OpenAPI (firecrawl-docs 2026-08-21) and server source apps/api (61e38dc): idempotency middleware on /v2/crawl, crawl/active, team/activity',
   };
 }
 
@@ -83,31 +110,72 @@ export async function findSubmitted(reads: FirecrawlReads, ctx: FindContext): Pr
   if (reads.operation === 'crawl') {
     const res = await reads.http.call(ctx, { method: 'GET', path: '/v2/crawl/active', phase: 'read' });
     if (res.status === 404 || res.status === 501) {
-      readings.push({ lookup: 'GET /v2/crawl/active', available: false, complete: false, candidates: [], at: new Date().toISOString(), note: `answered ${res.status}: not offered by this deployment` });
+      readings.push({
+        lookup: 'GET /v2/crawl/active',
+        available: false,
+        complete: false,
+        candidates: [],
+        at: new Date().toISOString(),
+        note: `answered ${res.status}: not offered by this deployment`,
+      });
     } else {
       if (!reads.http.isOk(res)) throw reads.fail(res, 'read', ctx);
       const body = reads.http.parse(res, ActiveBody, 'read', 'active crawls');
-      const sent = Object.entries(ctx.request.options ?? {}).filter(([k]) => !['scrapeOptions', 'webhook', 'limit', 'url'].includes(k));
+      const sent = Object.entries(ctx.request.options ?? {}).filter(
+        ([k]) => !['scrapeOptions', 'webhook', 'limit', 'url'].includes(k),
+      );
       const candidates: Candidate[] = [];
       for (const c of body.crawls ?? body.data ?? []) {
         if (normalUrl(c.url) !== target || !recent(c.created_at)) continue;
-        const differs = sent.find(([k, v]) => c.options && k in c.options && canonicalJson(c.options[k]) !== canonicalJson(v));
+        const differs = sent.find(
+          ([k, v]) => c.options && k in c.options && canonicalJson(c.options[k]) !== canonicalJson(v),
+        );
         candidates.push(
           differs
-            ? { taskId: c.id, providerStatus: 'scraping', match: 'foreign', createdAt: c.created_at ?? null, why: `same URL, but option "${differs[0]}" differs from ours` }
-            : { taskId: c.id, providerStatus: 'scraping', match: 'weak', createdAt: c.created_at ?? null, why: 'same URL, created since our submit; Firecrawl echoes nothing of ours' },
+            ? {
+                taskId: c.id,
+                providerStatus: 'scraping',
+                match: 'foreign',
+                createdAt: c.created_at ?? null,
+                why: `same URL, but option "${differs[0]}" differs from ours`,
+              }
+            : {
+                taskId: c.id,
+                providerStatus: 'scraping',
+                match: 'weak',
+                createdAt: c.created_at ?? null,
+                why: 'same URL, created since our submit; Firecrawl echoes nothing of ours',
+              },
         );
       }
-      readings.push({ lookup: 'GET /v2/crawl/active', available: true, complete: true, candidates, at: new Date().toISOString() });
+      readings.push({
+        lookup: 'GET /v2/crawl/active',
+        available: true,
+        complete: true,
+        candidates,
+        at: new Date().toISOString(),
+      });
     }
   }
   const candidates: Candidate[] = [];
   let cursor: string | undefined;
   let complete = false;
   for (let page = 0; page < ACTIVITY_PAGES; page++) {
-    const res = await reads.http.call(ctx, { method: 'GET', path: '/v2/team/activity', query: { endpoint: reads.operation === 'crawl' ? 'crawl' : 'batch_scrape', limit: 100, cursor }, phase: 'read' });
+    const res = await reads.http.call(ctx, {
+      method: 'GET',
+      path: '/v2/team/activity',
+      query: { endpoint: reads.operation === 'crawl' ? 'crawl' : 'batch_scrape', limit: 100, cursor },
+      phase: 'read',
+    });
     if ((res.status === 404 && !/expired/i.test(res.text)) || res.status === 501) {
-      readings.push({ lookup: 'GET /v2/team/activity', available: false, complete: false, candidates: [], at: new Date().toISOString(), note: `answered ${res.status}: not offered by this deployment` });
+      readings.push({
+        lookup: 'GET /v2/team/activity',
+        available: false,
+        complete: false,
+        candidates: [],
+        at: new Date().toISOString(),
+        note: `answered ${res.status}: not offered by this deployment`,
+      });
       return readings;
     }
     if (!reads.http.isOk(res)) throw reads.fail(res, 'read', ctx);
@@ -115,7 +183,13 @@ export async function findSubmitted(reads: FirecrawlReads, ctx: FindContext): Pr
     const items = body.data ?? [];
     for (const a of items) {
       if (normalUrl(a.target) === target && recent(a.created_at) && !candidates.some((c) => c.taskId === a.id)) {
-        candidates.push({ taskId: a.id, providerStatus: 'listed', match: 'weak', createdAt: a.created_at ?? null, why: 'same URL, created since our submit; Firecrawl echoes nothing of ours' });
+        candidates.push({
+          taskId: a.id,
+          providerStatus: 'listed',
+          match: 'weak',
+          createdAt: a.created_at ?? null,
+          why: 'same URL, created since our submit; Firecrawl echoes nothing of ours',
+        });
       }
     }
     const oldest = items.at(-1)?.created_at;
@@ -125,6 +199,15 @@ export async function findSubmitted(reads: FirecrawlReads, ctx: FindContext): Pr
     }
     cursor = body.cursor;
   }
-  readings.push({ lookup: 'GET /v2/team/activity', available: true, complete, candidates, at: new Date().toISOString(), ...(complete ? {} : { note: `more than ${ACTIVITY_PAGES} pages of activity since the submit: not read to the end` }) });
+  readings.push({
+    lookup: 'GET /v2/team/activity',
+    available: true,
+    complete,
+    candidates,
+    at: new Date().toISOString(),
+    ...(complete
+      ? {}
+      : { note: `more than ${ACTIVITY_PAGES} pages of activity since the submit: not read to the end` }),
+  });
   return readings;
 }

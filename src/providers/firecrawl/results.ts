@@ -46,7 +46,17 @@ export const StatusBody = z.looseObject({
 });
 /** `GET …/{id}/errors` (v2 OpenAPI `CrawlErrorsResponseObj`; `code` from the source). */
 const ErrorsBody = z.looseObject({
-  errors: z.array(z.looseObject({ id: z.string().nullish(), timestamp: z.string().nullish(), url: z.string().nullish(), code: z.string().nullish(), error: z.string().nullish() })).nullish(),
+  errors: z
+    .array(
+      z.looseObject({
+        id: z.string().nullish(),
+        timestamp: z.string().nullish(),
+        url: z.string().nullish(),
+        code: z.string().nullish(),
+        error: z.string().nullish(),
+      }),
+    )
+    .nullish(),
   robotsBlocked: z.array(z.string()).nullish(),
 });
 
@@ -68,7 +78,8 @@ export interface FirecrawlReads {
 }
 
 /** The first of a string-or-list metadata field (`title`, `description`, `language`), or null. */
-const first = (v: string | string[] | null | undefined): string | null => (Array.isArray(v) ? (v[0] ?? null) : (v ?? null));
+const first = (v: string | string[] | null | undefined): string | null =>
+  Array.isArray(v) ? (v[0] ?? null) : (v ?? null);
 
 /**
  * One `data[]` entry as a {@link ResultDocument}: every field but `markdown`/`links` kept in `data`
@@ -82,7 +93,10 @@ export function firecrawlDocument(d: z.infer<typeof DocumentBody>, position: num
   const { markdown, links, ...rest } = d;
   const m = d.metadata ?? {};
   const file = m.contentType && !isTextualType(m.contentType) ? decodeBase64(markdown) : null;
-  const data = file && typeof rest.html === 'string' && rest.html === markdown ? Object.fromEntries(Object.entries(rest).filter(([k]) => k !== 'html')) : rest;
+  const data =
+    file && typeof rest.html === 'string' && rest.html === markdown
+      ? Object.fromEntries(Object.entries(rest).filter(([k]) => k !== 'html'))
+      : rest;
   const doc: ResultDocument = {
     url: m.sourceURL ?? m.url ?? null,
     finalUrl: m.url ?? null,
@@ -146,7 +160,15 @@ export async function readResult(reads: FirecrawlReads, taskId: string, ctx: Res
     fetch: async (url) => {
       const { res, body } = await reads.readPage(url, ctx);
       if (!body || body.status !== 'completed') {
-        throw new ProviderError('transient', `task ${taskId} is ${body?.status ?? `not ready (HTTP ${res.status})`}, no result yet`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY' });
+        throw new ProviderError(
+          'transient',
+          `task ${taskId} is ${body?.status ?? `not ready (HTTP ${res.status})`}, no result yet`,
+          {
+            httpStatus: res.status,
+            evidence: res.evidence,
+            code: 'NOT_READY',
+          },
+        );
       }
       const start = skipOf(url);
       const items = body.data ?? [];
@@ -164,7 +186,14 @@ export async function readResult(reads: FirecrawlReads, taskId: string, ctx: Res
  * failure) the task failed — `task_failed` with Firecrawl's code (`SCRAPE_FAILED` when none).
  * Throws `RESULT_TOO_LARGE` (permanent) past the limits.
  */
-export async function finishResult(reads: FirecrawlReads, taskId: string, docs: ResultDocument[], ctx: CallContext, submittedUrl: string, limits: ResultLimits): Promise<ProviderResult> {
+export async function finishResult(
+  reads: FirecrawlReads,
+  taskId: string,
+  docs: ResultDocument[],
+  ctx: CallContext,
+  submittedUrl: string,
+  limits: ResultLimits,
+): Promise<ProviderResult> {
   const failures = await failuresOf(reads, taskId, ctx);
   const all = [...docs, ...failures];
   const fallbackUrl = submittedUrl || all[0]?.url || '';
@@ -172,12 +201,34 @@ export async function finishResult(reads: FirecrawlReads, taskId: string, docs: 
     const page = all.find((d) => !d.error);
     if (!page) {
       const f = all[0]?.error;
-      throw new ProviderError('task_failed', `Firecrawl could not scrape ${fallbackUrl}: ${f?.message ?? 'no document and no reason'}`, { code: f?.code ?? 'SCRAPE_FAILED' });
+      throw new ProviderError(
+        'task_failed',
+        `Firecrawl could not scrape ${fallbackUrl}: ${f?.message ?? 'no document and no reason'}`,
+        {
+          code: f?.code ?? 'SCRAPE_FAILED',
+        },
+      );
     }
-    const meta = (page.data?.metadata ?? {}) as { description?: string | string[] | null; language?: string | string[] | null };
+    const meta = (page.data?.metadata ?? {}) as {
+      description?: string | string[] | null;
+      language?: string | string[] | null;
+    };
     const row = resultFromDocuments(all, fallbackUrl);
     const file = page.body ? { body: page.body } : {};
-    return enforceResultLimits({ ...row, ...file, markdown: page.markdown ?? null, links: page.links ?? [], excerpt: first(meta.description), lang: first(meta.language), contentLength: page.body?.size ?? page.markdown?.length ?? null }, limits, reads.name, taskId);
+    return enforceResultLimits(
+      {
+        ...row,
+        ...file,
+        markdown: page.markdown ?? null,
+        links: page.links ?? [],
+        excerpt: first(meta.description),
+        lang: first(meta.language),
+        contentLength: page.body?.size ?? page.markdown?.length ?? null,
+      },
+      limits,
+      reads.name,
+      taskId,
+    );
   }
   return enforceResultLimits(resultFromDocuments(all, fallbackUrl), limits, reads.name, taskId);
 }
@@ -192,8 +243,17 @@ async function failuresOf(reads: FirecrawlReads, taskId: string, ctx: CallContex
   return [
     // A failed scrape's `id` is its scrape ID: the row's identity.
     ...(body.errors ?? []).map((e): ResultDocument =>
-      withIdentity({ url: e.url ?? null, data: { id: e.id ?? null, timestamp: e.timestamp ?? null }, error: { ...(e.code ? { code: e.code } : {}), message: e.error ?? 'failed' } }, { providerId: e.id }),
+      withIdentity(
+        {
+          url: e.url ?? null,
+          data: { id: e.id ?? null, timestamp: e.timestamp ?? null },
+          error: { ...(e.code ? { code: e.code } : {}), message: e.error ?? 'failed' },
+        },
+        { providerId: e.id },
+      ),
     ),
-    ...(body.robotsBlocked ?? []).map((url): ResultDocument => withIdentity({ url, error: { code: 'ROBOTS_BLOCKED', message: 'blocked by the site’s robots.txt' } }, {})),
+    ...(body.robotsBlocked ?? []).map((url): ResultDocument =>
+      withIdentity({ url, error: { code: 'ROBOTS_BLOCKED', message: 'blocked by the site’s robots.txt' } }, {}),
+    ),
   ];
 }

@@ -38,7 +38,8 @@ export function firecrawlEventStatus(type: string): string {
 export const firecrawlWebhook: ProviderWebhook<{ webhookSignature: boolean }> = {
   signed: (entry) => entry.webhookSignature,
   signatureHeader: FIRECRAWL_SIGNATURE_HEADER,
-  verify: (rawBody, headers, secret) => verifySha256Signature(rawBody, headerValue(headers, FIRECRAWL_SIGNATURE_HEADER), secret),
+  verify: (rawBody, headers, secret) =>
+    verifySha256Signature(rawBody, headerValue(headers, FIRECRAWL_SIGNATURE_HEADER), secret),
   claimedEventId(json) {
     const id = json && typeof json === 'object' ? (json as { webhookId?: unknown }).webhookId : undefined;
     return typeof id === 'string' ? id.slice(0, 200) : null;

@@ -22,9 +22,34 @@ import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { resultLimitsOf } from '../shared/entry.js';
 import { ProviderError } from '../shared/errors.js';
-import { errorDetails, ProviderHttp, type CallPhase, type CredentialPlacement, type FormBody, type ProviderResponse } from '../shared/http.js';
-import { enforceResultLimits, paginateCursor, paginateNextLink, paginateOffset, resultFromDocuments, withIdentity } from '../shared/pagination.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
+import {
+  errorDetails,
+  ProviderHttp,
+  type CallPhase,
+  type CredentialPlacement,
+  type FormBody,
+  type ProviderResponse,
+} from '../shared/http.js';
+import {
+  enforceResultLimits,
+  paginateCursor,
+  paginateNextLink,
+  paginateOffset,
+  resultFromDocuments,
+  withIdentity,
+} from '../shared/pagination.js';
+import type {
+  Accepted,
+  CallContext,
+  CancelAnswer,
+  FindContext,
+  ObservedState,
+  ProviderAdapter,
+  ProviderCapabilities,
+  ResultContext,
+  StatusObservation,
+  SubmitContext,
+} from '../adapter.js';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import type { HttpEntry } from './config.js';
 import { pick, pickString, renderJson, renderMap, renderPath, type TemplateVars } from './template.js';
@@ -84,17 +109,21 @@ function toDocument(item: unknown, f: Fields, position: number | null): ResultDo
   const p = toPage(item, f, '');
   const error = f.error === undefined ? undefined : pickString(item, f.error);
   const providerId = f.id === undefined ? null : str(pick(item, f.id));
-  return withIdentity({
-    url: p.url || null,
-    finalUrl: p.finalUrl,
-    httpStatus: p.httpStatus,
-    title: p.title,
-    markdown: p.markdown,
-    text: p.text,
-    links: p.links,
-    data: item && typeof item === 'object' && !Array.isArray(item) ? (item as Record<string, unknown>) : { value: item },
-    ...(error ? { error: { message: error } } : {}),
-  }, { providerId, position });
+  return withIdentity(
+    {
+      url: p.url || null,
+      finalUrl: p.finalUrl,
+      httpStatus: p.httpStatus,
+      title: p.title,
+      markdown: p.markdown,
+      text: p.text,
+      links: p.links,
+      data:
+        item && typeof item === 'object' && !Array.isArray(item) ? (item as Record<string, unknown>) : { value: item },
+      ...(error ? { error: { message: error } } : {}),
+    },
+    { providerId, position },
+  );
 }
 
 /** {@link ProviderAdapter} of the declarative `http` kind. */
@@ -108,7 +137,12 @@ export class HttpAdapter implements ProviderAdapter {
     readonly name: string,
     private readonly entry: HttpEntry,
   ) {
-    this.capabilities = { idempotency: entry.submit.idempotent, list: entry.list !== undefined, cancel: entry.cancel !== undefined, webhooks: entry.webhookScheme !== undefined };
+    this.capabilities = {
+      idempotency: entry.submit.idempotent,
+      list: entry.list !== undefined,
+      cancel: entry.cancel !== undefined,
+      webhooks: entry.webhookScheme !== undefined,
+    };
     this.evidence = httpEvidence(entry);
     const errors = entry.errors;
     this.http = new ProviderHttp({
@@ -120,7 +154,10 @@ export class HttpAdapter implements ProviderAdapter {
       headers: entry.headers,
       errorDetails: (res) => {
         const usual = errorDetails(res);
-        return { code: pickString(res.body, errors.codePath) ?? usual.code, message: pickString(res.body, errors.messagePath) ?? usual.message };
+        return {
+          code: pickString(res.body, errors.codePath) ?? usual.code,
+          message: pickString(res.body, errors.messagePath) ?? usual.message,
+        };
       },
     });
   }
@@ -129,30 +166,60 @@ export class HttpAdapter implements ProviderAdapter {
    * The classified error of a non-2xx answer (see the module docs). `what` says which call, for
    * `unsupported` (cancel, list).
    */
-  private fail(res: ProviderResponse, phase: CallPhase, ctx: CallContext, what: 'submit' | 'read' | 'cancel' | 'list' = phase === 'submit' ? 'submit' : 'read'): ProviderError {
+  private fail(
+    res: ProviderResponse,
+    phase: CallPhase,
+    ctx: CallContext,
+    what: 'submit' | 'read' | 'cancel' | 'list' = phase === 'submit' ? 'submit' : 'read',
+  ): ProviderError {
     const e = this.entry.errors;
     const err = this.http.error(res, phase, ctx);
     // A quota answer carries our code; the configured lists name the provider's own.
     const code = err.details.providerCode ?? err.details.code;
     const has = (list: string[]) => code !== undefined && list.includes(code);
-    if ((what === 'cancel' || what === 'list') && has(e.unsupportedCodes)) return new ProviderError('unsupported', err.message, err.details);
-    if (has(e.concurrencyCodes)) return new ProviderError('cooldown', err.message, { ...err.details, code: 'CONCURRENCY_LIMIT', quota: undefined, providerCode: undefined });
+    if ((what === 'cancel' || what === 'list') && has(e.unsupportedCodes))
+      return new ProviderError('unsupported', err.message, err.details);
+    if (has(e.concurrencyCodes))
+      return new ProviderError('cooldown', err.message, {
+        ...err.details,
+        code: 'CONCURRENCY_LIMIT',
+        quota: undefined,
+        providerCode: undefined,
+      });
     if (what === 'read') {
       if (has(e.terminalCodes)) return new ProviderError('task_failed', err.message, err.details);
-      if (has(e.expiredCodes) || e.expiredStatusCodes.includes(res.status) || (res.status === 404 && e.notFound === 'expired')) return new ProviderError('expired', err.message, err.details);
+      if (
+        has(e.expiredCodes) ||
+        e.expiredStatusCodes.includes(res.status) ||
+        (res.status === 404 && e.notFound === 'expired')
+      )
+        return new ProviderError('expired', err.message, err.details);
     }
     return err;
   }
 
   /** Throws {@link fail} unless `res` is 2xx. */
-  private ok(res: ProviderResponse, phase: CallPhase, ctx: CallContext, what?: 'submit' | 'read' | 'cancel' | 'list'): ProviderResponse {
+  private ok(
+    res: ProviderResponse,
+    phase: CallPhase,
+    ctx: CallContext,
+    what?: 'submit' | 'read' | 'cancel' | 'list',
+  ): ProviderResponse {
     if (!this.http.isOk(res)) throw this.fail(res, phase, ctx, what);
     return res;
   }
 
   async submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted> {
     const s = this.entry.submit;
-    const vars: TemplateVars = { url: request.url, format: request.format, options: request.options ?? {}, clientRef: ctx.clientRef, idempotencyKey: ctx.idempotencyKey, callbackUrl: ctx.callbackUrl, webhookSecret: ctx.webhookSecret };
+    const vars: TemplateVars = {
+      url: request.url,
+      format: request.format,
+      options: request.options ?? {},
+      clientRef: ctx.clientRef,
+      idempotencyKey: ctx.idempotencyKey,
+      callbackUrl: ctx.callbackUrl,
+      webhookSecret: ctx.webhookSecret,
+    };
     const body = s.body === undefined ? undefined : renderJson(s.body, vars);
     const res = await this.http.call(ctx, {
       method: s.method,
@@ -172,7 +239,12 @@ export class HttpAdapter implements ProviderAdapter {
   /** The status answer of `taskId`, or `null` body for a "not ready" code. */
   private async readStatus(taskId: string, ctx: CallContext): Promise<{ res: ProviderResponse; ready: boolean }> {
     const st = this.entry.status;
-    const res = await this.http.call(ctx, { method: st.method, path: renderPath(st.path, { taskId }), query: renderMap(st.query, { taskId }), phase: 'read' });
+    const res = await this.http.call(ctx, {
+      method: st.method,
+      path: renderPath(st.path, { taskId }),
+      query: renderMap(st.query, { taskId }),
+      phase: 'read',
+    });
     this.ok(res, 'read', ctx);
     return { res, ready: !st.notReadyStatusCodes.includes(res.status) };
   }
@@ -183,16 +255,26 @@ export class HttpAdapter implements ProviderAdapter {
     const retryAfterMs = this.http.retryAfterMs(res);
     const word = pickString(res.body, st.statusPath);
     if (!ready) return { state: 'running', providerStatus: word ?? `HTTP ${res.status}`, retryAfterMs };
-    if (word === undefined) this.http.invalid(res, 'read', `status answer: no status word at ${JSON.stringify(st.statusPath)}`);
+    if (word === undefined)
+      this.http.invalid(res, 'read', `status answer: no status word at ${JSON.stringify(st.statusPath)}`);
     const state = mapStatus(st, word);
     const p = st.progress;
-    const figure = (ptr: string | undefined) => (ptr === undefined ? undefined : (num(pick(res.body, ptr)) ?? undefined));
+    const figure = (ptr: string | undefined) =>
+      ptr === undefined ? undefined : (num(pick(res.body, ptr)) ?? undefined);
     return {
       state,
       providerStatus: word,
-      progress: p ? { pagesFetched: figure(p.pagesFetched), creditsUsed: figure(p.creditsUsed), documents: figure(p.documents) } : undefined,
+      progress: p
+        ? { pagesFetched: figure(p.pagesFetched), creditsUsed: figure(p.creditsUsed), documents: figure(p.documents) }
+        : undefined,
       result: state === 'completed' ? this.inlineResult(taskId, res.body) : undefined,
-      error: state === 'failed' ? { code: pickString(res.body, st.errorCodePath), message: pickString(res.body, st.errorMessagePath) ?? `provider reported status "${word}"` } : undefined,
+      error:
+        state === 'failed'
+          ? {
+              code: pickString(res.body, st.errorCodePath),
+              message: pickString(res.body, st.errorMessagePath) ?? `provider reported status "${word}"`,
+            }
+          : undefined,
       retryAfterMs,
       evidence: state === 'failed' ? res.evidence : undefined,
     };
@@ -213,18 +295,25 @@ export class HttpAdapter implements ProviderAdapter {
     const hasPage = page !== undefined && page !== null && typeof page === 'object';
     if (!hasPage && !Array.isArray(items)) return undefined;
     const docs = Array.isArray(items) ? items.map((i, n) => toDocument(i, r.fields, n)) : undefined;
-    const result: ProviderResult = hasPage ? { ...toPage(page, r.fields, fallbackUrl), ...(docs ? { documents: docs } : {}) } : resultFromDocuments(docs!, fallbackUrl);
+    const result: ProviderResult = hasPage
+      ? { ...toPage(page, r.fields, fallbackUrl), ...(docs ? { documents: docs } : {}) }
+      : resultFromDocuments(docs!, fallbackUrl);
     return enforceResultLimits(result, resultLimitsOf(this.entry), this.name, taskId);
   }
 
   async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
     const r = this.entry.result;
     const notReady = (res: ProviderResponse, what: string) =>
-      new ProviderError('transient', `task ${taskId} is ${what}, no result yet`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY' });
+      new ProviderError('transient', `task ${taskId} is ${what}, no result yet`, {
+        httpStatus: res.status,
+        evidence: res.evidence,
+        code: 'NOT_READY',
+      });
     if (r.request === undefined) {
       const { res, ready } = await this.readStatus(taskId, ctx);
       const word = pickString(res.body, this.entry.status.statusPath);
-      if (!ready || word === undefined || mapStatus(this.entry.status, word) !== 'completed') throw notReady(res, word ?? `not ready (HTTP ${res.status})`);
+      if (!ready || word === undefined || mapStatus(this.entry.status, word) !== 'completed')
+        throw notReady(res, word ?? `not ready (HTTP ${res.status})`);
       const out = this.fromBody(taskId, res.body, ctx.url);
       if (!out) throw notReady(res, `${word} without a result`);
       return out;
@@ -241,25 +330,38 @@ export class HttpAdapter implements ProviderAdapter {
     if (!pg) {
       const res = await read({});
       const out = this.fromBody(taskId, res.body, ctx.url);
-      if (!out) this.http.invalid(res, 'read', `result answer: nothing at ${JSON.stringify(r.pagePath ?? r.documentsPath)}`);
+      if (!out)
+        this.http.invalid(res, 'read', `result answer: nothing at ${JSON.stringify(r.pagePath ?? r.documentsPath)}`);
       return out;
     }
     const itemsOf = (res: ProviderResponse): unknown[] => {
       const items = pick(res.body, r.documentsPath!);
-      if (!Array.isArray(items)) this.http.invalid(res, 'read', `result page: no array at ${JSON.stringify(r.documentsPath)}`);
+      if (!Array.isArray(items))
+        this.http.invalid(res, 'read', `result page: no array at ${JSON.stringify(r.documentsPath)}`);
       return items;
     };
     const common = { provider: this.name, taskId, limits: ctx.limits, heartbeat: ctx.heartbeat, signal: ctx.signal };
     const map = (i: unknown, position: number | null) => toDocument(i, r.fields, position);
     let documents: ResultDocument[];
     if (pg.style === 'offset') {
-      documents = await paginateOffset({ ...common, map, fetch: async (offset, limit) => ({ items: itemsOf(await read({ query: { [pg.offsetParam]: offset, [pg.limitParam]: limit } })) }) });
+      documents = await paginateOffset({
+        ...common,
+        map,
+        fetch: async (offset, limit) => ({
+          items: itemsOf(await read({ query: { [pg.offsetParam]: offset, [pg.limitParam]: limit } })),
+        }),
+      });
     } else if (pg.style === 'cursor') {
       documents = await paginateCursor({
         ...common,
         map,
         fetch: async (cursor, limit) => {
-          const res = await read({ query: { ...(cursor ? { [pg.cursorParam]: cursor } : {}), ...(pg.limitParam ? { [pg.limitParam]: limit } : {}) } });
+          const res = await read({
+            query: {
+              ...(cursor ? { [pg.cursorParam]: cursor } : {}),
+              ...(pg.limitParam ? { [pg.limitParam]: limit } : {}),
+            },
+          });
           return { items: itemsOf(res), cursor: pickString(res.body, pg.cursorPath) ?? null };
         },
       });
@@ -280,7 +382,12 @@ export class HttpAdapter implements ProviderAdapter {
 
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
     const c = this.entry.cancel;
-    if (!c) throw new ProviderError('unsupported', `provider ${this.name} has no cancel endpoint (no "cancel" in its configuration)`, { code: 'NOT_SUPPORTED' });
+    if (!c)
+      throw new ProviderError(
+        'unsupported',
+        `provider ${this.name} has no cancel endpoint (no "cancel" in its configuration)`,
+        { code: 'NOT_SUPPORTED' },
+      );
     const res = await this.http.call(ctx, { method: c.method, path: renderPath(c.path, { taskId }), phase: 'cancel' });
     const known = (w: string | undefined): ProviderState | undefined => {
       if (w === undefined) return undefined;
@@ -307,15 +414,22 @@ export class HttpAdapter implements ProviderAdapter {
     const at = new Date().toISOString();
     const name = listLookupName(this.entry);
     const vars: TemplateVars = { clientRef: ctx.clientRef, url: ctx.request.url, submittedAfter: ctx.submittedAfter };
-    const res = await this.http.call(ctx, { method: l.method, path: renderPath(l.path, vars), query: renderMap(l.query, vars), phase: 'read' });
+    const res = await this.http.call(ctx, {
+      method: l.method,
+      path: renderPath(l.path, vars),
+      query: renderMap(l.query, vars),
+      phase: 'read',
+    });
     try {
       this.ok(res, 'read', ctx, 'list');
     } catch (e) {
-      if (e instanceof ProviderError && e.kind === 'unsupported') return [{ lookup: name, available: false, complete: false, candidates: [], at, note: e.message }];
+      if (e instanceof ProviderError && e.kind === 'unsupported')
+        return [{ lookup: name, available: false, complete: false, candidates: [], at, note: e.message }];
       throw e;
     }
     const items = pick(res.body, l.itemsPath);
-    if (!Array.isArray(items)) this.http.invalid(res, 'read', `list answer: no array at ${JSON.stringify(l.itemsPath)}`);
+    if (!Array.isArray(items))
+      this.http.invalid(res, 'read', `list answer: no array at ${JSON.stringify(l.itemsPath)}`);
     const want = renderMap({ m: l.match }, vars).m;
     const strong = l.match.includes('{{clientRef}}');
     const candidates: Candidate[] = [];
@@ -323,14 +437,25 @@ export class HttpAdapter implements ProviderAdapter {
       if (pickString(it, l.matchPath) !== want) continue;
       const taskId = pickString(it, l.taskIdPath);
       if (!taskId) this.http.invalid(res, 'read', `list item: no task ID at ${JSON.stringify(l.taskIdPath)}`);
-      candidates.push({ taskId, providerStatus: pickString(it, l.statusPath) ?? 'listed', match: strong ? 'strong' : 'weak', why: strong ? `${l.matchPath} is our reference` : `${l.matchPath} equals ${l.match}, which another job could share` });
+      candidates.push({
+        taskId,
+        providerStatus: pickString(it, l.statusPath) ?? 'listed',
+        match: strong ? 'strong' : 'weak',
+        why: strong
+          ? `${l.matchPath} is our reference`
+          : `${l.matchPath} equals ${l.match}, which another job could share`,
+      });
     }
     return [{ lookup: name, available: true, complete: true, candidates, at }];
   }
 }
 
 /** The parts of an `http` entry its evidence follows from. */
-type EvidenceParts = { submit: Pick<HttpEntry['submit'], 'idempotent'>; list?: Pick<NonNullable<HttpEntry['list']>, 'method' | 'path' | 'shows' | 'finishedForMs' | 'lagMs' | 'match'>; auth: Pick<HttpEntry['auth'], 'in'> };
+type EvidenceParts = {
+  submit: Pick<HttpEntry['submit'], 'idempotent'>;
+  list?: Pick<NonNullable<HttpEntry['list']>, 'method' | 'path' | 'shows' | 'finishedForMs' | 'lagMs' | 'match'>;
+  auth: Pick<HttpEntry['auth'], 'in'>;
+};
 
 /** The name of an entry's list lookup in evidence (`GET /path`). */
 function listLookupName(entry: EvidenceParts): string {
@@ -342,8 +467,18 @@ export function httpEvidence(entry: EvidenceParts): ReconcileEvidence {
   const l = entry.list;
   return {
     replay: entry.submit.idempotent ? 'same-task' : 'none',
-    lookups: l ? [{ name: listLookupName(entry), shows: l.shows, finishedForMs: l.finishedForMs, lagMs: l.lagMs, match: l.match.includes('{{clientRef}}') ? 'strong' : 'weak' }] : [],
+    lookups: l
+      ? [
+          {
+            name: listLookupName(entry),
+            shows: l.shows,
+            finishedForMs: l.finishedForMs,
+            lagMs: l.lagMs,
+            match: l.match.includes('{{clientRef}}') ? 'strong' : 'weak',
+          },
+        ]
+      : [],
     taskScope: entry.auth.in === 'none' ? 'host' : 'credential',
-    source: 'the entry\'s own declaration (submit.idempotent, list)',
+    source: "the entry's own declaration (submit.idempotent, list)",
   };
 }

@@ -28,16 +28,31 @@ export const TEMPLATE_VARS = {
 } as const;
 
 /** A JSON Pointer (RFC 6901): `""` or `/a/b/0`. */
-export const PointerSchema = z.string().max(500).refine(isJsonPointer, 'must be a JSON Pointer (RFC 6901): "" for the whole answer, or "/field/0/sub"');
+export const PointerSchema = z
+  .string()
+  .max(500)
+  .refine(isJsonPointer, 'must be a JSON Pointer (RFC 6901): "" for the whole answer, or "/field/0/sub"');
 
 /** A template (any JSON) whose placeholders are all in `vars`. */
 function templated<T extends z.ZodType>(schema: T, vars: readonly string[]) {
   return schema.superRefine((v, ctx) => {
     const bad = unknownPlaceholders(v, vars);
-    if (bad.length > 0) ctx.addIssue({ code: 'custom', message: `unknown placeholder${bad.length > 1 ? 's' : ''} ${bad.map((b) => `{{${b}}}`).join(', ')} (allowed here: ${vars.map((x) => `{{${x}}}`).join(', ')})` });
+    if (bad.length > 0)
+      ctx.addIssue({
+        code: 'custom',
+        message: `unknown placeholder${bad.length > 1 ? 's' : ''} ${bad.map((b) => `{{${b}}}`).join(', ')} (allowed here: ${vars.map((x) => `{{${x}}}`).join(', ')})`,
+      });
   });
 }
-const pathTemplate = (vars: readonly string[]) => templated(z.string().min(1).max(2000).refine((p) => p.startsWith('/'), 'must start with "/" (it is joined to baseUrl)'), vars);
+const pathTemplate = (vars: readonly string[]) =>
+  templated(
+    z
+      .string()
+      .min(1)
+      .max(2000)
+      .refine((p) => p.startsWith('/'), 'must start with "/" (it is joined to baseUrl)'),
+    vars,
+  );
 const stringMap = (vars: readonly string[]) => templated(z.record(z.string().min(1), z.string().max(2000)), vars);
 const StatusCodes = z.array(z.number().int().min(100).max(599));
 
@@ -73,7 +88,10 @@ export const SubmitSchema = z
     message: 'submit.idempotent is true but no header, query parameter or body field sends {{idempotencyKey}}',
     path: ['idempotent'],
   })
-  .refine((s) => s.method !== 'GET' || s.body === undefined, { message: 'a GET submit cannot have a body: put the fields in submit.query', path: ['body'] })
+  .refine((s) => s.method !== 'GET' || s.body === undefined, {
+    message: 'a GET submit cannot have a body: put the fields in submit.query',
+    path: ['body'],
+  })
   .refine((s) => s.bodyEncoding !== 'form' || s.body === undefined || isFlatForm(s.body), {
     message: 'a form body must be an object of strings, numbers, booleans or arrays of strings',
     path: ['body'],
@@ -82,11 +100,18 @@ export const SubmitSchema = z
 /** True for a form body template: an object whose values are scalars or arrays of strings. */
 function isFlatForm(body: unknown): boolean {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return false;
-  return Object.values(body).every((v) => ['string', 'number', 'boolean'].includes(typeof v) || (Array.isArray(v) && v.every((x) => typeof x === 'string')));
+  return Object.values(body).every(
+    (v) =>
+      ['string', 'number', 'boolean'].includes(typeof v) || (Array.isArray(v) && v.every((x) => typeof x === 'string')),
+  );
 }
 
 /** Pointers to progress figures in a status answer (counts). */
-const ProgressSchema = z.strictObject({ pagesFetched: PointerSchema.optional(), creditsUsed: PointerSchema.optional(), documents: PointerSchema.optional() });
+const ProgressSchema = z.strictObject({
+  pagesFetched: PointerSchema.optional(),
+  creditsUsed: PointerSchema.optional(),
+  documents: PointerSchema.optional(),
+});
 
 /**
  * The status call and the map of the provider's words to our states. `matchCase: "any"` (default)
@@ -99,7 +124,9 @@ export const StatusSchema = z
     path: pathTemplate(TEMPLATE_VARS.task),
     query: stringMap(TEMPLATE_VARS.task).optional(),
     statusPath: PointerSchema,
-    map: z.record(z.string().min(1), MappedStateSchema).refine((m) => Object.keys(m).length > 0, 'must map at least one word'),
+    map: z
+      .record(z.string().min(1), MappedStateSchema)
+      .refine((m) => Object.keys(m).length > 0, 'must map at least one word'),
     matchCase: z.enum(['any', 'exact']).default('any'),
     default: MappedStateSchema.default('unrecognised'),
     /** 2xx codes meaning "not ready yet" (running, polled again). */
@@ -109,10 +136,15 @@ export const StatusSchema = z
     errorMessagePath: PointerSchema.optional(),
     progress: ProgressSchema.optional(),
   })
-  .refine((s) => s.matchCase === 'exact' || new Set(Object.keys(s.map).map((k) => k.toLowerCase())).size === Object.keys(s.map).length, {
-    message: 'two words of status.map differ only in case while matchCase is "any"',
-    path: ['map'],
-  });
+  .refine(
+    (s) =>
+      s.matchCase === 'exact' ||
+      new Set(Object.keys(s.map).map((k) => k.toLowerCase())).size === Object.keys(s.map).length,
+    {
+      message: 'two words of status.map differ only in case while matchCase is "any"',
+      path: ['map'],
+    },
+  );
 
 /** Where each result field is, relative to the page (or to each document). Absent: the field stays empty. */
 export const FieldsSchema = z
@@ -144,8 +176,17 @@ export const FieldsSchema = z
 
 /** How multi-document results are paged: `offset`/`limit` parameters, an opaque `cursor`, or a `next` link in the answer. */
 export const PaginationSchema = z.discriminatedUnion('style', [
-  z.strictObject({ style: z.literal('offset'), offsetParam: z.string().min(1).default('offset'), limitParam: z.string().min(1).default('limit') }),
-  z.strictObject({ style: z.literal('cursor'), cursorParam: z.string().min(1).default('cursor'), cursorPath: PointerSchema, limitParam: z.string().min(1).optional() }),
+  z.strictObject({
+    style: z.literal('offset'),
+    offsetParam: z.string().min(1).default('offset'),
+    limitParam: z.string().min(1).default('limit'),
+  }),
+  z.strictObject({
+    style: z.literal('cursor'),
+    cursorParam: z.string().min(1).default('cursor'),
+    cursorPath: PointerSchema,
+    limitParam: z.string().min(1).optional(),
+  }),
   z.strictObject({ style: z.literal('next'), nextPath: PointerSchema }),
 ]);
 
@@ -156,15 +197,27 @@ export const PaginationSchema = z.discriminatedUnion('style', [
  */
 export const ResultSchema = z
   .strictObject({
-    request: z.strictObject({ method: z.enum(['GET', 'POST']).default('GET'), path: pathTemplate(TEMPLATE_VARS.task), query: stringMap(TEMPLATE_VARS.task).optional() }).optional(),
+    request: z
+      .strictObject({
+        method: z.enum(['GET', 'POST']).default('GET'),
+        path: pathTemplate(TEMPLATE_VARS.task),
+        query: stringMap(TEMPLATE_VARS.task).optional(),
+      })
+      .optional(),
     pagePath: PointerSchema.optional(),
     documentsPath: PointerSchema.optional(),
     fields: FieldsSchema,
     pagination: PaginationSchema.optional(),
     notReadyStatusCodes: StatusCodes.default([202, 204]),
   })
-  .refine((r) => r.pagePath !== undefined || r.documentsPath !== undefined, { message: 'result needs pagePath (one page) or documentsPath (many documents)', path: ['pagePath'] })
-  .refine((r) => r.pagination === undefined || (r.documentsPath !== undefined && r.request !== undefined), { message: 'result.pagination needs result.documentsPath and result.request', path: ['pagination'] });
+  .refine((r) => r.pagePath !== undefined || r.documentsPath !== undefined, {
+    message: 'result needs pagePath (one page) or documentsPath (many documents)',
+    path: ['pagePath'],
+  })
+  .refine((r) => r.pagination === undefined || (r.documentsPath !== undefined && r.request !== undefined), {
+    message: 'result.pagination needs result.documentsPath and result.request',
+    path: ['pagination'],
+  });
 
 /**
  * How the provider's error answers are read and what they mean. Codes are the provider's (from
@@ -234,17 +287,31 @@ export const ListSchema = z.strictObject({
 export const WebhookSchemeSchema = z
   .strictObject({
     signed: z.boolean().default(true),
-    signatureHeader: z.string().min(1).transform((h) => h.toLowerCase()).optional(),
+    signatureHeader: z
+      .string()
+      .min(1)
+      .transform((h) => h.toLowerCase())
+      .optional(),
     signatureFormat: z.enum(['sha256=hex', 'hex']).default('sha256=hex'),
     eventIdPath: PointerSchema.optional(),
-    eventIdHeader: z.string().min(1).transform((h) => h.toLowerCase()).optional(),
+    eventIdHeader: z
+      .string()
+      .min(1)
+      .transform((h) => h.toLowerCase())
+      .optional(),
     typePath: PointerSchema.optional(),
     taskIdPath: PointerSchema.optional(),
     clientRefPath: PointerSchema.optional(),
     statusPath: PointerSchema.optional(),
   })
-  .refine((w) => !w.signed || w.signatureHeader !== undefined, { message: 'a signed webhookScheme needs signatureHeader', path: ['signatureHeader'] })
-  .refine((w) => w.taskIdPath !== undefined || w.clientRefPath !== undefined, { message: 'webhookScheme needs taskIdPath or clientRefPath to match a delivery to its job', path: ['taskIdPath'] });
+  .refine((w) => !w.signed || w.signatureHeader !== undefined, {
+    message: 'a signed webhookScheme needs signatureHeader',
+    path: ['signatureHeader'],
+  })
+  .refine((w) => w.taskIdPath !== undefined || w.clientRefPath !== undefined, {
+    message: 'webhookScheme needs taskIdPath or clientRefPath to match a delivery to its job',
+    path: ['taskIdPath'],
+  });
 
 /** The kind's own fields (see the module docs). */
 export const HttpConfigSchema = z.strictObject({
@@ -272,8 +339,22 @@ export type HttpEntry = EntryFor<typeof HttpConfigSchema>;
  * `webhookScheme`; `auth.in: "body"` needs an object body (or none).
  */
 export function checkHttpEntry(entry: HttpEntry, ctx: z.RefinementCtx): void {
-  if (entry.webhook && !entry.webhookScheme) ctx.addIssue({ code: 'custom', path: ['webhookScheme'], message: '"webhook" is configured but "webhookScheme" is not: say how the provider signs and shapes its deliveries' });
-  if (entry.auth.in === 'body' && entry.submit.body !== undefined && (entry.submit.body === null || typeof entry.submit.body !== 'object' || Array.isArray(entry.submit.body))) {
-    ctx.addIssue({ code: 'custom', path: ['submit', 'body'], message: 'auth.in is "body" but submit.body is not an object' });
+  if (entry.webhook && !entry.webhookScheme)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['webhookScheme'],
+      message:
+        '"webhook" is configured but "webhookScheme" is not: say how the provider signs and shapes its deliveries',
+    });
+  if (
+    entry.auth.in === 'body' &&
+    entry.submit.body !== undefined &&
+    (entry.submit.body === null || typeof entry.submit.body !== 'object' || Array.isArray(entry.submit.body))
+  ) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['submit', 'body'],
+      message: 'auth.in is "body" but submit.body is not an object',
+    });
   }
 }

@@ -16,12 +16,30 @@ export { httpWebhook } from './webhook.js';
 export const httpProvider = defineProvider({
   kind: 'http',
   title: 'Declarative HTTP API (202-and-poll by configuration)',
-  contract: 'the provider entry itself: submit/status/result/cancel/list/webhookScheme templates and JSON Pointers (RFC 6901), src/providers/http/config.ts',
+  contract:
+    'the provider entry itself: submit/status/result/cancel/list/webhookScheme templates and JSON Pointers (RFC 6901), src/providers/http/config.ts',
   configSchema: HttpConfigSchema,
   // What an entry can configure; the adapter narrows it to what the entry does configure.
   capabilities: { idempotency: true, list: true, cancel: true, webhooks: true },
-  evidence: [{ label: 'as an entry declares it (here: the reference contract)', evidence: httpEvidence({ submit: { idempotent: true }, list: { method: 'GET', path: '/api/jobs', shows: ['queued', 'running', 'finished'], finishedForMs: null, lagMs: 30_000, match: '{{clientRef}}' }, auth: { in: 'header' } }) }],
-  expiry: 'as configured: errors.expiredCodes / expiredStatusCodes (default 410) → expired; 404 counted, then expired (errors.notFound)',
+  evidence: [
+    {
+      label: 'as an entry declares it (here: the reference contract)',
+      evidence: httpEvidence({
+        submit: { idempotent: true },
+        list: {
+          method: 'GET',
+          path: '/api/jobs',
+          shows: ['queued', 'running', 'finished'],
+          finishedForMs: null,
+          lagMs: 30_000,
+          match: '{{clientRef}}',
+        },
+        auth: { in: 'header' },
+      }),
+    },
+  ],
+  expiry:
+    'as configured: errors.expiredCodes / expiredStatusCodes (default 410) → expired; 404 counted, then expired (errors.notFound)',
   webhook: httpWebhook,
   refineEntry: checkHttpEntry,
   create: (name, entry) => new HttpAdapter(name, entry),

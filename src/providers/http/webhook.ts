@@ -25,11 +25,14 @@ export const httpWebhook: ProviderWebhook<HttpEntry> = {
     const w = entry?.webhookScheme;
     if (!w?.signatureHeader) return false;
     const header = headerValue(headers, w.signatureHeader);
-    return w.signatureFormat === 'hex' ? verifyHex(rawBody, header, secret) : verifySha256Signature(rawBody, header, secret);
+    return w.signatureFormat === 'hex'
+      ? verifyHex(rawBody, header, secret)
+      : verifySha256Signature(rawBody, header, secret);
   },
   claimedEventId(json, headers, entry) {
     const w = entry?.webhookScheme;
-    const id = pickString(json, w?.eventIdPath) ?? (w?.eventIdHeader ? headerValue(headers, w.eventIdHeader) : undefined);
+    const id =
+      pickString(json, w?.eventIdPath) ?? (w?.eventIdHeader ? headerValue(headers, w.eventIdHeader) : undefined);
     return id ? id.slice(0, 200) : null;
   },
   parse(json, headers, _raw, entry) {
@@ -38,11 +41,22 @@ export const httpWebhook: ProviderWebhook<HttpEntry> = {
     if (json === null || typeof json !== 'object') return { ok: false, message: 'the body is not a JSON object' };
     const taskId = pickString(json, w.taskIdPath) ?? null;
     const clientRef = pickString(json, w.clientRefPath) ?? null;
-    if (!taskId && !clientRef) return { ok: false, message: `no task ID at ${JSON.stringify(w.taskIdPath)} and no client reference at ${JSON.stringify(w.clientRefPath)}` };
-    const eventId = pickString(json, w.eventIdPath) ?? (w.eventIdHeader ? headerValue(headers, w.eventIdHeader) : undefined) ?? '';
+    if (!taskId && !clientRef)
+      return {
+        ok: false,
+        message: `no task ID at ${JSON.stringify(w.taskIdPath)} and no client reference at ${JSON.stringify(w.clientRefPath)}`,
+      };
+    const eventId =
+      pickString(json, w.eventIdPath) ?? (w.eventIdHeader ? headerValue(headers, w.eventIdHeader) : undefined) ?? '';
     return {
       ok: true,
-      event: { eventId: eventId.slice(0, 200), type: pickString(json, w.typePath) ?? 'event', taskId, clientRef, providerStatus: pickString(json, w.statusPath) ?? null },
+      event: {
+        eventId: eventId.slice(0, 200),
+        type: pickString(json, w.typePath) ?? 'event',
+        taskId,
+        clientRef,
+        providerStatus: pickString(json, w.statusPath) ?? null,
+      },
     };
   },
 };

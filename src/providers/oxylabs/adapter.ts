@@ -41,7 +41,18 @@ import { ProviderError } from '../shared/errors.js';
 import { ProviderHttp, path, type ProviderResponse } from '../shared/http.js';
 import { pageFromRaw } from '../shared/htmlPage.js';
 import { enforceResultLimits, resultFromDocuments, withIdentity } from '../shared/pagination.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
+import type {
+  Accepted,
+  CallContext,
+  CancelAnswer,
+  FindContext,
+  ObservedState,
+  ProviderAdapter,
+  ProviderCapabilities,
+  ResultContext,
+  StatusObservation,
+  SubmitContext,
+} from '../adapter.js';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import type { OxylabsEntry } from './config.js';
 
@@ -81,11 +92,15 @@ export function oxylabsState(word: string): ObservedState {
  * `content-type` when the entry's `_response.headers` carry it (reported for `universal`, not
  * documented; else the bytes are sniffed).
  */
-function contentOf(e: Entry, base64: boolean): { body: string | null; bytes: Buffer | null; contentType: string | null } {
+function contentOf(
+  e: Entry,
+  base64: boolean,
+): { body: string | null; bytes: Buffer | null; contentType: string | null } {
   if (typeof e.content !== 'string') return { body: null, bytes: null, contentType: null };
   const headers = (e._response as { headers?: Record<string, unknown> } | undefined)?.headers;
   const type = headers ? Object.entries(headers).find(([k]) => k.toLowerCase() === 'content-type')?.[1] : undefined;
-  const contentType = typeof type === 'string' ? type : Array.isArray(type) && typeof type[0] === 'string' ? type[0] : null;
+  const contentType =
+    typeof type === 'string' ? type : Array.isArray(type) && typeof type[0] === 'string' ? type[0] : null;
   if (!base64 || e.type === 'png' || e.content === '') return { body: e.content, bytes: null, contentType };
   return { body: null, bytes: Buffer.from(e.content, 'base64'), contentType };
 }
@@ -97,10 +112,25 @@ function contentOf(e: Entry, base64: boolean): { body: string | null; bytes: Buf
 function documentOf(e: Entry, fallbackUrl: string, index: number, base64: boolean): ResultDocument {
   const url = e.url ?? null;
   const meta = { page: e.page ?? null, type: e.type ?? null };
-  const identity = { providerId: e.page !== null && e.page !== undefined ? `page ${e.page}${e.type ? ` ${e.type}` : ''}` : null, position: index };
+  const identity = {
+    providerId: e.page !== null && e.page !== undefined ? `page ${e.page}${e.type ? ` ${e.type}` : ''}` : null,
+    position: index,
+  };
   if (typeof e.content === 'string' && e.type !== 'png') {
     const p = pageFromRaw({ url: url ?? fallbackUrl, ...contentOf(e, base64), httpStatus: e.status_code ?? null });
-    return withIdentity({ url, httpStatus: e.status_code ?? null, title: p.title, text: p.text, markdown: p.markdown, links: p.links, data: meta, ...(p.body ? { body: p.body } : {}) }, identity);
+    return withIdentity(
+      {
+        url,
+        httpStatus: e.status_code ?? null,
+        title: p.title,
+        text: p.text,
+        markdown: p.markdown,
+        links: p.links,
+        data: meta,
+        ...(p.body ? { body: p.body } : {}),
+      },
+      identity,
+    );
   }
   return withIdentity({ url, httpStatus: e.status_code ?? null, data: { ...meta, content: e.content } }, identity);
 }
@@ -109,7 +139,12 @@ function documentOf(e: Entry, fallbackUrl: string, index: number, base64: boolea
  * What Oxylabs Push-Pull's lookups prove after a lost submit: nothing — there is no list or search of jobs
  * and no idempotency key, so a lost submit always waits in `unknown` for an operator.
  */
-export const OXYLABS_EVIDENCE: ReconcileEvidence = { replay: 'none', lookups: [], taskScope: 'credential', source: 'developers.oxylabs.io Push-Pull, read 2026-11-30: no list endpoint, no idempotency key' };
+export const OXYLABS_EVIDENCE: ReconcileEvidence = {
+  replay: 'none',
+  lookups: [],
+  taskScope: 'credential',
+  source: 'developers.oxylabs.io Push-Pull, read 2026-11-30: no list endpoint, no idempotency key',
+};
 
 /** True when the job asked for `content_encoding: base64` (its own options, else the entry's parameters). */
 function asksBase64(request: ScrapeRequest, params: Record<string, unknown>): boolean {
@@ -127,12 +162,19 @@ export class OxylabsAdapter implements ProviderAdapter {
     readonly name: string,
     private readonly entry: OxylabsEntry,
   ) {
-    this.http = new ProviderHttp({ provider: name, baseUrl: entry.baseUrl, auth: { in: 'basic' }, submitTimeoutMs: entry.submitTimeoutMs, readTimeoutMs: entry.readTimeoutMs });
+    this.http = new ProviderHttp({
+      provider: name,
+      baseUrl: entry.baseUrl,
+      auth: { in: 'basic' },
+      submitTimeoutMs: entry.submitTimeoutMs,
+      readTimeoutMs: entry.readTimeoutMs,
+    });
   }
 
   /** The job parameters: entry `params`, then the job's options, then ours (`source` from options or entry). */
   submitBody(request: ScrapeRequest, ctx: SubmitContext): Record<string, unknown> {
-    const source = typeof request.options.source === 'string' && request.options.source ? request.options.source : this.entry.source;
+    const source =
+      typeof request.options.source === 'string' && request.options.source ? request.options.source : this.entry.source;
     return {
       ...this.entry.params,
       ...request.options,
@@ -144,7 +186,12 @@ export class OxylabsAdapter implements ProviderAdapter {
   }
 
   async submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted> {
-    const res = await this.http.ok(ctx, { method: 'POST', path: '/v1/queries', json: this.submitBody(request, ctx), phase: 'submit' });
+    const res = await this.http.ok(ctx, {
+      method: 'POST',
+      path: '/v1/queries',
+      json: this.submitBody(request, ctx),
+      phase: 'submit',
+    });
     const job = this.http.parse(res, OxylabsJobSchema, 'submit', 'job object');
     return { taskId: job.id, providerStatus: job.status, replayed: false };
   }
@@ -152,11 +199,14 @@ export class OxylabsAdapter implements ProviderAdapter {
   async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
     const res = await this.http.ok(ctx, { method: 'GET', path: path`/v1/queries/${taskId}`, phase: 'read' });
     const retryAfterMs = this.http.retryAfterMs(res);
-    if (res.status === 202 || res.status === 204) return { state: 'running', providerStatus: `HTTP ${res.status}`, retryAfterMs };
+    if (res.status === 202 || res.status === 204)
+      return { state: 'running', providerStatus: `HTTP ${res.status}`, retryAfterMs };
     const job: Job = this.http.parse(res, OxylabsJobSchema, 'read', 'job object');
     const state = oxylabsState(job.status);
     if (state !== 'failed') return { state, providerStatus: job.status, retryAfterMs };
-    let codes = (job.statuses ?? []).map((s) => (s && typeof s === 'object' ? ((s as { code?: unknown }).code ?? JSON.stringify(s)) : s)).filter((c) => c !== undefined);
+    let codes = (job.statuses ?? [])
+      .map((s) => (s && typeof s === 'object' ? ((s as { code?: unknown }).code ?? JSON.stringify(s)) : s))
+      .filter((c) => c !== undefined);
     // Live jobs have been seen faulted with an empty `statuses` list and the code (612/613) only in
     // the result entry's `status_code`: read it there, best effort (the job failed either way).
     if (codes.length === 0) codes = await this.faultCodes(taskId, ctx);
@@ -164,7 +214,10 @@ export class OxylabsAdapter implements ProviderAdapter {
       state,
       providerStatus: job.status,
       retryAfterMs,
-      error: { code: codes.length > 0 ? String(codes[codes.length - 1]) : 'faulted', message: `Oxylabs could not complete the job (faulted${codes.length > 0 ? `; statuses ${codes.join(', ')}` : ''}); a faulted job is not billed` },
+      error: {
+        code: codes.length > 0 ? String(codes[codes.length - 1]) : 'faulted',
+        message: `Oxylabs could not complete the job (faulted${codes.length > 0 ? `; statuses ${codes.join(', ')}` : ''}); a faulted job is not billed`,
+      },
       evidence: res.evidence,
     };
   }
@@ -172,34 +225,75 @@ export class OxylabsAdapter implements ProviderAdapter {
   /** The `status_code`s of a faulted job's result entries (an empty list when they cannot be read). */
   private async faultCodes(taskId: string, ctx: CallContext): Promise<string[]> {
     try {
-      const res = await this.http.call(ctx, { method: 'GET', path: path`/v1/queries/${taskId}/results`, phase: 'read' });
+      const res = await this.http.call(ctx, {
+        method: 'GET',
+        path: path`/v1/queries/${taskId}/results`,
+        phase: 'read',
+      });
       if (res.status !== 200) return [];
       const parsed = ResultsBody.safeParse(res.body);
-      return parsed.success ? parsed.data.results.map((e) => e.status_code).filter((c): c is number => typeof c === 'number' && c >= 400).map(String) : [];
+      return parsed.success
+        ? parsed.data.results
+            .map((e) => e.status_code)
+            .filter((c): c is number => typeof c === 'number' && c >= 400)
+            .map(String)
+        : [];
     } catch {
       return [];
     }
   }
 
   async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
-    const res: ProviderResponse = await this.http.ok(ctx, { method: 'GET', path: path`/v1/queries/${taskId}/results`, phase: 'read' });
+    const res: ProviderResponse = await this.http.ok(ctx, {
+      method: 'GET',
+      path: path`/v1/queries/${taskId}/results`,
+      phase: 'read',
+    });
     if (res.status === 204 || res.status === 202) {
-      throw new ProviderError('transient', `Oxylabs job ${taskId} has no results yet (HTTP ${res.status}: not completed)`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY', retryAfterMs: this.http.retryAfterMs(res) });
+      throw new ProviderError(
+        'transient',
+        `Oxylabs job ${taskId} has no results yet (HTTP ${res.status}: not completed)`,
+        {
+          httpStatus: res.status,
+          evidence: res.evidence,
+          code: 'NOT_READY',
+          retryAfterMs: this.http.retryAfterMs(res),
+        },
+      );
     }
     const { results } = this.http.parse(res, ResultsBody, 'read', 'results body');
     ctx.heartbeat?.({ documents: results.length, pages: 1 });
-    if (results.length === 0) throw new ProviderError('transient', `Oxylabs job ${taskId} answered with no results yet`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY' });
+    if (results.length === 0)
+      throw new ProviderError('transient', `Oxylabs job ${taskId} answered with no results yet`, {
+        httpStatus: res.status,
+        evidence: res.evidence,
+        code: 'NOT_READY',
+      });
     const first = results[0]!;
     const base64 = asksBase64(ctx.request, this.entry.params);
     const result: ProviderResult =
       results.length === 1 && typeof first.content === 'string' && first.type !== 'png'
-        ? pageFromRaw({ url: ctx.url, ...contentOf(first, base64), finalUrl: first.url && first.url !== ctx.url ? first.url : null, httpStatus: first.status_code ?? null })
-        : resultFromDocuments(results.map((e, i) => documentOf(e, ctx.url, i, base64)), ctx.url);
+        ? pageFromRaw({
+            url: ctx.url,
+            ...contentOf(first, base64),
+            finalUrl: first.url && first.url !== ctx.url ? first.url : null,
+            httpStatus: first.status_code ?? null,
+          })
+        : resultFromDocuments(
+            results.map((e, i) => documentOf(e, ctx.url, i, base64)),
+            ctx.url,
+          );
     return enforceResultLimits(result, ctx.limits, this.name, taskId);
   }
 
   async cancel(_taskId: string, _ctx: CallContext): Promise<CancelAnswer> {
-    throw new ProviderError('unsupported', `provider ${this.name} (Oxylabs Push-Pull) has no cancel endpoint: the job runs to its end`, { code: 'NOT_SUPPORTED' });
+    throw new ProviderError(
+      'unsupported',
+      `provider ${this.name} (Oxylabs Push-Pull) has no cancel endpoint: the job runs to its end`,
+      {
+        code: 'NOT_SUPPORTED',
+      },
+    );
   }
 
   /** No lookup exists: nothing to read (the evidence model leaves a lost submit for an operator). */

@@ -26,6 +26,15 @@ export const oxylabsWebhook: ProviderWebhook = {
   parse(json) {
     const p = OxylabsCallbackSchema.safeParse(json);
     if (!p.success) return { ok: false, message: z.prettifyError(p.error) };
-    return { ok: true, event: { eventId: `${p.data.id}:${p.data.status}`, type: `job.${p.data.status}`, taskId: p.data.id, clientRef: p.data.client_notes ?? null, providerStatus: p.data.status } };
+    return {
+      ok: true,
+      event: {
+        eventId: `${p.data.id}:${p.data.status}`,
+        type: `job.${p.data.status}`,
+        taskId: p.data.id,
+        clientRef: p.data.client_notes ?? null,
+        providerStatus: p.data.status,
+      },
+    };
   },
 };

@@ -15,7 +15,18 @@ import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { ProviderError } from '../shared/errors.js';
 import { ProviderHttp, errorDetails, path, type ProviderResponse } from '../shared/http.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
+import type {
+  Accepted,
+  CallContext,
+  CancelAnswer,
+  FindContext,
+  ObservedState,
+  ProviderAdapter,
+  ProviderCapabilities,
+  ResultContext,
+  StatusObservation,
+  SubmitContext,
+} from '../adapter.js';
 import type { ProviderResult } from '../../model/results.js';
 import { webhookCallback } from '../shared/webhook.js';
 import type { ReferenceEntry } from './config.js';
@@ -45,7 +56,9 @@ const JobBody = z.looseObject({
   error: z.looseObject({ code: z.string().optional(), message: z.string().default('failed') }).nullish(),
   result: ResultBody.nullish(),
 });
-const ListBody = z.object({ jobs: z.array(z.looseObject({ job_id: z.string(), status: z.string(), client_ref: z.string().nullish() })) });
+const ListBody = z.object({
+  jobs: z.array(z.looseObject({ job_id: z.string(), status: z.string(), client_ref: z.string().nullish() })),
+});
 const CancelBody = z.looseObject({
   status: z.string().optional(),
   progress: z.looseObject({ pages_fetched: z.number().optional() }).optional(),
@@ -65,9 +78,19 @@ const LIST_LOOKUP = 'GET /api/jobs?client_ref';
 export function referenceEvidence(capabilities: { idempotency: boolean; list: boolean }): ReconcileEvidence {
   return {
     replay: capabilities.idempotency ? 'same-task' : 'none',
-    lookups: capabilities.list ? [{ name: LIST_LOOKUP, shows: ['queued', 'running', 'finished'], finishedForMs: 3_600_000, lagMs: 10_000, match: 'strong' }] : [],
+    lookups: capabilities.list
+      ? [
+          {
+            name: LIST_LOOKUP,
+            shows: ['queued', 'running', 'finished'],
+            finishedForMs: 3_600_000,
+            lagMs: 10_000,
+            match: 'strong',
+          },
+        ]
+      : [],
     taskScope: 'credential',
-    source: 'the seeds\' provider contract (Idempotency-Key and GET /api/jobs?client_ref as src/sim serves them)',
+    source: "the seeds' provider contract (Idempotency-Key and GET /api/jobs?client_ref as src/sim serves them)",
   };
 }
 
@@ -108,7 +131,13 @@ export class ReferenceAdapter implements ProviderAdapter {
   ) {
     this.capabilities = entry.capabilities;
     this.evidence = referenceEvidence(entry.capabilities);
-    this.http = new ProviderHttp({ provider: name, baseUrl: entry.baseUrl, auth: { in: 'header' }, submitTimeoutMs: entry.submitTimeoutMs, readTimeoutMs: entry.readTimeoutMs });
+    this.http = new ProviderHttp({
+      provider: name,
+      baseUrl: entry.baseUrl,
+      auth: { in: 'header' },
+      submitTimeoutMs: entry.submitTimeoutMs,
+      readTimeoutMs: entry.readTimeoutMs,
+    });
   }
 
   /**
@@ -118,9 +147,14 @@ export class ReferenceAdapter implements ProviderAdapter {
    * {@link ProviderError} `NO_WEBHOOK_SECRET` when the secret variable is unset.
    */
   private webhookOf(ctx: SubmitContext): { url: string; secret?: string } | undefined {
-    const hook = ctx.callbackUrl !== undefined ? { callbackUrl: ctx.callbackUrl, webhookSecret: ctx.webhookSecret } : webhookCallback(this.name, this.entry.webhook, this.entry.webhookSignature, undefined);
+    const hook =
+      ctx.callbackUrl !== undefined
+        ? { callbackUrl: ctx.callbackUrl, webhookSecret: ctx.webhookSecret }
+        : webhookCallback(this.name, this.entry.webhook, this.entry.webhookSignature, undefined);
     if (!hook.callbackUrl) return undefined;
-    return this.entry.webhookSignature && hook.webhookSecret ? { url: hook.callbackUrl, secret: hook.webhookSecret } : { url: hook.callbackUrl };
+    return this.entry.webhookSignature && hook.webhookSecret
+      ? { url: hook.callbackUrl, secret: hook.webhookSecret }
+      : { url: hook.callbackUrl };
   }
 
   async submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted> {
@@ -131,15 +165,28 @@ export class ReferenceAdapter implements ProviderAdapter {
       path: '/api/scrape',
       headers: this.capabilities.idempotency ? { 'idempotency-key': ctx.idempotencyKey } : {},
       // Our fields last: request options can never override the URL, the client reference or the webhook.
-      json: { ...request.options, url: request.url, format: request.format, client_ref: ctx.clientRef, ...(webhook ? { webhook } : {}) },
+      json: {
+        ...request.options,
+        url: request.url,
+        format: request.format,
+        client_ref: ctx.clientRef,
+        ...(webhook ? { webhook } : {}),
+      },
       phase: 'submit',
     });
     const body = this.http.parse(res, SubmitBody, 'submit', 'submit body');
-    return { taskId: body.job_id, providerStatus: body.status, replayed: res.headers.get('idempotent-replayed') === 'true' };
+    return {
+      taskId: body.job_id,
+      providerStatus: body.status,
+      replayed: res.headers.get('idempotent-replayed') === 'true',
+    };
   }
 
   /** The job's status body, or `null` for a `202`/`204` "not ready" answer. */
-  private async getJob(taskId: string, ctx: CallContext): Promise<{ res: ProviderResponse; job: z.infer<typeof JobBody> | null }> {
+  private async getJob(
+    taskId: string,
+    ctx: CallContext,
+  ): Promise<{ res: ProviderResponse; job: z.infer<typeof JobBody> | null }> {
     const res = await this.http.ok(ctx, { method: 'GET', path: path`/api/jobs/${taskId}`, phase: 'read' });
     if (res.status === 202 || res.status === 204) return { res, job: null };
     if (res.status !== 200) throw this.http.error(res, 'read', ctx);
@@ -151,7 +198,11 @@ export class ReferenceAdapter implements ProviderAdapter {
     const retryAfterMs = this.http.retryAfterMs(res);
     if (!job) {
       const word = (res.body as { status?: unknown } | undefined)?.status;
-      return { state: 'running', providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`, retryAfterMs };
+      return {
+        state: 'running',
+        providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`,
+        retryAfterMs,
+      };
     }
     const state = referenceState(job.status);
     return {
@@ -160,7 +211,10 @@ export class ReferenceAdapter implements ProviderAdapter {
       result: state === 'completed' && job.result ? toPage(job.result) : undefined,
       providerStatus: job.status,
       progress: { pagesFetched: job.progress?.pages_fetched, creditsUsed: job.credits_used },
-      error: state === 'failed' ? { code: job.error?.code, message: job.error?.message ?? 'provider reported failure' } : undefined,
+      error:
+        state === 'failed'
+          ? { code: job.error?.code, message: job.error?.message ?? 'provider reported failure' }
+          : undefined,
       retryAfterMs,
       evidence: state === 'failed' ? res.evidence : undefined,
     };
@@ -169,21 +223,44 @@ export class ReferenceAdapter implements ProviderAdapter {
   async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
     const { res, job } = await this.getJob(taskId, ctx);
     if (!job || job.status !== 'completed' || !job.result) {
-      throw new ProviderError('transient', `task ${taskId} is ${job?.status ?? `not ready (HTTP ${res.status})`}, no result yet`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY' });
+      throw new ProviderError(
+        'transient',
+        `task ${taskId} is ${job?.status ?? `not ready (HTTP ${res.status})`}, no result yet`,
+        {
+          httpStatus: res.status,
+          evidence: res.evidence,
+          code: 'NOT_READY',
+        },
+      );
     }
     return toPage(job.result, ctx.url);
   }
 
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
-    if (!this.capabilities.cancel) throw new ProviderError('unsupported', `provider ${this.name} has no cancel endpoint`, { code: 'NOT_SUPPORTED' });
-    const res = await this.http.call(ctx, { method: 'DELETE', path: path`/api/jobs/${taskId}/cancel`, phase: 'cancel', timeoutMs: this.entry.readTimeoutMs });
+    if (!this.capabilities.cancel)
+      throw new ProviderError('unsupported', `provider ${this.name} has no cancel endpoint`, { code: 'NOT_SUPPORTED' });
+    const res = await this.http.call(ctx, {
+      method: 'DELETE',
+      path: path`/api/jobs/${taskId}/cancel`,
+      phase: 'cancel',
+      timeoutMs: this.entry.readTimeoutMs,
+    });
     const body = CancelBody.safeParse(res.body).data ?? {};
-    const known = (w: string | undefined) => (w !== undefined && (KNOWN_STATUS as readonly string[]).includes(w) ? (w as ProviderState) : undefined);
+    const known = (w: string | undefined) =>
+      w !== undefined && (KNOWN_STATUS as readonly string[]).includes(w) ? (w as ProviderState) : undefined;
     const progress = { pagesFetched: body.progress?.pages_fetched, creditsUsed: body.credits_used };
-    if (res.status === 200 || res.status === 202) return { accepted: true, state: known(body.status), providerStatus: body.status, progress };
-    if (res.status === 409) return { accepted: false, alreadyFinal: true, state: known(body.error?.status), providerStatus: body.error?.status };
+    if (res.status === 200 || res.status === 202)
+      return { accepted: true, state: known(body.status), providerStatus: body.status, progress };
+    if (res.status === 409)
+      return {
+        accepted: false,
+        alreadyFinal: true,
+        state: known(body.error?.status),
+        providerStatus: body.error?.status,
+      };
     const err = this.http.error(res, 'cancel', ctx);
-    if (res.status === 404 && body.error?.code === 'NOT_SUPPORTED') throw new ProviderError('unsupported', err.message, err.details);
+    if (res.status === 404 && body.error?.code === 'NOT_SUPPORTED')
+      throw new ProviderError('unsupported', err.message, err.details);
     throw err;
   }
 
@@ -191,11 +268,39 @@ export class ReferenceAdapter implements ProviderAdapter {
   async findSubmitted(ctx: FindContext): Promise<LookupReading[]> {
     if (!this.capabilities.list) return [];
     const at = new Date().toISOString();
-    const res = await this.http.call(ctx, { method: 'GET', path: '/api/jobs', query: { client_ref: ctx.clientRef, limit: 10 }, phase: 'read' });
-    if (res.status === 404) return [{ lookup: LIST_LOOKUP, available: false, complete: false, candidates: [], at, note: `answered 404 (${errorDetails(res).code ?? 'no list'}): not offered by this deployment` }];
+    const res = await this.http.call(ctx, {
+      method: 'GET',
+      path: '/api/jobs',
+      query: { client_ref: ctx.clientRef, limit: 10 },
+      phase: 'read',
+    });
+    if (res.status === 404)
+      return [
+        {
+          lookup: LIST_LOOKUP,
+          available: false,
+          complete: false,
+          candidates: [],
+          at,
+          note: `answered 404 (${errorDetails(res).code ?? 'no list'}): not offered by this deployment`,
+        },
+      ];
     if (!this.http.isOk(res)) throw this.http.error(res, 'read', ctx);
     const body = this.http.parse(res, ListBody, 'read', 'list body');
     const mine = body.jobs.filter((j) => j.client_ref === ctx.clientRef);
-    return [{ lookup: LIST_LOOKUP, available: true, complete: body.jobs.length < 10, candidates: mine.map((j) => ({ taskId: j.job_id, providerStatus: j.status, match: 'strong' as const, why: 'its client_ref is ours' })), at }];
+    return [
+      {
+        lookup: LIST_LOOKUP,
+        available: true,
+        complete: body.jobs.length < 10,
+        candidates: mine.map((j) => ({
+          taskId: j.job_id,
+          providerStatus: j.status,
+          match: 'strong' as const,
+          why: 'its client_ref is ours',
+        })),
+        at,
+      },
+    ];
   }
 }

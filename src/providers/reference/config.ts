@@ -7,7 +7,12 @@ import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /** Capabilities a reference-provider deployment may switch off (its profile). Default: all but webhooks. */
 export const ReferenceCapabilitiesSchema = z
-  .strictObject({ idempotency: z.boolean().default(true), list: z.boolean().default(true), cancel: z.boolean().default(true), webhooks: z.boolean().default(false) })
+  .strictObject({
+    idempotency: z.boolean().default(true),
+    list: z.boolean().default(true),
+    cancel: z.boolean().default(true),
+    webhooks: z.boolean().default(false),
+  })
   .prefault({});
 
 /**

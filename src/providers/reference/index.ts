@@ -15,10 +15,16 @@ export { ReferenceWebhookEventSchema, referenceWebhook } from './webhook.js';
 export const referenceProvider = defineProvider({
   kind: 'reference',
   title: 'Reference provider (src/sim)',
-  contract: 'the generic asynchronous scraping API (POST /api/scrape → 202 {job_id}, GET /api/jobs/:id, DELETE /api/jobs/:id/cancel) plus Idempotency-Key, GET /api/jobs?client_ref= and signed per-request webhooks; src/sim/server.ts',
+  contract:
+    'the generic asynchronous scraping API (POST /api/scrape → 202 {job_id}, GET /api/jobs/:id, DELETE /api/jobs/:id/cancel) plus Idempotency-Key, GET /api/jobs?client_ref= and signed per-request webhooks; src/sim/server.ts',
   configSchema: ReferenceConfigSchema,
   capabilities: { idempotency: true, list: true, cancel: true, webhooks: true },
-  evidence: [{ label: 'a deployment with Idempotency-Key and list (the defaults)', evidence: referenceEvidence({ idempotency: true, list: true }) }],
+  evidence: [
+    {
+      label: 'a deployment with Idempotency-Key and list (the defaults)',
+      evidence: referenceEvidence({ idempotency: true, list: true }),
+    },
+  ],
   expiry: '404 once the job is deleted (profile resultTtlMs, default 1 h after it ends)',
   webhook: referenceWebhook,
   create: (name, entry) => new ReferenceAdapter(name, entry),

@@ -34,6 +34,15 @@ export const referenceWebhook: ProviderWebhook<{ webhookSignature: boolean }> = 
   parse(json) {
     const p = ReferenceWebhookEventSchema.safeParse(json);
     if (!p.success) return { ok: false, message: z.prettifyError(p.error) };
-    return { ok: true, event: { eventId: p.data.event_id, type: p.data.type, taskId: p.data.job_id, clientRef: p.data.client_ref ?? null, providerStatus: p.data.status } };
+    return {
+      ok: true,
+      event: {
+        eventId: p.data.event_id,
+        type: p.data.type,
+        taskId: p.data.job_id,
+        clientRef: p.data.client_ref ?? null,
+        providerStatus: p.data.status,
+      },
+    };
   },
 };

@@ -45,7 +45,18 @@ import type { ScrapeRequest } from '../../model/types.js';
 import { meansCancelled, ProviderError, quotaExhausted } from '../shared/errors.js';
 import { ProviderHttp, path, type CallPhase, type ProviderResponse } from '../shared/http.js';
 import { pageFromRaw } from '../shared/htmlPage.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
+import type {
+  Accepted,
+  CallContext,
+  CancelAnswer,
+  FindContext,
+  ObservedState,
+  ProviderAdapter,
+  ProviderCapabilities,
+  ResultContext,
+  StatusObservation,
+  SubmitContext,
+} from '../adapter.js';
 import type { ProviderResult } from '../../model/results.js';
 import type { ScraperApiEntry } from './config.js';
 
@@ -54,14 +65,18 @@ import type { ScraperApiEntry } from './config.js';
  * the documented out-of-credits (or plan limit) refusal, so quota exhaustion; the rest unchanged.
  */
 export function scraperApiError(err: ProviderError, res: ProviderResponse, phase: CallPhase): ProviderError {
-  if (phase === 'submit' && res.status === 403 && err.details.quota !== true && !/max[_ ]cost/i.test(res.text)) return quotaExhausted('permanent', err);
+  if (phase === 'submit' && res.status === 403 && err.details.quota !== true && !/max[_ ]cost/i.test(res.text))
+    return quotaExhausted('permanent', err);
   return err;
 }
 
 /** Where our client reference travels in `meta` (echoed by status answers and callbacks). */
 export const SCRAPERAPI_REF_FIELD = 'scrapeOrchestratorRef';
 
-const SubmitBody = z.looseObject({ id: z.union([z.string().min(1), z.number()]).transform(String), status: z.string().default('running') });
+const SubmitBody = z.looseObject({
+  id: z.union([z.string().min(1), z.number()]).transform(String),
+  status: z.string().default('running'),
+});
 
 /** The target's answer inside a finished job (`response`). */
 const TargetResponse = z.looseObject({
@@ -101,7 +116,13 @@ function header(headers: Record<string, unknown> | null | undefined, name: strin
  * What ScraperAPI's lookups prove after a lost submit: nothing — there is no list or search of jobs
  * and no idempotency key, so a lost submit always waits in `unknown` for an operator. Its status URL needs no key, so task IDs are one space per API host.
  */
-export const SCRAPERAPI_EVIDENCE: ReconcileEvidence = { replay: 'none', lookups: [], taskScope: 'host', source: 'docs.scraperapi.com Async API (Job Handling), read 2026-11-30: no list endpoint, no idempotency key; the status URL needs no key' };
+export const SCRAPERAPI_EVIDENCE: ReconcileEvidence = {
+  replay: 'none',
+  lookups: [],
+  taskScope: 'host',
+  source:
+    'docs.scraperapi.com Async API (Job Handling), read 2026-11-30: no list endpoint, no idempotency key; the status URL needs no key',
+};
 
 /** {@link ProviderAdapter} for the ScraperAPI Async API (see the module docs). */
 export class ScraperApiAdapter implements ProviderAdapter {
@@ -114,18 +135,32 @@ export class ScraperApiAdapter implements ProviderAdapter {
     readonly name: string,
     private readonly entry: ScraperApiEntry,
   ) {
-    this.http = new ProviderHttp({ provider: name, baseUrl: entry.baseUrl, auth: { in: 'body', name: 'apiKey' }, submitTimeoutMs: entry.submitTimeoutMs, readTimeoutMs: entry.readTimeoutMs, classify: scraperApiError });
+    this.http = new ProviderHttp({
+      provider: name,
+      baseUrl: entry.baseUrl,
+      auth: { in: 'body', name: 'apiKey' },
+      submitTimeoutMs: entry.submitTimeoutMs,
+      readTimeoutMs: entry.readTimeoutMs,
+      classify: scraperApiError,
+    });
   }
 
   /** The submit body (without `apiKey`, which the HTTP client places): request options first, our fields last. */
   submitBody(request: ScrapeRequest, ctx: SubmitContext): Record<string, unknown> {
     const { apiParams, meta, ...rest }: Record<string, unknown> = request.options;
     const obj = (v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
-    const flags = ctx.callbackUrl === undefined || this.entry.failureReport === 'off' ? {} : this.entry.failureReport === 'both' ? { expectUnsuccessReport: true, expectsUnsuccessReport: true } : { [this.entry.failureReport]: true };
+    const flags =
+      ctx.callbackUrl === undefined || this.entry.failureReport === 'off'
+        ? {}
+        : this.entry.failureReport === 'both'
+          ? { expectUnsuccessReport: true, expectsUnsuccessReport: true }
+          : { [this.entry.failureReport]: true };
     const params = { ...this.entry.apiParams, ...obj(apiParams) };
     return {
       ...rest,
-      ...(this.entry.timeoutSec !== undefined && rest.timeoutSec === undefined ? { timeoutSec: this.entry.timeoutSec } : {}),
+      ...(this.entry.timeoutSec !== undefined && rest.timeoutSec === undefined
+        ? { timeoutSec: this.entry.timeoutSec }
+        : {}),
       ...(Object.keys(params).length > 0 ? { apiParams: params } : {}),
       url: request.url,
       meta: { ...obj(meta), [SCRAPERAPI_REF_FIELD]: ctx.clientRef },
@@ -134,14 +169,24 @@ export class ScraperApiAdapter implements ProviderAdapter {
   }
 
   async submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted> {
-    const res = await this.http.ok(ctx, { method: 'POST', path: '/jobs', json: this.submitBody(request, ctx), phase: 'submit' });
+    const res = await this.http.ok(ctx, {
+      method: 'POST',
+      path: '/jobs',
+      json: this.submitBody(request, ctx),
+      phase: 'submit',
+    });
     const body = this.http.parse(res, SubmitBody, 'submit', 'submit body');
     return { taskId: body.id, providerStatus: body.status, replayed: false };
   }
 
   /** The job, or null for a `202`/`204` "not ready" answer. The status URL takes no key. */
   private async getJob(taskId: string, ctx: CallContext): Promise<{ res: ProviderResponse; job: Job | null }> {
-    const res = await this.http.ok(ctx, { method: 'GET', path: path`/jobs/${taskId}`, phase: 'read', auth: { in: 'none' } });
+    const res = await this.http.ok(ctx, {
+      method: 'GET',
+      path: path`/jobs/${taskId}`,
+      phase: 'read',
+      auth: { in: 'none' },
+    });
     if (res.status === 202 || res.status === 204) return { res, job: null };
     return { res, job: this.http.parse(res, ScraperApiJobSchema, 'read', 'job status body') };
   }
@@ -170,12 +215,19 @@ export class ScraperApiAdapter implements ProviderAdapter {
     const { res, job } = await this.getJob(taskId, ctx);
     if (!job) {
       const word = (res.body as { status?: unknown } | undefined)?.status;
-      return { state: 'running', providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`, retryAfterMs: this.http.retryAfterMs(res) };
+      return {
+        state: 'running',
+        providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`,
+        retryAfterMs: this.http.retryAfterMs(res),
+      };
     }
     // The status URL needs no key, so anyone's task can be read: the subject (its URL and our
     // echoed reference) is what tells an operator's task ID apart from another account's.
     const ref = job.meta?.[SCRAPERAPI_REF_FIELD];
-    return { ...this.observe(job, res), subject: { url: job.url ?? null, clientRef: typeof ref === 'string' ? ref : null } };
+    return {
+      ...this.observe(job, res),
+      subject: { url: job.url ?? null, clientRef: typeof ref === 'string' ? ref : null },
+    };
   }
 
   /** The observation of a job read from the status URL (without its subject). */
@@ -183,15 +235,34 @@ export class ScraperApiAdapter implements ProviderAdapter {
     const state = scraperApiState(job.status);
     const retryAfterMs = this.http.retryAfterMs(res);
     // A cancelled job reads `failed` with a reason that says so (`failReason: "cancelled"`).
-    if (state === 'failed' && meansCancelled(job.failReason)) return { state: 'cancelled', providerStatus: `${job.status}: ${job.failReason}`, retryAfterMs };
+    if (state === 'failed' && meansCancelled(job.failReason))
+      return { state: 'cancelled', providerStatus: `${job.status}: ${job.failReason}`, retryAfterMs };
     if (state === 'failed') {
-      return { state, providerStatus: job.status, retryAfterMs, error: { code: job.failReason ?? 'failed', message: `ScraperAPI gave up on the job${job.failReason ? `: ${job.failReason}` : ''}${job.attempts != null ? ` after ${job.attempts} attempts` : ''}` }, evidence: res.evidence };
+      return {
+        state,
+        providerStatus: job.status,
+        retryAfterMs,
+        error: {
+          code: job.failReason ?? 'failed',
+          message: `ScraperAPI gave up on the job${job.failReason ? `: ${job.failReason}` : ''}${job.attempts != null ? ` after ${job.attempts} attempts` : ''}`,
+        },
+        evidence: res.evidence,
+      };
     }
     if (state !== 'completed') return { state, providerStatus: job.status, retryAfterMs };
     const page = this.page(job, '');
     const target = job.response?.statusCode ?? null;
     if (this.entry.targetErrors === 'failed' && target !== null && target >= 400) {
-      return { state: 'failed', providerStatus: job.status, retryAfterMs, error: { code: `TARGET_HTTP_${target}`, message: `the target answered ${target} (ScraperAPI finished the job)` }, evidence: res.evidence };
+      return {
+        state: 'failed',
+        providerStatus: job.status,
+        retryAfterMs,
+        error: {
+          code: `TARGET_HTTP_${target}`,
+          message: `the target answered ${target} (ScraperAPI finished the job)`,
+        },
+        evidence: res.evidence,
+      };
     }
     // A finished answer without `response` (or without the job's URL) is read again by `result`.
     return { state, providerStatus: job.status, retryAfterMs, result: page && page.url ? page : undefined };
@@ -201,7 +272,15 @@ export class ScraperApiAdapter implements ProviderAdapter {
     const { res, job } = await this.getJob(taskId, ctx);
     const page = job && scraperApiState(job.status) === 'completed' ? this.page(job, ctx.url) : null;
     if (!page) {
-      throw new ProviderError('transient', `ScraperAPI job ${taskId} is ${job?.status ?? `not ready (HTTP ${res.status})`} without a response yet`, { httpStatus: res.status, evidence: res.evidence, code: 'NOT_READY' });
+      throw new ProviderError(
+        'transient',
+        `ScraperAPI job ${taskId} is ${job?.status ?? `not ready (HTTP ${res.status})`} without a response yet`,
+        {
+          httpStatus: res.status,
+          evidence: res.evidence,
+          code: 'NOT_READY',
+        },
+      );
     }
     return page;
   }
@@ -210,9 +289,13 @@ export class ScraperApiAdapter implements ProviderAdapter {
     const res = await this.http.call(ctx, { method: 'DELETE', path: path`/jobs/${taskId}`, json: {}, phase: 'cancel' });
     const word = (res.body as { status?: unknown } | undefined)?.status;
     const providerStatus = typeof word === 'string' ? word : undefined;
-    const known = providerStatus !== undefined && scraperApiState(providerStatus) !== 'unrecognised' ? (scraperApiState(providerStatus) as ProviderState) : undefined;
+    const known =
+      providerStatus !== undefined && scraperApiState(providerStatus) !== 'unrecognised'
+        ? (scraperApiState(providerStatus) as ProviderState)
+        : undefined;
     if (this.http.isOk(res)) return { accepted: true, state: known, providerStatus };
-    if (res.status === 400 || res.status === 409) return { accepted: false, alreadyFinal: true, state: known, providerStatus };
+    if (res.status === 400 || res.status === 409)
+      return { accepted: false, alreadyFinal: true, state: known, providerStatus };
     const err = this.http.error(res, 'cancel', ctx);
     if (res.status === 405 || res.status === 501) throw new ProviderError('unsupported', err.message, err.details);
     throw err;

@@ -30,7 +30,13 @@ export const scraperApiWebhook: ProviderWebhook = {
     const ref = p.data.meta?.[SCRAPERAPI_REF_FIELD];
     return {
       ok: true,
-      event: { eventId: `${p.data.id}:${p.data.status}`, type: `job.${p.data.status}`, taskId: p.data.id, clientRef: typeof ref === 'string' ? ref : null, providerStatus: p.data.status },
+      event: {
+        eventId: `${p.data.id}:${p.data.status}`,
+        type: `job.${p.data.status}`,
+        taskId: p.data.id,
+        clientRef: typeof ref === 'string' ? ref : null,
+        providerStatus: p.data.status,
+      },
     };
   },
 };

@@ -41,7 +41,8 @@ export function sniffMediaType(bytes: Buffer): string | null {
 /** True for a body that is a PDF (by its media type, or by its bytes when the type is missing or generic). */
 export function isPdf(body: BinaryBody): boolean {
   if (body.contentType === 'application/pdf' || body.contentType === 'application/x-pdf') return true;
-  if (body.contentType && body.contentType !== 'application/octet-stream' && body.contentType !== 'binary/octet-stream') return false;
+  if (body.contentType && body.contentType !== 'application/octet-stream' && body.contentType !== 'binary/octet-stream')
+    return false;
   return sniffMediaType(body.bytes) === 'application/pdf';
 }
 
@@ -75,7 +76,10 @@ const MD_INLINE = /[\\`*_[\]<>|~]/g;
 /** One paragraph (trimmed) as Markdown that renders as the same plain text. */
 function markdownParagraph(p: string): string {
   // Inline marks escaped; a paragraph that starts like a heading, quote, list item or rule would not stay a paragraph.
-  return p.replace(MD_INLINE, (c) => `\\${c}`).replace(/^([#>+\-=])/, '\\$1').replace(/^(\d+)([.)])/, '$1\\$2');
+  return p
+    .replace(MD_INLINE, (c) => `\\${c}`)
+    .replace(/^([#>+\-=])/, '\\$1')
+    .replace(/^(\d+)([.)])/, '$1\\$2');
 }
 
 /** The paragraphs of one page's text: blocks separated by blank lines, each block's lines joined by spaces. */
@@ -155,8 +159,20 @@ export async function withBinaryText(result: ProviderResult): Promise<ProviderRe
   if (result.body && isPdf(result.body) && blank(result.text)) {
     const r = await fromPdf(result.body);
     out = r.ok
-      ? { ...result, title: r.pdf.title ?? result.title, text: r.pdf.text || null, markdown: blank(result.markdown) ? r.pdf.markdown || null : result.markdown, contentLength: result.body.size }
-      : { ...result, contentLength: result.body.size, contentNote: result.contentNote ?? `binary body kept (${result.body.contentType ?? 'PDF'}, ${result.body.size} bytes); its text could not be extracted: ${r.reason}` };
+      ? {
+          ...result,
+          title: r.pdf.title ?? result.title,
+          text: r.pdf.text || null,
+          markdown: blank(result.markdown) ? r.pdf.markdown || null : result.markdown,
+          contentLength: result.body.size,
+        }
+      : {
+          ...result,
+          contentLength: result.body.size,
+          contentNote:
+            result.contentNote ??
+            `binary body kept (${result.body.contentType ?? 'PDF'}, ${result.body.size} bytes); its text could not be extracted: ${r.reason}`,
+        };
   }
   if (!result.documents?.some((d) => d.body && isPdf(d.body) && blank(d.text))) return out;
   const documents: ResultDocument[] = [];
@@ -166,7 +182,16 @@ export async function withBinaryText(result: ProviderResult): Promise<ProviderRe
       continue;
     }
     const r = await fromPdf(d.body);
-    documents.push(r.ok ? { ...d, title: r.pdf.title ?? d.title ?? null, text: r.pdf.text || null, markdown: blank(d.markdown) ? r.pdf.markdown || null : d.markdown } : d);
+    documents.push(
+      r.ok
+        ? {
+            ...d,
+            title: r.pdf.title ?? d.title ?? null,
+            text: r.pdf.text || null,
+            markdown: blank(d.markdown) ? r.pdf.markdown || null : d.markdown,
+          }
+        : d,
+    );
   }
   return { ...out, documents };
 }

@@ -19,6 +19,7 @@ export const CredentialSchema = z.union([
       .trim()
       .min(1, 'apiKey is blank')
       // No control character (a line break inside a key cannot be sent in a header and would be split in records).
+      // eslint-disable-next-line no-control-regex -- finding control characters is the point
       .regex(/^[^\x00-\x1f\x7f]*$/, 'apiKey contains a control character (a line break or tab inside the key?)'),
   }),
   z.strictObject({ apiKeyEnv: z.string().trim().min(1, 'apiKeyEnv is blank') }),
@@ -40,18 +41,33 @@ export type Credentials = z.infer<typeof CredentialsSchema>;
  * the shared limiter; never the value itself). Throws an `Error` when none is configured or the
  * named environment variable is empty.
  */
-export function resolveCredential(entry: { credentials: Credentials }, providerName: string, account: string, env: NodeJS.ProcessEnv = process.env): { apiKey: string; label: string } {
+export function resolveCredential(
+  entry: { credentials: Credentials },
+  providerName: string,
+  account: string,
+  env: NodeJS.ProcessEnv = process.env,
+): { apiKey: string; label: string } {
   const own = entry.credentials.accounts[account];
   const cred = own ?? entry.credentials.default;
-  if (!cred) throw new Error(`no credentials for provider "${providerName}" and account "${account}" in the worker configuration`);
+  if (!cred)
+    throw new Error(
+      `no credentials for provider "${providerName}" and account "${account}" in the worker configuration`,
+    );
   const label = `${providerName}/${own ? account : 'default'}`;
   // Trimmed: a key read from a mounted secret file often ends in a newline, which HTTP drops
   // anyway; the redactor must know the value the provider sees (and may echo).
   if ('apiKey' in cred) return { apiKey: cred.apiKey.trim(), label };
   const raw = env[cred.apiKeyEnv];
   const v = raw?.trim();
-  if (!v) throw new Error(`environment variable ${cred.apiKeyEnv} (credentials of ${label}) is ${raw === undefined || raw === '' ? 'not set' : 'blank'}`);
-  if (/[\x00-\x1f\x7f]/.test(v)) throw new Error(`environment variable ${cred.apiKeyEnv} (credentials of ${label}) contains a control character (a line break or tab inside the key?)`);
+  if (!v)
+    throw new Error(
+      `environment variable ${cred.apiKeyEnv} (credentials of ${label}) is ${raw === undefined || raw === '' ? 'not set' : 'blank'}`,
+    );
+  // eslint-disable-next-line no-control-regex -- finding control characters is the point
+  if (/[\x00-\x1f\x7f]/.test(v))
+    throw new Error(
+      `environment variable ${cred.apiKeyEnv} (credentials of ${label}) contains a control character (a line break or tab inside the key?)`,
+    );
   return { apiKey: v, label };
 }
 
@@ -59,7 +75,10 @@ export function resolveCredential(entry: { credentials: Credentials }, providerN
  * Every credential value an entry configures that can be read now (literal keys, and the values of
  * the named environment variables that are set), each expanded by {@link credentialSecrets}.
  */
-export function configuredCredentialValues(entry: { credentials: Credentials }, env: NodeJS.ProcessEnv = process.env): string[] {
+export function configuredCredentialValues(
+  entry: { credentials: Credentials },
+  env: NodeJS.ProcessEnv = process.env,
+): string[] {
   const out: string[] = [];
   for (const c of [entry.credentials.default, ...Object.values(entry.credentials.accounts)]) {
     if (!c) continue;
@@ -93,7 +112,13 @@ export function credentialSecrets(raw: string): string[] {
 export function splitBasicCredential(value: string, providerName: string): { user: string; password: string } {
   const colon = value.indexOf(':');
   if (colon <= 0) {
-    throw new ProviderError('permanent', `the credential of provider ${providerName} must be "user:password" for Basic authentication`, { code: 'BAD_CREDENTIALS' });
+    throw new ProviderError(
+      'permanent',
+      `the credential of provider ${providerName} must be "user:password" for Basic authentication`,
+      {
+        code: 'BAD_CREDENTIALS',
+      },
+    );
   }
   return { user: value.slice(0, colon), password: value.slice(colon + 1) };
 }

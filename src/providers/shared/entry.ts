@@ -49,7 +49,12 @@ export const LimitsSchema = z.strictObject({
    * the key calls the provider (status reads go on); after it one submit goes first as a probe
    * and the others follow one at a time. Shared by every worker through the store.
    */
-  quotaHoldMs: z.number().int().min(1_000).max(7 * 86_400_000).default(DEFAULT_QUOTA_HOLD_MS),
+  quotaHoldMs: z
+    .number()
+    .int()
+    .min(1_000)
+    .max(7 * 86_400_000)
+    .default(DEFAULT_QUOTA_HOLD_MS),
 });
 
 /**
@@ -57,10 +62,13 @@ export const LimitsSchema = z.strictObject({
  * kind's defaults and {@link DEFAULT_POLL_POLICY}, under each job's own `policy`
  * (see `effectivePolicy` in `policy.ts`).
  */
-export const PollDefaultsSchema = PollPolicySchema.refine((p) => p.initialDelayMs === undefined || p.maxDelayMs === undefined || p.initialDelayMs <= p.maxDelayMs, {
-  message: 'poll.initialDelayMs must not exceed poll.maxDelayMs',
-  path: ['initialDelayMs'],
-});
+export const PollDefaultsSchema = PollPolicySchema.refine(
+  (p) => p.initialDelayMs === undefined || p.maxDelayMs === undefined || p.initialDelayMs <= p.maxDelayMs,
+  {
+    message: 'poll.initialDelayMs must not exceed poll.maxDelayMs',
+    path: ['initialDelayMs'],
+  },
+);
 
 /** Bounds of one result read ({@link ResultLimits}); missing fields take {@link DEFAULT_RESULT_LIMITS}. */
 export const ResultLimitsSchema = z
@@ -68,7 +76,11 @@ export const ResultLimitsSchema = z
     /** Most documents accepted for one task (count). */
     maxDocuments: z.number().int().min(1).max(10_000_000),
     /** Most bytes of result text (JSON-serialised documents) accepted for one task. Max 4 GiB. */
-    maxBytes: z.number().int().min(1).max(4 * 1024 ** 3),
+    maxBytes: z
+      .number()
+      .int()
+      .min(1)
+      .max(4 * 1024 ** 3),
     /** Documents asked per page where the provider takes a page size (count). */
     pageSize: z.number().int().min(1).max(10_000),
   })
@@ -131,7 +143,9 @@ export type CommonEntry = z.infer<z.ZodObject<CommonShape>> & { kind: string };
  * strict object schema: the entry schema of that kind. A kind field named like a common one is a
  * programming error (thrown at import).
  */
-export function providerEntrySchema<S extends { kind: z.ZodLiteral<string> } & z.ZodRawShape>(kindShape: S): EntrySchemaOf<S> {
+export function providerEntrySchema<S extends { kind: z.ZodLiteral<string> } & z.ZodRawShape>(
+  kindShape: S,
+): EntrySchemaOf<S> {
   for (const k of Object.keys(COMMON_ENTRY_FIELDS)) {
     if (k in kindShape) throw new Error(`provider kind field "${k}" collides with a common entry field`);
   }

@@ -29,7 +29,16 @@
 import type { JobError } from '../../model/types.js';
 
 /** See the table in this module's docs. */
-export type ProviderErrorKind = 'permanent' | 'cooldown' | 'transient' | 'ambiguous' | 'not_found' | 'conflict' | 'unsupported' | 'task_failed' | 'expired';
+export type ProviderErrorKind =
+  | 'permanent'
+  | 'cooldown'
+  | 'transient'
+  | 'ambiguous'
+  | 'not_found'
+  | 'conflict'
+  | 'unsupported'
+  | 'task_failed'
+  | 'expired';
 
 /** Sanitised evidence of one failed provider exchange (an incident record). */
 export interface ProviderEvidence {
@@ -118,10 +127,19 @@ export function isQuotaExhausted(e: unknown): boolean {
  * own code kept as `details.providerCode`; message, HTTP status, evidence and any stated wait
  * (`retryAfterMs`, which lengthens the hold of submits) unchanged.
  */
-export function quotaExhausted(kind: 'permanent' | 'task_failed', err: Pick<ProviderError, 'message' | 'details'>): ProviderError {
+export function quotaExhausted(
+  kind: 'permanent' | 'task_failed',
+  err: Pick<ProviderError, 'message' | 'details'>,
+): ProviderError {
   const { code, ...rest } = err.details;
   const providerCode = rest.providerCode ?? (code !== QUOTA_EXHAUSTED ? code : undefined);
-  return new ProviderError(kind, err.message, { ...rest, code: QUOTA_EXHAUSTED, quota: true, ...(providerCode !== undefined ? { providerCode } : {}), keyWide: undefined });
+  return new ProviderError(kind, err.message, {
+    ...rest,
+    code: QUOTA_EXHAUSTED,
+    quota: true,
+    ...(providerCode !== undefined ? { providerCode } : {}),
+    keyWide: undefined,
+  });
 }
 
 /**
@@ -152,7 +170,8 @@ const QUOTA_TEXT = new RegExp(
 );
 
 /** A quota stated per unit of time is a rate limit: it comes back by itself within that unit. */
-const RATE_TEXT = /\bper\s+(second|minute|hour)\b|\/\s*(s|sec|second|min|minute|h|hr|hour)\b|\brate\b|\breq(uests)?\/(s|min)\b/i;
+const RATE_TEXT =
+  /\bper\s+(second|minute|hour)\b|\/\s*(s|sec|second|min|minute|h|hr|hour)\b|\brate\b|\breq(uests)?\/(s|min)\b/i;
 
 /**
  * True when a provider's error code or text says the account's quota or credits are used up

@@ -49,7 +49,11 @@ export function pageFromRaw(raw: RawPage): ProviderResult {
       // A generic type says nothing: the bytes tell what the file is when they can.
       const specific = raw.contentType && !/octet-stream/i.test(raw.contentType) ? raw.contentType : null;
       const page = extracted(raw, null);
-      return { ...page, contentLength: raw.bytes.length, body: binaryBody(raw.bytes, specific ?? sniffed ?? raw.contentType ?? 'application/octet-stream') };
+      return {
+        ...page,
+        contentLength: raw.bytes.length,
+        body: binaryBody(raw.bytes, specific ?? sniffed ?? raw.contentType ?? 'application/octet-stream'),
+      };
     }
     return extracted(raw, raw.bytes);
   }
@@ -73,7 +77,11 @@ function extracted(raw: RawPage, bytes: Buffer | null): ProviderResult {
   };
   if (bytes === null) return { ...base, title: null, text: null, markdown: null, contentLength: null };
   try {
-    const page = extractPage(bytes, { url: finalUrl ?? raw.url, contentType: raw.contentType ?? undefined, checkReaderable: false });
+    const page = extractPage(bytes, {
+      url: finalUrl ?? raw.url,
+      contentType: raw.contentType ?? undefined,
+      checkReaderable: false,
+    });
     return {
       ...base,
       title: page.title,
@@ -88,6 +96,12 @@ function extracted(raw: RawPage, bytes: Buffer | null): ProviderResult {
       contentLength: bytes.length,
     };
   } catch {
-    return { ...base, title: null, text: raw.body ?? bytes.toString('utf8'), markdown: null, contentLength: bytes.length };
+    return {
+      ...base,
+      title: null,
+      text: raw.body ?? bytes.toString('utf8'),
+      markdown: null,
+      contentLength: bytes.length,
+    };
   }
 }

@@ -19,9 +19,23 @@ import { credentialSecrets } from './credentials.js';
 import { ProviderError, quotaExhausted, saysQuotaExhausted, type ProviderEvidence } from './errors.js';
 import type { CallContext, SubmitContext } from '../adapter.js';
 import { tokenOfCallbackUrl } from './webhook.js';
-import { appendQuery, joinUrl, placeCredential, type CredentialPlacement, type FormBody, type QueryParams } from './request.js';
+import {
+  appendQuery,
+  joinUrl,
+  placeCredential,
+  type CredentialPlacement,
+  type FormBody,
+  type QueryParams,
+} from './request.js';
 
-export { joinUrl, path, placeCredential, type CredentialPlacement, type FormBody, type QueryParams } from './request.js';
+export {
+  joinUrl,
+  path,
+  placeCredential,
+  type CredentialPlacement,
+  type FormBody,
+  type QueryParams,
+} from './request.js';
 
 /** `submit` calls create work (outcome ambiguous on reset/timeout/5xx); `read` and `cancel` calls do not. */
 export type CallPhase = 'submit' | 'read' | 'cancel';
@@ -54,7 +68,14 @@ export interface ProviderResponse {
   evidence: ProviderEvidence;
 }
 
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** Response headers kept as evidence (sanitised). */
 const KEPT_HEADERS = ['retry-after', 'x-request-id', 'idempotent-replayed', 'content-type', 'location'];
@@ -86,11 +107,19 @@ async function exchange(req: ProviderRequest): Promise<ProviderResponse> {
   const at = new Date().toISOString();
   const endpoint = `${req.method} ${sanitizeUrl(req.url, req.secrets)}`;
   const params = req.form === undefined ? undefined : formParams(req.form);
-  const sent = params ? Object.fromEntries([...new Set(params.keys())].map((k) => [k, params.getAll(k).length > 1 ? params.getAll(k) : params.get(k)])) : req.json;
+  const sent = params
+    ? Object.fromEntries(
+        [...new Set(params.keys())].map((k) => [k, params.getAll(k).length > 1 ? params.getAll(k) : params.get(k)]),
+      )
+    : req.json;
   const requestEvidence = sent === undefined ? undefined : sanitizeBody(sent, req.secrets);
   const timeout = AbortSignal.timeout(req.timeoutMs);
   const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
-  const contentType: Record<string, string> = params ? { 'content-type': 'application/x-www-form-urlencoded' } : req.json !== undefined ? { 'content-type': 'application/json' } : {};
+  const contentType: Record<string, string> = params
+    ? { 'content-type': 'application/x-www-form-urlencoded' }
+    : req.json !== undefined
+      ? { 'content-type': 'application/json' }
+      : {};
   let res: Response;
   try {
     res = await fetch(req.url, {
@@ -137,15 +166,24 @@ function networkError(e: unknown, req: ProviderRequest, ev: ProviderEvidence): P
   const code = err.cause?.code;
   const timedOut = err.name === 'TimeoutError' || (err.name === 'AbortError' && !req.signal?.aborted);
   const cancelled = err.name === 'AbortError' && req.signal?.aborted;
-  const what = timedOut ? `timed out after ${req.timeoutMs} ms` : cancelled ? 'was cancelled' : `failed: ${err.cause?.message ?? err.message ?? String(e)}${code ? ` (${code})` : ''}`;
+  const what = timedOut
+    ? `timed out after ${req.timeoutMs} ms`
+    : cancelled
+      ? 'was cancelled'
+      : `failed: ${err.cause?.message ?? err.message ?? String(e)}${code ? ` (${code})` : ''}`;
   const message = redactSecrets(`${ev.endpoint} ${what}`, req.secrets);
   const notSent = code !== undefined && NOT_SENT_CODES.has(code);
   const kind = req.phase === 'submit' && !notSent ? 'ambiguous' : 'transient';
-  return new ProviderError(kind, message, { code: timedOut ? 'TIMEOUT' : (code ?? 'NETWORK'), httpStatus: ev.httpStatus, evidence: ev });
+  return new ProviderError(kind, message, {
+    code: timedOut ? 'TIMEOUT' : (code ?? 'NETWORK'),
+    httpStatus: ev.httpStatus,
+    evidence: ev,
+  });
 }
 
 /** Codes by which providers say "too many concurrent runs: try later" on a non-429 status (providers.md: Apify's 400/402). */
-const CONCURRENCY_CODES = /^(CONCURRENCY_LIMIT|concurrent-runs-limit-exceeded|too-many-concurrent-runs|rate-limit-exceeded|RATE_LIMITED)$/i;
+const CONCURRENCY_CODES =
+  /^(CONCURRENCY_LIMIT|concurrent-runs-limit-exceeded|too-many-concurrent-runs|rate-limit-exceeded|RATE_LIMITED)$/i;
 
 /**
  * Classifies a non-2xx response into a {@link ProviderError}: a concurrency code → `cooldown`;
@@ -155,11 +193,25 @@ const CONCURRENCY_CODES = /^(CONCURRENCY_LIMIT|concurrent-runs-limit-exceeded|to
  * `transient`, any other 4xx → `permanent`. `code` and `message` are what the adapter extracted
  * from the provider's error body; the message is redacted with `secrets`.
  */
-export function httpError(res: ProviderResponse, phase: CallPhase, code: string | undefined, message: string | undefined, secrets: readonly string[]): ProviderError {
+export function httpError(
+  res: ProviderResponse,
+  phase: CallPhase,
+  code: string | undefined,
+  message: string | undefined,
+  secrets: readonly string[],
+): ProviderError {
   const status = res.status;
-  const msg = redactSecrets(`${res.evidence.endpoint} answered ${status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`, secrets);
+  const msg = redactSecrets(
+    `${res.evidence.endpoint} answered ${status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`,
+    secrets,
+  );
   const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), Date.now()) ?? parseWaitFromMessage(message);
-  const details = { code: code === undefined ? undefined : redactSecrets(code, secrets), httpStatus: status, retryAfterMs, evidence: res.evidence };
+  const details = {
+    code: code === undefined ? undefined : redactSecrets(code, secrets),
+    httpStatus: status,
+    retryAfterMs,
+    evidence: res.evidence,
+  };
   if (code !== undefined && CONCURRENCY_CODES.test(code)) return new ProviderError('cooldown', msg, details);
   if (isQuotaAnswer(status, code, message)) return quotaExhausted('permanent', { message: msg, details });
   if (status === 429) return new ProviderError('cooldown', msg, details);
@@ -203,7 +255,8 @@ export function statedLimitOf(body: unknown): number | undefined {
  * characters become the message. Unknown shapes give no code and the text as the message.
  */
 export function errorDetails(res: Pick<ProviderResponse, 'body' | 'text'>): { code?: string; message?: string } {
-  const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined);
+  const str = (v: unknown): string | undefined =>
+    typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined;
   const b = res.body;
   if (typeof b === 'string') return { message: b.slice(0, 500) };
   if (b && typeof b === 'object' && !Array.isArray(b)) {
@@ -211,9 +264,16 @@ export function errorDetails(res: Pick<ProviderResponse, 'body' | 'text'>): { co
     const e = o.error;
     if (e && typeof e === 'object' && !Array.isArray(e)) {
       const eo = e as Record<string, unknown>;
-      return { code: str(eo.code) ?? str(eo.type) ?? str(o.code), message: str(eo.message) ?? str(eo.detail) ?? str(o.message) };
+      return {
+        code: str(eo.code) ?? str(eo.type) ?? str(o.code),
+        message: str(eo.message) ?? str(eo.detail) ?? str(o.message),
+      };
     }
-    const code = str(o.code) ?? str(o.type) ?? str(o.error_code) ?? (typeof o.status === 'string' && o.status !== 'error' ? o.status : undefined);
+    const code =
+      str(o.code) ??
+      str(o.type) ??
+      str(o.error_code) ??
+      (typeof o.status === 'string' && o.status !== 'error' ? o.status : undefined);
     const message = str(e) ?? str(o.message) ?? str(o.detail) ?? str(o.error_description) ?? str(o.title);
     if (code !== undefined || message !== undefined) return { code, message };
   }
@@ -293,14 +353,23 @@ export class ProviderHttp {
     if (o.url !== undefined) {
       const target = new URL(o.url);
       if (target.origin !== new URL(this.opts.baseUrl).origin) {
-        throw new ProviderError('permanent', `provider ${this.opts.provider} pointed at ${sanitizeUrl(o.url, secrets)}, outside its base URL's origin; not followed`, { code: 'FOREIGN_URL' });
+        throw new ProviderError(
+          'permanent',
+          `provider ${this.opts.provider} pointed at ${sanitizeUrl(o.url, secrets)}, outside its base URL's origin; not followed`,
+          { code: 'FOREIGN_URL' },
+        );
       }
       appendQuery(target, o.query);
       url = target.toString();
     } else {
       url = this.url(o.path ?? '/', o.query);
     }
-    const placed = placeCredential({ url, headers: { ...this.opts.headers, ...o.headers }, json: o.json, form: o.form }, o.auth ?? this.opts.auth, ctx.apiKey, this.opts.provider);
+    const placed = placeCredential(
+      { url, headers: { ...this.opts.headers, ...o.headers }, json: o.json, form: o.form },
+      o.auth ?? this.opts.auth,
+      ctx.apiKey,
+      this.opts.provider,
+    );
     return providerFetch({
       method: o.method,
       ...placed,
@@ -324,7 +393,12 @@ export class ProviderHttp {
   }
 
   /** The classified error of a non-2xx answer; `override` replaces the extracted code or message. */
-  error(res: ProviderResponse, phase: CallPhase, ctx: CallContext, override: { code?: string; message?: string } = {}): ProviderError {
+  error(
+    res: ProviderResponse,
+    phase: CallPhase,
+    ctx: CallContext,
+    override: { code?: string; message?: string } = {},
+  ): ProviderError {
     const d = { ...(this.opts.errorDetails ?? errorDetails)(res), ...override };
     const classified = httpError(res, phase, d.code, d.message, callSecrets(ctx));
     const err = this.opts.classify ? this.opts.classify(classified, res, phase) : classified;
@@ -345,11 +419,15 @@ export class ProviderHttp {
 
   /** Throws the `INVALID_RESPONSE` error of {@link parse} for `detail`. */
   invalid(res: ProviderResponse, phase: CallPhase, detail: string): never {
-    throw new ProviderError(phase === 'submit' ? 'ambiguous' : 'transient', `${res.evidence.endpoint} answered ${res.status} with an unexpected ${truncate(detail, 1000)}`, {
-      httpStatus: res.status,
-      evidence: res.evidence,
-      code: 'INVALID_RESPONSE',
-    });
+    throw new ProviderError(
+      phase === 'submit' ? 'ambiguous' : 'transient',
+      `${res.evidence.endpoint} answered ${res.status} with an unexpected ${truncate(detail, 1000)}`,
+      {
+        httpStatus: res.status,
+        evidence: res.evidence,
+        code: 'INVALID_RESPONSE',
+      },
+    );
   }
 
   /** The provider's polling guidance of a response (Retry-After), ms. */

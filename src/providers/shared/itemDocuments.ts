@@ -63,7 +63,11 @@ export interface ItemIdentity {
  * non-object item (a bare string or number) is kept as `data: {value}` with no URL. `secrets`:
  * values to redact.
  */
-export function documentFromItem(item: unknown, secrets: readonly string[], identity: ItemIdentity = {}): ResultDocument {
+export function documentFromItem(
+  item: unknown,
+  secrets: readonly string[],
+  identity: ItemIdentity = {},
+): ResultDocument {
   if (!item || typeof item !== 'object' || Array.isArray(item)) {
     const doc: ResultDocument = { url: null, data: { value: sanitizeBody(item, secrets) } };
     return { ...doc, identity: documentIdentity(doc, { position: identity.position }) };
@@ -72,7 +76,10 @@ export function documentFromItem(item: unknown, secrets: readonly string[], iden
   const { text, markdown, ...fields } = clean;
   const rawId = identity.idField !== undefined ? fields[identity.idField] : undefined;
   const providerId = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
-  const rest = providerId !== null && identity.idField !== undefined ? Object.fromEntries(Object.entries(fields).filter(([k]) => k !== identity.idField)) : fields;
+  const rest =
+    providerId !== null && identity.idField !== undefined
+      ? Object.fromEntries(Object.entries(fields).filter(([k]) => k !== identity.idField))
+      : fields;
   const doc: ResultDocument = {
     url: firstString(clean, ['url', 'loadedUrl', 'request.url']),
     finalUrl: firstString(clean, ['loadedUrl', 'finalUrl', 'final_url']),

@@ -30,7 +30,11 @@ export class MemoryCooldowns implements SharedCooldowns {
     else if (untilMs > r.untilMs) Object.assign(r, { untilMs, reason });
   }
 
-  async claimRelease(label: string, nowMs: number, spacingMs: number): Promise<{ slotMs: number; untilMs: number; reason: string } | undefined> {
+  async claimRelease(
+    label: string,
+    nowMs: number,
+    spacingMs: number,
+  ): Promise<{ slotMs: number; untilMs: number; reason: string } | undefined> {
     const r = this.rows.get(label);
     if (!r) return undefined;
     const slotMs = Math.max(r.releaseNextMs, r.untilMs, nowMs);
@@ -122,7 +126,9 @@ export class KeyLimiter {
   ) {
     this.submitLabel = `${label}/submits`;
     this.queue = new PQueue(
-      opts.minIntervalMs > 0 ? { concurrency: opts.maxConcurrent, intervalCap: 1, interval: opts.minIntervalMs } : { concurrency: opts.maxConcurrent },
+      opts.minIntervalMs > 0
+        ? { concurrency: opts.maxConcurrent, intervalCap: 1, interval: opts.minIntervalMs }
+        : { concurrency: opts.maxConcurrent },
     );
     this.spacingMs = Math.max(opts.minIntervalMs, RELEASE_SPACING_FLOOR_MS);
     this.quotaHoldMs = opts.quotaHoldMs ?? DEFAULT_QUOTA_HOLD_MS;
@@ -164,13 +170,19 @@ export class KeyLimiter {
     }
     const a = mine ?? { untilMs: 0, reason: '', releaseNextMs: 0 };
     const b = theirs ?? { untilMs: 0, reason: '', releaseNextMs: 0 };
-    return { untilMs: Math.max(a.untilMs, b.untilMs), reason: a.untilMs >= b.untilMs ? a.reason : b.reason, releaseNextMs: Math.max(a.releaseNextMs, b.releaseNextMs) };
+    return {
+      untilMs: Math.max(a.untilMs, b.untilMs),
+      reason: a.untilMs >= b.untilMs ? a.reason : b.reason,
+      releaseNextMs: Math.max(a.releaseNextMs, b.releaseNextMs),
+    };
   }
 
   /** Of `labels`, the one whose cool-down and release queue end last, with the latest end of any cool-down among them. */
   private async latest(labels: string[]): Promise<CooldownState & { label: string }> {
     const states = await Promise.all(labels.map(async (label) => ({ label, ...(await this.read(label)) })));
-    const last = states.reduce((x, y) => (Math.max(y.untilMs, y.releaseNextMs) > Math.max(x.untilMs, x.releaseNextMs) ? y : x));
+    const last = states.reduce((x, y) =>
+      Math.max(y.untilMs, y.releaseNextMs) > Math.max(x.untilMs, x.releaseNextMs) ? y : x,
+    );
     const ending = states.reduce((x, y) => (y.untilMs > x.untilMs ? y : x));
     return { ...last, untilMs: ending.untilMs, reason: ending.reason };
   }
@@ -196,8 +208,18 @@ export class KeyLimiter {
   }
 
   private sentAway(waitMs: number, hold: CooldownState & { label: string }): ProviderError {
-    const what = hold.label === this.submitLabel ? `submits of provider key ${this.label} are held` : `provider key ${this.label} is cooling down`;
-    return new ProviderError('cooldown', `${what} (${hold.reason || 'cool-down'}); this call leaves at its release slot in ${waitMs} ms`, { code: 'LOCAL_COOLDOWN', retryAfterMs: waitMs });
+    const what =
+      hold.label === this.submitLabel
+        ? `submits of provider key ${this.label} are held`
+        : `provider key ${this.label} is cooling down`;
+    return new ProviderError(
+      'cooldown',
+      `${what} (${hold.reason || 'cool-down'}); this call leaves at its release slot in ${waitMs} ms`,
+      {
+        code: 'LOCAL_COOLDOWN',
+        retryAfterMs: waitMs,
+      },
+    );
   }
 
   /**
@@ -206,9 +228,14 @@ export class KeyLimiter {
    * cool-down read again after each wait. Throws `LOCAL_COOLDOWN` when the slot is more than
    * `maxWaitMs` away.
    */
-  private async admit(labels: string[], maxWaitMs: number, caller: string | undefined, onHeld?: LimitedCall['onHeld']): Promise<void> {
+  private async admit(
+    labels: string[],
+    maxWaitMs: number,
+    caller: string | undefined,
+    onHeld?: LimitedCall['onHeld'],
+  ): Promise<void> {
     let held = caller === undefined ? undefined : this.claims.get(caller);
-    for (let claims = 0; ; ) {
+    for (let claims = 0; ;) {
       const now = this.now();
       const hold = await this.latest(labels);
       if (held !== undefined && held >= hold.untilMs) {
@@ -252,7 +279,12 @@ export class KeyLimiter {
       const out = await this.queue.add(
         async () => {
           // A cool-down this process learned while the call waited behind others: back to the gate.
-          if ((await Promise.all(labels.map((l) => this.memory.readCooldown(l)))).some((c) => c !== undefined && c.untilMs > this.now())) return RETRY;
+          if (
+            (await Promise.all(labels.map((l) => this.memory.readCooldown(l)))).some(
+              (c) => c !== undefined && c.untilMs > this.now(),
+            )
+          )
+            return RETRY;
           try {
             return { value: await fn() };
           } catch (e) {
@@ -270,8 +302,17 @@ export class KeyLimiter {
   private async learn(e: unknown, defaultCoolDownMs: number): Promise<void> {
     if (!isProviderError(e)) return;
     if (isQuotaExhausted(e)) {
-      const why = [e.details.providerCode, e.details.httpStatus !== undefined ? `HTTP ${e.details.httpStatus}` : undefined].filter(Boolean).join(', ');
-      await this.coolDown(Math.max(this.quotaHoldMs, e.details.retryAfterMs ?? 0), `quota exhausted${why ? ` (${why})` : ''}`, 'submits');
+      const why = [
+        e.details.providerCode,
+        e.details.httpStatus !== undefined ? `HTTP ${e.details.httpStatus}` : undefined,
+      ]
+        .filter(Boolean)
+        .join(', ');
+      await this.coolDown(
+        Math.max(this.quotaHoldMs, e.details.retryAfterMs ?? 0),
+        `quota exhausted${why ? ` (${why})` : ''}`,
+        'submits',
+      );
       return;
     }
     // A concurrency refusal limits submits only (the adaptive active-jobs limit handles it),

@@ -84,15 +84,33 @@ export class ResultBudget {
     this.bytes += bytes;
     this.pages++;
     if (this.documents > this.limits.maxDocuments) {
-      throw tooLarge(this.provider, this.taskId, `more than ${this.limits.maxDocuments} documents`, 'maxDocuments', this.limits.maxDocuments);
+      throw tooLarge(
+        this.provider,
+        this.taskId,
+        `more than ${this.limits.maxDocuments} documents`,
+        'maxDocuments',
+        this.limits.maxDocuments,
+      );
     }
     if (this.bytes > this.limits.maxBytes) {
-      throw tooLarge(this.provider, this.taskId, `more than ${this.limits.maxBytes} bytes of documents`, 'maxBytes', this.limits.maxBytes);
+      throw tooLarge(
+        this.provider,
+        this.taskId,
+        `more than ${this.limits.maxBytes} bytes of documents`,
+        'maxBytes',
+        this.limits.maxBytes,
+      );
     }
   }
 }
 
-function tooLarge(provider: string, taskId: string, what: string, key: 'maxDocuments' | 'maxBytes', value: number): ProviderError {
+function tooLarge(
+  provider: string,
+  taskId: string,
+  what: string,
+  key: 'maxDocuments' | 'maxBytes',
+  value: number,
+): ProviderError {
   return new ProviderError(
     'permanent',
     `the result of task ${taskId} at provider ${provider} has ${what} (limit results.${key} = ${value}); raise "providers.${provider}.results.${key}" in the configuration to accept it, then resume the job`,
@@ -104,7 +122,12 @@ function tooLarge(provider: string, taskId: string, what: string, key: 'maxDocum
  * Checks a complete result (single page plus its documents, e.g. an inline `data[]`) against the
  * limits. Throws `RESULT_TOO_LARGE` (permanent).
  */
-export function enforceResultLimits(result: ProviderResult, limits: ResultLimits, provider: string, taskId: string): ProviderResult {
+export function enforceResultLimits(
+  result: ProviderResult,
+  limits: ResultLimits,
+  provider: string,
+  taskId: string,
+): ProviderResult {
   const docs = result.documents ?? [];
   const budget = new ResultBudget(provider, taskId, limits);
   const { documents: _d, ...page } = result;
@@ -119,16 +142,30 @@ interface ReadPage<T, P> {
   start?: number | null;
 }
 
-async function collect<T, P, U>(opts: PageReadOptions<T>, first: P, read: (pos: P) => Promise<ReadPage<T, P>>, same: (a: P, b: P) => boolean, map: ItemMapper<T, U>): Promise<U[]> {
+async function collect<T, P, U>(
+  opts: PageReadOptions<T>,
+  first: P,
+  read: (pos: P) => Promise<ReadPage<T, P>>,
+  same: (a: P, b: P) => boolean,
+  map: ItemMapper<T, U>,
+): Promise<U[]> {
   const budget = new ResultBudget(opts.provider, opts.taskId, opts.limits);
   const sizeOf = opts.sizeOf ?? jsonBytes;
   const out: U[] = [];
   let pos: P | null = first;
   let emptyRereads = 0;
   while (pos !== null) {
-    if (opts.signal?.aborted) throw new ProviderError('transient', `reading the result of task ${opts.taskId} was cancelled after ${budget.pages} pages`, { code: 'CANCELLED' });
+    if (opts.signal?.aborted)
+      throw new ProviderError(
+        'transient',
+        `reading the result of task ${opts.taskId} was cancelled after ${budget.pages} pages`,
+        { code: 'CANCELLED' },
+      );
     const page: ReadPage<T, P> = await read(pos);
-    budget.add(page.items.length, page.items.reduce((n, it) => n + sizeOf(it), 0));
+    budget.add(
+      page.items.length,
+      page.items.reduce((n, it) => n + sizeOf(it), 0),
+    );
     const start = page.start ?? null;
     page.items.forEach((it, i) => out.push(map(it, start === null ? null : start + i)));
     opts.heartbeat?.({ documents: budget.documents, pages: budget.pages });
@@ -139,7 +176,11 @@ async function collect<T, P, U>(opts: PageReadOptions<T>, first: P, read: (pos: 
         pos = page.next;
         continue;
       }
-      throw new ProviderError('transient', `provider ${opts.provider} returned the same page position twice while reading task ${opts.taskId} (page ${budget.pages}); stopped to avoid a loop`, { code: 'PAGINATION_LOOP' });
+      throw new ProviderError(
+        'transient',
+        `provider ${opts.provider} returned the same page position twice while reading task ${opts.taskId} (page ${budget.pages}); stopped to avoid a loop`,
+        { code: 'PAGINATION_LOOP' },
+      );
     }
     emptyRereads = 0;
     pos = page.next;
@@ -147,7 +188,7 @@ async function collect<T, P, U>(opts: PageReadOptions<T>, first: P, read: (pos: 
   return out;
 }
 
-const identityMap = <T,>(item: T) => item;
+const identityMap = <T>(item: T) => item;
 
 /**
  * Offset/limit pagination. `fetch(offset, limit)` reads one page (`limit` = `limits.pageSize`);
@@ -165,7 +206,10 @@ export async function paginateOffset<T, U = T>(
     shortPagesContinue?: boolean;
     emptyPagesContinue?: boolean;
     map?: ItemMapper<T, U>;
-    fetch: (offset: number, limit: number) => Promise<{ items: T[]; done?: boolean; nextOffset?: number; positions?: boolean }>;
+    fetch: (
+      offset: number,
+      limit: number,
+    ) => Promise<{ items: T[]; done?: boolean; nextOffset?: number; positions?: boolean }>;
   },
 ): Promise<U[]> {
   const limit = opts.limits.pageSize;
@@ -176,7 +220,11 @@ export async function paginateOffset<T, U = T>(
       const page = await opts.fetch(offset, limit);
       const empty = page.items.length === 0 && !opts.emptyPagesContinue;
       const end = page.done === true || empty || (!opts.shortPagesContinue && page.items.length < limit);
-      return { items: page.items, next: end ? null : (page.nextOffset ?? offset + limit), start: page.positions === false ? null : offset };
+      return {
+        items: page.items,
+        next: end ? null : (page.nextOffset ?? offset + limit),
+        start: page.positions === false ? null : offset,
+      };
     },
     (a, b) => a <= b,
     (opts.map ?? identityMap) as ItemMapper<T, U>,
@@ -190,7 +238,13 @@ export async function paginateOffset<T, U = T>(
  * mapped by `map` (default: as read).
  */
 export async function paginateCursor<T, U = T>(
-  opts: PageReadOptions<T> & { map?: ItemMapper<T, U>; fetch: (cursor: string | undefined, limit: number) => Promise<{ items: T[]; cursor?: string | null; start?: number | null }> },
+  opts: PageReadOptions<T> & {
+    map?: ItemMapper<T, U>;
+    fetch: (
+      cursor: string | undefined,
+      limit: number,
+    ) => Promise<{ items: T[]; cursor?: string | null; start?: number | null }>;
+  },
 ): Promise<U[]> {
   const limit = opts.limits.pageSize;
   return collect<T, { cursor: string | undefined }, U>(
@@ -213,7 +267,11 @@ export async function paginateCursor<T, U = T>(
  * item in order, mapped by `map` (default: as read).
  */
 export async function paginateNextLink<T, U = T>(
-  opts: PageReadOptions<T> & { firstUrl: string; map?: ItemMapper<T, U>; fetch: (url: string) => Promise<{ items: T[]; next?: string | null; start?: number | null }> },
+  opts: PageReadOptions<T> & {
+    firstUrl: string;
+    map?: ItemMapper<T, U>;
+    fetch: (url: string) => Promise<{ items: T[]; next?: string | null; start?: number | null }>;
+  },
 ): Promise<U[]> {
   return collect(
     opts,
@@ -232,7 +290,10 @@ export async function paginateNextLink<T, U = T>(
  * the document an ID of its own, else its canonical URL with `position` when known, else its URL
  * with a SHA-256 of its content.
  */
-export function withIdentity(doc: ResultDocument, opts: { providerId?: string | number | null; position?: number | null }): ResultDocument {
+export function withIdentity(
+  doc: ResultDocument,
+  opts: { providerId?: string | number | null; position?: number | null },
+): ResultDocument {
   return { ...doc, identity: documentIdentity(doc, opts) };
 }
 
@@ -243,7 +304,11 @@ export function withIdentity(doc: ResultDocument, opts: { providerId?: string | 
  * document without an error also gets that document's text, Markdown, links and binary body on
  * its row (a one-record snapshot is the page itself).
  */
-export function resultFromDocuments(documents: ResultDocument[], submittedUrl: string, opts: { singleFillsRow?: boolean } = {}): ProviderResult {
+export function resultFromDocuments(
+  documents: ResultDocument[],
+  submittedUrl: string,
+  opts: { singleFillsRow?: boolean } = {},
+): ProviderResult {
   const first = documents.find((d) => !d.error) ?? documents[0];
   const only = opts.singleFillsRow && documents.length === 1 && first && !first.error ? first : undefined;
   if (only) {
@@ -260,7 +325,9 @@ export function resultFromDocuments(documents: ResultDocument[], submittedUrl: s
       text: only.text ?? null,
       markdown: only.markdown ?? null,
       links: only.links ?? [],
-      contentLength: only.body?.size ?? (only.markdown ?? only.text ? Buffer.byteLength(only.markdown ?? only.text ?? '', 'utf8') : null),
+      contentLength:
+        only.body?.size ??
+        ((only.markdown ?? only.text) ? Buffer.byteLength(only.markdown ?? only.text ?? '', 'utf8') : null),
       ...(only.body ? { body: only.body } : {}),
       documents,
     };

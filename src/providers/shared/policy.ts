@@ -12,10 +12,19 @@ import { findDescriptor, type ProvidersConfig } from '../kinds.js';
  * The effective {@link PollPolicy} of a job on `providerName` (all durations in ms). An unknown
  * provider (or no configuration) contributes nothing: the defaults under the job's policy.
  */
-export function effectivePolicy(config: Pick<ProvidersConfig, 'providers'> | undefined, providerName: string, jobPolicy: Partial<PollPolicy> | undefined): PollPolicy {
+export function effectivePolicy(
+  config: Pick<ProvidersConfig, 'providers'> | undefined,
+  providerName: string,
+  jobPolicy: Partial<PollPolicy> | undefined,
+): PollPolicy {
   const entry = config?.providers[providerName];
   const kindDefaults = entry ? findDescriptor(entry.kind)?.poll : undefined;
-  return { ...DEFAULT_POLL_POLICY, ...definedOnly(kindDefaults), ...definedOnly(entry?.poll), ...definedOnly(jobPolicy) };
+  return {
+    ...DEFAULT_POLL_POLICY,
+    ...definedOnly(kindDefaults),
+    ...definedOnly(entry?.poll),
+    ...definedOnly(jobPolicy),
+  };
 }
 
 function definedOnly<T extends object>(o: T | undefined): Partial<T> {

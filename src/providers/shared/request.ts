@@ -74,7 +74,13 @@ export function placeCredential(
       return req;
     case 'header': {
       const scheme = auth.scheme ?? 'Bearer';
-      return { ...req, headers: { ...req.headers, [(auth.name ?? 'authorization').toLowerCase()]: scheme ? `${scheme} ${apiKey}` : apiKey } };
+      return {
+        ...req,
+        headers: {
+          ...req.headers,
+          [(auth.name ?? 'authorization').toLowerCase()]: scheme ? `${scheme} ${apiKey}` : apiKey,
+        },
+      };
     }
     case 'query': {
       const u = new URL(req.url);
@@ -83,13 +89,26 @@ export function placeCredential(
     }
     case 'basic': {
       const { user, password } = splitBasicCredential(apiKey, provider);
-      return { ...req, headers: { ...req.headers, authorization: `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}` } };
+      return {
+        ...req,
+        headers: {
+          ...req.headers,
+          authorization: `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`,
+        },
+      };
     }
     case 'body': {
       if (req.form !== undefined) return { ...req, form: { ...req.form, [auth.name]: apiKey } };
       if (req.json === undefined) return { ...req, json: { [auth.name]: apiKey } };
-      if (req.json !== null && typeof req.json === 'object' && !Array.isArray(req.json)) return { ...req, json: { ...(req.json as Record<string, unknown>), [auth.name]: apiKey } };
-      throw new ProviderError('permanent', `provider ${provider}: the credential goes in the body, but this request's body is not a JSON object`, { code: 'BAD_REQUEST_SHAPE' });
+      if (req.json !== null && typeof req.json === 'object' && !Array.isArray(req.json))
+        return { ...req, json: { ...(req.json as Record<string, unknown>), [auth.name]: apiKey } };
+      throw new ProviderError(
+        'permanent',
+        `provider ${provider}: the credential goes in the body, but this request's body is not a JSON object`,
+        {
+          code: 'BAD_REQUEST_SHAPE',
+        },
+      );
     }
   }
 }

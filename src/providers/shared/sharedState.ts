@@ -30,7 +30,11 @@ export interface SharedCooldowns {
    * Claims the next release slot of `label` atomically: `slot = max(releaseNext, until, nowMs)`,
    * then `releaseNext = slot + spacingMs`. Undefined when `label` has no cool-down.
    */
-  claimRelease(label: string, nowMs: number, spacingMs: number): Promise<{ slotMs: number; untilMs: number; reason: string } | undefined>;
+  claimRelease(
+    label: string,
+    nowMs: number,
+    spacingMs: number,
+  ): Promise<{ slotMs: number; untilMs: number; reason: string } | undefined>;
 }
 
 /**

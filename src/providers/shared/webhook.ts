@@ -93,7 +93,13 @@ export function webhookCallback(
   if (!webhook) return {};
   const secret = env[webhook.secretEnv];
   if (!secret) {
-    throw new ProviderError('permanent', `environment variable ${webhook.secretEnv} (webhook secret of provider ${provider}) is not set on the worker`, { code: 'NO_WEBHOOK_SECRET' });
+    throw new ProviderError(
+      'permanent',
+      `environment variable ${webhook.secretEnv} (webhook secret of provider ${provider}) is not set on the worker`,
+      {
+        code: 'NO_WEBHOOK_SECRET',
+      },
+    );
   }
   if (signed) return { callbackUrl: webhook.url, webhookSecret: secret };
   if (jobId === undefined) return {};

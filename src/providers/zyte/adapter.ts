@@ -45,23 +45,55 @@ import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/ev
 import type { ScrapeRequest } from '../../model/types.js';
 import { credentialSecrets } from '../shared/credentials.js';
 import { ProviderError } from '../shared/errors.js';
-import { ProviderHttp, callSecrets, errorDetails, type CallPhase, type FormBody, type ProviderResponse } from '../shared/http.js';
+import {
+  ProviderHttp,
+  callSecrets,
+  errorDetails,
+  type CallPhase,
+  type FormBody,
+  type ProviderResponse,
+} from '../shared/http.js';
 import { documentFromItem } from '../shared/itemDocuments.js';
 import { paginateOffset, resultFromDocuments } from '../shared/pagination.js';
-import type { Accepted, CallContext, CancelAnswer, FindContext, ObservedState, ProviderAdapter, ProviderCapabilities, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
+import type {
+  Accepted,
+  CallContext,
+  CancelAnswer,
+  FindContext,
+  ObservedState,
+  ProviderAdapter,
+  ProviderCapabilities,
+  ResultContext,
+  StatusObservation,
+  SubmitContext,
+} from '../adapter.js';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import { ZYTE_RESERVED_FIELDS, type ZyteEntry } from './config.js';
 
 const JOB_ID = /^\d+\/\d+\/\d+$/;
 
-const RunAnswerSchema = z.looseObject({ status: z.literal('ok'), jobid: z.string().regex(JOB_ID, 'a job key "project/spider/job"') });
+const RunAnswerSchema = z.looseObject({
+  status: z.literal('ok'),
+  jobid: z.string().regex(JOB_ID, 'a job key "project/spider/job"'),
+});
 const JobMetaSchema = z.looseObject({
   state: z.string().min(1),
   close_reason: z.string().nullish(),
-  scrapystats: z.looseObject({ item_scraped_count: z.number().optional(), response_received_count: z.number().optional() }).nullish(),
+  scrapystats: z
+    .looseObject({ item_scraped_count: z.number().optional(), response_received_count: z.number().optional() })
+    .nullish(),
 });
 const JobListSchema = z.looseObject({
-  jobs: z.array(z.looseObject({ id: z.string().optional(), key: z.string().optional(), state: z.string().optional(), tags: z.array(z.string()).default([]) })).default([]),
+  jobs: z
+    .array(
+      z.looseObject({
+        id: z.string().optional(),
+        key: z.string().optional(),
+        state: z.string().optional(),
+        tags: z.array(z.string()).default([]),
+      }),
+    )
+    .default([]),
 });
 
 /** What each known close reason of a finished job means (entry `closeReasons` overrides). */
@@ -85,7 +117,11 @@ export const DEFAULT_CLOSE_REASONS: Readonly<Record<string, 'completed' | 'faile
  * Our state for a Scrapy Cloud job state (and close reason when `finished`); `deleted` is not
  * mapped here (the adapter reports it as expiry). Exact words only; `overrides` from the entry.
  */
-export function zyteState(state: string, closeReason: string | null | undefined, overrides: Record<string, 'completed' | 'failed' | 'cancelled'> = {}): ObservedState {
+export function zyteState(
+  state: string,
+  closeReason: string | null | undefined,
+  overrides: Record<string, 'completed' | 'failed' | 'cancelled'> = {},
+): ObservedState {
   if (state === 'pending') return 'queued';
   if (state === 'running') return 'running';
   if (state !== 'finished' || !closeReason) return 'unrecognised';
@@ -104,7 +140,13 @@ function argValue(name: string, v: unknown): string {
   if (typeof v === 'string') return v;
   if (typeof v === 'number' || typeof v === 'boolean') return String(v);
   if (v === null || v === undefined) {
-    throw new ProviderError('permanent', `option "${name}" is ${v === null ? 'null' : 'undefined'}: a Scrapy Cloud spider argument needs a value`, { code: 'BAD_OPTIONS' });
+    throw new ProviderError(
+      'permanent',
+      `option "${name}" is ${v === null ? 'null' : 'undefined'}: a Scrapy Cloud spider argument needs a value`,
+      {
+        code: 'BAD_OPTIONS',
+      },
+    );
   }
   return JSON.stringify(v);
 }
@@ -126,9 +168,12 @@ const TAG_LOOKUP = 'GET /jobs/list.json?has_tag&state';
  */
 export const ZYTE_EVIDENCE: ReconcileEvidence = {
   replay: 'none',
-  lookups: [{ name: TAG_LOOKUP, shows: ['queued', 'running', 'finished'], finishedForMs: null, lagMs: 60_000, match: 'strong' }],
+  lookups: [
+    { name: TAG_LOOKUP, shows: ['queued', 'running', 'finished'], finishedForMs: null, lagMs: 60_000, match: 'strong' },
+  ],
   taskScope: 'credential',
-  source: 'Zyte Scrapy Cloud HTTP API reference (docs.zyte.com, Jobs API jobs/list.json has_tag and state), read 2026-11-30',
+  source:
+    'Zyte Scrapy Cloud HTTP API reference (docs.zyte.com, Jobs API jobs/list.json has_tag and state), read 2026-11-30',
 };
 
 /** {@link ProviderAdapter} for Zyte Scrapy Cloud (see the module docs for the contract). */
@@ -146,7 +191,8 @@ export class ZyteAdapter implements ProviderAdapter {
     readonly name: string,
     private readonly entry: ZyteEntry,
   ) {
-    if (entry.refArgument !== null && entry.refArgument === entry.urlArgument) throw new Error(`provider ${name}: refArgument and urlArgument must differ`);
+    if (entry.refArgument !== null && entry.refArgument === entry.urlArgument)
+      throw new Error(`provider ${name}: refArgument and urlArgument must differ`);
     const common = {
       provider: name,
       auth: entry.auth === 'query' ? ({ in: 'query', name: 'apikey' } as const) : ({ in: 'basic' } as const),
@@ -166,7 +212,11 @@ export class ZyteAdapter implements ProviderAdapter {
   private auth<T extends CallContext>(ctx: T): T {
     if (this.entry.auth === 'query' || ctx.apiKey.includes(':')) return ctx;
     const pair = `${ctx.apiKey}:`;
-    return { ...ctx, apiKey: pair, secrets: [...ctx.secrets, ...credentialSecrets(ctx.apiKey), Buffer.from(pair, 'utf8').toString('base64')] };
+    return {
+      ...ctx,
+      apiKey: pair,
+      secrets: [...ctx.secrets, ...credentialSecrets(ctx.apiKey), Buffer.from(pair, 'utf8').toString('base64')],
+    };
   }
 
   /** The tag that marks the jobs of client reference `clientRef`. */
@@ -183,7 +233,11 @@ export class ZyteAdapter implements ProviderAdapter {
     const out: Record<string, string> = { ...this.entry.jobArgs };
     for (const [k, v] of Object.entries(request.options ?? {})) {
       if ((ZYTE_RESERVED_FIELDS as readonly string[]).includes(k)) {
-        throw new ProviderError('permanent', `option "${k}" is a run.json field of Scrapy Cloud, not a spider argument; set it in the provider entry (units, priority, jobSettings)`, { code: 'BAD_OPTIONS' });
+        throw new ProviderError(
+          'permanent',
+          `option "${k}" is a run.json field of Scrapy Cloud, not a spider argument; set it in the provider entry (units, priority, jobSettings)`,
+          { code: 'BAD_OPTIONS' },
+        );
       }
       out[k] = argValue(k, v);
     }
@@ -194,7 +248,12 @@ export class ZyteAdapter implements ProviderAdapter {
 
   /** `/jobs/P/S/J`-style path of a job key; a permanent `BAD_TASK_ID` for anything else. */
   private jobPath(prefix: string, taskId: string): string {
-    if (!JOB_ID.test(taskId)) throw new ProviderError('permanent', `"${taskId.slice(0, 100)}" is not a Scrapy Cloud job key (project/spider/job)`, { code: 'BAD_TASK_ID' });
+    if (!JOB_ID.test(taskId))
+      throw new ProviderError(
+        'permanent',
+        `"${taskId.slice(0, 100)}" is not a Scrapy Cloud job key (project/spider/job)`,
+        { code: 'BAD_TASK_ID' },
+      );
     return `/${prefix}/${taskId}`;
   }
 
@@ -206,7 +265,10 @@ export class ZyteAdapter implements ProviderAdapter {
     if (!http.isOk(res)) return http.error(res, phase, ctx);
     const d = zyteErrorDetails(res);
     const word = (res.body as { status?: unknown } | undefined)?.status;
-    const message = redactSecrets(`${res.evidence.endpoint} answered ${res.status} with status "${String(word ?? 'none')}"${d.message ? `: ${d.message}` : ''}`, callSecrets(ctx));
+    const message = redactSecrets(
+      `${res.evidence.endpoint} answered ${res.status} with status "${String(word ?? 'none')}"${d.message ? `: ${d.message}` : ''}`,
+      callSecrets(ctx),
+    );
     return new ProviderError('permanent', message, { code: d.code, httpStatus: res.status, evidence: res.evidence });
   }
 
@@ -234,28 +296,49 @@ export class ZyteAdapter implements ProviderAdapter {
     const mine = await this.findByTag(ctx, tag, ['pending', 'running']);
     if (mine) return mine;
     if (this.entry.refArgument) {
-      throw new ProviderError('ambiguous', `${err.message} — the twin carries our reference ${ctx.clientRef}, so our job exists but is not listed yet; reconciling by tag ${tag}`, err.details);
+      throw new ProviderError(
+        'ambiguous',
+        `${err.message} — the twin carries our reference ${ctx.clientRef}, so our job exists but is not listed yet; reconciling by tag ${tag}`,
+        err.details,
+      );
     }
-    throw new ProviderError('transient', `${err.message} — another pending or running job of spider ${this.entry.spider} has the same arguments; submitting again later`, err.details);
+    throw new ProviderError(
+      'transient',
+      `${err.message} — another pending or running job of spider ${this.entry.spider} has the same arguments; submitting again later`,
+      err.details,
+    );
   }
 
   async status(taskId: string, callCtx: CallContext): Promise<StatusObservation> {
     const ctx = this.auth(callCtx);
     const res = await this.storage.call(ctx, { method: 'GET', path: this.jobPath('jobs', taskId), phase: 'read' });
     const retryAfterMs = this.storage.retryAfterMs(res);
-    if (res.status === 202 || res.status === 204) return { state: 'running', providerStatus: `HTTP ${res.status}`, retryAfterMs };
+    if (res.status === 202 || res.status === 204)
+      return { state: 'running', providerStatus: `HTTP ${res.status}`, retryAfterMs };
     if (!this.storage.isOk(res)) throw this.fail(this.storage, res, 'read', ctx);
     const meta = this.storage.parse(res, JobMetaSchema, 'read', 'job metadata');
     if (meta.state === 'deleted') {
-      throw new ProviderError('expired', `${res.evidence.endpoint}: job ${taskId} is deleted (by a user, or after the plan's data retention); its items are gone`, { code: 'JOB_DELETED', httpStatus: res.status, evidence: res.evidence });
+      throw new ProviderError(
+        'expired',
+        `${res.evidence.endpoint}: job ${taskId} is deleted (by a user, or after the plan's data retention); its items are gone`,
+        { code: 'JOB_DELETED', httpStatus: res.status, evidence: res.evidence },
+      );
     }
     const state = zyteState(meta.state, meta.close_reason, this.entry.closeReasons);
     const stats = meta.scrapystats;
     return {
       state,
       providerStatus: statusWord(meta.state, meta.close_reason),
-      progress: stats ? { documents: stats.item_scraped_count, pagesFetched: stats.response_received_count } : undefined,
-      error: state === 'failed' ? { code: meta.close_reason ?? undefined, message: `the job finished with close reason "${meta.close_reason}"` } : undefined,
+      progress: stats
+        ? { documents: stats.item_scraped_count, pagesFetched: stats.response_received_count }
+        : undefined,
+      error:
+        state === 'failed'
+          ? {
+              code: meta.close_reason ?? undefined,
+              message: `the job finished with close reason "${meta.close_reason}"`,
+            }
+          : undefined,
       evidence: state === 'failed' ? res.evidence : undefined,
       retryAfterMs,
     };
@@ -280,7 +363,12 @@ export class ZyteAdapter implements ProviderAdapter {
       signal: ctx.signal,
       map: (it, position) => documentFromItem(it, secrets, { idField: '_key', position }),
       fetch: async (offset, limit) => {
-        const res = await this.storage.call(ctx, { method: 'GET', path: itemsPath, query: { format: 'json', meta: '_key', start: `${taskId}/${offset}`, count: limit }, phase: 'read' });
+        const res = await this.storage.call(ctx, {
+          method: 'GET',
+          path: itemsPath,
+          query: { format: 'json', meta: '_key', start: `${taskId}/${offset}`, count: limit },
+          phase: 'read',
+        });
         if (res.status === 404) {
           const err = this.fail(this.storage, res, 'read', ctx);
           throw new ProviderError('expired', `${err.message} (the items of job ${taskId} are gone)`, err.details);
@@ -296,23 +384,41 @@ export class ZyteAdapter implements ProviderAdapter {
   async cancel(taskId: string, callCtx: CallContext): Promise<CancelAnswer> {
     const ctx = this.auth(callCtx);
     this.jobPath('jobs', taskId);
-    const res = await this.app.call(ctx, { method: 'POST', path: '/jobs/stop.json', form: { project: this.entry.project, job: taskId }, phase: 'cancel' });
+    const res = await this.app.call(ctx, {
+      method: 'POST',
+      path: '/jobs/stop.json',
+      form: { project: this.entry.project, job: taskId },
+      phase: 'cancel',
+    });
     const body = res.body as { status?: unknown; message?: unknown } | undefined;
     if (this.app.isOk(res) && body?.status === 'ok') return { accepted: true };
     const err = this.fail(this.app, res, 'cancel', ctx);
-    if (res.status !== 404 && /not running|already|finished|deleted/i.test(String(body?.message ?? ''))) return { accepted: false, alreadyFinal: true };
+    if (res.status !== 404 && /not running|already|finished|deleted/i.test(String(body?.message ?? '')))
+      return { accepted: false, alreadyFinal: true };
     throw err;
   }
 
   /** Every job tagged `tag` in `states` (one list request per state, in order); null when the list answers `404` (not offered). */
-  private async jobsByTag(ctx: CallContext, tag: string, states: readonly string[]): Promise<{ taskId: string; state: string }[] | null> {
+  private async jobsByTag(
+    ctx: CallContext,
+    tag: string,
+    states: readonly string[],
+  ): Promise<{ taskId: string; state: string }[] | null> {
     const out: { taskId: string; state: string }[] = [];
     for (const state of states) {
-      const res = await this.app.call(ctx, { method: 'GET', path: '/jobs/list.json', query: { project: this.entry.project, spider: this.entry.spider, has_tag: tag, state, count: 10 }, phase: 'read' });
+      const res = await this.app.call(ctx, {
+        method: 'GET',
+        path: '/jobs/list.json',
+        query: { project: this.entry.project, spider: this.entry.spider, has_tag: tag, state, count: 10 },
+        phase: 'read',
+      });
       if (res.status === 404) return null; // not offered: the caller reports the lookup unavailable
-      if (!this.app.isOk(res) || (res.body as { status?: unknown } | undefined)?.status !== 'ok') throw this.fail(this.app, res, 'read', ctx);
+      if (!this.app.isOk(res) || (res.body as { status?: unknown } | undefined)?.status !== 'ok')
+        throw this.fail(this.app, res, 'read', ctx);
       const list = this.app.parse(res, JobListSchema, 'read', 'jobs/list.json answer');
-      for (const j of list.jobs) if (j.tags.includes(tag) && JOB_ID.test(j.id ?? j.key ?? '')) out.push({ taskId: (j.id ?? j.key)!, state: j.state ?? state });
+      for (const j of list.jobs)
+        if (j.tags.includes(tag) && JOB_ID.test(j.id ?? j.key ?? ''))
+          out.push({ taskId: (j.id ?? j.key)!, state: j.state ?? state });
     }
     return out;
   }
@@ -333,8 +439,23 @@ export class ZyteAdapter implements ProviderAdapter {
     const ctx = this.auth(findCtx);
     const tag = this.tagOf(ctx.clientRef);
     const jobs = await this.jobsByTag(ctx, tag, ['pending', 'running', 'finished']);
-    if (jobs === null) return [{ lookup: TAG_LOOKUP, available: false, complete: false, candidates: [], at: new Date().toISOString(), note: 'jobs/list.json answered 404: not offered' }];
-    const candidates: Candidate[] = jobs.map((j) => ({ taskId: j.taskId, providerStatus: j.state, match: 'strong', why: `tagged ${tag}` }));
+    if (jobs === null)
+      return [
+        {
+          lookup: TAG_LOOKUP,
+          available: false,
+          complete: false,
+          candidates: [],
+          at: new Date().toISOString(),
+          note: 'jobs/list.json answered 404: not offered',
+        },
+      ];
+    const candidates: Candidate[] = jobs.map((j) => ({
+      taskId: j.taskId,
+      providerStatus: j.state,
+      match: 'strong',
+      why: `tagged ${tag}`,
+    }));
     return [{ lookup: TAG_LOOKUP, available: true, complete: true, candidates, at: new Date().toISOString() }];
   }
 }

@@ -8,7 +8,20 @@ import { z } from 'zod';
 import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /** Form fields of `run.json` that are not spider arguments (Jobs API: "any other parameter will be treated as a spider argument"). */
-export const ZYTE_RESERVED_FIELDS = ['project', 'spider', 'jobq_id', 'add_tag', 'priority', 'job_settings', 'units', 'apikey', 'job', 'meta', 'cmd_args', 'environment'] as const;
+export const ZYTE_RESERVED_FIELDS = [
+  'project',
+  'spider',
+  'jobq_id',
+  'add_tag',
+  'priority',
+  'job_settings',
+  'units',
+  'apikey',
+  'job',
+  'meta',
+  'cmd_args',
+  'environment',
+] as const;
 
 const reserved = (name: string) => (ZYTE_RESERVED_FIELDS as readonly string[]).includes(name);
 
@@ -46,12 +59,30 @@ export const ZyteConfigSchema = z.strictObject({
   project: z.union([z.string().regex(/^\d+$/, 'a numeric project ID'), z.number().int().positive()]).transform(String),
   spider: z.string().min(1).max(200),
   auth: z.enum(['basic', 'query']).default('basic'),
-  tagPrefix: z.string().max(40).regex(/^[A-Za-z0-9_.:-]*$/, 'letters, digits and _ . : - only').default('scrape-ref-'),
-  refArgument: z.string().min(1).max(100).refine((n) => !reserved(n), 'a reserved run.json field').nullable().default('scrape_ref'),
-  urlArgument: z.string().min(1).max(100).refine((n) => !reserved(n), 'a reserved run.json field').nullable().default('url'),
+  tagPrefix: z
+    .string()
+    .max(40)
+    .regex(/^[A-Za-z0-9_.:-]*$/, 'letters, digits and _ . : - only')
+    .default('scrape-ref-'),
+  refArgument: z
+    .string()
+    .min(1)
+    .max(100)
+    .refine((n) => !reserved(n), 'a reserved run.json field')
+    .nullable()
+    .default('scrape_ref'),
+  urlArgument: z
+    .string()
+    .min(1)
+    .max(100)
+    .refine((n) => !reserved(n), 'a reserved run.json field')
+    .nullable()
+    .default('url'),
   jobArgs: z
     .record(z.string(), z.string())
-    .refine((o) => Object.keys(o).every((k) => !reserved(k)), { message: `jobArgs may not use the run.json fields ${ZYTE_RESERVED_FIELDS.join(', ')}` })
+    .refine((o) => Object.keys(o).every((k) => !reserved(k)), {
+      message: `jobArgs may not use the run.json fields ${ZYTE_RESERVED_FIELDS.join(', ')}`,
+    })
     .default({}),
   jobSettings: z.record(z.string(), z.unknown()).optional(),
   units: z.number().int().min(1).max(6).optional(),

@@ -20,6 +20,12 @@ export const zyteProvider = defineProvider({
   evidence: [{ label: 'spider jobs', evidence: ZYTE_EVIDENCE }],
   expiry: "state deleted, or 404 on the job after the plan's data retention (notFoundLimit in a row) → expired",
   // Spider jobs queue for a free unit and run for minutes: first check after 10 s, then up to every 2 min.
-  poll: { initialDelayMs: 10_000, maxDelayMs: 120_000, multiplier: 1.5, deadlineMs: 6 * 3_600_000, activityTimeoutMs: 120_000 },
+  poll: {
+    initialDelayMs: 10_000,
+    maxDelayMs: 120_000,
+    multiplier: 1.5,
+    deadlineMs: 6 * 3_600_000,
+    activityTimeoutMs: 120_000,
+  },
   create: (name, entry) => new ZyteAdapter(name, entry),
 });

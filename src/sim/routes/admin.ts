@@ -19,7 +19,12 @@ export interface AdminRouteDeps {
   adminToken: string | undefined;
   faults: FaultRegistry;
   jobs: JobManager;
-  sim: { stats(): SimStats; getJob(jobId: string): SimJobSnapshot | undefined; release(jobId: string): boolean; reset(): void };
+  sim: {
+    stats(): SimStats;
+    getJob(jobId: string): SimJobSnapshot | undefined;
+    release(jobId: string): boolean;
+    reset(): void;
+  };
 }
 
 function sameSecret(a: string, b: string): boolean {

@@ -4,11 +4,27 @@
  * `DELETE /api/jobs/:id/cancel` and `GET /api/jobs` (the contract is in `../server.ts`).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { errorBody, NOT_FOUND, NOT_SUPPORTED, outcome, retryAfter, validationError, zodIssues, type Outcome } from '../answers.js';
+import {
+  errorBody,
+  NOT_FOUND,
+  NOT_SUPPORTED,
+  outcome,
+  retryAfter,
+  validationError,
+  zodIssues,
+  type Outcome,
+} from '../answers.js';
 import type { FaultRegistry } from '../faults.js';
 import { isActive, type JobManager, type JobRecord } from '../jobs.js';
 import type { RequestPipeline } from '../pipeline.js';
-import { IdempotencyKeySchema, ListQuerySchema, SubmitBodySchema, type FaultRule, type Profile, type SubmitResponse } from '../schemas.js';
+import {
+  IdempotencyKeySchema,
+  ListQuerySchema,
+  SubmitBodySchema,
+  type FaultRule,
+  type Profile,
+  type SubmitResponse,
+} from '../schemas.js';
 import type { Counters } from '../stats.js';
 import { iso } from '../util.js';
 
@@ -47,7 +63,8 @@ export function registerApiRoutes(app: FastifyInstance, deps: ApiRouteDeps): voi
   // POST /api/scrape
   app.post('/api/scrape', { ...pipeline.hooks('submit') }, async (req, reply) => {
     const rawBody = req.body as { url?: unknown } | undefined;
-    const targetUrl = rawBody && typeof rawBody === 'object' && typeof rawBody.url === 'string' ? rawBody.url : undefined;
+    const targetUrl =
+      rawBody && typeof rawBody === 'object' && typeof rawBody.url === 'string' ? rawBody.url : undefined;
     return pipeline.run(req, reply, {
       targetUrl,
       core: (account, profile, _fault, headerRule) => submit(deps, req, account, profile, headerRule),
@@ -89,7 +106,13 @@ export function registerApiRoutes(app: FastifyInstance, deps: ApiRouteDeps): voi
       core: () => {
         const current = pipeline.ownedJob(req);
         if (!current) return NOT_FOUND();
-        const node = { url: current.url, final_url: current.result?.final_url ?? null, status: current.status, pages_fetched: current.pagesFetched, children: [] as unknown[] };
+        const node = {
+          url: current.url,
+          final_url: current.result?.final_url ?? null,
+          status: current.status,
+          pages_fetched: current.pagesFetched,
+          children: [] as unknown[],
+        };
         return outcome(200, { job_id: current.id, status: current.status, tree: node });
       },
     });
@@ -107,7 +130,10 @@ export function registerApiRoutes(app: FastifyInstance, deps: ApiRouteDeps): voi
         const current = pipeline.ownedJob(req);
         if (!current) return NOT_FOUND();
         if (!isActive(current.status)) {
-          return outcome(409, errorBody('JOB_FINISHED', `job is already ${current.status}`, { status: current.status }));
+          return outcome(
+            409,
+            errorBody('JOB_FINISHED', `job is already ${current.status}`, { status: current.status }),
+          );
         }
         const effects = { progress: { pages_fetched: current.pagesFetched }, credits_used: current.creditsUsed };
         if (fault?.action === 'cancel_pending') {
@@ -151,14 +177,23 @@ function hostBlocked(url: string, blocked: readonly string[]): boolean {
 }
 
 /** Core of `POST /api/scrape` (runs after pre-commit faults; no await inside: no races). */
-function submit(deps: ApiRouteDeps, req: FastifyRequest, account: string, profile: Profile, headerRule: FaultRule | undefined): Outcome {
+function submit(
+  deps: ApiRouteDeps,
+  req: FastifyRequest,
+  account: string,
+  profile: Profile,
+  headerRule: FaultRule | undefined,
+): Outcome {
   const parsed = SubmitBodySchema.safeParse(req.body);
   if (!parsed.success) return validationError('invalid scrape request', zodIssues(parsed.error));
   const body = parsed.data;
   const url = new URL(body.url).href;
 
   if (hostBlocked(url, profile.blockedHosts)) {
-    return outcome(403, errorBody('TARGET_DISALLOWED', `scraping ${new URL(url).hostname} is not allowed for this account`));
+    return outcome(
+      403,
+      errorBody('TARGET_DISALLOWED', `scraping ${new URL(url).hostname} is not allowed for this account`),
+    );
   }
 
   const rawKey = req.headers['idempotency-key'];
@@ -188,7 +223,10 @@ function submit(deps: ApiRouteDeps, req: FastifyRequest, account: string, profil
     const entry = deps.idempotency.get(storeKey);
     if (entry && entry.expiresAt > now) {
       if (entry.canonical !== canonical) {
-        return outcome(409, errorBody('IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was already used with a different request body'));
+        return outcome(
+          409,
+          errorBody('IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was already used with a different request body'),
+        );
       }
       if (profile.idempotencyReplay === 'conflict') {
         return outcome(409, errorBody('IDEMPOTENCY_CONFLICT', 'this Idempotency-Key was already used'));
@@ -203,7 +241,11 @@ function submit(deps: ApiRouteDeps, req: FastifyRequest, account: string, profil
     const plain = `Concurrency limit reached: at most ${profile.concurrency} active job(s) per account.`;
     const ra = retryAfter(profile, profile.retryAfterSeconds, plain);
     if (profile.concurrencyErrorStyle === '400') {
-      return outcome(400, errorBody('concurrent-runs-limit-exceeded', ra.message, { limit: profile.concurrency }), ra.headers);
+      return outcome(
+        400,
+        errorBody('concurrent-runs-limit-exceeded', ra.message, { limit: profile.concurrency }),
+        ra.headers,
+      );
     }
     return outcome(429, errorBody('CONCURRENCY_LIMIT', ra.message, { limit: profile.concurrency }), ra.headers);
   }
@@ -248,17 +290,25 @@ function statusObject(deps: ApiRouteDeps, job: JobRecord, withResult: boolean): 
     progress: { pages_fetched: job.pagesFetched },
     credits_used: job.creditsUsed,
   };
-  if (withResult && job.status === 'completed' && job.result) out.result = { ...job.result, links: [...job.result.links] };
+  if (withResult && job.status === 'completed' && job.result)
+    out.result = { ...job.result, links: [...job.result.links] };
   if (job.status === 'failed' && job.error) out.error = { ...job.error };
   const profile = deps.profiles.get(job.account);
   if (!profile) throw new Error(`unknown account "${job.account}"`);
   const key = profile.echoKey ? deps.accountKey.get(job.account) : undefined;
   if (key) {
     // A careless provider: the caller's key copied into the answer (a fault the secret-handling tests use).
-    if (out.error) out.error = { ...(out.error as Record<string, unknown>), message: `invalid key ${key}: ${(out.error as { message?: string }).message ?? ''}` };
+    if (out.error)
+      out.error = {
+        ...(out.error as Record<string, unknown>),
+        message: `invalid key ${key}: ${(out.error as { message?: string }).message ?? ''}`,
+      };
     if (out.result) {
       const r = out.result as { final_url?: string };
-      out.result = { ...r, final_url: `${r.final_url ?? job.url}${(r.final_url ?? job.url).includes('?') ? '&' : '?'}api_key=${key}` };
+      out.result = {
+        ...r,
+        final_url: `${r.final_url ?? job.url}${(r.final_url ?? job.url).includes('?') ? '&' : '?'}api_key=${key}`,
+      };
     }
     out.debug = { note: `served for key ${key}` };
   }

@@ -56,11 +56,18 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
       if (out.checks) job.observe({ checks: out.checks, providerStatus: out.providerStatus });
       return true;
     }
-    await job.record('unknown', { error: out.error, note: 'submit outcome unknown; reconciling before any new submission' });
+    await job.record('unknown', {
+      error: out.error,
+      note: 'submit outcome unknown; reconciling before any new submission',
+    });
     const rec = await reconcile(job, submitInput(false));
     if (rec.kind === 'found') {
       job.taskKnown(rec.taskId);
-      await job.acts.recorder.recordState({ jobId: job.input.jobId, state: 'pending', detail: { note: `reconciled: adopted task ${rec.taskId} via ${rec.via}` } });
+      await job.acts.recorder.recordState({
+        jobId: job.input.jobId,
+        state: 'pending',
+        detail: { note: `reconciled: adopted task ${rec.taskId} via ${rec.via}` },
+      });
       return true;
     }
     if (rec.kind === 'absent') {
@@ -68,18 +75,26 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
       absentRounds++;
       if (absentRounds >= job.policy.submitRounds) {
         await job.record('failed', {
-          error: { ...out.error, kind: 'submit_unacknowledged', message: `${absentRounds} submissions went unanswered and each time the provider's list showed no task (last: ${out.error.message})` },
+          error: {
+            ...out.error,
+            kind: 'submit_unacknowledged',
+            message: `${absentRounds} submissions went unanswered and each time the provider's list showed no task (last: ${out.error.message})`,
+          },
           note: `no task exists at the provider after ${absentRounds} unanswered submissions; nothing is running there`,
         });
         return false;
       }
       const delayMs = resubmitDelay(absentRounds, job.policy.jitter);
-      await job.record('submitting', { note: `reconciled: the provider's list proves no task exists; resubmitting under the same key in ${delayMs} ms (round ${absentRounds + 1} of ${job.policy.submitRounds})` });
+      await job.record('submitting', {
+        note: `reconciled: the provider's list proves no task exists; resubmitting under the same key in ${delayMs} ms (round ${absentRounds + 1} of ${job.policy.submitRounds})`,
+      });
       await condition(() => false, delayMs);
       continue;
     }
     // The evidence cannot decide: wait for an operator. Never resubmit silently.
-    job.note(`waiting for an operator: ${rec.reason}. Resolve with the \`resolve\` Update (a task ID, or resubmit: true).`);
+    job.note(
+      `waiting for an operator: ${rec.reason}. Resolve with the \`resolve\` Update (a task ID, or resubmit: true).`,
+    );
     const adopted = await awaitOperator(job, submitInput(false));
     if (adopted !== 'resubmit') return adopted;
     afterReconcile = true;
@@ -107,14 +122,23 @@ async function awaitOperator(job: ScrapeJob, input: SubmitJobInput): Promise<boo
       if (rec.kind === 'found') {
         job.taskKnown(rec.taskId);
         job.checkSoon(); // the delivery says the task moved: look now, not after the first delay
-        await job.acts.recorder.recordState({ jobId: job.input.jobId, state: 'pending', detail: { note: `reconciled after a webhook delivery: adopted task ${rec.taskId} via ${rec.via}` } });
+        await job.acts.recorder.recordState({
+          jobId: job.input.jobId,
+          state: 'pending',
+          detail: { note: `reconciled after a webhook delivery: adopted task ${rec.taskId} via ${rec.via}` },
+        });
         return true;
       }
       continue;
     }
     const r = job.takeResolution();
     if (!('taskId' in r)) return 'resubmit';
-    const adopted = await job.acts.reconciler.adoptTask({ jobId: job.input.jobId, taskId: r.taskId, by: r.by ?? 'operator', trackingDeadlineMs: job.policy.deadlineMs });
+    const adopted = await job.acts.reconciler.adoptTask({
+      jobId: job.input.jobId,
+      taskId: r.taskId,
+      by: r.by ?? 'operator',
+      trackingDeadlineMs: job.policy.deadlineMs,
+    });
     if (typeof adopted === 'string') {
       job.taskKnown(adopted);
       return true;
@@ -147,7 +171,13 @@ async function awaitResolution(job: ScrapeJob, woken: () => boolean = () => fals
   }
   const left = Date.parse(job.view.startedAt) + job.policy.deadlineMs - Date.now();
   if (left > 0 && (await condition(() => job.hasResolution() || woken(), left))) return true;
-  job.requestCancel({ reason: `deadline ${new Date(Date.parse(job.view.startedAt) + job.policy.deadlineMs).toISOString()} passed in unknown`, requestedBy: 'deadline policy' }, 'deadline');
+  job.requestCancel(
+    {
+      reason: `deadline ${new Date(Date.parse(job.view.startedAt) + job.policy.deadlineMs).toISOString()} passed in unknown`,
+      requestedBy: 'deadline policy',
+    },
+    'deadline',
+  );
   return false;
 }
 

@@ -14,7 +14,14 @@
  *
  * A cancel is a request, not an erasure: the outcome is what the provider's answers prove.
  */
-import { CancellationScope, CancelledFailure, condition, isCancellation, patched, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  CancelledFailure,
+  condition,
+  isCancellation,
+  patched,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { PollOutcome } from '../../activities/index.js';
 import type { CancelReport, JobError, JobView } from '../../model/types.js';
 import { jobErrorOf } from './errors.js';
@@ -53,14 +60,26 @@ async function cancelJob(job: ScrapeJob): Promise<void> {
     else if (known.intentOpen || unknownBefore) {
       let rec;
       try {
-        rec = await job.acts.reconciler.reconcileJob({ job: { ...job.input, workflowId: job.input.jobId }, trackingDeadlineMs: job.policy.deadlineMs });
+        rec = await job.acts.reconciler.reconcileJob({
+          job: { ...job.input, workflowId: job.input.jobId },
+          trackingDeadlineMs: job.policy.deadlineMs,
+        });
       } catch (e) {
         const error = jobErrorOf(e, 'reconciliation failed');
-        return finish('cancel_unconfirmed', `could not determine whether a provider task exists: reconciliation was refused (${error.message}); nothing was cancelled at the provider`, error);
+        return finish(
+          'cancel_unconfirmed',
+          `could not determine whether a provider task exists: reconciliation was refused (${error.message}); nothing was cancelled at the provider`,
+          error,
+        );
       }
       if (rec.kind === 'found') job.taskKnown(rec.taskId);
-      else if (rec.kind === 'absent') return finish('cancelled', 'reconciled before cancelling: no task exists at the provider, nothing to stop');
-      else return finish('cancel_unconfirmed', `could not determine whether a provider task exists (${rec.reason}); nothing was cancelled at the provider`);
+      else if (rec.kind === 'absent')
+        return finish('cancelled', 'reconciled before cancelling: no task exists at the provider, nothing to stop');
+      else
+        return finish(
+          'cancel_unconfirmed',
+          `could not determine whether a provider task exists (${rec.reason}); nothing was cancelled at the provider`,
+        );
     } else {
       return finish('cancelled', 'cancelled before any task was submitted; nothing ran at the provider');
     }
@@ -74,7 +93,8 @@ async function cancelJob(job: ScrapeJob): Promise<void> {
   } catch (e) {
     job.countCancelCall();
     const error = jobErrorOf(e, 'cancel call failed');
-    if (!patched(PATCH_CONFIRM_AFTER_FAILED_CANCEL)) return finish('cancel_unconfirmed', `the provider did not accept the cancel request (${error.message})`, error);
+    if (!patched(PATCH_CONFIRM_AFTER_FAILED_CANCEL))
+      return finish('cancel_unconfirmed', `the provider did not accept the cancel request (${error.message})`, error);
     // The call may have reached the provider although its answer was lost or refused (a dropped
     // connection, a 5xx from a proxy after the fact, a slow answer past the attempt timeout): what
     // the provider reports afterwards is the outcome observed.
@@ -84,14 +104,21 @@ async function cancelJob(job: ScrapeJob): Promise<void> {
   if (answer.kind === 'answered' || (answer.kind === 'unsupported' && answer.reachedProvider)) job.countCancelCall();
   if (answer.lastStatus) job.observe({ checks: 0, providerStatus: answer.lastStatus });
   if (answer.kind === 'unsupported') {
-    return finish('cancel_unconfirmed', `provider "${job.input.provider}" has no cancel endpoint; the task may still run (last provider status: ${job.view.providerStatus ?? 'unknown'})`, answer.error);
+    return finish(
+      'cancel_unconfirmed',
+      `provider "${job.input.provider}" has no cancel endpoint; the task may still run (last provider status: ${job.view.providerStatus ?? 'unknown'})`,
+      answer.error,
+    );
   }
   if (answer.kind === 'answered' && answer.state === 'cancelled') {
     job.observe({ checks: 0, providerStatus: answer.providerStatus ?? 'cancelled', progress: answer.progress });
     // The provider's own answer observes the stop; one status read then collects the effects
     // that landed meanwhile (a crawl page written after the cancel) for the report.
     if (patched(PATCH_CANCEL_AS_OBSERVED)) return confirm(job, finish, undefined, { accepted: true, firstDelayMs: 0 });
-    return finish('cancelled', `the provider confirmed the task stopped (status ${answer.providerStatus ?? 'cancelled'})`);
+    return finish(
+      'cancelled',
+      `the provider confirmed the task stopped (status ${answer.providerStatus ?? 'cancelled'})`,
+    );
   }
   return confirm(job, finish, undefined, { accepted: answer.kind === 'answered' && answer.accepted });
 }
@@ -103,7 +130,12 @@ async function cancelJob(job: ScrapeJob): Promise<void> {
  * unconfirmed name it. `opts.accepted`: the provider accepted the cancel (a `404` afterwards
  * means it stopped and forgot the task).
  */
-async function confirm(job: ScrapeJob, finish: Finish, callError?: JobError, opts: { accepted?: boolean; firstDelayMs?: number } = {}): Promise<void> {
+async function confirm(
+  job: ScrapeJob,
+  finish: Finish,
+  callError?: JobError,
+  opts: { accepted?: boolean; firstDelayMs?: number } = {},
+): Promise<void> {
   const failedCall = callError ? `the cancel call failed (${callError.message}) and ` : '';
   const until = Date.now() + job.policy.cancelConfirmDeadlineMs;
   const firstDelayMs = opts.firstDelayMs ?? Math.min(job.policy.initialDelayMs, 2_000);
@@ -122,7 +154,11 @@ async function confirm(job: ScrapeJob, finish: Finish, callError?: JobError, opt
     });
   } catch (e) {
     const error = jobErrorOf(e, 'status check during cancel failed');
-    return finish('cancel_unconfirmed', `${failedCall}the provider did not confirm the cancel within ${job.policy.cancelConfirmDeadlineMs} ms (${error.message})`, error);
+    return finish(
+      'cancel_unconfirmed',
+      `${failedCall}the provider did not confirm the cancel within ${job.policy.cancelConfirmDeadlineMs} ms (${error.message})`,
+      error,
+    );
   }
   job.observe(o);
   switch (o.kind) {
@@ -130,20 +166,47 @@ async function confirm(job: ScrapeJob, finish: Finish, callError?: JobError, opt
       return finish('cancelled', `the provider confirmed the task stopped (status ${o.providerStatus ?? 'cancelled'})`);
     case 'completed':
       job.keepResult(o.result);
-      if (job.cancel!.providerCancelCalls === 0) return finish('completed', 'the job reached completed before the cancel request could act; nothing was sent to the provider; the result was written once');
-      return finish('completed', 'the provider finished the task before the cancel took effect: the result was kept and written once; the cancel came too late');
+      if (job.cancel!.providerCancelCalls === 0)
+        return finish(
+          'completed',
+          'the job reached completed before the cancel request could act; nothing was sent to the provider; the result was written once',
+        );
+      return finish(
+        'completed',
+        'the provider finished the task before the cancel took effect: the result was kept and written once; the cancel came too late',
+      );
     case 'failed':
       return finish('failed', 'the provider reported the task failed while cancelling', o.error);
     case 'expired':
       // Accepted, then forgotten: the provider stopped and removed it (evidence: the accepted answer, then the 404).
-      if (opts.accepted && patched(PATCH_CANCEL_AS_OBSERVED)) return finish('cancelled', `the provider accepted the cancel and then no longer knows the task (${o.error.message})`);
-      return finish('cancel_unconfirmed', 'the provider no longer knows the task (404) after the cancel request', o.error);
+      if (opts.accepted && patched(PATCH_CANCEL_AS_OBSERVED))
+        return finish(
+          'cancelled',
+          `the provider accepted the cancel and then no longer knows the task (${o.error.message})`,
+        );
+      return finish(
+        'cancel_unconfirmed',
+        'the provider no longer knows the task (404) after the cancel request',
+        o.error,
+      );
     case 'interrupted':
-      return finish('cancel_unconfirmed', `${failedCall}the provider's status could not be read after the cancel request (${o.error.message})`, o.error);
+      return finish(
+        'cancel_unconfirmed',
+        `${failedCall}the provider's status could not be read after the cancel request (${o.error.message})`,
+        o.error,
+      );
     case 'deadline':
-      return finish('cancel_unconfirmed', `${failedCall}the provider did not confirm the cancel within ${job.policy.cancelConfirmDeadlineMs} ms (last status: ${job.view.providerStatus ?? 'unknown'})`, callError);
+      return finish(
+        'cancel_unconfirmed',
+        `${failedCall}the provider did not confirm the cancel within ${job.policy.cancelConfirmDeadlineMs} ms (last status: ${job.view.providerStatus ?? 'unknown'})`,
+        callError,
+      );
     case 'stale':
-      if (o.state === 'failed' || o.state === 'expired' || o.state === 'cancelled') return finish(o.state === 'expired' ? 'cancel_unconfirmed' : o.state, `the job reached ${o.state} before the cancel could act (${o.reason})`);
+      if (o.state === 'failed' || o.state === 'expired' || o.state === 'cancelled')
+        return finish(
+          o.state === 'expired' ? 'cancel_unconfirmed' : o.state,
+          `the job reached ${o.state} before the cancel could act (${o.reason})`,
+        );
       return finish('cancel_unconfirmed', `the cancel could not be confirmed: ${o.reason}`);
   }
 }
@@ -169,8 +232,20 @@ async function settleLateCancel(job: ScrapeJob): Promise<void> {
   const report = job.cancel;
   if (!report || report.outcome) return;
   const s = job.state;
-  const outcome: CancelOutcome = s === 'completed' ? 'completed' : s === 'failed' ? 'failed' : s === 'cancelled' ? 'cancelled' : 'cancel_unconfirmed';
-  const final: CancelReport = { ...report, outcome, detail: `the job reached ${s} before the cancel request could act; nothing was sent to the provider`, remainingEffects: job.remainingEffects() };
+  const outcome: CancelOutcome =
+    s === 'completed'
+      ? 'completed'
+      : s === 'failed'
+        ? 'failed'
+        : s === 'cancelled'
+          ? 'cancelled'
+          : 'cancel_unconfirmed';
+  const final: CancelReport = {
+    ...report,
+    outcome,
+    detail: `the job reached ${s} before the cancel request could act; nothing was sent to the provider`,
+    remainingEffects: job.remainingEffects(),
+  };
   await job.acts.recorder.recordCancelOutcome({ jobId: job.input.jobId, report: final });
   job.reportCancel(final);
 }

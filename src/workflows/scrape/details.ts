@@ -11,17 +11,26 @@ const MAX_LINE = 160;
 /** Renders `view` into the workflow's current details. */
 export function renderDetails(view: JobView): void {
   const lines: string[] = [];
-  const provider = view.providerStatus ? ` · provider: ${view.providerState === 'unrecognised' ? `unrecognised status "${view.providerStatus}"` : view.providerStatus}` : '';
+  const provider = view.providerStatus
+    ? ` · provider: ${view.providerState === 'unrecognised' ? `unrecognised status "${view.providerStatus}"` : view.providerStatus}`
+    : '';
   lines.push(`**State:** ${view.state}${provider}`);
   if (view.cancel) {
-    lines.push(`**Cancel:** via ${view.cancel.via} by ${view.cancel.requestedBy} (${view.cancel.reason}); outcome: ${view.cancel.outcome ?? 'in progress'}; provider cancel calls: ${view.cancel.providerCancelCalls}`);
+    lines.push(
+      `**Cancel:** via ${view.cancel.via} by ${view.cancel.requestedBy} (${view.cancel.reason}); outcome: ${view.cancel.outcome ?? 'in progress'}; provider cancel calls: ${view.cancel.providerCancelCalls}`,
+    );
   }
-  if (view.lastError) lines.push(`**Last error:** ${view.lastError.code ?? view.lastError.kind}: ${view.lastError.message}`);
+  if (view.lastError)
+    lines.push(`**Last error:** ${view.lastError.code ?? view.lastError.kind}: ${view.lastError.message}`);
   if (view.note) lines.push(`**Note:** ${view.note}`);
   lines.push(`**Task:** ${view.taskId ?? '— (not submitted yet)'} · checks: ${view.statusChecks}`);
-  if (view.nextCheckAt && view.state === 'pending') lines.push(`**Next check:** ${view.nextCheckAt} (see the pending activity for the live count)`);
+  if (view.nextCheckAt && view.state === 'pending')
+    lines.push(`**Next check:** ${view.nextCheckAt} (see the pending activity for the live count)`);
   if (view.deadlineAt) lines.push(`**Deadline:** ${view.deadlineAt}`);
-  if (view.result) lines.push(`**Result:** ${view.result.title ?? '(no title)'} · HTTP ${view.result.httpStatus ?? '—'} · ${view.result.resultId}`);
+  if (view.result)
+    lines.push(
+      `**Result:** ${view.result.title ?? '(no title)'} · HTTP ${view.result.httpStatus ?? '—'} · ${view.result.resultId}`,
+    );
   if (view.cancel?.detail) lines.push(`**Cancel detail:** ${view.cancel.detail}`);
   lines.push(`**URL:** ${view.url}`);
   setCurrentDetails(lines.map((l) => (l.length > MAX_LINE ? `${l.slice(0, MAX_LINE - 1)}…` : l)).join('\n\n'));

@@ -17,7 +17,12 @@ function causeOf(e: unknown): unknown {
  */
 export function isDefiniteRejection(e: unknown): boolean {
   const cause = causeOf(e);
-  return cause instanceof ApplicationFailure && typeof cause.type === 'string' && cause.type.startsWith('Provider.') && cause.type !== 'Provider.ambiguous';
+  return (
+    cause instanceof ApplicationFailure &&
+    typeof cause.type === 'string' &&
+    cause.type.startsWith('Provider.') &&
+    cause.type !== 'Provider.ambiguous'
+  );
 }
 
 /** True for a failure no retry can fix (permanent, conflict, unsupported, …). */
@@ -39,6 +44,7 @@ export function jobErrorOf(e: unknown, fallback: string): JobError {
     if (d && typeof d === 'object' && 'message' in d) return d;
     return { kind: cause.type ?? 'internal', message: cause.message, at: new Date().toISOString() };
   }
-  const msg = e instanceof Error ? `${e.message}${cause instanceof Error && cause !== e ? `: ${cause.message}` : ''}` : String(e);
+  const msg =
+    e instanceof Error ? `${e.message}${cause instanceof Error && cause !== e ? `: ${cause.message}` : ''}` : String(e);
   return { kind: 'internal', message: `${fallback}: ${msg}`, at: new Date().toISOString() };
 }

@@ -10,14 +10,28 @@ import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { CancellationScope, condition, patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { scheduleDelay, type PollSchedule } from '../../model/schedule.js';
 import { isFinalState, type JobState } from '../../model/states.js';
-import { DEFAULT_POLL_POLICY, type CancelReport, type JobError, type JobView, type PollPolicy } from '../../model/types.js';
+import {
+  DEFAULT_POLL_POLICY,
+  type CancelReport,
+  type JobError,
+  type JobView,
+  type PollPolicy,
+} from '../../model/types.js';
 import type { SavedResult } from '../../activities/index.js';
 import { ScrapeState, ScrapeTaskId } from '../searchAttributes.js';
 import { renderDetails } from './details.js';
 import { PATCH_NATIVE_CANCEL_ON_ARRIVAL, PATCH_REWRITE_INTERRUPTED_FINAL } from './patches.js';
 import type { CancelRequest, Resolution } from './messages.js';
 import { scrapeProxies, type ScrapeProxies } from './options.js';
-import { announcedAttributes, checkMove, initialView, pollSchedule, type MoveOptions, type Observation, type ScrapeRunInput } from './view.js';
+import {
+  announcedAttributes,
+  checkMove,
+  initialView,
+  pollSchedule,
+  type MoveOptions,
+  type Observation,
+  type ScrapeRunInput,
+} from './view.js';
 
 /** One scrape job inside its workflow run: its state and every operation that changes it. */
 export class ScrapeJob {
@@ -58,7 +72,9 @@ export class ScrapeJob {
     this.policy = { ...DEFAULT_POLL_POLICY, ...(input.policy ?? {}) };
     this.acts = scrapeProxies(this.policy);
     const now = new Date();
-    this.deadline = input.carry?.deadlineAt ?? (input.resume ? new Date(now.getTime() + this.policy.deadlineMs).toISOString() : undefined);
+    this.deadline =
+      input.carry?.deadlineAt ??
+      (input.resume ? new Date(now.getTime() + this.policy.deadlineMs).toISOString() : undefined);
     this.v = initialView(input, now, this.deadline);
   }
 
@@ -116,7 +132,11 @@ export class ScrapeJob {
       this.v.finishedAt ??= new Date().toISOString();
       this.v.nextCheckAt = undefined;
     }
-    const updates = [...this.deferred.splice(0), ...extra, ...(this.publishedState === state ? [] : [{ key: ScrapeState, value: state } as SearchAttributeUpdatePair])];
+    const updates = [
+      ...this.deferred.splice(0),
+      ...extra,
+      ...(this.publishedState === state ? [] : [{ key: ScrapeState, value: state } as SearchAttributeUpdatePair]),
+    ];
     if (updates.length) upsertSearchAttributes(updates);
     this.publishedState = state;
     this.publish();
@@ -129,7 +149,12 @@ export class ScrapeJob {
    */
   async record(state: JobState, opts: MoveOptions & { detail?: unknown } = {}): Promise<void> {
     this.move(state, opts);
-    const write = { jobId: this.input.jobId, state, error: opts.error, detail: opts.detail ?? (opts.note ? { note: opts.note } : undefined) };
+    const write = {
+      jobId: this.input.jobId,
+      state,
+      error: opts.error,
+      detail: opts.detail ?? (opts.note ? { note: opts.note } : undefined),
+    };
     this.unwritten = write;
     await this.acts.recorder.recordState(write);
     this.unwritten = undefined;
@@ -183,8 +208,20 @@ export class ScrapeJob {
   }
 
   /** The first checks of a submit that went on into them (`SubmitJobInput.track`) and the polling generation they used. */
-  fastPath(): { generation: number; schedule: PollSchedule; firstDelayMs: number; notFoundLimit: number; budgetMs: number } {
-    return { generation: this.nextGeneration(), schedule: this.schedule(true), firstDelayMs: this.firstDelay(), notFoundLimit: this.policy.notFoundLimit, budgetMs: this.policy.fastPathMs };
+  fastPath(): {
+    generation: number;
+    schedule: PollSchedule;
+    firstDelayMs: number;
+    notFoundLimit: number;
+    budgetMs: number;
+  } {
+    return {
+      generation: this.nextGeneration(),
+      schedule: this.schedule(true),
+      firstDelayMs: this.firstDelay(),
+      notFoundLimit: this.policy.notFoundLimit,
+      budgetMs: this.policy.fastPathMs,
+    };
   }
 
   /** Shows `text` as the job's note (for an operator: why it waits, what was decided). */
@@ -339,7 +376,13 @@ export class ScrapeJob {
    */
   requestCancel(req: CancelRequest, via: CancelReport['via']): void {
     if (this.v.cancel || this.final) return;
-    this.v.cancel = { requestedBy: req.requestedBy ?? 'unknown', reason: req.reason ?? 'no reason given', via, requestedAt: new Date().toISOString(), providerCancelCalls: 0 };
+    this.v.cancel = {
+      requestedBy: req.requestedBy ?? 'unknown',
+      reason: req.reason ?? 'no reason given',
+      via,
+      requestedAt: new Date().toISOString(),
+      providerCancelCalls: 0,
+    };
     this.publish();
     this.phases?.cancel();
   }
@@ -384,7 +427,12 @@ export class ScrapeJob {
 
   /** The reference to the task that activities take. */
   taskRef(): { jobId: string; provider: string; account: string; taskId: string } {
-    return { jobId: this.input.jobId, provider: this.input.provider, account: this.input.account, taskId: this.v.taskId! };
+    return {
+      jobId: this.input.jobId,
+      provider: this.input.provider,
+      account: this.input.account,
+      taskId: this.v.taskId!,
+    };
   }
 
   /** Refreshes the Web UI's current details. */

@@ -38,9 +38,13 @@ export const wakeSignal = defineSignal<[WakeHint]>('wake');
 
 /** Descriptions shown by the Web UI and `temporal workflow metadata` next to each handler. */
 export const HANDLER_DESCRIPTIONS = {
-  state: 'The job as the workflow sees it: state, provider status, task ID, checks, deadline, last error, cancel report (JSON).',
-  cancel: 'Cancel the job: {"reason": "…", "requestedBy": "…"}. The provider is asked to stop and the observed outcome is recorded.',
-  cancelUpdate: 'Cancel the job and wait for the outcome observed at the provider (rejected when the job is already final).',
-  resolve: 'Settle a job in `unknown`: {"taskId": "…"} to adopt a task, or {"resubmit": true} to submit again under the same key.',
+  state:
+    'The job as the workflow sees it: state, provider status, task ID, checks, deadline, last error, cancel report (JSON).',
+  cancel:
+    'Cancel the job: {"reason": "…", "requestedBy": "…"}. The provider is asked to stop and the observed outcome is recorded.',
+  cancelUpdate:
+    'Cancel the job and wait for the outcome observed at the provider (rejected when the job is already final).',
+  resolve:
+    'Settle a job in `unknown`: {"taskId": "…"} to adopt a task, or {"resubmit": true} to submit again under the same key.',
   wake: 'A provider webhook hint: check the provider now (the result is still read from the provider).',
 } as const;

@@ -25,10 +25,20 @@ export type ScrapeProxies = ReturnType<typeof scrapeProxies>;
  */
 export function scrapeProxies(policy: PollPolicy) {
   const attemptMs = policy.activityTimeoutMs;
-  const retry = { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '60s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES };
+  const retry = {
+    initialInterval: '2s',
+    backoffCoefficient: 2,
+    maximumInterval: '60s',
+    nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
+  };
   return {
     /** A cancel waits for an attempt in flight: its answer says whether a task exists (a timeout proves nothing). */
-    submitter: proxyActivities<ScrapeActivities>({ startToCloseTimeout: attemptMs, scheduleToCloseTimeout: Math.max(policy.deadlineMs, 10 * attemptMs), retry, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED }),
+    submitter: proxyActivities<ScrapeActivities>({
+      startToCloseTimeout: attemptMs,
+      scheduleToCloseTimeout: Math.max(policy.deadlineMs, 10 * attemptMs),
+      retry,
+      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    }),
     /**
      * The submit that goes on into the first checks (`SubmitJobInput.track`): its attempt lasts up
      * to the fast path plus one attempt. A cancel does not wait for it: the cancel path reads the
@@ -42,7 +52,11 @@ export function scrapeProxies(policy: PollPolicy) {
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
     /** A cancel does not wait (its own path reconciles from the store again). */
-    reconciler: proxyActivities<ScrapeActivities>({ startToCloseTimeout: attemptMs, retry, cancellationType: ActivityCancellationType.TRY_CANCEL }),
+    reconciler: proxyActivities<ScrapeActivities>({
+      startToCloseTimeout: attemptMs,
+      retry,
+      cancellationType: ActivityCancellationType.TRY_CANCEL,
+    }),
     /** `scheduleToCloseMs`: the tracking deadline left plus two attempts (a backstop: the activity itself returns at the deadline). */
     poller: (scheduleToCloseMs: number) =>
       proxyActivities<ScrapeActivities>({
@@ -51,7 +65,12 @@ export function scrapeProxies(policy: PollPolicy) {
         // A cancel or a wake never waits behind a check in flight (it may hang until its own timeout).
         cancellationType: ActivityCancellationType.TRY_CANCEL,
         scheduleToCloseTimeout: Math.max(1, scheduleToCloseMs) + 2 * attemptMs,
-        retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
+        retry: {
+          initialInterval: '1s',
+          backoffCoefficient: 2,
+          maximumInterval: '30s',
+          nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
+        },
       }),
     /**
      * `trackStatus`: one activity for the whole tracking phase, waiting and checking in-process;
@@ -66,14 +85,30 @@ export function scrapeProxies(policy: PollPolicy) {
         heartbeatTimeout: policy.pollHeartbeatTimeoutMs,
         // A cancel or a wake never waits for it: an abandoned loop finds itself superseded in the store.
         cancellationType: ActivityCancellationType.TRY_CANCEL,
-        retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
+        retry: {
+          initialInterval: '1s',
+          backoffCoefficient: 2,
+          maximumInterval: '30s',
+          nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
+        },
       }),
     canceller: proxyActivities<ScrapeActivities>({
       startToCloseTimeout: attemptMs,
       scheduleToCloseTimeout: Math.max(policy.cancelConfirmDeadlineMs, attemptMs),
-      retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '15s', nonRetryableErrorTypes: NON_RETRYABLE_TYPES },
+      retry: {
+        initialInterval: '1s',
+        backoffCoefficient: 2,
+        maximumInterval: '15s',
+        nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
+      },
     }),
-    closer: proxyActivities<ScrapeActivities>({ startToCloseTimeout: 10_000, retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s' } }),
-    recorder: proxyLocalActivities<ScrapeActivities>({ startToCloseTimeout: Math.min(15_000, attemptMs), retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10s' } }),
+    closer: proxyActivities<ScrapeActivities>({
+      startToCloseTimeout: 10_000,
+      retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s' },
+    }),
+    recorder: proxyLocalActivities<ScrapeActivities>({
+      startToCloseTimeout: Math.min(15_000, attemptMs),
+      retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10s' },
+    }),
   };
 }

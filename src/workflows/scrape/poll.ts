@@ -7,7 +7,15 @@
  * phase scope is cancelled; the activity is abandoned at once with TRY_CANCEL, even while its check
  * hangs).
  */
-import { CancellationScope, condition, continueAsNew, isCancellation, patched, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  condition,
+  continueAsNew,
+  isCancellation,
+  patched,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { PollOutcome } from '../../activities/index.js';
 import { isTimeout, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
@@ -27,7 +35,11 @@ export async function trackTask(job: ScrapeJob): Promise<void> {
   for (;;) {
     if (workflowInfo().continueAsNewSuggested) {
       // Only wakes grow the history (a few events each): a job woken thousands of times starts afresh.
-      await continueAsNew({ ...job.input, resume: { taskId: job.view.taskId! }, carry: { deadlineAt: job.deadlineAt!, statusChecks: job.view.statusChecks } });
+      await continueAsNew({
+        ...job.input,
+        resume: { taskId: job.view.taskId! },
+        carry: { deadlineAt: job.deadlineAt!, statusChecks: job.view.statusChecks },
+      });
     }
     const outcome = await pollOnce(job, firstDelayMs, checkPastDeadline, inActivity);
     if (outcome === 'woken') {
@@ -45,13 +57,33 @@ export async function trackTask(job: ScrapeJob): Promise<void> {
  * activity is cancelled and `woken` returned). Wakes within `initialDelayMs` of the previous one are
  * merged into a single new check (a flood of webhooks makes one check per gap).
  */
-async function pollOnce(job: ScrapeJob, firstDelayMs: number, checkPastDeadline: boolean, inActivity: boolean): Promise<PollOutcome | 'woken'> {
+async function pollOnce(
+  job: ScrapeJob,
+  firstDelayMs: number,
+  checkPastDeadline: boolean,
+  inActivity: boolean,
+): Promise<PollOutcome | 'woken'> {
   const deadline = Date.parse(job.deadlineAt!);
   const generation = job.nextGeneration();
   job.scheduleCheck(firstDelayMs);
-  const input = { ...job.taskRef(), url: job.input.request.url, request: job.input.request, generation, schedule: job.schedule(inActivity), firstDelayMs, deadlineAt: job.deadlineAt!, checkPastDeadline, notFoundLimit: job.policy.notFoundLimit, mode: 'track' as const };
+  const input = {
+    ...job.taskRef(),
+    url: job.input.request.url,
+    request: job.input.request,
+    generation,
+    schedule: job.schedule(inActivity),
+    firstDelayMs,
+    deadlineAt: job.deadlineAt!,
+    checkPastDeadline,
+    notFoundLimit: job.policy.notFoundLimit,
+    mode: 'track' as const,
+  };
   const activityScope = new CancellationScope();
-  const activity = activityScope.run(() => (inActivity ? job.acts.tracker(deadline - Date.now()).trackStatus(input) : job.acts.poller(deadline - Date.now()).awaitStatus(input)));
+  const activity = activityScope.run(() =>
+    inActivity
+      ? job.acts.tracker(deadline - Date.now()).trackStatus(input)
+      : job.acts.poller(deadline - Date.now()).awaitStatus(input),
+  );
   const seen = job.wakes();
   const wakeScope = new CancellationScope();
   const woken = wakeScope.run(async () => {
@@ -111,7 +143,9 @@ async function onDeadline(job: ScrapeJob): Promise<boolean> {
     job.requestCancel({ reason: `deadline ${job.deadlineAt} passed`, requestedBy: 'deadline policy' }, 'deadline');
     return true;
   }
-  await job.record('tracking_interrupted', { note: `deadline ${job.deadlineAt} passed while the provider task may still run; resume with the same task ID ${job.view.taskId}` });
+  await job.record('tracking_interrupted', {
+    note: `deadline ${job.deadlineAt} passed while the provider task may still run; resume with the same task ID ${job.view.taskId}`,
+  });
   return true;
 }
 
@@ -121,11 +155,18 @@ async function onStale(job: ScrapeJob, o: Extract<PollOutcome, { kind: 'stale' }
     job.requestCancel({ reason: `the store shows a cancel under way (${o.reason})`, requestedBy: 'store' }, 'signal');
     return true;
   }
-  if (o.state && job.final === false && ['completed', 'failed', 'cancelled', 'cancel_unconfirmed', 'tracking_interrupted', 'expired'].includes(o.state)) {
+  if (
+    o.state &&
+    job.final === false &&
+    ['completed', 'failed', 'cancelled', 'cancel_unconfirmed', 'tracking_interrupted', 'expired'].includes(o.state)
+  ) {
     job.adoptFinal(o.state as never, `the store already holds this job as ${o.state}: ${o.reason}`);
     return true;
   }
   const error = jobErrorOf(new Error(o.reason), 'polling stopped');
-  await job.record('tracking_interrupted', { error, note: `polling stopped unexpectedly (${o.reason}); resume with the same task ID ${job.view.taskId}` });
+  await job.record('tracking_interrupted', {
+    error,
+    note: `polling stopped unexpectedly (${o.reason}); resume with the same task ID ${job.view.taskId}`,
+  });
   return true;
 }

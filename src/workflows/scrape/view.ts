@@ -8,7 +8,14 @@ import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { PollSchedule } from '../../model/schedule.js';
 import type { JobState } from '../../model/states.js';
 import type { CancelReport, JobError, JobView, PollPolicy, ScrapeWorkflowInput } from '../../model/types.js';
-import { ScrapeAccount, ScrapeBatchId, ScrapeHost, ScrapeProvider, ScrapeState, ScrapeTaskId } from '../searchAttributes.js';
+import {
+  ScrapeAccount,
+  ScrapeBatchId,
+  ScrapeHost,
+  ScrapeProvider,
+  ScrapeState,
+  ScrapeTaskId,
+} from '../searchAttributes.js';
 
 /** Allowed moves between local states; a final state allows none (docs/design.md, “The scrape workflow: a small explicit state machine”). */
 export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
@@ -30,7 +37,8 @@ export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
  * than record a wrong state.
  */
 export function checkMove(from: JobState, to: JobState, jobId: string): void {
-  if (to !== from && !TRANSITIONS[from].includes(to)) throw new Error(`illegal transition ${from} → ${to} for job ${jobId}`);
+  if (to !== from && !TRANSITIONS[from].includes(to))
+    throw new Error(`illegal transition ${from} → ${to} for job ${jobId}`);
 }
 
 /** Options of a move: a note for the reader, the error that caused it. */
@@ -90,7 +98,13 @@ export function announcedAttributes(input: ScrapeRunInput, view: Readonly<JobVie
  * policy's `learnSchedule`).
  */
 export function pollSchedule(p: PollPolicy, webhooks: boolean | undefined, current: boolean): PollSchedule {
-  const base = { initialDelayMs: p.initialDelayMs, maxDelayMs: p.maxDelayMs, multiplier: p.multiplier, jitter: p.jitter, slowdown: webhooks ? p.webhookSlowdown : 1 };
+  const base = {
+    initialDelayMs: p.initialDelayMs,
+    maxDelayMs: p.maxDelayMs,
+    multiplier: p.multiplier,
+    jitter: p.jitter,
+    slowdown: webhooks ? p.webhookSlowdown : 1,
+  };
   if (!current) return base;
   return { ...base, ...(webhooks ? { safetyNet: true } : {}), ...(p.learnSchedule ? { learn: true } : {}) };
 }

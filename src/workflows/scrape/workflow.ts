@@ -13,14 +13,31 @@
  * Update, the Web UI's button, `temporal workflow cancel`, the deadline policy) — unless the
  * provider finished first, when the job is `completed` and the run closes `Completed`.
  */
-import { ApplicationFailure, CancellationScope, allHandlersFinished, condition, isCancellation, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  allHandlersFinished,
+  condition,
+  isCancellation,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { isFinalState, type JobState } from '../../model/states.js';
 import type { CancelReport, JobView } from '../../model/types.js';
 import { acquireTask } from './acquire.js';
 import { closeRun, finishCancel } from './cancel.js';
 import { ScrapeJob } from './machine.js';
 import type { ScrapeRunInput } from './view.js';
-import { HANDLER_DESCRIPTIONS, cancelSignal, cancelUpdate, resolveUpdate, stateQuery, wakeSignal, type CancelRequest, type Resolution } from './messages.js';
+import {
+  HANDLER_DESCRIPTIONS,
+  cancelSignal,
+  cancelUpdate,
+  resolveUpdate,
+  stateQuery,
+  wakeSignal,
+  type CancelRequest,
+  type Resolution,
+} from './messages.js';
 import { trackTask } from './poll.js';
 
 /** Input carried across continue-as-new (absolute deadline, check count). */
@@ -39,7 +56,14 @@ export async function scrapeWorkflowV2(input: ScrapeRunInput): Promise<JobView> 
   job.announce();
   job.watchNativeCancel();
   // A resumed job that was `cancelling` when its previous run stopped finishes that cancel first.
-  if (input.pendingCancel) job.requestCancel({ reason: input.pendingCancel.reason ?? 'cancel under way before resume', requestedBy: input.pendingCancel.requestedBy ?? 'unknown' }, 'signal');
+  if (input.pendingCancel)
+    job.requestCancel(
+      {
+        reason: input.pendingCancel.reason ?? 'cancel under way before resume',
+        requestedBy: input.pendingCancel.requestedBy ?? 'unknown',
+      },
+      'signal',
+    );
 
   try {
     if (!job.cancel) await job.interruptible(() => runPhases(job));
@@ -57,7 +81,9 @@ export async function scrapeWorkflowV2(input: ScrapeRunInput): Promise<JobView> 
 /** Registers the query, signals and Updates (see `messages.ts`); each handler is one call into the job. */
 function wireHandlers(job: ScrapeJob): void {
   setHandler(stateQuery, () => job.view as JobView, { description: HANDLER_DESCRIPTIONS.state });
-  setHandler(cancelSignal, (req) => job.requestCancel(req ?? {}, 'signal'), { description: HANDLER_DESCRIPTIONS.cancel });
+  setHandler(cancelSignal, (req) => job.requestCancel(req ?? {}, 'signal'), {
+    description: HANDLER_DESCRIPTIONS.cancel,
+  });
   setHandler(cancelUpdate, (req) => cancelAndWait(job, req ?? {}), {
     description: HANDLER_DESCRIPTIONS.cancelUpdate,
     validator: (_req) => {
@@ -90,7 +116,8 @@ async function cancelAndWait(job: ScrapeJob, req: CancelRequest): Promise<Cancel
 async function resolveAndWait(job: ScrapeJob, r: Resolution): Promise<JobView> {
   job.offerResolution(r);
   const refused = await job.resolutionSettled(r);
-  if (refused !== undefined) throw ApplicationFailure.create({ type: 'Resolve.refused', message: refused, nonRetryable: true });
+  if (refused !== undefined)
+    throw ApplicationFailure.create({ type: 'Resolve.refused', message: refused, nonRetryable: true });
   return job.view as JobView;
 }
 
@@ -98,7 +125,11 @@ async function resolveAndWait(job: ScrapeJob, r: Resolution): Promise<JobView> {
 async function runPhases(job: ScrapeJob): Promise<void> {
   const { input } = job;
   if (input.resume) {
-    const reg = await job.acts.reconciler.registerJob({ ...input, workflowId: workflowInfo().workflowId, deadlineAt: job.deadlineAt });
+    const reg = await job.acts.reconciler.registerJob({
+      ...input,
+      workflowId: workflowInfo().workflowId,
+      deadlineAt: job.deadlineAt,
+    });
     if (isFinalState(reg.state) && reg.state !== 'tracking_interrupted') {
       // A stale resume (the job finished or was purged meanwhile): nothing to track, no provider call.
       job.adoptFinal(reg.state as JobState, `resume found the job already ${reg.state}; nothing to do`);

@@ -26,14 +26,25 @@ function apify(opts: { entry?: Record<string, unknown>; webhooks?: boolean } = {
   return startProviderScenario<ApifyFixture>({
     kind: 'apify',
     fixture: () => startApifyFixture(),
-    entry: (fx) => ({ baseUrl: fx.url, actorId: ACTOR, readTimeoutMs: 3_000, submitTimeoutMs: 3_000, replicaLagGraceMs: 1_500, clean: true, results: { pageSize: 2 }, ...opts.entry }),
+    entry: (fx) => ({
+      baseUrl: fx.url,
+      actorId: ACTOR,
+      readTimeoutMs: 3_000,
+      submitTimeoutMs: 3_000,
+      replicaLagGraceMs: 1_500,
+      clean: true,
+      results: { pageSize: 2 },
+      ...opts.entry,
+    }),
     webhooks: opts.webhooks,
   });
 }
 
 /** The provider statuses the job's timeline recorded (status changes and unrecognised words). */
 async function statusesSeen(s: Scenario<ApifyFixture>, jobId: string): Promise<string[]> {
-  return (await s.store.findings.timeline(jobId)).filter((e) => e.type === 'provider_status' || e.type === 'unrecognised_status').map((e) => (JSON.parse(e.detail!) as { status: string }).status);
+  return (await s.store.findings.timeline(jobId))
+    .filter((e) => e.type === 'provider_status' || e.type === 'unrecognised_status')
+    .map((e) => (JSON.parse(e.detail!) as { status: string }).status);
 }
 
 const RAW_ITEMS = [
@@ -62,17 +73,37 @@ describe('apify through the whole workflow', () => {
     const runs = s.fixture.runsFor('accept');
     expect(runs).toHaveLength(1);
     expect(row.task_id).toBe(runs[0]!.id);
-    expect(runs[0]!.input).toEqual({ startUrls: [{ url }], scrapeOrchestratorRef: providerKeys('acme', ref.key).clientRef });
+    expect(runs[0]!.input).toEqual({
+      startUrls: [{ url }],
+      scrapeOrchestratorRef: providerKeys('acme', ref.key).clientRef,
+    });
     const out = await s.outcome(ref.jobId);
     // The row keeps Apify's own final word.
-    expect(out).toMatchObject({ state: 'completed', providerStatus: 'SUCCEEDED', results: 1, documents: { total: 4, rows: 4 } });
+    expect(out).toMatchObject({
+      state: 'completed',
+      providerStatus: 'SUCCEEDED',
+      results: 1,
+      documents: { total: 4, rows: 4 },
+    });
     const docs = await s.client.getResultDocuments('acme', ref.jobId);
-    expect(docs.documents.map((d) => d.url)).toEqual(['https://shop.example/p/1', 'https://shop.example/p/2', 'https://shop.example/p/3', 'https://shop.example/p/4']);
+    expect(docs.documents.map((d) => d.url)).toEqual([
+      'https://shop.example/p/1',
+      'https://shop.example/p/2',
+      'https://shop.example/p/3',
+      'https://shop.example/p/4',
+    ]);
     expect(docs.documents.map((d) => d.title)).toEqual(['One', 'Two', 'Three', null]);
     expect(docs.documents[3]).toMatchObject({ httpStatus: 404 });
     const reads = s.fixture.requestsTo('GET', `/v2/actor-runs/${row.task_id}/dataset/items`);
-    expect(reads.map((r) => [r.query.offset, r.query.limit, r.query.clean])).toEqual([['0', '2', '1'], ['2', '2', '1'], ['4', '2', '1'], ['6', '2', '1']]);
-    const submit = s.fixture.requestsTo('POST', `/v2/actors/${ACTOR}/runs`).filter((r) => JSON.stringify(r.body).includes(url));
+    expect(reads.map((r) => [r.query.offset, r.query.limit, r.query.clean])).toEqual([
+      ['0', '2', '1'],
+      ['2', '2', '1'],
+      ['4', '2', '1'],
+      ['6', '2', '1'],
+    ]);
+    const submit = s.fixture
+      .requestsTo('POST', `/v2/actors/${ACTOR}/runs`)
+      .filter((r) => JSON.stringify(r.body).includes(url));
     expect(submit).toHaveLength(1);
     expect(submit[0]!.headers.authorization).toBe(`Bearer ${FIXTURE_KEYS.acme}`);
     expect(s.fixture.requests.every((r) => r.query.token === undefined)).toBe(true);
@@ -85,11 +116,19 @@ describe('apify through the whole workflow', () => {
     f.plan('w-timedout', { statuses: ['RUNNING', 'TIMING-OUT', 'TIMED-OUT'], statusMessage: 'Run timed out' });
     f.plan('w-aborted', { statuses: ['RUNNING', 'ABORTING', 'ABORTED'] });
     f.plan('w-odd', { statuses: ['READY', 'PAUSED', 'Succeeded', 'SUCCEEDED'] });
-    const [failed, timedOut, aborted, odd] = await Promise.all(['w-failed', 'w-timedout', 'w-aborted', 'w-odd'].map((w) => s.start({ url: `https://shop.example/${w}`, key: w })));
+    const [failed, timedOut, aborted, odd] = await Promise.all(
+      ['w-failed', 'w-timedout', 'w-aborted', 'w-odd'].map((w) =>
+        s.start({ url: `https://shop.example/${w}`, key: w }),
+      ),
+    );
 
     expect((await s.waitFor(failed!.jobId, ['failed', 'completed'])).state).toBe('failed');
     const fo = await s.outcome(failed!.jobId);
-    expect(fo.lastError).toMatchObject({ kind: 'provider_failed', code: 'FAILED', message: 'The actor crashed: out of memory' });
+    expect(fo.lastError).toMatchObject({
+      kind: 'provider_failed',
+      code: 'FAILED',
+      message: 'The actor crashed: out of memory',
+    });
     expect(fo.incidents).toHaveLength(1);
     expect(fo.results).toBe(0);
 
@@ -102,7 +141,9 @@ describe('apify through the whole workflow', () => {
 
     expect((await s.waitFor(odd!.jobId, ['completed', 'failed'])).state).toBe('completed');
     const oddTimeline = await s.store.findings.timeline(odd!.jobId);
-    expect(oddTimeline.filter((e) => e.type === 'unrecognised_status').map((e) => JSON.parse(e.detail!).status)).toEqual(['PAUSED', 'Succeeded']);
+    expect(
+      oddTimeline.filter((e) => e.type === 'unrecognised_status').map((e) => JSON.parse(e.detail!).status),
+    ).toEqual(['PAUSED', 'Succeeded']);
     expect((await s.outcome(odd!.jobId)).documents.total).toBe(3);
     for (const w of ['w-failed', 'w-timedout', 'w-aborted', 'w-odd']) expect(f.runsFor(w), w).toHaveLength(1);
   });
@@ -121,12 +162,18 @@ describe('apify through the whole workflow', () => {
     s.fixture.plan('gone-later', { statuses: ['READY', 'RUNNING', 'SUCCEEDED'], hold: true });
     const t0 = Date.now();
     const ref = await s.start({ url: 'https://shop.example/gone-later', key: 'gone-1' });
-    const row = await waitFor(async () => {
-      const r = await s.store.jobs.get(ref.jobId);
-      return r?.task_id && r.status_checks >= 1 && Date.now() - t0 > 1_800 ? r : undefined;
-    }, 30_000, 'a check past the replica-lag grace');
+    const row = await waitFor(
+      async () => {
+        const r = await s.store.jobs.get(ref.jobId);
+        return r?.task_id && r.status_checks >= 1 && Date.now() - t0 > 1_800 ? r : undefined;
+      },
+      30_000,
+      'a check past the replica-lag grace',
+    );
     s.fixture.expire(row.task_id!);
-    expect((await s.waitFor(ref.jobId, ['expired', 'failed', 'completed', 'tracking_interrupted'])).state).toBe('expired');
+    expect((await s.waitFor(ref.jobId, ['expired', 'failed', 'completed', 'tracking_interrupted'])).state).toBe(
+      'expired',
+    );
     const out = await s.outcome(ref.jobId);
     expect(out.events.filter((e) => e === 'status_not_found')).toHaveLength(4); // the kind's notFoundLimit
     expect(out.lastError).toMatchObject({ kind: 'not_found', code: 'record-not-found', httpStatus: 404 });
@@ -145,7 +192,12 @@ describe('apify through the whole workflow', () => {
       const r = await s.store.jobs.get(ref.jobId);
       return r?.state === 'pending' && r.status_checks > 0 ? r : undefined;
     });
-    const res = await s.client.cancelScrape('acme', ref.jobId, { reason: 'scenario', requestedBy: 'vitest', wait: true, timeoutMs: 20_000 });
+    const res = await s.client.cancelScrape('acme', ref.jobId, {
+      reason: 'scenario',
+      requestedBy: 'vitest',
+      wait: true,
+      timeoutMs: 20_000,
+    });
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     expect(s.fixture.requestsTo('POST', `/v2/actor-runs/${row.task_id}/abort`)).toHaveLength(1);
     expect(s.fixture.runs.get(row.task_id!)!.status).toBe('ABORTED');
@@ -161,7 +213,14 @@ describe('apify through the whole workflow', () => {
     });
     const run = s.fixture.runs.get(row.task_id!)!;
     const before = run.statusReads.length;
-    s.fixture.fault({ endpoint: 'run', status: 429, type: 'rate-limit-exceeded', message: 'You have exceeded the rate limit of 60 requests per second', retryAfterSeconds: 2, urlContains: 'limited' });
+    s.fixture.fault({
+      endpoint: 'run',
+      status: 429,
+      type: 'rate-limit-exceeded',
+      message: 'You have exceeded the rate limit of 60 requests per second',
+      retryAfterSeconds: 2,
+      urlContains: 'limited',
+    });
     s.fixture.release(run.id);
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
     const limitedAt = run.statusReads[before]!;
@@ -180,8 +239,14 @@ describe('apify: the concurrency refusal teaches the adaptive limit', () => {
     const f = s.fixture;
     f.concurrencyLimit = 2;
     f.plan('busy', { statuses: ['RUNNING', 'SUCCEEDED'], hold: true });
-    const refs = await Promise.all(Array.from({ length: 5 }, (_, i) => s.start({ url: `https://shop.example/busy/${i}`, key: `busy-${i}` })));
-    await waitFor(async () => (await providerLimit(s.store, s.providerKey()))?.ceiling === 2, 30_000, 'the learned ceiling');
+    const refs = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => s.start({ url: `https://shop.example/busy/${i}`, key: `busy-${i}` })),
+    );
+    await waitFor(
+      async () => (await providerLimit(s.store, s.providerKey()))?.ceiling === 2,
+      30_000,
+      'the learned ceiling',
+    );
     expect(f.concurrencyRefusals).toBeGreaterThanOrEqual(1);
     // Let the held runs finish as they come: a freed slot admits the next job.
     const releaser = setInterval(() => {
@@ -195,7 +260,9 @@ describe('apify: the concurrency refusal teaches the adaptive limit', () => {
     expect(f.runsFor('busy')).toHaveLength(5);
     expect(f.concurrencyRefusals).toBeLessThanOrEqual(3);
     expect(await providerLimit(s.store, s.providerKey())).toMatchObject({ ceiling: 2 });
-    const refused = (await s.store.findings.timeline(refs[0]!.jobId)).concat(...(await Promise.all(refs.slice(1).map((r) => s.store.findings.timeline(r.jobId))))).filter((e) => e.type === 'submit_rejected');
+    const refused = (await s.store.findings.timeline(refs[0]!.jobId))
+      .concat(...(await Promise.all(refs.slice(1).map((r) => s.store.findings.timeline(r.jobId)))))
+      .filter((e) => e.type === 'submit_rejected');
     expect(refused.length).toBe(f.concurrencyRefusals);
     expect(refused.every((e) => JSON.parse(e.detail!).error.code === 'concurrent-runs-limit-exceeded')).toBe(true);
   }, 150_000);
@@ -204,7 +271,9 @@ describe('apify: the concurrency refusal teaches the adaptive limit', () => {
 describe('apify: a lost submit reconciled by listing runs since the submit and reading their inputs', () => {
   let s: Scenario<ApifyFixture>;
   beforeAll(async () => {
-    s = await apify({ entry: { reconcileList: { marginMs: 1_000, maxInputReads: 5 }, reconcile: { settleMs: 1_500 } } });
+    s = await apify({
+      entry: { reconcileList: { marginMs: 1_000, maxInputReads: 5 }, reconcile: { settleMs: 1_500 } },
+    });
   });
   afterAll(async () => s?.stop());
 
@@ -244,10 +313,14 @@ describe('apify: a lost submit whose reconciliation reaches its bound', () => {
     f.dropAfterCommit('crowded', { decoys: { api: 2, web: 0 } });
     const ref = await s.start({ url: 'https://shop.example/crowded', key: 'crowded-1' });
     await s.waitFor(ref.jobId, ['unknown']);
-    const view = await waitFor(async () => {
-      const v = await s.client.getLiveView('acme', ref.jobId);
-      return v.note?.includes('waiting for an operator') ? v : undefined;
-    }, 30_000, 'the operator note');
+    const view = await waitFor(
+      async () => {
+        const v = await s.client.getLiveView('acme', ref.jobId);
+        return v.note?.includes('waiting for an operator') ? v : undefined;
+      },
+      30_000,
+      'the operator note',
+    );
     expect(view.note).toContain('absence cannot be proven');
     expect(view.note).toMatch(/reconcileList\.maxInputReads/);
     expect(f.requestsTo('POST', `/v2/actors/${ACTOR}/runs`)).toHaveLength(1);
@@ -260,7 +333,15 @@ describe('apify: a lost submit whose reconciliation reaches its bound', () => {
 });
 
 /** First status check 30 s × webhookSlowdown 5 = 150 s after submit: only a webhook can finish the job sooner. */
-const SLOW: Partial<PollPolicy> = { initialDelayMs: 30_000, maxDelayMs: 60_000, multiplier: 1.5, jitter: 0, deadlineMs: 600_000, activityTimeoutMs: 5_000, cancelConfirmDeadlineMs: 10_000 };
+const SLOW: Partial<PollPolicy> = {
+  initialDelayMs: 30_000,
+  maxDelayMs: 60_000,
+  multiplier: 1.5,
+  jitter: 0,
+  deadlineMs: 600_000,
+  activityTimeoutMs: 5_000,
+  cancelConfirmDeadlineMs: 10_000,
+};
 
 describe('apify: ad-hoc webhooks on the per-job token URL', () => {
   let s: Scenario<ApifyFixture>;
@@ -279,8 +360,20 @@ describe('apify: ad-hoc webhooks on the per-job token URL', () => {
     expect(Date.now() - t0).toBeLessThan(50_000);
     const run = f.runsFor('hooked')[0]!;
     const token = s.callbackToken(ref.jobId);
-    expect(run.webhooks).toEqual([{ eventTypes: ['ACTOR.RUN.SUCCEEDED', 'ACTOR.RUN.FAILED', 'ACTOR.RUN.ABORTED', 'ACTOR.RUN.TIMED_OUT'], requestUrl: `${s.api!.webhookUrl}/${token}` }]);
-    const sent = await waitFor(() => (f.deliveries.filter((d) => d.runId === run.id).length === 3 ? f.deliveries.filter((d) => d.runId === run.id) : undefined), 20_000, 'three deliveries');
+    expect(run.webhooks).toEqual([
+      {
+        eventTypes: ['ACTOR.RUN.SUCCEEDED', 'ACTOR.RUN.FAILED', 'ACTOR.RUN.ABORTED', 'ACTOR.RUN.TIMED_OUT'],
+        requestUrl: `${s.api!.webhookUrl}/${token}`,
+      },
+    ]);
+    const sent = await waitFor(
+      () =>
+        f.deliveries.filter((d) => d.runId === run.id).length === 3
+          ? f.deliveries.filter((d) => d.runId === run.id)
+          : undefined,
+      20_000,
+      'three deliveries',
+    );
     expect(sent.map((d) => d.status)).toEqual([200, 200, 200]);
     expect(sent[0]!.dispatchId).toBe(sent[1]!.dispatchId);
     expect(sent[2]!.dispatchId).not.toBe(sent[0]!.dispatchId);
@@ -305,14 +398,32 @@ describe('apify: ad-hoc webhooks on the per-job token URL', () => {
     const other = await s.start({ url: 'https://shop.example/other-job', key: 'forged-2', policy: SLOW });
     const row = await s.waitFor(ref.jobId, ['pending']);
     await s.waitFor(other.jobId, ['pending']);
-    const event = { userId: 'u', createdAt: new Date().toISOString(), eventType: 'ACTOR.RUN.SUCCEEDED', eventData: { actorId: 'a', actorRunId: row.task_id }, resource: { id: row.task_id, status: 'SUCCEEDED' } };
+    const event = {
+      userId: 'u',
+      createdAt: new Date().toISOString(),
+      eventType: 'ACTOR.RUN.SUCCEEDED',
+      eventData: { actorId: 'a', actorRunId: row.task_id },
+      resource: { id: row.task_id, status: 'SUCCEEDED' },
+    };
     for (const token of [undefined, '0'.repeat(64), s.callbackToken(other.jobId)]) {
-      const res = await s.api!.call(null, 'POST', token === undefined ? '/v1/webhooks/apify' : `/v1/webhooks/apify/${token}`, { json: event, headers: { 'x-apify-webhook-dispatch-id': 'forged-dispatch' } });
+      const res = await s.api!.call(
+        null,
+        'POST',
+        token === undefined ? '/v1/webhooks/apify' : `/v1/webhooks/apify/${token}`,
+        {
+          json: event,
+          headers: { 'x-apify-webhook-dispatch-id': 'forged-dispatch' },
+        },
+      );
       expect(res.status, String(token)).toBe(401);
       expect(await res.json()).toMatchObject({ type: '/problems/invalid-webhook-token' });
     }
     const kept = (await listQuarantine(s.store, { provider: 'apify' })).filter((q) => q.event_id === 'forged-dispatch');
-    expect(kept.map((q) => [q.reason, q.body])).toEqual([['invalid_token', ''], ['invalid_token', ''], ['invalid_token', '']]);
+    expect(kept.map((q) => [q.reason, q.body])).toEqual([
+      ['invalid_token', ''],
+      ['invalid_token', ''],
+      ['invalid_token', ''],
+    ]);
     expect(await s.store.webhooks.listDeliveries({ jobId: ref.jobId })).toEqual([]);
     expect((await s.store.jobs.get(ref.jobId))!.state).toBe('pending');
     for (const r of [...f.runsFor('forged'), ...f.runsFor('other-job')]) f.setStatus(r.id, 'ABORTED');

@@ -11,8 +11,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
 import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
-import { BRIGHTDATA_FIXTURE_DATASET, startBrightDataFixture, type BrightDataFixture, type BrightDataFixtureOptions } from '../../fixtures/providers/brightdata/server.js';
-import { FIXTURE_KEYS, SCENARIO_POLICY, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
+import {
+  BRIGHTDATA_FIXTURE_DATASET,
+  startBrightDataFixture,
+  type BrightDataFixture,
+  type BrightDataFixtureOptions,
+} from '../../fixtures/providers/brightdata/server.js';
+import {
+  FIXTURE_KEYS,
+  SCENARIO_POLICY,
+  startProviderScenario,
+  waitFor,
+  type Scenario,
+} from '../../fixtures/providers/harness.js';
 
 let pages: PageServer;
 beforeAll(async () => {
@@ -22,20 +33,35 @@ afterAll(async () => pages?.close());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function brightdata(fx: BrightDataFixtureOptions = {}, opts: { entry?: Record<string, unknown>; webhooks?: boolean } = {}) {
+function brightdata(
+  fx: BrightDataFixtureOptions = {},
+  opts: { entry?: Record<string, unknown>; webhooks?: boolean } = {},
+) {
   return startProviderScenario<BrightDataFixture>({
     kind: 'brightdata',
     fixture: () => startBrightDataFixture(fx),
-    entry: (f) => ({ baseUrl: f.url, readTimeoutMs: 5_000, submitTimeoutMs: 3_000, datasetId: BRIGHTDATA_FIXTURE_DATASET, reconcile: { settleMs: 1_000 }, listing: { marginMs: 5_000 }, ...opts.entry }),
+    entry: (f) => ({
+      baseUrl: f.url,
+      readTimeoutMs: 5_000,
+      submitTimeoutMs: 3_000,
+      datasetId: BRIGHTDATA_FIXTURE_DATASET,
+      reconcile: { settleMs: 1_000 },
+      listing: { marginMs: 5_000 },
+      ...opts.entry,
+    }),
     webhooks: opts.webhooks,
   });
 }
 
 async function checked(s: Scenario<BrightDataFixture>, jobId: string, checks = 1) {
-  return waitFor(async () => {
-    const r = await s.store.jobs.get(jobId);
-    return r?.task_id && r.status_checks >= checks ? r : undefined;
-  }, 30_000, `${checks} status checks of ${jobId}`);
+  return waitFor(
+    async () => {
+      const r = await s.store.jobs.get(jobId);
+      return r?.task_id && r.status_checks >= checks ? r : undefined;
+    },
+    30_000,
+    `${checks} status checks of ${jobId}`,
+  );
 }
 
 describe('brightdata: polling', () => {
@@ -66,8 +92,12 @@ describe('brightdata: polling', () => {
     const ref = await s.start({ url: `${pages.pageUrl('cnet')}?many-records`, key: 'parts-1' });
     expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'])).state).toBe('completed');
     const id = (await s.store.jobs.get(ref.jobId))!.task_id!;
-    const downloads = s.fixture.requestsTo('GET', `/datasets/v3/snapshot/${id}`).filter((r) => !r.path.endsWith('/parts') && !r.path.endsWith('/input'));
-    expect(downloads.map((r) => r.query)).toEqual([1, 2, 3].map((part) => ({ format: 'json', batch_size: '1000', part: String(part) })));
+    const downloads = s.fixture
+      .requestsTo('GET', `/datasets/v3/snapshot/${id}`)
+      .filter((r) => !r.path.endsWith('/parts') && !r.path.endsWith('/input'));
+    expect(downloads.map((r) => r.query)).toEqual(
+      [1, 2, 3].map((part) => ({ format: 'json', batch_size: '1000', part: String(part) })),
+    );
     expect(s.fixture.requestsTo('GET', `/datasets/v3/snapshot/${id}/parts`)).toHaveLength(1);
     expect((await s.outcome(ref.jobId)).documents).toEqual({ total: 2_500, rows: 2_500 });
   });
@@ -76,15 +106,30 @@ describe('brightdata: polling', () => {
     s.fixture.rule('word=hold', { kind: 'hold' });
     s.fixture.rule('word=failed', { kind: 'fail', message: 'No data found in discovery' });
     s.fixture.rule('word=canceled', { kind: 'hold' });
-    const [hold, failed, canceled] = await Promise.all(['hold', 'failed', 'canceled'].map((w) => s.start({ url: `${pages.pageUrl('002')}?word=${w}`, key: `word-${w}` })));
+    const [hold, failed, canceled] = await Promise.all(
+      ['hold', 'failed', 'canceled'].map((w) =>
+        s.start({ url: `${pages.pageUrl('002')}?word=${w}`, key: `word-${w}` }),
+      ),
+    );
 
     const h = await checked(s, hold!.jobId, 2);
     expect(h).toMatchObject({ state: 'pending', provider_status: 'running' });
-    const words = (await s.store.findings.timeline(hold!.jobId)).filter((e) => e.type === 'provider_status').map((e) => JSON.parse(e.detail!).status);
+    const words = (await s.store.findings.timeline(hold!.jobId))
+      .filter((e) => e.type === 'provider_status')
+      .map((e) => JSON.parse(e.detail!).status);
     expect(words.every((w: string) => w === 'starting' || w === 'running')).toBe(true);
     const before = s.fixture.statusReads(h.task_id!).length;
-    s.fixture.script(h.task_id!, { status: 202, json: { status: 'building' } }, { status: 200, json: { status: 'stalled' } }, ...Array.from({ length: 3 }, () => ({ status: 200, json: { status: 'Ready' } })));
-    await waitFor(async () => (await s.store.jobs.get(hold!.jobId))?.provider_status === 'Ready', 30_000, 'the word "Ready" recorded');
+    s.fixture.script(
+      h.task_id!,
+      { status: 202, json: { status: 'building' } },
+      { status: 200, json: { status: 'stalled' } },
+      ...Array.from({ length: 3 }, () => ({ status: 200, json: { status: 'Ready' } })),
+    );
+    await waitFor(
+      async () => (await s.store.jobs.get(hold!.jobId))?.provider_status === 'Ready',
+      30_000,
+      'the word "Ready" recorded',
+    );
     expect(await s.store.jobs.get(hold!.jobId)).toMatchObject({ state: 'pending', provider_state: 'unrecognised' });
     const reads = s.fixture.statusReads(h.task_id!).slice(before, before + 3);
     for (let i = 1; i < reads.length; i++) expect(reads[i]! - reads[i - 1]!).toBeGreaterThanOrEqual(170);
@@ -104,9 +149,13 @@ describe('brightdata: polling', () => {
   it('progress says ready while the download still answers 202 building: not ready, retried after the stated wait, then completed', async () => {
     s.fixture.rule('late-download', { kind: 'late_download', times: 2 });
     const ref = await s.start({ url: `${pages.pageUrl('heise')}?late-download`, key: 'late-1' });
-    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe('completed');
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe(
+      'completed',
+    );
     const id = (await s.store.jobs.get(ref.jobId))!.task_id!;
-    const downloads = s.fixture.requestsTo('GET', `/datasets/v3/snapshot/${id}`).filter((r) => !r.path.endsWith('/parts'));
+    const downloads = s.fixture
+      .requestsTo('GET', `/datasets/v3/snapshot/${id}`)
+      .filter((r) => !r.path.endsWith('/parts'));
     expect(downloads).toHaveLength(3);
     expect(downloads[1]!.at - downloads[0]!.at).toBeGreaterThanOrEqual(1_000 - 50); // "try again in 1s"
     expect((await s.outcome(ref.jobId)).incidents).toEqual([]);
@@ -116,7 +165,9 @@ describe('brightdata: polling', () => {
     s.fixture.rule('empty-text', { kind: 'download', answer: 'empty' });
     s.fixture.rule('empty-json', { kind: 'download', answer: 'empty_json' });
     s.fixture.rule('expired-snap', { kind: 'download', answer: 'expired' });
-    const [text, json, expired] = await Promise.all(['empty-text', 'empty-json', 'expired-snap'].map((w) => s.start({ url: `${pages.pageUrl('001')}?${w}`, key: w })));
+    const [text, json, expired] = await Promise.all(
+      ['empty-text', 'empty-json', 'expired-snap'].map((w) => s.start({ url: `${pages.pageUrl('001')}?${w}`, key: w })),
+    );
     for (const ref of [text!, json!]) {
       expect((await s.waitFor(ref.jobId, ['failed', 'completed', 'tracking_interrupted'])).state).toBe('failed');
       const out = await s.outcome(ref.jobId);
@@ -131,7 +182,12 @@ describe('brightdata: polling', () => {
     s.fixture.rule('cancel-me', { kind: 'hold' });
     const ref = await s.start({ url: `${pages.pageUrl('ars-1')}?cancel-me`, key: 'cancel-1' });
     const row = await checked(s, ref.jobId);
-    const res = await s.client.cancelScrape('acme', ref.jobId, { reason: 'scenario', requestedBy: 'vitest', wait: true, timeoutMs: 20_000 });
+    const res = await s.client.cancelScrape('acme', ref.jobId, {
+      reason: 'scenario',
+      requestedBy: 'vitest',
+      wait: true,
+      timeoutMs: 20_000,
+    });
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     expect(s.fixture.requestsTo('POST', `/datasets/v3/snapshot/${row.task_id}/cancel`)).toHaveLength(1);
     expect(s.fixture.snapshots.get(row.task_id!)!.status).toBe('canceled');
@@ -142,7 +198,9 @@ describe('brightdata: polling', () => {
     const url = `${pages.pageUrl('cnn')}?busy`;
     const ref = await s.start({ url, key: 'busy-1' });
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
-    const triggers = s.fixture.requestsTo('POST', '/datasets/v3/trigger').filter((r) => JSON.stringify(r.body).includes('?busy'));
+    const triggers = s.fixture
+      .requestsTo('POST', '/datasets/v3/trigger')
+      .filter((r) => JSON.stringify(r.body).includes('?busy'));
     expect(triggers).toHaveLength(2);
     expect(triggers[1]!.at - triggers[0]!.at).toBeGreaterThanOrEqual(2_000 - 50);
     expect(s.fixture.snapshotsWith('?busy')).toHaveLength(1);
@@ -155,19 +213,30 @@ describe('brightdata: polling', () => {
     s.fixture.addForeign([{ url: `${pages.pageUrl('yahoo-1')}?someone-else` }]);
     s.fixture.rule('?lost', { kind: 'drop_after_commit' }, 1);
     const ref = await s.start({ url, key: 'lost-1' });
-    const view = await waitFor(async () => {
-      const v = await s.client.getLiveView('acme', ref.jobId);
-      return v.note?.includes('waiting for an operator') ? v : undefined;
-    }, 30_000, 'the operator note');
+    const view = await waitFor(
+      async () => {
+        const v = await s.client.getLiveView('acme', ref.jobId);
+        return v.note?.includes('waiting for an operator') ? v : undefined;
+      },
+      30_000,
+      'the operator note',
+    );
     const mine = s.fixture.snapshotsWith('?lost');
     expect(mine).toHaveLength(1);
     expect(view.state).toBe('unknown');
     expect(view.note).toContain(`match only by URL and time (${mine[0]!.id})`);
     const undecided = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'reconcile_undecided')!;
     const evidence = JSON.parse(undecided.detail!).evidence;
-    expect(evidence.readings[0].candidates).toEqual(expect.arrayContaining([expect.objectContaining({ taskId: mine[0]!.id, match: 'weak' }), expect.objectContaining({ match: 'foreign' })]));
+    expect(evidence.readings[0].candidates).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ taskId: mine[0]!.id, match: 'weak' }),
+        expect.objectContaining({ match: 'foreign' }),
+      ]),
+    );
     await s.client.resolve('acme', ref.jobId, { taskId: mine[0]!.id, by: 'vitest' });
-    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe('completed');
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe(
+      'completed',
+    );
     expect(s.fixture.snapshotsWith('?lost')).toHaveLength(1);
     const audit = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'operator_resolve')!;
     expect(JSON.parse(audit.detail!)).toMatchObject({ by: 'vitest', taskId: mine[0]!.id, outcome: 'adopted' });
@@ -177,7 +246,9 @@ describe('brightdata: polling', () => {
     const url = `${pages.pageUrl('yahoo-2')}?never`;
     s.fixture.rule('?never', { kind: 'drop_before_commit' }, 1);
     const ref = await s.start({ url, key: 'never-1' });
-    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe('completed');
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe(
+      'completed',
+    );
     expect(s.fixture.snapshotsWith('?never')).toHaveLength(1);
     const events = (await s.store.findings.timeline(ref.jobId)).map((e) => e.type);
     expect(events).toContain('reconcile_absent');
@@ -188,7 +259,10 @@ describe('brightdata: polling', () => {
 describe('brightdata: a burst of 429s never nears the 25-in-5-minutes IP block', () => {
   let s: Scenario<BrightDataFixture>;
   beforeAll(async () => {
-    s = await brightdata({}, { entry: { rateLimit: { maxRefusals: 5, backoffMs: 500, maxBackoffMs: 4_000 }, limits: { maxConcurrent: 2 } } });
+    s = await brightdata(
+      {},
+      { entry: { rateLimit: { maxRefusals: 5, backoffMs: 500, maxBackoffMs: 4_000 }, limits: { maxConcurrent: 2 } } },
+    );
   });
   afterAll(async () => s?.stop());
 
@@ -196,7 +270,11 @@ describe('brightdata: a burst of 429s never nears the 25-in-5-minutes IP block',
     s.fixture.rule('storm', { kind: 'rate_limit' });
     // A deadline longer than the guard's hold: the submits wait it out (a shorter one fails the job with the cool-down as reason).
     const policy = { ...SCENARIO_POLICY, deadlineMs: 900_000 };
-    const refs = await Promise.all(Array.from({ length: 8 }, (_, i) => s.start({ url: `${pages.pageUrl('002')}?storm=${i}`, key: `storm-${i}`, policy })));
+    const refs = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        s.start({ url: `${pages.pageUrl('002')}?storm=${i}`, key: `storm-${i}`, policy }),
+      ),
+    );
     await waitFor(() => s.fixture.refusals.length >= 5, 60_000, 'five refusals');
     const atGuard = s.fixture.requests.length;
     await sleep(8_000);
@@ -204,12 +282,20 @@ describe('brightdata: a burst of 429s never nears the 25-in-5-minutes IP block',
     expect(s.fixture.requests.length - atGuard).toBeLessThanOrEqual(1); // one call may have been in flight
     expect(s.fixture.snapshotsWith('storm')).toHaveLength(0);
     for (const ref of refs) expect((await s.store.jobs.get(ref.jobId))?.state).toBe('submitting');
-    const rejected = (await Promise.all(refs.map((r) => s.store.findings.timeline(r.jobId)))).flat().filter((e) => e.type === 'submit_rejected');
+    const rejected = (await Promise.all(refs.map((r) => s.store.findings.timeline(r.jobId))))
+      .flat()
+      .filter((e) => e.type === 'submit_rejected');
     expect(rejected.length).toBeGreaterThan(0);
   });
 });
 
-const SLOW: Partial<PollPolicy> = { ...SCENARIO_POLICY, initialDelayMs: 30_000, maxDelayMs: 60_000, jitter: 0, deadlineMs: 600_000 };
+const SLOW: Partial<PollPolicy> = {
+  ...SCENARIO_POLICY,
+  initialDelayMs: 30_000,
+  maxDelayMs: 60_000,
+  jitter: 0,
+  deadlineMs: 600_000,
+};
 
 describe('brightdata: notify pings on the per-job token URL', () => {
   let s: Scenario<BrightDataFixture>;
@@ -228,7 +314,9 @@ describe('brightdata: notify pings on the per-job token URL', () => {
     expect(snap.query.notify).toBe(`${s.api!.webhookUrl}/${s.callbackToken(ref.jobId)}`);
     const sent = s.fixture.deliveries.filter((d) => (d.body as { snapshot_id?: string }).snapshot_id === snap.id);
     expect(sent.map((d) => [d.status, d.body])).toEqual([[200, { snapshot_id: snap.id, status: 'ready' }]]);
-    const again = await s.api!.call(null, 'POST', `/v1/webhooks/brightdata/${s.callbackToken(ref.jobId)}`, { json: sent[0]!.body });
+    const again = await s.api!.call(null, 'POST', `/v1/webhooks/brightdata/${s.callbackToken(ref.jobId)}`, {
+      json: sent[0]!.body,
+    });
     expect(await again.json()).toMatchObject({ outcome: 'duplicate' });
     const wrong = await s.api!.call(null, 'POST', `/v1/webhooks/brightdata/${'f'.repeat(64)}`, { json: sent[0]!.body });
     expect(wrong.status).toBe(401);

@@ -13,8 +13,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
 import { FirecrawlAdapter } from '../../../src/providers/firecrawl/index.js';
 import type { FirecrawlEntry } from '../../../src/providers/firecrawl/config.js';
-import { FIXTURE_KEYS, SCENARIO_POLICY, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
-import { startFirecrawlFixture, type FirecrawlFixture, type FirecrawlFixtureOptions } from '../../fixtures/providers/firecrawl/server.js';
+import {
+  FIXTURE_KEYS,
+  SCENARIO_POLICY,
+  startProviderScenario,
+  waitFor,
+  type Scenario,
+} from '../../fixtures/providers/harness.js';
+import {
+  startFirecrawlFixture,
+  type FirecrawlFixture,
+  type FirecrawlFixtureOptions,
+} from '../../fixtures/providers/firecrawl/server.js';
 import { listQuarantine } from '../../helpers/storeQueries.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -24,17 +34,27 @@ function firecrawl(fixture: FirecrawlFixtureOptions, entry: Record<string, unkno
   return startProviderScenario<FirecrawlFixture>({
     kind: 'firecrawl',
     fixture: () => startFirecrawlFixture(fixture),
-    entry: (fx) => ({ baseUrl: fx.url, readTimeoutMs: 3_000, submitTimeoutMs: 3_000, reconcile: { settleMs: 500 }, ...entry }),
+    entry: (fx) => ({
+      baseUrl: fx.url,
+      readTimeoutMs: 3_000,
+      submitTimeoutMs: 3_000,
+      reconcile: { settleMs: 500 },
+      ...entry,
+    }),
     webhooks,
   });
 }
 
 /** The running job of `jobId` once its task is known and checked at least `checks` times. */
 async function running(s: Scenario<FirecrawlFixture>, jobId: string, checks = 1) {
-  return waitFor(async () => {
-    const r = await s.store.jobs.get(jobId);
-    return r?.task_id && r.status_checks >= checks ? r : undefined;
-  }, 30_000, `job ${jobId} checked ${checks} times`);
+  return waitFor(
+    async () => {
+      const r = await s.store.jobs.get(jobId);
+      return r?.task_id && r.status_checks >= checks ? r : undefined;
+    },
+    30_000,
+    `job ${jobId} checked ${checks} times`,
+  );
 }
 
 describe('firecrawl: batch scrape entry (one URL per job)', () => {
@@ -55,11 +75,28 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     const [post] = s.fixture.server.requestsTo('POST', '/v2/batch/scrape');
     expect(post!.headers.authorization).toBe(`Bearer ${FIXTURE_KEYS.acme}`);
     expect(post!.headers['x-idempotency-key']).toBeUndefined();
-    expect(post!.body).toEqual({ formats: ['markdown', 'links'], onlyMainContent: true, ignoreInvalidURLs: false, urls: [url] });
+    expect(post!.body).toEqual({
+      formats: ['markdown', 'links'],
+      onlyMainContent: true,
+      ignoreInvalidURLs: false,
+      urls: [url],
+    });
     const result = await s.client.getResult('acme', ref.jobId);
-    expect(result).toMatchObject({ url, finalUrl: url, httpStatus: 200, title: 'Page 0', lang: 'en', excerpt: 'About page 0' });
+    expect(result).toMatchObject({
+      url,
+      finalUrl: url,
+      httpStatus: 200,
+      title: 'Page 0',
+      lang: 'en',
+      excerpt: 'About page 0',
+    });
     expect(result.markdown).toContain(`Content of ${url}`);
-    expect(await s.outcome(ref.jobId)).toMatchObject({ state: 'completed', providerStatus: 'completed', results: 1, documents: { total: 1, rows: 1 } });
+    expect(await s.outcome(ref.jobId)).toMatchObject({
+      state: 'completed',
+      providerStatus: 'completed',
+      results: 1,
+      documents: { total: 1, rows: 1 },
+    });
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
   });
 
@@ -83,7 +120,10 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     expect(fo.results).toBe(0);
 
     const c = await running(s, cancelled!.jobId);
-    const r = await fetch(`${s.fixture.url}/v2/batch/scrape/${c.task_id}`, { method: 'DELETE', headers: { authorization: `Bearer ${FIXTURE_KEYS.acme}` } });
+    const r = await fetch(`${s.fixture.url}/v2/batch/scrape/${c.task_id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${FIXTURE_KEYS.acme}` },
+    });
     expect(r.status).toBe(200);
     expect((await s.waitFor(cancelled!.jobId, ['cancelled', 'failed', 'completed'])).state).toBe('cancelled');
   });
@@ -93,11 +133,25 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     const ref = await s.start({ url: 'https://example.com/?odd-words', key: 'odd-words' });
     const row = await running(s, ref.jobId);
     s.fixture.setWord(row.task_id!, 'paused');
-    await waitFor(async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'paused', 30_000, 'the word "paused" recorded');
+    await waitFor(
+      async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'paused',
+      30_000,
+      'the word "paused" recorded',
+    );
     s.fixture.setWord(row.task_id!, 'Completed');
-    await waitFor(async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'Completed', 30_000, 'the word "Completed" recorded');
-    expect(await s.store.jobs.get(ref.jobId)).toMatchObject({ state: 'pending', provider_status: 'Completed', provider_state: 'unrecognised' });
-    expect((await s.store.findings.timeline(ref.jobId)).filter((e) => e.type === 'unrecognised_status').length).toBeGreaterThanOrEqual(2);
+    await waitFor(
+      async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'Completed',
+      30_000,
+      'the word "Completed" recorded',
+    );
+    expect(await s.store.jobs.get(ref.jobId)).toMatchObject({
+      state: 'pending',
+      provider_status: 'Completed',
+      provider_state: 'unrecognised',
+    });
+    expect(
+      (await s.store.findings.timeline(ref.jobId)).filter((e) => e.type === 'unrecognised_status').length,
+    ).toBeGreaterThanOrEqual(2);
     const reads = s.fixture.job(row.task_id!)!.statusReads;
     for (let i = 1; i < reads.length; i++) expect(reads[i]! - reads[i - 1]!).toBeGreaterThanOrEqual(170);
     s.fixture.setWord(row.task_id!, null);
@@ -118,13 +172,21 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     const row = await running(s, ref.jobId);
     s.fixture.expire(row.task_id!);
     expect((await s.waitFor(ref.jobId, ['expired', 'failed', 'tracking_interrupted'])).state).toBe('expired');
-    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ kind: 'expired', code: 'JOB_EXPIRED', httpStatus: 404 });
+    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({
+      kind: 'expired',
+      code: 'JOB_EXPIRED',
+      httpStatus: 404,
+    });
     expect(s.fixture.jobs('acme').filter((j) => j.url.includes('expire-me'))).toHaveLength(1);
   });
 
   it('"Job not found" (gone, or another team’s job) is counted, then expired', async () => {
     s.fixture.hold('gone');
-    const ref = await s.start({ url: 'https://example.com/gone', key: 'gone', policy: { ...SCENARIO_POLICY, notFoundLimit: 2 } });
+    const ref = await s.start({
+      url: 'https://example.com/gone',
+      key: 'gone',
+      policy: { ...SCENARIO_POLICY, notFoundLimit: 2 },
+    });
     const row = await running(s, ref.jobId);
     s.fixture.expire(row.task_id!, 'gone');
     expect((await s.waitFor(ref.jobId, ['expired', 'failed', 'tracking_interrupted'])).state).toBe('expired');
@@ -135,7 +197,12 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     s.fixture.hold('cancel-me');
     const ref = await s.start({ url: 'https://example.com/cancel-me', key: 'cancel' });
     const row = await running(s, ref.jobId);
-    const res = await s.client.cancelScrape('acme', ref.jobId, { reason: 'scenario', requestedBy: 'vitest', wait: true, timeoutMs: 20_000 });
+    const res = await s.client.cancelScrape('acme', ref.jobId, {
+      reason: 'scenario',
+      requestedBy: 'vitest',
+      wait: true,
+      timeoutMs: 20_000,
+    });
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     expect(s.fixture.server.requestsTo('DELETE', `/v2/batch/scrape/${row.task_id}`)).toHaveLength(1);
     expect(s.fixture.job(row.task_id!)!.status).toBe('cancelled');
@@ -151,7 +218,9 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     await waitFor(() => s.fixture.server.requests.slice(since).length > 0, 10_000, 'the limited read');
     s.fixture.release(row.task_id!);
     await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000);
-    const reads = s.fixture.server.requests.slice(since).filter((r) => r.method === 'GET' && r.path === `/v2/batch/scrape/${row.task_id}`);
+    const reads = s.fixture.server.requests
+      .slice(since)
+      .filter((r) => r.method === 'GET' && r.path === `/v2/batch/scrape/${row.task_id}`);
     expect(reads.length).toBeGreaterThanOrEqual(2);
     expect(reads[1]!.at - reads[0]!.at).toBeGreaterThanOrEqual(3_000 - 50);
     expect((await s.outcome(ref.jobId)).state).toBe('completed');
@@ -161,15 +230,23 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     s.fixture.dropAfterCommit('lost-batch');
     const url = 'https://example.com/lost-batch';
     const ref = await s.start({ url, key: 'lost-batch' });
-    const view = await waitFor(async () => {
-      const v = await s.client.getLiveView('acme', ref.jobId);
-      return v.note?.includes('waiting for an operator') ? v : undefined;
-    }, 30_000, 'the operator note');
+    const view = await waitFor(
+      async () => {
+        const v = await s.client.getLiveView('acme', ref.jobId);
+        return v.note?.includes('waiting for an operator') ? v : undefined;
+      },
+      30_000,
+      'the operator note',
+    );
     const jobs = s.fixture.jobs('acme').filter((j) => j.url === url);
     expect(jobs).toHaveLength(1);
     expect(view.note).toContain(`match only by URL and time (${jobs[0]!.id})`);
     // A batch entry never replays (a second batch would be a duplicate paid job).
-    expect(s.fixture.server.requestsTo('POST', '/v2/batch/scrape').filter((r) => (r.body as { urls: string[] }).urls[0] === url)).toHaveLength(1);
+    expect(
+      s.fixture.server
+        .requestsTo('POST', '/v2/batch/scrape')
+        .filter((r) => (r.body as { urls: string[] }).urls[0] === url),
+    ).toHaveLength(1);
     expect(s.fixture.server.requestsTo('GET', '/v2/team/activity').length).toBeGreaterThan(0);
     await s.client.resolve('acme', ref.jobId, { taskId: jobs[0]!.id, by: 'vitest' });
     const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
@@ -187,13 +264,21 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     try {
       const url = 'https://example.com/no-activity';
       const ref = await s.start({ url, key: 'no-activity' });
-      const view = await waitFor(async () => {
-        const v = await s.client.getLiveView('acme', ref.jobId);
-        return v.note?.includes('waiting for an operator') ? v : undefined;
-      }, 30_000, 'the operator note');
+      const view = await waitFor(
+        async () => {
+          const v = await s.client.getLiveView('acme', ref.jobId);
+          return v.note?.includes('waiting for an operator') ? v : undefined;
+        },
+        30_000,
+        'the operator note',
+      );
       expect(view.note).toMatch(/absence cannot be proven.*not offered here: GET \/v2\/team\/activity/);
       expect(s.fixture.jobs('acme').filter((j) => j.url === url)).toHaveLength(1);
-      expect(s.fixture.server.requestsTo('POST', '/v2/batch/scrape').filter((r) => (r.body as { urls: string[] }).urls[0] === url)).toHaveLength(1);
+      expect(
+        s.fixture.server
+          .requestsTo('POST', '/v2/batch/scrape')
+          .filter((r) => (r.body as { urls: string[] }).urls[0] === url),
+      ).toHaveLength(1);
     } finally {
       s.fixture.conformance.setLookup({ kind: 'immediate' });
     }
@@ -203,7 +288,9 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     s.fixture.dropBeforeCommit('never-arrived');
     const url = 'https://example.com/never-arrived';
     const ref = await s.start({ url, key: 'never-arrived' });
-    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe('completed');
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe(
+      'completed',
+    );
     expect(s.fixture.jobs('acme').filter((j) => j.url === url)).toHaveLength(1);
     const events = (await s.outcome(ref.jobId)).events;
     expect(events.indexOf('reconcile_settling')).toBeGreaterThan(-1);
@@ -216,12 +303,19 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     s.fixture.dropAfterCommit('twice');
     const ref = await s.start({ url, key: 'twice' });
     await s.waitFor(ref.jobId, ['unknown']);
-    const ids = s.fixture.jobs('acme').filter((j) => j.url === url).map((j) => j.id);
+    const ids = s.fixture
+      .jobs('acme')
+      .filter((j) => j.url === url)
+      .map((j) => j.id);
     expect(ids).toHaveLength(2);
-    const view = await waitFor(async () => {
-      const v = await s.client.getLiveView('acme', ref.jobId);
-      return v.note?.includes('waiting for an operator') ? v : undefined;
-    }, 30_000, 'the operator note');
+    const view = await waitFor(
+      async () => {
+        const v = await s.client.getLiveView('acme', ref.jobId);
+        return v.note?.includes('waiting for an operator') ? v : undefined;
+      },
+      30_000,
+      'the operator note',
+    );
     for (const id of ids) expect(view.note).toContain(id);
     await s.client.resolve('acme', ref.jobId, { taskId: ids[1]!, by: 'scenario' });
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
@@ -237,13 +331,24 @@ describe('firecrawl: crawl entry', () => {
 
   it('a crawl of 5 pages over 3 `next` pages plus 1 failure and 1 robots.txt refusal is written once with all 7 documents; x-idempotency-key is a UUID; the limit and scrapeOptions pass through', async () => {
     const url = 'https://docs.example.com/';
-    const ref = await s.start({ url, key: 'crawl-1', options: { limit: 50, includePaths: ['docs/.*'], scrapeOptions: { onlyMainContent: false } } });
+    const ref = await s.start({
+      url,
+      key: 'crawl-1',
+      options: { limit: 50, includePaths: ['docs/.*'], scrapeOptions: { onlyMainContent: false } },
+    });
     const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted']);
     expect(row.state).toBe('completed');
     const [post] = s.fixture.server.requestsTo('POST', '/v2/crawl');
     expect(post!.headers['x-idempotency-key']).toMatch(UUID);
-    expect(post!.body).toEqual({ limit: 50, includePaths: ['docs/.*'], url, scrapeOptions: { formats: ['markdown', 'links'], onlyMainContent: false } });
-    const reads = s.fixture.server.requestsTo('GET', `/v2/crawl/${row.task_id}`).filter((r) => r.path === `/v2/crawl/${row.task_id}`);
+    expect(post!.body).toEqual({
+      limit: 50,
+      includePaths: ['docs/.*'],
+      url,
+      scrapeOptions: { formats: ['markdown', 'links'], onlyMainContent: false },
+    });
+    const reads = s.fixture.server
+      .requestsTo('GET', `/v2/crawl/${row.task_id}`)
+      .filter((r) => r.path === `/v2/crawl/${row.task_id}`);
     expect(reads.map((r) => r.query.skip ?? '0').slice(-3)).toEqual(['0', '2', '4']);
     expect(s.fixture.server.requestsTo('GET', `/v2/crawl/${row.task_id}/errors`)).toHaveLength(1);
     const out = await s.outcome(ref.jobId);
@@ -269,16 +374,22 @@ describe('firecrawl: crawl entry', () => {
     s.fixture.dropAfterCommit('lost-crawl');
     const url = 'https://lost-crawl.example.com/';
     const ref = await s.start({ url, key: 'lost-crawl', options: { limit: 20 } });
-    const view = await waitFor(async () => {
-      const v = await s.client.getLiveView('acme', ref.jobId);
-      return v.note?.includes('waiting for an operator') ? v : undefined;
-    }, 30_000, 'the operator note');
+    const view = await waitFor(
+      async () => {
+        const v = await s.client.getLiveView('acme', ref.jobId);
+        return v.note?.includes('waiting for an operator') ? v : undefined;
+      },
+      30_000,
+      'the operator note',
+    );
     const crawls = s.fixture.jobs('acme').filter((j) => j.url === url);
     expect(crawls).toHaveLength(1);
     expect(view.note).toContain(crawls[0]!.id);
     // One POST: the key is never probed by a replay (Firecrawl may miss it shortly after the
     // first submit and start a second paid crawl); the active list shows the crawl by URL only.
-    const posts = s.fixture.server.requestsTo('POST', '/v2/crawl').filter((r) => (r.body as { url: string }).url === url);
+    const posts = s.fixture.server
+      .requestsTo('POST', '/v2/crawl')
+      .filter((r) => (r.body as { url: string }).url === url);
     expect(posts).toHaveLength(1);
     await s.client.resolve('acme', ref.jobId, { taskId: crawls[0]!.id, by: 'vitest' });
     await running(s, ref.jobId);
@@ -296,9 +407,17 @@ describe('firecrawl: crawl entry', () => {
     const other = s.fixture.create('globex', 'crawl', 'https://other-team.example.com/');
     // Another team's job: 404 on status (counted, then expired) and on cancel (the OpenAPI's only
     // documented refusal), 403 on /errors.
-    await expect(adapter.status(other.id, ctx)).rejects.toMatchObject({ kind: 'not_found', details: { httpStatus: 404 } });
-    await expect(adapter.cancel(other.id, ctx)).rejects.toMatchObject({ kind: 'not_found', details: { httpStatus: 404 } });
-    const errors = await fetch(`${s.fixture.url}/v2/crawl/${other.id}/errors`, { headers: { authorization: `Bearer ${FIXTURE_KEYS.acme}` } });
+    await expect(adapter.status(other.id, ctx)).rejects.toMatchObject({
+      kind: 'not_found',
+      details: { httpStatus: 404 },
+    });
+    await expect(adapter.cancel(other.id, ctx)).rejects.toMatchObject({
+      kind: 'not_found',
+      details: { httpStatus: 404 },
+    });
+    const errors = await fetch(`${s.fixture.url}/v2/crawl/${other.id}/errors`, {
+      headers: { authorization: `Bearer ${FIXTURE_KEYS.acme}` },
+    });
     expect([errors.status, await errors.json()]).toEqual([403, { success: false, error: 'Forbidden' }]);
   });
 });
@@ -306,13 +425,18 @@ describe('firecrawl: crawl entry', () => {
 describe('firecrawl: crawl entry with a small result limit', () => {
   let s: Scenario<FirecrawlFixture>;
   beforeAll(async () => {
-    s = await firecrawl({ pageSize: 2, crawl: { pages: 5, errors: 1, robotsBlocked: 1 } }, { operation: 'crawl', results: { maxDocuments: 4 } });
+    s = await firecrawl(
+      { pageSize: 2, crawl: { pages: 5, errors: 1, robotsBlocked: 1 } },
+      { operation: 'crawl', results: { maxDocuments: 4 } },
+    );
   });
   afterAll(async () => s?.stop());
 
   it('more documents than results.maxDocuments: tracking_interrupted with RESULT_TOO_LARGE naming the key to raise; nothing written', async () => {
     const ref = await s.start({ url: 'https://big.example.com/', key: 'too-big' });
-    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'])).state).toBe('tracking_interrupted');
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'])).state).toBe(
+      'tracking_interrupted',
+    );
     const out = await s.outcome(ref.jobId);
     expect(out.lastError).toMatchObject({ code: 'RESULT_TOO_LARGE' });
     expect(String(out.lastError!.message)).toContain('providers.firecrawl.results.maxDocuments');
@@ -321,7 +445,15 @@ describe('firecrawl: crawl entry with a small result limit', () => {
 });
 
 /** First status check 30 s × webhookSlowdown 5 = 150 s after submit: only a webhook can finish the job sooner. */
-const SLOW: Partial<PollPolicy> = { initialDelayMs: 30_000, maxDelayMs: 60_000, multiplier: 1.5, jitter: 0, deadlineMs: 600_000, activityTimeoutMs: 5_000, cancelConfirmDeadlineMs: 10_000 };
+const SLOW: Partial<PollPolicy> = {
+  initialDelayMs: 30_000,
+  maxDelayMs: 60_000,
+  multiplier: 1.5,
+  jitter: 0,
+  deadlineMs: 600_000,
+  activityTimeoutMs: 5_000,
+  cancelConfirmDeadlineMs: 10_000,
+};
 
 describe('firecrawl: signed webhooks (the account has a secret)', () => {
   let s: Scenario<FirecrawlFixture>;
@@ -339,7 +471,11 @@ describe('firecrawl: signed webhooks (the account has a secret)', () => {
     await s.waitFor(ref.jobId, ['completed'], 60_000);
     expect(Date.now() - t0).toBeLessThan(50_000);
     const [post] = s.fixture.server.requestsTo('POST', '/v2/crawl');
-    expect((post!.body as { webhook: unknown }).webhook).toEqual({ url: s.api!.webhookUrl, metadata: { clientRef: post!.headers['x-idempotency-key'] }, events: ['completed', 'failed'] });
+    expect((post!.body as { webhook: unknown }).webhook).toEqual({
+      url: s.api!.webhookUrl,
+      metadata: { clientRef: post!.headers['x-idempotency-key'] },
+      events: ['completed', 'failed'],
+    });
     const taskId = (await s.store.jobs.get(ref.jobId))!.task_id!;
     const sent = s.fixture.deliveries.filter((d) => d.jobId === taskId);
     expect(sent.map((d) => d.type)).toEqual(['crawl.completed', 'crawl.completed']);
@@ -356,17 +492,38 @@ describe('firecrawl: signed webhooks (the account has a secret)', () => {
     s.fixture.hold('cancel-event');
     const ref = await s.start({ url: 'https://cancel-event.example.com/', key: 'cancel-event', policy: SLOW });
     const row = await s.waitFor(ref.jobId, ['pending']);
-    const event = { success: true, type: 'crawl.cancelled', id: row.task_id, webhookId: 'wh-cancelled-1', data: [], metadata: {} };
+    const event = {
+      success: true,
+      type: 'crawl.cancelled',
+      id: row.task_id,
+      webhookId: 'wh-cancelled-1',
+      data: [],
+      metadata: {},
+    };
     const body = JSON.stringify(event);
     for (const signature of [sign(body, 'not-the-secret'), undefined]) {
-      const bad = await s.api!.call(null, 'POST', '/v1/webhooks/firecrawl', { body, headers: { 'content-type': 'application/json', ...(signature ? { 'x-firecrawl-signature': signature } : {}) } });
+      const bad = await s.api!.call(null, 'POST', '/v1/webhooks/firecrawl', {
+        body,
+        headers: { 'content-type': 'application/json', ...(signature ? { 'x-firecrawl-signature': signature } : {}) },
+      });
       expect(bad.status).toBe(401);
     }
-    expect((await listQuarantine(s.store)).filter((q) => q.event_id === 'wh-cancelled-1').map((q) => [q.reason, q.body])).toEqual([['invalid_signature', ''], ['invalid_signature', '']]);
-    const ok = await s.api!.call(null, 'POST', '/v1/webhooks/firecrawl', { body, headers: { 'content-type': 'application/json', 'x-firecrawl-signature': sign(body, s.api!.secret) } });
+    expect(
+      (await listQuarantine(s.store)).filter((q) => q.event_id === 'wh-cancelled-1').map((q) => [q.reason, q.body]),
+    ).toEqual([
+      ['invalid_signature', ''],
+      ['invalid_signature', ''],
+    ]);
+    const ok = await s.api!.call(null, 'POST', '/v1/webhooks/firecrawl', {
+      body,
+      headers: { 'content-type': 'application/json', 'x-firecrawl-signature': sign(body, s.api!.secret) },
+    });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ received: true, event_id: 'wh-cancelled-1', outcome: 'woken' });
-    const again = await s.api!.call(null, 'POST', '/v1/webhooks/firecrawl', { body, headers: { 'content-type': 'application/json', 'x-firecrawl-signature': sign(body, s.api!.secret) } });
+    const again = await s.api!.call(null, 'POST', '/v1/webhooks/firecrawl', {
+      body,
+      headers: { 'content-type': 'application/json', 'x-firecrawl-signature': sign(body, s.api!.secret) },
+    });
     expect(await again.json()).toMatchObject({ outcome: 'duplicate' });
     s.fixture.release(row.task_id!);
   });

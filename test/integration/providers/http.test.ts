@@ -23,7 +23,12 @@ function runsEntry(url: string, pagination: (typeof PAGINATION)[keyof typeof PAG
     readTimeoutMs: 3_000,
     submitTimeoutMs: 3_000,
     auth: { in: 'query', name: 'api_key' },
-    submit: { path: '/v3/runs', body: { target: { url: '{{url}}' }, reference: '{{clientRef}}' }, taskIdPath: '/data/id', statusPath: '/data/state' },
+    submit: {
+      path: '/v3/runs',
+      body: { target: { url: '{{url}}' }, reference: '{{clientRef}}' },
+      taskIdPath: '/data/id',
+      statusPath: '/data/state',
+    },
     status: {
       path: '/v3/runs/{{taskId}}',
       statusPath: '/data/state',
@@ -32,10 +37,27 @@ function runsEntry(url: string, pagination: (typeof PAGINATION)[keyof typeof PAG
       errorMessagePath: '/data/failure/detail',
       progress: { documents: '/data/items_total' },
     },
-    result: { request: { path: '/v3/runs/{{taskId}}/items' }, documentsPath: '/items', fields: { url: '/link', title: '/heading', text: '/content', error: '/problem' }, pagination },
+    result: {
+      request: { path: '/v3/runs/{{taskId}}/items' },
+      documentsPath: '/items',
+      fields: { url: '/link', title: '/heading', text: '/content', error: '/problem' },
+      pagination,
+    },
     errors: { terminalCodes: ['EMPTY_DATASET'], expiredCodes: ['RUN_EXPIRED'], concurrencyCodes: ['TOO_MANY_RUNS'] },
-    cancel: { method: 'POST', path: '/v3/runs/{{taskId}}/abort', statusPath: '/data/state', finalStatusPath: '/error/state' },
-    list: { path: '/v3/runs', query: { reference: '{{clientRef}}' }, itemsPath: '/runs', matchPath: '/reference', taskIdPath: '/id', statusPath: '/state' },
+    cancel: {
+      method: 'POST',
+      path: '/v3/runs/{{taskId}}/abort',
+      statusPath: '/data/state',
+      finalStatusPath: '/error/state',
+    },
+    list: {
+      path: '/v3/runs',
+      query: { reference: '{{clientRef}}' },
+      itemsPath: '/runs',
+      matchPath: '/reference',
+      taskIdPath: '/id',
+      statusPath: '/state',
+    },
     results: { pageSize: 3 },
   };
 }
@@ -43,7 +65,11 @@ function runsEntry(url: string, pagination: (typeof PAGINATION)[keyof typeof PAG
 describe.each(Object.keys(PAGINATION) as (keyof typeof PAGINATION)[])('http kind: documents paged by %s', (style) => {
   let s: Scenario<RunsFixture>;
   beforeAll(async () => {
-    s = await startProviderScenario({ kind: 'http', fixture: () => startRunsFixture({ items: 7 }), entry: (fx) => runsEntry(fx.url, PAGINATION[style]) });
+    s = await startProviderScenario({
+      kind: 'http',
+      fixture: () => startRunsFixture({ items: 7 }),
+      entry: (fx) => runsEntry(fx.url, PAGINATION[style]),
+    });
   });
   afterAll(async () => s?.stop());
 
@@ -59,7 +85,15 @@ describe.each(Object.keys(PAGINATION) as (keyof typeof PAGINATION)[])('http kind
     const out = await s.outcome(ref.jobId);
     expect(out).toMatchObject({ results: 1, documents: { total: 7, rows: 7 } });
     const docs = await s.client.getResultDocuments('acme', ref.jobId, { offset: 0, limit: 100 });
-    expect(docs.documents.map((d) => d.title)).toEqual(['Item 0', 'Item 1', 'Item 2', 'Item 3', 'Item 4', 'Item 5', 'Item 6']);
+    expect(docs.documents.map((d) => d.title)).toEqual([
+      'Item 0',
+      'Item 1',
+      'Item 2',
+      'Item 3',
+      'Item 4',
+      'Item 5',
+      'Item 6',
+    ]);
     expect(docs.documents[6]).toMatchObject({ url: `${url}#item-6`, error: { message: 'blocked by target' } });
     expect(docs.documents[0]).toMatchObject({ text: 'Body of item 0' });
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
@@ -69,15 +103,23 @@ describe.each(Object.keys(PAGINATION) as (keyof typeof PAGINATION)[])('http kind
 describe('http kind: the runs API’s words and errors', () => {
   let s: Scenario<RunsFixture>;
   beforeAll(async () => {
-    s = await startProviderScenario({ kind: 'http', fixture: () => startRunsFixture({ items: 4 }), entry: (fx) => runsEntry(fx.url, PAGINATION.cursor) });
+    s = await startProviderScenario({
+      kind: 'http',
+      fixture: () => startRunsFixture({ items: 4 }),
+      entry: (fx) => runsEntry(fx.url, PAGINATION.cursor),
+    });
   });
   afterAll(async () => s?.stop());
 
   const held = async (jobId: string) =>
-    waitFor(async () => {
-      const r = await s.store.jobs.get(jobId);
-      return r?.task_id && r.status_checks >= 1 ? r : undefined;
-    }, 30_000, 'the held run checked');
+    waitFor(
+      async () => {
+        const r = await s.store.jobs.get(jobId);
+        return r?.task_id && r.status_checks >= 1 ? r : undefined;
+      },
+      30_000,
+      'the held run checked',
+    );
 
   it('a terminal code on the result read (400 EMPTY_DATASET) ends failed with that code and the sanitised body; nothing written', async () => {
     const ref = await s.start({ url: 'https://shop.example.com/empty', key: 'empty' });
@@ -94,14 +136,22 @@ describe('http kind: the runs API’s words and errors', () => {
     const row = await held(ref.jobId);
     s.fixture.setState(row.task_id!, 'ERROR');
     expect((await s.waitFor(ref.jobId, ['failed', 'completed'])).state).toBe('failed');
-    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ kind: 'provider_failed', code: 'TARGET_DOWN', message: 'the target answered 503' });
+    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({
+      kind: 'provider_failed',
+      code: 'TARGET_DOWN',
+      message: 'the target answered 503',
+    });
   });
 
   it('an unknown word is unrecognised (polled, never final); DONE then completes it', async () => {
     const ref = await s.start({ url: 'https://shop.example.com/hold-review', key: 'review' });
     const row = await held(ref.jobId);
     s.fixture.setState(row.task_id!, 'IN_REVIEW');
-    await waitFor(async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'IN_REVIEW', 30_000, 'IN_REVIEW recorded');
+    await waitFor(
+      async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'IN_REVIEW',
+      30_000,
+      'IN_REVIEW recorded',
+    );
     expect(await s.store.jobs.get(ref.jobId)).toMatchObject({ state: 'pending', provider_state: 'unrecognised' });
     s.fixture.setState(row.task_id!, 'DONE');
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
@@ -119,7 +169,12 @@ describe('http kind: the runs API’s words and errors', () => {
   it('cancel: the configured abort call once, the job ends cancelled', async () => {
     const ref = await s.start({ url: 'https://shop.example.com/hold-cancel', key: 'cancel' });
     const row = await held(ref.jobId);
-    const res = await s.client.cancelScrape('acme', ref.jobId, { reason: 'scenario', requestedBy: 'vitest', wait: true, timeoutMs: 20_000 });
+    const res = await s.client.cancelScrape('acme', ref.jobId, {
+      reason: 'scenario',
+      requestedBy: 'vitest',
+      wait: true,
+      timeoutMs: 20_000,
+    });
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     expect(s.fixture.server.requestsTo('POST', `/v3/runs/${row.task_id}/abort`)).toHaveLength(1);
     expect(s.fixture.runs.get(row.task_id!)!.state).toBe('ABORTED');

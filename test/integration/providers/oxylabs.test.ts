@@ -10,7 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
 import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
 import { SCENARIO_POLICY, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
-import { OXYLABS_FIXTURE_CREDENTIALS, startOxylabsFixture, type OxylabsFixture } from '../../fixtures/providers/oxylabs/server.js';
+import {
+  OXYLABS_FIXTURE_CREDENTIALS,
+  startOxylabsFixture,
+  type OxylabsFixture,
+} from '../../fixtures/providers/oxylabs/server.js';
 
 let pages: PageServer;
 beforeAll(async () => {
@@ -29,17 +33,24 @@ function oxylabs(opts: { runMs?: number; webhooks?: boolean; faultShape?: 'statu
       readTimeoutMs: 3_000,
       submitTimeoutMs: 3_000,
       params: { geo_location: 'United States' },
-      credentials: { default: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.acme }, accounts: { globex: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.globex } } },
+      credentials: {
+        default: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.acme },
+        accounts: { globex: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.globex } },
+      },
     }),
     webhooks: opts.webhooks,
   });
 }
 
 async function checked(s: Scenario<OxylabsFixture>, jobId: string, checks = 1) {
-  return waitFor(async () => {
-    const r = await s.store.jobs.get(jobId);
-    return r?.task_id && r.status_checks >= checks ? r : undefined;
-  }, 30_000, `${checks} status checks of ${jobId}`);
+  return waitFor(
+    async () => {
+      const r = await s.store.jobs.get(jobId);
+      return r?.task_id && r.status_checks >= checks ? r : undefined;
+    },
+    30_000,
+    `${checks} status checks of ${jobId}`,
+  );
 }
 
 describe('oxylabs: polling', () => {
@@ -56,7 +67,12 @@ describe('oxylabs: polling', () => {
     const jobs = s.fixture.jobsWith(url);
     expect(jobs).toHaveLength(1);
     expect(jobs[0]!.user).toBe('acme');
-    expect(jobs[0]!.params).toMatchObject({ source: 'universal', url, geo_location: 'United States', client_notes: expect.any(String) });
+    expect(jobs[0]!.params).toMatchObject({
+      source: 'universal',
+      url,
+      geo_location: 'United States',
+      client_notes: expect.any(String),
+    });
     expect(s.fixture.requests.every((r) => String(r.headers.authorization).startsWith('Basic '))).toBe(true);
     const out = await s.outcome(ref.jobId);
     expect(out).toMatchObject({ state: 'completed', taskId: jobs[0]!.id, results: 1, documents: { total: 0 } });
@@ -79,12 +95,25 @@ describe('oxylabs: polling', () => {
   it('every status word: pending keeps polling, done completes, faulted fails with the status code kept; 202, an unknown word and another case are not ready', async () => {
     s.fixture.rule('word=pending', { kind: 'hold' });
     s.fixture.rule('word=faulted', { kind: 'fault' });
-    const [pending, faulted] = await Promise.all(['pending', 'faulted'].map((w) => s.start({ url: `${pages.pageUrl('002')}?word=${w}`, key: `word-${w}` })));
+    const [pending, faulted] = await Promise.all(
+      ['pending', 'faulted'].map((w) => s.start({ url: `${pages.pageUrl('002')}?word=${w}`, key: `word-${w}` })),
+    );
     const p = await checked(s, pending!.jobId, 2);
     expect(p).toMatchObject({ state: 'pending', provider_status: 'pending' });
     const before = s.fixture.statusReads(p.task_id!).length;
-    s.fixture.script(p.task_id!, { status: 202, json: { status: 'building' } }, { status: 200, json: { id: p.task_id, status: 'stalled' } }, { status: 200, json: { id: p.task_id, status: 'Done' } }, { status: 200, json: { id: p.task_id, status: 'Done' } }, { status: 200, json: { id: p.task_id, status: 'Done' } });
-    await waitFor(async () => (await s.store.jobs.get(pending!.jobId))?.provider_status === 'Done', 30_000, 'the word "Done" recorded');
+    s.fixture.script(
+      p.task_id!,
+      { status: 202, json: { status: 'building' } },
+      { status: 200, json: { id: p.task_id, status: 'stalled' } },
+      { status: 200, json: { id: p.task_id, status: 'Done' } },
+      { status: 200, json: { id: p.task_id, status: 'Done' } },
+      { status: 200, json: { id: p.task_id, status: 'Done' } },
+    );
+    await waitFor(
+      async () => (await s.store.jobs.get(pending!.jobId))?.provider_status === 'Done',
+      30_000,
+      'the word "Done" recorded',
+    );
     expect(await s.store.jobs.get(pending!.jobId)).toMatchObject({ state: 'pending', provider_state: 'unrecognised' });
     expect((await s.store.findings.timeline(pending!.jobId)).some((e) => e.type === 'unrecognised_status')).toBe(true);
     const reads = s.fixture.statusReads(p.task_id!).slice(before, before + 3);
@@ -124,7 +153,12 @@ describe('oxylabs: polling', () => {
     const ref = await s.start({ url: `${pages.pageUrl('ars-1')}?cancel-me`, key: 'cancel-1' });
     await checked(s, ref.jobId);
     const before = s.fixture.requests.length;
-    const res = await s.client.cancelScrape('acme', ref.jobId, { reason: 'scenario', requestedBy: 'vitest', wait: true, timeoutMs: 20_000 });
+    const res = await s.client.cancelScrape('acme', ref.jobId, {
+      reason: 'scenario',
+      requestedBy: 'vitest',
+      wait: true,
+      timeoutMs: 20_000,
+    });
     expect(res).toMatchObject({ kind: 'observed', state: 'cancel_unconfirmed' });
     expect(s.fixture.requests.slice(before).filter((r) => r.method !== 'GET')).toEqual([]);
     expect((await s.store.findings.timeline(ref.jobId)).some((e) => e.type === 'cancel_unsupported')).toBe(true);
@@ -135,7 +169,9 @@ describe('oxylabs: polling', () => {
     const url = `${pages.pageUrl('002')}?limited`;
     const ref = await s.start({ url, key: 'limited-1' });
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
-    expect(s.fixture.requestsTo('POST', '/v1/queries').filter((r) => (r.body as { url?: string }).url === url)).toHaveLength(2);
+    expect(
+      s.fixture.requestsTo('POST', '/v1/queries').filter((r) => (r.body as { url?: string }).url === url),
+    ).toHaveLength(2);
     expect(s.fixture.jobsWith('limited')).toHaveLength(1);
   });
 
@@ -153,7 +189,13 @@ describe('oxylabs: polling', () => {
   });
 });
 
-const SLOW: Partial<PollPolicy> = { ...SCENARIO_POLICY, initialDelayMs: 30_000, maxDelayMs: 60_000, jitter: 0, deadlineMs: 600_000 };
+const SLOW: Partial<PollPolicy> = {
+  ...SCENARIO_POLICY,
+  initialDelayMs: 30_000,
+  maxDelayMs: 60_000,
+  jitter: 0,
+  deadlineMs: 600_000,
+};
 
 describe('oxylabs: callbacks on the per-job token URL', () => {
   let s: Scenario<OxylabsFixture>;
@@ -172,7 +214,9 @@ describe('oxylabs: callbacks on the per-job token URL', () => {
     expect(job.params.callback_url).toBe(`${s.api!.webhookUrl}/${s.callbackToken(ref.jobId)}`);
     const sent = s.fixture.deliveries.filter((d) => (d.body as { id?: string }).id === job.id);
     expect(sent.map((d) => d.status)).toEqual([200]);
-    const again = await s.api!.call(null, 'POST', `/v1/webhooks/oxylabs/${s.callbackToken(ref.jobId)}`, { json: sent[0]!.body });
+    const again = await s.api!.call(null, 'POST', `/v1/webhooks/oxylabs/${s.callbackToken(ref.jobId)}`, {
+      json: sent[0]!.body,
+    });
     expect(await again.json()).toMatchObject({ outcome: 'duplicate' });
     const wrong = await s.api!.call(null, 'POST', `/v1/webhooks/oxylabs/${'0'.repeat(64)}`, { json: sent[0]!.body });
     expect(wrong.status).toBe(401);

@@ -10,7 +10,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
 import { startApifyFixture, type ApifyFixture } from '../../fixtures/providers/apify/server.js';
-import { BRIGHTDATA_FIXTURE_DATASET, startBrightDataFixture, type BrightDataFixture } from '../../fixtures/providers/brightdata/server.js';
+import {
+  BRIGHTDATA_FIXTURE_DATASET,
+  startBrightDataFixture,
+  type BrightDataFixture,
+} from '../../fixtures/providers/brightdata/server.js';
 import { startFirecrawlFixture, type FirecrawlFixture } from '../../fixtures/providers/firecrawl/server.js';
 import type { Fixture, Scenario } from '../../fixtures/providers/harness.js';
 import { startProviderScenario, waitFor } from '../../fixtures/providers/harness.js';
@@ -45,7 +49,13 @@ async function expectSpent<F extends Fixture>(s: Scenario<F>, jobId: string, htt
  * Starts the next job of the key and checks that its submit waited out the hold without reaching
  * the provider (`submits()` unchanged until then, the timeline naming the hold), then completed.
  */
-async function expectHeldThenProbe<F extends Fixture>(s: Scenario<F>, submits: () => RecordedRequest[], heldSince: number, url: string, key: string) {
+async function expectHeldThenProbe<F extends Fixture>(
+  s: Scenario<F>,
+  submits: () => RecordedRequest[],
+  heldSince: number,
+  url: string,
+  key: string,
+) {
   const before = submits().length;
   const next = await s.start({ url, key });
   await s.waitFor(next.jobId, ['completed'], 60_000);
@@ -54,7 +64,9 @@ async function expectHeldThenProbe<F extends Fixture>(s: Scenario<F>, submits: (
   expect(after[0]!.at - heldSince).toBeGreaterThanOrEqual(HOLD_MS - MARGIN_MS);
   // Held in the attempt (`submit_held`) or sent away to be retried at its slot (`LOCAL_COOLDOWN`):
   // either way the timeline names the hold.
-  const held = (await s.store.findings.timeline(next.jobId)).filter((e) => e.type === 'submit_held' || (e.type === 'submit_rejected' && e.detail?.includes('LOCAL_COOLDOWN')));
+  const held = (await s.store.findings.timeline(next.jobId)).filter(
+    (e) => e.type === 'submit_held' || (e.type === 'submit_rejected' && e.detail?.includes('LOCAL_COOLDOWN')),
+  );
   expect(held.length).toBeGreaterThan(0);
   expect(held[0]!.detail).toContain('are held (quota exhausted');
 }
@@ -65,7 +77,13 @@ describe('firecrawl: 402 Insufficient credits', () => {
     s = await startProviderScenario<FirecrawlFixture>({
       kind: 'firecrawl',
       fixture: () => startFirecrawlFixture({}),
-      entry: (fx) => ({ baseUrl: fx.url, readTimeoutMs: 3_000, submitTimeoutMs: 3_000, reconcile: { settleMs: 500 }, limits: { quotaHoldMs: HOLD_MS } }),
+      entry: (fx) => ({
+        baseUrl: fx.url,
+        readTimeoutMs: 3_000,
+        submitTimeoutMs: 3_000,
+        reconcile: { settleMs: 500 },
+        limits: { quotaHoldMs: HOLD_MS },
+      }),
     });
   });
   afterAll(async () => s?.stop());
@@ -89,7 +107,14 @@ describe('apify: 402 usage limit exceeded', () => {
     s = await startProviderScenario<ApifyFixture>({
       kind: 'apify',
       fixture: () => startApifyFixture(),
-      entry: (fx) => ({ baseUrl: fx.url, actorId: 'acme~site-crawler', readTimeoutMs: 3_000, submitTimeoutMs: 3_000, replicaLagGraceMs: 1_500, limits: { quotaHoldMs: HOLD_MS } }),
+      entry: (fx) => ({
+        baseUrl: fx.url,
+        actorId: 'acme~site-crawler',
+        readTimeoutMs: 3_000,
+        submitTimeoutMs: 3_000,
+        replicaLagGraceMs: 1_500,
+        limits: { quotaHoldMs: HOLD_MS },
+      }),
     });
   });
   afterAll(async () => s?.stop());
@@ -107,7 +132,14 @@ describe('apify: 402 usage limit exceeded', () => {
   it('the memory refusal (402 actor-memory-limit-exceeded) is not quota: the submit is retried once runs finish, and no hold is set', async () => {
     s.fixture.memoryLimitMb = 1; // any run is over it
     const ref = await s.start({ url: 'https://shop.example/memory', key: 'memory' });
-    await waitFor(async () => (await s.store.findings.timeline(ref.jobId)).some((e) => e.type === 'submit_rejected' && e.detail?.includes('actor-memory-limit-exceeded')), 30_000, 'a memory refusal');
+    await waitFor(
+      async () =>
+        (await s.store.findings.timeline(ref.jobId)).some(
+          (e) => e.type === 'submit_rejected' && e.detail?.includes('actor-memory-limit-exceeded'),
+        ),
+      30_000,
+      'a memory refusal',
+    );
     s.fixture.memoryLimitMb = undefined;
     await s.waitFor(ref.jobId, ['completed'], 60_000);
     expect((await s.outcome(ref.jobId)).events).not.toContain('quota_exhausted');
@@ -120,7 +152,12 @@ describe('scraperapi: 403 out of credits (and max_cost, which is not)', () => {
     s = await startProviderScenario<ScraperApiFixture>({
       kind: 'scraperapi',
       fixture: () => startScraperApiFixture(),
-      entry: (f) => ({ baseUrl: f.url, readTimeoutMs: 3_000, submitTimeoutMs: 3_000, limits: { quotaHoldMs: HOLD_MS } }),
+      entry: (f) => ({
+        baseUrl: f.url,
+        readTimeoutMs: 3_000,
+        submitTimeoutMs: 3_000,
+        limits: { quotaHoldMs: HOLD_MS },
+      }),
     });
   });
   afterAll(async () => s?.stop());
@@ -151,7 +188,13 @@ describe('brightdata: progress failed "Account is suspended"', () => {
     s = await startProviderScenario<BrightDataFixture>({
       kind: 'brightdata',
       fixture: () => startBrightDataFixture(),
-      entry: (f) => ({ baseUrl: f.url, readTimeoutMs: 5_000, submitTimeoutMs: 3_000, datasetId: BRIGHTDATA_FIXTURE_DATASET, limits: { quotaHoldMs: HOLD_MS } }),
+      entry: (f) => ({
+        baseUrl: f.url,
+        readTimeoutMs: 5_000,
+        submitTimeoutMs: 3_000,
+        datasetId: BRIGHTDATA_FIXTURE_DATASET,
+        limits: { quotaHoldMs: HOLD_MS },
+      }),
     });
   });
   afterAll(async () => s?.stop());

@@ -14,9 +14,19 @@ import type { PollPolicy } from '../../../src/model/types.js';
 import type { SimResponseEvent } from '../../../src/sim/index.js';
 import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
 import { simWebhookSignature } from '../../../src/sim/webhooks.js';
-import { FIXTURE_KEYS, SCENARIO_POLICY, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
+import {
+  FIXTURE_KEYS,
+  SCENARIO_POLICY,
+  startProviderScenario,
+  waitFor,
+  type Scenario,
+} from '../../fixtures/providers/harness.js';
 import { referenceAsHttp } from '../../fixtures/providers/http/referenceContract.js';
-import { startReferenceFixture, type ReferenceFixture, type ReferenceFixtureOptions } from '../../fixtures/providers/reference/server.js';
+import {
+  startReferenceFixture,
+  type ReferenceFixture,
+  type ReferenceFixtureOptions,
+} from '../../fixtures/providers/reference/server.js';
 import { listQuarantine } from '../../helpers/storeQueries.js';
 
 let pages: PageServer;
@@ -39,8 +49,16 @@ const KINDS = [{ kind: 'reference' }, { kind: 'http' }] as const;
 
 describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
   /** A scenario on the reference provider with the entry of `kind`; `capabilities` follow the sim profile. */
-  function reference(fixture: ReferenceFixtureOptions, opts: { entry?: Record<string, unknown>; webhooks?: boolean } = {}) {
-    const parts = { idempotency: fixture.profile?.idempotency ?? true, list: fixture.profile?.list ?? true, cancel: fixture.profile?.cancel ?? true, webhooks: opts.webhooks ?? false };
+  function reference(
+    fixture: ReferenceFixtureOptions,
+    opts: { entry?: Record<string, unknown>; webhooks?: boolean } = {},
+  ) {
+    const parts = {
+      idempotency: fixture.profile?.idempotency ?? true,
+      list: fixture.profile?.list ?? true,
+      cancel: fixture.profile?.cancel ?? true,
+      webhooks: opts.webhooks ?? false,
+    };
     const { webhookSignature, ...common } = opts.entry ?? {};
     return startProviderScenario<ReferenceFixture>({
       kind,
@@ -61,7 +79,10 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
   describe('reference provider through a prefixed base URL', () => {
     let s: Scenario<ReferenceFixture>;
     beforeAll(async () => {
-      s = await reference({ profile: { concurrency: 8, minRunMs: 300 }, prefix: '/gw/v1' }, { entry: { poll: { initialDelayMs: 2_500 } } });
+      s = await reference(
+        { profile: { concurrency: 8, minRunMs: 300 }, prefix: '/gw/v1' },
+        { entry: { poll: { initialDelayMs: 2_500 } } },
+      );
     });
     afterAll(async () => s?.stop());
 
@@ -74,9 +95,18 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       expect(provider).toHaveLength(1);
       expect(row.task_id).toBe(provider[0]!.job_id);
       const out = await s.outcome(ref.jobId);
-      expect(out).toMatchObject({ state: 'completed', providerStatus: 'completed', results: 1, documents: { total: 0, rows: 0 } });
+      expect(out).toMatchObject({
+        state: 'completed',
+        providerStatus: 'completed',
+        results: 1,
+        documents: { total: 0, rows: 0 },
+      });
       expect((await s.client.getResult('acme', ref.jobId)).finalUrl).toBe(url);
-      expect(await s.client.getResultDocuments('acme', ref.jobId)).toMatchObject({ total: 0, documents: [], nextOffset: null });
+      expect(await s.client.getResultDocuments('acme', ref.jobId)).toMatchObject({
+        total: 0,
+        documents: [],
+        nextOffset: null,
+      });
       const paths = s.fixture.gateway!.requests.map((r) => `${r.method} ${r.path}`);
       expect(paths).toContain('POST /gw/v1/api/scrape');
       expect(paths).toContain(`GET /gw/v1/api/jobs/${row.task_id}`);
@@ -95,7 +125,11 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
 
     it('(needs workflow v2 and ReferenceAdapter.status returning `result`) a job finished by its first check costs one read: the final status answer carries the page', async () => {
       const url = `${pages.pageUrl('002')}?inline`;
-      const ref = await s.start({ url, key: 'inline-1', policy: { ...SCENARIO_POLICY, initialDelayMs: 1_500, maxDelayMs: 2_000 } });
+      const ref = await s.start({
+        url,
+        key: 'inline-1',
+        policy: { ...SCENARIO_POLICY, initialDelayMs: 1_500, maxDelayMs: 2_000 },
+      });
       const row = await s.waitFor(ref.jobId, ['completed', 'failed']);
       expect(row.state).toBe('completed');
       expect((await s.outcome(ref.jobId)).results).toBe(1);
@@ -104,18 +138,46 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
 
     it('every status word: queued and running keep polling, completed writes the result, failed keeps the provider code, cancelled at the provider ends cancelled', async () => {
       const sim = s.fixture.sim;
-      sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'word=queued', action: 'hold', holdIn: 'queued' });
-      sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'word=running', action: 'hold', holdIn: 'running' });
-      sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'word=failed', action: 'fail_job', code: 'TARGET_BLOCKED', message: 'target refused the crawler' });
+      sim.faults.add({
+        account: 'acme',
+        endpoint: 'submit',
+        urlContains: 'word=queued',
+        action: 'hold',
+        holdIn: 'queued',
+      });
+      sim.faults.add({
+        account: 'acme',
+        endpoint: 'submit',
+        urlContains: 'word=running',
+        action: 'hold',
+        holdIn: 'running',
+      });
+      sim.faults.add({
+        account: 'acme',
+        endpoint: 'submit',
+        urlContains: 'word=failed',
+        action: 'fail_job',
+        code: 'TARGET_BLOCKED',
+        message: 'target refused the crawler',
+      });
       sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'word=cancelled', action: 'never_finish' });
       const start = (word: string) => s.start({ url: `${pages.pageUrl('002')}?word=${word}`, key: `word-${word}` });
-      const [queued, running, failed, cancelled] = await Promise.all(['queued', 'running', 'failed', 'cancelled'].map(start));
+      const [queued, running, failed, cancelled] = await Promise.all(
+        ['queued', 'running', 'failed', 'cancelled'].map(start),
+      );
 
-      for (const [ref, word] of [[queued!, 'queued'], [running!, 'running']] as const) {
-        const row = await waitFor(async () => {
-          const r = await s.store.jobs.get(ref.jobId);
-          return r?.provider_status === word && r.status_checks >= 2 ? r : undefined;
-        }, 30_000, `${word} observed twice`);
+      for (const [ref, word] of [
+        [queued!, 'queued'],
+        [running!, 'running'],
+      ] as const) {
+        const row = await waitFor(
+          async () => {
+            const r = await s.store.jobs.get(ref.jobId);
+            return r?.provider_status === word && r.status_checks >= 2 ? r : undefined;
+          },
+          30_000,
+          `${word} observed twice`,
+        );
         expect(row.state).toBe('pending');
         sim.release(row.task_id!);
         expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
@@ -133,7 +195,10 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
         return r?.task_id && r.status_checks >= 1 ? r : undefined;
       });
       // Someone cancels the task at the provider (not through us).
-      const r = await fetch(`${sim.url}/api/jobs/${c.task_id}/cancel`, { method: 'DELETE', headers: { authorization: `Bearer ${FIXTURE_KEYS.acme}` } });
+      const r = await fetch(`${sim.url}/api/jobs/${c.task_id}/cancel`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${FIXTURE_KEYS.acme}` },
+      });
       expect(r.status).toBe(200);
       expect((await s.waitFor(cancelled!.jobId, ['cancelled', 'failed', 'completed'])).state).toBe('cancelled');
       expect(sim.jobsFor('acme').filter((j) => j.url.includes('word='))).toHaveLength(4);
@@ -141,7 +206,13 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
 
     it('a 202 "building", an unknown word and another case are "not ready": polled on the schedule, recorded, never ending the job', async () => {
       const sim = s.fixture.sim;
-      sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'odd-words', action: 'hold', holdIn: 'running' });
+      sim.faults.add({
+        account: 'acme',
+        endpoint: 'submit',
+        urlContains: 'odd-words',
+        action: 'hold',
+        holdIn: 'running',
+      });
       const ref = await s.start({ url: `${pages.pageUrl('003-metadata-preferred')}?odd-words`, key: 'odd-words' });
       const first = await waitFor(async () => {
         const r = await s.store.jobs.get(ref.jobId);
@@ -149,8 +220,18 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       });
       const taskId = first.task_id!;
       const before = s.fixture.statusReads(taskId).length;
-      s.fixture.rewriteStatus(taskId, { status: 202, body: { status: 'building' } }, { word: 'stalled' }, { word: 'stalled' }, { word: 'Completed' });
-      await waitFor(async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'Completed', 30_000, 'the word "Completed" recorded');
+      s.fixture.rewriteStatus(
+        taskId,
+        { status: 202, body: { status: 'building' } },
+        { word: 'stalled' },
+        { word: 'stalled' },
+        { word: 'Completed' },
+      );
+      await waitFor(
+        async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'Completed',
+        30_000,
+        'the word "Completed" recorded',
+      );
       const view = await s.client.getLiveView('acme', ref.jobId);
       expect(view.state).toBe('pending');
       expect(view.providerStatus).toBe('Completed');
@@ -175,7 +256,12 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
         return r?.state === 'pending' && r.status_checks > 0 ? r : undefined;
       });
       const cancelsBefore = sim.stats().cancelCalls;
-      const res = await s.client.cancelScrape('acme', ref.jobId, { reason: 'scenario', requestedBy: 'vitest', wait: true, timeoutMs: 20_000 });
+      const res = await s.client.cancelScrape('acme', ref.jobId, {
+        reason: 'scenario',
+        requestedBy: 'vitest',
+        wait: true,
+        timeoutMs: 20_000,
+      });
       expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
       expect(sim.stats().cancelCalls - cancelsBefore).toBe(1);
       expect(sim.getJob(pending.task_id!)?.status).toBe('cancelled');
@@ -185,13 +271,26 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
     it('429 with Retry-After: 3 on a status check: the next request for the task comes no sooner than 3 s later, and the job completes', async () => {
       const seen = responses(s);
       const sim = s.fixture.sim;
-      sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'limited', action: 'hold', holdIn: 'running' });
+      sim.faults.add({
+        account: 'acme',
+        endpoint: 'submit',
+        urlContains: 'limited',
+        action: 'hold',
+        holdIn: 'running',
+      });
       const ref = await s.start({ url: `${pages.pageUrl('heise')}?limited`, key: 'limited-1' });
       const row = await waitFor(async () => {
         const r = await s.store.jobs.get(ref.jobId);
         return r?.task_id && r.status_checks >= 1 ? r : undefined;
       });
-      sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: 'limited', action: 'rate_limit', retryAfterSeconds: 3, times: 1 });
+      sim.faults.add({
+        account: 'acme',
+        endpoint: 'status',
+        urlContains: 'limited',
+        action: 'rate_limit',
+        retryAfterSeconds: 3,
+        times: 1,
+      });
       sim.release(row.task_id!);
       await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000);
       const mine = seen.filter((e) => e.jobId === row.task_id);
@@ -203,8 +302,16 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
   });
 
   describe.each([
-    { via: 'idempotent replay', profile: { concurrency: 8, idempotency: true, list: false }, source: /idempotent replay/ },
-    { via: 'the list by client reference', profile: { concurrency: 8, idempotency: false, list: true }, source: /client reference/ },
+    {
+      via: 'idempotent replay',
+      profile: { concurrency: 8, idempotency: true, list: false },
+      source: /idempotent replay/,
+    },
+    {
+      via: 'the list by client reference',
+      profile: { concurrency: 8, idempotency: false, list: true },
+      source: /client reference/,
+    },
   ])('reference provider: a lost submit reconciled by $via', ({ profile, source }) => {
     let s: Scenario<ReferenceFixture>;
     beforeAll(async () => {
@@ -213,7 +320,13 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
     afterAll(async () => s?.stop());
 
     it('the 202 is dropped after commit: exactly one provider job, adopted, completed once', async () => {
-      s.fixture.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'lost', action: 'drop_after_commit', times: 1 });
+      s.fixture.sim.faults.add({
+        account: 'acme',
+        endpoint: 'submit',
+        urlContains: 'lost',
+        action: 'drop_after_commit',
+        times: 1,
+      });
       const ref = await s.start({ url: `${pages.pageUrl('cnet')}?lost`, key: 'lost-1' });
       const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
       expect(row.state).toBe('completed');
@@ -236,7 +349,13 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
     afterAll(async () => s?.stop());
 
     it('waits in unknown with zero duplicates until an operator hands over the task ID', async () => {
-      s.fixture.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: 'orphan', action: 'drop_after_commit', times: 1 });
+      s.fixture.sim.faults.add({
+        account: 'acme',
+        endpoint: 'submit',
+        urlContains: 'orphan',
+        action: 'drop_after_commit',
+        times: 1,
+      });
       const ref = await s.start({ url: `${pages.pageUrl('cnn')}?orphan`, key: 'orphan-1' });
       await s.waitFor(ref.jobId, ['unknown']);
       await sleep(1_500);
@@ -244,7 +363,11 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       const created = s.fixture.sim.jobsFor('acme').filter((j) => j.url.includes('orphan'));
       expect(created).toHaveLength(1);
       expect(s.fixture.sim.stats().requests.byEndpoint.submit).toBe(1);
-      await waitFor(async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'), 30_000, 'the operator note');
+      await waitFor(
+        async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
+        30_000,
+        'the operator note',
+      );
       await s.client.resolve('acme', ref.jobId, { taskId: created[0]!.job_id, by: 'scenario' });
       expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
       expect(s.fixture.sim.jobsFor('acme').filter((j) => j.url.includes('orphan'))).toHaveLength(1);
@@ -252,7 +375,15 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
   });
 
   /** First status check 30 s × webhookSlowdown 5 = 150 s after submit: only a webhook can finish the job sooner. */
-  const SLOW: Partial<PollPolicy> = { initialDelayMs: 30_000, maxDelayMs: 60_000, multiplier: 1.5, jitter: 0, deadlineMs: 600_000, activityTimeoutMs: 5_000, cancelConfirmDeadlineMs: 10_000 };
+  const SLOW: Partial<PollPolicy> = {
+    initialDelayMs: 30_000,
+    maxDelayMs: 60_000,
+    multiplier: 1.5,
+    jitter: 0,
+    deadlineMs: 600_000,
+    activityTimeoutMs: 5_000,
+    cancelConfirmDeadlineMs: 10_000,
+  };
 
   describe('reference provider: signed webhooks', () => {
     let s: Scenario<ReferenceFixture>;
@@ -279,14 +410,26 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
     });
 
     it('a bad signature is 401 and quarantined by hash only; nothing changes', async () => {
-      const event = { event_id: 'evt_bad_sig', type: 'job.completed', job_id: 'job_x', client_ref: null, status: 'completed' };
+      const event = {
+        event_id: 'evt_bad_sig',
+        type: 'job.completed',
+        job_id: 'job_x',
+        client_ref: null,
+        status: 'completed',
+      };
       const body = JSON.stringify(event);
-      const r = await s.api!.call(null, 'POST', `/v1/webhooks/${s.name}`, { body, headers: { 'content-type': 'application/json', 'x-sim-signature': simWebhookSignature(body, 'not-the-secret') } });
+      const r = await s.api!.call(null, 'POST', `/v1/webhooks/${s.name}`, {
+        body,
+        headers: { 'content-type': 'application/json', 'x-sim-signature': simWebhookSignature(body, 'not-the-secret') },
+      });
       expect(r.status).toBe(401);
       expect(await r.json()).toMatchObject({ type: '/problems/invalid-signature' });
       const q = (await listQuarantine(s.store)).filter((x) => x.event_id === 'evt_bad_sig');
       expect(q.map((x) => [x.reason, x.body])).toEqual([['invalid_signature', '']]);
-      const onTokenRoute = await s.api!.call(null, 'POST', `/v1/webhooks/${s.name}/${'0'.repeat(64)}`, { body, headers: { 'content-type': 'application/json' } });
+      const onTokenRoute = await s.api!.call(null, 'POST', `/v1/webhooks/${s.name}/${'0'.repeat(64)}`, {
+        body,
+        headers: { 'content-type': 'application/json' },
+      });
       expect(onTokenRoute.status).toBe(404);
     });
   });
@@ -294,12 +437,17 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
   describe('reference provider: unsigned webhooks on the per-job token route', () => {
     let s: Scenario<ReferenceFixture>;
     beforeAll(async () => {
-      s = await reference({ profile: { concurrency: 16, minRunMs: 1_500 } }, { webhooks: true, entry: { webhookSignature: false } });
+      s = await reference(
+        { profile: { concurrency: 16, minRunMs: 1_500 } },
+        { webhooks: true, entry: { webhookSignature: false } },
+      );
     });
     afterAll(async () => s?.stop());
 
     const deliver = (event: Record<string, unknown>, token?: string) =>
-      s.api!.call(null, 'POST', token === undefined ? `/v1/webhooks/${s.name}` : `/v1/webhooks/${s.name}/${token}`, { json: event });
+      s.api!.call(null, 'POST', token === undefined ? `/v1/webhooks/${s.name}` : `/v1/webhooks/${s.name}/${token}`, {
+        json: event,
+      });
 
     it('only the job’s own token is accepted (constant-time check), before dedupe; wrong tokens are 401 and quarantined; the token never reaches the logs', async () => {
       const sim = s.fixture.sim;
@@ -309,7 +457,13 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       const other = await s.start({ url: `${pages.pageUrl('002')}?token-other`, key: 'token-2', policy: SLOW });
       const row = await s.waitFor(ref.jobId, ['pending']);
       await s.waitFor(other.jobId, ['pending']);
-      const event = { event_id: 'evt_token_1', type: 'job.running', job_id: row.task_id, client_ref: null, status: 'running' };
+      const event = {
+        event_id: 'evt_token_1',
+        type: 'job.running',
+        job_id: row.task_id,
+        client_ref: null,
+        status: 'running',
+      };
       for (const token of [undefined, '0'.repeat(64), s.callbackToken(other.jobId), 'short']) {
         const bad = await deliver(event, token);
         expect(bad.status, String(token)).toBe(401);
@@ -331,11 +485,17 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       expect(s.api!.logs()).not.toContain(token);
       expect(s.api!.logs()).toContain(`/v1/webhooks/${s.name}/[REDACTED]`);
 
-      const unknown = await deliver({ event_id: 'evt_token_unknown', type: 'job.completed', job_id: 'job_nobody', status: 'completed' }, token);
+      const unknown = await deliver(
+        { event_id: 'evt_token_unknown', type: 'job.completed', job_id: 'job_nobody', status: 'completed' },
+        token,
+      );
       // An unknown job answers like a wrong token (no existence oracle for unauthenticated callers).
       expect(unknown.status).toBe(401);
       expect(await unknown.json()).toMatchObject({ type: '/problems/invalid-webhook-token' });
-      expect((await listQuarantine(s.store)).find((q) => q.event_id === 'evt_token_unknown')).toMatchObject({ reason: 'unmatched', body: '' });
+      expect((await listQuarantine(s.store)).find((q) => q.event_id === 'evt_token_unknown')).toMatchObject({
+        reason: 'unmatched',
+        body: '',
+      });
       sim.release(row.task_id!);
       sim.release((await s.store.jobs.get(other.jobId))!.task_id!);
     });
@@ -344,7 +504,11 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       const url = `${pages.pageUrl('001')}?token-e2e`;
       const t0 = Date.now();
       const ref = await s.start({ url, key: 'token-e2e', policy: SLOW });
-      const job = await waitFor(() => s.fixture.sim.jobsFor('acme').find((j) => j.url === url), 10_000, 'the provider job');
+      const job = await waitFor(
+        () => s.fixture.sim.jobsFor('acme').find((j) => j.url === url),
+        10_000,
+        'the provider job',
+      );
       expect(job.webhook_url).toBe(`${s.api!.webhookUrl}/${s.callbackToken(ref.jobId)}`);
       await s.waitFor(ref.jobId, ['completed'], 60_000);
       expect(Date.now() - t0).toBeLessThan(50_000);

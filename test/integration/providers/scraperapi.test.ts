@@ -10,8 +10,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
 import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
-import { FIXTURE_KEYS, SCENARIO_POLICY, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
-import { startScraperApiFixture, type ScraperApiFixture, type ScraperApiFixtureOptions } from '../../fixtures/providers/scraperapi/server.js';
+import {
+  FIXTURE_KEYS,
+  SCENARIO_POLICY,
+  startProviderScenario,
+  waitFor,
+  type Scenario,
+} from '../../fixtures/providers/harness.js';
+import {
+  startScraperApiFixture,
+  type ScraperApiFixture,
+  type ScraperApiFixtureOptions,
+} from '../../fixtures/providers/scraperapi/server.js';
 import { listQuarantine } from '../../helpers/storeQueries.js';
 
 let pages: PageServer;
@@ -22,21 +32,34 @@ afterAll(async () => pages?.close());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function scraperapi(fx: ScraperApiFixtureOptions = {}, opts: { entry?: Record<string, unknown>; webhooks?: boolean } = {}) {
+function scraperapi(
+  fx: ScraperApiFixtureOptions = {},
+  opts: { entry?: Record<string, unknown>; webhooks?: boolean } = {},
+) {
   return startProviderScenario<ScraperApiFixture>({
     kind: 'scraperapi',
     fixture: () => startScraperApiFixture(fx),
-    entry: (f) => ({ baseUrl: f.url, readTimeoutMs: 3_000, submitTimeoutMs: 3_000, apiParams: { country_code: 'us' }, ...opts.entry }),
+    entry: (f) => ({
+      baseUrl: f.url,
+      readTimeoutMs: 3_000,
+      submitTimeoutMs: 3_000,
+      apiParams: { country_code: 'us' },
+      ...opts.entry,
+    }),
     webhooks: opts.webhooks,
   });
 }
 
 /** Waits until the job has a task and at least `checks` status checks; returns the row. */
 async function checked(s: Scenario<ScraperApiFixture>, jobId: string, checks = 1) {
-  return waitFor(async () => {
-    const r = await s.store.jobs.get(jobId);
-    return r?.task_id && r.status_checks >= checks ? r : undefined;
-  }, 30_000, `${checks} status checks of ${jobId}`);
+  return waitFor(
+    async () => {
+      const r = await s.store.jobs.get(jobId);
+      return r?.task_id && r.status_checks >= checks ? r : undefined;
+    },
+    30_000,
+    `${checks} status checks of ${jobId}`,
+  );
 }
 
 describe('scraperapi: polling', () => {
@@ -48,14 +71,23 @@ describe('scraperapi: polling', () => {
 
   it('acceptance: the key travels in the JSON body only, the finished answer carries the page (one read), one result row, nothing leaked', async () => {
     const url = pages.pageUrl('wikipedia');
-    const ref = await s.start({ url, key: 'accept-1', policy: { ...SCENARIO_POLICY, initialDelayMs: 1_500, maxDelayMs: 2_000 } });
+    const ref = await s.start({
+      url,
+      key: 'accept-1',
+      policy: { ...SCENARIO_POLICY, initialDelayMs: 1_500, maxDelayMs: 2_000 },
+    });
     const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted']);
     expect(row.state).toBe('completed');
     const jobs = s.fixture.jobsWith(url);
     expect(jobs).toHaveLength(1);
     expect(row.task_id).toBe(jobs[0]!.id);
     const submit = s.fixture.requestsTo('POST', '/jobs').find((r) => (r.body as { url?: string }).url === url)!;
-    expect(submit.body).toMatchObject({ apiKey: FIXTURE_KEYS.acme, url, apiParams: { country_code: 'us' }, meta: { scrapeOrchestratorRef: expect.any(String) } });
+    expect(submit.body).toMatchObject({
+      apiKey: FIXTURE_KEYS.acme,
+      url,
+      apiParams: { country_code: 'us' },
+      meta: { scrapeOrchestratorRef: expect.any(String) },
+    });
     expect(submit.query).toEqual({});
     for (const r of s.fixture.requestsTo('GET', `/jobs/${row.task_id}`)) {
       expect(r.query).toEqual({});
@@ -76,7 +108,8 @@ describe('scraperapi: polling', () => {
     s.fixture.rule('word=running', { kind: 'hold' });
     s.fixture.rule('word=failed', { kind: 'fail', failReason: 'failed_due_to_timeout' });
     s.fixture.rule('word=cancelled', { kind: 'hold' });
-    const start = (word: string, page = '002') => s.start({ url: `${pages.pageUrl(page)}?word=${word}`, key: `word-${word}` });
+    const start = (word: string, page = '002') =>
+      s.start({ url: `${pages.pageUrl(page)}?word=${word}`, key: `word-${word}` });
     const [running, failed, cancelled] = await Promise.all(['running', 'failed', 'cancelled'].map((w) => start(w)));
     const missing = await s.start({ url: `${pages.url}/no-such-page?word=404`, key: 'word-404' });
 
@@ -106,9 +139,25 @@ describe('scraperapi: polling', () => {
     const first = await checked(s, ref.jobId);
     const taskId = first.task_id!;
     const before = s.fixture.statusReads(taskId).length;
-    s.fixture.script(taskId, { status: 202, json: { status: 'building' } }, { status: 200, json: { id: taskId, status: 'stalled' } }, { status: 200, json: { id: taskId, status: 'stalled' } }, { status: 200, json: { id: taskId, status: 'Finished' } }, { status: 200, json: { id: taskId, status: 'Finished' } }, { status: 200, json: { id: taskId, status: 'Finished' } });
-    await waitFor(async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'Finished', 30_000, 'the word "Finished" recorded');
-    expect(await s.store.jobs.get(ref.jobId)).toMatchObject({ state: 'pending', provider_status: 'Finished', provider_state: 'unrecognised' });
+    s.fixture.script(
+      taskId,
+      { status: 202, json: { status: 'building' } },
+      { status: 200, json: { id: taskId, status: 'stalled' } },
+      { status: 200, json: { id: taskId, status: 'stalled' } },
+      { status: 200, json: { id: taskId, status: 'Finished' } },
+      { status: 200, json: { id: taskId, status: 'Finished' } },
+      { status: 200, json: { id: taskId, status: 'Finished' } },
+    );
+    await waitFor(
+      async () => (await s.store.jobs.get(ref.jobId))?.provider_status === 'Finished',
+      30_000,
+      'the word "Finished" recorded',
+    );
+    expect(await s.store.jobs.get(ref.jobId)).toMatchObject({
+      state: 'pending',
+      provider_status: 'Finished',
+      provider_state: 'unrecognised',
+    });
     const reads = s.fixture.statusReads(taskId).slice(before, before + 4);
     expect(reads).toHaveLength(4);
     for (let i = 1; i < reads.length; i++) expect(reads[i]! - reads[i - 1]!).toBeGreaterThanOrEqual(170);
@@ -134,7 +183,12 @@ describe('scraperapi: polling', () => {
     s.fixture.rule('cancel-me', { kind: 'hold' });
     const ref = await s.start({ url: `${pages.pageUrl('ars-1')}?cancel-me`, key: 'cancel-1' });
     const row = await checked(s, ref.jobId);
-    const res = await s.client.cancelScrape('acme', ref.jobId, { reason: 'scenario', requestedBy: 'vitest', wait: true, timeoutMs: 20_000 });
+    const res = await s.client.cancelScrape('acme', ref.jobId, {
+      reason: 'scenario',
+      requestedBy: 'vitest',
+      wait: true,
+      timeoutMs: 20_000,
+    });
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     const deletes = s.fixture.requestsTo('DELETE', `/jobs/${row.task_id}`);
     expect(deletes).toHaveLength(1);
@@ -164,13 +218,22 @@ describe('scraperapi: polling', () => {
     expect((await s.store.jobs.get(ref.jobId))!.state).toBe('unknown');
     const created = s.fixture.jobsWith('orphan');
     expect(created).toHaveLength(1);
-    expect(s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes('orphan'))).toHaveLength(1);
-    await waitFor(async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'), 30_000, 'the operator note');
+    expect(
+      s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes('orphan')),
+    ).toHaveLength(1);
+    await waitFor(
+      async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
+      30_000,
+      'the operator note',
+    );
     expect((await s.store.findings.timeline(ref.jobId)).some((e) => e.type === 'reconcile_undecided')).toBe(true);
     // Another client's task on the same host (ScraperAPI's status URL needs no key): its record
     // carries another reference, so the operator's task ID is refused and nothing changes.
     const stranger = s.fixture.conformance.createLookalike(`${pages.pageUrl('cnn')}?orphan`);
-    await expect(s.client.resolve('acme', ref.jobId, { taskId: stranger.id, by: 'scenario' })).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/client reference/) });
+    await expect(s.client.resolve('acme', ref.jobId, { taskId: stranger.id, by: 'scenario' })).rejects.toMatchObject({
+      code: 'conflict',
+      message: expect.stringMatching(/client reference/),
+    });
     expect((await s.store.jobs.get(ref.jobId))!).toMatchObject({ state: 'unknown', task_id: null });
     const refusal = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'operator_resolve')!;
     expect(JSON.parse(refusal.detail!)).toMatchObject({ by: 'scenario', taskId: stranger.id, outcome: 'refused' });
@@ -178,12 +241,22 @@ describe('scraperapi: polling', () => {
     await s.fixture.finish(created[0]!.id);
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
     expect((await s.store.jobs.get(ref.jobId))!.task_id).toBe(created[0]!.id);
-    expect(s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes('orphan'))).toHaveLength(1);
+    expect(
+      s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes('orphan')),
+    ).toHaveLength(1);
   });
 });
 
 /** First status check 30 s × webhookSlowdown 5 after submit: only a callback can finish the job sooner. */
-const SLOW: Partial<PollPolicy> = { initialDelayMs: 30_000, maxDelayMs: 60_000, multiplier: 1.5, jitter: 0, deadlineMs: 600_000, activityTimeoutMs: 5_000, cancelConfirmDeadlineMs: 10_000 };
+const SLOW: Partial<PollPolicy> = {
+  initialDelayMs: 30_000,
+  maxDelayMs: 60_000,
+  multiplier: 1.5,
+  jitter: 0,
+  deadlineMs: 600_000,
+  activityTimeoutMs: 5_000,
+  cancelConfirmDeadlineMs: 10_000,
+};
 
 describe('scraperapi: callbacks on the per-job token URL', () => {
   let s: Scenario<ScraperApiFixture>;
@@ -196,14 +269,24 @@ describe('scraperapi: callbacks on the per-job token URL', () => {
     const url = `${pages.pageUrl('001')}?callback`;
     const t0 = Date.now();
     const ref = await s.start({ url, key: 'cb-1', policy: SLOW });
-    const submit = await waitFor(() => s.fixture.requestsTo('POST', '/jobs').find((r) => (r.body as { url?: string }).url === url), 10_000, 'the submit');
-    expect(submit.body).toMatchObject({ callback: { type: 'webhook', url: `${s.api!.webhookUrl}/${s.callbackToken(ref.jobId)}` }, expectUnsuccessReport: true, expectsUnsuccessReport: true });
+    const submit = await waitFor(
+      () => s.fixture.requestsTo('POST', '/jobs').find((r) => (r.body as { url?: string }).url === url),
+      10_000,
+      'the submit',
+    );
+    expect(submit.body).toMatchObject({
+      callback: { type: 'webhook', url: `${s.api!.webhookUrl}/${s.callbackToken(ref.jobId)}` },
+      expectUnsuccessReport: true,
+      expectsUnsuccessReport: true,
+    });
     await s.waitFor(ref.jobId, ['completed'], 60_000);
     expect(Date.now() - t0).toBeLessThan(25_000);
     const job = s.fixture.jobsWith(url)[0]!;
     const sent = s.fixture.deliveries.filter((d) => (d.body as { id?: string }).id === job.id);
     expect(sent.map((d) => d.status)).toEqual([200]);
-    const again = await s.api!.call(null, 'POST', `/v1/webhooks/scraperapi/${s.callbackToken(ref.jobId)}`, { json: sent[0]!.body });
+    const again = await s.api!.call(null, 'POST', `/v1/webhooks/scraperapi/${s.callbackToken(ref.jobId)}`, {
+      json: sent[0]!.body,
+    });
     expect(await again.json()).toMatchObject({ outcome: 'duplicate' });
     expect((await s.store.webhooks.listDeliveries({ jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
@@ -223,7 +306,10 @@ describe('scraperapi: callbacks on the per-job token URL', () => {
       expect(bad.status).toBe(401);
     }
     const kept = (await listQuarantine(s.store)).filter((q) => q.event_id === `${row.task_id}:running`);
-    expect(kept.map((q) => [q.reason, q.body])).toEqual([['invalid_token', ''], ['invalid_token', '']]);
+    expect(kept.map((q) => [q.reason, q.body])).toEqual([
+      ['invalid_token', ''],
+      ['invalid_token', ''],
+    ]);
     expect((await s.waitFor(ref.jobId, ['failed', 'completed'], 40_000)).state).toBe('failed');
     expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ code: 'failed_due_to_timeout' });
     expect((await s.store.webhooks.listDeliveries({ jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
@@ -235,7 +321,11 @@ describe('scraperapi: callbacks on the per-job token URL', () => {
     s.fixture.rule('cb-lost', { kind: 'drop_after_commit' }, 1);
     const url = `${pages.pageUrl('001')}?cb-lost`;
     const ref = await s.start({ url, key: 'cb-lost', policy: SLOW });
-    await waitFor(async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'), 30_000, 'the operator note');
+    await waitFor(
+      async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
+      30_000,
+      'the operator note',
+    );
     await s.fixture.finish(s.fixture.jobsWith('cb-lost')[0]!.id); // the provider finishes and calls back
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
     const created = s.fixture.jobsWith('cb-lost');
@@ -243,6 +333,8 @@ describe('scraperapi: callbacks on the per-job token URL', () => {
     expect((await s.store.jobs.get(ref.jobId))!.task_id).toBe(created[0]!.id);
     const found = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'reconcile_found')!;
     expect(JSON.parse(found.detail!)).toMatchObject({ lookup: 'webhook deliveries of this job' });
-    expect(s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes('cb-lost'))).toHaveLength(1);
+    expect(
+      s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes('cb-lost')),
+    ).toHaveLength(1);
   });
 });

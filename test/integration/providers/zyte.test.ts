@@ -21,15 +21,28 @@ function zyte(entry: Record<string, unknown> = {}) {
   return startProviderScenario<ZyteFixture>({
     kind: 'zyte',
     fixture: () => startZyteFixture(),
-    entry: (fx) => ({ baseUrl: fx.url, storageUrl: fx.storageUrl, project: fx.project, spider: 'quotes', readTimeoutMs: 3_000, submitTimeoutMs: 3_000, results: { pageSize: 2 }, ...entry }),
+    entry: (fx) => ({
+      baseUrl: fx.url,
+      storageUrl: fx.storageUrl,
+      project: fx.project,
+      spider: 'quotes',
+      readTimeoutMs: 3_000,
+      submitTimeoutMs: 3_000,
+      results: { pageSize: 2 },
+      ...entry,
+    }),
   });
 }
 
 async function whenChecked(s: Scenario<ZyteFixture>, jobId: string, checks = 1) {
-  return waitFor(async () => {
-    const r = await s.store.jobs.get(jobId);
-    return r?.task_id && r.status_checks >= checks ? r : undefined;
-  }, 30_000, `${checks} status check(s)`);
+  return waitFor(
+    async () => {
+      const r = await s.store.jobs.get(jobId);
+      return r?.task_id && r.status_checks >= checks ? r : undefined;
+    },
+    30_000,
+    `${checks} status check(s)`,
+  );
 }
 
 describe('zyte through the whole workflow', () => {
@@ -40,7 +53,14 @@ describe('zyte through the whole workflow', () => {
   afterAll(async () => s?.stop());
 
   it('acceptance: run.json carries project, spider, our tag, the URL and our reference (Basic auth, key as user name); the job key is recorded; 5 items read 2 per page and written once; no secret leaked', async () => {
-    s.fixture.plan('accept', { items: Array.from({ length: 5 }, (_, i) => ({ url: `https://quotes.example/q/${i}`, title: `Quote ${i}`, text: `text ${i}`, author: `Author ${i}` })) });
+    s.fixture.plan('accept', {
+      items: Array.from({ length: 5 }, (_, i) => ({
+        url: `https://quotes.example/q/${i}`,
+        title: `Quote ${i}`,
+        text: `text ${i}`,
+        author: `Author ${i}`,
+      })),
+    });
     const url = 'https://quotes.example/accept';
     const ref = await s.start({ url, key: 'accept-1' });
     const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted', 'expired']);
@@ -50,15 +70,25 @@ describe('zyte through the whole workflow', () => {
     expect(row.task_id).toBe(jobs[0]!.id);
     expect(row.task_id).toMatch(/^123\/1\/\d+$/);
     const clientRef = providerKeys('acme', ref.key).clientRef;
-    expect(jobs[0]!.form).toEqual({ url, scrape_ref: clientRef, project: '123', spider: 'quotes', add_tag: `scrape-ref-${clientRef}` });
-    const run = s.fixture.app.requestsTo('POST', '/api/run.json').find((r) => (r.body as { url?: string }).url === url)!;
+    expect(jobs[0]!.form).toEqual({
+      url,
+      scrape_ref: clientRef,
+      project: '123',
+      spider: 'quotes',
+      add_tag: `scrape-ref-${clientRef}`,
+    });
+    const run = s.fixture.app
+      .requestsTo('POST', '/api/run.json')
+      .find((r) => (r.body as { url?: string }).url === url)!;
     expect(run.headers.authorization).toBe(`Basic ${Buffer.from(`${FIXTURE_KEYS.acme}:`).toString('base64')}`);
     const out = await s.outcome(ref.jobId);
     expect(out).toMatchObject({ state: 'completed', results: 1, documents: { total: 5, rows: 5 } });
     const docs = await s.client.getResultDocuments('acme', ref.jobId);
     expect(docs.documents.map((d) => d.url)).toEqual([0, 1, 2, 3, 4].map((i) => `https://quotes.example/q/${i}`));
     expect(docs.documents[2]).toMatchObject({ title: 'Quote 2', text: 'text 2', data: { author: 'Author 2' } });
-    expect(s.fixture.storage.requestsTo('GET', `/items/${row.task_id}`).map((r) => r.query.start)).toEqual([0, 2, 4].map((n) => `${row.task_id}/${n}`));
+    expect(s.fixture.storage.requestsTo('GET', `/items/${row.task_id}`).map((r) => r.query.start)).toEqual(
+      [0, 2, 4].map((n) => `${row.task_id}/${n}`),
+    );
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
   });
 
@@ -74,7 +104,9 @@ describe('zyte through the whole workflow', () => {
     ];
     for (const [w, reason] of cases) f.plan(w, { closeReason: reason });
     f.plan('cr-odd', { states: ['paused', 'running', 'finished'], closeReason: 'weird_reason', hold: true });
-    const refs = await Promise.all([...cases.map(([w]) => w), 'cr-odd'].map((w) => s.start({ url: `https://quotes.example/${w}`, key: w })));
+    const refs = await Promise.all(
+      [...cases.map(([w]) => w), 'cr-odd'].map((w) => s.start({ url: `https://quotes.example/${w}`, key: w })),
+    );
     for (const [i, [w, reason, state]] of cases.entries()) {
       expect((await s.waitFor(refs[i]!.jobId, ['completed', 'failed', 'cancelled', 'expired'])).state, w).toBe(state);
       if (state === 'failed') {
@@ -85,11 +117,25 @@ describe('zyte through the whole workflow', () => {
     }
     const odd = refs.at(-1)!;
     const job = f.jobsFor('cr-odd')[0]!;
-    await waitFor(async () => (await s.store.jobs.get(odd.jobId))?.provider_status === 'running', 30_000, 'past the word "paused"');
+    await waitFor(
+      async () => (await s.store.jobs.get(odd.jobId))?.provider_status === 'running',
+      30_000,
+      'past the word "paused"',
+    );
     f.release(job.id);
-    await waitFor(async () => (await s.store.jobs.get(odd.jobId))?.provider_status === 'finished/weird_reason', 30_000, 'the unknown close reason recorded');
-    expect(await s.store.jobs.get(odd.jobId)).toMatchObject({ state: 'pending', provider_status: 'finished/weird_reason', provider_state: 'unrecognised' });
-    const unknown = (await s.store.findings.timeline(odd.jobId)).filter((e) => e.type === 'unrecognised_status').map((e) => JSON.parse(e.detail!).status);
+    await waitFor(
+      async () => (await s.store.jobs.get(odd.jobId))?.provider_status === 'finished/weird_reason',
+      30_000,
+      'the unknown close reason recorded',
+    );
+    expect(await s.store.jobs.get(odd.jobId)).toMatchObject({
+      state: 'pending',
+      provider_status: 'finished/weird_reason',
+      provider_state: 'unrecognised',
+    });
+    const unknown = (await s.store.findings.timeline(odd.jobId))
+      .filter((e) => e.type === 'unrecognised_status')
+      .map((e) => JSON.parse(e.detail!).status);
     expect(unknown).toEqual(['paused', 'finished/weird_reason']);
     f.setState(job.id, 'finished', 'finished'); // an operator's mapping would say the same (closeReasons)
     expect((await s.waitFor(odd.jobId, ['completed', 'failed'])).state).toBe('completed');
@@ -118,9 +164,16 @@ describe('zyte through the whole workflow', () => {
     s.fixture.plan('stop-me', { hold: true });
     const ref = await s.start({ url: 'https://quotes.example/stop-me', key: 'stop-1' });
     const row = await whenChecked(s, ref.jobId, 2);
-    const res = await s.client.cancelScrape('acme', ref.jobId, { reason: 'scenario', requestedBy: 'vitest', wait: true, timeoutMs: 20_000 });
+    const res = await s.client.cancelScrape('acme', ref.jobId, {
+      reason: 'scenario',
+      requestedBy: 'vitest',
+      wait: true,
+      timeoutMs: 20_000,
+    });
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
-    const stops = s.fixture.app.requestsTo('POST', '/api/jobs/stop.json').filter((r) => (r.body as { job?: string }).job === row.task_id);
+    const stops = s.fixture.app
+      .requestsTo('POST', '/api/jobs/stop.json')
+      .filter((r) => (r.body as { job?: string }).job === row.task_id);
     expect(stops).toHaveLength(1);
     expect(s.fixture.jobs.get(row.task_id!)).toMatchObject({ state: 'finished', closeReason: 'cancelled' });
     expect((await s.outcome(ref.jobId)).results).toBe(0);
@@ -132,7 +185,13 @@ describe('zyte through the whole workflow', () => {
     const row = await whenChecked(s, ref.jobId);
     const job = s.fixture.jobs.get(row.task_id!)!;
     const before = job.metaReads.length;
-    s.fixture.fault({ endpoint: 'meta', status: 429, message: 'Too many requests', retryAfterSeconds: 2, urlContains: 'limited' });
+    s.fixture.fault({
+      endpoint: 'meta',
+      status: 429,
+      message: 'Too many requests',
+      retryAfterSeconds: 2,
+      urlContains: 'limited',
+    });
     s.fixture.release(job.id);
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
     expect(job.metaReads[before + 1]! - job.metaReads[before]!).toBeGreaterThanOrEqual(2_000 - 50);
@@ -159,7 +218,9 @@ describe('zyte: lost submits, reconciled by tag', () => {
     expect(out.events).toEqual(expect.arrayContaining(['submit_ambiguous', 'reconcile_settling', 'reconcile_found']));
     const recorded = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'task_recorded')!;
     expect(JSON.parse(recorded.detail!).source).toMatch(/client reference/);
-    expect(f.app.requestsTo('POST', '/api/run.json').filter((r) => (r.body as { url?: string }).url?.includes('lost'))).toHaveLength(1);
+    expect(
+      f.app.requestsTo('POST', '/api/run.json').filter((r) => (r.body as { url?: string }).url?.includes('lost')),
+    ).toHaveLength(1);
   });
 
   it('Zyte’s own dedupe: the list lags past the declared lag so absence looks proven; the resubmit is refused "already scheduled" and the job found by our tag is adopted: still one job', async () => {
@@ -169,10 +230,14 @@ describe('zyte: lost submits, reconciled by tag', () => {
     f.dropAfterCommit('dedupe');
     const refusalsBefore = f.duplicateRefusals;
     const ref = await s.start({ url: 'https://quotes.example/dedupe', key: 'dedupe-1' });
-    const row = await waitFor(async () => {
-      const r = await s.store.jobs.get(ref.jobId);
-      return r?.task_id ? r : undefined;
-    }, 60_000, 'the adopted job');
+    const row = await waitFor(
+      async () => {
+        const r = await s.store.jobs.get(ref.jobId);
+        return r?.task_id ? r : undefined;
+      },
+      60_000,
+      'the adopted job',
+    );
     const jobs = f.jobsFor('dedupe');
     expect(jobs).toHaveLength(1);
     expect(row.task_id).toBe(jobs[0]!.id);
