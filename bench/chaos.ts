@@ -31,7 +31,7 @@ import { sql } from 'kysely';
 import PQueue from 'p-queue';
 import { ScrapeClient } from '../src/client/index.js';
 import { parseConfig } from '../src/config.js';
-import { connectOrStartTemporal } from '../src/devserver/devServer.js';
+import { connectOrStartTemporal } from '../src/devserver/connectOrStart.js';
 import { isFinalState } from '../src/model/states.js';
 import type { PollPolicy } from '../src/model/types.js';
 import { startSim } from '../src/sim/index.js';

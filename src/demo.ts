@@ -23,7 +23,7 @@ import { runBatch } from './batch/run.js';
 import { InvalidInputError } from './client/errors.js';
 import { ensureMaintenanceSchedules, JOBS_VIEW_QUERY, maintenanceTaskQueue } from './client/schedules.js';
 import { parseConfig } from './config.js';
-import { connectOrStartTemporal } from './devserver/devServer.js';
+import { connectOrStartTemporal } from './devserver/connectOrStart.js';
 import { openRuntime } from './runtime.js';
 import { startSim } from './sim/index.js';
 import {

@@ -21,7 +21,7 @@ import { buildApi } from '../../src/api/app.js';
 import { hashApiKey } from '../../src/api/auth.js';
 import { ScrapeClient } from '../../src/client/index.js';
 import { parseConfig, webhookProviderNames, type Config } from '../../src/config.js';
-import { connectOrStartTemporal, type TemporalTarget } from '../../src/devserver/devServer.js';
+import { connectOrStartTemporal, type TemporalTarget } from '../../src/devserver/connectOrStart.js';
 import { startSim, type ProfileInput, type Sim, type SimOptions } from '../../src/sim/index.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { writeWorkflowBundle } from '../../src/worker.js';

@@ -10,7 +10,8 @@
  * | file | activities | used by |
  * |---|---|---|
  * | `submit.ts` | `submitJob`, `findRecordedTask`, `registerJob` | workflow v2 (`registerJob`: v1 too) |
- * | `reconcile.ts` | `reconcileJob`, `adoptTask` | workflow v2 (`adoptTask`: v1 too; `reconcileJob` under v1's `reconcileSubmit`) |
+ * | `reconcile.ts` | `reconcileJob` | workflow v2 (under v1's `reconcileSubmit` too) |
+ * | `adopt.ts` | `adoptTask` | workflow v2 and v1 |
  * | `poll.ts` | `awaitStatus` (retry-driven polling, result written once) | workflow v2 (the cancel path; runs started before polling moved into one activity) |
  * | `track.ts` | `trackStatus` (in-process polling in one activity, heartbeats throttled) | workflow v2 |
  * | `cancel.ts` | `cancelAtProvider`, `closeAsCancelled` | workflow v2 |
@@ -18,6 +19,7 @@
  * | `../legacy/activities.ts` | `submitScrape`, `reconcileSubmit`, `checkStatus`, `recordStatusFailure`, `saveResult`, `cancelTask` | v1 runs only (retired with `src/legacy/`: delete its import and its spread below) |
  */
 import { activityKit, type ActivityDeps } from './context.js';
+import { adoptActivities } from './adopt.js';
 import { cancelActivities } from './cancel.js';
 import { pollActivities } from './poll.js';
 import { reconcileActivities } from './reconcile.js';
@@ -29,7 +31,7 @@ import { legacyActivities } from '../legacy/activities.js';
 export type { ActivityDeps, TaskRef } from './context.js';
 export type { SubmitJobInput, SubmitOutcome } from './submit.js';
 export type { ReconcileOutcome } from './reconcile.js';
-export type { AwaitStatusInput, PollOutcome, PollSchedule, SavedResult } from './poll.js';
+export type { AwaitStatusInput, PollOutcome, PollSchedule, SavedResult } from './pollTypes.js';
 export type { TrackStatusInput } from './track.js';
 export { handOffPolling } from './track.js';
 export type { CancelCallOutcome } from './cancel.js';
@@ -41,6 +43,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...submitActivities(kit),
     ...reconcileActivities(kit),
+    ...adoptActivities(kit),
     ...pollActivities(kit),
     trackStatus: trackActivities(kit).trackStatus,
     ...cancelActivities(kit),

@@ -12,63 +12,18 @@
  * schedule index), the 404 streak, the failing-check count and the earliest next check.
  */
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import type { JobError, ScrapeRequest } from '../model/types.js';
+import type { JobError } from '../model/types.js';
 import { isProviderError, type ProviderError } from '../providers/shared/errors.js';
 import { withBinaryText } from '../providers/shared/binaryText.js';
 import { enforceResultLimits } from '../providers/shared/pagination.js';
 import type { ProviderResult } from '../model/results.js';
 import type { StatusObservation } from '../providers/adapter.js';
 import { scheduleDelay as scheduleOf, type PollSchedule } from '../model/schedule.js';
-
-export type { PollSchedule };
 import { type CheckStart } from '../store/polling.js';
-import type { ActivityKit, TaskRef } from './context.js';
+import type { ActivityKit } from './context.js';
+import { again, type AwaitStatusInput, type CheckResult, type PollOutcome, type SavedResult } from './pollTypes.js';
 import { announceSlotReleased } from './slots.js';
 import { observeResultCommitLag, observeStatusCheck } from '../observability/metrics.js';
-
-/** Input of `awaitStatus`. Times are UTC ISO-8601, durations ms. */
-export interface AwaitStatusInput extends TaskRef {
-  url: string;
-  request: ScrapeRequest;
-  /** Generation of this polling activity: workflow time of its scheduling, epoch ms, increasing (a newer one supersedes it). */
-  generation: number;
-  schedule: PollSchedule;
-  /** Wait before this activity's first check (the store's earliest-next-check time still applies). */
-  firstDelayMs: number;
-  /** A non-final answer at or after this time ends tracking with `deadline`. */
-  deadlineAt: string;
-  /** The first check happens even past the deadline (a wake that came before it). */
-  checkPastDeadline?: boolean;
-  /** Consecutive 404s (status or result read) that mean the provider forgot the task. */
-  notFoundLimit: number;
-  /** `track`: record final states in the store; `confirm_cancel`: only observe (the cancel path records). */
-  mode: 'track' | 'confirm_cancel';
-}
-
-/** What the workflow learns when `awaitStatus` ends. */
-export type PollOutcome = { checks: number; providerStatus?: string; progress?: StatusObservation['progress'] } & (
-  | { kind: 'completed'; result: SavedResult }
-  | { kind: 'failed'; error: JobError }
-  | { kind: 'cancelled' }
-  | { kind: 'expired'; error: JobError; note: string }
-  | { kind: 'interrupted'; error: JobError; note: string }
-  | { kind: 'deadline' }
-  /** Superseded, or the store shows the job final or being cancelled (`state`): nothing was asked. */
-  | { kind: 'stale'; reason: string; state?: string }
-);
-
-/** What was written for a completed task (a summary; the payload stays in the store, not in history). */
-export interface SavedResult {
-  resultId: string;
-  inserted: boolean;
-  title: string | null;
-  httpStatus: number | null;
-  finalUrl: string | null;
-  /** Documents stored (one per identity). */
-  documents: number;
-  /** Why the stored content is empty or partial (the result row's `content_note`), when it is. */
-  contentNote?: string;
-}
 
 /** Longest first wait spent inside the attempt, ms; a longer one is left to the server as a retry delay. */
 const INLINE_FIRST_WAIT_MS = 5_000;
@@ -375,31 +330,6 @@ export function pollActivities(kit: ActivityKit) {
       if ('outcome' in r) return r.outcome;
       retryIn(r.again.delayMs, r.again.message);
     },
-  };
-}
-
-/** What one check led to: the outcome to return, or when to check again (with what it saw). */
-export type CheckResult =
-  | { outcome: PollOutcome }
-  | {
-      again: { delayMs: number; message: string };
-      checks: number;
-      providerStatus?: string;
-      progress?: StatusObservation['progress'];
-    };
-
-function again(
-  delayMs: number,
-  message: string,
-  checks: number,
-  providerStatus?: string,
-  progress?: StatusObservation['progress'],
-): CheckResult {
-  return {
-    again: { delayMs, message },
-    checks,
-    ...(providerStatus ? { providerStatus } : {}),
-    ...(progress ? { progress } : {}),
   };
 }
 

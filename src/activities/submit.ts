@@ -20,7 +20,7 @@ import { detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
 import { slotReleased } from './slots.js';
 import { trackActivities } from './track.js';
-import type { PollOutcome, PollSchedule } from './poll.js';
+import type { PollOutcome, PollSchedule } from './pollTypes.js';
 
 /** Input of `submitJob`: the workflow input (to register the row) plus the submit round's flags. */
 export interface SubmitJobInput {

@@ -22,7 +22,8 @@ import { Context } from '@temporalio/activity';
 import { EventEmitter } from 'node:events';
 import { learnedPlan } from '../model/schedule.js';
 import type { ActivityKit } from './context.js';
-import { pollActivities, type AwaitStatusInput, type CheckResult, type PollOutcome } from './poll.js';
+import { pollActivities } from './poll.js';
+import type { AwaitStatusInput, CheckResult, PollOutcome } from './pollTypes.js';
 
 /** Input of `trackStatus`: the same as `awaitStatus`'s. */
 export type TrackStatusInput = AwaitStatusInput;
@@ -80,6 +81,15 @@ function pause(
     draining.once('drain', onDrain);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** The running attempt's heartbeat timeout, ms (0 outside an activity or without one). */
+function heartbeatTimeoutMs(): number {
+  try {
+    return Context.current().info.heartbeatTimeoutMs ?? 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** The failure that hands a polling activity over to another worker: retried at once by the server. */
@@ -144,9 +154,20 @@ export function trackActivities(kit: ActivityKit) {
       nextCheckAt: new Date(Date.now() + wait).toISOString(),
       note: last?.again.message,
     });
+    // The server needs a heartbeat from a tracking attempt only before its heartbeat timeout, and
+    // the SDK sends the first one at once and later ones at most once per throttle interval: the
+    // first is left until half the timeout has passed, which saves the billable Action a first
+    // heartbeat would cost every job tracked for less than that. Nothing is lost to the Web UI (a
+    // first heartbeat's details would be those of the first checks, shown as of then until the
+    // next one 8 minutes later; the job row and the state query show every check at once), and a
+    // worker that dies is noticed as before, one heartbeat timeout after the attempt started.
+    const quietMs = budgetMs === undefined ? Math.floor(heartbeatTimeoutMs() / 2) : 0;
+    const beat = () => {
+      if (Date.now() - startedAt >= quietMs) kit.heartbeat(details());
+    };
     for (;;) {
       if (budgetMs !== undefined && Date.now() - startedAt + wait > budgetMs) return { last };
-      const why = await pause(wait, kit.signal(), () => kit.heartbeat(details()), kit.deps.sleep);
+      const why = await pause(wait, kit.signal(), beat, kit.deps.sleep);
       if (why === 'aborted') await Context.current().cancelled; // rejects with the cancellation
       if (why === 'draining') handOff(`tracking of task ${input.taskId}`);
       const r = await checkOnce(input, checkPastDeadline);
@@ -164,7 +185,7 @@ export function trackActivities(kit: ActivityKit) {
       } else {
         wait = r.again.delayMs;
       }
-      kit.heartbeat(details());
+      beat();
     }
   }
 

@@ -6,7 +6,8 @@
  * redacted.
  */
 import type { FastifyServerOptions } from 'fastify';
-import { findSecret, isSecretName, sanitizeUrl } from '../lib/sanitize.js';
+import { isSecretName, sanitizeUrl } from '../lib/sanitize.js';
+import { findSecret } from '../lib/secretDetection.js';
 
 /** Header names whose values never reach the log. */
 const REDACT_HEADER =

@@ -9,6 +9,9 @@
  * - `views.ts`: store rows as callers see them (`JobSummary`, `JobResult`, …);
  * - `ids.ts`: job IDs, derived keys, canonical URLs, the list cursor;
  * - `documents.ts`: pages of a multi-document result;
+ * - `results.ts`, `lists.ts`: reading a stored result, listing an account's jobs;
+ * - `live.ts`: the job as its workflow knows it (no store row yet; the live view);
+ * - `resolve.ts`: settling a job left in `unknown`;
  * - `errors.ts`: the typed errors.
  */
 export * from './errors.js';

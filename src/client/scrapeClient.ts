@@ -7,17 +7,21 @@
  * `execution`, `getResult`, `list`, `timeline`, …) never contact Temporal, so they work, and
  * answer at once, while Temporal is unreachable.
  */
-import { Client, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
-import { isFinalState, type JobState } from '../model/states.js';
-import { AccountSchema, type StartScrapeInput } from '../model/schemas.js';
+import { isFinalState } from '../model/states.js';
+import type { StartScrapeInput } from '../model/schemas.js';
 import type { JobView, ScrapeWorkflowInput } from '../model/types.js';
-import type { BinaryBody, JobRow } from '../store/index.js';
-import { resolveUpdate, stateQuery, wakeSignal, type Resolution, type WakeHint } from '../workflows/scrape/messages.js';
-import { ScrapeAccount, ScrapeBatchId, ScrapeProvider, ScrapeState } from '../workflows/searchAttributes.js';
+import type { BinaryBody } from '../store/index.js';
+import { stateQuery, wakeSignal, type Resolution, type WakeHint } from '../workflows/scrape/messages.js';
+import { ScrapeAccount } from '../workflows/searchAttributes.js';
 import { cancelBatch, cancelJob, lastCancel, type BatchCancelOutcome, type CancelResult } from './cancel.js';
-import { JobNotFoundError, ResultExpiredError, ResultNotReadyError, ScrapeError } from './errors.js';
-import { authorize, decodeCursor, encodeCursor } from './ids.js';
+import { JobNotFoundError, ScrapeError } from './errors.js';
+import { authorize } from './ids.js';
+import { listJobs, listJobsPage } from './lists.js';
+import { executionSummary, overlayPolling } from './live.js';
+import { resolveJob } from './resolve.js';
+import { readResult } from './results.js';
 import { startResumedRun, startScrape, type JobRef, type StartContext, type StartExtras } from './start.js';
 import { readResultDocuments, type ResultDocumentsPage } from './documents.js';
 import {
@@ -26,7 +30,6 @@ import {
   ownedRow,
   summarize,
   timelineView,
-  toResult,
   type JobResult,
   type JobSummary,
 } from './views.js';
@@ -79,27 +82,7 @@ export class ScrapeClient {
       execution = d.status.name;
       if (!row) {
         if (d.typedSearchAttributes.get(ScrapeAccount) !== account) throw new JobNotFoundError(jobId);
-        return {
-          jobId,
-          account,
-          key: ids.key,
-          provider: d.typedSearchAttributes.get(ScrapeProvider) ?? 'unknown',
-          url: String(d.memo?.url ?? ''),
-          state: (d.typedSearchAttributes.get(ScrapeState) as JobState | undefined) ?? 'submitting',
-          providerStatus: null,
-          taskId: null,
-          batchId: d.typedSearchAttributes.get(ScrapeBatchId) ?? null,
-          createdAt: d.startTime.toISOString(),
-          updatedAt: d.startTime.toISOString(),
-          submittedAt: null,
-          finishedAt: null,
-          deadlineAt: null,
-          statusChecks: 0,
-          failingChecks: 0,
-          lastCheckedAt: null,
-          lastError: null,
-          execution,
-        };
+        return executionSummary(d, jobId, account, ids.key, execution);
       }
     } catch (e) {
       if (!(e instanceof WorkflowNotFoundError)) throw e;
@@ -150,21 +133,7 @@ export class ScrapeClient {
    * restarts anything.
    */
   async getResult(account: string, jobId: string): Promise<JobResult> {
-    const row = await ownedRow(this.opts.store, account, jobId);
-    const res = await this.opts.store.results.forJob(jobId);
-    if (row.state === 'expired' || res?.purged_at) {
-      throw new ResultExpiredError(jobId, {
-        state: row.state,
-        taskId: row.task_id,
-        provider: row.provider,
-        finishedAt: row.finished_at,
-        resultWrittenAt: res?.written_at ?? null,
-        purgedAt: res?.purged_at ?? null,
-        title: res?.title ?? null,
-      });
-    }
-    if (!res) throw new ResultNotReadyError(jobId, row.state);
-    return toResult(res);
+    return readResult(this.opts.store, account, jobId);
   }
 
   /**
@@ -306,39 +275,7 @@ export class ScrapeClient {
    * `conflict` when the job is not in `unknown` or the task ID already belongs to another job.
    */
   async resolve(account: string, jobId: string, resolution: Resolution): Promise<JobView> {
-    const row = await ownedRow(this.opts.store, account, jobId);
-    if (row.state !== 'unknown') {
-      throw new ScrapeError(
-        'conflict',
-        `cannot resolve job ${jobId}: it is ${row.state}; only a job waiting in unknown can be resolved`,
-        { state: row.state },
-      );
-    }
-    if ('taskId' in resolution) {
-      // A task belongs to one job across every entry reaching the same provider account (the row
-      // names it once the worker submitted); the worker checks again, with the job's credential.
-      const owners = await this.opts.store.jobs.tasksBoundElsewhere({
-        providerAccount: row.provider_account ?? '',
-        provider: row.provider,
-        taskIds: [resolution.taskId],
-        exceptJobId: jobId,
-      });
-      if (owners.size > 0) {
-        throw new ScrapeError(
-          'conflict',
-          `cannot resolve job ${jobId}: task ${resolution.taskId} already belongs to another job`,
-          { state: row.state },
-        );
-      }
-    }
-    try {
-      return await this.opts.temporal.workflow.getHandle(jobId).executeUpdate(resolveUpdate, { args: [resolution] });
-    } catch (e) {
-      if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
-      if (e instanceof WorkflowUpdateFailedError)
-        throw new ScrapeError('conflict', `cannot resolve job ${jobId}: ${e.cause?.message ?? e.message}`);
-      throw e;
-    }
+    return resolveJob(this.opts, account, jobId, resolution);
   }
 
   private async isRunning(jobId: string): Promise<boolean> {
@@ -372,14 +309,7 @@ export class ScrapeClient {
     account: string,
     filter: { states?: string[]; batchId?: string; limit?: number } = {},
   ): Promise<JobSummary[]> {
-    if (!AccountSchema.safeParse(account).success) return [];
-    const rows = await this.opts.store.jobs.list({
-      account,
-      states: filter.states,
-      batchId: filter.batchId,
-      limit: Math.min(filter.limit ?? 100, 1000),
-    });
-    return rows.map(summarize);
+    return listJobs(this.opts.store, account, filter);
   }
 
   /**
@@ -391,21 +321,7 @@ export class ScrapeClient {
     account: string,
     filter: { states?: string[]; batchId?: string; limit?: number; cursor?: string } = {},
   ): Promise<{ jobs: JobSummary[]; nextCursor: string | null }> {
-    if (!AccountSchema.safeParse(account).success) return { jobs: [], nextCursor: null };
-    const limit = Math.max(1, Math.min(filter.limit ?? 100, 1000));
-    const after = filter.cursor ? decodeCursor(filter.cursor) : undefined;
-    const page = await this.opts.store.jobs.page({
-      account,
-      states: filter.states,
-      batchId: filter.batchId,
-      limit,
-      after,
-    });
-    const last = page.rows[page.rows.length - 1];
-    return {
-      jobs: page.rows.map(summarize),
-      nextCursor: page.more && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null,
-    };
+    return listJobsPage(this.opts.store, account, filter);
   }
 
   /**
@@ -451,33 +367,4 @@ export class ScrapeClient {
     ]);
     return { temporal, store };
   }
-}
-
-/**
- * The workflow's view with what its activities recorded since they last reported (the checks run
- * inside one activity, which tells the workflow only the outcome): the task and `pending` when the
- * submit attempt recorded them first, the provider's latest status (raw and normalised), the
- * checks made so far and a failing check's error. Only for a job still being tracked; a final
- * view is the workflow's own.
- */
-function overlayPolling(view: JobView, row: JobRow | undefined): JobView {
-  if (!row || isFinalState(view.state) || isFinalState(row.state)) return view;
-  const checks = Number(row.status_checks);
-  // A submit attempt that went on into its first checks has recorded the task before the
-  // workflow hears of it: the store's row is the newer news.
-  const learned: Partial<JobView> =
-    !view.taskId && row.task_id
-      ? {
-          taskId: row.task_id,
-          ...(view.state === 'submitting' && row.state === 'pending' ? { state: 'pending' as const } : {}),
-          ...(row.submitted_at ? { submittedAt: row.submitted_at } : {}),
-          ...(row.deadline_at ? { deadlineAt: row.deadline_at } : {}),
-        }
-      : {};
-  if (checks <= view.statusChecks && !row.status_errors && !learned.taskId) return view;
-  const out: JobView = { ...view, ...learned, statusChecks: Math.max(view.statusChecks, checks) };
-  if (row.provider_status) out.providerStatus = row.provider_status;
-  if (row.provider_state) out.providerState = row.provider_state as JobView['providerState'];
-  if (row.status_errors && row.last_error) out.lastError = JSON.parse(row.last_error) as JobView['lastError'];
-  return out;
 }

@@ -15,7 +15,8 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { z } from 'zod';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
-import { connectOrStartTemporal, startDevServer } from './devServer.js';
+import { connectOrStartTemporal } from './connectOrStart.js';
+import { startDevServer } from './devServer.js';
 import { probeTemporal } from './probe.js';
 import { TEMPORAL_CLI_SOURCES, ensureTemporalCli, type TemporalCliSource } from './temporalCli.js';
 import { abortable, FORCED_EXIT_CODE, ShutdownRequested, watchShutdownSignals } from '../lib/shutdown.js';

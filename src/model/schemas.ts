@@ -3,7 +3,7 @@
  * HTTP API). Workflow code never imports this module (it imports only the plain types).
  */
 import { z } from 'zod';
-import { findSecret, secretPartsOfUrl } from '../lib/sanitize.js';
+import { findSecret, secretPartsOfUrl } from '../lib/secretDetection.js';
 import { MAX_JSON_DEPTH, valueDepth } from '../lib/json.js';
 
 /** Account names: 1..64 of `A-Z a-z 0-9 . _ -`. */

@@ -1,7 +1,7 @@
 /**
  * Observation of one provider HTTP exchange: a client span (`provider GET /api/jobs/:id`, with the
  * sanitised URL — credentials removed — and the status code) and the request metrics. Called by
- * `providerFetch` (`src/providers/shared/http.ts`) around every exchange.
+ * `providerFetch` (`src/providers/shared/exchange.ts`) around every exchange.
  */
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { sanitizeUrl } from '../lib/sanitize.js';

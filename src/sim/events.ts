@@ -1,6 +1,6 @@
 /** The events of a running reference provider (`sim.events`): one `request` and one `response` per API request, one `job` per state change. */
 import type { EventEmitter } from 'node:events';
-import type { JobTransition } from './jobs.js';
+import type { JobTransition } from './jobRecord.js';
 import type { Endpoint, SimRequestEvent } from './schemas.js';
 
 /** Event emitted when the sim answered (or dropped) an API request. */

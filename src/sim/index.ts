@@ -16,7 +16,7 @@ export { extractPage, ExtractionError, normalizeWhitespace } from './extract.js'
 export type { ExtractedPage, ExtractOptions } from './extract.js';
 export { FaultRegistry, ruleMatches } from './faults.js';
 export type { FaultContext, StoredFaultRule } from './faults.js';
-export type { JobTransition } from './jobs.js';
+export type { JobTransition } from './jobRecord.js';
 export type {
   AccountRequestCounts,
   EndpointCounts,

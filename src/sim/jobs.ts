@@ -10,90 +10,14 @@
  * when the target answered 4xx/5xx) or `failed` (`FETCH_FAILED` on network error / timeout /
  * oversize body, `EXTRACTION_FAILED` when no document can be built, or a `fail_job` fault's code).
  * A final job is deleted `resultTtlMs` (ms) after `finished_at` (or earlier by a `forget` fault);
- * deletion is applied lazily on every access and by a periodic sweep.
+ * deletion is applied lazily on every access and by a periodic sweep. A job's record and the
+ * transition notice are `jobRecord.ts`'s.
  */
 import { randomUUID } from 'node:crypto';
 import { fetchAndExtract } from './fetchPage.js';
-import type {
-  FaultAction,
-  FaultRule,
-  JobError,
-  JobLog,
-  JobResult,
-  JobStatus,
-  Profile,
-  WebhookRequest,
-} from './schemas.js';
+import { isActive, type JobRecord, type JobTransition, type NewJob } from './jobRecord.js';
+import type { JobError, JobLog, JobResult, JobStatus } from './schemas.js';
 import { isAbortError, iso, runTimeMs, sleep, waitForAbort } from './util.js';
-
-/** Internal, mutable state of one job. Read it through snapshots outside this module. */
-export interface JobRecord {
-  id: string;
-  seq: number;
-  account: string;
-  profile: Profile;
-  url: string;
-  format: 'markdown' | 'text';
-  clientRef: string | null;
-  idempotencyKey: string | null;
-  /** ms */
-  timeoutMs: number;
-  status: JobStatus;
-  /** epoch ms */
-  createdAt: number;
-  startedAt: number | null;
-  finishedAt: number | null;
-  pagesFetched: number;
-  creditsUsed: number;
-  result: JobResult | undefined;
-  error: JobError | undefined;
-  logs: JobLog[];
-  /** epoch ms of every owner `GET /api/jobs/:id` / cancel call for this job */
-  statusRequestTimes: number[];
-  cancelRequestTimes: number[];
-  /** Job-level fault actions applied to this job. */
-  faults: FaultAction[];
-  /** epoch ms when the job becomes invisible (set when it finishes). */
-  deleteAt: number | null;
-  /** epoch ms when it was found deleted (null while visible). */
-  deletedAt: number | null;
-  // behaviour from faults
-  hold: 'queued' | 'running' | null;
-  released: boolean;
-  failWith: JobError | null;
-  neverFinish: boolean;
-  forgetAfterMs: number | null;
-  /** The submit's webhook (its secret stays here and in the signatures; never in snapshots). */
-  webhook: WebhookRequest | null;
-  // runtime
-  abort: AbortController;
-  releaseWaiters: Array<() => void>;
-}
-
-/** Transition notification. */
-export interface JobTransition {
-  job_id: string;
-  account: string;
-  from: JobStatus | null;
-  to: JobStatus;
-  /** epoch ms */
-  at: number;
-}
-
-/** Parameters of a new job. */
-export interface NewJob {
-  account: string;
-  profile: Profile;
-  url: string;
-  format: 'markdown' | 'text';
-  clientRef: string | null;
-  idempotencyKey: string | null;
-  /** ms */
-  timeoutMs: number;
-  jobFaults: FaultRule[];
-  /** Callback for status events (see `WebhookRequestSchema`); absent = none. */
-  webhook?: WebhookRequest | null;
-}
 
 /** Dependencies of the {@link JobManager}. */
 export interface JobManagerDeps {
@@ -103,13 +27,6 @@ export interface JobManagerDeps {
   maxBodyBytes: number;
   userAgent: string;
   onTransition: (t: JobTransition) => void;
-}
-
-const ACTIVE: ReadonlySet<JobStatus> = new Set<JobStatus>(['queued', 'running']);
-
-/** Whether a status is active (`queued` or `running`). */
-export function isActive(status: JobStatus): boolean {
-  return ACTIVE.has(status);
 }
 
 /**

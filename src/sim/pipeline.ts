@@ -27,7 +27,8 @@ import {
 } from './answers.js';
 import type { SimEvents, SimResponseEvent } from './events.js';
 import type { FaultRegistry } from './faults.js';
-import type { JobManager, JobRecord } from './jobs.js';
+import type { JobRecord } from './jobRecord.js';
+import type { JobManager } from './jobs.js';
 import {
   FaultRuleSchema,
   HeaderFaultSchema,

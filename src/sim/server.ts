@@ -30,16 +30,18 @@
  *
  * This file builds the server and holds its state (accounts, profiles, jobs, fault rules,
  * counters); every API request runs through `pipeline.ts` (authentication, faults, counting), the
- * routes are `routes/api.ts` and `routes/admin.ts`, the jobs `jobs.ts` (lifecycle) and
+ * routes are `routes/api.ts` and `routes/admin.ts` (on the Fastify instance of `httpApp.ts`:
+ * logging, body parsing, error answers), the jobs `jobs.ts` (lifecycle) and
  * `fetchPage.ts` (the real fetch and extraction), the answers' shapes `answers.ts`.
  */
 import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import Fastify, { type FastifyInstance } from 'fastify';
-import { errorBody, HttpError } from './answers.js';
+import type { FastifyInstance } from 'fastify';
 import type { SimEventMap, SimEvents } from './events.js';
 import { FaultRegistry } from './faults.js';
-import { JobManager, type JobTransition } from './jobs.js';
+import { createSimFastify } from './httpApp.js';
+import type { JobTransition } from './jobRecord.js';
+import { JobManager } from './jobs.js';
 import { RequestPipeline } from './pipeline.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerApiRoutes, type IdempotencyEntry } from './routes/api.js';
@@ -336,70 +338,7 @@ class SimServer implements Sim {
   // -------------------------------------------------------------------------------------------
 
   private buildApp(): FastifyInstance {
-    const app = Fastify({
-      logger:
-        this.opts.logger || this.opts.logStream
-          ? {
-              level: 'info',
-              ...(this.opts.logStream ? { stream: this.opts.logStream } : {}),
-              // Request logs include the headers (useful when debugging clients), with every
-              // credential censored: API keys never reach the log.
-              serializers: {
-                req: (req: { method: string; url: string; headers: Record<string, unknown> }) => ({
-                  method: req.method,
-                  url: req.url,
-                  headers: req.headers,
-                }),
-              },
-              redact: {
-                paths: [
-                  'req.headers.authorization',
-                  'req.headers["x-sim-admin"]',
-                  'req.headers.cookie',
-                  'headers.authorization',
-                  'headers["x-sim-admin"]',
-                ],
-                censor: '[REDACTED]',
-              },
-            }
-          : false,
-      forceCloseConnections: true,
-      bodyLimit: 1024 * 1024,
-    });
-
-    // JSON bodies; an empty body is accepted as "no body" (e.g. DELETE with a JSON content type).
-    app.removeContentTypeParser('application/json');
-    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-      const text = typeof body === 'string' ? body : body.toString('utf8');
-      if (text.trim() === '') {
-        done(null, undefined);
-        return;
-      }
-      try {
-        done(null, JSON.parse(text) as unknown);
-      } catch (err) {
-        done(new HttpError(400, `request body is not valid JSON: ${(err as Error).message}`), undefined);
-      }
-    });
-
-    app.setErrorHandler((error: unknown, request, reply) => {
-      const statusCode =
-        typeof (error as { statusCode?: unknown }).statusCode === 'number'
-          ? (error as { statusCode: number }).statusCode
-          : 500;
-      const message = error instanceof Error ? error.message : String(error);
-      if (statusCode >= 500) request.log.error({ err: error }, 'sim internal error');
-      const status = statusCode >= 400 && statusCode <= 599 ? statusCode : 500;
-      let body: unknown;
-      if (status === 400) body = errorBody('VALIDATION_ERROR', message, { issues: [] });
-      else if (status === 413) body = errorBody('PAYLOAD_TOO_LARGE', message);
-      else if (status === 415) body = errorBody('UNSUPPORTED_MEDIA_TYPE', message);
-      else if (status >= 500) body = errorBody('INTERNAL', 'internal error');
-      else body = errorBody('BAD_REQUEST', message);
-      return reply.code(status).send(body);
-    });
-
-    app.setNotFoundHandler((_request, reply) => reply.code(404).send(errorBody('NOT_FOUND', 'route not found')));
+    const app = createSimFastify(this.opts);
 
     registerApiRoutes(app, {
       pipeline: this.pipeline,

@@ -11,7 +11,7 @@ import {
   type JobStatus,
 } from './schemas.js';
 import { iso } from './util.js';
-import type { JobRecord } from './jobs.js';
+import type { JobRecord } from './jobRecord.js';
 
 /** Requests per API endpoint. */
 export type EndpointCounts = Record<Endpoint, number>;

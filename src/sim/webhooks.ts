@@ -15,7 +15,7 @@
  * Every attempt is counted in `sim.stats().webhooks`.
  */
 import { createHmac, randomUUID } from 'node:crypto';
-import type { JobRecord, JobTransition } from './jobs.js';
+import type { JobRecord, JobTransition } from './jobRecord.js';
 import type { WebhookEvent } from './schemas.js';
 import type { Counters } from './stats.js';
 import { isAbortError, sleep } from './util.js';

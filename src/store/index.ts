@@ -6,14 +6,14 @@
 export { openStore, parseStoreUrl, type StoreUrl } from './open.js';
 export { Store } from './store.js';
 export { StoreConnection, type StoreKind } from './connection.js';
+export { JobsRepository } from './jobs.js';
 export {
   IdempotencyConflictStoreError,
   TaskCollisionError,
-  JobsRepository,
   type BindOutcome,
   type JobCursor,
   type JobFilter,
-} from './jobs.js';
+} from './jobTypes.js';
 export { ResultsRepository, type WriteOnceOutcome } from './results.js';
 export { FindingsRepository, type IncidentInput } from './findings.js';
 export {

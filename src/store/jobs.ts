@@ -10,50 +10,13 @@ import type { JobError } from '../model/types.js';
 import type { StoreConnection } from './connection.js';
 import { eventRow, nowIso, type NewJobInput } from './rows.js';
 import type { JobRow } from './schema.js';
-
-/** Thrown when a job exists under the same (account, key) with a different request fingerprint. */
-export class IdempotencyConflictStoreError extends Error {
-  override readonly name = 'IdempotencyConflictStoreError';
-  constructor(
-    readonly jobId: string,
-    readonly existingHash: string,
-    readonly requestHash: string,
-  ) {
-    super(`job ${jobId} already exists with different parameters (idempotency key reused)`);
-  }
-}
-
-/** Thrown when a task is already bound to another job of the same provider account: a task belongs to one job. */
-export class TaskCollisionError extends Error {
-  override readonly name = 'TaskCollisionError';
-  constructor(
-    readonly jobId: string,
-    readonly taskId: string,
-    readonly boundTo: string,
-  ) {
-    super(`task ${taskId} is already bound to job ${boundTo}; it cannot also belong to job ${jobId}`);
-  }
-}
-
-/** Position in a job list ordered by (`created_at` desc, `id` asc): the last row of a page. */
-export interface JobCursor {
-  createdAt: string;
-  id: string;
-}
-
-/** Filters for {@link JobsRepository.list}. */
-export interface JobFilter {
-  account?: string;
-  states?: string[];
-  batchId?: string;
-  provider?: string;
-  /** Only jobs updated before this UTC ISO-8601 time. */
-  updatedBefore?: string;
-  limit?: number;
-}
-
-/** What {@link JobsRepository.bindTask} did: bound (now or before), or refused because another job holds the task. */
-export type BindOutcome = { kind: 'bound'; taskId: string; recorded: boolean } | { kind: 'collision'; boundTo: string };
+import {
+  IdempotencyConflictStoreError,
+  TaskCollisionError,
+  type BindOutcome,
+  type JobCursor,
+  type JobFilter,
+} from './jobTypes.js';
 
 /** The store's jobs. Reach it as `store.jobs`. */
 export class JobsRepository {

@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { connectOrStartTemporal, type TemporalTarget } from '../../src/devserver/devServer.js';
+import { connectOrStartTemporal, type TemporalTarget } from '../../src/devserver/connectOrStart.js';
 import { EVIDENCE_ENV } from './evidence.js';
 
 declare module 'vitest' {

@@ -15,7 +15,8 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectOrStartTemporal, startDevServer, type DevServer } from '../../src/devserver/devServer.js';
+import { connectOrStartTemporal } from '../../src/devserver/connectOrStart.js';
+import { startDevServer, type DevServer } from '../../src/devserver/devServer.js';
 import { probeTemporal } from '../../src/devserver/probe.js';
 import { listCustomSearchAttributes } from '../../src/devserver/searchAttributes.js';
 import {

@@ -15,7 +15,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { ScrapeClient } from '../../src/client/index.js';
 import { parseConfig } from '../../src/config.js';
-import { connectOrStartTemporal, type TemporalTarget } from '../../src/devserver/devServer.js';
+import { connectOrStartTemporal, type TemporalTarget } from '../../src/devserver/connectOrStart.js';
 import { isFinalState } from '../../src/model/states.js';
 import { findDescriptor } from '../../src/providers/kinds.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';

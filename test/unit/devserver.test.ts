@@ -8,7 +8,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZodError } from 'zod';
 import { connectionOptionsFromEnv } from '../../src/client/connection.js';
-import { connectOrStartTemporal, DevServerOptionsSchema, freePort } from '../../src/devserver/devServer.js';
+import { connectOrStartTemporal } from '../../src/devserver/connectOrStart.js';
+import { DevServerOptionsSchema, freePort } from '../../src/devserver/devServer.js';
 import {
   cachedTemporalCliPath,
   ensureTemporalCli,

@@ -18,8 +18,8 @@ import {
   type ReplayReading,
 } from '../../src/model/evidence.js';
 import { firecrawlEvidence } from '../../src/providers/firecrawl/lookups.js';
-import { APIFY_EVIDENCE } from '../../src/providers/apify/adapter.js';
-import { BRIGHTDATA_EVIDENCE } from '../../src/providers/brightdata/adapter.js';
+import { APIFY_EVIDENCE } from '../../src/providers/apify/lookups.js';
+import { BRIGHTDATA_EVIDENCE } from '../../src/providers/brightdata/lookups.js';
 
 const T0 = Date.parse('2026-12-01T10:00:00Z');
 const at = (ms: number) => new Date(T0 + ms).toISOString();

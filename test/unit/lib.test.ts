@@ -2,15 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { canonicalJson, deterministicUuid, fingerprint } from '../../src/lib/hash.js';
 import { parseRetryAfter, parseWaitFromMessage } from '../../src/lib/retryAfter.js';
 import {
-  findSecret,
   isSecretName,
   REDACTED,
   redactSecrets,
   sanitizeBody,
   sanitizeHeaders,
   sanitizeUrl,
-  secretPartsOfUrl,
 } from '../../src/lib/sanitize.js';
+import { findSecret, secretPartsOfUrl } from '../../src/lib/secretDetection.js';
 import { StartScrapeInputSchema } from '../../src/model/schemas.js';
 import { MAX_JSON_DEPTH, parseJsonStrict, StrictJsonError, valueDepth } from '../../src/lib/json.js';
 

@@ -17,7 +17,7 @@ export function registerSetup(program: Command): void {
     .action(async (opts) => {
       const { config } = await loadCliConfig(opts.config);
       const { openRuntime } = await import('../../runtime.js');
-      const { connectOrStartTemporal } = await import('../../devserver/devServer.js');
+      const { connectOrStartTemporal } = await import('../../devserver/connectOrStart.js');
       const target = await connectOrStartTemporal({
         env: {
           ...process.env,

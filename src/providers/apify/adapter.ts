@@ -46,9 +46,11 @@
  *   advance by the scanned window and end at `X-Apify-Pagination-Total` (never at a short or empty
  *   page while filtering);
  * - aborting a finished run answers `200` with the run unchanged: reported as already final.
+ *
+ * The Run answers read: `runs.ts`; the reconcile lookups: `lookups.ts`.
  */
-import { z } from 'zod';
-import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
+import type { z } from 'zod';
+import type { LookupReading } from '../../model/evidence.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { ProviderError } from '../shared/errors.js';
 import { ProviderHttp, callSecrets, path, type CallPhase, type ProviderResponse } from '../shared/http.js';
@@ -68,27 +70,8 @@ import type {
 } from '../adapter.js';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import type { ApifyEntry } from './config.js';
-
-/** The fields of a Run (and RunShort) the adapter reads; Apify sends many more. */
-const RunSchema = z.looseObject({
-  id: z.string().min(1),
-  status: z.string().min(1),
-  statusMessage: z.string().nullish(),
-  startedAt: z.string().nullish(),
-  finishedAt: z.string().nullish(),
-  exitCode: z.number().nullish(),
-  defaultDatasetId: z.string().nullish(),
-  defaultKeyValueStoreId: z.string().nullish(),
-  meta: z.looseObject({ origin: z.string().nullish() }).nullish(),
-});
-const RunResponseSchema = z.looseObject({ data: RunSchema });
-const RunListSchema = z.looseObject({
-  data: z.looseObject({
-    total: z.number().int().nonnegative(),
-    offset: z.number().int().nonnegative().optional(),
-    items: z.array(RunSchema),
-  }),
-});
+import { APIFY_EVIDENCE, findSubmitted, type ApifyReads } from './lookups.js';
+import { RunResponseSchema, type RunSchema } from './runs.js';
 
 /** Ad-hoc webhook events we ask for: every terminal run event (events.md). */
 export const APIFY_WEBHOOK_EVENTS = [
@@ -98,31 +81,8 @@ export const APIFY_WEBHOOK_EVENTS = [
   'ACTOR.RUN.TIMED_OUT',
 ] as const;
 
-/** Most pages of the run list one reconcile read walks (runs not started through the API are skipped without an input read). */
-const MAX_LIST_PAGES = 5;
-
 /** Run statuses after which nothing changes (unless the owner resurrects the run). */
 const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'TIMED-OUT', 'ABORTED']);
-
-/** The lookup a lost submit is reconciled with: the actor's runs, each API-started run's stored `INPUT` read for our reference. */
-const RUN_LOOKUP = 'GET /v2/actors/{actorId}/runs + INPUT record';
-
-/**
- * What Apify's lookups prove after a lost submit: runs have no idempotency key (a second start is a
- * second paid run); the actor's run list shows runs in every status (`READY` to `ABORTED`) until
- * the plan's data retention deletes them, and our reference is in each run's stored `INPUT`
- * (strong). The list is assumed to lag up to 30 s behind a start (a run read right after its
- * creation can `404`: replica lag). An `INPUT` that cannot be read (`404`: a run started without
- * input, a deleted record, a permission or replica-lag answer) proves nothing about whose run it is.
- */
-export const APIFY_EVIDENCE: ReconcileEvidence = {
-  replay: 'none',
-  lookups: [
-    { name: RUN_LOOKUP, shows: ['queued', 'running', 'finished'], finishedForMs: null, lagMs: 30_000, match: 'strong' },
-  ],
-  taskScope: 'credential',
-  source: 'Apify API v2 OpenAPI (apify-docs, v2-2026-08-05T133145Z): actor runs list, key-value store records',
-};
 
 /** Our state for an Apify run status (see the module docs); exact words only. */
 export function apifyState(word: string, timedOutAs: 'failed' | 'completed' = 'failed'): ObservedState {
@@ -190,6 +150,8 @@ export class ApifyAdapter implements ProviderAdapter {
   readonly evidence = APIFY_EVIDENCE;
   private readonly http: ProviderHttp;
   private readonly recent: RecentRuns;
+  /** What `lookups.ts` reads through: this entry's exchange and answer mapping. */
+  private readonly reads: ApifyReads;
 
   constructor(
     readonly name: string,
@@ -203,6 +165,13 @@ export class ApifyAdapter implements ProviderAdapter {
       readTimeoutMs: entry.readTimeoutMs,
     });
     this.recent = new RecentRuns(entry.replicaLagGraceMs);
+    this.reads = {
+      name,
+      entry,
+      http: this.http,
+      actorPath: (rest) => this.actorPath(rest),
+      fail: (res, phase, ctx) => this.fail(res, phase, ctx),
+    };
   }
 
   /** `/v2/actors/{actorId}` (or `/v2/acts/…`) + `rest`. */
@@ -381,96 +350,8 @@ export class ApifyAdapter implements ProviderAdapter {
     return { accepted: true, state: known, providerStatus: run.status };
   }
 
-  /**
-   * Reads {@link RUN_LOOKUP} for the run a lost submit created: lists the actor's runs started
-   * since `submittedAfter − reconcileList.marginMs` (oldest first, pages of `maxInputReads`) and
-   * reads the stored `INPUT` of each run started through the API. A run whose input carries our
-   * reference is `strong`; another reference (or none in a readable input) is `foreign`; a run
-   * started otherwise (`meta.origin` not `API`) is `foreign`; an input that answers `404`, or a run
-   * without a key-value store, is `unreadable`. Cost: at most 5 list pages and `maxInputReads`
-   * (default 25) input reads; stopping at either bound makes the reading incomplete.
-   */
+  /** The lookups of a lost submit: see {@link findSubmitted}. */
   async findSubmitted(ctx: FindContext): Promise<LookupReading[]> {
-    const { marginMs, maxInputReads } = this.entry.reconcileList;
-    const startedAfter = new Date(Date.parse(ctx.submittedAfter) - marginMs).toISOString();
-    const field = this.entry.input.clientRefField;
-    const candidates: Candidate[] = [];
-    const reading = (complete: boolean, note?: string): LookupReading[] => [
-      {
-        lookup: RUN_LOOKUP,
-        available: true,
-        complete,
-        candidates,
-        at: new Date().toISOString(),
-        ...(note ? { note } : {}),
-      },
-    ];
-    const bound = (reads: number) =>
-      reading(
-        false,
-        `more runs of actor ${this.entry.actorId} started since ${startedAfter} than may be checked (${reads} inputs read; raise "providers.${this.name}.reconcileList.maxInputReads")`,
-      );
-    let reads = 0;
-    let offset = 0;
-    for (let pages = 0; ; pages++) {
-      if (pages >= MAX_LIST_PAGES) return bound(reads);
-      const res = await this.http.call(ctx, {
-        method: 'GET',
-        path: this.actorPath('/runs'),
-        query: { startedAfter, offset, limit: maxInputReads },
-        phase: 'read',
-      });
-      // Not offered (a route or actor this key cannot list): the lookup proves nothing, and waiting does not help.
-      if (res.status === 404)
-        return [
-          {
-            lookup: RUN_LOOKUP,
-            available: false,
-            complete: false,
-            candidates,
-            at: new Date().toISOString(),
-            note: `the run list answered 404 (${this.fail(res, 'read', ctx).message})`,
-          },
-        ];
-      if (!this.http.isOk(res)) throw this.fail(res, 'read', ctx);
-      const list = this.http.parse(res, RunListSchema, 'read', 'run list').data;
-      for (const run of list.items) {
-        const c = (match: Candidate['match'], why: string) =>
-          candidates.push({ taskId: run.id, providerStatus: run.status, match, createdAt: run.startedAt ?? null, why });
-        if (run.meta?.origin && run.meta.origin !== 'API') {
-          c('foreign', `started by ${run.meta.origin}, not through the API`);
-          continue;
-        }
-        if (!run.defaultKeyValueStoreId) {
-          c('unreadable', 'the run has no key-value store, so its input cannot be read');
-          continue;
-        }
-        if (reads >= maxInputReads) return bound(reads);
-        reads++;
-        const input = await this.http.call(ctx, {
-          method: 'GET',
-          path: path`/v2/key-value-stores/${run.defaultKeyValueStoreId}/records/INPUT`,
-          phase: 'read',
-        });
-        if (input.status === 404) {
-          c(
-            'unreadable',
-            'its INPUT record answered 404 (started without input, deleted, not visible yet, or not readable with this key)',
-          );
-          continue;
-        }
-        if (!this.http.isOk(input)) throw this.fail(input, 'read', ctx);
-        const ref =
-          input.body && typeof input.body === 'object' ? (input.body as Record<string, unknown>)[field] : undefined;
-        if (ref === ctx.clientRef) c('strong', `its INPUT carries our reference in "${field}"`);
-        else
-          c(
-            'foreign',
-            ref === undefined ? `its INPUT has no "${field}"` : `its INPUT carries another reference in "${field}"`,
-          );
-      }
-      offset += list.items.length;
-      if (list.items.length === 0 || offset >= list.total) return reading(true);
-    }
+    return findSubmitted(this.reads, ctx);
   }
 }

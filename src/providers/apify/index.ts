@@ -2,7 +2,8 @@
  * The `apify` kind: Apify actor runs (API v2). See `adapter.ts` for the contract and its source.
  */
 import { defineProvider } from '../descriptor.js';
-import { ApifyAdapter, APIFY_EVIDENCE } from './adapter.js';
+import { ApifyAdapter } from './adapter.js';
+import { APIFY_EVIDENCE } from './lookups.js';
 import { ApifyConfigSchema } from './config.js';
 import { apifyWebhook } from './webhook.js';
 

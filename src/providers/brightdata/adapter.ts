@@ -47,10 +47,11 @@
  * - **Rate limits**: 25 × `429` within 5 minutes blocks the caller's IP until support clears it;
  *   `Retry-After` may be absent (then 2, 4, 8, 16, 32 s). Every call goes through the
  *   {@link RefusalWindow} guard (see `guard.ts` and the entry's `rateLimit`).
+ *
+ * Downloading a snapshot: `results.ts`; the reconcile lookups: `lookups.ts`.
  */
-import { parse as parseCsv } from 'csv-parse/sync';
 import { z } from 'zod';
-import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
+import type { LookupReading } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { meansCancelled, ProviderError, quotaExhausted, saysQuotaExhausted } from '../shared/errors.js';
@@ -62,7 +63,6 @@ import {
   type CallPhase,
   type ProviderResponse,
 } from '../shared/http.js';
-import { paginateCursor, resultFromDocuments, withIdentity } from '../shared/pagination.js';
 import type {
   Accepted,
   CallContext,
@@ -75,9 +75,11 @@ import type {
   StatusObservation,
   SubmitContext,
 } from '../adapter.js';
-import type { ProviderResult, ResultDocument } from '../../model/results.js';
+import type { ProviderResult } from '../../model/results.js';
 import { BRIGHTDATA_BLOCK_AT, type BrightDataEntry } from './config.js';
 import { RefusalGuard, RefusalWindow, refusalWindowFor } from './guard.js';
+import { BRIGHTDATA_EVIDENCE, findSubmitted } from './lookups.js';
+import { readResult, type BrightDataReads } from './results.js';
 import type { SharedRefusals } from '../shared/sharedState.js';
 
 const TriggerBody = z.looseObject({ snapshot_id: z.string().min(1) });
@@ -89,35 +91,6 @@ const ProgressBody = z.looseObject({
   error_code: z.string().nullish(),
   records: z.number().nullish(),
 });
-const SnapshotList = z.array(
-  z.looseObject({ id: z.string().min(1), created: z.string().nullish(), status: z.string().nullish() }),
-);
-const PartsBody = z.looseObject({ parts: z.number().int().nonnegative() });
-
-/** The lookup of a lost trigger: the snapshot list, then each candidate's stored input. */
-const SNAPSHOT_LOOKUP = 'GET /datasets/v3/snapshots + snapshot input';
-
-/**
- * What Bright Data's lookups prove after a lost trigger: no idempotency key; the snapshot list
- * (filtered by dataset, date and trigger type) shows snapshots in every status while they are kept
- * (30 days per the limits page), assumed to lag up to 60 s; its inputs carry nothing of ours, so a
- * match is weak.
- */
-export const BRIGHTDATA_EVIDENCE: ReconcileEvidence = {
-  replay: 'none',
-  lookups: [
-    {
-      name: SNAPSHOT_LOOKUP,
-      shows: ['queued', 'running', 'finished'],
-      finishedForMs: 16 * 86_400_000,
-      lagMs: 60_000,
-      match: 'weak',
-    },
-  ],
-  taskScope: 'credential',
-  source:
-    'docs.brightdata.com, Management APIs (get snapshots, get snapshot input) and Scraper API limits, read 2026-11-30',
-};
 
 /** Our state for a Bright Data progress word (see the module docs). */
 export function brightDataState(word: string): ObservedState {
@@ -139,51 +112,6 @@ export function statedRunningJobsLimit(text: string): number | undefined {
   return Number.isInteger(n) && n > 0 ? n : undefined;
 }
 
-/** One record of a snapshot as a result document: its URL (or its input's), title or name, the record as data, and its error. */
-/**
- * One snapshot row as a {@link ResultDocument}, `position` its absolute position in the snapshot
- * ((part − 1) × batch size + index: Bright Data gives no record ID, so the identity is the URL
- * with that position).
- *
- * A data row's own fields fill the document where the dataset has them: `url` (else the input's),
- * `final_url`/`finalUrl`, `http_status`/`status_code`, `title`/`name`, `markdown`,
- * `text`/`html2text`, `links`; the whole row stays in `data`. A per-input error row (`{timestamp,
- * input, error, error_code}`, served with `include_errors=true`) is a per-document error with
- * Bright Data's code, its URL the input's, never data.
- */
-function documentOf(record: unknown, position: number | null): ResultDocument {
-  const r =
-    record && typeof record === 'object' && !Array.isArray(record)
-      ? (record as Record<string, unknown>)
-      : { value: record };
-  const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
-  const input = r.input && typeof r.input === 'object' ? (r.input as Record<string, unknown>) : {};
-  const error = str(r.error) ?? str(r.error_message);
-  if (error) {
-    return withIdentity(
-      { url: str(r.url) ?? str(input.url), error: { code: str(r.error_code) ?? undefined, message: error } },
-      { position },
-    );
-  }
-  const status = [r.http_status, r.status_code, r.statusCode].find(
-    (v): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 100 && v <= 599,
-  );
-  const links = Array.isArray(r.links) ? r.links.filter((l): l is string => typeof l === 'string') : undefined;
-  return withIdentity(
-    {
-      url: str(r.url) ?? str(input.url),
-      finalUrl: str(r.final_url) ?? str(r.finalUrl),
-      httpStatus: status ?? null,
-      title: str(r.title) ?? str(r.name),
-      markdown: str(r.markdown),
-      text: str(r.text) ?? str(r.html2text),
-      ...(links ? { links } : {}),
-      data: r,
-    },
-    { position },
-  );
-}
-
 /** {@link ProviderAdapter} for Bright Data datasets v3 (see the module docs). */
 export class BrightDataAdapter implements ProviderAdapter {
   readonly kind = 'brightdata';
@@ -191,6 +119,8 @@ export class BrightDataAdapter implements ProviderAdapter {
   readonly evidence = BRIGHTDATA_EVIDENCE;
   private readonly http: ProviderHttp;
   private readonly guard: RefusalGuard;
+  /** What `results.ts` and `lookups.ts` read through: this entry's exchange and guarded call. */
+  private readonly reads: BrightDataReads;
 
   /** Throws an `Error` when `rateLimit.maxRefusals + limits.maxConcurrent` could reach Bright Data's block at 25. */
   constructor(
@@ -215,6 +145,13 @@ export class BrightDataAdapter implements ProviderAdapter {
       `brightdata@${host}`,
       refusalWindowFor(host, entry.rateLimit.windowMs, entry.rateLimit.maxRefusals),
     );
+    this.reads = {
+      name,
+      entry,
+      http: this.http,
+      call: (ctx, o) => this.call(ctx, o),
+      inputOf: (request) => this.inputOf(request),
+    };
   }
 
   /**
@@ -348,104 +285,6 @@ export class BrightDataAdapter implements ProviderAdapter {
     };
   }
 
-  /** Throws the error of a download answer that is not `200` (see the module docs). */
-  private downloadError(res: ProviderResponse, taskId: string, ctx: CallContext): ProviderError {
-    const d = errorDetails(res);
-    const text = `${d.code ?? ''} ${d.message ?? ''} ${res.text.slice(0, 500)}`;
-    if (res.status === 202 || res.status === 409) {
-      const wait = this.http.retryAfterMs(res) ?? this.http.error(res, 'read', ctx).details.retryAfterMs;
-      return new ProviderError(
-        'transient',
-        `snapshot ${taskId} is not ready for download yet (HTTP ${res.status}${d.message ? `: ${d.message}` : ''})`,
-        {
-          code: 'NOT_READY',
-          httpStatus: res.status,
-          retryAfterMs: wait,
-          evidence: res.evidence,
-        },
-      );
-    }
-    if (res.status === 400 && /expired/i.test(text)) {
-      return new ProviderError(
-        'expired',
-        `snapshot ${taskId} has expired at Bright Data (${d.message ?? 'Snapshot is expired'})`,
-        {
-          code: d.code ?? 'SNAPSHOT_EXPIRED',
-          httpStatus: 400,
-          evidence: res.evidence,
-        },
-      );
-    }
-    if (res.status === 400 && /empty/i.test(text)) {
-      return new ProviderError(
-        'task_failed',
-        `snapshot ${taskId} is empty: the collection produced nothing (${d.message ?? 'Snapshot is empty'})`,
-        {
-          code: d.code ?? 'SNAPSHOT_EMPTY',
-          httpStatus: 400,
-          evidence: res.evidence,
-        },
-      );
-    }
-    return this.http.error(res, 'read', ctx);
-  }
-
-  /** The number of parts of a download with `batchSize` records each. */
-  private async parts(taskId: string, ctx: CallContext, batchSize: number): Promise<number> {
-    const res = await this.call(ctx, {
-      method: 'GET',
-      path: path`/datasets/v3/snapshot/${taskId}/parts`,
-      query: { format: 'json', batch_size: batchSize },
-      phase: 'read',
-    });
-    if (res.status !== 200) throw this.downloadError(res, taskId, ctx);
-    return this.http.parse(res, PartsBody, 'read', 'parts body').parts;
-  }
-
-  /**
-   * Every row of a ready snapshot, part by part (see the module docs), as documents. A snapshot of
-   * one data row is the page itself: its markdown, text and title fill the result row. A snapshot
-   * whose rows are all per-input errors produced nothing: `task_failed` with the first row's
-   * `error_code` and the count (never `completed`).
-   */
-  async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
-    const batchSize = this.entry.download.batchSize;
-    let parts: number | undefined;
-    const documents = await paginateCursor<unknown, ResultDocument>({
-      provider: this.name,
-      taskId,
-      limits: ctx.limits,
-      heartbeat: ctx.heartbeat,
-      signal: ctx.signal,
-      map: documentOf,
-      fetch: async (cursor) => {
-        const part = cursor === undefined ? 1 : Number(cursor);
-        const start = (part - 1) * batchSize;
-        const res = await this.call(ctx, {
-          method: 'GET',
-          path: path`/datasets/v3/snapshot/${taskId}`,
-          query: { format: 'json', batch_size: batchSize, part },
-          phase: 'read',
-        });
-        if (res.status !== 200) throw this.downloadError(res, taskId, ctx);
-        if (res.body === undefined && res.text.trim() !== '') this.http.invalid(res, 'read', 'snapshot part: not JSON');
-        const items = Array.isArray(res.body) ? (res.body as unknown[]) : res.body === undefined ? [] : [res.body];
-        if (items.length < batchSize) return { items, cursor: null, start };
-        parts ??= await this.parts(taskId, ctx, batchSize);
-        return { items, cursor: part < parts ? String(part + 1) : null, start };
-      },
-    });
-    if (documents.length > 0 && documents.every((d) => d.error)) {
-      const f = documents[0]!.error!;
-      throw new ProviderError(
-        'task_failed',
-        `every input of snapshot ${taskId} failed at Bright Data: ${documents.length} error row(s), none with data (first: ${f.code ? `${f.code}: ` : ''}${f.message})`,
-        { code: f.code ?? 'ALL_INPUTS_FAILED' },
-      );
-    }
-    return resultFromDocuments(documents, ctx.url, { singleFillsRow: true });
-  }
-
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
     const res = await this.call(ctx, {
       method: 'POST',
@@ -457,105 +296,13 @@ export class BrightDataAdapter implements ProviderAdapter {
     throw this.http.error(res, 'cancel', ctx);
   }
 
-  /** True when one CSV input row holds our input: the same `url`, and the same value for every other field both have. */
-  private static matches(row: Record<string, string>, input: Record<string, unknown>): boolean {
-    if ((row.url ?? '').trim() !== input.url) return false;
-    return Object.entries(input).every(
-      ([k, v]) => !(k in row) || v === null || typeof v === 'object' || String(v) === row[k]!.trim(),
-    );
+  /** Every row of a ready snapshot: see {@link readResult}. */
+  async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
+    return readResult(this.reads, taskId, ctx);
   }
 
-  /**
-   * Reads {@link SNAPSHOT_LOOKUP}: the dataset's API-triggered snapshots since a day before the
-   * first submit (the filter is a date), those created since the submit minus `listing.marginMs`
-   * (unknown creation times included), and the stored input of each, newest candidates first,
-   * at most `listing.maxInputReads`. Matching input → `weak`; other input → `foreign`; input not
-   * readable (`400` "does not exist", `404`) → `unreadable`. Candidates past the read bound, or a
-   * list as long as `listing.limit`, make the reading incomplete.
-   */
+  /** The lookups of a lost trigger: see {@link findSubmitted}. */
   async findSubmitted(ctx: FindContext): Promise<LookupReading[]> {
-    const l = this.entry.listing;
-    const after = Date.parse(ctx.submittedAfter);
-    const since = after - l.marginMs;
-    const fromDate = new Date(since - 86_400_000).toISOString().slice(0, 10); // a day early: `from_date` is a date, in the provider's time zone
-    const res = await this.call(ctx, {
-      method: 'GET',
-      path: '/datasets/v3/snapshots',
-      query: { dataset_id: this.entry.datasetId, from_date: fromDate, trigger_type: 'API', limit: l.limit },
-      phase: 'read',
-    });
-    // Not offered (a route or dataset this key cannot list): the lookup proves nothing, and waiting does not help.
-    if (res.status === 404)
-      return [
-        {
-          lookup: SNAPSHOT_LOOKUP,
-          available: false,
-          complete: false,
-          candidates: [],
-          at: new Date().toISOString(),
-          note: `the snapshot list answered 404 (${errorDetails(res).message ?? 'not found'})`,
-        },
-      ];
-    if (!this.http.isOk(res)) throw this.http.error(res, 'read', ctx);
-    const listed = this.http.parse(res, SnapshotList, 'read', 'snapshot list');
-    const recent = listed
-      .map((s) => ({ ...s, at: s.created ? Date.parse(s.created) : NaN }))
-      .filter((s) => !(s.at < since)) // unknown creation times stay candidates
-      // Ours was created after the first submit (the job row is written before any trigger): those
-      // first, oldest first; then unknown creation times; then the clock-skew margin before it,
-      // closest first. Unread ones leave the reading incomplete, whatever their rank.
-      .map((s) => ({ ...s, rank: Number.isNaN(s.at) ? 1 : s.at >= after ? 0 : 2 }))
-      .sort((a, b) => a.rank - b.rank || (a.rank === 0 ? a.at - b.at : b.at - a.at));
-    const input = this.inputOf(ctx.request);
-    const candidates: Candidate[] = [];
-    for (const s of recent.slice(0, l.maxInputReads)) {
-      const c = (match: Candidate['match'], why: string) =>
-        candidates.push({
-          taskId: s.id,
-          providerStatus: s.status ?? 'listed',
-          match,
-          createdAt: s.created ?? null,
-          why,
-        });
-      const r = await this.call(ctx, {
-        method: 'GET',
-        path: path`/datasets/v3/snapshot/${s.id}/input`,
-        phase: 'read',
-        headers: { accept: 'text/csv, application/json' },
-      });
-      if (r.status === 400 || r.status === 404) {
-        c('unreadable', `its input answered ${r.status} (${errorDetails(r).message ?? 'no input'})`);
-        continue;
-      }
-      if (r.status !== 200) throw this.http.error(r, 'read', ctx);
-      let rows: Record<string, string>[];
-      try {
-        rows = parseCsv(r.text, {
-          columns: true,
-          skip_empty_lines: true,
-          relax_column_count: true,
-          bom: true,
-        }) as Record<string, string>[];
-      } catch (e) {
-        return this.http.invalid(r, 'read', `snapshot input (CSV): ${(e as Error).message}`);
-      }
-      if (rows.some((row) => BrightDataAdapter.matches(row, input)))
-        c('weak', 'its input has our URL and fields; Bright Data keeps no reference of ours');
-      else c('foreign', 'its input differs from ours');
-    }
-    const complete = recent.length <= l.maxInputReads && listed.length < l.limit;
-    const note = complete
-      ? undefined
-      : `${listed.length} snapshot(s) listed (limit ${l.limit}), ${recent.length} since ${new Date(since).toISOString()}; inputs read for at most ${l.maxInputReads} (listing.maxInputReads)`;
-    return [
-      {
-        lookup: SNAPSHOT_LOOKUP,
-        available: true,
-        complete,
-        candidates,
-        at: new Date().toISOString(),
-        ...(note ? { note } : {}),
-      },
-    ];
+    return findSubmitted(this.reads, ctx);
   }
 }

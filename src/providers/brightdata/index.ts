@@ -3,7 +3,8 @@
  * `adapter.ts` for the contract and `guard.ts` for the IP-block guard.
  */
 import { defineProvider } from '../descriptor.js';
-import { BrightDataAdapter, BRIGHTDATA_EVIDENCE } from './adapter.js';
+import { BrightDataAdapter } from './adapter.js';
+import { BRIGHTDATA_EVIDENCE } from './lookups.js';
 import { BrightDataConfigSchema } from './config.js';
 import { brightDataWebhook } from './webhook.js';
 

@@ -4,7 +4,8 @@
  * entry; README "Providers" has a worked example.
  */
 import { defineProvider } from '../descriptor.js';
-import { HttpAdapter, httpEvidence } from './adapter.js';
+import { HttpAdapter } from './adapter.js';
+import { httpEvidence } from './lookups.js';
 import { checkHttpEntry, HttpConfigSchema } from './config.js';
 import { httpWebhook } from './webhook.js';
 

@@ -17,6 +17,7 @@
  * | reconcile | `GET {baseUrl}/jobs/list.json?project&spider&has_tag&state=<s>&count` per state       | `200 {"status": "ok", "jobs": [{id, state, tags, …}]}` |
  *
  * Credential: HTTP Basic with the key as user name and an empty password (default), or `?apikey=`.
+ * What the states and close reasons mean: `states.ts`; the reconcile lookups: `lookups.ts`.
  *
  * States: `pending` → queued, `running` → running, `finished` → by `close_reason` (below),
  * `deleted` → `expired` (the job and its items were removed: by a user, or after the plan's data
@@ -41,7 +42,7 @@
  */
 import { z } from 'zod';
 import { redactSecrets } from '../../lib/sanitize.js';
-import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
+import type { LookupReading } from '../../model/evidence.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { credentialSecrets } from '../shared/credentials.js';
 import { ProviderError } from '../shared/errors.js';
@@ -60,7 +61,6 @@ import type {
   CallContext,
   CancelAnswer,
   FindContext,
-  ObservedState,
   ProviderAdapter,
   ProviderCapabilities,
   ResultContext,
@@ -69,8 +69,8 @@ import type {
 } from '../adapter.js';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import { ZYTE_RESERVED_FIELDS, type ZyteEntry } from './config.js';
-
-const JOB_ID = /^\d+\/\d+\/\d+$/;
+import { findByTag, findSubmitted, ZYTE_EVIDENCE, type ZyteReads } from './lookups.js';
+import { JOB_ID, statusWord, zyteState } from './states.js';
 
 const RunAnswerSchema = z.looseObject({
   status: z.literal('ok'),
@@ -83,57 +83,6 @@ const JobMetaSchema = z.looseObject({
     .looseObject({ item_scraped_count: z.number().optional(), response_received_count: z.number().optional() })
     .nullish(),
 });
-const JobListSchema = z.looseObject({
-  jobs: z
-    .array(
-      z.looseObject({
-        id: z.string().optional(),
-        key: z.string().optional(),
-        state: z.string().optional(),
-        tags: z.array(z.string()).default([]),
-      }),
-    )
-    .default([]),
-});
-
-/** What each known close reason of a finished job means (entry `closeReasons` overrides). */
-export const DEFAULT_CLOSE_REASONS: Readonly<Record<string, 'completed' | 'failed' | 'cancelled'>> = {
-  finished: 'completed',
-  closespider_timeout: 'completed',
-  closespider_itemcount: 'completed',
-  closespider_pagecount: 'completed',
-  cancelled: 'cancelled',
-  failed: 'failed',
-  shutdown: 'failed',
-  memusage_exceeded: 'failed',
-  diskusage_exceeded: 'failed',
-  closespider_errorcount: 'failed',
-  closespider_timeout_no_item: 'failed',
-  slybot_fewitems_scraped: 'failed',
-  banned: 'failed',
-};
-
-/**
- * Our state for a Scrapy Cloud job state (and close reason when `finished`); `deleted` is not
- * mapped here (the adapter reports it as expiry). Exact words only; `overrides` from the entry.
- */
-export function zyteState(
-  state: string,
-  closeReason: string | null | undefined,
-  overrides: Record<string, 'completed' | 'failed' | 'cancelled'> = {},
-): ObservedState {
-  if (state === 'pending') return 'queued';
-  if (state === 'running') return 'running';
-  if (state !== 'finished' || !closeReason) return 'unrecognised';
-  const table = { ...DEFAULT_CLOSE_REASONS, ...overrides };
-  const base = closeReason.replace(/\s*\(.*\)\s*$/, '');
-  return table[closeReason] ?? table[base] ?? 'unrecognised';
-}
-
-/** The status word we record: the state, or `finished/<close_reason>`. */
-function statusWord(state: string, closeReason: string | null | undefined): string {
-  return state === 'finished' ? `finished/${closeReason ?? '—'}` : state;
-}
 
 /** A form or query value for a spider argument: strings as they are, numbers and booleans as text, anything else as JSON. */
 function argValue(name: string, v: unknown): string {
@@ -157,25 +106,6 @@ function zyteErrorDetails(res: ProviderResponse): { code?: string; message?: str
   return /already scheduled/i.test(d.message ?? '') ? { ...d, code: 'ALREADY_SCHEDULED' } : d;
 }
 
-/** The lookup of a lost submit: the spider's jobs tagged with our reference, one list read per state. */
-const TAG_LOOKUP = 'GET /jobs/list.json?has_tag&state';
-
-/**
- * What Scrapy Cloud's lookups prove after a lost submit: no idempotency key (the duplicate-job
- * refusal holds only while the first job is pending or running); `jobs/list.json` filtered by our
- * tag shows pending, running and finished jobs (asked state by state) until the job is deleted,
- * assumed to lag up to 60 s; the tag carries our reference (strong).
- */
-export const ZYTE_EVIDENCE: ReconcileEvidence = {
-  replay: 'none',
-  lookups: [
-    { name: TAG_LOOKUP, shows: ['queued', 'running', 'finished'], finishedForMs: null, lagMs: 60_000, match: 'strong' },
-  ],
-  taskScope: 'credential',
-  source:
-    'Zyte Scrapy Cloud HTTP API reference (docs.zyte.com, Jobs API jobs/list.json has_tag and state), read 2026-11-30',
-};
-
 /** {@link ProviderAdapter} for Zyte Scrapy Cloud (see the module docs for the contract). */
 export class ZyteAdapter implements ProviderAdapter {
   readonly kind = 'zyte';
@@ -185,6 +115,8 @@ export class ZyteAdapter implements ProviderAdapter {
   private readonly app: ProviderHttp;
   /** Storage API (`storage.zyte.com`): job metadata and items. */
   private readonly storage: ProviderHttp;
+  /** What `lookups.ts` reads through: the Jobs API client, the entry's project and spider, and the answer mapping. */
+  private readonly reads: ZyteReads;
 
   /** Throws an `Error` when `refArgument` and `urlArgument` name the same spider argument. */
   constructor(
@@ -202,6 +134,14 @@ export class ZyteAdapter implements ProviderAdapter {
     };
     this.app = new ProviderHttp({ ...common, baseUrl: entry.baseUrl });
     this.storage = new ProviderHttp({ ...common, baseUrl: entry.storageUrl });
+    this.reads = {
+      app: this.app,
+      project: entry.project,
+      spider: entry.spider,
+      auth: (ctx) => this.auth(ctx),
+      tagOf: (clientRef) => this.tagOf(clientRef),
+      fail: (http, res, phase, ctx) => this.fail(http, res, phase, ctx),
+    };
   }
 
   /**
@@ -293,7 +233,7 @@ export class ZyteAdapter implements ProviderAdapter {
     const err = this.fail(this.app, res, 'submit', ctx);
     if (err.details.code !== 'ALREADY_SCHEDULED') throw err;
     // A pending or running job of this spider has the same arguments.
-    const mine = await this.findByTag(ctx, tag, ['pending', 'running']);
+    const mine = await findByTag(this.reads, ctx, tag, ['pending', 'running']);
     if (mine) return mine;
     if (this.entry.refArgument) {
       throw new ProviderError(
@@ -398,64 +338,8 @@ export class ZyteAdapter implements ProviderAdapter {
     throw err;
   }
 
-  /** Every job tagged `tag` in `states` (one list request per state, in order); null when the list answers `404` (not offered). */
-  private async jobsByTag(
-    ctx: CallContext,
-    tag: string,
-    states: readonly string[],
-  ): Promise<{ taskId: string; state: string }[] | null> {
-    const out: { taskId: string; state: string }[] = [];
-    for (const state of states) {
-      const res = await this.app.call(ctx, {
-        method: 'GET',
-        path: '/jobs/list.json',
-        query: { project: this.entry.project, spider: this.entry.spider, has_tag: tag, state, count: 10 },
-        phase: 'read',
-      });
-      if (res.status === 404) return null; // not offered: the caller reports the lookup unavailable
-      if (!this.app.isOk(res) || (res.body as { status?: unknown } | undefined)?.status !== 'ok')
-        throw this.fail(this.app, res, 'read', ctx);
-      const list = this.app.parse(res, JobListSchema, 'read', 'jobs/list.json answer');
-      for (const j of list.jobs)
-        if (j.tags.includes(tag) && JOB_ID.test(j.id ?? j.key ?? ''))
-          out.push({ taskId: (j.id ?? j.key)!, state: j.state ?? state });
-    }
-    return out;
-  }
-
-  /** The first job tagged `tag` in `states`, or null. */
-  private async findByTag(ctx: CallContext, tag: string, states: readonly string[]): Promise<Accepted | null> {
-    const [job] = (await this.jobsByTag(ctx, tag, states)) ?? [];
-    return job ? { taskId: job.taskId, providerStatus: job.state, replayed: true } : null;
-  }
-
-  /**
-   * Reads {@link TAG_LOOKUP}: the spider's jobs tagged `<tagPrefix><clientRef>` in state
-   * `pending`, then `running`, then `finished` (one request per state, at most three; listings
-   * default to finished jobs only, so states are named). Every job found carries our reference:
-   * a strong candidate.
-   */
-  async findSubmitted(findCtx: FindContext): Promise<LookupReading[]> {
-    const ctx = this.auth(findCtx);
-    const tag = this.tagOf(ctx.clientRef);
-    const jobs = await this.jobsByTag(ctx, tag, ['pending', 'running', 'finished']);
-    if (jobs === null)
-      return [
-        {
-          lookup: TAG_LOOKUP,
-          available: false,
-          complete: false,
-          candidates: [],
-          at: new Date().toISOString(),
-          note: 'jobs/list.json answered 404: not offered',
-        },
-      ];
-    const candidates: Candidate[] = jobs.map((j) => ({
-      taskId: j.taskId,
-      providerStatus: j.state,
-      match: 'strong',
-      why: `tagged ${tag}`,
-    }));
-    return [{ lookup: TAG_LOOKUP, available: true, complete: true, candidates, at: new Date().toISOString() }];
+  /** The lookups of a lost submit: see {@link findSubmitted}. */
+  async findSubmitted(ctx: FindContext): Promise<LookupReading[]> {
+    return findSubmitted(this.reads, ctx);
   }
 }

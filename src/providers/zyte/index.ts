@@ -3,10 +3,12 @@
  * `adapter.ts` for the contract and its sources.
  */
 import { defineProvider } from '../descriptor.js';
-import { ZyteAdapter, ZYTE_EVIDENCE } from './adapter.js';
+import { ZyteAdapter } from './adapter.js';
+import { ZYTE_EVIDENCE } from './lookups.js';
 import { ZyteConfigSchema } from './config.js';
 
-export { ZyteAdapter, zyteState, DEFAULT_CLOSE_REASONS } from './adapter.js';
+export { ZyteAdapter } from './adapter.js';
+export { zyteState, DEFAULT_CLOSE_REASONS } from './states.js';
 export { ZyteConfigSchema, ZYTE_RESERVED_FIELDS, type ZyteEntry } from './config.js';
 
 /** Descriptor of the `zyte` kind. */

@@ -15,7 +15,8 @@ import {
   type Outcome,
 } from '../answers.js';
 import type { FaultRegistry } from '../faults.js';
-import { isActive, type JobManager, type JobRecord } from '../jobs.js';
+import { isActive, type JobRecord } from '../jobRecord.js';
+import type { JobManager } from '../jobs.js';
 import type { RequestPipeline } from '../pipeline.js';
 import {
   IdempotencyKeySchema,

@@ -17,21 +17,13 @@ import {
   type JobView,
   type PollPolicy,
 } from '../../model/types.js';
-import type { SavedResult } from '../../activities/index.js';
+import type { SavedResult, TaskRef } from '../../activities/index.js';
 import { ScrapeState, ScrapeTaskId } from '../searchAttributes.js';
 import { renderDetails } from './details.js';
 import { PATCH_NATIVE_CANCEL_ON_ARRIVAL, PATCH_REWRITE_INTERRUPTED_FINAL } from './patches.js';
 import type { CancelRequest, Resolution } from './messages.js';
 import { scrapeProxies, type ScrapeProxies } from './options.js';
-import {
-  announcedAttributes,
-  checkMove,
-  initialView,
-  pollSchedule,
-  type MoveOptions,
-  type Observation,
-  type ScrapeRunInput,
-} from './view.js';
+import * as rules from './view.js';
 
 /** One scrape job inside its workflow run: its state and every operation that changes it. */
 export class ScrapeJob {
@@ -39,20 +31,10 @@ export class ScrapeJob {
   readonly acts: ScrapeProxies;
   private readonly v: JobView;
   private deadline?: string;
-  /** A pending resolution of `unknown` (the `resolve` Update), until the acquisition takes it. */
-  private resolution?: Resolution;
-  /** The resolution being applied (taken, not yet adopted or refused). */
-  private applying?: Resolution;
-  /** The last refused resolution and why (the Update that offered it fails with the reason). */
-  private refused?: { of: Resolution; reason: string };
-  /** Who asked for the last resolution taken. */
-  private resolvedBy = '';
-  /** Webhook wakes received so far (count). */
-  private wakeCount = 0;
-  /** Workflow time (epoch ms) of the last wake. */
-  private lastWake = 0;
-  /** Earliest workflow time (epoch ms) of the next wake-triggered check; wakes before it are merged into it. */
-  private quietUntil = 0;
+  /** Where an operator's resolution of `unknown` stands (the `resolve` Update). */
+  private readonly res: rules.ResolutionState = { by: '' };
+  /** The webhook wakes received (the `wake` signal). */
+  private readonly woken: rules.WakeState = { count: 0, lastAt: 0, quietUntil: 0 };
   private lastGeneration = 0;
   /** The next check comes at once (see {@link checkSoon}). */
   private soon = false;
@@ -64,18 +46,16 @@ export class ScrapeJob {
   private phases?: CancellationScope;
   private publishedState?: string;
   /** The store write of the last {@link record}, until it completed (a cancellation may interrupt it). */
-  private unwritten?: { jobId: string; state: JobState; error?: JobError; detail?: unknown };
+  private unwritten?: rules.StateWrite;
   /** Search attribute updates held back for the next move's upsert (one upsert instead of two). */
   private deferred: SearchAttributeUpdatePair[] = [];
 
-  constructor(readonly input: ScrapeRunInput) {
+  constructor(readonly input: rules.ScrapeRunInput) {
     this.policy = { ...DEFAULT_POLL_POLICY, ...(input.policy ?? {}) };
     this.acts = scrapeProxies(this.policy);
     const now = new Date();
-    this.deadline =
-      input.carry?.deadlineAt ??
-      (input.resume ? new Date(now.getTime() + this.policy.deadlineMs).toISOString() : undefined);
-    this.v = initialView(input, now, this.deadline);
+    this.deadline = rules.initialDeadline(input, now, this.policy.deadlineMs);
+    this.v = rules.initialView(input, now, this.deadline);
   }
 
   /** The job as the workflow sees it (the `state` query); read-only: change it through the methods. */
@@ -110,21 +90,21 @@ export class ScrapeJob {
   announce(): void {
     const present = workflowInfo().typedSearchAttributes;
     this.publishedState = present.get(ScrapeState);
-    const missing = announcedAttributes(this.input, this.v).filter((u) => present.get(u.key as never) !== u.value);
+    const missing = rules.missingAttributes(rules.announcedAttributes(this.input, this.v), present);
     if (missing.length) upsertSearchAttributes(missing);
     this.publishedState = this.v.state;
     this.publish();
   }
 
   /**
-   * Moves to `state` (checked by {@link checkMove} against the transition table; staying put is
+   * Moves to `state` (checked by {@link rules.checkMove} against the transition table; staying put is
    * allowed) and publishes it: view, `ScrapeState` (only when it changed: upserts are billable
    * history events), details.
    * Throws on an illegal move — a bug, which fails the workflow task rather than record a wrong state.
    */
-  move(state: JobState, opts: MoveOptions = {}, extra: SearchAttributeUpdatePair[] = []): void {
+  move(state: JobState, opts: rules.MoveOptions = {}, extra: SearchAttributeUpdatePair[] = []): void {
     const from = this.v.state;
-    checkMove(from, state, this.input.jobId);
+    rules.checkMove(from, state, this.input.jobId);
     this.v.state = state;
     this.v.note = opts.note;
     if (opts.error) this.v.lastError = opts.error;
@@ -132,11 +112,7 @@ export class ScrapeJob {
       this.v.finishedAt ??= new Date().toISOString();
       this.v.nextCheckAt = undefined;
     }
-    const updates = [
-      ...this.deferred.splice(0),
-      ...extra,
-      ...(this.publishedState === state ? [] : [{ key: ScrapeState, value: state } as SearchAttributeUpdatePair]),
-    ];
+    const updates = rules.moveUpdates([...this.deferred.splice(0), ...extra], this.publishedState, state);
     if (updates.length) upsertSearchAttributes(updates);
     this.publishedState = state;
     this.publish();
@@ -147,14 +123,9 @@ export class ScrapeJob {
    * interruptible phases a cancel request can interrupt that write after the move; a final state
    * left unwritten so is written by {@link writeInterruptedFinal} before the run closes.
    */
-  async record(state: JobState, opts: MoveOptions & { detail?: unknown } = {}): Promise<void> {
+  async record(state: JobState, opts: rules.MoveOptions & { detail?: unknown } = {}): Promise<void> {
     this.move(state, opts);
-    const write = {
-      jobId: this.input.jobId,
-      state,
-      error: opts.error,
-      detail: opts.detail ?? (opts.note ? { note: opts.note } : undefined),
-    };
+    const write = rules.stateWrite(this.input.jobId, state, opts);
     this.unwritten = write;
     await this.acts.recorder.recordState(write);
     this.unwritten = undefined;
@@ -200,7 +171,7 @@ export class ScrapeJob {
     const task = [{ key: ScrapeTaskId, value: taskId } as SearchAttributeUpdatePair];
     if (this.v.state === 'cancelling') upsertSearchAttributes(task);
     else if (opts.deferUpsert) {
-      checkMove(this.v.state, 'pending', this.input.jobId);
+      rules.checkMove(this.v.state, 'pending', this.input.jobId);
       this.deferred.push(...task);
       this.v.state = 'pending';
       this.publish();
@@ -208,13 +179,7 @@ export class ScrapeJob {
   }
 
   /** The first checks of a submit that went on into them (`SubmitJobInput.track`) and the polling generation they used. */
-  fastPath(): {
-    generation: number;
-    schedule: PollSchedule;
-    firstDelayMs: number;
-    notFoundLimit: number;
-    budgetMs: number;
-  } {
+  fastPath(): rules.FastPath {
     return {
       generation: this.nextGeneration(),
       schedule: this.schedule(true),
@@ -237,13 +202,10 @@ export class ScrapeJob {
   }
 
   /** Merges what an activity observed: the checks made, the provider's raw status word, the effects reported. */
-  observe(o: Observation): void {
+  observe(o: rules.Observation): void {
     this.v.statusChecks = Math.max(this.v.statusChecks, o.checks);
     if (o.providerStatus) this.v.providerStatus = o.providerStatus;
-    const p = o.progress;
-    if (p?.pagesFetched !== undefined) this.effects.pagesFetched = p.pagesFetched;
-    if (p?.documents !== undefined) this.effects.documents = p.documents;
-    if (p?.creditsUsed !== undefined) this.effects.creditsUsed = p.creditsUsed;
+    Object.assign(this.effects, rules.reportedEffects(o.progress));
     this.publish();
   }
 
@@ -279,9 +241,9 @@ export class ScrapeJob {
     this.soon = true;
   }
 
-  /** The poll schedule of this job (ms): {@link pollSchedule} of its policy; `current` for runs whose polling is in one activity. */
+  /** The poll schedule of this job (ms): {@link rules.pollSchedule} of its policy; `current` for runs whose polling is in one activity. */
   schedule(current = false): PollSchedule {
-    return pollSchedule(this.policy, this.input.webhooks, current);
+    return rules.pollSchedule(this.policy, this.input.webhooks, current);
   }
 
   /** The wait before the next check after the checks made so far, jittered (deterministic randomness), ms; 0 once after {@link checkSoon}. */
@@ -301,72 +263,72 @@ export class ScrapeJob {
 
   /** A webhook hint arrived (the `wake` signal). */
   wake(): void {
-    this.wakeCount++;
-    this.lastWake = Date.now();
+    this.woken.count++;
+    this.woken.lastAt = Date.now();
   }
 
   /** Workflow time (epoch ms) of the last wake, 0 before any. */
   lastWakeAt(): number {
-    return this.lastWake;
+    return this.woken.lastAt;
   }
 
   /** Wakes received so far; compare with a later value to see whether one arrived. */
   wakes(): number {
-    return this.wakeCount;
+    return this.woken.count;
   }
 
   /** How long until a wake may trigger a check (ms; wakes within `initialDelayMs` of the last woken check are merged). */
   quietFor(): number {
-    return this.quietUntil - Date.now();
+    return this.woken.quietUntil - Date.now();
   }
 
   /** A wake made a check happen now: wakes in the next `initialDelayMs` are merged into the next one. */
   wakeHandled(): void {
-    this.quietUntil = Date.now() + this.policy.initialDelayMs;
+    this.woken.quietUntil = Date.now() + this.policy.initialDelayMs;
   }
 
   /** Offers an operator's resolution of `unknown` (the `resolve` Update's handler). */
   offerResolution(r: Resolution): void {
-    this.resolution = r;
+    this.res.offered = r;
   }
 
   /** Whether a resolution waits to be applied. */
   hasResolution(): boolean {
-    return this.resolution !== undefined;
+    return this.res.offered !== undefined;
   }
 
   /** Whether a resolution is offered or being applied (a second one is refused meanwhile). */
   resolving(): boolean {
-    return this.resolution !== undefined || this.applying !== undefined;
+    return this.res.offered !== undefined || this.res.applying !== undefined;
   }
 
   /** Takes the offered resolution to apply it. Throws when none is offered (a bug). */
   takeResolution(): Resolution {
-    const r = this.resolution;
+    const r = this.res.offered;
     if (!r) throw new Error(`no resolution offered for job ${this.input.jobId}`);
-    this.resolution = undefined;
-    this.applying = r;
-    this.resolvedBy = r.by ?? '';
+    this.res.offered = undefined;
+    this.res.applying = r;
+    this.res.by = r.by ?? '';
     return r;
   }
 
   /** Refuses resolution `r` with `reason` (shown in the note; the Update that offered it fails with it). The job stays in `unknown`. */
   refuseResolution(r: Resolution, reason: string): void {
-    this.applying = undefined;
-    this.refused = { of: r, reason };
+    this.res.applying = undefined;
+    this.res.refused = { of: r, reason };
     this.note(`the operator's resolution was refused: ${reason}. Still waiting for an operator.`);
   }
 
   /** Who asked for the last resolution taken (empty when unnamed). */
   lastResolutionBy(): string {
-    return this.resolvedBy;
+    return this.res.by;
   }
 
   /** Waits until resolution `r` was applied (the job left `unknown`) or refused; returns the refusal's reason, if any. */
   async resolutionSettled(r: Resolution): Promise<string | undefined> {
-    await condition(() => this.state !== 'unknown' || this.refused?.of === r);
-    if (this.state === 'unknown' || this.refused?.of === r) return this.refused?.reason;
-    this.applying = undefined;
+    await condition(() => this.state !== 'unknown' || this.res.refused?.of === r);
+    if (this.state === 'unknown' || this.res.refused?.of === r) return this.res.refused?.reason;
+    this.res.applying = undefined;
     return undefined;
   }
 
@@ -376,13 +338,7 @@ export class ScrapeJob {
    */
   requestCancel(req: CancelRequest, via: CancelReport['via']): void {
     if (this.v.cancel || this.final) return;
-    this.v.cancel = {
-      requestedBy: req.requestedBy ?? 'unknown',
-      reason: req.reason ?? 'no reason given',
-      via,
-      requestedAt: new Date().toISOString(),
-      providerCancelCalls: 0,
-    };
+    this.v.cancel = rules.cancelRequested(req, via, new Date().toISOString());
     this.publish();
     this.phases?.cancel();
   }
@@ -426,13 +382,8 @@ export class ScrapeJob {
   }
 
   /** The reference to the task that activities take. */
-  taskRef(): { jobId: string; provider: string; account: string; taskId: string } {
-    return {
-      jobId: this.input.jobId,
-      provider: this.input.provider,
-      account: this.input.account,
-      taskId: this.v.taskId!,
-    };
+  taskRef(): TaskRef {
+    return rules.taskRefOf(this.input, this.v.taskId!);
   }
 
   /** Refreshes the Web UI's current details. */

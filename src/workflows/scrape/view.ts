@@ -1,10 +1,13 @@
 /**
  * The pure rules behind {@link ScrapeJob}'s state: the transition table, the job's first view, the
- * search attributes a run announces, and the poll schedule a job's policy gives. Nothing here
+ * search attributes a run announces, the poll schedule a job's policy gives, the records a job
+ * builds (a store write, a cancel request, the reference activities take) and the shapes of the
+ * state it keeps (a resolution of `unknown`, the webhook wakes). Nothing here
  * reads a clock, draws randomness or issues a workflow command: the callers hand in the workflow
  * time, so that `ScrapeJob` (`machine.ts`) stays the one place where the job's state changes.
  */
-import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import type { SearchAttributeUpdatePair, TypedSearchAttributes } from '@temporalio/common';
+import type { TaskRef } from '../../activities/index.js';
 import type { PollSchedule } from '../../model/schedule.js';
 import type { JobState } from '../../model/states.js';
 import type { CancelReport, JobError, JobView, PollPolicy, ScrapeWorkflowInput } from '../../model/types.js';
@@ -16,6 +19,7 @@ import {
   ScrapeState,
   ScrapeTaskId,
 } from '../searchAttributes.js';
+import type { CancelRequest, Resolution } from './messages.js';
 
 /** Allowed moves between local states; a final state allows none (docs/design.md, “The scrape workflow: a small explicit state machine”). */
 export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
@@ -113,4 +117,112 @@ export function pollSchedule(p: PollPolicy, webhooks: boolean | undefined, curre
 export function hostOf(url: string): string {
   const m = /^[a-z][a-z0-9+.-]*:\/\/([^/?#:]+)/i.exec(url);
   return m?.[1]?.toLowerCase() ?? 'unknown';
+}
+
+/**
+ * The tracking deadline (UTC ISO-8601) a run of `input` starts with at `now` (workflow time): the
+ * one a continued-as-new run carries over, else `deadlineMs` (ms) from `now` for a resumed job
+ * (its task is known), else none until the task is known.
+ */
+export function initialDeadline(input: ScrapeRunInput, now: Date, deadlineMs: number): string | undefined {
+  return input.carry?.deadlineAt ?? (input.resume ? new Date(now.getTime() + deadlineMs).toISOString() : undefined);
+}
+
+/** The updates among `updates` that the run's search attributes `present` do not show yet. */
+export function missingAttributes(
+  updates: SearchAttributeUpdatePair[],
+  present: TypedSearchAttributes,
+): SearchAttributeUpdatePair[] {
+  return updates.filter((u) => present.get(u.key as never) !== u.value);
+}
+
+/**
+ * The search attribute upsert of a move to `state`: `held` (updates held back for it, then the
+ * move's own) and `ScrapeState`, only when `published` (the state the run last upserted) is
+ * another one: upserts are billable history events.
+ */
+export function moveUpdates(
+  held: SearchAttributeUpdatePair[],
+  published: string | undefined,
+  state: JobState,
+): SearchAttributeUpdatePair[] {
+  return [...held, ...(published === state ? [] : [{ key: ScrapeState, value: state } as SearchAttributeUpdatePair])];
+}
+
+/** A transition of job `jobId` as the store records it (the `recordState` activity's input). */
+export interface StateWrite {
+  jobId: string;
+  state: JobState;
+  error?: JobError;
+  /** The timeline event's detail. */
+  detail?: unknown;
+}
+
+/** The store write of a move of job `jobId` to `state` with `opts`: the detail given, else the note as `{ note }`. */
+export function stateWrite(jobId: string, state: JobState, opts: MoveOptions & { detail?: unknown }): StateWrite {
+  return { jobId, state, error: opts.error, detail: opts.detail ?? (opts.note ? { note: opts.note } : undefined) };
+}
+
+/** What a submit that went on into its first checks (`SubmitJobInput.track`) needs; durations ms. */
+export interface FastPath {
+  /** The polling generation its checks use. */
+  generation: number;
+  schedule: PollSchedule;
+  /** The wait before its first check. */
+  firstDelayMs: number;
+  /** Consecutive 404s that mean the provider forgot the task. */
+  notFoundLimit: number;
+  /** How long the submit attempt goes on checking. */
+  budgetMs: number;
+}
+
+/** The effects (pages, documents, credits) `progress` reports: only those it names. */
+export function reportedEffects(progress: Observation['progress']): NonNullable<CancelReport['remainingEffects']> {
+  const out: NonNullable<CancelReport['remainingEffects']> = {};
+  if (progress?.pagesFetched !== undefined) out.pagesFetched = progress.pagesFetched;
+  if (progress?.documents !== undefined) out.documents = progress.documents;
+  if (progress?.creditsUsed !== undefined) out.creditsUsed = progress.creditsUsed;
+  return out;
+}
+
+/**
+ * The cancel report of request `req` that came through door `via` at `at` (UTC ISO-8601, workflow
+ * time): who asked (`unknown` when unnamed) and why (`no reason given`), no provider cancel call
+ * made yet, no outcome yet.
+ */
+export function cancelRequested(req: CancelRequest, via: CancelReport['via'], at: string): CancelReport {
+  return {
+    requestedBy: req.requestedBy ?? 'unknown',
+    reason: req.reason ?? 'no reason given',
+    via,
+    requestedAt: at,
+    providerCancelCalls: 0,
+  };
+}
+
+/** The reference to task `taskId` of the job of `input` that activities take. */
+export function taskRefOf(input: ScrapeRunInput, taskId: string): TaskRef {
+  return { jobId: input.jobId, provider: input.provider, account: input.account, taskId };
+}
+
+/** Where an operator's resolution of `unknown` stands (the `resolve` Update), as `ScrapeJob` keeps it. */
+export interface ResolutionState {
+  /** A pending resolution, until the acquisition takes it. */
+  offered?: Resolution;
+  /** The resolution being applied (taken, not yet adopted or refused). */
+  applying?: Resolution;
+  /** The last refused resolution and why (the Update that offered it fails with the reason). */
+  refused?: { of: Resolution; reason: string };
+  /** Who asked for the last resolution taken (empty when unnamed). */
+  by: string;
+}
+
+/** The webhook wakes a job received (the `wake` signal), as `ScrapeJob` keeps them. Times are workflow time, epoch ms. */
+export interface WakeState {
+  /** Wakes received so far. */
+  count: number;
+  /** Time of the last wake (0 before any). */
+  lastAt: number;
+  /** Earliest time of the next wake-triggered check; wakes before it are merged into it. */
+  quietUntil: number;
 }

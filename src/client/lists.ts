@@ -1,0 +1,52 @@
+/**
+ * Listing an account's jobs for the client, newest first, filtered by state and batch: all at once
+ * (bounded) or page by page with an opaque cursor. Reads only the store; an invalid account has no
+ * jobs.
+ */
+import { AccountSchema } from '../model/schemas.js';
+import type { Store } from '../store/index.js';
+import { decodeCursor, encodeCursor } from './ids.js';
+import { summarize, type JobSummary } from './views.js';
+
+/** The jobs of `account`, newest first, filtered by state and batch (limit default 100, max 1000). */
+export async function listJobs(
+  store: Store,
+  account: string,
+  filter: { states?: string[]; batchId?: string; limit?: number } = {},
+): Promise<JobSummary[]> {
+  if (!AccountSchema.safeParse(account).success) return [];
+  const rows = await store.jobs.list({
+    account,
+    states: filter.states,
+    batchId: filter.batchId,
+    limit: Math.min(filter.limit ?? 100, 1000),
+  });
+  return rows.map(summarize);
+}
+
+/**
+ * One page of the jobs of `account`, newest first, filtered by state and batch. `limit` 1..1000
+ * (default 100); `cursor` is the opaque `nextCursor` of the previous page. Throws
+ * {@link InvalidInputError} for a malformed cursor.
+ */
+export async function listJobsPage(
+  store: Store,
+  account: string,
+  filter: { states?: string[]; batchId?: string; limit?: number; cursor?: string } = {},
+): Promise<{ jobs: JobSummary[]; nextCursor: string | null }> {
+  if (!AccountSchema.safeParse(account).success) return { jobs: [], nextCursor: null };
+  const limit = Math.max(1, Math.min(filter.limit ?? 100, 1000));
+  const after = filter.cursor ? decodeCursor(filter.cursor) : undefined;
+  const page = await store.jobs.page({
+    account,
+    states: filter.states,
+    batchId: filter.batchId,
+    limit,
+    after,
+  });
+  const last = page.rows[page.rows.length - 1];
+  return {
+    jobs: page.rows.map(summarize),
+    nextCursor: page.more && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null,
+  };
+}
