@@ -47,15 +47,29 @@ export function handOffPolling(): void {
 }
 
 /**
- * Resolves after `ms` (with `sleep`, the injected clock's; else a timer), or when the attempt is
- * cancelled, or when the worker drains; says which. Heartbeats with `beat` while it waits.
+ * The longest wait one timer can hold, ms: Node fires a longer `setTimeout` after 1 ms, so a
+ * longer wait (a safety net of weeks, a far Retry-After) is cut to this and the check comes then.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** What one timer of the poll loop waits for a wait of `ms`: at least 0, at most {@link MAX_TIMER_MS}. */
+export function timerDelayMs(ms: number): number {
+  return Math.min(MAX_TIMER_MS, Math.max(0, ms));
+}
+
+/**
+ * Resolves after `ms` (at most {@link MAX_TIMER_MS}; with `sleep`, the injected clock's; else a
+ * timer), or when the attempt is cancelled, or when the worker drains; says which. Calls `beat`
+ * every `beatEveryMs` while it waits.
  */
 function pause(
   ms: number,
   signal: AbortSignal | undefined,
   beat: () => void,
+  beatEveryMs: number,
   sleep?: (ms: number) => Promise<void>,
 ): Promise<'elapsed' | 'aborted' | 'draining'> {
+  ms = timerDelayMs(ms);
   if (drainingNow) return Promise.resolve('draining');
   if (signal?.aborted) return Promise.resolve('aborted');
   return new Promise((resolve) => {
@@ -77,7 +91,7 @@ function pause(
         () => done('elapsed'),
         () => done('elapsed'),
       );
-    const beats = setInterval(beat, HEARTBEAT_EVERY_MS);
+    const beats = setInterval(beat, beatEveryMs);
     draining.once('drain', onDrain);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
@@ -136,11 +150,14 @@ export function trackActivities(kit: ActivityKit) {
         )
       : undefined;
     const knownAt = start.kind === 'go' && start.row.submitted_at ? Date.parse(start.row.submitted_at) : Date.now();
+    // A plan learned from the key's other jobs knows nothing of this job's deadline: a plan point
+    // past it (the key's recent jobs ran far longer than this one may) gives way to the schedule,
+    // so the job is still checked before its deadline.
     const planned = (fallback: number) => {
       if (!plan) return fallback;
       const elapsed = Date.now() - knownAt;
       const next = plan.find((t) => t > elapsed);
-      return next === undefined ? fallback : next - elapsed;
+      return next === undefined || knownAt + next > deadline ? fallback : next - elapsed;
     };
     // Never past the deadline: the check then says `deadline` (or, after a wake, checks anyway).
     const bounded = (ms: number) =>
@@ -157,17 +174,23 @@ export function trackActivities(kit: ActivityKit) {
     // The server needs a heartbeat from a tracking attempt only before its heartbeat timeout, and
     // the SDK sends the first one at once and later ones at most once per throttle interval: the
     // first is left until half the timeout has passed, which saves the billable Action a first
-    // heartbeat would cost every job tracked for less than that. Nothing is lost to the Web UI (a
-    // first heartbeat's details would be those of the first checks, shown as of then until the
-    // next one 8 minutes later; the job row and the state query show every check at once), and a
-    // worker that dies is noticed as before, one heartbeat timeout after the attempt started.
-    const quietMs = budgetMs === undefined ? Math.floor(heartbeatTimeoutMs() / 2) : 0;
+    // heartbeat would cost every job tracked for less than that. The submit going on into its
+    // first checks (`budgetMs`) heartbeats as before: its heartbeat is how a cancel reaches that
+    // attempt. Nothing is lost to the Web UI (a first heartbeat's details would be those
+    // of the first checks, shown as of then until the next one 8 minutes later; the job row and
+    // the state query show every check at once), and a worker that dies is noticed as before, one
+    // heartbeat timeout after the attempt started.
+    const timeoutMs = heartbeatTimeoutMs();
+    const quietMs = budgetMs === undefined ? Math.floor(timeoutMs / 2) : 0;
+    // Often enough that one falls between half the timeout and the timeout, however short it is.
+    const beatEveryMs =
+      timeoutMs > 0 ? Math.max(500, Math.min(HEARTBEAT_EVERY_MS, Math.floor(timeoutMs / 4))) : HEARTBEAT_EVERY_MS;
     const beat = () => {
       if (Date.now() - startedAt >= quietMs) kit.heartbeat(details());
     };
     for (;;) {
       if (budgetMs !== undefined && Date.now() - startedAt + wait > budgetMs) return { last };
-      const why = await pause(wait, kit.signal(), beat, kit.deps.sleep);
+      const why = await pause(wait, kit.signal(), beat, beatEveryMs, kit.deps.sleep);
       if (why === 'aborted') await Context.current().cancelled; // rejects with the cancellation
       if (why === 'draining') handOff(`tracking of task ${input.taskId}`);
       const r = await checkOnce(input, checkPastDeadline);
