@@ -4,6 +4,10 @@
  * activity (unit tests calling the functions directly) an attempt never runs out.
  */
 import { Context } from '@temporalio/activity';
+import type { ScrapeWorkflowInput } from '../model/types.js';
+import type { Accepted } from '../providers/adapter.js';
+import { providerKeys } from '../providers/shared/keys.js';
+import type { ActivityKit } from './context.js';
 
 /** How long before its start-to-close timeout an attempt stops waiting for a submit's answer, ms. */
 export const GIVE_UP_MARGIN_MS = 1_000;
@@ -41,4 +45,25 @@ export function attemptEnds(startedAt: number): { promise: Promise<'gave_up'>; c
     ctx.cancellationSignal.addEventListener('abort', () => resolve('gave_up'), { once: true });
   });
   return { promise, cancel: () => clearTimeout(timer) };
+}
+
+/**
+ * The provider submit of `job`: its request under the job's idempotency keys (the same on every
+ * attempt, so a replay is recognised) and with its per-job callback, through the kit's limited call
+ * in the `submit` phase (held by the key's quota hold). `opts` are {@link ActivityKit.call}'s.
+ * Resolves the provider's acceptance; rejects with its error (a `ProviderError` when it answered).
+ */
+export function submitAtProvider(
+  kit: ActivityKit,
+  job: ScrapeWorkflowInput,
+  opts: { heartbeat?: () => boolean; onHeld?: (waitMs: number, why: string) => void | Promise<void> } = {},
+): Promise<Accepted> {
+  const keys = providerKeys(job.account, job.key);
+  return kit.call(
+    job.provider,
+    job.account,
+    (p) =>
+      p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), ...keys, ...p.callback(job.jobId) }),
+    { ...opts, phase: 'submit' },
+  );
 }

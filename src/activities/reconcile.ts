@@ -21,7 +21,7 @@ import { providerKeys } from '../providers/shared/keys.js';
 import type { ResolvedProvider } from '../providers/registry.js';
 import type { JobRow } from '../store/index.js';
 import { recordReconcile } from '../observability/metrics.js';
-import { attemptBudget, SETTLE_READ_MARGIN_MS } from './attempt.js';
+import { attemptBudget, SETTLE_READ_MARGIN_MS, submitAtProvider } from './attempt.js';
 import { detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
 import type { SubmitJobInput } from './submit.js';
@@ -101,28 +101,14 @@ export function reconcileActivities(kit: ActivityKit) {
     row: JobRow,
     budgetMs: number,
   ): Promise<ReplayReading | undefined> {
-    const keys = providerKeys(job.account, job.key);
-    const call = kit
-      .call(
-        job.provider,
-        job.account,
-        (p) =>
-          p.adapter.submit(job.request, {
-            apiKey: p.apiKey,
-            secrets: kit.secrets(),
-            ...keys,
-            ...p.callback(job.jobId),
-          }),
-        { phase: 'submit' },
-      )
-      .then(
-        (acc): ReplayReading => ({ kind: 'same-task', taskId: acc.taskId, providerStatus: acc.providerStatus }),
-        (e: unknown): ReplayReading | Error => {
-          if (isProviderError(e) && e.kind === 'conflict')
-            return { kind: 'conflict', detail: `${e.details.httpStatus ?? ''} ${e.message}`.trim() };
-          return e instanceof Error ? e : new Error(String(e));
-        },
-      );
+    const call = submitAtProvider(kit, job).then(
+      (acc): ReplayReading => ({ kind: 'same-task', taskId: acc.taskId, providerStatus: acc.providerStatus }),
+      (e: unknown): ReplayReading | Error => {
+        if (isProviderError(e) && e.kind === 'conflict')
+          return { kind: 'conflict', detail: `${e.details.httpStatus ?? ''} ${e.message}`.trim() };
+        return e instanceof Error ? e : new Error(String(e));
+      },
+    );
     // The replay is not aborted when the attempt runs short: its answer (the same task) is still
     // recorded when it comes, and this attempt goes on with what the lookups showed.
     let timer: NodeJS.Timeout | undefined;

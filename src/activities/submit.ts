@@ -9,13 +9,12 @@ import { log } from '@temporalio/activity';
 import { isFinalState } from '../model/states.js';
 import type { JobError, ScrapeWorkflowInput } from '../model/types.js';
 import { isProviderError, isQuotaExhausted, ProviderError } from '../providers/shared/errors.js';
-import { providerKeys } from '../providers/shared/keys.js';
 import { isConcurrencyRefusal } from '../providers/shared/limiter.js';
 import type { ResolvedProvider } from '../providers/registry.js';
 import type { Accepted } from '../providers/adapter.js';
 import { Store } from '../store/index.js';
 import { type Reservation } from '../store/polling.js';
-import { attemptBudget, attemptEnds, SETTLE_READ_MARGIN_MS } from './attempt.js';
+import { attemptBudget, attemptEnds, SETTLE_READ_MARGIN_MS, submitAtProvider } from './attempt.js';
 import { detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
 import { slotReleased } from './slots.js';
@@ -238,33 +237,20 @@ export function submitActivities(kit: ActivityKit) {
         await store.findings.appendEvent(job.jobId, 'submit_ambiguous', 'unknown', error);
         return { kind: 'ambiguous', error };
       }
-      const keys = providerKeys(job.account, job.key);
       // The call is not aborted when the attempt gives up: an answer that arrives after the
       // attempt's timeout is still recorded (and adopted by the reconciliation that follows), so
       // a late answer never turns into a second submit.
       let active = true;
-      const call = kit.call(
-        job.provider,
-        job.account,
-        (p) =>
-          p.adapter.submit(job.request, {
-            apiKey: p.apiKey,
-            secrets: kit.secrets(),
-            ...keys,
-            ...p.callback(job.jobId),
-          }),
-        {
-          heartbeat: () => active,
-          phase: 'submit',
-          // A submit held back by the key's cool-down or quota hold waits without calling the
-          // provider; the timeline says so, so a job sitting in `submitting` shows why.
-          onHeld: (waitMs, why) =>
-            store.findings.appendEvent(job.jobId, 'submit_held', null, { message: why, waitMs }).then(
-              () => undefined,
-              () => undefined, // a note the store could not take never holds up the submit
-            ),
-        },
-      );
+      const call = submitAtProvider(kit, job, {
+        heartbeat: () => active,
+        // A submit held back by the key's cool-down or quota hold waits without calling the
+        // provider; the timeline says so, so a job sitting in `submitting` shows why.
+        onHeld: (waitMs, why) =>
+          store.findings.appendEvent(job.jobId, 'submit_held', null, { message: why, waitMs }).then(
+            () => undefined,
+            () => undefined, // a note the store could not take never holds up the submit
+          ),
+      });
       const recorded = call
         .then((accepted) => recordAnswer(job, accepted, resolved, input.trackingDeadlineMs, label, r.active))
         .then(
