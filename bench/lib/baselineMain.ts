@@ -4,31 +4,23 @@
  * `loopProcess.ts`), runs every job, reports `written` {jobId, at} per job and `done` over IPC, then
  * waits for `exit` (so the parent can read its final CPU time from `/proc` while it still exists).
  */
-import fs from 'node:fs';
-import { Command } from 'commander';
 import PQueue from 'p-queue';
-import { parseConfig } from '../../src/config.js';
-import { ProviderRegistry } from '../../src/providers/registry.js';
-import { openStore } from '../../src/store/index.js';
 import { startBaselineJob } from './baseline.js';
-import { BaselineParamsSchema, type LoopMessage } from './loopProcess.js';
+import {
+  BaselineParamsSchema,
+  driverMessages,
+  sendToDriver,
+  startLoopProcess,
+  type LoopMessage,
+} from './loopProcess.js';
 
 /** Messages to the parent (see {@link LoopMessage}). */
 export type BaselineMessage = LoopMessage;
 
-function send(m: LoopMessage): void {
-  process.send?.(m);
-}
+const send = sendToDriver;
 
 async function main(): Promise<void> {
-  const o = new Command('baseline')
-    .requiredOption('--params <file>', 'parameters (JSON)')
-    .parse()
-    .opts<{ params: string }>();
-  const p = BaselineParamsSchema.parse(JSON.parse(fs.readFileSync(o.params, 'utf8')));
-  const config = parseConfig(p.config, {});
-  const store = await openStore(config.storeUrl);
-  const providers = new ProviderRegistry(config, process.env, {}, store.providerKeys);
+  const { params: p, config, store, providers } = await startLoopProcess('baseline', BaselineParamsSchema);
   const deps = {
     store,
     providers,
@@ -37,17 +29,7 @@ async function main(): Promise<void> {
     policy: p.policy,
     onWritten: (jobId: string, at: number) => send({ t: 'written', jobId, at }),
   };
-  const messages: string[] = [];
-  const waiters: (() => void)[] = [];
-  process.on('message', (m: unknown) => {
-    const t = m && typeof m === 'object' ? (m as { t?: unknown }).t : undefined;
-    if (typeof t === 'string') messages.push(t);
-    for (const w of waiters.splice(0)) w();
-  });
-  process.on('disconnect', () => process.exit(0));
-  const message = async (t: string) => {
-    while (!messages.includes(t)) await new Promise<void>((r) => waiters.push(r));
-  };
+  const message = driverMessages();
   // Warm the provider client and the store before the clock starts.
   providers.resolve(p.provider, p.jobs[0]?.account ?? '');
   send({ t: 'ready' });

@@ -16,15 +16,10 @@
  * `ready`, then on `go` inserts and enqueues every job (`started`), reports `written` {jobId, at}
  * per result committed and `done` with the final states, then waits for `exit`.
  */
-import fs from 'node:fs';
 import { Queue, Worker, DelayedError, type Job } from 'bullmq';
-import { Command } from 'commander';
 import PQueue from 'p-queue';
 import { z } from 'zod';
-import { parseConfig } from '../../src/config.js';
-import { ProviderRegistry } from '../../src/providers/registry.js';
-import { openStore } from '../../src/store/index.js';
-import { BaselineParamsSchema, type LoopMessage } from './loopProcess.js';
+import { BaselineParamsSchema, driverMessages, sendToDriver, startLoopProcess } from './loopProcess.js';
 import { loopJob, type LoopJobInput } from './loopJob.js';
 
 /** Parameters of a BullMQ run: those of the baseline, plus the Redis server and the worker's concurrency. */
@@ -43,19 +38,10 @@ interface StepData extends LoopJobInput {
 
 const QUEUE = 'scrapes';
 
-function send(m: LoopMessage): void {
-  process.send?.(m);
-}
+const send = sendToDriver;
 
 async function main(): Promise<void> {
-  const o = new Command('bench-bullmq')
-    .requiredOption('--params <file>', 'parameters (JSON)')
-    .parse()
-    .opts<{ params: string }>();
-  const p = BullmqParamsSchema.parse(JSON.parse(fs.readFileSync(o.params, 'utf8')));
-  const config = parseConfig(p.config, {});
-  const store = await openStore(config.storeUrl);
-  const providers = new ProviderRegistry(config, process.env, {}, store.providerKeys);
+  const { params: p, config, store, providers } = await startLoopProcess('bench-bullmq', BullmqParamsSchema);
   const deps = { store, providers, config, provider: p.provider, policy: p.policy };
   const connection = { host: p.redis.host, port: p.redis.port };
   const queue = new Queue<StepData, string>(QUEUE, {
@@ -103,17 +89,7 @@ async function main(): Promise<void> {
   });
   worker.on('error', (e) => console.error(e));
 
-  const messages: string[] = [];
-  const waiters: (() => void)[] = [];
-  process.on('message', (m: unknown) => {
-    const t = m && typeof m === 'object' ? (m as { t?: unknown }).t : undefined;
-    if (typeof t === 'string') messages.push(t);
-    for (const w of waiters.splice(0)) w();
-  });
-  process.on('disconnect', () => process.exit(0));
-  const message = async (t: string) => {
-    while (!messages.includes(t)) await new Promise<void>((r) => waiters.push(r));
-  };
+  const message = driverMessages();
   await queue.waitUntilReady();
   await worker.waitUntilReady();
   // Warm the provider client before the clock starts, as the baseline does.

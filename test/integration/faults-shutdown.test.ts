@@ -98,6 +98,30 @@ function nextResponse(pred: (e: SimResponseEvent) => boolean): Promise<SimRespon
 
 const jobsTagged = (tag: string) => stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag));
 
+/**
+ * Starts a worker and a job whose provider task stays `running`, and waits until the job is
+ * polling (task recorded, one check made); returns the worker, the job and its task ID.
+ */
+async function pollingJob(tag: string, page: string) {
+  const a = await worker();
+  stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
+  const ref = await stack.client.startScrape({
+    account: 'acme',
+    url: `${pages.pageUrl(page)}?${tag}`,
+    key: tag,
+    policy: POLICY,
+  });
+  const polling = await waitFor(
+    async () => {
+      const r = await stack.store.jobs.get(ref.jobId);
+      return r?.task_id && r.status_checks >= 1 ? r : undefined;
+    },
+    30_000,
+    'polling to start',
+  );
+  return { a, ref, taskId: polling.task_id! };
+}
+
 describe('SIGTERM to a worker with a provider call in flight', () => {
   it('mid-submit, the answer inside the grace time: the attempt completes on the stopping worker, a second worker carries on; one provider job, one submit', async () => {
     const tag = 'sigterm-submit';
@@ -213,23 +237,7 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
 
   it('mid-check: the check finishes and is recorded, the attempt is reported as a retry (not a timeout), and the second worker makes the next check at once', async () => {
     const tag = 'sigterm-check';
-    const a = await worker();
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
-    const ref = await stack.client.startScrape({
-      account: 'acme',
-      url: `${pages.pageUrl('wapo-1')}?${tag}`,
-      key: tag,
-      policy: POLICY,
-    });
-    const polling = await waitFor(
-      async () => {
-        const r = await stack.store.jobs.get(ref.jobId);
-        return r?.task_id && r.status_checks >= 1 ? r : undefined;
-      },
-      30_000,
-      'polling to start',
-    );
-    const taskId = polling.task_id!;
+    const { a, ref, taskId } = await pollingJob(tag, 'wapo-1');
     stack.sim.faults.add({
       account: 'acme',
       endpoint: 'status',
@@ -284,23 +292,7 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
 describe('SIGTERM to a worker with a status check hanging past the grace time', () => {
   it('the check is cut short at the end of the grace time and the attempt reported as failed, not left to time out; the second worker checks again at once', async () => {
     const tag = 'sigterm-hung-check';
-    const a = await worker();
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
-    const ref = await stack.client.startScrape({
-      account: 'acme',
-      url: `${pages.pageUrl('ars-1')}?${tag}`,
-      key: tag,
-      policy: POLICY,
-    });
-    const polling = await waitFor(
-      async () => {
-        const r = await stack.store.jobs.get(ref.jobId);
-        return r?.task_id && r.status_checks >= 1 ? r : undefined;
-      },
-      30_000,
-      'polling to start',
-    );
-    const taskId = polling.task_id!;
+    const { a, ref, taskId } = await pollingJob(tag, 'ars-1');
     // Longer than the grace time, shorter than the entry's read timeout: only the shutdown ends it.
     stack.sim.faults.add({
       account: 'acme',
