@@ -7,7 +7,8 @@
  *   item keys served again (`start` is inclusive), the `http` kind's runs API in all three paging
  *   styles;
  * - binary bodies kept (bytes, media type, size, SHA-256) and a PDF's text and title read, for
- *   ScraperAPI (`response.base64EncodedBody`), Oxylabs (`content_encoding: base64`) and Firecrawl
+ *   ScraperAPI (`response.base64EncodedBody`), Oxylabs (`content_encoding: base64`, and `render: png`
+ *   screenshots) and Firecrawl
  *   (`parsers: []`), with a PDF made in the test;
  * - a result without content completes the job with a note that the store, the timeline, the
  *   workflow's view, the client, the HTTP API and the CLI (`status`, `result`, `result --field`)
@@ -56,6 +57,12 @@ const PDF = makePdf({
   pages: [['Revenue grew by a third.', 'Costs stayed flat.'], ['Outlook: steady.']],
 });
 const PDF_SHA = createHash('sha256').update(PDF).digest('hex');
+/** A PNG's signature, IHDR chunk and a few more bytes: enough to be sniffed as image/png. */
+const PNG = Buffer.concat([
+  Buffer.from('89504e470d0a1a0a0000000d4948445200000002000000020802000000fdd49a73', 'hex'),
+  Buffer.from('screenshot pixels'),
+]);
+const PNG_SHA = createHash('sha256').update(PNG).digest('hex');
 
 /** The real CLI against a scenario's store (its configuration written to a file). */
 async function cli(
@@ -313,7 +320,7 @@ describe('zyte: item keys served again at each page start', () => {
 });
 
 const PAGINATION = {
-  offset: { style: 'offset', offsetParam: 'offset', limitParam: 'size' },
+  offset: { style: 'offset', offsetParam: 'offset', limitParam: 'size', totalPath: '/total' },
   cursor: { style: 'cursor', cursorParam: 'cursor', cursorPath: '/next_cursor', limitParam: 'size' },
   next: { style: 'next', nextPath: '/links/next' },
 } as const;
@@ -377,24 +384,21 @@ describe.each(Object.keys(PAGINATION) as (keyof typeof PAGINATION)[])(
       }
     });
 
-    // Offset paging computes its next position itself, so an empty page there ends the read: the
-    // runs API's empty page is exercised where the answer names the next position.
-    it.skipIf(style === 'offset')(
-      'empty-page: an empty page whose next is its own position is read again; 7 rows',
-      async () => {
-        s.fixture.conformance.setPages('empty-page');
-        try {
-          // (A URL with "empty" in it is the runs API's empty run: this one must not have it.)
-          const ref = await s.start({ url: `https://shop.example/${style}-blank-page`, key: `blank-${style}` });
-          expect((await s.waitFor(ref.jobId, FINAL)).state).toBe('completed');
-          const docs = await stored(s, ref.jobId);
-          expect(docs).toMatchObject({ total: 7, rows: 7 });
-          expect(docs.titles).toEqual(titles);
-        } finally {
-          s.fixture.conformance.setPages('normal');
-        }
-      },
-    );
+    // Offset paging computes its next position itself: the page's `total` tells an empty page
+    // before the end from the end.
+    it('empty-page: an empty page before the last one is read again at its position; 7 rows', async () => {
+      s.fixture.conformance.setPages('empty-page');
+      try {
+        // (A URL with "empty" in it is the runs API's empty run: this one must not have it.)
+        const ref = await s.start({ url: `https://shop.example/${style}-blank-page`, key: `blank-${style}` });
+        expect((await s.waitFor(ref.jobId, FINAL)).state).toBe('completed');
+        const docs = await stored(s, ref.jobId);
+        expect(docs).toMatchObject({ total: 7, rows: 7 });
+        expect(docs.titles).toEqual(titles);
+      } finally {
+        s.fixture.conformance.setPages('normal');
+      }
+    });
   },
 );
 
@@ -450,6 +454,7 @@ describe('oxylabs: a PDF asked with content_encoding: base64', () => {
       }),
     });
     s.fixture.conformance.binaryBody('annual.pdf', { contentType: 'application/pdf', bytes: PDF });
+    s.fixture.conformance.binaryBody('home-shot.png', { contentType: 'image/png', bytes: PNG });
   });
   afterAll(async () => {
     await s?.stop();
@@ -482,6 +487,15 @@ describe('oxylabs: a PDF asked with content_encoding: base64', () => {
     expect(page.body).toBeNull();
     expect(page.title).toBeTruthy();
     expect(page.markdown?.length ?? 0).toBeGreaterThan(100);
+  });
+
+  it('a render: png screenshot (always Base64) is kept as image/png bytes with its size and SHA-256, not as text', async () => {
+    const ref = await s.start({ url: 'https://shots.example/home-shot.png', key: 'png', options: { render: 'png' } });
+    expect((await s.waitFor(ref.jobId, FINAL)).state).toBe('completed');
+    const r = await s.client.getResult('acme', ref.jobId);
+    expect(r.body).toMatchObject({ contentType: 'image/png', size: PNG.length, sha256: PNG_SHA });
+    expect(r.text ?? '').toBe('');
+    expect((await s.client.getResultBody('acme', ref.jobId))?.bytes.equals(PNG)).toBe(true);
   });
 });
 

@@ -180,6 +180,12 @@ export const PaginationSchema = z.discriminatedUnion('style', [
     style: z.literal('offset'),
     offsetParam: z.string().min(1).default('offset'),
     limitParam: z.string().min(1).default('limit'),
+    /**
+     * Pointer to the total number of documents in each page's answer. With it the read ends at that
+     * total, not at the first short or empty page: an empty page before the total (a page not yet
+     * written) is read again at the same offset, a bounded number of times.
+     */
+    totalPath: PointerSchema.optional(),
   }),
   z.strictObject({
     style: z.literal('cursor'),

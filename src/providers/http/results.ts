@@ -165,12 +165,24 @@ export async function readResult(reads: HttpReads, taskId: string, ctx: ResultCo
   const map = (i: unknown, position: number | null) => toDocument(i, r.fields, position);
   let documents: ResultDocument[];
   if (pg.style === 'offset') {
+    const totalPath = pg.totalPath;
     documents = await paginateOffset({
       ...common,
       map,
-      fetch: async (offset, limit) => ({
-        items: itemsOf(await read({ query: { [pg.offsetParam]: offset, [pg.limitParam]: limit } })),
-      }),
+      // With a declared total, the total says where the documents end; a short or empty page does not.
+      shortPagesContinue: totalPath !== undefined,
+      emptyPagesContinue: totalPath !== undefined,
+      fetch: async (offset, limit) => {
+        const res = await read({ query: { [pg.offsetParam]: offset, [pg.limitParam]: limit } });
+        const items = itemsOf(res);
+        if (totalPath === undefined) return { items };
+        const total = pick(res.body, totalPath);
+        if (typeof total !== 'number' || !Number.isInteger(total) || total < 0)
+          reads.http.invalid(res, 'read', `result page: no document count at ${JSON.stringify(totalPath)}`);
+        // A page longer than asked (one that starts a document back) still moves on by the limit.
+        const reached = offset + Math.min(items.length, limit);
+        return { items, done: reached >= total, nextOffset: reached };
+      },
     });
   } else if (pg.style === 'cursor') {
     documents = await paginateCursor({

@@ -87,10 +87,11 @@ export function oxylabsState(word: string): ObservedState {
 }
 
 /**
- * What an entry's `content` is: text, or — for a job asked with `content_encoding: base64` (the
- * only documented way to get a binary target: images, PDFs) — bytes, with the target's
- * `content-type` when the entry's `_response.headers` carry it (reported for `universal`, not
- * documented; else the bytes are sniffed).
+ * What an entry's `content` is: text, or bytes — for a `png` entry (a `render: png` screenshot,
+ * always Base64, media type `image/png`) and for a job asked with `content_encoding: base64` (the
+ * only documented way to get a binary target: images, PDFs), with the target's `content-type` when
+ * the entry's `_response.headers` carry it (reported for `universal`, not documented; else the bytes
+ * are sniffed).
  */
 function contentOf(
   e: Entry,
@@ -101,7 +102,9 @@ function contentOf(
   const type = headers ? Object.entries(headers).find(([k]) => k.toLowerCase() === 'content-type')?.[1] : undefined;
   const contentType =
     typeof type === 'string' ? type : Array.isArray(type) && typeof type[0] === 'string' ? type[0] : null;
-  if (!base64 || e.type === 'png' || e.content === '') return { body: e.content, bytes: null, contentType };
+  if (e.content === '') return { body: e.content, bytes: null, contentType };
+  if (e.type === 'png') return { body: null, bytes: Buffer.from(e.content, 'base64'), contentType: 'image/png' };
+  if (!base64) return { body: e.content, bytes: null, contentType };
   return { body: null, bytes: Buffer.from(e.content, 'base64'), contentType };
 }
 
@@ -116,7 +119,7 @@ function documentOf(e: Entry, fallbackUrl: string, index: number, base64: boolea
     providerId: e.page !== null && e.page !== undefined ? `page ${e.page}${e.type ? ` ${e.type}` : ''}` : null,
     position: index,
   };
-  if (typeof e.content === 'string' && e.type !== 'png') {
+  if (typeof e.content === 'string') {
     const p = pageFromRaw({ url: url ?? fallbackUrl, ...contentOf(e, base64), httpStatus: e.status_code ?? null });
     return withIdentity(
       {
@@ -272,7 +275,7 @@ export class OxylabsAdapter implements ProviderAdapter {
     const first = results[0]!;
     const base64 = asksBase64(ctx.request, this.entry.params);
     const result: ProviderResult =
-      results.length === 1 && typeof first.content === 'string' && first.type !== 'png'
+      results.length === 1 && typeof first.content === 'string'
         ? pageFromRaw({
             url: ctx.url,
             ...contentOf(first, base64),
