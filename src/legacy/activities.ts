@@ -96,8 +96,18 @@ export function legacyActivities(kit: ActivityKit) {
       const keys = providerKeys(input.account, input.key);
       let accepted: Accepted;
       try {
-        accepted = await kit.call(input.provider, input.account, (r) =>
-          r.adapter.submit(input.request, { apiKey: r.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...keys }),
+        // The submit phase: held by the key's quota hold like v2's submits, so a spent credential costs no request.
+        accepted = await kit.call(
+          input.provider,
+          input.account,
+          (r) =>
+            r.adapter.submit(input.request, {
+              apiKey: r.apiKey,
+              secrets: kit.secrets(),
+              signal: kit.signal(),
+              ...keys,
+            }),
+          { phase: 'submit' },
         );
       } catch (e) {
         if (isProviderError(e) && e.kind === 'ambiguous') {

@@ -11,7 +11,7 @@ import { createActivities } from '../../src/activities/index.js';
 import type { SubmitInput } from '../../src/legacy/activities.js';
 import { LegacyJobsRepository } from '../../src/legacy/store.js';
 import { parseConfig } from '../../src/config.js';
-import { ProviderError } from '../../src/providers/shared/errors.js';
+import { ProviderError, quotaExhausted } from '../../src/providers/shared/errors.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import type { Accepted, ProviderAdapter } from '../../src/providers/adapter.js';
 import { openStore, type Store } from '../../src/store/index.js';
@@ -192,6 +192,22 @@ describe('submitScrape', () => {
     expect(err.type).toBe('Provider.permanent');
     expect(err.nonRetryable).toBe(true);
     expect(err.details?.[0]).toMatchObject({ kind: 'permanent', httpStatus: 401, code: 'UNAUTHORIZED' });
+  });
+
+  it('a quota exhaustion holds the key’s next v1 submit: refused locally (LOCAL_COOLDOWN), the provider sees one submit', async () => {
+    fake.submitImpl = async () => {
+      throw quotaExhausted(
+        'permanent',
+        new ProviderError('permanent', 'answered 402 Insufficient credits', { httpStatus: 402 }),
+      );
+    };
+    const spent = await failure(env().run(acts.submitScrape, input));
+    expect(spent.details?.[0]).toMatchObject({ code: 'QUOTA_EXHAUSTED' });
+    fake.submitImpl = async () => ({ taskId: 'task-2', providerStatus: 'queued', replayed: false });
+    const held = await failure(env().run(acts.submitScrape, { ...input, afterReconcile: true }));
+    expect(held.type).toBe('Provider.cooldown');
+    expect(held.message).toContain('are held (quota exhausted');
+    expect(fake.calls.filter((c) => c === 'submit')).toHaveLength(1);
   });
 });
 
