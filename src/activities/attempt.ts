@@ -26,6 +26,20 @@ export function attemptBudget(startedAt: number): number {
 }
 
 /**
+ * What is left of the current activity's schedule-to-close time (all its attempts), ms: Infinity
+ * outside an activity or without that timeout.
+ */
+export function activityBudgetLeft(): number {
+  try {
+    const info = Context.current().info;
+    const ms = info.scheduleToCloseTimeoutMs;
+    return ms > 0 ? info.scheduledTimestampMs + ms - Date.now() : Number.POSITIVE_INFINITY;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
+
+/**
  * Resolves with `gave_up` shortly before the current activity attempt's start-to-close timeout
  * (counted from `startedAt`, epoch ms, when the attempt began),
  * or when the attempt is cancelled (never outside an activity). `cancel()` clears the timer.

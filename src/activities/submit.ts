@@ -14,7 +14,7 @@ import type { ResolvedProvider } from '../providers/registry.js';
 import type { Accepted } from '../providers/adapter.js';
 import { Store } from '../store/index.js';
 import { type Reservation } from '../store/polling.js';
-import { attemptBudget, attemptEnds, SETTLE_READ_MARGIN_MS, submitAtProvider } from './attempt.js';
+import { activityBudgetLeft, attemptBudget, attemptEnds, SETTLE_READ_MARGIN_MS, submitAtProvider } from './attempt.js';
 import { detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
 import { slotReleased } from './slots.js';
@@ -275,7 +275,7 @@ export function submitActivities(kit: ActivityKit) {
       }
       if (first.kind === 'error') {
         if (first.outcome.kind === 'ambiguous') return first.outcome;
-        rethrow(first.outcome.error);
+        rethrow(unsentAtBudgetEnd(first.outcome.error));
       }
       const accepted: Extract<SubmitOutcome, { kind: 'accepted' }> = {
         kind: 'accepted',
@@ -369,4 +369,21 @@ export function submitActivities(kit: ActivityKit) {
       }
     },
   };
+}
+
+/**
+ * A cool-down refusal of the submit (a 429, or our own limiter holding the call back: nothing was
+ * created) when no retry fits in what is left of the activity's schedule-to-close time: a
+ * permanent `SUBMIT_NOT_SENT` that says the job ends without any provider job and why, instead of
+ * the last cool-down's own words. Any other error is returned as it is.
+ */
+export function unsentAtBudgetEnd(e: unknown): unknown {
+  if (!isProviderError(e) || e.kind !== 'cooldown') return e;
+  const left = activityBudgetLeft();
+  if (left === Number.POSITIVE_INFINITY || left > (e.details.retryAfterMs ?? 0) + 1_000) return e;
+  return new ProviderError(
+    'permanent',
+    `no submit could be sent within the job's submit time: the provider key kept refusing or holding it back to the end (last: ${e.message}); the provider created nothing for this job`,
+    { ...e.details, code: 'SUBMIT_NOT_SENT', retryAfterMs: undefined },
+  );
 }

@@ -327,7 +327,11 @@ const CancelReportSchema = z.object({
   detail: z.string().nullable(),
   provider_cancel_calls: z.number().int(),
   remaining_effects: z
-    .object({ pages_fetched: z.number().nullable(), credits_used: z.number().nullable() })
+    .object({
+      pages_fetched: z.number().nullable(),
+      documents: z.number().nullable().describe('Documents (crawl pages, items) the provider holds for the job.'),
+      credits_used: z.number().nullable(),
+    })
     .nullable()
     .describe('Effects already produced that remain.'),
 });
@@ -494,7 +498,11 @@ function toCancelReportOut(c: CancelReport | undefined): z.infer<typeof CancelRe
     detail: c.detail ?? null,
     provider_cancel_calls: c.providerCancelCalls,
     remaining_effects: c.remainingEffects
-      ? { pages_fetched: c.remainingEffects.pagesFetched ?? null, credits_used: c.remainingEffects.creditsUsed ?? null }
+      ? {
+          pages_fetched: c.remainingEffects.pagesFetched ?? null,
+          documents: c.remainingEffects.documents ?? null,
+          credits_used: c.remainingEffects.creditsUsed ?? null,
+        }
       : null,
   };
 }

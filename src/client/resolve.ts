@@ -14,7 +14,8 @@ import { ownedRow } from './views.js';
  * Resolves job `jobId` of `account`, waiting in `unknown`, with `resolution` (see
  * `ScrapeClient.resolve`); returns the workflow's view afterwards. Throws {@link JobNotFoundError}
  * (missing or another account's job) and {@link ScrapeError} `conflict` when the job is not in
- * `unknown`, the task ID already belongs to another job, or the workflow refused the resolution.
+ * `unknown`, the task ID already belongs to another job (that refusal is audited in the job's
+ * timeline as `operator_resolve`, outcome `refused`), or the workflow refused the resolution.
  */
 export async function resolveJob(
   ctx: Pick<StartContext, 'store' | 'temporal'>,
@@ -40,6 +41,14 @@ export async function resolveJob(
       exceptJobId: jobId,
     });
     if (owners.size > 0) {
+      // Refused before the workflow is asked, and audited like the worker's own refusals.
+      await ctx.store.findings.appendEvent(jobId, 'operator_resolve', row.state, {
+        by: resolution.by ?? 'operator',
+        at: new Date().toISOString(),
+        taskId: resolution.taskId,
+        outcome: 'refused',
+        evidence: { boundTo: owners.get(resolution.taskId) },
+      });
       throw new ScrapeError(
         'conflict',
         `cannot resolve job ${jobId}: task ${resolution.taskId} already belongs to another job`,

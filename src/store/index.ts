@@ -8,6 +8,7 @@ export { Store } from './store.js';
 export { StoreConnection, type StoreKind } from './connection.js';
 export { JobsRepository } from './jobs.js';
 export {
+  ANOTHER_ACCOUNTS_JOB,
   IdempotencyConflictStoreError,
   TaskCollisionError,
   type BindOutcome,

@@ -46,3 +46,15 @@ export interface JobFilter {
 
 /** What {@link JobsRepository.bindTask} did: bound (now or before), or refused because another job holds the task. */
 export type BindOutcome = { kind: 'bound'; taskId: string; recorded: boolean } | { kind: 'collision'; boundTo: string };
+
+/** How a collision names the job that holds a task, to a job of `account`. */
+export const ANOTHER_ACCOUNTS_JOB = 'a job of another account';
+
+/**
+ * The ID of job `other` when it belongs to `account`, else {@link ANOTHER_ACCOUNTS_JOB}: a
+ * collision is shown in the asking job's timeline, which its account reads, and another account's
+ * job IDs name that account and its keys.
+ */
+export function shownOwner(account: string | null, other: { id: string; account: string }): string {
+  return account !== null && other.account === account ? other.id : ANOTHER_ACCOUNTS_JOB;
+}

@@ -12,6 +12,7 @@ import { eventRow, nowIso, type NewJobInput } from './rows.js';
 import type { JobRow } from './schema.js';
 import {
   IdempotencyConflictStoreError,
+  shownOwner,
   TaskCollisionError,
   type BindOutcome,
   type JobCursor,
@@ -245,24 +246,27 @@ export class JobsRepository {
     const out = await this.conn.tx(async (trx): Promise<BindOutcome> => {
       const row = await trx
         .selectFrom('jobs')
-        .select(['task_id', 'state', 'provider', 'provider_account'])
+        .select(['task_id', 'state', 'provider', 'provider_account', 'account'])
         .where('id', '=', b.jobId)
         .executeTakeFirstOrThrow();
       if (row.task_id) return { kind: 'bound', taskId: row.task_id, recorded: false };
       const account = b.providerAccount ?? row.provider_account;
-      let q = trx.selectFrom('jobs').select('id').where('task_id', '=', b.taskId).where('id', '!=', b.jobId);
+      let q = trx
+        .selectFrom('jobs')
+        .select(['id', 'account'])
+        .where('task_id', '=', b.taskId)
+        .where('id', '!=', b.jobId);
       q = account
         ? q.where((eb) => eb.or([eb('provider_account', '=', account), eb('provider', '=', row.provider)]))
         : q.where('provider', '=', row.provider);
       const other = await q.executeTakeFirst();
       if (other) {
+        const boundTo = shownOwner(row.account, other);
         await trx
           .insertInto('job_events')
-          .values(
-            eventRow(b.jobId, 'task_collision', row.state, { taskId: b.taskId, boundTo: other.id, source: b.source }),
-          )
+          .values(eventRow(b.jobId, 'task_collision', row.state, { taskId: b.taskId, boundTo, source: b.source }))
           .execute();
-        return { kind: 'collision', boundTo: other.id };
+        return { kind: 'collision', boundTo };
       }
       const at = nowIso();
       const deadline =
@@ -301,7 +305,8 @@ export class JobsRepository {
 
   /**
    * Which of `taskIds` are bound to a job other than `exceptJobId` in provider account
-   * `providerAccount` (or on provider entry `provider`): task ID → job ID.
+   * `providerAccount` (or on provider entry `provider`): task ID → the job holding it, as
+   * {@link shownOwner} names it to `exceptJobId`'s account.
    */
   async tasksBoundElsewhere(f: {
     providerAccount: string;
@@ -311,14 +316,19 @@ export class JobsRepository {
   }): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     if (f.taskIds.length === 0) return out;
+    const asking = await this.conn.db
+      .selectFrom('jobs')
+      .select('account')
+      .where('id', '=', f.exceptJobId)
+      .executeTakeFirst();
     const rows = await this.conn.db
       .selectFrom('jobs')
-      .select(['id', 'task_id'])
+      .select(['id', 'task_id', 'account'])
       .where('task_id', 'in', [...new Set(f.taskIds)])
       .where('id', '!=', f.exceptJobId)
       .where((eb) => eb.or([eb('provider_account', '=', f.providerAccount), eb('provider', '=', f.provider)]))
       .execute();
-    for (const r of rows) if (r.task_id) out.set(r.task_id, r.id);
+    for (const r of rows) if (r.task_id) out.set(r.task_id, shownOwner(asking?.account ?? null, r));
     return out;
   }
 

@@ -1,13 +1,14 @@
 /**
  * The result store against both dialects: SQLite (a real file) and PostgreSQL (a real server
  * started for the test). Migrations, registration with conflict detection, intent/answer
- * recording, transitions that never leave a final state, and write-once under concurrency.
+ * recording, task binding (one job per task; a collision never names another account's job),
+ * transitions that never leave a final state, and write-once under concurrency.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IdempotencyConflictStoreError, openStore, type Store } from '../../src/store/index.js';
+import { ANOTHER_ACCOUNTS_JOB, IdempotencyConflictStoreError, openStore, type Store } from '../../src/store/index.js';
 import { keepStore } from '../helpers/evidence.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { countResultDocuments } from '../helpers/storeQueries.js';
@@ -87,6 +88,28 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(await store.jobs.recordTaskId('j2', 't-OTHER', 'queued', 'reconcile')).toBe('t-2');
       const row = await store.jobs.get('j2');
       expect(row).toMatchObject({ task_id: 't-2', state: 'pending', submit_intent_at: null });
+    });
+
+    it('a task bound to another job is refused; the collision names a job of the same account, never another account’s job ID', async () => {
+      const mine = { ...job('j-own'), account: 'acme' };
+      const sibling = { ...job('j-sibling'), account: 'acme' };
+      const theirs = { ...job('j-theirs'), account: 'globex', idem_key: 'j-theirs' };
+      for (const j of [mine, sibling, theirs]) await store.jobs.register(j);
+      const bind = (jobId: string, taskId: string) =>
+        store.jobs.bindTask({ jobId, taskId, providerStatus: 'queued', source: 'reconcile', providerAccount: 'p@h' });
+      expect(await bind('j-sibling', 't-sib')).toMatchObject({ kind: 'bound', taskId: 't-sib' });
+      expect(await bind('j-theirs', 't-theirs')).toMatchObject({ kind: 'bound', taskId: 't-theirs' });
+      expect(await bind('j-own', 't-sib')).toEqual({ kind: 'collision', boundTo: 'j-sibling' });
+      expect(await bind('j-own', 't-theirs')).toEqual({ kind: 'collision', boundTo: ANOTHER_ACCOUNTS_JOB });
+      const elsewhere = await store.jobs.tasksBoundElsewhere({
+        providerAccount: 'p@h',
+        provider: 'p',
+        taskIds: ['t-sib', 't-theirs'],
+        exceptJobId: 'j-own',
+      });
+      expect(Object.fromEntries(elsewhere)).toEqual({ 't-sib': 'j-sibling', 't-theirs': ANOTHER_ACCOUNTS_JOB });
+      expect(JSON.stringify(await store.findings.timeline('j-own'))).not.toContain('j-theirs');
+      expect((await store.jobs.get('j-own'))?.task_id).toBeNull();
     });
 
     it('never moves a final job unless forced', async () => {

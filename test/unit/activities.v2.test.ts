@@ -110,7 +110,8 @@ const poll = (over: Partial<AwaitStatusInput> = {}): AwaitStatusInput => ({
   mode: 'track',
   ...over,
 });
-const env = (attempt = 2) => new MockActivityEnvironment({ attempt }); // attempt > 1: no first wait
+// attempt > 1: no first wait; no schedule-to-close (the mock's default is one that ended long ago).
+const env = (attempt = 2) => new MockActivityEnvironment({ attempt, scheduleToCloseTimeoutMs: 0 });
 
 async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {
   try {
@@ -285,7 +286,10 @@ describe('submitJob (adaptive active-jobs limit)', () => {
     expect(await providerLimit(store, providerKey)).toMatchObject({ limit: 1, ceiling: 1, refusals: 1 });
     fake.calls = [];
     const waiting = await failure(
-      new MockActivityEnvironment({ attempt: 2, startToCloseTimeoutMs: 3_000 }).run(acts.submitJob, second),
+      new MockActivityEnvironment({ attempt: 2, startToCloseTimeoutMs: 3_000, scheduleToCloseTimeoutMs: 0 }).run(
+        acts.submitJob,
+        second,
+      ),
     );
     expect(waiting.type).toBe('Submit.waitingForSlot');
     expect(waiting.category).toBe(ApplicationFailureCategory.BENIGN);

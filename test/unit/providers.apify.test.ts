@@ -95,6 +95,13 @@ describe('apify: status words and configuration', () => {
         {},
       ),
     ).toThrow(/memoryMbytes/);
+    // Apify accepts only powers of 2: a memory it would refuse is refused at configuration, naming the rule.
+    expect(() =>
+      parseConfig(
+        { providers: { a: { kind: 'apify', credentials: {}, actorId: 'a~b', run: { memoryMbytes: 1000 } } } },
+        {},
+      ),
+    ).toThrow(/power of 2[\s\S]*providers.a.run.memoryMbytes/);
   });
 });
 

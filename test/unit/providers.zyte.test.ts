@@ -55,6 +55,7 @@ describe('zyte: states and configuration', () => {
       ['closespider_timeout', 'completed'],
       ['cancelled', 'cancelled'],
       ['cancelled (stalled)', 'cancelled'],
+      ['cancel_timeout', 'cancelled'],
       ['failed', 'failed'],
       ['shutdown', 'failed'],
       ['memusage_exceeded', 'failed'],

@@ -45,7 +45,15 @@ export const ApifyRunOptionsSchema = z
       .max(7 * 24 * 3600)
       .optional(),
     /** Memory, megabytes (a power of 2, at least 128: Apify checks). */
-    memoryMbytes: z.number().int().min(128).max(32_768).optional(),
+    memoryMbytes: z
+      .number()
+      .int()
+      .min(128)
+      .max(32_768)
+      .refine((n) => (n & (n - 1)) === 0, {
+        message: 'must be a power of 2 (128, 256, 512, …): Apify refuses any other memory with 400 invalid-parameter',
+      })
+      .optional(),
     /** Most dataset items charged for a pay-per-result actor (count). */
     maxItems: z.number().int().positive().optional(),
   })

@@ -201,10 +201,12 @@ export class FirecrawlAdapter implements ProviderAdapter {
     const retryAfterMs = this.http.retryAfterMs(res);
     if (!body) return { state: 'running', providerStatus: `HTTP ${res.status}`, retryAfterMs };
     const state = firecrawlState(body.status);
+    // `completed` counts the documents scraped so far (readable in `data`); `total` also counts
+    // failed, active and queued pages, so it says nothing about documents that exist.
     const progress = {
       pagesFetched: body.completed ?? undefined,
       creditsUsed: body.creditsUsed ?? undefined,
-      documents: body.total ?? undefined,
+      documents: body.completed ?? undefined,
     };
     // The final answer without `next` carries every document: written from here, after the
     // per-URL failures are read (no second read of the pages). A status read does not know the

@@ -26,7 +26,8 @@
  *   afterwards is undocumented: a `404` is counted (`not_found`), `notFoundLimit` in a row → `expired`.
  * - **Cancel** `DELETE /jobs/{id}` (listed, semantics undocumented): sent with the key in a JSON
  *   body; `2xx` → accepted; `404` → not found; `405`/`501` → `unsupported`; `400`/`409` → already
- *   final. The workflow then confirms by polling.
+ *   final. An answer carrying the job reads as a status does (`failed` with a `failReason` meaning
+ *   cancelled is `cancelled`). The workflow then confirms by polling.
  * - **No list endpoint and no idempotency key**: a lost submit cannot be reconciled; the job waits
  *   in `unknown` until an operator resolves it (`resolve --task-id` or `--resubmit`).
  * - **Callback** `callback: {type: "webhook", url}` — unsigned, so the URL carries our per-job
@@ -287,12 +288,15 @@ export class ScraperApiAdapter implements ProviderAdapter {
 
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
     const res = await this.http.call(ctx, { method: 'DELETE', path: path`/jobs/${taskId}`, json: {}, phase: 'cancel' });
-    const word = (res.body as { status?: unknown } | undefined)?.status;
-    const providerStatus = typeof word === 'string' ? word : undefined;
-    const known =
-      providerStatus !== undefined && scraperApiState(providerStatus) !== 'unrecognised'
-        ? (scraperApiState(providerStatus) as ProviderState)
-        : undefined;
+    const body = res.body as { status?: unknown; failReason?: unknown } | undefined;
+    const word = typeof body?.status === 'string' ? body.status : undefined;
+    const reason = typeof body?.failReason === 'string' ? body.failReason : undefined;
+    const seen = word !== undefined ? scraperApiState(word) : 'unrecognised';
+    // The answer reads like a status read: `failed` with a reason meaning cancelled is the cancel
+    // taking effect, and is reported (and recorded on the row) as cancelled in the status read's words.
+    const cancelledAsFailure = seen === 'failed' && meansCancelled(reason);
+    const providerStatus = cancelledAsFailure ? `${word}: ${reason}` : word;
+    const known = cancelledAsFailure ? 'cancelled' : seen !== 'unrecognised' ? (seen as ProviderState) : undefined;
     if (this.http.isOk(res)) return { accepted: true, state: known, providerStatus };
     if (res.status === 400 || res.status === 409)
       return { accepted: false, alreadyFinal: true, state: known, providerStatus };

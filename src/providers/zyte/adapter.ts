@@ -24,7 +24,8 @@
  * retention); any other word → `unrecognised`. Close reasons (Scrapy's, plus Scrapy Cloud's
  * `cancelled (stalled)`, matched on the word before a parenthesis): `finished`,
  * `closespider_timeout`, `closespider_itemcount`, `closespider_pagecount` → completed (the last
- * three: a configured limit ended the crawl, its items are the result); `cancelled` → cancelled;
+ * three: a configured limit ended the crawl, its items are the result); `cancelled` and
+ * `cancel_timeout` (cancelled, but not stopped gracefully within the grace period) → cancelled;
  * `failed`, `shutdown`, `memusage_exceeded`, `diskusage_exceeded`, `closespider_errorcount`,
  * `closespider_timeout_no_item`, `slybot_fewitems_scraped`, `banned` → failed with the close reason
  * as its code; an unknown close reason → `unrecognised` (entry `closeReasons` says what it means).

@@ -16,6 +16,9 @@ export const DEFAULT_CLOSE_REASONS: Readonly<Record<string, 'completed' | 'faile
   closespider_itemcount: 'completed',
   closespider_pagecount: 'completed',
   cancelled: 'cancelled',
+  // A cancelled job that did not stop gracefully within Scrapy Cloud's grace period: the cancel
+  // ended it all the same, so it is cancelled, never a failure of the crawl.
+  cancel_timeout: 'cancelled',
   failed: 'failed',
   shutdown: 'failed',
   memusage_exceeded: 'failed',

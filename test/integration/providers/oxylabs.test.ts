@@ -3,8 +3,9 @@
  * real workflow, real dev server, the kind's fixture (`test/fixtures/providers/oxylabs/server.ts`).
  * Acceptance with a Basic `user:password` credential that reaches no record, every status word
  * (and `202`, unknown words), `204` on the results read while the job says `done`, a multi-page
- * query as documents, expiry, cancel `unsupported`, 429 on submit, a lost submit waiting in
- * `unknown` for an operator, and callbacks on the per-job token URL.
+ * query as documents, expiry, cancel `unsupported`, 429 on submit (the rate limit and the per-domain
+ * throttle), 400/403 submit answers failing at once, 500/524 submit answers and a lost submit waiting
+ * in `unknown` for an operator, and callbacks on the per-job token URL.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
@@ -59,6 +60,9 @@ describe('oxylabs: polling', () => {
     s = await oxylabs();
   });
   afterAll(async () => s?.stop());
+  /** The submissions Oxylabs received for `url`. */
+  const submitsOf = (url: string) =>
+    s.fixture.requestsTo('POST', '/v1/queries').filter((r) => (r.body as { url?: string }).url === url);
 
   it('acceptance: Basic auth on every call, one query per job with our reference in client_notes, the raw page extracted, no form of the password in any record', async () => {
     const url = pages.pageUrl('wikipedia');
@@ -174,6 +178,50 @@ describe('oxylabs: polling', () => {
     ).toHaveLength(2);
     expect(s.fixture.jobsWith('limited')).toHaveLength(1);
   });
+
+  it('429 for the target domain (its documented throttle message): a cool-down, then one job that completes', async () => {
+    s.fixture.rule('domain-limited', { kind: 'rate_limit_domain' }, 1);
+    const url = `${pages.pageUrl('002')}?domain-limited`;
+    const ref = await s.start({ url, key: 'domain-limited-1' });
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
+    expect(submitsOf(url)).toHaveLength(2);
+    expect(s.fixture.jobsWith('domain-limited')).toHaveLength(1);
+  });
+
+  it.each([400, 403] as const)(
+    'a %i answer to the submit fails the job at once with one request, never resubmitted',
+    async (status) => {
+      const tag = `refused-${status}`;
+      s.fixture.rule(tag, { kind: 'http_error', status }, 1);
+      const url = `${pages.pageUrl('001')}?${tag}`;
+      const ref = await s.start({ url, key: tag });
+      const row = await s.waitFor(ref.jobId, ['failed', 'completed', 'unknown']);
+      expect(row.state).toBe('failed');
+      expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ httpStatus: status });
+      expect(submitsOf(url)).toHaveLength(1);
+    },
+  );
+
+  // Oxylabs has no idempotency key and no job list: after a 5xx the job may exist, and nothing can tell.
+  it.each([500, 524] as const)(
+    'a %i answer to the submit may have created the job: it waits in unknown with the answer shown, never resubmitted',
+    async (status) => {
+      const tag = `maybe-${status}`;
+      s.fixture.rule(tag, { kind: 'http_error', status }, 1);
+      const url = `${pages.pageUrl('001')}?${tag}`;
+      const ref = await s.start({ url, key: tag });
+      await s.waitFor(ref.jobId, ['unknown', 'failed', 'completed']);
+      await waitFor(
+        async () => (await s.store.findings.timeline(ref.jobId)).some((e) => e.type === 'submit_ambiguous'),
+        30_000,
+        `the ambiguous submit of ${ref.jobId} in its timeline`,
+      );
+      const row = (await s.store.jobs.get(ref.jobId))!;
+      expect(row.state).toBe('unknown');
+      expect(JSON.stringify(await s.store.findings.timeline(ref.jobId))).toContain(String(status));
+      expect(submitsOf(url)).toHaveLength(1);
+    },
+  );
 
   it('a lost submit cannot be reconciled: the job waits in unknown with one provider job until an operator hands over the task ID', async () => {
     s.fixture.rule('orphan', { kind: 'drop_after_commit' }, 1);
