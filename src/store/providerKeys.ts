@@ -66,7 +66,7 @@ export class ProviderKeysRepository {
   async claimRelease(
     label: string,
     nowMs: number,
-    spacingMs: number,
+    spacingMs: (sinceEndMs: number) => number,
   ): Promise<{ slotMs: number; untilMs: number; reason: string } | undefined> {
     return this.conn.tx(async (trx) => {
       let q = trx
@@ -80,7 +80,7 @@ export class ProviderKeysRepository {
       const slotMs = Math.max(row.release_next ? Date.parse(row.release_next) : 0, untilMs, nowMs);
       await trx
         .updateTable('provider_cooldowns')
-        .set({ release_next: new Date(slotMs + Math.max(0, spacingMs)).toISOString() })
+        .set({ release_next: new Date(slotMs + Math.max(0, spacingMs(slotMs - untilMs))).toISOString() })
         .where('label', '=', label)
         .execute();
       return { slotMs, untilMs, reason: row.reason };

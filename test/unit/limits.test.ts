@@ -157,7 +157,7 @@ describe('release slots after a cool-down (fake clock)', () => {
     return { at, outcomes: Promise.all(outcomes) };
   }
 
-  it('the first caller after the cool-down goes alone (the probe), the others one at a time 500 ms apart, never all at once', async () => {
+  it('the first caller after the cool-down goes alone (the probe) 500 ms before the next; the others one at a time, the spacing halving every second, never all at once', async () => {
     const limiter = new KeyLimiter('k', { maxConcurrent: 8, minIntervalMs: 0 }, { random: () => 0 });
     await limiter.coolDown(1_000, 'rate limited');
     const { at, outcomes } = callers(limiter, 5);
@@ -165,7 +165,22 @@ describe('release slots after a cool-down (fake clock)', () => {
     expect(at).toEqual([]);
     await vi.advanceTimersByTimeAsync(10_000);
     expect((await outcomes).every((o) => 'ok' in o)).toBe(true);
-    expect(at.map((c) => c.t)).toEqual([1_000, 1_500, 2_000, 2_500, 3_000]);
+    // 500 ms after the probe, then 500 × 2^(−t/1 s) ms apart (t: time since the cool-down ended).
+    expect(at.map((c) => c.t)).toEqual([1_000, 1_500, 1_854, 2_131, 2_359]);
+  });
+
+  it('a queue of 2,000 held calls drains within seconds of the cool-down’s end (a slow start), one at a time', async () => {
+    const limiter = new KeyLimiter('k', { maxConcurrent: 2_000, minIntervalMs: 0 }, { random: () => 0.5 });
+    await limiter.coolDown(1_000, 'rate limited');
+    const { at, outcomes } = callers(limiter, 2_000, { maxWaitMs: 120_000 });
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect((await outcomes).every((o) => 'ok' in o)).toBe(true);
+    const times = at.map((c) => c.t).sort((a, b) => a - b);
+    expect(times[0]).toBe(1_000);
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(500); // the probe’s answer is seen first
+    // At a fixed 500 ms spacing the last would leave 1,000 s after the end; the ramp drains them in seconds.
+    expect(times.at(-1)! - 1_000).toBeLessThan(15_000);
+    expect(new Set(times).size).toBe(times.length);
   });
 
   it('the spacing is jittered upward only, and never below the entry’s minIntervalMs', async () => {
@@ -195,7 +210,7 @@ describe('release slots after a cool-down (fake clock)', () => {
     const { at, outcomes } = callers(limiter, 4, { answer: refuse });
     await vi.advanceTimersByTimeAsync(20_000);
     const out = await outcomes;
-    expect(at.map((c) => c.t)).toEqual([1_000, 3_000, 3_500, 4_000]);
+    expect(at.map((c) => c.t)).toEqual([1_000, 3_000, 3_500, 3_854]);
     expect(at[0]!.i).toBe(0);
     expect('error' in out[0]! && out[0].error.details.code).toBe('RATE_LIMITED');
   });
@@ -207,24 +222,24 @@ describe('release slots after a cool-down (fake clock)', () => {
     expect(first.map((o) => ('error' in o ? [o.error.details.code, o.error.details.retryAfterMs] : o))).toEqual([
       ['LOCAL_COOLDOWN', 1_000],
       ['LOCAL_COOLDOWN', 1_500],
-      ['LOCAL_COOLDOWN', 2_000],
+      ['LOCAL_COOLDOWN', 1_854],
     ]);
     await vi.advanceTimersByTimeAsync(1_000);
     const newcomer = await limiter
       .run(async () => 'ok', 5_000, 0, { caller: 'late' })
       .catch((e: ProviderError) => e.details.retryAfterMs);
-    expect(newcomer).toBe(1_500); // behind the three: the slot at 2.5 s
+    expect(newcomer).toBe(1_131); // behind the three: the slot at 2.131 s
     // Each comes back at its slot (the server's retry delay) and goes without queueing again.
     const back: number[] = [];
     for (const [i, slot] of [
       [0, 1_000],
       [1, 1_500],
-      [2, 2_000],
+      [2, 1_854],
     ] as const) {
       await vi.advanceTimersByTimeAsync(T0 + slot - Date.now());
       back.push(await limiter.run(async () => Date.now() - T0, 5_000, 0, { caller: `job-${i}` }));
     }
-    expect(back).toEqual([1_000, 1_500, 2_000]);
+    expect(back).toEqual([1_000, 1_500, 1_854]);
   });
 
   it('a quota exhaustion holds the key’s submits for quotaHoldMs (reads go on), then one submit probes and the others follow one at a time', async () => {
@@ -249,7 +264,7 @@ describe('release slots after a cool-down (fake clock)', () => {
     expect(at).toEqual([]);
     await vi.advanceTimersByTimeAsync(5_000);
     await outcomes;
-    expect(at.map((c) => c.t)).toEqual([60_000, 60_500, 61_000]);
+    expect(at.map((c) => c.t)).toEqual([60_000, 60_500, 60_854]);
   });
 
   it('a submit held by the quota hold is refused with LOCAL_COOLDOWN naming the hold, without calling the provider', async () => {
@@ -311,8 +326,9 @@ describe('cool-downs are keyed by the provider key', () => {
       );
       expect(waits.every((w) => typeof w === 'number' && w > 18_000)).toBe(true);
       const sorted = [...(waits as number[])].sort((x, y) => x - y);
-      for (let k = 1; k < sorted.length; k++)
-        expect(sorted[k]! - sorted[k - 1]!).toBeGreaterThanOrEqual(RELEASE_SPACING_FLOOR_MS - 5);
+      // One queue through the store: the probe alone for the floor spacing, then distinct slots.
+      expect(sorted[1]! - sorted[0]!).toBeGreaterThanOrEqual(RELEASE_SPACING_FLOOR_MS - 5);
+      for (let k = 2; k < sorted.length; k++) expect(sorted[k]! - sorted[k - 1]!).toBeGreaterThan(100);
       expect((await store.providerKeys.readCooldown(w1.providerKey))?.reason).toBe('rate limited');
     } finally {
       await store.close();

@@ -33,12 +33,12 @@ export class MemoryCooldowns implements SharedCooldowns {
   async claimRelease(
     label: string,
     nowMs: number,
-    spacingMs: number,
+    spacingMs: (sinceEndMs: number) => number,
   ): Promise<{ slotMs: number; untilMs: number; reason: string } | undefined> {
     const r = this.rows.get(label);
     if (!r) return undefined;
     const slotMs = Math.max(r.releaseNextMs, r.untilMs, nowMs);
-    r.releaseNextMs = slotMs + Math.max(0, spacingMs);
+    r.releaseNextMs = slotMs + Math.max(0, spacingMs(slotMs - r.untilMs));
     return { slotMs, untilMs: r.untilMs, reason: r.reason };
   }
 }
@@ -49,6 +49,14 @@ export class MemoryCooldowns implements SharedCooldowns {
  * next call leaves.
  */
 export const RELEASE_SPACING_FLOOR_MS = 500;
+
+/**
+ * Time over which the release spacing halves, ms: the probe leaves alone, the next call
+ * {@link RELEASE_SPACING_FLOOR_MS} later, and the spacing halves every this long after the
+ * cool-down's end down to the entry's `minIntervalMs` (a slow start: a queue of thousands drains in
+ * seconds once the provider answers again, never all at once).
+ */
+export const RELEASE_HALVING_MS = 1_000;
 
 /** Each release spacing is the base times a factor drawn in [1, 1 + this): jitter that never shortens it. */
 export const RELEASE_JITTER = 0.5;
@@ -97,7 +105,9 @@ const RETRY = Symbol('retry');
  *   (`<label>/submits`) for `quotaHoldMs`; status reads and cancels go on.
  * - A caller that finds a cool-down (or a release queue still draining after one) claims the next
  *   release slot in the store ({@link SharedCooldowns.claimRelease}): the first after the end is
- *   the probe, the next follow one at a time, `max(minIntervalMs, 500 ms)` × [1, 1.5) apart. A slot
+ *   the probe, the next follow one at a time, `max(minIntervalMs, 500 ms)` × [1, 1.5) apart at
+ *   first, the spacing halving every {@link RELEASE_HALVING_MS} after the end (down to
+ *   `minIntervalMs`: a slow start, so a long queue drains in seconds once the probe passed). A slot
  *   at most `maxWaitMs` away is waited for in the attempt; a later one throws `LOCAL_COOLDOWN` with
  *   `retryAfterMs` = the time to it (the server retries the attempt then, and the slot is honoured
  *   for the same `caller`). Right before calling, the shared cool-down is read again from the
@@ -114,6 +124,7 @@ export class KeyLimiter {
   /** Release slots claimed by callers that were sent away to come back at them (epoch ms). */
   private readonly claims = new Map<string, number>();
   private readonly spacingMs: number;
+  private readonly minIntervalMs: number;
   private readonly quotaHoldMs: number;
   private readonly now: () => number;
   private readonly random: () => number;
@@ -131,6 +142,7 @@ export class KeyLimiter {
         : { concurrency: opts.maxConcurrent },
     );
     this.spacingMs = Math.max(opts.minIntervalMs, RELEASE_SPACING_FLOOR_MS);
+    this.minIntervalMs = opts.minIntervalMs;
     this.quotaHoldMs = opts.quotaHoldMs ?? DEFAULT_QUOTA_HOLD_MS;
     this.now = deps.now ?? (() => Date.now());
     this.random = deps.random ?? Math.random;
@@ -189,7 +201,11 @@ export class KeyLimiter {
 
   /** Claims the next release slot of `label` (the store's queue, else this process's), never before `notBeforeMs`. */
   private async claim(label: string, now: number, notBeforeMs: number): Promise<number> {
-    const spacing = Math.round(this.spacingMs * (1 + this.random() * RELEASE_JITTER));
+    const jitter = 1 + this.random() * RELEASE_JITTER;
+    const spacing = (sinceEndMs: number) =>
+      Math.round(
+        Math.max(this.minIntervalMs, this.spacingMs * 2 ** (-Math.max(0, sinceEndMs) / RELEASE_HALVING_MS)) * jitter,
+      );
     let claimed: { slotMs: number } | undefined;
     try {
       claimed = await this.shared?.claimRelease(label, now, spacing);

@@ -28,12 +28,13 @@ export interface SharedCooldowns {
   setCooldown(label: string, untilMs: number, reason: string): Promise<void>;
   /**
    * Claims the next release slot of `label` atomically: `slot = max(releaseNext, until, nowMs)`,
-   * then `releaseNext = slot + spacingMs`. Undefined when `label` has no cool-down.
+   * then `releaseNext = slot + spacingMs(slot - until)` (the spacing may depend on how long after
+   * the cool-down's end the slot is, ms). Undefined when `label` has no cool-down.
    */
   claimRelease(
     label: string,
     nowMs: number,
-    spacingMs: number,
+    spacingMs: (sinceEndMs: number) => number,
   ): Promise<{ slotMs: number; untilMs: number; reason: string } | undefined>;
 }
 
