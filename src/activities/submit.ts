@@ -5,7 +5,7 @@
  * task is bound to one job per provider account.
  */
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import { log } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import { isFinalState } from '../model/states.js';
 import type { JobError, ScrapeWorkflowInput } from '../model/types.js';
 import { isProviderError, isQuotaExhausted, ProviderError } from '../providers/shared/errors.js';
@@ -86,7 +86,13 @@ export function submitActivities(kit: ActivityKit) {
     const limits = resolved.entry.limits.activeJobs;
     const started = Date.now();
     for (;;) {
-      const r = await store.polling.reserveSubmit(job.jobId, scope, limits, input.afterReconcile === true);
+      const r = await store.polling.reserveSubmit(
+        job.jobId,
+        scope,
+        limits,
+        input.afterReconcile === true,
+        resubmitScheduledAt(),
+      );
       if (r.kind !== 'full' || Date.now() - started >= slotWaitPlan(r, 0).inAttemptMs) return { r, label: scope.label };
       await slotReleased(scope.label, Math.min(1_000, started + SLOT_WAIT_MS - Date.now()), kit.signal());
     }
@@ -387,3 +393,19 @@ export function unsentAtBudgetEnd(e: unknown): unknown {
     { ...e.details, code: 'SUBMIT_NOT_SENT', retryAfterMs: undefined },
   );
 }
+
+/**
+ * When this resubmit activity was first scheduled (server time, epoch ms), less a margin for the
+ * worker's clock, by which its intents are recorded: an intent older than that was decided by the
+ * reconcile before it; a newer one is an earlier attempt of this activity. Infinity outside an activity.
+ */
+function resubmitScheduledAt(): number {
+  try {
+    return Context.current().info.scheduledTimestampMs - INTENT_CLOCK_MARGIN_MS;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
+
+/** Clock difference allowed between a worker and the server when intents are compared with scheduling times, ms (a reconcile's settle window is longer). */
+const INTENT_CLOCK_MARGIN_MS = 2_000;

@@ -155,12 +155,17 @@ export class PollingRepository {
    * write transaction, with the key's limit row locked on PostgreSQL, so two workers cannot both
    * take the last slot. A job with a task ID or an unanswered earlier intent is returned as `known`
    * (the intent is recorded again for the attempt count) and does not need a slot.
+   * `afterReconcile`: the submit follows a reconcile that proved the task absent, so an intent the
+   * reconcile decided is no obstacle — but only one recorded before `intentsSinceMs` (epoch ms, the
+   * resubmit activity's first scheduling): an intent of an earlier attempt of this very resubmit may
+   * have reached the provider, and is reconciled like any other.
    */
   async reserveSubmit(
     jobId: string,
     scope: KeyScope,
     limits: ActiveJobsLimits,
     afterReconcile: boolean,
+    intentsSinceMs = Number.POSITIVE_INFINITY,
   ): Promise<Reservation> {
     return this.conn.tx(async (trx) => {
       const before = await trx.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
@@ -173,7 +178,8 @@ export class PollingRepository {
           .where('id', '=', jobId)
           .execute();
       if (before.task_id) return { kind: 'known', before };
-      if (before.submit_intent_at && !afterReconcile) {
+      const decided = afterReconcile && Date.parse(before.submit_intent_at ?? '') < intentsSinceMs;
+      if (before.submit_intent_at && !decided) {
         await intent();
         return { kind: 'known', before };
       }

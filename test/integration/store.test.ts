@@ -112,6 +112,23 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect((await store.jobs.get('j-own'))?.task_id).toBeNull();
     });
 
+    it('a resubmit after reconcile passes an intent the reconcile decided, never one of its own earlier attempt', async () => {
+      await store.jobs.register(job('j-resubmit'));
+      const scope = { label: 'p@h#k' };
+      const limits = { initial: 8 };
+      expect((await store.polling.reserveSubmit('j-resubmit', scope, limits, false)).kind).toBe('reserved');
+      const intentAt = Date.parse((await store.jobs.get('j-resubmit'))!.submit_intent_at!);
+      // The reconcile proved that intent's task absent; the resubmit activity was scheduled after it.
+      expect((await store.polling.reserveSubmit('j-resubmit', scope, limits, true, intentAt + 5_000)).kind).toBe(
+        'reserved',
+      );
+      // That attempt's own intent, met by the activity's next attempt: it may have reached the provider.
+      const mine = Date.parse((await store.jobs.get('j-resubmit'))!.submit_intent_at!);
+      expect((await store.polling.reserveSubmit('j-resubmit', scope, limits, true, mine - 1_000)).kind).toBe('known');
+      // Without a scheduling time (outside an activity), the flag alone decides, as before.
+      expect((await store.polling.reserveSubmit('j-resubmit', scope, limits, true)).kind).toBe('reserved');
+    });
+
     it('never moves a final job unless forced', async () => {
       await store.jobs.register(job('j3'));
       expect(

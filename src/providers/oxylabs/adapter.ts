@@ -86,6 +86,9 @@ export function oxylabsState(word: string): ObservedState {
   return known[word] ?? 'unrecognised';
 }
 
+/** The first eight bytes of every PNG file. */
+const PNG_SIGNATURE = Buffer.from('89504e470d0a1a0a', 'hex');
+
 /**
  * What an entry's `content` is: text, or bytes — for a `png` entry (a `render: png` screenshot,
  * always Base64, media type `image/png`) and for a job asked with `content_encoding: base64` (the
@@ -103,7 +106,12 @@ function contentOf(
   const contentType =
     typeof type === 'string' ? type : Array.isArray(type) && typeof type[0] === 'string' ? type[0] : null;
   if (e.content === '') return { body: e.content, bytes: null, contentType };
-  if (e.type === 'png') return { body: null, bytes: Buffer.from(e.content, 'base64'), contentType: 'image/png' };
+  if (e.type === 'png') {
+    // A screenshot is Base64 of a PNG; anything else (an error text in its place) stays text, never mislabelled bytes.
+    const bytes = Buffer.from(e.content, 'base64');
+    if (bytes.subarray(0, 8).equals(PNG_SIGNATURE)) return { body: null, bytes, contentType: 'image/png' };
+    return { body: e.content, bytes: null, contentType: 'text/plain' };
+  }
   if (!base64) return { body: e.content, bytes: null, contentType };
   return { body: null, bytes: Buffer.from(e.content, 'base64'), contentType };
 }

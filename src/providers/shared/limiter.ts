@@ -58,6 +58,9 @@ export const RELEASE_SPACING_FLOOR_MS = 500;
  */
 export const RELEASE_HALVING_MS = 1_000;
 
+/** Least release spacing at the end of the slow start, ms: two held calls never leave in the same moment. */
+export const RELEASE_MIN_SPACING_MS = 10;
+
 /** Each release spacing is the base times a factor drawn in [1, 1 + this): jitter that never shortens it. */
 export const RELEASE_JITTER = 0.5;
 
@@ -107,7 +110,8 @@ const RETRY = Symbol('retry');
  *   release slot in the store ({@link SharedCooldowns.claimRelease}): the first after the end is
  *   the probe, the next follow one at a time, `max(minIntervalMs, 500 ms)` × [1, 1.5) apart at
  *   first, the spacing halving every {@link RELEASE_HALVING_MS} after the end (down to
- *   `minIntervalMs`: a slow start, so a long queue drains in seconds once the probe passed). A slot
+ *   `minIntervalMs`, never below {@link RELEASE_MIN_SPACING_MS}: a slow start, so a long queue drains
+ *   quickly once the probe passed, never all at once). A slot
  *   at most `maxWaitMs` away is waited for in the attempt; a later one throws `LOCAL_COOLDOWN` with
  *   `retryAfterMs` = the time to it (the server retries the attempt then, and the slot is honoured
  *   for the same `caller`). Right before calling, the shared cool-down is read again from the
@@ -204,7 +208,11 @@ export class KeyLimiter {
     const jitter = 1 + this.random() * RELEASE_JITTER;
     const spacing = (sinceEndMs: number) =>
       Math.round(
-        Math.max(this.minIntervalMs, this.spacingMs * 2 ** (-Math.max(0, sinceEndMs) / RELEASE_HALVING_MS)) * jitter,
+        Math.max(
+          this.minIntervalMs,
+          RELEASE_MIN_SPACING_MS,
+          this.spacingMs * 2 ** (-Math.max(0, sinceEndMs) / RELEASE_HALVING_MS),
+        ) * jitter,
       );
     let claimed: { slotMs: number } | undefined;
     try {
