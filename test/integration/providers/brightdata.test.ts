@@ -178,6 +178,17 @@ describe('brightdata: polling', () => {
     for (const w of ['empty-text', 'empty-json', 'expired-snap']) expect(s.fixture.snapshotsWith(w)).toHaveLength(1);
   });
 
+  it('a ready snapshot whose download is 200 [] (documented: no records) completes with a content note saying it is empty, never silently, never resubmitted', async () => {
+    s.fixture.rule('no-records', { kind: 'download', answer: 'empty_array' });
+    const ref = await s.start({ url: `${pages.pageUrl('001')}?no-records`, key: 'no-records' });
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'])).state).toBe('completed');
+    const out = await s.outcome(ref.jobId);
+    expect(out).toMatchObject({ results: 1, documents: { total: 0, rows: 0 } });
+    expect(out.events).toContain('result_empty');
+    expect((await s.store.results.forJob(ref.jobId))?.content_note).toMatch(/empty/);
+    expect(s.fixture.snapshotsWith('no-records')).toHaveLength(1);
+  });
+
   it('cancel: POST …/cancel once; progress then says canceled and the job ends cancelled', async () => {
     s.fixture.rule('cancel-me', { kind: 'hold' });
     const ref = await s.start({ url: `${pages.pageUrl('ars-1')}?cancel-me`, key: 'cancel-1' });

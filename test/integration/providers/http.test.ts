@@ -158,6 +158,19 @@ describe('http kind: the runs API’s words and errors', () => {
     expect((await s.outcome(ref.jobId)).documents.total).toBe(4);
   });
 
+  it('a 429 with Retry-After: 2 on a status read: the run is read again no sooner than 2 s later, and the job completes', async () => {
+    const ref = await s.start({ url: 'https://shop.example.com/hold-limited', key: 'limited-status' });
+    const row = await held(ref.jobId);
+    const reads = () => s.fixture.server.requestsTo('GET', `/v3/runs/${row.task_id}`);
+    const before = reads().length;
+    s.fixture.rateLimit('status', { times: 1, retryAfterSeconds: 2 });
+    await waitFor(async () => reads().length >= before + 2, 30_000, 'the refused read and the one after it');
+    const [refused, next] = reads().slice(before, before + 2);
+    expect(next!.at - refused!.at).toBeGreaterThanOrEqual(2_000 - 50);
+    s.fixture.setState(row.task_id!, 'DONE');
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
+  });
+
   it('an expired code (410 RUN_EXPIRED) ends expired at once', async () => {
     const ref = await s.start({ url: 'https://shop.example.com/hold-expire', key: 'expire' });
     const row = await held(ref.jobId);

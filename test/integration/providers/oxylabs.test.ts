@@ -5,7 +5,7 @@
  * (and `202`, unknown words), `204` on the results read while the job says `done`, a multi-page
  * query as documents, expiry, cancel `unsupported`, 429 on submit (the rate limit and the per-domain
  * throttle), 400/403 submit answers failing at once, 500/524 submit answers and a lost submit waiting
- * in `unknown` for an operator, and callbacks on the per-job token URL.
+ * in `unknown` for an operator, callbacks on the per-job token URL, and a submission answered `202`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
@@ -25,10 +25,13 @@ afterAll(async () => pages?.close());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function oxylabs(opts: { runMs?: number; webhooks?: boolean; faultShape?: 'statuses' | 'observed' } = {}) {
+function oxylabs(
+  opts: { runMs?: number; webhooks?: boolean; faultShape?: 'statuses' | 'observed'; submitStatus?: 200 | 202 } = {},
+) {
   return startProviderScenario<OxylabsFixture>({
     kind: 'oxylabs',
-    fixture: () => startOxylabsFixture({ runMs: opts.runMs, faultShape: opts.faultShape }),
+    fixture: () =>
+      startOxylabsFixture({ runMs: opts.runMs, faultShape: opts.faultShape, submitStatus: opts.submitStatus }),
     entry: (f) => ({
       baseUrl: f.url,
       readTimeoutMs: 3_000,
@@ -287,5 +290,25 @@ describe('oxylabs: a faulted job as live jobs show it', () => {
     const out = await s.outcome(ref.jobId);
     expect(out.lastError).toMatchObject({ kind: 'provider_failed', code: '613' });
     expect(out.results).toBe(0);
+  });
+});
+
+describe('oxylabs: a submission answered 202 (reported by a live run; the docs list 200 and 202)', () => {
+  let s: Scenario<OxylabsFixture>;
+  beforeAll(async () => {
+    s = await oxylabs({ submitStatus: 202 });
+  });
+  afterAll(async () => s?.stop());
+
+  it('the 202 is an accepted job: its ID recorded at once, one submission, the job completes', async () => {
+    const url = `${pages.pageUrl('002')}?accepted-202`;
+    const ref = await s.start({ url, key: 'accepted-202' });
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'unknown'])).state).toBe('completed');
+    const created = s.fixture.jobsWith('accepted-202');
+    expect(created).toHaveLength(1);
+    expect((await s.store.jobs.get(ref.jobId))!.task_id).toBe(created[0]!.id);
+    expect(
+      s.fixture.requestsTo('POST', '/v1/queries').filter((r) => (r.body as { url?: string }).url === url),
+    ).toHaveLength(1);
   });
 });
