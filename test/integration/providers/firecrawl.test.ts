@@ -248,6 +248,18 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
         .filter((r) => (r.body as { urls: string[] }).urls[0] === url),
     ).toHaveLength(1);
     expect(s.fixture.server.requestsTo('GET', '/v2/team/activity').length).toBeGreaterThan(0);
+    // A task ID that is not a Firecrawl job ID (`400 Invalid job ID format`) is refused and audited; nothing is bound.
+    await expect(s.client.resolve('acme', ref.jobId, { taskId: 'not-a-uuid', by: 'vitest' })).rejects.toMatchObject({
+      code: 'conflict',
+      message: expect.stringMatching(/cannot read task not-a-uuid/),
+    });
+    expect((await s.store.jobs.get(ref.jobId))!).toMatchObject({ state: 'unknown', task_id: null });
+    const refusal = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'operator_resolve')!;
+    expect(JSON.parse(refusal.detail!)).toMatchObject({
+      taskId: 'not-a-uuid',
+      outcome: 'refused',
+      evidence: { statusRead: { httpStatus: 400 } },
+    });
     await s.client.resolve('acme', ref.jobId, { taskId: jobs[0]!.id, by: 'vitest' });
     const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
     expect(row.state).toBe('completed');

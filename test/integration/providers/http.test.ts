@@ -4,7 +4,8 @@
  * (`test/fixtures/providers/http/server.ts`: key in the query string, nested JSON, upper-case
  * words) through the real workflow — multi-document results paged by offset, cursor and `next`
  * link written once with every document, a terminal error code on the result read → failed with
- * the code, the provider's failure word, an expired code, an unknown word, cancel; no secret leaked.
+ * the code, the provider's failure word, a 429 with Retry-After on a status read, an expired code,
+ * an unknown word, cancel; no secret leaked.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
