@@ -226,7 +226,7 @@ describe('oxylabs: polling', () => {
     },
   );
 
-  it('a lost submit cannot be reconciled: the job waits in unknown with one provider job until an operator hands over the task ID', async () => {
+  it('a lost submit cannot be reconciled: the job waits in unknown with one provider job until an operator hands over the task ID; another Oxylabs user’s task is refused (404 to the job’s credential)', async () => {
     s.fixture.rule('orphan', { kind: 'drop_after_commit' }, 1);
     const ref = await s.start({ url: `${pages.pageUrl('001')}?orphan`, key: 'orphan-1' });
     await s.waitFor(ref.jobId, ['unknown']);
@@ -234,9 +234,24 @@ describe('oxylabs: polling', () => {
     expect((await s.store.jobs.get(ref.jobId))!.state).toBe('unknown');
     const created = s.fixture.jobsWith('orphan');
     expect(created).toHaveLength(1);
+    // Another Oxylabs user's job for the same URL (bound to no job of ours): Oxylabs checks
+    // credentials, so the job's own credential reads 404 and the operator's task ID is refused.
+    const theirs = await fetch(`${s.fixture.url}/v1/queries`, {
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${Buffer.from(OXYLABS_FIXTURE_CREDENTIALS.globex).toString('base64')}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ source: 'universal', url: `${pages.pageUrl('001')}?orphan` }),
+    }).then((r) => r.json() as Promise<{ id: string }>);
+    await expect(s.client.resolve('acme', ref.jobId, { taskId: theirs.id, by: 'scenario' })).rejects.toMatchObject({
+      code: 'conflict',
+      message: expect.stringMatching(/own credential cannot read/),
+    });
+    expect((await s.store.jobs.get(ref.jobId))!).toMatchObject({ state: 'unknown', task_id: null });
     await s.client.resolve('acme', ref.jobId, { taskId: created[0]!.id, by: 'scenario' });
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
-    expect(s.fixture.jobsWith('orphan')).toHaveLength(1);
+    expect(s.fixture.jobsWith('orphan').filter((j) => j.id !== theirs.id)).toHaveLength(1);
   });
 });
 
