@@ -5,7 +5,7 @@
  * words) through the real workflow — multi-document results paged by offset, cursor and `next`
  * link written once with every document, a terminal error code on the result read → failed with
  * the code, the provider's failure word, a 429 with Retry-After on a status read, an expired code,
- * an unknown word, cancel; no secret leaked.
+ * an unknown word, cancel (at once, and an abort that takes effect later); no secret leaked.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
@@ -192,5 +192,41 @@ describe('http kind: the runs API’s words and errors', () => {
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     expect(s.fixture.server.requestsTo('POST', `/v3/runs/${row.task_id}/abort`)).toHaveLength(1);
     expect(s.fixture.runs.get(row.task_id!)!.state).toBe('ABORTED');
+  });
+});
+
+describe('http kind: an abort that takes effect later (202 ABORTING, then ABORTED)', () => {
+  let s: Scenario<RunsFixture>;
+  beforeAll(async () => {
+    s = await startProviderScenario({
+      kind: 'http',
+      fixture: () => startRunsFixture({ items: 2, abortDelayMs: 1_500 }),
+      entry: (fx) => runsEntry(fx.url, PAGINATION.cursor),
+    });
+  });
+  afterAll(async () => s?.stop());
+
+  it('the ABORTING answer is recorded and the job ends cancelled once the run reads ABORTED, never cancel_unconfirmed; one abort call', async () => {
+    const ref = await s.start({ url: 'https://shop.example.com/hold-slow-abort', key: 'slow-abort' });
+    const row = await waitFor(
+      async () => {
+        const r = await s.store.jobs.get(ref.jobId);
+        return r?.task_id && r.status_checks >= 1 ? r : undefined;
+      },
+      30_000,
+      'the held run checked',
+    );
+    const res = await s.client.cancelScrape('acme', ref.jobId, {
+      reason: 'scenario',
+      requestedBy: 'vitest',
+      wait: true,
+      timeoutMs: 20_000,
+    });
+    expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
+    expect(s.fixture.runs.get(row.task_id!)!.state).toBe('ABORTED');
+    expect(s.fixture.server.requestsTo('POST', `/v3/runs/${row.task_id}/abort`)).toHaveLength(1);
+    const timeline = await s.store.findings.timeline(ref.jobId);
+    expect(JSON.stringify(timeline)).toContain('ABORTING');
+    expect((await s.store.jobs.get(ref.jobId))!.state).toBe('cancelled');
   });
 });
