@@ -219,6 +219,19 @@ describe('brightdata: polling', () => {
     expect(JSON.parse(rejected.detail!).error).toMatchObject({ kind: 'cooldown', code: 'too-many-concurrent-runs' });
   });
 
+  it('a trigger answered 429 with Retry-After: 8 (longer than the default cool-down of 5 s): the next trigger comes no sooner than 8 s later; one snapshot, completed', async () => {
+    s.fixture.rule('retry-after', { kind: 'rate_limit', retryAfterS: 8 }, 1);
+    const url = `${pages.pageUrl('cnn')}?retry-after`;
+    const ref = await s.start({ url, key: 'retry-after-1' });
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
+    const triggers = s.fixture
+      .requestsTo('POST', '/datasets/v3/trigger')
+      .filter((r) => JSON.stringify(r.body).includes('?retry-after'));
+    expect(triggers).toHaveLength(2);
+    expect(triggers[1]!.at - triggers[0]!.at).toBeGreaterThanOrEqual(8_000 - 50);
+    expect(s.fixture.snapshotsWith('?retry-after')).toHaveLength(1);
+  });
+
   it('a lost trigger answer: the snapshot with our input is only a weak match (Bright Data keeps nothing of ours), so it is never adopted on its own; the job waits in unknown with the candidate named, and the operator’s task ID completes it: one snapshot', async () => {
     const url = `${pages.pageUrl('yahoo-1')}?lost`;
     s.fixture.addForeign([{ url: `${pages.pageUrl('yahoo-1')}?someone-else` }]);
