@@ -1,11 +1,13 @@
 /**
  * The time of the current activity attempt: what is left of its start-to-close timeout, and a
- * promise that settles shortly before it runs out or when the attempt is cancelled. Outside an
+ * promise that settles shortly before it runs out or when the attempt is cancelled; what is left of
+ * the activity's schedule-to-close time, and what a submit cooled down to its end says. Outside an
  * activity (unit tests calling the functions directly) an attempt never runs out.
  */
 import { Context } from '@temporalio/activity';
 import type { ScrapeWorkflowInput } from '../model/types.js';
 import type { Accepted } from '../providers/adapter.js';
+import { isProviderError, ProviderError } from '../providers/shared/errors.js';
 import { providerKeys } from '../providers/shared/keys.js';
 import type { ActivityKit } from './context.js';
 
@@ -81,3 +83,36 @@ export function submitAtProvider(
     { ...opts, phase: 'submit' },
   );
 }
+
+/**
+ * A cool-down refusal of the submit (a 429, or our own limiter holding the call back: nothing was
+ * created) when no retry fits in what is left of the activity's schedule-to-close time: a
+ * permanent `SUBMIT_NOT_SENT` that says the job ends without any provider job and why, instead of
+ * the last cool-down's own words. Any other error is returned as it is.
+ */
+export function unsentAtBudgetEnd(e: unknown): unknown {
+  if (!isProviderError(e) || e.kind !== 'cooldown') return e;
+  const left = activityBudgetLeft();
+  if (left === Number.POSITIVE_INFINITY || left > (e.details.retryAfterMs ?? 0) + 1_000) return e;
+  return new ProviderError(
+    'permanent',
+    `no submit could be sent within the job's submit time: the provider key kept refusing or holding it back to the end (last: ${e.message}); the provider created nothing for this job`,
+    { ...e.details, code: 'SUBMIT_NOT_SENT', retryAfterMs: undefined },
+  );
+}
+
+/**
+ * When this resubmit activity was first scheduled (server time, epoch ms), less a margin for the
+ * worker's clock, by which its intents are recorded: an intent older than that was decided by the
+ * reconcile before it; a newer one is an earlier attempt of this activity. Infinity outside an activity.
+ */
+export function resubmitScheduledAt(): number {
+  try {
+    return Context.current().info.scheduledTimestampMs - INTENT_CLOCK_MARGIN_MS;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
+
+/** Clock difference allowed between a worker and the server when intents are compared with scheduling times, ms (a reconcile's settle window is longer). */
+const INTENT_CLOCK_MARGIN_MS = 2_000;

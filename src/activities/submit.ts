@@ -5,7 +5,7 @@
  * task is bound to one job per provider account.
  */
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import { Context, log } from '@temporalio/activity';
+import { log } from '@temporalio/activity';
 import { isFinalState } from '../model/states.js';
 import type { JobError, ScrapeWorkflowInput } from '../model/types.js';
 import { isProviderError, isQuotaExhausted, ProviderError } from '../providers/shared/errors.js';
@@ -14,7 +14,14 @@ import type { ResolvedProvider } from '../providers/registry.js';
 import type { Accepted } from '../providers/adapter.js';
 import { Store } from '../store/index.js';
 import { type Reservation } from '../store/polling.js';
-import { activityBudgetLeft, attemptBudget, attemptEnds, SETTLE_READ_MARGIN_MS, submitAtProvider } from './attempt.js';
+import {
+  attemptBudget,
+  attemptEnds,
+  resubmitScheduledAt,
+  SETTLE_READ_MARGIN_MS,
+  submitAtProvider,
+  unsentAtBudgetEnd,
+} from './attempt.js';
 import { detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
 import { slotReleased } from './slots.js';
@@ -376,36 +383,3 @@ export function submitActivities(kit: ActivityKit) {
     },
   };
 }
-
-/**
- * A cool-down refusal of the submit (a 429, or our own limiter holding the call back: nothing was
- * created) when no retry fits in what is left of the activity's schedule-to-close time: a
- * permanent `SUBMIT_NOT_SENT` that says the job ends without any provider job and why, instead of
- * the last cool-down's own words. Any other error is returned as it is.
- */
-export function unsentAtBudgetEnd(e: unknown): unknown {
-  if (!isProviderError(e) || e.kind !== 'cooldown') return e;
-  const left = activityBudgetLeft();
-  if (left === Number.POSITIVE_INFINITY || left > (e.details.retryAfterMs ?? 0) + 1_000) return e;
-  return new ProviderError(
-    'permanent',
-    `no submit could be sent within the job's submit time: the provider key kept refusing or holding it back to the end (last: ${e.message}); the provider created nothing for this job`,
-    { ...e.details, code: 'SUBMIT_NOT_SENT', retryAfterMs: undefined },
-  );
-}
-
-/**
- * When this resubmit activity was first scheduled (server time, epoch ms), less a margin for the
- * worker's clock, by which its intents are recorded: an intent older than that was decided by the
- * reconcile before it; a newer one is an earlier attempt of this activity. Infinity outside an activity.
- */
-function resubmitScheduledAt(): number {
-  try {
-    return Context.current().info.scheduledTimestampMs - INTENT_CLOCK_MARGIN_MS;
-  } catch {
-    return Number.POSITIVE_INFINITY;
-  }
-}
-
-/** Clock difference allowed between a worker and the server when intents are compared with scheduling times, ms (a reconcile's settle window is longer). */
-const INTENT_CLOCK_MARGIN_MS = 2_000;

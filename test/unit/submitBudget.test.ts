@@ -7,7 +7,7 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import { toFailure } from '../../src/activities/failures.js';
-import { unsentAtBudgetEnd } from '../../src/activities/submit.js';
+import { unsentAtBudgetEnd } from '../../src/activities/attempt.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 
 const cooling = () =>
