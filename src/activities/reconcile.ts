@@ -131,6 +131,21 @@ export function reconcileActivities(kit: ActivityKit) {
               }),
         ),
       );
+      // The replay is still in flight, and its answer (the same task) is recorded when it comes: a
+      // retry of this attempt adopts it from the store, where deciding now would leave the job to
+      // an operator while the store already holds its task. A few times only: a replay that never
+      // answers is decided on the rest of the evidence.
+      if (kit.attempt() < LATE_REPLAY_RETRIES)
+        rethrow(
+          new ProviderError(
+            'transient',
+            `the replay under our key had not answered within the attempt; reconciling again`,
+            {
+              code: 'REPLAY_PENDING',
+              retryAfterMs: SETTLE_READ_MARGIN_MS,
+            },
+          ),
+        );
       return undefined;
     }
     if (first instanceof Error) {
@@ -340,3 +355,6 @@ export function reconcileActivities(kit: ActivityKit) {
     },
   };
 }
+
+/** Attempts of a reconcile that wait for a replay still in flight (by retrying) before it is decided without it. */
+const LATE_REPLAY_RETRIES = 3;
