@@ -17,6 +17,18 @@ const PAGINATION = {
   next: { style: 'next', nextPath: '/links/next' },
 } as const;
 
+/** Waits until job `jobId` (a held run) has its task and one status check; returns its row. */
+function heldRun(s: Scenario<RunsFixture>, jobId: string) {
+  return waitFor(
+    async () => {
+      const r = await s.store.jobs.get(jobId);
+      return r?.task_id && r.status_checks >= 1 ? r : undefined;
+    },
+    30_000,
+    'the held run checked',
+  );
+}
+
 /** The runs API declared as an `http` entry. */
 function runsEntry(url: string, pagination: (typeof PAGINATION)[keyof typeof PAGINATION]) {
   return {
@@ -112,15 +124,7 @@ describe('http kind: the runs API’s words and errors', () => {
   });
   afterAll(async () => s?.stop());
 
-  const held = async (jobId: string) =>
-    waitFor(
-      async () => {
-        const r = await s.store.jobs.get(jobId);
-        return r?.task_id && r.status_checks >= 1 ? r : undefined;
-      },
-      30_000,
-      'the held run checked',
-    );
+  const held = (jobId: string) => heldRun(s, jobId);
 
   it('a terminal code on the result read (400 EMPTY_DATASET) ends failed with that code and the sanitised body; nothing written', async () => {
     const ref = await s.start({ url: 'https://shop.example.com/empty', key: 'empty' });
@@ -208,14 +212,7 @@ describe('http kind: an abort that takes effect later (202 ABORTING, then ABORTE
 
   it('the ABORTING answer is recorded and the job ends cancelled once the run reads ABORTED, never cancel_unconfirmed; one abort call', async () => {
     const ref = await s.start({ url: 'https://shop.example.com/hold-slow-abort', key: 'slow-abort' });
-    const row = await waitFor(
-      async () => {
-        const r = await s.store.jobs.get(ref.jobId);
-        return r?.task_id && r.status_checks >= 1 ? r : undefined;
-      },
-      30_000,
-      'the held run checked',
-    );
+    const row = await heldRun(s, ref.jobId);
     const res = await s.client.cancelScrape('acme', ref.jobId, {
       reason: 'scenario',
       requestedBy: 'vitest',
