@@ -217,9 +217,12 @@ describe('the Temporal Web UI, as an operator sees it', () => {
     const shown = await waitFor(
       async () => {
         const texts = await framesText();
-        return texts.some((t) => t.includes(`Scrape ${job.url}`)) && texts.some((t) => /completed/i.test(t))
-          ? texts
-          : undefined;
+        // The summary, the details and the current details render separately: wait for all three.
+        const ready =
+          texts.some((t) => t.includes(`Scrape ${job.url}`)) &&
+          texts.some((t) => /Account:\s*acme/.test(t) && t.includes('reference')) &&
+          texts.some((t) => /completed/i.test(t));
+        return ready ? texts : undefined;
       },
       30_000,
       'the user metadata',
