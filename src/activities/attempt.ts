@@ -66,21 +66,35 @@ export function attemptEnds(startedAt: number): { promise: Promise<'gave_up'>; c
 /**
  * The provider submit of `job`: its request under the job's idempotency keys (the same on every
  * attempt, so a replay is recognised) and with its per-job callback, through the kit's limited call
- * in the `submit` phase (held by the key's quota hold). `opts` are {@link ActivityKit.call}'s.
+ * in the `submit` phase (held by the key's quota hold). `opts` are {@link ActivityKit.call}'s, and
+ * `onSend`.
  * Resolves the provider's acceptance; rejects with its error (a `ProviderError` when it answered).
  */
 export function submitAtProvider(
   kit: ActivityKit,
   job: ScrapeWorkflowInput,
-  opts: { heartbeat?: () => boolean; onHeld?: (waitMs: number, why: string) => void | Promise<void> } = {},
+  opts: {
+    heartbeat?: () => boolean;
+    onHeld?: (waitMs: number, why: string) => void | Promise<void>;
+    /** Awaited when the key's limiter lets the call out, just before the request is sent. */
+    onSend?: () => Promise<void>;
+  } = {},
 ): Promise<Accepted> {
   const keys = providerKeys(job.account, job.key);
+  const { onSend, ...callOpts } = opts;
   return kit.call(
     job.provider,
     job.account,
-    (p) =>
-      p.adapter.submit(job.request, { apiKey: p.apiKey, secrets: kit.secrets(), ...keys, ...p.callback(job.jobId) }),
-    { ...opts, phase: 'submit' },
+    async (p) => {
+      await onSend?.();
+      return p.adapter.submit(job.request, {
+        apiKey: p.apiKey,
+        secrets: kit.secrets(),
+        ...keys,
+        ...p.callback(job.jobId),
+      });
+    },
+    { ...callOpts, phase: 'submit' },
   );
 }
 

@@ -6,6 +6,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Store } from '../store/index.js';
 import { WEBHOOK_RETENTION_MS } from '../store/webhooks.js';
+import { wakeIfDecidedWithout } from './lateAnswer.js';
 
 /** Dependencies of {@link createMaintenanceActivities}. */
 export interface MaintenanceDeps {
@@ -74,8 +75,14 @@ export function createMaintenanceActivities(deps: MaintenanceDeps) {
         const idle = `no progress since ${job.updated_at} (state ${job.state}${job.task_id ? `, task ${job.task_id}` : ''})`;
         if (status === 'RUNNING') {
           report.stalled++;
-          const suggestion =
-            job.state === 'unknown'
+          // A task recorded by an answer that came after the reconcile was decided without it: the
+          // workflow still waits for an operator; a wake makes it reconcile and adopt the task.
+          const woken =
+            job.task_id !== null &&
+            (await wakeIfDecidedWithout(store, temporal, { jobId: job.id, workflowId: job.workflow_id }));
+          const suggestion = woken
+            ? `task ${job.task_id} was recorded after the reconcile was decided without it; the waiting workflow was woken to adopt it (if the job stays here, \`scrape resolve ${job.id} --task-id ${job.task_id}\`)`
+            : job.state === 'unknown'
               ? `submit outcome unknown and the provider cannot be reconciled automatically: check the provider for this job, then \`scrape resolve ${job.id} --task-id <id>\` or \`--resubmit\``
               : `the workflow is running but the store has not moved: inspect it in the Web UI (query \`state\`), check the worker and the provider; cancel with \`scrape cancel ${job.id}\` if it should stop`;
           await store.findings.upsertOrphan(job.id, 'stalled', idle, suggestion, scanStart);

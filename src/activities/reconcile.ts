@@ -13,17 +13,12 @@ import {
   type LookupReading,
   type ReconcileEvidence,
   type ReconcileEvidenceRecord,
-  type ReplayReading,
 } from '../model/evidence.js';
-import type { JobError } from '../model/types.js';
-import { isProviderError, ProviderError } from '../providers/shared/errors.js';
 import { providerKeys } from '../providers/shared/keys.js';
-import type { ResolvedProvider } from '../providers/registry.js';
-import type { JobRow } from '../store/index.js';
 import { recordReconcile } from '../observability/metrics.js';
-import { attemptBudget, SETTLE_READ_MARGIN_MS, submitAtProvider } from './attempt.js';
-import { detachCall, type ActivityKit } from './context.js';
-import { rethrow } from './failures.js';
+import { attemptBudget, SETTLE_READ_MARGIN_MS } from './attempt.js';
+import type { ActivityKit } from './context.js';
+import { LATE_REPLAY_RETRIES, replayProbes, submitTimeoutOf } from './replay.js';
 import type { SubmitJobInput } from './submit.js';
 
 /**
@@ -60,11 +55,8 @@ function withDeliveries(evidence: ReconcileEvidence, webhooks: boolean): Reconci
   return webhooks ? { ...evidence, lookups: [...evidence.lookups, DELIVERIES_LOOKUP] } : evidence;
 }
 
-/** The HTTP timeout of one submit of `resolved`'s entry (its `submitTimeoutMs`, else 30 s), ms: until it has passed, a submit's answer may still come. */
-function submitTimeoutOf(resolved: ResolvedProvider): number {
-  const t = (resolved.entry as { submitTimeoutMs?: unknown }).submitTimeoutMs;
-  return typeof t === 'number' && t > 0 ? t : 30_000;
-}
+/** How often a reconcile waiting (by retrying) for a replay still in flight reads the store again, ms. */
+const REPLAY_STORE_RECHECK_MS = 5_000;
 
 /** How often a waiting reconcile re-reads the job row for a late answer, ms. */
 const STORE_WATCH_MS = 500;
@@ -72,89 +64,14 @@ const STORE_WATCH_MS = 500;
 /** Builds `reconcileJob` over `kit`. */
 export function reconcileActivities(kit: ActivityKit) {
   const { store } = kit;
+  const { replaySoFar, replaysSent, probeReplay } = replayProbes(kit);
 
-  /**
-   * What this submit round already knows from replays: a probe an earlier attempt of the round
-   * made (`reconcile_replay`), else a refusal of the round's own submit as a reused key (a
-   * `409` for our idempotency key: a job with it exists). Undefined when neither.
-   */
-  async function replaySoFar(jobId: string, lastIntent: number): Promise<ReplayReading | undefined> {
-    const round = (await store.findings.timeline(jobId)).filter((e) => Date.parse(e.at) >= lastIntent);
-    const probe = round.filter((e) => e.type === 'reconcile_replay').at(-1);
-    if (probe?.detail) return JSON.parse(probe.detail) as ReplayReading;
-    for (const e of round) {
-      if (e.type !== 'submit_ambiguous' || !e.detail) continue;
-      const d = JSON.parse(e.detail) as { error?: JobError } & Partial<JobError>;
-      const error = d.error ?? (d as JobError);
-      if (error.kind === 'conflict')
-        return { kind: 'conflict', detail: `${error.httpStatus ?? ''} ${error.message}`.trim() };
-    }
-    return undefined;
-  }
-
-  /**
-   * Sends one replay under the same key (kinds whose key returns the same task: a probe that
-   * costs no second job) and records it (`reconcile_replay`). A lost replay is retried (transient).
-   */
-  async function probeReplay(
-    job: SubmitJobInput['job'],
-    row: JobRow,
-    budgetMs: number,
-  ): Promise<ReplayReading | undefined> {
-    const call = submitAtProvider(kit, job).then(
-      (acc): ReplayReading => ({ kind: 'same-task', taskId: acc.taskId, providerStatus: acc.providerStatus }),
-      (e: unknown): ReplayReading | Error => {
-        if (isProviderError(e) && e.kind === 'conflict')
-          return { kind: 'conflict', detail: `${e.details.httpStatus ?? ''} ${e.message}`.trim() };
-        return e instanceof Error ? e : new Error(String(e));
-      },
+  /** The longest wait an attempt started at `startedAt` (epoch ms) may still spend in itself, ms. */
+  function inlineWaitMs(startedAt: number): number {
+    return Math.min(
+      kit.deps.inlineSettleMs ?? Number.POSITIVE_INFINITY,
+      attemptBudget(startedAt) - SETTLE_READ_MARGIN_MS,
     );
-    // The replay is not aborted when the attempt runs short: its answer (the same task) is still
-    // recorded when it comes, and this attempt goes on with what the lookups showed.
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>(
-      (resolve) => (timer = setTimeout(() => resolve('late'), Math.max(1, budgetMs - SETTLE_READ_MARGIN_MS))),
-    );
-    const first = await Promise.race([call, late]);
-    clearTimeout(timer);
-    if (first === 'late') {
-      detachCall(
-        call.then((r) =>
-          r instanceof Error || r.kind !== 'same-task'
-            ? undefined
-            : store.jobs.bindTask({
-                jobId: job.jobId,
-                taskId: r.taskId,
-                providerStatus: r.providerStatus,
-                source: 'reconcile: idempotent replay under our key (answered late)',
-                providerAccount: kit.deps.providers.resolve(job.provider, job.account).providerAccount,
-              }),
-        ),
-      );
-      // The replay is still in flight, and its answer (the same task) is recorded when it comes: a
-      // retry of this attempt adopts it from the store, where deciding now would leave the job to
-      // an operator while the store already holds its task. A few times only: a replay that never
-      // answers is decided on the rest of the evidence.
-      if (kit.attempt() < LATE_REPLAY_RETRIES)
-        rethrow(
-          new ProviderError(
-            'transient',
-            `the replay under our key had not answered within the attempt; reconciling again`,
-            {
-              code: 'REPLAY_PENDING',
-              retryAfterMs: SETTLE_READ_MARGIN_MS,
-            },
-          ),
-        );
-      return undefined;
-    }
-    if (first instanceof Error) {
-      if (isProviderError(first) && first.kind === 'ambiguous')
-        rethrow(new ProviderError('transient', `the replay's answer was lost too: ${first.message}`, first.details));
-      rethrow(first);
-    }
-    await store.findings.appendEvent(job.jobId, 'reconcile_replay', row.state, first);
-    return first;
   }
 
   /** Watches the store for `waitMs` (ms) for a task recorded on the job (a late submit answer); returns it, or undefined. */
@@ -263,9 +180,28 @@ export function reconcileActivities(kit: ActivityKit) {
         // Lookups first; a replay only where the kind's key returns the same task (a probe that can
         // create nothing) and the lookups could not decide. A key that only refuses (`409`) is never
         // probed: a provider that misses it (a replica lag) would start a second paid job.
+        // A replay an earlier attempt sent that may still answer is waited for, in the store where
+        // its answer is recorded; one that never answers is decided on the rest of the evidence
+        // after a few.
         if (evidence.replay === 'same-task' && !replay && d.kind !== 'found' && d.kind !== 'absent') {
-          replay = await probeReplay(job, row, attemptBudget(startedAt));
-          if (replay) d = await decide();
+          const sent = await replaysSent(job.jobId, lastIntent);
+          if (sent.inFlightUntil) {
+            const waitMs = sent.inFlightUntil - Date.now();
+            if (waitMs > inlineWaitMs(startedAt))
+              throw ApplicationFailure.create({
+                type: 'Reconcile.replayPending',
+                message: `the replay under our key sent by an earlier attempt may still answer (for ${waitMs} ms); the store is read again in ${Math.min(waitMs, REPLAY_STORE_RECHECK_MS)} ms`,
+                nextRetryDelay: Math.max(1, Math.min(waitMs, REPLAY_STORE_RECHECK_MS)),
+                category: ApplicationFailureCategory.BENIGN,
+              });
+            const recorded = await watchForTask(job.jobId, waitMs);
+            if (recorded) return reconciled({ kind: 'found', taskId: recorded, via: 'store' });
+            sent.unanswered++;
+          }
+          if (sent.unanswered < LATE_REPLAY_RETRIES) {
+            replay = await probeReplay(job, row, resolved, attemptBudget(startedAt));
+            d = await decide();
+          }
         }
         // Until the submit's own timeout has passed its answer may still come: nothing but a found
         // task is concluded before then.
@@ -326,13 +262,7 @@ export function reconcileActivities(kit: ActivityKit) {
             recordReconcile('settling');
             // A wait that fits in this attempt is spent here watching the store, so that a late
             // answer recorded meanwhile is adopted at once; a longer one is the server's retry delay.
-            if (
-              waitMs <=
-              Math.min(
-                kit.deps.inlineSettleMs ?? Number.POSITIVE_INFINITY,
-                attemptBudget(startedAt) - SETTLE_READ_MARGIN_MS,
-              )
-            ) {
+            if (waitMs <= inlineWaitMs(startedAt)) {
               const recorded = await watchForTask(job.jobId, waitMs);
               if (recorded) return reconciled({ kind: 'found', taskId: recorded, via: 'store' });
               continue;
@@ -355,6 +285,3 @@ export function reconcileActivities(kit: ActivityKit) {
     },
   };
 }
-
-/** Attempts of a reconcile that wait for a replay still in flight (by retrying) before it is decided without it. */
-const LATE_REPLAY_RETRIES = 3;

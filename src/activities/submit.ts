@@ -22,6 +22,7 @@ import {
   submitAtProvider,
   unsentAtBudgetEnd,
 } from './attempt.js';
+import { wakeIfDecidedWithout } from './lateAnswer.js';
 import { detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
 import { slotReleased } from './slots.js';
@@ -276,7 +277,14 @@ export function submitActivities(kit: ActivityKit) {
       active = false;
       gaveUp.cancel();
       if (first === 'gave_up') {
-        detachCall(recorded); // a stopping worker waits for the answer before it closes the store
+        // A stopping worker waits for the answer before it closes the store. An answer that comes
+        // after the reconcile was decided without it wakes the job waiting for an operator.
+        const wake = { jobId: job.jobId, workflowId: job.workflowId };
+        detachCall(
+          recorded.then((a) =>
+            a.kind === 'accepted' ? wakeIfDecidedWithout(store, kit.deps.temporal, wake, startedAt) : undefined,
+          ),
+        );
         const error: JobError = {
           kind: 'ambiguous',
           code: 'ANSWER_PENDING',

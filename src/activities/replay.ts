@@ -1,0 +1,169 @@
+/**
+ * Replays under our idempotency key during a reconcile (kinds whose key returns the same task: a
+ * probe that can create nothing), and what the timeline records of them: each replay sent, its
+ * answer, or its loss. A replay still in flight when its attempt ends goes on; its answer binds
+ * the task in the store, and wakes the workflow if the reconcile was decided without it.
+ */
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
+import type { ReplayReading } from '../model/evidence.js';
+import type { JobError } from '../model/types.js';
+import { isProviderError, ProviderError } from '../providers/shared/errors.js';
+import type { ResolvedProvider } from '../providers/registry.js';
+import type { JobRow } from '../store/index.js';
+import { SETTLE_READ_MARGIN_MS, submitAtProvider } from './attempt.js';
+import { detachCall, type ActivityKit } from './context.js';
+import { rethrow } from './failures.js';
+import { wakeIfDecidedWithout } from './lateAnswer.js';
+import type { SubmitJobInput } from './submit.js';
+
+/** Replays of one submit round that may go unanswered within their answer window before the round is decided without one. */
+export const LATE_REPLAY_RETRIES = 3;
+
+/** Added to the submit timeout for a replay's answer window (the answer is recorded just after it arrives), ms. */
+const REPLAY_ANSWER_MARGIN_MS = 1_000;
+
+/** Retry delay of an attempt that ended with its replay in flight: the next one waits for the answer, ms. */
+const REPLAY_RECHECK_MS = 1_000;
+
+/** The HTTP timeout of one submit of `resolved`'s entry (its `submitTimeoutMs`, else 30 s), ms: until it has passed, a submit's answer may still come. */
+export function submitTimeoutOf(resolved: ResolvedProvider): number {
+  const t = (resolved.entry as { submitTimeoutMs?: unknown }).submitTimeoutMs;
+  return typeof t === 'number' && t > 0 ? t : 30_000;
+}
+
+/** Builds the replay probes of a reconcile over `kit`. */
+export function replayProbes(kit: ActivityKit) {
+  const { store } = kit;
+
+  /**
+   * What this submit round already knows from replays: a probe an earlier attempt of the round
+   * made (`reconcile_replay`), else a refusal of the round's own submit as a reused key (a
+   * `409` for our idempotency key: a job with it exists). Undefined when neither.
+   */
+  async function replaySoFar(jobId: string, lastIntent: number): Promise<ReplayReading | undefined> {
+    const round = (await store.findings.timeline(jobId)).filter((e) => Date.parse(e.at) >= lastIntent);
+    const probe = round.filter((e) => e.type === 'reconcile_replay').at(-1);
+    if (probe?.detail) return JSON.parse(probe.detail) as ReplayReading;
+    for (const e of round) {
+      if (e.type !== 'submit_ambiguous' || !e.detail) continue;
+      const d = JSON.parse(e.detail) as { error?: JobError } & Partial<JobError>;
+      const error = d.error ?? (d as JobError);
+      if (error.kind === 'conflict')
+        return { kind: 'conflict', detail: `${error.httpStatus ?? ''} ${error.message}`.trim() };
+    }
+    return undefined;
+  }
+
+  /**
+   * The replays this submit round sent, as the timeline shows them (`reconcile_replay_sent`, each
+   * closed by a `reconcile_replay` answer or a `reconcile_replay_lost`): how many went unanswered
+   * within their answer window, and until when (epoch ms) the last one may still answer, 0 when
+   * none is in flight.
+   */
+  async function replaysSent(
+    jobId: string,
+    lastIntent: number,
+  ): Promise<{ unanswered: number; inFlightUntil: number }> {
+    const round = (await store.findings.timeline(jobId)).filter((e) => Date.parse(e.at) >= lastIntent);
+    let unanswered = 0;
+    let open: number | undefined;
+    for (const e of round) {
+      if (e.type === 'reconcile_replay_sent') {
+        if (open !== undefined) unanswered++;
+        open = Date.parse((JSON.parse(e.detail ?? '{}') as { answerBy?: string }).answerBy ?? '') || 0;
+      } else if (e.type === 'reconcile_replay' || e.type === 'reconcile_replay_lost') open = undefined;
+    }
+    if (open === undefined) return { unanswered, inFlightUntil: 0 };
+    return open > Date.now() ? { unanswered, inFlightUntil: open } : { unanswered: unanswered + 1, inFlightUntil: 0 };
+  }
+
+  /**
+   * Sends one replay under the same key (kinds whose key returns the same task: a probe that
+   * costs no second job) and records it: `reconcile_replay_sent` with the time by which its answer
+   * can come (the entry's submit timeout from the moment it leaves), then `reconcile_replay` with
+   * the answer. A replay whose answer was lost (`reconcile_replay_lost`) is retried (transient). A
+   * replay still in flight at the attempt's end goes on: its answer binds the task in the store
+   * when it comes, and the retry this throws waits for it there.
+   */
+  async function probeReplay(
+    job: SubmitJobInput['job'],
+    row: JobRow,
+    resolved: ResolvedProvider,
+    budgetMs: number,
+  ): Promise<ReplayReading> {
+    let sentAt = Date.now();
+    const call = submitAtProvider(kit, job, {
+      onSend: async () => {
+        sentAt = Date.now();
+        const answerBy = new Date(sentAt + submitTimeoutOf(resolved) + REPLAY_ANSWER_MARGIN_MS).toISOString();
+        await store.findings.appendEvent(job.jobId, 'reconcile_replay_sent', row.state, { answerBy });
+      },
+    }).then(
+      (acc): ReplayReading => ({ kind: 'same-task', taskId: acc.taskId, providerStatus: acc.providerStatus }),
+      (e: unknown): ReplayReading | Error => {
+        if (isProviderError(e) && e.kind === 'conflict')
+          return { kind: 'conflict', detail: `${e.details.httpStatus ?? ''} ${e.message}`.trim() };
+        return e instanceof Error ? e : new Error(String(e));
+      },
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>(
+      (resolve) => (timer = setTimeout(() => resolve('late'), Math.max(1, budgetMs - SETTLE_READ_MARGIN_MS))),
+    );
+    const first = await Promise.race([call, late]);
+    clearTimeout(timer);
+    if (first === 'late') {
+      // Whatever the late replay ends with is recorded where the next attempt reads it: the task
+      // (bound), a refusal of our key (a reading), or its loss (the wait for it ends there).
+      detachCall(
+        call
+          .then((r) =>
+            r instanceof Error
+              ? store.findings.appendEvent(job.jobId, 'reconcile_replay_lost', row.state, { message: r.message })
+              : r.kind === 'same-task'
+                ? bindLate(job, r, sentAt)
+                : store.findings.appendEvent(job.jobId, 'reconcile_replay', row.state, r),
+          )
+          .catch(() => undefined), // a store that cannot take it: the wait for the replay ends at its window
+      );
+      throw ApplicationFailure.create({
+        type: 'Reconcile.replayPending',
+        message: 'the replay under our key had not answered within the attempt; its answer is waited for',
+        nextRetryDelay: REPLAY_RECHECK_MS,
+        category: ApplicationFailureCategory.BENIGN,
+      });
+    }
+    if (first instanceof Error) {
+      if (isProviderError(first) && first.kind === 'ambiguous') {
+        await store.findings.appendEvent(job.jobId, 'reconcile_replay_lost', row.state, { message: first.message });
+        rethrow(new ProviderError('transient', `the replay's answer was lost too: ${first.message}`, first.details));
+      }
+      rethrow(first);
+    }
+    await store.findings.appendEvent(job.jobId, 'reconcile_replay', row.state, first);
+    return first;
+  }
+
+  /**
+   * Binds the task a replay answered after its attempt ended, and wakes the workflow when the
+   * reconcile was decided without that answer meanwhile (the job waits for an operator): it then
+   * reconciles again and adopts the task from the store.
+   */
+  async function bindLate(
+    job: SubmitJobInput['job'],
+    r: Extract<ReplayReading, { kind: 'same-task' }>,
+    sentAt: number,
+  ): Promise<void> {
+    const bound = await store.jobs.bindTask({
+      jobId: job.jobId,
+      taskId: r.taskId,
+      providerStatus: r.providerStatus,
+      source: 'reconcile: idempotent replay under our key (answered late)',
+      providerAccount: kit.deps.providers.resolve(job.provider, job.account).providerAccount,
+    });
+    if (bound.kind === 'bound' && bound.recorded)
+      await wakeIfDecidedWithout(store, kit.deps.temporal, { jobId: job.jobId, workflowId: job.workflowId }, sentAt);
+  }
+
+  return { replaySoFar, replaysSent, probeReplay };
+}
