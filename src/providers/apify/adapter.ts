@@ -50,7 +50,7 @@
  * The Run answers read: `runs.ts`; the reconcile lookups: `lookups.ts`.
  */
 import type { z } from 'zod';
-import type { LookupReading } from '../../model/evidence.js';
+import type { LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { ProviderError } from '../shared/errors.js';
 import { ProviderHttp, callSecrets, path, type CallPhase, type ProviderResponse } from '../shared/http.js';
@@ -147,7 +147,7 @@ class RecentRuns {
 export class ApifyAdapter implements ProviderAdapter {
   readonly kind = 'apify';
   readonly capabilities: ProviderCapabilities = { idempotency: false, list: true, cancel: true, webhooks: true };
-  readonly evidence = APIFY_EVIDENCE;
+  readonly evidence: ReconcileEvidence;
   private readonly http: ProviderHttp;
   private readonly recent: RecentRuns;
   /** What `lookups.ts` reads through: this entry's exchange and answer mapping. */
@@ -165,6 +165,11 @@ export class ApifyAdapter implements ProviderAdapter {
       readTimeoutMs: entry.readTimeoutMs,
     });
     this.recent = new RecentRuns(entry.replicaLagGraceMs);
+    // Without our reference in the input, a run matches by URL only: weak evidence.
+    this.evidence =
+      entry.input.clientRefField === null
+        ? { ...APIFY_EVIDENCE, lookups: APIFY_EVIDENCE.lookups.map((l) => ({ ...l, match: 'weak' as const })) }
+        : APIFY_EVIDENCE;
     this.reads = {
       name,
       entry,
@@ -197,12 +202,17 @@ export class ApifyAdapter implements ProviderAdapter {
     return err;
   }
 
-  /** The actor input of `request`: defaults, then the job's options, then the URL and our reference. */
+  /** The actor input of `request`: defaults, then the job's options, then the URL and our reference (none with `clientRefField: null`). */
   buildInput(request: ScrapeRequest, clientRef: string): Record<string, unknown> {
     const { urlField, urlFormat, clientRefField, defaults } = this.entry.input;
     const url =
       urlFormat === 'requestList' ? [{ url: request.url }] : urlFormat === 'stringList' ? [request.url] : request.url;
-    return { ...defaults, ...(request.options ?? {}), [urlField]: url, [clientRefField]: clientRef };
+    return {
+      ...defaults,
+      ...(request.options ?? {}),
+      [urlField]: url,
+      ...(clientRefField === null ? {} : { [clientRefField]: clientRef }),
+    };
   }
 
   async submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted> {

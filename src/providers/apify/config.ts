@@ -15,7 +15,10 @@ const ActorIdSchema = z
  * Where the scrape goes in the actor's input. `urlField` names the input field and `urlFormat`
  * its shape: `requestList` → `[{"url": …}]` (the `startUrls` of most Apify crawlers), `string` →
  * the URL itself, `stringList` → `[url]`. `clientRefField` is the input field carrying our client
- * reference (the actor ignores it; reconciliation reads it back from the run's stored `INPUT`).
+ * reference (the actor ignores it; reconciliation reads it back from the run's stored `INPUT`);
+ * `null` sends none, for an actor whose input schema refuses unknown fields
+ * (`additionalProperties: false`): a lost submit's run then matches by URL only (weak), so it is
+ * never adopted without an operator.
  * `defaults` are input fields sent with every run, under the job's `options` (which come next)
  * and under the URL and the reference (which come last and cannot be overridden).
  */
@@ -23,7 +26,7 @@ export const ApifyInputSchema = z
   .strictObject({
     urlField: z.string().min(1).max(100).default('startUrls'),
     urlFormat: z.enum(['requestList', 'string', 'stringList']).default('requestList'),
-    clientRefField: z.string().min(1).max(100).default('scrapeOrchestratorRef'),
+    clientRefField: z.string().min(1).max(100).nullable().default('scrapeOrchestratorRef'),
     defaults: z.record(z.string(), z.unknown()).default({}),
   })
   .refine((v) => v.urlField !== v.clientRefField, {

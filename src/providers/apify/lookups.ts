@@ -125,8 +125,15 @@ export async function findSubmitted(apify: ApifyReads, ctx: FindContext): Promis
         continue;
       }
       if (!apify.http.isOk(input)) throw apify.fail(input, 'read', ctx);
-      const ref =
-        input.body && typeof input.body === 'object' ? (input.body as Record<string, unknown>)[field] : undefined;
+      const body = input.body && typeof input.body === 'object' ? (input.body as Record<string, unknown>) : {};
+      if (field === null) {
+        // No reference sent: the URL is all there is to compare, and another job may have it too.
+        if (inputUrlOf(body, apify.entry.input.urlField) === ctx.request.url)
+          c('weak', `its INPUT has our URL; no reference is sent (input.clientRefField is null)`);
+        else c('foreign', 'its INPUT has another URL');
+        continue;
+      }
+      const ref = body[field];
       if (ref === ctx.clientRef) c('strong', `its INPUT carries our reference in "${field}"`);
       else
         c(
@@ -137,4 +144,13 @@ export async function findSubmitted(apify: ApifyReads, ctx: FindContext): Promis
     offset += list.items.length;
     if (list.items.length === 0 || offset >= list.total) return reading(true);
   }
+}
+
+/** The URL in input field `urlField` of a stored `INPUT`, whatever its format (`[{url}]`, `[url]`, or the URL). */
+function inputUrlOf(input: Record<string, unknown>, urlField: string): string | undefined {
+  const v = input[urlField];
+  const first = Array.isArray(v) ? v[0] : v;
+  if (typeof first === 'string') return first;
+  const url = first && typeof first === 'object' ? (first as { url?: unknown }).url : undefined;
+  return typeof url === 'string' ? url : undefined;
 }

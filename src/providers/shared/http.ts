@@ -131,11 +131,42 @@ export function errorDetails(res: Pick<ProviderResponse, 'body' | 'text'>): { co
       str(o.type) ??
       str(o.error_code) ??
       (typeof o.status === 'string' && o.status !== 'error' ? o.status : undefined);
-    const message = str(e) ?? str(o.message) ?? str(o.detail) ?? str(o.error_description) ?? str(o.title);
+    const said = str(e) ?? str(o.message) ?? str(o.detail) ?? str(o.error_description) ?? str(o.title);
+    // Which fields were refused and why (Bright Data `errors: [[field, reason]]`, `validation_errors`).
+    const fields = fieldErrors(o.errors ?? o.validation_errors);
+    const message = fields ? (said ? `${said} (${fields})` : fields) : said;
     if (code !== undefined || message !== undefined) return { code, message };
   }
   const text = res.text.trim();
   return { message: text ? text.slice(0, 500) : undefined };
+}
+
+/**
+ * A body's list of refused fields as one line (`field: reason; …`, at most 300 characters), or
+ * undefined when `v` is not a non-empty list. Items may be `[field, reason]` pairs, strings, or
+ * objects with a field (`field`, `path`, `loc`) and a reason (`message`, `reason`, `msg`).
+ */
+function fieldErrors(v: unknown): string | undefined {
+  if (!Array.isArray(v) || v.length === 0) return undefined;
+  const one = (x: unknown): string | undefined => {
+    if (typeof x === 'string') return x;
+    if (Array.isArray(x)) return x.map(String).join(': ');
+    if (x && typeof x === 'object') {
+      const o = x as Record<string, unknown>;
+      const field = o.field ?? o.path ?? o.loc;
+      const reason = o.message ?? o.reason ?? o.msg;
+      return [field, reason]
+        .filter((p) => p !== undefined)
+        .map((p) => (Array.isArray(p) ? p.join('.') : String(p)))
+        .join(': ');
+    }
+    return undefined;
+  };
+  const line = v
+    .map(one)
+    .filter((x): x is string => !!x)
+    .join('; ');
+  return line ? line.slice(0, 300) : undefined;
 }
 
 /**

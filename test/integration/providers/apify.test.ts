@@ -299,6 +299,94 @@ describe('apify: a lost submit reconciled by listing runs since the submit and r
     expect(f.requestsTo('GET', '/v2/key-value-stores/').length).toBeLessThanOrEqual(5);
     expect(f.requestsTo('POST', `/v2/actors/${ACTOR}/runs`)).toHaveLength(1);
   });
+  it('the INPUT record answers 302 to a signed URL (a documented redirect): followed, our reference read, the one run adopted and completed once', async () => {
+    const f = s.fixture;
+    f.listLagMs = 0;
+    f.recordRedirect = true;
+    try {
+      f.dropAfterCommit('redirected-input');
+      const ref = await s.start({ url: 'https://shop.example/redirected-input', key: 'redirected-input' });
+      const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000);
+      expect(row.state).toBe('completed');
+      const ours = f.runsFor('shop.example/redirected-input');
+      expect(ours).toHaveLength(1);
+      expect(row.task_id).toBe(ours[0]!.id);
+      const recorded = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'task_recorded')!;
+      expect(JSON.parse(recorded.detail!).source).toMatch(/client reference/);
+    } finally {
+      f.recordRedirect = false;
+    }
+  });
+});
+
+describe('apify: an actor whose input schema refuses unknown fields (additionalProperties: false)', () => {
+  let s: Scenario<ApifyFixture>;
+  beforeAll(async () => {
+    s = await startProviderScenario<ApifyFixture>({
+      kind: 'apify',
+      fixture: () => startApifyFixture(),
+      entry: (fx) => ({
+        baseUrl: fx.url,
+        actorId: ACTOR,
+        readTimeoutMs: 3_000,
+        submitTimeoutMs: 3_000,
+        replicaLagGraceMs: 1_500,
+        reconcileList: { marginMs: 1_000, maxInputReads: 5 },
+        reconcile: { settleMs: 1_000 },
+      }),
+      extraEntries: (fx) => ({
+        apify_noref: {
+          baseUrl: fx.url,
+          actorId: ACTOR,
+          readTimeoutMs: 3_000,
+          submitTimeoutMs: 3_000,
+          replicaLagGraceMs: 1_500,
+          input: { clientRefField: null },
+          reconcileList: { marginMs: 1_000, maxInputReads: 5 },
+          reconcile: { settleMs: 1_000 },
+        },
+      }),
+    });
+    s.fixture.inputSchemaFields = ['startUrls'];
+  });
+  afterAll(async () => s?.stop());
+
+  it('with our reference field the run is refused 400 invalid-input naming the field: failed at once, one request; with clientRefField null the same job runs and completes', async () => {
+    const refused = await s.start({ url: 'https://shop.example/strict', key: 'strict-ref' });
+    expect((await s.waitFor(refused.jobId, ['failed', 'completed', 'tracking_interrupted'])).state).toBe('failed');
+    const out = await s.outcome(refused.jobId);
+    expect(out.lastError).toMatchObject({ kind: 'permanent', httpStatus: 400 });
+    expect(String(out.lastError!.message)).toMatch(/scrapeOrchestratorRef is not allowed/);
+    expect(s.fixture.runsFor('shop.example/strict')).toHaveLength(0);
+    const ran = await s.start({ url: 'https://shop.example/strict', key: 'strict-noref', provider: 'apify_noref' });
+    expect((await s.waitFor(ran.jobId, ['failed', 'completed', 'tracking_interrupted'], 60_000)).state).toBe(
+      'completed',
+    );
+    const runs = s.fixture.runsFor('shop.example/strict');
+    expect(runs).toHaveLength(1);
+    expect(Object.keys(runs[0]!.input as object)).toEqual(['startUrls']);
+  });
+
+  it('without a reference a lost submit’s run matches by URL only (weak): never adopted on its own; the job waits in unknown naming it, never resubmitted', async () => {
+    s.fixture.dropAfterCommit('strict-lost');
+    const ref = await s.start({ url: 'https://shop.example/strict-lost', key: 'strict-lost', provider: 'apify_noref' });
+    const view = await waitFor(
+      async () => {
+        const v = await s.client.getLiveView('acme', ref.jobId);
+        return v.note?.includes('waiting for an operator') ? v : undefined;
+      },
+      30_000,
+      'the operator note',
+    );
+    const ours = s.fixture.runsFor('shop.example/strict-lost');
+    expect(ours).toHaveLength(1);
+    expect(view.note).toContain(ours[0]!.id);
+    expect(
+      s.fixture
+        .requestsTo('POST', `/v2/actors/${ACTOR}/runs`)
+        .filter((r) => JSON.stringify(r.body).includes('strict-lost')),
+    ).toHaveLength(1);
+  });
 });
 
 describe('apify: a lost submit whose reconciliation reaches its bound', () => {

@@ -6,7 +6,9 @@
  * answers `202`, `400` "Snapshot is empty" (plain text and JSON code) ending `failed`, `400`
  * "Snapshot is expired" ending `expired`, cancel, "too many running jobs", a burst of `429`s that
  * never gets near Bright Data's 25-in-5-minutes IP block, a lost trigger reconciled by comparing
- * snapshot inputs (found, and proved absent), and `notify` pings on the per-job token URL.
+ * snapshot inputs (found, and proved absent; an input that reads `400` never proves "not ours"),
+ * a `400 validation_error` naming the refused field, a `401` for an unknown key, and `notify`
+ * pings on the per-job token URL.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
@@ -266,6 +268,25 @@ describe('brightdata: polling', () => {
     expect(JSON.parse(audit.detail!)).toMatchObject({ by: 'vitest', taskId: mine[0]!.id, outcome: 'adopted' });
   });
 
+  it('a trigger refused 400 validation_error (JSON, the field and the reason): failed at once with the reason, one trigger, nothing created, never resubmitted', async () => {
+    s.fixture.rule('?invalid-input', {
+      kind: 'validation_error',
+      field: 'url',
+      reason: 'This field must be a valid url',
+    });
+    const url = `${pages.pageUrl('cnn')}?invalid-input`;
+    const ref = await s.start({ url, key: 'invalid-input' });
+    expect((await s.waitFor(ref.jobId, ['failed', 'completed', 'tracking_interrupted'])).state).toBe('failed');
+    const out = await s.outcome(ref.jobId);
+    expect(out.lastError).toMatchObject({ kind: 'permanent', httpStatus: 400 });
+    expect(String(out.lastError!.message)).toMatch(/This field must be a valid url/);
+    const triggers = s.fixture
+      .requestsTo('POST', '/datasets/v3/trigger')
+      .filter((r) => JSON.stringify(r.body).includes('?invalid-input'));
+    expect(triggers).toHaveLength(1);
+    expect(s.fixture.snapshotsWith('?invalid-input')).toHaveLength(0);
+  });
+
   it('a trigger lost before Bright Data created anything is proved absent by a list read after its lag (the first read waits it out), then resubmitted once', async () => {
     const url = `${pages.pageUrl('yahoo-2')}?never`;
     s.fixture.rule('?never', { kind: 'drop_before_commit' }, 1);
@@ -277,6 +298,42 @@ describe('brightdata: polling', () => {
     const events = (await s.store.findings.timeline(ref.jobId)).map((e) => e.type);
     expect(events).toContain('reconcile_absent');
     expect(events.indexOf('reconcile_settling')).toBeLessThan(events.indexOf('reconcile_absent'));
+  });
+});
+
+describe('brightdata: a snapshot whose input cannot be read', () => {
+  // Its own fixture: an unreadable snapshot blocks every later proof of absence within its window.
+  let s: Scenario<BrightDataFixture>;
+  beforeAll(async () => {
+    s = await brightdata({ listLagMs: 600 });
+  });
+  afterAll(async () => s?.stop());
+
+  it('a lost trigger whose snapshot input reads 400 "Snapshot input does not exist": the snapshot is unreadable, never counted as not ours; the job waits in unknown naming it, never resubmitted: one snapshot', async () => {
+    const url = `${pages.pageUrl('yahoo-3')}?input-gone`;
+    s.fixture.rule('?input-gone', { kind: 'drop_after_commit' }, 1);
+    s.fixture.rule('?input-gone', { kind: 'input_gone' });
+    const ref = await s.start({ url, key: 'input-gone' });
+    await waitFor(
+      async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
+      30_000,
+      'the operator note',
+    );
+    const mine = s.fixture.snapshotsWith('?input-gone');
+    expect(mine).toHaveLength(1);
+    expect(s.fixture.requestsTo('GET', `/datasets/v3/snapshot/${mine[0]!.id}/input`).length).toBeGreaterThan(0);
+    const undecided = (await s.store.findings.timeline(ref.jobId)).find((e) => e.type === 'reconcile_undecided')!;
+    const candidates = JSON.parse(undecided.detail!).evidence.readings[0].candidates;
+    expect(candidates).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ taskId: mine[0]!.id, match: 'unreadable', why: expect.stringMatching(/400/) }),
+      ]),
+    );
+    const triggers = s.fixture
+      .requestsTo('POST', '/datasets/v3/trigger')
+      .filter((r) => JSON.stringify(r.body).includes('?input-gone'));
+    expect(triggers).toHaveLength(1);
+    expect((await s.store.jobs.get(ref.jobId))!.state).toBe('unknown');
   });
 });
 
@@ -345,6 +402,46 @@ describe('brightdata: notify pings on the per-job token URL', () => {
     const wrong = await s.api!.call(null, 'POST', `/v1/webhooks/brightdata/${'f'.repeat(64)}`, { json: sent[0]!.body });
     expect(wrong.status).toBe(401);
     expect((await s.store.webhooks.listDeliveries({ jobId: ref.jobId })).map((d) => d.outcome)).toEqual(['woken']);
+    expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
+  });
+});
+
+describe('brightdata: a key Bright Data does not know', () => {
+  let s: Scenario<BrightDataFixture>;
+  beforeAll(async () => {
+    s = await startProviderScenario<BrightDataFixture>({
+      kind: 'brightdata',
+      fixture: () => startBrightDataFixture(),
+      entry: (f) => ({
+        baseUrl: f.url,
+        readTimeoutMs: 5_000,
+        submitTimeoutMs: 3_000,
+        datasetId: BRIGHTDATA_FIXTURE_DATASET,
+      }),
+      extraEntries: (f) => ({
+        brightdata_revoked: {
+          baseUrl: f.url,
+          readTimeoutMs: 5_000,
+          submitTimeoutMs: 3_000,
+          datasetId: BRIGHTDATA_FIXTURE_DATASET,
+          credentials: { default: { apiKey: 'fx-key-revoked-0123456789abcdef' } },
+        },
+      }),
+    });
+  });
+  afterAll(async () => s?.stop());
+
+  it('a trigger answered 401 "Invalid credentials" (plain text) fails at once with the provider’s words, never retried: nothing created, no secret in the record', async () => {
+    const url = `${pages.pageUrl('cnn')}?revoked`;
+    const ref = await s.start({ url, key: 'revoked', provider: 'brightdata_revoked' });
+    expect((await s.waitFor(ref.jobId, ['failed', 'completed', 'tracking_interrupted'])).state).toBe('failed');
+    const out = await s.outcome(ref.jobId);
+    expect(out.lastError).toMatchObject({ httpStatus: 401 });
+    expect(String(out.lastError!.message)).toMatch(/Invalid credentials/);
+    // One answer, one incident: never retried (the fixture does not record requests it refuses at authentication).
+    expect(out.incidents.filter((i) => i.http_status === 401)).toHaveLength(1);
+    expect(out.events.filter((e) => e === 'submit_rejected').length).toBeLessThanOrEqual(1);
+    expect(s.fixture.snapshotsWith('?revoked')).toHaveLength(0);
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
   });
 });

@@ -209,6 +209,30 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     expect((await s.outcome(ref.jobId)).results).toBe(0);
   });
 
+  it('429 with a Retry-After: 8 header and no wait in the message on a status read (longer than the default cool-down of 5 s): the next read comes ≥ 8 s later; the job completes', async () => {
+    s.fixture.hold('retry-header');
+    const ref = await s.start({ url: 'https://example.com/retry-header', key: 'retry-header' });
+    const row = await running(s, ref.jobId);
+    s.fixture.rateLimit({
+      method: 'GET',
+      path: new RegExp(`/v2/batch/scrape/${row.task_id}$`),
+      times: 1,
+      seconds: 8,
+      retryAfter: true,
+      message: 'Rate limit exceeded.',
+    });
+    const since = s.fixture.server.requests.length;
+    await waitFor(() => s.fixture.server.requests.slice(since).length > 0, 10_000, 'the limited read');
+    s.fixture.release(row.task_id!);
+    await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000);
+    const reads = s.fixture.server.requests
+      .slice(since)
+      .filter((r) => r.method === 'GET' && r.path === `/v2/batch/scrape/${row.task_id}`);
+    expect(reads.length).toBeGreaterThanOrEqual(2);
+    expect(reads[1]!.at - reads[0]!.at).toBeGreaterThanOrEqual(8_000 - 50);
+    expect((await s.outcome(ref.jobId)).state).toBe('completed');
+  });
+
   it('429 with the wait only in the message ("retry after 3s", no Retry-After) on a status read: the next read comes ≥ 3 s later; the job completes', async () => {
     s.fixture.hold('limited');
     const ref = await s.start({ url: 'https://example.com/limited', key: 'limited' });

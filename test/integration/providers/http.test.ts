@@ -227,3 +227,35 @@ describe('http kind: an abort that takes effect later (202 ABORTING, then ABORTE
     expect((await s.store.jobs.get(ref.jobId))!.state).toBe('cancelled');
   });
 });
+
+describe('http kind: 429 TOO_MANY_RUNS with a Retry-After header', () => {
+  let s: Scenario<RunsFixture>;
+  beforeAll(async () => {
+    s = await startProviderScenario({
+      kind: 'http',
+      fixture: () => startRunsFixture({ items: 2, maxActive: 1, retryAfterSeconds: 7, runMs: 1_500 }),
+      entry: (fx) => runsEntry(fx.url, PAGINATION.cursor),
+    });
+  });
+  afterAll(async () => s?.stop());
+
+  it('a submit refused while the key’s one run is active is sent again no sooner than Retry-After (7 s, longer than the message’s 2 s); one run per job, both completed', async () => {
+    const secondSubmits = () =>
+      s.fixture.server
+        .requestsTo('POST', '/v3/runs')
+        .filter((r) => (r.body as { target?: { url?: string } }).target?.url?.includes('busy-second'));
+    const first = await s.start({ url: 'https://shop.example.com/hold-busy-first', key: 'busy-first' });
+    const held = await heldRun(s, first.jobId);
+    const second = await s.start({ url: 'https://shop.example.com/busy-second', key: 'busy-second' });
+    await waitFor(() => secondSubmits().length >= 1, 30_000, 'the refused submit');
+    s.fixture.setState(held.task_id!, 'DONE'); // the key’s one active run ends
+    for (const ref of [first, second])
+      expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe(
+        'completed',
+      );
+    const submits = secondSubmits();
+    expect(submits.length).toBeGreaterThanOrEqual(2);
+    expect(submits[1]!.at - submits[0]!.at).toBeGreaterThanOrEqual(7_000 - 50);
+    expect([...s.fixture.runs.values()].filter((r) => r.url.includes('busy-second'))).toHaveLength(1);
+  });
+});

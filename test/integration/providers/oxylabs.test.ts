@@ -322,8 +322,47 @@ describe('oxylabs: a submission answered 202 (reported by a live run; the docs l
     const created = s.fixture.jobsWith('accepted-202');
     expect(created).toHaveLength(1);
     expect((await s.store.jobs.get(ref.jobId))!.task_id).toBe(created[0]!.id);
-    expect(
-      s.fixture.requestsTo('POST', '/v1/queries').filter((r) => (r.body as { url?: string }).url === url),
-    ).toHaveLength(1);
+    // One answer, one incident: never retried (the fixture does not record requests it refuses at authentication).
+    expect(out.incidents.filter((i) => i.http_status === 401)).toHaveLength(1);
+    expect(out.events.filter((e) => e === 'submit_rejected').length).toBeLessThanOrEqual(1);
+  });
+});
+
+describe('oxylabs: a user Oxylabs does not know', () => {
+  let s: Scenario<OxylabsFixture>;
+  beforeAll(async () => {
+    s = await startProviderScenario<OxylabsFixture>({
+      kind: 'oxylabs',
+      fixture: () => startOxylabsFixture(),
+      entry: (f) => ({
+        baseUrl: f.url,
+        readTimeoutMs: 3_000,
+        submitTimeoutMs: 3_000,
+        credentials: { default: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.acme } },
+      }),
+      extraEntries: (f) => ({
+        oxylabs_removed: {
+          baseUrl: f.url,
+          readTimeoutMs: 3_000,
+          submitTimeoutMs: 3_000,
+          credentials: { default: { apiKey: 'removed-user:fx-key-removed-0123456789abcdef' } },
+        },
+      }),
+    });
+  });
+  afterAll(async () => s?.stop());
+
+  it('a submission answered 401 {message: "Client not found"} fails at once with the provider’s words, never retried: no job created, no secret in the record', async () => {
+    const url = `${pages.pageUrl('cnn')}?removed-user`;
+    const ref = await s.start({ url, key: 'removed-user', provider: 'oxylabs_removed' });
+    expect((await s.waitFor(ref.jobId, ['failed', 'completed', 'tracking_interrupted'])).state).toBe('failed');
+    const out = await s.outcome(ref.jobId);
+    expect(out.lastError).toMatchObject({ httpStatus: 401 });
+    expect(String(out.lastError!.message)).toMatch(/Client not found/);
+    // One answer, one incident: never retried (the fixture does not record requests it refuses at authentication).
+    expect(out.incidents.filter((i) => i.http_status === 401)).toHaveLength(1);
+    expect(out.events.filter((e) => e === 'submit_rejected').length).toBeLessThanOrEqual(1);
+    expect(s.fixture.jobsWith(url)).toHaveLength(0);
+    expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
   });
 });

@@ -129,6 +129,40 @@ describe('apify: 402 usage limit exceeded', () => {
     await expectHeldThenProbe(s, submits, submits()[0]!.at, 'https://shop.example/usage-back', 'usage-back');
   });
 
+  it('402 on the dataset read of a run that SUCCEEDED: tracking is interrupted with the run kept (no result, never resubmitted); once usage is back, resume completes it from the same run', async () => {
+    const url = 'https://shop.example/usage-reads';
+    s.fixture.plan('usage-reads', { hold: true });
+    const ref = await s.start({ url, key: 'usage-reads' });
+    const row = await waitFor(
+      async () => {
+        const r = await s.store.jobs.get(ref.jobId);
+        return r?.task_id && r.status_checks >= 1 ? r : undefined;
+      },
+      30_000,
+      'the held run checked',
+    );
+    s.fixture.paymentRequired = { reads: true };
+    try {
+      s.fixture.release(row.task_id!);
+      const stopped = await s.waitFor(ref.jobId, ['tracking_interrupted', 'failed', 'completed'], 60_000);
+      expect(stopped).toMatchObject({ state: 'tracking_interrupted', task_id: row.task_id });
+      const out = await s.outcome(ref.jobId);
+      expect(out.lastError).toMatchObject({ code: 'QUOTA_EXHAUSTED' });
+      expect(out.incidents.find((i) => i.code === 'QUOTA_EXHAUSTED')).toMatchObject({ http_status: 402 });
+      expect(out.results).toBe(0);
+    } finally {
+      s.fixture.paymentRequired = undefined;
+    }
+    await s.client.resume('acme', ref.jobId);
+    // The row says tracking_interrupted until the resumed run moves it: wait for a final state after it.
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
+    expect(s.fixture.runsFor('usage-reads')).toHaveLength(1);
+    expect(
+      s.fixture.requestsTo('POST', /\/runs$/).filter((r) => JSON.stringify(r.body).includes('usage-reads')),
+    ).toHaveLength(1);
+    expect((await s.outcome(ref.jobId)).results).toBe(1);
+  });
+
   it('the memory refusal (402 actor-memory-limit-exceeded) is not quota: the submit is retried once runs finish, and no hold is set', async () => {
     s.fixture.memoryLimitMb = 1; // any run is over it
     const ref = await s.start({ url: 'https://shop.example/memory', key: 'memory' });

@@ -196,6 +196,26 @@ describe('zyte through the whole workflow', () => {
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
     expect(job.metaReads[before + 1]! - job.metaReads[before]!).toBeGreaterThanOrEqual(2_000 - 50);
   });
+  it('a job beyond the organisation’s free Scrapy Cloud units stays pending (documented: never refused): polled on, never resubmitted, run once the first job frees its unit', async () => {
+    s.fixture.capacityUnits = 1;
+    try {
+      s.fixture.plan('units-first', { hold: true });
+      const first = await s.start({ url: 'https://quotes.example/units-first', key: 'units-first' });
+      const firstRow = await whenChecked(s, first.jobId);
+      const second = await s.start({ url: 'https://quotes.example/units-second', key: 'units-second' });
+      const waiting = await whenChecked(s, second.jobId, 2);
+      expect(waiting).toMatchObject({ state: 'pending', provider_status: 'pending' });
+      s.fixture.release(firstRow.task_id!);
+      for (const ref of [first, second])
+        expect(
+          (await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted', 'expired'], 60_000)).state,
+        ).toBe('completed');
+      expect(s.fixture.jobsFor('units-first')).toHaveLength(1);
+      expect(s.fixture.jobsFor('units-second')).toHaveLength(1);
+    } finally {
+      s.fixture.capacityUnits = Number.POSITIVE_INFINITY;
+    }
+  });
 });
 
 describe('zyte: lost submits, reconciled by tag', () => {
