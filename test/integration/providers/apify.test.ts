@@ -370,14 +370,7 @@ describe('apify: an actor whose input schema refuses unknown fields (additionalP
   it('without a reference a lost submit’s run matches by URL only (weak): never adopted on its own; the job waits in unknown naming it, never resubmitted', async () => {
     s.fixture.dropAfterCommit('strict-lost');
     const ref = await s.start({ url: 'https://shop.example/strict-lost', key: 'strict-lost', provider: 'apify_noref' });
-    const view = await waitFor(
-      async () => {
-        const v = await s.client.getLiveView('acme', ref.jobId);
-        return v.note?.includes('waiting for an operator') ? v : undefined;
-      },
-      30_000,
-      'the operator note',
-    );
+    const view = await s.waitForOperator(ref.jobId);
     const ours = s.fixture.runsFor('shop.example/strict-lost');
     expect(ours).toHaveLength(1);
     expect(view.note).toContain(ours[0]!.id);
@@ -401,14 +394,7 @@ describe('apify: a lost submit whose reconciliation reaches its bound', () => {
     f.dropAfterCommit('crowded', { decoys: { api: 2, web: 0 } });
     const ref = await s.start({ url: 'https://shop.example/crowded', key: 'crowded-1' });
     await s.waitFor(ref.jobId, ['unknown']);
-    const view = await waitFor(
-      async () => {
-        const v = await s.client.getLiveView('acme', ref.jobId);
-        return v.note?.includes('waiting for an operator') ? v : undefined;
-      },
-      30_000,
-      'the operator note',
-    );
+    const view = await s.waitForOperator(ref.jobId);
     expect(view.note).toContain('absence cannot be proven');
     expect(view.note).toMatch(/reconcileList\.maxInputReads/);
     expect(f.requestsTo('POST', `/v2/actors/${ACTOR}/runs`)).toHaveLength(1);

@@ -239,14 +239,7 @@ describe('brightdata: polling', () => {
     s.fixture.addForeign([{ url: `${pages.pageUrl('yahoo-1')}?someone-else` }]);
     s.fixture.rule('?lost', { kind: 'drop_after_commit' }, 1);
     const ref = await s.start({ url, key: 'lost-1' });
-    const view = await waitFor(
-      async () => {
-        const v = await s.client.getLiveView('acme', ref.jobId);
-        return v.note?.includes('waiting for an operator') ? v : undefined;
-      },
-      30_000,
-      'the operator note',
-    );
+    const view = await s.waitForOperator(ref.jobId);
     const mine = s.fixture.snapshotsWith('?lost');
     expect(mine).toHaveLength(1);
     expect(view.state).toBe('unknown');
@@ -314,11 +307,7 @@ describe('brightdata: a snapshot whose input cannot be read', () => {
     s.fixture.rule('?input-gone', { kind: 'drop_after_commit' }, 1);
     s.fixture.rule('?input-gone', { kind: 'input_gone' });
     const ref = await s.start({ url, key: 'input-gone' });
-    await waitFor(
-      async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
-      30_000,
-      'the operator note',
-    );
+    await s.waitForOperator(ref.jobId);
     const mine = s.fixture.snapshotsWith('?input-gone');
     expect(mine).toHaveLength(1);
     expect(s.fixture.requestsTo('GET', `/datasets/v3/snapshot/${mine[0]!.id}/input`).length).toBeGreaterThan(0);

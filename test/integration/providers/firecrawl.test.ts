@@ -209,18 +209,16 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     expect((await s.outcome(ref.jobId)).results).toBe(0);
   });
 
-  it('429 with a Retry-After: 8 header and no wait in the message on a status read (longer than the default cool-down of 5 s): the next read comes ≥ 8 s later; the job completes', async () => {
-    s.fixture.hold('retry-header');
-    const ref = await s.start({ url: 'https://example.com/retry-header', key: 'retry-header' });
+  /** Holds a batch, answers its next status read `429` as `limit` says, and checks the read after it waits at least `waitS` seconds. */
+  async function limitedReadWaits(
+    key: string,
+    waitS: number,
+    limit: { seconds: number; retryAfter?: boolean; message?: string },
+  ) {
+    s.fixture.hold(key);
+    const ref = await s.start({ url: `https://example.com/${key}`, key });
     const row = await running(s, ref.jobId);
-    s.fixture.rateLimit({
-      method: 'GET',
-      path: new RegExp(`/v2/batch/scrape/${row.task_id}$`),
-      times: 1,
-      seconds: 8,
-      retryAfter: true,
-      message: 'Rate limit exceeded.',
-    });
+    s.fixture.rateLimit({ method: 'GET', path: new RegExp(`/v2/batch/scrape/${row.task_id}$`), times: 1, ...limit });
     const since = s.fixture.server.requests.length;
     await waitFor(() => s.fixture.server.requests.slice(since).length > 0, 10_000, 'the limited read');
     s.fixture.release(row.task_id!);
@@ -229,39 +227,21 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
       .slice(since)
       .filter((r) => r.method === 'GET' && r.path === `/v2/batch/scrape/${row.task_id}`);
     expect(reads.length).toBeGreaterThanOrEqual(2);
-    expect(reads[1]!.at - reads[0]!.at).toBeGreaterThanOrEqual(8_000 - 50);
+    expect(reads[1]!.at - reads[0]!.at).toBeGreaterThanOrEqual(waitS * 1_000 - 50);
     expect((await s.outcome(ref.jobId)).state).toBe('completed');
-  });
+  }
 
-  it('429 with the wait only in the message ("retry after 3s", no Retry-After) on a status read: the next read comes ≥ 3 s later; the job completes', async () => {
-    s.fixture.hold('limited');
-    const ref = await s.start({ url: 'https://example.com/limited', key: 'limited' });
-    const row = await running(s, ref.jobId);
-    s.fixture.rateLimit({ method: 'GET', path: new RegExp(`/v2/batch/scrape/${row.task_id}$`), times: 1, seconds: 3 });
-    const since = s.fixture.server.requests.length;
-    await waitFor(() => s.fixture.server.requests.slice(since).length > 0, 10_000, 'the limited read');
-    s.fixture.release(row.task_id!);
-    await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000);
-    const reads = s.fixture.server.requests
-      .slice(since)
-      .filter((r) => r.method === 'GET' && r.path === `/v2/batch/scrape/${row.task_id}`);
-    expect(reads.length).toBeGreaterThanOrEqual(2);
-    expect(reads[1]!.at - reads[0]!.at).toBeGreaterThanOrEqual(3_000 - 50);
-    expect((await s.outcome(ref.jobId)).state).toBe('completed');
-  });
+  it('429 with a Retry-After: 8 header and no wait in the message on a status read (longer than the default cool-down of 5 s): the next read comes ≥ 8 s later; the job completes', () =>
+    limitedReadWaits('retry-header', 8, { seconds: 8, retryAfter: true, message: 'Rate limit exceeded.' }));
+
+  it('429 with the wait only in the message ("retry after 3s", no Retry-After) on a status read: the next read comes ≥ 3 s later; the job completes', () =>
+    limitedReadWaits('limited', 3, { seconds: 3 }));
 
   it('a lost batch submit (answer dropped after commit): the batch in /v2/team/activity matches only by URL and time, so it is never adopted and never resubmitted; the job waits in unknown naming it, and the operator hands it over: one batch, completed once', async () => {
     s.fixture.dropAfterCommit('lost-batch');
     const url = 'https://example.com/lost-batch';
     const ref = await s.start({ url, key: 'lost-batch' });
-    const view = await waitFor(
-      async () => {
-        const v = await s.client.getLiveView('acme', ref.jobId);
-        return v.note?.includes('waiting for an operator') ? v : undefined;
-      },
-      30_000,
-      'the operator note',
-    );
+    const view = await s.waitForOperator(ref.jobId);
     const jobs = s.fixture.jobs('acme').filter((j) => j.url === url);
     expect(jobs).toHaveLength(1);
     expect(view.note).toContain(`match only by URL and time (${jobs[0]!.id})`);
@@ -300,14 +280,7 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     try {
       const url = 'https://example.com/no-activity';
       const ref = await s.start({ url, key: 'no-activity' });
-      const view = await waitFor(
-        async () => {
-          const v = await s.client.getLiveView('acme', ref.jobId);
-          return v.note?.includes('waiting for an operator') ? v : undefined;
-        },
-        30_000,
-        'the operator note',
-      );
+      const view = await s.waitForOperator(ref.jobId);
       expect(view.note).toMatch(/absence cannot be proven.*not offered here: GET \/v2\/team\/activity/);
       expect(s.fixture.jobs('acme').filter((j) => j.url === url)).toHaveLength(1);
       expect(
@@ -344,14 +317,7 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
       .filter((j) => j.url === url)
       .map((j) => j.id);
     expect(ids).toHaveLength(2);
-    const view = await waitFor(
-      async () => {
-        const v = await s.client.getLiveView('acme', ref.jobId);
-        return v.note?.includes('waiting for an operator') ? v : undefined;
-      },
-      30_000,
-      'the operator note',
-    );
+    const view = await s.waitForOperator(ref.jobId);
     for (const id of ids) expect(view.note).toContain(id);
     await s.client.resolve('acme', ref.jobId, { taskId: ids[1]!, by: 'scenario' });
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
@@ -410,14 +376,7 @@ describe('firecrawl: crawl entry', () => {
     s.fixture.dropAfterCommit('lost-crawl');
     const url = 'https://lost-crawl.example.com/';
     const ref = await s.start({ url, key: 'lost-crawl', options: { limit: 20 } });
-    const view = await waitFor(
-      async () => {
-        const v = await s.client.getLiveView('acme', ref.jobId);
-        return v.note?.includes('waiting for an operator') ? v : undefined;
-      },
-      30_000,
-      'the operator note',
-    );
+    const view = await s.waitForOperator(ref.jobId);
     const crawls = s.fixture.jobs('acme').filter((j) => j.url === url);
     expect(crawls).toHaveLength(1);
     expect(view.note).toContain(crawls[0]!.id);

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMaintenanceActivities } from '../../../src/activities/maintenance.js';
 import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
-import { startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
+import { startProviderScenario, type Scenario } from '../../fixtures/providers/harness.js';
 import { startReferenceFixture, type ReferenceFixture } from '../../fixtures/providers/reference/server.js';
 
 let pages: PageServer;
@@ -98,11 +98,7 @@ describe('a task recorded in the store while the job waits for an operator', () 
       times: 1,
     });
     const ref = await s.start({ url: `${pages.pageUrl('tumblr')}?late-bound`, key: 'late-bound' });
-    await waitFor(
-      async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
-      30_000,
-      'the operator note',
-    );
+    await s.waitForOperator(ref.jobId);
     const job = sim.jobsFor('acme').find((j) => j.url.includes('late-bound'))!;
     // What a submit answer that arrives after the decision writes: the task, bound to this job.
     const bound = await s.store.jobs.bindTask({

@@ -363,11 +363,7 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       const created = s.fixture.sim.jobsFor('acme').filter((j) => j.url.includes('orphan'));
       expect(created).toHaveLength(1);
       expect(s.fixture.sim.stats().requests.byEndpoint.submit).toBe(1);
-      await waitFor(
-        async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
-        30_000,
-        'the operator note',
-      );
+      await s.waitForOperator(ref.jobId);
       await s.client.resolve('acme', ref.jobId, { taskId: created[0]!.job_id, by: 'scenario' });
       expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
       expect(s.fixture.sim.jobsFor('acme').filter((j) => j.url.includes('orphan'))).toHaveLength(1);

@@ -221,11 +221,7 @@ describe('scraperapi: polling', () => {
     expect(
       s.fixture.requestsTo('POST', '/jobs').filter((r) => String((r.body as { url?: string }).url).includes('orphan')),
     ).toHaveLength(1);
-    await waitFor(
-      async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
-      30_000,
-      'the operator note',
-    );
+    await s.waitForOperator(ref.jobId);
     expect((await s.store.findings.timeline(ref.jobId)).some((e) => e.type === 'reconcile_undecided')).toBe(true);
     // Another client's task on the same host (ScraperAPI's status URL needs no key): its record
     // carries another reference, so the operator's task ID is refused and nothing changes.
@@ -321,11 +317,7 @@ describe('scraperapi: callbacks on the per-job token URL', () => {
     s.fixture.rule('cb-lost', { kind: 'drop_after_commit' }, 1);
     const url = `${pages.pageUrl('001')}?cb-lost`;
     const ref = await s.start({ url, key: 'cb-lost', policy: SLOW });
-    await waitFor(
-      async () => (await s.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
-      30_000,
-      'the operator note',
-    );
+    await s.waitForOperator(ref.jobId);
     await s.fixture.finish(s.fixture.jobsWith('cb-lost')[0]!.id); // the provider finishes and calls back
     expect((await s.waitFor(ref.jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
     const created = s.fixture.jobsWith('cb-lost');
