@@ -110,6 +110,10 @@ export function adoptActivities(kit: ActivityKit) {
         await audit('refused', { ...evidence, boundTo: out.boundTo });
         return { refused: `task ${input.taskId} was bound to job ${out.boundTo} meanwhile; a task belongs to one job` };
       }
+      if (out.kind === 'final') {
+        await audit('refused', { ...evidence, state: out.state });
+        return { refused: `the job is already ${out.state}; nothing is adopted` };
+      }
       await audit('adopted', evidence);
       return out.taskId;
     },

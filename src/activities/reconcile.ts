@@ -66,6 +66,16 @@ export function reconcileActivities(kit: ActivityKit) {
   const { store } = kit;
   const { replaySoFar, replaysSent, probeReplay } = replayProbes(kit);
 
+  /** Ends the attempt with a BENIGN retry: a replay may still answer for `waitMs` (ms); the store is read again after at most 5 s. */
+  function replayPending(waitMs: number): never {
+    throw ApplicationFailure.create({
+      type: 'Reconcile.replayPending',
+      message: `the replay under our key sent by an earlier attempt may still answer (for ${waitMs} ms); the store is read again in ${Math.min(waitMs, REPLAY_STORE_RECHECK_MS)} ms`,
+      nextRetryDelay: Math.max(1, Math.min(waitMs, REPLAY_STORE_RECHECK_MS)),
+      category: ApplicationFailureCategory.BENIGN,
+    });
+  }
+
   /** The longest wait an attempt started at `startedAt` (epoch ms) may still spend in itself, ms. */
   function inlineWaitMs(startedAt: number): number {
     return Math.min(
@@ -132,6 +142,12 @@ export function reconcileActivities(kit: ActivityKit) {
       const lastIntent = Date.parse(row.submit_intent_at ?? row.created_at);
       const createdBy = lastIntent + submitTimeoutOf(resolved);
       let replay = await replaySoFar(job.jobId, lastIntent);
+      // A replay still in flight is waited for before the lookups are read again (they cost requests).
+      if (evidence.replay === 'same-task' && !replay) {
+        const { inFlightUntil } = await replaysSent(job.jobId, lastIntent);
+        if (inFlightUntil && inFlightUntil - Date.now() > inlineWaitMs(startedAt))
+          replayPending(inFlightUntil - Date.now());
+      }
       for (;;) {
         const readings: LookupReading[] = resolved.adapter.evidence.lookups.length
           ? await kit.call(job.provider, job.account, (p) =>
@@ -184,24 +200,21 @@ export function reconcileActivities(kit: ActivityKit) {
         // its answer is recorded; one that never answers is decided on the rest of the evidence
         // after a few.
         if (evidence.replay === 'same-task' && !replay && d.kind !== 'found' && d.kind !== 'absent') {
-          const sent = await replaysSent(job.jobId, lastIntent);
+          let sent = await replaysSent(job.jobId, lastIntent);
           if (sent.inFlightUntil) {
             const waitMs = sent.inFlightUntil - Date.now();
-            if (waitMs > inlineWaitMs(startedAt))
-              throw ApplicationFailure.create({
-                type: 'Reconcile.replayPending',
-                message: `the replay under our key sent by an earlier attempt may still answer (for ${waitMs} ms); the store is read again in ${Math.min(waitMs, REPLAY_STORE_RECHECK_MS)} ms`,
-                nextRetryDelay: Math.max(1, Math.min(waitMs, REPLAY_STORE_RECHECK_MS)),
-                category: ApplicationFailureCategory.BENIGN,
-              });
+            if (waitMs > inlineWaitMs(startedAt)) replayPending(waitMs);
             const recorded = await watchForTask(job.jobId, waitMs);
             if (recorded) return reconciled({ kind: 'found', taskId: recorded, via: 'store' });
-            sent.unanswered++;
+            if (kit.signal()?.aborted) replayPending(waitMs); // the attempt is cancelled: nothing more from it
+            // What the replay ended with, if anything was recorded meanwhile.
+            replay = await replaySoFar(job.jobId, lastIntent);
+            sent = await replaysSent(job.jobId, lastIntent);
+            if (!replay && sent.inFlightUntil) replayPending(sent.inFlightUntil - Date.now());
           }
-          if (sent.unanswered < LATE_REPLAY_RETRIES) {
+          if (!replay && sent.unanswered < LATE_REPLAY_RETRIES)
             replay = await probeReplay(job, row, resolved, attemptBudget(startedAt));
-            d = await decide();
-          }
+          if (replay) d = await decide();
         }
         // Until the submit's own timeout has passed its answer may still come: nothing but a found
         // task is concluded before then.
@@ -233,6 +246,12 @@ export function reconcileActivities(kit: ActivityKit) {
               });
               return reconciled({ kind: 'unresolvable', reason, evidence: d.evidence });
             }
+            if (bound.kind === 'final')
+              return reconciled({
+                kind: 'unresolvable',
+                reason: `the job is already ${bound.state}; task ${d.taskId} is kept in its timeline`,
+                evidence: d.evidence,
+              });
             await store.findings.appendEvent(job.jobId, 'reconcile_found', 'pending', {
               taskId: bound.taskId,
               via: d.via,

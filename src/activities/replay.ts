@@ -56,9 +56,10 @@ export function replayProbes(kit: ActivityKit) {
 
   /**
    * The replays this submit round sent, as the timeline shows them (`reconcile_replay_sent`, each
-   * closed by a `reconcile_replay` answer or a `reconcile_replay_lost`): how many went unanswered
-   * within their answer window, and until when (epoch ms) the last one may still answer, 0 when
-   * none is in flight.
+   * closed by a `reconcile_replay` answer, a `reconcile_replay_lost` or a
+   * `reconcile_replay_refused`): how many went unanswered (lost, or still open past their answer
+   * window; a refusal is an answer that created nothing and does not count), and until when (epoch
+   * ms) the last one may still answer, 0 when none is in flight.
    */
   async function replaysSent(
     jobId: string,
@@ -71,7 +72,10 @@ export function replayProbes(kit: ActivityKit) {
       if (e.type === 'reconcile_replay_sent') {
         if (open !== undefined) unanswered++;
         open = Date.parse((JSON.parse(e.detail ?? '{}') as { answerBy?: string }).answerBy ?? '') || 0;
-      } else if (e.type === 'reconcile_replay' || e.type === 'reconcile_replay_lost') open = undefined;
+      } else if (e.type === 'reconcile_replay_lost') {
+        if (open !== undefined) unanswered++;
+        open = undefined;
+      } else if (e.type === 'reconcile_replay' || e.type === 'reconcile_replay_refused') open = undefined;
     }
     if (open === undefined) return { unanswered, inFlightUntil: 0 };
     return open > Date.now() ? { unanswered, inFlightUntil: open } : { unanswered: unanswered + 1, inFlightUntil: 0 };
@@ -94,9 +98,11 @@ export function replayProbes(kit: ActivityKit) {
     let sentAt = Date.now();
     const call = submitAtProvider(kit, job, {
       onSend: async () => {
-        sentAt = Date.now();
-        const answerBy = new Date(sentAt + submitTimeoutOf(resolved) + REPLAY_ANSWER_MARGIN_MS).toISOString();
+        const timeoutMs = submitTimeoutOf(resolved);
+        const margin = Math.max(REPLAY_ANSWER_MARGIN_MS, timeoutMs / 10); // the record's own write, clocks
+        const answerBy = new Date(Date.now() + timeoutMs + margin).toISOString();
         await store.findings.appendEvent(job.jobId, 'reconcile_replay_sent', row.state, { answerBy });
+        sentAt = Date.now();
       },
     }).then(
       (acc): ReplayReading => ({ kind: 'same-task', taskId: acc.taskId, providerStatus: acc.providerStatus }),
@@ -119,7 +125,7 @@ export function replayProbes(kit: ActivityKit) {
         call
           .then((r) =>
             r instanceof Error
-              ? store.findings.appendEvent(job.jobId, 'reconcile_replay_lost', row.state, { message: r.message })
+              ? closeUnanswered(job.jobId, row.state, r)
               : r.kind === 'same-task'
                 ? bindLate(job, r, sentAt)
                 : store.findings.appendEvent(job.jobId, 'reconcile_replay', row.state, r),
@@ -134,14 +140,26 @@ export function replayProbes(kit: ActivityKit) {
       });
     }
     if (first instanceof Error) {
-      if (isProviderError(first) && first.kind === 'ambiguous') {
-        await store.findings.appendEvent(job.jobId, 'reconcile_replay_lost', row.state, { message: first.message });
+      await closeUnanswered(job.jobId, row.state, first);
+      if (isProviderError(first) && first.kind === 'ambiguous')
         rethrow(new ProviderError('transient', `the replay's answer was lost too: ${first.message}`, first.details));
-      }
       rethrow(first);
     }
     await store.findings.appendEvent(job.jobId, 'reconcile_replay', row.state, first);
     return first;
+  }
+
+  /**
+   * Closes a replay that brought no reading: `reconcile_replay_lost` when its answer may have been
+   * lost (a timeout, a cut connection: it counts towards {@link LATE_REPLAY_RETRIES}), else
+   * `reconcile_replay_refused` (the provider answered, and created nothing: a 429, a 5xx it
+   * declares unprocessed, a refused credential). Only events the store took are recorded.
+   */
+  async function closeUnanswered(jobId: string, state: string, e: Error): Promise<void> {
+    const lost = !isProviderError(e) || e.kind === 'ambiguous';
+    await store.findings
+      .appendEvent(jobId, lost ? 'reconcile_replay_lost' : 'reconcile_replay_refused', state, { message: e.message })
+      .catch(() => undefined); // the wait for the replay then ends at its window
   }
 
   /**
@@ -161,6 +179,11 @@ export function replayProbes(kit: ActivityKit) {
       source: 'reconcile: idempotent replay under our key (answered late)',
       providerAccount: kit.deps.providers.resolve(job.provider, job.account).providerAccount,
     });
+    if (bound.kind === 'collision') {
+      // The answer is a reading all the same: the next attempt decides on it (a task of another job is not ours).
+      await store.findings.appendEvent(job.jobId, 'reconcile_replay', null, r);
+      return;
+    }
     if (bound.kind === 'bound' && bound.recorded)
       await wakeIfDecidedWithout(store, kit.deps.temporal, { jobId: job.jobId, workflowId: job.workflowId }, sentAt);
   }

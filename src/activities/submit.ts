@@ -132,6 +132,13 @@ export function submitActivities(kit: ActivityKit) {
         { code: 'TASK_COLLISION' },
       );
     }
+    if (bound.kind === 'final') {
+      throw new ProviderError(
+        'conflict',
+        `the provider answered our submit with task ${accepted.taskId} after the job ended ${bound.state}; the task is kept in its timeline (task_after_final)`,
+        { code: 'JOB_ALREADY_FINAL' },
+      );
+    }
     await store.polling.noteSubmitAccepted(label, activeBefore);
     await kit.deps.hooks?.afterTaskRecorded?.(job.jobId, bound.taskId);
     return { taskId: bound.taskId, providerStatus: accepted.providerStatus, answered: accepted.taskId };

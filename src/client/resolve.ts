@@ -14,7 +14,7 @@ import { ownedRow } from './views.js';
  * Resolves job `jobId` of `account`, waiting in `unknown`, with `resolution` (see
  * `ScrapeClient.resolve`); returns the workflow's view afterwards. Throws {@link JobNotFoundError}
  * (missing or another account's job) and {@link ScrapeError} `conflict` when the job is not in
- * `unknown`, the task ID already belongs to another job (that refusal is audited in the job's
+ * `unknown` (or `pending` with `resolution.taskId` the task a late answer recorded), the task ID already belongs to another job (that refusal is audited in the job's
  * timeline as `operator_resolve`, outcome `refused`), or the workflow refused the resolution.
  */
 export async function resolveJob(
@@ -24,7 +24,11 @@ export async function resolveJob(
   resolution: Resolution,
 ): Promise<JobView> {
   const row = await ownedRow(ctx.store, account, jobId);
-  if (row.state !== 'unknown') {
+  // An answer that came after the job went to an operator records its task (the row moves to
+  // `pending`) while the workflow still waits in `unknown`: resolving with that task is allowed.
+  const recordedLate =
+    row.state === 'pending' && row.task_id !== null && 'taskId' in resolution && resolution.taskId === row.task_id;
+  if (row.state !== 'unknown' && !recordedLate) {
     throw new ScrapeError(
       'conflict',
       `cannot resolve job ${jobId}: it is ${row.state}; only a job waiting in unknown can be resolved`,

@@ -45,7 +45,11 @@ export interface JobFilter {
 }
 
 /** What {@link JobsRepository.bindTask} did: bound (now or before), or refused because another job holds the task. */
-export type BindOutcome = { kind: 'bound'; taskId: string; recorded: boolean } | { kind: 'collision'; boundTo: string };
+export type BindOutcome =
+  | { kind: 'bound'; taskId: string; recorded: boolean }
+  | { kind: 'collision'; boundTo: string }
+  /** The job had ended (`state`) before the task arrived: nothing bound, the task kept in its timeline (`task_after_final`). */
+  | { kind: 'final'; state: string };
 
 /** How a collision names the job that holds a task, to a job of `account`. */
 export const ANOTHER_ACCOUNTS_JOB = 'a job of another account';

@@ -5,7 +5,7 @@
  * ISO-8601 strings, durations ms.
  */
 import { recordTransition } from '../observability/metrics.js';
-import { FINAL_STATES, type JobState } from '../model/states.js';
+import { FINAL_STATES, isFinalState, type JobState } from '../model/states.js';
 import type { JobError } from '../model/types.js';
 import type { StoreConnection } from './connection.js';
 import { eventRow, nowIso, type NewJobInput } from './rows.js';
@@ -211,8 +211,8 @@ export class JobsRepository {
    * Records the provider's task ID (the answer to a submit, or a task adopted by reconciliation)
    * and moves the job to `pending`, with the tracking deadline `trackingDeadlineMs` (ms) from now.
    * A task ID already recorded is never replaced: the stored one is returned instead. Throws
-   * {@link TaskCollisionError} when the task is bound to another job of the same provider account
-   * (see {@link bindTask}, which returns the collision instead).
+   * {@link TaskCollisionError} when the task is bound to another job of the same provider account,
+   * and an `Error` when the job has already ended (see {@link bindTask}, which returns both instead).
    */
   async recordTaskId(
     jobId: string,
@@ -224,6 +224,8 @@ export class JobsRepository {
   ): Promise<string> {
     const out = await this.bindTask({ jobId, taskId, providerStatus, source, trackingDeadlineMs, providerAccount });
     if (out.kind === 'collision') throw new TaskCollisionError(jobId, taskId, out.boundTo);
+    if (out.kind === 'final')
+      throw new Error(`job ${jobId} is already ${out.state}; task ${taskId} is kept in its timeline, not bound`);
     return out.taskId;
   }
 
@@ -231,7 +233,8 @@ export class JobsRepository {
    * Binds `taskId` to job `jobId` (a task belongs to one job): in one transaction, unless the
    * job already holds a task (then that one is returned) or another job of the same provider
    * account — or, without `providerAccount`, of the same provider entry — holds `taskId` (then
-   * nothing is written and the collision is returned, with a `task_collision` event on the job).
+   * nothing is written and the collision is returned, with a `task_collision` event on the job),
+   * or the job has ended (nothing is bound; a `task_after_final` event keeps the task as evidence).
    * On success the job moves to `pending` with the tracking deadline `trackingDeadlineMs` (ms) from
    * now and a `task_recorded` event naming `source`. Throws when the job does not exist.
    */
@@ -249,7 +252,18 @@ export class JobsRepository {
         .select(['task_id', 'state', 'provider', 'provider_account', 'account'])
         .where('id', '=', b.jobId)
         .executeTakeFirstOrThrow();
+      const note = (type: string, state: string, detail: Record<string, unknown>) =>
+        trx
+          .insertInto('job_events')
+          .values(eventRow(b.jobId, type, state, { taskId: b.taskId, ...detail }))
+          .execute();
       if (row.task_id) return { kind: 'bound', taskId: row.task_id, recorded: false };
+      if (isFinalState(row.state)) {
+        // A late answer for a job that has ended: nothing tracks it now, so the row keeps its final
+        // state and the timeline keeps the task, as evidence for an operator.
+        await note('task_after_final', row.state, { source: b.source });
+        return { kind: 'final', state: row.state };
+      }
       const account = b.providerAccount ?? row.provider_account;
       let q = trx
         .selectFrom('jobs')
@@ -262,10 +276,7 @@ export class JobsRepository {
       const other = await q.executeTakeFirst();
       if (other) {
         const boundTo = shownOwner(row.account, other);
-        await trx
-          .insertInto('job_events')
-          .values(eventRow(b.jobId, 'task_collision', row.state, { taskId: b.taskId, boundTo, source: b.source }))
-          .execute();
+        await note('task_collision', row.state, { boundTo, source: b.source });
         return { kind: 'collision', boundTo };
       }
       const at = nowIso();
@@ -287,16 +298,7 @@ export class JobsRepository {
         })
         .where('id', '=', b.jobId)
         .execute();
-      await trx
-        .insertInto('job_events')
-        .values(
-          eventRow(b.jobId, 'task_recorded', 'pending', {
-            taskId: b.taskId,
-            source: b.source,
-            providerStatus: b.providerStatus,
-          }),
-        )
-        .execute();
+      await note('task_recorded', 'pending', { source: b.source, providerStatus: b.providerStatus });
       return { kind: 'bound', taskId: b.taskId, recorded: true };
     });
     if (out.kind === 'bound' && out.recorded) recordTransition('pending');

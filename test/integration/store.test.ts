@@ -90,6 +90,22 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(row).toMatchObject({ task_id: 't-2', state: 'pending', submit_intent_at: null });
     });
 
+    it('a task that arrives after the job ended is not bound: the row keeps its final state, the timeline keeps the task', async () => {
+      await store.jobs.register(job('j-ended'));
+      expect(await store.jobs.transition('j-ended', 'failed')).toBe(true);
+      const out = await store.jobs.bindTask({
+        jobId: 'j-ended',
+        taskId: 't-late',
+        providerStatus: 'queued',
+        source: 'submit',
+      });
+      expect(out).toEqual({ kind: 'final', state: 'failed' });
+      expect(await store.jobs.get('j-ended')).toMatchObject({ state: 'failed', task_id: null });
+      const ev = (await store.findings.timeline('j-ended')).find((e) => e.type === 'task_after_final')!;
+      expect(JSON.parse(ev.detail!)).toMatchObject({ taskId: 't-late', source: 'submit' });
+      await expect(store.jobs.recordTaskId('j-ended', 't-late', 'queued', 'submit')).rejects.toThrow(/already failed/);
+    });
+
     it('a task bound to another job is refused; the collision names a job of the same account, never another account’s job ID', async () => {
       const mine = { ...job('j-own'), account: 'acme' };
       const sibling = { ...job('j-sibling'), account: 'acme' };

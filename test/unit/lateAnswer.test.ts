@@ -36,13 +36,23 @@ describe('taskRecordedAfterUndecided', () => {
     ).toBe(false);
   });
 
-  it('is false once an operator resolved the job after the decision (the workflow applied it)', () => {
-    const t = [
+  it('is false once an operator’s resolution was adopted after the decision; a refused one changes nothing', () => {
+    const resolve = (outcome: string, at: string) => ({
+      ...ev('operator_resolve', at),
+      detail: JSON.stringify({ outcome }),
+    });
+    const adopted = [
       ev('reconcile_undecided', '2026-12-02T07:00:05Z'),
-      ev('operator_resolve', '2026-12-02T07:00:20Z'),
+      resolve('adopted', '2026-12-02T07:00:20Z'),
       ev('task_recorded', '2026-12-02T07:00:21Z'),
     ];
-    expect(taskRecordedAfterUndecided(t)).toBe(false);
+    expect(taskRecordedAfterUndecided(adopted)).toBe(false);
+    const refused = [
+      ev('reconcile_undecided', '2026-12-02T07:00:05Z'),
+      resolve('refused', '2026-12-02T07:00:20Z'),
+      ev('task_recorded', '2026-12-02T07:00:40Z'),
+    ];
+    expect(taskRecordedAfterUndecided(refused)).toBe(true);
   });
 
   it('counts only a decision made at or after the late call left (sinceMs)', () => {

@@ -349,6 +349,38 @@ describe('quota and credit exhaustion: one classification', () => {
   const classify = (status: number, code: string | undefined, message: string, phase: 'submit' | 'read' = 'submit') =>
     httpError(res(status, message), phase, code, message, []);
 
+  it('refused fields in the body are shown in the message but never classify: a reason that names a wait or credits changes neither the wait nor quota', () => {
+    const withFields = (status: number, body: Record<string, unknown>): ProviderResponse => ({
+      ...res(status, JSON.stringify(body)),
+      body,
+    });
+    const limited = httpError(
+      withFields(429, { message: 'Too many requests', errors: [['x', 'wait at most 3600 seconds']] }),
+      'submit',
+      undefined,
+      'Too many requests',
+      [],
+    );
+    expect(limited.kind).toBe('cooldown');
+    expect(limited.details.retryAfterMs).toBeUndefined();
+    expect(limited.message).toContain('(x: wait at most 3600 seconds)');
+    const refused = httpError(
+      withFields(403, {
+        message: 'Forbidden',
+        errors: [
+          { field: 'plan', message: 'insufficient credits' },
+          { loc: ['a', 1], msg: { why: 'nested' } },
+        ],
+      }),
+      'submit',
+      undefined,
+      'Forbidden',
+      [],
+    );
+    expect([refused.kind, refused.details.code]).toEqual(['permanent', undefined]);
+    expect(refused.message).toContain('(plan: insufficient credits; a.1: {"why":"nested"})');
+  });
+
   it('402 answers are quota exhaustion (Firecrawl’s insufficient credits, Apify’s usage and payment types), permanent with code QUOTA_EXHAUSTED and the provider’s code kept', () => {
     const fc = classify(
       402,

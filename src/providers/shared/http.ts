@@ -58,8 +58,13 @@ export function httpError(
   secrets: readonly string[],
 ): ProviderError {
   const status = res.status;
+  // Which fields were refused and why (Bright Data `errors: [[field, reason]]`, `validation_errors`):
+  // shown to the user, never read by the classification below.
+  const body = res.body && typeof res.body === 'object' ? (res.body as Record<string, unknown>) : {};
+  const fields = fieldErrors(body.errors ?? body.validation_errors);
+  const shown = fields ? (message ? `${message} (${fields})` : fields) : message;
   const msg = redactSecrets(
-    `${res.evidence.endpoint} answered ${status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`,
+    `${res.evidence.endpoint} answered ${status}${code ? ` ${code}` : ''}${shown ? `: ${shown}` : ''}`,
     secrets,
   );
   const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), Date.now()) ?? parseWaitFromMessage(message);
@@ -131,10 +136,7 @@ export function errorDetails(res: Pick<ProviderResponse, 'body' | 'text'>): { co
       str(o.type) ??
       str(o.error_code) ??
       (typeof o.status === 'string' && o.status !== 'error' ? o.status : undefined);
-    const said = str(e) ?? str(o.message) ?? str(o.detail) ?? str(o.error_description) ?? str(o.title);
-    // Which fields were refused and why (Bright Data `errors: [[field, reason]]`, `validation_errors`).
-    const fields = fieldErrors(o.errors ?? o.validation_errors);
-    const message = fields ? (said ? `${said} (${fields})` : fields) : said;
+    const message = str(e) ?? str(o.message) ?? str(o.detail) ?? str(o.error_description) ?? str(o.title);
     if (code !== undefined || message !== undefined) return { code, message };
   }
   const text = res.text.trim();
@@ -149,15 +151,16 @@ export function errorDetails(res: Pick<ProviderResponse, 'body' | 'text'>): { co
 function fieldErrors(v: unknown): string | undefined {
   if (!Array.isArray(v) || v.length === 0) return undefined;
   const one = (x: unknown): string | undefined => {
+    const text = (p: unknown) => (typeof p === 'string' ? p : JSON.stringify(p));
     if (typeof x === 'string') return x;
-    if (Array.isArray(x)) return x.map(String).join(': ');
+    if (Array.isArray(x)) return x.map(text).join(': ');
     if (x && typeof x === 'object') {
       const o = x as Record<string, unknown>;
       const field = o.field ?? o.path ?? o.loc;
       const reason = o.message ?? o.reason ?? o.msg;
       return [field, reason]
         .filter((p) => p !== undefined)
-        .map((p) => (Array.isArray(p) ? p.join('.') : String(p)))
+        .map((p) => (Array.isArray(p) ? p.map(text).join('.') : text(p)))
         .join(': ');
     }
     return undefined;

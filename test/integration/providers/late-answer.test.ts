@@ -100,6 +100,8 @@ describe('a task recorded in the store while the job waits for an operator', () 
     const ref = await s.start({ url: `${pages.pageUrl('tumblr')}?late-bound`, key: 'late-bound' });
     await s.waitForOperator(ref.jobId);
     const job = sim.jobsFor('acme').find((j) => j.url.includes('late-bound'))!;
+    // A refused resolution first (a task the provider does not know): the job keeps waiting.
+    await expect(s.client.resolve('acme', ref.jobId, { taskId: 'job_no-such-task', by: 'vitest' })).rejects.toThrow();
     // What a submit answer that arrives after the decision writes: the task, bound to this job.
     const bound = await s.store.jobs.bindTask({
       jobId: ref.jobId,

@@ -114,6 +114,35 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
       expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
     });
 
+    it('the gateway passes a provider reset through: a status read cut without an answer is retried and the job completes; a submit cut after commit is reconciled; one provider job each', async () => {
+      const { sim } = s.fixture;
+      sim.faults.add({
+        account: 'acme',
+        endpoint: 'status',
+        urlContains: 'gw-reset',
+        action: 'drop_after_commit',
+        times: 1,
+      });
+      sim.faults.add({
+        account: 'acme',
+        endpoint: 'submit',
+        urlContains: 'gw-lost',
+        action: 'drop_after_commit',
+        times: 1,
+      });
+      const reset = await s.start({ url: `${pages.pageUrl('001')}?gw-reset`, key: 'gw-reset' });
+      const lost = await s.start({ url: `${pages.pageUrl('001')}?gw-lost`, key: 'gw-lost' });
+      for (const ref of [reset, lost])
+        expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe(
+          'completed',
+        );
+      for (const part of ['gw-reset', 'gw-lost'])
+        expect(sim.jobsFor('acme').filter((j) => j.url.includes(part))).toHaveLength(1);
+      expect((await s.outcome(lost.jobId)).events).toContain('submit_ambiguous');
+      const resetJob = sim.jobsFor('acme').find((j) => j.url.includes('gw-reset'))!;
+      expect(resetJob.status_request_times.length).toBeGreaterThanOrEqual(2); // the cut read, then another
+    });
+
     it('the provider entry’s poll defaults apply to a job that does not override them (first check ≥ 2.5 s after submit)', async () => {
       const { initialDelayMs: _i, maxDelayMs: _m, ...rest } = SCENARIO_POLICY;
       const url = `${pages.pageUrl('001')}?poll-defaults`;
