@@ -10,7 +10,7 @@ import { ScrapeError } from '../client/index.js';
 import { StrictJsonError } from '../lib/json.js';
 import { isFinalState } from '../model/states.js';
 import { ApiProblem, PROBLEM_CONTENT_TYPE } from './problems.js';
-import { jobPath, pollAfterSeconds } from './schemas.js';
+import { jobPath, pollAfterSeconds } from './views.js';
 
 /** Maps anything thrown by a hook or handler to a problem (never leaking a stack or a secret). */
 export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {

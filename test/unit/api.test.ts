@@ -15,7 +15,7 @@ import { buildApi } from '../../src/api/app.js';
 import { toProblem } from '../../src/api/errorMapping.js';
 import { ApiKeyring, addKeyToFile, generateApiKey, hashApiKey, loadApiKeys } from '../../src/api/auth.js';
 import { PROBLEM_TYPES } from '../../src/api/problems.js';
-import { pollAfterSeconds, toScrapeOut } from '../../src/api/schemas.js';
+import { pollAfterSeconds, toScrapeOut } from '../../src/api/views.js';
 import { verifySha256Signature, webhookSecret } from '../../src/api/webhooks.js';
 import {
   IdempotencyConflictError,

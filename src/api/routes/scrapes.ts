@@ -36,11 +36,8 @@ import {
   ScrapeSchema,
   fromApiCursor,
   toApiCursor,
-  toCancelOut,
-  toDocumentsOut,
-  toResultOut,
-  toScrapeOut,
 } from '../schemas.js';
+import { toCancelOut, toDocumentsOut, toResultOut, toScrapeOut } from '../views.js';
 
 /** What the scrape routes need: the account-scoped client, the store (idempotency records) and the configuration (providers, cancel wait). */
 export interface ScrapeRouteDeps {

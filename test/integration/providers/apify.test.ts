@@ -22,20 +22,26 @@ import { providerLimit, listQuarantine } from '../../helpers/storeQueries.js';
 
 const ACTOR = 'acme~site-crawler';
 
-function apify(opts: { entry?: Record<string, unknown>; webhooks?: boolean } = {}) {
+/** An Apify scenario; `extra` names further entries on the same fixture: this entry with their fields over it. */
+function apify(
+  opts: { entry?: Record<string, unknown>; webhooks?: boolean; extra?: Record<string, Record<string, unknown>> } = {},
+) {
+  const entry = (fx: ApifyFixture) => ({
+    baseUrl: fx.url,
+    actorId: ACTOR,
+    readTimeoutMs: 3_000,
+    submitTimeoutMs: 3_000,
+    replicaLagGraceMs: 1_500,
+    clean: true,
+    results: { pageSize: 2 },
+    ...opts.entry,
+  });
   return startProviderScenario<ApifyFixture>({
     kind: 'apify',
     fixture: () => startApifyFixture(),
-    entry: (fx) => ({
-      baseUrl: fx.url,
-      actorId: ACTOR,
-      readTimeoutMs: 3_000,
-      submitTimeoutMs: 3_000,
-      replicaLagGraceMs: 1_500,
-      clean: true,
-      results: { pageSize: 2 },
-      ...opts.entry,
-    }),
+    entry,
+    extraEntries: (fx) =>
+      Object.fromEntries(Object.entries(opts.extra ?? {}).map(([name, e]) => [name, { ...entry(fx), ...e }])),
     webhooks: opts.webhooks,
   });
 }
@@ -322,31 +328,8 @@ describe('apify: a lost submit reconciled by listing runs since the submit and r
 describe('apify: an actor whose input schema refuses unknown fields (additionalProperties: false)', () => {
   let s: Scenario<ApifyFixture>;
   beforeAll(async () => {
-    s = await startProviderScenario<ApifyFixture>({
-      kind: 'apify',
-      fixture: () => startApifyFixture(),
-      entry: (fx) => ({
-        baseUrl: fx.url,
-        actorId: ACTOR,
-        readTimeoutMs: 3_000,
-        submitTimeoutMs: 3_000,
-        replicaLagGraceMs: 1_500,
-        reconcileList: { marginMs: 1_000, maxInputReads: 5 },
-        reconcile: { settleMs: 1_000 },
-      }),
-      extraEntries: (fx) => ({
-        apify_noref: {
-          baseUrl: fx.url,
-          actorId: ACTOR,
-          readTimeoutMs: 3_000,
-          submitTimeoutMs: 3_000,
-          replicaLagGraceMs: 1_500,
-          input: { clientRefField: null },
-          reconcileList: { marginMs: 1_000, maxInputReads: 5 },
-          reconcile: { settleMs: 1_000 },
-        },
-      }),
-    });
+    const reconcile = { reconcileList: { marginMs: 1_000, maxInputReads: 5 }, reconcile: { settleMs: 1_000 } };
+    s = await apify({ entry: reconcile, extra: { apify_noref: { input: { clientRefField: null } } } });
     s.fixture.inputSchemaFields = ['startUrls'];
   });
   afterAll(async () => s?.stop());

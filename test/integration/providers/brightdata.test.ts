@@ -35,22 +35,26 @@ afterAll(async () => pages?.close());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A Bright Data scenario; `extra` names further entries on the same fixture: this entry with their fields over it. */
 function brightdata(
   fx: BrightDataFixtureOptions = {},
-  opts: { entry?: Record<string, unknown>; webhooks?: boolean } = {},
+  opts: { entry?: Record<string, unknown>; webhooks?: boolean; extra?: Record<string, Record<string, unknown>> } = {},
 ) {
+  const entry = (f: BrightDataFixture) => ({
+    baseUrl: f.url,
+    readTimeoutMs: 5_000,
+    submitTimeoutMs: 3_000,
+    datasetId: BRIGHTDATA_FIXTURE_DATASET,
+    reconcile: { settleMs: 1_000 },
+    listing: { marginMs: 5_000 },
+    ...opts.entry,
+  });
   return startProviderScenario<BrightDataFixture>({
     kind: 'brightdata',
     fixture: () => startBrightDataFixture(fx),
-    entry: (f) => ({
-      baseUrl: f.url,
-      readTimeoutMs: 5_000,
-      submitTimeoutMs: 3_000,
-      datasetId: BRIGHTDATA_FIXTURE_DATASET,
-      reconcile: { settleMs: 1_000 },
-      listing: { marginMs: 5_000 },
-      ...opts.entry,
-    }),
+    entry,
+    extraEntries: (f) =>
+      Object.fromEntries(Object.entries(opts.extra ?? {}).map(([name, e]) => [name, { ...entry(f), ...e }])),
     webhooks: opts.webhooks,
   });
 }
@@ -398,25 +402,10 @@ describe('brightdata: notify pings on the per-job token URL', () => {
 describe('brightdata: a key Bright Data does not know', () => {
   let s: Scenario<BrightDataFixture>;
   beforeAll(async () => {
-    s = await startProviderScenario<BrightDataFixture>({
-      kind: 'brightdata',
-      fixture: () => startBrightDataFixture(),
-      entry: (f) => ({
-        baseUrl: f.url,
-        readTimeoutMs: 5_000,
-        submitTimeoutMs: 3_000,
-        datasetId: BRIGHTDATA_FIXTURE_DATASET,
-      }),
-      extraEntries: (f) => ({
-        brightdata_revoked: {
-          baseUrl: f.url,
-          readTimeoutMs: 5_000,
-          submitTimeoutMs: 3_000,
-          datasetId: BRIGHTDATA_FIXTURE_DATASET,
-          credentials: { default: { apiKey: 'fx-key-revoked-0123456789abcdef' } },
-        },
-      }),
-    });
+    s = await brightdata(
+      {},
+      { extra: { brightdata_revoked: { credentials: { default: { apiKey: 'fx-key-revoked-0123456789abcdef' } } } } },
+    );
   });
   afterAll(async () => s?.stop());
 

@@ -25,23 +25,33 @@ afterAll(async () => pages?.close());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** An Oxylabs scenario; `extra` names further entries on the same fixture: this entry with their fields over it. */
 function oxylabs(
-  opts: { runMs?: number; webhooks?: boolean; faultShape?: 'statuses' | 'observed'; submitStatus?: 200 | 202 } = {},
+  opts: {
+    runMs?: number;
+    webhooks?: boolean;
+    faultShape?: 'statuses' | 'observed';
+    submitStatus?: 200 | 202;
+    extra?: Record<string, Record<string, unknown>>;
+  } = {},
 ) {
+  const entry = (f: OxylabsFixture) => ({
+    baseUrl: f.url,
+    readTimeoutMs: 3_000,
+    submitTimeoutMs: 3_000,
+    params: { geo_location: 'United States' },
+    credentials: {
+      default: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.acme },
+      accounts: { globex: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.globex } },
+    },
+  });
   return startProviderScenario<OxylabsFixture>({
     kind: 'oxylabs',
     fixture: () =>
       startOxylabsFixture({ runMs: opts.runMs, faultShape: opts.faultShape, submitStatus: opts.submitStatus }),
-    entry: (f) => ({
-      baseUrl: f.url,
-      readTimeoutMs: 3_000,
-      submitTimeoutMs: 3_000,
-      params: { geo_location: 'United States' },
-      credentials: {
-        default: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.acme },
-        accounts: { globex: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.globex } },
-      },
-    }),
+    entry,
+    extraEntries: (f) =>
+      Object.fromEntries(Object.entries(opts.extra ?? {}).map(([name, e]) => [name, { ...entry(f), ...e }])),
     webhooks: opts.webhooks,
   });
 }
@@ -331,24 +341,8 @@ describe('oxylabs: a submission answered 202 (reported by a live run; the docs l
 describe('oxylabs: a user Oxylabs does not know', () => {
   let s: Scenario<OxylabsFixture>;
   beforeAll(async () => {
-    s = await startProviderScenario<OxylabsFixture>({
-      kind: 'oxylabs',
-      fixture: () => startOxylabsFixture(),
-      entry: (f) => ({
-        baseUrl: f.url,
-        readTimeoutMs: 3_000,
-        submitTimeoutMs: 3_000,
-        credentials: { default: { apiKey: OXYLABS_FIXTURE_CREDENTIALS.acme } },
-      }),
-      extraEntries: (f) => ({
-        oxylabs_removed: {
-          baseUrl: f.url,
-          readTimeoutMs: 3_000,
-          submitTimeoutMs: 3_000,
-          credentials: { default: { apiKey: 'removed-user:fx-key-removed-0123456789abcdef' } },
-        },
-      }),
-    });
+    const removed = { default: { apiKey: 'removed-user:fx-key-removed-0123456789abcdef' } };
+    s = await oxylabs({ extra: { oxylabs_removed: { credentials: removed } } });
   });
   afterAll(async () => s?.stop());
 
