@@ -417,6 +417,42 @@ describe('firecrawl: crawl entry', () => {
   });
 });
 
+describe('firecrawl: crawl entry on the server version whose /v2/crawl/active also lists batch scrapes', () => {
+  let s: Scenario<FirecrawlFixture>;
+  beforeAll(async () => {
+    s = await firecrawl({ activeListsBatches: true }, { operation: 'crawl' });
+  });
+  afterAll(async () => s?.stop());
+
+  it('a crawl submit lost before it reached Firecrawl while another client’s batch scrape of the same URL runs: the listed batch is a look-alike, never adopted, and it leaves absence unproved, so nothing is resubmitted; the job waits in unknown naming it, and the operator’s resubmit starts exactly one crawl', async () => {
+    const url = 'https://batch-lookalike.example.com/';
+    s.fixture.hold('batch-lookalike');
+    const batch = s.fixture.create('acme', 'batch', url, { urls: [url] });
+    s.fixture.dropBeforeCommit('batch-lookalike');
+    const ref = await s.start({ url, key: 'batch-lookalike', options: { limit: 20 } });
+    const view = await s.waitForOperator(ref.jobId);
+    expect(view.note).toContain(batch.id);
+    expect((await s.store.jobs.get(ref.jobId))!).toMatchObject({ state: 'unknown', task_id: null });
+    expect(
+      s.fixture
+        .jobs('acme')
+        .filter((j) => j.url === url)
+        .map((j) => j.id),
+    ).toEqual([batch.id]);
+    expect(s.fixture.server.requestsTo('POST', '/v2/crawl')).toHaveLength(1);
+    // The operator, who knows the batch is another client’s, resubmits: one crawl, the batch untouched.
+    s.fixture.release(batch.id);
+    await s.client.resolve('acme', ref.jobId, { resubmit: true, by: 'vitest' });
+    const row = await s.waitFor(ref.jobId, ['pending', 'completed', 'failed']);
+    expect(row.task_id).not.toBe(batch.id);
+    s.fixture.release(row.task_id!);
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed'])).state).toBe('completed');
+    const crawls = s.fixture.jobs('acme').filter((j) => j.url === url && j.op === 'crawl');
+    expect(crawls.map((j) => j.id)).toEqual([row.task_id]);
+    expect(s.fixture.job(batch.id)!.status).toBe('completed');
+  });
+});
+
 describe('firecrawl: crawl entry with a small result limit', () => {
   let s: Scenario<FirecrawlFixture>;
   beforeAll(async () => {
