@@ -7,6 +7,7 @@
 import { Context } from '@temporalio/activity';
 import type { ScrapeWorkflowInput } from '../model/types.js';
 import type { Accepted } from '../providers/adapter.js';
+import type { ResolvedProvider } from '../providers/registry.js';
 import { isProviderError, ProviderError } from '../providers/shared/errors.js';
 import { providerKeys } from '../providers/shared/keys.js';
 import type { ActivityKit } from './context.js';
@@ -130,3 +131,9 @@ export function resubmitScheduledAt(): number {
 
 /** Clock difference allowed between a worker and the server when intents are compared with scheduling times, ms (a reconcile's settle window is longer). */
 const INTENT_CLOCK_MARGIN_MS = 2_000;
+
+/** The HTTP timeout of one submit of `resolved`'s entry (its `submitTimeoutMs`, else 30 s), ms: until it has passed, a submit's answer may still come. */
+export function submitTimeoutOf(resolved: ResolvedProvider): number {
+  const t = (resolved.entry as { submitTimeoutMs?: unknown }).submitTimeoutMs;
+  return typeof t === 'number' && t > 0 ? t : 30_000;
+}

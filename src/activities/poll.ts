@@ -23,6 +23,7 @@ import { type CheckStart } from '../store/polling.js';
 import type { ActivityKit } from './context.js';
 import { again, type AwaitStatusInput, type CheckResult, type PollOutcome, type SavedResult } from './pollTypes.js';
 import { announceSlotReleased } from './slots.js';
+import { resubmitAudit } from './resubmitAudit.js';
 import { observeResultCommitLag, observeStatusCheck } from '../observability/metrics.js';
 
 /** Longest first wait spent inside the attempt, ms; a longer one is left to the server as a retry delay. */
@@ -36,6 +37,7 @@ function scheduleDelay(s: PollSchedule, n: number): number {
 /** Builds `awaitStatus` over `kit`. */
 export function pollActivities(kit: ActivityKit) {
   const { store } = kit;
+  const auditResubmit = resubmitAudit(kit);
 
   function retryIn(ms: number, message: string): never {
     throw ApplicationFailure.create({
@@ -214,6 +216,12 @@ export function pollActivities(kit: ActivityKit) {
       seen.state !== 'completed',
     );
     const base = { checks: n, providerStatus: seen.providerStatus, progress: seen.progress };
+    // A job submitted again after a proof of absence: is its first submission running beside it?
+    await auditResubmit(
+      row,
+      input,
+      seen.state === 'completed' || seen.state === 'failed' || seen.state === 'cancelled',
+    );
     if (seen.state !== 'completed' && seen.providerStatus !== row.provider_status) {
       await store.findings.appendEvent(
         input.jobId,

@@ -16,9 +16,9 @@ import {
 } from '../model/evidence.js';
 import { providerKeys } from '../providers/shared/keys.js';
 import { recordReconcile } from '../observability/metrics.js';
-import { attemptBudget, SETTLE_READ_MARGIN_MS } from './attempt.js';
+import { attemptBudget, SETTLE_READ_MARGIN_MS, submitTimeoutOf } from './attempt.js';
 import type { ActivityKit } from './context.js';
-import { LATE_REPLAY_RETRIES, replayProbes, submitTimeoutOf } from './replay.js';
+import { LATE_REPLAY_RETRIES, replayProbes } from './replay.js';
 import type { SubmitJobInput } from './submit.js';
 
 /**

@@ -10,7 +10,7 @@ import type { JobError } from '../model/types.js';
 import { isProviderError, ProviderError } from '../providers/shared/errors.js';
 import type { ResolvedProvider } from '../providers/registry.js';
 import type { JobRow } from '../store/index.js';
-import { SETTLE_READ_MARGIN_MS, submitAtProvider } from './attempt.js';
+import { SETTLE_READ_MARGIN_MS, submitAtProvider, submitTimeoutOf } from './attempt.js';
 import { detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
 import { wakeIfDecidedWithout } from './lateAnswer.js';
@@ -24,12 +24,6 @@ const REPLAY_ANSWER_MARGIN_MS = 1_000;
 
 /** Retry delay of an attempt that ended with its replay in flight: the next one waits for the answer, ms. */
 const REPLAY_RECHECK_MS = 1_000;
-
-/** The HTTP timeout of one submit of `resolved`'s entry (its `submitTimeoutMs`, else 30 s), ms: until it has passed, a submit's answer may still come. */
-export function submitTimeoutOf(resolved: ResolvedProvider): number {
-  const t = (resolved.entry as { submitTimeoutMs?: unknown }).submitTimeoutMs;
-  return typeof t === 'number' && t > 0 ? t : 30_000;
-}
 
 /** Builds the replay probes of a reconcile over `kit`. */
 export function replayProbes(kit: ActivityKit) {

@@ -35,6 +35,12 @@
  * - a job that cannot be decided waits in `unknown` with the evidence read (`reconcile_undecided`),
  *   never bound to a guess, and the operator's `resolve` then completes it.
  *
+ * Beyond the declared window: for entries whose lookups can lag, one more test gives the lookups a
+ * lag past the reconcile window, where a lost submit is wrongly proved absent and sent again (only
+ * an enforced key prevents the second job); the invariant is then that the second provider job is
+ * never silent: the audit after the resubmit names it (`duplicate_provider_job`, cancelled while it
+ * runs, or `possible_duplicate` for a weak match, left alone).
+ *
  * `./invariants.test.ts` shows that each check fails on rows that break it. A combination that
  * fails because of a product defect owned elsewhere is declared in the entry's `knownDefects`: it
  * leaves the random rounds and runs on its own as `it.fails`, so the suite says when it is fixed.
@@ -87,6 +93,13 @@ export const MATRIX_TIMING = {
   lateMs: 2_600,
   maxLagMs: 600,
 } as const;
+
+/**
+ * A lookup lag well past the reconcile window the matrix's entries are configured with (the longer
+ * of the settle window and the submit timeout), so that the proof of absence is always wrong, yet
+ * shorter than a job's run, so that the audit at the job's end sees the hidden job, ms.
+ */
+const LAG_PAST_WINDOW_MS = 5_000;
 
 /** How long one case may take to settle (final, or waiting for an operator), ms; a known defect's case gets {@link DEFECT_SETTLE_MS}. */
 const SETTLE_MS = 45_000;
@@ -891,6 +904,63 @@ export async function defineConformanceMatrix<F extends ConformanceFixture>(spec
           `[conformance ${spec.label}] round ${round.index} (${describeEnv(round.env)}): ${summary(outcomes)}`,
         );
         expect(violations, report(spec.label, seed, round, outcomes, violations)).toEqual([]);
+      }, 180_000);
+    }
+
+    if (supports.lookups.includes('lag')) {
+      it(`lookups that lag past the reconcile window (${LAG_PAST_WINDOW_MS} ms, the window ${Math.max(MATRIX_TIMING.settleMs, MATRIX_TIMING.submitTimeoutMs)} ms): a lost submit proved absent is sent again, and the first submission is never silent: the audit names it (a strong match is cancelled while it runs, a weak one is left to an operator); the job completes once with its own task`, async () => {
+        const round: Round = {
+          index: -2,
+          env: {
+            lookup: { kind: 'lag', lagMs: LAG_PAST_WINDOW_MS },
+            ...(supports.replays.length ? { replay: supports.replays[0] } : {}),
+            ...(supports.pages.includes('normal') ? { pages: 'normal' as const } : {}),
+            runMs: 6_000,
+          },
+          cases: [
+            {
+              id: `cflp${randomBytes(2).toString('hex')}e`,
+              submitFault: 'reset',
+              lookalike: false,
+              binary: false,
+              cancel: 'none',
+            },
+          ],
+        };
+        const { outcomes, violations } = await runRound(ctx!, round);
+        const o = outcomes[0]!;
+        const events = o.jobId ? await ctx!.s.store.findings.timeline(o.jobId) : [];
+        const named = (type: string) =>
+          events
+            .filter((e) => e.type === type)
+            .flatMap((e) => {
+              const d = JSON.parse(e.detail ?? '{}') as { taskId?: string; taskIds?: string[] };
+              return [...(d.taskIds ?? []), ...(d.taskId ? [d.taskId] : [])];
+            });
+        const duplicates = named('duplicate_provider_job');
+        const possible = named('possible_duplicate');
+        const mine = oursAt(ctx!.s.fixture.conformance, o);
+        const extra = mine.filter((j) => j.id !== o.row?.task_id);
+        const silent = extra.filter((j) => !duplicates.includes(j.id) && !possible.includes(j.id));
+        const stillRunning = extra.filter((j) => duplicates.includes(j.id) && j.state === 'running');
+        const touched = extra.filter((j) => possible.includes(j.id) && j.state === 'cancelled');
+        console.log(
+          `[conformance ${spec.label}] lag past the window: ${summary(outcomes)}; provider jobs: ${mine.map((j) => `${j.id} ${j.state}`).join(', ')}; reported: duplicate ${duplicates.join(', ') || '—'}, possible ${possible.join(', ') || '—'}`,
+        );
+        // A second job the audit reported is the one duplicate this lag can make; every other invariant holds.
+        const rest = violations.filter(
+          (x) =>
+            x.invariant !== 'at most one provider job per logical request' || silent.length > 0 || extra.length > 1,
+        );
+        expect(
+          {
+            silent: silent.map((j) => j.id),
+            reportedButRunning: stillRunning.map((j) => j.id),
+            weakButCancelled: touched.map((j) => j.id),
+            violations: rest,
+          },
+          `${report(spec.label, seed, round, outcomes, rest)}\ntimeline: ${events.map((e) => e.type).join(' → ')}`,
+        ).toEqual({ silent: [], reportedButRunning: [], weakButCancelled: [], violations: [] });
       }, 180_000);
     }
 

@@ -1,0 +1,144 @@
+/**
+ * The audit after a resubmit: a submit that reconcile proved absent is sent again, and that proof
+ * holds only as long as the provider's lookups keep the lag they declare. A lookup that lags
+ * longer hid the first job, which then still runs (and bills) beside the second. So once a job
+ * submitted again has a task, its lookups are read once more, after the window the proof relied
+ * on has passed a second time, and any other job they show for this request is reported:
+ * - a **strong** match (our client reference read back) is our own first submission: a duplicate
+ *   paid job. It is recorded (`duplicate_provider_job` event and incident, both task IDs, the
+ *   readings) and, while it still runs, cancelled at the provider (it is ours and its result is
+ *   never read);
+ * - a **weak** match (URL and time only) may be another client's job: it is recorded as a
+ *   `possible_duplicate` for an operator and nothing is done to it.
+ * The lookups are read at the first check past that window and, unless that read found something,
+ * once more at the job's end (a lag longer than the job's whole run goes unseen): at most two reads
+ * per resubmitted job (`resubmit_audit` events). The audit never changes the job's own state or
+ * result.
+ */
+import type { JobRow } from '../store/index.js';
+import type { LookupReading } from '../model/evidence.js';
+import { isProviderError } from '../providers/shared/errors.js';
+import { providerKeys } from '../providers/shared/keys.js';
+import type { ActivityKit } from './context.js';
+import type { AwaitStatusInput } from './pollTypes.js';
+import { submitTimeoutOf } from './attempt.js';
+
+/** What one audit concluded: `not_due` (nothing read yet), `skipped` (nothing to audit) or the audit recorded. */
+export type ResubmitAuditOutcome =
+  { kind: 'skipped' | 'not_due' } | { kind: 'audited'; duplicates: string[]; possible: string[] };
+
+/** Builds `auditResubmit` over `kit`. */
+export function resubmitAudit(kit: ActivityKit) {
+  const { store } = kit;
+
+  /**
+   * Audits job `row` (its task `input.taskId` known) when it was submitted again after a reconcile
+   * proved its lost submit absent (see the module docs). `final`: the check that called it saw the
+   * task final, so the audit runs now even before its window has passed twice. Cheap when there is
+   * nothing to audit: a job submitted once is skipped without a store read. Never throws for a
+   * provider answer (a failed read is retried at the next check, or recorded at the end).
+   */
+  return async function auditResubmit(
+    row: JobRow,
+    input: AwaitStatusInput,
+    final: boolean,
+  ): Promise<ResubmitAuditOutcome> {
+    if (Number(row.submit_attempts) < 2) return { kind: 'skipped' };
+    const timeline = await store.findings.timeline(input.jobId);
+    const audits = timeline
+      .filter((e) => e.type === 'resubmit_audit')
+      .map((e) => JSON.parse(e.detail ?? '{}') as { final?: boolean; duplicates?: string[]; possible?: string[] });
+    // Once at its window, once more at the job's end unless the first found something.
+    if (audits.some((a) => a.final || a.duplicates?.length || a.possible?.length)) return { kind: 'skipped' };
+    if (!final && audits.length > 0) return { kind: 'skipped' };
+    const absent = timeline.filter((e) => e.type === 'reconcile_absent').at(-1);
+    if (!absent) return { kind: 'skipped' };
+    const resolved = kit.deps.providers.resolve(input.provider, input.account);
+    const evidence = resolved.adapter.evidence;
+    if (evidence.lookups.length === 0) return { kind: 'skipped' };
+    // The window the proof of absence relied on: the declared lags (or the entry's override) and the submit's own timeout.
+    const lagMs = resolved.entry.reconcile?.settleMs ?? Math.max(...evidence.lookups.map((l) => l.lagMs));
+    const windowMs = Math.max(lagMs, submitTimeoutOf(resolved));
+    const dueAt = Date.parse(absent.at) + windowMs;
+    if (!final && Date.now() < dueAt) return { kind: 'not_due' };
+
+    let readings: LookupReading[];
+    try {
+      readings = await kit.call(input.provider, input.account, (p) =>
+        p.adapter.findSubmitted({
+          apiKey: p.apiKey,
+          secrets: kit.secrets(),
+          signal: kit.signal(),
+          clientRef: providerKeys(row.account, row.idem_key).clientRef,
+          request: input.request,
+          submittedAfter: row.created_at,
+        }),
+      );
+    } catch (e) {
+      if (!isProviderError(e)) throw e;
+      if (!final) return { kind: 'not_due' };
+      await store.findings.appendEvent(input.jobId, 'resubmit_audit', null, {
+        taskId: input.taskId,
+        final,
+        error: e.toJobError(),
+        note: 'the lookups could not be read at the job’s end: a first submission hidden by a lookup lag would go unseen',
+      });
+      return { kind: 'audited', duplicates: [], possible: [] };
+    }
+    const others = readings.flatMap((r) =>
+      r.candidates.filter((c) => c.taskId !== input.taskId).map((c) => ({ ...c, lookup: r.lookup })),
+    );
+    const boundElsewhere = await store.jobs.tasksBoundElsewhere({
+      providerAccount: row.provider_account ?? resolved.providerAccount,
+      provider: input.provider,
+      taskIds: others.map((c) => c.taskId),
+      exceptJobId: input.jobId,
+    });
+    const unbound = others.filter((c) => !boundElsewhere.has(c.taskId));
+    const uniq = (xs: string[]) => [...new Set(xs)];
+    const duplicates = uniq(unbound.filter((c) => c.match === 'strong').map((c) => c.taskId));
+    const possible = uniq(
+      unbound.filter((c) => c.match === 'weak' && !duplicates.includes(c.taskId)).map((c) => c.taskId),
+    );
+    const early = Date.now() < dueAt;
+    for (const taskId of duplicates) {
+      const listed = unbound.find((c) => c.taskId === taskId)!;
+      let cancel: unknown = { skipped: 'listed as finished' };
+      if (!/^(succeeded|completed|failed|aborted|cancel+ed|ready|done|finished)$/i.test(listed.providerStatus)) {
+        try {
+          cancel = await kit.call(input.provider, input.account, (p) =>
+            p.adapter.cancel(taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+          );
+        } catch (e) {
+          if (!isProviderError(e)) throw e;
+          cancel = { error: e.toJobError() };
+        }
+      }
+      const detail = { taskId, ours: input.taskId, lookup: listed.lookup, why: listed.why, cancel };
+      await store.findings.appendEvent(input.jobId, 'duplicate_provider_job', null, detail);
+      await store.findings.recordIncident({
+        jobId: input.jobId,
+        phase: 'reconcile',
+        kind: 'duplicate_provider_job',
+        message: `a lookup that lagged past its declared window hid our first submission (task ${taskId}, ${listed.why}); it was proved absent and submitted again as task ${input.taskId}`,
+        request: { taskId },
+        response: detail,
+      });
+    }
+    if (possible.length)
+      await store.findings.appendEvent(input.jobId, 'possible_duplicate', null, {
+        taskIds: possible,
+        ours: input.taskId,
+        note: 'listed for this URL since our first submit, matched by URL and time only: our hidden first submission or another client’s job; an operator decides',
+      });
+    await store.findings.appendEvent(input.jobId, 'resubmit_audit', null, {
+      taskId: input.taskId,
+      final,
+      duplicates,
+      possible,
+      ...(early ? { note: 'read at the job’s end, before the window had passed twice' } : {}),
+      readings: readings.map((r) => ({ lookup: r.lookup, available: r.available, complete: r.complete, at: r.at })),
+    });
+    return { kind: 'audited', duplicates, possible };
+  };
+}

@@ -1,0 +1,198 @@
+/**
+ * The audit after a resubmit (`src/activities/resubmitAudit.ts`), over a faked activity kit: the
+ * provider's lookups and cancel are stubs, the store's timeline an array. What it reads, when, and
+ * what it does to a first submission the lookups hid past their declared lag.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ActivityKit } from '../../src/activities/context.js';
+import type { AwaitStatusInput } from '../../src/activities/pollTypes.js';
+import { resubmitAudit } from '../../src/activities/resubmitAudit.js';
+import type { Candidate, LookupReading } from '../../src/model/evidence.js';
+import { ProviderError } from '../../src/providers/shared/errors.js';
+import type { JobRow } from '../../src/store/index.js';
+
+const T0 = Date.parse('2026-12-02T07:00:00Z');
+
+interface Fake {
+  kit: ActivityKit;
+  events: { type: string; detail: Record<string, unknown> }[];
+  incidents: { kind: string; message: string }[];
+  cancels: string[];
+  reads: number;
+}
+
+/** A kit whose lookups list `candidates` (or throw `readError`), whose timeline starts with `timeline`, and whose tasks `bound` belong to other jobs. */
+function fake(o: {
+  candidates?: Candidate[];
+  readError?: boolean;
+  timeline?: { type: string; at: number; detail?: Record<string, unknown> }[];
+  bound?: string[];
+}): Fake {
+  const f: Fake = { events: [], incidents: [], cancels: [], reads: 0, kit: undefined as unknown as ActivityKit };
+  const timeline = (o.timeline ?? [{ type: 'reconcile_absent', at: T0 }]).map((e) => ({
+    type: e.type,
+    at: new Date(e.at).toISOString(),
+    detail: JSON.stringify(e.detail ?? {}),
+  }));
+  const adapter = {
+    evidence: {
+      replay: 'none',
+      lookups: [
+        {
+          name: 'GET /runs',
+          shows: ['queued', 'running', 'finished'],
+          finishedForMs: null,
+          lagMs: 10_000,
+          match: 'strong',
+        },
+      ],
+      taskScope: 'credential',
+      source: 'test',
+    },
+    async findSubmitted(): Promise<LookupReading[]> {
+      f.reads++;
+      if (o.readError) throw new ProviderError('transient', 'GET /runs answered 503', { httpStatus: 503 });
+      return [
+        {
+          lookup: 'GET /runs',
+          available: true,
+          complete: true,
+          candidates: o.candidates ?? [],
+          at: new Date().toISOString(),
+        },
+      ];
+    },
+    async cancel(taskId: string) {
+      f.cancels.push(taskId);
+      return { accepted: true, providerStatus: 'ABORTING' };
+    },
+  };
+  const resolved = {
+    adapter,
+    apiKey: 'k',
+    entry: { submitTimeoutMs: 3_000 },
+    providerAccount: 'apify@h#f',
+    providerKey: 'apify@h#f',
+  };
+  f.kit = {
+    deps: { providers: { resolve: () => resolved } },
+    store: {
+      findings: {
+        timeline: async () => [
+          ...timeline,
+          ...f.events.map((e) => ({ type: e.type, at: new Date().toISOString(), detail: JSON.stringify(e.detail) })),
+        ],
+        appendEvent: async (_job: string, type: string, _state: unknown, detail: Record<string, unknown>) =>
+          void f.events.push({ type, detail }),
+        recordIncident: async (i: { kind: string; message: string }) => void f.incidents.push(i),
+      },
+      jobs: {
+        tasksBoundElsewhere: async (q: { taskIds: string[] }) =>
+          new Map(q.taskIds.filter((t) => o.bound?.includes(t)).map((t) => [t, 'scrape:acme:other'])),
+      },
+    },
+    call: async (_p: string, _a: string, fn: (r: typeof resolved) => Promise<unknown>) => fn(resolved),
+    secrets: () => [],
+    signal: () => undefined,
+  } as unknown as ActivityKit;
+  return f;
+}
+
+const row = {
+  submit_attempts: 2,
+  account: 'acme',
+  idem_key: 'k1',
+  created_at: new Date(T0 - 5_000).toISOString(),
+  provider_account: 'apify@h#f',
+} as unknown as JobRow;
+const input = {
+  jobId: 'scrape:acme:k1',
+  provider: 'apify',
+  account: 'acme',
+  taskId: 'ours',
+  request: { url: 'https://e.example/' },
+} as unknown as AwaitStatusInput;
+const strong = (taskId: string, providerStatus = 'RUNNING'): Candidate => ({
+  taskId,
+  providerStatus,
+  match: 'strong',
+  why: 'INPUT carries our reference',
+});
+const weak = (taskId: string): Candidate => ({ taskId, providerStatus: 'listed', match: 'weak', why: 'same URL' });
+
+describe('the audit after a resubmit', () => {
+  it('a job submitted once, or never proved absent, is skipped without a provider read', async () => {
+    const f = fake({ candidates: [strong('first')] });
+    expect(await resubmitAudit(f.kit)({ ...row, submit_attempts: 1 } as JobRow, input, true)).toEqual({
+      kind: 'skipped',
+    });
+    const g = fake({ candidates: [strong('first')], timeline: [{ type: 'submit_ambiguous', at: T0 }] });
+    expect(await resubmitAudit(g.kit)(row, input, true)).toEqual({ kind: 'skipped' });
+    expect([f.reads, g.reads]).toEqual([0, 0]);
+  });
+
+  it('reads nothing before the window the proof relied on has passed again, unless the job has ended', async () => {
+    const f = fake({ candidates: [], timeline: [{ type: 'reconcile_absent', at: Date.now() }] });
+    expect(await resubmitAudit(f.kit)(row, input, false)).toEqual({ kind: 'not_due' });
+    expect(f.reads).toBe(0);
+    expect(await resubmitAudit(f.kit)(row, input, true)).toMatchObject({ kind: 'audited' });
+    expect(f.events.at(-1)).toMatchObject({
+      type: 'resubmit_audit',
+      detail: { final: true, note: expect.stringMatching(/before the window/) },
+    });
+  });
+
+  it('a running strong match is our hidden first submission: reported as a duplicate paid job and cancelled; our own task and another job’s are left alone', async () => {
+    const f = fake({ candidates: [strong('ours'), strong('first'), strong('theirs')], bound: ['theirs'] });
+    expect(await resubmitAudit(f.kit)(row, input, false)).toEqual({
+      kind: 'audited',
+      duplicates: ['first'],
+      possible: [],
+    });
+    expect(f.cancels).toEqual(['first']);
+    expect(f.events.map((e) => e.type)).toEqual(['duplicate_provider_job', 'resubmit_audit']);
+    expect(f.events[0]!.detail).toMatchObject({ taskId: 'first', ours: 'ours', cancel: { accepted: true } });
+    expect(f.incidents).toEqual([
+      expect.objectContaining({ kind: 'duplicate_provider_job', message: expect.stringContaining('first') }),
+    ]);
+  });
+
+  it('a finished strong match is reported, never cancelled; a weak one is a possible duplicate for an operator, never cancelled', async () => {
+    const f = fake({ candidates: [strong('first', 'SUCCEEDED'), weak('lookalike')] });
+    expect(await resubmitAudit(f.kit)(row, input, true)).toEqual({
+      kind: 'audited',
+      duplicates: ['first'],
+      possible: ['lookalike'],
+    });
+    expect(f.cancels).toEqual([]);
+    expect(f.events.map((e) => e.type)).toEqual(['duplicate_provider_job', 'possible_duplicate', 'resubmit_audit']);
+  });
+
+  it('at most two reads: one past the window, one more at the end only if the first found nothing; then never again', async () => {
+    const f = fake({ candidates: [] });
+    const audit = resubmitAudit(f.kit);
+    expect(await audit(row, input, false)).toMatchObject({ kind: 'audited', duplicates: [] });
+    expect(await audit(row, input, false)).toEqual({ kind: 'skipped' });
+    expect(await audit(row, input, true)).toMatchObject({ kind: 'audited' });
+    expect(await audit(row, input, true)).toEqual({ kind: 'skipped' });
+    expect(f.reads).toBe(2);
+    const g = fake({ candidates: [weak('lookalike')] });
+    await resubmitAudit(g.kit)(row, input, false);
+    expect(await resubmitAudit(g.kit)(row, input, true)).toEqual({ kind: 'skipped' });
+    expect(g.reads).toBe(1);
+  });
+
+  it('a lookup that fails is read again at the next check; at the end the failure is recorded, never thrown', async () => {
+    const f = fake({ readError: true });
+    const audit = resubmitAudit(f.kit);
+    expect(await audit(row, input, false)).toEqual({ kind: 'not_due' });
+    expect(f.events).toEqual([]);
+    expect(await audit(row, input, true)).toMatchObject({ kind: 'audited', duplicates: [] });
+    expect(f.events).toEqual([
+      {
+        type: 'resubmit_audit',
+        detail: expect.objectContaining({ final: true, error: expect.objectContaining({ kind: 'transient' }) }),
+      },
+    ]);
+  });
+});
