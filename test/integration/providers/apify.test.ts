@@ -447,6 +447,43 @@ describe('apify: ad-hoc webhooks on the per-job token URL', () => {
     expect(JSON.stringify(await s.store.findings.timeline(ref.jobId))).not.toContain(token);
   });
 
+  it('a delivery whose answer Apify never got is retried on its back-off with the same dispatch ID: the first woke the job, the retry is a duplicate answered 2xx (what stops Apify’s retries); one run, one result', async () => {
+    const f = s.fixture;
+    const delays = f.webhookRetryDelaysMs;
+    f.webhookRetryDelaysMs = [300, 600, 1_200];
+    f.webhookAnswersLost = 1;
+    try {
+      f.plan('retried-hook', { advance: 500 });
+      const t0 = Date.now();
+      const ref = await s.start({ url: 'https://shop.example/retried-hook', key: 'retried-hook-1', policy: SLOW });
+      await s.waitFor(ref.jobId, ['completed'], 60_000);
+      expect(Date.now() - t0).toBeLessThan(50_000);
+      const run = f.runsFor('retried-hook')[0]!;
+      const sent = await waitFor(
+        () => {
+          const ds = f.deliveries.filter((d) => d.runId === run.id);
+          return ds.length >= 2 && ds.at(-1)!.status === 200 ? ds : undefined;
+        },
+        20_000,
+        'the retried delivery answered',
+      );
+      expect(sent.map((d) => [d.retry, d.status])).toEqual([
+        [0, 'error'],
+        [1, 200],
+      ]);
+      expect(sent[1]!.dispatchId).toBe(sent[0]!.dispatchId);
+      expect((sent[0]!.body as { lost: { outcome: string } }).lost.outcome).toBe('woken');
+      expect((sent[1]!.body as { outcome: string }).outcome).toBe('duplicate');
+      const stored = await s.store.webhooks.listDeliveries({ jobId: ref.jobId });
+      expect(stored.map((d) => d.event_id)).toEqual([sent[0]!.dispatchId]);
+      expect(f.runsFor('retried-hook')).toHaveLength(1);
+      expect((await s.outcome(ref.jobId)).results).toBe(1);
+    } finally {
+      f.webhookRetryDelaysMs = delays;
+      f.webhookAnswersLost = 0;
+    }
+  });
+
   it('forged deliveries: no token, a wrong token or another job’s token are 401 and quarantined without their body; nothing changes', async () => {
     const f = s.fixture;
     f.plan('forged', { statuses: ['RUNNING', 'SUCCEEDED'], hold: true });
