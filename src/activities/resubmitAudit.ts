@@ -17,6 +17,7 @@
  */
 import type { JobRow } from '../store/index.js';
 import type { LookupReading } from '../model/evidence.js';
+import { recordReconcile } from '../observability/metrics.js';
 import { isProviderError } from '../providers/shared/errors.js';
 import { providerKeys } from '../providers/shared/keys.js';
 import type { ActivityKit } from './context.js';
@@ -131,6 +132,7 @@ export function resubmitAudit(kit: ActivityKit) {
         ours: input.taskId,
         note: 'listed for this URL since our first submit, matched by URL and time only: our hidden first submission or another client’s job; an operator decides',
       });
+    recordReconcile(duplicates.length ? 'duplicate_found' : possible.length ? 'possible_duplicate' : 'audit_clean');
     await store.findings.appendEvent(input.jobId, 'resubmit_audit', null, {
       taskId: input.taskId,
       final,
