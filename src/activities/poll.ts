@@ -217,11 +217,9 @@ export function pollActivities(kit: ActivityKit) {
     );
     const base = { checks: n, providerStatus: seen.providerStatus, progress: seen.progress };
     // A job submitted again after a proof of absence: is its first submission running beside it?
-    await auditResubmit(
-      row,
-      input,
-      seen.state === 'completed' || seen.state === 'failed' || seen.state === 'cancelled',
-    );
+    // Read after this check's own outcome is recorded, so that it never delays the result.
+    const audit = () =>
+      auditResubmit(row, input, seen.state === 'completed' || seen.state === 'failed' || seen.state === 'cancelled');
     if (seen.state !== 'completed' && seen.providerStatus !== row.provider_status) {
       await store.findings.appendEvent(
         input.jobId,
@@ -262,6 +260,7 @@ export function pollActivities(kit: ActivityKit) {
         documents: out.documents,
         ...(out.contentNote ? { contentNote: out.contentNote } : {}),
       };
+      await audit();
       return { outcome: { ...base, kind: 'completed', result } };
     }
     if (seen.state === 'failed') {
@@ -285,12 +284,15 @@ export function pollActivities(kit: ActivityKit) {
         at: evidence?.at,
       });
       await transition(input, 'failed', error, 'provider reported a terminal failure');
+      await audit();
       return { outcome: { ...base, kind: 'failed', error } };
     }
     if (seen.state === 'cancelled') {
       await transition(input, 'cancelled', undefined, 'the provider reports the task cancelled (not by this workflow)');
+      await audit();
       return { outcome: { ...base, kind: 'cancelled' } };
     }
+    await audit();
     if (now() >= deadline) return { outcome: { ...base, kind: 'deadline' } };
     const delay = Math.min(Math.max(scheduleDelay(input.schedule, n), seen.retryAfterMs ?? 0), until);
     const what =

@@ -929,7 +929,24 @@ export async function defineConformanceMatrix<F extends ConformanceFixture>(spec
         };
         const { outcomes, violations } = await runRound(ctx!, round);
         const o = outcomes[0]!;
-        const events = o.jobId ? await ctx!.s.store.findings.timeline(o.jobId) : [];
+        // The audit's last read (at the job's end, just after the result) is recorded a moment later: wait for it where a proof of absence was acted on.
+        const timeline = () => (o.jobId ? ctx!.s.store.findings.timeline(o.jobId) : Promise.resolve([]));
+        if ((await timeline()).some((e) => e.type === 'reconcile_absent'))
+          await waitFor(
+            async () =>
+              (await timeline()).some((e) => {
+                if (e.type !== 'resubmit_audit') return false;
+                const d = JSON.parse(e.detail ?? '{}') as {
+                  final?: boolean;
+                  duplicates?: string[];
+                  possible?: string[];
+                };
+                return d.final === true || (d.duplicates?.length ?? 0) > 0 || (d.possible?.length ?? 0) > 0;
+              }),
+            20_000,
+            `${o.case.id}: the audit after its resubmit`,
+          ).catch(() => undefined);
+        const events = await timeline();
         const named = (type: string) =>
           events
             .filter((e) => e.type === type)
@@ -939,6 +956,12 @@ export async function defineConformanceMatrix<F extends ConformanceFixture>(spec
             });
         const duplicates = named('duplicate_provider_job');
         const possible = named('possible_duplicate');
+        // A provider may take a moment to stop a job it was asked to cancel.
+        await waitFor(
+          () => oursAt(ctx!.s.fixture.conformance, o).every((j) => !duplicates.includes(j.id) || j.state !== 'running'),
+          8_000,
+          'reported duplicates stopped at the provider',
+        ).catch(() => undefined);
         const mine = oursAt(ctx!.s.fixture.conformance, o);
         const extra = mine.filter((j) => j.id !== o.row?.task_id);
         const silent = extra.filter((j) => !duplicates.includes(j.id) && !possible.includes(j.id));
