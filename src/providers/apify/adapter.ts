@@ -70,7 +70,7 @@ import type {
 } from '../adapter.js';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import type { ApifyEntry } from './config.js';
-import { APIFY_EVIDENCE, findSubmitted, type ApifyReads } from './lookups.js';
+import { APIFY_EVIDENCE, APIFY_EVIDENCE_NO_REF, findSubmitted, type ApifyReads } from './lookups.js';
 import { RunResponseSchema, type RunSchema } from './runs.js';
 
 /** Ad-hoc webhook events we ask for: every terminal run event (events.md). */
@@ -166,10 +166,7 @@ export class ApifyAdapter implements ProviderAdapter {
     });
     this.recent = new RecentRuns(entry.replicaLagGraceMs);
     // Without our reference in the input, a run matches by URL only: weak evidence.
-    this.evidence =
-      entry.input.clientRefField === null
-        ? { ...APIFY_EVIDENCE, lookups: APIFY_EVIDENCE.lookups.map((l) => ({ ...l, match: 'weak' as const })) }
-        : APIFY_EVIDENCE;
+    this.evidence = entry.input.clientRefField === null ? APIFY_EVIDENCE_NO_REF : APIFY_EVIDENCE;
     this.reads = {
       name,
       entry,

@@ -3,7 +3,7 @@
  */
 import { defineProvider } from '../descriptor.js';
 import { ApifyAdapter } from './adapter.js';
-import { APIFY_EVIDENCE } from './lookups.js';
+import { APIFY_EVIDENCE, APIFY_EVIDENCE_NO_REF } from './lookups.js';
 import { ApifyConfigSchema } from './config.js';
 import { apifyWebhook } from './webhook.js';
 
@@ -19,7 +19,13 @@ export const apifyProvider = defineProvider({
     'Apify API v2 OpenAPI (github.com/apify/apify-docs apify-api/openapi, version v2-2026-08-05T133145Z, commit 4416da6 of 2026-08-07): POST /v2/actors/{actorId}/runs → 201 {data: Run}, GET /v2/actor-runs/{runId}, GET /v2/actor-runs/{runId}/dataset/items, POST /v2/actor-runs/{runId}/abort, GET /v2/actors/{actorId}/runs; ad-hoc webhooks (X-Apify-Webhook-Dispatch-Id, unsigned)',
   configSchema: ApifyConfigSchema,
   capabilities: { idempotency: false, list: true, cancel: true, webhooks: true },
-  evidence: [{ label: 'actor runs', evidence: APIFY_EVIDENCE }],
+  evidence: [
+    { label: 'actor runs', evidence: APIFY_EVIDENCE },
+    {
+      label: 'actor runs whose input takes no reference (`input.clientRefField: null`)',
+      evidence: APIFY_EVIDENCE_NO_REF,
+    },
+  ],
   expiry:
     "runs beyond the latest ten are deleted with their dataset after the plan's data retention: 404 on the run (after notFoundLimit in a row) or on its dataset → expired",
   // An actor run takes tens of seconds to hours: first check after 10 s, then up to every 2 min.

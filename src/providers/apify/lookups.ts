@@ -47,6 +47,15 @@ export const APIFY_EVIDENCE: ReconcileEvidence = {
 };
 
 /**
+ * {@link APIFY_EVIDENCE} of an entry whose actor's input takes no reference
+ * (`input.clientRefField: null`): a run matches by URL and time only, so every match is weak.
+ */
+export const APIFY_EVIDENCE_NO_REF: ReconcileEvidence = {
+  ...APIFY_EVIDENCE,
+  lookups: APIFY_EVIDENCE.lookups.map((l) => ({ ...l, match: 'weak' as const })),
+};
+
+/**
  * Reads {@link RUN_LOOKUP} for the run a lost submit created: lists the actor's runs started
  * since `submittedAfter − reconcileList.marginMs` (oldest first, pages of `maxInputReads`) and
  * reads the stored `INPUT` of each run started through the API. A run whose input carries our
