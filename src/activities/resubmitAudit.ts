@@ -28,9 +28,23 @@ import { submitTimeoutOf } from './attempt.js';
 export type ResubmitAuditOutcome =
   { kind: 'skipped' | 'not_due' } | { kind: 'audited'; duplicates: string[]; possible: string[] };
 
+/** How many jobs' audit progress one worker remembers (the oldest is forgotten first; forgetting costs one timeline read). */
+const MEMO_LIMIT = 20_000;
+
 /** Builds `auditResubmit` over `kit`. */
 export function resubmitAudit(kit: ActivityKit) {
   const { store } = kit;
+  /**
+   * Per job and task, what this worker already knows, so that a status check of a job submitted
+   * more than once (a refused submit sent again is one) reads the timeline only until that is
+   * settled: `done` (nothing to audit, or audited for good) or `final` (only the read at the end is left).
+   */
+  const memo = new Map<string, 'done' | 'final'>();
+  const remember = (key: string, v: 'done' | 'final') => {
+    memo.delete(key);
+    memo.set(key, v);
+    if (memo.size > MEMO_LIMIT) memo.delete(memo.keys().next().value!);
+  };
 
   /**
    * Audits job `row` (its task `input.taskId` known) when it was submitted again after a reconcile
@@ -45,18 +59,23 @@ export function resubmitAudit(kit: ActivityKit) {
     final: boolean,
   ): Promise<ResubmitAuditOutcome> {
     if (Number(row.submit_attempts) < 2) return { kind: 'skipped' };
+    const key = `${input.jobId}\n${input.taskId}`;
+    const known = memo.get(key);
+    if (known === 'done' || (known === 'final' && !final)) return { kind: 'skipped' };
+    const skip = (v: 'done' | 'final'): ResubmitAuditOutcome => (remember(key, v), { kind: 'skipped' });
     const timeline = await store.findings.timeline(input.jobId);
     const audits = timeline
       .filter((e) => e.type === 'resubmit_audit')
       .map((e) => JSON.parse(e.detail ?? '{}') as { final?: boolean; duplicates?: string[]; possible?: string[] });
     // Once at its window, once more at the job's end unless the first found something.
-    if (audits.some((a) => a.final || a.duplicates?.length || a.possible?.length)) return { kind: 'skipped' };
-    if (!final && audits.length > 0) return { kind: 'skipped' };
+    if (audits.some((a) => a.final || a.duplicates?.length || a.possible?.length)) return skip('done');
+    if (!final && audits.length > 0) return skip('final');
+    // The task is known, so a proof of absence that led to it is already in the timeline.
     const absent = timeline.filter((e) => e.type === 'reconcile_absent').at(-1);
-    if (!absent) return { kind: 'skipped' };
+    if (!absent) return skip('done');
     const resolved = kit.deps.providers.resolve(input.provider, input.account);
     const evidence = resolved.adapter.evidence;
-    if (evidence.lookups.length === 0) return { kind: 'skipped' };
+    if (evidence.lookups.length === 0) return skip('done');
     // The window the proof of absence relied on: the declared lags (or the entry's override) and the submit's own timeout.
     const lagMs = resolved.entry.reconcile?.settleMs ?? Math.max(...evidence.lookups.map((l) => l.lagMs));
     const windowMs = Math.max(lagMs, submitTimeoutOf(resolved));
@@ -78,6 +97,7 @@ export function resubmitAudit(kit: ActivityKit) {
     } catch (e) {
       if (!isProviderError(e)) throw e;
       if (!final) return { kind: 'not_due' };
+      remember(key, 'done');
       await store.findings.appendEvent(input.jobId, 'resubmit_audit', null, {
         taskId: input.taskId,
         final,
@@ -141,6 +161,7 @@ export function resubmitAudit(kit: ActivityKit) {
       ...(early ? { note: 'read at the job’s end, before the window had passed twice' } : {}),
       readings: readings.map((r) => ({ lookup: r.lookup, available: r.available, complete: r.complete, at: r.at })),
     });
+    remember(key, final || duplicates.length || possible.length ? 'done' : 'final');
     return { kind: 'audited', duplicates, possible };
   };
 }

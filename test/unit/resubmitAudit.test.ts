@@ -19,6 +19,7 @@ interface Fake {
   incidents: { kind: string; message: string }[];
   cancels: string[];
   reads: number;
+  timelineReads: number;
 }
 
 /** A kit whose lookups list `candidates` (or throw `readError`), whose timeline starts with `timeline`, and whose tasks `bound` belong to other jobs. */
@@ -28,7 +29,14 @@ function fake(o: {
   timeline?: { type: string; at: number; detail?: Record<string, unknown> }[];
   bound?: string[];
 }): Fake {
-  const f: Fake = { events: [], incidents: [], cancels: [], reads: 0, kit: undefined as unknown as ActivityKit };
+  const f: Fake = {
+    events: [],
+    incidents: [],
+    cancels: [],
+    reads: 0,
+    timelineReads: 0,
+    kit: undefined as unknown as ActivityKit,
+  };
   const timeline = (o.timeline ?? [{ type: 'reconcile_absent', at: T0 }]).map((e) => ({
     type: e.type,
     at: new Date(e.at).toISOString(),
@@ -79,6 +87,7 @@ function fake(o: {
     store: {
       findings: {
         timeline: async () => [
+          ...(f.timelineReads++, []),
           ...timeline,
           ...f.events.map((e) => ({ type: e.type, at: new Date().toISOString(), detail: JSON.stringify(e.detail) })),
         ],
@@ -129,6 +138,13 @@ describe('the audit after a resubmit', () => {
     const g = fake({ candidates: [strong('first')], timeline: [{ type: 'submit_ambiguous', at: T0 }] });
     expect(await resubmitAudit(g.kit)(row, input, true)).toEqual({ kind: 'skipped' });
     expect([f.reads, g.reads]).toEqual([0, 0]);
+  });
+
+  it('a job submitted twice without a proof of absence (a refused submit sent again) reads its timeline once per worker, not at every check', async () => {
+    const f = fake({ candidates: [strong('first')], timeline: [{ type: 'submit_refused', at: T0 }] });
+    const audit = resubmitAudit(f.kit);
+    for (let i = 0; i < 5; i++) expect(await audit(row, input, i === 4)).toEqual({ kind: 'skipped' });
+    expect([f.timelineReads, f.reads]).toEqual([1, 0]);
   });
 
   it('reads nothing before the window the proof relied on has passed again, unless the job has ended', async () => {
