@@ -35,8 +35,8 @@ export function adoptActivities(kit: ActivityKit) {
      * the task is not bound to another job of the same provider account (any entry reaching it);
      * the job's own credential can read it where the provider checks credentials (a refusal or a
      * `404` refuses it); and where the provider's record says what the task is for, that is this
-     * job (our reference, or the URL). Returns the bound task ID (the stored one when a task was
-     * recorded meanwhile) or `{refused}` with the reason; either way the attempt is in the
+     * job (our reference, or the URL). Returns the bound task ID or `{refused}` with the reason (also
+     * when another task was recorded meanwhile, by a late answer); either way the attempt is in the
      * timeline (`operator_resolve`: who, when, the task and the evidence).
      */
     async adoptTask(input: {
@@ -47,8 +47,6 @@ export function adoptActivities(kit: ActivityKit) {
     }): Promise<AdoptOutcome> {
       const row = await store.jobs.get(input.jobId);
       if (!row) throw new Error(`job ${input.jobId} is not registered`);
-      if (row.task_id) return row.task_id;
-      const resolved = kit.deps.providers.resolve(row.provider, row.account);
       const audit = (outcome: string, evidence: Record<string, unknown>) =>
         store.findings.appendEvent(input.jobId, 'operator_resolve', row.state, {
           by: input.by,
@@ -57,6 +55,15 @@ export function adoptActivities(kit: ActivityKit) {
           outcome,
           evidence,
         });
+      if (row.task_id === input.taskId) return row.task_id;
+      if (row.task_id) {
+        // A late answer recorded another task meanwhile: the operator's choice is never silently replaced.
+        await audit('refused', { recorded: row.task_id });
+        return {
+          refused: `a task (${row.task_id}) was recorded for this job meanwhile, by an answer that came late; resolve with that task, or not at all`,
+        };
+      }
+      const resolved = kit.deps.providers.resolve(row.provider, row.account);
       const bound = await store.jobs.tasksBoundElsewhere({
         providerAccount: resolved.providerAccount,
         provider: row.provider,

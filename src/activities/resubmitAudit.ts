@@ -6,10 +6,14 @@
  * on has passed a second time, and any other job they show for this request is reported:
  * - a **strong** match (our client reference read back) is our own first submission: a duplicate
  *   paid job. It is recorded (`duplicate_provider_job` event and incident, both task IDs, the
- *   readings) and, while it still runs, cancelled at the provider (it is ours and its result is
- *   never read);
- * - a **weak** match (URL and time only) may be another client's job: it is recorded as a
- *   `possible_duplicate` for an operator and nothing is done to it.
+ *   readings) and asked to cancel at the provider (it is ours and its result is never read; a
+ *   finished one answers that it is final; a cancel without an answer is asked again at the next
+ *   checks, {@link CANCEL_RETRIES} times);
+ * - a **weak** match (URL and time only), or one whose reference could not be read, may be
+ *   another client's job: it is recorded as a `possible_duplicate` for an operator and nothing is
+ *   done to it.
+ * A failed read, or a lookup not offered or read only up to its bound, is recorded as inconclusive,
+ * never as clean.
  * The lookups are read at the first check past that window and, unless that read found something,
  * once more at the job's end (a lag longer than the job's whole run goes unseen): at most two reads
  * per resubmitted job (`resubmit_audit` events). The audit never changes the job's own state or
@@ -27,6 +31,25 @@ import { submitTimeoutOf } from './attempt.js';
 /** What one audit concluded: `not_due` (nothing read yet), `skipped` (nothing to audit) or the audit recorded. */
 export type ResubmitAuditOutcome =
   { kind: 'skipped' | 'not_due' } | { kind: 'audited'; duplicates: string[]; possible: string[] };
+
+/** How many times a duplicate's cancel that got no answer is asked again (once per later status check). */
+const CANCEL_RETRIES = 3;
+
+/** The detail of a `resubmit_audit` event. */
+interface AuditRecord {
+  taskId?: string;
+  /** Read at the job's end. */
+  final?: boolean;
+  /** Strong matches other than our task: our own first submissions. */
+  duplicates?: string[];
+  /** Weak or unreadable matches: an operator decides. */
+  possible?: string[];
+  /** Duplicates whose cancel got no answer yet. */
+  cancelPending?: string[];
+  /** A lookup was not offered or was read only up to its bound: nothing else found proves nothing. */
+  inconclusive?: boolean;
+  [k: string]: unknown;
+}
 
 /** How many jobs' audit progress one worker remembers (the oldest is forgotten first; forgetting costs one timeline read). */
 const MEMO_LIMIT = 20_000;
@@ -53,6 +76,30 @@ export function resubmitAudit(kit: ActivityKit) {
    * nothing to audit: a job submitted once is skipped without a store read. Never throws for a
    * provider answer (a failed read is retried at the next check, or recorded at the end).
    */
+  /** Asks the provider to cancel each of `taskIds` (ours, never read); returns those whose cancel got no answer. */
+  async function cancelDuplicatesOf(
+    input: AwaitStatusInput,
+    taskIds: string[],
+  ): Promise<{ answers: Map<string, unknown>; failed: string[] }> {
+    const answers = new Map<string, unknown>();
+    const failed: string[] = [];
+    for (const taskId of taskIds) {
+      try {
+        answers.set(
+          taskId,
+          await kit.call(input.provider, input.account, (p) =>
+            p.adapter.cancel(taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+          ),
+        );
+      } catch (e) {
+        if (!isProviderError(e)) throw e;
+        answers.set(taskId, { error: e.toJobError() });
+        failed.push(taskId);
+      }
+    }
+    return { answers, failed };
+  }
+
   return async function auditResubmit(
     row: JobRow,
     input: AwaitStatusInput,
@@ -63,10 +110,25 @@ export function resubmitAudit(kit: ActivityKit) {
     const known = memo.get(key);
     if (known === 'done' || (known === 'final' && !final)) return { kind: 'skipped' };
     const skip = (v: 'done' | 'final'): ResubmitAuditOutcome => (remember(key, v), { kind: 'skipped' });
+    const cancelDuplicates = async (ids: string[]) => (await cancelDuplicatesOf(input, ids)).failed;
     const timeline = await store.findings.timeline(input.jobId);
     const audits = timeline
       .filter((e) => e.type === 'resubmit_audit')
-      .map((e) => JSON.parse(e.detail ?? '{}') as { final?: boolean; duplicates?: string[]; possible?: string[] });
+      .map((e) => JSON.parse(e.detail ?? '{}') as AuditRecord);
+    // A duplicate whose cancel was not answered is asked again at later checks, a few times.
+    const pending = audits.at(-1)?.cancelPending ?? [];
+    if (pending.length) {
+      const tries = timeline.filter((e) => e.type === 'duplicate_cancel_retry').length;
+      if (tries >= CANCEL_RETRIES) return skip('done');
+      const still = await cancelDuplicates(pending);
+      await store.findings.appendEvent(input.jobId, 'duplicate_cancel_retry', null, {
+        taskIds: pending,
+        stillPending: still,
+      });
+      if (still.length === 0)
+        await store.findings.appendEvent(input.jobId, 'resubmit_audit', null, { ...audits.at(-1), cancelPending: [] });
+      return { kind: 'skipped' };
+    }
     // Once at its window, once more at the job's end unless the first found something.
     if (audits.some((a) => a.final || a.duplicates?.length || a.possible?.length)) return skip('done');
     if (!final && audits.length > 0) return skip('final');
@@ -79,7 +141,8 @@ export function resubmitAudit(kit: ActivityKit) {
     // The window the proof of absence relied on: the declared lags (or the entry's override) and the submit's own timeout.
     const lagMs = resolved.entry.reconcile?.settleMs ?? Math.max(...evidence.lookups.map((l) => l.lagMs));
     const windowMs = Math.max(lagMs, submitTimeoutOf(resolved));
-    const dueAt = Date.parse(absent.at) + windowMs;
+    // From the proof, or from when the task came, whichever is later (a later round may have bound a task the lookups found).
+    const dueAt = Math.max(Date.parse(absent.at), Date.parse(row.submitted_at ?? absent.at) || 0) + windowMs;
     if (!final && Date.now() < dueAt) return { kind: 'not_due' };
 
     let readings: LookupReading[];
@@ -96,13 +159,16 @@ export function resubmitAudit(kit: ActivityKit) {
       );
     } catch (e) {
       if (!isProviderError(e)) throw e;
-      if (!final) return { kind: 'not_due' };
-      remember(key, 'done');
+      // One failed read uses up the read past the window (never a read at every check); the one at the end remains.
+      remember(key, final ? 'done' : 'final');
+      recordReconcile('audit_inconclusive');
       await store.findings.appendEvent(input.jobId, 'resubmit_audit', null, {
         taskId: input.taskId,
         final,
         error: e.toJobError(),
-        note: 'the lookups could not be read at the job’s end: a first submission hidden by a lookup lag would go unseen',
+        note: final
+          ? 'the lookups could not be read at the job’s end: a first submission hidden by a lookup lag would go unseen'
+          : 'the lookups could not be read; they are read again at the job’s end',
       });
       return { kind: 'audited', duplicates: [], possible: [] };
     }
@@ -118,24 +184,26 @@ export function resubmitAudit(kit: ActivityKit) {
     const unbound = others.filter((c) => !boundElsewhere.has(c.taskId));
     const uniq = (xs: string[]) => [...new Set(xs)];
     const duplicates = uniq(unbound.filter((c) => c.match === 'strong').map((c) => c.taskId));
+    // A candidate whose reference could not be read may be ours as well: it is never taken for "not ours".
     const possible = uniq(
-      unbound.filter((c) => c.match === 'weak' && !duplicates.includes(c.taskId)).map((c) => c.taskId),
+      unbound
+        .filter((c) => (c.match === 'weak' || c.match === 'unreadable') && !duplicates.includes(c.taskId))
+        .map((c) => c.taskId),
     );
+    // A lookup not offered, or read only up to its bound, cannot show that nothing else is there.
+    const inconclusive = readings.some((r) => !r.available || !r.complete);
     const early = Date.now() < dueAt;
+    // Every duplicate is asked to cancel, finished or not: a finished one answers that it is final.
+    const { answers, failed } = await cancelDuplicatesOf(input, duplicates);
     for (const taskId of duplicates) {
       const listed = unbound.find((c) => c.taskId === taskId)!;
-      let cancel: unknown = { skipped: 'listed as finished' };
-      if (!/^(succeeded|completed|failed|aborted|cancel+ed|ready|done|finished)$/i.test(listed.providerStatus)) {
-        try {
-          cancel = await kit.call(input.provider, input.account, (p) =>
-            p.adapter.cancel(taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
-          );
-        } catch (e) {
-          if (!isProviderError(e)) throw e;
-          cancel = { error: e.toJobError() };
-        }
-      }
-      const detail = { taskId, ours: input.taskId, lookup: listed.lookup, why: listed.why, cancel };
+      const detail = {
+        taskId,
+        ours: input.taskId,
+        lookup: listed.lookup,
+        why: listed.why,
+        cancel: answers.get(taskId),
+      };
       await store.findings.appendEvent(input.jobId, 'duplicate_provider_job', null, detail);
       await store.findings.recordIncident({
         jobId: input.jobId,
@@ -152,16 +220,27 @@ export function resubmitAudit(kit: ActivityKit) {
         ours: input.taskId,
         note: 'listed for this URL since our first submit, matched by URL and time only: our hidden first submission or another client’s job; an operator decides',
       });
-    recordReconcile(duplicates.length ? 'duplicate_found' : possible.length ? 'possible_duplicate' : 'audit_clean');
-    await store.findings.appendEvent(input.jobId, 'resubmit_audit', null, {
+    recordReconcile(
+      duplicates.length
+        ? 'duplicate_found'
+        : possible.length
+          ? 'possible_duplicate'
+          : inconclusive
+            ? 'audit_inconclusive'
+            : 'audit_clean',
+    );
+    const record: AuditRecord = {
       taskId: input.taskId,
       final,
       duplicates,
       possible,
+      cancelPending: failed,
+      inconclusive,
       ...(early ? { note: 'read at the job’s end, before the window had passed twice' } : {}),
       readings: readings.map((r) => ({ lookup: r.lookup, available: r.available, complete: r.complete, at: r.at })),
-    });
-    remember(key, final || duplicates.length || possible.length ? 'done' : 'final');
+    };
+    await store.findings.appendEvent(input.jobId, 'resubmit_audit', null, record);
+    if (!failed.length) remember(key, final || duplicates.length || possible.length ? 'done' : 'final');
     return { kind: 'audited', duplicates, possible };
   };
 }

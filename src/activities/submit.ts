@@ -25,7 +25,8 @@ import {
 import { wakeIfDecidedWithout } from './lateAnswer.js';
 import { detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
-import { slotReleased } from './slots.js';
+import { slotReleased, SLOT_WAIT_MS, slotWaitPlan } from './slots.js';
+
 import { trackActivities } from './track.js';
 import type { PollOutcome, PollSchedule } from './pollTypes.js';
 
@@ -54,31 +55,6 @@ export type SubmitOutcome =
   | { kind: 'accepted'; taskId: string; providerStatus: string; adopted: boolean; checks?: number; deadlineAt?: string }
   | { kind: 'finished'; taskId: string; outcome: PollOutcome; deadlineAt: string }
   | { kind: 'ambiguous'; error: JobError };
-
-/** Longest in-attempt wait for a free slot under the key's active-jobs limit, ms; then the attempt is retried later. */
-const SLOT_WAIT_MS = 5_000;
-
-/**
- * When a submit finds no free slot: how long it may wait inside the attempt (ms; woken at once when
- * a job of the key ends in this process) and, failing that, the server-side retry delay (ms).
- *
- * A waiting attempt holds one of the worker's activity slots, and every attempt is an activity
- * task the server dispatches. With a few waiters (≤ the key's limit) an in-attempt wait gives the
- * freed slot to a waiter within milliseconds. With thousands (a 10,000-row batch against a
- * provider that runs 20 jobs at a time) in-attempt waits would fill the worker's activity slots
- * and starve the status checks of the very jobs holding the provider's slots, and short retries
- * would flood the server; so a crowded key returns at once and retries after a delay that grows
- * with the queue: `waiting / limit × 2 s`, within 3 s … 5 min, jittered ×0.5–1.5 (`random` in
- * [0, 1)). The retry rate per key then stays near `limit / 2 s` however long the queue is.
- */
-export function slotWaitPlan(
-  full: { limit: number; waiting: number },
-  random: number,
-): { inAttemptMs: number; retryMs: number } {
-  const crowded = full.waiting > full.limit;
-  const base = Math.min(300_000, Math.max(3_000, (full.waiting / Math.max(1, full.limit)) * 2_000));
-  return { inAttemptMs: crowded ? 0 : SLOT_WAIT_MS, retryMs: Math.round(base * (0.5 + random)) };
-}
 
 /** Builds `submitJob`, `findRecordedTask` and `registerJob` over `kit`. */
 export function submitActivities(kit: ActivityKit) {
@@ -133,9 +109,16 @@ export function submitActivities(kit: ActivityKit) {
       );
     }
     if (bound.kind === 'final') {
+      // Ours, and wanted by no one (the job ended while the submit was on its way): stopped, so that it does not bill on.
+      const cancel = await kit
+        .call(job.provider, job.account, (p) =>
+          p.adapter.cancel(accepted.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+        )
+        .catch((e: unknown) => ({ error: isProviderError(e) ? e.toJobError() : String(e) }));
+      await store.findings.appendEvent(job.jobId, 'late_task_cancel', null, { taskId: accepted.taskId, cancel });
       throw new ProviderError(
-        'conflict',
-        `the provider answered our submit with task ${accepted.taskId} after the job ended ${bound.state}; the task is kept in its timeline (task_after_final)`,
+        'permanent',
+        `the provider answered our submit with task ${accepted.taskId} after the job ended ${bound.state}; the task is kept in its timeline (task_after_final) and was asked to cancel`,
         { code: 'JOB_ALREADY_FINAL' },
       );
     }
@@ -228,6 +211,12 @@ export function submitActivities(kit: ActivityKit) {
       await store.jobs.setProviderAccount(job.jobId, resolved.providerAccount, resolved.providerKey);
       const { r, label } = await reserve(input, resolved);
       if (r.kind === 'missing') throw new Error(`job ${job.jobId} is not registered`);
+      if (r.kind === 'final')
+        throw ApplicationFailure.create({
+          type: 'Submit.jobFinal',
+          message: `the job is already ${r.state}: nothing is submitted`,
+          nonRetryable: true,
+        });
       if (r.kind === 'full') {
         throw ApplicationFailure.create({
           type: 'Submit.waitingForSlot',

@@ -39,6 +39,8 @@ export type Reservation =
   | { kind: 'known'; before: JobRow }
   /** No slot: `waiting` other jobs of the key wait for one too (registered, no intent, no task). */
   | { kind: 'full'; active: number; limit: number; waiting: number }
+  /** The job ended (cancelled while its submit waited for a slot, say): nothing may be submitted. */
+  | { kind: 'final'; state: string }
   | { kind: 'missing' };
 
 /** States whose provider task may be running (or may exist: an unanswered submit). */
@@ -178,6 +180,7 @@ export class PollingRepository {
           .where('id', '=', jobId)
           .execute();
       if (before.task_id) return { kind: 'known', before };
+      if (isFinalState(before.state)) return { kind: 'final', state: before.state };
       const decided = afterReconcile && Date.parse(before.submit_intent_at ?? '') < intentsSinceMs;
       if (before.submit_intent_at && !decided) {
         await intent();

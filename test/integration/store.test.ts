@@ -145,6 +145,18 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect((await store.polling.reserveSubmit('j-resubmit', scope, limits, true)).kind).toBe('reserved');
     });
 
+    it('a job that ended while its submit waited for a slot (cancelled) reserves nothing: no submit may leave for it', async () => {
+      await store.jobs.register(job('j-cancelled-waiting'));
+      expect(await store.jobs.transition('j-cancelled-waiting', 'cancelled')).toBe(true);
+      expect(
+        await store.polling.reserveSubmit('j-cancelled-waiting', { label: 'p@h#k' }, { initial: 8 }, false),
+      ).toEqual({
+        kind: 'final',
+        state: 'cancelled',
+      });
+      expect((await store.jobs.get('j-cancelled-waiting'))!.submit_intent_at).toBeNull();
+    });
+
     it('never moves a final job unless forced', async () => {
       await store.jobs.register(job('j3'));
       expect(

@@ -10,7 +10,7 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createActivities, type AwaitStatusInput, type SubmitJobInput } from '../../src/activities/index.js';
-import { slotWaitPlan } from '../../src/activities/submit.js';
+import { slotWaitPlan } from '../../src/activities/slots.js';
 import { parseConfig } from '../../src/config.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';

@@ -1,11 +1,12 @@
 /**
- * The audit after a resubmit (`src/activities/resubmitAudit.ts`), over a faked activity kit: the
+ * The audit after a resubmit (`src/activities/resubmitAudit.ts`) and the operator’s resolve against a late answer (`adopt.ts`), over a faked activity kit: the
  * provider's lookups and cancel are stubs, the store's timeline an array. What it reads, when, and
  * what it does to a first submission the lookups hid past their declared lag.
  */
 import { describe, expect, it } from 'vitest';
 import type { ActivityKit } from '../../src/activities/context.js';
 import type { AwaitStatusInput } from '../../src/activities/pollTypes.js';
+import { adoptActivities } from '../../src/activities/adopt.js';
 import { resubmitAudit } from '../../src/activities/resubmitAudit.js';
 import type { Candidate, LookupReading } from '../../src/model/evidence.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
@@ -26,6 +27,9 @@ interface Fake {
 function fake(o: {
   candidates?: Candidate[];
   readError?: boolean;
+  incomplete?: boolean;
+  /** Cancels of these tasks fail this many times. */
+  cancelFails?: number;
   timeline?: { type: string; at: number; detail?: Record<string, unknown> }[];
   bound?: string[];
 }): Fake {
@@ -64,7 +68,7 @@ function fake(o: {
         {
           lookup: 'GET /runs',
           available: true,
-          complete: true,
+          complete: o.incomplete !== true,
           candidates: o.candidates ?? [],
           at: new Date().toISOString(),
         },
@@ -72,6 +76,10 @@ function fake(o: {
     },
     async cancel(taskId: string) {
       f.cancels.push(taskId);
+      if ((o.cancelFails ?? 0) > 0) {
+        o.cancelFails!--;
+        throw new ProviderError('transient', 'POST /abort answered 503', { httpStatus: 503 });
+      }
       return { accepted: true, providerStatus: 'ABORTING' };
     },
   };
@@ -173,14 +181,20 @@ describe('the audit after a resubmit', () => {
     ]);
   });
 
-  it('a finished strong match is reported, never cancelled; a weak one is a possible duplicate for an operator, never cancelled', async () => {
-    const f = fake({ candidates: [strong('first', 'SUCCEEDED'), weak('lookalike')] });
+  it('a finished strong match is reported (and asked to cancel: a finished one answers that it is final); a weak or unreadable one is a possible duplicate for an operator, never cancelled', async () => {
+    const unreadable: Candidate = {
+      taskId: 'no-input',
+      providerStatus: 'RUNNING',
+      match: 'unreadable',
+      why: 'INPUT answered 404',
+    };
+    const f = fake({ candidates: [strong('first', 'SUCCEEDED'), weak('lookalike'), unreadable] });
     expect(await resubmitAudit(f.kit)(row, input, true)).toEqual({
       kind: 'audited',
       duplicates: ['first'],
-      possible: ['lookalike'],
+      possible: ['lookalike', 'no-input'],
     });
-    expect(f.cancels).toEqual([]);
+    expect(f.cancels).toEqual(['first']);
     expect(f.events.map((e) => e.type)).toEqual(['duplicate_provider_job', 'possible_duplicate', 'resubmit_audit']);
   });
 
@@ -198,16 +212,75 @@ describe('the audit after a resubmit', () => {
     expect(g.reads).toBe(1);
   });
 
-  it('a lookup that fails is read again at the next check; at the end the failure is recorded, never thrown', async () => {
+  it('a lookup that fails is recorded, never thrown, and uses up the read past the window (no read at every check); the read at the end remains', async () => {
     const f = fake({ readError: true });
     const audit = resubmitAudit(f.kit);
-    expect(await audit(row, input, false)).toEqual({ kind: 'not_due' });
-    expect(f.events).toEqual([]);
+    expect(await audit(row, input, false)).toMatchObject({ kind: 'audited', duplicates: [] });
+    for (let i = 0; i < 5; i++) expect(await audit(row, input, false)).toEqual({ kind: 'skipped' });
     expect(await audit(row, input, true)).toMatchObject({ kind: 'audited', duplicates: [] });
-    expect(f.events).toEqual([
+    expect(f.reads).toBe(2);
+    expect(f.events.map((e) => [e.type, e.detail.final, (e.detail.error as { kind?: string })?.kind])).toEqual([
+      ['resubmit_audit', false, 'transient'],
+      ['resubmit_audit', true, 'transient'],
+    ]);
+  });
+
+  it('a reading that could not see everything (read only up to its bound) is inconclusive, never clean; the read at the end still happens', async () => {
+    const f = fake({ incomplete: true });
+    const audit = resubmitAudit(f.kit);
+    await audit(row, input, false);
+    expect(f.events.at(-1)).toMatchObject({ type: 'resubmit_audit', detail: { inconclusive: true, duplicates: [] } });
+    await audit(row, input, true);
+    expect(f.reads).toBe(2);
+  });
+
+  it('a duplicate whose cancel got no answer is asked again at the next checks, at most three more times, without reading the lookups again', async () => {
+    const f = fake({ candidates: [strong('first')], cancelFails: 2 });
+    const audit = resubmitAudit(f.kit);
+    await audit(row, input, false);
+    expect(f.events.at(-1)).toMatchObject({ type: 'resubmit_audit', detail: { cancelPending: ['first'] } });
+    await audit(row, input, false); // fails again
+    await audit(row, input, false); // answered
+    await audit(row, input, false); // nothing left
+    expect(f.cancels).toEqual(['first', 'first', 'first']);
+    expect(f.reads).toBe(1);
+    expect(f.events.filter((e) => e.type === 'duplicate_cancel_retry').map((e) => e.detail.stillPending)).toEqual([
+      ['first'],
+      [],
+    ]);
+    const g = fake({ candidates: [strong('first')], cancelFails: 10 });
+    const again = resubmitAudit(g.kit);
+    for (let i = 0; i < 8; i++) await again(row, input, false);
+    expect(g.cancels).toHaveLength(4);
+  });
+});
+
+describe('an operator’s task and a late answer', () => {
+  it('a task recorded meanwhile by a late answer is never silently put in place of the operator’s: refused, with both in the timeline', async () => {
+    const events: { type: string; detail: Record<string, unknown> }[] = [];
+    const kit = {
+      store: {
+        jobs: { get: async () => ({ ...row, state: 'pending', task_id: 'late', provider: 'apify' }) },
+        findings: {
+          appendEvent: async (_j: string, type: string, _s: unknown, detail: Record<string, unknown>) =>
+            void events.push({ type, detail }),
+        },
+      },
+    } as unknown as ActivityKit;
+    const { adoptTask } = adoptActivities(kit);
+    expect(await adoptTask({ jobId: input.jobId, taskId: 'late', by: 'op' })).toBe('late');
+    expect(await adoptTask({ jobId: input.jobId, taskId: 'mine', by: 'op' })).toEqual({
+      refused: expect.stringContaining('a task (late) was recorded for this job meanwhile'),
+    });
+    expect(events).toEqual([
       {
-        type: 'resubmit_audit',
-        detail: expect.objectContaining({ final: true, error: expect.objectContaining({ kind: 'transient' }) }),
+        type: 'operator_resolve',
+        detail: expect.objectContaining({
+          taskId: 'mine',
+          outcome: 'refused',
+          evidence: { recorded: 'late' },
+          by: 'op',
+        }),
       },
     ]);
   });
