@@ -190,8 +190,13 @@ export function pollActivities(kit: ActivityKit) {
     const checks = Number(row.status_checks);
     const deadline = Date.parse(input.deadlineAt);
     const now = await kit.serverClock(); // the deadline is workflow (server) time
+    // The job's end, however it comes, is the audit's last chance to look for a hidden first submission.
+    const ending = async (r: CheckResult): Promise<CheckResult> => {
+      if ('outcome' in r) await auditResubmit(row, input, true);
+      return r;
+    };
     if (now() >= deadline && !checkPastDeadline)
-      return { outcome: { kind: 'deadline', checks, providerStatus: row.provider_status ?? undefined } };
+      return ending({ outcome: { kind: 'deadline', checks, providerStatus: row.provider_status ?? undefined } });
     const until = Math.max(1, deadline - now());
 
     let obs: StatusObservation;
@@ -204,7 +209,7 @@ export function pollActivities(kit: ActivityKit) {
     } catch (e) {
       if (!isProviderError(e)) throw e;
       observeStatusCheck(Date.now() - askedAt, `error_${e.kind}`);
-      return onReadError(input, e, 'status', checks, until);
+      return ending(await onReadError(input, e, 'status', checks, until));
     }
     const observedAt = Date.now();
     const { evidence, ...seen } = obs;
@@ -238,7 +243,7 @@ export function pollActivities(kit: ActivityKit) {
         payload = await fetchResult(input, obs);
       } catch (e) {
         if (!isProviderError(e)) throw e;
-        return onReadError(input, e, 'result', n, until);
+        return ending(await onReadError(input, e, 'result', n, until));
       }
       await kit.deps.hooks?.beforeResultWrite?.(input.jobId, input.taskId);
       const out = await store.results.writeOnce(
@@ -292,8 +297,8 @@ export function pollActivities(kit: ActivityKit) {
       await audit();
       return { outcome: { ...base, kind: 'cancelled' } };
     }
+    if (now() >= deadline) return ending({ outcome: { ...base, kind: 'deadline' } });
     await audit();
-    if (now() >= deadline) return { outcome: { ...base, kind: 'deadline' } };
     const delay = Math.min(Math.max(scheduleDelay(input.schedule, n), seen.retryAfterMs ?? 0), until);
     const what =
       seen.state === 'unrecognised'
