@@ -23,7 +23,7 @@ import { ProviderRegistry } from '../../src/providers/registry.js';
 import type { Accepted, CancelAnswer, ProviderAdapter, StatusObservation } from '../../src/providers/adapter.js';
 import type { ProviderResult } from '../../src/model/results.js';
 import { openStore, type Store } from '../../src/store/index.js';
-import { cancelUpdate, wakeSignal } from '../../src/workflows/scrape/messages.js';
+import { cancelUpdate, resolveUpdate, wakeSignal } from '../../src/workflows/scrape/messages.js';
 import { workflowBundle } from '../../src/worker.js';
 import { ensureTestServer } from '../helpers/testServer.js';
 import { INDEXED_VALUE_TYPE } from '../../src/devserver/searchAttributes.js';
@@ -487,5 +487,76 @@ describe('scrape workflow v2 in skipped time', () => {
     expect(outcomes).toEqual([expect.objectContaining({ outcome: row?.state, via: 'native' })]);
     expect(provider.times('submit')).toHaveLength(1);
     expect(provider.times('cancel')).toHaveLength(0);
+  }, 60_000);
+  it('an operator’s resolve that arrives while a woken reconcile is in flight, which then adopts a task a late answer recorded, is reported as not applied (never as applied): no resubmit', async () => {
+    reset();
+    provider.submitImpl = async () => {
+      throw new ProviderError('ambiguous', 'the submit’s answer was lost', {});
+    };
+    const twoOfOurs = (): ReturnType<ScriptedProvider['findSubmitted']> =>
+      Promise.resolve([
+        {
+          ...fakeReading({ taskId: 'seen-a', providerStatus: 'queued', replayed: false })[0]!,
+          candidates: ['seen-a', 'seen-b'].map((taskId) => ({
+            taskId,
+            providerStatus: 'queued',
+            match: 'strong' as const,
+            why: 'carries our reference',
+          })),
+        },
+      ]);
+    const original = provider.findSubmitted.bind(provider);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let listing = false;
+    let woken = false;
+    provider.findSubmitted = async () => {
+      if (!woken) return twoOfOurs();
+      listing = true;
+      await gate;
+      return fakeReading(null);
+    };
+    try {
+      const key = `resolve-race-${randomUUID()}`;
+      const ref = await client.startScrape({
+        account: 'acme',
+        url: `https://example.com/${key}`,
+        key,
+        provider: 'fake',
+        policy: POLICY,
+      });
+      const handle = env.client.workflow.getHandle(ref.jobId);
+      const note = async () => ((await handle.query('state')) as { note?: string }).note ?? '';
+      while (!(await note()).includes('waiting for an operator')) await new Promise((r) => setTimeout(r, 20));
+      woken = true;
+      await client.wake(ref.jobId, { providerStatus: 'running', eventId: 'race-1' });
+      while (!listing) await new Promise((r) => setTimeout(r, 20));
+      // The Update is accepted (the workflow holds the offer) before the late answer lands.
+      const update = await handle.startUpdate(resolveUpdate, {
+        args: [{ resubmit: true, by: 'vitest' }],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
+      const resolving = update.result().then(
+        () => 'applied',
+        (e: Error) => `${e.message} ${(e.cause as Error | undefined)?.message ?? ''}`,
+      );
+      const row = (await store.jobs.get(ref.jobId))!;
+      await store.jobs.bindTask({
+        jobId: ref.jobId,
+        taskId: 'late-task',
+        providerStatus: 'queued',
+        source: 'submit (late answer)',
+        providerAccount: row.provider_account!,
+      });
+      release();
+      expect(await resolving).toMatch(/before this resolution was applied; it was not applied/);
+      expect(provider.times('submit')).toHaveLength(1);
+      provider.statusImpl = async () => ({ state: 'completed', providerStatus: 'completed' });
+      await handle.result();
+      expect((await store.jobs.get(ref.jobId))!).toMatchObject({ state: 'completed', task_id: 'late-task' });
+      expect(provider.times('submit')).toHaveLength(1);
+    } finally {
+      provider.findSubmitted = original;
+    }
   }, 60_000);
 });

@@ -324,10 +324,18 @@ export class ScrapeJob {
     return this.res.by;
   }
 
-  /** Waits until resolution `r` was applied (the job left `unknown`) or refused; returns the refusal's reason, if any. */
+  /**
+   * Waits until resolution `r` was applied (the job left `unknown`) or refused; returns the
+   * refusal's reason, if any. A job that left `unknown` by other means before `r` was taken (a late
+   * answer adopted on a wake) did not apply it: that is a refusal too, never reported as applied.
+   */
   async resolutionSettled(r: Resolution): Promise<string | undefined> {
     await condition(() => this.state !== 'unknown' || this.res.refused?.of === r);
     if (this.state === 'unknown' || this.res.refused?.of === r) return this.res.refused?.reason;
+    if (this.res.applying !== r) {
+      if (this.res.offered === r) this.res.offered = undefined;
+      return `the job left unknown (now ${this.state}${this.v.taskId ? `, task ${this.v.taskId}` : ''}) before this resolution was applied; it was not applied`;
+    }
     this.res.applying = undefined;
     return undefined;
   }
