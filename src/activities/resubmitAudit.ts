@@ -69,13 +69,6 @@ export function resubmitAudit(kit: ActivityKit) {
     if (memo.size > MEMO_LIMIT) memo.delete(memo.keys().next().value!);
   };
 
-  /**
-   * Audits job `row` (its task `input.taskId` known) when it was submitted again after a reconcile
-   * proved its lost submit absent (see the module docs). `final`: the check that called it saw the
-   * task final, so the audit runs now even before its window has passed twice. Cheap when there is
-   * nothing to audit: a job submitted once is skipped without a store read. Never throws for a
-   * provider answer (a failed read is retried at the next check, or recorded at the end).
-   */
   /** Asks the provider to cancel each of `taskIds` (ours, never read); returns those whose cancel got no answer. */
   async function cancelDuplicatesOf(
     input: AwaitStatusInput,
@@ -100,6 +93,14 @@ export function resubmitAudit(kit: ActivityKit) {
     return { answers, failed };
   }
 
+  /**
+   * Audits job `row` (its task `input.taskId` known) when it was submitted again after a reconcile
+   * proved its lost submit absent (see the module docs). `final`: the check that called it saw the
+   * job end, so the audit reads now even before its window has passed twice. Cheap when there is
+   * nothing to audit: a job submitted once is skipped without a store read, and what is settled is
+   * remembered. Never throws for a provider answer (a failed read is recorded as inconclusive).
+   * Throws only what the store throws.
+   */
   return async function auditResubmit(
     row: JobRow,
     input: AwaitStatusInput,
