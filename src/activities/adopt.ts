@@ -55,7 +55,10 @@ export function adoptActivities(kit: ActivityKit) {
           outcome,
           evidence,
         });
-      if (row.task_id === input.taskId) return row.task_id;
+      if (row.task_id === input.taskId) {
+        await audit('adopted', { recorded: row.task_id, note: 'the task a late answer recorded' });
+        return row.task_id;
+      }
       if (row.task_id) {
         // A late answer recorded another task meanwhile: the operator's choice is never silently replaced.
         await audit('refused', { recorded: row.task_id });
@@ -120,6 +123,13 @@ export function adoptActivities(kit: ActivityKit) {
       if (out.kind === 'final') {
         await audit('refused', { ...evidence, state: out.state });
         return { refused: `the job is already ${out.state}; nothing is adopted` };
+      }
+      if (out.taskId !== input.taskId) {
+        // A late answer bound its task while the operator's was being checked: never silently swapped.
+        await audit('refused', { ...evidence, recorded: out.taskId });
+        return {
+          refused: `a task (${out.taskId}) was recorded for this job meanwhile, by an answer that came late; resolve with that task, or not at all`,
+        };
       }
       await audit('adopted', evidence);
       return out.taskId;

@@ -51,6 +51,9 @@ interface AuditRecord {
   [k: string]: unknown;
 }
 
+/** Waits before a duplicate's unanswered cancel is asked again at the job's end, where no later check would, ms. */
+const FINAL_CANCEL_BACKOFF_MS = [500, 2_000];
+
 /** How many jobs' audit progress one worker remembers (the oldest is forgotten first; forgetting costs one timeline read). */
 const MEMO_LIMIT = 20_000;
 
@@ -63,31 +66,44 @@ export function resubmitAudit(kit: ActivityKit) {
    * settled: `done` (nothing to audit, or audited for good) or `final` (only the read at the end is left).
    */
   const memo = new Map<string, 'done' | 'final'>();
+  /** Per job and task, when its read past the window is due (epoch ms): no timeline read before then. */
+  const notBefore = new Map<string, number>();
   const remember = (key: string, v: 'done' | 'final') => {
     memo.delete(key);
     memo.set(key, v);
     if (memo.size > MEMO_LIMIT) memo.delete(memo.keys().next().value!);
   };
 
-  /** Asks the provider to cancel each of `taskIds` (ours, never read); returns those whose cancel got no answer. */
+  /**
+   * Asks the provider to cancel each of `taskIds` (ours, never read); returns the answers and the
+   * tasks whose cancel got none. `final`: no check follows, so an unanswered cancel is asked again
+   * here, after {@link FINAL_CANCEL_BACKOFF_MS}.
+   */
   async function cancelDuplicatesOf(
     input: AwaitStatusInput,
     taskIds: string[],
+    final = false,
   ): Promise<{ answers: Map<string, unknown>; failed: string[] }> {
     const answers = new Map<string, unknown>();
-    const failed: string[] = [];
-    for (const taskId of taskIds) {
-      try {
-        answers.set(
-          taskId,
-          await kit.call(input.provider, input.account, (p) =>
-            p.adapter.cancel(taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
-          ),
-        );
-      } catch (e) {
-        if (!isProviderError(e)) throw e;
-        answers.set(taskId, { error: e.toJobError() });
-        failed.push(taskId);
+    let failed: string[] = [];
+    for (const [round, waitMs] of [0, ...(final ? FINAL_CANCEL_BACKOFF_MS : [])].entries()) {
+      const ask = round === 0 ? taskIds : failed;
+      if (ask.length === 0) break;
+      if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+      failed = [];
+      for (const taskId of ask) {
+        try {
+          answers.set(
+            taskId,
+            await kit.call(input.provider, input.account, (p) =>
+              p.adapter.cancel(taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+            ),
+          );
+        } catch (e) {
+          if (!isProviderError(e)) throw e;
+          answers.set(taskId, { error: e.toJobError() });
+          failed.push(taskId);
+        }
       }
     }
     return { answers, failed };
@@ -99,7 +115,7 @@ export function resubmitAudit(kit: ActivityKit) {
    * job end, so the audit reads now even before its window has passed twice. Cheap when there is
    * nothing to audit: a job submitted once is skipped without a store read, and what is settled is
    * remembered. Never throws for a provider answer (a failed read is recorded as inconclusive).
-   * Throws only what the store throws.
+   * Throws what the store throws, and an adapter's or limiter's error that is not a provider answer.
    */
   return async function auditResubmit(
     row: JobRow,
@@ -110,6 +126,7 @@ export function resubmitAudit(kit: ActivityKit) {
     const key = `${input.jobId}\n${input.taskId}`;
     const known = memo.get(key);
     if (known === 'done' || (known === 'final' && !final)) return { kind: 'skipped' };
+    if (!final && (notBefore.get(key) ?? 0) > Date.now()) return { kind: 'not_due' };
     const skip = (v: 'done' | 'final'): ResubmitAuditOutcome => (remember(key, v), { kind: 'skipped' });
     const cancelDuplicates = async (ids: string[]) => (await cancelDuplicatesOf(input, ids)).failed;
     const timeline = await store.findings.timeline(input.jobId);
@@ -144,7 +161,11 @@ export function resubmitAudit(kit: ActivityKit) {
     const windowMs = Math.max(lagMs, submitTimeoutOf(resolved));
     // From the proof, or from when the task came, whichever is later (a later round may have bound a task the lookups found).
     const dueAt = Math.max(Date.parse(absent.at), Date.parse(row.submitted_at ?? absent.at) || 0) + windowMs;
-    if (!final && Date.now() < dueAt) return { kind: 'not_due' };
+    if (!final && Date.now() < dueAt) {
+      notBefore.set(key, dueAt);
+      if (notBefore.size > MEMO_LIMIT) notBefore.delete(notBefore.keys().next().value!);
+      return { kind: 'not_due' };
+    }
 
     let readings: LookupReading[];
     try {
@@ -195,7 +216,7 @@ export function resubmitAudit(kit: ActivityKit) {
     const inconclusive = readings.some((r) => !r.available || !r.complete);
     const early = Date.now() < dueAt;
     // Every duplicate is asked to cancel, finished or not: a finished one answers that it is final.
-    const { answers, failed } = await cancelDuplicatesOf(input, duplicates);
+    const { answers, failed } = await cancelDuplicatesOf(input, duplicates, final);
     for (const taskId of duplicates) {
       const listed = unbound.find((c) => c.taskId === taskId)!;
       const detail = {

@@ -108,20 +108,25 @@ export function submitActivities(kit: ActivityKit) {
         { code: 'TASK_COLLISION' },
       );
     }
-    if (bound.kind === 'final') {
-      // Ours, and wanted by no one (the job ended while the submit was on its way): stopped, so that it does not bill on.
+    // Our submit's task, wanted by no one: the job ended while the submit was on its way, or it
+    // already tracks another task (a resubmit's). It is asked to cancel, so that it does not bill on.
+    const unwanted = async (why: string) => {
       const cancel = await kit
         .call(job.provider, job.account, (p) =>
           p.adapter.cancel(accepted.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
         )
         .catch((e: unknown) => ({ error: isProviderError(e) ? e.toJobError() : String(e) }));
-      await store.findings.appendEvent(job.jobId, 'late_task_cancel', null, { taskId: accepted.taskId, cancel });
-      throw new ProviderError(
-        'permanent',
-        `the provider answered our submit with task ${accepted.taskId} after the job ended ${bound.state}; the task is kept in its timeline (task_after_final) and was asked to cancel`,
-        { code: 'JOB_ALREADY_FINAL' },
-      );
+      await store.findings.appendEvent(job.jobId, 'late_task_cancel', null, { taskId: accepted.taskId, why, cancel });
+    };
+    if (bound.kind === 'final') {
+      await unwanted(`the job ended ${bound.state}`);
+      throw ApplicationFailure.create({
+        type: 'Submit.jobFinal',
+        message: `the provider answered our submit with task ${accepted.taskId} after the job ended ${bound.state}; the task is kept in its timeline (task_after_final) and was asked to cancel`,
+        nonRetryable: true,
+      });
     }
+    if (bound.taskId !== accepted.taskId) await unwanted(`the job tracks task ${bound.taskId}: a second paid job`);
     await store.polling.noteSubmitAccepted(label, activeBefore);
     await kit.deps.hooks?.afterTaskRecorded?.(job.jobId, bound.taskId);
     return { taskId: bound.taskId, providerStatus: accepted.providerStatus, answered: accepted.taskId };
@@ -189,7 +194,9 @@ export function submitActivities(kit: ActivityKit) {
      * and one that finds an earlier intent without an answer returns `ambiguous`, as does a call
      * whose outcome is unknown. A concurrency refusal halves the key's limit (the provider's stated
      * limit becomes its ceiling) and retries after the provider's wait; permanent rejections throw
-     * non-retryable; no free slot ends the attempt with a BENIGN retry.
+     * non-retryable; no free slot ends the attempt with a BENIGN retry. A job that ended meanwhile
+     * (cancelled while its submit waited) throws non-retryable `Submit.jobFinal` and sends nothing;
+     * a task answered after it ended, or beside a task the job already tracks, is asked to cancel.
      */
     async submitJob(input: SubmitJobInput): Promise<SubmitOutcome> {
       const startedAt = Date.now();

@@ -3,6 +3,9 @@
  * idempotency key, a task already bound to another job), the filter and cursor of its lists, and
  * what binding a task did. Times are UTC ISO-8601 strings.
  */
+import type { Kysely } from 'kysely';
+import type { Database } from './schema.js';
+
 /** Thrown when a job exists under the same (account, key) with a different request fingerprint. */
 export class IdempotencyConflictStoreError extends Error {
   override readonly name = 'IdempotencyConflictStoreError';
@@ -61,4 +64,25 @@ export const ANOTHER_ACCOUNTS_JOB = 'a job of another account';
  */
 export function shownOwner(account: string | null, other: { id: string; account: string }): string {
   return account !== null && other.account === account ? other.id : ANOTHER_ACCOUNTS_JOB;
+}
+
+/**
+ * The job other than `exceptJobId` that holds `taskId` in provider account `account` (or, without
+ * one, under provider entry `provider`), read through `db` (a transaction's too); undefined when none.
+ */
+export function taskHolder(
+  db: Kysely<Database>,
+  f: { taskId: string; exceptJobId: string; account: string | null; provider: string },
+): Promise<{ id: string; account: string } | undefined> {
+  return db
+    .selectFrom('jobs')
+    .select(['id', 'account'])
+    .where('task_id', '=', f.taskId)
+    .where('id', '!=', f.exceptJobId)
+    .where((eb) =>
+      f.account
+        ? eb.or([eb('provider_account', '=', f.account), eb('provider', '=', f.provider)])
+        : eb('provider', '=', f.provider),
+    )
+    .executeTakeFirst();
 }

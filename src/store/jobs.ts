@@ -13,6 +13,7 @@ import type { JobRow } from './schema.js';
 import {
   IdempotencyConflictStoreError,
   shownOwner,
+  taskHolder,
   TaskCollisionError,
   type BindOutcome,
   type JobCursor,
@@ -231,9 +232,11 @@ export class JobsRepository {
 
   /**
    * Binds `taskId` to job `jobId` (a task belongs to one job): in one transaction, unless the
-   * job already holds a task (then that one is returned) or another job of the same provider
-   * account — or, without `providerAccount`, of the same provider entry — holds `taskId` (then
-   * nothing is written and the collision is returned, with a `task_collision` event on the job),
+   * job already holds a task (then that one is returned; another task is kept as a
+   * `task_after_bound` event: a second paid job) or another job of the same provider account —
+   * or, without `providerAccount`, of the same provider entry — holds `taskId` (then nothing is
+   * written and the collision is returned, with a `task_collision` event on the job, whatever this
+   * job's state),
    * or the job has ended (nothing is bound; a `task_after_final` event keeps the task as evidence).
    * On success the job moves to `pending` with the tracking deadline `trackingDeadlineMs` (ms) from
    * now and a `task_recorded` event naming `source`. Throws when the job does not exist.
@@ -257,27 +260,25 @@ export class JobsRepository {
           .insertInto('job_events')
           .values(eventRow(b.jobId, type, state, { taskId: b.taskId, ...detail }))
           .execute();
-      if (row.task_id) return { kind: 'bound', taskId: row.task_id, recorded: false };
+      if (row.task_id) {
+        // A second task for one job (a late answer after a resubmit was bound): a paid duplicate, kept as evidence.
+        if (row.task_id !== b.taskId)
+          await note('task_after_bound', row.state, { source: b.source, bound: row.task_id });
+        return { kind: 'bound', taskId: row.task_id, recorded: false };
+      }
+      const account = b.providerAccount ?? row.provider_account;
+      // A task of another job is never ours, whatever this job's state (so nothing acts on it after the job ended).
+      const other = await taskHolder(trx, { taskId: b.taskId, exceptJobId: b.jobId, account, provider: row.provider });
+      if (other) {
+        const boundTo = shownOwner(row.account, other);
+        await note('task_collision', row.state, { boundTo, source: b.source });
+        return { kind: 'collision', boundTo };
+      }
       if (isFinalState(row.state)) {
         // A late answer for a job that has ended: nothing tracks it now, so the row keeps its final
         // state and the timeline keeps the task, as evidence for an operator.
         await note('task_after_final', row.state, { source: b.source });
         return { kind: 'final', state: row.state };
-      }
-      const account = b.providerAccount ?? row.provider_account;
-      let q = trx
-        .selectFrom('jobs')
-        .select(['id', 'account'])
-        .where('task_id', '=', b.taskId)
-        .where('id', '!=', b.jobId);
-      q = account
-        ? q.where((eb) => eb.or([eb('provider_account', '=', account), eb('provider', '=', row.provider)]))
-        : q.where('provider', '=', row.provider);
-      const other = await q.executeTakeFirst();
-      if (other) {
-        const boundTo = shownOwner(row.account, other);
-        await note('task_collision', row.state, { boundTo, source: b.source });
-        return { kind: 'collision', boundTo };
       }
       const at = nowIso();
       const deadline =

@@ -156,7 +156,8 @@ export class PollingRepository {
    * than the key's learned limit of provider jobs are active: counting and recording happen in one
    * write transaction, with the key's limit row locked on PostgreSQL, so two workers cannot both
    * take the last slot. A job with a task ID or an unanswered earlier intent is returned as `known`
-   * (the intent is recorded again for the attempt count) and does not need a slot.
+   * (the intent is recorded again for the attempt count) and does not need a slot; an ended job
+   * (without a task) is `final`: nothing may be submitted for it.
    * `afterReconcile`: the submit follows a reconcile that proved the task absent, so an intent the
    * reconcile decided is no obstacle — but only one recorded before `intentsSinceMs` (epoch ms, the
    * resubmit activity's first scheduling): an intent of an earlier attempt of this very resubmit may

@@ -157,6 +157,27 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect((await store.jobs.get('j-cancelled-waiting'))!.submit_intent_at).toBeNull();
     });
 
+    it('a second task for one job is kept as evidence (task_after_bound), never bound; a task of another job is a collision even on an ended job, never taken for its own late task', async () => {
+      await store.jobs.register(job('j-two-tasks'));
+      const bind = (jobId: string, taskId: string) =>
+        store.jobs.bindTask({ jobId, taskId, providerStatus: 'queued', source: 'submit', providerAccount: 'p@h' });
+      expect(await bind('j-two-tasks', 't-resubmit')).toMatchObject({ kind: 'bound', taskId: 't-resubmit' });
+      expect(await bind('j-two-tasks', 't-first')).toMatchObject({
+        kind: 'bound',
+        taskId: 't-resubmit',
+        recorded: false,
+      });
+      expect(await bind('j-two-tasks', 't-resubmit')).toMatchObject({ kind: 'bound', taskId: 't-resubmit' });
+      const events = (await store.findings.timeline('j-two-tasks')).filter((e) => e.type === 'task_after_bound');
+      expect(events.map((e) => JSON.parse(e.detail!))).toEqual([
+        expect.objectContaining({ taskId: 't-first', bound: 't-resubmit' }),
+      ]);
+      await store.jobs.register(job('j-ended-late'));
+      expect(await store.jobs.transition('j-ended-late', 'cancelled')).toBe(true);
+      expect(await bind('j-ended-late', 't-resubmit')).toEqual({ kind: 'collision', boundTo: 'j-two-tasks' });
+      expect(await bind('j-ended-late', 't-own-late')).toEqual({ kind: 'final', state: 'cancelled' });
+    });
+
     it('never moves a final job unless forced', async () => {
       await store.jobs.register(job('j3'));
       expect(

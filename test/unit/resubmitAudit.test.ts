@@ -253,6 +253,12 @@ describe('the audit after a resubmit', () => {
     for (let i = 0; i < 8; i++) await again(row, input, false);
     expect(g.cancels).toHaveLength(4);
   });
+  it('at the job’s end, where no later check would ask again, an unanswered cancel is asked again at once, twice', async () => {
+    const f = fake({ candidates: [strong('first')], cancelFails: 2 });
+    await resubmitAudit(f.kit)(row, input, true);
+    expect(f.cancels).toEqual(['first', 'first', 'first']);
+    expect(f.events.at(-1)).toMatchObject({ type: 'resubmit_audit', detail: { final: true, cancelPending: [] } });
+  });
 });
 
 describe('an operator’s task and a late answer', () => {
@@ -272,16 +278,10 @@ describe('an operator’s task and a late answer', () => {
     expect(await adoptTask({ jobId: input.jobId, taskId: 'mine', by: 'op' })).toEqual({
       refused: expect.stringContaining('a task (late) was recorded for this job meanwhile'),
     });
-    expect(events).toEqual([
-      {
-        type: 'operator_resolve',
-        detail: expect.objectContaining({
-          taskId: 'mine',
-          outcome: 'refused',
-          evidence: { recorded: 'late' },
-          by: 'op',
-        }),
-      },
+    expect(events.map((e) => [e.type, e.detail.taskId, e.detail.outcome, e.detail.by])).toEqual([
+      ['operator_resolve', 'late', 'adopted', 'op'],
+      ['operator_resolve', 'mine', 'refused', 'op'],
     ]);
+    expect(events[1]!.detail.evidence).toEqual({ recorded: 'late' });
   });
 });

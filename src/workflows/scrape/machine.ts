@@ -20,7 +20,11 @@ import {
 import type { SavedResult, TaskRef } from '../../activities/index.js';
 import { ScrapeState, ScrapeTaskId } from '../searchAttributes.js';
 import { renderDetails } from './details.js';
-import { PATCH_NATIVE_CANCEL_ON_ARRIVAL, PATCH_REWRITE_INTERRUPTED_FINAL } from './patches.js';
+import {
+  PATCH_NATIVE_CANCEL_ON_ARRIVAL,
+  PATCH_REWRITE_INTERRUPTED_FINAL,
+  PATCH_WITHDRAW_UNTAKEN_RESOLUTION,
+} from './patches.js';
 import type { CancelRequest, Resolution } from './messages.js';
 import { scrapeProxies, type ScrapeProxies } from './options.js';
 import * as rules from './view.js';
@@ -324,20 +328,13 @@ export class ScrapeJob {
     return this.res.by;
   }
 
-  /**
-   * Waits until resolution `r` was applied (the job left `unknown`) or refused; returns the
-   * refusal's reason, if any. A job that left `unknown` by other means before `r` was taken (a late
-   * answer adopted on a wake) did not apply it: that is a refusal too, never reported as applied.
-   */
+  /** Waits until resolution `r` was applied or refused; returns the refusal's reason, if any ({@link rules.resolutionOutcome}). */
   async resolutionSettled(r: Resolution): Promise<string | undefined> {
     await condition(() => this.state !== 'unknown' || this.res.refused?.of === r);
-    if (this.state === 'unknown' || this.res.refused?.of === r) return this.res.refused?.reason;
-    if (this.res.applying !== r) {
-      if (this.res.offered === r) this.res.offered = undefined;
-      return `the job left unknown (now ${this.state}${this.v.taskId ? `, task ${this.v.taskId}` : ''}) before this resolution was applied; it was not applied`;
-    }
-    this.res.applying = undefined;
-    return undefined;
+    const out = rules.resolutionOutcome(this.res, r, this.state, this.v.taskId);
+    if (out.withdraw && patched(PATCH_WITHDRAW_UNTAKEN_RESOLUTION)) this.res.offered = undefined;
+    if (this.res.applying === r && !out.refused) this.res.applying = undefined;
+    return out.refused;
   }
 
   /**

@@ -38,3 +38,10 @@ export const PATCH_RECONCILE_ON_WAKE = 'reconcile-on-wake-in-unknown';
  * Temporal cost then barely grows with its length.
  */
 export const PATCH_POLL_IN_ACTIVITY = 'poll-in-one-activity';
+
+/**
+ * A resolution offered by the `resolve` Update that was never taken, because the job left `unknown`
+ * by other means first (a late answer adopted on a wake), is withdrawn: the Update fails saying it
+ * was not applied, and the offer is not taken later.
+ */
+export const PATCH_WITHDRAW_UNTAKEN_RESOLUTION = 'withdraw-untaken-resolution';

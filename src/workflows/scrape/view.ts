@@ -217,6 +217,26 @@ export interface ResolutionState {
   by: string;
 }
 
+/**
+ * What the `resolve` Update that offered `r` answers once the job left `unknown` (now `state`, task
+ * `taskId`) or `r` was refused: the refusal's reason, if any. A job that left `unknown` by other
+ * means before `r` was taken (a late answer adopted on a wake) did not apply it: a refusal too, and
+ * the offer is to be withdrawn (`withdraw`).
+ */
+export function resolutionOutcome(
+  res: ResolutionState,
+  r: Resolution,
+  state: JobState,
+  taskId: string | undefined,
+): { refused?: string; withdraw: boolean } {
+  if (state === 'unknown' || res.refused?.of === r) return { refused: res.refused?.reason, withdraw: false };
+  if (res.applying === r) return { withdraw: false };
+  return {
+    refused: `the job left unknown (now ${state}${taskId ? `, task ${taskId}` : ''}) before this resolution was applied; it was not applied`,
+    withdraw: res.offered === r,
+  };
+}
+
 /** The webhook wakes a job received (the `wake` signal), as `ScrapeJob` keeps them. Times are workflow time, epoch ms. */
 export interface WakeState {
   /** Wakes received so far. */
