@@ -26,7 +26,6 @@ import { wakeIfDecidedWithout } from './lateAnswer.js';
 import { detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
 import { slotReleased, SLOT_WAIT_MS, slotWaitPlan } from './slots.js';
-
 import { trackActivities } from './track.js';
 import type { PollOutcome, PollSchedule } from './pollTypes.js';
 
