@@ -125,7 +125,9 @@ export function submitActivities(kit: ActivityKit) {
         nonRetryable: true,
       });
     }
-    if (bound.taskId !== accepted.taskId) await unwanted(`the job tracks task ${bound.taskId}: a second paid job`);
+    // The same task in another spelling (an operator may have typed it in another case) is never cancelled.
+    if (bound.taskId.trim().toLowerCase() !== accepted.taskId.trim().toLowerCase())
+      await unwanted(`the job tracks task ${bound.taskId}: a second paid job`);
     await store.polling.noteSubmitAccepted(label, activeBefore);
     await kit.deps.hooks?.afterTaskRecorded?.(job.jobId, bound.taskId);
     return { taskId: bound.taskId, providerStatus: accepted.providerStatus, answered: accepted.taskId };

@@ -260,19 +260,19 @@ export class JobsRepository {
           .insertInto('job_events')
           .values(eventRow(b.jobId, type, state, { taskId: b.taskId, ...detail }))
           .execute();
-      if (row.task_id) {
-        // A second task for one job (a late answer after a resubmit was bound): a paid duplicate, kept as evidence.
-        if (row.task_id !== b.taskId)
-          await note('task_after_bound', row.state, { source: b.source, bound: row.task_id });
-        return { kind: 'bound', taskId: row.task_id, recorded: false };
-      }
+      if (row.task_id === b.taskId) return { kind: 'bound', taskId: row.task_id, recorded: false };
       const account = b.providerAccount ?? row.provider_account;
-      // A task of another job is never ours, whatever this job's state (so nothing acts on it after the job ended).
+      // A task of another job is never ours, whatever this job's state or task (so nothing acts on it).
       const other = await taskHolder(trx, { taskId: b.taskId, exceptJobId: b.jobId, account, provider: row.provider });
       if (other) {
         const boundTo = shownOwner(row.account, other);
         await note('task_collision', row.state, { boundTo, source: b.source });
         return { kind: 'collision', boundTo };
+      }
+      if (row.task_id) {
+        // A second task for one job (a late answer after a resubmit was bound): a paid duplicate, kept as evidence.
+        await note('task_after_bound', row.state, { source: b.source, bound: row.task_id });
+        return { kind: 'bound', taskId: row.task_id, recorded: false };
       }
       if (isFinalState(row.state)) {
         // A late answer for a job that has ended: nothing tracks it now, so the row keeps its final

@@ -172,6 +172,10 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(events.map((e) => JSON.parse(e.detail!))).toEqual([
         expect.objectContaining({ taskId: 't-first', bound: 't-resubmit' }),
       ]);
+      // A job that holds a task, answered with another job’s task: a collision, never a second task of its own.
+      await store.jobs.register(job('j-holder'));
+      expect(await bind('j-holder', 't-holder')).toMatchObject({ kind: 'bound', taskId: 't-holder' });
+      expect(await bind('j-two-tasks', 't-holder')).toEqual({ kind: 'collision', boundTo: 'j-holder' });
       await store.jobs.register(job('j-ended-late'));
       expect(await store.jobs.transition('j-ended-late', 'cancelled')).toBe(true);
       expect(await bind('j-ended-late', 't-resubmit')).toEqual({ kind: 'collision', boundTo: 'j-two-tasks' });
