@@ -180,6 +180,19 @@ function reset(): void {
   provider.cancelImpl = async () => ({ accepted: true, state: 'running', providerStatus: 'cancelling' });
 }
 
+/** Starts a job with key `<prefix>-<uuid>` on the fake provider under `policy`; returns its reference and workflow handle. */
+async function startJob(prefix: string, policy: Partial<PollPolicy> = POLICY) {
+  const key = `${prefix}-${randomUUID()}`;
+  const ref = await client.startScrape({
+    account: 'acme',
+    url: `https://example.com/${key}`,
+    key,
+    provider: 'fake',
+    policy,
+  });
+  return { ref, handle: env.client.workflow.getHandle(ref.jobId) };
+}
+
 async function run(key: string, policy: Partial<PollPolicy> = POLICY) {
   const ref = await client.startScrape({
     account: 'acme',
@@ -207,15 +220,7 @@ async function startRefusedSubmit(prefix: string) {
     await gate;
     throw new ProviderError('permanent', 'invalid scrape request', { code: 'VALIDATION_ERROR', httpStatus: 400 });
   };
-  const key = `${prefix}-${randomUUID()}`;
-  const ref = await client.startScrape({
-    account: 'acme',
-    url: `https://example.com/${key}`,
-    key,
-    provider: 'fake',
-    policy: POLICY,
-  });
-  const handle = env.client.workflow.getHandle(ref.jobId);
+  const { ref, handle } = await startJob(prefix);
   while (!submitting) await new Promise((r) => setTimeout(r, 20));
   return { ref, handle, release };
 }
@@ -331,15 +336,7 @@ describe('scrape workflow v2 in skipped time', () => {
       done
         ? { state: 'completed', providerStatus: 'completed', result: PAGE }
         : { state: 'running', providerStatus: 'running' };
-    const key = `wake-${randomUUID()}`;
-    const ref = await client.startScrape({
-      account: 'acme',
-      url: `https://example.com/${key}`,
-      key,
-      provider: 'fake',
-      policy: { ...POLICY, initialDelayMs: 5_000 },
-    });
-    const handle = env.client.workflow.getHandle(ref.jobId);
+    const { ref, handle } = await startJob('wake', { ...POLICY, initialDelayMs: 5_000 });
     await env.sleep(6_000); // the first check
     for (let i = 0; i < 30; i++) await handle.signal(wakeSignal, { eventId: `e${i}` });
     await env.sleep(20_000);
@@ -380,15 +377,7 @@ describe('scrape workflow v2 in skipped time', () => {
           : { state: 'running', providerStatus: 'cancelling' },
       );
     };
-    const key = `hang-${randomUUID()}`;
-    const ref = await client.startScrape({
-      account: 'acme',
-      url: `https://example.com/${key}`,
-      key,
-      provider: 'fake',
-      policy: POLICY,
-    });
-    const handle = env.client.workflow.getHandle(ref.jobId);
+    const { ref, handle } = await startJob('hang');
     while (hangs === 0) await new Promise((r) => setTimeout(r, 20));
     const askedAt = await env.currentTimeMs();
     await handle.signal('cancel', { reason: 'test', requestedBy: 'timeskip' });
@@ -441,15 +430,7 @@ describe('scrape workflow v2 in skipped time', () => {
       cancelled = true;
       throw new ProviderError('transient', 'DELETE /api/jobs/… answered 502 Bad Gateway', { httpStatus: 502 });
     };
-    const key = `lost-cancel-${randomUUID()}`;
-    const ref = await client.startScrape({
-      account: 'acme',
-      url: `https://example.com/${key}`,
-      key,
-      provider: 'fake',
-      policy: POLICY,
-    });
-    const handle = env.client.workflow.getHandle(ref.jobId);
+    const { ref, handle } = await startJob('lost-cancel');
     while (checks === 0) await new Promise((r) => setTimeout(r, 20));
     const update = await handle.startUpdate(cancelUpdate, {
       args: [{ reason: 'test', requestedBy: 'timeskip' }],
@@ -517,15 +498,7 @@ describe('scrape workflow v2 in skipped time', () => {
       return fakeReading(null);
     };
     try {
-      const key = `resolve-race-${randomUUID()}`;
-      const ref = await client.startScrape({
-        account: 'acme',
-        url: `https://example.com/${key}`,
-        key,
-        provider: 'fake',
-        policy: POLICY,
-      });
-      const handle = env.client.workflow.getHandle(ref.jobId);
+      const { ref, handle } = await startJob('resolve-race');
       const note = async () => ((await handle.query('state')) as { note?: string }).note ?? '';
       while (!(await note()).includes('waiting for an operator')) await new Promise((r) => setTimeout(r, 20));
       woken = true;

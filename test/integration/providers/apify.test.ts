@@ -198,12 +198,7 @@ describe('apify through the whole workflow', () => {
       const r = await s.store.jobs.get(ref.jobId);
       return r?.state === 'pending' && r.status_checks > 0 ? r : undefined;
     });
-    const res = await s.client.cancelScrape('acme', ref.jobId, {
-      reason: 'scenario',
-      requestedBy: 'vitest',
-      wait: true,
-      timeoutMs: 20_000,
-    });
+    const res = await s.cancel(ref.jobId);
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     expect(s.fixture.requestsTo('POST', `/v2/actor-runs/${row.task_id}/abort`)).toHaveLength(1);
     expect(s.fixture.runs.get(row.task_id!)!.status).toBe('ABORTED');

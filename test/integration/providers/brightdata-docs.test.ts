@@ -112,12 +112,7 @@ describe('brightdata docs: progress as seen live', () => {
     s.fixture.rule('?op-cancel', { kind: 'hold' });
     const ref = await s.start({ url: `${pages.pageUrl('ars-1')}?op-cancel`, key: 'op-cancel' });
     const row = await checked(s, ref.jobId);
-    const res = await s.client.cancelScrape('acme', ref.jobId, {
-      reason: 'scenario',
-      requestedBy: 'vitest',
-      wait: true,
-      timeoutMs: 20_000,
-    });
+    const res = await s.cancel(ref.jobId);
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     const progress = await progressOf(s, row.task_id!);
     expect(progress).toMatchObject({ status: 'canceled', error_codes: { aborted_page: 1 } });

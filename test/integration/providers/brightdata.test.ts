@@ -199,12 +199,7 @@ describe('brightdata: polling', () => {
     s.fixture.rule('cancel-me', { kind: 'hold' });
     const ref = await s.start({ url: `${pages.pageUrl('ars-1')}?cancel-me`, key: 'cancel-1' });
     const row = await checked(s, ref.jobId);
-    const res = await s.client.cancelScrape('acme', ref.jobId, {
-      reason: 'scenario',
-      requestedBy: 'vitest',
-      wait: true,
-      timeoutMs: 20_000,
-    });
+    const res = await s.cancel(ref.jobId);
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     expect(s.fixture.requestsTo('POST', `/datasets/v3/snapshot/${row.task_id}/cancel`)).toHaveLength(1);
     expect(s.fixture.snapshots.get(row.task_id!)!.status).toBe('canceled');

@@ -197,12 +197,7 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     s.fixture.hold('cancel-me');
     const ref = await s.start({ url: 'https://example.com/cancel-me', key: 'cancel' });
     const row = await running(s, ref.jobId);
-    const res = await s.client.cancelScrape('acme', ref.jobId, {
-      reason: 'scenario',
-      requestedBy: 'vitest',
-      wait: true,
-      timeoutMs: 20_000,
-    });
+    const res = await s.cancel(ref.jobId);
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     expect(s.fixture.server.requestsTo('DELETE', `/v2/batch/scrape/${row.task_id}`)).toHaveLength(1);
     expect(s.fixture.job(row.task_id!)!.status).toBe('cancelled');

@@ -187,12 +187,7 @@ describe('http kind: the runs API’s words and errors', () => {
   it('cancel: the configured abort call once, the job ends cancelled', async () => {
     const ref = await s.start({ url: 'https://shop.example.com/hold-cancel', key: 'cancel' });
     const row = await held(ref.jobId);
-    const res = await s.client.cancelScrape('acme', ref.jobId, {
-      reason: 'scenario',
-      requestedBy: 'vitest',
-      wait: true,
-      timeoutMs: 20_000,
-    });
+    const res = await s.cancel(ref.jobId);
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     expect(s.fixture.server.requestsTo('POST', `/v3/runs/${row.task_id}/abort`)).toHaveLength(1);
     expect(s.fixture.runs.get(row.task_id!)!.state).toBe('ABORTED');
@@ -213,12 +208,7 @@ describe('http kind: an abort that takes effect later (202 ABORTING, then ABORTE
   it('the ABORTING answer is recorded and the job ends cancelled once the run reads ABORTED, never cancel_unconfirmed; one abort call', async () => {
     const ref = await s.start({ url: 'https://shop.example.com/hold-slow-abort', key: 'slow-abort' });
     const row = await heldRun(s, ref.jobId);
-    const res = await s.client.cancelScrape('acme', ref.jobId, {
-      reason: 'scenario',
-      requestedBy: 'vitest',
-      wait: true,
-      timeoutMs: 20_000,
-    });
+    const res = await s.cancel(ref.jobId);
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     expect(s.fixture.runs.get(row.task_id!)!.state).toBe('ABORTED');
     expect(s.fixture.server.requestsTo('POST', `/v3/runs/${row.task_id}/abort`)).toHaveLength(1);

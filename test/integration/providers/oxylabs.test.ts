@@ -170,12 +170,7 @@ describe('oxylabs: polling', () => {
     const ref = await s.start({ url: `${pages.pageUrl('ars-1')}?cancel-me`, key: 'cancel-1' });
     await checked(s, ref.jobId);
     const before = s.fixture.requests.length;
-    const res = await s.client.cancelScrape('acme', ref.jobId, {
-      reason: 'scenario',
-      requestedBy: 'vitest',
-      wait: true,
-      timeoutMs: 20_000,
-    });
+    const res = await s.cancel(ref.jobId);
     expect(res).toMatchObject({ kind: 'observed', state: 'cancel_unconfirmed' });
     expect(s.fixture.requests.slice(before).filter((r) => r.method !== 'GET')).toEqual([]);
     expect((await s.store.findings.timeline(ref.jobId)).some((e) => e.type === 'cancel_unsupported')).toBe(true);

@@ -285,12 +285,7 @@ describe.each(KINDS)('$kind kind, reference contract', ({ kind }) => {
         return r?.state === 'pending' && r.status_checks > 0 ? r : undefined;
       });
       const cancelsBefore = sim.stats().cancelCalls;
-      const res = await s.client.cancelScrape('acme', ref.jobId, {
-        reason: 'scenario',
-        requestedBy: 'vitest',
-        wait: true,
-        timeoutMs: 20_000,
-      });
+      const res = await s.cancel(ref.jobId);
       expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
       expect(sim.stats().cancelCalls - cancelsBefore).toBe(1);
       expect(sim.getJob(pending.task_id!)?.status).toBe('cancelled');

@@ -183,12 +183,7 @@ describe('scraperapi: polling', () => {
     s.fixture.rule('cancel-me', { kind: 'hold' });
     const ref = await s.start({ url: `${pages.pageUrl('ars-1')}?cancel-me`, key: 'cancel-1' });
     const row = await checked(s, ref.jobId);
-    const res = await s.client.cancelScrape('acme', ref.jobId, {
-      reason: 'scenario',
-      requestedBy: 'vitest',
-      wait: true,
-      timeoutMs: 20_000,
-    });
+    const res = await s.cancel(ref.jobId);
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     const deletes = s.fixture.requestsTo('DELETE', `/jobs/${row.task_id}`);
     expect(deletes).toHaveLength(1);

@@ -164,12 +164,7 @@ describe('zyte through the whole workflow', () => {
     s.fixture.plan('stop-me', { hold: true });
     const ref = await s.start({ url: 'https://quotes.example/stop-me', key: 'stop-1' });
     const row = await whenChecked(s, ref.jobId, 2);
-    const res = await s.client.cancelScrape('acme', ref.jobId, {
-      reason: 'scenario',
-      requestedBy: 'vitest',
-      wait: true,
-      timeoutMs: 20_000,
-    });
+    const res = await s.cancel(ref.jobId);
     expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     const stops = s.fixture.app
       .requestsTo('POST', '/api/jobs/stop.json')
