@@ -64,6 +64,7 @@ const OptionsSchema = z.object({
   dynamicConfig: z.array(z.string().regex(/^[A-Za-z0-9_.]+=.+$/)).default([]),
   /** Dev server persistence: the SQLite `file` (default, as in the demo) or `memory`. */
   db: z.enum(['file', 'memory']).default('file'),
+  workerCpuProf: z.string().min(1).optional(),
 });
 type Options = z.infer<typeof OptionsSchema>;
 
@@ -185,7 +186,11 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     stack.sim.events.on('request', (e: SimRequestEvent) => {
       if (e.endpoint === 'status' && e.account === account) statusTimes.push(e.at);
     });
-    const worker = await stack.startWorker('v2', { statusEveryMs: 500, maxCachedWorkflows: o.maxCachedWorkflows });
+    const worker = await stack.startWorker('v2', {
+      statusEveryMs: 500,
+      maxCachedWorkflows: o.maxCachedWorkflows,
+      cpuProfileDir: o.workerCpuProf,
+    });
     const procs: Measured[] = [{ name: 'worker', pid: worker.pid }, ...stack.processes()];
     const mem = sampleMemory(procs, 2_000);
     const probes: ListProbe[] = [];
@@ -541,6 +546,10 @@ runAsScript(
       (v: string, acc: string[]) => [...acc, v],
       [] as string[],
     )
-    .option('--db <file|memory>', 'dev server persistence', 'file'),
+    .option('--db <file|memory>', 'dev server persistence', 'file')
+    .option(
+      '--worker-cpu-prof <dir>',
+      'write a V8 CPU profile of the worker process into this folder (what its JavaScript thread does)',
+    ),
   (opts) => runScale(OptionsSchema.parse(opts)),
 );

@@ -44,6 +44,22 @@ export interface BenchAccount {
 }
 
 /** Options of {@link startStack}. */
+/** Options of one product worker process of a benchmark. */
+export interface BenchWorkerOptions {
+  /** How often the worker reports `getStatus()` and its event loop, ms (default 1000). */
+  statusEveryMs?: number;
+  /** Max concurrent activity executions (default: the product's). */
+  maxActivities?: number;
+  /** Workflows kept in the sticky cache (default: the product's). */
+  maxCachedWorkflows?: number;
+  /**
+   * Write a V8 CPU profile of the worker's main thread here when it is told to stop (sampled every
+   * 2 ms from its ready message; open the `.cpuprofile` in Chrome DevTools): what its one
+   * JavaScript thread spends its time on.
+   */
+  cpuProfileDir?: string;
+}
+
 export interface StackOptions {
   /** Short name used in task queue names and the temp directory. */
   name: string;
@@ -105,10 +121,7 @@ export interface Stack {
   apiUrl?: string;
   /** A page URL the simulator fetches (unique per `i`). */
   pageUrl(i: number): string;
-  startWorker(
-    design: Design,
-    opts?: { statusEveryMs?: number; maxActivities?: number; maxCachedWorkflows?: number },
-  ): Promise<BenchWorker>;
+  startWorker(design: Design, opts?: BenchWorkerOptions): Promise<BenchWorker>;
   /**
    * Starts another worker process (`script`, run with tsx, `args` after it) that speaks the bench
    * worker's IPC messages (`WorkerMessage`): e.g. a Temporal floor. Measured and stopped like the
@@ -325,10 +338,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       await ready;
       return w;
     };
-    const startWorker = async (
-      design: Design,
-      wopts: { statusEveryMs?: number; maxActivities?: number; maxCachedWorkflows?: number } = {},
-    ): Promise<BenchWorker> => {
+    const startWorker = async (design: Design, wopts: BenchWorkerOptions = {}): Promise<BenchWorker> => {
       if (!configFiles[design]) throw new Error(`design ${design} was not prepared (pass designs: ['${design}'])`);
       const args = [
         '--config',
@@ -341,6 +351,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         String(wopts.statusEveryMs ?? 1_000),
         ...(wopts.maxActivities ? ['--max-activities', String(wopts.maxActivities)] : []),
         ...(wopts.maxCachedWorkflows !== undefined ? ['--max-cached-workflows', String(wopts.maxCachedWorkflows)] : []),
+        ...(wopts.cpuProfileDir ? ['--cpu-profile-dir', wopts.cpuProfileDir] : []),
       ];
       return spawnWorker(design, path.join(REPO, 'bench', 'lib', 'workerMain.ts'), args, design);
     };

@@ -14,6 +14,9 @@
  * message or SIGTERM. The maintenance schedules are not installed (their cost is per schedule
  * tick, not per job).
  */
+import fs from 'node:fs';
+import inspector from 'node:inspector';
+import path from 'node:path';
 import { Command } from 'commander';
 import { Worker } from '@temporalio/worker';
 import { z } from 'zod';
@@ -36,7 +39,34 @@ const OptionsSchema = z.object({
   statusEveryMs: z.coerce.number().int().min(50).default(1_000),
   maxActivities: z.coerce.number().int().positive().optional(),
   maxCachedWorkflows: z.coerce.number().int().min(0).optional(),
+  cpuProfileDir: z.string().min(1).optional(),
 });
+
+/**
+ * Starts sampling this thread's CPU (every 2 ms) through the inspector; the returned function
+ * stops it and writes `worker-<pid>.cpuprofile` into `dir` (once; later calls do nothing). The
+ * profile is taken before shutdown, so it shows the steady state, not the hand-over.
+ */
+async function startCpuProfile(dir: string): Promise<() => Promise<void>> {
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) =>
+      session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))),
+    );
+  await post('Profiler.enable');
+  await post('Profiler.setSamplingInterval', { interval: 2_000 });
+  await post('Profiler.start');
+  let done = false;
+  return async () => {
+    if (done) return;
+    done = true;
+    const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, `worker-${process.pid}.cpuprofile`), JSON.stringify(profile));
+    session.disconnect();
+  };
+}
 
 function send(m: WorkerMessage): void {
   if (process.send) process.send(m);
@@ -53,6 +83,7 @@ async function main(): Promise<void> {
     .option('--status-every-ms <ms>', 'worker status report interval', '1000')
     .option('--max-activities <n>', 'max concurrent activity executions (default: the product default)')
     .option('--max-cached-workflows <n>', 'workflows kept in the sticky cache (default: the product default)')
+    .option('--cpu-profile-dir <dir>', 'write a V8 CPU profile of this thread here when told to stop')
     .parse();
   const o = OptionsSchema.parse(program.opts());
   const runtime = await startWorkerRuntime();
@@ -73,10 +104,15 @@ async function main(): Promise<void> {
     () => send({ t: 'status', at: Date.now(), status: worker.getStatus(), loop: runtime.loop() }),
     o.statusEveryMs,
   );
+  const profiler = o.cpuProfileDir ? await startCpuProfile(o.cpuProfileDir) : undefined;
+  const stop = async () => {
+    await profiler?.();
+    worker.shutdown();
+  };
   process.on('message', (m: unknown) => {
-    if (m && typeof m === 'object' && (m as { t?: unknown }).t === 'stop') worker.shutdown();
+    if (m && typeof m === 'object' && (m as { t?: unknown }).t === 'stop') void stop();
   });
-  process.on('SIGTERM', () => worker.shutdown());
+  process.on('SIGTERM', () => void stop());
   process.on('disconnect', () => {
     try {
       worker.shutdown();
