@@ -237,6 +237,11 @@ export async function startPageServer(options: PageServerOptions = {}): Promise<
   };
 
   const server: Server = createServer(handle);
+  // Node closes an idle keep-alive socket after 5 s and tells the client so; on a loaded machine
+  // the client's own timer fires late and it reuses sockets the server has already closed ("other
+  // side closed"), one per retry when many idled together. Keeping them a minute makes that race
+  // rare; `close()` still ends them at once (the sockets are destroyed below).
+  server.keepAliveTimeout = 60_000;
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
