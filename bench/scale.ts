@@ -21,6 +21,7 @@
  *
  *   npm run bench:scale -- --jobs 10000
  */
+import path from 'node:path';
 import { Command } from 'commander';
 import PQueue from 'p-queue';
 import proto from '@temporalio/proto';
@@ -189,7 +190,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     const worker = await stack.startWorker('v2', {
       statusEveryMs: 500,
       maxCachedWorkflows: o.maxCachedWorkflows,
-      cpuProfileDir: o.workerCpuProf,
+      cpuProfileDir: o.workerCpuProf ? path.resolve(o.workerCpuProf) : undefined,
     });
     const procs: Measured[] = [{ name: 'worker', pid: worker.pid }, ...stack.processes()];
     const mem = sampleMemory(procs, 2_000);

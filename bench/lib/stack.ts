@@ -43,7 +43,6 @@ export interface BenchAccount {
   profile?: ProfileInput;
 }
 
-/** Options of {@link startStack}. */
 /** Options of one product worker process of a benchmark. */
 export interface BenchWorkerOptions {
   /** How often the worker reports `getStatus()` and its event loop, ms (default 1000). */
@@ -60,6 +59,7 @@ export interface BenchWorkerOptions {
   cpuProfileDir?: string;
 }
 
+/** Options of {@link startStack}. */
 export interface StackOptions {
   /** Short name used in task queue names and the temp directory. */
   name: string;

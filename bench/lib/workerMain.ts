@@ -11,7 +11,8 @@
  * `--status-every-ms` ms: `worker.getStatus()` (activity slots in use, cached workflows, ...) and
  * the event loop over the interval (utilization, lag p50/p99/max — better-sqlite3 is synchronous,
  * so a store write waiting for SQLite's lock stalls every task of the worker). It stops on a `stop`
- * message or SIGTERM. The maintenance schedules are not installed (their cost is per schedule
+ * message, SIGTERM or the parent's disconnect; with `--cpu-profile-dir DIR` it writes a CPU profile
+ * of its main thread (`worker-<pid>.cpuprofile`) before it stops. The maintenance schedules are not installed (their cost is per schedule
  * tick, not per job).
  */
 import fs from 'node:fs';
@@ -39,6 +40,7 @@ const OptionsSchema = z.object({
   statusEveryMs: z.coerce.number().int().min(50).default(1_000),
   maxActivities: z.coerce.number().int().positive().optional(),
   maxCachedWorkflows: z.coerce.number().int().min(0).optional(),
+  /** Directory for a CPU profile of this thread, written on stop; absent: no profiling. */
   cpuProfileDir: z.string().min(1).optional(),
 });
 
@@ -105,15 +107,27 @@ async function main(): Promise<void> {
     o.statusEveryMs,
   );
   const profiler = o.cpuProfileDir ? await startCpuProfile(o.cpuProfileDir) : undefined;
+  // The SDK's runtime also shuts the worker down on SIGTERM/SIGINT, and a stop may come twice: a
+  // second shutdown throws "Not running", which must not crash the drain. A profile that cannot be
+  // written is reported to the parent, and the worker still stops.
   const stop = async () => {
-    await profiler?.();
-    worker.shutdown();
+    try {
+      await profiler?.();
+    } catch (e) {
+      send({ t: 'error', message: `CPU profile not written: ${e instanceof Error ? e.message : String(e)}` });
+    }
+    try {
+      worker.shutdown();
+    } catch {
+      // already stopping
+    }
   };
   process.on('message', (m: unknown) => {
     if (m && typeof m === 'object' && (m as { t?: unknown }).t === 'stop') void stop();
   });
   process.on('SIGTERM', () => void stop());
   process.on('disconnect', () => {
+    void profiler?.().catch(() => undefined);
     try {
       worker.shutdown();
     } catch {
