@@ -3,7 +3,7 @@
  * and what is kept about them, over one Kysely query layer on SQLite or PostgreSQL. `openStore`
  * gives a {@link Store}: its connection and one repository per responsibility (see `store.ts`).
  */
-export { openStore, parseStoreUrl, type StoreUrl } from './open.js';
+export { openStore, parseStoreUrl, type OpenStoreOptions, type StoreUrl } from './open.js';
 export { Store } from './store.js';
 export { StoreConnection, type StoreKind } from './connection.js';
 export { JobsRepository } from './jobs.js';

@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import type { Database as DB } from './schema.js';
+import { cachingSqliteDatabase, DEFAULT_STATEMENT_CACHE_SIZE } from './statementCache.js';
 import { Store } from './store.js';
 
 /** Where the store lives: `sqlite:<file>` / a bare file path, or `postgres://…`. */
@@ -27,13 +28,23 @@ export function parseStoreUrl(
   return { kind: 'sqlite', file };
 }
 
+/** How a store is opened, beyond its URL. */
+export interface OpenStoreOptions {
+  /**
+   * SQLite only: how many distinct SQL texts stay prepared for reuse (see `statementCache.ts`;
+   * default 256, 0 prepares every query anew as Kysely does alone). PostgreSQL ignores it.
+   */
+  sqliteStatementCacheSize?: number;
+}
+
 /**
  * Opens the store and applies pending migrations.
  *
  * SQLite runs in WAL mode with a 5 s busy timeout so that the worker, the CLI and the API can
- * share one file. Throws when the database cannot be opened or a migration fails.
+ * share one file, and reuses prepared statements. Throws when the database cannot be opened, a
+ * migration fails, or `sqliteStatementCacheSize` is not an integer ≥ 0 (`RangeError`).
  */
-export async function openStore(url: StoreUrl): Promise<Store> {
+export async function openStore(url: StoreUrl, options: OpenStoreOptions = {}): Promise<Store> {
   const parsed = parseStoreUrl(url);
   let db: Kysely<DB>;
   if (parsed.kind === 'sqlite') {
@@ -43,7 +54,8 @@ export async function openStore(url: StoreUrl): Promise<Store> {
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('synchronous = NORMAL');
-    db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+    const database = cachingSqliteDatabase(sqlite, options.sqliteStatementCacheSize ?? DEFAULT_STATEMENT_CACHE_SIZE);
+    db = new Kysely<DB>({ dialect: new SqliteDialect({ database }) });
   } else {
     db = new Kysely<DB>({
       dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: parsed.connectionString, max: 10 }) }),
