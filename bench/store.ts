@@ -5,10 +5,12 @@
  *
  * Each job goes through the store calls a polling job makes in the worker: `jobs.register`,
  * `jobs.bindTask`, `jobs.transition` to `pending`, `--checks` pairs of `polling.beginCheck` +
- * `polling.recordCheck`, `results.writeOnce` and `jobs.transition` to `completed`. The two arms run
- * in alternating rounds (with, without, with, …) on their own SQLite files in one temporary
- * folder, in this process, so that both see the same machine; each round's CPU is this process's
- * `process.cpuUsage()` over it. A measurement, not a test: it asserts nothing.
+ * `polling.recordCheck`, `results.writeOnce` and `jobs.transition` to `completed`. Each round runs
+ * both arms, in an order that flips every round (with, without | without, with | …), on their own
+ * SQLite files in one temporary folder, in this process, so that both see the same machine; each
+ * arm's CPU is this process's `process.cpuUsage()` over it. It waits for a quiet machine as the
+ * other benchmarks do and records the CPU other processes used meanwhile. SQLite only: it measures
+ * the embedded store, not a PostgreSQL one. A measurement, not a test: it asserts nothing.
  *
  *   npm run bench:store -- --jobs 2000 --rounds 4 --checks 3
  */
@@ -18,13 +20,15 @@ import path from 'node:path';
 import { Command } from 'commander';
 import { z } from 'zod';
 import { openStore, Store } from '../src/store/index.js';
-import { round } from './lib/proc.js';
-import { machine, mean, runAsScript, table, writeResult } from './lib/report.js';
+import { round, sampleForeignCpu } from './lib/proc.js';
+import { machine, mean, runAsScript, table, waitForQuietMachine, writeResult } from './lib/report.js';
 
 const OptionsSchema = z.object({
   jobs: z.coerce.number().int().positive(),
   rounds: z.coerce.number().int().positive(),
   checks: z.coerce.number().int().min(0),
+  maxLoad: z.coerce.number().positive(),
+  waitLoadMin: z.coerce.number().min(0),
 });
 type Options = z.infer<typeof OptionsSchema>;
 
@@ -78,7 +82,9 @@ async function oneJob(store: Store, id: string, checks: number): Promise<void> {
 
 /** Runs the benchmark; prints its table and writes `bench/results/store-<time>.json`. */
 export async function runStore(o: Options): Promise<unknown> {
+  const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000 });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-store-'));
+  const foreign = sampleForeignCpu(() => [{ name: 'bench-store', pid: process.pid }]);
   try {
     const stores = Object.fromEntries(
       await Promise.all(
@@ -113,6 +119,7 @@ export async function runStore(o: Options): Promise<unknown> {
       return {
         key: a.key,
         label: a.label,
+        statements: stores[a.key]!.sqliteStatements,
         cpuUsPerJob: round(mean(mine.map((x) => x.cpuUsPerJob)), 1),
         wallUsPerJob: round(mean(mine.map((x) => x.wallUsPerJob)), 1),
         rounds: mine.length,
@@ -129,7 +136,17 @@ export async function runStore(o: Options): Promise<unknown> {
     console.log(
       `${o.jobs} jobs × ${o.rounds} rounds per arm, ${o.checks} checks per job (${queries} store calls); first round left out`,
     );
-    const out = { benchmark: 'store', options: o, machine: machine(), arms, rounds };
+    const others = foreign.stop();
+    console.log(
+      `load (1 min) at start ${quiet.start.loadavg[0]}${quiet.underLoad ? ' — UNDER LOAD' : ''}; CPU of other processes during the run ${others.foreignCores} cores`,
+    );
+    const out = {
+      benchmark: 'store',
+      options: o,
+      machine: { start: quiet.start, end: machine(), underLoad: quiet.underLoad, foreign: others },
+      arms,
+      rounds,
+    };
     console.log(`written ${writeResult('store', out)}`);
     return out;
   } finally {
@@ -142,6 +159,8 @@ runAsScript(
   new Command('bench:store')
     .option('--jobs <n>', 'jobs per round and arm', '2000')
     .option('--rounds <n>', 'rounds per arm (alternating; the first is warm-up when more than one)', '4')
-    .option('--checks <n>', 'status checks per job', '3'),
+    .option('--checks <n>', 'status checks per job', '3')
+    .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
+    .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30'),
   (opts) => runStore(OptionsSchema.parse(opts)),
 );

@@ -18,6 +18,11 @@ export class StoreConnection {
     readonly kind: StoreKind,
     /** The SQLite file path, when `kind` is `sqlite`. */
     readonly file?: string,
+    /**
+     * SQLite: statements prepared and reused since opening (`statementCache.ts`), for
+     * benchmarks and tests; absent on PostgreSQL.
+     */
+    readonly sqliteStatements?: { readonly prepared: number; readonly reused: number },
   ) {}
 
   /**

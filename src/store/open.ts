@@ -32,7 +32,8 @@ export function parseStoreUrl(
 export interface OpenStoreOptions {
   /**
    * SQLite only: how many distinct SQL texts stay prepared for reuse (see `statementCache.ts`;
-   * default 256, 0 prepares every query anew as Kysely does alone). PostgreSQL ignores it.
+   * default 256, 0 prepares every query anew as Kysely does alone). PostgreSQL checks it and
+   * otherwise ignores it.
    */
   sqliteStatementCacheSize?: number;
 }
@@ -46,7 +47,12 @@ export interface OpenStoreOptions {
  */
 export async function openStore(url: StoreUrl, options: OpenStoreOptions = {}): Promise<Store> {
   const parsed = parseStoreUrl(url);
+  const cacheSize = options.sqliteStatementCacheSize ?? DEFAULT_STATEMENT_CACHE_SIZE;
+  // Checked before anything is opened or created, so a bad value leaves no handle or file behind.
+  if (!Number.isInteger(cacheSize) || cacheSize < 0)
+    throw new RangeError(`sqliteStatementCacheSize ${cacheSize} is not an integer ≥ 0`);
   let db: Kysely<DB>;
+  let sqliteStatements: { prepared: number; reused: number } | undefined;
   if (parsed.kind === 'sqlite') {
     if (parsed.file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(parsed.file)), { recursive: true });
     const sqlite = new Database(parsed.file);
@@ -54,14 +60,15 @@ export async function openStore(url: StoreUrl, options: OpenStoreOptions = {}): 
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('synchronous = NORMAL');
-    const database = cachingSqliteDatabase(sqlite, options.sqliteStatementCacheSize ?? DEFAULT_STATEMENT_CACHE_SIZE);
+    const database = cachingSqliteDatabase(sqlite, cacheSize);
+    sqliteStatements = database.stats;
     db = new Kysely<DB>({ dialect: new SqliteDialect({ database }) });
   } else {
     db = new Kysely<DB>({
       dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: parsed.connectionString, max: 10 }) }),
     });
   }
-  const store = new Store(db, parsed.kind, parsed.kind === 'sqlite' ? parsed.file : undefined);
+  const store = new Store(db, parsed.kind, parsed.kind === 'sqlite' ? parsed.file : undefined, sqliteStatements);
   await store.migrate();
   return store;
 }

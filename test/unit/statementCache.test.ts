@@ -1,8 +1,10 @@
 /**
  * The prepared-statement cache under Kysely on a real SQLite database: the same SQL is prepared
  * once, the least recently used text leaves first, a statement still being iterated is never
- * handed to a second reader, size 0 prepares every time, and the store opened with the cache
- * reads and writes what it did without it, across a migration-style schema change.
+ * handed to a second reader, size 0 prepares every time, a statement that threw or ran in a
+ * rolled-back transaction works again, a bad size is refused before anything is opened, and the
+ * store opened with the cache (and using it) reads and writes what it did without it, across a
+ * migration-style schema change.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,6 +13,7 @@ import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStore, Store } from '../../src/store/index.js';
+import { eventRow } from '../../src/store/rows.js';
 import { cachingSqliteDatabase } from '../../src/store/statementCache.js';
 
 const dirs: string[] = [];
@@ -73,13 +76,59 @@ describe('SQLite statement cache', () => {
     database.close();
   });
 
+  it('leaves a cached statement usable after it threw, and after a rolled-back transaction', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stmt-cache-'));
+    dirs.push(dir);
+    const store = await openStore(path.join(dir, 's.db'));
+    const insert = (id: string) =>
+      store.db
+        .insertInto('job_events')
+        .values(eventRow(id, 'probe', 'pending', null))
+        .execute();
+    await sql`create unique index probe_once on job_events (job_id) where type = 'probe'`.execute(store.db);
+    await insert('a');
+    await expect(insert('a')).rejects.toThrow(/UNIQUE/);
+    await insert('b');
+    await expect(
+      store.tx(async (trx) => {
+        await trx
+          .insertInto('job_events')
+          .values(eventRow('c', 'probe', 'pending', null))
+          .execute();
+        throw new Error('give up');
+      }),
+    ).rejects.toThrow('give up');
+    await insert('c');
+    const ids = await store.db
+      .selectFrom('job_events')
+      .select('job_id')
+      .where('type', '=', 'probe')
+      .orderBy('job_id')
+      .execute();
+    expect(ids.map((r) => r.job_id)).toEqual(['a', 'b', 'c']);
+    expect(store.sqliteStatements?.reused).toBeGreaterThan(0);
+    await store.close();
+  });
+
+  it('refuses a bad cache size before it opens or creates anything', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stmt-cache-'));
+    dirs.push(dir);
+    for (const size of [-1, 1.5, Number.NaN]) {
+      await expect(openStore(path.join(dir, 'sub', 'bad.db'), { sqliteStatementCacheSize: size })).rejects.toThrow(
+        RangeError,
+      );
+    }
+    expect(fs.existsSync(path.join(dir, 'sub'))).toBe(false);
+  });
+
   it('prepares every query anew at size 0 and refuses a size that is not an integer ≥ 0', () => {
     const database = cachingSqliteDatabase(new Database(':memory:'), 0);
     database.prepare('select 1');
     database.prepare('select 1');
     expect(database.stats).toEqual({ prepared: 2, reused: 0 });
     database.close();
-    expect(() => cachingSqliteDatabase(new Database(':memory:'), -1)).toThrow(RangeError);
+    for (const size of [-1, 1.5])
+      expect(() => cachingSqliteDatabase(new Database(':memory:'), size)).toThrow(RangeError);
   });
 
   it('keeps the store’s answers the same with and without the cache, across a schema change', async () => {
@@ -106,6 +155,10 @@ describe('SQLite statement cache', () => {
       expect(after?.state).toBe('pending');
       expect((after as Record<string, unknown> | undefined)?.stmt_cache_probe).toBeNull();
       answers.push({ state: before?.state, url: before?.url, events: (await store.findings.timeline('job-1')).length });
+      // The store really goes through the cache when it has one, and never when its size is 0.
+      const reused = store.sqliteStatements?.reused ?? -1;
+      if (size > 0) expect(reused).toBeGreaterThan(0);
+      else expect(reused).toBe(0);
       await store.close();
     }
     expect(answers[0]).toEqual(answers[1]);
