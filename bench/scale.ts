@@ -56,6 +56,8 @@ const OptionsSchema = z.object({
   jobs: z.coerce.number().int().positive(),
   startConcurrency: z.coerce.number().int().positive(),
   observeS: z.coerce.number().positive(),
+  /** Minutes to wait after the last start for every job to leave `submitting` before observing; 0: observe at once. */
+  settleMin: z.coerce.number().min(0).default(0),
   ui: z.boolean().default(true),
   maxLoad: z.coerce.number().positive(),
   waitLoadMin: z.coerce.number().min(0),
@@ -162,6 +164,44 @@ async function backlog(
   return out;
 }
 
+/** How the wait for every job to leave `submitting` went: ms waited, and the jobs still there at its end. */
+interface Settle {
+  limitMs: number;
+  ms: number;
+  submittingAtEnd: number;
+  /** Jobs that left `submitting` per second while settling. */
+  perSecond: number;
+}
+
+/**
+ * Waits until no job of `account` is `submitting` in the store (each has had its first workflow
+ * task and its submit), polling every 5 s, for at most `limitMs`. Returns at once when `limitMs`
+ * is 0. The store row is what the product's state query reads, so this is the state users see.
+ */
+async function settleJobs(stack: Stack, account: string, limitMs: number, log: (l: string) => void): Promise<Settle> {
+  const submitting = async () =>
+    Number(
+      (
+        await stack.store.db
+          .selectFrom('jobs')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('account', '=', account)
+          .where('state', '=', 'submitting')
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const t0 = Date.now();
+  const first = await submitting();
+  let n = first;
+  while (n > 0 && Date.now() - t0 < limitMs) {
+    await new Promise((r) => setTimeout(r, 5_000));
+    n = await submitting();
+    log(`scale: settling ${Math.round((Date.now() - t0) / 1000)} s, ${n} still submitting`);
+  }
+  const ms = Date.now() - t0;
+  return { limitMs, ms, submittingAtEnd: n, perSecond: ms > 0 ? round(((first - n) / ms) * 1000, 1) : 0 };
+}
+
 /** Runs the benchmark; returns the JSON written. */
 export async function runScale(o: Options): Promise<Record<string, unknown>> {
   const log = (l: string) => console.error(l);
@@ -235,6 +275,9 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     const cpuStart = cpuDelta(cpu0, cpuSnapshot(procs));
     await probing;
     log(`scale: ${o.jobs} started in ${(startMs / 1000).toFixed(1)} s`);
+
+    // ---- optionally let every job reach its tracking loop, so the window sees waiting jobs only ----
+    const settle = await settleJobs(stack, account, o.settleMin * 60_000, log);
 
     // ---- observe them waiting ----
     const w0 = Date.now();
@@ -328,6 +371,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     const byState: Record<string, number> = {};
     for (const r of states) byState[r.state] = (byState[r.state] ?? 0) + 1;
     const last = waitStatuses.at(-1);
+    const workerMemory = worker.statuses.at(-1)?.memory;
 
     const out = {
       benchmark: 'scale',
@@ -343,6 +387,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
       workerLog: stack.workerLogCounts(),
       policy: 'DEFAULT_POLL_POLICY: 2 s ×1.5 to 60 s, ±20 % jitter; provider holds every job queued',
       start: { jobs: o.jobs, ms: startMs, perSecond: round((o.jobs / startMs) * 1000, 1), cpuS: cpuStart },
+      settle,
       storeStates: byState,
       waiting: {
         windowS: round(windowS, 1),
@@ -382,6 +427,10 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
         tasksAdded: tasksAddedDelta(p0, p1, ns) ?? null,
       },
       memoryMiB: {
+        /** The worker's `process.memoryUsage()` at its last status report, MiB. */
+        workerLast: workerMemory
+          ? Object.fromEntries(Object.entries(workerMemory).map(([k, v]) => [k, mib(v as number)]))
+          : null,
         max: Object.fromEntries(Object.entries(m.maxRssBytes).map(([k, v]) => [k, mib(v)])),
         last: Object.fromEntries(Object.entries(m.lastRssBytes).map(([k, v]) => [k, mib(v)])),
       },
@@ -441,7 +490,19 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
             'time to start them all',
             `${(startMs / 1000).toFixed(1)} s (${out.start.perSecond}/s, ${o.startConcurrency} concurrent starts)`,
           ],
+          [
+            'settle before the window (limit; still submitting at its end)',
+            settle.limitMs
+              ? `${(settle.ms / 1000).toFixed(0)} s of ${settle.limitMs / 60_000} min; ${settle.submittingAtEnd} still submitting (${settle.perSecond}/s left it)`
+              : 'none: the window starts at the last start',
+          ],
           ['worker RSS (max / last)', `${out.memoryMiB.max.worker} / ${out.memoryMiB.last.worker} MiB`],
+          [
+            'worker memory at the last status: V8 heap used / external (of which ArrayBuffers)',
+            workerMemory
+              ? `${mib(workerMemory.heapUsed)} / ${mib(workerMemory.external)} (${mib(workerMemory.arrayBuffers)}) MiB of RSS ${mib(workerMemory.rss)} MiB`
+              : '—',
+          ],
           ['server RSS (max / last)', `${out.memoryMiB.max.server ?? '—'} / ${out.memoryMiB.last.server ?? '—'} MiB`],
           ['bench process RSS (sim + driver), max', `${out.memoryMiB.max.bench} MiB`],
           [
@@ -536,6 +597,11 @@ runAsScript(
     .option('-n, --jobs <n>', 'jobs pending at once', '10000')
     .option('--start-concurrency <n>', 'concurrent start calls', '32')
     .option('--observe-s <s>', 'how long to watch the jobs wait after the last start', '180')
+    .option(
+      '--settle-min <min>',
+      'before the window, wait up to this long for every job to leave `submitting` (0: no wait)',
+      '0',
+    )
     .option('--no-ui', 'headless dev server (no Web UI probe)')
     .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
     .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')

@@ -98,7 +98,12 @@ export interface BenchWorker {
   /** Job ID → epoch ms when its result transaction had committed (the `afterResultWritten` hook). */
   written: Map<string, number>;
   /** Every `worker.getStatus()` report, in order. */
-  statuses: { at: number; status: Extract<WorkerMessage, { t: 'status' }>['status']; loop?: LoopFigures }[];
+  statuses: {
+    at: number;
+    status: Extract<WorkerMessage, { t: 'status' }>['status'];
+    loop?: LoopFigures;
+    memory?: NodeJS.MemoryUsage;
+  }[];
   /** Asks the worker to shut down (SIGKILL after 15 s); resolves when it exited. */
   stop(): Promise<void>;
 }
@@ -320,7 +325,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         );
         child.on('message', (m: WorkerMessage) => {
           if (m.t === 'written') w.written.set(m.jobId, m.at);
-          else if (m.t === 'status') w.statuses.push({ at: m.at, status: m.status, loop: m.loop });
+          else if (m.t === 'status') w.statuses.push({ at: m.at, status: m.status, loop: m.loop, memory: m.memory });
           else if (m.t === 'ready') {
             w.metricsUrl = m.metricsUrl;
             w.capacity = m.capacity;

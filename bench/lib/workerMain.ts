@@ -7,10 +7,11 @@
  * It reports to the parent over IPC: `ready` {pid, metricsUrl, capacity} (the SDK's Prometheus
  * endpoint of this process and the worker's compiled capacity options, `workerRuntime.ts`);
  * `written` {jobId, at} from the product's `afterResultWritten` activity hook (epoch ms taken
- * right after the result transaction committed); `status` {at, status, loop} every
+ * right after the result transaction committed); `status` {at, status, loop, memory} every
  * `--status-every-ms` ms: `worker.getStatus()` (activity slots in use, cached workflows, ...) and
  * the event loop over the interval (utilization, lag p50/p99/max — better-sqlite3 is synchronous,
- * so a store write waiting for SQLite's lock stalls every task of the worker). It stops on a `stop`
+ * so a store write waiting for SQLite's lock stalls every task of the worker) and
+ * `process.memoryUsage()` (V8 heap, external buffers; the rest of the RSS is native). It stops on a `stop`
  * message, SIGTERM or the parent's disconnect; with `--cpu-profile-dir DIR` it writes a CPU profile
  * of its main thread (`worker-<pid>.cpuprofile`) before it stops. The maintenance schedules are not installed (their cost is per schedule
  * tick, not per job).
@@ -30,7 +31,14 @@ import { capacityOptions, startWorkerRuntime, type LoopFigures } from './workerR
 export type WorkerMessage =
   | { t: 'ready'; pid: number; metricsUrl?: string; capacity?: Record<string, unknown> }
   | { t: 'written'; jobId: string; at: number }
-  | { t: 'status'; at: number; status: ReturnType<Worker['getStatus']>; loop?: LoopFigures }
+  | {
+      t: 'status';
+      at: number;
+      status: ReturnType<Worker['getStatus']>;
+      loop?: LoopFigures;
+      /** `process.memoryUsage()` of this process, bytes: where its RSS is (V8 heap, buffers, the rest native). */
+      memory?: NodeJS.MemoryUsage;
+    }
   | { t: 'error'; message: string };
 
 const OptionsSchema = z.object({
@@ -103,7 +111,14 @@ async function main(): Promise<void> {
     maxCachedWorkflows: o.maxCachedWorkflows,
   });
   const timer = setInterval(
-    () => send({ t: 'status', at: Date.now(), status: worker.getStatus(), loop: runtime.loop() }),
+    () =>
+      send({
+        t: 'status',
+        at: Date.now(),
+        status: worker.getStatus(),
+        loop: runtime.loop(),
+        memory: process.memoryUsage(),
+      }),
     o.statusEveryMs,
   );
   const profiler = o.cpuProfileDir ? await startCpuProfile(o.cpuProfileDir) : undefined;
