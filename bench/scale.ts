@@ -7,8 +7,14 @@
  * - worker slots in use while the jobs wait: `worker.getStatus()` of the worker process
  *   (activities and workflow activations in flight, cached workflows), and the task queues'
  *   backlog from `DescribeTaskQueue` (`reportStats`);
+ * - with `--settle-min M`, how long it took (at most M minutes) until no job was `submitting`,
+ *   so the window measures the waiting jobs apart from the start burst;
  * - the poll load the waiting jobs create: status checks per second demanded by the schedule vs
- *   achieved at the provider, and the CPU of worker and server while waiting;
+ *   achieved at the provider — the demand counted from each start (what the caller asked for) and
+ *   from each submit the provider received (when the job's poll schedule really began) — and the
+ *   CPU of worker and server while waiting;
+ * - the worker's memory: RSS of the whole process, and its main thread's V8 heap and external
+ *   memory (the workflow thread and the SDK's native core are in the rest);
  * - what bounds the checks achieved, while waiting: the worker's event loop (utilization and lag,
  *   reported by the worker process; better-sqlite3 is synchronous, so a store write waiting for
  *   SQLite's lock stalls the whole worker), the SDK worker's task slots and pollers and the
@@ -166,17 +172,21 @@ async function backlog(
 
 /** How the wait for every job to leave `submitting` went: ms waited, and the jobs still there at its end. */
 interface Settle {
+  /** The longest wait allowed, ms (0: no wait, the window opens at the last start). */
   limitMs: number;
+  /** How long it waited, ms, to the 5-s poll that saw none left (so up to 5 s late). */
   ms: number;
+  /** Jobs in `submitting` when the wait began. */
+  submittingAtStart: number;
   submittingAtEnd: number;
-  /** Jobs that left `submitting` per second while settling. */
+  /** Jobs that left `submitting` per second while settling (of those in it when the wait began). */
   perSecond: number;
 }
 
 /**
  * Waits until no job of `account` is `submitting` in the store (each has had its first workflow
- * task and its submit), polling every 5 s, for at most `limitMs`. Returns at once when `limitMs`
- * is 0. The store row is what the product's state query reads, so this is the state users see.
+ * task and its submit), polling every 5 s, for at most `limitMs` (with `limitMs` 0, one count and no wait).
+ * The store row is what the product's state query reads, so this is the state users see.
  */
 async function settleJobs(stack: Stack, account: string, limitMs: number, log: (l: string) => void): Promise<Settle> {
   const submitting = async () =>
@@ -194,12 +204,18 @@ async function settleJobs(stack: Stack, account: string, limitMs: number, log: (
   const first = await submitting();
   let n = first;
   while (n > 0 && Date.now() - t0 < limitMs) {
-    await new Promise((r) => setTimeout(r, 5_000));
+    await new Promise((r) => setTimeout(r, Math.min(5_000, limitMs - (Date.now() - t0))));
     n = await submitting();
     log(`scale: settling ${Math.round((Date.now() - t0) / 1000)} s, ${n} still submitting`);
   }
   const ms = Date.now() - t0;
-  return { limitMs, ms, submittingAtEnd: n, perSecond: ms > 0 ? round(((first - n) / ms) * 1000, 1) : 0 };
+  return {
+    limitMs,
+    ms,
+    submittingAtStart: first,
+    submittingAtEnd: n,
+    perSecond: ms > 0 ? round(((first - n) / ms) * 1000, 1) : 0,
+  };
 }
 
 /** Runs the benchmark; returns the JSON written. */
@@ -224,8 +240,12 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     const foreign = sampleForeignCpu(() => stack.ownProcesses());
     stack.sim.faults.add({ account, endpoint: 'submit', action: 'hold', holdIn: 'queued' });
     const statusTimes: number[] = [];
+    // When the provider received each submit: where that job's poll schedule begins.
+    const submitTimes: number[] = [];
     stack.sim.events.on('request', (e: SimRequestEvent) => {
-      if (e.endpoint === 'status' && e.account === account) statusTimes.push(e.at);
+      if (e.account !== account) return;
+      if (e.endpoint === 'status') statusTimes.push(e.at);
+      else if (e.endpoint === 'submit') submitTimes.push(e.at);
     });
     const worker = await stack.startWorker('v2', {
       statusEveryMs: 500,
@@ -324,10 +344,10 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
       multiplier: DEFAULT_POLL_POLICY.multiplier,
       jitter: 0,
     };
-    const demanded = startTimes.reduce(
-      (n, s) => n + nominalChecksBy(sched, w1 - s) - nominalChecksBy(sched, w0 - s),
-      0,
-    );
+    const demandFrom = (times: readonly number[]) =>
+      times.reduce((n, s) => n + nominalChecksBy(sched, w1 - s) - nominalChecksBy(sched, w0 - s), 0);
+    const demanded = demandFrom(startTimes);
+    const demandedFromSubmits = demandFrom(submitTimes);
     const windowS = (w1 - w0) / 1000;
     const acts = waitStatuses.map((s) => s.numInFlightActivities);
     const wfts = waitStatuses.map((s) => s.numInFlightWorkflowActivations);
@@ -394,7 +414,11 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
         cpuS: wCpu,
         coresUsed: Object.fromEntries(Object.entries(wCpu).map(([k, v]) => [k, round(v / windowS, 2)])),
         statusChecksPerSecond: {
+          /** The schedule counted from each job's start (the caller's view: a job not yet submitted owes checks too). */
           demandedBySchedule: round(demanded / windowS, 1),
+          /** The schedule counted from each submit the provider received (the tracking loops' view). */
+          demandedFromSubmits: round(demandedFromSubmits / windowS, 1),
+          submits: submitTimes.length,
           achieved: round(achieved / windowS, 1),
         },
         activitySlotsInUse: {
@@ -427,10 +451,11 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
         tasksAdded: tasksAddedDelta(p0, p1, ns) ?? null,
       },
       memoryMiB: {
-        /** The worker's `process.memoryUsage()` at its last status report, MiB. */
-        workerLast: workerMemory
-          ? Object.fromEntries(Object.entries(workerMemory).map(([k, v]) => [k, mib(v as number)]))
-          : null,
+        /**
+         * The worker's `process.memoryUsage()` at its last status report, MiB: `rss` is the whole
+         * process; `heapTotal`, `heapUsed` and `external` are its main thread's isolate only.
+         */
+        workerLast: workerMemory ? Object.fromEntries(Object.entries(workerMemory).map(([k, v]) => [k, mib(v)])) : null,
         max: Object.fromEntries(Object.entries(m.maxRssBytes).map(([k, v]) => [k, mib(v)])),
         last: Object.fromEntries(Object.entries(m.lastRssBytes).map(([k, v]) => [k, mib(v)])),
       },
@@ -493,14 +518,14 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
           [
             'settle before the window (limit; still submitting at its end)',
             settle.limitMs
-              ? `${(settle.ms / 1000).toFixed(0)} s of ${settle.limitMs / 60_000} min; ${settle.submittingAtEnd} still submitting (${settle.perSecond}/s left it)`
+              ? `${(settle.ms / 1000).toFixed(0)} s of ${settle.limitMs / 60_000} min; ${settle.submittingAtEnd} of ${settle.submittingAtStart} still submitting (${settle.perSecond}/s left it)`
               : 'none: the window starts at the last start',
           ],
           ['worker RSS (max / last)', `${out.memoryMiB.max.worker} / ${out.memoryMiB.last.worker} MiB`],
           [
-            'worker memory at the last status: V8 heap used / external (of which ArrayBuffers)',
+            "worker memory at its last status after the window: main thread's V8 heap used / allocated, external (of which ArrayBuffers); whole process RSS",
             workerMemory
-              ? `${mib(workerMemory.heapUsed)} / ${mib(workerMemory.external)} (${mib(workerMemory.arrayBuffers)}) MiB of RSS ${mib(workerMemory.rss)} MiB`
+              ? `${mib(workerMemory.heapUsed)} / ${mib(workerMemory.heapTotal)}, ${mib(workerMemory.external)} (${mib(workerMemory.arrayBuffers)}) MiB; RSS ${mib(workerMemory.rss)} MiB`
               : '—',
           ],
           ['server RSS (max / last)', `${out.memoryMiB.max.server ?? '—'} / ${out.memoryMiB.last.server ?? '—'} MiB`],
@@ -515,8 +540,8 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
           ],
           ['cached workflows on the worker', String(out.waiting.cachedWorkflows)],
           [
-            'status checks/s demanded by the schedule vs achieved',
-            `${out.waiting.statusChecksPerSecond.demandedBySchedule} vs ${out.waiting.statusChecksPerSecond.achieved}`,
+            'status checks/s demanded by the schedule, from the starts / from the submits received, vs achieved',
+            `${out.waiting.statusChecksPerSecond.demandedBySchedule} / ${out.waiting.statusChecksPerSecond.demandedFromSubmits} (${out.waiting.statusChecksPerSecond.submits} submits) vs ${out.waiting.statusChecksPerSecond.achieved}`,
           ],
           [
             'server persistence while waiting: operation-seconds per second (ops/s)',

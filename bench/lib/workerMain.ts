@@ -11,10 +11,11 @@
  * `--status-every-ms` ms: `worker.getStatus()` (activity slots in use, cached workflows, ...) and
  * the event loop over the interval (utilization, lag p50/p99/max — better-sqlite3 is synchronous,
  * so a store write waiting for SQLite's lock stalls every task of the worker) and
- * `process.memoryUsage()` (V8 heap, external buffers; the rest of the RSS is native). It stops on a `stop`
- * message, SIGTERM or the parent's disconnect; with `--cpu-profile-dir DIR` it writes a CPU profile
- * of its main thread (`worker-<pid>.cpuprofile`) before it stops. The maintenance schedules are not installed (their cost is per schedule
- * tick, not per job).
+ * `process.memoryUsage()` (`rss` is the whole process; the heap figures and `external` are this
+ * main thread's isolate only, the workflow thread and the SDK's native core are in the rest). It
+ * stops on a `stop` message, SIGTERM or the parent's disconnect; with `--cpu-profile-dir DIR` it
+ * writes a CPU profile of its main thread (`worker-<pid>.cpuprofile`) before it stops. The
+ * maintenance schedules are not installed (their cost is per schedule tick, not per job).
  */
 import fs from 'node:fs';
 import inspector from 'node:inspector';
@@ -36,7 +37,7 @@ export type WorkerMessage =
       at: number;
       status: ReturnType<Worker['getStatus']>;
       loop?: LoopFigures;
-      /** `process.memoryUsage()` of this process, bytes: where its RSS is (V8 heap, buffers, the rest native). */
+      /** `process.memoryUsage()` of this process, bytes (`rss` whole process; heap and `external` of the main thread only). */
       memory?: NodeJS.MemoryUsage;
     }
   | { t: 'error'; message: string };
