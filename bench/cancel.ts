@@ -21,6 +21,7 @@ import { cancelSignal } from '../src/workflows/scrape/messages.js';
 import { round } from './lib/proc.js';
 import {
   finishReport,
+  LOAD_OPTIONS,
   machine,
   mean,
   percentile,
@@ -28,7 +29,8 @@ import {
   runAsScript,
   sampleLoad,
   table,
-  waitForQuietMachine,
+  waitForQuietStart,
+  withLoadOptions,
 } from './lib/report.js';
 import { startStack, type Design } from './lib/stack.js';
 
@@ -40,8 +42,7 @@ const OptionsSchema = z.object({
   perDoor: z.coerce.number().int().positive(),
   design: z.enum(['v1', 'v2']).default('v2'),
   doors: z.string().default(DOORS.join(',')),
-  maxLoad: z.coerce.number().positive(),
-  waitLoadMin: z.coerce.number().min(0),
+  ...LOAD_OPTIONS,
   keepDir: z.boolean().default(false),
 });
 type Options = z.infer<typeof OptionsSchema>;
@@ -50,7 +51,7 @@ type Options = z.infer<typeof OptionsSchema>;
 export async function runCancel(o: Options): Promise<Record<string, unknown>> {
   const log = (l: string) => console.error(l);
   const doors = o.doors.split(',').map((d) => z.enum(DOORS).parse(d.trim()));
-  const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
+  const quiet = await waitForQuietStart(o, log);
   const load = sampleLoad();
   const account = 'cancel';
   const design: Design = o.design;
@@ -207,12 +208,10 @@ async function until<T>(f: () => T | undefined | Promise<T | undefined>, timeout
 
 runAsScript(
   'cancel.ts',
-  new Command('bench:cancel')
+  withLoadOptions(new Command('bench:cancel'))
     .option('-n, --per-door <n>', 'jobs cancelled through each door', '5')
     .option('--design <v1|v2>', 'workflow measured', 'v2')
     .option('--doors <list>', `comma-separated doors (${DOORS.join(',')})`, DOORS.join(','))
-    .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
-    .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
     .option('--keep-dir', 'keep the temp directory'),
   (opts) => runCancel(OptionsSchema.parse(opts)),
 );

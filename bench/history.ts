@@ -28,7 +28,17 @@ import { DEFAULT_POLL_POLICY, type PollPolicy } from '../src/model/types.js';
 import { historyCost, HISTORY_LIMITS, type HistoryCost } from './lib/history.js';
 import { round, sampleForeignCpu } from './lib/proc.js';
 import { total } from './lib/prometheus.js';
-import { finishReport, machine, mean, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
+import {
+  finishReport,
+  LOAD_OPTIONS,
+  machine,
+  mean,
+  runAsScript,
+  sampleLoad,
+  table,
+  waitForQuietStart,
+  withLoadOptions,
+} from './lib/report.js';
 import { nominalDelayMs, scaleSchedule } from './lib/schedule.js';
 import { startScenarios, waitClosed, waitFinal, type Scenario } from './lib/scenarios.js';
 import { heartbeatsDelta, persistenceDelta, serverActionsDelta, settledServerSnapshot } from './lib/serverMetrics.js';
@@ -67,8 +77,7 @@ const OptionsSchema = z.object({
   designs: list(DESIGNS.map((d) => d.key)),
   /** Job lengths to run (keys: 1s, 30s, 10m, 2h). */
   lengths: list(LENGTHS.map((l) => l.key)),
-  maxLoad: z.coerce.number().positive(),
-  waitLoadMin: z.coerce.number().min(0),
+  ...LOAD_OPTIONS,
   keepDir: z.boolean().default(false),
 });
 type Options = z.infer<typeof OptionsSchema>;
@@ -118,7 +127,7 @@ function sdkHeartbeats(snaps: readonly WorkerSnapshot[]): number | undefined {
 /** Runs the benchmark; returns the JSON written. */
 export async function runHistory(o: Options): Promise<Record<string, unknown>> {
   const log = (l: string) => console.error(l);
-  const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
+  const quiet = await waitForQuietStart(o, log);
   const load = sampleLoad();
   const designs = DESIGNS.filter((d) => o.designs.includes(d.key) && (o.webhooks || d.provider === 'reference'));
   const lengths = LENGTHS.filter((l) => o.lengths.includes(l.key));
@@ -448,14 +457,12 @@ export async function runHistory(o: Options): Promise<Record<string, unknown>> {
 
 runAsScript(
   'history.ts',
-  new Command('bench:history')
+  withLoadOptions(new Command('bench:history'))
     .option('-n, --jobs <n>', 'jobs per (length, design)', '5')
     .option('--time-scale <x>', 'simulated-time factor for the 10-minute and 2-hour jobs', '0.1')
     .option('--no-webhooks', 'skip the v2+webhooks design')
     .option('--designs <list>', 'designs to run, comma-separated: v1, v2, wh (v2+webhooks)', 'v1,v2,wh')
     .option('--lengths <list>', 'job lengths to run, comma-separated: 1s, 30s, 10m, 2h', '1s,30s,10m,2h')
-    .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
-    .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
     .option('--keep-dir', 'keep the temp directory'),
   (opts) => runHistory(OptionsSchema.parse(opts)),
 );

@@ -20,13 +20,15 @@ import type { JobTransition } from '../src/sim/index.js';
 import { round, sampleForeignCpu } from './lib/proc.js';
 import {
   finishReport,
+  LOAD_OPTIONS,
   machine,
   mean,
   percentile,
   runAsScript,
   sampleLoad,
   table,
-  waitForQuietMachine,
+  waitForQuietStart,
+  withLoadOptions,
 } from './lib/report.js';
 import { waitFinal, type Scenario } from './lib/scenarios.js';
 import { startStack } from './lib/stack.js';
@@ -37,8 +39,7 @@ const OptionsSchema = z.object({
   maxS: z.coerce.number().positive(),
   startOverS: z.coerce.number().min(0),
   webhooks: z.boolean().default(true),
-  maxLoad: z.coerce.number().positive(),
-  waitLoadMin: z.coerce.number().min(0),
+  ...LOAD_OPTIONS,
   keepDir: z.boolean().default(false),
 });
 type Options = z.infer<typeof OptionsSchema>;
@@ -67,7 +68,7 @@ function summary(xs: number[]): {
 export async function runLatency(o: Options): Promise<Record<string, unknown>> {
   if (o.maxS < o.minS) throw new Error('--max-s must be ≥ --min-s');
   const log = (l: string) => console.error(l);
-  const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
+  const quiet = await waitForQuietStart(o, log);
   const load = sampleLoad();
   const modes = [
     { name: 'polling', account: 'lat-poll', provider: 'reference' as const },
@@ -235,14 +236,12 @@ export async function runLatency(o: Options): Promise<Record<string, unknown>> {
 
 runAsScript(
   'latency.ts',
-  new Command('bench:latency')
+  withLoadOptions(new Command('bench:latency'))
     .option('-n, --jobs <n>', 'jobs per mode', '150')
     .option('--min-s <s>', 'shortest provider job (s)', '1')
     .option('--max-s <s>', 'longest provider job (s)', '60')
     .option('--start-over-s <s>', 'spread the starts evenly over this many seconds', '150')
     .option('--no-webhooks', 'polling only')
-    .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
-    .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
     .option('--keep-dir', 'keep the temp directory'),
   (opts) => runLatency(OptionsSchema.parse(opts)),
 );

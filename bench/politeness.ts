@@ -25,7 +25,18 @@ import { Command } from 'commander';
 import { z } from 'zod';
 import { DEFAULT_POLL_POLICY } from '../src/model/types.js';
 import { round, sampleForeignCpu } from './lib/proc.js';
-import { finishReport, machine, mean, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
+import {
+  finishReport,
+  LOAD_OPTIONS,
+  machine,
+  mean,
+  runAsScript,
+  sampleLoad,
+  table,
+  waitForQuietMachine,
+  waitForQuietStart,
+  withLoadOptions,
+} from './lib/report.js';
 import { checksToObserve, scaleSchedule } from './lib/schedule.js';
 import { startScenarios, waitFinal, type Scenario } from './lib/scenarios.js';
 import { lognormalAccounts, runLognormal } from './lib/lognormal.js';
@@ -35,8 +46,7 @@ const OptionsSchema = z.object({
   jobs: z.coerce.number().int().positive(),
   timeScale: z.coerce.number().positive().max(1),
   webhooks: z.boolean().default(true),
-  maxLoad: z.coerce.number().positive(),
-  waitLoadMin: z.coerce.number().min(0),
+  ...LOAD_OPTIONS,
   keepDir: z.boolean().default(false),
   workload: z.enum(['lengths', 'lognormal']).default('lengths'),
   medianS: z.coerce.number().positive().default(300),
@@ -64,7 +74,7 @@ function maxInWindow(t: readonly number[], windowMs: number): number {
 /** Runs the benchmark; returns the JSON written. */
 export async function runPoliteness(o: Options): Promise<Record<string, unknown>> {
   const log = (l: string) => console.error(l);
-  const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
+  const quiet = await waitForQuietStart(o, log);
   const load = sampleLoad();
   if (o.workload === 'lognormal') return politenessLognormal(o, quiet, load, log);
   const modes = [
@@ -341,12 +351,10 @@ async function politenessLognormal(
 
 runAsScript(
   'politeness.ts',
-  new Command('bench:politeness')
+  withLoadOptions(new Command('bench:politeness'))
     .option('-n, --jobs <n>', 'jobs per (length, mode)', '20')
     .option('--time-scale <x>', 'simulated-time factor for the 10-minute jobs', '0.1')
     .option('--no-webhooks', 'polling only')
-    .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
-    .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
     .option('--keep-dir', 'keep the temp directory')
     .option(
       '--workload <name>',

@@ -37,13 +37,15 @@ import type { SimRequestEvent } from '../src/sim/index.js';
 import { cpuDelta, cpuSnapshot, mib, round, sampleForeignCpu, sampleMemory, type Measured } from './lib/proc.js';
 import {
   finishReport,
+  LOAD_OPTIONS,
   machine,
   mean,
   percentile,
   runAsScript,
   sampleLoad,
   table,
-  waitForQuietMachine,
+  waitForQuietStart,
+  withLoadOptions,
 } from './lib/report.js';
 import { nominalChecksBy } from './lib/schedule.js';
 import {
@@ -65,8 +67,7 @@ const OptionsSchema = z.object({
   /** Minutes to wait after the last start for every job to leave `submitting` before observing; 0: observe at once. */
   settleMin: z.coerce.number().min(0).default(0),
   ui: z.boolean().default(true),
-  maxLoad: z.coerce.number().positive(),
-  waitLoadMin: z.coerce.number().min(0),
+  ...LOAD_OPTIONS,
   keepDir: z.boolean().default(false),
   maxCachedWorkflows: z.coerce.number().int().min(0).optional(),
   /** Dev server dynamic config `KEY=JSON` (repeatable), e.g. to test what limits the server. */
@@ -221,7 +222,7 @@ async function settleJobs(stack: Stack, account: string, limitMs: number, log: (
 /** Runs the benchmark; returns the JSON written. */
 export async function runScale(o: Options): Promise<Record<string, unknown>> {
   const log = (l: string) => console.error(l);
-  const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
+  const quiet = await waitForQuietStart(o, log);
   const load = sampleLoad();
   const account = 'scale';
   const dynamicConfig = Object.fromEntries(
@@ -618,7 +619,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
 
 runAsScript(
   'scale.ts',
-  new Command('bench:scale')
+  withLoadOptions(new Command('bench:scale'))
     .option('-n, --jobs <n>', 'jobs pending at once', '10000')
     .option('--start-concurrency <n>', 'concurrent start calls', '32')
     .option('--observe-s <s>', 'how long to watch the jobs wait after the last start', '180')
@@ -628,8 +629,6 @@ runAsScript(
       '0',
     )
     .option('--no-ui', 'headless dev server (no Web UI probe)')
-    .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
-    .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
     .option('--keep-dir', 'keep the temp directory')
     .option('--max-cached-workflows <n>', "the worker's sticky workflow cache (default: the product's)")
     .option(

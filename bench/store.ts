@@ -21,14 +21,22 @@ import { Command } from 'commander';
 import { z } from 'zod';
 import { openStore, Store } from '../src/store/index.js';
 import { round, sampleForeignCpu } from './lib/proc.js';
-import { machine, mean, runAsScript, table, waitForQuietMachine, writeResult } from './lib/report.js';
+import {
+  LOAD_OPTIONS,
+  machine,
+  mean,
+  runAsScript,
+  table,
+  waitForQuietStart,
+  withLoadOptions,
+  writeResult,
+} from './lib/report.js';
 
 const OptionsSchema = z.object({
   jobs: z.coerce.number().int().positive(),
   rounds: z.coerce.number().int().positive(),
   checks: z.coerce.number().int().min(0),
-  maxLoad: z.coerce.number().positive(),
-  waitLoadMin: z.coerce.number().min(0),
+  ...LOAD_OPTIONS,
 });
 type Options = z.infer<typeof OptionsSchema>;
 
@@ -82,7 +90,7 @@ async function oneJob(store: Store, id: string, checks: number): Promise<void> {
 
 /** Runs the benchmark; prints its table and writes `bench/results/store-<time>.json`. */
 export async function runStore(o: Options): Promise<unknown> {
-  const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000 });
+  const quiet = await waitForQuietStart(o);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-store-'));
   const foreign = sampleForeignCpu(() => [{ name: 'bench-store', pid: process.pid }]);
   try {
@@ -156,11 +164,9 @@ export async function runStore(o: Options): Promise<unknown> {
 
 runAsScript(
   'store.ts',
-  new Command('bench:store')
+  withLoadOptions(new Command('bench:store'))
     .option('--jobs <n>', 'jobs per round and arm', '2000')
     .option('--rounds <n>', 'rounds per arm (alternating; the first is warm-up when more than one)', '4')
-    .option('--checks <n>', 'status checks per job', '3')
-    .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
-    .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30'),
+    .option('--checks <n>', 'status checks per job', '3'),
   (opts) => runStore(OptionsSchema.parse(opts)),
 );

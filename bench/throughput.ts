@@ -31,7 +31,17 @@ import { FLOOR_WORKER_MAIN, FLOORS, writeFloorBundle, type Floor } from './floor
 import type { LoopMessage } from './lib/loopProcess.js';
 import { cpuDelta, cpuSnapshot, mib, round, sampleForeignCpu, sampleMemory, type Measured } from './lib/proc.js';
 import { startRedis, type RedisServer } from './lib/redis.js';
-import { finishReport, machine, REPO, runAsScript, sampleLoad, table, waitForQuietMachine } from './lib/report.js';
+import {
+  finishReport,
+  LOAD_OPTIONS,
+  machine,
+  REPO,
+  runAsScript,
+  sampleLoad,
+  table,
+  waitForQuietStart,
+  withLoadOptions,
+} from './lib/report.js';
 import {
   heartbeatsDelta,
   persistenceDelta,
@@ -50,8 +60,7 @@ const OptionsSchema = z.object({
   runMs: z.coerce.number().int().min(0),
   startConcurrency: z.coerce.number().int().positive(),
   timeoutS: z.coerce.number().positive(),
-  maxLoad: z.coerce.number().positive(),
-  waitLoadMin: z.coerce.number().min(0),
+  ...LOAD_OPTIONS,
   /** Phases to run, in this order (default all). */
   phases: z
     .string()
@@ -426,7 +435,7 @@ function ratio(a: number | undefined, b: number | undefined, digits = 2): number
 export async function runThroughput(o: Options): Promise<Record<string, unknown>> {
   const log = (l: string) => console.error(l);
   const phases = o.phases.filter((p) => !(o.skipBaseline && p === 'loop'));
-  const quiet = await waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
+  const quiet = await waitForQuietStart(o, log);
   const load = sampleLoad();
   const profile = { concurrency: o.jobs + 10, minRunMs: o.runMs };
   const accounts = { loop: 'tp-baseline', product: 'tp-temporal', bullmq: 'tp-bullmq' } as const;
@@ -664,13 +673,11 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
 
 runAsScript(
   'throughput.ts',
-  new Command('bench:throughput')
+  withLoadOptions(new Command('bench:throughput'))
     .option('-n, --jobs <n>', 'jobs per phase', '1000')
     .option('--run-ms <ms>', 'provider time of each job (minRunMs)', '1000')
     .option('--start-concurrency <n>', 'concurrent start calls', '32')
     .option('--timeout-s <s>', 'give up a phase after this long', '900')
-    .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
-    .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30')
     .option('--phases <list>', `phases to run, in order (comma-separated: ${PHASES.join(',')})`, PHASES.join(','))
     .option('--skip-baseline', 'leave out the plain loop')
     .option(

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Table from 'cli-table3';
 import type { Command } from 'commander';
+import { z } from 'zod';
 import { round } from './proc.js';
 
 /** Repository root (absolute). */
@@ -74,6 +75,30 @@ export async function waitForQuietMachine(opts: {
     log(`load ${m.loadavg.join(' ')} ≥ ${opts.maxLoad}: waiting (${Math.round((Date.now() - t0) / 1000)} s so far)`);
     await new Promise((r) => setTimeout(r, opts.everyMs ?? 60_000));
   }
+}
+
+/**
+ * The options of {@link waitForQuietStart}, as a zod shape to spread into a benchmark's options
+ * schema: `maxLoad` (a 1-minute load average, > 0) and `waitLoadMin` (minutes, ≥ 0).
+ */
+export const LOAD_OPTIONS = {
+  maxLoad: z.coerce.number().positive(),
+  waitLoadMin: z.coerce.number().min(0),
+};
+
+/** Adds `--max-load` and `--wait-load-min` (parsed by {@link LOAD_OPTIONS}) to `command`; returns it. */
+export function withLoadOptions(command: Command): Command {
+  return command
+    .option('--max-load <x>', 'start only when the 1-minute load average is below this', '1.5')
+    .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30');
+}
+
+/** {@link waitForQuietMachine} with a benchmark's `--max-load` and `--wait-load-min`. */
+export function waitForQuietStart(
+  o: { maxLoad: number; waitLoadMin: number },
+  log?: (l: string) => void,
+): ReturnType<typeof waitForQuietMachine> {
+  return waitForQuietMachine({ maxLoad: o.maxLoad, timeoutMs: o.waitLoadMin * 60_000, log });
 }
 
 /** Samples the 1-minute load average every `everyMs` ms; `stop()` returns max and mean. */
