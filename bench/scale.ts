@@ -179,6 +179,7 @@ interface Settle {
   ms: number;
   /** Jobs in `submitting` when the wait began. */
   submittingAtStart: number;
+  /** Jobs still in `submitting` when the wait ended (0, or the limit was reached). */
   submittingAtEnd: number;
   /** Jobs that left `submitting` per second while settling (of those in it when the wait began). */
   perSecond: number;
@@ -345,8 +346,10 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
       multiplier: DEFAULT_POLL_POLICY.multiplier,
       jitter: 0,
     };
-    const demandFrom = (times: readonly number[]) =>
-      times.reduce((n, s) => n + nominalChecksBy(sched, w1 - s) - nominalChecksBy(sched, w0 - s), 0);
+    // A job past its tracking deadline (the policy's, counted from the moment the task is known)
+    // stops as `tracking_interrupted` and owes no more checks, so each job's demand ends there.
+    const owed = (ms: number) => nominalChecksBy(sched, Math.min(ms, DEFAULT_POLL_POLICY.deadlineMs));
+    const demandFrom = (times: readonly number[]) => times.reduce((n, s) => n + owed(w1 - s) - owed(w0 - s), 0);
     const demanded = demandFrom(startTimes);
     const demandedFromSubmits = demandFrom(submitTimes);
     const windowS = (w1 - w0) / 1000;
@@ -415,9 +418,15 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
         cpuS: wCpu,
         coresUsed: Object.fromEntries(Object.entries(wCpu).map(([k, v]) => [k, round(v / windowS, 2)])),
         statusChecksPerSecond: {
-          /** The schedule counted from each job's start (the caller's view: a job not yet submitted owes checks too). */
+          /**
+           * The schedule counted from each job's start (the caller's view: a job not yet submitted
+           * owes checks too). Both demands end at the tracking deadline.
+           */
           demandedBySchedule: round(demanded / windowS, 1),
-          /** The schedule counted from each submit the provider received (the tracking loops' view). */
+          /**
+           * The schedule counted from each submit the provider received (the tracking loops' view;
+           * a replayed submit of the same job counts twice, which only lowers the ratio).
+           */
           demandedFromSubmits: round(demandedFromSubmits / windowS, 1),
           submits: submitTimes.length,
           achieved: round(achieved / windowS, 1),

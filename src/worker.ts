@@ -136,8 +136,9 @@ export interface ScrapeWorkerOptions {
    * Max concurrent activity executions (default 20,000). A job being tracked holds one slot for
    * its whole tracking phase (its polling activity waits in-process between checks), so this is
    * also how many jobs one worker tracks at once. A waiting slot costs no CPU between checks but
-   * 85–134 KiB of the worker's RSS (measured at 10,000 and 25,000, about 44 KiB of it live objects,
-   * mostly the SDK's per-activity state: `bench/README.md`), so 20,000 waiting jobs need 2–3 GiB.
+   * 67–134 KiB of the worker's RSS (measured up to 25,000; 30–45 KiB of it live objects, their
+   * closures mostly the SDK's per-activity pipelines: `bench/README.md`); on 2 cores one worker
+   * keeps up with about 10,000 waiting jobs, not 25,000: size this to the worker's cores and memory.
    */
   maxConcurrentActivityTaskExecutions?: number;
   /**

@@ -93,7 +93,11 @@ export function withLoadOptions(command: Command): Command {
     .option('--wait-load-min <min>', 'wait at most this long for the load to drop', '30');
 }
 
-/** {@link waitForQuietMachine} with a benchmark's `--max-load` and `--wait-load-min`. */
+/**
+ * {@link waitForQuietMachine} with a benchmark's `--max-load` (1-minute load average) and
+ * `--wait-load-min` (minutes): resolves with the machine at the start, whether it was still under
+ * load when the wait ran out, and the ms waited. Never throws.
+ */
 export function waitForQuietStart(
   o: { maxLoad: number; waitLoadMin: number },
   log?: (l: string) => void,
