@@ -187,8 +187,8 @@ interface Settle {
 
 /**
  * Waits until no job of `account` is `submitting` in the store (each has had its first workflow
- * task and its submit), polling every 5 s, for at most `limitMs` (with `limitMs` 0, one count and no wait).
- * The store row is what the product's state query reads, so this is the state users see.
+ * task and its submit), polling every 5 s, for at most `limitMs` (with `limitMs` 0, one count and
+ * no wait). The store row is what the product's state query reads, so this is the state users see.
  */
 async function settleJobs(stack: Stack, account: string, limitMs: number, log: (l: string) => void): Promise<Settle> {
   const submitting = async () =>
