@@ -585,10 +585,16 @@ describe('faults', () => {
     const s = await sim({ acme: { queueDelayMs: 60_000 } });
     const r = await submit(s, { url: pages.pageUrl('001') });
     s.faults.add({ endpoint: 'status', action: 'delay', delayMs: 600, times: 1 });
+    // The second request is sent once the first has reached the server (and taken the fault).
+    const firstArrived = new Promise<void>((res) =>
+      s.events.on('request', (e) => {
+        if (e.endpoint === 'status') res();
+      }),
+    );
     const t0 = Date.now();
     let slowDone = false;
     const slow = status(s, r.body.job_id).finally(() => (slowDone = true));
-    await new Promise((res) => setTimeout(res, 20));
+    await firstArrived;
     const fast = await status(s, r.body.job_id);
     expect(fast.status).toBe(200);
     expect(slowDone).toBe(false); // the delayed request did not hold up the other one
