@@ -17,7 +17,7 @@ const files = fs
   .sort();
 
 describe('recorded histories replay with the current workflow code', () => {
-  it('has recorded histories of the main paths of v1 (frozen) and v2', () => {
+  it('has recorded histories of the main paths of v1 (frozen), v2 and v3', () => {
     const paths = [
       'completed',
       'failed',
@@ -29,11 +29,9 @@ describe('recorded histories replay with the current workflow code', () => {
       'unacknowledged',
     ];
     expect(files).toEqual(expect.arrayContaining(paths.map((p) => `v1-${p}.json`)));
-    expect(files).toEqual(
-      expect.arrayContaining(
-        [...paths, 'cancelledSignal', 'woken', 'expired', 'deadlineCancel'].map((p) => `v2-${p}.json`),
-      ),
-    );
+    const later = [...paths, 'cancelledSignal', 'woken', 'expired', 'deadlineCancel'];
+    expect(files).toEqual(expect.arrayContaining(later.map((p) => `v2-${p}.json`)));
+    expect(files).toEqual(expect.arrayContaining([...later, 'resolvedAfterWake'].map((p) => `v3-${p}.json`)));
   });
 
   it.each(files)(

@@ -4,7 +4,7 @@
  * adopt; proven absent → resubmit under the same key, backed off and bounded by `submitRounds`;
  * neither provable → wait in `unknown` for an operator's `resolve` (never a silent resubmit).
  */
-import { condition, isCancellation, patched, workflowInfo } from '@temporalio/workflow';
+import { condition, isCancellation, workflowInfo } from '@temporalio/workflow';
 import type { ReconcileOutcome, SubmitJobInput, SubmitOutcome } from '../../activities/index.js';
 import { isDefiniteRejection, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
@@ -19,7 +19,7 @@ import { settleOutcome } from './poll.js';
 export async function acquireTask(job: ScrapeJob): Promise<boolean> {
   // Runs since polling moved into one activity: the submit goes on into the first checks (not with
   // webhooks, whose events make the checks), and a cancel does not wait for it.
-  const inActivity = patched(PATCH_POLL_IN_ACTIVITY);
+  const inActivity = job.takes(PATCH_POLL_IN_ACTIVITY);
   if (inActivity) job.pollsInActivity();
   const submitInput = (afterReconcile: boolean): SubmitJobInput => ({
     job: { ...job.input, workflowId: workflowInfo().workflowId },
@@ -110,7 +110,7 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
  * request) fails that Update with the reason and the job keeps waiting.
  */
 async function awaitOperator(job: ScrapeJob, input: SubmitJobInput): Promise<boolean | 'resubmit'> {
-  const onWake = patched(PATCH_RECONCILE_ON_WAKE);
+  const onWake = job.takes(PATCH_RECONCILE_ON_WAKE);
   for (;;) {
     const seen = job.wakes();
     const woken = () => onWake && job.wakes() !== seen;

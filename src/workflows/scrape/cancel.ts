@@ -14,14 +14,7 @@
  *
  * A cancel is a request, not an erasure: the outcome is what the provider's answers prove.
  */
-import {
-  CancellationScope,
-  CancelledFailure,
-  condition,
-  isCancellation,
-  patched,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { CancellationScope, CancelledFailure, condition, isCancellation, workflowInfo } from '@temporalio/workflow';
 import type { PollOutcome } from '../../activities/index.js';
 import type { CancelReport, JobError, JobView } from '../../model/types.js';
 import { jobErrorOf } from './errors.js';
@@ -93,7 +86,7 @@ async function cancelJob(job: ScrapeJob): Promise<void> {
   } catch (e) {
     job.countCancelCall();
     const error = jobErrorOf(e, 'cancel call failed');
-    if (!patched(PATCH_CONFIRM_AFTER_FAILED_CANCEL))
+    if (!job.takes(PATCH_CONFIRM_AFTER_FAILED_CANCEL))
       return finish('cancel_unconfirmed', `the provider did not accept the cancel request (${error.message})`, error);
     // The call may have reached the provider although its answer was lost or refused (a dropped
     // connection, a 5xx from a proxy after the fact, a slow answer past the attempt timeout): what
@@ -114,7 +107,8 @@ async function cancelJob(job: ScrapeJob): Promise<void> {
     job.observe({ checks: 0, providerStatus: answer.providerStatus ?? 'cancelled', progress: answer.progress });
     // The provider's own answer observes the stop; one status read then collects the effects
     // that landed meanwhile (a crawl page written after the cancel) for the report.
-    if (patched(PATCH_CANCEL_AS_OBSERVED)) return confirm(job, finish, undefined, { accepted: true, firstDelayMs: 0 });
+    if (job.takes(PATCH_CANCEL_AS_OBSERVED))
+      return confirm(job, finish, undefined, { accepted: true, firstDelayMs: 0 });
     return finish(
       'cancelled',
       `the provider confirmed the task stopped (status ${answer.providerStatus ?? 'cancelled'})`,
@@ -179,7 +173,7 @@ async function confirm(
       return finish('failed', 'the provider reported the task failed while cancelling', o.error);
     case 'expired':
       // Accepted, then forgotten: the provider stopped and removed it (evidence: the accepted answer, then the 404).
-      if (opts.accepted && patched(PATCH_CANCEL_AS_OBSERVED))
+      if (opts.accepted && job.takes(PATCH_CANCEL_AS_OBSERVED))
         return finish(
           'cancelled',
           `the provider accepted the cancel and then no longer knows the task (${o.error.message})`,

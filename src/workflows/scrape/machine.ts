@@ -24,6 +24,7 @@ import {
   PATCH_NATIVE_CANCEL_ON_ARRIVAL,
   PATCH_REWRITE_INTERRUPTED_FINAL,
   PATCH_WITHDRAW_UNTAKEN_RESOLUTION,
+  type PatchId,
 } from './patches.js';
 import type { CancelRequest, Resolution } from './messages.js';
 import { scrapeProxies, type ScrapeProxies } from './options.js';
@@ -54,7 +55,11 @@ export class ScrapeJob {
   /** Search attribute updates held back for the next move's upsert (one upsert instead of two). */
   private deferred: SearchAttributeUpdatePair[] = [];
 
-  constructor(readonly input: rules.ScrapeRunInput) {
+  constructor(
+    readonly input: rules.ScrapeRunInput,
+    /** Whether this run takes the change behind a patch: `patched()` decides in v2 (`patches.ts`). */
+    readonly takes: (patch: PatchId) => boolean = patched,
+  ) {
     this.policy = { ...DEFAULT_POLL_POLICY, ...(input.policy ?? {}) };
     this.acts = scrapeProxies(this.policy);
     const now = new Date();
@@ -103,8 +108,7 @@ export class ScrapeJob {
   /**
    * Moves to `state` (checked by {@link rules.checkMove} against the transition table; staying put is
    * allowed) and publishes it: view, `ScrapeState` (only when it changed: upserts are billable
-   * history events), details.
-   * Throws on an illegal move — a bug, which fails the workflow task rather than record a wrong state.
+   * history events), details. Throws on an illegal move — a bug, which fails the workflow task.
    */
   move(state: JobState, opts: rules.MoveOptions = {}, extra: SearchAttributeUpdatePair[] = []): void {
     const from = this.v.state;
@@ -143,16 +147,12 @@ export class ScrapeJob {
    */
   async writeInterruptedFinal(): Promise<void> {
     const write = this.unwritten;
-    if (!write || !this.final || write.state !== this.state) return;
-    if (!patched(PATCH_REWRITE_INTERRUPTED_FINAL)) return;
+    if (!write || !this.final || write.state !== this.state || !this.takes(PATCH_REWRITE_INTERRUPTED_FINAL)) return;
     await this.acts.recorder.recordState(write);
     this.unwritten = undefined;
   }
 
-  /**
-   * A final state the store already holds (a stale resume found the job finished, or the store
-   * shows another writer finished it): adopted as is, outside the transition table.
-   */
+  /** A final state the store already holds (a stale resume, another writer): adopted as is, outside the transition table. */
   adoptFinal(state: JobState, note: string): void {
     this.v.state = state;
     this.v.note = note;
@@ -332,7 +332,7 @@ export class ScrapeJob {
   async resolutionSettled(r: Resolution): Promise<string | undefined> {
     await condition(() => this.state !== 'unknown' || this.res.refused?.of === r);
     const out = rules.resolutionOutcome(this.res, r, this.state, this.v.taskId);
-    if (out.withdraw && patched(PATCH_WITHDRAW_UNTAKEN_RESOLUTION)) this.res.offered = undefined;
+    if (out.withdraw && this.takes(PATCH_WITHDRAW_UNTAKEN_RESOLUTION)) this.res.offered = undefined;
     if (this.res.applying === r && !out.refused) this.res.applying = undefined;
     return out.refused;
   }
@@ -360,7 +360,7 @@ export class ScrapeJob {
    */
   watchNativeCancel(): void {
     CancellationScope.current().cancelRequested.catch(() => {
-      if (!this.cancel && !this.final && patched(PATCH_NATIVE_CANCEL_ON_ARRIVAL)) this.requestNativeCancel();
+      if (!this.cancel && !this.final && this.takes(PATCH_NATIVE_CANCEL_ON_ARRIVAL)) this.requestNativeCancel();
     });
   }
 

@@ -1,13 +1,16 @@
 /**
  * The scrape workflow's message interface: its type name, the `state` query, the `cancel` signal
- * and Update, the `resolve` Update and the `wake` signal, with their payloads. Shared by workflow
- * v2, the frozen v1 workflow (same names, so one client talks to both) and the client.
+ * and Update, the `resolve` Update and the `wake` signal, with their payloads. Shared by workflows
+ * v3 and v2, the frozen v1 workflow (same names, so one client talks to all) and the client.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { CancelReport, JobView } from '../../model/types.js';
 
-/** Workflow type of scrape jobs started now (v2). Runs of v1 (`scrapeWorkflow`) finish on the v1 code. */
-export const SCRAPE_WORKFLOW_TYPE = 'scrapeWorkflowV2';
+/**
+ * Workflow type of scrape jobs started now (v3). Runs of v2 (`scrapeWorkflowV2`) and v1
+ * (`scrapeWorkflow`) finish on their own types.
+ */
+export const SCRAPE_WORKFLOW_TYPE = 'scrapeWorkflowV3';
 
 /** Payload of the `cancel` signal and Update. */
 export interface CancelRequest {

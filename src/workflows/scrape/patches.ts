@@ -2,6 +2,11 @@
  * Patch IDs of scrape workflow v2 (`patched()` from `@temporalio/workflow`). Each guards a change
  * made after runs were recorded, so that histories written before it replay unchanged
  * (test/replay/histories holds one recorded before and one after each).
+ *
+ * Workflow v3 (`scrapeWorkflowV3`) is v2 with every change below taken: it calls no `patched()`,
+ * so its runs record no patch marker and no `TemporalChangeVersion` search-attribute upsert (two
+ * billable Actions and two history events per job in v2). A change made later is a new patch
+ * here that v3 takes through `patched()`, like v2 (it is not added to {@link V3_TAKES_WITHOUT_MARKER}).
  */
 
 /** A final state whose store write a cancellation interrupted is written again before the run closes. */
@@ -45,3 +50,24 @@ export const PATCH_POLL_IN_ACTIVITY = 'poll-in-one-activity';
  * was not applied, and the offer is not taken later.
  */
 export const PATCH_WITHDRAW_UNTAKEN_RESOLUTION = 'withdraw-untaken-resolution';
+
+/** Every patch ID above. */
+export type PatchId =
+  | typeof PATCH_REWRITE_INTERRUPTED_FINAL
+  | typeof PATCH_CONFIRM_AFTER_FAILED_CANCEL
+  | typeof PATCH_NATIVE_CANCEL_ON_ARRIVAL
+  | typeof PATCH_CANCEL_AS_OBSERVED
+  | typeof PATCH_RECONCILE_ON_WAKE
+  | typeof PATCH_POLL_IN_ACTIVITY
+  | typeof PATCH_WITHDRAW_UNTAKEN_RESOLUTION;
+
+/** The patches workflow v3 takes unconditionally, without a marker: every one written before v3 existed. */
+export const V3_TAKES_WITHOUT_MARKER: ReadonlySet<PatchId> = new Set<PatchId>([
+  PATCH_REWRITE_INTERRUPTED_FINAL,
+  PATCH_CONFIRM_AFTER_FAILED_CANCEL,
+  PATCH_NATIVE_CANCEL_ON_ARRIVAL,
+  PATCH_CANCEL_AS_OBSERVED,
+  PATCH_RECONCILE_ON_WAKE,
+  PATCH_POLL_IN_ACTIVITY,
+  PATCH_WITHDRAW_UNTAKEN_RESOLUTION,
+]);

@@ -7,15 +7,7 @@
  * phase scope is cancelled; the activity is abandoned at once with TRY_CANCEL, even while its check
  * hangs).
  */
-import {
-  CancellationScope,
-  condition,
-  continueAsNew,
-  isCancellation,
-  patched,
-  sleep,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { CancellationScope, condition, continueAsNew, isCancellation, sleep, workflowInfo } from '@temporalio/workflow';
 import type { PollOutcome } from '../../activities/index.js';
 import { isTimeout, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
@@ -23,7 +15,7 @@ import { PATCH_POLL_IN_ACTIVITY } from './patches.js';
 
 /** Polls until the job is final, the deadline passes or a cancel request interrupts (a cancellation is thrown). */
 export async function trackTask(job: ScrapeJob): Promise<void> {
-  const inActivity = patched(PATCH_POLL_IN_ACTIVITY);
+  const inActivity = job.takes(PATCH_POLL_IN_ACTIVITY);
   if (inActivity) job.pollsInActivity();
   let firstDelayMs = job.firstDelay();
   let checkPastDeadline = false;
