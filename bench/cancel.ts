@@ -40,7 +40,7 @@ type Door = (typeof DOORS)[number];
 
 const OptionsSchema = z.object({
   perDoor: z.coerce.number().int().positive(),
-  design: z.enum(['v1', 'v2']).default('v2'),
+  design: z.enum(['v1', 'v2', 'v3']).default('v3'),
   doors: z.string().default(DOORS.join(',')),
   ...LOAD_OPTIONS,
   keepDir: z.boolean().default(false),
@@ -210,7 +210,7 @@ runAsScript(
   'cancel.ts',
   withLoadOptions(new Command('bench:cancel'))
     .option('-n, --per-door <n>', 'jobs cancelled through each door', '5')
-    .option('--design <v1|v2>', 'workflow measured', 'v2')
+    .option('--design <v1|v2|v3>', 'workflow measured', 'v3')
     .option('--doors <list>', `comma-separated doors (${DOORS.join(',')})`, DOORS.join(','))
     .option('--keep-dir', 'keep the temp directory'),
   (opts) => runCancel(OptionsSchema.parse(opts)),

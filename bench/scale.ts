@@ -75,6 +75,8 @@ const OptionsSchema = z.object({
   /** Dev server persistence: the SQLite `file` (default, as in the demo) or `memory`. */
   db: z.enum(['file', 'memory']).default('file'),
   workerCpuProf: z.string().min(1).optional(),
+  /** The workflow and worker measured (`bench/lib/stack.ts`): `v3` the product, `v2` the one before (tracking loops inside activities). */
+  design: z.enum(['v2', 'v3']).default('v3'),
 });
 type Options = z.infer<typeof OptionsSchema>;
 
@@ -231,6 +233,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
   );
   const stack = await startStack({
     name: 'scale',
+    designs: [o.design],
     accounts: [{ name: account, profile: { concurrency: o.jobs + 100 } }],
     ui: o.ui,
     log,
@@ -249,7 +252,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
       if (e.endpoint === 'status') statusTimes.push(e.at);
       else if (e.endpoint === 'submit') submitTimes.push(e.at);
     });
-    const worker = await stack.startWorker('v2', {
+    const worker = await stack.startWorker(o.design, {
       statusEveryMs: 500,
       maxCachedWorkflows: o.maxCachedWorkflows,
       cpuProfileDir: o.workerCpuProf ? path.resolve(o.workerCpuProf) : undefined,
@@ -272,7 +275,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     await Promise.all(
       Array.from({ length: o.jobs }, (_, i) =>
         queue.add(async () => {
-          await stack.clients.v2.startScrape({ account, url: stack.pageUrl(i), key: `s-${i}` });
+          await stack.clients[o.design].startScrape({ account, url: stack.pageUrl(i), key: `s-${i}` });
           startTimes.push(Date.now());
           started++;
           if (started % probeEvery === 0 && started < o.jobs) {
@@ -282,7 +285,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
               backlogs.push({
                 at: new Date().toISOString(),
                 phase: `starting (${n})`,
-                queues: await backlog(stack, stack.config.temporal.taskQueue),
+                queues: await backlog(stack, stack.taskQueue(o.design)),
               });
             });
           }
@@ -315,7 +318,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
       backlogs.push({
         at: new Date().toISOString(),
         phase: 'waiting',
-        queues: await backlog(stack, stack.config.temporal.taskQueue),
+        queues: await backlog(stack, stack.taskQueue(o.design)),
       });
       gauges.push({
         at: new Date().toISOString(),
@@ -331,7 +334,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     const p1 = await serverSnapshot(stack);
     const k1 = await workerSnapshot(worker.metricsUrl);
     const ns = stack.temporal.namespace;
-    const taskQueue = stack.config.temporal.taskQueue;
+    const taskQueue = stack.taskQueue(o.design);
     const persistence = persistenceDelta(p0, p1, ns);
     const serverScheduleToStart = {
       workflow: scheduleToStartDelta(p0, p1, ns, taskQueue, 'Workflow') ?? null,
@@ -354,6 +357,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     const demandedFromSubmits = demandFrom(submitTimes);
     const windowS = (w1 - w0) / 1000;
     const acts = waitStatuses.map((s) => s.numInFlightActivities);
+    const tracked = worker.statuses.slice(statusFrom).map((s) => s.tracked ?? 0);
     const wfts = waitStatuses.map((s) => s.numInFlightWorkflowActivations);
     const waitSamples = worker.statuses.slice(statusFrom);
     const loops = waitSamples.map((s) => s.loop).filter((l): l is NonNullable<typeof l> => !!l);
@@ -435,9 +439,10 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
           mean: round(mean(acts), 2),
           p99: percentile(acts, 99),
           max: Math.max(...acts),
-          limit: 100,
           samples: acts.length,
         },
+        /** Jobs in the worker's detached tracking loops (design v3; v2's loops hold activity slots instead). */
+        trackedLoops: { mean: round(mean(tracked), 1), max: Math.max(...tracked), last: tracked.at(-1) ?? null },
         workflowActivationsInFlight: { mean: round(mean(wfts), 2), p99: percentile(wfts, 99), max: Math.max(...wfts) },
         cachedWorkflows: last?.numCachedWorkflows ?? null,
         /** Server persistence (its SQLite) while waiting, the jobs' namespace: total operation time per second of wall time, and by operation. */
@@ -541,8 +546,12 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
           ['server RSS (max / last)', `${out.memoryMiB.max.server ?? '—'} / ${out.memoryMiB.last.server ?? '—'} MiB`],
           ['bench process RSS (sim + driver), max', `${out.memoryMiB.max.bench} MiB`],
           [
-            'activity slots in use while waiting (mean / p99 / max of 100)',
+            'activity slots in use while waiting (mean / p99 / max)',
             `${out.waiting.activitySlotsInUse.mean} / ${out.waiting.activitySlotsInUse.p99} / ${out.waiting.activitySlotsInUse.max}`,
+          ],
+          [
+            'jobs in detached tracking loops while waiting (mean / max / last)',
+            `${out.waiting.trackedLoops.mean} / ${out.waiting.trackedLoops.max} / ${out.waiting.trackedLoops.last ?? '—'}`,
           ],
           [
             'workflow activations in flight (mean / max)',
@@ -647,6 +656,7 @@ runAsScript(
       [] as string[],
     )
     .option('--db <file|memory>', 'dev server persistence', 'file')
+    .option('--design <v3|v2>', 'the product (v3) or the one before it (v2: tracking loops inside activities)', 'v3')
     .option(
       '--worker-cpu-prof <dir>',
       'write a V8 CPU profile of the worker process into this folder (what its JavaScript thread does)',

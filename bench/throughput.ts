@@ -8,8 +8,10 @@
  * 2. `floor1` — the one-activity Temporal floor (`floor/`: a workflow whose only step is one no-op
  *    activity), its own bundle, its own worker process with the product worker's capacity options;
  * 3. `floor2` — the two-activity floor;
- * 4. `product` — the product (`--design v2`, or the frozen `v1`), one worker process;
- * 5. `bullmq` — the same loop as `loop` driven by BullMQ on Redis (`lib/bullmqMain.ts`; Debian's
+ * 4. `previous` — the product before detached tracking and v3 (`scrapeWorkflowV2`, tracking loops
+ *    inside activities), one worker process: the before figure of the same run;
+ * 5. `product` — the product (`--design v3`, or the frozen `v1`), one worker process;
+ * 6. `bullmq` — the same loop as `loop` driven by BullMQ on Redis (`lib/bullmqMain.ts`; Debian's
  *    `redis-server`, started here on a free loopback port without persistence, stopped after).
  *
  * For each it reports jobs per second and CPU ms per job from the OS for the worker (the loop
@@ -52,7 +54,7 @@ import {
 import { waitClosed } from './lib/scenarios.js';
 import { startStack, type BenchWorker, type Stack } from './lib/stack.js';
 
-const PHASES = ['loop', 'floor1', 'floor2', 'product', 'bullmq'] as const;
+const PHASES = ['loop', 'floor1', 'floor2', 'previous', 'product', 'bullmq'] as const;
 type PhaseKey = (typeof PHASES)[number];
 
 const OptionsSchema = z.object({
@@ -79,8 +81,8 @@ const OptionsSchema = z.object({
   keepDir: z.boolean().default(false),
   /** Dev server persistence: the SQLite `file` (default, as in the demo) or `memory` (to show what the file costs). */
   db: z.enum(['file', 'memory']).default('file'),
-  /** Workflow of the product phase: the product's (`v2`) or the frozen v1 (`v1`, the before figure). */
-  design: z.enum(['v1', 'v2']).default('v2'),
+  /** Workflow of the product phase: the product's (`v3`) or the frozen v1 (`v1`, the before figure). */
+  design: z.enum(['v1', 'v3']).default('v3'),
   /** Dev server dynamic config `KEY=JSON` pairs (e.g. `system.enableActivityEagerExecution=true`). */
   dynamicConfig: z.array(z.string().regex(/^[A-Za-z0-9_.]+=.+$/)).default([]),
 });
@@ -314,7 +316,7 @@ async function temporalPhase(
   o: Options,
   log: (l: string) => void,
   spec: {
-    key: 'floor1' | 'floor2' | 'product';
+    key: 'floor1' | 'floor2' | 'previous' | 'product';
     label: string;
     worker: () => Promise<BenchWorker>;
     taskQueue: string;
@@ -438,14 +440,19 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
   const quiet = await waitForQuietStart(o, log);
   const load = sampleLoad();
   const profile = { concurrency: o.jobs + 10, minRunMs: o.runMs };
-  const accounts = { loop: 'tp-baseline', product: 'tp-temporal', bullmq: 'tp-bullmq' } as const;
+  const accounts = {
+    loop: 'tp-baseline',
+    previous: 'tp-previous',
+    product: 'tp-temporal',
+    bullmq: 'tp-bullmq',
+  } as const;
   const stack = await startStack({
     name: 'throughput',
     accounts: Object.values(accounts).map((name) => ({ name, profile })),
     log,
     keepDir: o.keepDir,
     inMemory: o.db === 'memory',
-    designs: [o.design],
+    designs: phases.includes('previous') ? [o.design, 'v2'] : [o.design],
     dynamicConfig: Object.fromEntries(
       o.dynamicConfig.map((kv) => [kv.slice(0, kv.indexOf('=')), JSON.parse(kv.slice(kv.indexOf('=') + 1))]),
     ),
@@ -492,19 +499,20 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
         );
       else if (p === 'floor1') results.push(await floorPhase('floor1', 'one'));
       else if (p === 'floor2') results.push(await floorPhase('floor2', 'two'));
-      else if (p === 'product')
+      else if (p === 'product' || p === 'previous') {
+        const design = p === 'product' ? o.design : 'v2';
         results.push(
           await temporalPhase(stack, o, log, {
-            key: 'product',
-            label: `product (${o.design})`,
-            taskQueue: productQueue,
-            account: accounts.product,
-            worker: () => stack.startWorker(o.design),
+            key: p,
+            label: p === 'product' ? `product (${design})` : 'previous (v2, loops in activities)',
+            taskQueue: stack.taskQueue(design),
+            account: accounts[p],
+            worker: () => stack.startWorker(design),
             start: (i) =>
-              stack.clients[o.design].startScrape({ account: accounts.product, url: stack.pageUrl(i), key: `t-${i}` }),
+              stack.clients[design].startScrape({ account: accounts[p], url: stack.pageUrl(i), key: `t-${i}` }),
           }),
         );
-      else {
+      } else {
         const redis = await startRedis(stack.dir);
         if ('unavailable' in redis) {
           log(`bullmq: ${redis.unavailable}`);
@@ -688,9 +696,9 @@ runAsScript(
     .option('--keep-dir', 'keep the temp directory')
     .option('--db <file|memory>', 'dev server persistence', 'file')
     .option(
-      '--design <v1|v2>',
+      '--design <v1|v3>',
       'workflow of the product phase (v1: the frozen earlier workflow, for before figures)',
-      'v2',
+      'v3',
     )
     .option(
       '--dynamic-config <key=json...>',

@@ -23,7 +23,8 @@ import {
   type NativeConnectionOptions,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
-import { createActivities, handOffPolling, type ActivityDeps } from './activities/index.js';
+import { createActivities, DetachedTracker, handOffPolling, type ActivityDeps } from './activities/index.js';
+import { HEARTBEAT_THROTTLE_MS, ScrapeWorker } from './scrapeWorker.js';
 import { settleDetachedCalls } from './activities/context.js';
 import { dataConverterFor, failureConverterPath } from './codec/config.js';
 import { loadConfigFile, type Config } from './config.js';
@@ -39,6 +40,7 @@ import { temporalConnectionOptions } from './runtime.js';
 import { checkSearchAttributes } from './namespaceCheck.js';
 
 export { settleDetachedCalls };
+export { HEARTBEAT_THROTTLE_MS, ScrapeWorker };
 export { checkSearchAttributes, MissingSearchAttributesError, type SearchAttributeProblem } from './namespaceCheck.js';
 
 /** Absolute path of the workflows module (TypeScript source under tsx, compiled JS under dist/). */
@@ -133,14 +135,26 @@ export interface ScrapeWorkerOptions {
   /** Test hooks (see {@link ActivityDeps.hooks}). */
   hooks?: ActivityDeps['hooks'];
   /**
-   * Max concurrent activity executions (default 20,000). A job being tracked holds one slot for
-   * its whole tracking phase (its polling activity waits in-process between checks), so this is
-   * also how many jobs one worker tracks at once. A waiting slot costs no CPU between checks but
-   * 67–134 KiB of the worker's RSS (measured up to 25,000; 30–45 KiB of it live objects, their
-   * closures mostly the SDK's per-activity pipelines: `bench/README.md`); on 2 cores one worker
-   * keeps up with about 10,000 waiting jobs, not 25,000: size this to the worker's cores and memory.
+   * Max concurrent activity executions (default 2,000): submits (including a fast job's first
+   * checks), reconciles, cancels. A job in its tracking phase holds no slot: its polling loop runs
+   * detached ({@link maxTrackedJobs}); with `detachTracking: false` it holds one for its whole
+   * wait, and the default is 20,000.
    */
   maxConcurrentActivityTaskExecutions?: number;
+  /**
+   * Most jobs this worker tracks at once in detached polling loops (default 50,000); a further
+   * tracking activity is retried 10 s later by whichever worker takes it. A waiting job costs the
+   * worker a timer and a few KiB between checks (`bench/README.md`); on 2 cores one worker keeps
+   * the schedule of about 10,000-25,000 waiting jobs: size this to the worker's cores.
+   */
+  maxTrackedJobs?: number;
+  /**
+   * Whether the tracking phase's polling loops run detached from their activities (default true:
+   * the activity completes asynchronously, see `src/activities/tracker.ts`). `false` runs each
+   * loop inside its activity, holding an activity slot and the SDK's per-activity state for the
+   * whole wait (the design before detached loops; the benchmarks measure both).
+   */
+  detachTracking?: boolean;
   /**
    * Workflows kept in the worker's cache (default 1000). Waiting jobs need no workflow task (the
    * server retries their polling activity), so a small cache keeps memory flat at any number of
@@ -162,7 +176,7 @@ export interface ScrapeWorkerOptions {
  * attributes ({@link checkSearchAttributes}): a namespace that is not set up is refused with
  * {@link MissingSearchAttributesError} before anything polls.
  */
-export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Worker> {
+export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<ScrapeWorker> {
   await checkSearchAttributes(opts.connection, opts.config.temporal.namespace);
   const providers = opts.providers ?? new ProviderRegistry(opts.config, process.env, {}, opts.store.providerKeys);
   const dataConverter = dataConverterFor(opts.config.codec);
@@ -174,6 +188,16 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Wor
     dataConverter,
     interceptors: { workflow: workflowClientInterceptors() },
   });
+  const tracker =
+    opts.detachTracking === false
+      ? undefined
+      : new DetachedTracker({
+          client: temporal.activity,
+          heartbeatThrottleMs: HEARTBEAT_THROTTLE_MS,
+          maxLoops: opts.maxTrackedJobs,
+          graceMs: opts.shutdownGraceTimeMs ?? 10_000,
+          warn: (message, meta) => Runtime.instance().logger.warn(message, meta),
+        });
   const activities = {
     ...createActivities({
       store: opts.store,
@@ -181,11 +205,12 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Wor
       resultRetentionMs: opts.config.resultRetentionMs,
       hooks: opts.hooks,
       temporal,
+      tracker,
     }),
     // Also here for maintenance runs started on this queue before maintenance had its own (createMaintenanceWorker).
     ...createMaintenanceActivities({ store: opts.store, temporal }),
   };
-  return Worker.create({
+  const worker = (await ScrapeWorker.create({
     connection: opts.connection,
     namespace: opts.config.temporal.namespace,
     taskQueue: opts.config.temporal.taskQueue,
@@ -194,17 +219,19 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Wor
     ...(dataConverter ? { dataConverter } : {}),
     interceptors: { activity: activityInterceptors({ tracing }) },
     ...(tracing ? { sinks: workflowSpanSinks() } : {}),
-    maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 20_000,
-    // A polling activity heartbeats after every check; the SDK sends one to the server at most per
-    // this interval (below 0.8 × the policy's heartbeat timeout, 10 min by default): each one that
-    // reaches the server is a billable Action and a mutable-state write.
-    maxHeartbeatThrottleInterval: '8m',
+    // Without detached loops every tracked job holds a slot for its whole wait.
+    maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? (tracker ? 2_000 : 20_000),
+    // The SDK sends an activity's heartbeats (a submit's first checks) at most once per this
+    // interval; detached loops are throttled the same by their tracker.
+    maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE_MS,
     // A workflow task offered to a stopping worker's sticky queue goes to the shared queue after this.
     stickyQueueScheduleToStartTimeout: '3s',
     maxCachedWorkflows: opts.maxCachedWorkflows ?? 1000,
     shutdownGraceTime: opts.shutdownGraceTimeMs ?? 10_000,
     ...(opts.identity ? { identity: opts.identity } : {}),
-  });
+  })) as ScrapeWorker;
+  worker.tracker = tracker;
+  return worker;
 }
 
 /**

@@ -31,11 +31,14 @@ import type { WorkerMessage } from './workerMain.js';
 import type { LoopFigures } from './workerRuntime.js';
 
 /**
- * The workflow measured: `v2` (the product: `scrapeWorkflowV2`, retry-driven polling) or `v1` (the
- * frozen `scrapeWorkflow`: a durable timer and a status activity per check), for before/after figures.
- * Both run on the product's worker (it registers both types), each on its own task queue.
+ * The workflow measured, for before/after figures: `v3` (the product: `scrapeWorkflowV3`, its
+ * tracking loops detached from their activities), `v2` (the product before them:
+ * `scrapeWorkflowV2`, which records a patch marker and a `TemporalChangeVersion` upsert per job,
+ * its worker running each tracking loop inside its activity) or `v1` (the frozen
+ * `scrapeWorkflow`: a durable timer and a status activity per check). Each runs on the product's
+ * worker (it registers every type) on its own task queue.
  */
-export type Design = 'v1' | 'v2';
+export type Design = 'v1' | 'v2' | 'v3';
 
 /** One simulator account (and our account of the same name). */
 export interface BenchAccount {
@@ -68,7 +71,7 @@ export interface StackOptions {
   webhooks?: boolean;
   /** Start the dev server with its Web UI (default headless). */
   ui?: boolean;
-  /** Designs to run (default `v2` only). */
+  /** Designs to run (default `v3` only). */
   designs?: Design[];
   /** Concurrent provider calls per provider key on a worker (default 50). */
   maxConcurrent?: number;
@@ -86,7 +89,7 @@ export interface StackOptions {
 
 /** A worker child process. */
 export interface BenchWorker {
-  /** Label in logs and file names (`v2`, `floor-one`, …). */
+  /** Label in logs and file names (`v3`, `floor-one`, …). */
   label: string;
   /** The product design it runs; undefined for another worker (a Temporal floor). */
   design?: Design;
@@ -103,6 +106,7 @@ export interface BenchWorker {
     status: Extract<WorkerMessage, { t: 'status' }>['status'];
     loop?: LoopFigures;
     memory?: NodeJS.MemoryUsage;
+    tracked?: number;
   }[];
   /** Asks the worker to shut down (SIGKILL after 15 s); resolves when it exited. */
   stop(): Promise<void>;
@@ -207,12 +211,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     // figures measure steady-state costs, not the adaptive limit's ramp-up.
     const limits = { maxConcurrent: opts.maxConcurrent ?? 50, minIntervalMs: 0, activeJobs: { initial: 100_000 } };
     const queues: Record<Design, string> = {
+      v3: `bench-${opts.name}-v3-${process.pid}`,
       v2: `bench-${opts.name}-v2-${process.pid}`,
       v1: `bench-${opts.name}-v1-${process.pid}`,
     };
     const config = parseConfig(
       {
-        temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: queues.v2 },
+        temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: queues.v3 },
         // SCRAPE_BENCH_STORE_URL: e.g. the cluster's PostgreSQL (`npm run cluster` prints it).
         storeUrl: process.env.SCRAPE_BENCH_STORE_URL ?? `sqlite:${path.join(dir, 'store.db')}`,
         defaultProvider: 'reference',
@@ -246,12 +251,20 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const temporalClient = new Client({ connection, namespace: temporal.namespace });
     const webhookProviders = webhookProviderNames(config);
     const clients: Record<Design, ScrapeClient> = {
+      v3: new ScrapeClient({
+        temporal: temporalClient,
+        store,
+        taskQueue: queues.v3,
+        defaultProvider: 'reference',
+        webhookProviders,
+      }),
       v2: new ScrapeClient({
         temporal: temporalClient,
         store,
         taskQueue: queues.v2,
         defaultProvider: 'reference',
         webhookProviders,
+        workflowType: 'scrapeWorkflowV2',
       }),
       v1: new ScrapeClient({
         temporal: temporalClient,
@@ -266,7 +279,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     let apiUrl: string | undefined;
     if (opts.webhooks) {
       const app = await buildApi({
-        client: clients.v2,
+        client: clients.v3,
         store,
         config,
         keys: [{ account: opts.accounts[0]!.name, sha256: hashApiKey(randomBytes(32).toString('hex')), name: 'bench' }],
@@ -278,8 +291,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 
     const configFiles = {} as Record<Design, string>;
     const bundle = path.join(dir, 'bundle.js');
-    await writeWorkflowBundle(bundle); // the product's bundle: both workflow types
-    for (const d of opts.designs ?? ['v2']) {
+    await writeWorkflowBundle(bundle); // the product's bundle: every workflow type
+    for (const d of opts.designs ?? ['v3']) {
       configFiles[d] = path.join(dir, `config-${d}.json`);
       fs.writeFileSync(
         configFiles[d],
@@ -325,7 +338,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         );
         child.on('message', (m: WorkerMessage) => {
           if (m.t === 'written') w.written.set(m.jobId, m.at);
-          else if (m.t === 'status') w.statuses.push({ at: m.at, status: m.status, loop: m.loop, memory: m.memory });
+          else if (m.t === 'status')
+            w.statuses.push({ at: m.at, status: m.status, loop: m.loop, memory: m.memory, tracked: m.tracked });
           else if (m.t === 'ready') {
             w.metricsUrl = m.metricsUrl;
             w.capacity = m.capacity;

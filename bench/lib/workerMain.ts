@@ -1,8 +1,9 @@
 /**
  * A worker in its own process for the benchmarks, so that its CPU and memory are read from the OS
  * apart from the Temporal server and the benchmark process. It runs either
- * the product's worker (`createScrapeWorker`: the product's workflow bundle, both workflow types,
- * and activities) on the task queue of its design (`v1` or `v2`, see `bench/lib/stack.ts`).
+ * the product's worker (`createScrapeWorker`: the product's workflow bundle, every workflow type,
+ * and activities) on the task queue of its design (`v1`, `v2` or `v3`, see `bench/lib/stack.ts`;
+ * for `v2` the tracking loops run inside their activities, as before detached loops).
  *
  * It reports to the parent over IPC: `ready` {pid, metricsUrl, capacity} (the SDK's Prometheus
  * endpoint of this process and the worker's compiled capacity options, `workerRuntime.ts`);
@@ -39,12 +40,14 @@ export type WorkerMessage =
       loop?: LoopFigures;
       /** `process.memoryUsage()` of this process, bytes (`rss` whole process; heap and `external` of the main thread only). */
       memory?: NodeJS.MemoryUsage;
+      /** Jobs the worker tracks in detached polling loops (0 for a design whose loops run inside activities). */
+      tracked?: number;
     }
   | { t: 'error'; message: string };
 
 const OptionsSchema = z.object({
   config: z.string().min(1),
-  design: z.enum(['v1', 'v2']),
+  design: z.enum(['v1', 'v2', 'v3']),
   bundle: z.string().min(1),
   statusEveryMs: z.coerce.number().int().min(50).default(1_000),
   maxActivities: z.coerce.number().int().positive().optional(),
@@ -87,8 +90,8 @@ async function main(): Promise<void> {
   const program = new Command('bench-worker')
     .requiredOption('--config <file>', 'worker configuration (JSON)')
     .requiredOption(
-      '--design <v1|v2>',
-      'which workflow is measured (labels the worker; the product worker runs both types)',
+      '--design <v1|v2|v3>',
+      'which workflow is measured (labels the worker; the product worker runs every type; v2 keeps tracking loops inside activities)',
     )
     .requiredOption('--bundle <file>', 'prebuilt workflow bundle')
     .option('--status-every-ms <ms>', 'worker status report interval', '1000')
@@ -110,6 +113,7 @@ async function main(): Promise<void> {
     hooks,
     maxConcurrentActivityTaskExecutions: o.maxActivities,
     maxCachedWorkflows: o.maxCachedWorkflows,
+    detachTracking: o.design !== 'v2',
   });
   const timer = setInterval(
     () =>
@@ -119,6 +123,7 @@ async function main(): Promise<void> {
         status: worker.getStatus(),
         loop: runtime.loop(),
         memory: process.memoryUsage(),
+        tracked: worker.tracker?.size ?? 0,
       }),
     o.statusEveryMs,
   );

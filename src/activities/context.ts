@@ -3,12 +3,13 @@
  * per-key limiter, the activity's cancellation signal, heartbeats while a call is slow, and incident
  * records. Activities are built by factories over one {@link ActivityKit}.
  */
-import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { isProviderError, ProviderError } from '../providers/shared/errors.js';
 import { redactProviderValue } from '../lib/sanitize.js';
 import type { ProviderRegistry, ResolvedProvider } from '../providers/registry.js';
 import type { Store } from '../store/index.js';
+import type { DetachedTracker } from './tracker.js';
+import { currentAttempt, type AttemptContext } from './attemptContext.js';
 
 /** Dependencies of the scrape activities. */
 export interface ActivityDeps {
@@ -20,6 +21,11 @@ export interface ActivityDeps {
   defaultCoolDownMs?: number;
   /** Client over the worker's connection (closing a job cancelled by signal or Update as `Canceled`). Absent in unit tests. */
   temporal?: Client;
+  /**
+   * Where `trackStatus` hands its polling loop to run detached, the activity completing
+   * asynchronously (`tracker.ts`). Absent: the loop runs inside the activity.
+   */
+  tracker?: DetachedTracker;
   /**
    * Longest first wait of a polling activity spent inside its attempt, ms (default 5000); a longer
    * one is left to the server as a retry delay. Time-skipping tests set 0 so that no wait is real.
@@ -94,6 +100,8 @@ export interface ActivityKit {
       onHeld?: (waitMs: number, why: string) => void | Promise<void>;
     },
   ): Promise<T>;
+  /** The attempt the caller runs in: the SDK's activity context or a detached loop's (undefined outside both). */
+  current(): AttemptContext | undefined;
   /** The activity's cancellation signal (undefined outside an activity). */
   signal(): AbortSignal | undefined;
   /** The attempt number (1 outside an activity). */
@@ -109,16 +117,8 @@ export interface ActivityKit {
   recordIncident(jobId: string, phase: string, e: ProviderError): Promise<void>;
 }
 
-function activityContext(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined; // not inside an activity (unit tests calling directly)
-  }
-}
-
 /** The last heartbeat details of each running attempt. */
-const lastDetails = new WeakMap<Context, unknown>();
+const lastDetails = new WeakMap<AttemptContext, unknown>();
 
 /** Builds the {@link ActivityKit} over `deps`. */
 export function activityKit(deps: ActivityDeps): ActivityKit {
@@ -130,7 +130,7 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
     secrets: () => providers.allSecrets(),
     async call(provider, account, fn, opts) {
       const resolved = providers.resolve(provider, account);
-      const ctx = activityContext();
+      const ctx = currentAttempt();
       // A wait for a release slot sends no heartbeat, so it stays well inside the heartbeat timeout too.
       const maxWaitMs = ctx
         ? Math.min(
@@ -162,8 +162,9 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
         throw isProviderError(e) ? redactProviderError(e, secrets) : e;
       }
     },
-    signal: () => activityContext()?.cancellationSignal,
-    attempt: () => activityContext()?.info.attempt ?? 1,
+    current: currentAttempt,
+    signal: () => currentAttempt()?.cancellationSignal,
+    attempt: () => currentAttempt()?.info.attempt ?? 1,
     async serverClock() {
       if (!deps.serverTime) return Date.now;
       const base = await deps.serverTime();
@@ -171,7 +172,7 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
       return () => base + (Date.now() - localStart);
     },
     heartbeat(details) {
-      const ctx = activityContext();
+      const ctx = currentAttempt();
       if (!ctx) return;
       // A heartbeat without details (a slow call's) repeats the attempt's last ones: the Web UI
       // shows the latest heartbeat's details, and a bare one would blank them.

@@ -13,7 +13,7 @@
  * | `reconcile.ts` | `reconcileJob` | workflow v2 (under v1's `reconcileSubmit` too) |
  * | `adopt.ts` | `adoptTask` | workflow v2 and v1 |
  * | `poll.ts` | `awaitStatus` (retry-driven polling, result written once) | workflow v2 (the cancel path; runs started before polling moved into one activity) |
- * | `track.ts` | `trackStatus` (in-process polling in one activity, heartbeats throttled) | workflow v2 |
+ * | `track.ts`, `tracker.ts` | `trackStatus` (in-process polling in one activity, heartbeats throttled; detached for async completion in a worker with a tracker) | workflows v2 and v3 |
  * | `cancel.ts` | `cancelAtProvider`, `closeAsCancelled` | workflow v2 |
  * | `record.ts` | `recordState`, `recordCancelOutcome` | both |
  * | `../legacy/activities.ts` | `submitScrape`, `reconcileSubmit`, `checkStatus`, `recordStatusFailure`, `saveResult`, `cancelTask` | v1 runs only (retired with `src/legacy/`: delete its import and its spread below) |
@@ -34,6 +34,7 @@ export type { ReconcileOutcome } from './reconcile.js';
 export type { AwaitStatusInput, PollOutcome, PollSchedule, SavedResult } from './pollTypes.js';
 export type { TrackStatusInput } from './track.js';
 export { handOffPolling } from './track.js';
+export { DetachedTracker } from './tracker.js';
 export type { CancelCallOutcome } from './cancel.js';
 export { providerKeys } from '../providers/shared/keys.js';
 
@@ -45,7 +46,7 @@ export function createActivities(deps: ActivityDeps) {
     ...reconcileActivities(kit),
     ...adoptActivities(kit),
     ...pollActivities(kit),
-    trackStatus: trackActivities(kit).trackStatus,
+    trackStatus: trackActivities(kit, deps.tracker).trackStatus,
     ...cancelActivities(kit),
     ...recordActivities(kit),
     ...legacyActivities(kit),

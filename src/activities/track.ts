@@ -5,41 +5,44 @@
  * are timers in the worker, the checks are `checkOnce` (`poll.ts`, shared with the retry-driven
  * `awaitStatus`); every check is recorded in the job row (what `status` shows at once) and in the
  * heartbeat details (what the Web UI's pending activity shows, as of the last heartbeat that
- * reached the server).
+ * reached the server). In a worker with a {@link DetachedTracker} (every worker that
+ * `createScrapeWorker` builds) the loop runs detached from the activity, which returns for async
+ * completion at once: a waiting job then holds no activity slot and none of the SDK's
+ * per-activity machinery (`tracker.ts`).
  *
- * What it costs: heartbeats are throttled by the SDK to one per `maxHeartbeatThrottleInterval`
- * (see `src/worker.ts`), and each that reaches the server is one mutable-state write and one
- * billable Action; the checks in between cost the server nothing. What it trades: a worker killed
- * without warning is noticed after the heartbeat timeout (the poll policy's
- * `pollHeartbeatTimeoutMs`), then the server retries the activity on another worker; a worker that
- * shuts down hands its polling activities over at once ({@link handOffPolling}), so a deploy costs
- * one retry per job and no wait. A cancel or a wake never waits for this activity: the workflow
- * abandons it (TRY_CANCEL) and the next check of an abandoned one finds itself superseded in the
- * store and stops without calling the provider.
+ * What it costs: heartbeats are throttled to one per `maxHeartbeatThrottleInterval` (see
+ * `src/worker.ts`), and each that reaches the server is one mutable-state write and one billable
+ * Action; the checks in between cost the server nothing. What it trades: a worker killed without
+ * warning is noticed after the heartbeat timeout (the poll policy's `pollHeartbeatTimeoutMs`),
+ * then the server retries the activity on another worker; a worker that shuts down hands its
+ * polling activities over at once ({@link handOffPolling}, and the tracker's hand-off), so a
+ * deploy costs one retry per job and no wait. A cancel or a wake never waits for this activity:
+ * the workflow abandons it (TRY_CANCEL) and the next check of an abandoned one finds itself
+ * superseded in the store and stops without calling the provider (a detached loop also stops when
+ * a heartbeat's answer says the attempt was cancelled, or when a newer polling activity of the same
+ * job comes to the same worker).
  */
-import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import { Context } from '@temporalio/activity';
+import { CompleteAsyncError, Context } from '@temporalio/activity';
 import { EventEmitter } from 'node:events';
 import { learnedPlan } from '../model/schedule.js';
 import type { ActivityKit } from './context.js';
 import { pollActivities } from './poll.js';
 import type { AwaitStatusInput, CheckResult, PollOutcome } from './pollTypes.js';
+import { handOffFailure, heartbeatCadenceMs, type DetachedTracker } from './tracker.js';
 
 /** Input of `trackStatus`: the same as `awaitStatus`'s. */
 export type TrackStatusInput = AwaitStatusInput;
-
-/** How often a waiting poll loop heartbeats, ms (the SDK sends at most one per throttle interval to the server). */
-const HEARTBEAT_EVERY_MS = 15_000;
 
 const draining = new EventEmitter();
 draining.setMaxListeners(0);
 let drainingNow = false;
 
 /**
- * Makes every in-process poll loop of this worker process hand its job over: each ends its
- * attempt with a retryable failure at once (a check in flight finishes first), so the server
- * starts the next attempt on another worker instead of waiting out a heartbeat timeout. Called
- * when the worker begins to shut down.
+ * Makes every poll loop running inside an activity of this process (a submit's first checks, the
+ * tracking of a worker without a {@link DetachedTracker}) hand its job over: each ends its attempt
+ * with a retryable failure at once (a check in flight finishes first), so the server starts the
+ * next attempt on another worker instead of waiting out a heartbeat timeout. Called when the
+ * worker process begins to shut down; detached loops are handed over by their tracker.
  */
 export function handOffPolling(): void {
   drainingNow = true;
@@ -59,18 +62,19 @@ export function timerDelayMs(ms: number): number {
 
 /**
  * Resolves after `ms` (at most {@link MAX_TIMER_MS}; with `sleep`, the injected clock's; else a
- * timer), or when the attempt is cancelled, or when the worker drains; says which. Calls `beat`
- * every `beatEveryMs` while it waits.
+ * timer), or when the attempt is cancelled, or when the worker drains (the process, or `handOver`
+ * for a detached loop); says which. Calls `beat` every `beatEveryMs` while it waits.
  */
 function pause(
   ms: number,
   signal: AbortSignal | undefined,
+  handOver: AbortSignal | undefined,
   beat: () => void,
   beatEveryMs: number,
   sleep?: (ms: number) => Promise<void>,
 ): Promise<'elapsed' | 'aborted' | 'draining'> {
   ms = timerDelayMs(ms);
-  if (drainingNow) return Promise.resolve('draining');
+  if (drainingNow || handOver?.aborted) return Promise.resolve('draining');
   if (signal?.aborted) return Promise.resolve('aborted');
   return new Promise((resolve) => {
     let settled = false;
@@ -80,6 +84,7 @@ function pause(
       clearTimeout(timer);
       clearInterval(beats);
       draining.off('drain', onDrain);
+      handOver?.removeEventListener('abort', onDrain);
       signal?.removeEventListener('abort', onAbort);
       resolve(why);
     };
@@ -93,31 +98,17 @@ function pause(
       );
     const beats = setInterval(beat, beatEveryMs);
     draining.once('drain', onDrain);
+    handOver?.addEventListener('abort', onDrain, { once: true });
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
 
-/** The running attempt's heartbeat timeout, ms (0 outside an activity or without one). */
-function heartbeatTimeoutMs(): number {
-  try {
-    return Context.current().info.heartbeatTimeoutMs ?? 0;
-  } catch {
-    return 0;
-  }
-}
-
-/** The failure that hands a polling activity over to another worker: retried at once by the server. */
-function handOff(what: string): never {
-  throw ApplicationFailure.create({
-    type: 'Poll.handOff',
-    message: `the worker is shutting down; ${what} continues on another worker`,
-    nextRetryDelay: 1,
-    category: ApplicationFailureCategory.BENIGN,
-  });
-}
-
-/** Builds `trackStatus` (and the loop the submit activity continues into) over `kit`. */
-export function trackActivities(kit: ActivityKit) {
+/**
+ * Builds `trackStatus` (and the loop the submit activity continues into) over `kit`. With
+ * `tracker`, `trackStatus` hands its loop to it and returns for async completion (`tracker.ts`);
+ * without (unit tests, embedders that give no Temporal client), the loop runs inside the activity.
+ */
+export function trackActivities(kit: ActivityKit, tracker?: DetachedTracker) {
   const { store } = kit;
   const { checkOnce } = pollActivities(kit);
 
@@ -180,19 +171,19 @@ export function trackActivities(kit: ActivityKit) {
     // of the first checks, shown as of then until the next one 8 minutes later; the job row and
     // the state query show every check at once), and a worker that dies is noticed as before, one
     // heartbeat timeout after the attempt started.
-    const timeoutMs = heartbeatTimeoutMs();
+    const attempt = kit.current();
+    const timeoutMs = attempt?.info.heartbeatTimeoutMs ?? 0;
     const quietMs = budgetMs === undefined ? Math.floor(timeoutMs / 2) : 0;
     // Often enough that one falls between half the timeout and the timeout, however short it is.
-    const beatEveryMs =
-      timeoutMs > 0 ? Math.max(500, Math.min(HEARTBEAT_EVERY_MS, Math.floor(timeoutMs / 4))) : HEARTBEAT_EVERY_MS;
+    const beatEveryMs = heartbeatCadenceMs(timeoutMs);
     const beat = () => {
       if (Date.now() - startedAt >= quietMs) kit.heartbeat(details());
     };
     for (;;) {
       if (budgetMs !== undefined && Date.now() - startedAt + wait > budgetMs) return { last };
-      const why = await pause(wait, kit.signal(), beat, beatEveryMs, kit.deps.sleep);
-      if (why === 'aborted') await Context.current().cancelled; // rejects with the cancellation
-      if (why === 'draining') handOff(`tracking of task ${input.taskId}`);
+      const why = await pause(wait, attempt?.cancellationSignal, attempt?.handOver, beat, beatEveryMs, kit.deps.sleep);
+      if (why === 'aborted') await attempt?.cancelled; // rejects with the cancellation
+      if (why === 'draining') throw handOffFailure(`tracking of task ${input.taskId}`);
       const r = await checkOnce(input, checkPastDeadline);
       checkPastDeadline = false;
       if ('outcome' in r) return { outcome: r.outcome };
@@ -212,16 +203,24 @@ export function trackActivities(kit: ActivityKit) {
     }
   }
 
+  /** The loop of a tracking phase: its outcome (there is no budget, so it always has one). */
+  const loopOutcome = async (input: TrackStatusInput): Promise<PollOutcome> => (await pollLoop(input)).outcome!;
+
   return {
     pollLoop,
     /**
      * Tracks the task in-process until it is final, the deadline passes or a newer polling
      * activity supersedes this one (see the module docs). Returns the outcome; a worker shutting
-     * down hands it over (a retryable failure, retried at once elsewhere).
+     * down hands it over (a retryable failure, retried at once elsewhere). With a tracker the
+     * loop goes on detached and this throws `CompleteAsyncError` at once: the outcome completes
+     * the activity later, by its task token.
      */
     async trackStatus(input: TrackStatusInput): Promise<PollOutcome> {
-      const { outcome } = await pollLoop(input);
-      return outcome!;
+      if (tracker) {
+        tracker.adopt(input, Context.current().info, loopOutcome);
+        throw new CompleteAsyncError();
+      }
+      return loopOutcome(input);
     },
   };
 }

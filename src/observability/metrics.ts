@@ -14,7 +14,9 @@
  * - `status_check_duration_seconds{outcome}`, `result_commit_lag_seconds` (provider completion →
  *   result committed), `reconcile_outcomes_total{outcome}`, `webhook_deliveries_total{provider,outcome}`;
  * - `activity_executions_total{activity,outcome}` and `activity_duration_seconds{activity,outcome}`
- *   (every activity, recorded by the worker's interceptor);
+ *   (every activity, recorded by the worker's interceptor; a detached tracking loop's attempt is
+ *   recorded `detached` when its function returns and again with its outcome when it reports);
+ * - `tracking_loops` gauge: jobs the worker tracks in detached polling loops;
  * - prom-client's default process metrics (`scrape_process_*`, `scrape_nodejs_*`).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
@@ -138,8 +140,26 @@ export function recordCooldown(label: string): void {
   cooldowns.inc({ provider: providerLabel(label.split('/')[0] ?? '') });
 }
 
-/** Records one activity attempt. */
-export function recordActivity(activity: string, outcome: 'completed' | 'failed' | 'cancelled', ms: number): void {
+const trackingLoops = new client.Gauge({
+  name: 'scrape_tracking_loops',
+  help: 'Jobs this worker tracks in detached polling loops (their trackStatus activities complete asynchronously).',
+  registers: [registry],
+});
+
+/** A detached polling loop began (+1) or ended (-1) in this worker. */
+export function countTrackingLoop(delta: 1 | -1): void {
+  trackingLoops.inc(delta);
+}
+
+/**
+ * Records one activity attempt. `detached`: the attempt's function returned for async completion
+ * (a tracking loop goes on in the worker; its end is recorded again with the outcome it reported).
+ */
+export function recordActivity(
+  activity: string,
+  outcome: 'completed' | 'failed' | 'cancelled' | 'detached',
+  ms: number,
+): void {
   const a = /^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(activity) ? activity : 'other';
   activities.inc({ activity: a, outcome });
   activityDuration.observe({ activity: a, outcome }, ms / 1000);

@@ -20,7 +20,7 @@ import type {
   InjectedSinks,
   Next,
 } from '@temporalio/worker';
-import { CancelledFailure } from '@temporalio/common';
+import { CancelledFailure, CompleteAsyncError } from '@temporalio/common';
 import { recordActivity, withProviderLabel } from './metrics.js';
 import { currentTracing } from './tracing.js';
 
@@ -48,7 +48,9 @@ class MetricsActivityInterceptor implements ActivityInboundCallsInterceptor {
       recordActivity(type, 'completed', performance.now() - started);
       return out;
     } catch (e) {
-      recordActivity(type, e instanceof CancelledFailure ? 'cancelled' : 'failed', performance.now() - started);
+      const outcome =
+        e instanceof CompleteAsyncError ? 'detached' : e instanceof CancelledFailure ? 'cancelled' : 'failed';
+      recordActivity(type, outcome, performance.now() - started);
       throw e;
     }
   }

@@ -14,7 +14,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { WorkflowUpdateStage } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createActivities } from '../../src/activities/index.js';
+import { createActivities, DetachedTracker } from '../../src/activities/index.js';
 import { ScrapeClient } from '../../src/client/index.js';
 import { parseConfig } from '../../src/config.js';
 import type { PollPolicy } from '../../src/model/types.js';
@@ -24,7 +24,7 @@ import type { Accepted, CancelAnswer, ProviderAdapter, StatusObservation } from 
 import type { ProviderResult } from '../../src/model/results.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { cancelUpdate, resolveUpdate, wakeSignal } from '../../src/workflows/scrape/messages.js';
-import { workflowBundle } from '../../src/worker.js';
+import { HEARTBEAT_THROTTLE_MS, workflowBundle } from '../../src/worker.js';
 import { ensureTestServer } from '../helpers/testServer.js';
 import { INDEXED_VALUE_TYPE } from '../../src/devserver/searchAttributes.js';
 import { SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes.js';
@@ -102,6 +102,7 @@ let provider: ScriptedProvider;
 let client: ScrapeClient;
 let worker: Worker;
 let running: Promise<void>;
+let tracker: DetachedTracker;
 const taskQueue = `timeskip-${randomUUID()}`;
 /** Poll policy without jitter, so that the schedule is exact. */
 const POLICY: Partial<PollPolicy> = {
@@ -139,11 +140,14 @@ beforeAll(async () => {
     {},
   );
   const providers = new ProviderRegistry(config, {}, { fake: provider });
+  // Tracking runs detached and completes asynchronously, as in the product's worker.
+  tracker = new DetachedTracker({ client: env.client.activity, heartbeatThrottleMs: HEARTBEAT_THROTTLE_MS });
   const activities = createActivities({
     store,
     providers,
     resultRetentionMs: null,
     temporal: env.client,
+    tracker,
     inlineFirstWaitMs: 0,
     inlineSettleMs: 0,
     sleep: (ms) => env.sleep(ms),
@@ -163,6 +167,7 @@ beforeAll(async () => {
 afterAll(async () => {
   worker?.shutdown();
   await running;
+  await tracker?.handOff();
   await store?.close();
   await env?.teardown();
 });
