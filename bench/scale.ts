@@ -75,6 +75,10 @@ const OptionsSchema = z.object({
   /** Dev server persistence: the SQLite `file` (default, as in the demo) or `memory`. */
   db: z.enum(['file', 'memory']).default('file'),
   workerCpuProf: z.string().min(1).optional(),
+  /** Node options for the worker process, space-separated (e.g. `--max-old-space-size=640`). */
+  workerNodeArgs: z.string().default(''),
+  /** Environment for the worker process, `KEY=VALUE` (repeatable; e.g. `MALLOC_ARENA_MAX=2`). */
+  workerEnv: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*=.*$/)).default([]),
   /** The workflow and worker measured (`bench/lib/stack.ts`): `v3` the product, `v2` the one before (tracking loops inside activities). */
   design: z.enum(['v2', 'v3']).default('v3'),
 });
@@ -256,6 +260,8 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
       statusEveryMs: 500,
       maxCachedWorkflows: o.maxCachedWorkflows,
       cpuProfileDir: o.workerCpuProf ? path.resolve(o.workerCpuProf) : undefined,
+      nodeArgs: o.workerNodeArgs.split(' ').filter(Boolean),
+      env: Object.fromEntries(o.workerEnv.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
     });
     const procs: Measured[] = [{ name: 'worker', pid: worker.pid }, ...stack.processes()];
     const mem = sampleMemory(procs, 2_000);
@@ -521,7 +527,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
         ['figure', 'value'],
         [
           [
-            'jobs started (store states)',
+            `design ${o.design}: jobs started (store states)`,
             `${o.jobs} (${Object.entries(byState)
               .map(([k, v]) => `${k} ${v}`)
               .join(', ')})`,
@@ -656,6 +662,13 @@ runAsScript(
       [] as string[],
     )
     .option('--db <file|memory>', 'dev server persistence', 'file')
+    .option('--worker-node-args <args>', 'Node options for the worker process, e.g. --max-old-space-size=640', '')
+    .option(
+      '--worker-env <KEY=VALUE>',
+      'environment for the worker process (repeatable), e.g. MALLOC_ARENA_MAX=2',
+      (v: string, acc: string[]) => [...acc, v],
+      [] as string[],
+    )
     .option('--design <v3|v2>', 'the product (v3) or the one before it (v2: tracking loops inside activities)', 'v3')
     .option(
       '--worker-cpu-prof <dir>',

@@ -85,6 +85,14 @@ const OptionsSchema = z.object({
   design: z.enum(['v1', 'v3']).default('v3'),
   /** Dev server dynamic config `KEY=JSON` pairs (e.g. `system.enableActivityEagerExecution=true`). */
   dynamicConfig: z.array(z.string().regex(/^[A-Za-z0-9_.]+=.+$/)).default([]),
+  /**
+   * Rounds of every phase (default 1). Round k runs the phases rotated by k (each phase takes each
+   * place in turn, so warm-up and the dev server's growing files fall on all of them); the table
+   * shows each phase's median round by worker + server CPU, and every round's figure beside it.
+   */
+  rounds: z.coerce.number().int().min(1).default(1),
+  /** Write a V8 CPU profile of each product worker's main thread under this folder (`<phase>-r<round>/`). */
+  workerCpuProf: z.string().min(1).optional(),
 });
 type Options = z.infer<typeof OptionsSchema>;
 
@@ -92,6 +100,8 @@ type Options = z.infer<typeof OptionsSchema>;
 export interface PhaseFigures {
   key: PhaseKey;
   label: string;
+  /** The round it was measured in (0-based). */
+  round?: number;
   /** Why the phase did not run (BullMQ without a Redis server). */
   unavailable?: string;
   jobs: number;
@@ -198,13 +208,15 @@ async function loopPhase(
     label: string;
     script: string;
     account: string;
+    /** Names this round's files (0-based). */
+    round: number;
     extra?: Record<string, unknown>;
     server?: Measured;
     redis?: RedisServer;
   },
 ): Promise<PhaseFigures> {
-  const paramsFile = path.join(stack.dir, `${spec.key}-params.json`);
-  const storeUrl = `sqlite:${path.join(stack.dir, `${spec.key}-store.db`)}`;
+  const paramsFile = path.join(stack.dir, `${spec.key}-r${spec.round}-params.json`);
+  const storeUrl = `sqlite:${path.join(stack.dir, `${spec.key}-r${spec.round}-store.db`)}`;
   const config = { ...stack.config, storeUrl };
   fs.writeFileSync(
     paramsFile,
@@ -221,7 +233,7 @@ async function loopPhase(
       ...spec.extra,
     }),
   );
-  const logFile = path.join(stack.dir, `${spec.key}.log`);
+  const logFile = path.join(stack.dir, `${spec.key}-r${spec.round}.log`);
   const fd = fs.openSync(logFile, 'a');
   const child = spawn(process.execPath, ['--import', 'tsx', spec.script, '--params', paramsFile], {
     cwd: REPO,
@@ -426,6 +438,14 @@ function unavailablePhase(key: PhaseKey, label: string, why: string, o: Options)
   };
 }
 
+/** The round of median worker + server CPU among one phase's rounds (the lower middle of an even count). */
+function medianRound(rounds: PhaseFigures[]): PhaseFigures {
+  const ran = rounds.filter((x) => !x.unavailable);
+  if (!ran.length) return rounds[0]!;
+  const sorted = [...ran].sort((a, b) => a.cpuMsPerJob.workerPlusServer! - b.cpuMsPerJob.workerPlusServer!);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
 /** `a / b` rounded, or null when either is missing. */
 function ratio(a: number | undefined, b: number | undefined, digits = 2): number | null {
   return a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0
@@ -440,15 +460,15 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
   const quiet = await waitForQuietStart(o, log);
   const load = sampleLoad();
   const profile = { concurrency: o.jobs + 10, minRunMs: o.runMs };
-  const accounts = {
-    loop: 'tp-baseline',
-    previous: 'tp-previous',
-    product: 'tp-temporal',
-    bullmq: 'tp-bullmq',
-  } as const;
+  const base = { loop: 'tp-baseline', previous: 'tp-previous', product: 'tp-temporal', bullmq: 'tp-bullmq' } as const;
+  /** The provider account of a phase in round `r` (0-based): each round's jobs are counted apart. */
+  const account = (k: keyof typeof base, r: number) => (r === 0 ? base[k] : `${base[k]}-r${r}`);
+  const rounds = Array.from({ length: o.rounds }, (_, r) => r);
   const stack = await startStack({
     name: 'throughput',
-    accounts: Object.values(accounts).map((name) => ({ name, profile })),
+    accounts: rounds.flatMap((r) =>
+      (Object.keys(base) as (keyof typeof base)[]).map((k) => ({ name: account(k, r), profile })),
+    ),
     log,
     keepDir: o.keepDir,
     inMemory: o.db === 'memory',
@@ -461,8 +481,8 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
     const productQueue = stack.taskQueue(o.design);
     const floorBundle = path.join(stack.dir, 'floor-bundle.js');
     if (phases.includes('floor1') || phases.includes('floor2')) await writeFloorBundle(floorBundle);
-    const floorPhase = (key: 'floor1' | 'floor2', floor: Floor) => {
-      const taskQueue = `${productQueue}-floor-${floor}`;
+    const floorPhase = (key: 'floor1' | 'floor2', floor: Floor, r: number) => {
+      const taskQueue = `${productQueue}-floor-${floor}-r${r}`;
       return temporalPhase(stack, o, log, {
         key,
         label: FLOORS[floor].label,
@@ -481,61 +501,67 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
         start: (i) =>
           stack.temporalClient.workflow.start(FLOORS[floor].workflowType, {
             taskQueue,
-            workflowId: `floor-${floor}-${i}`,
+            workflowId: `floor-${floor}-r${r}-${i}`,
           }),
       });
     };
-    const results: PhaseFigures[] = [];
-    for (const p of phases) {
-      log(`phase ${p}`);
+    /** Runs phase `p` of round `r`. */
+    const runPhase = async (p: PhaseKey, r: number): Promise<PhaseFigures> => {
       if (p === 'loop')
-        results.push(
-          await loopPhase(stack, o, log, {
-            key: 'loop',
-            label: 'plain loop',
-            script: path.join(REPO, 'bench', 'lib', 'baselineMain.ts'),
-            account: accounts.loop,
-          }),
-        );
-      else if (p === 'floor1') results.push(await floorPhase('floor1', 'one'));
-      else if (p === 'floor2') results.push(await floorPhase('floor2', 'two'));
-      else if (p === 'product' || p === 'previous') {
+        return loopPhase(stack, o, log, {
+          key: 'loop',
+          label: 'plain loop',
+          script: path.join(REPO, 'bench', 'lib', 'baselineMain.ts'),
+          account: account('loop', r),
+          round: r,
+        });
+      if (p === 'floor1') return floorPhase('floor1', 'one', r);
+      if (p === 'floor2') return floorPhase('floor2', 'two', r);
+      if (p === 'product' || p === 'previous') {
         const design = p === 'product' ? o.design : 'v2';
-        results.push(
-          await temporalPhase(stack, o, log, {
-            key: p,
-            label: p === 'product' ? `product (${design})` : 'previous (v2, loops in activities)',
-            taskQueue: stack.taskQueue(design),
-            account: accounts[p],
-            worker: () => stack.startWorker(design),
-            start: (i) =>
-              stack.clients[design].startScrape({ account: accounts[p], url: stack.pageUrl(i), key: `t-${i}` }),
-          }),
-        );
-      } else {
-        const redis = await startRedis(stack.dir);
-        if ('unavailable' in redis) {
-          log(`bullmq: ${redis.unavailable}`);
-          results.push(unavailablePhase('bullmq', 'BullMQ on Redis', redis.unavailable, o));
-          continue;
-        }
-        try {
-          results.push(
-            await loopPhase(stack, o, log, {
-              key: 'bullmq',
-              label: `BullMQ on Redis (${redis.version.replace(/^Redis server v=(\S+).*$/, '$1')})`,
-              script: path.join(REPO, 'bench', 'lib', 'bullmqMain.ts'),
-              account: accounts.bullmq,
-              extra: { redis: { host: redis.host, port: redis.port }, concurrency: o.bullmqConcurrency },
-              server: { name: 'server', pid: redis.pid },
-              redis,
+        return temporalPhase(stack, o, log, {
+          key: p,
+          label: p === 'product' ? `product (${design})` : 'previous (v2, loops in activities)',
+          taskQueue: stack.taskQueue(design),
+          account: account(p, r),
+          worker: () =>
+            stack.startWorker(design, {
+              cpuProfileDir: o.workerCpuProf ? path.resolve(o.workerCpuProf, `${p}-r${r}`) : undefined,
             }),
-          );
-        } finally {
-          await redis.stop();
-        }
+          start: (i) =>
+            stack.clients[design].startScrape({ account: account(p, r), url: stack.pageUrl(i), key: `t-${r}-${i}` }),
+        });
+      }
+      const redis = await startRedis(stack.dir);
+      if ('unavailable' in redis) {
+        log(`bullmq: ${redis.unavailable}`);
+        return unavailablePhase('bullmq', 'BullMQ on Redis', redis.unavailable, o);
+      }
+      try {
+        return await loopPhase(stack, o, log, {
+          key: 'bullmq',
+          label: `BullMQ on Redis (${redis.version.replace(/^Redis server v=(\S+).*$/, '$1')})`,
+          script: path.join(REPO, 'bench', 'lib', 'bullmqMain.ts'),
+          account: account('bullmq', r),
+          round: r,
+          extra: { redis: { host: redis.host, port: redis.port }, concurrency: o.bullmqConcurrency },
+          server: { name: 'server', pid: redis.pid },
+          redis,
+        });
+      } finally {
+        await redis.stop();
+      }
+    };
+    const all: PhaseFigures[] = [];
+    for (const r of rounds) {
+      const order = [...phases.slice(r % phases.length), ...phases.slice(0, r % phases.length)];
+      for (const p of order) {
+        log(`round ${r + 1} of ${o.rounds}: phase ${p}`);
+        all.push({ ...(await runPhase(p, r)), round: r });
       }
     }
+    // Each phase's round of median worker + server CPU stands for it in the table and the ratios.
+    const results = phases.map((p) => medianRound(all.filter((x) => x.key === p)));
     const by = Object.fromEntries(results.map((r) => [r.key, r])) as Partial<Record<PhaseKey, PhaseFigures>>;
     const floor1 = by.floor1?.unavailable ? undefined : by.floor1;
     const loop = by.loop;
@@ -592,6 +618,8 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
         ),
       },
       phases: results,
+      /** Every round of every phase, in the order run (with `--rounds 1` the same as `phases`). */
+      rounds: all,
       ratios,
       /** Per floor: whether its worker's compiled capacity options equal the product worker's (and which differ). */
       floorCapacityMatchesProduct: capacityCheck,
@@ -625,6 +653,19 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
         ...cols.map((r) => cell(r, (x) => ms(x.cpuMsPerJob.bench))),
       ],
       ['CPU ms/job: worker + server', ...cols.map((r) => cell(r, (x) => ms(x.cpuMsPerJob.workerPlusServer)))],
+      ...(o.rounds > 1
+        ? [
+            [
+              '  each round, in the order run (the median shown above)',
+              ...cols.map((r) =>
+                all
+                  .filter((x) => x.key === r.key && !x.unavailable)
+                  .map((x) => x.cpuMsPerJob.workerPlusServer)
+                  .join(' / '),
+              ),
+            ],
+          ]
+        : []),
       ['  × 1-activity floor (worker + server)', ...cols.map((r) => cell(r, (x) => ratios[x.key]?.cpuVsFloor1))],
       ['  × loop (worker + server)', ...cols.map((r) => cell(r, (x) => ratios[x.key]?.cpuVsLoop))],
       ['CPU ms/job: worker + server + driver', ...cols.map((r) => cell(r, (x) => ms(x.cpuMsPerJob.all)))],
@@ -694,6 +735,8 @@ runAsScript(
       '500',
     )
     .option('--keep-dir', 'keep the temp directory')
+    .option('--rounds <n>', 'rounds of every phase, rotated; the table shows medians', '1')
+    .option('--worker-cpu-prof <dir>', "write a V8 CPU profile of each product worker's main thread under this folder")
     .option('--db <file|memory>', 'dev server persistence', 'file')
     .option(
       '--design <v1|v3>',

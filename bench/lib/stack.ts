@@ -60,6 +60,10 @@ export interface BenchWorkerOptions {
    * JavaScript thread spends its time on.
    */
   cpuProfileDir?: string;
+  /** Node options for the worker process (e.g. `--max-old-space-size=640`), before its script. */
+  nodeArgs?: string[];
+  /** Environment added to the worker process's (e.g. `MALLOC_ARENA_MAX=2`). */
+  env?: Record<string, string>;
 }
 
 /** Options of {@link startStack}. */
@@ -306,14 +310,19 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       script: string,
       args: readonly string[],
       design?: Design,
+      proc: Pick<BenchWorkerOptions, 'nodeArgs' | 'env'> = {},
     ): Promise<BenchWorker> => {
       const logFile = path.join(dir, `worker-${label}-${workers.length}.log`);
       const fd = fs.openSync(logFile, 'a');
-      const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
-        cwd: REPO,
-        env: { ...process.env },
-        stdio: ['ignore', fd, fd, 'ipc'],
-      });
+      const child: ChildProcess = spawn(
+        process.execPath,
+        [...(proc.nodeArgs ?? []), '--import', 'tsx', script, ...args],
+        {
+          cwd: REPO,
+          env: { ...process.env, ...proc.env },
+          stdio: ['ignore', fd, fd, 'ipc'],
+        },
+      );
       fs.closeSync(fd);
       const w: BenchWorker = {
         label,
@@ -372,7 +381,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         ...(wopts.maxCachedWorkflows !== undefined ? ['--max-cached-workflows', String(wopts.maxCachedWorkflows)] : []),
         ...(wopts.cpuProfileDir ? ['--cpu-profile-dir', wopts.cpuProfileDir] : []),
       ];
-      return spawnWorker(design, path.join(REPO, 'bench', 'lib', 'workerMain.ts'), args, design);
+      return spawnWorker(design, path.join(REPO, 'bench', 'lib', 'workerMain.ts'), args, design, wopts);
     };
 
     const extra: Measured[] = [];

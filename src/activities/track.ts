@@ -62,8 +62,10 @@ export function timerDelayMs(ms: number): number {
 
 /**
  * Resolves after `ms` (at most {@link MAX_TIMER_MS}; with `sleep`, the injected clock's; else a
- * timer), or when the attempt is cancelled, or when the worker drains (the process, or `handOver`
- * for a detached loop); says which. Calls `beat` every `beatEveryMs` while it waits.
+ * timer), or when the attempt is cancelled, or when the worker drains (the process's drain for a
+ * loop inside an activity; its own `handOver` signal for a detached loop, which its tracker aborts:
+ * thousands of detached loops never share one list of listeners); says which. Calls `beat` every
+ * `beatEveryMs` while it waits.
  */
 function pause(
   ms: number,
@@ -83,8 +85,8 @@ function pause(
       settled = true;
       clearTimeout(timer);
       clearInterval(beats);
-      draining.off('drain', onDrain);
-      handOver?.removeEventListener('abort', onDrain);
+      if (handOver) handOver.removeEventListener('abort', onDrain);
+      else draining.off('drain', onDrain);
       signal?.removeEventListener('abort', onAbort);
       resolve(why);
     };
@@ -97,8 +99,8 @@ function pause(
         () => done('elapsed'),
       );
     const beats = setInterval(beat, beatEveryMs);
-    draining.once('drain', onDrain);
-    handOver?.addEventListener('abort', onDrain, { once: true });
+    if (handOver) handOver.addEventListener('abort', onDrain, { once: true });
+    else draining.once('drain', onDrain);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -16,7 +16,8 @@
  * activity of the same job adopted by this worker, or from the store at its next check.
  */
 import { AsyncResource } from 'node:async_hooks';
-import { setMaxListeners } from 'node:events';
+import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 import type { Info } from '@temporalio/activity';
 import {
   ActivityCancelledError,
@@ -63,6 +64,14 @@ export interface DetachedTrackerOptions {
   /** Most loops one worker tracks at once; a further `trackStatus` is handed to another worker (default 50,000). */
   maxLoops?: number;
   /**
+   * Share of the V8 heap limit (`--max-old-space-size`) above which a further `trackStatus` is
+   * handed to another worker, so that a worker never takes more waiting jobs than its heap holds
+   * (default 0.85). `heap` reads the heap, bytes (default: what was live after the last major
+   * collection, and the limit; tests give their own).
+   */
+  maxHeapShare?: number;
+  heap?: () => { used: number; limit: number };
+  /**
    * How long a stopping worker lets the checks in flight finish before it cuts them short and
    * hands their attempts over anyway (as the worker's shutdown grace time; default 10,000).
    */
@@ -76,6 +85,8 @@ interface Loop {
   generation: number;
   /** Stops the loop as cancelled (its activity was cancelled, or a newer one took the job). */
   stop(why: string): void;
+  /** Aborted when the worker hands its loops over: a waiting loop stops and hands its attempt over. */
+  handOver: AbortController;
   /** Stops the loop, a check in flight included, and hands the attempt over (the worker stops). */
   cutShort(): void;
   done?: Promise<void>;
@@ -89,6 +100,29 @@ export function handOffFailure(what: string): ApplicationFailure {
     nextRetryDelay: 1,
     category: ApplicationFailureCategory.BENIGN,
   });
+}
+
+/** Bytes of this thread's V8 heap in use right after its last major garbage collection (0 before any). */
+let liveAfterGc = 0;
+let gcWatch: PerformanceObserver | undefined;
+
+/**
+ * This thread's V8 heap: what was live after the last major collection (the heap in use at any
+ * other moment counts garbage not yet collected) and its limit, bytes.
+ */
+function v8Heap(): { used: number; limit: number } {
+  gcWatch ??= watchMajorGc();
+  return { used: liveAfterGc, limit: getHeapStatistics().heap_size_limit };
+}
+
+function watchMajorGc(): PerformanceObserver {
+  const major = (e: PerformanceEntry) =>
+    (e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR;
+  const watch = new PerformanceObserver((list) => {
+    if (list.getEntries().some(major)) liveAfterGc = getHeapStatistics().used_heap_size;
+  });
+  watch.observe({ entryTypes: ['gc'] });
+  return watch;
 }
 
 /** Answers of the server that mean the attempt is over for this worker (cancelled, paused, reset, or gone). */
@@ -112,14 +146,11 @@ export class DetachedTracker {
   private readonly running = new Set<Loop>();
   private readonly maxLoops: number;
   private stopping = false;
-  /** Aborted when the worker hands its loops over ({@link handOff}). */
-  private readonly handOver = new AbortController();
   /** Starts a loop in the tracker's own async context (bound at construction). */
   private readonly launch: <I extends TrackedJob>(input: I, info: Info, run: RunLoop<I>) => void;
 
   constructor(private readonly opts: DetachedTrackerOptions) {
     this.maxLoops = opts.maxLoops ?? 50_000;
-    setMaxListeners(0, this.handOver.signal); // one listener per waiting loop
     this.launch = AsyncResource.bind(<I extends TrackedJob>(input: I, info: Info, run: RunLoop<I>) =>
       this.start(input, info, run),
     );
@@ -134,18 +165,32 @@ export class DetachedTracker {
    * Takes over the attempt `info` of a `trackStatus` activity: `run` polls the job inside the
    * loop's attempt context, and its outcome completes the activity. The caller then throws
    * `CompleteAsyncError`. Throws the hand-off failure when the worker is stopping, and a BENIGN
-   * retryable `Poll.workerFull` (retried in 10 s, by any worker) when this worker tracks its maximum.
+   * retryable `Poll.workerFull` (retried in 10 s, by any worker) when this worker tracks its maximum
+   * or its heap is nearly full.
    */
   adopt<I extends TrackedJob>(input: I, info: Info, run: RunLoop<I>): void {
     if (this.stopping) throw handOffFailure(`tracking of task ${input.taskId}`);
-    if (this.loops.size >= this.maxLoops && !this.loops.has(input.jobId))
-      throw ApplicationFailure.create({
-        type: 'Poll.workerFull',
-        message: `this worker already tracks ${this.loops.size} jobs (its maximum); another worker takes task ${input.taskId}`,
-        nextRetryDelay: 10_000,
-        category: ApplicationFailureCategory.BENIGN,
-      });
+    if (!this.loops.has(input.jobId)) {
+      const full =
+        this.loops.size >= this.maxLoops ? `already tracks ${this.loops.size} jobs (its maximum)` : this.heapFull();
+      if (full)
+        throw ApplicationFailure.create({
+          type: 'Poll.workerFull',
+          message: `this worker ${full}; another worker takes task ${input.taskId}`,
+          nextRetryDelay: 10_000,
+          category: ApplicationFailureCategory.BENIGN,
+        });
+    }
     this.launch(input, info, run);
+  }
+
+  /** Why the heap holds no further loop (used above the share of its limit), or undefined. */
+  private heapFull(): string | undefined {
+    const { used, limit } = (this.opts.heap ?? v8Heap)();
+    const share = this.opts.maxHeapShare ?? 0.85;
+    if (used <= share * limit) return undefined;
+    const mib = (b: number) => Math.round(b / 2 ** 20);
+    return `uses ${mib(used)} MiB of its ${mib(limit)} MiB heap (more than ${Math.round(share * 100)} %) with ${this.loops.size} jobs tracked`;
   }
 
   /**
@@ -157,7 +202,7 @@ export class DetachedTracker {
   async handOff(): Promise<void> {
     if (!this.stopping) {
       this.stopping = true;
-      this.handOver.abort();
+      this.running.forEach((l) => l.handOver.abort());
       const grace = setTimeout(() => this.running.forEach((l) => l.cutShort()), this.opts.graceMs ?? 10_000);
       grace.unref();
       void this.settled().finally(() => clearTimeout(grace));
@@ -179,6 +224,7 @@ export class DetachedTracker {
 
     const { taskToken: token, activityType } = info;
     const abort = new AbortController();
+    const handOver = new AbortController();
     let reject!: (e: unknown) => void;
     const cancelled = new Promise<never>((_, r) => (reject = r));
     cancelled.catch(() => undefined);
@@ -208,12 +254,13 @@ export class DetachedTracker {
       },
       cancellationSignal: abort.signal,
       cancelled,
-      handOver: this.handOver.signal,
+      handOver: handOver.signal,
       heartbeat: (details) => beats.beat(details),
     };
     const loop: Loop = {
       generation: input.generation,
       stop,
+      handOver,
       cutShort: () => {
         handedOver = true;
         stop('the worker is stopping');

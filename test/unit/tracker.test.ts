@@ -13,7 +13,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createActivities, DetachedTracker, type AwaitStatusInput } from '../../src/activities/index.js';
-import type { TrackerClient } from '../../src/activities/tracker.js';
+import type { DetachedTrackerOptions, TrackerClient } from '../../src/activities/tracker.js';
 import { parseConfig } from '../../src/config.js';
 import type { ProviderAdapter, StatusObservation } from '../../src/providers/adapter.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
@@ -101,7 +101,7 @@ let fake: StatusOnly;
 let client: Completions;
 
 /** A tracker and the activities over it (`opts`: the tracker's options). */
-function build(opts: { maxLoops?: number; graceMs?: number; heartbeatThrottleMs?: number } = {}) {
+function build(opts: Omit<Partial<DetachedTrackerOptions>, 'client'> = {}) {
   const tracker = new DetachedTracker({ client, heartbeatThrottleMs: opts.heartbeatThrottleMs ?? 480_000, ...opts });
   const providers = new ProviderRegistry(config, {}, { fake });
   return { tracker, acts: createActivities({ store, providers, resultRetentionMs: null, tracker }) };
@@ -239,13 +239,25 @@ describe('trackStatus with a tracker (async completion)', () => {
     expect((refused as ApplicationFailure).type).toBe('Poll.handOff');
   });
 
-  it('a worker tracking its maximum hands a further job to another worker (a BENIGN retry in 10 s)', async () => {
+  it('a worker tracking its maximum, or with its heap nearly full, hands a further job to another worker (a BENIGN retry in 10 s)', async () => {
     const { acts } = build({ maxLoops: 1 });
     await adopt(acts, await trackedJob('h'), 'token-h');
     const env = new MockActivityEnvironment({ taskToken: Buffer.from('token-i') });
     const e = (await env.run(acts.trackStatus, await trackedJob('i')).catch((x: unknown) => x)) as ApplicationFailure;
     expect(e.type).toBe('Poll.workerFull');
     expect(e.nextRetryDelay).toBe(10_000);
+
+    let used = 900;
+    const heapy = build({ heap: () => ({ used: used * 2 ** 20, limit: 1_000 * 2 ** 20 }) });
+    const full = new MockActivityEnvironment({ taskToken: Buffer.from('token-j') });
+    const refused = (await full
+      .run(heapy.acts.trackStatus, await trackedJob('j'))
+      .catch((x: unknown) => x)) as ApplicationFailure;
+    expect(refused.type).toBe('Poll.workerFull');
+    expect(refused.message).toContain('uses 900 MiB of its 1000 MiB heap');
+    used = 500;
+    await adopt(heapy.acts, await trackedJob('k'), 'token-k');
+    expect(heapy.tracker.size).toBe(1);
   });
 
   it('an answer the server cannot take now is sent again; one it refuses because the attempt is over is dropped', async () => {
