@@ -1,5 +1,5 @@
 /**
- * The operator's way out of `unknown` (workflow v2, and v1's `resolve`): a task ID given with
+ * The operator's way out of `unknown` (workflows v2 and v3, and v1's `resolve`): a task ID given with
  * `resolve` is verified against the provider's record before it is adopted — bound to no other
  * job of the same provider account, readable with the job's own credential, and for this job's
  * request where the provider's record says what it is for. Every attempt is audited in the

@@ -9,13 +9,13 @@
  *
  * | file | activities | used by |
  * |---|---|---|
- * | `submit.ts` | `submitJob`, `findRecordedTask`, `registerJob` | workflow v2 (`registerJob`: v1 too) |
- * | `reconcile.ts` | `reconcileJob` | workflow v2 (under v1's `reconcileSubmit` too) |
- * | `adopt.ts` | `adoptTask` | workflow v2 and v1 |
- * | `poll.ts` | `awaitStatus` (retry-driven polling, result written once) | workflow v2 (the cancel path; runs started before polling moved into one activity) |
+ * | `submit.ts` | `submitJob`, `findRecordedTask`, `registerJob` | workflows v2 and v3 (`registerJob`: v1 too) |
+ * | `reconcile.ts` | `reconcileJob` | workflows v2 and v3 (under v1's `reconcileSubmit` too) |
+ * | `adopt.ts` | `adoptTask` | workflows v3, v2 and v1 |
+ * | `poll.ts` | `awaitStatus` (retry-driven polling, result written once) | workflows v2 and v3 (the cancel path; v2 runs started before polling moved into one activity) |
  * | `track.ts`, `tracker.ts` | `trackStatus` (in-process polling in one activity, heartbeats throttled; detached for async completion in a worker with a tracker) | workflows v2 and v3 |
- * | `cancel.ts` | `cancelAtProvider`, `closeAsCancelled` | workflow v2 |
- * | `record.ts` | `recordState`, `recordCancelOutcome` | both |
+ * | `cancel.ts` | `cancelAtProvider`, `closeAsCancelled` | workflows v2 and v3 |
+ * | `record.ts` | `recordState`, `recordCancelOutcome` | every version |
  * | `../legacy/activities.ts` | `submitScrape`, `reconcileSubmit`, `checkStatus`, `recordStatusFailure`, `saveResult`, `cancelTask` | v1 runs only (retired with `src/legacy/`: delete its import and its spread below) |
  */
 import { activityKit, type ActivityDeps } from './context.js';

@@ -1,5 +1,5 @@
 /**
- * Reconciling a submit whose answer was lost (workflow v2), on evidence only: the store first (an
+ * Reconciling a submit whose answer was lost (workflows v2 and v3), on evidence only: the store first (an
  * answer recorded by an earlier attempt, however late), then what the provider kind declares its
  * replays and lookups can show (`src/model/evidence.ts`), read after their lag; a task is bound to
  * one job per provider account. The operator's way out of `unknown` (`adoptTask`) is in

@@ -1,6 +1,6 @@
 /**
  * Store-only bookkeeping the workflow asks for when no provider call carries it: a state
- * transition, the observed outcome of a cancel. Idempotent; run as local activities by workflow v2.
+ * transition, the observed outcome of a cancel. Idempotent; run as local activities by workflows v2 and v3.
  */
 import { sanitizeBody } from '../lib/sanitize.js';
 import type { JobState } from '../model/states.js';

@@ -1,5 +1,5 @@
 /**
- * Acquiring the provider task (workflow v2): register the job row, take a slot under the provider
+ * Acquiring the provider task (workflows v2 and v3): register the job row, take a slot under the provider
  * key's adaptive limit of active jobs, submit under the job's idempotency key, record the answer.
  * A lost answer is reconciled on evidence before anything is submitted again (`reconcile.ts`). A
  * task is bound to one job per provider account.

@@ -115,6 +115,7 @@ function v8Heap(): { used: number; limit: number } {
   return { used: liveAfterGc, limit: getHeapStatistics().heap_size_limit };
 }
 
+/** Keeps {@link liveAfterGc} current: after every major collection, the heap then in use. */
 function watchMajorGc(): PerformanceObserver {
   const major = (e: PerformanceEntry) =>
     (e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR;

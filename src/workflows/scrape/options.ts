@@ -1,5 +1,5 @@
 /**
- * Activity proxies of scrape workflow v2, per role, with timeouts and retry policies derived from
+ * Activity proxies of the scrape workflow (v2 and v3), per role, with timeouts and retry policies derived from
  * the job's {@link PollPolicy}. Durations are ms.
  */
 import { ActivityCancellationType, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
