@@ -67,6 +67,9 @@ export function pollActivities(kit: ActivityKit) {
     checks: number,
     until: number,
   ): Promise<CheckResult> {
+    // A check cut short because its loop was stopped (cancelled, superseded, handed over) says
+    // nothing of the provider: it is not recorded as a failed check on a row another loop may own.
+    if (kit.signal()?.aborted) throw e;
     const error = e.toJobError();
     if (e.kind === 'not_found') {
       const streak = await store.polling.recordNotFound(input.jobId, error);

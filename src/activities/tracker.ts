@@ -16,8 +16,6 @@
  * activity of the same job adopted by this worker, or from the store at its next check.
  */
 import { AsyncResource } from 'node:async_hooks';
-import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
-import { getHeapStatistics } from 'node:v8';
 import type { Info } from '@temporalio/activity';
 import {
   ActivityCancelledError,
@@ -28,6 +26,7 @@ import {
 import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from '@temporalio/common';
 import { countTrackingLoop, recordActivity, withProviderLabel } from '../observability/metrics.js';
 import { inAttempt, type AttemptContext } from './attemptContext.js';
+import { oldGenerationHeap } from './heap.js';
 
 /** What the tracker needs of a tracking activity's input (`trackStatus` takes more). */
 export interface TrackedJob {
@@ -64,7 +63,7 @@ export interface DetachedTrackerOptions {
   /** Most loops one worker tracks at once; a further `trackStatus` is handed to another worker (default 50,000). */
   maxLoops?: number;
   /**
-   * Share of the V8 heap limit (`--max-old-space-size`) above which a further `trackStatus` is
+   * Share of the old generation's limit (`--max-old-space-size`) above which a further `trackStatus` is
    * handed to another worker, so that a worker never takes more waiting jobs than its heap holds
    * (default 0.85). `heap` reads the heap, bytes (default: what was live after the last major
    * collection, and the limit; tests give their own).
@@ -102,38 +101,23 @@ export function handOffFailure(what: string): ApplicationFailure {
   });
 }
 
-/** Bytes of this thread's V8 heap in use right after its last major garbage collection (0 before any). */
-let liveAfterGc = 0;
-let gcWatch: PerformanceObserver | undefined;
-
-/**
- * This thread's V8 heap: what was live after the last major collection (the heap in use at any
- * other moment counts garbage not yet collected) and its limit, bytes.
- */
-function v8Heap(): { used: number; limit: number } {
-  gcWatch ??= watchMajorGc();
-  return { used: liveAfterGc, limit: getHeapStatistics().heap_size_limit };
-}
-
-/** Keeps {@link liveAfterGc} current: after every major collection, the heap then in use. */
-function watchMajorGc(): PerformanceObserver {
-  const major = (e: PerformanceEntry) =>
-    (e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR;
-  const watch = new PerformanceObserver((list) => {
-    if (list.getEntries().some(major)) liveAfterGc = getHeapStatistics().used_heap_size;
-  });
-  watch.observe({ entryTypes: ['gc'] });
-  return watch;
-}
-
 /** Answers of the server that mean the attempt is over for this worker (cancelled, paused, reset, or gone). */
 function attemptOver(e: unknown): boolean {
-  return (
-    e instanceof ActivityCancelledError ||
-    e instanceof ActivityNotFoundError ||
-    e instanceof ActivityPausedError ||
-    e instanceof ActivityResetError
-  );
+  return endedBy(e) !== undefined;
+}
+
+/**
+ * Why the server ended an attempt, from a heartbeat's or an answer's error: `paused` and `reset`
+ * attempts are failed (as the SDK fails them: the server refuses a cancellation it did not ask
+ * for), a `cancelled` one reports its cancellation, a `gone` one (timed out, retried elsewhere,
+ * completed) takes no answer. Undefined for any other error.
+ */
+function endedBy(e: unknown): 'cancelled' | 'paused' | 'reset' | 'gone' | undefined {
+  if (e instanceof ActivityCancelledError) return 'cancelled';
+  if (e instanceof ActivityPausedError) return 'paused';
+  if (e instanceof ActivityResetError) return 'reset';
+  if (e instanceof ActivityNotFoundError) return 'gone';
+  return undefined;
 }
 
 /**
@@ -187,7 +171,7 @@ export class DetachedTracker {
 
   /** Why the heap holds no further loop (used above the share of its limit), or undefined. */
   private heapFull(): string | undefined {
-    const { used, limit } = (this.opts.heap ?? v8Heap)();
+    const { used, limit } = (this.opts.heap ?? oldGenerationHeap)();
     const share = this.opts.maxHeapShare ?? 0.85;
     if (used <= share * limit) return undefined;
     const mib = (b: number) => Math.round(b / 2 ** 20);
@@ -197,18 +181,31 @@ export class DetachedTracker {
   /**
    * Hands every loop over to another worker and resolves when every loop has reported: each
    * attempt fails with the hand-off failure, so the server retries it elsewhere at once. A check
-   * in flight finishes first, for up to the grace time; then it is cut short. New attempts are
-   * refused from the first call on; calling again only waits.
+   * in flight finishes first, for up to the grace time; then it is cut short. An answer the server
+   * has not taken by twice the grace time is given up (its attempt is then retried after its
+   * heartbeat timeout). New attempts are refused from the first call on; calling again only waits.
    */
   async handOff(): Promise<void> {
+    const graceMs = this.opts.graceMs ?? 10_000;
     if (!this.stopping) {
       this.stopping = true;
       this.running.forEach((l) => l.handOver.abort());
-      const grace = setTimeout(() => this.running.forEach((l) => l.cutShort()), this.opts.graceMs ?? 10_000);
+      const grace = setTimeout(() => this.running.forEach((l) => l.cutShort()), graceMs);
       grace.unref();
       void this.settled().finally(() => clearTimeout(grace));
     }
-    await this.settled();
+    let giveUp: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((r) => (giveUp = setTimeout(() => r('late'), 2 * graceMs)));
+    giveUp?.unref();
+    const outcome = await Promise.race([this.settled(), late]);
+    clearTimeout(giveUp);
+    if (outcome === 'late')
+      this.opts.warn?.(
+        'tracking loops did not report before the worker stopped; their heartbeat timeout retries them',
+        {
+          loops: this.running.size,
+        },
+      );
   }
 
   /** Resolves when no loop runs (loops started meanwhile included). */
@@ -229,9 +226,11 @@ export class DetachedTracker {
     let reject!: (e: unknown) => void;
     const cancelled = new Promise<never>((_, r) => (reject = r));
     cancelled.catch(() => undefined);
-    let handedOver = false;
-    const stop = (why: string) => {
+    /** Why the loop was stopped: it decides the attempt's answer (none for `gone` and `fenced`). */
+    let ended: 'cancelled' | 'paused' | 'reset' | 'gone' | 'fenced' | 'handedOver' | undefined;
+    const stop = (why: string, by: NonNullable<typeof ended> = 'cancelled') => {
       if (abort.signal.aborted) return;
+      ended = by;
       reject(new CancelledFailure(why));
       abort.abort(why);
     };
@@ -239,10 +238,15 @@ export class DetachedTracker {
     const beats = new Heartbeats(
       (details) => this.opts.client.heartbeat(token, details),
       sendEveryMs(timeoutMs, this.opts.heartbeatThrottleMs),
+      timeoutMs,
       (e) => {
-        if (attemptOver(e)) stop(`the server ended the attempt (${describe(e)})`);
+        const by = endedBy(e);
+        if (by) stop(`the server ended the attempt (${describe(e)})`, by);
         else this.opts.warn?.('a tracking heartbeat was not taken; sent again later', { error: describe(e) });
       },
+      // No heartbeat taken for a whole heartbeat timeout: the server has timed this attempt out
+      // and retried it elsewhere, so this loop stops polling and answers nothing.
+      () => stop('no heartbeat reached the server within the heartbeat timeout', 'fenced'),
     );
     const attempt: AttemptContext = {
       info: {
@@ -262,10 +266,7 @@ export class DetachedTracker {
       generation: input.generation,
       stop,
       handOver,
-      cutShort: () => {
-        handedOver = true;
-        stop('the worker is stopping');
-      },
+      cutShort: () => stop('the worker is stopping', 'handedOver'),
     };
     if (newest) this.loops.set(input.jobId, loop);
     this.running.add(loop);
@@ -275,18 +276,33 @@ export class DetachedTracker {
       .then(
         (outcome) => this.answer('completed', () => this.opts.client.complete(token, outcome)),
         (e: unknown) => {
-          if (handedOver)
-            return this.answer('failed', () =>
-              this.opts.client.fail(token, handOffFailure(`tracking of task ${input.taskId}`)),
-            );
-          // A loop stopped while a check was in flight may end with that check's abort error: the
-          // attempt was cancelled all the same.
-          if (e instanceof CancelledFailure || abort.signal.aborted)
-            return this.answer('cancelled', () => this.opts.client.reportCancellation(token));
-          return this.answer('failed', () => this.opts.client.fail(token, e));
+          // A loop stopped while a check was in flight may end with that check's abort error: it
+          // ends as it was stopped all the same.
+          switch (e instanceof CancelledFailure || abort.signal.aborted ? ended : undefined) {
+            case 'handedOver':
+              return this.answer('failed', () =>
+                this.opts.client.fail(token, handOffFailure(`tracking of task ${input.taskId}`)),
+              );
+            case 'paused':
+              return this.answer('failed', () =>
+                this.opts.client.fail(token, new ApplicationFailure('Activity paused', 'ActivityPause')),
+              );
+            case 'reset':
+              return this.answer('failed', () =>
+                this.opts.client.fail(token, new ApplicationFailure('Activity reset', 'ActivityReset')),
+              );
+            case 'gone':
+            case 'fenced':
+              return 'cancelled' as const;
+            case 'cancelled':
+              return this.answer('cancelled', () => this.opts.client.reportCancellation(token));
+            default:
+              return this.answer('failed', () => this.opts.client.fail(token, e));
+          }
         },
       )
       .then((outcome) => recordActivity(activityType, outcome, performance.now() - startedAt))
+      .catch((e: unknown) => this.opts.warn?.('a tracking loop ended with an error of its own', { error: describe(e) }))
       .finally(() => {
         if (this.loops.get(input.jobId) === loop) this.loops.delete(input.jobId);
         this.running.delete(loop);
@@ -332,28 +348,38 @@ function sendEveryMs(timeoutMs: number, throttleMs: number): number {
 /**
  * A loop's heartbeats to the server, throttled as the SDK throttles an activity's: the first
  * offered is sent at once, later ones at most once per `everyMs`; details offered in between are
- * kept and go with the next one sent (the loop offers one every cadence while it waits).
+ * kept and go with the next one sent (the loop offers one every cadence while it waits). When no
+ * heartbeat has been taken for `timeoutMs` (the attempt's heartbeat timeout, 0 for none), the
+ * server has timed the attempt out: `onFenced` is told at the next offer, a hanging call included.
+ * Times are read from the monotonic clock, so a step of the wall clock changes nothing.
  */
 class Heartbeats {
   private lastSentAt?: number;
+  private lastTakenAt = performance.now();
   private sending = false;
   private latest: unknown;
 
   constructor(
     private readonly send: (details: unknown) => Promise<void>,
     private readonly everyMs: number,
+    private readonly timeoutMs: number,
     private readonly onError: (e: unknown) => void,
+    private readonly onFenced: () => void,
   ) {}
 
   beat(details: unknown): void {
     if (details !== undefined) this.latest = details;
+    const now = performance.now();
+    if (this.timeoutMs > 0 && now - this.lastTakenAt >= this.timeoutMs) return this.onFenced();
     if (this.sending) return;
-    const now = Date.now();
     if (this.lastSentAt !== undefined && now - this.lastSentAt < this.everyMs) return;
     this.sending = true;
     this.lastSentAt = now;
     this.send(this.latest).then(
-      () => (this.sending = false),
+      () => {
+        this.sending = false;
+        this.lastTakenAt = now;
+      },
       (e: unknown) => {
         this.sending = false;
         this.lastSentAt = undefined; // offered again at the next cadence

@@ -3,12 +3,20 @@
  * its loop goes on in the worker's tracker, checking a faked provider over a real in-memory store
  * and answering through a faked async-completion client. What a user relies on: the outcome
  * completes the activity; heartbeats reach the server throttled (none for a short job); a cancel
- * the server reports, a newer polling activity of the same job and a stopping worker each end the
- * loop with the right answer; a full worker hands the job to another; an answer the server cannot
- * take now is sent again.
+ * the server reports, a pause or a reset, a newer polling activity of the same job and a stopping
+ * worker each end the loop with the right answer; a loop whose heartbeats the server has not taken
+ * for a whole heartbeat timeout stops polling; a check cut short is not recorded as a failed check;
+ * a full worker hands the job to another, its heap measured against `--max-old-space-size`; an
+ * answer the server cannot take now is sent again.
  */
 import { CompleteAsyncError } from '@temporalio/activity';
-import { ActivityCancelledError, ActivityNotFoundError } from '@temporalio/client';
+import { execFileSync } from 'node:child_process';
+import {
+  ActivityCancelledError,
+  ActivityNotFoundError,
+  ActivityPausedError,
+  ActivityResetError,
+} from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -17,6 +25,7 @@ import type { DetachedTrackerOptions, TrackerClient } from '../../src/activities
 import { parseConfig } from '../../src/config.js';
 import type { ProviderAdapter, StatusObservation } from '../../src/providers/adapter.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
+import { ProviderError } from '../../src/providers/shared/errors.js';
 import { openStore, Store } from '../../src/store/index.js';
 import { fakeEvidence } from '../helpers/fakeProvider.js';
 import { waitFor } from '../helpers/stack.js';
@@ -270,5 +279,72 @@ describe('trackStatus with a tracker (async completion)', () => {
     await adopt(acts, await trackedJob('k'), 'token-k');
     await waitFor(() => tracker.size === 0 && fake.checks >= 2, 10_000, 'the loop to end');
     expect(client.completed.map((c) => c.token)).toEqual(['token-j']);
+  });
+
+  it('a pause or a reset the heartbeat answer reports fails the attempt as the SDK does (the server refuses a cancellation it did not ask for)', async () => {
+    const { tracker, acts } = build({ heartbeatThrottleMs: 1_000 });
+    client.onHeartbeat = async () => {
+      throw new ActivityPausedError('paused');
+    };
+    await adopt(acts, await trackedJob('p'), 'token-p', 2_000);
+    await waitFor(() => client.answered('token-p'), 20_000, 'the paused attempt to be answered');
+    client.onHeartbeat = async () => {
+      throw new ActivityResetError('reset');
+    };
+    await adopt(acts, await trackedJob('q'), 'token-q', 2_000);
+    await waitFor(() => client.answered('token-q'), 20_000, 'the reset attempt to be answered');
+    expect(client.cancelled).toEqual([]);
+    expect(client.failed.map((f) => [f.token, (f.error as ApplicationFailure).type])).toEqual([
+      ['token-p', 'ActivityPause'],
+      ['token-q', 'ActivityReset'],
+    ]);
+    expect(tracker.size).toBe(0);
+  });
+
+  it('a loop none of whose heartbeats the server took for a whole heartbeat timeout stops polling and answers nothing (the server has retried its attempt elsewhere)', async () => {
+    const { tracker, acts } = build({ heartbeatThrottleMs: 1_000 });
+    client.onHeartbeat = async () => {
+      throw new Error('14 UNAVAILABLE: connection refused');
+    };
+    await adopt(acts, await trackedJob('r'), 'token-r', 2_000);
+    // The tracker drops a loop once it has ended: nothing of it checks any more.
+    await waitFor(() => tracker.size === 0, 20_000, 'the loop to stop');
+    expect(client.heartbeats.length).toBeGreaterThan(0);
+    expect(fake.asking.size).toBe(0);
+    expect(client.answered('token-r')).toBe(false);
+  });
+
+  it('a check cut short because a newer polling activity took the job is not recorded as a failed check', async () => {
+    const { tracker, acts } = build();
+    fake.statusImpl = async (_taskId, signal) =>
+      new Promise((_, reject) =>
+        signal?.addEventListener(
+          'abort',
+          () => reject(new ProviderError('transient', 'GET /status was cancelled', {})),
+          {
+            once: true,
+          },
+        ),
+      );
+    const input = await trackedJob('s');
+    await adopt(acts, input, 'token-s1');
+    await waitFor(() => fake.asking.has('task-s'), 10_000, 'the hanging check');
+    fake.statusImpl = async () => ({ state: 'running', providerStatus: 'running' });
+    await adopt(acts, { ...input, generation: 2, schedule: { ...SLOW } }, 'token-s2');
+    await waitFor(() => client.cancelled.includes('token-s1'), 10_000, 'the older attempt to be cancelled');
+    const row = await store.jobs.get('scrape:acme:s');
+    expect(Number(row?.status_errors ?? 0)).toBe(0);
+    expect(row?.last_error ?? null).toBeNull();
+    expect(tracker.size).toBe(1);
+    await tracker.handOff();
+  });
+
+  it("a worker's heap is measured against --max-old-space-size, not V8's limit with the young generation's reserve", () => {
+    const script =
+      "import('./src/activities/heap.ts').then((m) => process.stdout.write(String(m.oldGenerationHeap().limit / 2 ** 20)))";
+    const mib = (flags: string[]) =>
+      Number(execFileSync(process.execPath, [...flags, '--import', 'tsx', '-e', script], { encoding: 'utf8' }));
+    expect(mib(['--max-old-space-size=256'])).toBe(256);
+    expect(mib(['--max-old-space-size=512', '--max-semi-space-size=32'])).toBe(512);
   });
 });

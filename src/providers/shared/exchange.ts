@@ -75,7 +75,29 @@ export async function providerFetch(req: ProviderRequest): Promise<ProviderRespo
   return observeProviderCall(req, () => exchange(req));
 }
 
+/** Sends `req` under its HTTP timeout and the caller's signal. */
 async function exchange(req: ProviderRequest): Promise<ProviderResponse> {
+  // One controller per call, told by the caller's signal through one listener removed when the
+  // call ends: a long-lived signal (a tracking loop's) then holds nothing of its finished calls,
+  // which `AbortSignal.any` on Node 20 does (one entry per call).
+  const call = new AbortController();
+  const timer = setTimeout(
+    () => call.abort(new DOMException(`timed out after ${req.timeoutMs} ms`, 'TimeoutError')),
+    req.timeoutMs,
+  );
+  const onAbort = () => call.abort(new DOMException('the caller cancelled the call', 'AbortError'));
+  if (req.signal?.aborted) onAbort();
+  else req.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await send(req, call.signal);
+  } finally {
+    clearTimeout(timer);
+    req.signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** Sends one request under `signal` and reads its whole answer. */
+async function send(req: ProviderRequest, signal: AbortSignal): Promise<ProviderResponse> {
   const at = new Date().toISOString();
   const endpoint = `${req.method} ${sanitizeUrl(req.url, req.secrets)}`;
   const params = req.form === undefined ? undefined : formParams(req.form);
@@ -85,8 +107,6 @@ async function exchange(req: ProviderRequest): Promise<ProviderResponse> {
       )
     : req.json;
   const requestEvidence = sent === undefined ? undefined : sanitizeBody(sent, req.secrets);
-  const timeout = AbortSignal.timeout(req.timeoutMs);
-  const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
   const contentType: Record<string, string> = params
     ? { 'content-type': 'application/x-www-form-urlencoded' }
     : req.json !== undefined
