@@ -89,6 +89,10 @@ export interface ChaosReport {
   politeness: {
     policyMinGapMs: number;
     minGapBetweenStatusChecksMs: number;
+    /** How many pairs of one job's status requests were closer together than `policyMinGapMs`. */
+    checksCloserThanPolicy: number;
+    /** The closest such pairs: the provider's task ID, our key, the gap and when. */
+    closestChecks: { taskId: string; key: string | null; gapMs: number; at: string }[];
     maxStatusChecksIn10sByOneJob: number;
     policyMaxStatusChecksIn10s: number;
     maxStatusChecksPerJob: number;
@@ -417,12 +421,24 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const stats = sim.stats();
     const policyMinGapMs = Math.round((POLICY.initialDelayMs ?? 1_000) * (1 - (POLICY.jitter ?? 0.2)));
     let minGap = Infinity;
+    /** Status requests of one job closer together than the policy's smallest delay, for a look at why. */
+    const closeChecks: { taskId: string; key: string | null; gapMs: number; at: string }[] = [];
     let max10s = 0;
     let maxChecks = 0;
     for (const j of stats.jobs) {
       const t = [...j.status_request_times].sort((a, b) => a - b);
       maxChecks = Math.max(maxChecks, t.length);
-      for (let k = 1; k < t.length; k++) minGap = Math.min(minGap, t[k]! - t[k - 1]!);
+      for (let k = 1; k < t.length; k++) {
+        const gap = t[k]! - t[k - 1]!;
+        minGap = Math.min(minGap, gap);
+        if (gap < policyMinGapMs)
+          closeChecks.push({
+            taskId: j.job_id,
+            key: j.idempotency_key ?? j.client_ref,
+            gapMs: gap,
+            at: new Date(t[k]!).toISOString(),
+          });
+      }
       for (let a = 0, b = 0; b < t.length; b++) {
         while (t[b]! - t[a]! > 10_000) a++;
         max10s = Math.max(max10s, b - a + 1);
@@ -448,6 +464,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       politeness: {
         policyMinGapMs,
         minGapBetweenStatusChecksMs: Number.isFinite(minGap) ? minGap : 0,
+        checksCloserThanPolicy: closeChecks.length,
+        closestChecks: closeChecks.sort((a, b) => a.gapMs - b.gapMs).slice(0, 20),
         maxStatusChecksIn10sByOneJob: max10s,
         policyMaxStatusChecksIn10s: Math.ceil(10_000 / policyMinGapMs),
         maxStatusChecksPerJob: maxChecks,
@@ -487,6 +505,10 @@ export function formatChaosReport(r: ChaosReport): string {
     [
       'min gap between status polls of a job',
       `${r.politeness.minGapBetweenStatusChecksMs} ms (policy's smallest poll delay ${r.politeness.policyMinGapMs} ms; a retry of a failed check may come sooner, ≥ 1 s by its retry policy)`,
+    ],
+    [
+      'status requests of one job closer than that',
+      `${r.politeness.checksCloserThanPolicy}${r.politeness.closestChecks[0] ? ` (closest: ${r.politeness.closestChecks[0].gapMs} ms, key ${r.politeness.closestChecks[0].key})` : ''}`,
     ],
     [
       'most status checks by one job in 10 s',
