@@ -10,31 +10,31 @@ import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 let liveAfterGc = 0;
 let gcWatch: PerformanceObserver | undefined;
 
-/** The V8 heap spaces whose sum `--max-old-space-size` limits (the young generation is not among them). */
-const OLD_GENERATION = new Set(['old_space', 'code_space', 'large_object_space', 'code_large_object_space']);
-/** V8's default largest semi-space on 64-bit hosts (MiB): the young generation reserves three of them. */
-const DEFAULT_SEMI_SPACE_MIB = 16;
-
 /**
  * This thread's old generation, bytes: what was live in it after the last major collection (the
- * heap in use at any other moment counts garbage not yet collected) and its limit. V8's
- * `heap_size_limit` adds the young generation's reserve (three semi-spaces: 48 MiB by default) to
- * `--max-old-space-size`, and that reserve never fills with waiting loops, so it is taken off.
+ * heap in use at any other moment counts garbage not yet collected) and its limit: the process's
+ * `--max-old-space-size` where it was given one (V8's `heap_size_limit` adds the young
+ * generation's reserve, which Node sizes from the machine's memory and which never fills with
+ * waiting loops), else `heap_size_limit`.
  */
 export function oldGenerationHeap(): { used: number; limit: number } {
   gcWatch ??= watchMajorGc();
-  return { used: liveAfterGc, limit: getHeapStatistics().heap_size_limit - 3 * semiSpaceMiB() * 2 ** 20 };
+  const given = maxOldSpaceMiB();
+  return { used: liveAfterGc, limit: given ? given * 2 ** 20 : getHeapStatistics().heap_size_limit };
 }
 
-/** The largest semi-space (MiB): `--max-semi-space-size` where the process was given it, else V8's default. */
-function semiSpaceMiB(): number {
-  const flags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
+/** `--max-old-space-size` (MiB) as the process was given it: its command line wins over `NODE_OPTIONS`, as in Node. */
+function maxOldSpaceMiB(): number | undefined {
+  const flags = [...(process.env.NODE_OPTIONS ?? '').split(/\s+/), ...process.execArgv];
   const given = flags
-    .map((f) => /^--max[-_]semi[-_]space[-_]size=(\d+)$/.exec(f)?.[1])
+    .map((f) => /^--max[-_]old[-_]space[-_]size=(\d+)$/.exec(f)?.[1])
     .filter((v) => v !== undefined)
     .pop();
-  return given ? Number(given) : DEFAULT_SEMI_SPACE_MIB;
+  return given ? Number(given) : undefined;
 }
+
+/** Whether a V8 heap space belongs to the old generation (everything but the young generation and read-only space). */
+const inOldGeneration = (space: string) => !space.startsWith('new_') && space !== 'read_only_space';
 
 /** Keeps {@link liveAfterGc} current: after every major collection, the old generation then in use. */
 function watchMajorGc(): PerformanceObserver {
@@ -43,7 +43,7 @@ function watchMajorGc(): PerformanceObserver {
   const watch = new PerformanceObserver((list) => {
     if (list.getEntries().some(major))
       liveAfterGc = getHeapSpaceStatistics()
-        .filter((s) => OLD_GENERATION.has(s.space_name))
+        .filter((s) => inOldGeneration(s.space_name))
         .reduce((sum, s) => sum + s.space_used_size, 0);
   });
   watch.observe({ entryTypes: ['gc'] });

@@ -67,9 +67,10 @@ export function pollActivities(kit: ActivityKit) {
     checks: number,
     until: number,
   ): Promise<CheckResult> {
-    // A check cut short because its loop was stopped (cancelled, superseded, handed over) says
-    // nothing of the provider: it is not recorded as a failed check on a row another loop may own.
-    if (kit.signal()?.aborted) throw e;
+    // A check cut short because its attempt was stopped (cancelled, paused, superseded, handed
+    // over) says nothing of the provider: it is not recorded as a failed check on a row another
+    // loop may own, and the loop's wait, which sees the stop at once, ends the attempt as it must.
+    if (kit.signal()?.aborted) return again(0, `${phase} read cut short: the attempt was stopped`, checks);
     const error = e.toJobError();
     if (e.kind === 'not_found') {
       const streak = await store.polling.recordNotFound(input.jobId, error);

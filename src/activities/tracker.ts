@@ -350,7 +350,8 @@ function sendEveryMs(timeoutMs: number, throttleMs: number): number {
  * offered is sent at once, later ones at most once per `everyMs`; details offered in between are
  * kept and go with the next one sent (the loop offers one every cadence while it waits). When no
  * heartbeat has been taken for `timeoutMs` (the attempt's heartbeat timeout, 0 for none), the
- * server has timed the attempt out: `onFenced` is told at the next offer, a hanging call included.
+ * server has timed the attempt out: `onFenced` is told at the next offer (within a cadence of the
+ * timeout: the server's retry may poll for that long beside this loop), a hung call included.
  * Times are read from the monotonic clock, so a step of the wall clock changes nothing.
  */
 class Heartbeats {
@@ -370,7 +371,10 @@ class Heartbeats {
   beat(details: unknown): void {
     if (details !== undefined) this.latest = details;
     const now = performance.now();
-    if (this.timeoutMs > 0 && now - this.lastTakenAt >= this.timeoutMs) return this.onFenced();
+    // A heartbeat in flight may yet be taken (its answer late): only one in flight for a quarter
+    // of the timeout counts as hung.
+    const hung = !this.sending || now - (this.lastSentAt ?? now) >= this.timeoutMs / 4;
+    if (this.timeoutMs > 0 && now - this.lastTakenAt >= this.timeoutMs && hung) return this.onFenced();
     if (this.sending) return;
     if (this.lastSentAt !== undefined && now - this.lastSentAt < this.everyMs) return;
     this.sending = true;

@@ -17,7 +17,7 @@ import {
   ActivityPausedError,
   ActivityResetError,
 } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createActivities, DetachedTracker, type AwaitStatusInput } from '../../src/activities/index.js';
@@ -346,5 +346,33 @@ describe('trackStatus with a tracker (async completion)', () => {
       Number(execFileSync(process.execPath, [...flags, '--import', 'tsx', '-e', script], { encoding: 'utf8' }));
     expect(mib(['--max-old-space-size=256'])).toBe(256);
     expect(mib(['--max-old-space-size=512', '--max-semi-space-size=32'])).toBe(512);
+  });
+});
+
+describe('trackStatus without a tracker (the loop inside its activity)', () => {
+  it('a cancel during a hanging check ends the attempt as cancelled, and no failed check is recorded', async () => {
+    const acts = createActivities({
+      store,
+      providers: new ProviderRegistry(config, {}, { fake }),
+      resultRetentionMs: null,
+    });
+    fake.statusImpl = async (_taskId, signal) =>
+      new Promise((_, reject) =>
+        signal?.addEventListener(
+          'abort',
+          () => reject(new ProviderError('transient', 'GET /status was cancelled', {})),
+          {
+            once: true,
+          },
+        ),
+      );
+    const env = new MockActivityEnvironment({ taskToken: Buffer.from('token-t'), heartbeatTimeoutMs: 600_000 });
+    const running = env.run(acts.trackStatus, await trackedJob('t')).catch((e: unknown) => e);
+    await waitFor(() => fake.asking.has('task-t'), 10_000, 'the hanging check');
+    env.cancel();
+    expect(await running).toBeInstanceOf(CancelledFailure);
+    const row = await store.jobs.get('scrape:acme:t');
+    expect(row?.last_error ?? null).toBeNull();
+    expect(Number(row?.status_errors ?? 0)).toBe(0);
   });
 });
