@@ -30,35 +30,56 @@ export async function waitUntilReady(p: {
   let last = 'no attempt yet';
   while (Date.now() < deadline) {
     if (gone) throw new EarlyExitError('exited');
-    const conn = await Connection.connect({ address: p.address, connectTimeout: 1000 }).catch((err: Error) => {
-      last = `connect: ${err.message}`;
-      return undefined;
-    });
-    if (conn) {
-      try {
-        const rpcDeadline = () => Date.now() + 2000;
-        await conn.withDeadline(rpcDeadline(), () => conn.workflowService.getSystemInfo({}));
-        await conn.withDeadline(rpcDeadline(), () =>
-          conn.workflowService.describeNamespace({ namespace: p.namespace }),
-        );
-        if (p.searchAttributes.length) {
-          const res = await conn.withDeadline(rpcDeadline(), () =>
-            conn.operatorService.listSearchAttributes({ namespace: p.namespace }),
-          );
-          const missing = p.searchAttributes.filter((n) => !(n in (res.customAttributes ?? {})));
-          if (missing.length) throw new Error(`search attributes not registered yet: ${missing.join(', ')}`);
-        }
-        return;
-      } catch (err) {
-        last = (err as Error).message;
-      } finally {
-        await conn.close().catch(() => undefined);
-      }
-    }
+    // One attempt never outlives the server or its own bound: a port another process answers on
+    // (ours taken before the server bound it) can hold a connect or an RPC open indefinitely.
+    let bound: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      attempt(p).then(
+        () => 'ready' as const,
+        (err: Error) => {
+          last = err.message;
+          return 'not yet' as const;
+        },
+      ),
+      exitedFlag.then(() => 'exited' as const),
+      new Promise<'not yet'>((resolve) => {
+        bound = setTimeout(() => {
+          last = `no answer within ${ATTEMPT_MS} ms`;
+          resolve('not yet');
+        }, ATTEMPT_MS);
+      }),
+    ]);
+    clearTimeout(bound);
+    if (outcome === 'ready') return;
+    if (outcome === 'exited') throw new EarlyExitError('exited');
     await Promise.race([sleep(150), exitedFlag]);
   }
   if (gone) throw new EarlyExitError('exited');
   throw new Error(`dev server at ${p.address} did not become ready within ${p.timeoutMs} ms (last error: ${last})`);
+}
+
+/** How long one readiness attempt (a connect and three RPCs) may take, ms. */
+const ATTEMPT_MS = 8_000;
+
+/** One readiness attempt: connects, asks, closes. Throws what was not ready yet. */
+async function attempt(p: { address: string; namespace: string; searchAttributes: string[] }): Promise<void> {
+  const conn = await Connection.connect({ address: p.address, connectTimeout: 1000 }).catch((err: Error) => {
+    throw new Error(`connect: ${err.message}`);
+  });
+  try {
+    const rpcDeadline = () => Date.now() + 2000;
+    await conn.withDeadline(rpcDeadline(), () => conn.workflowService.getSystemInfo({}));
+    await conn.withDeadline(rpcDeadline(), () => conn.workflowService.describeNamespace({ namespace: p.namespace }));
+    if (p.searchAttributes.length) {
+      const res = await conn.withDeadline(rpcDeadline(), () =>
+        conn.operatorService.listSearchAttributes({ namespace: p.namespace }),
+      );
+      const missing = p.searchAttributes.filter((n) => !(n in (res.customAttributes ?? {})));
+      if (missing.length) throw new Error(`search attributes not registered yet: ${missing.join(', ')}`);
+    }
+  } finally {
+    void conn.close().catch(() => undefined);
+  }
 }
 
 function sleep(ms: number): Promise<void> {

@@ -3,10 +3,20 @@
  * topology and the tests: bind, read the port, close — the caller binds it at once (another process
  * may take it in between; callers that can retry do).
  */
+import fs from 'node:fs';
 import net from 'node:net';
 
-/** A free TCP port on `ip` (default loopback) chosen by the OS, not in `avoid`. @throws Error after 20 tries. */
+/**
+ * A free TCP port on `ip` (default loopback), not in `avoid`. Chosen at random below the OS's
+ * ephemeral range where the OS says where that range is (Linux): a port in that range that is free
+ * now can be handed a moment later, before the caller binds it, to any server that asks the OS for
+ * a port (most test servers do) or to an outgoing connection. Elsewhere the OS chooses.
+ * @throws Error when none is found.
+ */
 export async function freePort(ip = '127.0.0.1', avoid: readonly number[] = []): Promise<number> {
+  const ephemeralFrom = firstEphemeralPort();
+  if (ephemeralFrom !== undefined && ephemeralFrom > 11_000)
+    return freePortInRange(ip, 10_000, ephemeralFrom - 1, avoid);
   for (let i = 0; i < 20; i++) {
     const port = await new Promise<number>((resolve, reject) => {
       const srv = net.createServer();
@@ -20,6 +30,19 @@ export async function freePort(ip = '127.0.0.1', avoid: readonly number[] = []):
     if (!avoid.includes(port)) return port;
   }
   throw new Error(`could not find a free port on ${ip}`);
+}
+
+/** The last ports {@link freePortInRange} returned (and so {@link freePort}), newest last. */
+const handedOut: number[] = [];
+
+/** The first port of the OS's ephemeral range (Linux's `ip_local_port_range`), or undefined where it cannot be read. */
+function firstEphemeralPort(): number | undefined {
+  try {
+    const first = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(first) ? first : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** True when nothing listens on `ip:port`. */
@@ -45,7 +68,11 @@ export async function freePortInRange(
 ): Promise<number> {
   for (let i = 0; i < 200; i++) {
     const port = lo + Math.floor(Math.random() * (hi - lo + 1));
-    if (!avoid.includes(port) && (await portIsFree(ip, port))) return port;
+    // Not one this process handed out a moment ago and may not have bound yet.
+    if (avoid.includes(port) || handedOut.includes(port) || !(await portIsFree(ip, port))) continue;
+    handedOut.push(port);
+    if (handedOut.length > 64) handedOut.shift();
+    return port;
   }
   throw new Error(`no free port on ${ip} between ${lo} and ${hi}`);
 }

@@ -3,6 +3,7 @@
  * with PATH emptied so `python3` and `go` are not found), option validation, env → connection options.
  */
 import { mkdtemp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,12 +11,14 @@ import { ZodError } from 'zod';
 import { connectionOptionsFromEnv } from '../../src/client/connection.js';
 import { connectOrStartTemporal } from '../../src/devserver/connectOrStart.js';
 import { DevServerOptionsSchema, freePort } from '../../src/devserver/devServer.js';
+import { EarlyExitError, waitUntilReady } from '../../src/devserver/ready.js';
 import {
   cachedTemporalCliPath,
   ensureTemporalCli,
   TemporalCliNotFoundError,
   temporalCacheRoot,
 } from '../../src/devserver/temporalCli.js';
+import { waitFor } from '../helpers/stack.js';
 
 let tmp: string;
 beforeAll(async () => {
@@ -143,4 +146,28 @@ describe('paths and options', () => {
       new RegExp(`cannot reach Temporal at TEMPORAL_ADDRESS=127\\.0\\.0\\.1:${port}`),
     );
   });
+});
+
+describe('waitUntilReady', () => {
+  it('a server that ends while its port is answered by a process that never speaks gRPC ends the wait as an early exit', async () => {
+    // Another process took the port first: it accepts the connection and never answers.
+    const held: net.Socket[] = [];
+    const silent = net.createServer((s) => held.push(s));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as net.AddressInfo).port;
+    let exit!: () => void;
+    const exited = new Promise<void>((r) => (exit = r));
+    const waiting = waitUntilReady({
+      address: `127.0.0.1:${port}`,
+      namespace: 'default',
+      searchAttributes: [],
+      timeoutMs: 600_000,
+      exited,
+    }).catch((e: unknown) => e);
+    await waitFor(() => held.length > 0, 10_000, 'the readiness probe to connect');
+    exit(); // the server we started could not bind its port and ended
+    expect(await waiting).toBeInstanceOf(EarlyExitError);
+    held.forEach((s) => s.destroy());
+    await new Promise((r) => silent.close(r));
+  }, 30_000);
 });
