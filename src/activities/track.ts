@@ -157,10 +157,7 @@ export function trackActivities(kit: ActivityKit, tracker?: DetachedTracker) {
       input.checkPastDeadline && !last ? ms : Math.min(ms, Math.max(0, deadline - clock()));
     let last: Extract<CheckResult, { again: unknown }> | undefined;
     let wait = bounded(Math.max(input.firstDelayMs === 0 ? 0 : planned(input.firstDelayMs), notBefore - Date.now()));
-    // A retried tracking attempt (the one before it died with its worker, or its task never
-    // reached one) makes its first check even past the deadline: the job then ends on what the
-    // provider answers, not on the attempt that was lost.
-    let checkPastDeadline = input.checkPastDeadline === true || (kit.current()?.info.attempt ?? 1) > 1;
+    let checkPastDeadline = input.checkPastDeadline === true;
     const details = () => ({
       checks: last?.checks ?? 0,
       providerStatus: last?.providerStatus,

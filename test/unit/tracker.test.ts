@@ -375,25 +375,4 @@ describe('trackStatus without a tracker (the loop inside its activity)', () => {
     expect(row?.last_error ?? null).toBeNull();
     expect(Number(row?.status_errors ?? 0)).toBe(0);
   });
-
-  it('a retried attempt that starts past the deadline checks once and ends on the answer; a first attempt past it ends at the deadline without asking', async () => {
-    const acts = createActivities({
-      store,
-      providers: new ProviderRegistry(config, {}, { fake }),
-      resultRetentionMs: null,
-    });
-    fake.statusImpl = async () => ({
-      state: 'failed',
-      providerStatus: 'failed',
-      error: { code: 'BLOCKED', message: 'blocked' },
-    });
-    const past = { deadlineAt: new Date(Date.now() - 1_000).toISOString() };
-    const first = new MockActivityEnvironment({ attempt: 1, heartbeatTimeoutMs: 600_000 });
-    expect(await first.run(acts.trackStatus, await trackedJob('u', past))).toMatchObject({ kind: 'deadline' });
-    expect(fake.checks).toBe(0);
-    const retried = new MockActivityEnvironment({ attempt: 2, heartbeatTimeoutMs: 600_000 });
-    expect(await retried.run(acts.trackStatus, await trackedJob('v', past))).toMatchObject({ kind: 'failed' });
-    expect(fake.checks).toBe(1);
-    expect((await store.jobs.get('scrape:acme:v'))?.state).toBe('failed');
-  });
 });
