@@ -371,9 +371,10 @@ class Heartbeats {
   beat(details: unknown): void {
     if (details !== undefined) this.latest = details;
     const now = performance.now();
-    // A heartbeat in flight may yet be taken (its answer late): only one in flight for a quarter
-    // of the timeout counts as hung.
-    const hung = !this.sending || now - (this.lastSentAt ?? now) >= this.timeoutMs / 4;
+    // A heartbeat in flight may yet be taken, unless in flight for a quarter of the timeout or the
+    // gap the server allows after it (shorter wins): one sent on schedule is hung by the timeout.
+    const hung =
+      !this.sending || now - (this.lastSentAt ?? now) >= Math.min(this.timeoutMs / 4, this.timeoutMs - this.everyMs);
     if (this.timeoutMs > 0 && now - this.lastTakenAt >= this.timeoutMs && hung) return this.onFenced();
     if (this.sending) return;
     if (this.lastSentAt !== undefined && now - this.lastSentAt < this.everyMs) return;

@@ -30,8 +30,8 @@ export async function waitUntilReady(p: {
   let last = 'no attempt yet';
   while (Date.now() < deadline) {
     if (gone) throw new EarlyExitError('exited');
-    // One attempt never outlives the server or its own bound: a port another process answers on
-    // (ours taken before the server bound it) can hold a connect or an RPC open indefinitely.
+    // An attempt ends as soon as the server exits (a port taken by another process makes it exit
+    // at once, while the attempt may be talking to that process) and never runs past its bound.
     let bound: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([
       attempt(p).then(

@@ -58,7 +58,7 @@ export async function portIsFree(ip: string, port: number): Promise<boolean> {
  * A free TCP port on `ip` between `lo` and `hi` (inclusive), not in `avoid`, tried at random.
  * Temporal stores membership ports as SQL `smallint`, so they must stay below 32768 (the OS hands
  * out ephemeral ports above that).
- * @throws Error after 200 tries.
+ * @throws RangeError for a range that holds no port; Error after 200 tries.
  */
 export async function freePortInRange(
   ip: string,
@@ -66,6 +66,8 @@ export async function freePortInRange(
   hi: number,
   avoid: readonly number[] = [],
 ): Promise<number> {
+  if (!(Number.isInteger(lo) && Number.isInteger(hi) && 0 < lo && lo <= hi && hi <= 65_535))
+    throw new RangeError(`no port range from ${lo} to ${hi}: need 0 < lo <= hi <= 65535`);
   for (let i = 0; i < 200; i++) {
     const port = lo + Math.floor(Math.random() * (hi - lo + 1));
     // Not one this process handed out a moment ago and may not have bound yet.

@@ -116,6 +116,18 @@ function build(opts: Omit<Partial<DetachedTrackerOptions>, 'client'> = {}) {
   return { tracker, acts: createActivities({ store, providers, resultRetentionMs: null, tracker }) };
 }
 
+/** A status request that hangs until its call is aborted, then fails as the HTTP layer reports a cancelled call. */
+const hangsUntilAborted = (_taskId: string, signal?: AbortSignal) =>
+  new Promise<never>((_, reject) =>
+    signal?.addEventListener('abort', () => reject(new ProviderError('transient', 'GET /status was cancelled', {})), {
+      once: true,
+    }),
+  );
+
+/** The activities with no tracker: the polling loop runs inside its activity. */
+const activitiesWithoutTracker = () =>
+  createActivities({ store, providers: new ProviderRegistry(config, {}, { fake }), resultRetentionMs: null });
+
 /** A job row with its task recorded, and the input of its tracking activity. */
 async function trackedJob(name: string, over: Partial<AwaitStatusInput> = {}): Promise<AwaitStatusInput> {
   const jobId = `scrape:acme:${name}`;
@@ -316,16 +328,7 @@ describe('trackStatus with a tracker (async completion)', () => {
 
   it('a check cut short because a newer polling activity took the job is not recorded as a failed check', async () => {
     const { tracker, acts } = build();
-    fake.statusImpl = async (_taskId, signal) =>
-      new Promise((_, reject) =>
-        signal?.addEventListener(
-          'abort',
-          () => reject(new ProviderError('transient', 'GET /status was cancelled', {})),
-          {
-            once: true,
-          },
-        ),
-      );
+    fake.statusImpl = hangsUntilAborted;
     const input = await trackedJob('s');
     await adopt(acts, input, 'token-s1');
     await waitFor(() => fake.asking.has('task-s'), 10_000, 'the hanging check');
@@ -351,21 +354,8 @@ describe('trackStatus with a tracker (async completion)', () => {
 
 describe('trackStatus without a tracker (the loop inside its activity)', () => {
   it('a cancel during a hanging check ends the attempt as cancelled, and no failed check is recorded', async () => {
-    const acts = createActivities({
-      store,
-      providers: new ProviderRegistry(config, {}, { fake }),
-      resultRetentionMs: null,
-    });
-    fake.statusImpl = async (_taskId, signal) =>
-      new Promise((_, reject) =>
-        signal?.addEventListener(
-          'abort',
-          () => reject(new ProviderError('transient', 'GET /status was cancelled', {})),
-          {
-            once: true,
-          },
-        ),
-      );
+    const acts = activitiesWithoutTracker();
+    fake.statusImpl = hangsUntilAborted;
     const env = new MockActivityEnvironment({ taskToken: Buffer.from('token-t'), heartbeatTimeoutMs: 600_000 });
     const running = env.run(acts.trackStatus, await trackedJob('t')).catch((e: unknown) => e);
     await waitFor(() => fake.asking.has('task-t'), 10_000, 'the hanging check');
