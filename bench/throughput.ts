@@ -7,7 +7,11 @@
  * 1. `loop` — the plain in-process poll loop (`lib/baseline.ts`) in its own process;
  * 2. `floor1` — the one-activity Temporal floor (`floor/`: a workflow whose only step is one no-op
  *    activity), its own bundle, its own worker process with the product worker's capacity options;
- * 3. `floor2` — the two-activity floor;
+ * 3. `floor1v` — the one-activity floor with the product's visibility: started with the product's
+ *    start options (input, memo, search attributes, summary) and one search-attribute upsert with
+ *    its completion, as a product job finishing in its first activity makes (`floor/workflows.ts`);
+ *    what it costs over `floor1` is the Temporal price of the product's Web UI contract;
+ *    `floor2` — the two-activity floor;
  * 4. `previous` — the product before detached tracking and v3 (`scrapeWorkflowV2`, tracking loops
  *    inside activities), one worker process: the before figure of the same run;
  * 5. `product` — the product (`--design v3`, or the frozen `v1`), one worker process;
@@ -29,6 +33,9 @@ import { Command } from 'commander';
 import PQueue from 'p-queue';
 import { z } from 'zod';
 import { openStore } from '../src/store/index.js';
+import { startOptions } from '../src/client/start.js';
+import { fingerprint } from '../src/lib/hash.js';
+import { effectivePolicy } from '../src/providers/shared/policy.js';
 import { FLOOR_WORKER_MAIN, FLOORS, writeFloorBundle, type Floor } from './floor/index.js';
 import type { LoopMessage } from './lib/loopProcess.js';
 import { cpuDelta, cpuSnapshot, mib, round, sampleForeignCpu, sampleMemory, type Measured } from './lib/proc.js';
@@ -48,13 +55,15 @@ import {
   heartbeatsDelta,
   persistenceDelta,
   serverActionsDelta,
+  serviceRequestsDelta,
   settledServerSnapshot,
   type PersistenceFigures,
 } from './lib/serverMetrics.js';
+import { historyCost } from './lib/history.js';
 import { waitClosed } from './lib/scenarios.js';
 import { startStack, type BenchWorker, type Stack } from './lib/stack.js';
 
-const PHASES = ['loop', 'floor1', 'floor2', 'previous', 'product', 'bullmq'] as const;
+const PHASES = ['loop', 'floor1', 'floor1v', 'floor2', 'previous', 'product', 'bullmq'] as const;
 type PhaseKey = (typeof PHASES)[number];
 
 const OptionsSchema = z.object({
@@ -132,6 +141,14 @@ export interface PhaseFigures {
   } | null;
   /** Temporal phases: activity heartbeats that reached the server, per job. */
   heartbeatsPerJob?: number | null;
+  /**
+   * Temporal phases: the history of one of the phase's jobs (the first the server lists), its
+   * events and its size in bytes as the server measures it (`historySizeBytes`): what each job
+   * makes the server persist, payloads included.
+   */
+  historySample?: { workflowId: string; events: number; bytes: number } | null;
+  /** Temporal phases: the frontend's gRPC requests per job (empty polls included), by operation. */
+  serverRequestsPerJob?: { total: number; byOperation: Record<string, number> } | null;
   /** Temporal phases: the server's own `action` counter per job, by action type. */
   serverActionsPerJob?: { total: number; byType: Record<string, number> } | null;
   /** Successful status checks per job (the store's `status_checks`; phases that call the provider). */
@@ -328,7 +345,7 @@ async function temporalPhase(
   o: Options,
   log: (l: string) => void,
   spec: {
-    key: 'floor1' | 'floor2' | 'previous' | 'product';
+    key: 'floor1' | 'floor1v' | 'floor2' | 'previous' | 'product';
     label: string;
     worker: () => Promise<BenchWorker>;
     taskQueue: string;
@@ -393,8 +410,10 @@ async function temporalPhase(
     );
   }
   await worker.stop();
+  const historySample = await sampleHistory(stack, spec.taskQueue);
   const hb = heartbeatsDelta(s0, s1, ns);
   const actions = serverActionsDelta(s0, s1, ns);
+  const requests = serviceRequestsDelta(s0, s1, ns);
   return {
     key: spec.key,
     label: spec.label,
@@ -409,6 +428,15 @@ async function temporalPhase(
     maxRssMiB: rss(m),
     serverOperationsPerJob: persistencePerJob(persistenceDelta(s0, s1, ns), o.jobs),
     heartbeatsPerJob: hb === undefined ? null : round(hb / o.jobs, 2),
+    historySample,
+    serverRequestsPerJob: requests
+      ? {
+          total: round(requests.total / o.jobs, 2),
+          byOperation: Object.fromEntries(
+            Object.entries(requests.byOperation).map(([k, v]) => [k, round(v / o.jobs, 2)]),
+          ),
+        }
+      : null,
     serverActionsPerJob: actions
       ? {
           total: round(actions.total / o.jobs, 2),
@@ -419,6 +447,19 @@ async function temporalPhase(
     workerCapacity: worker.capacity,
     foreign: foreignCpu,
   };
+}
+
+/** The history cost of one closed workflow of `taskQueue` (the first the server lists), or null when none is listed. */
+async function sampleHistory(stack: Stack, taskQueue: string): Promise<PhaseFigures['historySample']> {
+  const listed = await stack.temporalClient.connection.workflowService.listWorkflowExecutions({
+    namespace: stack.temporal.namespace,
+    query: `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Completed"`,
+    pageSize: 1,
+  });
+  const workflowId = listed.executions?.[0]?.execution?.workflowId;
+  if (!workflowId) return null;
+  const cost = await historyCost(stack.temporalClient, workflowId);
+  return { workflowId, events: cost.events, bytes: cost.historyBytes };
 }
 
 function unavailablePhase(key: PhaseKey, label: string, why: string, o: Options): PhaseFigures {
@@ -480,8 +521,8 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
   try {
     const productQueue = stack.taskQueue(o.design);
     const floorBundle = path.join(stack.dir, 'floor-bundle.js');
-    if (phases.includes('floor1') || phases.includes('floor2')) await writeFloorBundle(floorBundle);
-    const floorPhase = (key: 'floor1' | 'floor2', floor: Floor, r: number) => {
+    if (phases.some((p) => p.startsWith('floor'))) await writeFloorBundle(floorBundle);
+    const floorPhase = (key: 'floor1' | 'floor1v' | 'floor2', floor: Floor, r: number) => {
       const taskQueue = `${productQueue}-floor-${floor}-r${r}`;
       return temporalPhase(stack, o, log, {
         key,
@@ -498,11 +539,27 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
             '--product-bundle',
             stack.bundle,
           ]),
-        start: (i) =>
-          stack.temporalClient.workflow.start(FLOORS[floor].workflowType, {
-            taskQueue,
-            workflowId: `floor-${floor}-r${r}-${i}`,
-          }),
+        start: (i) => {
+          const workflowId = `floor-${floor}-r${r}-${i}`;
+          if (floor !== 'visible')
+            return stack.temporalClient.workflow.start(FLOORS[floor].workflowType, { taskQueue, workflowId });
+          // The product's start options for the same page (`startOptions`, as `startScrape` builds
+          // them), under the floor's workflow type, ID and task queue.
+          const request = { url: stack.pageUrl(i), format: 'markdown' as const, options: {} };
+          const input = {
+            jobId: workflowId,
+            account: account('product', r),
+            key: `t-${r}-${i}`,
+            provider: 'reference',
+            requestHash: fingerprint({ provider: 'reference', request }),
+            request,
+            policy: effectivePolicy(stack.config, 'reference', {}),
+          };
+          return stack.temporalClient.workflow.start(FLOORS[floor].workflowType, {
+            ...startOptions(input, { taskQueue, state: 'submitting' }),
+            workflowId,
+          });
+        },
       });
     };
     /** Runs phase `p` of round `r`. */
@@ -516,6 +573,7 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
           round: r,
         });
       if (p === 'floor1') return floorPhase('floor1', 'one', r);
+      if (p === 'floor1v') return floorPhase('floor1v', 'visible', r);
       if (p === 'floor2') return floorPhase('floor2', 'two', r);
       if (p === 'product' || p === 'previous') {
         const design = p === 'product' ? o.design : 'v2';
@@ -590,7 +648,7 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
     // The floors are only a floor if their workers have the product's capacity: compared here.
     const productCapacity = by.product?.workerCapacity;
     const capacityCheck = Object.fromEntries(
-      (['floor1', 'floor2'] as const)
+      (['floor1', 'floor1v', 'floor2'] as const)
         .filter((k) => by[k]?.workerCapacity && productCapacity)
         .map((k) => {
           const f = by[k]!.workerCapacity!;
@@ -697,6 +755,22 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
       ],
       ['heartbeats that reached the server, per job', ...cols.map((r) => cell(r, (x) => x.heartbeatsPerJob))],
       ["server's own action counter per job", ...cols.map((r) => cell(r, (x) => x.serverActionsPerJob?.total))],
+      [
+        'server gRPC requests per job (polls: activity; workflow)',
+        ...cols.map((r) =>
+          cell(r, (x) =>
+            x.serverRequestsPerJob
+              ? `${x.serverRequestsPerJob.total} (${x.serverRequestsPerJob.byOperation.PollActivityTaskQueue ?? 0}; ${x.serverRequestsPerJob.byOperation.PollWorkflowTaskQueue ?? 0})`
+              : undefined,
+          ),
+        ),
+      ],
+      [
+        'history of one job: events; bytes',
+        ...cols.map((r) =>
+          cell(r, (x) => (x.historySample ? `${x.historySample.events}; ${x.historySample.bytes}` : undefined)),
+        ),
+      ],
       [
         'max RSS MiB: worker; server',
         ...cols.map((r) => cell(r, (x) => `${x.maxRssMiB.worker ?? '—'}; ${x.maxRssMiB.server ?? '—'}`)),

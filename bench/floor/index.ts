@@ -12,6 +12,10 @@ import { REPO } from '../lib/report.js';
 export const FLOORS = {
   one: { workflowType: 'floorOneActivity', label: 'Temporal floor: 1 no-op activity' },
   two: { workflowType: 'floorTwoActivities', label: 'Temporal floor: 2 no-op activities' },
+  visible: {
+    workflowType: 'floorOneActivityVisible',
+    label: "Temporal floor: 1 no-op activity + the product's start options and upsert",
+  },
 } as const;
 
 /** A floor's key. */

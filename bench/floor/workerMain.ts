@@ -58,9 +58,10 @@ async function main(): Promise<void> {
     createScrapeWorker({ connection, config, store }),
   );
   const activities: FloorActivities = {
-    async noop(last: boolean) {
+    async noop(last: boolean, _input?: unknown, answerBytes?: number) {
       const info = Context.current().info;
       if (last) send({ t: 'written', jobId: info.workflowExecution?.workflowId ?? info.activityId, at: Date.now() });
+      return answerBytes ? 'x'.repeat(answerBytes) : undefined;
     },
   };
   const worker = await Worker.create({

@@ -147,6 +147,26 @@ export function heartbeatsDelta(a: ServerSnapshot, b: ServerSnapshot, namespace:
 }
 
 /**
+ * The frontend's gRPC requests between `a` and `b` in `namespace`, by operation (`service_requests`
+ * of the frontend service: `StartWorkflowExecution`, `PollActivityTaskQueue`,
+ * `RespondWorkflowTaskCompleted`, …): the calls a phase's workers and clients made, empty polls
+ * included, which the persistence figures do not show.
+ */
+export function serviceRequestsDelta(
+  a: ServerSnapshot,
+  b: ServerSnapshot,
+  namespace: string,
+): { total: number; byOperation: Record<string, number> } | undefined {
+  if (!a || !b) return undefined;
+  const f: LabelFilter = { namespace, service_name: 'frontend' };
+  const byOperation = deltaBy(
+    totalBy(a, 'service_requests', 'operation', f),
+    totalBy(b, 'service_requests', 'operation', f),
+  );
+  return { total: Object.values(byOperation).reduce((s, x) => s + x, 0), byOperation };
+}
+
+/**
  * The server's own `action` counter between `a` and `b` in `namespace`, by `action_type`
  * (`grpc_StartWorkflowExecution`, `command_ScheduleActivityTask`, `grpc_RecordActivityTaskHeartbeat`, …):
  * the open-source server's metering, shown beside the Actions counted from histories as a
