@@ -81,6 +81,15 @@ const OptionsSchema = z.object({
   workerEnv: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*=.*$/)).default([]),
   /** The workflow and worker measured (`bench/lib/stack.ts`): `v3` the product, `v2` the one before (tracking loops inside activities). */
   design: z.enum(['v2', 'v3']).default('v3'),
+  /**
+   * Each job's tracking deadline, minutes (default the policy's, 30): a count whose jobs take longer
+   * than that to leave `submitting` needs a longer one, or its first jobs stop waiting before the
+   * last start to.
+   */
+  deadlineMin: z.coerce
+    .number()
+    .positive()
+    .default(DEFAULT_POLL_POLICY.deadlineMs / 60_000),
 });
 type Options = z.infer<typeof OptionsSchema>;
 
@@ -228,6 +237,7 @@ async function settleJobs(stack: Stack, account: string, limitMs: number, log: (
 
 /** Runs the benchmark; returns the JSON written. */
 export async function runScale(o: Options): Promise<Record<string, unknown>> {
+  const deadlineMs = Math.round(o.deadlineMin * 60_000);
   const log = (l: string) => console.error(l);
   const quiet = await waitForQuietStart(o, log);
   const load = sampleLoad();
@@ -281,7 +291,12 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     await Promise.all(
       Array.from({ length: o.jobs }, (_, i) =>
         queue.add(async () => {
-          await stack.clients[o.design].startScrape({ account, url: stack.pageUrl(i), key: `s-${i}` });
+          await stack.clients[o.design].startScrape({
+            account,
+            url: stack.pageUrl(i),
+            key: `s-${i}`,
+            ...(deadlineMs === DEFAULT_POLL_POLICY.deadlineMs ? {} : { policy: { deadlineMs } }),
+          });
           startTimes.push(Date.now());
           started++;
           if (started % probeEvery === 0 && started < o.jobs) {
@@ -357,7 +372,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
     };
     // A job past its tracking deadline (the policy's, counted from the moment the task is known)
     // stops as `tracking_interrupted` and owes no more checks, so each job's demand ends there.
-    const owed = (ms: number) => nominalChecksBy(sched, Math.min(ms, DEFAULT_POLL_POLICY.deadlineMs));
+    const owed = (ms: number) => nominalChecksBy(sched, Math.min(ms, deadlineMs));
     const demandFrom = (times: readonly number[]) => times.reduce((n, s) => n + owed(w1 - s) - owed(w0 - s), 0);
     const demanded = demandFrom(startTimes);
     const demandedFromSubmits = demandFrom(submitTimes);
@@ -419,7 +434,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
       },
       /** Worker log (WARN+): failed activity attempts, SQLite store errors. */
       workerLog: stack.workerLogCounts(),
-      policy: 'DEFAULT_POLL_POLICY: 2 s ×1.5 to 60 s, ±20 % jitter; provider holds every job queued',
+      policy: `DEFAULT_POLL_POLICY: 2 s ×1.5 to 60 s, ±20 % jitter, tracking deadline ${o.deadlineMin} min; provider holds every job queued`,
       start: { jobs: o.jobs, ms: startMs, perSecond: round((o.jobs / startMs) * 1000, 1), cpuS: cpuStart },
       settle,
       storeStates: byState,
@@ -669,6 +684,7 @@ runAsScript(
       (v: string, acc: string[]) => [...acc, v],
       [] as string[],
     )
+    .option('--deadline-min <min>', "each job's tracking deadline, minutes (default the policy's)")
     .option('--design <v3|v2>', 'the product (v3) or the one before it (v2: tracking loops inside activities)', 'v3')
     .option(
       '--worker-cpu-prof <dir>',
