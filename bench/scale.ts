@@ -82,13 +82,15 @@ const OptionsSchema = z.object({
   /** The workflow and worker measured (`bench/lib/stack.ts`): `v3` the product, `v2` the one before (tracking loops inside activities). */
   design: z.enum(['v2', 'v3']).default('v3'),
   /**
-   * Each job's tracking deadline, minutes (default the policy's, 30): a count whose jobs take longer
-   * than that to leave `submitting` needs a longer one, or its first jobs stop waiting before the
-   * last start to.
+   * Each job's tracking deadline, minutes (default the policy's, 30; 1 s to 30 days, as a request
+   * may give): a run whose first submit comes longer than that before the end of its window (a
+   * large count leaving `submitting` slowly, a long settle) needs a longer one, or its first jobs
+   * stop waiting as `tracking_interrupted` before the window closes.
    */
   deadlineMin: z.coerce
     .number()
-    .positive()
+    .min(1 / 60) // the request schema's bounds: 1 s to 30 days
+    .max(30 * 24 * 60)
     .default(DEFAULT_POLL_POLICY.deadlineMs / 60_000),
 });
 type Options = z.infer<typeof OptionsSchema>;
@@ -445,7 +447,9 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
         statusChecksPerSecond: {
           /**
            * The schedule counted from each job's start (the caller's view: a job not yet submitted
-           * owes checks too). Both demands end at the tracking deadline.
+           * owes checks too). Both demands end at the tracking deadline, this one counted from the
+           * start although a job's deadline counts from its submit: with a deadline inside the
+           * window it ends each job's demand early by its wait in `submitting`.
            */
           demandedBySchedule: round(demanded / windowS, 1),
           /**

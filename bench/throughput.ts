@@ -7,15 +7,15 @@
  * 1. `loop` — the plain in-process poll loop (`lib/baseline.ts`) in its own process;
  * 2. `floor1` — the one-activity Temporal floor (`floor/`: a workflow whose only step is one no-op
  *    activity), its own bundle, its own worker process with the product worker's capacity options;
- * 3. `floor1v` — the one-activity floor with the product's visibility: started with the product's
- *    start options (input, memo, search attributes, summary) and one search-attribute upsert with
- *    its completion, as a product job finishing in its first activity makes (`floor/workflows.ts`);
- *    what it costs over `floor1` is the Temporal price of the product's Web UI contract;
- *    `floor2` — the two-activity floor;
- * 4. `previous` — the product before detached tracking and v3 (`scrapeWorkflowV2`, tracking loops
+ * 3. `floor1v` — the one-activity floor with what a product job that finishes within its first
+ *    activity records (`floor/workflows.ts`): the product's start options (input, memo, search
+ *    attributes, summary), its submit's activity options and payload sizes, one search-attribute
+ *    upsert with the completion;
+ * 4. `floor2` — the two-activity floor;
+ * 5. `previous` — the product before detached tracking and v3 (`scrapeWorkflowV2`, tracking loops
  *    inside activities), one worker process: the before figure of the same run;
- * 5. `product` — the product (`--design v3`, or the frozen `v1`), one worker process;
- * 6. `bullmq` — the same loop as `loop` driven by BullMQ on Redis (`lib/bullmqMain.ts`; Debian's
+ * 6. `product` — the product (`--design v3`, or the frozen `v1`), one worker process;
+ * 7. `bullmq` — the same loop as `loop` driven by BullMQ on Redis (`lib/bullmqMain.ts`; Debian's
  *    `redis-server`, started here on a free loopback port without persistence, stopped after).
  *
  * For each it reports jobs per second and CPU ms per job from the OS for the worker (the loop
@@ -410,7 +410,7 @@ async function temporalPhase(
     );
   }
   await worker.stop();
-  const historySample = await sampleHistory(stack, spec.taskQueue);
+  const historySample = await sampleHistory(stack, spec.taskQueue, t0, log);
   const hb = heartbeatsDelta(s0, s1, ns);
   const actions = serverActionsDelta(s0, s1, ns);
   const requests = serviceRequestsDelta(s0, s1, ns);
@@ -449,17 +449,31 @@ async function temporalPhase(
   };
 }
 
-/** The history cost of one closed workflow of `taskQueue` (the first the server lists), or null when none is listed. */
-async function sampleHistory(stack: Stack, taskQueue: string): Promise<PhaseFigures['historySample']> {
-  const listed = await stack.temporalClient.connection.workflowService.listWorkflowExecutions({
-    namespace: stack.temporal.namespace,
-    query: `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Completed"`,
-    pageSize: 1,
-  });
-  const workflowId = listed.executions?.[0]?.execution?.workflowId;
-  if (!workflowId) return null;
-  const cost = await historyCost(stack.temporalClient, workflowId);
-  return { workflowId, events: cost.events, bytes: cost.historyBytes };
+/**
+ * The history cost of one workflow of `taskQueue` closed `Completed` and started at `sinceMs` or
+ * later (one of this phase's jobs: a queue may serve several rounds), or null when none is listed
+ * or its history cannot be read (logged; the phase's other figures stand).
+ */
+async function sampleHistory(
+  stack: Stack,
+  taskQueue: string,
+  sinceMs: number,
+  log: (l: string) => void,
+): Promise<PhaseFigures['historySample']> {
+  try {
+    const listed = await stack.temporalClient.connection.workflowService.listWorkflowExecutions({
+      namespace: stack.temporal.namespace,
+      query: `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Completed" AND StartTime >= "${new Date(sinceMs - 1_000).toISOString()}"`,
+      pageSize: 1,
+    });
+    const workflowId = listed.executions?.[0]?.execution?.workflowId;
+    if (!workflowId) return null;
+    const cost = await historyCost(stack.temporalClient, workflowId);
+    return { workflowId, events: cost.events, bytes: cost.historyBytes };
+  } catch (e) {
+    log(`history sample of ${taskQueue}: ${e instanceof Error ? e.message : String(e)}`);
+    return null;
+  }
 }
 
 function unavailablePhase(key: PhaseKey, label: string, why: string, o: Options): PhaseFigures {
