@@ -14,7 +14,7 @@ export const FLOORS = {
   two: { workflowType: 'floorTwoActivities', label: 'Temporal floor: 2 no-op activities' },
   visible: {
     workflowType: 'floorOneActivityVisible',
-    label: "Temporal floor: 1 no-op activity + the product's start options and upsert",
+    label: "Temporal floor: 1 no-op activity with a fast product job's records",
   },
 } as const;
 
