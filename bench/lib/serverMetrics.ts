@@ -157,13 +157,8 @@ export function serviceRequestsDelta(
   b: ServerSnapshot,
   namespace: string,
 ): { total: number; byOperation: Record<string, number> } | undefined {
-  if (!a || !b) return undefined;
-  const f: LabelFilter = { namespace, service_name: 'frontend' };
-  const byOperation = deltaBy(
-    totalBy(a, 'service_requests', 'operation', f),
-    totalBy(b, 'service_requests', 'operation', f),
-  );
-  return { total: Object.values(byOperation).reduce((s, x) => s + x, 0), byOperation };
+  const d = counterDeltaBy(a, b, 'service_requests', 'operation', { namespace, service_name: 'frontend' });
+  return d && { total: d.total, byOperation: d.by };
 }
 
 /**
@@ -177,12 +172,21 @@ export function serverActionsDelta(
   b: ServerSnapshot,
   namespace: string,
 ): { total: number; byType: Record<string, number> } | undefined {
+  const d = counterDeltaBy(a, b, 'action', 'action_type', { namespace });
+  return d && { total: d.total, byType: d.by };
+}
+
+/** Counter `name` between `a` and `b`, summed per value of `label` over the samples `filter` keeps, and in all. */
+function counterDeltaBy(
+  a: ServerSnapshot,
+  b: ServerSnapshot,
+  name: string,
+  label: string,
+  filter: LabelFilter,
+): { total: number; by: Record<string, number> } | undefined {
   if (!a || !b) return undefined;
-  const byType = deltaBy(
-    totalBy(a, 'action', 'action_type', { namespace }),
-    totalBy(b, 'action', 'action_type', { namespace }),
-  );
-  return { total: Object.values(byType).reduce((s, x) => s + x, 0), byType };
+  const by = deltaBy(totalBy(a, name, label, filter), totalBy(b, name, label, filter));
+  return { total: Object.values(by).reduce((s, x) => s + x, 0), by };
 }
 
 /**
