@@ -36,7 +36,8 @@ const gates = new HookGates();
 
 beforeAll(async () => {
   pages = await startPageServer();
-  // Many active jobs per account: a held job never blocks another test's submit.
+  // Many active jobs per account: a held job never blocks another test's submit. No list lag: the
+  // cancel of a job whose submit answer is held finds its task by the provider's first list read.
   stack = await startStack({ profile: { concurrency: 100 }, hooks: gates.hooks });
 });
 
