@@ -38,6 +38,7 @@ import { ProviderRegistry } from './providers/registry.js';
 import { openStore, type Store } from './store/index.js';
 import { temporalConnectionOptions } from './runtime.js';
 import { checkSearchAttributes } from './namespaceCheck.js';
+import { openRetiredRuns } from './client/upgrade.js';
 
 export { settleDetachedCalls };
 export { HEARTBEAT_THROTTLE_MS, ScrapeWorker };
@@ -188,6 +189,7 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Scr
     dataConverter,
     interceptors: { workflow: workflowClientInterceptors() },
   });
+  await warnOfRetiredRuns(temporal);
   const tracker =
     opts.detachTracking === false
       ? undefined
@@ -232,6 +234,25 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Scr
   })) as ScrapeWorker;
   worker.tracker = tracker;
   return worker;
+}
+
+/**
+ * Warns (the SDK runtime's logger) when runs of workflow types this release no longer serves are
+ * still open: they need a worker of the release that started them (`scrape upgrade-check`).
+ * A server that cannot count them is not a reason to stop the worker: the warning says so.
+ */
+async function warnOfRetiredRuns(temporal: Client): Promise<void> {
+  const log = Runtime.instance().logger;
+  try {
+    const found = await openRetiredRuns(temporal, 5);
+    if (found.count > 0)
+      log.warn(
+        'runs of retired workflow types are open: this worker does not serve them; keep a worker of the release that started them until they end (scrape upgrade-check)',
+        { count: found.count, first: found.runs.map((r) => `${r.type} ${r.workflowId}`), query: found.query },
+      );
+  } catch (e) {
+    log.warn('could not count open runs of retired workflow types', { error: (e as Error).message });
+  }
 }
 
 /**

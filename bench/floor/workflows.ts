@@ -56,7 +56,7 @@ const PRODUCT_VIEW_BYTES = 630;
 
 /**
  * One no-op activity scheduled as the product schedules a fast job's submit (the proxy of
- * `scrapeProxies(policy).fastSubmitter`: its timeouts, retry policy and cancellation type) and given
+ * `scrapeProxies(policy).submitter`: its timeouts, retry policy and cancellation type) and given
  * an input of that submit's shape around `input` (the product's workflow input), then the upsert a
  * fast product job makes with its completion; returns a string of the product's `JobView` size.
  */
@@ -81,7 +81,7 @@ export async function floorOneActivityVisible(input: ScrapeWorkflowInput): Promi
     },
   };
   // The product's proxy builds an activity of whatever name is called on it: `noop` here.
-  const submitter = scrapeProxies(policy).fastSubmitter as unknown as FloorActivities;
+  const submitter = scrapeProxies(policy).submitter as unknown as FloorActivities;
   await submitter.noop(true, submitShaped, PRODUCT_ANSWER_BYTES);
   upsertSearchAttributes([
     { key: ScrapeState, value: 'completed' },

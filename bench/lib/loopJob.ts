@@ -27,7 +27,7 @@ import { DEFAULT_POLL_POLICY, type PollPolicy } from '../../src/model/types.js';
 import type { ProviderRegistry } from '../../src/providers/registry.js';
 import { DEFAULT_RESULT_LIMITS } from '../../src/providers/adapter.js';
 import { Store } from '../../src/store/index.js';
-import { LegacyJobsRepository } from '../../src/legacy/store.js';
+import { sql } from 'kysely';
 
 /** One job: our account, its key, the page to scrape. */
 export interface LoopJobInput {
@@ -78,8 +78,29 @@ export function loopSchedule(policy: Partial<PollPolicy>): PollSchedule {
 /** The steps of `job` over `deps`. */
 export function loopJob(deps: LoopDeps, job: LoopJobInput): LoopJob {
   const { store, providers, provider } = deps;
-  // The hand-written loops make the calls of the v1 activities (`submitScrape`, `checkStatus`).
-  const v1 = new LegacyJobsRepository(store);
+  // The hand-written loop's own bookkeeping: an intent before the submit, a count per check.
+  const nowIso = () => new Date().toISOString();
+  const rows = {
+    recordSubmitIntent: (id: string) =>
+      store.db
+        .updateTable('jobs')
+        .set({ submit_intent_at: nowIso(), submit_attempts: sql`submit_attempts + 1`, updated_at: nowIso() })
+        .where('id', '=', id)
+        .where('task_id', 'is', null)
+        .execute(),
+    recordStatusCheck: (id: string, providerStatus: string) =>
+      store.db
+        .updateTable('jobs')
+        .set({
+          provider_status: providerStatus,
+          last_checked_at: nowIso(),
+          status_checks: sql`status_checks + 1`,
+          status_errors: 0,
+          updated_at: nowIso(),
+        })
+        .where('id', '=', id)
+        .execute(),
+  };
   const policy: PollPolicy = { ...DEFAULT_POLL_POLICY, ...deps.policy };
   const schedule = loopSchedule(deps.policy);
   const request = { url: job.url, format: 'markdown' as const, options: {} };
@@ -113,7 +134,7 @@ export function loopJob(deps: LoopDeps, job: LoopJobInput): LoopJob {
       );
       await store.findings.appendEvent(jobId, 'registered', registered.state, { workflowId: jobId, url: job.url });
       const r = resolved();
-      await v1.recordSubmitIntent(jobId);
+      await rows.recordSubmitIntent(jobId);
       const accepted = await r.limiter.run(
         () => r.adapter.submit(request, { apiKey: r.apiKey, secrets, ...providerKeys(job.account, job.key) }),
         5_000,
@@ -126,7 +147,7 @@ export function loopJob(deps: LoopDeps, job: LoopJobInput): LoopJob {
       const secrets = providers.allSecrets();
       const r = resolved();
       const obs = await r.limiter.run(() => r.adapter.status(taskId, { apiKey: r.apiKey, secrets }), 5_000, 0);
-      await v1.recordStatusCheck(jobId, obs.providerStatus);
+      await rows.recordStatusCheck(jobId, obs.providerStatus);
       if (obs.state === 'completed') {
         const payload =
           obs.result ??

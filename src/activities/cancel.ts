@@ -1,7 +1,7 @@
 /**
  * The provider side of cancellation (a request, not an erasure): record `cancelling` with the request, ask
  * the provider to stop, and report what it answered. The workflow then confirms the outcome with
- * `awaitStatus` in `confirm_cancel` mode and records it with `recordState`.
+ * `trackStatus` in `confirm_cancel` mode and records it with `recordState`.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { isFinalState } from '../model/states.js';

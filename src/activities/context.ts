@@ -27,11 +27,6 @@ export interface ActivityDeps {
    */
   tracker?: DetachedTracker;
   /**
-   * Longest first wait of a polling activity spent inside its attempt, ms (default 5000); a longer
-   * one is left to the server as a retry delay. Time-skipping tests set 0 so that no wait is real.
-   */
-  inlineFirstWaitMs?: number;
-  /**
    * Longest wait a reconcile attempt spends in itself (watching the store for a late answer) before
    * reading the lookups again, ms (default: whatever fits in the attempt); a longer one is the
    * server's retry delay. Time-skipping tests set 0 so that no wait is real.

@@ -7,32 +7,28 @@
  * ID)), and submits record their intent and their answer in the store so that a retried attempt
  * adopts an earlier answer instead of submitting again.
  *
- * | file | activities | used by |
- * |---|---|---|
- * | `submit.ts` | `submitJob`, `findRecordedTask`, `registerJob` | workflows v2 and v3 (`registerJob`: v1 too) |
- * | `reconcile.ts` | `reconcileJob` | workflows v2 and v3 (under v1's `reconcileSubmit` too) |
- * | `adopt.ts` | `adoptTask` | workflows v3, v2 and v1 |
- * | `poll.ts` | `awaitStatus` (retry-driven polling, result written once) | workflows v2 and v3 (the cancel path; v2 runs started before polling moved into one activity) |
- * | `track.ts`, `tracker.ts` | `trackStatus` (in-process polling in one activity, heartbeats throttled; detached for async completion in a worker with a tracker) | workflows v2 and v3 |
- * | `cancel.ts` | `cancelAtProvider`, `closeAsCancelled` | workflows v2 and v3 |
- * | `record.ts` | `recordState`, `recordCancelOutcome` | every version |
- * | `../legacy/activities.ts` | `submitScrape`, `reconcileSubmit`, `checkStatus`, `recordStatusFailure`, `saveResult`, `cancelTask` | v1 runs only (retired with `src/legacy/`: delete its import and its spread below) |
+ * | file | activities |
+ * |---|---|
+ * | `submit.ts` | `submitJob`, `findRecordedTask`, `registerJob` |
+ * | `reconcile.ts` | `reconcileJob` |
+ * | `adopt.ts` | `adoptTask` |
+ * | `track.ts`, `tracker.ts`, `poll.ts` | `trackStatus` (the polling loop in the worker, heartbeats throttled; detached for async completion in a worker with a tracker; `poll.ts` is one check and the result written once) |
+ * | `cancel.ts` | `cancelAtProvider`, `closeAsCancelled` |
+ * | `record.ts` | `recordState`, `recordCancelOutcome` |
  */
 import { activityKit, type ActivityDeps } from './context.js';
 import { adoptActivities } from './adopt.js';
 import { cancelActivities } from './cancel.js';
-import { pollActivities } from './poll.js';
 import { reconcileActivities } from './reconcile.js';
 import { recordActivities } from './record.js';
 import { submitActivities } from './submit.js';
 import { trackActivities } from './track.js';
-import { legacyActivities } from '../legacy/activities.js';
 
 export type { ActivityDeps, TaskRef } from './context.js';
 export type { SubmitJobInput, SubmitOutcome } from './submit.js';
 export type { ReconcileOutcome } from './reconcile.js';
-export type { AwaitStatusInput, PollOutcome, PollSchedule, SavedResult } from './pollTypes.js';
-export type { TrackStatusInput } from './track.js';
+export type { TrackStatusInput, PollOutcome, PollSchedule, SavedResult } from './pollTypes.js';
+
 export { handOffPolling } from './track.js';
 export { DetachedTracker } from './tracker.js';
 export type { CancelCallOutcome } from './cancel.js';
@@ -45,11 +41,9 @@ export function createActivities(deps: ActivityDeps) {
     ...submitActivities(kit),
     ...reconcileActivities(kit),
     ...adoptActivities(kit),
-    ...pollActivities(kit),
     trackStatus: trackActivities(kit, deps.tracker).trackStatus,
     ...cancelActivities(kit),
     ...recordActivities(kit),
-    ...legacyActivities(kit),
   };
 }
 

@@ -1,17 +1,14 @@
 /**
- * Retry-driven polling (workflow v2): `awaitStatus` checks the provider task once per attempt. A
- * task that is not final ends the attempt with a retryable, BENIGN failure whose `nextRetryDelay` is
- * the next delay of the job's schedule, so the Temporal server — not a workflow timer — waits
- * between checks: no history events and one billable Action per check (bench/README.md). A final
- * answer is handled inside the attempt: the result (inline in the final status where the provider
- * sends it, else read page by page) is written once, atomically with `completed`; failures, expiry
- * and refusals are recorded; the outcome is returned to the workflow.
+ * One status check of a provider task (`checkOnce`), the unit the polling loop (`track.ts`) repeats.
+ * A final answer is handled inside the check: the result (inline in the final status where the
+ * provider sends it, else read page by page) is written once, atomically with `completed`;
+ * failures, expiry and refusals are recorded; the outcome is returned. A non-final answer says when
+ * to check again.
  *
- * State between attempts lives in the job row, not in history: the polling generation (an attempt
- * of a superseded activity stops without calling the provider), the successful-check count (the
+ * State between checks lives in the job row, not in history: the polling generation (a check of a
+ * superseded activity stops without calling the provider), the successful-check count (the
  * schedule index), the 404 streak, the failing-check count and the earliest next check.
  */
-import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { JobError } from '../model/types.js';
 import { isProviderError, type ProviderError } from '../providers/shared/errors.js';
 import { withBinaryText } from '../providers/shared/binaryText.js';
@@ -21,35 +18,23 @@ import type { StatusObservation } from '../providers/adapter.js';
 import { scheduleDelay as scheduleOf, type PollSchedule } from '../model/schedule.js';
 import { type CheckStart } from '../store/polling.js';
 import type { ActivityKit } from './context.js';
-import { again, type AwaitStatusInput, type CheckResult, type PollOutcome, type SavedResult } from './pollTypes.js';
+import { again, type TrackStatusInput, type CheckResult, type PollOutcome, type SavedResult } from './pollTypes.js';
 import { announceSlotReleased } from './slots.js';
 import { resubmitAudit } from './resubmitAudit.js';
 import { observeResultCommitLag, observeStatusCheck } from '../observability/metrics.js';
-
-/** Longest first wait spent inside the attempt, ms; a longer one is left to the server as a retry delay. */
-const INLINE_FIRST_WAIT_MS = 5_000;
 
 /** Delay n of `s`, with jitter, ms (see {@link scheduleOf}). */
 function scheduleDelay(s: PollSchedule, n: number): number {
   return scheduleOf(s, n, Math.random());
 }
 
-/** Builds `awaitStatus` over `kit`. */
+/** Builds `checkOnce` over `kit`. */
 export function pollActivities(kit: ActivityKit) {
   const { store } = kit;
   const auditResubmit = resubmitAudit(kit);
 
-  function retryIn(ms: number, message: string): never {
-    throw ApplicationFailure.create({
-      type: 'Poll.notFinal',
-      message,
-      nextRetryDelay: Math.max(1, Math.round(ms)),
-      category: ApplicationFailureCategory.BENIGN,
-    });
-  }
-
   async function transition(
-    input: AwaitStatusInput,
+    input: TrackStatusInput,
     state: 'failed' | 'cancelled' | 'expired' | 'tracking_interrupted',
     error: JobError | undefined,
     note: string,
@@ -61,7 +46,7 @@ export function pollActivities(kit: ActivityKit) {
 
   /** Handles a provider error of a status or result read: an outcome to return, or when to check again. */
   async function onReadError(
-    input: AwaitStatusInput,
+    input: TrackStatusInput,
     e: ProviderError,
     phase: 'status' | 'result',
     checks: number,
@@ -147,7 +132,7 @@ export function pollActivities(kit: ActivityKit) {
     return { kind: 'stale', reason: start.reason, state: start.row?.state, checks, providerStatus };
   }
 
-  async function fetchResult(input: AwaitStatusInput, obs: StatusObservation): Promise<ProviderResult> {
+  async function fetchResult(input: TrackStatusInput, obs: StatusObservation): Promise<ProviderResult> {
     // An inline result passes the same limits as a paged read (`RESULT_TOO_LARGE`, permanent).
     if (obs.result)
       return withBinaryText(
@@ -182,7 +167,7 @@ export function pollActivities(kit: ActivityKit) {
    * never past the deadline; a short backoff after a failed check). `checkPastDeadline`: check even
    * though the deadline has passed (a wake that came before it).
    */
-  async function checkOnce(input: AwaitStatusInput, checkPastDeadline: boolean): Promise<CheckResult> {
+  async function checkOnce(input: TrackStatusInput, checkPastDeadline: boolean): Promise<CheckResult> {
     const start = await store.polling.beginCheck(
       input.jobId,
       input.generation,
@@ -317,52 +302,5 @@ export function pollActivities(kit: ActivityKit) {
     );
   }
 
-  return {
-    checkOnce,
-    /**
-     * Checks the task once per attempt until it is final, the deadline passes, or a newer polling
-     * activity supersedes this one (see the module docs). Non-final answers and failed checks end
-     * the attempt with a BENIGN retry after {@link checkOnce}'s wait. Returns the outcome; throws
-     * only for unexpected errors (retried by the policy).
-     */
-    async awaitStatus(input: AwaitStatusInput): Promise<PollOutcome> {
-      const first = kit.attempt() === 1;
-      if (first) {
-        const start = await store.polling.beginCheck(
-          input.jobId,
-          input.generation,
-          input.mode === 'confirm_cancel',
-          input.mode === 'track' ? input.deadlineAt : undefined,
-        );
-        if (start.kind === 'stale') return staleOutcome(start);
-        const notBefore = start.row.check_not_before ? Date.parse(start.row.check_not_before) : 0;
-        const wait = Math.max(input.firstDelayMs, notBefore - Date.now());
-        const now = await kit.serverClock();
-        if (wait > (kit.deps.inlineFirstWaitMs ?? INLINE_FIRST_WAIT_MS))
-          retryIn(
-            Math.min(wait, Math.max(1, Date.parse(input.deadlineAt) - now())),
-            `first check of polling generation ${input.generation} in ${wait} ms`,
-          );
-        if (wait > 0) await sleep(wait, kit.signal());
-      }
-      const r = await checkOnce(input, first && input.checkPastDeadline === true);
-      if ('outcome' in r) return r.outcome;
-      retryIn(r.again.delayMs, r.again.message);
-    },
-  };
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        resolve();
-      },
-      { once: true },
-    );
-  });
+  return { checkOnce };
 }

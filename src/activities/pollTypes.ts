@@ -1,6 +1,5 @@
 /**
- * What the polling activities take and give back (`awaitStatus` here, `trackStatus` in
- * `track.ts`): the input of a polling activity, the outcome the workflow learns when it ends, the
+ * What the polling activity (`trackStatus`, `track.ts`) takes and gives back: its input, the outcome the workflow learns when it ends, the
  * summary of a result written once, and what one status check led to. Times are UTC ISO-8601,
  * durations ms.
  */
@@ -11,8 +10,8 @@ import type { TaskRef } from './context.js';
 
 export type { PollSchedule };
 
-/** Input of `awaitStatus`. Times are UTC ISO-8601, durations ms. */
-export interface AwaitStatusInput extends TaskRef {
+/** Input of `trackStatus`. Times are UTC ISO-8601, durations ms. */
+export interface TrackStatusInput extends TaskRef {
   url: string;
   request: ScrapeRequest;
   /** Generation of this polling activity: workflow time of its scheduling, epoch ms, increasing (a newer one supersedes it). */
@@ -30,7 +29,7 @@ export interface AwaitStatusInput extends TaskRef {
   mode: 'track' | 'confirm_cancel';
 }
 
-/** What the workflow learns when `awaitStatus` ends. */
+/** What the workflow learns when `trackStatus` ends. */
 export type PollOutcome = { checks: number; providerStatus?: string; progress?: StatusObservation['progress'] } & (
   | { kind: 'completed'; result: SavedResult }
   | { kind: 'failed'; error: JobError }

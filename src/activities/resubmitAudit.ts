@@ -25,7 +25,7 @@ import { recordReconcile } from '../observability/metrics.js';
 import { isProviderError } from '../providers/shared/errors.js';
 import { providerKeys } from '../providers/shared/keys.js';
 import type { ActivityKit } from './context.js';
-import type { AwaitStatusInput } from './pollTypes.js';
+import type { TrackStatusInput } from './pollTypes.js';
 import { submitTimeoutOf } from './attempt.js';
 
 /** What one audit concluded: `not_due` (nothing read yet), `skipped` (nothing to audit) or the audit recorded. */
@@ -80,7 +80,7 @@ export function resubmitAudit(kit: ActivityKit) {
    * here, after {@link FINAL_CANCEL_BACKOFF_MS}.
    */
   async function cancelDuplicatesOf(
-    input: AwaitStatusInput,
+    input: TrackStatusInput,
     taskIds: string[],
     final = false,
   ): Promise<{ answers: Map<string, unknown>; failed: string[] }> {
@@ -119,7 +119,7 @@ export function resubmitAudit(kit: ActivityKit) {
    */
   return async function auditResubmit(
     row: JobRow,
-    input: AwaitStatusInput,
+    input: TrackStatusInput,
     final: boolean,
   ): Promise<ResubmitAuditOutcome> {
     if (Number(row.submit_attempts) < 2) return { kind: 'skipped' };

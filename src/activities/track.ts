@@ -2,8 +2,7 @@
  * Polling in one activity: `trackStatus` waits and checks in-process, on the job's schedule, until
  * the task is final, the deadline passes or a newer polling activity supersedes it — the Temporal
  * server sees one activity and a heartbeat now and then, whatever the job's length. The waits
- * are timers in the worker, the checks are `checkOnce` (`poll.ts`, shared with the retry-driven
- * `awaitStatus`); every check is recorded in the job row (what `status` shows at once) and in the
+ * are timers in the worker, the checks are `checkOnce` (`poll.ts`); every check is recorded in the job row (what `status` shows at once) and in the
  * heartbeat details (what the Web UI's pending activity shows, as of the last heartbeat that
  * reached the server). In a worker with a {@link DetachedTracker} (every worker that
  * `createScrapeWorker` builds) the loop runs detached from the activity, which returns for async
@@ -27,11 +26,8 @@ import { EventEmitter } from 'node:events';
 import { learnedPlan } from '../model/schedule.js';
 import type { ActivityKit } from './context.js';
 import { pollActivities } from './poll.js';
-import type { AwaitStatusInput, CheckResult, PollOutcome } from './pollTypes.js';
+import type { CheckResult, PollOutcome, TrackStatusInput } from './pollTypes.js';
 import { handOffFailure, heartbeatCadenceMs, type DetachedTracker } from './tracker.js';
-
-/** Input of `trackStatus`: the same as `awaitStatus`'s. */
-export type TrackStatusInput = AwaitStatusInput;
 
 const draining = new EventEmitter();
 draining.setMaxListeners(0);

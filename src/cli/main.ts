@@ -29,6 +29,7 @@ import { registerSetup } from './commands/setup.js';
 import { registerStatus } from './commands/status.js';
 import { registerSubmit } from './commands/submit.js';
 import { registerTimeline } from './commands/timeline.js';
+import { registerUpgradeCheck } from './commands/upgrade.js';
 import { registerWorker } from './commands/worker.js';
 import { EXIT, temporalAddressInUse } from './context.js';
 
@@ -59,6 +60,7 @@ export function buildCli(): Command {
     registerCancelBatch,
     registerList,
     registerSetup,
+    registerUpgradeCheck,
     registerWorker,
     registerApi,
     registerDemo,

@@ -8,8 +8,8 @@
  * answer at once, while Temporal is unreachable.
  */
 import { Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import { CancelledFailure } from '@temporalio/common';
-import { isFinalState } from '../model/states.js';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { isFinalState, stateOfOutcomeFailure } from '../model/states.js';
 import type { StartScrapeInput } from '../model/schemas.js';
 import type { JobView, ScrapeWorkflowInput } from '../model/types.js';
 import type { BinaryBody } from '../store/index.js';
@@ -167,7 +167,10 @@ export class ScrapeClient {
         handle.result().then(
           () => 'done' as const,
           (e) => {
+            // A job that ended failed, expired or tracking_interrupted closes its run Failed with a
+            // typed failure (`ScrapeJob.<state>`), and a cancelled one Canceled: both are ends.
             if (e instanceof WorkflowFailedError && e.cause instanceof CancelledFailure) return 'done' as const;
+            if (e instanceof WorkflowFailedError && isJobOutcomeFailure(e.cause)) return 'done' as const;
             if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
             throw e;
           },
@@ -367,4 +370,9 @@ export class ScrapeClient {
     ]);
     return { temporal, store };
   }
+}
+
+/** True for the failure a run closes with when its job ended failed, expired or tracking_interrupted. */
+function isJobOutcomeFailure(cause: unknown): boolean {
+  return cause instanceof ApplicationFailure && stateOfOutcomeFailure(cause.type ?? undefined) !== undefined;
 }

@@ -20,7 +20,7 @@ import { IdempotencyConflictStoreError, Store, type JobRow } from '../store/inde
 import type { Config } from '../config.js';
 import { effectivePolicy } from '../providers/shared/policy.js';
 import { SCRAPE_WORKFLOW_TYPE } from '../workflows/scrape/messages.js';
-import type { scrapeWorkflowV3 } from '../workflows/scrape/workflow.js';
+import type { scrapeWorkflowV4 } from '../workflows/scrape/workflow.js';
 import {
   ScrapeAccount,
   ScrapeBatchId,
@@ -49,7 +49,7 @@ export interface StartContext {
   /** Provider entries whose `poll` defaults (and their kinds') apply to new and resumed jobs (`effectivePolicy`). */
   config?: Pick<Config, 'providers'>;
   /**
-   * Workflow type started for new jobs (default `scrapeWorkflowV3`). The benchmarks start the frozen
+   * Workflow type started for new jobs (default `scrapeWorkflowV4`). The benchmarks start the frozen
    * v1 type (`scrapeWorkflow`) to measure before/after figures side by side; nothing else should.
    */
   workflowType?: string;
@@ -79,7 +79,7 @@ export function startOptions(
     resumed?: boolean;
     resumedTaskId?: string;
   },
-): WorkflowStartOptions<typeof scrapeWorkflowV3> {
+): WorkflowStartOptions<typeof scrapeWorkflowV4> {
   const { jobId, account, key, provider, request } = input;
   const resumed = opts.resumed === true;
   return {
@@ -231,7 +231,7 @@ export async function startScrape(
   };
   if (ctx.webhookProviders?.includes(provider)) wfInput.webhooks = true;
   try {
-    await ctx.temporal.workflow.start<typeof scrapeWorkflowV3>(ctx.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
+    await ctx.temporal.workflow.start<typeof scrapeWorkflowV4>(ctx.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
       ...startOptions(wfInput, { taskQueue: ctx.taskQueue, state: 'submitting', typedUrl }),
       workflowIdConflictPolicy: 'USE_EXISTING',
       // The store is the registry of keys: a key it did not know is a new job even if Temporal
@@ -272,7 +272,7 @@ export async function startResumedRun(
   if (row.task_id) wfInput.resume = { taskId: row.task_id };
   if (opts.pendingCancel) wfInput.pendingCancel = opts.pendingCancel;
   try {
-    await ctx.temporal.workflow.start<typeof scrapeWorkflowV3>(ctx.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
+    await ctx.temporal.workflow.start<typeof scrapeWorkflowV4>(ctx.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
       ...startOptions(wfInput, {
         taskQueue: ctx.taskQueue,
         state: row.task_id ? 'pending' : 'submitting',

@@ -38,5 +38,26 @@ export function isFinalState(state: string): boolean {
   return (FINAL_STATES as readonly string[]).includes(state);
 }
 
+/**
+ * Final states a job reaches without its result (and without a cancel request): the workflow run
+ * closes Failed in Temporal, with a non-retryable failure of type {@link outcomeFailureType}, so
+ * the Web UI's status column and its Failures filter tell them from `completed` at a glance.
+ * `completed` closes Completed; a cancelled job (any cancel outcome) closes Canceled.
+ */
+export const UNSUCCESSFUL_STATES = ['failed', 'expired', 'tracking_interrupted'] as const;
+
+/** The failure type a run closes with when its job ends in `state` (one of {@link UNSUCCESSFUL_STATES}): `ScrapeJob.<state>`. */
+export function outcomeFailureType(state: (typeof UNSUCCESSFUL_STATES)[number]): string {
+  return `ScrapeJob.${state}`;
+}
+
+/** The job state a run's failure type names (`ScrapeJob.failed` → `failed`), or undefined for any other failure. */
+export function stateOfOutcomeFailure(type: string | undefined): (typeof UNSUCCESSFUL_STATES)[number] | undefined {
+  const state = type?.startsWith('ScrapeJob.') ? type.slice('ScrapeJob.'.length) : undefined;
+  return (UNSUCCESSFUL_STATES as readonly string[]).includes(state ?? '')
+    ? (state as (typeof UNSUCCESSFUL_STATES)[number])
+    : undefined;
+}
+
 /** Normalised provider status: what every adapter maps its raw status strings into. */
 export type ProviderState = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';

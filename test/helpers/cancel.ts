@@ -6,7 +6,7 @@
  * are the worker's own activity hooks, awaited in the real activity.
  */
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import { CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { ActivityDeps } from '../../src/activities/index.js';
 import type { CancelResult } from '../../src/client/index.js';
 import type { CancelReport, JobView } from '../../src/model/types.js';
@@ -213,15 +213,25 @@ export async function settle(stack: Stack, jobId: string, timeoutMs = 60_000): P
   };
 }
 
-/** Result of `handle.result()` without throwing: the view, or the kind of failure. */
+/**
+ * Result of `handle.result()` without throwing: the view (a run that closed Completed, or Failed
+ * with its job's outcome failure, whose details hold the view: `failedAs` is then its type), or
+ * the kind of failure.
+ */
 export async function resultOf(
   stack: Stack,
   jobId: string,
-): Promise<{ view?: JobView; cancelled: boolean; error?: unknown }> {
+): Promise<{ view?: JobView; cancelled: boolean; failedAs?: string; error?: unknown }> {
   try {
     return { view: await stack.temporal.workflow.getHandle(jobId).result(), cancelled: false };
   } catch (e) {
     if (e instanceof WorkflowFailedError && e.cause instanceof CancelledFailure) return { cancelled: true, error: e };
+    if (
+      e instanceof WorkflowFailedError &&
+      e.cause instanceof ApplicationFailure &&
+      e.cause.type?.startsWith('ScrapeJob.')
+    )
+      return { view: e.cause.details?.[0] as JobView, cancelled: false, failedAs: e.cause.type, error: e };
     return { cancelled: false, error: e };
   }
 }

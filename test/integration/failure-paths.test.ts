@@ -21,6 +21,7 @@ import { createActivities } from '../../src/activities/index.js';
 import { ScrapeClient } from '../../src/client/index.js';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { workflowBundle } from '../../src/worker.js';
+import { SCRAPE_WORKFLOW_TYPE } from '../../src/workflows/scrape/messages.js';
 import { recordSecrets } from '../helpers/evidence.js';
 import { historyText } from '../helpers/leaks.js';
 import { FAST_POLICY, KEYS, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
@@ -139,7 +140,7 @@ describe('on the reference provider', () => {
     const statusBefore = stack.sim.stats().requests.byEndpoint.status;
     const options = JSON.parse(done.options) as { format: 'markdown' | 'text'; options: Record<string, unknown> };
     // What a resume that lost the race to another one would start (the client's own checks bypassed).
-    const handle = await stack.temporal.workflow.start('scrapeWorkflow', {
+    const handle = await stack.temporal.workflow.start(SCRAPE_WORKFLOW_TYPE, {
       taskQueue: stack.config.temporal.taskQueue,
       workflowId: ref.jobId,
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',

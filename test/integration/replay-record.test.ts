@@ -1,11 +1,11 @@
 /**
- * Produces workflow histories of the main paths of the scrape workflow started now (v3) on the
+ * Produces workflow histories of the main paths of the scrape workflow (`scrapeWorkflowV4`) on the
  * real stack and replays each one through the current workflow code (`Worker.runReplayHistories`):
  * any non-determinism fails here. With `RECORD_HISTORIES=1` the histories not yet recorded are
- * written to `test/replay/histories/v3-<path>.json` (`all`: every one; the histories of older
- * types, `v1-*.json` and `v2-*.json`, are never rewritten), where
- * `test/unit/replay.test.ts` replays them on every run, so that a later change of workflow code
- * that breaks running workflows is caught (such a change must go behind `patched()`).
+ * written to `test/replay/histories/v4-<path>.json` (`all`: every one), with this machine's paths
+ * taken out of their stack traces, where `test/unit/replay.test.ts` replays them on every run, so
+ * that a later change of workflow code that breaks running workflows is caught (such a change goes
+ * behind `patched()`, or into a new workflow type once the old one is drained).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,6 +16,8 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { workflowBundle } from '../../src/worker.js';
+import { SCRAPE_WORKFLOW_TYPE } from '../../src/workflows/scrape/messages.js';
+import { withoutMachinePaths } from '../helpers/histories.js';
 import { FAST_POLICY, REPO, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 
 let pages: PageServer;
@@ -277,12 +279,12 @@ describe('workflow histories replay deterministically', () => {
       );
       histories.push({ name, workflowId: id, json, history: JSON.parse(json) }); // proto JSON: the worker parses it
     }
-    // Every run starts as v3, which takes v2's changes without recording them: no patch marker and
-    // no `TemporalChangeVersion` upsert (each a billable Action and a history event per job).
+    // No patch marker and no `TemporalChangeVersion` upsert (each a billable Action and a history
+    // event per job).
     for (const h of histories) {
       const events = (h.history as { events: Record<string, Record<string, unknown> | undefined>[] }).events;
       const started = events[0]!.workflowExecutionStartedEventAttributes as { workflowType: { name: string } };
-      expect(started.workflowType.name, h.name).toBe('scrapeWorkflowV3');
+      expect(started.workflowType.name, h.name).toBe(SCRAPE_WORKFLOW_TYPE);
       const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
       expect(markers, h.name).toEqual([]);
       const changeVersion = events.filter((e) =>
@@ -301,14 +303,16 @@ describe('workflow histories replay deterministically', () => {
 
     // RECORD_HISTORIES=1 adds the histories not recorded yet (older ones stay: replaying histories
     // of older code is the point); RECORD_HISTORIES=all rewrites every one.
-    // `RECORD_AS=<suffix>` records every path under `v3-<path>-<suffix>.json` (the histories of code
-    // behind a new patch, beside the ones recorded before it).
+    // `RECORD_AS=<suffix>` records every path under `v4-<path>-<suffix>.json` (the histories of code
+    // behind a new patch, beside the ones recorded before it). Stack traces name files relative to
+    // the repository: a recorded history carries no path of the machine that recorded it.
     if (process.env.RECORD_HISTORIES === '1' || process.env.RECORD_HISTORIES === 'all') {
       const dir = path.join(REPO, 'test/replay/histories');
       const suffix = process.env.RECORD_AS ? `-${process.env.RECORD_AS.replace(/[^A-Za-z0-9]/g, '')}` : '';
       for (const h of histories) {
-        const file = path.join(dir, `v3-${h.name}${suffix}.json`);
-        if (process.env.RECORD_HISTORIES === 'all' || !fs.existsSync(file)) fs.writeFileSync(file, h.json);
+        const file = path.join(dir, `v4-${h.name}${suffix}.json`);
+        if (process.env.RECORD_HISTORIES === 'all' || !fs.existsSync(file))
+          fs.writeFileSync(file, withoutMachinePaths(h.json));
       }
     }
   }, 180_000);

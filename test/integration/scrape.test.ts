@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
 import { FAST_POLICY, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
+import { resultOf } from '../helpers/cancel.js';
 
 let stack: Stack;
 let pages: PageServer;
@@ -154,9 +155,12 @@ describe('a scrape end to end', () => {
       expect(row.state).toBe('tracking_interrupted');
       expect(row.task_id).toBeTruthy();
       expect(stack.sim.getJob(row.task_id!)?.status).toBe('running');
-      const view = await stack.temporal.workflow.getHandle(ref.jobId).result();
-      expect(view.state).toBe('tracking_interrupted');
-      expect(view.taskId).toBe(row.task_id);
+      // The run closes Failed (the Web UI's status tells it from Completed), its failure typed by
+      // the state and carrying the view.
+      const closed = await resultOf(stack, ref.jobId);
+      expect(closed.failedAs).toBe('ScrapeJob.tracking_interrupted');
+      expect(closed.view?.state).toBe('tracking_interrupted');
+      expect(closed.view?.taskId).toBe(row.task_id);
       expect(stack.sim.stats().jobsCreated.byAccount.acme).toBeGreaterThan(0);
     } finally {
       stack.sim.faults.remove(fault);

@@ -12,7 +12,6 @@ import { ANOTHER_ACCOUNTS_JOB, IdempotencyConflictStoreError, openStore, type St
 import { keepStore } from '../helpers/evidence.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { countResultDocuments } from '../helpers/storeQueries.js';
-import { LegacyJobsRepository } from '../../src/legacy/store.js';
 
 let pg: TestPostgres | undefined;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-store-test-'));
@@ -81,8 +80,8 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
 
     it('records intent then answer; a recorded task ID is never replaced', async () => {
       await store.jobs.register(job('j2'));
-      const before = await new LegacyJobsRepository(store).recordSubmitIntent('j2');
-      expect(before?.submit_intent_at).toBeNull();
+      const reserved = await store.polling.reserveSubmit('j2', { label: 'k' }, { initial: 4 }, false);
+      expect(reserved).toMatchObject({ kind: 'reserved' });
       expect((await store.jobs.get('j2'))?.submit_intent_at).toBeTruthy();
       expect(await store.jobs.recordTaskId('j2', 't-2', 'queued', 'submit')).toBe('t-2');
       expect(await store.jobs.recordTaskId('j2', 't-OTHER', 'queued', 'reconcile')).toBe('t-2');

@@ -1,20 +1,22 @@
 /**
- * Activities with faked provider adapters (MockActivityEnvironment) and a real in-memory SQLite
- * store: intent/answer recording, ambiguity, classification into retryable and non-retryable
- * failures, the shared cool-down, reconciliation paths and write-once.
+ * The submit, reconcile and check activities with faked provider adapters
+ * (MockActivityEnvironment) and a real in-memory SQLite store: intent/answer recording, ambiguity,
+ * classification into retryable and non-retryable failures, the shared cool-down, reconciliation
+ * paths and write-once.
  */
 import { fakeEvidence, fakeReading } from '../helpers/fakeProvider.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { createActivities } from '../../src/activities/index.js';
-import type { SubmitInput } from '../../src/legacy/activities.js';
-import { LegacyJobsRepository } from '../../src/legacy/store.js';
+import { createActivities, type SubmitJobInput, type TrackStatusInput } from '../../src/activities/index.js';
+import { activityKit } from '../../src/activities/context.js';
+import { pollActivities } from '../../src/activities/poll.js';
+import type { CheckResult } from '../../src/activities/pollTypes.js';
 import { parseConfig } from '../../src/config.js';
 import { ProviderError, quotaExhausted } from '../../src/providers/shared/errors.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import type { Accepted, ProviderAdapter } from '../../src/providers/adapter.js';
-import { openStore, type Store } from '../../src/store/index.js';
+import { openStore, Store } from '../../src/store/index.js';
 
 class FakeAdapter implements ProviderAdapter {
   readonly name = 'fake';
@@ -78,44 +80,48 @@ const config = parseConfig(
 let store: Store;
 let fake: FakeAdapter;
 let acts: ReturnType<typeof createActivities>;
-const input: SubmitInput = {
-  jobId: 'scrape:acme:k',
+let check: (input: TrackStatusInput, checkPastDeadline: boolean) => Promise<CheckResult>;
+const jobId = 'scrape:acme:k';
+const request = { url: 'https://example.com/', format: 'markdown' as const, options: {} };
+const job = { jobId, account: 'acme', key: 'k', provider: 'fake', requestHash: 'h', request, workflowId: jobId };
+const input: SubmitJobInput = { job, trackingDeadlineMs: 60_000 };
+let generation = 1;
+const poll = (over: Partial<TrackStatusInput> = {}): TrackStatusInput => ({
+  jobId,
   provider: 'fake',
   account: 'acme',
-  key: 'k',
-  request: { url: 'https://example.com/', format: 'markdown', options: {} },
-};
+  taskId: 'task-1',
+  url: request.url,
+  request,
+  generation,
+  schedule: { initialDelayMs: 2_000, maxDelayMs: 60_000, multiplier: 1.5, jitter: 0, slowdown: 1 },
+  firstDelayMs: 0,
+  deadlineAt: new Date(Date.now() + 3_600_000).toISOString(),
+  notFoundLimit: 3,
+  mode: 'track',
+  ...over,
+});
 
 async function register() {
-  await store.jobs.register({
-    id: input.jobId,
-    account: 'acme',
-    idem_key: 'k',
-    provider: 'fake',
-    request_hash: 'h',
-    url: input.request.url,
-    input: '{}',
-    options: '{}',
-    batch_id: null,
-    workflow_id: input.jobId,
-    task_id: null,
-    deadline_at: null,
-  });
+  await store.jobs.insert(Store.jobRow(job));
 }
 
 beforeEach(async () => {
   store = await openStore('sqlite::memory:');
   fake = new FakeAdapter();
-  acts = createActivities({
+  const deps = {
     store,
     providers: new ProviderRegistry(config, {}, { fake }),
     resultRetentionMs: 60_000,
     defaultCoolDownMs: 1_000,
-  });
+  };
+  acts = createActivities(deps);
+  check = pollActivities(activityKit(deps)).checkOnce;
+  generation++;
   await register();
 });
 
-const env = (attempt = 1) => new MockActivityEnvironment({ attempt });
+const env = (attempt = 1) => new MockActivityEnvironment({ attempt, scheduleToCloseTimeoutMs: 0 });
 
 /** Runs an activity expected to throw and returns its ApplicationFailure. */
 async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {
@@ -127,11 +133,11 @@ async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {
   throw new Error('expected the activity to throw');
 }
 
-describe('submitScrape', () => {
+describe('submitJob', () => {
   it('records the answer; a retried attempt adopts it without calling the provider again', async () => {
-    expect(await env().run(acts.submitScrape, input)).toMatchObject({ kind: 'accepted', taskId: 'task-1' });
-    expect((await store.jobs.get(input.jobId))?.task_id).toBe('task-1');
-    expect(await env(2).run(acts.submitScrape, input)).toMatchObject({
+    expect(await env().run(acts.submitJob, input)).toMatchObject({ kind: 'accepted', taskId: 'task-1' });
+    expect((await store.jobs.get(jobId))?.task_id).toBe('task-1');
+    expect(await env(2).run(acts.submitJob, input)).toMatchObject({
       kind: 'accepted',
       taskId: 'task-1',
       adopted: true,
@@ -140,22 +146,32 @@ describe('submitScrape', () => {
   });
 
   it('an earlier intent without an answer makes the attempt ambiguous and calls nothing', async () => {
-    await new LegacyJobsRepository(store).recordSubmitIntent(input.jobId); // a crashed attempt
-    expect(await env(2).run(acts.submitScrape, input)).toMatchObject({
+    // A crashed attempt, a minute before this round was scheduled.
+    await store.db
+      .updateTable('jobs')
+      .set({ submit_intent_at: new Date(Date.now() - 60_000).toISOString() })
+      .execute();
+    expect(await env(2).run(acts.submitJob, input)).toMatchObject({
       kind: 'ambiguous',
       error: { code: 'UNANSWERED_INTENT' },
     });
     expect(fake.calls).toEqual([]);
     // After reconciliation proved the task absent, the same intent no longer blocks.
-    expect(await env(3).run(acts.submitScrape, { ...input, afterReconcile: true })).toMatchObject({ kind: 'accepted' });
+    // (The new round is scheduled once the reconcile decided: after every intent recorded so far.)
+    const round = new MockActivityEnvironment({
+      attempt: 1,
+      scheduleToCloseTimeoutMs: 0,
+      scheduledTimestampMs: Date.now() + 5_000,
+    });
+    expect(await round.run(acts.submitJob, { ...input, afterReconcile: true })).toMatchObject({ kind: 'accepted' });
   });
 
   it('a reset after sending is returned as ambiguous and keeps the intent', async () => {
     fake.submitImpl = async () => {
       throw new ProviderError('ambiguous', 'POST /api/scrape failed: other side closed', { code: 'UND_ERR_SOCKET' });
     };
-    expect(await env().run(acts.submitScrape, input)).toMatchObject({ kind: 'ambiguous' });
-    expect((await store.jobs.get(input.jobId))?.submit_intent_at).toBeTruthy();
+    expect(await env().run(acts.submitJob, input)).toMatchObject({ kind: 'ambiguous' });
+    expect((await store.jobs.get(jobId))?.submit_intent_at).toBeTruthy();
   });
 
   it('a rate-limit 429 throws a retryable failure with the provider wait and cools the key down for every caller', async () => {
@@ -166,18 +182,18 @@ describe('submitScrape', () => {
         retryAfterMs: 7_000,
       });
     };
-    const err = await failure(env().run(acts.submitScrape, input));
+    const err = await failure(env().run(acts.submitJob, input));
     expect(err).toBeInstanceOf(ApplicationFailure);
     expect(err.type).toBe('Provider.cooldown');
     expect(err.nonRetryable).toBe(false);
     expect(err.nextRetryDelay).toBe(7_000);
-    expect((await store.jobs.get(input.jobId))?.submit_intent_at).toBeNull();
+    expect((await store.jobs.get(jobId))?.submit_intent_at).toBeNull();
     // The next call with the same provider key is held back locally: the provider sees nothing.
-    const second = await failure(
-      env().run(acts.checkStatus, { jobId: input.jobId, provider: 'fake', account: 'acme', taskId: 't' }),
-    );
-    expect(second.type).toBe('Provider.cooldown');
-    expect(second.nextRetryDelay).toBeGreaterThan(6_000);
+    await store.jobs.recordTaskId(jobId, 'task-1', 'queued', 'test');
+    const second = (await env().run(check, poll(), false)) as CheckResult;
+    expect(second).toMatchObject({ again: { message: expect.stringMatching(/status read failed/) } });
+    if (!('again' in second)) throw new Error('expected a next check');
+    expect(second.again.delayMs).toBeGreaterThan(6_000);
     expect(fake.calls).toEqual(['submit']);
   });
 
@@ -188,34 +204,34 @@ describe('submitScrape', () => {
         code: 'UNAUTHORIZED',
       });
     };
-    const err = await failure(env().run(acts.submitScrape, input));
+    const err = await failure(env().run(acts.submitJob, input));
     expect(err.type).toBe('Provider.permanent');
     expect(err.nonRetryable).toBe(true);
     expect(err.details?.[0]).toMatchObject({ kind: 'permanent', httpStatus: 401, code: 'UNAUTHORIZED' });
   });
 
-  it('a quota exhaustion holds the key’s next v1 submit: refused locally (LOCAL_COOLDOWN), the provider sees one submit', async () => {
+  it('a quota exhaustion holds the key’s next submit: refused locally (LOCAL_COOLDOWN), the provider sees one submit', async () => {
     fake.submitImpl = async () => {
       throw quotaExhausted(
         'permanent',
         new ProviderError('permanent', 'answered 402 Insufficient credits', { httpStatus: 402 }),
       );
     };
-    const spent = await failure(env().run(acts.submitScrape, input));
+    const spent = await failure(env().run(acts.submitJob, input));
     expect(spent.details?.[0]).toMatchObject({ code: 'QUOTA_EXHAUSTED' });
     fake.submitImpl = async () => ({ taskId: 'task-2', providerStatus: 'queued', replayed: false });
-    const held = await failure(env().run(acts.submitScrape, { ...input, afterReconcile: true }));
+    const held = await failure(env().run(acts.submitJob, { ...input, afterReconcile: true }));
     expect(held.type).toBe('Provider.cooldown');
     expect(held.message).toContain('are held (quota exhausted');
     expect(fake.calls.filter((c) => c === 'submit')).toHaveLength(1);
   });
 });
 
-describe('reconcileSubmit', () => {
+describe('reconcileJob', () => {
   it('replays under the same key where the provider honours idempotency and no lookup decides', async () => {
     fake.capabilities = { ...fake.capabilities, list: false };
     fake.submitImpl = async () => ({ taskId: 'task-9', providerStatus: 'running', replayed: true });
-    expect(await env().run(acts.reconcileSubmit, input)).toEqual({
+    expect(await env().run(acts.reconcileJob, input)).toEqual({
       kind: 'found',
       taskId: 'task-9',
       via: 'idempotent-replay',
@@ -224,7 +240,7 @@ describe('reconcileSubmit', () => {
   it('looks the job up by client reference where it can list, and reports absence', async () => {
     fake.capabilities = { ...fake.capabilities, idempotency: false };
     fake.listImpl = async () => ({ taskId: 'task-7', providerStatus: 'queued', replayed: true });
-    expect(await env().run(acts.reconcileSubmit, input)).toEqual({
+    expect(await env().run(acts.reconcileJob, input)).toEqual({
       kind: 'found',
       taskId: 'task-7',
       via: 'list',
@@ -232,47 +248,42 @@ describe('reconcileSubmit', () => {
     });
     await store.db.updateTable('jobs').set({ task_id: null }).execute();
     fake.listImpl = async () => null;
-    expect(await env().run(acts.reconcileSubmit, input)).toEqual({ kind: 'absent', via: 'list' });
+    expect(await env().run(acts.reconcileJob, input)).toEqual({ kind: 'absent', via: 'list' });
     expect(fake.calls).not.toContain('submit');
   });
   it('is unresolvable without idempotency and list, and never submits', async () => {
     fake.capabilities = { ...fake.capabilities, idempotency: false, list: false };
-    expect(await env().run(acts.reconcileSubmit, input)).toMatchObject({ kind: 'unresolvable' });
+    expect(await env().run(acts.reconcileJob, input)).toMatchObject({ kind: 'unresolvable' });
     expect(fake.calls).toEqual([]);
   });
 });
 
-describe('saveResult', () => {
+describe('the result write (a completed check)', () => {
   it('writes once: a repeat (retry, second worker) inserts nothing', async () => {
-    await store.jobs.recordTaskId(input.jobId, 'task-1', 'queued', 'test');
-    const ref = { jobId: input.jobId, provider: 'fake', account: 'acme', taskId: 'task-1', url: input.request.url };
-    const [a, b] = (await Promise.all([env().run(acts.saveResult, ref), env().run(acts.saveResult, ref)])) as Awaited<
-      ReturnType<typeof acts.saveResult>
-    >[];
-    expect([a!.inserted, b!.inserted].sort()).toEqual([false, true]);
-    expect(a!.resultId).toBe(b!.resultId);
+    await store.jobs.recordTaskId(jobId, 'task-1', 'queued', 'test');
+    fake.status = async () => ({ state: 'completed', providerStatus: 'completed' }) as never;
+    const [a, b] = (await Promise.all([
+      env().run(check, poll(), false),
+      env().run(check, poll(), false),
+    ])) as CheckResult[];
+    const results = [a, b].map((r) =>
+      'outcome' in r! && r.outcome.kind === 'completed' ? r.outcome.result : undefined,
+    );
+    expect(results.map((r) => r?.inserted).sort()).toEqual([false, true]);
+    expect(results[0]!.resultId).toBe(results[1]!.resultId);
     expect(await store.results.count({ provider: 'fake', taskId: 'task-1' })).toBe(1);
-    expect((await store.jobs.get(input.jobId))?.state).toBe('completed');
+    expect((await store.jobs.get(jobId))?.state).toBe('completed');
   });
 
-  it('a result that 404s is retried, and stops being retried at the notFoundLimit-th attempt', async () => {
-    await store.jobs.recordTaskId(input.jobId, 'task-1', 'queued', 'test');
+  it('a result read that 404s counts toward the not-found streak and writes nothing', async () => {
+    await store.jobs.recordTaskId(jobId, 'task-1', 'queued', 'test');
+    fake.status = async () => ({ state: 'completed', providerStatus: 'completed' }) as never;
     fake.result = async () => {
       fake.calls.push('result');
       throw new ProviderError('not_found', 'GET /api/jobs/task-1 answered 404', { httpStatus: 404 });
     };
-    const ref = {
-      jobId: input.jobId,
-      provider: 'fake',
-      account: 'acme',
-      taskId: 'task-1',
-      url: input.request.url,
-      notFoundLimit: 3,
-    };
-    const early = await failure(env(2).run(acts.saveResult, ref));
-    expect([early.type, early.nonRetryable]).toEqual(['Provider.not_found', false]);
-    const last = await failure(env(3).run(acts.saveResult, ref));
-    expect([last.type, last.nonRetryable]).toEqual(['Provider.not_found', true]);
+    const first = (await env().run(check, poll(), false)) as CheckResult;
+    expect(first).toMatchObject({ again: { message: expect.stringMatching(/result read answered 404/) } });
     expect(await store.results.count({ provider: 'fake', taskId: 'task-1' })).toBe(0);
   });
 });

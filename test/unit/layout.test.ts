@@ -3,8 +3,8 @@
  * cycle; production wiring (`runtime.ts`, `worker.ts`, the API) never loads the dev-server
  * spawner; nothing outside the store reaches the database but through its repositories
  * (`store.jobs`, `store.results`, …), which all share one style; the client's entry is a short
- * index of its parts; v1 lives in `src/legacy/`, reached from one line of each registry; no file
- * outside `src/legacy/` grows past 400 lines. The layers point one way: `model/` is the vocabulary and
+ * index of its parts; one workflow type is served, with no `patched()` branch in its code path; no
+ * file grows past 400 lines. The layers point one way: `model/` is the vocabulary and
  * depends on no other part; `providers/` and `observability/` are handed what they need and never
  * reach up into the configuration module or the store; the providers lead with their contract
  * (`providers/adapter.ts`), with the helpers in `providers/shared/`.
@@ -80,11 +80,11 @@ describe('layout', () => {
     }
   });
 
-  it('the store’s callers use its repositories: no raw SQL in src/ outside src/store/ (and the v1 repository in src/legacy/)', () => {
+  it('the store’s callers use its repositories: no raw SQL in src/ outside src/store/', () => {
     const rawSql =
       /\bfrom 'kysely'|(?<![\w/.])sql`|\.(selectFrom|insertInto|updateTable|deleteFrom)\(|\b[sS]tore\.db\b|\b[sS]tore\.tx\(/;
     const offenders = sourceFiles(SRC)
-      .filter((f) => !/^(store|legacy)\//.test(rel(f)))
+      .filter((f) => !rel(f).startsWith('store/'))
       .filter((f) => rawSql.test(fs.readFileSync(f, 'utf8')))
       .map(rel);
     expect(offenders).toEqual([]);
@@ -117,24 +117,18 @@ describe('layout', () => {
     expect(index).not.toMatch(/\bclass\b|\bfunction\b|=>/);
   });
 
-  it('v1 is one folder: nothing in src/ outside src/legacy/ imports it but one line of each registry', () => {
-    const importers = [...graph.entries()].filter(
-      ([f, deps]) => !rel(f).startsWith('legacy/') && deps.some((d) => rel(d).startsWith('legacy/')),
+  it('one workflow type is served, and no patched() branch is left in its code path', () => {
+    expect(fs.existsSync(path.join(SRC, 'legacy'))).toBe(false);
+    const workflows = fs.readFileSync(path.join(SRC, 'workflows', 'index.ts'), 'utf8');
+    expect(workflows.match(/scrapeWorkflow\w*/g)).toEqual(['scrapeWorkflowV4', 'scrapeWorkflowV4']);
+    const patchedCalls = sourceFiles(path.join(SRC, 'workflows')).filter((f) =>
+      /\bpatched\(|deprecatePatch\(/.test(fs.readFileSync(f, 'utf8')),
     );
-    expect(importers.map(([f]) => rel(f)).sort()).toEqual(['activities/index.ts', 'workflows/index.ts']);
-    for (const [f] of importers) {
-      const lines = fs
-        .readFileSync(f, 'utf8')
-        .split('\n')
-        .filter((l) => /from '\.\.\/legacy\//.test(l));
-      expect(lines, rel(f)).toHaveLength(1);
-    }
-    expect(fs.existsSync(path.join(SRC, 'activities', 'legacy.ts'))).toBe(false);
+    expect(patchedCalls.map(rel)).toEqual([]);
   });
 
-  it('no file in src/ is over 400 lines, outside src/legacy/', () => {
+  it('no file in src/ is over 400 lines', () => {
     const long = sourceFiles(SRC)
-      .filter((f) => !rel(f).startsWith('legacy/'))
       .map((f) => [rel(f), fs.readFileSync(f, 'utf8').split('\n').length - 1] as const)
       .filter(([, n]) => n > 400);
     expect(long).toEqual([]);

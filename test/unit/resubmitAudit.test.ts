@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ActivityKit } from '../../src/activities/context.js';
-import type { AwaitStatusInput } from '../../src/activities/pollTypes.js';
+import type { TrackStatusInput } from '../../src/activities/pollTypes.js';
 import { adoptActivities } from '../../src/activities/adopt.js';
 import { resubmitAudit } from '../../src/activities/resubmitAudit.js';
 import type { Candidate, LookupReading } from '../../src/model/evidence.js';
@@ -128,7 +128,7 @@ const input = {
   account: 'acme',
   taskId: 'ours',
   request: { url: 'https://e.example/' },
-} as unknown as AwaitStatusInput;
+} as unknown as TrackStatusInput;
 const strong = (taskId: string, providerStatus = 'RUNNING'): Candidate => ({
   taskId,
   providerStatus,

@@ -20,7 +20,7 @@ import {
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { createActivities, DetachedTracker, type AwaitStatusInput } from '../../src/activities/index.js';
+import { createActivities, DetachedTracker, type TrackStatusInput } from '../../src/activities/index.js';
 import type { DetachedTrackerOptions, TrackerClient } from '../../src/activities/tracker.js';
 import { parseConfig } from '../../src/config.js';
 import type { ProviderAdapter, StatusObservation } from '../../src/providers/adapter.js';
@@ -129,7 +129,7 @@ const activitiesWithoutTracker = () =>
   createActivities({ store, providers: new ProviderRegistry(config, {}, { fake }), resultRetentionMs: null });
 
 /** A job row with its task recorded, and the input of its tracking activity. */
-async function trackedJob(name: string, over: Partial<AwaitStatusInput> = {}): Promise<AwaitStatusInput> {
+async function trackedJob(name: string, over: Partial<TrackStatusInput> = {}): Promise<TrackStatusInput> {
   const jobId = `scrape:acme:${name}`;
   const job = { jobId, account: 'acme', key: name, provider: 'fake', requestHash: 'h', request, workflowId: jobId };
   await store.jobs.insert(Store.jobRow(job));
@@ -154,7 +154,7 @@ async function trackedJob(name: string, over: Partial<AwaitStatusInput> = {}): P
 /** Runs `trackStatus` as attempt `token` with heartbeat timeout `heartbeatTimeoutMs`; expects it to return for async completion. */
 async function adopt(
   acts: ReturnType<typeof build>['acts'],
-  input: AwaitStatusInput,
+  input: TrackStatusInput,
   token: string,
   heartbeatTimeoutMs = 600_000,
 ) {

@@ -11,13 +11,14 @@
 import { fakeEvidence, fakeReading } from '../helpers/fakeProvider.js';
 import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { WorkflowUpdateStage } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowUpdateStage } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities, DetachedTracker } from '../../src/activities/index.js';
 import { ScrapeClient } from '../../src/client/index.js';
 import { parseConfig } from '../../src/config.js';
-import type { PollPolicy } from '../../src/model/types.js';
+import type { JobView, PollPolicy } from '../../src/model/types.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import type { Accepted, CancelAnswer, ProviderAdapter, StatusObservation } from '../../src/providers/adapter.js';
@@ -148,7 +149,6 @@ beforeAll(async () => {
     resultRetentionMs: null,
     temporal: env.client,
     tracker,
-    inlineFirstWaitMs: 0,
     inlineSettleMs: 0,
     sleep: (ms) => env.sleep(ms),
     serverTime: () => env.currentTimeMs(),
@@ -207,7 +207,13 @@ async function run(key: string, policy: Partial<PollPolicy> = POLICY) {
     policy,
   });
   const handle = env.client.workflow.getHandle(ref.jobId);
-  const view = await handle.result().catch(() => undefined);
+  // A job that ends failed, expired or tracking_interrupted closes its run Failed, the view in the failure's details.
+  const view = await handle.result().catch((e: unknown) => {
+    const cause = e instanceof WorkflowFailedError ? e.cause : undefined;
+    return cause instanceof ApplicationFailure && cause.type?.startsWith('ScrapeJob.')
+      ? (cause.details?.[0] as JobView)
+      : undefined;
+  });
   return { ref, view, row: await store.jobs.get(ref.jobId), handle };
 }
 
@@ -259,7 +265,7 @@ function delay(n: number): number {
   return Math.min(POLICY.maxDelayMs!, POLICY.initialDelayMs! * Math.pow(POLICY.multiplier!, n));
 }
 
-describe('scrape workflow v2 in skipped time', () => {
+describe('scrape workflow in skipped time', () => {
   it('backoff: checks follow the schedule (2 s, 3 s, 4.5 s, …) and the final answer carries the result: one write, no separate read', async () => {
     reset();
     provider.statusImpl = async (_t, n) =>

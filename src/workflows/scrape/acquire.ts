@@ -8,7 +8,6 @@ import { condition, isCancellation, workflowInfo } from '@temporalio/workflow';
 import type { ReconcileOutcome, SubmitJobInput, SubmitOutcome } from '../../activities/index.js';
 import { isDefiniteRejection, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
-import { PATCH_POLL_IN_ACTIVITY, PATCH_RECONCILE_ON_WAKE } from './patches.js';
 import { settleOutcome } from './poll.js';
 
 /**
@@ -17,23 +16,20 @@ import { settleOutcome } from './poll.js';
  * when a cancel request interrupts it.
  */
 export async function acquireTask(job: ScrapeJob): Promise<boolean> {
-  // Runs since polling moved into one activity: the submit goes on into the first checks (not with
-  // webhooks, whose events make the checks), and a cancel does not wait for it.
-  const inActivity = job.takes(PATCH_POLL_IN_ACTIVITY);
-  if (inActivity) job.pollsInActivity();
+  // The submit goes on into the first checks (not with webhooks, whose events make the checks),
+  // and a cancel does not wait for it.
   const submitInput = (afterReconcile: boolean): SubmitJobInput => ({
     job: { ...job.input, workflowId: workflowInfo().workflowId },
     afterReconcile,
     trackingDeadlineMs: job.policy.deadlineMs,
   });
-  const submitter = inActivity ? job.acts.fastSubmitter : job.acts.submitter;
   let afterReconcile = false;
   let absentRounds = 0;
   for (;;) {
     let out: SubmitOutcome;
     try {
-      const fast = inActivity && job.policy.fastPathMs > 0 && !job.input.webhooks ? { track: job.fastPath() } : {};
-      out = await submitter.submitJob({ ...submitInput(afterReconcile), ...fast });
+      const fast = job.policy.fastPathMs > 0 && !job.input.webhooks ? { track: job.fastPath() } : {};
+      out = await job.acts.submitter.submitJob({ ...submitInput(afterReconcile), ...fast });
     } catch (e) {
       if (isCancellation(e)) throw e;
       const error = jobErrorOf(e, 'submit failed');
@@ -110,10 +106,9 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
  * request) fails that Update with the reason and the job keeps waiting.
  */
 async function awaitOperator(job: ScrapeJob, input: SubmitJobInput): Promise<boolean | 'resubmit'> {
-  const onWake = job.takes(PATCH_RECONCILE_ON_WAKE);
   for (;;) {
     const seen = job.wakes();
-    const woken = () => onWake && job.wakes() !== seen;
+    const woken = () => job.wakes() !== seen;
     if (!(await awaitResolution(job, woken))) return false;
     if (!job.hasResolution()) {
       // A webhook delivery for this job arrived while it waited: it may name the task (a strong

@@ -14,13 +14,20 @@
  *
  * A cancel is a request, not an erasure: the outcome is what the provider's answers prove.
  */
-import { CancellationScope, CancelledFailure, condition, isCancellation, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  condition,
+  isCancellation,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { outcomeFailureType } from '../../model/states.js';
 import type { PollOutcome } from '../../activities/index.js';
 import type { CancelReport, JobError, JobView } from '../../model/types.js';
 import { jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
 import type { CancelOutcome } from './view.js';
-import { PATCH_CANCEL_AS_OBSERVED, PATCH_CONFIRM_AFTER_FAILED_CANCEL } from './patches.js';
 
 type Finish = (outcome: CancelOutcome, detail: string, error?: JobError) => Promise<void>;
 
@@ -86,8 +93,6 @@ async function cancelJob(job: ScrapeJob): Promise<void> {
   } catch (e) {
     job.countCancelCall();
     const error = jobErrorOf(e, 'cancel call failed');
-    if (!job.takes(PATCH_CONFIRM_AFTER_FAILED_CANCEL))
-      return finish('cancel_unconfirmed', `the provider did not accept the cancel request (${error.message})`, error);
     // The call may have reached the provider although its answer was lost or refused (a dropped
     // connection, a 5xx from a proxy after the fact, a slow answer past the attempt timeout): what
     // the provider reports afterwards is the outcome observed.
@@ -107,18 +112,13 @@ async function cancelJob(job: ScrapeJob): Promise<void> {
     job.observe({ checks: 0, providerStatus: answer.providerStatus ?? 'cancelled', progress: answer.progress });
     // The provider's own answer observes the stop; one status read then collects the effects
     // that landed meanwhile (a crawl page written after the cancel) for the report.
-    if (job.takes(PATCH_CANCEL_AS_OBSERVED))
-      return confirm(job, finish, undefined, { accepted: true, firstDelayMs: 0 });
-    return finish(
-      'cancelled',
-      `the provider confirmed the task stopped (status ${answer.providerStatus ?? 'cancelled'})`,
-    );
+    return confirm(job, finish, undefined, { accepted: true, firstDelayMs: 0 });
   }
   return confirm(job, finish, undefined, { accepted: answer.kind === 'answered' && answer.accepted });
 }
 
 /**
- * Polls (retry-driven, `confirm_cancel` mode) until the provider reports a final state or the
+ * Polls (`trackStatus` in `confirm_cancel` mode: it records nothing final) until the provider reports a final state or the
  * cancel-confirmation deadline passes. `callError`: the cancel call failed (then a cancel takes at
  * most two cancel-confirmation deadlines: the call's, then this one's); outcomes that stay
  * unconfirmed name it. `opts.accepted`: the provider accepted the cancel (a `404` afterwards
@@ -135,12 +135,12 @@ async function confirm(
   const firstDelayMs = opts.firstDelayMs ?? Math.min(job.policy.initialDelayMs, 2_000);
   let o: PollOutcome;
   try {
-    o = await job.acts.poller(until - Date.now()).awaitStatus({
+    o = await job.acts.tracker(until - Date.now()).trackStatus({
       ...job.taskRef(),
       url: job.input.request.url,
       request: job.input.request,
       generation: job.nextGeneration(),
-      schedule: { ...job.schedule(), initialDelayMs: Math.min(job.policy.initialDelayMs, 2_000), slowdown: 1 },
+      schedule: { ...job.schedule(true), initialDelayMs: Math.min(job.policy.initialDelayMs, 2_000), slowdown: 1 },
       firstDelayMs,
       deadlineAt: new Date(until).toISOString(),
       notFoundLimit: 1,
@@ -173,7 +173,7 @@ async function confirm(
       return finish('failed', 'the provider reported the task failed while cancelling', o.error);
     case 'expired':
       // Accepted, then forgotten: the provider stopped and removed it (evidence: the accepted answer, then the 404).
-      if (opts.accepted && job.takes(PATCH_CANCEL_AS_OBSERVED))
+      if (opts.accepted)
         return finish(
           'cancelled',
           `the provider accepted the cancel and then no longer knows the task (${o.error.message})`,
@@ -245,12 +245,26 @@ async function settleLateCancel(job: ScrapeJob): Promise<void> {
 }
 
 /**
- * Ends the run: the view, or — for a job whose cancel request did not end in `completed` — the
- * `Canceled` status. A cancel by signal or Update asks Temporal to cancel this run (an activity:
- * workflow code cannot cancel itself) and then ends on that cancellation.
+ * Ends the run so that Temporal's own status tells the outcome (docs/design.md, "How a run
+ * closes"): `completed` closes Completed with the view; a job whose cancel request did not end in
+ * `completed` closes Canceled; `failed`, `expired` and `tracking_interrupted` close Failed with a
+ * non-retryable `ScrapeJob.<state>` failure whose message is the reason and whose details hold the
+ * view. A cancel by signal or Update asks Temporal to cancel this run (an activity: workflow code
+ * cannot cancel itself) and then ends on that cancellation.
  */
 export async function closeRun(job: ScrapeJob): Promise<JobView> {
-  if (!job.cancel || job.state === 'completed') return job.view as JobView;
+  if (!job.cancel) {
+    const state = job.state;
+    if (state === 'failed' || state === 'expired' || state === 'tracking_interrupted')
+      throw ApplicationFailure.create({
+        type: outcomeFailureType(state),
+        message: closingReason(job.view),
+        nonRetryable: true,
+        details: [job.view],
+      });
+    return job.view as JobView;
+  }
+  if (job.state === 'completed') return job.view as JobView;
   if (!CancellationScope.current().consideredCancelled) {
     try {
       await job.acts.closer.closeAsCancelled({ workflowId: workflowInfo().workflowId, runId: workflowInfo().runId });
@@ -260,4 +274,11 @@ export async function closeRun(job: ScrapeJob): Promise<JobView> {
     }
   }
   throw new CancelledFailure(`job ${job.state}: ${job.cancel.detail ?? job.cancel.reason}`);
+}
+
+/** The one line a Failed run shows in the Web UI: the state, then the provider's words (or our note). */
+function closingReason(v: Readonly<JobView>): string {
+  const why = v.lastError?.message ?? v.note ?? 'no reason recorded';
+  const code = v.lastError?.code ? ` [${v.lastError.code}]` : '';
+  return `job ${v.state}${code}: ${why}`;
 }

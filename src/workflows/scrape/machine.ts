@@ -7,7 +7,7 @@
  * call these methods. Deterministic code only.
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { CancellationScope, condition, patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { scheduleDelay, type PollSchedule } from '../../model/schedule.js';
 import { isFinalState, type JobState } from '../../model/states.js';
 import {
@@ -20,12 +20,6 @@ import {
 import type { SavedResult, TaskRef } from '../../activities/index.js';
 import { ScrapeState, ScrapeTaskId } from '../searchAttributes.js';
 import { renderDetails } from './details.js';
-import {
-  PATCH_NATIVE_CANCEL_ON_ARRIVAL,
-  PATCH_REWRITE_INTERRUPTED_FINAL,
-  PATCH_WITHDRAW_UNTAKEN_RESOLUTION,
-  type PatchId,
-} from './patches.js';
 import type { CancelRequest, Resolution } from './messages.js';
 import { scrapeProxies, type ScrapeProxies } from './options.js';
 import * as rules from './view.js';
@@ -43,8 +37,6 @@ export class ScrapeJob {
   private lastGeneration = 0;
   /** The next check comes at once (see {@link checkSoon}). */
   private soon = false;
-  /** Polling runs in one activity (see {@link pollsInActivity}). */
-  private current = false;
   /** Effects the provider reported (pages, documents, credits), for the cancel report. */
   private readonly effects: NonNullable<CancelReport['remainingEffects']> = {};
   /** The scope of the interruptible phases (acquire, poll): a cancel request cancels it. */
@@ -55,11 +47,7 @@ export class ScrapeJob {
   /** Search attribute updates held back for the next move's upsert (one upsert instead of two). */
   private deferred: SearchAttributeUpdatePair[] = [];
 
-  constructor(
-    readonly input: rules.ScrapeRunInput,
-    /** Whether this run takes the change behind a patch: `patched()` decides in v2 (`patches.ts`). */
-    readonly takes: (patch: PatchId) => boolean = patched,
-  ) {
+  constructor(readonly input: rules.ScrapeRunInput) {
     this.policy = { ...DEFAULT_POLL_POLICY, ...(input.policy ?? {}) };
     this.acts = scrapeProxies(this.policy);
     const now = new Date();
@@ -142,12 +130,12 @@ export class ScrapeJob {
   /**
    * Writes the final state whose store write a cancellation interrupted (call in a non-cancellable
    * scope). Without it a job whose submit was refused while a cancel request arrived closed with
-   * the workflow saying `failed` and its store row still `submitting`. Guarded by
-   * {@link PATCH_REWRITE_INTERRUPTED_FINAL}; a no-op when nothing was interrupted.
+   * the workflow saying `failed` and its store row still `submitting`. A no-op when nothing was
+   * interrupted.
    */
   async writeInterruptedFinal(): Promise<void> {
     const write = this.unwritten;
-    if (!write || !this.final || write.state !== this.state || !this.takes(PATCH_REWRITE_INTERRUPTED_FINAL)) return;
+    if (!write || !this.final || write.state !== this.state) return;
     await this.acts.recorder.recordState(write);
     this.unwritten = undefined;
   }
@@ -186,7 +174,7 @@ export class ScrapeJob {
   fastPath(): rules.FastPath {
     return {
       generation: this.nextGeneration(),
-      schedule: this.schedule(true),
+      schedule: this.schedule(),
       firstDelayMs: this.firstDelay(),
       notFoundLimit: this.policy.notFoundLimit,
       budgetMs: this.policy.fastPathMs,
@@ -235,19 +223,18 @@ export class ScrapeJob {
     this.publish();
   }
 
-  /** This run polls in one activity (its schedule may be a safety net or learned: {@link schedule}). */
-  pollsInActivity(): void {
-    this.current = true;
-  }
-
   /** Makes the first check of the tracking phase come at once (a webhook delivery already said the task moved). */
   checkSoon(): void {
     this.soon = true;
   }
 
-  /** The poll schedule of this job (ms): {@link rules.pollSchedule} of its policy; `current` for runs whose polling is in one activity. */
-  schedule(current = false): PollSchedule {
-    return rules.pollSchedule(this.policy, this.input.webhooks, current);
+  /**
+   * The poll schedule of this job (ms): {@link rules.pollSchedule} of its policy — for tracking (a
+   * safety net with webhooks, learned when asked for), or with `confirming` the plain geometric
+   * schedule of a cancel's confirmation checks.
+   */
+  schedule(confirming = false): PollSchedule {
+    return rules.pollSchedule(this.policy, this.input.webhooks, !confirming);
   }
 
   /** The wait before the next check after the checks made so far, jittered (deterministic randomness), ms; 0 once after {@link checkSoon}. */
@@ -256,7 +243,7 @@ export class ScrapeJob {
       this.soon = false;
       return 0;
     }
-    return scheduleDelay(this.schedule(this.current), this.v.statusChecks, Math.random());
+    return scheduleDelay(this.schedule(), this.v.statusChecks, Math.random());
   }
 
   /** A new polling generation: the workflow time (epoch ms), strictly increasing (a newer activity supersedes older ones, across runs too). */
@@ -332,7 +319,7 @@ export class ScrapeJob {
   async resolutionSettled(r: Resolution): Promise<string | undefined> {
     await condition(() => this.state !== 'unknown' || this.res.refused?.of === r);
     const out = rules.resolutionOutcome(this.res, r, this.state, this.v.taskId);
-    if (out.withdraw && this.takes(PATCH_WITHDRAW_UNTAKEN_RESOLUTION)) this.res.offered = undefined;
+    if (out.withdraw) this.res.offered = undefined;
     if (this.res.applying === r && !out.refused) this.res.applying = undefined;
     return out.refused;
   }
@@ -356,11 +343,11 @@ export class ScrapeJob {
   /**
    * Records a native cancellation the moment it arrives, like a signal or an Update: a submit
    * refused while it was on its way must not turn it into a `Completed` run with no cancel report
-   * (guarded by {@link PATCH_NATIVE_CANCEL_ON_ARRIVAL}).
+   * or with no cancel report.
    */
   watchNativeCancel(): void {
     CancellationScope.current().cancelRequested.catch(() => {
-      if (!this.cancel && !this.final && this.takes(PATCH_NATIVE_CANCEL_ON_ARRIVAL)) this.requestNativeCancel();
+      if (!this.cancel && !this.final) this.requestNativeCancel();
     });
   }
 

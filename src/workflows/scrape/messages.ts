@@ -1,16 +1,19 @@
 /**
  * The scrape workflow's message interface: its type name, the `state` query, the `cancel` signal
- * and Update, the `resolve` Update and the `wake` signal, with their payloads. Shared by workflows
- * v3 and v2, the frozen v1 workflow (same names, so one client talks to all) and the client.
+ * and Update, the `resolve` Update and the `wake` signal, with their payloads. Shared by the
+ * workflow and the client.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { CancelReport, JobView } from '../../model/types.js';
 
+/** Workflow type of scrape jobs: the only one a worker serves. */
+export const SCRAPE_WORKFLOW_TYPE = 'scrapeWorkflowV4';
+
 /**
- * Workflow type of scrape jobs started now (v3). Runs of v2 (`scrapeWorkflowV2`) and v1
- * (`scrapeWorkflow`) finish on their own types.
+ * Workflow types of earlier releases that this worker no longer serves: their open runs must be
+ * drained on the release that started them before this one is deployed (`scrape upgrade check`).
  */
-export const SCRAPE_WORKFLOW_TYPE = 'scrapeWorkflowV3';
+export const RETIRED_WORKFLOW_TYPES = ['scrapeWorkflow', 'scrapeWorkflowV2', 'scrapeWorkflowV3'] as const;
 
 /** Payload of the `cancel` signal and Update. */
 export interface CancelRequest {

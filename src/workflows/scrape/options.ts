@@ -1,5 +1,5 @@
 /**
- * Activity proxies of the scrape workflow (v2 and v3), per role, with timeouts and retry policies derived from
+ * Activity proxies of the scrape workflow, per role, with timeouts and retry policies derived from
  * the job's {@link PollPolicy}. Durations are ms.
  */
 import { ActivityCancellationType, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
@@ -12,13 +12,11 @@ export type ScrapeProxies = ReturnType<typeof scrapeProxies>;
 
 /**
  * Builds the proxies for `policy`:
- * - `submitter` (`submitJob`): cool-downs and slot waits are retried within max(deadline, 10 attempts);
+ * - `submitter` (`submitJob`, going on into the first checks): cool-downs and slot waits are
+ *   retried within max(deadline, 10 attempts) plus the fast path;
  * - `reconciler` (`reconcileJob`, `adoptTask`, `registerJob`, `findRecordedTask`): retried until a provable answer;
- * - `fastSubmitter` (`submitJob` going on into the first checks) and `tracker` (`trackStatus`,
- *   in-process polling in one activity): the polling of runs started since it moved into activities;
- * - `poller` (`awaitStatus`): one check per attempt, the server waits between checks; a silent
- *   attempt is retried after `activityTimeoutMs` (heartbeat timeout) — slow calls heartbeat (the
- *   cancel path's confirmation checks, and runs started before);
+ * - `tracker` (`trackStatus`): the tracking phase's checks and a cancel's confirmation checks, in
+ *   the worker, in one activity;
  * - `canceller` (`cancelAtProvider`): bounded by the cancel-confirmation deadline;
  * - `closer` (`closeAsCancelled`): a short Temporal API call;
  * - `recorder` (`recordState`, `recordCancelOutcome`): local activities (store writes only).
@@ -32,20 +30,13 @@ export function scrapeProxies(policy: PollPolicy) {
     nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
   };
   return {
-    /** A cancel waits for an attempt in flight: its answer says whether a task exists (a timeout proves nothing). */
-    submitter: proxyActivities<ScrapeActivities>({
-      startToCloseTimeout: attemptMs,
-      scheduleToCloseTimeout: Math.max(policy.deadlineMs, 10 * attemptMs),
-      retry,
-      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    }),
     /**
      * The submit that goes on into the first checks (`SubmitJobInput.track`): its attempt lasts up
      * to the fast path plus one attempt. A cancel does not wait for it: the cancel path reads the
      * store, where the task ID is recorded the moment the provider answers (and an intent still
      * unanswered is reconciled, the late answer included).
      */
-    fastSubmitter: proxyActivities<ScrapeActivities>({
+    submitter: proxyActivities<ScrapeActivities>({
       startToCloseTimeout: attemptMs + policy.fastPathMs,
       scheduleToCloseTimeout: Math.max(policy.deadlineMs, 10 * attemptMs) + policy.fastPathMs,
       retry,
@@ -57,21 +48,6 @@ export function scrapeProxies(policy: PollPolicy) {
       retry,
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
-    /** `scheduleToCloseMs`: the tracking deadline left plus two attempts (a backstop: the activity itself returns at the deadline). */
-    poller: (scheduleToCloseMs: number) =>
-      proxyActivities<ScrapeActivities>({
-        startToCloseTimeout: Math.max(30 * 60_000, 10 * attemptMs),
-        heartbeatTimeout: attemptMs,
-        // A cancel or a wake never waits behind a check in flight (it may hang until its own timeout).
-        cancellationType: ActivityCancellationType.TRY_CANCEL,
-        scheduleToCloseTimeout: Math.max(1, scheduleToCloseMs) + 2 * attemptMs,
-        retry: {
-          initialInterval: '1s',
-          backoffCoefficient: 2,
-          maximumInterval: '30s',
-          nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
-        },
-      }),
     /**
      * `trackStatus`: one activity for the whole tracking phase, waiting and checking in-process;
      * it heartbeats (the SDK sends one to the server per throttle interval), so a worker that died

@@ -1,26 +1,21 @@
 /**
  * Phase 2 of a scrape: track the provider task until it is final. One activity does the checking:
- * `trackStatus`, which waits and checks in-process with throttled heartbeats (runs started since
- * polling moved into one activity), or `awaitStatus`, one check per attempt with the server
- * waiting between attempts (runs started before). The workflow only reacts to its outcome, to
- * webhook wakes (abandon the activity, start a new one that checks now) and to cancel requests (the
- * phase scope is cancelled; the activity is abandoned at once with TRY_CANCEL, even while its check
- * hangs).
+ * `trackStatus`, which waits and checks in the worker with throttled heartbeats. The workflow only
+ * reacts to its outcome, to webhook wakes (abandon the activity, start a new one that checks now)
+ * and to cancel requests (the phase scope is cancelled; the activity is abandoned at once with
+ * TRY_CANCEL, even while its check hangs).
  */
 import { CancellationScope, condition, continueAsNew, isCancellation, sleep, workflowInfo } from '@temporalio/workflow';
 import type { PollOutcome } from '../../activities/index.js';
 import { isTimeout, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
-import { PATCH_POLL_IN_ACTIVITY } from './patches.js';
 
 /** Polls until the job is final, the deadline passes or a cancel request interrupts (a cancellation is thrown). */
 export async function trackTask(job: ScrapeJob): Promise<void> {
-  const inActivity = job.takes(PATCH_POLL_IN_ACTIVITY);
-  if (inActivity) job.pollsInActivity();
   let firstDelayMs = job.firstDelay();
   let checkPastDeadline = false;
   // A webhook hint that came while the task was being acquired makes the first check come now.
-  if (inActivity && job.wakes() > 0) {
+  if (job.wakes() > 0) {
     firstDelayMs = 0;
     checkPastDeadline = job.lastWakeAt() < Date.parse(job.deadlineAt!); // the hint came in time: its check too
   }
@@ -33,7 +28,7 @@ export async function trackTask(job: ScrapeJob): Promise<void> {
         carry: { deadlineAt: job.deadlineAt!, statusChecks: job.view.statusChecks },
       });
     }
-    const outcome = await pollOnce(job, firstDelayMs, checkPastDeadline, inActivity);
+    const outcome = await pollOnce(job, firstDelayMs, checkPastDeadline);
     if (outcome === 'woken') {
       checkPastDeadline = Date.now() < Date.parse(job.deadlineAt!);
       firstDelayMs = 0; // the activity still keeps the provider's Retry-After and the minimum gap (store)
@@ -53,7 +48,6 @@ async function pollOnce(
   job: ScrapeJob,
   firstDelayMs: number,
   checkPastDeadline: boolean,
-  inActivity: boolean,
 ): Promise<PollOutcome | 'woken'> {
   const deadline = Date.parse(job.deadlineAt!);
   const generation = job.nextGeneration();
@@ -63,7 +57,7 @@ async function pollOnce(
     url: job.input.request.url,
     request: job.input.request,
     generation,
-    schedule: job.schedule(inActivity),
+    schedule: job.schedule(),
     firstDelayMs,
     deadlineAt: job.deadlineAt!,
     checkPastDeadline,
@@ -71,11 +65,7 @@ async function pollOnce(
     mode: 'track' as const,
   };
   const activityScope = new CancellationScope();
-  const activity = activityScope.run(() =>
-    inActivity
-      ? job.acts.tracker(deadline - Date.now()).trackStatus(input)
-      : job.acts.poller(deadline - Date.now()).awaitStatus(input),
-  );
+  const activity = activityScope.run(() => job.acts.tracker(deadline - Date.now()).trackStatus(input));
   const seen = job.wakes();
   const wakeScope = new CancellationScope();
   const woken = wakeScope.run(async () => {

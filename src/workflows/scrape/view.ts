@@ -96,12 +96,12 @@ export function announcedAttributes(input: ScrapeRunInput, view: Readonly<JobVie
 }
 
 /**
- * The poll schedule (ms) of policy `p`, slowed down when the provider sends `webhooks`. `current`:
- * runs whose polling is in one activity — with webhooks it is then a safety net (every
- * `maxDelayMs × webhookSlowdown`), and it may be learned from the provider key's recent jobs (the
- * policy's `learnSchedule`).
+ * The poll schedule (ms) of policy `p`, slowed down when the provider sends `webhooks`. `tracking`:
+ * the tracking phase's schedule — with webhooks a safety net (every `maxDelayMs × webhookSlowdown`),
+ * learned from the provider key's recent jobs when the policy asks (`learnSchedule`); otherwise the
+ * plain geometric schedule (a cancel's confirmation checks).
  */
-export function pollSchedule(p: PollPolicy, webhooks: boolean | undefined, current: boolean): PollSchedule {
+export function pollSchedule(p: PollPolicy, webhooks: boolean | undefined, tracking: boolean): PollSchedule {
   const base = {
     initialDelayMs: p.initialDelayMs,
     maxDelayMs: p.maxDelayMs,
@@ -109,7 +109,7 @@ export function pollSchedule(p: PollPolicy, webhooks: boolean | undefined, curre
     jitter: p.jitter,
     slowdown: webhooks ? p.webhookSlowdown : 1,
   };
-  if (!current) return base;
+  if (!tracking) return base;
   return { ...base, ...(webhooks ? { safetyNet: true } : {}), ...(p.learnSchedule ? { learn: true } : {}) };
 }
 

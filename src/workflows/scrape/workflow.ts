@@ -1,6 +1,6 @@
 /**
- * The scrape workflow (types `scrapeWorkflowV3` and `scrapeWorkflowV2`): one logical scrape request,
- * from submit to a result written once.
+ * The scrape workflow (type `scrapeWorkflowV4`): one logical scrape request, from submit to a
+ * result written once.
  *
  * This file only wires the message handlers and runs the phases; the job's state and every change
  * to it are in `machine.ts` (`ScrapeJob`), the phases in `acquire.ts` (submit, reconcile,
@@ -20,7 +20,6 @@ import {
   allHandlersFinished,
   condition,
   isCancellation,
-  patched,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -29,7 +28,6 @@ import type { CancelReport, JobView } from '../../model/types.js';
 import { acquireTask } from './acquire.js';
 import { closeRun, finishCancel } from './cancel.js';
 import { ScrapeJob } from './machine.js';
-import { V3_TAKES_WITHOUT_MARKER } from './patches.js';
 import type { ScrapeRunInput } from './view.js';
 import {
   HANDLER_DESCRIPTIONS,
@@ -50,26 +48,12 @@ export interface Carry {
 }
 
 /**
- * Runs one scrape (workflow type `scrapeWorkflowV3`, the type every job starts as now): v2's code
- * with every change v2 guards by `patched()` taken without recording a marker (`patches.ts`).
- * Returns the final {@link JobView}; a job whose cancel request did not end in `completed` closes
- * `Canceled` instead.
+ * Runs one scrape (workflow type `scrapeWorkflowV4`, the only type a worker serves; older types are
+ * drained before an upgrade: docs/operations.md, "Upgrading"). Returns the final {@link JobView}; a
+ * job whose cancel request did not end in `completed` closes `Canceled` instead.
  */
-export async function scrapeWorkflowV3(input: ScrapeRunInput): Promise<JobView> {
-  return runScrape(new ScrapeJob(input, (patch) => V3_TAKES_WITHOUT_MARKER.has(patch) || patched(patch)));
-}
-
-/**
- * Runs one scrape of workflow type `scrapeWorkflowV2`: runs started before v3 (and their
- * continue-as-new runs) finish on it, each change taken as `patched()` decides for its history.
- */
-export async function scrapeWorkflowV2(input: ScrapeRunInput): Promise<JobView> {
-  return runScrape(new ScrapeJob(input, patched));
-}
-
-/** The scrape itself, whichever workflow type runs `job` (it knows which changes it takes: {@link ScrapeJob.takes}). */
-async function runScrape(job: ScrapeJob): Promise<JobView> {
-  const { input } = job;
+export async function scrapeWorkflowV4(input: ScrapeRunInput): Promise<JobView> {
+  const job = new ScrapeJob(input);
   wireHandlers(job);
   job.announce();
   job.watchNativeCancel();

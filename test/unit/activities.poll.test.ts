@@ -1,15 +1,18 @@
 /**
- * Workflow v2's activities with a faked provider adapter (MockActivityEnvironment) and a real
- * in-memory SQLite store: the retry-driven polling activity's outcomes and retries (schedule
- * delays, unrecognised status words, not-ready answers, inline and paged results, terminal read
- * errors, expiry, failing checks kept visible), the adaptive active-jobs limit, the settle window of
- * a lagging list, and a cancel that comes too late to be sent.
+ * The scrape activities with a faked provider adapter (MockActivityEnvironment) and a real
+ * in-memory SQLite store: one status check's outcomes and next delays (schedule delays,
+ * unrecognised status words, not-ready answers, inline and paged results, terminal read errors,
+ * expiry, failing checks kept visible), the adaptive active-jobs limit, the settle window of a
+ * lagging list, and a cancel that comes too late to be sent.
  */
 import { fakeEvidence, fakeReading } from '../helpers/fakeProvider.js';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { beforeEach, describe, expect, it } from 'vitest';
-import { createActivities, type AwaitStatusInput, type SubmitJobInput } from '../../src/activities/index.js';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { createActivities, type TrackStatusInput, type SubmitJobInput } from '../../src/activities/index.js';
+import { activityKit } from '../../src/activities/context.js';
+import { pollActivities } from '../../src/activities/poll.js';
+import type { CheckResult } from '../../src/activities/pollTypes.js';
 import { slotWaitPlan } from '../../src/activities/slots.js';
 import { parseConfig } from '../../src/config.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
@@ -87,6 +90,8 @@ const config = parseConfig(
 let store: Store;
 let fake: FakeAdapter;
 let acts: ReturnType<typeof createActivities>;
+/** One status check (`checkOnce`), as the polling loop makes it. */
+let check: (input: TrackStatusInput, checkPastDeadline: boolean) => Promise<CheckResult>;
 /** The fake's provider key (kind, host, credential fingerprint): limits and cool-downs are kept per key. */
 let providerKey: string;
 const jobId = 'scrape:acme:k';
@@ -95,7 +100,7 @@ const job = { jobId, account: 'acme', key: 'k', provider: 'fake', requestHash: '
 const submitInput: SubmitJobInput = { job, trackingDeadlineMs: 60_000 };
 const schedule = { initialDelayMs: 2_000, maxDelayMs: 60_000, multiplier: 1.5, jitter: 0, slowdown: 1 };
 let generation = 1;
-const poll = (over: Partial<AwaitStatusInput> = {}): AwaitStatusInput => ({
+const poll = (over: Partial<TrackStatusInput> = {}): TrackStatusInput => ({
   jobId,
   provider: 'fake',
   account: 'acme',
@@ -110,8 +115,22 @@ const poll = (over: Partial<AwaitStatusInput> = {}): AwaitStatusInput => ({
   mode: 'track',
   ...over,
 });
-// attempt > 1: no first wait; no schedule-to-close (the mock's default is one that ended long ago).
+// No schedule-to-close (the mock's default is one that ended long ago).
 const env = (attempt = 2) => new MockActivityEnvironment({ attempt, scheduleToCloseTimeoutMs: 0 });
+/** One check of `input` in an activity context. */
+const checkOnce = (input: TrackStatusInput) => env().run(check, input, false) as Promise<CheckResult>;
+/** The check said to check again: when (ms) and why. */
+async function again(p: Promise<CheckResult>): Promise<{ delayMs: number; message: string }> {
+  const r = await p;
+  if (!('again' in r)) throw new Error(`expected a next check, got ${JSON.stringify(r)}`);
+  return r.again;
+}
+/** The check ended tracking: its outcome. */
+async function outcome(p: Promise<CheckResult>) {
+  const r = await p;
+  if (!('outcome' in r)) throw new Error(`expected an outcome, got ${JSON.stringify(r)}`);
+  return r.outcome;
+}
 
 async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {
   try {
@@ -128,16 +147,15 @@ beforeEach(async () => {
   const providers = new ProviderRegistry(config, {}, { fake });
   providerKey = providers.resolve('fake', 'acme').providerKey;
   acts = createActivities({ store, providers, resultRetentionMs: 60_000 });
+  check = pollActivities(activityKit({ store, providers, resultRetentionMs: 60_000 })).checkOnce;
   await store.jobs.insert(Store.jobRow(job));
   await store.jobs.recordTaskId(jobId, 'task-1', 'queued', 'test');
   generation++;
 });
 
-describe('awaitStatus (retry-driven polling)', () => {
-  it('a running task: one check recorded, a BENIGN retry after the schedule delay', async () => {
-    const e = await failure(env().run(acts.awaitStatus, poll()));
-    expect(e.category).toBe(ApplicationFailureCategory.BENIGN);
-    expect(e.nextRetryDelay).toBe(3_000); // check 1 done: delay 1 = 2 s × 1.5
+describe('checkOnce (one status check of the polling loop)', () => {
+  it('a running task: one check recorded, the next after the schedule delay', async () => {
+    expect((await again(checkOnce(poll()))).delayMs).toBe(3_000); // check 1 done: delay 1 = 2 s × 1.5
     const row = await store.jobs.get(jobId);
     expect(row).toMatchObject({
       status_checks: 1,
@@ -150,31 +168,26 @@ describe('awaitStatus (retry-driven polling)', () => {
   it('the store keeps the tracking deadline the workflow enforces (a workflow that learned its task ID late counts from then)', async () => {
     await store.jobs.recordTaskId(jobId, 'task-1', 'queued', 'test', 60_000); // the submit's deadline: 1 min from its write
     const later = new Date(Date.now() + 600_000).toISOString();
-    await failure(env().run(acts.awaitStatus, poll({ deadlineAt: later })));
+    await checkOnce(poll({ deadlineAt: later }));
     expect((await store.jobs.get(jobId))?.deadline_at).toBe(later);
     // The cancel path's confirmation checks carry the cancel deadline, not the tracking one: left alone.
     generation++;
-    await failure(
-      env().run(
-        acts.awaitStatus,
-        poll({ mode: 'confirm_cancel', deadlineAt: new Date(Date.now() + 5_000).toISOString() }),
-      ),
-    );
+    await checkOnce(poll({ mode: 'confirm_cancel', deadlineAt: new Date(Date.now() + 5_000).toISOString() }));
     expect((await store.jobs.get(jobId))?.deadline_at).toBe(later);
   });
 
   it('an unrecognised status word is recorded and polled on the normal schedule, never final', async () => {
     fake.statusImpl = async () => ({ state: 'unrecognised', providerStatus: 'Stalled' });
-    const e = await failure(env().run(acts.awaitStatus, poll()));
-    expect(e.message).toMatch(/unrecognised status "Stalled"/);
-    expect(e.nextRetryDelay).toBe(3_000);
+    const next = await again(checkOnce(poll()));
+    expect(next.message).toMatch(/unrecognised status "Stalled"/);
+    expect(next.delayMs).toBe(3_000);
     expect((await store.jobs.get(jobId))?.state).toBe('pending');
     expect((await store.findings.timeline(jobId)).some((ev) => ev.type === 'unrecognised_status')).toBe(true);
   });
 
   it('a completed answer that carries the result is written once, with no separate read', async () => {
     fake.statusImpl = async () => ({ state: 'completed', providerStatus: 'completed', result: PAGE });
-    const out = await env().run(acts.awaitStatus, poll());
+    const out = await outcome(checkOnce(poll()));
     expect(out).toMatchObject({ kind: 'completed', checks: 1, result: { inserted: true, title: 'T' } });
     expect(fake.calls).toEqual(['status']);
     expect((await store.jobs.get(jobId))?.state).toBe('completed');
@@ -198,7 +211,7 @@ describe('awaitStatus (retry-driven polling)', () => {
     const m = env();
     const beats: unknown[] = [];
     m.on('heartbeat', (d: unknown) => beats.push(d));
-    const out = await m.run(acts.awaitStatus, poll());
+    const out = await outcome(m.run(check, poll(), false) as Promise<CheckResult>);
     expect(out).toMatchObject({ kind: 'completed', result: { documents: 2 } });
     expect(seen?.limits).toMatchObject({ maxDocuments: expect.any(Number), maxBytes: expect.any(Number) });
     expect(beats).toEqual([{ documents: 100, pages: 1 }]);
@@ -212,7 +225,7 @@ describe('awaitStatus (retry-driven polling)', () => {
         code: 'UNAUTHORIZED',
       });
     };
-    const out = await env().run(acts.awaitStatus, poll());
+    const out = await outcome(checkOnce(poll()));
     expect(out).toMatchObject({ kind: 'interrupted', error: { kind: 'permanent', httpStatus: 401 } });
     expect((await store.jobs.get(jobId))?.state).toBe('tracking_interrupted');
     expect(await store.findings.incidents(jobId)).toHaveLength(1);
@@ -223,7 +236,7 @@ describe('awaitStatus (retry-driven polling)', () => {
     fake.resultImpl = async () => {
       throw new ProviderError('task_failed', 'snapshot is empty', { httpStatus: 400, code: 'SNAPSHOT_EMPTY' });
     };
-    const out = await env().run(acts.awaitStatus, poll());
+    const out = await outcome(checkOnce(poll()));
     expect(out).toMatchObject({ kind: 'failed', error: { code: 'SNAPSHOT_EMPTY' } });
     const row = await store.jobs.get(jobId);
     expect(row?.state).toBe('failed');
@@ -234,9 +247,9 @@ describe('awaitStatus (retry-driven polling)', () => {
     fake.statusImpl = async () => {
       throw new ProviderError('not_found', 'answered 404', { httpStatus: 404 });
     };
-    expect((await failure(env(2).run(acts.awaitStatus, poll()))).nextRetryDelay).toBe(2_000);
-    await failure(env(3).run(acts.awaitStatus, poll()));
-    expect(await env(4).run(acts.awaitStatus, poll())).toMatchObject({ kind: 'expired' });
+    expect((await again(checkOnce(poll()))).delayMs).toBe(2_000);
+    await again(checkOnce(poll()));
+    expect(await outcome(checkOnce(poll()))).toMatchObject({ kind: 'expired' });
     expect((await store.jobs.get(jobId))?.state).toBe('expired');
   });
 
@@ -244,23 +257,21 @@ describe('awaitStatus (retry-driven polling)', () => {
     fake.statusImpl = async () => {
       throw new ProviderError('transient', 'GET /jobs/task-1 timed out after 10000 ms', { code: 'TIMEOUT' });
     };
-    const first = await failure(env().run(acts.awaitStatus, poll()));
-    const second = await failure(env().run(acts.awaitStatus, poll()));
-    expect([first.nextRetryDelay, second.nextRetryDelay]).toEqual([1_000, 2_000]);
+    const first = await again(checkOnce(poll()));
+    const second = await again(checkOnce(poll()));
+    expect([first.delayMs, second.delayMs]).toEqual([1_000, 2_000]);
     const row = await store.jobs.get(jobId);
     expect(row?.state).toBe('pending');
     expect(row?.status_errors).toBe(2);
     expect(JSON.parse(row!.last_error!)).toMatchObject({ code: 'TIMEOUT' });
   });
 
-  it('an attempt of a superseded generation, or past the deadline, asks nothing', async () => {
-    await env()
-      .run(acts.awaitStatus, poll())
-      .catch(() => undefined); // generation g claims the job
-    expect(await env().run(acts.awaitStatus, poll({ generation: generation - 1 }))).toMatchObject({ kind: 'stale' });
-    expect(
-      await env().run(acts.awaitStatus, poll({ deadlineAt: new Date(Date.now() - 1).toISOString() })),
-    ).toMatchObject({ kind: 'deadline' });
+  it('a check of a superseded generation, or past the deadline, asks nothing', async () => {
+    await checkOnce(poll()); // generation g claims the job
+    expect(await outcome(checkOnce(poll({ generation: generation - 1 })))).toMatchObject({ kind: 'stale' });
+    expect(await outcome(checkOnce(poll({ deadlineAt: new Date(Date.now() - 1).toISOString() })))).toMatchObject({
+      kind: 'deadline',
+    });
     expect(fake.calls).toEqual(['status']);
   });
 });
@@ -391,8 +402,8 @@ describe('cancelAtProvider', () => {
   it('sends nothing when the provider already reported the task completed (the cancel comes too late)', async () => {
     fake.statusImpl = async () => ({ state: 'completed', providerStatus: 'completed' });
     fake.resultImpl = () => new Promise(() => undefined); // the result write is still under way
-    void env().run(acts.awaitStatus, poll());
-    await new Promise((r) => setTimeout(r, 50));
+    void checkOnce(poll());
+    await vi.waitFor(() => expect(fake.calls).toContain('result'));
     const out = await env().run(acts.cancelAtProvider, {
       jobId,
       provider: 'fake',
