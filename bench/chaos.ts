@@ -106,8 +106,6 @@ const POLICY: Partial<PollPolicy> = {
   multiplier: 1.5,
   jitter: 0.2,
   activityTimeoutMs: 6_000,
-  statusCheckAttempts: 6,
-  statusCheckBudgetMs: 30_000,
   cancelConfirmDeadlineMs: 10_000,
 };
 

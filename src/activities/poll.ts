@@ -7,7 +7,16 @@
  *
  * State between checks lives in the job row, not in history: the polling generation (a check of a
  * superseded activity stops without calling the provider), the successful-check count (the
- * schedule index), the 404 streak, the failing-check count and the earliest next check.
+ * schedule index), the 404 streak, the failed-read streak (count and start) and the earliest next
+ * check.
+ *
+ * Failed reads follow one discipline (docs/design.md, "Failed reads"): a back-off that grows with
+ * failures in a row, never shorter than the provider's `Retry-After` and kept on the row (so a
+ * hand-over or a restart keeps it), and a budget whose end is `tracking_interrupted` with the last
+ * error — never `failed`, never an endless loop. A task the provider said is complete is asked for
+ * its result only: a result read that fails is retried as a result read, so no successful status
+ * read resets its streak. A `404` for a task younger than its kind's propagation window is "not
+ * visible yet"; expiry takes both the count and the age.
  */
 import type { JobError } from '../model/types.js';
 import { isProviderError, type ProviderError } from '../providers/shared/errors.js';
@@ -15,7 +24,13 @@ import { withBinaryText } from '../providers/shared/binaryText.js';
 import { enforceResultLimits } from '../providers/shared/pagination.js';
 import type { ProviderResult } from '../model/results.js';
 import type { StatusObservation } from '../providers/adapter.js';
-import { scheduleDelay as scheduleOf, type PollSchedule } from '../model/schedule.js';
+import {
+  failedReadDelay,
+  failedReadsSpent,
+  scheduleDelay as scheduleOf,
+  type PollSchedule,
+} from '../model/schedule.js';
+import type { JobRow } from '../store/index.js';
 import { type CheckStart } from '../store/polling.js';
 import type { ActivityKit } from './context.js';
 import { again, type TrackStatusInput, type CheckResult, type PollOutcome, type SavedResult } from './pollTypes.js';
@@ -44,9 +59,14 @@ export function pollActivities(kit: ActivityKit) {
     announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
   }
 
-  /** Handles a provider error of a status or result read: an outcome to return, or when to check again. */
+  /**
+   * Handles a provider error of a status or result read of `row`'s task: an outcome to return, or
+   * when to read again (the failed-read discipline of the module docs; `until`: ms left before the
+   * deadline).
+   */
   async function onReadError(
     input: TrackStatusInput,
+    row: JobRow,
     e: ProviderError,
     phase: 'status' | 'result',
     checks: number,
@@ -57,20 +77,7 @@ export function pollActivities(kit: ActivityKit) {
     // loop may own, and the loop's wait, which sees the stop at once, ends the attempt as it must.
     if (kit.signal()?.aborted) return again(0, `${phase} read cut short: the attempt was stopped`, checks);
     const error = e.toJobError();
-    if (e.kind === 'not_found') {
-      const streak = await store.polling.recordNotFound(input.jobId, error);
-      await store.findings.appendEvent(input.jobId, 'status_not_found', null, { phase, streak, error });
-      if (streak >= input.notFoundLimit) {
-        const note = `provider answered 404 for known task ${input.taskId} ${streak} times in a row (${phase} read): expired or lost at the provider, not failed`;
-        await transition(input, 'expired', error, note);
-        return { outcome: { kind: 'expired', checks, error, note } };
-      }
-      return again(
-        Math.min(until, scheduleDelay(input.schedule, 0)),
-        `${phase} read answered 404 (${streak} of ${input.notFoundLimit} before the task counts as expired)`,
-        checks,
-      );
-    }
+    if (e.kind === 'not_found') return onNotFound(input, row, error, phase, checks, until);
     if (e.kind === 'expired') {
       const note = `the provider says task ${input.taskId} expired (${error.message})`;
       await transition(input, 'expired', error, note);
@@ -92,15 +99,56 @@ export function pollActivities(kit: ActivityKit) {
       await transition(input, 'tracking_interrupted', error, note);
       return { outcome: { kind: 'interrupted', checks, error, note } };
     }
-    // transient, cooldown, ambiguous: a failed check is not a failed task.
-    const failures = await store.polling.recordCheckError(input.jobId, error);
-    const backoff = Math.min(30_000, 1_000 * Math.pow(2, failures - 1));
-    const wait = Math.max(Math.min(backoff, scheduleDelay(input.schedule, checks)), e.details.retryAfterMs ?? 0);
+    // transient, cooldown, ambiguous: a failed read is not a failed task.
+    const p = input.failedReads;
+    const streak = await store.polling.recordReadError(input.jobId, error, (failures) =>
+      failedReadDelay(p, failures, e.details.retryAfterMs, Math.random()),
+    );
+    if (failedReadsSpent(p, streak.failures, streak.since, Date.now())) {
+      await kit.recordIncident(input.jobId, phase, e);
+      const minutes = Math.round((Date.now() - streak.since) / 60_000);
+      const note = `${streak.failures} ${phase} reads failed in a row over ${minutes} min (last: ${error.message}); the task may still run: fix the cause and resume with the same task ID ${input.taskId}`;
+      await transition(input, 'tracking_interrupted', error, note);
+      return { outcome: { kind: 'interrupted', checks, error, note } };
+    }
+    const retryAfter = e.details.retryAfterMs ? `, Retry-After ${(e.details.retryAfterMs / 1000).toFixed(1)} s` : '';
     return again(
-      Math.min(wait, until),
-      `${phase} read failed (${failures} in a row, task kept): ${error.message}`,
+      Math.min(streak.delayMs, until),
+      `${phase} read failed (${streak.failures} in a row of at most ${p.limit} over ${Math.round(p.budgetMs / 60_000)} min${retryAfter}; task kept): ${error.message}`,
       checks,
     );
+  }
+
+  /**
+   * A `404` for the known task: counted; the task is `expired` only when the streak reaches the
+   * policy's `notFoundLimit` and the task is older than its kind's propagation window (a provider
+   * may not show a task it just created). Read again on the failed-read back-off meanwhile.
+   */
+  async function onNotFound(
+    input: TrackStatusInput,
+    row: JobRow,
+    error: JobError,
+    phase: 'status' | 'result',
+    checks: number,
+    until: number,
+  ): Promise<CheckResult> {
+    const streak = await store.polling.recordNotFound(input.jobId, error);
+    // The cancel path reads its own evidence (an accepted cancel, then a 404: the task stopped).
+    const graceMs =
+      input.mode === 'track' ? kit.deps.providers.resolve(input.provider, input.account).notFoundGraceMs : 0;
+    const ageMs = Date.now() - Date.parse(row.submitted_at ?? row.created_at);
+    await store.findings.appendEvent(input.jobId, 'status_not_found', null, { phase, streak, ageMs, graceMs, error });
+    if (streak >= input.notFoundLimit && ageMs >= graceMs) {
+      const note = `provider answered 404 for known task ${input.taskId} ${streak} times in a row (${phase} read), the task ${Math.round(ageMs / 1000)} s old: expired or lost at the provider, not failed`;
+      await transition(input, 'expired', error, note);
+      return { outcome: { kind: 'expired', checks, error, note } };
+    }
+    const delay = Math.min(until, failedReadDelay(input.failedReads, streak, undefined, Math.random()));
+    const why =
+      ageMs < graceMs
+        ? `the task is ${Math.round(ageMs / 1000)} s old and this provider may not show a new task for ${Math.round(graceMs / 1000)} s: not visible yet`
+        : `${streak} of ${input.notFoundLimit} before the task counts as expired`;
+    return again(delay, `${phase} read answered 404 (${why})`, checks);
   }
 
   /**
@@ -132,9 +180,9 @@ export function pollActivities(kit: ActivityKit) {
     return { kind: 'stale', reason: start.reason, state: start.row?.state, checks, providerStatus };
   }
 
-  async function fetchResult(input: TrackStatusInput, obs: StatusObservation): Promise<ProviderResult> {
+  async function fetchResult(input: TrackStatusInput, obs: StatusObservation | undefined): Promise<ProviderResult> {
     // An inline result passes the same limits as a paged read (`RESULT_TOO_LARGE`, permanent).
-    if (obs.result)
+    if (obs?.result)
       return withBinaryText(
         enforceResultLimits(
           obs.result,
@@ -157,6 +205,53 @@ export function pollActivities(kit: ActivityKit) {
         }),
       ),
     );
+  }
+
+  /**
+   * The task is complete at the provider: reads its result (inline in `obs` where the final status
+   * carried it; else every page, also when `obs` is undefined: a status said so at an earlier
+   * check), writes it once with the move to `completed` and returns the outcome; a failed result
+   * read follows the failed-read discipline, as a result read.
+   */
+  async function completeTask(
+    input: TrackStatusInput,
+    row: JobRow,
+    obs: StatusObservation | undefined,
+    checks: number,
+    until: number,
+  ): Promise<CheckResult> {
+    const observedAt = Date.now();
+    let payload: ProviderResult;
+    try {
+      payload = await fetchResult(input, obs);
+    } catch (e) {
+      if (!isProviderError(e)) throw e;
+      return onReadError(input, row, e, 'result', checks, until);
+    }
+    await kit.deps.hooks?.beforeResultWrite?.(input.jobId, input.taskId);
+    const out = await store.results.writeOnce(
+      input.jobId,
+      input.provider,
+      input.taskId,
+      payload,
+      kit.deps.resultRetentionMs,
+    );
+    if (out.inserted) observeResultCommitLag(Date.now() - observedAt); // completion observed → result committed
+    await kit.deps.hooks?.afterResultWritten?.(input.jobId, out.resultId);
+    announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
+    const result: SavedResult = {
+      resultId: out.resultId,
+      inserted: out.inserted,
+      title: payload.title,
+      httpStatus: payload.httpStatus,
+      finalUrl: payload.finalUrl,
+      documents: out.documents,
+      ...(out.contentNote ? { contentNote: out.contentNote } : {}),
+    };
+    const providerStatus = obs?.providerStatus ?? row.provider_status ?? undefined;
+    return {
+      outcome: { checks, providerStatus, progress: obs?.progress, kind: 'completed', result },
+    };
   }
 
   /**
@@ -188,6 +283,9 @@ export function pollActivities(kit: ActivityKit) {
       return ending({ outcome: { kind: 'deadline', checks, providerStatus: row.provider_status ?? undefined } });
     const until = Math.max(1, deadline - now());
 
+    // A task the provider already said is complete is asked for its result only (module docs).
+    if (row.provider_state === 'completed') return ending(await completeTask(input, row, undefined, checks, until));
+
     let obs: StatusObservation;
     const askedAt = Date.now();
     try {
@@ -198,9 +296,8 @@ export function pollActivities(kit: ActivityKit) {
     } catch (e) {
       if (!isProviderError(e)) throw e;
       observeStatusCheck(Date.now() - askedAt, `error_${e.kind}`);
-      return ending(await onReadError(input, e, 'status', checks, until));
+      return ending(await onReadError(input, row, e, 'status', checks, until));
     }
-    const observedAt = Date.now();
     const { evidence, ...seen } = obs;
     const n = await store.polling.recordCheck(
       input.jobId,
@@ -226,37 +323,7 @@ export function pollActivities(kit: ActivityKit) {
       );
     }
 
-    if (seen.state === 'completed') {
-      let payload: ProviderResult;
-      try {
-        payload = await fetchResult(input, obs);
-      } catch (e) {
-        if (!isProviderError(e)) throw e;
-        return ending(await onReadError(input, e, 'result', n, until));
-      }
-      await kit.deps.hooks?.beforeResultWrite?.(input.jobId, input.taskId);
-      const out = await store.results.writeOnce(
-        input.jobId,
-        input.provider,
-        input.taskId,
-        payload,
-        kit.deps.resultRetentionMs,
-      );
-      if (out.inserted) observeResultCommitLag(Date.now() - observedAt); // completion observed → result committed
-      await kit.deps.hooks?.afterResultWritten?.(input.jobId, out.resultId);
-      announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
-      const result: SavedResult = {
-        resultId: out.resultId,
-        inserted: out.inserted,
-        title: payload.title,
-        httpStatus: payload.httpStatus,
-        finalUrl: payload.finalUrl,
-        documents: out.documents,
-        ...(out.contentNote ? { contentNote: out.contentNote } : {}),
-      };
-      await audit();
-      return { outcome: { ...base, kind: 'completed', result } };
-    }
+    if (seen.state === 'completed') return ending(await completeTask(input, row, obs, n, until));
     if (seen.state === 'failed') {
       const error: JobError = {
         kind: 'provider_failed',

@@ -4,7 +4,7 @@
  * durations ms.
  */
 import type { JobError, ScrapeRequest } from '../model/types.js';
-import type { PollSchedule } from '../model/schedule.js';
+import type { FailedReadPolicy, PollSchedule } from '../model/schedule.js';
 import type { StatusObservation } from '../providers/adapter.js';
 import type { TaskRef } from './context.js';
 
@@ -23,8 +23,10 @@ export interface TrackStatusInput extends TaskRef {
   deadlineAt: string;
   /** The first check happens even past the deadline (a wake that came before it). */
   checkPastDeadline?: boolean;
-  /** Consecutive 404s (status or result read) that mean the provider forgot the task. */
+  /** Consecutive 404s (status or result read) that mean the provider forgot the task (once it is older than its kind's propagation window). */
   notFoundLimit: number;
+  /** How failed reads are spaced and bounded (from the job's policy). */
+  failedReads: FailedReadPolicy;
   /** `track`: record final states in the store; `confirm_cancel`: only observe (the cancel path records). */
   mode: 'track' | 'confirm_cancel';
 }

@@ -28,6 +28,7 @@ import { rethrow } from './failures.js';
 import { slotReleased, SLOT_WAIT_MS, slotWaitPlan } from './slots.js';
 import { trackActivities } from './track.js';
 import type { PollOutcome, PollSchedule } from './pollTypes.js';
+import type { FailedReadPolicy } from '../model/schedule.js';
 
 /** Input of `submitJob`: the workflow input (to register the row) plus the submit round's flags. */
 export interface SubmitJobInput {
@@ -41,7 +42,14 @@ export interface SubmitJobInput {
    * `budgetMs` (ms): a job that finishes within it lives its whole life in one activity. Checks
    * follow `schedule` from `firstDelayMs`, claimed for polling `generation`. Absent: submit only.
    */
-  track?: { generation: number; schedule: PollSchedule; firstDelayMs: number; notFoundLimit: number; budgetMs: number };
+  track?: {
+    generation: number;
+    schedule: PollSchedule;
+    firstDelayMs: number;
+    notFoundLimit: number;
+    failedReads: FailedReadPolicy;
+    budgetMs: number;
+  };
 }
 
 /**
@@ -326,6 +334,7 @@ export function submitActivities(kit: ActivityKit) {
           schedule: t.schedule,
           firstDelayMs: t.firstDelayMs,
           notFoundLimit: t.notFoundLimit,
+          failedReads: t.failedReads,
           mode: 'track',
           deadlineAt,
         },

@@ -1,8 +1,10 @@
 /**
  * The poll schedule: when the next status check of a job comes. One pure function, used by the
  * workflow (its first wait, with the workflow's deterministic randomness) and by the polling
- * activity (every later wait). Durations are ms.
+ * activity (every later wait). And the one discipline of failed provider reads: their back-off
+ * and their budget ({@link failedReadDelay}, {@link failedReadsSpent}). Durations are ms.
  */
+import type { PollPolicy } from './types.js';
 
 /** A job's poll schedule (ms): delay n = min(max, initial × multiplier^n) × slowdown, ± jitter. */
 export interface PollSchedule {
@@ -101,4 +103,59 @@ export function learnedPlan(durationsMs: readonly number[], s: PollSchedule): nu
   }
   const checks = (times: readonly number[]) => ds.reduce((sum, d) => sum + times.filter((x) => x < d).length + 1, 0);
   return checks(plan) < checks(geometric) ? plan : undefined;
+}
+
+/**
+ * How the failed provider reads of one job (status, result pages, lookups, a cancel's
+ * confirmation checks) are spaced and bounded, ms and counts: from the job's {@link PollPolicy}.
+ */
+export interface FailedReadPolicy {
+  /** The first back-off (the policy's `initialDelayMs`). */
+  initialDelayMs: number;
+  /** The back-off's ceiling. */
+  maxDelayMs: number;
+  /** Fraction 0..1. */
+  jitter: number;
+  /** Failed reads in a row the budget allows. */
+  limit: number;
+  /** How long a streak of failed reads may last. */
+  budgetMs: number;
+}
+
+/** The failed-read discipline of policy `p`. */
+export function failedReadPolicy(p: PollPolicy): FailedReadPolicy {
+  return {
+    initialDelayMs: p.initialDelayMs,
+    maxDelayMs: p.failedReadMaxDelayMs,
+    jitter: p.jitter,
+    limit: p.failedReadLimit,
+    budgetMs: p.failedReadBudgetMs,
+  };
+}
+
+/**
+ * The wait after the `failures`-th failed read in a row, ms (at least 1):
+ * `min(maxDelayMs, initialDelayMs × 2^(failures − 1))` scaled by `1 − jitter + 2 × jitter × random`,
+ * and never shorter than the provider's `retryAfterMs` (its `Retry-After`, however it was given).
+ * It grows with failures only: successful reads never enter it.
+ */
+export function failedReadDelay(
+  p: FailedReadPolicy,
+  failures: number,
+  retryAfterMs: number | undefined,
+  random: number,
+): number {
+  const base = Math.min(p.maxDelayMs, p.initialDelayMs * Math.pow(2, Math.max(0, failures - 1)));
+  const jittered = Math.round(base * (1 - p.jitter + 2 * p.jitter * random));
+  return Math.max(1, jittered, Math.ceil(retryAfterMs ?? 0));
+}
+
+/**
+ * Whether a streak of `failures` failed reads in a row that began at `sinceMs` has spent the
+ * budget at `nowMs` (epoch ms): it holds at least `limit` reads and has lasted at least
+ * `budgetMs`. Both, so that neither a burst of quick failures nor two reads a long `Retry-After`
+ * apart end a job.
+ */
+export function failedReadsSpent(p: FailedReadPolicy, failures: number, sinceMs: number, nowMs: number): boolean {
+  return failures >= p.limit && nowMs - sinceMs >= p.budgetMs;
 }

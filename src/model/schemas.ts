@@ -113,14 +113,19 @@ export const PollPolicySchema = z
     deadlineMs: msBetween('deadlineMs', 1_000, 30 * 24 * 3_600_000).describe(
       'Tracking deadline counted from the moment the provider task is known, ms; past it the job is tracking_interrupted (CLI --deadline).',
     ),
-    statusCheckAttempts: z
+    failedReadLimit: z
       .number()
       .int()
       .min(1)
-      .max(100)
-      .describe('Attempts of one status check before it gives up (count).'),
-    statusCheckBudgetMs: msBetween('statusCheckBudgetMs', 1_000, 24 * 3_600_000).describe(
-      'Time budget of one status check with its retries, ms.',
+      .max(1_000)
+      .describe(
+        'Failed provider reads in a row (status, result, lookups) that, once they also span failedReadBudgetMs, end the job tracking_interrupted (count).',
+      ),
+    failedReadBudgetMs: msBetween('failedReadBudgetMs', 1_000, 7 * 24 * 3_600_000).describe(
+      'How long a streak of failed provider reads must last before it ends the job tracking_interrupted, ms.',
+    ),
+    failedReadMaxDelayMs: msBetween('failedReadMaxDelayMs', 10, 24 * 3_600_000).describe(
+      'Ceiling of the back-off between failed reads (it doubles from initialDelayMs; never shorter than Retry-After), ms.',
     ),
     notFoundLimit: z
       .number()

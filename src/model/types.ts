@@ -40,13 +40,20 @@ export interface PollPolicy {
    */
   deadlineMs: number;
   /**
-   * Attempts of one status check before the check gives up (count). Used by runs of the v1 workflow
-   * only: workflow v2 retries a failing check until the deadline (1 s, 2 s, 4 s … never later than
-   * the schedule's next check) and keeps its error visible on the job.
+   * The budget of failed provider reads (status, result pages, lookups, a cancel's confirmation
+   * checks): a streak of failed reads ends the job `tracking_interrupted` (resumable, never
+   * `failed`: a failed read is not a failed task) once it counts at least this many reads in a row
+   * (count) and has lasted at least {@link failedReadBudgetMs}. Default 10.
    */
-  statusCheckAttempts: number;
-  /** Elapsed-time budget of one status check including its retries (ms). v1 runs only (see `statusCheckAttempts`). */
-  statusCheckBudgetMs: number;
+  failedReadLimit: number;
+  /** The elapsed-time side of the failed-read budget (ms, from the streak's first failure; see {@link failedReadLimit}). Default 15 min. */
+  failedReadBudgetMs: number;
+  /**
+   * Ceiling of the back-off between failed reads (ms): it starts at `initialDelayMs`, doubles with
+   * each failure in a row (jittered by `jitter`) and is never shorter than the provider's
+   * `Retry-After`. Default 5 min.
+   */
+  failedReadMaxDelayMs: number;
   /** Consecutive `404`s on a known task (status or result read) before it is declared `expired` (count). */
   notFoundLimit: number;
   /**
@@ -97,8 +104,9 @@ export const DEFAULT_POLL_POLICY: PollPolicy = {
   multiplier: 1.5,
   jitter: 0.2,
   deadlineMs: 30 * 60_000,
-  statusCheckAttempts: 8,
-  statusCheckBudgetMs: 5 * 60_000,
+  failedReadLimit: 10,
+  failedReadBudgetMs: 15 * 60_000,
+  failedReadMaxDelayMs: 5 * 60_000,
   notFoundLimit: 3,
   submitRounds: 5,
   cancelConfirmDeadlineMs: 2 * 60_000,
@@ -202,4 +210,22 @@ export interface JobView {
   cancel?: CancelReport;
   /** Human-readable reason for the current state (e.g. why `unknown`). */
   note?: string;
+  /** Why the job waits, while it does (a slot, a cool-down, a credential, an operator, failing reads). */
+  waiting?: JobWait;
+}
+
+/**
+ * Why a job that is not moving waits, shown by `status`, `status --live`, the HTTP API and the Web
+ * UI's current details: for a free slot under the provider key's limit (`slot`), a cool-down or
+ * quota hold of the key (`cooldown`), a credential the worker lacks (`credential`), an operator's
+ * decision (`operator`), reads of the provider that keep failing (`read_failures`). `until`: UTC
+ * ISO-8601 time of the next try, when known.
+ */
+export interface JobWait {
+  reason: 'slot' | 'cooldown' | 'credential' | 'operator' | 'read_failures';
+  /** One line for a person: what the job waits for and what would end the wait. */
+  message: string;
+  until?: string;
+  /** Figures behind the message (limit, active jobs, queue position, the credential's variable, …). */
+  detail?: Record<string, string | number | boolean | null>;
 }

@@ -78,6 +78,12 @@ export interface ProviderDescriptor<K extends string = string, S extends z.ZodRa
    * README's evidence table is built from it.
    */
   readonly evidence: readonly { label: string; evidence: ReconcileEvidence }[];
+  /**
+   * How long after a task is created its reads may still answer `404` (the provider has not shown
+   * it yet), ms, and the document or observation that says so: a `404` for a younger task is "not
+   * visible yet", never counted toward expiry. An entry's `notFoundGraceMs` overrides it.
+   */
+  readonly notFoundGrace: { ms: number; source: string };
   /** How the provider expires a task's result (README table), e.g. `404 after 24 h`. */
   readonly expiry: string;
   /** Poll policy defaults of the kind (between `DEFAULT_POLL_POLICY` and the entry's `poll`). */

@@ -40,6 +40,8 @@ export interface ResolvedProvider {
   entry: ProviderEntry;
   /** Bounds of one result read for this provider (entry `results`, else {@link DEFAULT_RESULT_LIMITS}). */
   resultLimits: ResultLimits;
+  /** How long after its creation a task's reads may answer `404` before the provider shows it, ms (entry `notFoundGraceMs`, else the kind's declaration). */
+  notFoundGraceMs: number;
   /**
    * How long after a submit a list read may still miss the job (search-backed lists lag), ms:
    * absence is proven only by a list read at least this long after the last submit attempt, and a
@@ -163,6 +165,7 @@ export class ProviderRegistry {
       limiter,
       entry,
       resultLimits: resultLimitsOf(entry),
+      notFoundGraceMs: entry.notFoundGraceMs ?? descriptorOf(entry.kind).notFoundGrace.ms,
       settleMs: settleMsOf(entry),
       callback: (jobId) => webhookCallback(name, entry.webhook, webhookSigned(entry) ?? true, jobId, env),
     };

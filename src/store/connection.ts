@@ -4,7 +4,7 @@
  * …) is built over one of these and reaches the database only through it.
  */
 import { Kysely, Migrator, sql } from 'kysely';
-import { migrationProvider } from './migrations.js';
+import { migrationProvider } from './migrations/index.js';
 import type { Database as DB } from './schema.js';
 
 /** The database dialect of a store. */

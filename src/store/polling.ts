@@ -1,13 +1,14 @@
 /**
- * Poll state of the store (`store.polling`): what workflow v2's polling and submit activities
- * keep on the job row, and the adaptive limit of active jobs per provider key. The polling
- * activity keeps no state in workflow history between its retries: each attempt reads the job row
- * (generation, 404 streak, earliest next check) and writes what it saw, so the row is also what
- * `status` shows while checks run or fail. Times are UTC ISO-8601 strings, durations ms.
+ * Poll state of the store (`store.polling`): what the polling and submit activities keep on the
+ * job row, and the adaptive limit of active jobs per provider key. The polling loop keeps no state
+ * in workflow history: each check reads the job row (generation, 404 streak, failed-read streak,
+ * earliest next check) and writes what it saw, so the row is also what `status` shows while checks
+ * run or fail, and what the next loop (after a hand-over or a restart) starts from. Times are UTC
+ * ISO-8601 strings, durations ms.
  */
 import { sql } from 'kysely';
 import { isFinalState } from '../model/states.js';
-import type { JobError } from '../model/types.js';
+import type { JobError, JobWait } from '../model/types.js';
 import type { StoreConnection } from './connection.js';
 import { nowIso } from './rows.js';
 import type { JobRow } from './schema.js';
@@ -86,9 +87,9 @@ export class PollingRepository {
 
   /**
    * Records a successful status check: provider status (raw and normalised), count + 1, time, the earliest next check
-   * (`minGapMs` after now, or the provider's `retryAfterMs` if longer), and clears the failing-check
-   * count and (unless `resetNotFound` is false: a `completed` answer whose result read may still 404)
-   * the 404 streak. Returns the new count of successful checks.
+   * (`minGapMs` after now, or the provider's `retryAfterMs` if longer), and clears the failed-read
+   * streak (count and start) and (unless `resetNotFound` is false: a `completed` answer whose
+   * result read may still 404) the 404 streak. Returns the new count of successful checks.
    */
   async recordCheck(
     jobId: string,
@@ -107,6 +108,8 @@ export class PollingRepository {
         last_checked_at: at,
         status_checks: sql`status_checks + 1`,
         status_errors: 0,
+        failing_since: null,
+        waiting: null,
         ...(resetNotFound ? { not_found_streak: 0 } : {}),
         check_not_before: notBefore,
         updated_at: at,
@@ -121,19 +124,53 @@ export class PollingRepository {
     return Number(row?.status_checks ?? 0);
   }
 
-  /** Records a status check that failed (timeout, 5xx, 429): the failing-check count + 1 and the error. Returns that count. */
-  async recordCheckError(jobId: string, error: JobError): Promise<number> {
+  /**
+   * Records a provider read that failed (a status or result read, a lookup: timeout, 5xx, 429): the
+   * streak's count + 1, its start (kept from its first failure), the error as the job's last one,
+   * and the earliest next read, `delayMs(failures)` ms from now — kept on the row, so that a
+   * `Retry-After` outlives a hand-over to another worker and a restart. Returns the streak.
+   */
+  async recordReadError(
+    jobId: string,
+    error: JobError,
+    delayMs: (failures: number, since: number) => number,
+  ): Promise<{ failures: number; since: number; delayMs: number }> {
+    return this.conn.tx(async (trx) => {
+      const at = nowIso();
+      await trx
+        .updateTable('jobs')
+        .set({
+          status_errors: sql`status_errors + 1`,
+          failing_since: sql`coalesce(failing_since, ${at})`,
+          last_error: JSON.stringify(error),
+          updated_at: at,
+        })
+        .where('id', '=', jobId)
+        .execute();
+      const row = await trx
+        .selectFrom('jobs')
+        .select(['status_errors', 'failing_since'])
+        .where('id', '=', jobId)
+        .executeTakeFirst();
+      const failures = Number(row?.status_errors ?? 1);
+      const since = Date.parse(row?.failing_since ?? at);
+      const wait = delayMs(failures, since);
+      await trx
+        .updateTable('jobs')
+        .set({ check_not_before: new Date(Date.now() + wait).toISOString() })
+        .where('id', '=', jobId)
+        .execute();
+      return { failures, since, delayMs: wait };
+    });
+  }
+
+  /** Records why the job waits (`null`: it no longer does), for `status`, the API and the Web UI. */
+  async recordWait(jobId: string, wait: JobWait | null): Promise<void> {
     await this.conn.db
       .updateTable('jobs')
-      .set({ status_errors: sql`status_errors + 1`, last_error: JSON.stringify(error), updated_at: nowIso() })
+      .set({ waiting: wait ? JSON.stringify(wait) : null, updated_at: nowIso() })
       .where('id', '=', jobId)
       .execute();
-    const row = await this.conn.db
-      .selectFrom('jobs')
-      .select('status_errors')
-      .where('id', '=', jobId)
-      .executeTakeFirst();
-    return Number(row?.status_errors ?? 1);
   }
 
   /** Records a `404` for the known task. Returns the consecutive count. */

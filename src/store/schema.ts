@@ -37,8 +37,12 @@ export interface JobsTable {
   updated_at: string;
   finished_at: string | null;
   deadline_at: string | null;
-  /** Status checks that failed since the last successful one. */
+  /** Provider reads (status, result, lookups) that failed in a row since the last one that succeeded. */
   status_errors: Generated<number>;
+  /** UTC ISO-8601 time of the first failed read of the current streak; null when the last read succeeded. */
+  failing_since: string | null;
+  /** Why the job waits, while it does (JSON {@link JobWait}); null when it does not. */
+  waiting: string | null;
   /** Generation (workflow time of scheduling, epoch ms) of the newest polling activity: an attempt of an older one stops (workflow v2). Text from PostgreSQL's bigint. */
   poll_generation: Generated<number | string>;
   /** Consecutive `404`s for the task (status or result read); at the policy's `notFoundLimit` the job is `expired`. */

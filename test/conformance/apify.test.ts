@@ -12,7 +12,7 @@ await defineConformanceMatrix({
   entry: (fx) => ({
     baseUrl: fx.url,
     actorId: 'acme~site-crawler',
-    replicaLagGraceMs: 1_500,
+    notFoundGraceMs: 1_500,
     clean: true,
     results: { pageSize: 2 },
   }),

@@ -192,7 +192,7 @@ describe('status while checks fail', () => {
       account: 'acme',
       url: `${pages.pageUrl('ars-1')}?${tag}`,
       key: tag,
-      policy: { ...FAST_POLICY, statusCheckAttempts: 1 },
+      policy: FAST_POLICY,
     });
     await waitFor(async () => (await stack.store.jobs.get(ref.jobId))?.task_id, 30_000, 'the task ID');
     stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: tag, action: 'error_5xx', status: 503 });

@@ -35,7 +35,7 @@ describe('status checks that fail', () => {
       account: 'acme',
       url: `${pages.pageUrl('engadget')}?${tag}`,
       key: tag,
-      policy: { ...FAST_POLICY, deadlineMs: 180_000, statusCheckAttempts: 4, statusCheckBudgetMs: 20_000 },
+      policy: { ...FAST_POLICY, deadlineMs: 180_000 },
     });
     const pending = await waitFor(async () => {
       const r = await stack.store.jobs.get(ref.jobId);

@@ -119,7 +119,7 @@ describe('orphans and stalled jobs', () => {
       account: 'acme',
       url: `${pages.pageUrl('nytimes-4')}?${tag}`,
       key: tag,
-      policy: { ...FAST_POLICY, statusCheckAttempts: 1 },
+      policy: FAST_POLICY,
     });
     await waitFor(async () => (await stack.store.jobs.get(ref.jobId))?.task_id);
     stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: tag, action: 'error_5xx', status: 503 });

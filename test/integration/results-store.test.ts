@@ -13,7 +13,7 @@ import { Migrator, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { binaryBody } from '../../src/model/documents.js';
 import { paginateNextLink, withIdentity } from '../../src/providers/shared/pagination.js';
-import { migrationProvider } from '../../src/store/migrations.js';
+import { migrationProvider } from '../../src/store/migrations/index.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import type { ResultDocument } from '../../src/model/results.js';
 import { keepStore } from '../helpers/evidence.js';

@@ -249,7 +249,7 @@ describe('apify: clean windows with an empty page', () => {
         actorId: 'acme~site-crawler',
         readTimeoutMs: 3_000,
         submitTimeoutMs: 3_000,
-        replicaLagGraceMs: 1_500,
+        notFoundGraceMs: 1_500,
         clean: true,
         results: { pageSize: 2 },
       }),

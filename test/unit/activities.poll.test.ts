@@ -112,6 +112,7 @@ const poll = (over: Partial<TrackStatusInput> = {}): TrackStatusInput => ({
   firstDelayMs: 0,
   deadlineAt: new Date(Date.now() + 3_600_000).toISOString(),
   notFoundLimit: 3,
+  failedReads: { initialDelayMs: 1_000, maxDelayMs: 30_000, jitter: 0, limit: 10, budgetMs: 900_000 },
   mode: 'track',
   ...over,
 });
@@ -243,14 +244,71 @@ describe('checkOnce (one status check of the polling loop)', () => {
     expect(JSON.parse(row!.last_error!)).toMatchObject({ code: 'SNAPSHOT_EMPTY' });
   });
 
-  it("the provider's documented expiry ends expired at once; 404s end expired at the notFoundLimit-th in a row", async () => {
+  it('404s end a known task expired at the notFoundLimit-th in a row only once it is older than its kind’s propagation window: before, it is not visible yet', async () => {
     fake.statusImpl = async () => {
       throw new ProviderError('not_found', 'answered 404', { httpStatus: 404 });
     };
-    expect((await again(checkOnce(poll()))).delayMs).toBe(2_000);
-    await again(checkOnce(poll()));
+    const young = [];
+    for (let i = 0; i < 4; i++) young.push(await again(checkOnce(poll())));
+    expect(young.map((d) => d.delayMs)).toEqual([1_000, 2_000, 4_000, 8_000]); // the failed-read back-off
+    expect(young[3]!.message).toMatch(/not visible yet/);
+    expect((await store.jobs.get(jobId))?.state).toBe('pending');
+    // The same task, past the kind's window (1 min): the streak counts.
+    await store.db
+      .updateTable('jobs')
+      .set({ submitted_at: new Date(Date.now() - 61_000).toISOString() })
+      .execute();
     expect(await outcome(checkOnce(poll()))).toMatchObject({ kind: 'expired' });
     expect((await store.jobs.get(jobId))?.state).toBe('expired');
+  });
+
+  it('failed reads back off with the failures in a row (never with successful checks), never shorter than Retry-After, kept on the row for the next loop', async () => {
+    let retryAfterMs: number | undefined;
+    fake.statusImpl = async () => {
+      throw new ProviderError('transient', 'answered 520', { httpStatus: 520, retryAfterMs });
+    };
+    const delays = [];
+    for (let i = 0; i < 7; i++) delays.push((await again(checkOnce(poll()))).delayMs);
+    expect(delays).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]); // capped at failedReadMaxDelayMs
+    await store.db.updateTable('jobs').set({ status_errors: 0, failing_since: null }).execute();
+    retryAfterMs = 5_000;
+    const next = await again(checkOnce(poll()));
+    expect(next.delayMs).toBe(5_000);
+    expect(next.message).toMatch(/Retry-After 5\.0 s/);
+    // The earliest next read is on the row: a loop that takes over after a hand-over waits for it.
+    const row = await store.jobs.get(jobId);
+    expect(Date.parse(row!.check_not_before!) - Date.now()).toBeGreaterThan(4_000);
+  });
+
+  it('a streak of failed reads that spent its budget (count and time) ends tracking_interrupted with the last error, never failed', async () => {
+    fake.statusImpl = async () => {
+      throw new ProviderError('transient', 'answered 503 UPSTREAM_UNAVAILABLE', { httpStatus: 503 });
+    };
+    for (let i = 0; i < 9; i++) await again(checkOnce(poll())); // 9 of 10, within the 15 min
+    await store.db
+      .updateTable('jobs')
+      .set({ failing_since: new Date(Date.now() - 16 * 60_000).toISOString() })
+      .execute();
+    const out = await outcome(checkOnce(poll()));
+    expect(out).toMatchObject({ kind: 'interrupted', error: { httpStatus: 503 } });
+    expect(out.kind === 'interrupted' && out.note).toMatch(/10 status reads failed in a row over 16 min.*resume/);
+    expect((await store.jobs.get(jobId))?.state).toBe('tracking_interrupted');
+    expect(fake.calls.filter((c) => c === 'status')).toHaveLength(10);
+  });
+
+  it('a result read that fails is retried as a result read: the status is not asked again and nothing resets its streak', async () => {
+    fake.statusImpl = async () => ({ state: 'completed', providerStatus: 'done' });
+    fake.resultImpl = async () => {
+      throw new ProviderError('transient', 'result body could not be parsed', { code: 'BAD_RESPONSE' });
+    };
+    const delays = [];
+    for (let i = 0; i < 4; i++) delays.push((await again(checkOnce(poll()))).delayMs);
+    expect(delays).toEqual([1_000, 2_000, 4_000, 8_000]);
+    expect(fake.calls).toEqual(['status', 'result', 'result', 'result', 'result']);
+    expect((await store.jobs.get(jobId))?.status_errors).toBe(4);
+    fake.resultImpl = async () => PAGE;
+    expect(await outcome(checkOnce(poll()))).toMatchObject({ kind: 'completed', result: { inserted: true } });
+    expect(fake.calls.filter((c) => c === 'status')).toHaveLength(1);
   });
 
   it('a failing check is not a failed task: retried with backoff, its error and count visible on the row', async () => {

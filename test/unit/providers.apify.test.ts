@@ -261,28 +261,20 @@ describe('apify: status, replica lag and expiry', () => {
     expect(await a.status(odd.taskId, ctx)).toMatchObject({ state: 'unrecognised', providerStatus: 'Succeeded' });
   });
 
-  it('a 404 right after this worker created the run is transient (replica lag); past the grace window, or for a run it did not create, it is not_found', async () => {
+  it('a 404 right after the run was created (replica lag) is not_found at the adapter: the poll loop, not the adapter, applies the kind’s propagation window', async () => {
     fx.plan('lagging', { lag404: 2 });
-    const a = new ApifyAdapter('apify', entry({ replicaLagGraceMs: 60_000 }));
+    const a = new ApifyAdapter('apify', entry());
     const { taskId } = await a.submit(request('https://shop.example/lagging'), submitCtx('ref-lag'));
     expect(await caught(a.status(taskId, ctx))).toMatchObject({
-      kind: 'transient',
-      details: { code: 'RUN_NOT_VISIBLE_YET', httpStatus: 404 },
-    });
-    const other = new ApifyAdapter('apify', entry({ replicaLagGraceMs: 60_000 }));
-    expect(await caught(other.status(taskId, ctx))).toMatchObject({
       kind: 'not_found',
-      details: { code: 'record-not-found' },
+      details: { code: 'record-not-found', httpStatus: 404 },
     });
+    await caught(a.status(taskId, ctx));
     expect((await a.status(taskId, ctx)).providerStatus).toBe('READY');
-    const noGrace = new ApifyAdapter('apify', entry({ replicaLagGraceMs: 0 }));
-    fx.plan('lag-nograce', { lag404: 1 });
-    const second = await noGrace.submit(request('https://shop.example/lag-nograce'), submitCtx('ref-lag2'));
-    expect((await caught(noGrace.status(second.taskId, ctx))).kind).toBe('not_found');
   });
 
   it('an expired run is not_found on every read; a gone dataset is expired', async () => {
-    const a = new ApifyAdapter('apify', entry({ replicaLagGraceMs: 0 }));
+    const a = new ApifyAdapter('apify', entry());
     const { taskId } = await a.submit(request('https://shop.example/expire-me'), submitCtx('ref-exp'));
     fx.expire(taskId);
     expect((await caught(a.status(taskId, ctx))).kind).toBe('not_found');

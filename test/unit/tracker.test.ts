@@ -146,6 +146,7 @@ async function trackedJob(name: string, over: Partial<TrackStatusInput> = {}): P
     firstDelayMs: 0,
     deadlineAt: new Date(Date.now() + 3_600_000).toISOString(),
     notFoundLimit: 3,
+    failedReads: { initialDelayMs: 1_000, maxDelayMs: 30_000, jitter: 0, limit: 10, budgetMs: 900_000 },
     mode: 'track',
     ...over,
   };

@@ -35,10 +35,9 @@
  *   `x402-payment-required`, …) is quota exhaustion (`QUOTA_EXHAUSTED`): on a submit the job
  *   fails and the key's other submits are held; on a dataset or record read, tracking is
  *   interrupted with the run kept (it ran; only reading it is refused);
- * - a run read right after creation can briefly answer `404` (replica lag): a `404` for a run this
- *   worker created less than `replicaLagGraceMs` ago is `transient` (`RUN_NOT_VISIBLE_YET`), not
- *   counted towards expiry; other `404`s on a run are `not_found` (counted: after the job's
- *   `notFoundLimit` in a row, `expired` — runs beyond the latest ten are deleted with their
+ * - a `404` on a run is `not_found`: counted, and `expired` after the job's `notFoundLimit` in a
+ *   row once the run is older than the kind's propagation window (a run read right after creation
+ *   can briefly answer `404`: replica lag; runs beyond the latest ten are deleted with their
  *   storages after the plan's data retention);
  * - a `404` on the dataset of a run we saw `SUCCEEDED` is `expired` (its storage was deleted);
  * - dataset items have no default `limit` (we always send one) and `clean` filters after paging:
@@ -119,29 +118,6 @@ function intHeader(res: ProviderResponse, name: string): number | undefined {
   return Number(v.trim());
 }
 
-/** Runs created by this worker process: run ID → epoch ms of the submit answer (replica-lag grace). */
-class RecentRuns {
-  private readonly at = new Map<string, number>();
-  constructor(private readonly graceMs: number) {}
-
-  note(runId: string): void {
-    const now = Date.now();
-    this.at.set(runId, now);
-    if (this.at.size > 1_000) for (const [id, t] of this.at) if (now - t > this.graceMs) this.at.delete(id);
-  }
-
-  /** ms since this worker created `runId`, when that is within the grace window. */
-  ageWithinGrace(runId: string): number | undefined {
-    const t = this.at.get(runId);
-    if (t === undefined) return undefined;
-    const age = Date.now() - t;
-    if (age >= this.graceMs) {
-      this.at.delete(runId);
-      return undefined;
-    }
-    return age;
-  }
-}
 
 /** {@link ProviderAdapter} for Apify actor runs (see the module docs for the contract). */
 export class ApifyAdapter implements ProviderAdapter {
@@ -149,7 +125,6 @@ export class ApifyAdapter implements ProviderAdapter {
   readonly capabilities: ProviderCapabilities = { idempotency: false, list: true, cancel: true, webhooks: true };
   readonly evidence: ReconcileEvidence;
   private readonly http: ProviderHttp;
-  private readonly recent: RecentRuns;
   /** What `lookups.ts` reads through: this entry's exchange and answer mapping. */
   private readonly reads: ApifyReads;
 
@@ -164,7 +139,6 @@ export class ApifyAdapter implements ProviderAdapter {
       submitTimeoutMs: entry.submitTimeoutMs,
       readTimeoutMs: entry.readTimeoutMs,
     });
-    this.recent = new RecentRuns(entry.replicaLagGraceMs);
     // Without our reference in the input, a run matches by URL only: weak evidence.
     this.evidence = entry.input.clientRefField === null ? APIFY_EVIDENCE_NO_REF : APIFY_EVIDENCE;
     this.reads = {
@@ -234,7 +208,6 @@ export class ApifyAdapter implements ProviderAdapter {
     });
     if (!this.http.isOk(res)) throw this.fail(res, 'submit', callCtx);
     const body = this.http.parse(res, RunResponseSchema, 'submit', 'run body');
-    this.recent.note(body.data.id);
     return { taskId: body.data.id, providerStatus: body.data.status, replayed: false };
   }
 
@@ -245,21 +218,6 @@ export class ApifyAdapter implements ProviderAdapter {
   ): Promise<{ res: ProviderResponse; run: z.infer<typeof RunSchema> | null }> {
     const res = await this.http.call(ctx, { method: 'GET', path: path`/v2/actor-runs/${taskId}`, phase: 'read' });
     if (res.status === 202 || res.status === 204) return { res, run: null };
-    if (res.status === 404) {
-      const err = this.fail(res, 'read', ctx);
-      const age = this.recent.ageWithinGrace(taskId);
-      if (age !== undefined) {
-        throw new ProviderError(
-          'transient',
-          `${err.message} (run created ${age} ms ago by this worker: not visible yet, replica lag; not counted as expiry)`,
-          {
-            ...err.details,
-            code: 'RUN_NOT_VISIBLE_YET',
-          },
-        );
-      }
-      throw err;
-    }
     if (!this.http.isOk(res)) throw this.fail(res, 'read', ctx);
     return { res, run: this.http.parse(res, RunResponseSchema, 'read', 'run body').data };
   }

@@ -77,9 +77,11 @@ export const ApifyRunOptionsSchema = z
  * - `clean` (default false): read dataset items with `clean=1` (skip empty items and `#hidden`
  *   fields);
  * - `reconcileList`: after a lost submit, runs started since `submittedAfter − marginMs` (default
- *   2 min of clock skew) are listed and at most `maxInputReads` (default 25) of their inputs read;
- * - `replicaLagGraceMs` (default 60 s): a `404` for a run this worker created less than this long
- *   ago is "not visible yet" (Apify reads can lag right after creation), never counted towards expiry.
+ *   2 min of clock skew) are listed and at most `maxInputReads` (default 25) of their inputs read.
+ *
+ * A `404` for a run younger than the entry's `notFoundGraceMs` (common field; default 60 s, the
+ * kind's declaration) is "not visible yet" (Apify reads can lag right after creation), never
+ * counted towards expiry.
  */
 export const ApifyConfigSchema = z.strictObject({
   kind: z.literal('apify'),
@@ -98,7 +100,6 @@ export const ApifyConfigSchema = z.strictObject({
       maxInputReads: z.number().int().min(1).max(500).default(25),
     })
     .prefault({}),
-  replicaLagGraceMs: z.number().int().min(0).max(600_000).default(60_000),
 });
 
 /** A parsed `apify` entry (its fields plus the common ones). */

@@ -26,6 +26,11 @@ export const apifyProvider = defineProvider({
       evidence: APIFY_EVIDENCE_NO_REF,
     },
   ],
+  notFoundGrace: {
+    ms: 60_000,
+    source:
+      "Apify's API reads from replicas that can lag just after a run is created (a `404 record-not-found` for a new run; the Apify client retries it)",
+  },
   expiry:
     "runs beyond the latest ten are deleted with their dataset after the plan's data retention: 404 on the run (after notFoundLimit in a row) or on its dataset → expired",
   // An actor run takes tens of seconds to hours: first check after 10 s, then up to every 2 min.

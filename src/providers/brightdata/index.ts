@@ -27,6 +27,10 @@ export const brightDataProvider = defineProvider({
   configSchema: BrightDataConfigSchema,
   capabilities: { idempotency: false, list: true, cancel: true, webhooks: true },
   evidence: [{ label: 'dataset snapshots', evidence: BRIGHTDATA_EVIDENCE }],
+  notFoundGrace: {
+    ms: 60_000,
+    source: "no propagation delay is documented for snapshots; the product's default window",
+  },
   expiry: '400 "Snapshot is expired" after 30 days (the download page says 16) → expired',
   poll: { initialDelayMs: 10_000, maxDelayMs: 120_000 },
   webhook: brightDataWebhook,

@@ -34,6 +34,11 @@ export const firecrawlProvider = defineProvider({
     { label: 'crawl entry', evidence: firecrawlEvidence('crawl') },
     { label: 'batch entry', evidence: firecrawlEvidence('batch') },
   ],
+  notFoundGrace: {
+    ms: 60_000,
+    source:
+      'Firecrawl answers `404 Job not found` for a crawl or batch read in its first seconds, before its record is written (seen on the self-hosted server and reported against the hosted one)',
+  },
   expiry: '404 after 24 h ("Job expired" → expired at once; "Job not found" counted, then expired)',
   // A status read of a running crawl returns the pages so far (up to 10 MB): poll less often than the global default.
   poll: { initialDelayMs: 5_000, maxDelayMs: 120_000 },

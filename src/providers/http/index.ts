@@ -39,6 +39,11 @@ export const httpProvider = defineProvider({
       }),
     },
   ],
+  notFoundGrace: {
+    ms: 60_000,
+    source:
+      "the declarative kind cannot know its server; the product's default window (set the entry's `notFoundGraceMs`)",
+  },
   expiry:
     'as configured: errors.expiredCodes / expiredStatusCodes (default 410) → expired; 404 counted, then expired (errors.notFound)',
   webhook: httpWebhook,

@@ -20,6 +20,10 @@ export const oxylabsProvider = defineProvider({
   configSchema: OxylabsConfigSchema,
   capabilities: { idempotency: false, list: false, cancel: false, webhooks: true },
   evidence: [{ label: 'push-pull queries', evidence: OXYLABS_EVIDENCE }],
+  notFoundGrace: {
+    ms: 60_000,
+    source: "no propagation delay is documented for Push-Pull jobs; the product's default window",
+  },
   expiry: 'results kept at least 24 h; then 404 (counted) → expired',
   poll: { initialDelayMs: 5_000, maxDelayMs: 60_000 },
   webhook: oxylabsWebhook,

@@ -25,6 +25,11 @@ export const referenceProvider = defineProvider({
       evidence: referenceEvidence({ idempotency: true, list: true }),
     },
   ],
+  notFoundGrace: {
+    ms: 60_000,
+    source:
+      "the reference provider (src/sim) shows a job as soon as it answers the submit; the product's default window",
+  },
   expiry: '404 once the job is deleted (profile resultTtlMs, default 1 h after it ends)',
   webhook: referenceWebhook,
   create: (name, entry) => new ReferenceAdapter(name, entry),

@@ -20,6 +20,10 @@ export const scraperApiProvider = defineProvider({
   configSchema: ScraperApiConfigSchema,
   capabilities: { idempotency: false, list: false, cancel: true, webhooks: true },
   evidence: [{ label: 'async jobs', evidence: SCRAPERAPI_EVIDENCE }],
+  notFoundGrace: {
+    ms: 60_000,
+    source: "no propagation delay is documented for async jobs; the product's default window",
+  },
   expiry: 'results kept up to 72 h (24 h guaranteed); a 404 afterwards is counted → expired',
   poll: { initialDelayMs: 5_000, maxDelayMs: 60_000 },
   webhook: scraperApiWebhook,

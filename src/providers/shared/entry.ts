@@ -8,6 +8,7 @@
  * | `poll`       | `Partial<PollPolicy>` (ms, factors)               | the kind's defaults, then the global |
  * | `results`    | `{maxDocuments, maxBytes, pageSize}`              | 10,000 docs, 256 MiB, pages of 100   |
  * | `reconcile`  | `{settleMs}`                                      | {@link DEFAULT_SETTLE_MS} (10 s)     |
+ * | `notFoundGraceMs` | ms a new task's reads may answer `404` before the provider shows it | the kind's declaration (1 min) |
  * | `webhook`    | `{url, secretEnv}`                                | none (polling only)                  |
  *
  * A kind adds its own fields (base URL, timeouts, actor ID, …) in its `config.ts`;
@@ -125,6 +126,8 @@ export const COMMON_ENTRY_FIELDS = {
   poll: PollDefaultsSchema.optional(),
   results: ResultLimitsSchema.optional(),
   reconcile: ReconcileSchema.optional(),
+  /** How long after its creation a task's reads may answer `404` because the provider does not show it yet, ms (0..1 day); default the kind's declaration. */
+  notFoundGraceMs: z.number().int().min(0).max(86_400_000).optional(),
   webhook: WebhookEntrySchema.optional(),
 };
 type CommonShape = typeof COMMON_ENTRY_FIELDS;

@@ -20,6 +20,11 @@ export const zyteProvider = defineProvider({
   configSchema: ZyteConfigSchema,
   capabilities: { idempotency: false, list: true, cancel: true, webhooks: false },
   evidence: [{ label: 'spider jobs', evidence: ZYTE_EVIDENCE }],
+  notFoundGrace: {
+    ms: 60_000,
+    source:
+      "no propagation delay is documented for a scheduled job's record on storage.zyte.com; the product's default window",
+  },
   expiry: "state deleted, or 404 on the job after the plan's data retention (notFoundLimit in a row) → expired",
   // Spider jobs queue for a free unit and run for minutes: first check after 10 s, then up to every 2 min.
   poll: {

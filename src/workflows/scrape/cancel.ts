@@ -22,6 +22,7 @@ import {
   isCancellation,
   workflowInfo,
 } from '@temporalio/workflow';
+import { failedReadPolicy } from '../../model/schedule.js';
 import { outcomeFailureType } from '../../model/states.js';
 import type { PollOutcome } from '../../activities/index.js';
 import type { CancelReport, JobError, JobView } from '../../model/types.js';
@@ -144,6 +145,7 @@ async function confirm(
       firstDelayMs,
       deadlineAt: new Date(until).toISOString(),
       notFoundLimit: 1,
+      failedReads: failedReadPolicy(job.policy),
       mode: 'confirm_cancel',
     });
   } catch (e) {

@@ -8,7 +8,7 @@
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { CancellationScope, condition, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { scheduleDelay, type PollSchedule } from '../../model/schedule.js';
+import { failedReadPolicy, scheduleDelay, type PollSchedule } from '../../model/schedule.js';
 import { isFinalState, type JobState } from '../../model/states.js';
 import {
   DEFAULT_POLL_POLICY,
@@ -177,6 +177,7 @@ export class ScrapeJob {
       schedule: this.schedule(),
       firstDelayMs: this.firstDelay(),
       notFoundLimit: this.policy.notFoundLimit,
+      failedReads: failedReadPolicy(this.policy),
       budgetMs: this.policy.fastPathMs,
     };
   }

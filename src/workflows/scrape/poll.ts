@@ -7,6 +7,7 @@
  */
 import { CancellationScope, condition, continueAsNew, isCancellation, sleep, workflowInfo } from '@temporalio/workflow';
 import type { PollOutcome } from '../../activities/index.js';
+import { failedReadPolicy } from '../../model/schedule.js';
 import { isTimeout, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
 
@@ -62,6 +63,7 @@ async function pollOnce(
     deadlineAt: job.deadlineAt!,
     checkPastDeadline,
     notFoundLimit: job.policy.notFoundLimit,
+    failedReads: failedReadPolicy(job.policy),
     mode: 'track' as const,
   };
   const activityScope = new CancellationScope();

@@ -8,7 +8,7 @@
  */
 import type { SearchAttributeUpdatePair, TypedSearchAttributes } from '@temporalio/common';
 import type { TaskRef } from '../../activities/index.js';
-import type { PollSchedule } from '../../model/schedule.js';
+import type { FailedReadPolicy, PollSchedule } from '../../model/schedule.js';
 import type { JobState } from '../../model/states.js';
 import type { CancelReport, JobError, JobView, PollPolicy, ScrapeWorkflowInput } from '../../model/types.js';
 import {
@@ -172,6 +172,8 @@ export interface FastPath {
   firstDelayMs: number;
   /** Consecutive 404s that mean the provider forgot the task. */
   notFoundLimit: number;
+  /** How its failed reads are spaced and bounded. */
+  failedReads: FailedReadPolicy;
   /** How long the submit attempt goes on checking. */
   budgetMs: number;
 }

@@ -31,7 +31,7 @@ function apify(
     actorId: ACTOR,
     readTimeoutMs: 3_000,
     submitTimeoutMs: 3_000,
-    replicaLagGraceMs: 1_500,
+    notFoundGraceMs: 1_500,
     clean: true,
     results: { pageSize: 2 },
     ...opts.entry,

@@ -112,7 +112,7 @@ describe('apify: 402 usage limit exceeded', () => {
         actorId: 'acme~site-crawler',
         readTimeoutMs: 3_000,
         submitTimeoutMs: 3_000,
-        replicaLagGraceMs: 1_500,
+        notFoundGraceMs: 1_500,
         limits: { quotaHoldMs: HOLD_MS },
       }),
     });
