@@ -28,5 +28,5 @@ export type {
 } from './stats.js';
 export { simWebhookSignature, WebhookDispatcher } from './webhooks.js';
 export * from './schemas.js';
-export { startPageServer, listCorpusPages, defaultPagesDir, encodeLegacy, relabelCharset } from './pageServer.js';
+export { startPageServer, listCorpusPages, encodeLegacy, relabelCharset } from './pageServer.js';
 export type { PageServer, PageServerOptions } from './pageServer.js';

@@ -1,7 +1,8 @@
 /**
  * A loopback HTTP server of target pages for tests, benchmarks and demos, so that every scrape
- * goes through a real fetch. It serves the shared corpus (`../shared/pages/<name>/source.html`,
- * 104 real article pages, stored as UTF-8) and a few pathological targets.
+ * goes through a real fetch. It serves a folder of real article pages (`<pagesDir>/<name>/source.html`,
+ * stored as UTF-8: the tests' own pages or the whole corpus, which the tests obtain and pass in)
+ * and a few pathological targets.
  *
  * Routes (GET):
  * - `/pages/<name>/` → the page, `text/html; charset=utf-8`.
@@ -24,11 +25,8 @@ import path from 'node:path';
 
 /** Options of {@link startPageServer}. */
 export interface PageServerOptions {
-  /**
-   * Directory of the corpus (one folder per page with `source.html`). Default: env `PAGES_DIR`,
-   * else `../shared/pages` relative to the working directory.
-   */
-  pagesDir?: string;
+  /** Directory of the pages (one folder per page with `source.html`). */
+  pagesDir: string;
   /** Bind address (default 127.0.0.1). */
   host?: string;
 }
@@ -49,21 +47,12 @@ export interface PageServer {
   close(): Promise<void>;
 }
 
-/** The default corpus directory (see {@link PageServerOptions.pagesDir}). */
-export function defaultPagesDir(): string {
-  return process.env.PAGES_DIR ?? path.resolve(process.cwd(), '../shared/pages');
-}
-
 /**
- * Names of every corpus page (folders holding `source.html`), sorted.
+ * Names of every page in `pagesDir` (folders holding `source.html`), sorted.
  * @throws Error with a clear message when the directory is missing (tests must fail, not skip).
  */
-export function listCorpusPages(pagesDir: string = defaultPagesDir()): string[] {
-  if (!existsSync(pagesDir)) {
-    throw new Error(
-      `test page corpus not found at ${pagesDir} (set PAGES_DIR or run from the repo root next to ../shared)`,
-    );
-  }
+export function listCorpusPages(pagesDir: string): string[] {
+  if (!existsSync(pagesDir)) throw new Error(`page folder not found: ${pagesDir}`);
   return readdirSync(pagesDir, { withFileTypes: true })
     .filter((d) => d.isDirectory() && existsSync(path.join(pagesDir, d.name, 'source.html')))
     .map((d) => d.name)
@@ -138,15 +127,11 @@ export function relabelCharset(html: string, label: string): string {
 
 /**
  * Start the page server on a random loopback port.
- * @throws Error when the corpus directory does not exist.
+ * @throws Error when the page directory does not exist.
  */
-export async function startPageServer(options: PageServerOptions = {}): Promise<PageServer> {
-  const pagesDir = options.pagesDir ?? defaultPagesDir();
-  if (!existsSync(pagesDir)) {
-    throw new Error(
-      `test page corpus not found at ${pagesDir} (set PAGES_DIR or run from the repo root next to ../shared)`,
-    );
-  }
+export async function startPageServer(options: PageServerOptions): Promise<PageServer> {
+  const { pagesDir } = options;
+  if (!existsSync(pagesDir)) throw new Error(`page folder not found: ${pagesDir}`);
   const hits = new Map<string, number>();
   const sockets = new Set<Socket>();
   const pending = new Set<NodeJS.Timeout>();

@@ -1,5 +1,6 @@
 /**
- * The main path on the production topology: every page of the shared corpus through two product
+ * The main path on the production topology: every page of the corpus (obtained through
+ * test/material/, see test/integration/pages.test.ts) through two product
  * worker processes (`src/worker.ts`) on the five-process Temporal cluster, result store on
  * PostgreSQL, payloads encrypted. Mid-batch one worker is SIGKILLed and then one of the two
  * history processes: every job still completes, exactly one provider job and one result row per
@@ -10,7 +11,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listCorpusPages, startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startCorpusPageServer, type PageServer } from '../helpers/pages.js';
+import { corpusPageNames } from '../material/index.js';
 import { FAST_POLICY, KEYS, startStack, waitFor, type Stack } from '../helpers/stack.js';
 import { alive, controlServer, freshStoreUrl, spawnProductWorker, useCodecEnv, type ProductWorker } from './helpers.js';
 import { inject } from 'vitest';
@@ -43,7 +45,7 @@ async function endedCount(): Promise<number> {
 
 beforeAll(async () => {
   useCodecEnv();
-  pages = await startPageServer();
+  pages = await startCorpusPageServer();
   stack = await startStack({
     profile: { concurrency: 16 },
     worker: false,
@@ -52,7 +54,7 @@ beforeAll(async () => {
     providerTimeoutMs: 20_000,
   });
   workers.push(await spawnProductWorker(stack.configFile), await spawnProductWorker(stack.configFile));
-  names = listCorpusPages(pages.pagesDir);
+  names = corpusPageNames();
 });
 
 afterAll(async () => {

@@ -11,7 +11,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EncryptionCodec } from '../../src/codec/codec.js';
 import { keyringFromEnv } from '../../src/codec/keys.js';
-import { listCorpusPages, startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { fixturePageNames, startPageServer, type PageServer } from '../helpers/pages.js';
 import { FAST_POLICY, startStack, waitForState, type Stack } from '../helpers/stack.js';
 import { freshStoreUrl, useCodecEnv } from './helpers.js';
 
@@ -55,7 +55,7 @@ beforeAll(async () => {
   useCodecEnv();
   pages = await startPageServer();
   stack = await startStack({ worker: true, storeUrl: await freshStoreUrl(), codec: true, providerTimeoutMs: 20_000 });
-  url = `${pages.pageUrl(listCorpusPages(pages.pagesDir)[0]!)}?webui-codec-check=1`;
+  url = `${pages.pageUrl(fixturePageNames()[0]!)}?webui-codec-check=1`;
   const ref = await stack.client.startScrape({ account: 'acme', url, key: 'webui-codec', policy: FAST_POLICY });
   jobId = ref.jobId;
   await waitForState(stack.store, jobId, ['completed'], 120_000);

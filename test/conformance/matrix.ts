@@ -53,7 +53,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CancelResult } from '../../src/client/index.js';
 import { isFinalState } from '../../src/model/states.js';
 import { providerKeys } from '../../src/providers/shared/keys.js';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import type { JobRow } from '../../src/store/index.js';
 import type {
   AnswerFault,

@@ -22,7 +22,7 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callbackToken } from '../../src/providers/shared/webhook.js';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { API_KEYS, startApiStack, type ApiStack } from '../helpers/api.js';
 import { recordAnswer } from '../helpers/evidence.js';
 import { FAST_POLICY, waitForState } from '../helpers/stack.js';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/api/auth.js';
 import { startApi, type RunningApi } from '../../src/api/main.js';
 import { FAST_POLICY, startStack, waitForState, type Stack } from '../helpers/stack.js';
-import { listCorpusPages, startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { fixturePageNames, startPageServer, type PageServer } from '../helpers/pages.js';
 
 const KEY = 'sk_scrape_test_metrics_0123456789abcdef0123456';
 let stack: Stack;
@@ -35,7 +35,7 @@ describe('API /metrics', () => {
     const r = await fetch(`${api.url}/v1/scrapes`, {
       method: 'POST',
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'idempotency-key': 'metrics-1' },
-      body: JSON.stringify({ url: pages.pageUrl(listCorpusPages(pages.pagesDir)[0]!), policy: FAST_POLICY }),
+      body: JSON.stringify({ url: pages.pageUrl(fixturePageNames()[0]!), policy: FAST_POLICY }),
     });
     expect(r.status).toBe(202);
     const { job_id } = (await r.json()) as { job_id: string };

@@ -8,7 +8,7 @@ import { createHash, createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { providerKeys } from '../../src/activities/index.js';
 import type { PollPolicy } from '../../src/model/types.js';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { startApiStack, type ApiStack } from '../helpers/api.js';
 import { waitFor, waitForState } from '../helpers/stack.js';
 import { historyText } from '../helpers/leaks.js';

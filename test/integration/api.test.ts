@@ -6,7 +6,7 @@
 import net from 'node:net';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { API_KEYS, startApiStack, type ApiStack } from '../helpers/api.js';
 import { FAST_POLICY, waitFor, waitForState } from '../helpers/stack.js';
 
@@ -464,7 +464,7 @@ describe('idempotency over HTTP', () => {
   });
 
   it('the same key with another body is 422 with the job it belongs to, and starts nothing', async () => {
-    const url = page('breitbart', 'conflict');
+    const url = page('herald-sun-1', 'conflict');
     const first = await api.call('acme', 'POST', '/v1/scrapes', {
       json: { url, policy: FAST_POLICY },
       headers: { 'idempotency-key': 'api-conflict-1' },
@@ -473,7 +473,7 @@ describe('idempotency over HTTP', () => {
     await waitForState(api.stack.store, 'scrape:acme:api-conflict-1', ['completed']);
     const jobsBefore = api.stack.sim.stats().jobsCreated.total;
     for (const other of [
-      { url: page('breitbart', 'conflict-other'), policy: FAST_POLICY },
+      { url: page('herald-sun-1', 'conflict-other'), policy: FAST_POLICY },
       { url, policy: FAST_POLICY, format: 'text' },
       { url, policy: FAST_POLICY, row: { order: 7 } },
     ]) {
@@ -490,11 +490,11 @@ describe('idempotency over HTTP', () => {
       });
     }
     expect(api.stack.sim.stats().jobsCreated.total).toBe(jobsBefore);
-    expect(providerJobsFor(page('breitbart', 'conflict-other'))).toBe(0);
+    expect(providerJobsFor(page('herald-sun-1', 'conflict-other'))).toBe(0);
   });
 
   it('lost acceptance: the client drops the connection right after sending; repeating with the same key recovers the same job', async () => {
-    const url = page('blogger', 'lost');
+    const url = page('tumblr', 'lost');
     const body = JSON.stringify({ url, policy: FAST_POLICY });
     const { port } = new URL(api.url);
     await new Promise<void>((resolve, reject) => {

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobIdFor, type CancelResult } from '../../src/client/index.js';
 import type { PollPolicy } from '../../src/model/types.js';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import {
   DOORS,
   HookGates,

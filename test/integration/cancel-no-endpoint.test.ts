@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobIdFor, type CancelResult } from '../../src/client/index.js';
 import type { PollPolicy } from '../../src/model/types.js';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { DOORS, expectSettled, providerJobs, sendCancel, settle, waitRow } from '../helpers/cancel.js';
 import { FAST_POLICY, startStack, type Stack } from '../helpers/stack.js';
 

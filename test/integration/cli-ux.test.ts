@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobIdFor } from '../../src/client/index.js';
 import { legacyClientKey } from '../../src/client/ids.js';
 import { fingerprint } from '../../src/lib/hash.js';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { Store } from '../../src/store/index.js';
 import { FAST_POLICY, REPO, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 import { recordCli } from '../helpers/evidence.js';
@@ -163,7 +163,7 @@ describe('status reads only the store', () => {
 describe('CSV delimiters', () => {
   it('refuses a ;-separated file with the delimiter to pass, and runs it with --delimiter', async () => {
     const file = path.join(stack.dir, 'semicolons.csv');
-    fs.writeFileSync(file, `url;note\n${pages.pageUrl('aclu')};first\n${pages.pageUrl('aktualne')};second\n`);
+    fs.writeFileSync(file, `url;note\n${pages.pageUrl('aclu')};first\n${pages.pageUrl('heise')};second\n`);
     const refused = await cli(['run', file, '--json']);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain(
@@ -227,7 +227,7 @@ describe('status while checks fail', () => {
 
 describe('one address, one job', () => {
   it('HTTP://host/./path and http://host/path are the same job; the typed form stays as evidence', async () => {
-    const url = pages.pageUrl('blogger');
+    const url = pages.pageUrl('tumblr');
     const typed = `${url.replace('http://', 'HTTP://')}./`;
     const a = await cli(['submit', typed, '--poll-initial', '200ms']);
     const b = await cli(['submit', url]);
@@ -243,7 +243,7 @@ describe('one address, one job', () => {
   });
 
   it('a request whose job was made under a key derived before readable keys finds that job', async () => {
-    const typed = `${pages.pageUrl('breitbart')}?old=1`.replace('http://', 'HTTP://');
+    const typed = `${pages.pageUrl('herald-sun-1')}?old=1`.replace('http://', 'HTTP://');
     const request = { url: typed, format: 'markdown', options: {} };
     const oldKey = legacyClientKey('reference', request);
     // A job as the earlier version stored it: the URL as typed, the fingerprint of the typed URL.
@@ -275,7 +275,7 @@ describe('poll policy flags', () => {
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
     const r = await cli([
       'submit',
-      `${pages.pageUrl('buzzfeed-1')}?${tag}`,
+      `${pages.pageUrl('cnn')}?${tag}`,
       '--key',
       tag,
       '--deadline',

@@ -19,7 +19,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities/index.js';
 import { ScrapeClient } from '../../src/client/index.js';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { workflowBundle } from '../../src/worker.js';
 import { SCRAPE_WORKFLOW_TYPE } from '../../src/workflows/scrape/messages.js';
 import { recordSecrets } from '../helpers/evidence.js';
@@ -131,7 +131,7 @@ describe('on the reference provider', () => {
   it('a stale resume of a job that already finished changes nothing and calls no provider', async () => {
     const ref = await stack.client.startScrape({
       account: 'acme',
-      url: pages.pageUrl('blogger'),
+      url: pages.pageUrl('tumblr'),
       key: 'stale-resume',
       policy: FAST_POLICY,
     });
@@ -178,7 +178,7 @@ describe('on the reference provider', () => {
     });
     const ref = await stack.client.startScrape({
       account: 'acme',
-      url: `${pages.pageUrl('breitbart')}?${tag}`,
+      url: `${pages.pageUrl('herald-sun-1')}?${tag}`,
       key: tag,
       policy: { ...FAST_POLICY, cancelConfirmDeadlineMs: 60_000 },
     });
@@ -227,7 +227,7 @@ describe('on the reference provider', () => {
     };
     const ref = await stack.client.startScrape({
       account: 'acme',
-      url: `${pages.pageUrl('blogger')}?${tag}`,
+      url: `${pages.pageUrl('tumblr')}?${tag}`,
       key: tag,
       policy,
     });

@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../src/model/types.js';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import type { JobEventRow, Store } from '../../src/store/index.js';
 import { SCENARIO_POLICY, startProviderScenario, type Scenario } from '../fixtures/providers/harness.js';
 import { startScraperApiFixture, type ScraperApiFixture } from '../fixtures/providers/scraperapi/server.js';

@@ -6,7 +6,7 @@
  * a `tracking_interrupted` job resumes on the same task without submitting.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { FAST_POLICY, recordResponses, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 
 let pages: PageServer;
@@ -33,7 +33,7 @@ describe('status checks that fail', () => {
     });
     const ref = await stack.client.startScrape({
       account: 'acme',
-      url: `${pages.pageUrl('engadget')}?${tag}`,
+      url: `${pages.pageUrl('cnet')}?${tag}`,
       key: tag,
       policy: { ...FAST_POLICY, deadlineMs: 180_000 },
     });
@@ -74,7 +74,7 @@ describe('status checks that fail', () => {
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
     const ref = await stack.client.startScrape({
       account: 'acme',
-      url: `${pages.pageUrl('folha')}?${tag}`,
+      url: `${pages.pageUrl('liberation-1')}?${tag}`,
       key: tag,
       policy: FAST_POLICY,
     });
@@ -94,7 +94,7 @@ describe('status checks that fail', () => {
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
     const ref = await stack.client.startScrape({
       account: 'acme',
-      url: `${pages.pageUrl('gmw')}?${tag}`,
+      url: `${pages.pageUrl('qq')}?${tag}`,
       key: tag,
       policy: { ...FAST_POLICY, deadlineMs: 2_000 },
     });
@@ -224,7 +224,7 @@ describe('Retry-After only in the message text', () => {
     });
     const ref = await stack.client.startScrape({
       account: 'acme',
-      url: `${pages.pageUrl('hukumusume')}?${tag}`,
+      url: `${pages.pageUrl('yahoo-4')}?${tag}`,
       key: tag,
       policy: FAST_POLICY,
     });
@@ -251,7 +251,7 @@ describe('Apify-style 400 concurrent-runs-limit-exceeded', () => {
       [1, 2, 3].map((i) =>
         stack.client.startScrape({
           account: 'acme',
-          url: `${pages.pageUrl('ietf-1')}?apify-${i}`,
+          url: `${pages.pageUrl('tumblr')}?apify-${i}`,
           key: `apify-${i}`,
           policy: FAST_POLICY,
         }),

@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import type { PollPolicy } from '../../src/model/types.js';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import type { SimRequestEvent, SimResponseEvent } from '../../src/sim/index.js';
 import { writeWorkflowBundle } from '../../src/worker.js';
 import {
@@ -237,7 +237,7 @@ describe('SIGTERM to a worker with a provider call in flight', () => {
 
   it('mid-check: the check finishes and is recorded, the attempt is reported as a retry (not a timeout), and the second worker makes the next check at once', async () => {
     const tag = 'sigterm-check';
-    const { a, ref, taskId } = await pollingJob(tag, 'wapo-1');
+    const { a, ref, taskId } = await pollingJob(tag, 'cnet');
     stack.sim.faults.add({
       account: 'acme',
       endpoint: 'status',
@@ -342,7 +342,7 @@ describe('SIGTERM to a worker while a submit attempt has gone on into its first 
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
     const ref = await stack.client.startScrape({
       account: 'acme',
-      url: `${pages.pageUrl('wapo-2')}?${tag}`,
+      url: `${pages.pageUrl('aclu')}?${tag}`,
       key: tag,
       policy: { ...POLICY, fastPathMs: 30_000 },
     });

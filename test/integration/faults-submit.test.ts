@@ -6,7 +6,7 @@
  * contract (scope, conflict, repeat of a finished request) and incident evidence.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { FAST_POLICY, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 
 let pages: PageServer;
@@ -184,7 +184,7 @@ describe('idempotency key contract and evidence', () => {
   it('a repeat of a finished request returns the existing job and result, creating nothing', async () => {
     const ref = await stack.client.startScrape({
       account: 'acme',
-      url: pages.pageUrl('blogger'),
+      url: pages.pageUrl('tumblr'),
       key: 'finished',
       policy: FAST_POLICY,
     });
@@ -192,7 +192,7 @@ describe('idempotency key contract and evidence', () => {
     const before = stack.sim.stats().jobsCreated.total;
     const again = await stack.client.startScrape({
       account: 'acme',
-      url: pages.pageUrl('blogger'),
+      url: pages.pageUrl('tumblr'),
       key: 'finished',
       policy: FAST_POLICY,
     });
@@ -200,7 +200,7 @@ describe('idempotency key contract and evidence', () => {
     expect((await stack.client.getResult('acme', again.jobId)).title).toBeTruthy();
     expect(stack.sim.stats().jobsCreated.total).toBe(before);
     await expect(
-      stack.client.startScrape({ account: 'acme', url: pages.pageUrl('breitbart'), key: 'finished' }),
+      stack.client.startScrape({ account: 'acme', url: pages.pageUrl('herald-sun-1'), key: 'finished' }),
     ).rejects.toMatchObject({ code: 'conflict' });
   });
 
@@ -216,7 +216,7 @@ describe('idempotency key contract and evidence', () => {
     });
     const ref = await stack.client.startScrape({
       account: 'acme',
-      url: `${pages.pageUrl('buzzfeed-1')}?${tag}`,
+      url: `${pages.pageUrl('aclu')}?${tag}`,
       key: tag,
       policy: FAST_POLICY,
     });

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBatchFile } from '../../src/batch/input.js';
 import { runBatch } from '../../src/batch/run.js';
-import { listCorpusPages, startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { fixturePageNames, startPageServer, type PageServer } from '../helpers/pages.js';
 import { FAST_POLICY, startStack, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
@@ -36,7 +36,7 @@ afterAll(async () => {
 
 describe('a hostile batch file on the real stack', () => {
   it('runs every good row once, refuses every bad row at its line, and a re-run or another encoding creates nothing', async () => {
-    const good = listCorpusPages()
+    const good = fixturePageNames()
       .slice(0, 4)
       .map((p) => pages.pageUrl(p));
     const b = (s: string) => Buffer.from(s, 'utf8');

@@ -14,7 +14,7 @@ import {
   maintenanceTaskQueue,
 } from '../../src/client/schedules.js';
 import { createMaintenanceWorker } from '../../src/worker.js';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { FAST_POLICY, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 
 let pages: PageServer;
@@ -32,7 +32,7 @@ describe('result expiry', () => {
   it('purges the payload after retention, marks the job expired, keeps the evidence and never restarts it', async () => {
     const ref = await stack.client.startScrape({
       account: 'acme',
-      url: pages.pageUrl('nytimes-1'),
+      url: pages.pageUrl('wikipedia'),
       key: 'expiring',
       policy: FAST_POLICY,
     });
@@ -60,7 +60,7 @@ describe('result expiry', () => {
     expect(
       await stack.client.startScrape({
         account: 'acme',
-        url: pages.pageUrl('nytimes-1'),
+        url: pages.pageUrl('wikipedia'),
         key: 'expiring',
         policy: FAST_POLICY,
       }),
@@ -76,7 +76,7 @@ describe('orphans and stalled jobs', () => {
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
     const ref = await stack.client.startScrape({
       account: 'acme',
-      url: `${pages.pageUrl('nytimes-2')}?${tag}`,
+      url: `${pages.pageUrl('cnn')}?${tag}`,
       key: tag,
       policy: FAST_POLICY,
     });
@@ -117,7 +117,7 @@ describe('orphans and stalled jobs', () => {
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
     const ref = await stack.client.startScrape({
       account: 'acme',
-      url: `${pages.pageUrl('nytimes-4')}?${tag}`,
+      url: `${pages.pageUrl('cnet')}?${tag}`,
       key: tag,
       policy: FAST_POLICY,
     });

@@ -1,6 +1,7 @@
 /**
- * Every page of the shared corpus (../shared/pages, 104 real article pages from the
- * mozilla/readability test suite) served over loopback HTTP and scraped through the whole stack:
+ * Every page of the corpus (104 real article pages from the mozilla/readability test suite,
+ * obtained through test/material/: `PAGES_DIR`, the mirror `../shared/pages`, or the pinned
+ * fetch; without any of them the file fails with the ways to provide it) served over loopback HTTP and scraped through the whole stack:
  * client → workflow → reference provider (real fetch + Readability extraction) → result store.
  *
  * Each job must complete, and each extracted title must equal `expected-metadata.json` `title`
@@ -11,7 +12,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listCorpusPages, startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startCorpusPageServer, type PageServer } from '../helpers/pages.js';
+import { corpusPageNames } from '../material/index.js';
 import { FAST_POLICY, startStack, waitFor, type Stack } from '../helpers/stack.js';
 
 /** Pages whose exact title differs, with the title Readability 0.6.0 returns and why. */
@@ -35,7 +37,7 @@ let stack: Stack;
 let pages: PageServer;
 
 beforeAll(async () => {
-  pages = await startPageServer(); // fails with a clear message when ../shared/pages is missing (set PAGES_DIR)
+  pages = await startCorpusPageServer(); // throws MaterialMissingError, naming the ways to provide the corpus
   stack = await startStack({ profile: { concurrency: 16 } });
 });
 
@@ -46,7 +48,7 @@ afterAll(async () => {
 
 describe('the shared page corpus through the workflow', () => {
   it('completes every page and reports the exact-title match rate', async () => {
-    const names = listCorpusPages(pages.pagesDir);
+    const names = corpusPageNames();
     expect(names.length).toBeGreaterThanOrEqual(20);
     const started = Date.now();
     const refs = await Promise.all(

@@ -14,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { ensureTemporalCli } from '../../src/devserver/temporalCli.js';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { workflowBundle } from '../../src/worker.js';
 import { SCRAPE_WORKFLOW_TYPE } from '../../src/workflows/scrape/messages.js';
 import { withoutMachinePaths } from '../helpers/histories.js';
@@ -46,7 +46,7 @@ describe('workflow histories replay deterministically', () => {
     ids.completed = (
       await stack.client.startScrape({
         account: 'acme',
-        url: pages.pageUrl('wikipedia-2'),
+        url: pages.pageUrl('ars-1'),
         key: 'replay-completed',
         policy: p,
       })
@@ -56,7 +56,7 @@ describe('workflow histories replay deterministically', () => {
     ids.failed = (
       await stack.client.startScrape({
         account: 'acme',
-        url: `${pages.pageUrl('wikipedia-3')}?replay-failed`,
+        url: `${pages.pageUrl('cnet')}?replay-failed`,
         key: 'replay-failed',
         policy: p,
       })
@@ -71,7 +71,7 @@ describe('workflow histories replay deterministically', () => {
     ids.interrupted = (
       await stack.client.startScrape({
         account: 'acme',
-        url: `${pages.pageUrl('wikipedia-4')}?replay-interrupted`,
+        url: `${pages.pageUrl('cnn')}?replay-interrupted`,
         key: 'replay-interrupted',
         policy: { ...p, deadlineMs: 2_000 },
       })
@@ -81,7 +81,7 @@ describe('workflow histories replay deterministically', () => {
     ids.cancelledUpdate = (
       await stack.client.startScrape({
         account: 'acme',
-        url: `${pages.pageUrl('yahoo-2')}?replay-cancel-u`,
+        url: `${pages.pageUrl('herald-sun-1')}?replay-cancel-u`,
         key: 'replay-cancel-update',
         policy: p,
       })
@@ -89,7 +89,7 @@ describe('workflow histories replay deterministically', () => {
     ids.cancelledNative = (
       await stack.client.startScrape({
         account: 'acme',
-        url: `${pages.pageUrl('yahoo-3')}?replay-cancel-n`,
+        url: `${pages.pageUrl('qq')}?replay-cancel-n`,
         key: 'replay-cancel-native',
         policy: p,
       })
@@ -146,7 +146,7 @@ describe('workflow histories replay deterministically', () => {
     ids.cancelledUpdateObserved = (
       await stack.client.startScrape({
         account: 'acme',
-        url: `${pages.pageUrl('yahoo-2')}?replay-cancel-o`,
+        url: `${pages.pageUrl('herald-sun-1')}?replay-cancel-o`,
         key: 'replay-cancel-update-observed',
         policy: p,
       })
@@ -162,7 +162,7 @@ describe('workflow histories replay deterministically', () => {
     ids.unacknowledged = (
       await listOnly.client.startScrape({
         account: 'acme',
-        url: `${pages.pageUrl('tmz-1')}?replay-lost`,
+        url: `${pages.pageUrl('001')}?replay-lost`,
         key: 'replay-unacknowledged',
         policy: { ...p, submitRounds: 2 },
       })
@@ -179,7 +179,7 @@ describe('workflow histories replay deterministically', () => {
     ids.cancelledSignal = (
       await stack.client.startScrape({
         account: 'acme',
-        url: `${pages.pageUrl('yahoo-1')}?replay-cancel-s-replay-hang`,
+        url: `${pages.pageUrl('heise')}?replay-cancel-s-replay-hang`,
         key: 'replay-cancel-signal',
         policy: p,
       })
@@ -187,7 +187,7 @@ describe('workflow histories replay deterministically', () => {
     ids.woken = (
       await stack.client.startScrape({
         account: 'acme',
-        url: `${pages.pageUrl('wapo-1')}?replay-cancel-w`,
+        url: `${pages.pageUrl('002')}?replay-cancel-w`,
         key: 'replay-woken',
         policy: p,
       })
@@ -197,7 +197,7 @@ describe('workflow histories replay deterministically', () => {
     ids.expired = (
       await stack.client.startScrape({
         account: 'acme',
-        url: `${pages.pageUrl('wapo-2')}?replay-expired`,
+        url: `${pages.pageUrl('aclu')}?replay-expired`,
         key: 'replay-expired',
         policy: p,
       })

@@ -24,7 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { startApifyFixture, type ApifyFixture } from '../fixtures/providers/apify/server.js';
 import {
   BRIGHTDATA_FIXTURE_DATASET,

@@ -4,7 +4,7 @@
  * really fetching pages over loopback HTTP, a real SQLite store, a real worker.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { FAST_POLICY, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 import { resultOf } from '../helpers/cancel.js';
 
@@ -147,7 +147,7 @@ describe('a scrape end to end', () => {
     try {
       const ref = await stack.client.startScrape({
         account: 'acme',
-        url: `${pages.pageUrl('bug-1255978')}?never-ends`,
+        url: `${pages.pageUrl('heise')}?never-ends`,
         key: 'deadline-1',
         policy: { ...FAST_POLICY, deadlineMs: 3_000 },
       });

@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { historyText, secretsIn, storeText } from '../helpers/leaks.js';
 import { FAST_POLICY, KEYS, REPO, startStack, waitForState, type Stack } from '../helpers/stack.js';
 import { recordCli } from '../helpers/evidence.js';

@@ -1,6 +1,6 @@
 /**
  * Integration tests of the reference provider (`src/sim`): a real sim on loopback, a real page
- * server serving the shared corpus, real HTTP requests with `fetch`.
+ * server serving the repository's pages (test/fixtures/pages), real HTTP requests with `fetch`.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -9,13 +9,12 @@ import {
   ErrorBodySchema,
   JobStatusResponseSchema,
   SubmitResponseSchema,
-  startPageServer,
   startSim,
-  type PageServer,
   type Sim,
   type SimOptions,
   type SimRequestEvent,
 } from '../../src/sim/index.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 
 const ACME = 'acme-key-1';
 const ACME2 = 'acme-key-2';
@@ -151,7 +150,7 @@ describe('scrape lifecycle and extraction', () => {
   });
 
   it.each([
-    ['hukumusume', 'shift_jis'],
+    ['yahoo-4', 'shift_jis'],
     ['qq', 'gbk'],
     ['liberation-1', 'windows-1252'],
   ])(

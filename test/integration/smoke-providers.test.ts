@@ -5,7 +5,7 @@
  * the kinds without keys are skipped.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { FIXTURE_KEYS } from '../fixtures/providers/harness.js';
 import { startReferenceFixture, type ReferenceFixture } from '../fixtures/providers/reference/server.js';
 import { runSmoke } from '../smoke/providers.js';

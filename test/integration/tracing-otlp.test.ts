@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { currentTracing, installTracing } from '../../src/observability/tracing.js';
-import { listCorpusPages, startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { fixturePageNames, startPageServer, type PageServer } from '../helpers/pages.js';
 import { API_KEYS, startApiStack, type ApiStack } from '../helpers/api.js';
 import { KEYS, waitForState } from '../helpers/stack.js';
 
@@ -77,7 +77,7 @@ afterAll(async () => {
 describe('tracing over OTLP/HTTP', () => {
   it('a collector receives the whole trace of a job, from POST /v1/scrapes to the provider calls, without credentials', async () => {
     const res = await api.call('acme', 'POST', '/v1/scrapes', {
-      json: { url: pages.pageUrl(listCorpusPages(pages.pagesDir)[1]!), policy: { initialDelayMs: 200 } },
+      json: { url: pages.pageUrl(fixturePageNames()[1]!), policy: { initialDelayMs: 200 } },
       headers: { 'idempotency-key': 'otlp-1' },
     });
     expect(res.status).toBe(202);

@@ -14,7 +14,7 @@ import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trac
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ObservabilityConfigSchema } from '../../src/observability/config.js';
 import { installTracing } from '../../src/observability/tracing.js';
-import { listCorpusPages, startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { fixturePageNames, startPageServer, type PageServer } from '../helpers/pages.js';
 import { API_KEYS, startApiStack, type ApiStack } from '../helpers/api.js';
 import { KEYS, waitFor, waitForState } from '../helpers/stack.js';
 
@@ -70,7 +70,7 @@ afterAll(async () => {
 describe('tracing', () => {
   it('one trace from POST /v1/scrapes through the workflow to the provider calls', async () => {
     const res = await api.call('acme', 'POST', '/v1/scrapes', {
-      json: { url: pages.pageUrl(listCorpusPages(pages.pagesDir)[0]!), policy: { initialDelayMs: 200 } },
+      json: { url: pages.pageUrl(fixturePageNames()[0]!), policy: { initialDelayMs: 200 } },
       headers: { 'idempotency-key': 'trace-1' },
     });
     expect(res.status).toBe(202);

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_TIMER_MS, timerDelayMs } from '../../src/activities/track.js';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { startProviderScenario, type Scenario } from '../fixtures/providers/harness.js';
 import { startReferenceFixture, type ReferenceFixture } from '../fixtures/providers/reference/server.js';
 

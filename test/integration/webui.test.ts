@@ -24,7 +24,7 @@ import { ensureMaintenanceSchedules, JOBS_VIEW_QUERY } from '../../src/client/sc
 import { parseConfig } from '../../src/config.js';
 import { startDevServer, type DevServer } from '../../src/devserver/devServer.js';
 import { startSim, type Sim } from '../../src/sim/index.js';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { CHROMIUM_ARGS, ensureChromium } from '../helpers/browser.js';
 import { keepSqliteFile, keepStore, recordSecrets } from '../helpers/evidence.js';

@@ -16,7 +16,7 @@ import { ScrapeClient } from '../../src/client/index.js';
 import { maintenanceScheduleIds } from '../../src/client/schedules.js';
 import type { Config } from '../../src/config.js';
 import { ensureSearchAttributes } from '../../src/devserver/searchAttributes.js';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes.js';
 import { createScrapeWorker, MissingSearchAttributesError } from '../../src/worker.js';
 import { recordCli } from '../helpers/evidence.js';

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { FAST_POLICY, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 import { outboxFor } from '../helpers/storeQueries.js';
 
@@ -34,7 +34,7 @@ describe('worker restarts', () => {
     const child = await stack.spawnWorker();
     const ref = await stack.client.startScrape({
       account: 'acme',
-      url: `${pages.pageUrl('medium-1')}?restart-poll`,
+      url: `${pages.pageUrl('wikipedia')}?restart-poll`,
       key: 'restart-poll',
       policy: FAST_POLICY,
     });
@@ -67,7 +67,7 @@ describe('worker restarts', () => {
       Array.from({ length: 10 }, (_, i) =>
         stack.client.startScrape({
           account: 'acme',
-          url: `${pages.pageUrl('yahoo-1')}?two-workers-${i}`,
+          url: `${pages.pageUrl('cnn')}?two-workers-${i}`,
           key: `two-workers-${i}`,
           policy: FAST_POLICY,
         }),
@@ -93,7 +93,7 @@ describe('worker restarts', () => {
       const exited = new Promise<number | null>((r) => first.once('exit', (code, signal) => r(signal ? -1 : code)));
       const ref = await stack.client.startScrape({
         account: 'acme',
-        url: `${pages.pageUrl('wapo-1')}?${tag}`,
+        url: `${pages.pageUrl('cnet')}?${tag}`,
         key: tag,
         policy: FAST_POLICY,
       });

@@ -12,7 +12,7 @@
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { stateQuery } from '../../src/workflows/scrape/messages.js';
 import { DOORS, providerCancelCalls, sendCancel } from '../helpers/cancel.js';
 import { FAST_POLICY, recordResponses, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';

@@ -6,14 +6,14 @@ import path from 'node:path';
 import { JSDOM } from 'jsdom';
 import { Readability } from '@mozilla/readability';
 import { describe, expect, it } from 'vitest';
-import { defaultPagesDir, encodeLegacy, relabelCharset } from '../../src/sim/pageServer.js';
+import { encodeLegacy, relabelCharset } from '../../src/sim/pageServer.js';
 import { extractPage, ExtractionError } from '../../src/sim/extract.js';
+import { FIXTURE_PAGES_DIR } from '../helpers/pages.js';
 
-const PAGES = defaultPagesDir();
-
+/** A page of the repository's subset of the corpus (test/fixtures/pages). */
 function corpus(name: string): { html: Buffer; title: string | null } {
-  const dir = path.join(PAGES, name);
-  if (!existsSync(dir)) throw new Error(`test page corpus missing: ${dir} (set PAGES_DIR)`);
+  const dir = path.join(FIXTURE_PAGES_DIR, name);
+  if (!existsSync(dir)) throw new Error(`no page ${name} in ${FIXTURE_PAGES_DIR}`);
   return {
     html: readFileSync(path.join(dir, 'source.html')),
     title: (JSON.parse(readFileSync(path.join(dir, 'expected-metadata.json'), 'utf8')) as { title: string | null })
@@ -67,7 +67,7 @@ describe('extractPage', () => {
   });
 
   it('decodes a Shift_JIS corpus page from its bytes', () => {
-    const { html, title } = corpus('hukumusume');
+    const { html, title } = corpus('yahoo-4');
     const bytes = encodeLegacy(relabelCharset(html.toString('utf8'), 'shift_jis'), 'shift_jis');
     const page = extractPage(bytes, { url: 'http://example.test/j', contentType: 'text/html' });
     expect(page.title).toBe(title);

@@ -7,7 +7,7 @@
  * the IP as documented).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../../helpers/pages.js';
 import {
   BRIGHTDATA_FIXTURE_DATASET,
   startBrightDataFixture,

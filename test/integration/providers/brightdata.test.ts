@@ -12,7 +12,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
-import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../../helpers/pages.js';
 import {
   BRIGHTDATA_FIXTURE_DATASET,
   startBrightDataFixture,
@@ -234,8 +234,8 @@ describe('brightdata: polling', () => {
   });
 
   it('a lost trigger answer: the snapshot with our input is only a weak match (Bright Data keeps nothing of ours), so it is never adopted on its own; the job waits in unknown with the candidate named, and the operator’s task ID completes it: one snapshot', async () => {
-    const url = `${pages.pageUrl('yahoo-1')}?lost`;
-    s.fixture.addForeign([{ url: `${pages.pageUrl('yahoo-1')}?someone-else` }]);
+    const url = `${pages.pageUrl('aclu')}?lost`;
+    s.fixture.addForeign([{ url: `${pages.pageUrl('aclu')}?someone-else` }]);
     s.fixture.rule('?lost', { kind: 'drop_after_commit' }, 1);
     const ref = await s.start({ url, key: 'lost-1' });
     const view = await s.waitForOperator(ref.jobId);
@@ -280,7 +280,7 @@ describe('brightdata: polling', () => {
   });
 
   it('a trigger lost before Bright Data created anything is proved absent by a list read after its lag (the first read waits it out), then resubmitted once', async () => {
-    const url = `${pages.pageUrl('yahoo-2')}?never`;
+    const url = `${pages.pageUrl('tumblr')}?never`;
     s.fixture.rule('?never', { kind: 'drop_before_commit' }, 1);
     const ref = await s.start({ url, key: 'never-1' });
     expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 60_000)).state).toBe(
@@ -302,7 +302,7 @@ describe('brightdata: a snapshot whose input cannot be read', () => {
   afterAll(async () => s?.stop());
 
   it('a lost trigger whose snapshot input reads 400 "Snapshot input does not exist": the snapshot is unreadable, never counted as not ours; the job waits in unknown naming it, never resubmitted: one snapshot', async () => {
-    const url = `${pages.pageUrl('yahoo-3')}?input-gone`;
+    const url = `${pages.pageUrl('herald-sun-1')}?input-gone`;
     s.fixture.rule('?input-gone', { kind: 'drop_after_commit' }, 1);
     s.fixture.rule('?input-gone', { kind: 'input_gone' });
     const ref = await s.start({ url, key: 'input-gone' });

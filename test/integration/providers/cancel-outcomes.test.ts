@@ -14,7 +14,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
-import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../../helpers/pages.js';
 import type { JobRow } from '../../../src/store/index.js';
 import { startApifyFixture, type ApifyFixture } from '../../fixtures/providers/apify/server.js';
 import {

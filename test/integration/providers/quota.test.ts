@@ -8,7 +8,7 @@
  * then goes as the probe (credits refilled meanwhile) and completes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../../helpers/pages.js';
 import { startApifyFixture, type ApifyFixture } from '../../fixtures/providers/apify/server.js';
 import {
   BRIGHTDATA_FIXTURE_DATASET,

@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
 import type { SimResponseEvent } from '../../../src/sim/index.js';
-import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../../helpers/pages.js';
 import { simWebhookSignature } from '../../../src/sim/webhooks.js';
 import {
   FIXTURE_KEYS,

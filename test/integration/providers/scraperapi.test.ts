@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
-import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../../helpers/pages.js';
 import {
   FIXTURE_KEYS,
   SCENARIO_POLICY,

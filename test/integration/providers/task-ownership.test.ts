@@ -6,7 +6,7 @@
  * (`test/fixtures/providers/scraperapi/server.ts`) behind two entries.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPageServer, type PageServer } from '../../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../../helpers/pages.js';
 import { FIXTURE_KEYS, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
 import { startScraperApiFixture, type ScraperApiFixture } from '../../fixtures/providers/scraperapi/server.js';
 
