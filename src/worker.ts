@@ -39,6 +39,7 @@ import { openStore, type Store } from './store/index.js';
 import { temporalConnectionOptions } from './runtime.js';
 import { checkSearchAttributes } from './namespaceCheck.js';
 import { openRetiredRuns } from './client/upgrade.js';
+import { credentialProblems } from './providers/shared/credentials.js';
 
 export { settleDetachedCalls };
 export { HEARTBEAT_THROTTLE_MS, ScrapeWorker };
@@ -190,6 +191,9 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Scr
     interceptors: { workflow: workflowClientInterceptors() },
   });
   await warnOfRetiredRuns(temporal);
+  for (const [name, entry] of Object.entries(opts.config.providers))
+    for (const c of credentialProblems(entry, name))
+      Runtime.instance().logger.warn(`credential missing: ${c.problem}`, { provider: name, account: c.account });
   const tracker =
     opts.detachTracking === false
       ? undefined

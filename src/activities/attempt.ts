@@ -8,7 +8,6 @@ import { Context } from '@temporalio/activity';
 import type { ScrapeWorkflowInput } from '../model/types.js';
 import type { Accepted } from '../providers/adapter.js';
 import type { ResolvedProvider } from '../providers/registry.js';
-import { isProviderError, ProviderError } from '../providers/shared/errors.js';
 import { providerKeys } from '../providers/shared/keys.js';
 import type { ActivityKit } from './context.js';
 
@@ -23,20 +22,6 @@ export function attemptBudget(startedAt: number): number {
   try {
     const ms = Context.current().info.startToCloseTimeoutMs;
     return ms > 0 ? startedAt + ms - Date.now() : Number.POSITIVE_INFINITY;
-  } catch {
-    return Number.POSITIVE_INFINITY;
-  }
-}
-
-/**
- * What is left of the current activity's schedule-to-close time (all its attempts), ms: Infinity
- * outside an activity or without that timeout.
- */
-export function activityBudgetLeft(): number {
-  try {
-    const info = Context.current().info;
-    const ms = info.scheduleToCloseTimeoutMs;
-    return ms > 0 ? info.scheduledTimestampMs + ms - Date.now() : Number.POSITIVE_INFINITY;
   } catch {
     return Number.POSITIVE_INFINITY;
   }
@@ -96,23 +81,6 @@ export function submitAtProvider(
       });
     },
     { ...callOpts, phase: 'submit' },
-  );
-}
-
-/**
- * A cool-down refusal of the submit (a 429, or our own limiter holding the call back: nothing was
- * created) when no retry fits in what is left of the activity's schedule-to-close time: a
- * permanent `SUBMIT_NOT_SENT` that says the job ends without any provider job and why, instead of
- * the last cool-down's own words. Any other error is returned as it is.
- */
-export function unsentAtBudgetEnd(e: unknown): unknown {
-  if (!isProviderError(e) || e.kind !== 'cooldown') return e;
-  const left = activityBudgetLeft();
-  if (left === Number.POSITIVE_INFINITY || left > (e.details.retryAfterMs ?? 0) + 1_000) return e;
-  return new ProviderError(
-    'permanent',
-    `no submit could be sent within the job's submit time: the provider key kept refusing or holding it back to the end (last: ${e.message}); the provider created nothing for this job`,
-    { ...e.details, code: 'SUBMIT_NOT_SENT', retryAfterMs: undefined },
   );
 }
 

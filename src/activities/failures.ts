@@ -7,7 +7,8 @@
  *   `Provider.quota_exhausted`: the job that met it is final at once (the provider key's limiter
  *   holds the other submits; retrying this one would spend a request on the same answer);
  * - `cooldown` → retryable, with `nextRetryDelay` = the provider's wait (Retry-After);
- * - `transient`, `ambiguous` (on reads), `not_found` → retryable with the policy's backoff.
+ * - `transient`, `ambiguous` (on reads), `not_found` → retryable with the policy's backoff, or
+ *   after the provider's `Retry-After` when it gave one (a `503` or `520` with a wait).
  *
  * The failure's `type` is `Provider.<kind>` and its single detail is the sanitised
  * {@link JobError}, which the workflow reads back from `ActivityFailure.cause`.
@@ -30,7 +31,7 @@ export function toFailure(e: ProviderError): ApplicationFailure {
     nonRetryable,
     details: [jobError],
     nextRetryDelay:
-      e.kind === 'cooldown' && e.details.retryAfterMs !== undefined ? Math.max(e.details.retryAfterMs, 1) : undefined,
+      !nonRetryable && e.details.retryAfterMs !== undefined ? Math.max(e.details.retryAfterMs, 1) : undefined,
   });
 }
 

@@ -249,8 +249,18 @@ export function pollActivities(kit: ActivityKit) {
       ...(out.contentNote ? { contentNote: out.contentNote } : {}),
     };
     const providerStatus = obs?.providerStatus ?? row.provider_status ?? undefined;
+    const ambiguous =
+      input.mode === 'confirm_cancel' &&
+      kit.deps.providers.adapter(input.provider).completedAfterCancel === 'stopped_or_completed';
     return {
-      outcome: { checks, providerStatus, progress: obs?.progress, kind: 'completed', result },
+      outcome: {
+        checks,
+        providerStatus,
+        progress: obs?.progress,
+        kind: 'completed',
+        result,
+        ...(ambiguous ? { afterCancel: 'stopped_or_completed' as const } : {}),
+      },
     };
   }
 

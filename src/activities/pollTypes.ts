@@ -32,16 +32,18 @@ export interface TrackStatusInput extends TaskRef {
 }
 
 /** What the workflow learns when `trackStatus` ends. */
-export type PollOutcome = { checks: number; providerStatus?: string; progress?: StatusObservation['progress'] } & (
-  | { kind: 'completed'; result: SavedResult }
-  | { kind: 'failed'; error: JobError }
-  | { kind: 'cancelled' }
-  | { kind: 'expired'; error: JobError; note: string }
-  | { kind: 'interrupted'; error: JobError; note: string }
-  | { kind: 'deadline' }
-  /** Superseded, or the store shows the job final or being cancelled (`state`): nothing was asked. */
-  | { kind: 'stale'; reason: string; state?: string }
-);
+export type PollOutcome = { checks: number; providerStatus?: string; progress?: StatusObservation['progress'] } &
+  /** `afterCancel`: a cancel's confirmation saw it, and the provider's `completed` cannot tell a stopped task from a finished one. */
+  (
+    | { kind: 'completed'; result: SavedResult; afterCancel?: 'stopped_or_completed' }
+    | { kind: 'failed'; error: JobError }
+    | { kind: 'cancelled' }
+    | { kind: 'expired'; error: JobError; note: string }
+    | { kind: 'interrupted'; error: JobError; note: string }
+    | { kind: 'deadline' }
+    /** Superseded, or the store shows the job final or being cancelled (`state`): nothing was asked. */
+    | { kind: 'stale'; reason: string; state?: string }
+  );
 
 /** What was written for a completed task (a summary; the payload stays in the store, not in history). */
 export interface SavedResult {

@@ -8,7 +8,9 @@
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import {
   decideReconcile,
+  EXISTENCE_PROVEN,
   type Candidate,
+  type ExistenceProof,
   type LookupEvidence,
   type LookupReading,
   type ReconcileEvidence,
@@ -20,6 +22,10 @@ import { attemptBudget, SETTLE_READ_MARGIN_MS, submitTimeoutOf } from './attempt
 import type { ActivityKit } from './context.js';
 import { LATE_REPLAY_RETRIES, replayProbes } from './replay.js';
 import type { SubmitJobInput } from './submit.js';
+import { FailureType } from './failureTypes.js';
+import { failedReadDelay, failedReadPolicy, failedReadsSpent } from '../model/schedule.js';
+import { DEFAULT_POLL_POLICY, type JobError } from '../model/types.js';
+import { isProviderError, type ProviderError } from '../providers/shared/errors.js';
 
 /**
  * Outcome of `reconcileJob`: `found` (adopt the task), `absent` (proven: submit again under the
@@ -29,7 +35,11 @@ import type { SubmitJobInput } from './submit.js';
 export type ReconcileOutcome =
   | { kind: 'found'; taskId: string; via: 'store' | 'idempotent-replay' | 'list'; lookup?: string }
   | { kind: 'absent'; via: 'list' }
-  | { kind: 'unresolvable'; reason: string; evidence?: ReconcileEvidenceRecord };
+  /**
+   * Nothing decides: an operator's turn. `lookAgain`: the provider proved our job exists and a
+   * lookup may yet show it, so the workflow reads the lookups again now and then while it waits.
+   */
+  | { kind: 'unresolvable'; reason: string; evidence?: ReconcileEvidenceRecord; lookAgain?: boolean };
 
 /** Counts a reconcile outcome (`found_store`, `found_list`, `absent`, `unresolvable`, …) and returns it. */
 function reconciled(out: ReconcileOutcome): ReconcileOutcome {
@@ -116,6 +126,56 @@ export function reconcileActivities(kit: ActivityKit) {
     };
   }
 
+  /** The provider answers that proved this job exists, from every submit round (timeline `existence_proven`). */
+  async function existenceProofs(jobId: string): Promise<ExistenceProof[]> {
+    return (await store.findings.timeline(jobId))
+      .filter((e) => e.type === EXISTENCE_PROVEN)
+      .map((e) => {
+        const d = JSON.parse(e.detail ?? '{}') as { error?: JobError };
+        const status = d.error?.httpStatus ? `${d.error.httpStatus} ` : '';
+        const code = d.error?.code ? `${d.error.code}: ` : '';
+        return { at: e.at, detail: `${status}${code}${d.error?.message ?? 'refused as a duplicate'}`.trim() };
+      });
+  }
+
+  /**
+   * A lookup read failed. A refusal (`permanent`, `unsupported`: a credential the lookup does not
+   * take, a route not offered) leaves the job for an operator with the reason; a failure that may
+   * pass (timeout, 5xx, 429) follows the failed-read discipline: counted on the row, retried after
+   * the back-off (never before the provider's `Retry-After`) by ending the attempt with that retry
+   * delay, and once the budget is spent the job waits for an operator with the last error.
+   */
+  async function lookupFailed(input: SubmitJobInput, e: ProviderError): Promise<ReconcileOutcome> {
+    const error = e.toJobError();
+    if (e.kind !== 'transient' && e.kind !== 'cooldown' && e.kind !== 'ambiguous') {
+      const reason = `the provider refused the lookup (${error.message}); whether the lost submit created a job cannot be checked automatically`;
+      await store.findings.appendEvent(input.job.jobId, 'reconcile_undecided', 'unknown', { reason, error });
+      return { kind: 'unresolvable', reason };
+    }
+    const p = input.failedReads ?? failedReadPolicy(DEFAULT_POLL_POLICY);
+    const streak = await store.polling.recordReadError(input.job.jobId, error, (failures) =>
+      failedReadDelay(p, failures, e.details.retryAfterMs, Math.random()),
+    );
+    if (failedReadsSpent(p, streak.failures, streak.since, Date.now())) {
+      const minutes = Math.round((Date.now() - streak.since) / 60_000);
+      const reason = `${streak.failures} lookups failed in a row over ${minutes} min (last: ${error.message}); whether the lost submit created a job is not known`;
+      await store.findings.appendEvent(input.job.jobId, 'reconcile_undecided', 'unknown', { reason, error });
+      return { kind: 'unresolvable', reason };
+    }
+    throw ApplicationFailure.create({
+      type: FailureType[e.kind],
+      message: `lookup failed (${streak.failures} in a row of at most ${p.limit}): ${error.message}`,
+      details: [error],
+      nextRetryDelay: streak.delayMs,
+    });
+  }
+
+  /** Records that the job waits for an operator, and why (its row: `status`, the API), and returns the outcome. */
+  async function forOperator(jobId: string, out: Extract<ReconcileOutcome, { kind: 'unresolvable' }>) {
+    await store.polling.recordWait(jobId, { reason: 'operator', message: out.reason });
+    return reconciled(out);
+  }
+
   return {
     /**
      * Reconciles an ambiguous submit before any new submission, on evidence only: the store first
@@ -149,8 +209,10 @@ export function reconcileActivities(kit: ActivityKit) {
           replayPending(inFlightUntil - Date.now());
       }
       for (;;) {
-        const readings: LookupReading[] = resolved.adapter.evidence.lookups.length
-          ? await kit.call(job.provider, job.account, (p) =>
+        let readings: LookupReading[] = [];
+        if (resolved.adapter.evidence.lookups.length) {
+          try {
+            readings = await kit.call(job.provider, job.account, (p) =>
               p.adapter.findSubmitted({
                 apiKey: p.apiKey,
                 secrets: kit.secrets(),
@@ -159,8 +221,14 @@ export function reconcileActivities(kit: ActivityKit) {
                 request: job.request,
                 submittedAfter: row.created_at,
               }),
-            )
-          : [];
+            );
+          } catch (e) {
+            if (!isProviderError(e)) throw e;
+            const out = await lookupFailed(input, e);
+            return out.kind === 'unresolvable' ? forOperator(job.jobId, out) : reconciled(out);
+          }
+          await store.polling.clearReadErrors(job.jobId);
+        }
         if (evidence !== resolved.adapter.evidence) readings.push(await deliveriesReading(job.jobId));
         const again = await store.jobs.get(job.jobId); // an answer may have landed while we read
         if (again?.task_id) return reconciled({ kind: 'found', taskId: again.task_id, via: 'store' });
@@ -185,6 +253,7 @@ export function reconcileActivities(kit: ActivityKit) {
             lagOverrideMs: resolved.entry.reconcile?.settleMs,
             readings,
             replay,
+            existence: await existenceProofs(job.jobId),
             createdBy,
             firstSubmitAt: Date.parse(row.created_at),
             now,
@@ -244,7 +313,7 @@ export function reconcileActivities(kit: ActivityKit) {
                 reason,
                 evidence: d.evidence,
               });
-              return reconciled({ kind: 'unresolvable', reason, evidence: d.evidence });
+              return forOperator(job.jobId, { kind: 'unresolvable', reason, evidence: d.evidence });
             }
             if (bound.kind === 'final')
               return reconciled({
@@ -298,7 +367,12 @@ export function reconcileActivities(kit: ActivityKit) {
               reason: d.reason,
               evidence: d.evidence,
             });
-            return reconciled({ kind: 'unresolvable', reason: d.reason, evidence: d.evidence });
+            return forOperator(job.jobId, {
+              kind: 'unresolvable',
+              reason: d.reason,
+              evidence: d.evidence,
+              ...(d.evidence.existence?.length && resolved.adapter.evidence.lookups.length ? { lookAgain: true } : {}),
+            });
         }
       }
     },

@@ -4,25 +4,19 @@
  * A lost answer is reconciled on evidence before anything is submitted again (`reconcile.ts`). A
  * task is bound to one job per provider account.
  */
-import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import { log } from '@temporalio/activity';
 import { isFinalState } from '../model/states.js';
-import type { JobError, ScrapeWorkflowInput } from '../model/types.js';
+import type { JobError, JobWait, ScrapeWorkflowInput } from '../model/types.js';
 import { isProviderError, isQuotaExhausted, ProviderError } from '../providers/shared/errors.js';
 import { isConcurrencyRefusal } from '../providers/shared/limiter.js';
 import type { ResolvedProvider } from '../providers/registry.js';
 import type { Accepted } from '../providers/adapter.js';
 import { Store } from '../store/index.js';
 import { type Reservation } from '../store/polling.js';
-import {
-  attemptBudget,
-  attemptEnds,
-  resubmitScheduledAt,
-  SETTLE_READ_MARGIN_MS,
-  submitAtProvider,
-  unsentAtBudgetEnd,
-} from './attempt.js';
+import { attemptBudget, attemptEnds, resubmitScheduledAt, SETTLE_READ_MARGIN_MS, submitAtProvider } from './attempt.js';
 import { wakeIfDecidedWithout } from './lateAnswer.js';
+import { EXISTENCE_PROVEN } from '../model/evidence.js';
 import { detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
 import { slotReleased, SLOT_WAIT_MS, slotWaitPlan } from './slots.js';
@@ -37,6 +31,8 @@ export interface SubmitJobInput {
   afterReconcile?: boolean;
   /** Tracking deadline (ms) recorded on the job when its task ID becomes known. */
   trackingDeadlineMs: number;
+  /** How failed provider reads (a reconcile's lookups) are spaced and bounded; absent: the defaults. */
+  failedReads?: FailedReadPolicy;
   /**
    * Continue an accepted submit into the first status checks, in this same attempt, for at most
    * `budgetMs` (ms): a job that finishes within it lives its whole life in one activity. Checks
@@ -61,7 +57,16 @@ export interface SubmitJobInput {
 export type SubmitOutcome =
   | { kind: 'accepted'; taskId: string; providerStatus: string; adopted: boolean; checks?: number; deadlineAt?: string }
   | { kind: 'finished'; taskId: string; outcome: PollOutcome; deadlineAt: string }
-  | { kind: 'ambiguous'; error: JobError };
+  | { kind: 'ambiguous'; error: JobError }
+  /**
+   * Nothing was sent, and nothing exists at the provider: the job waits (`wait` says why and is on
+   * its row for `status` and the API) and submits again in `retryInMs` (ms) — the workflow's
+   * durable timer, so the wait is no failed activity attempt in the Web UI.
+   */
+  | { kind: 'waiting'; wait: JobWait; retryInMs: number };
+
+/** How long a job whose worker has no credential for it waits before it looks again, ms. */
+const CREDENTIAL_RETRY_MS = 20_000;
 
 /** Builds `submitJob`, `findRecordedTask` and `registerJob` over `kit`. */
 export function submitActivities(kit: ActivityKit) {
@@ -163,6 +168,13 @@ export function submitActivities(kit: ActivityKit) {
         error,
         evidence: e.details.evidence,
       });
+      // A refusal that can only mean our job exists (a 409 for our key, a duplicate refusal for our
+      // reference) is durable evidence: no empty lookup after it makes the job "absent".
+      if (e.kind === 'conflict' || e.details.provesExistence)
+        await store.findings.appendEvent(job.jobId, EXISTENCE_PROVEN, 'unknown', {
+          error,
+          evidence: e.details.evidence,
+        });
       return { kind: 'ambiguous', error: { ...error, kind: 'ambiguous' } };
     }
     if (!(isProviderError(e) && e.details.code === 'TASK_COLLISION')) await store.jobs.clearSubmitIntent(job.jobId);
@@ -194,6 +206,12 @@ export function submitActivities(kit: ActivityKit) {
     return { kind: 'error', error: e };
   }
 
+  /** Records why the job waits (its row: `status`, the API) and returns the `waiting` outcome. */
+  async function waiting(jobId: string, wait: JobWait, retryInMs: number): Promise<SubmitOutcome> {
+    await store.polling.recordWait(jobId, wait);
+    return { kind: 'waiting', wait, retryInMs: Math.max(1, Math.round(retryInMs)) };
+  }
+
   return {
     /**
      * Registers the job row (the reference is persisted before anything else; a repeat inserts nothing, another fingerprint under the same
@@ -223,7 +241,13 @@ export function submitActivities(kit: ActivityKit) {
           rethrow(new ProviderError('conflict', e.message, { code: 'IDEMPOTENCY_CONFLICT' }));
         throw e;
       }
-      const resolved = kit.deps.providers.resolve(job.provider, job.account);
+      let resolved: ResolvedProvider;
+      try {
+        resolved = kit.deps.providers.resolve(job.provider, job.account);
+      } catch (e) {
+        if (!isProviderError(e) || e.details.code !== 'NO_CREDENTIALS') throw e;
+        return waiting(job.jobId, { reason: 'credential', message: e.message }, CREDENTIAL_RETRY_MS);
+      }
       await store.jobs.setProviderAccount(job.jobId, resolved.providerAccount, resolved.providerKey);
       const { r, label } = await reserve(input, resolved);
       if (r.kind === 'missing') throw new Error(`job ${job.jobId} is not registered`);
@@ -234,12 +258,17 @@ export function submitActivities(kit: ActivityKit) {
           nonRetryable: true,
         });
       if (r.kind === 'full') {
-        throw ApplicationFailure.create({
-          type: 'Submit.waitingForSlot',
-          message: `${r.active} provider jobs of key ${label} are active (learned limit ${r.limit}) and ${r.waiting} more wait; waiting for one to finish`,
-          nextRetryDelay: slotWaitPlan(r, Math.random()).retryMs,
-          category: ApplicationFailureCategory.BENIGN,
-        });
+        const retryInMs = slotWaitPlan(r, Math.random()).retryMs;
+        return waiting(
+          job.jobId,
+          {
+            reason: 'slot',
+            message: `${r.active} provider jobs of key ${label} are active (its limit, learned from the provider, is ${r.limit}); ${r.waiting} more wait, ${r.ahead} of them registered before this one`,
+            until: new Date(Date.now() + retryInMs).toISOString(),
+            detail: { providerKey: label, active: r.active, limit: r.limit, waiting: r.waiting, ahead: r.ahead },
+          },
+          retryInMs,
+        );
       }
       if (r.kind === 'known') {
         if (r.before.task_id) {
@@ -308,7 +337,23 @@ export function submitActivities(kit: ActivityKit) {
       }
       if (first.kind === 'error') {
         if (first.outcome.kind === 'ambiguous') return first.outcome;
-        rethrow(unsentAtBudgetEnd(first.outcome.error));
+        const e = first.outcome.error;
+        // Held back or refused for a while (the key's cool-down, a quota hold, a 429, a concurrency
+        // refusal): nothing was created; the job waits as the provider asked, in the workflow.
+        if (isProviderError(e) && e.kind === 'cooldown') {
+          const retryInMs = Math.max(1_000, e.details.retryAfterMs ?? kit.deps.defaultCoolDownMs ?? 5_000);
+          return waiting(
+            job.jobId,
+            {
+              reason: 'cooldown',
+              message: `submits of provider key ${label} are held back: ${e.message}`,
+              until: new Date(Date.now() + retryInMs).toISOString(),
+              detail: { providerKey: label, ...(e.details.code ? { code: e.details.code } : {}) },
+            },
+            retryInMs,
+          );
+        }
+        rethrow(e);
       }
       const accepted: Extract<SubmitOutcome, { kind: 'accepted' }> = {
         kind: 'accepted',

@@ -209,6 +209,18 @@ export const ScrapeSchema = z
       last_checked_at: z.string().nullable().describe('When the provider last answered a status check.'),
     }),
     last_error: JobErrorOutSchema.nullable(),
+    waiting: z
+      .object({
+        reason: z
+          .enum(['slot', 'cooldown', 'credential', 'operator'])
+          .describe(
+            'What the job waits for: a free slot under the provider key’s limit, a cool-down of the key, a credential the worker lacks, an operator’s decision.',
+          ),
+        message: z.string().describe('What the job waits for and what would end the wait, in one line.'),
+        until: z.string().nullable().describe('When the next try comes (UTC), when known.'),
+      })
+      .nullable()
+      .describe('Why the job waits, while it does; null when it does not.'),
     poll_after_s: z
       .number()
       .int()

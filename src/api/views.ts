@@ -62,6 +62,9 @@ export function toScrapeOut(s: JobSummary, now = Date.now()): ScrapeOut {
           at: s.lastError.at,
         }
       : null,
+    waiting: s.waiting
+      ? { reason: s.waiting.reason, message: s.waiting.message, until: s.waiting.until ?? null }
+      : null,
     poll_after_s: pollAfterSeconds(s, now),
     status_url: path,
     result_url: `${path}/result`,

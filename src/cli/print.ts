@@ -48,6 +48,13 @@ export async function printJob(j: JobSummary): Promise<void> {
       ? [{ 'failing checks': `${j.failingChecks} in a row since the last answer — being retried (never resubmitted)` }]
       : []),
     { 'last error': j.lastError ? errorLine(j.lastError) : '—' },
+    ...(j.waiting
+      ? [
+          {
+            waiting: `for ${j.waiting.reason}: ${j.waiting.message}${j.waiting.until ? ` (next try ${j.waiting.until})` : ''}`,
+          },
+        ]
+      : []),
     ...(j.contentNote ? [{ note: j.contentNote }] : []),
   );
   console.log(t.toString());

@@ -82,6 +82,8 @@ export async function cancelJob(
       throw se;
     }
     const now = await ctx.store.jobs.get(jobId);
+    // The job may have ended while we waited: its answer is the settled one, never "requested" beside a final state.
+    if (now && isFinalState(now.state)) return settledCancel(ctx.store, jobId);
     return {
       kind: 'requested',
       state: (now?.state ?? 'cancelling') as JobState,

@@ -43,6 +43,7 @@ export function executionSummary(
     failingChecks: 0,
     lastCheckedAt: null,
     lastError: null,
+    waiting: null,
     execution,
   };
 }

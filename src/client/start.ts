@@ -19,6 +19,7 @@ import type { ScrapeWorkflowInput } from '../model/types.js';
 import { IdempotencyConflictStoreError, Store, type JobRow } from '../store/index.js';
 import type { Config } from '../config.js';
 import { effectivePolicy } from '../providers/shared/policy.js';
+import { hasCredentialFor } from '../providers/shared/credentials.js';
 import { SCRAPE_WORKFLOW_TYPE } from '../workflows/scrape/messages.js';
 import type { scrapeWorkflowV4 } from '../workflows/scrape/workflow.js';
 import {
@@ -158,6 +159,11 @@ export async function startScrape(
     throw new InvalidInputError(`unknown provider "${provider}"; configured: ${ctx.providers.join(', ') || 'none'}`, [
       { code: 'custom', path: ['provider'], message: `unknown provider "${provider}"`, input: provider },
     ]);
+  }
+  const entry = ctx.config?.providers[provider];
+  if (entry && !hasCredentialFor(entry, p.account)) {
+    const message = `provider "${provider}" has no credential for account "${p.account}": add providers.${provider}.credentials.accounts.${p.account} (or credentials.default) to the configuration`;
+    throw new InvalidInputError(message, [{ code: 'custom', path: ['account'], message, input: p.account }]);
   }
   const typedUrl = p.url;
   let request = { url: canonicalUrl(typedUrl), format: p.format, options: p.options };

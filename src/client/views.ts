@@ -3,7 +3,7 @@
  * incident, orphan and timeline views. Reads only the store (never Temporal).
  */
 import type { JobState } from '../model/states.js';
-import type { JobError } from '../model/types.js';
+import type { JobError, JobWait } from '../model/types.js';
 import { bodyInfoOf, type BodyInfo } from '../model/documents.js';
 import type { IncidentRow, JobEventRow, JobRow, OrphanRow, ResultRow, Store } from '../store/index.js';
 import type { ResultPayload } from '../model/results.js';
@@ -36,6 +36,8 @@ export interface JobSummary {
   /** When the provider last answered a status check (UTC ISO-8601), or null. */
   lastCheckedAt: string | null;
   lastError: JobError | null;
+  /** Why the job waits, while it does (a free slot, a cool-down, a credential, an operator), else null. */
+  waiting: JobWait | null;
   /** Temporal execution status of the latest run (`RUNNING`, `COMPLETED`, …), when asked for. */
   execution?: string;
   /**
@@ -100,6 +102,7 @@ export function summarize(row: JobRow): JobSummary {
     failingChecks: Number(row.status_errors),
     lastCheckedAt: row.last_checked_at,
     lastError: row.last_error ? (JSON.parse(row.last_error) as JobError) : null,
+    waiting: row.waiting ? (JSON.parse(row.waiting) as JobWait) : null,
   };
 }
 

@@ -111,6 +111,21 @@ export type ReplayReading =
   /** The provider ignored the key and created a job: it is ours, and an earlier one may exist too. */
   | { kind: 'new-task'; taskId: string; providerStatus: string };
 
+/**
+ * The timeline event that records a provider answer proving our job exists (a submit refused as a
+ * duplicate of our own: a `409` for our idempotency key, a refusal naming our reference). It is
+ * read by every later reconcile, whichever submit round it came in.
+ */
+export const EXISTENCE_PROVEN = 'existence_proven';
+
+/** A provider answer that proved our job exists: when, and what it said. */
+export interface ExistenceProof {
+  /** UTC ISO-8601. */
+  at: string;
+  /** The answer, as recorded (HTTP status, code, message). */
+  detail: string;
+}
+
 /** The facts {@link decideReconcile} decides from. Times are epoch ms. */
 export interface ReconcileFacts {
   evidence: ReconcileEvidence;
@@ -132,11 +147,15 @@ export interface ReconcileFacts {
   settled?: boolean;
   /** Task IDs already bound to another of our jobs in the same provider account: task ID → job ID. */
   boundElsewhere: ReadonlyMap<string, string>;
+  /** Answers that proved our job exists, from any submit round: absence can then never be concluded. */
+  existence?: readonly ExistenceProof[];
 }
 
 /** A summary of what was read, kept in the timeline and shown to an operator. */
 export interface ReconcileEvidenceRecord {
   replay?: ReplayReading;
+  /** Answers that proved our job exists (see {@link ExistenceProof}). */
+  existence?: ExistenceProof[];
   readings: {
     lookup: string;
     available: boolean;
@@ -223,6 +242,7 @@ export function decideReconcile(f: ReconcileFacts): ReconcileDecision {
   }
   const evidence: ReconcileEvidenceRecord = {
     ...(f.replay ? { replay: f.replay } : {}),
+    ...(f.existence?.length ? { existence: [...f.existence] } : {}),
     readings,
     covered: ALL_PHASES.filter((p) => covered.has(p)),
     collisions,
@@ -293,6 +313,15 @@ export function decideReconcile(f: ReconcileFacts): ReconcileDecision {
     return {
       kind: 'undecided',
       reason: `the provider refused our idempotency key as already used (${f.replay.detail}): a job with our key exists, but no lookup shows which; resolve with its task ID`,
+      evidence,
+    };
+  }
+  // Durable: an empty lookup, however complete, never outweighs the provider's own answer.
+  const proof = f.existence?.at(-1);
+  if (proof) {
+    return {
+      kind: 'undecided',
+      reason: `the provider's answer at ${proof.at} proved our job exists (${proof.detail}), but no lookup shows which task it is yet; nothing is submitted again: resolve with its task ID (or resubmit, if you know it is gone)`,
       evidence,
     };
   }

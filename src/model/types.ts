@@ -210,7 +210,7 @@ export interface JobView {
   cancel?: CancelReport;
   /** Human-readable reason for the current state (e.g. why `unknown`). */
   note?: string;
-  /** Why the job waits, while it does (a slot, a cool-down, a credential, an operator, failing reads). */
+  /** Why the job waits, while it does (a slot, a cool-down, a credential, an operator). */
   waiting?: JobWait;
 }
 
@@ -218,11 +218,11 @@ export interface JobView {
  * Why a job that is not moving waits, shown by `status`, `status --live`, the HTTP API and the Web
  * UI's current details: for a free slot under the provider key's limit (`slot`), a cool-down or
  * quota hold of the key (`cooldown`), a credential the worker lacks (`credential`), an operator's
- * decision (`operator`), reads of the provider that keep failing (`read_failures`). `until`: UTC
- * ISO-8601 time of the next try, when known.
+ * decision (`operator`). `until`: UTC ISO-8601 time of the next try, when known. (Failing reads of
+ * a task show as the job's failing checks and last error.)
  */
 export interface JobWait {
-  reason: 'slot' | 'cooldown' | 'credential' | 'operator' | 'read_failures';
+  reason: 'slot' | 'cooldown' | 'credential' | 'operator';
   /** One line for a person: what the job waits for and what would end the wait. */
   message: string;
   until?: string;

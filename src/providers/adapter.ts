@@ -186,6 +186,13 @@ export interface ProviderAdapter {
   readonly capabilities: ProviderCapabilities;
   /** What this entry's replays and lookups can prove after a lost submit (see `src/model/evidence.ts`). */
   readonly evidence: ReconcileEvidence;
+  /**
+   * What a `completed` answer proves once the provider accepted our cancel: `completed` (default:
+   * the provider reports a stopped task as cancelled, so a completed one ran to its end) or
+   * `stopped_or_completed` (its final word is the same whether the work stopped early or finished,
+   * as Scrapyd's `finished`): the cancel's outcome then says exactly that, never "too late".
+   */
+  readonly completedAfterCancel?: 'completed' | 'stopped_or_completed';
   /** Submits a scrape. Ambiguous outcomes throw kind `ambiguous`. */
   submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted>;
   /** Reads the task's status (with the inline result when the final answer carries it). */

@@ -294,6 +294,7 @@ export class JobsRepository {
           submit_intent_at: null,
           submitted_at: at,
           updated_at: at,
+          waiting: null,
           ...(account ? { provider_account: account } : {}),
           ...deadline,
         })
@@ -376,6 +377,7 @@ export class JobsRepository {
         .set({
           state,
           updated_at: at,
+          ...(state !== 'submitting' && state !== 'unknown' ? { waiting: null } : {}),
           ...(opts.error !== undefined ? { last_error: opts.error ? JSON.stringify(opts.error) : null } : {}),
           ...((FINAL_STATES as readonly string[]).includes(state) ? { finished_at: at } : { finished_at: null }),
         })

@@ -38,8 +38,8 @@ export type Reservation =
   | { kind: 'reserved'; before: JobRow; active: number; limit: number }
   /** The job already has an answer or an unanswered intent: the caller adopts or reconciles. */
   | { kind: 'known'; before: JobRow }
-  /** No slot: `waiting` other jobs of the key wait for one too (registered, no intent, no task). */
-  | { kind: 'full'; active: number; limit: number; waiting: number }
+  /** No slot: `waiting` other jobs of the key wait for one too (registered, no intent, no task), `ahead` of them registered before this one. */
+  | { kind: 'full'; active: number; limit: number; waiting: number; ahead: number }
   /** The job ended (cancelled while its submit waited for a slot, say): nothing may be submitted. */
   | { kind: 'final'; state: string }
   | { kind: 'missing' };
@@ -164,6 +164,16 @@ export class PollingRepository {
     });
   }
 
+  /** Ends the job's failed-read streak after a read that succeeded other than a status check (a lookup); no write when there is none. */
+  async clearReadErrors(jobId: string): Promise<void> {
+    await this.conn.db
+      .updateTable('jobs')
+      .set({ status_errors: 0, failing_since: null })
+      .where('id', '=', jobId)
+      .where('status_errors', '>', 0)
+      .execute();
+  }
+
   /** Records why the job waits (`null`: it no longer does), for `status`, the API and the Web UI. */
   async recordWait(jobId: string, wait: JobWait | null): Promise<void> {
     await this.conn.db
@@ -214,7 +224,7 @@ export class PollingRepository {
       const intent = () =>
         trx
           .updateTable('jobs')
-          .set({ submit_intent_at: at, submit_attempts: sql`submit_attempts + 1`, updated_at: at })
+          .set({ submit_intent_at: at, submit_attempts: sql`submit_attempts + 1`, updated_at: at, waiting: null })
           .where('id', '=', jobId)
           .execute();
       if (before.task_id) return { kind: 'known', before };
@@ -254,16 +264,11 @@ export class PollingRepository {
       );
       const limit = Math.max(1, Math.floor(Number(lim.active_limit)));
       if (active >= limit) {
-        const waiting = Number(
-          (
-            await ofKey()
-              .where('state', '=', 'submitting')
-              .where('task_id', 'is', null)
-              .where('submit_intent_at', 'is', null)
-              .executeTakeFirstOrThrow()
-          ).n,
-        );
-        return { kind: 'full', active, limit, waiting };
+        const waiters = () =>
+          ofKey().where('state', '=', 'submitting').where('task_id', 'is', null).where('submit_intent_at', 'is', null);
+        const waiting = Number((await waiters().executeTakeFirstOrThrow()).n);
+        const ahead = Number((await waiters().where('created_at', '<', before.created_at).executeTakeFirstOrThrow()).n);
+        return { kind: 'full', active, limit, waiting, ahead };
       }
       await intent();
       return { kind: 'reserved', before, active, limit };

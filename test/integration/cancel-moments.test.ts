@@ -179,7 +179,7 @@ describe('cancel while running at the provider (page already fetched)', () => {
 
 describe('cancel while the result is being written (read from the provider, store write held)', () => {
   for (const door of DOORS) {
-    it(`${door}: the write finishes, never half — completed, 0 provider cancels, 1 result row, the report says the cancel came too late`, async () => {
+    it(`${door}: the write finishes, never half — completed, 0 provider cancels, 1 result row, the report says nothing was sent to the provider`, async () => {
       const { tag, jobId, url } = job('writing', door);
       const gate = gates.hold('beforeResultWrite', jobId);
       await stack.client.startScrape({ account: 'acme', url, key: tag, policy: POLICY });

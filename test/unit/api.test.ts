@@ -158,6 +158,7 @@ describe('polling guidance and shapes', () => {
         httpStatus: 503,
         at: '2026-01-01T00:00:00Z',
       },
+      waiting: null,
     });
     expect(out.status_url).toBe('/v1/scrapes/scrape%3Aacme%3Ak%3A1');
     expect(out.result_url).toBe('/v1/scrapes/scrape%3Aacme%3Ak%3A1/result');

@@ -118,7 +118,6 @@ function intHeader(res: ProviderResponse, name: string): number | undefined {
   return Number(v.trim());
 }
 
-
 /** {@link ProviderAdapter} for Apify actor runs (see the module docs for the contract). */
 export class ApifyAdapter implements ProviderAdapter {
   readonly kind = 'apify';

@@ -72,6 +72,43 @@ export function resolveCredential(
 }
 
 /**
+ * Whether `entry` names a credential for `account` (its own, or the entry's default), whatever its
+ * value: what a client can check from the configuration alone (the value may live in a worker's
+ * environment).
+ */
+export function hasCredentialFor(entry: { credentials: Credentials }, account: string): boolean {
+  return entry.credentials.accounts[account] !== undefined || entry.credentials.default !== undefined;
+}
+
+/**
+ * The credentials of `entry` (provider `providerName`) that cannot be used in environment `env`:
+ * a named environment variable that is unset or blank, and an entry with no credential at all.
+ * Each problem names the account (`default` for the entry's default), what is wrong and what to
+ * set. A worker warns of each at start; a job that meets one waits, then fails with it.
+ */
+export function credentialProblems(
+  entry: { credentials: Credentials },
+  providerName: string,
+  env: NodeJS.ProcessEnv = process.env,
+): { account: string; problem: string }[] {
+  const out: { account: string; problem: string }[] = [];
+  const { default: def, accounts } = entry.credentials;
+  if (!def && Object.keys(accounts).length === 0)
+    out.push({
+      account: 'default',
+      problem: `provider "${providerName}" has no credential: add credentials.default (or credentials.accounts.<account>) to its entry`,
+    });
+  for (const [account, cred] of [['default', def] as const, ...Object.entries(accounts)]) {
+    if (!cred || !('apiKeyEnv' in cred) || env[cred.apiKeyEnv]?.trim()) continue;
+    out.push({
+      account,
+      problem: `provider "${providerName}", ${account === 'default' ? 'default credential' : `account "${account}"`}: environment variable ${cred.apiKeyEnv} is not set on this worker; its jobs will wait for it and then fail`,
+    });
+  }
+  return out;
+}
+
+/**
  * Every credential value an entry configures that can be read now (literal keys, and the values of
  * the named environment variables that are set), each expanded by {@link credentialSecrets}.
  */

@@ -81,6 +81,13 @@ export class ProviderError extends Error {
       quota?: boolean;
       /** The provider's own error code when `code` was replaced by ours (e.g. Apify's `platform-feature-disabled`). */
       providerCode?: string;
+      /**
+       * A refusal of a submit that proves our job exists at the provider (a `409` for our
+       * idempotency key, Zyte's "already scheduled" for the spider arguments that carry our
+       * reference): durable evidence, after which no lookup that comes back empty makes the job
+       * "absent" and nothing is submitted again without an operator.
+       */
+      provesExistence?: boolean;
       evidence?: ProviderEvidence;
     } = {},
   ) {

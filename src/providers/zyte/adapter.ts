@@ -36,7 +36,8 @@
  * raises `DuplicateJobError` on "already scheduled"). With our reference passed as a spider
  * argument (`refArgument`, default), that refusal can only mean our own job exists: the adapter
  * looks it up by tag and adopts it (`replayed`), or — not listed yet — reports the submit
- * `ambiguous`, so the workflow reconciles by listing. Without a reference argument the twin may
+ * `ambiguous` with the refusal as proof that the job exists (`provesExistence`): the workflow
+ * reconciles by listing, and no empty list can then make it submit again. Without a reference argument the twin may
  * be someone else's job: the submit is retried later (`transient`, `ALREADY_SCHEDULED`). This
  * dedupe holds only while the first job is pending or running, so it is not declared as
  * idempotency (a replay after the job finished would start a second job).
@@ -240,7 +241,7 @@ export class ZyteAdapter implements ProviderAdapter {
       throw new ProviderError(
         'ambiguous',
         `${err.message} — the twin carries our reference ${ctx.clientRef}, so our job exists but is not listed yet; reconciling by tag ${tag}`,
-        err.details,
+        { ...err.details, provesExistence: true },
       );
     }
     throw new ProviderError(

@@ -6,6 +6,7 @@
  */
 import { condition, isCancellation, workflowInfo } from '@temporalio/workflow';
 import type { ReconcileOutcome, SubmitJobInput, SubmitOutcome } from '../../activities/index.js';
+import { failedReadPolicy } from '../../model/schedule.js';
 import { isDefiniteRejection, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
 import { settleOutcome } from './poll.js';
@@ -22,9 +23,11 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
     job: { ...job.input, workflowId: workflowInfo().workflowId },
     afterReconcile,
     trackingDeadlineMs: job.policy.deadlineMs,
+    failedReads: failedReadPolicy(job.policy),
   });
   let afterReconcile = false;
   let absentRounds = 0;
+  const waits = { slot: 0, cooldown: 0, credential: 0, operator: 0 };
   for (;;) {
     let out: SubmitOutcome;
     try {
@@ -46,6 +49,10 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
       job.observe(out.outcome);
       await settleOutcome(job, out.outcome);
       return false;
+    }
+    if (out.kind === 'waiting') {
+      if (!(await waitToSubmit(job, out, ++waits[out.wait.reason]))) return false;
+      continue;
     }
     if (out.kind === 'accepted') {
       job.taskKnown(out.taskId, { deadlineAt: out.deadlineAt });
@@ -88,10 +95,10 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
       continue;
     }
     // The evidence cannot decide: wait for an operator. Never resubmit silently.
-    job.note(
-      `waiting for an operator: ${rec.reason}. Resolve with the \`resolve\` Update (a task ID, or resubmit: true).`,
-    );
-    const adopted = await awaitOperator(job, submitInput(false));
+    job.note(waitingNote(rec.reason));
+    job.waiting({ reason: 'operator', message: rec.reason });
+    const adopted = await awaitOperator(job, submitInput(false), rec.lookAgain === true);
+    job.waiting(undefined);
     if (adopted !== 'resubmit') return adopted;
     afterReconcile = true;
     const by = job.lastResolutionBy();
@@ -99,18 +106,61 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
   }
 }
 
+/** Waits for a credential the worker lacks before the job fails (count; each {@link SubmitOutcome} `retryInMs` apart). */
+const CREDENTIAL_WAITS = 3;
+
+/**
+ * A submit that sent nothing waits as its outcome says (a free slot, a cool-down, a credential),
+ * on a durable timer, the reason shown in the view and the Web UI meanwhile. Returns false when
+ * the job ended instead: failed when the worker still has no credential after
+ * {@link CREDENTIAL_WAITS} waits, or when the next try would come after the job's submit time
+ * (`max(deadlineMs, 10 × activityTimeoutMs)` from its start) — nothing was created at the provider.
+ */
+async function waitToSubmit(
+  job: ScrapeJob,
+  out: Extract<SubmitOutcome, { kind: 'waiting' }>,
+  nth: number,
+): Promise<boolean> {
+  const submitBy = Date.parse(job.view.startedAt) + Math.max(job.policy.deadlineMs, 10 * job.policy.activityTimeoutMs);
+  const at = new Date().toISOString();
+  if (out.wait.reason === 'credential' && nth > CREDENTIAL_WAITS) {
+    const error = { kind: 'permanent', code: 'NO_CREDENTIALS', message: out.wait.message, at };
+    await job.record('failed', { error, note: `the worker has no credential for this job: ${out.wait.message}` });
+    return false;
+  }
+  if (Date.now() + out.retryInMs > submitBy) {
+    const message = `no submit could be sent within the job's submit time (until ${new Date(submitBy).toISOString()}): ${out.wait.message}; the provider created nothing for this job`;
+    await job.record('failed', { error: { kind: 'permanent', code: 'SUBMIT_NOT_SENT', message, at }, note: message });
+    return false;
+  }
+  job.waiting(out.wait);
+  await condition(() => false, out.retryInMs);
+  job.waiting(undefined);
+  return true;
+}
+
+/** First wait before the lookups are read again for a job whose existence is proven, ms (then doubling, at most {@link LOOK_AGAIN_MAX_MS}). */
+const LOOK_AGAIN_FIRST_MS = 30_000;
+const LOOK_AGAIN_MAX_MS = 10 * 60_000;
+
 /**
  * Waits in `unknown` for the operator's `resolve` until one is applied: a task ID the worker
  * accepts (true), `resubmit` (returned), or the deadline policy's cancel (false). A task ID the
  * worker refuses (bound to another job, unreadable with the job's credential, for another
- * request) fails that Update with the reason and the job keeps waiting.
+ * request) fails that Update with the reason and the job keeps waiting. A webhook delivery wakes
+ * it to reconcile again; with `lookAgain` (the provider proved our job exists) so does a timer,
+ * 30 s, then doubling to 10 min, until the job's deadline: a lookup that shows the job adopts it.
  */
-async function awaitOperator(job: ScrapeJob, input: SubmitJobInput): Promise<boolean | 'resubmit'> {
+async function awaitOperator(job: ScrapeJob, input: SubmitJobInput, lookAgain: boolean): Promise<boolean | 'resubmit'> {
+  let lookInMs = LOOK_AGAIN_FIRST_MS;
   for (;;) {
     const seen = job.wakes();
     const woken = () => job.wakes() !== seen;
-    if (!(await awaitResolution(job, woken))) return false;
+    const lookBy = Date.parse(job.view.startedAt) + job.policy.deadlineMs;
+    const timer = lookAgain && Date.now() + lookInMs < lookBy ? lookInMs : undefined;
+    if (!(await awaitResolution(job, woken, timer))) return false;
     if (!job.hasResolution()) {
+      lookInMs = Math.min(LOOK_AGAIN_MAX_MS, lookInMs * 2);
       // A webhook delivery for this job arrived while it waited: it may name the task (a strong
       // match: it was verified for this job). Reconcile again; anything but a found task waits on.
       const rec = await reconcile(job, input);
@@ -120,9 +170,13 @@ async function awaitOperator(job: ScrapeJob, input: SubmitJobInput): Promise<boo
         await job.acts.recorder.recordState({
           jobId: job.input.jobId,
           state: 'pending',
-          detail: { note: `reconciled after a webhook delivery: adopted task ${rec.taskId} via ${rec.via}` },
+          detail: { note: `reconciled while waiting for an operator: adopted task ${rec.taskId} via ${rec.via}` },
         });
         return true;
+      }
+      if (rec.kind === 'unresolvable') {
+        job.note(waitingNote(rec.reason));
+        job.waiting({ reason: 'operator', message: rec.reason });
       }
       continue;
     }
@@ -154,18 +208,26 @@ async function reconcile(job: ScrapeJob, input: SubmitJobInput): Promise<Reconci
   }
 }
 
+/** The note of a job waiting in `unknown` for an operator. */
+function waitingNote(reason: string): string {
+  return `waiting for an operator: ${reason}. Resolve with the \`resolve\` Update (a task ID, or resubmit: true).`;
+}
+
 /**
  * Waits in `unknown` for the `resolve` Update. With `onDeadline: "cancel"` the wait is bounded by
  * the job's maximum duration (counted from its start, as no task is known) and then the job is
- * cancelled by the deadline policy. Returns whether a resolution (or, with `woken`, a wake) arrived.
+ * cancelled by the deadline policy. Returns whether a resolution (or, with `woken`, a wake; with
+ * `timerMs`, that many ms passing) arrived.
  */
-async function awaitResolution(job: ScrapeJob, woken: () => boolean = () => false): Promise<boolean> {
+async function awaitResolution(job: ScrapeJob, woken: () => boolean = () => false, timerMs?: number): Promise<boolean> {
   if (job.policy.onDeadline !== 'cancel') {
-    await condition(() => job.hasResolution() || woken());
+    if (timerMs === undefined) await condition(() => job.hasResolution() || woken());
+    else await condition(() => job.hasResolution() || woken(), timerMs);
     return true;
   }
   const left = Date.parse(job.view.startedAt) + job.policy.deadlineMs - Date.now();
-  if (left > 0 && (await condition(() => job.hasResolution() || woken(), left))) return true;
+  if (left > 0 && (await condition(() => job.hasResolution() || woken(), Math.min(left, timerMs ?? left)))) return true;
+  if (timerMs !== undefined && timerMs < left) return true;
   job.requestCancel(
     {
       reason: `deadline ${new Date(Date.parse(job.view.startedAt) + job.policy.deadlineMs).toISOString()} passed in unknown`,

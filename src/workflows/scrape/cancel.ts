@@ -64,6 +64,7 @@ async function cancelJob(job: ScrapeJob): Promise<void> {
         rec = await job.acts.reconciler.reconcileJob({
           job: { ...job.input, workflowId: job.input.jobId },
           trackingDeadlineMs: job.policy.deadlineMs,
+          failedReads: failedReadPolicy(job.policy),
         });
       } catch (e) {
         const error = jobErrorOf(e, 'reconciliation failed');
@@ -113,9 +114,10 @@ async function cancelJob(job: ScrapeJob): Promise<void> {
     job.observe({ checks: 0, providerStatus: answer.providerStatus ?? 'cancelled', progress: answer.progress });
     // The provider's own answer observes the stop; one status read then collects the effects
     // that landed meanwhile (a crawl page written after the cancel) for the report.
-    return confirm(job, finish, undefined, { accepted: true, firstDelayMs: 0 });
+    return confirm(job, finish, undefined, { accepted: true, acceptedAt: new Date().toISOString(), firstDelayMs: 0 });
   }
-  return confirm(job, finish, undefined, { accepted: answer.kind === 'answered' && answer.accepted });
+  const accepted = answer.kind === 'answered' && answer.accepted;
+  return confirm(job, finish, undefined, { accepted, ...(accepted ? { acceptedAt: new Date().toISOString() } : {}) });
 }
 
 /**
@@ -129,7 +131,7 @@ async function confirm(
   job: ScrapeJob,
   finish: Finish,
   callError?: JobError,
-  opts: { accepted?: boolean; firstDelayMs?: number } = {},
+  opts: { accepted?: boolean; acceptedAt?: string; firstDelayMs?: number } = {},
 ): Promise<void> {
   const failedCall = callError ? `the cancel call failed (${callError.message}) and ` : '';
   const until = Date.now() + job.policy.cancelConfirmDeadlineMs;
@@ -160,17 +162,29 @@ async function confirm(
   switch (o.kind) {
     case 'cancelled':
       return finish('cancelled', `the provider confirmed the task stopped (status ${o.providerStatus ?? 'cancelled'})`);
-    case 'completed':
+    case 'completed': {
       job.keepResult(o.result);
       if (job.cancel!.providerCancelCalls === 0)
         return finish(
           'completed',
           'the job reached completed before the cancel request could act; nothing was sent to the provider; the result was written once',
         );
+      // Only what was observed: the cancel call's answer, then the provider's final word.
+      const sent = opts.accepted
+        ? `the provider accepted the cancel at ${opts.acceptedAt ?? 'an unrecorded time'}`
+        : `${failedCall}the cancel was not confirmed as accepted`;
+      const word = `status ${o.providerStatus ?? 'completed'}`;
+      const docs = `${o.result.documents} document${o.result.documents === 1 ? '' : 's'} kept and written once`;
+      if (o.afterCancel === 'stopped_or_completed')
+        return finish(
+          'completed',
+          `${sent}; its final word (${word}) is the same whether the work stopped early or finished, so whether it was cut short is not known; ${docs} (possibly partial)`,
+        );
       return finish(
         'completed',
-        'the provider finished the task before the cancel took effect: the result was kept and written once; the cancel came too late',
+        `${sent}; it then reported the task completed (${word}), which it says only of work that ran to its end; ${docs}`,
       );
+    }
     case 'failed':
       return finish('failed', 'the provider reported the task failed while cancelling', o.error);
     case 'expired':

@@ -8,6 +8,14 @@ import type { JobView } from '../../model/types.js';
 
 const MAX_LINE = 160;
 
+/** What each wait reason waits for, as the details say it. */
+const WAITING_FOR: Record<NonNullable<JobView['waiting']>['reason'], string> = {
+  slot: 'a free slot',
+  cooldown: 'a cool-down',
+  credential: 'a credential',
+  operator: 'an operator',
+};
+
 /** Renders `view` into the workflow's current details. */
 export function renderDetails(view: JobView): void {
   const lines: string[] = [];
@@ -15,6 +23,10 @@ export function renderDetails(view: JobView): void {
     ? ` · provider: ${view.providerState === 'unrecognised' ? `unrecognised status "${view.providerStatus}"` : view.providerStatus}`
     : '';
   lines.push(`**State:** ${view.state}${provider}`);
+  if (view.waiting)
+    lines.push(
+      `**Waiting for ${WAITING_FOR[view.waiting.reason]}:** ${view.waiting.message}${view.waiting.until ? ` (next try ${view.waiting.until})` : ''}`,
+    );
   if (view.cancel) {
     lines.push(
       `**Cancel:** via ${view.cancel.via} by ${view.cancel.requestedBy} (${view.cancel.reason}); outcome: ${view.cancel.outcome ?? 'in progress'}; provider cancel calls: ${view.cancel.providerCancelCalls}`,

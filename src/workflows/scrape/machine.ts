@@ -15,6 +15,7 @@ import {
   type CancelReport,
   type JobError,
   type JobView,
+  type JobWait,
   type PollPolicy,
 } from '../../model/types.js';
 import type { SavedResult, TaskRef } from '../../activities/index.js';
@@ -185,6 +186,12 @@ export class ScrapeJob {
   /** Shows `text` as the job's note (for an operator: why it waits, what was decided). */
   note(text: string): void {
     this.v.note = text;
+    this.publish();
+  }
+
+  /** Shows why the job waits (`undefined`: it no longer does), in the view and the Web UI's details. */
+  waiting(wait: JobWait | undefined): void {
+    this.v.waiting = wait;
     this.publish();
   }
 
