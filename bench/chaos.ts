@@ -31,6 +31,7 @@ import { sql } from 'kysely';
 import PQueue from 'p-queue';
 import { ScrapeClient } from '../src/client/index.js';
 import { parseConfig } from '../src/config.js';
+import { providerPollDefaults } from '../src/providers/shared/policy.js';
 import { connectOrStartTemporal } from '../src/devserver/connectOrStart.js';
 import { isFinalState } from '../src/model/states.js';
 import type { PollPolicy } from '../src/model/types.js';
@@ -240,7 +241,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       taskQueue: config.temporal.taskQueue,
       defaultProvider: 'reference',
       providers: Object.keys(config.providers),
-      config,
+      pollDefaults: (provider) => providerPollDefaults(config, provider),
     });
 
     // Workers in child processes, SIGKILLed at random and restarted.

@@ -7,8 +7,11 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ScrapeClient } from './client/index.js';
 import { dataConverterFor } from './codec/config.js';
+import { providerPollDefaults } from './providers/shared/policy.js';
+import { hasCredentialFor } from './providers/shared/credentials.js';
 import { loadConfigFile, webhookProviderNames, type Config } from './config.js';
 import { connectionOptionsFromEnv } from './client/connection.js';
+import { storeMetrics } from './observability/metrics.js';
 import { workflowClientInterceptors } from './observability/tracing.js';
 import { openStore, type Store } from './store/index.js';
 
@@ -62,7 +65,7 @@ export async function connectClient(config: Config): Promise<Connection> {
  */
 export async function openRuntime(config: Config, opts: { lazyTemporal?: boolean } = {}): Promise<Runtime> {
   const dataConverter = dataConverterFor(config.codec);
-  const store = await openStore(config.storeUrl);
+  const store = await openStore(config.storeUrl, { metrics: storeMetrics });
   let connection: Connection;
   try {
     connection = opts.lazyTemporal
@@ -86,7 +89,11 @@ export async function openRuntime(config: Config, opts: { lazyTemporal?: boolean
     defaultProvider: config.defaultProvider,
     webhookProviders: webhookProviderNames(config),
     providers: Object.keys(config.providers),
-    config,
+    pollDefaults: (provider) => providerPollDefaults(config, provider),
+    hasCredential: (provider, account) => {
+      const entry = config.providers[provider];
+      return entry === undefined || hasCredentialFor(entry, account);
+    },
   });
   return {
     config,

@@ -30,7 +30,7 @@ import { dataConverterFor, failureConverterPath } from './codec/config.js';
 import { loadConfigFile, type Config } from './config.js';
 import { freePort } from './lib/ports.js';
 import { installWorkerRuntime, sdkLogLevel } from './observability/logging.js';
-import { setKnownProviders } from './observability/metrics.js';
+import { setKnownProviders, storeMetrics } from './observability/metrics.js';
 import { countJobsFrom, startMetricsServer } from './observability/metricsServer.js';
 import { currentTracing, installTracing, workflowClientInterceptors } from './observability/tracing.js';
 import { activityInterceptors, workflowInterceptorModule, workflowSpanSinks } from './observability/worker.js';
@@ -341,7 +341,7 @@ export async function runWorkerMain(): Promise<void> {
   });
   const log = Runtime.instance().logger;
   const tracing = installTracing(obs.traces, 'worker');
-  const store = await openStore(config.storeUrl);
+  const store = await openStore(config.storeUrl, { metrics: storeMetrics });
   const connection = await connectWorker(config);
   const worker = await createScrapeWorker({ connection, config, store });
   const maintenance = await createMaintenanceWorker({ connection, config, store });

@@ -8,7 +8,7 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@
 import { isFinalState, type JobState } from '../model/states.js';
 import type { CancelReport } from '../model/types.js';
 import type { Store } from '../store/index.js';
-import { cancelSignal, cancelUpdate } from '../workflows/scrape/messages.js';
+import { cancelSignal, cancelUpdate } from '../model/messages.js';
 import { JobNotFoundError } from './errors.js';
 
 /** Outcome of a cancel request. */

@@ -5,7 +5,7 @@
  */
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { JobView } from '../model/types.js';
-import { resolveUpdate, type Resolution } from '../workflows/scrape/messages.js';
+import { resolveUpdate, type Resolution } from '../model/messages.js';
 import { JobNotFoundError, ScrapeError } from './errors.js';
 import type { StartContext } from './start.js';
 import { ownedRow } from './views.js';

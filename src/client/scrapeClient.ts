@@ -13,7 +13,7 @@ import { isFinalState, stateOfOutcomeFailure } from '../model/states.js';
 import type { StartScrapeInput } from '../model/schemas.js';
 import type { JobView, ScrapeWorkflowInput } from '../model/types.js';
 import type { BinaryBody } from '../store/index.js';
-import { stateQuery, wakeSignal, type Resolution, type WakeHint } from '../workflows/scrape/messages.js';
+import { stateQuery, wakeSignal, type Resolution, type WakeHint } from '../model/messages.js';
 import { ScrapeAccount } from '../workflows/searchAttributes.js';
 import { cancelBatch, cancelJob, lastCancel, type BatchCancelOutcome, type CancelResult } from './cancel.js';
 import { JobNotFoundError, ScrapeError } from './errors.js';
@@ -35,7 +35,7 @@ import {
 } from './views.js';
 
 /**
- * Options of {@link ScrapeClient} (see {@link StartContext} for `config` and `workflowType`).
+ * Options of {@link ScrapeClient} (see {@link StartContext} for `pollDefaults` and `workflowType`).
  * `temporal` may use a lazy connection (`Connection.lazy`): store-only reads never use it.
  * `webhookProviders`: providers configured to send webhooks (`webhookProviderNames` in
  * `config.ts`): jobs on them start with `webhooks: true`, so the workflow polls `webhookSlowdown`

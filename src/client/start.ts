@@ -15,13 +15,10 @@ import { fingerprint } from '../lib/hash.js';
 import { sanitizeBody } from '../lib/sanitize.js';
 import { StartScrapeInputSchema, type StartScrapeInput } from '../model/schemas.js';
 import { isFinalState } from '../model/states.js';
-import type { ScrapeWorkflowInput } from '../model/types.js';
+import { pollPolicyOf } from '../model/policy.js';
+import type { PollPolicy, ScrapeWorkflowInput } from '../model/types.js';
 import { IdempotencyConflictStoreError, Store, type JobRow } from '../store/index.js';
-import type { Config } from '../config.js';
-import { effectivePolicy } from '../providers/shared/policy.js';
-import { hasCredentialFor } from '../providers/shared/credentials.js';
-import { SCRAPE_WORKFLOW_TYPE } from '../workflows/scrape/messages.js';
-import type { scrapeWorkflowV4 } from '../workflows/scrape/workflow.js';
+import { SCRAPE_WORKFLOW_TYPE, type ScrapeWorkflow } from '../model/messages.js';
 import {
   ScrapeAccount,
   ScrapeBatchId,
@@ -47,11 +44,22 @@ export interface StartContext {
   defaultProvider: string;
   webhookProviders?: readonly string[];
   providers?: readonly string[];
-  /** Provider entries whose `poll` defaults (and their kinds') apply to new and resumed jobs (`effectivePolicy`). */
-  config?: Pick<Config, 'providers'>;
   /**
-   * Workflow type started for new jobs (default `scrapeWorkflowV4`). The benchmarks start the frozen
-   * v1 type (`scrapeWorkflow`) to measure before/after figures side by side; nothing else should.
+   * The poll defaults of a provider (its kind's, then its configuration entry's `poll`; durations
+   * in ms), applied to new and resumed jobs over `DEFAULT_POLL_POLICY` and under the job's own
+   * `policy` (`pollPolicyOf`). The worker's runtime passes `providerPollDefaults` over its
+   * configuration; without it a job runs on the defaults under its own policy.
+   */
+  pollDefaults?: (provider: string) => Partial<PollPolicy> | undefined;
+  /**
+   * Whether the configuration names a credential of `provider` for `account` (its own or the
+   * entry's default): a job without one is refused at the door. The worker's runtime passes it
+   * over its configuration; without it every request is let through (the worker then says why the
+   * job waits).
+   */
+  hasCredential?: (provider: string, account: string) => boolean;
+  /**
+   * Workflow type started for new jobs (default `scrapeWorkflowV4`, the only one a worker serves).
    */
   workflowType?: string;
 }
@@ -80,7 +88,7 @@ export function startOptions(
     resumed?: boolean;
     resumedTaskId?: string;
   },
-): WorkflowStartOptions<typeof scrapeWorkflowV4> {
+): WorkflowStartOptions<ScrapeWorkflow> {
   const { jobId, account, key, provider, request } = input;
   const resumed = opts.resumed === true;
   return {
@@ -115,7 +123,7 @@ export function startOptions(
 /** The workflow input of a stored job (for a resume: same key, request, row, batch and policy). */
 export function workflowInputOf(
   row: JobRow,
-  ctx: Pick<StartContext, 'webhookProviders' | 'config'>,
+  ctx: Pick<StartContext, 'webhookProviders' | 'pollDefaults'>,
   policy?: ScrapeWorkflowInput['policy'],
 ): ScrapeWorkflowInput {
   const j = Store.jobInput(row);
@@ -132,7 +140,7 @@ export function workflowInputOf(
     },
     row: j.row,
     batchId: j.batchId,
-    policy: effectivePolicy(ctx.config, j.provider, { ...(j.policy ?? {}), ...(policy ?? {}) }),
+    policy: pollPolicyOf(ctx.pollDefaults?.(j.provider), { ...(j.policy ?? {}), ...(policy ?? {}) }),
     ...(ctx.webhookProviders?.includes(j.provider) ? { webhooks: true } : {}),
   };
 }
@@ -160,8 +168,7 @@ export async function startScrape(
       { code: 'custom', path: ['provider'], message: `unknown provider "${provider}"`, input: provider },
     ]);
   }
-  const entry = ctx.config?.providers[provider];
-  if (entry && !hasCredentialFor(entry, p.account)) {
+  if (ctx.hasCredential && !ctx.hasCredential(provider, p.account)) {
     const message = `provider "${provider}" has no credential for account "${p.account}": add providers.${provider}.credentials.accounts.${p.account} (or credentials.default) to the configuration`;
     throw new InvalidInputError(message, [{ code: 'custom', path: ['account'], message, input: p.account }]);
   }
@@ -233,11 +240,11 @@ export async function startScrape(
     request,
     row,
     batchId: p.batchId,
-    policy: effectivePolicy(ctx.config, provider, p.policy),
+    policy: pollPolicyOf(ctx.pollDefaults?.(provider), p.policy),
   };
   if (ctx.webhookProviders?.includes(provider)) wfInput.webhooks = true;
   try {
-    await ctx.temporal.workflow.start<typeof scrapeWorkflowV4>(ctx.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
+    await ctx.temporal.workflow.start<ScrapeWorkflow>(ctx.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
       ...startOptions(wfInput, { taskQueue: ctx.taskQueue, state: 'submitting', typedUrl }),
       workflowIdConflictPolicy: 'USE_EXISTING',
       // The store is the registry of keys: a key it did not know is a new job even if Temporal
@@ -278,7 +285,7 @@ export async function startResumedRun(
   if (row.task_id) wfInput.resume = { taskId: row.task_id };
   if (opts.pendingCancel) wfInput.pendingCancel = opts.pendingCancel;
   try {
-    await ctx.temporal.workflow.start<typeof scrapeWorkflowV4>(ctx.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
+    await ctx.temporal.workflow.start<ScrapeWorkflow>(ctx.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
       ...startOptions(wfInput, {
         taskQueue: ctx.taskQueue,
         state: row.task_id ? 'pending' : 'submitting',

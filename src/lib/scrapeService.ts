@@ -1,9 +1,10 @@
 /**
- * What a backend service imports: the package's main entry (`import … from 'scrape-orchestrator'`).
- * It has the typed client and its errors (`scrape-orchestrator/client` has the same without the
- * helper below), the result store it reads, and {@link connectScrapeClient}, which wires both to
- * a Temporal cluster in one call, so that a service needs no Temporal package of its own.
- * Embedding a worker is `scrape-orchestrator/worker`.
+ * What a backend service imports: the entry of the client package (`@scrape-orchestrator/client`,
+ * built from this file and what it imports: `packages/client`) and the full package's main entry
+ * (`import … from 'scrape-orchestrator'`). It has the typed client and its errors
+ * (`scrape-orchestrator/client` has the same without the helper below), the result store it reads,
+ * and {@link connectScrapeClient}, which wires both to a Temporal cluster in one call, so that a
+ * service needs no Temporal package of its own. Embedding a worker is `scrape-orchestrator/worker`.
  */
 import { Client, Connection } from '@temporalio/client';
 import { connectionOptionsFromEnv } from '../client/connection.js';

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { findSecret, secretPartsOfUrl } from '../lib/secretDetection.js';
-import { MAX_JSON_DEPTH, valueDepth } from '../lib/json.js';
+import { MAX_JSON_DEPTH, valueDepth } from '../lib/jsonDepth.js';
 
 /** Account names: 1..64 of `A-Z a-z 0-9 . _ -`. */
 export const AccountSchema = z

@@ -140,6 +140,12 @@ export function recordCooldown(label: string): void {
   cooldowns.inc({ provider: providerLabel(label.split('/')[0] ?? '') });
 }
 
+/**
+ * What the store reports, into this registry: pass it as `openStore(url, { metrics: storeMetrics })`
+ * (the store's `StoreMetrics`; this module never imports the store).
+ */
+export const storeMetrics = { transition: recordTransition, cooldown: recordCooldown } as const;
+
 const trackingLoops = new client.Gauge({
   name: 'scrape_tracking_loops',
   help: 'Jobs this worker tracks in detached polling loops (their trackStatus activities complete asynchronously).',

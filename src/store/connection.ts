@@ -10,6 +10,21 @@ import type { Database as DB } from './schema.js';
 /** The database dialect of a store. */
 export type StoreKind = 'sqlite' | 'postgres';
 
+/**
+ * What the store reports as it commits, for the process's metrics: the worker and the API pass
+ * `storeMetrics` of `src/observability/metrics.ts` (Prometheus); a store opened without it reports
+ * nothing (a service's client has no metrics endpoint, and needs no metrics library).
+ */
+export interface StoreMetrics {
+  /** A committed move of a job into `state` (once per transition). */
+  transition(state: string): void;
+  /** A shared cool-down of a provider key; `label` is `<provider>/<account>`. */
+  cooldown(label: string): void;
+}
+
+/** Reports nothing. */
+export const NO_STORE_METRICS: StoreMetrics = { transition() {}, cooldown() {} };
+
 /** A database connection of the store. Construct a whole store with `openStore`. */
 export class StoreConnection {
   constructor(
@@ -23,6 +38,8 @@ export class StoreConnection {
      * benchmarks and tests; absent on PostgreSQL.
      */
     readonly sqliteStatements?: { readonly prepared: number; readonly reused: number },
+    /** Where committed transitions and cool-downs are reported (see {@link StoreMetrics}). */
+    readonly metrics: StoreMetrics = NO_STORE_METRICS,
   ) {}
 
   /**

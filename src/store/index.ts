@@ -5,7 +5,7 @@
  */
 export { openStore, parseStoreUrl, type OpenStoreOptions, type StoreUrl } from './open.js';
 export { Store } from './store.js';
-export { StoreConnection, type StoreKind } from './connection.js';
+export { NO_STORE_METRICS, StoreConnection, type StoreKind, type StoreMetrics } from './connection.js';
 export { JobsRepository } from './jobs.js';
 export {
   ANOTHER_ACCOUNTS_JOB,

@@ -4,7 +4,6 @@
  * toward. Every state change appends a timeline event in the same transaction. Times are UTC
  * ISO-8601 strings, durations ms.
  */
-import { recordTransition } from '../observability/metrics.js';
 import { FINAL_STATES, isFinalState, type JobState } from '../model/states.js';
 import type { JobError } from '../model/types.js';
 import type { StoreConnection } from './connection.js';
@@ -303,7 +302,7 @@ export class JobsRepository {
       await note('task_recorded', 'pending', { source: b.source, providerStatus: b.providerStatus });
       return { kind: 'bound', taskId: b.taskId, recorded: true };
     });
-    if (out.kind === 'bound' && out.recorded) recordTransition('pending');
+    if (out.kind === 'bound' && out.recorded) this.conn.metrics.transition('pending');
     return out;
   }
 
@@ -393,7 +392,7 @@ export class JobsRepository {
       }
       return moved;
     });
-    if (changed) recordTransition(state);
+    if (changed) this.conn.metrics.transition(state);
     return changed;
   }
 }

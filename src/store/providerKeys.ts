@@ -7,7 +7,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { recordCooldown } from '../observability/metrics.js';
 import type { StoreConnection } from './connection.js';
 import { nowIso } from './rows.js';
 
@@ -53,7 +52,7 @@ export class ProviderKeysRepository {
         }),
       )
       .execute();
-    recordCooldown(label);
+    this.conn.metrics.cooldown(label);
   }
 
   /**

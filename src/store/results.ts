@@ -5,7 +5,6 @@
  * as evidence. Times are UTC ISO-8601 strings, durations ms.
  */
 import { randomUUID } from 'node:crypto';
-import { recordTransition } from '../observability/metrics.js';
 import type { BinaryBody } from '../model/documents.js';
 import {
   contentNoteOf,
@@ -236,7 +235,7 @@ export class ResultsRepository {
         };
       })
       .then((out) => {
-        if (out.transitioned) recordTransition('completed');
+        if (out.transitioned) this.conn.metrics.transition('completed');
         return out;
       });
   }

@@ -1,14 +1,16 @@
 /**
- * The package as a service installs it: `examples/service/` (its own package.json, depending on
- * this package by `file:../..`) is installed with npm, type-checked and compiled against the
- * package's exported `.d.ts` files, and run against the test run's dev server with a worker of
- * this test: it starts a scrape, awaits its result, starts a second one and cancels it. And
- * `npm pack` packs what the `exports` need and nothing from `test/`, `src/` or `.data/`.
+ * The client package as a service installs it: `@scrape-orchestrator/client` is packed (`npm pack`,
+ * whose `prepare` builds it from the current `src/`), and `examples/service/` — copied to a
+ * temporary folder outside the repository, so that nothing can resolve from the repository's
+ * `node_modules` — is installed with its one dependency pointed at that tarball (npm, registries
+ * only), type-checked and compiled against the package's `.d.ts` files, and run against the test
+ * run's dev server, a worker of this test and a PostgreSQL store (a service's store in production;
+ * the worker writes the same one): it starts a scrape, awaits its result, starts a second one and
+ * cancels it. The installed tree holds no native module and none of the full package's heavy parts,
+ * and there a `sqlite:` store fails with the error that names the optional `better-sqlite3`.
  *
- * The package's exports point into `dist/`, which `npm ci` builds. When `src/` has changed since
- * (a developer's edit before `npm run build`), the test does not use the old build: it builds the
- * current source into a private copy of the package (package.json, bin/, a fresh dist/, the
- * repository's node_modules linked) with the example beside it, and runs that.
+ * And `npm pack` of the full package packs what its `exports` need and nothing from `test/`, `src/`
+ * or `.data/`.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -16,21 +18,29 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { installedPackages } from '../../bench/lib/packages.js';
 import { recordCli } from '../helpers/evidence.js';
+import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { REPO, startStack, type Stack } from '../helpers/stack.js';
 
+/** Packages of the full package that the client package must not install. */
+const HEAVY = [
+  'scrape-orchestrator',
+  '@temporalio/worker',
+  '@temporalio/workflow',
+  '@temporalio/core-bridge',
+  'better-sqlite3',
+  'jsdom',
+  'fastify',
+  'unpdf',
+  'prom-client',
+];
+
+let pg: TestPostgres | undefined;
 let stack: Stack;
-let privateCopy: string | undefined;
+let work: string;
 let site: http.Server;
 let siteUrl: string;
-
-/** Newest modification time (ms) of the files under `dir`. */
-function newest(dir: string): number {
-  return fs.readdirSync(dir, { withFileTypes: true }).reduce((m, e) => {
-    const p = path.join(dir, e.name);
-    return Math.max(m, e.isDirectory() ? newest(p) : fs.statSync(p).mtimeMs);
-  }, 0);
-}
 
 /**
  * Runs a command to completion (no shell; SIGKILL after `timeoutMs`); its output is kept for the
@@ -61,8 +71,14 @@ function run(
 }
 
 beforeAll(async () => {
+  pg = await startTestPostgres();
+  if (!pg)
+    throw new Error(
+      'PostgreSQL is not installed (initdb/pg_ctl not found): install the Debian package "postgresql" or set SCRAPE_TEST_PG_URL',
+    );
   // A slow provider (each job runs 3 s) so that the second job is still running when it is cancelled.
-  stack = await startStack({ profile: { minRunMs: 3_000 } });
+  stack = await startStack({ storeUrl: pg.url, profile: { minRunMs: 3_000 } });
+  work = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-service-'));
   site = http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     res.end(
@@ -76,54 +92,67 @@ beforeAll(async () => {
 afterAll(async () => {
   await new Promise((r) => site?.close(r));
   await stack?.stop();
-  if (privateCopy) fs.rmSync(privateCopy, { recursive: true, force: true });
+  await pg?.stop();
+  if (work) fs.rmSync(work, { recursive: true, force: true });
 });
 
-/**
- * The package to install: the repository when its `dist/` is current, else a private copy built
- * from the current source (see the module documentation).
- */
-async function packageRoot(): Promise<string> {
-  const entry = path.join(REPO, 'dist', 'lib', 'scrapeService.js');
-  if (fs.existsSync(entry) && newest(path.join(REPO, 'src')) <= fs.statSync(entry).mtimeMs) return REPO;
-  const root = (privateCopy = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-package-')));
-  for (const f of ['package.json', 'README.md']) fs.copyFileSync(path.join(REPO, f), path.join(root, f));
-  fs.cpSync(path.join(REPO, 'bin'), path.join(root, 'bin'), { recursive: true });
-  fs.symlinkSync(path.join(REPO, 'node_modules'), path.join(root, 'node_modules'));
-  // Type errors elsewhere in the tree are the type check's business: what counts here is the emitted package.
-  await run(
-    process.execPath,
-    [
-      path.join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'),
-      '-p',
-      path.join(REPO, 'tsconfig.build.json'),
-      '--outDir',
-      path.join(root, 'dist'),
-    ],
-    { cwd: REPO, timeoutMs: 600_000 },
-  );
-  fs.cpSync(path.join(REPO, 'examples', 'service'), path.join(root, 'examples', 'service'), {
-    recursive: true,
-    filter: (src) => !/[/\\](node_modules|dist)$/.test(src),
+/** Packs the client package into `work`; returns the tarball's path. */
+async function packClient(): Promise<string> {
+  const packed = await run('npm', ['pack', '-w', '@scrape-orchestrator/client', '--pack-destination', work], {
+    cwd: REPO,
+    timeoutMs: 600_000,
   });
-  return root;
+  expect(packed.code, packed.out).toBe(0);
+  const { version } = JSON.parse(fs.readFileSync(path.join(REPO, 'packages', 'client', 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  const tarball = path.join(work, `scrape-orchestrator-client-${version}.tgz`); // npm's name for @scope/name
+  expect(fs.existsSync(tarball), `${tarball} after npm pack`).toBe(true);
+  return tarball;
 }
 
-describe('a service that installs the package', () => {
-  it('examples/service installs, type-checks against the exported types, and starts, awaits and cancels scrapes', async () => {
-    const root = await packageRoot();
-    const EXAMPLE = path.join(root, 'examples', 'service');
-    for (const f of ['dist/lib/scrapeService.js', 'dist/lib/scrapeService.d.ts'])
-      expect(fs.existsSync(path.join(root, f)), `${f} of the package`).toBe(true);
+describe('a service that installs the client package', () => {
+  it('examples/service installs the packed client alone, type-checks against its types, and starts, awaits and cancels scrapes', async () => {
+    const tarball = await packClient();
+    const EXAMPLE = path.join(work, 'service');
+    fs.cpSync(path.join(REPO, 'examples', 'service'), EXAMPLE, {
+      recursive: true,
+      filter: (src) => !/[/\\](node_modules|dist)$/.test(src),
+    });
+    const manifestFile = path.join(EXAMPLE, 'package.json');
+    const manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8')) as { dependencies: Record<string, string> };
+    expect(Object.keys(manifest.dependencies)).toEqual(['@scrape-orchestrator/client']);
+    manifest.dependencies['@scrape-orchestrator/client'] = `file:${tarball}`;
+    fs.writeFileSync(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);
 
-    const install = await run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], {
+    const install = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], {
       cwd: EXAMPLE,
       timeoutMs: 300_000,
     });
     expect(install.code, install.out).toBe(0);
-    expect(fs.realpathSync(path.join(EXAMPLE, 'node_modules', 'scrape-orchestrator'))).toBe(fs.realpathSync(root)); // the file: link
+    const installed = installedPackages(path.join(EXAMPLE, 'node_modules'));
+    const names = new Set(installed.map((p) => p.name));
+    expect(names).toContain('@scrape-orchestrator/client');
+    expect(HEAVY.filter((n) => names.has(n))).toEqual([]);
+    expect(installed.filter((p) => p.native).map((p) => p.name)).toEqual([]);
     const build = await run('npm', ['run', 'build'], { cwd: EXAMPLE });
     expect(build.code, build.out).toBe(0);
+
+    // Without the optional better-sqlite3, a sqlite: store says what to install, and creates nothing.
+    const sqlite = await run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { openStore } from '@scrape-orchestrator/client';
+await openStore('sqlite:' + process.argv[1]).then(() => process.exit(3), (e) => console.log(e.message));`,
+        path.join(EXAMPLE, 'store', 'x.db'),
+      ],
+      { cwd: EXAMPLE },
+    );
+    expect(sqlite.code, sqlite.out).toBe(0);
+    expect(sqlite.stdout).toMatch(/needs the package better-sqlite3.*npm install better-sqlite3/);
+    expect(fs.existsSync(path.join(EXAMPLE, 'store'))).toBe(false);
 
     const { address, namespace } = inject('temporal');
     const target = `${siteUrl}/orders/42`;
@@ -132,7 +161,7 @@ describe('a service that installs the package', () => {
       env: {
         TEMPORAL_ADDRESS: address,
         TEMPORAL_NAMESPACE: namespace,
-        SCRAPE_STORE_URL: stack.config.storeUrl,
+        SCRAPE_STORE_URL: pg!.url,
         SCRAPE_TASK_QUEUE: stack.config.temporal.taskQueue,
         SCRAPE_ACCOUNT: 'acme',
         TARGET_URL: target,
@@ -170,7 +199,7 @@ describe('a service that installs the package', () => {
       env: {
         TEMPORAL_ADDRESS: address,
         TEMPORAL_NAMESPACE: namespace,
-        SCRAPE_STORE_URL: stack.config.storeUrl,
+        SCRAPE_STORE_URL: pg!.url,
         SCRAPE_TASK_QUEUE: stack.config.temporal.taskQueue,
         SCRAPE_ACCOUNT: 'acme',
         TARGET_URL: target,

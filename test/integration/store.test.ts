@@ -292,3 +292,37 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     });
   });
 }
+
+describe('store metrics', () => {
+  it('reports each committed transition and cool-down to the metrics the store was opened with', async () => {
+    const seen: string[] = [];
+    const store = await openStore(`sqlite:${path.join(dir, 'metrics.db')}`, {
+      metrics: { transition: (state) => seen.push(state), cooldown: (label) => seen.push(`cooldown ${label}`) },
+    });
+    try {
+      const row = {
+        id: 'm1',
+        account: 'acme',
+        idem_key: 'm1',
+        provider: 'p',
+        request_hash: 'h1',
+        url: 'https://e.x/',
+        input: '{}',
+        options: '{}',
+        batch_id: null,
+        workflow_id: 'm1',
+        task_id: null,
+        deadline_at: null,
+      };
+      await store.jobs.register(row);
+      await store.jobs.bindTask({ jobId: 'm1', taskId: 't1', providerStatus: 'queued', source: 'submit' });
+      await store.jobs.bindTask({ jobId: 'm1', taskId: 't1', providerStatus: 'queued', source: 'submit' }); // a repeat moves nothing
+      expect(await store.jobs.transition('m1', 'failed')).toBe(true);
+      expect(await store.jobs.transition('m1', 'completed')).toBe(false); // final: refused, not reported
+      await store.providerKeys.setCooldown('p/acme', Date.now() + 60_000, 'rate limited');
+      expect(seen).toEqual(['pending', 'failed', 'cooldown p/acme']);
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -15,6 +15,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { ScrapeClient } from '../../src/client/index.js';
 import { parseConfig } from '../../src/config.js';
+import { providerPollDefaults } from '../../src/providers/shared/policy.js';
 import { connectOrStartTemporal, type TemporalTarget } from '../../src/devserver/connectOrStart.js';
 import { isFinalState } from '../../src/model/states.js';
 import { findDescriptor } from '../../src/providers/kinds.js';
@@ -122,7 +123,7 @@ export async function runSmoke(
       taskQueue: config.temporal.taskQueue,
       defaultProvider: planned[0]!.kind,
       providers: planned.map((p) => p.kind),
-      config,
+      pollDefaults: (provider) => providerPollDefaults(config, provider),
     });
     const results = await Promise.all(
       planned.map(async ({ kind, recipe }): Promise<SmokeResult> => {

@@ -1,12 +1,14 @@
 /**
- * A small backend service on scrape-orchestrator's typed client: it starts a scrape, awaits its
- * result, then starts a second one and cancels it, printing one JSON line per step.
+ * A small backend service on scrape-orchestrator's typed client package (`@scrape-orchestrator/client`,
+ * its only dependency): it starts a scrape, awaits its result, then starts a second one and cancels
+ * it, printing one JSON line per step.
  *
  * It needs workers running against the same Temporal cluster, task queue and result store
  * (`npm run demo -- --keep` in the repository gives all three: see the README there), and reads:
  *
  *   TEMPORAL_ADDRESS     Temporal frontend, host:port (TLS and API key: TEMPORAL_TLS_*, TEMPORAL_API_KEY)
- *   SCRAPE_STORE_URL     the result store the workers write (sqlite:<file> or postgres://…)
+ *   SCRAPE_STORE_URL     the result store the workers write: postgres://… (a sqlite:<file> store, as
+ *                        the demo's, needs `npm install better-sqlite3` here first)
  *   SCRAPE_TASK_QUEUE    the workers' task queue (default scrapes)
  *   SCRAPE_ACCOUNT       the account the jobs belong to (default demo)
  *   TARGET_URL           the page to scrape
@@ -14,7 +16,7 @@
  *
  *   npm install && npm run build && npm start
  */
-import { connectScrapeClient, JobNotFoundError, type JobResult } from 'scrape-orchestrator';
+import { connectScrapeClient, JobNotFoundError, type JobResult } from '@scrape-orchestrator/client';
 
 const account = process.env.SCRAPE_ACCOUNT || 'demo';
 const target = process.env.TARGET_URL;

@@ -1,56 +1,6 @@
 /**
- * The scrape workflow's message interface: its type name, the `state` query, the `cancel` signal
- * and Update, the `resolve` Update and the `wake` signal, with their payloads. Shared by the
- * workflow and the client.
+ * The scrape workflow's message interface, as the workflows import it. Its one definition is
+ * `src/model/messages.ts`, shared with the client package, which must not load
+ * `@temporalio/workflow`.
  */
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { CancelReport, JobView } from '../../model/types.js';
-
-/** Workflow type of scrape jobs: the only one a worker serves. */
-export const SCRAPE_WORKFLOW_TYPE = 'scrapeWorkflowV4';
-
-/**
- * Workflow types of earlier releases that this worker no longer serves: their open runs must be
- * drained on the release that started them before this one is deployed (`scrape upgrade check`).
- */
-export const RETIRED_WORKFLOW_TYPES = ['scrapeWorkflow', 'scrapeWorkflowV2', 'scrapeWorkflowV3'] as const;
-
-/** Payload of the `cancel` signal and Update. */
-export interface CancelRequest {
-  reason?: string;
-  requestedBy?: string;
-}
-
-/** Payload of the `resolve` Update for a job in `unknown`: exactly one of the two. */
-export type Resolution = { taskId: string; by?: string } | { resubmit: true; by?: string };
-
-/** Hint from a provider webhook (never trusted for the result itself). */
-export interface WakeHint {
-  /** Provider status the webhook claimed, for the timeline only. */
-  providerStatus?: string;
-  eventId?: string;
-}
-
-/** Query `state`: the live {@link JobView} (state, task ID, checks, deadline, cancel report). */
-export const stateQuery = defineQuery<JobView>('state');
-/** Signal `cancel`: fire-and-forget cancel request; the outcome is recorded, not returned. */
-export const cancelSignal = defineSignal<[CancelRequest]>('cancel');
-/** Update `cancel`: returns the observed {@link CancelReport}; its validator rejects a job already final. */
-export const cancelUpdate = defineUpdate<CancelReport, [CancelRequest]>('cancel');
-/** Update `resolve`: an operator settles a job in `unknown` with a task ID or an explicit resubmit; returns the view after it. */
-export const resolveUpdate = defineUpdate<JobView, [Resolution]>('resolve');
-/** Signal `wake`: a webhook hint that makes the next status check happen now (the result is still read from the provider). */
-export const wakeSignal = defineSignal<[WakeHint]>('wake');
-
-/** Descriptions shown by the Web UI and `temporal workflow metadata` next to each handler. */
-export const HANDLER_DESCRIPTIONS = {
-  state:
-    'The job as the workflow sees it: state, provider status, task ID, checks, deadline, last error, cancel report (JSON).',
-  cancel:
-    'Cancel the job: {"reason": "…", "requestedBy": "…"}. The provider is asked to stop and the observed outcome is recorded.',
-  cancelUpdate:
-    'Cancel the job and wait for the outcome observed at the provider (rejected when the job is already final).',
-  resolve:
-    'Settle a job in `unknown`: {"taskId": "…"} to adopt a task, or {"resubmit": true} to submit again under the same key.',
-  wake: 'A provider webhook hint: check the provider now (the result is still read from the provider).',
-} as const;
+export * from '../../model/messages.js';
