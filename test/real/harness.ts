@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import type { PollPolicy } from '../../src/model/types.js';
 import { startProviderScenario, type Fixture, type Scenario } from '../fixtures/providers/harness.js';
 import { deleteMaintenanceSchedules, spawnProductWorker, type ProductWorker } from '../helpers/productWorker.js';
@@ -102,4 +102,27 @@ export async function killWorker(w: ProductWorker): Promise<void> {
 export async function restartServer(server: 'firecrawl' | 'scrapyd'): Promise<void> {
   const r = await fetch(`${inject('real').control}/restart/${server}`, { method: 'POST' });
   if (r.status !== 200) throw new Error(`restarting ${server} failed: ${r.status} ${await r.text()}`);
+}
+
+/**
+ * Registers a scenario for the enclosing `describe` (started in `beforeAll`, stopped in
+ * `afterAll`) and returns its getter. A scenario that cannot start (a configuration the product
+ * refuses, say) fails each test that asks for it with that error, instead of the whole block at
+ * once: every scenario is reported on its own.
+ */
+export function useReal(opts: RealOptions | (() => RealOptions)): () => RealScenario {
+  let scenario: RealScenario | undefined;
+  let failure: unknown;
+  beforeAll(async () => {
+    try {
+      scenario = await startReal(typeof opts === 'function' ? opts() : opts);
+    } catch (e) {
+      failure = e;
+    }
+  });
+  afterAll(async () => scenario?.stop());
+  return () => {
+    if (!scenario) throw failure ?? new Error('the scenario did not start');
+    return scenario;
+  };
 }
