@@ -32,8 +32,9 @@ export default defineConfig({
           ...shared,
           name: 'tests',
           include: ['test/**/*.test.ts'],
-          // The cluster suite has its own config and global setup (`npm run test:cluster`); the scan is the last project.
-          exclude: [...configDefaults.exclude, 'test/cluster/**', 'test/scan/**'],
+          // The cluster and real-server suites have their own configs and global setups (`npm run
+          // test:cluster`, `npm run test:real`); the scan is the last project.
+          exclude: [...configDefaults.exclude, 'test/cluster/**', 'test/real/**', 'test/scan/**'],
           // Integration files mostly wait on timers and the network: three at a time on 2 cores.
           maxWorkers: 3,
         },

@@ -29,7 +29,10 @@ export interface ProductWorker {
  * resolves once it logs `worker polling`. Its output is kept for the secrets scan when it exits. It registers the maintenance Schedules of the stack's
  * task queue: {@link deleteMaintenanceSchedules} removes them.
  */
-export async function spawnProductWorker(stack: Stack, env: Record<string, string> = {}): Promise<ProductWorker> {
+export async function spawnProductWorker(
+  stack: Pick<Stack, 'configFile'>,
+  env: Record<string, string> = {},
+): Promise<ProductWorker> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'src/worker.ts')], {
     cwd: REPO,
     env: { ...process.env, SCRAPE_CONFIG: stack.configFile, ...env },
@@ -58,7 +61,7 @@ export async function spawnProductWorker(stack: Stack, env: Record<string, strin
 }
 
 /** Deletes the maintenance Schedules a product worker registered for the stack's task queue. */
-export async function deleteMaintenanceSchedules(stack: Stack): Promise<void> {
+export async function deleteMaintenanceSchedules(stack: Pick<Stack, 'config' | 'temporal'>): Promise<void> {
   for (const id of Object.values(maintenanceScheduleIds(stack.config.temporal.taskQueue)))
     await stack.temporal.schedule
       .getHandle(id)
