@@ -376,6 +376,7 @@ export function pollActivities(kit: ActivityKit) {
       n,
       seen.providerStatus,
       seen.progress,
+      Math.max(input.schedule.initialDelayMs, seen.retryAfterMs ?? 0),
     );
   }
 

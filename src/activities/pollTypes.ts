@@ -27,6 +27,13 @@ export interface TrackStatusInput extends TaskRef {
   notFoundLimit: number;
   /** How failed reads are spaced and bounded (from the job's policy). */
   failedReads: FailedReadPolicy;
+  /**
+   * Waits (ms) before the checks that follow this activity's first one, while they answer "not
+   * final", before the schedule resumes: a wake (a webhook that said the task moved) is a promise
+   * to look again soon, since a provider may count its last page a moment after it says so. The
+   * provider's `Retry-After` and the minimum gap still hold.
+   */
+  followUpMs?: number[];
   /** `track`: record final states in the store; `confirm_cancel`: only observe (the cancel path records). */
   mode: 'track' | 'confirm_cancel';
 }
@@ -64,8 +71,11 @@ export type CheckResult =
   | {
       again: { delayMs: number; message: string };
       checks: number;
+      /** Set when the provider answered (a check that failed has none). */
       providerStatus?: string;
       progress?: StatusObservation['progress'];
+      /** The wait the provider's answer asked for (Retry-After) or our minimum gap, ms, whichever is longer. */
+      notBeforeMs?: number;
     };
 
 /** A {@link CheckResult} that says to check again in `delayMs` (ms), with `message` for the heartbeat and what the check saw. */
@@ -75,11 +85,13 @@ export function again(
   checks: number,
   providerStatus?: string,
   progress?: StatusObservation['progress'],
+  notBeforeMs?: number,
 ): CheckResult {
   return {
     again: { delayMs, message },
     checks,
     ...(providerStatus ? { providerStatus } : {}),
     ...(progress ? { progress } : {}),
+    ...(notBeforeMs !== undefined ? { notBeforeMs } : {}),
   };
 }

@@ -154,6 +154,7 @@ export function trackActivities(kit: ActivityKit, tracker?: DetachedTracker) {
     let last: Extract<CheckResult, { again: unknown }> | undefined;
     let wait = bounded(Math.max(input.firstDelayMs === 0 ? 0 : planned(input.firstDelayMs), notBefore - Date.now()));
     let checkPastDeadline = input.checkPastDeadline === true;
+    const followUps = [...(input.followUpMs ?? [])];
     const details = () => ({
       checks: last?.checks ?? 0,
       providerStatus: last?.providerStatus,
@@ -188,7 +189,12 @@ export function trackActivities(kit: ActivityKit, tracker?: DetachedTracker) {
       last = r;
       // A learned plan sets the next check; the provider's Retry-After and our minimum gap (the
       // row's earliest next check) still hold.
-      if (plan) {
+      const followUp = followUps.shift();
+      if (followUp !== undefined && r.notBeforeMs !== undefined) {
+        // A wake's promise to look again soon: the provider answered, not final yet.
+        wait = bounded(Math.max(followUp, r.notBeforeMs));
+        r.again.message = `${r.again.message.replace(/, next in [\d.]+ s$/, '')}; a webhook said it moved: next in ${(wait / 1000).toFixed(1)} s`;
+      } else if (plan) {
         const row = await store.jobs.get(input.jobId);
         const notBeforeNow = row?.check_not_before ? Date.parse(row.check_not_before) - Date.now() : 0;
         wait = bounded(

@@ -367,3 +367,37 @@ describe('trackStatus without a tracker (the loop inside its activity)', () => {
     expect(Number(row?.status_errors ?? 0)).toBe(0);
   });
 });
+
+describe('the polling loop after a wake', () => {
+  it('checks that still say "not final" come at the follow-up delays, within seconds, before the slowed safety net resumes', async () => {
+    const waits: number[] = [];
+    const acts = createActivities({
+      store,
+      providers: new ProviderRegistry(config, {}, { fake }),
+      resultRetentionMs: null,
+      sleep: async (ms) => void waits.push(ms),
+    });
+    let answers = 0;
+    fake.statusImpl = async () =>
+      ++answers <= 5
+        ? { state: 'running', providerStatus: 'scraping' }
+        : { state: 'failed', providerStatus: 'failed', error: { code: 'X', message: 'stop' } };
+    // A webhook job's safety net: its next check an hour away; the wake's follow-ups come first.
+    const safetyNet = {
+      initialDelayMs: 5,
+      maxDelayMs: 3_600_000,
+      multiplier: 1,
+      jitter: 0,
+      slowdown: 1,
+      safetyNet: true,
+    };
+    const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 600_000, startToCloseTimeoutMs: 3_600_000 });
+    const out = await env.run(
+      acts.trackStatus,
+      await trackedJob('woken', { schedule: safetyNet, followUpMs: [10, 20, 40] }),
+    );
+    expect(out).toMatchObject({ kind: 'failed' });
+    expect(waits.slice(0, 4)).toEqual([0, 10, 20, 40]);
+    expect(waits[4]).toBeGreaterThan(3_000_000); // the safety net again (an hour, bounded by the deadline)
+  });
+});

@@ -11,13 +11,23 @@ import { failedReadPolicy } from '../../model/schedule.js';
 import { isTimeout, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
 
+/**
+ * After a wake, the checks that follow the first one while the provider still says "not final"
+ * (ms): a webhook says the task moved, and a provider may count its last page a moment after it
+ * says so (Firecrawl counts a finished page 250 ms later), so the job looks again within seconds
+ * (30 s in all) before the slowed safety net resumes.
+ */
+export const WAKE_FOLLOW_UP_MS = [1_000, 2_000, 4_000, 8_000, 15_000];
+
 /** Polls until the job is final, the deadline passes or a cancel request interrupts (a cancellation is thrown). */
 export async function trackTask(job: ScrapeJob): Promise<void> {
   let firstDelayMs = job.firstDelay();
   let checkPastDeadline = false;
+  let followUpMs: number[] | undefined;
   // A webhook hint that came while the task was being acquired makes the first check come now.
   if (job.wakes() > 0) {
     firstDelayMs = 0;
+    followUpMs = WAKE_FOLLOW_UP_MS;
     checkPastDeadline = job.lastWakeAt() < Date.parse(job.deadlineAt!); // the hint came in time: its check too
   }
   for (;;) {
@@ -29,14 +39,16 @@ export async function trackTask(job: ScrapeJob): Promise<void> {
         carry: { deadlineAt: job.deadlineAt!, statusChecks: job.view.statusChecks },
       });
     }
-    const outcome = await pollOnce(job, firstDelayMs, checkPastDeadline);
+    const outcome = await pollOnce(job, firstDelayMs, checkPastDeadline, followUpMs);
     if (outcome === 'woken') {
       checkPastDeadline = Date.now() < Date.parse(job.deadlineAt!);
       firstDelayMs = 0; // the activity still keeps the provider's Retry-After and the minimum gap (store)
+      followUpMs = WAKE_FOLLOW_UP_MS;
       continue;
     }
     if (await settleOutcome(job, outcome)) return;
     firstDelayMs = job.firstDelay();
+    followUpMs = undefined;
   }
 }
 
@@ -49,6 +61,7 @@ async function pollOnce(
   job: ScrapeJob,
   firstDelayMs: number,
   checkPastDeadline: boolean,
+  followUpMs: number[] | undefined,
 ): Promise<PollOutcome | 'woken'> {
   const deadline = Date.parse(job.deadlineAt!);
   const generation = job.nextGeneration();
@@ -64,6 +77,7 @@ async function pollOnce(
     checkPastDeadline,
     notFoundLimit: job.policy.notFoundLimit,
     failedReads: failedReadPolicy(job.policy),
+    ...(followUpMs ? { followUpMs } : {}),
     mode: 'track' as const,
   };
   const activityScope = new CancellationScope();
