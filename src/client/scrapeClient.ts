@@ -186,7 +186,8 @@ export class ScrapeClient {
    * outcome observed at the provider; without, it sends the `cancel` signal and returns at once.
    * `timeoutMs` (default 120000 ms) bounds the wait: past it (e.g. no worker is running) the
    * request is also sent as a signal, which is durable, and the answer is `requested` with a note.
-   * Cancelling a finished job changes nothing and says so (`already_final`); cancelling twice
+   * Cancelling a finished job (final in the store, even while its workflow is still closing)
+   * changes nothing and says so (`already_final`); cancelling twice
    * returns the same outcome; a non-final job whose workflow no longer runs is `not_running`.
    * Throws {@link JobNotFoundError} for a job of another account or none.
    */
