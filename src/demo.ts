@@ -16,10 +16,10 @@ import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import { NativeConnection } from '@temporalio/worker';
 import cliProgress from 'cli-progress';
-import Table from 'cli-table3';
 import Fastify from 'fastify';
 import { readBatchFile } from './batch/input.js';
-import { runBatch } from './batch/run.js';
+import { runBatch, type BatchRowOutcome } from './batch/run.js';
+import { outcomeTable } from './cli/print.js';
 import { InvalidInputError } from './client/errors.js';
 import { ensureMaintenanceSchedules, JOBS_VIEW_QUERY, maintenanceTaskQueue } from './client/schedules.js';
 import { parseConfig } from './config.js';
@@ -54,6 +54,22 @@ export interface DemoOptions {
    * number: that port, or an error when it is taken.
    */
   ports?: { temporal?: number; ui?: number; site?: number; provider?: number };
+  /** Receives the batch's outcome once it is known (`demo --json` prints it). */
+  onSummary?: (summary: DemoSummary) => void;
+}
+
+/** What the demo's batch did: every line's outcome and where to look next. */
+export interface DemoSummary {
+  batchId: string;
+  /** Every line of the sample file: a job's outcome, or `rejected` with the reason. */
+  rows: BatchRowOutcome[];
+  completed: number;
+  jobs: number;
+  rejected: number;
+  /** The Web UI's list of this batch, when there is a Web UI. */
+  webUi: string | null;
+  configFile: string;
+  storeFile: string;
 }
 
 /** The demo's default ports. */
@@ -250,32 +266,11 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
       signal,
     ).finally(() => bar.stop());
 
-    const table = new Table({
-      head: ['line', 'state', 'url', 'title / error'],
-      colWidths: [6, 22, 58, 44],
-      wordWrap: true,
-      style: { head: [], border: [] },
-      chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
-    });
-    const rows = [
+    const rows: BatchRowOutcome[] = [
       ...outcomes,
-      ...input.errors.map((e) => ({
-        line: e.line,
-        url: e.raw,
-        state: 'rejected',
-        error: e.reason,
-        title: undefined,
-        httpStatus: undefined,
-      })),
+      ...input.errors.map((e) => ({ line: e.line, url: e.raw, state: 'rejected' as const, error: e.reason })),
     ].sort((a, b) => a.line - b.line);
-    for (const r of rows) {
-      const detail =
-        r.state === 'completed'
-          ? `${r.title ?? '(no title)'}${r.httpStatus && r.httpStatus !== 200 ? ` [HTTP ${r.httpStatus}]` : ''}`
-          : (r.error ?? '');
-      table.push([String(r.line), r.state + ('existed' in r && r.existed ? ' (existing)' : ''), r.url, detail]);
-    }
-    say(table.toString());
+    say(await outcomeTable(rows, rows.length));
 
     const stats = sim.stats();
     const completed = outcomes.filter((o) => o.state === 'completed').length;
@@ -316,6 +311,16 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
       say(`     npm run cli -- timeline ${example}`);
     }
     say(`Re-running the demo attaches to the same jobs (same rows → same keys): nothing new is created.`);
+    opts.onSummary?.({
+      batchId: input.batchId,
+      rows,
+      completed,
+      jobs: outcomes.length,
+      rejected: input.errors.length,
+      webUi: temporal.uiUrl ? uiList : null,
+      configFile,
+      storeFile,
+    });
 
     if (opts.keep) {
       say('');

@@ -60,16 +60,20 @@ export async function connectClient(config: Config): Promise<Connection> {
  * Opens the store and the Temporal client for `config`. With `lazyTemporal` the connection to
  * Temporal is made on its first use (`Connection.lazy`), so commands that read only the store
  * never wait for, or fail on, an unreachable Temporal; otherwise it is made now and a failure
- * throws `cannot reach Temporal at <address>: …`. Throws when encryption is on and its keys are
- * missing.
+ * throws `cannot reach Temporal at <address>: …`. `connectTimeoutMs` (default 10000) bounds the
+ * connection check (`Connection.ensureConnected`, which a lazy connection runs when asked).
+ * Throws when encryption is on and its keys are missing.
  */
-export async function openRuntime(config: Config, opts: { lazyTemporal?: boolean } = {}): Promise<Runtime> {
+export async function openRuntime(
+  config: Config,
+  opts: { lazyTemporal?: boolean; connectTimeoutMs?: number } = {},
+): Promise<Runtime> {
   const dataConverter = dataConverterFor(config.codec);
   const store = await openStore(config.storeUrl, { metrics: storeMetrics });
   let connection: Connection;
   try {
     connection = opts.lazyTemporal
-      ? Connection.lazy({ ...temporalConnectionOptions(config), connectTimeout: '10s' })
+      ? Connection.lazy({ ...temporalConnectionOptions(config), connectTimeout: opts.connectTimeoutMs ?? 10_000 })
       : await connectClient(config);
   } catch (e) {
     await store.close();

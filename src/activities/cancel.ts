@@ -89,6 +89,7 @@ export function cancelActivities(kit: ActivityKit) {
       const temporal = kit.deps.temporal;
       if (!temporal)
         throw ApplicationFailure.nonRetryable('no Temporal client in the activity dependencies', 'Internal.noClient');
+      await kit.deps.hooks?.beforeCloseAsCancelled?.(input.workflowId);
       await temporal.workflowService.requestCancelWorkflowExecution({
         namespace: temporal.options.namespace,
         workflowExecution: { workflowId: input.workflowId, runId: input.runId },

@@ -160,6 +160,27 @@ function delimiterHint(d: string): string {
 }
 
 /**
+ * Why csv-parse refused line `line` when it was parsed alone, in words that name the field: its
+ * own messages count from the start of what it was given ("at line 1"), which here is the line
+ * itself, so an unknown message has that count replaced by the file's line.
+ */
+function quotingReason(e: unknown, line: number): string {
+  const err = e as { code?: string; index?: number; message?: string };
+  const field = typeof err.index === 'number' ? `field ${err.index + 1}` : 'a field';
+  switch (err.code) {
+    case 'CSV_QUOTE_NOT_CLOSED':
+      return `${field} opens a quote that is never closed (a quoted field ends with "; write "" for a quote inside it)`;
+    case 'INVALID_OPENING_QUOTE':
+      return `a quote inside ${field}, which does not start with one (quote the whole field and double the quote inside: "a""b")`;
+    case 'CSV_INVALID_CLOSING_QUOTE':
+    case 'CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE':
+      return `characters after the closing quote of ${field} (a quoted field ends at its closing quote; write "" for a quote inside it)`;
+    default:
+      return String(err.message ?? e).replace(/\bat line \d+/g, `at line ${line}`);
+  }
+}
+
+/**
  * Parses CSV text (first line is the header; must include a `url` column). A line the parser
  * cannot place in a record (broken quoting) costs only itself: every non-blank line outside the
  * parsed records is parsed again on its own, and becomes a row or an error with its line number.
@@ -290,7 +311,7 @@ export function parseCsvText(input: string, opts: CsvOptions & ParseContext = {}
     } catch (e) {
       errors.push({
         line: n,
-        reason: `CSV cannot be parsed here: ${(e as Error).message}`,
+        reason: `CSV cannot be parsed here: ${quotingReason(e, n)}`,
         raw: lineText.slice(0, 200),
       });
     }

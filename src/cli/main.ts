@@ -9,11 +9,16 @@
  * an invalid configuration, a request refused for the job's state such as `resolve` of a job that
  * is not in `unknown`, a key reused with other parameters); 3 no such job.
  *
+ * Errors: one line on stderr, `error (<code>): <message>`; with `--json`, one JSON object on
+ * stdout instead (see {@link CliErrorJson}), with the same exit code. Either way a URL's
+ * credentials are never shown.
+ *
  * Start-up time: only commander and pure modules load before a command runs; each command imports
  * what it needs (the Temporal client, the store, …) when it runs, so `--help` answers at once.
  */
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { ScrapeError } from '../client/errors.js';
+import { redactUrlCredentials } from '../lib/sanitize.js';
 import { registerApi } from './commands/api.js';
 import { registerCancel } from './commands/cancel.js';
 import { registerCancelBatch } from './commands/cancelBatch.js';
@@ -31,21 +36,35 @@ import { registerSubmit } from './commands/submit.js';
 import { registerTimeline } from './commands/timeline.js';
 import { registerUpgradeCheck } from './commands/upgrade.js';
 import { registerWorker } from './commands/worker.js';
-import { EXIT, temporalAddressInUse } from './context.js';
+import { CliError, EXIT, temporalAddressInUse } from './context.js';
+import { printJson } from './print.js';
 
-/** Builds the command tree, commands in the order `--help` lists them (exported for tests). */
-export function buildCli(): Command {
+/** The exit codes every command shares, as `--help` and `docs/cli.md` state them. */
+export const EXIT_CODES_TEXT =
+  'Exit codes: 0 done; 1 failed or not completed (or Temporal unreachable); 2 invalid input (usage, a missing input or config file, a refused request); 3 no such job.';
+
+/**
+ * Builds the command tree, commands in the order `--help` lists them (exported for tests and the
+ * reference generator). With `json`, commander's own messages (a usage error and the help after
+ * it) are not written: the error is printed as JSON by {@link main} instead.
+ */
+export function buildCli(opts: { json?: boolean } = {}): Command {
   const program = new Command('scrape')
     .description('Durable orchestration of asynchronous scraping APIs on Temporal')
     .showHelpAfterError()
+    .configureOutput({
+      writeErr: (s) => (opts.json ? undefined : process.stderr.write(s)),
+      outputError: (s, write) => (opts.json ? undefined : write(s)),
+    })
     // Usage errors (unknown option, bad argument) exit 2 like every other invalid input; help and version 0.
-    .exitOverride((err) => process.exit(err.exitCode === 0 ? EXIT.ok : EXIT.invalid))
+    .exitOverride((err) => {
+      if (err.exitCode === 0) process.exit(EXIT.ok);
+      if (opts.json) reportError(new CliError('usage', usageMessage(err), EXIT.invalid), true);
+      process.exit(EXIT.invalid);
+    })
     .configureHelp({ sortSubcommands: false })
-    .addHelpText(
-      'after',
-      '\nExit codes: 0 done; 1 failed or not completed (or Temporal unreachable); 2 invalid input (usage, a missing input or config file, a refused request); 3 no such job.',
-    );
-  // Registered after the program's settings: each command inherits them (exit override, help).
+    .addHelpText('after', `\n${EXIT_CODES_TEXT}`);
+  // Registered after the program's settings: each command inherits them (exit override, output, help).
   for (const register of [
     registerRun,
     registerSubmit,
@@ -70,6 +89,13 @@ export function buildCli(): Command {
   return program;
 }
 
+/** commander's message of a usage error without its `error: ` prefix (a bare `scrape` asks for a command). */
+function usageMessage(err: CommanderError): string {
+  if (err.code === 'commander.help' || err.code === 'commander.executeSubCommandAsync')
+    return 'no command given; `scrape --help` lists them';
+  return err.message.replace(/^error: /, '');
+}
+
 /** True for the errors of a Temporal that cannot be reached (gRPC UNAVAILABLE / DEADLINE_EXCEEDED, refused connections). */
 function isTemporalUnreachable(e: unknown): boolean {
   for (let c: unknown = e, i = 0; c && i < 5; c = (c as { cause?: unknown }).cause, i++) {
@@ -77,37 +103,75 @@ function isTemporalUnreachable(e: unknown): boolean {
     if (code === 14 || code === 4) return true;
     if (
       c instanceof Error &&
-      /Failed to connect to Temporal server|ECONNREFUSED|No connection established|UNAVAILABLE/i.test(c.message)
+      /Failed to connect to Temporal server|Failed to connect before the deadline|ECONNREFUSED|No connection established|UNAVAILABLE/i.test(
+        c.message,
+      )
     )
       return true;
   }
   return false;
 }
 
-/** Prints what a command threw on one line and exits with its code (see the exit codes above). */
-function exitOnError(e: unknown): never {
+/**
+ * An error as `--json` prints it, on stdout, one object; the process exits with `exitCode`.
+ * `code` is stable: `invalid`, `conflict`, `usage` (exit 2); `not_found` (exit 3); `not_ready`,
+ * `expired`, `temporal_unreachable`, `empty_field`, `error` (anything else; exit 1). `details`
+ * carries the fields safe to show (the state of a job without a result, the issues of invalid
+ * input, the Temporal address, …), when there are any.
+ */
+export interface CliErrorJson {
+  error: { code: string; message: string; exitCode: number; details?: Record<string, unknown> };
+}
+
+/** What a thrown value is to the user: its stable code, message, exit code and details. */
+export function describeError(e: unknown): CliErrorJson['error'] {
+  const withDetails = (d: Record<string, unknown>) => (Object.keys(d).length > 0 ? { details: d } : {});
+  if (e instanceof CliError)
+    return { code: e.code, message: e.message, exitCode: e.exitCode, ...withDetails(e.details) };
   if (e instanceof ScrapeError) {
-    console.error(`error (${e.code}): ${e.message}`);
-    process.exit(
+    const exitCode =
       e.code === 'not_found'
         ? EXIT.notFound
         : e.code === 'invalid' || e.code === 'conflict'
           ? EXIT.invalid
-          : EXIT.failed,
-    );
+          : EXIT.failed;
+    return { code: e.code, message: e.message, exitCode, ...withDetails(e.details) };
   }
   if (isTemporalUnreachable(e)) {
     const address = temporalAddressInUse();
-    console.error(
-      `error: cannot reach Temporal${address ? ` at ${address}` : ''} (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); status, result, list, timeline, incident and orphans read only the store and work without it`,
-    );
-    process.exit(EXIT.failed);
+    return {
+      code: 'temporal_unreachable',
+      message: `cannot reach Temporal${address ? ` at ${address}` : ''} (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); status, result, list, timeline, incident and orphans read only the store and work without it`,
+      exitCode: EXIT.failed,
+      ...withDetails(address ? { address } : {}),
+    };
   }
-  console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
-  process.exit(EXIT.failed);
+  return { code: 'error', message: e instanceof Error ? e.message : String(e), exitCode: EXIT.failed };
 }
 
-/** Runs the CLI on `argv` (the shape of `process.argv`): parses it, runs the command, and exits non-zero with a one-line error when it throws. */
+/** Prints `e` (one line on stderr, or with `json` the {@link CliErrorJson} object on stdout); returns its exit code. */
+function reportError(e: unknown, json: boolean): number {
+  const d = describeError(e);
+  if (json) printJson({ error: d } satisfies CliErrorJson);
+  else console.error(`error (${d.code}): ${redactUrlCredentials(d.message)}`);
+  return d.exitCode;
+}
+
+/** True when `argv` (the shape of `process.argv`) asks for JSON: `--json` before any `--`. */
+export function wantsJson(argv: string[]): boolean {
+  const args = argv.slice(2);
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).includes('--json');
+}
+
+/**
+ * Runs the CLI on `argv` (the shape of `process.argv`): parses it, runs the command, and when it
+ * throws, reports the error (a line on stderr, or JSON on stdout under `--json`) and exits with
+ * its code (see the exit codes above).
+ */
 export async function main(argv: string[] = process.argv): Promise<void> {
-  await buildCli().parseAsync(argv).catch(exitOnError);
+  const json = wantsJson(argv);
+  await buildCli({ json })
+    .parseAsync(argv)
+    .catch((e: unknown) => process.exit(reportError(e, json)));
 }

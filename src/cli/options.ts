@@ -147,3 +147,24 @@ export async function policyFrom(opts: {
   });
   throw new InvalidInputError(`invalid poll policy:\n  ${lines.join('\n  ')}`, r.error.issues);
 }
+
+/** `--json` as every command has it: the command's output, and an error, as JSON on stdout. */
+export function jsonOption(c: Command, what = 'print JSON'): Command {
+  return c.option('--json', `${what} (an error too: one JSON object {"error": {code, message, exitCode, details?}})`);
+}
+
+const EXIT_NOTES = new WeakMap<Command, string>();
+
+/**
+ * States what the exit codes of command `c` mean where they say more than the shared ones
+ * (`--help` after the options, and `docs/cli.md`, which reads it back with {@link exitNoteOf}).
+ */
+export function exitNote(c: Command, note: string): Command {
+  EXIT_NOTES.set(c, note);
+  return c.addHelpText('after', `\nExit codes: ${note}`);
+}
+
+/** The note {@link exitNote} gave command `c`, if any. */
+export function exitNoteOf(c: Command): string | undefined {
+  return EXIT_NOTES.get(c);
+}

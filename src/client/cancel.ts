@@ -55,6 +55,14 @@ export async function cancelJob(
     throw e;
   }
   if (desc.status.name !== 'RUNNING') return settledCancel(ctx.store, jobId);
+  // A job the store holds final is final, even while its workflow is still closing (it records the
+  // outcome, then closes): a cancel changes nothing and says so, with no Update the workflow would
+  // answer with the earlier outcome as if it were this request's. `tracking_interrupted` is the
+  // exception: a resumed run may be starting, and the Update reaches it (or is refused by a
+  // closing run, which also answers `already_final`).
+  const row = await ctx.store.jobs.get(jobId);
+  if (row && isFinalState(row.state as JobState) && row.state !== 'tracking_interrupted')
+    return settledCancel(ctx.store, jobId);
   if (opts.wait === false) {
     await handle.signal(cancelSignal, req);
     return { kind: 'requested', state: 'cancelling' };

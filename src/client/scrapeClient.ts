@@ -8,8 +8,7 @@
  * answer at once, while Temporal is unreachable.
  */
 import { Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { isFinalState, stateOfOutcomeFailure } from '../model/states.js';
+import { isFinalState } from '../model/states.js';
 import type { StartScrapeInput } from '../model/schemas.js';
 import type { JobView, ScrapeWorkflowInput } from '../model/types.js';
 import type { BinaryBody } from '../store/index.js';
@@ -148,8 +147,11 @@ export class ScrapeClient {
   }
 
   /**
-   * Waits up to `timeoutMs` for the job to end. A client-side timeout is reported as
-   * `still_running` with the current summary, never as a failure of the job.
+   * Waits up to `timeoutMs` for the job to end (its workflow to close, however it closed). A
+   * client-side timeout is reported as `still_running` with the current summary, never as a
+   * failure of the job; the wait's long poll is then aborted, so nothing of it outlives the call
+   * (closing the connection afterwards is safe). Throws {@link JobNotFoundError} when no workflow
+   * has that ID.
    */
   async awaitResult(
     account: string,
@@ -158,30 +160,23 @@ export class ScrapeClient {
   ): Promise<{ status: 'done'; job: JobSummary } | { status: 'still_running'; job: JobSummary }> {
     authorize(account, jobId);
     const handle = this.opts.temporal.workflow.getHandle(jobId);
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), opts.timeoutMs);
-    });
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), opts.timeoutMs);
+    let done: boolean;
     try {
-      const r = await Promise.race([
-        handle.result().then(
-          () => 'done' as const,
-          (e) => {
-            // A job that ended failed, expired or tracking_interrupted closes its run Failed with a
-            // typed failure (`ScrapeJob.<state>`), and a cancelled one Canceled: both are ends.
-            if (e instanceof WorkflowFailedError && e.cause instanceof CancelledFailure) return 'done' as const;
-            if (e instanceof WorkflowFailedError && isJobOutcomeFailure(e.cause)) return 'done' as const;
-            if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
-            throw e;
-          },
-        ),
-        timeout,
-      ]);
-      const job = await this.getScrape(account, jobId);
-      return r === 'done' ? { status: 'done', job } : { status: 'still_running', job };
+      await this.opts.temporal.withAbortSignal(abort.signal, () => handle.result());
+      done = true;
+    } catch (e) {
+      if (abort.signal.aborted) done = false;
+      else if (e instanceof WorkflowNotFoundError) throw new JobNotFoundError(jobId);
+      // Failed, cancelled, terminated or timed out: the workflow ended; the store says how.
+      else if (e instanceof WorkflowFailedError) done = true;
+      else throw e;
     } finally {
       clearTimeout(timer);
     }
+    const job = await this.getScrape(account, jobId);
+    return done ? { status: 'done', job } : { status: 'still_running', job };
   }
 
   /**
@@ -189,7 +184,8 @@ export class ScrapeClient {
    * outcome observed at the provider; without, it sends the `cancel` signal and returns at once.
    * `timeoutMs` (default 120000 ms) bounds the wait: past it (e.g. no worker is running) the
    * request is also sent as a signal, which is durable, and the answer is `requested` with a note.
-   * Cancelling a finished job changes nothing and says so (`already_final`); cancelling twice
+   * Cancelling a finished job (final in the store, even while its workflow is still closing)
+   * changes nothing and says so (`already_final`); cancelling twice
    * returns the same outcome; a non-final job whose workflow no longer runs is `not_running`.
    * Throws {@link JobNotFoundError} for a job of another account or none.
    */
@@ -372,7 +368,3 @@ export class ScrapeClient {
   }
 }
 
-/** True for the failure a run closes with when its job ended failed, expired or tracking_interrupted. */
-function isJobOutcomeFailure(cause: unknown): boolean {
-  return cause instanceof ApplicationFailure && stateOfOutcomeFailure(cause.type ?? undefined) !== undefined;
-}

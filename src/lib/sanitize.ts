@@ -249,3 +249,43 @@ function redactCredentialsInUrl(url: string, secrets: readonly string[]): string
   }
   return removeSecretValues(u.toString(), secrets);
 }
+
+/** An http(s) URL inside free text: the scheme, then everything up to whitespace, a quote or an angle bracket. */
+const URL_IN_TEXT = /\bhttps?:\/\/[^\s"'<>]+/gi;
+
+/**
+ * `text` with the credentials of every http(s) URL in it replaced by {@link REDACTED}, for showing
+ * to a person (the command line's tables, JSON and error lines): the whole user-info (`user:password@`
+ * becomes `[REDACTED]@`: the user name alone is a key for some services) and the value of each
+ * credential parameter of the query or fragment ({@link isCredentialParam}: `api_key`,
+ * `access_token`, a secret-looking `token`, …). The rest is kept exactly as written (never
+ * re-serialised), so the row stays recognisable; text without such a URL comes back unchanged.
+ */
+export function redactUrlCredentials(text: string): string {
+  return text.replace(URL_IN_TEXT, (url) => {
+    const scheme = url.indexOf('://') + 3;
+    const authorityEnd = url.slice(scheme).search(/[/?#]/);
+    const authority = authorityEnd === -1 ? url.slice(scheme) : url.slice(scheme, scheme + authorityEnd);
+    const at = authority.lastIndexOf('@');
+    const head =
+      at === -1
+        ? url.slice(0, scheme + authority.length)
+        : `${url.slice(0, scheme)}${REDACTED}@${authority.slice(at + 1)}`;
+    const rest = url.slice(scheme + authority.length);
+    // Query (`?a=b&c=d`) and fragment (`#a=b`) parameters: only the values of credential names
+    // change; a value ends at a comma too (a URL in a CSV line is followed by the next field).
+    return (
+      head +
+      rest.replace(/([?&#])([^=&#,]*)=([^&#,]*)/g, (m, sep: string, name: string, value: string) => {
+        const decode = (s: string) => {
+          try {
+            return decodeURIComponent(s.replace(/\+/g, ' '));
+          } catch {
+            return s;
+          }
+        };
+        return isCredentialParam(decode(name), decode(value)) ? `${sep}${name}=${REDACTED}` : m;
+      })
+    );
+  });
+}

@@ -39,7 +39,31 @@ describe('CSV batches', () => {
   it('reports an unterminated quote on the last line instead of rejecting the file', () => {
     const { items, errors } = parseCsvText('url,note\nhttps://a.example/,ok\nhttps://b.example/,"unterminated\n');
     expect(items.map((i) => i.line)).toEqual([2]);
-    expect(errors).toEqual([expect.objectContaining({ line: 3, reason: expect.stringMatching(/Quote Not Closed/) })]);
+    expect(errors).toEqual([
+      expect.objectContaining({ line: 3, reason: expect.stringMatching(/field 2 opens a quote that is never closed/) }),
+    ]);
+  });
+
+  it('an unclosed quote on line 8 is reported at line 8, its reason naming no other line, and the rows around it go on', () => {
+    const rows = Array.from({ length: 9 }, (_, i) => `https://a.example/${i + 2},row ${i + 2}`);
+    rows[6] = '"https://a.example/8,row 8'; // line 8: the quote opened here is never closed
+    const { items, errors } = parseCsvText(['url,note', ...rows, ''].join('\n'));
+    expect(items.map((i) => i.line)).toEqual([2, 3, 4, 5, 6, 7, 9, 10]);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ line: 8, raw: '"https://a.example/8,row 8' });
+    expect(errors[0]!.reason).toBe(
+      'CSV cannot be parsed here: field 1 opens a quote that is never closed (a quoted field ends with "; write "" for a quote inside it)',
+    );
+    // Whatever the quoting mistake, the reason never points at another line.
+    for (const bad of ['https://a.example/8,"row 8', 'https://a.example/8,ro"w 8', 'https://a.example/8,"row" 8']) {
+      const again = parseCsvText(['url,note', ...rows.slice(0, 6), bad, ...rows.slice(7), ''].join('\n'));
+      expect(
+        again.errors.map((e) => e.line),
+        bad,
+      ).toEqual([8]);
+      expect(again.errors[0]!.reason, bad).not.toMatch(/line (?!8\b)\d+/);
+      expect(again.errors[0]!.reason, bad).toMatch(/field 2/);
+    }
   });
 
   it('loses no row with CRLF or CR line endings, and one stray quote costs only its own line', () => {

@@ -5,6 +5,7 @@ import {
   isSecretName,
   REDACTED,
   redactSecrets,
+  redactUrlCredentials,
   sanitizeBody,
   sanitizeHeaders,
   sanitizeUrl,
@@ -55,6 +56,28 @@ describe('sanitising what we record', () => {
     expect(sanitizeUrl('https://user:pw@api.example.com/x?token=abc&url=https%3A%2F%2Fa.b&apikey=zzz')).toBe(
       `https://${encodeURIComponent(REDACTED)}:${encodeURIComponent(REDACTED)}@api.example.com/x?token=${encodeURIComponent(REDACTED)}&url=https%3A%2F%2Fa.b&apikey=${encodeURIComponent(REDACTED)}`,
     );
+  });
+  it('shows the URLs inside a text without their user-info or credential parameters, the rest as written', () => {
+    expect(redactUrlCredentials('https://user:hunter2@Host.example/a/./b?q=1')).toBe(
+      `https://${REDACTED}@Host.example/a/./b?q=1`,
+    );
+    // A key as the user name (no password), a password with an unencoded @, a URL inside a CSV line.
+    expect(redactUrlCredentials('https://sk_live_0123456789@api.example/v1')).toBe(
+      `https://${REDACTED}@api.example/v1`,
+    );
+    expect(redactUrlCredentials('HTTP://u:p@ss@h.example/x')).toBe(`HTTP://${REDACTED}@h.example/x`);
+    expect(redactUrlCredentials('"https://u:pw@h.example/",row 3')).toBe(`"https://${REDACTED}@h.example/",row 3`);
+    expect(redactUrlCredentials('https://h.example/?api_key=zzz,row 3')).toBe(
+      `https://h.example/?api_key=${REDACTED},row 3`,
+    );
+    expect(redactUrlCredentials('see https://h.example/?api_key=zzz&q=shoes#access_token=abc123def456ghi789')).toBe(
+      `see https://h.example/?api_key=${REDACTED}&q=shoes#access_token=${REDACTED}`,
+    );
+    // Ordinary parameters, and text without URLs, are left alone.
+    expect(redactUrlCredentials('https://h.example/?token=eth&key=shoes&sid=1')).toBe(
+      'https://h.example/?token=eth&key=shoes&sid=1',
+    );
+    expect(redactUrlCredentials('user:password@host is not a URL')).toBe('user:password@host is not a URL');
   });
   it('removes secret headers and known secret values anywhere', () => {
     expect(sanitizeHeaders({ Authorization: 'Bearer sk-123456', 'x-request-id': 'r1', 'X-Api-Key': 'k' })).toEqual({

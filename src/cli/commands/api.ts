@@ -6,12 +6,15 @@
 import { Option, type Command } from 'commander';
 import { InvalidInputError } from '../../client/errors.js';
 import { loadCliConfig } from '../context.js';
-import { port } from '../options.js';
+import { jsonOption, port } from '../options.js';
+import { printJson } from '../print.js';
 
 /** Adds `api` to `program`. */
 export function registerApi(program: Command): void {
-  program
-    .command('api')
+  jsonOption(
+    program.command('api'),
+    'with --new-key, print {account, name, keysFile, key} as JSON; a start-up error as JSON (the request log is unchanged)',
+  )
     .description('run the HTTP API (same as `npm run api`), or make an API key with --new-key')
     .option('-c, --config <file>', 'configuration file')
     .option('--host <host>', 'listen address (default: config api.host, 127.0.0.1)')
@@ -36,6 +39,8 @@ export function registerApi(program: Command): void {
         console.error(
           `added the SHA-256 of a new key for account "${opts.newKey}" to ${keysFile}; the key is shown once, store it now (a running API picks it up within a second):`,
         );
+        if (opts.json)
+          return printJson({ account: opts.newKey, name: opts.keyName ?? null, keysFile, key }, { redact: false });
         console.log(key);
         return;
       }

@@ -5,12 +5,15 @@
  * provider task may still run: the answer says to `resume` it first.
  */
 import { Option, type Command } from 'commander';
-import { EXIT, accountOf, cliUser, resolveJobId, withRuntime } from '../context.js';
-import { accountOptions, positiveInt } from '../options.js';
+import { EXIT, accountOf, cliUser, requireTemporal, resolveJobId, withRuntime } from '../context.js';
+import { accountOptions, exitNote, jsonOption, positiveInt } from '../options.js';
+import { printJson } from '../print.js';
 
 /** Adds `cancel` to `program`. */
 export function registerCancel(program: Command): void {
-  accountOptions(program.command('cancel <job>'))
+  const c = jsonOption(
+    accountOptions(program.command('cancel').argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key')),
+  )
     .description('cancel a job and print the outcome observed at the provider')
     .option('-r, --reason <text>', 'why', 'cancelled from the CLI')
     .option('--no-wait', 'send the cancel signal and return at once')
@@ -22,25 +25,26 @@ export function registerCancel(program: Command): void {
         .default(120)
         .argParser(positiveInt),
     )
-    .option('--json', 'print JSON')
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        const r = await rt.client.cancelScrape(account, await resolveJobId(job, account), {
+        const id = await resolveJobId(job, account);
+        await requireTemporal(rt);
+        const r = await rt.client.cancelScrape(account, id, {
           reason: opts.reason,
           requestedBy: cliUser(),
           wait: opts.wait,
           timeoutMs: opts.waitS * 1000,
         });
-        if (opts.json) return console.log(JSON.stringify(r, null, 2));
+        // An orphan (its workflow no longer runs) cannot be cancelled from here: exit 1, JSON or not.
+        if (r.kind === 'not_running') process.exitCode = EXIT.failed;
+        if (opts.json) return printJson(r);
         if (r.kind === 'requested')
           return console.log(`cancel requested (signal sent)${r.note ? `: ${r.note}` : ''}; check with \`status\``);
-        if (r.kind === 'not_running') {
-          process.exitCode = EXIT.failed;
+        if (r.kind === 'not_running')
           return console.log(
             `nothing to cancel: the job is ${r.state} but its workflow no longer runs (an orphan); \`resume\` it, then cancel, or see \`orphans\``,
           );
-        }
         if (r.kind === 'already_final' && r.state === 'tracking_interrupted') {
           // Tracking ended, the provider task may not have: say how to reach it.
           return console.log(
@@ -56,4 +60,8 @@ export function registerCancel(program: Command): void {
         );
       }),
     );
+  exitNote(
+    c,
+    '0 the cancel was observed or requested, or the job was already final; 1 the job is not final but its workflow no longer runs (an orphan: `resume` it first), or Temporal is unreachable; 3 no such job.',
+  );
 }

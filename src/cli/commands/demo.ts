@@ -4,12 +4,15 @@
  * code is the batch's (130 when a signal cut it short).
  */
 import { Option, type Command } from 'commander';
-import { port } from '../options.js';
+import { jsonOption, port } from '../options.js';
+import { printJson } from '../print.js';
 
 /** Adds `demo` to `program`. */
 export function registerDemo(program: Command): void {
-  program
-    .command('demo')
+  jsonOption(
+    program.command('demo'),
+    "print the batch's outcome as JSON on stdout ({batchId, rows, completed, jobs, rejected, webUi, configFile, storeFile}); the steps go to stderr",
+  )
     .description(
       'start every part on embedded defaults (dev server, reference provider, sample site, worker) and run a batch',
     )
@@ -43,6 +46,9 @@ export function registerDemo(program: Command): void {
         keep,
         dataDir: opts.dataDir,
         ports: { temporal: opts.temporalPort, ui: opts.uiPort, site: opts.sitePort, provider: opts.providerPort },
+        ...(opts.json
+          ? { out: (line: string) => void process.stderr.write(`${line}\n`), onSummary: (s) => printJson(s) }
+          : {}),
       });
     });
 }

@@ -4,17 +4,21 @@
  * timeline.
  */
 import type { Command } from 'commander';
+import { redactUrlCredentials } from '../../lib/sanitize.js';
 import { accountOf, resolveJobId, withRuntime } from '../context.js';
-import { accountOptions } from '../options.js';
-import { printJob, timelineLine } from '../print.js';
+import { accountOptions, jsonOption } from '../options.js';
+import { printJob, printJson, timelineLine } from '../print.js';
 
 /** Adds `incident` to `program`. */
 export function registerIncident(program: Command): void {
-  accountOptions(program.command('incident <job>'))
+  jsonOption(
+    accountOptions(
+      program.command('incident').argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key'),
+    ),
+  )
     .description(
       "print a job's incident report (sanitised provider exchanges: endpoint, HTTP status, UTC time, request, response) and its timeline",
     )
-    .option('--json', 'print JSON')
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
@@ -22,16 +26,17 @@ export function registerIncident(program: Command): void {
         const summary = await rt.client.getScrape(account, id, { execution: false });
         const incidents = await rt.client.incidents(account, id);
         const events = await rt.client.timeline(account, id);
-        if (opts.json) return console.log(JSON.stringify({ job: summary, incidents, timeline: events }, null, 2));
+        if (opts.json) return printJson({ job: summary, incidents, timeline: events });
         await printJob(summary);
-        console.log(`\nIncidents (${incidents.length}):`);
+        const lines = [`\nIncidents (${incidents.length}):`];
         for (const i of incidents) {
-          console.log(
+          lines.push(
             `- ${i.at}  ${i.phase} ${i.kind}${i.code ? ` ${i.code}` : ''}${i.httpStatus ? ` HTTP ${i.httpStatus}` : ''}\n  endpoint: ${i.endpoint ?? '—'}\n  message:  ${i.message}`,
           );
-          if (i.request) console.log(`  request:  ${JSON.stringify(i.request)}`);
-          if (i.response) console.log(`  response: ${JSON.stringify(i.response)}`);
+          if (i.request) lines.push(`  request:  ${JSON.stringify(i.request)}`);
+          if (i.response) lines.push(`  response: ${JSON.stringify(i.response)}`);
         }
+        console.log(redactUrlCredentials(lines.join('\n')));
         console.log('\nTimeline:');
         for (const e of events) console.log(`  ${timelineLine(e)}`);
       }),

@@ -6,12 +6,16 @@
  */
 import type { Command } from 'commander';
 import { InvalidInputError } from '../../client/errors.js';
-import { accountOf, cliUser, resolveJobId, withRuntime } from '../context.js';
-import { accountOptions } from '../options.js';
+import { accountOf, cliUser, requireTemporal, resolveJobId, withRuntime } from '../context.js';
+import { accountOptions, jsonOption } from '../options.js';
+import { printJson } from '../print.js';
 
 /** Adds `resolve` to `program`. */
 export function registerResolve(program: Command): void {
-  accountOptions(program.command('resolve <job>'))
+  jsonOption(
+    accountOptions(program.command('resolve').argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key')),
+    "print the workflow's view of the job afterwards as JSON",
+  )
     .description(
       'resolve a job waiting in `unknown`: adopt a task ID found at the provider, or resubmit under the same key',
     )
@@ -23,11 +27,14 @@ export function registerResolve(program: Command): void {
       await withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
         const by = cliUser();
+        const id = await resolveJobId(job, account);
+        await requireTemporal(rt);
         const view = await rt.client.resolve(
           account,
-          await resolveJobId(job, account),
+          id,
           opts.taskId ? { taskId: opts.taskId, by } : { resubmit: true, by },
         );
+        if (opts.json) return printJson(view);
         console.log(`job is now ${view.state}${view.taskId ? ` (task ${view.taskId})` : ''}`);
       });
     });

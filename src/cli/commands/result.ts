@@ -5,9 +5,9 @@
  * the exit code is 1.
  */
 import { Option, type Command } from 'commander';
-import { EXIT, accountOf, resolveJobId, withRuntime } from '../context.js';
-import { accountOptions, positiveInt } from '../options.js';
-import { printDocuments } from '../print.js';
+import { CliError, EXIT, accountOf, resolveJobId, withRuntime } from '../context.js';
+import { accountOptions, exitNote, jsonOption, positiveInt } from '../options.js';
+import { printDocuments, printJson } from '../print.js';
 
 /**
  * Why field `field` of result `r` is empty (`documents`: the result's document count): the
@@ -33,10 +33,12 @@ function emptyFieldReason(
 
 /** Adds `result` to `program`. */
 export function registerResult(program: Command): void {
-  accountOptions(program.command('result <job>'))
+  const c = jsonOption(
+    accountOptions(program.command('result').argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key')),
+    'print JSON (with --field: {"field", "value"})',
+  )
     .description("print a job's stored result")
     .addOption(new Option('--field <field>', 'print only this field').choices(['markdown', 'text', 'title', 'links']))
-    .option('--json', 'print JSON')
     .option('--documents', 'list the documents of a multi-document result (crawl pages, dataset items), one page')
     .option('--offset <n>', 'with --documents: first document (0-based)', (v) => (v === '0' ? 0 : positiveInt(v)), 0)
     .option('--limit <n>', 'with --documents: documents per page (max 1000)', positiveInt, 20)
@@ -56,15 +58,21 @@ export function registerResult(program: Command): void {
         if (opts.field) {
           const field = opts.field as 'markdown' | 'text' | 'title' | 'links';
           const value = field === 'links' ? r.links.join('\n') : (r[field] ?? '');
-          if (value.trim() !== '') return console.log(value);
-          // An empty field is not an answer: say which field and why, on stderr, and exit 1.
+          if (value.trim() !== '')
+            return opts.json
+              ? printJson({ field, value: field === 'links' ? r.links : value }, { redact: false })
+              : console.log(value);
+          // An empty field is not an answer: say which field and why (an error: stderr, or JSON), and exit 1.
           const docs =
             field === 'links' ? 0 : (await rt.client.getResultDocuments(account, id, { offset: 0, limit: 1 })).total;
-          console.error(`error: the result of ${id} has no ${field}: ${emptyFieldReason(r, field, docs)}`);
-          process.exitCode = EXIT.failed;
-          return;
+          throw new CliError(
+            'empty_field',
+            `the result of ${id} has no ${field}: ${emptyFieldReason(r, field, docs)}`,
+            EXIT.failed,
+            { jobId: id, field },
+          );
         }
-        if (opts.json) return console.log(JSON.stringify(r, null, 2));
+        if (opts.json) return printJson(r, { redact: false });
         const file = r.body
           ? `\nBody: ${r.body.contentType ?? 'binary'}, ${r.body.size} bytes, SHA-256 ${r.body.sha256}`
           : '';
@@ -74,4 +82,8 @@ export function registerResult(program: Command): void {
         );
       }),
     );
+  exitNote(
+    c,
+    '0 printed; 1 the job has no result yet or ever (`not_ready`, with its state), its result expired (`expired`), or the --field asked for is empty (`empty_field`, with the reason); 3 no such job.',
+  );
 }

@@ -3,17 +3,24 @@
  * resubmits. Refused (exit 2) for a job in another state.
  */
 import type { Command } from 'commander';
-import { accountOf, resolveJobId, withRuntime } from '../context.js';
-import { accountOptions } from '../options.js';
+import { accountOf, requireTemporal, resolveJobId, withRuntime } from '../context.js';
+import { accountOptions, jsonOption } from '../options.js';
+import { printJson } from '../print.js';
 
 /** Adds `resume` to `program`. */
 export function registerResume(program: Command): void {
-  accountOptions(program.command('resume <job>'))
+  jsonOption(
+    accountOptions(program.command('resume').argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key')),
+    'print the job resumed as JSON ({jobId, account, key})',
+  )
     .description('resume tracking of a tracking_interrupted job (same task ID, never resubmits)')
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        const ref = await rt.client.resume(account, await resolveJobId(job, account));
+        const id = await resolveJobId(job, account);
+        await requireTemporal(rt);
+        const ref = await rt.client.resume(account, id);
+        if (opts.json) return printJson(ref);
         console.log(`resumed ${ref.jobId}`);
       }),
     );

@@ -6,13 +6,24 @@
  */
 import { Option, type Command } from 'commander';
 import { isFinalState } from '../../model/states.js';
-import { EXIT, accountOf, withRuntime } from '../context.js';
-import { accountOptions, delimiter, policyFrom, policyOptions, positiveInt } from '../options.js';
-import { outcomeTable } from '../print.js';
+import { redactUrlCredentials } from '../../lib/sanitize.js';
+import { InvalidInputError } from '../../client/errors.js';
+import { EXIT, accountOf, requireTemporal, withRuntime } from '../context.js';
+import { accountOptions, delimiter, exitNote, jsonOption, policyFrom, policyOptions, positiveInt } from '../options.js';
+import { outcomeTable, printJson } from '../print.js';
 
 /** Adds `run` to `program`. */
 export function registerRun(program: Command): void {
-  policyOptions(accountOptions(program.command('run <file>')))
+  const c = jsonOption(
+    policyOptions(
+      accountOptions(
+        program
+          .command('run')
+          .argument('<file>', 'a CSV (header row with a "url" column) or JSONL file (one object with "url" per line)'),
+      ),
+    ),
+    'print the outcomes as JSON, one object per line of the file',
+  )
     .description('start one job per row of a CSV or JSONL file (needs a "url" column), show progress, print a table')
     .option('-p, --provider <name>', 'provider for rows that name none')
     .addOption(
@@ -25,20 +36,20 @@ export function registerRun(program: Command): void {
         .default(600),
     )
     .addOption(new Option('--max-rows <n>', 'rows shown in the final table').argParser(positiveInt).default(50))
-    .option('--json', 'print the outcomes as JSON')
     .action(async (file: string, opts) => {
       const policy = await policyFrom(opts);
       const { readBatchFile } = await import('../../batch/input.js');
       const input = readBatchFile(file, { delimiter: opts.delimiter });
       for (const err of input.errors)
-        console.error(`line ${err.line}: ${err.reason}${err.raw ? `  | ${err.raw}` : ''}`);
-      if (input.items.length === 0 && input.errors.length === 0) {
-        console.error(`${file} has no rows to run (a CSV needs a header with a "url" column and at least one row)`);
-        process.exitCode = EXIT.invalid;
-        return;
-      }
+        console.error(redactUrlCredentials(`line ${err.line}: ${err.reason}${err.raw ? `  | ${err.raw}` : ''}`));
+      if (input.items.length === 0 && input.errors.length === 0)
+        throw new InvalidInputError(
+          `${file} has no rows to run (a CSV needs a header with a "url" column and at least one row)`,
+          [],
+        );
       await withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
+        if (input.items.length > 0) await requireTemporal(rt);
         const { runBatch } = await import('../../batch/run.js');
         const { default: cliProgress } = await import('cli-progress');
         console.error(
@@ -74,7 +85,7 @@ export function registerRun(program: Command): void {
           ...outcomes,
           ...input.errors.map((e) => ({ line: e.line, url: e.raw, state: 'rejected' as const, error: e.reason })),
         ].sort((a, b) => a.line - b.line);
-        if (opts.json) console.log(JSON.stringify(all, null, 2));
+        if (opts.json) printJson(all);
         else console.log(await outcomeTable(all, opts.maxRows));
         const failed = outcomes.filter((o) => o.state !== 'completed').length;
         console.error(
@@ -94,4 +105,8 @@ export function registerRun(program: Command): void {
               : EXIT.ok;
       });
     });
+  exitNote(
+    c,
+    '0 every row completed (with --no-wait: every row started); 1 some job did not complete (failed, cancelled, still running at --timeout-s, …); 2 some rows were rejected (each reported with its line), or the file has none.',
+  );
 }

@@ -4,12 +4,16 @@
  * Schedules.
  */
 import type { Command } from 'commander';
-import { loadCliConfig } from '../context.js';
+import { TEMPORAL_CONNECT_BUDGET_MS, loadCliConfig } from '../context.js';
+import { jsonOption } from '../options.js';
+import { printJson } from '../print.js';
 
 /** Adds `setup` to `program`. */
 export function registerSetup(program: Command): void {
-  program
-    .command('setup')
+  jsonOption(
+    program.command('setup'),
+    'print what was prepared as JSON ({address, namespace, storeMigrated, schedules, maintenanceTaskQueue})',
+  )
     .description(
       'prepare an existing deployment: register the search attributes on the Temporal namespace and migrate the result store',
     )
@@ -24,14 +28,25 @@ export function registerSetup(program: Command): void {
           TEMPORAL_ADDRESS: config.temporal.address,
           TEMPORAL_NAMESPACE: config.temporal.namespace,
         },
+        connectTimeoutMs: TEMPORAL_CONNECT_BUDGET_MS,
       });
       await target.stop();
       const rt = await openRuntime(config); // also migrates the store
       const { ensureMaintenanceSchedules, maintenanceTaskQueue } = await import('../../client/schedules.js');
       const ids = await ensureMaintenanceSchedules(rt.client.temporal, { taskQueue: config.temporal.taskQueue });
       await rt.close();
+      const queue = maintenanceTaskQueue(config.temporal.taskQueue);
+      if (opts.json)
+        return printJson({
+          address: config.temporal.address,
+          namespace: config.temporal.namespace,
+          searchAttributesRegistered: true,
+          storeMigrated: true,
+          schedules: ids,
+          maintenanceTaskQueue: queue,
+        });
       console.log(
-        `search attributes registered on ${config.temporal.address} (namespace ${config.temporal.namespace}); store migrated; schedules ${ids.purge}, ${ids.orphans} (task queue ${maintenanceTaskQueue(config.temporal.taskQueue)})`,
+        `search attributes registered on ${config.temporal.address} (namespace ${config.temporal.namespace}); store migrated; schedules ${ids.purge}, ${ids.orphans} (task queue ${queue})`,
       );
     });
 }

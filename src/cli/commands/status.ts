@@ -4,26 +4,28 @@
  * `state`, which needs Temporal and a worker). Without `--live` it never contacts Temporal.
  */
 import type { Command } from 'commander';
-import { accountOf, resolveJobId, withRuntime } from '../context.js';
-import { accountOptions } from '../options.js';
-import { printJob, printLiveView } from '../print.js';
+import { accountOf, requireTemporal, resolveJobId, withRuntime } from '../context.js';
+import { accountOptions, jsonOption } from '../options.js';
+import { printJob, printJson, printLiveView } from '../print.js';
 
 /** Adds `status` to `program`. */
 export function registerStatus(program: Command): void {
-  accountOptions(program.command('status <job>'))
+  jsonOption(
+    accountOptions(program.command('status').argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key')),
+  )
     .description(
       'show a job as stored (job ID or key): state, provider status, checks answered and failing, last error',
     )
-    .option('--json', 'print JSON')
     .option('--live', 'also ask the running workflow (query `state`; needs Temporal and a worker)')
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
         const id = await resolveJobId(job, account);
         const stored = await rt.client.getScrape(account, id, { execution: false });
-        if (!opts.live) return opts.json ? console.log(JSON.stringify(stored, null, 2)) : printJob(stored);
+        if (!opts.live) return opts.json ? printJson(stored) : printJob(stored);
+        await requireTemporal(rt);
         const live = await rt.client.getLiveView(account, id);
-        if (opts.json) return console.log(JSON.stringify({ job: stored, live }, null, 2));
+        if (opts.json) return printJson({ job: stored, live });
         await printJob(stored);
         await printLiveView(live);
       }),
