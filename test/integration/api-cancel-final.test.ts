@@ -7,7 +7,7 @@
  * the workflow handing the earlier outcome back to the new request.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { startApiStack, type ApiStack } from '../helpers/api.js';
 import { FAST_POLICY, waitFor, waitForState } from '../helpers/stack.js';
 

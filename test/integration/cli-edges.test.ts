@@ -24,7 +24,7 @@ import {
 } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { jobIdFor, ScrapeClient } from '../../src/client/index.js';
-import { startPageServer, type PageServer } from '../../src/sim/pageServer.js';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { jsonError, runCli, type CliRun } from '../helpers/cli.js';
 import { recordSecrets } from '../helpers/evidence.js';
 import { FAST_POLICY, startStack, waitForState, type Stack } from '../helpers/stack.js';
