@@ -367,4 +367,3 @@ export class ScrapeClient {
     return { temporal, store };
   }
 }
-
