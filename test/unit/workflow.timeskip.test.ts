@@ -24,7 +24,7 @@ import { ProviderRegistry } from '../../src/providers/registry.js';
 import type { Accepted, CancelAnswer, ProviderAdapter, StatusObservation } from '../../src/providers/adapter.js';
 import type { ProviderResult } from '../../src/model/results.js';
 import { openStore, type Store } from '../../src/store/index.js';
-import { cancelUpdate, resolveUpdate, wakeSignal } from '../../src/workflows/scrape/messages.js';
+import { cancelUpdate, resolveUpdate, stateQuery, wakeSignal } from '../../src/workflows/scrape/messages.js';
 import { HEARTBEAT_THROTTLE_MS, workflowBundle } from '../../src/worker.js';
 import { ensureTestServer } from '../helpers/testServer.js';
 import { INDEXED_VALUE_TYPE } from '../../src/devserver/searchAttributes.js';
@@ -100,6 +100,9 @@ class ScriptedProvider implements ProviderAdapter {
 let env: TestWorkflowEnvironment;
 let store: Store;
 let provider: ScriptedProvider;
+/** The provider of entry `narrow` (a key that admits one active job) and of entry `held` (its submits refused for a cool-down). */
+let narrow: ScriptedProvider;
+let held: ScriptedProvider;
 let client: ScrapeClient;
 let worker: Worker;
 let running: Promise<void>;
@@ -127,20 +130,34 @@ beforeAll(async () => {
   });
   store = await openStore('sqlite::memory:');
   provider = new ScriptedProvider(() => env.currentTimeMs());
+  narrow = new ScriptedProvider(() => env.currentTimeMs());
+  held = new ScriptedProvider(() => env.currentTimeMs());
+  // No propagation window for a new task's 404s: the window is counted in wall-clock time, which
+  // stands still while the test server skips time (activities.poll.test covers the window).
+  const entry = (apiKey: string, activeJobs = 100) => ({
+    kind: 'reference',
+    baseUrl: 'http://127.0.0.1:9',
+    credentials: { default: { apiKey } },
+    limits: { activeJobs: { initial: activeJobs, max: activeJobs } },
+    notFoundGraceMs: 0,
+  });
   const config = parseConfig(
     {
       providers: {
-        fake: {
+        fake: entry('sk-unit-0000'),
+        narrow: entry('sk-unit-narrow', 1),
+        held: entry('sk-unit-held'),
+        // Only account "other" has a credential, in a variable this worker lacks.
+        nokey: {
           kind: 'reference',
           baseUrl: 'http://127.0.0.1:9',
-          credentials: { default: { apiKey: 'sk-unit-0000' } },
-          limits: { activeJobs: { initial: 100 } },
+          credentials: { accounts: { other: { apiKeyEnv: 'SCRAPE_TEST_UNSET_KEY' } } },
         },
       },
     },
     {},
   );
-  const providers = new ProviderRegistry(config, {}, { fake: provider });
+  const providers = new ProviderRegistry(config, {}, { fake: provider, narrow, held });
   // Tracking runs detached and completes asynchronously, as in the product's worker.
   tracker = new DetachedTracker({ client: env.client.activity, heartbeatThrottleMs: HEARTBEAT_THROTTLE_MS });
   const activities = createActivities({
@@ -161,7 +178,13 @@ beforeAll(async () => {
     activities,
   });
   running = worker.run();
-  client = new ScrapeClient({ temporal: env.client, store, taskQueue, defaultProvider: 'fake', providers: ['fake'] });
+  client = new ScrapeClient({
+    temporal: env.client,
+    store,
+    taskQueue,
+    defaultProvider: 'fake',
+    providers: ['fake', 'narrow', 'held', 'nokey'],
+  });
 }, 180_000);
 
 afterAll(async () => {
@@ -185,14 +208,14 @@ function reset(): void {
   provider.cancelImpl = async () => ({ accepted: true, state: 'running', providerStatus: 'cancelling' });
 }
 
-/** Starts a job with key `<prefix>-<uuid>` on the fake provider under `policy`; returns its reference and workflow handle. */
-async function startJob(prefix: string, policy: Partial<PollPolicy> = POLICY) {
+/** Starts a job with key `<prefix>-<uuid>` on provider `on` (default the fake) under `policy`; returns its reference and workflow handle. */
+async function startJob(prefix: string, policy: Partial<PollPolicy> = POLICY, on = 'fake') {
   const key = `${prefix}-${randomUUID()}`;
   const ref = await client.startScrape({
     account: 'acme',
     url: `https://example.com/${key}`,
     key,
-    provider: 'fake',
+    provider: on,
     policy,
   });
   return { ref, handle: env.client.workflow.getHandle(ref.jobId) };
@@ -543,4 +566,94 @@ describe('scrape workflow in skipped time', () => {
       provider.findSubmitted = original;
     }
   }, 60_000);
+});
+
+describe("waits that say why, on the workflow's timer (no failed activity attempt)", () => {
+  /** The types of the history's events, for checking what a wait recorded. */
+  async function eventTypes(handle: ReturnType<typeof env.client.workflow.getHandle>): Promise<string[]> {
+    const h = await handle.fetchHistory();
+    return (h.events ?? []).map((e) => String(e.eventType));
+  }
+
+  it("a submit with no free slot under the key's limit waits for one, saying so in the view and the row, then submits", async () => {
+    narrow.calls = [];
+    let finishFirst = false;
+    narrow.statusImpl = async () =>
+      finishFirst
+        ? { state: 'completed', providerStatus: 'done', result: PAGE }
+        : { state: 'running', providerStatus: 'running' };
+    const first = await startJob('slot-a', POLICY, 'narrow');
+    while (narrow.times('submit').length < 1) await env.sleep(500);
+    const second = await startJob('slot-b', POLICY, 'narrow');
+    let view: JobView | undefined;
+    for (let i = 0; i < 60 && view?.waiting === undefined; i++) {
+      await env.sleep(1_000);
+      view = await second.handle.query(stateQuery);
+    }
+    expect(view?.waiting).toMatchObject({
+      reason: 'slot',
+      message: expect.stringMatching(/1 provider jobs of key .* are active/),
+    });
+    const row = await store.jobs.get(second.ref.jobId);
+    expect(JSON.parse(row!.waiting!)).toMatchObject({ reason: 'slot', detail: { limit: 1, active: 1 } });
+    expect(narrow.times('submit')).toHaveLength(1);
+    finishFirst = true;
+    await first.handle.result();
+    const done = await second.handle.result();
+    expect(done.state).toBe('completed');
+    expect(done.waiting).toBeUndefined();
+    expect(narrow.times('submit')).toHaveLength(2);
+    expect(await eventTypes(second.handle)).not.toContain('EVENT_TYPE_ACTIVITY_TASK_FAILED');
+    expect((await store.jobs.get(second.ref.jobId))?.waiting).toBeNull();
+  }, 120_000);
+
+  it("submits held back by the key's cool-down wait as asked, then end failed SUBMIT_NOT_SENT at the job's submit time: nothing was created", async () => {
+    held.calls = [];
+    held.submitImpl = async () => {
+      throw new ProviderError('cooldown', 'POST /api/scrape answered 429 RATE_LIMITED', {
+        httpStatus: 429,
+        code: 'RATE_LIMITED',
+        retryAfterMs: 60_000,
+      });
+    };
+    const { ref, handle } = await startJob('held', { ...POLICY, deadlineMs: 5 * 60_000 }, 'held');
+    const r = await handle.result().catch((e: unknown) => e);
+    const failure = r instanceof WorkflowFailedError ? r.cause : undefined;
+    expect(failure).toBeInstanceOf(ApplicationFailure);
+    expect((failure as ApplicationFailure).type).toBe('ScrapeJob.failed');
+    const view = (failure as ApplicationFailure).details?.[0] as JobView;
+    expect(view.lastError).toMatchObject({ code: 'SUBMIT_NOT_SENT' });
+    expect(view.lastError?.message).toMatch(/no submit could be sent.*RATE_LIMITED.*created nothing/);
+    // Never sooner than the provider asked: each wait a durable timer of about the minute it asked
+    // for (the limiter's own hold counts in real time, which stands still here, so the later tries
+    // are held locally and the provider sees the first submit only).
+    expect(held.times('submit').length).toBeGreaterThanOrEqual(1);
+    const timers = ((await handle.fetchHistory()).events ?? []).flatMap((e) =>
+      e.timerStartedEventAttributes ? [Number(e.timerStartedEventAttributes.startToFireTimeout?.seconds ?? 0)] : [],
+    );
+    expect(timers.length).toBeGreaterThanOrEqual(2);
+    expect(timers.length).toBeLessThanOrEqual(5);
+    for (const s of timers) expect(s).toBeGreaterThanOrEqual(50);
+    expect(await eventTypes(handle)).not.toContain('EVENT_TYPE_ACTIVITY_TASK_FAILED');
+    expect((await store.jobs.get(ref.jobId))?.state).toBe('failed');
+  }, 120_000);
+
+  it('a job whose account has no credential on the worker waits, naming it, then ends failed NO_CREDENTIALS', async () => {
+    const { ref, handle } = await startJob('nokey', POLICY, 'nokey');
+    let view: JobView | undefined;
+    for (let i = 0; i < 30 && view?.waiting === undefined; i++) {
+      await env.sleep(1_000);
+      view = await handle.query(stateQuery);
+    }
+    expect(view?.waiting).toMatchObject({
+      reason: 'credential',
+      message: expect.stringMatching(/no credentials for provider "nokey" and account "acme"/),
+    });
+    const r = await handle.result().catch((e: unknown) => e);
+    const failure = (r instanceof WorkflowFailedError ? r.cause : undefined) as ApplicationFailure | undefined;
+    expect(failure?.type).toBe('ScrapeJob.failed');
+    expect((failure?.details?.[0] as JobView).lastError).toMatchObject({ code: 'NO_CREDENTIALS' });
+    expect((await store.jobs.get(ref.jobId))?.state).toBe('failed');
+    expect(await eventTypes(handle)).not.toContain('EVENT_TYPE_ACTIVITY_TASK_FAILED');
+  }, 120_000);
 });
