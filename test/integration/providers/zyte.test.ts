@@ -264,4 +264,29 @@ describe('zyte: lost submits, reconciled by tag', () => {
     expect(f.jobsFor('dedupe')).toHaveLength(1);
     f.listLagMs = 0;
   });
+
+  it('a refusal that proves our job exists is durable: once "already scheduled" answered, no later empty list makes the job absent, nothing is submitted again when the first job has finished, and the job is adopted when the list shows it', async () => {
+    const f = s.fixture;
+    f.listLagMs = 15_000; // past the declared lag: the first reconcile wrongly "proves" absence
+    f.plan('proof', { hold: true });
+    f.dropAfterCommit('proof');
+    const refusalsBefore = f.duplicateRefusals;
+    const submits = () =>
+      f.app.requestsTo('POST', '/api/run.json').filter((r) => (r.body as { url?: string }).url?.includes('proof'))
+        .length;
+    const ref = await s.start({ url: 'https://quotes.example/proof', key: 'proof-1' });
+    await waitFor(async () => f.duplicateRefusals > refusalsBefore, 60_000, 'the "already scheduled" refusal');
+    // The first job finishes now: Zyte would no longer refuse a duplicate, so a resubmit would make a second job.
+    f.release(f.jobsFor('proof')[0]!.id);
+    const submitted = submits();
+    const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 120_000);
+    expect(row.state).toBe('completed');
+    expect(f.jobsFor('proof')).toHaveLength(1);
+    expect(row.task_id).toBe(f.jobsFor('proof')[0]!.id);
+    expect(submits()).toBe(submitted);
+    const types = (await s.store.findings.timeline(ref.jobId)).map((e) => e.type);
+    expect(types).toContain('existence_proven');
+    expect(types.lastIndexOf('reconcile_absent')).toBeLessThan(types.indexOf('existence_proven'));
+    f.listLagMs = 0;
+  }, 180_000);
 });
