@@ -153,6 +153,12 @@ export interface PhaseFigures {
   serverActionsPerJob?: { total: number; byType: Record<string, number> } | null;
   /** Successful status checks per job (the store's `status_checks`; phases that call the provider). */
   statusChecksPerJob?: number;
+  /**
+   * Product phases: store statements the worker ran per job (SQLite: every statement its store
+   * prepared or reused between the worker's status reports just before the first start and just
+   * after the last run closed; transactions' `begin` and `commit` count).
+   */
+  storeStatementsPerJob?: number;
   /** CPU the idle Temporal dev server used during a phase that does not use it (loop, BullMQ), ms per job; not in any total. */
   idleDevServerCpuMsPerJob?: number;
   /** Temporal phases: the worker's compiled capacity options (tuner, cache, pollers, throttles). */
@@ -355,6 +361,8 @@ async function temporalPhase(
 ): Promise<PhaseFigures> {
   const worker = await spec.worker();
   await new Promise((r) => setTimeout(r, 2_000)); // let the worker settle before measuring
+  const statements = () => worker.statuses.at(-1)?.storeStatements;
+  const statements0 = statements();
   const ns = stack.temporal.namespace;
   const procs: Measured[] = [{ name: 'worker', pid: worker.pid }, ...stack.processes()];
   const s0 = await settledServerSnapshot(stack, ns);
@@ -383,6 +391,12 @@ async function temporalPhase(
   const svc = stack.temporalClient.connection.workflowService;
   const closeMs = await waitClosed(stack, spec.taskQueue, 60_000);
   if (closeMs === null) log(`${spec.key}: workflows still running 60 s after the last job's work was done`);
+  // The worker reports its statement count every second: wait for a report after the last close.
+  const closedAt = Date.now();
+  await waitUntil(() => (worker.statuses.at(-1)?.at ?? 0) > closedAt, 10_000, 'a worker status report').catch(
+    () => undefined,
+  );
+  const statements1 = statements();
   const cpu = cpuDelta(cpu0, cpuSnapshot(procs));
   const m = mem.stop();
   const foreignCpu = foreign.stop();
@@ -444,6 +458,9 @@ async function temporalPhase(
         }
       : null,
     statusChecksPerJob,
+    ...(statements0 !== undefined && statements1 !== undefined
+      ? { storeStatementsPerJob: round((statements1 - statements0) / o.jobs, 2) }
+      : {}),
     workerCapacity: worker.capacity,
     foreign: foreignCpu,
   };
@@ -706,6 +723,7 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
         ...cols.map((r) => (r.unavailable ? `not run: ${r.unavailable}` : `${r.completed}/${r.jobs}`)),
       ],
       ['status checks per job (store)', ...cols.map((r) => cell(r, (x) => x.statusChecksPerJob))],
+      ['store statements per job (worker)', ...cols.map((r) => cell(r, (x) => x.storeStatementsPerJob))],
       [
         'wall time, first start → last job done',
         ...cols.map((r) => cell(r, (x) => `${(x.wallMs / 1000).toFixed(1)} s`)),

@@ -111,6 +111,8 @@ export interface BenchWorker {
     loop?: LoopFigures;
     memory?: NodeJS.MemoryUsage;
     tracked?: number;
+    /** Store statements the worker has run since it opened its store (SQLite only). */
+    storeStatements?: number;
   }[];
   /** Asks the worker to shut down (SIGKILL after 15 s); resolves when it exited. */
   stop(): Promise<void>;
@@ -348,7 +350,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         child.on('message', (m: WorkerMessage) => {
           if (m.t === 'written') w.written.set(m.jobId, m.at);
           else if (m.t === 'status')
-            w.statuses.push({ at: m.at, status: m.status, loop: m.loop, memory: m.memory, tracked: m.tracked });
+            w.statuses.push({
+              at: m.at,
+              status: m.status,
+              loop: m.loop,
+              memory: m.memory,
+              tracked: m.tracked,
+              storeStatements: m.storeStatements,
+            });
           else if (m.t === 'ready') {
             w.metricsUrl = m.metricsUrl;
             w.capacity = m.capacity;

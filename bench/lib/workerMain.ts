@@ -13,7 +13,8 @@
  * the event loop over the interval (utilization, lag p50/p99/max — better-sqlite3 is synchronous,
  * so a store write waiting for SQLite's lock stalls every task of the worker) and
  * `process.memoryUsage()` (`rss` is the whole process; the heap figures and `external` are this
- * main thread's isolate only, the workflow thread and the SDK's native core are in the rest). It
+ * main thread's isolate only, the workflow thread and the SDK's native core are in the rest) and
+ * the store statements the worker has run so far (SQLite). It
  * stops on a `stop` message, SIGTERM or the parent's disconnect; with `--cpu-profile-dir DIR` it
  * writes a CPU profile of its main thread (`worker-<pid>.cpuprofile`) before it stops. The
  * maintenance schedules are not installed (their cost is per schedule tick, not per job).
@@ -42,6 +43,8 @@ export type WorkerMessage =
       memory?: NodeJS.MemoryUsage;
       /** Jobs the worker tracks in detached polling loops (0 for a design whose loops run inside activities). */
       tracked?: number;
+      /** Store statements this worker has run since it opened its store (SQLite: every statement prepared or reused; absent on PostgreSQL). */
+      storeStatements?: number;
     }
   | { t: 'error'; message: string };
 
@@ -124,6 +127,9 @@ async function main(): Promise<void> {
         loop: runtime.loop(),
         memory: process.memoryUsage(),
         tracked: worker.tracker?.size ?? 0,
+        ...(store.sqliteStatements
+          ? { storeStatements: store.sqliteStatements.prepared + store.sqliteStatements.reused }
+          : {}),
       }),
     o.statusEveryMs,
   );
