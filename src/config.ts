@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import { z } from 'zod';
 import { CodecConfigSchema } from './codec/config.js';
 import { applyObservabilityEnv, ObservabilityConfigSchema } from './observability/config.js';
+import { AccountsSchema, checkAccounts } from './accounts.js';
 import { ProviderEntrySchema, type ProvidersConfig } from './providers/kinds.js';
 
 /** Rate limit of one caller (fixed window). */
@@ -102,6 +103,8 @@ export const ConfigSchema = z.object({
   codec: CodecConfigSchema.prefault({}),
   /** `/metrics` ports, trace export, log level (see `src/observability`). */
   observability: ObservabilityConfigSchema.prefault({}),
+  /** Per account: its weight in a provider key's fair share of slots, its budgets and its policy when one is spent (`src/accounts.ts`, docs/budgets.md). */
+  accounts: AccountsSchema,
 });
 /** The parsed configuration (defaults applied); its `providers` and `api` parts are the {@link ProvidersConfig} the providers read. */
 export type Config = z.infer<typeof ConfigSchema> & ProvidersConfig;
@@ -112,7 +115,7 @@ export type ConfigInput = z.input<typeof ConfigSchema>;
  * Throws a readable error listing every invalid field.
  */
 export function parseConfig(input: unknown, env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = ConfigSchema.safeParse(input);
+  const parsed = ConfigSchema.superRefine(checkAccounts).safeParse(input);
   if (!parsed.success) throw new Error(`invalid configuration:\n${z.prettifyError(parsed.error)}`);
   const c = parsed.data;
   if (env.TEMPORAL_ADDRESS) c.temporal.address = env.TEMPORAL_ADDRESS;

@@ -27,6 +27,7 @@ import { createActivities, DetachedTracker, handOffPolling, type ActivityDeps } 
 import { HEARTBEAT_THROTTLE_MS, ScrapeWorker } from './scrapeWorker.js';
 import { settleDetachedCalls } from './activities/context.js';
 import { dataConverterFor, failureConverterPath } from './codec/config.js';
+import { configuredAccounts } from './accounts.js';
 import { loadConfigFile, type Config } from './config.js';
 import { freePort } from './lib/ports.js';
 import { installWorkerRuntime, sdkLogLevel } from './observability/logging.js';
@@ -204,6 +205,8 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Scr
           graceMs: opts.shutdownGraceTimeMs ?? 10_000,
           warn: (message, meta) => Runtime.instance().logger.warn(message, meta),
         });
+  const accounts = configuredAccounts(opts.config);
+  await opts.store.budgets.seed(accounts.budgets, accounts.policies);
   const activities = {
     ...createActivities({
       store: opts.store,
@@ -212,6 +215,7 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Scr
       hooks: opts.hooks,
       temporal,
       tracker,
+      weights: accounts.weights,
     }),
     // Also here for maintenance runs started on this queue before maintenance had its own (createMaintenanceWorker).
     ...createMaintenanceActivities({ store: opts.store, temporal }),

@@ -63,7 +63,7 @@ export function cancelActivities(kit: ActivityKit) {
         await store.findings.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
         // The row shows what the provider last said, the cancel's answer included (`ABORTED`, `cancelled`).
         if (answer.providerStatus)
-          await store.jobs.recordProviderStatus(ref.jobId, answer.providerStatus, answer.state);
+          await store.jobs.recordProviderStatus(ref.jobId, answer.providerStatus, answer.state, answer.cost);
         return { kind: 'answered', ...answer, lastStatus };
       } catch (e) {
         if (isProviderError(e) && e.kind === 'unsupported') {

@@ -19,6 +19,11 @@ export interface ActivityDeps {
   resultRetentionMs: number | null;
   /** Cool-down applied after a 429 that names no wait, ms (default 5000). */
   defaultCoolDownMs?: number;
+  /**
+   * The weight of each account in a provider key's fair share of slots (configuration
+   * `accounts.<name>.weight`; an account not named weighs 1).
+   */
+  weights?: Readonly<Record<string, number>>;
   /** Client over the worker's connection (closing a job cancelled by signal or Update as `Canceled`). Absent in unit tests. */
   temporal?: Client;
   /**

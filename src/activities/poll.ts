@@ -36,6 +36,7 @@ import type { ActivityKit } from './context.js';
 import { again, type TrackStatusInput, type CheckResult, type PollOutcome, type SavedResult } from './pollTypes.js';
 import { announceSlotReleased } from './slots.js';
 import { resubmitAudit } from './resubmitAudit.js';
+import { cancelIfOverrun } from './shares.js';
 import { observeResultCommitLag, observeStatusCheck } from '../observability/metrics.js';
 
 /** Delay n of `s`, with jitter, ms (see {@link scheduleOf}). */
@@ -317,6 +318,7 @@ export function pollActivities(kit: ActivityKit) {
       seen.state !== 'completed',
     );
     const base = { checks: n, providerStatus: seen.providerStatus, progress: seen.progress };
+    if (seen.state !== 'completed' && input.mode === 'track') await cancelIfOverrun(kit, row, seen.cost);
     // A job submitted again after a proof of absence: is its first submission running beside it?
     // Read after this check's own outcome is recorded, so that it never delays the result.
     const audit = () =>

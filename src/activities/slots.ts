@@ -11,9 +11,19 @@ import { EventEmitter } from 'node:events';
 const released = new EventEmitter();
 released.setMaxListeners(0);
 
+/** Told of every slot released in this process (the fair queue gives a contended key's slots away at once). */
+const releaseListeners = new Set<(label: string) => void>();
+
 /** Announces that a job of provider key `label` left the active states (in this process). */
 export function announceSlotReleased(label: string): void {
   released.emit(label);
+  for (const listener of releaseListeners) listener(label);
+}
+
+/** Calls `listener` with the key of every slot released in this process from now on; returns what stops it. */
+export function onSlotReleased(listener: (label: string) => void): () => void {
+  releaseListeners.add(listener);
+  return () => releaseListeners.delete(listener);
 }
 
 /** Resolves when a slot of `label` is announced, after `ms`, or when `signal` aborts. */

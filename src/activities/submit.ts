@@ -1,25 +1,24 @@
 /**
- * Acquiring the provider task (workflows v2 and v3): register the job row, take a slot under the provider
- * key's adaptive limit of active jobs, submit under the job's idempotency key, record the answer.
- * A lost answer is reconciled on evidence before anything is submitted again (`reconcile.ts`). A
- * task is bound to one job per provider account.
+ * Acquiring the provider task: register the job row, take a slot under the provider key's adaptive
+ * limit of active jobs (given by the key's fair queue between accounts) with the job's estimated
+ * cost reserved in its account's budgets, submit under the job's idempotency key, record the
+ * answer (`submitRecord.ts`). A lost answer is reconciled on evidence before anything is submitted
+ * again (`reconcile.ts`). A task is bound to one job per provider account.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { log } from '@temporalio/activity';
 import { isFinalState } from '../model/states.js';
 import type { JobError, JobWait, ScrapeWorkflowInput } from '../model/types.js';
-import { isProviderError, isQuotaExhausted, ProviderError } from '../providers/shared/errors.js';
-import { isConcurrencyRefusal } from '../providers/shared/limiter.js';
+import { isProviderError, ProviderError } from '../providers/shared/errors.js';
 import type { ResolvedProvider } from '../providers/registry.js';
-import type { Accepted } from '../providers/adapter.js';
-import { Store } from '../store/index.js';
-import { type Reservation } from '../store/polling.js';
+import { Store, type Reservation } from '../store/index.js';
 import { attemptBudget, attemptEnds, resubmitScheduledAt, SETTLE_READ_MARGIN_MS, submitAtProvider } from './attempt.js';
 import { wakeIfDecidedWithout } from './lateAnswer.js';
-import { EXISTENCE_PROVEN } from '../model/evidence.js';
 import { detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
+import { sharesOf } from './shares.js';
 import { slotReleased, SLOT_WAIT_MS, slotWaitPlan } from './slots.js';
+import { submitRecorders } from './submitRecord.js';
 import { trackActivities } from './track.js';
 import type { PollOutcome, PollSchedule } from './pollTypes.js';
 import type { FailedReadPolicy } from '../model/schedule.js';
@@ -72,6 +71,8 @@ const CREDENTIAL_RETRY_MS = 20_000;
 export function submitActivities(kit: ActivityKit) {
   const { store } = kit;
   const tracking = trackActivities(kit);
+  const { recordAnswer, recordRefusal } = submitRecorders(kit);
+  const shares = sharesOf(kit);
 
   async function reserve(
     input: SubmitJobInput,
@@ -81,129 +82,25 @@ export function submitActivities(kit: ActivityKit) {
     const scope = { label: resolved.providerKey };
     const limits = resolved.entry.limits.activeJobs;
     const started = Date.now();
+    const cost = resolved.cost;
+    const opts = {
+      cost: { unit: cost.unit, estimate: cost.estimate(job.request), failedFree: cost.failedFree },
+      ...(resolved.fairShares ? { fair: { weights: kit.deps.weights } } : {}),
+    };
     for (;;) {
-      const r = await store.polling.reserveSubmit(
+      const r = await store.slots.reserveSubmit(
         job.jobId,
         scope,
         limits,
         input.afterReconcile === true,
         resubmitScheduledAt(),
+        opts,
       );
+      if (r.kind === 'full' || r.kind === 'reserved') shares.notify(r.grants);
+      if (r.kind === 'full' && resolved.fairShares) shares.contended(scope.label);
       if (r.kind !== 'full' || Date.now() - started >= slotWaitPlan(r, 0).inAttemptMs) return { r, label: scope.label };
       await slotReleased(scope.label, Math.min(1_000, started + SLOT_WAIT_MS - Date.now()), kit.signal());
     }
-  }
-
-  /** Records a submit's answer: binds the task to the job (a collision is reported, never retried) and grows the key's limit. */
-  async function recordAnswer(
-    job: SubmitJobInput['job'],
-    accepted: Accepted,
-    resolved: ResolvedProvider,
-    trackingDeadlineMs: number,
-    label: string,
-    activeBefore: number,
-  ): Promise<{ taskId: string; providerStatus: string; answered: string }> {
-    await kit.deps.hooks?.afterSubmitAnswered?.(job.jobId, accepted.taskId);
-    const source = accepted.replayed ? 'submit (provider replayed key)' : 'submit';
-    const bound = await store.jobs.bindTask({
-      jobId: job.jobId,
-      taskId: accepted.taskId,
-      providerStatus: accepted.providerStatus,
-      source,
-      trackingDeadlineMs,
-      providerAccount: resolved.providerAccount,
-    });
-    if (bound.kind === 'collision') {
-      throw new ProviderError(
-        'conflict',
-        `the provider answered our submit with task ${accepted.taskId}, which is bound to job ${bound.boundTo}; a task belongs to one job`,
-        { code: 'TASK_COLLISION' },
-      );
-    }
-    // Our submit's task, wanted by no one: the job ended while the submit was on its way, or it
-    // already tracks another task (a resubmit's). It is asked to cancel, so that it does not bill on.
-    const unwanted = async (why: string) => {
-      const cancel = await kit
-        .call(job.provider, job.account, (p) =>
-          p.adapter.cancel(accepted.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
-        )
-        .catch((e: unknown) => ({ error: isProviderError(e) ? e.toJobError() : String(e) }));
-      await store.findings.appendEvent(job.jobId, 'late_task_cancel', null, { taskId: accepted.taskId, why, cancel });
-    };
-    if (bound.kind === 'final') {
-      await unwanted(`the job ended ${bound.state}`);
-      throw ApplicationFailure.create({
-        type: 'Submit.jobFinal',
-        message: `the provider answered our submit with task ${accepted.taskId} after the job ended ${bound.state}; the task is kept in its timeline (task_after_final) and was asked to cancel`,
-        nonRetryable: true,
-      });
-    }
-    // The same task in another spelling (an operator may have typed it in another case) is never cancelled.
-    if (bound.taskId.trim().toLowerCase() !== accepted.taskId.trim().toLowerCase())
-      await unwanted(`the job tracks task ${bound.taskId}: a second paid job`);
-    await store.polling.noteSubmitAccepted(label, activeBefore);
-    await kit.deps.hooks?.afterTaskRecorded?.(job.jobId, bound.taskId);
-    return { taskId: bound.taskId, providerStatus: accepted.providerStatus, answered: accepted.taskId };
-  }
-
-  /**
-   * Records a submit's failure: an ambiguous answer (or a `409` for our key, which says an earlier
-   * submit with it exists) is returned as `ambiguous`; a definite answer clears the intent (nothing
-   * was created), lowers the key's limit after a concurrency refusal, keeps an incident for a
-   * permanent one (a quota or credit exhaustion too, with a `quota_exhausted` event naming how long
-   * the key's submits are held), and is returned to be thrown.
-   */
-  async function recordRefusal(
-    job: SubmitJobInput['job'],
-    e: unknown,
-    label: string,
-    activeBefore: number,
-  ): Promise<{ kind: 'ambiguous'; error: JobError } | { kind: 'error'; error: unknown }> {
-    if (
-      isProviderError(e) &&
-      (e.kind === 'ambiguous' || (e.kind === 'conflict' && e.details.code !== 'TASK_COLLISION'))
-    ) {
-      const error = e.toJobError();
-      await store.findings.appendEvent(job.jobId, 'submit_ambiguous', 'unknown', {
-        error,
-        evidence: e.details.evidence,
-      });
-      // A refusal that can only mean our job exists (a 409 for our key, a duplicate refusal for our
-      // reference) is durable evidence: no empty lookup after it makes the job "absent".
-      if (e.kind === 'conflict' || e.details.provesExistence)
-        await store.findings.appendEvent(job.jobId, EXISTENCE_PROVEN, 'unknown', {
-          error,
-          evidence: e.details.evidence,
-        });
-      return { kind: 'ambiguous', error: { ...error, kind: 'ambiguous' } };
-    }
-    if (!(isProviderError(e) && e.details.code === 'TASK_COLLISION')) await store.jobs.clearSubmitIntent(job.jobId);
-    if (isProviderError(e)) {
-      await store.findings.appendEvent(job.jobId, 'submit_rejected', null, {
-        error: e.toJobError(),
-        evidence: e.details.evidence,
-      });
-      if (isConcurrencyRefusal(e)) {
-        const limit = await store.polling.noteSubmitRefused(label, activeBefore, e.details.statedLimit);
-        log.info('submit refused for concurrency: key limit lowered', { jobId: job.jobId, label, limit });
-      }
-      if (e.kind === 'permanent' || e.kind === 'conflict') await kit.recordIncident(job.jobId, 'submit', e);
-      if (isQuotaExhausted(e)) {
-        // The limiter has put the hold in place (shared through the store): the timeline says for how long.
-        const heldForMs = await kit.deps.providers.resolve(job.provider, job.account).limiter.heldForMs('submit');
-        await store.findings.appendEvent(job.jobId, 'quota_exhausted', null, {
-          providerKey: label,
-          submitsHeldForMs: heldForMs,
-          error: e.toJobError(),
-        });
-        log.warn('submit refused: the provider account’s quota or credits are used up; the key’s submits are held', {
-          jobId: job.jobId,
-          label,
-          heldForMs,
-        });
-      }
-    }
-    return { kind: 'error', error: e };
   }
 
   /** Records why the job waits (its row: `status`, the API) and returns the `waiting` outcome. */
@@ -257,15 +154,27 @@ export function submitActivities(kit: ActivityKit) {
           message: `the job is already ${r.state}: nothing is submitted`,
           nonRetryable: true,
         });
+      if (r.kind === 'over_budget') {
+        const held = await shares.overBudget(job.jobId, r.refusal);
+        return waiting(job.jobId, held.wait, held.retryInMs);
+      }
       if (r.kind === 'full') {
         const retryInMs = slotWaitPlan(r, Math.random()).retryMs;
+        const turn = r.turnOf ? `; the free slot went to account ${r.turnOf} by the key's fair share` : '';
         return waiting(
           job.jobId,
           {
             reason: 'slot',
-            message: `${r.active} provider jobs of key ${label} are active (its limit, learned from the provider, is ${r.limit}); ${r.waiting} more wait, ${r.ahead} of them registered before this one`,
+            message: `${r.active} provider jobs of key ${label} are active (its limit, learned from the provider, is ${r.limit}); ${r.waiting} more wait, ${r.ahead} of them registered before this one${turn}`,
             until: new Date(Date.now() + retryInMs).toISOString(),
-            detail: { providerKey: label, active: r.active, limit: r.limit, waiting: r.waiting, ahead: r.ahead },
+            detail: {
+              providerKey: label,
+              active: r.active,
+              limit: r.limit,
+              waiting: r.waiting,
+              ahead: r.ahead,
+              ...(r.turnOf ? { turnOf: r.turnOf } : {}),
+            },
           },
           retryInMs,
         );
@@ -310,7 +219,10 @@ export function submitActivities(kit: ActivityKit) {
         .then((accepted) => recordAnswer(job, accepted, resolved, input.trackingDeadlineMs, label, r.active))
         .then(
           (a) => ({ kind: 'accepted' as const, ...a }),
-          async (e: unknown) => ({ kind: 'error' as const, outcome: await recordRefusal(job, e, label, r.active) }),
+          async (e: unknown) => ({
+            kind: 'error' as const,
+            outcome: await recordRefusal(job, e, label, r.active, r.holdsCost),
+          }),
         )
         .catch((e: unknown) => ({ kind: 'error' as const, outcome: { kind: 'error' as const, error: e } })); // the store failed: the attempt's error, never an unhandled rejection
       const gaveUp = attemptEnds(startedAt);

@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { JOB_STATES } from '../model/states.js';
+import { WAIT_REASONS } from '../model/types.js';
 import { IdempotencyKeySchema, StartScrapeInputSchema } from '../model/schemas.js';
 
 const S = StartScrapeInputSchema.shape;
@@ -212,9 +213,9 @@ export const ScrapeSchema = z
     waiting: z
       .object({
         reason: z
-          .enum(['slot', 'cooldown', 'credential', 'operator'])
+          .enum(WAIT_REASONS)
           .describe(
-            'What the job waits for: a free slot under the provider key’s limit, a cool-down of the key, a credential the worker lacks, an operator’s decision.',
+            'What the job waits for: a free slot under the provider key’s limit (given by the key’s fair share between accounts), a cool-down of the key, a credential the worker lacks, an operator’s decision, or a budget of the account that its estimated cost would take past its amount (the account’s policy holds such jobs until the period renews or the budget is raised).',
           ),
         message: z.string().describe('What the job waits for and what would end the wait, in one line.'),
         until: z.string().nullable().describe('When the next try comes (UTC), when known.'),

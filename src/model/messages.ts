@@ -1,6 +1,7 @@
 /**
  * The scrape workflow's message interface: its type name and signature, the `state` query, the
- * `cancel` signal and Update, the `resolve` Update and the `wake` signal, with their payloads.
+ * `cancel` signal and Update, the `resolve` Update and the `wake` and `submitNow` signals, with
+ * their payloads.
  * Shared by the workflow and the client.
  *
  * A definition is a plain `{ type, name }` object, what the SDK's `defineQuery`/`defineSignal`/
@@ -55,6 +56,14 @@ export const resolveUpdate = update<JobView, [Resolution]>('resolve');
 /** Signal `wake`: a webhook hint that makes the next status check happen now (the result is still read from the provider). */
 export const wakeSignal = signal<[WakeHint]>('wake');
 
+/** Payload of the `submitNow` signal: why a job waiting to submit should try now. */
+export interface SubmitNudge {
+  /** `slot`: the key's fair queue granted the job a slot; `budget`: a budget of its account was raised or renewed. */
+  why: 'slot' | 'budget';
+}
+/** Signal `submitNow`: a job waiting to submit (for a slot, or held by its budget) tries its submit now instead of at its timer. */
+export const submitNowSignal = signal<[SubmitNudge]>('submitNow');
+
 /** Descriptions shown by the Web UI and `temporal workflow metadata` next to each handler. */
 export const HANDLER_DESCRIPTIONS = {
   state:
@@ -66,4 +75,6 @@ export const HANDLER_DESCRIPTIONS = {
   resolve:
     'Settle a job in `unknown`: {"taskId": "…"} to adopt a task, or {"resubmit": true} to submit again under the same key.',
   wake: 'A provider webhook hint: check the provider now (the result is still read from the provider).',
+  submitNow:
+    'A job waiting to submit tries now: the provider key’s fair queue granted it a slot ({"why": "slot"}), or its account’s budget was raised ({"why": "budget"}).',
 } as const;

@@ -214,15 +214,20 @@ export interface JobView {
   waiting?: JobWait;
 }
 
+/** Every reason a job may wait for (see {@link JobWait}). */
+export const WAIT_REASONS = ['slot', 'cooldown', 'credential', 'operator', 'budget'] as const;
+
 /**
  * Why a job that is not moving waits, shown by `status`, `status --live`, the HTTP API and the Web
- * UI's current details: for a free slot under the provider key's limit (`slot`), a cool-down or
- * quota hold of the key (`cooldown`), a credential the worker lacks (`credential`), an operator's
- * decision (`operator`). `until`: UTC ISO-8601 time of the next try, when known. (Failing reads of
- * a task show as the job's failing checks and last error.)
+ * UI's current details: for a free slot under the provider key's limit (`slot`, given by the key's
+ * fair share between accounts), a cool-down or quota hold of the key (`cooldown`), a credential
+ * the worker lacks (`credential`), an operator's decision (`operator`), or a budget of its account
+ * that its estimate would take past its amount, under the account's `hold` policy (`budget`: until
+ * the period renews or the budget is raised). `until`: UTC ISO-8601 time of the next try, when
+ * known. (Failing reads of a task show as the job's failing checks and last error.)
  */
 export interface JobWait {
-  reason: 'slot' | 'cooldown' | 'credential' | 'operator';
+  reason: (typeof WAIT_REASONS)[number];
   /** One line for a person: what the job waits for and what would end the wait. */
   message: string;
   until?: string;

@@ -107,6 +107,12 @@ export interface StatusObservation {
   providerStatus: string;
   /** Provider-reported progress and cost so far. */
   progress?: { pagesFetched?: number; creditsUsed?: number; documents?: number };
+  /**
+   * What the provider reports the task has cost so far, in the kind's unit (its descriptor's
+   * `cost.reported` names the field and the document): what a budgeted job settles at. Absent when
+   * the answer carries no such figure.
+   */
+  cost?: number;
   /** Terminal failure reported by the provider (code + message), when `state` is `failed`. */
   error?: { code?: string; message: string };
   /** Provider's polling guidance in ms (Retry-After on a status response), if any. */
@@ -134,6 +140,8 @@ export interface CancelAnswer {
   alreadyFinal?: boolean;
   /** Effects the task produced so far, when the cancel answer reports them (pages fetched, credits used). */
   progress?: { pagesFetched?: number; creditsUsed?: number };
+  /** What the provider reports the task cost, in the kind's unit, when the cancel answer says (see {@link StatusObservation.cost}). */
+  cost?: number;
 }
 
 /** Bounds of one result read (configuration `results` of the provider entry). */

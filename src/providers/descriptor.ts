@@ -13,6 +13,7 @@ import type { ReconcileEvidence } from '../model/evidence.js';
 import type { PollPolicy } from '../model/types.js';
 import { providerEntrySchema, type EntrySchemaOf } from './shared/entry.js';
 import type { ProviderAdapter, ProviderCapabilities } from './adapter.js';
+import type { ProviderCostModel } from './shared/cost.js';
 import type { WebhookHeaders } from './shared/webhook.js';
 
 /** What a provider's webhook event says, once parsed (a hint only: never trusted for the result). */
@@ -86,6 +87,11 @@ export interface ProviderDescriptor<K extends string = string, S extends z.ZodRa
   readonly notFoundGrace: { ms: number; source: string };
   /** How the provider expires a task's result (README table), e.g. `404 after 24 h`. */
   readonly expiry: string;
+  /**
+   * What a job of this kind costs (docs/budgets.md): the provider's unit, the estimate before a
+   * submit, the field that reports the cost after, and what a failed task costs.
+   */
+  readonly cost: ProviderCostModel<z.infer<EntrySchemaOf<S>>>;
   /** Poll policy defaults of the kind (between `DEFAULT_POLL_POLICY` and the entry's `poll`). */
   readonly poll?: Partial<PollPolicy>;
   /** Webhook verification and parsing; absent when the provider has no webhooks. */

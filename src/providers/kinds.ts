@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { describeEvidence } from '../model/evidence.js';
 import type { AnyProviderDescriptor } from './descriptor.js';
+import { entryCost, type EntryCost } from './shared/cost.js';
 import { firecrawlProvider } from './firecrawl/index.js';
 import { httpProvider } from './http/index.js';
 import { apifyProvider } from './apify/index.js';
@@ -93,6 +94,28 @@ export function evidenceTable(): string {
   return [
     '| kind | what a lost submit is decided from (lag: how long a new job may be missing; strong: our reference read back; weak: URL and time only) |',
     '|---|---|',
+    ...rows,
+  ].join('\n');
+}
+
+/** What a job of `entry` costs: its kind's unit and estimate (the entry's `cost.estimate` first). Throws for an unknown kind. */
+export function costOf(entry: ProviderEntry): EntryCost {
+  return entryCost(descriptorOf(entry.kind).cost, entry);
+}
+
+/**
+ * The cost table of docs/budgets.md (Markdown), one row per kind: its unit, its estimate, the field
+ * that reports a task's cost (and the document it follows) and what a failed task costs. The page
+ * holds exactly these lines; a unit test keeps the two equal.
+ */
+export function costTable(): string {
+  const rows = PROVIDER_DESCRIPTORS.map((d) => {
+    const { doc, failed } = d.cost as AnyProviderDescriptor['cost'];
+    return `| \`${d.kind}\` | ${doc.unit} | ${doc.estimate} | ${doc.reported ?? 'nothing: a job settles at its estimate'} | ${failed === 'free' ? 'nothing (not billed)' : 'its estimate'} |`;
+  });
+  return [
+    "| kind | unit | estimate before the submit (an entry's `cost.estimate` replaces it) | what settles it | a failed task without a report costs |",
+    '|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }

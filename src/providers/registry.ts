@@ -11,7 +11,8 @@
  */
 import { createHash } from 'node:crypto';
 import { configuredCredentialValues, resolveCredential } from './shared/credentials.js';
-import { descriptorOf, webhookSigned, type ProviderEntry, type ProvidersConfig } from './kinds.js';
+import { costOf, descriptorOf, webhookSigned, type ProviderEntry, type ProvidersConfig } from './kinds.js';
+import type { EntryCost } from './shared/cost.js';
 import { resultLimitsOf, settleMsOf } from './shared/entry.js';
 import { ProviderError } from './shared/errors.js';
 import { KeyLimiter } from './shared/limiter.js';
@@ -38,6 +39,10 @@ export interface ResolvedProvider {
   providerAccount: string;
   limiter: KeyLimiter;
   entry: ProviderEntry;
+  /** What a job of this entry costs: its kind's unit and estimate (docs/budgets.md). */
+  cost: EntryCost;
+  /** Whether the key's slots are shared between accounts by weight (entry `limits.fairShares`, default true). */
+  fairShares: boolean;
   /** Bounds of one result read for this provider (entry `results`, else {@link DEFAULT_RESULT_LIMITS}). */
   resultLimits: ResultLimits;
   /** How long after its creation a task's reads may answer `404` before the provider shows it, ms (entry `notFoundGraceMs`, else the kind's declaration). */
@@ -164,6 +169,8 @@ export class ProviderRegistry {
       providerAccount,
       limiter,
       entry,
+      cost: costOf(entry),
+      fairShares: entry.limits.fairShares,
       resultLimits: resultLimitsOf(entry),
       notFoundGraceMs: entry.notFoundGraceMs ?? descriptorOf(entry.kind).notFoundGrace.ms,
       settleMs: settleMsOf(entry),

@@ -17,13 +17,17 @@ export {
 } from './jobTypes.js';
 export { ResultsRepository, type WriteOnceOutcome } from './results.js';
 export { FindingsRepository, type IncidentInput } from './findings.js';
+export { PollingRepository, type CheckStart } from './polling.js';
 export {
-  PollingRepository,
+  SlotsRepository,
   type ActiveJobsLimits,
-  type CheckStart,
   type KeyScope,
   type Reservation,
-} from './polling.js';
+  type ReserveOptions,
+} from './slots.js';
+export { BudgetsRepository, type BudgetLeak } from './budgets.js';
+export type { BudgetRefusal, SubmitCost } from './ledger.js';
+export type { SlotGrant } from './fairQueue.js';
 export { ProviderKeysRepository } from './providerKeys.js';
 export { WebhooksRepository, WEBHOOK_RETENTION_MS } from './webhooks.js';
 export { ApiIdempotencyRepository } from './apiIdempotency.js';
@@ -43,4 +47,6 @@ export type {
   WebhookDeliveryRow,
   WebhookQuarantineRow,
   ApiIdempotencyRow,
+  BudgetRow,
+  BudgetUsageRow,
 } from './schema.js';

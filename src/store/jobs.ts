@@ -7,6 +7,7 @@
 import { FINAL_STATES, isFinalState, type JobState } from '../model/states.js';
 import type { JobError } from '../model/types.js';
 import type { StoreConnection } from './connection.js';
+import { settleIn } from './ledger.js';
 import { eventRow, nowIso, type NewJobInput } from './rows.js';
 import type { JobRow } from './schema.js';
 import {
@@ -335,13 +336,14 @@ export class JobsRepository {
     return out;
   }
 
-  /** Records the provider's raw status word as an answer other than a status check reported it (a cancel answer), with its normalised state when known. */
-  async recordProviderStatus(jobId: string, providerStatus: string, providerState?: string): Promise<void> {
+  /** Records the provider's raw status word as an answer other than a status check reported it (a cancel answer), with its normalised state and the cost it reported (the kind's unit) when known. */
+  async recordProviderStatus(jobId: string, status: string, state?: string, cost?: number): Promise<void> {
     await this.conn.db
       .updateTable('jobs')
       .set({
-        provider_status: providerStatus,
-        ...(providerState ? { provider_state: providerState } : {}),
+        provider_status: status,
+        ...(state ? { provider_state: state } : {}),
+        ...(cost !== undefined && Number.isFinite(cost) ? { cost_reported: cost } : {}),
         updated_at: nowIso(),
       })
       .where('id', '=', jobId)
@@ -382,15 +384,15 @@ export class JobsRepository {
         })
         .where('id', '=', jobId);
       if (!opts.force) q = q.where('state', 'not in', [...FINAL_STATES]);
-      const res = await q.executeTakeFirst();
-      const moved = Number(res.numUpdatedRows) > 0;
-      if (moved) {
+      const row = await q.returningAll().executeTakeFirst();
+      if (row) {
         await trx
           .insertInto('job_events')
           .values(eventRow(jobId, 'state', state, opts.detail ?? (opts.error ? { error: opts.error } : null)))
           .execute();
+        await settleIn(trx, this.conn.kind === 'postgres', row); // a job's end settles its budgets (ledger.ts)
       }
-      return moved;
+      return row !== undefined;
     });
     if (changed) this.conn.metrics.transition(state);
     return changed;

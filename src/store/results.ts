@@ -14,6 +14,7 @@ import {
   type StoredDocument,
 } from '../model/results.js';
 import type { StoreConnection } from './connection.js';
+import { settleIn } from './ledger.js';
 import { eventRow, nowIso, toResultDocument } from './rows.js';
 import type { ResultRow } from './schema.js';
 
@@ -174,13 +175,16 @@ export class ResultsRepository {
           .where('task_id', '=', taskId)
           .executeTakeFirstOrThrow();
         const storedNote = row.content_note;
-        const upd = await trx
+        const moved = await trx
           .updateTable('jobs')
           .set({ state: 'completed', finished_at: at, updated_at: at, last_error: null }) // provider_status keeps the provider's own word
           .where('id', '=', jobId)
           .where('state', 'not in', ['completed', 'expired'])
+          .returningAll()
           .executeTakeFirst();
-        const transitioned = Number(upd.numUpdatedRows) > 0;
+        const transitioned = moved !== undefined;
+        // The job's end settles what it reserved in its budgets, in this transaction (ledger.ts).
+        if (moved) await settleIn(trx, this.conn.kind === 'postgres', moved);
         if (inserted && storedNote?.startsWith(EMPTY_NOTE_PREFIX)) {
           await trx
             .insertInto('job_events')

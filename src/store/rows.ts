@@ -31,6 +31,8 @@ export interface JobRowInput {
   batchId?: string;
   /** The URL as the caller typed it (kept only when it differs from `request.url`). */
   typedUrl?: string;
+  /** Order among the account's waiting jobs on one provider key (higher first; default 0). */
+  priority?: number;
 }
 
 /**
@@ -66,6 +68,7 @@ export function jobRow(
     workflow_id: j.workflowId,
     task_id: j.taskId ?? null,
     deadline_at: j.deadlineAt ?? null,
+    ...(j.priority ? { priority: j.priority } : {}),
   };
 }
 
@@ -88,6 +91,7 @@ export function jobInput(row: JobRow): JobRowInput {
     policy: o.policy ?? {},
     ...(row.batch_id ? { batchId: row.batch_id } : {}),
     ...(o.typedUrl ? { typedUrl: o.typedUrl } : {}),
+    ...(Number(row.priority) ? { priority: Number(row.priority) } : {}),
   };
 }
 

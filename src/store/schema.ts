@@ -59,6 +59,24 @@ export interface JobsTable {
   provider_account: string | null;
   /** The provider key (`<kind>@<host>#<credential fingerprint>`) whose limits the job counts toward, set by the worker at submit. */
   provider_key: string | null;
+  /** Order among the waiting jobs of the same account on one provider key (higher first; migration 010). */
+  priority: Generated<number>;
+  /** When the key's fair queue granted this waiting job a slot (UTC ISO-8601); it counts as active for a lease, then lapses. */
+  slot_granted_at: string | null;
+  /** The unit of the job's cost (its provider kind's: `credits`, `usd`, …); null until a budget covered it. */
+  cost_unit: string | null;
+  /** The kind's estimate of the job's cost at its last reservation, in `cost_unit`. */
+  cost_estimated: number | null;
+  /** What the job holds reserved in its budgets now, in `cost_unit` (0 or null once settled or released). */
+  cost_reserved: number | null;
+  /** What the job settled at, in `cost_unit`; null until it ended. */
+  cost_settled: number | null;
+  /** The provider's last report of what the task cost so far, in `cost_unit`; null when none came. */
+  cost_reported: number | null;
+  /** JSON `[{budget, period}]`: the budget periods the reservation counts in. */
+  cost_ledgers: string | null;
+  /** Where `cost_settled` comes from: `reported`, `estimate` or `none`. */
+  cost_source: string | null;
 }
 
 /** A provider result, written once per (provider, task_id). */
@@ -234,6 +252,60 @@ export interface ProviderLimitsTable {
   /** Submits refused with a concurrency answer so far (count). */
   refusals: Generated<number>;
   updated_at: string;
+  /** Virtual time of the key's fair queue: the pass of the last account granted a slot while several waited (migration 010). */
+  fair_vtime: Generated<number>;
+}
+
+/** A spend budget (see `src/model/budgets.ts`); the ID is `<account>|<provider>|<unit>|<period>`. */
+export interface BudgetsTable {
+  id: string;
+  account: string;
+  /** A configured provider name, or `*`: every provider of the account whose kind counts in `unit`. */
+  provider: string;
+  unit: string;
+  /** `day`, `month` or `total`. */
+  period: string;
+  /** The most that may be reserved and spent per period, in `unit`. */
+  amount: number;
+  /** `config` (seeded from the configuration) or `operator` (set through the CLI or the API: configuration no longer overrides it). */
+  set_by: string;
+  updated_at: string;
+}
+
+/** A budget's standing in one period. */
+export interface BudgetUsageTable {
+  budget_id: string;
+  /** `YYYY-MM-DD`, `YYYY-MM` or `total`. */
+  period_key: string;
+  /** Held by jobs submitted and not settled, in the budget's unit. */
+  reserved: Generated<number>;
+  /** Settled, in the budget's unit. */
+  spent: Generated<number>;
+  /** The highest `reserved + spent` ever held in the period. */
+  peak: Generated<number>;
+  updated_at: string;
+}
+
+/** An account's policy when a budget is spent. */
+export interface BudgetPoliciesTable {
+  account: string;
+  /** `refuse` or `hold`. */
+  on_exceeded: string;
+  /** 1: a running job whose reported cost takes a budget past its amount is cancelled. */
+  cancel_running: Generated<number>;
+  set_by: string;
+  updated_at: string;
+}
+
+/** An account's place in a provider key's fair queue (stride scheduling: the lowest pass goes next). */
+export interface FairSharesTable {
+  label: string;
+  account: string;
+  /** Virtual time at which the account's next slot starts (each grant adds 1 / weight). */
+  pass: number;
+  /** Slots granted while several accounts waited (count). */
+  granted: Generated<number>;
+  updated_at: string;
 }
 
 /** An orphan or stalled job found by the maintenance schedule. */
@@ -313,6 +385,10 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_quarantine: WebhookQuarantineTable;
   api_idempotency: ApiIdempotencyTable;
+  budgets: BudgetsTable;
+  budget_usage: BudgetUsageTable;
+  budget_policies: BudgetPoliciesTable;
+  fair_shares: FairSharesTable;
 }
 
 export type JobRow = Selectable<JobsTable>;
@@ -328,3 +404,5 @@ export type OutboxRow = Selectable<OutboxTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type WebhookQuarantineRow = Selectable<WebhookQuarantineTable>;
 export type ApiIdempotencyRow = Selectable<ApiIdempotencyTable>;
+export type BudgetRow = Selectable<BudgetsTable>;
+export type BudgetUsageRow = Selectable<BudgetUsageTable>;

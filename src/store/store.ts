@@ -7,18 +7,23 @@
  * | `store.jobs` | `jobs.ts` | job rows: register, read, list, transitions, the task bound to a job |
  * | `store.results` | `results.ts` | results written once with their documents and bodies, retention purge |
  * | `store.findings` | `findings.ts` | timeline events, incidents, orphan findings |
- * | `store.polling` | `polling.ts` | poll state of the polling activity, submit reservations, the adaptive limit |
+ * | `store.polling` | `polling.ts` | poll state of the polling activity |
+ * | `store.slots` | `slots.ts` | submit reservations: a slot under the key's adaptive limit by the key's fair queue, the estimate reserved in the budgets |
+ * | `store.budgets` | `budgets.ts` | budgets, their usage per period, each account's policy, settled costs |
  * | `store.providerKeys` | `providerKeys.ts` | cool-downs and release slots, counted refusals |
  * | `store.webhooks` | `webhooks.ts` | webhook deliveries and quarantine |
  * | `store.apiIdempotency` | `apiIdempotency.ts` | the HTTP API's `Idempotency-Key` records |
  *
- * Row mapping without I/O is in `rows.ts`, opening in `open.ts`.
+ * Row mapping without I/O is in `rows.ts`, opening in `open.ts`; the budget ledger and the fair
+ * queue that the repositories run inside their own transactions are `ledger.ts` and `fairQueue.ts`.
  */
 import { ApiIdempotencyRepository } from './apiIdempotency.js';
 import { StoreConnection } from './connection.js';
 import { FindingsRepository } from './findings.js';
 import { JobsRepository } from './jobs.js';
+import { BudgetsRepository } from './budgets.js';
 import { PollingRepository } from './polling.js';
+import { SlotsRepository } from './slots.js';
 import { ProviderKeysRepository } from './providerKeys.js';
 import { ResultsRepository } from './results.js';
 import { WebhooksRepository } from './webhooks.js';
@@ -32,8 +37,12 @@ export class Store extends StoreConnection {
   readonly results = new ResultsRepository(this);
   /** Timelines, incidents and orphan findings. */
   readonly findings = new FindingsRepository(this);
-  /** Poll state and the adaptive limit of active jobs per provider key. */
+  /** Poll state of the polling activity. */
   readonly polling = new PollingRepository(this);
+  /** Submit reservations, the fair queue and the adaptive limit of active jobs per provider key. */
+  readonly slots = new SlotsRepository(this);
+  /** Budgets, their usage per period and each account's policy. */
+  readonly budgets = new BudgetsRepository(this);
   /** Cool-downs, release slots and refusals per provider key (the providers' shared state). */
   readonly providerKeys = new ProviderKeysRepository(this);
   /** Webhook deliveries and quarantine. */

@@ -80,7 +80,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
 
     it('records intent then answer; a recorded task ID is never replaced', async () => {
       await store.jobs.register(job('j2'));
-      const reserved = await store.polling.reserveSubmit('j2', { label: 'k' }, { initial: 4 }, false);
+      const reserved = await store.slots.reserveSubmit('j2', { label: 'k' }, { initial: 4 }, false);
       expect(reserved).toMatchObject({ kind: 'reserved' });
       expect((await store.jobs.get('j2'))?.submit_intent_at).toBeTruthy();
       expect(await store.jobs.recordTaskId('j2', 't-2', 'queued', 'submit')).toBe('t-2');
@@ -131,28 +131,28 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       await store.jobs.register(job('j-resubmit'));
       const scope = { label: 'p@h#k' };
       const limits = { initial: 8 };
-      expect((await store.polling.reserveSubmit('j-resubmit', scope, limits, false)).kind).toBe('reserved');
+      expect((await store.slots.reserveSubmit('j-resubmit', scope, limits, false)).kind).toBe('reserved');
       const intentAt = Date.parse((await store.jobs.get('j-resubmit'))!.submit_intent_at!);
       // The reconcile proved that intent's task absent; the resubmit activity was scheduled after it.
-      expect((await store.polling.reserveSubmit('j-resubmit', scope, limits, true, intentAt + 5_000)).kind).toBe(
+      expect((await store.slots.reserveSubmit('j-resubmit', scope, limits, true, intentAt + 5_000)).kind).toBe(
         'reserved',
       );
       // That attempt's own intent, met by the activity's next attempt: it may have reached the provider.
       const mine = Date.parse((await store.jobs.get('j-resubmit'))!.submit_intent_at!);
-      expect((await store.polling.reserveSubmit('j-resubmit', scope, limits, true, mine - 1_000)).kind).toBe('known');
+      expect((await store.slots.reserveSubmit('j-resubmit', scope, limits, true, mine - 1_000)).kind).toBe('known');
       // Without a scheduling time (outside an activity), the flag alone decides, as before.
-      expect((await store.polling.reserveSubmit('j-resubmit', scope, limits, true)).kind).toBe('reserved');
+      expect((await store.slots.reserveSubmit('j-resubmit', scope, limits, true)).kind).toBe('reserved');
     });
 
     it('a job that ended while its submit waited for a slot (cancelled) reserves nothing: no submit may leave for it', async () => {
       await store.jobs.register(job('j-cancelled-waiting'));
       expect(await store.jobs.transition('j-cancelled-waiting', 'cancelled')).toBe(true);
-      expect(
-        await store.polling.reserveSubmit('j-cancelled-waiting', { label: 'p@h#k' }, { initial: 8 }, false),
-      ).toEqual({
-        kind: 'final',
-        state: 'cancelled',
-      });
+      expect(await store.slots.reserveSubmit('j-cancelled-waiting', { label: 'p@h#k' }, { initial: 8 }, false)).toEqual(
+        {
+          kind: 'final',
+          state: 'cancelled',
+        },
+      );
       expect((await store.jobs.get('j-cancelled-waiting'))!.submit_intent_at).toBeNull();
     });
 

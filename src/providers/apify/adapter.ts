@@ -6,7 +6,7 @@
  *
  * | what            | request                                                                         | answer                                    |
  * |-----------------|---------------------------------------------------------------------------------|-------------------------------------------|
- * | submit          | `POST /v2/actors/{actorId}/runs` (JSON body = the actor's input; `?build&timeout&memory&maxItems&webhooks`) | `201 {data: Run}` (`status: READY`) |
+ * | submit          | `POST /v2/actors/{actorId}/runs` (JSON body = the actor's input; `?build&timeout&memory&maxItems&maxTotalChargeUsd&webhooks`) | `201 {data: Run}` (`status: READY`) |
  * | status          | `GET /v2/actor-runs/{runId}`                                                    | `200 {data: Run}`                         |
  * | result          | `GET /v2/actor-runs/{runId}/dataset/items?offset&limit&format=json[&clean=1]`   | `200 [item, …]` + `X-Apify-Pagination-*`  |
  * | cancel          | `POST /v2/actor-runs/{runId}/abort[?gracefully=true]`                           | `200 {data: Run}` (a no-op once final)    |
@@ -201,7 +201,14 @@ export class ApifyAdapter implements ProviderAdapter {
     const res = await this.http.call(callCtx, {
       method: 'POST',
       path: this.actorPath('/runs'),
-      query: { build: run.build, timeout: run.timeoutSecs, memory: run.memoryMbytes, maxItems: run.maxItems, webhooks },
+      query: {
+        build: run.build,
+        timeout: run.timeoutSecs,
+        memory: run.memoryMbytes,
+        maxItems: run.maxItems,
+        maxTotalChargeUsd: run.maxTotalChargeUsd,
+        webhooks,
+      },
       json: this.buildInput(request, ctx.clientRef),
       phase: 'submit',
     });
@@ -230,6 +237,7 @@ export class ApifyAdapter implements ProviderAdapter {
     return {
       state,
       providerStatus: run.status,
+      ...(typeof run.usageTotalUsd === 'number' ? { cost: run.usageTotalUsd } : {}),
       error: failed
         ? {
             code: run.status,

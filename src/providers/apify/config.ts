@@ -35,6 +35,9 @@ export const ApifyInputSchema = z
   })
   .prefault({});
 
+/** The estimate of one run for budgets when neither the run's cap nor the entry's `cost.estimate` is set, USD. */
+export const APIFY_DEFAULT_ESTIMATE_USD = 0.1;
+
 /** Run options sent as query parameters of Run Actor (unset: the actor's own defaults). Units in the names. */
 export const ApifyRunOptionsSchema = z
   .strictObject({
@@ -59,6 +62,8 @@ export const ApifyRunOptionsSchema = z
       .optional(),
     /** Most dataset items charged for a pay-per-result actor (count). */
     maxItems: z.number().int().positive().optional(),
+    /** Most a pay-per-event run may charge, USD (Run Actor's `maxTotalChargeUsd`); also the job's cost estimate for budgets. */
+    maxTotalChargeUsd: z.number().positive().max(1e6).optional(),
   })
   .prefault({});
 

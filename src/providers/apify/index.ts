@@ -4,7 +4,7 @@
 import { defineProvider } from '../descriptor.js';
 import { ApifyAdapter } from './adapter.js';
 import { APIFY_EVIDENCE, APIFY_EVIDENCE_NO_REF } from './lookups.js';
-import { ApifyConfigSchema } from './config.js';
+import { APIFY_DEFAULT_ESTIMATE_USD, ApifyConfigSchema } from './config.js';
 import { apifyWebhook } from './webhook.js';
 
 export { ApifyAdapter, apifyState, statedRunLimit, APIFY_WEBHOOK_EVENTS } from './adapter.js';
@@ -42,6 +42,19 @@ export const apifyProvider = defineProvider({
     deadlineMs: 6 * 3_600_000,
     notFoundLimit: 4,
     activityTimeoutMs: 120_000,
+  },
+  cost: {
+    unit: () => 'usd',
+    estimate: (_request, entry) => entry.run.maxTotalChargeUsd ?? APIFY_DEFAULT_ESTIMATE_USD,
+    reports: () => true,
+    failed: 'estimate',
+    doc: {
+      unit: 'USD',
+      estimate:
+        "the run's cap `run.maxTotalChargeUsd` (sent with every run), else 0.1 USD: set it, or the entry's `cost.estimate`, to the actor's real cost",
+      reported:
+        '`usageTotalUsd` of the Run, `GET /v2/actor-runs/{runId}` (Apify API v2 OpenAPI, schema `Run`, apify-docs `apify-api/openapi` v2-2026-08-05T133145Z, commit 4416da6; eventually consistent for about 10 s after the run ends)',
+    },
   },
   webhook: apifyWebhook,
   create: (name, entry) => new ApifyAdapter(name, entry),

@@ -16,6 +16,8 @@ export const RunSchema = z.looseObject({
   defaultDatasetId: z.string().nullish(),
   defaultKeyValueStoreId: z.string().nullish(),
   meta: z.looseObject({ origin: z.string().nullish() }).nullish(),
+  /** What the run has cost so far, USD (eventually consistent for about 10 s after it ends). */
+  usageTotalUsd: z.number().nullish(),
 });
 export const RunResponseSchema = z.looseObject({ data: RunSchema });
 export const RunListSchema = z.looseObject({

@@ -254,7 +254,8 @@ export class BrightDataAdapter implements ProviderAdapter {
     const p = this.http.parse(res, ProgressBody, 'read', 'progress body');
     const state = brightDataState(p.status);
     const progress = p.records != null ? { documents: p.records } : undefined;
-    if (state !== 'failed') return { state, providerStatus: p.status, progress, retryAfterMs };
+    const cost = p.records != null ? { cost: p.records } : {};
+    if (state !== 'failed') return { state, providerStatus: p.status, progress, retryAfterMs, ...cost };
     const message = p.error_message ?? p.error ?? 'Bright Data reports the collection failed';
     // A cancelled collection reads `failed` with a reason that says so ("Collection was canceled").
     if (meansCancelled(message) || meansCancelled(p.error_code))

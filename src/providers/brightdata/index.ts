@@ -34,5 +34,18 @@ export const brightDataProvider = defineProvider({
   expiry: '400 "Snapshot is expired" after 30 days (the download page says 16) → expired',
   poll: { initialDelayMs: 10_000, maxDelayMs: 120_000 },
   webhook: brightDataWebhook,
+  cost: {
+    unit: () => 'records',
+    estimate: (_request, entry) => (entry.trigger.type === 'discover_new' ? (entry.trigger.limitPerInput ?? 1) : 1),
+    reports: () => true,
+    failed: 'free',
+    doc: {
+      unit: 'records',
+      estimate:
+        '`trigger.limitPerInput` records with discovery (`trigger.type: discover_new`), else 1 record (one input per job)',
+      reported:
+        '`records` of `GET /datasets/v3/progress/{snapshot_id}` (progress answers captured against the live API, not in the official documents: test/fixtures/providers/brightdata/CONTRACT.md, T1; failed records are not billed, "error codes" page)',
+    },
+  },
   create: (name, entry) => new BrightDataAdapter(name, entry),
 });

@@ -219,6 +219,7 @@ export class FirecrawlAdapter implements ProviderAdapter {
       state,
       providerStatus: body.status,
       progress,
+      ...(typeof body.creditsUsed === 'number' ? { cost: body.creditsUsed } : {}),
       result,
       error:
         state === 'failed'

@@ -5,6 +5,7 @@
  * deliveries.
  */
 import { defineProvider } from '../descriptor.js';
+import { numericOption } from '../shared/cost.js';
 import { FirecrawlAdapter } from './adapter.js';
 import { firecrawlEvidence } from './lookups.js';
 import { FirecrawlConfigSchema } from './config.js';
@@ -42,6 +43,26 @@ export const firecrawlProvider = defineProvider({
   expiry: '404 after 24 h ("Job expired" → expired at once; "Job not found" counted, then expired)',
   // A status read of a running crawl returns the pages so far (up to 10 MB): poll less often than the global default.
   poll: { initialDelayMs: 5_000, maxDelayMs: 120_000 },
+  cost: {
+    unit: () => 'credits',
+    reports: () => true,
+    failed: 'estimate',
+    doc: {
+      unit: 'credits',
+      estimate:
+        "crawl: its page `limit` (the job's `options.limit`, default 100) × 1 credit; batch scrape of one URL: 1 credit (5 with a `json` format)",
+      reported:
+        '`creditsUsed` of `GET /v2/crawl/{id}` and `GET /v2/batch/scrape/{id}` (Firecrawl API v2 OpenAPI, firecrawl-docs `api-reference/v2-openapi.json`, commit 2edce52, 2026-08-21)',
+    },
+    estimate: (request, entry) => {
+      if (entry.operation === 'crawl') return numericOption(request, 'limit') ?? 100;
+      const formats = [request.options.formats, entry.scrapeOptions.formats].find((f) => Array.isArray(f));
+      const json = (formats as unknown[] | undefined)?.some(
+        (f) => f === 'json' || (typeof f === 'object' && f !== null && (f as { type?: unknown }).type === 'json'),
+      );
+      return json ? 5 : 1;
+    },
+  },
   webhook: firecrawlWebhook,
   create: (name, entry) => new FirecrawlAdapter(name, entry),
 });

@@ -214,9 +214,11 @@ export class HttpAdapter implements ProviderAdapter {
     const p = st.progress;
     const figure = (ptr: string | undefined) =>
       ptr === undefined ? undefined : (num(pick(res.body, ptr)) ?? undefined);
+    const cost = figure(p?.creditsUsed);
     return {
       state,
       providerStatus: word,
+      ...(cost !== undefined ? { cost } : {}),
       progress: p
         ? { pagesFetched: figure(p.pagesFetched), creditsUsed: figure(p.creditsUsed), documents: figure(p.documents) }
         : undefined,

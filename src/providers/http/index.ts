@@ -46,6 +46,17 @@ export const httpProvider = defineProvider({
   },
   expiry:
     'as configured: errors.expiredCodes / expiredStatusCodes (default 410) → expired; 404 counted, then expired (errors.notFound)',
+  cost: {
+    unit: (entry) => (entry.status.progress?.creditsUsed ? 'credits' : 'requests'),
+    estimate: () => 1,
+    reports: (entry) => entry.status.progress?.creditsUsed !== undefined,
+    failed: 'estimate',
+    doc: {
+      unit: 'credits with `status.progress.creditsUsed`, else requests',
+      estimate: '1 per job',
+      reported: "the status answer at the entry's `status.progress.creditsUsed` pointer (the entry is the contract)",
+    },
+  },
   webhook: httpWebhook,
   refineEntry: checkHttpEntry,
   create: (name, entry) => new HttpAdapter(name, entry),

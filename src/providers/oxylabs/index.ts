@@ -27,5 +27,12 @@ export const oxylabsProvider = defineProvider({
   expiry: 'results kept at least 24 h; then 404 (counted) → expired',
   poll: { initialDelayMs: 5_000, maxDelayMs: 60_000 },
   webhook: oxylabsWebhook,
+  cost: {
+    unit: () => 'requests',
+    estimate: () => 1,
+    reports: () => false,
+    failed: 'estimate',
+    doc: { unit: 'requests', estimate: '1 per job (no job answer reports a cost)', reported: null },
+  },
   create: (name, entry) => new OxylabsAdapter(name, entry),
 });

@@ -211,6 +211,7 @@ export class ReferenceAdapter implements ProviderAdapter {
       result: state === 'completed' && job.result ? toPage(job.result) : undefined,
       providerStatus: job.status,
       progress: { pagesFetched: job.progress?.pages_fetched, creditsUsed: job.credits_used },
+      ...(job.credits_used !== undefined ? { cost: job.credits_used } : {}),
       error:
         state === 'failed'
           ? { code: job.error?.code, message: job.error?.message ?? 'provider reported failure' }
@@ -250,7 +251,13 @@ export class ReferenceAdapter implements ProviderAdapter {
       w !== undefined && (KNOWN_STATUS as readonly string[]).includes(w) ? (w as ProviderState) : undefined;
     const progress = { pagesFetched: body.progress?.pages_fetched, creditsUsed: body.credits_used };
     if (res.status === 200 || res.status === 202)
-      return { accepted: true, state: known(body.status), providerStatus: body.status, progress };
+      return {
+        accepted: true,
+        state: known(body.status),
+        providerStatus: body.status,
+        progress,
+        ...(body.credits_used !== undefined ? { cost: body.credits_used } : {}),
+      };
     if (res.status === 409)
       return {
         accepted: false,

@@ -31,6 +31,18 @@ export const referenceProvider = defineProvider({
       "the reference provider (src/sim) shows a job as soon as it answers the submit; the product's default window",
   },
   expiry: '404 once the job is deleted (profile resultTtlMs, default 1 h after it ends)',
+  cost: {
+    unit: () => 'credits',
+    estimate: () => 1,
+    reports: () => true,
+    failed: 'estimate',
+    doc: {
+      unit: 'credits',
+      estimate: '1 credit per job (the reference provider charges 1 once a job starts)',
+      reported:
+        '`credits_used` of `GET /api/jobs/:id` and of the cancel answer (the reference provider: src/sim/schemas.ts, `JobStatusResponseSchema`)',
+    },
+  },
   webhook: referenceWebhook,
   create: (name, entry) => new ReferenceAdapter(name, entry),
 });

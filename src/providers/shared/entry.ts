@@ -10,6 +10,7 @@
  * | `reconcile`  | `{settleMs}`                                      | {@link DEFAULT_SETTLE_MS} (10 s)     |
  * | `notFoundGraceMs` | ms a new task's reads may answer `404` before the provider shows it | the kind's declaration (1 min) |
  * | `webhook`    | `{url, secretEnv}`                                | none (polling only)                  |
+ * | `cost`       | `{estimate}`: one job's cost in the kind's unit   | the kind's estimate (docs/budgets.md)|
  *
  * A kind adds its own fields (base URL, timeouts, actor ID, …) in its `config.ts`;
  * {@link providerEntrySchema} joins the two into the entry's schema, strict (an unknown or
@@ -17,6 +18,7 @@
  */
 import { z } from 'zod';
 import { PollPolicySchema } from '../../model/schemas.js';
+import { CostEntrySchema } from './cost.js';
 import { CredentialsSchema } from './credentials.js';
 import { DEFAULT_RESULT_LIMITS, type ResultLimits } from '../adapter.js';
 
@@ -56,6 +58,12 @@ export const LimitsSchema = z.strictObject({
     .min(1_000)
     .max(7 * 86_400_000)
     .default(DEFAULT_QUOTA_HOLD_MS),
+  /**
+   * Whether the key's slots (its adaptive limit of active jobs) go to the accounts that wait for
+   * them by weight (a weighted fair queue across every worker: configuration `accounts.<name>.weight`,
+   * default equal), or to whichever waiting submit asks first (false). Default true.
+   */
+  fairShares: z.boolean().default(true),
 });
 
 /**
@@ -129,6 +137,8 @@ export const COMMON_ENTRY_FIELDS = {
   /** How long after its creation a task's reads may answer `404` because the provider does not show it yet, ms (0..1 day); default the kind's declaration. */
   notFoundGraceMs: z.number().int().min(0).max(86_400_000).optional(),
   webhook: WebhookEntrySchema.optional(),
+  /** The estimate of one job of this entry for the budgets, in the kind's unit (default: the kind's rule; docs/budgets.md). */
+  cost: CostEntrySchema.optional(),
 };
 type CommonShape = typeof COMMON_ENTRY_FIELDS;
 

@@ -34,5 +34,16 @@ export const zyteProvider = defineProvider({
     deadlineMs: 6 * 3_600_000,
     activityTimeoutMs: 120_000,
   },
+  cost: {
+    unit: () => 'requests',
+    estimate: () => 1,
+    reports: () => false,
+    failed: 'estimate',
+    doc: {
+      unit: 'requests',
+      estimate: '1 per job (Scrapy Cloud bills unit-hours, which no job answer reports)',
+      reported: null,
+    },
+  },
   create: (name, entry) => new ZyteAdapter(name, entry),
 });

@@ -27,7 +27,7 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
   });
   let afterReconcile = false;
   let absentRounds = 0;
-  const waits = { slot: 0, cooldown: 0, credential: 0, operator: 0 };
+  const waits = { slot: 0, cooldown: 0, credential: 0, operator: 0, budget: 0 };
   for (;;) {
     let out: SubmitOutcome;
     try {
@@ -109,32 +109,46 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
 /** Waits for a credential the worker lacks before the job fails (count; each {@link SubmitOutcome} `retryInMs` apart). */
 const CREDENTIAL_WAITS = 3;
 
+/** First re-check of a job held by its budget, ms (doubling per wait to {@link BUDGET_RECHECK_MAX_MS}, never past the period's renewal). */
+const BUDGET_RECHECK_MS = 30_000;
+const BUDGET_RECHECK_MAX_MS = 30 * 60_000;
+
 /**
- * A submit that sent nothing waits as its outcome says (a free slot, a cool-down, a credential),
- * on a durable timer, the reason shown in the view and the Web UI meanwhile. Returns false when
- * the job ended instead: failed when the worker still has no credential after
+ * A submit that sent nothing waits as its outcome says (a free slot, a cool-down, a credential, a
+ * budget), on a durable timer that the `submitNow` signal ends early (a slot the key's fair queue
+ * granted, a budget raised), the reason shown in the view and the Web UI meanwhile. A job held by
+ * its budget looks again after 30 s, doubling to 30 min, and at the latest when the period renews.
+ * Returns false when the job ended instead: failed when the worker still has no credential after
  * {@link CREDENTIAL_WAITS} waits, or when the next try would come after the job's submit time
- * (`max(deadlineMs, 10 × activityTimeoutMs)` from its start) — nothing was created at the provider.
+ * (`max(deadlineMs, 10 × activityTimeoutMs)` from its start; for a budget's hold, from the
+ * period's renewal) — nothing was created at the provider.
  */
 async function waitToSubmit(
   job: ScrapeJob,
   out: Extract<SubmitOutcome, { kind: 'waiting' }>,
   nth: number,
 ): Promise<boolean> {
-  const submitBy = Date.parse(job.view.startedAt) + Math.max(job.policy.deadlineMs, 10 * job.policy.activityTimeoutMs);
+  const window = Math.max(job.policy.deadlineMs, 10 * job.policy.activityTimeoutMs);
+  const renews = out.wait.reason === 'budget' && out.wait.until ? Date.parse(out.wait.until) : Number.NaN;
+  const submitBy = Math.max(Date.parse(job.view.startedAt), Number.isNaN(renews) ? 0 : renews) + window;
+  const waitMs =
+    out.wait.reason === 'budget'
+      ? Math.min(out.retryInMs, BUDGET_RECHECK_MS * Math.pow(2, Math.min(nth - 1, 6)), BUDGET_RECHECK_MAX_MS)
+      : out.retryInMs;
   const at = new Date().toISOString();
   if (out.wait.reason === 'credential' && nth > CREDENTIAL_WAITS) {
     const error = { kind: 'permanent', code: 'NO_CREDENTIALS', message: out.wait.message, at };
     await job.record('failed', { error, note: `the worker has no credential for this job: ${out.wait.message}` });
     return false;
   }
-  if (Date.now() + out.retryInMs > submitBy) {
+  if (Date.now() + waitMs > submitBy) {
     const message = `no submit could be sent within the job's submit time (until ${new Date(submitBy).toISOString()}): ${out.wait.message}; the provider created nothing for this job`;
     await job.record('failed', { error: { kind: 'permanent', code: 'SUBMIT_NOT_SENT', message, at }, note: message });
     return false;
   }
   job.waiting(out.wait);
-  await condition(() => false, out.retryInMs);
+  const nudged = job.submitNudges();
+  await condition(() => job.submitNudges() !== nudged, Math.max(1, waitMs));
   job.waiting(undefined);
   return true;
 }

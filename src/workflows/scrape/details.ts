@@ -14,6 +14,7 @@ const WAITING_FOR: Record<NonNullable<JobView['waiting']>['reason'], string> = {
   cooldown: 'a cool-down',
   credential: 'a credential',
   operator: 'an operator',
+  budget: 'its budget',
 };
 
 /** Renders `view` into the workflow's current details. */

@@ -33,8 +33,8 @@ export class ScrapeJob {
   private deadline?: string;
   /** Where an operator's resolution of `unknown` stands (the `resolve` Update). */
   private readonly res: rules.ResolutionState = { by: '' };
-  /** The webhook wakes received (the `wake` signal). */
-  private readonly woken: rules.WakeState = { count: 0, lastAt: 0, quietUntil: 0 };
+  /** The webhook wakes (the `wake` signal) and submit nudges (`submitNow`) received. */
+  private readonly woken: rules.WakeState = { count: 0, lastAt: 0, quietUntil: 0, nudges: 0 };
   private lastGeneration = 0;
   /** The next check comes at once (see {@link checkSoon}). */
   private soon = false;
@@ -64,11 +64,9 @@ export class ScrapeJob {
   get state(): JobState {
     return this.v.state;
   }
-
   get final(): boolean {
     return isFinalState(this.v.state);
   }
-
   /** The cancel request, once any door asked (`via` says which). */
   get cancel(): Readonly<CancelReport> | undefined {
     return this.v.cancel;
@@ -276,6 +274,16 @@ export class ScrapeJob {
     return this.woken.count;
   }
 
+  /** The `submitNow` signal (a slot granted, a budget raised): a wait to submit ends now. */
+  nudgeSubmit(): void {
+    this.woken.nudges++;
+  }
+
+  /** `submitNow` signals received so far; compare with a later value to see whether one arrived. */
+  submitNudges(): number {
+    return this.woken.nudges;
+  }
+
   /** How long until a wake may trigger a check (ms; wakes within `initialDelayMs` of the last woken check are merged). */
   quietFor(): number {
     return this.woken.quietUntil - Date.now();
@@ -350,8 +358,7 @@ export class ScrapeJob {
 
   /**
    * Records a native cancellation the moment it arrives, like a signal or an Update: a submit
-   * refused while it was on its way must not turn it into a `Completed` run with no cancel report
-   * or with no cancel report.
+   * refused while it was on its way must not turn it into a `Completed` run with no cancel report.
    */
   watchNativeCancel(): void {
     CancellationScope.current().cancelRequested.catch(() => {

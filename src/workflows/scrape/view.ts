@@ -239,7 +239,7 @@ export function resolutionOutcome(
   };
 }
 
-/** The webhook wakes a job received (the `wake` signal), as `ScrapeJob` keeps them. Times are workflow time, epoch ms. */
+/** The webhook wakes (the `wake` signal) and submit nudges (`submitNow`) a job received, as `ScrapeJob` keeps them. Times are workflow time, epoch ms. */
 export interface WakeState {
   /** Wakes received so far. */
   count: number;
@@ -247,4 +247,6 @@ export interface WakeState {
   lastAt: number;
   /** Earliest time of the next wake-triggered check; wakes before it are merged into it. */
   quietUntil: number;
+  /** `submitNow` signals received so far (a slot granted, a budget raised): a wait to submit ends when it moves. */
+  nudges: number;
 }

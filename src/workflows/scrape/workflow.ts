@@ -35,6 +35,7 @@ import {
   cancelUpdate,
   resolveUpdate,
   stateQuery,
+  submitNowSignal,
   wakeSignal,
   type CancelRequest,
   type Resolution,
@@ -103,6 +104,7 @@ function wireHandlers(job: ScrapeJob): void {
     },
   });
   setHandler(wakeSignal, () => job.wake(), { description: HANDLER_DESCRIPTIONS.wake });
+  setHandler(submitNowSignal, () => job.nudgeSubmit(), { description: HANDLER_DESCRIPTIONS.submitNow });
 }
 
 /** The `cancel` Update: requests the cancel and returns the outcome observed at the provider. */
