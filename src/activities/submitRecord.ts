@@ -6,14 +6,16 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { log } from '@temporalio/activity';
-import type { JobError } from '../model/types.js';
+import type { JobError, ScrapeWorkflowInput } from '../model/types.js';
 import { EXISTENCE_PROVEN } from '../model/evidence.js';
 import type { Accepted } from '../providers/adapter.js';
 import type { ResolvedProvider } from '../providers/registry.js';
 import { isProviderError, isQuotaExhausted, ProviderError } from '../providers/shared/errors.js';
 import { isConcurrencyRefusal } from '../providers/shared/limiter.js';
 import type { ActivityKit } from './context.js';
-import type { SubmitJobInput } from './submit.js';
+
+/** The job of a submit: its workflow input and workflow ID. */
+type Job = ScrapeWorkflowInput & { workflowId: string };
 
 /** Builds `recordAnswer` and `recordRefusal` over `kit`. */
 export function submitRecorders(kit: ActivityKit) {
@@ -21,7 +23,7 @@ export function submitRecorders(kit: ActivityKit) {
 
   /** Records a submit's answer: binds the task to the job (a collision is reported, never retried) and grows the key's limit. */
   async function recordAnswer(
-    job: SubmitJobInput['job'],
+    job: Job,
     accepted: Accepted,
     resolved: ResolvedProvider,
     trackingDeadlineMs: number,
@@ -79,7 +81,7 @@ export function submitRecorders(kit: ActivityKit) {
    * the key's submits are held), and is returned to be thrown.
    */
   async function recordRefusal(
-    job: SubmitJobInput['job'],
+    job: Job,
     e: unknown,
     label: string,
     activeBefore: number,

@@ -4,6 +4,7 @@
  * JSON columns hold serialised, sanitised JSON text.
  */
 import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { BudgetPoliciesTable, BudgetsTable, BudgetUsageTable, FairSharesTable } from './budgetTables.js';
 
 /** One logical scrape request (one row per account + idempotency key). */
 export interface JobsTable {
@@ -254,58 +255,6 @@ export interface ProviderLimitsTable {
   updated_at: string;
   /** Virtual time of the key's fair queue: the pass of the last account granted a slot while several waited (migration 010). */
   fair_vtime: Generated<number>;
-}
-
-/** A spend budget (see `src/model/budgets.ts`); the ID is `<account>|<provider>|<unit>|<period>`. */
-export interface BudgetsTable {
-  id: string;
-  account: string;
-  /** A configured provider name, or `*`: every provider of the account whose kind counts in `unit`. */
-  provider: string;
-  unit: string;
-  /** `day`, `month` or `total`. */
-  period: string;
-  /** The most that may be reserved and spent per period, in `unit`. */
-  amount: number;
-  /** `config` (seeded from the configuration) or `operator` (set through the CLI or the API: configuration no longer overrides it). */
-  set_by: string;
-  updated_at: string;
-}
-
-/** A budget's standing in one period. */
-export interface BudgetUsageTable {
-  budget_id: string;
-  /** `YYYY-MM-DD`, `YYYY-MM` or `total`. */
-  period_key: string;
-  /** Held by jobs submitted and not settled, in the budget's unit. */
-  reserved: Generated<number>;
-  /** Settled, in the budget's unit. */
-  spent: Generated<number>;
-  /** The highest `reserved + spent` ever held in the period. */
-  peak: Generated<number>;
-  updated_at: string;
-}
-
-/** An account's policy when a budget is spent. */
-export interface BudgetPoliciesTable {
-  account: string;
-  /** `refuse` or `hold`. */
-  on_exceeded: string;
-  /** 1: a running job whose reported cost takes a budget past its amount is cancelled. */
-  cancel_running: Generated<number>;
-  set_by: string;
-  updated_at: string;
-}
-
-/** An account's place in a provider key's fair queue (stride scheduling: the lowest pass goes next). */
-export interface FairSharesTable {
-  label: string;
-  account: string;
-  /** Virtual time at which the account's next slot starts (each grant adds 1 / weight). */
-  pass: number;
-  /** Slots granted while several accounts waited (count). */
-  granted: Generated<number>;
-  updated_at: string;
 }
 
 /** An orphan or stalled job found by the maintenance schedule. */

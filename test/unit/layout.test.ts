@@ -98,6 +98,8 @@ describe('layout', () => {
       'results.ts',
       'findings.ts',
       'polling.ts',
+      'slots.ts',
+      'budgets.ts',
       'providerKeys.ts',
       'webhooks.ts',
       'apiIdempotency.ts',
