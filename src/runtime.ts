@@ -9,6 +9,7 @@ import { ScrapeClient } from './client/index.js';
 import { dataConverterFor } from './codec/config.js';
 import { providerPollDefaults } from './providers/shared/policy.js';
 import { hasCredentialFor } from './providers/shared/credentials.js';
+import { costOf } from './providers/kinds.js';
 import { loadConfigFile, webhookProviderNames, type Config } from './config.js';
 import { connectionOptionsFromEnv } from './client/connection.js';
 import { storeMetrics } from './observability/metrics.js';
@@ -97,6 +98,16 @@ export async function openRuntime(
     hasCredential: (provider, account) => {
       const entry = config.providers[provider];
       return entry === undefined || hasCredentialFor(entry, account);
+    },
+    estimateCost: (provider, request) => {
+      const entry = config.providers[provider];
+      if (!entry) return undefined;
+      const cost = costOf(entry);
+      return { unit: cost.unit, estimate: cost.estimate(request) };
+    },
+    unitOf: (provider) => {
+      const entry = config.providers[provider];
+      return entry ? costOf(entry).unit : undefined;
     },
   });
   return {

@@ -3,8 +3,8 @@
  * problem `type`; the CLI prints `message`.
  */
 
-/** Error codes: invalid input (400), not found (404), conflict (409), not ready (409/425), expired (410). */
-export type ScrapeErrorCode = 'invalid' | 'not_found' | 'conflict' | 'not_ready' | 'expired';
+/** Error codes: invalid input (400), not found (404), conflict (409), not ready (409/425), expired (410), a budget refused the job (402). */
+export type ScrapeErrorCode = 'invalid' | 'not_found' | 'conflict' | 'not_ready' | 'expired' | 'budget_exceeded';
 
 /** Base class of every client error. */
 export class ScrapeError extends Error {
@@ -63,5 +63,37 @@ export class ResultExpiredError extends ScrapeError {
       ...evidence,
     });
     this.name = 'ResultExpiredError';
+  }
+}
+
+/**
+ * A budget of the account would go past its amount with this job's estimate, and the account's
+ * policy is to refuse (docs/budgets.md): nothing was started or kept. `details` names the budget,
+ * its period and what is left: `budget` (ID), `provider`, `unit`, `period`, `periodKey`, `amount`,
+ * `reserved`, `spent`, `remaining`, `estimate`, `renewsAt` (UTC ISO-8601, null for `total`).
+ */
+export class BudgetExceededError extends ScrapeError {
+  constructor(
+    readonly refusal: {
+      budget: string;
+      provider: string;
+      unit: string;
+      period: string;
+      periodKey: string;
+      amount: number;
+      reserved: number;
+      spent: number;
+      remaining: number;
+      estimate: number;
+      renewsAt: string | null;
+    },
+  ) {
+    const r = refusal;
+    super(
+      'budget_exceeded',
+      `refused by budget ${r.budget}: ${r.remaining} ${r.unit} left of ${r.amount} per ${r.period} (${r.periodKey}; ${r.reserved} reserved, ${r.spent} spent), and this job is estimated at ${r.estimate} ${r.unit}${r.renewsAt ? `; the period renews at ${r.renewsAt}` : ''}`,
+      { ...r },
+    );
+    this.name = 'BudgetExceededError';
   }
 }

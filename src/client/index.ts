@@ -12,10 +12,14 @@
  * - `results.ts`, `lists.ts`: reading a stored result, listing an account's jobs;
  * - `live.ts`: the job as its workflow knows it (no store row yet; the live view);
  * - `resolve.ts`: settling a job left in `unknown`;
+ * - `budgets.ts`, `actions.ts`: budgets, policies, the door's check and what a job cost (at the
+ *   provider and in Temporal Actions);
  * - `errors.ts`: the typed errors.
  */
 export * from './errors.js';
 export { ScrapeClient, type ScrapeClientOptions } from './scrapeClient.js';
+export { BudgetsClient, type BudgetInput, type JobCostReport } from './budgets.js';
+export type { TemporalActions } from './actions.js';
 export { startOptions, type JobRef, type StartExtras } from './start.js';
 export type { CancelResult, BatchCancelOutcome } from './cancel.js';
 export { summarize, toResult, type JobResult, type JobSummary } from './views.js';

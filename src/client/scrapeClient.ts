@@ -14,6 +14,7 @@ import type { JobView, ScrapeWorkflowInput } from '../model/types.js';
 import type { BinaryBody } from '../store/index.js';
 import { stateQuery, wakeSignal, type Resolution, type WakeHint } from '../model/messages.js';
 import { ScrapeAccount } from '../workflows/searchAttributes.js';
+import { BudgetsClient } from './budgets.js';
 import { cancelBatch, cancelJob, lastCancel, type BatchCancelOutcome, type CancelResult } from './cancel.js';
 import { JobNotFoundError, ScrapeError } from './errors.js';
 import { authorize } from './ids.js';
@@ -46,7 +47,14 @@ export type ScrapeClientOptions = StartContext;
 
 /** The typed scrape client. */
 export class ScrapeClient {
+  private budgetsClient?: BudgetsClient;
+
   constructor(private readonly opts: ScrapeClientOptions) {}
+
+  /** The accounts' budgets, policies and job costs (docs/budgets.md). */
+  get budgets(): BudgetsClient {
+    return (this.budgetsClient ??= new BudgetsClient(this.opts));
+  }
 
   /** The underlying Temporal client (for tools such as the demo). */
   get temporal(): Client {

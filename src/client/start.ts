@@ -16,7 +16,7 @@ import { sanitizeBody } from '../lib/sanitize.js';
 import { StartScrapeInputSchema, type StartScrapeInput } from '../model/schemas.js';
 import { isFinalState } from '../model/states.js';
 import { pollPolicyOf } from '../model/policy.js';
-import type { PollPolicy, ScrapeWorkflowInput } from '../model/types.js';
+import type { PollPolicy, ScrapeRequest, ScrapeWorkflowInput } from '../model/types.js';
 import { IdempotencyConflictStoreError, Store, type JobRow } from '../store/index.js';
 import { SCRAPE_WORKFLOW_TYPE, type ScrapeWorkflow } from '../model/messages.js';
 import {
@@ -26,7 +26,8 @@ import {
   ScrapeProvider,
   ScrapeState,
 } from '../workflows/searchAttributes.js';
-import { IdempotencyConflictError, InvalidInputError } from './errors.js';
+import { checkAtDoor } from './budgets.js';
+import { BudgetExceededError, IdempotencyConflictError, InvalidInputError } from './errors.js';
 import { canonicalUrl, derivedKey, jobIdFor, legacyClientKey } from './ids.js';
 
 /** Reference to a job: its ID (`scrape:<account>:<key>`) plus the account that owns it. */
@@ -62,6 +63,15 @@ export interface StartContext {
    * Workflow type started for new jobs (default `scrapeWorkflowV4`, the only one a worker serves).
    */
   workflowType?: string;
+  /**
+   * What a job of `provider` costs under its kind: the unit and the estimate for `request`
+   * (docs/budgets.md); the worker's runtime passes it over its configuration. Without it the door
+   * reads only the provider's own budgets, with an estimate of 0, and the worker's reservation
+   * decides.
+   */
+  estimateCost?: (provider: string, request: ScrapeRequest) => { unit: string; estimate: number } | undefined;
+  /** The unit of `provider`'s kind (what a budget of that provider counts in), when the configuration knows it. */
+  unitOf?: (provider: string) => string | undefined;
 }
 
 /** Extra options of {@link startScrape}. */
@@ -150,8 +160,9 @@ export function workflowInputOf(
  * The target URL is put in its WHATWG serialisation first (the typed form is kept on the job row
  * as evidence), so two spellings of one address are one job. Throws {@link InvalidInputError} for
  * bad input (and when Temporal refuses the start's arguments), {@link IdempotencyConflictError}
- * when the key was used with other parameters, and an `Error` when Temporal cannot be reached (no
- * row is left behind then).
+ * when the key was used with other parameters, {@link BudgetExceededError} when a budget of the
+ * account cannot take the job's estimate and the account refuses such jobs, and an `Error` when
+ * Temporal cannot be reached (no row is left behind then).
  */
 export async function startScrape(
   ctx: StartContext,
@@ -213,10 +224,17 @@ export async function startScrape(
         batchId: p.batchId,
         workflowId: jobId,
         typedUrl,
+        priority: p.priority,
       }),
     );
     created = r.inserted;
     existing = r.row;
+    // A budget the job's estimate would take past its amount, under a `refuse` policy: refused at the door, nothing kept.
+    const refusal = created ? await checkAtDoor(ctx, p.account, provider, request) : undefined;
+    if (refusal?.policy.onExceeded === 'refuse') {
+      await ctx.store.jobs.forgetUnstarted(jobId);
+      throw new BudgetExceededError(refusal);
+    }
   } catch (e) {
     if (!(e instanceof IdempotencyConflictStoreError)) throw e;
     const stored = e.existingHash === typedHash ? await ctx.store.jobs.get(jobId) : undefined;

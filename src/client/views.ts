@@ -7,6 +7,8 @@ import type { JobError, JobWait } from '../model/types.js';
 import { bodyInfoOf, type BodyInfo } from '../model/documents.js';
 import type { IncidentRow, JobEventRow, JobRow, OrphanRow, ResultRow, Store } from '../store/index.js';
 import type { ResultPayload } from '../model/results.js';
+import type { JobCost } from '../model/budgets.js';
+import { jobCostOf } from '../store/ledger.js';
 import { JobNotFoundError } from './errors.js';
 import { authorize } from './ids.js';
 
@@ -36,8 +38,14 @@ export interface JobSummary {
   /** When the provider last answered a status check (UTC ISO-8601), or null. */
   lastCheckedAt: string | null;
   lastError: JobError | null;
-  /** Why the job waits, while it does (a free slot, a cool-down, a credential, an operator), else null. */
+  /** Why the job waits, while it does (a free slot, a cool-down, a credential, an operator, a budget), else null. */
   waiting: JobWait | null;
+  /**
+   * What the job costs at its provider, in the provider's unit (docs/budgets.md): the estimate made
+   * at its submit, what it holds reserved in its account's budgets, what it settled at, what the
+   * provider reported; absent before its first submit.
+   */
+  cost?: JobCost;
   /** Temporal execution status of the latest run (`RUNNING`, `COMPLETED`, …), when asked for. */
   execution?: string;
   /**
@@ -103,7 +111,14 @@ export function summarize(row: JobRow): JobSummary {
     lastCheckedAt: row.last_checked_at,
     lastError: row.last_error ? (JSON.parse(row.last_error) as JobError) : null,
     waiting: row.waiting ? (JSON.parse(row.waiting) as JobWait) : null,
+    ...costOf(row),
   };
+}
+
+/** `{cost}` of a row that carries one, else nothing. */
+function costOf(row: JobRow): { cost?: JobCost } {
+  const cost = jobCostOf(row);
+  return cost ? { cost } : {};
 }
 
 /** Maps a result row to a {@link JobResult}. */

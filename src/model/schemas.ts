@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { findSecret, secretPartsOfUrl } from '../lib/secretDetection.js';
 import { MAX_JSON_DEPTH, valueDepth } from '../lib/jsonDepth.js';
+import { PRIORITY_RANGE } from './budgets.js';
 
 /** Account names: 1..64 of `A-Z a-z 0-9 . _ -`. */
 export const AccountSchema = z
@@ -220,6 +221,8 @@ export const StartScrapeInputSchema = z
       .regex(/^[A-Za-z0-9._:-]{1,120}$/)
       .optional(),
     policy: PollPolicySchema.optional(),
+    /** Order among the account's jobs waiting for a slot of the same provider key: higher first (default 0). */
+    priority: z.number().int().min(PRIORITY_RANGE.min).max(PRIORITY_RANGE.max).optional(),
   })
   .strict();
 export type StartScrapeInput = z.input<typeof StartScrapeInputSchema>;

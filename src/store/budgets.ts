@@ -54,6 +54,28 @@ export class BudgetsRepository {
     return (await this.list({ id }))[0]!;
   }
 
+  /** The accounts that have at least one budget. */
+  async accounts(): Promise<string[]> {
+    const rows = await this.conn.db.selectFrom('budgets').select('account').distinct().execute();
+    return rows.map((r) => r.account);
+  }
+
+  /**
+   * Jobs of `account` held by a budget (waiting with reason `budget`), at most `limit`: a raised
+   * budget tells them to try now.
+   */
+  async heldJobs(account: string, limit = 1_000): Promise<{ id: string; workflowId: string }[]> {
+    const rows = await this.conn.db
+      .selectFrom('jobs')
+      .select(['id', 'workflow_id'])
+      .where('account', '=', account)
+      .where('state', '=', 'submitting')
+      .where('waiting', 'like', '{"reason":"budget"%')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({ id: r.id, workflowId: r.workflow_id }));
+  }
+
   /** Removes budget `id` and its usage (jobs holding a reservation in it settle without it). Returns whether it existed. */
   async remove(id: string): Promise<boolean> {
     return this.conn.tx(async (trx) => {
