@@ -28,6 +28,7 @@ import { acceptStrictJson } from './jsonBody.js';
 import { registerOpenApi } from './openapi.js';
 import { ApiProblem } from './problems.js';
 import { requestLogger } from './requestLog.js';
+import { budgetRoutes } from './routes/budgets.js';
 import { metaRoutes } from './routes/meta.js';
 import { scrapeRoutes } from './routes/scrapes.js';
 import { webhookRoutes } from './routes/webhooks.js';
@@ -95,6 +96,7 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
 
   await app.register(metaRoutes, { client });
   await app.register(scrapeRoutes, { client, store, config });
+  await app.register(budgetRoutes, { client });
   await app.register(webhookRoutes, { client, store, config, env });
   return app;
 }

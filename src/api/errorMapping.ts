@@ -29,6 +29,7 @@ export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
     const d = error.details;
     switch (error.code) {
       case 'not_found':
+        if (d.budget) return new ApiProblem('budget-not-found', 'no such budget for this account');
         // Identical for a missing job and another account's job: no ID, no hint.
         return new ApiProblem('not-found', 'no such job for this account');
       case 'invalid':
@@ -70,6 +71,8 @@ export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
         );
       case 'conflict':
         return new ApiProblem('conflict', error.message, d.state ? { state: d.state } : {});
+      case 'budget_exceeded':
+        return budgetProblem(error.message, d);
     }
   }
   const e = error as FastifyError & { code?: string; statusCode?: number };
@@ -167,6 +170,30 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, p: Api
     .code(p.status)
     .type(PROBLEM_CONTENT_TYPE)
     .send(p.toBody(p.slug === 'not-found' ? undefined : request.id));
+}
+
+/** The `budget-exceeded` problem of a refusal's details (see `BudgetExceededError`), with `Retry-After` until the period renews. */
+function budgetProblem(message: string, d: Record<string, unknown>): ApiProblem {
+  const renewsAt = typeof d.renewsAt === 'string' ? d.renewsAt : null;
+  const retry = renewsAt ? Math.max(1, Math.ceil((Date.parse(renewsAt) - Date.now()) / 1000)) : undefined;
+  return new ApiProblem(
+    'budget-exceeded',
+    message,
+    {
+      budget: d.budget,
+      provider: d.provider,
+      unit: d.unit,
+      period: d.period,
+      period_key: d.periodKey,
+      amount: d.amount,
+      reserved: d.reserved,
+      spent: d.spent,
+      remaining: d.remaining,
+      estimate: d.estimate,
+      renews_at: renewsAt,
+    },
+    retry ? { 'retry-after': String(retry) } : {},
+  );
 }
 
 /** A framework message with every quoted query string cut off (`/a?key=…` → `/a?…`): callers put credentials there. */

@@ -65,6 +65,7 @@ export async function startScrapeOnce(
       options: body.options,
       row: body.row,
       batchId: body.batch_id,
+      priority: body.priority,
       policy: body.policy,
     });
   } catch (e) {

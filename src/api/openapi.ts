@@ -80,6 +80,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       security: [{ apiKey: [] }],
       tags: [
         { name: 'scrapes', description: 'Start, read, cancel and list scrapes of your account.' },
+        { name: 'budgets', description: 'Spend budgets of your account, in each provider’s unit, and your policy.' },
         { name: 'webhooks', description: 'Provider callbacks (not for API clients).' },
         { name: 'meta', description: 'Health, this document, problem types.' },
       ],

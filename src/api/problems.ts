@@ -33,6 +33,17 @@ export const PROBLEM_TYPES = {
     description:
       'A delivery of a provider that does not sign its webhooks must come to the per-job callback URL it was given (`/v1/webhooks/<provider>/<token>`), and the token must match the job the event names. Nothing changed; the event was kept in quarantine (its hash and size only) for an operator.',
   },
+  'budget-exceeded': {
+    status: 402,
+    title: 'A budget of the account cannot take this job',
+    description:
+      'The job’s estimated cost, in its provider’s unit, would take a budget of the caller’s account past its amount in the current period, and the account refuses such jobs (its policy `refuse`; under `hold` the job is accepted and waits, `waiting.reason: "budget"`). Members: `budget` (its ID), `provider`, `unit`, `period` (`day`, `month`, `total`), `period_key`, `amount`, `reserved`, `spent`, `remaining` (what is left), `estimate` (this job’s), `renews_at` (UTC; null for `total`). `Retry-After` (seconds) when the period renews. Nothing was started or kept.',
+  },
+  'budget-not-found': {
+    status: 404,
+    title: 'No such budget',
+    description: 'The caller’s account has no budget with this ID (`GET /v1/budgets` lists them).',
+  },
   'not-found': {
     status: 404,
     title: 'No such job',

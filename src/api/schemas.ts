@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { JOB_STATES } from '../model/states.js';
 import { WAIT_REASONS } from '../model/types.js';
 import { IdempotencyKeySchema, StartScrapeInputSchema } from '../model/schemas.js';
+import { CostSchema } from './budgetSchemas.js';
 
 const S = StartScrapeInputSchema.shape;
 
@@ -59,6 +60,9 @@ export function createScrapeBodySchema(providers: readonly string[]) {
       ),
       row: S.row.describe('Your own record of the request, kept with the job as evidence.'),
       batch_id: S.batchId.describe('Groups jobs (filter `GET /v1/scrapes?batch_id=`).'),
+      priority: S.priority.describe(
+        'Order among your jobs waiting for a slot of the same provider key (higher first; default 0). Your account’s share of the key is its weight.',
+      ),
       policy: S.policy.describe(
         'Polling overrides (all durations in ms); see the PollPolicy of the workflow. `initialDelayMs` must not exceed `maxDelayMs` (a relation JSON Schema cannot state: refused with 400 naming both).',
       ),
@@ -222,6 +226,9 @@ export const ScrapeSchema = z
       })
       .nullable()
       .describe('Why the job waits, while it does; null when it does not.'),
+    cost: CostSchema.nullable().describe(
+      'What the job costs at its provider, in its unit; null before its first submit.',
+    ),
     poll_after_s: z
       .number()
       .int()

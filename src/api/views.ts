@@ -65,6 +65,16 @@ export function toScrapeOut(s: JobSummary, now = Date.now()): ScrapeOut {
     waiting: s.waiting
       ? { reason: s.waiting.reason, message: s.waiting.message, until: s.waiting.until ?? null }
       : null,
+    cost: s.cost
+      ? {
+          unit: s.cost.unit,
+          estimated: s.cost.estimated,
+          reserved: s.cost.reserved,
+          settled: s.cost.settled,
+          reported: s.cost.reported,
+          source: s.cost.source,
+        }
+      : null,
     poll_after_s: pollAfterSeconds(s, now),
     status_url: path,
     result_url: `${path}/result`,

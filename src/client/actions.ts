@@ -53,7 +53,8 @@ export async function temporalActions(client: Client, workflowId: string): Promi
       const kind = ACTION_EVENTS[type];
       if (kind) add(kind, kind === 'start_child_workflow' ? 2 : 1);
       if (type === 1) runId = e.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
-      if (type === ACTIVITY_TASK_STARTED) add('retry_activity', (e.activityTaskStartedEventAttributes?.attempt ?? 1) - 1);
+      if (type === ACTIVITY_TASK_STARTED)
+        add('retry_activity', (e.activityTaskStartedEventAttributes?.attempt ?? 1) - 1);
       if (type === MARKER_RECORDED && !markersInTask) {
         add('record_activity_markers');
         markersInTask = true;

@@ -1,53 +1,23 @@
 /**
  * Budgets through the client (`ScrapeClient.budgets`, docs/budgets.md): an account's budgets with
  * their standing, setting and removing them while everything runs, its policy, and what a job
- * cost (in its provider's unit, beside its Temporal Actions). Also the door's check of a new job
- * ({@link checkAtDoor}): a job that a budget cannot take, under a `refuse` policy, is refused
- * before anything starts.
+ * cost (in its provider's unit, beside its Temporal Actions). The door's check of a new job is
+ * `door.ts`.
  */
 import { submitNowSignal } from '../model/messages.js';
-import { ANY_PROVIDER, type BudgetPeriod, type BudgetPolicy, type BudgetUsage, type JobCost } from '../model/budgets.js';
-import type { ScrapeRequest } from '../model/types.js';
-import type { BudgetRefusal, Store } from '../store/index.js';
+import {
+  ANY_PROVIDER,
+  type BudgetPeriod,
+  type BudgetPolicy,
+  type BudgetUsage,
+  type JobCost,
+} from '../model/budgets.js';
 import { jobCostOf } from '../store/ledger.js';
 import { temporalActions, type TemporalActions } from './actions.js';
-import { InvalidInputError, ScrapeError, type JobNotFoundError } from './errors.js';
+import { refreshDoor } from './door.js';
+import { InvalidInputError, ScrapeError } from './errors.js';
 import type { StartContext } from './start.js';
 import { ownedRow } from './views.js';
-
-/** How long the door trusts its list of the accounts that have budgets, ms (a budget set elsewhere is checked at the door after at most this long; the worker's reservation holds at once). */
-export const DOOR_CACHE_MS = 5_000;
-
-const door = new WeakMap<Store, { until: number; accounts: Promise<Set<string>> }>();
-
-/** Forgets the door's list of accounts with budgets (after this client changed one). */
-function refreshDoor(store: Store): void {
-  door.delete(store);
-}
-
-/**
- * The budget that a new job of `account` on `provider` for `request` would take past its amount,
- * under the account's policy, or undefined. Reads the store only for an account that has budgets
- * (the list of such accounts is read at most every {@link DOOR_CACHE_MS}), so a job of an account
- * without budgets costs the door no statement. Without `estimateCost` (a client without the
- * provider configuration) only the provider's own budgets are read, with an estimate of 0 (a
- * budget already spent).
- */
-export async function checkAtDoor(
-  ctx: Pick<StartContext, 'store' | 'estimateCost'>,
-  account: string,
-  provider: string,
-  request: ScrapeRequest,
-): Promise<BudgetRefusal | undefined> {
-  let cached = door.get(ctx.store);
-  if (!cached || cached.until < Date.now()) {
-    cached = { until: Date.now() + DOOR_CACHE_MS, accounts: ctx.store.budgets.accounts().then((a) => new Set(a)) };
-    door.set(ctx.store, cached);
-  }
-  if (!(await cached.accounts).has(account)) return undefined;
-  const cost = ctx.estimateCost?.(provider, request);
-  return ctx.store.budgets.check(account, provider, cost?.unit, cost?.estimate ?? 0);
-}
 
 /** A budget as a caller sets it: per provider (its kind's unit) or across the providers of one unit. */
 export interface BudgetInput {

@@ -26,7 +26,7 @@ import {
   ScrapeProvider,
   ScrapeState,
 } from '../workflows/searchAttributes.js';
-import { checkAtDoor } from './budgets.js';
+import { checkAtDoor } from './door.js';
 import { BudgetExceededError, IdempotencyConflictError, InvalidInputError } from './errors.js';
 import { canonicalUrl, derivedKey, jobIdFor, legacyClientKey } from './ids.js';
 

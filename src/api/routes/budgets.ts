@@ -1,0 +1,153 @@
+/**
+ * The routes of the `budgets` resource and a job's cost, for API key holders (`auth: 'account'`;
+ * every operation is scoped to the key's account; docs/budgets.md):
+ *
+ * - `GET /v1/budgets`: the account's budgets with their standing in the current period, and its policy;
+ * - `PUT /v1/budgets`: set a budget (created, or its amount changed; held jobs try again at once);
+ * - `DELETE /v1/budgets/:id`: remove one;
+ * - `PUT /v1/budgets/policy`: refuse or hold a job a budget cannot take; cancel running jobs over budget or not;
+ * - `GET /v1/scrapes/:id/cost`: what a job cost at its provider, beside its Temporal Actions.
+ *
+ * A change made here outlives a restart: the configuration no longer overrides it.
+ */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { BudgetUsage } from '../../model/budgets.js';
+import type { ScrapeClient } from '../../client/index.js';
+import { json, problemResponses } from '../openapi.js';
+import {
+  BudgetIdParamsSchema,
+  BudgetListSchema,
+  BudgetPolicySchema,
+  BudgetSchema,
+  JobCostSchema,
+  SetBudgetBodySchema,
+} from '../budgetSchemas.js';
+import { JobIdParamsSchema } from '../schemas.js';
+
+/** A budget as the API shows it. */
+function budgetOut(b: BudgetUsage) {
+  return {
+    id: b.id,
+    provider: b.provider,
+    unit: b.unit,
+    period: b.period,
+    amount: b.amount,
+    period_key: b.periodKey,
+    reserved: b.reserved,
+    spent: b.spent,
+    remaining: b.remaining,
+    renews_at: b.renewsAt,
+  };
+}
+
+const COMMON = ['invalid-request', 'unauthorized', 'rate-limited', 'service-unavailable'] as const;
+
+/** Registers the routes above. */
+export const budgetRoutes: FastifyPluginAsyncZod<{ client: ScrapeClient }> = async (app, { client }) => {
+  const policyOut = async (account: string) => {
+    const p = await client.budgets.policy(account);
+    return { on_exceeded: p.onExceeded, cancel_running: p.cancelRunning };
+  };
+
+  app.get(
+    '/v1/budgets',
+    {
+      schema: {
+        tags: ['budgets'],
+        summary: 'Your account’s budgets, their standing in the current period, and your policy.',
+        response: { 200: json('Budgets and policy.', BudgetListSchema), ...problemResponses(...COMMON) },
+      },
+    },
+    async (req) => ({
+      budgets: (await client.budgets.list(req.account!)).map(budgetOut),
+      policy: await policyOut(req.account!),
+    }),
+  );
+
+  app.put(
+    '/v1/budgets',
+    {
+      schema: {
+        tags: ['budgets'],
+        summary: 'Set a budget (created, or its amount changed).',
+        description:
+          'A budget per provider (in its kind’s unit: Firecrawl credits, Apify USD, …) or across your providers of one unit, per `day`, `month` (UTC) or in `total`. Jobs held by a budget try again at once. Takes effect for the next submit of every worker; a job already running is never cancelled by it unless your policy says so.',
+        body: SetBudgetBodySchema,
+        response: { 200: json('The budget and its standing.', BudgetSchema), ...problemResponses(...COMMON) },
+      },
+    },
+    async (req) => budgetOut(await client.budgets.set(req.account!, req.body)),
+  );
+
+  app.put(
+    '/v1/budgets/policy',
+    {
+      schema: {
+        tags: ['budgets'],
+        summary: 'Set what happens to a job a budget cannot take, and to a running job that goes past one.',
+        body: BudgetPolicySchema,
+        response: { 200: json('The policy now.', BudgetPolicySchema), ...problemResponses(...COMMON) },
+      },
+    },
+    async (req) => {
+      await client.budgets.setPolicy(req.account!, {
+        onExceeded: req.body.on_exceeded,
+        cancelRunning: req.body.cancel_running,
+      });
+      return policyOut(req.account!);
+    },
+  );
+
+  app.delete(
+    '/v1/budgets/:id',
+    {
+      schema: {
+        tags: ['budgets'],
+        summary: 'Remove a budget (jobs it held try again at once).',
+        params: BudgetIdParamsSchema,
+        response: {
+          204: json('Removed.', z.null()),
+          ...problemResponses(...COMMON, 'budget-not-found'),
+        },
+      },
+    },
+    async (req, reply) => {
+      await client.budgets.remove(req.account!, req.params.id);
+      return reply.code(204).send();
+    },
+  );
+
+  app.get(
+    '/v1/scrapes/:id/cost',
+    {
+      schema: {
+        tags: ['scrapes'],
+        summary:
+          'What a job cost: at its provider (estimated, reserved, settled, in its unit) and in Temporal Actions.',
+        description:
+          'The Temporal Actions are counted from the workflow’s history as Temporal Cloud bills them (queries and heartbeats are not in history, hence not counted). Another account’s job answers `404` like a missing one.',
+        params: JobIdParamsSchema,
+        response: { 200: json('The job’s cost.', JobCostSchema), ...problemResponses(...COMMON, 'not-found') },
+      },
+    },
+    async (req) => {
+      const r = await client.budgets.jobCost(req.account!, req.params.id);
+      return {
+        job_id: r.jobId,
+        provider: r.provider,
+        cost: r.cost
+          ? {
+              unit: r.cost.unit,
+              estimated: r.cost.estimated,
+              reserved: r.cost.reserved,
+              settled: r.cost.settled,
+              reported: r.cost.reported,
+              source: r.cost.source,
+            }
+          : null,
+        temporal: r.temporal ? { actions: r.temporal.actions, by_kind: r.temporal.byKind } : null,
+      };
+    },
+  );
+};
