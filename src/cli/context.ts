@@ -9,8 +9,8 @@ import { InvalidInputError } from '../client/errors.js';
 import type { Config } from '../config.js';
 import type { Runtime } from '../runtime.js';
 
-/** Exit codes: 0 done; 1 failed or not completed (also Temporal unreachable); 2 invalid input; 3 no such job. */
-export const EXIT = { ok: 0, failed: 1, invalid: 2, notFound: 3 } as const;
+/** Exit codes: 0 done; 1 failed or not completed (also Temporal unreachable); 2 invalid input; 3 no such job (or budget); 4 refused by a budget. */
+export const EXIT = { ok: 0, failed: 1, invalid: 2, notFound: 3, budget: 4 } as const;
 
 /**
  * How long a command that needs Temporal waits for it to answer (connection and `GetSystemInfo`),

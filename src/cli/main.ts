@@ -7,7 +7,8 @@
  * Exit codes: 0 success; 1 a job failed or did not complete, or a service failed (Temporal
  * unreachable, …); 2 invalid input (a bad row or argument, a missing input or configuration file,
  * an invalid configuration, a request refused for the job's state such as `resolve` of a job that
- * is not in `unknown`, a key reused with other parameters); 3 no such job.
+ * is not in `unknown`, a key reused with other parameters); 3 no such job (or budget); 4 refused
+ * by a budget of the account (nothing was started).
  *
  * Errors: one line on stderr, `error (<code>): <message>`; with `--json`, one JSON object on
  * stdout instead (see {@link CliErrorJson}), with the same exit code. Either way a URL's
@@ -20,6 +21,8 @@ import { Command, CommanderError } from 'commander';
 import { ScrapeError } from '../client/errors.js';
 import { redactUrlCredentials } from '../lib/sanitize.js';
 import { registerApi } from './commands/api.js';
+import { registerBudgets } from './commands/budgets.js';
+import { registerCost } from './commands/cost.js';
 import { registerCancel } from './commands/cancel.js';
 import { registerCancelBatch } from './commands/cancelBatch.js';
 import { registerDemo } from './commands/demo.js';
@@ -41,7 +44,7 @@ import { printJson } from './print.js';
 
 /** The exit codes every command shares, as `--help` and `docs/cli.md` state them. */
 export const EXIT_CODES_TEXT =
-  'Exit codes: 0 done; 1 failed or not completed (or Temporal unreachable); 2 invalid input (usage, a missing input or config file, a refused request); 3 no such job.';
+  'Exit codes: 0 done; 1 failed or not completed (or Temporal unreachable); 2 invalid input (usage, a missing input or config file, a refused request); 3 no such job (or budget); 4 refused by a budget of the account (nothing was started).';
 
 /**
  * Builds the command tree, commands in the order `--help` lists them (exported for tests and the
@@ -78,6 +81,8 @@ export function buildCli(opts: { json?: boolean } = {}): Command {
     registerOrphans,
     registerCancelBatch,
     registerList,
+    registerCost,
+    registerBudgets,
     registerSetup,
     registerUpgradeCheck,
     registerWorker,
@@ -114,8 +119,9 @@ function isTemporalUnreachable(e: unknown): boolean {
 
 /**
  * An error as `--json` prints it, on stdout, one object; the process exits with `exitCode`.
- * `code` is stable: `invalid`, `conflict`, `usage` (exit 2); `not_found` (exit 3); `not_ready`,
- * `expired`, `temporal_unreachable`, `empty_field`, `error` (anything else; exit 1). `details`
+ * `code` is stable: `invalid`, `conflict`, `usage` (exit 2); `not_found` (exit 3);
+ * `budget_exceeded` (exit 4); `not_ready`, `expired`, `temporal_unreachable`, `empty_field`,
+ * `error` (anything else; exit 1). `details`
  * carries the fields safe to show (the state of a job without a result, the issues of invalid
  * input, the Temporal address, …), when there are any.
  */
@@ -134,7 +140,9 @@ export function describeError(e: unknown): CliErrorJson['error'] {
         ? EXIT.notFound
         : e.code === 'invalid' || e.code === 'conflict'
           ? EXIT.invalid
-          : EXIT.failed;
+          : e.code === 'budget_exceeded'
+            ? EXIT.budget
+            : EXIT.failed;
     return { code: e.code, message: e.message, exitCode, ...withDetails(e.details) };
   }
   if (isTemporalUnreachable(e)) {

@@ -16,6 +16,13 @@ export function positiveInt(v: string): number {
   return n;
 }
 
+/** A whole number (negative too). */
+export function integer(v: string): number {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isInteger(n)) throw new InvalidArgumentError('must be an integer');
+  return n;
+}
+
 /** A TCP port, 0 for any free one. */
 export function port(v: string): number {
   const n = Number(v);

@@ -172,8 +172,18 @@ export async function printJob(j: JobSummary): Promise<void> {
         ]
       : []),
     ...(j.contentNote ? [['note', j.contentNote] as [string, string]] : []),
+    ...(j.cost ? [['cost', costLine(j.cost)] as [string, string]] : []),
   ];
   console.log(await fitTable({ rows }));
+}
+
+/** A job's cost at its provider, in its unit, on one line (`cost` shows its Temporal Actions too). */
+function costLine(c: NonNullable<JobSummary['cost']>): string {
+  const settled =
+    c.settled === null ? 'not settled (running)' : `settled ${c.settled}${c.source ? ` (${c.source})` : ''}`;
+  const reserved = c.reserved > 0 ? `, ${c.reserved} reserved` : '';
+  const reported = c.reported === null ? '' : `, ${c.reported} reported by the provider`;
+  return `${c.unit}: estimated ${c.estimated ?? '—'}${reserved}, ${settled}${reported}`;
 }
 
 /** One timeline event on one line (`timeline`, `incident`): time, event type, state, detail as JSON. */

@@ -85,7 +85,7 @@ export function renderCliReference(program: Command = buildCli()): string {
     '{ "error": { "code": "not_found", "message": "no job scrape:acme:k for this account", "exitCode": 3 } }',
     '```',
     '',
-    '  `code` is stable: `invalid`, `conflict`, `usage` (exit 2); `not_found` (exit 3); `not_ready`, `expired`, `temporal_unreachable`, `empty_field`, `error` (anything else; exit 1). `details`, when present, carries fields safe to show (the `state` of a job without a result, the `issues` of invalid input, the Temporal `address`, …). Without `--json` an error is one line on stderr: `error (<code>): <message>`.',
+    '  `code` is stable: `invalid`, `conflict`, `usage` (exit 2); `not_found` (exit 3); `budget_exceeded` (exit 4: a budget of the account cannot take the job and the account refuses such jobs; `details` names the budget, its period and what is left); `not_ready`, `expired`, `temporal_unreachable`, `empty_field`, `error` (anything else; exit 1). `details`, when present, carries fields safe to show (the `state` of a job without a result, the `issues` of invalid input, the Temporal `address`, …). Without `--json` an error is one line on stderr: `error (<code>): <message>`.',
     '',
     '## Commands',
     '',

@@ -6,7 +6,7 @@
  */
 import { Option, type Command } from 'commander';
 import { EXIT, accountOf, requireTemporal, withRuntime } from '../context.js';
-import { accountOptions, exitNote, jsonOption, policyFrom, policyOptions, positiveInt } from '../options.js';
+import { accountOptions, exitNote, integer, jsonOption, policyFrom, policyOptions, positiveInt } from '../options.js';
 import { printJob, printJson } from '../print.js';
 
 /** Adds `submit` to `program`. */
@@ -25,6 +25,12 @@ export function registerSubmit(program: Command): void {
     .addOption(new Option('-f, --format <format>', 'output format').choices(['markdown', 'text']).default('markdown'))
     .addOption(
       new Option(
+        '--priority <n>',
+        "order among the account's jobs waiting for a slot of the same provider key, -1000 to 1000 (higher first; default 0)",
+      ).argParser(integer),
+    )
+    .addOption(
+      new Option(
         '-w, --wait-s <s>',
         'wait up to this many seconds for the job to end, then print it (past them the job goes on)',
       ).argParser(positiveInt),
@@ -38,6 +44,7 @@ export function registerSubmit(program: Command): void {
           key: opts.key,
           provider: opts.provider,
           format: opts.format,
+          ...(opts.priority !== undefined ? { priority: opts.priority } : {}),
           ...(policy ? { policy } : {}),
         };
         // Bad input is refused by the client before it touches Temporal: only a valid request waits for it.
@@ -59,6 +66,6 @@ export function registerSubmit(program: Command): void {
     });
   exitNote(
     c,
-    '0 started (with --wait-s: the job completed within the wait); 1 with --wait-s, the job ended other than completed, or is still running when the wait ends (it goes on), or Temporal is unreachable; 2 invalid input (a bad URL or flag, a key reused with other parameters).',
+    '0 started (with --wait-s: the job completed within the wait); 1 with --wait-s, the job ended other than completed, or is still running when the wait ends (it goes on), or Temporal is unreachable; 2 invalid input (a bad URL or flag, a key reused with other parameters); 4 refused by a budget of the account whose policy is `refuse` (nothing was started; the error names the budget, its period and what is left).',
   );
 }
