@@ -357,7 +357,7 @@ export async function runWorkerMain(): Promise<void> {
   );
   let metrics;
   if (obs.metrics.workerPort !== null) {
-    countJobsFrom(store.jobs);
+    countJobsFrom(store.jobs, store.budgets);
     metrics = await startMetricsServer({
       host: obs.metrics.host,
       port: obs.metrics.workerPort,

@@ -87,7 +87,7 @@ export async function startApi(opts: StartApiOptions = {}): Promise<RunningApi> 
     await app.listen({ host: opts.host ?? config.api.host, port: opts.port ?? config.api.port });
     const m = config.observability.metrics;
     if (m.apiPort !== null) {
-      countJobsFrom(runtime.store.jobs);
+      countJobsFrom(runtime.store.jobs, runtime.store.budgets);
       metrics = await startMetricsServer({ host: m.host, port: m.apiPort });
       app.log.info({ metrics: `${metrics.url}/metrics` }, 'metrics endpoint listening');
     }

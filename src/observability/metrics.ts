@@ -17,10 +17,13 @@
  *   (every activity, recorded by the worker's interceptor; a detached tracking loop's attempt is
  *   recorded `detached` when its function returns and again with its outcome when it reports);
  * - `tracking_loops` gauge: jobs the worker tracks in detached polling loops;
+ * - `budget_spent`, `budget_reserved`, `budget_remaining{account,provider,unit,period}` gauges,
+ *   each budget's standing in its current period, read from the store at scrape time;
  * - prom-client's default process metrics (`scrape_process_*`, `scrape_nodejs_*`).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import client from 'prom-client';
+import type { BudgetUsage } from '../model/budgets.js';
 
 /** The process's registry (our series only; the worker's endpoint appends the SDK runtime's). */
 export const registry = new client.Registry();
@@ -259,6 +262,48 @@ new client.Gauge({
 /** Sets where the `scrape_jobs{state}` gauge reads its counts (the worker's and API's store). */
 export function setJobCountSource(source: JobCountSource | undefined): void {
   jobCounts = source;
+}
+
+// ---- budgets (read from the store at scrape time) ------------------------------------------------
+
+/** What the budget gauges need from the store: every budget's standing in its current period. */
+export type BudgetSource = () => Promise<readonly BudgetUsage[]>;
+
+let budgetReadings: BudgetSource | undefined;
+let budgetRead: Promise<readonly BudgetUsage[]> | undefined;
+
+/** The budgets of this scrape, read once for the three gauges. */
+function readBudgets(): Promise<readonly BudgetUsage[]> {
+  if (!budgetReadings) return Promise.resolve([]);
+  budgetRead ??= budgetReadings().finally(() => setTimeout(() => (budgetRead = undefined), 0));
+  return budgetRead;
+}
+
+for (const [figure, help] of [
+  ['spent', 'What the jobs settled in the budget’s current period, in its unit (read at scrape time).'],
+  ['reserved', 'What running jobs hold reserved in the budget’s current period, in its unit.'],
+  ['remaining', 'What the budget has left in its current period (amount − reserved − spent), in its unit.'],
+] as const)
+  new client.Gauge({
+    name: `scrape_budget_${figure}`,
+    help,
+    labelNames: ['account', 'provider', 'unit', 'period'],
+    registers: [registry],
+    async collect() {
+      if (!budgetReadings) return;
+      this.reset();
+      try {
+        for (const b of await readBudgets())
+          this.set({ account: b.account, provider: b.provider, unit: b.unit, period: b.period }, b[figure]);
+      } catch {
+        // The store being unavailable must not break /metrics; the gauges are absent this time.
+      }
+    },
+  });
+
+/** Sets where the `scrape_budget_{spent,reserved,remaining}{account,provider,unit,period}` gauges read (the store's budgets). */
+export function setBudgetSource(source: BudgetSource | undefined): void {
+  budgetReadings = source;
 }
 
 /** Resets every series (unit tests). */

@@ -4,7 +4,8 @@
  * Core Prometheus exporter on loopback and appended (one scrape target per process).
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import { registry, setJobCountSource } from './metrics.js';
+import type { BudgetUsage } from '../model/budgets.js';
+import { registry, setBudgetSource, setJobCountSource } from './metrics.js';
 
 /** A listening metrics endpoint. */
 export interface MetricsServer {
@@ -48,7 +49,17 @@ export interface JobCounts {
   countByState(): Promise<Record<string, number>>;
 }
 
-/** Lets `scrape_jobs{state}` count the jobs of `source` (`store.jobs`) by state at scrape time. */
-export function countJobsFrom(source: JobCounts): void {
+/** Where the budget gauges read: the store's budgets (`store.budgets`) satisfy it. */
+export interface BudgetReadings {
+  /** Every budget with its standing in the current period. */
+  list(): Promise<BudgetUsage[]>;
+}
+
+/**
+ * Lets `scrape_jobs{state}` count the jobs of `source` (`store.jobs`) by state at scrape time, and
+ * the budget gauges read `budgets` (`store.budgets`), when given.
+ */
+export function countJobsFrom(source: JobCounts, budgets?: BudgetReadings): void {
   setJobCountSource(() => source.countByState());
+  if (budgets) setBudgetSource(() => budgets.list());
 }
