@@ -22,8 +22,8 @@ export function refreshDoor(store: Store): void {
  * under the account's policy, or undefined. Reads the store only for an account that has budgets
  * (the list of such accounts is read at most every {@link DOOR_CACHE_MS}), so a job of an account
  * without budgets costs the door no statement. Without `estimateCost` (a client without the
- * provider configuration) only the provider's own budgets are read, with an estimate of 0 (a
- * budget already spent).
+ * provider configuration) only the provider's own budgets are read, and a job is refused only
+ * once nothing is left.
  */
 export async function checkAtDoor(
   ctx: {
@@ -41,5 +41,5 @@ export async function checkAtDoor(
   }
   if (!(await cached.accounts).has(account)) return undefined;
   const cost = ctx.estimateCost?.(provider, request);
-  return ctx.store.budgets.check(account, provider, cost?.unit, cost?.estimate ?? 0);
+  return ctx.store.budgets.check(account, provider, cost?.unit, cost?.estimate);
 }

@@ -148,14 +148,15 @@ export class BudgetsRepository {
    * Whether a new job of `account` on `provider` (its kind counting in `unit`) with cost
    * `estimate` fits every budget covering it now, read without reserving (the door's check: the
    * worker's reservation is the one that holds). Without `unit` (a client that does not know the
-   * provider's kind) only the provider's own budgets are read. Returns the first budget it would
-   * take past its amount, with the account's policy, or undefined.
+   * provider's kind) only the provider's own budgets are read; without `estimate` a job fits
+   * while anything is left. Returns the first budget it would take past its amount, with the
+   * account's policy, or undefined.
    */
   async check(
     account: string,
     provider: string,
     unit: string | undefined,
-    estimate: number,
+    estimate: number | undefined,
     atMs = Date.now(),
   ): Promise<BudgetRefusal | undefined> {
     const db = this.conn.db;
@@ -171,8 +172,9 @@ export class BudgetsRepository {
     const standing = await this.list({ account }, atMs);
     for (const b of budgets) {
       const s = standing.find((x) => x.id === b.id);
-      if (s && s.spent + s.reserved + estimate > s.amount + 1e-9)
-        return refusalOf(b, s.periodKey, s, estimate, atMs, await this.policy(account));
+      const fits =
+        !s || (estimate === undefined ? s.remaining > 1e-9 : s.spent + s.reserved + estimate <= s.amount + 1e-9);
+      if (s && !fits) return refusalOf(b, s.periodKey, s, estimate ?? 0, atMs, await this.policy(account));
     }
     return undefined;
   }
