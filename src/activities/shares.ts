@@ -24,6 +24,7 @@ export function sharesOf(kit: ActivityKit) {
   const { store } = kit;
   const contended = new Map<string, number>();
   const granting = new Set<string>();
+  const again = new Set<string>();
   let listening = false;
 
   /** Tells the workflows of `grants` to submit now (best effort: a grant no workflow takes lapses). */
@@ -42,9 +43,16 @@ export function sharesOf(kit: ActivityKit) {
         );
   }
 
-  /** Gives the free slots of `label` away (one round at a time per key in this process). */
+  /**
+   * Gives the free slots of `label` away: one round at a time per key in this process, and one
+   * more after it when a slot was released while it ran (so no release goes unanswered).
+   */
   function grantOnRelease(label: string): void {
-    if ((contended.get(label) ?? 0) < Date.now() || granting.has(label)) return;
+    if ((contended.get(label) ?? 0) < Date.now()) return;
+    if (granting.has(label)) {
+      again.add(label);
+      return;
+    }
     granting.add(label);
     store.slots
       .grantFree(label, kit.deps.weights)
@@ -54,7 +62,10 @@ export function sharesOf(kit: ActivityKit) {
           error: e instanceof Error ? e.message : String(e),
         }),
       )
-      .finally(() => granting.delete(label));
+      .finally(() => {
+        granting.delete(label);
+        if (again.delete(label)) grantOnRelease(label);
+      });
   }
 
   return {
