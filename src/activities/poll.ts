@@ -236,6 +236,15 @@ export function pollActivities(kit: ActivityKit) {
       payload,
       kit.deps.resultRetentionMs,
     );
+    if (out.refused !== undefined)
+      return {
+        outcome: {
+          kind: 'stale',
+          checks,
+          reason: `the job is ${out.refused ?? 'gone'}, which cannot become completed: the result was not written`,
+          ...(out.refused ? { state: out.refused } : {}),
+        },
+      };
     if (out.inserted) observeResultCommitLag(Date.now() - observedAt); // completion observed → result committed
     await kit.deps.hooks?.afterResultWritten?.(input.jobId, out.resultId);
     announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);

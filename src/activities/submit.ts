@@ -1,6 +1,6 @@
 /**
- * Acquiring the provider task (workflows v2 and v3): register the job row, take a slot under the provider
- * key's adaptive limit of active jobs, submit under the job's idempotency key, record the answer.
+ * Acquiring the provider task: take a slot under the provider key's adaptive limit of active jobs,
+ * submit under the job's idempotency key, record the answer (or why nothing was sent).
  * A lost answer is reconciled on evidence before anything is submitted again (`reconcile.ts`). A
  * task is bound to one job per provider account.
  */
@@ -214,33 +214,22 @@ export function submitActivities(kit: ActivityKit) {
 
   return {
     /**
-     * Registers the job row (the reference is persisted before anything else; a repeat inserts nothing, another fingerprint under the same
-     * key throws a non-retryable `Provider.conflict`), then submits under the job's idempotency
-     * key once a slot under the provider key's active-jobs limit is free. The intent is recorded
-     * before the call and the answer right after it: a retried attempt adopts an earlier answer,
-     * and one that finds an earlier intent without an answer returns `ambiguous`, as does a call
-     * whose outcome is unknown. A concurrency refusal halves the key's limit (the provider's stated
-     * limit becomes its ceiling) and retries after the provider's wait; permanent rejections throw
-     * non-retryable; no free slot ends the attempt with a BENIGN retry. A job that ended meanwhile
-     * (cancelled while its submit waited) throws non-retryable `Submit.jobFinal` and sends nothing;
-     * a task answered after it ended, or beside a task the job already tracks, is asked to cancel.
+     * Submits under the job's idempotency key once a slot under the provider key's active-jobs
+     * limit is free (the job's row was recorded by the client before its workflow started; a job
+     * without one throws non-retryable `Submit.notRegistered`). The intent is recorded before the
+     * call and the answer right after it: a retried attempt adopts an earlier answer, and one that
+     * finds an earlier intent without an answer returns `ambiguous`, as does a call whose outcome
+     * is unknown. A submit that sends nothing — no free slot, the key cooling down or held, no
+     * credential on this worker — returns `waiting` with the reason (the workflow waits on its
+     * timer); a concurrency refusal halves the key's limit (the provider's stated limit becomes
+     * its ceiling) and waits the provider's wait; permanent rejections throw non-retryable. A job
+     * that ended meanwhile (cancelled while its submit waited) throws non-retryable
+     * `Submit.jobFinal` and sends nothing; a task answered after it ended, or beside a task the job
+     * already tracks, is asked to cancel.
      */
     async submitJob(input: SubmitJobInput): Promise<SubmitOutcome> {
       const startedAt = Date.now();
       const { job } = input;
-      try {
-        const { inserted } = await store.jobs.insert(Store.jobRow({ ...job, taskId: null }, kit.secrets()));
-        if (kit.attempt() === 1 && !input.afterReconcile)
-          await store.findings.appendEvent(job.jobId, 'registered', null, {
-            workflowId: job.workflowId,
-            url: job.request.url,
-            inserted,
-          });
-      } catch (e) {
-        if (e instanceof Error && e.name === 'IdempotencyConflictStoreError')
-          rethrow(new ProviderError('conflict', e.message, { code: 'IDEMPOTENCY_CONFLICT' }));
-        throw e;
-      }
       let resolved: ResolvedProvider;
       try {
         resolved = kit.deps.providers.resolve(job.provider, job.account);
@@ -250,7 +239,12 @@ export function submitActivities(kit: ActivityKit) {
       }
       await store.jobs.setProviderAccount(job.jobId, resolved.providerAccount, resolved.providerKey);
       const { r, label } = await reserve(input, resolved);
-      if (r.kind === 'missing') throw new Error(`job ${job.jobId} is not registered`);
+      if (r.kind === 'missing')
+        throw ApplicationFailure.create({
+          type: 'Submit.notRegistered',
+          message: `job ${job.jobId} has no row in the store: a job is started through the client (startScrape), which records its row before its workflow starts`,
+          nonRetryable: true,
+        });
       if (r.kind === 'final')
         throw ApplicationFailure.create({
           type: 'Submit.jobFinal',
@@ -430,10 +424,7 @@ export function submitActivities(kit: ActivityKit) {
         if (input.resume) {
           if (isFinalState(row.state) && row.state !== 'tracking_interrupted')
             return { taskId: row.task_id, state: row.state };
-          await store.jobs.transition(input.jobId, 'pending', {
-            force: true,
-            detail: { resumed: true, taskId: row.task_id },
-          });
+          await store.jobs.resume(input.jobId, { resumed: true, taskId: row.task_id });
         } else {
           await store.findings.appendEvent(input.jobId, 'registered', row.state, {
             workflowId: input.workflowId,

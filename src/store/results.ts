@@ -16,6 +16,8 @@ import {
 import type { StoreConnection } from './connection.js';
 import { eventRow, nowIso, toResultDocument } from './rows.js';
 import type { ResultRow } from './schema.js';
+import { moveJob } from './transitions.js';
+import type { JobState } from '../model/states.js';
 
 /** Documents inserted per statement (16 parameters each: well under SQLite's and PostgreSQL's limits). */
 const DOCUMENT_CHUNK = 400;
@@ -79,6 +81,19 @@ export interface WriteOnceOutcome {
   documents: number;
   /** The stored result's content note (see {@link contentNoteOf}), or null when it has usable content. */
   contentNote: string | null;
+  /**
+   * Set when nothing was written: the job is in this state, from which the transition table does
+   * not let it become `completed` (a job that ended otherwise meanwhile); the result row and the
+   * move commit together or not at all.
+   */
+  refused?: JobState | null;
+}
+
+/** Rolls back a result write whose move to `completed` the store refused. */
+class RefusedMove extends Error {
+  constructor(readonly from: JobState | null) {
+    super(`the move to completed was refused from ${from ?? '(no job)'}`);
+  }
 }
 
 /** The store's results. Reach it as `store.results`. */
@@ -174,13 +189,13 @@ export class ResultsRepository {
           .where('task_id', '=', taskId)
           .executeTakeFirstOrThrow();
         const storedNote = row.content_note;
-        const upd = await trx
-          .updateTable('jobs')
-          .set({ state: 'completed', finished_at: at, updated_at: at, last_error: null }) // provider_status keeps the provider's own word
-          .where('id', '=', jobId)
-          .where('state', 'not in', ['completed', 'expired'])
-          .executeTakeFirst();
-        const transitioned = Number(upd.numUpdatedRows) > 0;
+        // provider_status keeps the provider's own word.
+        const move = await moveJob(trx, jobId, 'completed', {
+          set: { last_error: null },
+          detail: { resultId: row.id, inserted, ...(storedNote ? { note: storedNote } : {}) },
+        });
+        if (move.kind === 'refused') throw new RefusedMove(move.from);
+        const transitioned = move.kind === 'moved';
         if (inserted && storedNote?.startsWith(EMPTY_NOTE_PREFIX)) {
           await trx
             .insertInto('job_events')
@@ -189,18 +204,6 @@ export class ResultsRepository {
                 resultId: row.id,
                 note: storedNote,
                 documents: documents.length,
-              }),
-            )
-            .execute();
-        }
-        if (transitioned) {
-          await trx
-            .insertInto('job_events')
-            .values(
-              eventRow(jobId, 'state', 'completed', {
-                resultId: row.id,
-                inserted,
-                ...(storedNote ? { note: storedNote } : {}),
               }),
             )
             .execute();
@@ -234,10 +237,23 @@ export class ResultsRepository {
           contentNote: storedNote,
         };
       })
-      .then((out) => {
-        if (out.transitioned) this.conn.metrics.transition('completed');
-        return out;
-      });
+      .then(
+        (out) => {
+          if (out.transitioned) this.conn.metrics.transition('completed');
+          return out;
+        },
+        (e: unknown) => {
+          if (!(e instanceof RefusedMove)) throw e;
+          return {
+            resultId: '',
+            inserted: false,
+            transitioned: false,
+            documents: 0,
+            contentNote: null,
+            refused: e.from,
+          };
+        },
+      );
   }
 
   /** The job's result row (latest task) without its binary body's bytes (`body` null; see {@link body}), or undefined. */
@@ -340,24 +356,10 @@ export class ResultsRepository {
           .set({ markdown: null, text: null, links: null, data: null, body: null })
           .where('result_id', '=', r.id)
           .execute();
-        const upd = await trx
-          .updateTable('jobs')
-          .set({ state: 'expired', updated_at: at })
-          .where('id', '=', r.job_id)
-          .where('state', '=', 'completed')
-          .executeTakeFirst();
-        if (Number(upd.numUpdatedRows) > 0) {
-          jobsExpired++;
-          await trx
-            .insertInto('job_events')
-            .values(
-              eventRow(r.job_id, 'state', 'expired', {
-                resultId: r.id,
-                reason: 'result retention ended; payload purged, evidence kept',
-              }),
-            )
-            .execute();
-        }
+        const move = await moveJob(trx, r.job_id, 'expired', {
+          detail: { resultId: r.id, reason: 'result retention ended; payload purged, evidence kept' },
+        });
+        if (move.kind === 'moved') jobsExpired++;
       });
     }
     return { purged: due.length, jobsExpired };
