@@ -138,6 +138,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
             activeJobs:
               opts.activeJobs === undefined ? { initial: 1000 } : { initial: opts.activeJobs, max: opts.activeJobsMax },
           },
+          // A new task's 404s count toward expiry after 1 s (the kind declares a minute): a forgotten
+          // task ends in seconds.
+          notFoundGraceMs: 1_000,
         },
         ...(opts.extraProviders ?? {}),
       },
