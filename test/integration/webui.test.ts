@@ -5,7 +5,7 @@
  * repository (`test/helpers/browser.ts`; nothing is downloaded). A dev server
  * with its UI, the reference provider, a worker and the maintenance worker run real jobs and a
  * real scheduled maintenance run; then, as an operator would:
- * - the list shows readable job IDs (`scrape:<account>:<host>-<hash>`);
+ * - the list shows readable job IDs (`scrape:<account>:<host>-<path slug>-<hash>`);
  * - the README's saved view (`WorkflowType STARTS_WITH "scrapeWorkflow"`) lists the jobs and leaves the
  *   maintenance run out (which the unfiltered list shows);
  * - "Configure Columns" adds the ScrapeHost and ScrapeState columns, which show each job's site and
@@ -226,7 +226,11 @@ async function framesText(): Promise<string[]> {
 
 describe('the Temporal Web UI, as an operator sees it', () => {
   it('lists jobs under readable IDs; the saved view of jobs leaves the maintenance run out', async () => {
-    for (const j of jobs) expect(j.jobId).toMatch(/^scrape:acme:127\.0\.0\.1-[0-9a-f]{10}$/);
+    // Host, path slug and hash: two pages of one site read apart.
+    expect(jobs.map((j) => j.jobId)).toEqual([
+      expect.stringMatching(/^scrape:acme:127\.0\.0\.1-pages-001-[0-9a-f]{10}$/),
+      expect.stringMatching(/^scrape:acme:127\.0\.0\.1-pages-aclu-[0-9a-f]{10}$/),
+    ]);
     const all = await openList(undefined, [...jobs.map((j) => j.jobId), maintenanceRunId]);
     expect(all).toContain('findOrphansWorkflow');
     const view = await openList(
