@@ -90,7 +90,7 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
         length: len.name,
         mode: m.name,
         account: `p-${len.key}-${m.key}`,
-        design: 'v3',
+        design: 'v4',
         provider: m.provider,
         policy:
           scale === 1
@@ -121,7 +121,7 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
   });
   try {
     const foreign = sampleForeignCpu(() => stack.ownProcesses());
-    await stack.startWorker('v3');
+    await stack.startWorker('v4');
     const jobs = await startScenarios(stack, scenarios);
     const all = Object.values(jobs).flat();
     log(`politeness: ${all.length} jobs started`);
@@ -305,7 +305,7 @@ async function politenessLognormal(
   });
   try {
     const foreign = sampleForeignCpu(() => stack.ownProcesses());
-    await stack.startWorker('v3');
+    await stack.startWorker('v4');
     const r = await runLognormal(stack, workload, log);
     const out = {
       benchmark: 'politeness-lognormal',
