@@ -94,6 +94,8 @@ interface MeasuredJob {
   workflowStatus: string | null;
   endedAtMs: number | null;
   lastError: string | null;
+  /** The note of the job's last state change (the product's words for why it ended). */
+  note: string | null;
   /** Submits by the job's account (one per job unless a submit was retried). */
   submits: number;
   /** Every read of the job's task (`GET /api/jobs/:id`: the reference kind reads its result there too). */
@@ -216,6 +218,19 @@ export async function runFailures(o: Options): Promise<Record<string, unknown>> 
           } catch {
             // not found: left null
           }
+          const ev = await stack.store.db
+            .selectFrom('job_events')
+            .select('detail')
+            .where('job_id', '=', r.id)
+            .where('type', '=', 'state')
+            .orderBy('at', 'desc')
+            .executeTakeFirst();
+          let note: string | null = null;
+          try {
+            note = ev?.detail ? ((JSON.parse(ev.detail) as { note?: string }).note ?? null) : null;
+          } catch {
+            note = null;
+          }
           let lastError: string | null = null;
           try {
             lastError = r.last_error
@@ -231,6 +246,7 @@ export async function runFailures(o: Options): Promise<Record<string, unknown>> 
             workflowStatus,
             endedAtMs: ended === undefined ? null : ended - t0,
             lastError,
+            note,
             submits: rows.length === 1 ? submits : Number.NaN,
             reads,
             readsAfterEnd: ended === undefined ? 0 : reads.filter((x) => x.atMs + t0 > ended).length,
@@ -310,7 +326,7 @@ export async function runFailures(o: Options): Promise<Record<string, unknown>> 
     for (const c of cases) {
       const comp = computed[c.key]!.defaultPolicy.nominal;
       for (const m of measured[c.key]!) {
-        console.log(`${c.key} (${m.jobId}): last error: ${m.lastError ?? '—'}`);
+        console.log(`${c.key} (${m.jobId}): ${m.state}: ${m.note ?? '—'}`);
         console.log(
           `  measured reads at (s of default-policy time after the task was created; answer): ${m.reads.map((r) => `${s1(r.atMs * F)} ${r.answer}`).join(', ') || 'none'}`,
         );
