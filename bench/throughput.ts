@@ -538,6 +538,7 @@ interface RoundFigures {
   floor1: { cpuMsPerJob: number; worker: number | null; server: number | null } | null;
   cpuVsFloor1: number | null;
   storeStatementsPerJob: PhaseFigures['storeStatementsPerJob'];
+  foreignCores: { product: number | null; floor1: number | null };
 }
 
 /** The lines printed after the table: per round, the CPU ratio and the store statements beside their goals. */
@@ -561,7 +562,7 @@ function perRoundLines(perRound: readonly RoundFigures[], runMs: number): string
       ? `${st.total} (worker ${st.worker} + client ${st.client}; goal ≤ ${STATEMENTS_GOAL}: ${st.total <= STATEMENTS_GOAL ? 'within' : 'above'})`
       : 'not counted (a store on PostgreSQL, or the worker did not answer)';
     lines.push(
-      `  round ${r.round}: CPU per job: product ${cpu(r.product)} / floor1 ${cpu(r.floor1)} = ${ratioText}; store statements per job: ${statements}`,
+      `  round ${r.round}: CPU per job: product ${cpu(r.product)} / floor1 ${cpu(r.floor1)} = ${ratioText}; store statements per job: ${statements}; other processes used ${r.foreignCores.product ?? '—'} / ${r.foreignCores.floor1 ?? '—'} cores`,
     );
   }
   return lines;
@@ -759,6 +760,8 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
         cpuVsFloor1: ratio(product?.cpuMsPerJob.workerPlusServer, floor?.cpuMsPerJob.workerPlusServer),
         /** The product's store statements per job; goal ≤ {@link STATEMENTS_GOAL} in all. */
         storeStatementsPerJob: product?.storeStatementsPerJob ?? null,
+        /** Cores other processes used during the product's phase and the floor's. */
+        foreignCores: { product: product?.foreign.foreignCores ?? null, floor1: floor?.foreign.foreignCores ?? null },
       };
     });
     // The floors are only a floor if their workers have the product's capacity: compared here.
