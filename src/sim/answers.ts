@@ -73,19 +73,23 @@ export function retryAfter(
   }
 }
 
+/** The HTML page a load balancer sends for `status` (e.g. `502 Bad Gateway`). */
+export function proxyErrorPage(status: number): string {
+  const words = status === 502 ? 'Bad Gateway' : status === 504 ? 'Gateway Timeout' : 'Service Unavailable';
+  return `<html>\r\n<head><title>${status} ${words}</title></head>\r\n<body>\r\n<center><h1>${status} ${words}</h1></center>\r\n</body>\r\n</html>\r\n`;
+}
+
 /**
  * The answer of an `error_5xx` fault: the API's JSON error (default `503 UPSTREAM_UNAVAILABLE`),
- * or with `plain` the HTML page a load balancer sends (default `502 Bad Gateway`).
+ * or with `plain` the HTML page a load balancer sends (default `502 Bad Gateway`); with
+ * `retryAfterSeconds`, a `Retry-After` header of that many seconds.
  */
 export function serverError(fault: FaultRule): Outcome {
+  const wait: Record<string, string> | undefined =
+    fault.retryAfterSeconds === undefined ? undefined : { 'retry-after': String(fault.retryAfterSeconds) };
   if (fault.plain) {
     const status = fault.status ?? 502;
-    const words = status === 502 ? 'Bad Gateway' : status === 504 ? 'Gateway Timeout' : 'Service Unavailable';
-    return {
-      status,
-      body: `<html>\r\n<head><title>${status} ${words}</title></head>\r\n<body>\r\n<center><h1>${status} ${words}</h1></center>\r\n</body>\r\n</html>\r\n`,
-      headers: { 'content-type': 'text/html' },
-    };
+    return { status, body: proxyErrorPage(status), headers: { 'content-type': 'text/html', ...wait } };
   }
   return outcome(
     fault.status ?? 503,
@@ -93,6 +97,7 @@ export function serverError(fault: FaultRule): Outcome {
       fault.code ?? 'UPSTREAM_UNAVAILABLE',
       fault.message ?? 'The service is temporarily unavailable (simulated).',
     ),
+    wait,
   );
 }
 

@@ -29,7 +29,8 @@ export const ENDPOINTS: readonly Endpoint[] = ['submit', 'status', 'logs', 'canc
  * - `error_5xx`: answer `status` (default 503) `{error:{code: code ?? "UPSTREAM_UNAVAILABLE"}}`;
  *   with `commit: true` the request is handled first (e.g. the job is created) and then the 5xx
  *   replaces the answer; with `plain: true` the body is a proxy's `text/html` page (`502 Bad
- *   Gateway`) instead of the JSON error body.
+ *   Gateway`) instead of the JSON error body; with `retryAfterSeconds` the answer carries a
+ *   `Retry-After: <s>` header (whatever the account's `retryAfterStyle`).
  * - `rate_limit`: answer `429 RATE_LIMITED` with the wait per the account's `retryAfterStyle`.
  * - `not_found` (status, logs, cancel only): answer `404 NOT_FOUND` although the job exists.
  * - `cancel_pending` (cancel only): answer `202 {job_id, status}` and cancel only after `delayMs`
@@ -44,6 +45,10 @@ export const ENDPOINTS: readonly Endpoint[] = ['submit', 'status', 'logs', 'canc
  * - `drop_webhook`: the job's webhook events are lost (never sent; counted as `dropped`).
  * - `duplicate_webhook`: each webhook event of the job is delivered twice (same `event_id`, same
  *   body and signature), as providers that deliver "at least once" do (providers.md: Apify).
+ * - `bad_result`: the job completes, but its result cannot be read: the first status answer that
+ *   says `completed` carries no `result` (as a provider that serves status and result apart), and
+ *   every later one carries, where the page object belongs, a proxy's HTML error text that no
+ *   client can parse as a page.
  */
 export const FaultActionSchema = z.enum([
   'drop_before_commit',
@@ -59,6 +64,7 @@ export const FaultActionSchema = z.enum([
   'forget',
   'drop_webhook',
   'duplicate_webhook',
+  'bad_result',
 ]);
 /** See {@link FaultActionSchema}. */
 export type FaultAction = z.infer<typeof FaultActionSchema>;
@@ -71,6 +77,7 @@ export const JOB_LEVEL_ACTIONS: ReadonlySet<FaultAction> = new Set<FaultAction>(
   'forget',
   'drop_webhook',
   'duplicate_webhook',
+  'bad_result',
 ]);
 
 /** Endpoints each action can apply to (a rule for another endpoint never fires). */
@@ -88,6 +95,7 @@ export const ACTION_ENDPOINTS: Readonly<Record<FaultAction, readonly Endpoint[]>
   forget: ['submit'],
   drop_webhook: ['submit'],
   duplicate_webhook: ['submit'],
+  bad_result: ['submit'],
 };
 
 const faultRuleShape = {
@@ -108,7 +116,10 @@ const faultRuleShape = {
   delayMs: z.number().int().min(0).optional(),
   /** HTTP status for `error_5xx` (500..599, default 503). */
   status: z.number().int().min(500).max(599).optional(),
-  /** Seconds announced by `rate_limit` (default: the account's `retryAfterSeconds`). */
+  /**
+   * Seconds announced by `rate_limit` (default: the account's `retryAfterSeconds`), and by
+   * `error_5xx` in a `Retry-After` header (default: none).
+   */
   retryAfterSeconds: z.number().int().min(0).max(86_400).optional(),
   /** Error code for `error_5xx` / `fail_job`. */
   code: z.string().min(1).max(100).optional(),

@@ -9,6 +9,7 @@ import {
   NOT_FOUND,
   NOT_SUPPORTED,
   outcome,
+  proxyErrorPage,
   retryAfter,
   validationError,
   zodIssues,
@@ -291,8 +292,12 @@ function statusObject(deps: ApiRouteDeps, job: JobRecord, withResult: boolean): 
     progress: { pages_fetched: job.pagesFetched },
     credits_used: job.creditsUsed,
   };
-  if (withResult && job.status === 'completed' && job.result)
-    out.result = { ...job.result, links: [...job.result.links] };
+  if (withResult && job.status === 'completed' && job.result) {
+    if (!job.faults.includes('bad_result')) out.result = { ...job.result, links: [...job.result.links] };
+    // `bad_result`: the first answer since the job finished says `completed` without the page (this
+    // request's time is already counted), every later one has a proxy's error page in its place.
+    else if (job.statusRequestTimes.filter((t) => t >= job.finishedAt!).length > 1) out.result = proxyErrorPage(502);
+  }
   if (job.status === 'failed' && job.error) out.error = { ...job.error };
   const profile = deps.profiles.get(job.account);
   if (!profile) throw new Error(`unknown account "${job.account}"`);
@@ -304,7 +309,7 @@ function statusObject(deps: ApiRouteDeps, job: JobRecord, withResult: boolean): 
         ...(out.error as Record<string, unknown>),
         message: `invalid key ${key}: ${(out.error as { message?: string }).message ?? ''}`,
       };
-    if (out.result) {
+    if (out.result && typeof out.result === 'object') {
       const r = out.result as { final_url?: string };
       out.result = {
         ...r,
