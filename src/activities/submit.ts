@@ -10,6 +10,7 @@ import { isFinalState } from '../model/states.js';
 import type { JobError, JobWait, ScrapeWorkflowInput } from '../model/types.js';
 import { isProviderError, isQuotaExhausted, ProviderError } from '../providers/shared/errors.js';
 import { isConcurrencyRefusal } from '../providers/shared/limiter.js';
+import { providerKeys } from '../providers/shared/keys.js';
 import type { ResolvedProvider } from '../providers/registry.js';
 import type { Accepted } from '../providers/adapter.js';
 import { Store } from '../store/index.js';
@@ -112,6 +113,7 @@ export function submitActivities(kit: ActivityKit) {
       source,
       trackingDeadlineMs,
       providerAccount: resolved.providerAccount,
+      submitAnswer: accepted.submitAnswer,
     });
     if (bound.kind === 'collision') {
       throw new ProviderError(
@@ -125,7 +127,14 @@ export function submitActivities(kit: ActivityKit) {
     const unwanted = async (why: string) => {
       const cancel = await kit
         .call(job.provider, job.account, (p) =>
-          p.adapter.cancel(accepted.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+          p.adapter.cancel(accepted.taskId, {
+            ...kit.taskCall(p, undefined, accepted.taskId),
+            task: {
+              request: job.request,
+              clientRef: providerKeys(job.account, job.key).clientRef,
+              ...(accepted.submitAnswer ? { submitAnswer: accepted.submitAnswer } : {}),
+            },
+          }),
         )
         .catch((e: unknown) => ({ error: isProviderError(e) ? e.toJobError() : String(e) }));
       await store.findings.appendEvent(job.jobId, 'late_task_cancel', null, { taskId: accepted.taskId, why, cancel });

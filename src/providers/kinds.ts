@@ -55,6 +55,12 @@ export function descriptorOf(kind: string): AnyProviderDescriptor {
   return d;
 }
 
+/** Whether the calls of `entry` send a credential (see `ProviderDescriptor.credentialNeeded`; true for an unknown kind). */
+export function needsCredential(entry: { kind: string }): boolean {
+  const needed = findDescriptor(entry.kind)?.credentialNeeded;
+  return needed ? needed(entry) : true;
+}
+
 /** Whether the webhooks of `entry` are signed (false: per-job token route; undefined: the kind has no webhooks). */
 export function webhookSigned(entry: { kind: string }): boolean | undefined {
   const hook = findDescriptor(entry.kind)?.webhook;

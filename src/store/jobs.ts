@@ -238,7 +238,8 @@ export class JobsRepository {
    * job's state),
    * or the job has ended (nothing is bound; a `task_after_final` event keeps the task as evidence).
    * On success the job moves to `pending` with the tracking deadline `trackingDeadlineMs` (ms) from
-   * now and a `task_recorded` event naming `source`. Throws when the job does not exist.
+   * now and a `task_recorded` event naming `source`; `submitAnswer` (what the task's later calls
+   * need of the answer that named it) is kept with the task ID. Throws when the job does not exist.
    */
   async bindTask(b: {
     jobId: string;
@@ -247,6 +248,7 @@ export class JobsRepository {
     source: string;
     trackingDeadlineMs?: number;
     providerAccount?: string | null;
+    submitAnswer?: Record<string, unknown>;
   }): Promise<BindOutcome> {
     const out = await this.conn.tx(async (trx): Promise<BindOutcome> => {
       const row = await trx
@@ -289,6 +291,7 @@ export class JobsRepository {
         .set({
           task_id: b.taskId,
           provider_status: b.providerStatus,
+          submit_answer: b.submitAnswer === undefined ? null : JSON.stringify(b.submitAnswer),
           state: 'pending',
           submit_intent_at: null,
           submitted_at: at,

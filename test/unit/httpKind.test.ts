@@ -48,9 +48,9 @@ describe('http kind configuration', () => {
         /unknown placeholder \{\{uri\}\} \(allowed here: \{\{url\}\}/,
       ],
       [
-        { ...minimal, status: { ...minimal.status, path: '/jobs/{{url}}' } },
+        { ...minimal, status: { ...minimal.status, path: '/jobs/{{idempotencyKey}}' } },
         'providers.x.status.path',
-        /\{\{url\}\} \(allowed here: \{\{taskId\}\}\)/,
+        /\{\{idempotencyKey\}\} \(allowed here: \{\{taskId\}\}, \{\{url\}\}/,
       ],
       [
         { ...minimal, submit: { ...minimal.submit, taskIdPath: 'data.id' } },

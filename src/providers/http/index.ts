@@ -48,5 +48,6 @@ export const httpProvider = defineProvider({
     'as configured: errors.expiredCodes / expiredStatusCodes (default 410) → expired; 404 counted, then expired (errors.notFound)',
   webhook: httpWebhook,
   refineEntry: checkHttpEntry,
+  credentialNeeded: (entry) => entry.auth.in !== 'none',
   create: (name, entry) => new HttpAdapter(name, entry),
 });
