@@ -157,10 +157,10 @@ describe('Scrapyd through the http kind', () => {
       options: { follow: '1', delay: '2' },
     });
     const row = await polledAt(s, ref.jobId, 'running');
-    // The cancel lands once the spider has scraped its first page (its log says so), so that the
-    // stopped crawl has items to keep; the crawl of the whole site takes ≥ 14 s more (delay 2 s).
+    // The cancel lands once the spider has scraped its first page (its log says so, `site.py`), so
+    // that the stopped crawl has items to keep; the crawl of the whole site takes ≥ 14 s more.
     await waitFor(
-      async () => (await scrapydLog(row.task_id!)).includes('Scraped from'),
+      async () => (await scrapydLog(row.task_id!)).includes('scraped page'),
       60_000,
       'the spider’s first item',
     );
