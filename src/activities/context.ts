@@ -123,6 +123,15 @@ export interface ActivityKit {
   taskCall(p: ResolvedProvider, row: JobRow | undefined, taskId: string): CallContext;
 }
 
+/** The {@link TaskContext} of a task a submit of `job` just got (`accepted`), before its row holds it. */
+export function acceptedTask(
+  job: { account: string; key: string; request: ScrapeRequest },
+  accepted: { submitAnswer?: Record<string, unknown> },
+): TaskContext {
+  const submitAnswer = accepted.submitAnswer ? { submitAnswer: accepted.submitAnswer } : {};
+  return { request: job.request, clientRef: providerKeys(job.account, job.key).clientRef, ...submitAnswer };
+}
+
 /**
  * What a call about job `row`'s task may need besides its ID: the request as submitted, our client
  * reference and the kept fields of the submit's answer (`submit_answer`). Undefined when the row's

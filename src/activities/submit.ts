@@ -10,7 +10,6 @@ import { isFinalState } from '../model/states.js';
 import type { JobError, JobWait, ScrapeWorkflowInput } from '../model/types.js';
 import { isProviderError, isQuotaExhausted, ProviderError } from '../providers/shared/errors.js';
 import { isConcurrencyRefusal } from '../providers/shared/limiter.js';
-import { providerKeys } from '../providers/shared/keys.js';
 import type { ResolvedProvider } from '../providers/registry.js';
 import type { Accepted } from '../providers/adapter.js';
 import { Store } from '../store/index.js';
@@ -18,7 +17,7 @@ import { type Reservation } from '../store/polling.js';
 import { attemptBudget, attemptEnds, resubmitScheduledAt, SETTLE_READ_MARGIN_MS, submitAtProvider } from './attempt.js';
 import { wakeIfDecidedWithout } from './lateAnswer.js';
 import { EXISTENCE_PROVEN } from '../model/evidence.js';
-import { detachCall, type ActivityKit } from './context.js';
+import { acceptedTask, detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
 import { slotReleased, SLOT_WAIT_MS, slotWaitPlan } from './slots.js';
 import { trackActivities } from './track.js';
@@ -127,14 +126,7 @@ export function submitActivities(kit: ActivityKit) {
     const unwanted = async (why: string) => {
       const cancel = await kit
         .call(job.provider, job.account, (p) =>
-          p.adapter.cancel(accepted.taskId, {
-            ...kit.taskCall(p, undefined, accepted.taskId),
-            task: {
-              request: job.request,
-              clientRef: providerKeys(job.account, job.key).clientRef,
-              ...(accepted.submitAnswer ? { submitAnswer: accepted.submitAnswer } : {}),
-            },
-          }),
+          p.adapter.cancel(accepted.taskId, { ...kit.taskCall(p, undefined, ''), task: acceptedTask(job, accepted) }),
         )
         .catch((e: unknown) => ({ error: isProviderError(e) ? e.toJobError() : String(e) }));
       await store.findings.appendEvent(job.jobId, 'late_task_cancel', null, { taskId: accepted.taskId, why, cancel });

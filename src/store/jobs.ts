@@ -235,11 +235,10 @@ export class JobsRepository {
    * `task_after_bound` event: a second paid job) or another job of the same provider account —
    * or, without `providerAccount`, of the same provider entry — holds `taskId` (then nothing is
    * written and the collision is returned, with a `task_collision` event on the job, whatever this
-   * job's state),
-   * or the job has ended (nothing is bound; a `task_after_final` event keeps the task as evidence).
-   * On success the job moves to `pending` with the tracking deadline `trackingDeadlineMs` (ms) from
-   * now and a `task_recorded` event naming `source`; `submitAnswer` (what the task's later calls
-   * need of the answer that named it) is kept with the task ID. Throws when the job does not exist.
+   * job's state), or the job has ended (nothing is bound; a `task_after_final` event keeps the task
+   * as evidence). On success the job moves to `pending` with the tracking deadline
+   * `trackingDeadlineMs` (ms) from now, a `task_recorded` event naming `source`, and `submitAnswer`
+   * (what the task's later calls need of that answer) kept. Throws when the job does not exist.
    */
   async bindTask(b: {
     jobId: string;
@@ -291,7 +290,7 @@ export class JobsRepository {
         .set({
           task_id: b.taskId,
           provider_status: b.providerStatus,
-          submit_answer: b.submitAnswer === undefined ? null : JSON.stringify(b.submitAnswer),
+          submit_answer: b.submitAnswer ? JSON.stringify(b.submitAnswer) : null,
           state: 'pending',
           submit_intent_at: null,
           submitted_at: at,
