@@ -16,7 +16,7 @@ import {
 } from '../../src/providers/firecrawl/index.js';
 import { HttpAdapter, mapStatus, type HttpEntry } from '../../src/providers/http/index.js';
 import { keptAnswer, keptFields } from '../../src/providers/http/calls.js';
-import { needsCredential } from '../../src/providers/kinds.js';
+import { credentialConfigured, needsCredential } from '../../src/providers/kinds.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import {
   isJsonPointer,
@@ -228,6 +228,9 @@ describe('http kind configuration', () => {
     expect(adapter.completedAfterCancel).toBe('stopped_or_completed');
     expect(needsCredential(e)).toBe(false);
     expect(needsCredential(parse(minimal))).toBe(true);
+    // What the client and the HTTP API check before they start a job (a 4xx naming the credential otherwise).
+    expect(credentialConfigured(e, 'any-account')).toBe(true);
+    expect(credentialConfigured(parse(minimal), 'any-account')).toBe(false);
     // The registry resolves such an entry with no credential at all (and reaches its host with none).
     const resolved = new ProviderRegistry({ providers: { x: e } }, {}).resolve('x', 'any-account');
     expect(resolved.apiKey).toBe('');
