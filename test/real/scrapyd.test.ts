@@ -198,7 +198,12 @@ describe('Scrapyd through the http kind', () => {
     expect(await scrapydItems(row.task_id!)).toBeNull();
     const out = await s.outcome(ref.jobId);
     expect(out.state).toBe('failed');
-    expect(out.lastError).toMatchObject({ httpStatus: 404 });
+    // Scrapyd's words: the 404 page of the feed it does not have (errors.resultNotFound: "failed").
+    expect(out.lastError).toMatchObject({
+      kind: 'task_failed',
+      httpStatus: 404,
+      message: expect.stringContaining('No Such Resource'),
+    });
     expect(out.results).toBe(0);
   });
 
@@ -212,9 +217,9 @@ describe('Scrapyd through the http kind', () => {
     });
     const row = await s.waitFor(ref.jobId, FINAL, 120_000);
     expect(row.state).toBe('failed');
-    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({
-      message: expect.stringContaining("spider 'no-such-spider' not found"),
-    });
+    const words = "spider 'no-such-spider' not found";
+    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ message: expect.stringContaining(words) });
+    expect((await s.client.getLiveView('acme', ref.jobId)).lastError?.message).toContain(words);
   });
 
   it('Scrapyd restarted mid-poll (its crawls stop with it and it forgets them: `currstate: null`): the job ends expired saying Scrapyd does not know it, never polled forever, never completed', async () => {
@@ -230,7 +235,9 @@ describe('Scrapyd through the http kind', () => {
     expect(await scrapydState(row.task_id!)).toBeNull();
     const end = await s.waitFor(ref.jobId, FINAL, 120_000);
     expect(end.state).toBe('expired');
-    expect((await s.outcome(ref.jobId)).results).toBe(0);
+    const out = await s.outcome(ref.jobId);
+    expect(out.lastError).toMatchObject({ code: 'TASK_UNKNOWN', message: expect.stringContaining('null') });
+    expect(out.results).toBe(0);
   });
 });
 
