@@ -15,7 +15,8 @@ import {
   firecrawlWebhook,
 } from '../../src/providers/firecrawl/index.js';
 import { HttpAdapter, mapStatus, type HttpEntry } from '../../src/providers/http/index.js';
-import { keptAnswer, keptFields } from '../../src/providers/http/calls.js';
+import { answerBody, isErrorAnswer, keptAnswer, keptFields } from '../../src/providers/http/calls.js';
+import { ProviderHttp } from '../../src/providers/shared/http.js';
 import { credentialConfigured, needsCredential } from '../../src/providers/kinds.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import {
@@ -320,6 +321,35 @@ describe('http kind templates and pointers', () => {
     expect(keptAnswer({ a: 1 }, [])).toBeUndefined();
     expect(keptAnswer({ a: 1 }, ['b'])).toBeUndefined();
     expect(keptAnswer({ a: 1 }, [''])).toEqual({ a: 1 });
+  });
+
+  it('answers: JSON lines read as the array of their lines (blank lines skipped, a bad line named); a 2xx error answer by errors.errorWhen', () => {
+    const http = new ProviderHttp({
+      provider: 'x',
+      baseUrl: 'http://127.0.0.1:1',
+      auth: { in: 'none' },
+      submitTimeoutMs: 1,
+      readTimeoutMs: 1,
+    });
+    const answer = (text: string, status = 200) => {
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+      return { status, headers: new Headers(), body, text, evidence: { endpoint: 'GET /feed', at: '' } };
+    };
+    expect(answerBody(http, answer('{"a":1}\n\n{"a":2}\n'), 'jsonl')).toEqual([{ a: 1 }, { a: 2 }]);
+    expect(answerBody(http, answer(''), 'ndjson')).toEqual([]);
+    expect(() => answerBody(http, answer('{"a":1}\n{"a":'), 'jsonl')).toThrow(/line 2 is not JSON/);
+    const e = parse({
+      ...minimal,
+      errors: { errorWhen: { path: '/status', equals: ['error', 'badrequest'] } },
+    }) as HttpEntry;
+    expect(isErrorAnswer(e, answer('{"status":"error","message":"spider \'x\' not found"}'))).toBe(true);
+    expect(isErrorAnswer(e, answer('{"status":"ok","jobid":"j"}'))).toBe(false);
+    expect(isErrorAnswer(parse(minimal) as HttpEntry, answer('{"status":"error"}'))).toBe(false);
   });
 
   it('renders paths with each value as one encoded segment; an absent value is an error', () => {

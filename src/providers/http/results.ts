@@ -198,7 +198,8 @@ export async function readResult(reads: HttpReads, taskId: string, ctx: ResultCo
       query: o.url ? undefined : o.query,
     });
     if (res.status === 404 && reads.entry.errors.resultNotFound === 'failed') throw noResult(reads, res, taskId, ctx);
-    reads.ok(res, 'read', ctx);
+    // A JSON-lines answer is documents, one a line: `errors.errorWhen` never reads into them.
+    reads.ok(r.format !== 'json' && reads.http.isOk(res) ? { ...res, body: undefined } : res, 'read', ctx);
     if (r.notReadyStatusCodes.includes(res.status)) throw notReady(res, `not ready (HTTP ${res.status})`);
     return { ...res, body: reads.body(res, r.format) };
   };
