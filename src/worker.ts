@@ -40,6 +40,7 @@ import { temporalConnectionOptions } from './runtime.js';
 import { checkSearchAttributes } from './namespaceCheck.js';
 import { openRetiredRuns } from './client/upgrade.js';
 import { credentialProblems } from './providers/shared/credentials.js';
+import { needsCredential } from './providers/kinds.js';
 
 export { settleDetachedCalls };
 export { HEARTBEAT_THROTTLE_MS, ScrapeWorker };
@@ -192,7 +193,7 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Scr
   });
   await warnOfRetiredRuns(temporal);
   for (const [name, entry] of Object.entries(opts.config.providers))
-    for (const c of credentialProblems(entry, name))
+    for (const c of needsCredential(entry) ? credentialProblems(entry, name) : [])
       Runtime.instance().logger.warn(`credential missing: ${c.problem}`, { provider: name, account: c.account });
   const tracker =
     opts.detachTracking === false

@@ -180,7 +180,11 @@ export function pollActivities(kit: ActivityKit) {
     return { kind: 'stale', reason: start.reason, state: start.row?.state, checks, providerStatus };
   }
 
-  async function fetchResult(input: TrackStatusInput, obs: StatusObservation | undefined): Promise<ProviderResult> {
+  async function fetchResult(
+    input: TrackStatusInput,
+    row: JobRow,
+    obs: StatusObservation | undefined,
+  ): Promise<ProviderResult> {
     // An inline result passes the same limits as a paged read (`RESULT_TOO_LARGE`, permanent).
     if (obs?.result)
       return withBinaryText(
@@ -195,9 +199,7 @@ export function pollActivities(kit: ActivityKit) {
     return withBinaryText(
       await kit.call(input.provider, input.account, (p) =>
         p.adapter.result(input.taskId, {
-          apiKey: p.apiKey,
-          secrets: kit.secrets(),
-          signal: kit.signal(),
+          ...kit.taskCall(p, row, input.taskId),
           url: input.url,
           request: input.request,
           limits: p.resultLimits,
@@ -223,7 +225,7 @@ export function pollActivities(kit: ActivityKit) {
     const observedAt = Date.now();
     let payload: ProviderResult;
     try {
-      payload = await fetchResult(input, obs);
+      payload = await fetchResult(input, row, obs);
     } catch (e) {
       if (!isProviderError(e)) throw e;
       return onReadError(input, row, e, 'result', checks, until);
@@ -309,7 +311,7 @@ export function pollActivities(kit: ActivityKit) {
     const askedAt = Date.now();
     try {
       obs = await kit.call(input.provider, input.account, (p) =>
-        p.adapter.status(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+        p.adapter.status(input.taskId, kit.taskCall(p, row, input.taskId)),
       );
       observeStatusCheck(Date.now() - askedAt, obs.state);
     } catch (e) {

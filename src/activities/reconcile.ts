@@ -306,6 +306,7 @@ export function reconcileActivities(kit: ActivityKit) {
               source: `reconcile: ${d.via === 'replay' ? 'idempotent replay under our key' : `found by client reference in ${d.lookup}`}`,
               trackingDeadlineMs: input.trackingDeadlineMs,
               providerAccount: resolved.providerAccount,
+              submitAnswer: d.submitAnswer,
             });
             if (bound.kind === 'collision') {
               const reason = `the task found (${d.taskId}) was bound to job ${bound.boundTo} meanwhile; it is not this job's`;

@@ -17,7 +17,7 @@ import { type Reservation } from '../store/polling.js';
 import { attemptBudget, attemptEnds, resubmitScheduledAt, SETTLE_READ_MARGIN_MS, submitAtProvider } from './attempt.js';
 import { wakeIfDecidedWithout } from './lateAnswer.js';
 import { EXISTENCE_PROVEN } from '../model/evidence.js';
-import { detachCall, type ActivityKit } from './context.js';
+import { acceptedTask, detachCall, type ActivityKit } from './context.js';
 import { rethrow } from './failures.js';
 import { slotReleased, SLOT_WAIT_MS, slotWaitPlan } from './slots.js';
 import { trackActivities } from './track.js';
@@ -112,6 +112,7 @@ export function submitActivities(kit: ActivityKit) {
       source,
       trackingDeadlineMs,
       providerAccount: resolved.providerAccount,
+      submitAnswer: accepted.submitAnswer,
     });
     if (bound.kind === 'collision') {
       throw new ProviderError(
@@ -125,7 +126,7 @@ export function submitActivities(kit: ActivityKit) {
     const unwanted = async (why: string) => {
       const cancel = await kit
         .call(job.provider, job.account, (p) =>
-          p.adapter.cancel(accepted.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+          p.adapter.cancel(accepted.taskId, { ...kit.taskCall(p, undefined, ''), task: acceptedTask(job, accepted) }),
         )
         .catch((e: unknown) => ({ error: isProviderError(e) ? e.toJobError() : String(e) }));
       await store.findings.appendEvent(job.jobId, 'late_task_cancel', null, { taskId: accepted.taskId, why, cancel });

@@ -103,13 +103,13 @@ export interface LookupReading {
   note?: string;
 }
 
-/** What a replay under the same key answered. */
+/** What a replay under the same key answered (`submitAnswer`: what the adapter keeps of the answer, see `Accepted`). */
 export type ReplayReading =
-  | { kind: 'same-task'; taskId: string; providerStatus: string }
+  | { kind: 'same-task'; taskId: string; providerStatus: string; submitAnswer?: Record<string, unknown> }
   /** The provider refused the key as used: a job with our key exists. */
   | { kind: 'conflict'; detail: string }
   /** The provider ignored the key and created a job: it is ours, and an earlier one may exist too. */
-  | { kind: 'new-task'; taskId: string; providerStatus: string };
+  | { kind: 'new-task'; taskId: string; providerStatus: string; submitAnswer?: Record<string, unknown> };
 
 /**
  * The timeline event that records a provider answer proving our job exists (a submit refused as a
@@ -179,6 +179,8 @@ export type ReconcileDecision =
       providerStatus: string;
       via: 'replay' | 'lookup';
       lookup?: string;
+      /** What the adapter keeps of the replay's answer (a task found by a lookup has none). */
+      submitAnswer?: Record<string, unknown>;
       evidence: ReconcileEvidenceRecord;
       note?: string;
     }
@@ -265,6 +267,7 @@ export function decideReconcile(f: ReconcileFacts): ReconcileDecision {
       taskId: f.replay.taskId,
       providerStatus: f.replay.providerStatus,
       via: 'replay',
+      ...(f.replay.submitAnswer ? { submitAnswer: f.replay.submitAnswer } : {}),
       evidence,
       ...(note ? { note } : {}),
     };

@@ -94,6 +94,12 @@ export interface ProviderDescriptor<K extends string = string, S extends z.ZodRa
   create(name: string, entry: z.infer<EntrySchemaOf<S>>): ProviderAdapter;
   /** Checks across fields of a parsed entry (the kind's and the common ones); issues fail the configuration with their path. */
   refineEntry?(entry: z.infer<EntrySchemaOf<S>>, ctx: z.RefinementCtx): void;
+  /**
+   * Whether the entry's calls send a credential (default: always). An entry that sends none needs
+   * no `credentials`, and its jobs need no credential of their account (the `http` kind's
+   * `auth: {in: "none"}`: a self-hosted server without authentication).
+   */
+  credentialNeeded?(entry: z.infer<EntrySchemaOf<S>>): boolean;
 }
 
 /** Any descriptor (the registry and the receiver do not need the kind's types). */
@@ -104,8 +110,9 @@ export type EntryOf<D extends AnyProviderDescriptor> = z.infer<D['entrySchema']>
 
 /**
  * Makes a descriptor from a kind's spec: builds `entrySchema` from `configSchema` and the common
- * fields; an entry configuring `webhook` for a kind without webhooks fails validation, and the
- * kind's `refineEntry` (checks across fields) runs on every parsed entry.
+ * fields; an entry configuring `webhook` for a kind without webhooks fails validation, so does an
+ * entry without `credentials` whose calls send one ({@link ProviderDescriptor.credentialNeeded}),
+ * and the kind's `refineEntry` (checks across fields) runs on every parsed entry.
  */
 export function defineProvider<K extends string, S extends { kind: z.ZodLiteral<K> } & z.ZodRawShape>(
   spec: Omit<ProviderDescriptor<K, S>, 'entrySchema'>,
@@ -118,6 +125,17 @@ export function defineProvider<K extends string, S extends { kind: z.ZodLiteral<
         path: ['webhook'],
       });
   const refine = spec.refineEntry;
-  const entrySchema = refine ? hooked.superRefine((e, ctx) => refine(e as z.infer<EntrySchemaOf<S>>, ctx)) : hooked;
+  const needed = spec.credentialNeeded;
+  const entrySchema = hooked.superRefine((e, ctx) => {
+    const entry = e as z.infer<EntrySchemaOf<S>>;
+    if ((e as { credentials?: unknown }).credentials === undefined && (!needed || needed(entry)))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['credentials'],
+        message:
+          'credentials is required: add credentials.default (or credentials.accounts.<account>), {} to give them later',
+      });
+    refine?.(entry, ctx);
+  });
   return { ...spec, entrySchema };
 }

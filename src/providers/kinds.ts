@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { describeEvidence } from '../model/evidence.js';
 import type { AnyProviderDescriptor } from './descriptor.js';
+import { hasCredentialFor, type Credentials } from './shared/credentials.js';
 import { firecrawlProvider } from './firecrawl/index.js';
 import { httpProvider } from './http/index.js';
 import { apifyProvider } from './apify/index.js';
@@ -53,6 +54,21 @@ export function descriptorOf(kind: string): AnyProviderDescriptor {
   const d = BY_KIND.get(kind);
   if (!d) throw new Error(`unknown provider kind "${kind}" (known: ${[...BY_KIND.keys()].join(', ')})`);
   return d;
+}
+
+/** Whether the calls of `entry` send a credential (see `ProviderDescriptor.credentialNeeded`; true for an unknown kind). */
+export function needsCredential(entry: { kind: string }): boolean {
+  const needed = findDescriptor(entry.kind)?.credentialNeeded;
+  return needed ? needed(entry) : true;
+}
+
+/**
+ * Whether jobs of `account` have what the provider of `entry` needs as far as the configuration
+ * says (what a client can check): the entry sends no credential, or it names one for the account
+ * (its own or the default; the value may live in a worker's environment).
+ */
+export function credentialConfigured(entry: { kind: string; credentials?: Credentials }, account: string): boolean {
+  return !needsCredential(entry) || hasCredentialFor(entry, account);
 }
 
 /** Whether the webhooks of `entry` are signed (false: per-job token route; undefined: the kind has no webhooks). */

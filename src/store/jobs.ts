@@ -236,10 +236,10 @@ export class JobsRepository {
    * `task_after_bound` event: a second paid job) or another job of the same provider account —
    * or, without `providerAccount`, of the same provider entry — holds `taskId` (then nothing is
    * written and the collision is returned, with a `task_collision` event on the job, whatever this
-   * job's state),
-   * or the job has ended (nothing is bound; a `task_after_final` event keeps the task as evidence).
-   * On success the job moves to `pending` with the tracking deadline `trackingDeadlineMs` (ms) from
-   * now and a `task_recorded` event naming `source`. Throws when the job does not exist.
+   * job's state), or the job has ended (nothing is bound; a `task_after_final` event keeps the task
+   * as evidence). On success the job moves to `pending` with the tracking deadline
+   * `trackingDeadlineMs` (ms) from now, a `task_recorded` event naming `source`, and `submitAnswer`
+   * (what the task's later calls need of that answer) kept. Throws when the job does not exist.
    */
   async bindTask(b: {
     jobId: string;
@@ -248,6 +248,7 @@ export class JobsRepository {
     source: string;
     trackingDeadlineMs?: number;
     providerAccount?: string | null;
+    submitAnswer?: Record<string, unknown>;
   }): Promise<BindOutcome> {
     const out = await this.conn.tx(async (trx): Promise<BindOutcome> => {
       const row = await trx
@@ -288,6 +289,7 @@ export class JobsRepository {
       const set = {
         task_id: b.taskId,
         provider_status: b.providerStatus,
+        submit_answer: b.submitAnswer ? JSON.stringify(b.submitAnswer) : null,
         submit_intent_at: null,
         submitted_at: at,
         waiting: null,

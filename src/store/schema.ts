@@ -43,6 +43,8 @@ export interface JobsTable {
   failing_since: string | null;
   /** Why the job waits, while it does (JSON {@link JobWait}); null when it does not. */
   waiting: string | null;
+  /** JSON: the fields of the submit's answer that the task's later calls need (`Accepted.submitAnswer`), sanitised; null when none were kept. */
+  submit_answer: string | null;
   /** Generation (workflow time of scheduling, epoch ms) of the newest polling activity: an attempt of an older one stops (workflow v2). Text from PostgreSQL's bigint. */
   poll_generation: Generated<number | string>;
   /** Consecutive `404`s for the task (status or result read); at the policy's `notFoundLimit` the job is `expired`. */

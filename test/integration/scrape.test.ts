@@ -171,7 +171,8 @@ describe('a scrape end to end', () => {
     const badKey = await startStack({ profile: {} });
     try {
       // Point the provider credentials at a key the provider does not know.
-      (badKey.config.providers.reference!.credentials.default as { apiKey: string }).apiKey = 'sk-wrong-key-0000000000';
+      (badKey.config.providers.reference!.credentials!.default as { apiKey: string }).apiKey =
+        'sk-wrong-key-0000000000';
       await badKey.stopWorker();
       await badKey.startWorker();
       const ref = await badKey.client.startScrape({

@@ -72,10 +72,46 @@ function documentOf(record: unknown, position: number | null): ResultDocument {
   );
 }
 
+/**
+ * The refusal of a read that says nothing will ever come, or undefined for any other answer: a
+ * `400` "Snapshot is expired" → `expired` (code `SNAPSHOT_EXPIRED` or the body's own), a `400`
+ * "Snapshot is empty" → `task_failed` (`SNAPSHOT_EMPTY` or the body's own). The download page
+ * documents both; progress may answer them too (the docs contradict each other on empty snapshots,
+ * and a stand-in answered `400 {"error": {"code": "SNAPSHOT_EMPTY"}}` on progress), so both reads
+ * use this.
+ */
+export function finalRefusal(res: ProviderResponse, taskId: string): ProviderError | undefined {
+  if (res.status !== 400) return undefined;
+  const d = errorDetails(res);
+  const text = `${d.code ?? ''} ${d.message ?? ''} ${res.text.slice(0, 500)}`;
+  if (/expired/i.test(text)) {
+    return new ProviderError(
+      'expired',
+      `snapshot ${taskId} has expired at Bright Data (${d.message ?? 'Snapshot is expired'})`,
+      {
+        code: d.code ?? 'SNAPSHOT_EXPIRED',
+        httpStatus: 400,
+        evidence: res.evidence,
+      },
+    );
+  }
+  if (/empty/i.test(text)) {
+    return new ProviderError(
+      'task_failed',
+      `snapshot ${taskId} is empty: the collection produced nothing (${d.message ?? 'Snapshot is empty'})`,
+      {
+        code: d.code ?? 'SNAPSHOT_EMPTY',
+        httpStatus: 400,
+        evidence: res.evidence,
+      },
+    );
+  }
+  return undefined;
+}
+
 /** Throws the error of a download answer that is not `200` (see the module docs). */
 function downloadError(reads: BrightDataReads, res: ProviderResponse, taskId: string, ctx: CallContext): ProviderError {
   const d = errorDetails(res);
-  const text = `${d.code ?? ''} ${d.message ?? ''} ${res.text.slice(0, 500)}`;
   if (res.status === 202 || res.status === 409) {
     const wait = reads.http.retryAfterMs(res) ?? reads.http.error(res, 'read', ctx).details.retryAfterMs;
     return new ProviderError(
@@ -89,29 +125,7 @@ function downloadError(reads: BrightDataReads, res: ProviderResponse, taskId: st
       },
     );
   }
-  if (res.status === 400 && /expired/i.test(text)) {
-    return new ProviderError(
-      'expired',
-      `snapshot ${taskId} has expired at Bright Data (${d.message ?? 'Snapshot is expired'})`,
-      {
-        code: d.code ?? 'SNAPSHOT_EXPIRED',
-        httpStatus: 400,
-        evidence: res.evidence,
-      },
-    );
-  }
-  if (res.status === 400 && /empty/i.test(text)) {
-    return new ProviderError(
-      'task_failed',
-      `snapshot ${taskId} is empty: the collection produced nothing (${d.message ?? 'Snapshot is empty'})`,
-      {
-        code: d.code ?? 'SNAPSHOT_EMPTY',
-        httpStatus: 400,
-        evidence: res.evidence,
-      },
-    );
-  }
-  return reads.http.error(res, 'read', ctx);
+  return finalRefusal(res, taskId) ?? reads.http.error(res, 'read', ctx);
 }
 
 /** The number of parts of a download with `batchSize` records each. */

@@ -186,7 +186,7 @@ async function confirm(
       );
     }
     case 'failed':
-      return finish('failed', 'the provider reported the task failed while cancelling', o.error);
+      return finish('failed', `the task ended failed after the cancel request (${o.error.message})`, o.error);
     case 'expired':
       // Accepted, then forgotten: the provider stopped and removed it (evidence: the accepted answer, then the 404).
       if (opts.accepted)
