@@ -13,7 +13,7 @@ import { Migrator, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { binaryBody } from '../../src/model/documents.js';
 import { paginateNextLink, withIdentity } from '../../src/providers/shared/pagination.js';
-import { migrationProvider } from '../../src/store/migrations/index.js';
+import { migrationProvider, migrations } from '../../src/store/migrations/index.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import type { ResultDocument } from '../../src/model/results.js';
 import { keepStore } from '../helpers/evidence.js';
@@ -215,9 +215,15 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       const migrator = new Migrator({ db: s.db as unknown as Kysely<unknown>, provider: migrationProvider });
       const down = await migrator.migrateTo('006_provider_accounts');
       expect(down.error).toBeUndefined();
-      expect(down.results?.map((r) => [r.migrationName, r.direction, r.status])).toEqual([
-        ['007_result_fidelity', 'Down', 'Success'],
-      ]);
+      // 007 and every migration after it go down, newest first.
+      const after = Object.keys(migrations)
+        .filter((n) => n > '006_provider_accounts')
+        .sort()
+        .reverse();
+      expect(after.at(-1)).toBe('007_result_fidelity');
+      expect(down.results?.map((r) => [r.migrationName, r.direction, r.status])).toEqual(
+        after.map((n) => [n, 'Down', 'Success']),
+      );
       // Written by a release before 007: no identity, no body columns.
       const db = s.db as unknown as Kysely<any>;
       await db

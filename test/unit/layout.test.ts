@@ -4,7 +4,7 @@
  * spawner; nothing outside the store reaches the database but through its repositories
  * (`store.jobs`, `store.results`, …), which all share one style; the client's entry is a short
  * index of its parts; one workflow type is served, with no `patched()` branch in its code path; no
- * file grows past 400 lines. The layers point one way: `model/` is the vocabulary and
+ * file grows past 600 lines (a sign of two responsibilities in one file). The layers point one way: `model/` is the vocabulary and
  * depends on no other part; `providers/` and `observability/` are handed what they need and never
  * reach up into the configuration module or the store; the providers lead with their contract
  * (`providers/adapter.ts`), with the helpers in `providers/shared/`.
@@ -127,10 +127,12 @@ describe('layout', () => {
     expect(patchedCalls.map(rel)).toEqual([]);
   });
 
-  it('no file in src/ is over 400 lines', () => {
+  // Files are split by responsibility, never to stay under a count; past 600 lines a file has
+  // always held more than one responsibility here, so the count only flags where to look.
+  it('no file in src/ is over 600 lines', () => {
     const long = sourceFiles(SRC)
       .map((f) => [rel(f), fs.readFileSync(f, 'utf8').split('\n').length - 1] as const)
-      .filter(([, n]) => n > 400);
+      .filter(([, n]) => n > 600);
     expect(long).toEqual([]);
   });
 

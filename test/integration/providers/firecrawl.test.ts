@@ -180,7 +180,7 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     expect(s.fixture.jobs('acme').filter((j) => j.url.includes('expire-me'))).toHaveLength(1);
   });
 
-  it('"Job not found" (gone, or another team’s job) is counted, then expired', async () => {
+  it('"Job not found" (gone, or another team’s job) is counted, then expired once the task is past its propagation window', async () => {
     s.fixture.hold('gone');
     const ref = await s.start({
       url: 'https://example.com/gone',
@@ -190,7 +190,13 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     const row = await running(s, ref.jobId);
     s.fixture.expire(row.task_id!, 'gone');
     expect((await s.waitFor(ref.jobId, ['expired', 'failed', 'tracking_interrupted'])).state).toBe('expired');
-    expect((await s.outcome(ref.jobId)).events.filter((e) => e === 'status_not_found')).toHaveLength(2);
+    const notFound = (await s.store.findings.timeline(ref.jobId))
+      .filter((e) => e.type === 'status_not_found')
+      .map((e) => JSON.parse(e.detail!) as { streak: number; ageMs: number; graceMs: number });
+    expect(notFound.length).toBeGreaterThanOrEqual(2);
+    const last = notFound.at(-1)!;
+    expect(last.streak).toBeGreaterThanOrEqual(2);
+    expect(last.ageMs).toBeGreaterThanOrEqual(last.graceMs);
   });
 
   it('cancel: DELETE /v2/batch/scrape/{id} once, the job ends cancelled, no result', async () => {
