@@ -101,8 +101,11 @@ export function pollActivities(kit: ActivityKit) {
     }
     // transient, cooldown, ambiguous: a failed read is not a failed task.
     const p = input.failedReads;
-    const streak = await store.polling.recordReadError(input.jobId, error, (failures) =>
-      failedReadDelay(p, failures, e.details.retryAfterMs, Math.random()),
+    const streak = await store.polling.recordReadError(
+      input.jobId,
+      error,
+      (failures) => failedReadDelay(p, failures, e.details.retryAfterMs, Math.random()),
+      { phase, ...(e.details.retryAfterMs !== undefined ? { retryAfterMs: e.details.retryAfterMs } : {}) },
     );
     if (failedReadsSpent(p, streak.failures, streak.since, Date.now())) {
       await kit.recordIncident(input.jobId, phase, e);

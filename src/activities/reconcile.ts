@@ -153,8 +153,11 @@ export function reconcileActivities(kit: ActivityKit) {
       return { kind: 'unresolvable', reason };
     }
     const p = input.failedReads ?? failedReadPolicy(DEFAULT_POLL_POLICY);
-    const streak = await store.polling.recordReadError(input.job.jobId, error, (failures) =>
-      failedReadDelay(p, failures, e.details.retryAfterMs, Math.random()),
+    const streak = await store.polling.recordReadError(
+      input.job.jobId,
+      error,
+      (failures) => failedReadDelay(p, failures, e.details.retryAfterMs, Math.random()),
+      { phase: 'lookup', ...(e.details.retryAfterMs !== undefined ? { retryAfterMs: e.details.retryAfterMs } : {}) },
     );
     if (failedReadsSpent(p, streak.failures, streak.since, Date.now())) {
       const minutes = Math.round((Date.now() - streak.since) / 60_000);
