@@ -32,10 +32,10 @@ import PQueue from 'p-queue';
 import { ScrapeClient } from '../src/client/index.js';
 import { parseConfig } from '../src/config.js';
 import { providerPollDefaults } from '../src/providers/shared/policy.js';
-import { connectOrStartTemporal } from '../src/devserver/connectOrStart.js';
+import { connectOrStartTemporal } from '../tools/devserver/connectOrStart.js';
 import { isFinalState } from '../src/model/states.js';
 import type { PollPolicy } from '../src/model/types.js';
-import { startSim } from '../src/sim/index.js';
+import { startSim } from '../tools/sim/index.js';
 import { openStore } from '../src/store/index.js';
 import { writeWorkflowBundle } from '../src/worker.js';
 

@@ -1,6 +1,6 @@
 /**
  * Benchmark: what a job asks of a provider whose reads keep failing, and how it ends (issue 34's
- * "Done when"). Three cases on the reference provider (`src/sim`, a real HTTP server; its faults
+ * "Done when"). Three cases on the reference provider (`tools/sim`, a real HTTP server; its faults
  * are injected per account), each job on the product's worker and a real dev server:
  *
  * - `status`: every status read answers `520` (`error_5xx`), no `Retry-After`;
@@ -25,7 +25,7 @@
 import { Command } from 'commander';
 import { z } from 'zod';
 import { DEFAULT_POLL_POLICY, type PollPolicy } from '../src/model/types.js';
-import type { SimResponseEvent } from '../src/sim/index.js';
+import type { SimResponseEvent } from '../tools/sim/index.js';
 import { failingJob, scaledOverrides, scaledPolicy, type ComputedFailingJob } from './lib/failedReads.js';
 import {
   finishReport,

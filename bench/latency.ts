@@ -16,7 +16,7 @@
  */
 import { Command } from 'commander';
 import { z } from 'zod';
-import type { JobTransition } from '../src/sim/index.js';
+import type { JobTransition } from '../tools/sim/index.js';
 import { round, sampleForeignCpu } from './lib/proc.js';
 import {
   finishReport,

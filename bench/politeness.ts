@@ -4,7 +4,7 @@
  * provider time, with polling only and with webhooks on (the HTTP API receives the simulator's
  * signed events and signals `wake`); and the highest request rate any single job produced.
  *
- * The provider counts requests (`src/sim` stats, one account per scenario). A status and a result
+ * The provider counts requests (`tools/sim` stats, one account per scenario). A status and a result
  * read are the same request (`GET /api/jobs/:id`): status checks are the store's `status_checks`
  * (one per successful status check, `checkOnce`), result reads are the remaining GETs. The
  * minimum: one submit, then the fewest checks any run of the schedule can make before the job is

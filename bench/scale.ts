@@ -33,7 +33,7 @@ import PQueue from 'p-queue';
 import proto from '@temporalio/proto';
 import { z } from 'zod';
 import { DEFAULT_POLL_POLICY } from '../src/model/types.js';
-import type { SimRequestEvent } from '../src/sim/index.js';
+import type { SimRequestEvent } from '../tools/sim/index.js';
 import { cpuDelta, cpuSnapshot, mib, round, sampleForeignCpu, sampleMemory, type Measured } from './lib/proc.js';
 import {
   finishReport,

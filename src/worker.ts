@@ -37,14 +37,14 @@ import { activityInterceptors, workflowInterceptorModule, workflowSpanSinks } fr
 import { ProviderRegistry } from './providers/registry.js';
 import { openStore, type Store } from './store/index.js';
 import { temporalConnectionOptions } from './runtime.js';
-import { checkSearchAttributes } from './namespaceCheck.js';
+import { checkSearchAttributes } from './namespace.js';
 import { openRetiredRuns } from './client/upgrade.js';
 import { credentialProblems } from './providers/shared/credentials.js';
 import { needsCredential } from './providers/kinds.js';
 
 export { settleDetachedCalls };
 export { HEARTBEAT_THROTTLE_MS, ScrapeWorker };
-export { checkSearchAttributes, MissingSearchAttributesError, type SearchAttributeProblem } from './namespaceCheck.js';
+export { checkSearchAttributes, MissingSearchAttributesError, type SearchAttributeProblem } from './namespace.js';
 
 /** Absolute path of the workflows module (TypeScript source under tsx, compiled JS under dist/). */
 export function workflowsPath(): string {

@@ -1,6 +1,6 @@
 /**
  * The real stack the benchmarks run on: a Temporal dev server (SQLite file, its own temp
- * directory; or `TEMPORAL_ADDRESS`), the reference provider (`src/sim`, a real HTTP server) with one
+ * directory; or `TEMPORAL_ADDRESS`), the reference provider (`tools/sim`, a real HTTP server) with one
  * account per scenario, a small page site it really fetches, the SQLite result store, workers in
  * child processes (`workerMain.ts`), the typed client and, with `webhooks`, the HTTP API
  * (`src/api`) receiving the provider's signed webhooks.
@@ -21,8 +21,8 @@ import { buildApi } from '../../src/api/app.js';
 import { hashApiKey } from '../../src/api/auth.js';
 import { ScrapeClient } from '../../src/client/index.js';
 import { parseConfig, webhookProviderNames, type Config } from '../../src/config.js';
-import { connectOrStartTemporal, type TemporalTarget } from '../../src/devserver/connectOrStart.js';
-import { startSim, type ProfileInput, type Sim, type SimOptions } from '../../src/sim/index.js';
+import { connectOrStartTemporal, type TemporalTarget } from '../../tools/devserver/connectOrStart.js';
+import { startSim, type ProfileInput, type Sim, type SimOptions } from '../../tools/sim/index.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { writeWorkflowBundle } from '../../src/worker.js';
 import type { Measured } from './proc.js';

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { JOBS_VIEW_QUERY } from '../../src/client/schedules.js';
-import { freePort } from '../../src/devserver/devServer.js';
+import { freePort } from '../../tools/devserver/devServer.js';
 import { keepLogFile, keepSqliteFile, recordCli, recordConfigSecrets } from '../helpers/evidence.js';
 import { REPO } from '../helpers/stack.js';
 

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 
-import { ensureTemporalCli } from '../../src/devserver/temporalCli.js';
+import { ensureTemporalCli } from '../../tools/devserver/temporalCli.js';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startPageServer, type PageServer } from '../helpers/pages.js';

@@ -16,7 +16,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { ScrapeClient } from '../../src/client/index.js';
 import { parseConfig } from '../../src/config.js';
 import { providerPollDefaults } from '../../src/providers/shared/policy.js';
-import { connectOrStartTemporal, type TemporalTarget } from '../../src/devserver/connectOrStart.js';
+import { connectOrStartTemporal, type TemporalTarget } from '../../tools/devserver/connectOrStart.js';
 import { isFinalState } from '../../src/model/states.js';
 import { findDescriptor } from '../../src/providers/kinds.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';

@@ -37,7 +37,7 @@ import {
   tokenOfCallbackUrl,
   verifySha256Signature,
 } from '../../src/providers/shared/webhook.js';
-import { simWebhookSignature } from '../../src/sim/webhooks.js';
+import { simWebhookSignature } from '../../tools/sim/webhooks.js';
 
 const KEY = 'sk-unit-provider-0123456789abcdef';
 

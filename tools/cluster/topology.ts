@@ -5,7 +5,7 @@
  * server reads the same config file (`deploy/temporal/config/cluster.yaml`) with its own
  * environment (see {@link serviceEnv}).
  */
-import { freePortInRange } from '../lib/ports.js';
+import { freePortInRange } from '../../src/lib/ports.js';
 
 /** A Temporal service process: its service name and ports. */
 export interface ServiceProcess {

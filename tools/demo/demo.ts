@@ -2,7 +2,7 @@
  * `npm run demo`: every part on embedded defaults, then one batch through the whole stack.
  *
  * Starts (or reuses, with `TEMPORAL_ADDRESS`) a Temporal dev server with a SQLite file and the Web
- * UI, the reference provider (`src/sim`, a real HTTP server that really fetches and extracts), the
+ * UI, the reference provider (`tools/sim`, a real HTTP server that really fetches and extracts), the
  * shipped sample site (`sample-site/`) and a worker; writes `.data/demo/config.json` so that the
  * other CLI commands reach the same services; runs `sample-site/demo-batch.csv` with a progress
  * bar; prints the table, the summary, the SQLite path and the Web UI address. With `--keep` (the
@@ -17,24 +17,24 @@ import fastifyStatic from '@fastify/static';
 import { NativeConnection } from '@temporalio/worker';
 import cliProgress from 'cli-progress';
 import Fastify from 'fastify';
-import { readBatchFile } from './batch/input.js';
-import { runBatch, type BatchRowOutcome } from './batch/run.js';
-import { outcomeTable } from './cli/print.js';
-import { InvalidInputError } from './client/errors.js';
-import { ensureMaintenanceSchedules, JOBS_VIEW_QUERY, maintenanceTaskQueue } from './client/schedules.js';
-import { parseConfig } from './config.js';
-import { connectOrStartTemporal } from './devserver/connectOrStart.js';
-import { openRuntime } from './runtime.js';
-import { startSim } from './sim/index.js';
+import { readBatchFile } from '../../src/batch/input.js';
+import { runBatch, type BatchRowOutcome } from '../../src/batch/run.js';
+import { outcomeTable } from '../../src/cli/print.js';
+import { InvalidInputError } from '../../src/client/errors.js';
+import { ensureMaintenanceSchedules, JOBS_VIEW_QUERY, maintenanceTaskQueue } from '../../src/client/schedules.js';
+import { parseConfig } from '../../src/config.js';
+import { connectOrStartTemporal } from '../devserver/connectOrStart.js';
+import { openRuntime } from '../../src/runtime.js';
+import { startSim } from '../sim/index.js';
 import {
   createMaintenanceWorker,
   createScrapeWorker,
   installWorkerLogging,
   nativeConnectionOptions,
   workflowBundle,
-} from './worker.js';
-import { portIsFree } from './lib/ports.js';
-import { abortable, FORCED_EXIT_CODE, ShutdownRequested, watchShutdownSignals } from './lib/shutdown.js';
+} from '../../src/worker.js';
+import { portIsFree } from '../../src/lib/ports.js';
+import { abortable, FORCED_EXIT_CODE, ShutdownRequested, watchShutdownSignals } from '../../src/lib/shutdown.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const SAMPLE_SITE = path.join(REPO, 'sample-site');

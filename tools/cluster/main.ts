@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
 import { startCluster } from './cluster.js';
-import { abortable, FORCED_EXIT_CODE, ShutdownRequested, watchShutdownSignals } from '../lib/shutdown.js';
+import { abortable, FORCED_EXIT_CODE, ShutdownRequested, watchShutdownSignals } from '../../src/lib/shutdown.js';
 
 const program = new Command('cluster')
   .description(

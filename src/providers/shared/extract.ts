@@ -1,5 +1,7 @@
 /**
- * Page extraction for the reference provider: raw response bytes in, article fields out.
+ * Page extraction: raw response bytes in, article fields out. The product uses it for providers
+ * that relay a page's raw HTML (`htmlPage.ts`), and the reference provider in `tools/sim` for the
+ * pages it fetches.
  *
  * The document is built by JSDOM from the *raw bytes* together with the response `Content-Type`,
  * so the encoding is determined the way a browser does it (BOM, then the header's `charset`, then
@@ -7,7 +9,6 @@
  * windows-1252... decode correctly. The article is extracted by `@mozilla/readability` and
  * converted to Markdown with `turndown`. Scripts are never run and no sub-resource is loaded.
  *
- * Reused by the sim's job runner, by tests and by benchmarks.
  */
 import { JSDOM, VirtualConsole } from 'jsdom';
 import { Readability, isProbablyReaderable } from '@mozilla/readability';

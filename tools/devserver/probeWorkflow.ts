@@ -1,5 +1,5 @@
 /**
- * Workflow code for {@link probeTemporal} (`src/devserver/probe.ts`): a tiny workflow that exercises the
+ * Workflow code for {@link probeTemporal} (`tools/devserver/probe.ts`): a tiny workflow that exercises the
  * server features the scrape workflows rely on — an Update with a validator, typed search attribute
  * upserts, current details (user metadata) and a signal. Deterministic; bundled by the probe's worker.
  * It lives here (not in `src/workflows/`) because it only checks a Temporal server, it is not product code.
@@ -12,7 +12,7 @@ import {
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import { ScrapeState } from '../workflows/searchAttributes.js';
+import { ScrapeState } from '../../src/workflows/searchAttributes.js';
 
 /** Update: returns `echo:<arg>`; the validator rejects an empty string. */
 export const probeEchoUpdate = defineUpdate<string, [string]>('probeEcho');

@@ -1,13 +1,13 @@
 /**
- * Unit tests of `extractPage` (src/sim/extract.ts): decoding, Readability fields, links, fallbacks.
+ * Unit tests of `extractPage` (tools/sim/extract.ts): decoding, Readability fields, links, fallbacks.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { JSDOM } from 'jsdom';
 import { Readability } from '@mozilla/readability';
 import { describe, expect, it } from 'vitest';
-import { encodeLegacy, relabelCharset } from '../../src/sim/pageServer.js';
-import { extractPage, ExtractionError } from '../../src/sim/extract.js';
+import { encodeLegacy, relabelCharset } from '../../tools/sim/pageServer.js';
+import { extractPage, ExtractionError } from '../../src/providers/shared/extract.js';
 import { FIXTURE_PAGES_DIR } from '../helpers/pages.js';
 
 /** A page of the repository's subset of the corpus (test/fixtures/pages). */

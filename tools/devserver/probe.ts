@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowUpdateFailedError, type ConnectionOptions } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { ScrapeAccount, ScrapeState } from '../workflows/searchAttributes.js';
+import { ScrapeAccount, ScrapeState } from '../../src/workflows/searchAttributes.js';
 import { stderrLogger, type LineLogger } from './process.js';
 import { PROBE_STATE, devServerProbeWorkflow, probeEchoUpdate, probeFinishSignal } from './probeWorkflow.js';
 

@@ -10,7 +10,7 @@
  * rejects with the abort.
  */
 import pRetry, { AbortError } from 'p-retry';
-import { extractPage } from './extract.js';
+import { extractPage } from '../../src/providers/shared/extract.js';
 import type { JobError, JobLog, JobResult } from './schemas.js';
 
 /** One fetch of a job's target. */

@@ -16,11 +16,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import pg from 'pg';
-import type { CodecConfig } from '../codec/config.js';
-import { startCodecServer, type RunningCodecServer } from '../codec/server.js';
+import type { CodecConfig } from '../../src/codec/config.js';
+import { startCodecServer, type RunningCodecServer } from '../../src/codec/server.js';
 import type { LineLogger } from '../devserver/process.js';
-import { ensureSearchAttributes } from '../devserver/searchAttributes.js';
-import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
+import { ensureSearchAttributes } from '../../src/namespace.js';
+import { SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes.js';
 import {
   ensureGoBinary,
   serverModuleDir,
@@ -282,8 +282,8 @@ async function defaultCodec(
   env: NodeJS.ProcessEnv,
   log: LineLogger,
 ): Promise<{ config: CodecConfig; env: NodeJS.ProcessEnv }> {
-  const { CodecConfigSchema } = await import('../codec/config.js');
-  const { newKeyEntry } = await import('../codec/keys.js');
+  const { CodecConfigSchema } = await import('../../src/codec/config.js');
+  const { newKeyEntry } = await import('../../src/codec/keys.js');
   const config = CodecConfigSchema.parse({ enabled: true });
   if (env[config.keysEnv] && env[config.server.tokenEnv]) return { config, env };
   const file = path.join(dataDir, 'codec.env');

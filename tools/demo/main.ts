@@ -1,16 +1,21 @@
 /**
- * `demo`: starts every part on embedded defaults (a Temporal dev server, the reference provider,
- * the sample site, a worker) and runs the sample batch; see the README's quick start. Its exit
- * code is the batch's (130 when a signal cut it short).
+ * `npm run demo`: starts every part on embedded defaults (a Temporal dev server, the reference
+ * provider, the sample site, a worker) and runs the sample batch; see the README's quick start.
+ * A tool beside the product (it starts the dev server and the simulator, which the product never
+ * loads). Its exit code is the batch's (130 when a signal cut it short); an error is reported as
+ * the `scrape` command line reports one.
  */
-import { Option, type Command } from 'commander';
-import { jsonOption, port } from '../options.js';
-import { printJson } from '../print.js';
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Command, Option } from 'commander';
+import { asCommandLine, reportError, wantsJson } from '../../src/cli/main.js';
+import { jsonOption, port } from '../../src/cli/options.js';
+import { printJson } from '../../src/cli/print.js';
 
-/** Adds `demo` to `program`. */
-export function registerDemo(program: Command): void {
-  jsonOption(
-    program.command('demo'),
+/** The `demo` program (its options, as `npm run demo -- --help` lists them); `json`: errors as JSON (see `asCommandLine`). */
+export function buildDemoCli(opts: { json?: boolean } = {}): Command {
+  return jsonOption(
+    asCommandLine(new Command('demo'), opts),
     "print the batch's outcome as JSON on stdout ({batchId, rows, completed, jobs, rejected, webUi, configFile, storeFile}); the steps go to stderr",
   )
     .description(
@@ -40,7 +45,7 @@ export function registerDemo(program: Command): void {
         .env('SCRAPE_DEMO_PROVIDER_PORT'),
     )
     .action(async (opts) => {
-      const { runDemo } = await import('../../demo.js');
+      const { runDemo } = await import('./demo.js');
       const keep = opts.exit ? false : opts.keep ? true : Boolean(process.stdout.isTTY && process.stdin.isTTY);
       process.exitCode = await runDemo({
         keep,
@@ -51,4 +56,11 @@ export function registerDemo(program: Command): void {
           : {}),
       });
     });
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(process.argv[1])) {
+  const json = wantsJson(process.argv);
+  void buildDemoCli({ json })
+    .parseAsync(process.argv)
+    .catch((e: unknown) => process.exit(reportError(e, json)));
 }

@@ -2,7 +2,7 @@
  * Start the reference provider from the command line (for demos and manual runs; tests use
  * `startSim` directly). Prints its base URL and runs until SIGINT / SIGTERM.
  *
- * Usage: `tsx src/sim/main.ts [flags]` (or `npm run sim -- [flags]`). Each flag has an env
+ * Usage: `tsx tools/sim/main.ts [flags]` (or `npm run sim -- [flags]`). Each flag has an env
  * equivalent; flags win.
  *
  * | flag | env | meaning |
@@ -27,7 +27,7 @@ import { z } from 'zod';
 import { startSim } from './server.js';
 import { PartialProfileSchema, type AccountInput, type ProfileInput, type SimOptions } from './schemas.js';
 
-const HELP = `Usage: tsx src/sim/main.ts [--host H] [--port N] [--accounts name:key,...] [--profile JSON]
+const HELP = `Usage: tsx tools/sim/main.ts [--host H] [--port N] [--accounts name:key,...] [--profile JSON]
        [--account-profile name=JSON]... [--config FILE] [--admin-token T] [--allow-fault-header] [--log]`;
 
 /** Thrown by {@link optionsFromCli} for `--help` / `-h`; `main` prints the usage and exits 0. */

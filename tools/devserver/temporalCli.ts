@@ -129,7 +129,7 @@ export const EnsureTemporalCliOptionsSchema = z
 /** Input type of {@link EnsureTemporalCliOptionsSchema}. */
 export type EnsureTemporalCliOptions = z.input<typeof EnsureTemporalCliOptionsSchema>;
 
-/** Root of this repository (two levels above this file: `src/devserver/`). */
+/** Root of this repository (two levels above this file: `tools/devserver/`). */
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 const EXE_NAME = process.platform === 'win32' ? 'temporal.exe' : 'temporal';

@@ -4,11 +4,11 @@
  */
 import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { z } from 'zod';
-import { connectionOptionsFromEnv } from '../client/connection.js';
-import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
+import { connectionOptionsFromEnv } from '../../src/client/connection.js';
+import { SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes.js';
 import { DevServerOptionsSchema, startDevServer, type DevServer } from './devServer.js';
 import { stderrLogger, type LineLogger } from './process.js';
-import { ensureSearchAttributes, SearchAttributeMapSchema, type SearchAttributeTypeName } from './searchAttributes.js';
+import { ensureSearchAttributes, SearchAttributeMapSchema, type SearchAttributeTypeName } from '../../src/namespace.js';
 
 /**
  * Options of {@link connectOrStartTemporal}.

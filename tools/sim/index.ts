@@ -12,8 +12,8 @@
  */
 export { createSim, startSim } from './server.js';
 export type { Sim, SimEvents, SimEventMap, SimResponseEvent, WaitForJobOptions } from './server.js';
-export { extractPage, ExtractionError, normalizeWhitespace } from './extract.js';
-export type { ExtractedPage, ExtractOptions } from './extract.js';
+export { extractPage, ExtractionError, normalizeWhitespace } from '../../src/providers/shared/extract.js';
+export type { ExtractedPage, ExtractOptions } from '../../src/providers/shared/extract.js';
 export { FaultRegistry, ruleMatches } from './faults.js';
 export type { FaultContext, StoredFaultRule } from './faults.js';
 export type { JobTransition } from './jobRecord.js';

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { OutputTail, stderrLogger, type LineLogger } from './process.js';
 import { EarlyExitError, waitUntilReady } from './ready.js';
-import { SearchAttributeMapSchema } from './searchAttributes.js';
+import { SearchAttributeMapSchema } from '../../src/namespace.js';
 import {
   EnsureTemporalCliOptionsSchema,
   ensureTemporalCli,
@@ -24,7 +24,7 @@ import {
   type TemporalCliSource,
 } from './temporalCli.js';
 import { startWatchdog, unrefChild } from './watchdog.js';
-import { freePort } from '../lib/ports.js';
+import { freePort } from '../../src/lib/ports.js';
 
 export { freePort };
 
