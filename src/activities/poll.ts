@@ -300,7 +300,12 @@ export function pollActivities(kit: ActivityKit) {
     const askedAt = Date.now();
     try {
       obs = await kit.call(input.provider, input.account, (p) =>
-        p.adapter.status(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+        p.adapter.status(input.taskId, {
+          apiKey: p.apiKey,
+          secrets: kit.secrets(),
+          signal: kit.signal(),
+          url: input.url,
+        }),
       );
       observeStatusCheck(Date.now() - askedAt, obs.state);
     } catch (e) {

@@ -90,11 +90,17 @@ export class ScrapeClient {
     return this.withContentNote({ ...summarize(row), execution });
   }
 
-  /** `job` with the note of its stored result, when the job completed with empty or partial content. */
+  /** `job` with the note of its stored result (when the job completed with empty or partial content) and the provider's count of its documents. */
   private async withContentNote(job: JobSummary): Promise<JobSummary> {
     if (job.state !== 'completed' && job.state !== 'expired') return job;
-    const note = (await this.opts.store.results.forJob(job.jobId))?.content_note;
-    return note ? { ...job, contentNote: note } : job;
+    const r = await this.opts.store.results.forJob(job.jobId);
+    if (!r) return job;
+    return {
+      ...job,
+      ...(r.content_note ? { contentNote: r.content_note } : {}),
+      ...(Number(r.partial) === 1 ? { partial: true } : {}),
+      ...(r.expected_documents !== null ? { expectedDocuments: Number(r.expected_documents) } : {}),
+    };
   }
 
   /**

@@ -9,6 +9,7 @@ import type { BinaryBody } from '../model/documents.js';
 import {
   contentNoteOf,
   EMPTY_NOTE_PREFIX,
+  isPartial,
   uniqueDocuments,
   type ResultWrite,
   type StoredDocument,
@@ -47,6 +48,8 @@ const RESULT_COLUMNS = [
   'body_size',
   'body_sha256',
   'content_note',
+  'expected_documents',
+  'partial',
 ] as const;
 
 /** Every column of `result_documents` but the body's bytes. */
@@ -79,6 +82,10 @@ export interface WriteOnceOutcome {
   documents: number;
   /** The stored result's content note (see {@link contentNoteOf}), or null when it has usable content. */
   contentNote: string | null;
+  /** True when the stored result holds fewer documents than the provider counts (the note says how many, and why). */
+  partial: boolean;
+  /** The provider's own count of the result's documents, where it gave one. */
+  expectedDocuments: number | null;
 }
 
 /** The store's results. Reach it as `store.results`. */
@@ -95,7 +102,11 @@ export class ResultsRepository {
    * work) but its row carries a `content_note` and the timeline gets a `result_empty` event (see
    * {@link contentNoteOf}). A second call for the same task, from a retried activity or another
    * worker, inserts nothing (neither the row nor a document) and returns the existing row's id,
-   * document count and note. `retentionMs`: how long the payload is kept (null: forever).
+   * document count and note. A result that the provider counts (`payload.completeness`) keeps
+   * that count (`expected_documents`); one with fewer documents than it is `partial`: still
+   * `completed` (what could be read is kept), with a `content_note` that says how many of how many
+   * and why, and a `result_partial` timeline event. `retentionMs`: how long the payload is kept
+   * (null: forever).
    */
   async writeOnce(
     jobId: string,
@@ -106,6 +117,8 @@ export class ResultsRepository {
   ): Promise<WriteOnceOutcome> {
     const documents = uniqueDocuments(payload.documents ?? []);
     const note = contentNoteOf(payload, documents);
+    const completeness = payload.completeness ?? null;
+    const partial = isPartial(completeness);
     return this.conn
       .tx(async (trx) => {
         const at = nowIso();
@@ -140,6 +153,8 @@ export class ResultsRepository {
             body_size: body?.size ?? null,
             body_sha256: body?.sha256 ?? null,
             content_note: note,
+            expected_documents: completeness?.expected ?? null,
+            partial: partial ? 1 : 0,
           })
           .onConflict((oc) => oc.columns(['provider', 'task_id']).doNothing())
           .executeTakeFirst();
@@ -169,11 +184,13 @@ export class ResultsRepository {
         }
         const row = await trx
           .selectFrom('results')
-          .select(['id', 'document_count', 'content_note'])
+          .select(['id', 'document_count', 'content_note', 'expected_documents', 'partial'])
           .where('provider', '=', provider)
           .where('task_id', '=', taskId)
           .executeTakeFirstOrThrow();
         const storedNote = row.content_note;
+        const storedPartial = Number(row.partial) === 1;
+        const storedExpected = row.expected_documents === null ? null : Number(row.expected_documents);
         const upd = await trx
           .updateTable('jobs')
           .set({ state: 'completed', finished_at: at, updated_at: at, last_error: null }) // provider_status keeps the provider's own word
@@ -193,6 +210,22 @@ export class ResultsRepository {
             )
             .execute();
         }
+        if (inserted && partial) {
+          await trx
+            .insertInto('job_events')
+            .values(
+              eventRow(jobId, 'result_partial', null, {
+                resultId: row.id,
+                note: storedNote,
+                kept: completeness!.kept,
+                expected: completeness!.expected,
+                counter: completeness!.counter,
+                ...(completeness!.why ? { why: completeness!.why } : {}),
+                documents: documents.length,
+              }),
+            )
+            .execute();
+        }
         if (transitioned) {
           await trx
             .insertInto('job_events')
@@ -201,6 +234,7 @@ export class ResultsRepository {
                 resultId: row.id,
                 inserted,
                 ...(storedNote ? { note: storedNote } : {}),
+                ...(storedPartial ? { partial: true, expectedDocuments: storedExpected } : {}),
               }),
             )
             .execute();
@@ -220,6 +254,7 @@ export class ResultsRepository {
               resultId: row.id,
               title: payload.title,
               ...(storedNote ? { contentNote: storedNote } : {}),
+              ...(storedPartial ? { partial: true, expectedDocuments: storedExpected } : {}),
             }),
             created_at: at,
             delivered_at: null,
@@ -232,6 +267,8 @@ export class ResultsRepository {
           transitioned,
           documents: Number(row.document_count),
           contentNote: storedNote,
+          partial: storedPartial,
+          expectedDocuments: storedExpected,
         };
       })
       .then((out) => {
