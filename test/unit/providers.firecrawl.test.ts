@@ -1,9 +1,11 @@
 /**
  * The `firecrawl` kind's configuration for a self-hosted server (Firecrawl's own, run without
  * Supabase): what `selfHosted` changes (no idempotency header unless asked, no team-activity
- * lookup in its evidence, unsigned webhooks by default) and the refusal of an entry that expects
- * signed deliveries from a server that never signs.
+ * lookup in its evidence, unsigned webhooks by default), the refusal of an entry that expects
+ * signed deliveries from a server that never signs, and the configurations of
+ * `docs/providers/firecrawl.md`, parsed as the worker parses them.
  */
+import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { canReconcile } from '../../src/model/evidence.js';
@@ -69,5 +71,24 @@ describe('firecrawl: self-hosted entries', () => {
       { webhookSignature: false },
     );
     expect(() => config({ selfHosted: { idempotency: false } })).toThrow(/idempotency/);
+  });
+});
+
+describe('docs/providers/firecrawl.md', () => {
+  it('its two complete configurations (hosted, self-hosted) are valid as written, and say what they claim', () => {
+    const doc = fs.readFileSync(new URL('../../docs/providers/firecrawl.md', import.meta.url), 'utf8');
+    const blocks = [...doc.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => parseConfig(JSON.parse(m[1]!)));
+    expect(blocks).toHaveLength(2);
+    const [hosted, self] = blocks as [ReturnType<typeof parseConfig>, ReturnType<typeof parseConfig>];
+    for (const e of Object.values(hosted.providers)) {
+      expect(e).toMatchObject({ kind: 'firecrawl', baseUrl: 'https://api.firecrawl.dev' });
+      expect(firecrawlSignsWebhooks(e as FirecrawlEntry)).toBe(true);
+    }
+    for (const [name, e] of Object.entries(self.providers)) {
+      const a = new FirecrawlAdapter(name, e as FirecrawlEntry);
+      expect(firecrawlSignsWebhooks(e as FirecrawlEntry)).toBe(false);
+      expect(a.evidence.lookups.map((l) => l.name)).not.toContain('GET /v2/team/activity');
+      expect(a.capabilities.idempotency).toBe(false);
+    }
   });
 });
