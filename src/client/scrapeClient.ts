@@ -28,6 +28,7 @@ import {
   orphanView,
   ownedRow,
   summarize,
+  withResultFacts,
   timelineView,
   type JobResult,
   type JobSummary,
@@ -93,14 +94,7 @@ export class ScrapeClient {
   /** `job` with the note of its stored result (when the job completed with empty or partial content) and the provider's count of its documents. */
   private async withContentNote(job: JobSummary): Promise<JobSummary> {
     if (job.state !== 'completed' && job.state !== 'expired') return job;
-    const r = await this.opts.store.results.forJob(job.jobId);
-    if (!r) return job;
-    return {
-      ...job,
-      ...(r.content_note ? { contentNote: r.content_note } : {}),
-      ...(Number(r.partial) === 1 ? { partial: true } : {}),
-      ...(r.expected_documents !== null ? { expectedDocuments: Number(r.expected_documents) } : {}),
-    };
+    return withResultFacts(job, await this.opts.store.results.forJob(job.jobId));
   }
 
   /**

@@ -115,6 +115,24 @@ export function summarize(row: JobRow): JobSummary {
   };
 }
 
+/**
+ * `job` with what its stored result says of itself (`r`: its content note, partial mark and the
+ * provider's count), for a job that completed (or whose result has since expired); `job` as it is
+ * otherwise.
+ */
+export function withResultFacts(
+  job: JobSummary,
+  r: Pick<ResultRow, 'content_note' | 'partial' | 'expected_documents'> | undefined,
+): JobSummary {
+  if (!r || (job.state !== 'completed' && job.state !== 'expired')) return job;
+  return {
+    ...job,
+    ...(r.content_note ? { contentNote: r.content_note } : {}),
+    ...(Number(r.partial) === 1 ? { partial: true } : {}),
+    ...(r.expected_documents !== null ? { expectedDocuments: Number(r.expected_documents) } : {}),
+  };
+}
+
 /** Maps a result row to a {@link JobResult}. */
 export function toResult(r: ResultRow): JobResult {
   return {

@@ -88,6 +88,9 @@ export interface WriteOnceOutcome {
   expectedDocuments: number | null;
 }
 
+/** What a job's stored result says of itself (see {@link ResultsRepository.factsFor}). */
+export type ResultFacts = Pick<ResultRow, 'content_note' | 'partial' | 'expected_documents'>;
+
 /** The store's results. Reach it as `store.results`. */
 export class ResultsRepository {
   constructor(private readonly conn: StoreConnection) {}
@@ -286,6 +289,24 @@ export class ResultsRepository {
       .orderBy('written_at', 'desc')
       .executeTakeFirst();
     return r ? { ...r, body: null } : undefined;
+  }
+
+  /**
+   * What each of `jobIds` that has a result says of it (its latest result): the content note, the
+   * partial mark and the provider's count of its documents (a list shows them without reading
+   * each result).
+   */
+  async factsFor(jobIds: readonly string[]): Promise<Map<string, ResultFacts>> {
+    const out = new Map<string, ResultFacts>();
+    if (jobIds.length === 0) return out;
+    const rows = await this.conn.db
+      .selectFrom('results')
+      .select(['job_id', 'content_note', 'partial', 'expected_documents'])
+      .where('job_id', 'in', [...jobIds])
+      .orderBy('written_at', 'asc')
+      .execute();
+    for (const r of rows) out.set(r.job_id, r);
+    return out;
   }
 
   /**

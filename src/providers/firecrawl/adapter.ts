@@ -46,6 +46,7 @@ import { findSubmitted, firecrawlEvidence } from './lookups.js';
 import {
   finishResult,
   firecrawlDocument,
+  holdsEveryDocument,
   pause,
   readResult,
   StatusBody,
@@ -263,11 +264,12 @@ export class FirecrawlAdapter implements ProviderAdapter {
       creditsUsed: body.creditsUsed ?? undefined,
       documents: body.completed ?? undefined,
     };
-    // The final answer without `next` carries every document: written from here, after the
-    // per-URL failures are read (no second read of the pages). The row describes the submitted
-    // URL's page when the caller names it (a crawl's start page), else the first document.
+    // A final answer without `next` that carries every document it counts is the whole result:
+    // written from here, after the per-URL failures are read (no second read of the pages). One
+    // that serves fewer than it counts is left to the result read, which reads again. The row
+    // describes the submitted URL's page when the caller names it (a crawl's start page).
     const result =
-      state === 'completed' && !body.next
+      state === 'completed' && holdsEveryDocument(body)
         ? await finishResult(
             this.reads,
             taskId,

@@ -172,6 +172,29 @@ function repeatKey(d: z.infer<typeof DocumentBody>): string | null {
   return url ? `url:${canonicalUrl(url)}` : null;
 }
 
+/** One reading of a completed job's pages: its documents, Firecrawl's `completed` count, and whether a page only repeated documents already read. */
+interface PagesRead {
+  docs: ResultDocument[];
+  expected: number | null;
+  repeated: boolean;
+}
+
+/**
+ * Reads of a completed job's pages when they serve fewer documents than its `completed` counts
+ * (and no page repeated), and the pause before each, ms. Firecrawl's server counts a page when its
+ * scrape is done but serves its document only once the scrape's queue job has stored its return
+ * value a moment later (`crawl-status.ts` skips a counted job without one): the pages are read
+ * again, at most {@link SHORT_REREADS} times, before the result is called partial.
+ */
+export const SHORT_REREADS = 4;
+export const SHORT_REREAD_MS = 1_000;
+
+/** Why a job's documents stayed fewer than its count though its pages were read again (the result's note says it). */
+const SHORT = `its pages served fewer documents than it counts, also when read again ${SHORT_REREADS} times ${SHORT_REREAD_MS / 1000} s apart`;
+
+/** Distinct documents of `data` pages (the ones `completed` counts: every document served, one per identity). */
+const distinct = (docs: readonly ResultDocument[]) => completenessOf(docs, 0, COUNTER, { countErrors: true })!.kept;
+
 /**
  * Every document of a completed job: the status pages from the first, following `next` (rebased)
  * until none is left, heartbeating between pages, within the entry's result limits; then the
@@ -182,10 +205,26 @@ function repeatKey(d: z.infer<typeof DocumentBody>): string | null {
  * a document repeated across pages (same `scrapeId`) is stored once. A page whose every document
  * was already read ends the read: Firecrawl's server ignores `skip` once a result passes 10 MiB
  * (`getDoneJobsOrderedUntil`, `lib/crawl-redis.ts` at 61e38dc), so every further page repeats the
- * first ones and nothing past them can be read. The documents read are compared with Firecrawl's
- * `completed` (a crawl's result is `partial` when fewer: see {@link finishResult}).
+ * first ones and nothing past them can be read. Pages that end with fewer documents than
+ * `completed` counts, without a repeat, are read again (see {@link SHORT_REREADS}). The documents
+ * read are compared with Firecrawl's `completed` (fewer: a `partial` result, see
+ * {@link finishResult}).
  */
 export async function readResult(reads: FirecrawlReads, taskId: string, ctx: ResultContext): Promise<ProviderResult> {
+  for (let reread = 0; ; reread++) {
+    const read = await readPages(reads, taskId, ctx);
+    const short = !read.repeated && read.expected !== null && distinct(read.docs) < read.expected;
+    if (!short || reread >= SHORT_REREADS)
+      return finishResult(reads, taskId, read.docs, ctx, ctx.url, ctx.limits, {
+        expected: read.expected,
+        ...(read.repeated ? { why: REPEATED } : short ? { why: SHORT } : {}),
+      });
+    await pause(SHORT_REREAD_MS, ctx.signal);
+  }
+}
+
+/** One reading of the job's pages (see {@link readResult}). */
+async function readPages(reads: FirecrawlReads, taskId: string, ctx: ResultContext): Promise<PagesRead> {
   const seen = new Set<string>();
   let expected: number | null = null;
   let repeated = false;
@@ -223,10 +262,12 @@ export async function readResult(reads: FirecrawlReads, taskId: string, ctx: Res
     },
     map: (d, position) => firecrawlDocument(d, position),
   });
-  return finishResult(reads, taskId, docs, ctx, ctx.url, ctx.limits, {
-    expected,
-    ...(repeated ? { why: REPEATED } : {}),
-  });
+  return { docs, expected, repeated };
+}
+
+/** Whether a final status page already holds every document its `completed` counts (then it is the whole result). */
+export function holdsEveryDocument(body: StatusPage): boolean {
+  return !body.next && (body.data ?? []).length >= (body.completed ?? 0);
 }
 
 /** Re-reads of `/errors` for a batch that completed with neither a document nor a failure, and the pause before each, ms. */
@@ -237,7 +278,8 @@ const ERRORS_REREAD_MS = 1_000;
  * Joins the documents with the per-URL failures and builds the result. A batch entry scrapes one
  * URL: its page fills the result row; when Firecrawl could not scrape it (no document, only a
  * failure) the task failed — `task_failed` with Firecrawl's code (`SCRAPE_FAILED` when none) and a
- * message naming the URL. Firecrawl's server counts a failed page out of the batch before its
+ * message naming the URL; a batch whose page Firecrawl counts but never served completes `partial`
+ * with no document. Firecrawl's server counts a failed page out of the batch before its
  * failure is readable (the page leaves the count, then its scrape is marked failed), so a batch
  * read with neither a document nor a failure reads `/errors` again, at most
  * {@link ERRORS_REREADS} times {@link ERRORS_REREAD_MS} apart. A crawl's row describes its start
@@ -255,7 +297,9 @@ export async function finishResult(
   count: FirecrawlCount = { expected: null },
 ): Promise<ProviderResult> {
   let failures = await failuresOf(reads, taskId, ctx);
-  if (reads.operation === 'batch') {
+  // A page Firecrawl counts did not fail: only a batch with nothing counted waits for its failure.
+  const counted = (count.expected ?? 0) > 0;
+  if (reads.operation === 'batch' && !counted) {
     for (let i = 0; i < ERRORS_REREADS && docs.length === 0 && failures.length === 0; i++) {
       await pause(ERRORS_REREAD_MS, ctx.signal);
       failures = await failuresOf(reads, taskId, ctx);
@@ -263,8 +307,20 @@ export async function finishResult(
   }
   const all = [...docs, ...failures];
   const fallbackUrl = submittedUrl || all[0]?.url || '';
+  const completeness = completenessOf(docs, count.expected, COUNTER, {
+    countErrors: true,
+    ...(count.why ? { why: count.why } : {}),
+  });
   if (reads.operation === 'batch') {
     const page = all.find((d) => !d.error);
+    // Firecrawl counts the page scraped but never served it: completed, partial, and said so.
+    if (!page && counted && docs.length === 0)
+      return enforceResultLimits(
+        { ...resultFromDocuments(all, fallbackUrl), completeness: completeness! },
+        limits,
+        reads.name,
+        taskId,
+      );
     if (!page) {
       const f = all[0];
       throw new ProviderError(
@@ -296,7 +352,6 @@ export async function finishResult(
       taskId,
     );
   }
-  const completeness = completenessOf(docs, count.expected, COUNTER, count.why ? { why: count.why } : {});
   const result = resultFromDocuments(all, fallbackUrl);
   return enforceResultLimits(completeness ? { ...result, completeness } : result, limits, reads.name, taskId);
 }

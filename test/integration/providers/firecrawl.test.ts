@@ -626,6 +626,12 @@ describe('firecrawl: crawl entry on a self-hosted server (Firecrawl’s own, wit
       partial: true,
       expectedDocuments: 12,
     });
+    // A list shows it too, without reading each result.
+    expect((await s.client.list('acme', {})).find((j) => j.jobId === ref.jobId)).toMatchObject({
+      contentNote: note,
+      partial: true,
+      expectedDocuments: 12,
+    });
     const events = await s.store.findings.timeline(ref.jobId);
     expect(events.filter((e) => e.type === 'result_partial').map((e) => JSON.parse(e.detail!))).toEqual([
       expect.objectContaining({ kept: 4, expected: 12, counter: "Firecrawl's `completed`", documents: 4, note }),
@@ -699,6 +705,30 @@ describe('firecrawl: batch entry on a self-hosted server', () => {
     const taskId = out.taskId!;
     expect(s.fixture.server.requestsTo('GET', `/v2/batch/scrape/${taskId}/errors`).length).toBeGreaterThan(0);
     expect(s.fixture.server.requestsTo('GET', `/v2/crawl/${taskId}/errors`).length).toBeGreaterThan(0);
+  });
+});
+
+describe('firecrawl: a counted document served a moment later', () => {
+  let s: Scenario<FirecrawlFixture>;
+  beforeAll(async () => {
+    s = await firecrawl({ selfHosted: true, storedLagMs: 2_500 }, { operation: 'batch', ...SELF_HOSTED });
+  });
+  afterAll(async () => s?.stop());
+
+  it('a one-URL batch read completed 1 of 1 before its document is served: read again until it is, and completed with that page (never failed for want of a reason)', async () => {
+    const url = 'https://stored-late.example.com/page';
+    const ref = await s.start({ url, key: 'stored-late' });
+    const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted']);
+    expect(row.state).toBe('completed');
+    expect(await s.client.getResult('acme', ref.jobId)).toMatchObject({
+      url,
+      title: 'Page 0',
+      partial: false,
+      expectedDocuments: null,
+    });
+    // At least one read found the page counted but not served, and the pages were read again.
+    const reads = s.fixture.server.requestsTo('GET', `/v2/batch/scrape/${row.task_id}`);
+    expect(reads.length).toBeGreaterThan(2);
   });
 });
 
