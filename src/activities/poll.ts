@@ -314,7 +314,7 @@ export function pollActivities(kit: ActivityKit) {
     const askedAt = Date.now();
     try {
       obs = await kit.call(input.provider, input.account, (p) =>
-        p.adapter.status(input.taskId, kit.taskCall(p, row, input.taskId)),
+        p.adapter.status(input.taskId, { ...kit.taskCall(p, row, input.taskId), url: input.url }),
       );
       observeStatusCheck(Date.now() - askedAt, obs.state);
     } catch (e) {

@@ -221,6 +221,22 @@ export const ScrapeSchema = z
       })
       .nullable()
       .describe('Why the job waits, while it does; null when it does not.'),
+    content_note: z
+      .string()
+      .nullable()
+      .describe(
+        'The note of the stored result when its content is empty or partial (`empty: …`, `partial: kept N of the M documents <provider count> counts (why)`); null otherwise.',
+      ),
+    partial: z
+      .boolean()
+      .describe(
+        'True when the job completed with fewer documents than the provider counts: what could be read is kept, `content_note` says how many of how many and why.',
+      ),
+    expected_documents: z
+      .number()
+      .int()
+      .nullable()
+      .describe('The provider’s own count of the stored result’s documents, where it gives one; else null.'),
     poll_after_s: z
       .number()
       .int()
@@ -276,7 +292,19 @@ export const ResultSchema = z
       .string()
       .nullable()
       .describe(
-        'Why the content is empty or partial (`empty: the provider returned no content`, a PDF whose text could not be read); null when the result has usable content. The job is still `completed`: the provider did the work.',
+        'Why the content is empty or partial (`empty: the provider returned no content`, `partial: kept N of the M documents <provider count> counts (why)`, a PDF whose text could not be read); null when the result is complete and has usable content. The job is still `completed`: the provider did the work.',
+      ),
+    partial: z
+      .boolean()
+      .describe(
+        'True when the result holds fewer documents than the provider counts (after every page that could be read); `content_note` says how many of how many and why.',
+      ),
+    expected_documents: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        'The provider’s own count of the result’s documents (Firecrawl’s `completed`, a dataset’s item count), where it gives one; else null.',
       ),
     written_at: z.string(),
     expires_at: z.string().nullable().describe('When the result will be purged (then `410`); null: kept.'),

@@ -83,6 +83,16 @@ export interface TaskContext {
   submitAnswer?: Record<string, unknown>;
 }
 
+/** Context of a status read. */
+export interface StatusContext extends CallContext {
+  /**
+   * The URL the job was submitted for, when the caller knows it: an inline multi-document result
+   * (a status answer that carries every document) describes that page on its result row, and a
+   * message about the task names it.
+   */
+  url?: string;
+}
+
 /** Extra context of a submit: the idempotency key and our client reference. */
 export interface SubmitContext extends CallContext {
   /** Sent on every attempt of the same logical request (UUID-shaped; see `deterministicUuid`). */
@@ -216,7 +226,7 @@ export interface ProviderAdapter {
   /** Submits a scrape. Ambiguous outcomes throw kind `ambiguous`. */
   submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted>;
   /** Reads the task's status (with the inline result when the final answer carries it). */
-  status(taskId: string, ctx: CallContext): Promise<StatusObservation>;
+  status(taskId: string, ctx: StatusContext): Promise<StatusObservation>;
   /** Reads the authoritative result of a completed task, every page of it. */
   result(taskId: string, ctx: ResultContext): Promise<ProviderResult>;
   /** Requests cancellation. Throws kind `unsupported` when the provider has no cancel endpoint. */

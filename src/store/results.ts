@@ -9,6 +9,7 @@ import type { BinaryBody } from '../model/documents.js';
 import {
   contentNoteOf,
   EMPTY_NOTE_PREFIX,
+  isPartial,
   uniqueDocuments,
   type ResultWrite,
   type StoredDocument,
@@ -49,6 +50,8 @@ const RESULT_COLUMNS = [
   'body_size',
   'body_sha256',
   'content_note',
+  'expected_documents',
+  'partial',
 ] as const;
 
 /** Every column of `result_documents` but the body's bytes. */
@@ -81,6 +84,10 @@ export interface WriteOnceOutcome {
   documents: number;
   /** The stored result's content note (see {@link contentNoteOf}), or null when it has usable content. */
   contentNote: string | null;
+  /** True when the stored result holds fewer documents than the provider counts (the note says how many, and why). */
+  partial: boolean;
+  /** The provider's own count of the result's documents, where it gave one. */
+  expectedDocuments: number | null;
   /**
    * Set when nothing was written: the job is in this state, from which the transition table does
    * not let it become `completed` (a job that ended otherwise meanwhile); the result row and the
@@ -96,6 +103,9 @@ class RefusedMove extends Error {
   }
 }
 
+/** What a job's stored result says of itself (see {@link ResultsRepository.factsFor}). */
+export type ResultFacts = Pick<ResultRow, 'content_note' | 'partial' | 'expected_documents'>;
+
 /** The store's results. Reach it as `store.results`. */
 export class ResultsRepository {
   constructor(private readonly conn: StoreConnection) {}
@@ -110,7 +120,11 @@ export class ResultsRepository {
    * work) but its row carries a `content_note` and the timeline gets a `result_empty` event (see
    * {@link contentNoteOf}). A second call for the same task, from a retried activity or another
    * worker, inserts nothing (neither the row nor a document) and returns the existing row's id,
-   * document count and note. `retentionMs`: how long the payload is kept (null: forever).
+   * document count and note. A result that the provider counts (`payload.completeness`) keeps
+   * that count (`expected_documents`); one with fewer documents than it is `partial`: still
+   * `completed` (what could be read is kept), with a `content_note` that says how many of how many
+   * and why, and a `result_partial` timeline event. `retentionMs`: how long the payload is kept
+   * (null: forever).
    */
   async writeOnce(
     jobId: string,
@@ -121,6 +135,8 @@ export class ResultsRepository {
   ): Promise<WriteOnceOutcome> {
     const documents = uniqueDocuments(payload.documents ?? []);
     const note = contentNoteOf(payload, documents);
+    const completeness = payload.completeness ?? null;
+    const partial = isPartial(completeness);
     return this.conn
       .tx(async (trx) => {
         const at = nowIso();
@@ -155,6 +171,8 @@ export class ResultsRepository {
             body_size: body?.size ?? null,
             body_sha256: body?.sha256 ?? null,
             content_note: note,
+            expected_documents: completeness?.expected ?? null,
+            partial: partial ? 1 : 0,
           })
           .onConflict((oc) => oc.columns(['provider', 'task_id']).doNothing())
           .executeTakeFirst();
@@ -184,15 +202,22 @@ export class ResultsRepository {
         }
         const row = await trx
           .selectFrom('results')
-          .select(['id', 'document_count', 'content_note'])
+          .select(['id', 'document_count', 'content_note', 'expected_documents', 'partial'])
           .where('provider', '=', provider)
           .where('task_id', '=', taskId)
           .executeTakeFirstOrThrow();
         const storedNote = row.content_note;
+        const storedPartial = Number(row.partial) === 1;
+        const storedExpected = row.expected_documents === null ? null : Number(row.expected_documents);
         // provider_status keeps the provider's own word.
         const move = await moveJob(trx, jobId, 'completed', {
           set: { last_error: null },
-          detail: { resultId: row.id, inserted, ...(storedNote ? { note: storedNote } : {}) },
+          detail: {
+            resultId: row.id,
+            inserted,
+            ...(storedNote ? { note: storedNote } : {}),
+            ...(storedPartial ? { partial: true, expectedDocuments: storedExpected } : {}),
+          },
         });
         if (move.kind === 'refused') throw new RefusedMove(move.from);
         const transitioned = move.kind === 'moved';
@@ -203,6 +228,22 @@ export class ResultsRepository {
               eventRow(jobId, 'result_empty', null, {
                 resultId: row.id,
                 note: storedNote,
+                documents: documents.length,
+              }),
+            )
+            .execute();
+        }
+        if (inserted && partial) {
+          await trx
+            .insertInto('job_events')
+            .values(
+              eventRow(jobId, 'result_partial', null, {
+                resultId: row.id,
+                note: storedNote,
+                kept: completeness!.kept,
+                expected: completeness!.expected,
+                counter: completeness!.counter,
+                ...(completeness!.why ? { why: completeness!.why } : {}),
                 documents: documents.length,
               }),
             )
@@ -223,6 +264,7 @@ export class ResultsRepository {
               resultId: row.id,
               title: payload.title,
               ...(storedNote ? { contentNote: storedNote } : {}),
+              ...(storedPartial ? { partial: true, expectedDocuments: storedExpected } : {}),
             }),
             created_at: at,
             delivered_at: null,
@@ -235,6 +277,8 @@ export class ResultsRepository {
           transitioned,
           documents: Number(row.document_count),
           contentNote: storedNote,
+          partial: storedPartial,
+          expectedDocuments: storedExpected,
         };
       })
       .then(
@@ -250,6 +294,8 @@ export class ResultsRepository {
             transitioned: false,
             documents: 0,
             contentNote: null,
+            partial: false,
+            expectedDocuments: null,
             refused: e.from,
           };
         },
@@ -265,6 +311,24 @@ export class ResultsRepository {
       .orderBy('written_at', 'desc')
       .executeTakeFirst();
     return r ? { ...r, body: null } : undefined;
+  }
+
+  /**
+   * What each of `jobIds` that has a result says of it (its latest result): the content note, the
+   * partial mark and the provider's count of its documents (a list shows them without reading
+   * each result).
+   */
+  async factsFor(jobIds: readonly string[]): Promise<Map<string, ResultFacts>> {
+    const out = new Map<string, ResultFacts>();
+    if (jobIds.length === 0) return out;
+    const rows = await this.conn.db
+      .selectFrom('results')
+      .select(['job_id', 'content_note', 'partial', 'expected_documents'])
+      .where('job_id', 'in', [...jobIds])
+      .orderBy('written_at', 'asc')
+      .execute();
+    for (const r of rows) out.set(r.job_id, r);
+    return out;
   }
 
   /**

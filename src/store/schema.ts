@@ -105,9 +105,14 @@ export interface ResultsTable {
   body_sha256: string | null;
   /**
    * Why the stored content is empty or partial, when it is (`empty: the provider returned no
-   * content`, a PDF whose text could not be read); null for a result with usable content.
+   * content`, a PDF whose text could not be read, `partial: kept N of the M documents …`); null
+   * for a complete result with usable content.
    */
   content_note: string | null;
+  /** The provider's own count of a multi-document result's documents, where it gives one. Migration 009. */
+  expected_documents: number | null;
+  /** 1 when fewer documents could be read than the provider counts (see `content_note`), else 0. Migration 009. */
+  partial: Generated<number>;
 }
 
 /**

@@ -164,6 +164,9 @@ describe('zyte: a job end to end', () => {
     ]);
     expect(res.documents!.map((d) => d.url)).toEqual([0, 1, 2, 3, 4].map((i) => `https://q.example/${i}`));
     expect(res.documents![0]).toMatchObject({ title: 'Q0', text: 'quote 0', data: { author: 'A' } });
+    // The items read are compared with the job's own count (its metadata read once more): all 5.
+    expect(fx.storage.requestsTo('GET', `/jobs/${acc.taskId}`)).toHaveLength(4);
+    expect(res.completeness).toMatchObject({ expected: 5, kept: 5, counter: "Zyte's `item_scraped_count`" });
   });
 
   it('auth "query" sends ?apikey= on both APIs; errors never carry the key', async () => {

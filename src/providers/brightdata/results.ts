@@ -8,13 +8,15 @@
 import { z } from 'zod';
 import { ProviderError } from '../shared/errors.js';
 import { errorDetails, path, type CallOptions, type ProviderHttp, type ProviderResponse } from '../shared/http.js';
-import { paginateCursor, resultFromDocuments, withIdentity } from '../shared/pagination.js';
+import { completenessOf, paginateCursor, resultFromDocuments, withIdentity } from '../shared/pagination.js';
 import type { CallContext, ResultContext } from '../adapter.js';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import type { BrightDataEntry } from './config.js';
 
 const PartsBody = z.looseObject({ parts: z.number().int().nonnegative() });
+/** The counts of `GET /datasets/v3/progress/{id}` once ready: `records` (data rows) beside `errors` (seen on the live API; the OpenAPI lists neither). */
+const CountsBody = z.looseObject({ records: z.number().int().nonnegative().nullish() });
 
 /** What `results.ts` and `lookups.ts` read through: the adapter's name, entry, exchange and guarded call. */
 export interface BrightDataReads {
@@ -141,10 +143,23 @@ async function partsOf(reads: BrightDataReads, taskId: string, ctx: CallContext,
 }
 
 /**
- * Every row of a ready snapshot, part by part (see the module docs), as documents. A snapshot of
- * one data row is the page itself: its markdown, text and title fill the result row. A snapshot
- * whose rows are all per-input errors produced nothing: `task_failed` with the first row's
- * `error_code` and the count (never `completed`).
+ * The snapshot's own count of its data rows (`records` of its progress answer), or null when the
+ * answer has none (the OpenAPI documents only `status`) or cannot be read: a count is evidence to
+ * compare with, never a reason to fail a read that succeeded.
+ */
+async function recordCount(reads: BrightDataReads, taskId: string, ctx: CallContext): Promise<number | null> {
+  const res = await reads.call(ctx, { method: 'GET', path: path`/datasets/v3/progress/${taskId}`, phase: 'read' });
+  if (res.status !== 200) return null;
+  return CountsBody.safeParse(res.body).data?.records ?? null;
+}
+
+/**
+ * Every row of a ready snapshot, part by part (see the module docs), as documents, until a part
+ * comes back short of the batch size or the last part `…/parts` announced. A snapshot of one data
+ * row is the page itself: its markdown, text and title fill the result row. A snapshot whose rows
+ * are all per-input errors produced nothing: `task_failed` with the first row's `error_code` and
+ * the count (never `completed`). The data rows read are compared with the snapshot's `records`
+ * count where its progress answer gives one: fewer is a `partial` result.
  */
 export async function readResult(reads: BrightDataReads, taskId: string, ctx: ResultContext): Promise<ProviderResult> {
   const batchSize = reads.entry.download.batchSize;
@@ -181,5 +196,12 @@ export async function readResult(reads: BrightDataReads, taskId: string, ctx: Re
       { code: f.code ?? 'ALL_INPUTS_FAILED' },
     );
   }
-  return resultFromDocuments(documents, ctx.url, { singleFillsRow: true });
+  const result = resultFromDocuments(documents, ctx.url, { singleFillsRow: true });
+  const completeness = completenessOf(
+    documents,
+    await recordCount(reads, taskId, ctx),
+    "Bright Data's snapshot `records`",
+    { why: 'the snapshot parts ended before it' },
+  );
+  return completeness ? { ...result, completeness } : result;
 }

@@ -13,6 +13,7 @@ import { migration as m006 } from './006_provider_accounts.js';
 import { migration as m007 } from './007_result_fidelity.js';
 import { migration as m008 } from './008_read_failures_and_waits.js';
 import { migration as m009 } from './009_submit_answer.js';
+import { migration as m010 } from './010_result_completeness.js';
 
 /** All migrations, keyed by a sortable name. */
 export const migrations: Record<string, Migration> = {
@@ -25,6 +26,7 @@ export const migrations: Record<string, Migration> = {
   '007_result_fidelity': m007,
   '008_read_failures_and_waits': m008,
   '009_submit_answer': m009,
+  '010_result_completeness': m010,
 };
 
 /** Kysely `MigrationProvider` over {@link migrations} (no files on disk to find at runtime). */
