@@ -390,7 +390,7 @@ export function pollActivities(kit: ActivityKit) {
       n,
       seen.providerStatus,
       seen.progress,
-      Math.max(input.schedule.initialDelayMs, seen.retryAfterMs ?? 0),
+      seen.retryAfterMs ?? 0,
     );
   }
 
