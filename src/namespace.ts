@@ -54,7 +54,7 @@ export class MissingSearchAttributesError extends Error {
           : '',
         '.',
         missing.length
-          ? ` Register ${missing.length > 1 ? 'them' : 'it'} with \`npm run cli -- setup\` (the same configuration; see the README, "Pointing it at a real Temporal cluster"), or ${createCommands(namespace, missing)}.`
+          ? ` Register ${missing.length > 1 ? 'them' : 'it'} with \`npm run cli -- setup\` (the same configuration; see docs/operations.md, "Pointing it at a real Temporal cluster"), or ${createCommands(namespace, missing)}.`
           : '',
         wrong.length
           ? ' A search attribute’s type cannot be changed in place: remove it (`temporal operator search-attribute remove`) and run setup, or use another namespace.'

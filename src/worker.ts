@@ -2,7 +2,7 @@
  * The Temporal worker entry point: registers the scrape workflows and the activities built from
  * the configured store and providers, on the configured task queue.
  *
- * Run: `SCRAPE_CONFIG=config.json npm run worker` (see README). Stops cleanly on SIGINT/SIGTERM:
+ * Run: `SCRAPE_CONFIG=config.json npm run worker` (docs/operations.md). Stops cleanly on SIGINT/SIGTERM:
  * it stops polling, running activities get the shutdown grace time to finish and report, then are
  * cancelled (a submit still waiting for its answer reports `ambiguous`, and the process records
  * that answer when it comes, before it closes the store); the server retries anything unfinished

@@ -18,7 +18,7 @@ const S = StartScrapeInputSchema.shape;
  * a host name whose labels start with a letter, or a dotted IPv4 address, an optional port of up
  * to 5 digits, then any path, query and fragment without control characters. Every URL
  * of this shape is accepted unless it carries a credential (user-info, or a parameter such as
- * `api_key`; see README "Secrets"); the server also accepts a few spellings the pattern leaves
+ * `api_key`; see docs/jobs.md, "Secrets in requests"); the server also accepts a few spellings the pattern leaves
  * out (internationalised host names, IPv6 literals, surrounding spaces), always normalising them
  * to their WHATWG serialisation.
  */
@@ -188,7 +188,7 @@ export const ScrapeSchema = z
     url: z.string(),
     state: z
       .enum(JOB_STATES)
-      .describe('Our state (see README, "The scrape workflow"); `tracking_interrupted` is resumable, not a failure.'),
+      .describe('Our state (see README, "Job states"); `tracking_interrupted` is resumable, not a failure.'),
     final: z.boolean().describe('True when the job will not change any more by itself.'),
     provider_status: z.string().nullable().describe("The provider's raw status at the last check."),
     task_id: z.string().nullable().describe("The provider's job ID."),

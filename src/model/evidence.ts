@@ -28,7 +28,7 @@ export const ALL_PHASES: readonly JobPhase[] = ['queued', 'running', 'finished']
 
 /** What one lookup of a provider can show about a job of this entry's type (see the module docs). */
 export interface LookupEvidence {
-  /** The lookup as the provider names it, e.g. `GET /v2/crawl/active` (shown in evidence and in the README). */
+  /** The lookup as the provider names it, e.g. `GET /v2/crawl/active` (shown in evidence and in docs/providers.md). */
   name: string;
   /** The phases of a job of this type that it lists (empty: it never shows this job type). */
   shows: readonly JobPhase[];
@@ -372,7 +372,7 @@ function unique<T extends { taskId: string }>(xs: T[]): T[] {
   return xs.filter((x) => (seen.has(x.taskId) ? false : (seen.add(x.taskId), true)));
 }
 
-/** One line per lookup for the README's provider table: `GET /x (queued, running; lag 30 s; strong)`. */
+/** One line per lookup for the evidence table of docs/providers.md: `GET /x (queued, running; lag 30 s; strong)`. */
 export function describeEvidence(e: ReconcileEvidence): string {
   const replay =
     e.replay === 'none'

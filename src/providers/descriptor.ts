@@ -2,7 +2,7 @@
  * A provider kind, described once: its name, the zod schema of its own configuration fields, how to
  * build its adapter, how its webhooks are verified and parsed, what it can do (capabilities, expiry)
  * and the published contract it follows. `kinds.ts` lists every kind; the configuration schema,
- * the registry, the webhook receiver and the README's tables are built from that list.
+ * the registry, the webhook receiver and the tables of docs/providers.md are built from that list.
  *
  * A kind lives in `src/providers/<kind>/`: `config.ts` (its fields), `adapter.ts` (the
  * {@link ProviderAdapter}), `webhook.ts` (its {@link ProviderWebhook}, when it has webhooks) and
@@ -62,7 +62,7 @@ export interface ProviderWebhook<Entry = unknown> {
 export interface ProviderDescriptor<K extends string = string, S extends z.ZodRawShape = z.ZodRawShape> {
   /** The `kind` of the configuration entries this descriptor handles (e.g. `firecrawl`). */
   readonly kind: K;
-  /** Display name (README, errors). */
+  /** Display name (docs/providers.md, errors). */
   readonly title: string;
   /** The published contract this kind follows: document, URL and version (or date read). */
   readonly contract: string;
@@ -75,7 +75,7 @@ export interface ProviderDescriptor<K extends string = string, S extends z.ZodRa
   /**
    * What the kind's replays and lookups prove after a lost submit, per shape of entry (`label`:
    * the operation or configuration it holds for; the adapter of an entry declares its own): the
-   * README's evidence table is built from it.
+   * evidence table of docs/providers.md is built from it.
    */
   readonly evidence: readonly { label: string; evidence: ReconcileEvidence }[];
   /**
@@ -84,7 +84,7 @@ export interface ProviderDescriptor<K extends string = string, S extends z.ZodRa
    * visible yet", never counted toward expiry. An entry's `notFoundGraceMs` overrides it.
    */
   readonly notFoundGrace: { ms: number; source: string };
-  /** How the provider expires a task's result (README table), e.g. `404 after 24 h`. */
+  /** How the provider expires a task's result (docs/providers.md), e.g. `404 after 24 h`. */
   readonly expiry: string;
   /** Poll policy defaults of the kind (between `DEFAULT_POLL_POLICY` and the entry's `poll`). */
   readonly poll?: Partial<PollPolicy>;

@@ -1,7 +1,7 @@
 /**
  * Every provider kind the product ships: one line per kind in {@link PROVIDER_DESCRIPTORS}. The
  * configuration's {@link ProviderEntrySchema}, the registry (adapters), the webhook receiver
- * (verification) and the README's capabilities and evidence tables are built from this list.
+ * (verification) and the tables of docs/providers.md are built from this list.
  */
 import { z } from 'zod';
 import { describeEvidence } from '../model/evidence.js';
@@ -98,9 +98,9 @@ export interface ProvidersConfig {
 }
 
 /**
- * The README's evidence table (Markdown), one row per kind and entry shape: what a lost submit is
- * decided from (see `src/model/evidence.ts`). The README holds exactly these lines; a unit test
- * keeps the two equal.
+ * The evidence table of docs/providers.md (Markdown), one row per kind and entry shape: what a
+ * lost submit is decided from (see `src/model/evidence.ts`). `npm run docs:providers` writes these
+ * lines there (`tools/docs/providersPage.ts`); a unit test keeps the two equal.
  */
 export function evidenceTable(): string {
   const rows = PROVIDER_DESCRIPTORS.flatMap((d) =>

@@ -1,7 +1,7 @@
 /**
  * The command line as a user meets it, through the real CLI (`node --import tsx src/cli.ts`) against a
  * real stack (Temporal dev server, reference provider, SQLite store, worker):
- * - exit codes as the README says (missing input file, absent or invalid configuration,
+ * - exit codes as docs/cli.md says (missing input file, absent or invalid configuration,
  *   a refused `resolve`: 2; a bad argument: 2; no such job: 3);
  * - `status` reads only the store: with Temporal unreachable it answers and never tries it;
  * - a `;`-separated file is refused with the delimiter to pass, and `--delimiter ';'` runs it;

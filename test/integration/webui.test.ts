@@ -6,7 +6,7 @@
  * with its UI, the reference provider, a worker and the maintenance worker run real jobs and a
  * real scheduled maintenance run; then, as an operator would:
  * - the list shows readable job IDs (`scrape:<account>:<host>-<path slug>-<hash>`);
- * - the README's saved view (`WorkflowType STARTS_WITH "scrapeWorkflow"`) lists the jobs and leaves the
+ * - the saved view of docs/web-ui.md (`WorkflowType STARTS_WITH "scrapeWorkflow"`) lists the jobs and leaves the
  *   maintenance run out (which the unfiltered list shows);
  * - "Configure Columns" adds the ScrapeHost and ScrapeState columns, which show each job's site and
  *   state, and "Save as New" keeps the view as "Scrapes";
@@ -259,7 +259,7 @@ describe('the Temporal Web UI, as an operator sees it', () => {
     for (const j of jobs) expect(stateOf(j.jobId), j.jobId).toMatch(/127\.0\.0\.1\s+completed/);
     expect(stateOf(failed.jobId)).toMatch(/127\.0\.0\.1\s+failed/);
     expect(stateOf(cancelled.jobId)).toMatch(/127\.0\.0\.1\s+cancelled/);
-    // Saved as the README says: "Save as New", named "Scrapes".
+    // Saved as docs/web-ui.md says: "Save as New", named "Scrapes".
     await page.getByRole('button', { name: 'Save as New' }).click();
     const dialog = page.getByRole('dialog').filter({ hasText: 'Save as New View' });
     await dialog.locator('input#view-name').fill('Scrapes');

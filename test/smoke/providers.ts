@@ -81,7 +81,7 @@ export async function runSmoke(
   for (const p of plan) if (!p.run) log(`skip  ${p.kind.padEnd(11)} ${p.reason}`);
   const planned = plan.filter((p): p is Extract<SmokePlan, { run: true }> => p.run);
   if (planned.length === 0) {
-    log(`ran 0 of ${plan.length} kinds: set a kind's variables to run it (see README, "Providers")`);
+    log(`ran 0 of ${plan.length} kinds: set a kind's variables to run it (see docs/providers.md, "Trying a provider with your own keys")`);
     return { plan, results: [], ok: true };
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'smoke-providers-'));

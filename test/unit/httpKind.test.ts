@@ -1,7 +1,7 @@
 /**
  * The declarative `http` kind without Temporal: configuration errors that name the bad field, the
  * template language (typed placeholders, absent members left out, spreads, encoded path segments,
- * unknown names refused), JSON Pointers, the status map (any case, exact, default), the README's
+ * unknown names refused), JSON Pointers, the status map (any case, exact, default), docs/providers.md's
  * worked example (it must parse), and the Firecrawl kind's status words and documents.
  */
 import fs from 'node:fs';
@@ -264,9 +264,9 @@ describe('http kind configuration', () => {
         }
   });
 
-  it('README’s worked example (Hyperbrowser) is a valid entry', () => {
-    const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
-    const block = /```json\n(\{\n\s+"providers": \{\n\s+"hyperbrowser"[\s\S]*?)\n```/.exec(readme);
+  it('the worked example of docs/providers.md (Hyperbrowser) is a valid entry', () => {
+    const page = fs.readFileSync(path.join(REPO, 'docs/providers.md'), 'utf8');
+    const block = /```json\n(\{\n\s+"providers": \{\n\s+"hyperbrowser"[\s\S]*?)\n```/.exec(page);
     expect(block).not.toBeNull();
     const entry = parseConfig(JSON.parse(block![1]!), {}).providers.hyperbrowser!;
     expect(entry).toMatchObject({ kind: 'http', auth: { in: 'header', name: 'x-api-key' } });

@@ -1,6 +1,6 @@
 /**
  * `npm run demo`: starts every part on embedded defaults (a Temporal dev server, the reference
- * provider, the sample site, a worker) and runs the sample batch; see the README's quick start.
+ * provider, the sample site, a worker) and runs the sample batch; see docs/getting-started.md.
  * A tool beside the product (it starts the dev server and the simulator, which the product never
  * loads). Its exit code is the batch's (130 when a signal cut it short); an error is reported as
  * the `scrape` command line reports one.

@@ -260,7 +260,7 @@ export const WebhookSchemeSchema = z
 export const HttpConfigSchema = z.strictObject({
   kind: z.literal('http'),
   ...httpEndpointFields({ submitTimeoutMs: 15_000, readTimeoutMs: 10_000 }),
-  /** A name for messages and the README (e.g. `Acme Scraper API v3`). */
+  /** A name for messages (e.g. `Acme Scraper API v3`). */
   title: z.string().min(1).max(200).optional(),
   auth: AuthSchema.prefault({ in: 'bearer' }),
   /** Headers sent with every call (never secrets: those go through `auth`). */

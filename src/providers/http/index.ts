@@ -1,7 +1,7 @@
 /**
  * The declarative `http` kind: any "submit, get an ID, poll" API described in configuration
  * (`config.ts`), with templates and JSON Pointers (`template.ts`), no code. Its contract is the
- * entry; README "Providers" has a worked example, `docs/providers/scrapyd.md` a complete one that
+ * entry; docs/providers.md has a worked example, `docs/providers/scrapyd.md` a complete one that
  * the real-server suite runs against Scrapyd.
  */
 import { defineProvider } from '../descriptor.js';
