@@ -147,7 +147,9 @@ describe('README: a front door', () => {
       expect(final, state).toMatch(isFinal ? /^yes/ : /^no$/);
       if (!isFinal) expect(run, state).toBe('Running');
       else if ((UNSUCCESSFUL_STATES as readonly string[]).includes(state))
-        expect(run, state).toContain(`Failed, \`${outcomeFailureType(state as (typeof UNSUCCESSFUL_STATES)[number])}\``);
+        expect(run, state).toContain(
+          `Failed, \`${outcomeFailureType(state as (typeof UNSUCCESSFUL_STATES)[number])}\``,
+        );
       else if (state === 'completed') expect(run, state).toBe('Completed');
       else expect(run, state).toBe('Canceled');
     }
