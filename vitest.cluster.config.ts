@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * `npm run test:cluster`: the production topology (`src/cluster`: PostgreSQL, Temporal as five
+ * `npm run test:cluster`: the production topology (`tools/cluster`: PostgreSQL, Temporal as five
  * processes, Web UI, codec server), started once for the run by `test/cluster/globalSetup.ts`.
  * One file at a time: the files SIGKILL server processes and share two cores with the cluster.
  */

@@ -6,7 +6,9 @@
  * sends), the HTTP API (`POST /v1/scrapes/:id/cancel`) or the CLI (`node bin/scrape.js cancel <job>
  * --no-wait`, a new process: its start-up counts) —
  * and the figure is the time from the request to the provider's `DELETE …/cancel` (the simulator's
- * own receipt time). `--design v1` measures the frozen v1 workflow for the before figure.
+ * own receipt time). `--design inActivity` runs the product's worker with each tracking loop inside
+ * its activity (`detachTracking: false`), whose cancel reaches the loop through the activity's
+ * cancellation instead of the detached tracker.
  *
  *   npm run bench:cancel -- --per-door 5
  */
@@ -32,7 +34,7 @@ import {
   waitForQuietStart,
   withLoadOptions,
 } from './lib/report.js';
-import { startStack, type Design } from './lib/stack.js';
+import { DESIGNS, startStack, type Design } from './lib/stack.js';
 
 const run = promisify(execFile);
 const DOORS = ['signal', 'update', 'native', 'http', 'cli'] as const;
@@ -40,7 +42,7 @@ type Door = (typeof DOORS)[number];
 
 const OptionsSchema = z.object({
   perDoor: z.coerce.number().int().positive(),
-  design: z.enum(['v1', 'v2', 'v3']).default('v3'),
+  design: z.enum(DESIGNS).default('v4'),
   doors: z.string().default(DOORS.join(',')),
   ...LOAD_OPTIONS,
   keepDir: z.boolean().default(false),
@@ -210,7 +212,11 @@ runAsScript(
   'cancel.ts',
   withLoadOptions(new Command('bench:cancel'))
     .option('-n, --per-door <n>', 'jobs cancelled through each door', '5')
-    .option('--design <v1|v2|v3>', 'workflow measured', 'v3')
+    .option(
+      '--design <v4|inActivity>',
+      'worker measured: the product (v4) or its tracking loops inside activities',
+      'v4',
+    )
     .option('--doors <list>', `comma-separated doors (${DOORS.join(',')})`, DOORS.join(','))
     .option('--keep-dir', 'keep the temp directory'),
   (opts) => runCancel(OptionsSchema.parse(opts)),

@@ -32,10 +32,10 @@ import PQueue from 'p-queue';
 import { ScrapeClient } from '../src/client/index.js';
 import { parseConfig } from '../src/config.js';
 import { providerPollDefaults } from '../src/providers/shared/policy.js';
-import { connectOrStartTemporal } from '../src/devserver/connectOrStart.js';
+import { connectOrStartTemporal } from '../tools/devserver/connectOrStart.js';
 import { isFinalState } from '../src/model/states.js';
 import type { PollPolicy } from '../src/model/types.js';
-import { startSim } from '../src/sim/index.js';
+import { startSim } from '../tools/sim/index.js';
 import { openStore } from '../src/store/index.js';
 import { writeWorkflowBundle } from '../src/worker.js';
 
@@ -81,6 +81,8 @@ export interface ChaosReport {
   jobsLost: number;
   lostJobs: string[];
   states: Record<string, number>;
+  /** Why each job that did not complete ended as it did (its last error's code and message). */
+  notCompleted: { jobId: string; state: string; error: string }[];
   workerKills: number;
   storeOutages: number;
   /** How long the chaos lasted, and how long jobs took to end after it stopped. */
@@ -382,6 +384,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     // ---- figures ----
     const rows = await store.db.selectFrom('jobs').selectAll().where('account', '=', 'chaos').execute();
     const states: Record<string, number> = {};
+    const notCompleted: ChaosReport['notCompleted'] = [];
     const lost: string[] = [];
     const byId = new Map(rows.map((r) => [r.id, r]));
     for (const id of jobIds) {
@@ -391,6 +394,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         continue;
       }
       states[r.state] = (states[r.state] ?? 0) + 1;
+      if (r.state !== 'completed') {
+        const e = r.last_error ? (JSON.parse(r.last_error) as { code?: string; message?: string }) : undefined;
+        notCompleted.push({ jobId: id, state: r.state, error: e ? `${e.code ?? ''} ${e.message ?? ''}`.trim() : '—' });
+      }
       const evidence =
         r.state === 'completed'
           ? (await store.results.count({ jobId: id })) === 1
@@ -451,6 +458,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       jobsLost: lost.length,
       lostJobs: lost.slice(0, 20),
       states,
+      notCompleted,
       workerKills: kills,
       storeOutages: outages,
       chaosPhaseMs,
@@ -496,6 +504,7 @@ export function formatChaosReport(r: ChaosReport): string {
         .map(([k, v]) => `${k} ${v}`)
         .join(', '),
     ],
+    ...r.notCompleted.map((n): [string, string] => [`  ${n.state}`, `${n.jobId}: ${n.error}`]),
     ['worker SIGKILLs / store outages', `${r.workerKills} / ${r.storeOutages}`],
     [
       'provider requests (429 / 5xx / dropped)',

@@ -1,12 +1,10 @@
 /**
  * Benchmark 3: what a job costs Temporal as it grows longer. For jobs lasting
- * 1 s, 30 s, 10 min and 2 h of provider time, per design:
- * - `v1`: the frozen `scrapeWorkflow` (`src/legacy/`): a durable timer, then a `checkStatus`
- *   activity, per status check (the earlier design, for before figures);
- * - `v2`: the product before v3 (`scrapeWorkflowV2`: a patch marker and a `TemporalChangeVersion`
- *   upsert per job; tracking loops inside their activities);
- * - `v3`: the product as it is (`ScrapeClient`'s workflow type; tracking loops detached);
- * - `v3+webhooks`: the product with provider webhooks on (`wake` signals; slower polling).
+ * 1 s, 30 s, 10 min and 2 h of provider time, per design (`lib/stack.ts`):
+ * - `v4`: the product as it is (`scrapeWorkflowV4`; tracking loops detached from their activities);
+ * - `inActivity`: the same workflow on a worker started with `detachTracking: false` (each
+ *   tracking loop inside its activity: what the activity's heartbeats and attempts then cost);
+ * - `v4+webhooks`: the product with provider webhooks on (`wake` signals; slower polling).
  * it reports history events and billable Actions counted from the fetched histories
  * (`lib/history.ts`, after Temporal Cloud's published definition:
  * https://docs.temporal.io/cloud/actions), **plus the activity heartbeats that reached the
@@ -55,10 +53,9 @@ const LENGTHS = [
 ] as const;
 
 const DESIGNS = [
-  { name: 'v1', key: 'v1', design: 'v1', provider: 'reference' },
-  { name: 'v2', key: 'v2', design: 'v2', provider: 'reference' },
-  { name: 'v3', key: 'v3', design: 'v3', provider: 'reference' },
-  { name: 'v3+webhooks', key: 'wh', design: 'v3', provider: 'reference_wh' },
+  { name: 'v4', key: 'v4', design: 'v4', provider: 'reference' },
+  { name: 'inActivity', key: 'inActivity', design: 'inActivity', provider: 'reference' },
+  { name: 'v4+webhooks', key: 'wh', design: 'v4', provider: 'reference_wh' },
 ] as const;
 
 const list = <T extends string>(all: readonly T[]) =>
@@ -76,7 +73,7 @@ const OptionsSchema = z.object({
   jobs: z.coerce.number().int().positive(),
   timeScale: z.coerce.number().positive().max(1),
   webhooks: z.boolean().default(true),
-  /** Designs to run (keys: v1, v2, v3, wh), in this order. */
+  /** Designs to run (keys: v4, inActivity, wh), in this order. */
   designs: list(DESIGNS.map((d) => d.key)),
   /** Job lengths to run (keys: 1s, 30s, 10m, 2h). */
   lengths: list(LENGTHS.map((l) => l.key)),
@@ -463,8 +460,8 @@ runAsScript(
   withLoadOptions(new Command('bench:history'))
     .option('-n, --jobs <n>', 'jobs per (length, design)', '5')
     .option('--time-scale <x>', 'simulated-time factor for the 10-minute and 2-hour jobs', '0.1')
-    .option('--no-webhooks', 'skip the v3+webhooks design')
-    .option('--designs <list>', 'designs to run, comma-separated: v1, v2, v3, wh (v3+webhooks)', 'v1,v2,v3,wh')
+    .option('--no-webhooks', 'skip the v4+webhooks design')
+    .option('--designs <list>', 'designs to run, comma-separated: v4, inActivity, wh (v4+webhooks)', 'v4,inActivity,wh')
     .option('--lengths <list>', 'job lengths to run, comma-separated: 1s, 30s, 10m, 2h', '1s,30s,10m,2h')
     .option('--keep-dir', 'keep the temp directory'),
   (opts) => runHistory(OptionsSchema.parse(opts)),

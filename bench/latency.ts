@@ -16,7 +16,7 @@
  */
 import { Command } from 'commander';
 import { z } from 'zod';
-import type { JobTransition } from '../src/sim/index.js';
+import type { JobTransition } from '../tools/sim/index.js';
 import { round, sampleForeignCpu } from './lib/proc.js';
 import {
   finishReport,
@@ -77,7 +77,7 @@ export async function runLatency(o: Options): Promise<Record<string, unknown>> {
   const scenarios: Scenario[] = modes.map((m) => ({
     label: m.name,
     account: m.account,
-    design: 'v3',
+    design: 'v4',
     provider: m.provider,
     policy: {},
     jobs: o.jobs,
@@ -109,7 +109,7 @@ export async function runLatency(o: Options): Promise<Record<string, unknown>> {
         timers.push(setTimeout(() => stack.sim.release(t.job_id), d));
       } else if (t.to === 'completed') completedAt.set(t.job_id, t.at);
     });
-    const worker = await stack.startWorker('v3');
+    const worker = await stack.startWorker('v4');
     // Starts spread evenly over --start-over-s, so that the server is not saturated and the figure
     // is the design's latency, not a backlog's.
     const jobs: Record<string, string[]> = Object.fromEntries(scenarios.map((s) => [s.label, [] as string[]]));

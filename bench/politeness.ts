@@ -4,12 +4,12 @@
  * provider time, with polling only and with webhooks on (the HTTP API receives the simulator's
  * signed events and signals `wake`); and the highest request rate any single job produced.
  *
- * The provider counts requests (`src/sim` stats, one account per scenario). A status and a result
+ * The provider counts requests (`tools/sim` stats, one account per scenario). A status and a result
  * read are the same request (`GET /api/jobs/:id`): status checks are the store's `status_checks`
- * (one per successful `checkStatus`), result reads are the remaining GETs. The minimum: one submit,
- * then the fewest checks any run of the schedule can make before the job is final (every delay at
- * its longest jitter, 1 + jitter), and no separate result read — the final status answer already
- * carries the result. With webhooks the minimum is one submit and one check.
+ * (one per successful status check, `checkOnce`), result reads are the remaining GETs. The
+ * minimum: one submit, then the fewest checks any run of the schedule can make before the job is
+ * final (every delay at its longest jitter, 1 + jitter), and no separate result read — the final
+ * status answer already carries the result. With webhooks the minimum is one submit and one check.
  *
  * The 10-minute jobs run in simulated time: provider duration AND every poll-policy delay (and the
  * deadline) are scaled by `--time-scale` (default 0.1); the schedule is geometric, so request
@@ -90,7 +90,7 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
         length: len.name,
         mode: m.name,
         account: `p-${len.key}-${m.key}`,
-        design: 'v3',
+        design: 'v4',
         provider: m.provider,
         policy:
           scale === 1
@@ -121,7 +121,7 @@ export async function runPoliteness(o: Options): Promise<Record<string, unknown>
   });
   try {
     const foreign = sampleForeignCpu(() => stack.ownProcesses());
-    await stack.startWorker('v3');
+    await stack.startWorker('v4');
     const jobs = await startScenarios(stack, scenarios);
     const all = Object.values(jobs).flat();
     log(`politeness: ${all.length} jobs started`);
@@ -305,7 +305,7 @@ async function politenessLognormal(
   });
   try {
     const foreign = sampleForeignCpu(() => stack.ownProcesses());
-    await stack.startWorker('v3');
+    await stack.startWorker('v4');
     const r = await runLognormal(stack, workload, log);
     const out = {
       benchmark: 'politeness-lognormal',

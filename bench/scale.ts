@@ -33,7 +33,7 @@ import PQueue from 'p-queue';
 import proto from '@temporalio/proto';
 import { z } from 'zod';
 import { DEFAULT_POLL_POLICY } from '../src/model/types.js';
-import type { SimRequestEvent } from '../src/sim/index.js';
+import type { SimRequestEvent } from '../tools/sim/index.js';
 import { cpuDelta, cpuSnapshot, mib, round, sampleForeignCpu, sampleMemory, type Measured } from './lib/proc.js';
 import {
   finishReport,
@@ -56,7 +56,7 @@ import {
   tasksAddedDelta,
 } from './lib/serverMetrics.js';
 import { workerGauges, workerSnapshot, workerWindow, type WorkerGauges } from './lib/workerMetrics.js';
-import { startStack, type Stack } from './lib/stack.js';
+import { DESIGNS, startStack, type Stack } from './lib/stack.js';
 
 const { temporal } = proto;
 
@@ -79,8 +79,8 @@ const OptionsSchema = z.object({
   workerNodeArgs: z.string().default(''),
   /** Environment for the worker process, `KEY=VALUE` (repeatable; e.g. `MALLOC_ARENA_MAX=2`). */
   workerEnv: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*=.*$/)).default([]),
-  /** The workflow and worker measured (`bench/lib/stack.ts`): `v3` the product, `v2` the one before (tracking loops inside activities). */
-  design: z.enum(['v2', 'v3']).default('v3'),
+  /** The worker measured (`bench/lib/stack.ts`): `v4` the product, `inActivity` the product with each tracking loop inside its activity. */
+  design: z.enum(DESIGNS).default('v4'),
   /**
    * Each job's tracking deadline, minutes (default the policy's, 30; 1 s to 30 days, as a request
    * may give): a run whose first submit comes longer than that before the end of its window (a
@@ -466,7 +466,7 @@ export async function runScale(o: Options): Promise<Record<string, unknown>> {
           max: Math.max(...acts),
           samples: acts.length,
         },
-        /** Jobs in the worker's detached tracking loops (design v3; v2's loops hold activity slots instead). */
+        /** Jobs in the worker's detached tracking loops (design v4; `inActivity`'s loops hold activity slots instead). */
         trackedLoops: { mean: round(mean(tracked), 1), max: Math.max(...tracked), last: tracked.at(-1) ?? null },
         workflowActivationsInFlight: { mean: round(mean(wfts), 2), p99: percentile(wfts, 99), max: Math.max(...wfts) },
         cachedWorkflows: last?.numCachedWorkflows ?? null,
@@ -689,7 +689,11 @@ runAsScript(
       [] as string[],
     )
     .option('--deadline-min <min>', "each job's tracking deadline, minutes (default the policy's)")
-    .option('--design <v3|v2>', 'the product (v3) or the one before it (v2: tracking loops inside activities)', 'v3')
+    .option(
+      '--design <v4|inActivity>',
+      'the product (v4) or the product with each tracking loop inside its activity (inActivity)',
+      'v4',
+    )
     .option(
       '--worker-cpu-prof <dir>',
       'write a V8 CPU profile of the worker process into this folder (what its JavaScript thread does)',

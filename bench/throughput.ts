@@ -12,17 +12,20 @@
  *    attributes, summary), its submit's activity options and payload sizes, one search-attribute
  *    upsert with the completion;
  * 4. `floor2` — the two-activity floor;
- * 5. `previous` — the product before detached tracking and v3 (`scrapeWorkflowV2`, tracking loops
- *    inside activities), one worker process: the before figure of the same run;
- * 6. `product` — the product (`--design v3`, or the frozen `v1`), one worker process;
+ * 5. `inActivity` — the product's workflow on a worker started with `detachTracking: false` (each
+ *    tracking loop inside its activity), one worker process;
+ * 6. `product` — the product (`scrapeWorkflowV4`, tracking loops detached), one worker process;
  * 7. `bullmq` — the same loop as `loop` driven by BullMQ on Redis (`lib/bullmqMain.ts`; Debian's
  *    `redis-server`, started here on a free loopback port without persistence, stopped after).
  *
  * For each it reports jobs per second and CPU ms per job from the OS for the worker (the loop
  * process, the Temporal worker, the BullMQ process), the server (the Temporal dev server, Redis)
  * and the driver (this process: simulator, page site, starting client) apart; server operations
- * per job (Temporal: persistence operations of the jobs' namespace; Redis: commands); and every
- * ratio to the one-activity floor and to the loop.
+ * per job (Temporal: persistence operations of the jobs' namespace; Redis: commands); the result
+ * store's statements per job (the product's phases: the worker's and the starting client's); and
+ * every ratio to the one-activity floor and to the loop. After the table it prints, per round, the
+ * product's worker + server CPU per job over the one-activity floor's of the same round and its
+ * store statements per job, beside the goals of issue 37 (≤ 1.15×, ≤ 15 statements).
  *
  *   npm run bench:throughput -- --jobs 1000
  */
@@ -63,7 +66,7 @@ import { historyCost } from './lib/history.js';
 import { waitClosed } from './lib/scenarios.js';
 import { startStack, type BenchWorker, type Stack } from './lib/stack.js';
 
-const PHASES = ['loop', 'floor1', 'floor1v', 'floor2', 'previous', 'product', 'bullmq'] as const;
+const PHASES = ['loop', 'floor1', 'floor1v', 'floor2', 'inActivity', 'product', 'bullmq'] as const;
 type PhaseKey = (typeof PHASES)[number];
 
 const OptionsSchema = z.object({
@@ -90,8 +93,6 @@ const OptionsSchema = z.object({
   keepDir: z.boolean().default(false),
   /** Dev server persistence: the SQLite `file` (default, as in the demo) or `memory` (to show what the file costs). */
   db: z.enum(['file', 'memory']).default('file'),
-  /** Workflow of the product phase: the product's (`v3`) or the frozen v1 (`v1`, the before figure). */
-  design: z.enum(['v1', 'v3']).default('v3'),
   /** Dev server dynamic config `KEY=JSON` pairs (e.g. `system.enableActivityEagerExecution=true`). */
   dynamicConfig: z.array(z.string().regex(/^[A-Za-z0-9_.]+=.+$/)).default([]),
   /**
@@ -151,14 +152,14 @@ export interface PhaseFigures {
   serverRequestsPerJob?: { total: number; byOperation: Record<string, number> } | null;
   /** Temporal phases: the server's own `action` counter per job, by action type. */
   serverActionsPerJob?: { total: number; byType: Record<string, number> } | null;
+  /**
+   * The product's phases: statements the result store ran per job (SQLite, `BEGIN`/`COMMIT`
+   * included): the worker process's, the starting client's (this process), and both; null on
+   * PostgreSQL or when the worker did not answer.
+   */
+  storeStatementsPerJob?: { worker: number; client: number; total: number } | null;
   /** Successful status checks per job (the store's `status_checks`; phases that call the provider). */
   statusChecksPerJob?: number;
-  /**
-   * Product phases: store statements the worker ran per job (SQLite: every statement its store
-   * prepared or reused between the worker's status reports just before the first start and just
-   * after the last run closed; transactions' `begin` and `commit` count).
-   */
-  storeStatementsPerJob?: number;
   /** CPU the idle Temporal dev server used during a phase that does not use it (loop, BullMQ), ms per job; not in any total. */
   idleDevServerCpuMsPerJob?: number;
   /** Temporal phases: the worker's compiled capacity options (tuner, cache, pollers, throttles). */
@@ -351,7 +352,7 @@ async function temporalPhase(
   o: Options,
   log: (l: string) => void,
   spec: {
-    key: 'floor1' | 'floor1v' | 'floor2' | 'previous' | 'product';
+    key: 'floor1' | 'floor1v' | 'floor2' | 'inActivity' | 'product';
     label: string;
     worker: () => Promise<BenchWorker>;
     taskQueue: string;
@@ -361,11 +362,15 @@ async function temporalPhase(
 ): Promise<PhaseFigures> {
   const worker = await spec.worker();
   await new Promise((r) => setTimeout(r, 2_000)); // let the worker settle before measuring
-  const statements = () => worker.statuses.at(-1)?.storeStatements;
-  const statements0 = statements();
   const ns = stack.temporal.namespace;
   const procs: Measured[] = [{ name: 'worker', pid: worker.pid }, ...stack.processes()];
   const s0 = await settledServerSnapshot(stack, ns);
+  // The product's phases: the store statements of the worker and of the starting client, from here.
+  const clientStatements = () =>
+    stack.store.sqliteStatements
+      ? stack.store.sqliteStatements.prepared + stack.store.sqliteStatements.reused
+      : undefined;
+  const st0 = spec.account ? { worker: await worker.storeStatements(), client: clientStatements() } : undefined;
   const t0 = Date.now();
   const cpu0 = cpuSnapshot(procs);
   const mem = sampleMemory(procs);
@@ -391,13 +396,18 @@ async function temporalPhase(
   const svc = stack.temporalClient.connection.workflowService;
   const closeMs = await waitClosed(stack, spec.taskQueue, 60_000);
   if (closeMs === null) log(`${spec.key}: workflows still running 60 s after the last job's work was done`);
-  // The worker reports its statement count every second: wait for a report after the last close.
-  const closedAt = Date.now();
-  await waitUntil(() => (worker.statuses.at(-1)?.at ?? 0) > closedAt, 10_000, 'a worker status report').catch(
-    () => undefined,
-  );
-  const statements1 = statements();
   const cpu = cpuDelta(cpu0, cpuSnapshot(procs));
+  const st1 = st0 ? { worker: await worker.storeStatements(), client: clientStatements() } : undefined;
+  const storeStatementsPerJob =
+    st0?.worker !== undefined && st0.client !== undefined && st1?.worker !== undefined && st1.client !== undefined
+      ? {
+          worker: round((st1.worker - st0.worker) / o.jobs, 2),
+          client: round((st1.client - st0.client) / o.jobs, 2),
+          total: round((st1.worker - st0.worker + st1.client - st0.client) / o.jobs, 2),
+        }
+      : st0
+        ? null
+        : undefined;
   const m = mem.stop();
   const foreignCpu = foreign.stop();
   const s1 = await settledServerSnapshot(stack, ns);
@@ -457,10 +467,8 @@ async function temporalPhase(
           byType: Object.fromEntries(Object.entries(actions.byType).map(([k, v]) => [k, round(v / o.jobs, 2)])),
         }
       : null,
+    storeStatementsPerJob,
     statusChecksPerJob,
-    ...(statements0 !== undefined && statements1 !== undefined
-      ? { storeStatementsPerJob: round((statements1 - statements0) / o.jobs, 2) }
-      : {}),
     workerCapacity: worker.capacity,
     foreign: foreignCpu,
   };
@@ -518,6 +526,48 @@ function medianRound(rounds: PhaseFigures[]): PhaseFigures {
   return sorted[Math.floor((sorted.length - 1) / 2)]!;
 }
 
+/** Issue 37's goal: the product's worker + server CPU per 1-s job at most this many times the one-activity floor's. */
+const CPU_GOAL = 1.15;
+/** Issue 37's goal: at most this many result-store statements per fast job (worker and client). */
+const STATEMENTS_GOAL = 15;
+
+/** One round's figures against issue 37's goals (see `perRound` in {@link runThroughput}). */
+interface RoundFigures {
+  round: number;
+  product: { cpuMsPerJob: number; worker: number | null; server: number | null } | null;
+  floor1: { cpuMsPerJob: number; worker: number | null; server: number | null } | null;
+  cpuVsFloor1: number | null;
+  storeStatementsPerJob: PhaseFigures['storeStatementsPerJob'];
+  foreignCores: { product: number | null; floor1: number | null };
+}
+
+/** The lines printed after the table: per round, the CPU ratio and the store statements beside their goals. */
+function perRoundLines(perRound: readonly RoundFigures[], runMs: number): string[] {
+  const cpu = (f: RoundFigures['product']) =>
+    f ? `${f.cpuMsPerJob} ms (worker ${f.worker} + server ${f.server})` : '—';
+  const lines = [
+    `Per round, the product against the goals of issue 37 (its CPU per ${runMs / 1000}-s job ≤ ${CPU_GOAL}× the one-activity floor measured in the same round; ≤ ${STATEMENTS_GOAL} store statements per fast job):`,
+  ];
+  for (const r of perRound) {
+    if (!r.product) {
+      lines.push(`  round ${r.round}: the product phase did not run`);
+      continue;
+    }
+    const ratioText =
+      r.cpuVsFloor1 === null
+        ? 'no floor1 in this round (add it to --phases)'
+        : `${r.cpuVsFloor1}× (goal ≤ ${CPU_GOAL}×: ${r.cpuVsFloor1 <= CPU_GOAL ? 'within' : 'above'})`;
+    const st = r.storeStatementsPerJob;
+    const statements = st
+      ? `${st.total} (worker ${st.worker} + client ${st.client}; goal ≤ ${STATEMENTS_GOAL}: ${st.total <= STATEMENTS_GOAL ? 'within' : 'above'})`
+      : 'not counted (a store on PostgreSQL, or the worker did not answer)';
+    lines.push(
+      `  round ${r.round}: CPU per job: product ${cpu(r.product)} / floor1 ${cpu(r.floor1)} = ${ratioText}; store statements per job: ${statements}; other processes used ${r.foreignCores.product ?? '—'} / ${r.foreignCores.floor1 ?? '—'} cores`,
+    );
+  }
+  return lines;
+}
+
 /** `a / b` rounded, or null when either is missing. */
 function ratio(a: number | undefined, b: number | undefined, digits = 2): number | null {
   return a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0
@@ -532,7 +582,12 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
   const quiet = await waitForQuietStart(o, log);
   const load = sampleLoad();
   const profile = { concurrency: o.jobs + 10, minRunMs: o.runMs };
-  const base = { loop: 'tp-baseline', previous: 'tp-previous', product: 'tp-temporal', bullmq: 'tp-bullmq' } as const;
+  const base = {
+    loop: 'tp-baseline',
+    inActivity: 'tp-in-activity',
+    product: 'tp-temporal',
+    bullmq: 'tp-bullmq',
+  } as const;
   /** The provider account of a phase in round `r` (0-based): each round's jobs are counted apart. */
   const account = (k: keyof typeof base, r: number) => (r === 0 ? base[k] : `${base[k]}-r${r}`);
   const rounds = Array.from({ length: o.rounds }, (_, r) => r);
@@ -544,13 +599,13 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
     log,
     keepDir: o.keepDir,
     inMemory: o.db === 'memory',
-    designs: phases.includes('previous') ? [o.design, 'v2'] : [o.design],
+    designs: phases.includes('inActivity') ? ['v4', 'inActivity'] : ['v4'],
     dynamicConfig: Object.fromEntries(
       o.dynamicConfig.map((kv) => [kv.slice(0, kv.indexOf('=')), JSON.parse(kv.slice(kv.indexOf('=') + 1))]),
     ),
   });
   try {
-    const productQueue = stack.taskQueue(o.design);
+    const productQueue = stack.taskQueue('v4');
     const floorBundle = path.join(stack.dir, 'floor-bundle.js');
     if (phases.some((p) => p.startsWith('floor'))) await writeFloorBundle(floorBundle);
     const floorPhase = (key: 'floor1' | 'floor1v' | 'floor2', floor: Floor, r: number) => {
@@ -562,7 +617,7 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
         worker: () =>
           stack.startCustomWorker(`floor-${floor}`, FLOOR_WORKER_MAIN, [
             '--config',
-            stack.configFile(o.design),
+            stack.configFile('v4'),
             '--task-queue',
             taskQueue,
             '--bundle',
@@ -606,11 +661,11 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
       if (p === 'floor1') return floorPhase('floor1', 'one', r);
       if (p === 'floor1v') return floorPhase('floor1v', 'visible', r);
       if (p === 'floor2') return floorPhase('floor2', 'two', r);
-      if (p === 'product' || p === 'previous') {
-        const design = p === 'product' ? o.design : 'v2';
+      if (p === 'product' || p === 'inActivity') {
+        const design = p === 'product' ? 'v4' : 'inActivity';
         return temporalPhase(stack, o, log, {
           key: p,
-          label: p === 'product' ? `product (${design})` : 'previous (v2, loops in activities)',
+          label: p === 'product' ? 'product (v4)' : 'product, tracking loops inside activities',
           taskQueue: stack.taskQueue(design),
           account: account(p, r),
           worker: () =>
@@ -676,6 +731,39 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
           },
         ]),
     );
+    // Issue 37's goals, round by round: the product's CPU per job over that of the one-activity floor
+    // measured in the same round (the rounds differ more than the phases of one round), and the
+    // product's store statements per job.
+    const perRound = rounds.map((r) => {
+      const of = (k: PhaseKey) => all.find((x) => x.round === r && x.key === k && !x.unavailable);
+      const product = of('product');
+      const floor = of('floor1');
+      return {
+        round: r + 1,
+        /** The product's worker + server CPU per job, ms, and each apart. */
+        product: product
+          ? {
+              cpuMsPerJob: product.cpuMsPerJob.workerPlusServer!,
+              worker: product.cpuMsPerJob.worker ?? null,
+              server: product.cpuMsPerJob.server ?? null,
+            }
+          : null,
+        /** The one-activity floor's, the same figures. */
+        floor1: floor
+          ? {
+              cpuMsPerJob: floor.cpuMsPerJob.workerPlusServer!,
+              worker: floor.cpuMsPerJob.worker ?? null,
+              server: floor.cpuMsPerJob.server ?? null,
+            }
+          : null,
+        /** product / floor1 (worker + server CPU per job); goal ≤ {@link CPU_GOAL}. */
+        cpuVsFloor1: ratio(product?.cpuMsPerJob.workerPlusServer, floor?.cpuMsPerJob.workerPlusServer),
+        /** The product's store statements per job; goal ≤ {@link STATEMENTS_GOAL} in all. */
+        storeStatementsPerJob: product?.storeStatementsPerJob ?? null,
+        /** Cores other processes used during the product's phase and the floor's. */
+        foreignCores: { product: product?.foreign.foreignCores ?? null, floor1: floor?.foreign.foreignCores ?? null },
+      };
+    });
     // The floors are only a floor if their workers have the product's capacity: compared here.
     const productCapacity = by.product?.workerCapacity;
     const capacityCheck = Object.fromEntries(
@@ -710,6 +798,9 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
       /** Every round of every phase, in the order run (with `--rounds 1` the same as `phases`). */
       rounds: all,
       ratios,
+      /** Per round: the product's CPU per job over the one-activity floor's of that round, and its store statements per job (issue 37's goals). */
+      perRound,
+      goals: { cpuVsFloor1: CPU_GOAL, storeStatementsPerJob: STATEMENTS_GOAL },
       /** Per floor: whether its worker's compiled capacity options equal the product worker's (and which differ). */
       floorCapacityMatchesProduct: capacityCheck,
     };
@@ -723,7 +814,6 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
         ...cols.map((r) => (r.unavailable ? `not run: ${r.unavailable}` : `${r.completed}/${r.jobs}`)),
       ],
       ['status checks per job (store)', ...cols.map((r) => cell(r, (x) => x.statusChecksPerJob))],
-      ['store statements per job (worker)', ...cols.map((r) => cell(r, (x) => x.storeStatementsPerJob))],
       [
         'wall time, first start → last job done',
         ...cols.map((r) => cell(r, (x) => `${(x.wallMs / 1000).toFixed(1)} s`)),
@@ -785,6 +875,18 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
         '  × 1-activity floor (persistence ops)',
         ...cols.map((r) => cell(r, (x) => ratios[x.key]?.serverOperationsVsFloor1)),
       ],
+      [
+        'store statements per job: worker + client = all',
+        ...cols.map((r) =>
+          cell(r, (x) =>
+            x.storeStatementsPerJob
+              ? `${x.storeStatementsPerJob.worker} + ${x.storeStatementsPerJob.client} = ${x.storeStatementsPerJob.total}`
+              : x.storeStatementsPerJob === null
+                ? '— (not counted)'
+                : undefined,
+          ),
+        ),
+      ],
       ['heartbeats that reached the server, per job', ...cols.map((r) => cell(r, (x) => x.heartbeatsPerJob))],
       ["server's own action counter per job", ...cols.map((r) => cell(r, (x) => x.serverActionsPerJob?.total))],
       [
@@ -810,6 +912,7 @@ export async function runThroughput(o: Options): Promise<Record<string, unknown>
       ['CPU of other processes during the phase (cores)', ...cols.map((r) => cell(r, (x) => x.foreign.foreignCores))],
     ];
     console.log(table(['figure', ...cols.map((r) => r.label)], rows));
+    console.log(perRoundLines(perRound, o.runMs).join('\n'));
     const mismatch = Object.entries(capacityCheck).filter(([, v]) => !v.same);
     if (mismatch.length)
       console.log(
@@ -844,11 +947,6 @@ runAsScript(
     .option('--rounds <n>', 'rounds of every phase, rotated; the table shows medians', '1')
     .option('--worker-cpu-prof <dir>', "write a V8 CPU profile of each product worker's main thread under this folder")
     .option('--db <file|memory>', 'dev server persistence', 'file')
-    .option(
-      '--design <v1|v3>',
-      'workflow of the product phase (v1: the frozen earlier workflow, for before figures)',
-      'v3',
-    )
     .option(
       '--dynamic-config <key=json...>',
       'dev server dynamic config, e.g. system.enableActivityEagerExecution=true',

@@ -142,7 +142,10 @@ export function webhookProviderNames(config: Config): string[] {
 
 /** Reads and parses the JSON file at `path` (default `$SCRAPE_CONFIG`). Throws when missing or invalid. */
 export function loadConfigFile(path = process.env.SCRAPE_CONFIG, env: NodeJS.ProcessEnv = process.env): Config {
-  if (!path) throw new Error('no configuration file: set SCRAPE_CONFIG to a JSON file (see README, "Providers")');
+  if (!path)
+    throw new Error(
+      'no configuration file: set SCRAPE_CONFIG to a JSON file (see docs/providers.md, "Configuring an entry")',
+    );
   let raw: unknown;
   try {
     raw = JSON.parse(fs.readFileSync(path, 'utf8'));

@@ -8,8 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import { ScrapeClient } from './client/index.js';
 import { dataConverterFor } from './codec/config.js';
 import { providerPollDefaults } from './providers/shared/policy.js';
-import { hasCredentialFor } from './providers/shared/credentials.js';
-import { costOf } from './providers/kinds.js';
+import { costOf, credentialConfigured } from './providers/kinds.js';
 import { loadConfigFile, webhookProviderNames, type Config } from './config.js';
 import { connectionOptionsFromEnv } from './client/connection.js';
 import { storeMetrics } from './observability/metrics.js';
@@ -97,7 +96,7 @@ export async function openRuntime(
     pollDefaults: (provider) => providerPollDefaults(config, provider),
     hasCredential: (provider, account) => {
       const entry = config.providers[provider];
-      return entry === undefined || hasCredentialFor(entry, account);
+      return entry === undefined || credentialConfigured(entry, account);
     },
     estimateCost: (provider, request) => {
       const entry = config.providers[provider];

@@ -2,7 +2,7 @@
  * The Temporal worker entry point: registers the scrape workflows and the activities built from
  * the configured store and providers, on the configured task queue.
  *
- * Run: `SCRAPE_CONFIG=config.json npm run worker` (see README). Stops cleanly on SIGINT/SIGTERM:
+ * Run: `SCRAPE_CONFIG=config.json npm run worker` (docs/operations.md). Stops cleanly on SIGINT/SIGTERM:
  * it stops polling, running activities get the shutdown grace time to finish and report, then are
  * cancelled (a submit still waiting for its answer reports `ambiguous`, and the process records
  * that answer when it comes, before it closes the store); the server retries anything unfinished
@@ -38,13 +38,14 @@ import { activityInterceptors, workflowInterceptorModule, workflowSpanSinks } fr
 import { ProviderRegistry } from './providers/registry.js';
 import { openStore, type Store } from './store/index.js';
 import { temporalConnectionOptions } from './runtime.js';
-import { checkSearchAttributes } from './namespaceCheck.js';
+import { checkSearchAttributes } from './namespace.js';
 import { openRetiredRuns } from './client/upgrade.js';
 import { credentialProblems } from './providers/shared/credentials.js';
+import { needsCredential } from './providers/kinds.js';
 
 export { settleDetachedCalls };
 export { HEARTBEAT_THROTTLE_MS, ScrapeWorker };
-export { checkSearchAttributes, MissingSearchAttributesError, type SearchAttributeProblem } from './namespaceCheck.js';
+export { checkSearchAttributes, MissingSearchAttributesError, type SearchAttributeProblem } from './namespace.js';
 
 /** Absolute path of the workflows module (TypeScript source under tsx, compiled JS under dist/). */
 export function workflowsPath(): string {
@@ -193,7 +194,7 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Scr
   });
   await warnOfRetiredRuns(temporal);
   for (const [name, entry] of Object.entries(opts.config.providers))
-    for (const c of credentialProblems(entry, name))
+    for (const c of needsCredential(entry) ? credentialProblems(entry, name) : [])
       Runtime.instance().logger.warn(`credential missing: ${c.problem}`, { provider: name, account: c.account });
   const tracker =
     opts.detachTracking === false

@@ -13,10 +13,10 @@ import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import Fastify from 'fastify';
 import { parseConfig, type Config } from '../../src/config.js';
-import { connectOrStartTemporal } from '../../src/devserver/connectOrStart.js';
+import { connectOrStartTemporal } from '../../tools/devserver/connectOrStart.js';
 import { openRuntime, type Runtime } from '../../src/runtime.js';
-import { startSim, type Sim } from '../../src/sim/index.js';
-import type { AccountInput } from '../../src/sim/schemas.js';
+import { startSim, type Sim } from '../../tools/sim/index.js';
+import type { AccountInput } from '../../tools/sim/schemas.js';
 import { writeWorkflowBundle } from '../../src/worker.js';
 import { REPO } from './report.js';
 

@@ -55,7 +55,7 @@ export interface HistoryCost {
   actions: number;
   /** Action kind → count. */
   actionsByKind: Record<string, number>;
-  /** Status-check activities (`checkStatus` (v1) / `awaitStatus` (v2)) and their attempts. */
+  /** Tracking activities (`trackStatus`: the status checks of a job after its submit) and their attempts. */
   statusActivities: { scheduled: number; attempts: number };
 }
 
@@ -106,7 +106,7 @@ export async function historyCost(client: Client, workflowId: string): Promise<H
         case ET.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {
           add('schedule_activity');
           const type = e.activityTaskScheduledEventAttributes?.activityType?.name ?? '';
-          if (type === 'checkStatus' || type === 'awaitStatus') {
+          if (type === 'trackStatus') {
             statusScheduled.add(String(e.eventId));
             out.statusActivities.scheduled++;
           }

@@ -68,7 +68,7 @@ export async function runLognormal(
   );
   const start = async (account: string, i: number, learn: boolean) =>
     (
-      await stack.clients.v3.startScrape({
+      await stack.clients.v4.startScrape({
         account,
         provider: 'reference',
         url: stack.pageUrl(i),

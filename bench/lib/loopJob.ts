@@ -4,13 +4,12 @@
  * BullMQ on Redis (`bullmqMain.ts`) — so that both make exactly the same provider and store calls
  * and differ only in what drives them (`setTimeout` versus delayed queue jobs):
  *
- * | product (client, workflow activities)                 | here                                   |
- * |--------------------------------------------------------|----------------------------------------|
- * | `ScrapeClient.startScrape`: `store.insertJob`            | {@link LoopJob.insert}: the same row     |
- * | `registerJob`: `store.registerJob`, `appendEvent`        | {@link LoopJob.submit}: the same calls,  |
- * | `submitScrape`: `recordSubmitIntent`, submit, `recordTaskId` | then these three                   |
- * | `awaitStatus`, one check: status GET, `recordStatusCheck` | {@link LoopJob.check}: the same calls   |
- * | the final check: `writeResultOnce` from the status answer | the same (a result GET only when the answer carries no result) |
+ * | product (client, workflow activities)                        | here                                     |
+ * |---------------------------------------------------------------|------------------------------------------|
+ * | `ScrapeClient.startScrape`: `store.jobs.insert`                 | {@link LoopJob.insert}: the same row       |
+ * | `submitJob`: register the job, its submit intent, the submit, its task ID | {@link LoopJob.submit}: the same calls |
+ * | one status check (`checkOnce`, in the submit's fast path or `trackStatus`): status GET, `recordCheck` | {@link LoopJob.check}: the same calls |
+ * | the final check: `results.writeOnce` from the status answer     | the same (a result GET only when the answer carries no result) |
  *
  * The provider is the real `ReferenceAdapter` behind the real shared `KeyLimiter`, from the same
  * `ProviderRegistry` the worker builds; the wait between checks is the product's

@@ -11,7 +11,7 @@ import type { Design, Stack } from './stack.js';
 
 /** One scenario. */
 export interface Scenario {
-  /** Label in tables, e.g. `1 s · v2`. */
+  /** Label in tables, e.g. `1 s · v4`. */
   label: string;
   /** Simulator account (and ours); one per scenario. */
   account: string;

@@ -1,8 +1,9 @@
 /**
- * The poll schedule of `src/workflows/scrape.ts` as arithmetic: the delay before status check n is
- * `min(maxDelayMs, initialDelayMs × multiplier^n)` (× `webhookSlowdown` when webhooks are on),
- * times a jitter factor in `[1 − jitter, 1 + jitter]`. Used for "the minimum the schedule allows"
- * and for the demand a set of waiting jobs puts on the system. All durations in ms.
+ * The poll schedule of `src/model/schedule.ts` (`scheduleDelay`) as arithmetic: the delay before
+ * status check n is `min(maxDelayMs, initialDelayMs × multiplier^n)` (× `webhookSlowdown` when
+ * webhooks are on), times a jitter factor in `[1 − jitter, 1 + jitter]`. Used for "the minimum
+ * the schedule allows" and for the demand a set of waiting jobs puts on the system. All durations
+ * in ms.
  */
 import type { PollPolicy } from '../../src/model/types.js';
 

@@ -1,6 +1,6 @@
 /**
  * The real stack the benchmarks run on: a Temporal dev server (SQLite file, its own temp
- * directory; or `TEMPORAL_ADDRESS`), the reference provider (`src/sim`, a real HTTP server) with one
+ * directory; or `TEMPORAL_ADDRESS`), the reference provider (`tools/sim`, a real HTTP server) with one
  * account per scenario, a small page site it really fetches, the SQLite result store, workers in
  * child processes (`workerMain.ts`), the typed client and, with `webhooks`, the HTTP API
  * (`src/api`) receiving the provider's signed webhooks.
@@ -21,8 +21,8 @@ import { buildApi } from '../../src/api/app.js';
 import { hashApiKey } from '../../src/api/auth.js';
 import { ScrapeClient } from '../../src/client/index.js';
 import { parseConfig, webhookProviderNames, type Config } from '../../src/config.js';
-import { connectOrStartTemporal, type TemporalTarget } from '../../src/devserver/connectOrStart.js';
-import { startSim, type ProfileInput, type Sim, type SimOptions } from '../../src/sim/index.js';
+import { connectOrStartTemporal, type TemporalTarget } from '../../tools/devserver/connectOrStart.js';
+import { startSim, type ProfileInput, type Sim, type SimOptions } from '../../tools/sim/index.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { writeWorkflowBundle } from '../../src/worker.js';
 import type { Measured } from './proc.js';
@@ -31,14 +31,15 @@ import type { WorkerMessage } from './workerMain.js';
 import type { LoopFigures } from './workerRuntime.js';
 
 /**
- * The workflow measured, for before/after figures: `v3` (the product: `scrapeWorkflowV3`, its
- * tracking loops detached from their activities), `v2` (the product before them:
- * `scrapeWorkflowV2`, which records a patch marker and a `TemporalChangeVersion` upsert per job,
- * its worker running each tracking loop inside its activity) or `v1` (the frozen
- * `scrapeWorkflow`: a durable timer and a status activity per check). Each runs on the product's
- * worker (it registers every type) on its own task queue.
+ * What is measured: the product's one workflow type (`scrapeWorkflowV4`) on one of two workers:
+ * `v4`, the product as it runs (tracking loops detached from their activities), or `inActivity`,
+ * the same workflow on a worker started with `detachTracking: false` (each tracking loop runs
+ * inside its activity and holds its slot for the job's whole wait). Each has its own task queue.
  */
-export type Design = 'v1' | 'v2' | 'v3';
+export type Design = 'v4' | 'inActivity';
+
+/** Every {@link Design}, in the order the benchmarks list them. */
+export const DESIGNS: readonly Design[] = ['v4', 'inActivity'];
 
 /** One simulator account (and our account of the same name). */
 export interface BenchAccount {
@@ -75,7 +76,7 @@ export interface StackOptions {
   webhooks?: boolean;
   /** Start the dev server with its Web UI (default headless). */
   ui?: boolean;
-  /** Designs to run (default `v3` only). */
+  /** Designs to run (default `v4` only). */
   designs?: Design[];
   /** Concurrent provider calls per provider key on a worker (default 50). */
   maxConcurrent?: number;
@@ -93,7 +94,7 @@ export interface StackOptions {
 
 /** A worker child process. */
 export interface BenchWorker {
-  /** Label in logs and file names (`v3`, `floor-one`, …). */
+  /** Label in logs and file names (`v4`, `floor-one`, …). */
   label: string;
   /** The product design it runs; undefined for another worker (a Temporal floor). */
   design?: Design;
@@ -111,9 +112,13 @@ export interface BenchWorker {
     loop?: LoopFigures;
     memory?: NodeJS.MemoryUsage;
     tracked?: number;
-    /** Store statements the worker has run since it opened its store (SQLite only). */
-    storeStatements?: number;
   }[];
+  /**
+   * Statements the worker's result store has run since it opened (SQLite: prepared + reused, each
+   * `BEGIN`/`COMMIT` included; `statementCache.ts`), asked over IPC; undefined for a worker that does
+   * not answer within 5 s (a floor's) or a store on PostgreSQL.
+   */
+  storeStatements(): Promise<number | undefined>;
   /** Asks the worker to shut down (SIGKILL after 15 s); resolves when it exited. */
   stop(): Promise<void>;
 }
@@ -129,7 +134,7 @@ export interface Stack {
   sim: Sim;
   store: Store;
   config: Config;
-  /** The client of each design (the retry design's starts go to its own task queue). */
+  /** The client of each design (each starts the product's workflow on its design's task queue). */
   clients: Record<Design, ScrapeClient>;
   temporalClient: Client;
   /** The HTTP API base URL, with `webhooks`. */
@@ -143,7 +148,7 @@ export interface Stack {
    * product's workers.
    */
   startCustomWorker(label: string, script: string, args: readonly string[]): Promise<BenchWorker>;
-  /** The product's prebuilt workflow bundle (both workflow types). */
+  /** The product's prebuilt workflow bundle. */
   bundle: string;
   /** The configuration file of a prepared design (its task queue), for a worker or the CLI. */
   configFile(design: Design): string;
@@ -217,13 +222,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     // figures measure steady-state costs, not the adaptive limit's ramp-up.
     const limits = { maxConcurrent: opts.maxConcurrent ?? 50, minIntervalMs: 0, activeJobs: { initial: 100_000 } };
     const queues: Record<Design, string> = {
-      v3: `bench-${opts.name}-v3-${process.pid}`,
-      v2: `bench-${opts.name}-v2-${process.pid}`,
-      v1: `bench-${opts.name}-v1-${process.pid}`,
+      v4: `bench-${opts.name}-v4-${process.pid}`,
+      inActivity: `bench-${opts.name}-in-activity-${process.pid}`,
     };
     const config = parseConfig(
       {
-        temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: queues.v3 },
+        temporal: { address: temporal.address, namespace: temporal.namespace, taskQueue: queues.v4 },
         // SCRAPE_BENCH_STORE_URL: e.g. the cluster's PostgreSQL (`npm run cluster` prints it).
         storeUrl: process.env.SCRAPE_BENCH_STORE_URL ?? `sqlite:${path.join(dir, 'store.db')}`,
         defaultProvider: 'reference',
@@ -256,36 +260,25 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     cleanups.push(() => connection.close());
     const temporalClient = new Client({ connection, namespace: temporal.namespace });
     const webhookProviders = webhookProviderNames(config);
-    const clients: Record<Design, ScrapeClient> = {
-      v3: new ScrapeClient({
-        temporal: temporalClient,
-        store,
-        taskQueue: queues.v3,
-        defaultProvider: 'reference',
-        webhookProviders,
-      }),
-      v2: new ScrapeClient({
-        temporal: temporalClient,
-        store,
-        taskQueue: queues.v2,
-        defaultProvider: 'reference',
-        webhookProviders,
-        workflowType: 'scrapeWorkflowV2',
-      }),
-      v1: new ScrapeClient({
-        temporal: temporalClient,
-        store,
-        taskQueue: queues.v1,
-        defaultProvider: 'reference',
-        webhookProviders,
-        workflowType: 'scrapeWorkflow',
-      }),
-    };
+    // One workflow type: the designs differ in their workers only, so each client starts the
+    // product's workflow on its design's task queue.
+    const clients = Object.fromEntries(
+      DESIGNS.map((d) => [
+        d,
+        new ScrapeClient({
+          temporal: temporalClient,
+          store,
+          taskQueue: queues[d],
+          defaultProvider: 'reference',
+          webhookProviders,
+        }),
+      ]),
+    ) as Record<Design, ScrapeClient>;
 
     let apiUrl: string | undefined;
     if (opts.webhooks) {
       const app = await buildApi({
-        client: clients.v3,
+        client: clients.v4,
         store,
         config,
         keys: [{ account: opts.accounts[0]!.name, sha256: hashApiKey(randomBytes(32).toString('hex')), name: 'bench' }],
@@ -297,8 +290,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 
     const configFiles = {} as Record<Design, string>;
     const bundle = path.join(dir, 'bundle.js');
-    await writeWorkflowBundle(bundle); // the product's bundle: every workflow type
-    for (const d of opts.designs ?? ['v3']) {
+    await writeWorkflowBundle(bundle); // the product's bundle
+    for (const d of opts.designs ?? ['v4']) {
       configFiles[d] = path.join(dir, `config-${d}.json`);
       fs.writeFileSync(
         configFiles[d],
@@ -326,12 +319,26 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         },
       );
       fs.closeSync(fd);
+      const statementWaiters: ((n: number | undefined) => void)[] = [];
       const w: BenchWorker = {
         label,
         design,
         pid: child.pid!,
         written: new Map(),
         statuses: [],
+        storeStatements: () =>
+          new Promise<number | undefined>((resolve) => {
+            if (!child.connected) return resolve(undefined);
+            const done = (n: number | undefined) => {
+              clearTimeout(timer);
+              const i = statementWaiters.indexOf(done);
+              if (i >= 0) statementWaiters.splice(i, 1);
+              resolve(n);
+            };
+            const timer = setTimeout(() => done(undefined), 5_000);
+            statementWaiters.push(done);
+            child.send({ t: 'statements' });
+          }),
         stop: async () => {
           if (child.exitCode !== null || child.signalCode !== null) return;
           const done = new Promise<void>((r) => child.once('exit', () => r()));
@@ -356,14 +363,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
               loop: m.loop,
               memory: m.memory,
               tracked: m.tracked,
-              storeStatements: m.storeStatements,
             });
           else if (m.t === 'ready') {
             w.metricsUrl = m.metricsUrl;
             w.capacity = m.capacity;
             clearTimeout(timer);
             resolve();
-          } else if (m.t === 'error') log(`worker ${label}: ${m.message}`);
+          } else if (m.t === 'statements') statementWaiters.shift()?.(m.statements);
+          else if (m.t === 'error') log(`worker ${label}: ${m.message}`);
         });
         child.once('exit', (code, sig) => {
           clearTimeout(timer);

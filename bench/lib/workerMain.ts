@@ -1,10 +1,9 @@
 /**
  * A worker in its own process for the benchmarks, so that its CPU and memory are read from the OS
- * apart from the Temporal server and the benchmark process. It runs either
- * the product's worker (`createScrapeWorker`: the product's workflow bundle, every workflow type,
- * and activities) on the task queue of its design (`v1`, `v2` or `v3`, see `bench/lib/stack.ts`;
- * for `v2` the tracking loops run inside their activities, as before detached loops).
- *
+ * apart from the Temporal server and the benchmark process. It runs the product's worker
+ * (`createScrapeWorker`: the product's workflow bundle and activities) on the task queue of its
+ * design (see `bench/lib/stack.ts`): `v4` as the product runs it, `inActivity` with
+ * `detachTracking: false` (each tracking loop inside its activity). *
  * It reports to the parent over IPC: `ready` {pid, metricsUrl, capacity} (the SDK's Prometheus
  * endpoint of this process and the worker's compiled capacity options, `workerRuntime.ts`);
  * `written` {jobId, at} from the product's `afterResultWritten` activity hook (epoch ms taken
@@ -13,8 +12,9 @@
  * the event loop over the interval (utilization, lag p50/p99/max — better-sqlite3 is synchronous,
  * so a store write waiting for SQLite's lock stalls every task of the worker) and
  * `process.memoryUsage()` (`rss` is the whole process; the heap figures and `external` are this
- * main thread's isolate only, the workflow thread and the SDK's native core are in the rest) and
- * the store statements the worker has run so far (SQLite). It
+ * main thread's isolate only, the workflow thread and the SDK's native core are in the rest);
+ * `statements` {statements} in answer to a `statements` message: the statements its result store
+ * ran since it opened (SQLite's prepared + reused, `statementCache.ts`; undefined on PostgreSQL). It
  * stops on a `stop` message, SIGTERM or the parent's disconnect; with `--cpu-profile-dir DIR` it
  * writes a CPU profile of its main thread (`worker-<pid>.cpuprofile`) before it stops. The
  * maintenance schedules are not installed (their cost is per schedule tick, not per job).
@@ -43,14 +43,17 @@ export type WorkerMessage =
       memory?: NodeJS.MemoryUsage;
       /** Jobs the worker tracks in detached polling loops (0 for a design whose loops run inside activities). */
       tracked?: number;
-      /** Store statements this worker has run since it opened its store (SQLite: every statement prepared or reused; absent on PostgreSQL). */
-      storeStatements?: number;
+    }
+  | {
+      t: 'statements';
+      /** Statements the worker's store ran since it opened (prepared + reused); undefined on PostgreSQL. */
+      statements?: number;
     }
   | { t: 'error'; message: string };
 
 const OptionsSchema = z.object({
   config: z.string().min(1),
-  design: z.enum(['v1', 'v2', 'v3']),
+  design: z.enum(['v4', 'inActivity']),
   bundle: z.string().min(1),
   statusEveryMs: z.coerce.number().int().min(50).default(1_000),
   maxActivities: z.coerce.number().int().positive().optional(),
@@ -93,8 +96,8 @@ async function main(): Promise<void> {
   const program = new Command('bench-worker')
     .requiredOption('--config <file>', 'worker configuration (JSON)')
     .requiredOption(
-      '--design <v1|v2|v3>',
-      'which workflow is measured (labels the worker; the product worker runs every type; v2 keeps tracking loops inside activities)',
+      '--design <v4|inActivity>',
+      'which worker is measured: the product (v4) or the product with each tracking loop inside its activity (inActivity)',
     )
     .requiredOption('--bundle <file>', 'prebuilt workflow bundle')
     .option('--status-every-ms <ms>', 'worker status report interval', '1000')
@@ -116,7 +119,7 @@ async function main(): Promise<void> {
     hooks,
     maxConcurrentActivityTaskExecutions: o.maxActivities,
     maxCachedWorkflows: o.maxCachedWorkflows,
-    detachTracking: o.design !== 'v2',
+    detachTracking: o.design !== 'inActivity',
   });
   const timer = setInterval(
     () =>
@@ -127,9 +130,6 @@ async function main(): Promise<void> {
         loop: runtime.loop(),
         memory: process.memoryUsage(),
         tracked: worker.tracker?.size ?? 0,
-        ...(store.sqliteStatements
-          ? { storeStatements: store.sqliteStatements.prepared + store.sqliteStatements.reused }
-          : {}),
       }),
     o.statusEveryMs,
   );
@@ -149,8 +149,12 @@ async function main(): Promise<void> {
       // already stopping
     }
   };
+  const statements = () =>
+    store.sqliteStatements ? store.sqliteStatements.prepared + store.sqliteStatements.reused : undefined;
   process.on('message', (m: unknown) => {
-    if (m && typeof m === 'object' && (m as { t?: unknown }).t === 'stop') void stop();
+    const t = m && typeof m === 'object' ? (m as { t?: unknown }).t : undefined;
+    if (t === 'stop') void stop();
+    else if (t === 'statements') send({ t: 'statements', statements: statements() });
   });
   process.on('SIGTERM', () => void stop());
   process.on('disconnect', () => {

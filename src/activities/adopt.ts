@@ -82,7 +82,7 @@ export function adoptActivities(kit: ActivityKit) {
       let seen;
       try {
         seen = await kit.call(row.provider, row.account, (p) =>
-          p.adapter.status(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+          p.adapter.status(input.taskId, kit.taskCall(p, row, input.taskId)),
         );
       } catch (e) {
         if (!isProviderError(e) || !['not_found', 'permanent', 'expired', 'conflict'].includes(e.kind)) rethrow(e);

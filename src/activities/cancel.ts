@@ -58,7 +58,7 @@ export function cancelActivities(kit: ActivityKit) {
       }
       try {
         const answer = await kit.call(ref.provider, ref.account, (p) =>
-          p.adapter.cancel(ref.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+          p.adapter.cancel(ref.taskId, kit.taskCall(p, row, ref.taskId)),
         );
         await store.findings.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
         // The row shows what the provider last said, the cancel's answer included (`ABORTED`, `cancelled`).

@@ -7,7 +7,10 @@ import type { Client } from '@temporalio/client';
 import { isProviderError, ProviderError } from '../providers/shared/errors.js';
 import { redactProviderValue } from '../lib/sanitize.js';
 import type { ProviderRegistry, ResolvedProvider } from '../providers/registry.js';
-import type { Store } from '../store/index.js';
+import type { CallContext, TaskContext } from '../providers/adapter.js';
+import type { ScrapeRequest } from '../model/types.js';
+import { providerKeys } from '../providers/shared/keys.js';
+import { Store, type JobRow } from '../store/index.js';
 import type { DetachedTracker } from './tracker.js';
 import { currentAttempt, type AttemptContext } from './attemptContext.js';
 
@@ -117,6 +120,41 @@ export interface ActivityKit {
   heartbeat(details?: unknown): void;
   /** Records a sanitised incident from a provider error. */
   recordIncident(jobId: string, phase: string, e: ProviderError): Promise<void>;
+  /**
+   * The context of a call about task `taskId` of job `row` through `p` (status, result, cancel):
+   * the credential, every secret, the attempt's signal and {@link taskContextOf} the row (its kept
+   * submit answer only when `taskId` is the row's task). Without a row, the first three only.
+   */
+  taskCall(p: ResolvedProvider, row: JobRow | undefined, taskId: string): CallContext;
+}
+
+/** The {@link TaskContext} of a task a submit of `job` just got (`accepted`), before its row holds it. */
+export function acceptedTask(
+  job: { account: string; key: string; request: ScrapeRequest },
+  accepted: { submitAnswer?: Record<string, unknown> },
+): TaskContext {
+  const submitAnswer = accepted.submitAnswer ? { submitAnswer: accepted.submitAnswer } : {};
+  return { request: job.request, clientRef: providerKeys(job.account, job.key).clientRef, ...submitAnswer };
+}
+
+/**
+ * What a call about job `row`'s task may need besides its ID: the request as submitted, our client
+ * reference and the kept fields of the submit's answer (`submit_answer`). Undefined when the row's
+ * JSON cannot be read (the call then goes without it, as it would for a kind that needs none).
+ */
+export function taskContextOf(row: JobRow, taskId: string = row.task_id ?? ''): TaskContext | undefined {
+  try {
+    const j = Store.jobInput(row);
+    return {
+      request: j.request as ScrapeRequest,
+      clientRef: providerKeys(row.account, row.idem_key).clientRef,
+      ...(row.submit_answer && row.task_id === taskId
+        ? { submitAnswer: JSON.parse(row.submit_answer) as Record<string, unknown> }
+        : {}),
+    };
+  } catch {
+    return undefined;
+  }
 }
 
 /** The last heartbeat details of each running attempt. */
@@ -180,6 +218,10 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
       // shows the latest heartbeat's details, and a bare one would blank them.
       if (details !== undefined) lastDetails.set(ctx, details);
       ctx.heartbeat(details ?? lastDetails.get(ctx));
+    },
+    taskCall(p, row, taskId) {
+      const task = row ? taskContextOf(row, taskId) : undefined;
+      return { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...(task ? { task } : {}) };
     },
     async recordIncident(jobId, phase, e) {
       const ev = e.details.evidence;

@@ -9,7 +9,8 @@
  *
  * | file | activities |
  * |---|---|
- * | `submit.ts` | `submitJob`, `findRecordedTask`, `registerJob` |
+ * | `submit.ts` | `submitJob` |
+ * | `jobRow.ts` | `registerJob`, `findRecordedTask` |
  * | `reconcile.ts` | `reconcileJob` |
  * | `adopt.ts` | `adoptTask` |
  * | `track.ts`, `tracker.ts`, `poll.ts` | `trackStatus` (the polling loop in the worker, heartbeats throttled; detached for async completion in a worker with a tracker; `poll.ts` is one check and the result written once) |
@@ -22,6 +23,7 @@ import { cancelActivities } from './cancel.js';
 import { reconcileActivities } from './reconcile.js';
 import { recordActivities } from './record.js';
 import { submitActivities } from './submit.js';
+import { jobRowActivities } from './jobRow.js';
 import { trackActivities } from './track.js';
 
 export type { ActivityDeps, TaskRef } from './context.js';
@@ -39,6 +41,7 @@ export function createActivities(deps: ActivityDeps) {
   const kit = activityKit(deps);
   return {
     ...submitActivities(kit),
+    ...jobRowActivities(kit),
     ...reconcileActivities(kit),
     ...adoptActivities(kit),
     trackStatus: trackActivities(kit, deps.tracker).trackStatus,

@@ -102,8 +102,11 @@ export function pollActivities(kit: ActivityKit) {
     }
     // transient, cooldown, ambiguous: a failed read is not a failed task.
     const p = input.failedReads;
-    const streak = await store.polling.recordReadError(input.jobId, error, (failures) =>
-      failedReadDelay(p, failures, e.details.retryAfterMs, Math.random()),
+    const streak = await store.polling.recordReadError(
+      input.jobId,
+      error,
+      (failures) => failedReadDelay(p, failures, e.details.retryAfterMs, Math.random()),
+      { phase, ...(e.details.retryAfterMs !== undefined ? { retryAfterMs: e.details.retryAfterMs } : {}) },
     );
     if (failedReadsSpent(p, streak.failures, streak.since, Date.now())) {
       await kit.recordIncident(input.jobId, phase, e);
@@ -181,7 +184,11 @@ export function pollActivities(kit: ActivityKit) {
     return { kind: 'stale', reason: start.reason, state: start.row?.state, checks, providerStatus };
   }
 
-  async function fetchResult(input: TrackStatusInput, obs: StatusObservation | undefined): Promise<ProviderResult> {
+  async function fetchResult(
+    input: TrackStatusInput,
+    row: JobRow,
+    obs: StatusObservation | undefined,
+  ): Promise<ProviderResult> {
     // An inline result passes the same limits as a paged read (`RESULT_TOO_LARGE`, permanent).
     if (obs?.result)
       return withBinaryText(
@@ -196,9 +203,7 @@ export function pollActivities(kit: ActivityKit) {
     return withBinaryText(
       await kit.call(input.provider, input.account, (p) =>
         p.adapter.result(input.taskId, {
-          apiKey: p.apiKey,
-          secrets: kit.secrets(),
-          signal: kit.signal(),
+          ...kit.taskCall(p, row, input.taskId),
           url: input.url,
           request: input.request,
           limits: p.resultLimits,
@@ -224,7 +229,7 @@ export function pollActivities(kit: ActivityKit) {
     const observedAt = Date.now();
     let payload: ProviderResult;
     try {
-      payload = await fetchResult(input, obs);
+      payload = await fetchResult(input, row, obs);
     } catch (e) {
       if (!isProviderError(e)) throw e;
       return onReadError(input, row, e, 'result', checks, until);
@@ -237,6 +242,15 @@ export function pollActivities(kit: ActivityKit) {
       payload,
       kit.deps.resultRetentionMs,
     );
+    if (out.refused !== undefined)
+      return {
+        outcome: {
+          kind: 'stale',
+          checks,
+          reason: `the job is ${out.refused ?? 'gone'}, which cannot become completed: the result was not written`,
+          ...(out.refused ? { state: out.refused } : {}),
+        },
+      };
     if (out.inserted) observeResultCommitLag(Date.now() - observedAt); // completion observed → result committed
     await kit.deps.hooks?.afterResultWritten?.(input.jobId, out.resultId);
     announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
@@ -301,7 +315,7 @@ export function pollActivities(kit: ActivityKit) {
     const askedAt = Date.now();
     try {
       obs = await kit.call(input.provider, input.account, (p) =>
-        p.adapter.status(input.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+        p.adapter.status(input.taskId, { ...kit.taskCall(p, row, input.taskId), url: input.url }),
       );
       observeStatusCheck(Date.now() - askedAt, obs.state);
     } catch (e) {
@@ -378,7 +392,7 @@ export function pollActivities(kit: ActivityKit) {
       n,
       seen.providerStatus,
       seen.progress,
-      Math.max(input.schedule.initialDelayMs, seen.retryAfterMs ?? 0),
+      seen.retryAfterMs ?? 0,
     );
   }
 

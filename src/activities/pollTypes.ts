@@ -74,8 +74,8 @@ export type CheckResult =
       /** Set when the provider answered (a check that failed has none). */
       providerStatus?: string;
       progress?: StatusObservation['progress'];
-      /** The wait the provider's answer asked for (Retry-After) or our minimum gap, ms, whichever is longer. */
-      notBeforeMs?: number;
+      /** The wait the provider's answer asked for (its Retry-After), ms; 0 when it asked for none (a check that failed has none). */
+      retryAfterMs?: number;
     };
 
 /** A {@link CheckResult} that says to check again in `delayMs` (ms), with `message` for the heartbeat and what the check saw. */
@@ -85,13 +85,13 @@ export function again(
   checks: number,
   providerStatus?: string,
   progress?: StatusObservation['progress'],
-  notBeforeMs?: number,
+  retryAfterMs?: number,
 ): CheckResult {
   return {
     again: { delayMs, message },
     checks,
     ...(providerStatus ? { providerStatus } : {}),
     ...(progress ? { progress } : {}),
-    ...(notBeforeMs !== undefined ? { notBeforeMs } : {}),
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
   };
 }

@@ -153,8 +153,11 @@ export function reconcileActivities(kit: ActivityKit) {
       return { kind: 'unresolvable', reason };
     }
     const p = input.failedReads ?? failedReadPolicy(DEFAULT_POLL_POLICY);
-    const streak = await store.polling.recordReadError(input.job.jobId, error, (failures) =>
-      failedReadDelay(p, failures, e.details.retryAfterMs, Math.random()),
+    const streak = await store.polling.recordReadError(
+      input.job.jobId,
+      error,
+      (failures) => failedReadDelay(p, failures, e.details.retryAfterMs, Math.random()),
+      { phase: 'lookup', ...(e.details.retryAfterMs !== undefined ? { retryAfterMs: e.details.retryAfterMs } : {}) },
     );
     if (failedReadsSpent(p, streak.failures, streak.since, Date.now())) {
       const minutes = Math.round((Date.now() - streak.since) / 60_000);
@@ -306,6 +309,7 @@ export function reconcileActivities(kit: ActivityKit) {
               source: `reconcile: ${d.via === 'replay' ? 'idempotent replay under our key' : `found by client reference in ${d.lookup}`}`,
               trackingDeadlineMs: input.trackingDeadlineMs,
               providerAccount: resolved.providerAccount,
+              submitAnswer: d.submitAnswer,
             });
             if (bound.kind === 'collision') {
               const reason = `the task found (${d.taskId}) was bound to job ${bound.boundTo} meanwhile; it is not this job's`;

@@ -1,6 +1,6 @@
 /**
  * Store-only bookkeeping the workflow asks for when no provider call carries it: a state
- * transition, the observed outcome of a cancel. Idempotent; run as local activities by workflows v2 and v3.
+ * transition, the observed outcome of a cancel. Idempotent; run as local activities.
  */
 import { sanitizeBody } from '../lib/sanitize.js';
 import type { JobState } from '../model/states.js';
@@ -12,20 +12,18 @@ export function recordActivities(kit: ActivityKit) {
   const { store } = kit;
   return {
     /**
-     * Records a state transition (idempotent). Returns false when the job was already final and
-     * `force` was not set.
+     * Records a state transition (idempotent) through the store's checked writer. Returns false when
+     * the job did not move (already there, or a move the transition table forbids: a final job).
      */
     async recordState(input: {
       jobId: string;
       state: JobState;
       error?: JobError | null;
       detail?: unknown;
-      force?: boolean;
     }): Promise<boolean> {
       return store.jobs.transition(input.jobId, input.state, {
         error: input.error,
         detail: input.detail === undefined ? undefined : sanitizeBody(input.detail, kit.secrets()),
-        force: input.force,
       });
     },
 

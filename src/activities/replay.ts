@@ -99,7 +99,12 @@ export function replayProbes(kit: ActivityKit) {
         sentAt = Date.now();
       },
     }).then(
-      (acc): ReplayReading => ({ kind: 'same-task', taskId: acc.taskId, providerStatus: acc.providerStatus }),
+      (acc): ReplayReading => ({
+        kind: 'same-task',
+        taskId: acc.taskId,
+        providerStatus: acc.providerStatus,
+        ...(acc.submitAnswer ? { submitAnswer: acc.submitAnswer } : {}),
+      }),
       (e: unknown): ReplayReading | Error => {
         if (isProviderError(e) && e.kind === 'conflict')
           return { kind: 'conflict', detail: `${e.details.httpStatus ?? ''} ${e.message}`.trim() };
@@ -172,6 +177,7 @@ export function replayProbes(kit: ActivityKit) {
       providerStatus: r.providerStatus,
       source: 'reconcile: idempotent replay under our key (answered late)',
       providerAccount: kit.deps.providers.resolve(job.provider, job.account).providerAccount,
+      submitAnswer: r.submitAnswer,
     });
     if (bound.kind === 'collision') {
       // The answer is a reading all the same: the next attempt decides on it (a task of another job is not ours).

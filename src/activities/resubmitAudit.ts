@@ -81,6 +81,7 @@ export function resubmitAudit(kit: ActivityKit) {
    */
   async function cancelDuplicatesOf(
     input: TrackStatusInput,
+    row: JobRow,
     taskIds: string[],
     final = false,
   ): Promise<{ answers: Map<string, unknown>; failed: string[] }> {
@@ -96,7 +97,7 @@ export function resubmitAudit(kit: ActivityKit) {
           answers.set(
             taskId,
             await kit.call(input.provider, input.account, (p) =>
-              p.adapter.cancel(taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+              p.adapter.cancel(taskId, kit.taskCall(p, row, taskId)),
             ),
           );
         } catch (e) {
@@ -128,7 +129,7 @@ export function resubmitAudit(kit: ActivityKit) {
     if (known === 'done' || (known === 'final' && !final)) return { kind: 'skipped' };
     if (!final && (notBefore.get(key) ?? 0) > Date.now()) return { kind: 'not_due' };
     const skip = (v: 'done' | 'final'): ResubmitAuditOutcome => (remember(key, v), { kind: 'skipped' });
-    const cancelDuplicates = async (ids: string[]) => (await cancelDuplicatesOf(input, ids)).failed;
+    const cancelDuplicates = async (ids: string[]) => (await cancelDuplicatesOf(input, row, ids)).failed;
     const timeline = await store.findings.timeline(input.jobId);
     const audits = timeline
       .filter((e) => e.type === 'resubmit_audit')
@@ -216,7 +217,7 @@ export function resubmitAudit(kit: ActivityKit) {
     const inconclusive = readings.some((r) => !r.available || !r.complete);
     const early = Date.now() < dueAt;
     // Every duplicate is asked to cancel, finished or not: a finished one answers that it is final.
-    const { answers, failed } = await cancelDuplicatesOf(input, duplicates, final);
+    const { answers, failed } = await cancelDuplicatesOf(input, row, duplicates, final);
     for (const taskId of duplicates) {
       const listed = unbound.find((c) => c.taskId === taskId)!;
       const detail = {

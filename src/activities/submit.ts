@@ -1,13 +1,12 @@
 /**
- * Acquiring the provider task: register the job row, take a slot under the provider key's adaptive
- * limit of active jobs (given by the key's fair queue between accounts) with the job's estimated
- * cost reserved in its account's budgets, submit under the job's idempotency key, record the
- * answer (`submitRecord.ts`). A lost answer is reconciled on evidence before anything is submitted
+ * Acquiring the provider task: take a slot under the provider key's adaptive limit of active jobs
+ * (given by the key's fair queue between accounts) with the job's estimated cost reserved in its
+ * account's budgets, submit under the job's idempotency key, record the answer or why nothing was
+ * sent (`submitRecord.ts`). A lost answer is reconciled on evidence before anything is submitted
  * again (`reconcile.ts`). A task is bound to one job per provider account.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { log } from '@temporalio/activity';
-import { isFinalState } from '../model/states.js';
 import type { JobError, JobWait, ScrapeWorkflowInput } from '../model/types.js';
 import { isProviderError, ProviderError } from '../providers/shared/errors.js';
 import type { ResolvedProvider } from '../providers/registry.js';
@@ -67,7 +66,7 @@ export type SubmitOutcome =
 /** How long a job whose worker has no credential for it waits before it looks again, ms. */
 const CREDENTIAL_RETRY_MS = 20_000;
 
-/** Builds `submitJob`, `findRecordedTask` and `registerJob` over `kit`. */
+/** Builds `submitJob` over `kit`. */
 export function submitActivities(kit: ActivityKit) {
   const { store } = kit;
   const tracking = trackActivities(kit);
@@ -111,33 +110,22 @@ export function submitActivities(kit: ActivityKit) {
 
   return {
     /**
-     * Registers the job row (the reference is persisted before anything else; a repeat inserts nothing, another fingerprint under the same
-     * key throws a non-retryable `Provider.conflict`), then submits under the job's idempotency
-     * key once a slot under the provider key's active-jobs limit is free. The intent is recorded
-     * before the call and the answer right after it: a retried attempt adopts an earlier answer,
-     * and one that finds an earlier intent without an answer returns `ambiguous`, as does a call
-     * whose outcome is unknown. A concurrency refusal halves the key's limit (the provider's stated
-     * limit becomes its ceiling) and retries after the provider's wait; permanent rejections throw
-     * non-retryable; no free slot ends the attempt with a BENIGN retry. A job that ended meanwhile
-     * (cancelled while its submit waited) throws non-retryable `Submit.jobFinal` and sends nothing;
-     * a task answered after it ended, or beside a task the job already tracks, is asked to cancel.
+     * Submits under the job's idempotency key once a slot under the provider key's active-jobs
+     * limit is free (the job's row was recorded by the client before its workflow started; a job
+     * without one throws non-retryable `Submit.notRegistered`). The intent is recorded before the
+     * call and the answer right after it: a retried attempt adopts an earlier answer, and one that
+     * finds an earlier intent without an answer returns `ambiguous`, as does a call whose outcome
+     * is unknown. A submit that sends nothing — no free slot, the key cooling down or held, no
+     * credential on this worker — returns `waiting` with the reason (the workflow waits on its
+     * timer); a concurrency refusal halves the key's limit (the provider's stated limit becomes
+     * its ceiling) and waits the provider's wait; permanent rejections throw non-retryable. A job
+     * that ended meanwhile (cancelled while its submit waited) throws non-retryable
+     * `Submit.jobFinal` and sends nothing; a task answered after it ended, or beside a task the job
+     * already tracks, is asked to cancel.
      */
     async submitJob(input: SubmitJobInput): Promise<SubmitOutcome> {
       const startedAt = Date.now();
       const { job } = input;
-      try {
-        const { inserted } = await store.jobs.insert(Store.jobRow({ ...job, taskId: null }, kit.secrets()));
-        if (kit.attempt() === 1 && !input.afterReconcile)
-          await store.findings.appendEvent(job.jobId, 'registered', null, {
-            workflowId: job.workflowId,
-            url: job.request.url,
-            inserted,
-          });
-      } catch (e) {
-        if (e instanceof Error && e.name === 'IdempotencyConflictStoreError')
-          rethrow(new ProviderError('conflict', e.message, { code: 'IDEMPOTENCY_CONFLICT' }));
-        throw e;
-      }
       let resolved: ResolvedProvider;
       try {
         resolved = kit.deps.providers.resolve(job.provider, job.account);
@@ -147,7 +135,12 @@ export function submitActivities(kit: ActivityKit) {
       }
       await store.jobs.setProviderAccount(job.jobId, resolved.providerAccount, resolved.providerKey);
       const { r, label } = await reserve(input, resolved);
-      if (r.kind === 'missing') throw new Error(`job ${job.jobId} is not registered`);
+      if (r.kind === 'missing')
+        throw ApplicationFailure.create({
+          type: 'Submit.notRegistered',
+          message: `job ${job.jobId} has no row in the store: a job is started through the client (startScrape), which records its row before its workflow starts`,
+          nonRetryable: true,
+        });
       if (r.kind === 'final')
         throw ApplicationFailure.create({
           type: 'Submit.jobFinal',
@@ -306,58 +299,6 @@ export function submitActivities(kit: ActivityKit) {
         checks: last?.checks ?? 0,
         deadlineAt,
       };
-    },
-
-    /**
-     * What the store knows of the job's submits, for a cancel that interrupted the acquisition: the
-     * recorded task ID, and whether a submit attempt's intent is still unanswered (then a task may
-     * exist and the cancel path reconciles first).
-     */
-    async findRecordedTask(input: { jobId: string }): Promise<{ taskId: string | null; intentOpen: boolean }> {
-      const row = await store.jobs.get(input.jobId);
-      return { taskId: row?.task_id ?? null, intentOpen: !row?.task_id && row?.submit_intent_at != null };
-    },
-
-    /**
-     * Registers the row of a resumed job and moves it back to `pending` unless it finished
-     * meanwhile (a stale resume must not reopen a finished job). Returns the stored task ID and
-     * state. Throws a non-retryable `Provider.conflict` when the row holds another task.
-     */
-    async registerJob(
-      input: ScrapeWorkflowInput & { workflowId: string; deadlineAt?: string },
-    ): Promise<{ taskId: string | null; state: string }> {
-      try {
-        const row = await store.jobs.register(
-          Store.jobRow({ ...input, taskId: input.resume?.taskId, deadlineAt: input.deadlineAt }, kit.secrets()),
-        );
-        if (input.resume && row.task_id && row.task_id !== input.resume.taskId) {
-          throw new ProviderError(
-            'conflict',
-            `resume asked for task ${input.resume.taskId} but job ${input.jobId} holds task ${row.task_id}`,
-            {
-              code: 'TASK_MISMATCH',
-            },
-          );
-        }
-        if (input.resume) {
-          if (isFinalState(row.state) && row.state !== 'tracking_interrupted')
-            return { taskId: row.task_id, state: row.state };
-          await store.jobs.transition(input.jobId, 'pending', {
-            force: true,
-            detail: { resumed: true, taskId: row.task_id },
-          });
-        } else {
-          await store.findings.appendEvent(input.jobId, 'registered', row.state, {
-            workflowId: input.workflowId,
-            url: input.request.url,
-          });
-        }
-        return { taskId: row.task_id, state: row.state };
-      } catch (e) {
-        if (e instanceof Error && e.name === 'IdempotencyConflictStoreError')
-          rethrow(new ProviderError('conflict', e.message, { code: 'IDEMPOTENCY_CONFLICT' }));
-        rethrow(e);
-      }
     },
   };
 }

@@ -12,7 +12,7 @@ import type { Accepted } from '../providers/adapter.js';
 import type { ResolvedProvider } from '../providers/registry.js';
 import { isProviderError, isQuotaExhausted, ProviderError } from '../providers/shared/errors.js';
 import { isConcurrencyRefusal } from '../providers/shared/limiter.js';
-import type { ActivityKit } from './context.js';
+import { acceptedTask, type ActivityKit } from './context.js';
 
 /** The job of a submit: its workflow input and workflow ID. */
 type Job = ScrapeWorkflowInput & { workflowId: string };
@@ -39,6 +39,7 @@ export function submitRecorders(kit: ActivityKit) {
       source,
       trackingDeadlineMs,
       providerAccount: resolved.providerAccount,
+      submitAnswer: accepted.submitAnswer,
     });
     if (bound.kind === 'collision') {
       throw new ProviderError(
@@ -52,7 +53,7 @@ export function submitRecorders(kit: ActivityKit) {
     const unwanted = async (why: string) => {
       const cancel = await kit
         .call(job.provider, job.account, (p) =>
-          p.adapter.cancel(accepted.taskId, { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal() }),
+          p.adapter.cancel(accepted.taskId, { ...kit.taskCall(p, undefined, ''), task: acceptedTask(job, accepted) }),
         )
         .catch((e: unknown) => ({ error: isProviderError(e) ? e.toJobError() : String(e) }));
       await store.findings.appendEvent(job.jobId, 'late_task_cancel', null, { taskId: accepted.taskId, why, cancel });

@@ -190,9 +190,10 @@ export function trackActivities(kit: ActivityKit, tracker?: DetachedTracker) {
       // A learned plan sets the next check; the provider's Retry-After and our minimum gap (the
       // row's earliest next check) still hold.
       const followUp = followUps.shift();
-      if (followUp !== undefined && r.notBeforeMs !== undefined) {
-        // A wake's promise to look again soon: the provider answered, not final yet.
-        wait = bounded(Math.max(followUp, r.notBeforeMs));
+      if (followUp !== undefined && r.retryAfterMs !== undefined) {
+        // A wake's promise to look again soon: the provider answered, not final yet. The follow-ups
+        // are few and bounded (30 s in all), so they go under the minimum gap, never under Retry-After.
+        wait = bounded(Math.max(followUp, r.retryAfterMs));
         r.again.message = `${r.again.message.replace(/, next in [\d.]+ s$/, '')}; a webhook said it moved: next in ${(wait / 1000).toFixed(1)} s`;
       } else if (plan) {
         const row = await store.jobs.get(input.jobId);

@@ -68,7 +68,7 @@ export async function startApi(opts: StartApiOptions = {}): Promise<RunningApi> 
   });
   if (keys.length === 0) {
     throw new Error(
-      `no API keys: create one with \`npm run cli -- api --new-key <account>${opts.configFile ? ` --config ${opts.configFile}` : ''}\` (it writes ${keysFile}), or set ${config.api.keysEnv} (see README, "HTTP API")`,
+      `no API keys: create one with \`npm run cli -- api --new-key <account>${opts.configFile ? ` --config ${opts.configFile}` : ''}\` (it writes ${keysFile}), or set ${config.api.keysEnv} (see docs/http-api.md, "API keys")`,
     );
   }
   const tracing = installTracing(config.observability.traces, 'api');

@@ -73,7 +73,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
           apiKey: {
             type: 'http',
             scheme: 'bearer',
-            description: 'An API key from the key file (see README, "HTTP API").',
+            description: 'An API key from the key file (see docs/http-api.md, "API keys").',
           },
         },
       },

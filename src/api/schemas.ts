@@ -20,7 +20,7 @@ const S = StartScrapeInputSchema.shape;
  * a host name whose labels start with a letter, or a dotted IPv4 address, an optional port of up
  * to 5 digits, then any path, query and fragment without control characters. Every URL
  * of this shape is accepted unless it carries a credential (user-info, or a parameter such as
- * `api_key`; see README "Secrets"); the server also accepts a few spellings the pattern leaves
+ * `api_key`; see docs/jobs.md, "Secrets in requests"); the server also accepts a few spellings the pattern leaves
  * out (internationalised host names, IPv6 literals, surrounding spaces), always normalising them
  * to their WHATWG serialisation.
  */
@@ -193,7 +193,7 @@ export const ScrapeSchema = z
     url: z.string(),
     state: z
       .enum(JOB_STATES)
-      .describe('Our state (see README, "The scrape workflow"); `tracking_interrupted` is resumable, not a failure.'),
+      .describe('Our state (see README, "Job states"); `tracking_interrupted` is resumable, not a failure.'),
     final: z.boolean().describe('True when the job will not change any more by itself.'),
     provider_status: z.string().nullable().describe("The provider's raw status at the last check."),
     task_id: z.string().nullable().describe("The provider's job ID."),
@@ -229,6 +229,22 @@ export const ScrapeSchema = z
     cost: CostSchema.nullable().describe(
       'What the job costs at its provider, in its unit; null before its first submit.',
     ),
+    content_note: z
+      .string()
+      .nullable()
+      .describe(
+        'The note of the stored result when its content is empty or partial (`empty: …`, `partial: kept N of the M documents <provider count> counts (why)`); null otherwise.',
+      ),
+    partial: z
+      .boolean()
+      .describe(
+        'True when the job completed with fewer documents than the provider counts: what could be read is kept, `content_note` says how many of how many and why.',
+      ),
+    expected_documents: z
+      .number()
+      .int()
+      .nullable()
+      .describe('The provider’s own count of the stored result’s documents, where it gives one; else null.'),
     poll_after_s: z
       .number()
       .int()
@@ -284,7 +300,19 @@ export const ResultSchema = z
       .string()
       .nullable()
       .describe(
-        'Why the content is empty or partial (`empty: the provider returned no content`, a PDF whose text could not be read); null when the result has usable content. The job is still `completed`: the provider did the work.',
+        'Why the content is empty or partial (`empty: the provider returned no content`, `partial: kept N of the M documents <provider count> counts (why)`, a PDF whose text could not be read); null when the result is complete and has usable content. The job is still `completed`: the provider did the work.',
+      ),
+    partial: z
+      .boolean()
+      .describe(
+        'True when the result holds fewer documents than the provider counts (after every page that could be read); `content_note` says how many of how many and why.',
+      ),
+    expected_documents: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        'The provider’s own count of the result’s documents (Firecrawl’s `completed`, a dataset’s item count), where it gives one; else null.',
       ),
     written_at: z.string(),
     expires_at: z.string().nullable().describe('When the result will be purged (then `410`); null: kept.'),

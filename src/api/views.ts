@@ -75,6 +75,9 @@ export function toScrapeOut(s: JobSummary, now = Date.now()): ScrapeOut {
           source: s.cost.source,
         }
       : null,
+    content_note: s.contentNote ?? null,
+    partial: s.partial === true,
+    expected_documents: s.expectedDocuments ?? null,
     poll_after_s: pollAfterSeconds(s, now),
     status_url: path,
     result_url: `${path}/result`,
@@ -104,6 +107,8 @@ export function toResultOut(r: JobResult): z.infer<typeof ResultSchema> {
     content_length: r.contentLength,
     body: bodyOut(r.body),
     content_note: r.contentNote,
+    partial: r.partial,
+    expected_documents: r.expectedDocuments,
     written_at: r.writtenAt,
     expires_at: r.expiresAt,
   };

@@ -9,16 +9,17 @@
  * replacement characters, and the other lines go on. Line endings may be LF, CRLF or CR, mixed.
  * A JSONL line with a duplicate key is refused (never "the last one wins").
  * The job's idempotency key is the row's `key` column when given, else derived from the row's
- * content with its URL in WHATWG serialisation: the host and a short hash
- * (`example.com-3fa9c1d2e4`), so re-running the same file creates nothing new, two spellings of
- * one address in a file are one job, and a list of jobs says which site each one is.
+ * content with its URL in WHATWG serialisation: the host, a short slug of the path and a short
+ * hash (`example.com-articles-poll-politely-3fa9c1d2e4`), so re-running the same file creates
+ * nothing new, two spellings of one address in a file are one job, and a list of jobs says which
+ * page each one is. A re-run finds the jobs an earlier version made under the row's former keys.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { z } from 'zod';
 import { InvalidInputError } from '../client/errors.js';
-import { canonicalUrl, derivedKey, legacyRowKey } from '../client/ids.js';
+import { canonicalUrl, derivedKey, hostHashKey, legacyRowKey } from '../client/ids.js';
 import { fingerprint } from '../lib/hash.js';
 import { parseJsonStrict } from '../lib/json.js';
 import { checkRowSize, IdempotencyKeySchema, TargetUrlSchema } from '../model/schemas.js';
@@ -46,8 +47,12 @@ export interface BatchItem {
   /** The URL as written in the file (the client sends its WHATWG serialisation). */
   url: string;
   key: string;
-  /** The key this row was given before readable keys (`row-<32 hex>`), so a re-run finds jobs made then. */
-  legacyKey?: string;
+  /**
+   * The keys earlier versions derived for this row, so that a re-run finds the jobs made then: the
+   * key before path slugs (`<host>-<hash>`, when it differs from `key`), then the key before
+   * readable keys (`row-<32 hex>`). Absent for a row with its own `key`.
+   */
+  formerKeys?: string[];
   format?: 'markdown' | 'text';
   provider?: string;
   row: Record<string, unknown>;
@@ -120,9 +125,8 @@ function toItem(
   }
   const { url, key, format, provider, ...rest } = parsed.data;
   const canonical = canonicalUrl(url);
-  const derived =
-    key ??
-    derivedKey(canonical, fingerprint({ url: canonical, format: format ?? null, provider: provider ?? null, rest }));
+  const contentHash = fingerprint({ url: canonical, format: format ?? null, provider: provider ?? null, rest });
+  const derived = key ?? derivedKey(canonical, contentHash);
   const first = ctx.seen.get(derived);
   if (first !== undefined) {
     ctx.errors.push({
@@ -134,8 +138,22 @@ function toItem(
     return undefined;
   }
   ctx.seen.set(derived, line);
-  const legacyKey = key ? undefined : legacyRowKey({ url, format: format ?? null, provider: provider ?? null, rest });
-  return { line, ...span, url, key: derived, ...(legacyKey ? { legacyKey } : {}), format, provider, row: parsed.data };
+  const formerKeys = key
+    ? undefined
+    : [
+        hostHashKey(canonical, contentHash),
+        legacyRowKey({ url, format: format ?? null, provider: provider ?? null, rest }),
+      ].filter((former) => former !== derived);
+  return {
+    line,
+    ...span,
+    url,
+    key: derived,
+    ...(formerKeys ? { formerKeys } : {}),
+    format,
+    provider,
+    row: parsed.data,
+  };
 }
 
 /** Options of {@link parseCsvText} and {@link readBatchFile}. */

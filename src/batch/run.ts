@@ -79,7 +79,7 @@ export async function runBatch(
               batchId: opts.batchId,
               policy: opts.policy,
             },
-            { formerKeys: item.legacyKey ? [item.legacyKey] : [] },
+            { formerKeys: item.formerKeys ?? [] },
           );
           outcomes[idx] = { ...outcomes[idx]!, jobId: ref.jobId, state: 'submitting', existed: !ref.created };
         } catch (e) {

@@ -25,7 +25,6 @@ import { registerBudgets } from './commands/budgets.js';
 import { registerCost } from './commands/cost.js';
 import { registerCancel } from './commands/cancel.js';
 import { registerCancelBatch } from './commands/cancelBatch.js';
-import { registerDemo } from './commands/demo.js';
 import { registerIncident } from './commands/incident.js';
 import { registerList } from './commands/list.js';
 import { registerOrphans } from './commands/orphans.js';
@@ -46,52 +45,65 @@ import { printJson } from './print.js';
 export const EXIT_CODES_TEXT =
   'Exit codes: 0 done; 1 failed or not completed (or Temporal unreachable); 2 invalid input (usage, a missing input or config file, a refused request); 3 no such job (or budget); 4 refused by a budget of the account (nothing was started).';
 
+/** Every command's registration, in the order `--help` lists them. */
+const COMMANDS: ((program: Command) => void)[] = [
+  registerRun,
+  registerSubmit,
+  registerStatus,
+  registerResult,
+  registerCancel,
+  registerResume,
+  registerResolve,
+  registerTimeline,
+  registerIncident,
+  registerOrphans,
+  registerCancelBatch,
+  registerList,
+  registerCost,
+  registerBudgets,
+  registerSetup,
+  registerUpgradeCheck,
+  registerWorker,
+  registerApi,
+];
+
 /**
  * Builds the command tree, commands in the order `--help` lists them (exported for tests and the
  * reference generator). With `json`, commander's own messages (a usage error and the help after
  * it) are not written: the error is printed as JSON by {@link main} instead.
  */
 export function buildCli(opts: { json?: boolean } = {}): Command {
-  const program = new Command('scrape')
-    .description('Durable orchestration of asynchronous scraping APIs on Temporal')
-    .showHelpAfterError()
-    .configureOutput({
-      writeErr: (s) => (opts.json ? undefined : process.stderr.write(s)),
-      outputError: (s, write) => (opts.json ? undefined : write(s)),
-    })
-    // Usage errors (unknown option, bad argument) exit 2 like every other invalid input; help and version 0.
-    .exitOverride((err) => {
-      if (err.exitCode === 0) process.exit(EXIT.ok);
-      if (opts.json) reportError(new CliError('usage', usageMessage(err), EXIT.invalid), true);
-      process.exit(EXIT.invalid);
-    })
-    .configureHelp({ sortSubcommands: false })
-    .addHelpText('after', `\n${EXIT_CODES_TEXT}`);
+  const program = asCommandLine(
+    new Command('scrape').description('Durable orchestration of asynchronous scraping APIs on Temporal'),
+    opts,
+  );
   // Registered after the program's settings: each command inherits them (exit override, output, help).
-  for (const register of [
-    registerRun,
-    registerSubmit,
-    registerStatus,
-    registerResult,
-    registerCancel,
-    registerResume,
-    registerResolve,
-    registerTimeline,
-    registerIncident,
-    registerOrphans,
-    registerCancelBatch,
-    registerList,
-    registerCost,
-    registerBudgets,
-    registerSetup,
-    registerUpgradeCheck,
-    registerWorker,
-    registerApi,
-    registerDemo,
-  ]) {
-    register(program);
-  }
+  for (const register of COMMANDS) register(program);
   return program;
+}
+
+/**
+ * Gives `program` the command line's settings: usage errors exit 2 like every other invalid input
+ * (help and version 0), and with `json` commander's own messages are not written (the error is
+ * printed as JSON by {@link main} or by a tool's own entry). The demo tool uses it too.
+ */
+export function asCommandLine(program: Command, opts: { json?: boolean } = {}): Command {
+  return (
+    program
+      .showHelpAfterError()
+      .configureOutput({
+        writeErr: (s) => (opts.json ? undefined : process.stderr.write(s)),
+        outputError: (s, write) => (opts.json ? undefined : write(s)),
+      })
+      // Usage errors (unknown option, bad argument) exit 2 like every other invalid input; help and version 0.
+      .exitOverride((err) => {
+        if (err.exitCode === 0) process.exit(EXIT.ok);
+        if (opts.json) reportError(new CliError('usage', usageMessage(err), EXIT.invalid), true);
+        process.exit(EXIT.invalid);
+      })
+      .configureHelp({ sortSubcommands: false })
+      .addHelpText('after', `\n${EXIT_CODES_TEXT}`)
+  );
 }
 
 /** commander's message of a usage error without its `error: ` prefix (a bare `scrape` asks for a command). */
@@ -158,7 +170,7 @@ export function describeError(e: unknown): CliErrorJson['error'] {
 }
 
 /** Prints `e` (one line on stderr, or with `json` the {@link CliErrorJson} object on stdout); returns its exit code. */
-function reportError(e: unknown, json: boolean): number {
+export function reportError(e: unknown, json: boolean): number {
   const d = describeError(e);
   if (json) printJson({ error: d } satisfies CliErrorJson);
   else console.error(`error (${d.code}): ${redactUrlCredentials(d.message)}`);

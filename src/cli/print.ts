@@ -173,6 +173,14 @@ export async function printJob(j: JobSummary): Promise<void> {
       : []),
     ...(j.contentNote ? [['note', j.contentNote] as [string, string]] : []),
     ...(j.cost ? [['cost', costLine(j.cost)] as [string, string]] : []),
+    ...(j.partial
+      ? [
+          [
+            'result',
+            `partial: fewer documents than the provider counts${j.expectedDocuments !== undefined ? ` (${j.expectedDocuments})` : ''}`,
+          ] as [string, string],
+        ]
+      : []),
   ];
   console.log(await fitTable({ rows }));
 }

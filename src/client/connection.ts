@@ -1,7 +1,7 @@
 /**
  * How every part reaches Temporal (client, worker, API, CLI, demo): connection options from the
  * environment (address, TLS, API key). Production wiring (`runtime.ts`, `worker.ts`) imports this
- * module, never the dev-server spawner in `src/devserver`.
+ * module, never the dev-server spawner in `tools/devserver`.
  */
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from '@temporalio/client';

@@ -1,6 +1,6 @@
 /**
- * The typed client used by backend services, the HTTP API and the CLI (see README, "From a
- * TypeScript service"). Parts:
+ * The typed client used by backend services, the HTTP API and the CLI (see docs/client-package.md,
+ * "Using it"). Parts:
  *
  * - `scrapeClient.ts`: {@link ScrapeClient} (`startScrape`, `getScrape`, `getResult`,
  *   `awaitResult`, `cancelScrape`, `resume`, `resolve`, `list`, …), every call scoped to an account;

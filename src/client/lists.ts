@@ -1,12 +1,20 @@
 /**
  * Listing an account's jobs for the client, newest first, filtered by state and batch: all at once
- * (bounded) or page by page with an opaque cursor. Reads only the store; an invalid account has no
- * jobs.
+ * (bounded) or page by page with an opaque cursor, each finished job with its result's note and
+ * partial mark. Reads only the store; an invalid account has no jobs.
  */
 import { AccountSchema } from '../model/schemas.js';
 import type { Store } from '../store/index.js';
 import { decodeCursor, encodeCursor } from './ids.js';
-import { summarize, type JobSummary } from './views.js';
+import type { JobRow } from '../store/index.js';
+import { summarize, withResultFacts, type JobSummary } from './views.js';
+
+/** `rows` as summaries, each finished one with what its stored result says of itself (one read for all). */
+async function summaries(store: Store, rows: readonly JobRow[]): Promise<JobSummary[]> {
+  const done = rows.filter((r) => r.state === 'completed' || r.state === 'expired').map((r) => r.id);
+  const facts = await store.results.factsFor(done);
+  return rows.map((r) => withResultFacts(summarize(r), facts.get(r.id)));
+}
 
 /** The jobs of `account`, newest first, filtered by state and batch (limit default 100, max 1000). */
 export async function listJobs(
@@ -21,7 +29,7 @@ export async function listJobs(
     batchId: filter.batchId,
     limit: Math.min(filter.limit ?? 100, 1000),
   });
-  return rows.map(summarize);
+  return summaries(store, rows);
 }
 
 /**
@@ -46,7 +54,7 @@ export async function listJobsPage(
   });
   const last = page.rows[page.rows.length - 1];
   return {
-    jobs: page.rows.map(summarize),
+    jobs: await summaries(store, page.rows),
     nextCursor: page.more && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null,
   };
 }

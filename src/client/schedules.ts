@@ -22,7 +22,7 @@ export interface MaintenanceScheduleOptions {
 }
 
 /**
- * The visibility query of an operator's view of the jobs (README, "A saved view for jobs"): every
+ * The visibility query of an operator's view of the jobs (docs/web-ui.md, "A saved view for jobs"): every
  * version of the scrape workflow (`scrapeWorkflow`, and the types of later versions, which start
  * with the same name), never a maintenance run.
  */

@@ -29,6 +29,7 @@ import {
   orphanView,
   ownedRow,
   summarize,
+  withResultFacts,
   timelineView,
   type JobResult,
   type JobSummary,
@@ -98,11 +99,10 @@ export class ScrapeClient {
     return this.withContentNote({ ...summarize(row), execution });
   }
 
-  /** `job` with the note of its stored result, when the job completed with empty or partial content. */
+  /** `job` with the note of its stored result (when the job completed with empty or partial content) and the provider's count of its documents. */
   private async withContentNote(job: JobSummary): Promise<JobSummary> {
     if (job.state !== 'completed' && job.state !== 'expired') return job;
-    const note = (await this.opts.store.results.forJob(job.jobId))?.content_note;
-    return note ? { ...job, contentNote: note } : job;
+    return withResultFacts(job, await this.opts.store.results.forJob(job.jobId));
   }
 
   /**

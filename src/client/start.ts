@@ -28,7 +28,7 @@ import {
 } from '../workflows/searchAttributes.js';
 import { checkAtDoor } from './door.js';
 import { BudgetExceededError, IdempotencyConflictError, InvalidInputError } from './errors.js';
-import { canonicalUrl, derivedKey, jobIdFor, legacyClientKey } from './ids.js';
+import { canonicalUrl, derivedKey, hostHashKey, jobIdFor, legacyClientKey } from './ids.js';
 
 /** Reference to a job: its ID (`scrape:<account>:<key>`) plus the account that owns it. */
 export interface JobRef {
@@ -78,7 +78,8 @@ export interface StartContext {
 export interface StartExtras {
   /**
    * Keys this request may have had before (keys derived by an earlier version, e.g. a batch row's
-   * `row-<hash>`): when the account has a job under one of them, that job is the answer.
+   * `<host>-<hash>` or `row-<hash>`): when the account has a job under one of them, that job is the
+   * answer (the first found, in this order). The client adds the former forms of a key it derives.
    */
   formerKeys?: readonly string[];
 }
@@ -190,11 +191,13 @@ export async function startScrape(
   // fingerprint is this same request.
   const typedHash =
     typedUrl === request.url ? requestHash : fingerprint({ provider, request: { ...request, url: typedUrl } });
-  const formerKeys = [
-    ...(p.key ? [] : [legacyClientKey(provider, { ...request, url: typedUrl })]),
-    ...(extras.formerKeys ?? []),
-  ];
   let key = p.key ?? derivedKey(request.url, requestHash);
+  // Keys this request was derived to by earlier versions: `<host>-<hash>` (before path slugs; the
+  // same as the key for a root path), then `r-<hash>` (before readable keys).
+  const formerKeys = [
+    ...(p.key ? [] : [hostHashKey(request.url, requestHash), legacyClientKey(provider, { ...request, url: typedUrl })]),
+    ...(extras.formerKeys ?? []),
+  ].filter((former) => former !== key);
   for (const former of formerKeys) {
     if (await ctx.store.jobs.get(jobIdFor(p.account, former))) {
       key = former;

@@ -50,10 +50,15 @@ export interface JobSummary {
   execution?: string;
   /**
    * The note of the job's stored result, when its content is empty or partial (`empty: the
-   * provider returned no content`): the job completed — the provider did the work — but there is
-   * nothing (or not everything) to read.
+   * provider returned no content`, `partial: kept 86 of the 121 documents Firecrawl's `completed`
+   * counts (…)`): the job completed — the provider did the work — but there is nothing (or not
+   * everything) to read.
    */
   contentNote?: string;
+  /** True when the stored result holds fewer documents than the provider counts (`contentNote` says how many, and why). */
+  partial?: boolean;
+  /** The provider's own count of the stored result's documents, where it gave one. */
+  expectedDocuments?: number;
 }
 
 /**
@@ -64,8 +69,12 @@ export interface JobSummary {
 export interface JobResult extends Omit<ResultPayload, 'body' | 'contentNote'> {
   /** The target's binary body (a PDF, an image): media type, size (bytes) and SHA-256; null for a text page. */
   body: BodyInfo | null;
-  /** Why the content is empty or partial (`empty: …`, a PDF whose text could not be read), or null. */
+  /** Why the content is empty or partial (`empty: …`, `partial: kept N of the M documents …`, a PDF whose text could not be read), or null. */
   contentNote: string | null;
+  /** True when the result holds fewer documents than the provider counts (`contentNote` says how many, and why). */
+  partial: boolean;
+  /** The provider's own count of the result's documents (Firecrawl's `completed`, a dataset's item count), or null where it gave none. */
+  expectedDocuments: number | null;
   jobId: string;
   resultId: string;
   provider: string;
@@ -121,6 +130,24 @@ function costOf(row: JobRow): { cost?: JobCost } {
   return cost ? { cost } : {};
 }
 
+/**
+ * `job` with what its stored result says of itself (`r`: its content note, partial mark and the
+ * provider's count), for a job that completed (or whose result has since expired); `job` as it is
+ * otherwise.
+ */
+export function withResultFacts(
+  job: JobSummary,
+  r: Pick<ResultRow, 'content_note' | 'partial' | 'expected_documents'> | undefined,
+): JobSummary {
+  if (!r || (job.state !== 'completed' && job.state !== 'expired')) return job;
+  return {
+    ...job,
+    ...(r.content_note ? { contentNote: r.content_note } : {}),
+    ...(Number(r.partial) === 1 ? { partial: true } : {}),
+    ...(r.expected_documents !== null ? { expectedDocuments: Number(r.expected_documents) } : {}),
+  };
+}
+
 /** Maps a result row to a {@link JobResult}. */
 export function toResult(r: ResultRow): JobResult {
   return {
@@ -143,6 +170,8 @@ export function toResult(r: ResultRow): JobResult {
     contentLength: r.content_length,
     body: bodyInfoOf(r),
     contentNote: r.content_note,
+    partial: Number(r.partial) === 1,
+    expectedDocuments: r.expected_documents === null ? null : Number(r.expected_documents),
     writtenAt: r.written_at,
     expiresAt: r.expires_at,
   };

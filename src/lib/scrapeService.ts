@@ -19,7 +19,7 @@ export interface ConnectScrapeClientOptions {
   /**
    * Temporal frontend, `host:port` (default `$TEMPORAL_ADDRESS`). TLS and an API key come from the
    * environment, as for the worker: `TEMPORAL_TLS_CERT`/`TEMPORAL_TLS_KEY`, `TEMPORAL_TLS_CA`,
-   * `TEMPORAL_API_KEY` (see the README, "Command line").
+   * `TEMPORAL_API_KEY` (see docs/operations.md, "Pointing it at a real Temporal cluster").
    */
   address?: string;
   /** Temporal namespace (default `$TEMPORAL_NAMESPACE`, else `default`). */

@@ -28,7 +28,7 @@ export const ALL_PHASES: readonly JobPhase[] = ['queued', 'running', 'finished']
 
 /** What one lookup of a provider can show about a job of this entry's type (see the module docs). */
 export interface LookupEvidence {
-  /** The lookup as the provider names it, e.g. `GET /v2/crawl/active` (shown in evidence and in the README). */
+  /** The lookup as the provider names it, e.g. `GET /v2/crawl/active` (shown in evidence and in docs/providers.md). */
   name: string;
   /** The phases of a job of this type that it lists (empty: it never shows this job type). */
   shows: readonly JobPhase[];
@@ -103,13 +103,13 @@ export interface LookupReading {
   note?: string;
 }
 
-/** What a replay under the same key answered. */
+/** What a replay under the same key answered (`submitAnswer`: what the adapter keeps of the answer, see `Accepted`). */
 export type ReplayReading =
-  | { kind: 'same-task'; taskId: string; providerStatus: string }
+  | { kind: 'same-task'; taskId: string; providerStatus: string; submitAnswer?: Record<string, unknown> }
   /** The provider refused the key as used: a job with our key exists. */
   | { kind: 'conflict'; detail: string }
   /** The provider ignored the key and created a job: it is ours, and an earlier one may exist too. */
-  | { kind: 'new-task'; taskId: string; providerStatus: string };
+  | { kind: 'new-task'; taskId: string; providerStatus: string; submitAnswer?: Record<string, unknown> };
 
 /**
  * The timeline event that records a provider answer proving our job exists (a submit refused as a
@@ -179,6 +179,8 @@ export type ReconcileDecision =
       providerStatus: string;
       via: 'replay' | 'lookup';
       lookup?: string;
+      /** What the adapter keeps of the replay's answer (a task found by a lookup has none). */
+      submitAnswer?: Record<string, unknown>;
       evidence: ReconcileEvidenceRecord;
       note?: string;
     }
@@ -265,6 +267,7 @@ export function decideReconcile(f: ReconcileFacts): ReconcileDecision {
       taskId: f.replay.taskId,
       providerStatus: f.replay.providerStatus,
       via: 'replay',
+      ...(f.replay.submitAnswer ? { submitAnswer: f.replay.submitAnswer } : {}),
       evidence,
       ...(note ? { note } : {}),
     };
@@ -369,7 +372,7 @@ function unique<T extends { taskId: string }>(xs: T[]): T[] {
   return xs.filter((x) => (seen.has(x.taskId) ? false : (seen.add(x.taskId), true)));
 }
 
-/** One line per lookup for the README's provider table: `GET /x (queued, running; lag 30 s; strong)`. */
+/** One line per lookup for the evidence table of docs/providers.md: `GET /x (queued, running; lag 30 s; strong)`. */
 export function describeEvidence(e: ReconcileEvidence): string {
   const replay =
     e.replay === 'none'

@@ -72,6 +72,43 @@ export type StoredDocument = Omit<ResultDocument, 'body' | 'identity'> & {
 /** Prefix of the {@link ResultPayload.contentNote} of a result with no usable content. */
 export const EMPTY_NOTE_PREFIX = 'empty:';
 
+/** Prefix of the {@link ResultPayload.contentNote} of a result with fewer documents than the provider counts. */
+export const PARTIAL_NOTE_PREFIX = 'partial:';
+
+/**
+ * A multi-document result compared with the provider's own count of it, after every page that
+ * could be read: Firecrawl's `completed`, the item count of an Apify dataset or a Zyte job, the
+ * record count of a Bright Data snapshot. Set by the adapter that read the pages.
+ */
+export interface ResultCompleteness {
+  /** Documents the provider counts for the task (its own count, read with or after the pages). */
+  expected: number;
+  /**
+   * Distinct documents read that the provider's count covers (per-document failures left out when
+   * the provider does not count them; a document repeated across pages counted once).
+   */
+  kept: number;
+  /** Whose count `expected` is, as the note names it, e.g. ``Firecrawl's `completed` ``. */
+  counter: string;
+  /** Why fewer documents could be read, when the reader knows (e.g. the pages repeated). */
+  why?: string;
+}
+
+/** True when `c` says fewer documents were read than the provider counts. */
+export function isPartial(c: ResultCompleteness | null | undefined): boolean {
+  return c !== undefined && c !== null && c.kept < c.expected;
+}
+
+/**
+ * The note of a partial result: `partial: kept N of the M documents <counter> counts (<why>)`;
+ * null when `c` is not partial.
+ */
+export function partialNoteOf(c: ResultCompleteness | null | undefined): string | null {
+  if (!c || !isPartial(c)) return null;
+  const why = c.why ?? 'the provider served no more pages';
+  return `${PARTIAL_NOTE_PREFIX} kept ${c.kept} of the ${c.expected} documents ${c.counter} counts (${why})`;
+}
+
 const blank = (s: string | null | undefined) => s === null || s === undefined || s.trim() === '';
 
 /** True when a page (the result row's fields) has usable content: a title, text, Markdown, links or a binary body. */
@@ -99,12 +136,18 @@ export function documentHasContent(d: ResultDocument): boolean {
 }
 
 /**
- * The content note of a result (`documents`: its documents as they will be stored): the payload's
- * own note, else — when neither the page nor any document has usable content — a note starting
- * with {@link EMPTY_NOTE_PREFIX} that says what the provider returned; null for a result with
- * content.
+ * The content note of a result (`documents`: its documents as they will be stored): a partial
+ * result's note first (see {@link partialNoteOf}, followed by the payload's own note when it has
+ * one), else the payload's own note, else — when neither the page nor any document has usable
+ * content — a note starting with {@link EMPTY_NOTE_PREFIX} that says what the provider returned;
+ * null for a complete result with content.
  */
-export function contentNoteOf(payload: ResultPayload, documents: readonly ResultDocument[]): string | null {
+export function contentNoteOf(
+  payload: ResultPayload & { completeness?: ResultCompleteness | null },
+  documents: readonly ResultDocument[],
+): string | null {
+  const partial = partialNoteOf(payload.completeness);
+  if (partial) return payload.contentNote ? `${partial}; ${payload.contentNote}` : partial;
   if (payload.contentNote) return payload.contentNote;
   if (pageHasContent(payload) || documents.some(documentHasContent)) return null;
   if (documents.length === 0)
@@ -133,8 +176,14 @@ export function uniqueDocuments(documents: readonly ResultDocument[]): (ResultDo
   return out;
 }
 
-/** What `store.results.writeOnce` writes: the result row's page, plus every document of a multi-document result. */
-export type ResultWrite = ResultPayload & { documents?: readonly ResultDocument[] };
+/**
+ * What `store.results.writeOnce` writes: the result row's page, plus every document of a
+ * multi-document result and, where the provider counts them, the comparison with its count.
+ */
+export type ResultWrite = ResultPayload & {
+  documents?: readonly ResultDocument[];
+  completeness?: ResultCompleteness | null;
+};
 
 /** What an adapter returns for a result: the primary page, plus every document of a multi-document job. */
 export type ProviderResult = ResultPayload & {
@@ -143,4 +192,6 @@ export type ProviderResult = ResultPayload & {
    * provider's order; absent for a single-page scrape (the payload itself is the page).
    */
   documents?: ResultDocument[];
+  /** The documents compared with the provider's own count, where the provider gives one. */
+  completeness?: ResultCompleteness;
 };

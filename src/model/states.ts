@@ -33,6 +33,36 @@ export const FINAL_STATES: readonly JobState[] = [
   'expired',
 ];
 
+/**
+ * The moves a job's state may make (docs/design.md, "The scrape workflow"): the workflow's
+ * `ScrapeJob` checks every move against it, and so does the store's one writer of `jobs.state`
+ * (`src/store/transitions.ts`), which refuses any other. Staying put is not a move. Two edges leave
+ * a final state, and only the store takes them: `completed` → `expired` (the result's retention
+ * ended) and `tracking_interrupted` → `pending` (an operator resumed tracking).
+ */
+export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
+  submitting: ['pending', 'unknown', 'failed', 'cancelling'],
+  unknown: ['pending', 'submitting', 'failed', 'cancelling'],
+  pending: ['completed', 'failed', 'cancelled', 'expired', 'tracking_interrupted', 'cancelling'],
+  cancelling: ['cancelled', 'completed', 'failed', 'cancel_unconfirmed'],
+  completed: ['expired'],
+  failed: [],
+  cancelled: [],
+  cancel_unconfirmed: [],
+  tracking_interrupted: ['pending'],
+  expired: [],
+};
+
+/** Whether `from` → `to` is a move of {@link TRANSITIONS} (staying put is not). */
+export function canMove(from: JobState, to: JobState): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+/** The states a job may move to `to` from (the predecessors of `to` in {@link TRANSITIONS}). */
+export function movesInto(to: JobState): JobState[] {
+  return JOB_STATES.filter((from) => canMove(from, to));
+}
+
 /** True when `state` is one of {@link FINAL_STATES}. */
 export function isFinalState(state: string): boolean {
   return (FINAL_STATES as readonly string[]).includes(state);

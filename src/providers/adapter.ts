@@ -67,6 +67,30 @@ export interface CallContext {
   secrets: readonly string[];
   /** Aborts the HTTP call (activity cancellation). */
   signal?: AbortSignal;
+  /** What the job of the task knows, for calls about a task (status, result, cancel); absent where no job row is at hand. */
+  task?: TaskContext;
+}
+
+/**
+ * What a call about a task may need besides its ID (the declarative `http` kind's templates name
+ * them): the job's request, our client reference, and the fields of the submit's answer that the
+ * adapter asked to keep ({@link Accepted.submitAnswer}), stored with the task ID.
+ */
+export interface TaskContext {
+  request: ScrapeRequest;
+  clientRef: string;
+  /** Undefined when nothing was kept: the task was found by a lookup or given by an operator, or the adapter keeps nothing. */
+  submitAnswer?: Record<string, unknown>;
+}
+
+/** Context of a status read. */
+export interface StatusContext extends CallContext {
+  /**
+   * The URL the job was submitted for, when the caller knows it: an inline multi-document result
+   * (a status answer that carries every document) describes that page on its result row, and a
+   * message about the task names it.
+   */
+  url?: string;
 }
 
 /** Extra context of a submit: the idempotency key and our client reference. */
@@ -92,6 +116,12 @@ export interface Accepted {
   providerStatus: string;
   /** True when the provider said this was a replay of an earlier submit with the same key (or the task was found by listing). */
   replayed: boolean;
+  /**
+   * Fields of the submit's answer that later calls of the task need (a returned URL, a server's
+   * own job key): stored with the task ID (no secrets: values pass the worker's redaction) and
+   * handed back as {@link TaskContext.submitAnswer}. Keep it small: only what the calls name.
+   */
+  submitAnswer?: Record<string, unknown>;
 }
 
 /**
@@ -204,7 +234,7 @@ export interface ProviderAdapter {
   /** Submits a scrape. Ambiguous outcomes throw kind `ambiguous`. */
   submit(request: ScrapeRequest, ctx: SubmitContext): Promise<Accepted>;
   /** Reads the task's status (with the inline result when the final answer carries it). */
-  status(taskId: string, ctx: CallContext): Promise<StatusObservation>;
+  status(taskId: string, ctx: StatusContext): Promise<StatusObservation>;
   /** Reads the authoritative result of a completed task, every page of it. */
   result(taskId: string, ctx: ResultContext): Promise<ProviderResult>;
   /** Requests cancellation. Throws kind `unsupported` when the provider has no cancel endpoint. */

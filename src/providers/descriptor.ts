@@ -2,7 +2,7 @@
  * A provider kind, described once: its name, the zod schema of its own configuration fields, how to
  * build its adapter, how its webhooks are verified and parsed, what it can do (capabilities, expiry)
  * and the published contract it follows. `kinds.ts` lists every kind; the configuration schema,
- * the registry, the webhook receiver and the README's tables are built from that list.
+ * the registry, the webhook receiver and the tables of docs/providers.md are built from that list.
  *
  * A kind lives in `src/providers/<kind>/`: `config.ts` (its fields), `adapter.ts` (the
  * {@link ProviderAdapter}), `webhook.ts` (its {@link ProviderWebhook}, when it has webhooks) and
@@ -63,7 +63,7 @@ export interface ProviderWebhook<Entry = unknown> {
 export interface ProviderDescriptor<K extends string = string, S extends z.ZodRawShape = z.ZodRawShape> {
   /** The `kind` of the configuration entries this descriptor handles (e.g. `firecrawl`). */
   readonly kind: K;
-  /** Display name (README, errors). */
+  /** Display name (docs/providers.md, errors). */
   readonly title: string;
   /** The published contract this kind follows: document, URL and version (or date read). */
   readonly contract: string;
@@ -76,7 +76,7 @@ export interface ProviderDescriptor<K extends string = string, S extends z.ZodRa
   /**
    * What the kind's replays and lookups prove after a lost submit, per shape of entry (`label`:
    * the operation or configuration it holds for; the adapter of an entry declares its own): the
-   * README's evidence table is built from it.
+   * evidence table of docs/providers.md is built from it.
    */
   readonly evidence: readonly { label: string; evidence: ReconcileEvidence }[];
   /**
@@ -85,7 +85,7 @@ export interface ProviderDescriptor<K extends string = string, S extends z.ZodRa
    * visible yet", never counted toward expiry. An entry's `notFoundGraceMs` overrides it.
    */
   readonly notFoundGrace: { ms: number; source: string };
-  /** How the provider expires a task's result (README table), e.g. `404 after 24 h`. */
+  /** How the provider expires a task's result (docs/providers.md), e.g. `404 after 24 h`. */
   readonly expiry: string;
   /**
    * What a job of this kind costs (docs/budgets.md): the provider's unit, the estimate before a
@@ -100,6 +100,12 @@ export interface ProviderDescriptor<K extends string = string, S extends z.ZodRa
   create(name: string, entry: z.infer<EntrySchemaOf<S>>): ProviderAdapter;
   /** Checks across fields of a parsed entry (the kind's and the common ones); issues fail the configuration with their path. */
   refineEntry?(entry: z.infer<EntrySchemaOf<S>>, ctx: z.RefinementCtx): void;
+  /**
+   * Whether the entry's calls send a credential (default: always). An entry that sends none needs
+   * no `credentials`, and its jobs need no credential of their account (the `http` kind's
+   * `auth: {in: "none"}`: a self-hosted server without authentication).
+   */
+  credentialNeeded?(entry: z.infer<EntrySchemaOf<S>>): boolean;
 }
 
 /** Any descriptor (the registry and the receiver do not need the kind's types). */
@@ -110,8 +116,9 @@ export type EntryOf<D extends AnyProviderDescriptor> = z.infer<D['entrySchema']>
 
 /**
  * Makes a descriptor from a kind's spec: builds `entrySchema` from `configSchema` and the common
- * fields; an entry configuring `webhook` for a kind without webhooks fails validation, and the
- * kind's `refineEntry` (checks across fields) runs on every parsed entry.
+ * fields; an entry configuring `webhook` for a kind without webhooks fails validation, so does an
+ * entry without `credentials` whose calls send one ({@link ProviderDescriptor.credentialNeeded}),
+ * and the kind's `refineEntry` (checks across fields) runs on every parsed entry.
  */
 export function defineProvider<K extends string, S extends { kind: z.ZodLiteral<K> } & z.ZodRawShape>(
   spec: Omit<ProviderDescriptor<K, S>, 'entrySchema'>,
@@ -124,6 +131,17 @@ export function defineProvider<K extends string, S extends { kind: z.ZodLiteral<
         path: ['webhook'],
       });
   const refine = spec.refineEntry;
-  const entrySchema = refine ? hooked.superRefine((e, ctx) => refine(e as z.infer<EntrySchemaOf<S>>, ctx)) : hooked;
+  const needed = spec.credentialNeeded;
+  const entrySchema = hooked.superRefine((e, ctx) => {
+    const entry = e as z.infer<EntrySchemaOf<S>>;
+    if ((e as { credentials?: unknown }).credentials === undefined && (!needed || needed(entry)))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['credentials'],
+        message:
+          'credentials is required: add credentials.default (or credentials.accounts.<account>), {} to give them later',
+      });
+    refine?.(entry, ctx);
+  });
   return { ...spec, entrySchema };
 }

@@ -1,12 +1,13 @@
 /**
  * Every provider kind the product ships: one line per kind in {@link PROVIDER_DESCRIPTORS}. The
  * configuration's {@link ProviderEntrySchema}, the registry (adapters), the webhook receiver
- * (verification) and the README's capabilities and evidence tables are built from this list.
+ * (verification) and the tables of docs/providers.md are built from this list.
  */
 import { z } from 'zod';
 import { describeEvidence } from '../model/evidence.js';
 import type { AnyProviderDescriptor } from './descriptor.js';
 import { entryCost, type EntryCost } from './shared/cost.js';
+import { hasCredentialFor, type Credentials } from './shared/credentials.js';
 import { firecrawlProvider } from './firecrawl/index.js';
 import { httpProvider } from './http/index.js';
 import { apifyProvider } from './apify/index.js';
@@ -56,6 +57,21 @@ export function descriptorOf(kind: string): AnyProviderDescriptor {
   return d;
 }
 
+/** Whether the calls of `entry` send a credential (see `ProviderDescriptor.credentialNeeded`; true for an unknown kind). */
+export function needsCredential(entry: { kind: string }): boolean {
+  const needed = findDescriptor(entry.kind)?.credentialNeeded;
+  return needed ? needed(entry) : true;
+}
+
+/**
+ * Whether jobs of `account` have what the provider of `entry` needs as far as the configuration
+ * says (what a client can check): the entry sends no credential, or it names one for the account
+ * (its own or the default; the value may live in a worker's environment).
+ */
+export function credentialConfigured(entry: { kind: string; credentials?: Credentials }, account: string): boolean {
+  return !needsCredential(entry) || hasCredentialFor(entry, account);
+}
+
 /** Whether the webhooks of `entry` are signed (false: per-job token route; undefined: the kind has no webhooks). */
 export function webhookSigned(entry: { kind: string }): boolean | undefined {
   const hook = findDescriptor(entry.kind)?.webhook;
@@ -83,9 +99,9 @@ export interface ProvidersConfig {
 }
 
 /**
- * The README's evidence table (Markdown), one row per kind and entry shape: what a lost submit is
- * decided from (see `src/model/evidence.ts`). The README holds exactly these lines; a unit test
- * keeps the two equal.
+ * The evidence table of docs/providers.md (Markdown), one row per kind and entry shape: what a
+ * lost submit is decided from (see `src/model/evidence.ts`). `npm run docs:providers` writes these
+ * lines there (`tools/docs/providersPage.ts`); a unit test keeps the two equal.
  */
 export function evidenceTable(): string {
   const rows = PROVIDER_DESCRIPTORS.flatMap((d) =>

@@ -11,7 +11,14 @@
  */
 import { createHash } from 'node:crypto';
 import { configuredCredentialValues, resolveCredential } from './shared/credentials.js';
-import { costOf, descriptorOf, webhookSigned, type ProviderEntry, type ProvidersConfig } from './kinds.js';
+import {
+  costOf,
+  descriptorOf,
+  needsCredential,
+  webhookSigned,
+  type ProviderEntry,
+  type ProvidersConfig,
+} from './kinds.js';
 import type { EntryCost } from './shared/cost.js';
 import { resultLimitsOf, settleMsOf } from './shared/entry.js';
 import { ProviderError } from './shared/errors.js';
@@ -150,7 +157,8 @@ export class ProviderRegistry {
     const entry = this.config.providers[name]!;
     let cred: { apiKey: string; label: string };
     try {
-      cred = resolveCredential(entry, name, account, this.env);
+      // An entry whose calls send no credential (`auth: none`) reaches its provider with none.
+      cred = needsCredential(entry) ? resolveCredential(entry, name, account, this.env) : { apiKey: '', label: name };
     } catch (e) {
       throw new ProviderError('permanent', (e as Error).message, { code: 'NO_CREDENTIALS' });
     }
@@ -180,7 +188,7 @@ export class ProviderRegistry {
 
   /** Accounts that have their own credential for provider `name` (the rest share its default key). */
   accountsWithOwnKey(name: string): string[] {
-    return Object.keys(this.config.providers[name]?.credentials.accounts ?? {});
+    return Object.keys(this.config.providers[name]?.credentials?.accounts ?? {});
   }
 
   /**

@@ -1,5 +1,5 @@
 /**
- * Table shapes of the store's budgets and fair shares (migration `010_budgets`), as Kysely sees
+ * Table shapes of the store's budgets and fair shares (migration `011_budgets`), as Kysely sees
  * them; part of the `Database` of `schema.ts`. Times are UTC ISO-8601 strings; amounts in the
  * budget's unit.
  */

@@ -7,8 +7,8 @@
 import { FINAL_STATES, isFinalState, type JobState } from '../model/states.js';
 import type { JobError } from '../model/types.js';
 import type { StoreConnection } from './connection.js';
-import { settleIn } from './ledger.js';
 import { eventRow, nowIso, type NewJobInput } from './rows.js';
+import { IllegalTransitionError, moveJob, reportMove } from './transitions.js';
 import type { JobRow } from './schema.js';
 import {
   IdempotencyConflictStoreError,
@@ -236,10 +236,10 @@ export class JobsRepository {
    * `task_after_bound` event: a second paid job) or another job of the same provider account —
    * or, without `providerAccount`, of the same provider entry — holds `taskId` (then nothing is
    * written and the collision is returned, with a `task_collision` event on the job, whatever this
-   * job's state),
-   * or the job has ended (nothing is bound; a `task_after_final` event keeps the task as evidence).
-   * On success the job moves to `pending` with the tracking deadline `trackingDeadlineMs` (ms) from
-   * now and a `task_recorded` event naming `source`. Throws when the job does not exist.
+   * job's state), or the job has ended (nothing is bound; a `task_after_final` event keeps the task
+   * as evidence). On success the job moves to `pending` with the tracking deadline
+   * `trackingDeadlineMs` (ms) from now, a `task_recorded` event naming `source`, and `submitAnswer`
+   * (what the task's later calls need of that answer) kept. Throws when the job does not exist.
    */
   async bindTask(b: {
     jobId: string;
@@ -248,6 +248,7 @@ export class JobsRepository {
     source: string;
     trackingDeadlineMs?: number;
     providerAccount?: string | null;
+    submitAnswer?: Record<string, unknown>;
   }): Promise<BindOutcome> {
     const out = await this.conn.tx(async (trx): Promise<BindOutcome> => {
       const row = await trx
@@ -285,21 +286,28 @@ export class JobsRepository {
         b.trackingDeadlineMs === undefined
           ? {}
           : { deadline_at: new Date(Date.now() + b.trackingDeadlineMs).toISOString() };
-      await trx
-        .updateTable('jobs')
-        .set({
-          task_id: b.taskId,
-          provider_status: b.providerStatus,
-          state: 'pending',
-          submit_intent_at: null,
-          submitted_at: at,
-          updated_at: at,
-          waiting: null,
-          ...(account ? { provider_account: account } : {}),
-          ...deadline,
-        })
-        .where('id', '=', b.jobId)
-        .execute();
+      const set = {
+        task_id: b.taskId,
+        provider_status: b.providerStatus,
+        submit_answer: b.submitAnswer ? JSON.stringify(b.submitAnswer) : null,
+        submit_intent_at: null,
+        submitted_at: at,
+        waiting: null,
+        ...(account ? { provider_account: account } : {}),
+        ...deadline,
+      };
+      // A job being cancelled keeps its state: the cancel path acts on the task it now knows.
+      if (row.state === 'cancelling') {
+        await trx
+          .updateTable('jobs')
+          .set({ ...set, updated_at: at })
+          .where('id', '=', b.jobId)
+          .execute();
+        await note('task_recorded', 'cancelling', { source: b.source, providerStatus: b.providerStatus });
+        return { kind: 'bound', taskId: b.taskId, recorded: true };
+      }
+      const moved = await moveJob(trx, this.conn.kind, b.jobId, 'pending', { set, event: false });
+      if (moved.kind === 'refused') throw new IllegalTransitionError(b.jobId, moved.from, 'pending');
       await note('task_recorded', 'pending', { source: b.source, providerStatus: b.providerStatus });
       return { kind: 'bound', taskId: b.taskId, recorded: true };
     });
@@ -361,40 +369,35 @@ export class JobsRepository {
   }
 
   /**
-   * Moves the job to `state` unless it is already final (then nothing changes and false is
-   * returned), records `error` as the last error and appends a timeline event. `force` allows
-   * final → final moves that the design permits (`completed` → `expired`, resume of
-   * `tracking_interrupted`).
+   * Moves the job to `state` through the store's one checked writer (`transitions.ts`): only a move
+   * the transition table allows from the state the row holds (a compare-and-set), with `error` as
+   * the last error and a timeline event (`detail`, else the error). Returns whether the job moved; a
+   * job already in `state` takes the error and moves nothing, and a move the table forbids (a final
+   * job, a race another writer won) changes nothing.
    */
   async transition(
     jobId: string,
     state: JobState,
-    opts: { error?: JobError | null; detail?: unknown; force?: boolean } = {},
+    opts: { error?: JobError | null; detail?: unknown } = {},
   ): Promise<boolean> {
-    const changed = await this.conn.tx(async (trx) => {
-      const at = nowIso();
-      let q = trx
-        .updateTable('jobs')
-        .set({
-          state,
-          updated_at: at,
-          ...(state !== 'submitting' && state !== 'unknown' ? { waiting: null } : {}),
-          ...(opts.error !== undefined ? { last_error: opts.error ? JSON.stringify(opts.error) : null } : {}),
-          ...((FINAL_STATES as readonly string[]).includes(state) ? { finished_at: at } : { finished_at: null }),
-        })
-        .where('id', '=', jobId);
-      if (!opts.force) q = q.where('state', 'not in', [...FINAL_STATES]);
-      const row = await q.returningAll().executeTakeFirst();
-      if (row) {
-        await trx
-          .insertInto('job_events')
-          .values(eventRow(jobId, 'state', state, opts.detail ?? (opts.error ? { error: opts.error } : null)))
-          .execute();
-        await settleIn(trx, this.conn.kind === 'postgres', row); // a job's end settles its budgets (ledger.ts)
-      }
-      return row !== undefined;
-    });
-    if (changed) this.conn.metrics.transition(state);
-    return changed;
+    const out = await this.conn.tx((trx) =>
+      moveJob(trx, this.conn.kind, jobId, state, {
+        set: opts.error !== undefined ? { last_error: opts.error ? JSON.stringify(opts.error) : null } : {},
+        detail: opts.detail ?? (opts.error ? { error: opts.error } : null),
+      }),
+    );
+    reportMove(this.conn, out, state);
+    return out.kind === 'moved';
+  }
+
+  /**
+   * Puts a job that an operator resumes back to `pending` (from `tracking_interrupted`, or from a
+   * state whose run stopped: `submitting`, `unknown`); a job being cancelled stays `cancelling` (the
+   * resumed run finishes that cancel), and a final one is not touched. Returns the row's state after.
+   */
+  async resume(jobId: string, detail: unknown): Promise<JobState | undefined> {
+    const out = await this.conn.tx((trx) => moveJob(trx, this.conn.kind, jobId, 'pending', { detail }));
+    reportMove(this.conn, out, 'pending');
+    return ((await this.get(jobId))?.state as JobState | undefined) ?? undefined;
   }
 }

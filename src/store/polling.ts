@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import { isFinalState } from '../model/states.js';
 import type { JobError, JobWait } from '../model/types.js';
 import type { StoreConnection } from './connection.js';
-import { nowIso } from './rows.js';
+import { eventRow, nowIso } from './rows.js';
 import type { JobRow } from './schema.js';
 
 /** What an attempt of the polling activity learns before it calls the provider. */
@@ -102,12 +102,14 @@ export class PollingRepository {
    * Records a provider read that failed (a status or result read, a lookup: timeout, 5xx, 429): the
    * streak's count + 1, its start (kept from its first failure), the error as the job's last one,
    * and the earliest next read, `delayMs(failures)` ms from now — kept on the row, so that a
-   * `Retry-After` outlives a hand-over to another worker and a restart. Returns the streak.
+   * `Retry-After` outlives a hand-over to another worker and a restart — and a `read_failed` event
+   * (`read`: what was read, `retryAfterMs`: the provider's ask) in the timeline. Returns the streak.
    */
   async recordReadError(
     jobId: string,
     error: JobError,
     delayMs: (failures: number, since: number) => number,
+    read: { phase: string; retryAfterMs?: number },
   ): Promise<{ failures: number; since: number; delayMs: number }> {
     return this.conn.tx(async (trx) => {
       const at = nowIso();
@@ -133,6 +135,10 @@ export class PollingRepository {
         .updateTable('jobs')
         .set({ check_not_before: new Date(Date.now() + wait).toISOString() })
         .where('id', '=', jobId)
+        .execute();
+      await trx
+        .insertInto('job_events')
+        .values(eventRow(jobId, 'read_failed', null, { ...read, failures, nextReadInMs: wait, error }))
         .execute();
       return { failures, since, delayMs: wait };
     });

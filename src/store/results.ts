@@ -9,14 +9,16 @@ import type { BinaryBody } from '../model/documents.js';
 import {
   contentNoteOf,
   EMPTY_NOTE_PREFIX,
+  isPartial,
   uniqueDocuments,
   type ResultWrite,
   type StoredDocument,
 } from '../model/results.js';
 import type { StoreConnection } from './connection.js';
-import { settleIn } from './ledger.js';
 import { eventRow, nowIso, toResultDocument } from './rows.js';
 import type { ResultRow } from './schema.js';
+import { moveJob } from './transitions.js';
+import type { JobState } from '../model/states.js';
 
 /** Documents inserted per statement (16 parameters each: well under SQLite's and PostgreSQL's limits). */
 const DOCUMENT_CHUNK = 400;
@@ -48,6 +50,8 @@ const RESULT_COLUMNS = [
   'body_size',
   'body_sha256',
   'content_note',
+  'expected_documents',
+  'partial',
 ] as const;
 
 /** Every column of `result_documents` but the body's bytes. */
@@ -80,7 +84,27 @@ export interface WriteOnceOutcome {
   documents: number;
   /** The stored result's content note (see {@link contentNoteOf}), or null when it has usable content. */
   contentNote: string | null;
+  /** True when the stored result holds fewer documents than the provider counts (the note says how many, and why). */
+  partial: boolean;
+  /** The provider's own count of the result's documents, where it gave one. */
+  expectedDocuments: number | null;
+  /**
+   * Set when nothing was written: the job is in this state, from which the transition table does
+   * not let it become `completed` (a job that ended otherwise meanwhile); the result row and the
+   * move commit together or not at all.
+   */
+  refused?: JobState | null;
 }
+
+/** Rolls back a result write whose move to `completed` the store refused. */
+class RefusedMove extends Error {
+  constructor(readonly from: JobState | null) {
+    super(`the move to completed was refused from ${from ?? '(no job)'}`);
+  }
+}
+
+/** What a job's stored result says of itself (see {@link ResultsRepository.factsFor}). */
+export type ResultFacts = Pick<ResultRow, 'content_note' | 'partial' | 'expected_documents'>;
 
 /** The store's results. Reach it as `store.results`. */
 export class ResultsRepository {
@@ -96,7 +120,11 @@ export class ResultsRepository {
    * work) but its row carries a `content_note` and the timeline gets a `result_empty` event (see
    * {@link contentNoteOf}). A second call for the same task, from a retried activity or another
    * worker, inserts nothing (neither the row nor a document) and returns the existing row's id,
-   * document count and note. `retentionMs`: how long the payload is kept (null: forever).
+   * document count and note. A result that the provider counts (`payload.completeness`) keeps
+   * that count (`expected_documents`); one with fewer documents than it is `partial`: still
+   * `completed` (what could be read is kept), with a `content_note` that says how many of how many
+   * and why, and a `result_partial` timeline event. `retentionMs`: how long the payload is kept
+   * (null: forever).
    */
   async writeOnce(
     jobId: string,
@@ -107,6 +135,8 @@ export class ResultsRepository {
   ): Promise<WriteOnceOutcome> {
     const documents = uniqueDocuments(payload.documents ?? []);
     const note = contentNoteOf(payload, documents);
+    const completeness = payload.completeness ?? null;
+    const partial = isPartial(completeness);
     return this.conn
       .tx(async (trx) => {
         const at = nowIso();
@@ -141,6 +171,8 @@ export class ResultsRepository {
             body_size: body?.size ?? null,
             body_sha256: body?.sha256 ?? null,
             content_note: note,
+            expected_documents: completeness?.expected ?? null,
+            partial: partial ? 1 : 0,
           })
           .onConflict((oc) => oc.columns(['provider', 'task_id']).doNothing())
           .executeTakeFirst();
@@ -170,21 +202,25 @@ export class ResultsRepository {
         }
         const row = await trx
           .selectFrom('results')
-          .select(['id', 'document_count', 'content_note'])
+          .select(['id', 'document_count', 'content_note', 'expected_documents', 'partial'])
           .where('provider', '=', provider)
           .where('task_id', '=', taskId)
           .executeTakeFirstOrThrow();
         const storedNote = row.content_note;
-        const moved = await trx
-          .updateTable('jobs')
-          .set({ state: 'completed', finished_at: at, updated_at: at, last_error: null }) // provider_status keeps the provider's own word
-          .where('id', '=', jobId)
-          .where('state', 'not in', ['completed', 'expired'])
-          .returningAll()
-          .executeTakeFirst();
-        const transitioned = moved !== undefined;
-        // The job's end settles what it reserved in its budgets, in this transaction (ledger.ts).
-        if (moved) await settleIn(trx, this.conn.kind === 'postgres', moved);
+        const storedPartial = Number(row.partial) === 1;
+        const storedExpected = row.expected_documents === null ? null : Number(row.expected_documents);
+        // provider_status keeps the provider's own word.
+        const move = await moveJob(trx, this.conn.kind, jobId, 'completed', {
+          set: { last_error: null },
+          detail: {
+            resultId: row.id,
+            inserted,
+            ...(storedNote ? { note: storedNote } : {}),
+            ...(storedPartial ? { partial: true, expectedDocuments: storedExpected } : {}),
+          },
+        });
+        if (move.kind === 'refused') throw new RefusedMove(move.from);
+        const transitioned = move.kind === 'moved';
         if (inserted && storedNote?.startsWith(EMPTY_NOTE_PREFIX)) {
           await trx
             .insertInto('job_events')
@@ -197,14 +233,18 @@ export class ResultsRepository {
             )
             .execute();
         }
-        if (transitioned) {
+        if (inserted && partial) {
           await trx
             .insertInto('job_events')
             .values(
-              eventRow(jobId, 'state', 'completed', {
+              eventRow(jobId, 'result_partial', null, {
                 resultId: row.id,
-                inserted,
-                ...(storedNote ? { note: storedNote } : {}),
+                note: storedNote,
+                kept: completeness!.kept,
+                expected: completeness!.expected,
+                counter: completeness!.counter,
+                ...(completeness!.why ? { why: completeness!.why } : {}),
+                documents: documents.length,
               }),
             )
             .execute();
@@ -224,6 +264,7 @@ export class ResultsRepository {
               resultId: row.id,
               title: payload.title,
               ...(storedNote ? { contentNote: storedNote } : {}),
+              ...(storedPartial ? { partial: true, expectedDocuments: storedExpected } : {}),
             }),
             created_at: at,
             delivered_at: null,
@@ -236,12 +277,29 @@ export class ResultsRepository {
           transitioned,
           documents: Number(row.document_count),
           contentNote: storedNote,
+          partial: storedPartial,
+          expectedDocuments: storedExpected,
         };
       })
-      .then((out) => {
-        if (out.transitioned) this.conn.metrics.transition('completed');
-        return out;
-      });
+      .then(
+        (out) => {
+          if (out.transitioned) this.conn.metrics.transition('completed');
+          return out;
+        },
+        (e: unknown) => {
+          if (!(e instanceof RefusedMove)) throw e;
+          return {
+            resultId: '',
+            inserted: false,
+            transitioned: false,
+            documents: 0,
+            contentNote: null,
+            partial: false,
+            expectedDocuments: null,
+            refused: e.from,
+          };
+        },
+      );
   }
 
   /** The job's result row (latest task) without its binary body's bytes (`body` null; see {@link body}), or undefined. */
@@ -253,6 +311,24 @@ export class ResultsRepository {
       .orderBy('written_at', 'desc')
       .executeTakeFirst();
     return r ? { ...r, body: null } : undefined;
+  }
+
+  /**
+   * What each of `jobIds` that has a result says of it (its latest result): the content note, the
+   * partial mark and the provider's count of its documents (a list shows them without reading
+   * each result).
+   */
+  async factsFor(jobIds: readonly string[]): Promise<Map<string, ResultFacts>> {
+    const out = new Map<string, ResultFacts>();
+    if (jobIds.length === 0) return out;
+    const rows = await this.conn.db
+      .selectFrom('results')
+      .select(['job_id', 'content_note', 'partial', 'expected_documents'])
+      .where('job_id', 'in', [...jobIds])
+      .orderBy('written_at', 'asc')
+      .execute();
+    for (const r of rows) out.set(r.job_id, r);
+    return out;
   }
 
   /**
@@ -344,24 +420,10 @@ export class ResultsRepository {
           .set({ markdown: null, text: null, links: null, data: null, body: null })
           .where('result_id', '=', r.id)
           .execute();
-        const upd = await trx
-          .updateTable('jobs')
-          .set({ state: 'expired', updated_at: at })
-          .where('id', '=', r.job_id)
-          .where('state', '=', 'completed')
-          .executeTakeFirst();
-        if (Number(upd.numUpdatedRows) > 0) {
-          jobsExpired++;
-          await trx
-            .insertInto('job_events')
-            .values(
-              eventRow(r.job_id, 'state', 'expired', {
-                resultId: r.id,
-                reason: 'result retention ended; payload purged, evidence kept',
-              }),
-            )
-            .execute();
-        }
+        const move = await moveJob(trx, this.conn.kind, r.job_id, 'expired', {
+          detail: { resultId: r.id, reason: 'result retention ended; payload purged, evidence kept' },
+        });
+        if (move.kind === 'moved') jobsExpired++;
       });
     }
     return { purged: due.length, jobsExpired };

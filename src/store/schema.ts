@@ -44,6 +44,8 @@ export interface JobsTable {
   failing_since: string | null;
   /** Why the job waits, while it does (JSON {@link JobWait}); null when it does not. */
   waiting: string | null;
+  /** JSON: the fields of the submit's answer that the task's later calls need (`Accepted.submitAnswer`), sanitised; null when none were kept. */
+  submit_answer: string | null;
   /** Generation (workflow time of scheduling, epoch ms) of the newest polling activity: an attempt of an older one stops (workflow v2). Text from PostgreSQL's bigint. */
   poll_generation: Generated<number | string>;
   /** Consecutive `404`s for the task (status or result read); at the policy's `notFoundLimit` the job is `expired`. */
@@ -122,9 +124,14 @@ export interface ResultsTable {
   body_sha256: string | null;
   /**
    * Why the stored content is empty or partial, when it is (`empty: the provider returned no
-   * content`, a PDF whose text could not be read); null for a result with usable content.
+   * content`, a PDF whose text could not be read, `partial: kept N of the M documents …`); null
+   * for a complete result with usable content.
    */
   content_note: string | null;
+  /** The provider's own count of a multi-document result's documents, where it gives one. Migration 009. */
+  expected_documents: number | null;
+  /** 1 when fewer documents could be read than the provider counts (see `content_note`), else 0. Migration 009. */
+  partial: Generated<number>;
 }
 
 /**

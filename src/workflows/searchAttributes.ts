@@ -3,8 +3,8 @@
  * Temporal Web UI (`ScrapeState = "pending"`, `ScrapeAccount = "acme"`, ...).
  *
  * These must be registered on the namespace before a workflow upserts them: the dev server started
- * by `src/devserver` passes them as `--search-attribute Name=Type`, and `ensureSearchAttributes`
- * in `src/devserver/searchAttributes.ts` registers them on an existing cluster.
+ * by `tools/devserver` passes them as `--search-attribute Name=Type`, and `ensureSearchAttributes`
+ * in `src/namespace.ts` registers them on an existing cluster.
  *
  * Source of the contract: Temporal docs, "Search Attributes" (custom attributes, Keyword type).
  */

@@ -42,7 +42,10 @@ describe('chaos (small)', () => {
       keepDir: true,
     }).finally(() => keepChaosEvidence(kept));
     console.log(formatChaosReport(report));
-    expect(report.providerJobsCreated).toBe(report.logicalRequests);
+    expect(
+      report.providerJobsCreated,
+      `provider jobs per request; jobs that did not complete: ${JSON.stringify(report.notCompleted)}`,
+    ).toBe(report.logicalRequests);
     expect(report.duplicateResultRows).toBe(0);
     expect(report.lostJobs).toEqual([]);
     expect(report.workerKills).toBeGreaterThan(0);

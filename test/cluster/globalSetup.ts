@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startCluster, type Cluster } from '../../src/cluster/cluster.js';
+import { startCluster, type Cluster } from '../../tools/cluster/cluster.js';
 import { CodecConfigSchema } from '../../src/codec/config.js';
 import { newKeyEntry } from '../../src/codec/keys.js';
 

@@ -55,6 +55,7 @@ import { isFinalState } from '../../src/model/states.js';
 import { providerKeys } from '../../src/providers/shared/keys.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
 import type { JobRow } from '../../src/store/index.js';
+import type { PollPolicy } from '../../src/model/types.js';
 import type {
   AnswerFault,
   ConformanceControls,
@@ -986,6 +987,54 @@ export async function defineConformanceMatrix<F extends ConformanceFixture>(spec
         ).toEqual({ silent: [], reportedButRunning: [], weakButCancelled: [], violations: [] });
       }, 180_000);
     }
+
+    it('failed status reads (503 with Retry-After: 1 s) are read again no sooner than asked and the job completes once they stop; a streak that spends its failed-read budget ends tracking_interrupted with the last error, never failed, the task left running', async () => {
+      const { s, pages } = ctx!;
+      const fx = s.fixture.conformance;
+      fx.setRunMs(2_500);
+      const start = async (id: string, policy: Partial<PollPolicy>) => {
+        const url = `${pages.pageUrl(spec.page ?? '001')}?cf=${id}`;
+        const ref = await s.start({ url, key: id, ...(spec.options ? { options: spec.options } : {}), policy });
+        return ref.jobId;
+      };
+      const readsFailed = async (jobId: string) =>
+        (await s.store.findings.timeline(jobId))
+          .filter((e) => e.type === 'read_failed')
+          .map((e) => ({
+            at: Date.parse(e.at),
+            ...(JSON.parse(e.detail!) as { retryAfterMs?: number; failures: number }),
+          }));
+
+      // Four failed reads, then the provider answers: the job completes with its own task.
+      const passing = `cfrp${randomBytes(2).toString('hex')}e`;
+      fx.answerFault('status', { kind: '503', retryAfterS: 1, times: 4, urlContains: passing });
+      const a = await start(passing, SCENARIO_POLICY);
+      const done = await s.waitFor(a, ['completed', 'failed', 'tracking_interrupted', 'expired'], 60_000);
+      expect(done.state, `${spec.label}: a job whose reads failed for a while`).toBe('completed');
+      const failed = await readsFailed(a);
+      expect(failed.length).toBeGreaterThanOrEqual(1);
+      for (const f of failed) expect(f.retryAfterMs, 'the provider’s Retry-After is read').toBe(1_000);
+      for (let i = 1; i < failed.length; i++)
+        expect(
+          failed[i]!.at - failed[i - 1]!.at,
+          `read ${i + 1} came no sooner than Retry-After`,
+        ).toBeGreaterThanOrEqual(950);
+
+      // Reads that never recover, under a small budget: tracking_interrupted, the task kept.
+      const failing = `cfrf${randomBytes(2).toString('hex')}e`;
+      fx.answerFault('status', { kind: '503', retryAfterS: 1, times: 1_000, urlContains: failing });
+      fx.setRunMs(120_000);
+      const b = await start(failing, { ...SCENARIO_POLICY, failedReadLimit: 3, failedReadBudgetMs: 2_500 });
+      const end = await s.waitFor(b, ['completed', 'failed', 'tracking_interrupted', 'expired'], 60_000);
+      expect(end.state, `${spec.label}: a job whose reads keep failing`).toBe('tracking_interrupted');
+      expect(end.task_id).toBeTruthy();
+      expect(JSON.parse(end.last_error!)).toMatchObject({ httpStatus: 503 });
+      const streak = await readsFailed(b);
+      expect(streak.length).toBeGreaterThanOrEqual(3);
+      expect(streak.at(-1)!.at - streak[0]!.at).toBeGreaterThanOrEqual(2_500 - 1_000);
+      expect(fx.providerJobs().find((j) => j.id === end.task_id)?.state).not.toBe('failed');
+      fx.setRunMs(1_200);
+    }, 180_000);
 
     for (const d of spec.knownDefects ?? []) {
       it.fails(

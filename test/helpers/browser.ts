@@ -19,8 +19,8 @@ import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { temporalCacheRoot } from '../../src/devserver/temporalCli.js';
-import { describeFailure, runCommand } from '../../src/devserver/process.js';
+import { temporalCacheRoot } from '../../tools/devserver/temporalCli.js';
+import { describeFailure, runCommand } from '../../tools/devserver/process.js';
 
 const REPO = path.resolve(import.meta.dirname, '..', '..');
 

@@ -1,6 +1,6 @@
 /**
  * Vitest global setup: one real Temporal server for the whole run. Uses `TEMPORAL_ADDRESS` when set
- * (an existing cluster); otherwise obtains the Temporal CLI (see src/devserver) and starts a dev
+ * (an existing cluster); otherwise obtains the Temporal CLI (see tools/devserver) and starts a dev
  * server with a SQLite file in a temporary directory, the project's search attributes registered,
  * headless (the tests do not need the Web UI). Test files read the address with
  * `inject('temporal')`.
@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { connectOrStartTemporal, type TemporalTarget } from '../../src/devserver/connectOrStart.js';
+import { connectOrStartTemporal, type TemporalTarget } from '../../tools/devserver/connectOrStart.js';
 import { EVIDENCE_ENV } from './evidence.js';
 
 declare module 'vitest' {

@@ -1,5 +1,5 @@
 /**
- * The page server of the tests (src/sim/pageServer.ts), on one of two folders of real article
+ * The page server of the tests (tools/sim/pageServer.ts), on one of two folders of real article
  * pages:
  *
  * - {@link startPageServer}: the repository's own 15 pages (`test/fixtures/pages/`, unchanged
@@ -15,10 +15,10 @@ import {
   startPageServer as startServer,
   type PageServer,
   type PageServerOptions,
-} from '../../src/sim/pageServer.js';
+} from '../../tools/sim/pageServer.js';
 import { obtainMaterial, type ObtainMaterialOptions } from '../material/index.js';
 
-export type { PageServer } from '../../src/sim/pageServer.js';
+export type { PageServer } from '../../tools/sim/pageServer.js';
 
 /** The repository's subset of the page corpus (one folder per page). */
 export const FIXTURE_PAGES_DIR = path.resolve(import.meta.dirname, '..', 'fixtures', 'pages');
@@ -28,7 +28,7 @@ export function fixturePageNames(): string[] {
   return listCorpusPages(FIXTURE_PAGES_DIR);
 }
 
-/** The page server on the repository's pages ({@link FIXTURE_PAGES_DIR}); `host` as in src/sim. */
+/** The page server on the repository's pages ({@link FIXTURE_PAGES_DIR}); `host` as in tools/sim. */
 export function startPageServer(options: Omit<PageServerOptions, 'pagesDir'> = {}): Promise<PageServer> {
   return startServer({ ...options, pagesDir: FIXTURE_PAGES_DIR });
 }

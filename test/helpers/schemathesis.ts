@@ -8,8 +8,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { temporalCacheRoot } from '../../src/devserver/temporalCli.js';
-import { describeFailure, runCommand } from '../../src/devserver/process.js';
+import { temporalCacheRoot } from '../../tools/devserver/temporalCli.js';
+import { describeFailure, runCommand } from '../../tools/devserver/process.js';
 
 /** Pinned schemathesis version (the one issue 13 reports its first run with). */
 export const SCHEMATHESIS_VERSION = '4.32.5';

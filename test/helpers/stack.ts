@@ -1,5 +1,5 @@
 /**
- * A real stack for integration tests: the reference provider (src/sim) on loopback, a SQLite
+ * A real stack for integration tests: the reference provider (tools/sim) on loopback, a SQLite
  * store in a temp directory, the typed client, and a worker on a task queue of its own (in this
  * process, or as a child process that a test can SIGKILL). Temporal is the run's shared dev
  * server (see globalSetup). Nothing is mocked.
@@ -19,8 +19,8 @@ import { dataConverterFor } from '../../src/codec/config.js';
 import { parseConfig, type Config } from '../../src/config.js';
 import { workflowClientInterceptors } from '../../src/observability/tracing.js';
 import type { PollPolicy } from '../../src/model/types.js';
-import { startSim, type Sim, type SimResponseEvent } from '../../src/sim/index.js';
-import type { ProfileInput } from '../../src/sim/schemas.js';
+import { startSim, type Sim, type SimResponseEvent } from '../../tools/sim/index.js';
+import type { ProfileInput } from '../../tools/sim/schemas.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { createScrapeWorker, installWorkerLogging } from '../../src/worker.js';
 import { evidenceLogFile, keepStore, recordSecrets } from './evidence.js';
@@ -138,6 +138,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
             activeJobs:
               opts.activeJobs === undefined ? { initial: 1000 } : { initial: opts.activeJobs, max: opts.activeJobsMax },
           },
+          // A new task's 404s count toward expiry after 1 s (the kind declares a minute): a forgotten
+          // task ends in seconds.
+          notFoundGraceMs: 1_000,
         },
         ...(opts.extraProviders ?? {}),
       },

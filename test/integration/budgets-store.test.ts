@@ -147,7 +147,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       const [usage] = await a.budgets.list({ account });
       expect(usage).toMatchObject({ reserved: 0, spent: 5, remaining: 95 });
       // A resumed job that ends again with a report is corrected by the difference.
-      await a.jobs.transition(lost, 'pending', { force: true });
+      await a.jobs.resume(lost, { resumed: true });
       await a.polling.recordCheck(lost, { providerStatus: 'failed', state: 'failed', cost: 7 }, 0);
       await a.jobs.transition(lost, 'failed');
       expect((await a.budgets.list({ account }))[0]).toMatchObject({ reserved: 0, spent: 10 });

@@ -12,6 +12,7 @@
  * - a CSV with an unclosed quote on line 8 names line 8 and runs the other rows;
  * - a URL's credentials are never echoed (table, JSON, stderr) and never stored.
  */
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -27,7 +28,7 @@ import { jobIdFor, ScrapeClient } from '../../src/client/index.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { jsonError, runCli, type CliRun } from '../helpers/cli.js';
 import { recordSecrets } from '../helpers/evidence.js';
-import { FAST_POLICY, startStack, waitForState, type Stack } from '../helpers/stack.js';
+import { FAST_POLICY, REPO, startStack, waitForState, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
 let pages: PageServer;
@@ -289,7 +290,7 @@ describe('--json, errors included', () => {
       [['setup', '--config', absent], 2],
       [['worker', '--config', absent], 2],
       [['api', '--config', absent], 2],
-      [['demo', '--temporal-port', '70000'], 2],
+      [['upgrade-check', '--config', absent], 2],
     ];
     const results = await Promise.all(runs.map(([args]) => runCli([...args, '--json'])));
     results.forEach((r, i) => {
@@ -298,6 +299,26 @@ describe('--json, errors included', () => {
       expect(jsonError(r), args.join(' ')).toMatchObject({ exitCode: code });
       expect(r.stderr, args.join(' ')).toBe('');
     });
+    // The demo is a tool beside the command line (`npm run demo`): it answers the same way.
+    const demo = await new Promise<CliRun>((resolve) =>
+      execFile(
+        process.execPath,
+        [
+          '--import',
+          import.meta.resolve('tsx'),
+          path.join(REPO, 'tools/demo/main.ts'),
+          '--temporal-port',
+          '70000',
+          '--json',
+        ],
+        { cwd: REPO, env: { ...process.env, FORCE_COLOR: '0' } },
+        (err, stdout, stderr) =>
+          resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr, ms: 0 }),
+      ),
+    );
+    exited(demo, 2);
+    expect(jsonError(demo)).toMatchObject({ exitCode: 2 });
+    expect(demo.stderr).toBe('');
   });
 });
 

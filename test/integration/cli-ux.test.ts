@@ -1,12 +1,14 @@
 /**
  * The command line as a user meets it, through the real CLI (`node --import tsx src/cli.ts`) against a
  * real stack (Temporal dev server, reference provider, SQLite store, worker):
- * - exit codes as the README says (missing input file, absent or invalid configuration,
+ * - exit codes as docs/cli.md says (missing input file, absent or invalid configuration,
  *   a refused `resolve`: 2; a bad argument: 2; no such job: 3);
  * - `status` reads only the store: with Temporal unreachable it answers and never tries it;
  * - a `;`-separated file is refused with the delimiter to pass, and `--delimiter ';'` runs it;
  * - while status checks fail and retry, `status` shows the failing count and the last error;
  * - two spellings of one address are one job; the typed form is kept as evidence;
+ * - a request (`submit`, a batch row) whose job an earlier release started under a key derived then
+ *   (`r-<hash>`, `<host>-<hash>`) finds that job: no second job, no second provider job;
  * - `--deadline` / `--poll-*` reach the workflow; bad values are refused with the bounds.
  */
 import { execFile } from 'node:child_process';
@@ -16,7 +18,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobIdFor } from '../../src/client/index.js';
-import { legacyClientKey } from '../../src/client/ids.js';
+import { readBatchFile } from '../../src/batch/input.js';
+import { canonicalUrl, derivedKey, hostHashKey, legacyClientKey } from '../../src/client/ids.js';
 import { fingerprint } from '../../src/lib/hash.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { Store } from '../../src/store/index.js';
@@ -176,7 +179,7 @@ describe('CSV delimiters', () => {
       [2, 'completed'],
       [3, 'completed'],
     ]);
-    expect(rows[0]!.jobId).toMatch(/^scrape:acme:127\.0\.0\.1-[0-9a-f]{10}$/); // a readable job ID
+    expect(rows[0]!.jobId).toMatch(/^scrape:acme:127\.0\.0\.1-pages-aclu-[0-9a-f]{10}$/); // a readable job ID
     expect(JSON.parse((await stack.store.jobs.get(rows[0]!.jobId))!.input)).toEqual({
       url: pages.pageUrl('aclu'),
       note: 'first',
@@ -233,7 +236,7 @@ describe('one address, one job', () => {
     const b = await cli(['submit', url]);
     expect(a.code, a.stderr).toBe(0);
     const id = /started job (\S+)/.exec(a.stdout)?.[1];
-    expect(id).toMatch(/^scrape:acme:127\.0\.0\.1-[0-9a-f]{10}$/);
+    expect(id).toMatch(/^scrape:acme:127\.0\.0\.1-pages-tumblr-[0-9a-f]{10}$/);
     expect(b.stdout).toContain(`existing job ${id}`);
     const row = await waitForState(stack.store, id!, ['completed'], 60_000);
     expect(row.url).toBe(url);
@@ -266,6 +269,66 @@ describe('one address, one job', () => {
     // The same old job with the caller's own key: the old fingerprint is no conflict.
     const keyed = await stack.client.startScrape({ account: 'acme', url: typed, key: oldKey });
     expect(keyed).toMatchObject({ jobId: jobIdFor('acme', oldKey), created: false });
+  });
+});
+
+describe('keys derived before path slugs', () => {
+  /** Jobs the provider holds for URLs containing `tag`. */
+  const providerJobs = (tag: string) => stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag)).length;
+
+  it('a request whose job was started under <host>-<hash> finds that job: created false, one provider job', async () => {
+    const tag = 'pre-slug-request';
+    const url = `${pages.pageUrl('wikipedia')}?${tag}=1`;
+    const request = { url: canonicalUrl(url), format: 'markdown', options: {} };
+    const hash = fingerprint({ provider: 'reference', request });
+    const oldKey = hostHashKey(request.url, hash);
+    expect(oldKey).toMatch(/^127\.0\.0\.1-[0-9a-f]{10}$/);
+    expect(derivedKey(request.url, hash)).toMatch(/^127\.0\.0\.1-pages-wikipedia-[0-9a-f]{10}$/);
+    // The job as the earlier release made it: it derived `oldKey` for this request, and a start
+    // under a key stores and runs it the same way (row, workflow, provider job).
+    const old = await stack.client.startScrape({ account: 'acme', url, key: oldKey, policy: FAST_POLICY });
+    expect(old.created).toBe(true);
+    await waitForState(stack.store, old.jobId, ['completed'], 60_000);
+    expect((await stack.store.jobs.get(old.jobId))?.request_hash).toBe(hash);
+    expect(providerJobs(tag)).toBe(1);
+
+    const again = await stack.client.startScrape({ account: 'acme', url, policy: FAST_POLICY });
+    expect(again).toEqual({ jobId: old.jobId, account: 'acme', key: oldKey, created: false });
+    const submitted = await cli(['submit', url.replace('http://', 'HTTP://')]); // another spelling, the same request
+    expect(submitted.code, submitted.stderr).toBe(0);
+    expect(submitted.stdout).toContain(`existing job ${old.jobId}`);
+    expect(await stack.store.jobs.get(jobIdFor('acme', derivedKey(request.url, hash)))).toBeUndefined();
+    expect(providerJobs(tag)).toBe(1);
+  });
+
+  it('a batch row whose job was started under <host>-<hash> finds that job on a re-run of the file', async () => {
+    const tag = 'pre-slug-row';
+    const url = `${pages.pageUrl('yahoo-4')}?${tag}=1`;
+    const file = path.join(stack.dir, 'pre-slug.csv');
+    fs.writeFileSync(file, `url,note\n${url},kept\n`);
+    const canonical = canonicalUrl(url);
+    const oldKey = hostHashKey(
+      canonical,
+      fingerprint({ url: canonical, format: null, provider: null, rest: { note: 'kept' } }),
+    );
+    // The row's job as the earlier release's `run` started it: its derived key, the row, the batch.
+    const old = await stack.client.startScrape({
+      account: 'acme',
+      url,
+      key: oldKey,
+      row: { url, note: 'kept' },
+      batchId: readBatchFile(file).batchId,
+      policy: FAST_POLICY,
+    });
+    await waitForState(stack.store, old.jobId, ['completed'], 60_000);
+    expect(providerJobs(tag)).toBe(1);
+
+    const r = await cli(['run', file, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual([
+      expect.objectContaining({ line: 2, jobId: old.jobId, state: 'completed', existed: true }),
+    ]);
+    expect(providerJobs(tag)).toBe(1);
   });
 });
 

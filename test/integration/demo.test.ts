@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { JOBS_VIEW_QUERY } from '../../src/client/schedules.js';
-import { freePort } from '../../src/devserver/devServer.js';
+import { freePort } from '../../tools/devserver/devServer.js';
 import { keepLogFile, keepSqliteFile, recordCli, recordConfigSecrets } from '../helpers/evidence.js';
 import { REPO } from '../helpers/stack.js';
 
@@ -51,7 +51,7 @@ describe('npm run demo', () => {
     expect(first.out).toContain(`Temporal Web UI: http://127.0.0.1:${ui}`);
     expect(first.out).toContain(`sample site at http://127.0.0.1:${site}`);
     expect(first.out).toContain(`reference provider at http://127.0.0.1:${provider}`);
-    expect(first.out).toMatch(/npm run cli -- status scrape:demo:127\.0\.0\.1-[0-9a-f]{10}/);
+    expect(first.out).toMatch(/npm run cli -- status scrape:demo:127\.0\.0\.1-index-[0-9a-f]{10}/); // the first row, index.html
     expect(first.out).toContain(`query=${encodeURIComponent(JOBS_VIEW_QUERY)}`);
     expect(first.out).toMatch(/Summary: 8\/8 jobs completed/);
     expect(first.out).toMatch(/line 10: url: url scheme must be http or https, not ftp/);

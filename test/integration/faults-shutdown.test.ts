@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import type { PollPolicy } from '../../src/model/types.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
-import type { SimRequestEvent, SimResponseEvent } from '../../src/sim/index.js';
+import type { SimRequestEvent, SimResponseEvent } from '../../tools/sim/index.js';
 import { writeWorkflowBundle } from '../../src/worker.js';
 import {
   activityRecords,

@@ -236,7 +236,7 @@ describe('idempotency key contract and evidence', () => {
   it('a 401 leaves an incident with endpoint, status, UTC time and request options, without credentials', async () => {
     const bad = await startStack({ profile: {} });
     try {
-      (bad.config.providers.reference!.credentials.default as { apiKey: string }).apiKey = 'sk-wrong-key-0000000000';
+      (bad.config.providers.reference!.credentials!.default as { apiKey: string }).apiKey = 'sk-wrong-key-0000000000';
       await bad.stopWorker();
       await bad.startWorker();
       const ref = await bad.client.startScrape({

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 
-import { ensureTemporalCli } from '../../src/devserver/temporalCli.js';
+import { ensureTemporalCli } from '../../tools/devserver/temporalCli.js';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
@@ -308,6 +308,7 @@ describe('workflow histories replay deterministically', () => {
     // the repository: a recorded history carries no path of the machine that recorded it.
     if (process.env.RECORD_HISTORIES === '1' || process.env.RECORD_HISTORIES === 'all') {
       const dir = path.join(REPO, 'test/replay/histories');
+      fs.mkdirSync(dir, { recursive: true });
       const suffix = process.env.RECORD_AS ? `-${process.env.RECORD_AS.replace(/[^A-Za-z0-9]/g, '')}` : '';
       for (const h of histories) {
         const file = path.join(dir, `v4-${h.name}${suffix}.json`);

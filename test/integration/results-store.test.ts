@@ -3,7 +3,9 @@
  * the test): one document row per identity however the provider's pages repeat (first occurrence
  * wins, positions dense), binary bodies kept as bytes (blob / `bytea`) with media type, size and
  * SHA-256 and purged with the payload, a result with no usable content completed with its note and
- * a `result_empty` event, and migration 007 down and up again over rows written before it.
+ * a `result_empty` event, a result with fewer documents than the provider counts completed
+ * `partial` with its note, the provider's count and a `result_partial` event, and migrations 007
+ * and 009 down and up again over rows written before them.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -13,7 +15,7 @@ import { Migrator, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { binaryBody } from '../../src/model/documents.js';
 import { paginateNextLink, withIdentity } from '../../src/providers/shared/pagination.js';
-import { migrationProvider } from '../../src/store/migrations/index.js';
+import { migrationProvider, migrations } from '../../src/store/migrations/index.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import type { ResultDocument } from '../../src/model/results.js';
 import { keepStore } from '../helpers/evidence.js';
@@ -209,15 +211,78 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect((await store.findings.timeline('empty')).filter((e) => e.type === 'result_empty')).toHaveLength(1);
     });
 
+    it('a result with fewer documents than the provider counts completes partial: the note says how many of how many and why, the row keeps the count, a result_partial event, the outbox says partial; a second writer gets the same', async () => {
+      await started('partial');
+      const documents = [0, 1, 1, 2].map((i) =>
+        withIdentity({ url: `https://e.x/${i}`, title: `P${i}` }, { providerId: i }),
+      );
+      const completeness = { expected: 5, kept: 3, counter: 'the provider’s count', why: 'its pages repeated' };
+      const out = await store.results.writeOnce(
+        'partial',
+        'p',
+        't-partial',
+        { ...payload(), documents, completeness },
+        null,
+      );
+      const note = 'partial: kept 3 of the 5 documents the provider’s count counts (its pages repeated)';
+      expect(out).toMatchObject({
+        inserted: true,
+        transitioned: true,
+        documents: 3,
+        contentNote: note,
+        partial: true,
+        expectedDocuments: 5,
+      });
+      expect((await store.jobs.get('partial'))?.state).toBe('completed');
+      expect(await store.results.forJob('partial')).toMatchObject({ content_note: note, expected_documents: 5 });
+      expect(Number((await store.results.forJob('partial'))!.partial)).toBe(1);
+      const events = await store.findings.timeline('partial');
+      expect(events.filter((e) => e.type === 'result_partial').map((e) => JSON.parse(e.detail!))).toEqual([
+        {
+          resultId: out.resultId,
+          note,
+          kept: 3,
+          expected: 5,
+          counter: 'the provider’s count',
+          why: 'its pages repeated',
+          documents: 3,
+        },
+      ]);
+      expect(JSON.parse(events.find((e) => e.type === 'state' && e.state === 'completed')!.detail!)).toMatchObject({
+        note,
+        partial: true,
+        expectedDocuments: 5,
+      });
+      const again = await store.results.writeOnce('partial', 'p', 't-partial', { ...payload(), documents }, null);
+      expect(again).toMatchObject({ inserted: false, contentNote: note, partial: true, expectedDocuments: 5 });
+      // A complete result keeps the provider's count and is not partial.
+      await started('whole');
+      const whole = await store.results.writeOnce(
+        'whole',
+        'p',
+        't-whole',
+        { ...payload(), documents, completeness: { ...completeness, expected: 3 } },
+        null,
+      );
+      expect(whole).toMatchObject({ contentNote: null, partial: false, expectedDocuments: 3 });
+      expect((await store.findings.timeline('whole')).filter((e) => e.type === 'result_partial')).toEqual([]);
+    });
+
     it('migration 007 goes down and up again over rows written before it: old documents get legacy identities', async () => {
       const file = dialect === 'sqlite' ? `sqlite:${path.join(dir, 'migrate.db')}` : pg!.url;
       const s = dialect === 'sqlite' ? await openStore(file) : store;
       const migrator = new Migrator({ db: s.db as unknown as Kysely<unknown>, provider: migrationProvider });
       const down = await migrator.migrateTo('006_provider_accounts');
       expect(down.error).toBeUndefined();
-      expect(down.results?.map((r) => [r.migrationName, r.direction, r.status])).toEqual([
-        ['007_result_fidelity', 'Down', 'Success'],
-      ]);
+      // 007 and every migration after it go down, newest first.
+      const after = Object.keys(migrations)
+        .filter((n) => n > '006_provider_accounts')
+        .sort()
+        .reverse();
+      expect(after.at(-1)).toBe('007_result_fidelity');
+      expect(down.results?.map((r) => [r.migrationName, r.direction, r.status])).toEqual(
+        after.map((n) => [n, 'Down', 'Success']),
+      );
       // Written by a release before 007: no identity, no body columns.
       const db = s.db as unknown as Kysely<any>;
       await db
@@ -248,6 +313,9 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       const docs = await s.results.documents('old', { offset: 0, limit: 10 });
       expect(docs.documents.map((d) => d.identity)).toEqual(['legacy:0', 'legacy:1']);
       expect(docs.documents.every((d) => d.body === null)).toBe(true);
+      // Written before 009: no count of the provider's, not partial.
+      expect(docs.result).toMatchObject({ expected_documents: null });
+      expect(Number(docs.result!.partial)).toBe(0);
       if (s !== store) await s.close();
     });
   });

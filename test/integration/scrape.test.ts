@@ -98,7 +98,7 @@ describe('a scrape end to end', () => {
     const a = await stack.client.startScrape({ account: 'acme', url, policy: FAST_POLICY });
     const b = await stack.client.startScrape({ account: 'acme', url, policy: FAST_POLICY });
     expect(a.jobId).toBe(b.jobId);
-    expect(a.jobId).toMatch(/^scrape:acme:127\.0\.0\.1-[0-9a-f]{10}$/); // readable: the host and a short hash
+    expect(a.jobId).toMatch(/^scrape:acme:127\.0\.0\.1-pages-aclu-[0-9a-f]{10}$/); // readable: host, path slug, short hash
     await waitForState(stack.store, a.jobId, ['completed']);
   });
 
@@ -171,7 +171,8 @@ describe('a scrape end to end', () => {
     const badKey = await startStack({ profile: {} });
     try {
       // Point the provider credentials at a key the provider does not know.
-      (badKey.config.providers.reference!.credentials.default as { apiKey: string }).apiKey = 'sk-wrong-key-0000000000';
+      (badKey.config.providers.reference!.credentials!.default as { apiKey: string }).apiKey =
+        'sk-wrong-key-0000000000';
       await badKey.stopWorker();
       await badKey.startWorker();
       const ref = await badKey.client.startScrape({

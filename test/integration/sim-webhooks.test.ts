@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { verifySha256Signature } from '../../src/api/webhooks.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
-import { startSim, type Sim } from '../../src/sim/index.js';
+import { startSim, type Sim } from '../../tools/sim/index.js';
 import { waitFor } from '../helpers/stack.js';
 
 interface Received {

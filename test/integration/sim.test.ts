@@ -1,5 +1,5 @@
 /**
- * Integration tests of the reference provider (`src/sim`): a real sim on loopback, a real page
+ * Integration tests of the reference provider (`tools/sim`): a real sim on loopback, a real page
  * server serving the repository's pages (test/fixtures/pages), real HTTP requests with `fetch`.
  */
 import { readFileSync } from 'node:fs';
@@ -13,7 +13,7 @@ import {
   type Sim,
   type SimOptions,
   type SimRequestEvent,
-} from '../../src/sim/index.js';
+} from '../../tools/sim/index.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
 
 const ACME = 'acme-key-1';

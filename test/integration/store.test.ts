@@ -146,6 +146,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
 
     it('a job that ended while its submit waited for a slot (cancelled) reserves nothing: no submit may leave for it', async () => {
       await store.jobs.register(job('j-cancelled-waiting'));
+      expect(await store.jobs.transition('j-cancelled-waiting', 'cancelling')).toBe(true);
       expect(await store.jobs.transition('j-cancelled-waiting', 'cancelled')).toBe(true);
       expect(await store.slots.reserveSubmit('j-cancelled-waiting', { label: 'p@h#k' }, { initial: 8 }, false)).toEqual(
         {
@@ -176,6 +177,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(await bind('j-holder', 't-holder')).toMatchObject({ kind: 'bound', taskId: 't-holder' });
       expect(await bind('j-two-tasks', 't-holder')).toEqual({ kind: 'collision', boundTo: 'j-holder' });
       await store.jobs.register(job('j-ended-late'));
+      expect(await store.jobs.transition('j-ended-late', 'cancelling')).toBe(true);
       expect(await store.jobs.transition('j-ended-late', 'cancelled')).toBe(true);
       expect(await bind('j-ended-late', 't-resubmit')).toEqual({ kind: 'collision', boundTo: 'j-two-tasks' });
       expect(await bind('j-ended-late', 't-own-late')).toEqual({ kind: 'final', state: 'cancelled' });
@@ -190,7 +192,26 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       ).toBe(true);
       expect(await store.jobs.transition('j3', 'pending')).toBe(false);
       expect((await store.jobs.get('j3'))?.state).toBe('failed');
-      expect(await store.jobs.transition('j3', 'pending', { force: true })).toBe(true);
+    });
+
+    it('refuses at the store every move the transition table forbids, whoever asks: the row and the timeline stay as they were', async () => {
+      await store.jobs.register(job('j-illegal'));
+      const events = async () => (await store.findings.timeline('j-illegal')).length;
+      const before = await events();
+      // submitting → completed skips pending; submitting → cancelled skips cancelling; → expired is the provider's or the retention's.
+      for (const to of ['completed', 'cancelled', 'expired', 'tracking_interrupted'] as const)
+        expect(await store.jobs.transition('j-illegal', to), to).toBe(false);
+      expect((await store.jobs.get('j-illegal'))?.state).toBe('submitting');
+      expect(await events()).toBe(before);
+      // A result for a job that never reached pending is not written either: result and move commit together.
+      const out = await store.results.writeOnce('j-illegal', 'p', 't-illegal', payload('x'), 60_000);
+      expect(out).toMatchObject({ refused: 'submitting' });
+      expect(await store.results.count({ jobId: 'j-illegal' })).toBe(0);
+      // The moves the table allows go through, and a final job stays final.
+      expect(await store.jobs.transition('j-illegal', 'unknown')).toBe(true);
+      expect(await store.jobs.transition('j-illegal', 'failed')).toBe(true);
+      expect(await store.jobs.transition('j-illegal', 'pending')).toBe(false);
+      expect(await store.jobs.resume('j-illegal', {})).toBe('failed');
     });
 
     it('writes a result once under 10 concurrent writers, atomically with completion', async () => {

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScrapeClient } from '../../src/client/index.js';
 import { maintenanceScheduleIds } from '../../src/client/schedules.js';
 import type { Config } from '../../src/config.js';
-import { ensureSearchAttributes } from '../../src/devserver/searchAttributes.js';
+import { ensureSearchAttributes } from '../../src/namespace.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes.js';
 import { createScrapeWorker, MissingSearchAttributesError } from '../../src/worker.js';

@@ -11,8 +11,8 @@
 import fs from 'node:fs';
 import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { describeFailure, runCommand } from '../../src/devserver/process.js';
-import { temporalCacheRoot } from '../../src/devserver/temporalCli.js';
+import { describeFailure, runCommand } from '../../tools/devserver/process.js';
+import { temporalCacheRoot } from '../../tools/devserver/temporalCli.js';
 import { checkAgainst, describeCheck, type ManifestEntry } from './manifest.js';
 import type { Material } from './materials.js';
 

@@ -11,22 +11,12 @@
  * JSON lines (404 when the run wrote none); `POST /cancel.json` (form: project, job) →
  * `{"prevstate":…}`, after which a running job reads `finished`. No authentication.
  *
- * The entry below is the configuration a user would write. Several of its fields do not exist in
- * the `http` kind yet (issue 35, "what to build" 5); they are the names proposed for it:
- * - `result.format: "jsonl"`: the result answer is JSON lines, one document a line
- *   (`documentsPath: ""` then means each line);
- * - `errors.errorWhen: {path, equals}`: a 2xx answer whose field at `path` equals a value is an
- *   error (message at `errors.messagePath`);
- * - `status.missing: "not_found"`: a missing or null status word is a task the server does not
- *   know (counted like a `404`, then `expired`); any mapped state may be given instead;
- * - `cancel.bodyEncoding` and `cancel.body` (and `cancel.query`): the cancel call's form/JSON body,
- *   templates over `{{taskId}}` like the path;
- * - `cancel.afterCancel: {word: state}`: what a final word means once a cancel was accepted
- *   (`finished` after Scrapyd stopped the crawl is `cancelled`, not `completed`);
- * - `errors.resultNotFound: "failed"`: a `404` on the result read of a finished task means the run
- *   produced no result (the job fails with that evidence) rather than an expired task;
- * - `auth: {in: "none"}` with no `credentials` at all.
+ * The entry is the one `docs/providers/scrapyd.md` gives (its JSON block, read from the page: the
+ * project and spider names replaced by the suite's, `baseUrl` the suite's Scrapyd), so the page's
+ * configuration is the one these scenarios prove.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { runBatch } from '../../src/batch/run.js';
@@ -35,45 +25,19 @@ import { killWorker, REAL_POLICY, restartServer, useReal, type RealScenario } fr
 import { SCRAPYD_PROJECT, SCRAPYD_SPIDER } from './scrapyd/server.js';
 import { startSite, type Site } from './site.js';
 
-/** The `http` entry of Scrapyd's `realsite` project (proposed fields: see the file's docs). */
+/** The Scrapyd entry of `docs/providers/scrapyd.md` (its one JSON block), for `spider` of the suite's project, without `kind` and `baseUrl`. */
 function scrapydEntry(spider = SCRAPYD_SPIDER): Record<string, unknown> {
-  return {
-    title: 'Scrapyd 1.6 (project realsite)',
-    auth: { in: 'none' },
-    credentials: undefined,
-    submitTimeoutMs: 30_000,
-    readTimeoutMs: 10_000,
-    submit: {
-      method: 'POST',
-      path: '/schedule.json',
-      bodyEncoding: 'form',
-      // The job's options are the spider's arguments (follow, delay, fail).
-      body: { project: SCRAPYD_PROJECT, spider, url: '{{url}}', '...': '{{options}}' },
-      taskIdPath: '/jobid',
-    },
-    status: {
-      path: '/status.json',
-      query: { job: '{{taskId}}', project: SCRAPYD_PROJECT },
-      statusPath: '/currstate',
-      map: { pending: 'queued', running: 'running', finished: 'completed' },
-      missing: 'not_found',
-    },
-    result: {
-      request: { path: `/items/${SCRAPYD_PROJECT}/${spider}/{{taskId}}.jl` },
-      format: 'jsonl',
-      documentsPath: '',
-      fields: { url: '/url', title: '/title', text: '/text', httpStatus: '/status' },
-    },
-    errors: { errorWhen: { path: '/status', equals: 'error' }, messagePath: '/message', resultNotFound: 'failed' },
-    cancel: {
-      method: 'POST',
-      path: '/cancel.json',
-      bodyEncoding: 'form',
-      body: { project: SCRAPYD_PROJECT, job: '{{taskId}}' },
-      statusPath: '/prevstate',
-      afterCancel: { finished: 'cancelled' },
-    },
-  };
+  const page = fs.readFileSync(path.resolve(import.meta.dirname, '../../docs/providers/scrapyd.md'), 'utf8');
+  const block = /```json\n([\s\S]*?)\n```/.exec(page)?.[1];
+  if (!block) throw new Error('docs/providers/scrapyd.md has no JSON block');
+  const json = block.replaceAll('myproject', SCRAPYD_PROJECT).replaceAll('myspider', spider);
+  const {
+    kind: _kind,
+    baseUrl: _baseUrl,
+    ...entry
+  } = (JSON.parse(json) as { providers: { scrapyd: Record<string, unknown> } }).providers.scrapyd;
+  // The page configures no credential (auth none); the harness's default one is removed with it.
+  return { ...entry, credentials: undefined };
 }
 
 /** Scrapyd's own word for job `taskId` (`status.json`). */
@@ -90,6 +54,12 @@ async function scrapydItems(taskId: string): Promise<{ url: string; title: strin
     .split('\n')
     .filter((l) => l.trim() !== '')
     .map((l) => JSON.parse(l) as { url: string; title: string });
+}
+
+/** The log Scrapyd serves for job `taskId` (`/logs/<project>/<spider>/<job>.log`), or `""` before it has one. */
+async function scrapydLog(taskId: string): Promise<string> {
+  const r = await fetch(`${inject('real').scrapyd}/logs/${SCRAPYD_PROJECT}/${SCRAPYD_SPIDER}/${taskId}.log`);
+  return r.status === 200 ? r.text() : '';
 }
 
 /** The job's row once its task is known and checked `checks` times with Scrapyd's word `word`. */
@@ -178,7 +148,7 @@ describe('Scrapyd through the http kind', () => {
     }
   });
 
-  it('a cancel while the spider runs: one cancel call, observed cancelled (Scrapyd’s `finished` after an accepted cancel is not `completed`), the crawl stopped before its end', async () => {
+  it('a cancel while the spider runs: one cancel call, accepted; Scrapyd’s final word `finished` cannot tell a stopped crawl from a finished one, so the outcome says only that (never “too late”), with the items Scrapyd’s feed holds, stored once', async () => {
     const s = real();
     const ref = await s.start({
       url: `${site.url}/`,
@@ -187,18 +157,32 @@ describe('Scrapyd through the http kind', () => {
       options: { follow: '1', delay: '2' },
     });
     const row = await polledAt(s, ref.jobId, 'running');
+    // The cancel lands once the spider has scraped its first page (its log says so, `site.py`), so
+    // that the stopped crawl has items to keep; the crawl of the whole site takes ≥ 14 s more.
+    await waitFor(
+      async () => (await scrapydLog(row.task_id!)).includes('scraped page'),
+      60_000,
+      'the spider’s first item',
+    );
     const res = await s.cancel(ref.jobId);
-    expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
     await waitFor(async () => (await scrapydState(row.task_id!)) === 'finished', 60_000, 'Scrapyd to stop the crawl');
+    // Scrapyd's own feed shows the crawl stopped before its end (the site has at least 8 pages).
     const items = (await scrapydItems(row.task_id!)) ?? [];
     expect(items.length).toBeLessThan(8);
     const view = await s.client.getLiveView('acme', ref.jobId);
-    expect({ state: view.state, outcome: view.cancel?.outcome, calls: view.cancel?.providerCancelCalls }).toEqual({
-      state: 'cancelled',
-      outcome: 'cancelled',
+    expect({ kind: res.kind, outcome: view.cancel?.outcome, calls: view.cancel?.providerCancelCalls }).toEqual({
+      kind: 'observed',
+      outcome: 'completed',
       calls: 1,
     });
-    expect((await s.outcome(ref.jobId)).results).toBe(0);
+    const detail = view.cancel?.detail ?? '';
+    expect(detail).toContain('the provider accepted the cancel at');
+    expect(detail).toContain('status finished');
+    expect(detail).toContain('the same whether the work stopped early or finished');
+    expect(detail).not.toMatch(/too late|before the cancel|ran to its end/);
+    // What exists is kept, once: every item of Scrapyd's feed, nothing else.
+    const docs = await s.client.getResultDocuments('acme', ref.jobId, { offset: 0, limit: 100 });
+    expect(docs.documents.map((d) => d.url).sort()).toEqual(items.map((i) => i.url).sort());
   });
 
   it('a failing target (the spider fails on purpose: Scrapyd says finished and serves no items feed): the job fails with that evidence, never completed', async () => {
@@ -214,7 +198,12 @@ describe('Scrapyd through the http kind', () => {
     expect(await scrapydItems(row.task_id!)).toBeNull();
     const out = await s.outcome(ref.jobId);
     expect(out.state).toBe('failed');
-    expect(out.lastError).toMatchObject({ httpStatus: 404 });
+    // Scrapyd's words: the 404 page of the feed it does not have (errors.resultNotFound: "failed").
+    expect(out.lastError).toMatchObject({
+      kind: 'task_failed',
+      httpStatus: 404,
+      message: expect.stringContaining('No Such Resource'),
+    });
     expect(out.results).toBe(0);
   });
 
@@ -228,9 +217,9 @@ describe('Scrapyd through the http kind', () => {
     });
     const row = await s.waitFor(ref.jobId, FINAL, 120_000);
     expect(row.state).toBe('failed');
-    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({
-      message: expect.stringContaining("spider 'no-such-spider' not found"),
-    });
+    const words = "spider 'no-such-spider' not found";
+    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ message: expect.stringContaining(words) });
+    expect((await s.client.getLiveView('acme', ref.jobId)).lastError?.message).toContain(words);
   });
 
   it('Scrapyd restarted mid-poll (its crawls stop with it and it forgets them: `currstate: null`): the job ends expired saying Scrapyd does not know it, never polled forever, never completed', async () => {
@@ -246,7 +235,9 @@ describe('Scrapyd through the http kind', () => {
     expect(await scrapydState(row.task_id!)).toBeNull();
     const end = await s.waitFor(ref.jobId, FINAL, 120_000);
     expect(end.state).toBe('expired');
-    expect((await s.outcome(ref.jobId)).results).toBe(0);
+    const out = await s.outcome(ref.jobId);
+    expect(out.lastError).toMatchObject({ code: 'TASK_UNKNOWN', message: expect.stringContaining('null') });
+    expect(out.results).toBe(0);
   });
 });
 

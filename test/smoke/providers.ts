@@ -16,7 +16,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { ScrapeClient } from '../../src/client/index.js';
 import { parseConfig } from '../../src/config.js';
 import { providerPollDefaults } from '../../src/providers/shared/policy.js';
-import { connectOrStartTemporal, type TemporalTarget } from '../../src/devserver/connectOrStart.js';
+import { connectOrStartTemporal, type TemporalTarget } from '../../tools/devserver/connectOrStart.js';
 import { isFinalState } from '../../src/model/states.js';
 import { findDescriptor } from '../../src/providers/kinds.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
@@ -81,7 +81,9 @@ export async function runSmoke(
   for (const p of plan) if (!p.run) log(`skip  ${p.kind.padEnd(11)} ${p.reason}`);
   const planned = plan.filter((p): p is Extract<SmokePlan, { run: true }> => p.run);
   if (planned.length === 0) {
-    log(`ran 0 of ${plan.length} kinds: set a kind's variables to run it (see README, "Providers")`);
+    log(
+      `ran 0 of ${plan.length} kinds: set a kind's variables to run it (see docs/providers.md, "Trying a provider with your own keys")`,
+    );
     return { plan, results: [], ok: true };
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'smoke-providers-'));

@@ -21,7 +21,7 @@ export interface SmokeRecipe {
   kind: string;
   /** Variables that must all be set (non-empty) for this kind to run. */
   env: readonly string[];
-  /** Optional variables the recipe reads (documented in the README). */
+  /** Optional variables the recipe reads (documented in docs/providers.md). */
   optionalEnv?: readonly string[];
   /** The provider entry for the real service, without `kind` (credentials by `apiKeyEnv`). */
   entry?: (env: SmokeEnv) => Record<string, unknown>;
@@ -31,7 +31,7 @@ export interface SmokeRecipe {
   deadlineMs?: number;
 }
 
-/** Every kind's recipe, in the README's order. */
+/** Every kind's recipe, in the order of docs/providers.md. */
 export const SMOKE_RECIPES: readonly SmokeRecipe[] = [
   {
     // The reference provider wherever you run it (`npm run sim`); also how the runner itself is tested.
@@ -123,7 +123,7 @@ export const SMOKE_RECIPES: readonly SmokeRecipe[] = [
   },
   {
     // Your own declarative provider: SMOKE_HTTP_CONFIG is a JSON file with one `http` entry (without
-    // "kind"; credentials by apiKeyEnv, which must be exported too), e.g. README's `hyperbrowser`.
+    // "kind"; credentials by apiKeyEnv, which must be exported too), e.g. `hyperbrowser` in docs/providers.md.
     kind: 'http',
     env: ['SMOKE_HTTP_CONFIG'],
     optionalEnv: ['SMOKE_HTTP_TARGET'],

@@ -175,7 +175,7 @@ describe('submitJob', () => {
     expect((await store.jobs.get(jobId))?.submit_intent_at).toBeTruthy();
   });
 
-  it('a rate-limit 429 throws a retryable failure with the provider wait and cools the key down for every caller', async () => {
+  it("a rate-limit 429: the job waits the provider's wait (no failed attempt), nothing was created, and the key cools down for every caller", async () => {
     fake.submitImpl = async () => {
       throw new ProviderError('cooldown', 'answered 429 RATE_LIMITED', {
         httpStatus: 429,
@@ -183,12 +183,15 @@ describe('submitJob', () => {
         retryAfterMs: 7_000,
       });
     };
-    const err = await failure(env().run(acts.submitJob, input));
-    expect(err).toBeInstanceOf(ApplicationFailure);
-    expect(err.type).toBe('Provider.cooldown');
-    expect(err.nonRetryable).toBe(false);
-    expect(err.nextRetryDelay).toBe(7_000);
-    expect((await store.jobs.get(jobId))?.submit_intent_at).toBeNull();
+    const out = await env().run(acts.submitJob, input);
+    expect(out).toMatchObject({
+      kind: 'waiting',
+      retryInMs: 7_000,
+      wait: { reason: 'cooldown', message: expect.stringMatching(/RATE_LIMITED/) },
+    });
+    const row = await store.jobs.get(jobId);
+    expect(row?.submit_intent_at).toBeNull();
+    expect(JSON.parse(row!.waiting!)).toMatchObject({ reason: 'cooldown' });
     // The next call with the same provider key is held back locally: the provider sees nothing.
     await store.jobs.recordTaskId(jobId, 'task-1', 'queued', 'test');
     const second = (await env().run(check, poll(), false)) as CheckResult;
@@ -221,9 +224,11 @@ describe('submitJob', () => {
     const spent = await failure(env().run(acts.submitJob, input));
     expect(spent.details?.[0]).toMatchObject({ code: 'QUOTA_EXHAUSTED' });
     fake.submitImpl = async () => ({ taskId: 'task-2', providerStatus: 'queued', replayed: false });
-    const held = await failure(env().run(acts.submitJob, { ...input, afterReconcile: true }));
-    expect(held.type).toBe('Provider.cooldown');
-    expect(held.message).toContain('are held (quota exhausted');
+    const held = await env().run(acts.submitJob, { ...input, afterReconcile: true });
+    expect(held).toMatchObject({
+      kind: 'waiting',
+      wait: { reason: 'cooldown', message: expect.stringContaining('are held (quota exhausted') },
+    });
     expect(fake.calls.filter((c) => c === 'submit')).toHaveLength(1);
   });
 });

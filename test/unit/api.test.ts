@@ -25,7 +25,7 @@ import {
   ScrapeClient,
 } from '../../src/client/index.js';
 import { parseConfig, webhookProviderNames, type Config } from '../../src/config.js';
-import { simWebhookSignature } from '../../src/sim/webhooks.js';
+import { simWebhookSignature } from '../../tools/sim/webhooks.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { listQuarantine } from '../helpers/storeQueries.js';
 

@@ -181,7 +181,7 @@ describe('JSONL batches', () => {
 });
 
 describe('readable, canonical keys', () => {
-  it('derives <host>-<10 hex> from the WHATWG-serialised URL: host case, default port, empty path and IDN spellings are one job', () => {
+  it('derives <host>-<path slug>-<10 hex> from the WHATWG-serialised URL: host case, default port, empty path and IDN spellings are one job', () => {
     const { items, errors } = parseCsvText(
       [
         'url',
@@ -196,8 +196,8 @@ describe('readable, canonical keys', () => {
     );
     expect(items.map((i) => [i.line, i.key])).toEqual([
       [2, expect.stringMatching(/^example\.com-[0-9a-f]{10}$/)],
-      [5, expect.stringMatching(/^xn--bcher-kva\.example-[0-9a-f]{10}$/)],
-      [7, expect.stringMatching(/^example\.com-[0-9a-f]{10}$/)],
+      [5, expect.stringMatching(/^xn--bcher-kva\.example-katalog-[0-9a-f]{10}$/)],
+      [7, expect.stringMatching(/^example\.com-a-[0-9a-f]{10}$/)],
     ]);
     expect(items[2]!.key).not.toBe(items[0]!.key); // another port and path: another job
     expect(errors.map((e) => [e.line, e.reason])).toEqual([
@@ -210,12 +210,27 @@ describe('readable, canonical keys', () => {
     expect(items[1]!.row.url).toBe('http://bücher.example/katalog');
   });
 
-  it('keeps the key a row had before readable keys, so a re-run finds the jobs made then', () => {
-    const { items } = parseCsvText('url,note\nHTTP://Example.com,x\n');
-    expect(items[0]!.legacyKey).toBe(
-      `row-${fingerprint({ url: 'HTTP://Example.com', format: null, provider: null, rest: { note: 'x' } }).slice(0, 32)}`,
+  it('keeps the keys a row had before path slugs and before readable keys, so a re-run finds the jobs made then', () => {
+    const { items } = parseCsvText(
+      'url,note\nHTTP://Example.com/Articles/Poll-Politely.html,x\nHTTP://Example.com,y\n',
     );
-    expect(parseCsvText('url,key\nhttps://a.example/,mine\n').items[0]!.legacyKey).toBeUndefined(); // a given key is the key
+    const hash = fingerprint({
+      url: 'http://example.com/Articles/Poll-Politely.html',
+      format: null,
+      provider: null,
+      rest: { note: 'x' },
+    });
+    expect(items[0]!.key).toBe(`example.com-articles-poll-politely-${hash.slice(0, 10)}`);
+    expect(items[0]!.formerKeys).toEqual([
+      `example.com-${hash.slice(0, 10)}`,
+      `row-${fingerprint({ url: 'HTTP://Example.com/Articles/Poll-Politely.html', format: null, provider: null, rest: { note: 'x' } }).slice(0, 32)}`,
+    ]);
+    // A root path has no slug: its key is the one before path slugs, which is no former key then.
+    expect(items[1]!.key).toMatch(/^example\.com-[0-9a-f]{10}$/);
+    expect(items[1]!.formerKeys).toEqual([
+      `row-${fingerprint({ url: 'HTTP://Example.com', format: null, provider: null, rest: { note: 'y' } }).slice(0, 32)}`,
+    ]);
+    expect(parseCsvText('url,key\nhttps://a.example/,mine\n').items[0]!.formerKeys).toBeUndefined(); // a given key is the key
   });
 });
 

@@ -208,6 +208,38 @@ describe('tables fit 120 columns', () => {
   });
 });
 
+describe('status of a partial result', () => {
+  it('shows the note (how many of how many, and why) and that the result is partial, with the provider’s count', async () => {
+    const note = "partial: kept 86 of the 121 documents Firecrawl's `completed` counts (its pages repeated)";
+    const job = {
+      jobId: 'scrape:acme:big',
+      account: 'acme',
+      key: 'big',
+      provider: 'fc-crawl',
+      state: 'completed',
+      providerStatus: 'completed',
+      taskId: 't',
+      url: 'https://e.x/',
+      createdAt: '2026-12-05T10:00:00.000Z',
+      updatedAt: '2026-12-05T10:00:00.000Z',
+      submittedAt: null,
+      finishedAt: null,
+      deadlineAt: null,
+      statusChecks: 3,
+      lastCheckedAt: null,
+      failingChecks: 0,
+      lastError: null,
+      waiting: null,
+      contentNote: note,
+      partial: true,
+      expectedDocuments: 121,
+    } as JobSummary;
+    const out = (await captured(() => printJob(job))).replace(/\s+/g, ' ');
+    expect(out).toContain(note);
+    expect(out).toContain('partial: fewer documents than the provider counts (121)');
+  });
+});
+
 describe('credentials in URLs are never shown', () => {
   it('not in a table, not in JSON', async () => {
     const table = await fitTable({ head: ['line', 'url'], rows: [['2', CREDENTIAL_URL]] });

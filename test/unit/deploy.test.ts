@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../../src/cluster/binaries.js';
+import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../../tools/cluster/binaries.js';
 import { parseConfig } from '../../src/config.js';
 import { registry } from '../../src/observability/metrics.js';
 import { REPO } from '../helpers/stack.js';

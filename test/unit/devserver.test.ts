@@ -1,5 +1,5 @@
 /**
- * Unit tests of src/devserver that need no Temporal server: the all-sources-fail error (real commands,
+ * Unit tests of tools/devserver that need no Temporal server: the all-sources-fail error (real commands,
  * with PATH emptied so `python3` and `go` are not found), option validation, env → connection options.
  */
 import { mkdtemp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
@@ -9,15 +9,15 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZodError } from 'zod';
 import { connectionOptionsFromEnv } from '../../src/client/connection.js';
-import { connectOrStartTemporal } from '../../src/devserver/connectOrStart.js';
-import { DevServerOptionsSchema, freePort } from '../../src/devserver/devServer.js';
-import { EarlyExitError, waitUntilReady } from '../../src/devserver/ready.js';
+import { connectOrStartTemporal } from '../../tools/devserver/connectOrStart.js';
+import { DevServerOptionsSchema, freePort } from '../../tools/devserver/devServer.js';
+import { EarlyExitError, waitUntilReady } from '../../tools/devserver/ready.js';
 import {
   cachedTemporalCliPath,
   ensureTemporalCli,
   TemporalCliNotFoundError,
   temporalCacheRoot,
-} from '../../src/devserver/temporalCli.js';
+} from '../../tools/devserver/temporalCli.js';
 import { waitFor } from '../helpers/stack.js';
 
 let tmp: string;

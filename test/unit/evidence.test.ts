@@ -154,7 +154,7 @@ describe('reconcile decisions for the cases the providers really produce', () =>
     expect(d.kind).toBe('undecided');
   });
 
-  it('the README line of each evidence names the replay and every lookup', () => {
+  it('the line of each evidence in docs/providers.md names the replay and every lookup', () => {
     expect(describeEvidence(firecrawlEvidence('crawl'))).toBe(
       'a `409` for our key proves a job exists (never probed: a missed key would start a second job); `GET /v2/crawl/active` (queued, running; lag 30 s; weak); `GET /v2/team/activity` (queued, running, finished ≤ 24 h; lag 1 min; weak)',
     );

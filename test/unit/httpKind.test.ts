@@ -1,7 +1,7 @@
 /**
  * The declarative `http` kind without Temporal: configuration errors that name the bad field, the
  * template language (typed placeholders, absent members left out, spreads, encoded path segments,
- * unknown names refused), JSON Pointers, the status map (any case, exact, default), the README's
+ * unknown names refused), JSON Pointers, the status map (any case, exact, default), docs/providers.md's
  * worked example (it must parse), and the Firecrawl kind's status words and documents.
  */
 import fs from 'node:fs';
@@ -14,8 +14,20 @@ import {
   firecrawlState,
   firecrawlWebhook,
 } from '../../src/providers/firecrawl/index.js';
-import { mapStatus, type HttpEntry } from '../../src/providers/http/index.js';
-import { isJsonPointer, pick, renderJson, renderPath, unknownPlaceholders } from '../../src/providers/http/template.js';
+import { HttpAdapter, mapStatus, type HttpEntry } from '../../src/providers/http/index.js';
+import { answerBody, isErrorAnswer, keptAnswer, keptFields } from '../../src/providers/http/calls.js';
+import { ProviderHttp } from '../../src/providers/shared/http.js';
+import { credentialConfigured, needsCredential } from '../../src/providers/kinds.js';
+import { ProviderRegistry } from '../../src/providers/registry.js';
+import {
+  isJsonPointer,
+  pick,
+  renderJson,
+  renderPath,
+  renderUrl,
+  unknownPlaceholders,
+  valueOf,
+} from '../../src/providers/http/template.js';
 import { referenceAsHttp } from '../fixtures/providers/http/referenceContract.js';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
@@ -48,9 +60,9 @@ describe('http kind configuration', () => {
         /unknown placeholder \{\{uri\}\} \(allowed here: \{\{url\}\}/,
       ],
       [
-        { ...minimal, status: { ...minimal.status, path: '/jobs/{{url}}' } },
+        { ...minimal, status: { ...minimal.status, path: '/jobs/{{idempotencyKey}}' } },
         'providers.x.status.path',
-        /\{\{url\}\} \(allowed here: \{\{taskId\}\}\)/,
+        /\{\{idempotencyKey\}\} \(allowed here: \{\{taskId\}\}, \{\{url\}\}/,
       ],
       [
         { ...minimal, submit: { ...minimal.submit, taskIdPath: 'data.id' } },
@@ -101,6 +113,59 @@ describe('http kind configuration', () => {
         'providers.x.submit.body',
         /form body/,
       ],
+      // Fields only of object variables; `statusAnswer` only in the result call.
+      [
+        { ...minimal, status: { ...minimal.status, query: { u: '{{url.host}}' } } },
+        'providers.x.status.query',
+        /unknown placeholder \{\{url\.host\}\}.*fields only of options, submitAnswer/,
+      ],
+      [
+        { ...minimal, status: { ...minimal.status, path: '/jobs/{{statusAnswer.id}}' } },
+        'providers.x.status.path',
+        /unknown placeholder \{\{statusAnswer\.id\}\}/,
+      ],
+      [{ ...minimal, status: { ...minimal.status, path: undefined } }, 'providers.x.status.path', /"path".*or "url"/],
+      [
+        { ...minimal, status: { ...minimal.status, url: '{{submitAnswer.self}}' } },
+        'providers.x.status.url',
+        /not both/,
+      ],
+      [
+        { ...minimal, status: { ...minimal.status, body: { job: '{{taskId}}' } } },
+        'providers.x.status.body',
+        /GET call cannot have a body/,
+      ],
+      [
+        {
+          ...minimal,
+          cancel: { path: '/jobs/cancel', method: 'POST', bodyEncoding: 'form', body: { job: { id: '{{taskId}}' } } },
+        },
+        'providers.x.cancel.body',
+        /form body/,
+      ],
+      [{ ...minimal, status: { ...minimal.status, missing: 'unrecognised' } }, 'providers.x.status.missing', /./],
+      [
+        { ...minimal, result: { pagePath: '/0', format: 'jsonl' } },
+        'providers.x.result.format',
+        /needs result\.request/,
+      ],
+      [
+        { ...minimal, errors: { errorWhen: { path: 'status', equals: 'error' } } },
+        'providers.x.errors.errorWhen.path',
+        /JSON Pointer/,
+      ],
+      [
+        { ...minimal, cancel: { path: '/c/{{taskId}}', completedMeans: 'cancelled' } },
+        'providers.x.cancel.completedMeans',
+        /./,
+      ],
+      [
+        { ...minimal, list: { path: '/jobs', itemsPath: [], matchPath: '/id', taskIdPath: '/id' } },
+        'providers.x.list.itemsPath',
+        /./,
+      ],
+      // Only an entry whose calls send no credential may leave `credentials` out.
+      [{ ...minimal, credentials: undefined }, 'providers.x.credentials', /credentials is required/],
     ];
     for (const [entry, field, why] of bad) {
       let message = '';
@@ -112,6 +177,76 @@ describe('http kind configuration', () => {
       expect(message, JSON.stringify(entry)).toMatch(why);
       expect(message, JSON.stringify(entry)).toContain(field);
     }
+  });
+
+  it('the options real servers need parse: auth none without credentials, calls at a returned URL with a form body, JSON lines, a 2xx error predicate, a missing status word, lookups over several arrays, what a final word means after a cancel', () => {
+    const e = parse({
+      ...minimal,
+      credentials: undefined,
+      auth: { in: 'none' },
+      status: {
+        url: '{{submitAnswer.links.status}}',
+        method: 'POST',
+        bodyEncoding: 'form',
+        body: { project: '{{options.project}}', job: '{{taskId}}', ref: '{{clientRef}}' },
+        statusPath: '/currstate',
+        map: { finished: 'completed' },
+        missing: 'not_found',
+      },
+      result: {
+        request: { url: '{{statusAnswer.items_url}}', query: { p: '{{options.project}}' } },
+        format: 'ndjson',
+        documentsPath: '',
+      },
+      errors: {
+        errorWhen: { path: '/status', equals: ['error', 'badrequest'] },
+        messagePath: '/message',
+        resultNotFound: 'failed',
+      },
+      cancel: {
+        method: 'POST',
+        path: '/cancel.json',
+        query: { v: '1' },
+        body: { job: '{{taskId}}' },
+        completedMeans: 'stopped_or_completed',
+      },
+      list: {
+        path: '/listjobs.json',
+        itemsPath: ['/pending', '/running', '/finished'],
+        matchPath: '/id',
+        taskIdPath: '/id',
+      },
+    }) as HttpEntry;
+    expect(e).toMatchObject({
+      auth: { in: 'none' },
+      status: { method: 'POST', missing: 'not_found' },
+      result: { format: 'ndjson' },
+      cancel: { completedMeans: 'stopped_or_completed', bodyEncoding: 'json' },
+    });
+    expect(e.credentials).toBeUndefined();
+    expect(keptFields(e)).toEqual(['links.status']);
+    const adapter = new HttpAdapter('x', e);
+    expect(adapter.completedAfterCancel).toBe('stopped_or_completed');
+    expect(needsCredential(e)).toBe(false);
+    expect(needsCredential(parse(minimal))).toBe(true);
+    // What the client and the HTTP API check before they start a job (a 4xx naming the credential otherwise).
+    expect(credentialConfigured(e, 'any-account')).toBe(true);
+    expect(credentialConfigured(parse(minimal), 'any-account')).toBe(false);
+    // The registry resolves such an entry with no credential at all (and reaches its host with none).
+    const resolved = new ProviderRegistry({ providers: { x: e } }, {}).resolve('x', 'any-account');
+    expect(resolved.apiKey).toBe('');
+  });
+
+  it('docs/providers/scrapyd.md: its configuration is a valid entry that needs no credential', () => {
+    const page = fs.readFileSync(path.join(REPO, 'docs/providers/scrapyd.md'), 'utf8');
+    const block = /```json\n([\s\S]*?)\n```/.exec(page);
+    const entry = parseConfig(JSON.parse(block![1]!), {}).providers.scrapyd! as HttpEntry;
+    expect(entry).toMatchObject({
+      kind: 'http',
+      auth: { in: 'none' },
+      cancel: { completedMeans: 'stopped_or_completed' },
+    });
+    expect(new HttpAdapter('scrapyd', entry).evidence.lookups[0]).toMatchObject({ match: 'strong', lagMs: 0 });
   });
 
   it('the reference contract declared as an http entry parses for every combination of its optional parts', () => {
@@ -129,9 +264,9 @@ describe('http kind configuration', () => {
         }
   });
 
-  it('README’s worked example (Hyperbrowser) is a valid entry', () => {
-    const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
-    const block = /```json\n(\{\n\s+"providers": \{\n\s+"hyperbrowser"[\s\S]*?)\n```/.exec(readme);
+  it('the worked example of docs/providers.md (Hyperbrowser) is a valid entry', () => {
+    const page = fs.readFileSync(path.join(REPO, 'docs/providers.md'), 'utf8');
+    const block = /```json\n(\{\n\s+"providers": \{\n\s+"hyperbrowser"[\s\S]*?)\n```/.exec(page);
     expect(block).not.toBeNull();
     const entry = parseConfig(JSON.parse(block![1]!), {}).providers.hyperbrowser!;
     expect(entry).toMatchObject({ kind: 'http', auth: { in: 'header', name: 'x-api-key' } });
@@ -161,6 +296,60 @@ describe('http kind templates and pointers', () => {
       webhook: { url: 'https://cb/1' },
     });
     expect(renderJson('{{options}}', {})).toBeUndefined();
+  });
+
+  it('placeholders name fields of object variables (`{{options.project}}`, `{{submitAnswer.links.0}}`); a missing step is an absent value', () => {
+    const vars = { options: { project: 'shop', n: 2 }, submitAnswer: { links: ['/a', '/b'], job: { id: 'j1' } } };
+    expect(renderPath('/items/{{options.project}}/{{submitAnswer.job.id}}.jl', vars)).toBe('/items/shop/j1.jl');
+    expect(renderJson({ n: '{{options.n}}', l: '{{submitAnswer.links}}', gone: '{{options.nope}}' }, vars)).toEqual({
+      n: 2,
+      l: ['/a', '/b'],
+    });
+    expect(renderUrl('{{submitAnswer.links.1}}?x=1', vars)).toBe('/b?x=1');
+    expect(() => renderUrl('{{submitAnswer.links.7}}', vars)).toThrow(/needs \{\{submitAnswer\.links\.7\}\}/);
+    expect(valueOf(vars, 'options.project.x')).toBeUndefined();
+    expect(unknownPlaceholders('{{url.x}} {{options.a.b}}', ['url', 'options'], ['options'])).toEqual(['url.x']);
+  });
+
+  it('the submit answer keeps only the fields later templates name, at their place', () => {
+    expect(
+      keptAnswer({ jobid: 'j', links: { status: '/s', items: '/i' }, big: 'x'.repeat(9) }, ['links.status', 'jobid']),
+    ).toEqual({
+      links: { status: '/s' },
+      jobid: 'j',
+    });
+    expect(keptAnswer({ a: 1 }, [])).toBeUndefined();
+    expect(keptAnswer({ a: 1 }, ['b'])).toBeUndefined();
+    expect(keptAnswer({ a: 1 }, [''])).toEqual({ a: 1 });
+  });
+
+  it('answers: JSON lines read as the array of their lines (blank lines skipped, a bad line named); a 2xx error answer by errors.errorWhen', () => {
+    const http = new ProviderHttp({
+      provider: 'x',
+      baseUrl: 'http://127.0.0.1:1',
+      auth: { in: 'none' },
+      submitTimeoutMs: 1,
+      readTimeoutMs: 1,
+    });
+    const answer = (text: string, status = 200) => {
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+      return { status, headers: new Headers(), body, text, evidence: { endpoint: 'GET /feed', at: '' } };
+    };
+    expect(answerBody(http, answer('{"a":1}\n\n{"a":2}\n'), 'jsonl')).toEqual([{ a: 1 }, { a: 2 }]);
+    expect(answerBody(http, answer(''), 'ndjson')).toEqual([]);
+    expect(() => answerBody(http, answer('{"a":1}\n{"a":'), 'jsonl')).toThrow(/line 2 is not JSON/);
+    const e = parse({
+      ...minimal,
+      errors: { errorWhen: { path: '/status', equals: ['error', 'badrequest'] } },
+    }) as HttpEntry;
+    expect(isErrorAnswer(e, answer('{"status":"error","message":"spider \'x\' not found"}'))).toBe(true);
+    expect(isErrorAnswer(e, answer('{"status":"ok","jobid":"j"}'))).toBe(false);
+    expect(isErrorAnswer(parse(minimal) as HttpEntry, answer('{"status":"error"}'))).toBe(false);
   });
 
   it('renders paths with each value as one encoded segment; an absent value is an error', () => {

@@ -15,11 +15,15 @@ import {
   decodeCursor,
   derivedKey,
   encodeCursor,
+  hostHashKey,
   hostLabel,
   jobIdOf,
   legacyClientKey,
   parseJobId,
+  PATH_SLUG_MAX_CHARS,
+  pathSlug,
 } from '../../src/client/ids.js';
+import { IdempotencyKeySchema } from '../../src/model/schemas.js';
 import { formatDuration, parseDuration } from '../../src/lib/duration.js';
 import { PollPolicySchema } from '../../src/model/schemas.js';
 
@@ -33,20 +37,32 @@ describe('canonical URLs and derived keys', () => {
     expect(canonicalUrl('https://example.com:8443')).toBe('https://example.com:8443/'); // another port stays
   });
 
-  it('derives <host>-<10 hex>, a valid key, for every kind of host', () => {
+  it('derives <host>-<path slug>-<10 hex>, a valid key, for every kind of host and path', () => {
     const hash = 'abcdef0123456789';
-    expect(derivedKey('http://example.com/', hash)).toBe('example.com-abcdef0123');
+    expect(derivedKey('http://example.com/articles/poll-politely.html', hash)).toBe(
+      'example.com-articles-poll-politely-abcdef0123',
+    );
+    expect(derivedKey('http://example.com/', hash)).toBe('example.com-abcdef0123'); // the root: no slug
     expect(derivedKey('http://xn--bcher-kva.example/', hash)).toBe('xn--bcher-kva.example-abcdef0123');
     expect(hostLabel('http://[::1]:8080/')).toBe('--1');
     expect(hostLabel('http://127.0.0.1:8080/')).toBe('127.0.0.1');
     for (const url of [
       'http://example.com/',
-      'http://[::1]:8080/',
-      `http://${'a'.repeat(63)}.${'b'.repeat(63)}.example/`,
+      'http://[::1]:8080/a/b',
+      `http://${'a'.repeat(63)}.${'b'.repeat(63)}.example/${'c'.repeat(300)}/${'d-'.repeat(300)}`,
+      'http://example.com/%F0%9F%98%80/%E4%B8%AD%E6%96%87/?q=%00',
     ]) {
-      const id = jobIdOf(derivedKey(url, hash), 'acme');
-      expect(parseJobId(id), id).toEqual({ account: 'acme', key: derivedKey(url, hash) });
+      const key = derivedKey(url, hash);
+      expect(IdempotencyKeySchema.safeParse(key).success, key).toBe(true);
+      const id = jobIdOf(key, 'acme');
+      expect(parseJobId(id), id).toEqual({ account: 'acme', key });
     }
+  });
+
+  it('the key before path slugs is <host>-<10 hex>, and the same as the key for a root path', () => {
+    const hash = 'abcdef0123456789';
+    expect(hostHashKey('http://example.com/articles/poll-politely.html', hash)).toBe('example.com-abcdef0123');
+    expect(hostHashKey('http://example.com/', hash)).toBe(derivedKey('http://example.com/', hash));
   });
 
   it('keeps old keys as job IDs and knows how the client derived them', () => {
@@ -62,6 +78,80 @@ describe('canonical URLs and derived keys', () => {
     const c = { createdAt: '2026-01-01T00:00:00.000Z', id: 'scrape:acme:k' };
     expect(decodeCursor(encodeCursor(c))).toEqual(c);
     expect(() => decodeCursor('not-a-cursor')).toThrow(InvalidInputError);
+  });
+});
+
+describe('the path slug of a derived key', () => {
+  const slug = (path: string) => pathSlug(canonicalUrl(`https://example.com${path}`));
+
+  it('is the words of the path, lower-case, joined by "-", without the page extension', () => {
+    expect(slug('/articles/poll-politely.html')).toBe('articles-poll-politely');
+    expect(slug('/Articles/Poll_Politely/')).toBe('articles-poll-politely');
+    expect(slug('/wiki/Temporal_(software)')).toBe('wiki-temporal-software');
+    expect(slug('/index.php')).toBe('index');
+    expect(slug('/Default.ASPX')).toBe('default');
+    expect(slug('/report.pdf')).toBe('report-pdf'); // not a page extension: a word like the others
+    expect(slug('/v1.2/archive.tar.gz')).toBe('v1-2-archive-tar-gz');
+    expect(slug('/.html')).toBe('');
+  });
+
+  it('is empty for the root path, and for a path of only separators', () => {
+    expect(slug('/')).toBe('');
+    expect(slug('')).toBe('');
+    expect(slug('//--/__/.../')).toBe('');
+    expect(slug('/%20%20/')).toBe('');
+  });
+
+  it('leaves out the query, the fragment, the port and the user-info', () => {
+    expect(slug('/search?q=secret+words&session=abc123#results')).toBe('search');
+    expect(slug('/?page=2')).toBe('');
+    expect(pathSlug('https://user:pass@example.com:8443/a/b?c=d#e')).toBe('a-b');
+  });
+
+  it('spells accented letters in ASCII and drops other scripts; decodes percent-encoding first', () => {
+    expect(slug('/bücher/über-uns')).toBe('bucher-uber-uns'); // serialised as /b%C3%BCcher/%C3%BCber-uns
+    expect(slug('/Straße/Ærø/Łódź/Þing')).toBe('strasse-aero-lodz-thing');
+    expect(slug('/café-crème/naïve')).toBe('cafe-creme-naive');
+    expect(slug('/ﬁle/ＡＢＣ１２３')).toBe('file-abc123'); // compatibility forms: a ligature, full-width letters
+    expect(slug('/新闻/2024/报道.html')).toBe('2024'); // no Latin letters: only the digits remain
+    expect(slug('/новости/')).toBe('');
+    expect(slug('/😀/party')).toBe('party');
+    expect(slug('/a%2Fb%3Fc')).toBe('a-b-c'); // an encoded "/" or "?" separates words too
+    expect(slug('/%E0%A4/ok/%FF%FE')).toBe('ok'); // not UTF-8: a separator, never replacement characters
+    expect(slug('/100%/%zz')).toBe('100-zz'); // a "%" that starts no escape is a separator
+  });
+
+  it(`keeps the last words that fit in ${PATH_SLUG_MAX_CHARS} characters; a longer last word is cut`, () => {
+    const long = slug('/news/world/europe/2024/05/12/heat-wave-breaks-june-record-across-southern-europe.html');
+    expect(long).toBe('june-record-across-southern-europe'); // "breaks-" would make 41
+    expect(slug(`/a/${'x'.repeat(100)}`)).toBe('x'.repeat(PATH_SLUG_MAX_CHARS));
+    expect(slug(`/${'word-'.repeat(1000)}end`).length).toBeLessThanOrEqual(PATH_SLUG_MAX_CHARS);
+    expect(slug(`/${'é'.repeat(5000)}`)).toBe('e'.repeat(PATH_SLUG_MAX_CHARS));
+    for (let n = 1; n <= 60; n++) {
+      const s = slug(`/${'ab-'.repeat(n)}z`);
+      expect(s.length, s).toBeLessThanOrEqual(PATH_SLUG_MAX_CHARS);
+      expect(s).toMatch(/^[a-z0-9]+(?:-[a-z0-9]+)*$/);
+      expect(s.endsWith('z')).toBe(true); // the end of the path is kept
+    }
+  });
+
+  it('is always lower-case ASCII words joined by single "-", whatever the path', () => {
+    const odd = [
+      '/A--B__C..D',
+      '/%00%01%7F',
+      '/a b/c\td',
+      '/it\'s/"quoted"/<tag>',
+      '/%25/%2525',
+      '/;param=1/;jsessionid=ABC',
+      '/~user/@handle/+plus/$dollar',
+      `/${'/'.repeat(50)}x`,
+    ];
+    for (const p of odd) {
+      const s = slug(p);
+      expect(s, p).toMatch(/^(?:[a-z0-9]+(?:-[a-z0-9]+)*)?$/);
+      expect(s.length, p).toBeLessThanOrEqual(PATH_SLUG_MAX_CHARS);
+    }
+    expect(slug('/~user/@handle')).toBe('user-handle');
   });
 });
 

@@ -333,6 +333,26 @@ describe('apify: dataset items', () => {
     expect(res).toMatchObject({ url: 'https://d.example/items-plain', title: 'One', finalUrl: null });
   });
 
+  it('a run read just after it finished, while its item count lags (X-Apify-Pagination-Total says 100 of 150): every item is read, until a page comes back short of its limit, and the read is not called partial', async () => {
+    const items = Array.from({ length: 150 }, (_, i) => ({ url: `https://d.example/lag-${i}` }));
+    fx.plan('items-lag', { statuses: ['SUCCEEDED'], items, staleTotal: { total: 100, ms: 60_000 } });
+    const a = new ApifyAdapter('apify', entry());
+    const { taskId } = await a.submit(request('https://d.example/items-lag'), submitCtx('ref-lag'));
+    const res = await a.result(
+      taskId,
+      resultCtx('https://d.example/items-lag', { ...DEFAULT_RESULT_LIMITS, pageSize: 50 }),
+    );
+    const reqs = fx.requestsTo('GET', `/v2/actor-runs/${taskId}/dataset/items`);
+    expect(reqs.map((r) => r.query.offset)).toEqual(['0', '50', '100', '150']);
+    expect(res.documents).toHaveLength(150);
+    expect(res.completeness).toEqual({
+      expected: 100,
+      kept: 150,
+      counter: "Apify's dataset item count (`X-Apify-Pagination-Total`)",
+      why: 'the dataset pages ended before it',
+    });
+  });
+
   it('with clean: a window of empty items answers [] mid-dataset and the count header reports the scanned window; reading goes on to the total', async () => {
     fx.plan('items-clean', { statuses: ['SUCCEEDED'], items: raw });
     const a = new ApifyAdapter('apify', entry({ clean: true }));
@@ -355,6 +375,8 @@ describe('apify: dataset items', () => {
       'https://d.example/4',
     ]);
     expect(res.documents![0]!.data).not.toHaveProperty('#debug');
+    // Filtered items are fewer than the count: the positions scanned are compared, all of them read.
+    expect(res.completeness).toMatchObject({ expected: 7, kept: 7 });
   });
 
   it('more items than results.maxDocuments is RESULT_TOO_LARGE naming the setting', async () => {

@@ -16,6 +16,7 @@ import { ProviderEntrySchema } from '../../src/providers/kinds.js';
 import { DEFAULT_POLL_POLICY } from '../../src/model/types.js';
 import { credentialSecrets, resolveCredential } from '../../src/providers/shared/credentials.js';
 import { descriptorOf, evidenceTable, PROVIDER_DESCRIPTORS } from '../../src/providers/kinds.js';
+import { PROVIDERS_PAGE_PATH, sectionOf } from '../../tools/docs/providersPage.js';
 import { DEFAULT_SETTLE_MS } from '../../src/providers/shared/entry.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import { errorDetails, joinUrl, path, ProviderHttp } from '../../src/providers/shared/http.js';
@@ -37,7 +38,7 @@ import {
   tokenOfCallbackUrl,
   verifySha256Signature,
 } from '../../src/providers/shared/webhook.js';
-import { simWebhookSignature } from '../../src/sim/webhooks.js';
+import { simWebhookSignature } from '../../tools/sim/webhooks.js';
 
 const KEY = 'sk-unit-provider-0123456789abcdef';
 
@@ -64,14 +65,15 @@ describe('descriptors and configuration', () => {
     expect(() => descriptorOf('nope')).toThrow(/unknown provider kind "nope" \(known: reference/);
   });
 
-  it('every kind declares its reconcile evidence, and the README shows exactly what each declares', () => {
+  it('every kind declares its reconcile evidence, and docs/providers.md shows exactly what each declares', () => {
     for (const d of PROVIDER_DESCRIPTORS) {
       expect(d.evidence.length, d.kind).toBeGreaterThan(0);
       for (const e of d.evidence) expect(e.evidence.source.length, d.kind).toBeGreaterThan(10);
     }
-    const readme = fs.readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    const section = /<!-- evidence table:[^\n]*-->\n([\s\S]*?)\n<!-- end of evidence table -->/.exec(readme)?.[1];
-    expect(section, 'the README evidence table (regenerate it from evidenceTable())').toBe(evidenceTable());
+    const page = fs.readFileSync(new URL(`../../${PROVIDERS_PAGE_PATH}`, import.meta.url), 'utf8');
+    expect(sectionOf(page, 'evidence'), 'the evidence table of docs/providers.md (run npm run docs:providers)').toBe(
+      evidenceTable(),
+    );
   });
 
   it('common entry fields are validated with a reason; misspelt fields and unknown kinds are refused', () => {

@@ -5,6 +5,7 @@
  * `deleted` and `404` as expiry, items paged with `start=P/S/J/N&count`, stop, reconcile by tag,
  * and Zyte's refusal of a second job with the same arguments ("already scheduled").
  */
+import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
@@ -163,6 +164,9 @@ describe('zyte: a job end to end', () => {
     ]);
     expect(res.documents!.map((d) => d.url)).toEqual([0, 1, 2, 3, 4].map((i) => `https://q.example/${i}`));
     expect(res.documents![0]).toMatchObject({ title: 'Q0', text: 'quote 0', data: { author: 'A' } });
+    // The items read are compared with the job's own count (its metadata read once more): all 5.
+    expect(fx.storage.requestsTo('GET', `/jobs/${acc.taskId}`)).toHaveLength(4);
+    expect(res.completeness).toMatchObject({ expected: 5, kept: 5, counter: "Zyte's `item_scraped_count`" });
   });
 
   it('auth "query" sends ?apikey= on both APIs; errors never carry the key', async () => {
@@ -302,5 +306,32 @@ describe('zyte: reconcile by tag and the duplicate-job refusal', () => {
       details: { code: 'BAD_OPTIONS' },
     });
     expect(fx.jobsFor('q.example/bad')).toHaveLength(0);
+  });
+});
+
+describe('zyte: refusals in 200 answers (the legacy API’s `{"status": "error"}`, its HTTP status not documented)', () => {
+  let legacy: Server;
+  let url = '';
+  beforeAll(async () => {
+    // A Jobs API that refuses in 200 answers, as python-scrapinghub's legacy client reads them.
+    legacy = createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          status: 'error',
+          message: req.url?.startsWith('/run.json') ? 'Spider not found' : 'Job not running',
+        }),
+      );
+    });
+    await new Promise<void>((r) => legacy.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(legacy.address() as { port: number }).port}`;
+  });
+  afterAll(async () => new Promise<void>((r) => legacy?.close(() => r())));
+
+  it('a submit refused in a 200 answer is permanent (the job fails with Zyte’s words, nothing was created), never ambiguous', async () => {
+    const a = new ZyteAdapter('zyte', entry({ baseUrl: url }));
+    const err = await caught(a.submit(request('https://q.example/legacy'), submitCtx('ref-legacy')));
+    expect(err).toMatchObject({ kind: 'permanent', details: { httpStatus: 200 } });
+    expect(err.message).toContain('Spider not found');
   });
 });

@@ -111,6 +111,7 @@ function fake(o: {
     call: async (_p: string, _a: string, fn: (r: typeof resolved) => Promise<unknown>) => fn(resolved),
     secrets: () => [],
     signal: () => undefined,
+    taskCall: (p: typeof resolved) => ({ apiKey: p.apiKey, secrets: [] }),
   } as unknown as ActivityKit;
   return f;
 }

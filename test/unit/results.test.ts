@@ -2,8 +2,9 @@
  * Results fidelity, the pure parts: document identities (provider ID, else canonical URL with the
  * absolute position, else URL with a content hash), positions reported by the pagination helpers,
  * an empty page that announces its own position read again (bounded), the text and title of a PDF
- * made in the test, binary bodies recognised and sized against the limits, and the content note of
- * a result without usable content.
+ * made in the test, binary bodies recognised and sized against the limits, the content note of
+ * a result without usable content, and of one with fewer documents than the provider counts; the
+ * row of a multi-document result describes the submitted URL's document.
  */
 import { describe, expect, it } from 'vitest';
 import { binaryBody, canonicalUrl, documentIdentity } from '../../src/model/documents.js';
@@ -18,9 +19,10 @@ import {
   paginateCursor,
   paginateNextLink,
   paginateOffset,
+  completenessOf,
   resultFromDocuments,
 } from '../../src/providers/shared/pagination.js';
-import { contentNoteOf, uniqueDocuments, type ResultPayload } from '../../src/model/results.js';
+import { contentNoteOf, isPartial, uniqueDocuments, type ResultPayload } from '../../src/model/results.js';
 import { makePdf } from '../helpers/pdf.js';
 
 const limits = { maxDocuments: 1_000, maxBytes: 10 * 1024 * 1024, pageSize: 3 };
@@ -308,5 +310,64 @@ describe('content note', () => {
     );
     expect(contentNoteOf(page(), [{ url: 'https://e.x/1', data: { price: 3 } }])).toBeNull();
     expect(contentNoteOf({ ...page(), contentNote: 'binary body kept (…)' }, [])).toBe('binary body kept (…)');
+  });
+});
+
+describe('completeness', () => {
+  const doc = (u: string, extra: Record<string, unknown> = {}) => ({ url: `https://e.x/${u}`, title: u, ...extra });
+
+  it('counts distinct documents (repeats once, failures only when the provider counts them) against the provider’s count', () => {
+    const docs = [
+      doc('a', { identity: 'id:1' }),
+      doc('a', { identity: 'id:1' }),
+      doc('b'),
+      doc('c', { error: { message: 'x' } }),
+    ];
+    expect(completenessOf(docs, 3, 'P')).toEqual({ expected: 3, kept: 2, counter: 'P' });
+    expect(completenessOf(docs, 3, 'P', { countErrors: true })).toEqual({ expected: 3, kept: 3, counter: 'P' });
+    expect(completenessOf(docs, null, 'P')).toBeUndefined();
+    expect(completenessOf(docs, 9, 'P', { kept: 9, why: 'w' })).toEqual({
+      expected: 9,
+      kept: 9,
+      counter: 'P',
+      why: 'w',
+    });
+  });
+
+  it('a partial result’s note says how many of how many, whose count and why, before any note of its own; more than counted is not partial (a lagging count)', () => {
+    const partial = { expected: 121, kept: 86, counter: "Firecrawl's `completed`", why: 'pages repeated' };
+    expect(isPartial(partial)).toBe(true);
+    expect(contentNoteOf({ ...page({ markdown: '# x' }), completeness: partial }, [])).toBe(
+      "partial: kept 86 of the 121 documents Firecrawl's `completed` counts (pages repeated)",
+    );
+    expect(
+      contentNoteOf(
+        { ...page(), contentNote: 'binary body kept (…)', completeness: { ...partial, why: undefined } },
+        [],
+      ),
+    ).toBe(
+      "partial: kept 86 of the 121 documents Firecrawl's `completed` counts (the provider served no more pages); binary body kept (…)",
+    );
+    const fresh = { expected: 100, kept: 150, counter: 'total' };
+    expect(isPartial(fresh)).toBe(false);
+    expect(contentNoteOf({ ...page({ markdown: '# x' }), completeness: fresh }, [])).toBeNull();
+  });
+
+  it('the row of a multi-document result describes the document at the submitted URL (a crawl’s start page), else the first without an error', () => {
+    const docs = [
+      { url: 'https://e.x/late', title: 'Late', httpStatus: 200 },
+      { url: 'https://e.x/', finalUrl: 'https://e.x/home', title: 'Start', httpStatus: 203 },
+    ];
+    expect(resultFromDocuments(docs, 'https://E.x')).toMatchObject({
+      url: 'https://E.x',
+      title: 'Start',
+      finalUrl: 'https://e.x/home',
+      httpStatus: 203,
+    });
+    expect(resultFromDocuments(docs, 'https://e.x/home')).toMatchObject({ title: 'Start' });
+    expect(resultFromDocuments(docs, 'https://e.x/other')).toMatchObject({ title: 'Late' });
+    expect(
+      resultFromDocuments([{ url: 'https://e.x/', error: { message: 'x' } }, ...docs.slice(0, 1)], 'https://e.x/'),
+    ).toMatchObject({ title: 'Late' });
   });
 });

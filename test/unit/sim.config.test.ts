@@ -5,8 +5,8 @@
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ZodError } from 'zod';
-import { createSim, ProfileSchema, SimOptionsSchema, startSim, type Sim } from '../../src/sim/index.js';
-import { HelpRequested, optionsFromCli, parseAccounts } from '../../src/sim/main.js';
+import { createSim, ProfileSchema, SimOptionsSchema, startSim, type Sim } from '../../tools/sim/index.js';
+import { HelpRequested, optionsFromCli, parseAccounts } from '../../tools/sim/main.js';
 
 const sims: Sim[] = [];
 afterEach(async () => {

@@ -1,10 +1,10 @@
 /**
- * Unit tests of the sim's fault registry (src/sim/faults.ts): matching, probability, `times`.
+ * Unit tests of the sim's fault registry (tools/sim/faults.ts): matching, probability, `times`.
  */
 import { describe, expect, it } from 'vitest';
 import { ZodError } from 'zod';
-import { FaultRegistry, ruleMatches } from '../../src/sim/faults.js';
-import { FaultRuleSchema } from '../../src/sim/schemas.js';
+import { FaultRegistry, ruleMatches } from '../../tools/sim/faults.js';
+import { FaultRuleSchema } from '../../tools/sim/schemas.js';
 
 const ctx = (
   over: Partial<{ account: string; endpoint: 'submit' | 'status' | 'logs' | 'cancel' | 'list'; url: string }> = {},

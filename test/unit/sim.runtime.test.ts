@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { quantile } from '../../src/model/schedule.js';
-import { runTimeMs } from '../../src/sim/util.js';
+import { runTimeMs } from '../../tools/sim/util.js';
 
 const urls = Array.from({ length: 4_000 }, (_, i) => `http://127.0.0.1:4321/page-${i % 104}?job=${i}`);
 

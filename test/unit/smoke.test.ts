@@ -56,7 +56,7 @@ describe('smoke:providers skip path', () => {
     const lines = r.stdout.trim().split('\n');
     for (const recipe of SMOKE_RECIPES) expect(lines.some((l) => l.startsWith(`skip  ${recipe.kind} `))).toBe(true);
     expect(lines.at(-1)).toBe(
-      `ran 0 of ${SMOKE_RECIPES.length} kinds: set a kind's variables to run it (see README, "Providers")`,
+      `ran 0 of ${SMOKE_RECIPES.length} kinds: set a kind's variables to run it (see docs/providers.md, "Trying a provider with your own keys")`,
     );
     expect(r.stdout).not.toMatch(/temporal|worker/i);
   });

@@ -382,7 +382,7 @@ describe('the polling loop after a wake', () => {
       ++answers <= 5
         ? { state: 'running', providerStatus: 'scraping' }
         : { state: 'failed', providerStatus: 'failed', error: { code: 'X', message: 'stop' } };
-    // A webhook job's safety net: its next check an hour away; the wake's follow-ups come first.
+    // A webhook job's safety net: its next check an hour away; the wake's follow-ups come first, under the 5-s minimum gap.
     const safetyNet = {
       initialDelayMs: 5,
       maxDelayMs: 3_600_000,

@@ -27,7 +27,7 @@ import { openStore, type Store } from '../../src/store/index.js';
 import { cancelUpdate, resolveUpdate, stateQuery, wakeSignal } from '../../src/workflows/scrape/messages.js';
 import { HEARTBEAT_THROTTLE_MS, workflowBundle } from '../../src/worker.js';
 import { ensureTestServer } from '../helpers/testServer.js';
-import { INDEXED_VALUE_TYPE } from '../../src/devserver/searchAttributes.js';
+import { INDEXED_VALUE_TYPE } from '../../src/namespace.js';
 import { SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes.js';
 
 const PAGE: ProviderResult = {

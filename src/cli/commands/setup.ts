@@ -21,16 +21,19 @@ export function registerSetup(program: Command): void {
     .action(async (opts) => {
       const { config } = await loadCliConfig(opts.config);
       const { openRuntime } = await import('../../runtime.js');
-      const { connectOrStartTemporal } = await import('../../devserver/connectOrStart.js');
-      const target = await connectOrStartTemporal({
-        env: {
-          ...process.env,
-          TEMPORAL_ADDRESS: config.temporal.address,
-          TEMPORAL_NAMESPACE: config.temporal.namespace,
-        },
-        connectTimeoutMs: TEMPORAL_CONNECT_BUDGET_MS,
+      const { Connection } = await import('@temporalio/client');
+      const { connectionOptionsFromEnv } = await import('../../client/connection.js');
+      const { ensureSearchAttributes } = await import('../../namespace.js');
+      const { SEARCH_ATTRIBUTES } = await import('../../workflows/searchAttributes.js');
+      const connection = await Connection.connect({
+        ...connectionOptionsFromEnv({ ...process.env, TEMPORAL_ADDRESS: config.temporal.address }),
+        connectTimeout: TEMPORAL_CONNECT_BUDGET_MS,
       });
-      await target.stop();
+      try {
+        await ensureSearchAttributes(connection, config.temporal.namespace, SEARCH_ATTRIBUTES);
+      } finally {
+        await connection.close();
+      }
       const rt = await openRuntime(config); // also migrates the store
       const { ensureMaintenanceSchedules, maintenanceTaskQueue } = await import('../../client/schedules.js');
       const ids = await ensureMaintenanceSchedules(rt.client.temporal, { taskQueue: config.temporal.taskQueue });

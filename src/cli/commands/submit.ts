@@ -20,7 +20,7 @@ export function registerSubmit(program: Command): void {
     'print JSON: {jobId, account, key, created}, with --wait-s also {wait: {status: "done"|"still_running", waitedS}, job}',
   )
     .description('start one scrape (returns its job ID at once; a repeat with the same key returns the same job)')
-    .option('-k, --key <key>', 'idempotency key (default: derived from the request: <host>-<hash>)')
+    .option('-k, --key <key>', 'idempotency key (default: derived from the request: <host>-<path slug>-<hash>)')
     .option('-p, --provider <name>', 'provider name')
     .addOption(new Option('-f, --format <format>', 'output format').choices(['markdown', 'text']).default('markdown'))
     .addOption(

@@ -42,8 +42,13 @@
  * - a `404` on the dataset of a run we saw `SUCCEEDED` is `expired` (its storage was deleted);
  * - dataset items have no default `limit` (we always send one) and `clean` filters after paging:
  *   `X-Apify-Pagination-Count` then reports the scanned window, not the items returned, so pages
- *   advance by the scanned window and end at `X-Apify-Pagination-Total` (never at a short or empty
- *   page while filtering);
+ *   advance by the scanned window (never ending at a short or empty page while filtering);
+ * - the dataset's item count (`X-Apify-Pagination-Total`) is updated with throttling and lags up
+ *   to a few seconds after a run finishes (apify-client-python#118: their client stopped trusting
+ *   `total` for it): reading ends when a window comes back short of its limit (the scanned count,
+ *   or the items returned without `clean`), never at `total`. The largest `total` seen is then
+ *   compared with what was read: a lagging count is only ever lower than the truth, so it never
+ *   calls a complete read partial, and a read that ends below it is `partial`;
  * - aborting a finished run answers `200` with the run unchanged: reported as already final.
  *
  * The Run answers read: `runs.ts`; the reconcile lookups: `lookups.ts`.
@@ -54,7 +59,7 @@ import type { ScrapeRequest } from '../../model/types.js';
 import { ProviderError } from '../shared/errors.js';
 import { ProviderHttp, callSecrets, path, type CallPhase, type ProviderResponse } from '../shared/http.js';
 import { documentFromItem } from '../shared/itemDocuments.js';
-import { paginateOffset, resultFromDocuments } from '../shared/pagination.js';
+import { completenessOf, paginateOffset, resultFromDocuments } from '../shared/pagination.js';
 import type {
   Accepted,
   CallContext,
@@ -253,15 +258,21 @@ export class ApifyAdapter implements ProviderAdapter {
 
   /**
    * Every item of the run's default dataset, page by page (`limits.pageSize` per request), as
-   * documents. Items have no ID of their own: an item's identity is its URL with its position in
-   * the dataset (offset + index), except with `clean`, which filters each window after paging (the
-   * positions of the items returned are then unknown: URL and content hash). Throws `expired` when
-   * the dataset is gone (`404`), `RESULT_TOO_LARGE` past the entry's limits, and the classified
-   * error of any other refusal.
+   * documents, until a window comes back short of its limit (see the module docs: never at the
+   * lagging `X-Apify-Pagination-Total`). Items have no ID of their own: an item's identity is its
+   * URL with its position in the dataset (offset + index), except with `clean`, which filters each
+   * window after paging (the positions of the items returned are then unknown: URL and content
+   * hash). The read is compared with the largest `total` the pages reported (items read, or with
+   * `clean` the positions scanned): fewer is a `partial` result. Throws `expired` when the dataset
+   * is gone (`404`), `RESULT_TOO_LARGE` past the entry's limits, and the classified error of any
+   * other refusal.
    */
   async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
     const clean = this.entry.clean;
     const secrets = callSecrets(ctx);
+    let counted: number | null = null;
+    // Positions scanned (offset reached), when every window's size was known.
+    let scannedTo: number | null = 0;
     const documents = await paginateOffset<unknown, ResultDocument>({
       provider: this.name,
       taskId,
@@ -291,17 +302,33 @@ export class ApifyAdapter implements ProviderAdapter {
         // `X-Apify-Pagination-Count` is the window the API scanned: with `clean` it exceeds the items returned.
         const scanned = intHeader(res, 'x-apify-pagination-count');
         const total = intHeader(res, 'x-apify-pagination-total');
-        const advance =
-          scanned !== undefined && scanned >= page.length ? Math.min(scanned, limit) : clean ? limit : page.length;
+        if (total !== undefined) counted = Math.max(counted ?? 0, total);
+        const known = scanned !== undefined && scanned >= page.length;
+        const advance = known ? Math.min(scanned, limit) : clean ? limit : page.length;
         const nextOffset = offset + advance;
-        const done =
-          advance === 0 ||
-          (total !== undefined ? nextOffset >= total : clean ? page.length === 0 : page.length < limit);
-        return { items: page, done, nextOffset, positions: !clean };
+        scannedTo = known || !clean ? (scannedTo === null ? null : offset + advance) : null;
+        // The dataset ends inside a window that comes back short of its limit. Under `clean`
+        // without a scanned count, only an empty window past the reported count can say so.
+        const short = known
+          ? scanned < limit
+          : clean
+            ? page.length === 0 && (total === undefined || nextOffset >= total)
+            : page.length < limit;
+        return { items: page, done: advance === 0 || short, nextOffset, positions: !clean };
       },
       map: (it, position) => documentFromItem(it, secrets, { position }),
     });
-    return resultFromDocuments(documents, ctx.url);
+    const result = resultFromDocuments(documents, ctx.url);
+    // Under `clean` the items returned are fewer than the positions scanned: compare positions, when known.
+    const kept = clean ? scannedTo : documents.length;
+    const completeness =
+      kept === null
+        ? undefined
+        : completenessOf(documents, counted, "Apify's dataset item count (`X-Apify-Pagination-Total`)", {
+            kept,
+            why: 'the dataset pages ended before it',
+          });
+    return completeness ? { ...result, completeness } : result;
   }
 
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {

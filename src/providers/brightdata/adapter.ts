@@ -16,7 +16,8 @@
  *   → queued, `running` → running, `ready` → completed (then downloaded), `failed` → failed (a
  *   failed job still answers `200`, with `error_message`); `canceled`/`cancelled` → cancelled
  *   (listed by Bright Data's own MCP server, not by the OpenAPI enum); any other word →
- *   `unrecognised`; `202`/`204` → not ready. `failed` with "Account is suspended" (a negative
+ *   `unrecognised`; `202`/`204` → not ready; a `400` saying the snapshot is empty or expired is
+ *   final as on the download (below: `task_failed` / `expired`). `failed` with "Account is suspended" (a negative
  *   balance: no `402` exists for this API) is quota exhaustion (`task_failed`, `QUOTA_EXHAUSTED`):
  *   the job fails and the key's other submits are held.
  * - **Download** `GET /datasets/v3/snapshot/{id}?format=json&batch_size=B&part=n` (parts from 1;
@@ -79,7 +80,7 @@ import type { ProviderResult } from '../../model/results.js';
 import { BRIGHTDATA_BLOCK_AT, type BrightDataEntry } from './config.js';
 import { RefusalGuard, RefusalWindow, refusalWindowFor } from './guard.js';
 import { BRIGHTDATA_EVIDENCE, findSubmitted } from './lookups.js';
-import { readResult, type BrightDataReads } from './results.js';
+import { finalRefusal, readResult, type BrightDataReads } from './results.js';
 import type { SharedRefusals } from '../shared/sharedState.js';
 
 const TriggerBody = z.looseObject({ snapshot_id: z.string().min(1) });
@@ -241,7 +242,9 @@ export class BrightDataAdapter implements ProviderAdapter {
   }
 
   async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
-    const res = await this.ok(ctx, { method: 'GET', path: path`/datasets/v3/progress/${taskId}`, phase: 'read' });
+    const res = await this.call(ctx, { method: 'GET', path: path`/datasets/v3/progress/${taskId}`, phase: 'read' });
+    // An empty or expired snapshot is final on progress as on the download (`finalRefusal`).
+    if (!this.http.isOk(res)) throw finalRefusal(res, taskId) ?? this.http.error(res, 'read', ctx);
     const retryAfterMs = this.http.retryAfterMs(res);
     if (res.status === 202 || res.status === 204) {
       const word = (res.body as { status?: unknown } | undefined)?.status;

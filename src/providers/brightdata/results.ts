@@ -8,13 +8,15 @@
 import { z } from 'zod';
 import { ProviderError } from '../shared/errors.js';
 import { errorDetails, path, type CallOptions, type ProviderHttp, type ProviderResponse } from '../shared/http.js';
-import { paginateCursor, resultFromDocuments, withIdentity } from '../shared/pagination.js';
+import { completenessOf, paginateCursor, resultFromDocuments, withIdentity } from '../shared/pagination.js';
 import type { CallContext, ResultContext } from '../adapter.js';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import type { BrightDataEntry } from './config.js';
 
 const PartsBody = z.looseObject({ parts: z.number().int().nonnegative() });
+/** The counts of `GET /datasets/v3/progress/{id}` once ready: `records` (data rows) beside `errors` (seen on the live API; the OpenAPI lists neither). */
+const CountsBody = z.looseObject({ records: z.number().int().nonnegative().nullish() });
 
 /** What `results.ts` and `lookups.ts` read through: the adapter's name, entry, exchange and guarded call. */
 export interface BrightDataReads {
@@ -72,10 +74,46 @@ function documentOf(record: unknown, position: number | null): ResultDocument {
   );
 }
 
+/**
+ * The refusal of a read that says nothing will ever come, or undefined for any other answer: a
+ * `400` "Snapshot is expired" → `expired` (code `SNAPSHOT_EXPIRED` or the body's own), a `400`
+ * "Snapshot is empty" → `task_failed` (`SNAPSHOT_EMPTY` or the body's own). The download page
+ * documents both; progress may answer them too (the docs contradict each other on empty snapshots,
+ * and a stand-in answered `400 {"error": {"code": "SNAPSHOT_EMPTY"}}` on progress), so both reads
+ * use this.
+ */
+export function finalRefusal(res: ProviderResponse, taskId: string): ProviderError | undefined {
+  if (res.status !== 400) return undefined;
+  const d = errorDetails(res);
+  const text = `${d.code ?? ''} ${d.message ?? ''} ${res.text.slice(0, 500)}`;
+  if (/expired/i.test(text)) {
+    return new ProviderError(
+      'expired',
+      `snapshot ${taskId} has expired at Bright Data (${d.message ?? 'Snapshot is expired'})`,
+      {
+        code: d.code ?? 'SNAPSHOT_EXPIRED',
+        httpStatus: 400,
+        evidence: res.evidence,
+      },
+    );
+  }
+  if (/empty/i.test(text)) {
+    return new ProviderError(
+      'task_failed',
+      `snapshot ${taskId} is empty: the collection produced nothing (${d.message ?? 'Snapshot is empty'})`,
+      {
+        code: d.code ?? 'SNAPSHOT_EMPTY',
+        httpStatus: 400,
+        evidence: res.evidence,
+      },
+    );
+  }
+  return undefined;
+}
+
 /** Throws the error of a download answer that is not `200` (see the module docs). */
 function downloadError(reads: BrightDataReads, res: ProviderResponse, taskId: string, ctx: CallContext): ProviderError {
   const d = errorDetails(res);
-  const text = `${d.code ?? ''} ${d.message ?? ''} ${res.text.slice(0, 500)}`;
   if (res.status === 202 || res.status === 409) {
     const wait = reads.http.retryAfterMs(res) ?? reads.http.error(res, 'read', ctx).details.retryAfterMs;
     return new ProviderError(
@@ -89,29 +127,7 @@ function downloadError(reads: BrightDataReads, res: ProviderResponse, taskId: st
       },
     );
   }
-  if (res.status === 400 && /expired/i.test(text)) {
-    return new ProviderError(
-      'expired',
-      `snapshot ${taskId} has expired at Bright Data (${d.message ?? 'Snapshot is expired'})`,
-      {
-        code: d.code ?? 'SNAPSHOT_EXPIRED',
-        httpStatus: 400,
-        evidence: res.evidence,
-      },
-    );
-  }
-  if (res.status === 400 && /empty/i.test(text)) {
-    return new ProviderError(
-      'task_failed',
-      `snapshot ${taskId} is empty: the collection produced nothing (${d.message ?? 'Snapshot is empty'})`,
-      {
-        code: d.code ?? 'SNAPSHOT_EMPTY',
-        httpStatus: 400,
-        evidence: res.evidence,
-      },
-    );
-  }
-  return reads.http.error(res, 'read', ctx);
+  return finalRefusal(res, taskId) ?? reads.http.error(res, 'read', ctx);
 }
 
 /** The number of parts of a download with `batchSize` records each. */
@@ -127,10 +143,23 @@ async function partsOf(reads: BrightDataReads, taskId: string, ctx: CallContext,
 }
 
 /**
- * Every row of a ready snapshot, part by part (see the module docs), as documents. A snapshot of
- * one data row is the page itself: its markdown, text and title fill the result row. A snapshot
- * whose rows are all per-input errors produced nothing: `task_failed` with the first row's
- * `error_code` and the count (never `completed`).
+ * The snapshot's own count of its data rows (`records` of its progress answer), or null when the
+ * answer has none (the OpenAPI documents only `status`) or cannot be read: a count is evidence to
+ * compare with, never a reason to fail a read that succeeded.
+ */
+async function recordCount(reads: BrightDataReads, taskId: string, ctx: CallContext): Promise<number | null> {
+  const res = await reads.call(ctx, { method: 'GET', path: path`/datasets/v3/progress/${taskId}`, phase: 'read' });
+  if (res.status !== 200) return null;
+  return CountsBody.safeParse(res.body).data?.records ?? null;
+}
+
+/**
+ * Every row of a ready snapshot, part by part (see the module docs), as documents, until a part
+ * comes back short of the batch size or the last part `…/parts` announced. A snapshot of one data
+ * row is the page itself: its markdown, text and title fill the result row. A snapshot whose rows
+ * are all per-input errors produced nothing: `task_failed` with the first row's `error_code` and
+ * the count (never `completed`). The data rows read are compared with the snapshot's `records`
+ * count where its progress answer gives one: fewer is a `partial` result.
  */
 export async function readResult(reads: BrightDataReads, taskId: string, ctx: ResultContext): Promise<ProviderResult> {
   const batchSize = reads.entry.download.batchSize;
@@ -167,5 +196,12 @@ export async function readResult(reads: BrightDataReads, taskId: string, ctx: Re
       { code: f.code ?? 'ALL_INPUTS_FAILED' },
     );
   }
-  return resultFromDocuments(documents, ctx.url, { singleFillsRow: true });
+  const result = resultFromDocuments(documents, ctx.url, { singleFillsRow: true });
+  const completeness = completenessOf(
+    documents,
+    await recordCount(reads, taskId, ctx),
+    "Bright Data's snapshot `records`",
+    { why: 'the snapshot parts ended before it' },
+  );
+  return completeness ? { ...result, completeness } : result;
 }

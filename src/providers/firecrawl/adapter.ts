@@ -11,11 +11,11 @@
  *
  * | call | request | answers handled |
  * |---|---|---|
- * | submit | `POST /v2/batch/scrape {urls: [url], formats, ignoreInvalidURLs: false, webhook?}` or `POST /v2/crawl {url, scrapeOptions, webhook?}` + `x-idempotency-key: <UUID>` (crawl only: source `idempotencyMiddleware` is on `/v2/crawl` alone; absent from the docs) | any 2xx with `id`; `409 {"error":"Idempotency key already used"}` (no job ID) → `conflict` (the activity then lists); `429` → `cooldown` with the wait read from the message text (source: "…please retry after 12s…", no `Retry-After`); `429 Concurrency limit reached` → concurrency refusal; `402` "Insufficient credits" → quota exhaustion (`QUOTA_EXHAUSTED`: the job fails, the key's other submits are held); `400`/`401`/`403` → permanent |
- * | status | `GET /v2/{batch/scrape|crawl}/{id}` | `status`: `scraping` → running, `completed`, `failed` (documented, never sent by the source), `cancelled`; any other word or case → `unrecognised`; `202`/`204` → not ready; `404 "Job expired"` → `expired`; other `404` (unknown job, another team's job, or gone after 24 h) → `not_found` (counted, then expired) |
- * | result | the same URL, then `next` (absolute, `?skip=N`, pages of ≤ 10 MB) until none; then `GET …/{id}/errors` | `data[]` documents; `/errors` `{errors: [{id, timestamp, url, code?, error}], robotsBlocked: [url]}` become documents with `error`; `403` on `/errors` (another team's job) → permanent; a `404` on `/errors` after a `200` status read → no per-URL list (older deployments have no batch errors route) |
+ * | submit | `POST /v2/batch/scrape {urls: [url], formats, ignoreInvalidURLs: false, webhook?}` or `POST /v2/crawl {url, scrapeOptions, webhook?}` + `x-idempotency-key: <UUID>` (crawl only: source `idempotencyMiddleware` is on `/v2/crawl` alone; absent from the docs; a `selfHosted` entry sends it only with `idempotencyHeader`) | any 2xx with `id`; `409 {"error":"Idempotency key already used"}` (no job ID) → `conflict` (the activity then lists); `429` → `cooldown` with the wait read from the message text (source: "…please retry after 12s…", no `Retry-After`); `429 Concurrency limit reached` → concurrency refusal; `402` "Insufficient credits" → quota exhaustion (`QUOTA_EXHAUSTED`: the job fails, the key's other submits are held); `400`/`401`/`403` → permanent |
+ * | status | `GET /v2/{batch/scrape|crawl}/{id}` | `status`: `scraping` → running, `completed`, `failed` (documented, never sent by the source), `cancelled` (read again until `completed` reaches `total`: pages in flight at the cancel still finish and count, see {@link settleCancelled}); any other word or case → `unrecognised`; `202`/`204` → not ready; `404 "Job expired"` → `expired`; other `404` (unknown job, another team's job, or gone after 24 h) → `not_found` (counted, then expired) |
+ * | result | the same URL, then `next` (absolute, `?skip=N`, pages of ≤ 10 MB) until none, or until a page repeats only documents already read (the server ignores `skip` past 10 MiB); then `GET …/{id}/errors` (a batch: `/v2/batch/scrape/{id}/errors`, else `/v2/crawl/{id}/errors`, which serves batch IDs too) | `data[]` documents, compared with `completed` (fewer: a `partial` result that says so); `/errors` `{errors: [{id, timestamp, url, code?, error}], robotsBlocked: [url]}` become documents with `error`; `403` on `/errors` (another team's job) → permanent; a `404` on both routes after a `200` status read → no per-URL list |
  * | cancel | `DELETE /v2/{batch/scrape|crawl}/{id}` | `200 {status: "cancelled"}`; `409` → already final (newer source: a completed crawl; older ones answer `200`); `404` → not_found; `403` → permanent |
- * | reconcile | `GET /v2/crawl/active` (crawl entries), `GET /v2/team/activity?endpoint=crawl|batch_scrape` | see {@link findSubmitted}: a weak match on URL and time, never adopted; see {@link firecrawlEvidence} |
+ * | reconcile | `GET /v2/crawl/active` (crawl entries), `GET /v2/team/activity?endpoint=crawl|batch_scrape` (hosted only) | see {@link findSubmitted}: a weak match on URL and time, never adopted; see {@link firecrawlEvidence} |
  *
  * Credential: `Authorization: Bearer <key>`. Reading a completed job's pages and failures:
  * `results.ts`; the reconcile lookups: `lookups.ts`; webhooks: `webhook.ts`.
@@ -36,15 +36,18 @@ import type {
   ProviderCapabilities,
   ResultContext,
   ResultLimits,
+  StatusContext,
   StatusObservation,
   SubmitContext,
 } from '../adapter.js';
 import type { ProviderResult } from '../../model/results.js';
-import type { FirecrawlEntry } from './config.js';
+import { firecrawlSendsIdempotencyKey, type FirecrawlEntry } from './config.js';
 import { findSubmitted, firecrawlEvidence } from './lookups.js';
 import {
   finishResult,
   firecrawlDocument,
+  holdsEveryDocument,
+  pause,
   readResult,
   StatusBody,
   type FirecrawlReads,
@@ -53,6 +56,21 @@ import {
 
 /** The route of each operation under the base URL. */
 const ROUTE = { batch: '/v2/batch/scrape', crawl: '/v2/crawl' } as const;
+
+/**
+ * How a `cancelled` job's count is read until it settles, ms: at most {@link CANCEL_SETTLE_MS} in
+ * all, a read every {@link CANCEL_SETTLE_READ_MS}, given up once the count has not moved for
+ * {@link CANCEL_QUIET_MS}. After `DELETE`, Firecrawl's scrapes in flight still finish and count
+ * (`completed` grows), and queued ones fail at their start and leave `total` (its server's
+ * `scrape-worker.ts` at 61e38dc): the count is settled once `completed` reaches `total`. Firecrawl
+ * counts a finished page 250 ms later (`crawl-status.ts`), so reads a second apart see each page
+ * once it counts. A server whose `total` keeps pages that will never run (the hosted API's
+ * documents do not say) is read until the count is quiet; a page whose fetch outlasts the quiet
+ * window or the bound is not counted.
+ */
+export const CANCEL_SETTLE_MS = 30_000;
+export const CANCEL_SETTLE_READ_MS = 1_000;
+export const CANCEL_QUIET_MS = 5_000;
 
 /** Formats asked for when the job's options name none (Firecrawl has no plain-text format: `text` jobs get markdown). */
 const DEFAULT_FORMATS = ['markdown', 'links'];
@@ -88,15 +106,24 @@ export class FirecrawlAdapter implements ProviderAdapter {
   private readonly limits: ResultLimits;
   /** What `results.ts` and `lookups.ts` read through: this entry's exchange and answer mapping. */
   private readonly reads: FirecrawlReads;
+  /** Crawl submits carry `x-idempotency-key` (see `config.ts`). */
+  private readonly sendsKey: boolean;
 
   constructor(
     readonly name: string,
     private readonly entry: FirecrawlEntry,
   ) {
     // Only a crawl honours the key; a batch scrape replayed would be a second batch, so a batch
-    // entry reconciles by listing only.
-    this.evidence = firecrawlEvidence(entry.operation);
-    this.capabilities = { idempotency: entry.operation === 'crawl', list: true, cancel: true, webhooks: true };
+    // entry reconciles by listing only. A self-hosted server has no key table and no team activity.
+    this.sendsKey = firecrawlSendsIdempotencyKey(entry);
+    const teamActivity = entry.selfHosted === undefined;
+    this.evidence = firecrawlEvidence(entry.operation, { idempotencyKey: this.sendsKey, teamActivity });
+    this.capabilities = {
+      idempotency: this.sendsKey,
+      list: this.evidence.lookups.length > 0,
+      cancel: true,
+      webhooks: true,
+    };
     this.route = ROUTE[entry.operation];
     this.limits = resultLimitsOf(entry);
     this.http = new ProviderHttp({
@@ -109,6 +136,7 @@ export class FirecrawlAdapter implements ProviderAdapter {
     this.reads = {
       name,
       operation: entry.operation,
+      teamActivity,
       http: this.http,
       jobPath: (taskId, rest) => this.jobPath(taskId, rest),
       fail: (res, phase, ctx, code) => this.fail(res, phase, ctx, code),
@@ -179,7 +207,7 @@ export class FirecrawlAdapter implements ProviderAdapter {
       method: 'POST',
       path: this.route,
       json: this.submitBody(request, ctx),
-      headers: this.entry.operation === 'crawl' ? { 'x-idempotency-key': ctx.idempotencyKey } : {},
+      headers: this.sendsKey ? { 'x-idempotency-key': ctx.idempotencyKey } : {},
       phase: 'submit',
     });
     if (res.status === 409) throw this.fail(res, 'submit', ctx, 'IDEMPOTENCY_KEY_USED');
@@ -196,10 +224,38 @@ export class FirecrawlAdapter implements ProviderAdapter {
     return { res, body: this.http.parse(res, StatusBody, 'read', 'status body') };
   }
 
-  async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
-    const { res, body } = await this.readPage(this.http.url(this.jobPath(taskId)), ctx);
-    const retryAfterMs = this.http.retryAfterMs(res);
-    if (!body) return { state: 'running', providerStatus: `HTTP ${res.status}`, retryAfterMs };
+  /**
+   * A `cancelled` job read again, a second apart, until its `completed` count reaches `total` (its
+   * pages in flight at the cancel have finished and counted, its queued ones left the count), the
+   * count has not moved for {@link CANCEL_QUIET_MS}, or {@link CANCEL_SETTLE_MS} has passed: the
+   * last answer. Any other answer as it is.
+   */
+  private async settleCancelled(
+    url: string,
+    first: { res: ProviderResponse; body: StatusPage },
+    ctx: CallContext,
+  ): Promise<{ res: ProviderResponse; body: StatusPage }> {
+    let last = first;
+    const until = Date.now() + CANCEL_SETTLE_MS;
+    let movedAt = Date.now();
+    const unsettled = (b: StatusPage) =>
+      b.status === 'cancelled' && typeof b.total === 'number' && (b.completed ?? 0) < b.total;
+    while (unsettled(last.body) && Date.now() < until && Date.now() - movedAt < CANCEL_QUIET_MS) {
+      await pause(CANCEL_SETTLE_READ_MS, ctx.signal);
+      const next = await this.readPage(url, ctx);
+      if (!next.body) break;
+      if (next.body.completed !== last.body.completed) movedAt = Date.now();
+      last = { res: next.res, body: next.body };
+    }
+    return last;
+  }
+
+  async status(taskId: string, ctx: StatusContext): Promise<StatusObservation> {
+    const url = this.http.url(this.jobPath(taskId));
+    const page = await this.readPage(url, ctx);
+    const retryAfterMs = this.http.retryAfterMs(page.res);
+    if (!page.body) return { state: 'running', providerStatus: `HTTP ${page.res.status}`, retryAfterMs };
+    const { res, body } = await this.settleCancelled(url, { res: page.res, body: page.body }, ctx);
     const state = firecrawlState(body.status);
     // `completed` counts the documents scraped so far (readable in `data`); `total` also counts
     // failed, active and queued pages, so it says nothing about documents that exist.
@@ -208,12 +264,21 @@ export class FirecrawlAdapter implements ProviderAdapter {
       creditsUsed: body.creditsUsed ?? undefined,
       documents: body.completed ?? undefined,
     };
-    // The final answer without `next` carries every document: written from here, after the
-    // per-URL failures are read (no second read of the pages). A status read does not know the
-    // submitted URL: the result row's `url` is then the first document's (a crawl's start page).
+    // A final answer without `next` that carries every document it counts is the whole result:
+    // written from here, after the per-URL failures are read (no second read of the pages). One
+    // that serves fewer than it counts is left to the result read, which reads again. The row
+    // describes the submitted URL's page when the caller names it (a crawl's start page).
     const result =
-      state === 'completed' && !body.next
-        ? await finishResult(this.reads, taskId, (body.data ?? []).map(firecrawlDocument), ctx, '', this.limits)
+      state === 'completed' && holdsEveryDocument(body)
+        ? await finishResult(
+            this.reads,
+            taskId,
+            (body.data ?? []).map((d, i) => firecrawlDocument(d, i)),
+            ctx,
+            ctx.url ?? '',
+            this.limits,
+            { expected: body.completed ?? null },
+          )
         : undefined;
     return {
       state,

@@ -16,6 +16,24 @@
  * request fields for that operation (crawl `limit`, `includePaths`, `scrapeOptions`…; batch
  * `formats`, `onlyMainContent`…), passed through and validated by Firecrawl (a `400` fails the job
  * with Firecrawl's reason).
+ *
+ * **Self-hosted servers** (`selfHosted`): Firecrawl's open-source API server (`apps/api` of
+ * github.com/firecrawl/firecrawl; observed at commit 61e38dc, 2025-08-25) runs without Supabase
+ * ("it's not possible to configure Supabase in self-hosted instances", its `SELF_HOST.md`), and
+ * then differs from the hosted API in three ways an entry must know:
+ * - `x-idempotency-key` on `POST /v2/crawl` answers `500` (the key's table lives in Supabase:
+ *   `services/idempotency/validate.ts`), so every crawl submit would fail: the header is off
+ *   (`selfHosted.idempotencyHeader`, default `false`; `true` for a deployment that has the table).
+ *   Without it a lost crawl submit is never replayed: it is reconciled from the active list only;
+ * - `GET /v2/team/activity` does not exist (`404`): never read. `GET /v2/crawl/active` lists
+ *   running crawls only, so a lost submit of a crawl that already finished, and of any batch
+ *   scrape, can never be proven absent: the job waits in `unknown` for an operator, never
+ *   resubmitted (the entry's evidence says so: `lookups.ts`);
+ * - webhooks are never signed (no `X-Firecrawl-Signature`, no `webhookId`): a self-hosted entry
+ *   receives them on each job's own token URL (the token is the authenticity check), and
+ *   `webhookSignature: true` is refused at configuration (every delivery would be refused).
+ * A complete configuration for a self-hosted server and for the hosted API:
+ * `docs/providers/firecrawl.md`.
  */
 import { z } from 'zod';
 import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
@@ -32,10 +50,16 @@ export const FirecrawlWebhookEventSchema = z.enum(['completed', 'failed', 'page'
  * - `scrapeOptions`: Firecrawl scrape options every job of this entry starts from (e.g.
  *   `{"onlyMainContent": true}`), under the job's own `options` (batch) or `options.scrapeOptions`
  *   (crawl); default `{}` (formats default to `markdown` + `links`);
- * - `webhookSignature` (default `true`): the Firecrawl account has a webhook secret (dashboard,
- *   Settings → Advanced) and `webhook.secretEnv` holds a copy of it: deliveries are verified by
- *   `X-Firecrawl-Signature` on `/v1/webhooks/<name>`. `false`: the account has no secret
- *   (deliveries are unsigned); each job's webhook URL then carries its own token;
+ * - `selfHosted` (absent: the hosted API): `{idempotencyHeader}` for Firecrawl's own server run
+ *   without Supabase (see the module docs): `idempotencyHeader` (default `false`) sends
+ *   `x-idempotency-key` on crawl submits; `GET /v2/team/activity` is never read; webhooks are
+ *   unsigned;
+ * - `webhookSignature` (default `true` for the hosted API, `false` with `selfHosted`): `true`: the
+ *   Firecrawl account has a webhook secret (dashboard, Settings → Advanced) and `webhook.secretEnv`
+ *   holds a copy of it: deliveries are verified by `X-Firecrawl-Signature` on
+ *   `/v1/webhooks/<name>`. `false`: deliveries are unsigned (a hosted account without a secret, a
+ *   self-hosted server): each job's webhook URL carries its own token, checked by the receiver.
+ *   `true` with `selfHosted` is refused at configuration;
  * - `webhookEvents` (default `["completed", "failed"]`): the events asked for; `page` and
  *   `started` would wake the job once per page for nothing (webhooks are only hints).
  */
@@ -44,9 +68,27 @@ export const FirecrawlConfigSchema = z.strictObject({
   ...httpEndpointFields({ baseUrl: 'https://api.firecrawl.dev', submitTimeoutMs: 20_000, readTimeoutMs: 25_000 }),
   operation: z.enum(['batch', 'crawl']).default('batch'),
   scrapeOptions: z.record(z.string(), z.unknown()).default({}),
-  webhookSignature: z.boolean().default(true),
+  selfHosted: z
+    .strictObject({
+      idempotencyHeader: z
+        .boolean()
+        .default(false)
+        .describe('send x-idempotency-key on crawl submits (a self-hosted server without Supabase answers it 500)'),
+    })
+    .optional(),
+  webhookSignature: z.boolean().optional(),
   webhookEvents: z.array(FirecrawlWebhookEventSchema).min(1).default(['completed', 'failed']),
 });
 
 /** A parsed `firecrawl` entry (its fields plus the common ones). */
 export type FirecrawlEntry = EntryFor<typeof FirecrawlConfigSchema>;
+
+/** Whether `entry`'s deliveries are signed: `webhookSignature` when set, else true for the hosted API and false for a self-hosted server. */
+export function firecrawlSignsWebhooks(entry: { webhookSignature?: boolean; selfHosted?: unknown }): boolean {
+  return entry.webhookSignature ?? entry.selfHosted === undefined;
+}
+
+/** Whether crawl submits of `entry` carry `x-idempotency-key` (the hosted API: always; a self-hosted server: `selfHosted.idempotencyHeader`). */
+export function firecrawlSendsIdempotencyKey(entry: Pick<FirecrawlEntry, 'operation' | 'selfHosted'>): boolean {
+  return entry.operation === 'crawl' && (entry.selfHosted?.idempotencyHeader ?? true);
+}

@@ -11,10 +11,15 @@ import { firecrawlEvidence } from './lookups.js';
 import { FirecrawlConfigSchema } from './config.js';
 import { firecrawlWebhook } from './webhook.js';
 
-export { FirecrawlAdapter, firecrawlState } from './adapter.js';
-export { RECONCILE_SKEW_MS } from './lookups.js';
+export { CANCEL_SETTLE_MS, FirecrawlAdapter, firecrawlState } from './adapter.js';
+export { firecrawlEvidence, RECONCILE_SKEW_MS } from './lookups.js';
 export { firecrawlDocument } from './results.js';
-export { FirecrawlConfigSchema, type FirecrawlEntry } from './config.js';
+export {
+  FirecrawlConfigSchema,
+  firecrawlSendsIdempotencyKey,
+  firecrawlSignsWebhooks,
+  type FirecrawlEntry,
+} from './config.js';
 export {
   FIRECRAWL_SIGNATURE_HEADER,
   firecrawlEventStatus,
@@ -29,11 +34,19 @@ export const firecrawlProvider = defineProvider({
   contract:
     'Firecrawl API v2: OpenAPI api-reference/v2-openapi.json and webhooks-openapi.json of github.com/firecrawl/firecrawl-docs (commit 2edce52, 2026-08-21); server source github.com/firecrawl/firecrawl apps/api/src/controllers/v2 (commit 61e38dc, 2025-08-25) for x-idempotency-key, 409 and list shapes',
   configSchema: FirecrawlConfigSchema,
-  // Idempotency: crawl entries only (the adapter narrows it per entry).
+  // Idempotency: crawl entries of the hosted API only (the adapter narrows it per entry).
   capabilities: { idempotency: true, list: true, cancel: true, webhooks: true },
   evidence: [
     { label: 'crawl entry', evidence: firecrawlEvidence('crawl') },
     { label: 'batch entry', evidence: firecrawlEvidence('batch') },
+    {
+      label: 'crawl entry, self-hosted (`selfHosted`)',
+      evidence: firecrawlEvidence('crawl', { idempotencyKey: false, teamActivity: false }),
+    },
+    {
+      label: 'batch entry, self-hosted (`selfHosted`)',
+      evidence: firecrawlEvidence('batch', { idempotencyKey: false, teamActivity: false }),
+    },
   ],
   notFoundGrace: {
     ms: 60_000,
@@ -65,4 +78,14 @@ export const firecrawlProvider = defineProvider({
   },
   webhook: firecrawlWebhook,
   create: (name, entry) => new FirecrawlAdapter(name, entry),
+  refineEntry(entry, ctx) {
+    // Firecrawl's own server signs no delivery: with a signature expected, every one would be refused.
+    if (entry.selfHosted !== undefined && entry.webhookSignature === true)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['webhookSignature'],
+        message:
+          'a self-hosted Firecrawl never signs its webhooks (no X-Firecrawl-Signature header), so with webhookSignature: true every delivery would be refused; remove webhookSignature (a selfHosted entry receives unsigned deliveries on each job’s own token URL) or set it to false',
+      });
+  },
 });

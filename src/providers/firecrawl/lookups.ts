@@ -47,18 +47,38 @@ const ActivityBody = z.looseObject({
 /** How long `GET /v2/team/activity` keeps a job: "the last 24 hours" (v2 OpenAPI `getActivity`), ms. */
 const ACTIVITY_RETENTION_MS = 24 * 3_600_000;
 
+/** Which of Firecrawl's evidence an entry has (see {@link firecrawlEvidence}). */
+export interface FirecrawlEvidenceShape {
+  /** Crawl submits carry `x-idempotency-key` (the hosted API; a self-hosted server only with `selfHosted.idempotencyHeader`). */
+  idempotencyKey: boolean;
+  /** `GET /v2/team/activity` exists (the hosted API; never on a self-hosted server). */
+  teamActivity: boolean;
+}
+
+/** The hosted API's evidence: the key on crawls, the team activity. */
+export const HOSTED_FIRECRAWL: FirecrawlEvidenceShape = { idempotencyKey: true, teamActivity: true };
+
 /**
- * What Firecrawl's replays and lookups prove after a lost submit, per operation:
+ * What Firecrawl's replays and lookups prove after a lost submit, per operation and deployment:
  * - a crawl's `x-idempotency-key` reused answers `409 Idempotency key already used` without the
  *   job ID (source `idempotencyMiddleware`, on `/v2/crawl` only): proof that a job with our key
- *   exists; a batch scrape takes no key, so a replay would be a second paid batch;
- * - `GET /v2/crawl/active` lists running crawls only (never finished ones, never batch scrapes);
+ *   exists; a batch scrape takes no key, so a replay would be a second paid batch; an entry that
+ *   sends no key (a self-hosted server without Supabase answers the key `500`) has no replay
+ *   either;
+ * - `GET /v2/crawl/active` lists running crawls only (never finished ones, never batch scrapes):
+ *   it can prove a crawl absent only while the crawl could still be running;
  * - `GET /v2/team/activity` lists every crawl or batch scrape of the last 24 h, finished ones too,
- *   from a log written after the request (lag assumed 60 s), and may not be offered (`404`);
+ *   from a log written after the request (lag assumed 60 s), and may not be offered (`404`). A
+ *   self-hosted server has no such route (it needs ClickHouse; `404` at 61e38dc, `501` in newer
+ *   sources): such an entry declares no such lookup, so absence of a finished crawl is never
+ *   proven and a batch scrape has no lookup at all (a lost batch submit waits for an operator);
  * - neither echoes anything of ours (webhook `metadata` is echoed only in deliveries): every match
  *   is weak (URL and creation time), so a listed job is never adopted on its own.
  */
-export function firecrawlEvidence(operation: 'crawl' | 'batch'): ReconcileEvidence {
+export function firecrawlEvidence(
+  operation: 'crawl' | 'batch',
+  shape: FirecrawlEvidenceShape = HOSTED_FIRECRAWL,
+): ReconcileEvidence {
   const activity = {
     name: 'GET /v2/team/activity',
     shows: ['queued', 'running', 'finished'] as const,
@@ -73,12 +93,14 @@ export function firecrawlEvidence(operation: 'crawl' | 'batch'): ReconcileEviden
     lagMs: 30_000,
     match: 'weak' as const,
   };
+  const lookups = [...(operation === 'crawl' ? [active] : []), ...(shape.teamActivity ? [activity] : [])];
   return {
-    replay: operation === 'crawl' ? 'conflict' : 'none',
-    lookups: operation === 'crawl' ? [active, activity] : [activity],
+    replay: operation === 'crawl' && shape.idempotencyKey ? 'conflict' : 'none',
+    lookups,
     taskScope: 'credential',
-    source:
-      'Firecrawl v2 OpenAPI (firecrawl-docs 2026-08-21) and server source apps/api (61e38dc): idempotency middleware on /v2/crawl, crawl/active, team/activity',
+    source: shape.teamActivity
+      ? 'Firecrawl v2 OpenAPI (firecrawl-docs 2026-08-21) and server source apps/api (61e38dc): idempotency middleware on /v2/crawl, crawl/active, team/activity'
+      : `Firecrawl's server source apps/api (61e38dc) run self-hosted without Supabase: x-idempotency-key answers 500 (services/idempotency/validate.ts)${shape.idempotencyKey ? ' unless the deployment has its table' : ''}, no /v2/team/activity route (404), /v2/crawl/active lists running crawls only (controllers/v2/crawl-ongoing.ts)`,
   };
 }
 
@@ -95,7 +117,7 @@ function normalUrl(u: string | null | undefined): string | null {
 /**
  * Reads the lookups of {@link firecrawlEvidence} for the job of a lost submit: the active
  * crawls (crawl entries) and the team's activity of the last 24 h (crawl or batch scrape; a
- * deployment without it answers `404`: unavailable). A job with the submitted URL (one
+ * deployment without it answers `404`: unavailable; a self-hosted entry never asks). A job with the submitted URL (one
  * spelling), created no earlier than our first submit intent minus {@link RECONCILE_SKEW_MS}
  * and, on the active list, with every crawl option we sent that the list echoes (`limit`
  * excepted: Firecrawl caps it by the remaining credits), is a **weak** candidate: another job of
@@ -157,6 +179,8 @@ export async function findSubmitted(reads: FirecrawlReads, ctx: FindContext): Pr
       });
     }
   }
+  // A self-hosted server has no team activity: not asked (the entry's evidence declares none).
+  if (!reads.teamActivity) return readings;
   const candidates: Candidate[] = [];
   let cursor: string | undefined;
   let complete = false;

@@ -5,12 +5,20 @@
  * (`CrawlStatusResponseObj`, `BatchScrapeStatusResponseObj`, `CrawlErrorsResponseObj`); the call
  * table and the sources are in `adapter.ts`.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import { ProviderError } from '../shared/errors.js';
 import type { CallPhase, ProviderHttp, ProviderResponse } from '../shared/http.js';
 import { binaryBody, decodeBase64, isTextualType } from '../shared/binaryText.js';
-import { enforceResultLimits, paginateNextLink, resultFromDocuments, withIdentity } from '../shared/pagination.js';
+import {
+  canonicalUrl,
+  completenessOf,
+  enforceResultLimits,
+  paginateNextLink,
+  resultFromDocuments,
+  withIdentity,
+} from '../shared/pagination.js';
 import type { CallContext, ResultContext, ResultLimits } from '../adapter.js';
 
 const StringOrList = z.union([z.string(), z.array(z.string())]).nullish();
@@ -65,16 +73,32 @@ export type StatusPage = z.infer<typeof StatusBody>;
 
 /**
  * What the reads of one Firecrawl entry need from its adapter: the entry's name and operation,
- * its HTTP exchange, the job URL path, the mapping of a non-2xx answer to a classified error, and
- * the read of one status page (`null` body for a `202`/`204` "not ready" answer).
+ * whether its deployment has `GET /v2/team/activity`, its HTTP exchange, the job URL path, the
+ * mapping of a non-2xx answer to a classified error, and the read of one status page (`null` body
+ * for a `202`/`204` "not ready" answer).
  */
 export interface FirecrawlReads {
   readonly name: string;
   readonly operation: 'crawl' | 'batch';
+  /** `GET /v2/team/activity` exists (the hosted API; never on a self-hosted server). */
+  readonly teamActivity: boolean;
   readonly http: ProviderHttp;
   jobPath(taskId: string, rest?: string): string;
   fail(res: ProviderResponse, phase: CallPhase, ctx: CallContext, code?: string): ProviderError;
   readPage(url: string, ctx: CallContext): Promise<{ res: ProviderResponse; body: StatusPage | null }>;
+}
+
+/** Whose count a crawl's documents are compared with (the result's note names it). */
+const COUNTER = "Firecrawl's `completed`";
+
+/** Why a crawl's reading stopped at a page of repeats (the result's note says it). */
+const REPEATED =
+  'its `next` pages served only documents already read — past 10 MiB of results Firecrawl ignores `skip` and serves the first documents again — so no further page was followed';
+
+/** How Firecrawl's count of a crawl's documents compares with those read: `expected` its `completed`, `why` fewer were read, when known. */
+export interface FirecrawlCount {
+  expected: number | null;
+  why?: string;
 }
 
 /** The first of a string-or-list metadata field (`title`, `description`, `language`), or null. */
@@ -140,6 +164,37 @@ function rebase(http: ProviderHttp, next: string | null | undefined): string | n
   return http.url(`${i >= 0 ? u.pathname.slice(i) : u.pathname}${u.search}`);
 }
 
+/** The key a document is recognised by when a page repeats it: its scrape ID, else its URL; null when it has neither. */
+function repeatKey(d: z.infer<typeof DocumentBody>): string | null {
+  const m = d.metadata ?? {};
+  if (m.scrapeId) return `id:${m.scrapeId}`;
+  const url = m.sourceURL ?? m.url;
+  return url ? `url:${canonicalUrl(url)}` : null;
+}
+
+/** One reading of a completed job's pages: its documents, Firecrawl's `completed` count, and whether a page only repeated documents already read. */
+interface PagesRead {
+  docs: ResultDocument[];
+  expected: number | null;
+  repeated: boolean;
+}
+
+/**
+ * Reads of a completed job's pages when they serve fewer documents than its `completed` counts
+ * (and no page repeated), and the pause before each, ms. Firecrawl's server counts a page when its
+ * scrape is done but serves its document only once the scrape's queue job has stored its return
+ * value a moment later (`crawl-status.ts` skips a counted job without one): the pages are read
+ * again, at most {@link SHORT_REREADS} times, before the result is called partial.
+ */
+export const SHORT_REREADS = 4;
+export const SHORT_REREAD_MS = 1_000;
+
+/** Why a job's documents stayed fewer than its count though its pages were read again (the result's note says it). */
+const SHORT = `its pages served fewer documents than it counts, also when read again ${SHORT_REREADS} times ${SHORT_REREAD_MS / 1000} s apart`;
+
+/** Distinct documents of `data` pages (the ones `completed` counts: every document served, one per identity). */
+const distinct = (docs: readonly ResultDocument[]) => completenessOf(docs, 0, COUNTER, { countErrors: true })!.kept;
+
 /**
  * Every document of a completed job: the status pages from the first, following `next` (rebased)
  * until none is left, heartbeating between pages, within the entry's result limits; then the
@@ -147,9 +202,32 @@ function rebase(http: ProviderHttp, next: string | null | undefined): string | n
  * count shows no document at or past its `skip` (older servers announce a `next` past the last
  * page forever when failed pages count in `total`); otherwise the stream goes on at its `next`,
  * the same position included. Each document's position is its page's `skip` plus its index, and
- * a document repeated across pages (same `scrapeId`) is stored once.
+ * a document repeated across pages (same `scrapeId`) is stored once. A page whose every document
+ * was already read ends the read: Firecrawl's server ignores `skip` once a result passes 10 MiB
+ * (`getDoneJobsOrderedUntil`, `lib/crawl-redis.ts` at 61e38dc), so every further page repeats the
+ * first ones and nothing past them can be read. Pages that end with fewer documents than
+ * `completed` counts, without a repeat, are read again (see {@link SHORT_REREADS}). The documents
+ * read are compared with Firecrawl's `completed` (fewer: a `partial` result, see
+ * {@link finishResult}).
  */
 export async function readResult(reads: FirecrawlReads, taskId: string, ctx: ResultContext): Promise<ProviderResult> {
+  for (let reread = 0; ; reread++) {
+    const read = await readPages(reads, taskId, ctx);
+    const short = !read.repeated && read.expected !== null && distinct(read.docs) < read.expected;
+    if (!short || reread >= SHORT_REREADS)
+      return finishResult(reads, taskId, read.docs, ctx, ctx.url, ctx.limits, {
+        expected: read.expected,
+        ...(read.repeated ? { why: REPEATED } : short ? { why: SHORT } : {}),
+      });
+    await pause(SHORT_REREAD_MS, ctx.signal);
+  }
+}
+
+/** One reading of the job's pages (see {@link readResult}). */
+async function readPages(reads: FirecrawlReads, taskId: string, ctx: ResultContext): Promise<PagesRead> {
+  const seen = new Set<string>();
+  let expected: number | null = null;
+  let repeated = false;
   const docs = await paginateNextLink({
     provider: reads.name,
     taskId,
@@ -172,19 +250,42 @@ export async function readResult(reads: FirecrawlReads, taskId: string, ctx: Res
       }
       const start = skipOf(url);
       const items = body.data ?? [];
+      if (typeof body.completed === 'number') expected = Math.max(expected ?? 0, body.completed);
+      const keys = items.map(repeatKey);
+      if (items.length > 0 && keys.every((k) => k !== null && seen.has(k))) {
+        repeated = true;
+        return { items: [], start, next: null };
+      }
+      for (const k of keys) if (k !== null) seen.add(k);
       const more = items.length > 0 || (start !== null && typeof body.completed === 'number' && body.completed > start);
       return { items, start, next: more ? rebase(reads.http, body.next) : null };
     },
     map: (d, position) => firecrawlDocument(d, position),
   });
-  return finishResult(reads, taskId, docs, ctx, ctx.url, ctx.limits);
+  return { docs, expected, repeated };
 }
+
+/** Whether a final status page already holds every document its `completed` counts (then it is the whole result). */
+export function holdsEveryDocument(body: StatusPage): boolean {
+  return !body.next && (body.data ?? []).length >= (body.completed ?? 0);
+}
+
+/** Re-reads of `/errors` for a batch that completed with neither a document nor a failure, and the pause before each, ms. */
+const ERRORS_REREADS = 2;
+const ERRORS_REREAD_MS = 1_000;
 
 /**
  * Joins the documents with the per-URL failures and builds the result. A batch entry scrapes one
  * URL: its page fills the result row; when Firecrawl could not scrape it (no document, only a
- * failure) the task failed — `task_failed` with Firecrawl's code (`SCRAPE_FAILED` when none).
- * Throws `RESULT_TOO_LARGE` (permanent) past the limits.
+ * failure) the task failed — `task_failed` with Firecrawl's code (`SCRAPE_FAILED` when none) and a
+ * message naming the URL; a batch whose page Firecrawl counts but never served completes `partial`
+ * with no document. Firecrawl's server counts a failed page out of the batch before its
+ * failure is readable (the page leaves the count, then its scrape is marked failed), so a batch
+ * read with neither a document nor a failure reads `/errors` again, at most
+ * {@link ERRORS_REREADS} times {@link ERRORS_REREAD_MS} apart. A crawl's row describes its start
+ * page (`submittedUrl`: the request's URL; see `describedDocument`), and its documents are
+ * compared with Firecrawl's count (`count`): fewer is a `partial` result that says so. Throws
+ * `RESULT_TOO_LARGE` (permanent) past the limits.
  */
 export async function finishResult(
   reads: FirecrawlReads,
@@ -193,19 +294,40 @@ export async function finishResult(
   ctx: CallContext,
   submittedUrl: string,
   limits: ResultLimits,
+  count: FirecrawlCount = { expected: null },
 ): Promise<ProviderResult> {
-  const failures = await failuresOf(reads, taskId, ctx);
+  let failures = await failuresOf(reads, taskId, ctx);
+  // A page Firecrawl counts did not fail: only a batch with nothing counted waits for its failure.
+  const counted = (count.expected ?? 0) > 0;
+  if (reads.operation === 'batch' && !counted) {
+    for (let i = 0; i < ERRORS_REREADS && docs.length === 0 && failures.length === 0; i++) {
+      await pause(ERRORS_REREAD_MS, ctx.signal);
+      failures = await failuresOf(reads, taskId, ctx);
+    }
+  }
   const all = [...docs, ...failures];
   const fallbackUrl = submittedUrl || all[0]?.url || '';
+  const completeness = completenessOf(docs, count.expected, COUNTER, {
+    countErrors: true,
+    ...(count.why ? { why: count.why } : {}),
+  });
   if (reads.operation === 'batch') {
     const page = all.find((d) => !d.error);
+    // Firecrawl counts the page scraped but never served it: completed, partial, and said so.
+    if (!page && counted && docs.length === 0)
+      return enforceResultLimits(
+        { ...resultFromDocuments(all, fallbackUrl), completeness: completeness! },
+        limits,
+        reads.name,
+        taskId,
+      );
     if (!page) {
-      const f = all[0]?.error;
+      const f = all[0];
       throw new ProviderError(
         'task_failed',
-        `Firecrawl could not scrape ${fallbackUrl}: ${f?.message ?? 'no document and no reason'}`,
+        `Firecrawl could not scrape ${fallbackUrl || f?.url || `the URL of batch ${taskId}`}: ${f?.error?.message ?? 'no document and no reason'}`,
         {
-          code: f?.code ?? 'SCRAPE_FAILED',
+          code: f?.error?.code ?? 'SCRAPE_FAILED',
         },
       );
     }
@@ -230,14 +352,39 @@ export async function finishResult(
       taskId,
     );
   }
-  return enforceResultLimits(resultFromDocuments(all, fallbackUrl), limits, reads.name, taskId);
+  const result = resultFromDocuments(all, fallbackUrl);
+  return enforceResultLimits(completeness ? { ...result, completeness } : result, limits, reads.name, taskId);
 }
 
-/** The per-URL failures (`/errors`) as documents with `error`, robots.txt refusals included (code `ROBOTS_BLOCKED`). */
+/** Waits `ms`, or until `signal` aborts (then throws the transient `CANCELLED` a stopped read gets). */
+export async function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  try {
+    await delay(ms, undefined, { signal });
+  } catch {
+    throw new ProviderError('transient', 'the read was stopped while waiting', { code: 'CANCELLED' });
+  }
+}
+
+/** A 404 on an errors route that says the route (not the job) is missing: any `404` but "Job expired". */
+const routeMissing = (res: ProviderResponse) => res.status === 404 && !/expired/i.test(res.text);
+
+/**
+ * The per-URL failures (`/errors`) as documents with `error`, robots.txt refusals included (code
+ * `ROBOTS_BLOCKED`); none when neither the job's route nor, for a batch, the crawl route answers.
+ */
 async function failuresOf(reads: FirecrawlReads, taskId: string, ctx: CallContext): Promise<ResultDocument[]> {
-  const res = await reads.http.call(ctx, { method: 'GET', path: reads.jobPath(taskId, '/errors'), phase: 'read' });
-  // Called only after a 200 status read of this job: a 404 here is a missing route, not a missing job.
-  if (res.status === 404 && !/expired/i.test(res.text)) return [];
+  // Called only after a 200 status read of this job: a 404 here is a missing route, not a missing
+  // job. Firecrawl's own server routes no `/v2/batch/scrape/{id}/errors` (61e38dc); its
+  // `/v2/crawl/{id}/errors` serves batch IDs too: a batch's failures are read there when the batch
+  // route is missing.
+  let res = await reads.http.call(ctx, { method: 'GET', path: reads.jobPath(taskId, '/errors'), phase: 'read' });
+  if (routeMissing(res) && reads.operation === 'batch')
+    res = await reads.http.call(ctx, {
+      method: 'GET',
+      path: `/v2/crawl/${encodeURIComponent(taskId)}/errors`,
+      phase: 'read',
+    });
+  if (routeMissing(res)) return [];
   if (!reads.http.isOk(res)) throw reads.fail(res, 'read', ctx);
   const body = reads.http.parse(res, ErrorsBody, 'read', 'errors body');
   return [

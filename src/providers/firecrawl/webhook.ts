@@ -9,11 +9,15 @@
  * - `X-Firecrawl-Signature: sha256=<hex HMAC-SHA256 of the raw body>`, keyed with the account's
  *   webhook secret (dashboard, Settings → Advanced), present only when the account has one: an
  *   entry with `webhookSignature: false` receives unsigned deliveries on the per-job token URL;
+ * - Firecrawl's own server (self-hosted, 61e38dc) signs nothing and sends no `webhookId` (the
+ *   receiver then dedupes on the body's hash); a cancelled crawl sends `crawl.completed` with
+ *   `success: true` (a hint only: the status read decides). A `selfHosted` entry is unsigned;
  * - answer within 10 s; retries after 1, 5 and 15 minutes.
  */
 import { z } from 'zod';
 import type { ProviderWebhook } from '../descriptor.js';
 import { headerValue, verifySha256Signature } from '../shared/webhook.js';
+import { firecrawlSignsWebhooks } from './config.js';
 
 /** Signature header (lower-case). */
 export const FIRECRAWL_SIGNATURE_HEADER = 'x-firecrawl-signature';
@@ -35,8 +39,8 @@ export function firecrawlEventStatus(type: string): string {
 }
 
 /** The `firecrawl` kind's {@link ProviderWebhook}. */
-export const firecrawlWebhook: ProviderWebhook<{ webhookSignature: boolean }> = {
-  signed: (entry) => entry.webhookSignature,
+export const firecrawlWebhook: ProviderWebhook<{ webhookSignature?: boolean; selfHosted?: unknown }> = {
+  signed: (entry) => firecrawlSignsWebhooks(entry),
   signatureHeader: FIRECRAWL_SIGNATURE_HEADER,
   verify: (rawBody, headers, secret) =>
     verifySha256Signature(rawBody, headerValue(headers, FIRECRAWL_SIGNATURE_HEADER), secret),

@@ -4,16 +4,25 @@
  * templates (`template.ts`), reads answers by JSON Pointer, maps status words by the entry's map
  * and errors by its `errors` (the one place they are classified: {@link HttpAdapter.fail}).
  *
- * - submit: any 2xx with a value at `submit.taskIdPath` is an acceptance; a 2xx without one is
- *   `ambiguous` (a job may exist); replays are recognised by `submit.replayedHeader`;
+ * - every call: its templates rendered with its context's variables (`calls.ts`: the task ID, the
+ *   request, our reference, the kept fields of the submit's answer); a 2xx answer that
+ *   `errors.errorWhen` matches is an error answer like a `400` (below);
+ * - submit: any 2xx with a value at `submit.taskIdPath` is an acceptance (with the fields of its
+ *   answer that later templates name, kept with the task ID); a 2xx without one is `ambiguous` (a
+ *   job may exist); replays are recognised by `submit.replayedHeader`;
  * - status: `status.notReadyStatusCodes` (default `202`, `204`) → running; the word at
  *   `status.statusPath` through `status.map` (any case unless `matchCase: "exact"`), unknown words
- *   → `status.default` (`unrecognised`); a final answer that carries the page (`result` without
- *   `request`) is returned with it (no second read);
+ *   → `status.default` (`unrecognised`), a missing or null word → `status.missing` (`not_found`:
+ *   counted like a `404`); a final answer that carries the page (`result` without `request`) is
+ *   returned with it (no second read);
  * - result: the page at `result.pagePath` and/or every document at `result.documentsPath`, paged
  *   by offset, cursor or `next` link with heartbeats and the entry's result limits;
- * - errors: `errors.terminalCodes` on a read → `task_failed`; `errors.expiredCodes` /
- *   `expiredStatusCodes` → `expired`; `404` → `not_found` (counted) or `expired` (`errors.notFound`);
+ * - cancel: a 2xx is accepted, `cancel.finalStatusCodes` already final; `cancel.completedMeans`
+ *   is {@link HttpAdapter.completedAfterCancel};
+ * - errors: a submit refused (a 4xx, or a 2xx error answer) → `permanent` (the job fails with the
+ *   provider's words); `errors.terminalCodes` on a read → `task_failed`; `errors.expiredCodes` /
+ *   `expiredStatusCodes` → `expired`; `404` → `not_found` (counted) or `expired` (`errors.notFound`),
+ *   on the result read of a complete task `task_failed` with `errors.resultNotFound: "failed"`;
  *   `errors.concurrencyCodes` → a concurrency refusal; `errors.unsupportedCodes` on cancel/list →
  *   `unsupported`; the rest as `ProviderHttp` classifies them (`429` → cooldown, …).
  *
@@ -28,7 +37,6 @@ import {
   ProviderHttp,
   type CallPhase,
   type CredentialPlacement,
-  type FormBody,
   type ProviderResponse,
 } from '../shared/http.js';
 import type {
@@ -45,9 +53,10 @@ import type {
 } from '../adapter.js';
 import type { ProviderResult } from '../../model/results.js';
 import type { HttpEntry } from './config.js';
+import { answerBody, callOptions, isErrorAnswer, keptAnswer, keptFields, taskVars } from './calls.js';
 import { findSubmitted, httpEvidence } from './lookups.js';
 import { inlineResult, num, readResult, type HttpReads } from './results.js';
-import { pick, pickString, renderJson, renderMap, renderPath, type TemplateVars } from './template.js';
+import { pick, pickString, type TemplateVars } from './template.js';
 
 /** The credential placement of an entry's `auth`. */
 export function placementOf(auth: HttpEntry['auth']): CredentialPlacement {
@@ -74,7 +83,11 @@ export class HttpAdapter implements ProviderAdapter {
   readonly kind = 'http';
   readonly capabilities: ProviderCapabilities;
   readonly evidence: ReconcileEvidence;
+  /** What a `completed` word means after an accepted cancel: the entry's `cancel.completedMeans`. */
+  readonly completedAfterCancel: 'completed' | 'stopped_or_completed';
   private readonly http: ProviderHttp;
+  /** The fields of the submit's answer that later templates name (kept with the task ID). */
+  private readonly kept: string[];
   /** What `results.ts` and `lookups.ts` read through: this entry's exchange and answer mapping. */
   private readonly reads: HttpReads;
 
@@ -89,6 +102,8 @@ export class HttpAdapter implements ProviderAdapter {
       webhooks: entry.webhookScheme !== undefined,
     };
     this.evidence = httpEvidence(entry);
+    this.completedAfterCancel = entry.cancel?.completedMeans ?? 'completed';
+    this.kept = keptFields(entry);
     const errors = entry.errors;
     this.http = new ProviderHttp({
       provider: name,
@@ -112,6 +127,9 @@ export class HttpAdapter implements ProviderAdapter {
       mapStatus,
       readStatus: (taskId, ctx) => this.readStatus(taskId, ctx),
       ok: (res, phase, ctx, what) => this.ok(res, phase, ctx, what),
+      call: (ctx, call, vars, phase) => this.http.call(ctx, callOptions(this.http, call, vars, phase)),
+      body: (res, format) => answerBody(this.http, res, format),
+      observe: (taskId, res) => this.observe(taskId, res),
     };
   }
 
@@ -151,14 +169,14 @@ export class HttpAdapter implements ProviderAdapter {
     return err;
   }
 
-  /** Throws {@link fail} unless `res` is 2xx. */
+  /** Throws {@link fail} unless `res` is a 2xx that is no error answer (`errors.errorWhen`). */
   private ok(
     res: ProviderResponse,
     phase: CallPhase,
     ctx: CallContext,
     what?: 'submit' | 'read' | 'cancel' | 'list',
   ): ProviderResponse {
-    if (!this.http.isOk(res)) throw this.fail(res, phase, ctx, what);
+    if (!this.http.isOk(res) || isErrorAnswer(this.entry, res)) throw this.fail(res, phase, ctx, what);
     return res;
   }
 
@@ -173,44 +191,60 @@ export class HttpAdapter implements ProviderAdapter {
       callbackUrl: ctx.callbackUrl,
       webhookSecret: ctx.webhookSecret,
     };
-    const body = s.body === undefined ? undefined : renderJson(s.body, vars);
-    const res = await this.http.call(ctx, {
-      method: s.method,
-      path: renderPath(s.path, vars),
-      query: renderMap(s.query, vars),
-      headers: renderMap(s.headers, vars),
-      ...(s.bodyEncoding === 'form' ? { form: body as FormBody | undefined } : { json: body }),
-      phase: 'submit',
-    });
+    const res = await this.http.call(ctx, callOptions(this.http, s, vars, 'submit'));
     this.ok(res, 'submit', ctx);
     const taskId = pickString(res.body, s.taskIdPath);
     if (!taskId) this.http.invalid(res, 'submit', `submit answer: no task ID at ${JSON.stringify(s.taskIdPath)}`);
     const replayed = s.replayedHeader !== undefined && res.headers.get(s.replayedHeader)?.toLowerCase() === 'true';
-    return { taskId, providerStatus: pickString(res.body, s.statusPath) ?? 'submitted', replayed };
+    const submitAnswer = keptAnswer(res.body, this.kept);
+    return {
+      taskId,
+      providerStatus: pickString(res.body, s.statusPath) ?? 'submitted',
+      replayed,
+      ...(submitAnswer ? { submitAnswer } : {}),
+    };
   }
 
-  /** The status answer of `taskId`, or `null` body for a "not ready" code. */
+  /** The status answer of `taskId`, and whether it is ready (not a "not ready" code). */
   private async readStatus(taskId: string, ctx: CallContext): Promise<{ res: ProviderResponse; ready: boolean }> {
     const st = this.entry.status;
-    const res = await this.http.call(ctx, {
-      method: st.method,
-      path: renderPath(st.path, { taskId }),
-      query: renderMap(st.query, { taskId }),
-      phase: 'read',
-    });
+    const res = await this.reads.call(ctx, st, taskVars(taskId, ctx), 'read');
     this.ok(res, 'read', ctx);
     return { res, ready: !st.notReadyStatusCodes.includes(res.status) };
+  }
+
+  /**
+   * The provider's word in a ready status answer and our state for it: through `status.map`, or
+   * for a missing or null word `status.missing`. Throws `not_found` (`missing: "not_found"`: the
+   * provider does not know the task) or `INVALID_RESPONSE` (no `missing` configured).
+   */
+  private observe(taskId: string, res: ProviderResponse): { word: string; state: ObservedState } {
+    const st = this.entry.status;
+    const word = pickString(res.body, st.statusPath);
+    if (word !== undefined) return { word, state: mapStatus(st, word) };
+    const raw = pick(res.body, st.statusPath);
+    const seen = raw === null ? 'null' : raw === undefined ? 'no value' : `${typeof raw} ${JSON.stringify(raw)}`;
+    if (st.missing === 'not_found')
+      throw new ProviderError(
+        'not_found',
+        `${res.evidence.endpoint} answered ${res.status} with ${seen} at ${JSON.stringify(st.statusPath)}: the provider does not know task ${taskId}`,
+        { code: 'TASK_UNKNOWN', httpStatus: res.status, evidence: res.evidence },
+      );
+    if (st.missing) return { word: raw === null ? 'null' : '(no status)', state: st.missing };
+    return this.http.invalid(res, 'read', `status answer: ${seen} at ${JSON.stringify(st.statusPath)}`);
   }
 
   async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
     const st = this.entry.status;
     const { res, ready } = await this.readStatus(taskId, ctx);
     const retryAfterMs = this.http.retryAfterMs(res);
-    const word = pickString(res.body, st.statusPath);
-    if (!ready) return { state: 'running', providerStatus: word ?? `HTTP ${res.status}`, retryAfterMs };
-    if (word === undefined)
-      this.http.invalid(res, 'read', `status answer: no status word at ${JSON.stringify(st.statusPath)}`);
-    const state = mapStatus(st, word);
+    if (!ready)
+      return {
+        state: 'running',
+        providerStatus: pickString(res.body, st.statusPath) ?? `HTTP ${res.status}`,
+        retryAfterMs,
+      };
+    const { word, state } = this.observe(taskId, res);
     const p = st.progress;
     const figure = (ptr: string | undefined) =>
       ptr === undefined ? undefined : (num(pick(res.body, ptr)) ?? undefined);
@@ -243,7 +277,7 @@ export class HttpAdapter implements ProviderAdapter {
         `provider ${this.name} has no cancel endpoint (no "cancel" in its configuration)`,
         { code: 'NOT_SUPPORTED' },
       );
-    const res = await this.http.call(ctx, { method: c.method, path: renderPath(c.path, { taskId }), phase: 'cancel' });
+    const res = await this.reads.call(ctx, c, taskVars(taskId, ctx), 'cancel');
     const known = (w: string | undefined): ProviderState | undefined => {
       if (w === undefined) return undefined;
       const s = mapStatus(this.entry.status, w);

@@ -7,54 +7,39 @@
  * | context | variables |
  * |---|---|
  * | `submit` (path, query, headers, body) | `url`, `format`, `options`, `clientRef`, `idempotencyKey`, `callbackUrl`, `webhookSecret` |
- * | `status`, `result.request`, `cancel` | `taskId` |
- * | `list` | `clientRef`, `url`, `submittedAfter` |
+ * | `status`, `cancel` (path or url, query, headers, body) | `taskId`, `url`, `format`, `options`, `clientRef`, `submitAnswer` |
+ * | `result.request` | those of `status`, and `statusAnswer` |
+ * | `list` | `clientRef`, `url`, `format`, `options`, `submittedAfter` |
+ *
+ * `{{options.x}}`, `{{submitAnswer.a.b}}` and `{{statusAnswer.a.b}}` name fields: of the job's
+ * options, of the submit's answer (only the fields the entry's templates name are kept, with the
+ * task ID: a task found by a lookup or given by an operator has none, and a call that needs one
+ * is refused) and of the final status answer.
  *
  * What the entry configures decides the capabilities: `submit.idempotent` (the API honours the key
- * we send), `list` (reconcile after a lost submit), `cancel`, `webhookScheme` (callbacks).
+ * we send), `list` (reconcile after a lost submit), `cancel`, `webhookScheme` (callbacks). With
+ * `auth: {in: "none"}` the entry needs no `credentials` at all.
  */
 import { z } from 'zod';
 import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
-import { isJsonPointer, unknownPlaceholders } from './template.js';
+import {
+  callFields,
+  checkCall,
+  isFlatForm,
+  pathTemplate,
+  PointerSchema,
+  StatusCodes,
+  stringMap,
+  templated,
+  TEMPLATE_VARS,
+} from './callConfig.js';
+import { ResultSchema } from './resultConfig.js';
+
+export { PointerSchema, TEMPLATE_VARS } from './callConfig.js';
+export { FieldsSchema, PaginationSchema, ResultSchema } from './resultConfig.js';
 
 /** Our states a provider word can map to, plus `unrecognised` (polled on the normal schedule, never final). */
 export const MappedStateSchema = z.enum(['queued', 'running', 'completed', 'failed', 'cancelled', 'unrecognised']);
-
-/** Variables of each template context (see the module table). */
-export const TEMPLATE_VARS = {
-  submit: ['url', 'format', 'options', 'clientRef', 'idempotencyKey', 'callbackUrl', 'webhookSecret'],
-  task: ['taskId'],
-  list: ['clientRef', 'url', 'submittedAfter'],
-} as const;
-
-/** A JSON Pointer (RFC 6901): `""` or `/a/b/0`. */
-export const PointerSchema = z
-  .string()
-  .max(500)
-  .refine(isJsonPointer, 'must be a JSON Pointer (RFC 6901): "" for the whole answer, or "/field/0/sub"');
-
-/** A template (any JSON) whose placeholders are all in `vars`. */
-function templated<T extends z.ZodType>(schema: T, vars: readonly string[]) {
-  return schema.superRefine((v, ctx) => {
-    const bad = unknownPlaceholders(v, vars);
-    if (bad.length > 0)
-      ctx.addIssue({
-        code: 'custom',
-        message: `unknown placeholder${bad.length > 1 ? 's' : ''} ${bad.map((b) => `{{${b}}}`).join(', ')} (allowed here: ${vars.map((x) => `{{${x}}}`).join(', ')})`,
-      });
-  });
-}
-const pathTemplate = (vars: readonly string[]) =>
-  templated(
-    z
-      .string()
-      .min(1)
-      .max(2000)
-      .refine((p) => p.startsWith('/'), 'must start with "/" (it is joined to baseUrl)'),
-    vars,
-  );
-const stringMap = (vars: readonly string[]) => templated(z.record(z.string().min(1), z.string().max(2000)), vars);
-const StatusCodes = z.array(z.number().int().min(100).max(599));
 
 /** Where the credential goes: `bearer` (default), a `header` (`name`, `scheme`; `""` for the bare key), the `query` string, `basic` (`user:password`), the JSON/form `body`, or `none`. */
 export const AuthSchema = z.discriminatedUnion('in', [
@@ -97,15 +82,6 @@ export const SubmitSchema = z
     path: ['body'],
   });
 
-/** True for a form body template: an object whose values are scalars or arrays of strings. */
-function isFlatForm(body: unknown): boolean {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return false;
-  return Object.values(body).every(
-    (v) =>
-      ['string', 'number', 'boolean'].includes(typeof v) || (Array.isArray(v) && v.every((x) => typeof x === 'string')),
-  );
-}
-
 /** Pointers to progress figures in a status answer (counts). */
 const ProgressSchema = z.strictObject({
   pagesFetched: PointerSchema.optional(),
@@ -114,21 +90,27 @@ const ProgressSchema = z.strictObject({
 });
 
 /**
- * The status call and the map of the provider's words to our states. `matchCase: "any"` (default)
- * compares words case-insensitively; `"exact"` only as written (another case is then an unknown
- * word). A word the map does not know gets `default` (`unrecognised` unless configured otherwise).
+ * The status call and the map of the provider's words to our states. The call: `GET` (default) or
+ * `POST` at `path` or at a `url` an earlier answer returned (`{{submitAnswer.statusUrl}}`), with
+ * `query`, `headers` and a JSON or form `body`: templates of the `task` context (the task ID, the
+ * request, our reference, fields of the submit's answer). `matchCase: "any"` (default) compares
+ * words case-insensitively; `"exact"` only as written (another case is then an unknown word). A
+ * word the map does not know gets `default` (`unrecognised` unless configured otherwise). A
+ * missing or null word is an unexpected answer (read again) unless `missing` says what it means:
+ * `not_found` (the provider does not know the task, e.g. a server that forgot its jobs on a
+ * restart: counted like a `404`, then `expired`) or any mapped state.
  */
 export const StatusSchema = z
   .strictObject({
     method: z.enum(['GET', 'POST']).default('GET'),
-    path: pathTemplate(TEMPLATE_VARS.task),
-    query: stringMap(TEMPLATE_VARS.task).optional(),
+    ...callFields(TEMPLATE_VARS.task),
     statusPath: PointerSchema,
     map: z
       .record(z.string().min(1), MappedStateSchema)
       .refine((m) => Object.keys(m).length > 0, 'must map at least one word'),
     matchCase: z.enum(['any', 'exact']).default('any'),
     default: MappedStateSchema.default('unrecognised'),
+    missing: z.union([MappedStateSchema.exclude(['unrecognised']), z.literal('not_found')]).optional(),
     /** 2xx codes meaning "not ready yet" (running, polled again). */
     notReadyStatusCodes: StatusCodes.default([202, 204]),
     /** Where a failed task's error code and message are. */
@@ -136,6 +118,7 @@ export const StatusSchema = z
     errorMessagePath: PointerSchema.optional(),
     progress: ProgressSchema.optional(),
   })
+  .superRefine(checkCall)
   .refine(
     (s) =>
       s.matchCase === 'exact' ||
@@ -146,93 +129,25 @@ export const StatusSchema = z
     },
   );
 
-/** Where each result field is, relative to the page (or to each document). Absent: the field stays empty. */
-export const FieldsSchema = z
-  .strictObject({
-    url: PointerSchema,
-    finalUrl: PointerSchema,
-    httpStatus: PointerSchema,
-    title: PointerSchema,
-    byline: PointerSchema,
-    excerpt: PointerSchema,
-    lang: PointerSchema,
-    siteName: PointerSchema,
-    publishedTime: PointerSchema,
-    text: PointerSchema,
-    markdown: PointerSchema,
-    links: PointerSchema,
-    contentLength: PointerSchema,
-    /** A per-document failure message (documents only). */
-    error: PointerSchema,
-    /**
-     * The provider's own ID of each document (documents only): its identity, so that a document
-     * the provider serves twice (a repeated page boundary) is stored once. Absent: the document's
-     * URL with its position (offset paging and unpaged lists), else with a hash of its content.
-     */
-    id: PointerSchema,
-  })
-  .partial()
-  .prefault({});
-
-/** How multi-document results are paged: `offset`/`limit` parameters, an opaque `cursor`, or a `next` link in the answer. */
-export const PaginationSchema = z.discriminatedUnion('style', [
-  z.strictObject({
-    style: z.literal('offset'),
-    offsetParam: z.string().min(1).default('offset'),
-    limitParam: z.string().min(1).default('limit'),
-    /**
-     * Pointer to the total number of documents in each page's answer. With it the read ends at that
-     * total, not at the first short or empty page: an empty page before the total (a page not yet
-     * written) is read again at the same offset, a bounded number of times.
-     */
-    totalPath: PointerSchema.optional(),
-  }),
-  z.strictObject({
-    style: z.literal('cursor'),
-    cursorParam: z.string().min(1).default('cursor'),
-    cursorPath: PointerSchema,
-    limitParam: z.string().min(1).optional(),
-  }),
-  z.strictObject({ style: z.literal('next'), nextPath: PointerSchema }),
-]);
-
-/**
- * Where the result is: in the final status answer (no `request`), or from a separate `request`
- * (its own path template). `pagePath` points at a single page object; `documentsPath` at an array
- * of documents (crawl pages, dataset items), paged by `pagination` when the answer is paged.
- */
-export const ResultSchema = z
-  .strictObject({
-    request: z
-      .strictObject({
-        method: z.enum(['GET', 'POST']).default('GET'),
-        path: pathTemplate(TEMPLATE_VARS.task),
-        query: stringMap(TEMPLATE_VARS.task).optional(),
-      })
-      .optional(),
-    pagePath: PointerSchema.optional(),
-    documentsPath: PointerSchema.optional(),
-    fields: FieldsSchema,
-    pagination: PaginationSchema.optional(),
-    notReadyStatusCodes: StatusCodes.default([202, 204]),
-  })
-  .refine((r) => r.pagePath !== undefined || r.documentsPath !== undefined, {
-    message: 'result needs pagePath (one page) or documentsPath (many documents)',
-    path: ['pagePath'],
-  })
-  .refine((r) => r.pagination === undefined || (r.documentsPath !== undefined && r.request !== undefined), {
-    message: 'result.pagination needs result.documentsPath and result.request',
-    path: ['pagination'],
-  });
+/** A JSON scalar a predicate compares with. */
+const Scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 
 /**
  * How the provider's error answers are read and what they mean. Codes are the provider's (from
  * `codePath`/`messagePath`, else the usual shapes: `{error: {code, message}}`, `{code, message}`, …).
+ *
+ * `errorWhen: {path, equals}`: a 2xx answer whose value at `path` equals `equals` (or one of a list
+ * of values) is an error answer all the same (Scrapyd's `200 {"status": "error", "message": …}`),
+ * on every call; it is read like a `400` with the code and message above. A refused submit
+ * therefore ends the job `failed` with the provider's words (nothing was created); on a read,
+ * `terminalCodes` and `expiredCodes` apply, and any other such answer refuses the reads
+ * (`tracking_interrupted`: fix the cause and resume).
  */
 export const ErrorsSchema = z
   .strictObject({
     codePath: PointerSchema.optional(),
     messagePath: PointerSchema.optional(),
+    errorWhen: z.strictObject({ path: PointerSchema, equals: z.union([Scalar, z.array(Scalar).min(1)]) }).optional(),
     /** Codes on a status/result read meaning "nothing will ever come" (empty snapshot, bad input found late) → the job fails with the code. */
     terminalCodes: z.array(z.string().min(1)).default([]),
     /** Codes, and HTTP statuses, meaning the task expired → `expired` at once. */
@@ -240,6 +155,12 @@ export const ErrorsSchema = z
     expiredStatusCodes: StatusCodes.default([410]),
     /** A `404` for a known task: `count` (default: after `poll.notFoundLimit` in a row it is expired) or `expired` at once. */
     notFound: z.enum(['count', 'expired']).default('count'),
+    /**
+     * A `404` on the result read of a task the status said is complete: `count` (default: like any
+     * `404`) or `failed` (the provider finished the task and has no result for it, e.g. a Scrapyd
+     * spider that crashed at start writes no items feed: the job fails with that answer).
+     */
+    resultNotFound: z.enum(['count', 'failed']).default('count'),
     /** Codes meaning "too many of your jobs are active" (a concurrency refusal: the adaptive active-jobs limit learns from it). */
     concurrencyCodes: z.array(z.string().min(1)).default([]),
     /** Codes on a cancel or list call meaning the endpoint is not offered → `unsupported`. */
@@ -247,40 +168,56 @@ export const ErrorsSchema = z
   })
   .prefault({});
 
-/** The cancel call: 2xx accepted (status word at `statusPath`), `finalStatusCodes` → already final (word at `finalStatusPath`). */
-export const CancelSchema = z.strictObject({
-  method: z.enum(['DELETE', 'POST', 'PUT']).default('DELETE'),
-  path: pathTemplate(TEMPLATE_VARS.task),
-  statusPath: PointerSchema.optional(),
-  finalStatusCodes: StatusCodes.default([409]),
-  finalStatusPath: PointerSchema.optional(),
-});
+/**
+ * The cancel call: `DELETE` (default), `POST` or `PUT` at `path` or `url`, with `query`,
+ * `headers` and a JSON or form `body` (templates of the `task` context, like the status call).
+ * A 2xx answer is an accepted cancel (status word at `statusPath`); `finalStatusCodes` → already
+ * final (word at `finalStatusPath`). `completedMeans` says what a `completed` word means once a
+ * cancel was accepted: `completed` (default: the provider reports a stopped task as cancelled, so
+ * a completed one ran to its end) or `stopped_or_completed` (its final word is the same whether
+ * the work stopped early or finished, as Scrapyd's `finished`): the outcome then says exactly that.
+ */
+export const CancelSchema = z
+  .strictObject({
+    method: z.enum(['DELETE', 'POST', 'PUT']).default('DELETE'),
+    ...callFields(TEMPLATE_VARS.task),
+    statusPath: PointerSchema.optional(),
+    finalStatusCodes: StatusCodes.default([409]),
+    finalStatusPath: PointerSchema.optional(),
+    completedMeans: z.enum(['completed', 'stopped_or_completed']).default('completed'),
+  })
+  .superRefine(checkCall);
 
 /**
- * The list call of reconciliation: items at `itemsPath`; an item is a candidate when the value at
- * `matchPath` equals `match` (default `{{clientRef}}`: our reference, sent at submit — a strong
- * match; a template without `{{clientRef}}`, such as `{{url}}`, only matches weakly and is never
- * adopted on its own); its task ID at `taskIdPath`. What the list can prove is declared here too:
- * `shows` (the job phases it lists: `queued`, `running`, `finished`; default all three),
- * `finishedForMs` (how long a finished job stays listed, ms; default while the provider keeps it)
- * and `lagMs` (how long a new job may be missing, ms; default 30 s). Absence is proven only by a
- * read after `lagMs` of a list that shows every phase; one candidate carrying our reference is
- * adopted; two mean a duplicate exists and wait for an operator.
+ * The list call of reconciliation (`path` or `url`, `query`, `headers`, a JSON or form `body`;
+ * templates of the `list` context): items at `itemsPath`, one pointer or several (the arrays of
+ * one answer, e.g. Scrapyd's `["/pending", "/running", "/finished"]`: the reading is complete only
+ * when every one of them is an array); an item is a candidate when the value at `matchPath`
+ * equals `match` (default `{{clientRef}}`: our reference, sent at submit — a strong match; a
+ * template without `{{clientRef}}`, such as `{{url}}`, only matches weakly and is never adopted on
+ * its own); its task ID at `taskIdPath`, its status word at `statusPath` (else the name of the
+ * array it is in). What the list can prove is declared here too: `shows` (the job phases it lists:
+ * `queued`, `running`, `finished`; default all three), `finishedForMs` (how long a finished job
+ * stays listed, ms; default while the provider keeps it) and `lagMs` (how long a new job may be
+ * missing, ms; default 30 s). Absence is proven only by a read after `lagMs` of a list that shows
+ * every phase; one candidate carrying our reference is adopted; two mean a duplicate exists and
+ * wait for an operator.
  */
-export const ListSchema = z.strictObject({
-  shows: z.array(z.enum(['queued', 'running', 'finished'])).default(['queued', 'running', 'finished']),
-  finishedForMs: z.number().int().positive().nullable().default(null),
-  lagMs: z.number().int().min(0).max(3_600_000).default(30_000),
-  method: z.enum(['GET', 'POST']).default('GET'),
-  path: pathTemplate(TEMPLATE_VARS.list),
-  query: stringMap(TEMPLATE_VARS.list).optional(),
-  itemsPath: PointerSchema,
-  matchPath: PointerSchema,
-  match: templated(z.string().min(1), TEMPLATE_VARS.list).default('{{clientRef}}'),
-  taskIdPath: PointerSchema,
-  statusPath: PointerSchema.optional(),
-  order: z.enum(['newest-first', 'oldest-first']).default('newest-first'),
-});
+export const ListSchema = z
+  .strictObject({
+    shows: z.array(z.enum(['queued', 'running', 'finished'])).default(['queued', 'running', 'finished']),
+    finishedForMs: z.number().int().positive().nullable().default(null),
+    lagMs: z.number().int().min(0).max(3_600_000).default(30_000),
+    method: z.enum(['GET', 'POST']).default('GET'),
+    ...callFields(TEMPLATE_VARS.list),
+    itemsPath: z.union([PointerSchema, z.array(PointerSchema).min(1)]),
+    matchPath: PointerSchema,
+    match: templated(z.string().min(1), TEMPLATE_VARS.list).default('{{clientRef}}'),
+    taskIdPath: PointerSchema,
+    statusPath: PointerSchema.optional(),
+    order: z.enum(['newest-first', 'oldest-first']).default('newest-first'),
+  })
+  .superRefine(checkCall);
 
 /**
  * What the provider's webhook deliveries look like. `signed` (default true): an HMAC-SHA256 of
@@ -323,7 +260,7 @@ export const WebhookSchemeSchema = z
 export const HttpConfigSchema = z.strictObject({
   kind: z.literal('http'),
   ...httpEndpointFields({ submitTimeoutMs: 15_000, readTimeoutMs: 10_000 }),
-  /** A name for messages and the README (e.g. `Acme Scraper API v3`). */
+  /** A name for messages (e.g. `Acme Scraper API v3`). */
   title: z.string().min(1).max(200).optional(),
   auth: AuthSchema.prefault({ in: 'bearer' }),
   /** Headers sent with every call (never secrets: those go through `auth`). */

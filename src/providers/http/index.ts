@@ -1,7 +1,8 @@
 /**
  * The declarative `http` kind: any "submit, get an ID, poll" API described in configuration
  * (`config.ts`), with templates and JSON Pointers (`template.ts`), no code. Its contract is the
- * entry; README "Providers" has a worked example.
+ * entry; docs/providers.md has a worked example, `docs/providers/scrapyd.md` a complete one that
+ * the real-server suite runs against Scrapyd.
  */
 import { defineProvider } from '../descriptor.js';
 import { HttpAdapter } from './adapter.js';
@@ -45,7 +46,7 @@ export const httpProvider = defineProvider({
       "the declarative kind cannot know its server; the product's default window (set the entry's `notFoundGraceMs`)",
   },
   expiry:
-    'as configured: errors.expiredCodes / expiredStatusCodes (default 410) → expired; 404 counted, then expired (errors.notFound)',
+    'as configured: errors.expiredCodes / expiredStatusCodes (default 410) → expired; 404 (or a missing status word with status.missing: "not_found") counted, then expired (errors.notFound)',
   cost: {
     unit: (entry) => (entry.status.progress?.creditsUsed ? 'credits' : 'requests'),
     estimate: () => 1,
@@ -59,5 +60,6 @@ export const httpProvider = defineProvider({
   },
   webhook: httpWebhook,
   refineEntry: checkHttpEntry,
+  credentialNeeded: (entry) => entry.auth.in !== 'none',
   create: (name, entry) => new HttpAdapter(name, entry),
 });

@@ -7,7 +7,8 @@
  */
 import { resultLimitsOf } from '../shared/entry.js';
 import { ProviderError } from '../shared/errors.js';
-import type { CallPhase, ProviderHttp, ProviderResponse } from '../shared/http.js';
+import type { CallPhase, ProviderHttp, ProviderResponse, QueryParams } from '../shared/http.js';
+import { appendQuery } from '../shared/request.js';
 import {
   enforceResultLimits,
   paginateCursor,
@@ -18,8 +19,10 @@ import {
 } from '../shared/pagination.js';
 import type { CallContext, ObservedState, ResultContext } from '../adapter.js';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
+import type { CallConfig } from './callConfig.js';
+import { callOptions, taskVars } from './calls.js';
 import type { HttpEntry } from './config.js';
-import { pick, pickString, renderMap, renderPath } from './template.js';
+import { pick, pickString, placeholdersOf, rootOf, type TemplateVars } from './template.js';
 
 type Fields = HttpEntry['result']['fields'];
 
@@ -32,13 +35,19 @@ export interface HttpReads {
   mapStatus(status: HttpEntry['status'], word: string): ObservedState;
   /** The status answer of `taskId`, and whether it is ready (not a "not ready" code). */
   readStatus(taskId: string, ctx: CallContext): Promise<{ res: ProviderResponse; ready: boolean }>;
-  /** Throws the classified error unless `res` is 2xx. */
+  /** Throws the classified error unless `res` is a 2xx that is no error answer. */
   ok(
     res: ProviderResponse,
     phase: CallPhase,
     ctx: CallContext,
     what?: 'submit' | 'read' | 'cancel' | 'list',
   ): ProviderResponse;
+  /** Makes configured call `call` with its templates rendered from `vars` (any HTTP status returned). */
+  call(ctx: CallContext, call: CallConfig, vars: TemplateVars, phase: CallPhase): Promise<ProviderResponse>;
+  /** The body of `res` read in `format` (JSON, or the array of its JSON lines). */
+  body(res: ProviderResponse, format: HttpEntry['result']['format']): unknown;
+  /** The word of a ready status answer and our state for it (throws `not_found` for a task the provider does not know). */
+  observe(taskId: string, res: ProviderResponse): { word: string; state: ObservedState };
 }
 
 export const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
@@ -117,6 +126,41 @@ export function fromBody(
   return enforceResultLimits(result, resultLimitsOf(reads.entry), reads.name, taskId);
 }
 
+/** `url` with the parameters of `query` appended. */
+function withQuery(url: string, query: QueryParams | undefined): string {
+  const u = new URL(url);
+  appendQuery(u, query);
+  return u.toString();
+}
+
+/**
+ * The `task_failed` error of a `404` on the result read of a task the provider said is complete
+ * (`errors.resultNotFound: "failed"`): the provider finished the task and has no result for it.
+ * An HTML error page is reduced to its text.
+ */
+function noResult(reads: HttpReads, res: ProviderResponse, taskId: string, ctx: CallContext): ProviderError {
+  const html = /html/i.test(res.headers.get('content-type') ?? '') || /^\s*</.test(res.text);
+  const err = reads.http.error(
+    res,
+    'read',
+    ctx,
+    html && typeof res.body !== 'object'
+      ? {
+          message: res.text
+            .replace(/<[^>]*>/g, ' ')
+            .replace(/\s+/g, ' ')
+            .trim()
+            .slice(0, 300),
+        }
+      : {},
+  );
+  return new ProviderError(
+    'task_failed',
+    `the provider finished task ${taskId} and has no result for it: ${err.message}`,
+    { ...err.details, code: err.details.code ?? 'NO_RESULT' },
+  );
+}
+
 /**
  * The result of a completed job: from the status answer when the entry has no `result.request`,
  * else from that request, paged as `result.pagination` says. Throws `NOT_READY` (transient) while
@@ -132,20 +176,32 @@ export async function readResult(reads: HttpReads, taskId: string, ctx: ResultCo
     });
   if (r.request === undefined) {
     const { res, ready } = await reads.readStatus(taskId, ctx);
-    const word = pickString(res.body, reads.entry.status.statusPath);
-    if (!ready || word === undefined || reads.mapStatus(reads.entry.status, word) !== 'completed')
-      throw notReady(res, word ?? `not ready (HTTP ${res.status})`);
+    if (!ready) throw notReady(res, `not ready (HTTP ${res.status})`);
+    const { word, state } = reads.observe(taskId, res);
+    if (state !== 'completed') throw notReady(res, word);
     const out = fromBody(reads, taskId, res.body, ctx.url);
     if (!out) throw notReady(res, `${word} without a result`);
     return out;
   }
   const req = r.request;
-  const first = reads.http.url(renderPath(req.path, { taskId }), renderMap(req.query, { taskId }));
+  const vars: TemplateVars = taskVars(taskId, ctx);
+  // A template over the final status answer (a result URL it returned): that answer is read first.
+  if (placeholdersOf(req).some((n) => rootOf(n) === 'statusAnswer'))
+    vars.statusAnswer = (await reads.readStatus(taskId, ctx)).res.body;
+  const opts = callOptions(reads.http, req, vars, 'read');
+  const first = opts.url !== undefined ? withQuery(opts.url, opts.query) : reads.http.url(opts.path!, opts.query);
   const read = async (o: { url?: string; query?: Record<string, string | number | undefined> }) => {
-    const res = await reads.http.call(ctx, { method: req.method, url: o.url ?? first, query: o.query, phase: 'read' });
-    reads.ok(res, 'read', ctx);
+    const res = await reads.http.call(ctx, {
+      ...opts,
+      path: undefined,
+      url: o.url ?? first,
+      query: o.url ? undefined : o.query,
+    });
+    if (res.status === 404 && reads.entry.errors.resultNotFound === 'failed') throw noResult(reads, res, taskId, ctx);
+    // A JSON-lines answer is documents, one a line: `errors.errorWhen` never reads into them.
+    reads.ok(r.format !== 'json' && reads.http.isOk(res) ? { ...res, body: undefined } : res, 'read', ctx);
     if (r.notReadyStatusCodes.includes(res.status)) throw notReady(res, `not ready (HTTP ${res.status})`);
-    return res;
+    return { ...res, body: reads.body(res, r.format) };
   };
   const pg = r.pagination;
   if (!pg) {

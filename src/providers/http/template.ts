@@ -4,6 +4,9 @@
  *
  * - **Placeholders** `{{name}}` name one of the variables of the template's context (e.g. `url`,
  *   `taskId`); an unknown name is a configuration error naming the field and the allowed names.
+ *   `{{name.a.b}}` names a field inside an object variable (`{{options.project}}`,
+ *   `{{submitAnswer.links.items}}`): each segment a member name (letters, digits, `_`, `-`) or an
+ *   array index; a missing step is an absent value.
  * - **In a JSON body** (any JSON value): a string that is exactly one placeholder becomes the
  *   variable's value with its JSON type (`"{{options}}"` stays an object); a member whose value is
  *   such a placeholder of an absent variable is left out, and an object left empty that way is left
@@ -20,8 +23,9 @@ import { JsonPointer } from 'json-ptr';
 /** Values a template may use: strings, numbers, JSON objects; undefined when absent. */
 export type TemplateVars = Record<string, unknown>;
 
-const PLACEHOLDER = /\{\{\s*([A-Za-z][A-Za-z0-9]*)\s*\}\}/g;
-const WHOLE = /^\{\{\s*([A-Za-z][A-Za-z0-9]*)\s*\}\}$/;
+const NAME = String.raw`[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9_-]+)*`;
+const PLACEHOLDER = new RegExp(String.raw`\{\{\s*(${NAME})\s*\}\}`, 'g');
+const WHOLE = new RegExp(String.raw`^\{\{\s*(${NAME})\s*\}\}$`);
 /** The member name that spreads an object variable into the enclosing object. */
 export const SPREAD_KEY = '...';
 
@@ -37,9 +41,32 @@ export function placeholdersOf(template: unknown): string[] {
   return [...out];
 }
 
-/** The names of `template`'s placeholders that are not in `allowed` (empty: the template is valid). */
-export function unknownPlaceholders(template: unknown, allowed: readonly string[]): string[] {
-  return placeholdersOf(template).filter((n) => !allowed.includes(n));
+/** The variable a placeholder name starts with (`submitAnswer` of `submitAnswer.links.items`). */
+export const rootOf = (name: string): string => name.split('.', 1)[0]!;
+
+/**
+ * The placeholders of `template` that are not allowed (empty: the template is valid): a name whose
+ * variable is not in `allowed`, or a field (`{{url.x}}`) of a variable not in `objects`.
+ */
+export function unknownPlaceholders(
+  template: unknown,
+  allowed: readonly string[],
+  objects: readonly string[] = [],
+): string[] {
+  return placeholdersOf(template).filter(
+    (n) => !allowed.includes(rootOf(n)) || (n.includes('.') && !objects.includes(rootOf(n))),
+  );
+}
+
+/** The value of placeholder `name` in `vars` (a field of an object variable for `a.b.c`), undefined when any step is missing. */
+export function valueOf(vars: TemplateVars, name: string): unknown {
+  const [root, ...steps] = name.split('.');
+  let v: unknown = vars[root!];
+  for (const step of steps) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = Array.isArray(v) ? (/^\d+$/.test(step) ? v[Number(step)] : undefined) : (v as Record<string, unknown>)[step];
+  }
+  return v;
 }
 
 function text(v: unknown): string {
@@ -49,17 +76,28 @@ function text(v: unknown): string {
 
 /** Interpolates a string template as text (absent values: empty). */
 export function renderString(template: string, vars: TemplateVars): string {
-  return template.replace(PLACEHOLDER, (_m, name: string) => text(vars[name]));
+  return template.replace(PLACEHOLDER, (_m, name: string) => text(valueOf(vars, name)));
+}
+
+/** A path or URL template whose placeholder has no value: the call cannot be made (a path must never silently lose a segment). */
+export class MissingValueError extends Error {
+  constructor(
+    readonly template: string,
+    readonly placeholder: string,
+  ) {
+    super(`template "${template}" needs {{${placeholder}}}, which has no value here`);
+    this.name = 'MissingValueError';
+  }
 }
 
 /**
- * Renders a path template: every value percent-encoded as one segment. Throws an `Error` naming
- * the placeholder when a value is absent or empty (a path must never silently lose a segment).
+ * Renders a path template: every value percent-encoded as one segment. Throws
+ * {@link MissingValueError} when a value is absent or empty.
  */
 export function renderPath(template: string, vars: TemplateVars): string {
   return template.replace(PLACEHOLDER, (_m, name: string) => {
-    const v = text(vars[name]);
-    if (v === '') throw new Error(`path template "${template}" needs {{${name}}}, which has no value here`);
+    const v = text(valueOf(vars, name));
+    if (v === '') throw new MissingValueError(template, name);
     return encodeURIComponent(v);
   });
 }
@@ -69,7 +107,10 @@ const ABSENT = Symbol('absent');
 function renderValue(t: unknown, vars: TemplateVars): unknown {
   if (typeof t === 'string') {
     const whole = WHOLE.exec(t);
-    if (whole) return vars[whole[1]!] === undefined ? ABSENT : vars[whole[1]!];
+    if (whole) {
+      const v = valueOf(vars, whole[1]!);
+      return v === undefined ? ABSENT : v;
+    }
     return renderString(t, vars);
   }
   if (Array.isArray(t)) return t.map((x) => renderValue(x, vars)).filter((x) => x !== ABSENT);
@@ -95,6 +136,18 @@ function renderValue(t: unknown, vars: TemplateVars): unknown {
 export function renderJson(template: unknown, vars: TemplateVars): unknown {
   const r = renderValue(template, vars);
   return r === ABSENT ? undefined : r;
+}
+
+/**
+ * Renders a URL template as text (a URL an earlier answer returned: `{{submitAnswer.statusUrl}}`),
+ * values not encoded. Throws {@link MissingValueError} when a value is absent or empty.
+ */
+export function renderUrl(template: string, vars: TemplateVars): string {
+  return template.replace(PLACEHOLDER, (_m, name: string) => {
+    const v = text(valueOf(vars, name));
+    if (v === '') throw new MissingValueError(template, name);
+    return v;
+  });
 }
 
 /** Renders a map of string templates (headers, query), leaving out entries that render empty. */

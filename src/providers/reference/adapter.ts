@@ -1,9 +1,9 @@
 /**
- * Adapter for the reference provider (`src/sim`), which follows the provider contract of the
+ * Adapter for the reference provider (`tools/sim`), which follows the provider contract of the
  * seed article “What asynchronous scraping is” (every job endpoint answers `202` with `job_id`;
  * status by `GET /api/jobs/:id`; cancel by `DELETE /api/jobs/:id/cancel`; `429 CONCURRENCY_LIMIT`), plus an
  * `Idempotency-Key` header and a list endpoint filtered by `client_ref`, each of which a profile
- * can switch off, and per-request webhooks (`src/sim/webhooks.ts`). Credential: `Authorization:
+ * can switch off, and per-request webhooks (`tools/sim/webhooks.ts`). Credential: `Authorization:
  * Bearer <key>`.
  *
  * Status words: `queued`, `running`, `completed`, `failed`, `cancelled`; any other word (or another
@@ -90,7 +90,7 @@ export function referenceEvidence(capabilities: { idempotency: boolean; list: bo
         ]
       : [],
     taskScope: 'credential',
-    source: "the seeds' provider contract (Idempotency-Key and GET /api/jobs?client_ref as src/sim serves them)",
+    source: "the seeds' provider contract (Idempotency-Key and GET /api/jobs?client_ref as tools/sim serves them)",
   };
 }
 

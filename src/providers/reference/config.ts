@@ -1,5 +1,5 @@
 /**
- * Configuration fields of the `reference` kind (the seeds' provider contract, `src/sim`). The
+ * Configuration fields of the `reference` kind (the seeds' provider contract, `tools/sim`). The
  * common fields (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`.
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * The `reference` kind: the seeds' asynchronous scraping provider, as `src/sim` serves it (the
+ * The `reference` kind: the seeds' asynchronous scraping provider, as `tools/sim` serves it (the
  * demo's embedded provider). See `adapter.ts` for the contract.
  */
 import { defineProvider } from '../descriptor.js';
@@ -14,9 +14,9 @@ export { ReferenceWebhookEventSchema, referenceWebhook } from './webhook.js';
 /** Descriptor of the `reference` kind. */
 export const referenceProvider = defineProvider({
   kind: 'reference',
-  title: 'Reference provider (src/sim)',
+  title: 'Reference provider (tools/sim)',
   contract:
-    'the generic asynchronous scraping API (POST /api/scrape → 202 {job_id}, GET /api/jobs/:id, DELETE /api/jobs/:id/cancel) plus Idempotency-Key, GET /api/jobs?client_ref= and signed per-request webhooks; src/sim/server.ts',
+    'the generic asynchronous scraping API (POST /api/scrape → 202 {job_id}, GET /api/jobs/:id, DELETE /api/jobs/:id/cancel) plus Idempotency-Key, GET /api/jobs?client_ref= and signed per-request webhooks; tools/sim/server.ts',
   configSchema: ReferenceConfigSchema,
   capabilities: { idempotency: true, list: true, cancel: true, webhooks: true },
   evidence: [
@@ -28,7 +28,7 @@ export const referenceProvider = defineProvider({
   notFoundGrace: {
     ms: 60_000,
     source:
-      "the reference provider (src/sim) shows a job as soon as it answers the submit; the product's default window",
+      "the reference provider (tools/sim) shows a job as soon as it answers the submit; the product's default window",
   },
   expiry: '404 once the job is deleted (profile resultTtlMs, default 1 h after it ends)',
   cost: {

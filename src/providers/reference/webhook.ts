@@ -1,5 +1,5 @@
 /**
- * Webhooks of the reference provider (`src/sim/webhooks.ts`, modelled on Firecrawl's): one JSON
+ * Webhooks of the reference provider (`tools/sim/webhooks.ts`, modelled on Firecrawl's): one JSON
  * event per status the submit asked for, `{event_id, type, job_id, client_ref, status,
  * occurred_at}`, header `X-Sim-Event-Id`, and with a secret `X-Sim-Signature: sha256=<hex
  * HMAC-SHA256 of the raw body>`. Without a secret (entry `webhookSignature: false`) deliveries are

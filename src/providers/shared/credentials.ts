@@ -35,6 +35,11 @@ export const CredentialsSchema = z.strictObject({
 /** The parsed `credentials` of a provider entry. */
 export type Credentials = z.infer<typeof CredentialsSchema>;
 
+/** An entry's credentials, as far as the functions below read them: absent where the entry's calls send none (see `needsCredential` in `../kinds.ts`). */
+type WithCredentials = { credentials?: Credentials };
+
+const NONE: Credentials = { accounts: {} };
+
 /**
  * The credential for (provider, account): the account's own, else the provider default. Returns
  * the value and a label naming the provider account (`<provider>/<account|default>`, used to key
@@ -42,13 +47,14 @@ export type Credentials = z.infer<typeof CredentialsSchema>;
  * named environment variable is empty.
  */
 export function resolveCredential(
-  entry: { credentials: Credentials },
+  entry: WithCredentials,
   providerName: string,
   account: string,
   env: NodeJS.ProcessEnv = process.env,
 ): { apiKey: string; label: string } {
-  const own = entry.credentials.accounts[account];
-  const cred = own ?? entry.credentials.default;
+  const creds = entry.credentials ?? NONE;
+  const own = creds.accounts[account];
+  const cred = own ?? creds.default;
   if (!cred)
     throw new Error(
       `no credentials for provider "${providerName}" and account "${account}" in the worker configuration`,
@@ -76,8 +82,9 @@ export function resolveCredential(
  * value: what a client can check from the configuration alone (the value may live in a worker's
  * environment).
  */
-export function hasCredentialFor(entry: { credentials: Credentials }, account: string): boolean {
-  return entry.credentials.accounts[account] !== undefined || entry.credentials.default !== undefined;
+export function hasCredentialFor(entry: WithCredentials, account: string): boolean {
+  const creds = entry.credentials ?? NONE;
+  return creds.accounts[account] !== undefined || creds.default !== undefined;
 }
 
 /**
@@ -87,12 +94,12 @@ export function hasCredentialFor(entry: { credentials: Credentials }, account: s
  * set. A worker warns of each at start; a job that meets one waits, then fails with it.
  */
 export function credentialProblems(
-  entry: { credentials: Credentials },
+  entry: WithCredentials,
   providerName: string,
   env: NodeJS.ProcessEnv = process.env,
 ): { account: string; problem: string }[] {
   const out: { account: string; problem: string }[] = [];
-  const { default: def, accounts } = entry.credentials;
+  const { default: def, accounts } = entry.credentials ?? NONE;
   if (!def && Object.keys(accounts).length === 0)
     out.push({
       account: 'default',
@@ -112,12 +119,10 @@ export function credentialProblems(
  * Every credential value an entry configures that can be read now (literal keys, and the values of
  * the named environment variables that are set), each expanded by {@link credentialSecrets}.
  */
-export function configuredCredentialValues(
-  entry: { credentials: Credentials },
-  env: NodeJS.ProcessEnv = process.env,
-): string[] {
+export function configuredCredentialValues(entry: WithCredentials, env: NodeJS.ProcessEnv = process.env): string[] {
   const out: string[] = [];
-  for (const c of [entry.credentials.default, ...Object.values(entry.credentials.accounts)]) {
+  const creds = entry.credentials ?? NONE;
+  for (const c of [creds.default, ...Object.values(creds.accounts)]) {
     if (!c) continue;
     const value = 'apiKey' in c ? c.apiKey : env[c.apiKeyEnv];
     if (value) out.push(...credentialSecrets(value));

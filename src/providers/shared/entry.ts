@@ -3,7 +3,7 @@
  *
  * | field        | shape                                             | default                              |
  * |--------------|---------------------------------------------------|--------------------------------------|
- * | `credentials`| `{default?, accounts}` of `{apiKey}`/`{apiKeyEnv}`| required (may be `{}`)               |
+ * | `credentials`| `{default?, accounts}` of `{apiKey}`/`{apiKeyEnv}`| required (may be `{}`), unless the entry's calls send no credential (the `http` kind's `auth: {in: "none"}`) |
  * | `limits`     | `{maxConcurrent, minIntervalMs, activeJobs, quotaHoldMs}` per provider key | 8 concurrent calls, no spacing, 8 active jobs to start, 10 min quota hold |
  * | `poll`       | `Partial<PollPolicy>` (ms, factors)               | the kind's defaults, then the global |
  * | `results`    | `{maxDocuments, maxBytes, pageSize}`              | 10,000 docs, 256 MiB, pages of 100   |
@@ -129,7 +129,8 @@ export type WebhookEntry = z.infer<typeof WebhookEntrySchema>;
 
 /** The common fields' shape (see the module table). */
 export const COMMON_ENTRY_FIELDS = {
-  credentials: CredentialsSchema,
+  /** Required unless the kind says the entry sends no credential (`ProviderDescriptor.credentialNeeded`): checked by `defineProvider`. */
+  credentials: CredentialsSchema.optional(),
   limits: LimitsSchema.prefault({}),
   poll: PollDefaultsSchema.optional(),
   results: ResultLimitsSchema.optional(),

@@ -1,7 +1,7 @@
 /**
  * The result page of a provider that returns the target's raw response body (ScraperAPI's
  * `response.body`, an Oxylabs `raw` result's `content`) instead of extracted fields: the body is
- * run through the same extraction as the reference provider (`src/sim/extract.ts`: JSDOM with the
+ * run through the same extraction as the reference provider (`tools/sim/extract.ts`: JSDOM with the
  * browser's encoding rules, `@mozilla/readability`, `turndown`), so that every kind's result row
  * has a title, text, Markdown and links.
  *
@@ -10,7 +10,7 @@
  * is textual, and otherwise kept as a binary body (bytes, media type, size, SHA-256); the text of a
  * PDF is read afterwards by `withBinaryText` (`./binaryText.ts`), which is asynchronous.
  */
-import { extractPage } from '../../sim/extract.js';
+import { extractPage } from './extract.js';
 import { binaryBody, isTextualType, sniffMediaType } from './binaryText.js';
 import type { ProviderResult } from '../../model/results.js';
 

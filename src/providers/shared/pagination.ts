@@ -20,9 +20,14 @@
  * builders turn the position into the document's identity (see `src/model/documents.ts`), so a
  * document repeated across pages is stored once.
  */
-import { documentIdentity } from '../../model/documents.js';
+import { canonicalUrl, documentIdentity } from '../../model/documents.js';
 import { ProviderError } from './errors.js';
-import type { ProviderResult, ResultDocument } from '../../model/results.js';
+import {
+  uniqueDocuments,
+  type ProviderResult,
+  type ResultCompleteness,
+  type ResultDocument,
+} from '../../model/results.js';
 import type { ResultLimits } from '../adapter.js';
 
 export { canonicalUrl, documentIdentity } from '../../model/documents.js';
@@ -298,18 +303,54 @@ export function withIdentity(
 }
 
 /**
+ * The document a multi-document result's row describes: the one without an error whose URL (or
+ * final URL) is the submitted URL in its canonical form — a crawl's start page, whichever moment
+ * it finished — else the first without an error, else the first.
+ */
+export function describedDocument(
+  documents: readonly ResultDocument[],
+  submittedUrl: string,
+): ResultDocument | undefined {
+  const usable = documents.filter((d) => !d.error);
+  const at = submittedUrl ? canonicalUrl(submittedUrl) : '';
+  const start = at
+    ? (usable.find((d) => canonicalUrl(d.url) === at) ?? usable.find((d) => canonicalUrl(d.finalUrl) === at))
+    : undefined;
+  return start ?? usable[0] ?? documents[0];
+}
+
+/**
+ * The comparison of `documents` with the provider's own count of them (see
+ * {@link ResultCompleteness}): `kept` is the number of distinct documents (one per identity, as the
+ * store keeps them), per-document failures left out unless `countErrors` (the provider counts
+ * them too), or `opts.kept` where the reader counted otherwise (positions scanned under a filter).
+ * Undefined when the provider gave no count (`expected` null or undefined).
+ */
+export function completenessOf(
+  documents: readonly ResultDocument[],
+  expected: number | null | undefined,
+  counter: string,
+  opts: { countErrors?: boolean; why?: string; kept?: number } = {},
+): ResultCompleteness | undefined {
+  if (expected === null || expected === undefined || !Number.isFinite(expected)) return undefined;
+  const kept = opts.kept ?? uniqueDocuments(documents).filter((d) => opts.countErrors === true || !d.error).length;
+  return { expected, kept, counter, ...(opts.why ? { why: opts.why } : {}) };
+}
+
+/**
  * A multi-document result: the result row summarises the job (`url` = the submitted URL; final
- * URL, HTTP status and title of the first document without an error; no text of its own) and
- * `documents` holds every document in order. With `singleFillsRow`, a result of exactly one
- * document without an error also gets that document's text, Markdown, links and binary body on
- * its row (a one-record snapshot is the page itself).
+ * URL, HTTP status and title of the document at the submitted URL, else of the first document
+ * without an error: see {@link describedDocument}; no text of its own) and `documents` holds every
+ * document in the provider's order. With `singleFillsRow`, a result of exactly one document
+ * without an error also gets that document's text, Markdown, links and binary body on its row (a
+ * one-record snapshot is the page itself).
  */
 export function resultFromDocuments(
   documents: ResultDocument[],
   submittedUrl: string,
   opts: { singleFillsRow?: boolean } = {},
 ): ProviderResult {
-  const first = documents.find((d) => !d.error) ?? documents[0];
+  const first = describedDocument(documents, submittedUrl);
   const only = opts.singleFillsRow && documents.length === 1 && first && !first.error ? first : undefined;
   if (only) {
     return {

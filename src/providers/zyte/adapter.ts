@@ -57,7 +57,7 @@ import {
   type ProviderResponse,
 } from '../shared/http.js';
 import { documentFromItem } from '../shared/itemDocuments.js';
-import { paginateOffset, resultFromDocuments } from '../shared/pagination.js';
+import { completenessOf, paginateOffset, resultFromDocuments } from '../shared/pagination.js';
 import type {
   Accepted,
   CallContext,
@@ -288,8 +288,11 @@ export class ZyteAdapter implements ProviderAdapter {
 
   /**
    * Every item of the job, page by page (`limits.pageSize` per request, `start=P/S/J/<offset>`),
-   * as documents. Throws `expired` when the items are gone (`404`), `RESULT_TOO_LARGE` past the
-   * entry's limits, and the classified error of any other refusal.
+   * as documents, until a page comes back short of its `count`; then the job's metadata once more,
+   * whose `scrapystats.item_scraped_count` (Scrapy's count of the items the spider yielded, final
+   * once the job finished) the items read are compared with: fewer is a `partial` result. Throws
+   * `expired` when the items are gone (`404`), `RESULT_TOO_LARGE` past the entry's limits, and the
+   * classified error of any other refusal.
    */
   async result(taskId: string, resultCtx: ResultContext): Promise<ProviderResult> {
     const ctx = this.auth(resultCtx);
@@ -320,7 +323,19 @@ export class ZyteAdapter implements ProviderAdapter {
         return { items: res.body as unknown[] };
       },
     });
-    return resultFromDocuments(documents, ctx.url);
+    const result = resultFromDocuments(documents, ctx.url);
+    const completeness = completenessOf(documents, await this.itemCount(taskId, ctx), "Zyte's `item_scraped_count`", {
+      countErrors: true,
+      why: 'the items pages ended before it',
+    });
+    return completeness ? { ...result, completeness } : result;
+  }
+
+  /** The job's `scrapystats.item_scraped_count` (its metadata read again), or null when the metadata has none. */
+  private async itemCount(taskId: string, ctx: CallContext): Promise<number | null> {
+    const res = await this.storage.call(ctx, { method: 'GET', path: this.jobPath('jobs', taskId), phase: 'read' });
+    if (!this.storage.isOk(res)) throw this.fail(this.storage, res, 'read', ctx);
+    return this.storage.parse(res, JobMetaSchema, 'read', 'job metadata').scrapystats?.item_scraped_count ?? null;
   }
 
   async cancel(taskId: string, callCtx: CallContext): Promise<CancelAnswer> {

@@ -12,7 +12,9 @@ import { migration as m005 } from './005_polling.js';
 import { migration as m006 } from './006_provider_accounts.js';
 import { migration as m007 } from './007_result_fidelity.js';
 import { migration as m008 } from './008_read_failures_and_waits.js';
-import { migration as m010 } from './010_budgets.js';
+import { migration as m009 } from './009_submit_answer.js';
+import { migration as m010 } from './010_result_completeness.js';
+import { migration as m011 } from './011_budgets.js';
 
 /** All migrations, keyed by a sortable name. */
 export const migrations: Record<string, Migration> = {
@@ -24,7 +26,9 @@ export const migrations: Record<string, Migration> = {
   '006_provider_accounts': m006,
   '007_result_fidelity': m007,
   '008_read_failures_and_waits': m008,
-  '010_budgets': m010,
+  '009_submit_answer': m009,
+  '010_result_completeness': m010,
+  '011_budgets': m011,
 };
 
 /** Kysely `MigrationProvider` over {@link migrations} (no files on disk to find at runtime). */

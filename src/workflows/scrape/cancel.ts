@@ -186,7 +186,7 @@ async function confirm(
       );
     }
     case 'failed':
-      return finish('failed', 'the provider reported the task failed while cancelling', o.error);
+      return finish('failed', `the task ended failed after the cancel request (${o.error.message})`, o.error);
     case 'expired':
       // Accepted, then forgotten: the provider stopped and removed it (evidence: the accepted answer, then the 404).
       if (opts.accepted)
@@ -271,13 +271,17 @@ async function settleLateCancel(job: ScrapeJob): Promise<void> {
 export async function closeRun(job: ScrapeJob): Promise<JobView> {
   if (!job.cancel) {
     const state = job.state;
-    if (state === 'failed' || state === 'expired' || state === 'tracking_interrupted')
-      throw ApplicationFailure.create({
+    if (state === 'failed' || state === 'expired' || state === 'tracking_interrupted') {
+      const failure = ApplicationFailure.create({
         type: outcomeFailureType(state),
         message: closingReason(job.view),
         nonRetryable: true,
         details: [job.view],
       });
+      // An outcome, not a crash: no stack (its frames would name the worker's source paths).
+      failure.stack = `${failure.name}: ${failure.message}`;
+      throw failure;
+    }
     return job.view as JobView;
   }
   if (job.state === 'completed') return job.view as JobView;

@@ -9,7 +9,7 @@
 import type { SearchAttributeUpdatePair, TypedSearchAttributes } from '@temporalio/common';
 import type { TaskRef } from '../../activities/index.js';
 import type { FailedReadPolicy, PollSchedule } from '../../model/schedule.js';
-import type { JobState } from '../../model/states.js';
+import { canMove, type JobState } from '../../model/states.js';
 import type { CancelReport, JobError, JobView, PollPolicy, ScrapeWorkflowInput } from '../../model/types.js';
 import {
   ScrapeAccount,
@@ -21,28 +21,13 @@ import {
 } from '../searchAttributes.js';
 import type { CancelRequest, Resolution } from './messages.js';
 
-/** Allowed moves between local states; a final state allows none (docs/design.md, “The scrape workflow: a small explicit state machine”). */
-export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
-  submitting: ['pending', 'unknown', 'failed', 'cancelling'],
-  unknown: ['pending', 'submitting', 'failed', 'cancelling'],
-  pending: ['completed', 'failed', 'cancelled', 'expired', 'tracking_interrupted', 'cancelling'],
-  cancelling: ['cancelled', 'completed', 'failed', 'cancel_unconfirmed'],
-  completed: [],
-  failed: [],
-  cancelled: [],
-  cancel_unconfirmed: [],
-  tracking_interrupted: [],
-  expired: [],
-};
-
 /**
- * Checks the move `from` → `to` of job `jobId` against {@link TRANSITIONS} (staying put is allowed).
- * Throws an `Error` naming the move when it is illegal: a bug, which fails the workflow task rather
- * than record a wrong state.
+ * Checks the move `from` → `to` of job `jobId` against the transition table (`TRANSITIONS` in
+ * `src/model/states.ts`; staying put is allowed). Throws an `Error` naming the move when it is
+ * illegal: a bug, which fails the workflow task rather than record a wrong state.
  */
 export function checkMove(from: JobState, to: JobState, jobId: string): void {
-  if (to !== from && !TRANSITIONS[from].includes(to))
-    throw new Error(`illegal transition ${from} → ${to} for job ${jobId}`);
+  if (to !== from && !canMove(from, to)) throw new Error(`illegal transition ${from} → ${to} for job ${jobId}`);
 }
 
 /** Options of a move: a note for the reader, the error that caused it. */

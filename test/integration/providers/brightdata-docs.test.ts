@@ -104,6 +104,8 @@ describe('brightdata docs: progress as seen live', () => {
     expect(out.incidents).toEqual([]);
     expect(out.events).not.toContain('unrecognised_status');
     expect(out.events.filter((e) => e === 'task_recorded')).toHaveLength(1);
+    // The record read is compared with the snapshot's own `records` count: complete.
+    expect(await s.client.getResult('acme', ref.jobId)).toMatchObject({ partial: false, expectedDocuments: 1 });
     expect(s.fixture.snapshotsWith('?timing')).toHaveLength(1);
     expect(triggersWith(s, '?timing')).toHaveLength(1);
   });

@@ -184,6 +184,37 @@ describe('brightdata: polling', () => {
     for (const w of ['empty-text', 'empty-json', 'expired-snap']) expect(s.fixture.snapshotsWith(w)).toHaveLength(1);
   });
 
+  it('progress answered 400 "Snapshot is empty" (the JSON code a stand-in sends, or the plain text) ends failed SNAPSHOT_EMPTY with Bright Data’s words, never tracking_interrupted; 400 "Snapshot is expired" on progress ends expired', async () => {
+    s.fixture.rule('progress-empty', { kind: 'hold' });
+    s.fixture.rule('progress-expired', { kind: 'hold' });
+    const [json, text, expired] = await Promise.all(
+      ['progress-empty-json', 'progress-empty-text', 'progress-expired'].map((w) =>
+        s.start({ url: `${pages.pageUrl('001')}?${w}`, key: w }),
+      ),
+    );
+    const answers = [
+      { status: 400, json: { error: { code: 'SNAPSHOT_EMPTY', message: 'Snapshot is empty' } } },
+      { status: 400, text: 'Snapshot is empty' },
+      { status: 400, text: 'Snapshot is expired' },
+    ];
+    for (const [i, ref] of [json!, text!, expired!].entries()) {
+      const row = await checked(s, ref.jobId);
+      s.fixture.script(row.task_id!, ...Array.from({ length: 5 }, () => answers[i]!));
+    }
+    for (const ref of [json!, text!]) {
+      expect((await s.waitFor(ref.jobId, ['failed', 'completed', 'tracking_interrupted'])).state).toBe('failed');
+      const out = await s.outcome(ref.jobId);
+      expect(out.lastError).toMatchObject({
+        kind: 'task_failed',
+        code: 'SNAPSHOT_EMPTY',
+        httpStatus: 400,
+        message: expect.stringContaining('Snapshot is empty'),
+      });
+      expect((await s.client.getLiveView('acme', ref.jobId)).lastError?.message).toContain('Snapshot is empty');
+    }
+    expect((await s.waitFor(expired!.jobId, ['expired', 'failed', 'tracking_interrupted'])).state).toBe('expired');
+  });
+
   it('a ready snapshot whose download is 200 [] (documented: no records) completes with a content note saying it is empty, never silently, never resubmitted', async () => {
     s.fixture.rule('no-records', { kind: 'download', answer: 'empty_array' });
     const ref = await s.start({ url: `${pages.pageUrl('001')}?no-records`, key: 'no-records' });

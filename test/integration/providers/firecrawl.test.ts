@@ -60,7 +60,8 @@ async function running(s: Scenario<FirecrawlFixture>, jobId: string, checks = 1)
 describe('firecrawl: batch scrape entry (one URL per job)', () => {
   let s: Scenario<FirecrawlFixture>;
   beforeAll(async () => {
-    s = await firecrawl({}, { operation: 'batch', scrapeOptions: { onlyMainContent: true } });
+    // No 404 grace: the fixture shows a job at once, and "Job not found" is counted from the first read.
+    s = await firecrawl({}, { operation: 'batch', scrapeOptions: { onlyMainContent: true }, notFoundGraceMs: 0 });
   });
   afterAll(async () => s?.stop());
 
@@ -163,7 +164,10 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     s.fixture.failUrl('unscrapable', 'SCRAPE_ALL_ENGINES_FAILED', 'All scraping engines failed');
     const ref = await s.start({ url: 'https://example.com/unscrapable', key: 'unscrapable' });
     expect((await s.waitFor(ref.jobId, ['failed', 'completed', 'tracking_interrupted'])).state).toBe('failed');
-    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ code: 'SCRAPE_ALL_ENGINES_FAILED' });
+    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({
+      code: 'SCRAPE_ALL_ENGINES_FAILED',
+      message: 'Firecrawl could not scrape https://example.com/unscrapable: All scraping engines failed',
+    });
   });
 
   it('expiry: 404 "Job expired" on a known task ends expired at once, never failed, never resubmitted', async () => {
@@ -180,7 +184,7 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     expect(s.fixture.jobs('acme').filter((j) => j.url.includes('expire-me'))).toHaveLength(1);
   });
 
-  it('"Job not found" (gone, or another team’s job) is counted, then expired', async () => {
+  it('"Job not found" (gone, or another team’s job) is counted, then expired once the task is past its propagation window', async () => {
     s.fixture.hold('gone');
     const ref = await s.start({
       url: 'https://example.com/gone',
@@ -190,7 +194,13 @@ describe('firecrawl: batch scrape entry (one URL per job)', () => {
     const row = await running(s, ref.jobId);
     s.fixture.expire(row.task_id!, 'gone');
     expect((await s.waitFor(ref.jobId, ['expired', 'failed', 'tracking_interrupted'])).state).toBe('expired');
-    expect((await s.outcome(ref.jobId)).events.filter((e) => e === 'status_not_found')).toHaveLength(2);
+    const notFound = (await s.store.findings.timeline(ref.jobId))
+      .filter((e) => e.type === 'status_not_found')
+      .map((e) => JSON.parse(e.detail!) as { streak: number; ageMs: number; graceMs: number });
+    expect(notFound.length).toBeGreaterThanOrEqual(2);
+    const last = notFound.at(-1)!;
+    expect(last.streak).toBeGreaterThanOrEqual(2);
+    expect(last.ageMs).toBeGreaterThanOrEqual(last.graceMs);
   });
 
   it('cancel: DELETE /v2/batch/scrape/{id} once, the job ends cancelled, no result', async () => {
@@ -576,5 +586,186 @@ describe('firecrawl: unsigned webhooks (the account has no secret)', () => {
     expect((await s.store.webhooks.listDeliveries({ jobId: ref.jobId }))[0]).toMatchObject({ outcome: 'woken' });
     expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
     expect(s.api!.logs()).not.toContain(token);
+  });
+});
+
+/** The self-hosted entries of a server run without Supabase (no key table, no team activity, unsigned webhooks). */
+const SELF_HOSTED = { selfHosted: { idempotencyHeader: false } };
+
+describe('firecrawl: crawl entry on a self-hosted server (Firecrawl’s own, without Supabase)', () => {
+  let s: Scenario<FirecrawlFixture>;
+  beforeAll(async () => {
+    s = await firecrawl(
+      {
+        selfHosted: true,
+        crawl: { pages: 12, errors: 0, robotsBlocked: 0 },
+        // About 400 bytes a document: a page of results holds 4 of the 12.
+        pageBytes: 2_000,
+        inFlightAtCancel: { pages: 2, afterMs: 1_500 },
+      },
+      { operation: 'crawl', ...SELF_HOSTED },
+    );
+  });
+  afterAll(async () => s?.stop());
+
+  it('a crawl submit carries no x-idempotency-key (the server answers one 500); a result past the page size repeats Firecrawl’s first documents: the read stops at the repeat and the job completes partial, saying so with both counts and why, in the row, the summary, the timeline and the outbox', async () => {
+    const url = 'https://self.example.com/';
+    const ref = await s.start({ url, key: 'self-partial', options: { limit: 50 } });
+    const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted', 'unknown']);
+    expect(row.state).toBe('completed');
+    const [post] = s.fixture.server.requestsTo('POST', '/v2/crawl');
+    expect(post!.headers['x-idempotency-key']).toBeUndefined();
+    // Two pages read: the first, then one that repeats it (skip ignored), and no third.
+    const reads = s.fixture.server
+      .requestsTo('GET', `/v2/crawl/${row.task_id}`)
+      .filter((r) => r.path === `/v2/crawl/${row.task_id}`);
+    expect(reads.map((r) => r.query.skip ?? '0').slice(-2)).toEqual(['0', '4']);
+    const out = await s.outcome(ref.jobId);
+    expect(out).toMatchObject({ state: 'completed', results: 1, documents: { total: 4 } });
+    const note =
+      "partial: kept 4 of the 12 documents Firecrawl's `completed` counts (its `next` pages served only documents already read — past 10 MiB of results Firecrawl ignores `skip` and serves the first documents again — so no further page was followed)";
+    const result = await s.client.getResult('acme', ref.jobId);
+    expect(result).toMatchObject({ contentNote: note, partial: true, expectedDocuments: 12 });
+    expect(await s.client.getScrape('acme', ref.jobId)).toMatchObject({
+      state: 'completed',
+      contentNote: note,
+      partial: true,
+      expectedDocuments: 12,
+    });
+    // A list shows it too, without reading each result.
+    expect((await s.client.list('acme', {})).find((j) => j.jobId === ref.jobId)).toMatchObject({
+      contentNote: note,
+      partial: true,
+      expectedDocuments: 12,
+    });
+    const events = await s.store.findings.timeline(ref.jobId);
+    expect(events.filter((e) => e.type === 'result_partial').map((e) => JSON.parse(e.detail!))).toEqual([
+      expect.objectContaining({ kept: 4, expected: 12, counter: "Firecrawl's `completed`", documents: 4, note }),
+    ]);
+    expect(s.fixture.server.requestsTo('GET', '/v2/team/activity')).toHaveLength(0);
+  });
+
+  it('a lost crawl submit: only the active list is read (never /v2/team/activity, which the server lacks); the crawl already finished, so its absence cannot be proven: the job waits in unknown, never resubmitted', async () => {
+    const url = 'https://self-lost.example.com/';
+    s.fixture.dropAfterCommit('self-lost');
+    const ref = await s.start({ url, key: 'self-lost' });
+    const view = await s.waitForOperator(ref.jobId);
+    expect(view.state).toBe('unknown');
+    expect(s.fixture.server.requestsTo('GET', '/v2/crawl/active').length).toBeGreaterThan(0);
+    expect(s.fixture.server.requestsTo('GET', '/v2/team/activity')).toHaveLength(0);
+    const posts = s.fixture.server
+      .requestsTo('POST', '/v2/crawl')
+      .filter((r) => (r.body as { url: string }).url === url);
+    expect(posts).toHaveLength(1);
+    expect(s.fixture.jobs('acme').filter((j) => j.url === url)).toHaveLength(1);
+  });
+
+  it('a cancel while the crawl runs: the pages in flight at the DELETE finish afterwards, and the cancel’s remaining effects count them once Firecrawl’s count settles', async () => {
+    s.fixture.hold('self-cancel');
+    const ref = await s.start({ url: 'https://self-cancel.example.com/', key: 'self-cancel' });
+    const row = await running(s, ref.jobId);
+    s.fixture.progress(row.task_id!, 3);
+    const res = await s.cancel(ref.jobId);
+    expect(res).toMatchObject({ kind: 'observed', state: 'cancelled' });
+    // 3 done at the DELETE, 2 in flight that finish 1.5 s later: Firecrawl settles on 5.
+    expect(s.fixture.job(row.task_id!)).toMatchObject({ status: 'cancelled', done: 5, inFlight: 0 });
+    expect(res.kind === 'observed' ? res.report.remainingEffects : undefined).toMatchObject({ documents: 5 });
+  });
+});
+
+describe('firecrawl: crawl entry whose documents come in completion order', () => {
+  let s: Scenario<FirecrawlFixture>;
+  beforeAll(async () => {
+    s = await firecrawl({ selfHosted: true, completionOrder: true }, { operation: 'crawl', ...SELF_HOSTED });
+  });
+  afterAll(async () => s?.stop());
+
+  it('the result row describes the crawl’s start page, though Firecrawl serves it last (completion order)', async () => {
+    const url = 'https://start-page.example.com/';
+    const ref = await s.start({ url, key: 'self-start', options: { limit: 50 } });
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'])).state).toBe('completed');
+    const docs = await s.client.getResultDocuments('acme', ref.jobId, { offset: 0, limit: 100 });
+    expect(docs.documents[0]!.url).not.toBe(url);
+    const result = await s.client.getResult('acme', ref.jobId);
+    expect(result).toMatchObject({ url, finalUrl: url, title: 'Page 0', httpStatus: 200 });
+  });
+});
+
+describe('firecrawl: batch entry on a self-hosted server', () => {
+  let s: Scenario<FirecrawlFixture>;
+  beforeAll(async () => {
+    s = await firecrawl({ selfHosted: true, errorsLagMs: 1_200 }, { operation: 'batch', ...SELF_HOSTED });
+  });
+  afterAll(async () => s?.stop());
+
+  it('a one-URL batch whose URL fails reads completed with 0 of 0; its reason is only on /v2/crawl/{id}/errors (the batch route answers 404 there), a moment after the count: the job fails with Firecrawl’s code and its URL in the message', async () => {
+    const url = 'https://self-unscrapable.example.com/page';
+    s.fixture.failUrl('self-unscrapable', 'SCRAPE_ALL_ENGINES_FAILED', 'All scraping engines failed');
+    const ref = await s.start({ url, key: 'self-unscrapable' });
+    expect((await s.waitFor(ref.jobId, ['failed', 'completed', 'tracking_interrupted'])).state).toBe('failed');
+    const out = await s.outcome(ref.jobId);
+    expect(out.lastError).toMatchObject({
+      code: 'SCRAPE_ALL_ENGINES_FAILED',
+      message: `Firecrawl could not scrape ${url}: All scraping engines failed`,
+    });
+    const taskId = out.taskId!;
+    expect(s.fixture.server.requestsTo('GET', `/v2/batch/scrape/${taskId}/errors`).length).toBeGreaterThan(0);
+    expect(s.fixture.server.requestsTo('GET', `/v2/crawl/${taskId}/errors`).length).toBeGreaterThan(0);
+  });
+});
+
+describe('firecrawl: a counted document served a moment later', () => {
+  let s: Scenario<FirecrawlFixture>;
+  beforeAll(async () => {
+    s = await firecrawl({ selfHosted: true, storedLagMs: 2_500 }, { operation: 'batch', ...SELF_HOSTED });
+  });
+  afterAll(async () => s?.stop());
+
+  it('a one-URL batch read completed 1 of 1 before its document is served: read again until it is, and completed with that page (never failed for want of a reason)', async () => {
+    const url = 'https://stored-late.example.com/page';
+    const ref = await s.start({ url, key: 'stored-late' });
+    const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted']);
+    expect(row.state).toBe('completed');
+    expect(await s.client.getResult('acme', ref.jobId)).toMatchObject({
+      url,
+      title: 'Page 0',
+      partial: false,
+      expectedDocuments: null,
+    });
+    // At least one read found the page counted but not served, and the pages were read again.
+    const reads = s.fixture.server.requestsTo('GET', `/v2/batch/scrape/${row.task_id}`);
+    expect(reads.length).toBeGreaterThan(2);
+  });
+});
+
+describe('firecrawl: self-hosted webhooks (unsigned, no webhookId)', () => {
+  let s: Scenario<FirecrawlFixture>;
+  beforeAll(async () => {
+    s = await firecrawl({ selfHosted: true, runMs: 1_000 }, { operation: 'crawl', ...SELF_HOSTED }, true);
+  });
+  afterAll(async () => s?.stop());
+
+  it('a selfHosted entry asks for deliveries on each job’s token URL without being told webhookSignature: false; the unsigned crawl.completed wakes the job; the API shows the job complete, not partial, with Firecrawl’s count', async () => {
+    const ref = await s.start({ url: 'https://self-hook.example.com/', key: 'self-hook', policy: SLOW });
+    const t0 = Date.now();
+    await s.waitFor(ref.jobId, ['completed'], 60_000);
+    expect(Date.now() - t0).toBeLessThan(50_000);
+    const [post] = s.fixture.server.requestsTo('POST', '/v2/crawl');
+    expect((post!.body as { webhook: { url: string } }).webhook.url).toBe(
+      `${s.api!.webhookUrl}/${s.callbackToken(ref.jobId)}`,
+    );
+    const taskId = (await s.store.jobs.get(ref.jobId))!.task_id!;
+    expect(s.fixture.deliveries.filter((d) => d.jobId === taskId).every((d) => !d.signed)).toBe(true);
+    expect((await s.store.webhooks.listDeliveries({ jobId: ref.jobId }))[0]).toMatchObject({ outcome: 'woken' });
+    expect(await listQuarantine(s.store)).toEqual([]);
+    const scrape = await s.api!.call('acme', 'GET', `/v1/scrapes/${encodeURIComponent(ref.jobId)}`);
+    expect(await scrape.json()).toMatchObject({
+      state: 'completed',
+      partial: false,
+      expected_documents: 5,
+      content_note: null,
+    });
+    const result = await s.api!.call('acme', 'GET', `/v1/scrapes/${encodeURIComponent(ref.jobId)}/result`);
+    expect(await result.json()).toMatchObject({ partial: false, expected_documents: 5, content_note: null });
   });
 });

@@ -7,8 +7,10 @@
  * the code, the provider's failure word, a 429 with Retry-After on a status read, an expired code,
  * an unknown word, cancel (at once, and an abort that takes effect later); no secret leaked.
  */
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
+import { SCENARIO_POLICY, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
 import { startRunsFixture, type RunsFixture } from '../../fixtures/providers/http/server.js';
 
 const PAGINATION = {
@@ -247,5 +249,272 @@ describe('http kind: 429 TOO_MANY_RUNS with a Retry-After header', () => {
     expect(submits.length).toBeGreaterThanOrEqual(2);
     expect(submits[1]!.at - submits[0]!.at).toBeGreaterThanOrEqual(7_000 - 50);
     expect([...s.fixture.runs.values()].filter((r) => r.url.includes('busy-second'))).toHaveLength(1);
+  });
+});
+
+/**
+ * The runs API's daemon routes (`/v2`, Scrapyd 1.6's shapes: see the fixture's CONTRACT.md)
+ * declared as an entry the way `docs/providers/scrapyd.md` declares Scrapyd, with the project and
+ * the spider taken from each job's options (templates over the request in every call).
+ */
+function daemonEntry(url: string) {
+  return {
+    baseUrl: url,
+    readTimeoutMs: 3_000,
+    submitTimeoutMs: 3_000,
+    auth: { in: 'none' },
+    credentials: undefined,
+    notFoundGraceMs: 0,
+    reconcile: { settleMs: 300 },
+    submit: {
+      path: '/v2/schedule.json',
+      bodyEncoding: 'form',
+      body: { '...': '{{options}}', jobid: '{{clientRef}}', url: '{{url}}' },
+      taskIdPath: '/jobid',
+    },
+    status: {
+      path: '/v2/status.json',
+      query: { project: '{{options.project}}', job: '{{taskId}}' },
+      statusPath: '/currstate',
+      map: { pending: 'queued', running: 'running', finished: 'completed' },
+      missing: 'not_found',
+    },
+    result: {
+      request: { path: '/v2/items/{{options.project}}/{{options.spider}}/{{taskId}}.jl' },
+      format: 'jsonl',
+      documentsPath: '',
+      fields: { url: '/url', title: '/title', text: '/text', error: '/problem' },
+    },
+    errors: { errorWhen: { path: '/status', equals: 'error' }, messagePath: '/message', resultNotFound: 'failed' },
+    cancel: {
+      method: 'POST',
+      path: '/v2/cancel.json',
+      bodyEncoding: 'form',
+      body: { project: '{{options.project}}', job: '{{taskId}}' },
+      statusPath: '/prevstate',
+      completedMeans: 'stopped_or_completed',
+    },
+    list: {
+      path: '/v2/listjobs.json',
+      query: { project: '{{options.project}}' },
+      itemsPath: ['/pending', '/running', '/finished'],
+      matchPath: '/id',
+      taskIdPath: '/id',
+      lagMs: 0,
+    },
+  };
+}
+
+const SHOP = { project: 'shop', spider: 'pages' };
+
+/** The failure a job's workflow run closed with (what the Web UI shows): its type and message. */
+async function closedWith(s: Scenario<RunsFixture>, jobId: string): Promise<{ type?: string; message?: string }> {
+  return s.temporal.workflow
+    .getHandle(jobId)
+    .result()
+    .then(
+      () => ({}),
+      (e: unknown) => {
+        const cause = e instanceof WorkflowFailedError ? e.cause : undefined;
+        return cause instanceof ApplicationFailure ? { type: cause.type ?? undefined, message: cause.message } : {};
+      },
+    );
+}
+
+describe('http kind: a job daemon in Scrapyd’s shapes (form requests, 200 refusals, JSON lines, no credential)', () => {
+  let s: Scenario<RunsFixture>;
+  beforeAll(async () => {
+    s = await startProviderScenario({
+      kind: 'http',
+      fixture: () => startRunsFixture({ items: 4, runMs: 600 }),
+      entry: (fx) => daemonEntry(fx.url),
+    });
+  });
+  afterAll(async () => s?.stop());
+
+  const daemonRun = (taskId: string) => s.fixture.runs.get(taskId)!;
+
+  it('auth none with no credentials: the job’s options name the project and spider in every call, our reference is the job ID, and every line of the JSON-lines feed is one document', async () => {
+    expect(s.entry.credentials).toBeUndefined();
+    const url = 'https://shop.example.com/daemon-lines';
+    const ref = await s.start({ url, key: 'daemon-lines', options: { ...SHOP, depth: '2' } });
+    const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'expired', 'tracking_interrupted']);
+    expect(row.state).toBe('completed');
+    const sent = s.fixture.server.requestsTo('POST', '/v2/schedule.json')[0]!;
+    expect(sent.body).toEqual({ project: 'shop', spider: 'pages', depth: '2', jobid: row.task_id, url });
+    expect(daemonRun(row.task_id!).daemon).toEqual({ project: 'shop', spider: 'pages', args: { depth: '2' } });
+    expect(s.fixture.server.requestsTo('GET', '/v2/status.json').every((r) => r.query.project === 'shop')).toBe(true);
+    expect(s.fixture.server.requestsTo('GET', `/v2/items/shop/pages/${row.task_id}.jl`)).toHaveLength(1);
+    const docs = await s.client.getResultDocuments('acme', ref.jobId, { offset: 0, limit: 10 });
+    expect(docs.documents.map((d) => [d.url, d.title, d.text])).toEqual(
+      [0, 1, 2, 3].map((i) => [`${url}#item-${i}`, `Item ${i}`, `Body of item ${i}`]),
+    );
+    expect(docs.documents[3]).toMatchObject({ error: { message: 'blocked by target' } });
+    expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
+  });
+
+  it('a schedule refused in a 200 answer (`{"status": "error", "message": "spider \'nope\' not found"}`) fails the job at once with the daemon’s words: in the store, the API’s view and the closed run; sent once', async () => {
+    const url = 'https://shop.example.com/daemon-refused';
+    const ref = await s.start({ url, key: 'daemon-refused', options: { project: 'shop', spider: 'nope' } });
+    const row = await s.waitFor(ref.jobId, ['failed', 'unknown', 'completed', 'tracking_interrupted']);
+    expect(row.state).toBe('failed');
+    const words = "spider 'nope' not found";
+    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({
+      kind: 'permanent',
+      message: expect.stringContaining(words),
+    });
+    expect((await s.client.getLiveView('acme', ref.jobId)).lastError?.message).toContain(words);
+    expect(await closedWith(s, ref.jobId)).toMatchObject({
+      type: 'ScrapeJob.failed',
+      message: expect.stringContaining(words),
+    });
+    expect(
+      s.fixture.server.requestsTo('POST', '/v2/schedule.json').filter((r) => (r.body as { url?: string }).url === url),
+    ).toHaveLength(1);
+  });
+
+  it('a spider that fails at start (finished, no feed: 404 HTML) fails the job with that answer’s words (errors.resultNotFound), never expired; the feed read once', async () => {
+    const ref = await s.start({ url: 'https://shop.example.com/daemon-crash', key: 'daemon-crash', options: SHOP });
+    const row = await s.waitFor(ref.jobId, ['failed', 'expired', 'completed', 'tracking_interrupted']);
+    expect(row.state).toBe('failed');
+    const out = await s.outcome(ref.jobId);
+    expect(out.lastError).toMatchObject({
+      kind: 'task_failed',
+      httpStatus: 404,
+      message: expect.stringContaining('No Such Resource'),
+    });
+    expect(out.lastError!.message).not.toContain('<');
+    expect(out.results).toBe(0);
+    expect(await closedWith(s, ref.jobId)).toMatchObject({ type: 'ScrapeJob.failed' });
+    expect(s.fixture.server.requestsTo('GET', `/v2/items/shop/pages/${row.task_id}.jl`)).toHaveLength(1);
+  });
+
+  it('the daemon restarts while the job runs and forgets it (`currstate: null`, status.missing: not_found): counted like a 404, then expired; never polled on, never completed', async () => {
+    const ref = await s.start({
+      url: 'https://shop.example.com/hold-daemon-restart',
+      key: 'daemon-restart',
+      options: SHOP,
+      policy: { ...SCENARIO_POLICY, notFoundLimit: 3 },
+    });
+    const row = await waitFor(
+      async () => {
+        const r = await s.store.jobs.get(ref.jobId);
+        return r?.provider_status === 'running' ? r : undefined;
+      },
+      30_000,
+      'the job polled while running',
+    );
+    s.fixture.restartDaemon();
+    expect((await s.waitFor(ref.jobId, ['expired', 'failed', 'completed', 'tracking_interrupted'])).state).toBe(
+      'expired',
+    );
+    const out = await s.outcome(ref.jobId);
+    expect(out.lastError).toMatchObject({ code: 'TASK_UNKNOWN', message: expect.stringContaining('null') });
+    expect(out.results).toBe(0);
+    expect(daemonRun(row.task_id!).forgotten).toBe(true);
+  });
+
+  it('a cancel while the spider runs: one form call naming project and job, accepted; `finished` afterwards cannot tell stopped from finished (cancel.completedMeans), so the outcome says so, with the items the feed kept', async () => {
+    const url = 'https://shop.example.com/hold-daemon-cancel';
+    const ref = await s.start({ url, key: 'daemon-cancel', options: SHOP });
+    const row = await waitFor(
+      async () => {
+        const r = await s.store.jobs.get(ref.jobId);
+        return r?.provider_status === 'running' ? r : undefined;
+      },
+      30_000,
+      'the job polled while running',
+    );
+    const res = await s.cancel(ref.jobId);
+    const calls = s.fixture.server.requestsTo('POST', '/v2/cancel.json');
+    expect(calls.map((c) => c.body)).toEqual([{ project: 'shop', job: row.task_id }]);
+    expect(daemonRun(row.task_id!)).toMatchObject({ stopped: true, state: 'ABORTED' });
+    expect(res).toMatchObject({ kind: 'observed' });
+    const view = await s.client.getLiveView('acme', ref.jobId);
+    expect(view.cancel).toMatchObject({ outcome: 'completed', providerCancelCalls: 1 });
+    expect(view.cancel?.detail).toContain('the same whether the work stopped early or finished');
+    expect(view.cancel?.detail).not.toMatch(/too late|before the cancel|ran to its end/);
+    const docs = await s.client.getResultDocuments('acme', ref.jobId, { offset: 0, limit: 10 });
+    expect(docs.documents.map((d) => d.url)).toEqual([`${url}#item-0`, `${url}#item-1`]);
+  });
+
+  it('a lost schedule answer: the job is found in one of listjobs’ three arrays by its job ID (our reference) and adopted; scheduled once', async () => {
+    const url = 'https://shop.example.com/daemon-lost-answer';
+    s.fixture.conformance.answerFault('submit', { kind: 'reset', urlContains: 'daemon-lost-answer' });
+    const ref = await s.start({ url, key: 'daemon-lost', options: SHOP });
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'])).state).toBe('completed');
+    const mine = [...s.fixture.runs.values()].filter((r) => r.url === url);
+    expect(mine).toHaveLength(1);
+    expect((await s.store.jobs.get(ref.jobId))!.task_id).toBe(mine[0]!.id);
+    expect(s.fixture.server.requestsTo('GET', '/v2/listjobs.json').length).toBeGreaterThanOrEqual(1);
+    expect((await s.outcome(ref.jobId)).events).toContain('task_recorded');
+  });
+
+  it('a schedule that never reached the daemon: every array of listjobs read and none holds our job, so absence is proven and it is scheduled again; one job, completed', async () => {
+    const url = 'https://shop.example.com/daemon-never-sent';
+    s.fixture.conformance.answerFault('submit', { kind: 'before', urlContains: 'daemon-never-sent' });
+    const ref = await s.start({ url, key: 'daemon-never', options: SHOP });
+    expect((await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted'])).state).toBe('completed');
+    expect([...s.fixture.runs.values()].filter((r) => r.url === url)).toHaveLength(1);
+    expect(
+      s.fixture.server.requestsTo('POST', '/v2/schedule.json').filter((r) => (r.body as { url?: string }).url === url),
+    ).toHaveLength(2);
+  });
+});
+
+describe('http kind: templates over the submit’s answer (returned URLs), NDJSON results, an abort with a JSON body and a query', () => {
+  let s: Scenario<RunsFixture>;
+  beforeAll(async () => {
+    s = await startProviderScenario({
+      kind: 'http',
+      fixture: () => startRunsFixture({ items: 5 }),
+      entry: (fx) => {
+        const base = runsEntry(fx.url, PAGINATION.cursor);
+        return {
+          ...base,
+          status: { ...base.status, path: undefined, url: '{{submitAnswer.data.links.self}}' },
+          result: {
+            request: { url: '{{submitAnswer.data.links.items_jsonl}}' },
+            format: 'ndjson',
+            documentsPath: '',
+            fields: base.result.fields,
+          },
+          cancel: {
+            ...base.cancel,
+            path: undefined,
+            url: '{{submitAnswer.data.links.abort}}',
+            query: { mode: 'graceful' },
+            body: { reason: 'cancelled by job {{clientRef}} for {{url}}' },
+          },
+        };
+      },
+    });
+  });
+  afterAll(async () => s?.stop());
+
+  it('status and items are read at the URLs the submit answered (only those fields kept with the task ID); every NDJSON line one document', async () => {
+    const url = 'https://shop.example.com/linked';
+    const ref = await s.start({ url, key: 'linked' });
+    const row = await s.waitFor(ref.jobId, ['completed', 'failed', 'tracking_interrupted']);
+    expect(row.state).toBe('completed');
+    const self = `/v3/runs/${row.task_id}`;
+    expect(JSON.parse(row.submit_answer!)).toEqual({
+      data: { links: { self, items_jsonl: `${self}/items.jsonl`, abort: `${self}/abort` } },
+    });
+    expect(s.fixture.server.requestsTo('GET', `${self}/items.jsonl`)).toHaveLength(1);
+    expect(s.fixture.server.requestsTo('GET', `${self}/items`).filter((r) => r.path === `${self}/items`)).toEqual([]);
+    expect((await s.outcome(ref.jobId)).documents.total).toBe(5);
+    expect(await s.leakedSecrets(ref.jobId)).toEqual([]);
+  });
+
+  it('the abort goes to the returned URL with its JSON body (over the request and our reference) and query; the job ends cancelled', async () => {
+    const url = 'https://shop.example.com/hold-linked-abort';
+    const ref = await s.start({ url, key: 'linked-abort' });
+    const row = await heldRun(s, ref.jobId);
+    expect(await s.cancel(ref.jobId)).toMatchObject({ kind: 'observed', state: 'cancelled' });
+    const clientRef = s.fixture.runs.get(row.task_id!)!.ref; // our reference, sent at submit
+    expect(s.fixture.runs.get(row.task_id!)!.abortRequests).toEqual([
+      { reason: `cancelled by job ${clientRef} for ${url}`, mode: 'graceful' },
+    ]);
   });
 });

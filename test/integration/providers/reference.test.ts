@@ -3,7 +3,7 @@
  * run twice: with the `reference` kind (the hand-written adapter) and with the declarative `http`
  * kind configured for the same contract (`test/fixtures/providers/http/referenceContract.ts`), the
  * proof that a configuration reproduces it. Each drives jobs through the real workflow on the
- * shared Temporal dev server against the reference provider (`src/sim`, the seeds' contract) and asserts provider jobs created, states,
+ * shared Temporal dev server against the reference provider (`tools/sim`, the seeds' contract) and asserts provider jobs created, states,
  * result rows and documents, errors, and that no secret leaked. Acceptance through a base URL
  * with a path prefix, every status word (and words the adapter does not know, and `202`
  * building), cancel, 429 + Retry-After, per-provider poll defaults, a lost submit reconciled by
@@ -11,9 +11,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PollPolicy } from '../../../src/model/types.js';
-import type { SimResponseEvent } from '../../../src/sim/index.js';
+import type { SimResponseEvent } from '../../../tools/sim/index.js';
 import { startPageServer, type PageServer } from '../../helpers/pages.js';
-import { simWebhookSignature } from '../../../src/sim/webhooks.js';
+import { simWebhookSignature } from '../../../tools/sim/webhooks.js';
 import {
   FIXTURE_KEYS,
   SCENARIO_POLICY,

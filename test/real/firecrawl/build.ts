@@ -25,8 +25,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describeFailure, runCommand, type LineLogger } from '../../../src/devserver/process.js';
-import { temporalCacheRoot } from '../../../src/devserver/temporalCli.js';
+import { describeFailure, runCommand, type LineLogger } from '../../../tools/devserver/process.js';
+import { temporalCacheRoot } from '../../../tools/devserver/temporalCli.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 

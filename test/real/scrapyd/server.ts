@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describeFailure, runCommand, type LineLogger } from '../../../src/devserver/process.js';
+import { describeFailure, runCommand, type LineLogger } from '../../../tools/devserver/process.js';
 import { freePort } from '../../../src/lib/ports.js';
 import { onPath, realServerCache, RealServerBuildError } from '../firecrawl/build.js';
 import { answers, startServerProcess, type ServerProcess } from '../processes.js';

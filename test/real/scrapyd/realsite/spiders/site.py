@@ -30,6 +30,9 @@ class SiteSpider(scrapy.Spider):
         self.origin = urlsplit(url).netloc
 
     def parse(self, response):
+        # One INFO line per page (the project logs at INFO): a test can tell from Scrapyd's log
+        # (`/logs/...`) that the crawl has produced an item.
+        self.logger.info("scraped page %s", response.url)
         yield {
             "url": response.url,
             "status": response.status,
