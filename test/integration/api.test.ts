@@ -762,9 +762,13 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/healthz',
       '/problems/{slug}',
+      '/v1/budgets',
+      '/v1/budgets/policy',
+      '/v1/budgets/{id}',
       '/v1/scrapes',
       '/v1/scrapes/{id}',
       '/v1/scrapes/{id}/cancel',
+      '/v1/scrapes/{id}/cost',
       '/v1/scrapes/{id}/documents',
       '/v1/scrapes/{id}/result',
       '/v1/webhooks/{provider}',
@@ -784,7 +788,7 @@ describe('the OpenAPI document', () => {
       '503',
     ]);
     const post = doc.paths['/v1/scrapes']!.post!;
-    expect(Object.keys(post.responses).sort()).toEqual(['200', '202', '400', '401', '413', '415', '422', '429', '503']);
+    expect(Object.keys(post.responses).sort()).toEqual(['200', '202', '400', '401', '402', '413', '415', '422', '429', '503']);
     expect(Object.keys(post.responses['202']!.headers ?? {})).toEqual(['Location', 'Retry-After']);
     expect(Object.keys(post.responses['422']!.content ?? {})).toEqual(['application/problem+json']);
     const result = doc.paths['/v1/scrapes/{id}/result']!.get!;
