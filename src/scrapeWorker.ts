@@ -14,7 +14,7 @@ export const HEARTBEAT_THROTTLE_MS = 8 * 60_000;
 
 /**
  * The worker of the scrape task queue: the SDK's `Worker`, whose detached tracking loops
- * (`src/activities/tracker.ts`) are handed over to other workers when it stops — at once when
+ * (`src/worker/tracker.ts`) are handed over to other workers when it stops — at once when
  * `shutdown()` is called (directly or by the SDK on SIGINT/SIGTERM), and in any case before
  * `run()` resolves, so that the connection is still open for their last answers.
  */

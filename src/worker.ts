@@ -23,6 +23,7 @@ import {
   type NativeConnectionOptions,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
+import { mapProviderErrors } from './activities/failures.js';
 import { createActivities, DetachedTracker, handOffPolling, type ActivityDeps } from './activities/index.js';
 import { HEARTBEAT_THROTTLE_MS, ScrapeWorker } from './scrapeWorker.js';
 import { settleDetachedCalls } from './activities/context.js';
@@ -154,7 +155,7 @@ export interface ScrapeWorkerOptions {
   maxTrackedJobs?: number;
   /**
    * Whether the tracking phase's polling loops run detached from their activities (default true:
-   * the activity completes asynchronously, see `src/activities/tracker.ts`). `false` runs each
+   * the activity completes asynchronously, see `src/worker/tracker.ts`). `false` runs each
    * loop inside its activity, holding an activity slot and the SDK's per-activity state for the
    * whole wait (the design before detached loops; the benchmarks measure both).
    */
@@ -228,7 +229,8 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Scr
     workflowBundle: await workflowBundle({ tracing, encryptFailures: dataConverter !== undefined }),
     activities,
     ...(dataConverter ? { dataConverter } : {}),
-    interceptors: { activity: activityInterceptors({ tracing }) },
+    // Provider errors become their failures innermost, so that metrics and traces see the failure.
+    interceptors: { activity: [...activityInterceptors({ tracing }), mapProviderErrors] },
     ...(tracing ? { sinks: workflowSpanSinks() } : {}),
     // Without detached loops every tracked job holds a slot for its whole wait.
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? (tracker ? 2_000 : 20_000),

@@ -1,7 +1,7 @@
 /**
  * The provider requests of a job whose reads keep failing, computed from the product's own pure
  * schedule functions (`src/model/schedule.ts`), without running anything. It follows what the
- * polling activity does (`src/activities/poll.ts`):
+ * polling activity does (`src/activities/tracking/poll.ts`):
  *
  * - the first status read comes `scheduleDelay(schedule, 0)` after the task is known (the submit's
  *   answer: time 0 here);

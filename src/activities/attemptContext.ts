@@ -1,6 +1,6 @@
 /**
  * The activity attempt a piece of activity code serves: the SDK's activity `Context` inside an
- * activity, or the stand-in of a detached tracking loop (`tracker.ts`), which goes on after its
+ * activity, or the stand-in of a detached tracking loop (`src/worker/tracker.ts`), which goes on after its
  * activity returned for async completion and heartbeats, completes or fails it by its task token.
  * The helpers of `context.ts` heartbeat and watch cancellation through {@link currentAttempt}.
  */

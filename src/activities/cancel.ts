@@ -10,7 +10,6 @@ import type { CancelAnswer } from '../providers/adapter.js';
 import { sanitizeBody } from '../lib/sanitize.js';
 import type { CancelReport, JobError } from '../model/types.js';
 import type { ActivityKit, TaskRef } from './context.js';
-import { rethrow } from './failures.js';
 
 /**
  * Outcome of `cancelAtProvider`: the provider's answer; `unsupported` when it has no cancel
@@ -76,7 +75,7 @@ export function cancelActivities(kit: ActivityKit) {
             lastStatus,
           };
         }
-        rethrow(e);
+        throw e;
       }
     },
 

@@ -11,7 +11,7 @@ import type { CallContext, TaskContext } from '../providers/adapter.js';
 import type { ScrapeRequest } from '../model/types.js';
 import { providerKeys } from '../providers/shared/keys.js';
 import { Store, type JobRow } from '../store/index.js';
-import type { DetachedTracker } from './tracker.js';
+import type { DetachedTracker } from '../worker/tracker.js';
 import { currentAttempt, type AttemptContext } from './attemptContext.js';
 
 /** Dependencies of the scrape activities. */
@@ -31,7 +31,7 @@ export interface ActivityDeps {
   temporal?: Client;
   /**
    * Where `trackStatus` hands its polling loop to run detached, the activity completing
-   * asynchronously (`tracker.ts`). Absent: the loop runs inside the activity.
+   * asynchronously (`src/worker/tracker.ts`). Absent: the loop runs inside the activity.
    */
   tracker?: DetachedTracker;
   /**

@@ -1,6 +1,7 @@
 /**
- * Conversion of {@link ProviderError}s into Temporal `ApplicationFailure`s, so that the activity
- * retry policy does the right thing for each kind:
+ * Conversion of {@link ProviderError}s into Temporal `ApplicationFailure`s, once for every activity
+ * ({@link mapProviderErrors}, the worker's activity interceptor: activities throw provider errors
+ * as they are), so that the activity retry policy does the right thing for each kind:
  *
  * - `permanent`, `conflict`, `unsupported` → non-retryable (the workflow stops with the reason);
  * - a quota or credit exhaustion (code `QUOTA_EXHAUSTED`) → non-retryable, type
@@ -13,7 +14,14 @@
  * The failure's `type` is `Provider.<kind>` and its single detail is the sanitised
  * {@link JobError}, which the workflow reads back from `ActivityFailure.cause`.
  */
+import type { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import type {
+  ActivityExecuteInput,
+  ActivityInboundCallsInterceptor,
+  ActivityInterceptors,
+  Next,
+} from '@temporalio/worker';
 import { isProviderError, isQuotaExhausted, type ProviderError } from '../providers/shared/errors.js';
 import type { JobError } from '../model/types.js';
 import { FailureType, NON_RETRYABLE_TYPES } from './failureTypes.js';
@@ -35,8 +43,18 @@ export function toFailure(e: ProviderError): ApplicationFailure {
   });
 }
 
-/** Rethrows any error, converting provider errors with {@link toFailure}. */
-export function rethrow(e: unknown): never {
-  if (isProviderError(e)) throw toFailure(e);
-  throw e;
+/** The inbound interceptor that gives every activity's provider error its failure ({@link toFailure}); anything else passes as it is. */
+class ProviderErrorMapping implements ActivityInboundCallsInterceptor {
+  async execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
+    try {
+      return await next(input);
+    } catch (e) {
+      throw isProviderError(e) ? toFailure(e) : e;
+    }
+  }
+}
+
+/** The activity interceptor factory of the mapping: the worker's innermost interceptor (tests give it to their activity environments). */
+export function mapProviderErrors(_ctx: Context): ActivityInterceptors {
+  return { inbound: new ProviderErrorMapping() };
 }

@@ -8,7 +8,6 @@ import type { ScrapeWorkflowInput } from '../model/types.js';
 import { ProviderError } from '../providers/shared/errors.js';
 import { Store } from '../store/index.js';
 import type { ActivityKit } from './context.js';
-import { rethrow } from './failures.js';
 
 /** Builds `findRecordedTask` and `registerJob` over `kit`. */
 export function jobRowActivities(kit: ActivityKit) {
@@ -58,8 +57,8 @@ export function jobRowActivities(kit: ActivityKit) {
         return { taskId: row.task_id, state: row.state };
       } catch (e) {
         if (e instanceof Error && e.name === 'IdempotencyConflictStoreError')
-          rethrow(new ProviderError('conflict', e.message, { code: 'IDEMPOTENCY_CONFLICT' }));
-        rethrow(e);
+          throw new ProviderError('conflict', e.message, { code: 'IDEMPOTENCY_CONFLICT' });
+        throw e;
       }
     },
   };

@@ -6,7 +6,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Store } from '../store/index.js';
 import { WEBHOOK_RETENTION_MS } from '../store/webhooks.js';
-import { wakeIfDecidedWithout } from './lateAnswer.js';
+import { wakeIfDecidedWithout } from './submit/lateAnswer.js';
 
 /** Dependencies of {@link createMaintenanceActivities}. */
 export interface MaintenanceDeps {

@@ -10,7 +10,6 @@ import type { JobWait } from '../model/types.js';
 import { ProviderError } from '../providers/shared/errors.js';
 import type { BudgetRefusal, JobRow, SlotGrant } from '../store/index.js';
 import type { ActivityKit } from './context.js';
-import { rethrow } from './failures.js';
 import { onSlotReleased } from './slots.js';
 
 /** How long after a submit found its key full this process gives the key's slots away when one frees, ms. */
@@ -90,9 +89,9 @@ export function sharesOf(kit: ActivityKit) {
       const message = `budget ${r.budget} (${round(r.amount)} ${r.unit} per ${r.period}) has ${left} (${round(r.reserved)} reserved, ${round(r.spent)} spent); this job's estimate is ${round(r.estimate)} ${r.unit}`;
       await store.findings.appendEvent(jobId, 'budget_exceeded', null, { ...r, policy: r.policy.onExceeded });
       if (r.policy.onExceeded === 'refuse')
-        rethrow(
-          new ProviderError('permanent', `refused by its account's budget: ${message}`, { code: 'BUDGET_EXCEEDED' }),
-        );
+        throw new ProviderError('permanent', `refused by its account's budget: ${message}`, {
+          code: 'BUDGET_EXCEEDED',
+        });
       const renews = r.renewsAt ? Date.parse(r.renewsAt) : undefined;
       const retryInMs = renews === undefined ? TOTAL_HOLD_RETRY_MS : Math.max(1_000, renews - Date.now());
       const wait: JobWait = {

@@ -17,7 +17,7 @@ import { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createActivities } from '../../src/activities/index.js';
+import { createActivities, mapProviderErrors } from '../../src/activities/index.js';
 import { ScrapeClient } from '../../src/client/index.js';
 import { resultOf } from '../helpers/cancel.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
@@ -408,6 +408,7 @@ describe('with activities that are refused permanently (a revoked key)', () => {
       taskQueue: stack.config.temporal.taskQueue,
       workflowBundle: await workflowBundle(),
       activities: activities as never,
+      interceptors: { activity: [mapProviderErrors] },
     });
     running = worker.run();
   });

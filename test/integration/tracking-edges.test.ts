@@ -6,7 +6,7 @@
  * timer can hold, is `timerDelayMs` (unit-tested below, since waiting weeks is not a test).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_TIMER_MS, timerDelayMs } from '../../src/activities/track.js';
+import { MAX_TIMER_MS, timerDelayMs } from '../../src/activities/tracking/track.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { startProviderScenario, type Scenario } from '../fixtures/providers/harness.js';
 import { startReferenceFixture, type ReferenceFixture } from '../fixtures/providers/reference/server.js';

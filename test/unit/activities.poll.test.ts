@@ -16,8 +16,9 @@ import {
   type TrackStatusInput,
 } from '../../src/activities/index.js';
 import { activityKit } from '../../src/activities/context.js';
-import { pollActivities } from '../../src/activities/poll.js';
-import type { CheckResult } from '../../src/activities/pollTypes.js';
+import { mapProviderErrors } from '../../src/activities/failures.js';
+import { pollActivities } from '../../src/activities/tracking/poll.js';
+import type { CheckResult } from '../../src/activities/tracking/pollTypes.js';
 import { slotWaitPlan } from '../../src/activities/slots.js';
 import { parseConfig } from '../../src/config.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
@@ -122,7 +123,8 @@ const poll = (over: Partial<TrackStatusInput> = {}): TrackStatusInput => ({
   ...over,
 });
 // No schedule-to-close (the mock's default is one that ended long ago).
-const env = (attempt = 2) => new MockActivityEnvironment({ attempt, scheduleToCloseTimeoutMs: 0 });
+const env = (attempt = 2) =>
+  new MockActivityEnvironment({ attempt, scheduleToCloseTimeoutMs: 0 }, { interceptors: [mapProviderErrors] });
 /** One check of `input` in an activity context. */
 const checkOnce = (input: TrackStatusInput) => env().run(check, input, false) as Promise<CheckResult>;
 /** The check said to check again: when (ms) and why. */

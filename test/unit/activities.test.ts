@@ -8,10 +8,15 @@ import { fakeEvidence, fakeReading } from '../helpers/fakeProvider.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { createActivities, type SubmitJobInput, type TrackStatusInput } from '../../src/activities/index.js';
+import {
+  createActivities,
+  mapProviderErrors,
+  type SubmitJobInput,
+  type TrackStatusInput,
+} from '../../src/activities/index.js';
 import { activityKit } from '../../src/activities/context.js';
-import { pollActivities } from '../../src/activities/poll.js';
-import type { CheckResult } from '../../src/activities/pollTypes.js';
+import { pollActivities } from '../../src/activities/tracking/poll.js';
+import type { CheckResult } from '../../src/activities/tracking/pollTypes.js';
 import { parseConfig } from '../../src/config.js';
 import { ProviderError, quotaExhausted } from '../../src/providers/shared/errors.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
@@ -122,7 +127,8 @@ beforeEach(async () => {
   await register();
 });
 
-const env = (attempt = 1) => new MockActivityEnvironment({ attempt, scheduleToCloseTimeoutMs: 0 });
+const env = (attempt = 1) =>
+  new MockActivityEnvironment({ attempt, scheduleToCloseTimeoutMs: 0 }, { interceptors: [mapProviderErrors] });
 
 /** Runs an activity expected to throw and returns its ApplicationFailure. */
 async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {

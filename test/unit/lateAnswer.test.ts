@@ -4,7 +4,7 @@
  * resolution. Only then does a late answer wake the workflow.
  */
 import { describe, expect, it } from 'vitest';
-import { taskRecordedAfterUndecided } from '../../src/activities/lateAnswer.js';
+import { taskRecordedAfterUndecided } from '../../src/activities/submit/lateAnswer.js';
 import type { JobEventRow } from '../../src/store/index.js';
 
 let id = 0;

@@ -1,13 +1,13 @@
 /**
- * The audit after a resubmit (`src/activities/resubmitAudit.ts`) and the operator’s resolve against a late answer (`adopt.ts`), over a faked activity kit: the
+ * The audit after a resubmit (`src/activities/submit/resubmitAudit.ts`) and the operator’s resolve against a late answer (`adopt.ts`), over a faked activity kit: the
  * provider's lookups and cancel are stubs, the store's timeline an array. What it reads, when, and
  * what it does to a first submission the lookups hid past their declared lag.
  */
 import { describe, expect, it } from 'vitest';
 import type { ActivityKit } from '../../src/activities/context.js';
-import type { TrackStatusInput } from '../../src/activities/pollTypes.js';
-import { adoptActivities } from '../../src/activities/adopt.js';
-import { resubmitAudit } from '../../src/activities/resubmitAudit.js';
+import type { TrackStatusInput } from '../../src/activities/tracking/pollTypes.js';
+import { adoptActivities } from '../../src/activities/submit/adopt.js';
+import { resubmitAudit } from '../../src/activities/submit/resubmitAudit.js';
 import type { Candidate, LookupReading } from '../../src/model/evidence.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import type { JobRow } from '../../src/store/index.js';

@@ -1,5 +1,5 @@
 /**
- * Detached tracking (`src/activities/tracker.ts`): `trackStatus` returns for async completion and
+ * Detached tracking (`src/worker/tracker.ts`): `trackStatus` returns for async completion and
  * its loop goes on in the worker's tracker, checking a faked provider over a real in-memory store
  * and answering through a faked async-completion client. What a user relies on: the outcome
  * completes the activity; heartbeats reach the server throttled (none for a short job); a cancel
@@ -21,7 +21,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createActivities, DetachedTracker, type TrackStatusInput } from '../../src/activities/index.js';
-import type { DetachedTrackerOptions, TrackerClient } from '../../src/activities/tracker.js';
+import type { DetachedTrackerOptions, TrackerClient } from '../../src/worker/tracker.js';
 import { parseConfig } from '../../src/config.js';
 import type { ProviderAdapter, StatusObservation } from '../../src/providers/adapter.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
@@ -345,7 +345,7 @@ describe('trackStatus with a tracker (async completion)', () => {
 
   it("a worker's heap is measured against --max-old-space-size, not V8's limit with the young generation's reserve", () => {
     const script =
-      "import('./src/activities/heap.ts').then((m) => process.stdout.write(String(m.oldGenerationHeap().limit / 2 ** 20)))";
+      "import('./src/worker/heap.ts').then((m) => process.stdout.write(String(m.oldGenerationHeap().limit / 2 ** 20)))";
     const mib = (flags: string[]) =>
       Number(execFileSync(process.execPath, [...flags, '--import', 'tsx', '-e', script], { encoding: 'utf8' }));
     expect(mib(['--max-old-space-size=256'])).toBe(256);

@@ -15,7 +15,7 @@ import { WorkflowFailedError, WorkflowUpdateStage } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createActivities, DetachedTracker } from '../../src/activities/index.js';
+import { createActivities, DetachedTracker, mapProviderErrors } from '../../src/activities/index.js';
 import { ScrapeClient } from '../../src/client/index.js';
 import { parseConfig } from '../../src/config.js';
 import type { JobView, PollPolicy } from '../../src/model/types.js';
@@ -176,6 +176,7 @@ beforeAll(async () => {
     taskQueue,
     workflowBundle: await workflowBundle(),
     activities,
+    interceptors: { activity: [mapProviderErrors] },
   });
   running = worker.run();
   client = new ScrapeClient({

@@ -7,20 +7,19 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { log } from '@temporalio/activity';
-import type { JobError, JobWait, ScrapeWorkflowInput } from '../model/types.js';
-import { isProviderError, ProviderError } from '../providers/shared/errors.js';
-import type { ResolvedProvider } from '../providers/registry.js';
-import { Store, type Reservation } from '../store/index.js';
+import type { JobError, JobWait, ScrapeWorkflowInput } from '../../model/types.js';
+import { isProviderError } from '../../providers/shared/errors.js';
+import type { ResolvedProvider } from '../../providers/registry.js';
+import { type Reservation } from '../../store/index.js';
 import { attemptBudget, attemptEnds, resubmitScheduledAt, SETTLE_READ_MARGIN_MS, submitAtProvider } from './attempt.js';
 import { wakeIfDecidedWithout } from './lateAnswer.js';
-import { detachCall, type ActivityKit } from './context.js';
-import { rethrow } from './failures.js';
-import { sharesOf } from './shares.js';
-import { slotReleased, SLOT_WAIT_MS, slotWaitPlan } from './slots.js';
+import { detachCall, type ActivityKit } from '../context.js';
+import { sharesOf } from '../shares.js';
+import { slotReleased, SLOT_WAIT_MS, slotWaitPlan } from '../slots.js';
 import { submitRecorders } from './submitRecord.js';
-import { trackActivities } from './track.js';
-import type { PollOutcome, PollSchedule } from './pollTypes.js';
-import type { FailedReadPolicy } from '../model/schedule.js';
+import { trackActivities } from '../tracking/track.js';
+import type { PollOutcome, PollSchedule } from '../tracking/pollTypes.js';
+import type { FailedReadPolicy } from '../../model/schedule.js';
 
 /** Input of `submitJob`: the workflow input (to register the row) plus the submit round's flags. */
 export interface SubmitJobInput {
@@ -258,7 +257,7 @@ export function submitActivities(kit: ActivityKit) {
             retryInMs,
           );
         }
-        rethrow(e);
+        throw e;
       }
       const accepted: Extract<SubmitOutcome, { kind: 'accepted' }> = {
         kind: 'accepted',

@@ -15,17 +15,17 @@ import {
   type LookupReading,
   type ReconcileEvidence,
   type ReconcileEvidenceRecord,
-} from '../model/evidence.js';
-import { providerKeys } from '../providers/shared/keys.js';
-import { recordReconcile } from '../observability/metrics.js';
+} from '../../model/evidence.js';
+import { providerKeys } from '../../providers/shared/keys.js';
+import { recordReconcile } from '../../observability/metrics.js';
 import { attemptBudget, SETTLE_READ_MARGIN_MS, submitTimeoutOf } from './attempt.js';
-import type { ActivityKit } from './context.js';
+import type { ActivityKit } from '../context.js';
 import { LATE_REPLAY_RETRIES, replayProbes } from './replay.js';
 import type { SubmitJobInput } from './submit.js';
-import { FailureType } from './failureTypes.js';
-import { failedReadDelay, failedReadPolicy, failedReadsSpent } from '../model/schedule.js';
-import { DEFAULT_POLL_POLICY, type JobError } from '../model/types.js';
-import { isProviderError, type ProviderError } from '../providers/shared/errors.js';
+import { FailureType } from '../failureTypes.js';
+import { failedReadDelay, failedReadPolicy, failedReadsSpent } from '../../model/schedule.js';
+import { DEFAULT_POLL_POLICY, type JobError } from '../../model/types.js';
+import { isProviderError, type ProviderError } from '../../providers/shared/errors.js';
 
 /**
  * Outcome of `reconcileJob`: `found` (adopt the task), `absent` (proven: submit again under the

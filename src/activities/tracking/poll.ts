@@ -18,26 +18,26 @@
  * read resets its streak. A `404` for a task younger than its kind's propagation window is "not
  * visible yet"; expiry takes both the count and the age.
  */
-import type { JobError } from '../model/types.js';
-import { isProviderError, type ProviderError } from '../providers/shared/errors.js';
-import { withBinaryText } from '../providers/shared/binaryText.js';
-import { enforceResultLimits } from '../providers/shared/pagination.js';
-import type { ProviderResult } from '../model/results.js';
-import type { StatusObservation } from '../providers/adapter.js';
+import type { JobError } from '../../model/types.js';
+import { isProviderError, type ProviderError } from '../../providers/shared/errors.js';
+import { withBinaryText } from '../../providers/shared/binaryText.js';
+import { enforceResultLimits } from '../../providers/shared/pagination.js';
+import type { ProviderResult } from '../../model/results.js';
+import type { StatusObservation } from '../../providers/adapter.js';
 import {
   failedReadDelay,
   failedReadsSpent,
   scheduleDelay as scheduleOf,
   type PollSchedule,
-} from '../model/schedule.js';
-import type { JobRow } from '../store/index.js';
-import { type CheckStart } from '../store/polling.js';
-import type { ActivityKit } from './context.js';
+} from '../../model/schedule.js';
+import type { JobRow } from '../../store/index.js';
+import { type CheckStart } from '../../store/polling.js';
+import type { ActivityKit } from '../context.js';
 import { again, type TrackStatusInput, type CheckResult, type PollOutcome, type SavedResult } from './pollTypes.js';
-import { announceSlotReleased } from './slots.js';
-import { resubmitAudit } from './resubmitAudit.js';
-import { cancelIfOverrun } from './shares.js';
-import { observeResultCommitLag, observeStatusCheck } from '../observability/metrics.js';
+import { announceSlotReleased } from '../slots.js';
+import { resubmitAudit } from '../submit/resubmitAudit.js';
+import { cancelIfOverrun } from '../shares.js';
+import { observeResultCommitLag, observeStatusCheck } from '../../observability/metrics.js';
 
 /** Delay n of `s`, with jitter, ms (see {@link scheduleOf}). */
 function scheduleDelay(s: PollSchedule, n: number): number {

@@ -5,14 +5,13 @@
  * the task in the store, and wakes the workflow if the reconcile was decided without it.
  */
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import type { ReplayReading } from '../model/evidence.js';
-import type { JobError } from '../model/types.js';
-import { isProviderError, ProviderError } from '../providers/shared/errors.js';
-import type { ResolvedProvider } from '../providers/registry.js';
-import type { JobRow } from '../store/index.js';
+import type { ReplayReading } from '../../model/evidence.js';
+import type { JobError } from '../../model/types.js';
+import { isProviderError, ProviderError } from '../../providers/shared/errors.js';
+import type { ResolvedProvider } from '../../providers/registry.js';
+import type { JobRow } from '../../store/index.js';
 import { SETTLE_READ_MARGIN_MS, submitAtProvider, submitTimeoutOf } from './attempt.js';
-import { detachCall, type ActivityKit } from './context.js';
-import { rethrow } from './failures.js';
+import { detachCall, type ActivityKit } from '../context.js';
 import { wakeIfDecidedWithout } from './lateAnswer.js';
 import type { SubmitJobInput } from './submit.js';
 
@@ -141,8 +140,8 @@ export function replayProbes(kit: ActivityKit) {
     if (first instanceof Error) {
       await closeUnanswered(job.jobId, row.state, first);
       if (isProviderError(first) && first.kind === 'ambiguous')
-        rethrow(new ProviderError('transient', `the replay's answer was lost too: ${first.message}`, first.details));
-      rethrow(first);
+        throw new ProviderError('transient', `the replay's answer was lost too: ${first.message}`, first.details);
+      throw first;
     }
     await store.findings.appendEvent(job.jobId, 'reconcile_replay', row.state, first);
     return first;

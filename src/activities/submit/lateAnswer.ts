@@ -5,8 +5,8 @@
  * makes the waiting workflow reconcile again, and that reconcile adopts the task from the store.
  */
 import type { Client } from '@temporalio/client';
-import type { JobEventRow, Store } from '../store/index.js';
-import { stateQuery, wakeSignal } from '../workflows/scrape/messages.js';
+import type { JobEventRow, Store } from '../../store/index.js';
+import { stateQuery, wakeSignal } from '../../workflows/scrape/messages.js';
 
 /**
  * Whether `timeline` (oldest first) shows a task recorded after the last `reconcile_undecided` with

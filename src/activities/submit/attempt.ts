@@ -5,11 +5,11 @@
  * activity (unit tests calling the functions directly) an attempt never runs out.
  */
 import { Context } from '@temporalio/activity';
-import type { ScrapeWorkflowInput } from '../model/types.js';
-import type { Accepted } from '../providers/adapter.js';
-import type { ResolvedProvider } from '../providers/registry.js';
-import { providerKeys } from '../providers/shared/keys.js';
-import type { ActivityKit } from './context.js';
+import type { ScrapeWorkflowInput } from '../../model/types.js';
+import type { Accepted } from '../../providers/adapter.js';
+import type { ResolvedProvider } from '../../providers/registry.js';
+import { providerKeys } from '../../providers/shared/keys.js';
+import type { ActivityKit } from '../context.js';
 
 /** How long before its start-to-close timeout an attempt stops waiting for a submit's answer, ms. */
 export const GIVE_UP_MARGIN_MS = 1_000;

@@ -5,10 +5,9 @@
  * request where the provider's record says what it is for. Every attempt is audited in the
  * timeline (`operator_resolve`).
  */
-import { isProviderError } from '../providers/shared/errors.js';
-import { providerKeys } from '../providers/shared/keys.js';
-import type { ActivityKit } from './context.js';
-import { rethrow } from './failures.js';
+import { isProviderError } from '../../providers/shared/errors.js';
+import { providerKeys } from '../../providers/shared/keys.js';
+import type { ActivityKit } from '../context.js';
 
 /** Outcome of `adoptTask`: the task bound to the job, or why an operator's task ID was refused (nothing changed). */
 export type AdoptOutcome = string | { refused: string };
@@ -85,7 +84,7 @@ export function adoptActivities(kit: ActivityKit) {
           p.adapter.status(input.taskId, kit.taskCall(p, row, input.taskId)),
         );
       } catch (e) {
-        if (!isProviderError(e) || !['not_found', 'permanent', 'expired', 'conflict'].includes(e.kind)) rethrow(e);
+        if (!isProviderError(e) || !['not_found', 'permanent', 'expired', 'conflict'].includes(e.kind)) throw e;
         const refused = `the job's own credential cannot read task ${input.taskId} (${e.message})`;
         await audit('refused', { statusRead: e.toJobError() });
         return { refused };

@@ -25,7 +25,7 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from '@temporalio/common';
 import { countTrackingLoop, recordActivity, withProviderLabel } from '../observability/metrics.js';
-import { inAttempt, type AttemptContext } from './attemptContext.js';
+import { inAttempt, type AttemptContext } from '../activities/attemptContext.js';
 import { oldGenerationHeap } from './heap.js';
 
 /** What the tracker needs of a tracking activity's input (`trackStatus` takes more). */

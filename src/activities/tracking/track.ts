@@ -23,11 +23,11 @@
  */
 import { CompleteAsyncError, Context } from '@temporalio/activity';
 import { EventEmitter } from 'node:events';
-import { learnedPlan } from '../model/schedule.js';
-import type { ActivityKit } from './context.js';
+import { learnedPlan } from '../../model/schedule.js';
+import type { ActivityKit } from '../context.js';
 import { pollActivities } from './poll.js';
 import type { CheckResult, PollOutcome, TrackStatusInput } from './pollTypes.js';
-import { handOffFailure, heartbeatCadenceMs, type DetachedTracker } from './tracker.js';
+import { handOffFailure, heartbeatCadenceMs, type DetachedTracker } from '../../worker/tracker.js';
 
 const draining = new EventEmitter();
 draining.setMaxListeners(0);

@@ -3,10 +3,10 @@
  * summary of a result written once, and what one status check led to. Times are UTC ISO-8601,
  * durations ms.
  */
-import type { JobError, ScrapeRequest } from '../model/types.js';
-import type { FailedReadPolicy, PollSchedule } from '../model/schedule.js';
-import type { StatusObservation } from '../providers/adapter.js';
-import type { TaskRef } from './context.js';
+import type { JobError, ScrapeRequest } from '../../model/types.js';
+import type { FailedReadPolicy, PollSchedule } from '../../model/schedule.js';
+import type { StatusObservation } from '../../providers/adapter.js';
+import type { TaskRef } from '../context.js';
 
 export type { PollSchedule };
 

@@ -19,13 +19,13 @@
  * per resubmitted job (`resubmit_audit` events). The audit never changes the job's own state or
  * result.
  */
-import type { JobRow } from '../store/index.js';
-import type { LookupReading } from '../model/evidence.js';
-import { recordReconcile } from '../observability/metrics.js';
-import { isProviderError } from '../providers/shared/errors.js';
-import { providerKeys } from '../providers/shared/keys.js';
-import type { ActivityKit } from './context.js';
-import type { TrackStatusInput } from './pollTypes.js';
+import type { JobRow } from '../../store/index.js';
+import type { LookupReading } from '../../model/evidence.js';
+import { recordReconcile } from '../../observability/metrics.js';
+import { isProviderError } from '../../providers/shared/errors.js';
+import { providerKeys } from '../../providers/shared/keys.js';
+import type { ActivityKit } from '../context.js';
+import type { TrackStatusInput } from '../tracking/pollTypes.js';
 import { submitTimeoutOf } from './attempt.js';
 
 /** What one audit concluded: `not_due` (nothing read yet), `skipped` (nothing to audit) or the audit recorded. */

@@ -6,13 +6,13 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { log } from '@temporalio/activity';
-import type { JobError, ScrapeWorkflowInput } from '../model/types.js';
-import { EXISTENCE_PROVEN } from '../model/evidence.js';
-import type { Accepted } from '../providers/adapter.js';
-import type { ResolvedProvider } from '../providers/registry.js';
-import { isProviderError, isQuotaExhausted, ProviderError } from '../providers/shared/errors.js';
-import { isConcurrencyRefusal } from '../providers/shared/limiter.js';
-import { acceptedTask, type ActivityKit } from './context.js';
+import type { JobError, ScrapeWorkflowInput } from '../../model/types.js';
+import { EXISTENCE_PROVEN } from '../../model/evidence.js';
+import type { Accepted } from '../../providers/adapter.js';
+import type { ResolvedProvider } from '../../providers/registry.js';
+import { isProviderError, isQuotaExhausted, ProviderError } from '../../providers/shared/errors.js';
+import { isConcurrencyRefusal } from '../../providers/shared/limiter.js';
+import { acceptedTask, type ActivityKit } from '../context.js';
 
 /** The job of a submit: its workflow input and workflow ID. */
 type Job = ScrapeWorkflowInput & { workflowId: string };
