@@ -92,7 +92,20 @@ export function pollActivities(kit: ActivityKit) {
         error,
         `the provider says nothing will come for task ${input.taskId} (${error.code ?? error.message})`,
       );
-      return { outcome: { kind: 'failed', checks, error } };
+      // A final word that is the same for a stopped and a finished task, with no result behind it,
+      // is told to the cancel's confirmation as such: it weighs it with the cancel's own answer.
+      const afterCancel =
+        phase === 'result' &&
+        input.mode === 'confirm_cancel' &&
+        kit.deps.providers.adapter(input.provider).completedAfterCancel === 'stopped_or_completed';
+      return {
+        outcome: {
+          kind: 'failed',
+          checks,
+          error,
+          ...(afterCancel ? { afterCancel: 'stopped_or_completed' as const } : {}),
+        },
+      };
     }
     if (e.kind === 'permanent' || e.kind === 'conflict' || e.kind === 'unsupported') {
       await kit.recordIncident(input.jobId, phase, e);

@@ -40,10 +40,13 @@ export interface TrackStatusInput extends TaskRef {
 
 /** What the workflow learns when `trackStatus` ends. */
 export type PollOutcome = { checks: number; providerStatus?: string; progress?: StatusObservation['progress'] } &
-  /** `afterCancel`: a cancel's confirmation saw it, and the provider's `completed` cannot tell a stopped task from a finished one. */
+  /**
+   * `afterCancel`: a cancel's confirmation saw it, and the provider's `completed` cannot tell a
+   * stopped task from a finished one (on `failed`: that final word came with no result at all).
+   */
   (
     | { kind: 'completed'; result: SavedResult; afterCancel?: 'stopped_or_completed' }
-    | { kind: 'failed'; error: JobError }
+    | { kind: 'failed'; error: JobError; afterCancel?: 'stopped_or_completed' }
     | { kind: 'cancelled' }
     | { kind: 'expired'; error: JobError; note: string }
     | { kind: 'interrupted'; error: JobError; note: string }

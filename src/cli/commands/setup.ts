@@ -4,7 +4,7 @@
  * Schedules.
  */
 import type { Command } from 'commander';
-import { TEMPORAL_CONNECT_BUDGET_MS, loadCliConfig } from '../context.js';
+import { requireTemporal, withRuntime } from '../context.js';
 import { jsonOption } from '../options.js';
 import { printJson } from '../print.js';
 
@@ -19,25 +19,16 @@ export function registerSetup(program: Command): void {
     )
     .option('-c, --config <file>', 'configuration file')
     .action(async (opts) => {
-      const { config } = await loadCliConfig(opts.config);
-      const { openRuntime } = await import('../../runtime.js');
-      const { Connection } = await import('@temporalio/client');
-      const { connectionOptionsFromEnv } = await import('../../client/connection.js');
       const { ensureSearchAttributes } = await import('../../namespace.js');
       const { SEARCH_ATTRIBUTES } = await import('../../workflows/searchAttributes.js');
-      const connection = await Connection.connect({
-        ...connectionOptionsFromEnv({ ...process.env, TEMPORAL_ADDRESS: config.temporal.address }),
-        connectTimeout: TEMPORAL_CONNECT_BUDGET_MS,
-      });
-      try {
-        await ensureSearchAttributes(connection, config.temporal.namespace, SEARCH_ATTRIBUTES);
-      } finally {
-        await connection.close();
-      }
-      const rt = await openRuntime(config); // also migrates the store
       const { ensureMaintenanceSchedules, maintenanceTaskQueue } = await import('../../client/schedules.js');
-      const ids = await ensureMaintenanceSchedules(rt.client.temporal, { taskQueue: config.temporal.taskQueue });
-      await rt.close();
+      // Opening the runtime migrates the store; Temporal is asked within the CLI's connect budget.
+      const { config, ids } = await withRuntime(opts, async (rt) => {
+        await requireTemporal(rt);
+        await ensureSearchAttributes(rt.connection, rt.config.temporal.namespace, SEARCH_ATTRIBUTES);
+        const ids = await ensureMaintenanceSchedules(rt.client.temporal, { taskQueue: rt.config.temporal.taskQueue });
+        return { config: rt.config, ids };
+      });
       const queue = maintenanceTaskQueue(config.temporal.taskQueue);
       if (opts.json)
         return printJson({

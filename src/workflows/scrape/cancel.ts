@@ -186,6 +186,13 @@ async function confirm(
       );
     }
     case 'failed':
+      // Accepted, then a final word that a stopped task shares with a finished one, and no result:
+      // the work stopped before it produced anything (evidence: the accepted answer, then the empty read).
+      if (o.afterCancel === 'stopped_or_completed' && opts.accepted)
+        return finish(
+          'cancelled',
+          `the provider accepted the cancel at ${opts.acceptedAt ?? 'an unrecorded time'}; its final word (status ${o.providerStatus ?? 'finished'}) came with no result (${o.error.message}): the work stopped before it produced any`,
+        );
       return finish('failed', `the task ended failed after the cancel request (${o.error.message})`, o.error);
     case 'expired':
       // Accepted, then forgotten: the provider stopped and removed it (evidence: the accepted answer, then the 404).

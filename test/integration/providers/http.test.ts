@@ -438,6 +438,22 @@ describe('http kind: a job daemon in Scrapyd’s shapes (form requests, 200 refu
     expect(docs.documents.map((d) => d.url)).toEqual([`${url}#item-0`, `${url}#item-1`]);
   });
 
+  it('a cancel before the spider wrote any item: accepted, then `finished` with no feed (404) is cancelled, never failed, and says the work stopped before it produced any', async () => {
+    const url = 'https://shop.example.com/hold-nofeed-cancel';
+    const ref = await s.start({ url, key: 'daemon-cancel-nofeed', options: SHOP });
+    await waitFor(
+      async () => ((await s.store.jobs.get(ref.jobId))?.provider_status === 'running' ? true : undefined),
+      30_000,
+      'the job polled while running',
+    );
+    await s.cancel(ref.jobId);
+    const view = await s.client.getLiveView('acme', ref.jobId);
+    expect(view.cancel).toMatchObject({ outcome: 'cancelled', providerCancelCalls: 1 });
+    expect(view.cancel?.detail).toMatch(/accepted the cancel.*no result.*stopped before it produced any/);
+    expect((await s.store.jobs.get(ref.jobId))!.state).toBe('cancelled');
+    expect(await closedWith(s, ref.jobId)).toEqual({});
+  });
+
   it('a lost schedule answer: the job is found in one of listjobs’ three arrays by its job ID (our reference) and adopted; scheduled once', async () => {
     const url = 'https://shop.example.com/daemon-lost-answer';
     s.fixture.conformance.answerFault('submit', { kind: 'reset', urlContains: 'daemon-lost-answer' });
