@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { ScrapeClient } from './client/index.js';
+import { ScrapeClient, type ScrapeClientOptions } from './client/index.js';
 import { dataConverterFor } from './codec/config.js';
 import { providerPollDefaults } from './providers/shared/policy.js';
 import { costOf, credentialConfigured } from './providers/kinds.js';
@@ -57,6 +57,34 @@ export async function connectClient(config: Config): Promise<Connection> {
 }
 
 /**
+ * What a {@link ScrapeClient} learns of the deployment from `config`: its task queue and providers,
+ * their poll defaults, credentials and costs (the runtime's client and a test's are built alike).
+ */
+export function clientOptionsFor(config: Config): Omit<ScrapeClientOptions, 'temporal' | 'store'> {
+  return {
+    taskQueue: config.temporal.taskQueue,
+    defaultProvider: config.defaultProvider,
+    webhookProviders: webhookProviderNames(config),
+    providers: Object.keys(config.providers),
+    pollDefaults: (provider) => providerPollDefaults(config, provider),
+    hasCredential: (provider, account) => {
+      const entry = config.providers[provider];
+      return entry === undefined || credentialConfigured(entry, account);
+    },
+    estimateCost: (provider, request) => {
+      const entry = config.providers[provider];
+      if (!entry) return undefined;
+      const cost = costOf(entry);
+      return { unit: cost.unit, estimate: cost.estimate(request) };
+    },
+    unitOf: (provider) => {
+      const entry = config.providers[provider];
+      return entry ? costOf(entry).unit : undefined;
+    },
+  };
+}
+
+/**
  * Opens the store and the Temporal client for `config`. With `lazyTemporal` the connection to
  * Temporal is made on its first use (`Connection.lazy`), so commands that read only the store
  * never wait for, or fail on, an unreachable Temporal; otherwise it is made now and a failure
@@ -86,29 +114,7 @@ export async function openRuntime(
     dataConverter,
     interceptors: { workflow: workflowClientInterceptors() },
   });
-  const client = new ScrapeClient({
-    temporal,
-    store,
-    taskQueue: config.temporal.taskQueue,
-    defaultProvider: config.defaultProvider,
-    webhookProviders: webhookProviderNames(config),
-    providers: Object.keys(config.providers),
-    pollDefaults: (provider) => providerPollDefaults(config, provider),
-    hasCredential: (provider, account) => {
-      const entry = config.providers[provider];
-      return entry === undefined || credentialConfigured(entry, account);
-    },
-    estimateCost: (provider, request) => {
-      const entry = config.providers[provider];
-      if (!entry) return undefined;
-      const cost = costOf(entry);
-      return { unit: cost.unit, estimate: cost.estimate(request) };
-    },
-    unitOf: (provider) => {
-      const entry = config.providers[provider];
-      return entry ? costOf(entry).unit : undefined;
-    },
-  });
+  const client = new ScrapeClient({ temporal, store, ...clientOptionsFor(config) });
   return {
     config,
     store,

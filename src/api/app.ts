@@ -96,7 +96,7 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
 
   await app.register(metaRoutes, { client });
   await app.register(scrapeRoutes, { client, store, config });
-  await app.register(budgetRoutes, { client });
+  await app.register(budgetRoutes, { client, config });
   await app.register(webhookRoutes, { client, store, config, env });
   return app;
 }

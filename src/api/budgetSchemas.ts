@@ -1,6 +1,6 @@
 /**
  * Request and response schemas of the budgets resource and of a job's cost (docs/budgets.md):
- * `GET /v1/budgets`, `PUT /v1/budgets`, `DELETE /v1/budgets/:id`, `PUT /v1/budgets/policy`,
+ * `GET /v1/budgets`, `PUT /v1/budgets`, `DELETE /v1/budgets/:id`, `PUT /v1/budget-policy`,
  * `GET /v1/scrapes/:id/cost`, and the `cost` member of a job. Amounts are in the budget's (the
  * provider's) unit; times UTC ISO-8601. The OpenAPI document is generated from these.
  */
@@ -62,19 +62,35 @@ export const BudgetListSchema = z
   .object({ budgets: z.array(BudgetSchema), policy: BudgetPolicySchema })
   .meta({ id: 'BudgetList' });
 
-/** Body of `PUT /v1/budgets`. */
-export const SetBudgetBodySchema = z
-  .strictObject({
-    provider: z
-      .string()
-      .regex(/^[A-Za-z0-9._-]{1,64}$/)
-      .optional()
-      .describe('A configured provider; absent: every provider of the account whose kind counts in `unit`.'),
-    unit: z.string().min(1).max(40).optional().describe('Required without `provider`; with one, the provider’s own.'),
-    period: z.enum(BUDGET_PERIODS),
-    amount: z.number().min(0).max(1e12),
-  })
-  .meta({ id: 'SetBudgetRequest' });
+/**
+ * Body of `PUT /v1/budgets` for a deployment whose providers are `providers` (the document lists
+ * them: another name is refused, so the schema says so). Whether `unit` fits (the provider's own
+ * unit; required without a provider) is the deployment's to say: `422 budget-unit` otherwise.
+ */
+export function createSetBudgetBodySchema(providers: readonly string[]) {
+  const names = providers.length > 0 ? (providers as [string, ...string[]]) : (['none'] as [string]);
+  return z
+    .strictObject({
+      provider: z
+        .enum(names, {
+          error: (iss) => `unknown provider ${JSON.stringify(iss.input)}; configured: ${names.join(', ')}`,
+        })
+        .optional()
+        .describe('A configured provider; absent: every provider of the account whose kind counts in `unit`.'),
+      unit: z
+        .string()
+        .min(1)
+        .max(40)
+        .optional()
+        .describe('Required without `provider`; with one, the provider’s own (it may be left out).'),
+      period: z.enum(BUDGET_PERIODS),
+      amount: z.number().min(0).max(1e12),
+    })
+    .meta({ id: 'SetBudgetRequest' });
+}
+
+/** Answer of `DELETE /v1/budgets/:id`. */
+export const BudgetRemovedSchema = z.object({ id: z.string(), removed: z.literal(true) }).meta({ id: 'BudgetRemoved' });
 
 /** Path of `DELETE /v1/budgets/:id`. */
 export const BudgetIdParamsSchema = z.object({ id: z.string().min(1).max(300) });

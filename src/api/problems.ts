@@ -98,6 +98,12 @@ export const PROBLEM_TYPES = {
     description:
       'This account already used the key with a different body (draft-ietf-httpapi-idempotency-key-header: 422 for a reused key with another payload). Repeat the original body to get its job, or use a new key. `job_id` is the job the key belongs to.',
   },
+  'budget-unit': {
+    status: 422,
+    title: 'The budget’s unit does not fit',
+    description:
+      'A budget of one provider counts in its kind’s unit (`unit` may be left out, or must be that unit); a budget across providers names its unit. Members: `provider`, `unit` (as asked). Nothing was changed.',
+  },
   'rate-limited': {
     status: 429,
     title: 'Too many requests',

@@ -10,7 +10,8 @@ import type { FastifyInstance } from 'fastify';
 import { buildApi } from '../../src/api/app.js';
 import { hashApiKey } from '../../src/api/auth.js';
 import { ScrapeClient } from '../../src/client/index.js';
-import { webhookProviderNames, type ApiConfig } from '../../src/config.js';
+import type { ApiConfig } from '../../src/config.js';
+import { clientOptionsFor } from '../../src/runtime.js';
 import { keepLog, recordResponse, recordSecrets } from './evidence.js';
 import { startStack, type Stack, type StackOptions } from './stack.js';
 
@@ -62,10 +63,8 @@ export async function startApiStack(
   const client = new ScrapeClient({
     temporal: stack.temporal,
     store: stack.store,
-    taskQueue: stack.config.temporal.taskQueue,
+    ...clientOptionsFor(stack.config),
     defaultProvider: 'reference',
-    webhookProviders: webhookProviderNames(stack.config),
-    providers: Object.keys(stack.config.providers),
   });
   const logStream = new PassThrough();
   let logText = '';

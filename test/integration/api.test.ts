@@ -762,8 +762,8 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/healthz',
       '/problems/{slug}',
+      '/v1/budget-policy',
       '/v1/budgets',
-      '/v1/budgets/policy',
       '/v1/budgets/{id}',
       '/v1/scrapes',
       '/v1/scrapes/{id}',
@@ -788,7 +788,18 @@ describe('the OpenAPI document', () => {
       '503',
     ]);
     const post = doc.paths['/v1/scrapes']!.post!;
-    expect(Object.keys(post.responses).sort()).toEqual(['200', '202', '400', '401', '402', '413', '415', '422', '429', '503']);
+    expect(Object.keys(post.responses).sort()).toEqual([
+      '200',
+      '202',
+      '400',
+      '401',
+      '402',
+      '413',
+      '415',
+      '422',
+      '429',
+      '503',
+    ]);
     expect(Object.keys(post.responses['202']!.headers ?? {})).toEqual(['Location', 'Retry-After']);
     expect(Object.keys(post.responses['422']!.content ?? {})).toEqual(['application/problem+json']);
     const result = doc.paths['/v1/scrapes/{id}/result']!.get!;

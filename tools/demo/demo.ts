@@ -36,7 +36,7 @@ import {
 import { portIsFree } from '../../src/lib/ports.js';
 import { abortable, FORCED_EXIT_CODE, ShutdownRequested, watchShutdownSignals } from '../../src/lib/shutdown.js';
 
-const REPO = fileURLToPath(new URL('..', import.meta.url));
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const SAMPLE_SITE = path.join(REPO, 'sample-site');
 
 /** Options of {@link runDemo}. */

@@ -5,24 +5,27 @@
  * - `GET /v1/budgets`: the account's budgets with their standing in the current period, and its policy;
  * - `PUT /v1/budgets`: set a budget (created, or its amount changed; held jobs try again at once);
  * - `DELETE /v1/budgets/:id`: remove one;
- * - `PUT /v1/budgets/policy`: refuse or hold a job a budget cannot take; cancel running jobs over budget or not;
+ * - `PUT /v1/budget-policy`: refuse or hold a job a budget cannot take; cancel running jobs over budget or not;
  * - `GET /v1/scrapes/:id/cost`: what a job cost at its provider, beside its Temporal Actions.
  *
  * A change made here outlives a restart: the configuration no longer overrides it.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import type { BudgetUsage } from '../../model/budgets.js';
 import type { ScrapeClient } from '../../client/index.js';
 import { json, problemResponses } from '../openapi.js';
 import {
   BudgetIdParamsSchema,
+  BudgetRemovedSchema,
   BudgetListSchema,
   BudgetPolicySchema,
   BudgetSchema,
   JobCostSchema,
-  SetBudgetBodySchema,
+  createSetBudgetBodySchema,
 } from '../budgetSchemas.js';
+import { ApiProblem } from '../problems.js';
+import { InvalidInputError } from '../../client/errors.js';
+import type { Config } from '../../config.js';
 import { JobIdParamsSchema } from '../schemas.js';
 
 /** A budget as the API shows it. */
@@ -44,7 +47,10 @@ function budgetOut(b: BudgetUsage) {
 const COMMON = ['invalid-request', 'unauthorized', 'rate-limited', 'service-unavailable'] as const;
 
 /** Registers the routes above. */
-export const budgetRoutes: FastifyPluginAsyncZod<{ client: ScrapeClient }> = async (app, { client }) => {
+export const budgetRoutes: FastifyPluginAsyncZod<{ client: ScrapeClient; config: Config }> = async (
+  app,
+  { client, config },
+) => {
   const policyOut = async (account: string) => {
     const p = await client.budgets.policy(account);
     return { on_exceeded: p.onExceeded, cancel_running: p.cancelRunning };
@@ -73,15 +79,33 @@ export const budgetRoutes: FastifyPluginAsyncZod<{ client: ScrapeClient }> = asy
         summary: 'Set a budget (created, or its amount changed).',
         description:
           'A budget per provider (in its kind’s unit: Firecrawl credits, Apify USD, …) or across your providers of one unit, per `day`, `month` (UTC) or in `total`. Jobs held by a budget try again at once. Takes effect for the next submit of every worker; a job already running is never cancelled by it unless your policy says so.',
-        body: SetBudgetBodySchema,
-        response: { 200: json('The budget and its standing.', BudgetSchema), ...problemResponses(...COMMON) },
+        body: createSetBudgetBodySchema(Object.keys(config.providers)),
+        response: {
+          200: json('The budget and its standing.', BudgetSchema),
+          ...problemResponses(...COMMON, 'budget-unit'),
+        },
       },
     },
-    async (req) => budgetOut(await client.budgets.set(req.account!, req.body)),
+    async (req) => {
+      try {
+        return budgetOut(await client.budgets.set(req.account!, req.body));
+      } catch (e) {
+        // A unit the provider does not count in (or none, across providers): valid JSON the deployment cannot take.
+        const onUnit =
+          e instanceof InvalidInputError &&
+          ((e.details.issues ?? []) as { path?: unknown[] }[]).some((i) => i.path?.[0] === 'unit');
+        if (onUnit)
+          throw new ApiProblem('budget-unit', e.message, {
+            provider: req.body.provider ?? null,
+            unit: req.body.unit ?? null,
+          });
+        throw e;
+      }
+    },
   );
 
   app.put(
-    '/v1/budgets/policy',
+    '/v1/budget-policy',
     {
       schema: {
         tags: ['budgets'],
@@ -107,14 +131,14 @@ export const budgetRoutes: FastifyPluginAsyncZod<{ client: ScrapeClient }> = asy
         summary: 'Remove a budget (jobs it held try again at once).',
         params: BudgetIdParamsSchema,
         response: {
-          204: json('Removed.', z.null()),
+          200: json('Removed.', BudgetRemovedSchema),
           ...problemResponses(...COMMON, 'budget-not-found'),
         },
       },
     },
-    async (req, reply) => {
+    async (req) => {
       await client.budgets.remove(req.account!, req.params.id);
-      return reply.code(204).send();
+      return { id: req.params.id, removed: true as const };
     },
   );
 
