@@ -4,8 +4,8 @@
  * records. Activities are built by factories over one {@link ActivityKit}.
  */
 import type { Client } from '@temporalio/client';
-import { isProviderError, ProviderError } from '../providers/shared/errors.js';
-import { redactProviderValue } from '../lib/sanitize.js';
+import type { ProviderError } from '../providers/shared/errors.js';
+import { callProvider } from '../providers/gateway.js';
 import type { ProviderRegistry, ResolvedProvider } from '../providers/registry.js';
 import type { CallContext, TaskContext } from '../providers/adapter.js';
 import type { ScrapeRequest } from '../model/types.js';
@@ -74,9 +74,6 @@ export interface TaskRef {
   taskId: string;
 }
 
-/** Heartbeat cadence while a provider call or a result read is slow, ms (a fast call sends none: heartbeats are billable Actions). */
-export const SLOW_CALL_HEARTBEAT_MS = 2_000;
-
 /** Helpers shared by the activity factories. */
 export interface ActivityKit {
   deps: ActivityDeps;
@@ -84,12 +81,12 @@ export interface ActivityKit {
   /** Every configured secret value (keys, webhook secrets), to redact from anything recorded. */
   secrets(): string[];
   /**
-   * Runs `fn` against (provider, account) under the key's shared limiter; what it returns and the
-   * error it throws are passed through {@link redactProviderValue} with every configured secret
-   * (a provider may echo a key in a message, a code or a URL). Short shared cool-downs
+   * Runs `fn` against (provider, account) through the provider gateway (`providers/gateway.ts`):
+   * under the key's shared limiter, every configured secret removed from what it returns and
+   * throws. Short shared cool-downs
    * are waited out inside the attempt (up to a third of its timeout, at most 10 s); longer ones
    * throw a `cooldown` ProviderError whose `retryAfterMs` is the wait. While `fn` runs longer than
-   * {@link SLOW_CALL_HEARTBEAT_MS} the activity heartbeats, so a cancel reaches a hanging call and
+   * `SLOW_CALL_HEARTBEAT_MS` the activity heartbeats, so a cancel reaches a hanging call and
    * aborts it (`signal()`), on top of the call's own HTTP timeout. `opts.heartbeat`: heartbeat
    * only while it returns true (a call that outlives its attempt must not heartbeat for it).
    * `opts.phase: 'submit'` for calls that create work: they are also held by the key's quota hold.
@@ -168,8 +165,7 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
     deps,
     store,
     secrets: () => providers.allSecrets(),
-    async call(provider, account, fn, opts) {
-      const resolved = providers.resolve(provider, account);
+    call(provider, account, fn, opts) {
       const ctx = currentAttempt();
       // A wait for a release slot sends no heartbeat, so it stays well inside the heartbeat timeout too.
       const maxWaitMs = ctx
@@ -179,28 +175,19 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
             ctx.info.heartbeatTimeoutMs ? Math.floor(ctx.info.heartbeatTimeoutMs / 2) : Infinity,
           )
         : 0;
-      // The same on every attempt of this activity: a release slot claimed by an earlier attempt is honoured.
-      const caller = ctx
-        ? `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityType}/${ctx.info.activityId}`
-        : undefined;
-      const secrets = kit.secrets();
-      try {
-        // Every string a provider sent passes the redactor here, once, before anything records it.
-        return redactProviderValue(
-          await resolved.limiter.run(
-            () =>
-              whileSlow(fn(resolved), () => {
-                if (!opts?.heartbeat || opts.heartbeat()) kit.heartbeat();
-              }),
-            coolDefault,
-            maxWaitMs,
-            { phase: opts?.phase, caller, onHeld: opts?.onHeld },
-          ),
-          secrets,
-        );
-      } catch (e) {
-        throw isProviderError(e) ? redactProviderError(e, secrets) : e;
-      }
+      return callProvider(providers, provider, account, fn, {
+        coolDownMs: coolDefault,
+        maxWaitMs,
+        // The same on every attempt of this activity: a release slot claimed by an earlier attempt is honoured.
+        caller: ctx
+          ? `${ctx.info.workflowExecution?.workflowId ?? ctx.info.activityType}/${ctx.info.activityId}`
+          : undefined,
+        phase: opts?.phase,
+        onHeld: opts?.onHeld,
+        onSlow: () => {
+          if (!opts?.heartbeat || opts.heartbeat()) kit.heartbeat();
+        },
+      });
     },
     current: currentAttempt,
     signal: () => currentAttempt()?.cancellationSignal,
@@ -243,15 +230,6 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
   return kit;
 }
 
-/** A copy of provider error `e` whose message, code and evidence have every secret removed. */
-export function redactProviderError(e: ProviderError, secrets: readonly string[]): ProviderError {
-  const details = redactProviderValue(
-    { ...e.details, evidence: e.details.evidence ? { ...e.details.evidence } : undefined },
-    secrets,
-  );
-  return new ProviderError(e.kind, redactProviderValue(e.message, secrets), details);
-}
-
 /**
  * Provider calls that outlive the activity attempt that made them (a submit whose answer is still
  * awaited after its attempt gave up waiting), each with what records its outcome, until they
@@ -282,14 +260,4 @@ export async function settleDetachedCalls(timeoutMs: number): Promise<{ pending:
   ]);
   clearTimeout(timer);
   return { pending: pending.length, settled };
-}
-
-/** Awaits `work`, calling `beat` every {@link SLOW_CALL_HEARTBEAT_MS} while it is still pending. */
-export async function whileSlow<T>(work: Promise<T>, beat: () => void): Promise<T> {
-  const timer = setInterval(beat, SLOW_CALL_HEARTBEAT_MS);
-  try {
-    return await work;
-  } finally {
-    clearInterval(timer);
-  }
 }

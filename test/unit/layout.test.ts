@@ -193,13 +193,13 @@ describe('layout', () => {
     for (const helper of MODEL_MAY_USE) expect(graph.get(path.join(SRC, helper)), helper).toEqual([]);
   });
 
-  it('the providers folder leads with its contract: adapter.ts, the kind list and registry at its root, helpers in shared/', () => {
+  it('the providers folder leads with its contract: adapter.ts, the kind list, registry and gateway at its root, helpers in shared/', () => {
     const root = fs.readdirSync(path.join(SRC, 'providers'), { withFileTypes: true });
     const files = root
       .filter((e) => e.isFile())
       .map((e) => e.name)
       .sort();
-    expect(files).toEqual(['adapter.ts', 'descriptor.ts', 'kinds.ts', 'registry.ts']);
+    expect(files).toEqual(['adapter.ts', 'descriptor.ts', 'gateway.ts', 'kinds.ts', 'registry.ts']);
     const adapter = fs.readFileSync(path.join(SRC, 'providers', 'adapter.ts'), 'utf8');
     expect(adapter).toMatch(/export interface ProviderAdapter\b/);
     expect(adapter).toMatch(/What every adapter must do/);
