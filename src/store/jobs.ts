@@ -31,13 +31,15 @@ export class JobsRepository {
    */
   async insert(row: NewJobInput): Promise<{ row: JobRow; inserted: boolean }> {
     const at = nowIso();
-    const res = await this.conn.db
+    // The inserted row comes back with the insert; only a row that was there already is read.
+    const mine = await this.conn.db
       .insertInto('jobs')
       .values({ ...row, state: row.state ?? 'submitting', created_at: at, updated_at: at })
       .onConflict((oc) => oc.column('id').doNothing())
+      .returningAll()
       .executeTakeFirst();
-    const inserted = Number(res.numInsertedOrUpdatedRows ?? 0n) > 0;
-    const existing = await this.get(row.id);
+    const inserted = mine !== undefined;
+    const existing = mine ?? (await this.get(row.id));
     if (!existing) throw new Error(`job ${row.id} could not be registered`);
     if (existing.request_hash !== row.request_hash) {
       throw new IdempotencyConflictStoreError(row.id, existing.request_hash, row.request_hash);
