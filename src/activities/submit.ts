@@ -8,9 +8,9 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { log } from '@temporalio/activity';
 import type { JobError, JobWait, ScrapeWorkflowInput } from '../model/types.js';
-import { isProviderError, ProviderError } from '../providers/shared/errors.js';
+import { isProviderError } from '../providers/shared/errors.js';
 import type { ResolvedProvider } from '../providers/registry.js';
-import { Store, type Reservation } from '../store/index.js';
+import type { Reservation } from '../store/index.js';
 import { attemptBudget, attemptEnds, resubmitScheduledAt, SETTLE_READ_MARGIN_MS, submitAtProvider } from './attempt.js';
 import { wakeIfDecidedWithout } from './lateAnswer.js';
 import { detachCall, type ActivityKit } from './context.js';
@@ -85,6 +85,7 @@ export function submitActivities(kit: ActivityKit) {
     const opts = {
       cost: { unit: cost.unit, estimate: cost.estimate(job.request), failedFree: cost.failedFree },
       ...(resolved.fairShares ? { fair: { weights: kit.deps.weights } } : {}),
+      provider: { account: resolved.providerAccount, key: resolved.providerKey },
     };
     for (;;) {
       const r = await store.slots.reserveSubmit(
@@ -133,7 +134,6 @@ export function submitActivities(kit: ActivityKit) {
         if (!isProviderError(e) || e.details.code !== 'NO_CREDENTIALS') throw e;
         return waiting(job.jobId, { reason: 'credential', message: e.message }, CREDENTIAL_RETRY_MS);
       }
-      await store.jobs.setProviderAccount(job.jobId, resolved.providerAccount, resolved.providerKey);
       const { r, label } = await reserve(input, resolved);
       if (r.kind === 'missing')
         throw ApplicationFailure.create({
@@ -209,7 +209,9 @@ export function submitActivities(kit: ActivityKit) {
           ),
       });
       const recorded = call
-        .then((accepted) => recordAnswer(job, accepted, resolved, input.trackingDeadlineMs, label, r.active))
+        .then((accepted) =>
+          recordAnswer(job, accepted, resolved, input.trackingDeadlineMs, { label, active: r.active, limit: r.limit }),
+        )
         .then(
           (a) => ({ kind: 'accepted' as const, ...a }),
           async (e: unknown) => ({

@@ -21,14 +21,17 @@ type Job = ScrapeWorkflowInput & { workflowId: string };
 export function submitRecorders(kit: ActivityKit) {
   const { store } = kit;
 
-  /** Records a submit's answer: binds the task to the job (a collision is reported, never retried) and grows the key's limit. */
+  /**
+   * Records a submit's answer: binds the task to the job (a collision is reported, never retried)
+   * and grows the key's limit when the submit took the last slot under it (`slot`: the key, its
+   * active jobs besides this one and its limit, as the reservation counted them).
+   */
   async function recordAnswer(
     job: Job,
     accepted: Accepted,
     resolved: ResolvedProvider,
     trackingDeadlineMs: number,
-    label: string,
-    activeBefore: number,
+    slot: { label: string; active: number; limit: number },
   ): Promise<{ taskId: string; providerStatus: string; answered: string }> {
     await kit.deps.hooks?.afterSubmitAnswered?.(job.jobId, accepted.taskId);
     const source = accepted.replayed ? 'submit (provider replayed key)' : 'submit';
@@ -69,7 +72,7 @@ export function submitRecorders(kit: ActivityKit) {
     // The same task in another spelling (an operator may have typed it in another case) is never cancelled.
     if (bound.taskId.trim().toLowerCase() !== accepted.taskId.trim().toLowerCase())
       await unwanted(`the job tracks task ${bound.taskId}: a second paid job`);
-    await store.slots.noteSubmitAccepted(label, activeBefore);
+    await store.slots.noteSubmitAccepted(slot.label, slot.active, slot.limit);
     await kit.deps.hooks?.afterTaskRecorded?.(job.jobId, bound.taskId);
     return { taskId: bound.taskId, providerStatus: accepted.providerStatus, answered: accepted.taskId };
   }
