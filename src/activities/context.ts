@@ -8,6 +8,7 @@ import { isProviderError, ProviderError } from '../providers/shared/errors.js';
 import { redactProviderValue } from '../lib/sanitize.js';
 import type { ProviderRegistry, ResolvedProvider } from '../providers/registry.js';
 import type { CallContext, TaskContext } from '../providers/adapter.js';
+import type { LimitedCall } from '../providers/shared/limiter.js';
 import type { ScrapeRequest } from '../model/types.js';
 import { providerKeys } from '../providers/shared/keys.js';
 import { Store, type JobRow } from '../store/index.js';
@@ -94,6 +95,7 @@ export interface ActivityKit {
    * only while it returns true (a call that outlives its attempt must not heartbeat for it).
    * `opts.phase: 'submit'` for calls that create work: they are also held by the key's quota hold.
    * `opts.onHeld`: told when the call waits in this attempt for a cool-down or hold to end (ms, why).
+   * `opts.seen`: the key's shared cool-down as read with the job's row just before (`LimitedCall.seen`).
    */
   call<T>(
     provider: string,
@@ -103,6 +105,7 @@ export interface ActivityKit {
       heartbeat?: () => boolean;
       phase?: 'submit';
       onHeld?: (waitMs: number, why: string) => void | Promise<void>;
+      seen?: LimitedCall['seen'];
     },
   ): Promise<T>;
   /** The attempt the caller runs in: the SDK's activity context or a detached loop's (undefined outside both). */
@@ -194,7 +197,7 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
               }),
             coolDefault,
             maxWaitMs,
-            { phase: opts?.phase, caller, onHeld: opts?.onHeld },
+            { phase: opts?.phase, caller, onHeld: opts?.onHeld, seen: opts?.seen },
           ),
           secrets,
         );
