@@ -11,7 +11,7 @@ import { isFinalState } from '../model/states.js';
 import type { JobError, JobWait } from '../model/types.js';
 import type { StoreConnection } from './connection.js';
 import type { CooldownState } from '../providers/shared/sharedState.js';
-import { checkColumns, cooldownOf, eventRow, nowIso } from './rows.js';
+import { cooldownOf, eventRow, nowIso } from './rows.js';
 import type { JobRow } from './schema.js';
 
 /**
@@ -92,9 +92,22 @@ export class PollingRepository {
     retryAfterMs = 0,
     resetNotFound = true,
   ): Promise<number> {
+    const at = nowIso();
     const row = await this.conn.db
       .updateTable('jobs')
-      .set(checkColumns(seen, minGapMs, retryAfterMs, resetNotFound))
+      .set({
+        provider_status: seen.providerStatus,
+        provider_state: seen.state,
+        ...(seen.cost !== undefined && Number.isFinite(seen.cost) ? { cost_reported: seen.cost } : {}),
+        last_checked_at: at,
+        status_checks: sql`status_checks + 1`,
+        status_errors: 0,
+        failing_since: null,
+        waiting: null,
+        ...(resetNotFound ? { not_found_streak: 0 } : {}),
+        check_not_before: new Date(Date.now() + Math.max(minGapMs, retryAfterMs)).toISOString(),
+        updated_at: at,
+      })
       .where('id', '=', jobId)
       .returning('status_checks')
       .executeTakeFirst();

@@ -4,7 +4,6 @@
  * timeline event row. Times are UTC ISO-8601 strings.
  */
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import type { JobState } from '../model/states.js';
 import { sanitizeBody } from '../lib/sanitize.js';
 import { bodyInfoOf } from '../model/documents.js';
@@ -148,32 +147,5 @@ export function cooldownOf(row: {
     untilMs: Date.parse(row.until),
     reason: row.reason ?? '',
     releaseNextMs: row.release_next ? Date.parse(row.release_next) : 0,
-  };
-}
-
-/**
- * The columns a successful status check writes (see `polling.recordCheck`): also
- * written with a job's move to `completed` when the check that saw it complete carried the result
- * (`results.writeOnce`), so that check and result commit as one.
- */
-export function checkColumns(
-  seen: { providerStatus: string; state: string; cost?: number },
-  minGapMs: number,
-  retryAfterMs = 0,
-  resetNotFound = true,
-) {
-  const at = nowIso();
-  return {
-    provider_status: seen.providerStatus,
-    provider_state: seen.state,
-    ...(seen.cost !== undefined && Number.isFinite(seen.cost) ? { cost_reported: seen.cost } : {}),
-    last_checked_at: at,
-    status_checks: sql<number>`status_checks + 1`,
-    status_errors: 0,
-    failing_since: null,
-    waiting: null,
-    ...(resetNotFound ? { not_found_streak: 0 } : {}),
-    check_not_before: new Date(Date.now() + Math.max(minGapMs, retryAfterMs)).toISOString(),
-    updated_at: at,
   };
 }
