@@ -86,6 +86,7 @@ export function submitActivities(kit: ActivityKit) {
       cost: { unit: cost.unit, estimate: cost.estimate(job.request), failedFree: cost.failedFree },
       ...(resolved.fairShares ? { fair: { weights: kit.deps.weights } } : {}),
       provider: { account: resolved.providerAccount, key: resolved.providerKey },
+      cooldowns: [resolved.limiter.label, resolved.limiter.submitLabel],
     };
     for (;;) {
       const r = await store.slots.reserveSubmit(
@@ -210,6 +211,8 @@ export function submitActivities(kit: ActivityKit) {
       let active = true;
       const call = submitAtProvider(kit, job, {
         heartbeat: () => active,
+        // The key's cool-downs, read with the reservation a moment ago (when it made it in one statement).
+        seen: r.seen,
         // A submit held back by the key's cool-down or quota hold waits without calling the
         // provider; the timeline says so, so a job sitting in `submitting` shows why.
         onHeld: (waitMs, why) =>

@@ -20,7 +20,8 @@ import {
   type SlotGrant,
 } from './fairQueue.js';
 import { reserveIn, type BudgetRefusal, type SubmitCost } from './ledger.js';
-import { nowIso } from './rows.js';
+import type { CooldownState } from '../providers/shared/sharedState.js';
+import { cooldownOf, nowIso } from './rows.js';
 import type { JobRow } from './schema.js';
 
 /** Which jobs share one provider key: every job whose row names it (`provider_key`, set by the worker at submit). */
@@ -49,12 +50,26 @@ export interface ReserveOptions {
    * among the key's waiting jobs by it).
    */
   provider?: { account: string; key: string };
+  /**
+   * The limiter labels of the submit that follows (the key's and its submits' hold): their shared
+   * cool-downs come back with a reservation made in one statement (`seen`), read as the limiter
+   * would read them just before the call.
+   */
+  cooldowns?: readonly string[];
 }
 
 /** Outcome of {@link SlotsRepository.reserveSubmit}. `grants`: waiting jobs given a slot meanwhile (tell their workflows). */
 export type Reservation =
   /** `holdsCost`: the job holds a reservation in its budgets now (release it when the submit is refused). */
-  | { kind: 'reserved'; active: number; limit: number; grants: SlotGrant[]; holdsCost: boolean }
+  /** `seen`: the shared cool-downs of {@link ReserveOptions.cooldowns} (label → state, undefined for none) when they came back with it. */
+  | {
+      kind: 'reserved';
+      active: number;
+      limit: number;
+      grants: SlotGrant[];
+      holdsCost: boolean;
+      seen?: Map<string, CooldownState | undefined>;
+    }
   /** The job already has an answer or an unanswered intent: the caller adopts or reconciles. */
   | { kind: 'known'; before: JobRow }
   /**
@@ -269,6 +284,7 @@ export class SlotsRepository {
    */
   private async reserveAtOnce(jobId: string, label: string, opts: ReserveOptions): Promise<Reservation | undefined> {
     const { cost, provider } = opts;
+    const labels = opts.cooldowns ?? [];
     const at = nowIso();
     const cutoff = new Date(Date.now() - GRANT_LEASE_MS).toISOString();
     const unnamed = sql<boolean>`provider_account is null or provider_key is null`;
@@ -358,11 +374,29 @@ export class SlotsRepository {
       .returning((eb) => [
         eb.selectFrom('slot').select('slot.active').as('active'),
         eb.selectFrom('slot').select('slot.lim').as('active_limit'),
+        // The submit's cool-downs, as rows of [label, until, reason, release_next] (SQLite's JSON functions).
+        (labels.length
+          ? eb
+              .selectFrom('provider_cooldowns')
+              .select(sql<string>`json_group_array(json_array(label, until, reason, release_next))`.as('rows'))
+              .where('label', 'in', labels)
+          : sql<string | null>`null`
+        ).as('cooldowns'),
       ])
       .executeTakeFirst();
     if (!row) return undefined;
     const limit = Math.max(1, Math.floor(Number(row.active_limit)));
-    return { kind: 'reserved', active: Number(row.active), limit, grants: [], holdsCost: false };
+    const reserved = { kind: 'reserved' as const, active: Number(row.active), limit, grants: [], holdsCost: false };
+    if (!labels.length || row.cooldowns === null) return reserved;
+    const seen = new Map<string, CooldownState | undefined>(labels.map((l) => [l, undefined]));
+    for (const [l, until, reason, releaseNext] of JSON.parse(row.cooldowns) as [
+      string,
+      string,
+      string,
+      string | null,
+    ][])
+      seen.set(l, cooldownOf({ until, reason, release_next: releaseNext }));
+    return { ...reserved, seen };
   }
 
   /**

@@ -3,7 +3,7 @@
  * more slots than the key's limit (on SQLite two processes on one file, on PostgreSQL two
  * connections), and a first submit under a free key whose account has no budget and whose key no
  * other account waits for is one statement on SQLite, the same reservation the transaction makes
- * (which decides every other case).
+ * (which decides every other case), with the key's shared cool-downs read for the submit that follows.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -71,6 +71,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         cost: COST,
         fair: {},
         provider: { account: label, key: label },
+        cooldowns: [label, `${label}/submits`],
       });
 
     it('two workers and 200 concurrent submits never take more than the key limit of 50', async () => {
@@ -116,6 +117,9 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         const first = await job('acme');
         expect(await reserve(a, first, label, 2)).toMatchObject({ kind: 'reserved', active: 0, limit: 2 });
         const second = await job('acme');
+        // The submit's cool-downs come back with it: the key's submits are held, the key itself is not.
+        const until = Date.now() + 60_000;
+        await a.providerKeys.setCooldown(`${label}/submits`, until, 'quota exhausted');
         const before = count();
         expect(await reserve(a, second, label, 2)).toEqual({
           kind: 'reserved',
@@ -123,6 +127,10 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
           limit: 2,
           grants: [],
           holdsCost: false,
+          seen: new Map([
+            [label, undefined],
+            [`${label}/submits`, { untilMs: until, reason: 'quota exhausted', releaseNextMs: 0 }],
+          ]),
         });
         expect(count() - before).toBe(1);
         expect(await a.jobs.get(second)).toMatchObject({
