@@ -122,7 +122,7 @@ export class SlotsRepository {
   ): Promise<Reservation> {
     const postgres = this.conn.kind === 'postgres';
     if (!postgres) {
-      const quick = await this.reserveAtOnce(jobId, scope.label, opts);
+      const quick = await this.reserveAtOnce(jobId, scope.label, limits, opts);
       if (quick) return quick;
     }
     return this.conn.tx(async (trx): Promise<Reservation> => {
@@ -275,22 +275,28 @@ export class SlotsRepository {
   /**
    * {@link reserveSubmit}'s common case in one statement (SQLite only): the intent is recorded, with
    * the job's cost estimate and provider key, only while the job has no task, no intent, no grant
-   * and no reservation of its own, is `submitting`, no budget covers it, its key's limit row exists
-   * and leaves a slot free beside the key's other active jobs, and (`opts.fair`) no other account's
-   * job and no job of its own account of higher priority waits for one. The decision is the
+   * and no reservation of its own, is `submitting`, no budget covers it, its key's limit (the
+   * configured initial one before the key's first submit, which then makes its row) leaves a slot
+   * free beside the key's other active jobs, and (`opts.fair`) no other account's job and no job of
+   * its own account of higher priority waits for one. The decision is the
    * transaction's, made in the same statement: SQLite runs one writer at a time and a write
    * statement takes the write lock before it reads, so two workers cannot both take the last slot.
    * Undefined when any condition does not hold: then the transaction decides (and says why).
    */
-  private async reserveAtOnce(jobId: string, label: string, opts: ReserveOptions): Promise<Reservation | undefined> {
+  private async reserveAtOnce(
+    jobId: string,
+    label: string,
+    limits: ActiveJobsLimits,
+    opts: ReserveOptions,
+  ): Promise<Reservation | undefined> {
     const { cost, provider } = opts;
     const labels = opts.cooldowns ?? [];
     const at = nowIso();
     const cutoff = new Date(Date.now() - GRANT_LEASE_MS).toISOString();
     const unnamed = sql<boolean>`provider_account is null or provider_key is null`;
     const row = await this.conn.db
-      // The key's other jobs holding a slot and its learned limit (no row yet: the transaction
-      // makes it), counted once for the condition and the answer.
+      // The key's other jobs holding a slot and its learned limit (null before its first submit),
+      // counted once for the condition and the answer.
       .with(
         (cte) => cte('slot').materialized(),
         (db) =>
@@ -327,14 +333,15 @@ export class SlotsRepository {
       .where('slot_granted_at', 'is', null)
       .where((eb) => eb.or([eb('cost_reserved', 'is', null), eb('cost_reserved', '<=', 0)]))
       .where((eb) => {
-        // A free slot as the transaction counts it (active < max(1, floor(limit))): active + 1 <= max(1, limit).
+        // A free slot as the transaction counts it (active < max(1, floor(limit))): active + 1 <=
+        // max(1, limit), the limit being the configured initial one while the key has no row yet.
+        const lim = sql<number>`coalesce(slot.lim, ${limits.initial})`;
         const conditions = [
           eb.exists(
             eb
               .selectFrom('slot')
               .select('slot.active')
-              .where('slot.lim', 'is not', null)
-              .where(sql<boolean>`slot.active + 1 <= case when slot.lim < 1 then 1 else slot.lim end`),
+              .where(sql<boolean>`slot.active + 1 <= case when ${lim} < 1 then 1 else ${lim} end`),
           ),
         ];
         if (cost)
@@ -385,7 +392,14 @@ export class SlotsRepository {
       ])
       .executeTakeFirst();
     if (!row) return undefined;
-    const limit = Math.max(1, Math.floor(Number(row.active_limit)));
+    // The key's first submit: its limit row is made now, at the limit the reservation counted against.
+    if (row.active_limit === null)
+      await this.conn.db
+        .insertInto('provider_limits')
+        .values({ label, active_limit: limits.initial, ceiling: limits.max ?? null, threshold: null, updated_at: at })
+        .onConflict((oc) => oc.column('label').doNothing())
+        .execute();
+    const limit = Math.max(1, Math.floor(Number(row.active_limit ?? limits.initial)));
     const reserved = { kind: 'reserved' as const, active: Number(row.active), limit, grants: [], holdsCost: false };
     if (!labels.length || row.cooldowns === null) return reserved;
     const seen = new Map<string, CooldownState | undefined>(labels.map((l) => [l, undefined]));

@@ -114,13 +114,19 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       async () => {
         const count = () => a.sqliteStatements!.prepared + a.sqliteStatements!.reused;
         const label = `quick-${tag}`;
+        // The key's first submit: one statement, and one more that makes the key's limit row.
         const first = await job('acme');
+        let before = count();
         expect(await reserve(a, first, label, 2)).toMatchObject({ kind: 'reserved', active: 0, limit: 2 });
+        expect(count() - before).toBe(2);
+        expect(
+          await a.db.selectFrom('provider_limits').select('active_limit').where('label', '=', label).executeTakeFirst(),
+        ).toEqual({ active_limit: 2 });
         const second = await job('acme');
         // The submit's cool-downs come back with it: the key's submits are held, the key itself is not.
         const until = Date.now() + 60_000;
         await a.providerKeys.setCooldown(`${label}/submits`, until, 'quota exhausted');
-        const before = count();
+        before = count();
         expect(await reserve(a, second, label, 2)).toEqual({
           kind: 'reserved',
           active: 1,
