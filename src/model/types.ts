@@ -234,3 +234,13 @@ export interface JobWait {
   /** Figures behind the message (limit, active jobs, queue position, the credential's variable, …). */
   detail?: Record<string, string | number | boolean | null>;
 }
+
+/** A provider key's cool-down as shared by every worker. Times are epoch ms. */
+export interface CooldownState {
+  /** End of the cool-down (0 or past: none in force). */
+  untilMs: number;
+  /** Why (the provider's code, `quota exhausted …`). */
+  reason: string;
+  /** The next free release slot after it (0: none claimed): waiting calls leave one at a time. */
+  releaseNextMs: number;
+}

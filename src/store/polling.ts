@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import { isFinalState } from '../model/states.js';
 import type { JobError, JobWait } from '../model/types.js';
 import type { StoreConnection } from './connection.js';
-import type { CooldownState } from '../providers/shared/sharedState.js';
+import type { CooldownState } from '../model/types.js';
 import { cooldownOf, eventRow, nowIso } from './rows.js';
 import type { JobRow } from './schema.js';
 

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { CooldownState } from '../providers/shared/sharedState.js';
+import type { CooldownState } from '../model/types.js';
 import type { StoreConnection } from './connection.js';
 import { cooldownOf, nowIso } from './rows.js';
 

@@ -8,7 +8,7 @@ import type { JobState } from '../model/states.js';
 import { sanitizeBody } from '../lib/sanitize.js';
 import { bodyInfoOf } from '../model/documents.js';
 import type { StoredDocument } from '../model/results.js';
-import type { CooldownState } from '../providers/shared/sharedState.js';
+import type { CooldownState } from '../model/types.js';
 import type { JobRow, NewJobRow, ResultDocumentRow } from './schema.js';
 
 /** The current time, UTC ISO-8601. */

@@ -20,7 +20,7 @@ import {
   type SlotGrant,
 } from './fairQueue.js';
 import { reserveIn, type BudgetRefusal, type SubmitCost } from './ledger.js';
-import type { CooldownState } from '../providers/shared/sharedState.js';
+import type { CooldownState } from '../model/types.js';
 import { cooldownOf, nowIso } from './rows.js';
 import type { JobRow } from './schema.js';
 

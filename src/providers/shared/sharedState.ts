@@ -5,16 +5,9 @@
  * `providerKeys` implements {@link ProviderSharedState}; providers never import the store, they are
  * handed it.
  */
+import type { CooldownState } from '../../model/types.js';
 
-/** A provider key's cool-down as shared by every worker. Times are epoch ms. */
-export interface CooldownState {
-  /** End of the cool-down (0 or past: none in force). */
-  untilMs: number;
-  /** Why (the provider's code, `quota exhausted …`). */
-  reason: string;
-  /** The next free release slot after it (0: none claimed): waiting calls leave one at a time. */
-  releaseNextMs: number;
-}
+export type { CooldownState };
 
 /**
  * Cool-downs shared across worker processes (the result store implements it), so that a 429 seen
