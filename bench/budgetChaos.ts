@@ -334,16 +334,25 @@ export async function runBudgetChaos(o: Options): Promise<Record<string, unknown
     const atEnd = await ledgerFigures(store, stack.sim, budget.id);
     // An operator resumes the jobs whose tracking was interrupted (`scrape resume`): their tracking
     // reads the provider's record, and each settles again at it.
-    const interrupted = atEnd.rows.filter((r) => r.state === 'tracking_interrupted').map((r) => r.id);
+    const interruptedRows = atEnd.rows.filter((r) => r.state === 'tracking_interrupted');
+    const interrupted = interruptedRows.map((r) => r.id);
+    const endedBefore = new Map(interruptedRows.map((r) => [r.id, r.finished_at ?? '']));
     const resumeStart = Date.now();
     for (const id of interrupted)
       await client.resume(ACCOUNT, id, { policy: { ...POLICY, deadlineMs: o.deadlineMs } }).catch((e: unknown) => {
         log(`budget-chaos: resume of ${id} failed: ${e instanceof Error ? e.message : String(e)}`);
+        endedBefore.delete(id);
       });
-    if (interrupted.length > 0) log(`budget-chaos: resumed ${interrupted.length} tracking_interrupted jobs`);
-    while (interrupted.length > 0) {
-      const rows = await store.db.selectFrom('jobs').select(['state']).where('id', 'in', interrupted).execute();
-      if (rows.every((r) => isFinalState(r.state)) || Date.now() - resumeStart > o.convergeMs) break;
+    if (interrupted.length > 0) log(`budget-chaos: resumed ${endedBefore.size} tracking_interrupted jobs`);
+    // A resumed job has ended again once its row is final with a later end than before the resume.
+    while (endedBefore.size > 0) {
+      const rows = await store.db
+        .selectFrom('jobs')
+        .select(['id', 'state', 'finished_at'])
+        .where('id', 'in', [...endedBefore.keys()])
+        .execute();
+      const ended = rows.filter((r) => isFinalState(r.state) && (r.finished_at ?? '') > endedBefore.get(r.id)!);
+      if (ended.length === endedBefore.size || Date.now() - resumeStart > o.convergeMs) break;
       await new Promise((r) => setTimeout(r, 2_000));
     }
     const resumeMs = Date.now() - resumeStart;
@@ -442,6 +451,12 @@ export async function runBudgetChaos(o: Options): Promise<Record<string, unknown
         'settled cost vs the provider’s record',
         `${settlement.matched} of ${settlement.matched + settlement.mismatched.length} jobs with a task match its credits_used; ${settlement.mismatched.length} differ; ${settlement.withoutTask} jobs without a task, ${settlement.withoutTaskCharged.length} of them charged or holding`,
       ],
+      ...settlement.mismatched
+        .slice(0, 10)
+        .map((m): [string, string] => [
+          `  differs`,
+          `${m.jobId} (${m.state}): settled ${m.settled ?? '—'} (${m.source ?? '—'}), provider ${m.provider}`,
+        ]),
       ...(interrupted.length > 0
         ? [
             [
@@ -454,12 +469,6 @@ export async function runBudgetChaos(o: Options): Promise<Record<string, unknown
             ] as [string, string],
           ]
         : []),
-      ...settlement.mismatched
-        .slice(0, 10)
-        .map((m): [string, string] => [
-          `  differs`,
-          `${m.jobId} (${m.state}): settled ${m.settled ?? '—'} (${m.source ?? '—'}), provider ${m.provider}`,
-        ]),
       ['provider jobs no job accounts for', `${unbound.length} of ${providerJobs}`],
       [
         'leaked reservations',
