@@ -1,5 +1,5 @@
 /**
- * Benchmark: fair shares of one provider key's slots (docs/design.md, "Fair shares"). Three
+ * Benchmark: fair shares of one provider key's slots (docs/design.md, "Fair shares and budgets"). Three
  * accounts with weights 1 : 1 : 2 each start a large batch on one key of the reference provider,
  * which runs 8 jobs at once per credential and answers `429 CONCURRENCY_LIMIT` past it; while they
  * all have work, a fourth account submits single jobs, one at a time, each after the other accounts'
