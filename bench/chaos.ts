@@ -38,6 +38,7 @@ import type { PollPolicy } from '../src/model/types.js';
 import { startSim } from '../tools/sim/index.js';
 import { openStore } from '../src/store/index.js';
 import { writeWorkflowBundle } from '../src/worker.js';
+import { addProviderFaults, killWorkers, lockStore, rateLimitBursts, seededRandom } from './lib/chaosFaults.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 
@@ -119,11 +120,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-chaos-'));
   const cleanups: (() => Promise<unknown>)[] = [];
   const deadlineMs = opts.deadlineMs ?? 60_000;
-  let rand = opts.seed ?? 42;
-  const random = () => {
-    rand = (rand * 1_103_515_245 + 12_345) & 0x7fffffff;
-    return rand / 0x7fffffff;
-  };
+  const random = seededRandom(opts.seed ?? 42);
   try {
     const temporal = opts.temporalAddress
       ? { address: opts.temporalAddress, namespace: opts.namespace ?? 'default', stop: async () => undefined }
@@ -170,31 +167,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     });
     cleanups.push(() => sim.close());
     // Provider faults (the first matching request-level rule fires; probabilities are per request).
-    const addFaults = () => {
-      for (const account of ['chaos', 'chaos-lag']) {
-        sim.faults.add({ account, endpoint: 'submit', action: 'drop_after_commit', probability: 0.1 });
-        sim.faults.add({
-          account,
-          endpoint: 'submit',
-          action: 'error_5xx',
-          status: 502,
-          commit: true,
-          probability: 0.03,
-        });
-        sim.faults.add({ account, endpoint: 'any', action: 'error_5xx', status: 503, probability: 0.05 });
-        sim.faults.add({ account, endpoint: 'any', action: 'delay', delayMs: 1_500, probability: 0.05 });
-        sim.faults.add({ account, endpoint: 'status', action: 'delay', delayMs: 5_000, probability: 0.02 }); // past the 3 s read timeout
-        sim.faults.add({ account, endpoint: 'status', action: 'delay', delayMs: 60_000, probability: 0.005 }); // a read that hangs
-        sim.faults.add({ account, endpoint: 'submit', action: 'fail_job', probability: 0.03, code: 'TARGET_BLOCKED' });
-        sim.faults.add({ account, endpoint: 'submit', action: 'never_finish', probability: 0.02 });
-      }
-    };
-    addFaults();
-    const burst = setInterval(
-      () => sim.faults.add({ endpoint: 'any', action: 'rate_limit', retryAfterSeconds: 2, times: 5 }),
-      12_000,
-    );
-    cleanups.push(async () => clearInterval(burst));
+    addProviderFaults(sim, ['chaos', 'chaos-lag']);
+    const stopBursts = rateLimitBursts(sim);
+    cleanups.push(async () => stopBursts());
 
     const storeFile = path.join(dir, 'store.db');
     const config = parseConfig(
@@ -249,7 +224,6 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     // Workers in child processes, SIGKILLed at random and restarted.
     const workers: (ChildProcess | undefined)[] = [];
     const everySpawned = new Set<ChildProcess>(); // killed at the end, whatever slot they were in
-    const respawns = new Set<NodeJS.Timeout>();
     const spawnWorker = (i: number) => {
       const previous = workers[i];
       if (previous && previous.exitCode === null && previous.signalCode === null) previous.kill('SIGKILL');
@@ -266,7 +240,6 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     const nWorkers = opts.workers ?? 2;
     for (let i = 0; i < nWorkers; i++) spawnWorker(i);
     cleanups.push(async () => {
-      for (const t of respawns) clearTimeout(t);
       const alive = [...everySpawned];
       for (const w of alive) w.kill('SIGKILL');
       await Promise.all(
@@ -275,42 +248,18 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         ),
       );
     });
-    let kills = 0;
-    let killer: NodeJS.Timeout;
-    const scheduleKill = () => {
-      killer = setTimeout(
-        () => {
-          const i = Math.floor(random() * nWorkers);
-          workers[i]?.kill('SIGKILL');
-          kills++;
-          const t = setTimeout(() => {
-            respawns.delete(t);
-            spawnWorker(i);
-          }, 500);
-          respawns.add(t);
-          scheduleKill();
-        },
-        (opts.killEveryMs ?? 5_000) * (0.5 + random()),
-      );
-    };
-    scheduleKill();
-    cleanups.push(async () => clearTimeout(killer));
+    const killer = killWorkers({
+      workers: nWorkers,
+      everyMs: opts.killEveryMs ?? 5_000,
+      random,
+      kill: (i) => workers[i]?.kill('SIGKILL'),
+      respawn: spawnWorker,
+    });
+    cleanups.push(async () => killer.stop());
 
     // The store refuses writes for a few seconds at a time: an exclusive lock from another process.
-    let outages = 0;
-    const outageTimer = setInterval(() => {
-      outages++;
-      const ms = opts.storeOutageMs ?? 4_000;
-      spawn(
-        process.execPath,
-        [
-          '-e',
-          `const D=require('better-sqlite3');const d=new D(${JSON.stringify(storeFile)});d.pragma('busy_timeout=10000');d.exec('BEGIN EXCLUSIVE');setTimeout(()=>{d.exec('COMMIT');d.close()},${ms})`,
-        ],
-        { cwd: REPO, stdio: 'ignore' },
-      );
-    }, opts.storeOutageEveryMs ?? 20_000);
-    cleanups.push(async () => clearInterval(outageTimer));
+    const outages = lockStore(storeFile, opts.storeOutageEveryMs ?? 20_000, opts.storeOutageMs ?? 4_000);
+    cleanups.push(async () => outages.stop());
 
     log(
       `chaos: ${opts.requests} requests, ${nWorkers} workers killed every ~${(opts.killEveryMs ?? 5_000) / 1000} s, store locked ${(opts.storeOutageMs ?? 4_000) / 1000} s every ${(opts.storeOutageEveryMs ?? 20_000) / 1000} s`,
@@ -355,15 +304,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
     while (Date.now() < chaosUntil) {
       const c = await openCount();
       if (c.open === 0) break;
-      log(`chaos: ${c.total - c.open}/${opts.requests} final, kills ${kills}, outages ${outages}`);
+      log(`chaos: ${c.total - c.open}/${opts.requests} final, kills ${killer.count}, outages ${outages.count}`);
       await new Promise((r) => setTimeout(r, 5_000));
     }
     const chaosPhaseMs = Date.now() - started;
-    clearTimeout(killer!);
-    for (const t of respawns) clearTimeout(t);
-    respawns.clear();
-    clearInterval(outageTimer);
-    clearInterval(burst);
+    killer.stop();
+    outages.stop();
+    stopBursts();
     sim.faults.clear();
     // Every slot gets a live worker for the convergence phase (a worker killed just now included).
     for (let i = 0; i < nWorkers; i++) {
@@ -459,8 +406,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       lostJobs: lost.slice(0, 20),
       states,
       notCompleted,
-      workerKills: kills,
-      storeOutages: outages,
+      workerKills: killer.count,
+      storeOutages: outages.count,
       chaosPhaseMs,
       convergeMs,
       provider: {

@@ -1,5 +1,5 @@
 /**
- * Benchmark: fair shares of one provider key's slots (docs/design.md, "Fair shares"). Three
+ * Benchmark: fair shares of one provider key's slots (docs/design.md, "Fair shares and budgets"). Three
  * accounts with weights 1 : 1 : 2 each start a large batch on one key of the reference provider,
  * which runs 8 jobs at once per credential and answers `429 CONCURRENCY_LIMIT` past it; while they
  * all have work, a fourth account submits single jobs, one at a time, each after the other accounts'
@@ -8,15 +8,22 @@
  * is made with the key's fair queue on (`limits.fairShares: true`, the default) and off (first come,
  * first served: whichever waiting job's timer fires first), each on a fresh stack.
  *
- * Printed per run: each account's share of the slots granted while all three had work (the window
- * from the moment all three had a job submitted to the moment the first of them had no job left
- * waiting), against its weight's share (goal: within ±10 % of it); the fourth account's wait,
- * in slot turnovers (other jobs submitted between its job's start and its own submit; goal p95 ≤ 1)
- * and in seconds; the provider's 429s; jobs completed and the run's length. Writes
- * `bench/results/fairness-<time>.json`. A measurement, not a test: it asserts nothing.
+ * Printed per run: each account's share of the slots submitted while all three had work (the
+ * window from the moment every batch job was in the key's queue and each account had one submitted
+ * to the moment the first of them had no job left waiting), against its weight's share (goal:
+ * within ±10 % of it); the fourth account's wait in slot turnovers (slots given to other jobs
+ * between its entry into the key's queue — its first submit attempt — and the moment its own slot
+ * was given — the `submitNow` grant, or the attempt that took a free slot itself; goal p95 ≤ 1),
+ * the same from its start, the other jobs submitted before its submit (a turnover counted at the
+ * provider: it adds each grant's way to its submit, a signal, a workflow task and an activity task)
+ * and the waits in seconds; the provider's 429s; jobs completed and the run's length. The times
+ * come from the workflows' histories. Writes `bench/results/fairness-<time>.json`. A measurement,
+ * not a test: it asserts nothing.
  *
  *   npm run bench:fairness -- [--jobs 100] [--probes 20] [--run-ms 2000] [--modes on,off]
  */
+import { Client } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import { Command } from 'commander';
 import PQueue from 'p-queue';
 import { z } from 'zod';
@@ -46,6 +53,27 @@ const PROBE = 'd';
 const PROVIDER_CONCURRENCY = 8;
 const POLICY: Partial<PollPolicy> = { initialDelayMs: 500, maxDelayMs: 2_000, jitter: 0.2, deadlineMs: 30 * 60_000 };
 
+/** p50, p95 and the largest of a set of figures. */
+interface Spread {
+  p50: number;
+  p95: number;
+  max: number;
+}
+
+/** `p50 / p95 / max` of `s`, each followed by `unit`. */
+function fmt(s: Spread, unit = ''): string {
+  return `${s.p50}${unit} / ${s.p95}${unit} / ${s.max}${unit}`;
+}
+
+/** {@link Spread} of `xs`, rounded to `digits` decimals. */
+function spread(xs: readonly number[], digits = 0): Spread {
+  return {
+    p50: round(percentile(xs, 50), digits),
+    p95: round(percentile(xs, 95), digits),
+    max: round(Math.max(...xs), digits),
+  };
+}
+
 /** The figures of one run. */
 interface RunFigures {
   fairShares: boolean;
@@ -53,11 +81,20 @@ interface RunFigures {
   shares: Record<string, { slots: number; share: number; weightShare: number; deviation: number }>;
   probe: {
     jobs: number;
-    /** Other jobs submitted between the probe's entry into the key's queue (its first submit attempt) and its own submit. */
-    turnovers: { p50: number; p95: number; max: number; all: number[] };
+    /** Slots given to other jobs between the probe's entry into the key's queue (its first submit attempt) and its own slot. */
+    turnovers: Spread & { all: number[] };
     /** The same from the probe's start (its workflow's start and first task included). */
-    turnoversFromStart: { p50: number; p95: number; max: number };
-    waitS: { p50: number; p95: number; max: number };
+    turnoversFromStart: Spread;
+    /** Other jobs submitted to the provider between the probe's entry into the key's queue and its own submit. */
+    submitsBefore: Spread;
+    /** From its start to its submit, s. */
+    waitS: Spread;
+    /** From its entry into the key's queue to its submit, s. */
+    queuedS: Spread;
+    /** From its entry into the key's queue to its slot (granted, or taken), s. */
+    givenS: Spread;
+    /** Each probe: s from its start to its first submit attempt, its slot and its submit; its turnovers and the submits before it. */
+    each: { askedS: number; givenS: number; submittedS: number; turnovers: number; submitsBefore: number }[];
   };
   provider: { submits: number; rateLimited429: number; byStatus: Record<string, number> };
   /** Slots the key's fair queue gave each account while several waited, and its pass at the end. */
@@ -149,23 +186,33 @@ async function runMode(o: Options, fair: boolean, log: (l: string) => void): Pro
       await new Promise((r) => setTimeout(r, 1_000));
     }
     const rows = await store.jobs.list({ limit: total + 10 });
+    // When each job entered the key's queue: its first submit attempt started (the activity
+    // records the job's provider key, so the key's fair queue sees it from then on).
+    const temporal = new Client({ connection: stack.runtime.connection, namespace: stack.config.temporal.namespace });
+    const times = new Map<string, SlotTimes>();
+    const reads = new PQueue({ concurrency: 8 });
+    await Promise.all(
+      rows
+        .filter((r) => r.submitted_at)
+        .map((r) =>
+          reads.add(async () => {
+            const t = await slotTimes(temporal, r.workflow_id).catch(() => undefined);
+            const at = Date.parse(r.submitted_at!);
+            times.set(r.id, t ?? { asked: Date.parse(r.created_at), given: at });
+          }),
+        ),
+    );
     const submitted = rows
       .filter((r) => r.submitted_at)
-      .map((r) => ({ account: r.account, at: Date.parse(r.submitted_at!), created: Date.parse(r.created_at) }));
-    const ofAccount = (a: string) => submitted.filter((s) => s.account === a).map((s) => s.at);
-    // While all have work: from the moment every batch job had entered the key's queue (its first
-    // submit attempt registered it) to the moment the first account had no job left waiting.
-    const registered = await store.db
-      .selectFrom('job_events')
-      .select((eb) => eb.fn.max('at').as('at'))
-      .where('type', '=', 'registered')
-      .where((eb) => eb.or(BATCH.map((a) => eb('job_id', 'like', `scrape:${a}:%`))))
-      .executeTakeFirst();
+      .map((r) => ({ account: r.account, at: Date.parse(r.submitted_at!), ...times.get(r.id)! }));
+    const ofAccount = (a: string) => submitted.filter((s) => s.account === a);
+    // While all have work: from the moment every batch job had entered the key's queue (and each
+    // batch account had a job submitted) to the moment the first account had no job left waiting.
     const start = Math.max(
-      Date.parse(String(registered?.at ?? '')) || 0,
-      ...BATCH.map((a) => Math.min(...ofAccount(a))),
+      ...BATCH.map((a) => Math.max(...ofAccount(a).map((s) => s.asked))),
+      ...BATCH.map((a) => Math.min(...ofAccount(a).map((s) => s.at))),
     );
-    const end = Math.min(...BATCH.map((a) => Math.max(...ofAccount(a))));
+    const end = Math.min(...BATCH.map((a) => Math.max(...ofAccount(a).map((s) => s.at))));
     const inWindow = submitted.filter((s) => (BATCH as string[]).includes(s.account) && s.at >= start && s.at <= end);
     const weightSum = BATCH.reduce((s, a) => s + WEIGHTS[a], 0);
     const shares = Object.fromEntries(
@@ -184,23 +231,26 @@ async function runMode(o: Options, fair: boolean, log: (l: string) => void): Pro
         ];
       }),
     );
-    const probeRows = rows.filter((r) => r.account === PROBE && r.submitted_at);
-    // When each probe entered the key's queue: its submit activity's first attempt registered it.
-    const queued = new Map<string, number>();
-    for (const r of probeRows) {
-      const registered = (await store.findings.timeline(r.id)).find((e) => e.type === 'registered');
-      queued.set(r.id, registered ? Date.parse(registered.at) : Date.parse(r.created_at));
-    }
-    const probes = probeRows.map((r) => ({
-      created: Date.parse(r.created_at),
-      queued: queued.get(r.id)!,
-      at: Date.parse(r.submitted_at!),
-    }));
+    const probes = rows
+      .filter((r) => r.account === PROBE && r.submitted_at)
+      .map((r) => ({
+        created: Date.parse(r.created_at),
+        queued: times.get(r.id)!.asked,
+        given: times.get(r.id)!.given,
+        at: Date.parse(r.submitted_at!),
+      }))
+      .sort((x, y) => x.created - y.created);
     const others = submitted.filter((s) => s.account !== PROBE);
-    const turnovers = probes.map((p) => others.filter((s) => s.at > p.queued && s.at < p.at).length);
-    const fromStart = probes.map((p) => others.filter((s) => s.at > p.created && s.at < p.at).length);
+    // Slots given to other jobs while the probe waited in the key's queue (its wait in turnovers),
+    // and other jobs submitted meanwhile (which adds the grants' way to their submits: a signal,
+    // a workflow task and an activity task each).
+    const turnovers = probes.map((p) => others.filter((s) => s.given > p.queued && s.given < p.given).length);
+    const submitsBefore = probes.map((p) => others.filter((s) => s.at > p.queued && s.at < p.at).length);
+    const fromStart = probes.map((p) => others.filter((s) => s.given > p.created && s.given < p.given).length);
     const granted = await store.db.selectFrom('fair_shares').select(['account', 'granted', 'pass']).execute();
     const waits = probes.map((p) => (p.at - p.created) / 1000);
+    const queuedWaits = probes.map((p) => (p.at - p.queued) / 1000);
+    const givenWaits = probes.map((p) => (p.given - p.queued) / 1000);
     const stats = stack.sim.stats();
     return {
       fairShares: fair,
@@ -213,22 +263,19 @@ async function runMode(o: Options, fair: boolean, log: (l: string) => void): Pro
       shares,
       probe: {
         jobs: probes.length,
-        turnovers: {
-          p50: percentile(turnovers, 50),
-          p95: percentile(turnovers, 95),
-          max: Math.max(...turnovers),
-          all: turnovers,
-        },
-        turnoversFromStart: {
-          p50: percentile(fromStart, 50),
-          p95: percentile(fromStart, 95),
-          max: Math.max(...fromStart),
-        },
-        waitS: {
-          p50: round(percentile(waits, 50), 2),
-          p95: round(percentile(waits, 95), 2),
-          max: round(Math.max(...waits), 2),
-        },
+        turnovers: { ...spread(turnovers), all: turnovers },
+        turnoversFromStart: spread(fromStart),
+        submitsBefore: spread(submitsBefore),
+        waitS: spread(waits, 2),
+        queuedS: spread(queuedWaits, 2),
+        givenS: spread(givenWaits, 2),
+        each: probes.map((p, k) => ({
+          askedS: round((p.queued - p.created) / 1000, 2),
+          givenS: round((p.given - p.created) / 1000, 2),
+          submittedS: round((p.at - p.created) / 1000, 2),
+          turnovers: turnovers[k]!,
+          submitsBefore: submitsBefore[k]!,
+        })),
       },
       provider: {
         submits: stats.jobsCreated.byAccount.shared ?? 0,
@@ -265,23 +312,15 @@ export async function runFairness(o: Options): Promise<Record<string, unknown>> 
     ...BATCH.map((a) => [`account ${a} (weight ${WEIGHTS[a]}): share of slots`, ...runs.map((r) => cell(r, a))]),
     ['window: all three with work', ...runs.map((r) => `${r.window.seconds} s, ${r.window.slots} slots`)],
     [
-      `account ${PROBE}: wait in slot turnovers p50 / p95 / max`,
-      ...runs.map(
-        (r) => `${r.probe.turnovers.p50} / ${r.probe.turnovers.p95} / ${r.probe.turnovers.max} (${r.probe.jobs} jobs)`,
-      ),
+      `account ${PROBE}: wait in slot turnovers p50 / p95 / max (goal p95 ≤ 1)`,
+      ...runs.map((r) => `${fmt(r.probe.turnovers)} (${r.probe.jobs} jobs)`),
     ],
-    [
-      `account ${PROBE}: wait p50 / p95 / max`,
-      ...runs.map((r) => `${r.probe.waitS.p50} / ${r.probe.waitS.p95} / ${r.probe.waitS.max} s`),
-    ],
+    [`account ${PROBE}: the same from its start`, ...runs.map((r) => fmt(r.probe.turnoversFromStart))],
+    [`account ${PROBE}: other jobs submitted before its submit`, ...runs.map((r) => fmt(r.probe.submitsBefore))],
+    [`account ${PROBE}: from the key's queue to its slot`, ...runs.map((r) => fmt(r.probe.givenS, ' s'))],
+    [`account ${PROBE}: from the key's queue to its submit`, ...runs.map((r) => fmt(r.probe.queuedS, ' s'))],
+    [`account ${PROBE}: from its start to its submit`, ...runs.map((r) => fmt(r.probe.waitS, ' s'))],
     ['provider 429s (of submits created)', ...runs.map((r) => `${r.provider.rateLimited429} (${r.provider.submits})`)],
-    [
-      `account ${PROBE}: the same from its start`,
-      ...runs.map(
-        (r) =>
-          `${r.probe.turnoversFromStart.p50} / ${r.probe.turnoversFromStart.p95} / ${r.probe.turnoversFromStart.max}`,
-      ),
-    ],
     [
       'slots the fair queue gave while several waited',
       ...runs.map((r) => r.fairQueue.map((g) => `${g.account} ${g.granted}`).join(', ') || '—'),
@@ -292,7 +331,9 @@ export async function runFairness(o: Options): Promise<Record<string, unknown>> 
   console.log(table(head, rows));
   const l = load.stop();
   const out = { options: o, machine: { before, load: l }, runs };
-  console.log(`load (1 min): max ${l.max1m}, mean ${l.mean1m}`);
+  console.log(
+    `machine: ${before.cores} cores, ${before.memTotalGiB} GiB, Node ${process.versions.node}; load (1 min) at start ${before.loadavg[0]}, during the runs max ${l.max1m}, mean ${l.mean1m}`,
+  );
   console.log(`written ${writeResult('fairness', out)}`);
   return out;
 }
@@ -308,3 +349,50 @@ runAsScript(
     .option('--keep-dir', "keep each run's store and configuration for inspection"),
   (opts) => runFairness(OptionsSchema.parse(opts)),
 );
+
+/** When a job asked the key's fair queue for a slot and when it was given one (epoch ms). */
+interface SlotTimes {
+  /** Its first `submitJob` attempt started (the activity records the job's provider key: the fair queue sees it from then on). */
+  asked: number;
+  /**
+   * Its slot was given: the first `submitNow` signal (a grant) after the attempt before the one
+   * that submitted started, else the submitting attempt's start (it took a free slot itself).
+   */
+  given: number;
+}
+
+/**
+ * {@link SlotTimes} of workflow `workflowId`, from its history (`ActivityTaskStarted` of its
+ * `submitJob` attempts, `WorkflowExecutionSignaled` `submitNow`); undefined when it has no
+ * started `submitJob`.
+ */
+async function slotTimes(client: Client, workflowId: string): Promise<SlotTimes | undefined> {
+  const ET = proto.temporal.api.enums.v1.EventType;
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  const submits = new Set<string>();
+  const starts: number[] = [];
+  const grants: number[] = [];
+  for (const e of history.events ?? []) {
+    const at = e.eventTime ? Number(e.eventTime.seconds ?? 0) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6) : 0;
+    if (
+      e.eventType === ET.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED &&
+      e.activityTaskScheduledEventAttributes?.activityType?.name === 'submitJob'
+    )
+      submits.add(String(e.eventId));
+    else if (
+      e.eventType === ET.EVENT_TYPE_ACTIVITY_TASK_STARTED &&
+      submits.has(String(e.activityTaskStartedEventAttributes?.scheduledEventId))
+    )
+      starts.push(at);
+    else if (
+      e.eventType === ET.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED &&
+      e.workflowExecutionSignaledEventAttributes?.signalName === 'submitNow'
+    )
+      grants.push(at);
+  }
+  const asked = starts[0];
+  const last = starts.at(-1);
+  if (asked === undefined || last === undefined) return undefined;
+  const before = starts.length > 1 ? starts.at(-2)! : Number.NEGATIVE_INFINITY;
+  return { asked, given: grants.find((g) => g > before && g <= last) ?? last };
+}

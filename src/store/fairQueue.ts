@@ -1,5 +1,5 @@
 /**
- * The fair queue of a provider key's slots (docs/design.md, "Fair shares"), inside the write
+ * The fair queue of a provider key's slots (docs/design.md, "Fair shares and budgets"), inside the write
  * transaction of a slot reservation (`slots.ts`), which holds the key's limit row (PostgreSQL:
  * `FOR UPDATE`; SQLite: the database): when accounts wait for the same key, its free slots go to
  * them by weight, by stride scheduling (start-time fair queuing, an equivalent of deficit

@@ -24,7 +24,13 @@ import { ProviderRegistry } from '../../src/providers/registry.js';
 import type { Accepted, CancelAnswer, ProviderAdapter, StatusObservation } from '../../src/providers/adapter.js';
 import type { ProviderResult } from '../../src/model/results.js';
 import { openStore, type Store } from '../../src/store/index.js';
-import { cancelUpdate, resolveUpdate, stateQuery, wakeSignal } from '../../src/workflows/scrape/messages.js';
+import {
+  cancelUpdate,
+  resolveUpdate,
+  stateQuery,
+  submitNowSignal,
+  wakeSignal,
+} from '../../src/workflows/scrape/messages.js';
 import { HEARTBEAT_THROTTLE_MS, workflowBundle } from '../../src/worker.js';
 import { ensureTestServer } from '../helpers/testServer.js';
 import { INDEXED_VALUE_TYPE } from '../../src/namespace.js';
@@ -606,6 +612,55 @@ describe("waits that say why, on the workflow's timer (no failed activity attemp
     expect(narrow.times('submit')).toHaveLength(2);
     expect(await eventTypes(second.handle)).not.toContain('EVENT_TYPE_ACTIVITY_TASK_FAILED');
     expect((await store.jobs.get(second.ref.jobId))?.waiting).toBeNull();
+  }, 120_000);
+
+  it('a slot granted while the submit attempt that found the key full still runs is taken at once: no timer is started for that wait', async () => {
+    narrow.calls = [];
+    narrow.submitImpl = async (n) => ({
+      taskId: `task-${randomUUID()}-${n}`,
+      providerStatus: 'queued',
+      replayed: false,
+    });
+    let finishFirst = false;
+    narrow.statusImpl = async () =>
+      finishFirst
+        ? { state: 'completed', providerStatus: 'done', result: PAGE }
+        : { state: 'running', providerStatus: 'running' };
+    const first = await startJob('granted-a', POLICY, 'narrow');
+    while (narrow.times('submit').length < 1) await env.sleep(500);
+    const second = await startJob('granted-b', POLICY, 'narrow');
+    // The second job's first attempt finds the key full and waits inside the attempt (a few
+    // seconds of real time: one job waits, under the key's limit); the grant comes meanwhile.
+    // The attempt has begun once it records the job's provider key, just before it asks for a slot.
+    for (let i = 0; i < 500 && !(await store.jobs.get(second.ref.jobId))?.provider_key; i++)
+      await new Promise((r) => setTimeout(r, 20));
+    await second.handle.signal(submitNowSignal, { why: 'slot' });
+    /** The history's events from the grant to the second `submitJob` attempt's scheduling, once it is scheduled. */
+    const since = async () => {
+      const events = (await second.handle.fetchHistory()).events ?? [];
+      const grant = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'submitNow');
+      const attempts = events.flatMap((e, i) =>
+        e.activityTaskScheduledEventAttributes?.activityType?.name === 'submitJob' ? [i] : [],
+      );
+      return grant >= 0 && attempts.length >= 2
+        ? { events, grant, first: attempts[0]!, next: attempts[1]! }
+        : undefined;
+    };
+    let h: Awaited<ReturnType<typeof since>>;
+    for (let i = 0; i < 200 && !h; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      h = await since();
+    }
+    expect(h).toBeDefined();
+    const done = h!.events.findIndex((e, i) => i > h!.first && e.activityTaskCompletedEventAttributes);
+    // The grant came while the first attempt ran, and the second followed its answer without a timer.
+    expect(h!.grant).toBeGreaterThan(h!.first);
+    expect(h!.grant).toBeLessThan(done);
+    expect(h!.events.slice(done, h!.next).some((e) => e.timerStartedEventAttributes)).toBe(false);
+    finishFirst = true;
+    await first.handle.result();
+    expect((await second.handle.result()).state).toBe('completed');
+    expect(narrow.times('submit')).toHaveLength(2);
   }, 120_000);
 
   it("submits held back by the key's cool-down wait as asked, then end failed SUBMIT_NOT_SENT at the job's submit time: nothing was created", async () => {

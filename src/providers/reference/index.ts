@@ -40,7 +40,7 @@ export const referenceProvider = defineProvider({
       unit: 'credits',
       estimate: '1 credit per job (the reference provider charges 1 once a job starts)',
       reported:
-        '`credits_used` of `GET /api/jobs/:id` and of the cancel answer (the reference provider: src/sim/schemas.ts, `JobStatusResponseSchema`)',
+        '`credits_used` of `GET /api/jobs/:id` and of the cancel answer (the reference provider: tools/sim/schemas.ts, `JobStatusResponseSchema`)',
     },
   },
   webhook: referenceWebhook,

@@ -30,6 +30,9 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
   const waits = { slot: 0, cooldown: 0, credential: 0, operator: 0, budget: 0 };
   for (;;) {
     let out: SubmitOutcome;
+    // A slot the key's fair queue grants while this attempt runs (another worker gave it away, or
+    // the attempt found the key full just before) must end the wait that follows, not be missed.
+    const nudges = job.submitNudges();
     try {
       const fast = job.policy.fastPathMs > 0 && !job.input.webhooks ? { track: job.fastPath() } : {};
       out = await job.acts.submitter.submitJob({ ...submitInput(afterReconcile), ...fast });
@@ -51,7 +54,7 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
       return false;
     }
     if (out.kind === 'waiting') {
-      if (!(await waitToSubmit(job, out, ++waits[out.wait.reason]))) return false;
+      if (!(await waitToSubmit(job, out, ++waits[out.wait.reason], nudges))) return false;
       continue;
     }
     if (out.kind === 'accepted') {
@@ -116,7 +119,9 @@ const BUDGET_RECHECK_MAX_MS = 30 * 60_000;
 /**
  * A submit that sent nothing waits as its outcome says (a free slot, a cool-down, a credential, a
  * budget), on a durable timer that the `submitNow` signal ends early (a slot the key's fair queue
- * granted, a budget raised), the reason shown in the view and the Web UI meanwhile. A job held by
+ * granted, a budget raised), the reason shown in the view and the Web UI meanwhile; a signal that
+ * came after `nudgesBefore` (the count when the attempt was scheduled) ends it before it starts,
+ * so a grant that reached the job while its attempt ran is taken at once. A job held by
  * its budget looks again after 30 s, doubling to 30 min, and at the latest when the period renews.
  * Returns false when the job ended instead: failed when the worker still has no credential after
  * {@link CREDENTIAL_WAITS} waits, or when the next try would come after the job's submit time
@@ -127,6 +132,7 @@ async function waitToSubmit(
   job: ScrapeJob,
   out: Extract<SubmitOutcome, { kind: 'waiting' }>,
   nth: number,
+  nudgesBefore: number,
 ): Promise<boolean> {
   const window = Math.max(job.policy.deadlineMs, 10 * job.policy.activityTimeoutMs);
   const renews = out.wait.reason === 'budget' && out.wait.until ? Date.parse(out.wait.until) : Number.NaN;
@@ -141,14 +147,14 @@ async function waitToSubmit(
     await job.record('failed', { error, note: `the worker has no credential for this job: ${out.wait.message}` });
     return false;
   }
+  if (job.submitNudges() !== nudgesBefore) return true;
   if (Date.now() + waitMs > submitBy) {
     const message = `no submit could be sent within the job's submit time (until ${new Date(submitBy).toISOString()}): ${out.wait.message}; the provider created nothing for this job`;
     await job.record('failed', { error: { kind: 'permanent', code: 'SUBMIT_NOT_SENT', message, at }, note: message });
     return false;
   }
   job.waiting(out.wait);
-  const nudged = job.submitNudges();
-  await condition(() => job.submitNudges() !== nudged, Math.max(1, waitMs));
+  await condition(() => job.submitNudges() !== nudgesBefore, Math.max(1, waitMs));
   job.waiting(undefined);
   return true;
 }
