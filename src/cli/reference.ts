@@ -76,7 +76,7 @@ export function renderCliReference(program: Command = buildCli()): string {
     `- ${EXIT_CODES_TEXT}`,
     "- `<job>` is a job ID (`scrape:<account>:<key>`) or just the key, of the account the command acts as (`--account`, else `$SCRAPE_ACCOUNT`, else the configuration's `defaultAccount`).",
     "- The configuration is `--config <file>`, else `$SCRAPE_CONFIG`, else the running demo's `.data/demo/config.json`.",
-    `- A command that needs Temporal (\`submit\`, \`run\`, \`status --live\`, \`cancel\`, \`cancel-batch\`, \`resume\`, \`resolve\`, \`setup\`) waits at most ${TEMPORAL_CONNECT_BUDGET_MS / 1000} s for Temporal to answer, then fails saying so (exit 1, \`temporal_unreachable\`); \`status\`, \`result\`, \`list\`, \`timeline\`, \`incident\` and \`orphans\` read only the store and work without it.`,
+    `- A command that needs Temporal (\`submit\`, \`run\`, \`status --live\`, \`cancel\`, \`cancel-batch\`, \`resume\`, \`resolve\`, \`setup\`, \`upgrade-check\`) waits at most ${TEMPORAL_CONNECT_BUDGET_MS / 1000} s for Temporal to answer, then fails saying so (exit 1, \`temporal_unreachable\`); \`status\`, \`result\`, \`list\`, \`timeline\`, \`incident\` and \`orphans\` read only the store and work without it.`,
     `- Tables fit ${MAX_TABLE_WIDTH} columns (or a narrower terminal): long IDs and URLs are wrapped, never cut; \`--json\` gives every field whole.`,
     '- A URL is never shown with its credentials: its user-info and credential parameters (`api_key`, `access_token`, …) read `[REDACTED]` in tables, JSON and errors.',
     '- Every command takes `--json`: its output as JSON on stdout; an error too, as one JSON object on stdout (nothing on stderr), with the same exit code:',

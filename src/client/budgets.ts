@@ -52,8 +52,9 @@ export class BudgetsClient {
   /**
    * Sets a budget of `account` (created, or its amount changed) as an operator: configuration no
    * longer overrides it. Jobs of the account held by a budget are told to try now. Throws
-   * {@link InvalidInputError} for an unknown provider, a unit that is not the provider's, a budget
-   * without provider or unit, or a negative amount.
+   * {@link InvalidInputError} for an unknown provider, a unit that is not the provider's (or, across
+   * providers, one no configured provider counts in), a budget without provider or unit, or an
+   * amount outside 0 to {@link MAX_BUDGET_AMOUNT}.
    */
   async set(account: string, b: BudgetInput): Promise<BudgetUsage> {
     const unitOf = this.ctx.unitOf;
@@ -64,7 +65,15 @@ export class BudgetsClient {
       throw invalid(`provider "${b.provider}" counts in ${kindUnit}, not ${b.unit}`, 'unit');
     const unit = kindUnit ?? b.unit;
     if (!unit) throw invalid('give the unit (credits, usd, records, requests) of a budget', 'unit');
-    if (!(Number.isFinite(b.amount) && b.amount >= 0)) throw invalid('the amount must be a number ≥ 0', 'amount');
+    // A budget across providers counts in a unit one of them counts in: another (a typo) would limit nothing.
+    const units = unitOf && this.ctx.providers ? new Set(this.ctx.providers.map((p) => unitOf(p))) : undefined;
+    if (!b.provider && units && !units.has(unit))
+      throw invalid(
+        `no configured provider counts in "${unit}"; the units of this deployment: ${[...units].filter(Boolean).join(', ')}`,
+        'unit',
+      );
+    if (!(Number.isFinite(b.amount) && b.amount >= 0 && b.amount <= MAX_BUDGET_AMOUNT))
+      throw invalid(`the amount must be a number from 0 to ${MAX_BUDGET_AMOUNT}`, 'amount');
     const out = await this.ctx.store.budgets.set(
       { account, provider: b.provider ?? ANY_PROVIDER, unit, period: b.period, amount: b.amount },
       'operator',
@@ -115,6 +124,9 @@ export class BudgetsClient {
     );
   }
 }
+
+/** The largest budget amount, in any unit (the HTTP API's bound too). */
+export const MAX_BUDGET_AMOUNT = 1e12;
 
 function invalid(message: string, path: string): InvalidInputError {
   return new InvalidInputError(message, [{ code: 'custom', path: [path], message }]);

@@ -7,18 +7,25 @@
  */
 
 /**
- * Parses a `Retry-After` header value into a wait in ms. Accepts delay-seconds (`"7"`, `"1.5"`)
- * and an HTTP-date (relative to `nowMs`, epoch ms). Returns `undefined` for absent or unparsable
- * values; a date in the past gives 0.
+ * The longest wait a provider's answer is taken at, ms (one day): a longer one (a typo, a date
+ * years ahead) is read as a day, so that every wait stays a time the clock and the deadline can
+ * hold; a job's own deadline bounds it further.
+ */
+export const MAX_PROVIDER_WAIT_MS = 86_400_000;
+
+/**
+ * Parses a `Retry-After` header value into a wait in ms, at most {@link MAX_PROVIDER_WAIT_MS}.
+ * Accepts delay-seconds (`"7"`, `"1.5"`) and an HTTP-date (relative to `nowMs`, epoch ms).
+ * Returns `undefined` for absent or unparsable values; a date in the past gives 0.
  */
 export function parseRetryAfter(value: string | null | undefined, nowMs: number): number | undefined {
   if (value === null || value === undefined) return undefined;
   const v = value.trim();
   if (v === '') return undefined;
-  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.min(MAX_PROVIDER_WAIT_MS, Math.round(Number(v) * 1000));
   const at = Date.parse(v);
   if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - nowMs);
+  return Math.min(MAX_PROVIDER_WAIT_MS, Math.max(0, at - nowMs));
 }
 
 const UNIT_MS: Record<string, number> = {
@@ -43,7 +50,8 @@ const UNIT_MS: Record<string, number> = {
 
 /**
  * Finds a wait in free text such as "retry after 7 seconds", "try again in 2 minutes",
- * "please wait 30s", "Retry-After: 5". Returns ms, or `undefined` when no wait is stated.
+ * "please wait 30s", "Retry-After: 5". Returns ms (at most {@link MAX_PROVIDER_WAIT_MS}), or
+ * `undefined` when no wait is stated.
  */
 export function parseWaitFromMessage(message: string | null | undefined): number | undefined {
   if (!message) return undefined;
@@ -54,5 +62,5 @@ export function parseWaitFromMessage(message: string | null | undefined): number
   const n = Number(m[1]);
   const unit = (m[2] ?? 's').toLowerCase();
   const factor = UNIT_MS[unit] ?? 1000;
-  return Math.round(n * factor);
+  return Math.min(MAX_PROVIDER_WAIT_MS, Math.round(n * factor));
 }

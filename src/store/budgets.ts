@@ -76,11 +76,15 @@ export class BudgetsRepository {
     return rows.map((r) => ({ id: r.id, workflowId: r.workflow_id }));
   }
 
-  /** Removes budget `id` and its usage (jobs holding a reservation in it settle without it). Returns whether it existed. */
+  /**
+   * Removes budget `id` (its usage rows stay: jobs holding a reservation in it release and settle
+   * there, and the same budget set again starts from their standing). Returns whether it existed.
+   */
   async remove(id: string): Promise<boolean> {
     return this.conn.tx(async (trx) => {
+      // Its usage rows stay: the jobs that reserved in it still release and settle there, so the
+      // same budget set again starts from what they hold and what was spent in the period.
       const res = await trx.deleteFrom('budgets').where('id', '=', id).executeTakeFirst();
-      await trx.deleteFrom('budget_usage').where('budget_id', '=', id).execute();
       return Number(res.numDeletedRows) > 0;
     });
   }

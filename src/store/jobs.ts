@@ -394,7 +394,7 @@ export class JobsRepository {
       .set({
         provider_status: status,
         ...(state ? { provider_state: state } : {}),
-        ...(cost !== undefined && Number.isFinite(cost) ? { cost_reported: cost } : {}),
+        ...(cost !== undefined && Number.isFinite(cost) && cost >= 0 ? { cost_reported: cost } : {}),
         updated_at: nowIso(),
       })
       .where('id', '=', jobId)

@@ -98,7 +98,9 @@ export class PollingRepository {
       .set({
         provider_status: seen.providerStatus,
         provider_state: seen.state,
-        ...(seen.cost !== undefined && Number.isFinite(seen.cost) ? { cost_reported: seen.cost } : {}),
+        ...(seen.cost !== undefined && Number.isFinite(seen.cost) && seen.cost >= 0
+          ? { cost_reported: seen.cost }
+          : {}),
         last_checked_at: at,
         status_checks: sql`status_checks + 1`,
         status_errors: 0,

@@ -15,6 +15,8 @@
  * TRY_CANCEL), and the loop learns of it from the next heartbeat's answer, from a newer polling
  * activity of the same job adopted by this worker, or from the store at its next check.
  */
+import { toFailure } from '../activities/failures.js';
+import { isProviderError } from '../providers/shared/errors.js';
 import { AsyncResource } from 'node:async_hooks';
 import type { Info } from '@temporalio/activity';
 import {
@@ -297,7 +299,8 @@ export class DetachedTracker {
             case 'cancelled':
               return this.answer('cancelled', () => this.opts.client.reportCancellation(token));
             default:
-              return this.answer('failed', () => this.opts.client.fail(token, e));
+              // A provider error fails the activity as the worker's interceptor would have mapped it.
+              return this.answer('failed', () => this.opts.client.fail(token, isProviderError(e) ? toFailure(e) : e));
           }
         },
       )

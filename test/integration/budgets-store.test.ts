@@ -180,6 +180,30 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(await a.jobs.get(costed)).toMatchObject({ cost_unit: 'credits', cost_estimated: 1, cost_reserved: null });
     });
 
+    it('a budget removed and set again starts from what its running jobs hold: they settle in it and nothing passes the amount', async () => {
+      const account = `reset-${run}`;
+      const budget = { account, provider: 'p', unit: 'credits', period: 'total', amount: 2 } as const;
+      await a.budgets.set(budget, 'operator');
+      const label = `r-${run}`;
+      const reserve = async (id: string) =>
+        a.slots.reserveSubmit(id, { label }, WIDE, false, undefined, { cost: { ...COST, estimate: 1 } });
+      const first = await job(account, label);
+      expect((await reserve(first)).kind).toBe('reserved');
+      const [{ id }] = await a.budgets.list({ account });
+      expect(await a.budgets.remove(id!)).toBe(true);
+      await a.budgets.set(budget, 'operator');
+      expect((await a.budgets.list({ account }))[0]).toMatchObject({ reserved: 1, spent: 0 });
+      const second = await job(account, label);
+      expect((await reserve(second)).kind).toBe('reserved');
+      // The first job ends: it settles in the budget it reserved in, and the second still holds its share.
+      await a.jobs.bindTask({ jobId: first, taskId: `t-${first}`, providerStatus: 'queued', source: 'test' });
+      await a.polling.recordCheck(first, { providerStatus: 'failed', state: 'failed', cost: 1 }, 0);
+      await a.jobs.transition(first, 'failed');
+      expect((await a.budgets.list({ account }))[0]).toMatchObject({ reserved: 1, spent: 1, remaining: 0 });
+      expect((await reserve(await job(account, label))).kind).toBe('over_budget');
+      expect(await a.budgets.leaks()).toEqual([]);
+    });
+
     it("a key's free slots go to waiting accounts by weight (1 : 3), and within an account by priority", async () => {
       const label = `fair-${run}`;
       const weights = { [`light-${run}`]: 1, [`heavy-${run}`]: 3 };

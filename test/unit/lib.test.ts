@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, deterministicUuid, fingerprint } from '../../src/lib/hash.js';
-import { parseRetryAfter, parseWaitFromMessage } from '../../src/lib/retryAfter.js';
+import { MAX_PROVIDER_WAIT_MS, parseRetryAfter, parseWaitFromMessage } from '../../src/lib/retryAfter.js';
 import {
   isSecretName,
   REDACTED,
@@ -41,6 +41,12 @@ describe('Retry-After', () => {
     expect(parseRetryAfter('Sun, 29 Nov 2026 06:00:00 GMT', now)).toBe(0);
     expect(parseRetryAfter('soon', now)).toBeUndefined();
     expect(parseRetryAfter(null, now)).toBeUndefined();
+  });
+  it('takes a wait past a day (a typo, a date years ahead) as a day, so that every wait is a time the clock holds', () => {
+    expect(parseRetryAfter('99999999999999', now)).toBe(MAX_PROVIDER_WAIT_MS);
+    expect(parseRetryAfter('Fri, 29 Nov 2030 07:00:00 GMT', now)).toBe(MAX_PROVIDER_WAIT_MS);
+    expect(parseWaitFromMessage('retry after 9999999 hours')).toBe(MAX_PROVIDER_WAIT_MS);
+    expect(() => new Date(Date.now() + parseRetryAfter('99999999999999', now)!).toISOString()).not.toThrow();
   });
   it('reads a wait stated only in the message text', () => {
     expect(parseWaitFromMessage('Rate limit exceeded. Please retry after 7 seconds.')).toBe(7000);

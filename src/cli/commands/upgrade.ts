@@ -4,7 +4,7 @@
  * open: keep a worker of the release that started them until they end, then check again.
  */
 import type { Command } from 'commander';
-import { EXIT, withRuntime } from '../context.js';
+import { EXIT, requireTemporal, withRuntime } from '../context.js';
 import { exitNote, jsonOption } from '../options.js';
 import { fitTable, printJson } from '../print.js';
 
@@ -15,6 +15,7 @@ export function registerUpgradeCheck(program: Command): void {
     .option('-c, --config <file>', "configuration file (default: $SCRAPE_CONFIG, else the demo's)")
     .action(async (opts) =>
       withRuntime(opts, async (rt) => {
+        await requireTemporal(rt);
         const { openRetiredRuns } = await import('../../client/upgrade.js');
         const found = await openRetiredRuns(rt.client.temporal);
         if (opts.json) printJson(found);
