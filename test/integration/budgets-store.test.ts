@@ -189,8 +189,8 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         a.slots.reserveSubmit(id, { label }, WIDE, false, undefined, { cost: { ...COST, estimate: 1 } });
       const first = await job(account, label);
       expect((await reserve(first)).kind).toBe('reserved');
-      const [{ id }] = await a.budgets.list({ account });
-      expect(await a.budgets.remove(id!)).toBe(true);
+      const id = (await a.budgets.list({ account }))[0]!.id;
+      expect(await a.budgets.remove(id)).toBe(true);
       await a.budgets.set(budget, 'operator');
       expect((await a.budgets.list({ account }))[0]).toMatchObject({ reserved: 1, spent: 0 });
       const second = await job(account, label);
