@@ -101,19 +101,6 @@ export function periodRenewsAt(period: BudgetPeriod, atMs: number): number | nul
     : Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
 }
 
-/**
- * Whether budget `b` covers a job of `account` on provider `provider` whose kind counts in `unit`:
- * the account's budget for that provider, or its account-wide budget in that unit.
- */
-export function budgetCovers(
-  b: Pick<Budget, 'account' | 'provider' | 'unit'>,
-  account: string,
-  provider: string,
-  unit: string,
-): boolean {
-  return b.account === account && b.unit === unit && (b.provider === provider || b.provider === ANY_PROVIDER);
-}
-
 /** Default weight of an account in a provider key's fair share of slots. */
 export const DEFAULT_WEIGHT = 1;
 

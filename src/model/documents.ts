@@ -78,8 +78,9 @@ export function canonicalUrl(url: string | null | undefined): string {
   }
 }
 
-/** The fields of a document that its content hash covers (what a reader sees of it). */
+/** The fields of a document that its content hash covers (what a reader sees of it; `ResultDocument` in `results.ts` without its identity). */
 export interface IdentifiableDocument {
+  /** The document's URL (the crawled page's, or the input URL of a dataset item), when it has one. */
   url: string | null;
   finalUrl?: string | null;
   httpStatus?: number | null;
@@ -87,8 +88,11 @@ export interface IdentifiableDocument {
   markdown?: string | null;
   text?: string | null;
   links?: string[];
+  /** Provider-specific fields (page metadata, a dataset item's own fields), JSON. */
   data?: Record<string, unknown>;
+  /** A per-document failure (Firecrawl's `/errors`, a failed batch entry): the document has no content. */
   error?: { code?: string; message: string };
+  /** The document's binary body, when the document is a file (a PDF crawled as such). */
   body?: BinaryBody | null;
 }
 
@@ -111,7 +115,7 @@ export function documentIdentity(
 }
 
 /** Hex SHA-256 of a document's content: the canonical JSON of its fields, a binary body counted by its SHA-256. */
-export function contentHash(doc: IdentifiableDocument): string {
+function contentHash(doc: IdentifiableDocument): string {
   const { body, ...rest } = doc;
   const content = {
     ...rest,

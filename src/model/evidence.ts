@@ -24,7 +24,7 @@
 export type JobPhase = 'queued' | 'running' | 'finished';
 
 /** Every phase a job may be in by the time it is looked up. */
-export const ALL_PHASES: readonly JobPhase[] = ['queued', 'running', 'finished'];
+const ALL_PHASES: readonly JobPhase[] = ['queued', 'running', 'finished'];
 
 /** What one lookup of a provider can show about a job of this entry's type (see the module docs). */
 export interface LookupEvidence {
@@ -172,7 +172,7 @@ export interface ReconcileEvidenceRecord {
 }
 
 /** Outcome of {@link decideReconcile}. */
-export type ReconcileDecision =
+type ReconcileDecision =
   | {
       kind: 'found';
       taskId: string;
@@ -188,11 +188,6 @@ export type ReconcileDecision =
   /** Absence may still be proven by reading again at `readAt` (epoch ms), once the lookups' lag has passed. */
   | { kind: 'settling'; readAt: number; evidence: ReconcileEvidenceRecord }
   | { kind: 'undecided'; reason: string; evidence: ReconcileEvidenceRecord };
-
-/** The lag of `l` under an optional override, ms. */
-export function lagOf(l: LookupEvidence, overrideMs?: number): number {
-  return overrideMs ?? l.lagMs;
-}
 
 /** Whether a kind's evidence allows any automatic reconciliation (a replay or at least one lookup). */
 export function canReconcile(e: ReconcileEvidence): boolean {
@@ -219,7 +214,7 @@ export function decideReconcile(f: ReconcileFacts): ReconcileDecision {
   const readings = f.readings.map((r) => {
     const l = byName.get(r.lookup);
     const afterLag =
-      l !== undefined && (f.settled === true || Date.parse(r.at) - f.createdBy >= lagOf(l, f.lagOverrideMs));
+      l !== undefined && (f.settled === true || Date.parse(r.at) - f.createdBy >= (f.lagOverrideMs ?? l.lagMs));
     const candidates = r.candidates.map((c) => {
       const boundTo = f.boundElsewhere.get(c.taskId);
       if (boundTo === undefined || c.match === 'foreign') return c;
@@ -344,9 +339,9 @@ export function decideReconcile(f: ReconcileFacts): ReconcileDecision {
   for (const l of f.evidence.lookups) {
     const reading = readings.find((r) => r.lookup === l.name);
     if (reading && (!reading.available || !reading.complete)) continue; // unavailable or bounded now: waiting does not help
-    for (const p of coverage(l, f.firstSubmitAt, Math.max(f.now, f.createdBy + lagOf(l, f.lagOverrideMs))))
+    for (const p of coverage(l, f.firstSubmitAt, Math.max(f.now, f.createdBy + (f.lagOverrideMs ?? l.lagMs))))
       possible.add(p);
-    readAt = Math.max(readAt, f.createdBy + lagOf(l, f.lagOverrideMs));
+    readAt = Math.max(readAt, f.createdBy + (f.lagOverrideMs ?? l.lagMs));
   }
   if (ALL_PHASES.every((p) => possible.has(p)) && readAt > f.now && !f.settled)
     return { kind: 'settling', readAt, evidence };

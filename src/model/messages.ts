@@ -57,7 +57,7 @@ export const resolveUpdate = update<JobView, [Resolution]>('resolve');
 export const wakeSignal = signal<[WakeHint]>('wake');
 
 /** Payload of the `submitNow` signal: why a job waiting to submit should try now. */
-export interface SubmitNudge {
+interface SubmitNudge {
   /** `slot`: the key's fair queue granted the job a slot; `budget`: a budget of its account was raised or renewed. */
   why: 'slot' | 'budget';
 }

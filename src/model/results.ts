@@ -7,7 +7,7 @@
  * Uses `node:crypto` (through `documents.ts`): import it from activities, providers and the store,
  * never from workflow code.
  */
-import { documentIdentity, type BinaryBody, type BodyInfo } from './documents.js';
+import { documentIdentity, type BinaryBody, type BodyInfo, type IdentifiableDocument } from './documents.js';
 
 /** The extracted page as the store keeps it. */
 export interface ResultPayload {
@@ -39,27 +39,13 @@ export interface ResultPayload {
  * beside the job's result row and written in the same transaction as the move to `completed`. Strings from the
  * provider are sanitised before they get here.
  */
-export interface ResultDocument {
-  /** The document's URL (the crawled page's, or the input URL of a dataset item), when it has one. */
-  url: string | null;
-  finalUrl?: string | null;
-  httpStatus?: number | null;
-  title?: string | null;
-  markdown?: string | null;
-  text?: string | null;
-  links?: string[];
-  /** Provider-specific fields (page metadata, a dataset item's own fields), JSON. */
-  data?: Record<string, unknown>;
-  /** A per-document failure (Firecrawl's `/errors`, a failed batch entry): the document has no content. */
-  error?: { code?: string; message: string };
+export interface ResultDocument extends IdentifiableDocument {
   /**
    * The document's identity within its result (see `src/model/documents.ts`): set by the
    * pagination and document helpers and the adapters; when absent the store uses the canonical URL
    * with a SHA-256 of the content. Documents with the same identity are written once.
    */
   identity?: string;
-  /** The document's binary body, when the document is a file (a PDF crawled as such). */
-  body?: BinaryBody | null;
 }
 
 /** A stored document: a {@link ResultDocument} with its position `seq` (0-based, dense), its identity and what is known of its binary body (no bytes). */
@@ -73,7 +59,7 @@ export type StoredDocument = Omit<ResultDocument, 'body' | 'identity'> & {
 export const EMPTY_NOTE_PREFIX = 'empty:';
 
 /** Prefix of the {@link ResultPayload.contentNote} of a result with fewer documents than the provider counts. */
-export const PARTIAL_NOTE_PREFIX = 'partial:';
+const PARTIAL_NOTE_PREFIX = 'partial:';
 
 /**
  * A multi-document result compared with the provider's own count of it, after every page that
@@ -103,7 +89,7 @@ export function isPartial(c: ResultCompleteness | null | undefined): boolean {
  * The note of a partial result: `partial: kept N of the M documents <counter> counts (<why>)`;
  * null when `c` is not partial.
  */
-export function partialNoteOf(c: ResultCompleteness | null | undefined): string | null {
+function partialNoteOf(c: ResultCompleteness | null | undefined): string | null {
   if (!c || !isPartial(c)) return null;
   const why = c.why ?? 'the provider served no more pages';
   return `${PARTIAL_NOTE_PREFIX} kept ${c.kept} of the ${c.expected} documents ${c.counter} counts (${why})`;
@@ -112,7 +98,7 @@ export function partialNoteOf(c: ResultCompleteness | null | undefined): string 
 const blank = (s: string | null | undefined) => s === null || s === undefined || s.trim() === '';
 
 /** True when a page (the result row's fields) has usable content: a title, text, Markdown, links or a binary body. */
-export function pageHasContent(
+function pageHasContent(
   p: Pick<ResultPayload, 'title' | 'text' | 'markdown' | 'body'> & { links?: readonly string[] },
 ): boolean {
   return (
@@ -121,7 +107,7 @@ export function pageHasContent(
 }
 
 /** True when a document has usable content: no per-document error, and a title, text, Markdown, links, a binary body or provider fields. */
-export function documentHasContent(d: ResultDocument): boolean {
+function documentHasContent(d: ResultDocument): boolean {
   if (d.error) return false;
   return (
     pageHasContent({

@@ -27,7 +27,7 @@ export interface PollSchedule {
 }
 
 /** The widest gap of a safety net, as a multiple of its first (`maxDelayMs × slowdown`). */
-export const SAFETY_NET_MAX_FACTOR = 8;
+const SAFETY_NET_MAX_FACTOR = 8;
 
 /**
  * The wait before status check `n + 1` after `n` checks were made, ms (at least 1):

@@ -54,22 +54,27 @@ export const TargetUrlSchema = z
  * (UTF-8 bytes) each. Both travel in the workflow's start input, which Temporal caps at 2 MiB per
  * payload by default.
  */
-export const MAX_ROW_BYTES = 65_536;
+const MAX_ROW_BYTES = 65_536;
 
-/** zod refinement: the row's JSON is at most {@link MAX_ROW_BYTES}. */
-export function checkRowSize(row: Record<string, unknown> | undefined, ctx: z.RefinementCtx): void {
-  if (row === undefined) return;
-  if (valueDepth(row) > MAX_JSON_DEPTH)
-    return void ctx.addIssue({
-      code: 'custom',
-      message: `the row nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`,
-    });
-  const bytes = new TextEncoder().encode(JSON.stringify(row)).length;
+/**
+ * zod refinement of a JSON value for the workflow input: at most {@link MAX_JSON_DEPTH} levels deep
+ * (else `<nests> arrays and objects more than …`, and false: nothing more is checked) and at most
+ * {@link MAX_ROW_BYTES} of JSON (else `<is> N bytes of JSON; at most … <fate>`).
+ */
+function checkJson(value: object, ctx: z.RefinementCtx, [nests, is, fate]: [string, string, string]): boolean {
+  if (valueDepth(value) > MAX_JSON_DEPTH) {
+    ctx.addIssue({ code: 'custom', message: `${nests} arrays and objects more than ${MAX_JSON_DEPTH} levels deep` });
+    return false;
+  }
+  const bytes = new TextEncoder().encode(JSON.stringify(value)).length;
   if (bytes > MAX_ROW_BYTES)
-    ctx.addIssue({
-      code: 'custom',
-      message: `the row is ${bytes} bytes of JSON; at most ${MAX_ROW_BYTES} are kept with a job`,
-    });
+    ctx.addIssue({ code: 'custom', message: `${is} ${bytes} bytes of JSON; at most ${MAX_ROW_BYTES} ${fate}` });
+  return true;
+}
+
+/** zod refinement: the row is at most {@link MAX_JSON_DEPTH} deep and {@link MAX_ROW_BYTES} of JSON. */
+export function checkRowSize(row: Record<string, unknown> | undefined, ctx: z.RefinementCtx): void {
+  if (row !== undefined) checkJson(row, ctx, ['the row nests', 'the row is', 'are kept with a job']);
 }
 
 /** An integer number of ms in [min, max], whose error names the field and both bounds with units. */
@@ -88,6 +93,10 @@ function msBetween(field: string, min: number, max: number) {
   return z.number({ error }).int({ error }).min(min, { error }).max(max, { error });
 }
 
+/** A number in [min, max] whose every error is `error`. */
+const numberBetween = (error: string, min: number, max: number) =>
+  z.number({ error }).min(min, { error }).max(max, { error });
+
 /**
  * Poll policy overrides (all durations in ms; see `PollPolicy` in `model/types.ts` for what each
  * does). The CLI's `--deadline` / `--poll-*` flags and the HTTP API's `policy` fill it. A start
@@ -101,16 +110,12 @@ export const PollPolicySchema = z
     maxDelayMs: msBetween('maxDelayMs', 10, 24 * 3_600_000).describe(
       'Ceiling of the delay between status checks, ms (CLI --poll-max).',
     ),
-    multiplier: z
-      .number({ error: 'multiplier must be a number from 1 to 10' })
-      .min(1, { error: 'multiplier must be a number from 1 to 10' })
-      .max(10, { error: 'multiplier must be a number from 1 to 10' })
-      .describe('Growth of the delay after each check (CLI --poll-multiplier).'),
-    jitter: z
-      .number({ error: 'jitter must be a fraction from 0 to 1' })
-      .min(0, { error: 'jitter must be a fraction from 0 to 1' })
-      .max(1, { error: 'jitter must be a fraction from 0 to 1' })
-      .describe('Random spread of each delay, a fraction 0..1 (CLI --poll-jitter).'),
+    multiplier: numberBetween('multiplier must be a number from 1 to 10', 1, 10).describe(
+      'Growth of the delay after each check (CLI --poll-multiplier).',
+    ),
+    jitter: numberBetween('jitter must be a fraction from 0 to 1', 0, 1).describe(
+      'Random spread of each delay, a fraction 0..1 (CLI --poll-jitter).',
+    ),
     deadlineMs: msBetween('deadlineMs', 1_000, 30 * 24 * 3_600_000).describe(
       'Tracking deadline counted from the moment the provider task is known, ms; past it the job is tracking_interrupted (CLI --deadline).',
     ),
@@ -190,17 +195,7 @@ export const StartScrapeInputSchema = z
       .record(z.string(), z.unknown())
       .default({})
       .superRefine((o, ctx) => {
-        if (valueDepth(o) > MAX_JSON_DEPTH)
-          return void ctx.addIssue({
-            code: 'custom',
-            message: `options nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep`,
-          });
-        const bytes = new TextEncoder().encode(JSON.stringify(o)).length;
-        if (bytes > MAX_ROW_BYTES)
-          ctx.addIssue({
-            code: 'custom',
-            message: `options are ${bytes} bytes of JSON; at most ${MAX_ROW_BYTES} are accepted`,
-          });
+        if (!checkJson(o, ctx, ['options nest', 'options are', 'are accepted'])) return;
         for (const k of Object.keys(o)) {
           if (['url', 'format', 'client_ref', 'webhook'].includes(k))
             ctx.addIssue({ code: 'custom', message: `options.${k} is set by the orchestrator and cannot be given` });
@@ -226,4 +221,3 @@ export const StartScrapeInputSchema = z
   })
   .strict();
 export type StartScrapeInput = z.input<typeof StartScrapeInputSchema>;
-export type StartScrapeParsed = z.output<typeof StartScrapeInputSchema>;

@@ -81,13 +81,5 @@ export function outcomeFailureType(state: (typeof UNSUCCESSFUL_STATES)[number]):
   return `ScrapeJob.${state}`;
 }
 
-/** The job state a run's failure type names (`ScrapeJob.failed` → `failed`), or undefined for any other failure. */
-export function stateOfOutcomeFailure(type: string | undefined): (typeof UNSUCCESSFUL_STATES)[number] | undefined {
-  const state = type?.startsWith('ScrapeJob.') ? type.slice('ScrapeJob.'.length) : undefined;
-  return (UNSUCCESSFUL_STATES as readonly string[]).includes(state ?? '')
-    ? (state as (typeof UNSUCCESSFUL_STATES)[number])
-    : undefined;
-}
-
 /** Normalised provider status: what every adapter maps its raw status strings into. */
 export type ProviderState = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';

@@ -31,7 +31,7 @@ import { inAttempt, type AttemptContext } from '../activities/attemptContext.js'
 import { oldGenerationHeap } from './heap.js';
 
 /** What the tracker needs of a tracking activity's input (`trackStatus` takes more). */
-export interface TrackedJob {
+interface TrackedJob {
   jobId: string;
   taskId: string;
   provider: string;
@@ -40,7 +40,7 @@ export interface TrackedJob {
 }
 
 /** Polls one job inside its attempt context until it is final; its result completes the activity. */
-export type RunLoop<I extends TrackedJob> = (input: I) => Promise<unknown>;
+type RunLoop<I extends TrackedJob> = (input: I) => Promise<unknown>;
 
 /** How often a waiting loop offers a heartbeat for a heartbeat timeout of `timeoutMs` (ms): a quarter of it, between 0.5 and 15 s. */
 export function heartbeatCadenceMs(timeoutMs: number): number {

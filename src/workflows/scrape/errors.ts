@@ -3,7 +3,6 @@
  * and whether a failure proves the provider created nothing. Deterministic, no I/O.
  */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
-import { NON_RETRYABLE_TYPES } from '../../activities/failureTypes.js';
 import type { JobError } from '../../model/types.js';
 
 function causeOf(e: unknown): unknown {
@@ -23,12 +22,6 @@ export function isDefiniteRejection(e: unknown): boolean {
     cause.type.startsWith('Provider.') &&
     cause.type !== 'Provider.ambiguous'
   );
-}
-
-/** True for a failure no retry can fix (permanent, conflict, unsupported, …). */
-export function isNonRetryable(e: unknown): boolean {
-  const cause = causeOf(e);
-  return cause instanceof ApplicationFailure && (cause.nonRetryable || NON_RETRYABLE_TYPES.includes(cause.type ?? ''));
 }
 
 /** True when the activity ran out of time (its schedule-to-close backstop). */

@@ -17,7 +17,7 @@ import type { ScrapeJob } from './machine.js';
  * says so (Firecrawl counts a finished page 250 ms later), so the job looks again within seconds
  * (30 s in all) before the slowed safety net resumes.
  */
-export const WAKE_FOLLOW_UP_MS = [1_000, 2_000, 4_000, 8_000, 15_000];
+const WAKE_FOLLOW_UP_MS = [1_000, 2_000, 4_000, 8_000, 15_000];
 
 /** Polls until the job is final, the deadline passes or a cancel request interrupts (a cancellation is thrown). */
 export async function trackTask(job: ScrapeJob): Promise<void> {

@@ -99,7 +99,7 @@ export function pollSchedule(p: PollPolicy, webhooks: boolean | undefined, track
 }
 
 /** The lower-cased host of `url` (`unknown` when it has none), for the `ScrapeHost` search attribute. */
-export function hostOf(url: string): string {
+function hostOf(url: string): string {
   const m = /^[a-z][a-z0-9+.-]*:\/\/([^/?#:]+)/i.exec(url);
   return m?.[1]?.toLowerCase() ?? 'unknown';
 }

@@ -42,12 +42,6 @@ import {
 } from './messages.js';
 import { trackTask } from './poll.js';
 
-/** Input carried across continue-as-new (absolute deadline, check count). */
-export interface Carry {
-  deadlineAt: string;
-  statusChecks: number;
-}
-
 /**
  * Runs one scrape (workflow type `scrapeWorkflowV4`, the only type a worker serves; older types are
  * drained before an upgrade: docs/operations.md, "Upgrading"). Returns the final {@link JobView}; a
