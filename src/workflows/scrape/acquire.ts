@@ -67,15 +67,7 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
       note: 'submit outcome unknown; reconciling before any new submission',
     });
     const rec = await reconcile(job, submitInput(false));
-    if (rec.kind === 'found') {
-      job.taskKnown(rec.taskId);
-      await job.acts.recorder.recordState({
-        jobId: job.input.jobId,
-        state: 'pending',
-        detail: { note: `reconciled: adopted task ${rec.taskId} via ${rec.via}` },
-      });
-      return true;
-    }
+    if (rec.kind === 'found') return adoptFound(job, rec, 'reconciled');
     if (rec.kind === 'absent') {
       afterReconcile = true;
       absentRounds++;
@@ -98,8 +90,7 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
       continue;
     }
     // The evidence cannot decide: wait for an operator. Never resubmit silently.
-    job.note(waitingNote(rec.reason));
-    job.waiting({ reason: 'operator', message: rec.reason });
+    waitForOperator(job, rec.reason);
     const adopted = await awaitOperator(job, submitInput(false), rec.lookAgain === true);
     job.waiting(undefined);
     if (adopted !== 'resubmit') return adopted;
@@ -185,19 +176,10 @@ async function awaitOperator(job: ScrapeJob, input: SubmitJobInput, lookAgain: b
       // match: it was verified for this job). Reconcile again; anything but a found task waits on.
       const rec = await reconcile(job, input);
       if (rec.kind === 'found') {
-        job.taskKnown(rec.taskId);
         job.checkSoon(); // the delivery says the task moved: look now, not after the first delay
-        await job.acts.recorder.recordState({
-          jobId: job.input.jobId,
-          state: 'pending',
-          detail: { note: `reconciled while waiting for an operator: adopted task ${rec.taskId} via ${rec.via}` },
-        });
-        return true;
+        return adoptFound(job, rec, 'reconciled while waiting for an operator');
       }
-      if (rec.kind === 'unresolvable') {
-        job.note(waitingNote(rec.reason));
-        job.waiting({ reason: 'operator', message: rec.reason });
-      }
+      if (rec.kind === 'unresolvable') waitForOperator(job, rec.reason);
       continue;
     }
     const r = job.takeResolution();
@@ -228,9 +210,22 @@ async function reconcile(job: ScrapeJob, input: SubmitJobInput): Promise<Reconci
   }
 }
 
-/** The note of a job waiting in `unknown` for an operator. */
-function waitingNote(reason: string): string {
-  return `waiting for an operator: ${reason}. Resolve with the \`resolve\` Update (a task ID, or resubmit: true).`;
+/** Shows that the job waits in `unknown` for an operator, and why: its note and its wait. */
+function waitForOperator(job: ScrapeJob, reason: string): void {
+  job.note(`waiting for an operator: ${reason}. Resolve with the \`resolve\` Update (a task ID, or resubmit: true).`);
+  job.waiting({ reason: 'operator', message: reason });
+}
+
+/** Adopts the task a reconciliation found: `pending`, recorded with `<how>: adopted task … via …`. */
+async function adoptFound(
+  job: ScrapeJob,
+  rec: Extract<ReconcileOutcome, { kind: 'found' }>,
+  how: string,
+): Promise<true> {
+  job.taskKnown(rec.taskId);
+  const note = `${how}: adopted task ${rec.taskId} via ${rec.via}`;
+  await job.acts.recorder.recordState({ jobId: job.input.jobId, state: 'pending', detail: { note } });
+  return true;
 }
 
 /**

@@ -249,14 +249,7 @@ async function settleLateCancel(job: ScrapeJob): Promise<void> {
   const report = job.cancel;
   if (!report || report.outcome) return;
   const s = job.state;
-  const outcome: CancelOutcome =
-    s === 'completed'
-      ? 'completed'
-      : s === 'failed'
-        ? 'failed'
-        : s === 'cancelled'
-          ? 'cancelled'
-          : 'cancel_unconfirmed';
+  const outcome: CancelOutcome = s === 'completed' || s === 'failed' || s === 'cancelled' ? s : 'cancel_unconfirmed';
   const final: CancelReport = {
     ...report,
     outcome,

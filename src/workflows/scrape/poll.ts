@@ -8,6 +8,7 @@
 import { CancellationScope, condition, continueAsNew, isCancellation, sleep, workflowInfo } from '@temporalio/workflow';
 import type { PollOutcome } from '../../activities/index.js';
 import { failedReadPolicy } from '../../model/schedule.js';
+import { isFinalState } from '../../model/states.js';
 import { isTimeout, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
 
@@ -153,11 +154,7 @@ async function onStale(job: ScrapeJob, o: Extract<PollOutcome, { kind: 'stale' }
     job.requestCancel({ reason: `the store shows a cancel under way (${o.reason})`, requestedBy: 'store' }, 'signal');
     return true;
   }
-  if (
-    o.state &&
-    job.final === false &&
-    ['completed', 'failed', 'cancelled', 'cancel_unconfirmed', 'tracking_interrupted', 'expired'].includes(o.state)
-  ) {
+  if (o.state && !job.final && isFinalState(o.state)) {
     job.adoptFinal(o.state as never, `the store already holds this job as ${o.state}: ${o.reason}`);
     return true;
   }
