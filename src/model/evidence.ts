@@ -156,15 +156,8 @@ export interface ReconcileEvidenceRecord {
   replay?: ReplayReading;
   /** Answers that proved our job exists (see {@link ExistenceProof}). */
   existence?: ExistenceProof[];
-  readings: {
-    lookup: string;
-    available: boolean;
-    complete: boolean;
-    at: string;
-    afterLag: boolean;
-    candidates: Candidate[];
-    note?: string;
-  }[];
+  /** Each reading, its candidates bound elsewhere marked `foreign`; `afterLag`: read after the lookup's lag. */
+  readings: (LookupReading & { afterLag: boolean })[];
   /** Phases that reads taken after their lag could show (absence is proven only when all are covered). */
   covered: JobPhase[];
   /** Candidates that are bound to another job of ours (never adopted). */
@@ -289,18 +282,15 @@ export function decideReconcile(f: ReconcileFacts): ReconcileDecision {
   const weak = unique(all.filter((c) => c.match === 'weak'));
   const unreadable = unique(all.filter((c) => c.match === 'unreadable'));
   if (weak.length > 0 || unreadable.length > 0) {
-    const parts = [
-      ...(weak.length
-        ? [
-            `${weak.length} job(s) match only by URL and time (${weak.map((c) => c.taskId).join(', ')}), which another job could match too`,
-          ]
-        : []),
-      ...(unreadable.length
-        ? [
-            `${unreadable.length} job(s) whose reference could not be read (${unreadable.map((c) => `${c.taskId}: ${c.why}`).join('; ')})`,
-          ]
-        : []),
-    ];
+    const parts: string[] = [];
+    if (weak.length)
+      parts.push(
+        `${weak.length} job(s) match only by URL and time (${weak.map((c) => c.taskId).join(', ')}), which another job could match too`,
+      );
+    if (unreadable.length)
+      parts.push(
+        `${unreadable.length} job(s) whose reference could not be read (${unreadable.map((c) => `${c.taskId}: ${c.why}`).join('; ')})`,
+      );
     return {
       kind: 'undecided',
       reason: `${parts.join(', and ')}; never adopted automatically: resolve with the right task ID, or resubmit`,

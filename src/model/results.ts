@@ -97,9 +97,9 @@ function partialNoteOf(c: ResultCompleteness | null | undefined): string | null 
 
 const blank = (s: string | null | undefined) => s === null || s === undefined || s.trim() === '';
 
-/** True when a page (the result row's fields) has usable content: a title, text, Markdown, links or a binary body. */
+/** True when a page (the result row's fields, or a document's) has usable content: a title, text, Markdown, links or a binary body. */
 function pageHasContent(
-  p: Pick<ResultPayload, 'title' | 'text' | 'markdown' | 'body'> & { links?: readonly string[] },
+  p: Partial<Pick<ResultPayload, 'title' | 'text' | 'markdown' | 'body'>> & { links?: readonly string[] },
 ): boolean {
   return (
     !blank(p.title) || !blank(p.text) || !blank(p.markdown) || (p.links?.length ?? 0) > 0 || (p.body?.size ?? 0) > 0
@@ -108,17 +108,7 @@ function pageHasContent(
 
 /** True when a document has usable content: no per-document error, and a title, text, Markdown, links, a binary body or provider fields. */
 function documentHasContent(d: ResultDocument): boolean {
-  if (d.error) return false;
-  return (
-    pageHasContent({
-      title: d.title ?? null,
-      text: d.text ?? null,
-      markdown: d.markdown ?? null,
-      body: d.body ?? null,
-      links: d.links,
-    }) ||
-    (d.data !== undefined && Object.keys(d.data).length > 0)
-  );
+  return !d.error && (pageHasContent(d) || (d.data !== undefined && Object.keys(d.data).length > 0));
 }
 
 /**

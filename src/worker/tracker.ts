@@ -103,11 +103,6 @@ export function handOffFailure(what: string): ApplicationFailure {
   });
 }
 
-/** Answers of the server that mean the attempt is over for this worker (cancelled, paused, reset, or gone). */
-function attemptOver(e: unknown): boolean {
-  return endedBy(e) !== undefined;
-}
-
 /**
  * Why the server ended an attempt, from a heartbeat's or an answer's error: `paused` and `reset`
  * attempts are failed (as the SDK fails them: the server refuses a cancellation it did not ask
@@ -328,7 +323,7 @@ export class DetachedTracker {
         await send();
         return outcome;
       } catch (e) {
-        if (attemptOver(e)) return outcome;
+        if (endedBy(e)) return outcome; // the attempt is over for this worker
         if (tries >= 3) {
           this.opts.warn?.('a tracking loop could not report its outcome; the heartbeat timeout retries it', {
             outcome,

@@ -89,7 +89,6 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
       await condition(() => false, delayMs);
       continue;
     }
-    // The evidence cannot decide: wait for an operator. Never resubmit silently.
     waitForOperator(job, rec.reason);
     const adopted = await awaitOperator(job, submitInput(false), rec.lookAgain === true);
     job.waiting(undefined);

@@ -23,12 +23,14 @@ export type ScrapeProxies = ReturnType<typeof scrapeProxies>;
  */
 export function scrapeProxies(policy: PollPolicy) {
   const attemptMs = policy.activityTimeoutMs;
-  const retry = {
-    initialInterval: '2s',
+  /** Doubling from `initialInterval` to `maximumInterval`; our non-retryable failure types end it. */
+  const backoff = (initialInterval: string, maximumInterval: string) => ({
+    initialInterval,
     backoffCoefficient: 2,
-    maximumInterval: '60s',
+    maximumInterval,
     nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
-  };
+  });
+  const retry = backoff('2s', '60s');
   return {
     /**
      * The submit that goes on into the first checks (`SubmitJobInput.track`): its attempt lasts up
@@ -61,22 +63,12 @@ export function scrapeProxies(policy: PollPolicy) {
         heartbeatTimeout: policy.pollHeartbeatTimeoutMs,
         // A cancel or a wake never waits for it: an abandoned loop finds itself superseded in the store.
         cancellationType: ActivityCancellationType.TRY_CANCEL,
-        retry: {
-          initialInterval: '1s',
-          backoffCoefficient: 2,
-          maximumInterval: '30s',
-          nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
-        },
+        retry: backoff('1s', '30s'),
       }),
     canceller: proxyActivities<ScrapeActivities>({
       startToCloseTimeout: attemptMs,
       scheduleToCloseTimeout: Math.max(policy.cancelConfirmDeadlineMs, attemptMs),
-      retry: {
-        initialInterval: '1s',
-        backoffCoefficient: 2,
-        maximumInterval: '15s',
-        nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
-      },
+      retry: backoff('1s', '15s'),
     }),
     closer: proxyActivities<ScrapeActivities>({
       startToCloseTimeout: 10_000,

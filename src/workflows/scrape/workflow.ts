@@ -9,10 +9,6 @@
  *
  * Deterministic code only: `Date.now()`, `new Date()` and `Math.random()` here are the SDK's
  * deterministic versions; all I/O is in activities.
- *
- * Every cancelled job closes with the Temporal status `Canceled`, whichever door asked (signal,
- * Update, the Web UI's button, `temporal workflow cancel`, the deadline policy) — unless the
- * provider finished first, when the job is `completed` and the run closes `Completed`.
  */
 import {
   ApplicationFailure,
