@@ -7,13 +7,11 @@
  * worker a timer and a few closures instead of a running activity (bench/README.md measures both).
  *
  * What stays as it was with the loop inside the activity: the server sees one activity and a
- * heartbeat now and then (sent here, throttled as the SDK would: the first at once, then at most
- * one per throttle interval); a worker killed without warning is noticed after the heartbeat
- * timeout and the activity is retried elsewhere; a worker that stops hands its loops over at once
- * ({@link DetachedTracker.handOff}: each attempt fails with a retryable failure retried after
- * 1 ms); a cancel or a wake never waits for the loop (the workflow abandons the activity with
- * TRY_CANCEL), and the loop learns of it from the next heartbeat's answer, from a newer polling
- * activity of the same job adopted by this worker, or from the store at its next check.
+ * heartbeat now and then (throttled as the SDK would: {@link Heartbeats}); a worker killed without
+ * warning is noticed after the heartbeat timeout and the activity is retried elsewhere; a worker
+ * that stops hands its loops over at once ({@link DetachedTracker.handOff}); a cancel or a wake
+ * never waits for the loop (the workflow abandons the activity with TRY_CANCEL), which learns of it
+ * from the next heartbeat's answer, from a newer polling activity of the same job, or from the store.
  */
 import { toFailure } from '../activities/failures.js';
 import { isProviderError } from '../providers/shared/errors.js';

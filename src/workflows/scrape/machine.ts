@@ -18,7 +18,7 @@ import {
   type JobWait,
   type PollPolicy,
 } from '../../model/types.js';
-import type { SavedResult, TaskRef } from '../../activities/index.js';
+import type { SavedResult, SubmitJobInput, TaskRef } from '../../activities/index.js';
 import { ScrapeState, ScrapeTaskId } from '../searchAttributes.js';
 import { renderDetails } from './details.js';
 import type { CancelRequest, Resolution } from './messages.js';
@@ -170,7 +170,7 @@ export class ScrapeJob {
   }
 
   /** The first checks of a submit that went on into them (`SubmitJobInput.track`) and the polling generation they used. */
-  fastPath(): rules.FastPath {
+  fastPath(): NonNullable<SubmitJobInput['track']> {
     return {
       generation: this.nextGeneration(),
       schedule: this.schedule(),

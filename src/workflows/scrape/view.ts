@@ -8,7 +8,7 @@
  */
 import type { SearchAttributeUpdatePair, TypedSearchAttributes } from '@temporalio/common';
 import type { TaskRef } from '../../activities/index.js';
-import type { FailedReadPolicy, PollSchedule } from '../../model/schedule.js';
+import type { PollSchedule } from '../../model/schedule.js';
 import { canMove, type JobState } from '../../model/states.js';
 import type { CancelReport, JobError, JobView, PollPolicy, ScrapeWorkflowInput } from '../../model/types.js';
 import {
@@ -146,21 +146,6 @@ export interface StateWrite {
 /** The store write of a move of job `jobId` to `state` with `opts`: the detail given, else the note as `{ note }`. */
 export function stateWrite(jobId: string, state: JobState, opts: MoveOptions & { detail?: unknown }): StateWrite {
   return { jobId, state, error: opts.error, detail: opts.detail ?? (opts.note ? { note: opts.note } : undefined) };
-}
-
-/** What a submit that went on into its first checks (`SubmitJobInput.track`) needs; durations ms. */
-export interface FastPath {
-  /** The polling generation its checks use. */
-  generation: number;
-  schedule: PollSchedule;
-  /** The wait before its first check. */
-  firstDelayMs: number;
-  /** Consecutive 404s that mean the provider forgot the task. */
-  notFoundLimit: number;
-  /** How its failed reads are spaced and bounded. */
-  failedReads: FailedReadPolicy;
-  /** How long the submit attempt goes on checking. */
-  budgetMs: number;
 }
 
 /** The effects (pages, documents, credits) `progress` reports: only those it names. */
