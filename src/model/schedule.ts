@@ -7,12 +7,7 @@
 import type { PollPolicy } from './types.js';
 
 /** A job's poll schedule (ms): delay n = min(max, initial × multiplier^n) × slowdown, ± jitter. */
-export interface PollSchedule {
-  initialDelayMs: number;
-  maxDelayMs: number;
-  multiplier: number;
-  /** Fraction 0..1. */
-  jitter: number;
+export interface PollSchedule extends Pick<PollPolicy, 'initialDelayMs' | 'maxDelayMs' | 'multiplier' | 'jitter'> {
   /** Factor on every delay (the policy's `webhookSlowdown` when the provider sends webhooks, else 1). */
   slowdown: number;
   /**

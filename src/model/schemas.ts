@@ -97,6 +97,9 @@ function msBetween(field: string, min: number, max: number) {
 const numberBetween = (error: string, min: number, max: number) =>
   z.number({ error }).min(min, { error }).max(max, { error });
 
+/** A whole number from 1 to `max`, with zod's own errors. */
+const countUpTo = (max: number) => z.number().int().min(1).max(max);
+
 /**
  * Poll policy overrides (all durations in ms; see `PollPolicy` in `model/types.ts` for what each
  * does). The CLI's `--deadline` / `--poll-*` flags and the HTTP API's `policy` fill it. A start
@@ -119,32 +122,17 @@ export const PollPolicySchema = z
     deadlineMs: msBetween('deadlineMs', 1_000, 30 * 24 * 3_600_000).describe(
       'Tracking deadline counted from the moment the provider task is known, ms; past it the job is tracking_interrupted (CLI --deadline).',
     ),
-    failedReadLimit: z
-      .number()
-      .int()
-      .min(1)
-      .max(1_000)
-      .describe(
-        'Failed provider reads in a row (status, result, lookups) that, once they also span failedReadBudgetMs, end the job tracking_interrupted (count).',
-      ),
+    failedReadLimit: countUpTo(1_000).describe(
+      'Failed provider reads in a row (status, result, lookups) that, once they also span failedReadBudgetMs, end the job tracking_interrupted (count).',
+    ),
     failedReadBudgetMs: msBetween('failedReadBudgetMs', 1_000, 7 * 24 * 3_600_000).describe(
       'How long a streak of failed provider reads must last before it ends the job tracking_interrupted, ms.',
     ),
     failedReadMaxDelayMs: msBetween('failedReadMaxDelayMs', 10, 24 * 3_600_000).describe(
       'Ceiling of the back-off between failed reads (it doubles from initialDelayMs; never shorter than Retry-After), ms.',
     ),
-    notFoundLimit: z
-      .number()
-      .int()
-      .min(1)
-      .max(100)
-      .describe('404s in a row on a known task before it is expired (count).'),
-    submitRounds: z
-      .number()
-      .int()
-      .min(1)
-      .max(20)
-      .describe('Lost submissions proved absent before the job fails (count).'),
+    notFoundLimit: countUpTo(100).describe('404s in a row on a known task before it is expired (count).'),
+    submitRounds: countUpTo(20).describe('Lost submissions proved absent before the job fails (count).'),
     cancelConfirmDeadlineMs: msBetween('cancelConfirmDeadlineMs', 1_000, 24 * 3_600_000).describe(
       'How long a cancel waits for the provider to confirm, ms.',
     ),
