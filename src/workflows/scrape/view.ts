@@ -1,10 +1,7 @@
 /**
- * The pure rules behind {@link ScrapeJob}'s state: the transition table, the job's first view, the
- * search attributes a run announces, the poll schedule a job's policy gives, the records a job
- * builds (a store write, a cancel request, the reference activities take) and the shapes of the
- * state it keeps (a resolution of `unknown`, the webhook wakes). Nothing here
- * reads a clock, draws randomness or issues a workflow command: the callers hand in the workflow
- * time, so that `ScrapeJob` (`machine.ts`) stays the one place where the job's state changes.
+ * The pure rules behind `ScrapeJob`'s state (`machine.ts`): what it checks, builds and keeps.
+ * Nothing here reads a clock, draws randomness or issues a workflow command: the callers hand in
+ * the workflow time, so that `ScrapeJob` stays the one place where the job's state changes.
  */
 import type { SearchAttributeUpdatePair, TypedSearchAttributes } from '@temporalio/common';
 import type { TaskRef } from '../../activities/index.js';
