@@ -233,22 +233,19 @@ async function adoptFound(
  * cancelled by the deadline policy. Returns whether a resolution (or, with `woken`, a wake; with
  * `timerMs`, that many ms passing) arrived.
  */
-async function awaitResolution(job: ScrapeJob, woken: () => boolean = () => false, timerMs?: number): Promise<boolean> {
+async function awaitResolution(job: ScrapeJob, woken: () => boolean, timerMs?: number): Promise<boolean> {
+  const arrived = () => job.hasResolution() || woken();
   if (job.policy.onDeadline !== 'cancel') {
-    if (timerMs === undefined) await condition(() => job.hasResolution() || woken());
-    else await condition(() => job.hasResolution() || woken(), timerMs);
+    if (timerMs === undefined) await condition(arrived);
+    else await condition(arrived, timerMs);
     return true;
   }
-  const left = Date.parse(job.view.startedAt) + job.policy.deadlineMs - Date.now();
-  if (left > 0 && (await condition(() => job.hasResolution() || woken(), Math.min(left, timerMs ?? left)))) return true;
+  const end = Date.parse(job.view.startedAt) + job.policy.deadlineMs;
+  const left = end - Date.now();
+  if (left > 0 && (await condition(arrived, Math.min(left, timerMs ?? left)))) return true;
   if (timerMs !== undefined && timerMs < left) return true;
-  job.requestCancel(
-    {
-      reason: `deadline ${new Date(Date.parse(job.view.startedAt) + job.policy.deadlineMs).toISOString()} passed in unknown`,
-      requestedBy: 'deadline policy',
-    },
-    'deadline',
-  );
+  const reason = `deadline ${new Date(end).toISOString()} passed in unknown`;
+  job.requestCancel({ reason, requestedBy: 'deadline policy' }, 'deadline');
   return false;
 }
 
