@@ -10,17 +10,7 @@ import type { PollPolicy } from '../../model/types.js';
 /** The proxies the phases use. */
 export type ScrapeProxies = ReturnType<typeof scrapeProxies>;
 
-/**
- * Builds the proxies for `policy`:
- * - `submitter` (`submitJob`, going on into the first checks): cool-downs and slot waits are
- *   retried within max(deadline, 10 attempts) plus the fast path;
- * - `reconciler` (`reconcileJob`, `adoptTask`, `registerJob`, `findRecordedTask`): retried until a provable answer;
- * - `tracker` (`trackStatus`): the tracking phase's checks and a cancel's confirmation checks, in
- *   the worker, in one activity;
- * - `canceller` (`cancelAtProvider`): bounded by the cancel-confirmation deadline;
- * - `closer` (`closeAsCancelled`): a short Temporal API call;
- * - `recorder` (`recordState`, `recordCancelOutcome`): local activities (store writes only).
- */
+/** Builds the proxies for `policy`, one per role; each names the activities it calls. */
 export function scrapeProxies(policy: PollPolicy) {
   const attemptMs = policy.activityTimeoutMs;
   /** Doubling from `initialInterval` to `maximumInterval`; our non-retryable failure types end it. */
@@ -33,8 +23,9 @@ export function scrapeProxies(policy: PollPolicy) {
   const retry = backoff('2s', '60s');
   return {
     /**
-     * The submit that goes on into the first checks (`SubmitJobInput.track`): its attempt lasts up
-     * to the fast path plus one attempt. A cancel does not wait for it: the cancel path reads the
+     * `submitJob`, going on into the first checks (`SubmitJobInput.track`): its attempt lasts up to
+     * the fast path plus one attempt; cool-downs and slot waits are retried within max(deadline,
+     * 10 attempts) plus the fast path. A cancel does not wait for it: the cancel path reads the
      * store, where the task ID is recorded the moment the provider answers (and an intent still
      * unanswered is reconciled, the late answer included).
      */
@@ -44,17 +35,21 @@ export function scrapeProxies(policy: PollPolicy) {
       retry,
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
-    /** A cancel does not wait (its own path reconciles from the store again). */
+    /**
+     * `reconcileJob`, `adoptTask`, `registerJob`, `findRecordedTask`: retried until a provable
+     * answer; a cancel does not wait (its own path reconciles from the store again).
+     */
     reconciler: proxyActivities<ScrapeActivities>({
       startToCloseTimeout: attemptMs,
       retry,
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
     /**
-     * `trackStatus`: one activity for the whole tracking phase, waiting and checking in-process;
-     * it heartbeats (the SDK sends one to the server per throttle interval), so a worker that died
-     * is noticed after `pollHeartbeatTimeoutMs`. `scheduleToCloseMs`: the tracking deadline left
-     * plus two attempts (a backstop: the activity itself returns at the deadline).
+     * `trackStatus`: one activity for the whole tracking phase (or a cancel's confirmation checks),
+     * waiting and checking in-process; it heartbeats (the SDK sends one to the server per throttle
+     * interval), so a worker that died is noticed after `pollHeartbeatTimeoutMs`.
+     * `scheduleToCloseMs`: the tracking deadline left plus two attempts (a backstop: the activity
+     * itself returns at the deadline).
      */
     tracker: (scheduleToCloseMs: number) =>
       proxyActivities<ScrapeActivities>({
@@ -65,15 +60,18 @@ export function scrapeProxies(policy: PollPolicy) {
         cancellationType: ActivityCancellationType.TRY_CANCEL,
         retry: backoff('1s', '30s'),
       }),
+    /** `cancelAtProvider`: bounded by the cancel-confirmation deadline. */
     canceller: proxyActivities<ScrapeActivities>({
       startToCloseTimeout: attemptMs,
       scheduleToCloseTimeout: Math.max(policy.cancelConfirmDeadlineMs, attemptMs),
       retry: backoff('1s', '15s'),
     }),
+    /** `closeAsCancelled`: a short Temporal API call. */
     closer: proxyActivities<ScrapeActivities>({
       startToCloseTimeout: 10_000,
       retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s' },
     }),
+    /** `recordState`, `recordCancelOutcome`: local activities (store writes only). */
     recorder: proxyLocalActivities<ScrapeActivities>({
       startToCloseTimeout: Math.min(15_000, attemptMs),
       retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10s' },
