@@ -111,9 +111,6 @@ export interface ProviderDescriptor<K extends string = string, S extends z.ZodRa
 /** Any descriptor (the registry and the receiver do not need the kind's types). */
 export type AnyProviderDescriptor = ProviderDescriptor<string, any>;
 
-/** The parsed entry type of a descriptor. */
-export type EntryOf<D extends AnyProviderDescriptor> = z.infer<D['entrySchema']>;
-
 /**
  * Makes a descriptor from a kind's spec: builds `entrySchema` from `configSchema` and the common
  * fields; an entry configuring `webhook` for a kind without webhooks fails validation, so does an

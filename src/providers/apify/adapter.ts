@@ -78,7 +78,7 @@ import { APIFY_EVIDENCE, APIFY_EVIDENCE_NO_REF, findSubmitted, type ApifyReads }
 import { RunResponseSchema, type RunSchema } from './runs.js';
 
 /** Ad-hoc webhook events we ask for: every terminal run event (events.md). */
-export const APIFY_WEBHOOK_EVENTS = [
+const APIFY_WEBHOOK_EVENTS = [
   'ACTOR.RUN.SUCCEEDED',
   'ACTOR.RUN.FAILED',
   'ACTOR.RUN.ABORTED',

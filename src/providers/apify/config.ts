@@ -22,7 +22,7 @@ const ActorIdSchema = z
  * `defaults` are input fields sent with every run, under the job's `options` (which come next)
  * and under the URL and the reference (which come last and cannot be overridden).
  */
-export const ApifyInputSchema = z
+const ApifyInputSchema = z
   .strictObject({
     urlField: z.string().min(1).max(100).default('startUrls'),
     urlFormat: z.enum(['requestList', 'string', 'stringList']).default('requestList'),
@@ -39,7 +39,7 @@ export const ApifyInputSchema = z
 export const APIFY_DEFAULT_ESTIMATE_USD = 0.1;
 
 /** Run options sent as query parameters of Run Actor (unset: the actor's own defaults). Units in the names. */
-export const ApifyRunOptionsSchema = z
+const ApifyRunOptionsSchema = z
   .strictObject({
     /** Build tag or number (`latest`, `0.1.234`). */
     build: z.string().min(1).max(100).optional(),

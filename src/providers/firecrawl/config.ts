@@ -39,7 +39,7 @@ import { z } from 'zod';
 import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /** Firecrawl webhook event filters accepted by `webhook.events` (v2 OpenAPI: `completed`, `page`, `failed`, `started`). */
-export const FirecrawlWebhookEventSchema = z.enum(['completed', 'failed', 'page', 'started']);
+const FirecrawlWebhookEventSchema = z.enum(['completed', 'failed', 'page', 'started']);
 
 /**
  * The kind's own fields:

@@ -12,7 +12,7 @@ import type { FindContext } from '../adapter.js';
 import type { FirecrawlReads } from './results.js';
 
 /** How far a Firecrawl `created_at` may precede our submit intent and still be ours (clock skew between us and Firecrawl), ms. */
-export const RECONCILE_SKEW_MS = 120_000;
+const RECONCILE_SKEW_MS = 120_000;
 
 /** Most pages of `GET /v2/team/activity` read by one reconcile (100 entries each). */
 const ACTIVITY_PAGES = 5;
@@ -48,7 +48,7 @@ const ActivityBody = z.looseObject({
 const ACTIVITY_RETENTION_MS = 24 * 3_600_000;
 
 /** Which of Firecrawl's evidence an entry has (see {@link firecrawlEvidence}). */
-export interface FirecrawlEvidenceShape {
+interface FirecrawlEvidenceShape {
   /** Crawl submits carry `x-idempotency-key` (the hosted API; a self-hosted server only with `selfHosted.idempotencyHeader`). */
   idempotencyKey: boolean;
   /** `GET /v2/team/activity` exists (the hosted API; never on a self-hosted server). */
@@ -56,7 +56,7 @@ export interface FirecrawlEvidenceShape {
 }
 
 /** The hosted API's evidence: the key on crawls, the team activity. */
-export const HOSTED_FIRECRAWL: FirecrawlEvidenceShape = { idempotencyKey: true, teamActivity: true };
+const HOSTED_FIRECRAWL: FirecrawlEvidenceShape = { idempotencyKey: true, teamActivity: true };
 
 /**
  * What Firecrawl's replays and lookups prove after a lost submit, per operation and deployment:

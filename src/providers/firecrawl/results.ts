@@ -96,7 +96,7 @@ const REPEATED =
   'its `next` pages served only documents already read — past 10 MiB of results Firecrawl ignores `skip` and serves the first documents again — so no further page was followed';
 
 /** How Firecrawl's count of a crawl's documents compares with those read: `expected` its `completed`, `why` fewer were read, when known. */
-export interface FirecrawlCount {
+interface FirecrawlCount {
   expected: number | null;
   why?: string;
 }
@@ -186,8 +186,8 @@ interface PagesRead {
  * value a moment later (`crawl-status.ts` skips a counted job without one): the pages are read
  * again, at most {@link SHORT_REREADS} times, before the result is called partial.
  */
-export const SHORT_REREADS = 4;
-export const SHORT_REREAD_MS = 1_000;
+const SHORT_REREADS = 4;
+const SHORT_REREAD_MS = 1_000;
 
 /** Why a job's documents stayed fewer than its count though its pages were read again (the result's note says it). */
 const SHORT = `its pages served fewer documents than it counts, also when read again ${SHORT_REREADS} times ${SHORT_REREAD_MS / 1000} s apart`;

@@ -59,7 +59,7 @@ import { inlineResult, num, readResult, type HttpReads } from './results.js';
 import { pick, pickString, type TemplateVars } from './template.js';
 
 /** The credential placement of an entry's `auth`. */
-export function placementOf(auth: HttpEntry['auth']): CredentialPlacement {
+function placementOf(auth: HttpEntry['auth']): CredentialPlacement {
   switch (auth.in) {
     case 'bearer':
       return { in: 'header' };

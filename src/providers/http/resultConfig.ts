@@ -63,7 +63,7 @@ export const PaginationSchema = z.discriminatedUnion('style', [
  * the `result` context: the task, the request, `submitAnswer`, `statusAnswer`). A template that
  * names `statusAnswer` makes the read ask the status first (one more call per result read).
  */
-export const ResultRequestSchema = z
+const ResultRequestSchema = z
   .strictObject({ method: z.enum(['GET', 'POST']).default('GET'), ...callFields(TEMPLATE_VARS.result) })
   .superRefine(checkCall);
 

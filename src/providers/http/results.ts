@@ -108,12 +108,7 @@ export function inlineResult(reads: HttpReads, taskId: string, body: unknown): P
 }
 
 /** The result in one answer: the page, the documents, or both; undefined when the answer holds neither. */
-export function fromBody(
-  reads: HttpReads,
-  taskId: string,
-  body: unknown,
-  fallbackUrl: string,
-): ProviderResult | undefined {
+function fromBody(reads: HttpReads, taskId: string, body: unknown, fallbackUrl: string): ProviderResult | undefined {
   const r = reads.entry.result;
   const page = r.pagePath === undefined ? undefined : pick(body, r.pagePath);
   const items = r.documentsPath === undefined ? undefined : pick(body, r.documentsPath);

@@ -57,7 +57,7 @@ import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import type { OxylabsEntry } from './config.js';
 
 /** The job object of submit, status and callbacks (fields we read; more are allowed). */
-export const OxylabsJobSchema = z.looseObject({
+const OxylabsJobSchema = z.looseObject({
   id: z.union([z.string().min(1), z.number()]).transform(String),
   status: z.string().min(1),
   url: z.string().nullish(),

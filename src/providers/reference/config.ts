@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /** Capabilities a reference-provider deployment may switch off (its profile). Default: all but webhooks. */
-export const ReferenceCapabilitiesSchema = z
+const ReferenceCapabilitiesSchema = z
   .strictObject({
     idempotency: z.boolean().default(true),
     list: z.boolean().default(true),

@@ -88,7 +88,7 @@ const TargetResponse = z.looseObject({
 });
 
 /** A job as the status URL (and a callback) shows it. */
-export const ScraperApiJobSchema = z.looseObject({
+const ScraperApiJobSchema = z.looseObject({
   id: z.union([z.string().min(1), z.number()]).transform(String),
   status: z.string().min(1),
   url: z.string().nullish(),

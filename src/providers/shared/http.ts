@@ -92,7 +92,7 @@ export function httpError(
  * (ScraperAPI's out-of-credits `403`, a `429 QUOTA_EXCEEDED`), but not a quota per unit of time,
  * which is a rate limit ({@link saysQuotaExhausted}).
  */
-export function isQuotaAnswer(status: number, code: string | undefined, message: string | undefined): boolean {
+function isQuotaAnswer(status: number, code: string | undefined, message: string | undefined): boolean {
   if (status === 402) return !(code !== undefined && /concurren|memory[-_]limit/i.test(code));
   if (status === 403 || status === 429) return saysQuotaExhausted(code, message);
   return false;
@@ -102,7 +102,7 @@ export function isQuotaAnswer(status: number, code: string | undefined, message:
  * The concurrent-job limit a refusal states (`{"error": {"limit": 2}}` from the seeds' provider,
  * or a top-level `limit`), as a positive integer; undefined when it states none.
  */
-export function statedLimitOf(body: unknown): number | undefined {
+function statedLimitOf(body: unknown): number | undefined {
   const o = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
   const e = o.error && typeof o.error === 'object' ? (o.error as Record<string, unknown>) : {};
   const v = e.limit ?? o.limit;
@@ -186,7 +186,7 @@ export function callSecrets(ctx: CallContext | SubmitContext): string[] {
 }
 
 /** Options of {@link ProviderHttp}. Times in ms. */
-export interface ProviderHttpOptions {
+interface ProviderHttpOptions {
   /** Configured provider name (for messages). */
   provider: string;
   /** The API's base URL; its path prefix is kept ({@link joinUrl}). */

@@ -31,7 +31,7 @@ const HttpUrl = z
   .refine((v) => /^https?:\/\//i.test(v), 'must be an http:// or https:// URL');
 
 /** Our state for a close reason of a finished job (see `zyteState`). */
-export const CloseReasonOutcomeSchema = z.enum(['completed', 'failed', 'cancelled']);
+const CloseReasonOutcomeSchema = z.enum(['completed', 'failed', 'cancelled']);
 
 /**
  * The kind's own fields:

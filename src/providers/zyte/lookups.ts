@@ -59,7 +59,7 @@ export const ZYTE_EVIDENCE: ReconcileEvidence = {
 };
 
 /** Every job tagged `tag` in `states` (one list request per state, in order); null when the list answers `404` (not offered). */
-export async function jobsByTag(
+async function jobsByTag(
   reads: ZyteReads,
   ctx: CallContext,
   tag: string,
