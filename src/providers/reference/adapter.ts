@@ -15,17 +15,18 @@ import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { ProviderError } from '../shared/errors.js';
 import { ProviderHttp, errorDetails, path, type ProviderResponse } from '../shared/http.js';
-import type {
-  Accepted,
-  CallContext,
-  CancelAnswer,
-  FindContext,
-  ObservedState,
-  ProviderAdapter,
-  ProviderCapabilities,
-  ResultContext,
-  StatusObservation,
-  SubmitContext,
+import {
+  lookupNotOffered,
+  type Accepted,
+  type CallContext,
+  type CancelAnswer,
+  type FindContext,
+  type ObservedState,
+  type ProviderAdapter,
+  type ProviderCapabilities,
+  type ResultContext,
+  type StatusObservation,
+  type SubmitContext,
 } from '../adapter.js';
 import type { ProviderResult } from '../../model/results.js';
 import { webhookCallback } from '../shared/webhook.js';
@@ -283,14 +284,12 @@ export class ReferenceAdapter implements ProviderAdapter {
     });
     if (res.status === 404)
       return [
-        {
-          lookup: LIST_LOOKUP,
-          available: false,
-          complete: false,
-          candidates: [],
+        lookupNotOffered(
+          LIST_LOOKUP,
+          `answered 404 (${errorDetails(res).code ?? 'no list'}): not offered by this deployment`,
+          [],
           at,
-          note: `answered 404 (${errorDetails(res).code ?? 'no list'}): not offered by this deployment`,
-        },
+        ),
       ];
     if (!this.http.isOk(res)) throw this.http.error(res, 'read', ctx);
     const body = this.http.parse(res, ListBody, 'read', 'list body');
