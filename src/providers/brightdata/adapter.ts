@@ -134,13 +134,7 @@ export class BrightDataAdapter implements ProviderAdapter {
         `provider "${name}": rateLimit.maxRefusals (${entry.rateLimit.maxRefusals}) + limits.maxConcurrent (${entry.limits.maxConcurrent}) − 1 = ${worst} refusals could reach Bright Data's IP block at ${BRIGHTDATA_BLOCK_AT} × 429 in 5 minutes; lower one of them`,
       );
     }
-    this.http = new ProviderHttp({
-      provider: name,
-      baseUrl: entry.baseUrl,
-      auth: { in: 'header' },
-      submitTimeoutMs: entry.submitTimeoutMs,
-      readTimeoutMs: entry.readTimeoutMs,
-    });
+    this.http = ProviderHttp.forEntry(name, entry, { in: 'header' });
     const host = new URL(entry.baseUrl).host.toLowerCase();
     this.guard = new RefusalGuard(
       `brightdata@${host}`,

@@ -126,13 +126,7 @@ export class FirecrawlAdapter implements ProviderAdapter {
     };
     this.route = ROUTE[entry.operation];
     this.limits = resultLimitsOf(entry);
-    this.http = new ProviderHttp({
-      provider: name,
-      baseUrl: entry.baseUrl,
-      auth: { in: 'header' },
-      submitTimeoutMs: entry.submitTimeoutMs,
-      readTimeoutMs: entry.readTimeoutMs,
-    });
+    this.http = ProviderHttp.forEntry(name, entry, { in: 'header' });
     this.reads = {
       name,
       operation: entry.operation,

@@ -105,12 +105,7 @@ export class HttpAdapter implements ProviderAdapter {
     this.completedAfterCancel = entry.cancel?.completedMeans ?? 'completed';
     this.kept = keptFields(entry);
     const errors = entry.errors;
-    this.http = new ProviderHttp({
-      provider: name,
-      baseUrl: entry.baseUrl,
-      auth: placementOf(entry.auth),
-      submitTimeoutMs: entry.submitTimeoutMs,
-      readTimeoutMs: entry.readTimeoutMs,
+    this.http = ProviderHttp.forEntry(name, entry, placementOf(entry.auth), {
       headers: entry.headers,
       errorDetails: (res) => {
         const usual = errorDetails(res);

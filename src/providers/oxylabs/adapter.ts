@@ -173,13 +173,7 @@ export class OxylabsAdapter implements ProviderAdapter {
     readonly name: string,
     private readonly entry: OxylabsEntry,
   ) {
-    this.http = new ProviderHttp({
-      provider: name,
-      baseUrl: entry.baseUrl,
-      auth: { in: 'basic' },
-      submitTimeoutMs: entry.submitTimeoutMs,
-      readTimeoutMs: entry.readTimeoutMs,
-    });
+    this.http = ProviderHttp.forEntry(name, entry, { in: 'basic' });
   }
 
   /** The job parameters: entry `params`, then the job's options, then ours (`source` from options or entry). */

@@ -132,13 +132,7 @@ export class ReferenceAdapter implements ProviderAdapter {
   ) {
     this.capabilities = entry.capabilities;
     this.evidence = referenceEvidence(entry.capabilities);
-    this.http = new ProviderHttp({
-      provider: name,
-      baseUrl: entry.baseUrl,
-      auth: { in: 'header' },
-      submitTimeoutMs: entry.submitTimeoutMs,
-      readTimeoutMs: entry.readTimeoutMs,
-    });
+    this.http = ProviderHttp.forEntry(name, entry, { in: 'header' });
   }
 
   /**

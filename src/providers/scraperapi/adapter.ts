@@ -136,14 +136,7 @@ export class ScraperApiAdapter implements ProviderAdapter {
     readonly name: string,
     private readonly entry: ScraperApiEntry,
   ) {
-    this.http = new ProviderHttp({
-      provider: name,
-      baseUrl: entry.baseUrl,
-      auth: { in: 'body', name: 'apiKey' },
-      submitTimeoutMs: entry.submitTimeoutMs,
-      readTimeoutMs: entry.readTimeoutMs,
-      classify: scraperApiError,
-    });
+    this.http = ProviderHttp.forEntry(name, entry, { in: 'body', name: 'apiKey' }, { classify: scraperApiError });
   }
 
   /** The submit body (without `apiKey`, which the HTTP client places): request options first, our fields last. */

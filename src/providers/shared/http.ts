@@ -232,6 +232,17 @@ export interface CallOptions {
 export class ProviderHttp {
   constructor(readonly opts: ProviderHttpOptions) {}
 
+  /** The client of provider entry `name`: its base URL and timeouts, the credential at `auth`, then `more`. */
+  static forEntry(
+    name: string,
+    entry: { baseUrl: string; submitTimeoutMs: number; readTimeoutMs: number },
+    auth: CredentialPlacement,
+    more: Partial<ProviderHttpOptions> = {},
+  ): ProviderHttp {
+    const { baseUrl, submitTimeoutMs, readTimeoutMs } = entry;
+    return new ProviderHttp({ provider: name, baseUrl, auth, submitTimeoutMs, readTimeoutMs, ...more });
+  }
+
   /** `baseUrl` joined with `relPath` and `query` (prefix kept). */
   url(relPath: string, query?: QueryParams): string {
     return joinUrl(this.opts.baseUrl, relPath, query);
