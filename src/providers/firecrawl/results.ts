@@ -9,7 +9,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import { ProviderError } from '../shared/errors.js';
-import type { CallPhase, ProviderHttp, ProviderResponse } from '../shared/http.js';
+import { notReady, type CallPhase, type ProviderHttp, type ProviderResponse } from '../shared/http.js';
 import { binaryBody, decodeBase64, isTextualType } from '../shared/binaryText.js';
 import {
   canonicalUrl,
@@ -238,15 +238,7 @@ async function readPages(reads: FirecrawlReads, taskId: string, ctx: ResultConte
     fetch: async (url) => {
       const { res, body } = await reads.readPage(url, ctx);
       if (!body || body.status !== 'completed') {
-        throw new ProviderError(
-          'transient',
-          `task ${taskId} is ${body?.status ?? `not ready (HTTP ${res.status})`}, no result yet`,
-          {
-            httpStatus: res.status,
-            evidence: res.evidence,
-            code: 'NOT_READY',
-          },
-        );
+        throw notReady(`task ${taskId} is ${body?.status ?? `not ready (HTTP ${res.status})`}, no result yet`, res);
       }
       const start = skipOf(url);
       const items = body.data ?? [];

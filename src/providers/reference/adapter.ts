@@ -14,7 +14,7 @@ import type { LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { ProviderError } from '../shared/errors.js';
-import { ProviderHttp, errorDetails, path, type ProviderResponse } from '../shared/http.js';
+import { notReady, ProviderHttp, errorDetails, path, type ProviderResponse } from '../shared/http.js';
 import {
   lookupNotOffered,
   type Accepted,
@@ -219,15 +219,7 @@ export class ReferenceAdapter implements ProviderAdapter {
   async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
     const { res, job } = await this.getJob(taskId, ctx);
     if (!job || job.status !== 'completed' || !job.result) {
-      throw new ProviderError(
-        'transient',
-        `task ${taskId} is ${job?.status ?? `not ready (HTTP ${res.status})`}, no result yet`,
-        {
-          httpStatus: res.status,
-          evidence: res.evidence,
-          code: 'NOT_READY',
-        },
-      );
+      throw notReady(`task ${taskId} is ${job?.status ?? `not ready (HTTP ${res.status})`}, no result yet`, res);
     }
     return toPage(job.result, ctx.url);
   }

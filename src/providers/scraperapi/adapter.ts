@@ -44,7 +44,7 @@ import type { LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { meansCancelled, ProviderError, quotaExhausted } from '../shared/errors.js';
-import { ProviderHttp, path, type CallPhase, type ProviderResponse } from '../shared/http.js';
+import { notReady, ProviderHttp, path, type CallPhase, type ProviderResponse } from '../shared/http.js';
 import { pageFromRaw } from '../shared/htmlPage.js';
 import type {
   Accepted,
@@ -266,14 +266,9 @@ export class ScraperApiAdapter implements ProviderAdapter {
     const { res, job } = await this.getJob(taskId, ctx);
     const page = job && scraperApiState(job.status) === 'completed' ? this.page(job, ctx.url) : null;
     if (!page) {
-      throw new ProviderError(
-        'transient',
+      throw notReady(
         `ScraperAPI job ${taskId} is ${job?.status ?? `not ready (HTTP ${res.status})`} without a response yet`,
-        {
-          httpStatus: res.status,
-          evidence: res.evidence,
-          code: 'NOT_READY',
-        },
+        res,
       );
     }
     return page;

@@ -99,6 +99,23 @@ function isQuotaAnswer(status: number, code: string | undefined, message: string
 }
 
 /**
+ * A transient `NOT_READY` error: answer `res` shows no result yet (retried under the poll policy,
+ * never a failure); `details` add to the answer's HTTP status and evidence.
+ */
+export function notReady(
+  message: string,
+  res: ProviderResponse,
+  details: ProviderError['details'] = {},
+): ProviderError {
+  return new ProviderError('transient', message, {
+    httpStatus: res.status,
+    evidence: res.evidence,
+    code: 'NOT_READY',
+    ...details,
+  });
+}
+
+/**
  * The concurrent-job limit a refusal states (`{"error": {"limit": 2}}` from the seeds' provider,
  * or a top-level `limit`), as a positive integer; undefined when it states none.
  */
