@@ -221,7 +221,7 @@ export function lookupNotOffered(
 }
 
 /** What a status read says the task is for, where the provider's record shows it (used to verify an operator's task ID). */
-export interface TaskSubject {
+interface TaskSubject {
   /** The URL the task was submitted for. */
   url?: string | null;
   /** Our client reference as the provider echoes it. */

@@ -34,7 +34,7 @@ export interface ParsedEvent {
 }
 
 /** Outcome of {@link ProviderWebhook.parse}: the event, or zod's issues as a message. */
-export type ParseOutcome = { ok: true; event: ParsedEvent } | { ok: false; message: string };
+type ParseOutcome = { ok: true; event: ParsedEvent } | { ok: false; message: string };
 
 /**
  * How one kind's webhook deliveries are authenticated and read. Two schemes:

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { statusCallbackWebhook } from '../descriptor.js';
 
 /** The notify fields the receiver reads; more are allowed. */
-export const BrightDataNotifySchema = z.looseObject({
+const BrightDataNotifySchema = z.looseObject({
   snapshot_id: z.string().min(1).max(200),
   status: z.string().min(1).max(100),
 });

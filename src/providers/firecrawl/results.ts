@@ -23,7 +23,7 @@ import type { CallContext, ResultContext, ResultLimits } from '../adapter.js';
 
 const StringOrList = z.union([z.string(), z.array(z.string())]).nullish();
 /** One document of `data[]` (v2 OpenAPI `CrawlStatusResponseObj.data.items`): formats plus `metadata`. */
-export const DocumentBody = z.looseObject({
+const DocumentBody = z.looseObject({
   markdown: z.string().nullish(),
   links: z.array(z.unknown()).nullish(),
   metadata: z

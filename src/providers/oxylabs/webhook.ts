@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { statusCallbackWebhook } from '../descriptor.js';
 
 /** The callback fields the receiver reads; more are allowed. */
-export const OxylabsCallbackSchema = z.looseObject({
+const OxylabsCallbackSchema = z.looseObject({
   id: z.union([z.string().min(1).max(200), z.number()]).transform(String),
   status: z.string().min(1).max(100),
   client_notes: z.string().max(500).nullish(),

@@ -190,15 +190,8 @@ export class ReferenceAdapter implements ProviderAdapter {
 
   async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
     const { res, job } = await this.getJob(taskId, ctx);
+    if (!job) return this.http.stillRunning(res);
     const retryAfterMs = this.http.retryAfterMs(res);
-    if (!job) {
-      const word = (res.body as { status?: unknown } | undefined)?.status;
-      return {
-        state: 'running',
-        providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`,
-        retryAfterMs,
-      };
-    }
     const state = referenceState(job.status);
     return {
       state,

@@ -207,14 +207,7 @@ export class ScraperApiAdapter implements ProviderAdapter {
 
   async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
     const { res, job } = await this.getJob(taskId, ctx);
-    if (!job) {
-      const word = (res.body as { status?: unknown } | undefined)?.status;
-      return {
-        state: 'running',
-        providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`,
-        retryAfterMs: this.http.retryAfterMs(res),
-      };
-    }
+    if (!job) return this.http.stillRunning(res);
     // The status URL needs no key, so anyone's task can be read: the subject (its URL and our
     // echoed reference) is what tells an operator's task ID apart from another account's.
     const ref = job.meta?.[SCRAPERAPI_REF_FIELD];

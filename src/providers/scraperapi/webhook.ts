@@ -11,7 +11,7 @@ import { statusCallbackWebhook } from '../descriptor.js';
 import { SCRAPERAPI_REF_FIELD } from './adapter.js';
 
 /** The fields of a callback the receiver reads; more are allowed. */
-export const ScraperApiCallbackSchema = z.looseObject({
+const ScraperApiCallbackSchema = z.looseObject({
   id: z.union([z.string().min(1).max(200), z.number()]).transform(String),
   status: z.string().min(1).max(100),
   meta: z.record(z.string(), z.unknown()).nullish(),

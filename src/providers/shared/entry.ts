@@ -120,7 +120,7 @@ const HttpUrlSchema = z
  * appended to `url` (`…/v1/webhooks/<name>/<token>`), which never leaves us. Webhooks are hints:
  * polling continues, slowed by `poll.webhookSlowdown`.
  */
-export const WebhookEntrySchema = z.strictObject({
+const WebhookEntrySchema = z.strictObject({
   url: HttpUrlSchema,
   secretEnv: z.string().min(1),
 });

@@ -16,7 +16,7 @@ import { parseRetryAfter, parseWaitFromMessage } from '../../lib/retryAfter.js';
 import { redactSecrets, sanitizeUrl, truncate } from '../../lib/sanitize.js';
 import { credentialSecrets } from './credentials.js';
 import { ProviderError, quotaExhausted, saysQuotaExhausted } from './errors.js';
-import type { CallContext, SubmitContext } from '../adapter.js';
+import type { CallContext, StatusObservation, SubmitContext } from '../adapter.js';
 import { tokenOfCallbackUrl } from './webhook.js';
 import { providerFetch, type CallPhase, type ProviderRequest, type ProviderResponse } from './exchange.js';
 import {
@@ -352,5 +352,18 @@ export class ProviderHttp {
   /** The provider's polling guidance of a response (Retry-After), ms. */
   retryAfterMs(res: ProviderResponse): number | undefined {
     return parseRetryAfter(res.headers.get('retry-after'), Date.now());
+  }
+
+  /**
+   * The observation of an answer that shows no job state yet (a `202`/`204`, a body without the
+   * job): running, as the status word the body states, else `HTTP <status>`.
+   */
+  stillRunning(res: ProviderResponse): StatusObservation {
+    const word = (res.body as { status?: unknown } | undefined)?.status;
+    return {
+      state: 'running',
+      providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`,
+      retryAfterMs: this.retryAfterMs(res),
+    };
   }
 }
