@@ -35,9 +35,6 @@ import {
 } from './callConfig.js';
 import { ResultSchema } from './resultConfig.js';
 
-export { PointerSchema, TEMPLATE_VARS } from './callConfig.js';
-export { FieldsSchema, PaginationSchema, ResultSchema } from './resultConfig.js';
-
 /** Our states a provider word can map to, plus `unrecognised` (polled on the normal schedule, never final). */
 const MappedStateSchema = z.enum(['queued', 'running', 'completed', 'failed', 'cancelled', 'unrecognised']);
 

@@ -29,14 +29,7 @@ import {
 } from './request.js';
 
 export type { CallPhase, ProviderResponse } from './exchange.js';
-export {
-  joinUrl,
-  path,
-  placeCredential,
-  type CredentialPlacement,
-  type FormBody,
-  type QueryParams,
-} from './request.js';
+export { joinUrl, path, type CredentialPlacement, type FormBody, type QueryParams } from './request.js';
 
 /** Codes by which providers say "too many concurrent runs: try later" on a non-429 status (providers.md: Apify's 400/402). */
 const CONCURRENCY_CODES =

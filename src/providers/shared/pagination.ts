@@ -352,27 +352,6 @@ export function resultFromDocuments(
 ): ProviderResult {
   const first = describedDocument(documents, submittedUrl);
   const only = opts.singleFillsRow && documents.length === 1 && first && !first.error ? first : undefined;
-  if (only) {
-    return {
-      url: submittedUrl,
-      finalUrl: only.finalUrl ?? null,
-      httpStatus: only.httpStatus ?? null,
-      title: only.title ?? null,
-      byline: null,
-      excerpt: null,
-      lang: null,
-      siteName: null,
-      publishedTime: null,
-      text: only.text ?? null,
-      markdown: only.markdown ?? null,
-      links: only.links ?? [],
-      contentLength:
-        only.body?.size ??
-        ((only.markdown ?? only.text) ? Buffer.byteLength(only.markdown ?? only.text ?? '', 'utf8') : null),
-      ...(only.body ? { body: only.body } : {}),
-      documents,
-    };
-  }
   return {
     url: submittedUrl,
     finalUrl: first?.finalUrl ?? null,
@@ -383,10 +362,14 @@ export function resultFromDocuments(
     lang: null,
     siteName: null,
     publishedTime: null,
-    text: null,
-    markdown: null,
-    links: [],
-    contentLength: null,
+    text: only?.text ?? null,
+    markdown: only?.markdown ?? null,
+    links: only?.links ?? [],
+    contentLength: !only
+      ? null
+      : (only.body?.size ??
+        ((only.markdown ?? only.text) ? Buffer.byteLength(only.markdown ?? only.text ?? '', 'utf8') : null)),
+    ...(only?.body ? { body: only.body } : {}),
     documents,
   };
 }
