@@ -1,7 +1,6 @@
 /**
- * Configuration fields of the `apify` kind (Apify actor runs, API v2). The common fields
- * (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`. The credential
- * is an Apify API token (Console → Settings → Integrations).
+ * Configuration fields of the `apify` kind (Apify actor runs, API v2). The credential is an Apify
+ * API token (Console → Settings → Integrations).
  */
 import { z } from 'zod';
 import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
@@ -69,7 +68,6 @@ const ApifyRunOptionsSchema = z
 
 /**
  * The kind's own fields:
- * - `baseUrl` (default `https://api.apify.com`), `submitTimeoutMs` (30 s), `readTimeoutMs` (15 s);
  * - `actorId` (required) and `actorPath`: `actors` (default: the canonical `/v2/actors/` prefix of
  *   the OpenAPI document) or `acts` (the deprecated prefix, still served by Apify);
  * - `tokenIn`: `header` (default: `Authorization: Bearer`, Apify's recommendation) or `query`

@@ -1,6 +1,5 @@
 /**
- * Configuration fields of the `firecrawl` kind (Firecrawl API v2). The common fields
- * (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`.
+ * Configuration fields of the `firecrawl` kind (Firecrawl API v2).
  *
  * The **operation** is chosen by configuration, one per entry, not per job:
  * - `batch` (default): `POST /v2/batch/scrape` with the job's one URL. Firecrawl v2's `POST

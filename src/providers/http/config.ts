@@ -1,8 +1,7 @@
 /**
  * Configuration of the declarative `http` kind: any "submit, get an ID, poll" API described in
- * the worker configuration, validated with zod (every error names the field). The common fields
- * (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`. Templates and
- * JSON Pointers are those of `template.ts`; each template may use only its context's variables:
+ * the worker configuration, validated with zod (every error names the field). Templates and JSON
+ * Pointers are those of `template.ts`; each template may use only its context's variables:
  *
  * | context | variables |
  * |---|---|

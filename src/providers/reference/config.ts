@@ -1,7 +1,4 @@
-/**
- * Configuration fields of the `reference` kind (the seeds' provider contract, `tools/sim`). The
- * common fields (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`.
- */
+/** Configuration fields of the `reference` kind (the seeds' provider contract, `tools/sim`). */
 import { z } from 'zod';
 import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
