@@ -34,7 +34,7 @@
  *
  * Every method throws a `ProviderError` (`shared/errors.ts`) on failure.
  */
-import type { LookupReading, ReconcileEvidence } from '../model/evidence.js';
+import type { Candidate, LookupReading, ReconcileEvidence } from '../model/evidence.js';
 import type { ProviderState } from '../model/states.js';
 import type { ProviderResult } from '../model/results.js';
 import type { ScrapeRequest } from '../model/types.js';
@@ -207,8 +207,21 @@ export interface FindContext extends CallContext {
   submittedAfter: string;
 }
 
+/**
+ * The reading of a lookup the provider answered is not offered (a `404` route, a `501`): it proves
+ * nothing, and waiting does not help. `at`: UTC ISO-8601 time of the read (now by default).
+ */
+export function lookupNotOffered(
+  lookup: string,
+  note: string,
+  candidates: Candidate[] = [],
+  at = new Date().toISOString(),
+): LookupReading {
+  return { lookup, available: false, complete: false, candidates, at, note };
+}
+
 /** What a status read says the task is for, where the provider's record shows it (used to verify an operator's task ID). */
-export interface TaskSubject {
+interface TaskSubject {
   /** The URL the task was submitted for. */
   url?: string | null;
   /** Our client reference as the provider echoes it. */

@@ -8,7 +8,7 @@
  * {@link ProviderAdapter}), `webhook.ts` (its {@link ProviderWebhook}, when it has webhooks) and
  * `index.ts` exporting one descriptor made with {@link defineProvider}.
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { ReconcileEvidence } from '../model/evidence.js';
 import type { PollPolicy } from '../model/types.js';
 import { providerEntrySchema, type EntrySchemaOf } from './shared/entry.js';
@@ -34,7 +34,7 @@ export interface ParsedEvent {
 }
 
 /** Outcome of {@link ProviderWebhook.parse}: the event, or zod's issues as a message. */
-export type ParseOutcome = { ok: true; event: ParsedEvent } | { ok: false; message: string };
+type ParseOutcome = { ok: true; event: ParsedEvent } | { ok: false; message: string };
 
 /**
  * How one kind's webhook deliveries are authenticated and read. Two schemes:
@@ -57,6 +57,43 @@ export interface ProviderWebhook<Entry = unknown> {
   claimedEventId?(json: unknown, headers: WebhookHeaders, entry?: Entry): string | null;
   /** Parses a delivery (`json`: the parsed JSON body, undefined when it was not JSON; `entry`: the provider's parsed entry). */
   parse(json: unknown, headers: WebhookHeaders, rawBody: Buffer, entry?: Entry): ParseOutcome;
+}
+
+/**
+ * The {@link ProviderWebhook} of a kind that does not sign (per-job token URL) and whose delivery
+ * names a task and its status: the body is validated with `schema` (zod's issues as the message);
+ * the event ID is `<taskId>:<status>`, the same on every redelivery of one state; the type is
+ * `<typePrefix>.<status>`.
+ */
+export function statusCallbackWebhook<S extends z.ZodType>(
+  schema: S,
+  typePrefix: string,
+  read: (body: z.infer<S>) => { taskId: string; status: string; clientRef: string | null },
+): ProviderWebhook {
+  return {
+    signed: () => false,
+    claimedEventId(json) {
+      const p = schema.safeParse(json);
+      if (!p.success) return null;
+      const { taskId, status } = read(p.data);
+      return `${taskId}:${status}`.slice(0, 200);
+    },
+    parse(json) {
+      const p = schema.safeParse(json);
+      if (!p.success) return { ok: false, message: z.prettifyError(p.error) };
+      const { taskId, status, clientRef } = read(p.data);
+      return {
+        ok: true,
+        event: {
+          eventId: `${taskId}:${status}`,
+          type: `${typePrefix}.${status}`,
+          taskId,
+          clientRef,
+          providerStatus: status,
+        },
+      };
+    },
+  };
 }
 
 /** A descriptor made by {@link defineProvider}. */
@@ -110,9 +147,6 @@ export interface ProviderDescriptor<K extends string = string, S extends z.ZodRa
 
 /** Any descriptor (the registry and the receiver do not need the kind's types). */
 export type AnyProviderDescriptor = ProviderDescriptor<string, any>;
-
-/** The parsed entry type of a descriptor. */
-export type EntryOf<D extends AnyProviderDescriptor> = z.infer<D['entrySchema']>;
 
 /**
  * Makes a descriptor from a kind's spec: builds `entrySchema` from `configSchema` and the common

@@ -29,16 +29,13 @@ export const PROVIDER_DESCRIPTORS = [
   oxylabsProvider,
 ] as const;
 
-/** A shipped kind name (`reference`, …). */
-export type ProviderKind = (typeof PROVIDER_DESCRIPTORS)[number]['kind'];
-
 /** The entry schemas of a descriptor tuple, as a tuple (for `z.discriminatedUnion`). */
-export type EntrySchemas<T extends readonly AnyProviderDescriptor[]> = {
+type EntrySchemas<T extends readonly AnyProviderDescriptor[]> = {
   -readonly [K in keyof T]: T[K]['entrySchema'];
 };
 
 /** The entry schemas of `descriptors`, in order. */
-export function entrySchemas<T extends readonly AnyProviderDescriptor[]>(descriptors: T): EntrySchemas<T> {
+function entrySchemas<T extends readonly AnyProviderDescriptor[]>(descriptors: T): EntrySchemas<T> {
   return descriptors.map((d) => d.entrySchema) as EntrySchemas<T>;
 }
 
@@ -117,21 +114,4 @@ export function evidenceTable(): string {
 /** What a job of `entry` costs: its kind's unit and estimate (the entry's `cost.estimate` first). Throws for an unknown kind. */
 export function costOf(entry: ProviderEntry): EntryCost {
   return entryCost(descriptorOf(entry.kind).cost, entry);
-}
-
-/**
- * The cost table of docs/budgets.md (Markdown), one row per kind: its unit, its estimate, the field
- * that reports a task's cost (and the document it follows) and what a failed task costs. The page
- * holds exactly these lines; a unit test keeps the two equal.
- */
-export function costTable(): string {
-  const rows = PROVIDER_DESCRIPTORS.map((d) => {
-    const { doc, failed } = d.cost as AnyProviderDescriptor['cost'];
-    return `| \`${d.kind}\` | ${doc.unit} | ${doc.estimate} | ${doc.reported ?? 'nothing: a job settles at its estimate'} | ${failed === 'free' ? 'nothing (not billed)' : 'its estimate'} |`;
-  });
-  return [
-    "| kind | unit | estimate before the submit (an entry's `cost.estimate` replaces it) | what settles it | a failed task without a report costs |",
-    '|---|---|---|---|---|',
-    ...rows,
-  ].join('\n');
 }

@@ -78,7 +78,7 @@ import { APIFY_EVIDENCE, APIFY_EVIDENCE_NO_REF, findSubmitted, type ApifyReads }
 import { RunResponseSchema, type RunSchema } from './runs.js';
 
 /** Ad-hoc webhook events we ask for: every terminal run event (events.md). */
-export const APIFY_WEBHOOK_EVENTS = [
+const APIFY_WEBHOOK_EVENTS = [
   'ACTOR.RUN.SUCCEEDED',
   'ACTOR.RUN.FAILED',
   'ACTOR.RUN.ABORTED',
@@ -136,13 +136,11 @@ export class ApifyAdapter implements ProviderAdapter {
     readonly name: string,
     private readonly entry: ApifyEntry,
   ) {
-    this.http = new ProviderHttp({
-      provider: name,
-      baseUrl: entry.baseUrl,
-      auth: entry.tokenIn === 'query' ? { in: 'query', name: 'token' } : { in: 'header' },
-      submitTimeoutMs: entry.submitTimeoutMs,
-      readTimeoutMs: entry.readTimeoutMs,
-    });
+    this.http = ProviderHttp.forEntry(
+      name,
+      entry,
+      entry.tokenIn === 'query' ? { in: 'query', name: 'token' } : { in: 'header' },
+    );
     // Without our reference in the input, a run matches by URL only: weak evidence.
     this.evidence = entry.input.clientRefField === null ? APIFY_EVIDENCE_NO_REF : APIFY_EVIDENCE;
     this.reads = {

@@ -1,7 +1,6 @@
 /**
- * Configuration fields of the `apify` kind (Apify actor runs, API v2). The common fields
- * (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`. The credential
- * is an Apify API token (Console → Settings → Integrations).
+ * Configuration fields of the `apify` kind (Apify actor runs, API v2). The credential is an Apify
+ * API token (Console → Settings → Integrations).
  */
 import { z } from 'zod';
 import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
@@ -22,7 +21,7 @@ const ActorIdSchema = z
  * `defaults` are input fields sent with every run, under the job's `options` (which come next)
  * and under the URL and the reference (which come last and cannot be overridden).
  */
-export const ApifyInputSchema = z
+const ApifyInputSchema = z
   .strictObject({
     urlField: z.string().min(1).max(100).default('startUrls'),
     urlFormat: z.enum(['requestList', 'string', 'stringList']).default('requestList'),
@@ -39,7 +38,7 @@ export const ApifyInputSchema = z
 export const APIFY_DEFAULT_ESTIMATE_USD = 0.1;
 
 /** Run options sent as query parameters of Run Actor (unset: the actor's own defaults). Units in the names. */
-export const ApifyRunOptionsSchema = z
+const ApifyRunOptionsSchema = z
   .strictObject({
     /** Build tag or number (`latest`, `0.1.234`). */
     build: z.string().min(1).max(100).optional(),
@@ -69,7 +68,6 @@ export const ApifyRunOptionsSchema = z
 
 /**
  * The kind's own fields:
- * - `baseUrl` (default `https://api.apify.com`), `submitTimeoutMs` (30 s), `readTimeoutMs` (15 s);
  * - `actorId` (required) and `actorPath`: `actors` (default: the canonical `/v2/actors/` prefix of
  *   the OpenAPI document) or `acts` (the deprecated prefix, still served by Apify);
  * - `tokenIn`: `header` (default: `Authorization: Bearer`, Apify's recommendation) or `query`

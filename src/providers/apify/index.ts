@@ -7,9 +7,9 @@ import { APIFY_EVIDENCE, APIFY_EVIDENCE_NO_REF } from './lookups.js';
 import { APIFY_DEFAULT_ESTIMATE_USD, ApifyConfigSchema } from './config.js';
 import { apifyWebhook } from './webhook.js';
 
-export { ApifyAdapter, apifyState, statedRunLimit, APIFY_WEBHOOK_EVENTS } from './adapter.js';
-export { ApifyConfigSchema, type ApifyEntry } from './config.js';
-export { apifyWebhook, ApifyWebhookPayloadSchema, APIFY_DISPATCH_HEADER } from './webhook.js';
+export { ApifyAdapter, apifyState, statedRunLimit } from './adapter.js';
+export type { ApifyEntry } from './config.js';
+export { apifyWebhook } from './webhook.js';
 
 /** Descriptor of the `apify` kind. */
 export const apifyProvider = defineProvider({

@@ -7,7 +7,7 @@
 import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderError } from '../shared/errors.js';
 import { path, type CallPhase, type ProviderHttp, type ProviderResponse } from '../shared/http.js';
-import type { CallContext, FindContext } from '../adapter.js';
+import { lookupNotOffered, type CallContext, type FindContext } from '../adapter.js';
 import type { ApifyEntry } from './config.js';
 import { RunListSchema } from './runs.js';
 
@@ -97,14 +97,7 @@ export async function findSubmitted(apify: ApifyReads, ctx: FindContext): Promis
     // Not offered (a route or actor this key cannot list): the lookup proves nothing, and waiting does not help.
     if (res.status === 404)
       return [
-        {
-          lookup: RUN_LOOKUP,
-          available: false,
-          complete: false,
-          candidates,
-          at: new Date().toISOString(),
-          note: `the run list answered 404 (${apify.fail(res, 'read', ctx).message})`,
-        },
+        lookupNotOffered(RUN_LOOKUP, `the run list answered 404 (${apify.fail(res, 'read', ctx).message})`, candidates),
       ];
     if (!apify.http.isOk(res)) throw apify.fail(res, 'read', ctx);
     const list = apify.http.parse(res, RunListSchema, 'read', 'run list').data;

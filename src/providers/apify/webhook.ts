@@ -18,10 +18,10 @@ import type { ProviderWebhook } from '../descriptor.js';
 import { headerValue } from '../shared/webhook.js';
 
 /** The dispatch ID header (lower-case, as Node gives headers). */
-export const APIFY_DISPATCH_HEADER = 'x-apify-webhook-dispatch-id';
+const APIFY_DISPATCH_HEADER = 'x-apify-webhook-dispatch-id';
 
 /** The default payload template of an Apify webhook; more fields are allowed. */
-export const ApifyWebhookPayloadSchema = z.looseObject({
+const ApifyWebhookPayloadSchema = z.looseObject({
   userId: z.string().max(200).nullish(),
   createdAt: z.string().max(64).nullish(),
   eventType: z.string().min(1).max(100),

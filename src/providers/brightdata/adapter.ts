@@ -134,13 +134,7 @@ export class BrightDataAdapter implements ProviderAdapter {
         `provider "${name}": rateLimit.maxRefusals (${entry.rateLimit.maxRefusals}) + limits.maxConcurrent (${entry.limits.maxConcurrent}) − 1 = ${worst} refusals could reach Bright Data's IP block at ${BRIGHTDATA_BLOCK_AT} × 429 in 5 minutes; lower one of them`,
       );
     }
-    this.http = new ProviderHttp({
-      provider: name,
-      baseUrl: entry.baseUrl,
-      auth: { in: 'header' },
-      submitTimeoutMs: entry.submitTimeoutMs,
-      readTimeoutMs: entry.readTimeoutMs,
-    });
+    this.http = ProviderHttp.forEntry(name, entry, { in: 'header' });
     const host = new URL(entry.baseUrl).host.toLowerCase();
     this.guard = new RefusalGuard(
       `brightdata@${host}`,
@@ -245,15 +239,8 @@ export class BrightDataAdapter implements ProviderAdapter {
     const res = await this.call(ctx, { method: 'GET', path: path`/datasets/v3/progress/${taskId}`, phase: 'read' });
     // An empty or expired snapshot is final on progress as on the download (`finalRefusal`).
     if (!this.http.isOk(res)) throw finalRefusal(res, taskId) ?? this.http.error(res, 'read', ctx);
+    if (res.status === 202 || res.status === 204) return this.http.stillRunning(res);
     const retryAfterMs = this.http.retryAfterMs(res);
-    if (res.status === 202 || res.status === 204) {
-      const word = (res.body as { status?: unknown } | undefined)?.status;
-      return {
-        state: 'running',
-        providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`,
-        retryAfterMs,
-      };
-    }
     const p = this.http.parse(res, ProgressBody, 'read', 'progress body');
     const state = brightDataState(p.status);
     const progress = p.records != null ? { documents: p.records } : undefined;

@@ -2,8 +2,7 @@
  * Configuration fields of the `brightdata` kind (Bright Data Web Scraper API, datasets v3;
  * docs.brightdata.com "Scraper async requests" (scraper-rest-api.json), "Management APIs",
  * "Download Snapshot", "Error codes by Endpoint", "Scraper API error codes", "Scraper API limits";
- * read 2026-11-30). The common fields (credentials, limits, poll, results, reconcile, webhook)
- * come from `../shared/entry.ts`. The credential is the API key, sent as `Authorization: Bearer`.
+ * read 2026-11-30). The credential is the API key, sent as `Authorization: Bearer`.
  */
 import { z } from 'zod';
 import { httpEndpointFields, type EntryFor } from '../shared/entry.js';

@@ -20,7 +20,7 @@ import type { SharedRefusals } from '../shared/sharedState.js';
  * (`rateLimit.windowMs` ≤ 1 h), so that pruning for one entry never drops a refusal another
  * entry on the same host still counts.
  */
-export const REFUSAL_RETENTION_MS = 3_600_000;
+const REFUSAL_RETENTION_MS = 3_600_000;
 
 /** A sliding window of `429` answers. Times are epoch ms. */
 export class RefusalWindow {

@@ -9,13 +9,8 @@ import { BrightDataConfigSchema } from './config.js';
 import { brightDataWebhook } from './webhook.js';
 
 export { BrightDataAdapter, brightDataState, statedRunningJobsLimit } from './adapter.js';
-export {
-  BRIGHTDATA_BLOCK_AT,
-  BRIGHTDATA_BLOCK_WINDOW_MS,
-  BrightDataConfigSchema,
-  type BrightDataEntry,
-} from './config.js';
-export { RefusalGuard, RefusalWindow, refusalWindowFor } from './guard.js';
+export { BRIGHTDATA_BLOCK_AT, BRIGHTDATA_BLOCK_WINDOW_MS } from './config.js';
+export { RefusalGuard, RefusalWindow } from './guard.js';
 export { brightDataWebhook } from './webhook.js';
 
 /** Descriptor of the `brightdata` kind. */

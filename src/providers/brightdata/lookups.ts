@@ -9,7 +9,7 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { z } from 'zod';
 import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import { errorDetails, path } from '../shared/http.js';
-import type { FindContext } from '../adapter.js';
+import { lookupNotOffered, type FindContext } from '../adapter.js';
 import type { BrightDataReads } from './results.js';
 
 const SnapshotList = z.array(
@@ -71,14 +71,7 @@ export async function findSubmitted(reads: BrightDataReads, ctx: FindContext): P
   // Not offered (a route or dataset this key cannot list): the lookup proves nothing, and waiting does not help.
   if (res.status === 404)
     return [
-      {
-        lookup: SNAPSHOT_LOOKUP,
-        available: false,
-        complete: false,
-        candidates: [],
-        at: new Date().toISOString(),
-        note: `the snapshot list answered 404 (${errorDetails(res).message ?? 'not found'})`,
-      },
+      lookupNotOffered(SNAPSHOT_LOOKUP, `the snapshot list answered 404 (${errorDetails(res).message ?? 'not found'})`),
     ];
   if (!reads.http.isOk(res)) throw reads.http.error(res, 'read', ctx);
   const listed = reads.http.parse(res, SnapshotList, 'read', 'snapshot list');

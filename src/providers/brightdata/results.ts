@@ -7,7 +7,14 @@
  */
 import { z } from 'zod';
 import { ProviderError } from '../shared/errors.js';
-import { errorDetails, path, type CallOptions, type ProviderHttp, type ProviderResponse } from '../shared/http.js';
+import {
+  errorDetails,
+  notReady,
+  path,
+  type CallOptions,
+  type ProviderHttp,
+  type ProviderResponse,
+} from '../shared/http.js';
 import { completenessOf, paginateCursor, resultFromDocuments, withIdentity } from '../shared/pagination.js';
 import type { CallContext, ResultContext } from '../adapter.js';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
@@ -116,15 +123,10 @@ function downloadError(reads: BrightDataReads, res: ProviderResponse, taskId: st
   const d = errorDetails(res);
   if (res.status === 202 || res.status === 409) {
     const wait = reads.http.retryAfterMs(res) ?? reads.http.error(res, 'read', ctx).details.retryAfterMs;
-    return new ProviderError(
-      'transient',
+    return notReady(
       `snapshot ${taskId} is not ready for download yet (HTTP ${res.status}${d.message ? `: ${d.message}` : ''})`,
-      {
-        code: 'NOT_READY',
-        httpStatus: res.status,
-        retryAfterMs: wait,
-        evidence: res.evidence,
-      },
+      res,
+      { retryAfterMs: wait },
     );
   }
   return finalRefusal(res, taskId) ?? reads.http.error(res, 'read', ctx);

@@ -7,33 +7,17 @@
  * snapshot itself.
  */
 import { z } from 'zod';
-import type { ProviderWebhook } from '../descriptor.js';
+import { statusCallbackWebhook } from '../descriptor.js';
 
 /** The notify fields the receiver reads; more are allowed. */
-export const BrightDataNotifySchema = z.looseObject({
+const BrightDataNotifySchema = z.looseObject({
   snapshot_id: z.string().min(1).max(200),
   status: z.string().min(1).max(100),
 });
 
 /** The `brightdata` kind's {@link ProviderWebhook}: unsigned, per-job token. */
-export const brightDataWebhook: ProviderWebhook = {
-  signed: () => false,
-  claimedEventId(json) {
-    const p = BrightDataNotifySchema.safeParse(json);
-    return p.success ? `${p.data.snapshot_id}:${p.data.status}`.slice(0, 200) : null;
-  },
-  parse(json) {
-    const p = BrightDataNotifySchema.safeParse(json);
-    if (!p.success) return { ok: false, message: z.prettifyError(p.error) };
-    return {
-      ok: true,
-      event: {
-        eventId: `${p.data.snapshot_id}:${p.data.status}`,
-        type: `snapshot.${p.data.status}`,
-        taskId: p.data.snapshot_id,
-        clientRef: null,
-        providerStatus: p.data.status,
-      },
-    };
-  },
-};
+export const brightDataWebhook = statusCallbackWebhook(BrightDataNotifySchema, 'snapshot', (b) => ({
+  taskId: b.snapshot_id,
+  status: b.status,
+  clientRef: null,
+}));

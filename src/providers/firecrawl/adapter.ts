@@ -68,9 +68,9 @@ const ROUTE = { batch: '/v2/batch/scrape', crawl: '/v2/crawl' } as const;
  * documents do not say) is read until the count is quiet; a page whose fetch outlasts the quiet
  * window or the bound is not counted.
  */
-export const CANCEL_SETTLE_MS = 30_000;
-export const CANCEL_SETTLE_READ_MS = 1_000;
-export const CANCEL_QUIET_MS = 5_000;
+const CANCEL_SETTLE_MS = 30_000;
+const CANCEL_SETTLE_READ_MS = 1_000;
+const CANCEL_QUIET_MS = 5_000;
 
 /** Formats asked for when the job's options name none (Firecrawl has no plain-text format: `text` jobs get markdown). */
 const DEFAULT_FORMATS = ['markdown', 'links'];
@@ -126,13 +126,7 @@ export class FirecrawlAdapter implements ProviderAdapter {
     };
     this.route = ROUTE[entry.operation];
     this.limits = resultLimitsOf(entry);
-    this.http = new ProviderHttp({
-      provider: name,
-      baseUrl: entry.baseUrl,
-      auth: { in: 'header' },
-      submitTimeoutMs: entry.submitTimeoutMs,
-      readTimeoutMs: entry.readTimeoutMs,
-    });
+    this.http = ProviderHttp.forEntry(name, entry, { in: 'header' });
     this.reads = {
       name,
       operation: entry.operation,

@@ -1,6 +1,5 @@
 /**
- * Configuration fields of the `firecrawl` kind (Firecrawl API v2). The common fields
- * (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`.
+ * Configuration fields of the `firecrawl` kind (Firecrawl API v2).
  *
  * The **operation** is chosen by configuration, one per entry, not per job:
  * - `batch` (default): `POST /v2/batch/scrape` with the job's one URL. Firecrawl v2's `POST
@@ -39,7 +38,7 @@ import { z } from 'zod';
 import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /** Firecrawl webhook event filters accepted by `webhook.events` (v2 OpenAPI: `completed`, `page`, `failed`, `started`). */
-export const FirecrawlWebhookEventSchema = z.enum(['completed', 'failed', 'page', 'started']);
+const FirecrawlWebhookEventSchema = z.enum(['completed', 'failed', 'page', 'started']);
 
 /**
  * The kind's own fields:

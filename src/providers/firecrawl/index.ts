@@ -11,21 +11,10 @@ import { firecrawlEvidence } from './lookups.js';
 import { FirecrawlConfigSchema } from './config.js';
 import { firecrawlWebhook } from './webhook.js';
 
-export { CANCEL_SETTLE_MS, FirecrawlAdapter, firecrawlState } from './adapter.js';
-export { firecrawlEvidence, RECONCILE_SKEW_MS } from './lookups.js';
+export { FirecrawlAdapter, firecrawlState } from './adapter.js';
 export { firecrawlDocument } from './results.js';
-export {
-  FirecrawlConfigSchema,
-  firecrawlSendsIdempotencyKey,
-  firecrawlSignsWebhooks,
-  type FirecrawlEntry,
-} from './config.js';
-export {
-  FIRECRAWL_SIGNATURE_HEADER,
-  firecrawlEventStatus,
-  firecrawlWebhook,
-  FirecrawlWebhookEventSchema,
-} from './webhook.js';
+export { firecrawlSendsIdempotencyKey, firecrawlSignsWebhooks, type FirecrawlEntry } from './config.js';
+export { firecrawlEventStatus, firecrawlWebhook } from './webhook.js';
 
 /** Descriptor of the `firecrawl` kind. */
 export const firecrawlProvider = defineProvider({

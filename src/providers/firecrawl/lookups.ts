@@ -8,11 +8,11 @@
 import { z } from 'zod';
 import { canonicalJson } from '../../lib/hash.js';
 import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
-import type { FindContext } from '../adapter.js';
+import { lookupNotOffered, type FindContext } from '../adapter.js';
 import type { FirecrawlReads } from './results.js';
 
 /** How far a Firecrawl `created_at` may precede our submit intent and still be ours (clock skew between us and Firecrawl), ms. */
-export const RECONCILE_SKEW_MS = 120_000;
+const RECONCILE_SKEW_MS = 120_000;
 
 /** Most pages of `GET /v2/team/activity` read by one reconcile (100 entries each). */
 const ACTIVITY_PAGES = 5;
@@ -48,7 +48,7 @@ const ActivityBody = z.looseObject({
 const ACTIVITY_RETENTION_MS = 24 * 3_600_000;
 
 /** Which of Firecrawl's evidence an entry has (see {@link firecrawlEvidence}). */
-export interface FirecrawlEvidenceShape {
+interface FirecrawlEvidenceShape {
   /** Crawl submits carry `x-idempotency-key` (the hosted API; a self-hosted server only with `selfHosted.idempotencyHeader`). */
   idempotencyKey: boolean;
   /** `GET /v2/team/activity` exists (the hosted API; never on a self-hosted server). */
@@ -56,7 +56,7 @@ export interface FirecrawlEvidenceShape {
 }
 
 /** The hosted API's evidence: the key on crawls, the team activity. */
-export const HOSTED_FIRECRAWL: FirecrawlEvidenceShape = { idempotencyKey: true, teamActivity: true };
+const HOSTED_FIRECRAWL: FirecrawlEvidenceShape = { idempotencyKey: true, teamActivity: true };
 
 /**
  * What Firecrawl's replays and lookups prove after a lost submit, per operation and deployment:
@@ -132,14 +132,7 @@ export async function findSubmitted(reads: FirecrawlReads, ctx: FindContext): Pr
   if (reads.operation === 'crawl') {
     const res = await reads.http.call(ctx, { method: 'GET', path: '/v2/crawl/active', phase: 'read' });
     if (res.status === 404 || res.status === 501) {
-      readings.push({
-        lookup: 'GET /v2/crawl/active',
-        available: false,
-        complete: false,
-        candidates: [],
-        at: new Date().toISOString(),
-        note: `answered ${res.status}: not offered by this deployment`,
-      });
+      readings.push(lookupNotOffered('GET /v2/crawl/active', `answered ${res.status}: not offered by this deployment`));
     } else {
       if (!reads.http.isOk(res)) throw reads.fail(res, 'read', ctx);
       const body = reads.http.parse(res, ActiveBody, 'read', 'active crawls');
@@ -192,14 +185,9 @@ export async function findSubmitted(reads: FirecrawlReads, ctx: FindContext): Pr
       phase: 'read',
     });
     if ((res.status === 404 && !/expired/i.test(res.text)) || res.status === 501) {
-      readings.push({
-        lookup: 'GET /v2/team/activity',
-        available: false,
-        complete: false,
-        candidates: [],
-        at: new Date().toISOString(),
-        note: `answered ${res.status}: not offered by this deployment`,
-      });
+      readings.push(
+        lookupNotOffered('GET /v2/team/activity', `answered ${res.status}: not offered by this deployment`),
+      );
       return readings;
     }
     if (!reads.http.isOk(res)) throw reads.fail(res, 'read', ctx);

@@ -9,7 +9,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import { ProviderError } from '../shared/errors.js';
-import type { CallPhase, ProviderHttp, ProviderResponse } from '../shared/http.js';
+import { notReady, type CallPhase, type ProviderHttp, type ProviderResponse } from '../shared/http.js';
 import { binaryBody, decodeBase64, isTextualType } from '../shared/binaryText.js';
 import {
   canonicalUrl,
@@ -23,7 +23,7 @@ import type { CallContext, ResultContext, ResultLimits } from '../adapter.js';
 
 const StringOrList = z.union([z.string(), z.array(z.string())]).nullish();
 /** One document of `data[]` (v2 OpenAPI `CrawlStatusResponseObj.data.items`): formats plus `metadata`. */
-export const DocumentBody = z.looseObject({
+const DocumentBody = z.looseObject({
   markdown: z.string().nullish(),
   links: z.array(z.unknown()).nullish(),
   metadata: z
@@ -96,7 +96,7 @@ const REPEATED =
   'its `next` pages served only documents already read — past 10 MiB of results Firecrawl ignores `skip` and serves the first documents again — so no further page was followed';
 
 /** How Firecrawl's count of a crawl's documents compares with those read: `expected` its `completed`, `why` fewer were read, when known. */
-export interface FirecrawlCount {
+interface FirecrawlCount {
   expected: number | null;
   why?: string;
 }
@@ -186,8 +186,8 @@ interface PagesRead {
  * value a moment later (`crawl-status.ts` skips a counted job without one): the pages are read
  * again, at most {@link SHORT_REREADS} times, before the result is called partial.
  */
-export const SHORT_REREADS = 4;
-export const SHORT_REREAD_MS = 1_000;
+const SHORT_REREADS = 4;
+const SHORT_REREAD_MS = 1_000;
 
 /** Why a job's documents stayed fewer than its count though its pages were read again (the result's note says it). */
 const SHORT = `its pages served fewer documents than it counts, also when read again ${SHORT_REREADS} times ${SHORT_REREAD_MS / 1000} s apart`;
@@ -238,15 +238,7 @@ async function readPages(reads: FirecrawlReads, taskId: string, ctx: ResultConte
     fetch: async (url) => {
       const { res, body } = await reads.readPage(url, ctx);
       if (!body || body.status !== 'completed') {
-        throw new ProviderError(
-          'transient',
-          `task ${taskId} is ${body?.status ?? `not ready (HTTP ${res.status})`}, no result yet`,
-          {
-            httpStatus: res.status,
-            evidence: res.evidence,
-            code: 'NOT_READY',
-          },
-        );
+        throw notReady(`task ${taskId} is ${body?.status ?? `not ready (HTTP ${res.status})`}, no result yet`, res);
       }
       const start = skipOf(url);
       const items = body.data ?? [];

@@ -20,10 +20,10 @@ import { headerValue, verifySha256Signature } from '../shared/webhook.js';
 import { firecrawlSignsWebhooks } from './config.js';
 
 /** Signature header (lower-case). */
-export const FIRECRAWL_SIGNATURE_HEADER = 'x-firecrawl-signature';
+const FIRECRAWL_SIGNATURE_HEADER = 'x-firecrawl-signature';
 
 /** A delivery's body; more fields are allowed (Firecrawl adds fields). */
-export const FirecrawlWebhookEventSchema = z.looseObject({
+const FirecrawlWebhookEventSchema = z.looseObject({
   success: z.boolean().optional(),
   type: z.string().min(1).max(100),
   id: z.string().min(1).max(200),

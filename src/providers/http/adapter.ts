@@ -59,7 +59,7 @@ import { inlineResult, num, readResult, type HttpReads } from './results.js';
 import { pick, pickString, type TemplateVars } from './template.js';
 
 /** The credential placement of an entry's `auth`. */
-export function placementOf(auth: HttpEntry['auth']): CredentialPlacement {
+function placementOf(auth: HttpEntry['auth']): CredentialPlacement {
   switch (auth.in) {
     case 'bearer':
       return { in: 'header' };
@@ -105,12 +105,7 @@ export class HttpAdapter implements ProviderAdapter {
     this.completedAfterCancel = entry.cancel?.completedMeans ?? 'completed';
     this.kept = keptFields(entry);
     const errors = entry.errors;
-    this.http = new ProviderHttp({
-      provider: name,
-      baseUrl: entry.baseUrl,
-      auth: placementOf(entry.auth),
-      submitTimeoutMs: entry.submitTimeoutMs,
-      readTimeoutMs: entry.readTimeoutMs,
+    this.http = ProviderHttp.forEntry(name, entry, placementOf(entry.auth), {
       headers: entry.headers,
       errorDetails: (res) => {
         const usual = errorDetails(res);

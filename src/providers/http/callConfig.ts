@@ -24,7 +24,7 @@ export const TEMPLATE_VARS = {
 } as const;
 
 /** Variables whose fields a placeholder may name (`{{options.project}}`). */
-export const OBJECT_VARS = ['options', 'submitAnswer', 'statusAnswer'] as const;
+const OBJECT_VARS = ['options', 'submitAnswer', 'statusAnswer'] as const;
 
 /** A JSON Pointer (RFC 6901): `""` or `/a/b/0`. */
 export const PointerSchema = z

@@ -1,8 +1,7 @@
 /**
  * Configuration of the declarative `http` kind: any "submit, get an ID, poll" API described in
- * the worker configuration, validated with zod (every error names the field). The common fields
- * (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`. Templates and
- * JSON Pointers are those of `template.ts`; each template may use only its context's variables:
+ * the worker configuration, validated with zod (every error names the field). Templates and JSON
+ * Pointers are those of `template.ts`; each template may use only its context's variables:
  *
  * | context | variables |
  * |---|---|
@@ -35,14 +34,11 @@ import {
 } from './callConfig.js';
 import { ResultSchema } from './resultConfig.js';
 
-export { PointerSchema, TEMPLATE_VARS } from './callConfig.js';
-export { FieldsSchema, PaginationSchema, ResultSchema } from './resultConfig.js';
-
 /** Our states a provider word can map to, plus `unrecognised` (polled on the normal schedule, never final). */
-export const MappedStateSchema = z.enum(['queued', 'running', 'completed', 'failed', 'cancelled', 'unrecognised']);
+const MappedStateSchema = z.enum(['queued', 'running', 'completed', 'failed', 'cancelled', 'unrecognised']);
 
 /** Where the credential goes: `bearer` (default), a `header` (`name`, `scheme`; `""` for the bare key), the `query` string, `basic` (`user:password`), the JSON/form `body`, or `none`. */
-export const AuthSchema = z.discriminatedUnion('in', [
+const AuthSchema = z.discriminatedUnion('in', [
   z.strictObject({ in: z.literal('bearer') }),
   z.strictObject({ in: z.literal('header'), name: z.string().min(1), scheme: z.string().default('') }),
   z.strictObject({ in: z.literal('query'), name: z.string().min(1) }),
@@ -52,7 +48,7 @@ export const AuthSchema = z.discriminatedUnion('in', [
 ]);
 
 /** The submit call. `taskIdPath` is where the task ID is in the answer (any 2xx carrying one is an acceptance). */
-export const SubmitSchema = z
+const SubmitSchema = z
   .strictObject({
     method: z.enum(['POST', 'PUT', 'GET']).default('POST'),
     path: pathTemplate(TEMPLATE_VARS.submit),
@@ -100,7 +96,7 @@ const ProgressSchema = z.strictObject({
  * `not_found` (the provider does not know the task, e.g. a server that forgot its jobs on a
  * restart: counted like a `404`, then `expired`) or any mapped state.
  */
-export const StatusSchema = z
+const StatusSchema = z
   .strictObject({
     method: z.enum(['GET', 'POST']).default('GET'),
     ...callFields(TEMPLATE_VARS.task),
@@ -143,7 +139,7 @@ const Scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
  * `terminalCodes` and `expiredCodes` apply, and any other such answer refuses the reads
  * (`tracking_interrupted`: fix the cause and resume).
  */
-export const ErrorsSchema = z
+const ErrorsSchema = z
   .strictObject({
     codePath: PointerSchema.optional(),
     messagePath: PointerSchema.optional(),
@@ -177,7 +173,7 @@ export const ErrorsSchema = z
  * a completed one ran to its end) or `stopped_or_completed` (its final word is the same whether
  * the work stopped early or finished, as Scrapyd's `finished`): the outcome then says exactly that.
  */
-export const CancelSchema = z
+const CancelSchema = z
   .strictObject({
     method: z.enum(['DELETE', 'POST', 'PUT']).default('DELETE'),
     ...callFields(TEMPLATE_VARS.task),
@@ -227,7 +223,7 @@ export const ListSchema = z
  * across redeliveries; else `eventIdHeader`, else the body's hash), type, task ID, our reference
  * and the status are.
  */
-export const WebhookSchemeSchema = z
+const WebhookSchemeSchema = z
   .strictObject({
     signed: z.boolean().default(true),
     signatureHeader: z

@@ -10,9 +10,8 @@ import { httpEvidence } from './lookups.js';
 import { checkHttpEntry, HttpConfigSchema } from './config.js';
 import { httpWebhook } from './webhook.js';
 
-export { HttpAdapter, mapStatus, placementOf } from './adapter.js';
-export { checkHttpEntry, HttpConfigSchema, type HttpEntry } from './config.js';
-export { httpWebhook } from './webhook.js';
+export { HttpAdapter, mapStatus } from './adapter.js';
+export type { HttpEntry } from './config.js';
 
 /** Descriptor of the `http` kind. */
 export const httpProvider = defineProvider({

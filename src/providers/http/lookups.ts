@@ -5,7 +5,7 @@
  */
 import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import { ProviderError } from '../shared/errors.js';
-import type { FindContext } from '../adapter.js';
+import { lookupNotOffered, type FindContext } from '../adapter.js';
 import type { HttpEntry } from './config.js';
 import type { HttpReads } from './results.js';
 import { pick, pickString, renderMap, type TemplateVars } from './template.js';
@@ -70,8 +70,7 @@ export async function findSubmitted(reads: HttpReads, ctx: FindContext): Promise
   try {
     reads.ok(res, 'read', ctx, 'list');
   } catch (e) {
-    if (e instanceof ProviderError && e.kind === 'unsupported')
-      return [{ lookup: name, available: false, complete: false, candidates: [], at, note: e.message }];
+    if (e instanceof ProviderError && e.kind === 'unsupported') return [lookupNotOffered(name, e.message, [], at)];
     throw e;
   }
   const paths = Array.isArray(l.itemsPath) ? l.itemsPath : [l.itemsPath];

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { callFields, checkCall, PointerSchema, StatusCodes, TEMPLATE_VARS } from './callConfig.js';
 
 /** Where each result field is, relative to the page (or to each document). Absent: the field stays empty. */
-export const FieldsSchema = z
+const FieldsSchema = z
   .strictObject({
     url: PointerSchema,
     finalUrl: PointerSchema,
@@ -35,7 +35,7 @@ export const FieldsSchema = z
   .prefault({});
 
 /** How multi-document results are paged: `offset`/`limit` parameters, an opaque `cursor`, or a `next` link in the answer. */
-export const PaginationSchema = z.discriminatedUnion('style', [
+const PaginationSchema = z.discriminatedUnion('style', [
   z.strictObject({
     style: z.literal('offset'),
     offsetParam: z.string().min(1).default('offset'),
@@ -63,7 +63,7 @@ export const PaginationSchema = z.discriminatedUnion('style', [
  * the `result` context: the task, the request, `submitAnswer`, `statusAnswer`). A template that
  * names `statusAnswer` makes the read ask the status first (one more call per result read).
  */
-export const ResultRequestSchema = z
+const ResultRequestSchema = z
   .strictObject({ method: z.enum(['GET', 'POST']).default('GET'), ...callFields(TEMPLATE_VARS.result) })
   .superRefine(checkCall);
 

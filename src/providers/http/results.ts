@@ -7,7 +7,13 @@
  */
 import { resultLimitsOf } from '../shared/entry.js';
 import { ProviderError } from '../shared/errors.js';
-import type { CallPhase, ProviderHttp, ProviderResponse, QueryParams } from '../shared/http.js';
+import {
+  notReady,
+  type CallPhase,
+  type ProviderHttp,
+  type ProviderResponse,
+  type QueryParams,
+} from '../shared/http.js';
 import { appendQuery } from '../shared/request.js';
 import {
   enforceResultLimits,
@@ -108,12 +114,7 @@ export function inlineResult(reads: HttpReads, taskId: string, body: unknown): P
 }
 
 /** The result in one answer: the page, the documents, or both; undefined when the answer holds neither. */
-export function fromBody(
-  reads: HttpReads,
-  taskId: string,
-  body: unknown,
-  fallbackUrl: string,
-): ProviderResult | undefined {
+function fromBody(reads: HttpReads, taskId: string, body: unknown, fallbackUrl: string): ProviderResult | undefined {
   const r = reads.entry.result;
   const page = r.pagePath === undefined ? undefined : pick(body, r.pagePath);
   const items = r.documentsPath === undefined ? undefined : pick(body, r.documentsPath);
@@ -168,19 +169,15 @@ function noResult(reads: HttpReads, res: ProviderResponse, taskId: string, ctx: 
  */
 export async function readResult(reads: HttpReads, taskId: string, ctx: ResultContext): Promise<ProviderResult> {
   const r = reads.entry.result;
-  const notReady = (res: ProviderResponse, what: string) =>
-    new ProviderError('transient', `task ${taskId} is ${what}, no result yet`, {
-      httpStatus: res.status,
-      evidence: res.evidence,
-      code: 'NOT_READY',
-    });
+  const noResultYet = (res: ProviderResponse, what: string) =>
+    notReady(`task ${taskId} is ${what}, no result yet`, res);
   if (r.request === undefined) {
     const { res, ready } = await reads.readStatus(taskId, ctx);
-    if (!ready) throw notReady(res, `not ready (HTTP ${res.status})`);
+    if (!ready) throw noResultYet(res, `not ready (HTTP ${res.status})`);
     const { word, state } = reads.observe(taskId, res);
-    if (state !== 'completed') throw notReady(res, word);
+    if (state !== 'completed') throw noResultYet(res, word);
     const out = fromBody(reads, taskId, res.body, ctx.url);
-    if (!out) throw notReady(res, `${word} without a result`);
+    if (!out) throw noResultYet(res, `${word} without a result`);
     return out;
   }
   const req = r.request;
@@ -200,7 +197,7 @@ export async function readResult(reads: HttpReads, taskId: string, ctx: ResultCo
     if (res.status === 404 && reads.entry.errors.resultNotFound === 'failed') throw noResult(reads, res, taskId, ctx);
     // A JSON-lines answer is documents, one a line: `errors.errorWhen` never reads into them.
     reads.ok(r.format !== 'json' && reads.http.isOk(res) ? { ...res, body: undefined } : res, 'read', ctx);
-    if (r.notReadyStatusCodes.includes(res.status)) throw notReady(res, `not ready (HTTP ${res.status})`);
+    if (r.notReadyStatusCodes.includes(res.status)) throw noResultYet(res, `not ready (HTTP ${res.status})`);
     return { ...res, body: reads.body(res, r.format) };
   };
   const pg = r.pagination;

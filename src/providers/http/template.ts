@@ -27,7 +27,7 @@ const NAME = String.raw`[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9_-]+)*`;
 const PLACEHOLDER = new RegExp(String.raw`\{\{\s*(${NAME})\s*\}\}`, 'g');
 const WHOLE = new RegExp(String.raw`^\{\{\s*(${NAME})\s*\}\}$`);
 /** The member name that spreads an object variable into the enclosing object. */
-export const SPREAD_KEY = '...';
+const SPREAD_KEY = '...';
 
 /** The placeholder names used anywhere in `template` (strings of any JSON value, object keys excluded). */
 export function placeholdersOf(template: unknown): string[] {
@@ -75,7 +75,7 @@ function text(v: unknown): string {
 }
 
 /** Interpolates a string template as text (absent values: empty). */
-export function renderString(template: string, vars: TemplateVars): string {
+function renderString(template: string, vars: TemplateVars): string {
   return template.replace(PLACEHOLDER, (_m, name: string) => text(valueOf(vars, name)));
 }
 

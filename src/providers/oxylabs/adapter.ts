@@ -38,7 +38,7 @@ import type { LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { ProviderError } from '../shared/errors.js';
-import { ProviderHttp, path, type ProviderResponse } from '../shared/http.js';
+import { notReady, ProviderHttp, path, type ProviderResponse } from '../shared/http.js';
 import { pageFromRaw } from '../shared/htmlPage.js';
 import { enforceResultLimits, resultFromDocuments, withIdentity } from '../shared/pagination.js';
 import type {
@@ -57,7 +57,7 @@ import type { ProviderResult, ResultDocument } from '../../model/results.js';
 import type { OxylabsEntry } from './config.js';
 
 /** The job object of submit, status and callbacks (fields we read; more are allowed). */
-export const OxylabsJobSchema = z.looseObject({
+const OxylabsJobSchema = z.looseObject({
   id: z.union([z.string().min(1), z.number()]).transform(String),
   status: z.string().min(1),
   url: z.string().nullish(),
@@ -173,13 +173,7 @@ export class OxylabsAdapter implements ProviderAdapter {
     readonly name: string,
     private readonly entry: OxylabsEntry,
   ) {
-    this.http = new ProviderHttp({
-      provider: name,
-      baseUrl: entry.baseUrl,
-      auth: { in: 'basic' },
-      submitTimeoutMs: entry.submitTimeoutMs,
-      readTimeoutMs: entry.readTimeoutMs,
-    });
+    this.http = ProviderHttp.forEntry(name, entry, { in: 'basic' });
   }
 
   /** The job parameters: entry `params`, then the job's options, then ours (`source` from options or entry). */
@@ -261,25 +255,13 @@ export class OxylabsAdapter implements ProviderAdapter {
       phase: 'read',
     });
     if (res.status === 204 || res.status === 202) {
-      throw new ProviderError(
-        'transient',
-        `Oxylabs job ${taskId} has no results yet (HTTP ${res.status}: not completed)`,
-        {
-          httpStatus: res.status,
-          evidence: res.evidence,
-          code: 'NOT_READY',
-          retryAfterMs: this.http.retryAfterMs(res),
-        },
-      );
+      throw notReady(`Oxylabs job ${taskId} has no results yet (HTTP ${res.status}: not completed)`, res, {
+        retryAfterMs: this.http.retryAfterMs(res),
+      });
     }
     const { results } = this.http.parse(res, ResultsBody, 'read', 'results body');
     ctx.heartbeat?.({ documents: results.length, pages: 1 });
-    if (results.length === 0)
-      throw new ProviderError('transient', `Oxylabs job ${taskId} answered with no results yet`, {
-        httpStatus: res.status,
-        evidence: res.evidence,
-        code: 'NOT_READY',
-      });
+    if (results.length === 0) throw notReady(`Oxylabs job ${taskId} answered with no results yet`, res);
     const first = results[0]!;
     const base64 = asksBase64(ctx.request, this.entry.params);
     const result: ProviderResult =

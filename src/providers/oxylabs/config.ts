@@ -1,7 +1,6 @@
 /**
  * Configuration fields of the `oxylabs` kind (Oxylabs Web Scraper API, Push-Pull integration;
- * developers.oxylabs.io "Push-Pull", "Response Codes", "Rate Limits"; read 2026-11-30). The common
- * fields (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`. The
+ * developers.oxylabs.io "Push-Pull", "Response Codes", "Rate Limits"; read 2026-11-30). The
  * credential is `user:password` (HTTP Basic).
  */
 import { z } from 'zod';
@@ -9,7 +8,6 @@ import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /**
  * The kind's own fields:
- * - `baseUrl` (default `https://data.oxylabs.io`), `submitTimeoutMs` (30 s), `readTimeoutMs` (30 s);
  * - `source`: the Oxylabs scraper (`universal` by default; `amazon_product`, `google_search`, …);
  *   a job's `options.source` overrides it;
  * - `params`: job parameters sent with every job (`render`, `geo_location`, `parse`, …); a job's

@@ -7,8 +7,7 @@ import { OxylabsAdapter, OXYLABS_EVIDENCE } from './adapter.js';
 import { OxylabsConfigSchema } from './config.js';
 import { oxylabsWebhook } from './webhook.js';
 
-export { OxylabsAdapter, oxylabsState } from './adapter.js';
-export { OxylabsConfigSchema, type OxylabsEntry } from './config.js';
+export { oxylabsState } from './adapter.js';
 export { oxylabsWebhook } from './webhook.js';
 
 /** Descriptor of the `oxylabs` kind. */

@@ -7,34 +7,18 @@
  * and the results itself.
  */
 import { z } from 'zod';
-import type { ProviderWebhook } from '../descriptor.js';
+import { statusCallbackWebhook } from '../descriptor.js';
 
 /** The callback fields the receiver reads; more are allowed. */
-export const OxylabsCallbackSchema = z.looseObject({
+const OxylabsCallbackSchema = z.looseObject({
   id: z.union([z.string().min(1).max(200), z.number()]).transform(String),
   status: z.string().min(1).max(100),
   client_notes: z.string().max(500).nullish(),
 });
 
 /** The `oxylabs` kind's {@link ProviderWebhook}: unsigned, per-job token. */
-export const oxylabsWebhook: ProviderWebhook = {
-  signed: () => false,
-  claimedEventId(json) {
-    const p = OxylabsCallbackSchema.safeParse(json);
-    return p.success ? `${p.data.id}:${p.data.status}`.slice(0, 200) : null;
-  },
-  parse(json) {
-    const p = OxylabsCallbackSchema.safeParse(json);
-    if (!p.success) return { ok: false, message: z.prettifyError(p.error) };
-    return {
-      ok: true,
-      event: {
-        eventId: `${p.data.id}:${p.data.status}`,
-        type: `job.${p.data.status}`,
-        taskId: p.data.id,
-        clientRef: p.data.client_notes ?? null,
-        providerStatus: p.data.status,
-      },
-    };
-  },
-};
+export const oxylabsWebhook = statusCallbackWebhook(OxylabsCallbackSchema, 'job', (b) => ({
+  taskId: b.id,
+  status: b.status,
+  clientRef: b.client_notes ?? null,
+}));

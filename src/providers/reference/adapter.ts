@@ -14,18 +14,19 @@ import type { LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { ProviderError } from '../shared/errors.js';
-import { ProviderHttp, errorDetails, path, type ProviderResponse } from '../shared/http.js';
-import type {
-  Accepted,
-  CallContext,
-  CancelAnswer,
-  FindContext,
-  ObservedState,
-  ProviderAdapter,
-  ProviderCapabilities,
-  ResultContext,
-  StatusObservation,
-  SubmitContext,
+import { notReady, ProviderHttp, errorDetails, path, type ProviderResponse } from '../shared/http.js';
+import {
+  lookupNotOffered,
+  type Accepted,
+  type CallContext,
+  type CancelAnswer,
+  type FindContext,
+  type ObservedState,
+  type ProviderAdapter,
+  type ProviderCapabilities,
+  type ResultContext,
+  type StatusObservation,
+  type SubmitContext,
 } from '../adapter.js';
 import type { ProviderResult } from '../../model/results.js';
 import { webhookCallback } from '../shared/webhook.js';
@@ -131,13 +132,7 @@ export class ReferenceAdapter implements ProviderAdapter {
   ) {
     this.capabilities = entry.capabilities;
     this.evidence = referenceEvidence(entry.capabilities);
-    this.http = new ProviderHttp({
-      provider: name,
-      baseUrl: entry.baseUrl,
-      auth: { in: 'header' },
-      submitTimeoutMs: entry.submitTimeoutMs,
-      readTimeoutMs: entry.readTimeoutMs,
-    });
+    this.http = ProviderHttp.forEntry(name, entry, { in: 'header' });
   }
 
   /**
@@ -195,15 +190,8 @@ export class ReferenceAdapter implements ProviderAdapter {
 
   async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
     const { res, job } = await this.getJob(taskId, ctx);
+    if (!job) return this.http.stillRunning(res);
     const retryAfterMs = this.http.retryAfterMs(res);
-    if (!job) {
-      const word = (res.body as { status?: unknown } | undefined)?.status;
-      return {
-        state: 'running',
-        providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`,
-        retryAfterMs,
-      };
-    }
     const state = referenceState(job.status);
     return {
       state,
@@ -224,15 +212,7 @@ export class ReferenceAdapter implements ProviderAdapter {
   async result(taskId: string, ctx: ResultContext): Promise<ProviderResult> {
     const { res, job } = await this.getJob(taskId, ctx);
     if (!job || job.status !== 'completed' || !job.result) {
-      throw new ProviderError(
-        'transient',
-        `task ${taskId} is ${job?.status ?? `not ready (HTTP ${res.status})`}, no result yet`,
-        {
-          httpStatus: res.status,
-          evidence: res.evidence,
-          code: 'NOT_READY',
-        },
-      );
+      throw notReady(`task ${taskId} is ${job?.status ?? `not ready (HTTP ${res.status})`}, no result yet`, res);
     }
     return toPage(job.result, ctx.url);
   }
@@ -283,14 +263,12 @@ export class ReferenceAdapter implements ProviderAdapter {
     });
     if (res.status === 404)
       return [
-        {
-          lookup: LIST_LOOKUP,
-          available: false,
-          complete: false,
-          candidates: [],
+        lookupNotOffered(
+          LIST_LOOKUP,
+          `answered 404 (${errorDetails(res).code ?? 'no list'}): not offered by this deployment`,
+          [],
           at,
-          note: `answered 404 (${errorDetails(res).code ?? 'no list'}): not offered by this deployment`,
-        },
+        ),
       ];
     if (!this.http.isOk(res)) throw this.http.error(res, 'read', ctx);
     const body = this.http.parse(res, ListBody, 'read', 'list body');

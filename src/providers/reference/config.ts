@@ -1,12 +1,9 @@
-/**
- * Configuration fields of the `reference` kind (the seeds' provider contract, `tools/sim`). The
- * common fields (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`.
- */
+/** Configuration fields of the `reference` kind (the seeds' provider contract, `tools/sim`). */
 import { z } from 'zod';
 import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /** Capabilities a reference-provider deployment may switch off (its profile). Default: all but webhooks. */
-export const ReferenceCapabilitiesSchema = z
+const ReferenceCapabilitiesSchema = z
   .strictObject({
     idempotency: z.boolean().default(true),
     list: z.boolean().default(true),

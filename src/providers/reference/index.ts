@@ -7,9 +7,7 @@ import { ReferenceAdapter, referenceEvidence } from './adapter.js';
 import { ReferenceConfigSchema } from './config.js';
 import { referenceWebhook } from './webhook.js';
 
-export { ReferenceAdapter, referenceState } from './adapter.js';
-export { ReferenceConfigSchema, type ReferenceEntry } from './config.js';
-export { ReferenceWebhookEventSchema, referenceWebhook } from './webhook.js';
+export { referenceState } from './adapter.js';
 
 /** Descriptor of the `reference` kind. */
 export const referenceProvider = defineProvider({

@@ -13,7 +13,7 @@ import { headerValue, verifySha256Signature } from '../shared/webhook.js';
  * Event body of the reference provider: `{event_id, type, job_id, client_ref, status,
  * occurred_at}`; more fields are allowed (providers add fields).
  */
-export const ReferenceWebhookEventSchema = z.looseObject({
+const ReferenceWebhookEventSchema = z.looseObject({
   event_id: z.string().min(1).max(200),
   type: z.string().min(1).max(100),
   job_id: z.string().min(1).max(200),

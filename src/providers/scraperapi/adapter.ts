@@ -44,7 +44,7 @@ import type { LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderState } from '../../model/states.js';
 import type { ScrapeRequest } from '../../model/types.js';
 import { meansCancelled, ProviderError, quotaExhausted } from '../shared/errors.js';
-import { ProviderHttp, path, type CallPhase, type ProviderResponse } from '../shared/http.js';
+import { notReady, ProviderHttp, path, type CallPhase, type ProviderResponse } from '../shared/http.js';
 import { pageFromRaw } from '../shared/htmlPage.js';
 import type {
   Accepted,
@@ -88,7 +88,7 @@ const TargetResponse = z.looseObject({
 });
 
 /** A job as the status URL (and a callback) shows it. */
-export const ScraperApiJobSchema = z.looseObject({
+const ScraperApiJobSchema = z.looseObject({
   id: z.union([z.string().min(1), z.number()]).transform(String),
   status: z.string().min(1),
   url: z.string().nullish(),
@@ -136,14 +136,7 @@ export class ScraperApiAdapter implements ProviderAdapter {
     readonly name: string,
     private readonly entry: ScraperApiEntry,
   ) {
-    this.http = new ProviderHttp({
-      provider: name,
-      baseUrl: entry.baseUrl,
-      auth: { in: 'body', name: 'apiKey' },
-      submitTimeoutMs: entry.submitTimeoutMs,
-      readTimeoutMs: entry.readTimeoutMs,
-      classify: scraperApiError,
-    });
+    this.http = ProviderHttp.forEntry(name, entry, { in: 'body', name: 'apiKey' }, { classify: scraperApiError });
   }
 
   /** The submit body (without `apiKey`, which the HTTP client places): request options first, our fields last. */
@@ -214,14 +207,7 @@ export class ScraperApiAdapter implements ProviderAdapter {
 
   async status(taskId: string, ctx: CallContext): Promise<StatusObservation> {
     const { res, job } = await this.getJob(taskId, ctx);
-    if (!job) {
-      const word = (res.body as { status?: unknown } | undefined)?.status;
-      return {
-        state: 'running',
-        providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`,
-        retryAfterMs: this.http.retryAfterMs(res),
-      };
-    }
+    if (!job) return this.http.stillRunning(res);
     // The status URL needs no key, so anyone's task can be read: the subject (its URL and our
     // echoed reference) is what tells an operator's task ID apart from another account's.
     const ref = job.meta?.[SCRAPERAPI_REF_FIELD];
@@ -273,14 +259,9 @@ export class ScraperApiAdapter implements ProviderAdapter {
     const { res, job } = await this.getJob(taskId, ctx);
     const page = job && scraperApiState(job.status) === 'completed' ? this.page(job, ctx.url) : null;
     if (!page) {
-      throw new ProviderError(
-        'transient',
+      throw notReady(
         `ScraperAPI job ${taskId} is ${job?.status ?? `not ready (HTTP ${res.status})`} without a response yet`,
-        {
-          httpStatus: res.status,
-          evidence: res.evidence,
-          code: 'NOT_READY',
-        },
+        res,
       );
     }
     return page;

@@ -1,14 +1,12 @@
 /**
  * Configuration fields of the `scraperapi` kind (ScraperAPI Async API, docs.scraperapi.com
- * "Asynchronous API": Job Handling, Callbacks & API Params; read 2026-11-30). The common fields
- * (credentials, limits, poll, results, reconcile, webhook) come from `../shared/entry.ts`.
+ * "Asynchronous API": Job Handling, Callbacks & API Params; read 2026-11-30).
  */
 import { z } from 'zod';
 import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /**
  * The kind's own fields:
- * - `baseUrl` (default `https://async.scraperapi.com`), `submitTimeoutMs` (30 s), `readTimeoutMs` (15 s);
  * - `apiParams`: the standard ScraperAPI parameters sent with every job in the body's `apiParams`
  *   object (`render`, `country_code`, `premium`, …); a job's `options.apiParams` overrides them
  *   field by field;

@@ -8,8 +8,7 @@ import { ScraperApiAdapter, SCRAPERAPI_EVIDENCE } from './adapter.js';
 import { ScraperApiConfigSchema } from './config.js';
 import { scraperApiWebhook } from './webhook.js';
 
-export { ScraperApiAdapter, scraperApiState, SCRAPERAPI_REF_FIELD } from './adapter.js';
-export { ScraperApiConfigSchema, type ScraperApiEntry } from './config.js';
+export { scraperApiState } from './adapter.js';
 export { scraperApiWebhook } from './webhook.js';
 
 /** Descriptor of the `scraperapi` kind. */

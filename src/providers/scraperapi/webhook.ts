@@ -7,36 +7,18 @@
  * (three tries) of one state. The payload is a hint: the job then reads the status URL itself.
  */
 import { z } from 'zod';
-import type { ProviderWebhook } from '../descriptor.js';
+import { statusCallbackWebhook } from '../descriptor.js';
 import { SCRAPERAPI_REF_FIELD } from './adapter.js';
 
 /** The fields of a callback the receiver reads; more are allowed. */
-export const ScraperApiCallbackSchema = z.looseObject({
+const ScraperApiCallbackSchema = z.looseObject({
   id: z.union([z.string().min(1).max(200), z.number()]).transform(String),
   status: z.string().min(1).max(100),
   meta: z.record(z.string(), z.unknown()).nullish(),
 });
 
 /** The `scraperapi` kind's {@link ProviderWebhook}: unsigned, per-job token. */
-export const scraperApiWebhook: ProviderWebhook = {
-  signed: () => false,
-  claimedEventId(json) {
-    const p = ScraperApiCallbackSchema.safeParse(json);
-    return p.success ? `${p.data.id}:${p.data.status}`.slice(0, 200) : null;
-  },
-  parse(json) {
-    const p = ScraperApiCallbackSchema.safeParse(json);
-    if (!p.success) return { ok: false, message: z.prettifyError(p.error) };
-    const ref = p.data.meta?.[SCRAPERAPI_REF_FIELD];
-    return {
-      ok: true,
-      event: {
-        eventId: `${p.data.id}:${p.data.status}`,
-        type: `job.${p.data.status}`,
-        taskId: p.data.id,
-        clientRef: typeof ref === 'string' ? ref : null,
-        providerStatus: p.data.status,
-      },
-    };
-  },
-};
+export const scraperApiWebhook = statusCallbackWebhook(ScraperApiCallbackSchema, 'job', (b) => {
+  const ref = b.meta?.[SCRAPERAPI_REF_FIELD];
+  return { taskId: b.id, status: b.status, clientRef: typeof ref === 'string' ? ref : null };
+});

@@ -60,7 +60,7 @@ export function decodeBase64(text: string | null | undefined): Buffer | null {
 }
 
 /** What was read from a PDF. */
-export interface PdfText {
+interface PdfText {
   /** The document's `Title` (information dictionary), or null when it has none. */
   title: string | null;
   /** Every page's text, pages separated by a blank line. */

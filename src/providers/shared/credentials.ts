@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { ProviderError } from './errors.js';
 
 /** An API key given literally (config files are worker-side secrets) or by environment variable name. */
-export const CredentialSchema = z.union([
+const CredentialSchema = z.union([
   z.strictObject({
     apiKey: z
       .string()

@@ -29,7 +29,7 @@ export const DEFAULT_SETTLE_MS = 10_000;
 export const DEFAULT_QUOTA_HOLD_MS = 600_000;
 
 /** Shared request limits of one provider account (all workflows of all accounts using the key). */
-export const LimitsSchema = z.strictObject({
+const LimitsSchema = z.strictObject({
   /** Maximum concurrent in-flight HTTP calls per provider key (count). */
   maxConcurrent: z.number().int().positive().default(8),
   /** Minimum spacing between two calls with the same key, ms. */
@@ -71,7 +71,7 @@ export const LimitsSchema = z.strictObject({
  * kind's defaults and {@link DEFAULT_POLL_POLICY}, under each job's own `policy`
  * (see `effectivePolicy` in `policy.ts`).
  */
-export const PollDefaultsSchema = PollPolicySchema.refine(
+const PollDefaultsSchema = PollPolicySchema.refine(
   (p) => p.initialDelayMs === undefined || p.maxDelayMs === undefined || p.initialDelayMs <= p.maxDelayMs,
   {
     message: 'poll.initialDelayMs must not exceed poll.maxDelayMs',
@@ -80,7 +80,7 @@ export const PollDefaultsSchema = PollPolicySchema.refine(
 );
 
 /** Bounds of one result read ({@link ResultLimits}); missing fields take {@link DEFAULT_RESULT_LIMITS}. */
-export const ResultLimitsSchema = z
+const ResultLimitsSchema = z
   .strictObject({
     /** Most documents accepted for one task (count). */
     maxDocuments: z.number().int().min(1).max(10_000_000),
@@ -96,7 +96,7 @@ export const ResultLimitsSchema = z
   .partial();
 
 /** Reconciliation after a lost submit. */
-export const ReconcileSchema = z
+const ReconcileSchema = z
   .strictObject({
     /**
      * How long after a submit the provider's list may still miss the job, ms (search-backed lists
@@ -120,7 +120,7 @@ const HttpUrlSchema = z
  * appended to `url` (`…/v1/webhooks/<name>/<token>`), which never leaves us. Webhooks are hints:
  * polling continues, slowed by `poll.webhookSlowdown`.
  */
-export const WebhookEntrySchema = z.strictObject({
+const WebhookEntrySchema = z.strictObject({
   url: HttpUrlSchema,
   secretEnv: z.string().min(1),
 });
@@ -128,7 +128,7 @@ export const WebhookEntrySchema = z.strictObject({
 export type WebhookEntry = z.infer<typeof WebhookEntrySchema>;
 
 /** The common fields' shape (see the module table). */
-export const COMMON_ENTRY_FIELDS = {
+const COMMON_ENTRY_FIELDS = {
   /** Required unless the kind says the entry sends no credential (`ProviderDescriptor.credentialNeeded`): checked by `defineProvider`. */
   credentials: CredentialsSchema.optional(),
   limits: LimitsSchema.prefault({}),
@@ -150,7 +150,7 @@ export type EntrySchemaOf<S> = z.ZodObject<Omit<S, keyof CommonShape> & CommonSh
 export type EntryFor<C extends z.ZodObject> = z.infer<EntrySchemaOf<C['shape']>>;
 
 /** The common fields of any parsed entry, for code that does not care about the kind. */
-export type CommonEntry = z.infer<z.ZodObject<CommonShape>> & { kind: string };
+type CommonEntry = z.infer<z.ZodObject<CommonShape>> & { kind: string };
 
 /**
  * Joins a kind's own fields (`{kind: z.literal(...), ...}`) with {@link COMMON_ENTRY_FIELDS} into a

@@ -29,7 +29,7 @@
 import type { JobError } from '../../model/types.js';
 
 /** See the table in this module's docs. */
-export type ProviderErrorKind =
+type ProviderErrorKind =
   | 'permanent'
   | 'cooldown'
   | 'transient'

@@ -184,6 +184,34 @@ function emptyToNull(v: string | null | undefined): string | null {
   return v === undefined || v === null || v === '' ? null : v;
 }
 
+/** The {@link ExtractedPage} of `body` with `text` and `markdown`; what `found` does not give is null (no links, no Readability). */
+function extracted(
+  body: Buffer,
+  mimeType: string,
+  text: string,
+  markdown: string,
+  found: Partial<ExtractedPage> = {},
+): ExtractedPage {
+  return {
+    title: null,
+    byline: null,
+    excerpt: null,
+    lang: null,
+    dir: null,
+    siteName: null,
+    publishedTime: null,
+    text,
+    markdown,
+    links: [],
+    length: text.length,
+    bytes: body.length,
+    mimeType,
+    readerable: null,
+    usedReadability: false,
+    ...found,
+  };
+}
+
 /**
  * Extract the article of one fetched page.
  *
@@ -202,24 +230,7 @@ export function extractPage(body: Buffer, opts: ExtractOptions): ExtractedPage {
 
   if (!HTML_TYPES.has(essence)) {
     const text = isTextual(essence) ? decodeText(body, charset) : '';
-    const normalized = normalizeWhitespace(text);
-    return {
-      title: null,
-      byline: null,
-      excerpt: null,
-      lang: null,
-      dir: null,
-      siteName: null,
-      publishedTime: null,
-      text: normalized,
-      markdown: text.trim(),
-      links: [],
-      length: normalized.length,
-      bytes: body.length,
-      mimeType: essence,
-      readerable: null,
-      usedReadability: false,
-    };
+    return extracted(body, essence, normalizeWhitespace(text), text.trim());
   }
 
   const dom = buildDom(body, url, charset);
@@ -249,7 +260,7 @@ export function extractPage(body: Buffer, opts: ExtractOptions): ExtractedPage {
     if (article) {
       const text = normalizeWhitespace(article.textContent ?? '');
       const markdown = article.content ? turndown().turndown(article.content).trim() : '';
-      return {
+      return extracted(body, essence, text, markdown, {
         title: article.title ?? documentTitle,
         byline: emptyToNull(article.byline),
         excerpt: emptyToNull(article.excerpt),
@@ -257,15 +268,10 @@ export function extractPage(body: Buffer, opts: ExtractOptions): ExtractedPage {
         dir: emptyToNull(article.dir) ?? htmlDir,
         siteName: emptyToNull(article.siteName),
         publishedTime: emptyToNull(article.publishedTime),
-        text,
-        markdown,
         links,
-        length: text.length,
-        bytes: body.length,
-        mimeType: essence,
         readerable,
         usedReadability: true,
-      };
+      });
     }
 
     // No article: fall back to the whole body (Readability may have altered it, so re-parse).
@@ -276,23 +282,13 @@ export function extractPage(body: Buffer, opts: ExtractOptions): ExtractedPage {
       const bodyEl = fdoc.body;
       const text = normalizeWhitespace(bodyEl?.textContent ?? '');
       const markdown = bodyEl ? turndown().turndown(bodyEl.innerHTML).trim() : '';
-      return {
+      return extracted(body, essence, text, markdown, {
         title: documentTitle,
-        byline: null,
-        excerpt: null,
         lang: htmlLang,
         dir: htmlDir,
-        siteName: null,
-        publishedTime: null,
-        text,
-        markdown,
         links,
-        length: text.length,
-        bytes: body.length,
-        mimeType: essence,
         readerable,
-        usedReadability: false,
-      };
+      });
     } finally {
       fresh.window.close();
     }

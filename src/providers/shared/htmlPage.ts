@@ -15,7 +15,7 @@ import { binaryBody, isTextualType, sniffMediaType } from './binaryText.js';
 import type { ProviderResult } from '../../model/results.js';
 
 /** What the provider said about the target's answer. */
-export interface RawPage {
+interface RawPage {
   /** The URL the job was submitted for. */
   url: string;
   /** The target's body as text (HTML, JSON, plain text), or null when the provider sent none. */

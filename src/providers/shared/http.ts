@@ -16,7 +16,7 @@ import { parseRetryAfter, parseWaitFromMessage } from '../../lib/retryAfter.js';
 import { redactSecrets, sanitizeUrl, truncate } from '../../lib/sanitize.js';
 import { credentialSecrets } from './credentials.js';
 import { ProviderError, quotaExhausted, saysQuotaExhausted } from './errors.js';
-import type { CallContext, SubmitContext } from '../adapter.js';
+import type { CallContext, StatusObservation, SubmitContext } from '../adapter.js';
 import { tokenOfCallbackUrl } from './webhook.js';
 import { providerFetch, type CallPhase, type ProviderRequest, type ProviderResponse } from './exchange.js';
 import {
@@ -29,14 +29,7 @@ import {
 } from './request.js';
 
 export type { CallPhase, ProviderResponse } from './exchange.js';
-export {
-  joinUrl,
-  path,
-  placeCredential,
-  type CredentialPlacement,
-  type FormBody,
-  type QueryParams,
-} from './request.js';
+export { joinUrl, path, type CredentialPlacement, type FormBody, type QueryParams } from './request.js';
 
 /** Codes by which providers say "too many concurrent runs: try later" on a non-429 status (providers.md: Apify's 400/402). */
 const CONCURRENCY_CODES =
@@ -92,17 +85,34 @@ export function httpError(
  * (ScraperAPI's out-of-credits `403`, a `429 QUOTA_EXCEEDED`), but not a quota per unit of time,
  * which is a rate limit ({@link saysQuotaExhausted}).
  */
-export function isQuotaAnswer(status: number, code: string | undefined, message: string | undefined): boolean {
+function isQuotaAnswer(status: number, code: string | undefined, message: string | undefined): boolean {
   if (status === 402) return !(code !== undefined && /concurren|memory[-_]limit/i.test(code));
   if (status === 403 || status === 429) return saysQuotaExhausted(code, message);
   return false;
 }
 
 /**
+ * A transient `NOT_READY` error: answer `res` shows no result yet (retried under the poll policy,
+ * never a failure); `details` add to the answer's HTTP status and evidence.
+ */
+export function notReady(
+  message: string,
+  res: ProviderResponse,
+  details: ProviderError['details'] = {},
+): ProviderError {
+  return new ProviderError('transient', message, {
+    httpStatus: res.status,
+    evidence: res.evidence,
+    code: 'NOT_READY',
+    ...details,
+  });
+}
+
+/**
  * The concurrent-job limit a refusal states (`{"error": {"limit": 2}}` from the seeds' provider,
  * or a top-level `limit`), as a positive integer; undefined when it states none.
  */
-export function statedLimitOf(body: unknown): number | undefined {
+function statedLimitOf(body: unknown): number | undefined {
   const o = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
   const e = o.error && typeof o.error === 'object' ? (o.error as Record<string, unknown>) : {};
   const v = e.limit ?? o.limit;
@@ -186,7 +196,7 @@ export function callSecrets(ctx: CallContext | SubmitContext): string[] {
 }
 
 /** Options of {@link ProviderHttp}. Times in ms. */
-export interface ProviderHttpOptions {
+interface ProviderHttpOptions {
   /** Configured provider name (for messages). */
   provider: string;
   /** The API's base URL; its path prefix is kept ({@link joinUrl}). */
@@ -231,6 +241,17 @@ export interface CallOptions {
  */
 export class ProviderHttp {
   constructor(readonly opts: ProviderHttpOptions) {}
+
+  /** The client of provider entry `name`: its base URL and timeouts, the credential at `auth`, then `more`. */
+  static forEntry(
+    name: string,
+    entry: { baseUrl: string; submitTimeoutMs: number; readTimeoutMs: number },
+    auth: CredentialPlacement,
+    more: Partial<ProviderHttpOptions> = {},
+  ): ProviderHttp {
+    const { baseUrl, submitTimeoutMs, readTimeoutMs } = entry;
+    return new ProviderHttp({ provider: name, baseUrl, auth, submitTimeoutMs, readTimeoutMs, ...more });
+  }
 
   /** `baseUrl` joined with `relPath` and `query` (prefix kept). */
   url(relPath: string, query?: QueryParams): string {
@@ -324,5 +345,18 @@ export class ProviderHttp {
   /** The provider's polling guidance of a response (Retry-After), ms. */
   retryAfterMs(res: ProviderResponse): number | undefined {
     return parseRetryAfter(res.headers.get('retry-after'), Date.now());
+  }
+
+  /**
+   * The observation of an answer that shows no job state yet (a `202`/`204`, a body without the
+   * job): running, as the status word the body states, else `HTTP <status>`.
+   */
+  stillRunning(res: ProviderResponse): StatusObservation {
+    const word = (res.body as { status?: unknown } | undefined)?.status;
+    return {
+      state: 'running',
+      providerStatus: typeof word === 'string' && word ? word : `HTTP ${res.status}`,
+      retryAfterMs: this.retryAfterMs(res),
+    };
   }
 }

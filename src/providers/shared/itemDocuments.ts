@@ -51,7 +51,7 @@ function firstStatus(o: Record<string, unknown>, paths: readonly string[]): numb
 }
 
 /** How a dataset item's identity is found (see the module docs). */
-export interface ItemIdentity {
+interface ItemIdentity {
   /** The item field that holds the provider's own ID of the item (Zyte: `_key`). */
   idField?: string;
   /** The item's absolute position in the provider's dataset, when the read knows it (0-based). */

@@ -36,7 +36,7 @@ export { canonicalUrl, documentIdentity } from '../../model/documents.js';
 export const EMPTY_PAGE_REREADS = 3;
 
 /** What every paginated read needs. */
-export interface PageReadOptions<T> {
+interface PageReadOptions<T> {
   /** Configured provider name (for the limit message: `providers.<name>.results…`). */
   provider: string;
   /** The provider task being read (for messages). */
@@ -49,7 +49,7 @@ export interface PageReadOptions<T> {
 }
 
 /** Maps one item read, with its absolute position in the provider's result (null when the pagination does not know it). */
-export type ItemMapper<T, U> = (item: T, position: number | null) => U;
+type ItemMapper<T, U> = (item: T, position: number | null) => U;
 
 /**
  * Default size of an item: UTF-8 bytes of its JSON, where binary bytes (a `Buffer` anywhere in
@@ -72,7 +72,7 @@ export function jsonBytes(item: unknown): number {
  * Counts documents and bytes against the limits; throws `RESULT_TOO_LARGE` (permanent) naming the
  * limit, the configuration key that raises it, and the task.
  */
-export class ResultBudget {
+class ResultBudget {
   documents = 0;
   bytes = 0;
   pages = 0;
@@ -352,27 +352,6 @@ export function resultFromDocuments(
 ): ProviderResult {
   const first = describedDocument(documents, submittedUrl);
   const only = opts.singleFillsRow && documents.length === 1 && first && !first.error ? first : undefined;
-  if (only) {
-    return {
-      url: submittedUrl,
-      finalUrl: only.finalUrl ?? null,
-      httpStatus: only.httpStatus ?? null,
-      title: only.title ?? null,
-      byline: null,
-      excerpt: null,
-      lang: null,
-      siteName: null,
-      publishedTime: null,
-      text: only.text ?? null,
-      markdown: only.markdown ?? null,
-      links: only.links ?? [],
-      contentLength:
-        only.body?.size ??
-        ((only.markdown ?? only.text) ? Buffer.byteLength(only.markdown ?? only.text ?? '', 'utf8') : null),
-      ...(only.body ? { body: only.body } : {}),
-      documents,
-    };
-  }
   return {
     url: submittedUrl,
     finalUrl: first?.finalUrl ?? null,
@@ -383,10 +362,14 @@ export function resultFromDocuments(
     lang: null,
     siteName: null,
     publishedTime: null,
-    text: null,
-    markdown: null,
-    links: [],
-    contentLength: null,
+    text: only?.text ?? null,
+    markdown: only?.markdown ?? null,
+    links: only?.links ?? [],
+    contentLength: !only
+      ? null
+      : (only.body?.size ??
+        ((only.markdown ?? only.text) ? Buffer.byteLength(only.markdown ?? only.text ?? '', 'utf8') : null)),
+    ...(only?.body ? { body: only.body } : {}),
     documents,
   };
 }

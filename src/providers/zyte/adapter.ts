@@ -127,15 +127,12 @@ export class ZyteAdapter implements ProviderAdapter {
   ) {
     if (entry.refArgument !== null && entry.refArgument === entry.urlArgument)
       throw new Error(`provider ${name}: refArgument and urlArgument must differ`);
-    const common = {
-      provider: name,
-      auth: entry.auth === 'query' ? ({ in: 'query', name: 'apikey' } as const) : ({ in: 'basic' } as const),
-      submitTimeoutMs: entry.submitTimeoutMs,
-      readTimeoutMs: entry.readTimeoutMs,
+    const auth = entry.auth === 'query' ? ({ in: 'query', name: 'apikey' } as const) : ({ in: 'basic' } as const);
+    this.app = ProviderHttp.forEntry(name, entry, auth, { errorDetails: zyteErrorDetails });
+    this.storage = ProviderHttp.forEntry(name, entry, auth, {
       errorDetails: zyteErrorDetails,
-    };
-    this.app = new ProviderHttp({ ...common, baseUrl: entry.baseUrl });
-    this.storage = new ProviderHttp({ ...common, baseUrl: entry.storageUrl });
+      baseUrl: entry.storageUrl,
+    });
     this.reads = {
       app: this.app,
       project: entry.project,

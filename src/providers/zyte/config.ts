@@ -1,8 +1,7 @@
 /**
- * Configuration fields of the `zyte` kind (Zyte Scrapy Cloud jobs). The common fields
- * (credentials, limits, poll, results, reconcile) come from `../shared/entry.ts`; Scrapy Cloud has no
- * webhooks, so an entry with `webhook` is refused. The credential is the Scrapy Cloud API key
- * (not the Zyte API key: they differ).
+ * Configuration fields of the `zyte` kind (Zyte Scrapy Cloud jobs). Scrapy Cloud has no webhooks,
+ * so an entry with `webhook` is refused. The credential is the Scrapy Cloud API key (not the Zyte
+ * API key: they differ).
  */
 import { z } from 'zod';
 import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
@@ -31,7 +30,7 @@ const HttpUrl = z
   .refine((v) => /^https?:\/\//i.test(v), 'must be an http:// or https:// URL');
 
 /** Our state for a close reason of a finished job (see `zyteState`). */
-export const CloseReasonOutcomeSchema = z.enum(['completed', 'failed', 'cancelled']);
+const CloseReasonOutcomeSchema = z.enum(['completed', 'failed', 'cancelled']);
 
 /**
  * The kind's own fields:

@@ -8,8 +8,8 @@ import { ZYTE_EVIDENCE } from './lookups.js';
 import { ZyteConfigSchema } from './config.js';
 
 export { ZyteAdapter } from './adapter.js';
-export { zyteState, DEFAULT_CLOSE_REASONS } from './states.js';
-export { ZyteConfigSchema, ZYTE_RESERVED_FIELDS, type ZyteEntry } from './config.js';
+export { zyteState } from './states.js';
+export type { ZyteEntry } from './config.js';
 
 /** Descriptor of the `zyte` kind. */
 export const zyteProvider = defineProvider({

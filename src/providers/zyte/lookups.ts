@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { Candidate, LookupReading, ReconcileEvidence } from '../../model/evidence.js';
 import type { ProviderError } from '../shared/errors.js';
 import type { CallPhase, ProviderHttp, ProviderResponse } from '../shared/http.js';
-import type { Accepted, CallContext, FindContext } from '../adapter.js';
+import { lookupNotOffered, type Accepted, type CallContext, type FindContext } from '../adapter.js';
 import { JOB_ID } from './states.js';
 
 const JobListSchema = z.looseObject({
@@ -59,7 +59,7 @@ export const ZYTE_EVIDENCE: ReconcileEvidence = {
 };
 
 /** Every job tagged `tag` in `states` (one list request per state, in order); null when the list answers `404` (not offered). */
-export async function jobsByTag(
+async function jobsByTag(
   reads: ZyteReads,
   ctx: CallContext,
   tag: string,
@@ -105,17 +105,7 @@ export async function findSubmitted(reads: ZyteReads, findCtx: FindContext): Pro
   const ctx = reads.auth(findCtx);
   const tag = reads.tagOf(ctx.clientRef);
   const jobs = await jobsByTag(reads, ctx, tag, ['pending', 'running', 'finished']);
-  if (jobs === null)
-    return [
-      {
-        lookup: TAG_LOOKUP,
-        available: false,
-        complete: false,
-        candidates: [],
-        at: new Date().toISOString(),
-        note: 'jobs/list.json answered 404: not offered',
-      },
-    ];
+  if (jobs === null) return [lookupNotOffered(TAG_LOOKUP, 'jobs/list.json answered 404: not offered')];
   const candidates: Candidate[] = jobs.map((j) => ({
     taskId: j.taskId,
     providerStatus: j.state,

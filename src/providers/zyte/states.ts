@@ -10,7 +10,7 @@ import type { ObservedState } from '../adapter.js';
 export const JOB_ID = /^\d+\/\d+\/\d+$/;
 
 /** What each known close reason of a finished job means (entry `closeReasons` overrides). */
-export const DEFAULT_CLOSE_REASONS: Readonly<Record<string, 'completed' | 'failed' | 'cancelled'>> = {
+const DEFAULT_CLOSE_REASONS: Readonly<Record<string, 'completed' | 'failed' | 'cancelled'>> = {
   finished: 'completed',
   closespider_timeout: 'completed',
   closespider_itemcount: 'completed',
