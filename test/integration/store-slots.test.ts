@@ -31,6 +31,21 @@ afterAll(async () => {
 });
 
 const COST = { unit: 'credits', estimate: 1, failedFree: false };
+const RESULT = {
+  url: 'https://e.x/',
+  finalUrl: 'https://e.x/',
+  httpStatus: 200,
+  title: 't',
+  byline: null,
+  excerpt: null,
+  lang: 'en',
+  siteName: null,
+  publishedTime: null,
+  text: 't',
+  markdown: 'm',
+  links: [],
+  contentLength: 1,
+};
 
 for (const dialect of ['sqlite', 'postgres'] as const) {
   describe(`a key's slots on ${dialect}`, () => {
@@ -108,6 +123,53 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(rows.filter((r) => r?.submit_intent_at)).toHaveLength(50);
       expect(rows.every((r) => r?.provider_key === label)).toBe(true);
     }, 60_000);
+
+    it('a slot taken at submit is free again once its job ends, whichever way it ends', async () => {
+      const taskOf = (id: string) => `t-${id}`;
+      const bind = (id: string) =>
+        a.jobs.bindTask({
+          jobId: id,
+          taskId: taskOf(id),
+          providerStatus: 'queued',
+          source: 'submit',
+          providerAccount: 'p@h',
+          // The fast path: the answer claims the first checks' polling generation with the bind.
+          claim: { generation: 7, deadlineAt: new Date(Date.now() + 60_000).toISOString() },
+        });
+      const ends: Record<string, (id: string) => Promise<unknown>> = {
+        'refused: nothing was created': (id) => a.jobs.clearSubmitIntent(id),
+        'answered, then completed with its result': async (id) => {
+          await bind(id);
+          await a.results.writeOnce(id, 'p', taskOf(id), RESULT, 60_000);
+        },
+        'answered, then its tracking interrupted': async (id) => {
+          await bind(id);
+          await a.jobs.transition(id, 'tracking_interrupted');
+        },
+        'unanswered, reconciled absent every round, failed': async (id) => {
+          await a.jobs.transition(id, 'unknown');
+          await a.jobs.transition(id, 'failed');
+        },
+        'cancelled before its answer, which came while cancelling': async (id) => {
+          await a.jobs.transition(id, 'cancelling');
+          await bind(id);
+          await a.jobs.transition(id, 'cancelled');
+        },
+        'failed, its answer late': async (id) => {
+          await a.jobs.transition(id, 'failed');
+          expect(await bind(id)).toMatchObject({ kind: 'final' });
+        },
+      };
+      for (const [how, end] of Object.entries(ends)) {
+        const label = `ends-${tag}-${how.split(/\W+/).join('-')}`;
+        const holder = await job('acme');
+        expect(await reserve(a, holder, label, 1), how).toMatchObject({ kind: 'reserved', active: 0, limit: 1 });
+        const next = await job('acme');
+        expect(await reserve(a, next, label, 1), how).toMatchObject({ kind: 'full', active: 1 });
+        await end(holder);
+        expect(await reserve(a, next, label, 1), how).toMatchObject({ kind: 'reserved', active: 0 });
+      }
+    });
 
     it.runIf(dialect === 'sqlite')(
       'a submit under a free key, with no budget and no other account waiting, is one statement; every other case is decided by the transaction',
