@@ -19,11 +19,6 @@ import type { CooldownState, SharedCooldowns } from './sharedState.js';
 export class MemoryCooldowns implements SharedCooldowns {
   private readonly rows = new Map<string, CooldownState>();
 
-  async readCooldown(label: string): Promise<CooldownState | undefined> {
-    const r = this.rows.get(label);
-    return r ? { ...r } : undefined;
-  }
-
   async readCooldowns(labels: readonly string[]): Promise<Map<string, CooldownState>> {
     const out = new Map<string, CooldownState>();
     for (const label of labels) {
@@ -338,12 +333,7 @@ export class KeyLimiter {
       const out = await this.queue.add(
         async () => {
           // A cool-down this process learned while the call waited behind others: back to the gate.
-          if (
-            (await Promise.all(labels.map((l) => this.memory.readCooldown(l)))).some(
-              (c) => c !== undefined && c.untilMs > this.now(),
-            )
-          )
-            return RETRY;
+          if ([...(await this.memory.readCooldowns(labels)).values()].some((c) => c.untilMs > this.now())) return RETRY;
           try {
             return { value: await fn() };
           } catch (e) {
