@@ -8,6 +8,7 @@ import type { ProviderError } from '../providers/shared/errors.js';
 import { callProvider } from '../providers/gateway.js';
 import type { ProviderRegistry, ResolvedProvider } from '../providers/registry.js';
 import type { CallContext, TaskContext } from '../providers/adapter.js';
+import type { LimitedCall } from '../providers/shared/limiter.js';
 import type { ScrapeRequest } from '../model/types.js';
 import { providerKeys } from '../providers/shared/keys.js';
 import { Store, type JobRow } from '../store/index.js';
@@ -91,6 +92,7 @@ export interface ActivityKit {
    * only while it returns true (a call that outlives its attempt must not heartbeat for it).
    * `opts.phase: 'submit'` for calls that create work: they are also held by the key's quota hold.
    * `opts.onHeld`: told when the call waits in this attempt for a cool-down or hold to end (ms, why).
+   * `opts.seen`: the key's shared cool-down as read with the job's row just before (`LimitedCall.seen`).
    */
   call<T>(
     provider: string,
@@ -100,6 +102,7 @@ export interface ActivityKit {
       heartbeat?: () => boolean;
       phase?: 'submit';
       onHeld?: (waitMs: number, why: string) => void | Promise<void>;
+      seen?: LimitedCall['seen'];
     },
   ): Promise<T>;
   /** The attempt the caller runs in: the SDK's activity context or a detached loop's (undefined outside both). */
@@ -184,6 +187,7 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
           : undefined,
         phase: opts?.phase,
         onHeld: opts?.onHeld,
+        seen: opts?.seen,
         onSlow: () => {
           if (!opts?.heartbeat || opts.heartbeat()) kit.heartbeat();
         },

@@ -223,19 +223,20 @@ export function redactProviderValue<T>(value: T, secrets: readonly string[]): T 
 /** `text` with each known secret value (4 characters or more) replaced by {@link REDACTED}. */
 function removeSecretValues(text: string, secrets: readonly string[]): string {
   let out = text;
-  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join(REDACTED);
+  for (const s of secrets) if (s && s.length >= 4 && out.includes(s)) out = out.split(s).join(REDACTED);
   return out;
 }
 
 /** `url` with user-info and credential parameters ({@link isCredentialParam}) redacted, then known secret values removed. */
 function redactCredentialsInUrl(url: string, secrets: readonly string[]): string {
+  // Most URLs (a page's links) carry no credential: they are parsed once, to find that out.
+  if (secretPartsOfUrl(url).length === 0) return removeSecretValues(url, secrets);
   let u: URL;
   try {
     u = new URL(url);
   } catch {
     return removeSecretValues(url, secrets);
   }
-  if (secretPartsOfUrl(url).length === 0) return removeSecretValues(url, secrets);
   if (u.username || u.password) {
     u.username = u.username ? REDACTED : '';
     u.password = u.password ? REDACTED : '';

@@ -133,6 +133,8 @@ export function isCredentialParam(name: string, value: string): boolean {
  * flow puts `access_token` there). Empty when the URL carries none or does not parse.
  */
 export function secretPartsOfUrl(url: string): string[] {
+  // User-info needs an `@`, parameters a `?` or `#`: a URL with none of them has no part to look at.
+  if (!/[@?#]/.test(url)) return [];
   let u: URL;
   try {
     u = new URL(url);

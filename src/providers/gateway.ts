@@ -9,6 +9,7 @@
 import { redactProviderValue } from '../lib/sanitize.js';
 import type { ProviderRegistry, ResolvedProvider } from './registry.js';
 import { isProviderError, ProviderError } from './shared/errors.js';
+import type { LimitedCall } from './shared/limiter.js';
 
 /** How often a slow call beats, ms (a fast call sends none: heartbeats are billable Actions). */
 export const SLOW_CALL_HEARTBEAT_MS = 2_000;
@@ -25,6 +26,8 @@ export interface GatewayCall {
   phase?: 'submit';
   /** Told when the call waits for a cool-down or hold to end (ms, why). */
   onHeld?: (waitMs: number, why: string) => void | Promise<void>;
+  /** The key's shared cool-down as the caller read it with the job's row just before (saves the limiter a read). */
+  seen?: LimitedCall['seen'];
   /** Called every {@link SLOW_CALL_HEARTBEAT_MS} while the call is pending. */
   onSlow?: () => void;
 }
@@ -50,7 +53,7 @@ export async function callProvider<T>(
         () => whileSlow(fn(resolved), call.onSlow ?? (() => undefined)),
         call.coolDownMs,
         call.maxWaitMs,
-        { phase: call.phase, caller: call.caller, onHeld: call.onHeld },
+        { phase: call.phase, caller: call.caller, onHeld: call.onHeld, seen: call.seen },
       ),
       secrets,
     );

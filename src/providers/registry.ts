@@ -103,10 +103,15 @@ export function createAdapter(name: string, entry: ProviderEntry): ProviderAdapt
   return descriptorOf(entry.kind).create(name, entry);
 }
 
+/** How many (provider, account) resolutions a registry keeps (all are dropped past it, and made again as needed). */
+const MAX_RESOLVED = 10_000;
+
 /** All configured providers of a worker (or of the CLI/API, which only need capabilities). */
 export class ProviderRegistry {
   private readonly adapters = new Map<string, ProviderAdapter>();
   private readonly limiters = new Map<string, KeyLimiter>();
+  /** What {@link resolve} made for (provider, account), kept while the credential it read stays the same. */
+  private readonly resolved = new Map<string, ResolvedProvider>();
 
   /**
    * @param adapters adapter overrides by provider name (unit tests give fakes here; the product
@@ -162,6 +167,11 @@ export class ProviderRegistry {
     } catch (e) {
       throw new ProviderError('permanent', (e as Error).message, { code: 'NO_CREDENTIALS' });
     }
+    // Every provider call resolves its entry: what follows from the entry and the credential
+    // (the key's hash, its limiter, the entry's limits) is made once per credential read.
+    const memo = `${name}\u0000${account}`;
+    const known = this.resolved.get(memo);
+    if (known?.apiKey === cred.apiKey) return known;
     const { providerKey, providerAccount } = providerIdentity(entry, adapter, cred.apiKey);
     let limiter = this.limiters.get(providerKey);
     if (!limiter) {
@@ -170,7 +180,7 @@ export class ProviderRegistry {
       this.limiters.set(providerKey, limiter);
     }
     const env = this.env;
-    return {
+    const out: ResolvedProvider = {
       adapter,
       apiKey: cred.apiKey,
       providerKey,
@@ -184,6 +194,9 @@ export class ProviderRegistry {
       settleMs: settleMsOf(entry),
       callback: (jobId) => webhookCallback(name, entry.webhook, webhookSigned(entry) ?? true, jobId, env),
     };
+    if (this.resolved.size >= MAX_RESOLVED) this.resolved.clear();
+    this.resolved.set(memo, out);
+    return out;
   }
 
   /** Accounts that have their own credential for provider `name` (the rest share its default key). */

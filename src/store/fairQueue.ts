@@ -24,7 +24,8 @@ export const ACTIVE_STATES = ['submitting', 'unknown', 'pending', 'cancelling'];
 /** How the `waiting` JSON of a job held by its budget begins: such a job waits for money, not a slot. */
 const BUDGET_WAIT = '{"reason":"budget"%';
 
-type JobsEb = ExpressionBuilder<Database, 'jobs'>;
+/** An expression builder over the jobs table (a subquery's alias of it, for the same unqualified columns). */
+export type JobsEb = ExpressionBuilder<Database, 'jobs'>;
 
 /** A job that holds one of its key's slots: a task or an unanswered intent, or a grant younger than the lease. */
 export function holdsSlot(eb: JobsEb, leaseCutoff: string): Expression<SqlBool> {

@@ -4,7 +4,7 @@
  * what binding a task did. Times are UTC ISO-8601 strings.
  */
 import type { Kysely } from 'kysely';
-import type { Database } from './schema.js';
+import type { Database, JobRow } from './schema.js';
 
 /** Thrown when a job exists under the same (account, key) with a different request fingerprint. */
 export class IdempotencyConflictStoreError extends Error {
@@ -49,7 +49,8 @@ export interface JobFilter {
 
 /** What {@link JobsRepository.bindTask} did: bound (now or before), or refused because another job holds the task. */
 export type BindOutcome =
-  | { kind: 'bound'; taskId: string; recorded: boolean }
+  /** `row`: the job's row as the bind wrote it, when the bind recorded the task in one statement (its usual case). */
+  | { kind: 'bound'; taskId: string; recorded: boolean; row?: JobRow }
   | { kind: 'collision'; boundTo: string }
   /** The job had ended (`state`) before the task arrived: nothing bound, the task kept in its timeline (`task_after_final`). */
   | { kind: 'final'; state: string };

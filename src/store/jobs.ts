@@ -4,6 +4,7 @@
  * toward. Every state change appends a timeline event in the same transaction. Times are UTC
  * ISO-8601 strings, durations ms.
  */
+import { sql } from 'kysely';
 import { FINAL_STATES, isFinalState, type JobState } from '../model/states.js';
 import type { JobError } from '../model/types.js';
 import type { StoreConnection } from './connection.js';
@@ -31,13 +32,15 @@ export class JobsRepository {
    */
   async insert(row: NewJobInput): Promise<{ row: JobRow; inserted: boolean }> {
     const at = nowIso();
-    const res = await this.conn.db
+    // The inserted row comes back with the insert; only a row that was there already is read.
+    const mine = await this.conn.db
       .insertInto('jobs')
       .values({ ...row, state: row.state ?? 'submitting', created_at: at, updated_at: at })
       .onConflict((oc) => oc.column('id').doNothing())
+      .returningAll()
       .executeTakeFirst();
-    const inserted = Number(res.numInsertedOrUpdatedRows ?? 0n) > 0;
-    const existing = await this.get(row.id);
+    const inserted = mine !== undefined;
+    const existing = mine ?? (await this.get(row.id));
     if (!existing) throw new Error(`job ${row.id} could not be registered`);
     if (existing.request_hash !== row.request_hash) {
       throw new IdempotencyConflictStoreError(row.id, existing.request_hash, row.request_hash);
@@ -239,7 +242,10 @@ export class JobsRepository {
    * job's state), or the job has ended (nothing is bound; a `task_after_final` event keeps the task
    * as evidence). On success the job moves to `pending` with the tracking deadline
    * `trackingDeadlineMs` (ms) from now, a `task_recorded` event naming `source`, and `submitAnswer`
-   * (what the task's later calls need of that answer) kept. Throws when the job does not exist.
+   * (what the task's later calls need of that answer) kept. `claim`: the polling generation the
+   * caller checks the task under from now on, claimed with the bind as `polling.beginCheck` claims
+   * it (a newer one is never moved back), and the tracking deadline (UTC ISO-8601, instead of
+   * `trackingDeadlineMs` from now). Throws when the job does not exist.
    */
   async bindTask(b: {
     jobId: string;
@@ -249,18 +255,70 @@ export class JobsRepository {
     trackingDeadlineMs?: number;
     providerAccount?: string | null;
     submitAnswer?: Record<string, unknown>;
+    claim?: { generation: number; deadlineAt: string };
   }): Promise<BindOutcome> {
     const out = await this.conn.tx(async (trx): Promise<BindOutcome> => {
-      const row = await trx
-        .selectFrom('jobs')
-        .select(['task_id', 'state', 'provider', 'provider_account', 'account'])
-        .where('id', '=', b.jobId)
-        .executeTakeFirstOrThrow();
+      const at = nowIso();
+      const deadlineAt =
+        b.claim?.deadlineAt ??
+        (b.trackingDeadlineMs === undefined ? undefined : new Date(Date.now() + b.trackingDeadlineMs).toISOString());
+      const set = (account: string | null | undefined) => ({
+        task_id: b.taskId,
+        provider_status: b.providerStatus,
+        submit_answer: b.submitAnswer ? JSON.stringify(b.submitAnswer) : null,
+        submit_intent_at: null,
+        submitted_at: at,
+        waiting: null,
+        ...(account ? { provider_account: account } : {}),
+        ...(deadlineAt === undefined ? {} : { deadline_at: deadlineAt }),
+        ...(b.claim
+          ? {
+              poll_generation: sql<number>`case when poll_generation < ${b.claim.generation} then ${b.claim.generation} else poll_generation end`,
+            }
+          : {}),
+      });
       const note = (type: string, state: string, detail: Record<string, unknown>) =>
         trx
           .insertInto('job_events')
           .values(eventRow(b.jobId, type, state, { taskId: b.taskId, ...detail }))
           .execute();
+      // The usual case in one statement: a job without a task, not ended, and no other job of its
+      // provider account (or, without one, of its provider entry) holding the task. Anything else
+      // is read and decided below.
+      const quick = await moveJob(trx, this.conn.kind, b.jobId, 'pending', {
+        set: set(b.providerAccount),
+        event: false,
+        returnRow: true,
+        only: (eb) =>
+          eb.and([
+            eb('task_id', 'is', null),
+            eb('state', 'not in', [...FINAL_STATES]),
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom('jobs as other')
+                  .select('other.id')
+                  .where('other.task_id', '=', b.taskId)
+                  .where('other.id', '!=', b.jobId)
+                  .where((o) =>
+                    o.or([
+                      o('other.provider_account', '=', b.providerAccount ?? o.ref('jobs.provider_account')),
+                      o('other.provider', '=', o.ref('jobs.provider')),
+                    ]),
+                  ),
+              ),
+            ),
+          ]),
+      });
+      if (quick.kind === 'moved') {
+        await note('task_recorded', 'pending', { source: b.source, providerStatus: b.providerStatus });
+        return { kind: 'bound', taskId: b.taskId, recorded: true, ...(quick.row ? { row: quick.row } : {}) };
+      }
+      const row = await trx
+        .selectFrom('jobs')
+        .select(['task_id', 'state', 'provider', 'provider_account', 'account'])
+        .where('id', '=', b.jobId)
+        .executeTakeFirstOrThrow();
       if (row.task_id === b.taskId) return { kind: 'bound', taskId: row.task_id, recorded: false };
       const account = b.providerAccount ?? row.provider_account;
       // A task of another job is never ours, whatever this job's state or task (so nothing acts on it).
@@ -281,32 +339,17 @@ export class JobsRepository {
         await note('task_after_final', row.state, { source: b.source });
         return { kind: 'final', state: row.state };
       }
-      const at = nowIso();
-      const deadline =
-        b.trackingDeadlineMs === undefined
-          ? {}
-          : { deadline_at: new Date(Date.now() + b.trackingDeadlineMs).toISOString() };
-      const set = {
-        task_id: b.taskId,
-        provider_status: b.providerStatus,
-        submit_answer: b.submitAnswer ? JSON.stringify(b.submitAnswer) : null,
-        submit_intent_at: null,
-        submitted_at: at,
-        waiting: null,
-        ...(account ? { provider_account: account } : {}),
-        ...deadline,
-      };
       // A job being cancelled keeps its state: the cancel path acts on the task it now knows.
       if (row.state === 'cancelling') {
         await trx
           .updateTable('jobs')
-          .set({ ...set, updated_at: at })
+          .set({ ...set(account), updated_at: at })
           .where('id', '=', b.jobId)
           .execute();
         await note('task_recorded', 'cancelling', { source: b.source, providerStatus: b.providerStatus });
         return { kind: 'bound', taskId: b.taskId, recorded: true };
       }
-      const moved = await moveJob(trx, this.conn.kind, b.jobId, 'pending', { set, event: false });
+      const moved = await moveJob(trx, this.conn.kind, b.jobId, 'pending', { set: set(account), event: false });
       if (moved.kind === 'refused') throw new IllegalTransitionError(b.jobId, moved.from, 'pending');
       await note('task_recorded', 'pending', { source: b.source, providerStatus: b.providerStatus });
       return { kind: 'bound', taskId: b.taskId, recorded: true };

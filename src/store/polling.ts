@@ -10,12 +10,17 @@ import { sql } from 'kysely';
 import { isFinalState } from '../model/states.js';
 import type { JobError, JobWait } from '../model/types.js';
 import type { StoreConnection } from './connection.js';
-import { eventRow, nowIso } from './rows.js';
+import type { CooldownState } from '../model/types.js';
+import { cooldownOf, eventRow, nowIso } from './rows.js';
 import type { JobRow } from './schema.js';
 
-/** What an attempt of the polling activity learns before it calls the provider. */
+/**
+ * What an attempt of the polling activity learns before it calls the provider. `seen`: the shared
+ * cool-down of the job's provider key, read with the row (key → its state, undefined for none),
+ * for the call's limiter ({@link LimitedCall.seen}); absent when the row names no key.
+ */
 export type CheckStart =
-  | { kind: 'go'; row: JobRow }
+  | { kind: 'go'; row: JobRow; seen?: Map<string, CooldownState | undefined> }
   /** A newer polling activity owns the job, or the job is final / being cancelled: do nothing. */
   | { kind: 'stale'; reason: string; row?: JobRow };
 
@@ -37,8 +42,23 @@ export class PollingRepository {
     allowCancelling: boolean,
     deadlineAt?: string,
   ): Promise<CheckStart> {
-    const row = await this.conn.db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
-    if (!row) return { kind: 'stale', reason: `job ${jobId} is not in the store` };
+    const read = await this.conn.db
+      .selectFrom('jobs')
+      .leftJoin('provider_cooldowns as c', 'c.label', 'jobs.provider_key')
+      .selectAll('jobs')
+      .select(['c.until as cooldown_until', 'c.reason as cooldown_reason', 'c.release_next as cooldown_release_next'])
+      .where('jobs.id', '=', jobId)
+      .executeTakeFirst();
+    if (!read) return { kind: 'stale', reason: `job ${jobId} is not in the store` };
+    const { cooldown_until, cooldown_reason, cooldown_release_next, ...row } = read;
+    const seen = row.provider_key
+      ? new Map([
+          [
+            row.provider_key,
+            cooldownOf({ until: cooldown_until, reason: cooldown_reason, release_next: cooldown_release_next }),
+          ],
+        ])
+      : undefined;
     if (Number(row.poll_generation) > generation)
       return { kind: 'stale', reason: `superseded by polling generation ${row.poll_generation}`, row };
     if (isFinalState(row.state)) return { kind: 'stale', reason: `job is already ${row.state}`, row };
@@ -52,9 +72,9 @@ export class PollingRepository {
         .where('id', '=', jobId)
         .where('poll_generation', '<=', generation)
         .execute();
-      return { kind: 'go', row: { ...row, ...(newDeadline ? { deadline_at: deadlineAt } : {}) } };
+      return { kind: 'go', row: { ...row, ...(newDeadline ? { deadline_at: deadlineAt } : {}) }, seen };
     }
-    return { kind: 'go', row };
+    return { kind: 'go', row, seen };
   }
 
   /**
@@ -62,7 +82,8 @@ export class PollingRepository {
    * reported so far (`seen.cost`, in the kind's unit, when the answer carried it), count + 1, time, the earliest next check
    * (`minGapMs` after now, or the provider's `retryAfterMs` if longer), and clears the failed-read
    * streak (count and start) and (unless `resetNotFound` is false: a `completed` answer whose
-   * result read may still 404) the 404 streak. Returns the new count of successful checks.
+   * result read may still 404) the 404 streak. Returns the new count of successful checks (0 when
+   * the job has no row).
    */
   async recordCheck(
     jobId: string,
@@ -72,8 +93,7 @@ export class PollingRepository {
     resetNotFound = true,
   ): Promise<number> {
     const at = nowIso();
-    const notBefore = new Date(Date.now() + Math.max(minGapMs, retryAfterMs)).toISOString();
-    await this.conn.db
+    const row = await this.conn.db
       .updateTable('jobs')
       .set({
         provider_status: seen.providerStatus,
@@ -87,15 +107,11 @@ export class PollingRepository {
         failing_since: null,
         waiting: null,
         ...(resetNotFound ? { not_found_streak: 0 } : {}),
-        check_not_before: notBefore,
+        check_not_before: new Date(Date.now() + Math.max(minGapMs, retryAfterMs)).toISOString(),
         updated_at: at,
       })
       .where('id', '=', jobId)
-      .execute();
-    const row = await this.conn.db
-      .selectFrom('jobs')
-      .select('status_checks')
-      .where('id', '=', jobId)
+      .returning('status_checks')
       .executeTakeFirst();
     return Number(row?.status_checks ?? 0);
   }

@@ -7,8 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
+import type { CooldownState } from '../model/types.js';
 import type { StoreConnection } from './connection.js';
-import { nowIso } from './rows.js';
+import { cooldownOf, nowIso } from './rows.js';
 
 /** The store's shared state of provider keys. Reach it as `store.providerKeys`. */
 export class ProviderKeysRepository {
@@ -19,19 +20,21 @@ export class ProviderKeysRepository {
    * free release slot after it (`releaseNextMs`, 0 when none was claimed); epoch ms. Undefined when
    * the key never had one.
    */
-  async readCooldown(label: string): Promise<{ untilMs: number; reason: string; releaseNextMs: number } | undefined> {
-    const row = await this.conn.db
+  async readCooldown(label: string): Promise<CooldownState | undefined> {
+    return (await this.readCooldowns([label])).get(label);
+  }
+
+  /** {@link readCooldown} of each of `labels`, in one statement: label → state, for each that ever had one. */
+  async readCooldowns(labels: readonly string[]): Promise<Map<string, CooldownState>> {
+    const out = new Map<string, CooldownState>();
+    if (labels.length === 0) return out;
+    const rows = await this.conn.db
       .selectFrom('provider_cooldowns')
-      .select(['until', 'reason', 'release_next'])
-      .where('label', '=', label)
-      .executeTakeFirst();
-    return row
-      ? {
-          untilMs: Date.parse(row.until),
-          reason: row.reason,
-          releaseNextMs: row.release_next ? Date.parse(row.release_next) : 0,
-        }
-      : undefined;
+      .select(['label', 'until', 'reason', 'release_next'])
+      .where('label', 'in', [...labels])
+      .execute();
+    for (const row of rows) out.set(row.label, cooldownOf(row)!);
+    return out;
   }
 
   /**

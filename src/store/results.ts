@@ -54,6 +54,9 @@ const RESULT_COLUMNS = [
   'partial',
 ] as const;
 
+/** What a result row says of itself, read back by {@link ResultsRepository.writeOnce}. */
+const STORED_FACTS = ['id', 'document_count', 'content_note', 'expected_documents', 'partial'] as const;
+
 /** Every column of `result_documents` but the body's bytes. */
 const DOCUMENT_COLUMNS = [
   'result_id',
@@ -175,8 +178,9 @@ export class ResultsRepository {
             partial: partial ? 1 : 0,
           })
           .onConflict((oc) => oc.columns(['provider', 'task_id']).doNothing())
+          .returning(STORED_FACTS)
           .executeTakeFirst();
-        const inserted = Number(ins.numInsertedOrUpdatedRows ?? 0n) > 0;
+        const inserted = ins !== undefined;
         if (inserted) {
           for (let i = 0; i < documents.length; i += DOCUMENT_CHUNK) {
             const rows = documents.slice(i, i + DOCUMENT_CHUNK).map((d, j) => ({
@@ -200,12 +204,15 @@ export class ResultsRepository {
             await trx.insertInto('result_documents').values(rows).execute();
           }
         }
-        const row = await trx
-          .selectFrom('results')
-          .select(['id', 'document_count', 'content_note', 'expected_documents', 'partial'])
-          .where('provider', '=', provider)
-          .where('task_id', '=', taskId)
-          .executeTakeFirstOrThrow();
+        // What the stored row says of itself: this call's insert returned it; a repeat reads the first write's.
+        const row =
+          ins ??
+          (await trx
+            .selectFrom('results')
+            .select(STORED_FACTS)
+            .where('provider', '=', provider)
+            .where('task_id', '=', taskId)
+            .executeTakeFirstOrThrow());
         const storedNote = row.content_note;
         const storedPartial = Number(row.partial) === 1;
         const storedExpected = row.expected_documents === null ? null : Number(row.expected_documents);

@@ -8,6 +8,7 @@ import type { JobState } from '../model/states.js';
 import { sanitizeBody } from '../lib/sanitize.js';
 import { bodyInfoOf } from '../model/documents.js';
 import type { StoredDocument } from '../model/results.js';
+import type { CooldownState } from '../model/types.js';
 import type { JobRow, NewJobRow, ResultDocumentRow } from './schema.js';
 
 /** The current time, UTC ISO-8601. */
@@ -129,5 +130,22 @@ export function eventRow(jobId: string, type: string, state: string | null, deta
     type,
     state,
     detail: detail === null || detail === undefined ? null : JSON.stringify(detail),
+  };
+}
+
+/**
+ * A cool-down row as {@link CooldownState} (epoch ms; `releaseNextMs` 0 when no release slot was
+ * claimed); undefined for no row or a row without `until` (a left join that found none).
+ */
+export function cooldownOf(row: {
+  until: string | null;
+  reason: string | null;
+  release_next: string | null;
+}): CooldownState | undefined {
+  if (row.until === null) return undefined;
+  return {
+    untilMs: Date.parse(row.until),
+    reason: row.reason ?? '',
+    releaseNextMs: row.release_next ? Date.parse(row.release_next) : 0,
   };
 }

@@ -16,10 +16,12 @@ import {
   planFair,
   waitsForSlot,
   weightIn,
+  type JobsEb,
   type SlotGrant,
 } from './fairQueue.js';
 import { reserveIn, type BudgetRefusal, type SubmitCost } from './ledger.js';
-import { nowIso } from './rows.js';
+import type { CooldownState } from '../model/types.js';
+import { cooldownOf, nowIso } from './rows.js';
 import type { JobRow } from './schema.js';
 
 /** Which jobs share one provider key: every job whose row names it (`provider_key`, set by the worker at submit). */
@@ -42,12 +44,32 @@ export interface ReserveOptions {
   cost?: SubmitCost;
   /** Share the key's free slots between the accounts that wait for them, by these weights (absent: default 1). Absent: first come, first served. */
   fair?: { weights?: Readonly<Record<string, number>> };
+  /**
+   * The provider account and key the job counts toward (the worker knows them at submit): written
+   * on a row that does not name both yet, whatever the outcome (a job that waits for a slot counts
+   * among the key's waiting jobs by it).
+   */
+  provider?: { account: string; key: string };
+  /**
+   * The limiter labels of the submit that follows (the key's and its submits' hold): their shared
+   * cool-downs come back with a reservation made in one statement (`seen`), read as the limiter
+   * would read them just before the call.
+   */
+  cooldowns?: readonly string[];
 }
 
 /** Outcome of {@link SlotsRepository.reserveSubmit}. `grants`: waiting jobs given a slot meanwhile (tell their workflows). */
 export type Reservation =
   /** `holdsCost`: the job holds a reservation in its budgets now (release it when the submit is refused). */
-  | { kind: 'reserved'; before: JobRow; active: number; limit: number; grants: SlotGrant[]; holdsCost: boolean }
+  /** `seen`: the shared cool-downs of {@link ReserveOptions.cooldowns} (label → state, undefined for none) when they came back with it. */
+  | {
+      kind: 'reserved';
+      active: number;
+      limit: number;
+      grants: SlotGrant[];
+      holdsCost: boolean;
+      seen?: Map<string, CooldownState | undefined>;
+    }
   /** The job already has an answer or an unanswered intent: the caller adopts or reconciles. */
   | { kind: 'known'; before: JobRow }
   /**
@@ -86,7 +108,9 @@ export class SlotsRepository {
    * `final`. `afterReconcile`: the submit follows a reconcile that proved the task absent, so an
    * intent the reconcile decided is no obstacle — but only one recorded before `intentsSinceMs`
    * (epoch ms, the resubmit activity's first scheduling). A job whose account has no budget pays
-   * no statement for budgets; one asking an uncontended key none for the fair queue.
+   * no statement for budgets; one asking an uncontended key none for the fair queue: on SQLite the
+   * common case (a first submit, a free slot, no budget covering the job, no other account's or
+   * higher-priority job waiting) is one statement ({@link reserveAtOnce}).
    */
   async reserveSubmit(
     jobId: string,
@@ -97,6 +121,10 @@ export class SlotsRepository {
     opts: ReserveOptions = {},
   ): Promise<Reservation> {
     const postgres = this.conn.kind === 'postgres';
+    if (!postgres) {
+      const quick = await this.reserveAtOnce(jobId, scope.label, limits, opts);
+      if (quick) return quick;
+    }
     return this.conn.tx(async (trx): Promise<Reservation> => {
       const cost = opts.cost;
       const before = await trx
@@ -118,6 +146,15 @@ export class SlotsRepository {
         .where('id', '=', jobId)
         .executeTakeFirst();
       if (!before) return { kind: 'missing' };
+      const provider = opts.provider;
+      if (provider && (before.provider_account === null || before.provider_key === null)) {
+        await trx
+          .updateTable('jobs')
+          .set({ provider_account: provider.account, provider_key: provider.key })
+          .where('id', '=', jobId)
+          .execute();
+        Object.assign(before, { provider_account: provider.account, provider_key: provider.key });
+      }
       const at = nowIso();
       const intent = (extra: Partial<JobRow> = {}) =>
         trx
@@ -138,23 +175,30 @@ export class SlotsRepository {
         await intent();
         return { kind: 'known', before };
       }
-      await trx
-        .insertInto('provider_limits')
-        .values({
-          label: scope.label,
-          active_limit: limits.initial,
-          ceiling: limits.max ?? null,
-          threshold: null,
-          updated_at: at,
-        })
-        .onConflict((oc) => oc.column('label').doNothing())
-        .execute();
-      let lq = trx
-        .selectFrom('provider_limits')
-        .select(['active_limit', 'ceiling', 'fair_vtime'])
-        .where('label', '=', scope.label);
-      if (postgres) lq = lq.forUpdate();
-      const lim = await lq.executeTakeFirstOrThrow();
+      const limitRow = () => {
+        const q = trx
+          .selectFrom('provider_limits')
+          .select(['active_limit', 'ceiling', 'fair_vtime'])
+          .where('label', '=', scope.label);
+        return (postgres ? q.forUpdate() : q).executeTakeFirst();
+      };
+      // The key's limit row is made at its first submit; after that it is only read (and locked on PostgreSQL).
+      let lim = await limitRow();
+      if (!lim) {
+        await trx
+          .insertInto('provider_limits')
+          .values({
+            label: scope.label,
+            active_limit: limits.initial,
+            ceiling: limits.max ?? null,
+            threshold: null,
+            updated_at: at,
+          })
+          .onConflict((oc) => oc.column('label').doNothing())
+          .execute();
+        lim = await limitRow();
+        if (!lim) throw new Error(`the limit row of provider key ${scope.label} could not be made`);
+      }
       const cutoff = new Date(Date.now() - GRANT_LEASE_MS).toISOString();
       const priority = Number(before.priority);
       const counts = await trx
@@ -224,8 +268,149 @@ export class SlotsRepository {
       }
       if (plan) await applyFairPlan(trx, plan);
       await intent({ ...costColumns, ...(before.slot_granted_at ? { slot_granted_at: null } : {}) });
-      return { kind: 'reserved', before, active, limit, grants: plan?.grants ?? [], holdsCost };
+      return { kind: 'reserved', active, limit, grants: plan?.grants ?? [], holdsCost };
     });
+  }
+
+  /**
+   * {@link reserveSubmit}'s common case in one statement (SQLite only): the intent is recorded, with
+   * the job's cost estimate and provider key, only while the job has no task, no intent, no grant
+   * and no reservation of its own, is `submitting`, no budget covers it, its key's limit (the
+   * configured initial one before the key's first submit, which then makes its row) leaves a slot
+   * free beside the key's other active jobs, and (`opts.fair`) no other account's job and no job of
+   * its own account of higher priority waits for one. The decision is the
+   * transaction's, made in the same statement: SQLite runs one writer at a time and a write
+   * statement takes the write lock before it reads, so two workers cannot both take the last slot.
+   * Undefined when any condition does not hold: then the transaction decides (and says why).
+   */
+  private async reserveAtOnce(
+    jobId: string,
+    label: string,
+    limits: ActiveJobsLimits,
+    opts: ReserveOptions,
+  ): Promise<Reservation | undefined> {
+    const { cost, provider } = opts;
+    const labels = opts.cooldowns ?? [];
+    const at = nowIso();
+    const cutoff = new Date(Date.now() - GRANT_LEASE_MS).toISOString();
+    const unnamed = sql<boolean>`provider_account is null or provider_key is null`;
+    const row = await this.conn.db
+      // The key's other jobs holding a slot and its learned limit (null before its first submit),
+      // counted once for the condition and the answer.
+      .with(
+        (cte) => cte('slot').materialized(),
+        (db) =>
+          db.selectNoFrom((eb) => [
+            eb
+              .selectFrom('jobs as o')
+              .select((o) => o.fn.countAll<number>().as('n'))
+              .where('o.provider_key', '=', label)
+              .where('o.id', '!=', jobId)
+              .where('o.state', 'in', ACTIVE_STATES)
+              .where((o) => holdsSlot(o as unknown as JobsEb, cutoff))
+              .as('active'),
+            eb.selectFrom('provider_limits').select('active_limit').where('label', '=', label).as('lim'),
+          ]),
+      )
+      .updateTable('jobs')
+      .set({
+        submit_intent_at: at,
+        submit_attempts: sql`submit_attempts + 1`,
+        updated_at: at,
+        waiting: null,
+        ...(cost ? { cost_unit: cost.unit, cost_estimated: cost.estimate } : {}),
+        ...(provider
+          ? {
+              provider_account: sql`case when ${unnamed} then ${provider.account} else provider_account end`,
+              provider_key: sql`case when ${unnamed} then ${provider.key} else provider_key end`,
+            }
+          : {}),
+      })
+      .where('id', '=', jobId)
+      .where('state', '=', 'submitting')
+      .where('task_id', 'is', null)
+      .where('submit_intent_at', 'is', null)
+      .where('slot_granted_at', 'is', null)
+      .where((eb) => eb.or([eb('cost_reserved', 'is', null), eb('cost_reserved', '<=', 0)]))
+      .where((eb) => {
+        // A free slot as the transaction counts it (active < max(1, floor(limit))): active + 1 <=
+        // max(1, limit), the limit being the configured initial one while the key has no row yet.
+        const lim = sql<number>`coalesce(slot.lim, ${limits.initial})`;
+        const conditions = [
+          eb.exists(
+            eb
+              .selectFrom('slot')
+              .select('slot.active')
+              .where(sql<boolean>`slot.active + 1 <= case when ${lim} < 1 then 1 else ${lim} end`),
+          ),
+        ];
+        if (cost)
+          conditions.push(
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom('budgets')
+                  .select('budgets.id')
+                  .whereRef('budgets.account', '=', 'jobs.account')
+                  .where('budgets.unit', '=', cost.unit)
+                  .where((b) =>
+                    b.or([b('budgets.provider', '=', b.ref('jobs.provider')), b('budgets.provider', '=', '*')]),
+                  ),
+              ),
+            ),
+          );
+        if (opts.fair)
+          conditions.push(
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom('jobs as w')
+                  .select('w.id')
+                  .where('w.provider_key', '=', label)
+                  .where('w.id', '!=', jobId)
+                  .where('w.state', 'in', ACTIVE_STATES)
+                  .where((w) => waitsForSlot(w as unknown as JobsEb, cutoff))
+                  .where((w) =>
+                    w.or([w('w.account', '!=', w.ref('jobs.account')), w('w.priority', '>', w.ref('jobs.priority'))]),
+                  ),
+              ),
+            ),
+          );
+        return eb.and(conditions);
+      })
+      .returning((eb) => [
+        eb.selectFrom('slot').select('slot.active').as('active'),
+        eb.selectFrom('slot').select('slot.lim').as('active_limit'),
+        // The submit's cool-downs, as rows of [label, until, reason, release_next] (SQLite's JSON functions).
+        (labels.length
+          ? eb
+              .selectFrom('provider_cooldowns')
+              .select(sql<string>`json_group_array(json_array(label, until, reason, release_next))`.as('rows'))
+              .where('label', 'in', labels)
+          : sql<string | null>`null`
+        ).as('cooldowns'),
+      ])
+      .executeTakeFirst();
+    if (!row) return undefined;
+    // The key's first submit: its limit row is made now, at the limit the reservation counted against.
+    if (row.active_limit === null)
+      await this.conn.db
+        .insertInto('provider_limits')
+        .values({ label, active_limit: limits.initial, ceiling: limits.max ?? null, threshold: null, updated_at: at })
+        .onConflict((oc) => oc.column('label').doNothing())
+        .execute();
+    const limit = Math.max(1, Math.floor(Number(row.active_limit ?? limits.initial)));
+    const reserved = { kind: 'reserved' as const, active: Number(row.active), limit, grants: [], holdsCost: false };
+    if (!labels.length || row.cooldowns === null) return reserved;
+    const seen = new Map<string, CooldownState | undefined>(labels.map((l) => [l, undefined]));
+    for (const [l, until, reason, releaseNext] of JSON.parse(row.cooldowns) as [
+      string,
+      string,
+      string,
+      string | null,
+    ][])
+      seen.set(l, cooldownOf({ until, reason, release_next: releaseNext }));
+    return { ...reserved, seen };
   }
 
   /**
@@ -270,9 +455,11 @@ export class SlotsRepository {
    * Increase after a submit accepted while the key was at its limit (`activeBefore + 1 >= limit`):
    * by one job while below the threshold (slow start: the limit doubles per window of accepted
    * submits until the first refusal), else by 1/limit (additive: one job per window); never above
-   * the ceiling.
+   * the ceiling. `limitSeen`: the limit the submit's reservation counted against; a submit that
+   * left room under it (`activeBefore + 1 < limitSeen`) grows nothing and costs no statement.
    */
-  async noteSubmitAccepted(label: string, activeBefore: number): Promise<void> {
+  async noteSubmitAccepted(label: string, activeBefore: number, limitSeen?: number): Promise<void> {
+    if (limitSeen !== undefined && activeBefore + 1 < limitSeen) return;
     await this.conn.tx(async (trx) => {
       const lim = await trx
         .selectFrom('provider_limits')

@@ -12,9 +12,9 @@
  * trusts its callers to. A move into a final state settles what the job reserved in its account's
  * budgets, in the same transaction (`ledger.ts`).
  */
-import type { Kysely } from 'kysely';
+import type { Expression, ExpressionBuilder, Kysely, SqlBool, UpdateObject } from 'kysely';
 import { FINAL_STATES, movesInto, type JobState } from '../model/states.js';
-import type { Database, JobPatch } from './schema.js';
+import type { Database, JobRow } from './schema.js';
 import { eventRow, nowIso } from './rows.js';
 import type { StoreConnection, StoreKind } from './connection.js';
 import { settleIn } from './ledger.js';
@@ -31,11 +31,17 @@ const SETTLE_COLUMNS = [
   'cost_settled',
 ] as const;
 
-/** What {@link moveJob} did: `moved` from a state the table allows, `same` (already there: only `set` applied), `refused` (the table forbids it from the state met, or no such job). */
-export type MoveOutcome = { kind: 'moved' } | { kind: 'same' } | { kind: 'refused'; from: JobState | null };
+/**
+ * What {@link moveJob} did: `moved` from a state the table allows (`row`: the row as written, when
+ * asked for), `same` (already there: only `set` applied), `refused` (the table forbids it from the
+ * state met, or no such job), `unmet` (the caller's further condition did not hold: nothing
+ * written, nothing read).
+ */
+export type MoveOutcome =
+  { kind: 'moved'; row?: JobRow } | { kind: 'same' } | { kind: 'refused'; from: JobState | null } | { kind: 'unmet' };
 
-/** Columns written with a move, beside the state (never `state`, `updated_at` or `finished_at`, which the move sets). */
-export type MoveSet = Omit<JobPatch, 'state' | 'updated_at' | 'finished_at'>;
+/** Columns written with a move, beside the state (never `state`, `updated_at` or `finished_at`, which the move sets): values, or expressions over the row. */
+export type MoveSet = Omit<UpdateObject<Database, 'jobs'>, 'state' | 'updated_at' | 'finished_at'>;
 
 /** The illegal move a caller asked for: thrown where a refusal means a bug, never caught to retry. */
 export class IllegalTransitionError extends Error {
@@ -53,19 +59,27 @@ export class IllegalTransitionError extends Error {
  * Moves job `jobId` to `to` in transaction `trx`, writing `set` with it, and appends a `state`
  * event with `detail` to its timeline (`event: false`: the caller appends its own record of the
  * move). Report the outcome with {@link reportMove} once the transaction committed. A job already
- * in `to` gets `set` only (no event). Never throws for a refused move: it returns the state it met.
+ * in `to` gets `set` only (no event). `only`: a further condition on the row, checked in the same
+ * statement; a row that does not meet it is left alone (`unmet`). `returnRow`: the moved row comes
+ * back with the move (`moved.row`). Never throws for a refused move: it returns the state it met.
  */
 export async function moveJob(
   trx: Kysely<Database>,
   kind: StoreKind,
   jobId: string,
   to: JobState,
-  opts: { set?: MoveSet; detail?: unknown; event?: false } = {},
+  opts: {
+    set?: MoveSet;
+    detail?: unknown;
+    event?: false;
+    only?: (eb: ExpressionBuilder<Database, 'jobs'>) => Expression<SqlBool>;
+    returnRow?: boolean;
+  } = {},
 ): Promise<MoveOutcome> {
   const at = nowIso();
   const from = movesInto(to);
   const final = (FINAL_STATES as readonly string[]).includes(to);
-  const update =
+  const moving =
     from.length === 0
       ? undefined
       : trx
@@ -80,8 +94,14 @@ export async function moveJob(
           })
           .where('id', '=', jobId)
           .where('state', 'in', from);
+  const update = moving && opts.only ? moving.where(opts.only) : moving;
   let moved = false;
-  if (update && final) {
+  let written: JobRow | undefined;
+  if (update && opts.returnRow) {
+    written = await update.returningAll().executeTakeFirst();
+    if (written && final) await settleIn(trx, kind === 'postgres', written);
+    moved = written !== undefined;
+  } else if (update && final) {
     // The row's cost columns come back with the move: a job's end settles its budgets.
     const row = await update.returning(SETTLE_COLUMNS).executeTakeFirst();
     if (row) await settleIn(trx, kind === 'postgres', row);
@@ -93,8 +113,9 @@ export async function moveJob(
         .insertInto('job_events')
         .values(eventRow(jobId, 'state', to, opts.detail ?? null))
         .execute();
-    return { kind: 'moved' };
+    return { kind: 'moved', ...(written ? { row: written } : {}) };
   }
+  if (opts.only) return { kind: 'unmet' };
   // Rarely reached (a repeat, a race, a bug): read what the move met.
   const row = await trx.selectFrom('jobs').select('state').where('id', '=', jobId).executeTakeFirst();
   if (row?.state === to) {

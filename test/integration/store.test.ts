@@ -300,6 +300,47 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect((await store.jobs.get('j5'))?.state).toBe('expired');
     });
 
+    it('a task bound with a claim comes back with its row: pending, the polling generation and deadline claimed; a newer generation is never moved back', async () => {
+      await store.jobs.register({ ...job('j-claim'), deadline_at: null });
+      await store.slots.reserveSubmit('j-claim', { label: 'p@h#claim' }, { initial: 4 }, false, undefined, {
+        provider: { account: 'p@h', key: 'p@h#claim' },
+      });
+      const deadlineAt = new Date(Date.now() + 60_000).toISOString();
+      const count = () =>
+        store.sqliteStatements ? store.sqliteStatements.prepared + store.sqliteStatements.reused : 0;
+      const before = count();
+      const out = await store.jobs.bindTask({
+        jobId: 'j-claim',
+        taskId: 't-claim',
+        providerStatus: 'queued',
+        source: 'submit',
+        providerAccount: 'p@h',
+        claim: { generation: 5, deadlineAt },
+      });
+      // On SQLite: begin, the bind, its timeline event, commit.
+      if (dialect === 'sqlite') expect(count() - before).toBe(4);
+      expect(out).toMatchObject({ kind: 'bound', taskId: 't-claim', recorded: true });
+      const row = out.kind === 'bound' ? out.row : undefined;
+      expect(row).toMatchObject({
+        state: 'pending',
+        task_id: 't-claim',
+        deadline_at: deadlineAt,
+        submit_intent_at: null,
+      });
+      expect(Number(row?.poll_generation)).toBe(5);
+      expect(await store.jobs.get('j-claim')).toEqual(row);
+      const events = await store.findings.timeline('j-claim');
+      expect(events.filter((e) => e.type === 'task_recorded')).toHaveLength(1);
+      // A check of that generation goes on from the bound row; one of an older generation is stale.
+      await store.providerKeys.setCooldown('p@h#claim', Date.now() + 30_000, 'RATE_LIMITED');
+      const go = await store.polling.beginCheck('j-claim', 5, false, deadlineAt);
+      expect(go).toMatchObject({ kind: 'go', row: { task_id: 't-claim' } });
+      expect(go.kind === 'go' && go.seen?.get('p@h#claim')).toMatchObject({ reason: 'RATE_LIMITED' });
+      expect(await store.polling.beginCheck('j-claim', 4, false, deadlineAt)).toMatchObject({ kind: 'stale' });
+      expect(await store.polling.recordCheck('j-claim', { providerStatus: 'running', state: 'running' }, 0)).toBe(1);
+      expect(await store.polling.recordCheck('j-claim', { providerStatus: 'running', state: 'running' }, 0)).toBe(2);
+    });
+
     it('a single-page result has no documents', async () => {
       await store.jobs.register(job('j6'));
       await store.jobs.recordTaskId('j6', 't-6', 'queued', 'submit');

@@ -336,6 +336,30 @@ describe('cool-downs are keyed by the provider key', () => {
       await store.close();
     }
   });
+
+  it('a submit reads the key’s cool-down and its submits’ hold in one statement; a call given the cool-down read with its job’s row reads none, and still holds while it is in force', async () => {
+    const store = await openStore('sqlite::memory:');
+    try {
+      const w = new ProviderRegistry(config, {}, {}, store.providerKeys).resolve('a', 'acme');
+      const count = () => store.sqliteStatements!.prepared + store.sqliteStatements!.reused;
+      let before = count();
+      expect(await w.limiter.run(async () => 'sent', 5_000, 0, { phase: 'submit' })).toBe('sent');
+      expect(count() - before).toBe(1);
+      before = count();
+      const nothing = new Map([[w.providerKey, undefined]]);
+      expect(await w.limiter.run(async () => 'sent', 5_000, 0, { seen: nothing })).toBe('sent');
+      expect(count() - before).toBe(0);
+      // Another worker's 429, as the job's row showed it: the call is held (it takes its release slot).
+      await store.providerKeys.setCooldown(w.providerKey, Date.now() + 20_000, 'RATE_LIMITED');
+      const seen = new Map([[w.providerKey, await store.providerKeys.readCooldown(w.providerKey)]]);
+      const held = await w.limiter.run(async () => 'sent', 5_000, 0, { seen }).catch((e: ProviderError) => e);
+      expect(held).toBeInstanceOf(ProviderError);
+      expect((held as ProviderError).details).toMatchObject({ code: 'LOCAL_COOLDOWN' });
+      expect((held as ProviderError).message).toContain('RATE_LIMITED');
+    } finally {
+      await store.close();
+    }
+  });
 });
 
 describe('quota and credit exhaustion: one classification', () => {

@@ -10,6 +10,7 @@ import type { Accepted } from '../../providers/adapter.js';
 import type { ResolvedProvider } from '../../providers/registry.js';
 import { providerKeys } from '../../providers/shared/keys.js';
 import type { ActivityKit } from '../context.js';
+import type { LimitedCall } from '../../providers/shared/limiter.js';
 
 /** How long before its start-to-close timeout an attempt stops waiting for a submit's answer, ms. */
 export const GIVE_UP_MARGIN_MS = 1_000;
@@ -64,6 +65,8 @@ export function submitAtProvider(
     onHeld?: (waitMs: number, why: string) => void | Promise<void>;
     /** Awaited when the key's limiter lets the call out, just before the request is sent. */
     onSend?: () => Promise<void>;
+    /** The key's shared cool-downs as read just before (`LimitedCall.seen`). */
+    seen?: LimitedCall['seen'];
   } = {},
 ): Promise<Accepted> {
   const keys = providerKeys(job.account, job.key);

@@ -84,6 +84,8 @@ export function submitActivities(kit: ActivityKit) {
     const opts = {
       cost: { unit: cost.unit, estimate: cost.estimate(job.request), failedFree: cost.failedFree },
       ...(resolved.fairShares ? { fair: { weights: kit.deps.weights } } : {}),
+      provider: { account: resolved.providerAccount, key: resolved.providerKey },
+      cooldowns: [resolved.limiter.label, resolved.limiter.submitLabel],
     };
     for (;;) {
       const r = await store.slots.reserveSubmit(
@@ -132,7 +134,6 @@ export function submitActivities(kit: ActivityKit) {
         if (!isProviderError(e) || e.details.code !== 'NO_CREDENTIALS') throw e;
         return waiting(job.jobId, { reason: 'credential', message: e.message }, CREDENTIAL_RETRY_MS);
       }
-      await store.jobs.setProviderAccount(job.jobId, resolved.providerAccount, resolved.providerKey);
       const { r, label } = await reserve(input, resolved);
       if (r.kind === 'missing')
         throw ApplicationFailure.create({
@@ -196,9 +197,21 @@ export function submitActivities(kit: ActivityKit) {
       // The call is not aborted when the attempt gives up: an answer that arrives after the
       // attempt's timeout is still recorded (and adopted by the reconciliation that follows), so
       // a late answer never turns into a second submit.
+      // A submit that goes on into its first checks claims their polling generation with the bind,
+      // and the tracking deadline counts from then, when the task is known (server time, as the workflow's).
+      const clock = input.track ? await kit.serverClock() : undefined;
+      const claim =
+        input.track && clock
+          ? {
+              generation: input.track.generation,
+              deadlineAt: () => new Date(clock() + input.trackingDeadlineMs).toISOString(),
+            }
+          : undefined;
       let active = true;
       const call = submitAtProvider(kit, job, {
         heartbeat: () => active,
+        // The key's cool-downs, read with the reservation a moment ago (when it made it in one statement).
+        seen: r.seen,
         // A submit held back by the key's cool-down or quota hold waits without calling the
         // provider; the timeline says so, so a job sitting in `submitting` shows why.
         onHeld: (waitMs, why) =>
@@ -208,7 +221,16 @@ export function submitActivities(kit: ActivityKit) {
           ),
       });
       const recorded = call
-        .then((accepted) => recordAnswer(job, accepted, resolved, input.trackingDeadlineMs, label, r.active))
+        .then((accepted) =>
+          recordAnswer(
+            job,
+            accepted,
+            resolved,
+            input.trackingDeadlineMs,
+            { label, active: r.active, limit: r.limit },
+            claim,
+          ),
+        )
         .then(
           (a) => ({ kind: 'accepted' as const, ...a }),
           async (e: unknown) => ({
@@ -268,9 +290,8 @@ export function submitActivities(kit: ActivityKit) {
       if (!input.track || first.taskId !== first.answered) return accepted;
       // A fast job's whole life in this attempt: its first checks, and the result written, here.
       const t = input.track;
-      // The tracking deadline counts from now, when the task is known (server time, as the workflow's).
-      const clock = await kit.serverClock();
-      const deadlineAt = new Date(clock() + input.trackingDeadlineMs).toISOString();
+      // The deadline the bind recorded with its claim; else from now, when the task is known.
+      const deadlineAt = first.row?.deadline_at ?? new Date(clock!() + input.trackingDeadlineMs).toISOString();
       const { outcome, last } = await tracking.pollLoop(
         {
           jobId: job.jobId,
@@ -288,6 +309,7 @@ export function submitActivities(kit: ActivityKit) {
           deadlineAt,
         },
         Math.max(0, Math.min(t.budgetMs - (Date.now() - startedAt), attemptBudget(startedAt) - SETTLE_READ_MARGIN_MS)),
+        first.row,
       );
       // The deadline is the tracking phase's to act on (with its wakes and its deadline policy).
       if (outcome && outcome.kind !== 'deadline')

@@ -13,6 +13,7 @@ import type { ResolvedProvider } from '../../providers/registry.js';
 import { isProviderError, isQuotaExhausted, ProviderError } from '../../providers/shared/errors.js';
 import { isConcurrencyRefusal } from '../../providers/shared/limiter.js';
 import { acceptedTask, type ActivityKit } from '../context.js';
+import type { JobRow } from '../../store/index.js';
 
 /** The job of a submit: its workflow input and workflow ID. */
 type Job = ScrapeWorkflowInput & { workflowId: string };
@@ -21,15 +22,22 @@ type Job = ScrapeWorkflowInput & { workflowId: string };
 export function submitRecorders(kit: ActivityKit) {
   const { store } = kit;
 
-  /** Records a submit's answer: binds the task to the job (a collision is reported, never retried) and grows the key's limit. */
+  /**
+   * Records a submit's answer: binds the task to the job (a collision is reported, never retried)
+   * and grows the key's limit when the submit took the last slot under it (`slot`: the key, its
+   * active jobs besides this one and its limit, as the reservation counted them). `claim`: the
+   * polling generation the submit goes on to check under and its tracking deadline (UTC ISO-8601,
+   * computed when the answer is recorded), claimed with the bind. Returns the task, and the job's
+   * row as the bind wrote it when it came back with the bind.
+   */
   async function recordAnswer(
     job: Job,
     accepted: Accepted,
     resolved: ResolvedProvider,
     trackingDeadlineMs: number,
-    label: string,
-    activeBefore: number,
-  ): Promise<{ taskId: string; providerStatus: string; answered: string }> {
+    slot: { label: string; active: number; limit: number },
+    claim?: { generation: number; deadlineAt: () => string },
+  ): Promise<{ taskId: string; providerStatus: string; answered: string; row?: JobRow }> {
     await kit.deps.hooks?.afterSubmitAnswered?.(job.jobId, accepted.taskId);
     const source = accepted.replayed ? 'submit (provider replayed key)' : 'submit';
     const bound = await store.jobs.bindTask({
@@ -40,6 +48,7 @@ export function submitRecorders(kit: ActivityKit) {
       trackingDeadlineMs,
       providerAccount: resolved.providerAccount,
       submitAnswer: accepted.submitAnswer,
+      ...(claim ? { claim: { generation: claim.generation, deadlineAt: claim.deadlineAt() } } : {}),
     });
     if (bound.kind === 'collision') {
       throw new ProviderError(
@@ -69,9 +78,14 @@ export function submitRecorders(kit: ActivityKit) {
     // The same task in another spelling (an operator may have typed it in another case) is never cancelled.
     if (bound.taskId.trim().toLowerCase() !== accepted.taskId.trim().toLowerCase())
       await unwanted(`the job tracks task ${bound.taskId}: a second paid job`);
-    await store.slots.noteSubmitAccepted(label, activeBefore);
+    await store.slots.noteSubmitAccepted(slot.label, slot.active, slot.limit);
     await kit.deps.hooks?.afterTaskRecorded?.(job.jobId, bound.taskId);
-    return { taskId: bound.taskId, providerStatus: accepted.providerStatus, answered: accepted.taskId };
+    return {
+      taskId: bound.taskId,
+      providerStatus: accepted.providerStatus,
+      answered: accepted.taskId,
+      ...(bound.row ? { row: bound.row } : {}),
+    };
   }
 
   /**

@@ -39,6 +39,9 @@ import { resubmitAudit } from '../submit/resubmitAudit.js';
 import { cancelIfOverrun } from '../shares.js';
 import { observeResultCommitLag, observeStatusCheck } from '../../observability/metrics.js';
 
+/** The key's shared cool-down as read with the job's row, for the check's provider call (`CheckStart`'s `seen`). */
+type CheckSeen = Extract<CheckStart, { kind: 'go' }>['seen'];
+
 /** Delay n of `s`, with jitter, ms (see {@link scheduleOf}). */
 function scheduleDelay(s: PollSchedule, n: number): number {
   return scheduleOf(s, n, Math.random());
@@ -201,6 +204,7 @@ export function pollActivities(kit: ActivityKit) {
     input: TrackStatusInput,
     row: JobRow,
     obs: StatusObservation | undefined,
+    seen: CheckSeen,
   ): Promise<ProviderResult> {
     // An inline result passes the same limits as a paged read (`RESULT_TOO_LARGE`, permanent).
     if (obs?.result)
@@ -214,14 +218,18 @@ export function pollActivities(kit: ActivityKit) {
       );
     // A binary body (a PDF) gets its text read here, once, whichever kind relayed it.
     return withBinaryText(
-      await kit.call(input.provider, input.account, (p) =>
-        p.adapter.result(input.taskId, {
-          ...kit.taskCall(p, row, input.taskId),
-          url: input.url,
-          request: input.request,
-          limits: p.resultLimits,
-          heartbeat: (progress) => kit.heartbeat(progress),
-        }),
+      await kit.call(
+        input.provider,
+        input.account,
+        (p) =>
+          p.adapter.result(input.taskId, {
+            ...kit.taskCall(p, row, input.taskId),
+            url: input.url,
+            request: input.request,
+            limits: p.resultLimits,
+            heartbeat: (progress) => kit.heartbeat(progress),
+          }),
+        { seen },
       ),
     );
   }
@@ -238,11 +246,12 @@ export function pollActivities(kit: ActivityKit) {
     obs: StatusObservation | undefined,
     checks: number,
     until: number,
+    seen: CheckSeen,
   ): Promise<CheckResult> {
     const observedAt = Date.now();
     let payload: ProviderResult;
     try {
-      payload = await fetchResult(input, row, obs);
+      payload = await fetchResult(input, row, obs, seen);
     } catch (e) {
       if (!isProviderError(e)) throw e;
       return onReadError(input, row, e, 'result', checks, until);
@@ -322,13 +331,17 @@ export function pollActivities(kit: ActivityKit) {
     const until = Math.max(1, deadline - now());
 
     // A task the provider already said is complete is asked for its result only (module docs).
-    if (row.provider_state === 'completed') return ending(await completeTask(input, row, undefined, checks, until));
+    if (row.provider_state === 'completed')
+      return ending(await completeTask(input, row, undefined, checks, until, start.seen));
 
     let obs: StatusObservation;
     const askedAt = Date.now();
     try {
-      obs = await kit.call(input.provider, input.account, (p) =>
-        p.adapter.status(input.taskId, { ...kit.taskCall(p, row, input.taskId), url: input.url }),
+      obs = await kit.call(
+        input.provider,
+        input.account,
+        (p) => p.adapter.status(input.taskId, { ...kit.taskCall(p, row, input.taskId), url: input.url }),
+        { seen: start.seen },
       );
       observeStatusCheck(Date.now() - askedAt, obs.state);
     } catch (e) {
@@ -362,7 +375,7 @@ export function pollActivities(kit: ActivityKit) {
       );
     }
 
-    if (seen.state === 'completed') return ending(await completeTask(input, row, obs, n, until));
+    if (seen.state === 'completed') return ending(await completeTask(input, row, obs, n, until, undefined));
     if (seen.state === 'failed') {
       const error: JobError = {
         kind: 'provider_failed',

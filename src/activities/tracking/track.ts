@@ -25,6 +25,7 @@ import { CompleteAsyncError, Context } from '@temporalio/activity';
 import { EventEmitter } from 'node:events';
 import { learnedPlan } from '../../model/schedule.js';
 import type { ActivityKit } from '../context.js';
+import type { JobRow } from '../../store/index.js';
 import { pollActivities } from './poll.js';
 import type { CheckResult, PollOutcome, TrackStatusInput } from './pollTypes.js';
 import { handOffFailure, heartbeatCadenceMs, type DetachedTracker } from '../../worker/tracker.js';
@@ -114,19 +115,27 @@ export function trackActivities(kit: ActivityKit, tracker?: DetachedTracker) {
    * Waits and checks until the task is final (the outcome, the result already written) or, with
    * `budgetMs`, until the next wait would end past that budget (then `undefined`, with what the
    * last check saw in `last`). The first wait is `input.firstDelayMs` or the store's earliest next
-   * check, whichever is later.
+   * check, whichever is later. `claimed`: the job's row as this attempt just wrote it with its claim
+   * of `input.generation` and `input.deadlineAt` (the submit's bind), which then needs no claim of
+   * its own.
    */
   async function pollLoop(
     input: TrackStatusInput,
     budgetMs?: number,
+    claimed?: JobRow,
   ): Promise<{ outcome?: PollOutcome; last?: Extract<CheckResult, { again: unknown }> }> {
     const startedAt = Date.now();
-    const start = await store.polling.beginCheck(
-      input.jobId,
-      input.generation,
-      input.mode === 'confirm_cancel',
-      input.mode === 'track' ? input.deadlineAt : undefined,
-    );
+    const start =
+      claimed &&
+      Number(claimed.poll_generation) === input.generation &&
+      (input.mode !== 'track' || claimed.deadline_at === input.deadlineAt)
+        ? ({ kind: 'go', row: claimed } as const)
+        : await store.polling.beginCheck(
+            input.jobId,
+            input.generation,
+            input.mode === 'confirm_cancel',
+            input.mode === 'track' ? input.deadlineAt : undefined,
+          );
     const notBefore = start.kind === 'go' && start.row.check_not_before ? Date.parse(start.row.check_not_before) : 0;
     const clock = await kit.serverClock();
     const deadline = Date.parse(input.deadlineAt);

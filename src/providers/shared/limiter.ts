@@ -19,9 +19,13 @@ import type { CooldownState, SharedCooldowns } from './sharedState.js';
 export class MemoryCooldowns implements SharedCooldowns {
   private readonly rows = new Map<string, CooldownState>();
 
-  async readCooldown(label: string): Promise<CooldownState | undefined> {
-    const r = this.rows.get(label);
-    return r ? { ...r } : undefined;
+  async readCooldowns(labels: readonly string[]): Promise<Map<string, CooldownState>> {
+    const out = new Map<string, CooldownState>();
+    for (const label of labels) {
+      const r = this.rows.get(label);
+      if (r) out.set(label, { ...r });
+    }
+    return out;
   }
 
   async setCooldown(label: string, untilMs: number, reason: string): Promise<void> {
@@ -86,6 +90,14 @@ export interface LimitedCall {
    * a wait the provider never sees is still on the job's record.
    */
   onHeld?: (waitMs: number, why: string) => void | Promise<void>;
+  /**
+   * The shared cool-downs of some of the key's labels as the store showed them just before this
+   * call, read with what the call is about (a status check reads the key's cool-down with the
+   * job's row): label → state, undefined for a label without one. The call's first look at the
+   * gate takes these instead of reading them again; a label not named here is read, and every
+   * look after a wait reads the store.
+   */
+  seen?: ReadonlyMap<string, CooldownState | undefined>;
 }
 
 /** Clock, randomness and store of a {@link KeyLimiter}; defaults: `Date.now`, `Math.random`, no store. */
@@ -175,27 +187,42 @@ export class KeyLimiter {
     return phase === 'submit' ? [this.label, this.submitLabel] : [this.label];
   }
 
-  /** The cool-down of `label`: the store's, read now (no cache), merged with this process's own. */
-  private async read(label: string): Promise<CooldownState> {
-    const mine = await this.memory.readCooldown(label);
-    let theirs: CooldownState | undefined;
+  /**
+   * The cool-downs of `labels`: the store's, read now in one statement (no cache; a label in
+   * `seen` was read with the call's own row a moment ago and is taken from there), each merged with
+   * this process's own.
+   */
+  private async read(
+    labels: readonly string[],
+    seen?: ReadonlyMap<string, CooldownState | undefined>,
+  ): Promise<(CooldownState & { label: string })[]> {
+    const mine = await this.memory.readCooldowns(labels);
+    const unread = seen ? labels.filter((l) => !seen.has(l)) : labels;
+    let theirs = new Map<string, CooldownState>();
     try {
-      theirs = await this.shared?.readCooldown(label);
+      if (this.shared && unread.length > 0) theirs = await this.shared.readCooldowns(unread);
     } catch {
       // The store being unavailable must not stop provider calls; this process's gate still applies.
     }
-    const a = mine ?? { untilMs: 0, reason: '', releaseNextMs: 0 };
-    const b = theirs ?? { untilMs: 0, reason: '', releaseNextMs: 0 };
-    return {
-      untilMs: Math.max(a.untilMs, b.untilMs),
-      reason: a.untilMs >= b.untilMs ? a.reason : b.reason,
-      releaseNextMs: Math.max(a.releaseNextMs, b.releaseNextMs),
-    };
+    const none = { untilMs: 0, reason: '', releaseNextMs: 0 };
+    return labels.map((label) => {
+      const a = mine.get(label) ?? none;
+      const b = (seen?.has(label) ? seen.get(label) : theirs.get(label)) ?? none;
+      return {
+        label,
+        untilMs: Math.max(a.untilMs, b.untilMs),
+        reason: a.untilMs >= b.untilMs ? a.reason : b.reason,
+        releaseNextMs: Math.max(a.releaseNextMs, b.releaseNextMs),
+      };
+    });
   }
 
   /** Of `labels`, the one whose cool-down and release queue end last, with the latest end of any cool-down among them. */
-  private async latest(labels: string[]): Promise<CooldownState & { label: string }> {
-    const states = await Promise.all(labels.map(async (label) => ({ label, ...(await this.read(label)) })));
+  private async latest(
+    labels: string[],
+    seen?: ReadonlyMap<string, CooldownState | undefined>,
+  ): Promise<CooldownState & { label: string }> {
+    const states = await this.read(labels, seen);
     const last = states.reduce((x, y) =>
       Math.max(y.untilMs, y.releaseNextMs) > Math.max(x.untilMs, x.releaseNextMs) ? y : x,
     );
@@ -257,11 +284,12 @@ export class KeyLimiter {
     maxWaitMs: number,
     caller: string | undefined,
     onHeld?: LimitedCall['onHeld'],
+    seen?: LimitedCall['seen'],
   ): Promise<void> {
     let held = caller === undefined ? undefined : this.claims.get(caller);
-    for (let claims = 0; ;) {
+    for (let claims = 0; ; seen = undefined) {
       const now = this.now();
-      const hold = await this.latest(labels);
+      const hold = await this.latest(labels, seen);
       if (held !== undefined && held >= hold.untilMs) {
         // Our slot comes after every cool-down in force: leave at it.
         const wait = held - now;
@@ -298,17 +326,14 @@ export class KeyLimiter {
    */
   async run<T>(fn: () => Promise<T>, defaultCoolDownMs: number, maxWaitMs = 0, call: LimitedCall = {}): Promise<T> {
     const labels = this.labelsOf(call.phase);
+    let seen = call.seen;
     for (;;) {
-      await this.admit(labels, maxWaitMs, call.caller, call.onHeld);
+      await this.admit(labels, maxWaitMs, call.caller, call.onHeld, seen);
+      seen = undefined; // what was seen before is old by a second pass
       const out = await this.queue.add(
         async () => {
           // A cool-down this process learned while the call waited behind others: back to the gate.
-          if (
-            (await Promise.all(labels.map((l) => this.memory.readCooldown(l)))).some(
-              (c) => c !== undefined && c.untilMs > this.now(),
-            )
-          )
-            return RETRY;
+          if ([...(await this.memory.readCooldowns(labels)).values()].some((c) => c.untilMs > this.now())) return RETRY;
           try {
             return { value: await fn() };
           } catch (e) {

@@ -15,8 +15,8 @@ export type { CooldownState };
  * one at a time afterwards. Times are epoch ms.
  */
 export interface SharedCooldowns {
-  /** The cool-down of `label`, or undefined when it never had one. */
-  readCooldown(label: string): Promise<CooldownState | undefined>;
+  /** The cool-downs of `labels`, read together: label → state, for each of them that ever had one. */
+  readCooldowns(labels: readonly string[]): Promise<Map<string, CooldownState>>;
   /** Starts or extends (never shortens) the cool-down of `label` until `untilMs`. */
   setCooldown(label: string, untilMs: number, reason: string): Promise<void>;
   /**
