@@ -429,8 +429,18 @@ describe('reconcileJob (a list that lags)', () => {
     expect(first.type).toBe('Reconcile.settling');
     expect(first.nextRetryDelay).toBeGreaterThan(9_000);
     expect(first.nextRetryDelay).toBeLessThanOrEqual(10_001);
-    expect(await env(2).run(acts.reconcileJob, submitInput)).toMatchObject({ kind: 'absent' });
-    expect(fake.calls).toEqual(['list', 'list']);
+    // A read before that wait has ended still proves nothing (another reconcile of the job, the
+    // cancel path's, may read meanwhile).
+    expect((await failure(env(2).run(acts.reconcileJob, submitInput))).type).toBe('Reconcile.settling');
+    // The server's retry delay passes: the next attempt's read is after the lag.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() + Number(first.nextRetryDelay) + 1);
+      expect(await env(3).run(acts.reconcileJob, submitInput)).toMatchObject({ kind: 'absent' });
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(fake.calls).toEqual(['list', 'list', 'list']);
     const events = (await store.findings.timeline(jobId)).map((e) => e.type);
     expect(events).toEqual(expect.arrayContaining(['reconcile_settling', 'reconcile_absent']));
   });
