@@ -61,7 +61,10 @@ describe('zyte: a 2xx run.json answer that is not Zyte’s', () => {
     it(`${name}: the submit is ambiguous (the job may exist), never a permanent refusal`, async () => {
       let err: unknown;
       try {
-        await adapter(name).submit({ url: `https://q.example/${name}`, format: 'markdown' }, submitCtx(`ref-${name}`));
+        await adapter(name).submit(
+          { url: `https://q.example/${name}`, format: 'markdown', options: {} },
+          submitCtx(`ref-${name}`),
+        );
       } catch (e) {
         err = e;
       }
