@@ -10,7 +10,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobIdFor } from '../../src/client/index.js';
 import type { PollPolicy } from '../../src/model/types.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
-import { providerCancelCalls, providerJobs, sendCancel, settle, waitCancelRecorded } from '../helpers/cancel.js';
+import type { CancelResult } from '../../src/client/index.js';
+import {
+  expectSettled,
+  providerCancelCalls,
+  providerJobs,
+  sendCancel,
+  settle,
+  waitCancelRecorded,
+} from '../helpers/cancel.js';
 import { FAST_POLICY, startStack, waitFor, type Stack } from '../helpers/stack.js';
 
 const POLICY: Partial<PollPolicy> = { ...FAST_POLICY, cancelConfirmDeadlineMs: 10_000 };
@@ -74,5 +82,57 @@ describe('a cancel while the reconcile of a lost submit waits out the list lag',
     expect(providerCancelCalls(stack, tag)).toBe(1);
     expect(jobs[0]!.status).toBe('cancelled');
     expect(s.row.state).toBe('cancelled');
+  });
+
+  it("signal, Update, the Web UI's cancel and an Update again, all during that wait: one provider cancel, one outcome, both Updates answer it", async () => {
+    const tag = `lag-cancel4-${RUN}`;
+    const jobId = jobIdFor('acme', tag);
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'drop_after_commit',
+      times: 1,
+    });
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
+    await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('003-metadata-preferred')}?${tag}`,
+      key: tag,
+      policy: POLICY,
+    });
+    await waitFor(
+      async () => (await stack.store.findings.timeline(jobId)).some((e) => e.type === 'reconcile_settling'),
+      30_000,
+      'the reconcile to wait out the lag',
+    );
+    const first = sendCancel(stack, 'signal', jobId);
+    await waitCancelRecorded(stack, jobId, 'signal');
+    const second = sendCancel(stack, 'update', jobId);
+    await waitCancelRecorded(stack, jobId, 'update');
+    await sendCancel(stack, 'native', jobId).done;
+    const fourth = sendCancel(stack, 'update', jobId);
+    // Every request arrived before the list could show the job.
+    expect(providerCancelCalls(stack, tag)).toBe(0);
+    const [r1, r2, r4] = (await Promise.all([first.done, second.done, fourth.done])) as (CancelResult | undefined)[];
+    const s = await settle(stack, jobId);
+    expectSettled(
+      expect,
+      stack,
+      tag,
+      s,
+      { door: 'signal', state: 'cancelled', outcome: 'cancelled', calls: 1, results: 0 },
+      r1,
+    );
+    for (const r of [r2, r4]) {
+      // An Update answers the outcome observed, or (sent after the job ended) the earlier one.
+      const report = r?.kind === 'observed' || r?.kind === 'already_final' ? r.report : undefined;
+      expect.soft(report, 'an Update answers the one outcome').toEqual(s.report);
+      expect.soft(r?.state).toBe('cancelled');
+    }
+    const jobs = providerJobs(stack, tag);
+    expect(jobs).toHaveLength(1);
+    expect(s.row.task_id).toBe(jobs[0]!.job_id);
+    expect(jobs[0]!.status).toBe('cancelled');
   });
 });
