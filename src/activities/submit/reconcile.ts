@@ -9,6 +9,7 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import {
   decideReconcile,
   EXISTENCE_PROVEN,
+  lagOf,
   type Candidate,
   type ExistenceProof,
   type LookupEvidence,
@@ -253,12 +254,18 @@ export function reconcileActivities(kit: ActivityKit) {
         if (again?.task_id) return reconciled({ kind: 'found', taskId: again.task_id, via: 'store' });
         const now = Date.now();
         // This round already waited out the lags (in this attempt, or an earlier one whose retry
-        // delay the server kept): a settling wait of this round that has ended. One still running
-        // proves nothing: another reconcile of the same job (the cancel path's) or an attempt
-        // retried early reads the lookups before their lag.
-        const settled = (await store.findings.timeline(job.jobId)).some(
-          (e) => e.type === 'reconcile_settling' && Date.parse(e.at) >= lastIntent && settlingEndsAt(e) <= now,
-        );
+        // delay the server kept): a settling wait of this round that has ended, and that lasted
+        // until every lookup's lag after the submit's timeout. One still running proves nothing
+        // (another reconcile of the same job, the cancel path's, or an attempt retried early reads
+        // the lookups before their lag), nor does one that only waited out the submit's timeout.
+        const lagsEndAt =
+          createdBy +
+          Math.max(0, ...resolved.adapter.evidence.lookups.map((l) => lagOf(l, resolved.entry.reconcile?.settleMs)));
+        const settled = (await store.findings.timeline(job.jobId)).some((e) => {
+          if (e.type !== 'reconcile_settling' || Date.parse(e.at) < lastIntent) return false;
+          const endsAt = settlingEndsAt(e);
+          return endsAt <= now && endsAt >= lagsEndAt;
+        });
         const decide = async () => {
           const taskIds = [
             ...readings.flatMap((r) => r.candidates.map((c) => c.taskId)),
