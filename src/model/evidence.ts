@@ -140,9 +140,10 @@ export interface ReconcileFacts {
   /** Now. */
   now: number;
   /**
-   * An earlier attempt of this submit round already waited until every lookup's lag (and the
-   * submit's timeout) had passed: every reading now counts as read after its lag, whatever the
-   * clocks say (the wait is the Temporal server's retry delay, so no clock is compared).
+   * A settling wait of this submit round has ended, and it lasted until every lookup's lag after
+   * the submit's timeout (the caller checks both from the recorded wait): every reading now counts
+   * as read after its lag. A wait still running, or one that only waited out the submit's timeout,
+   * is not this.
    */
   settled?: boolean;
   /** Task IDs already bound to another of our jobs in the same provider account: task ID → job ID. */

@@ -24,6 +24,7 @@ import { parseConfig } from '../../src/config.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import type { Accepted, ProviderAdapter, ResultContext, StatusObservation } from '../../src/providers/adapter.js';
+import type { LookupReading } from '../../src/model/evidence.js';
 import type { ProviderResult } from '../../src/model/results.js';
 import { openStore, Store } from '../../src/store/index.js';
 import { providerLimit } from '../helpers/storeQueries.js';
@@ -57,6 +58,8 @@ class FakeAdapter implements ProviderAdapter {
   statusImpl: () => Promise<StatusObservation> = async () => ({ state: 'running', providerStatus: 'running' });
   resultImpl: (ctx: ResultContext) => Promise<ProviderResult> = async () => PAGE;
   listImpl: () => Promise<Accepted | null> = async () => null;
+  /** Replaces the list's reading (an unavailable lookup, say) while set. */
+  readingsImpl?: () => LookupReading[];
   async submit() {
     this.calls.push('submit');
     return this.submitImpl();
@@ -75,7 +78,7 @@ class FakeAdapter implements ProviderAdapter {
   }
   async findSubmitted() {
     this.calls.push('list');
-    return fakeReading(await this.listImpl());
+    return this.readingsImpl ? this.readingsImpl() : fakeReading(await this.listImpl());
   }
 }
 
@@ -429,10 +432,61 @@ describe('reconcileJob (a list that lags)', () => {
     expect(first.type).toBe('Reconcile.settling');
     expect(first.nextRetryDelay).toBeGreaterThan(9_000);
     expect(first.nextRetryDelay).toBeLessThanOrEqual(10_001);
-    expect(await env(2).run(acts.reconcileJob, submitInput)).toMatchObject({ kind: 'absent' });
-    expect(fake.calls).toEqual(['list', 'list']);
+    // A read before that wait has ended still proves nothing (another reconcile of the job, the
+    // cancel path's, may read meanwhile).
+    expect((await failure(env(2).run(acts.reconcileJob, submitInput))).type).toBe('Reconcile.settling');
+    // The server's retry delay passes: the next attempt's read is after the lag.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() + Number(first.nextRetryDelay) + 1);
+      expect(await env(3).run(acts.reconcileJob, submitInput)).toMatchObject({ kind: 'absent' });
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(fake.calls).toEqual(['list', 'list', 'list']);
     const events = (await store.findings.timeline(jobId)).map((e) => e.type);
     expect(events).toEqual(expect.arrayContaining(['reconcile_settling', 'reconcile_absent']));
+  });
+
+  it('a wait that ended before the lag had passed (it only waited out the submit timeout) proves nothing: a read after it is not taken as after the lag', async () => {
+    fake.lagMs = 10_000;
+    // The fake entry's submit timeout, 5 s for this test: the submit sent now may create the job until then.
+    const entry = config.providers.fake as { submitTimeoutMs: number };
+    const timeoutBefore = entry.submitTimeoutMs;
+    entry.submitTimeoutMs = 5_000;
+    const intent = Date.now();
+    await store.db
+      .updateTable('jobs')
+      .set({ task_id: null, state: 'unknown', submit_intent_at: new Date(intent).toISOString() })
+      .where('id', '=', jobId)
+      .execute();
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      // First read, before the submit's timeout: the lookup answers that it is not offered (undecided).
+      fake.readingsImpl = () => [
+        { lookup: 'GET /fake/list', available: false, complete: false, candidates: [], at: new Date().toISOString() },
+      ];
+      const first = await failure(env(1).run(acts.reconcileJob, submitInput));
+      expect(first.type).toBe('Reconcile.settling');
+      expect(Number(first.nextRetryDelay)).toBeLessThanOrEqual(5_000);
+      // That wait ends (the submit's timeout has passed, the lag has not); the lookup now answers, empty.
+      fake.readingsImpl = () => fakeReading(null);
+      vi.setSystemTime(intent + 6_000);
+      const out = await env(2)
+        .run(acts.reconcileJob, submitInput)
+        .then(
+          (r: unknown) => r,
+          (e: unknown) => e,
+        );
+      // Never `absent` from a read 1 s after the job may have been created by a list that lags 10 s.
+      expect(out).not.toMatchObject({ kind: 'absent' });
+      expect((out as ApplicationFailure).type).toBe('Reconcile.settling');
+    } finally {
+      vi.useRealTimers();
+      fake.readingsImpl = undefined;
+      entry.submitTimeoutMs = timeoutBefore;
+    }
+    expect(fake.calls).not.toContain('submit');
   });
 
   it('a job the lagging list shows on the second read is adopted', async () => {

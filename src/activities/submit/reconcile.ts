@@ -9,6 +9,7 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import {
   decideReconcile,
   EXISTENCE_PROVEN,
+  lagOf,
   type Candidate,
   type ExistenceProof,
   type LookupEvidence,
@@ -20,6 +21,7 @@ import { providerKeys } from '../../providers/shared/keys.js';
 import { recordReconcile } from '../../observability/metrics.js';
 import { attemptBudget, SETTLE_READ_MARGIN_MS, submitTimeoutOf } from './attempt.js';
 import type { ActivityKit } from '../context.js';
+import type { JobEventRow } from '../../store/index.js';
 import { LATE_REPLAY_RETRIES, replayProbes } from './replay.js';
 import type { SubmitJobInput } from './submit.js';
 import { FailureType } from '../failureTypes.js';
@@ -40,6 +42,21 @@ export type ReconcileOutcome =
    * lookup may yet show it, so the workflow reads the lookups again now and then while it waits.
    */
   | { kind: 'unresolvable'; reason: string; evidence?: ReconcileEvidenceRecord; lookAgain?: boolean };
+
+/**
+ * When the wait of a `reconcile_settling` event ends, epoch ms: its time plus the recorded
+ * `readAgainInMs` (an event without one ends at its own time).
+ */
+function settlingEndsAt(e: Pick<JobEventRow, 'at' | 'detail'>): number {
+  let waitMs = 0;
+  try {
+    const d = e.detail ? (JSON.parse(e.detail) as { readAgainInMs?: unknown }) : {};
+    if (typeof d.readAgainInMs === 'number') waitMs = d.readAgainInMs;
+  } catch {
+    // An unreadable detail records no wait.
+  }
+  return Date.parse(e.at) + waitMs;
+}
 
 /** Counts a reconcile outcome (`found_store`, `found_list`, `absent`, `unresolvable`, …) and returns it. */
 function reconciled(out: ReconcileOutcome): ReconcileOutcome {
@@ -236,10 +253,19 @@ export function reconcileActivities(kit: ActivityKit) {
         const again = await store.jobs.get(job.jobId); // an answer may have landed while we read
         if (again?.task_id) return reconciled({ kind: 'found', taskId: again.task_id, via: 'store' });
         const now = Date.now();
-        // This round already waited out the lags (in this attempt, or an earlier one whose retry delay the server kept).
-        const settled = (await store.findings.timeline(job.jobId)).some(
-          (e) => e.type === 'reconcile_settling' && Date.parse(e.at) >= lastIntent,
-        );
+        // This round already waited out the lags (in this attempt, or an earlier one whose retry
+        // delay the server kept): a settling wait of this round that has ended, and that lasted
+        // until every lookup's lag after the submit's timeout. One still running proves nothing
+        // (another reconcile of the same job, the cancel path's, or an attempt retried early reads
+        // the lookups before their lag), nor does one that only waited out the submit's timeout.
+        const lagsEndAt =
+          createdBy +
+          Math.max(0, ...resolved.adapter.evidence.lookups.map((l) => lagOf(l, resolved.entry.reconcile?.settleMs)));
+        const settled = (await store.findings.timeline(job.jobId)).some((e) => {
+          if (e.type !== 'reconcile_settling' || Date.parse(e.at) < lastIntent) return false;
+          const endsAt = settlingEndsAt(e);
+          return endsAt <= now && endsAt >= lagsEndAt;
+        });
         const decide = async () => {
           const taskIds = [
             ...readings.flatMap((r) => r.candidates.map((c) => c.taskId)),

@@ -331,7 +331,12 @@ export class ProviderHttp {
 
   /** Throws the `INVALID_RESPONSE` error of {@link parse} for `detail`. */
   invalid(res: ProviderResponse, phase: CallPhase, detail: string): never {
-    throw new ProviderError(
+    throw this.invalidError(res, phase, detail);
+  }
+
+  /** The `INVALID_RESPONSE` error of {@link parse} for `detail` (ambiguous on a submit, transient otherwise). */
+  invalidError(res: ProviderResponse, phase: CallPhase, detail: string): ProviderError {
+    return new ProviderError(
       phase === 'submit' ? 'ambiguous' : 'transient',
       `${res.evidence.endpoint} answered ${res.status} with an unexpected ${truncate(detail, 1000)}`,
       {

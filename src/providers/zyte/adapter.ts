@@ -197,13 +197,17 @@ export class ZyteAdapter implements ProviderAdapter {
   }
 
   /**
-   * The classified error of a non-2xx answer; a 2xx whose `status` is not `ok` (the legacy API's
-   * way of refusing) is `permanent` with Zyte's message and code.
+   * The classified error of a non-2xx answer; a 2xx whose `status` is `error` or `badrequest` (the
+   * legacy API's way of refusing) is `permanent` with Zyte's message and code. Any other 2xx that
+   * is not `ok` (a proxy's page, an empty or cut body, JSON without `status`) is not Zyte's word:
+   * `INVALID_RESPONSE`, ambiguous on a submit (the job may have been scheduled), transient otherwise.
    */
   private fail(http: ProviderHttp, res: ProviderResponse, phase: CallPhase, ctx: CallContext): ProviderError {
     if (!http.isOk(res)) return http.error(res, phase, ctx);
-    const d = zyteErrorDetails(res);
     const word = (res.body as { status?: unknown } | undefined)?.status;
+    if (word !== 'error' && word !== 'badrequest')
+      return http.invalidError(res, phase, `answer (status ${typeof word === 'string' ? `"${word}"` : 'missing'})`);
+    const d = zyteErrorDetails(res);
     const message = redactSecrets(
       `${res.evidence.endpoint} answered ${res.status} with status "${String(word ?? 'none')}"${d.message ? `: ${d.message}` : ''}`,
       callSecrets(ctx),
