@@ -97,6 +97,25 @@ const SECRET_SUBSTRINGS = [
  * `accesskey`, `authkey`, `subscriptionkey` and the like (see `SECRET_SUBSTRINGS`).
  */
 export function isSecretName(name: string): boolean {
+  // The names met are few (a provider's fields and headers, recurring in every answer): each short
+  // name is judged once and remembered, up to a bound past which the memory starts over.
+  if (name.length > SECRET_NAME_MEMO_LENGTH) return judgeSecretName(name);
+  const known = secretNameMemo.get(name);
+  if (known !== undefined) return known;
+  const secret = judgeSecretName(name);
+  if (secretNameMemo.size >= SECRET_NAME_MEMO_SIZE) secretNameMemo.clear();
+  secretNameMemo.set(name, secret);
+  return secret;
+}
+
+/** Names {@link isSecretName} remembers at most (the memory is cleared when it is full). */
+const SECRET_NAME_MEMO_SIZE = 4096;
+/** Longest name {@link isSecretName} remembers, characters (longer ones are judged each time). */
+const SECRET_NAME_MEMO_LENGTH = 64;
+const secretNameMemo = new Map<string, boolean>();
+
+/** {@link isSecretName} without the memory. */
+function judgeSecretName(name: string): boolean {
   const lower = name.toLowerCase();
   if (SECRET_NAMES.has(lower)) return true;
   const parts = name
@@ -182,7 +201,7 @@ export function redactSecrets(text: string, secrets: readonly string[] = []): st
   // space or a line break inside), and its tail would then match nothing.
   let out = text;
   for (const s of secrets) {
-    if (s && s.length >= 4) out = out.split(s).join(REDACTED);
+    if (s && s.length >= 4 && out.includes(s)) out = out.split(s).join(REDACTED);
   }
   return out.replace(CREDENTIAL_CAPITALISED, `$1 ${REDACTED}`).replace(CREDENTIAL_ANY_CASE, `$1 ${REDACTED}`);
 }
