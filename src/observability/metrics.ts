@@ -221,16 +221,20 @@ export function endpointTemplate(method: string, url: string): string {
   return `${method.toUpperCase()} /${segs.join('/')}`;
 }
 
-/** Records one provider HTTP exchange (status `undefined` = no answer). */
+/**
+ * Records one provider HTTP exchange (status `undefined` = no answer). `endpoint`: the request's
+ * {@link endpointTemplate}, when the caller has it already (otherwise made from `method` and `url`).
+ */
 export function recordProviderRequest(r: {
   provider?: string;
   method: string;
   url: string;
+  endpoint?: string;
   status?: number;
   ms: number;
 }): void {
   const provider = providerLabel(r.provider ?? currentProviderLabel());
-  const endpoint = endpointTemplate(r.method, r.url);
+  const endpoint = r.endpoint ?? endpointTemplate(r.method, r.url);
   providerRequests.inc({ provider, endpoint, status_code: r.status === undefined ? 'network' : String(r.status) });
   providerDuration.observe({ provider, endpoint }, r.ms / 1000);
   if (r.status === 429) rateLimited.inc({ provider });

@@ -27,39 +27,37 @@ export async function observeProviderCall<T extends { status: number }>(
 ): Promise<T> {
   const endpoint = endpointTemplate(req.method, req.url);
   const started = performance.now();
-  return tracer().startActiveSpan(
-    `provider ${endpoint}`,
-    {
-      kind: SpanKind.CLIENT,
-      attributes: {
+  return tracer().startActiveSpan(`provider ${endpoint}`, { kind: SpanKind.CLIENT }, async (span) => {
+    // A span that records nothing (tracing off: the no-op tracer) is not given the attributes, so
+    // that an untraced call does not sanitise its URL a second time for them.
+    if (span.isRecording())
+      span.setAttributes({
         'http.request.method': req.method,
         'url.full': sanitizeUrl(req.url, req.secrets),
         'url.template': endpoint.slice(endpoint.indexOf(' ') + 1),
         'scrape.phase': req.phase,
         'scrape.provider': currentProviderLabel() ?? 'unknown',
-      },
-    },
-    async (span) => {
-      try {
-        const res = await send();
-        span.setAttribute('http.response.status_code', res.status);
-        if (res.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${res.status}` });
-        recordProviderRequest({
-          method: req.method,
-          url: req.url,
-          status: res.status,
-          ms: performance.now() - started,
-        });
-        return res;
-      } catch (e) {
-        const status = (e as { httpStatus?: number }).httpStatus;
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (e as { kind?: string }).kind ?? 'error' });
-        if (status) span.setAttribute('http.response.status_code', status);
-        recordProviderRequest({ method: req.method, url: req.url, status, ms: performance.now() - started });
-        throw e;
-      } finally {
-        span.end();
-      }
-    },
-  );
+      });
+    try {
+      const res = await send();
+      span.setAttribute('http.response.status_code', res.status);
+      if (res.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${res.status}` });
+      recordProviderRequest({
+        method: req.method,
+        url: req.url,
+        endpoint,
+        status: res.status,
+        ms: performance.now() - started,
+      });
+      return res;
+    } catch (e) {
+      const status = (e as { httpStatus?: number }).httpStatus;
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (e as { kind?: string }).kind ?? 'error' });
+      if (status) span.setAttribute('http.response.status_code', status);
+      recordProviderRequest({ method: req.method, url: req.url, endpoint, status, ms: performance.now() - started });
+      throw e;
+    } finally {
+      span.end();
+    }
+  });
 }
