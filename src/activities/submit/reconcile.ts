@@ -9,7 +9,6 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import {
   decideReconcile,
   EXISTENCE_PROVEN,
-  lagOf,
   type Candidate,
   type ExistenceProof,
   type LookupEvidence,
@@ -260,7 +259,7 @@ export function reconcileActivities(kit: ActivityKit) {
         // the lookups before their lag), nor does one that only waited out the submit's timeout.
         const lagsEndAt =
           createdBy +
-          Math.max(0, ...resolved.adapter.evidence.lookups.map((l) => lagOf(l, resolved.entry.reconcile?.settleMs)));
+          Math.max(0, ...resolved.adapter.evidence.lookups.map((l) => resolved.entry.reconcile?.settleMs ?? l.lagMs));
         const settled = (await store.findings.timeline(job.jobId)).some((e) => {
           if (e.type !== 'reconcile_settling' || Date.parse(e.at) < lastIntent) return false;
           const endsAt = settlingEndsAt(e);
