@@ -16,7 +16,7 @@ import { AccountsSchema, checkAccounts } from './accounts.js';
 import { ProviderEntrySchema, type ProvidersConfig } from './providers/kinds.js';
 
 /** Rate limit of one caller (fixed window). */
-export const RateLimitSchema = z
+const RateLimitSchema = z
   .object({
     /** Requests allowed per window (count). */
     max: z.number().int().positive(),

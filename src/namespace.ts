@@ -172,7 +172,7 @@ export const INDEXED_VALUE_TYPE: Record<SearchAttributeTypeName, number> = {
 };
 
 /** Reverse of {@link INDEXED_VALUE_TYPE}: wire value → type name (undefined for unknown values). */
-export function searchAttributeTypeName(value: number | null | undefined): SearchAttributeTypeName | undefined {
+function searchAttributeTypeName(value: number | null | undefined): SearchAttributeTypeName | undefined {
   return SEARCH_ATTRIBUTE_TYPE_NAMES.find((n) => INDEXED_VALUE_TYPE[n] === value);
 }
 

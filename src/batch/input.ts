@@ -26,7 +26,7 @@ import { checkRowSize, IdempotencyKeySchema, TargetUrlSchema } from '../model/sc
 import { decodeBatchBytes } from './decode.js';
 
 /** Columns understood in a row; any other column is kept as part of the row (evidence). */
-export const BatchRowSchema = z
+const BatchRowSchema = z
   .object({
     url: TargetUrlSchema,
     key: IdempotencyKeySchema.optional(),

@@ -31,7 +31,7 @@ export function port(v: string): number {
 }
 
 /** A duration (`500ms`, `30s`, `5m`, a bare number of seconds) in ms. */
-export function duration(v: string): number {
+function duration(v: string): number {
   try {
     return parseDuration(v);
   } catch (e) {

@@ -20,13 +20,13 @@ const MIN_TABLE_WIDTH = 60;
  * The width tables are fitted to: {@link MAX_TABLE_WIDTH}, or the terminal's width when stdout is
  * a narrower terminal (never below 60).
  */
-export function tableWidth(): number {
+function tableWidth(): number {
   const cols = process.stdout.isTTY ? process.stdout.columns : undefined;
   return Math.max(MIN_TABLE_WIDTH, Math.min(MAX_TABLE_WIDTH, cols || MAX_TABLE_WIDTH));
 }
 
 /** Table characters without row separators. */
-export const COMPACT = { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' };
+const COMPACT = { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' };
 
 /** Characters of `s` (code points; a wide character counts one, see {@link fitTable}). */
 function widthOf(s: string): number {
@@ -128,13 +128,7 @@ export function printJson(value: unknown, opts: { redact?: boolean } = {}): void
 }
 
 /** A job error on one line: kind, code, HTTP status, message, time. */
-export function errorLine(e: {
-  kind: string;
-  code?: string;
-  message: string;
-  httpStatus?: number;
-  at?: string;
-}): string {
+function errorLine(e: { kind: string; code?: string; message: string; httpStatus?: number; at?: string }): string {
   return `${e.kind}${e.code ? ` ${e.code}` : ''}${e.httpStatus ? ` (HTTP ${e.httpStatus})` : ''}: ${e.message}${e.at ? ` — at ${e.at}` : ''}`;
 }
 

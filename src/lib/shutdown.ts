@@ -12,7 +12,7 @@
  */
 
 /** The signals that stop a command. */
-export const SHUTDOWN_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
+const SHUTDOWN_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
 
 /** Exit code of a process ended by a second signal (128 + SIGINT, what a shell reports for Ctrl-C). */
 export const FORCED_EXIT_CODE = 130;

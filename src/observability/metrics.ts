@@ -139,7 +139,7 @@ export function recordWebhookDelivery(provider: string, outcome: string): void {
 }
 
 /** Counts a shared cool-down of a provider key (`label` is `<provider>/<account>`; only the provider is kept). */
-export function recordCooldown(label: string): void {
+function recordCooldown(label: string): void {
   cooldowns.inc({ provider: providerLabel(label.split('/')[0] ?? '') });
 }
 
