@@ -141,15 +141,7 @@ export async function checkSearchAttributes(
 }
 
 /** Search attribute type names as the CLI and the Web UI spell them. */
-export const SEARCH_ATTRIBUTE_TYPE_NAMES = [
-  'Text',
-  'Keyword',
-  'Int',
-  'Double',
-  'Bool',
-  'Datetime',
-  'KeywordList',
-] as const;
+const SEARCH_ATTRIBUTE_TYPE_NAMES = ['Text', 'Keyword', 'Int', 'Double', 'Bool', 'Datetime', 'KeywordList'] as const;
 
 /** A search attribute type name, e.g. `Keyword`. */
 export type SearchAttributeTypeName = (typeof SEARCH_ATTRIBUTE_TYPE_NAMES)[number];
