@@ -75,6 +75,11 @@ export function accountOptions(c: Command): Command {
     .option('-a, --account <name>', 'account to act as');
 }
 
+/** Command `name` of `program` on one `<job>` (a job ID or its key), with {@link accountOptions}. */
+export function jobCommand(program: Command, name: string): Command {
+  return accountOptions(program.command(name).argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key'));
+}
+
 /** The poll-policy flags of `submit` and `run` (durations: a number with ms/s/m/h/d, or seconds). */
 export function policyOptions(c: Command): Command {
   return c
