@@ -27,6 +27,7 @@ import { ApiProblem } from '../problems.js';
 import { InvalidInputError } from '../../client/errors.js';
 import type { Config } from '../../config.js';
 import { JobIdParamsSchema } from '../schemas.js';
+import { costOut } from '../views.js';
 
 /** A budget as the API shows it. */
 function budgetOut(b: BudgetUsage) {
@@ -160,16 +161,7 @@ export const budgetRoutes: FastifyPluginAsyncZod<{ client: ScrapeClient; config:
       return {
         job_id: r.jobId,
         provider: r.provider,
-        cost: r.cost
-          ? {
-              unit: r.cost.unit,
-              estimated: r.cost.estimated,
-              reserved: r.cost.reserved,
-              settled: r.cost.settled,
-              reported: r.cost.reported,
-              source: r.cost.source,
-            }
-          : null,
+        cost: costOut(r.cost),
         temporal: r.temporal ? { actions: r.temporal.actions, by_kind: r.temporal.byKind } : null,
       };
     },
