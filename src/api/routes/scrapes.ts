@@ -46,6 +46,22 @@ export interface ScrapeRouteDeps {
   config: Config;
 }
 
+/** The problems of the result and documents routes. */
+const RESULT_PROBLEMS = [
+  'invalid-request',
+  'unauthorized',
+  'not-found',
+  'result-not-ready',
+  'result-expired',
+  'rate-limited',
+  'service-unavailable',
+] as const;
+
+/** `Retry-After` of a `409 result-not-ready` while the job runs. */
+const NOT_READY_HEADERS = {
+  409: { 'Retry-After': { ...RETRY, description: 'While the job runs: seconds before asking again.' } },
+};
+
 /** Registers the routes above. */
 export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, { client, store, config }) => {
   app.post(
@@ -147,11 +163,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
   app.get(
     '/v1/scrapes/:id/result',
     {
-      config: {
-        docHeaders: {
-          409: { 'Retry-After': { ...RETRY, description: 'While the job runs: seconds before asking again.' } },
-        },
-      },
+      config: { docHeaders: NOT_READY_HEADERS },
       schema: {
         tags: ['scrapes'],
         summary: 'Read the result of a completed job.',
@@ -160,15 +172,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
         params: JobIdParamsSchema,
         response: {
           200: json('The extracted page.', ResultSchema),
-          ...problemResponses(
-            'invalid-request',
-            'unauthorized',
-            'not-found',
-            'result-not-ready',
-            'result-expired',
-            'rate-limited',
-            'service-unavailable',
-          ),
+          ...problemResponses(...RESULT_PROBLEMS),
         },
       },
     },
@@ -178,11 +182,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
   app.get(
     '/v1/scrapes/:id/documents',
     {
-      config: {
-        docHeaders: {
-          409: { 'Retry-After': { ...RETRY, description: 'While the job runs: seconds before asking again.' } },
-        },
-      },
+      config: { docHeaders: NOT_READY_HEADERS },
       schema: {
         tags: ['scrapes'],
         summary: 'Read the documents of a multi-document result (crawl pages, dataset items, batch entries), paged.',
@@ -192,15 +192,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
         querystring: DocumentsQuerySchema,
         response: {
           200: json('One page of documents.', ResultDocumentsSchema),
-          ...problemResponses(
-            'invalid-request',
-            'unauthorized',
-            'not-found',
-            'result-not-ready',
-            'result-expired',
-            'rate-limited',
-            'service-unavailable',
-          ),
+          ...problemResponses(...RESULT_PROBLEMS),
         },
       },
     },
