@@ -51,11 +51,6 @@ export function temporalConnectionOptions(config: Config, env: NodeJS.ProcessEnv
   return connectionOptionsFromEnv({ ...env, TEMPORAL_ADDRESS: config.temporal.address });
 }
 
-/** Connects a Temporal client to the configured cluster (10 s connect timeout). */
-async function connectClient(config: Config): Promise<Connection> {
-  return Connection.connect({ ...temporalConnectionOptions(config), connectTimeout: '10s' });
-}
-
 /**
  * What a {@link ScrapeClient} learns of the deployment from `config`: its task queue and providers,
  * their poll defaults, credentials and costs (the runtime's client and a test's are built alike).
@@ -100,9 +95,8 @@ export async function openRuntime(
   const store = await openStore(config.storeUrl, { metrics: storeMetrics });
   let connection: Connection;
   try {
-    connection = opts.lazyTemporal
-      ? Connection.lazy({ ...temporalConnectionOptions(config), connectTimeout: opts.connectTimeoutMs ?? 10_000 })
-      : await connectClient(config);
+    const options = { ...temporalConnectionOptions(config), connectTimeout: opts.connectTimeoutMs ?? 10_000 };
+    connection = opts.lazyTemporal ? Connection.lazy(options) : await Connection.connect(options);
   } catch (e) {
     await store.close();
     throw new Error(`cannot reach Temporal at ${config.temporal.address}: ${(e as Error).message}`);
