@@ -42,15 +42,9 @@ export function registerResult(program: Command): void {
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        if (opts.documents)
-          return printDocuments(
-            await rt.client.getResultDocuments(account, await resolveJobId(job, account), {
-              offset: opts.offset,
-              limit: opts.limit,
-            }),
-            Boolean(opts.json),
-          );
         const id = await resolveJobId(job, account);
+        const page = { offset: opts.offset, limit: opts.limit };
+        if (opts.documents) return printDocuments(await rt.client.getResultDocuments(account, id, page), !!opts.json);
         const r = await rt.client.getResult(account, id);
         if (opts.field) {
           const field = opts.field as 'markdown' | 'text' | 'title' | 'links';
