@@ -1,12 +1,7 @@
 /**
  * The routes of the `budgets` resource and a job's cost, for API key holders (`auth: 'account'`;
- * every operation is scoped to the key's account; docs/budgets.md):
- *
- * - `GET /v1/budgets`: the account's budgets with their standing in the current period, and its policy;
- * - `PUT /v1/budgets`: set a budget (created, or its amount changed; held jobs try again at once);
- * - `DELETE /v1/budgets/:id`: remove one;
- * - `PUT /v1/budget-policy`: refuse or hold a job a budget cannot take; cancel running jobs over budget or not;
- * - `GET /v1/scrapes/:id/cost`: what a job cost at its provider, beside its Temporal Actions.
+ * every operation is scoped to the key's account; docs/budgets.md). Each route's `summary` and
+ * `description` (the OpenAPI document) say what it answers.
  *
  * A change made here outlives a restart: the configuration no longer overrides it.
  */
@@ -47,7 +42,7 @@ function budgetOut(b: BudgetUsage) {
 
 const COMMON = ['invalid-request', 'unauthorized', 'rate-limited', 'service-unavailable'] as const;
 
-/** Registers the routes above. */
+/** Registers the routes. */
 export const budgetRoutes: FastifyPluginAsyncZod<{ client: ScrapeClient; config: Config }> = async (
   app,
   { client, config },
