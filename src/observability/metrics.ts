@@ -6,20 +6,8 @@
  * states), `provider` (a configured provider name), `endpoint` (a method + path template such as
  * `GET /api/jobs/:id`), `status_code` (HTTP status or `network`), `outcome` (a short word).
  *
- * Series (all prefixed `scrape_`):
- * - `jobs{state}` gauge, read from the result store at scrape time;
- * - `job_transitions_total{state}` moves into each state;
- * - `provider_requests_total{provider,endpoint,status_code}` and `provider_request_duration_seconds`;
- * - `provider_rate_limited_total{provider}` (429 answers), `provider_cooldowns_total{provider}`;
- * - `status_check_duration_seconds{outcome}`, `result_commit_lag_seconds` (provider completion →
- *   result committed), `reconcile_outcomes_total{outcome}`, `webhook_deliveries_total{provider,outcome}`;
- * - `activity_executions_total{activity,outcome}` and `activity_duration_seconds{activity,outcome}`
- *   (every activity, recorded by the worker's interceptor; a detached tracking loop's attempt is
- *   recorded `detached` when its function returns and again with its outcome when it reports);
- * - `tracking_loops` gauge: jobs the worker tracks in detached polling loops;
- * - `budget_spent`, `budget_reserved`, `budget_remaining{account,provider,unit,period}` gauges,
- *   each budget's standing in its current period, read from the store at scrape time;
- * - prom-client's default process metrics (`scrape_process_*`, `scrape_nodejs_*`).
+ * Series (all prefixed `scrape_`, prom-client's default process metrics too): docs/operations.md
+ * and docs/budgets.md (the budget gauges) list them; each one's `help` below says what it counts.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import client from 'prom-client';
