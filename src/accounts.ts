@@ -11,7 +11,7 @@ import { AccountSchema } from './model/schemas.js';
 import { costOf, type ProviderEntry } from './providers/kinds.js';
 
 /** One budget of an account as configured. */
-export const BudgetConfigSchema = z.strictObject({
+const BudgetConfigSchema = z.strictObject({
   /** A configured provider name; absent: every provider of the account whose kind counts in `unit`. */
   provider: z.string().min(1).optional(),
   /** The unit (`credits`, `usd`, `records`, `requests`): required without `provider`, else the provider kind's (checked). */
@@ -22,7 +22,7 @@ export const BudgetConfigSchema = z.strictObject({
 });
 
 /** One account's settings; every field has a default. */
-export const AccountSettingsSchema = z.strictObject({
+const AccountSettingsSchema = z.strictObject({
   /** Weight in each provider key's fair share of slots (default 1: equal shares). */
   weight: z.number().positive().max(1_000).default(DEFAULT_WEIGHT),
   budgets: z.array(BudgetConfigSchema).default([]),

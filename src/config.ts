@@ -16,7 +16,7 @@ import { AccountsSchema, checkAccounts } from './accounts.js';
 import { ProviderEntrySchema, type ProvidersConfig } from './providers/kinds.js';
 
 /** Rate limit of one caller (fixed window). */
-export const RateLimitSchema = z
+const RateLimitSchema = z
   .object({
     /** Requests allowed per window (count). */
     max: z.number().int().positive(),
@@ -30,7 +30,7 @@ export const RateLimitSchema = z
  * written here. API keys are stored hashed (see `src/api/auth.ts` for the key file format).
  * Environment overrides: `SCRAPE_API_HOST`, `SCRAPE_API_PORT`, `SCRAPE_API_KEYS_FILE`.
  */
-export const ApiConfigSchema = z
+const ApiConfigSchema = z
   .object({
     /** Listen address (default loopback only). */
     host: z.string().min(1).default('127.0.0.1'),
@@ -74,7 +74,7 @@ export const ApiConfigSchema = z
 export type ApiConfig = z.infer<typeof ApiConfigSchema>;
 
 /** The whole configuration. */
-export const ConfigSchema = z.object({
+const ConfigSchema = z.object({
   temporal: z
     .object({
       address: z.string().default('127.0.0.1:7233'),

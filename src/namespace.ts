@@ -9,7 +9,6 @@
  * (`ListSearchAttributes`, `AddSearchAttributes`) and `temporal.api.enums.v1.IndexedValueType`.
  */
 import { Runtime, type NativeConnection } from '@temporalio/worker';
-import proto from '@temporalio/proto';
 import { SEARCH_ATTRIBUTES } from './workflows/searchAttributes.js';
 import type { Connection } from '@temporalio/client';
 import { z } from 'zod';
@@ -76,20 +75,6 @@ function createCommands(namespace: string, missing: SearchAttributeProblem[]): s
     .join(' and ');
 }
 
-/**
- * The Temporal type name (`Keyword`, `KeywordList`, …, as the CLI and the Web UI spell it) of a
- * wire value of `temporal.api.enums.v1.IndexedValueType`; undefined for a value the enum lacks.
- */
-function indexedValueTypeName(value: number): string | undefined {
-  const key = (proto.temporal.api.enums.v1.IndexedValueType as unknown as Record<number, string | undefined>)[value];
-  if (!key || !key.startsWith('INDEXED_VALUE_TYPE_') || key.endsWith('_UNSPECIFIED')) return undefined;
-  return key
-    .slice('INDEXED_VALUE_TYPE_'.length)
-    .split('_')
-    .map((w) => w[0] + w.slice(1).toLowerCase())
-    .join('');
-}
-
 /** gRPC status codes of a namespace whose search attributes cannot be read by this connection. */
 const CANNOT_LIST = new Set([7 /* PERMISSION_DENIED */, 12 /* UNIMPLEMENTED */, 16 /* UNAUTHENTICATED */]);
 
@@ -133,7 +118,7 @@ export async function checkSearchAttributes(
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) {
     if (registered[name] === undefined) problems.push({ name, type });
     else {
-      const has = indexedValueTypeName(registered[name]) ?? `type ${registered[name]}`;
+      const has = searchAttributeTypeName(registered[name]) ?? `type ${registered[name]}`;
       if (has !== type) problems.push({ name, type, registeredAs: has });
     }
   }
@@ -141,15 +126,7 @@ export async function checkSearchAttributes(
 }
 
 /** Search attribute type names as the CLI and the Web UI spell them. */
-export const SEARCH_ATTRIBUTE_TYPE_NAMES = [
-  'Text',
-  'Keyword',
-  'Int',
-  'Double',
-  'Bool',
-  'Datetime',
-  'KeywordList',
-] as const;
+const SEARCH_ATTRIBUTE_TYPE_NAMES = ['Text', 'Keyword', 'Int', 'Double', 'Bool', 'Datetime', 'KeywordList'] as const;
 
 /** A search attribute type name, e.g. `Keyword`. */
 export type SearchAttributeTypeName = (typeof SEARCH_ATTRIBUTE_TYPE_NAMES)[number];
@@ -172,7 +149,7 @@ export const INDEXED_VALUE_TYPE: Record<SearchAttributeTypeName, number> = {
 };
 
 /** Reverse of {@link INDEXED_VALUE_TYPE}: wire value → type name (undefined for unknown values). */
-export function searchAttributeTypeName(value: number | null | undefined): SearchAttributeTypeName | undefined {
+function searchAttributeTypeName(value: number | null | undefined): SearchAttributeTypeName | undefined {
   return SEARCH_ATTRIBUTE_TYPE_NAMES.find((n) => INDEXED_VALUE_TYPE[n] === value);
 }
 

@@ -9,7 +9,7 @@ import { ScrapeClient, type ScrapeClientOptions } from './client/index.js';
 import { dataConverterFor } from './codec/config.js';
 import { providerPollDefaults } from './providers/shared/policy.js';
 import { costOf, credentialConfigured } from './providers/kinds.js';
-import { loadConfigFile, webhookProviderNames, type Config } from './config.js';
+import { webhookProviderNames, type Config } from './config.js';
 import { connectionOptionsFromEnv } from './client/connection.js';
 import { storeMetrics } from './observability/metrics.js';
 import { workflowClientInterceptors } from './observability/tracing.js';
@@ -25,8 +25,8 @@ export interface Runtime {
 }
 
 /** Where the demo writes its configuration (so later CLI calls can reach the demo's services). */
-export const DEMO_DIR = path.resolve('.data', 'demo');
-export const DEMO_CONFIG = path.join(DEMO_DIR, 'config.json');
+const DEMO_DIR = path.resolve('.data', 'demo');
+const DEMO_CONFIG = path.join(DEMO_DIR, 'config.json');
 
 /**
  * Finds the configuration file: `explicit` (a `--config` flag), then `$SCRAPE_CONFIG`, then the
@@ -49,11 +49,6 @@ export function findConfigFile(explicit?: string): string {
  */
 export function temporalConnectionOptions(config: Config, env: NodeJS.ProcessEnv = process.env) {
   return connectionOptionsFromEnv({ ...env, TEMPORAL_ADDRESS: config.temporal.address });
-}
-
-/** Connects a Temporal client to the configured cluster (10 s connect timeout). */
-export async function connectClient(config: Config): Promise<Connection> {
-  return Connection.connect({ ...temporalConnectionOptions(config), connectTimeout: '10s' });
 }
 
 /**
@@ -100,9 +95,8 @@ export async function openRuntime(
   const store = await openStore(config.storeUrl, { metrics: storeMetrics });
   let connection: Connection;
   try {
-    connection = opts.lazyTemporal
-      ? Connection.lazy({ ...temporalConnectionOptions(config), connectTimeout: opts.connectTimeoutMs ?? 10_000 })
-      : await connectClient(config);
+    const options = { ...temporalConnectionOptions(config), connectTimeout: opts.connectTimeoutMs ?? 10_000 };
+    connection = opts.lazyTemporal ? Connection.lazy(options) : await Connection.connect(options);
   } catch (e) {
     await store.close();
     throw new Error(`cannot reach Temporal at ${config.temporal.address}: ${(e as Error).message}`);
@@ -125,9 +119,4 @@ export async function openRuntime(
       await store.close();
     },
   };
-}
-
-/** Loads the configuration file found by {@link findConfigFile} and opens a runtime. */
-export async function openRuntimeFromFile(explicit?: string): Promise<Runtime> {
-  return openRuntime(loadConfigFile(findConfigFile(explicit)));
 }

@@ -1,12 +1,7 @@
 /**
  * The HTTP API for backend services in any language, and the provider webhook receiver: the
- * Fastify instance, its error handling, and the registration of its parts.
- *
- * - access (`access.ts`): who a route is for, the API key's account, rate limits, `401`;
- * - the OpenAPI document (`openapi.ts`, served at `GET /openapi.json`);
- * - the routes, one file per resource: `routes/scrapes.ts` (`/v1/scrapes…`, with the
- *   `Idempotency-Key` rule of `idempotencyKey.ts`), `routes/webhooks.ts` (`/v1/webhooks/…`, the
- *   receiver of `webhooks.ts`) and `routes/meta.ts` (`/openapi.json`, `/healthz`, `/problems/:slug`).
+ * Fastify instance, its error handling, and the registration of its parts (access, the OpenAPI
+ * document, the routes: one file per resource; docs/layout.md maps them).
  *
  * Every error, whoever throws it (router, body parser, hook, handler), is answered as
  * `application/problem+json` (`errorMapping.ts`, `problems.ts`). Bodies are strict JSON only

@@ -27,7 +27,7 @@ import { z } from 'zod';
 import { AccountSchema } from '../model/schemas.js';
 
 /** One configured key: the account it acts as, the key's hash, an optional label. */
-export const ApiKeyEntrySchema = z
+const ApiKeyEntrySchema = z
   .object({
     account: AccountSchema,
     sha256: z
@@ -41,7 +41,7 @@ export const ApiKeyEntrySchema = z
 export type ApiKeyEntry = z.infer<typeof ApiKeyEntrySchema>;
 
 /** The key file / `SCRAPE_API_KEYS` JSON. */
-export const ApiKeysFileSchema = z.object({ keys: z.array(ApiKeyEntrySchema) }).strict();
+const ApiKeysFileSchema = z.object({ keys: z.array(ApiKeyEntrySchema) }).strict();
 /** A parsed key file (see {@link ApiKeysFileSchema}). */
 export type ApiKeysFile = z.infer<typeof ApiKeysFileSchema>;
 

@@ -19,7 +19,7 @@ export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
     const where = (error as { validationContext?: string }).validationContext ?? 'body';
     const errors = error.validation.map((v) => ({
       in: where,
-      path: v.instancePath.replace(/^\//, '').replace(/\//g, '.'),
+      path: dotted(v.instancePath),
       message: v.message ?? 'invalid',
     }));
     const summary = errors.map((e) => `${e.path ? `${e.path}: ` : ''}${e.message}`).join('; ');
@@ -77,26 +77,17 @@ export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
   }
   const e = error as FastifyError & { code?: string; statusCode?: number };
   if (e && typeof e === 'object') {
-    if (e.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-      // No ID, slug, provider or token is that long: an invalid parameter like any other (400).
-      return new ApiProblem('invalid-request', 'a path parameter exceeds 400 characters', {
-        errors: [{ in: 'params', path: '', message: 'longer than 400 characters' }],
-      });
-    }
-    if (e instanceof StrictJsonError && e.reason === 'prototype') {
-      return new ApiProblem(
-        'invalid-request',
+    // No ID, slug, provider or token is that long: an invalid parameter like any other (400).
+    if (e.code === 'FST_ERR_MAX_PARAM_LENGTH')
+      return invalid('a path parameter exceeds 400 characters', 'params', 'longer than 400 characters');
+    if (e instanceof StrictJsonError && e.reason === 'prototype')
+      return invalid(
         'the body contains a forbidden "__proto__" or "constructor.prototype" key',
-        {
-          errors: [{ in: 'body', path: '', message: 'forbidden prototype property' }],
-        },
+        'body',
+        'forbidden prototype property',
       );
-    }
-    if (e instanceof StrictJsonError && e.reason === 'duplicate-key') {
-      return new ApiProblem('invalid-request', `the body is ambiguous: ${e.message}`, {
-        errors: [{ in: 'body', path: e.path.replace(/^\//, '').replace(/\//g, '.'), message: e.message }],
-      });
-    }
+    if (e instanceof StrictJsonError && e.reason === 'duplicate-key')
+      return invalid(`the body is ambiguous: ${e.message}`, 'body', e.message, dotted(e.path));
     if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
       return new ApiProblem(
         'payload-too-large',
@@ -118,25 +109,19 @@ export function toProblem(error: unknown, request: FastifyRequest): ApiProblem {
       e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
       e.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' ||
       (e.statusCode === 400 && e instanceof SyntaxError)
-    ) {
-      return new ApiProblem(
-        'invalid-request',
+    )
+      return invalid(
         `the body is not valid JSON${e instanceof SyntaxError ? `: ${e.message}` : ''}`,
-        {
-          errors: [{ in: 'body', path: '', message: 'not valid JSON' }],
-        },
+        'body',
+        'not valid JSON',
       );
-    }
-    if (e.code === 'FST_ERR_BAD_URL') {
-      // Fastify's message quotes the whole URL, query string included (where a caller may have put a credential).
-      return new ApiProblem(
-        'invalid-request',
+    // Fastify's message quotes the whole URL, query string included (where a caller may have put a credential).
+    if (e.code === 'FST_ERR_BAD_URL')
+      return invalid(
         `the path ${JSON.stringify(request.url.split('?')[0]!.slice(0, 200))} is not valid percent-encoding`,
-        {
-          errors: [{ in: 'params', path: '', message: 'invalid percent-encoding' }],
-        },
+        'params',
+        'invalid percent-encoding',
       );
-    }
     if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
       return new ApiProblem('invalid-request', withoutQueryStrings(e.message).slice(0, 300), { errors: [] });
     }
@@ -194,6 +179,16 @@ function budgetProblem(message: string, d: Record<string, unknown>): ApiProblem 
     },
     retry ? { 'retry-after': String(retry) } : {},
   );
+}
+
+/** An `invalid-request` problem with one entry in `errors`: where (`body`, `params`), the field's dotted path, why. */
+function invalid(message: string, where: string, why: string, path = ''): ApiProblem {
+  return new ApiProblem('invalid-request', message, { errors: [{ in: where, path, message: why }] });
+}
+
+/** A JSON pointer (`/a/0/b`) as a dotted path (`a.0.b`). */
+function dotted(pointer: string): string {
+  return pointer.replace(/^\//, '').replace(/\//g, '.');
 }
 
 /** A framework message with every quoted query string cut off (`/a?key=…` → `/a?…`): callers put credentials there. */

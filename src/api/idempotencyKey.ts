@@ -22,7 +22,7 @@ import { ApiProblem } from './problems.js';
 import type { CreateScrapeBody } from './schemas.js';
 
 /** The `422` for an `Idempotency-Key` reused by the account with another body. */
-export function reusedKey(jobId: string): ApiProblem {
+function reusedKey(jobId: string): ApiProblem {
   return new ApiProblem(
     'idempotency-key-reused',
     'this Idempotency-Key was already used by your account with a different request body; repeat the original body, or use a new key',

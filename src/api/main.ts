@@ -49,7 +49,7 @@ export interface RunningApi {
  * The key file of a configuration: `config.api.keysFile`, else `api-keys.json` in the directory
  * of `configFile` (the demo's: `.data/demo/api-keys.json`).
  */
-export function keysFileOf(config: Config, configFile: string): string {
+function keysFileOf(config: Config, configFile: string): string {
   return config.api.keysFile ?? path.join(path.dirname(path.resolve(configFile)), 'api-keys.json');
 }
 

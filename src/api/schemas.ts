@@ -24,7 +24,7 @@ const S = StartScrapeInputSchema.shape;
  * out (internationalised host names, IPv6 literals, surrounding spaces), always normalising them
  * to their WHATWG serialisation.
  */
-export const TARGET_URL_PATTERN =
+const TARGET_URL_PATTERN =
   '^[Hh][Tt][Tt][Pp][Ss]?://(?:[A-Za-z][A-Za-z0-9-]*(?:\\.[A-Za-z][A-Za-z0-9-]*)*\\.?|(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9]))(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?(?:[/?#][^\\x00-\\x1f\\x7f]*)?$';
 
 /**
@@ -130,7 +130,7 @@ const STATE_ALTERNATIVES = `(?:${JOB_STATES.join('|')})`;
  * (epoch ms, UTC) and its ID (base64url). Every string of this shape is a valid position in the
  * list, so the pattern is the whole rule. See {@link toApiCursor} / {@link fromApiCursor}.
  */
-export const API_CURSOR_PATTERN = '^[0-9]{1,13}\\.[A-Za-z0-9_-]{2,400}$';
+const API_CURSOR_PATTERN = '^[0-9]{1,13}\\.[A-Za-z0-9_-]{2,400}$';
 
 /** Query of `GET /v1/scrapes`. */
 export const ListQuerySchema = z.strictObject({
@@ -320,7 +320,7 @@ export const ResultSchema = z
   .meta({ id: 'ScrapeResult' });
 
 /** One document of a multi-document result. */
-export const ResultDocumentSchema = z
+const ResultDocumentSchema = z
   .object({
     seq: z.number().int().describe('Position in the provider’s order (0-based).'),
     url: z.string().nullable(),

@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import type { CancelResult, JobResult, JobSummary, ResultDocumentsPage } from '../client/index.js';
 import { isFinalState } from '../model/states.js';
 import type { CancelReport } from '../model/types.js';
+import type { JobCost } from '../model/budgets.js';
 import type { BodyInfo } from '../model/documents.js';
 import type {
   BodySchema,
@@ -65,16 +66,7 @@ export function toScrapeOut(s: JobSummary, now = Date.now()): ScrapeOut {
     waiting: s.waiting
       ? { reason: s.waiting.reason, message: s.waiting.message, until: s.waiting.until ?? null }
       : null,
-    cost: s.cost
-      ? {
-          unit: s.cost.unit,
-          estimated: s.cost.estimated,
-          reserved: s.cost.reserved,
-          settled: s.cost.settled,
-          reported: s.cost.reported,
-          source: s.cost.source,
-        }
-      : null,
+    cost: costOut(s.cost),
     content_note: s.contentNote ?? null,
     partial: s.partial === true,
     expected_documents: s.expectedDocuments ?? null,
@@ -83,6 +75,20 @@ export function toScrapeOut(s: JobSummary, now = Date.now()): ScrapeOut {
     result_url: `${path}/result`,
     cancel_url: `${path}/cancel`,
   };
+}
+
+/** A job's cost at its provider ({@link JobCost}) → the API's `cost` member; null before its first submit. */
+export function costOut(c: JobCost | null | undefined): ScrapeOut['cost'] {
+  return c
+    ? {
+        unit: c.unit,
+        estimated: c.estimated,
+        reserved: c.reserved,
+        settled: c.settled,
+        reported: c.reported,
+        source: c.source,
+      }
+    : null;
 }
 
 /** {@link JobResult} → {@link ResultSchema} shape. */

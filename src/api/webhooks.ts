@@ -39,7 +39,6 @@ import { bodyEventId, callbackTokenMatches, type WebhookHeaders } from '../provi
 import type { JobRow, Store } from '../store/index.js';
 import { ApiProblem } from './problems.js';
 
-export type { ParsedEvent, ProviderWebhook } from '../providers/descriptor.js';
 export { verifySha256Signature } from '../providers/shared/webhook.js';
 
 /**
@@ -159,30 +158,38 @@ export async function receiveWebhook(
       bodySha256: createHash('sha256').update(rawBody).digest('hex'),
       bodyBytes: rawBody.length,
     });
+  /** Quarantines the delivery without its (unverified) body, then refuses it with `problem`. */
+  const refuse = async (reason: string, detail: string, eventId: string | null, problem: ApiProblem) => {
+    await quarantine(reason, detail, eventId, false);
+    throw problem;
+  };
+  const tokenMismatch = () =>
+    new ApiProblem('invalid-webhook-token', 'the callback token does not match; nothing was changed');
+  const answer = (status: 200 | 202, outcome: WebhookAnswer['body']['outcome']): WebhookAnswer => ({
+    status,
+    body: { received: true, event_id: ev.eventId, outcome },
+  });
   const claimedEventId = hook.claimedEventId?.(parsedJson ? json : undefined, headers, entry) ?? null;
 
   if (signed && !hook.verify?.(rawBody, headers, secret, entry)) {
     const header = hook.signatureHeaderOf?.(entry) ?? hook.signatureHeader ?? 'signature';
-    await quarantine(
+    await refuse(
       'invalid_signature',
       `missing or wrong ${header}; body not kept (unverified), see body_sha256 and body_bytes`,
       claimedEventId,
-      false,
+      new ApiProblem('invalid-signature', `the ${header} header does not match the body; nothing was changed`),
     );
-    throw new ApiProblem('invalid-signature', `the ${header} header does not match the body; nothing was changed`);
   }
-  if (!signed && token === undefined) {
-    await quarantine(
+  if (!signed && token === undefined)
+    await refuse(
       'invalid_token',
       `provider ${provider} does not sign its webhooks: deliveries must come to the per-job callback URL /v1/webhooks/${provider}/<token>; body not kept (unverified)`,
       claimedEventId,
-      false,
+      new ApiProblem(
+        'invalid-webhook-token',
+        `provider "${provider}" does not sign its webhooks: deliver to the per-job callback URL it was given; nothing was changed`,
+      ),
     );
-    throw new ApiProblem(
-      'invalid-webhook-token',
-      `provider "${provider}" does not sign its webhooks: deliver to the per-job callback URL it was given; nothing was changed`,
-    );
-  }
   const parsed = parsedJson
     ? hook.parse(json, headers, rawBody, entry)
     : { ok: false as const, message: `the body is not valid JSON: ${jsonProblem ?? 'unreadable'}` };
@@ -210,24 +217,20 @@ export async function receiveWebhook(
     job = await findJob();
     // An unknown job and a wrong token get the same answer: an unauthenticated caller must not
     // learn which task IDs or client references exist (a probe for other accounts’ jobs).
-    if (!job) {
-      await quarantine(
+    if (!job)
+      return refuse(
         'unmatched',
         `no job of provider ${provider} has task ID ${ev.taskId ?? '—'} or client reference ${ev.clientRef ?? '—'}; the token could not be checked, body not kept`,
         ev.eventId,
-        false,
+        tokenMismatch(),
       );
-      throw new ApiProblem('invalid-webhook-token', 'the callback token does not match; nothing was changed');
-    }
-    if (!callbackTokenMatches(token!, secret, provider, job.id)) {
-      await quarantine(
+    if (!callbackTokenMatches(token!, secret, provider, job.id))
+      await refuse(
         'invalid_token',
         `the callback token does not match the job the event names; body not kept (unverified)`,
         ev.eventId,
-        false,
+        tokenMismatch(),
       );
-      throw new ApiProblem('invalid-webhook-token', 'the callback token does not match; nothing was changed');
-    }
   }
   const rec = await store.webhooks.recordDelivery({
     provider,
@@ -236,7 +239,7 @@ export async function receiveWebhook(
     providerStatus: ev.providerStatus,
     taskId: ev.taskId,
   });
-  if (!rec.inserted) return { status: 200, body: { received: true, event_id: ev.eventId, outcome: 'duplicate' } };
+  if (!rec.inserted) return answer(200, 'duplicate');
 
   job ??= await findJob();
   if (!job) {
@@ -247,11 +250,11 @@ export async function receiveWebhook(
       true,
     );
     await store.webhooks.setDeliveryOutcome(provider, ev.eventId, 'quarantined', null);
-    return { status: 202, body: { received: true, event_id: ev.eventId, outcome: 'quarantined' } };
+    return answer(202, 'quarantined');
   }
   if (isFinalState(job.state)) {
     await store.webhooks.setDeliveryOutcome(provider, ev.eventId, 'job_final', job.id);
-    return { status: 200, body: { received: true, event_id: ev.eventId, outcome: 'job_final' } };
+    return answer(200, 'job_final');
   }
   let woke: 'signalled' | 'not_running';
   try {
@@ -267,5 +270,5 @@ export async function receiveWebhook(
   }
   const outcome = woke === 'signalled' ? 'woken' : 'not_running';
   await store.webhooks.setDeliveryOutcome(provider, ev.eventId, outcome, job.id);
-  return { status: 200, body: { received: true, event_id: ev.eventId, outcome } };
+  return answer(200, outcome);
 }

@@ -26,7 +26,7 @@ import { checkRowSize, IdempotencyKeySchema, TargetUrlSchema } from '../model/sc
 import { decodeBatchBytes } from './decode.js';
 
 /** Columns understood in a row; any other column is kept as part of the row (evidence). */
-export const BatchRowSchema = z
+const BatchRowSchema = z
   .object({
     url: TargetUrlSchema,
     key: IdempotencyKeySchema.optional(),
@@ -77,6 +77,11 @@ export interface BatchInput {
   format: 'csv' | 'jsonl';
 }
 
+/** A {@link BatchRowError} for lines `line..endLine`, its raw text cut to 200 characters. */
+function rowError(line: number, reason: string, raw: string, endLine = line): BatchRowError {
+  return { line, ...(endLine > line ? { endLine } : {}), reason, raw: raw.slice(0, 200) };
+}
+
 function emptyToUndefined(row: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(row).filter(([, v]) => v !== '' && v !== null && v !== undefined));
 }
@@ -107,36 +112,18 @@ function toItem(
   rawText: string,
   endLine = line,
 ): BatchItem | undefined {
-  const span = endLine > line ? { endLine } : {};
+  const refuse = (reason: string) => void ctx.errors.push(rowError(line, reason, rawText, endLine));
   const bad = badLineIn(ctx, line, endLine);
-  if (bad) {
-    ctx.errors.push({ line, ...span, reason: bad, raw: rawText.slice(0, 200) });
-    return undefined;
-  }
+  if (bad) return refuse(bad);
   const parsed = BatchRowSchema.safeParse(emptyToUndefined(raw));
-  if (!parsed.success) {
-    ctx.errors.push({
-      line,
-      ...span,
-      reason: parsed.error.issues.map((i) => `${i.path.join('.') || 'row'}: ${i.message}`).join('; '),
-      raw: rawText.slice(0, 200),
-    });
-    return undefined;
-  }
+  if (!parsed.success)
+    return refuse(parsed.error.issues.map((i) => `${i.path.join('.') || 'row'}: ${i.message}`).join('; '));
   const { url, key, format, provider, ...rest } = parsed.data;
   const canonical = canonicalUrl(url);
   const contentHash = fingerprint({ url: canonical, format: format ?? null, provider: provider ?? null, rest });
   const derived = key ?? derivedKey(canonical, contentHash);
   const first = ctx.seen.get(derived);
-  if (first !== undefined) {
-    ctx.errors.push({
-      line,
-      ...span,
-      reason: `duplicate of line ${first} (same key ${derived}); the job is started once`,
-      raw: rawText.slice(0, 200),
-    });
-    return undefined;
-  }
+  if (first !== undefined) return refuse(`duplicate of line ${first} (same key ${derived}); the job is started once`);
   ctx.seen.set(derived, line);
   const formerKeys = key
     ? undefined
@@ -146,7 +133,7 @@ function toItem(
       ].filter((former) => former !== derived);
   return {
     line,
-    ...span,
+    ...(endLine > line ? { endLine } : {}),
     url,
     key: derived,
     ...(formerKeys ? { formerKeys } : {}),
@@ -212,6 +199,11 @@ export function parseCsvText(input: string, opts: CsvOptions & ParseContext = {}
   const errors: BatchRowError[] = [];
   const items: BatchItem[] = [];
   const ctx: RowContext = { errors, seen: new Map(), badLines: opts.badLines ?? new Map() };
+  const refuse = (line: number, reason: string, raw: string) => ({
+    items,
+    errors: [rowError(line, reason, raw)],
+    format: 'csv' as const,
+  });
   let records: { record: string[]; raw: string; info: { lines: number } }[];
   try {
     records = parseCsv(text, {
@@ -224,17 +216,7 @@ export function parseCsvText(input: string, opts: CsvOptions & ParseContext = {}
       skip_records_with_error: true,
     }) as never;
   } catch (e) {
-    return {
-      items,
-      errors: [
-        {
-          line: (e as { lines?: number }).lines ?? 1,
-          reason: `CSV cannot be parsed: ${(e as Error).message}`,
-          raw: '',
-        },
-      ],
-      format: 'csv',
-    };
+    return refuse((e as { lines?: number }).lines ?? 1, `CSV cannot be parsed: ${(e as Error).message}`, '');
   }
   const lines = text.split('\n');
   const headerLine = lines.findIndex((l) => l.trim() !== '') + 1; // 0: no content at all
@@ -242,28 +224,14 @@ export function parseCsvText(input: string, opts: CsvOptions & ParseContext = {}
     return { items, errors: [...ctx.badLines].map(([line, reason]) => ({ line, reason, raw: '' })), format: 'csv' };
   const [header, ...rows] = records;
   const headerBad = ctx.badLines.get(headerLine);
-  if (headerBad)
-    return {
-      items,
-      errors: [
-        { line: headerLine, reason: `the header: ${headerBad}`, raw: (lines[headerLine - 1] ?? '').slice(0, 200) },
-      ],
-      format: 'csv',
-    };
-  if (!header || header.info.lines !== headerLine) {
-    // The first line could not be parsed: no row can be trusted to name the columns.
-    return {
-      items,
-      errors: [
-        {
-          line: headerLine,
-          reason: 'the first line must be a header naming the columns (one of them "url")',
-          raw: (lines[headerLine - 1] ?? '').slice(0, 200),
-        },
-      ],
-      format: 'csv',
-    };
-  }
+  if (headerBad) return refuse(headerLine, `the header: ${headerBad}`, lines[headerLine - 1] ?? '');
+  // The first line could not be parsed: no row can be trusted to name the columns.
+  if (!header || header.info.lines !== headerLine)
+    return refuse(
+      headerLine,
+      'the first line must be a header naming the columns (one of them "url")',
+      lines[headerLine - 1] ?? '',
+    );
   const columns = header.record.map((c) => c.trim());
   if (!columns.includes('url')) {
     const other = OTHER_DELIMITERS.find(
@@ -275,21 +243,12 @@ export function parseCsvText(input: string, opts: CsvOptions & ParseContext = {}
           .includes('url'),
     );
     const reason = `the CSV header has no "url" column${other ? `; ${delimiterHint(other)}` : ''}`;
-    return { items, errors: [{ line: headerLine, reason, raw: header.raw.trim().slice(0, 200) }], format: 'csv' };
+    return refuse(headerLine, reason, header.raw.trim());
   }
   const repeated = columns.filter((c, i) => columns.indexOf(c) !== i);
   if (repeated.length > 0) {
-    return {
-      items,
-      errors: [
-        {
-          line: headerLine,
-          reason: `the CSV header repeats column(s) ${[...new Set(repeated)].map((c) => `"${c}"`).join(', ')}`,
-          raw: header.raw.trim().slice(0, 200),
-        },
-      ],
-      format: 'csv',
-    };
+    const names = [...new Set(repeated)].map((c) => `"${c}"`).join(', ');
+    return refuse(headerLine, `the CSV header repeats column(s) ${names}`, header.raw.trim());
   }
   const addRow = (line: number, record: string[], raw: string, endLine = line) => {
     const bad = badLineIn(ctx, line, endLine);
@@ -297,13 +256,9 @@ export function parseCsvText(input: string, opts: CsvOptions & ParseContext = {}
       // A record over several lines with the wrong field count is usually an unclosed quote that
       // swallowed the lines after it: name them all, so none is lost without a mention.
       const span = endLine > line ? ` (this record spans lines ${line}–${endLine}: check for an unclosed quote)` : '';
-      errors.push({
-        line,
-        ...(endLine > line ? { endLine } : {}),
-        reason: `${record.length} fields but the header has ${columns.length}${span}`,
-        raw: raw.slice(0, 200),
-      });
-      return;
+      return void errors.push(
+        rowError(line, `${record.length} fields but the header has ${columns.length}${span}`, raw, endLine),
+      );
     }
     const item = toItem(line, Object.fromEntries(columns.map((c, i) => [c, record[i]])), ctx, raw, endLine);
     if (item) items.push(item);
@@ -321,17 +276,13 @@ export function parseCsvText(input: string, opts: CsvOptions & ParseContext = {}
     const n = i + 1;
     if (covered.has(n) || lineText.trim() === '') return;
     const bad = ctx.badLines.get(n);
-    if (bad) return void errors.push({ line: n, reason: bad, raw: lineText.slice(0, 200) });
+    if (bad) return void errors.push(rowError(n, bad, lineText));
     try {
       const alone = parseCsv(lineText, { delimiter, trim: true, relax_column_count: true }) as string[][];
       if (alone.length === 1) return addRow(n, alone[0]!, lineText);
-      errors.push({ line: n, reason: 'CSV cannot be parsed here: not one record', raw: lineText.slice(0, 200) });
+      errors.push(rowError(n, 'CSV cannot be parsed here: not one record', lineText));
     } catch (e) {
-      errors.push({
-        line: n,
-        reason: `CSV cannot be parsed here: ${quotingReason(e, n)}`,
-        raw: lineText.slice(0, 200),
-      });
+      errors.push(rowError(n, `CSV cannot be parsed here: ${quotingReason(e, n)}`, lineText));
     }
   });
   items.sort((a, b) => a.line - b.line);
@@ -355,19 +306,16 @@ export function parseJsonlText(text: string, opts: ParseContext = {}): Omit<Batc
       const line = i + 1;
       const t = lineText.trim();
       const bad = ctx.badLines.get(line);
-      if (bad) return void errors.push({ line, reason: bad, raw: t.slice(0, 200) });
+      if (bad) return void errors.push(rowError(line, bad, t));
       if (!t || t.startsWith('#')) return;
       let obj: unknown;
       try {
         obj = parseJsonStrict(t);
       } catch (e) {
-        errors.push({ line, reason: `not valid JSON: ${(e as Error).message}`, raw: t.slice(0, 200) });
-        return;
+        return void errors.push(rowError(line, `not valid JSON: ${(e as Error).message}`, t));
       }
-      if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
-        errors.push({ line, reason: 'a row must be a JSON object with a "url" field', raw: t.slice(0, 200) });
-        return;
-      }
+      if (obj === null || typeof obj !== 'object' || Array.isArray(obj))
+        return void errors.push(rowError(line, 'a row must be a JSON object with a "url" field', t));
       const item = toItem(line, obj as Record<string, unknown>, ctx, t);
       if (item) items.push(item);
     });

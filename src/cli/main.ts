@@ -4,11 +4,8 @@
  * runtime and account, `options.ts` for argument parsers and common flags, `print.ts` for tables).
  * The process entry is `src/cli.ts` (`bin/scrape.js` runs its build, `dist/cli.js`).
  *
- * Exit codes: 0 success; 1 a job failed or did not complete, or a service failed (Temporal
- * unreachable, …); 2 invalid input (a bad row or argument, a missing input or configuration file,
- * an invalid configuration, a request refused for the job's state such as `resolve` of a job that
- * is not in `unknown`, a key reused with other parameters); 3 no such job (or budget); 4 refused
- * by a budget of the account (nothing was started).
+ * Exit codes: {@link EXIT_CODES_TEXT}; a request refused for the job's state (`resolve` of a job
+ * not in `unknown`) or a key reused with other parameters is invalid input (2).
  *
  * Errors: one line on stderr, `error (<code>): <message>`; with `--json`, one JSON object on
  * stdout instead (see {@link CliErrorJson}), with the same exit code. Either way a URL's
@@ -88,22 +85,19 @@ export function buildCli(opts: { json?: boolean } = {}): Command {
  * printed as JSON by {@link main} or by a tool's own entry). The demo tool uses it too.
  */
 export function asCommandLine(program: Command, opts: { json?: boolean } = {}): Command {
-  return (
-    program
-      .showHelpAfterError()
-      .configureOutput({
-        writeErr: (s) => (opts.json ? undefined : process.stderr.write(s)),
-        outputError: (s, write) => (opts.json ? undefined : write(s)),
-      })
-      // Usage errors (unknown option, bad argument) exit 2 like every other invalid input; help and version 0.
-      .exitOverride((err) => {
-        if (err.exitCode === 0) process.exit(EXIT.ok);
-        if (opts.json) reportError(new CliError('usage', usageMessage(err), EXIT.invalid), true);
-        process.exit(EXIT.invalid);
-      })
-      .configureHelp({ sortSubcommands: false })
-      .addHelpText('after', `\n${EXIT_CODES_TEXT}`)
-  );
+  return program
+    .showHelpAfterError()
+    .configureOutput({
+      writeErr: (s) => (opts.json ? undefined : process.stderr.write(s)),
+      outputError: (s, write) => (opts.json ? undefined : write(s)),
+    })
+    .exitOverride((err) => {
+      if (err.exitCode === 0) process.exit(EXIT.ok);
+      if (opts.json) reportError(new CliError('usage', usageMessage(err), EXIT.invalid), true);
+      process.exit(EXIT.invalid);
+    })
+    .configureHelp({ sortSubcommands: false })
+    .addHelpText('after', `\n${EXIT_CODES_TEXT}`);
 }
 
 /** commander's message of a usage error without its `error: ` prefix (a bare `scrape` asks for a command). */

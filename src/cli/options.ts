@@ -31,7 +31,7 @@ export function port(v: string): number {
 }
 
 /** A duration (`500ms`, `30s`, `5m`, a bare number of seconds) in ms. */
-export function duration(v: string): number {
+function duration(v: string): number {
   try {
     return parseDuration(v);
   } catch (e) {
@@ -73,6 +73,11 @@ export function accountOptions(c: Command): Command {
   return c
     .option('-c, --config <file>', "configuration file (default: $SCRAPE_CONFIG, else the demo's)")
     .option('-a, --account <name>', 'account to act as');
+}
+
+/** Command `name` of `program` on one `<job>` (a job ID or its key), with {@link accountOptions}. */
+export function jobCommand(program: Command, name: string): Command {
+  return accountOptions(program.command(name).argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key'));
 }
 
 /** The poll-policy flags of `submit` and `run` (durations: a number with ms/s/m/h/d, or seconds). */

@@ -20,13 +20,13 @@ const MIN_TABLE_WIDTH = 60;
  * The width tables are fitted to: {@link MAX_TABLE_WIDTH}, or the terminal's width when stdout is
  * a narrower terminal (never below 60).
  */
-export function tableWidth(): number {
+function tableWidth(): number {
   const cols = process.stdout.isTTY ? process.stdout.columns : undefined;
   return Math.max(MIN_TABLE_WIDTH, Math.min(MAX_TABLE_WIDTH, cols || MAX_TABLE_WIDTH));
 }
 
 /** Table characters without row separators. */
-export const COMPACT = { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' };
+const COMPACT = { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' };
 
 /** Characters of `s` (code points; a wide character counts one, see {@link fitTable}). */
 function widthOf(s: string): number {
@@ -128,14 +128,13 @@ export function printJson(value: unknown, opts: { redact?: boolean } = {}): void
 }
 
 /** A job error on one line: kind, code, HTTP status, message, time. */
-export function errorLine(e: {
-  kind: string;
-  code?: string;
-  message: string;
-  httpStatus?: number;
-  at?: string;
-}): string {
+function errorLine(e: { kind: string; code?: string; message: string; httpStatus?: number; at?: string }): string {
   return `${e.kind}${e.code ? ` ${e.code}` : ''}${e.httpStatus ? ` (HTTP ${e.httpStatus})` : ''}: ${e.message}${e.at ? ` — at ${e.at}` : ''}`;
+}
+
+/** A field row `[label, value]`, or none when `value` is empty, false or absent. */
+function optional(label: string, value: string | false | null | undefined): [string, string][] {
+  return value ? [[label, value]] : [];
 }
 
 /** Prints a job as the store has it (`status`): one row per field. */
@@ -148,39 +147,29 @@ export async function printJob(j: JobSummary): Promise<void> {
     ['provider', j.provider],
     ['task ID', j.taskId ?? '—'],
     ['url', j.url],
-    ...(j.typedUrl ? [['url as typed', j.typedUrl] as [string, string]] : []),
+    ...optional('url as typed', j.typedUrl),
     ['created', j.createdAt],
     ['submitted', j.submittedAt ?? '—'],
     ['finished', j.finishedAt ?? '—'],
     ['deadline', j.deadlineAt ?? '—'],
     ['status checks', checks],
-    ...(j.failingChecks > 0
-      ? [
-          [
-            'failing checks',
-            `${j.failingChecks} in a row since the last answer — being retried (never resubmitted)`,
-          ] as [string, string],
-        ]
-      : []),
+    ...optional(
+      'failing checks',
+      j.failingChecks > 0 && `${j.failingChecks} in a row since the last answer — being retried (never resubmitted)`,
+    ),
     ['last error', j.lastError ? errorLine(j.lastError) : '—'],
-    ...(j.waiting
-      ? [
-          [
-            'waiting',
-            `for ${j.waiting.reason}: ${j.waiting.message}${j.waiting.until ? ` (next try ${j.waiting.until})` : ''}`,
-          ] as [string, string],
-        ]
-      : []),
-    ...(j.contentNote ? [['note', j.contentNote] as [string, string]] : []),
-    ...(j.cost ? [['cost', costLine(j.cost)] as [string, string]] : []),
-    ...(j.partial
-      ? [
-          [
-            'result',
-            `partial: fewer documents than the provider counts${j.expectedDocuments !== undefined ? ` (${j.expectedDocuments})` : ''}`,
-          ] as [string, string],
-        ]
-      : []),
+    ...optional(
+      'waiting',
+      j.waiting &&
+        `for ${j.waiting.reason}: ${j.waiting.message}${j.waiting.until ? ` (next try ${j.waiting.until})` : ''}`,
+    ),
+    ...optional('note', j.contentNote),
+    ...optional('cost', j.cost && costLine(j.cost)),
+    ...optional(
+      'result',
+      j.partial &&
+        `partial: fewer documents than the provider counts${j.expectedDocuments !== undefined ? ` (${j.expectedDocuments})` : ''}`,
+    ),
   ];
   console.log(await fitTable({ rows }));
 }
@@ -228,19 +217,12 @@ export async function printLiveView(v: JobView): Promise<void> {
     ['provider status', `${v.providerStatus ?? '—'}${v.providerState ? ` (${v.providerState})` : ''}`],
     ['task ID', v.taskId ?? '—'],
     ['status checks', String(v.statusChecks)],
-    ...(extra.failingChecks ? [['failing checks', String(extra.failingChecks)] as [string, string]] : []),
+    ...optional('failing checks', !!extra.failingChecks && String(extra.failingChecks)),
     ['next check', v.nextCheckAt ?? '—'],
     ['deadline', v.deadlineAt ?? '—'],
     ['last error', v.lastError ? errorLine(v.lastError) : '—'],
-    ...(v.note ? [['note', v.note] as [string, string]] : []),
-    ...(v.cancel
-      ? [
-          ['cancel', `${v.cancel.outcome ?? 'in progress'} (via ${v.cancel.via}, ${v.cancel.reason})`] as [
-            string,
-            string,
-          ],
-        ]
-      : []),
+    ...optional('note', v.note),
+    ...optional('cancel', v.cancel && `${v.cancel.outcome ?? 'in progress'} (via ${v.cancel.via}, ${v.cancel.reason})`),
   ];
   console.log(await fitTable({ rows }));
 }

@@ -126,7 +126,7 @@ export class BudgetsClient {
 }
 
 /** The largest budget amount, in any unit (the HTTP API's bound too). */
-export const MAX_BUDGET_AMOUNT = 1e12;
+const MAX_BUDGET_AMOUNT = 1e12;
 
 function invalid(message: string, path: string): InvalidInputError {
   return new InvalidInputError(message, [{ code: 'custom', path: [path], message }]);

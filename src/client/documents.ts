@@ -3,10 +3,9 @@
  * the typed client (`ScrapeClient.getResultDocuments`), the HTTP API
  * (`GET /v1/scrapes/:id/documents`) and the CLI (`result <job> --documents`).
  */
-import type { JobState } from '../model/states.js';
 import type { JobRow, Store } from '../store/index.js';
 import type { StoredDocument } from '../model/results.js';
-import { ResultExpiredError, ResultNotReadyError } from './errors.js';
+import { assertReadable } from './results.js';
 
 /** Most documents one page may ask for. */
 export const MAX_DOCUMENTS_PAGE = 1_000;
@@ -41,18 +40,7 @@ export async function readResultDocuments(
   const offset = Math.max(0, Math.floor(page.offset ?? 0));
   const limit = Math.max(1, Math.min(Math.floor(page.limit ?? 100), MAX_DOCUMENTS_PAGE));
   const { result, total, documents } = await store.results.documents(row.id, { offset, limit });
-  if (row.state === 'expired' || result?.purged_at) {
-    throw new ResultExpiredError(row.id, {
-      state: row.state,
-      taskId: row.task_id,
-      provider: row.provider,
-      finishedAt: row.finished_at,
-      resultWrittenAt: result?.written_at ?? null,
-      purgedAt: result?.purged_at ?? null,
-      title: result?.title ?? null,
-    });
-  }
-  if (!result) throw new ResultNotReadyError(row.id, row.state as JobState);
+  assertReadable(row, result);
   return {
     jobId: row.id,
     resultId: result.id,

@@ -8,7 +8,7 @@ import type { ScrapeRequest } from '../model/types.js';
 import type { BudgetRefusal, Store } from '../store/index.js';
 
 /** How long the door trusts its list of the accounts that have budgets, ms (a budget set elsewhere is checked at the door after at most this long; the worker's reservation holds at once). */
-export const DOOR_CACHE_MS = 5_000;
+const DOOR_CACHE_MS = 5_000;
 
 const door = new WeakMap<Store, { until: number; accounts: Promise<Set<string>> }>();
 

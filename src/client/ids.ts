@@ -20,7 +20,7 @@ import { AccountSchema } from '../model/schemas.js';
 import { JobNotFoundError, InvalidInputError } from './errors.js';
 
 /** Hex characters of the request hash in a derived key (40 bits). */
-export const DERIVED_HASH_CHARS = 10;
+const DERIVED_HASH_CHARS = 10;
 
 /** Builds the job ID for (account, key). */
 export function jobIdFor(account: string, key: string): string {

@@ -132,7 +132,7 @@ export function startOptions(
 }
 
 /** The workflow input of a stored job (for a resume: same key, request, row, batch and policy). */
-export function workflowInputOf(
+function workflowInputOf(
   row: JobRow,
   ctx: Pick<StartContext, 'webhookProviders' | 'pollDefaults'>,
   policy?: ScrapeWorkflowInput['policy'],

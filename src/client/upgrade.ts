@@ -25,7 +25,7 @@ export interface RetiredRuns {
 }
 
 /** The visibility query of open runs of the retired workflow types. */
-export const RETIRED_RUNS_QUERY = `WorkflowType IN (${RETIRED_WORKFLOW_TYPES.map((t) => `"${t}"`).join(', ')}) AND ExecutionStatus = "Running"`;
+const RETIRED_RUNS_QUERY = `WorkflowType IN (${RETIRED_WORKFLOW_TYPES.map((t) => `"${t}"`).join(', ')}) AND ExecutionStatus = "Running"`;
 
 /**
  * Counts the open runs of retired workflow types in `temporal`'s namespace and lists the first

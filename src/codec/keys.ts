@@ -12,9 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 
 /** A key ID: what payload metadata `encryption-key-id` carries (never the key itself). */
-export const KeyIdSchema = z
-  .string()
-  .regex(/^[A-Za-z0-9._-]{1,64}$/, 'key IDs are 1–64 characters of A-Z a-z 0-9 . _ -');
+const KeyIdSchema = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'key IDs are 1–64 characters of A-Z a-z 0-9 . _ -');
 
 /** One decoded key. */
 export interface CodecKey {

@@ -28,7 +28,7 @@ function sortDeep(value: unknown): unknown {
 }
 
 /** Hex SHA-256 of a string. */
-export function sha256Hex(text: string): string {
+function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 

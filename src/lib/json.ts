@@ -37,7 +37,7 @@ const pointer = (segments: (string | number)[]) =>
  * The first duplicate key of `text` (an object's key seen twice in that object), or undefined.
  * Never throws; malformed text gives undefined (the parser reports it).
  */
-export function findDuplicateKey(text: string): { key: string; path: string; offset: number } | undefined {
+function findDuplicateKey(text: string): { key: string; path: string; offset: number } | undefined {
   const stack: Set<string>[] = [];
   let found: { key: string; path: string; offset: number } | undefined;
   visit(text, {

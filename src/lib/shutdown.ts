@@ -12,7 +12,7 @@
  */
 
 /** The signals that stop a command. */
-export const SHUTDOWN_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
+const SHUTDOWN_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
 
 /** Exit code of a process ended by a second signal (128 + SIGINT, what a shell reports for Ctrl-C). */
 export const FORCED_EXIT_CODE = 130;
@@ -108,13 +108,6 @@ export async function abortable<T>(
   signal: AbortSignal,
   lateCleanup?: (value: T) => unknown,
 ): Promise<T> {
-  if (signal.aborted) {
-    void work.then(
-      (v) => lateCleanup?.(v),
-      () => undefined,
-    );
-    throw new ShutdownRequested(String(signal.reason));
-  }
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     const onAbort = () => {
@@ -122,7 +115,8 @@ export async function abortable<T>(
       settled = true;
       reject(new ShutdownRequested(String(signal.reason)));
     };
-    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
     work.then(
       (v) => {
         signal.removeEventListener('abort', onAbort);

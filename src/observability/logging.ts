@@ -48,7 +48,7 @@ function plainError(v: unknown, depth = 0): unknown {
 }
 
 /** A logger writing {@link logRecord} JSON lines to `file` (appended) or stderr. */
-export function jsonLineLogger(level: LogLevel, file?: string): Logger {
+function jsonLineLogger(level: LogLevel, file?: string): Logger {
   return new DefaultLogger(level, (entry) => {
     const line = `${JSON.stringify(logRecord(entry), (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}\n`;
     if (file) fs.appendFileSync(file, line);

@@ -6,20 +6,8 @@
  * states), `provider` (a configured provider name), `endpoint` (a method + path template such as
  * `GET /api/jobs/:id`), `status_code` (HTTP status or `network`), `outcome` (a short word).
  *
- * Series (all prefixed `scrape_`):
- * - `jobs{state}` gauge, read from the result store at scrape time;
- * - `job_transitions_total{state}` moves into each state;
- * - `provider_requests_total{provider,endpoint,status_code}` and `provider_request_duration_seconds`;
- * - `provider_rate_limited_total{provider}` (429 answers), `provider_cooldowns_total{provider}`;
- * - `status_check_duration_seconds{outcome}`, `result_commit_lag_seconds` (provider completion →
- *   result committed), `reconcile_outcomes_total{outcome}`, `webhook_deliveries_total{provider,outcome}`;
- * - `activity_executions_total{activity,outcome}` and `activity_duration_seconds{activity,outcome}`
- *   (every activity, recorded by the worker's interceptor; a detached tracking loop's attempt is
- *   recorded `detached` when its function returns and again with its outcome when it reports);
- * - `tracking_loops` gauge: jobs the worker tracks in detached polling loops;
- * - `budget_spent`, `budget_reserved`, `budget_remaining{account,provider,unit,period}` gauges,
- *   each budget's standing in its current period, read from the store at scrape time;
- * - prom-client's default process metrics (`scrape_process_*`, `scrape_nodejs_*`).
+ * Series (all prefixed `scrape_`, prom-client's default process metrics too): docs/operations.md
+ * and docs/budgets.md (the budget gauges) list them; each one's `help` below says what it counts.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import client from 'prom-client';
@@ -43,75 +31,66 @@ const STATES = [
 const boundedState = (s: string) => ((STATES as readonly string[]).includes(s) ? s : 'other');
 const word = (s: string) => (/^[a-z][a-z0-9_]{0,39}$/.test(s) ? s : 'other');
 
-const transitions = new client.Counter({
-  name: 'scrape_job_transitions_total',
-  help: 'Job state transitions, by the state moved into.',
-  labelNames: ['state'],
-  registers: [registry],
-});
-const providerRequests = new client.Counter({
-  name: 'scrape_provider_requests_total',
-  help: 'HTTP requests to providers, by provider, endpoint template and status code (network: no answer).',
-  labelNames: ['provider', 'endpoint', 'status_code'],
-  registers: [registry],
-});
-const providerDuration = new client.Histogram({
-  name: 'scrape_provider_request_duration_seconds',
-  help: 'Duration of provider HTTP exchanges, seconds.',
-  labelNames: ['provider', 'endpoint'],
-  buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-  registers: [registry],
-});
-const rateLimited = new client.Counter({
-  name: 'scrape_provider_rate_limited_total',
-  help: 'Provider answers 429 Too Many Requests.',
-  labelNames: ['provider'],
-  registers: [registry],
-});
-const cooldowns = new client.Counter({
-  name: 'scrape_provider_cooldowns_total',
-  help: 'Shared cool-downs started or extended for a provider key.',
-  labelNames: ['provider'],
-  registers: [registry],
-});
-const statusChecks = new client.Histogram({
-  name: 'scrape_status_check_duration_seconds',
-  help: 'Duration of status checks (one provider status read, retries excluded), seconds.',
-  labelNames: ['outcome'],
-  buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-  registers: [registry],
-});
-const commitLag = new client.Histogram({
-  name: 'scrape_result_commit_lag_seconds',
-  help: 'Time from the provider reporting completion to our result commit, seconds.',
-  buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
-  registers: [registry],
-});
-const reconciles = new client.Counter({
-  name: 'scrape_reconcile_outcomes_total',
-  help: 'Reconciliations of ambiguous submits, by outcome.',
-  labelNames: ['outcome'],
-  registers: [registry],
-});
-const webhooks = new client.Counter({
-  name: 'scrape_webhook_deliveries_total',
-  help: 'Provider webhook deliveries received, by outcome.',
-  labelNames: ['provider', 'outcome'],
-  registers: [registry],
-});
-const activities = new client.Counter({
-  name: 'scrape_activity_executions_total',
-  help: 'Activity executions (attempts), by activity type and outcome.',
-  labelNames: ['activity', 'outcome'],
-  registers: [registry],
-});
-const activityDuration = new client.Histogram({
-  name: 'scrape_activity_duration_seconds',
-  help: 'Activity execution (attempt) duration, seconds.',
-  labelNames: ['activity', 'outcome'],
-  buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-  registers: [registry],
-});
+function counter(name: string, help: string, labelNames: string[]) {
+  return new client.Counter({ name, help, labelNames, registers: [registry] });
+}
+
+function histogram(name: string, help: string, labelNames: string[], buckets: number[]) {
+  return new client.Histogram({ name, help, labelNames, buckets, registers: [registry] });
+}
+
+const transitions = counter('scrape_job_transitions_total', 'Job state transitions, by the state moved into.', [
+  'state',
+]);
+const providerRequests = counter(
+  'scrape_provider_requests_total',
+  'HTTP requests to providers, by provider, endpoint template and status code (network: no answer).',
+  ['provider', 'endpoint', 'status_code'],
+);
+const providerDuration = histogram(
+  'scrape_provider_request_duration_seconds',
+  'Duration of provider HTTP exchanges, seconds.',
+  ['provider', 'endpoint'],
+  [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+);
+const rateLimited = counter('scrape_provider_rate_limited_total', 'Provider answers 429 Too Many Requests.', [
+  'provider',
+]);
+const cooldowns = counter(
+  'scrape_provider_cooldowns_total',
+  'Shared cool-downs started or extended for a provider key.',
+  ['provider'],
+);
+const statusChecks = histogram(
+  'scrape_status_check_duration_seconds',
+  'Duration of status checks (one provider status read, retries excluded), seconds.',
+  ['outcome'],
+  [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+);
+const commitLag = histogram(
+  'scrape_result_commit_lag_seconds',
+  'Time from the provider reporting completion to our result commit, seconds.',
+  [],
+  [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+);
+const reconciles = counter('scrape_reconcile_outcomes_total', 'Reconciliations of ambiguous submits, by outcome.', [
+  'outcome',
+]);
+const webhooks = counter('scrape_webhook_deliveries_total', 'Provider webhook deliveries received, by outcome.', [
+  'provider',
+  'outcome',
+]);
+const activities = counter(
+  'scrape_activity_executions_total',
+  'Activity executions (attempts), by activity type and outcome.',
+  ['activity', 'outcome'],
+);
+const activityDuration = histogram(
+  'scrape_activity_duration_seconds',
+  'Activity execution (attempt) duration, seconds.',
+  ['activity', 'outcome'],
+  [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+);
 
 /** Counts a move of a job into `state` (call once per committed transition). */
 export function recordTransition(state: string): void {
@@ -139,7 +118,7 @@ export function recordWebhookDelivery(provider: string, outcome: string): void {
 }
 
 /** Counts a shared cool-down of a provider key (`label` is `<provider>/<account>`; only the provider is kept). */
-export function recordCooldown(label: string): void {
+function recordCooldown(label: string): void {
   cooldowns.inc({ provider: providerLabel(label.split('/')[0] ?? '') });
 }
 

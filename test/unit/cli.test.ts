@@ -20,7 +20,7 @@ import {
   printJson,
   printLiveView,
 } from '../../src/cli/print.js';
-import { CLI_REFERENCE_PATH, renderCliReference } from '../../src/cli/reference.js';
+import { CLI_REFERENCE_PATH, renderCliReference } from '../../tools/docs/cliReference.js';
 import { InvalidInputError, JobNotFoundError, ResultNotReadyError } from '../../src/client/errors.js';
 import type { JobSummary } from '../../src/client/views.js';
 import type { JobView } from '../../src/model/types.js';

@@ -1,12 +1,7 @@
 /**
  * The routes of the `budgets` resource and a job's cost, for API key holders (`auth: 'account'`;
- * every operation is scoped to the key's account; docs/budgets.md):
- *
- * - `GET /v1/budgets`: the account's budgets with their standing in the current period, and its policy;
- * - `PUT /v1/budgets`: set a budget (created, or its amount changed; held jobs try again at once);
- * - `DELETE /v1/budgets/:id`: remove one;
- * - `PUT /v1/budget-policy`: refuse or hold a job a budget cannot take; cancel running jobs over budget or not;
- * - `GET /v1/scrapes/:id/cost`: what a job cost at its provider, beside its Temporal Actions.
+ * every operation is scoped to the key's account; docs/budgets.md). Each route's `summary` and
+ * `description` (the OpenAPI document) say what it answers.
  *
  * A change made here outlives a restart: the configuration no longer overrides it.
  */
@@ -27,6 +22,7 @@ import { ApiProblem } from '../problems.js';
 import { InvalidInputError } from '../../client/errors.js';
 import type { Config } from '../../config.js';
 import { JobIdParamsSchema } from '../schemas.js';
+import { costOut } from '../views.js';
 
 /** A budget as the API shows it. */
 function budgetOut(b: BudgetUsage) {
@@ -46,7 +42,7 @@ function budgetOut(b: BudgetUsage) {
 
 const COMMON = ['invalid-request', 'unauthorized', 'rate-limited', 'service-unavailable'] as const;
 
-/** Registers the routes above. */
+/** Registers the routes. */
 export const budgetRoutes: FastifyPluginAsyncZod<{ client: ScrapeClient; config: Config }> = async (
   app,
   { client, config },
@@ -160,16 +156,7 @@ export const budgetRoutes: FastifyPluginAsyncZod<{ client: ScrapeClient; config:
       return {
         job_id: r.jobId,
         provider: r.provider,
-        cost: r.cost
-          ? {
-              unit: r.cost.unit,
-              estimated: r.cost.estimated,
-              reserved: r.cost.reserved,
-              settled: r.cost.settled,
-              reported: r.cost.reported,
-              source: r.cost.source,
-            }
-          : null,
+        cost: costOut(r.cost),
         temporal: r.temporal ? { actions: r.temporal.actions, by_kind: r.temporal.byKind } : null,
       };
     },

@@ -1,18 +1,8 @@
 /**
  * The routes of the `scrapes` resource, for API key holders (`auth: 'account'`; every operation
  * is scoped to the key's account through {@link ScrapeClient}, and another account's job answers
- * the same `404` as a missing one):
- *
- * - `POST /v1/scrapes`: start a job (`Idempotency-Key`, see `idempotencyKey.ts`): `202` + the job
- *   for a new key, `200` + the same job for a repeat of the same body, `422` for the key with
- *   another body;
- * - `GET /v1/scrapes/:id`: the job (`Retry-After` while it runs);
- * - `GET /v1/scrapes/:id/result`: `200` the page, `409` not ready (with the state), `410` expired
- *   (with the evidence that it ran);
- * - `GET /v1/scrapes/:id/documents?offset&limit`: the documents of a multi-document result, paged;
- * - `POST /v1/scrapes/:id/cancel`: `202` with the outcome observed at the provider (or
- *   `requested` and the status link past `api.cancelWaitMs`), `200` when already final;
- * - `GET /v1/scrapes`: the caller's jobs, newest first, paged by cursor.
+ * the same `404` as a missing one). Each route's `summary` and `description` (the OpenAPI
+ * document) say what it answers.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ScrapeClient } from '../../client/index.js';
@@ -46,7 +36,23 @@ export interface ScrapeRouteDeps {
   config: Config;
 }
 
-/** Registers the routes above. */
+/** The problems of the result and documents routes. */
+const RESULT_PROBLEMS = [
+  'invalid-request',
+  'unauthorized',
+  'not-found',
+  'result-not-ready',
+  'result-expired',
+  'rate-limited',
+  'service-unavailable',
+] as const;
+
+/** `Retry-After` of a `409 result-not-ready` while the job runs. */
+const NOT_READY_HEADERS = {
+  409: { 'Retry-After': { ...RETRY, description: 'While the job runs: seconds before asking again.' } },
+};
+
+/** Registers the routes. */
 export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, { client, store, config }) => {
   app.post(
     '/v1/scrapes',
@@ -147,11 +153,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
   app.get(
     '/v1/scrapes/:id/result',
     {
-      config: {
-        docHeaders: {
-          409: { 'Retry-After': { ...RETRY, description: 'While the job runs: seconds before asking again.' } },
-        },
-      },
+      config: { docHeaders: NOT_READY_HEADERS },
       schema: {
         tags: ['scrapes'],
         summary: 'Read the result of a completed job.',
@@ -160,15 +162,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
         params: JobIdParamsSchema,
         response: {
           200: json('The extracted page.', ResultSchema),
-          ...problemResponses(
-            'invalid-request',
-            'unauthorized',
-            'not-found',
-            'result-not-ready',
-            'result-expired',
-            'rate-limited',
-            'service-unavailable',
-          ),
+          ...problemResponses(...RESULT_PROBLEMS),
         },
       },
     },
@@ -178,11 +172,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
   app.get(
     '/v1/scrapes/:id/documents',
     {
-      config: {
-        docHeaders: {
-          409: { 'Retry-After': { ...RETRY, description: 'While the job runs: seconds before asking again.' } },
-        },
-      },
+      config: { docHeaders: NOT_READY_HEADERS },
       schema: {
         tags: ['scrapes'],
         summary: 'Read the documents of a multi-document result (crawl pages, dataset items, batch entries), paged.',
@@ -192,15 +182,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<ScrapeRouteDeps> = async (app, 
         querystring: DocumentsQuerySchema,
         response: {
           200: json('One page of documents.', ResultDocumentsSchema),
-          ...problemResponses(
-            'invalid-request',
-            'unauthorized',
-            'not-found',
-            'result-not-ready',
-            'result-expired',
-            'rate-limited',
-            'service-unavailable',
-          ),
+          ...problemResponses(...RESULT_PROBLEMS),
         },
       },
     },

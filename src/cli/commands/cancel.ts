@@ -6,14 +6,12 @@
  */
 import { Option, type Command } from 'commander';
 import { EXIT, accountOf, cliUser, requireTemporal, resolveJobId, withRuntime } from '../context.js';
-import { accountOptions, exitNote, jsonOption, positiveInt } from '../options.js';
+import { exitNote, jobCommand, jsonOption, positiveInt } from '../options.js';
 import { printJson } from '../print.js';
 
 /** Adds `cancel` to `program`. */
 export function registerCancel(program: Command): void {
-  const c = jsonOption(
-    accountOptions(program.command('cancel').argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key')),
-  )
+  const c = jsonOption(jobCommand(program, 'cancel'))
     .description('cancel a job and print the outcome observed at the provider')
     .option('-r, --reason <text>', 'why', 'cancelled from the CLI')
     .option('--no-wait', 'send the cancel signal and return at once')

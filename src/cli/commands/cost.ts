@@ -5,13 +5,13 @@
  */
 import type { Command } from 'commander';
 import { accountOf, resolveJobId, withRuntime } from '../context.js';
-import { accountOptions, jsonOption } from '../options.js';
+import { jobCommand, jsonOption } from '../options.js';
 import { printJson } from '../print.js';
 
 /** Adds `cost` to `program`. */
 export function registerCost(program: Command): void {
   jsonOption(
-    accountOptions(program.command('cost').argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key')),
+    jobCommand(program, 'cost'),
     'print JSON: {jobId, provider, cost: {unit, estimated, reserved, settled, reported, source}, temporal: {actions, byKind, runs}}',
   )
     .description('show what a job cost at its provider (in its unit) and in Temporal Actions')

@@ -6,16 +6,12 @@
 import type { Command } from 'commander';
 import { redactUrlCredentials } from '../../lib/sanitize.js';
 import { accountOf, resolveJobId, withRuntime } from '../context.js';
-import { accountOptions, jsonOption } from '../options.js';
+import { jobCommand, jsonOption } from '../options.js';
 import { printJob, printJson, timelineLine } from '../print.js';
 
 /** Adds `incident` to `program`. */
 export function registerIncident(program: Command): void {
-  jsonOption(
-    accountOptions(
-      program.command('incident').argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key'),
-    ),
-  )
+  jsonOption(jobCommand(program, 'incident'))
     .description(
       "print a job's incident report (sanitised provider exchanges: endpoint, HTTP status, UTC time, request, response) and its timeline",
     )

@@ -7,15 +7,12 @@
 import type { Command } from 'commander';
 import { InvalidInputError } from '../../client/errors.js';
 import { accountOf, cliUser, requireTemporal, resolveJobId, withRuntime } from '../context.js';
-import { accountOptions, jsonOption } from '../options.js';
+import { jobCommand, jsonOption } from '../options.js';
 import { printJson } from '../print.js';
 
 /** Adds `resolve` to `program`. */
 export function registerResolve(program: Command): void {
-  jsonOption(
-    accountOptions(program.command('resolve').argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key')),
-    "print the workflow's view of the job afterwards as JSON",
-  )
+  jsonOption(jobCommand(program, 'resolve'), "print the workflow's view of the job afterwards as JSON")
     .description(
       'resolve a job waiting in `unknown`: adopt a task ID found at the provider, or resubmit under the same key',
     )

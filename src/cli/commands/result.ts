@@ -6,7 +6,7 @@
  */
 import { Option, type Command } from 'commander';
 import { CliError, EXIT, accountOf, resolveJobId, withRuntime } from '../context.js';
-import { accountOptions, exitNote, jsonOption, positiveInt } from '../options.js';
+import { exitNote, jobCommand, jsonOption, positiveInt } from '../options.js';
 import { printDocuments, printJson } from '../print.js';
 
 /**
@@ -33,10 +33,7 @@ function emptyFieldReason(
 
 /** Adds `result` to `program`. */
 export function registerResult(program: Command): void {
-  const c = jsonOption(
-    accountOptions(program.command('result').argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key')),
-    'print JSON (with --field: {"field", "value"})',
-  )
+  const c = jsonOption(jobCommand(program, 'result'), 'print JSON (with --field: {"field", "value"})')
     .description("print a job's stored result")
     .addOption(new Option('--field <field>', 'print only this field').choices(['markdown', 'text', 'title', 'links']))
     .option('--documents', 'list the documents of a multi-document result (crawl pages, dataset items), one page')
@@ -45,15 +42,9 @@ export function registerResult(program: Command): void {
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
         const account = accountOf(rt, opts);
-        if (opts.documents)
-          return printDocuments(
-            await rt.client.getResultDocuments(account, await resolveJobId(job, account), {
-              offset: opts.offset,
-              limit: opts.limit,
-            }),
-            Boolean(opts.json),
-          );
         const id = await resolveJobId(job, account);
+        const page = { offset: opts.offset, limit: opts.limit };
+        if (opts.documents) return printDocuments(await rt.client.getResultDocuments(account, id, page), !!opts.json);
         const r = await rt.client.getResult(account, id);
         if (opts.field) {
           const field = opts.field as 'markdown' | 'text' | 'title' | 'links';

@@ -4,15 +4,12 @@
  */
 import type { Command } from 'commander';
 import { accountOf, requireTemporal, resolveJobId, withRuntime } from '../context.js';
-import { accountOptions, jsonOption } from '../options.js';
+import { jobCommand, jsonOption } from '../options.js';
 import { printJson } from '../print.js';
 
 /** Adds `resume` to `program`. */
 export function registerResume(program: Command): void {
-  jsonOption(
-    accountOptions(program.command('resume').argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key')),
-    'print the job resumed as JSON ({jobId, account, key})',
-  )
+  jsonOption(jobCommand(program, 'resume'), 'print the job resumed as JSON ({jobId, account, key})')
     .description('resume tracking of a tracking_interrupted job (same task ID, never resubmits)')
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {

@@ -5,14 +5,12 @@
  */
 import type { Command } from 'commander';
 import { accountOf, requireTemporal, resolveJobId, withRuntime } from '../context.js';
-import { accountOptions, jsonOption } from '../options.js';
+import { jobCommand, jsonOption } from '../options.js';
 import { printJob, printJson, printLiveView } from '../print.js';
 
 /** Adds `status` to `program`. */
 export function registerStatus(program: Command): void {
-  jsonOption(
-    accountOptions(program.command('status').argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key')),
-  )
+  jsonOption(jobCommand(program, 'status'))
     .description(
       'show a job as stored (job ID or key): state, provider status, checks answered and failing, last error',
     )

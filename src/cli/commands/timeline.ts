@@ -1,16 +1,12 @@
 /** `timeline <job>`: every transition and provider observation of a job, oldest first, from the store. */
 import type { Command } from 'commander';
 import { accountOf, resolveJobId, withRuntime } from '../context.js';
-import { accountOptions, jsonOption } from '../options.js';
+import { jobCommand, jsonOption } from '../options.js';
 import { printJson, timelineLine } from '../print.js';
 
 /** Adds `timeline` to `program`. */
 export function registerTimeline(program: Command): void {
-  jsonOption(
-    accountOptions(
-      program.command('timeline').argument('<job>', 'a job ID (`scrape:<account>:<key>`) or just its key'),
-    ),
-  )
+  jsonOption(jobCommand(program, 'timeline'))
     .description("print a job's timeline (every transition and provider observation)")
     .action(async (job: string, opts) =>
       withRuntime(opts, async (rt) => {
