@@ -295,8 +295,12 @@ export class FirecrawlAdapter implements ProviderAdapter {
   async cancel(taskId: string, ctx: CallContext): Promise<CancelAnswer> {
     const res = await this.http.call(ctx, { method: 'DELETE', path: this.jobPath(taskId), phase: 'cancel' });
     if (this.http.isOk(res)) {
-      const word = (res.body as { status?: unknown } | undefined)?.status;
-      return { accepted: true, state: 'cancelled', providerStatus: typeof word === 'string' ? word : 'cancelled' };
+      const body = res.body as { status?: unknown; success?: unknown } | undefined;
+      // Only the documented `{status: "cancelled"}` shows the job cancelled; a 2xx that says
+      // `success: false` is a refusal in a success's clothes, and any other 2xx shows nothing yet.
+      if (body?.success === false) this.http.invalid(res, 'cancel', 'answer {success: false} to a cancel');
+      if (body?.status === 'cancelled') return { accepted: true, state: 'cancelled', providerStatus: 'cancelled' };
+      return { accepted: true, providerStatus: typeof body?.status === 'string' ? body.status : undefined };
     }
     if (res.status === 409) return { accepted: false, alreadyFinal: true };
     throw this.fail(res, 'cancel', ctx);
