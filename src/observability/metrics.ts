@@ -2,8 +2,8 @@
  * The product's Prometheus metrics (prom-client) and the small functions that record them. One
  * registry per process; the worker's and the API's `/metrics` serve it (see `metricsServer.ts`).
  *
- * Labels are bounded, never a URL, a key, an account's secret or a job ID: `state` (the nine job
- * states), `provider` (a configured provider name), `endpoint` (a method + path template such as
+ * Labels are bounded, never a URL, a key, an account's secret or a job ID: `state` (a job state,
+ * `JOB_STATES`), `provider` (a configured provider name), `endpoint` (a method + path template such as
  * `GET /api/jobs/:id`), `status_code` (HTTP status or `network`), `outcome` (a short word).
  *
  * Series (all prefixed `scrape_`, prom-client's default process metrics too): docs/operations.md
@@ -12,23 +12,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import client from 'prom-client';
 import type { BudgetUsage } from '../model/budgets.js';
+import { JOB_STATES } from '../model/states.js';
 
 /** The process's registry (our series only; the worker's endpoint appends the SDK runtime's). */
 export const registry = new client.Registry();
 client.collectDefaultMetrics({ register: registry, prefix: 'scrape_' });
 
-const STATES = [
-  'submitting',
-  'unknown',
-  'pending',
-  'completed',
-  'failed',
-  'cancelling',
-  'cancelled',
-  'tracking_interrupted',
-  'expired',
-] as const;
-const boundedState = (s: string) => ((STATES as readonly string[]).includes(s) ? s : 'other');
+const boundedState = (s: string) => ((JOB_STATES as readonly string[]).includes(s) ? s : 'other');
 const word = (s: string) => (/^[a-z][a-z0-9_]{0,39}$/.test(s) ? s : 'other');
 
 function counter(name: string, help: string, labelNames: string[]) {
@@ -235,7 +225,7 @@ new client.Gauge({
     this.reset();
     try {
       const counts = await jobCounts();
-      for (const s of STATES) this.set({ state: s }, counts[s] ?? 0);
+      for (const s of JOB_STATES) this.set({ state: s }, counts[s] ?? 0);
     } catch {
       // The store being unavailable must not break /metrics; the gauge is absent this time.
     }

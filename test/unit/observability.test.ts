@@ -5,11 +5,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
+import { JOB_STATES } from '../../src/model/states.js';
 import { logRecord } from '../../src/observability/logging.js';
 import {
   endpointTemplate,
   recordProviderRequest,
   recordTransition,
+  setJobCountSource,
   recordWebhookDelivery,
   registry,
   resetMetrics,
@@ -65,6 +67,19 @@ describe('metrics', () => {
     );
     expect(text).toContain('scrape_job_transitions_total{state="other"} 1');
     expect(text).toContain('scrape_webhook_deliveries_total{provider="other",outcome="other"} 1');
+  });
+
+  it('every job state has its own series: a move into cancel_unconfirmed is counted as such, and the jobs gauge shows each state', async () => {
+    resetMetrics();
+    recordTransition('cancel_unconfirmed');
+    setJobCountSource(async () => Object.fromEntries(JOB_STATES.map((s, i) => [s, i + 1])));
+    try {
+      const text = await registry.metrics();
+      expect(text).toContain('scrape_job_transitions_total{state="cancel_unconfirmed"} 1');
+      for (const [i, s] of JOB_STATES.entries()) expect(text).toContain(`scrape_jobs{state="${s}"} ${i + 1}`);
+    } finally {
+      setJobCountSource(undefined);
+    }
   });
 });
 
