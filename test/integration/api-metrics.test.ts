@@ -45,11 +45,19 @@ describe('API /metrics', () => {
       headers: { 'content-type': 'application/json' },
       body: '{}',
     });
+    // The per-job token route counts its deliveries too.
+    const byToken = await fetch(`${api.url}/v1/webhooks/reference/not-a-token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(byToken.status).toBe(404);
 
     expect(api.metricsUrl).toBeDefined();
     const text = await (await fetch(`${api.metricsUrl}/metrics`)).text();
     expect(text).toMatch(/scrape_jobs\{state="completed"\} [1-9]/);
-    expect(text).toMatch(/scrape_webhook_deliveries_total\{provider="reference",outcome="[a-z_]+"\} 1/);
+    // This API takes no webhooks of the reference kind: both deliveries are refused, and both counted.
+    expect(text).toContain('scrape_webhook_deliveries_total{provider="reference",outcome="unknown_provider"} 2');
     expect(text).toContain('scrape_process_cpu_seconds_total');
     expect(text).not.toContain(job_id);
     expect((await fetch(`${api.url}/metrics`)).status).not.toBe(200);

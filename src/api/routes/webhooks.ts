@@ -13,10 +13,23 @@ import { recordWebhookDelivery } from '../../observability/metrics.js';
 import { json, problemResponses } from '../openapi.js';
 import { ApiProblem } from '../problems.js';
 import { ProviderParamsSchema, WebhookAckSchema, WebhookTokenParamsSchema } from '../schemas.js';
+import type { WebhookHeaders } from '../../providers/shared/webhook.js';
 import { receiveWebhook, type WebhookDeps } from '../webhooks.js';
 
 /** Registers the routes above; `deps` are the receiver's (client, store, configuration, environment for the secrets). */
 export const webhookRoutes: FastifyPluginAsyncZod<WebhookDeps> = async (app, deps) => {
+  /** Receives one delivery on either route and counts it by its outcome (or its refusal's slug). */
+  const receiveCounted = async (provider: string, body: unknown, headers: WebhookHeaders, token?: string) => {
+    const raw = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
+    try {
+      const answer = await receiveWebhook(deps, provider, raw, headers, token);
+      recordWebhookDelivery(provider, answer.body.outcome);
+      return answer;
+    } catch (e) {
+      recordWebhookDelivery(provider, e instanceof ApiProblem ? e.slug.replace(/-/g, '_') : 'error');
+      throw e;
+    }
+  };
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
@@ -48,15 +61,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookDeps> = async (app, dep
       },
     },
     async (req, reply) => {
-      const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      let answer;
-      try {
-        answer = await receiveWebhook(deps, req.params.provider, raw, req.headers);
-      } catch (e) {
-        recordWebhookDelivery(req.params.provider, e instanceof ApiProblem ? e.slug.replace(/-/g, '_') : 'error');
-        throw e;
-      }
-      recordWebhookDelivery(req.params.provider, answer.body.outcome);
+      const answer = await receiveCounted(req.params.provider, req.body, req.headers);
       return reply.code(answer.status).send(answer.body);
     },
   );
@@ -88,8 +93,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookDeps> = async (app, dep
       },
     },
     async (req, reply) => {
-      const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      const answer = await receiveWebhook(deps, req.params.provider, raw, req.headers, req.params.token);
+      const answer = await receiveCounted(req.params.provider, req.body, req.headers, req.params.token);
       return reply.code(answer.status).send(answer.body);
     },
   );
