@@ -5,6 +5,7 @@
  * one job per provider account. The operator's way out of `unknown` (`adoptTask`) is in
  * `adopt.ts`.
  */
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import {
   decideReconcile,
@@ -55,6 +56,18 @@ function settlingEndsAt(e: Pick<JobEventRow, 'at' | 'detail'>): number {
     // An unreadable detail records no wait.
   }
   return Date.parse(e.at) + waitMs;
+}
+
+/**
+ * Now for a wait the server kept, epoch ms: the later of `now` (the worker's clock) and the time
+ * the server scheduled this attempt, since a retry delay the server kept has passed by its clock.
+ */
+function attemptNow(now: number): number {
+  try {
+    return Math.max(now, Context.current().info.currentAttemptScheduledTimestampMs);
+  } catch {
+    return now; // outside an activity (unit tests calling directly)
+  }
 }
 
 /** Counts a reconcile outcome (`found_store`, `found_list`, `absent`, `unresolvable`, …) and returns it. */
@@ -263,7 +276,7 @@ export function reconcileActivities(kit: ActivityKit) {
         const settled = (await store.findings.timeline(job.jobId)).some((e) => {
           if (e.type !== 'reconcile_settling' || Date.parse(e.at) < lastIntent) return false;
           const endsAt = settlingEndsAt(e);
-          return endsAt <= now && endsAt >= lagsEndAt;
+          return endsAt <= attemptNow(now) && endsAt >= lagsEndAt;
         });
         const decide = async () => {
           const taskIds = [
