@@ -34,7 +34,9 @@ describe('chaos (small)', () => {
       namespace,
       workers: 2,
       killEveryMs: 5_000,
-      deadlineMs: 60_000,
+      // Long enough that a job kept waiting for a slot by killed workers' attempts (each holds its
+      // slot until its timeout) is still sent on a loaded machine: a job's deadline is not what this run tests.
+      deadlineMs: 120_000,
       chaosMs: 45_000,
       convergeMs: 300_000,
       seed: 7,
