@@ -8,6 +8,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { freePort } from '../../src/lib/ports.js';
 
 export interface TestPostgres {
@@ -63,4 +64,30 @@ export async function startTestPostgres(): Promise<TestPostgres | undefined> {
       }
     },
   };
+}
+
+/**
+ * A suite that runs on both store dialects: registers its PostgreSQL server (started before its
+ * tests, stopped after; a machine without PostgreSQL fails the suite saying how to install it)
+ * and a temporary directory for its SQLite files, removed after. `urlOf` gives the store URL of a
+ * dialect: a SQLite file `file` in that directory, or the server's database.
+ */
+export function bothDialects(prefix: string): {
+  dir: string;
+  urlOf(dialect: 'sqlite' | 'postgres', file: string): string;
+} {
+  let pg: TestPostgres | undefined;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  beforeAll(async () => {
+    pg = await startTestPostgres();
+    if (!pg)
+      throw new Error(
+        'PostgreSQL is not installed (initdb/pg_ctl not found): install the Debian package "postgresql" or set SCRAPE_TEST_PG_URL',
+      );
+  });
+  afterAll(async () => {
+    await pg?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return { dir, urlOf: (dialect, file) => (dialect === 'sqlite' ? `sqlite:${path.join(dir, file)}` : pg!.url) };
 }

@@ -7,27 +7,11 @@
  * account without budgets pays no store statement for them; the key's free slots go to waiting
  * accounts by weight, and within an account by priority.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/store/index.js';
-import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { bothDialects } from '../helpers/postgres.js';
 
-let pg: TestPostgres | undefined;
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-budgets-test-'));
-
-beforeAll(async () => {
-  pg = await startTestPostgres();
-  if (!pg)
-    throw new Error(
-      'PostgreSQL is not installed (initdb/pg_ctl not found): install the Debian package "postgresql" or set SCRAPE_TEST_PG_URL',
-    );
-});
-afterAll(async () => {
-  await pg?.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+const { urlOf } = bothDialects('scrape-budgets-test-');
 
 const COST = { unit: 'credits', estimate: 1, failedFree: false };
 const WIDE = { initial: 10_000 };
@@ -39,7 +23,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     let n = 0;
     const run = `${dialect}-${Date.now().toString(36)}`;
     beforeAll(async () => {
-      const url = dialect === 'sqlite' ? `sqlite:${path.join(dir, 'store.db')}` : pg!.url;
+      const url = urlOf(dialect, 'store.db');
       a = await openStore(url);
       // Two connections stand for two workers on PostgreSQL. SQLite's driver is synchronous: two
       // connections of one process would wait for each other's lock on a blocked event loop, so

@@ -8,9 +8,6 @@
  * and 009 down and up again over rows written before them.
  */
 import { createHash } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Migrator, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { binaryBody } from '../../src/model/documents.js';
@@ -20,23 +17,10 @@ import { openStore, type Store } from '../../src/store/index.js';
 import type { ResultDocument } from '../../src/model/results.js';
 import { keepStore } from '../helpers/evidence.js';
 import { makePdf } from '../helpers/pdf.js';
-import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { bothDialects } from '../helpers/postgres.js';
 import { countResultDocuments } from '../helpers/storeQueries.js';
 
-let pg: TestPostgres | undefined;
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-results-store-'));
-
-beforeAll(async () => {
-  pg = await startTestPostgres();
-  if (!pg)
-    throw new Error(
-      'PostgreSQL is not installed (initdb/pg_ctl not found): install the Debian package "postgresql" or set SCRAPE_TEST_PG_URL',
-    );
-});
-afterAll(async () => {
-  await pg?.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+const { urlOf } = bothDialects('scrape-results-store-');
 
 const payload = (over: Record<string, unknown> = {}) => ({
   url: 'https://e.x/',
@@ -72,7 +56,7 @@ const job = (id: string) => ({
 for (const dialect of ['sqlite', 'postgres'] as const) {
   describe(`results on ${dialect}`, () => {
     let store: Store;
-    const url = () => (dialect === 'sqlite' ? `sqlite:${path.join(dir, 'results.db')}` : pg!.url);
+    const url = () => urlOf(dialect, 'results.db');
     beforeAll(async () => {
       store = await openStore(url());
     });
@@ -269,7 +253,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     });
 
     it('migration 007 goes down and up again over rows written before it: old documents get legacy identities', async () => {
-      const file = dialect === 'sqlite' ? `sqlite:${path.join(dir, 'migrate.db')}` : pg!.url;
+      const file = urlOf(dialect, 'migrate.db');
       const s = dialect === 'sqlite' ? await openStore(file) : store;
       const migrator = new Migrator({ db: s.db as unknown as Kysely<unknown>, provider: migrationProvider });
       const down = await migrator.migrateTo('006_provider_accounts');

@@ -6,29 +6,13 @@
  * (which decides every other case), with the key's shared cool-downs read for the submit that follows.
  */
 import { execFile } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/store/index.js';
-import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { bothDialects } from '../helpers/postgres.js';
 
 const run = promisify(execFile);
-let pg: TestPostgres | undefined;
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-slots-test-'));
-
-beforeAll(async () => {
-  pg = await startTestPostgres();
-  if (!pg)
-    throw new Error(
-      'PostgreSQL is not installed (initdb/pg_ctl not found): install the Debian package "postgresql" or set SCRAPE_TEST_PG_URL',
-    );
-});
-afterAll(async () => {
-  await pg?.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+const { urlOf } = bothDialects('scrape-slots-test-');
 
 const COST = { unit: 'credits', estimate: 1, failedFree: false };
 const RESULT = {
@@ -54,7 +38,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     let n = 0;
     const tag = `${dialect}-${Date.now().toString(36)}`;
     beforeAll(async () => {
-      url = dialect === 'sqlite' ? `sqlite:${path.join(dir, 'store.db')}` : pg!.url;
+      url = urlOf(dialect, 'store.db');
       a = await openStore(url);
     });
     afterAll(async () => {

@@ -4,29 +4,14 @@
  * recording, task binding (one job per task; a collision never names another account's job),
  * transitions that never leave a final state, and write-once under concurrency.
  */
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANOTHER_ACCOUNTS_JOB, IdempotencyConflictStoreError, openStore, type Store } from '../../src/store/index.js';
 import { keepStore } from '../helpers/evidence.js';
-import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { bothDialects } from '../helpers/postgres.js';
 import { countResultDocuments } from '../helpers/storeQueries.js';
 
-let pg: TestPostgres | undefined;
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-store-test-'));
-
-beforeAll(async () => {
-  pg = await startTestPostgres();
-  if (!pg)
-    throw new Error(
-      'PostgreSQL is not installed (initdb/pg_ctl not found): install the Debian package "postgresql" or set SCRAPE_TEST_PG_URL',
-    );
-});
-afterAll(async () => {
-  await pg?.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+const { dir, urlOf } = bothDialects('scrape-store-test-');
 
 const payload = (title: string) => ({
   url: 'https://e.x/',
@@ -48,7 +33,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
   describe(`store on ${dialect}`, () => {
     let store: Store;
     beforeAll(async () => {
-      store = await openStore(dialect === 'sqlite' ? `sqlite:${path.join(dir, 'store.db')}` : pg!.url);
+      store = await openStore(urlOf(dialect, 'store.db'));
       await store.migrate(); // a second migrate is a no-op
     });
     afterAll(async () => {
