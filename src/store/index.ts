@@ -18,13 +18,8 @@ export {
 export { ResultsRepository, type WriteOnceOutcome } from './results.js';
 export { FindingsRepository, type IncidentInput } from './findings.js';
 export { PollingRepository, type CheckStart } from './polling.js';
-export {
-  SlotsRepository,
-  type ActiveJobsLimits,
-  type KeyScope,
-  type Reservation,
-  type ReserveOptions,
-} from './slots.js';
+export { SlotsRepository, type KeyScope, type Reservation, type ReserveOptions } from './slots.js';
+export { ActiveLimitsRepository, type ActiveJobsLimits } from './limits.js';
 export { BudgetsRepository, type BudgetLeak } from './budgets.js';
 export type { BudgetRefusal, SubmitCost } from './ledger.js';
 export type { SlotGrant } from './fairQueue.js';

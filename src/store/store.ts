@@ -9,6 +9,7 @@
  * | `store.findings` | `findings.ts` | timeline events, incidents, orphan findings |
  * | `store.polling` | `polling.ts` | poll state of the polling activity |
  * | `store.slots` | `slots.ts` | submit reservations: a slot under the key's adaptive limit by the key's fair queue, the estimate reserved in the budgets |
+ * | `store.limits` | `limits.ts` | the adaptive limit of active jobs per provider key, learned from submits' answers |
  * | `store.budgets` | `budgets.ts` | budgets, their usage per period, each account's policy, settled costs |
  * | `store.providerKeys` | `providerKeys.ts` | cool-downs and release slots, counted refusals |
  * | `store.webhooks` | `webhooks.ts` | webhook deliveries and quarantine |
@@ -24,6 +25,7 @@ import { JobsRepository } from './jobs.js';
 import { BudgetsRepository } from './budgets.js';
 import { PollingRepository } from './polling.js';
 import { SlotsRepository } from './slots.js';
+import { ActiveLimitsRepository } from './limits.js';
 import { ProviderKeysRepository } from './providerKeys.js';
 import { ResultsRepository } from './results.js';
 import { WebhooksRepository } from './webhooks.js';
@@ -39,8 +41,10 @@ export class Store extends StoreConnection {
   readonly findings = new FindingsRepository(this);
   /** Poll state of the polling activity. */
   readonly polling = new PollingRepository(this);
-  /** Submit reservations, the fair queue and the adaptive limit of active jobs per provider key. */
+  /** Submit reservations and the fair queue of each provider key. */
   readonly slots = new SlotsRepository(this);
+  /** The adaptive limit of active jobs per provider key. */
+  readonly limits = new ActiveLimitsRepository(this);
   /** Budgets, their usage per period and each account's policy. */
   readonly budgets = new BudgetsRepository(this);
   /** Cool-downs, release slots and refusals per provider key (the providers' shared state). */

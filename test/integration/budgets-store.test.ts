@@ -195,7 +195,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       const heavy = await Promise.all(Array.from({ length: 6 }, () => job(`heavy-${run}`, label)));
       const urgent = await job(`light-${run}`, label, 5);
       // The key admits one job; each turnover grants the next slot, which the granted job then takes.
-      await a.slots.noteSubmitRefused(label, 1, 1); // the key's limit row: one job at a time
+      await a.limits.noteSubmitRefused(label, 1, 1); // the key's limit row: one job at a time
       let holder: string | undefined;
       const order: string[] = [];
       for (let i = 0; i < 8; i++) {

@@ -95,6 +95,7 @@ describe('layout', () => {
       'findings.ts',
       'polling.ts',
       'slots.ts',
+      'limits.ts',
       'budgets.ts',
       'providerKeys.ts',
       'webhooks.ts',

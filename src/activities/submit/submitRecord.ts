@@ -78,7 +78,7 @@ export function submitRecorders(kit: ActivityKit) {
     // The same task in another spelling (an operator may have typed it in another case) is never cancelled.
     if (bound.taskId.trim().toLowerCase() !== accepted.taskId.trim().toLowerCase())
       await unwanted(`the job tracks task ${bound.taskId}: a second paid job`);
-    await store.slots.noteSubmitAccepted(slot.label, slot.active, slot.limit);
+    await store.limits.noteSubmitAccepted(slot.label, slot.active, slot.limit);
     await kit.deps.hooks?.afterTaskRecorded?.(job.jobId, bound.taskId);
     return {
       taskId: bound.taskId,
@@ -131,7 +131,7 @@ export function submitRecorders(kit: ActivityKit) {
         evidence: e.details.evidence,
       });
       if (isConcurrencyRefusal(e)) {
-        const limit = await store.slots.noteSubmitRefused(label, activeBefore, e.details.statedLimit);
+        const limit = await store.limits.noteSubmitRefused(label, activeBefore, e.details.statedLimit);
         log.info('submit refused for concurrency: key limit lowered', { jobId: job.jobId, label, limit });
       }
       if (e.kind === 'permanent' || e.kind === 'conflict') await kit.recordIncident(job.jobId, 'submit', e);
