@@ -19,7 +19,7 @@ import { IdempotencyConflictError, type ScrapeClient } from '../client/index.js'
 import { fingerprint } from '../lib/hash.js';
 import type { Store } from '../store/index.js';
 import { ApiProblem } from './problems.js';
-import type { CreateScrapeBody } from './schemas.js';
+import type { CreateScrapeBody } from './requestSchemas.js';
 
 /** The `422` for an `Idempotency-Key` reused by the account with another body. */
 function reusedKey(jobId: string): ApiProblem {

@@ -21,7 +21,7 @@ import {
 import { ApiProblem } from '../problems.js';
 import { InvalidInputError } from '../../client/errors.js';
 import type { Config } from '../../config.js';
-import { JobIdParamsSchema } from '../schemas.js';
+import { JobIdParamsSchema } from '../requestSchemas.js';
 import { costOut } from '../views.js';
 
 /** A budget as the API shows it. */

@@ -8,7 +8,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ScrapeClient } from '../../client/index.js';
 import { json, problemResponses } from '../openapi.js';
 import { ApiProblem, PROBLEM_TYPES, problemType, type ProblemSlug } from '../problems.js';
-import { HealthSchema, ProblemSlugParamsSchema, ProblemTypeSchema } from '../schemas.js';
+import { HealthSchema, ProblemTypeSchema } from '../schemas.js';
+import { ProblemSlugParamsSchema } from '../requestSchemas.js';
 
 /** Registers the routes above; `client` answers the health check. */
 export const metaRoutes: FastifyPluginAsyncZod<{ client: ScrapeClient }> = async (app, { client }) => {

@@ -13,20 +13,22 @@ import { startScrapeOnce } from '../idempotencyKey.js';
 import { json, problemResponses, RETRY } from '../openapi.js';
 import { ApiProblem } from '../problems.js';
 import {
-  CancelBodySchema,
   CancelResponseSchema,
+  ResultDocumentsSchema,
+  ResultSchema,
+  ScrapeListSchema,
+  ScrapeSchema,
+} from '../schemas.js';
+import {
+  CancelBodySchema,
   createScrapeBodySchema,
   CreateScrapeHeadersSchema,
   DocumentsQuerySchema,
   JobIdParamsSchema,
   ListQuerySchema,
-  ResultDocumentsSchema,
-  ResultSchema,
-  ScrapeListSchema,
-  ScrapeSchema,
   fromApiCursor,
   toApiCursor,
-} from '../schemas.js';
+} from '../requestSchemas.js';
 import { toCancelOut, toDocumentsOut, toResultOut, toScrapeOut } from '../views.js';
 
 /** What the scrape routes need: the account-scoped client, the store (idempotency records) and the configuration (providers, cancel wait). */

@@ -12,7 +12,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { recordWebhookDelivery } from '../../observability/metrics.js';
 import { json, problemResponses } from '../openapi.js';
 import { ApiProblem } from '../problems.js';
-import { ProviderParamsSchema, WebhookAckSchema, WebhookTokenParamsSchema } from '../schemas.js';
+import { WebhookAckSchema } from '../schemas.js';
+import { ProviderParamsSchema, WebhookTokenParamsSchema } from '../requestSchemas.js';
 import type { WebhookHeaders } from '../../providers/shared/webhook.js';
 import { receiveWebhook, type WebhookDeps } from '../webhooks.js';
 
