@@ -41,30 +41,39 @@ afterAll(async () => {
   await pages?.close();
 });
 
+/**
+ * Starts job `tag` whose submit answer is lost after the sim created the job (which then never
+ * finishes), and returns its job ID once the acquisition's reconcile has read the lagging list,
+ * found nothing yet, and waits out the lag.
+ */
+async function startLostSubmit(tag: string): Promise<string> {
+  const jobId = jobIdFor('acme', tag);
+  stack.sim.faults.add({
+    account: 'acme',
+    endpoint: 'submit',
+    urlContains: tag,
+    action: 'drop_after_commit',
+    times: 1,
+  });
+  stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
+  await stack.client.startScrape({
+    account: 'acme',
+    url: `${pages.pageUrl('003-metadata-preferred')}?${tag}`,
+    key: tag,
+    policy: POLICY,
+  });
+  await waitFor(
+    async () => (await stack.store.findings.timeline(jobId)).some((e) => e.type === 'reconcile_settling'),
+    30_000,
+    'the reconcile to wait out the lag',
+  );
+  return jobId;
+}
+
 describe('a cancel while the reconcile of a lost submit waits out the list lag', () => {
   it('does not conclude "no task exists" from the lagging list: the task is found and stopped, never left running', async () => {
     const tag = `lag-cancel-${RUN}`;
-    const jobId = jobIdFor('acme', tag);
-    stack.sim.faults.add({
-      account: 'acme',
-      endpoint: 'submit',
-      urlContains: tag,
-      action: 'drop_after_commit',
-      times: 1,
-    });
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
-    await stack.client.startScrape({
-      account: 'acme',
-      url: `${pages.pageUrl('003-metadata-preferred')}?${tag}`,
-      key: tag,
-      policy: POLICY,
-    });
-    // The acquisition's reconcile read the (lagging) list, found nothing yet, and waits out the lag.
-    await waitFor(
-      async () => (await stack.store.findings.timeline(jobId)).some((e) => e.type === 'reconcile_settling'),
-      30_000,
-      'the reconcile to wait out the lag',
-    );
+    const jobId = await startLostSubmit(tag);
     const created = providerJobs(stack, tag);
     expect(created).toHaveLength(1);
     // The list cannot show the job yet: what the cancel's reconcile reads next proves nothing.
@@ -86,26 +95,7 @@ describe('a cancel while the reconcile of a lost submit waits out the list lag',
 
   it("signal, Update, the Web UI's cancel and an Update again, all during that wait: one provider cancel, one outcome, both Updates answer it", async () => {
     const tag = `lag-cancel4-${RUN}`;
-    const jobId = jobIdFor('acme', tag);
-    stack.sim.faults.add({
-      account: 'acme',
-      endpoint: 'submit',
-      urlContains: tag,
-      action: 'drop_after_commit',
-      times: 1,
-    });
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
-    await stack.client.startScrape({
-      account: 'acme',
-      url: `${pages.pageUrl('003-metadata-preferred')}?${tag}`,
-      key: tag,
-      policy: POLICY,
-    });
-    await waitFor(
-      async () => (await stack.store.findings.timeline(jobId)).some((e) => e.type === 'reconcile_settling'),
-      30_000,
-      'the reconcile to wait out the lag',
-    );
+    const jobId = await startLostSubmit(tag);
     const first = sendCancel(stack, 'signal', jobId);
     await waitCancelRecorded(stack, jobId, 'signal');
     const second = sendCancel(stack, 'update', jobId);
