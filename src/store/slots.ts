@@ -51,6 +51,10 @@ export interface ReserveOptions {
   cooldowns?: readonly string[];
 }
 
+/** The columns that record a submit intent at `at` (a job that submits no longer waits for a slot). */
+const intentColumns = (at: string) =>
+  ({ submit_intent_at: at, submit_attempts: sql<number>`submit_attempts + 1`, updated_at: at, waiting: null }) as const;
+
 /** Outcome of {@link SlotsRepository.reserveSubmit}. `grants`: waiting jobs given a slot meanwhile (tell their workflows). */
 export type Reservation =
   /** `holdsCost`: the job holds a reservation in its budgets now (release it when the submit is refused). */
@@ -152,13 +156,7 @@ export class SlotsRepository {
       const intent = (extra: Partial<JobRow> = {}) =>
         trx
           .updateTable('jobs')
-          .set({
-            submit_intent_at: at,
-            submit_attempts: sql`submit_attempts + 1`,
-            updated_at: at,
-            waiting: null,
-            ...extra,
-          })
+          .set({ ...intentColumns(at), ...extra })
           .where('id', '=', jobId)
           .execute();
       if (before.task_id) return { kind: 'known', before };
@@ -307,10 +305,7 @@ export class SlotsRepository {
       )
       .updateTable('jobs')
       .set({
-        submit_intent_at: at,
-        submit_attempts: sql`submit_attempts + 1`,
-        updated_at: at,
-        waiting: null,
+        ...intentColumns(at),
         ...(cost ? { cost_unit: cost.unit, cost_estimated: cost.estimate } : {}),
         ...(provider
           ? {
