@@ -448,6 +448,29 @@ describe('reconcileJob (a list that lags)', () => {
     expect(events).toEqual(expect.arrayContaining(['reconcile_settling', 'reconcile_absent']));
   });
 
+  it("a server whose clock runs ahead of the worker's does not end a settling wait early: a reconcile scheduled meanwhile (the cancel path's) does not read the lagging list as after its lag", async () => {
+    fake.lagMs = 10_000;
+    await store.db
+      .updateTable('jobs')
+      .set({ task_id: null, state: 'unknown', submit_intent_at: new Date().toISOString() })
+      .where('id', '=', jobId)
+      .execute();
+    const first = await failure(env(1).run(acts.reconcileJob, submitInput));
+    expect(first.type).toBe('Reconcile.settling');
+    // Another reconcile of the job, scheduled by a server whose clock is 15 s ahead of this worker's,
+    // a moment after that wait began: by the worker's clock (and in fact) the lag has not passed.
+    const ahead = new MockActivityEnvironment(
+      { attempt: 1, scheduleToCloseTimeoutMs: 0, currentAttemptScheduledTimestampMs: Date.now() + 15_000 },
+      { interceptors: [mapProviderErrors] },
+    );
+    const out = await ahead.run(acts.reconcileJob, submitInput).then(
+      (r: unknown) => r,
+      (e: unknown) => e,
+    );
+    expect(out).not.toMatchObject({ kind: 'absent' });
+    expect((out as ApplicationFailure).type).toBe('Reconcile.settling');
+  });
+
   it('a wait that ended before the lag had passed (it only waited out the submit timeout) proves nothing: a read after it is not taken as after the lag', async () => {
     fake.lagMs = 10_000;
     // The fake entry's submit timeout, 5 s for this test: the submit sent now may create the job until then.
