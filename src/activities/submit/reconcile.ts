@@ -44,29 +44,33 @@ export type ReconcileOutcome =
   | { kind: 'unresolvable'; reason: string; evidence?: ReconcileEvidenceRecord; lookAgain?: boolean };
 
 /**
- * When the wait of a `reconcile_settling` event ends, epoch ms: its time plus the recorded
- * `readAgainInMs` (an event without one ends at its own time).
+ * When the wait of a `reconcile_settling` event ends, epoch ms: `worker`, its time plus the recorded
+ * `readAgainInMs` (the writing worker's clock; an event without one ends at its own time), and
+ * `server`, the recorded `serverEndsAt` (the Temporal server's clock, when the worker knew it).
  */
-function settlingEndsAt(e: Pick<JobEventRow, 'at' | 'detail'>): number {
+function settlingEnds(e: Pick<JobEventRow, 'at' | 'detail'>): { worker: number; server?: number } {
   let waitMs = 0;
+  let server: number | undefined;
   try {
-    const d = e.detail ? (JSON.parse(e.detail) as { readAgainInMs?: unknown }) : {};
+    const d = e.detail ? (JSON.parse(e.detail) as { readAgainInMs?: unknown; serverEndsAt?: unknown }) : {};
     if (typeof d.readAgainInMs === 'number') waitMs = d.readAgainInMs;
+    if (typeof d.serverEndsAt === 'number') server = d.serverEndsAt;
   } catch {
     // An unreadable detail records no wait.
   }
-  return Date.parse(e.at) + waitMs;
+  return { worker: Date.parse(e.at) + waitMs, ...(server === undefined ? {} : { server }) };
 }
 
 /**
- * Now for a wait the server kept, epoch ms: the later of `now` (the worker's clock) and the time
- * the server scheduled this attempt, since a retry delay the server kept has passed by its clock.
+ * When the server scheduled this attempt, epoch ms by the server's clock (undefined outside an
+ * activity: unit tests calling directly). Only ever compared with a time by the same clock: a
+ * server clock ahead of the worker's must not end a wait early.
  */
-function attemptNow(now: number): number {
+function attemptScheduledAt(): number | undefined {
   try {
-    return Math.max(now, Context.current().info.currentAttemptScheduledTimestampMs);
+    return Context.current().info.currentAttemptScheduledTimestampMs;
   } catch {
-    return now; // outside an activity (unit tests calling directly)
+    return undefined;
   }
 }
 
@@ -273,10 +277,16 @@ export function reconcileActivities(kit: ActivityKit) {
         const lagsEndAt =
           createdBy +
           Math.max(0, ...resolved.adapter.evidence.lookups.map((l) => resolved.entry.reconcile?.settleMs ?? l.lagMs));
+        // Each end is compared with now by its own clock: the worker's, or the server's schedule of
+        // this attempt for a wait whose end by the server's clock was recorded.
+        const scheduledAt = attemptScheduledAt();
         const settled = (await store.findings.timeline(job.jobId)).some((e) => {
           if (e.type !== 'reconcile_settling' || Date.parse(e.at) < lastIntent) return false;
-          const endsAt = settlingEndsAt(e);
-          return endsAt <= attemptNow(now) && endsAt >= lagsEndAt;
+          const ends = settlingEnds(e);
+          const ended =
+            ends.worker <= now ||
+            (ends.server !== undefined && scheduledAt !== undefined && ends.server <= scheduledAt);
+          return ended && ends.worker >= lagsEndAt;
         });
         const decide = async () => {
           const taskIds = [
@@ -385,8 +395,12 @@ export function reconcileActivities(kit: ActivityKit) {
             return reconciled({ kind: 'absent', via: 'list' });
           case 'settling': {
             const waitMs = Math.max(1_000, d.readAt - now);
+            // Where the server's time is known, the wait's end by its clock too: a retry delay the
+            // server keeps ends by that clock (skipped time in tests, which the worker's clock never sees).
+            const serverEndsAt = kit.deps.serverTime ? (await kit.serverClock())() + waitMs : undefined;
             await store.findings.appendEvent(job.jobId, 'reconcile_settling', 'unknown', {
               readAgainInMs: waitMs,
+              ...(serverEndsAt === undefined ? {} : { serverEndsAt }),
               evidence: d.evidence,
             });
             recordReconcile('settling');
