@@ -2,8 +2,8 @@
  * The `firecrawl` adapter's cancel against a real loopback server answering `DELETE
  * /v2/crawl/{id}` with a 2xx. Firecrawl's own controller answers `200 {status: "cancelled"}`;
  * only that answer shows the job cancelled. A `200 {success: false, …}` is a refusal dressed as a
- * success and must never be recorded as `cancelled`; any other 2xx body shows no state, so the
- * status reads that follow decide.
+ * success and must never be recorded as `cancelled`; any other 2xx body is not Firecrawl's word
+ * either, and must never be taken as an acceptance (after which a `404` reads as cancelled).
  */
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,11 +57,13 @@ describe('firecrawl: a 2xx answer to a cancel', () => {
     expect((err as ProviderError).details).toMatchObject({ httpStatus: 200, code: 'INVALID_RESPONSE' });
   });
 
-  it('any other 2xx is accepted with no state: the status reads that follow decide', async () => {
+  it("any other 2xx (a proxy's page, JSON that is not Firecrawl's) is not an acceptance: the call fails as an unexpected answer, to be tried again", async () => {
+    // An acceptance is evidence: after it, a 404 reads as "stopped and forgotten" (cancelled).
     for (const name of ['other', 'html']) {
-      const answer = await cancel(name);
-      expect(answer.accepted).toBe(true);
-      expect(answer.state).toBeUndefined();
+      const err = await cancel(name).catch((e: unknown) => e);
+      expect(err, name).toBeInstanceOf(ProviderError);
+      expect((err as ProviderError).kind).toBe('transient');
+      expect((err as ProviderError).details).toMatchObject({ httpStatus: 200, code: 'INVALID_RESPONSE' });
     }
   });
 });
