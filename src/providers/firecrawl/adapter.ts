@@ -296,11 +296,18 @@ export class FirecrawlAdapter implements ProviderAdapter {
     const res = await this.http.call(ctx, { method: 'DELETE', path: this.jobPath(taskId), phase: 'cancel' });
     if (this.http.isOk(res)) {
       const body = res.body as { status?: unknown; success?: unknown } | undefined;
-      // Only the documented `{status: "cancelled"}` shows the job cancelled; a 2xx that says
-      // `success: false` is a refusal in a success's clothes, and any other 2xx shows nothing yet.
-      if (body?.success === false) this.http.invalid(res, 'cancel', 'answer {success: false} to a cancel');
-      if (body?.status === 'cancelled') return { accepted: true, state: 'cancelled', providerStatus: 'cancelled' };
-      return { accepted: true, providerStatus: typeof body?.status === 'string' ? body.status : undefined };
+      // Firecrawl's only 2xx to a cancel is `{status: "cancelled"}`. Any other (`success: false`, a
+      // refusal in a success's clothes; a proxy's page; other JSON) is not its word, and never an
+      // acceptance: after an acceptance a 404 reads as the task stopped and forgotten.
+      if (body?.success !== false && body?.status === 'cancelled')
+        return { accepted: true, state: 'cancelled', providerStatus: 'cancelled' };
+      this.http.invalid(
+        res,
+        'cancel',
+        body?.success === false
+          ? 'answer {success: false} to a cancel'
+          : 'answer to a cancel (not {status: "cancelled"})',
+      );
     }
     if (res.status === 409) return { accepted: false, alreadyFinal: true };
     throw this.fail(res, 'cancel', ctx);
