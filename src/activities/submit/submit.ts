@@ -65,6 +65,11 @@ export type SubmitOutcome =
 /** How long a job whose worker has no credential for it waits before it looks again, ms. */
 const CREDENTIAL_RETRY_MS = 20_000;
 
+/**
+ * Reserves the job's slot (with its estimated cost) under the provider key's active-jobs limit,
+ * waiting in the attempt for a release while the slot-wait plan allows; returns the store's answer
+ * and the key's label.
+ */
 async function reserve(
   kit: ActivityKit,
   input: SubmitJobInput,
