@@ -29,73 +29,70 @@ export type CancelCallOutcome = {
 export const CLOSE_AS_CANCELLED_REASON =
   'scrape: closing a job whose cancel request was handled (signal, Update or deadline policy)';
 
-/** Builds `cancelAtProvider` and `closeAsCancelled` over `kit`. */
-export function cancelActivities(kit: ActivityKit) {
+/**
+ * Moves the job to `cancelling` (once; the report is kept in the timeline) and asks the provider
+ * to cancel the task — unless the store shows the job final or already completed at the provider
+ * (`skipped`: nothing is sent). Returns the provider's answer, or `unsupported`. Transient failures throw
+ * (retried within the cancel-confirmation deadline).
+ */
+export async function cancelAtProvider(
+  kit: ActivityKit,
+  ref: TaskRef & { report: CancelReport },
+): Promise<CancelCallOutcome> {
   const { store } = kit;
-  return {
-    /**
-     * Moves the job to `cancelling` (once; the report is kept in the timeline) and asks the provider
-     * to cancel the task — unless the store shows the job final or already completed at the provider
-     * (`skipped`: nothing is sent). Returns the provider's answer, or `unsupported`. Transient failures throw
-     * (retried within the cancel-confirmation deadline).
-     */
-    async cancelAtProvider(ref: TaskRef & { report: CancelReport }): Promise<CancelCallOutcome> {
-      const row = await store.jobs.get(ref.jobId);
-      const lastStatus = row?.provider_status ?? undefined;
-      if (row && isFinalState(row.state))
-        return { kind: 'skipped', reason: `the job is already ${row.state}`, lastStatus };
-      if (row?.provider_state === 'completed')
-        return {
-          kind: 'skipped',
-          reason: 'the provider already reported the task completed; its result is being written',
-          lastStatus,
-        };
-      if (row && row.state !== 'cancelling') {
-        await store.jobs.transition(ref.jobId, 'cancelling', {
-          detail: { cancel: sanitizeBody(ref.report, kit.secrets()) },
-        });
-      }
-      try {
-        const answer = await kit.call(ref.provider, ref.account, (p) =>
-          p.adapter.cancel(ref.taskId, kit.taskCall(p, row, ref.taskId)),
-        );
-        await store.findings.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
-        // The row shows what the provider last said, the cancel's answer included (`ABORTED`, `cancelled`).
-        if (answer.providerStatus)
-          await store.jobs.recordProviderStatus(ref.jobId, answer.providerStatus, answer.state, answer.cost);
-        return { kind: 'answered', ...answer, lastStatus };
-      } catch (e) {
-        if (isProviderError(e) && e.kind === 'unsupported') {
-          await store.findings.appendEvent(ref.jobId, 'cancel_unsupported', 'cancelling', { error: e.toJobError() });
-          // `reachedProvider`: the provider itself said so (an HTTP exchange), not the adapter's capabilities.
-          return {
-            kind: 'unsupported',
-            error: e.toJobError(),
-            reachedProvider: e.details.evidence !== undefined,
-            lastStatus,
-          };
-        }
-        throw e;
-      }
-    },
+  const row = await store.jobs.get(ref.jobId);
+  const lastStatus = row?.provider_status ?? undefined;
+  if (row && isFinalState(row.state)) return { kind: 'skipped', reason: `the job is already ${row.state}`, lastStatus };
+  if (row?.provider_state === 'completed')
+    return {
+      kind: 'skipped',
+      reason: 'the provider already reported the task completed; its result is being written',
+      lastStatus,
+    };
+  if (row && row.state !== 'cancelling') {
+    await store.jobs.transition(ref.jobId, 'cancelling', {
+      detail: { cancel: sanitizeBody(ref.report, kit.secrets()) },
+    });
+  }
+  try {
+    const answer = await kit.call(ref.provider, ref.account, (p) =>
+      p.adapter.cancel(ref.taskId, kit.taskCall(p, row, ref.taskId)),
+    );
+    await store.findings.appendEvent(ref.jobId, 'cancel_requested_at_provider', 'cancelling', answer);
+    // The row shows what the provider last said, the cancel's answer included (`ABORTED`, `cancelled`).
+    if (answer.providerStatus)
+      await store.jobs.recordProviderStatus(ref.jobId, answer.providerStatus, answer.state, answer.cost);
+    return { kind: 'answered', ...answer, lastStatus };
+  } catch (e) {
+    if (isProviderError(e) && e.kind === 'unsupported') {
+      await store.findings.appendEvent(ref.jobId, 'cancel_unsupported', 'cancelling', { error: e.toJobError() });
+      // `reachedProvider`: the provider itself said so (an HTTP exchange), not the adapter's capabilities.
+      return {
+        kind: 'unsupported',
+        error: e.toJobError(),
+        reachedProvider: e.details.evidence !== undefined,
+        lastStatus,
+      };
+    }
+    throw e;
+  }
+}
 
-    /**
-     * Asks Temporal to cancel the workflow run itself, so that a job cancelled by signal or Update
-     * closes `Canceled` like one cancelled from the Web UI (a workflow cannot cancel itself from
-     * workflow code: the server refuses a self-targeted external cancel).
-     */
-    async closeAsCancelled(input: { workflowId: string; runId: string }): Promise<void> {
-      const temporal = kit.deps.temporal;
-      if (!temporal)
-        throw ApplicationFailure.nonRetryable('no Temporal client in the activity dependencies', 'Internal.noClient');
-      await kit.deps.hooks?.beforeCloseAsCancelled?.(input.workflowId);
-      await temporal.workflowService.requestCancelWorkflowExecution({
-        namespace: temporal.options.namespace,
-        workflowExecution: { workflowId: input.workflowId, runId: input.runId },
-        identity: temporal.options.identity,
-        requestId: `close-as-cancelled-${input.runId}`, // a retried attempt is the same request
-        reason: CLOSE_AS_CANCELLED_REASON,
-      });
-    },
-  };
+/**
+ * Asks Temporal to cancel the workflow run itself, so that a job cancelled by signal or Update
+ * closes `Canceled` like one cancelled from the Web UI (a workflow cannot cancel itself from
+ * workflow code: the server refuses a self-targeted external cancel).
+ */
+export async function closeAsCancelled(kit: ActivityKit, input: { workflowId: string; runId: string }): Promise<void> {
+  const temporal = kit.deps.temporal;
+  if (!temporal)
+    throw ApplicationFailure.nonRetryable('no Temporal client in the activity dependencies', 'Internal.noClient');
+  await kit.deps.hooks?.beforeCloseAsCancelled?.(input.workflowId);
+  await temporal.workflowService.requestCancelWorkflowExecution({
+    namespace: temporal.options.namespace,
+    workflowExecution: { workflowId: input.workflowId, runId: input.runId },
+    identity: temporal.options.identity,
+    requestId: `close-as-cancelled-${input.runId}`, // a retried attempt is the same request
+    reason: CLOSE_AS_CANCELLED_REASON,
+  });
 }

@@ -1,7 +1,7 @@
 /**
  * What every scrape activity shares: the injected dependencies, provider calls through the shared
  * per-key limiter, the activity's cancellation signal, heartbeats while a call is slow, and incident
- * records. Activities are built by factories over one {@link ActivityKit}.
+ * records. Each activity is a function of one {@link ActivityKit} and its input.
  */
 import type { Client } from '@temporalio/client';
 import type { ProviderError } from '../providers/shared/errors.js';
@@ -75,7 +75,7 @@ export interface TaskRef {
   taskId: string;
 }
 
-/** Helpers shared by the activity factories. */
+/** Helpers shared by the activities (their first argument). */
 export interface ActivityKit {
   deps: ActivityDeps;
   store: Store;

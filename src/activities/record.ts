@@ -7,34 +7,29 @@ import type { JobState } from '../model/states.js';
 import type { CancelReport, JobError } from '../model/types.js';
 import type { ActivityKit } from './context.js';
 
-/** Builds `recordState` and `recordCancelOutcome` over `kit`. */
-export function recordActivities(kit: ActivityKit) {
-  const { store } = kit;
-  return {
-    /**
-     * Records a state transition (idempotent) through the store's checked writer. Returns false when
-     * the job did not move (already there, or a move the transition table forbids: a final job).
-     */
-    async recordState(input: {
-      jobId: string;
-      state: JobState;
-      error?: JobError | null;
-      detail?: unknown;
-    }): Promise<boolean> {
-      return store.jobs.transition(input.jobId, input.state, {
-        error: input.error,
-        detail: input.detail === undefined ? undefined : sanitizeBody(input.detail, kit.secrets()),
-      });
-    },
+/**
+ * Records a state transition (idempotent) through the store's checked writer. Returns false when
+ * the job did not move (already there, or a move the transition table forbids: a final job).
+ */
+export async function recordState(
+  kit: ActivityKit,
+  input: { jobId: string; state: JobState; error?: JobError | null; detail?: unknown },
+): Promise<boolean> {
+  return kit.store.jobs.transition(input.jobId, input.state, {
+    error: input.error,
+    detail: input.detail === undefined ? undefined : sanitizeBody(input.detail, kit.secrets()),
+  });
+}
 
-    /**
-     * Records the observed outcome of a cancel in the job's timeline (also when the state did not
-     * change: a job that completed first), so that a later cancel can report it.
-     */
-    async recordCancelOutcome(input: { jobId: string; report: CancelReport }): Promise<void> {
-      await store.findings.appendEvent(input.jobId, 'cancel_outcome', null, {
-        cancel: sanitizeBody(input.report, kit.secrets()),
-      });
-    },
-  };
+/**
+ * Records the observed outcome of a cancel in the job's timeline (also when the state did not
+ * change: a job that completed first), so that a later cancel can report it.
+ */
+export async function recordCancelOutcome(
+  kit: ActivityKit,
+  input: { jobId: string; report: CancelReport },
+): Promise<void> {
+  await kit.store.findings.appendEvent(input.jobId, 'cancel_outcome', null, {
+    cancel: sanitizeBody(input.report, kit.secrets()),
+  });
 }

@@ -18,8 +18,17 @@ const CONTENDED_FOR_MS = 60_000;
 /** A job held by its budget of a `total` period (which never renews) looks again after this, ms (the workflow's back-off applies). */
 const TOTAL_HOLD_RETRY_MS = 30 * 60_000;
 
-/** Fair-share and budget helpers of the submit activity, over `kit`. */
-export function sharesOf(kit: ActivityKit) {
+const sharesByKit = new WeakMap<ActivityKit, ReturnType<typeof makeShares>>();
+
+/** The fair-share and budget helpers of `kit`'s submits: one per kit, which owns their state (the keys contended here). */
+export function sharesOf(kit: ActivityKit): ReturnType<typeof makeShares> {
+  let shares = sharesByKit.get(kit);
+  if (!shares) sharesByKit.set(kit, (shares = makeShares(kit)));
+  return shares;
+}
+
+/** Builds the fair-share and budget helpers of the submit activity over `kit` (see {@link sharesOf}). */
+function makeShares(kit: ActivityKit) {
   const { store } = kit;
   const contended = new Map<string, number>();
   const granting = new Set<string>();

@@ -17,7 +17,7 @@ import {
 } from '../../src/activities/index.js';
 import { activityKit } from '../../src/activities/context.js';
 import { mapProviderErrors } from '../../src/activities/failures.js';
-import { pollActivities } from '../../src/activities/tracking/poll.js';
+import { checkOnce as checkOnceOf } from '../../src/activities/tracking/poll.js';
 import type { CheckResult } from '../../src/activities/tracking/pollTypes.js';
 import { slotWaitPlan } from '../../src/activities/slots.js';
 import { parseConfig } from '../../src/config.js';
@@ -158,7 +158,7 @@ beforeEach(async () => {
   const providers = new ProviderRegistry(config, {}, { fake });
   providerKey = providers.resolve('fake', 'acme').providerKey;
   acts = createActivities({ store, providers, resultRetentionMs: 60_000 });
-  check = pollActivities(activityKit({ store, providers, resultRetentionMs: 60_000 })).checkOnce;
+  check = checkOnceOf.bind(null, activityKit({ store, providers, resultRetentionMs: 60_000 }));
   await store.jobs.insert(Store.jobRow(job));
   await store.jobs.recordTaskId(jobId, 'task-1', 'queued', 'test');
   generation++;

@@ -15,7 +15,7 @@ import {
   type TrackStatusInput,
 } from '../../src/activities/index.js';
 import { activityKit } from '../../src/activities/context.js';
-import { pollActivities } from '../../src/activities/tracking/poll.js';
+import { checkOnce as checkOnceOf } from '../../src/activities/tracking/poll.js';
 import type { CheckResult } from '../../src/activities/tracking/pollTypes.js';
 import { parseConfig } from '../../src/config.js';
 import { ProviderError, quotaExhausted } from '../../src/providers/shared/errors.js';
@@ -122,7 +122,7 @@ beforeEach(async () => {
     defaultCoolDownMs: 1_000,
   };
   acts = createActivities(deps);
-  check = pollActivities(activityKit(deps)).checkOnce;
+  check = checkOnceOf.bind(null, activityKit(deps));
   generation++;
   await register();
 });

@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ActivityKit } from '../../src/activities/context.js';
 import type { TrackStatusInput } from '../../src/activities/tracking/pollTypes.js';
-import { adoptActivities } from '../../src/activities/submit/adopt.js';
-import { resubmitAudit } from '../../src/activities/submit/resubmitAudit.js';
+import { adoptTask } from '../../src/activities/submit/adopt.js';
+import { auditResubmit } from '../../src/activities/submit/resubmitAudit.js';
 import type { Candidate, LookupReading } from '../../src/model/evidence.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import type { JobRow } from '../../src/store/index.js';
@@ -141,26 +141,26 @@ const weak = (taskId: string): Candidate => ({ taskId, providerStatus: 'listed',
 describe('the audit after a resubmit', () => {
   it('a job submitted once, or never proved absent, is skipped without a provider read', async () => {
     const f = fake({ candidates: [strong('first')] });
-    expect(await resubmitAudit(f.kit)({ ...row, submit_attempts: 1 } as JobRow, input, true)).toEqual({
+    expect(await auditResubmit(f.kit, { ...row, submit_attempts: 1 } as JobRow, input, true)).toEqual({
       kind: 'skipped',
     });
     const g = fake({ candidates: [strong('first')], timeline: [{ type: 'submit_ambiguous', at: T0 }] });
-    expect(await resubmitAudit(g.kit)(row, input, true)).toEqual({ kind: 'skipped' });
+    expect(await auditResubmit(g.kit, row, input, true)).toEqual({ kind: 'skipped' });
     expect([f.reads, g.reads]).toEqual([0, 0]);
   });
 
   it('a job submitted twice without a proof of absence (a refused submit sent again) reads its timeline once per worker, not at every check', async () => {
     const f = fake({ candidates: [strong('first')], timeline: [{ type: 'submit_refused', at: T0 }] });
-    const audit = resubmitAudit(f.kit);
+    const audit = auditResubmit.bind(null, f.kit);
     for (let i = 0; i < 5; i++) expect(await audit(row, input, i === 4)).toEqual({ kind: 'skipped' });
     expect([f.timelineReads, f.reads]).toEqual([1, 0]);
   });
 
   it('reads nothing before the window the proof relied on has passed again, unless the job has ended', async () => {
     const f = fake({ candidates: [], timeline: [{ type: 'reconcile_absent', at: Date.now() }] });
-    expect(await resubmitAudit(f.kit)(row, input, false)).toEqual({ kind: 'not_due' });
+    expect(await auditResubmit(f.kit, row, input, false)).toEqual({ kind: 'not_due' });
     expect(f.reads).toBe(0);
-    expect(await resubmitAudit(f.kit)(row, input, true)).toMatchObject({ kind: 'audited' });
+    expect(await auditResubmit(f.kit, row, input, true)).toMatchObject({ kind: 'audited' });
     expect(f.events.at(-1)).toMatchObject({
       type: 'resubmit_audit',
       detail: { final: true, note: expect.stringMatching(/before the window/) },
@@ -169,7 +169,7 @@ describe('the audit after a resubmit', () => {
 
   it('a running strong match is our hidden first submission: reported as a duplicate paid job and cancelled; our own task and another job’s are left alone', async () => {
     const f = fake({ candidates: [strong('ours'), strong('first'), strong('theirs')], bound: ['theirs'] });
-    expect(await resubmitAudit(f.kit)(row, input, false)).toEqual({
+    expect(await auditResubmit(f.kit, row, input, false)).toEqual({
       kind: 'audited',
       duplicates: ['first'],
       possible: [],
@@ -190,7 +190,7 @@ describe('the audit after a resubmit', () => {
       why: 'INPUT answered 404',
     };
     const f = fake({ candidates: [strong('first', 'SUCCEEDED'), weak('lookalike'), unreadable] });
-    expect(await resubmitAudit(f.kit)(row, input, true)).toEqual({
+    expect(await auditResubmit(f.kit, row, input, true)).toEqual({
       kind: 'audited',
       duplicates: ['first'],
       possible: ['lookalike', 'no-input'],
@@ -201,21 +201,21 @@ describe('the audit after a resubmit', () => {
 
   it('at most two reads: one past the window, one more at the end only if the first found nothing; then never again', async () => {
     const f = fake({ candidates: [] });
-    const audit = resubmitAudit(f.kit);
+    const audit = auditResubmit.bind(null, f.kit);
     expect(await audit(row, input, false)).toMatchObject({ kind: 'audited', duplicates: [] });
     expect(await audit(row, input, false)).toEqual({ kind: 'skipped' });
     expect(await audit(row, input, true)).toMatchObject({ kind: 'audited' });
     expect(await audit(row, input, true)).toEqual({ kind: 'skipped' });
     expect(f.reads).toBe(2);
     const g = fake({ candidates: [weak('lookalike')] });
-    await resubmitAudit(g.kit)(row, input, false);
-    expect(await resubmitAudit(g.kit)(row, input, true)).toEqual({ kind: 'skipped' });
+    await auditResubmit(g.kit, row, input, false);
+    expect(await auditResubmit(g.kit, row, input, true)).toEqual({ kind: 'skipped' });
     expect(g.reads).toBe(1);
   });
 
   it('a lookup that fails is recorded, never thrown, and uses up the read past the window (no read at every check); the read at the end remains', async () => {
     const f = fake({ readError: true });
-    const audit = resubmitAudit(f.kit);
+    const audit = auditResubmit.bind(null, f.kit);
     expect(await audit(row, input, false)).toMatchObject({ kind: 'audited', duplicates: [] });
     for (let i = 0; i < 5; i++) expect(await audit(row, input, false)).toEqual({ kind: 'skipped' });
     expect(await audit(row, input, true)).toMatchObject({ kind: 'audited', duplicates: [] });
@@ -228,7 +228,7 @@ describe('the audit after a resubmit', () => {
 
   it('a reading that could not see everything (read only up to its bound) is inconclusive, never clean; the read at the end still happens', async () => {
     const f = fake({ incomplete: true });
-    const audit = resubmitAudit(f.kit);
+    const audit = auditResubmit.bind(null, f.kit);
     await audit(row, input, false);
     expect(f.events.at(-1)).toMatchObject({ type: 'resubmit_audit', detail: { inconclusive: true, duplicates: [] } });
     await audit(row, input, true);
@@ -237,7 +237,7 @@ describe('the audit after a resubmit', () => {
 
   it('a duplicate whose cancel got no answer is asked again at the next checks, at most three more times, without reading the lookups again', async () => {
     const f = fake({ candidates: [strong('first')], cancelFails: 2 });
-    const audit = resubmitAudit(f.kit);
+    const audit = auditResubmit.bind(null, f.kit);
     await audit(row, input, false);
     expect(f.events.at(-1)).toMatchObject({ type: 'resubmit_audit', detail: { cancelPending: ['first'] } });
     await audit(row, input, false); // fails again
@@ -250,13 +250,13 @@ describe('the audit after a resubmit', () => {
       [],
     ]);
     const g = fake({ candidates: [strong('first')], cancelFails: 10 });
-    const again = resubmitAudit(g.kit);
+    const again = auditResubmit.bind(null, g.kit);
     for (let i = 0; i < 8; i++) await again(row, input, false);
     expect(g.cancels).toHaveLength(4);
   });
   it('at the job’s end, where no later check would ask again, an unanswered cancel is asked again at once, twice', async () => {
     const f = fake({ candidates: [strong('first')], cancelFails: 2 });
-    await resubmitAudit(f.kit)(row, input, true);
+    await auditResubmit(f.kit, row, input, true);
     expect(f.cancels).toEqual(['first', 'first', 'first']);
     expect(f.events.at(-1)).toMatchObject({ type: 'resubmit_audit', detail: { final: true, cancelPending: [] } });
   });
@@ -274,9 +274,8 @@ describe('an operator’s task and a late answer', () => {
         },
       },
     } as unknown as ActivityKit;
-    const { adoptTask } = adoptActivities(kit);
-    expect(await adoptTask({ jobId: input.jobId, taskId: 'late', by: 'op' })).toBe('late');
-    expect(await adoptTask({ jobId: input.jobId, taskId: 'mine', by: 'op' })).toEqual({
+    expect(await adoptTask(kit, { jobId: input.jobId, taskId: 'late', by: 'op' })).toBe('late');
+    expect(await adoptTask(kit, { jobId: input.jobId, taskId: 'mine', by: 'op' })).toEqual({
       refused: expect.stringContaining('a task (late) was recorded for this job meanwhile'),
     });
     expect(events.map((e) => [e.type, e.detail.taskId, e.detail.outcome, e.detail.by])).toEqual([

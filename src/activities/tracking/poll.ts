@@ -35,7 +35,7 @@ import { type CheckStart } from '../../store/polling.js';
 import type { ActivityKit } from '../context.js';
 import { again, type TrackStatusInput, type CheckResult, type PollOutcome, type SavedResult } from './pollTypes.js';
 import { announceSlotReleased } from '../slots.js';
-import { resubmitAudit } from '../submit/resubmitAudit.js';
+import { auditResubmit } from '../submit/resubmitAudit.js';
 import { cancelIfOverrun } from '../shares.js';
 import { observeResultCommitLag, observeStatusCheck } from '../../observability/metrics.js';
 
@@ -47,380 +47,388 @@ function scheduleDelay(s: PollSchedule, n: number): number {
   return scheduleOf(s, n, Math.random());
 }
 
-/** Builds `checkOnce` over `kit`. */
-export function pollActivities(kit: ActivityKit) {
-  const { store } = kit;
-  const auditResubmit = resubmitAudit(kit);
+async function transition(
+  kit: ActivityKit,
+  input: TrackStatusInput,
+  state: 'failed' | 'cancelled' | 'expired' | 'tracking_interrupted',
+  error: JobError | undefined,
+  note: string,
+): Promise<void> {
+  if (input.mode !== 'track') return;
+  await kit.store.jobs.transition(input.jobId, state, { error, detail: { note, ...(error ? { error } : {}) } });
+  announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
+}
 
-  async function transition(
-    input: TrackStatusInput,
-    state: 'failed' | 'cancelled' | 'expired' | 'tracking_interrupted',
-    error: JobError | undefined,
-    note: string,
-  ): Promise<void> {
-    if (input.mode !== 'track') return;
-    await store.jobs.transition(input.jobId, state, { error, detail: { note, ...(error ? { error } : {}) } });
-    announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
+/**
+ * Handles a provider error of a status or result read of `row`'s task: an outcome to return, or
+ * when to read again (the failed-read discipline of the module docs; `until`: ms left before the
+ * deadline).
+ */
+async function onReadError(
+  kit: ActivityKit,
+  input: TrackStatusInput,
+  row: JobRow,
+  e: ProviderError,
+  phase: 'status' | 'result',
+  checks: number,
+  until: number,
+): Promise<CheckResult> {
+  // A check cut short because its attempt was stopped (cancelled, paused, superseded, handed
+  // over) says nothing of the provider: it is not recorded as a failed check on a row another
+  // loop may own, and the loop's wait, which sees the stop at once, ends the attempt as it must.
+  if (kit.signal()?.aborted) return again(0, `${phase} read cut short: the attempt was stopped`, checks);
+  const error = e.toJobError();
+  if (e.kind === 'not_found') return onNotFound(kit, input, row, error, phase, checks, until);
+  if (e.kind === 'expired') {
+    const note = `the provider says task ${input.taskId} expired (${error.message})`;
+    await transition(kit, input, 'expired', error, note);
+    return { outcome: { kind: 'expired', checks, error, note } };
   }
-
-  /**
-   * Handles a provider error of a status or result read of `row`'s task: an outcome to return, or
-   * when to read again (the failed-read discipline of the module docs; `until`: ms left before the
-   * deadline).
-   */
-  async function onReadError(
-    input: TrackStatusInput,
-    row: JobRow,
-    e: ProviderError,
-    phase: 'status' | 'result',
-    checks: number,
-    until: number,
-  ): Promise<CheckResult> {
-    // A check cut short because its attempt was stopped (cancelled, paused, superseded, handed
-    // over) says nothing of the provider: it is not recorded as a failed check on a row another
-    // loop may own, and the loop's wait, which sees the stop at once, ends the attempt as it must.
-    if (kit.signal()?.aborted) return again(0, `${phase} read cut short: the attempt was stopped`, checks);
-    const error = e.toJobError();
-    if (e.kind === 'not_found') return onNotFound(input, row, error, phase, checks, until);
-    if (e.kind === 'expired') {
-      const note = `the provider says task ${input.taskId} expired (${error.message})`;
-      await transition(input, 'expired', error, note);
-      return { outcome: { kind: 'expired', checks, error, note } };
-    }
-    if (e.kind === 'task_failed') {
-      await kit.recordIncident(input.jobId, phase, e);
-      await transition(
-        input,
-        'failed',
-        error,
-        `the provider says nothing will come for task ${input.taskId} (${error.code ?? error.message})`,
-      );
-      // A final word that is the same for a stopped and a finished task, with no result behind it,
-      // is told to the cancel's confirmation as such: it weighs it with the cancel's own answer.
-      const afterCancel =
-        phase === 'result' &&
-        input.mode === 'confirm_cancel' &&
-        kit.deps.providers.adapter(input.provider).completedAfterCancel === 'stopped_or_completed';
-      return {
-        outcome: {
-          kind: 'failed',
-          checks,
-          error,
-          ...(afterCancel ? { afterCancel: 'stopped_or_completed' as const } : {}),
-        },
-      };
-    }
-    if (e.kind === 'permanent' || e.kind === 'conflict' || e.kind === 'unsupported') {
-      await kit.recordIncident(input.jobId, phase, e);
-      const note = `${phase} reads refused (${error.message}); fix the cause and resume with the same task ID ${input.taskId}`;
-      await transition(input, 'tracking_interrupted', error, note);
-      return { outcome: { kind: 'interrupted', checks, error, note } };
-    }
-    // transient, cooldown, ambiguous: a failed read is not a failed task.
-    const p = input.failedReads;
-    const streak = await store.polling.recordReadError(
-      input.jobId,
+  if (e.kind === 'task_failed') {
+    await kit.recordIncident(input.jobId, phase, e);
+    await transition(
+      kit,
+      input,
+      'failed',
       error,
-      (failures) => failedReadDelay(p, failures, e.details.retryAfterMs, Math.random()),
-      { phase, ...(e.details.retryAfterMs !== undefined ? { retryAfterMs: e.details.retryAfterMs } : {}) },
+      `the provider says nothing will come for task ${input.taskId} (${error.code ?? error.message})`,
     );
-    if (failedReadsSpent(p, streak.failures, streak.since, Date.now())) {
-      await kit.recordIncident(input.jobId, phase, e);
-      const minutes = Math.round((Date.now() - streak.since) / 60_000);
-      const note = `${streak.failures} ${phase} reads failed in a row over ${minutes} min (last: ${error.message}); the task may still run: fix the cause and resume with the same task ID ${input.taskId}`;
-      await transition(input, 'tracking_interrupted', error, note);
-      return { outcome: { kind: 'interrupted', checks, error, note } };
-    }
-    const retryAfter = e.details.retryAfterMs ? `, Retry-After ${(e.details.retryAfterMs / 1000).toFixed(1)} s` : '';
-    return again(
-      Math.min(streak.delayMs, until),
-      `${phase} read failed (${streak.failures} in a row of at most ${p.limit} over ${Math.round(p.budgetMs / 60_000)} min${retryAfter}; task kept): ${error.message}`,
-      checks,
-    );
-  }
-
-  /**
-   * A `404` for the known task: counted; the task is `expired` only when the streak reaches the
-   * policy's `notFoundLimit` and the task is older than its kind's propagation window (a provider
-   * may not show a task it just created). Read again on the failed-read back-off meanwhile.
-   */
-  async function onNotFound(
-    input: TrackStatusInput,
-    row: JobRow,
-    error: JobError,
-    phase: 'status' | 'result',
-    checks: number,
-    until: number,
-  ): Promise<CheckResult> {
-    const streak = await store.polling.recordNotFound(input.jobId, error);
-    // The cancel path reads its own evidence (an accepted cancel, then a 404: the task stopped).
-    const graceMs =
-      input.mode === 'track' ? kit.deps.providers.resolve(input.provider, input.account).notFoundGraceMs : 0;
-    const ageMs = Date.now() - Date.parse(row.submitted_at ?? row.created_at);
-    await store.findings.appendEvent(input.jobId, 'status_not_found', null, { phase, streak, ageMs, graceMs, error });
-    if (streak >= input.notFoundLimit && ageMs >= graceMs) {
-      const note = `provider answered 404 for known task ${input.taskId} ${streak} times in a row (${phase} read), the task ${Math.round(ageMs / 1000)} s old: expired or lost at the provider, not failed`;
-      await transition(input, 'expired', error, note);
-      return { outcome: { kind: 'expired', checks, error, note } };
-    }
-    const delay = Math.min(until, failedReadDelay(input.failedReads, streak, undefined, Math.random()));
-    const why =
-      ageMs < graceMs
-        ? `the task is ${Math.round(ageMs / 1000)} s old and this provider may not show a new task for ${Math.round(graceMs / 1000)} s: not visible yet`
-        : `${streak} of ${input.notFoundLimit} before the task counts as expired`;
-    return again(delay, `${phase} read answered 404 (${why})`, checks);
-  }
-
-  /**
-   * An attempt that found nothing to ask: a job already `completed` (another writer — an attempt of
-   * an abandoned activity — wrote the result) answers `completed` with the stored result; anything
-   * else is `stale` with the stored state.
-   */
-  async function staleOutcome(start: Extract<CheckStart, { kind: 'stale' }>): Promise<PollOutcome> {
-    const checks = Number(start.row?.status_checks ?? 0);
-    const providerStatus = start.row?.provider_status ?? undefined;
-    if (start.row?.state === 'completed') {
-      const r = await store.results.forJob(start.row.id);
-      if (r)
-        return {
-          kind: 'completed',
-          checks,
-          providerStatus,
-          result: {
-            resultId: r.id,
-            inserted: false,
-            title: r.title,
-            httpStatus: r.http_status,
-            finalUrl: r.final_url,
-            documents: Number(r.document_count),
-            ...(r.content_note ? { contentNote: r.content_note } : {}),
-          },
-        };
-    }
-    return { kind: 'stale', reason: start.reason, state: start.row?.state, checks, providerStatus };
-  }
-
-  async function fetchResult(
-    input: TrackStatusInput,
-    row: JobRow,
-    obs: StatusObservation | undefined,
-    seen: CheckSeen,
-  ): Promise<ProviderResult> {
-    // An inline result passes the same limits as a paged read (`RESULT_TOO_LARGE`, permanent).
-    if (obs?.result)
-      return withBinaryText(
-        enforceResultLimits(
-          obs.result,
-          kit.deps.providers.resolve(input.provider, input.account).resultLimits,
-          input.provider,
-          input.taskId,
-        ),
-      );
-    // A binary body (a PDF) gets its text read here, once, whichever kind relayed it.
-    return withBinaryText(
-      await kit.call(
-        input.provider,
-        input.account,
-        (p) =>
-          p.adapter.result(input.taskId, {
-            ...kit.taskCall(p, row, input.taskId),
-            url: input.url,
-            request: input.request,
-            limits: p.resultLimits,
-            heartbeat: (progress) => kit.heartbeat(progress),
-          }),
-        { seen },
-      ),
-    );
-  }
-
-  /**
-   * The task is complete at the provider: reads its result (inline in `obs` where the final status
-   * carried it; else every page, also when `obs` is undefined: a status said so at an earlier
-   * check), writes it once with the move to `completed` and returns the outcome; a failed result
-   * read follows the failed-read discipline, as a result read.
-   */
-  async function completeTask(
-    input: TrackStatusInput,
-    row: JobRow,
-    obs: StatusObservation | undefined,
-    checks: number,
-    until: number,
-    seen: CheckSeen,
-  ): Promise<CheckResult> {
-    const observedAt = Date.now();
-    let payload: ProviderResult;
-    try {
-      payload = await fetchResult(input, row, obs, seen);
-    } catch (e) {
-      if (!isProviderError(e)) throw e;
-      return onReadError(input, row, e, 'result', checks, until);
-    }
-    await kit.deps.hooks?.beforeResultWrite?.(input.jobId, input.taskId);
-    const out = await store.results.writeOnce(
-      input.jobId,
-      input.provider,
-      input.taskId,
-      payload,
-      kit.deps.resultRetentionMs,
-    );
-    if (out.refused !== undefined)
-      return {
-        outcome: {
-          kind: 'stale',
-          checks,
-          reason: `the job is ${out.refused ?? 'gone'}, which cannot become completed: the result was not written`,
-          ...(out.refused ? { state: out.refused } : {}),
-        },
-      };
-    if (out.inserted) observeResultCommitLag(Date.now() - observedAt); // completion observed → result committed
-    await kit.deps.hooks?.afterResultWritten?.(input.jobId, out.resultId);
-    announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
-    const result: SavedResult = {
-      resultId: out.resultId,
-      inserted: out.inserted,
-      title: payload.title,
-      httpStatus: payload.httpStatus,
-      finalUrl: payload.finalUrl,
-      documents: out.documents,
-      ...(out.contentNote ? { contentNote: out.contentNote } : {}),
-    };
-    const providerStatus = obs?.providerStatus ?? row.provider_status ?? undefined;
-    const ambiguous =
+    // A final word that is the same for a stopped and a finished task, with no result behind it,
+    // is told to the cancel's confirmation as such: it weighs it with the cancel's own answer.
+    const afterCancel =
+      phase === 'result' &&
       input.mode === 'confirm_cancel' &&
       kit.deps.providers.adapter(input.provider).completedAfterCancel === 'stopped_or_completed';
     return {
       outcome: {
+        kind: 'failed',
         checks,
-        providerStatus,
-        progress: obs?.progress,
-        kind: 'completed',
-        result,
-        ...(ambiguous ? { afterCancel: 'stopped_or_completed' as const } : {}),
+        error,
+        ...(afterCancel ? { afterCancel: 'stopped_or_completed' as const } : {}),
       },
     };
   }
+  if (e.kind === 'permanent' || e.kind === 'conflict' || e.kind === 'unsupported') {
+    await kit.recordIncident(input.jobId, phase, e);
+    const note = `${phase} reads refused (${error.message}); fix the cause and resume with the same task ID ${input.taskId}`;
+    await transition(kit, input, 'tracking_interrupted', error, note);
+    return { outcome: { kind: 'interrupted', checks, error, note } };
+  }
+  // transient, cooldown, ambiguous: a failed read is not a failed task.
+  const p = input.failedReads;
+  const streak = await kit.store.polling.recordReadError(
+    input.jobId,
+    error,
+    (failures) => failedReadDelay(p, failures, e.details.retryAfterMs, Math.random()),
+    { phase, ...(e.details.retryAfterMs !== undefined ? { retryAfterMs: e.details.retryAfterMs } : {}) },
+  );
+  if (failedReadsSpent(p, streak.failures, streak.since, Date.now())) {
+    await kit.recordIncident(input.jobId, phase, e);
+    const minutes = Math.round((Date.now() - streak.since) / 60_000);
+    const note = `${streak.failures} ${phase} reads failed in a row over ${minutes} min (last: ${error.message}); the task may still run: fix the cause and resume with the same task ID ${input.taskId}`;
+    await transition(kit, input, 'tracking_interrupted', error, note);
+    return { outcome: { kind: 'interrupted', checks, error, note } };
+  }
+  const retryAfter = e.details.retryAfterMs ? `, Retry-After ${(e.details.retryAfterMs / 1000).toFixed(1)} s` : '';
+  return again(
+    Math.min(streak.delayMs, until),
+    `${phase} read failed (${streak.failures} in a row of at most ${p.limit} over ${Math.round(p.budgetMs / 60_000)} min${retryAfter}; task kept): ${error.message}`,
+    checks,
+  );
+}
 
-  /**
-   * One status check of the task: claims the job for `input.generation` (a superseded or final job
-   * asks nothing: `stale`), calls the provider, records what it said, and when the task is final
-   * writes the result once (or records the failure) and returns the outcome; otherwise says when to
-   * check again (the next delay of the schedule, never shorter than the provider's `Retry-After`,
-   * never past the deadline; a short backoff after a failed check). `checkPastDeadline`: check even
-   * though the deadline has passed (a wake that came before it).
-   */
-  async function checkOnce(input: TrackStatusInput, checkPastDeadline: boolean): Promise<CheckResult> {
-    const start = await store.polling.beginCheck(
-      input.jobId,
-      input.generation,
-      input.mode === 'confirm_cancel',
-      input.mode === 'track' ? input.deadlineAt : undefined,
-    );
-    if (start.kind === 'stale') return { outcome: await staleOutcome(start) };
-    const row = start.row;
-    const checks = Number(row.status_checks);
-    const deadline = Date.parse(input.deadlineAt);
-    const now = await kit.serverClock(); // the deadline is workflow (server) time
-    // The job's end, however it comes, is the audit's last chance to look for a hidden first submission.
-    const ending = async (r: CheckResult): Promise<CheckResult> => {
-      if ('outcome' in r) await auditResubmit(row, input, true);
-      return r;
-    };
-    if (now() >= deadline && !checkPastDeadline)
-      return ending({ outcome: { kind: 'deadline', checks, providerStatus: row.provider_status ?? undefined } });
-    const until = Math.max(1, deadline - now());
+/**
+ * A `404` for the known task: counted; the task is `expired` only when the streak reaches the
+ * policy's `notFoundLimit` and the task is older than its kind's propagation window (a provider
+ * may not show a task it just created). Read again on the failed-read back-off meanwhile.
+ */
+async function onNotFound(
+  kit: ActivityKit,
+  input: TrackStatusInput,
+  row: JobRow,
+  error: JobError,
+  phase: 'status' | 'result',
+  checks: number,
+  until: number,
+): Promise<CheckResult> {
+  const streak = await kit.store.polling.recordNotFound(input.jobId, error);
+  // The cancel path reads its own evidence (an accepted cancel, then a 404: the task stopped).
+  const graceMs =
+    input.mode === 'track' ? kit.deps.providers.resolve(input.provider, input.account).notFoundGraceMs : 0;
+  const ageMs = Date.now() - Date.parse(row.submitted_at ?? row.created_at);
+  await kit.store.findings.appendEvent(input.jobId, 'status_not_found', null, { phase, streak, ageMs, graceMs, error });
+  if (streak >= input.notFoundLimit && ageMs >= graceMs) {
+    const note = `provider answered 404 for known task ${input.taskId} ${streak} times in a row (${phase} read), the task ${Math.round(ageMs / 1000)} s old: expired or lost at the provider, not failed`;
+    await transition(kit, input, 'expired', error, note);
+    return { outcome: { kind: 'expired', checks, error, note } };
+  }
+  const delay = Math.min(until, failedReadDelay(input.failedReads, streak, undefined, Math.random()));
+  const why =
+    ageMs < graceMs
+      ? `the task is ${Math.round(ageMs / 1000)} s old and this provider may not show a new task for ${Math.round(graceMs / 1000)} s: not visible yet`
+      : `${streak} of ${input.notFoundLimit} before the task counts as expired`;
+  return again(delay, `${phase} read answered 404 (${why})`, checks);
+}
 
-    // A task the provider already said is complete is asked for its result only (module docs).
-    if (row.provider_state === 'completed')
-      return ending(await completeTask(input, row, undefined, checks, until, start.seen));
-
-    let obs: StatusObservation;
-    const askedAt = Date.now();
-    try {
-      obs = await kit.call(
-        input.provider,
-        input.account,
-        (p) => p.adapter.status(input.taskId, { ...kit.taskCall(p, row, input.taskId), url: input.url }),
-        { seen: start.seen },
-      );
-      observeStatusCheck(Date.now() - askedAt, obs.state);
-    } catch (e) {
-      if (!isProviderError(e)) throw e;
-      observeStatusCheck(Date.now() - askedAt, `error_${e.kind}`);
-      return ending(await onReadError(input, row, e, 'status', checks, until));
-    }
-    const { evidence, ...seen } = obs;
-    const n = await store.polling.recordCheck(
-      input.jobId,
-      seen,
-      input.schedule.initialDelayMs,
-      seen.retryAfterMs,
-      seen.state !== 'completed',
-    );
-    const base = { checks: n, providerStatus: seen.providerStatus, progress: seen.progress };
-    if (seen.state !== 'completed' && input.mode === 'track') await cancelIfOverrun(kit, row, seen.cost);
-    // A job submitted again after a proof of absence: is its first submission running beside it?
-    // Read after this check's own outcome is recorded, so that it never delays the result.
-    const audit = () =>
-      auditResubmit(row, input, seen.state === 'completed' || seen.state === 'failed' || seen.state === 'cancelled');
-    if (seen.state !== 'completed' && seen.providerStatus !== row.provider_status) {
-      await store.findings.appendEvent(
-        input.jobId,
-        seen.state === 'unrecognised' ? 'unrecognised_status' : 'provider_status',
-        null,
-        {
-          status: seen.providerStatus,
-          state: seen.state,
+/**
+ * An attempt that found nothing to ask: a job already `completed` (another writer — an attempt of
+ * an abandoned activity — wrote the result) answers `completed` with the stored result; anything
+ * else is `stale` with the stored state.
+ */
+async function staleOutcome(kit: ActivityKit, start: Extract<CheckStart, { kind: 'stale' }>): Promise<PollOutcome> {
+  const checks = Number(start.row?.status_checks ?? 0);
+  const providerStatus = start.row?.provider_status ?? undefined;
+  if (start.row?.state === 'completed') {
+    const r = await kit.store.results.forJob(start.row.id);
+    if (r)
+      return {
+        kind: 'completed',
+        checks,
+        providerStatus,
+        result: {
+          resultId: r.id,
+          inserted: false,
+          title: r.title,
+          httpStatus: r.http_status,
+          finalUrl: r.final_url,
+          documents: Number(r.document_count),
+          ...(r.content_note ? { contentNote: r.content_note } : {}),
         },
-      );
-    }
-
-    if (seen.state === 'completed') return ending(await completeTask(input, row, obs, n, until, undefined));
-    if (seen.state === 'failed') {
-      const error: JobError = {
-        kind: 'provider_failed',
-        code: seen.error?.code,
-        message: seen.error?.message ?? 'provider reported failure',
-        at: new Date().toISOString(),
       };
-      await store.findings.recordIncident({
-        jobId: input.jobId,
-        phase: 'status',
-        kind: 'provider_failed',
-        message: error.message,
-        code: error.code,
-        endpoint: evidence?.endpoint,
-        httpStatus: evidence?.httpStatus,
-        response: evidence?.body,
-        headers: evidence?.headers,
-        request: { taskId: input.taskId },
-        at: evidence?.at,
-      });
-      await transition(input, 'failed', error, 'provider reported a terminal failure');
-      await audit();
-      return { outcome: { ...base, kind: 'failed', error } };
-    }
-    if (seen.state === 'cancelled') {
-      await transition(input, 'cancelled', undefined, 'the provider reports the task cancelled (not by this workflow)');
-      await audit();
-      return { outcome: { ...base, kind: 'cancelled' } };
-    }
-    if (now() >= deadline) return ending({ outcome: { ...base, kind: 'deadline' } });
-    await audit();
-    const delay = Math.min(Math.max(scheduleDelay(input.schedule, n), seen.retryAfterMs ?? 0), until);
-    const what =
-      seen.state === 'unrecognised'
-        ? `unrecognised status "${seen.providerStatus}" (not final; polled on the normal schedule)`
-        : `status "${seen.providerStatus}"`;
-    return again(
-      delay,
-      `${what}; check ${n} done, next in ${(delay / 1000).toFixed(1)} s`,
-      n,
-      seen.providerStatus,
-      seen.progress,
-      seen.retryAfterMs ?? 0,
+  }
+  return { kind: 'stale', reason: start.reason, state: start.row?.state, checks, providerStatus };
+}
+
+async function fetchResult(
+  kit: ActivityKit,
+  input: TrackStatusInput,
+  row: JobRow,
+  obs: StatusObservation | undefined,
+  seen: CheckSeen,
+): Promise<ProviderResult> {
+  // An inline result passes the same limits as a paged read (`RESULT_TOO_LARGE`, permanent).
+  if (obs?.result)
+    return withBinaryText(
+      enforceResultLimits(
+        obs.result,
+        kit.deps.providers.resolve(input.provider, input.account).resultLimits,
+        input.provider,
+        input.taskId,
+      ),
+    );
+  // A binary body (a PDF) gets its text read here, once, whichever kind relayed it.
+  return withBinaryText(
+    await kit.call(
+      input.provider,
+      input.account,
+      (p) =>
+        p.adapter.result(input.taskId, {
+          ...kit.taskCall(p, row, input.taskId),
+          url: input.url,
+          request: input.request,
+          limits: p.resultLimits,
+          heartbeat: (progress) => kit.heartbeat(progress),
+        }),
+      { seen },
+    ),
+  );
+}
+
+/**
+ * The task is complete at the provider: reads its result (inline in `obs` where the final status
+ * carried it; else every page, also when `obs` is undefined: a status said so at an earlier
+ * check), writes it once with the move to `completed` and returns the outcome; a failed result
+ * read follows the failed-read discipline, as a result read.
+ */
+async function completeTask(
+  kit: ActivityKit,
+  input: TrackStatusInput,
+  row: JobRow,
+  obs: StatusObservation | undefined,
+  checks: number,
+  until: number,
+  seen: CheckSeen,
+): Promise<CheckResult> {
+  const observedAt = Date.now();
+  let payload: ProviderResult;
+  try {
+    payload = await fetchResult(kit, input, row, obs, seen);
+  } catch (e) {
+    if (!isProviderError(e)) throw e;
+    return onReadError(kit, input, row, e, 'result', checks, until);
+  }
+  await kit.deps.hooks?.beforeResultWrite?.(input.jobId, input.taskId);
+  const out = await kit.store.results.writeOnce(
+    input.jobId,
+    input.provider,
+    input.taskId,
+    payload,
+    kit.deps.resultRetentionMs,
+  );
+  if (out.refused !== undefined)
+    return {
+      outcome: {
+        kind: 'stale',
+        checks,
+        reason: `the job is ${out.refused ?? 'gone'}, which cannot become completed: the result was not written`,
+        ...(out.refused ? { state: out.refused } : {}),
+      },
+    };
+  if (out.inserted) observeResultCommitLag(Date.now() - observedAt); // completion observed → result committed
+  await kit.deps.hooks?.afterResultWritten?.(input.jobId, out.resultId);
+  announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
+  const result: SavedResult = {
+    resultId: out.resultId,
+    inserted: out.inserted,
+    title: payload.title,
+    httpStatus: payload.httpStatus,
+    finalUrl: payload.finalUrl,
+    documents: out.documents,
+    ...(out.contentNote ? { contentNote: out.contentNote } : {}),
+  };
+  const providerStatus = obs?.providerStatus ?? row.provider_status ?? undefined;
+  const ambiguous =
+    input.mode === 'confirm_cancel' &&
+    kit.deps.providers.adapter(input.provider).completedAfterCancel === 'stopped_or_completed';
+  return {
+    outcome: {
+      checks,
+      providerStatus,
+      progress: obs?.progress,
+      kind: 'completed',
+      result,
+      ...(ambiguous ? { afterCancel: 'stopped_or_completed' as const } : {}),
+    },
+  };
+}
+
+/**
+ * One status check of the task: claims the job for `input.generation` (a superseded or final job
+ * asks nothing: `stale`), calls the provider, records what it said, and when the task is final
+ * writes the result once (or records the failure) and returns the outcome; otherwise says when to
+ * check again (the next delay of the schedule, never shorter than the provider's `Retry-After`,
+ * never past the deadline; a short backoff after a failed check). `checkPastDeadline`: check even
+ * though the deadline has passed (a wake that came before it).
+ */
+export async function checkOnce(
+  kit: ActivityKit,
+  input: TrackStatusInput,
+  checkPastDeadline: boolean,
+): Promise<CheckResult> {
+  const start = await kit.store.polling.beginCheck(
+    input.jobId,
+    input.generation,
+    input.mode === 'confirm_cancel',
+    input.mode === 'track' ? input.deadlineAt : undefined,
+  );
+  if (start.kind === 'stale') return { outcome: await staleOutcome(kit, start) };
+  const row = start.row;
+  const checks = Number(row.status_checks);
+  const deadline = Date.parse(input.deadlineAt);
+  const now = await kit.serverClock(); // the deadline is workflow (server) time
+  // The job's end, however it comes, is the audit's last chance to look for a hidden first submission.
+  const ending = async (r: CheckResult): Promise<CheckResult> => {
+    if ('outcome' in r) await auditResubmit(kit, row, input, true);
+    return r;
+  };
+  if (now() >= deadline && !checkPastDeadline)
+    return ending({ outcome: { kind: 'deadline', checks, providerStatus: row.provider_status ?? undefined } });
+  const until = Math.max(1, deadline - now());
+
+  // A task the provider already said is complete is asked for its result only (module docs).
+  if (row.provider_state === 'completed')
+    return ending(await completeTask(kit, input, row, undefined, checks, until, start.seen));
+
+  let obs: StatusObservation;
+  const askedAt = Date.now();
+  try {
+    obs = await kit.call(
+      input.provider,
+      input.account,
+      (p) => p.adapter.status(input.taskId, { ...kit.taskCall(p, row, input.taskId), url: input.url }),
+      { seen: start.seen },
+    );
+    observeStatusCheck(Date.now() - askedAt, obs.state);
+  } catch (e) {
+    if (!isProviderError(e)) throw e;
+    observeStatusCheck(Date.now() - askedAt, `error_${e.kind}`);
+    return ending(await onReadError(kit, input, row, e, 'status', checks, until));
+  }
+  const { evidence, ...seen } = obs;
+  const n = await kit.store.polling.recordCheck(
+    input.jobId,
+    seen,
+    input.schedule.initialDelayMs,
+    seen.retryAfterMs,
+    seen.state !== 'completed',
+  );
+  const base = { checks: n, providerStatus: seen.providerStatus, progress: seen.progress };
+  if (seen.state !== 'completed' && input.mode === 'track') await cancelIfOverrun(kit, row, seen.cost);
+  // A job submitted again after a proof of absence: is its first submission running beside it?
+  // Read after this check's own outcome is recorded, so that it never delays the result.
+  const audit = () =>
+    auditResubmit(kit, row, input, seen.state === 'completed' || seen.state === 'failed' || seen.state === 'cancelled');
+  if (seen.state !== 'completed' && seen.providerStatus !== row.provider_status) {
+    await kit.store.findings.appendEvent(
+      input.jobId,
+      seen.state === 'unrecognised' ? 'unrecognised_status' : 'provider_status',
+      null,
+      {
+        status: seen.providerStatus,
+        state: seen.state,
+      },
     );
   }
 
-  return { checkOnce };
+  if (seen.state === 'completed') return ending(await completeTask(kit, input, row, obs, n, until, undefined));
+  if (seen.state === 'failed') {
+    const error: JobError = {
+      kind: 'provider_failed',
+      code: seen.error?.code,
+      message: seen.error?.message ?? 'provider reported failure',
+      at: new Date().toISOString(),
+    };
+    await kit.store.findings.recordIncident({
+      jobId: input.jobId,
+      phase: 'status',
+      kind: 'provider_failed',
+      message: error.message,
+      code: error.code,
+      endpoint: evidence?.endpoint,
+      httpStatus: evidence?.httpStatus,
+      response: evidence?.body,
+      headers: evidence?.headers,
+      request: { taskId: input.taskId },
+      at: evidence?.at,
+    });
+    await transition(kit, input, 'failed', error, 'provider reported a terminal failure');
+    await audit();
+    return { outcome: { ...base, kind: 'failed', error } };
+  }
+  if (seen.state === 'cancelled') {
+    await transition(
+      kit,
+      input,
+      'cancelled',
+      undefined,
+      'the provider reports the task cancelled (not by this workflow)',
+    );
+    await audit();
+    return { outcome: { ...base, kind: 'cancelled' } };
+  }
+  if (now() >= deadline) return ending({ outcome: { ...base, kind: 'deadline' } });
+  await audit();
+  const delay = Math.min(Math.max(scheduleDelay(input.schedule, n), seen.retryAfterMs ?? 0), until);
+  const what =
+    seen.state === 'unrecognised'
+      ? `unrecognised status "${seen.providerStatus}" (not final; polled on the normal schedule)`
+      : `status "${seen.providerStatus}"`;
+  return again(
+    delay,
+    `${what}; check ${n} done, next in ${(delay / 1000).toFixed(1)} s`,
+    n,
+    seen.providerStatus,
+    seen.progress,
+    seen.retryAfterMs ?? 0,
+  );
 }

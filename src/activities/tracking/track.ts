@@ -26,9 +26,9 @@ import { EventEmitter } from 'node:events';
 import { learnedPlan } from '../../model/schedule.js';
 import type { ActivityKit } from '../context.js';
 import type { JobRow } from '../../store/index.js';
-import { pollActivities } from './poll.js';
+import { checkOnce } from './poll.js';
 import type { CheckResult, PollOutcome, TrackStatusInput } from './pollTypes.js';
-import { handOffFailure, heartbeatCadenceMs, type DetachedTracker } from '../../worker/tracker.js';
+import { handOffFailure, heartbeatCadenceMs } from '../../worker/tracker.js';
 
 const draining = new EventEmitter();
 draining.setMaxListeners(0);
@@ -103,138 +103,128 @@ function pause(
 }
 
 /**
- * Builds `trackStatus` (and the loop the submit activity continues into) over `kit`. With
- * `tracker`, `trackStatus` hands its loop to it and returns for async completion (`tracker.ts`);
- * without (unit tests, embedders that give no Temporal client), the loop runs inside the activity.
+ * Waits and checks until the task is final (the outcome, the result already written) or, with
+ * `budgetMs`, until the next wait would end past that budget (then `undefined`, with what the
+ * last check saw in `last`). The first wait is `input.firstDelayMs` or the store's earliest next
+ * check, whichever is later. `claimed`: the job's row as this attempt just wrote it with its claim
+ * of `input.generation` and `input.deadlineAt` (the submit's bind), which then needs no claim of
+ * its own.
  */
-export function trackActivities(kit: ActivityKit, tracker?: DetachedTracker) {
+export async function pollLoop(
+  kit: ActivityKit,
+  input: TrackStatusInput,
+  budgetMs?: number,
+  claimed?: JobRow,
+): Promise<{ outcome?: PollOutcome; last?: Extract<CheckResult, { again: unknown }> }> {
   const { store } = kit;
-  const { checkOnce } = pollActivities(kit);
-
-  /**
-   * Waits and checks until the task is final (the outcome, the result already written) or, with
-   * `budgetMs`, until the next wait would end past that budget (then `undefined`, with what the
-   * last check saw in `last`). The first wait is `input.firstDelayMs` or the store's earliest next
-   * check, whichever is later. `claimed`: the job's row as this attempt just wrote it with its claim
-   * of `input.generation` and `input.deadlineAt` (the submit's bind), which then needs no claim of
-   * its own.
-   */
-  async function pollLoop(
-    input: TrackStatusInput,
-    budgetMs?: number,
-    claimed?: JobRow,
-  ): Promise<{ outcome?: PollOutcome; last?: Extract<CheckResult, { again: unknown }> }> {
-    const startedAt = Date.now();
-    const start =
-      claimed &&
-      Number(claimed.poll_generation) === input.generation &&
-      (input.mode !== 'track' || claimed.deadline_at === input.deadlineAt)
-        ? ({ kind: 'go', row: claimed } as const)
-        : await store.polling.beginCheck(
-            input.jobId,
-            input.generation,
-            input.mode === 'confirm_cancel',
-            input.mode === 'track' ? input.deadlineAt : undefined,
-          );
-    const notBefore = start.kind === 'go' && start.row.check_not_before ? Date.parse(start.row.check_not_before) : 0;
-    const clock = await kit.serverClock();
-    const deadline = Date.parse(input.deadlineAt);
-    // Where the provider key's recent jobs finished (when asked for, and enough are known): the
-    // check times of the plan, counted from the moment the task became known.
-    const plan = input.schedule.learn
-      ? learnedPlan(
-          await store.polling.recentDurations(kit.deps.providers.resolve(input.provider, input.account).providerKey),
-          input.schedule,
-        )
-      : undefined;
-    const knownAt = start.kind === 'go' && start.row.submitted_at ? Date.parse(start.row.submitted_at) : Date.now();
-    // A plan learned from the key's other jobs knows nothing of this job's deadline: a plan point
-    // past it (the key's recent jobs ran far longer than this one may) gives way to the schedule,
-    // so the job is still checked before its deadline.
-    const planned = (fallback: number) => {
-      if (!plan) return fallback;
-      const elapsed = Date.now() - knownAt;
-      const next = plan.find((t) => t > elapsed);
-      return next === undefined || knownAt + next > deadline ? fallback : next - elapsed;
-    };
-    // Never past the deadline: the check then says `deadline` (or, after a wake, checks anyway).
-    const bounded = (ms: number) =>
-      input.checkPastDeadline && !last ? ms : Math.min(ms, Math.max(0, deadline - clock()));
-    let last: Extract<CheckResult, { again: unknown }> | undefined;
-    let wait = bounded(Math.max(input.firstDelayMs === 0 ? 0 : planned(input.firstDelayMs), notBefore - Date.now()));
-    let checkPastDeadline = input.checkPastDeadline === true;
-    const followUps = [...(input.followUpMs ?? [])];
-    const details = () => ({
-      checks: last?.checks ?? 0,
-      providerStatus: last?.providerStatus,
-      nextCheckAt: new Date(Date.now() + wait).toISOString(),
-      note: last?.again.message,
-    });
-    // The server needs a heartbeat from a tracking attempt only before its heartbeat timeout, and
-    // the SDK sends the first one at once and later ones at most once per throttle interval: the
-    // first is left until half the timeout has passed, which saves the billable Action a first
-    // heartbeat would cost every job tracked for less than that. The submit going on into its
-    // first checks (`budgetMs`) heartbeats as before: its heartbeat is how a cancel reaches that
-    // attempt. Nothing is lost to the Web UI (a first heartbeat's details would be those
-    // of the first checks, shown as of then until the next one 8 minutes later; the job row and
-    // the state query show every check at once), and a worker that dies is noticed as before, one
-    // heartbeat timeout after the attempt started.
-    const attempt = kit.current();
-    const timeoutMs = attempt?.info.heartbeatTimeoutMs ?? 0;
-    const quietMs = budgetMs === undefined ? Math.floor(timeoutMs / 2) : 0;
-    // Often enough that one falls between half the timeout and the timeout, however short it is.
-    const beatEveryMs = heartbeatCadenceMs(timeoutMs);
-    const beat = () => {
-      if (Date.now() - startedAt >= quietMs) kit.heartbeat(details());
-    };
-    for (;;) {
-      if (budgetMs !== undefined && Date.now() - startedAt + wait > budgetMs) return { last };
-      const why = await pause(wait, attempt?.cancellationSignal, attempt?.handOver, beat, beatEveryMs, kit.deps.sleep);
-      if (why === 'aborted') await attempt?.cancelled; // rejects with the cancellation
-      if (why === 'draining') throw handOffFailure(`tracking of task ${input.taskId}`);
-      const r = await checkOnce(input, checkPastDeadline);
-      checkPastDeadline = false;
-      if ('outcome' in r) return { outcome: r.outcome };
-      last = r;
-      // A learned plan sets the next check; the provider's Retry-After and our minimum gap (the
-      // row's earliest next check) still hold.
-      const followUp = followUps.shift();
-      if (followUp !== undefined && r.retryAfterMs !== undefined) {
-        // A wake's promise to look again soon: the provider answered, not final yet. The follow-ups
-        // are few and bounded (30 s in all), so they go under the minimum gap, never under Retry-After.
-        wait = bounded(Math.max(followUp, r.retryAfterMs));
-        r.again.message = `${r.again.message.replace(/, next in [\d.]+ s$/, '')}; a webhook said it moved: next in ${(wait / 1000).toFixed(1)} s`;
-      } else if (plan) {
-        const row = await store.jobs.get(input.jobId);
-        const notBeforeNow = row?.check_not_before ? Date.parse(row.check_not_before) - Date.now() : 0;
-        wait = bounded(
-          Math.max(planned(r.again.delayMs), notBeforeNow, row && Number(row.status_errors) > 0 ? r.again.delayMs : 0),
+  const startedAt = Date.now();
+  const start =
+    claimed &&
+    Number(claimed.poll_generation) === input.generation &&
+    (input.mode !== 'track' || claimed.deadline_at === input.deadlineAt)
+      ? ({ kind: 'go', row: claimed } as const)
+      : await store.polling.beginCheck(
+          input.jobId,
+          input.generation,
+          input.mode === 'confirm_cancel',
+          input.mode === 'track' ? input.deadlineAt : undefined,
         );
-      } else {
-        wait = r.again.delayMs;
-      }
-      beat();
-    }
-  }
-
-  /** The loop of a tracking phase: its outcome (there is no budget, so it always has one). */
-  const loopOutcome = async (input: TrackStatusInput): Promise<PollOutcome> => (await pollLoop(input)).outcome!;
-
-  return {
-    pollLoop,
-    /**
-     * Tracks the task in-process until it is final, the deadline passes or a newer polling
-     * activity supersedes this one (see the module docs). Returns the outcome; a worker shutting
-     * down hands it over (a retryable failure, retried at once elsewhere). With a tracker the
-     * loop goes on detached and this throws `CompleteAsyncError` at once: the outcome completes
-     * the activity later, by its task token.
-     */
-    async trackStatus(input: TrackStatusInput): Promise<PollOutcome> {
-      if (tracker) {
-        tracker.adopt(input, Context.current().info, loopOutcome);
-        throw new CompleteAsyncError();
-      }
-      return loopOutcome(input);
-    },
+  const notBefore = start.kind === 'go' && start.row.check_not_before ? Date.parse(start.row.check_not_before) : 0;
+  const clock = await kit.serverClock();
+  const deadline = Date.parse(input.deadlineAt);
+  // Where the provider key's recent jobs finished (when asked for, and enough are known): the
+  // check times of the plan, counted from the moment the task became known.
+  const plan = input.schedule.learn
+    ? learnedPlan(
+        await store.polling.recentDurations(kit.deps.providers.resolve(input.provider, input.account).providerKey),
+        input.schedule,
+      )
+    : undefined;
+  const knownAt = start.kind === 'go' && start.row.submitted_at ? Date.parse(start.row.submitted_at) : Date.now();
+  // A plan learned from the key's other jobs knows nothing of this job's deadline: a plan point
+  // past it (the key's recent jobs ran far longer than this one may) gives way to the schedule,
+  // so the job is still checked before its deadline.
+  const planned = (fallback: number) => {
+    if (!plan) return fallback;
+    const elapsed = Date.now() - knownAt;
+    const next = plan.find((t) => t > elapsed);
+    return next === undefined || knownAt + next > deadline ? fallback : next - elapsed;
   };
+  // Never past the deadline: the check then says `deadline` (or, after a wake, checks anyway).
+  const bounded = (ms: number) =>
+    input.checkPastDeadline && !last ? ms : Math.min(ms, Math.max(0, deadline - clock()));
+  let last: Extract<CheckResult, { again: unknown }> | undefined;
+  let wait = bounded(Math.max(input.firstDelayMs === 0 ? 0 : planned(input.firstDelayMs), notBefore - Date.now()));
+  let checkPastDeadline = input.checkPastDeadline === true;
+  const followUps = [...(input.followUpMs ?? [])];
+  const details = () => ({
+    checks: last?.checks ?? 0,
+    providerStatus: last?.providerStatus,
+    nextCheckAt: new Date(Date.now() + wait).toISOString(),
+    note: last?.again.message,
+  });
+  // The server needs a heartbeat from a tracking attempt only before its heartbeat timeout, and
+  // the SDK sends the first one at once and later ones at most once per throttle interval: the
+  // first is left until half the timeout has passed, which saves the billable Action a first
+  // heartbeat would cost every job tracked for less than that. The submit going on into its
+  // first checks (`budgetMs`) heartbeats as before: its heartbeat is how a cancel reaches that
+  // attempt. Nothing is lost to the Web UI (a first heartbeat's details would be those
+  // of the first checks, shown as of then until the next one 8 minutes later; the job row and
+  // the state query show every check at once), and a worker that dies is noticed as before, one
+  // heartbeat timeout after the attempt started.
+  const attempt = kit.current();
+  const timeoutMs = attempt?.info.heartbeatTimeoutMs ?? 0;
+  const quietMs = budgetMs === undefined ? Math.floor(timeoutMs / 2) : 0;
+  // Often enough that one falls between half the timeout and the timeout, however short it is.
+  const beatEveryMs = heartbeatCadenceMs(timeoutMs);
+  const beat = () => {
+    if (Date.now() - startedAt >= quietMs) kit.heartbeat(details());
+  };
+  for (;;) {
+    if (budgetMs !== undefined && Date.now() - startedAt + wait > budgetMs) return { last };
+    const why = await pause(wait, attempt?.cancellationSignal, attempt?.handOver, beat, beatEveryMs, kit.deps.sleep);
+    if (why === 'aborted') await attempt?.cancelled; // rejects with the cancellation
+    if (why === 'draining') throw handOffFailure(`tracking of task ${input.taskId}`);
+    const r = await checkOnce(kit, input, checkPastDeadline);
+    checkPastDeadline = false;
+    if ('outcome' in r) return { outcome: r.outcome };
+    last = r;
+    // A learned plan sets the next check; the provider's Retry-After and our minimum gap (the
+    // row's earliest next check) still hold.
+    const followUp = followUps.shift();
+    if (followUp !== undefined && r.retryAfterMs !== undefined) {
+      // A wake's promise to look again soon: the provider answered, not final yet. The follow-ups
+      // are few and bounded (30 s in all), so they go under the minimum gap, never under Retry-After.
+      wait = bounded(Math.max(followUp, r.retryAfterMs));
+      r.again.message = `${r.again.message.replace(/, next in [\d.]+ s$/, '')}; a webhook said it moved: next in ${(wait / 1000).toFixed(1)} s`;
+    } else if (plan) {
+      const row = await store.jobs.get(input.jobId);
+      const notBeforeNow = row?.check_not_before ? Date.parse(row.check_not_before) - Date.now() : 0;
+      wait = bounded(
+        Math.max(planned(r.again.delayMs), notBeforeNow, row && Number(row.status_errors) > 0 ? r.again.delayMs : 0),
+      );
+    } else {
+      wait = r.again.delayMs;
+    }
+    beat();
+  }
+}
+
+/**
+ * Tracks the task in-process until it is final, the deadline passes or a newer polling activity
+ * supersedes this one (see the module docs). Returns the outcome; a worker shutting down hands it
+ * over (a retryable failure, retried at once elsewhere). With a tracker in the kit's dependencies
+ * (`ActivityDeps.tracker`) the loop goes on detached and this throws `CompleteAsyncError` at once:
+ * the outcome completes the activity later, by its task token. Without (unit tests, embedders that
+ * give no Temporal client), the loop runs inside the activity.
+ */
+export async function trackStatus(kit: ActivityKit, input: TrackStatusInput): Promise<PollOutcome> {
+  // The loop of a tracking phase: its outcome (there is no budget, so it always has one).
+  const loopOutcome = async (i: TrackStatusInput): Promise<PollOutcome> => (await pollLoop(kit, i)).outcome!;
+  const tracker = kit.deps.tracker;
+  if (tracker) {
+    tracker.adopt(input, Context.current().info, loopOutcome);
+    throw new CompleteAsyncError();
+  }
+  return loopOutcome(input);
 }
