@@ -12,12 +12,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { PollPolicy } from '../../src/model/types.js';
 import { runBatch } from '../../src/batch/run.js';
 import { waitFor } from '../helpers/stack.js';
 import { listQuarantine } from '../helpers/storeQueries.js';
-import { firecrawlCall, firecrawlDocuments, firecrawlStatus, settledStatus } from './firecrawl/api.js';
+import { FirecrawlAdapter, firecrawlProvider, type FirecrawlEntry } from '../../src/providers/firecrawl/index.js';
+import {
+  FIRECRAWL_TEST_KEY,
+  firecrawlCall,
+  firecrawlDocuments,
+  firecrawlStatus,
+  settledStatus,
+} from './firecrawl/api.js';
 import { killWorker, REAL_POLICY, restartServer, startReal, useReal, type RealScenario } from './harness.js';
 import { startSite, type Site } from './site.js';
 
@@ -199,6 +206,29 @@ describe('Firecrawl crawl entry (self-hosted)', () => {
     const result = await s.client.getResult('acme', ref.jobId);
     expect(norm(result.url)).toBe(norm(start));
     expect(result.title).toBe(SAMPLE_INDEX_TITLE);
+  });
+
+  it('a lost submit’s lookup against Firecrawl’s own `GET /v2/crawl/active`: a running crawl of the URL is read as a weak candidate, the read complete (its answer is the shape the adapter requires)', async () => {
+    const s = real();
+    const url = `${site.url}/slow/`;
+    const ref = await s.start({ url, key: 'active-lookup', policy: REAL_POLICY });
+    const row = await polled(s, ref.jobId);
+    const entry = firecrawlProvider.entrySchema.parse({
+      kind: 'firecrawl',
+      credentials: {},
+      baseUrl: inject('real').firecrawl,
+      ...CRAWL_ENTRY,
+    }) as FirecrawlEntry;
+    const readings = await new FirecrawlAdapter('fc-real', entry).findSubmitted({
+      apiKey: FIRECRAWL_TEST_KEY,
+      secrets: [],
+      clientRef: 'not-echoed',
+      request: { url, format: 'markdown', options: {} },
+      submittedAfter: row.submit_intent_at ?? row.created_at,
+    });
+    expect(readings.map((r) => [r.lookup, r.available, r.complete])).toEqual([['GET /v2/crawl/active', true, true]]);
+    expect(readings[0]!.candidates).toContainEqual(expect.objectContaining({ taskId: row.task_id, match: 'weak' }));
+    expect(await s.cancel(ref.jobId)).toMatchObject({ kind: 'observed' });
   });
 
   it('a cancel while the crawl runs: observed cancelled, Firecrawl says cancelled, and the effects left are counted as Firecrawl counts them once settled', async () => {

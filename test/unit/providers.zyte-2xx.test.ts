@@ -20,10 +20,41 @@ const ANSWERS: Record<string, { type: string; body: string }> = {
   nostatus: { type: 'application/json', body: '{"jobid": "123/1/7"}' },
 };
 
+/** What the server answers to `jobs/list.json`, by the URL's path under `/list/<name>/` (`TAG` is replaced by the tag asked for). */
+const LISTS: Record<string, string> = {
+  nojobs: '{"status": "ok", "count": 0}',
+  unnamed: '{"status": "ok", "count": 1, "jobs": [{"id": "pending-job", "state": "pending", "tags": ["TAG"]}]}',
+  empty: '{"status": "ok", "count": 0, "total": 0, "jobs": []}',
+};
+
+/** What the server answers to `jobs/stop.json`, by the URL's path under `/stop/<name>/`. */
+const STOPS: Record<string, { status: number; body: string }> = {
+  zyte: { status: 400, body: '{"status": "badrequest", "message": "Job 123/1/7 is not running"}' },
+  gateway: { status: 502, body: '{"message": "upstream already closed the connection"}' },
+  proxy: { status: 200, body: '{"message": "request already forwarded"}' },
+};
+
 let server: Server;
 let base = '';
 beforeAll(async () => {
   server = createServer((req, res) => {
+    const stop = /^\/stop\/([a-z]+)\/jobs\/stop\.json/.exec(req.url ?? '');
+    if (stop) {
+      const a = STOPS[stop[1]!]!;
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(a.status, { 'content-type': 'application/json' });
+        res.end(a.body);
+      });
+      return;
+    }
+    const listed = /^\/list\/([a-z]+)\/jobs\/list\.json/.exec(req.url ?? '');
+    if (listed) {
+      const tag = new URL(req.url ?? '', 'http://x').searchParams.get('has_tag') ?? '';
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end((LISTS[listed[1]!] ?? '{}').replace('TAG', tag));
+      return;
+    }
     const name = /^\/as\/([a-z]+)\//.exec(req.url ?? '')?.[1] ?? '';
     const a = ANSWERS[name] ?? { type: 'application/json', body: '{"status": "error", "message": "unexpected"}' };
     req.resume();
@@ -37,11 +68,11 @@ beforeAll(async () => {
 });
 afterAll(async () => new Promise<void>((r) => server?.close(() => r())));
 
-function adapter(name: string): ZyteAdapter {
+function adapter(name: string, under = 'as'): ZyteAdapter {
   const entry = zyteProvider.entrySchema.parse({
     kind: 'zyte',
     credentials: {},
-    baseUrl: `${base}/as/${name}`,
+    baseUrl: `${base}/${under}/${name}`,
     storageUrl: `${base}/storage`,
     project: 123,
     spider: 'quotes',
@@ -73,4 +104,46 @@ describe('zyte: a 2xx run.json answer that is not Zyte’s', () => {
       expect((err as ProviderError).details.httpStatus).toBe(200);
     });
   }
+});
+
+describe('zyte: a lost submit’s list read proves absence only from a list Zyte answered', () => {
+  const find = (name: string) =>
+    adapter(name, 'list').findSubmitted({
+      ...submitCtx(`ref-${name}`),
+      request: { url: `https://q.example/${name}`, format: 'markdown', options: {} },
+      submittedAfter: new Date().toISOString(),
+    });
+
+  it('a 200 {"status": "ok"} without `jobs` is an unexpected answer (tried again), never an empty list', async () => {
+    const err = await find('nojobs').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ProviderError);
+    expect((err as ProviderError).kind).toBe('transient');
+  });
+
+  it('a job carrying our tag without a job ID we can read leaves the list incomplete: neither absent nor adoptable', async () => {
+    const [reading] = await find('unnamed');
+    expect(reading).toMatchObject({ available: true, complete: false, candidates: [] });
+    expect(reading!.note).toMatch(/without a job ID we can read/);
+  });
+
+  it('an empty `jobs` list is a complete reading with no candidate', async () => {
+    const [reading] = await find('empty');
+    expect(reading).toMatchObject({ available: true, complete: true, candidates: [] });
+  });
+});
+
+describe('zyte: only Zyte’s own refusal of a cancel says the job is past stopping', () => {
+  const cancel = (name: string) => adapter(name, 'stop').cancel('123/1/7', { apiKey: FIXTURE_KEYS.acme, secrets: [] });
+
+  it('400 {"status": "badrequest", "message": "… is not running"}: already final, nothing to stop', async () => {
+    expect(await cancel('zyte')).toEqual({ accepted: false, alreadyFinal: true });
+  });
+
+  for (const name of ['gateway', 'proxy'])
+    it(`${name}: an answer without Zyte's status that says "already" is an error, not a final job`, async () => {
+      await expect(cancel(name)).rejects.toBeInstanceOf(ProviderError);
+    });
 });

@@ -337,8 +337,10 @@ export class ApifyAdapter implements ProviderAdapter {
       phase: 'cancel',
     });
     if (!this.http.isOk(res)) throw this.fail(res, 'cancel', ctx);
-    const run = RunResponseSchema.safeParse(res.body).data?.data;
-    if (!run) return { accepted: true };
+    // Apify answers an abort with the run (`200 {data: Run}`); any other 2xx (a proxy's page, other
+    // JSON) is not its word, and an acceptance is evidence: a later read that fails or 404s would
+    // then be taken as the stop.
+    const run = this.http.parse(res, RunResponseSchema, 'cancel', 'abort answer (the run)').data;
     const state = apifyState(run.status, this.entry.timedOutAs);
     const known = state === 'unrecognised' ? undefined : state;
     // Abort is a no-op on a finished run: the answer shows it unchanged.

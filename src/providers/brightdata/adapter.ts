@@ -282,7 +282,10 @@ export class BrightDataAdapter implements ProviderAdapter {
       path: path`/datasets/v3/snapshot/${taskId}/cancel`,
       phase: 'cancel',
     });
-    if (this.http.isOk(res)) return { accepted: true };
+    // Bright Data answers an accepted cancel `200 "OK"` (text); any other 2xx (a proxy's page, JSON)
+    // is not its word, and an acceptance is evidence that a later read is taken as the stop.
+    if (this.http.isOk(res) && /^"?ok"?$/i.test(res.text.trim())) return { accepted: true };
+    if (this.http.isOk(res)) throw this.http.invalidError(res, 'cancel', 'cancel answer (not "OK")');
     if (res.status === 400) return { accepted: false, alreadyFinal: true, providerStatus: errorDetails(res).message };
     throw this.http.error(res, 'cancel', ctx);
   }

@@ -27,19 +27,21 @@ const ListedCrawl = z.looseObject({
  * `GET /v2/crawl/active`. The source answers `{success, crawls: [{id, teamId, url, created_at,
  * options}]}`; the OpenAPI names the array `data` as required and lists a `status` it never sends.
  */
-const ActiveBody = z.looseObject({ crawls: z.array(ListedCrawl).nullish(), data: z.array(ListedCrawl).nullish() });
+// The list is required (Firecrawl's controller always sends `crawls`): an answer without one proves
+// nothing about our job, where reading it as empty would prove it absent.
+const ActiveBody = z
+  .looseObject({ crawls: z.array(ListedCrawl).nullish(), data: z.array(ListedCrawl).nullish() })
+  .refine((b) => Array.isArray(b.crawls) || Array.isArray(b.data), { message: 'no list of crawls' });
 /** `GET /v2/team/activity` (v2 OpenAPI `getActivity`: the last 24 h, newest first, cursor paging). */
 const ActivityBody = z.looseObject({
-  data: z
-    .array(
-      z.looseObject({
-        id: z.string().min(1),
-        endpoint: z.string().nullish(),
-        created_at: z.string().nullish(),
-        target: z.string().nullish(),
-      }),
-    )
-    .nullish(),
+  data: z.array(
+    z.looseObject({
+      id: z.string().min(1),
+      endpoint: z.string().nullish(),
+      created_at: z.string().nullish(),
+      target: z.string().nullish(),
+    }),
+  ),
   cursor: z.string().nullish(),
   has_more: z.boolean().nullish(),
 });
@@ -192,7 +194,7 @@ export async function findSubmitted(reads: FirecrawlReads, ctx: FindContext): Pr
     }
     if (!reads.http.isOk(res)) throw reads.fail(res, 'read', ctx);
     const body = reads.http.parse(res, ActivityBody, 'read', 'team activity');
-    const items = body.data ?? [];
+    const items = body.data;
     for (const a of items) {
       if (normalUrl(a.target) === target && recent(a.created_at) && !candidates.some((c) => c.taskId === a.id)) {
         candidates.push({

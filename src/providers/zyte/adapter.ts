@@ -351,7 +351,16 @@ export class ZyteAdapter implements ProviderAdapter {
     const body = res.body as { status?: unknown; message?: unknown } | undefined;
     if (this.app.isOk(res) && body?.status === 'ok') return { accepted: true };
     const err = this.fail(this.app, res, 'cancel', ctx);
-    if (res.status !== 404 && /not running|already|finished|deleted/i.test(String(body?.message ?? '')))
+    // Only Zyte's own refusal (a 4xx with its error body) can say the job is past stopping; a
+    // proxy's or gateway's answer that happens to say "already" proves nothing about the job.
+    const zytes = body?.status === 'error' || body?.status === 'badrequest';
+    if (
+      zytes &&
+      res.status >= 400 &&
+      res.status < 500 &&
+      res.status !== 404 &&
+      /not running|already|finished|deleted/i.test(String(body?.message ?? ''))
+    )
       return { accepted: false, alreadyFinal: true };
     throw err;
   }

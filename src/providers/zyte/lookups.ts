@@ -12,17 +12,16 @@ import type { CallPhase, ProviderHttp, ProviderResponse } from '../shared/http.j
 import { lookupNotOffered, type Accepted, type CallContext, type FindContext } from '../adapter.js';
 import { JOB_ID } from './states.js';
 
+// `jobs` is required: a list answer without it proves nothing about our job (an empty list is `[]`).
 const JobListSchema = z.looseObject({
-  jobs: z
-    .array(
-      z.looseObject({
-        id: z.string().optional(),
-        key: z.string().optional(),
-        state: z.string().optional(),
-        tags: z.array(z.string()).default([]),
-      }),
-    )
-    .default([]),
+  jobs: z.array(
+    z.looseObject({
+      id: z.string().optional(),
+      key: z.string().optional(),
+      state: z.string().optional(),
+      tags: z.array(z.string()).default([]),
+    }),
+  ),
 });
 
 /** What the lookups read through: the adapter's Jobs API client, its entry's project and spider, and its answer mapping. */
@@ -58,14 +57,19 @@ export const ZYTE_EVIDENCE: ReconcileEvidence = {
     'Zyte Scrapy Cloud HTTP API reference (docs.zyte.com, Jobs API jobs/list.json has_tag and state), read 2026-11-30',
 };
 
-/** Every job tagged `tag` in `states` (one list request per state, in order); null when the list answers `404` (not offered). */
+/**
+ * Every job tagged `tag` in `states` (one list request per state, in order), and how many tagged
+ * entries carried no job ID we can read (each is a job of ours we cannot name); null when the list
+ * answers `404` (not offered). A `200` that is not `{"status": "ok", "jobs": [...]}` throws.
+ */
 async function jobsByTag(
   reads: ZyteReads,
   ctx: CallContext,
   tag: string,
   states: readonly string[],
-): Promise<{ taskId: string; state: string }[] | null> {
+): Promise<{ jobs: { taskId: string; state: string }[]; unreadable: number } | null> {
   const out: { taskId: string; state: string }[] = [];
+  let unreadable = 0;
   for (const state of states) {
     const res = await reads.app.call(ctx, {
       method: 'GET',
@@ -77,11 +81,13 @@ async function jobsByTag(
     if (!reads.app.isOk(res) || (res.body as { status?: unknown } | undefined)?.status !== 'ok')
       throw reads.fail(reads.app, res, 'read', ctx);
     const list = reads.app.parse(res, JobListSchema, 'read', 'jobs/list.json answer');
-    for (const j of list.jobs)
-      if (j.tags.includes(tag) && JOB_ID.test(j.id ?? j.key ?? ''))
-        out.push({ taskId: (j.id ?? j.key)!, state: j.state ?? state });
+    for (const j of list.jobs) {
+      if (!j.tags.includes(tag)) continue;
+      if (JOB_ID.test(j.id ?? j.key ?? '')) out.push({ taskId: (j.id ?? j.key)!, state: j.state ?? state });
+      else unreadable++;
+    }
   }
-  return out;
+  return { jobs: out, unreadable };
 }
 
 /** The first job tagged `tag` in `states`, or null. */
@@ -91,7 +97,7 @@ export async function findByTag(
   tag: string,
   states: readonly string[],
 ): Promise<Accepted | null> {
-  const [job] = (await jobsByTag(reads, ctx, tag, states)) ?? [];
+  const [job] = (await jobsByTag(reads, ctx, tag, states))?.jobs ?? [];
   return job ? { taskId: job.taskId, providerStatus: job.state, replayed: true } : null;
 }
 
@@ -104,13 +110,26 @@ export async function findByTag(
 export async function findSubmitted(reads: ZyteReads, findCtx: FindContext): Promise<LookupReading[]> {
   const ctx = reads.auth(findCtx);
   const tag = reads.tagOf(ctx.clientRef);
-  const jobs = await jobsByTag(reads, ctx, tag, ['pending', 'running', 'finished']);
-  if (jobs === null) return [lookupNotOffered(TAG_LOOKUP, 'jobs/list.json answered 404: not offered')];
-  const candidates: Candidate[] = jobs.map((j) => ({
+  const listed = await jobsByTag(reads, ctx, tag, ['pending', 'running', 'finished']);
+  if (listed === null) return [lookupNotOffered(TAG_LOOKUP, 'jobs/list.json answered 404: not offered')];
+  const candidates: Candidate[] = listed.jobs.map((j) => ({
     taskId: j.taskId,
     providerStatus: j.state,
     match: 'strong',
     why: `tagged ${tag}`,
   }));
-  return [{ lookup: TAG_LOOKUP, available: true, complete: true, candidates, at: new Date().toISOString() }];
+  // A tagged entry without a job ID we can read is a job of ours we cannot name: the list then
+  // proves neither absence nor which job to adopt.
+  return [
+    {
+      lookup: TAG_LOOKUP,
+      available: true,
+      complete: listed.unreadable === 0,
+      candidates,
+      at: new Date().toISOString(),
+      ...(listed.unreadable
+        ? { note: `${listed.unreadable} job(s) tagged ${tag} listed without a job ID we can read` }
+        : {}),
+    },
+  ];
 }
