@@ -1,15 +1,18 @@
 /**
- * Cancels of the `apify` and `brightdata` adapters against a real loopback server answering a 2xx.
- * Apify answers an abort with the run (`200 {data: Run}`: `ABORTING`/`ABORTED`, or unchanged on a
- * finished run); Bright Data answers an accepted cancel `200 "OK"` (text). Any other 2xx (a
- * proxy's page, other JSON, an empty body) is not the provider's word and must never be taken as
- * an acceptance: after one, a read that fails or 404s is read as the stop (`cancelled`).
+ * Cancels of the `apify`, `brightdata` and `scraperapi` adapters against a real loopback server
+ * answering a 2xx. Apify answers an abort with the run (`200 {data: Run}`: `ABORTING`/`ABORTED`,
+ * or unchanged on a finished run); Bright Data answers an accepted cancel `200 "OK"` (text);
+ * ScraperAPI documents no answer (JSON or nothing is taken as accepted). Any other 2xx (a proxy's
+ * page, other JSON, an empty body where the provider documents one) is not the provider's word and
+ * must never be taken as an acceptance: after one, a read that fails or 404s is read as the stop
+ * (`cancelled`).
  */
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import { ApifyAdapter, apifyProvider, type ApifyEntry } from '../../src/providers/apify/index.js';
 import { BrightDataAdapter, brightDataProvider } from '../../src/providers/brightdata/index.js';
+import { scraperApiProvider } from '../../src/providers/scraperapi/index.js';
 import { FIXTURE_KEYS } from '../fixtures/providers/harness.js';
 
 /** The answer to a cancel of task `<name>`: Apify's `POST /v2/actor-runs/<name>/abort`, Bright Data's `POST /datasets/v3/snapshot/<name>/cancel`. */
@@ -26,8 +29,11 @@ let server: Server;
 let base = '';
 beforeAll(async () => {
   server = createServer((req, res) => {
+    const url = req.url ?? '';
     const name =
-      /^\/(?:v2\/actor-runs|datasets\/v3\/snapshot)\/([a-z]+)\/(?:abort|cancel)/.exec(req.url ?? '')?.[1] ?? '';
+      /^\/(?:v2\/actor-runs|datasets\/v3\/snapshot)\/([a-z]+)\/(?:abort|cancel)/.exec(url)?.[1] ??
+      /^\/jobs\/([a-z]+)(?:\?|$)/.exec(url)?.[1] ??
+      '';
     const a = ANSWERS[name] ?? { type: 'application/json', body: '{}' };
     req.resume();
     req.on('end', () => {
@@ -90,5 +96,21 @@ describe('brightdata: a 2xx answer to a cancel', () => {
 
   it("any other 2xx (a proxy's page, JSON, an empty body) is not an acceptance: an unexpected answer, tried again", async () => {
     for (const name of ['other', 'html', 'empty', 'aborting']) await expectUnexpectedAnswer(brightData(name), name);
+  });
+});
+
+function scraperApi(name: string) {
+  const entry = scraperApiProvider.entrySchema.parse({ kind: 'scraperapi', credentials: {}, baseUrl: base });
+  return scraperApiProvider.create('sa', entry).cancel(name, ctx());
+}
+
+describe('scraperapi: a 2xx answer to a cancel (undocumented)', () => {
+  it('JSON, or nothing: accepted', async () => {
+    expect(await scraperApi('other')).toMatchObject({ accepted: true });
+    expect(await scraperApi('empty')).toMatchObject({ accepted: true });
+  });
+
+  it("a body that is not JSON (a proxy's page, text) is not an acceptance: an unexpected answer, tried again", async () => {
+    for (const name of ['html', 'ok']) await expectUnexpectedAnswer(scraperApi(name), name);
   });
 });

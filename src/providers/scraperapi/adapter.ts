@@ -278,6 +278,11 @@ export class ScraperApiAdapter implements ProviderAdapter {
     const cancelledAsFailure = seen === 'failed' && meansCancelled(reason);
     const providerStatus = cancelledAsFailure ? `${word}: ${reason}` : word;
     const known = cancelledAsFailure ? 'cancelled' : seen !== 'unrecognised' ? (seen as ProviderState) : undefined;
+    // ScraperAPI documents no answer to a cancel: a JSON or empty 2xx is taken as accepted, but a
+    // body that is not JSON (a proxy's page) is not its word, and an acceptance is evidence that a
+    // later 404 or failure is taken as the stop.
+    if (this.http.isOk(res) && res.body === undefined && res.text.trim() !== '')
+      throw this.http.invalidError(res, 'cancel', 'cancel answer (not JSON)');
     if (this.http.isOk(res)) return { accepted: true, state: known, providerStatus };
     if (res.status === 400 || res.status === 409)
       return { accepted: false, alreadyFinal: true, state: known, providerStatus };
