@@ -139,6 +139,11 @@ export class ScrapeJob {
     this.unwritten = undefined;
   }
 
+  /** Whether a store write of {@link record} was interrupted (see {@link writeInterruptedFinal}). */
+  hasUnwrittenFinal(): boolean {
+    return this.unwritten !== undefined;
+  }
+
   /** A final state the store already holds (a stale resume, another writer): adopted as is, outside the transition table. */
   adoptFinal(state: JobState, note: string): void {
     this.v.state = state;

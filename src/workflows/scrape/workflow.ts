@@ -64,10 +64,19 @@ export async function scrapeWorkflowV4(input: ScrapeRunInput): Promise<JobView> 
     if (!isCancellation(e)) throw e;
     if (CancellationScope.current().consideredCancelled) job.requestNativeCancel();
   }
-  await CancellationScope.nonCancellable(async () => {
-    await finishCancel(job);
-    await condition(allHandlersFinished);
-  });
+  // A job that ended with no cancel, no store write left unfinished and no handler still running
+  // has nothing to finish: skipping the step saves a dozen promises (the SDK captures a stack trace
+  // for each) and sends no command either way.
+  if (
+    job.cancel ||
+    job.hasUnwrittenFinal() ||
+    CancellationScope.current().consideredCancelled ||
+    !allHandlersFinished()
+  )
+    await CancellationScope.nonCancellable(async () => {
+      await finishCancel(job);
+      await condition(allHandlersFinished);
+    });
   return closeRun(job);
 }
 
