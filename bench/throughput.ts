@@ -393,6 +393,8 @@ async function temporalPhase(
   await spec.start(o.jobs);
   await waitUntil(() => worker.written.size >= 1, o.timeoutS * 1000, `the ${spec.key} phase's warm-up job`);
   const warmed = worker.written.size;
+  // A floor's job reports its work before its run closes: the warm-up run must be closed before counting.
+  await waitClosed(stack, spec.taskQueue, 60_000);
   const completedBefore = await completedJobs(stack, spec);
   const ns = stack.temporal.namespace;
   const procs: Measured[] = [{ name: 'worker', pid: worker.pid }, ...stack.processes()];

@@ -195,7 +195,9 @@ describe('status while checks fail', () => {
       account: 'acme',
       url: `${pages.pageUrl('ars-1')}?${tag}`,
       key: tag,
-      policy: FAST_POLICY,
+      // The job must still be pending when the last of the CLI's runs reads it: on a busy machine
+      // five CLI processes took longer than FAST_POLICY's 60-s deadline.
+      policy: { ...FAST_POLICY, deadlineMs: 600_000 },
     });
     await waitFor(async () => (await stack.store.jobs.get(ref.jobId))?.task_id, 30_000, 'the task ID');
     stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: tag, action: 'error_5xx', status: 503 });

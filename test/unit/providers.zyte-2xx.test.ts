@@ -123,7 +123,7 @@ describe('zyte: a lost submit’s list read proves absence only from a list Zyte
     expect((err as ProviderError).kind).toBe('transient');
   });
 
-  it('a job carrying our tag without a job ID we can read leaves the list incomplete: neither absent nor adoptable', async () => {
+  it('a job carrying our tag without a job ID we can read leaves the list incomplete: it never proves our job absent', async () => {
     const [reading] = await find('unnamed');
     expect(reading).toMatchObject({ available: true, complete: false, candidates: [] });
     expect(reading!.note).toMatch(/without a job ID we can read/);

@@ -119,7 +119,7 @@ export async function findSubmitted(reads: ZyteReads, findCtx: FindContext): Pro
     why: `tagged ${tag}`,
   }));
   // A tagged entry without a job ID we can read is a job of ours we cannot name: the list then
-  // proves neither absence nor which job to adopt.
+  // never proves our job absent (the note says why the read is incomplete).
   return [
     {
       lookup: TAG_LOOKUP,
