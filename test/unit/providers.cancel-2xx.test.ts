@@ -7,13 +7,13 @@
  * must never be taken as an acceptance: after one, a read that fails or 404s is read as the stop
  * (`cancelled`).
  */
-import { createServer, type Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import { ApifyAdapter, apifyProvider, type ApifyEntry } from '../../src/providers/apify/index.js';
 import { BrightDataAdapter, brightDataProvider } from '../../src/providers/brightdata/index.js';
 import { scraperApiProvider } from '../../src/providers/scraperapi/index.js';
 import { FIXTURE_KEYS } from '../fixtures/providers/harness.js';
+import { serveCannedAnswers } from '../helpers/answers.js';
 
 /** The answer to a cancel of task `<name>`: Apify's `POST /v2/actor-runs/<name>/abort`, Bright Data's `POST /datasets/v3/snapshot/<name>/cancel`. */
 const ANSWERS: Record<string, { type: string; body: string }> = {
@@ -25,26 +25,14 @@ const ANSWERS: Record<string, { type: string; body: string }> = {
   empty: { type: 'application/json', body: '' },
 };
 
-let server: Server;
-let base = '';
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    const url = req.url ?? '';
-    const name =
-      /^\/(?:v2\/actor-runs|datasets\/v3\/snapshot)\/([a-z]+)\/(?:abort|cancel)/.exec(url)?.[1] ??
-      /^\/jobs\/([a-z]+)(?:\?|$)/.exec(url)?.[1] ??
-      '';
-    const a = ANSWERS[name] ?? { type: 'application/json', body: '{}' };
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': a.type });
-      res.end(a.body);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+const base = serveCannedAnswers((req) => {
+  const url = req.url ?? '';
+  const name =
+    /^\/(?:v2\/actor-runs|datasets\/v3\/snapshot)\/([a-z]+)\/(?:abort|cancel)/.exec(url)?.[1] ??
+    /^\/jobs\/([a-z]+)(?:\?|$)/.exec(url)?.[1] ??
+    '';
+  return ANSWERS[name] ?? { body: '{}' };
 });
-afterAll(async () => new Promise<void>((r) => server?.close(() => r())));
 
 const ctx = () => ({ apiKey: FIXTURE_KEYS.acme, secrets: [] });
 
@@ -52,7 +40,7 @@ function apify(name: string) {
   const entry = apifyProvider.entrySchema.parse({
     kind: 'apify',
     credentials: {},
-    baseUrl: base,
+    baseUrl: base(),
     actorId: 'acme~site-crawler',
   }) as ApifyEntry;
   return new ApifyAdapter('apify', entry).cancel(name, ctx());
@@ -62,7 +50,7 @@ function brightData(name: string) {
   const entry = brightDataProvider.entrySchema.parse({
     kind: 'brightdata',
     credentials: {},
-    baseUrl: base,
+    baseUrl: base(),
     datasetId: 'gd_x',
   });
   return new BrightDataAdapter('bd', entry).cancel(name, ctx());
@@ -100,7 +88,7 @@ describe('brightdata: a 2xx answer to a cancel', () => {
 });
 
 function scraperApi(name: string) {
-  const entry = scraperApiProvider.entrySchema.parse({ kind: 'scraperapi', credentials: {}, baseUrl: base });
+  const entry = scraperApiProvider.entrySchema.parse({ kind: 'scraperapi', credentials: {}, baseUrl: base() });
   return scraperApiProvider.create('sa', entry).cancel(name, ctx());
 }
 

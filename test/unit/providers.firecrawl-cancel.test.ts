@@ -5,11 +5,11 @@
  * success and must never be recorded as `cancelled`; any other 2xx body is not Firecrawl's word
  * either, and must never be taken as an acceptance (after which a `404` reads as cancelled).
  */
-import { createServer, type Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import { FirecrawlAdapter, firecrawlProvider, type FirecrawlEntry } from '../../src/providers/firecrawl/index.js';
 import { FIXTURE_KEYS } from '../fixtures/providers/harness.js';
+import { serveCannedAnswers } from '../helpers/answers.js';
 
 /** The answer to `DELETE /v2/crawl/<name>`. */
 const ANSWERS: Record<string, string> = {
@@ -19,27 +19,16 @@ const ANSWERS: Record<string, string> = {
   html: '<html><body>OK</body></html>',
 };
 
-let server: Server;
-let base = '';
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    const name = /^\/v2\/crawl\/([a-z]+)$/.exec(req.url ?? '')?.[1] ?? '';
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': name === 'html' ? 'text/html' : 'application/json' });
-      res.end(ANSWERS[name] ?? '{}');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+const base = serveCannedAnswers((req) => {
+  const name = /^\/v2\/crawl\/([a-z]+)$/.exec(req.url ?? '')?.[1] ?? '';
+  return { type: name === 'html' ? 'text/html' : 'application/json', body: ANSWERS[name] ?? '{}' };
 });
-afterAll(async () => new Promise<void>((r) => server?.close(() => r())));
 
 function cancel(name: string) {
   const entry = firecrawlProvider.entrySchema.parse({
     kind: 'firecrawl',
     credentials: {},
-    baseUrl: base,
+    baseUrl: base(),
     operation: 'crawl',
   }) as FirecrawlEntry;
   return new FirecrawlAdapter('fc', entry).cancel(name, { apiKey: FIXTURE_KEYS.acme, secrets: [] });

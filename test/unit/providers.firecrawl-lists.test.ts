@@ -5,11 +5,11 @@
  * it proves nothing, and reading it as an empty list would prove our job absent and let a resubmit
  * pay for it twice.
  */
-import { createServer, type Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import { FirecrawlAdapter, firecrawlProvider, type FirecrawlEntry } from '../../src/providers/firecrawl/index.js';
 import { FIXTURE_KEYS } from '../fixtures/providers/harness.js';
+import { serveCannedAnswers } from '../helpers/answers.js';
 
 /** What each list answers, by the server's mode (the first path segment). */
 const MODES: Record<string, { active: string; activity: string }> = {
@@ -21,26 +21,20 @@ const MODES: Record<string, { active: string; activity: string }> = {
   noactivity: { active: '{"success": true, "crawls": []}', activity: '{"success": true}' },
 };
 
-let server: Server;
-let base = '';
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    const [, mode = '', ...rest] = new URL(req.url ?? '', 'http://x').pathname.split('/');
-    const m = MODES[mode];
-    const path = `/${rest.join('/')}`;
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(path === '/v2/crawl/active' ? m?.active : path === '/v2/team/activity' ? m?.activity : '{}');
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+const base = serveCannedAnswers((req) => {
+  const [, mode = '', ...rest] = new URL(req.url ?? '', 'http://x').pathname.split('/');
+  const m = MODES[mode];
+  const path = `/${rest.join('/')}`;
+  return {
+    body: (path === '/v2/crawl/active' ? m?.active : path === '/v2/team/activity' ? m?.activity : '{}') ?? '{}',
+  };
 });
-afterAll(async () => new Promise<void>((r) => server?.close(() => r())));
 
 function find(mode: string) {
   const entry = firecrawlProvider.entrySchema.parse({
     kind: 'firecrawl',
     credentials: {},
-    baseUrl: `${base}/${mode}`,
+    baseUrl: `${base()}/${mode}`,
     operation: 'crawl',
   }) as FirecrawlEntry;
   return new FirecrawlAdapter('fc', entry).findSubmitted({

@@ -5,12 +5,12 @@
  * may come from a server that scheduled the job, so the submit is ambiguous (reconciled by our
  * tag), never a permanent refusal that fails the job while the Scrapy Cloud job runs and bills.
  */
-import { createServer, type Server } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import type { SubmitContext } from '../../src/providers/adapter.js';
 import { ZyteAdapter, zyteProvider } from '../../src/providers/zyte/index.js';
 import { FIXTURE_KEYS } from '../fixtures/providers/harness.js';
+import { serveCannedAnswers } from '../helpers/answers.js';
 
 /** What the server answers to `run.json`, by the URL's path under `/as/<name>/`. */
 const ANSWERS: Record<string, { type: string; body: string }> = {
@@ -34,46 +34,25 @@ const STOPS: Record<string, { status: number; body: string }> = {
   proxy: { status: 200, body: '{"message": "request already forwarded"}' },
 };
 
-let server: Server;
-let base = '';
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    const stop = /^\/stop\/([a-z]+)\/jobs\/stop\.json/.exec(req.url ?? '');
-    if (stop) {
-      const a = STOPS[stop[1]!]!;
-      req.resume();
-      req.on('end', () => {
-        res.writeHead(a.status, { 'content-type': 'application/json' });
-        res.end(a.body);
-      });
-      return;
-    }
-    const listed = /^\/list\/([a-z]+)\/jobs\/list\.json/.exec(req.url ?? '');
-    if (listed) {
-      const tag = new URL(req.url ?? '', 'http://x').searchParams.get('has_tag') ?? '';
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end((LISTS[listed[1]!] ?? '{}').replace('TAG', tag));
-      return;
-    }
-    const name = /^\/as\/([a-z]+)\//.exec(req.url ?? '')?.[1] ?? '';
-    const a = ANSWERS[name] ?? { type: 'application/json', body: '{"status": "error", "message": "unexpected"}' };
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': a.type });
-      res.end(a.body);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+const base = serveCannedAnswers((req) => {
+  const url = req.url ?? '';
+  const stop = /^\/stop\/([a-z]+)\/jobs\/stop\.json/.exec(url);
+  if (stop) return STOPS[stop[1]!]!;
+  const listed = /^\/list\/([a-z]+)\/jobs\/list\.json/.exec(url);
+  if (listed) {
+    const tag = new URL(url, 'http://x').searchParams.get('has_tag') ?? '';
+    return { body: (LISTS[listed[1]!] ?? '{}').replace('TAG', tag) };
+  }
+  const name = /^\/as\/([a-z]+)\//.exec(url)?.[1] ?? '';
+  return ANSWERS[name] ?? { body: '{"status": "error", "message": "unexpected"}' };
 });
-afterAll(async () => new Promise<void>((r) => server?.close(() => r())));
 
 function adapter(name: string, under = 'as'): ZyteAdapter {
   const entry = zyteProvider.entrySchema.parse({
     kind: 'zyte',
     credentials: {},
-    baseUrl: `${base}/${under}/${name}`,
-    storageUrl: `${base}/storage`,
+    baseUrl: `${base()}/${under}/${name}`,
+    storageUrl: `${base()}/storage`,
     project: 123,
     spider: 'quotes',
   });
