@@ -30,6 +30,7 @@ const LISTS: Record<string, string> = {
 /** What the server answers to `jobs/stop.json`, by the URL's path under `/stop/<name>/`. */
 const STOPS: Record<string, { status: number; body: string }> = {
   zyte: { status: 400, body: '{"status": "badrequest", "message": "Job 123/1/7 is not running"}' },
+  legacy: { status: 200, body: '{"status": "error", "message": "Job 123/1/7 is not running"}' },
   gateway: { status: 502, body: '{"message": "upstream already closed the connection"}' },
   proxy: { status: 200, body: '{"message": "request already forwarded"}' },
 };
@@ -38,6 +39,9 @@ const base = serveCannedAnswers((req) => {
   const url = req.url ?? '';
   const stop = /^\/stop\/([a-z]+)\/jobs\/stop\.json/.exec(url);
   if (stop) return STOPS[stop[1]!]!;
+  // Under /list/, run.json refuses the job as a twin of a pending one (Zyte's duplicate refusal).
+  if (/^\/list\/[a-z]+\/run\.json/.test(url))
+    return { status: 400, body: '{"status": "error", "message": "quotes already scheduled"}' };
   const listed = /^\/list\/([a-z]+)\/jobs\/list\.json/.exec(url);
   if (listed) {
     const tag = new URL(url, 'http://x').searchParams.get('has_tag') ?? '';
@@ -108,6 +112,18 @@ describe('zyte: a lost submit’s list read proves absence only from a list Zyte
     expect(reading!.note).toMatch(/without a job ID we can read/);
   });
 
+  it('a duplicate refusal of a submit carrying our reference keeps its proof that our job exists when the list is unreadable', async () => {
+    // The refusal names a twin with the same arguments, our reference among them: our job exists.
+    // Losing that to a transient list error would let a retry submit a second, paid job.
+    const err = await adapter('nojobs', 'list')
+      .submit({ url: 'https://q.example/twin', format: 'markdown', options: {} }, submitCtx('ref-twin'))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProviderError);
+    expect((err as ProviderError).kind).toBe('ambiguous');
+    expect((err as ProviderError).details.provesExistence).toBe(true);
+    expect((err as ProviderError).message).toMatch(/the list unreadable/);
+  });
+
   it('an empty `jobs` list is a complete reading with no candidate', async () => {
     const [reading] = await find('empty');
     expect(reading).toMatchObject({ available: true, complete: true, candidates: [] });
@@ -119,6 +135,10 @@ describe('zyte: only Zyte’s own refusal of a cancel says the job is past stopp
 
   it('400 {"status": "badrequest", "message": "… is not running"}: already final, nothing to stop', async () => {
     expect(await cancel('zyte')).toEqual({ accepted: false, alreadyFinal: true });
+  });
+
+  it('the same refusal under a 200, as the legacy API sends it: already final too', async () => {
+    expect(await cancel('legacy')).toEqual({ accepted: false, alreadyFinal: true });
   });
 
   for (const name of ['gateway', 'proxy'])

@@ -236,12 +236,21 @@ export class ZyteAdapter implements ProviderAdapter {
     const err = this.fail(this.app, res, 'submit', ctx);
     if (err.details.code !== 'ALREADY_SCHEDULED') throw err;
     // A pending or running job of this spider has the same arguments.
-    const mine = await findByTag(this.reads, ctx, tag, ['pending', 'running']);
+    let mine: Awaited<ReturnType<typeof findByTag>> = null;
+    let unlisted = 'not listed yet';
+    try {
+      mine = await findByTag(this.reads, ctx, tag, ['pending', 'running']);
+    } catch (e) {
+      // With our reference among the arguments the refusal itself proves our job exists: a list
+      // that cannot be read must not lose that proof (a plain retry would submit a second job).
+      if (!this.entry.refArgument || !(e instanceof ProviderError)) throw e;
+      unlisted = `not found, the list unreadable (${e.message})`;
+    }
     if (mine) return mine;
     if (this.entry.refArgument) {
       throw new ProviderError(
         'ambiguous',
-        `${err.message} — the twin carries our reference ${ctx.clientRef}, so our job exists but is not listed yet; reconciling by tag ${tag}`,
+        `${err.message} — the twin carries our reference ${ctx.clientRef}, so our job exists but is ${unlisted}; reconciling by tag ${tag}`,
         { ...err.details, provesExistence: true },
       );
     }
@@ -351,12 +360,11 @@ export class ZyteAdapter implements ProviderAdapter {
     const body = res.body as { status?: unknown; message?: unknown } | undefined;
     if (this.app.isOk(res) && body?.status === 'ok') return { accepted: true };
     const err = this.fail(this.app, res, 'cancel', ctx);
-    // Only Zyte's own refusal (a 4xx with its error body) can say the job is past stopping; a
-    // proxy's or gateway's answer that happens to say "already" proves nothing about the job.
+    // Only Zyte's own refusal (its error body, under a 2xx as the legacy API sends it or a 4xx) can
+    // say the job is past stopping; a proxy's or gateway's answer saying "already" proves nothing.
     const zytes = body?.status === 'error' || body?.status === 'badrequest';
     if (
       zytes &&
-      res.status >= 400 &&
       res.status < 500 &&
       res.status !== 404 &&
       /not running|already|finished|deleted/i.test(String(body?.message ?? ''))
