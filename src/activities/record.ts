@@ -3,22 +3,44 @@
  * transition, the observed outcome of a cancel. Idempotent; run as local activities.
  */
 import { sanitizeBody } from '../lib/sanitize.js';
-import type { JobState } from '../model/states.js';
+import { isFinalState, type JobState } from '../model/states.js';
 import type { CancelReport, JobError } from '../model/types.js';
 import type { ActivityKit } from './context.js';
+import { announceSlotReleased } from './slots.js';
 
 /**
  * Records a state transition (idempotent) through the store's checked writer. Returns false when
- * the job did not move (already there, or a move the transition table forbids: a final job).
+ * the job did not move (already there, or a move the transition table forbids: a final job). A
+ * move to a final state frees the job's slot under its provider key's limit: submits of that key
+ * waiting in this process are told at once (`provider`, `account`: the job's).
  */
 export async function recordState(
   kit: ActivityKit,
-  input: { jobId: string; state: JobState; error?: JobError | null; detail?: unknown },
+  input: {
+    jobId: string;
+    state: JobState;
+    error?: JobError | null;
+    detail?: unknown;
+    provider?: string;
+    account?: string;
+  },
 ): Promise<boolean> {
-  return kit.store.jobs.transition(input.jobId, input.state, {
+  const moved = await kit.store.jobs.transition(input.jobId, input.state, {
     error: input.error,
     detail: input.detail === undefined ? undefined : sanitizeBody(input.detail, kit.secrets()),
   });
+  if (moved && isFinalState(input.state) && input.provider !== undefined && input.account !== undefined) {
+    // A key whose credential cannot be read has no waiting submit to tell.
+    const label = (() => {
+      try {
+        return kit.deps.providers.resolve(input.provider!, input.account!).limiter.label;
+      } catch {
+        return undefined;
+      }
+    })();
+    if (label !== undefined) announceSlotReleased(label);
+  }
+  return moved;
 }
 
 /**

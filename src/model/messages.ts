@@ -14,13 +14,18 @@ import type { QueryDefinition, SignalDefinition, UpdateDefinition } from '@tempo
 import type { CancelReport, JobView, ScrapeWorkflowInput } from './types.js';
 
 /** Workflow type of scrape jobs: the only one a worker serves. */
-export const SCRAPE_WORKFLOW_TYPE = 'scrapeWorkflowV4';
+export const SCRAPE_WORKFLOW_TYPE = 'scrapeWorkflowV5';
 
 /**
  * Workflow types of earlier releases that this worker no longer serves: their open runs must be
  * drained on the release that started them before this one is deployed (`scrape upgrade-check`).
  */
-export const RETIRED_WORKFLOW_TYPES = ['scrapeWorkflow', 'scrapeWorkflowV2', 'scrapeWorkflowV3'] as const;
+export const RETIRED_WORKFLOW_TYPES = [
+  'scrapeWorkflow',
+  'scrapeWorkflowV2',
+  'scrapeWorkflowV3',
+  'scrapeWorkflowV4',
+] as const;
 
 /** The signature of the {@link SCRAPE_WORKFLOW_TYPE} workflow: its input, and the final view it returns. */
 export type ScrapeWorkflow = (input: ScrapeWorkflowInput) => Promise<JobView>;

@@ -1,8 +1,8 @@
 /**
- * Produces workflow histories of the main paths of the scrape workflow (`scrapeWorkflowV4`) on the
+ * Produces workflow histories of the main paths of the scrape workflow (`scrapeWorkflowV5`) on the
  * real stack and replays each one through the current workflow code (`Worker.runReplayHistories`):
  * any non-determinism fails here. With `RECORD_HISTORIES=1` the histories not yet recorded are
- * written to `test/replay/histories/v4-<path>.json` (`all`: every one), with this machine's paths
+ * written to `test/replay/histories/v5-<path>.json` (`all`: every one), with this machine's paths
  * taken out of their stack traces, where `test/unit/replay.test.ts` replays them on every run, so
  * that a later change of workflow code that breaks running workflows is caught (such a change goes
  * behind `patched()`, or into a new workflow type once the old one is drained).
@@ -303,7 +303,7 @@ describe('workflow histories replay deterministically', () => {
 
     // RECORD_HISTORIES=1 adds the histories not recorded yet (older ones stay: replaying histories
     // of older code is the point); RECORD_HISTORIES=all rewrites every one.
-    // `RECORD_AS=<suffix>` records every path under `v4-<path>-<suffix>.json` (the histories of code
+    // `RECORD_AS=<suffix>` records every path under `v5-<path>-<suffix>.json` (the histories of code
     // behind a new patch, beside the ones recorded before it). Stack traces name files relative to
     // the repository: a recorded history carries no path of the machine that recorded it.
     if (process.env.RECORD_HISTORIES === '1' || process.env.RECORD_HISTORIES === 'all') {
@@ -311,7 +311,7 @@ describe('workflow histories replay deterministically', () => {
       fs.mkdirSync(dir, { recursive: true });
       const suffix = process.env.RECORD_AS ? `-${process.env.RECORD_AS.replace(/[^A-Za-z0-9]/g, '')}` : '';
       for (const h of histories) {
-        const file = path.join(dir, `v4-${h.name}${suffix}.json`);
+        const file = path.join(dir, `v5-${h.name}${suffix}.json`);
         if (process.env.RECORD_HISTORIES === 'all' || !fs.existsSync(file))
           fs.writeFileSync(file, withoutMachinePaths(h.json));
       }

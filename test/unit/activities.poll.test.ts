@@ -228,7 +228,7 @@ describe('checkOnce (one status check of the polling loop)', () => {
     expect(beats).toEqual([{ documents: 100, pages: 1 }]);
   });
 
-  it('a refused result read (401) ends tracking_interrupted with the reason and an incident', async () => {
+  it('a refused result read (401) ends tracking_interrupted with the reason and an incident; the row is left for the workflow to record', async () => {
     fake.statusImpl = async () => ({ state: 'completed', providerStatus: 'completed' });
     fake.resultImpl = async () => {
       throw new ProviderError('permanent', 'GET /results answered 401 UNAUTHORIZED', {
@@ -238,7 +238,7 @@ describe('checkOnce (one status check of the polling loop)', () => {
     };
     const out = await outcome(checkOnce(poll()));
     expect(out).toMatchObject({ kind: 'interrupted', error: { kind: 'permanent', httpStatus: 401 } });
-    expect((await store.jobs.get(jobId))?.state).toBe('tracking_interrupted');
+    expect((await store.jobs.get(jobId))?.state).toBe('pending');
     expect(await store.findings.incidents(jobId)).toHaveLength(1);
   });
 
@@ -248,10 +248,13 @@ describe('checkOnce (one status check of the polling loop)', () => {
       throw new ProviderError('task_failed', 'snapshot is empty', { httpStatus: 400, code: 'SNAPSHOT_EMPTY' });
     };
     const out = await outcome(checkOnce(poll()));
-    expect(out).toMatchObject({ kind: 'failed', error: { code: 'SNAPSHOT_EMPTY' } });
-    const row = await store.jobs.get(jobId);
-    expect(row?.state).toBe('failed');
-    expect(JSON.parse(row!.last_error!)).toMatchObject({ code: 'SNAPSHOT_EMPTY' });
+    expect(out).toMatchObject({
+      kind: 'failed',
+      error: { code: 'SNAPSHOT_EMPTY' },
+      note: expect.stringMatching(/nothing will come.*SNAPSHOT_EMPTY/),
+    });
+    // The activity observes; the workflow records what it returns (recordState).
+    expect((await store.jobs.get(jobId))?.state).toBe('pending');
   });
 
   it('404s end a known task expired at the notFoundLimit-th in a row only once it is older than its kind’s propagation window: before, it is not visible yet', async () => {
@@ -268,8 +271,11 @@ describe('checkOnce (one status check of the polling loop)', () => {
       .updateTable('jobs')
       .set({ submitted_at: new Date(Date.now() - 61_000).toISOString() })
       .execute();
-    expect(await outcome(checkOnce(poll()))).toMatchObject({ kind: 'expired' });
-    expect((await store.jobs.get(jobId))?.state).toBe('expired');
+    expect(await outcome(checkOnce(poll()))).toMatchObject({
+      kind: 'expired',
+      note: expect.stringMatching(/404.*expired or lost/),
+    });
+    expect((await store.jobs.get(jobId))?.state).toBe('pending');
   });
 
   it('failed reads back off with the failures in a row (never with successful checks), never shorter than Retry-After, kept on the row for the next loop', async () => {
@@ -302,7 +308,7 @@ describe('checkOnce (one status check of the polling loop)', () => {
     const out = await outcome(checkOnce(poll()));
     expect(out).toMatchObject({ kind: 'interrupted', error: { httpStatus: 503 } });
     expect(out.kind === 'interrupted' && out.note).toMatch(/10 status reads failed in a row over 16 min.*resume/);
-    expect((await store.jobs.get(jobId))?.state).toBe('tracking_interrupted');
+    expect((await store.jobs.get(jobId))?.state).toBe('pending');
     expect(fake.calls.filter((c) => c === 'status')).toHaveLength(10);
   });
 

@@ -19,7 +19,7 @@ const files = fs
   .sort();
 
 describe('recorded histories replay with the current workflow code', () => {
-  it('has recorded histories of the main paths of the workflow type served (v4)', () => {
+  it('has recorded histories of the main paths of the workflow type served (v5)', () => {
     const paths = [
       'completed',
       'failed',
@@ -35,7 +35,7 @@ describe('recorded histories replay with the current workflow code', () => {
       'deadlineCancel',
       'resolvedAfterWake',
     ];
-    expect(files).toEqual(expect.arrayContaining(paths.map((p) => `v4-${p}.json`)));
+    expect(files).toEqual(expect.arrayContaining(paths.map((p) => `v5-${p}.json`)));
   });
 
   it('carries no path of the machine that recorded them', () => {

@@ -1,9 +1,11 @@
 /**
  * One status check of a provider task (`checkOnce`), the unit the polling loop (`track.ts`) repeats.
- * A final answer is handled inside the check: the result (inline in the final status where the
- * provider sends it, else read page by page) is written once, atomically with `completed`;
- * failures, expiry and refusals are recorded; the outcome is returned. A non-final answer says when
- * to check again.
+ * A final answer ends the check with its outcome, which the workflow records (the job's state
+ * is the workflow's to move). The one exception is a completion: its result (inline in the final
+ * status where the provider sends it, else read page by page) is written once here, atomically
+ * with the move to `completed`, so that no run can see the one without the other and the payload
+ * never enters history. The provider's evidence of a failure (the incident) is recorded here, where
+ * the answer is. A non-final answer says when to check again.
  *
  * State between checks lives in the job row, not in history: the polling generation (a check of a
  * superseded activity stops without calling the provider), the successful-check count (the
@@ -47,18 +49,6 @@ function scheduleDelay(s: PollSchedule, n: number): number {
   return scheduleOf(s, n, Math.random());
 }
 
-async function transition(
-  kit: ActivityKit,
-  input: TrackStatusInput,
-  state: 'failed' | 'cancelled' | 'expired' | 'tracking_interrupted',
-  error: JobError | undefined,
-  note: string,
-): Promise<void> {
-  if (input.mode !== 'track') return;
-  await kit.store.jobs.transition(input.jobId, state, { error, detail: { note, ...(error ? { error } : {}) } });
-  announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
-}
-
 /**
  * Handles a provider error of a status or result read of `row`'s task: an outcome to return, or
  * when to read again (the failed-read discipline of the module docs; `until`: ms left before the
@@ -81,18 +71,10 @@ async function onReadError(
   if (e.kind === 'not_found') return onNotFound(kit, input, row, error, phase, checks, until);
   if (e.kind === 'expired') {
     const note = `the provider says task ${input.taskId} expired (${error.message})`;
-    await transition(kit, input, 'expired', error, note);
     return { outcome: { kind: 'expired', checks, error, note } };
   }
   if (e.kind === 'task_failed') {
     await kit.recordIncident(input.jobId, phase, e);
-    await transition(
-      kit,
-      input,
-      'failed',
-      error,
-      `the provider says nothing will come for task ${input.taskId} (${error.code ?? error.message})`,
-    );
     // A final word that is the same for a stopped and a finished task, with no result behind it,
     // is told to the cancel's confirmation as such: it weighs it with the cancel's own answer.
     const afterCancel =
@@ -104,6 +86,7 @@ async function onReadError(
         kind: 'failed',
         checks,
         error,
+        note: `the provider says nothing will come for task ${input.taskId} (${error.code ?? error.message})`,
         ...(afterCancel ? { afterCancel: 'stopped_or_completed' as const } : {}),
       },
     };
@@ -111,7 +94,6 @@ async function onReadError(
   if (e.kind === 'permanent' || e.kind === 'conflict' || e.kind === 'unsupported') {
     await kit.recordIncident(input.jobId, phase, e);
     const note = `${phase} reads refused (${error.message}); fix the cause and resume with the same task ID ${input.taskId}`;
-    await transition(kit, input, 'tracking_interrupted', error, note);
     return { outcome: { kind: 'interrupted', checks, error, note } };
   }
   // transient, cooldown, ambiguous: a failed read is not a failed task.
@@ -126,7 +108,6 @@ async function onReadError(
     await kit.recordIncident(input.jobId, phase, e);
     const minutes = Math.round((Date.now() - streak.since) / 60_000);
     const note = `${streak.failures} ${phase} reads failed in a row over ${minutes} min (last: ${error.message}); the task may still run: fix the cause and resume with the same task ID ${input.taskId}`;
-    await transition(kit, input, 'tracking_interrupted', error, note);
     return { outcome: { kind: 'interrupted', checks, error, note } };
   }
   const retryAfter = e.details.retryAfterMs ? `, Retry-After ${(e.details.retryAfterMs / 1000).toFixed(1)} s` : '';
@@ -159,7 +140,6 @@ async function onNotFound(
   await kit.store.findings.appendEvent(input.jobId, 'status_not_found', null, { phase, streak, ageMs, graceMs, error });
   if (streak >= input.notFoundLimit && ageMs >= graceMs) {
     const note = `provider answered 404 for known task ${input.taskId} ${streak} times in a row (${phase} read), the task ${Math.round(ageMs / 1000)} s old: expired or lost at the provider, not failed`;
-    await transition(kit, input, 'expired', error, note);
     return { outcome: { kind: 'expired', checks, error, note } };
   }
   const delay = Math.min(until, failedReadDelay(input.failedReads, streak, undefined, Math.random()));
@@ -305,7 +285,7 @@ async function completeTask(
 /**
  * One status check of the task: claims the job for `input.generation` (a superseded or final job
  * asks nothing: `stale`), calls the provider, records what it said, and when the task is final
- * writes the result once (or records the failure) and returns the outcome; otherwise says when to
+ * returns the outcome (a completion with its result written once); otherwise says when to
  * check again (the next delay of the schedule, never shorter than the provider's `Retry-After`,
  * never past the deadline; a short backoff after a failed check). `checkPastDeadline`: check even
  * though the deadline has passed (a wake that came before it).
@@ -401,18 +381,10 @@ export async function checkOnce(
       request: { taskId: input.taskId },
       at: evidence?.at,
     });
-    await transition(kit, input, 'failed', error, 'provider reported a terminal failure');
     await audit();
-    return { outcome: { ...base, kind: 'failed', error } };
+    return { outcome: { ...base, kind: 'failed', error, note: 'the provider reported a terminal failure' } };
   }
   if (seen.state === 'cancelled') {
-    await transition(
-      kit,
-      input,
-      'cancelled',
-      undefined,
-      'the provider reports the task cancelled (not by this workflow)',
-    );
     await audit();
     return { outcome: { ...base, kind: 'cancelled' } };
   }

@@ -34,11 +34,15 @@ export interface TrackStatusInput extends TaskRef {
    * provider's `Retry-After` and the minimum gap still hold.
    */
   followUpMs?: number[];
-  /** `track`: record final states in the store; `confirm_cancel`: only observe (the cancel path records). */
+  /** `track`: the job's own tracking; `confirm_cancel`: a cancel's confirmation (no 404 grace, no share overrun, completion weighed with the cancel's answer). */
   mode: 'track' | 'confirm_cancel';
 }
 
-/** What the workflow learns when `trackStatus` ends. */
+/**
+ * What the workflow learns when `trackStatus` ends, and records: every final outcome but
+ * `completed` (written with its result) leaves the job's row as it was, for the workflow's move.
+ * `note`: what the job's timeline and view say of it.
+ */
 export type PollOutcome = { checks: number; providerStatus?: string; progress?: StatusObservation['progress'] } &
   /**
    * `afterCancel`: a cancel's confirmation saw it, and the provider's `completed` cannot tell a
@@ -46,7 +50,7 @@ export type PollOutcome = { checks: number; providerStatus?: string; progress?: 
    */
   (
     | { kind: 'completed'; result: SavedResult; afterCancel?: 'stopped_or_completed' }
-    | { kind: 'failed'; error: JobError; afterCancel?: 'stopped_or_completed' }
+    | { kind: 'failed'; error: JobError; note: string; afterCancel?: 'stopped_or_completed' }
     | { kind: 'cancelled' }
     | { kind: 'expired'; error: JobError; note: string }
     | { kind: 'interrupted'; error: JobError; note: string }

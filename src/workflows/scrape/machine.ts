@@ -120,7 +120,7 @@ export class ScrapeJob {
    */
   async record(state: JobState, opts: rules.MoveOptions & { detail?: unknown } = {}): Promise<void> {
     this.move(state, opts);
-    const write = rules.stateWrite(this.input.jobId, state, opts);
+    const write = rules.stateWrite(this.input, state, opts);
     this.unwritten = write;
     await this.acts.recorder.recordState(write);
     this.unwritten = undefined;

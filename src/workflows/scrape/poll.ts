@@ -110,7 +110,10 @@ async function pollOnce(
   }
 }
 
-/** Applies an activity outcome to the job. Returns true when tracking is over. */
+/**
+ * Applies an activity outcome to the job and records it (the activity only observed it; a
+ * completion's move was written with its result). Returns true when tracking is over.
+ */
 export async function settleOutcome(job: ScrapeJob, o: PollOutcome): Promise<boolean> {
   job.observe(o);
   switch (o.kind) {
@@ -118,16 +121,16 @@ export async function settleOutcome(job: ScrapeJob, o: PollOutcome): Promise<boo
       job.completed(o.result); // written by the activity, atomically with the result
       return true;
     case 'failed':
-      job.move('failed', { error: o.error, note: 'the provider reported a terminal failure' });
+      await job.record('failed', { error: o.error, note: o.note });
       return true;
     case 'cancelled':
-      job.move('cancelled', { note: 'the provider reports the task cancelled (not by this workflow)' });
+      await job.record('cancelled', { note: 'the provider reports the task cancelled (not by this workflow)' });
       return true;
     case 'expired':
-      job.move('expired', { error: o.error, note: o.note });
+      await job.record('expired', { error: o.error, note: o.note });
       return true;
     case 'interrupted':
-      job.move('tracking_interrupted', { error: o.error, note: o.note });
+      await job.record('tracking_interrupted', { error: o.error, note: o.note });
       return true;
     case 'deadline':
       return onDeadline(job);

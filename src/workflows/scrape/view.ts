@@ -135,14 +135,28 @@ export function moveUpdates(
 export interface StateWrite {
   jobId: string;
   state: JobState;
+  /** The job's provider and account (a final move frees its slot under the key's limit). */
+  provider: string;
+  account: string;
   error?: JobError;
   /** The timeline event's detail. */
   detail?: unknown;
 }
 
-/** The store write of a move of job `jobId` to `state` with `opts`: the detail given, else the note as `{ note }`. */
-export function stateWrite(jobId: string, state: JobState, opts: MoveOptions & { detail?: unknown }): StateWrite {
-  return { jobId, state, error: opts.error, detail: opts.detail ?? (opts.note ? { note: opts.note } : undefined) };
+/** The store write of a move of job `job` to `state` with `opts`: the detail given, else the note as `{ note }`. */
+export function stateWrite(
+  job: { jobId: string; provider: string; account: string },
+  state: JobState,
+  opts: MoveOptions & { detail?: unknown },
+): StateWrite {
+  return {
+    jobId: job.jobId,
+    provider: job.provider,
+    account: job.account,
+    state,
+    error: opts.error,
+    detail: opts.detail ?? (opts.note ? { note: opts.note } : undefined),
+  };
 }
 
 /** The effects (pages, documents, credits) `progress` reports: only those it names. */

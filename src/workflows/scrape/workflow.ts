@@ -1,5 +1,5 @@
 /**
- * The scrape workflow (type `scrapeWorkflowV4`): one logical scrape request, from submit to a
+ * The scrape workflow (type `scrapeWorkflowV5`): one logical scrape request, from submit to a
  * result written once.
  *
  * This file only wires the message handlers and runs the phases; the job's state and every change
@@ -39,11 +39,11 @@ import {
 import { trackTask } from './poll.js';
 
 /**
- * Runs one scrape (workflow type `scrapeWorkflowV4`, the only type a worker serves; older types are
+ * Runs one scrape (workflow type `scrapeWorkflowV5`, the only type a worker serves; older types are
  * drained before an upgrade: docs/operations.md, "Upgrading"). Returns the final {@link JobView}; a
  * job whose cancel request did not end in `completed` closes `Canceled` instead.
  */
-export async function scrapeWorkflowV4(input: ScrapeRunInput): Promise<JobView> {
+export async function scrapeWorkflowV5(input: ScrapeRunInput): Promise<JobView> {
   const job = new ScrapeJob(input);
   wireHandlers(job);
   job.announce();
