@@ -2,22 +2,79 @@
  * One provider exchange (`src/providers/shared/exchange.ts`) against a real loopback HTTP server:
  * a call that outlives its HTTP timeout is a `TIMEOUT`, a call its caller cancels says so, and a
  * long-lived caller signal (a tracking loop's, which lives for the job's whole wait) keeps no
- * listener of the calls it has made, however many.
+ * listener of the calls it has made, however many. A body longer than the call's cap is not read
+ * whole: the call fails `BODY_TOO_LARGE` (`ambiguous` on a submit) and the server sees the
+ * connection closed before its body was all sent.
  */
 import { getEventListeners } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ResultContext } from '../../src/providers/adapter.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import { providerFetch, type ProviderRequest } from '../../src/providers/shared/exchange.js';
+import { ProviderHttp } from '../../src/providers/shared/http.js';
 
 let server: Server;
 let base: string;
 
+const MiB = 1024 * 1024;
+
+/** A JSON object of exactly `bytes` bytes (at least 12): `{"pad":"xxx…"}`. */
+const jsonOf = (bytes: number) => `{"pad":"${'x'.repeat(bytes - 10)}"}`;
+
+/** How each `/stream` answer ended: `sent` bytes written, `whole` when the body was all sent. */
+const streamed: { sent: number; whole: boolean }[] = [];
+/** Resolves when the next `/stream` answer ends (sent whole or its connection closed). */
+let streamEnded: Promise<void> = Promise.resolve();
+
+/**
+ * Writes a JSON body of `bytes` bytes in 64 KiB chunks with no content-length (chunked), waiting
+ * for the client to drain each, and records how far it got once the response closes.
+ */
+function stream(res: ServerResponse, bytes: number, ended: () => void): void {
+  res.setHeader('content-type', 'application/json');
+  const chunk = Buffer.alloc(64 * 1024, 'x');
+  let sent = 0;
+  res.on('close', () => {
+    streamed.push({ sent, whole: res.writableFinished });
+    ended();
+  });
+  const pump = () => {
+    if (sent === 0) {
+      res.write('{"pad":"');
+      sent += 8;
+    }
+    while (!res.destroyed && sent < bytes - 2) {
+      const part = chunk.subarray(0, Math.min(chunk.length, bytes - 2 - sent));
+      sent += part.length;
+      if (!res.write(part)) return void res.once('drain', pump);
+    }
+    if (!res.destroyed) {
+      sent += 2;
+      res.end('"}');
+    }
+  };
+  pump();
+}
+
 beforeAll(async () => {
-  // `/slow` never answers (until the client gives up); anything else answers at once.
+  // `/slow` never answers (until the client gives up); `/sized?bytes=N` answers a JSON body of N
+  // bytes with its content-length; `/stream?bytes=N` streams one (see `stream`); anything else
+  // answers at once.
   server = createServer((req, res) => {
-    if (req.url === '/slow') return;
+    const url = new URL(req.url ?? '/', 'http://x');
+    const bytes = Number(url.searchParams.get('bytes'));
+    if (url.pathname === '/slow') return;
+    if (url.pathname === '/sized') {
+      res.setHeader('content-type', 'application/json');
+      return void res.end(jsonOf(bytes));
+    }
+    if (url.pathname === '/stream') {
+      let ended!: () => void;
+      streamEnded = new Promise((r) => (ended = r));
+      return stream(res, bytes, ended);
+    }
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify({ status: 'running' }));
   });
@@ -75,5 +132,78 @@ describe('providerFetch', () => {
     expect(cancelled.message).toContain('was cancelled');
     expect(cancelled.kind).toBe('transient');
     expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
+  });
+});
+
+describe('the body cap', () => {
+  it('a body at the cap is read and parsed; one byte more fails BODY_TOO_LARGE without the body as evidence', async () => {
+    const atCap = await providerFetch(request(`/sized?bytes=${MiB}`, { maxBodyBytes: MiB }));
+    expect(atCap.status).toBe(200);
+    expect((atCap.body as { pad: string }).pad).toHaveLength(MiB - 10);
+
+    const over = await providerFetch(request(`/sized?bytes=${MiB + 1}`, { maxBodyBytes: MiB })).catch(
+      (e: unknown) => e,
+    );
+    expect(over).toBeInstanceOf(ProviderError);
+    const err = over as ProviderError;
+    expect(err.kind).toBe('transient');
+    expect(err.details.code).toBe('BODY_TOO_LARGE');
+    expect(err.message).toContain(`GET ${base}/sized?bytes=${MiB + 1}`);
+    expect(err.message).toContain(`over the cap of ${MiB} bytes`);
+    expect(err.message).toContain(`content-length ${MiB + 1}, cut before reading`);
+    expect(err.details.httpStatus).toBe(200);
+    expect(err.details.evidence?.body).toBeUndefined();
+    expect(err.details.evidence?.endpoint).toBe(`GET ${base}/sized?bytes=${MiB + 1}`);
+  });
+
+  it('a streamed body past the cap is cut: the rest is never read, a read fails transient and a submit ambiguous', async () => {
+    const under = await providerFetch(request(`/stream?bytes=${2 * MiB - 1}`, { maxBodyBytes: 2 * MiB }));
+    expect((under.body as { pad: string }).pad).toHaveLength(2 * MiB - 11);
+    await streamEnded;
+    expect(streamed.at(-1)).toEqual({ sent: 2 * MiB - 1, whole: true });
+
+    for (const [phase, kind] of [
+      ['read', 'transient'],
+      ['cancel', 'transient'],
+      ['submit', 'ambiguous'],
+    ] as const) {
+      const cut = await providerFetch(
+        request(`/stream?bytes=${64 * MiB}`, {
+          maxBodyBytes: 2 * MiB,
+          phase,
+          method: phase === 'read' ? 'GET' : 'POST',
+        }),
+      ).catch((e: unknown) => e);
+      expect(cut).toBeInstanceOf(ProviderError);
+      expect((cut as ProviderError).kind).toBe(kind);
+      expect((cut as ProviderError).details.code).toBe('BODY_TOO_LARGE');
+      expect((cut as ProviderError).message).toMatch(/over the cap of 2097152 bytes .*\(cut after \d+ bytes read\)/);
+      expect((cut as ProviderError).details.evidence?.body).toBeUndefined();
+      // The server saw the connection closed long before its 64 MiB were sent.
+      await streamEnded;
+      expect(streamed.at(-1)?.whole).toBe(false);
+      expect(streamed.at(-1)?.sent).toBeLessThan(32 * MiB);
+    }
+  });
+
+  it("a provider client's result read is allowed the entry's results.maxBytes when larger than the client's cap", async () => {
+    const http = new ProviderHttp({
+      provider: 'acme',
+      baseUrl: base,
+      auth: { in: 'header' },
+      submitTimeoutMs: 5_000,
+      readTimeoutMs: 5_000,
+      maxBodyBytes: MiB,
+    });
+    const call = { method: 'GET', path: '/sized', query: { bytes: 2 * MiB }, phase: 'read' } as const;
+    const plain = await http.call({ apiKey: 'k', secrets: [] }, call).catch((e: unknown) => e);
+    expect((plain as ProviderError).details.code).toBe('BODY_TOO_LARGE');
+    const resultCtx: Pick<ResultContext, 'apiKey' | 'secrets' | 'limits'> = {
+      apiKey: 'k',
+      secrets: [],
+      limits: { maxDocuments: 10, maxBytes: 3 * MiB, pageSize: 10 },
+    };
+    const page = await http.call(resultCtx, call);
+    expect((page.body as { pad: string }).pad).toHaveLength(2 * MiB - 10);
   });
 });

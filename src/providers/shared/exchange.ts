@@ -2,7 +2,9 @@
  * One HTTP exchange with a provider ({@link providerFetch}): the request sent with a timeout (JSON or
  * form-encoded body), the response returned for any HTTP status with its sanitised evidence, and a
  * network failure or timeout classified into a {@link ProviderError} kind (`ambiguous` for a submit
- * that may have been sent). {@link ProviderHttp} in `http.ts` builds every adapter call on this.
+ * that may have been sent). The body is read as a stream up to a byte cap
+ * ({@link DEFAULT_MAX_BODY_BYTES} unless the request says otherwise). {@link ProviderHttp} in
+ * `http.ts` builds every adapter call on this.
  */
 import { redactSecrets, sanitizeBody, sanitizeHeaders, sanitizeUrl, truncate } from '../../lib/sanitize.js';
 import { observeProviderCall } from '../../observability/provider.js';
@@ -11,6 +13,13 @@ import type { FormBody } from './request.js';
 
 /** `submit` calls create work (outcome ambiguous on reset/timeout/5xx); `read` and `cancel` calls do not. */
 export type CallPhase = 'submit' | 'read' | 'cancel';
+
+/**
+ * Most bytes of a response body read by default (32 MiB): far above any status, list, submit or
+ * cancel answer, so a broken or hostile provider cannot fill the worker's heap with one answer.
+ * Result reads are allowed their entry's `results.maxBytes` when that is larger (`http.ts`).
+ */
+export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 
 /** Options of {@link providerFetch}. */
 export interface ProviderRequest {
@@ -27,6 +36,8 @@ export interface ProviderRequest {
   /** Secret values to scrub from anything recorded (the API key and its forms, webhook secrets). */
   secrets: readonly string[];
   signal?: AbortSignal;
+  /** Most bytes of the response body read (default {@link DEFAULT_MAX_BODY_BYTES}); a longer body fails the call. */
+  maxBodyBytes?: number;
 }
 
 /** A provider response, whatever its HTTP status. */
@@ -66,7 +77,10 @@ function formParams(form: FormBody): URLSearchParams {
  * Performs the request and returns the response for any HTTP status; throws
  * {@link ProviderError} only for network failures and timeouts:
  * - connection never made (refused, DNS, unreachable) → `transient` (nothing was sent);
- * - reset, closed socket or timeout after sending → `ambiguous` for `submit`, `transient` otherwise.
+ * - reset, closed socket or timeout after sending → `ambiguous` for `submit`, `transient` otherwise;
+ * - a body longer than `req.maxBodyBytes` (by its `content-length` or as it streams) → code
+ *   `BODY_TOO_LARGE`, `ambiguous` for `submit` (the provider may have created the task), `transient`
+ *   otherwise; the rest of the body is not read, and the evidence holds no body.
  * The evidence (endpoint, request body, response body and kept headers) is sanitised with
  * `req.secrets` by value and with secret-looking names. Every exchange gets a trace span and
  * request metrics (`src/observability/provider.ts`).
@@ -123,10 +137,12 @@ async function send(req: ProviderRequest, signal: AbortSignal): Promise<Provider
   } catch (e) {
     throw networkError(e, req, { endpoint, at, request: requestEvidence });
   }
+  const cap = req.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   let text: string;
   try {
-    text = await res.text();
+    text = await readCapped(res, cap);
   } catch (e) {
+    if (e instanceof BodyTooLarge) throw bodyTooLarge(e, req, cap, { endpoint, at, request: requestEvidence, res });
     // Headers arrived but the body was cut: the provider did answer, so for a submit the outcome
     // is still unknown to us.
     throw networkError(e, req, { endpoint, at, request: requestEvidence, httpStatus: res.status });
@@ -137,20 +153,92 @@ async function send(req: ProviderRequest, signal: AbortSignal): Promise<Provider
   } catch {
     body = undefined;
   }
-  const keep: Record<string, string> = {};
-  for (const h of KEPT_HEADERS) {
-    const v = res.headers.get(h);
-    if (v !== null) keep[h] = v;
-  }
   const evidence: ProviderEvidence = {
     endpoint,
     at,
     httpStatus: res.status,
     request: requestEvidence,
     body: body !== undefined ? sanitizeBody(body, req.secrets) : truncate(redactSecrets(text, req.secrets), 8000),
-    headers: sanitizeHeaders(keep, req.secrets),
+    headers: keptHeaders(res.headers, req.secrets),
   };
   return { status: res.status, headers: res.headers, body, text, evidence };
+}
+
+/** The {@link KEPT_HEADERS} of an answer, sanitised with `secrets`. */
+function keptHeaders(headers: Headers, secrets: readonly string[]): Record<string, string> {
+  const keep: Record<string, string> = {};
+  for (const h of KEPT_HEADERS) {
+    const v = headers.get(h);
+    if (v !== null) keep[h] = v;
+  }
+  return sanitizeHeaders(keep, secrets);
+}
+
+/** Thrown by {@link readCapped} when the body passes its cap after `read` bytes (`declared`: its `content-length`). */
+class BodyTooLarge extends Error {
+  constructor(
+    readonly read: number,
+    readonly declared: number | undefined,
+  ) {
+    super('response body over its cap');
+  }
+}
+
+/**
+ * The body of `res` as UTF-8 text (a leading BOM dropped, as `Response.text()` does), read chunk
+ * by chunk; throws {@link BodyTooLarge} as soon as it is known to pass `cap` bytes (a
+ * `content-length` above it, or the bytes read so far), after cancelling the rest of the body.
+ */
+async function readCapped(res: Response, cap: number): Promise<string> {
+  const length = res.headers.get('content-length');
+  const declared = length !== null && /^\d+$/.test(length) ? Number(length) : undefined;
+  if (res.body === null) return '';
+  if (declared !== undefined && declared > cap) {
+    await res.body.cancel().catch(() => undefined);
+    throw new BodyTooLarge(0, declared);
+  }
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let read = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    read += value.byteLength;
+    if (read > cap) {
+      await reader.cancel().catch(() => undefined);
+      throw new BodyTooLarge(read, declared);
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks, read));
+}
+
+/** The `BODY_TOO_LARGE` error of a body cut at its cap (see {@link providerFetch}); the evidence holds no body. */
+function bodyTooLarge(
+  e: BodyTooLarge,
+  req: ProviderRequest,
+  cap: number,
+  ev: { endpoint: string; at: string; request: unknown; res: Response },
+): ProviderError {
+  const how = e.read > 0 ? `cut after ${e.read} bytes read` : `content-length ${e.declared}, cut before reading`;
+  return new ProviderError(
+    req.phase === 'submit' ? 'ambiguous' : 'transient',
+    redactSecrets(
+      `${ev.endpoint} answered ${ev.res.status} with a body over the cap of ${cap} bytes per response body (${how}); the answer was not used`,
+      req.secrets,
+    ),
+    {
+      code: 'BODY_TOO_LARGE',
+      httpStatus: ev.res.status,
+      evidence: {
+        endpoint: ev.endpoint,
+        at: ev.at,
+        httpStatus: ev.res.status,
+        request: ev.request,
+        headers: keptHeaders(ev.res.headers, req.secrets),
+      },
+    },
+  );
 }
 
 function networkError(e: unknown, req: ProviderRequest, ev: ProviderEvidence): ProviderError {

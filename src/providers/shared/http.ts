@@ -16,9 +16,15 @@ import { parseRetryAfter, parseWaitFromMessage } from '../../lib/retryAfter.js';
 import { redactSecrets, sanitizeUrl, truncate } from '../../lib/sanitize.js';
 import { credentialSecrets } from './credentials.js';
 import { ProviderError, quotaExhausted, saysQuotaExhausted } from './errors.js';
-import type { CallContext, StatusObservation, SubmitContext } from '../adapter.js';
+import type { CallContext, ResultContext, StatusObservation, SubmitContext } from '../adapter.js';
 import { tokenOfCallbackUrl } from './webhook.js';
-import { providerFetch, type CallPhase, type ProviderRequest, type ProviderResponse } from './exchange.js';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  providerFetch,
+  type CallPhase,
+  type ProviderRequest,
+  type ProviderResponse,
+} from './exchange.js';
 import {
   appendQuery,
   joinUrl,
@@ -214,6 +220,8 @@ interface ProviderHttpOptions {
    * credits unless it names `max_cost`); returns `err` or its replacement. Applied by {@link ProviderHttp.error}.
    */
   classify?: (err: ProviderError, res: ProviderResponse, phase: CallPhase) => ProviderError;
+  /** Most bytes of one response body (default {@link DEFAULT_MAX_BODY_BYTES}); see {@link ProviderHttp.call}. */
+  maxBodyBytes?: number;
 }
 
 /** One call of {@link ProviderHttp}. */
@@ -231,6 +239,8 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Overrides the default credential placement for this call. */
   auth?: CredentialPlacement;
+  /** Most bytes of the response body, for this call (overrides the cap {@link ProviderHttp.call} chooses). */
+  maxBodyBytes?: number;
 }
 
 /**
@@ -258,7 +268,13 @@ export class ProviderHttp {
     return joinUrl(this.opts.baseUrl, relPath, query);
   }
 
-  /** Performs a call and returns the response for any HTTP status. */
+  /**
+   * Performs a call and returns the response for any HTTP status. Its body is read up to
+   * `o.maxBodyBytes`, else the client's cap ({@link ProviderHttpOptions.maxBodyBytes}), raised for a
+   * result read (`ctx` a {@link ResultContext}) to the entry's `results.maxBytes` when that is
+   * larger, since one page may carry what the result limits accept; a longer body fails with
+   * `BODY_TOO_LARGE` ({@link providerFetch}).
+   */
   async call(ctx: CallContext, o: CallOptions): Promise<ProviderResponse> {
     const secrets = callSecrets(ctx);
     let url: string;
@@ -289,7 +305,15 @@ export class ProviderHttp {
       phase: o.phase,
       secrets,
       signal: ctx.signal,
+      maxBodyBytes: o.maxBodyBytes ?? this.bodyCap(ctx),
     });
+  }
+
+  /** The body cap of a call under `ctx` (see {@link call}), bytes. */
+  private bodyCap(ctx: CallContext): number {
+    const cap = this.opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    const resultBytes = (ctx as Partial<ResultContext>).limits?.maxBytes;
+    return resultBytes !== undefined && resultBytes > cap ? resultBytes : cap;
   }
 
   /** {@link call}, throwing the classified {@link ProviderError} ({@link error}) for a non-2xx answer. */
