@@ -32,6 +32,10 @@ function fake(o: {
   cancelFails?: number;
   timeline?: { type: string; at: number; detail?: Record<string, unknown> }[];
   bound?: string[];
+  /** The attempt's abort signal (`kit.signal()`). */
+  signal?: AbortSignal;
+  /** Told of each cancel asked, before it answers. */
+  onCancel?: (taskId: string) => void;
 }): Fake {
   const f: Fake = {
     events: [],
@@ -76,6 +80,7 @@ function fake(o: {
     },
     async cancel(taskId: string) {
       f.cancels.push(taskId);
+      o.onCancel?.(taskId);
       if ((o.cancelFails ?? 0) > 0) {
         o.cancelFails!--;
         throw new ProviderError('transient', 'POST /abort answered 503', { httpStatus: 503 });
@@ -110,7 +115,7 @@ function fake(o: {
     },
     call: async (_p: string, _a: string, fn: (r: typeof resolved) => Promise<unknown>) => fn(resolved),
     secrets: () => [],
-    signal: () => undefined,
+    signal: () => o.signal,
     taskCall: (p: typeof resolved) => ({ apiKey: p.apiKey, secrets: [] }),
   } as unknown as ActivityKit;
   return f;
@@ -259,6 +264,28 @@ describe('the audit after a resubmit', () => {
     await auditResubmit(f.kit, row, input, true);
     expect(f.cancels).toEqual(['first', 'first', 'first']);
     expect(f.events.at(-1)).toMatchObject({ type: 'resubmit_audit', detail: { final: true, cancelPending: [] } });
+  });
+  it('an attempt stopped while waiting to ask a cancel again ends its wait at once and asks no more: the duplicate stays pending', async () => {
+    const attempt = new AbortController();
+    // The first cancel fails; the attempt is stopped on the next turn, inside the back-off wait.
+    const f = fake({
+      candidates: [strong('first')],
+      cancelFails: 99,
+      signal: attempt.signal,
+      onCancel: () => void setImmediate(() => attempt.abort()),
+    });
+    let settled = false;
+    const audited = auditResubmit(f.kit, row, input, true).finally(() => (settled = true));
+    await new Promise<void>((r) => attempt.signal.addEventListener('abort', () => r(), { once: true }));
+    // No timer may end the wait: the audit settles within the turns after the abort (the back-off is 500 ms).
+    for (let turn = 0; turn < 5 && !settled; turn++) await new Promise((r) => setImmediate(r));
+    expect(settled).toBe(true);
+    expect(await audited).toMatchObject({ kind: 'audited', duplicates: ['first'] });
+    expect(f.cancels).toEqual(['first']);
+    expect(f.events.at(-1)).toMatchObject({
+      type: 'resubmit_audit',
+      detail: { final: true, cancelPending: ['first'] },
+    });
   });
 });
 

@@ -19,6 +19,7 @@
  * per resubmitted job (`resubmit_audit` events). The audit never changes the job's own state or
  * result.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import type { JobRow } from '../../store/index.js';
 import type { LookupReading } from '../../model/evidence.js';
 import { recordReconcile } from '../../observability/metrics.js';
@@ -75,7 +76,8 @@ function memoOf(kit: ActivityKit) {
 /**
  * Asks the provider to cancel each of `taskIds` (ours, never read); returns the answers and the
  * tasks whose cancel got none. `final`: no check follows, so an unanswered cancel is asked again
- * here, after {@link FINAL_CANCEL_BACKOFF_MS}.
+ * here, after {@link FINAL_CANCEL_BACKOFF_MS}; a wait for that ends at once when the attempt is
+ * stopped (`kit.signal()`), and the tasks not yet answered are returned as unanswered.
  */
 async function cancelDuplicatesOf(
   kit: ActivityKit,
@@ -89,7 +91,11 @@ async function cancelDuplicatesOf(
   for (const [round, waitMs] of [0, ...(final ? FINAL_CANCEL_BACKOFF_MS : [])].entries()) {
     const ask = round === 0 ? taskIds : failed;
     if (ask.length === 0) break;
-    if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+    if (waitMs > 0) {
+      // A stopped attempt asks nothing more: what is unanswered stays pending for a later check.
+      const stopped = await delay(waitMs, false, { signal: kit.signal() }).catch(() => true);
+      if (stopped) break;
+    }
     failed = [];
     for (const taskId of ask) {
       try {
