@@ -1,6 +1,7 @@
 /**
  * The worker class of the scrape task queue (`createScrapeWorker` in `worker.ts` builds it): the
- * SDK's `Worker`, plus the hand-over of its detached tracking loops when it stops.
+ * SDK's `Worker`, plus the hand-over of its detached tracking loops when it stops and the end of
+ * its activities' lifetime once it has stopped.
  */
 import { Worker } from '@temporalio/worker';
 import type { DetachedTracker } from './activities/index.js';
@@ -21,6 +22,8 @@ export const HEARTBEAT_THROTTLE_MS = 8 * 60_000;
 export class ScrapeWorker extends Worker {
   /** The loops this worker tracks detached (set by `createScrapeWorker`). */
   tracker?: DetachedTracker;
+  /** Aborted once `run()` has ended: its activities' `deps.stopped` (set by `createScrapeWorker`). */
+  lifetime?: AbortController;
 
   /** Begins the hand-over of the tracking loops, then stops the worker as the SDK does. */
   override shutdown(): void {
@@ -28,12 +31,19 @@ export class ScrapeWorker extends Worker {
     super.shutdown();
   }
 
-  /** Runs the worker as the SDK does; when it has stopped, waits until every tracking loop has been handed over. */
+  /**
+   * Runs the worker as the SDK does; when it has stopped, waits until every tracking loop has been
+   * handed over, then ends its activities' lifetime (what they registered process-wide is removed).
+   */
   override async run(): Promise<void> {
     try {
       await super.run();
     } finally {
-      await this.tracker?.handOff();
+      try {
+        await this.tracker?.handOff();
+      } finally {
+        this.lifetime?.abort();
+      }
     }
   }
 }

@@ -209,6 +209,7 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Scr
         });
   const accounts = configuredAccounts(opts.config);
   await opts.store.budgets.seed(accounts.budgets, accounts.policies);
+  const lifetime = new AbortController();
   const activities = {
     ...createActivities({
       store: opts.store,
@@ -218,6 +219,7 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Scr
       temporal,
       tracker,
       weights: accounts.weights,
+      stopped: lifetime.signal,
     }),
     // Also here for maintenance runs started on this queue before maintenance had its own (createMaintenanceWorker).
     ...createMaintenanceActivities({ store: opts.store, temporal }),
@@ -244,6 +246,7 @@ export async function createScrapeWorker(opts: ScrapeWorkerOptions): Promise<Scr
     ...(opts.identity ? { identity: opts.identity } : {}),
   })) as ScrapeWorker;
   worker.tracker = tracker;
+  worker.lifetime = lifetime;
   return worker;
 }
 

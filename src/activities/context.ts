@@ -47,6 +47,12 @@ export interface ActivityDeps {
    */
   sleep?: (ms: number) => Promise<void>;
   /**
+   * Aborts when the worker that runs these activities has stopped (`ScrapeWorker.run()` ended):
+   * what a kit registered for the whole process (the slot-release listener of its fair shares,
+   * `shares.ts`) is removed then. Absent: kept for the process's life.
+   */
+  stopped?: AbortSignal;
+  /**
    * The Temporal server's time (epoch ms), for comparisons with times the workflow computed
    * (deadlines). Default `Date.now` (worker and server clocks agree); time-skipping tests give the
    * test server's clock.

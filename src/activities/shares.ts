@@ -78,12 +78,18 @@ function makeShares(kit: ActivityKit) {
 
   return {
     notify,
-    /** Notes that a submit found key `label` full: for a while, a job of it ending here gives its slot away at once. */
+    /**
+     * Notes that a submit found key `label` full: for a while, a job of it ending here gives its
+     * slot away at once. The kit listens to the process's slot releases from then on, until its
+     * worker stops (`deps.stopped`), which removes the listener.
+     */
     contended(label: string): void {
       contended.set(label, Date.now() + CONTENDED_FOR_MS);
-      if (!listening) {
+      const stopped = kit.deps.stopped;
+      if (!listening && !stopped?.aborted) {
         listening = true;
-        onSlotReleased(grantOnRelease);
+        const stop = onSlotReleased(grantOnRelease);
+        stopped?.addEventListener('abort', () => void stop(), { once: true });
       }
     },
 

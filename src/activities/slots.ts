@@ -26,6 +26,11 @@ export function onSlotReleased(listener: (label: string) => void): () => void {
   return () => releaseListeners.delete(listener);
 }
 
+/** How many listeners {@link onSlotReleased} holds now (each kit that gave a contended key's slots away holds one until it is stopped). */
+export function slotReleaseListenerCount(): number {
+  return releaseListeners.size;
+}
+
 /** Resolves when a slot of `label` is announced, after `ms`, or when `signal` aborts. */
 export function slotReleased(label: string, ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
