@@ -4,6 +4,10 @@
  * `{"status": "error"|"badrequest"}` body is Zyte refusing the job; any other 2xx we cannot read
  * may come from a server that scheduled the job, so the submit is ambiguous (reconciled by our
  * tag), never a permanent refusal that fails the job while the Scrapy Cloud job runs and bills.
+ * The tag list, read after a lost submit or a duplicate refusal, proves our job absent only when
+ * nothing it shows may be ours: a job with our tag but no readable job ID, or one listed without
+ * its tags (the reference's examples always show `tags`, but no field list promises them), keeps
+ * the question open.
  */
 import { describe, expect, it } from 'vitest';
 import { ProviderError } from '../../src/providers/shared/errors.js';
@@ -20,11 +24,24 @@ const ANSWERS: Record<string, { type: string; body: string }> = {
   nostatus: { type: 'application/json', body: '{"jobid": "123/1/7"}' },
 };
 
-/** What the server answers to `jobs/list.json`, by the URL's path under `/list/<name>/` (`TAG` is replaced by the tag asked for). */
+/**
+ * What the server answers to `jobs/list.json`, by the URL's path under `/list/<name>/` (`TAG` is
+ * replaced by the tag asked for): the answer for every state asked, or — where the list shows a job
+ * in one state ({@link LISTED_IN}) — for that state, the other states answering an empty list.
+ */
+const LISTED_IN: Record<string, string> = {
+  unnamed: 'pending',
+  untagged: 'pending',
+  untaggednoid: 'running',
+  other: 'pending',
+};
 const LISTS: Record<string, string> = {
   nojobs: '{"status": "ok", "count": 0}',
   unnamed: '{"status": "ok", "count": 1, "jobs": [{"id": "pending-job", "state": "pending", "tags": ["TAG"]}]}',
   empty: '{"status": "ok", "count": 0, "total": 0, "jobs": []}',
+  untagged: '{"status": "ok", "count": 1, "jobs": [{"id": "123/1/9", "state": "pending"}]}',
+  untaggednoid: '{"status": "ok", "count": 1, "jobs": [{"state": "running"}]}',
+  other: '{"status": "ok", "count": 1, "jobs": [{"id": "123/1/8", "state": "pending", "tags": ["someone-else"]}]}',
 };
 
 /** What the server answers to `jobs/stop.json`, by the URL's path under `/stop/<name>/`. */
@@ -44,14 +61,16 @@ const base = serveCannedAnswers((req) => {
     return { status: 400, body: '{"status": "error", "message": "quotes already scheduled"}' };
   const listed = /^\/list\/([a-z]+)\/jobs\/list\.json/.exec(url);
   if (listed) {
-    const tag = new URL(url, 'http://x').searchParams.get('has_tag') ?? '';
-    return { body: (LISTS[listed[1]!] ?? '{}').replace('TAG', tag) };
+    const query = new URL(url, 'http://x').searchParams;
+    const shownIn = LISTED_IN[listed[1]!];
+    if (shownIn && query.get('state') !== shownIn) return { body: '{"status": "ok", "count": 0, "jobs": []}' };
+    return { body: (LISTS[listed[1]!] ?? '{}').replace('TAG', query.get('has_tag') ?? '') };
   }
   const name = /^\/as\/([a-z]+)\//.exec(url)?.[1] ?? '';
   return ANSWERS[name] ?? { body: '{"status": "error", "message": "unexpected"}' };
 });
 
-function adapter(name: string, under = 'as'): ZyteAdapter {
+function adapter(name: string, under = 'as', more: Record<string, unknown> = {}): ZyteAdapter {
   const entry = zyteProvider.entrySchema.parse({
     kind: 'zyte',
     credentials: {},
@@ -59,6 +78,7 @@ function adapter(name: string, under = 'as'): ZyteAdapter {
     storageUrl: `${base()}/storage`,
     project: 123,
     spider: 'quotes',
+    ...more,
   });
   return new ZyteAdapter('zyte', entry);
 }
@@ -127,6 +147,51 @@ describe('zyte: a lost submit’s list read proves absence only from a list Zyte
   it('an empty `jobs` list is a complete reading with no candidate', async () => {
     const [reading] = await find('empty');
     expect(reading).toMatchObject({ available: true, complete: true, candidates: [] });
+  });
+
+  it('a job listed for our tag without its tags may be ours: an unreadable candidate (never adopted, never "not ours"); without a job ID too, the reading is incomplete', async () => {
+    const [named] = await find('untagged');
+    expect(named).toMatchObject({ available: true, complete: true });
+    expect(named!.candidates).toEqual([
+      expect.objectContaining({ taskId: '123/1/9', match: 'unreadable', providerStatus: 'pending' }),
+    ]);
+    const [unnamed] = await find('untaggednoid');
+    expect(unnamed).toMatchObject({ available: true, complete: false, candidates: [] });
+    expect(unnamed!.note).toMatch(/without a job ID we can read/);
+    // A job whose listed tags leave ours out is not ours: the reading stays complete and empty.
+    expect((await find('other'))[0]).toMatchObject({ available: true, complete: true, candidates: [] });
+  });
+});
+
+describe('zyte: a duplicate refusal’s twin is proved someone else’s only by a list that shows nothing of ours', () => {
+  const submit = (name: string, more: Record<string, unknown> = {}): Promise<ProviderError> =>
+    adapter(name, 'list', more)
+      .submit({ url: `https://q.example/${name}`, format: 'markdown', options: {} }, submitCtx(`ref-${name}`))
+      .then(
+        (accepted) => {
+          throw new Error(`expected a refusal, got ${JSON.stringify(accepted)}`);
+        },
+        (e: unknown) => e as ProviderError,
+      );
+  const noRef = { refArgument: null };
+
+  it('a twin listed with our tag but no job ID we can read proves our job exists, with or without our reference among the arguments', async () => {
+    for (const more of [{}, noRef]) {
+      const err = await submit('unnamed', more);
+      expect(err).toBeInstanceOf(ProviderError);
+      expect(err).toMatchObject({ kind: 'ambiguous', details: { provesExistence: true } });
+      expect(err.message).toMatch(/1 job\(s\) tagged scrape-ref-ref-unnamed are listed without a job ID we can read/);
+    }
+  });
+
+  it('without our reference, a job listed for our tag without its tags may be the twin and ours: ambiguous (reconciled), not a retry', async () => {
+    const err = await submit('untagged', noRef);
+    expect(err).toBeInstanceOf(ProviderError);
+    expect(err.kind).toBe('ambiguous');
+    expect(err.details.provesExistence).toBeUndefined();
+    expect(err.message).toMatch(/listed without their tags: 123\/1\/9, which may be ours/);
+    // A list showing only others' jobs is what lets the submit be tried again later.
+    expect(await submit('other', noRef)).toMatchObject({ kind: 'transient', details: { code: 'ALREADY_SCHEDULED' } });
   });
 });
 

@@ -37,8 +37,10 @@
  * argument (`refArgument`, default), that refusal can only mean our own job exists: the adapter
  * looks it up by tag and adopts it (`replayed`), or — not listed yet — reports the submit
  * `ambiguous` with the refusal as proof that the job exists (`provesExistence`): the workflow
- * reconciles by listing, and no empty list can then make it submit again. Without a reference argument the twin may
- * be someone else's job: the submit is retried later (`transient`, `ALREADY_SCHEDULED`). This
+ * reconciles by listing, and no empty list can then make it submit again. A job listed with our
+ * tag but no job ID we can read proves the same. Without a reference argument the twin may be
+ * someone else's job: the submit is retried later (`transient`, `ALREADY_SCHEDULED`), unless the
+ * list shows a job for our tag without its tags (it may be ours: `ambiguous`, reconciled). This
  * dedupe holds only while the first job is pending or running, so it is not declared as
  * idempotency (a replay after the job finished would start a second job).
  */
@@ -236,22 +238,41 @@ export class ZyteAdapter implements ProviderAdapter {
     const err = this.fail(this.app, res, 'submit', ctx);
     if (err.details.code !== 'ALREADY_SCHEDULED') throw err;
     // A pending or running job of this spider has the same arguments.
-    let mine: Awaited<ReturnType<typeof findByTag>> = null;
+    let twin: Awaited<ReturnType<typeof findByTag>> | null = null;
     let unlisted = 'not listed yet';
     try {
-      mine = await findByTag(this.reads, ctx, tag, ['pending', 'running']);
+      twin = await findByTag(this.reads, ctx, tag, ['pending', 'running']);
     } catch (e) {
       // With our reference among the arguments the refusal itself proves our job exists: a list
       // that cannot be read must not lose that proof (a plain retry would submit a second job).
       if (!this.entry.refArgument || !(e instanceof ProviderError)) throw e;
       unlisted = `not found, the list unreadable (${e.message})`;
     }
-    if (mine) return mine;
+    if (twin?.job) return twin.job;
+    // A job listed with our tag proves ours exists, even when its job ID cannot be read.
+    if (twin?.unnamed) {
+      throw new ProviderError(
+        'ambiguous',
+        `${err.message} — ${twin.unnamed} job(s) tagged ${tag} are listed without a job ID we can read: our job exists; reconciling by tag ${tag}`,
+        { ...err.details, provesExistence: true },
+      );
+    }
+    const untagged = twin?.untagged.length
+      ? `; listed without their tags: ${twin.untagged.join(', ')}, which may be ours`
+      : '';
     if (this.entry.refArgument) {
       throw new ProviderError(
         'ambiguous',
-        `${err.message} — the twin carries our reference ${ctx.clientRef}, so our job exists but is ${unlisted}; reconciling by tag ${tag}`,
+        `${err.message} — the twin carries our reference ${ctx.clientRef}, so our job exists but is ${unlisted}${untagged}; reconciling by tag ${tag}`,
         { ...err.details, provesExistence: true },
+      );
+    }
+    // A job listed for our tag without its tags may be the twin and ours: not proven absent.
+    if (untagged) {
+      throw new ProviderError(
+        'ambiguous',
+        `${err.message} — no job is listed with our tag ${tag}${untagged}; reconciling by tag ${tag}`,
+        err.details,
       );
     }
     throw new ProviderError(

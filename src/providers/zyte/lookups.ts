@@ -13,16 +13,30 @@ import { lookupNotOffered, type Accepted, type CallContext, type FindContext } f
 import { JOB_ID } from './states.js';
 
 // `jobs` is required: a list answer without it proves nothing about our job (an empty list is `[]`).
+// `tags` is not: the reference's examples show it on every job (`[]` when none), but no field list
+// says it is always there, and JobQ-shaped entries (`key`) carry none; a job listed for our tag
+// without its tags may be ours (see `jobsByTag`).
 const JobListSchema = z.looseObject({
   jobs: z.array(
     z.looseObject({
       id: z.string().optional(),
       key: z.string().optional(),
       state: z.string().optional(),
-      tags: z.array(z.string()).default([]),
+      tags: z.array(z.string()).optional(),
     }),
   ),
 });
+
+/**
+ * One job a tag list showed that may be ours: `taskId` its job key (null: none we can read), `state`
+ * as listed (else the state asked), `tagged` whether its tags are listed and hold ours (false: the
+ * entry has no `tags`, so only the list's `has_tag` filter says it is ours).
+ */
+interface ListedJob {
+  taskId: string | null;
+  state: string;
+  tagged: boolean;
+}
 
 /** What the lookups read through: the adapter's Jobs API client, its entry's project and spider, and its answer mapping. */
 export interface ZyteReads {
@@ -58,18 +72,18 @@ export const ZYTE_EVIDENCE: ReconcileEvidence = {
 };
 
 /**
- * Every job tagged `tag` in `states` (one list request per state, in order), and how many tagged
- * entries carried no job ID we can read (each is a job of ours we cannot name); null when the list
- * answers `404` (not offered). A `200` that is not `{"status": "ok", "jobs": [...]}` throws.
+ * Every job listed for tag `tag` in `states` (one list request per state, in order) that may be
+ * ours ({@link ListedJob}): a job whose listed tags leave ours out is not; one listed without tags
+ * may be. Null when the list answers `404` (not offered). A `200` that is not
+ * `{"status": "ok", "jobs": [...]}` throws.
  */
 async function jobsByTag(
   reads: ZyteReads,
   ctx: CallContext,
   tag: string,
   states: readonly string[],
-): Promise<{ jobs: { taskId: string; state: string }[]; unreadable: number } | null> {
-  const out: { taskId: string; state: string }[] = [];
-  let unreadable = 0;
+): Promise<ListedJob[] | null> {
+  const out: ListedJob[] = [];
   for (const state of states) {
     const res = await reads.app.call(ctx, {
       method: 'GET',
@@ -82,54 +96,77 @@ async function jobsByTag(
       throw reads.fail(reads.app, res, 'read', ctx);
     const list = reads.app.parse(res, JobListSchema, 'read', 'jobs/list.json answer');
     for (const j of list.jobs) {
-      if (!j.tags.includes(tag)) continue;
-      if (JOB_ID.test(j.id ?? j.key ?? '')) out.push({ taskId: (j.id ?? j.key)!, state: j.state ?? state });
-      else unreadable++;
+      if (j.tags && !j.tags.includes(tag)) continue;
+      const id = j.id ?? j.key ?? '';
+      out.push({ taskId: JOB_ID.test(id) ? id : null, state: j.state ?? state, tagged: j.tags !== undefined });
     }
   }
-  return { jobs: out, unreadable };
+  return out;
 }
 
-/** The first job tagged `tag` in `states`, or null. */
+/**
+ * What the list shows of the twin a duplicate refusal names (jobs tagged `tag` in `states`): `job`,
+ * the first job listed with our tag and a job ID (ours: adopt it), else null; `unnamed`, how many
+ * are listed with our tag but no job ID we can read (ours, so our job exists, but we cannot name
+ * it); `untagged`, the job keys (or `?`) of jobs listed without their tags (maybe ours, unproven).
+ * Only `job` null with both others empty shows no job of ours; a `404` list shows nothing either
+ * way (`unnamed` 0, `untagged` empty, `offered` false).
+ */
 export async function findByTag(
   reads: ZyteReads,
   ctx: CallContext,
   tag: string,
   states: readonly string[],
-): Promise<Accepted | null> {
-  const [job] = (await jobsByTag(reads, ctx, tag, states))?.jobs ?? [];
-  return job ? { taskId: job.taskId, providerStatus: job.state, replayed: true } : null;
+): Promise<{ job: Accepted | null; unnamed: number; untagged: string[]; offered: boolean }> {
+  const listed = await jobsByTag(reads, ctx, tag, states);
+  const named = listed?.find((j) => j.tagged && j.taskId !== null);
+  return {
+    job: named ? { taskId: named.taskId!, providerStatus: named.state, replayed: true } : null,
+    unnamed: listed?.filter((j) => j.tagged && j.taskId === null).length ?? 0,
+    untagged: [...new Set(listed?.filter((j) => !j.tagged).map((j) => j.taskId ?? '?'))],
+    offered: listed !== null,
+  };
 }
 
 /**
  * Reads {@link TAG_LOOKUP}: the spider's jobs tagged `<tagPrefix><clientRef>` in state
  * `pending`, then `running`, then `finished` (one request per state, at most three; listings
- * default to finished jobs only, so states are named). Every job found carries our reference:
- * a strong candidate.
+ * default to finished jobs only, so states are named). Every job listed with our tag carries our
+ * reference: a strong candidate; one listed without its tags is an `unreadable` candidate; one
+ * without a job ID we can read leaves the reading incomplete.
  */
 export async function findSubmitted(reads: ZyteReads, findCtx: FindContext): Promise<LookupReading[]> {
   const ctx = reads.auth(findCtx);
   const tag = reads.tagOf(ctx.clientRef);
   const listed = await jobsByTag(reads, ctx, tag, ['pending', 'running', 'finished']);
   if (listed === null) return [lookupNotOffered(TAG_LOOKUP, 'jobs/list.json answered 404: not offered')];
-  const candidates: Candidate[] = listed.jobs.map((j) => ({
-    taskId: j.taskId,
-    providerStatus: j.state,
-    match: 'strong',
-    why: `tagged ${tag}`,
-  }));
-  // A tagged entry without a job ID we can read is a job of ours we cannot name: the list then
+  // A job listed for our tag without its tags may be ours: a candidate whose reference could not
+  // be read, never counted as "not ours".
+  const candidates: Candidate[] = listed.flatMap((j): Candidate[] =>
+    j.taskId === null
+      ? []
+      : [
+          j.tagged
+            ? { taskId: j.taskId, providerStatus: j.state, match: 'strong', why: `tagged ${tag}` }
+            : {
+                taskId: j.taskId,
+                providerStatus: j.state,
+                match: 'unreadable',
+                why: `listed for tag ${tag} without its tags`,
+              },
+        ],
+  );
+  // A job that may be ours without a job ID we can read is one we cannot name: the list then
   // never proves our job absent (the note says why the read is incomplete).
+  const unnamed = listed.filter((j) => j.taskId === null).length;
   return [
     {
       lookup: TAG_LOOKUP,
       available: true,
-      complete: listed.unreadable === 0,
+      complete: unnamed === 0,
       candidates,
       at: new Date().toISOString(),
-      ...(listed.unreadable
-        ? { note: `${listed.unreadable} job(s) tagged ${tag} listed without a job ID we can read` }
-        : {}),
+      ...(unnamed ? { note: `${unnamed} job(s) listed for tag ${tag} without a job ID we can read` } : {}),
     },
   ];
 }
