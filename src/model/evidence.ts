@@ -99,7 +99,7 @@ export interface LookupReading {
   candidates: Candidate[];
   /** UTC ISO-8601 time of the read. */
   at: string;
-  /** Anything else worth showing an operator (a bound reached, a 404 route). */
+  /** Anything else worth showing an operator (why a reading is incomplete: a bound reached, an entry unreadable; a 404 route). */
   note?: string;
 }
 
@@ -340,11 +340,11 @@ export function decideReconcile(f: ReconcileFacts): ReconcileDecision {
   const unavailable = readings.filter((r) => !r.available).map((r) => r.lookup);
   const bounded = readings
     .filter((r) => r.available && !r.complete)
-    .map((r) => (r.note ? `${r.lookup} (${r.note})` : r.lookup));
+    .map((r) => `${r.lookup} (${r.note ?? 'its listing ended at its bound'})`);
   const why = [
     `no lookup read after its lag can show a job that is ${missing.join(' or ')}`,
     ...(unavailable.length ? [`not offered here: ${unavailable.join(', ')}`] : []),
-    ...(bounded.length ? [`read incompletely (bound reached): ${bounded.join(', ')}`] : []),
+    ...(bounded.length ? [`read incompletely: ${bounded.join(', ')}`] : []),
   ];
   return {
     kind: 'undecided',

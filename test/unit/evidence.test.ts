@@ -20,6 +20,7 @@ import {
 import { firecrawlEvidence } from '../../src/providers/firecrawl/lookups.js';
 import { APIFY_EVIDENCE } from '../../src/providers/apify/lookups.js';
 import { BRIGHTDATA_EVIDENCE } from '../../src/providers/brightdata/lookups.js';
+import { ZYTE_EVIDENCE } from '../../src/providers/zyte/lookups.js';
 
 const T0 = Date.parse('2026-12-01T10:00:00Z');
 const at = (ms: number) => new Date(T0 + ms).toISOString();
@@ -95,6 +96,15 @@ describe('reconcile decisions for the cases the providers really produce', () =>
     expect(decideReconcile(facts(ev, [reading('GET /v2/team/activity', 61_000)])).kind).toBe('absent');
     const early = decideReconcile(facts(ev, [reading('GET /v2/team/activity', 5_000)]));
     expect(early).toMatchObject({ kind: 'settling', readAt: T0 + 60_000 });
+  });
+
+  it('Zyte: a list that shows a job of our tag without a job ID we can read proves nothing absent, and the reason says why it is incomplete', () => {
+    const lookup = ZYTE_EVIDENCE.lookups[0]!.name;
+    const note = '1 job(s) listed for tag ref:x without a job ID we can read';
+    const d = decideReconcile(facts(ZYTE_EVIDENCE, [reading(lookup, 3_600_000, [], { complete: false, note })]));
+    expect(d.kind).toBe('undecided');
+    expect(d.kind === 'undecided' && d.reason).toContain(`read incompletely: ${lookup} (${note})`);
+    expect(d.kind === 'undecided' && d.reason).not.toMatch(/bound/);
   });
 
   it('Firecrawl: a job with our URL in the activity log is only a weak match: never adopted', () => {
