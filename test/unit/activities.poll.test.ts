@@ -19,7 +19,7 @@ import { activityKit } from '../../src/activities/context.js';
 import { mapProviderErrors } from '../../src/activities/failures.js';
 import { checkOnce as checkOnceOf } from '../../src/activities/tracking/poll.js';
 import type { CheckResult } from '../../src/activities/tracking/pollTypes.js';
-import { slotWaitPlan } from '../../src/activities/slots.js';
+import { onSlotReleased, slotWaitPlan } from '../../src/activities/slots.js';
 import { parseConfig } from '../../src/config.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
@@ -123,6 +123,7 @@ const poll = (over: Partial<TrackStatusInput> = {}): TrackStatusInput => ({
   notFoundLimit: 3,
   failedReads: { initialDelayMs: 1_000, maxDelayMs: 30_000, jitter: 0, limit: 10, budgetMs: 900_000 },
   mode: 'track',
+  recordsOutcome: true,
   ...over,
 });
 // No schedule-to-close (the mock's default is one that ended long ago).
@@ -255,6 +256,35 @@ describe('checkOnce (one status check of the polling loop)', () => {
     });
     // The activity observes; the workflow records what it returns (recordState).
     expect((await store.jobs.get(jobId))?.state).toBe('pending');
+  });
+
+  it('a run of the retired scrapeWorkflowV4 (no recordsOutcome in its input: it only moves its view) gets the final state written by the activity, as V4 did, and its slot freed', async () => {
+    fake.statusImpl = async () => ({
+      state: 'failed',
+      providerStatus: 'failed',
+      error: { code: 'BLOCKED', message: 'blocked by the target' },
+    });
+    const v4 = poll();
+    delete v4.recordsOutcome;
+    const released: string[] = [];
+    const stop = onSlotReleased((label) => released.push(label));
+    try {
+      expect(await outcome(checkOnce(v4))).toMatchObject({ kind: 'failed', error: { code: 'BLOCKED' } });
+    } finally {
+      stop();
+    }
+    expect(released).toEqual([providerKey]);
+    const row = await store.jobs.get(jobId);
+    expect(row?.state).toBe('failed');
+    expect(JSON.parse(row!.last_error!)).toMatchObject({ code: 'BLOCKED' });
+    // A cancel's confirmation checks never write a final state, whoever asks.
+    generation++;
+    await store.jobs.insert(Store.jobRow({ ...job, jobId: 'scrape:acme:c', key: 'c' }));
+    await store.jobs.recordTaskId('scrape:acme:c', 'task-2', 'queued', 'test');
+    const confirm = poll({ jobId: 'scrape:acme:c', taskId: 'task-2', mode: 'confirm_cancel' });
+    delete confirm.recordsOutcome;
+    expect(await outcome(checkOnce(confirm))).toMatchObject({ kind: 'failed' });
+    expect((await store.jobs.get('scrape:acme:c'))?.state).toBe('pending');
   });
 
   it('404s end a known task expired at the notFoundLimit-th in a row only once it is older than its kind’s propagation window: before, it is not visible yet', async () => {

@@ -105,6 +105,7 @@ const poll = (over: Partial<TrackStatusInput> = {}): TrackStatusInput => ({
   notFoundLimit: 3,
   failedReads: { initialDelayMs: 1_000, maxDelayMs: 30_000, jitter: 0, limit: 10, budgetMs: 900_000 },
   mode: 'track',
+  recordsOutcome: true,
   ...over,
 });
 

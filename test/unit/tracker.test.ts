@@ -148,6 +148,7 @@ async function trackedJob(name: string, over: Partial<TrackStatusInput> = {}): P
     notFoundLimit: 3,
     failedReads: { initialDelayMs: 1_000, maxDelayMs: 30_000, jitter: 0, limit: 10, budgetMs: 900_000 },
     mode: 'track',
+    recordsOutcome: true,
     ...over,
   };
 }

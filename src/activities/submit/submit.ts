@@ -42,6 +42,8 @@ export interface SubmitJobInput {
     notFoundLimit: number;
     failedReads: FailedReadPolicy;
     budgetMs: number;
+    /** As `TrackStatusInput.recordsOutcome` (absent from a `scrapeWorkflowV4` run). */
+    recordsOutcome?: boolean;
   };
 }
 
@@ -308,6 +310,7 @@ export async function submitJob(kit: ActivityKit, input: SubmitJobInput): Promis
       notFoundLimit: t.notFoundLimit,
       failedReads: t.failedReads,
       mode: 'track',
+      ...(t.recordsOutcome ? { recordsOutcome: true } : {}),
       deadlineAt,
     },
     Math.max(0, Math.min(t.budgetMs - (Date.now() - startedAt), attemptBudget(startedAt) - SETTLE_READ_MARGIN_MS)),

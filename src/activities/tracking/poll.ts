@@ -283,6 +283,51 @@ async function completeTask(
 }
 
 /**
+ * The final state of a tracking outcome other than `completed` (the workflow's move), and the
+ * note V4's activity wrote with it.
+ */
+function finalMoveOf(
+  o: PollOutcome,
+): { state: 'failed' | 'cancelled' | 'expired' | 'tracking_interrupted'; error?: JobError; note: string } | undefined {
+  switch (o.kind) {
+    case 'failed':
+      return { state: 'failed', error: o.error, note: o.note };
+    case 'cancelled':
+      return { state: 'cancelled', note: 'the provider reports the task cancelled (not by this workflow)' };
+    case 'expired':
+      return { state: 'expired', error: o.error, note: o.note };
+    case 'interrupted':
+      return { state: 'tracking_interrupted', error: o.error, note: o.note };
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * One status check (see {@link checkTask}). For a tracking run that does not record its outcome
+ * itself (`input.recordsOutcome` absent: a `scrapeWorkflowV4` run during an upgrade), a final
+ * outcome's state is written here, with the slot released, as V4's activity wrote it: else its
+ * row would stay `pending` after its run closed, holding the key's slot.
+ */
+export async function checkOnce(
+  kit: ActivityKit,
+  input: TrackStatusInput,
+  checkPastDeadline: boolean,
+): Promise<CheckResult> {
+  const r = await checkTask(kit, input, checkPastDeadline);
+  if (!('outcome' in r) || input.mode !== 'track' || input.recordsOutcome === true) return r;
+  const move = finalMoveOf(r.outcome);
+  if (!move) return r;
+  const { state, error, note } = move;
+  const moved = await kit.store.jobs.transition(input.jobId, state, {
+    error,
+    detail: { note, ...(error ? { error } : {}) },
+  });
+  if (moved) announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
+  return r;
+}
+
+/**
  * One status check of the task: claims the job for `input.generation` (a superseded or final job
  * asks nothing: `stale`), calls the provider, records what it said, and when the task is final
  * returns the outcome (a completion with its result written once); otherwise says when to
@@ -290,11 +335,7 @@ async function completeTask(
  * never past the deadline; a short backoff after a failed check). `checkPastDeadline`: check even
  * though the deadline has passed (a wake that came before it).
  */
-export async function checkOnce(
-  kit: ActivityKit,
-  input: TrackStatusInput,
-  checkPastDeadline: boolean,
-): Promise<CheckResult> {
+async function checkTask(kit: ActivityKit, input: TrackStatusInput, checkPastDeadline: boolean): Promise<CheckResult> {
   const start = await kit.store.polling.beginCheck(
     input.jobId,
     input.generation,

@@ -183,6 +183,7 @@ export class ScrapeJob {
       notFoundLimit: this.policy.notFoundLimit,
       failedReads: failedReadPolicy(this.policy),
       budgetMs: this.policy.fastPathMs,
+      recordsOutcome: true, // settleOutcome records the move
     };
   }
 

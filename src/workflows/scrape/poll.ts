@@ -80,6 +80,7 @@ async function pollOnce(
     failedReads: failedReadPolicy(job.policy),
     ...(followUpMs ? { followUpMs } : {}),
     mode: 'track' as const,
+    recordsOutcome: true, // settleOutcome records the move
   };
   const activityScope = new CancellationScope();
   const activity = activityScope.run(() => job.acts.tracker(deadline - Date.now()).trackStatus(input));
