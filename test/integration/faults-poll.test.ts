@@ -85,6 +85,14 @@ describe('status checks that fail', () => {
     expect(row.state).toBe('expired');
     expect(row.task_id).toBeTruthy();
     expect(JSON.parse(row.last_error!)).toMatchObject({ kind: 'not_found', httpStatus: 404 });
+    // The timeline's record of the move keeps the provider's answer beside the note (evidence).
+    const moved = (await stack.store.findings.timeline(ref.jobId)).find(
+      (e) => e.type === 'state' && e.state === 'expired',
+    );
+    expect(JSON.parse(moved!.detail!)).toMatchObject({
+      note: expect.stringMatching(/404/),
+      error: { kind: 'not_found', httpStatus: 404 },
+    });
     expect(stack.sim.stats().requests.byEndpoint.submit).toBe(submits);
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(1);
   });

@@ -143,7 +143,11 @@ export interface StateWrite {
   detail?: unknown;
 }
 
-/** The store write of a move of job `job` to `state` with `opts`: the detail given, else the note as `{ note }`. */
+/**
+ * The store write of a move of job `job` to `state` with `opts`: the detail given, else the note and
+ * the error as `{ note, error }` (the timeline keeps the provider's answer that made the move, as
+ * it did when the polling activity wrote it).
+ */
 export function stateWrite(
   job: { jobId: string; provider: string; account: string },
   state: JobState,
@@ -155,7 +159,11 @@ export function stateWrite(
     account: job.account,
     state,
     error: opts.error,
-    detail: opts.detail ?? (opts.note ? { note: opts.note } : undefined),
+    detail:
+      opts.detail ??
+      (opts.note || opts.error
+        ? { ...(opts.note ? { note: opts.note } : {}), ...(opts.error ? { error: opts.error } : {}) }
+        : undefined),
   };
 }
 
