@@ -309,8 +309,9 @@ export class DetachedTracker {
   /**
    * Sends the attempt's answer, up to 3 times while the server cannot be reached. An answer the
    * server refuses because the attempt is over is dropped: whatever ended it (a cancel, a timeout
-   * and its retry) has already moved the job on, and the outcome is in the store, where a later
-   * attempt reads it.
+   * and its retry) has already moved the job on. A completion is in the store, where a later
+   * attempt reads it; any other outcome is the workflow's to record, so a later attempt asks the
+   * provider again (the row keeps the 404 and failed-read streaks that led to it).
    */
   private async answer(
     outcome: 'completed' | 'failed' | 'cancelled',
