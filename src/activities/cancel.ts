@@ -31,8 +31,8 @@ export const CLOSE_AS_CANCELLED_REASON =
 
 /**
  * Moves the job to `cancelling` (once; the report is kept in the timeline) and asks the provider
- * to cancel the task — unless the store shows the job final or already completed at the provider
- * (`skipped`: nothing is sent). Returns the provider's answer, or `unsupported`. Transient failures throw
+ * to cancel the task — unless the store shows the job final or a check already saw the task
+ * completed, failed or cancelled at the provider (`skipped`: nothing is sent). Returns the provider's answer, or `unsupported`. Transient failures throw
  * (retried within the cancel-confirmation deadline).
  */
 export async function cancelAtProvider(
@@ -49,6 +49,10 @@ export async function cancelAtProvider(
       reason: 'the provider already reported the task completed; its result is being written',
       lastStatus,
     };
+  // A check saw the task end and its outcome is on its way to the workflow, which records it: the
+  // provider has nothing left to stop.
+  if (row?.provider_state === 'failed' || row?.provider_state === 'cancelled')
+    return { kind: 'skipped', reason: `the provider already reported the task ${row.provider_state}`, lastStatus };
   if (row && row.state !== 'cancelling') {
     await store.jobs.transition(ref.jobId, 'cancelling', {
       detail: { cancel: sanitizeBody(ref.report, kit.secrets()) },

@@ -606,4 +606,29 @@ describe('cancelAtProvider', () => {
     expect(out).toMatchObject({ kind: 'skipped', lastStatus: 'completed' });
     expect(fake.calls).not.toContain('cancel');
   });
+
+  it('sends nothing when a check already saw the task failed and the workflow has not recorded it yet (the cancel came while the outcome was on its way)', async () => {
+    fake.statusImpl = async () => ({
+      state: 'failed',
+      providerStatus: 'failed',
+      error: { code: 'BLOCKED', message: 'blocked by the target' },
+    });
+    expect(await outcome(checkOnce(poll()))).toMatchObject({ kind: 'failed' });
+    expect((await store.jobs.get(jobId))?.state).toBe('pending'); // the workflow's to record
+    const out = await env().run(acts.cancelAtProvider, {
+      jobId,
+      provider: 'fake',
+      account: 'acme',
+      taskId: 'task-1',
+      report: {
+        requestedBy: 't',
+        reason: 'r',
+        via: 'signal' as const,
+        requestedAt: new Date().toISOString(),
+        providerCancelCalls: 0,
+      },
+    });
+    expect(out).toMatchObject({ kind: 'skipped', lastStatus: 'failed' });
+    expect(fake.calls).not.toContain('cancel');
+  });
 });

@@ -193,6 +193,12 @@ async function confirm(
           'cancelled',
           `the provider accepted the cancel at ${opts.acceptedAt ?? 'an unrecorded time'}; its final word (status ${o.providerStatus ?? 'finished'}) came with no result (${o.error.message}): the work stopped before it produced any`,
         );
+      if (job.cancel!.providerCancelCalls === 0)
+        return finish(
+          'failed',
+          `the task ended failed before the cancel request could act; nothing was sent to the provider (${o.error.message})`,
+          o.error,
+        );
       return finish('failed', `the task ended failed after the cancel request (${o.error.message})`, o.error);
     case 'expired':
       // Accepted, then forgotten: the provider stopped and removed it (evidence: the accepted answer, then the 404).
