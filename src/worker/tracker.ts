@@ -269,7 +269,7 @@ export class DetachedTracker {
     const startedAt = performance.now();
     loop.done = withProviderLabel(input.provider, () => inAttempt(attempt, () => run(input)))
       .then(
-        (outcome) => this.answer('completed', () => this.opts.client.complete(token, outcome)),
+        (outcome) => this.answer('completed', () => this.opts.client.complete(token, outcome), timeoutMs),
         (e: unknown) => {
           // A loop stopped while a check was in flight may end with that check's abort error: it
           // ends as it was stopped all the same.
@@ -307,7 +307,12 @@ export class DetachedTracker {
   }
 
   /**
-   * Sends the attempt's answer, up to 3 times while the server cannot be reached. An answer the
+   * Sends the attempt's answer, at least 3 times while the server cannot be reached, and an outcome
+   * (`keepTryingMs`: the attempt's heartbeat timeout) for as long as the server may still take it
+   * (an attempt the server timed out refuses it, and the answer is dropped): the workflow records
+   * every outcome but a completion, so until it has one the job's row stays active and holds its
+   * slot, and a dropped one waits for the retry that follows the heartbeat timeout. A stopping
+   * worker does not wait. An answer the
    * server refuses because the attempt is over is dropped: whatever ended it (a cancel, a timeout
    * and its retry) has already moved the job on. A completion is in the store, where a later
    * attempt reads it; any other outcome is the workflow's to record, so a later attempt asks the
@@ -316,21 +321,23 @@ export class DetachedTracker {
   private async answer(
     outcome: 'completed' | 'failed' | 'cancelled',
     send: () => Promise<void>,
+    keepTryingMs = 0,
   ): Promise<'completed' | 'failed' | 'cancelled'> {
+    const until = performance.now() + keepTryingMs;
     for (let tries = 1; ; tries++) {
       try {
         await send();
         return outcome;
       } catch (e) {
         if (endedBy(e)) return outcome; // the attempt is over for this worker
-        if (tries >= 3) {
+        if (tries >= 3 && (this.stopping || performance.now() >= until)) {
           this.opts.warn?.('a tracking loop could not report its outcome; the heartbeat timeout retries it', {
             outcome,
             error: describe(e),
           });
           return outcome;
         }
-        await new Promise((r) => setTimeout(r, 500 * tries));
+        await new Promise((r) => setTimeout(r, Math.min(5_000, 500 * tries)));
       }
     }
   }

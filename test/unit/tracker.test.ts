@@ -296,6 +296,16 @@ describe('trackStatus with a tracker (async completion)', () => {
     expect(client.completed.map((c) => c.token)).toEqual(['token-j']);
   });
 
+  it('an outcome the server cannot take for a while is sent again until it is taken, within the heartbeat timeout: the workflow records it, and a dropped one would leave the job active until the attempt times out', async () => {
+    const { tracker, acts } = build();
+    fake.statusImpl = async () => ({ state: 'failed', providerStatus: 'failed', error: { message: 'x' } });
+    client.completeFailures = Array.from({ length: 4 }, () => new Error('14 UNAVAILABLE: connection reset'));
+    await adopt(acts, await trackedJob('u'), 'token-u');
+    await waitFor(() => tracker.size === 0, 30_000, 'the loop to report');
+    expect(client.completeFailures).toEqual([]);
+    expect(client.completed).toEqual([{ token: 'token-u', outcome: expect.objectContaining({ kind: 'failed' }) }]);
+  });
+
   it('a pause or a reset the heartbeat answer reports fails the attempt as the SDK does (the server refuses a cancellation it did not ask for)', async () => {
     const { tracker, acts } = build({ heartbeatThrottleMs: 1_000 });
     client.onHeartbeat = async () => {
