@@ -307,12 +307,10 @@ export class DetachedTracker {
   }
 
   /**
-   * Sends the attempt's answer, at least 3 times while the server cannot be reached, and an outcome
-   * (`keepTryingMs`: the attempt's heartbeat timeout) for as long as the server may still take it
-   * (an attempt the server timed out refuses it, and the answer is dropped): the workflow records
-   * every outcome but a completion, so until it has one the job's row stays active and holds its
-   * slot, and a dropped one waits for the retry that follows the heartbeat timeout. A stopping
-   * worker does not wait. An answer the
+   * Sends the attempt's answer, up to 3 times while the server cannot be reached; an outcome
+   * (`keepTryingMs`: the attempt's heartbeat timeout, ms) is sent again for as long as the server
+   * may still take it, unless the worker is stopping. The workflow records every outcome but a
+   * completion, so until it has one the job's row stays active and holds its slot. An answer the
    * server refuses because the attempt is over is dropped: whatever ended it (a cancel, a timeout
    * and its retry) has already moved the job on. A completion is in the store, where a later
    * attempt reads it; any other outcome is the workflow's to record, so a later attempt asks the
