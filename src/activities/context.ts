@@ -68,6 +68,8 @@ export interface ActivityDeps {
     afterResultWritten?: (jobId: string, resultId: string) => void | Promise<void>;
     /** Called after the result was read from the provider and before the store write (tests hold it here). */
     beforeResultWrite?: (jobId: string, taskId: string) => void | Promise<void>;
+    /** Called when the workflow records a move (`recordState`), before the store write. */
+    beforeRecordState?: (jobId: string, state: string) => void | Promise<void>;
     /** Called before a cancelled job's run asks Temporal to close it `Canceled` (its store row is final already; tests hold it here). */
     beforeCloseAsCancelled?: (jobId: string) => void | Promise<void>;
   };

@@ -25,6 +25,7 @@ export async function recordState(
     account?: string;
   },
 ): Promise<boolean> {
+  await kit.deps.hooks?.beforeRecordState?.(input.jobId, input.state);
   const moved = await kit.store.jobs.transition(input.jobId, input.state, {
     error: input.error,
     detail: input.detail === undefined ? undefined : sanitizeBody(input.detail, kit.secrets()),

@@ -2,7 +2,8 @@
  * A worker in a child process, for tests that kill workers. Reads `SCRAPE_CONFIG`; prints
  * `WORKER_READY` once polling. With `TEST_CRASH_AT=<hook>` and `TEST_CRASH_MARKER=<file>` it
  * SIGKILLs itself the first time that hook point is reached (the marker file makes the crash
- * happen once across restarts): `afterSubmitAnswered`, `afterTaskRecorded`, `afterResultWritten`.
+ * happen once across restarts): `afterSubmitAnswered`, `afterTaskRecorded`, `afterResultWritten`,
+ * `beforeRecordState`.
  */
 import fs from 'node:fs';
 import { loadConfigFile } from '../../src/config.js';

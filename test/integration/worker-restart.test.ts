@@ -83,6 +83,47 @@ describe('worker restarts', () => {
     expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes('two-workers-'))).toHaveLength(10);
   });
 
+  it('a worker killed after the activity returned a provider failure and before the workflow recorded it: the row says pending and the run runs meanwhile; a new worker records failed once', async () => {
+    await stack.killWorkers();
+    const marker = path.join(stack.dir, 'crash-beforeRecordState');
+    const tag = 'crash-before-record';
+    const env = { TEST_CRASH_AT: 'beforeRecordState', TEST_CRASH_MARKER: marker };
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'fail_job',
+      code: 'TARGET_BLOCKED',
+      message: 'target refused the crawler',
+    });
+    const first = await stack.spawnWorker(env);
+    const exited = new Promise<number | null>((r) => first.once('exit', (code, signal) => r(signal ? -1 : code)));
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('cnet')}?${tag}`,
+      key: tag,
+      policy: FAST_POLICY,
+    });
+    expect(await exited).toBe(-1); // SIGKILLed as the workflow was about to record `failed`
+    // Meanwhile: the store has not moved, and says its workflow still runs (no orphan).
+    const meanwhile = await stack.client.getScrape('acme', ref.jobId);
+    expect(meanwhile).toMatchObject({ state: 'pending', execution: 'RUNNING' });
+    await stack.spawnWorker(env); // the marker exists: this one does not crash
+    const done = await waitForState(stack.store, ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 90_000);
+    expect(done.state).toBe('failed');
+    expect(JSON.parse(done.last_error!)).toMatchObject({ code: 'TARGET_BLOCKED' });
+    const moves = (await stack.store.findings.timeline(ref.jobId)).filter(
+      (e) => e.type === 'state' && e.state === 'failed',
+    );
+    expect(moves).toHaveLength(1);
+    expect(stack.sim.jobsFor('acme').filter((j) => j.url.includes(tag))).toHaveLength(1);
+    await waitFor(
+      async () => (await stack.client.getScrape('acme', ref.jobId)).execution === 'FAILED',
+      30_000,
+      'the run to close Failed',
+    );
+  });
+
   for (const crashAt of ['afterSubmitAnswered', 'afterTaskRecorded', 'afterResultWritten'] as const) {
     it(`a worker killed ${crashAt.replace(/([A-Z])/g, ' $1').toLowerCase()}: one provider job, one result row`, async () => {
       await stack.killWorkers();
