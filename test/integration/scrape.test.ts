@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
-import { FAST_POLICY, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
+import { FAST_POLICY, KEYS, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 import { resultOf } from '../helpers/cancel.js';
 
 let stack: Stack;
@@ -132,6 +132,40 @@ describe('a scrape end to end', () => {
       expect(stack.sim.stats().cancelCalls - cancelsBefore).toBe(1);
       expect(stack.sim.getJob(pending.task_id!)?.status).toBe('cancelled');
       expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(0);
+    } finally {
+      stack.sim.faults.remove(fault);
+    }
+  });
+
+  it('a task cancelled at the provider by someone else ends cancelled, and its run closes as README says of `cancelled` (Canceled), not Completed', async () => {
+    const fault = stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: 'cancelled-elsewhere',
+      action: 'never_finish',
+    });
+    try {
+      const ref = await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.url}/slow?ms=1&to=/pages/ars-1/&cancelled-elsewhere`,
+        key: 'cancelled-elsewhere',
+        policy: FAST_POLICY,
+      });
+      const pending = await waitFor(async () => {
+        const r = await stack.store.jobs.get(ref.jobId);
+        return r?.state === 'pending' && r.status_checks > 0 ? r : undefined;
+      });
+      // Someone with the account's key cancels the task at the provider, outside this workflow.
+      const res = await fetch(`${stack.sim.url}/api/jobs/${encodeURIComponent(pending.task_id!)}/cancel`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${KEYS.acme}` },
+      });
+      expect(res.status).toBeLessThan(300);
+      const row = await waitForState(stack.store, ref.jobId, ['cancelled', 'failed', 'completed', 'expired']);
+      expect(row.state).toBe('cancelled');
+      const handle = stack.temporal.workflow.getHandle(ref.jobId);
+      await handle.result().catch(() => undefined);
+      expect((await handle.describe()).status.name).toBe('CANCELLED');
     } finally {
       stack.sim.faults.remove(fault);
     }

@@ -269,7 +269,7 @@ async function settleLateCancel(job: ScrapeJob): Promise<void> {
 /**
  * Ends the run so that Temporal's own status tells the outcome (docs/design.md, "How a run
  * closes"): `completed` closes Completed with the view; a job whose cancel request did not end in
- * `completed` closes Canceled; `failed`, `expired` and `tracking_interrupted` close Failed with a
+ * `completed` closes Canceled, and so does one the provider reports cancelled by someone else; `failed`, `expired` and `tracking_interrupted` close Failed with a
  * non-retryable `ScrapeJob.<state>` failure whose message is the reason and whose details hold the
  * view. A cancel by signal or Update asks Temporal to cancel this run (an activity: workflow code
  * cannot cancel itself) and then ends on that cancellation.
@@ -288,7 +288,9 @@ export async function closeRun(job: ScrapeJob): Promise<JobView> {
       failure.stack = `${failure.name}: ${failure.message}`;
       throw failure;
     }
-    return job.view as JobView;
+    // A task the provider reports cancelled by someone else closes Canceled too, as a `cancelled`
+    // job's run does whoever asked: only `completed` closes Completed.
+    if (state !== 'cancelled') return job.view as JobView;
   }
   if (job.state === 'completed') return job.view as JobView;
   if (!CancellationScope.current().consideredCancelled) {
@@ -299,7 +301,9 @@ export async function closeRun(job: ScrapeJob): Promise<JobView> {
       if (!isCancellation(e)) return job.view as JobView; // Temporal refused: the job's state still says it
     }
   }
-  throw new CancelledFailure(`job ${job.state}: ${job.cancel.detail ?? job.cancel.reason}`);
+  throw new CancelledFailure(
+    `job ${job.state}: ${job.cancel ? (job.cancel.detail ?? job.cancel.reason) : (job.view.note ?? 'cancelled at the provider')}`,
+  );
 }
 
 /** The one line a Failed run shows in the Web UI: the state, then the provider's words (or our note). */
