@@ -269,9 +269,9 @@ async function settleLateCancel(job: ScrapeJob): Promise<void> {
 /**
  * Ends the run so that Temporal's own status tells the outcome (docs/design.md, "How a run
  * closes"): `completed` closes Completed with the view; a job whose cancel request did not end in
- * `completed` closes Canceled, and so does one the provider reports cancelled by someone else; `failed`, `expired` and `tracking_interrupted` close Failed with a
- * non-retryable `ScrapeJob.<state>` failure whose message is the reason and whose details hold the
- * view. A cancel by signal or Update asks Temporal to cancel this run (an activity: workflow code
+ * `completed` closes Canceled, and so does one the provider reports cancelled by someone else;
+ * `failed`, `expired` and `tracking_interrupted` close Failed with a non-retryable
+ * `ScrapeJob.<state>` failure whose message is the reason and whose details hold the view. A cancel by signal or Update asks Temporal to cancel this run (an activity: workflow code
  * cannot cancel itself) and then ends on that cancellation.
  */
 export async function closeRun(job: ScrapeJob): Promise<JobView> {
