@@ -18,7 +18,7 @@ import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { workflowBundle } from '../../src/worker.js';
 import { SCRAPE_WORKFLOW_TYPE } from '../../src/workflows/scrape/messages.js';
 import { withoutMachinePaths } from '../helpers/histories.js';
-import { FAST_POLICY, REPO, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
+import { FAST_POLICY, KEYS, REPO, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 
 let pages: PageServer;
 let stack: Stack;
@@ -192,6 +192,15 @@ describe('workflow histories replay deterministically', () => {
         policy: p,
       })
     ).jobId;
+    // someone cancels the task at the provider, outside this workflow → cancelled, closed Canceled
+    ids.cancelledElsewhere = (
+      await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('002')}?replay-cancel-e`,
+        key: 'replay-cancelled-elsewhere',
+        policy: p,
+      })
+    ).jobId;
     // the provider forgets the task: 404 on every check → expired
     stack.sim.faults.add({ account: 'acme', endpoint: 'status', urlContains: 'replay-expired', action: 'not_found' });
     ids.expired = (
@@ -212,8 +221,14 @@ describe('workflow histories replay deterministically', () => {
       })
     ).jobId;
 
-    for (const k of ['cancelledUpdate', 'cancelledNative', 'woken', 'cancelledUpdateObserved'] as const)
+    for (const k of ['cancelledUpdate', 'cancelledNative', 'woken', 'cancelledUpdateObserved', 'cancelledElsewhere'])
       await waitFor(async () => (await stack.store.jobs.get(ids[k]!))?.status_checks, 20_000, k);
+    const elsewhere = (await stack.store.jobs.get(ids.cancelledElsewhere!))!.task_id!;
+    const stopped = await fetch(`${stack.sim.url}/api/jobs/${encodeURIComponent(elsewhere)}/cancel`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${KEYS.acme}` },
+    });
+    expect(stopped.status).toBeLessThan(300);
     await waitFor(
       async () =>
         (await stack.store.jobs.get(ids.cancelledSignal!))?.last_checked_at === null &&

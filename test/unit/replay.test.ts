@@ -34,6 +34,7 @@ describe('recorded histories replay with the current workflow code', () => {
       'expired',
       'deadlineCancel',
       'resolvedAfterWake',
+      'cancelledElsewhere',
     ];
     expect(files).toEqual(expect.arrayContaining(paths.map((p) => `v5-${p}.json`)));
   });
