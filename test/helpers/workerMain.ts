@@ -3,7 +3,7 @@
  * `WORKER_READY` once polling. With `TEST_CRASH_AT=<hook>` and `TEST_CRASH_MARKER=<file>` it
  * SIGKILLs itself the first time that hook point is reached (the marker file makes the crash
  * happen once across restarts): `afterSubmitAnswered`, `afterTaskRecorded`, `afterResultWritten`,
- * `beforeRecordState`.
+ * `beforeRecordState` (with `TEST_CRASH_STATE`, only the record of that state).
  */
 import fs from 'node:fs';
 import { loadConfigFile } from '../../src/config.js';
@@ -21,7 +21,16 @@ const crash = () => {
   if (marker) fs.writeFileSync(marker, String(Date.now()));
   process.kill(process.pid, 'SIGKILL');
 };
-const hooks: ActivityDeps['hooks'] = crashAt ? { [crashAt]: crash } : undefined;
+// `TEST_CRASH_STATE`: with `beforeRecordState`, only the record of that state crashes (a loaded
+// machine may record `unknown` first, after a submit attempt that outlasted its budget).
+const crashState = process.env.TEST_CRASH_STATE;
+const hooks: ActivityDeps['hooks'] = crashAt
+  ? {
+      [crashAt]: (_jobId: string, state?: string) => {
+        if (crashState === undefined || state === crashState) crash();
+      },
+    }
+  : undefined;
 const connection = await connectWorker(config);
 const worker = await createScrapeWorker({
   connection,

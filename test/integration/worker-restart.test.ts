@@ -69,14 +69,17 @@ describe('worker restarts', () => {
           account: 'acme',
           url: `${pages.pageUrl('cnn')}?two-workers-${i}`,
           key: `two-workers-${i}`,
-          policy: FAST_POLICY,
+          // A job waits for a slot while the killed worker's jobs hold theirs (until their attempts
+          // time out): a loaded machine must not spend its submit time (the deadline) meanwhile.
+          policy: { ...FAST_POLICY, deadlineMs: 180_000 },
         }),
       ),
     );
     await new Promise((r) => setTimeout(r, 500));
     a.kill('SIGKILL');
     for (const r of refs) {
-      expect((await waitForState(stack.store, r.jobId, ['completed', 'failed'], 90_000)).state).toBe('completed');
+      const done = await waitForState(stack.store, r.jobId, ['completed', 'failed'], 180_000);
+      expect(done.state, done.last_error ?? '').toBe('completed');
       expect(await stack.store.results.count({ jobId: r.jobId })).toBe(1);
       expect(await outboxFor(stack.store, r.jobId)).toHaveLength(1);
     }
@@ -87,7 +90,7 @@ describe('worker restarts', () => {
     await stack.killWorkers();
     const marker = path.join(stack.dir, 'crash-beforeRecordState');
     const tag = 'crash-before-record';
-    const env = { TEST_CRASH_AT: 'beforeRecordState', TEST_CRASH_MARKER: marker };
+    const env = { TEST_CRASH_AT: 'beforeRecordState', TEST_CRASH_STATE: 'failed', TEST_CRASH_MARKER: marker };
     stack.sim.faults.add({
       account: 'acme',
       endpoint: 'submit',
@@ -105,9 +108,10 @@ describe('worker restarts', () => {
       policy: FAST_POLICY,
     });
     expect(await exited).toBe(-1); // SIGKILLed as the workflow was about to record `failed`
-    // Meanwhile: the store has not moved, and says its workflow still runs (no orphan).
+    // Meanwhile: the store has not moved to `failed`, and says its workflow still runs (no orphan).
+    // (`pending`, or `unknown` where a loaded machine's submit attempt outlasted its budget first.)
     const meanwhile = await stack.client.getScrape('acme', ref.jobId);
-    expect(meanwhile).toMatchObject({ state: 'pending', execution: 'RUNNING' });
+    expect(meanwhile).toMatchObject({ state: expect.stringMatching(/^(pending|unknown)$/), execution: 'RUNNING' });
     await stack.spawnWorker(env); // the marker exists: this one does not crash
     const done = await waitForState(stack.store, ref.jobId, ['completed', 'failed', 'tracking_interrupted'], 90_000);
     expect(done.state).toBe('failed');
