@@ -5,7 +5,9 @@
  * - A new key starts the job and records (account, key) → (fingerprint of the body, job) in the
  *   store (`api_idempotency`): the answer is `202`.
  * - The same key with the same body (its canonical JSON with the defaults and the provider
- *   applied, so `{"url": …}` and `{"url": …, "format": "markdown"}` are one body) is the same job:
+ *   applied and the URL in its WHATWG serialisation, so `{"url": …}` and `{"url": …, "format":
+ *   "markdown"}` are one body, and so are `HTTP://Example.COM` and `http://example.com/`, one
+ *   address and one job for the client too) is the same job:
  *   `200`, `Idempotent-Replayed: true`. A client that lost the first answer repeats the request
  *   and gets its job, never a second one.
  * - The same key with another body is refused with `422 idempotency-key-reused` (naming the job),
@@ -15,7 +17,7 @@
  * Without the header the key is derived from the request by the client (`client/start.ts`), so
  * the same request is the same job; a repeat then also answers `200`.
  */
-import { IdempotencyConflictError, type ScrapeClient } from '../client/index.js';
+import { canonicalUrl, IdempotencyConflictError, type ScrapeClient } from '../client/index.js';
 import { fingerprint } from '../lib/hash.js';
 import type { Store } from '../store/index.js';
 import { ApiProblem } from './problems.js';
@@ -49,10 +51,13 @@ export async function startScrapeOnce(
 ): Promise<StartOnceOutcome> {
   const { client, store } = deps;
   const { account, idempotencyKey: headerKey, body, provider } = request;
-  const bodyHash = fingerprint({ ...body, provider });
+  const bodyHash = fingerprint({ ...body, url: canonicalUrl(body.url), provider });
+  // Records made before the URL was canonicalised hold the hash of the URL as typed: that is this body too.
+  const typedHash = fingerprint({ ...body, provider });
+  const sameBody = (hash: string) => hash === bodyHash || hash === typedHash;
   if (headerKey) {
     const seen = await store.apiIdempotency.get(account, headerKey);
-    if (seen && seen.body_hash !== bodyHash) throw reusedKey(seen.job_id);
+    if (seen && !sameBody(seen.body_hash)) throw reusedKey(seen.job_id);
   }
   let ref;
   try {
@@ -74,6 +79,6 @@ export async function startScrapeOnce(
   }
   // Recorded after the start: a request that lost its answer here is recorded by its repeat.
   const remembered = await store.apiIdempotency.remember({ account, key: ref.key, bodyHash, jobId: ref.jobId });
-  if (!remembered.inserted && headerKey && remembered.row.body_hash !== bodyHash) throw reusedKey(ref.jobId);
+  if (!remembered.inserted && headerKey && !sameBody(remembered.row.body_hash)) throw reusedKey(ref.jobId);
   return { jobId: ref.jobId, replayed: !remembered.inserted };
 }
