@@ -245,6 +245,13 @@ export function parseCsvText(input: string, opts: CsvOptions & ParseContext = {}
     const reason = `the CSV header has no "url" column${other ? `; ${delimiterHint(other)}` : ''}`;
     return refuse(headerLine, reason, header.raw.trim());
   }
+  // A row is an object keyed by column: a `__proto__` column would set no property and lose every value in it.
+  if (columns.includes('__proto__'))
+    return refuse(
+      headerLine,
+      'the CSV header names a column "__proto__", which cannot be kept with a row; rename the column',
+      header.raw.trim(),
+    );
   const repeated = columns.filter((c, i) => columns.indexOf(c) !== i);
   if (repeated.length > 0) {
     const names = [...new Set(repeated)].map((c) => `"${c}"`).join(', ');

@@ -128,6 +128,12 @@ describe('CSV batches', () => {
     ]);
   });
 
+  it('refuses a header with a "__proto__" column, whose values no row could keep (as a JSONL row with that key is refused)', () => {
+    const { items, errors } = parseCsvText('url,__proto__\nhttps://a.example/1,kept?\n');
+    expect(items).toEqual([]);
+    expect(errors).toEqual([expect.objectContaining({ line: 1, reason: expect.stringMatching(/"__proto__"/) })]);
+  });
+
   it('derives the same keys from the same rows (re-running a file creates nothing new)', () => {
     const text = 'url,format\nhttps://a.example/,text\nhttps://b.example/,\n';
     expect(parseCsvText(text).items.map((i) => i.key)).toEqual(parseCsvText(text).items.map((i) => i.key));
