@@ -14,7 +14,9 @@
  * 1. verify the signature (HMAC over the raw body bytes, constant-time compare); bad or missing →
  *    `401 invalid-signature`, quarantined (`invalid_signature`, hash and size only);
  * 2. parse the payload with the kind's schema; invalid → quarantined, `400`;
- * 3. deduplicate by (provider, event ID): a redelivery answers `200 duplicate` and does nothing;
+ * 3. deduplicate by (provider, event ID): a redelivery answers `200 duplicate` and does nothing,
+ *    except that an event kept as unmatched is matched again (it may have overtaken the submit
+ *    answer that records its task ID), and wakes its job when it now finds one;
  * 4. match to the job by the provider's task ID, else by our echoed client reference; unmatched →
  *    quarantined (`unmatched`), `202`;
  * 5. signal `wake` (through the client); if Temporal cannot be reached the delivery record is
@@ -239,7 +241,17 @@ export async function receiveWebhook(
     providerStatus: ev.providerStatus,
     taskId: ev.taskId,
   });
-  if (!rec.inserted) return answer(200, 'duplicate');
+  if (!rec.inserted) {
+    // A redelivery is a duplicate, except of an event kept as unmatched: it may have overtaken the
+    // submit answer (its task ID unknown then), so it is matched again once, by whoever claims it.
+    if (rec.existing.outcome !== 'quarantined' || !(await store.webhooks.reopenUnmatched(provider, ev.eventId)))
+      return answer(200, 'duplicate');
+    job ??= await findJob();
+    if (!job) {
+      await store.webhooks.setDeliveryOutcome(provider, ev.eventId, 'quarantined', null); // kept once already
+      return answer(200, 'duplicate');
+    }
+  }
 
   job ??= await findJob();
   if (!job) {

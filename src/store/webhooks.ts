@@ -73,6 +73,24 @@ export class WebhooksRepository {
   }
 
   /**
+   * Claims a delivery kept as unmatched (outcome `quarantined`, no job) for one more match: sets
+   * its outcome back to `received` and returns true, or returns false when it is not such a
+   * delivery or another redelivery claimed it first. A redelivered event whose first delivery
+   * overtook the submit answer (its task ID was not known yet) can then reach its job.
+   */
+  async reopenUnmatched(provider: string, eventId: string): Promise<boolean> {
+    const res = await this.conn.db
+      .updateTable('webhook_deliveries')
+      .set({ outcome: 'received' })
+      .where('provider', '=', provider)
+      .where('event_id', '=', eventId)
+      .where('outcome', '=', 'quarantined')
+      .where('job_id', 'is', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows ?? 0n) > 0;
+  }
+
+  /**
    * Deletes a delivery record so that the provider's retry of the same event is handled again
    * (used when the wake signal could not be sent, e.g. Temporal unreachable).
    */
