@@ -60,7 +60,12 @@ function parseKeys(label: string, text: string): ApiKeyEntry[] {
   try {
     json = JSON.parse(text);
   } catch (e) {
-    throw new Error(`${label} is not valid JSON: ${(e as Error).message}`);
+    // The parser's own message quotes an excerpt of the text, which may be a key pasted in by
+    // mistake: only where the text stops being JSON is said.
+    const where = /at position \d+(?: \(line \d+ column \d+\))?/.exec((e as Error).message)?.[0];
+    throw new Error(
+      `${label} is not valid JSON${where ? ` ${where}` : ''}; its text is not shown, as it may hold a key (expected {"keys": [{"account", "sha256", "name"?}]})`,
+    );
   }
   const parsed = ApiKeysFileSchema.safeParse(json);
   if (!parsed.success)

@@ -80,6 +80,19 @@ describe('API keys', () => {
       expect(() => loadApiKeys({ keysFile: file, keysEnv: 'KEYS' }, {})).toThrow(/role/);
       expect(() => loadApiKeys({ keysFile: path.join(dir, 'missing.json'), keysEnv: 'KEYS' }, {})).toThrow(/ENOENT/);
       expect(() => loadApiKeys({ keysEnv: 'KEYS' }, { KEYS: '{not json' })).toThrow(/KEYS is not valid JSON/);
+      // A key pasted where its hash or the JSON belongs: the parser's excerpt of the text never reaches the message.
+      const key = generateApiKey();
+      for (const text of [key, key.slice('sk_scrape_'.length), `{"keys":[{"account":"acme","sha256":${key}}]}`]) {
+        let message = '';
+        try {
+          loadApiKeys({ keysEnv: 'KEYS' }, { KEYS: text });
+        } catch (e) {
+          message = (e as Error).message;
+        }
+        expect(message).toMatch(/KEYS is not valid JSON/);
+        const secret = key.slice('sk_scrape_'.length);
+        for (let i = 0; i + 6 <= secret.length; i++) expect(message).not.toContain(secret.slice(i, i + 6));
+      }
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
