@@ -2,8 +2,10 @@
  * The `Idempotency-Key` rule of `POST /v1/scrapes`: one (account, key) is one job, and the key
  * stays bound to the request body it was first used with.
  *
- * - A new key starts the job and records (account, key) → (fingerprint of the body, job) in the
- *   store (`api_idempotency`): the answer is `202`.
+ * - A new key is recorded as (account, key) → (fingerprint of the body, job) in the store
+ *   (`api_idempotency`) before the job starts, then the job starts: the answer is `202`. When
+ *   nothing starts (invalid input, a budget's refusal, Temporal unreachable) the record is
+ *   removed and the key is free again.
  * - The same key with the same body (its canonical JSON with the defaults and the provider
  *   applied and the URL in its WHATWG serialisation, so `{"url": …}` and `{"url": …, "format":
  *   "markdown"}` are one body, and so are `HTTP://Example.COM` and `http://example.com/`, one
@@ -17,7 +19,7 @@
  * Without the header the key is derived from the request by the client (`client/start.ts`), so
  * the same request is the same job; a repeat then also answers `200`.
  */
-import { canonicalUrl, IdempotencyConflictError, type ScrapeClient } from '../client/index.js';
+import { canonicalUrl, IdempotencyConflictError, jobIdFor, type ScrapeClient } from '../client/index.js';
 import { fingerprint } from '../lib/hash.js';
 import type { Store } from '../store/index.js';
 import { ApiProblem } from './problems.js';
@@ -55,9 +57,19 @@ export async function startScrapeOnce(
   // Records made before the URL was canonicalised hold the hash of the URL as typed: that is this body too.
   const typedHash = fingerprint({ ...body, provider });
   const sameBody = (hash: string) => hash === bodyHash || hash === typedHash;
+  let claimed = false;
   if (headerKey) {
-    const seen = await store.apiIdempotency.get(account, headerKey);
-    if (seen && !sameBody(seen.body_hash)) throw reusedKey(seen.job_id);
+    // The key is claimed before anything starts: of two requests sent at once with this key and
+    // different bodies, the one that claims it is the one whose body starts the job, and the
+    // other is refused before it could be answered with that job.
+    const claim = await store.apiIdempotency.remember({
+      account,
+      key: headerKey,
+      bodyHash,
+      jobId: jobIdFor(account, headerKey),
+    });
+    if (!sameBody(claim.row.body_hash)) throw reusedKey(claim.row.job_id);
+    claimed = claim.inserted;
   }
   let ref;
   try {
@@ -74,11 +86,15 @@ export async function startScrapeOnce(
       policy: body.policy,
     });
   } catch (e) {
+    // Nothing was started for this claim (invalid input, a budget's refusal, Temporal unreachable,
+    // the key's job started elsewhere with other parameters): the key is free again.
+    if (claimed) await store.apiIdempotency.forget({ account, key: headerKey!, bodyHash });
     if (e instanceof IdempotencyConflictError) throw reusedKey(String(e.details.jobId));
     throw e;
   }
-  // Recorded after the start: a request that lost its answer here is recorded by its repeat.
+  // Recorded (again) after the start: a request that lost its answer here is recorded by its
+  // repeat, and a claim released by a concurrent request whose start failed is made again.
   const remembered = await store.apiIdempotency.remember({ account, key: ref.key, bodyHash, jobId: ref.jobId });
-  if (!remembered.inserted && headerKey && !sameBody(remembered.row.body_hash)) throw reusedKey(ref.jobId);
-  return { jobId: ref.jobId, replayed: !remembered.inserted };
+  if (headerKey && !sameBody(remembered.row.body_hash)) throw reusedKey(ref.jobId);
+  return { jobId: ref.jobId, replayed: headerKey ? !claimed : !remembered.inserted };
 }

@@ -42,4 +42,18 @@ export class ApiIdempotencyRepository {
     if (!row) throw new Error(`idempotency record of ${r.jobId} could not be written`);
     return { inserted: Number(res.numInsertedOrUpdatedRows ?? 0n) > 0, row };
   }
+
+  /**
+   * Deletes the record of (account, key) when it still holds `bodyHash`: a claim made before a
+   * start that then kept nothing (the key is free again). Returns whether a row was deleted.
+   */
+  async forget(r: { account: string; key: string; bodyHash: string }): Promise<boolean> {
+    const res = await this.conn.db
+      .deleteFrom('api_idempotency')
+      .where('account', '=', r.account)
+      .where('idem_key', '=', r.key)
+      .where('body_hash', '=', r.bodyHash)
+      .executeTakeFirst();
+    return Number(res.numDeletedRows ?? 0n) > 0;
+  }
 }
