@@ -1,12 +1,12 @@
 /** `cancel-batch <batchId>`: cancels every job of a batch through the same path as `cancel` and prints each observed outcome. */
 import { Option, type Command } from 'commander';
-import { accountOf, cliUser, requireTemporal, withRuntime } from '../context.js';
-import { accountOptions, jsonOption, positiveInt } from '../options.js';
+import { EXIT, accountOf, cliUser, requireTemporal, withRuntime } from '../context.js';
+import { accountOptions, exitNote, jsonOption, positiveInt } from '../options.js';
 import { fitTable, printJson } from '../print.js';
 
 /** Adds `cancel-batch` to `program`. */
 export function registerCancelBatch(program: Command): void {
-  jsonOption(
+  const c = jsonOption(
     accountOptions(
       program
         .command('cancel-batch')
@@ -30,6 +30,9 @@ export function registerCancelBatch(program: Command): void {
           wait: opts.wait,
           timeoutMs: opts.waitS * 1000,
         });
+        // A job left uncancelled (an orphan, or a cancel that failed) is a failure, as for `cancel`: exit 1, JSON or not.
+        if (outcomes.some((o) => o.result.kind === 'not_running' || o.result.kind === 'error'))
+          process.exitCode = EXIT.failed;
         if (opts.json) return printJson(outcomes);
         console.log(
           await fitTable({
@@ -53,4 +56,8 @@ export function registerCancelBatch(program: Command): void {
         console.log(`${outcomes.length} job(s) in batch ${batchId}`);
       }),
     );
+  exitNote(
+    c,
+    '0 every job of the batch was cancelled, had ended already, or has its cancel requested; 1 some job was not cancelled (its workflow no longer runs: `resume` it, or see `orphans`; or its cancel failed, with the reason in its line); 2 invalid input.',
+  );
 }
