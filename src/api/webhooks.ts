@@ -32,7 +32,7 @@ import { createHash } from 'node:crypto';
 import { providerKeys } from '../activities/index.js';
 import type { ScrapeClient } from '../client/index.js';
 import type { Config } from '../config.js';
-import { parseJsonStrict } from '../lib/json.js';
+import { parseJsonStrict, StrictJsonError } from '../lib/json.js';
 import { isFinalState } from '../model/states.js';
 import { sanitizeBody, redactProviderValue, redactSecrets, REDACTED } from '../lib/sanitize.js';
 import type { ProviderWebhook } from '../providers/descriptor.js';
@@ -142,7 +142,11 @@ export async function receiveWebhook(
     json = parseJsonStrict(bodyText); // a duplicate key is refused, not "the last one wins"
   } catch (e) {
     parsedJson = false;
-    jsonProblem = (e as Error).message;
+    // The parser's message quotes an excerpt of the body, which is unverified here: only where
+    // it stops being JSON is kept.
+    const where = /at position \d+(?: \(line \d+ column \d+\))?/.exec((e as Error).message)?.[0];
+    const kind = e instanceof StrictJsonError && e.reason !== 'syntax' ? `${e.reason.replace('-', ' ')}` : undefined;
+    jsonProblem = [kind, where].filter(Boolean).join(' ') || 'not shown (the body is unverified)';
   }
   const quarantine = (reason: string, detail: string, eventId: string | null, keepBody: boolean) =>
     store.webhooks.quarantine({

@@ -262,6 +262,13 @@ describe('the app without Temporal', () => {
             webhook: { url: 'http://127.0.0.1:2/v1/webhooks/reference', secretEnv: 'UNIT_SECRET' },
             credentials: {},
           },
+          unsigned: {
+            kind: 'reference',
+            baseUrl: 'http://127.0.0.1:1',
+            webhook: { url: 'http://127.0.0.1:2/v1/webhooks/unsigned', secretEnv: 'UNIT_SECRET' },
+            webhookSignature: false,
+            credentials: {},
+          },
         },
         api: { bodyLimitBytes: 4096, rateLimit: { unauthenticated: { max: 1000 } } },
       },
@@ -504,6 +511,21 @@ describe('the app without Temporal', () => {
       });
     }
     expect((await app.inject({ url: '/problems/nope' })).statusCode).toBe(404);
+  });
+
+  it('webhooks: of an unverified body that is not JSON, only its hash and size are kept, never an excerpt', async () => {
+    const r = await app.inject({
+      method: 'POST',
+      url: '/v1/webhooks/unsigned/not-a-real-token',
+      headers: { 'content-type': 'application/json' },
+      payload: 'PRIVATEpayloadXYZ and more',
+    });
+    expect(r.statusCode).toBe(400);
+    const kept = await listQuarantine(store, { provider: 'unsigned' });
+    expect(kept.map((q) => q.reason)).toEqual(['invalid_payload']);
+    expect(kept[0]!.body).toBe('');
+    expect(kept[0]!.detail).toMatch(/not valid JSON/);
+    expect(kept[0]!.detail).not.toMatch(/PRIVATE|payload/);
   });
 
   it('webhooks: a bad signature is 401 and quarantined; a valid unmatched event is quarantined once', async () => {
