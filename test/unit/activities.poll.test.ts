@@ -585,12 +585,9 @@ describe('reconcileJob (a list that lags)', () => {
 });
 
 describe('cancelAtProvider', () => {
-  it('sends nothing when the provider already reported the task completed (the cancel comes too late)', async () => {
-    fake.statusImpl = async () => ({ state: 'completed', providerStatus: 'completed' });
-    fake.resultImpl = () => new Promise(() => undefined); // the result write is still under way
-    void checkOnce(poll());
-    await vi.waitFor(() => expect(fake.calls).toContain('result'));
-    const out = await env().run(acts.cancelAtProvider, {
+  /** A cancel of the job's task, by signal, with no cancel call made yet. */
+  const cancelNow = () =>
+    env().run(acts.cancelAtProvider, {
       jobId,
       provider: 'fake',
       account: 'acme',
@@ -603,6 +600,13 @@ describe('cancelAtProvider', () => {
         providerCancelCalls: 0,
       },
     });
+
+  it('sends nothing when the provider already reported the task completed (the cancel comes too late)', async () => {
+    fake.statusImpl = async () => ({ state: 'completed', providerStatus: 'completed' });
+    fake.resultImpl = () => new Promise(() => undefined); // the result write is still under way
+    void checkOnce(poll());
+    await vi.waitFor(() => expect(fake.calls).toContain('result'));
+    const out = await cancelNow();
     expect(out).toMatchObject({ kind: 'skipped', lastStatus: 'completed' });
     expect(fake.calls).not.toContain('cancel');
   });
@@ -615,19 +619,7 @@ describe('cancelAtProvider', () => {
     });
     expect(await outcome(checkOnce(poll()))).toMatchObject({ kind: 'failed' });
     expect((await store.jobs.get(jobId))?.state).toBe('pending'); // the workflow's to record
-    const out = await env().run(acts.cancelAtProvider, {
-      jobId,
-      provider: 'fake',
-      account: 'acme',
-      taskId: 'task-1',
-      report: {
-        requestedBy: 't',
-        reason: 'r',
-        via: 'signal' as const,
-        requestedAt: new Date().toISOString(),
-        providerCancelCalls: 0,
-      },
-    });
+    const out = await cancelNow();
     expect(out).toMatchObject({ kind: 'skipped', lastStatus: 'failed' });
     expect(fake.calls).not.toContain('cancel');
   });
