@@ -91,6 +91,11 @@ export interface StatusContext extends CallContext {
    * message about the task names it.
    */
   url?: string;
+  /**
+   * The entry's result limits: a status answer that carries the result inline is read under the
+   * result's byte cap (`limits.maxBytes`), not the cap of an ordinary answer.
+   */
+  limits?: ResultLimits;
 }
 
 /** Extra context of a submit: the idempotency key and our client reference. */

@@ -23,7 +23,13 @@ import { onSlotReleased, slotWaitPlan } from '../../src/activities/slots.js';
 import { parseConfig } from '../../src/config.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
-import type { Accepted, ProviderAdapter, ResultContext, StatusObservation } from '../../src/providers/adapter.js';
+import type {
+  Accepted,
+  ProviderAdapter,
+  ResultContext,
+  StatusContext,
+  StatusObservation,
+} from '../../src/providers/adapter.js';
 import type { LookupReading } from '../../src/model/evidence.js';
 import type { ProviderResult } from '../../src/model/results.js';
 import { openStore, Store } from '../../src/store/index.js';
@@ -55,7 +61,10 @@ class FakeAdapter implements ProviderAdapter {
   }
   calls: string[] = [];
   submitImpl: () => Promise<Accepted> = async () => ({ taskId: 'task-1', providerStatus: 'queued', replayed: false });
-  statusImpl: () => Promise<StatusObservation> = async () => ({ state: 'running', providerStatus: 'running' });
+  statusImpl: (ctx: StatusContext) => Promise<StatusObservation> = async () => ({
+    state: 'running',
+    providerStatus: 'running',
+  });
   resultImpl: (ctx: ResultContext) => Promise<ProviderResult> = async () => PAGE;
   listImpl: () => Promise<Accepted | null> = async () => null;
   /** Replaces the list's reading (an unavailable lookup, say) while set. */
@@ -64,9 +73,9 @@ class FakeAdapter implements ProviderAdapter {
     this.calls.push('submit');
     return this.submitImpl();
   }
-  async status() {
+  async status(_t: string, ctx: StatusContext) {
     this.calls.push('status');
-    return this.statusImpl();
+    return this.statusImpl(ctx);
   }
   async result(_t: string, ctx: ResultContext) {
     this.calls.push('result');
@@ -227,6 +236,17 @@ describe('checkOnce (one status check of the polling loop)', () => {
     expect(out).toMatchObject({ kind: 'completed', result: { documents: 2 } });
     expect(seen?.limits).toMatchObject({ maxDocuments: expect.any(Number), maxBytes: expect.any(Number) });
     expect(beats).toEqual([{ documents: 100, pages: 1 }]);
+  });
+
+  it("a status read carries the entry's result limits: a kind that answers with its result inline reads that answer under the result's byte cap", async () => {
+    let seen: StatusContext | undefined;
+    fake.statusImpl = async (ctx) => {
+      seen = ctx;
+      return { state: 'running', providerStatus: 'running' };
+    };
+    await again(checkOnce(poll()));
+    expect(seen?.limits).toMatchObject({ maxBytes: expect.any(Number) });
+    expect(seen!.limits!.maxBytes).toBeGreaterThan(32 * 1024 * 1024);
   });
 
   it('a refused result read (401) ends tracking_interrupted with the reason and an incident; the row is left for the workflow to record', async () => {

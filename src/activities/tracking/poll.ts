@@ -39,6 +39,7 @@ import { again, type TrackStatusInput, type CheckResult, type PollOutcome, type 
 import { announceSlotReleased } from '../slots.js';
 import { auditResubmit } from '../submit/resubmitAudit.js';
 import { cancelIfOverrun } from '../shares.js';
+import { recordForRetiredRun } from './retiredRun.js';
 import { observeResultCommitLag, observeStatusCheck } from '../../observability/metrics.js';
 
 /** The key's shared cool-down as read with the job's row, for the check's provider call (`CheckStart`'s `seen`). */
@@ -283,48 +284,15 @@ async function completeTask(
 }
 
 /**
- * The final state of a tracking outcome other than `completed` (the workflow's move), and the
- * note V4's activity wrote with it.
- */
-function finalMoveOf(
-  o: PollOutcome,
-): { state: 'failed' | 'cancelled' | 'expired' | 'tracking_interrupted'; error?: JobError; note: string } | undefined {
-  switch (o.kind) {
-    case 'failed':
-      return { state: 'failed', error: o.error, note: o.note };
-    case 'cancelled':
-      return { state: 'cancelled', note: 'the provider reports the task cancelled (not by this workflow)' };
-    case 'expired':
-      return { state: 'expired', error: o.error, note: o.note };
-    case 'interrupted':
-      return { state: 'tracking_interrupted', error: o.error, note: o.note };
-    default:
-      return undefined;
-  }
-}
-
-/**
- * One status check (see {@link checkTask}). For a tracking run that does not record its outcome
- * itself (`input.recordsOutcome` absent: a `scrapeWorkflowV4` run during an upgrade), a final
- * outcome's state is written here, with the slot released, as V4's activity wrote it: else its
- * row would stay `pending` after its run closed, holding the key's slot.
+ * One status check (see {@link checkTask}), and for a run of the retired `scrapeWorkflowV4` its
+ * final move, which that type does not record itself ({@link recordForRetiredRun}).
  */
 export async function checkOnce(
   kit: ActivityKit,
   input: TrackStatusInput,
   checkPastDeadline: boolean,
 ): Promise<CheckResult> {
-  const r = await checkTask(kit, input, checkPastDeadline);
-  if (!('outcome' in r) || input.mode !== 'track' || input.recordsOutcome === true) return r;
-  const move = finalMoveOf(r.outcome);
-  if (!move) return r;
-  const { state, error, note } = move;
-  const moved = await kit.store.jobs.transition(input.jobId, state, {
-    error,
-    detail: { note, ...(error ? { error } : {}) },
-  });
-  if (moved) announceSlotReleased(kit.deps.providers.resolve(input.provider, input.account).limiter.label);
-  return r;
+  return recordForRetiredRun(kit, input, await checkTask(kit, input, checkPastDeadline));
 }
 
 /**
@@ -366,7 +334,14 @@ async function checkTask(kit: ActivityKit, input: TrackStatusInput, checkPastDea
     obs = await kit.call(
       input.provider,
       input.account,
-      (p) => p.adapter.status(input.taskId, { ...kit.taskCall(p, row, input.taskId), url: input.url }),
+      (p) =>
+        // The result limits ride along: a kind that answers a status with its result inline
+        // (ScraperAPI, an `http` entry) reads that answer under the result's byte cap.
+        p.adapter.status(input.taskId, {
+          ...kit.taskCall(p, row, input.taskId),
+          url: input.url,
+          limits: p.resultLimits,
+        }),
       { seen: start.seen },
     );
     observeStatusCheck(Date.now() - askedAt, obs.state);

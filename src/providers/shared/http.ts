@@ -312,6 +312,7 @@ export class ProviderHttp {
   /** The body cap of a call under `ctx` (see {@link call}), bytes. */
   private bodyCap(ctx: CallContext): number {
     const cap = this.opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    // A result read, or a status read that may carry the result inline (`StatusContext.limits`).
     const resultBytes = (ctx as Partial<ResultContext>).limits?.maxBytes;
     return resultBytes !== undefined && resultBytes > cap ? resultBytes : cap;
   }
