@@ -34,6 +34,7 @@ const LISTED_IN: Record<string, string> = {
   untagged: 'pending',
   untaggednoid: 'running',
   other: 'pending',
+  cut: 'running',
 };
 const LISTS: Record<string, string> = {
   nojobs: '{"status": "ok", "count": 0}',
@@ -42,6 +43,8 @@ const LISTS: Record<string, string> = {
   untagged: '{"status": "ok", "count": 1, "jobs": [{"id": "123/1/9", "state": "pending"}]}',
   untaggednoid: '{"status": "ok", "count": 1, "jobs": [{"state": "running"}]}',
   other: '{"status": "ok", "count": 1, "jobs": [{"id": "123/1/8", "state": "pending", "tags": ["someone-else"]}]}',
+  // One page of more: `total` counts every job the filters match, `jobs` holds at most `count`.
+  cut: '{"status": "ok", "count": 1, "total": 14, "jobs": [{"id": "123/1/8", "state": "running", "tags": ["someone-else"]}]}',
 };
 
 /** What the server answers to `jobs/stop.json`, by the URL's path under `/stop/<name>/`. */
@@ -161,6 +164,12 @@ describe('zyte: a lost submit’s list read proves absence only from a list Zyte
     // A job whose listed tags leave ours out is not ours: the reading stays complete and empty.
     expect((await find('other'))[0]).toMatchObject({ available: true, complete: true, candidates: [] });
   });
+
+  it('a page with more jobs behind it than it shows (its total above them) is an incomplete reading, even when what it shows is not ours', async () => {
+    const [cut] = await find('cut');
+    expect(cut).toMatchObject({ available: true, complete: false, candidates: [] });
+    expect(cut!.note).toMatch(/more jobs for tag .* than one page shows \(running\)/);
+  });
 });
 
 describe('zyte: a duplicate refusal’s twin is proved someone else’s only by a list that shows nothing of ours', () => {
@@ -192,6 +201,8 @@ describe('zyte: a duplicate refusal’s twin is proved someone else’s only by 
     expect(err.message).toMatch(/listed without their tags: 123\/1\/9, which may be ours/);
     // A list showing only others' jobs is what lets the submit be tried again later.
     expect(await submit('other', noRef)).toMatchObject({ kind: 'transient', details: { code: 'ALREADY_SCHEDULED' } });
+    // Unless the page has more behind it: the twin may be among the jobs it does not show.
+    expect(await submit('cut', noRef)).toMatchObject({ kind: 'ambiguous' });
   });
 });
 

@@ -16,7 +16,12 @@ import { JOB_ID } from './states.js';
 // `tags` is not: the reference's examples show it on every job (`[]` when none), but no field list
 // says it is always there, and JobQ-shaped entries (`key`) carry none; a job listed for our tag
 // without its tags may be ours (see `jobsByTag`).
+/** Jobs asked of one `jobs/list.json` page (its `count`). */
+const LIST_COUNT = 10;
+
 const JobListSchema = z.looseObject({
+  /** All jobs the filters match (`jobs` holds at most the `count` asked for). */
+  total: z.number().optional(),
   jobs: z.array(
     z.looseObject({
       id: z.string().optional(),
@@ -82,26 +87,31 @@ async function jobsByTag(
   ctx: CallContext,
   tag: string,
   states: readonly string[],
-): Promise<ListedJob[] | null> {
+): Promise<{ jobs: ListedJob[]; cut: string[] } | null> {
   const out: ListedJob[] = [];
+  const cut: string[] = [];
   for (const state of states) {
     const res = await reads.app.call(ctx, {
       method: 'GET',
       path: '/jobs/list.json',
-      query: { project: reads.project, spider: reads.spider, has_tag: tag, state, count: 10 },
+      query: { project: reads.project, spider: reads.spider, has_tag: tag, state, count: LIST_COUNT },
       phase: 'read',
     });
     if (res.status === 404) return null; // not offered: the caller reports the lookup unavailable
     if (!reads.app.isOk(res) || (res.body as { status?: unknown } | undefined)?.status !== 'ok')
       throw reads.fail(reads.app, res, 'read', ctx);
     const list = reads.app.parse(res, JobListSchema, 'read', 'jobs/list.json answer');
+    // A page with more behind it (its `total` above what it shows, or full without a `total`)
+    // shows only some of the matching jobs: a job of ours may be among the others.
+    if ((list.total ?? 0) > list.jobs.length || (list.total === undefined && list.jobs.length >= LIST_COUNT))
+      cut.push(state);
     for (const j of list.jobs) {
       if (j.tags && !j.tags.includes(tag)) continue;
       const id = j.id ?? j.key ?? '';
       out.push({ taskId: JOB_ID.test(id) ? id : null, state: j.state ?? state, tagged: j.tags !== undefined });
     }
   }
-  return out;
+  return { jobs: out, cut };
 }
 
 /**
@@ -118,13 +128,20 @@ export async function findByTag(
   tag: string,
   states: readonly string[],
 ): Promise<{ job: Accepted | null; unnamed: number; untagged: string[]; offered: boolean }> {
-  const listed = await jobsByTag(reads, ctx, tag, states);
+  const read = await jobsByTag(reads, ctx, tag, states);
+  const listed = read?.jobs;
   const named = listed?.find((j) => j.tagged && j.taskId !== null);
   return {
     job: named ? { taskId: named.taskId!, providerStatus: named.state, replayed: true } : null,
     unnamed: listed?.filter((j) => j.tagged && j.taskId === null).length ?? 0,
-    untagged: [...new Set(listed?.filter((j) => !j.tagged).map((j) => j.taskId ?? '?'))],
-    offered: listed !== null,
+    // A cut page may hide the twin: as a job listed without its tags, maybe ours, unproven.
+    untagged: [
+      ...new Set([
+        ...(listed?.filter((j) => !j.tagged).map((j) => j.taskId ?? '?') ?? []),
+        ...(read?.cut.length ? ['(jobs past the page shown)'] : []),
+      ]),
+    ],
+    offered: read !== null,
   };
 }
 
@@ -138,10 +155,11 @@ export async function findByTag(
 export async function findSubmitted(reads: ZyteReads, findCtx: FindContext): Promise<LookupReading[]> {
   const ctx = reads.auth(findCtx);
   const tag = reads.tagOf(ctx.clientRef);
-  const listed = await jobsByTag(reads, ctx, tag, ['pending', 'running', 'finished']);
-  if (listed === null) return [lookupNotOffered(TAG_LOOKUP, 'jobs/list.json answered 404: not offered')];
+  const read = await jobsByTag(reads, ctx, tag, ['pending', 'running', 'finished']);
+  if (read === null) return [lookupNotOffered(TAG_LOOKUP, 'jobs/list.json answered 404: not offered')];
   // A job listed for our tag without its tags may be ours: a candidate whose reference could not
   // be read, never counted as "not ours".
+  const listed = read.jobs;
   const candidates: Candidate[] = listed.flatMap((j): Candidate[] =>
     j.taskId === null
       ? []
@@ -158,15 +176,20 @@ export async function findSubmitted(reads: ZyteReads, findCtx: FindContext): Pro
   );
   // A job that may be ours without a job ID we can read is one we cannot name: the list then
   // never proves our job absent (the note says why the read is incomplete).
+  // So is a page with more jobs behind it than it shows.
   const unnamed = listed.filter((j) => j.taskId === null).length;
+  const notes = [
+    ...(unnamed ? [`${unnamed} job(s) listed for tag ${tag} without a job ID we can read`] : []),
+    ...(read.cut.length ? [`more jobs for tag ${tag} than one page shows (${read.cut.join(', ')})`] : []),
+  ];
   return [
     {
       lookup: TAG_LOOKUP,
       available: true,
-      complete: unnamed === 0,
+      complete: notes.length === 0,
       candidates,
       at: new Date().toISOString(),
-      ...(unnamed ? { note: `${unnamed} job(s) listed for tag ${tag} without a job ID we can read` } : {}),
+      ...(notes.length ? { note: notes.join('; ') } : {}),
     },
   ];
 }
