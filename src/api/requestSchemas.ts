@@ -104,16 +104,28 @@ export const WebhookTokenParamsSchema = z.object({
     .describe('The per-job token of the callback URL the job was submitted with (a wrong one answers 401).'),
 });
 
+/**
+ * A whole number in a query string, written in decimal digits only (`?limit=50`), between `min`
+ * and `max`, `fallback` when the parameter is absent. An empty value (`?offset=`), a sign, a
+ * fraction, an exponent or a hex spelling (`0x10`) is refused (`400`), never read as 0 or 16 as
+ * `Number()` would: the document says "integer", so a client's bug shows at once.
+ */
+function queryInteger(min: number, max: number, fallback: number, description: string) {
+  const decimal = z
+    .number({ error: `must be a whole number from ${min} to ${max}, in decimal digits` })
+    .int()
+    .min(min)
+    .max(max)
+    .default(fallback);
+  return z
+    .preprocess((v) => (typeof v === 'string' && /^[0-9]{1,12}$/.test(v) ? Number(v) : v), decimal)
+    .describe(description);
+}
+
 /** Query of `GET /v1/scrapes/:id/documents`. */
 export const DocumentsQuerySchema = z.strictObject({
-  offset: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(100_000_000)
-    .default(0)
-    .describe('Position of the first document (0-based).'),
-  limit: z.coerce.number().int().min(1).max(1000).default(100).describe('Page size, 1-1000.'),
+  offset: queryInteger(0, 100_000_000, 0, 'Position of the first document (0-based).'),
+  limit: queryInteger(1, 1000, 100, 'Page size, 1-1000.'),
 });
 
 /** Path parameter `:slug` of a problem type description (an unknown slug is a 404). */
@@ -143,7 +155,7 @@ export const ListQuerySchema = z.strictObject({
     .optional()
     .describe('Comma-separated states to include (empty: all).'),
   batch_id: z.string().max(120).optional().describe('Only jobs of this batch.'),
-  limit: z.coerce.number().int().min(1).max(1000).default(100).describe('Page size, 1-1000.'),
+  limit: queryInteger(1, 1000, 100, 'Page size, 1-1000.'),
   cursor: z
     .string()
     .trim()

@@ -278,10 +278,22 @@ describe('result documents', () => {
       markdown: null,
       error: { code: 'TIMEOUT', message: 'timed out' },
     });
-    for (const q of ['limit=0', 'limit=1001', 'offset=-1', 'offset=x', 'page=2']) {
+    for (const q of [
+      'limit=0',
+      'limit=1001',
+      'offset=-1',
+      'offset=x',
+      'offset=',
+      'offset=0x10',
+      'limit=1e2',
+      'limit=+5',
+      'page=2',
+    ]) {
       const bad = await api.call('acme', 'GET', `${path}?${q}`);
       expect(bad.status, q).toBe(400);
-      expect(await bad.json()).toMatchObject({ type: '/problems/invalid-request' });
+      const problem = (await bad.json()) as { type: string; detail: string };
+      expect(problem.type).toBe('/problems/invalid-request');
+      if (q.startsWith('offset=') && q !== 'offset=-1') expect(problem.detail, q).toContain('in decimal digits');
     }
     expect((await api.call('globex', 'GET', path)).status).toBe(404);
 
