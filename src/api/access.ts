@@ -9,7 +9,9 @@
  * 2. **Rate limits** (`@fastify/rate-limit`, `api.rateLimit` of the configuration): an account's
  *    own limit per account (`accounts[<name>]`, else `default`); requests without a valid key per
  *    client IP (`unauthenticated`); webhook deliveries per (provider, client IP) (`webhooks`; the
- *    per-job token of a callback URL is never part of the key). `GET /healthz` is never limited.
+ *    per-job token of a callback URL is never part of the key, and every name that is not a
+ *    configured provider shares one bucket per IP, so made-up names neither multiply a sender's
+ *    allowance nor crowd the limiter's table). `GET /healthz` is never limited.
  *    Over the limit: `429 rate-limited` with `Retry-After`.
  * 3. **Authentication**: an account route without a valid key answers `401 unauthorized` with
  *    `WWW-Authenticate: Bearer`. It comes after the rate limit so that guessing keys is limited too.
@@ -41,13 +43,15 @@ type Limit = Config['api']['rateLimit']['default'];
 
 /**
  * Adds the access rules above to `app` as `onRequest` hooks (authentication, rate limit, then the
- * `401`). Register it before any route. `limits` is the configuration's `api.rateLimit`.
+ * `401`). Register it before any route. `limits` is the configuration's `api.rateLimit`;
+ * `providers` the configured provider names (the webhook routes' `:provider`).
  */
 export async function registerAccess(
   app: FastifyInstance,
-  opts: { keyring: ApiKeyring; limits: Config['api']['rateLimit'] },
+  opts: { keyring: ApiKeyring; limits: Config['api']['rateLimit']; providers: readonly string[] },
 ): Promise<void> {
   const { keyring, limits } = opts;
+  const providers = new Set(opts.providers);
   app.decorateRequest('auth', 'public');
   app.decorateRequest('account', null);
 
@@ -70,7 +74,10 @@ export async function registerAccess(
     'onRequest',
     app.rateLimit({
       keyGenerator: (req) => {
-        if (req.auth === 'webhook') return `webhook:${(req.params as { provider?: string }).provider ?? ''}:${req.ip}`; // never the token
+        if (req.auth === 'webhook') {
+          const provider = (req.params as { provider?: string }).provider ?? '';
+          return `webhook:${providers.has(provider) ? provider : '?'}:${req.ip}`; // never the token
+        }
         return req.account ? `account:${req.account}` : `ip:${req.ip}`;
       },
       max: (req) => limitOf(req).max,

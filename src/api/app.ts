@@ -86,6 +86,7 @@ export async function buildApi(opts: BuildApiOptions): Promise<FastifyInstance> 
   await registerAccess(app, {
     keyring: opts.keys instanceof ApiKeyring ? opts.keys : new ApiKeyring(opts.keys),
     limits: config.api.rateLimit,
+    providers: Object.keys(config.providers),
   });
   await registerOpenApi(app);
 

@@ -513,6 +513,33 @@ describe('the app without Temporal', () => {
     expect((await app.inject({ url: '/problems/nope' })).statusCode).toBe(404);
   });
 
+  it('webhook deliveries to names that are not configured providers share one bucket per IP; a provider keeps its own', async () => {
+    const own = await openStore('sqlite::memory:'); // its quarantine rows stay out of the other tests' store
+    const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });
+    const client = new ScrapeClient({ temporal, store: own, taskQueue: 'unit', defaultProvider: 'reference' });
+    const limited = await buildApi({
+      client,
+      store: own,
+      config: {
+        ...config,
+        api: { ...config.api, rateLimit: { ...config.api.rateLimit, webhooks: { max: 3, timeWindowMs: 60_000 } } },
+      },
+      keys: [],
+      env: { UNIT_SECRET: SECRET },
+    });
+    try {
+      const post = async (name: string) =>
+        (await limited.inject({ method: 'POST', url: `/v1/webhooks/${name}`, payload: {} })).statusCode;
+      const madeUp = [];
+      for (let i = 0; i < 5; i++) madeUp.push(await post(`made-up-${i}`));
+      expect(madeUp).toEqual([404, 404, 404, 429, 429]);
+      expect(await post('reference')).not.toBe(429);
+    } finally {
+      await limited.close();
+      await own.close();
+    }
+  });
+
   it('webhooks: of an unverified body that is not JSON, only its hash and size are kept, never an excerpt', async () => {
     const r = await app.inject({
       method: 'POST',
