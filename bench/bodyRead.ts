@@ -4,9 +4,10 @@
  * JSON, its evidence built), for a 32 MiB body (the default cap) and a 256 MiB one (the largest
  * `results.maxBytes`).
  *
- * This process runs a real HTTP server on a loopback port answering a JSON result page
- * (`{"html":"…"}`, or with `--shapes text` a body that is not JSON, to see the read alone; mostly ASCII with a two-byte character every 1 KiB) of the size asked, in 64 KiB
- * writes, with a `content-length` or chunked (`--framing`). Each read runs in its own **child
+ * This process runs a real HTTP server on a loopback port answering a result page of the size
+ * asked (`{"html":"…"}`, or with `--shapes text` a body that is not JSON, to see the read alone;
+ * mostly ASCII with a two-byte character every 1 KiB) in 64 KiB writes, with a `content-length` or
+ * chunked (`--framing`). Each read runs in its own **child
  * process** (`--expose-gc`, collected before it starts) that makes the one call with a cap of the
  * body's size and reports, from its own `/proc/self/status`, its peak resident set over the call
  * (`VmHWM` minus `VmRSS` before it: what the read added at its worst), and from
