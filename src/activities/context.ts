@@ -126,8 +126,11 @@ export interface ActivityKit {
   serverClock(): Promise<() => number>;
   /** Heartbeats with `details` when inside an activity (no-op otherwise). */
   heartbeat(details?: unknown): void;
-  /** Records a sanitised incident from a provider error. */
-  recordIncident(jobId: string, phase: string, e: ProviderError): Promise<void>;
+  /**
+   * Records a sanitised incident from a provider error; within `scope` (a polling generation's),
+   * once per content (`IncidentInput.scope` in `src/store/findings.ts`).
+   */
+  recordIncident(jobId: string, phase: string, e: ProviderError, scope?: string): Promise<void>;
   /**
    * The context of a call about task `taskId` of job `row` through `p` (status, result, cancel):
    * the credential, every secret, the attempt's signal and {@link taskContextOf} the row (its kept
@@ -222,7 +225,7 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
       const task = row ? taskContextOf(row, taskId) : undefined;
       return { apiKey: p.apiKey, secrets: kit.secrets(), signal: kit.signal(), ...(task ? { task } : {}) };
     },
-    async recordIncident(jobId, phase, e) {
+    async recordIncident(jobId, phase, e, scope) {
       const ev = e.details.evidence;
       await store.findings.recordIncident({
         jobId,
@@ -236,6 +239,7 @@ export function activityKit(deps: ActivityDeps): ActivityKit {
         response: ev?.body,
         headers: ev?.headers,
         at: ev?.at,
+        ...(scope !== undefined ? { scope } : {}),
       });
     },
   };

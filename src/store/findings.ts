@@ -3,7 +3,7 @@
  * incidents (sanitised provider exchanges that ended or explain it) and the orphan findings of the
  * maintenance scan. Every detail written here must already be sanitised. Times are UTC ISO-8601.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { StoreConnection } from './connection.js';
 import { eventRow, nowIso } from './rows.js';
 import type { IncidentRow, JobEventRow, OrphanRow } from './schema.js';
@@ -25,6 +25,38 @@ export interface IncidentInput {
   headers?: unknown;
   /** When the exchange happened (UTC ISO-8601; default now). */
   at?: string;
+  /**
+   * Where the same incident is recorded once (a polling generation's checks: `poll:<generation>`).
+   * Within one scope an incident with the same content (phase, kind, code, endpoint, HTTP status,
+   * message, request and response; not its time or headers, which every exchange changes) is
+   * recorded once: an attempt retried after its worker died, given the same answer, adds nothing.
+   * Without a scope every call records.
+   */
+  scope?: string;
+}
+
+/**
+ * The id of an incident of `i.scope`: the SHA-256 of the scope and the content that makes two
+ * incidents the same, shaped as a UUID (version 8, RFC 9562) like the unscoped ones' random ids.
+ */
+function scopedId(i: IncidentInput & { scope: string }): string {
+  const content = [
+    i.jobId,
+    i.scope,
+    i.phase,
+    i.kind,
+    i.code,
+    i.endpoint,
+    i.httpStatus,
+    i.message,
+    i.request,
+    i.response,
+  ];
+  const h = createHash('sha256')
+    .update(JSON.stringify(content.map((v) => v ?? null)))
+    .digest('hex');
+  const variant = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
 /** The store's timelines, incidents and orphan findings. Reach it as `store.findings`. */
@@ -52,13 +84,14 @@ export class FindingsRepository {
 
   /**
    * Records an incident: a sanitised provider exchange that ended or explains the job
-   * (`request`, `response`, `headers` must already be sanitised).
+   * (`request`, `response`, `headers` must already be sanitised). One already recorded in the
+   * same `scope` with the same content is kept as it is (see {@link IncidentInput.scope}).
    */
   async recordIncident(i: IncidentInput): Promise<void> {
     await this.conn.db
       .insertInto('incidents')
       .values({
-        id: randomUUID(),
+        id: i.scope === undefined ? randomUUID() : scopedId({ ...i, scope: i.scope }),
         job_id: i.jobId,
         at: i.at ?? nowIso(),
         phase: i.phase,
@@ -71,6 +104,7 @@ export class FindingsRepository {
         response: i.response === undefined ? null : JSON.stringify(i.response),
         headers: i.headers === undefined ? null : JSON.stringify(i.headers),
       })
+      .onConflict((oc) => oc.column('id').doNothing())
       .execute();
   }
 

@@ -263,6 +263,65 @@ describe('checkOnce (one status check of the polling loop)', () => {
     expect(await store.findings.incidents(jobId)).toHaveLength(1);
   });
 
+  it('a failed answer seen again by an attempt retried after its worker died records one incident; a different answer, or the same after a resume, records its own', async () => {
+    let exchange = 0;
+    let message = 'blocked by the target';
+    // Each answer is a new exchange: its own time and request ID, the same body while the task says the same.
+    fake.statusImpl = async () => ({
+      state: 'failed',
+      providerStatus: 'failed',
+      error: { code: 'BLOCKED', message },
+      evidence: {
+        endpoint: 'GET https://provider.test/tasks/task-1',
+        at: new Date(Date.now() + ++exchange).toISOString(),
+        httpStatus: 200,
+        body: { status: 'failed', error: message },
+        headers: { 'x-request-id': `r-${exchange}` },
+      },
+    });
+    const incidents = async () => (await store.findings.incidents(jobId)).map((i) => [i.kind, i.message]);
+    // The first attempt recorded its incident and died before the workflow heard of it; the retry asks again.
+    expect(await outcome(checkOnce(poll()))).toMatchObject({ kind: 'failed', error: { code: 'BLOCKED' } });
+    expect(await outcome(checkOnce(poll()))).toMatchObject({ kind: 'failed', error: { code: 'BLOCKED' } });
+    expect(fake.calls).toEqual(['status', 'status']);
+    expect(await incidents()).toEqual([['provider_failed', 'blocked by the target']]);
+
+    // A different answer in the same generation is a new incident.
+    message = 'the target answered 403';
+    await outcome(checkOnce(poll()));
+    expect(await incidents()).toHaveLength(2);
+    // The same answer after a resume (a new polling generation) is recorded again.
+    generation++;
+    await outcome(checkOnce(poll()));
+    expect(await incidents()).toEqual([
+      ['provider_failed', 'blocked by the target'],
+      ['provider_failed', 'the target answered 403'],
+      ['provider_failed', 'the target answered 403'],
+    ]);
+  });
+
+  it('a refused status read seen again by a retried attempt records one incident', async () => {
+    let exchange = 0;
+    fake.statusImpl = async () => {
+      throw new ProviderError('permanent', 'GET /tasks/task-1 answered 401 UNAUTHORIZED', {
+        httpStatus: 401,
+        code: 'UNAUTHORIZED',
+        evidence: {
+          endpoint: 'GET https://provider.test/tasks/task-1',
+          at: new Date(Date.now() + ++exchange).toISOString(),
+          httpStatus: 401,
+          body: { error: 'UNAUTHORIZED' },
+          headers: { 'x-request-id': `r-${exchange}` },
+        },
+      });
+    };
+    expect(await outcome(checkOnce(poll()))).toMatchObject({ kind: 'interrupted', error: { httpStatus: 401 } });
+    expect(await outcome(checkOnce(poll()))).toMatchObject({ kind: 'interrupted', error: { httpStatus: 401 } });
+    const recorded = await store.findings.incidents(jobId);
+    expect(recorded).toHaveLength(1);
+    expect(recorded[0]).toMatchObject({ phase: 'status', kind: 'permanent', code: 'UNAUTHORIZED', http_status: 401 });
+  });
+
   it('a read that says nothing will ever come (400 SNAPSHOT_EMPTY) ends failed with that code, not interrupted', async () => {
     fake.statusImpl = async () => ({ state: 'completed', providerStatus: 'ready' });
     fake.resultImpl = async () => {

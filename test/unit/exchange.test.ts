@@ -4,7 +4,8 @@
  * long-lived caller signal (a tracking loop's, which lives for the job's whole wait) keeps no
  * listener of the calls it has made, however many. A body longer than the call's cap is not read
  * whole: the call fails `BODY_TOO_LARGE` (`ambiguous` on a submit) and the server sees the
- * connection closed before its body was all sent.
+ * connection closed before its body was all sent. A body sent one byte per chunk (every multi-byte
+ * UTF-8 character split across chunks) reads as the same text as whole.
  */
 import { getEventListeners } from 'node:events';
 import { createServer, type Server, type ServerResponse } from 'node:http';
@@ -12,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResultContext } from '../../src/providers/adapter.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
-import { providerFetch, type ProviderRequest } from '../../src/providers/shared/exchange.js';
+import { providerFetch, readCapped, type ProviderRequest } from '../../src/providers/shared/exchange.js';
 import { ProviderHttp } from '../../src/providers/shared/http.js';
 
 let server: Server;
@@ -58,9 +59,18 @@ function stream(res: ServerResponse, bytes: number, ended: () => void): void {
   pump();
 }
 
+/** The text of the `/bytes?n=` bodies: a BOM, then 2-, 3- and 4-byte UTF-8 characters in JSON. */
+const SPLIT_TEXT = '{"s":"é€😀ß—𝄞"}';
+/** `/bytes?n=0`: {@link SPLIT_TEXT} after a BOM; `/bytes?n=1`: the same cut inside its last character. */
+const BYTE_BODIES = [
+  Buffer.concat([Buffer.of(0xef, 0xbb, 0xbf), Buffer.from(SPLIT_TEXT)]),
+  Buffer.from(SPLIT_TEXT).subarray(0, Buffer.byteLength(SPLIT_TEXT) - 4),
+];
+
 beforeAll(async () => {
   // `/slow` never answers (until the client gives up); `/sized?bytes=N` answers a JSON body of N
-  // bytes with its content-length; `/stream?bytes=N` streams one (see `stream`); anything else
+  // bytes with its content-length; `/stream?bytes=N` streams one (see `stream`); `/bytes?n=N`
+  // sends `BYTE_BODIES[N]` one byte per chunk; anything else
   // answers at once.
   server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
@@ -69,6 +79,17 @@ beforeAll(async () => {
     if (url.pathname === '/sized') {
       res.setHeader('content-type', 'application/json');
       return void res.end(jsonOf(bytes));
+    }
+    if (url.pathname === '/bytes') {
+      // One HTTP chunk per byte of `BYTE_BODIES[n]`, each written once the previous one is flushed.
+      res.setHeader('content-type', 'application/json');
+      const body = BYTE_BODIES[Number(url.searchParams.get('n'))] ?? Buffer.alloc(0);
+      let i = 0;
+      const next = (): void => {
+        if (i >= body.length) return void res.end();
+        res.write(body.subarray(i, ++i), () => setImmediate(next));
+      };
+      return next();
     }
     if (url.pathname === '/stream') {
       let ended!: () => void;
@@ -132,6 +153,46 @@ describe('providerFetch', () => {
     expect(cancelled.message).toContain('was cancelled');
     expect(cancelled.kind).toBe('transient');
     expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
+  });
+});
+
+/** A response whose body stream hands over `bytes` one byte per chunk (headers: `headers`). */
+function byteByByte(bytes: Uint8Array, headers: Record<string, string> = {}): Response {
+  let i = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(c) {
+      if (i < bytes.length) c.enqueue(bytes.subarray(i, ++i));
+      else c.close();
+    },
+  });
+  return new Response(body, { headers });
+}
+
+describe('the body text', () => {
+  it('readCapped decodes characters split across chunks whole, drops a BOM, and ends a cut character with U+FFFD', async () => {
+    expect(await readCapped(byteByByte(BYTE_BODIES[0]!), MiB)).toBe(SPLIT_TEXT);
+    expect(await readCapped(byteByByte(BYTE_BODIES[1]!), MiB)).toBe(`${SPLIT_TEXT.slice(0, -4)}\uFFFD`);
+    // The cap counts bytes, not characters: a body of exactly `cap` bytes is read, one more is cut.
+    const bytes = BYTE_BODIES[0]!.length;
+    expect(await readCapped(byteByByte(BYTE_BODIES[0]!), bytes)).toBe(SPLIT_TEXT);
+    const cut = await readCapped(byteByByte(BYTE_BODIES[0]!), bytes - 1).catch((e: unknown) => e);
+    expect(cut).toMatchObject({ read: bytes, declared: undefined });
+    const refused = await readCapped(byteByByte(BYTE_BODIES[0]!, { 'content-length': String(bytes) }), bytes - 1).catch(
+      (e: unknown) => e,
+    );
+    expect(refused).toMatchObject({ read: 0, declared: bytes });
+  });
+
+  it('a body whose multi-byte characters arrive split across chunks reads as the same text, BOM dropped', async () => {
+    const res = await providerFetch(request('/bytes?n=0'));
+    expect(res.text).toBe(SPLIT_TEXT);
+    expect(res.body).toEqual({ s: 'é€😀ß—𝄞' });
+
+    // A body cut inside a character ends with one replacement character, as `Response.text()` does.
+    const cut = await providerFetch(request('/bytes?n=1'));
+    expect(cut.text).toBe(`${SPLIT_TEXT.slice(0, -4)}\uFFFD`);
+    expect(cut.text).toBe(await new Response(BYTE_BODIES[1]).text());
+    expect(cut.body).toBeUndefined();
   });
 });
 

@@ -5,7 +5,8 @@
  * status where the provider sends it, else read page by page) is written once here, atomically
  * with the move to `completed`, so that no run can see the one without the other and the payload
  * never enters history. The provider's evidence of a failure (the incident) is recorded here, where
- * the answer is. A non-final answer says when to check again.
+ * the answer is, once per polling generation and content (an attempt retried after its worker died
+ * that gets the same answer adds no second one). A non-final answer says when to check again.
  *
  * State between checks lives in the job row, not in history: the polling generation (a check of a
  * superseded activity stops without calling the provider), the successful-check count (the
@@ -45,6 +46,15 @@ import { observeResultCommitLag, observeStatusCheck } from '../../observability/
 /** The key's shared cool-down as read with the job's row, for the check's provider call (`CheckStart`'s `seen`). */
 type CheckSeen = Extract<CheckStart, { kind: 'go' }>['seen'];
 
+/**
+ * Where a check's incidents are recorded once: its polling generation. An attempt retried after
+ * its worker died asks the provider again; the same answer then adds no second incident, while a
+ * different one, or the same one after a resume (a new generation), is recorded.
+ */
+function incidentScope(input: TrackStatusInput): string {
+  return `poll:${input.generation}`;
+}
+
 /** Delay n of `s`, with jitter, ms (see {@link scheduleOf}). */
 function scheduleDelay(s: PollSchedule, n: number): number {
   return scheduleOf(s, n, Math.random());
@@ -75,7 +85,7 @@ async function onReadError(
     return { outcome: { kind: 'expired', checks, error, note } };
   }
   if (e.kind === 'task_failed') {
-    await kit.recordIncident(input.jobId, phase, e);
+    await kit.recordIncident(input.jobId, phase, e, incidentScope(input));
     // A final word that is the same for a stopped and a finished task, with no result behind it,
     // is told to the cancel's confirmation as such: it weighs it with the cancel's own answer.
     const afterCancel =
@@ -93,7 +103,7 @@ async function onReadError(
     };
   }
   if (e.kind === 'permanent' || e.kind === 'conflict' || e.kind === 'unsupported') {
-    await kit.recordIncident(input.jobId, phase, e);
+    await kit.recordIncident(input.jobId, phase, e, incidentScope(input));
     const note = `${phase} reads refused (${error.message}); fix the cause and resume with the same task ID ${input.taskId}`;
     return { outcome: { kind: 'interrupted', checks, error, note } };
   }
@@ -106,7 +116,7 @@ async function onReadError(
     { phase, ...(e.details.retryAfterMs !== undefined ? { retryAfterMs: e.details.retryAfterMs } : {}) },
   );
   if (failedReadsSpent(p, streak.failures, streak.since, Date.now())) {
-    await kit.recordIncident(input.jobId, phase, e);
+    await kit.recordIncident(input.jobId, phase, e, incidentScope(input));
     const minutes = Math.round((Date.now() - streak.since) / 60_000);
     const note = `${streak.failures} ${phase} reads failed in a row over ${minutes} min (last: ${error.message}); the task may still run: fix the cause and resume with the same task ID ${input.taskId}`;
     return { outcome: { kind: 'interrupted', checks, error, note } };
@@ -396,6 +406,7 @@ async function checkTask(kit: ActivityKit, input: TrackStatusInput, checkPastDea
       headers: evidence?.headers,
       request: { taskId: input.taskId },
       at: evidence?.at,
+      scope: incidentScope(input),
     });
     await audit();
     return { outcome: { ...base, kind: 'failed', error, note: 'the provider reported a terminal failure' } };

@@ -175,7 +175,7 @@ function keptHeaders(headers: Headers, secrets: readonly string[]): Record<strin
 }
 
 /** Thrown by {@link readCapped} when the body passes its cap after `read` bytes (`declared`: its `content-length`). */
-class BodyTooLarge extends Error {
+export class BodyTooLarge extends Error {
   constructor(
     readonly read: number,
     readonly declared: number | undefined,
@@ -185,11 +185,15 @@ class BodyTooLarge extends Error {
 }
 
 /**
- * The body of `res` as UTF-8 text (a leading BOM dropped, as `Response.text()` does), read chunk
- * by chunk; throws {@link BodyTooLarge} as soon as it is known to pass `cap` bytes (a
- * `content-length` above it, or the bytes read so far), after cancelling the rest of the body.
+ * The body of `res` as UTF-8 text (a leading BOM dropped and invalid bytes replaced, as
+ * `Response.text()` does), read chunk by chunk; throws {@link BodyTooLarge} as soon as it is known
+ * to pass `cap` bytes (a `content-length` above it, or the bytes read so far), after cancelling the
+ * rest of the body. The chunks are decoded as they arrive (a streaming `TextDecoder`, which keeps
+ * a character split across two chunks whole) and dropped, so that at its peak the read holds the
+ * decoded parts and the joined text, not also the raw bytes and their copy: about twice the body
+ * rather than three times.
  */
-async function readCapped(res: Response, cap: number): Promise<string> {
+export async function readCapped(res: Response, cap: number): Promise<string> {
   const length = res.headers.get('content-length');
   const declared = length !== null && /^\d+$/.test(length) ? Number(length) : undefined;
   if (res.body === null) return '';
@@ -198,7 +202,8 @@ async function readCapped(res: Response, cap: number): Promise<string> {
     throw new BodyTooLarge(0, declared);
   }
   const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
+  const decoder = new TextDecoder();
+  const parts: string[] = [];
   let read = 0;
   for (;;) {
     const { done, value } = await reader.read();
@@ -208,9 +213,10 @@ async function readCapped(res: Response, cap: number): Promise<string> {
       await reader.cancel().catch(() => undefined);
       throw new BodyTooLarge(read, declared);
     }
-    chunks.push(value);
+    parts.push(decoder.decode(value, { stream: true }));
   }
-  return new TextDecoder().decode(Buffer.concat(chunks, read));
+  parts.push(decoder.decode());
+  return parts.join('');
 }
 
 /** The `BODY_TOO_LARGE` error of a body cut at its cap (see {@link providerFetch}); the evidence holds no body. */
