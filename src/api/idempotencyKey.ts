@@ -25,6 +25,12 @@
  *
  * Without the header the key is derived from the request by the client (`client/start.ts`), so
  * the same request is the same job; a repeat then also answers `200`.
+ *
+ * Why a claim counts its holders rather than leaving the last word to the job's own parameters:
+ * the client's conflict check (`IdempotencyConflictError`) compares the fingerprint of provider,
+ * URL, format and options only, so two bodies that differ in `row`, `batch_id`, `priority` or
+ * `policy` are one job to it; only the claim knows the whole body, and it must not change under a
+ * request that is starting its job.
  */
 import { canonicalUrl, IdempotencyConflictError, jobIdFor, type ScrapeClient } from '../client/index.js';
 import { fingerprint } from '../lib/hash.js';
