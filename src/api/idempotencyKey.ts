@@ -2,10 +2,17 @@
  * The `Idempotency-Key` rule of `POST /v1/scrapes`: one (account, key) is one job, and the key
  * stays bound to the request body it was first used with.
  *
- * - A new key is recorded as (account, key) → (fingerprint of the body, job) in the store
+ * - A new key is claimed as (account, key) → (fingerprint of the body, job) in the store
  *   (`api_idempotency`) before the job starts, then the job starts: the answer is `202`. When
- *   nothing starts (invalid input, a budget's refusal, Temporal unreachable) the record is
- *   removed and the key is free again.
+ *   nothing starts (invalid input, a budget's refusal, Temporal unreachable) the request releases
+ *   its hold, and the key is free again once no other request with the same body holds it (a
+ *   claim counts its holders): a same-body request whose start is under way keeps the key, so
+ *   another body that comes meanwhile is refused rather than started and answered with a job made
+ *   from the first body. The key is never released once its job has a row made from its body.
+ * - A claim whose job never started (no row in `jobs`: the API process died between claim and
+ *   start) and that no request took for {@link API_CLAIM_STALE_MS} is dead: a request with
+ *   another body takes it over and starts its own job. A same-body request simply joins it and
+ *   starts the job, as for any claim.
  * - The same key with the same body (its canonical JSON with the defaults and the provider
  *   applied and the URL in its WHATWG serialisation, so `{"url": …}` and `{"url": …, "format":
  *   "markdown"}` are one body, and so are `HTTP://Example.COM` and `http://example.com/`, one
@@ -18,10 +25,16 @@
  *
  * Without the header the key is derived from the request by the client (`client/start.ts`), so
  * the same request is the same job; a repeat then also answers `200`.
+ *
+ * Why a claim counts its holders rather than leaving the last word to the job's own parameters:
+ * the client's conflict check (`IdempotencyConflictError`) compares the fingerprint of provider,
+ * URL, format and options only, so two bodies that differ in `row`, `batch_id`, `priority` or
+ * `policy` are one job to it; only the claim knows the whole body, and it must not change under a
+ * request that is starting its job.
  */
 import { canonicalUrl, IdempotencyConflictError, jobIdFor, type ScrapeClient } from '../client/index.js';
 import { fingerprint } from '../lib/hash.js';
-import type { Store } from '../store/index.js';
+import type { ApiClaim, Store } from '../store/index.js';
 import { ApiProblem } from './problems.js';
 import type { CreateScrapeBody } from './requestSchemas.js';
 
@@ -33,6 +46,14 @@ function reusedKey(jobId: string): ApiProblem {
     { job_id: jobId },
   );
 }
+
+/**
+ * How long (ms) a claim whose job never started protects its key against another body: 5 minutes.
+ * A live request holds a claim without a job row only for the store statements between its claim
+ * and its job's insert (milliseconds; the Temporal call comes after the row); a claim nobody took
+ * for this long belongs to a process that died, and is taken over.
+ */
+export const API_CLAIM_STALE_MS = 5 * 60_000;
 
 /** What {@link startScrapeOnce} did: the job of the request, and whether it was a repeat. */
 export interface StartOnceOutcome {
@@ -57,20 +78,23 @@ export async function startScrapeOnce(
   // Records made before the URL was canonicalised hold the hash of the URL as typed: that is this body too.
   const typedHash = fingerprint({ ...body, provider });
   const sameBody = (hash: string) => hash === bodyHash || hash === typedHash;
-  let claimed = false;
+  let claim: ApiClaim | undefined;
   if (headerKey) {
     // The key is claimed before anything starts: of two requests sent at once with this key and
     // different bodies, the one that claims it is the one whose body starts the job, and the
     // other is refused before it could be answered with that job.
-    const claim = await store.apiIdempotency.remember({
+    claim = await store.apiIdempotency.claim({
       account,
       key: headerKey,
       bodyHash,
+      sameHashes: [bodyHash, typedHash],
       jobId: jobIdFor(account, headerKey),
+      staleAfterMs: API_CLAIM_STALE_MS,
     });
-    if (!sameBody(claim.row.body_hash)) throw reusedKey(claim.row.job_id);
-    claimed = claim.inserted;
+    if (claim.outcome === 'other') throw reusedKey(claim.row.job_id);
   }
+  // The hold is on the body the row holds (a same-body record may carry the typed URL's hash).
+  const held = claim && { account, key: headerKey!, bodyHash: claim.row.body_hash };
   let ref;
   try {
     ref = await client.startScrape({
@@ -86,15 +110,27 @@ export async function startScrapeOnce(
       policy: body.policy,
     });
   } catch (e) {
-    // Nothing was started for this claim (invalid input, a budget's refusal, Temporal unreachable,
-    // the key's job started elsewhere with other parameters): the key is free again.
-    if (claimed) await store.apiIdempotency.forget({ account, key: headerKey!, bodyHash });
-    if (e instanceof IdempotencyConflictError) throw reusedKey(String(e.details.jobId));
+    // Nothing was started for this hold (invalid input, a budget's refusal, Temporal unreachable,
+    // the key's job started elsewhere with other parameters): the key is free again unless another
+    // request with this body holds it or the key's job exists.
+    const conflict = e instanceof IdempotencyConflictError;
+    if (held) await store.apiIdempotency.release({ ...held, jobHasOtherParameters: conflict });
+    if (conflict) throw reusedKey(String((e as IdempotencyConflictError).details.jobId));
     throw e;
   }
-  // Recorded (again) after the start: a request that lost its answer here is recorded by its
-  // repeat, and a claim released by a concurrent request whose start failed is made again.
-  const remembered = await store.apiIdempotency.remember({ account, key: ref.key, bodyHash, jobId: ref.jobId });
-  if (headerKey && !sameBody(remembered.row.body_hash)) throw reusedKey(ref.jobId);
-  return { jobId: ref.jobId, replayed: headerKey ? !claimed : !remembered.inserted };
+  try {
+    if (claim?.outcome === 'taken_over' && !ref.created) {
+      // The dead claim's start was alive after all and made the key's job from its own body: the
+      // key is that body's again, and this request is not answered with that job.
+      await store.apiIdempotency.giveBack({ ...held!, previousHash: claim.previousHash });
+      throw reusedKey(ref.jobId);
+    }
+    // Recorded (again) after the start: a request without the header is recorded here, and a
+    // request whose record was lost is recorded by its repeat.
+    const remembered = await store.apiIdempotency.remember({ account, key: ref.key, bodyHash, jobId: ref.jobId });
+    if (headerKey && !sameBody(remembered.row.body_hash)) throw reusedKey(ref.jobId);
+    return { jobId: ref.jobId, replayed: claim ? claim.outcome === 'joined' : !remembered.inserted };
+  } finally {
+    if (held && !(claim?.outcome === 'taken_over' && !ref.created)) await store.apiIdempotency.settle(held);
+  }
 }

@@ -16,7 +16,9 @@
  * 2. parse the payload with the kind's schema; invalid → quarantined, `400`;
  * 3. deduplicate by (provider, event ID): a redelivery answers `200 duplicate` and does nothing,
  *    except that an event kept as unmatched is matched again (it may have overtaken the submit
- *    answer that records its task ID), and wakes its job when it now finds one;
+ *    answer that records its task ID), and wakes its job when it now finds one, and an event left
+ *    `received` for longer than {@link WEBHOOK_HANDLING_STALE_MS} (its handler died before
+ *    settling it) is handled again as a first delivery, by one redelivery;
  * 4. match to the job by the provider's task ID, else by our echoed client reference; unmatched →
  *    quarantined (`unmatched`), `202`;
  * 5. signal `wake` (through the client); if Temporal cannot be reached the delivery record is
@@ -65,6 +67,14 @@ export function receivesWebhooks(config: Config, name: string): boolean {
     (entry.webhook !== undefined || config.api.webhookSecrets[name] !== undefined)
   );
 }
+
+/**
+ * How long (ms) a delivery may stay `received` (being handled) before a redelivery of its event
+ * handles it again: 60 s. A live handler settles a delivery within the providers' answer window
+ * (< 10 s); one still `received` after this died between recording and settling. Were a handler
+ * only slow, the cost is a second wake of the job, which is harmless (a wake is a hint).
+ */
+export const WEBHOOK_HANDLING_STALE_MS = 60_000;
 
 /** Dependencies of {@link receiveWebhook}. */
 export interface WebhookDeps {
@@ -247,13 +257,22 @@ export async function receiveWebhook(
   });
   if (!rec.inserted) {
     // A redelivery is a duplicate, except of an event kept as unmatched: it may have overtaken the
-    // submit answer (its task ID unknown then), so it is matched again once, by whoever claims it.
-    if (rec.existing.outcome !== 'quarantined' || !(await store.webhooks.reopenUnmatched(provider, ev.eventId)))
-      return answer(200, 'duplicate');
-    job ??= await findJob();
-    if (!job) {
-      await store.webhooks.setDeliveryOutcome(provider, ev.eventId, 'quarantined', null); // kept once already
-      return answer(200, 'duplicate');
+    // submit answer (its task ID unknown then), so it is matched again once, by whoever claims it;
+    // and except of an event whose handling died before settling it (left `received` past the
+    // bound): nothing came of it, so it is handled again as a first delivery, by whoever claims it.
+    const { outcome } = rec.existing;
+    const retaken =
+      outcome === 'quarantined'
+        ? await store.webhooks.reopenUnmatched(provider, ev.eventId)
+        : outcome === 'received' &&
+          (await store.webhooks.reclaimStale(provider, ev.eventId, WEBHOOK_HANDLING_STALE_MS));
+    if (!retaken) return answer(200, 'duplicate');
+    if (outcome === 'quarantined') {
+      job ??= await findJob();
+      if (!job) {
+        await store.webhooks.setDeliveryOutcome(provider, ev.eventId, 'quarantined', null); // kept once already
+        return answer(200, 'duplicate');
+      }
     }
   }
 

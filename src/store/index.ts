@@ -25,7 +25,7 @@ export type { BudgetRefusal, SubmitCost } from './ledger.js';
 export type { SlotGrant } from './fairQueue.js';
 export { ProviderKeysRepository } from './providerKeys.js';
 export { WebhooksRepository, WEBHOOK_RETENTION_MS } from './webhooks.js';
-export { ApiIdempotencyRepository } from './apiIdempotency.js';
+export { ApiIdempotencyRepository, type ApiClaim } from './apiIdempotency.js';
 export { toResultDocument, type JobRowInput, type NewJobInput } from './rows.js';
 export { bodyInfoOf } from '../model/documents.js';
 export type { BinaryBody, BodyInfo } from '../model/documents.js';

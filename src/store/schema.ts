@@ -324,6 +324,10 @@ export interface ApiIdempotencyTable {
   body_hash: string;
   job_id: string;
   created_at: string;
+  /** Requests whose start under this key is under way (a claim is released only at 0). */
+  holders: Generated<number>;
+  /** UTC ISO-8601 time a request last took the claim (null only before it was ever taken). */
+  claimed_at: string | null;
 }
 
 /** The database as Kysely sees it. */

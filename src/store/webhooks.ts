@@ -27,7 +27,9 @@ export class WebhooksRepository {
   constructor(private readonly conn: StoreConnection) {}
 
   /**
-   * Records a verified event under (provider, event ID), outcome `received`. Returns
+   * Records a verified event under (provider, event ID), outcome `received` (`received_at` is
+   * when a delivery of it was last taken for handling: {@link reopenUnmatched} and
+   * {@link reclaimStale} move it). Returns
    * `{inserted: false, existing}` when the event was recorded before (a redelivery: do nothing).
    */
   async recordDelivery(d: {
@@ -81,11 +83,32 @@ export class WebhooksRepository {
   async reopenUnmatched(provider: string, eventId: string): Promise<boolean> {
     const res = await this.conn.db
       .updateTable('webhook_deliveries')
-      .set({ outcome: 'received' })
+      // Taken for handling now: a concurrent redelivery sees a fresh `received`, not a stale one.
+      .set({ outcome: 'received', received_at: nowIso() })
       .where('provider', '=', provider)
       .where('event_id', '=', eventId)
       .where('outcome', '=', 'quarantined')
       .where('job_id', 'is', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows ?? 0n) > 0;
+  }
+
+  /**
+   * Claims a delivery left `received` (being handled) since more than `staleAfterMs` (ms) ago for
+   * handling again: its handler died before settling it (a process killed between recording and
+   * settling), so nothing woke its job. Sets its `received_at` to now and returns true, or returns
+   * false when it is not such a delivery or another redelivery claimed it first (compare-and-set
+   * on the outcome and the time: one of two concurrent redeliveries wins).
+   */
+  async reclaimStale(provider: string, eventId: string, staleAfterMs: number): Promise<boolean> {
+    const cutoff = new Date(Date.now() - staleAfterMs).toISOString();
+    const res = await this.conn.db
+      .updateTable('webhook_deliveries')
+      .set({ received_at: nowIso() })
+      .where('provider', '=', provider)
+      .where('event_id', '=', eventId)
+      .where('outcome', '=', 'received')
+      .where('received_at', '<', cutoff)
       .executeTakeFirst();
     return Number(res.numUpdatedRows ?? 0n) > 0;
   }

@@ -15,6 +15,7 @@ import { migration as m008 } from './008_read_failures_and_waits.js';
 import { migration as m009 } from './009_submit_answer.js';
 import { migration as m010 } from './010_result_completeness.js';
 import { migration as m011 } from './011_budgets.js';
+import { migration as m012 } from './012_api_idempotency_claims.js';
 
 /** All migrations, keyed by a sortable name. */
 export const migrations: Record<string, Migration> = {
@@ -29,6 +30,7 @@ export const migrations: Record<string, Migration> = {
   '009_submit_answer': m009,
   '010_result_completeness': m010,
   '011_budgets': m011,
+  '012_api_idempotency_claims': m012,
 };
 
 /** Kysely `MigrationProvider` over {@link migrations} (no files on disk to find at runtime). */
