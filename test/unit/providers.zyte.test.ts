@@ -230,7 +230,7 @@ describe('zyte: a job end to end', () => {
 });
 
 describe('zyte: reconcile by tag and the duplicate-job refusal', () => {
-  it('findSubmitted lists by our tag, one request per state (pending, running, finished): every job it shows carries our reference (strong)', async () => {
+  it('findSubmitted lists by our tag, one request per state (pending, running, finished, deleted): every job it shows carries our reference (strong)', async () => {
     const a = new ZyteAdapter('zyte', entry());
     fx.plan('lost', { hold: true, states: ['running', 'finished'] });
     fx.dropAfterCommit('lost');
@@ -255,6 +255,7 @@ describe('zyte: reconcile by tag and the duplicate-job refusal', () => {
       ['pending', 'scrape-ref-ref-lost', 'quotes'],
       ['running', 'scrape-ref-ref-lost', 'quotes'],
       ['finished', 'scrape-ref-ref-lost', 'quotes'],
+      ['deleted', 'scrape-ref-ref-lost', 'quotes'],
     ]);
     const [none] = await a.findSubmitted({
       ...ctx,

@@ -82,7 +82,8 @@ async function onReadError(
   if (e.kind === 'not_found') return onNotFound(kit, input, row, error, phase, checks, until);
   if (e.kind === 'expired') {
     const note = `the provider says task ${input.taskId} expired (${error.message})`;
-    return { outcome: { kind: 'expired', checks, error, note } };
+    const endedAs = e.details.endedAs;
+    return { outcome: { kind: 'expired', checks, error, note, ...(endedAs ? { endedAs } : {}) } };
   }
   if (e.kind === 'task_failed') {
     await kit.recordIncident(input.jobId, phase, e, incidentScope(input));

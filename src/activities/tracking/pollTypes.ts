@@ -60,7 +60,8 @@ export type PollOutcome = { checks: number; providerStatus?: string; progress?: 
     | { kind: 'completed'; result: SavedResult; afterCancel?: 'stopped_or_completed' }
     | { kind: 'failed'; error: JobError; note: string; afterCancel?: 'stopped_or_completed' }
     | { kind: 'cancelled' }
-    | { kind: 'expired'; error: JobError; note: string }
+    /** `endedAs`: how the provider's record says the task ended before it was removed (`ProviderError`'s `endedAs`). */
+    | { kind: 'expired'; error: JobError; note: string; endedAs?: 'completed' | 'failed' | 'cancelled' }
     | { kind: 'interrupted'; error: JobError; note: string }
     | { kind: 'deadline' }
     /** Superseded, or the store shows the job final or being cancelled (`state`): nothing was asked. */

@@ -88,6 +88,13 @@ export class ProviderError extends Error {
        * "absent" and nothing is submitted again without an operator.
        */
       provesExistence?: boolean;
+      /**
+       * Of an `expired` task whose provider record still says how it ended before its data was
+       * removed (a Scrapy Cloud job `deleted` keeps its `close_reason`): that end, in our words.
+       * A cancel's confirmation weighs it: a task that finished or failed on its own was not
+       * stopped by the cancel, whatever the cancel's answer said.
+       */
+      endedAs?: 'completed' | 'failed' | 'cancelled';
       evidence?: ProviderEvidence;
     } = {},
   ) {

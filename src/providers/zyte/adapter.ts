@@ -291,10 +291,13 @@ export class ZyteAdapter implements ProviderAdapter {
     if (!this.storage.isOk(res)) throw this.fail(this.storage, res, 'read', ctx);
     const meta = this.storage.parse(res, JobMetaSchema, 'read', 'job metadata');
     if (meta.state === 'deleted') {
+      // A deleted job keeps its close reason: how it ended before its data was removed.
+      const ended = meta.close_reason ? zyteState('finished', meta.close_reason, this.entry.closeReasons) : undefined;
+      const endedAs = ended === 'completed' || ended === 'failed' || ended === 'cancelled' ? ended : undefined;
       throw new ProviderError(
         'expired',
-        `${res.evidence.endpoint}: job ${taskId} is deleted (by a user, or after the plan's data retention); its items are gone`,
-        { code: 'JOB_DELETED', httpStatus: res.status, evidence: res.evidence },
+        `${res.evidence.endpoint}: job ${taskId} is deleted (by a user, or after the plan's data retention)${meta.close_reason ? ` after it closed ${meta.close_reason}` : ''}; its items are gone`,
+        { code: 'JOB_DELETED', httpStatus: res.status, evidence: res.evidence, ...(endedAs ? { endedAs } : {}) },
       );
     }
     const state = zyteState(meta.state, meta.close_reason, this.entry.closeReasons);

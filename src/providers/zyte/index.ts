@@ -25,7 +25,8 @@ export const zyteProvider = defineProvider({
     source:
       "no propagation delay is documented for a scheduled job's record on storage.zyte.com; the product's default window",
   },
-  expiry: "state deleted, or 404 on the job after the plan's data retention (notFoundLimit in a row) → expired",
+  expiry:
+    "state deleted, or 404 on the job after the plan's data retention (notFoundLimit in a row) → expired; a cancel that meets a deleted job weighs its close reason (finished on its own: cancel_unconfirmed; failed: failed; cancelled only when the reason says so)",
   // Spider jobs queue for a free unit and run for minutes: first check after 10 s, then up to every 2 min.
   poll: {
     initialDelayMs: 10_000,

@@ -63,7 +63,8 @@ const TAG_LOOKUP = 'GET /jobs/list.json?has_tag&state';
 /**
  * What Scrapy Cloud's lookups prove after a lost submit: no idempotency key (the duplicate-job
  * refusal holds only while the first job is pending or running); `jobs/list.json` filtered by our
- * tag shows pending, running and finished jobs (asked state by state) until the job is deleted,
+ * tag shows pending, running, finished and deleted jobs (asked state by state: a job that finished
+ * and was deleted, by a user or after the plan's data retention, is listed only as `deleted`),
  * assumed to lag up to 60 s; the tag carries our reference (strong).
  */
 export const ZYTE_EVIDENCE: ReconcileEvidence = {
@@ -147,15 +148,16 @@ export async function findByTag(
 
 /**
  * Reads {@link TAG_LOOKUP}: the spider's jobs tagged `<tagPrefix><clientRef>` in state
- * `pending`, then `running`, then `finished` (one request per state, at most three; listings
- * default to finished jobs only, so states are named). Every job listed with our tag carries our
+ * `pending`, then `running`, `finished` and `deleted` (one request per state, at most four;
+ * listings default to finished jobs only, so states are named). A deleted job of ours is ours all
+ * the same: adopted, never taken as absence and submitted (and paid) again. Every job listed with our tag carries our
  * reference: a strong candidate; one listed without its tags is an `unreadable` candidate; one
  * without a job ID we can read leaves the reading incomplete.
  */
 export async function findSubmitted(reads: ZyteReads, findCtx: FindContext): Promise<LookupReading[]> {
   const ctx = reads.auth(findCtx);
   const tag = reads.tagOf(ctx.clientRef);
-  const read = await jobsByTag(reads, ctx, tag, ['pending', 'running', 'finished']);
+  const read = await jobsByTag(reads, ctx, tag, ['pending', 'running', 'finished', 'deleted']);
   if (read === null) return [lookupNotOffered(TAG_LOOKUP, 'jobs/list.json answered 404: not offered')];
   // A job listed for our tag without its tags may be ours: a candidate whose reference could not
   // be read, never counted as "not ours".

@@ -201,6 +201,22 @@ async function confirm(
         );
       return finish('failed', `the task ended failed after the cancel request (${o.error.message})`, o.error);
     case 'expired':
+      // The provider's record says how the task ended before its data was removed: a task that
+      // finished or failed on its own was not stopped by the cancel, whatever the cancel answered.
+      if (o.endedAs === 'failed')
+        return finish(
+          'failed',
+          `the task had failed at the provider, which then removed it (${o.error.message})`,
+          o.error,
+        );
+      if (o.endedAs === 'completed')
+        return finish(
+          'cancel_unconfirmed',
+          `the provider's record shows the task ran to its end on its own and was then removed with its result (${o.error.message}): the cancel did not stop it, and there is no result to keep`,
+          o.error,
+        );
+      if (o.endedAs === 'cancelled')
+        return finish('cancelled', `the provider's record shows the task cancelled, then removed (${o.error.message})`);
       // Accepted, then forgotten: the provider stopped and removed it (evidence: the accepted answer, then the 404).
       if (opts.accepted)
         return finish(

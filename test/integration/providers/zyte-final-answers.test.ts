@@ -14,9 +14,9 @@
  *   the key is in no error record, history or row.
  *
  * The first block checks the fixture itself against the documents (plain HTTP, no product code).
- * Two cases fail on a product defect and are marked `it.fails` with the evidence: a reconcile that
- * never asks the list for `deleted` jobs (and resubmits), and a cancel of a deleted job reported
- * `cancelled`.
+ * Two cases found product defects, since fixed: a reconcile that never asked the list for
+ * `deleted` jobs (and resubmitted: a second paid job), and a cancel of a job deleted after it ran
+ * to its end reported `cancelled`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_KEYS, startProviderScenario, waitFor, type Scenario } from '../../fixtures/providers/harness.js';
@@ -237,27 +237,24 @@ describe('zyte: answers that were final before we looked', () => {
     expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ kind: 'provider_failed', code: 'failed' });
   });
 
-  // Product defect: the reconcile reads jobs/list.json?has_tag=…&state= for pending, running and
-  // finished only, never `deleted` (a documented state, S11), records "covered: queued, running,
-  // finished" and proves the job absent: run.json is sent again and a second job is made.
-  it.fails(
-    'run.json’s answer is lost and our tagged job is already deleted: never submitted again, expired (the provider holds no result for it) — fails: the reconcile never asks for state=deleted and resubmits',
-    async () => {
-      const f = s.fixture;
-      f.plan('settled-deleted', { settled: 'deleted' });
-      f.dropAfterCommit('settled-deleted');
-      const ref = await s.start({ url: 'https://quotes.example/settled-deleted', key: 'settled-deleted' });
-      const row = await s.waitFor(
-        ref.jobId,
-        ['completed', 'failed', 'cancelled', 'expired', 'tracking_interrupted'],
-        60_000,
-      );
-      expect(submits('settled-deleted')).toHaveLength(1);
-      expect(f.jobsFor('settled-deleted')).toHaveLength(1);
-      expect(row).toMatchObject({ state: 'expired', task_id: f.jobsFor('settled-deleted')[0]!.id });
-      expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ kind: 'expired', code: 'JOB_DELETED' });
-    },
-  );
+  // The reconcile once read jobs/list.json?has_tag=…&state= for pending, running and finished only,
+  // never `deleted` (a documented state, S11), and took the empty lists as proof of absence:
+  // run.json was sent again and a second job made.
+  it('run.json’s answer is lost and our tagged job is already deleted: never submitted again, expired (the provider holds no result for it)', async () => {
+    const f = s.fixture;
+    f.plan('settled-deleted', { settled: 'deleted' });
+    f.dropAfterCommit('settled-deleted');
+    const ref = await s.start({ url: 'https://quotes.example/settled-deleted', key: 'settled-deleted' });
+    const row = await s.waitFor(
+      ref.jobId,
+      ['completed', 'failed', 'cancelled', 'expired', 'tracking_interrupted'],
+      60_000,
+    );
+    expect(submits('settled-deleted')).toHaveLength(1);
+    expect(f.jobsFor('settled-deleted')).toHaveLength(1);
+    expect(row).toMatchObject({ state: 'expired', task_id: f.jobsFor('settled-deleted')[0]!.id });
+    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ kind: 'expired', code: 'JOB_DELETED' });
+  });
 
   /**
    * Starts a job held running, holds its next status read back (503, Retry-After 8 s, far longer than the cancel takes to reach Zyte), ends the
@@ -283,7 +280,7 @@ describe('zyte: answers that were final before we looked', () => {
     const res = await s.cancel(ref.jobId);
     const final = await s.waitFor(
       ref.jobId,
-      ['completed', 'failed', 'cancelled', 'expired', 'tracking_interrupted'],
+      ['completed', 'failed', 'cancelled', 'expired', 'tracking_interrupted', 'cancel_unconfirmed'],
       30_000,
     );
     const stops = f.app
@@ -319,21 +316,20 @@ describe('zyte: answers that were final before we looked', () => {
     expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ kind: 'provider_failed', code: 'failed' });
   });
 
-  // Product defect: stop.json answered ok (Zyte does nothing for a deleted job), the next read says
-  // `state: deleted, close_reason: finished`, and the cancel reports `cancelled` ("the provider
-  // accepted the cancel and then no longer knows the task") although no answer shows a cancel.
-  it.fails(
-    'a cancel of a job already deleted at the provider: stop.json does nothing; the job ends expired, never cancelled — fails: reported cancelled',
-    async () => {
-      const { ref, res, final } = await cancelAfterEnd('deleted-before-cancel', (id) => {
-        s.fixture.setState(id, 'finished', 'finished');
-        s.fixture.markDeleted(id);
-      });
-      expect(res).not.toMatchObject({ state: 'cancelled' });
-      expect(final.state).toBe('expired');
-      expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ kind: 'expired', code: 'JOB_DELETED' });
-    },
-  );
+  // stop.json answers ok (Zyte does nothing for a deleted job) and the next read says `state:
+  // deleted, close_reason: finished`: the job ran to its end on its own, and its result is gone.
+  // Once reported `cancelled` ("the provider accepted the cancel and then no longer knows the
+  // task"), though no answer shows a cancel.
+  it('a cancel of a job already deleted at the provider after it finished: stop.json does nothing; the cancel is unconfirmed with the provider’s reason, never cancelled', async () => {
+    const { ref, res, final } = await cancelAfterEnd('deleted-before-cancel', (id) => {
+      s.fixture.setState(id, 'finished', 'finished');
+      s.fixture.markDeleted(id);
+    });
+    expect(res).not.toMatchObject({ state: 'cancelled' });
+    expect(final.state).toBe('cancel_unconfirmed');
+    expect(JSON.stringify(res)).toContain('ran to its end on its own');
+    expect((await s.outcome(ref.jobId)).lastError).toMatchObject({ kind: 'expired', code: 'JOB_DELETED' });
+  });
 });
 
 describe('zyte: a key Zyte refuses', () => {
