@@ -69,20 +69,7 @@ export class ApiIdempotencyRepository {
     // A row can vanish between two statements (its last holder released it): then claim afresh.
     for (let attempt = 0; ; attempt++) {
       const now = nowIso();
-      const ins = await this.conn.db
-        .insertInto('api_idempotency')
-        .values({
-          account: r.account,
-          idem_key: r.key,
-          body_hash: r.bodyHash,
-          job_id: r.jobId,
-          created_at: now,
-          claimed_at: now,
-          holders: 1,
-        })
-        .onConflict((oc) => oc.columns(['account', 'idem_key']).doNothing())
-        .executeTakeFirst();
-      const inserted = Number(ins.numInsertedOrUpdatedRows ?? 0n) > 0;
+      const inserted = await this.insertIfAbsent(r, now, 1);
       if (!inserted) {
         const joined = await byKey
           .set((eb) => ({ holders: eb('holders', '+', 1), claimed_at: now }))
@@ -184,7 +171,16 @@ export class ApiIdempotencyRepository {
     bodyHash: string;
     jobId: string;
   }): Promise<{ inserted: boolean; row: ApiIdempotencyRow }> {
-    const now = nowIso();
+    const inserted = await this.insertIfAbsent(r, nowIso(), 0);
+    return { inserted, row: await this.read(r) };
+  }
+
+  /** Inserts the row of (account, key) with `holders` holds, taken at `now`, unless one exists; true when inserted. */
+  private async insertIfAbsent(
+    r: { account: string; key: string; bodyHash: string; jobId: string },
+    now: string,
+    holders: number,
+  ): Promise<boolean> {
     const res = await this.conn.db
       .insertInto('api_idempotency')
       .values({
@@ -194,10 +190,11 @@ export class ApiIdempotencyRepository {
         job_id: r.jobId,
         created_at: now,
         claimed_at: now,
+        holders,
       })
       .onConflict((oc) => oc.columns(['account', 'idem_key']).doNothing())
       .executeTakeFirst();
-    return { inserted: Number(res.numInsertedOrUpdatedRows ?? 0n) > 0, row: await this.read(r) };
+    return Number(res.numInsertedOrUpdatedRows ?? 0n) > 0;
   }
 
   private async read(r: { account: string; key: string; jobId: string }): Promise<ApiIdempotencyRow> {
