@@ -1,0 +1,85 @@
+/**
+ * A provider that answers every call `503` with `Retry-After: 0` still meets a growing back-off:
+ * the provider's wait lengthens the retry policy's, never shortens it (src/activities/failures.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPageServer, type PageServer } from '../helpers/pages.js';
+import { FAST_POLICY, startStack, waitFor, type Stack } from '../helpers/stack.js';
+
+let pages: PageServer;
+let stack: Stack;
+beforeAll(async () => {
+  pages = await startPageServer();
+  stack = await startStack();
+});
+afterAll(async () => {
+  await stack?.stop();
+  await pages?.close();
+});
+
+describe('Retry-After: 0 on a failing provider', () => {
+  it('submits answered 503 + Retry-After: 0 back off (at most 8 submits in 10 s)', async () => {
+    const tag = 'ra-zero-submit';
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'error_5xx',
+      status: 503,
+      retryAfterSeconds: 0,
+    });
+    const before = stack.sim.stats().requests.byEndpoint.submit;
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('cnet')}?${tag}`,
+      key: tag,
+      policy: { ...FAST_POLICY, deadlineMs: 120_000 },
+    });
+    await waitFor(() => stack.sim.stats().requests.byEndpoint.submit > before, 30_000, 'the first submit');
+    const start = stack.sim.stats().requests.byEndpoint.submit;
+    await new Promise((r) => setTimeout(r, 10_000));
+    const inWindow = stack.sim.stats().requests.byEndpoint.submit - start;
+    console.log(`submits in 10 s after the first: ${inWindow}`);
+    await stack.client.cancelScrape('acme', ref.jobId).catch(() => undefined);
+    // 2 s doubling to 60 s: about 3 in 10 s; the policy's back-off is the floor of a 0 s wait.
+    expect(inWindow).toBeLessThanOrEqual(8);
+  }, 60_000);
+});
+
+describe('Retry-After: 0 on a failing cancel endpoint', () => {
+  it('cancel calls answered 503 + Retry-After: 0 back off (at most 8 cancels in the 10 s confirm deadline)', async () => {
+    const tag = 'ra-zero-cancel';
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('cnet')}?${tag}`,
+      key: tag,
+      policy: { ...FAST_POLICY, deadlineMs: 120_000 },
+    });
+    await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_checks ?? 0) >= 1);
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'cancel',
+      urlContains: tag,
+      action: 'error_5xx',
+      status: 503,
+      retryAfterSeconds: 0,
+    });
+    const before = stack.sim.stats().requests.byEndpoint.cancel;
+    await stack.client.cancelScrape('acme', ref.jobId).catch(() => undefined);
+    await waitFor(async () => {
+      const r = await stack.store.jobs.get(ref.jobId);
+      return r && ['cancelled', 'cancel_unconfirmed', 'completed', 'failed'].includes(r.state) ? r : undefined;
+    }, 60_000);
+    const cancels = stack.sim.stats().requests.byEndpoint.cancel - before;
+    const job = stack.sim.jobsFor('acme').find((j) => j.url.includes(tag))!;
+    const times = stack.sim.stats().jobs.find((j) => j.job_id === job.job_id)!.cancel_request_times;
+    console.log(`cancel gaps ms: ${times.map((t, i) => (i ? t - times[i - 1]! : 0)).join(',')}`);
+    console.log(`cancel requests: ${cancels}, final: ${(await stack.store.jobs.get(ref.jobId))!.state}`);
+    // Before: 10 cancels 1 s apart (a 1 ms nextRetryDelay); the policy's 1 s doubling gives 1, 2, 4 s.
+    expect(cancels).toBeLessThanOrEqual(6);
+    const gaps = times.slice(1).map((t, i) => t - times[i]!);
+    expect(gaps.length).toBeGreaterThanOrEqual(2);
+    expect(gaps.at(-1)!).toBeGreaterThanOrEqual(1.8 * gaps[0]!);
+  }, 90_000);
+});
