@@ -83,3 +83,35 @@ describe('Retry-After: 0 on a failing cancel endpoint', () => {
     expect(gaps.at(-1)!).toBeGreaterThanOrEqual(1.8 * gaps[0]!);
   }, 90_000);
 });
+
+describe('a deadline under a long Retry-After', () => {
+  it('a job whose status checks answer 429 Retry-After: 3600 ends tracking_interrupted at its 5 s deadline, saying why', async () => {
+    const tag = 'ra-long-deadline';
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('cnet')}?${tag}`,
+      key: tag,
+      policy: { ...FAST_POLICY, deadlineMs: 5_000 },
+    });
+    await waitFor(async () => (await stack.store.jobs.get(ref.jobId))?.task_id);
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'status',
+      urlContains: tag,
+      action: 'rate_limit',
+      retryAfterSeconds: 3600,
+    });
+    const t0 = Date.now();
+    const row = await waitFor(async () => {
+      const r = await stack.store.jobs.get(ref.jobId);
+      return r && !['submitting', 'pending', 'unknown'].includes(r.state) ? r : undefined;
+    }, 60_000);
+    console.log(`ended ${row.state} after ${Date.now() - t0} ms: ${row.last_error}`);
+    expect(row.state).toBe('tracking_interrupted');
+    const moved = (await stack.store.findings.timeline(ref.jobId)).find(
+      (e) => e.type === 'state' && e.state === 'tracking_interrupted',
+    );
+    expect(moved?.detail ?? '').toMatch(/deadline/i);
+  }, 90_000);
+});
