@@ -115,3 +115,40 @@ describe('a deadline under a long Retry-After', () => {
     expect(moved?.detail ?? '').toMatch(/deadline/i);
   }, 90_000);
 });
+
+describe('a cancel refused with a wait longer than the confirm deadline', () => {
+  it('429 Retry-After: 3600 on the cancel: one cancel request, the job ends cancel_unconfirmed within the confirm deadline, saying why', async () => {
+    const tag = 'ra-long-cancel';
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('cnet')}?${tag}`,
+      key: tag,
+      policy: { ...FAST_POLICY, deadlineMs: 120_000 },
+    });
+    await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_checks ?? 0) >= 1);
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'cancel',
+      urlContains: tag,
+      action: 'rate_limit',
+      retryAfterSeconds: 3600,
+    });
+    const before = stack.sim.stats().requests.byEndpoint.cancel;
+    const t0 = Date.now();
+    await stack.client.cancelScrape('acme', ref.jobId, { wait: false });
+    const row = await waitFor(async () => {
+      const r = await stack.store.jobs.get(ref.jobId);
+      return r && ['cancelled', 'cancel_unconfirmed', 'completed', 'failed'].includes(r.state) ? r : undefined;
+    }, 60_000);
+    const moved = (await stack.store.findings.timeline(ref.jobId)).find(
+      (e) => e.type === 'state' && e.state === row.state,
+    );
+    console.log(
+      `ended ${row.state} after ${Date.now() - t0} ms; cancels ${stack.sim.stats().requests.byEndpoint.cancel - before}; ${moved?.detail}`,
+    );
+    expect(row.state).toBe('cancel_unconfirmed');
+    expect(Date.now() - t0).toBeLessThan(30_000);
+    expect(stack.sim.stats().requests.byEndpoint.cancel - before).toBe(1);
+  }, 90_000);
+});
