@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
-import { FAST_POLICY, startStack, waitFor, type Stack } from '../helpers/stack.js';
+import { FAST_POLICY, recordResponses, startStack, waitFor, type Stack } from '../helpers/stack.js';
 
 let pages: PageServer;
 let stack: Stack;
@@ -151,4 +151,43 @@ describe('a cancel refused with a wait longer than the confirm deadline', () => 
     expect(Date.now() - t0).toBeLessThan(30_000);
     expect(stack.sim.stats().requests.byEndpoint.cancel - before).toBe(1);
   }, 90_000);
+});
+
+describe('429 with Retry-After: 0 on every submit', () => {
+  // Defect (not fixed here): a 429 whose Retry-After is 0 starts a cool-down of 0 ms at the
+  // provider key's limiter, and the submit waits its floor of 1 s (src/activities/submit/submit.ts,
+  // `waiting`); nothing grows, so the job sends one submit every ~1.1 s until its submit time
+  // (max(deadline, 10 attempts)) ends. Measured: 13 submits in 15 s, gaps 1.07–1.30 s, flat.
+  it.fails(
+    'the submits back off (growing gaps), not one a second until the deadline',
+    async () => {
+      const tag = 'ra-zero-429-submit';
+      stack.sim.faults.add({
+        account: 'acme',
+        endpoint: 'submit',
+        urlContains: tag,
+        action: 'rate_limit',
+        retryAfterSeconds: 0,
+      });
+      const before = stack.sim.stats().requests.byEndpoint.submit;
+      const ref = await stack.client.startScrape({
+        account: 'acme',
+        url: `${pages.pageUrl('cnet')}?${tag}`,
+        key: tag,
+        policy: { ...FAST_POLICY, deadlineMs: 120_000 },
+      });
+      const seen = recordResponses(stack);
+      await waitFor(() => stack.sim.stats().requests.byEndpoint.submit > before, 30_000, 'the first submit');
+      const start = stack.sim.stats().requests.byEndpoint.submit;
+      await new Promise((r) => setTimeout(r, 15_000));
+      const inWindow = stack.sim.stats().requests.byEndpoint.submit - start;
+      const times = seen.filter((e) => e.endpoint === 'submit' && e.status === 429).map((e) => e.at);
+      const gaps = times.slice(1).map((t, i) => t - times[i]!);
+      console.log(`429 submits in 15 s after the first: ${inWindow}; gaps ms: ${gaps.join(',')}`);
+      await stack.client.cancelScrape('acme', ref.jobId, { wait: false }).catch(() => undefined);
+      expect(inWindow).toBeLessThanOrEqual(6);
+      expect(gaps.at(-1)!).toBeGreaterThanOrEqual(2 * gaps[0]!);
+    },
+    60_000,
+  );
 });
