@@ -1,8 +1,11 @@
 /**
- * A provider that answers every call `503` with `Retry-After: 0` still meets a growing back-off:
- * the provider's wait lengthens the retry policy's, never shortens it (src/activities/failures.ts).
+ * Retry-After at its edges. A provider that answers every call `503` with `Retry-After: 0` still
+ * meets a growing back-off: the provider's wait lengthens the retry policy's, never shortens it
+ * (src/activities/failures.ts). A wait of an hour ends neither a deadline nor a cancel's
+ * confirmation late. Each test has a stack of its own: an hour's cool-down of the provider key
+ * would hold back the next test's calls.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { FAST_POLICY, recordResponses, startStack, waitFor, type Stack } from '../helpers/stack.js';
 
@@ -10,12 +13,12 @@ let pages: PageServer;
 let stack: Stack;
 beforeAll(async () => {
   pages = await startPageServer();
+});
+afterAll(async () => pages?.close());
+beforeEach(async () => {
   stack = await startStack();
 });
-afterAll(async () => {
-  await stack?.stop();
-  await pages?.close();
-});
+afterEach(async () => stack?.stop());
 
 describe('Retry-After: 0 on a failing provider', () => {
   it('submits answered 503 + Retry-After: 0 back off (at most 8 submits in 10 s)', async () => {
