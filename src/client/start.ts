@@ -12,7 +12,7 @@ import type { Client, WorkflowStartOptions } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { z } from 'zod';
 import { fingerprint } from '../lib/hash.js';
-import { sanitizeBody } from '../lib/sanitize.js';
+import { sanitizeInput } from '../lib/sanitize.js';
 import { StartScrapeInputSchema, type StartScrapeInput } from '../model/schemas.js';
 import { isFinalState } from '../model/states.js';
 import { pollPolicyOf } from '../model/policy.js';
@@ -205,9 +205,9 @@ export async function startScrape(
     }
   }
   const jobId = jobIdFor(p.account, key);
-  // The row is evidence only: its secret-named columns and credentials are redacted before it
+  // The row is evidence only: its secret-named columns and credentials (of any column, by shape) are redacted before it
   // enters the store and workflow input (and so history).
-  const row = p.row === undefined ? undefined : (sanitizeBody(p.row) as Record<string, unknown>);
+  const row = p.row === undefined ? undefined : (sanitizeInput(p.row) as Record<string, unknown>);
   // Persist the reference before anything else. The store is also the key's long-lived
   // record (Temporal forgets closed workflows after the namespace retention): a known key answers
   // from it, and the same key with other parameters is a conflict.

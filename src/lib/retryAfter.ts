@@ -15,18 +15,29 @@ export const MAX_PROVIDER_WAIT_MS = 86_400_000;
 
 /**
  * Parses a `Retry-After` header value into a wait in ms, at most {@link MAX_PROVIDER_WAIT_MS}.
- * Accepts delay-seconds (`"7"`, `"1.5"`) and an HTTP-date (relative to `nowMs`, epoch ms).
- * Returns `undefined` for absent or unparsable values; a date in the past gives 0.
+ * Accepts delay-seconds (`"7"`, `"1.5"`) and an HTTP-date (relative to `nowMs`, epoch ms; it names
+ * its month, as every HTTP-date format does). A list of delay-seconds (`"10, 10"`: the header sent
+ * twice, which fetch joins with a comma) gives the longest. Returns `undefined` for absent or
+ * unparsable values (`"7."`, `"-5"`, `"1 2"`, which a lenient date parser reads as days of 2001, so
+ * a wait of 0); a date in the past gives 0.
  */
 export function parseRetryAfter(value: string | null | undefined, nowMs: number): number | undefined {
   if (value === null || value === undefined) return undefined;
   const v = value.trim();
   if (v === '') return undefined;
-  if (/^\d+(\.\d+)?$/.test(v)) return Math.min(MAX_PROVIDER_WAIT_MS, Math.round(Number(v) * 1000));
+  if (DELAY_SECONDS_LIST.test(v))
+    return Math.min(MAX_PROVIDER_WAIT_MS, Math.round(Math.max(...v.split(',').map(Number)) * 1000));
+  if (!MONTH_NAME.test(v)) return undefined;
   const at = Date.parse(v);
   if (Number.isNaN(at)) return undefined;
   return Math.min(MAX_PROVIDER_WAIT_MS, Math.max(0, at - nowMs));
 }
+
+/** One or more delay-seconds, comma-separated (RFC 9110 §5.3: a header sent twice reads as a list). */
+const DELAY_SECONDS_LIST = /^\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*$/;
+
+/** A month's name: every HTTP-date format (IMF-fixdate, RFC 850, asctime) has one. */
+const MONTH_NAME = /\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\b/i;
 
 const UNIT_MS: Record<string, number> = {
   ms: 1,

@@ -12,6 +12,7 @@ import {
   CREDENTIAL_ANY_CASE,
   CREDENTIAL_CAPITALISED,
   isCredentialParam,
+  redactShapedCredentials,
   secretPartsOfUrl,
 } from './secretDetection.js';
 
@@ -176,15 +177,31 @@ export function sanitizeHeaders(
  * sanitised and every known secret value (e.g. the configured API keys) removed from strings.
  */
 export function sanitizeBody(value: unknown, secrets: readonly string[] = []): unknown {
+  return sanitizeDeep(value, secrets, false);
+}
+
+/**
+ * {@link sanitizeBody} for a caller's input kept as evidence (a batch file's row): also removes
+ * every credential of a known shape (a GitHub or Slack token, an AWS access key ID, a Google API
+ * key, a private key: the shapes `findSecret` refuses in `options`) from strings, whatever the
+ * field's name, so that none enters the store or workflow input.
+ */
+export function sanitizeInput(value: unknown): unknown {
+  return sanitizeDeep(value, [], true);
+}
+
+function sanitizeDeep(value: unknown, secrets: readonly string[], shapes: boolean): unknown {
   if (typeof value === 'string') {
     const url = asUrl(value);
-    return url ? sanitizeUrl(url, secrets) : redactSecrets(value, secrets);
+    if (url) return sanitizeUrl(url, secrets);
+    const out = redactSecrets(value, secrets);
+    return shapes ? redactShapedCredentials(out, REDACTED) : out;
   }
-  if (Array.isArray(value)) return value.map((v) => sanitizeBody(v, secrets));
+  if (Array.isArray(value)) return value.map((v) => sanitizeDeep(v, secrets, shapes));
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-      out[k] = isSecretName(k) && v !== null && v !== undefined ? REDACTED : sanitizeBody(v, secrets);
+      out[k] = isSecretName(k) && v !== null && v !== undefined ? REDACTED : sanitizeDeep(v, secrets, shapes);
     }
     return out;
   }

@@ -32,6 +32,20 @@ const SHAPED_CREDENTIALS = [
   /\bAIza[0-9A-Za-z_-]{35}\b/,
 ];
 
+/**
+ * The same shapes, global, as far as each credential reaches (a PEM block to its END line, or to
+ * the end of the text when it has none), for {@link redactShapedCredentials}.
+ */
+const SHAPED_CREDENTIALS_TO_REDACT = [
+  /-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z]+ )?PRIVATE KEY-----|$)/g,
+  ...SHAPED_CREDENTIALS.slice(1).map((re) => new RegExp(re.source, 'g')),
+];
+
+/** `text` with every credential of a known shape (see {@link SHAPED_CREDENTIALS}) replaced by `replacement`. */
+export function redactShapedCredentials(text: string, replacement: string): string {
+  return SHAPED_CREDENTIALS_TO_REDACT.reduce((out, re) => out.replace(re, replacement), text);
+}
+
 /** True when `text` holds a `Bearer`/`Basic` credential of 8+ characters (either spelling above) or a credential of a known shape. */
 function hasCredentialInText(text: string): boolean {
   return (

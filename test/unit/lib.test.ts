@@ -42,6 +42,14 @@ describe('Retry-After', () => {
     expect(parseRetryAfter('soon', now)).toBeUndefined();
     expect(parseRetryAfter(null, now)).toBeUndefined();
   });
+  it('reads a header sent twice (`10, 10`) as its longest wait, and never a lenient date parse of a number as 0', () => {
+    expect(parseRetryAfter('10, 10', now)).toBe(10_000);
+    expect(parseRetryAfter('5,30', now)).toBe(30_000);
+    // Date.parse reads these as days of 2001: a wait of 0, a tight loop on a failing provider.
+    expect(parseRetryAfter('7.', now)).toBeUndefined();
+    expect(parseRetryAfter('-5', now)).toBeUndefined();
+    expect(parseRetryAfter('1 2', now)).toBeUndefined();
+  });
   it('takes a wait past a day (a typo, a date years ahead) as a day, so that every wait is a time the clock holds', () => {
     expect(parseRetryAfter('99999999999999', now)).toBe(MAX_PROVIDER_WAIT_MS);
     expect(parseRetryAfter('Fri, 29 Nov 2030 07:00:00 GMT', now)).toBe(MAX_PROVIDER_WAIT_MS);

@@ -17,6 +17,7 @@
  * misspelt field is an error, never silently ignored).
  */
 import { z } from 'zod';
+import { secretPartsOfUrl } from '../../lib/secretDetection.js';
 import { PollPolicySchema } from '../../model/schemas.js';
 import { CostEntrySchema } from './cost.js';
 import { CredentialsSchema } from './credentials.js';
@@ -107,10 +108,24 @@ const ReconcileSchema = z
   })
   .partial();
 
+/**
+ * An http(s) URL of a provider or of our receiver, without credentials in it: user-info
+ * (`user:pass@`) or a credential parameter (`?api_key=…`) would be sent nowhere safe (fetch refuses
+ * a URL with user-info, and its error quotes the URL, password and all, into the job's error
+ * record), and a provider's key belongs in `credentials`.
+ */
 const HttpUrlSchema = z
   .string()
   .url()
-  .refine((v) => /^https?:\/\//i.test(v), 'must be an http:// or https:// URL');
+  .refine((v) => /^https?:\/\//i.test(v), 'must be an http:// or https:// URL')
+  .superRefine((v, ctx) => {
+    const parts = secretPartsOfUrl(v);
+    if (parts.length > 0)
+      ctx.addIssue({
+        code: 'custom',
+        message: `must not carry credentials (${parts.join(', ')}): give the provider's key under "credentials"`,
+      });
+  });
 
 /**
  * Webhooks of one provider. `url` is our receiver for this provider as the provider reaches it:
