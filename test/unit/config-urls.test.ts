@@ -39,4 +39,21 @@ describe('provider URLs in the configuration', () => {
     const c = parseConfig(config({ baseUrl: 'https://api.example.com/v1' }), {});
     expect((c.providers.reference as { baseUrl: string }).baseUrl).toBe('https://api.example.com/v1');
   });
+
+  it('refuses a Zyte storageUrl with user-info, as every provider URL', () => {
+    const zyte = {
+      ...config({}),
+      providers: {
+        zyte: {
+          kind: 'zyte',
+          project: '123',
+          spider: 'quotes',
+          storageUrl: 'https://ops:pw-hunter2@storage.example.com',
+          credentials: { default: { apiKey: 'sk-test-0123456789abcdef' } },
+        },
+      },
+      defaultProvider: 'zyte',
+    };
+    expect(() => parseConfig(zyte, {})).toThrow(/must not carry credentials[\s\S]*providers\.zyte\.storageUrl/);
+  });
 });

@@ -114,7 +114,7 @@ const ReconcileSchema = z
  * a URL with user-info, and its error quotes the URL, password and all, into the job's error
  * record), and a provider's key belongs in `credentials`.
  */
-const HttpUrlSchema = z
+export const HttpUrlSchema = z
   .string()
   .url()
   .refine((v) => /^https?:\/\//i.test(v), 'must be an http:// or https:// URL')

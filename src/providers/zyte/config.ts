@@ -4,7 +4,7 @@
  * API key: they differ).
  */
 import { z } from 'zod';
-import { httpEndpointFields, type EntryFor } from '../shared/entry.js';
+import { HttpUrlSchema, httpEndpointFields, type EntryFor } from '../shared/entry.js';
 
 /** Form fields of `run.json` that are not spider arguments (Jobs API: "any other parameter will be treated as a spider argument"). */
 export const ZYTE_RESERVED_FIELDS = [
@@ -23,11 +23,6 @@ export const ZYTE_RESERVED_FIELDS = [
 ] as const;
 
 const reserved = (name: string) => (ZYTE_RESERVED_FIELDS as readonly string[]).includes(name);
-
-const HttpUrl = z
-  .string()
-  .url()
-  .refine((v) => /^https?:\/\//i.test(v), 'must be an http:// or https:// URL');
 
 /** Our state for a close reason of a finished job (see `zyteState`). */
 const CloseReasonOutcomeSchema = z.enum(['completed', 'failed', 'cancelled']);
@@ -54,7 +49,7 @@ const CloseReasonOutcomeSchema = z.enum(['completed', 'failed', 'cancelled']);
 export const ZyteConfigSchema = z.strictObject({
   kind: z.literal('zyte'),
   ...httpEndpointFields({ baseUrl: 'https://app.zyte.com/api', submitTimeoutMs: 30_000, readTimeoutMs: 15_000 }),
-  storageUrl: HttpUrl.default('https://storage.zyte.com'),
+  storageUrl: HttpUrlSchema.default('https://storage.zyte.com'),
   project: z.union([z.string().regex(/^\d+$/, 'a numeric project ID'), z.number().int().positive()]).transform(String),
   spider: z.string().min(1).max(200),
   auth: z.enum(['basic', 'query']).default('basic'),

@@ -107,8 +107,17 @@ const BUDGET_RECHECK_MS = 30_000;
 const BUDGET_RECHECK_MAX_MS = 30 * 60_000;
 
 /**
+ * The least wait after the job's nth submit held back by a cool-down (a `429`, the key's shared
+ * cool-down), ms: 1 s doubling per such wait, at most 10 min. A provider that answers every submit
+ * `429` with `Retry-After: 0` (or a wait shorter than this) still meets a growing back-off; a
+ * longer `Retry-After` is honoured as it is.
+ */
+const COOLDOWN_BACKOFF_MS = 1_000;
+const COOLDOWN_BACKOFF_MAX_MS = 10 * 60_000;
+
+/**
  * A submit that sent nothing waits as its outcome says (a free slot, a cool-down, a credential, a
- * budget), on a durable timer that the `submitNow` signal ends early (a slot the key's fair queue
+ * budget; a cool-down's wait growing with each, see {@link COOLDOWN_BACKOFF_MS}), on a durable timer that the `submitNow` signal ends early (a slot the key's fair queue
  * granted, a budget raised), the reason shown in the view and the Web UI meanwhile; a signal that
  * came after `nudgesBefore` (the count when the attempt was scheduled) ends it before it starts,
  * so a grant that reached the job while its attempt ran is taken at once. A job held by
@@ -130,7 +139,12 @@ async function waitToSubmit(
   const waitMs =
     out.wait.reason === 'budget'
       ? Math.min(out.retryInMs, BUDGET_RECHECK_MS * Math.pow(2, Math.min(nth - 1, 6)), BUDGET_RECHECK_MAX_MS)
-      : out.retryInMs;
+      : out.wait.reason === 'cooldown'
+        ? Math.max(
+            out.retryInMs,
+            Math.min(COOLDOWN_BACKOFF_MS * Math.pow(2, Math.min(nth - 1, 20)), COOLDOWN_BACKOFF_MAX_MS),
+          )
+        : out.retryInMs;
   const at = new Date().toISOString();
   if (out.wait.reason === 'credential' && nth > CREDENTIAL_WAITS) {
     const error = { kind: 'permanent', code: 'NO_CREDENTIALS', message: out.wait.message, at };
@@ -143,7 +157,12 @@ async function waitToSubmit(
     await job.record('failed', { error: { kind: 'permanent', code: 'SUBMIT_NOT_SENT', message, at }, note: message });
     return false;
   }
-  job.waiting(out.wait);
+  // A cool-down's wait grown past the provider's is shown as it is: the view says when the job goes again.
+  job.waiting(
+    out.wait.reason === 'cooldown' && waitMs > out.retryInMs
+      ? { ...out.wait, until: new Date(Date.now() + waitMs).toISOString() }
+      : out.wait,
+  );
   await condition(() => job.submitNudges() !== nudgesBefore, Math.max(1, waitMs));
   job.waiting(undefined);
   return true;

@@ -20,7 +20,7 @@ afterAll(async () => {
 });
 
 describe('a provider restarted mid-job', () => {
-  it('down for 15 s then back without the job: backs off while down, ends expired, one submit', async () => {
+  it('down, then back without the job: the job waits pending through the failed reads, then ends expired on the 404s, never resubmitted', async () => {
     const tag = 'provider-restart';
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
     const ref = await stack.client.startScrape({
@@ -33,9 +33,15 @@ describe('a provider restarted mid-job', () => {
     const port = Number(new URL(stack.sim.url).port);
     const submitsBefore = stack.sim.stats().requests.byEndpoint.submit;
     await stack.sim.close();
-    await new Promise((r) => setTimeout(r, 15_000));
-    const during = (await stack.store.jobs.get(ref.jobId))!;
-    console.log(`after 15 s down: ${during.state}, status_errors ${during.status_errors}`);
+    // Down until the job has met two refused connections: it waits, backing off, still pending.
+    const during = await waitFor(
+      async () => {
+        const r = await stack.store.jobs.get(ref.jobId);
+        return r && Number(r.status_errors) >= 2 ? r : undefined;
+      },
+      60_000,
+      'two failed status reads while the provider is down',
+    );
     stack.sim = await startSim({
       host: '127.0.0.1',
       port,
@@ -51,9 +57,6 @@ describe('a provider restarted mid-job', () => {
       const r = await stack.store.jobs.get(ref.jobId);
       return r && !['pending', 'submitting', 'unknown'].includes(r.state) ? r : undefined;
     }, 60_000);
-    console.log(
-      `final ${row.state}; ${row.last_error}; submits after restart ${stack.sim.stats().requests.byEndpoint.submit}, statuses ${stack.sim.stats().requests.byEndpoint.status}`,
-    );
     expect(during.state).toBe('pending');
     expect(row.state).toBe('expired');
     expect(stack.sim.stats().requests.byEndpoint.submit).toBe(0);

@@ -45,8 +45,6 @@ describe('a worker killed mid-cancel', () => {
       await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_checks ?? 0) >= 1);
       await stack.client.cancelScrape('acme', ref.jobId, { wait: false });
       expect(await exited).toBe(-1);
-      const meanwhile = await stack.store.jobs.get(ref.jobId);
-      console.log(`after the kill: ${meanwhile?.state}`);
       await stack.spawnWorker(env);
       const done = await waitForState(
         stack.store,
