@@ -13,7 +13,7 @@
  * never waits for the loop (the workflow abandons the activity with TRY_CANCEL), which learns of it
  * from the next heartbeat's answer, from a newer polling activity of the same job, or from the store.
  */
-import { toFailure } from '../activities/failures.js';
+import { policyBackoffMs, toFailure } from '../activities/failures.js';
 import { isProviderError } from '../providers/shared/errors.js';
 import { AsyncResource } from 'node:async_hooks';
 import type { Info } from '@temporalio/activity';
@@ -293,7 +293,12 @@ export class DetachedTracker {
               return this.answer('cancelled', () => this.opts.client.reportCancellation(token));
             default:
               // A provider error fails the activity as the worker's interceptor would have mapped it.
-              return this.answer('failed', () => this.opts.client.fail(token, isProviderError(e) ? toFailure(e) : e));
+              return this.answer('failed', () =>
+                this.opts.client.fail(
+                  token,
+                  isProviderError(e) ? toFailure(e, policyBackoffMs(info.retryPolicy, info.attempt)) : e,
+                ),
+              );
           }
         },
       )
