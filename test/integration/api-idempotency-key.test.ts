@@ -1,16 +1,20 @@
 /**
- * The claim behind the `Idempotency-Key` rule of `POST /v1/scrapes`, against the real stack (API,
- * store, Temporal), on the failure paths of a start:
+ * The `Idempotency-Key` rule of `POST /v1/scrapes` against the real stack (API, store, Temporal):
  *
- * - a request whose start fails does not release the key while another request with the same
- *   body is starting under it: a third request with another body is refused (`422`), the
- *   same-body request gets the job, and the job is made from its body;
- * - a claim left by an API process that died between claim and start (no job row, older than
- *   `API_CLAIM_STALE_MS`) is taken over by a request with another body; a younger one still
- *   refuses it.
- *
- * The client's start is held (and made to fail) through the API's own `ScrapeClient`, so the
- * requests interleave at the moment the race needs.
+ * - under concurrency: two requests with the same key and different bodies sent at once make one
+ *   job, and the one request told it has that job (`202`/`200`) is the one whose body the job was
+ *   started with; the other is refused (`422 idempotency-key-reused`). Never is a request answered
+ *   with a job made from another body;
+ * - the spelling of the target URL: two spellings of one address (the WHATWG serialisation is the
+ *   same) are one body, as they are one job for the client, so a repeat that spells the URL
+ *   another way gets its job (`200`), never `422`;
+ * - on the failure paths of a start: a request whose start fails does not release the key while
+ *   another request with the same body is starting under it (a third request with another body is
+ *   refused, the same-body request gets the job, made from its body); a claim left by an API
+ *   process that died between claim and start (no job row, older than `API_CLAIM_STALE_MS`) is
+ *   taken over by a request with another body; a younger one still refuses it. The client's start
+ *   is held (and made to fail) through the API's own `ScrapeClient`, so the requests interleave at
+ *   the moment the race needs.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_CLAIM_STALE_MS } from '../../src/api/idempotencyKey.js';
@@ -24,7 +28,7 @@ let pages: PageServer;
 
 beforeAll(async () => {
   pages = await startPageServer();
-  api = await startApiStack({ profile: { concurrency: 4, minRunMs: 200 } });
+  api = await startApiStack({ profile: { concurrency: 16, minRunMs: 200 } });
 });
 
 afterAll(async () => {
@@ -38,6 +42,84 @@ function gate(): { wait: Promise<void>; open: () => void } {
   const wait = new Promise<void>((resolve) => (open = resolve));
   return { wait, open };
 }
+
+describe('one Idempotency-Key, two bodies at once', () => {
+  it('the request answered with the job is the one whose body started it; the other is 422', async () => {
+    const url = `${pages.pageUrl('herald-sun-1')}?t=race`;
+    const pairs = await Promise.all(
+      Array.from({ length: 12 }, async (_, i) => {
+        const key = `race-${i}`;
+        const send = (who: string) =>
+          api
+            .call('acme', 'POST', '/v1/scrapes', {
+              json: { url, policy: FAST_POLICY, row: { who } },
+              headers: { 'idempotency-key': key },
+            })
+            .then((r) => ({ who, status: r.status }));
+        return { key, answers: await Promise.all([send('a'), send('b')]) };
+      }),
+    );
+    for (const { key, answers } of pairs) {
+      const row = await api.stack.store.jobs.get(`scrape:acme:${key}`);
+      const started = (JSON.parse(row!.input || '{}') as { who?: string }).who;
+      const told = answers.filter((a) => a.status === 202 || a.status === 200).map((a) => a.who);
+      expect({ key, told, refused: answers.filter((a) => a.status === 422).length }).toEqual({
+        key,
+        told: [started],
+        refused: 1,
+      });
+    }
+  });
+
+  it('a key whose start is refused is free again: the refused body does not hold it', async () => {
+    const url = `${pages.pageUrl('herald-sun-1')}?t=released`;
+    // The key's job was started elsewhere (the typed client) for this URL, with no API record.
+    await api.client.startScrape({ account: 'acme', key: 'released-1', url, policy: FAST_POLICY });
+    const other = await api.call('acme', 'POST', '/v1/scrapes', {
+      json: { url: `${url}-other`, policy: FAST_POLICY },
+      headers: { 'idempotency-key': 'released-1' },
+    });
+    expect(other.status).toBe(422);
+    const same = await api.call('acme', 'POST', '/v1/scrapes', {
+      json: { url, policy: FAST_POLICY },
+      headers: { 'idempotency-key': 'released-1' },
+    });
+    expect([200, 202]).toContain(same.status);
+    expect(await same.json()).toMatchObject({ job_id: 'scrape:acme:released-1' });
+  });
+});
+
+describe('Idempotency-Key and the spelling of the URL', () => {
+  it('a repeat with the same key that spells the same address another way is the same job (200), not a reused key', async () => {
+    const canonical = `${pages.pageUrl('herald-sun-1')}?t=spelling`;
+    const typed = canonical.replace(/^http:/, 'HTTP:');
+    expect(new URL(typed).href).toBe(canonical);
+    const first = await api.call('acme', 'POST', '/v1/scrapes', {
+      json: { url: typed, policy: FAST_POLICY },
+      headers: { 'idempotency-key': 'spelling-1' },
+    });
+    expect(first.status).toBe(202);
+    const again = await api.call('acme', 'POST', '/v1/scrapes', {
+      json: { url: canonical, policy: FAST_POLICY },
+      headers: { 'idempotency-key': 'spelling-1' },
+    });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await again.json()).toMatchObject({ job_id: 'scrape:acme:spelling-1' });
+    // And the other way round: the canonical spelling first.
+    const third = await api.call('acme', 'POST', '/v1/scrapes', {
+      json: { url: typed, policy: FAST_POLICY },
+      headers: { 'idempotency-key': 'spelling-1' },
+    });
+    expect(third.status).toBe(200);
+    // Another address under the key is still refused.
+    const other = await api.call('acme', 'POST', '/v1/scrapes', {
+      json: { url: `${canonical}-other`, policy: FAST_POLICY },
+      headers: { 'idempotency-key': 'spelling-1' },
+    });
+    expect(other.status).toBe(422);
+  });
+});
 
 describe('a start that fails while a same-body request is starting under its key', () => {
   it('keeps the key for that request: another body is refused, and the job is the same body’s', async () => {
