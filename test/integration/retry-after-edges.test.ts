@@ -7,6 +7,7 @@
  * provider key would hold back the next test's calls.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { LATE_REPLAY_RETRIES } from '../../src/activities/submit/replay.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { FAST_POLICY, recordResponses, startStack, waitFor, type Stack } from '../helpers/stack.js';
 
@@ -44,15 +45,42 @@ async function refusedSubmitGaps(tag: string, fault: Record<string, unknown>, co
 }
 
 describe('Retry-After: 0 on a failing provider', () => {
-  it('submits answered 503 + Retry-After: 0 back off: each wait longer than the one before', async () => {
-    const gaps = await refusedSubmitGaps(
-      'ra-zero-submit',
-      { action: 'error_5xx', status: 503, retryAfterSeconds: 0 },
-      4,
+  // A submit answered 5xx may have created the job: each round is the submit and its replays under
+  // our key (at most LATE_REPLAY_RETRIES), then the provider's list; a list that proves no job
+  // starts the next round after a growing delay, and the job fails after its `submitRounds`,
+  // however short the provider's Retry-After.
+  it('a submit answered 503 + Retry-After: 0 every time: at most 1 + 3 calls a round, and the job fails after its rounds, saying why', async () => {
+    const tag = 'ra-zero-submit';
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'error_5xx',
+      status: 503,
+      retryAfterSeconds: 0,
+    });
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('cnet')}?${tag}`,
+      key: tag,
+      policy: { ...FAST_POLICY, deadlineMs: 300_000, submitRounds: 2 },
+    });
+    const row = await waitFor(
+      async () => {
+        const r = await stack.store.jobs.get(ref.jobId);
+        return r && ['failed', 'pending', 'completed'].includes(r.state) ? r : undefined;
+      },
+      150_000,
+      'the job to end its submit rounds',
     );
-    // The submit activity's retry policy doubles its wait; a provider's 0 s does not shorten it.
-    expect(gaps.at(-1)!).toBeGreaterThanOrEqual(1.8 * gaps[0]!);
-  }, 180_000);
+    expect(row.state).toBe('failed');
+    expect(JSON.parse(row.last_error!)).toMatchObject({ kind: 'submit_unacknowledged' });
+    expect(stack.sim.stats().requests.byEndpoint.submit).toBeLessThanOrEqual(2 * (1 + LATE_REPLAY_RETRIES));
+    const resubmit = (await stack.store.findings.timeline(ref.jobId)).find(
+      (e) => e.type === 'state' && e.state === 'submitting' && /round 2 of 2/.test(JSON.stringify(e.detail)),
+    );
+    expect(resubmit).toBeDefined();
+  }, 200_000);
 });
 
 describe('Retry-After: 0 on a failing cancel endpoint', () => {
