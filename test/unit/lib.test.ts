@@ -50,6 +50,23 @@ describe('Retry-After', () => {
     expect(parseRetryAfter('-5', now)).toBeUndefined();
     expect(parseRetryAfter('1 2', now)).toBeUndefined();
   });
+  it("reads the three HTTP-date formats as UTC whatever the worker's time zone (asctime names none)", () => {
+    const tz = process.env.TZ;
+    try {
+      for (const zone of ['UTC', 'America/New_York', 'Asia/Tokyo']) {
+        process.env.TZ = zone;
+        expect(parseRetryAfter('Sun, 29 Nov 2026 07:00:30 GMT', now)).toBe(30_000);
+        expect(parseRetryAfter('Sunday, 29-Nov-26 07:00:30 GMT', now)).toBe(30_000);
+        // asctime: a 30 s wait read as 5 h in New York and as 0 in Tokyo before.
+        expect(parseRetryAfter('Sun Nov 29 07:00:30 2026', now)).toBe(30_000);
+        expect(parseRetryAfter('Sun Nov  1 07:00:30 2026', now)).toBe(0);
+        expect(parseRetryAfter('Sun, 29 Nov 2026 08:00:30 +0100', now)).toBe(30_000);
+      }
+    } finally {
+      if (tz === undefined) delete process.env.TZ;
+      else process.env.TZ = tz;
+    }
+  });
   it('takes a wait past a day (a typo, a date years ahead) as a day, so that every wait is a time the clock holds', () => {
     expect(parseRetryAfter('99999999999999', now)).toBe(MAX_PROVIDER_WAIT_MS);
     expect(parseRetryAfter('Fri, 29 Nov 2030 07:00:00 GMT', now)).toBe(MAX_PROVIDER_WAIT_MS);
