@@ -108,7 +108,8 @@ const BUDGET_RECHECK_MAX_MS = 30 * 60_000;
 
 /**
  * The least wait after the job's nth submit held back by a cool-down (a `429`, the key's shared
- * cool-down), ms: 1 s doubling per such wait, at most 10 min. A provider that answers every submit
+ * cool-down), ms: 1 s doubling per such wait, at most 10 min, and never past the job's submit time
+ * (a last try comes then). A provider that answers every submit
  * `429` with `Retry-After: 0` (or a wait shorter than this) still meets a growing back-off; a
  * longer `Retry-After` is honoured as it is.
  */
@@ -136,13 +137,21 @@ async function waitToSubmit(
   const window = Math.max(job.policy.deadlineMs, 10 * job.policy.activityTimeoutMs);
   const renews = out.wait.reason === 'budget' && out.wait.until ? Date.parse(out.wait.until) : Number.NaN;
   const submitBy = Math.max(Date.parse(job.view.startedAt), Number.isNaN(renews) ? 0 : renews) + window;
+  // The cool-down's own growth never ends the job before its submit time: only the provider's wait
+  // may; a grown wait that would pass it is cut to it, for a last try then (once it has come, the
+  // grown wait passes it and the job ends).
+  const untilSubmitBy = submitBy - Date.now();
   const waitMs =
     out.wait.reason === 'budget'
       ? Math.min(out.retryInMs, BUDGET_RECHECK_MS * Math.pow(2, Math.min(nth - 1, 6)), BUDGET_RECHECK_MAX_MS)
       : out.wait.reason === 'cooldown'
         ? Math.max(
             out.retryInMs,
-            Math.min(COOLDOWN_BACKOFF_MS * Math.pow(2, Math.min(nth - 1, 20)), COOLDOWN_BACKOFF_MAX_MS),
+            Math.min(
+              COOLDOWN_BACKOFF_MS * Math.pow(2, Math.min(nth - 1, 20)),
+              COOLDOWN_BACKOFF_MAX_MS,
+              untilSubmitBy > 0 ? untilSubmitBy : Number.POSITIVE_INFINITY,
+            ),
           )
         : out.retryInMs;
   const at = new Date().toISOString();
