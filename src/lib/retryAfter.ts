@@ -28,7 +28,8 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
   if (DELAY_SECONDS_LIST.test(v))
     return Math.min(MAX_PROVIDER_WAIT_MS, Math.round(Math.max(...v.split(',').map(Number)) * 1000));
   if (!MONTH_NAME.test(v)) return undefined;
-  const at = Date.parse(v);
+  // A date without a zone (asctime's format has none) is UTC, not the worker's local time.
+  const at = Date.parse(ZONE.test(v) ? v : `${v} GMT`);
   if (Number.isNaN(at)) return undefined;
   return Math.min(MAX_PROVIDER_WAIT_MS, Math.max(0, at - nowMs));
 }
@@ -38,6 +39,13 @@ const DELAY_SECONDS_LIST = /^\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*$/;
 
 /** A month's name: every HTTP-date format (IMF-fixdate, RFC 850, asctime) has one. */
 const MONTH_NAME = /\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\b/i;
+
+/**
+ * A time-zone designator `Date.parse` reads (`GMT`, as IMF-fixdate and RFC 850 dates say, a US
+ * zone's name, or an offset). asctime dates carry none and are UTC (RFC 9110 §5.6.7), which
+ * `Date.parse` would read as the process's local time.
+ */
+const ZONE = /\b(?:GMT|UTC?|[ECMP][SD]T)\b|[+-]\d{2}:?\d{2}$/i;
 
 const UNIT_MS: Record<string, number> = {
   ms: 1,

@@ -193,8 +193,8 @@ export function sanitizeInput(value: unknown): unknown {
 function sanitizeDeep(value: unknown, secrets: readonly string[], shapes: boolean): unknown {
   if (typeof value === 'string') {
     const url = asUrl(value);
-    if (url) return sanitizeUrl(url, secrets);
-    const out = redactSecrets(value, secrets);
+    // A URL's query, path or fragment can carry a credential of a known shape under any name.
+    const out = url ? sanitizeUrl(url, secrets) : redactSecrets(value, secrets);
     return shapes ? redactShapedCredentials(out, REDACTED) : out;
   }
   if (Array.isArray(value)) return value.map((v) => sanitizeDeep(v, secrets, shapes));

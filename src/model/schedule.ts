@@ -154,3 +154,17 @@ export function failedReadDelay(
 export function failedReadsSpent(p: FailedReadPolicy, failures: number, sinceMs: number, nowMs: number): boolean {
   return failures >= p.limit && nowMs - sinceMs >= p.budgetMs;
 }
+
+/**
+ * The least wait (ms) after a job's `nth` submit held back by a cool-down (a `429`, the key's
+ * shared cool-down): 1 s doubling per such wait, at most 10 min. A provider that answers every
+ * submit `429` with `Retry-After: 0` (or a wait shorter than this) still meets a growing back-off;
+ * a longer `Retry-After` is honoured as it is. The workflow waits it; the submit attempt records it
+ * in the job's row, so that the wait the API shows is the one the job keeps.
+ */
+export function cooldownFloorMs(nth: number): number {
+  return Math.min(COOLDOWN_BACKOFF_MS * Math.pow(2, Math.min(Math.max(nth, 1) - 1, 20)), COOLDOWN_BACKOFF_MAX_MS);
+}
+
+const COOLDOWN_BACKOFF_MS = 1_000;
+const COOLDOWN_BACKOFF_MAX_MS = 10 * 60_000;

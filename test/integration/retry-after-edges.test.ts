@@ -83,6 +83,41 @@ describe('Retry-After: 0 on a failing provider', () => {
   }, 200_000);
 });
 
+describe("a grown cool-down wait in the job's row", () => {
+  // Before: the workflow waited the grown wait (1, 2, 4, 8 s …), but the row the API and the CLI
+  // show kept the submit attempt's `until` (the provider's wait, at least 1 s): after the fourth
+  // 429 the job waited 8 s while GET /v1/scrapes/:id said it would try again 1 s after that 429.
+  it('after the fourth submit answered 429 + Retry-After: 0, the row says the next try is about 8 s later, not 1 s', async () => {
+    const tag = 'ra-zero-429-until';
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'rate_limit',
+      retryAfterSeconds: 0,
+    } as never);
+    const seen = recordResponses(stack);
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('cnet')}?${tag}`,
+      key: tag,
+      policy: { ...FAST_POLICY, deadlineMs: 300_000 },
+    });
+    const refused = () =>
+      seen.filter((e) => e.endpoint === 'submit' && typeof e.status === 'number' && e.status >= 400).map((e) => e.at);
+    await waitFor(() => refused().length >= 4, 60_000, '4 refused submits');
+    const fourth = refused()[3]!;
+    // The row's wait after the fourth refusal (the attempt records it just after the answer).
+    const wait = await waitFor(async () => {
+      const w = (await stack.client.getScrape('acme', ref.jobId)).waiting;
+      return w?.until && Date.parse(w.until) > fourth ? w : undefined;
+    }, 10_000);
+    await stack.client.cancelScrape('acme', ref.jobId, { wait: false }).catch(() => undefined);
+    expect(refused().length).toBe(4); // still waiting after the fourth
+    expect(Date.parse(wait.until!) - fourth).toBeGreaterThanOrEqual(7_000);
+  }, 120_000);
+});
+
 describe('Retry-After: 0 on a failing cancel endpoint', () => {
   it('cancel calls answered 503 + Retry-After: 0 back off (at most 8 cancels in the 10 s confirm deadline)', async () => {
     const tag = 'ra-zero-cancel';

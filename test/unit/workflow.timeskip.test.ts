@@ -109,6 +109,8 @@ let provider: ScriptedProvider;
 /** The provider of entry `narrow` (a key that admits one active job) and of entry `held` (its submits refused for a cool-down). */
 let narrow: ScriptedProvider;
 let held: ScriptedProvider;
+/** The provider of entry `cooled`: its submits refused `429` with `Retry-After: 0`. */
+let cooled: ScriptedProvider;
 let client: ScrapeClient;
 let worker: Worker;
 let running: Promise<void>;
@@ -138,6 +140,7 @@ beforeAll(async () => {
   provider = new ScriptedProvider(() => env.currentTimeMs());
   narrow = new ScriptedProvider(() => env.currentTimeMs());
   held = new ScriptedProvider(() => env.currentTimeMs());
+  cooled = new ScriptedProvider(() => env.currentTimeMs());
   // No propagation window for a new task's 404s: the window is counted in wall-clock time, which
   // stands still while the test server skips time (activities.poll.test covers the window).
   const entry = (apiKey: string, activeJobs = 100) => ({
@@ -153,6 +156,7 @@ beforeAll(async () => {
         fake: entry('sk-unit-0000'),
         narrow: entry('sk-unit-narrow', 1),
         held: entry('sk-unit-held'),
+        cooled: entry('sk-unit-cooled'),
         // Only account "other" has a credential, in a variable this worker lacks.
         nokey: {
           kind: 'reference',
@@ -163,7 +167,7 @@ beforeAll(async () => {
     },
     {},
   );
-  const providers = new ProviderRegistry(config, {}, { fake: provider, narrow, held });
+  const providers = new ProviderRegistry(config, {}, { fake: provider, narrow, held, cooled });
   // Tracking runs detached and completes asynchronously, as in the product's worker.
   tracker = new DetachedTracker({ client: env.client.activity, heartbeatThrottleMs: HEARTBEAT_THROTTLE_MS });
   const activities = createActivities({
@@ -190,7 +194,7 @@ beforeAll(async () => {
     store,
     taskQueue,
     defaultProvider: 'fake',
-    providers: ['fake', 'narrow', 'held', 'nokey'],
+    providers: ['fake', 'narrow', 'held', 'cooled', 'nokey'],
   });
 }, 180_000);
 
@@ -699,6 +703,29 @@ describe("waits that say why, on the workflow's timer (no failed activity attemp
     for (const s of timers) expect(s).toBeGreaterThanOrEqual(50);
     expect(await eventTypes(handle)).not.toContain('EVENT_TYPE_ACTIVITY_TASK_FAILED');
     expect((await store.jobs.get(ref.jobId))?.state).toBe('failed');
+  }, 120_000);
+
+  it('submits refused 429 with Retry-After: 0 back off, and the growing wait never ends the job before its submit time: the last try comes at it', async () => {
+    cooled.calls = [];
+    cooled.submitImpl = async () => {
+      throw new ProviderError('cooldown', 'POST /api/scrape answered 429 RATE_LIMITED', {
+        httpStatus: 429,
+        code: 'RATE_LIMITED',
+        retryAfterMs: 0,
+      });
+    };
+    // Submit time: max(deadline, 10 × activity timeout) = 500 s. The waits 1, 2, 4, … 128 s end at
+    // about 255 s; the next, 256 s, would pass 500 s: the provider asked for no such wait.
+    const { handle } = await startJob('cooled', { ...POLICY, deadlineMs: 500_000 }, 'cooled');
+    const r = await handle.result().catch((e: unknown) => e);
+    const view = ((r as WorkflowFailedError).cause as ApplicationFailure).details?.[0] as JobView;
+    expect(view.lastError).toMatchObject({ code: 'SUBMIT_NOT_SENT' });
+    const submits = cooled.times('submit');
+    const gaps = submits.slice(1).map((t, i) => t - submits[i]!);
+    expect(gaps.at(-2)!).toBeGreaterThanOrEqual(1.5 * gaps[0]!);
+    // Before: the job failed at about 255 s, its last submit then, half of its submit time unused.
+    expect(submits.at(-1)! - Date.parse(view.startedAt)).toBeGreaterThanOrEqual(490_000);
+    expect(submits.length).toBeLessThanOrEqual(12);
   }, 120_000);
 
   it('a job whose account has no credential on the worker waits, naming it, then ends failed NO_CREDENTIALS', async () => {

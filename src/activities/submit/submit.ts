@@ -19,7 +19,7 @@ import { slotReleased, SLOT_WAIT_MS, slotWaitPlan } from '../slots.js';
 import { recordAnswer, recordRefusal } from './submitRecord.js';
 import { pollLoop } from '../tracking/track.js';
 import type { PollOutcome, PollSchedule } from '../tracking/pollTypes.js';
-import type { FailedReadPolicy } from '../../model/schedule.js';
+import { cooldownFloorMs, type FailedReadPolicy } from '../../model/schedule.js';
 
 /** Input of `submitJob`: the workflow input (to register the row) plus the submit round's flags. */
 export interface SubmitJobInput {
@@ -30,6 +30,11 @@ export interface SubmitJobInput {
   trackingDeadlineMs: number;
   /** How failed provider reads (a reconcile's lookups) are spaced and bounded; absent: the defaults. */
   failedReads?: FailedReadPolicy;
+  /**
+   * The job's submits held back by a cool-down so far: a cool-down met now is the next, and the
+   * row's wait says the grown wait the workflow keeps (`cooldownFloorMs`). Absent: none.
+   */
+  cooldowns?: number;
   /**
    * Continue an accepted submit into the first status checks, in this same attempt, for at most
    * `budgetMs` (ms): a job that finishes within it lives its whole life in one activity. Checks
@@ -270,13 +275,15 @@ export async function submitJob(kit: ActivityKit, input: SubmitJobInput): Promis
     // refusal): nothing was created; the job waits as the provider asked, in the workflow.
     if (isProviderError(e) && e.kind === 'cooldown') {
       const retryInMs = Math.max(1_000, e.details.retryAfterMs ?? kit.deps.defaultCoolDownMs ?? 5_000);
+      // The workflow waits at least the grown wait of this cool-down: the row says so.
+      const waitsMs = Math.max(retryInMs, cooldownFloorMs((input.cooldowns ?? 0) + 1));
       return waiting(
         kit,
         job.jobId,
         {
           reason: 'cooldown',
           message: `submits of provider key ${label} are held back: ${e.message}`,
-          until: new Date(Date.now() + retryInMs).toISOString(),
+          until: new Date(Date.now() + waitsMs).toISOString(),
           detail: { providerKey: label, ...(e.details.code ? { code: e.details.code } : {}) },
         },
         retryInMs,

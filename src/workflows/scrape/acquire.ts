@@ -6,7 +6,7 @@
  */
 import { condition, isCancellation, workflowInfo } from '@temporalio/workflow';
 import type { ReconcileOutcome, SubmitJobInput, SubmitOutcome } from '../../activities/index.js';
-import { failedReadPolicy } from '../../model/schedule.js';
+import { cooldownFloorMs, failedReadPolicy } from '../../model/schedule.js';
 import { isDefiniteRejection, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
 import { settleOutcome } from './poll.js';
@@ -17,6 +17,7 @@ import { settleOutcome } from './poll.js';
  * when a cancel request interrupts it.
  */
 export async function acquireTask(job: ScrapeJob): Promise<boolean> {
+  const waits = { slot: 0, cooldown: 0, credential: 0, operator: 0, budget: 0 };
   // The submit goes on into the first checks (not with webhooks, whose events make the checks),
   // and a cancel does not wait for it.
   const submitInput = (afterReconcile: boolean): SubmitJobInput => ({
@@ -24,10 +25,10 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
     afterReconcile,
     trackingDeadlineMs: job.policy.deadlineMs,
     failedReads: failedReadPolicy(job.policy),
+    cooldowns: waits.cooldown,
   });
   let afterReconcile = false;
   let absentRounds = 0;
-  const waits = { slot: 0, cooldown: 0, credential: 0, operator: 0, budget: 0 };
   for (;;) {
     let out: SubmitOutcome;
     // A slot the key's fair queue grants while this attempt runs (another worker gave it away, or
@@ -107,17 +108,8 @@ const BUDGET_RECHECK_MS = 30_000;
 const BUDGET_RECHECK_MAX_MS = 30 * 60_000;
 
 /**
- * The least wait after the job's nth submit held back by a cool-down (a `429`, the key's shared
- * cool-down), ms: 1 s doubling per such wait, at most 10 min. A provider that answers every submit
- * `429` with `Retry-After: 0` (or a wait shorter than this) still meets a growing back-off; a
- * longer `Retry-After` is honoured as it is.
- */
-const COOLDOWN_BACKOFF_MS = 1_000;
-const COOLDOWN_BACKOFF_MAX_MS = 10 * 60_000;
-
-/**
  * A submit that sent nothing waits as its outcome says (a free slot, a cool-down, a credential, a
- * budget; a cool-down's wait growing with each, see {@link COOLDOWN_BACKOFF_MS}), on a durable timer that the `submitNow` signal ends early (a slot the key's fair queue
+ * budget; a cool-down's wait growing with each, see `cooldownFloorMs`, never past the job's submit time: a last try comes then), on a durable timer that the `submitNow` signal ends early (a slot the key's fair queue
  * granted, a budget raised), the reason shown in the view and the Web UI meanwhile; a signal that
  * came after `nudgesBefore` (the count when the attempt was scheduled) ends it before it starts,
  * so a grant that reached the job while its attempt ran is taken at once. A job held by
@@ -136,13 +128,17 @@ async function waitToSubmit(
   const window = Math.max(job.policy.deadlineMs, 10 * job.policy.activityTimeoutMs);
   const renews = out.wait.reason === 'budget' && out.wait.until ? Date.parse(out.wait.until) : Number.NaN;
   const submitBy = Math.max(Date.parse(job.view.startedAt), Number.isNaN(renews) ? 0 : renews) + window;
+  // The cool-down's own growth never ends the job before its submit time: only the provider's wait
+  // may; a grown wait that would pass it is cut to it, for a last try then (once it has come, the
+  // grown wait passes it and the job ends).
+  const untilSubmitBy = submitBy - Date.now();
   const waitMs =
     out.wait.reason === 'budget'
       ? Math.min(out.retryInMs, BUDGET_RECHECK_MS * Math.pow(2, Math.min(nth - 1, 6)), BUDGET_RECHECK_MAX_MS)
       : out.wait.reason === 'cooldown'
         ? Math.max(
             out.retryInMs,
-            Math.min(COOLDOWN_BACKOFF_MS * Math.pow(2, Math.min(nth - 1, 20)), COOLDOWN_BACKOFF_MAX_MS),
+            Math.min(cooldownFloorMs(nth), untilSubmitBy > 0 ? untilSubmitBy : Number.POSITIVE_INFINITY),
           )
         : out.retryInMs;
   const at = new Date().toISOString();
