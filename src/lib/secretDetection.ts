@@ -20,14 +20,14 @@ export const CREDENTIAL_ANY_CASE =
 /**
  * Credentials recognisable by their shape wherever they stand: a PEM private key block, a JWT
  * (three base64url parts, the first two JSON objects: `eyJ…`), GitHub tokens (`ghp_`, `gho_`,
- * `ghu_`, `ghs_`, `ghr_`, `github_pat_`), AWS access key IDs (`AKIA`/`ASIA` + 16), Slack tokens
+ * `ghu_`, `ghs_`, `ghr_`, `github_pat_`), AWS access key IDs (`AKIA`/`ASIA` + 16 base32 characters, A–Z and 2–7, as AWS issues them), Slack tokens
  * (`xox[abpr]-`), Google API keys (`AIza` + 35).
  */
 const SHAPED_CREDENTIALS = [
   /-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----/,
   /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/,
   /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})/,
-  /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/,
+  /\b(?:AKIA|ASIA)[A-Z2-7]{16}\b/,
   /\bxox[abpr]-[A-Za-z0-9-]{10,}/,
   /\bAIza[0-9A-Za-z_-]{35}\b/,
 ];

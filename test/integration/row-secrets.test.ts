@@ -10,7 +10,7 @@ import { FAST_POLICY, startStack, waitForState, type Stack } from '../helpers/st
 
 const SHAPED = {
   github: 'ghp_R7k2Lq9Vx4Nm8Pw3Zt6Yb1Hc5Jd0Fg2Ks7A',
-  aws: 'AKIAQX7Z2M4N6P8R1T3V',
+  aws: 'AKIAQX7Z2M4N6P5R3T3V',
   slack: 'xoxb-4411223344-5566778899-AbCdEfGhIjKlMnOp',
   google: 'AIzaSyB1x2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q',
   pem: '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx4Zq\n-----END RSA PRIVATE KEY-----',

@@ -61,7 +61,12 @@ export type PollOutcome = { checks: number; providerStatus?: string; progress?: 
     | { kind: 'failed'; error: JobError; note: string; afterCancel?: 'stopped_or_completed' }
     | { kind: 'cancelled' }
     /** `endedAs`: how the provider's record says the task ended before it was removed (`ProviderError`'s `endedAs`). */
-    | { kind: 'expired'; error: JobError; note: string; endedAs?: 'completed' | 'failed' | 'cancelled' }
+    | {
+        kind: 'expired';
+        error: JobError;
+        note: string;
+        endedAs?: 'completed' | 'failed' | 'cancelled' | 'unrecognised';
+      }
     | { kind: 'interrupted'; error: JobError; note: string }
     | { kind: 'deadline' }
     /** Superseded, or the store shows the job final or being cancelled (`state`): nothing was asked. */

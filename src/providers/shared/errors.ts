@@ -92,9 +92,11 @@ export class ProviderError extends Error {
        * Of an `expired` task whose provider record still says how it ended before its data was
        * removed (a Scrapy Cloud job `deleted` keeps its `close_reason`): that end, in our words.
        * A cancel's confirmation weighs it: a task that finished or failed on its own was not
-       * stopped by the cancel, whatever the cancel's answer said.
+       * stopped by the cancel, whatever the cancel's answer said. `unrecognised`: the record says
+       * how it ended in words we do not map (a spider's own close reason), so not that it was
+       * cancelled.
        */
-      endedAs?: 'completed' | 'failed' | 'cancelled';
+      endedAs?: 'completed' | 'failed' | 'cancelled' | 'unrecognised';
       evidence?: ProviderEvidence;
     } = {},
   ) {

@@ -293,7 +293,10 @@ export class ZyteAdapter implements ProviderAdapter {
     if (meta.state === 'deleted') {
       // A deleted job keeps its close reason: how it ended before its data was removed.
       const ended = meta.close_reason ? zyteState('finished', meta.close_reason, this.entry.closeReasons) : undefined;
-      const endedAs = ended === 'completed' || ended === 'failed' || ended === 'cancelled' ? ended : undefined;
+      const endedAs =
+        ended === 'completed' || ended === 'failed' || ended === 'cancelled' || ended === 'unrecognised'
+          ? ended
+          : undefined;
       throw new ProviderError(
         'expired',
         `${res.evidence.endpoint}: job ${taskId} is deleted (by a user, or after the plan's data retention)${meta.close_reason ? ` after it closed ${meta.close_reason}` : ''}; its items are gone`,

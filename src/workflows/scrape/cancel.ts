@@ -215,6 +215,12 @@ async function confirm(
           `the provider's record shows the task ran to its end on its own and was then removed with its result (${o.error.message}): the cancel did not stop it, and there is no result to keep`,
           o.error,
         );
+      if (o.endedAs === 'unrecognised')
+        return finish(
+          'cancel_unconfirmed',
+          `the provider's record shows the task closed for a reason that does not say it was cancelled, and was then removed (${o.error.message}): whether the cancel stopped it is not known`,
+          o.error,
+        );
       if (o.endedAs === 'cancelled')
         return finish('cancelled', `the provider's record shows the task cancelled, then removed (${o.error.message})`);
       // Accepted, then forgotten: the provider stopped and removed it (evidence: the accepted answer, then the 404).

@@ -289,6 +289,16 @@ describe('zyte: answers that were final before we looked', () => {
     return { ref, job, res, final, stops };
   };
 
+  it('a cancel of a job deleted after it closed for a reason of its own spider (no_more_pages): never reported cancelled', async () => {
+    const { res, final } = await cancelAfterEnd('own-reason-before-cancel', (id) => {
+      s.fixture.setState(id, 'finished', 'no_more_pages');
+      s.fixture.markDeleted(id);
+    });
+    expect(res).not.toMatchObject({ state: 'cancelled' });
+    expect(final.state).toBe('cancel_unconfirmed');
+    expect(JSON.stringify(res)).toContain('does not say it was cancelled');
+  });
+
   it('a cancel of a job the provider already finished: stop.json answers ok and does nothing; the job ends completed with its items, the cancel reports completed, never cancelled', async () => {
     const { ref, job, res, final, stops } = await cancelAfterEnd('done-before-cancel', (id) =>
       s.fixture.setState(id, 'finished', 'finished'),
