@@ -44,6 +44,25 @@ async function refusedSubmitGaps(tag: string, fault: Record<string, unknown>, co
   return times.slice(1).map((t, i) => t - times[i]!);
 }
 
+/** Starts a job of `tag` that the simulator keeps running (`action`), and waits for its first status check. */
+async function startRunningJob(tag: string, action: 'hold' | 'never_finish') {
+  stack.sim.faults.add({
+    account: 'acme',
+    endpoint: 'submit',
+    urlContains: tag,
+    action,
+    ...(action === 'hold' ? { holdIn: 'running' } : {}),
+  } as never);
+  const ref = await stack.client.startScrape({
+    account: 'acme',
+    url: `${pages.pageUrl('cnet')}?${tag}`,
+    key: tag,
+    policy: { ...FAST_POLICY, deadlineMs: 120_000 },
+  });
+  await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_checks ?? 0) >= 1);
+  return ref;
+}
+
 describe('Retry-After: 0 on a failing provider', () => {
   // A submit answered 5xx may have created the job: each round is the submit and its replays under
   // our key (at most LATE_REPLAY_RETRIES), then the provider's list; a list that proves no job
@@ -121,14 +140,7 @@ describe("a grown cool-down wait in the job's row", () => {
 describe('Retry-After: 0 on a failing cancel endpoint', () => {
   it('cancel calls answered 503 + Retry-After: 0 back off (at most 8 cancels in the 10 s confirm deadline)', async () => {
     const tag = 'ra-zero-cancel';
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'hold', holdIn: 'running' });
-    const ref = await stack.client.startScrape({
-      account: 'acme',
-      url: `${pages.pageUrl('cnet')}?${tag}`,
-      key: tag,
-      policy: { ...FAST_POLICY, deadlineMs: 120_000 },
-    });
-    await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_checks ?? 0) >= 1);
+    const ref = await startRunningJob(tag, 'hold');
     stack.sim.faults.add({
       account: 'acme',
       endpoint: 'cancel',
@@ -187,14 +199,7 @@ describe('a deadline under a long Retry-After', () => {
 describe('a cancel refused with a wait longer than the confirm deadline', () => {
   it('429 Retry-After: 3600 on the cancel: one cancel request, the job ends cancel_unconfirmed within the confirm deadline, saying why', async () => {
     const tag = 'ra-long-cancel';
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
-    const ref = await stack.client.startScrape({
-      account: 'acme',
-      url: `${pages.pageUrl('cnet')}?${tag}`,
-      key: tag,
-      policy: { ...FAST_POLICY, deadlineMs: 120_000 },
-    });
-    await waitFor(async () => ((await stack.store.jobs.get(ref.jobId))?.status_checks ?? 0) >= 1);
+    const ref = await startRunningJob(tag, 'never_finish');
     stack.sim.faults.add({
       account: 'acme',
       endpoint: 'cancel',
