@@ -109,8 +109,9 @@ const BUDGET_RECHECK_MAX_MS = 30 * 60_000;
 
 /**
  * A submit that sent nothing waits as its outcome says (a free slot, a cool-down, a credential, a
- * budget; a cool-down's wait growing with each, see `cooldownFloorMs`, never past the job's submit time: a last try comes then), on a durable timer that the `submitNow` signal ends early (a slot the key's fair queue
- * granted, a budget raised), the reason shown in the view and the Web UI meanwhile; a signal that
+ * budget; a cool-down's wait grows with each, see `cooldownFloorMs`, never past the job's submit
+ * time: a last try comes then), on a durable timer that the `submitNow` signal ends early (a slot
+ * the key's fair queue granted, a budget raised), the reason shown in the view and the Web UI meanwhile; a signal that
  * came after `nudgesBefore` (the count when the attempt was scheduled) ends it before it starts,
  * so a grant that reached the job while its attempt ran is taken at once. A job held by
  * its budget looks again after 30 s, doubling to 30 min, and at the latest when the period renews.
