@@ -16,7 +16,7 @@ export const MAX_PROVIDER_WAIT_MS = 86_400_000;
 /**
  * Parses a `Retry-After` header value into a wait in ms, at most {@link MAX_PROVIDER_WAIT_MS}.
  * Accepts delay-seconds (`"7"`, `"1.5"`) and an HTTP-date (relative to `nowMs`, epoch ms; it names
- * its month, as every HTTP-date format does). A list of delay-seconds (`"10, 10"`: the header sent
+ * its month, a time of day and a year, as every HTTP-date format does). A list of delay-seconds (`"10, 10"`: the header sent
  * twice, which fetch joins with a comma) gives the longest. Returns `undefined` for absent or
  * unparsable values (`"7."`, `"-5"`, `"1 2"`, which a lenient date parser reads as days of 2001, so
  * a wait of 0); a date in the past gives 0.
@@ -27,7 +27,7 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
   if (v === '') return undefined;
   if (DELAY_SECONDS_LIST.test(v))
     return Math.min(MAX_PROVIDER_WAIT_MS, Math.round(Math.max(...v.split(',').map(Number)) * 1000));
-  if (!MONTH_NAME.test(v)) return undefined;
+  if (!HTTP_DATE_PARTS.every((part) => part.test(v))) return undefined;
   // A date without a zone (asctime's format has none) is UTC, not the worker's local time.
   const at = Date.parse(ZONE.test(v) ? v : `${v} GMT`);
   if (Number.isNaN(at)) return undefined;
@@ -37,8 +37,16 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
 /** One or more delay-seconds, comma-separated (RFC 9110 §5.3: a header sent twice reads as a list). */
 const DELAY_SECONDS_LIST = /^\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*$/;
 
-/** A month's name: every HTTP-date format (IMF-fixdate, RFC 850, asctime) has one. */
-const MONTH_NAME = /\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\b/i;
+/**
+ * What every HTTP-date format (IMF-fixdate, RFC 850, asctime) has: a month's name, a time of day
+ * (`hh:mm:ss`) and a year (two digits in RFC 850). A value lacking one (`5, may`) is no date, though
+ * a lenient date parser reads it as one (midnight of a day in 2001, so a wait of 0).
+ */
+const HTTP_DATE_PARTS = [
+  /\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\b/i,
+  /\b\d{2}:\d{2}:\d{2}\b/,
+  /(?:^|[\s-])(\d{2}|\d{4})(?:\s|$)/,
+];
 
 /**
  * A time-zone designator `Date.parse` reads (`GMT`, as IMF-fixdate and RFC 850 dates say, a US

@@ -50,6 +50,10 @@ describe('Retry-After', () => {
     expect(parseRetryAfter('7.', now)).toBeUndefined();
     expect(parseRetryAfter('-5', now)).toBeUndefined();
     expect(parseRetryAfter('1 2', now)).toBeUndefined();
+    // A month's name alone is no HTTP-date: this was read as midnight of 5 May 2001.
+    expect(parseRetryAfter('5, may', now)).toBeUndefined();
+    expect(parseRetryAfter('may 5', now)).toBeUndefined();
+    expect(parseRetryAfter('Sun, 29 Nov 2026', now)).toBeUndefined();
   });
   it("reads the three HTTP-date formats as UTC whatever the worker's time zone (asctime names none)", () => {
     const tz = process.env.TZ;
