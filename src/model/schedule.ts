@@ -166,5 +166,15 @@ export function cooldownFloorMs(nth: number): number {
   return Math.min(COOLDOWN_BACKOFF_MS * Math.pow(2, Math.min(Math.max(nth, 1) - 1, 20)), COOLDOWN_BACKOFF_MAX_MS);
 }
 
+/**
+ * The wait (ms) before a job's `nth` submit try held back by a cool-down: the provider's
+ * `retryInMs`, lengthened to {@link cooldownFloorMs}, but the lengthening never past
+ * `untilSubmitByMs` (ms left of the job's submit time; none when not positive): the growth alone
+ * never ends a job, only the provider's wait may, and the last try comes at the submit time.
+ */
+export function cooldownWaitMs(retryInMs: number, nth: number, untilSubmitByMs: number): number {
+  return Math.max(retryInMs, Math.min(cooldownFloorMs(nth), untilSubmitByMs > 0 ? untilSubmitByMs : Infinity));
+}
+
 const COOLDOWN_BACKOFF_MS = 1_000;
 const COOLDOWN_BACKOFF_MAX_MS = 10 * 60_000;

@@ -6,6 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  cooldownWaitMs,
   LEARN_MIN_SAMPLES,
   lateness,
   learnedPlan,
@@ -78,5 +79,20 @@ describe('the poll schedule', () => {
       ),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("a cool-down's wait (the workflow waits it; the job's row says it)", () => {
+  it("grows from 1 s, doubling, never shorter than the provider's Retry-After, to at most 10 min", () => {
+    expect([1, 2, 3, 4].map((nth) => cooldownWaitMs(0, nth, 500_000))).toEqual([1_000, 2_000, 4_000, 8_000]);
+    expect(cooldownWaitMs(30_000, 2, 500_000)).toBe(30_000);
+    expect(cooldownWaitMs(0, 40, 3_600_000)).toBe(600_000);
+  });
+  it("is cut at the job's submit time, for a last try then (the row says the cut wait, not the grown one), but never below the provider's wait", () => {
+    // Before: the row said 128 s for a last try that came 10 s later.
+    expect(cooldownWaitMs(0, 8, 10_000)).toBe(10_000);
+    expect(cooldownWaitMs(60_000, 8, 10_000)).toBe(60_000);
+    // Past the submit time: the grown wait is kept (the workflow ends the job then).
+    expect(cooldownWaitMs(0, 8, -1)).toBe(128_000);
   });
 });

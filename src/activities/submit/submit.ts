@@ -19,7 +19,7 @@ import { slotReleased, SLOT_WAIT_MS, slotWaitPlan } from '../slots.js';
 import { recordAnswer, recordRefusal } from './submitRecord.js';
 import { pollLoop } from '../tracking/track.js';
 import type { PollOutcome, PollSchedule } from '../tracking/pollTypes.js';
-import { cooldownFloorMs, type FailedReadPolicy } from '../../model/schedule.js';
+import { cooldownWaitMs, type FailedReadPolicy } from '../../model/schedule.js';
 
 /** Input of `submitJob`: the workflow input (to register the row) plus the submit round's flags. */
 export interface SubmitJobInput {
@@ -32,9 +32,11 @@ export interface SubmitJobInput {
   failedReads?: FailedReadPolicy;
   /**
    * The job's submits held back by a cool-down so far: a cool-down met now is the next, and the
-   * row's wait says the grown wait the workflow keeps (`cooldownFloorMs`). Absent: none.
+   * row's wait says the grown wait the workflow keeps (`cooldownWaitMs`). Absent: none.
    */
   cooldowns?: number;
+  /** When the job's submit time ends (epoch ms), which cuts a grown cool-down's wait. Absent: no cut. */
+  submitBy?: number;
   /**
    * Continue an accepted submit into the first status checks, in this same attempt, for at most
    * `budgetMs` (ms): a job that finishes within it lives its whole life in one activity. Checks
@@ -276,7 +278,11 @@ export async function submitJob(kit: ActivityKit, input: SubmitJobInput): Promis
     if (isProviderError(e) && e.kind === 'cooldown') {
       const retryInMs = Math.max(1_000, e.details.retryAfterMs ?? kit.deps.defaultCoolDownMs ?? 5_000);
       // The workflow waits at least the grown wait of this cool-down: the row says so.
-      const waitsMs = Math.max(retryInMs, cooldownFloorMs((input.cooldowns ?? 0) + 1));
+      const waitsMs = cooldownWaitMs(
+        retryInMs,
+        (input.cooldowns ?? 0) + 1,
+        input.submitBy === undefined ? 0 : input.submitBy - Date.now(),
+      );
       return waiting(
         kit,
         job.jobId,

@@ -6,7 +6,7 @@
  */
 import { condition, isCancellation, workflowInfo } from '@temporalio/workflow';
 import type { ReconcileOutcome, SubmitJobInput, SubmitOutcome } from '../../activities/index.js';
-import { cooldownFloorMs, failedReadPolicy } from '../../model/schedule.js';
+import { cooldownWaitMs, failedReadPolicy } from '../../model/schedule.js';
 import { isDefiniteRejection, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
 import { settleOutcome } from './poll.js';
@@ -26,6 +26,7 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
     trackingDeadlineMs: job.policy.deadlineMs,
     failedReads: failedReadPolicy(job.policy),
     cooldowns: waits.cooldown,
+    submitBy: submitTimeEnd(job),
   });
   let afterReconcile = false;
   let absentRounds = 0;
@@ -126,21 +127,15 @@ async function waitToSubmit(
   nth: number,
   nudgesBefore: number,
 ): Promise<boolean> {
-  const window = Math.max(job.policy.deadlineMs, 10 * job.policy.activityTimeoutMs);
   const renews = out.wait.reason === 'budget' && out.wait.until ? Date.parse(out.wait.until) : Number.NaN;
-  const submitBy = Math.max(Date.parse(job.view.startedAt), Number.isNaN(renews) ? 0 : renews) + window;
-  // The cool-down's own growth never ends the job before its submit time: only the provider's wait
-  // may; a grown wait that would pass it is cut to it, for a last try then (once it has come, the
-  // grown wait passes it and the job ends).
-  const untilSubmitBy = submitBy - Date.now();
+  const submitBy = submitTimeEnd(job, Number.isNaN(renews) ? undefined : renews);
+  // A grown cool-down that would pass the submit time is cut to it, for a last try then (once it
+  // has come, the grown wait passes it and the job ends).
   const waitMs =
     out.wait.reason === 'budget'
       ? Math.min(out.retryInMs, BUDGET_RECHECK_MS * Math.pow(2, Math.min(nth - 1, 6)), BUDGET_RECHECK_MAX_MS)
       : out.wait.reason === 'cooldown'
-        ? Math.max(
-            out.retryInMs,
-            Math.min(cooldownFloorMs(nth), untilSubmitBy > 0 ? untilSubmitBy : Number.POSITIVE_INFINITY),
-          )
+        ? cooldownWaitMs(out.retryInMs, nth, submitBy - Date.now())
         : out.retryInMs;
   const at = new Date().toISOString();
   if (out.wait.reason === 'credential' && nth > CREDENTIAL_WAITS) {
@@ -163,6 +158,15 @@ async function waitToSubmit(
   await condition(() => job.submitNudges() !== nudgesBefore, Math.max(1, waitMs));
   job.waiting(undefined);
   return true;
+}
+
+/**
+ * When the job's submit time ends (epoch ms): `max(deadlineMs, 10 × activityTimeoutMs)` from its
+ * start, or from `renewsAt` (a budget period's renewal, epoch ms) when later.
+ */
+function submitTimeEnd(job: ScrapeJob, renewsAt = 0): number {
+  const window = Math.max(job.policy.deadlineMs, 10 * job.policy.activityTimeoutMs);
+  return Math.max(Date.parse(job.view.startedAt), renewsAt) + window;
 }
 
 /** First wait before the lookups are read again for a job whose existence is proven, ms (then doubling, at most {@link LOOK_AGAIN_MAX_MS}). */
