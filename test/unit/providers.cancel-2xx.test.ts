@@ -2,7 +2,8 @@
  * Cancels of the `apify`, `brightdata` and `scraperapi` adapters against a real loopback server
  * answering a 2xx. Apify answers an abort with the run (`200 {data: Run}`: `ABORTING`/`ABORTED`,
  * or unchanged on a finished run); Bright Data answers an accepted cancel `200 "OK"` (text);
- * ScraperAPI documents no answer (JSON or nothing is taken as accepted). Any other 2xx (a proxy's
+ * ScraperAPI documents no answer (JSON or nothing is taken as accepted, unless the JSON states an
+ * error). Any other 2xx (a proxy's
  * page, other JSON, an empty body where the provider documents one) is not the provider's word and
  * must never be taken as an acceptance: after one, a read that fails or 404s is read as the stop
  * (`cancelled`).
@@ -23,6 +24,8 @@ const ANSWERS: Record<string, { type: string; body: string }> = {
   other: { type: 'application/json', body: '{"ok": true}' },
   html: { type: 'text/html', body: '<html><body>OK</body></html>' },
   empty: { type: 'application/json', body: '' },
+  refused: { type: 'application/json', body: '{"error": "Job not found"}' },
+  unsuccessful: { type: 'application/json', body: '{"success": false, "message": "not allowed"}' },
 };
 
 const base = serveCannedAnswers((req) => {
@@ -100,5 +103,11 @@ describe('scraperapi: a 2xx answer to a cancel (undocumented)', () => {
 
   it("a body that is not JSON (a proxy's page, text) is not an acceptance: an unexpected answer, tried again", async () => {
     for (const name of ['html', 'ok']) await expectUnexpectedAnswer(scraperApi(name), name);
+  });
+
+  it('JSON that states an error (`{"error": …}`, `{"success": false}`) is not an acceptance: a later 404 must not read as the stop', async () => {
+    for (const name of ['refused', 'unsuccessful']) await expectUnexpectedAnswer(scraperApi(name), name);
+    const err = (await scraperApi('refused').catch((e: unknown) => e)) as ProviderError;
+    expect(err.message).toMatch(/Job not found/);
   });
 });

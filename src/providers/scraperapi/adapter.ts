@@ -25,8 +25,8 @@
  * - **Expiry**: results are kept "up to 72 hours (24 hours guaranteed)"; what the status URL answers
  *   afterwards is undocumented: a `404` is counted (`not_found`), `notFoundLimit` in a row → `expired`.
  * - **Cancel** `DELETE /jobs/{id}` (listed, semantics undocumented): sent with the key in a JSON
- *   body; `2xx` → accepted; `404` → not found; `405`/`501` → `unsupported`; `400`/`409` → already
- *   final. An answer carrying the job reads as a status does (`failed` with a `failReason` meaning
+ *   body; `2xx` → accepted (unless its JSON states an error: an unexpected answer, tried again);
+ *   `404` → not found; `405`/`501` → `unsupported`; `400`/`409` → already final. An answer carrying the job reads as a status does (`failed` with a `failReason` meaning
  *   cancelled is `cancelled`). The workflow then confirms by polling.
  * - **No list endpoint and no idempotency key**: a lost submit cannot be reconciled; the job waits
  *   in `unknown` until an operator resolves it (`resolve --task-id` or `--resubmit`).
@@ -283,6 +283,11 @@ export class ScraperApiAdapter implements ProviderAdapter {
     // later 404 or failure is taken as the stop.
     if (this.http.isOk(res) && res.body === undefined && res.text.trim() !== '')
       throw this.http.invalidError(res, 'cancel', 'cancel answer (not JSON)');
+    // Nor is a 2xx that says it failed (`{"error": …}`, `{"success": false}`): a gateway's or an
+    // API version's refusal dressed as success proves no cancel.
+    const refusal = this.http.isOk(res) && word === undefined ? errorIn2xx(res.body) : undefined;
+    if (refusal !== undefined)
+      throw this.http.invalidError(res, 'cancel', `cancel answer carrying an error: ${refusal}`);
     if (this.http.isOk(res)) return { accepted: true, state: known, providerStatus };
     if (res.status === 400 || res.status === 409)
       return { accepted: false, alreadyFinal: true, state: known, providerStatus };
@@ -295,4 +300,18 @@ export class ScraperApiAdapter implements ProviderAdapter {
   async findSubmitted(_ctx: FindContext): Promise<LookupReading[]> {
     return [];
   }
+}
+
+/**
+ * The error a 2xx JSON body states, when it states one: a non-empty `error` (text, or an object's
+ * `message`), or `success: false` (with its `message`). Undefined otherwise.
+ */
+function errorIn2xx(body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const b = body as { error?: unknown; success?: unknown; message?: unknown };
+  const text = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+  if (b.error !== undefined && b.error !== null && b.error !== '' && b.error !== false)
+    return text((b.error as { message?: unknown }).message ?? b.error);
+  if (b.success === false) return typeof b.message === 'string' ? b.message : 'success: false';
+  return undefined;
 }
