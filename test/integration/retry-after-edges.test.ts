@@ -68,7 +68,7 @@ describe('Retry-After: 0 on a failing provider', () => {
   // our key (at most LATE_REPLAY_RETRIES), then the provider's list; a list that proves no job
   // starts the next round after a growing delay, and the job fails after its `submitRounds`,
   // however short the provider's Retry-After.
-  it('a submit answered 503 + Retry-After: 0 every time: at most 1 + 3 calls a round, and the job fails after its rounds, saying why', async () => {
+  it('a submit answered 503 + Retry-After: 0 every time: at most 1 + 3 calls a round, its replays backed off, and the job fails after its rounds, saying why', async () => {
     const tag = 'ra-zero-submit';
     stack.sim.faults.add({
       account: 'acme',
@@ -78,6 +78,7 @@ describe('Retry-After: 0 on a failing provider', () => {
       status: 503,
       retryAfterSeconds: 0,
     });
+    const seen = recordResponses(stack);
     const ref = await stack.client.startScrape({
       account: 'acme',
       url: `${pages.pageUrl('cnet')}?${tag}`,
@@ -99,6 +100,11 @@ describe('Retry-After: 0 on a failing provider', () => {
       (e) => e.type === 'state' && e.state === 'submitting' && /round 2 of 2/.test(JSON.stringify(e.detail)),
     );
     expect(resubmit).toBeDefined();
+    // Within a round the replays back off too: the submit, then replays after growing delays (with
+    // a 5 s attempt, each replay's quick 503 was taken as late and the next came 1 s after it).
+    const submits = seen.filter((e) => e.endpoint === 'submit').map((e) => e.at);
+    const gaps = submits.slice(1, 1 + LATE_REPLAY_RETRIES).map((t, i) => t - submits[i]!);
+    expect(gaps[2]!).toBeGreaterThanOrEqual(1.5 * gaps[1]!);
   }, 200_000);
 });
 

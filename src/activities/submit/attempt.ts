@@ -18,6 +18,20 @@ export const GIVE_UP_MARGIN_MS = 1_000;
 /** Time a reconcile attempt keeps, after a wait in it, to read the lookups once more and answer, ms. */
 export const SETTLE_READ_MARGIN_MS = 5_000;
 
+/**
+ * {@link SETTLE_READ_MARGIN_MS}, or a fifth of the attempt's start-to-close timeout when that is
+ * shorter, ms: an attempt of 5 s keeps 1 s, not all of it (a replay answered in 10 ms was taken
+ * as late, and every replay of a round came 1 s apart).
+ */
+export function settleReadMarginMs(): number {
+  try {
+    const ms = Context.current().info.startToCloseTimeoutMs;
+    return ms > 0 ? Math.min(SETTLE_READ_MARGIN_MS, ms / 5) : SETTLE_READ_MARGIN_MS;
+  } catch {
+    return SETTLE_READ_MARGIN_MS;
+  }
+}
+
 /** What is left of the current activity attempt's start-to-close time, ms (Infinity outside an activity). */
 export function attemptBudget(startedAt: number): number {
   try {

@@ -10,7 +10,7 @@ import type { JobError } from '../../model/types.js';
 import { isProviderError, ProviderError } from '../../providers/shared/errors.js';
 import type { ResolvedProvider } from '../../providers/registry.js';
 import type { JobRow } from '../../store/index.js';
-import { SETTLE_READ_MARGIN_MS, submitAtProvider, submitTimeoutOf } from './attempt.js';
+import { settleReadMarginMs, submitAtProvider, submitTimeoutOf } from './attempt.js';
 import { detachCall, type ActivityKit } from '../context.js';
 import { wakeIfDecidedWithout } from './lateAnswer.js';
 import type { SubmitJobInput } from './submit.js';
@@ -114,7 +114,7 @@ export async function probeReplay(
   );
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<'late'>(
-    (resolve) => (timer = setTimeout(() => resolve('late'), Math.max(1, budgetMs - SETTLE_READ_MARGIN_MS))),
+    (resolve) => (timer = setTimeout(() => resolve('late'), Math.max(1, budgetMs - settleReadMarginMs()))),
   );
   const first = await Promise.race([call, late]);
   clearTimeout(timer);
