@@ -156,8 +156,8 @@ export function failedReadsSpent(p: FailedReadPolicy, failures: number, sinceMs:
 }
 
 /**
- * The least wait (ms) after a job's `nth` submit held back by a cool-down (a `429`, the key's
- * shared cool-down): 1 s doubling per such wait, at most 10 min. A provider that answers every
+ * The least wait (ms) after a job's `nth` submit refused for a while by the provider (a `429`, a
+ * concurrency refusal): 1 s doubling per such wait, at most 10 min. A provider that answers every
  * submit `429` with `Retry-After: 0` (or a wait shorter than this) still meets a growing back-off;
  * a longer `Retry-After` is honoured as it is. The workflow waits it; the submit attempt records it
  * in the job's row, so that the wait the API shows is the one the job keeps.
@@ -167,14 +167,23 @@ export function cooldownFloorMs(nth: number): number {
 }
 
 /**
- * The wait (ms) before a job's `nth` submit try held back by a cool-down: the provider's
- * `retryInMs`, lengthened to {@link cooldownFloorMs}, but the lengthening never past
- * `untilSubmitByMs` (ms left of the job's submit time; none when not positive): the growth alone
- * never ends a job, only the provider's wait may, and the last try comes at the submit time.
+ * The wait (ms) before a job's `nth` submit try held back by a cool-down (`nth` 0: a hold that
+ * does not count, {@link HELD_LOCALLY}): the provider's `retryInMs`, lengthened to
+ * {@link cooldownFloorMs}, but the lengthening never past `untilSubmitByMs` (ms left of the job's
+ * submit time; none when not positive): the growth alone never ends a job, only the provider's
+ * wait may, and the last try comes at the submit time.
  */
 export function cooldownWaitMs(retryInMs: number, nth: number, untilSubmitByMs: number): number {
+  if (nth <= 0) return retryInMs;
   return Math.max(retryInMs, Math.min(cooldownFloorMs(nth), untilSubmitByMs > 0 ? untilSubmitByMs : Infinity));
 }
+
+/**
+ * The code of a submit the worker held back itself, sending nothing (the provider key's shared
+ * cool-down; its wait is the release slot the call claimed): such a hold is no refusal by the
+ * provider and does not grow the job's cool-down, which would make it miss that slot.
+ */
+export const HELD_LOCALLY = 'LOCAL_COOLDOWN';
 
 const COOLDOWN_BACKOFF_MS = 1_000;
 const COOLDOWN_BACKOFF_MAX_MS = 10 * 60_000;

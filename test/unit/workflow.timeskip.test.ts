@@ -20,6 +20,7 @@ import { ScrapeClient } from '../../src/client/index.js';
 import { parseConfig } from '../../src/config.js';
 import type { JobView, PollPolicy } from '../../src/model/types.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
+import { HELD_LOCALLY } from '../../src/model/schedule.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import type { Accepted, CancelAnswer, ProviderAdapter, StatusObservation } from '../../src/providers/adapter.js';
 import type { ProviderResult } from '../../src/model/results.js';
@@ -726,6 +727,27 @@ describe("waits that say why, on the workflow's timer (no failed activity attemp
     // Before: the job failed at about 255 s, its last submit then, half of its submit time unused.
     expect(submits.at(-1)! - Date.parse(view.startedAt)).toBeGreaterThanOrEqual(490_000);
     expect(submits.length).toBeLessThanOrEqual(12);
+  }, 120_000);
+
+  it("submits the worker holds back itself (the key's shared cool-down: nothing sent) wait their release slot each time; only the provider's refusals grow the wait", async () => {
+    cooled.calls = [];
+    cooled.submitImpl = async (n) => {
+      if (n <= 6)
+        throw new ProviderError('cooldown', 'submits of provider key cooled are held (cool-down)', {
+          code: HELD_LOCALLY,
+          retryAfterMs: 1_000,
+        });
+      return { taskId: `task-held-${n}`, providerStatus: 'queued', replayed: false };
+    };
+    const { handle } = await startJob('held-locally', POLICY, 'cooled');
+    while ((await handle.query(stateQuery)).taskId === undefined) await env.sleep(1_000);
+    await handle.terminate('test over');
+    const timers = ((await handle.fetchHistory()).events ?? []).flatMap((e) =>
+      e.timerStartedEventAttributes ? [Number(e.timerStartedEventAttributes.startToFireTimeout?.seconds ?? 0)] : [],
+    );
+    // Six holds, each waited for its slot (about 1 s); counted as refusals they waited 1, 2, 4 … 32 s.
+    expect(timers.length).toBeGreaterThanOrEqual(1);
+    for (const sec of timers) expect(sec).toBeLessThanOrEqual(2);
   }, 120_000);
 
   it('a job whose account has no credential on the worker waits, naming it, then ends failed NO_CREDENTIALS', async () => {

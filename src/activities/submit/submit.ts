@@ -19,7 +19,7 @@ import { slotReleased, SLOT_WAIT_MS, slotWaitPlan } from '../slots.js';
 import { recordAnswer, recordRefusal } from './submitRecord.js';
 import { pollLoop } from '../tracking/track.js';
 import type { PollOutcome, PollSchedule } from '../tracking/pollTypes.js';
-import { cooldownWaitMs, type FailedReadPolicy } from '../../model/schedule.js';
+import { cooldownWaitMs, HELD_LOCALLY, type FailedReadPolicy } from '../../model/schedule.js';
 
 /** Input of `submitJob`: the workflow input (to register the row) plus the submit round's flags. */
 export interface SubmitJobInput {
@@ -280,7 +280,7 @@ export async function submitJob(kit: ActivityKit, input: SubmitJobInput): Promis
       // The workflow waits at least the grown wait of this cool-down: the row says so.
       const waitsMs = cooldownWaitMs(
         retryInMs,
-        (input.cooldowns ?? 0) + 1,
+        e.details.code === HELD_LOCALLY ? 0 : (input.cooldowns ?? 0) + 1,
         input.submitBy === undefined ? 0 : input.submitBy - Date.now(),
       );
       return waiting(

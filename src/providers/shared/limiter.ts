@@ -8,6 +8,7 @@
  * ({@link MemoryCooldowns}) as the fallback.
  */
 import PQueue from 'p-queue';
+import { HELD_LOCALLY } from '../../model/schedule.js';
 import { DEFAULT_QUOTA_HOLD_MS } from './entry.js';
 import { isProviderError, isQuotaExhausted, ProviderError } from './errors.js';
 import type { CooldownState, SharedCooldowns } from './sharedState.js';
@@ -267,7 +268,7 @@ export class KeyLimiter {
       'cooldown',
       `${what} (${hold.reason || 'cool-down'}); this call leaves at its release slot in ${waitMs} ms`,
       {
-        code: 'LOCAL_COOLDOWN',
+        code: HELD_LOCALLY,
         retryAfterMs: waitMs,
       },
     );

@@ -6,7 +6,7 @@
  */
 import { condition, isCancellation, workflowInfo } from '@temporalio/workflow';
 import type { ReconcileOutcome, SubmitJobInput, SubmitOutcome } from '../../activities/index.js';
-import { cooldownWaitMs, failedReadPolicy } from '../../model/schedule.js';
+import { cooldownWaitMs, failedReadPolicy, HELD_LOCALLY } from '../../model/schedule.js';
 import { isDefiniteRejection, jobErrorOf } from './errors.js';
 import type { ScrapeJob } from './machine.js';
 import { settleOutcome } from './poll.js';
@@ -56,7 +56,10 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
       return false;
     }
     if (out.kind === 'waiting') {
-      if (!(await waitToSubmit(job, out, ++waits[out.wait.reason], nudges))) return false;
+      // A hold by the worker itself (nothing sent) is not counted: only the provider's refusals grow a cool-down.
+      const counts = !(out.wait.reason === 'cooldown' && out.wait.detail?.code === HELD_LOCALLY);
+      const nth = counts ? ++waits[out.wait.reason] : 0;
+      if (!(await waitToSubmit(job, out, nth, nudges))) return false;
       continue;
     }
     if (out.kind === 'accepted') {
