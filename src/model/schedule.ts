@@ -162,7 +162,7 @@ export function failedReadsSpent(p: FailedReadPolicy, failures: number, sinceMs:
  * a longer `Retry-After` is honoured as it is. The workflow waits it; the submit attempt records it
  * in the job's row, so that the wait the API shows is the one the job keeps.
  */
-export function cooldownFloorMs(nth: number): number {
+function cooldownFloorMs(nth: number): number {
   return Math.min(COOLDOWN_BACKOFF_MS * Math.pow(2, Math.min(Math.max(nth, 1) - 1, 20)), COOLDOWN_BACKOFF_MAX_MS);
 }
 

@@ -113,7 +113,7 @@ const BUDGET_RECHECK_MAX_MS = 30 * 60_000;
 
 /**
  * A submit that sent nothing waits as its outcome says (a free slot, a cool-down, a credential, a
- * budget; a cool-down's wait grows with each, see `cooldownFloorMs`, never past the job's submit
+ * budget; a cool-down's wait grows with each, see `cooldownWaitMs`, never past the job's submit
  * time: a last try comes then), on a durable timer that the `submitNow` signal ends early (a slot
  * the key's fair queue granted, a budget raised), the reason shown in the view and the Web UI meanwhile; a signal that
  * came after `nudgesBefore` (the count when the attempt was scheduled) ends it before it starts,
