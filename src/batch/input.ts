@@ -22,6 +22,7 @@ import { InvalidInputError } from '../client/errors.js';
 import { canonicalUrl, derivedKey, hostHashKey, legacyRowKey } from '../client/ids.js';
 import { fingerprint } from '../lib/hash.js';
 import { parseJsonStrict } from '../lib/json.js';
+import { redactUrlCredentials, sanitizeInput } from '../lib/sanitize.js';
 import { checkRowSize, IdempotencyKeySchema, TargetUrlSchema } from '../model/schemas.js';
 import { decodeBatchBytes } from './decode.js';
 
@@ -64,7 +65,7 @@ export interface BatchRowError {
   /** The record's last line, when it spans several lines. */
   endLine?: number;
   reason: string;
-  /** The raw line text (truncated to 200 characters). */
+  /** The raw line text, credentials redacted (truncated to 200 characters). */
   raw: string;
 }
 
@@ -77,9 +78,15 @@ export interface BatchInput {
   format: 'csv' | 'jsonl';
 }
 
-/** A {@link BatchRowError} for lines `line..endLine`, its raw text cut to 200 characters. */
+/**
+ * A {@link BatchRowError} for lines `line..endLine`. Its text and reason are shown to a person (the
+ * CLI's error lines and table, the demo): credentials in them (a URL's user-info or credential
+ * parameter, a token of a known shape in any column) are redacted first, as in a started row, then
+ * the text is cut to 200 characters.
+ */
 function rowError(line: number, reason: string, raw: string, endLine = line): BatchRowError {
-  return { line, ...(endLine > line ? { endLine } : {}), reason, raw: raw.slice(0, 200) };
+  const shown = (text: string) => sanitizeInput(redactUrlCredentials(text)) as string;
+  return { line, ...(endLine > line ? { endLine } : {}), reason: shown(reason), raw: shown(raw).slice(0, 200) };
 }
 
 function emptyToUndefined(row: Record<string, unknown>): Record<string, unknown> {

@@ -26,6 +26,19 @@ describe('CSV batches', () => {
     ]);
   });
 
+  it("a rejected line is reported without the credentials it holds (a token of a known shape in any column, a URL's password)", () => {
+    // Made-up values, joined at run time so that no scanner of the repository takes them for real ones.
+    const token = ['ghp', 'R7k2Lq9Vx4Nm8Pw3Zt6Yb1Hc5Jd0Fg2Ks7A'].join('_');
+    const aws = ['AKIA', 'QX7Z2M4N6P5R3T3V'].join('');
+    const { errors } = parseCsvText(
+      `url,note\nftp://b.example/,${token}\nhttps://u:${'hunter2hunter2'}@c.example/,${aws}\nhttps://c.example/,${aws}\n`,
+    );
+    expect(errors.map((e) => e.line)).toEqual([2, 3]);
+    const shown = JSON.stringify(errors);
+    for (const secret of [token, aws, 'hunter2hunter2']) expect(shown).not.toContain(secret);
+    expect(errors[0]!.raw).toMatch(/^ftp:\/\/b\.example\/,\[REDACTED\]/);
+  });
+
   it('skips a line with broken quoting, reports it, and keeps the rows before and after', () => {
     const { items, errors } = parseCsvText(
       'url,note\nhttps://a.example/,ok\nhttps://b.example/,x"y\nhttps://c.example/,z\n',
