@@ -181,11 +181,20 @@ export class PollingRepository {
       .execute();
   }
 
-  /** Records a `404` for the known task. Returns the consecutive count. */
-  async recordNotFound(jobId: string, error: JobError): Promise<number> {
+  /**
+   * Records a `404` for the known task. Returns the consecutive count of those `counted` (default
+   * true); one not counted (a task still inside its kind's propagation window) only becomes the
+   * job's last error.
+   */
+  async recordNotFound(jobId: string, error: JobError, opts: { counted?: boolean } = {}): Promise<number> {
+    const counted = opts.counted ?? true;
     await this.conn.db
       .updateTable('jobs')
-      .set({ not_found_streak: sql`not_found_streak + 1`, last_error: JSON.stringify(error), updated_at: nowIso() })
+      .set({
+        ...(counted ? { not_found_streak: sql`not_found_streak + 1` } : {}),
+        last_error: JSON.stringify(error),
+        updated_at: nowIso(),
+      })
       .where('id', '=', jobId)
       .execute();
     const row = await this.conn.db

@@ -366,23 +366,32 @@ describe('checkOnce (one status check of the polling loop)', () => {
     expect((await store.jobs.get('scrape:acme:c'))?.state).toBe('pending');
   });
 
-  it('404s end a known task expired at the notFoundLimit-th in a row only once it is older than its kind’s propagation window: before, it is not visible yet', async () => {
+  it('404s end a known task expired at the notFoundLimit-th in a row past its kind’s propagation window; those before it are not visible yet and never counted', async () => {
     fake.statusImpl = async () => {
       throw new ProviderError('not_found', 'answered 404', { httpStatus: 404 });
     };
     const young = [];
     for (let i = 0; i < 4; i++) young.push(await again(checkOnce(poll())));
-    expect(young.map((d) => d.delayMs)).toEqual([1_000, 2_000, 4_000, 8_000]); // the failed-read back-off
-    expect(young[3]!.message).toMatch(/not visible yet/);
-    expect((await store.jobs.get(jobId))?.state).toBe('pending');
-    // The same task, past the kind's window (1 min): the streak counts.
-    await store.db
-      .updateTable('jobs')
-      .set({ submitted_at: new Date(Date.now() - 61_000).toISOString() })
-      .execute();
+    // Read again after half the task's age (at least the first failed-read delay), never counted.
+    expect(young.map((d) => d.delayMs)).toEqual([1_000, 1_000, 1_000, 1_000]);
+    expect(young[3]!.message).toMatch(/not visible yet, not counted/);
+    expect((await store.jobs.get(jobId))?.not_found_streak).toBe(0);
+    // A task 40 s old waits 20 s; one 55 s old waits for the window's end (1 min), not 27.5 s.
+    const aged = async (ageMs: number) => {
+      await store.db
+        .updateTable('jobs')
+        .set({ submitted_at: new Date(Date.now() - ageMs).toISOString() })
+        .execute();
+      return again(checkOnce(poll()));
+    };
+    expect((await aged(40_000)).delayMs).toBeCloseTo(20_000, -3);
+    expect((await aged(55_000)).delayMs).toBeLessThanOrEqual(5_000);
+    // Past the window (1 min): each 404 counts, and the third in a row (notFoundLimit) ends it.
+    expect((await aged(61_000)).message).toMatch(/1 of 3 before the task counts as expired/);
+    await again(checkOnce(poll()));
     expect(await outcome(checkOnce(poll()))).toMatchObject({
       kind: 'expired',
-      note: expect.stringMatching(/404.*expired or lost/),
+      note: expect.stringMatching(/404.*3 times in a row.*expired or lost/),
     });
     expect((await store.jobs.get(jobId))?.state).toBe('pending');
   });

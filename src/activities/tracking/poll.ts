@@ -131,9 +131,11 @@ async function onReadError(
 }
 
 /**
- * A `404` for the known task: counted; the task is `expired` only when the streak reaches the
- * policy's `notFoundLimit` and the task is older than its kind's propagation window (a provider
- * may not show a task it just created). Read again on the failed-read back-off meanwhile.
+ * A `404` for the known task. One while the task is younger than its kind's propagation window (a
+ * provider may not show a task it just created) is "not visible yet": never counted, read again
+ * after half the task's age (so the reads grow geometrically), the first time at the window's end.
+ * Past the window each is counted, and the task is `expired` when the streak reaches the policy's
+ * `notFoundLimit`; read again on the failed-read back-off meanwhile.
  */
 async function onNotFound(
   kit: ActivityKit,
@@ -144,21 +146,34 @@ async function onNotFound(
   checks: number,
   until: number,
 ): Promise<CheckResult> {
-  const streak = await kit.store.polling.recordNotFound(input.jobId, error);
   // The cancel path reads its own evidence (an accepted cancel, then a 404: the task stopped).
   const graceMs =
     input.mode === 'track' ? kit.deps.providers.resolve(input.provider, input.account).notFoundGraceMs : 0;
   const ageMs = Date.now() - Date.parse(row.submitted_at ?? row.created_at);
-  await kit.store.findings.appendEvent(input.jobId, 'status_not_found', null, { phase, streak, ageMs, graceMs, error });
-  if (streak >= input.notFoundLimit && ageMs >= graceMs) {
+  const counted = ageMs >= graceMs;
+  const streak = await kit.store.polling.recordNotFound(input.jobId, error, { counted });
+  await kit.store.findings.appendEvent(input.jobId, 'status_not_found', null, {
+    phase,
+    streak,
+    counted,
+    ageMs,
+    graceMs,
+    error,
+  });
+  if (counted && streak >= input.notFoundLimit) {
     const note = `provider answered 404 for known task ${input.taskId} ${streak} times in a row (${phase} read), the task ${Math.round(ageMs / 1000)} s old: expired or lost at the provider, not failed`;
     return { outcome: { kind: 'expired', checks, error, note } };
   }
-  const delay = Math.min(until, failedReadDelay(input.failedReads, streak, undefined, Math.random()));
-  const why =
-    ageMs < graceMs
-      ? `the task is ${Math.round(ageMs / 1000)} s old and this provider may not show a new task for ${Math.round(graceMs / 1000)} s: not visible yet`
-      : `${streak} of ${input.notFoundLimit} before the task counts as expired`;
+  const first = failedReadDelay(input.failedReads, 1, undefined, Math.random());
+  const delay = Math.min(
+    until,
+    counted
+      ? failedReadDelay(input.failedReads, streak, undefined, Math.random())
+      : Math.max(1, Math.min(graceMs - ageMs, Math.max(first, Math.round(ageMs / 2)))),
+  );
+  const why = counted
+    ? `${streak} of ${input.notFoundLimit} before the task counts as expired`
+    : `the task is ${Math.round(ageMs / 1000)} s old and this provider may not show a new task for ${Math.round(graceMs / 1000)} s: not visible yet, not counted`;
   return again(delay, `${phase} read answered 404 (${why})`, checks);
 }
 
