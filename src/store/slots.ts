@@ -402,6 +402,22 @@ export class SlotsRepository {
   }
 
   /**
+   * Moves the job's submit intent to now: its submit, held back after the reservation recorded the
+   * intent (the key's cool-down or quota hold), leaves only now, and a reconcile counts the provider's
+   * lags from when it could have created the task. Nothing changes once the task is known.
+   */
+  async intentSent(jobId: string): Promise<void> {
+    const at = nowIso();
+    await this.conn.db
+      .updateTable('jobs')
+      .set({ submit_intent_at: at, updated_at: at })
+      .where('id', '=', jobId)
+      .where('task_id', 'is', null)
+      .where('submit_intent_at', 'is not', null)
+      .execute();
+  }
+
+  /**
    * Gives the free slots of key `label` to the jobs waiting for them, in the key's fair order
    * (after a job of the key ended: the waiting jobs of every worker sleep on timers, and the grants
    * tell them to submit now). Returns the grants; none when nothing waits or no slot is free.

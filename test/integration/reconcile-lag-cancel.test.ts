@@ -1,9 +1,10 @@
 /**
- * A lost submit on a provider whose list lags (within the lag its kind declares), with a cancel
- * that arrives while the reconcile is waiting out that lag. The cancel path reconciles again
- * before it decides what to stop: that reconcile must not read the lagging list early and call
- * the job absent ("no task exists at the provider, nothing to stop") while the provider job runs
- * on and bills. It waits out the lag like the acquisition's reconcile, finds the task and stops it.
+ * A lost submit on a provider whose list lags (within the lag its kind declares). A cancel that
+ * arrives while the reconcile is waiting out that lag: the cancel path reconciles again before it
+ * decides what to stop, and that reconcile must not read the lagging list early and call the job
+ * absent ("no task exists at the provider, nothing to stop") while the provider job runs on and
+ * bills. It waits out the lag like the acquisition's reconcile, finds the task and stops it. And a
+ * submit held back by the key's cool-down before it left: the lag counts from when it left.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,7 +20,7 @@ import {
   settle,
   waitCancelRecorded,
 } from '../helpers/cancel.js';
-import { FAST_POLICY, startStack, waitFor, type Stack } from '../helpers/stack.js';
+import { FAST_POLICY, recordResponses, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 
 const POLICY: Partial<PollPolicy> = { ...FAST_POLICY, cancelConfirmDeadlineMs: 10_000 };
 const RUN = randomUUID().slice(0, 6);
@@ -124,5 +125,58 @@ describe('a cancel while the reconcile of a lost submit waits out the list lag',
     expect(jobs).toHaveLength(1);
     expect(s.row.task_id).toBe(jobs[0]!.job_id);
     expect(jobs[0]!.status).toBe('cancelled');
+  });
+});
+
+describe('a submit held by the key’s cool-down, then sent, its answer lost', () => {
+  // Runs last: it puts the provider key in an 8 s cool-down.
+  // Before: the intent was recorded when the slot was reserved, seconds before the held submit
+  // left, and the reconcile counted the list's lag from it: it proved "absent" just before the
+  // job showed, and resubmitted (two paid jobs, both completed).
+  it('is not proved absent by the list lagging within its declared window: one provider job', async () => {
+    const [a, b] = [`held-a-${RUN}`, `held-b-${RUN}`];
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: a, action: 'never_finish' });
+    const policy = { ...POLICY, deadlineMs: 120_000, activityTimeoutMs: 30_000 };
+    const refA = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('002')}?${a}`,
+      key: a,
+      policy,
+    });
+    await waitForState(stack.store, refA.jobId, ['pending'], 30_000);
+    const responses = recordResponses(stack);
+    // A 429 on A's status read puts the key in an 8 s cool-down (a submit may be held up to 10 s in its attempt).
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'status',
+      urlContains: a,
+      action: 'rate_limit',
+      retryAfterSeconds: 8,
+      times: 1,
+    });
+    await waitFor(() => responses.some((r) => r.status === 429), 30_000, "A's 429");
+    // B's submit creates the job when it is sent; its answer comes after the HTTP timeout.
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: b,
+      action: 'delay',
+      delayMs: 20_000,
+      commit: true,
+      times: 1,
+    });
+    const refB = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('001')}?${b}`,
+      key: b,
+      policy,
+    });
+    const row = await waitForState(stack.store, refB.jobId, ['completed', 'failed', 'tracking_interrupted'], 90_000);
+    const types = (await stack.store.findings.timeline(refB.jobId)).map((e) => e.type);
+    expect(types).toContain('submit_held');
+    expect(types).not.toContain('reconcile_absent');
+    expect(providerJobs(stack, b)).toHaveLength(1);
+    expect(row.state).toBe('completed');
+    await stack.client.cancelScrape('acme', refA.jobId, { wait: false, reason: 'test done' });
   });
 });

@@ -216,17 +216,23 @@ export async function submitJob(kit: ActivityKit, input: SubmitJobInput): Promis
         }
       : undefined;
   let active = true;
+  let held = false;
   const call = submitAtProvider(kit, job, {
     heartbeat: () => active,
     // The key's cool-downs, read with the reservation a moment ago (when it made it in one statement).
     seen: r.seen,
     // A submit held back by the key's cool-down or quota hold waits without calling the
     // provider; the timeline says so, so a job sitting in `submitting` shows why.
-    onHeld: (waitMs, why) =>
-      kit.store.findings.appendEvent(job.jobId, 'submit_held', null, { message: why, waitMs }).then(
+    onHeld: (waitMs, why) => {
+      held = true;
+      return kit.store.findings.appendEvent(job.jobId, 'submit_held', null, { message: why, waitMs }).then(
         () => undefined,
         () => undefined, // a note the store could not take never holds up the submit
-      ),
+      );
+    },
+    // The intent recorded with the reservation was seconds before a held submit left: the
+    // provider's lags (a reconcile's proof of absence) count from when it leaves.
+    onSend: () => (held ? kit.store.slots.intentSent(job.jobId) : Promise.resolve()),
   });
   const recorded = call
     .then((accepted) =>
