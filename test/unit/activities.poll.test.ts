@@ -22,6 +22,7 @@ import type { CheckResult } from '../../src/activities/tracking/pollTypes.js';
 import { onSlotReleased, slotWaitPlan } from '../../src/activities/slots.js';
 import { parseConfig } from '../../src/config.js';
 import { ProviderError } from '../../src/providers/shared/errors.js';
+import { HELD_LOCALLY } from '../../src/model/schedule.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import type {
   Accepted,
@@ -394,6 +395,23 @@ describe('checkOnce (one status check of the polling loop)', () => {
       note: expect.stringMatching(/404.*3 times in a row.*expired or lost/),
     });
     expect((await store.jobs.get(jobId))?.state).toBe('pending');
+  });
+
+  it("a read the worker held back itself (the key's shared cool-down: nothing sent) is no failed read: the job says it waits for the cool-down", async () => {
+    fake.statusImpl = async () => {
+      throw new ProviderError('cooldown', 'provider key fake is cooling down (429); this call leaves in 30000 ms', {
+        code: HELD_LOCALLY,
+        retryAfterMs: 30_000,
+      });
+    };
+    const held = await again(checkOnce(poll()));
+    expect(held.delayMs).toBe(30_000);
+    expect(held.message).toMatch(/held back \(nothing sent\)/);
+    const row = (await store.jobs.get(jobId))!;
+    // Before: a failed read (status_errors 1, a read_failed event) and no wait shown.
+    expect(Number(row.status_errors)).toBe(0);
+    expect(JSON.parse(row.waiting!)).toMatchObject({ reason: 'cooldown', until: expect.any(String) });
+    expect((await store.findings.timeline(jobId)).map((e) => e.type)).not.toContain('read_failed');
   });
 
   it('failed reads back off with the failures in a row (never with successful checks), never shorter than Retry-After, kept on the row for the next loop', async () => {

@@ -30,6 +30,7 @@ import type { StatusObservation } from '../../providers/adapter.js';
 import {
   failedReadDelay,
   failedReadsSpent,
+  HELD_LOCALLY,
   scheduleDelay as scheduleOf,
   type PollSchedule,
 } from '../../model/schedule.js';
@@ -107,6 +108,17 @@ async function onReadError(
     await kit.recordIncident(input.jobId, phase, e, incidentScope(input));
     const note = `${phase} reads refused (${error.message}); fix the cause and resume with the same task ID ${input.taskId}`;
     return { outcome: { kind: 'interrupted', checks, error, note } };
+  }
+  // A read the worker held back itself (the key's shared cool-down: nothing was sent) is no failed
+  // read: it spends nothing of the failed-read budget, and the job says what it waits for.
+  if (e.kind === 'cooldown' && e.details.code === HELD_LOCALLY) {
+    const waitMs = Math.max(1, e.details.retryAfterMs ?? 1_000);
+    await kit.store.polling.recordWait(input.jobId, {
+      reason: 'cooldown',
+      message: `${phase} reads are held back: ${error.message}`,
+      until: new Date(Date.now() + waitMs).toISOString(),
+    });
+    return again(Math.min(waitMs, until), `${phase} read held back (nothing sent): ${error.message}`, checks);
   }
   // transient, cooldown, ambiguous: a failed read is not a failed task.
   const p = input.failedReads;
