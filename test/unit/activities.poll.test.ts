@@ -654,6 +654,25 @@ describe('reconcileJob (a list that lags)', () => {
     expect(fake.calls).not.toContain('submit');
   });
 
+  it("a lookup the worker held back itself (the key's shared cool-down: nothing sent) is read again when it may leave, without counting as a failed read", async () => {
+    await store.db
+      .updateTable('jobs')
+      .set({ task_id: null, state: 'unknown', submit_intent_at: new Date(Date.now() - 60_000).toISOString() })
+      .where('id', '=', jobId)
+      .execute();
+    fake.listImpl = async () => {
+      throw new ProviderError('cooldown', 'provider key fake is cooling down (429); this call leaves in 20000 ms', {
+        code: HELD_LOCALLY,
+        retryAfterMs: 20_000,
+      });
+    };
+    const held = await failure(env(1).run(acts.reconcileJob, submitInput));
+    expect(held).toMatchObject({ type: 'Reconcile.lookupHeld', nextRetryDelay: 20_000 });
+    const row = (await store.jobs.get(jobId))!;
+    expect(Number(row.status_errors)).toBe(0);
+    expect(JSON.parse(row.waiting!)).toMatchObject({ reason: 'cooldown' });
+  });
+
   it('a job the lagging list shows on the second read is adopted', async () => {
     fake.lagMs = 10_000;
     await store.db

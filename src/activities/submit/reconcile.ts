@@ -25,7 +25,7 @@ import type { JobEventRow } from '../../store/index.js';
 import { LATE_REPLAY_RETRIES, probeReplay, replaySoFar, replaysSent } from './replay.js';
 import type { SubmitJobInput } from './submit.js';
 import { FailureType } from '../failureTypes.js';
-import { failedReadDelay, failedReadPolicy, failedReadsSpent } from '../../model/schedule.js';
+import { failedReadDelay, failedReadPolicy, failedReadsSpent, HELD_LOCALLY } from '../../model/schedule.js';
 import { DEFAULT_POLL_POLICY, type JobError } from '../../model/types.js';
 import { isProviderError, type ProviderError } from '../../providers/shared/errors.js';
 
@@ -179,6 +179,22 @@ async function lookupFailed(kit: ActivityKit, input: SubmitJobInput, e: Provider
     const reason = `the provider refused the lookup (${error.message}); whether the lost submit created a job cannot be checked automatically`;
     await kit.store.findings.appendEvent(input.job.jobId, 'reconcile_undecided', 'unknown', { reason, error });
     return { kind: 'unresolvable', reason };
+  }
+  // A lookup the worker held back itself (the key's shared cool-down: nothing was sent) is no failed
+  // read: it is read again when the cool-down lets it out, and the job says what it waits for.
+  if (e.kind === 'cooldown' && e.details.code === HELD_LOCALLY) {
+    const waitMs = Math.max(1, e.details.retryAfterMs ?? 1_000);
+    await kit.store.polling.recordWait(input.job.jobId, {
+      reason: 'cooldown',
+      message: `the reconcile's lookups are held back: ${error.message}`,
+      until: new Date(Date.now() + waitMs).toISOString(),
+    });
+    throw ApplicationFailure.create({
+      type: 'Reconcile.lookupHeld',
+      message: `lookup held back (nothing sent): ${error.message}`,
+      nextRetryDelay: waitMs,
+      category: ApplicationFailureCategory.BENIGN,
+    });
   }
   const p = input.failedReads ?? failedReadPolicy(DEFAULT_POLL_POLICY);
   const streak = await kit.store.polling.recordReadError(
