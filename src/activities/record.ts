@@ -4,7 +4,7 @@
  */
 import { sanitizeBody } from '../lib/sanitize.js';
 import { isFinalState, type JobState } from '../model/states.js';
-import type { CancelReport, JobError } from '../model/types.js';
+import type { CancelReport, JobError, JobWait } from '../model/types.js';
 import type { ActivityKit } from './context.js';
 import { announceSlotReleased } from './slots.js';
 
@@ -21,6 +21,8 @@ export async function recordState(
     state: JobState;
     error?: JobError | null;
     detail?: unknown;
+    /** What the job waits for after this move (a job that moves to `submitting` or `unknown` may wait). */
+    waiting?: JobWait;
     provider?: string;
     account?: string;
   },
@@ -29,6 +31,7 @@ export async function recordState(
   const moved = await kit.store.jobs.transition(input.jobId, input.state, {
     error: input.error,
     detail: input.detail === undefined ? undefined : sanitizeBody(input.detail, kit.secrets()),
+    ...(input.waiting ? { waiting: input.waiting } : {}),
   });
   if (moved && isFinalState(input.state) && input.provider !== undefined && input.account !== undefined) {
     // A key whose credential cannot be read has no waiting submit to tell.

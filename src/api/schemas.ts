@@ -56,7 +56,7 @@ export const ScrapeSchema = z
         reason: z
           .enum(WAIT_REASONS)
           .describe(
-            'What the job waits for: a free slot under the provider key’s limit (given by the key’s fair share between accounts), a cool-down of the key, a credential the worker lacks, an operator’s decision, or a budget of the account that its estimated cost would take past its amount (the account’s policy holds such jobs until the period renews or the budget is raised).',
+            'What the job waits for: a free slot under the provider key’s limit (given by the key’s fair share between accounts), a cool-down of the key, a credential the worker lacks, an operator’s decision, a budget of the account that its estimated cost would take past its amount (the account’s policy holds such jobs until the period renews or the budget is raised), the provider’s lookups read again after their lag before a lost submit’s outcome is concluded (`evidence`), or the back-off before a submit proven never to have created a task is sent again under the same key (`resubmit`).',
           ),
         message: z.string().describe('What the job waits for and what would end the wait, in one line.'),
         until: z.string().nullable().describe('When the next try comes (UTC), when known.'),

@@ -215,7 +215,7 @@ export interface JobView {
 }
 
 /** Every reason a job may wait for (see {@link JobWait}). */
-export const WAIT_REASONS = ['slot', 'cooldown', 'credential', 'operator', 'budget'] as const;
+export const WAIT_REASONS = ['slot', 'cooldown', 'credential', 'operator', 'budget', 'evidence', 'resubmit'] as const;
 
 /**
  * Why a job that is not moving waits, shown by `status`, `status --live`, the HTTP API and the Web
@@ -223,8 +223,10 @@ export const WAIT_REASONS = ['slot', 'cooldown', 'credential', 'operator', 'budg
  * fair share between accounts), a cool-down or quota hold of the key (`cooldown`), a credential
  * the worker lacks (`credential`), an operator's decision (`operator`), or a budget of its account
  * that its estimate would take past its amount, under the account's `hold` policy (`budget`: until
- * the period renews or the budget is raised). `until`: UTC ISO-8601 time of the next try, when
- * known. (Failing reads of a task show as the job's failing checks and last error.)
+ * the period renews or the budget is raised), the provider's lookups after their lag before a
+ * lost submit's outcome is concluded (`evidence`), or the back-off before a submit proven never
+ * to have created a task is sent again under the same key (`resubmit`). `until`: UTC ISO-8601
+ * time of the next try, when known. (Failing reads of a task show as the job's failing checks and last error.)
  */
 export interface JobWait {
   reason: (typeof WAIT_REASONS)[number];

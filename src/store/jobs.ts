@@ -6,7 +6,7 @@
  */
 import { sql } from 'kysely';
 import { FINAL_STATES, isFinalState, type JobState } from '../model/states.js';
-import type { JobError } from '../model/types.js';
+import type { JobError, JobWait } from '../model/types.js';
 import type { StoreConnection } from './connection.js';
 import { eventRow, nowIso, type NewJobInput } from './rows.js';
 import { IllegalTransitionError, moveJob, reportMove } from './transitions.js';
@@ -421,11 +421,14 @@ export class JobsRepository {
   async transition(
     jobId: string,
     state: JobState,
-    opts: { error?: JobError | null; detail?: unknown } = {},
+    opts: { error?: JobError | null; detail?: unknown; waiting?: JobWait } = {},
   ): Promise<boolean> {
     const out = await this.conn.tx((trx) =>
       moveJob(trx, this.conn.kind, jobId, state, {
-        set: opts.error !== undefined ? { last_error: opts.error ? JSON.stringify(opts.error) : null } : {},
+        set: {
+          ...(opts.error !== undefined ? { last_error: opts.error ? JSON.stringify(opts.error) : null } : {}),
+          ...(opts.waiting ? { waiting: JSON.stringify(opts.waiting) } : {}),
+        },
         detail: opts.detail ?? (opts.error ? { error: opts.error } : null),
       }),
     );

@@ -128,6 +128,45 @@ describe('a cancel while the reconcile of a lost submit waits out the list lag',
   });
 });
 
+describe('what a job whose submit was lost says it waits for', () => {
+  // Before: `waiting` was null in the row (GET /v1/scrapes/:id) and the live view while the
+  // reconcile waited out the lookups' lag (up to a minute) and during the resubmit's back-off.
+  it("the lookups' lag (`evidence`, with the next read's time), then the back-off before the resubmit (`resubmit`)", async () => {
+    const tag = `lag-wait-${RUN}`;
+    const jobId = jobIdFor('acme', tag);
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: tag,
+      action: 'drop_before_commit',
+      times: 1,
+    });
+    await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('001')}?${tag}`,
+      key: tag,
+      policy: { ...POLICY, submitRounds: 3 },
+    });
+    const waitOnRow = (reason: string) =>
+      waitFor(
+        async () => {
+          const w = (await stack.client.getScrape('acme', jobId)).waiting;
+          return w?.reason === reason ? w : undefined;
+        },
+        30_000,
+        `the row to say it waits for ${reason}`,
+      );
+    const lag = await waitOnRow('evidence');
+    expect(Date.parse(lag.until!)).toBeGreaterThan(Date.now() - 1_000);
+    expect((await stack.client.getLiveView('acme', jobId)).waiting).toMatchObject({ reason: 'evidence' });
+    const backOff = await waitOnRow('resubmit');
+    expect(backOff.message).toMatch(/created no task.*round 2 of 3/);
+    expect(backOff.until).toEqual(expect.any(String));
+    expect((await waitForState(stack.store, jobId, ['completed', 'failed'], 60_000)).state).toBe('completed');
+    expect(providerJobs(stack, tag)).toHaveLength(1);
+  });
+});
+
 describe('a submit held by the key’s cool-down, then sent, its answer lost', () => {
   // Runs last: it puts the provider key in an 8 s cool-down.
   // Before: the intent was recorded when the slot was reserved, seconds before the held submit

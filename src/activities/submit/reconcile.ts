@@ -413,6 +413,11 @@ export async function reconcileJob(kit: ActivityKit, input: SubmitJobInput): Pro
           evidence: d.evidence,
         });
         recordReconcile('settling');
+        await kit.store.polling.recordWait(job.jobId, {
+          reason: 'evidence',
+          message: `nothing found yet: the provider's lookups can lag, and the submit may still be answered; they are read again before anything is concluded`,
+          until: new Date(Date.now() + waitMs).toISOString(),
+        });
         // A wait that fits in this attempt is spent here watching the store, so that a late
         // answer recorded meanwhile is adopted at once; a longer one is the server's retry delay.
         if (waitMs <= inlineWaitMs(kit, startedAt)) {

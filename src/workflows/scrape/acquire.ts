@@ -17,7 +17,7 @@ import { settleOutcome } from './poll.js';
  * when a cancel request interrupts it.
  */
 export async function acquireTask(job: ScrapeJob): Promise<boolean> {
-  const waits = { slot: 0, cooldown: 0, credential: 0, operator: 0, budget: 0 };
+  const waits = { slot: 0, cooldown: 0, credential: 0, operator: 0, budget: 0, evidence: 0, resubmit: 0 };
   // The submit goes on into the first checks (not with webhooks, whose events make the checks),
   // and a cancel does not wait for it.
   const submitInput = (afterReconcile: boolean): SubmitJobInput => ({
@@ -88,10 +88,17 @@ export async function acquireTask(job: ScrapeJob): Promise<boolean> {
         return false;
       }
       const delayMs = resubmitDelay(absentRounds, job.policy.jitter);
+      const round = `round ${absentRounds + 1} of ${job.policy.submitRounds}`;
       await job.record('submitting', {
-        note: `reconciled: the provider's list proves no task exists; resubmitting under the same key in ${delayMs} ms (round ${absentRounds + 1} of ${job.policy.submitRounds})`,
+        note: `reconciled: the provider's list proves no task exists; resubmitting under the same key in ${delayMs} ms (${round})`,
+        waiting: {
+          reason: 'resubmit',
+          message: `the provider's list proves the last submit created no task: it is sent again under the same key (${round})`,
+          until: new Date(Date.now() + delayMs).toISOString(),
+        },
       });
       await condition(() => false, delayMs);
+      job.waiting(undefined);
       continue;
     }
     waitForOperator(job, rec.reason);
@@ -220,8 +227,18 @@ async function awaitOperator(job: ScrapeJob, input: SubmitJobInput, lookAgain: b
   }
 }
 
-/** Reconciles an ambiguous submit; a refused reconciliation leaves the job in `unknown` for an operator. */
+/**
+ * Reconciles an ambiguous submit; a refused reconciliation leaves the job in `unknown` for an
+ * operator. Meanwhile the view says the job waits for the provider's lookups (the row says until
+ * when, once the reconcile knows their lag).
+ */
 async function reconcile(job: ScrapeJob, input: SubmitJobInput): Promise<ReconcileOutcome> {
+  const before = job.view.waiting;
+  job.waiting({
+    reason: 'evidence',
+    message:
+      "the submit's outcome is unknown: the provider's lookups (read after their lag) decide it before anything is submitted again",
+  });
   try {
     return await job.acts.reconciler.reconcileJob(input);
   } catch (e) {
@@ -229,6 +246,8 @@ async function reconcile(job: ScrapeJob, input: SubmitJobInput): Promise<Reconci
     const error = jobErrorOf(e, 'reconciliation failed');
     job.noteError(error);
     return { kind: 'unresolvable', reason: `reconciliation was refused (${error.message})` };
+  } finally {
+    job.waiting(before);
   }
 }
 

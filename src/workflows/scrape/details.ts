@@ -15,6 +15,8 @@ const WAITING_FOR: Record<NonNullable<JobView['waiting']>['reason'], string> = {
   credential: 'a credential',
   operator: 'an operator',
   budget: 'its budget',
+  evidence: 'the provider’s lookups',
+  resubmit: 'a resubmit',
 };
 
 /** Renders `view` into the workflow's current details. */

@@ -103,6 +103,7 @@ export class ScrapeJob {
     this.v.state = state;
     this.v.note = opts.note;
     if (opts.error) this.v.lastError = opts.error;
+    if (opts.waiting) this.v.waiting = opts.waiting;
     if (isFinalState(state)) {
       this.v.finishedAt ??= new Date().toISOString();
       this.v.nextCheckAt = undefined;

@@ -7,7 +7,7 @@ import type { SearchAttributeUpdatePair, TypedSearchAttributes } from '@temporal
 import type { TaskRef } from '../../activities/index.js';
 import type { PollSchedule } from '../../model/schedule.js';
 import { canMove, type JobState } from '../../model/states.js';
-import type { CancelReport, JobError, JobView, PollPolicy, ScrapeWorkflowInput } from '../../model/types.js';
+import type { CancelReport, JobError, JobView, JobWait, PollPolicy, ScrapeWorkflowInput } from '../../model/types.js';
 import {
   ScrapeAccount,
   ScrapeBatchId,
@@ -31,6 +31,8 @@ export function checkMove(from: JobState, to: JobState, jobId: string): void {
 export interface MoveOptions {
   note?: string;
   error?: JobError;
+  /** What the job waits for after the move, shown in the view and on the row. */
+  waiting?: JobWait;
 }
 
 /** What an activity observed at the provider: checks made, the raw status word and the effects so far. */
@@ -141,6 +143,7 @@ export interface StateWrite {
   error?: JobError;
   /** The timeline event's detail. */
   detail?: unknown;
+  waiting?: JobWait;
 }
 
 /**
@@ -159,6 +162,7 @@ export function stateWrite(
     account: job.account,
     state,
     error: opts.error,
+    ...(opts.waiting ? { waiting: opts.waiting } : {}),
     detail:
       opts.detail ??
       (opts.note || opts.error
