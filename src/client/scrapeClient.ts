@@ -193,7 +193,8 @@ export class ScrapeClient {
    * `timeoutMs` (default 120000 ms) bounds the wait: past it (e.g. no worker is running) the
    * request is also sent as a signal, which is durable, and the answer is `requested` with a note.
    * Cancelling a finished job (final in the store, even while its workflow is still closing)
-   * changes nothing and says so (`already_final`); cancelling twice
+   * changes nothing and says so (`already_final`), except a `tracking_interrupted` one, whose task
+   * may still run: it is resumed to stop that task at the provider; cancelling twice
    * returns the same outcome; a non-final job whose workflow no longer runs is `not_running`.
    * Throws {@link JobNotFoundError} for a job of another account or none.
    */
@@ -204,13 +205,25 @@ export class ScrapeClient {
   ): Promise<CancelResult> {
     // Authorisation: the job must be this account's (a job started but not yet registered by the
     // worker has no store row yet: its workflow answers for it).
-    await ownedRow(this.opts.store, account, jobId).catch(async (e) => {
+    const row = await ownedRow(this.opts.store, account, jobId).catch(async (e) => {
       if (e instanceof JobNotFoundError) {
         await this.getScrape(account, jobId);
         return undefined;
       }
       throw e;
     });
+    // Tracking stopped, but the task may still run (and bill) at the provider: a resumed run stops
+    // it there and confirms, through the one cancel path, instead of an answer that nothing changed.
+    if (row?.state === 'tracking_interrupted' && row.task_id && !(await this.isRunning(jobId))) {
+      await this.opts.store.jobs.resume(jobId, {
+        resumed: true,
+        taskId: row.task_id,
+        note: 'resumed to cancel the task at the provider',
+      });
+      await startResumedRun(this.opts, row, {
+        pendingCancel: { reason: opts.reason ?? 'requested by client', requestedBy: opts.requestedBy ?? account },
+      });
+    }
     return cancelJob(this.opts, account, jobId, opts);
   }
 

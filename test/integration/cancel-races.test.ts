@@ -258,7 +258,7 @@ describe('deadlines', () => {
     ).toBe(0);
   });
 
-  it('onDeadline: interrupt (default) — tracking_interrupted, no cancel, 0 provider cancels, the task still runs', async () => {
+  it('onDeadline: interrupt (default) — tracking_interrupted, no cancel, 0 provider cancels, the task still runs; a cancel then stops it at the provider', async () => {
     const { tag, jobId, url } = job('deadline-interrupt');
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
     const row = await startRunning(tag, jobId, url, { ...POLICY, deadlineMs: 3_000 });
@@ -272,6 +272,15 @@ describe('deadlines', () => {
     expect(providerCancelCalls(stack, tag)).toBe(0);
     expect(s.results).toBe(0);
     expect(stack.sim.getJob(row.task_id!)?.status).toBe('running');
+    // Its owner then cancels it: the task that may still run is stopped at the provider, through a
+    // resumed run. Before: `already_final`, nothing sent, the task ran on (and billed).
+    const answer = await stack.client.cancelScrape('acme', jobId, { reason: 'stop it', timeoutMs: 30_000 });
+    expect(answer).toMatchObject({ kind: 'observed', state: 'cancelled', report: { outcome: 'cancelled' } });
+    expect(providerCancelCalls(stack, tag)).toBe(1);
+    expect(stack.sim.getJob(row.task_id!)?.status).toBe('cancelled');
+    // A second cancel changes nothing and says so.
+    expect(await stack.client.cancelScrape('acme', jobId)).toMatchObject({ kind: 'already_final', state: 'cancelled' });
+    expect(providerCancelCalls(stack, tag)).toBe(1);
   });
 });
 
