@@ -58,6 +58,9 @@ export type StoredDocument = Omit<ResultDocument, 'body' | 'identity'> & {
 /** Prefix of the {@link ResultPayload.contentNote} of a result with no usable content. */
 export const EMPTY_NOTE_PREFIX = 'empty:';
 
+/** Prefix of the {@link ResultPayload.contentNote} of a page the target answered with an HTTP error status. */
+const TARGET_ERROR_NOTE_PREFIX = 'target error:';
+
 /** Prefix of the {@link ResultPayload.contentNote} of a result with fewer documents than the provider counts. */
 const PARTIAL_NOTE_PREFIX = 'partial:';
 
@@ -113,19 +116,25 @@ function documentHasContent(d: ResultDocument): boolean {
 
 /**
  * The content note of a result (`documents`: its documents as they will be stored): a partial
- * result's note first (see {@link partialNoteOf}, followed by the payload's own note when it has
- * one), else the payload's own note, else — when neither the page nor any document has usable
- * content — a note starting with {@link EMPTY_NOTE_PREFIX} that says what the provider returned;
- * null for a complete result with content.
+ * result's note first (see {@link partialNoteOf}), then the payload's own note, then a target's
+ * HTTP error status (`target error: …`, for a page of status 400 or more); else — when neither the
+ * page nor any document has usable content — a note starting with {@link EMPTY_NOTE_PREFIX} that
+ * says what the provider returned; null for a complete result with content from a page that
+ * answered below 400.
  */
 export function contentNoteOf(
   payload: ResultPayload & { completeness?: ResultCompleteness | null },
   documents: readonly ResultDocument[],
 ): string | null {
   const partial = partialNoteOf(payload.completeness);
-  if (partial) return payload.contentNote ? `${partial}; ${payload.contentNote}` : partial;
-  if (payload.contentNote) return payload.contentNote;
-  if (pageHasContent(payload) || documents.some(documentHasContent)) return null;
+  // A page the target answered with an error status (a 404, a 403 block) is its error page: kept,
+  // as the provider did the work, but never a silent `completed`.
+  const target =
+    (payload.httpStatus ?? 0) >= 400
+      ? `${TARGET_ERROR_NOTE_PREFIX} the target answered HTTP ${payload.httpStatus}: the content is its error page`
+      : null;
+  if (partial || payload.contentNote) return [partial, payload.contentNote, target].filter(Boolean).join('; ');
+  if (pageHasContent(payload) || documents.some(documentHasContent)) return target;
   if (documents.length === 0)
     return `${EMPTY_NOTE_PREFIX} the provider returned no content${payload.httpStatus ? ` (target HTTP ${payload.httpStatus})` : ''}`;
   const errors = documents.filter((d) => d.error);

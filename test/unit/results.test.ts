@@ -311,6 +311,20 @@ describe('content note', () => {
     expect(contentNoteOf(page(), [{ url: 'https://e.x/1', data: { price: 3 } }])).toBeNull();
     expect(contentNoteOf({ ...page(), contentNote: 'binary body kept (…)' }, [])).toBe('binary body kept (…)');
   });
+
+  it('a page the target answered with an error status is kept, with a note saying so: never a silent result', () => {
+    // Before: a 404 page stored as the result of a `completed` job with no note.
+    expect(contentNoteOf(page({ httpStatus: 404, title: 'Not Found', text: 'nothing here' }), [])).toBe(
+      'target error: the target answered HTTP 404: the content is its error page',
+    );
+    expect(contentNoteOf(page({ httpStatus: 403, markdown: '# Blocked', contentNote: 'binary body kept' }), [])).toBe(
+      'binary body kept; target error: the target answered HTTP 403: the content is its error page',
+    );
+    expect(contentNoteOf(page({ httpStatus: 404 }), [])).toBe(
+      'empty: the provider returned no content (target HTTP 404)',
+    );
+    expect(contentNoteOf(page({ httpStatus: 301, markdown: '# Moved' }), [])).toBeNull();
+  });
 });
 
 describe('completeness', () => {
