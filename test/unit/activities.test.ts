@@ -199,10 +199,14 @@ describe('submitJob', () => {
     const row = await store.jobs.get(jobId);
     expect(row?.submit_intent_at).toBeNull();
     expect(JSON.parse(row!.waiting!)).toMatchObject({ reason: 'cooldown' });
-    // The next call with the same provider key is held back locally: the provider sees nothing.
+    // The next call with the same provider key is held back locally: the provider sees nothing,
+    // and a read never sent is no failed read.
     await store.jobs.recordTaskId(jobId, 'task-1', 'queued', 'test');
     const second = (await env().run(check, poll(), false)) as CheckResult;
-    expect(second).toMatchObject({ again: { message: expect.stringMatching(/status read failed/) } });
+    expect(second).toMatchObject({
+      again: { message: expect.stringMatching(/status read held back \(nothing sent\)/) },
+    });
+    expect(Number((await store.jobs.get(jobId))?.status_errors)).toBe(0);
     if (!('again' in second)) throw new Error('expected a next check');
     expect(second.again.delayMs).toBeGreaterThan(6_000);
     expect(fake.calls).toEqual(['submit']);
