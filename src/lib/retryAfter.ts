@@ -39,13 +39,14 @@ const DELAY_SECONDS_LIST = /^\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*$/;
 
 /**
  * What every HTTP-date format (IMF-fixdate, RFC 850, asctime) has: a month's name, a time of day
- * (`hh:mm:ss`) and a year (two digits in RFC 850). A value lacking one (`5, may`) is no date, though
- * a lenient date parser reads it as one (midnight of a day in 2001, so a wait of 0).
+ * (`hh:mm:ss`) and a year (two digits in RFC 850). A value lacking one (`5, may`, or a date with no
+ * year) is no date, though a lenient date parser reads it as one (a day in 2001, so a wait of 0).
  */
 const HTTP_DATE_PARTS = [
   /\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\b/i,
   /\b\d{2}:\d{2}:\d{2}\b/,
-  /(?:^|[\s-])(\d{2}|\d{4})(?:\s|$)/,
+  // A year: four digits, or RFC 850's two after the month (`06-Nov-94 `); a day of the month is no year.
+  /\b\d{4}\b|-\d{2}\s/,
 ];
 
 /**

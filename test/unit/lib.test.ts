@@ -54,6 +54,9 @@ describe('Retry-After', () => {
     expect(parseRetryAfter('5, may', now)).toBeUndefined();
     expect(parseRetryAfter('may 5', now)).toBeUndefined();
     expect(parseRetryAfter('Sun, 29 Nov 2026', now)).toBeUndefined();
+    // Nor is one with no year (a day of the month is none): these too were read as days of 2001.
+    expect(parseRetryAfter('Sun, 06 Dec 08:00:00 GMT', now)).toBeUndefined();
+    expect(parseRetryAfter('12 may 08:00:00', now)).toBeUndefined();
   });
   it("reads the three HTTP-date formats as UTC whatever the worker's time zone (asctime names none)", () => {
     const tz = process.env.TZ;
