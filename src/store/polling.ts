@@ -137,6 +137,8 @@ export class PollingRepository {
           status_errors: sql`status_errors + 1`,
           failing_since: sql`coalesce(failing_since, ${at})`,
           last_error: JSON.stringify(error),
+          // A read was sent (and failed): the job no longer waits for a cool-down it met before.
+          waiting: null,
           updated_at: at,
         })
         .where('id', '=', jobId)
@@ -193,6 +195,7 @@ export class PollingRepository {
       .set({
         ...(counted ? { not_found_streak: sql`not_found_streak + 1` } : {}),
         last_error: JSON.stringify(error),
+        waiting: null,
         updated_at: nowIso(),
       })
       .where('id', '=', jobId)

@@ -102,6 +102,13 @@ const config = parseConfig(
         credentials: { default: { apiKey: 'sk-unit-0000' } },
         limits: { activeJobs: { initial: 4 } },
       },
+      // Another key, whose calls leave at least 3 s apart.
+      spaced: {
+        kind: 'reference',
+        baseUrl: 'http://127.0.0.1:9',
+        credentials: { default: { apiKey: 'sk-unit-spaced' } },
+        limits: { activeJobs: { initial: 4 }, minIntervalMs: 3_000 },
+      },
     },
   },
   {},
@@ -166,7 +173,7 @@ async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {
 beforeEach(async () => {
   store = await openStore('sqlite::memory:');
   fake = new FakeAdapter();
-  const providers = new ProviderRegistry(config, {}, { fake });
+  const providers = new ProviderRegistry(config, {}, { fake, spaced: fake });
   providerKey = providers.resolve('fake', 'acme').providerKey;
   acts = createActivities({ store, providers, resultRetentionMs: 60_000 });
   check = checkOnceOf.bind(null, activityKit({ store, providers, resultRetentionMs: 60_000 }));
@@ -413,6 +420,61 @@ describe('checkOnce (one status check of the polling loop)', () => {
     expect(JSON.parse(row.waiting!)).toMatchObject({ reason: 'cooldown', until: expect.any(String) });
     expect((await store.findings.timeline(jobId)).map((e) => e.type)).not.toContain('read_failed');
   });
+
+  it('the cool-down wait a held read recorded is gone once a read was sent again and failed, or answered 404', async () => {
+    const held = async () => {
+      fake.statusImpl = async () => {
+        throw new ProviderError('cooldown', 'provider key fake is cooling down (429); this call leaves in 1000 ms', {
+          code: HELD_LOCALLY,
+          retryAfterMs: 1_000,
+        });
+      };
+      await again(checkOnce(poll()));
+      expect(JSON.parse((await store.jobs.get(jobId))!.waiting!)).toMatchObject({ reason: 'cooldown' });
+    };
+    /** Checks until a read is sent (the limiter lets it out once the cool-down it learned has passed). */
+    const sentCheck = () =>
+      vi.waitFor(
+        async () => {
+          const a = await again(checkOnce(poll()));
+          if (/held back/.test(a.message)) throw new Error('still held');
+          return a;
+        },
+        { timeout: 20_000, interval: 200 },
+      );
+    await held();
+    fake.statusImpl = async () => {
+      throw new ProviderError('transient', 'answered 503', { httpStatus: 503 });
+    };
+    await sentCheck();
+    expect((await store.jobs.get(jobId))!.waiting).toBeNull();
+    await held();
+    fake.statusImpl = async () => {
+      throw new ProviderError('not_found', 'answered 404', { httpStatus: 404 });
+    };
+    expect((await sentCheck()).message).toMatch(/not visible yet/);
+    expect((await store.jobs.get(jobId))!.waiting).toBeNull();
+  });
+
+  it("a submit queued behind the key's spacing records its intent when it leaves, not when it queued (a reconcile counts the provider's lags from then)", async () => {
+    const spaced = { ...job, jobId: 'scrape:acme:k2', key: 'k2', workflowId: 'scrape:acme:k2', provider: 'spaced' };
+    await store.jobs.insert(Store.jobRow(spaced));
+    // A status read through the key takes its spacing slot: the submit after it leaves about 3 s
+    // after its intent was recorded, sending nothing meanwhile.
+    await checkOnce(poll({ provider: 'spaced' }));
+    let gapMs: number | undefined;
+    fake.submitImpl = async () => {
+      gapMs = Date.now() - Date.parse((await store.jobs.get(spaced.jobId))!.submit_intent_at!);
+      return { taskId: 'task-2', providerStatus: 'queued', replayed: false };
+    };
+    const out = await new MockActivityEnvironment(
+      { attempt: 1, startToCloseTimeoutMs: 30_000, scheduleToCloseTimeoutMs: 0 },
+      { interceptors: [mapProviderErrors] },
+    ).run(acts.submitJob, { job: spaced, trackingDeadlineMs: 60_000 });
+    expect(out).toMatchObject({ kind: 'accepted' });
+    // Before: about 3,000 ms.
+    expect(gapMs!).toBeLessThan(1_000);
+  }, 20_000);
 
   it('failed reads back off with the failures in a row (never with successful checks), never shorter than Retry-After, kept on the row for the next loop', async () => {
     let retryAfterMs: number | undefined;

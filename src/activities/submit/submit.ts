@@ -21,6 +21,12 @@ import { pollLoop } from '../tracking/track.js';
 import type { PollOutcome, PollSchedule } from '../tracking/pollTypes.js';
 import { cooldownWaitMs, HELD_LOCALLY, type FailedReadPolicy } from '../../model/schedule.js';
 
+/**
+ * How long after its reservation (which records the intent) a submit may leave before its intent
+ * is moved to the moment it leaves, ms: less is nothing beside the provider's lags (seconds).
+ */
+const INTENT_DRIFT_MS = 250;
+
 /** Input of `submitJob`: the workflow input (to register the row) plus the submit round's flags. */
 export interface SubmitJobInput {
   job: ScrapeWorkflowInput & { workflowId: string };
@@ -142,6 +148,7 @@ export async function submitJob(kit: ActivityKit, input: SubmitJobInput): Promis
     return waiting(kit, job.jobId, { reason: 'credential', message: e.message }, CREDENTIAL_RETRY_MS);
   }
   const { r, label } = await reserve(kit, input, resolved);
+  const reservedAt = Date.now(); // the intent is recorded with the reservation
   if (r.kind === 'missing')
     throw ApplicationFailure.create({
       type: 'Submit.notRegistered',
@@ -230,9 +237,11 @@ export async function submitJob(kit: ActivityKit, input: SubmitJobInput): Promis
         () => undefined, // a note the store could not take never holds up the submit
       );
     },
-    // The intent recorded with the reservation was seconds before a held submit left: the
-    // provider's lags (a reconcile's proof of absence) count from when it leaves.
-    onSend: () => (held ? kit.store.slots.intentSent(job.jobId) : Promise.resolve()),
+    // The intent recorded with the reservation may be seconds before the submit leaves (held by
+    // the key's cool-down, queued for its spacing or a concurrent call): the provider's lags (a
+    // reconcile's proof of absence) count from when it leaves.
+    onSend: () =>
+      held || Date.now() - reservedAt > INTENT_DRIFT_MS ? kit.store.slots.intentSent(job.jobId) : Promise.resolve(),
   });
   const recorded = call
     .then((accepted) =>
