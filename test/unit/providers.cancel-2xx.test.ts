@@ -26,6 +26,7 @@ const ANSWERS: Record<string, { type: string; body: string }> = {
   empty: { type: 'application/json', body: '' },
   refused: { type: 'application/json', body: '{"error": "Job not found"}' },
   unsuccessful: { type: 'application/json', body: '{"success": false, "message": "not allowed"}' },
+  errword: { type: 'application/json', body: '{"status": "error", "error": "Job not found"}' },
 };
 
 const base = serveCannedAnswers((req) => {
@@ -106,7 +107,8 @@ describe('scraperapi: a 2xx answer to a cancel (undocumented)', () => {
   });
 
   it('JSON that states an error (`{"error": …}`, `{"success": false}`) is not an acceptance: a later 404 must not read as the stop', async () => {
-    for (const name of ['refused', 'unsuccessful']) await expectUnexpectedAnswer(scraperApi(name), name);
+    // Also beside a status word that is no job state (`"status": "error"`).
+    for (const name of ['refused', 'unsuccessful', 'errword']) await expectUnexpectedAnswer(scraperApi(name), name);
     const err = (await scraperApi('refused').catch((e: unknown) => e)) as ProviderError;
     expect(err.message).toMatch(/Job not found/);
   });

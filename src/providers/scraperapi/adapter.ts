@@ -285,7 +285,7 @@ export class ScraperApiAdapter implements ProviderAdapter {
       throw this.http.invalidError(res, 'cancel', 'cancel answer (not JSON)');
     // Nor is a 2xx that says it failed (`{"error": …}`, `{"success": false}`): a gateway's or an
     // API version's refusal dressed as success proves no cancel.
-    const refusal = this.http.isOk(res) && word === undefined ? errorIn2xx(res.body) : undefined;
+    const refusal = this.http.isOk(res) && known === undefined ? errorIn2xx(res.body) : undefined;
     if (refusal !== undefined)
       throw this.http.invalidError(res, 'cancel', `cancel answer carrying an error: ${refusal}`);
     if (this.http.isOk(res)) return { accepted: true, state: known, providerStatus };
