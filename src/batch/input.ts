@@ -22,7 +22,7 @@ import { InvalidInputError } from '../client/errors.js';
 import { canonicalUrl, derivedKey, hostHashKey, legacyRowKey } from '../client/ids.js';
 import { fingerprint } from '../lib/hash.js';
 import { parseJsonStrict } from '../lib/json.js';
-import { redactUrlCredentials, sanitizeInput } from '../lib/sanitize.js';
+import { isSecretName, REDACTED, redactSecrets, redactUrlCredentials, sanitizeInput } from '../lib/sanitize.js';
 import { checkRowSize, IdempotencyKeySchema, TargetUrlSchema } from '../model/schemas.js';
 import { decodeBatchBytes } from './decode.js';
 
@@ -80,14 +80,30 @@ export interface BatchInput {
 
 /**
  * A {@link BatchRowError} for lines `line..endLine`. Its text and reason are shown to a person (the
- * CLI's error lines and table, the demo): credentials in them (a URL's user-info or credential
- * parameter, a token of a known shape in any column) are redacted first, as in a started row, then
- * the text is cut to 200 characters.
+ * CLI's error lines and table, the demo): credentials in them are redacted first, as in a started
+ * row — the values of secret-named fields (`row`: the line's fields, when it was read into any;
+ * a JSON `"api_key": "…"` pair otherwise), a URL's user-info or credential parameter, a token of
+ * a known shape — then the text is cut to 200 characters.
  */
-function rowError(line: number, reason: string, raw: string, endLine = line): BatchRowError {
-  const shown = (text: string) => sanitizeInput(redactUrlCredentials(text)) as string;
+function rowError(
+  line: number,
+  reason: string,
+  raw: string,
+  endLine = line,
+  row?: Record<string, unknown>,
+): BatchRowError {
+  const named = Object.entries(row ?? {}).flatMap(([k, v]) => (isSecretName(k) && typeof v === 'string' ? [v] : []));
+  const shown = (text: string) =>
+    sanitizeInput(redactUrlCredentials(redactSecrets(text, named).replace(JSON_PAIR, secretPair))) as string;
   return { line, ...(endLine > line ? { endLine } : {}), reason: shown(reason), raw: shown(raw).slice(0, 200) };
 }
+
+/** A JSON `"name": "value"` pair in a line's text (read even where the line is not valid JSON). */
+const JSON_PAIR = /"((?:[^"\\]|\\.)*)"(\s*:\s*)"((?:[^"\\]|\\.)*)"/g;
+
+/** {@link JSON_PAIR}'s replacement: the value of a secret-named field redacted. */
+const secretPair = (pair: string, name: string, colon: string) =>
+  isSecretName(name) ? `"${name}"${colon}"${REDACTED}"` : pair;
 
 function emptyToUndefined(row: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(row).filter(([, v]) => v !== '' && v !== null && v !== undefined));
@@ -119,7 +135,7 @@ function toItem(
   rawText: string,
   endLine = line,
 ): BatchItem | undefined {
-  const refuse = (reason: string) => void ctx.errors.push(rowError(line, reason, rawText, endLine));
+  const refuse = (reason: string) => void ctx.errors.push(rowError(line, reason, rawText, endLine, raw));
   const bad = badLineIn(ctx, line, endLine);
   if (bad) return refuse(bad);
   const parsed = BatchRowSchema.safeParse(emptyToUndefined(raw));
@@ -270,8 +286,9 @@ export function parseCsvText(input: string, opts: CsvOptions & ParseContext = {}
       // A record over several lines with the wrong field count is usually an unclosed quote that
       // swallowed the lines after it: name them all, so none is lost without a mention.
       const span = endLine > line ? ` (this record spans lines ${line}–${endLine}: check for an unclosed quote)` : '';
+      const fields = Object.fromEntries(columns.map((c, i) => [c, record[i]]));
       return void errors.push(
-        rowError(line, `${record.length} fields but the header has ${columns.length}${span}`, raw, endLine),
+        rowError(line, `${record.length} fields but the header has ${columns.length}${span}`, raw, endLine, fields),
       );
     }
     const item = toItem(line, Object.fromEntries(columns.map((c, i) => [c, record[i]])), ctx, raw, endLine);

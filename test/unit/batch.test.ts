@@ -39,6 +39,20 @@ describe('CSV batches', () => {
     expect(errors[0]!.raw).toMatch(/^ftp:\/\/b\.example\/,\[REDACTED\]/);
   });
 
+  it('a rejected line is reported without the values of its secret-named fields (a credential of no known shape)', () => {
+    const value = ['hunter', '2', 'secret', 'value', '99'].join('');
+    const rejected = [
+      parseCsvText(`url,api_key\nnot-a-url,${value}\n`),
+      parseCsvText(`url,api_key,note\nhttps://a.example/,${value}\n`), // a field short
+      parseJsonlText(JSON.stringify({ url: 'not a url', password: value })),
+      parseJsonlText(`{"url":"https://example.com/c","api_key":"${value}",}`), // not valid JSON
+    ];
+    for (const { errors } of rejected) {
+      expect(errors).toHaveLength(1);
+      expect(JSON.stringify(errors[0])).not.toContain(value);
+    }
+  });
+
   it('skips a line with broken quoting, reports it, and keeps the rows before and after', () => {
     const { items, errors } = parseCsvText(
       'url,note\nhttps://a.example/,ok\nhttps://b.example/,x"y\nhttps://c.example/,z\n',
