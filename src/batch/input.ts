@@ -22,7 +22,8 @@ import { InvalidInputError } from '../client/errors.js';
 import { canonicalUrl, derivedKey, hostHashKey, legacyRowKey } from '../client/ids.js';
 import { fingerprint } from '../lib/hash.js';
 import { parseJsonStrict } from '../lib/json.js';
-import { isSecretName, REDACTED, redactSecrets, redactUrlCredentials, sanitizeInput } from '../lib/sanitize.js';
+import { isSecretName, REDACTED, redactSecrets, redactUrlCredentials } from '../lib/sanitize.js';
+import { redactShapedCredentials } from '../lib/secretDetection.js';
 import { checkRowSize, IdempotencyKeySchema, TargetUrlSchema } from '../model/schemas.js';
 import { decodeBatchBytes } from './decode.js';
 
@@ -93,8 +94,9 @@ function rowError(
   row?: Record<string, unknown>,
 ): BatchRowError {
   const named = Object.entries(row ?? {}).flatMap(([k, v]) => (isSecretName(k) && typeof v === 'string' ? [v] : []));
+  // Never re-serialised (a line that parses as a URL stays as written, so the row is recognisable).
   const shown = (text: string) =>
-    sanitizeInput(redactUrlCredentials(redactSecrets(text, named).replace(JSON_PAIR, secretPair))) as string;
+    redactShapedCredentials(redactUrlCredentials(redactSecrets(text, named).replace(JSON_PAIR, secretPair)), REDACTED);
   return { line, ...(endLine > line ? { endLine } : {}), reason: shown(reason), raw: shown(raw).slice(0, 200) };
 }
 
