@@ -402,9 +402,10 @@ export class SlotsRepository {
   }
 
   /**
-   * Moves the job's submit intent to now: its submit, held back after the reservation recorded the
-   * intent (the key's cool-down or quota hold), leaves only now, and a reconcile counts the provider's
-   * lags from when it could have created the task. Nothing changes once the task is known.
+   * Moves the job's submit intent to now: its submit, held back or queued after the reservation
+   * recorded the intent (the key's cool-down, quota hold or spacing), leaves only now, and a reconcile
+   * counts the provider's lags from when it could have created the task. Nothing changes once the
+   * task is known.
    */
   async intentSent(jobId: string): Promise<void> {
     const at = nowIso();

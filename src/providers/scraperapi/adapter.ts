@@ -26,7 +26,8 @@
  *   afterwards is undocumented: a `404` is counted (`not_found`), `notFoundLimit` in a row → `expired`.
  * - **Cancel** `DELETE /jobs/{id}` (listed, semantics undocumented): sent with the key in a JSON
  *   body; `2xx` → accepted (unless its JSON states an error: an unexpected answer, tried again);
- *   `404` → not found; `405`/`501` → `unsupported`; `400`/`409` → already final. An answer carrying the job reads as a status does (`failed` with a `failReason` meaning
+ *   `404` → not found; `405`/`501` → `unsupported`; `400`/`409` → already final. An answer
+ *   carrying the job reads as a status does (`failed` with a `failReason` meaning
  *   cancelled is `cancelled`). The workflow then confirms by polling.
  * - **No list endpoint and no idempotency key**: a lost submit cannot be reconciled; the job waits
  *   in `unknown` until an operator resolves it (`resolve --task-id` or `--resubmit`).
