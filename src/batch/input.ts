@@ -93,7 +93,7 @@ function rowError(
   endLine = line,
   row?: Record<string, unknown>,
 ): BatchRowError {
-  const named = Object.entries(row ?? {}).flatMap(([k, v]) => (isSecretName(k) && typeof v === 'string' ? [v] : []));
+  const named = Object.entries(row ?? {}).flatMap(([k, v]) => (secretField(k) && typeof v === 'string' ? [v] : []));
   // Never re-serialised (a line that parses as a URL stays as written, so the row is recognisable).
   const shown = (text: string) =>
     redactShapedCredentials(redactUrlCredentials(redactSecrets(text, named).replace(JSON_PAIR, secretPair)), REDACTED);
@@ -105,7 +105,14 @@ const JSON_PAIR = /"((?:[^"\\]|\\.)*)"(\s*:\s*)"((?:[^"\\]|\\.)*)"/g;
 
 /** {@link JSON_PAIR}'s replacement: the value of a secret-named field redacted. */
 const secretPair = (pair: string, name: string, colon: string) =>
-  isSecretName(name) ? `"${name}"${colon}"${REDACTED}"` : pair;
+  secretField(name) ? `"${name}"${colon}"${REDACTED}"` : pair;
+
+/**
+ * Whether a batch field's value is a secret by its name: a secret-looking name that is not one of
+ * the row's own columns (`key` is the job's idempotency key, which the user needs to find the row,
+ * though `key` names Google's API key in a URL).
+ */
+const secretField = (name: string) => isSecretName(name) && !['url', 'key', 'format', 'provider'].includes(name);
 
 function emptyToUndefined(row: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(row).filter(([, v]) => v !== '' && v !== null && v !== undefined));

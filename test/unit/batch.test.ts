@@ -51,6 +51,15 @@ describe('CSV batches', () => {
       expect(errors).toHaveLength(1);
       expect(JSON.stringify(errors[0])).not.toContain(value);
     }
+    // The row's own `key` column (its idempotency key) stays, in the line and the reason.
+    const dup = parseCsvText(
+      'url,key\nhttps://shop.example/item-42,item-42\nhttps://shop.example/item-42?x=1,item-42\n',
+    );
+    expect(dup.errors[0]).toMatchObject({
+      raw: 'https://shop.example/item-42?x=1,item-42',
+      reason: expect.stringContaining('same key item-42'),
+    });
+    expect(parseJsonlText('{"url":"ftp://orders.example/a-1","key":"a-1"}').errors[0]!.raw).toContain('"key":"a-1"');
   });
 
   it('skips a line with broken quoting, reports it, and keeps the rows before and after', () => {
