@@ -31,9 +31,10 @@ export const CLOSE_AS_CANCELLED_REASON =
 
 /**
  * Moves the job to `cancelling` (once; the report is kept in the timeline) and asks the provider
- * to cancel the task — unless the store shows the job final or a check already saw the task
- * completed, failed or cancelled at the provider (`skipped`: nothing is sent). Returns the provider's answer, or `unsupported`. Transient failures throw
- * (retried within the cancel-confirmation deadline).
+ * to cancel the task — unless the store shows the job final (but for `tracking_interrupted`, whose
+ * task may still run) or a check already saw the task completed, failed or cancelled at the
+ * provider (`skipped`: nothing is sent). Returns the provider's answer, or `unsupported`.
+ * Transient failures throw (retried within the cancel-confirmation deadline).
  */
 export async function cancelAtProvider(
   kit: ActivityKit,
@@ -42,7 +43,9 @@ export async function cancelAtProvider(
   const { store } = kit;
   const row = await store.jobs.get(ref.jobId);
   const lastStatus = row?.provider_status ?? undefined;
-  if (row && isFinalState(row.state)) return { kind: 'skipped', reason: `the job is already ${row.state}`, lastStatus };
+  // `tracking_interrupted` is final but its task may still run: a run resumed to cancel it gets here.
+  if (row && isFinalState(row.state) && row.state !== 'tracking_interrupted')
+    return { kind: 'skipped', reason: `the job is already ${row.state}`, lastStatus };
   if (row?.provider_state === 'completed')
     return {
       kind: 'skipped',

@@ -11,7 +11,7 @@ import { Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/
 import { isFinalState } from '../model/states.js';
 import type { StartScrapeInput } from '../model/schemas.js';
 import type { JobView, ScrapeWorkflowInput } from '../model/types.js';
-import type { BinaryBody } from '../store/index.js';
+import type { BinaryBody, JobRow } from '../store/index.js';
 import { stateQuery, wakeSignal, type Resolution, type WakeHint } from '../model/messages.js';
 import { ScrapeAccount } from '../workflows/searchAttributes.js';
 import { BudgetsClient } from './budgets.js';
@@ -214,12 +214,9 @@ export class ScrapeClient {
     });
     // Tracking stopped, but the task may still run (and bill) at the provider: a resumed run stops
     // it there and confirms, through the one cancel path, instead of an answer that nothing changed.
-    if (row?.state === 'tracking_interrupted' && row.task_id && !(await this.isRunning(jobId))) {
-      await this.opts.store.jobs.resume(jobId, {
-        resumed: true,
-        taskId: row.task_id,
-        note: 'resumed to cancel the task at the provider',
-      });
+    // The run itself takes the row out of `tracking_interrupted` (to `cancelling`), so a client
+    // that dies here leaves either nothing started or a run that carries the cancel: no orphan.
+    if (row?.state === 'tracking_interrupted' && row.task_id && !(await this.resumedRunUnderWay(row))) {
       await startResumedRun(this.opts, row, {
         pendingCancel: { reason: opts.reason ?? 'requested by client', requestedBy: opts.requestedBy ?? account },
       });
@@ -276,16 +273,25 @@ export class ScrapeClient {
         requestedBy: requested?.requestedBy ?? 'unknown',
       };
     }
-    // The interrupted run records `tracking_interrupted` just before it closes: if it is still
-    // running, let it close (a resumed run already under way is left alone).
-    const handle = this.opts.temporal.workflow.getHandle(jobId);
-    if (!orphan && (await this.isRunning(jobId))) {
+    if (orphan || !(await this.resumedRunUnderWay(row)))
+      await startResumedRun(this.opts, row, { policy: opts.policy, pendingCancel });
+    return { jobId, account, key: row.idem_key };
+  }
+
+  /**
+   * For a `tracking_interrupted` row: true when a run resumed for its task already runs (leave it
+   * alone) or the row left that state meanwhile (another caller resumed or cancelled it). The
+   * interrupted run records the state just before it closes: while it still runs, this waits up
+   * to 30 s for it to close, so a new run can start.
+   */
+  private async resumedRunUnderWay(row: JobRow): Promise<boolean> {
+    const handle = this.opts.temporal.workflow.getHandle(row.id);
+    if (await this.isRunning(row.id)) {
       const d = await handle.describe();
-      if (d.memo?.resumedTaskId === row.task_id) return { jobId, account, key: row.idem_key };
+      if (d.memo?.resumedTaskId === row.task_id) return true;
       await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, 30_000))]);
     }
-    await startResumedRun(this.opts, row, { policy: opts.policy, pendingCancel });
-    return { jobId, account, key: row.idem_key };
+    return (await this.opts.store.jobs.get(row.id))?.state !== row.state;
   }
 
   /**

@@ -36,9 +36,10 @@ export const FINAL_STATES: readonly JobState[] = [
 /**
  * The moves a job's state may make (docs/design.md, "The scrape workflow"): the workflow's
  * `ScrapeJob` checks every move against it, and so does the store's one writer of `jobs.state`
- * (`src/store/transitions.ts`), which refuses any other. Staying put is not a move. Two edges leave
- * a final state, and only the store takes them: `completed` → `expired` (the result's retention
- * ended) and `tracking_interrupted` → `pending` (an operator resumed tracking).
+ * (`src/store/transitions.ts`), which refuses any other. Staying put is not a move. Three edges
+ * leave a final state, and only the store takes them: `completed` → `expired` (the result's
+ * retention ended), `tracking_interrupted` → `pending` (an operator resumed tracking) and
+ * `tracking_interrupted` → `cancelling` (a run resumed to cancel the task that may still run).
  */
 export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
   submitting: ['pending', 'unknown', 'failed', 'cancelling'],
@@ -49,7 +50,7 @@ export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
   failed: [],
   cancelled: [],
   cancel_unconfirmed: [],
-  tracking_interrupted: ['pending'],
+  tracking_interrupted: ['pending', 'cancelling'],
   expired: [],
 };
 

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobIdFor, type CancelResult } from '../../src/client/index.js';
+import { startResumedRun } from '../../src/client/start.js';
 import type { PollPolicy } from '../../src/model/types.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { cancelUpdate } from '../../src/workflows/scrape/messages.js';
@@ -24,7 +25,7 @@ import {
   waitRow,
   type Door,
 } from '../helpers/cancel.js';
-import { FAST_POLICY, startStack, waitFor, type Stack } from '../helpers/stack.js';
+import { FAST_POLICY, startStack, waitFor, waitForState, type Stack } from '../helpers/stack.js';
 
 const POLICY: Partial<PollPolicy> = { ...FAST_POLICY, cancelConfirmDeadlineMs: 8_000 };
 const RUN = randomUUID().slice(0, 6);
@@ -281,6 +282,37 @@ describe('deadlines', () => {
     // A second cancel changes nothing and says so.
     expect(await stack.client.cancelScrape('acme', jobId)).toMatchObject({ kind: 'already_final', state: 'cancelled' });
     expect(providerCancelCalls(stack, tag)).toBe(1);
+  });
+
+  it('a cancel of a tracking_interrupted job whose client dies right after starting the resumed run still stops the task: no orphan', async () => {
+    const { tag, jobId, url } = job('interrupt-client-dies');
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: tag, action: 'never_finish' });
+    const row = await startRunning(tag, jobId, url, { ...POLICY, deadlineMs: 3_000 });
+    await settle(stack, jobId, 30_000);
+    const interrupted = (await stack.store.jobs.get(jobId))!;
+    expect(interrupted.state).toBe('tracking_interrupted');
+    // What `cancelScrape` does before its Update, and nothing after: the client is gone. Before, the
+    // client first moved the row to `pending`, so a client that died between the two steps left a
+    // non-final row with no run (an orphan whose later cancels answered `not_running`).
+    const ctx = {
+      temporal: stack.temporal,
+      store: stack.store,
+      taskQueue: stack.config.temporal.taskQueue,
+      defaultProvider: 'reference',
+    };
+    await startResumedRun(ctx, interrupted, { pendingCancel: { reason: 'stop it', requestedBy: 'acme' } });
+    const end = await waitForState(
+      stack.store,
+      jobId,
+      ['cancelled', 'cancel_unconfirmed', 'completed', 'failed'],
+      30_000,
+    );
+    expect(end.state).toBe('cancelled');
+    expect(providerCancelCalls(stack, tag)).toBe(1);
+    expect(stack.sim.getJob(row.task_id!)?.status).toBe('cancelled');
+    const moves = (await stack.store.findings.timeline(jobId)).map((e) => e.state);
+    expect(moves.slice(moves.lastIndexOf('tracking_interrupted'))).not.toContain('pending');
+    expect(await stack.client.cancelScrape('acme', jobId)).toMatchObject({ kind: 'already_final', state: 'cancelled' });
   });
 });
 
