@@ -4,7 +4,7 @@
  * `trackStatus` in `confirm_cancel` mode and records it with `recordState`.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { isFinalState } from '../model/states.js';
+import { REOPENED_BY_CANCEL, isFinalState, type JobState } from '../model/states.js';
 import { isProviderError } from '../providers/shared/errors.js';
 import type { CancelAnswer } from '../providers/adapter.js';
 import { sanitizeBody } from '../lib/sanitize.js';
@@ -31,8 +31,8 @@ export const CLOSE_AS_CANCELLED_REASON =
 
 /**
  * Moves the job to `cancelling` (once; the report is kept in the timeline) and asks the provider
- * to cancel the task — unless the store shows the job final (but for `tracking_interrupted`, whose
- * task may still run) or a check already saw the task completed, failed or cancelled at the
+ * to cancel the task — unless the store shows the job final (but for the `REOPENED_BY_CANCEL` states,
+ * whose task may still run) or a check already saw the task completed, failed or cancelled at the
  * provider (`skipped`: nothing is sent). Returns the provider's answer, or `unsupported`.
  * Transient failures throw (retried within the cancel-confirmation deadline).
  */
@@ -43,8 +43,8 @@ export async function cancelAtProvider(
   const { store } = kit;
   const row = await store.jobs.get(ref.jobId);
   const lastStatus = row?.provider_status ?? undefined;
-  // `tracking_interrupted` is final but its task may still run: a run resumed to cancel it gets here.
-  if (row && isFinalState(row.state) && row.state !== 'tracking_interrupted')
+  // A final state whose task may still run is reopened by the run resumed to cancel it.
+  if (row && isFinalState(row.state) && !REOPENED_BY_CANCEL.includes(row.state as JobState))
     return { kind: 'skipped', reason: `the job is already ${row.state}`, lastStatus };
   if (row?.provider_state === 'completed')
     return {

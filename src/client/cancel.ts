@@ -5,7 +5,7 @@
  * per-job path.
  */
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import { isFinalState, type JobState } from '../model/states.js';
+import { REOPENED_BY_CANCEL, isFinalState, type JobState } from '../model/states.js';
 import type { CancelReport } from '../model/types.js';
 import type { Store } from '../store/index.js';
 import { cancelSignal, cancelUpdate } from '../model/messages.js';
@@ -57,11 +57,11 @@ export async function cancelJob(
   if (desc.status.name !== 'RUNNING') return settledCancel(ctx.store, jobId);
   // A job the store holds final is final, even while its workflow is still closing (it records the
   // outcome, then closes): a cancel changes nothing and says so, with no Update the workflow would
-  // answer with the earlier outcome as if it were this request's. `tracking_interrupted` is the
-  // exception: a resumed run may be starting, and the Update reaches it (or is refused by a
-  // closing run, which also answers `already_final`).
+  // answer with the earlier outcome as if it were this request's. A job whose task may still run
+  // (`REOPENED_BY_CANCEL`) is the exception: a run resumed to cancel it may be starting, and the
+  // Update reaches it (or is refused by a closing run, which also answers `already_final`).
   const row = await ctx.store.jobs.get(jobId);
-  if (row && isFinalState(row.state as JobState) && row.state !== 'tracking_interrupted')
+  if (row && isFinalState(row.state as JobState) && !REOPENED_BY_CANCEL.includes(row.state as JobState))
     return settledCancel(ctx.store, jobId);
   if (opts.wait === false) {
     await handle.signal(cancelSignal, req);
@@ -77,8 +77,13 @@ export async function cancelJob(
     const after = await ctx.store.jobs.get(jobId);
     return { kind: 'observed', state: (after?.state ?? 'cancelling') as JobState, report };
   } catch (e) {
-    if (e instanceof WorkflowUpdateFailedError || e instanceof WorkflowNotFoundError)
+    if (e instanceof WorkflowNotFoundError) return settledCancel(ctx.store, jobId);
+    if (e instanceof WorkflowUpdateFailedError) {
+      // Refused: the run holds the job final and is closing; its last store write may still be on
+      // its way, so the answer is read once the run has closed (30 s at most).
+      await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, 30_000))]);
       return settledCancel(ctx.store, jobId);
+    }
     if (!abort.signal.aborted) throw e;
     // No outcome in time: the provider may still be confirming (up to the job's
     // cancelConfirmDeadlineMs), or no worker polls the task queue. An Update not yet accepted by
@@ -90,8 +95,10 @@ export async function cancelJob(
       throw se;
     }
     const now = await ctx.store.jobs.get(jobId);
-    // The job may have ended while we waited: its answer is the settled one, never "requested" beside a final state.
-    if (now && isFinalState(now.state)) return settledCancel(ctx.store, jobId);
+    // The job may have ended while we waited: its answer is the settled one, never "requested" beside
+    // a final state. Not one whose task may still run: the run that got this request was resumed to cancel it.
+    if (now && isFinalState(now.state) && !REOPENED_BY_CANCEL.includes(now.state as JobState))
+      return settledCancel(ctx.store, jobId);
     return {
       kind: 'requested',
       state: (now?.state ?? 'cancelling') as JobState,

@@ -8,21 +8,21 @@
  * answer at once, while Temporal is unreachable.
  */
 import { Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import { isFinalState } from '../model/states.js';
 import type { StartScrapeInput } from '../model/schemas.js';
 import type { JobView, ScrapeWorkflowInput } from '../model/types.js';
-import type { BinaryBody, JobRow } from '../store/index.js';
+import type { BinaryBody } from '../store/index.js';
 import { stateQuery, wakeSignal, type Resolution, type WakeHint } from '../model/messages.js';
 import { ScrapeAccount } from '../workflows/searchAttributes.js';
 import { BudgetsClient } from './budgets.js';
-import { cancelBatch, cancelJob, lastCancel, type BatchCancelOutcome, type CancelResult } from './cancel.js';
-import { JobNotFoundError, ScrapeError } from './errors.js';
+import { cancelBatch, type BatchCancelOutcome, type CancelResult } from './cancel.js';
+import { cancelReopening, resumeJob } from './reopen.js';
+import { JobNotFoundError } from './errors.js';
 import { authorize } from './ids.js';
 import { listJobs, listJobsPage } from './lists.js';
 import { executionSummary, overlayPolling } from './live.js';
 import { resolveJob } from './resolve.js';
 import { readResult } from './results.js';
-import { startResumedRun, startScrape, type JobRef, type StartContext, type StartExtras } from './start.js';
+import { startScrape, type JobRef, type StartContext, type StartExtras } from './start.js';
 import { readResultDocuments, type ResultDocumentsPage } from './documents.js';
 import {
   incidentView,
@@ -193,9 +193,10 @@ export class ScrapeClient {
    * `timeoutMs` (default 120000 ms) bounds the wait: past it (e.g. no worker is running) the
    * request is also sent as a signal, which is durable, and the answer is `requested` with a note.
    * Cancelling a finished job (final in the store, even while its workflow is still closing)
-   * changes nothing and says so (`already_final`), except a `tracking_interrupted` one, whose task
-   * may still run: it is resumed to stop that task at the provider; cancelling twice
-   * returns the same outcome; a non-final job whose workflow no longer runs is `not_running`.
+   * changes nothing and says so (`already_final`), except one whose task may still run
+   * (`tracking_interrupted`, or `cancel_unconfirmed`, with no final answer from the provider): it is
+   * resumed to ask the provider to stop that task; cancelling a cancelled job twice returns the same
+   * outcome; a non-final job whose workflow no longer runs is `not_running`.
    * Throws {@link JobNotFoundError} for a job of another account or none.
    */
   async cancelScrape(
@@ -212,16 +213,7 @@ export class ScrapeClient {
       }
       throw e;
     });
-    // Tracking stopped, but the task may still run (and bill) at the provider: a resumed run stops
-    // it there and confirms, through the one cancel path, instead of an answer that nothing changed.
-    // The run itself takes the row out of `tracking_interrupted` (to `cancelling`), so a client
-    // that dies here leaves either nothing started or a run that carries the cancel: no orphan.
-    if (row?.state === 'tracking_interrupted' && row.task_id && !(await this.resumedRunUnderWay(row))) {
-      await startResumedRun(this.opts, row, {
-        pendingCancel: { reason: opts.reason ?? 'requested by client', requestedBy: opts.requestedBy ?? account },
-      });
-    }
-    return cancelJob(this.opts, account, jobId, opts);
+    return cancelReopening(this.opts, account, jobId, row, opts);
   }
 
   /**
@@ -255,43 +247,7 @@ export class ScrapeClient {
    * workflow no longer runs). Throws {@link ScrapeError} `conflict` when the job is not resumable.
    */
   async resume(account: string, jobId: string, opts: { policy?: ScrapeWorkflowInput['policy'] } = {}): Promise<JobRef> {
-    const row = await ownedRow(this.opts.store, account, jobId);
-    const orphan = !isFinalState(row.state) && !(await this.isRunning(jobId));
-    if (!orphan && (row.state !== 'tracking_interrupted' || !row.task_id)) {
-      throw new ScrapeError(
-        'conflict',
-        `job ${jobId} is ${row.state}${row.task_id ? '' : ' without a task ID'}; only tracking_interrupted jobs with a task ID, or non-final jobs whose workflow no longer runs, can be resumed`,
-        { state: row.state },
-      );
-    }
-    let pendingCancel: ScrapeWorkflowInput['pendingCancel'];
-    if (row.state === 'cancelling') {
-      // The previous run stopped mid-cancel: the new run finishes that cancel, never forgets it.
-      const requested = await lastCancel(this.opts.store, jobId, false);
-      pendingCancel = {
-        reason: requested?.reason ?? 'cancel under way before resume',
-        requestedBy: requested?.requestedBy ?? 'unknown',
-      };
-    }
-    if (orphan || !(await this.resumedRunUnderWay(row)))
-      await startResumedRun(this.opts, row, { policy: opts.policy, pendingCancel });
-    return { jobId, account, key: row.idem_key };
-  }
-
-  /**
-   * For a `tracking_interrupted` row: true when a run resumed for its task already runs (leave it
-   * alone) or the row left that state meanwhile (another caller resumed or cancelled it). The
-   * interrupted run records the state just before it closes: while it still runs, this waits up
-   * to 30 s for it to close, so a new run can start.
-   */
-  private async resumedRunUnderWay(row: JobRow): Promise<boolean> {
-    const handle = this.opts.temporal.workflow.getHandle(row.id);
-    if (await this.isRunning(row.id)) {
-      const d = await handle.describe();
-      if (d.memo?.resumedTaskId === row.task_id) return true;
-      await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, 30_000))]);
-    }
-    return (await this.opts.store.jobs.get(row.id))?.state !== row.state;
+    return resumeJob(this.opts, await ownedRow(this.opts.store, account, jobId), opts);
   }
 
   /**
@@ -302,15 +258,6 @@ export class ScrapeClient {
    */
   async resolve(account: string, jobId: string, resolution: Resolution): Promise<JobView> {
     return resolveJob(this.opts, account, jobId, resolution);
-  }
-
-  private async isRunning(jobId: string): Promise<boolean> {
-    try {
-      return (await this.opts.temporal.workflow.getHandle(jobId).describe()).status.name === 'RUNNING';
-    } catch (e) {
-      if (e instanceof WorkflowNotFoundError) return false;
-      throw e;
-    }
   }
 
   /** The job's incident records (sanitised provider exchanges that ended or explain it), oldest first. */

@@ -36,10 +36,11 @@ export const FINAL_STATES: readonly JobState[] = [
 /**
  * The moves a job's state may make (docs/design.md, "The scrape workflow"): the workflow's
  * `ScrapeJob` checks every move against it, and so does the store's one writer of `jobs.state`
- * (`src/store/transitions.ts`), which refuses any other. Staying put is not a move. Three edges
+ * (`src/store/transitions.ts`), which refuses any other. Staying put is not a move. Four edges
  * leave a final state, and only the store takes them: `completed` → `expired` (the result's
- * retention ended), `tracking_interrupted` → `pending` (an operator resumed tracking) and
- * `tracking_interrupted` → `cancelling` (a run resumed to cancel the task that may still run).
+ * retention ended), `tracking_interrupted` → `pending` (an operator resumed tracking), and into
+ * `cancelling` from the {@link REOPENED_BY_CANCEL} states (a run resumed to cancel a task that may
+ * still run).
  */
 export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
   submitting: ['pending', 'unknown', 'failed', 'cancelling'],
@@ -49,10 +50,17 @@ export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
   completed: ['expired'],
   failed: [],
   cancelled: [],
-  cancel_unconfirmed: [],
+  cancel_unconfirmed: ['cancelling'],
   tracking_interrupted: ['pending', 'cancelling'],
   expired: [],
 };
+
+/**
+ * Final states whose provider task may still run (tracking stopped; a cancel the provider never
+ * confirmed): a cancel of such a job starts a run resumed for it, which moves the row to
+ * `cancelling` and asks the provider again.
+ */
+export const REOPENED_BY_CANCEL: readonly JobState[] = ['tracking_interrupted', 'cancel_unconfirmed'];
 
 /** Whether `from` → `to` is a move of {@link TRANSITIONS} (staying put is not). */
 export function canMove(from: JobState, to: JobState): boolean {

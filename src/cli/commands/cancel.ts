@@ -44,9 +44,9 @@ export function registerCancel(program: Command): void {
             `nothing to cancel: the job is ${r.state} but its workflow no longer runs (an orphan); \`resume\` it, then cancel, or see \`orphans\``,
           );
         if (r.kind === 'already_final' && r.state === 'tracking_interrupted') {
-          // Tracking ended, the provider task may not have: say how to reach it.
+          // A cancel reaches a task that may still run; this one's provider last reported it final.
           return console.log(
-            `nothing to cancel here: tracking of the job ended (tracking_interrupted), but its provider task may still run; \`resume ${job}\` tracks it again, then \`cancel ${job}\` cancels it at the provider`,
+            `nothing to cancel: tracking of the job ended (tracking_interrupted) after the provider reported its task final; \`resume ${job}\` reads its outcome`,
           );
         }
         if (r.kind === 'already_final')

@@ -1,0 +1,115 @@
+/**
+ * A new run for a job whose run has ended: `resume` (tracking again the same provider task, never
+ * submitting), and the run a cancel starts for a final job whose task may still run
+ * (`REOPENED_BY_CANCEL`: tracking stopped, or a cancel the provider never confirmed), which moves
+ * the row to `cancelling` itself and asks the provider to stop the task.
+ */
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { REOPENED_BY_CANCEL, isFinalState, type JobState } from '../model/states.js';
+import type { ScrapeWorkflowInput } from '../model/types.js';
+import type { JobRow } from '../store/index.js';
+import { ScrapeState } from '../workflows/searchAttributes.js';
+import { cancelJob, lastCancel, type CancelOptions, type CancelResult } from './cancel.js';
+import { ScrapeError } from './errors.js';
+import { startResumedRun, type JobRef, type StartContext } from './start.js';
+
+/**
+ * Cancels job `jobId` of `account` (authorised; `row` its store row, `undefined` when not yet
+ * registered) through `cancelJob`; first, a job whose task may still run although the job is final
+ * gets a run resumed to cancel it. See `ScrapeClient.cancelScrape` for the outcomes.
+ */
+export async function cancelReopening(
+  ctx: StartContext,
+  account: string,
+  jobId: string,
+  row: JobRow | undefined,
+  opts: CancelOptions,
+): Promise<CancelResult> {
+  // The run itself takes the row to `cancelling`, so a client that dies here leaves either nothing
+  // started or a run that carries the cancel: never a non-final row without a run.
+  const pendingCancel = { reason: opts.reason ?? 'requested by client', requestedBy: opts.requestedBy ?? account };
+  if (mayStillRun(row) && !(await resumedRunUnderWay(ctx, row))) await startResumedRun(ctx, row, { pendingCancel });
+  const answer = await cancelJob(ctx, account, jobId, opts);
+  // The run stopped tracking while this cancel was on its way (its deadline, its failed reads) and
+  // refused it as it closed: the task may still run, so it is stopped as above, once.
+  if (answer.kind !== 'already_final' || !REOPENED_BY_CANCEL.includes(answer.state)) return answer;
+  const now = await ctx.store.jobs.get(jobId);
+  if (!mayStillRun(now)) return answer;
+  if (!(await resumedRunUnderWay(ctx, now))) await startResumedRun(ctx, now, { pendingCancel });
+  return cancelJob(ctx, account, jobId, opts);
+}
+
+/**
+ * Resumes tracking of the `tracking_interrupted` job `row` (authorised) with a new run of the same
+ * workflow ID that polls the same provider task and never submits; also an orphan (a non-final job
+ * whose workflow no longer runs), and one stopped mid-cancel finishes that cancel. Throws
+ * {@link ScrapeError} `conflict` when the job is not resumable.
+ */
+export async function resumeJob(
+  ctx: StartContext,
+  row: JobRow,
+  opts: { policy?: ScrapeWorkflowInput['policy'] } = {},
+): Promise<JobRef> {
+  const jobId = row.id;
+  const orphan = !isFinalState(row.state) && !(await isRunning(ctx, jobId));
+  if (!orphan && (row.state !== 'tracking_interrupted' || !row.task_id)) {
+    throw new ScrapeError(
+      'conflict',
+      `job ${jobId} is ${row.state}${row.task_id ? '' : ' without a task ID'}; only tracking_interrupted jobs with a task ID, or non-final jobs whose workflow no longer runs, can be resumed`,
+      { state: row.state },
+    );
+  }
+  let pendingCancel: ScrapeWorkflowInput['pendingCancel'];
+  if (row.state === 'cancelling') {
+    // The previous run stopped mid-cancel: the new run finishes that cancel, never forgets it.
+    const requested = await lastCancel(ctx.store, jobId, false);
+    pendingCancel = {
+      reason: requested?.reason ?? 'cancel under way before resume',
+      requestedBy: requested?.requestedBy ?? 'unknown',
+    };
+  }
+  if (orphan || !(await resumedRunUnderWay(ctx, row)))
+    await startResumedRun(ctx, row, { policy: opts.policy, pendingCancel });
+  return { jobId, account: row.account, key: row.idem_key };
+}
+
+/**
+ * Whether `row` is a final job whose task may still run at the provider ({@link REOPENED_BY_CANCEL})
+ * with a task ID and no final answer from the provider (one that reported the task completed,
+ * failed or cancelled has nothing left to stop; a completed one's result is read by a `resume`).
+ */
+function mayStillRun(row: JobRow | undefined): row is JobRow {
+  return (
+    REOPENED_BY_CANCEL.includes(row?.state as JobState) &&
+    !!row?.task_id &&
+    !['completed', 'failed', 'cancelled'].includes(row.provider_state ?? '')
+  );
+}
+
+/**
+ * For a row in a final state: true when a run resumed for its task already runs (leave it alone)
+ * or the row left that state meanwhile (another caller resumed or cancelled it). A run records its
+ * final state just before it closes: while it still runs, this waits up to 30 s for it to close,
+ * so a new run can start.
+ */
+async function resumedRunUnderWay(ctx: StartContext, row: JobRow): Promise<boolean> {
+  const handle = ctx.temporal.workflow.getHandle(row.id);
+  if (await isRunning(ctx, row.id)) {
+    const d = await handle.describe();
+    // A resumed run that is itself closing (interrupted again) is waited for like any other.
+    const closing = isFinalState(d.typedSearchAttributes.get(ScrapeState) ?? 'pending');
+    if (!closing && d.memo?.resumedTaskId === row.task_id) return true;
+    await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, 30_000))]);
+  }
+  return (await ctx.store.jobs.get(row.id))?.state !== row.state;
+}
+
+/** Whether the workflow `jobId` runs (false when it never did). */
+async function isRunning(ctx: StartContext, jobId: string): Promise<boolean> {
+  try {
+    return (await ctx.temporal.workflow.getHandle(jobId).describe()).status.name === 'RUNNING';
+  } catch (e) {
+    if (e instanceof WorkflowNotFoundError) return false;
+    throw e;
+  }
+}
