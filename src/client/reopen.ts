@@ -76,14 +76,22 @@ export async function resumeJob(
 /**
  * Whether `row` is a final job whose task may still run at the provider ({@link REOPENED_BY_CANCEL})
  * with a task ID and no final answer from the provider (one that reported the task completed,
- * failed or cancelled has nothing left to stop; a completed one's result is read by a `resume`).
+ * failed or cancelled has nothing left to stop; a completed one's result is read by a `resume`),
+ * and whose last cancel did not meet a provider without a cancel endpoint (asking again cannot help).
  */
 function mayStillRun(row: JobRow | undefined): row is JobRow {
-  return (
-    REOPENED_BY_CANCEL.includes(row?.state as JobState) &&
-    !!row?.task_id &&
-    !['completed', 'failed', 'cancelled'].includes(row.provider_state ?? '')
-  );
+  if (!REOPENED_BY_CANCEL.includes(row?.state as JobState) || !row?.task_id) return false;
+  if (['completed', 'failed', 'cancelled'].includes(row.provider_state ?? '')) return false;
+  return !(row.state === 'cancel_unconfirmed' && lastErrorKind(row) === 'unsupported');
+}
+
+/** The kind of the row's last error (`JobError.kind`), if any. */
+function lastErrorKind(row: JobRow): string | undefined {
+  try {
+    return row.last_error ? (JSON.parse(row.last_error) as { kind?: string }).kind : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

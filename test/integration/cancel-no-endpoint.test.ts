@@ -72,6 +72,13 @@ describe('provider entry without a cancel endpoint (capabilities.cancel = false)
       expect(s.timeline.some((e) => e.type === 'cancel_unsupported')).toBe(true);
       expect(declared.sim.getJob(row.task_id!)?.status).toBe('running');
       expect(providerJobs(declared, tag)).toHaveLength(1);
+      // Asking again cannot help: no run is started to ask a provider that has no cancel endpoint.
+      expect(await declared.client.cancelScrape('acme', jobId)).toMatchObject({
+        kind: 'already_final',
+        state: 'cancel_unconfirmed',
+      });
+      expect((await declared.temporal.workflow.getHandle(jobId).describe()).status.name).not.toBe('RUNNING');
+      expect((await declared.store.jobs.get(jobId))?.state).toBe('cancel_unconfirmed');
     });
   }
 
