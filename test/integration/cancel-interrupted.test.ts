@@ -66,11 +66,17 @@ function job(kind: string) {
   return { tag, jobId: jobIdFor('acme', tag), url: `${pages.pageUrl('aclu')}?${tag}` };
 }
 
+/** Starts job `j` (of {@link job}) with a 3-s tracking deadline, in batch `batchId` if given. */
+function startWithDeadline(j: { tag: string; url: string }, batchId?: string) {
+  const policy = { ...POLICY, deadlineMs: 3_000 };
+  return stack.client.startScrape({ account: 'acme', url: j.url, key: j.tag, policy, ...(batchId ? { batchId } : {}) });
+}
+
 /** A job whose provider task runs on (never_finish) and whose tracking stopped at its deadline. */
 async function interrupted(kind: string) {
   const j = job(kind);
   stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: j.tag, action: 'never_finish' });
-  await stack.client.startScrape({ account: 'acme', url: j.url, key: j.tag, policy: { ...POLICY, deadlineMs: 3_000 } });
+  await startWithDeadline(j);
   const running = await waitRow(stack, j.jobId, (r) => r.provider_status === 'running', 'running at the provider');
   const s = await settle(stack, j.jobId, 30_000);
   expect(s.row.state).toBe('tracking_interrupted');
@@ -221,12 +227,7 @@ describe('a cancel racing the deadline that records tracking_interrupted', () =>
     const j = job('race-update');
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: j.tag, action: 'never_finish' });
     const h = holdRecord(j.jobId, 'tracking_interrupted');
-    await stack.client.startScrape({
-      account: 'acme',
-      url: j.url,
-      key: j.tag,
-      policy: { ...POLICY, deadlineMs: 3_000 },
-    });
+    await startWithDeadline(j);
     const running = await waitRow(stack, j.jobId, (r) => r.provider_status === 'running', 'running');
     await h.hit; // the run has moved to tracking_interrupted; its store write is held
     const answer = stack.client.cancelScrape('acme', j.jobId, { reason: 'race', timeoutMs: 30_000 });
@@ -251,12 +252,7 @@ describe('more failure paths', () => {
       action: 'hold',
       holdIn: 'running',
     });
-    await stack.client.startScrape({
-      account: 'acme',
-      url: j.url,
-      key: j.tag,
-      policy: { ...POLICY, deadlineMs: 3_000 },
-    });
+    await startWithDeadline(j);
     const running = await waitRow(stack, j.jobId, (r) => r.provider_status === 'running', 'running');
     const s = await settle(stack, j.jobId, 30_000);
     expect(s.row.state).toBe('tracking_interrupted');
@@ -312,13 +308,7 @@ describe('batch cancel', () => {
     const b = job('batch-run');
     for (const x of [a, b])
       stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: x.tag, action: 'never_finish' });
-    await stack.client.startScrape({
-      account: 'acme',
-      url: a.url,
-      key: a.tag,
-      batchId,
-      policy: { ...POLICY, deadlineMs: 3_000 },
-    });
+    await startWithDeadline(a, batchId);
     await waitRow(stack, a.jobId, (r) => r.provider_status === 'running', 'a running');
     expect((await settle(stack, a.jobId, 30_000)).row.state).toBe('tracking_interrupted');
     await stack.client.startScrape({ account: 'acme', url: b.url, key: b.tag, batchId, policy: POLICY });
