@@ -27,15 +27,25 @@ export async function cancelReopening(
 ): Promise<CancelResult> {
   // The run itself takes the row to `cancelling`, so a client that dies here leaves either nothing
   // started or a run that carries the cancel: never a non-final row without a run.
-  const pendingCancel = { reason: opts.reason ?? 'requested by client', requestedBy: opts.requestedBy ?? account };
-  if (mayStillRun(row) && !(await resumedRunUnderWay(ctx, row))) await startResumedRun(ctx, row, { pendingCancel });
+  const pendingCancel = {
+    reason: opts.reason ?? 'requested by client',
+    requestedBy: opts.requestedBy ?? account,
+    via: opts.wait === false ? ('signal' as const) : ('update' as const),
+  };
+  const reopen = async (r: JobRow) => {
+    if (!(await resumedRunUnderWay(ctx, r))) await startResumedRun(ctx, r, { pendingCancel });
+  };
+  if (mayStillRun(row)) {
+    await reopen(row);
+    return cancelJob(ctx, account, jobId, opts);
+  }
   const answer = await cancelJob(ctx, account, jobId, opts);
   // The run stopped tracking while this cancel was on its way (its deadline, its failed reads) and
   // refused it as it closed: the task may still run, so it is stopped as above, once.
   if (answer.kind !== 'already_final' || !REOPENED_BY_CANCEL.includes(answer.state)) return answer;
   const now = await ctx.store.jobs.get(jobId);
   if (!mayStillRun(now)) return answer;
-  if (!(await resumedRunUnderWay(ctx, now))) await startResumedRun(ctx, now, { pendingCancel });
+  await reopen(now);
   return cancelJob(ctx, account, jobId, opts);
 }
 

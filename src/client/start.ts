@@ -94,7 +94,7 @@ export function startOptions(
   input: ScrapeWorkflowInput,
   opts: {
     taskQueue: string;
-    state: 'submitting' | 'pending';
+    state: 'submitting' | 'pending' | 'cancelling';
     typedUrl?: string;
     resumed?: boolean;
     resumedTaskId?: string;
@@ -309,7 +309,8 @@ export async function startResumedRun(
     await ctx.temporal.workflow.start<ScrapeWorkflow>(ctx.workflowType ?? SCRAPE_WORKFLOW_TYPE, {
       ...startOptions(wfInput, {
         taskQueue: ctx.taskQueue,
-        state: row.task_id ? 'pending' : 'submitting',
+        // A run resumed to cancel shows as being cancelled while it waits for a worker.
+        state: opts.pendingCancel ? 'cancelling' : row.task_id ? 'pending' : 'submitting',
         typedUrl: Store.jobInput(row).typedUrl,
         resumed: true,
         resumedTaskId: row.task_id ?? undefined,

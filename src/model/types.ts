@@ -140,10 +140,11 @@ export interface ScrapeWorkflowInput {
   /** Resume tracking of an existing provider task instead of submitting (never resubmits). */
   resume?: { taskId: string };
   /**
-   * A cancel that was under way when the previous run stopped (the job was `cancelling`): the
-   * resumed run carries it through the cancellation path first thing.
+   * A cancel that was under way when the previous run stopped (the job was `cancelling`), or the
+   * cancel a run was resumed for (a final job whose task may still run): the resumed run carries it
+   * through the cancellation path first thing. `via`: the door it came through (default `signal`).
    */
-  pendingCancel?: { reason?: string; requestedBy?: string };
+  pendingCancel?: { reason?: string; requestedBy?: string; via?: 'signal' | 'update' };
   /** The provider will call our webhook for this job: poll slower (see `webhookSlowdown`). */
   webhooks?: boolean;
 }

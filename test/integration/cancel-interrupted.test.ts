@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobNotFoundError, jobIdFor, type CancelResult } from '../../src/client/index.js';
 import { isFinalState } from '../../src/model/states.js';
+import { ScrapeState } from '../../src/workflows/searchAttributes.js';
 import type { PollPolicy } from '../../src/model/types.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
 import { providerCancelCalls, settle, waitRow } from '../helpers/cancel.js';
@@ -272,6 +273,9 @@ describe('more failure paths', () => {
     try {
       c = await stack.client.cancelScrape('acme', j.jobId, { reason: 'nw', timeoutMs: 4_000 });
       expect.soft(await isRunning(j.jobId), 'a resumed run waits for a worker').toBe(true);
+      // The Web UI shows the job being cancelled (before: `pending`, a state it was not in).
+      const sa = (await stack.temporal.workflow.getHandle(j.jobId).describe()).typedSearchAttributes;
+      expect.soft(sa.get(ScrapeState)).toBe('cancelling');
     } finally {
       await stack.startWorker();
     }
@@ -342,7 +346,12 @@ describe('after an unconfirmed cancel of a tracking_interrupted job', () => {
     // Before: `already_final`, and `resume` refused a `cancel_unconfirmed` job: the task ran on for good.
     const second = await stack.client.cancelScrape('acme', j.jobId, { reason: 'second', timeoutMs: 30_000 });
     const row = await quiet(j.jobId, 60_000);
-    expect(second).toMatchObject({ kind: 'observed', state: 'cancelled', report: { outcome: 'cancelled' } });
+    // The report names this request and its door (before: `via: signal`, the resumed run's input).
+    expect(second).toMatchObject({
+      kind: 'observed',
+      state: 'cancelled',
+      report: { outcome: 'cancelled', reason: 'second', via: 'update' },
+    });
     expect(row.state).toBe('cancelled');
     expect(stack.sim.getJob(j.taskId)?.status).toBe('cancelled');
     expect(await stack.client.cancelScrape('acme', j.jobId)).toMatchObject({

@@ -1,8 +1,8 @@
 /**
  * `cancel <job>`: cancels a job through the one cancel path and prints the outcome observed at
  * the provider. `--no-wait` sends the signal and returns; past `--wait-s` the request stays
- * recorded and acts when a worker runs it. A `tracking_interrupted` job is final here, but its
- * provider task may still run: the answer says to `resume` it first.
+ * recorded and acts when a worker runs it. A `tracking_interrupted` or `cancel_unconfirmed` job is
+ * final, but its provider task may still run: the client asks the provider in a new run.
  */
 import { Option, type Command } from 'commander';
 import { EXIT, accountOf, cliUser, requireTemporal, resolveJobId, withRuntime } from '../context.js';

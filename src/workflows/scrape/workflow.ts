@@ -55,7 +55,7 @@ export async function scrapeWorkflowV5(input: ScrapeRunInput): Promise<JobView> 
         reason: input.pendingCancel.reason ?? 'cancel under way before resume',
         requestedBy: input.pendingCancel.requestedBy ?? 'unknown',
       },
-      'signal',
+      input.pendingCancel.via ?? 'signal',
     );
 
   try {
@@ -88,8 +88,12 @@ function wireHandlers(job: ScrapeJob): void {
   });
   setHandler(cancelUpdate, (req) => cancelAndWait(job, req ?? {}), {
     description: HANDLER_DESCRIPTIONS.cancelUpdate,
+    // Refused once the job is final, unless a cancel is still settling: a run closing with an
+    // outcome never hands that earlier outcome to a new request as its own (the client answers
+    // from the store, or asks again in a new run when the task may still run).
     validator: (_req) => {
-      if (job.final && !job.cancel) throw new Error(`job is already ${job.state}; cancelling changes nothing`);
+      if (job.final && (!job.cancel || job.cancel.outcome !== undefined))
+        throw new Error(`job is already ${job.state}; cancelling changes nothing`);
     },
   });
   setHandler(resolveUpdate, (r) => resolveAndWait(job, r), {
