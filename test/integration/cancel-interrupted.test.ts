@@ -201,7 +201,7 @@ describe('provider already completed the task (status said completed, result unr
       account: 'acme',
       url: j.url,
       key: j.tag,
-      policy: { ...POLICY, deadlineMs: 4_000, failedReadLimit: 2, failedReadBudgetMs: 1_000 },
+      policy: { ...POLICY, deadlineMs: 60_000, failedReadLimit: 2, failedReadBudgetMs: 1_000 },
     });
     const s = await settle(stack, j.jobId, 40_000);
     expect(s.row.state).toBe('tracking_interrupted');
