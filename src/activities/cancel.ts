@@ -32,20 +32,22 @@ export const CLOSE_AS_CANCELLED_REASON =
 /**
  * Moves the job to `cancelling` (once; the report is kept in the timeline) and asks the provider
  * to cancel the task — unless the store shows the job final (but for the `REOPENED_BY_CANCEL` states,
- * whose task may still run) or a check already saw the task completed, failed or cancelled at the
+ * whose task may still run, when `reopen`: the run is a resumed one) or a check already saw the task completed, failed or cancelled at the
  * provider (`skipped`: nothing is sent). Returns the provider's answer, or `unsupported`.
  * Transient failures throw (retried within the cancel-confirmation deadline).
  */
 export async function cancelAtProvider(
   kit: ActivityKit,
-  ref: TaskRef & { report: CancelReport },
+  ref: TaskRef & { report: CancelReport; reopen?: boolean },
 ): Promise<CancelCallOutcome> {
   const { store } = kit;
   const row = await store.jobs.get(ref.jobId);
   const lastStatus = row?.provider_status ?? undefined;
-  // A final state whose task may still run is reopened by the run resumed to cancel it.
-  if (row && isFinalState(row.state) && !REOPENED_BY_CANCEL.includes(row.state as JobState))
-    return { kind: 'skipped', reason: `the job is already ${row.state}`, lastStatus };
+  // A final state whose task may still run is reopened only by a resumed run (never by a late
+  // attempt of the run that made it final).
+  const final = (r: typeof row) =>
+    r && isFinalState(r.state) && !(ref.reopen && REOPENED_BY_CANCEL.includes(r.state as JobState));
+  if (final(row)) return { kind: 'skipped', reason: `the job is already ${row!.state}`, lastStatus };
   if (row?.provider_state === 'completed')
     return {
       kind: 'skipped',
@@ -57,9 +59,12 @@ export async function cancelAtProvider(
   if (row?.provider_state === 'failed' || row?.provider_state === 'cancelled')
     return { kind: 'skipped', reason: `the provider already reported the task ${row.provider_state}`, lastStatus };
   if (row && row.state !== 'cancelling') {
-    await store.jobs.transition(ref.jobId, 'cancelling', {
+    const moved = await store.jobs.transition(ref.jobId, 'cancelling', {
       detail: { cancel: sanitizeBody(ref.report, kit.secrets()) },
     });
+    // Another writer made the job final meanwhile: nothing is sent.
+    const now = moved ? row : await store.jobs.get(ref.jobId);
+    if (final(now)) return { kind: 'skipped', reason: `the job is already ${now!.state}`, lastStatus };
   }
   try {
     const answer = await kit.call(ref.provider, ref.account, (p) =>

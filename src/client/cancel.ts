@@ -80,8 +80,8 @@ export async function cancelJob(
     if (e instanceof WorkflowNotFoundError) return settledCancel(ctx.store, jobId);
     if (e instanceof WorkflowUpdateFailedError) {
       // Refused: the run holds the job final and is closing; its last store write may still be on
-      // its way, so the answer is read once the run has closed (30 s at most).
-      await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, 30_000))]);
+      // its way, so the answer is read once the run has closed.
+      await waitForRunToClose(ctx.temporal, jobId);
       return settledCancel(ctx.store, jobId);
     }
     if (!abort.signal.aborted) throw e;
@@ -104,6 +104,23 @@ export async function cancelJob(
       state: (now?.state ?? 'cancelling') as JobState,
       note: `no observed outcome within ${Math.round(timeoutMs / 1000)} s: the provider may still be confirming, or no worker polls task queue "${ctx.taskQueue}"; the request is recorded (also as a signal) and the outcome will show in the job's state`,
     };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Waits until the running run of workflow `jobId` closes, `ms` at most (default 30000): a run that
+ * recorded its final state closes within moments, unless no worker runs it. Leaves no timer or
+ * long poll behind.
+ */
+export async function waitForRunToClose(temporal: Client, jobId: string, ms = 30_000): Promise<void> {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), ms);
+  try {
+    await temporal.withAbortSignal(abort.signal, () => temporal.workflow.getHandle(jobId).result());
+  } catch {
+    // Closed failed or cancelled, or still running at the limit: the caller reads the store.
   } finally {
     clearTimeout(timer);
   }

@@ -9,7 +9,7 @@ import { REOPENED_BY_CANCEL, isFinalState, type JobState } from '../model/states
 import type { ScrapeWorkflowInput } from '../model/types.js';
 import type { JobRow } from '../store/index.js';
 import { ScrapeState } from '../workflows/searchAttributes.js';
-import { cancelJob, lastCancel, type CancelOptions, type CancelResult } from './cancel.js';
+import { cancelJob, lastCancel, waitForRunToClose, type CancelOptions, type CancelResult } from './cancel.js';
 import { ScrapeError } from './errors.js';
 import { startResumedRun, type JobRef, type StartContext } from './start.js';
 
@@ -32,21 +32,47 @@ export async function cancelReopening(
     requestedBy: opts.requestedBy ?? account,
     via: opts.wait === false ? ('signal' as const) : ('update' as const),
   };
-  const reopen = async (r: JobRow) => {
-    if (!(await resumedRunUnderWay(ctx, r))) await startResumedRun(ctx, r, { pendingCancel });
-  };
-  if (mayStillRun(row)) {
-    await reopen(row);
-    return cancelJob(ctx, account, jobId, opts);
-  }
-  const answer = await cancelJob(ctx, account, jobId, opts);
+  let started = mayStillRun(row) && (await reopen(ctx, row, pendingCancel));
+  let answer = await cancelJob(ctx, account, jobId, opts);
   // The run stopped tracking while this cancel was on its way (its deadline, its failed reads) and
   // refused it as it closed: the task may still run, so it is stopped as above, once.
-  if (answer.kind !== 'already_final' || !REOPENED_BY_CANCEL.includes(answer.state)) return answer;
-  const now = await ctx.store.jobs.get(jobId);
-  if (!mayStillRun(now)) return answer;
-  await reopen(now);
-  return cancelJob(ctx, account, jobId, opts);
+  if (!started && answer.kind === 'already_final' && REOPENED_BY_CANCEL.includes(answer.state)) {
+    const now = await ctx.store.jobs.get(jobId);
+    if (mayStillRun(now)) {
+      started = await reopen(ctx, now, pendingCancel);
+      answer = await cancelJob(ctx, account, jobId, opts);
+    }
+  }
+  // The run this call started may have finished before its Update arrived: its outcome is this
+  // request's, not an earlier one.
+  if (
+    started &&
+    answer.kind === 'already_final' &&
+    answer.report?.reason === pendingCancel.reason &&
+    answer.report.requestedBy === pendingCancel.requestedBy
+  )
+    return { kind: 'observed', state: answer.state, report: answer.report };
+  return answer;
+}
+
+/**
+ * Starts a run resumed to cancel `row`'s task, unless one is under way. Returns whether this call
+ * started it. Throws {@link ScrapeError} `conflict` when the run that made the job final has not
+ * closed (no worker runs it): nothing could take the cancel, and nothing was sent.
+ */
+async function reopen(
+  ctx: StartContext,
+  row: JobRow,
+  pendingCancel: NonNullable<ScrapeWorkflowInput['pendingCancel']>,
+): Promise<boolean> {
+  if (await resumedRunUnderWay(ctx, row)) return false;
+  if (await startResumedRun(ctx, row, { pendingCancel })) return true;
+  if (await resumedRunUnderWay(ctx, row, 0)) return false;
+  throw new ScrapeError(
+    'conflict',
+    `job ${row.id} is ${row.state} but the run that ended it has not closed yet (is a worker polling task queue "${ctx.taskQueue}"?): nothing was cancelled; cancel again once it has closed`,
+    { state: row.state },
+  );
 }
 
 /**
@@ -106,20 +132,20 @@ function lastErrorKind(row: JobRow): string | undefined {
 
 /**
  * For a row in a final state: true when a run resumed for its task already runs (leave it alone)
- * or the row left that state meanwhile (another caller resumed or cancelled it). A run records its
- * final state just before it closes: while it still runs, this waits up to 30 s for it to close,
- * so a new run can start.
+ * or the row changed meanwhile (another caller resumed or cancelled it, or a whole cancel round ran
+ * and ended in the same state). A run records its final state just before it closes: while it
+ * still runs, this waits up to `waitMs` (default 30000) for it to close, so a new run can start.
  */
-async function resumedRunUnderWay(ctx: StartContext, row: JobRow): Promise<boolean> {
-  const handle = ctx.temporal.workflow.getHandle(row.id);
+async function resumedRunUnderWay(ctx: StartContext, row: JobRow, waitMs = 30_000): Promise<boolean> {
   if (await isRunning(ctx, row.id)) {
-    const d = await handle.describe();
+    const d = await ctx.temporal.workflow.getHandle(row.id).describe();
     // A resumed run that is itself closing (interrupted again) is waited for like any other.
     const closing = isFinalState(d.typedSearchAttributes.get(ScrapeState) ?? 'pending');
     if (!closing && d.memo?.resumedTaskId === row.task_id) return true;
-    await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, 30_000))]);
+    if (waitMs > 0) await waitForRunToClose(ctx.temporal, row.id, waitMs);
   }
-  return (await ctx.store.jobs.get(row.id))?.state !== row.state;
+  const now = await ctx.store.jobs.get(row.id);
+  return now?.state !== row.state || now?.finished_at !== row.finished_at;
 }
 
 /** Whether the workflow `jobId` runs (false when it never did). */

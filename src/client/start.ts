@@ -295,13 +295,14 @@ export async function startScrape(
  * Starts a new run of a stored job (see `ScrapeClient.resume`): with the job's task ID it polls
  * that task and never submits; without (an orphan that never got one) it reconciles with the
  * provider before any new submission. `pendingCancel` carries a cancel that was under way. A run
- * already tracking the job again is left alone.
+ * already tracking the job again is left alone. Returns whether this call started the run (false:
+ * a run of that workflow ID was running).
  */
 export async function startResumedRun(
   ctx: StartContext,
   row: JobRow,
   opts: { policy?: ScrapeWorkflowInput['policy']; pendingCancel?: ScrapeWorkflowInput['pendingCancel'] } = {},
-): Promise<void> {
+): Promise<boolean> {
   const wfInput = workflowInputOf(row, ctx, opts.policy);
   if (row.task_id) wfInput.resume = { taskId: row.task_id };
   if (opts.pendingCancel) wfInput.pendingCancel = opts.pendingCancel;
@@ -318,7 +319,9 @@ export async function startResumedRun(
       workflowIdConflictPolicy: 'FAIL',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
     });
+    return true;
   } catch (e) {
-    if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e; // already being tracked again
+    if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
+    return false; // already being tracked again
   }
 }

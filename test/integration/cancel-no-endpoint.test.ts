@@ -82,6 +82,22 @@ describe('provider entry without a cancel endpoint (capabilities.cancel = false)
     });
   }
 
+  it("a tracking_interrupted job: the run resumed to cancel it answers at once (no endpoint); the answer is this request's outcome, observed", async () => {
+    const tag = `cn-interrupted-${RUN}`;
+    const { jobId, row } = await startRunning(declared, tag, { ...POLICY, deadlineMs: 3_000 });
+    expect((await settle(declared, jobId, 30_000)).row.state).toBe('tracking_interrupted');
+    const answer = await declared.client.cancelScrape('acme', jobId, { reason: 'stop it', timeoutMs: 30_000 });
+    // The run may finish before the Update reaches it: before, that answered `already_final`, as if
+    // the outcome were an earlier request's.
+    expect(answer).toMatchObject({
+      kind: 'observed',
+      state: 'cancel_unconfirmed',
+      report: { outcome: 'cancel_unconfirmed', reason: 'stop it' },
+    });
+    expect((await declared.store.jobs.get(jobId))?.state).toBe('cancel_unconfirmed');
+    expect(declared.sim.getJob(row.task_id!)?.status).toBe('running');
+  });
+
   it('deadline-cancel policy: cancel_unconfirmed via deadline, 0 provider cancel calls, not tracking_interrupted', async () => {
     const tag = `cn-deadline-${RUN}`;
     const before = cancelRequests(declared);

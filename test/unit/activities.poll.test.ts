@@ -772,13 +772,14 @@ describe('reconcileJob (a list that lags)', () => {
 });
 
 describe('cancelAtProvider', () => {
-  /** A cancel of the job's task, by signal, with no cancel call made yet. */
-  const cancelNow = () =>
+  /** A cancel of the job's task, by signal, with no cancel call made yet (`reopen`: from a resumed run). */
+  const cancelNow = (reopen?: boolean) =>
     env().run(acts.cancelAtProvider, {
       jobId,
       provider: 'fake',
       account: 'acme',
       taskId: 'task-1',
+      ...(reopen ? { reopen } : {}),
       report: {
         requestedBy: 't',
         reason: 'r',
@@ -809,5 +810,16 @@ describe('cancelAtProvider', () => {
     const out = await cancelNow();
     expect(out).toMatchObject({ kind: 'skipped', lastStatus: 'failed' });
     expect(fake.calls).not.toContain('cancel');
+  });
+
+  it('reopens a cancel_unconfirmed job only for a resumed run: a late attempt of the run that made it final sends nothing', async () => {
+    await store.jobs.transition(jobId, 'cancelling', {});
+    await store.jobs.transition(jobId, 'cancel_unconfirmed', {});
+    expect(await cancelNow()).toMatchObject({ kind: 'skipped' });
+    expect((await store.jobs.get(jobId))?.state).toBe('cancel_unconfirmed');
+    expect(fake.calls).not.toContain('cancel');
+    expect(await cancelNow(true)).toMatchObject({ kind: 'answered' });
+    expect((await store.jobs.get(jobId))?.state).toBe('cancelling');
+    expect(fake.calls).toContain('cancel');
   });
 });

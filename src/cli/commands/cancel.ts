@@ -46,7 +46,7 @@ export function registerCancel(program: Command): void {
         if (r.kind === 'already_final' && r.state === 'tracking_interrupted') {
           // A cancel reaches a task that may still run; this one's provider last reported it final.
           return console.log(
-            `nothing to cancel: tracking of the job ended (tracking_interrupted) after the provider reported its task final; \`resume ${job}\` reads its outcome`,
+            `nothing was cancelled: tracking of the job ended (tracking_interrupted) and the provider last reported its task final; \`resume ${job}\` reads its outcome`,
           );
         }
         if (r.kind === 'already_final')

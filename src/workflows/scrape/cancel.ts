@@ -91,7 +91,10 @@ async function cancelJob(job: ScrapeJob): Promise<void> {
 
   let answer;
   try {
-    answer = await job.acts.canceller.cancelAtProvider({ ...job.taskRef(), report });
+    // Only a resumed run (started after the job went final) may take a final row whose task may
+    // still run to `cancelling`; a late attempt of the run that made it final may not.
+    const reopen = job.input.resume !== undefined;
+    answer = await job.acts.canceller.cancelAtProvider({ ...job.taskRef(), report, ...(reopen ? { reopen } : {}) });
   } catch (e) {
     job.countCancelCall();
     const error = jobErrorOf(e, 'cancel call failed');
