@@ -81,7 +81,7 @@ export async function cancelJob(
     if (e instanceof WorkflowUpdateFailedError) {
       // Refused: the run holds the job final and is closing; its last store write may still be on
       // its way, so the answer is read once the run has closed.
-      await waitForRunToClose(ctx.temporal, jobId);
+      await waitForRunToClose(ctx.temporal, jobId, desc.runId);
       return settledCancel(ctx.store, jobId);
     }
     if (!abort.signal.aborted) throw e;
@@ -110,15 +110,16 @@ export async function cancelJob(
 }
 
 /**
- * Waits until the running run of workflow `jobId` closes, `ms` at most (default 30000): a run that
- * recorded its final state closes within moments, unless no worker runs it. Leaves no timer or
- * long poll behind.
+ * Waits until run `runId` of workflow `jobId` closes, `ms` at most (default 30000): a run that
+ * recorded its final state closes within moments, unless no worker runs it. Only that run: a run
+ * started after it (resumed to cancel) is not waited for. Leaves no timer or long poll behind.
  */
-export async function waitForRunToClose(temporal: Client, jobId: string, ms = 30_000): Promise<void> {
+export async function waitForRunToClose(temporal: Client, jobId: string, runId: string, ms = 30_000): Promise<void> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), ms);
   try {
-    await temporal.withAbortSignal(abort.signal, () => temporal.workflow.getHandle(jobId).result());
+    const run = temporal.workflow.getHandle(jobId, runId, { followRuns: false });
+    await temporal.withAbortSignal(abort.signal, () => run.result());
   } catch {
     // Closed failed or cancelled, or still running at the limit: the caller reads the store.
   } finally {

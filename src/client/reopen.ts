@@ -142,7 +142,7 @@ async function resumedRunUnderWay(ctx: StartContext, row: JobRow, waitMs = 30_00
     // A resumed run that is itself closing (interrupted again) is waited for like any other.
     const closing = isFinalState(d.typedSearchAttributes.get(ScrapeState) ?? 'pending');
     if (!closing && d.memo?.resumedTaskId === row.task_id) return true;
-    if (waitMs > 0) await waitForRunToClose(ctx.temporal, row.id, waitMs);
+    if (waitMs > 0) await waitForRunToClose(ctx.temporal, row.id, d.runId, waitMs);
   }
   const now = await ctx.store.jobs.get(row.id);
   return now?.state !== row.state || now?.finished_at !== row.finished_at;

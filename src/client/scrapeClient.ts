@@ -219,7 +219,8 @@ export class ScrapeClient {
   /**
    * Cancels every non-final job of a batch through the same per-job path (the `cancel` Update,
    * or the signal with `wait: false`), `concurrency` at a time (default 16), and returns each
-   * job's outcome. Safe to repeat: a finished job answers `already_final`.
+   * job's outcome. Safe to repeat: a finished job answers `already_final`, except one whose task may
+   * still run (`tracking_interrupted`, `cancel_unconfirmed`), whose provider is asked again.
    */
   async cancelBatch(
     account: string,
