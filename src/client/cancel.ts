@@ -44,7 +44,9 @@ export async function cancelJob(
   account: string,
   jobId: string,
   opts: CancelOptions = {},
+  followHandOver = true,
 ): Promise<CancelResult> {
+  // `followHandOver`: false for the one follow-up request to the run a hand-over started.
   const handle = ctx.temporal.workflow.getHandle(jobId);
   const req = { reason: opts.reason ?? 'requested by client', requestedBy: opts.requestedBy ?? account };
   let desc;
@@ -80,8 +82,12 @@ export async function cancelJob(
     if (e instanceof WorkflowNotFoundError) return settledCancel(ctx.store, jobId);
     if (e instanceof WorkflowUpdateFailedError) {
       // Refused: the run holds the job final and is closing; its last store write may still be on
-      // its way, so the answer is read once the run has closed.
+      // its way, so the answer is read once the run has closed. Or handed over: tracking stopped
+      // as the request came, and a run resumed to cancel the task (the next run) carries it and
+      // answers it.
       await waitForRunToClose(ctx.temporal, jobId, desc.runId);
+      if (followHandOver && (await runAfter(ctx.temporal, jobId, desc.runId)))
+        return cancelJob(ctx, account, jobId, opts, false);
       return settledCancel(ctx.store, jobId);
     }
     if (!abort.signal.aborted) throw e;
@@ -124,6 +130,17 @@ export async function waitForRunToClose(temporal: Client, jobId: string, runId: 
     // Closed failed or cancelled, or still running at the limit: the caller reads the store.
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/** Whether a run of workflow `jobId` other than `runId` (one that followed it) is running. */
+async function runAfter(temporal: Client, jobId: string, runId: string): Promise<boolean> {
+  try {
+    const d = await temporal.workflow.getHandle(jobId).describe();
+    return d.status.name === 'RUNNING' && d.runId !== runId;
+  } catch (e) {
+    if (e instanceof WorkflowNotFoundError) return false;
+    throw e;
   }
 }
 

@@ -5,7 +5,7 @@
  * the row to `cancelling` itself and asks the provider to stop the task.
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { REOPENED_BY_CANCEL, isFinalState, type JobState } from '../model/states.js';
+import { REOPENED_BY_CANCEL, cancelMayReachTask, isFinalState } from '../model/states.js';
 import type { ScrapeWorkflowInput } from '../model/types.js';
 import type { JobRow } from '../store/index.js';
 import { ScrapeState } from '../workflows/searchAttributes.js';
@@ -109,16 +109,11 @@ export async function resumeJob(
   return { jobId, account: row.account, key: row.idem_key };
 }
 
-/**
- * Whether `row` is a final job whose task may still run at the provider ({@link REOPENED_BY_CANCEL})
- * with a task ID and no final answer from the provider (one that reported the task completed,
- * failed or cancelled has nothing left to stop; a completed one's result is read by a `resume`),
- * and whose last cancel did not meet a provider without a cancel endpoint (asking again cannot help).
- */
+/** Whether `row` is a final job whose task a cancel can still reach ({@link cancelMayReachTask}). */
 function mayStillRun(row: JobRow | undefined): row is JobRow {
-  if (!REOPENED_BY_CANCEL.includes(row?.state as JobState) || !row?.task_id) return false;
-  if (['completed', 'failed', 'cancelled'].includes(row.provider_state ?? '')) return false;
-  return !(row.state === 'cancel_unconfirmed' && lastErrorKind(row) === 'unsupported');
+  if (!row) return false;
+  const j = { state: row.state, taskId: row.task_id, providerState: row.provider_state };
+  return cancelMayReachTask({ ...j, lastErrorKind: lastErrorKind(row) });
 }
 
 /** The kind of the row's last error (`JobError.kind`), if any. */

@@ -62,6 +62,24 @@ export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
  */
 export const REOPENED_BY_CANCEL: readonly JobState[] = ['tracking_interrupted', 'cancel_unconfirmed'];
 
+/**
+ * Whether a cancel of a final job can still reach its provider task: the job is in a
+ * {@link REOPENED_BY_CANCEL} state with a task ID, the provider gave no final answer
+ * (`providerState` completed, failed or cancelled: nothing is left to stop; a completed task's
+ * result is read by a `resume`), and its last cancel did not meet a provider without a cancel
+ * endpoint (`lastErrorKind` `unsupported`: asking again cannot help).
+ */
+export function cancelMayReachTask(j: {
+  state: string;
+  taskId?: string | null;
+  providerState?: string | null;
+  lastErrorKind?: string;
+}): boolean {
+  if (!REOPENED_BY_CANCEL.includes(j.state as JobState) || !j.taskId) return false;
+  if (['completed', 'failed', 'cancelled'].includes(j.providerState ?? '')) return false;
+  return !(j.state === 'cancel_unconfirmed' && j.lastErrorKind === 'unsupported');
+}
+
 /** Whether `from` → `to` is a move of {@link TRANSITIONS} (staying put is not). */
 export function canMove(from: JobState, to: JobState): boolean {
   return TRANSITIONS[from].includes(to);

@@ -144,7 +144,7 @@ export interface ScrapeWorkflowInput {
    * cancel a run was resumed for (a final job whose task may still run): the resumed run carries it
    * through the cancellation path first thing. `via`: the door it came through (default `signal`).
    */
-  pendingCancel?: { reason?: string; requestedBy?: string; via?: 'signal' | 'update' };
+  pendingCancel?: { reason?: string; requestedBy?: string; via?: CancelReport['via'] };
   /** The provider will call our webhook for this job: poll slower (see `webhookSlowdown`). */
   webhooks?: boolean;
 }

@@ -11,6 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobNotFoundError, jobIdFor, type CancelResult } from '../../src/client/index.js';
+import { lastCancel } from '../../src/client/cancel.js';
 import { isFinalState } from '../../src/model/states.js';
 import { ScrapeState } from '../../src/workflows/searchAttributes.js';
 import type { PollPolicy } from '../../src/model/types.js';
@@ -222,8 +223,6 @@ describe('provider already completed the task (status said completed, result unr
 });
 
 describe('a cancel racing the deadline that records tracking_interrupted', () => {
-  // Only the Update: a signal or the Web UI's native cancel that reaches a run closing on
-  // `tracking_interrupted` is dropped by that run (docs/jobs.md).
   it('a cancel (Update) arriving while the run records tracking_interrupted is refused by the closing run, then stops the task through a resumed run', async () => {
     const j = job('race-update');
     stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: j.tag, action: 'never_finish' });
@@ -240,6 +239,50 @@ describe('a cancel racing the deadline that records tracking_interrupted', () =>
     expect(row.state).toBe('cancelled');
     expect(stack.sim.getJob(running.task_id!)?.status).toBe('cancelled');
     expect(providerCancelCalls(stack, j.tag)).toBe(1);
+  });
+});
+
+/** A job whose run has moved to tracking_interrupted at its deadline while the task runs on; the store write is held. */
+async function closingInterrupted(kind: string) {
+  const j = job(kind);
+  stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: j.tag, action: 'never_finish' });
+  const h = holdRecord(j.jobId, 'tracking_interrupted');
+  await startWithDeadline(j);
+  const running = await waitRow(stack, j.jobId, (r) => r.provider_status === 'running', 'running');
+  await h.hit;
+  return { ...j, taskId: running.task_id!, release: h.release };
+}
+
+describe('a cancel signal or native cancellation racing the deadline that records tracking_interrupted', () => {
+  // Before: the closing run dropped the request; the job stayed tracking_interrupted with 0 provider
+  // cancels while the task ran on, and `--no-wait` had answered `requested`.
+  it('signal (cancel --no-wait): the closing run hands the request to a run resumed to cancel; cancelled, one provider cancel', async () => {
+    const j = await closingInterrupted('race-signal');
+    const answer = await stack.client.cancelScrape('acme', j.jobId, { reason: 'race-signal', wait: false });
+    j.release();
+    expect(answer.kind).toBe('requested');
+    const row = await quiet(j.jobId, 60_000);
+    expect(row.state).toBe('cancelled');
+    expect(stack.sim.getJob(j.taskId)?.status).toBe('cancelled');
+    expect(providerCancelCalls(stack, j.tag)).toBe(1);
+    expect(await lastCancel(stack.store, j.jobId, true)).toMatchObject({
+      reason: 'race-signal',
+      via: 'signal',
+      outcome: 'cancelled',
+    });
+  });
+
+  it("native (the Web UI's button): the same, and the run that carried it out closes Canceled", async () => {
+    const j = await closingInterrupted('race-native');
+    await stack.temporal.workflow.getHandle(j.jobId).cancel();
+    j.release();
+    const row = await quiet(j.jobId, 60_000);
+    expect(row.state).toBe('cancelled');
+    expect(stack.sim.getJob(j.taskId)?.status).toBe('cancelled');
+    expect(providerCancelCalls(stack, j.tag)).toBe(1);
+    expect(await lastCancel(stack.store, j.jobId, true)).toMatchObject({ via: 'native', outcome: 'cancelled' });
+    const d = await stack.temporal.workflow.getHandle(j.jobId).describe();
+    expect(d.status.name).toBe('CANCELLED');
   });
 });
 

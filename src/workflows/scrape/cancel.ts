@@ -6,7 +6,8 @@
  *
  * 1. {@link finishCancel}: a final state whose store write the interruption cut short is written;
  *    a request on a job not final runs {@link cancelJob}; a request that came too late (the job
- *    finished first) is settled with what the job reached ({@link settleLateCancel});
+ *    finished first) is handed to a run resumed to cancel when the task may still run
+ *    (`ScrapeJob.handOverCancel`), else settled with what the job reached ({@link settleLateCancel});
  * 2. {@link cancelJob}: mark `cancelling`; make sure we know whether a task exists (store, then
  *    reconcile); ask the provider to stop (`cancelAtProvider`); confirm what the provider then
  *    reports ({@link confirm}); record the outcome actually observed ({@link recordOutcome});
@@ -41,7 +42,9 @@ export async function finishCancel(job: ScrapeJob): Promise<void> {
   if (job.cancel && !job.final) await cancelJob(job);
   // A native cancellation that arrived while a shielded step finished the job is recorded too.
   if (CancellationScope.current().parent?.consideredCancelled && !job.cancel) job.requestNativeCancel();
-  await settleLateCancel(job);
+  // A request that came as tracking stopped (its deadline, its failed reads) may still stop the
+  // task: a run resumed to cancel takes it (`workflow.ts`), not a report that nothing was sent.
+  if (!job.handOverCancel()) await settleLateCancel(job);
 }
 
 /** Runs the cancel path for the job's recorded cancel request (call inside a non-cancellable scope). */

@@ -9,7 +9,7 @@
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { CancellationScope, condition, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { failedReadPolicy, scheduleDelay, type PollSchedule } from '../../model/schedule.js';
-import { isFinalState, type JobState } from '../../model/states.js';
+import { cancelMayReachTask, isFinalState, type JobState } from '../../model/states.js';
 import {
   DEFAULT_POLL_POLICY,
   type CancelReport,
@@ -45,6 +45,8 @@ export class ScrapeJob {
   private publishedState?: string;
   /** The store write of the last {@link record}, until it completed (a cancellation may interrupt it). */
   private unwritten?: rules.StateWrite;
+  /** See {@link cancelAfterFinal}. */
+  private late?: CancelReport;
   /** Search attribute updates held back for the next move's upsert (one upsert instead of two). */
   private deferred: SearchAttributeUpdatePair[] = [];
 
@@ -70,6 +72,17 @@ export class ScrapeJob {
   /** The cancel request, once any door asked (`via` says which). */
   get cancel(): Readonly<CancelReport> | undefined {
     return this.v.cancel;
+  }
+
+  /**
+   * A cancel request this run hands to a run resumed to cancel instead of closing: it arrived as
+   * the job went final in a state whose provider task it can still reach (`cancelMayReachTask`:
+   * tracking stopped at its deadline or after failed reads while the task ran). Either it came
+   * while the job was finishing ({@link handOverCancel}), or, by signal or native cancellation,
+   * once the job was final (a cancel Update is refused then, and its client asks again).
+   */
+  get cancelAfterFinal(): Readonly<CancelReport> | undefined {
+    return this.late;
   }
 
   /** UTC ISO-8601 tracking deadline, counted from the moment the task is known. */
@@ -352,10 +365,31 @@ export class ScrapeJob {
    * running phase at once: the request shows in the view and the details immediately.
    */
   requestCancel(req: CancelRequest, via: CancelReport['via']): void {
-    if (this.v.cancel || this.final) return;
+    if (this.v.cancel) return;
+    if (this.final) {
+      // Too late for this run, but not for the task: see `cancelAfterFinal`.
+      if (this.taskReachable()) this.late ??= rules.cancelRequested(req, via, new Date().toISOString());
+      return;
+    }
     this.v.cancel = rules.cancelRequested(req, via, new Date().toISOString());
     this.publish();
     this.phases?.cancel();
+  }
+
+  /**
+   * Hands the open cancel request of a job that went final meanwhile to a run resumed to cancel,
+   * when its task may still run (see {@link cancelAfterFinal}). Returns whether it did; if not, the
+   * request is settled with the state reached.
+   */
+  handOverCancel(): boolean {
+    if (!this.v.cancel || this.v.cancel.outcome !== undefined || !this.final || !this.taskReachable()) return false;
+    this.late = this.v.cancel;
+    return true;
+  }
+
+  /** Whether a cancel of this final job can still reach its provider task (`cancelMayReachTask`). */
+  private taskReachable(): boolean {
+    return cancelMayReachTask({ ...this.v, lastErrorKind: this.v.lastError?.kind });
   }
 
   /** A native cancellation (the Web UI's button, `temporal workflow cancel`) as a cancel request. */

@@ -16,6 +16,7 @@ import {
   allHandlersFinished,
   condition,
   isCancellation,
+  makeContinueAsNewFunc,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -37,6 +38,7 @@ import {
   type Resolution,
 } from './messages.js';
 import { trackTask } from './poll.js';
+import { ScrapeState } from '../searchAttributes.js';
 
 /**
  * Runs one scrape (workflow type `scrapeWorkflowV5`, the only type a worker serves; older types are
@@ -77,7 +79,28 @@ export async function scrapeWorkflowV5(input: ScrapeRunInput): Promise<JobView> 
       await finishCancel(job);
       await condition(allHandlersFinished);
     });
+  if (job.cancelAfterFinal) return reopenToCancel(job, job.cancelAfterFinal);
   return closeRun(job);
+}
+
+/**
+ * Hands a cancel that came while the run was closing on a final state whose task may still run
+ * (`ScrapeJob.cancelAfterFinal`) to a new run resumed to cancel that task: the run a client's
+ * cancel of the final job would start (same input, memo and state shown), so the request a signal
+ * or the Web UI's button made is carried out, never dropped.
+ */
+async function reopenToCancel(job: ScrapeJob, late: Readonly<CancelReport>): Promise<never> {
+  const { carry: _carry, ...input } = job.input;
+  const taskId = job.view.taskId!;
+  const info = workflowInfo();
+  return makeContinueAsNewFunc<typeof scrapeWorkflowV5>({
+    memo: { ...info.memo, resumedTaskId: taskId },
+    typedSearchAttributes: info.typedSearchAttributes.updateCopy([{ key: ScrapeState, value: 'cancelling' }]),
+  })({
+    ...input,
+    resume: { taskId },
+    pendingCancel: { reason: late.reason, requestedBy: late.requestedBy, via: late.via },
+  });
 }
 
 /** Registers the query, signals and Updates (see `messages.ts`); each handler is one call into the job. */
@@ -115,7 +138,16 @@ async function cancelAndWait(job: ScrapeJob, req: CancelRequest): Promise<Cancel
   job.requestCancel(req, 'update');
   // Shielded: a native cancellation arriving meanwhile joins the same path; it must not fail
   // this Update with "workflow cancelled".
-  await CancellationScope.nonCancellable(() => condition(() => job.cancel?.outcome !== undefined));
+  await CancellationScope.nonCancellable(() =>
+    condition(() => job.cancel?.outcome !== undefined || job.cancelAfterFinal !== undefined),
+  );
+  if (job.cancel?.outcome === undefined)
+    throw ApplicationFailure.create({
+      type: 'Cancel.handedOver',
+      message:
+        'tracking stopped as this cancel arrived, with the task still running: a run resumed to cancel it carries the request',
+      nonRetryable: true,
+    });
   return job.cancel as CancelReport;
 }
 
