@@ -11,6 +11,9 @@ import type { Store } from '../store/index.js';
 import { cancelSignal, cancelUpdate } from '../model/messages.js';
 import { JobNotFoundError } from './errors.js';
 
+/** The default of `CancelOptions.timeoutMs`, in ms. */
+export const DEFAULT_CANCEL_TIMEOUT_MS = 120_000;
+
 /** Outcome of a cancel request. */
 export type CancelResult =
   | { kind: 'observed'; state: JobState; report: CancelReport }
@@ -19,7 +22,10 @@ export type CancelResult =
   /** The workflow no longer runs but the job never reached a final state (an orphan): resume it or see `orphans`. */
   | { kind: 'not_running'; state: JobState };
 
-/** Options of {@link cancelJob}. `timeoutMs` in ms (default 120000). */
+/**
+ * Options of {@link cancelJob}. `timeoutMs`: how long the call may take in all, in ms (default
+ * 120000), every wait included (for the outcome, for a closing run, for a run resumed to cancel).
+ */
 export interface CancelOptions {
   reason?: string;
   requestedBy?: string;
@@ -69,7 +75,8 @@ export async function cancelJob(
     await handle.signal(cancelSignal, req);
     return { kind: 'requested', state: 'cancelling' };
   }
-  const timeoutMs = opts.timeoutMs ?? 120_000;
+  const timeoutMs = Math.max(1, opts.timeoutMs ?? DEFAULT_CANCEL_TIMEOUT_MS);
+  const until = Date.now() + timeoutMs;
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), timeoutMs);
   try {
@@ -85,9 +92,9 @@ export async function cancelJob(
       // its way, so the answer is read once the run has closed. Or handed over: tracking stopped
       // as the request came, and a run resumed to cancel the task (the next run) carries it and
       // answers it.
-      await waitForRunToClose(ctx.temporal, jobId, desc.runId);
+      await waitForRunToClose(ctx.temporal, jobId, desc.runId, Math.min(30_000, until - Date.now()));
       if (followHandOver && (await runAfter(ctx.temporal, jobId, desc.runId)))
-        return cancelJob(ctx, account, jobId, opts, false);
+        return cancelJob(ctx, account, jobId, { ...opts, timeoutMs: until - Date.now() }, false);
       return settledCancel(ctx.store, jobId);
     }
     if (!abort.signal.aborted) throw e;
@@ -121,6 +128,7 @@ export async function cancelJob(
  * started after it (resumed to cancel) is not waited for. Leaves no timer or long poll behind.
  */
 export async function waitForRunToClose(temporal: Client, jobId: string, runId: string, ms = 30_000): Promise<void> {
+  if (ms <= 0) return;
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), ms);
   try {

@@ -9,7 +9,14 @@ import { REOPENED_BY_CANCEL, cancelMayReachTask, isFinalState } from '../model/s
 import type { ScrapeWorkflowInput } from '../model/types.js';
 import type { JobRow } from '../store/index.js';
 import { ScrapeState } from '../workflows/searchAttributes.js';
-import { cancelJob, lastCancel, waitForRunToClose, type CancelOptions, type CancelResult } from './cancel.js';
+import {
+  DEFAULT_CANCEL_TIMEOUT_MS,
+  cancelJob,
+  lastCancel,
+  waitForRunToClose,
+  type CancelOptions,
+  type CancelResult,
+} from './cancel.js';
 import { ScrapeError } from './errors.js';
 import { startResumedRun, type JobRef, type StartContext } from './start.js';
 
@@ -27,20 +34,22 @@ export async function cancelReopening(
 ): Promise<CancelResult> {
   // The run itself takes the row to `cancelling`, so a client that dies here leaves either nothing
   // started or a run that carries the cancel: never a non-final row without a run.
+  const until = Date.now() + (opts.timeoutMs ?? DEFAULT_CANCEL_TIMEOUT_MS);
+  const left = () => Math.max(0, until - Date.now());
   const pendingCancel = {
     reason: opts.reason ?? 'requested by client',
     requestedBy: opts.requestedBy ?? account,
     via: opts.wait === false ? ('signal' as const) : ('update' as const),
   };
-  let started = mayStillRun(row) && (await reopen(ctx, row, pendingCancel));
-  let answer = await cancelJob(ctx, account, jobId, opts);
+  let started = mayStillRun(row) && (await reopen(ctx, row, pendingCancel, left()));
+  let answer = await cancelJob(ctx, account, jobId, { ...opts, timeoutMs: left() });
   // The run stopped tracking while this cancel was on its way (its deadline, its failed reads) and
   // refused it as it closed: the task may still run, so it is stopped as above, once.
   if (!started && answer.kind === 'already_final' && REOPENED_BY_CANCEL.includes(answer.state)) {
     const now = await ctx.store.jobs.get(jobId);
     if (mayStillRun(now)) {
-      started = await reopen(ctx, now, pendingCancel);
-      answer = await cancelJob(ctx, account, jobId, opts);
+      started = await reopen(ctx, now, pendingCancel, left());
+      answer = await cancelJob(ctx, account, jobId, { ...opts, timeoutMs: left() });
     }
   }
   // The run this call started may have finished before its Update arrived: its outcome is this
@@ -58,14 +67,16 @@ export async function cancelReopening(
 /**
  * Starts a run resumed to cancel `row`'s task, unless one is under way. Returns whether this call
  * started it. Throws {@link ScrapeError} `conflict` when the run that made the job final has not
- * closed (no worker runs it): nothing could take the cancel, and nothing was sent.
+ * closed within `waitMs` (at most 30000; no worker runs it): nothing could take the cancel, and
+ * nothing was sent.
  */
 async function reopen(
   ctx: StartContext,
   row: JobRow,
   pendingCancel: NonNullable<ScrapeWorkflowInput['pendingCancel']>,
+  waitMs: number,
 ): Promise<boolean> {
-  if (await resumedRunUnderWay(ctx, row)) return false;
+  if (await resumedRunUnderWay(ctx, row, Math.min(30_000, waitMs))) return false;
   if (await startResumedRun(ctx, row, { pendingCancel })) return true;
   if (await resumedRunUnderWay(ctx, row, 0)) return false;
   throw new ScrapeError(

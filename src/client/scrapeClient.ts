@@ -190,12 +190,14 @@ export class ScrapeClient {
   /**
    * Requests cancellation. With `wait` (default) it uses the `cancel` Update and returns the
    * outcome observed at the provider; without, it sends the `cancel` signal and returns at once.
-   * `timeoutMs` (default 120000 ms) bounds the wait: past it (e.g. no worker is running) the
-   * request is also sent as a signal, which is durable, and the answer is `requested` with a note.
+   * `timeoutMs` (default 120000 ms) bounds the whole call, every wait included: past it (e.g. no
+   * worker is running) the request is also sent as a signal, which is durable, and the answer is
+   * `requested` with a note.
    * Cancelling a finished job (final in the store, even while its workflow is still closing)
    * changes nothing and says so (`already_final`), except one whose task may still run
    * (`tracking_interrupted`, or `cancel_unconfirmed`, with no final answer from the provider): it is
-   * resumed to ask the provider to stop that task; cancelling a cancelled job twice returns the same
+   * resumed to ask the provider to stop that task (a {@link ScrapeError} `conflict` when the run that
+   * made it final has not closed within the timeout); cancelling a cancelled job twice returns the same
    * outcome; a non-final job whose workflow no longer runs is `not_running`.
    * Throws {@link JobNotFoundError} for a job of another account or none.
    */

@@ -23,7 +23,7 @@ import { FAST_POLICY, startStack, waitFor, type Stack } from '../helpers/stack.j
 const POLICY: Partial<PollPolicy> = { ...FAST_POLICY, cancelConfirmDeadlineMs: 6_000 };
 const RUN = randomUUID().slice(0, 6);
 
-/** Holds the store write of `state` for `jobId` (beforeRecordState) until released. */
+/** Holds the store write of `state` for `jobId` (beforeRecordState; `close`: beforeCloseAsCancelled) until released. */
 const holds = new Map<string, { reached: () => void; gate: Promise<void>; release: () => void; hit: Promise<void> }>();
 function holdRecord(jobId: string, state: string) {
   let release!: () => void;
@@ -44,6 +44,14 @@ beforeAll(async () => {
   stack = await startStack({
     profile: { concurrency: 100 },
     hooks: {
+      beforeCloseAsCancelled: async (jobId) => {
+        const h = holds.get(`${jobId}|close`);
+        if (!h) return;
+        holds.delete(`${jobId}|close`);
+        held.push(h);
+        h.reached();
+        await h.gate;
+      },
       beforeRecordState: async (jobId, state) => {
         // Held once: the local activity's next attempt (after its timeout) goes through.
         const h = holds.get(`${jobId}|${state}`);
@@ -401,5 +409,33 @@ describe('after an unconfirmed cancel of a tracking_interrupted job', () => {
       kind: 'already_final',
       state: 'cancelled',
     });
+  });
+});
+
+describe("the caller's timeout bounds every wait", () => {
+  it('the run that ended the job has not closed: the answer (conflict, nothing sent) comes within timeoutMs, not after a 30-s wait', async () => {
+    const j = await interrupted('budget');
+    const fault = stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'cancel',
+      urlContains: j.tag,
+      action: 'error_5xx',
+      status: 503,
+    });
+    const h = holdRecord(j.jobId, 'close'); // the run resumed to cancel stays open after its outcome
+    const first = await stack.client.cancelScrape('acme', j.jobId, { reason: 'first', timeoutMs: 60_000 });
+    expect(first).toMatchObject({ kind: 'observed', state: 'cancel_unconfirmed' });
+    await h.hit;
+    stack.sim.faults.remove(fault);
+    const calls = providerCancelCalls(stack, j.tag);
+    const t0 = Date.now();
+    const second = stack.client.cancelScrape('acme', j.jobId, { reason: 'second', timeoutMs: 2_000 });
+    // Before: the call waited (up to 30 s) for the run to close, whatever its timeout; here it
+    // answered once the held close's attempt timed out, about 10 s later.
+    await expect(second).rejects.toMatchObject({ code: 'conflict' });
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    expect(providerCancelCalls(stack, j.tag)).toBe(calls);
+    h.release();
+    expect((await quiet(j.jobId, 60_000)).state).toBe('cancel_unconfirmed');
   });
 });
