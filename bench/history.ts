@@ -1,7 +1,7 @@
 /**
  * Benchmark 3: what a job costs Temporal as it grows longer. For jobs lasting
  * 1 s, 30 s, 10 min and 2 h of provider time, per design (`lib/stack.ts`):
- * - `v4`: the product as it is (`scrapeWorkflowV5`; tracking loops detached from their activities);
+ * - `v4`: the product as it is (`scrapeWorkflowV6`; tracking loops detached from their activities);
  * - `inActivity`: the same workflow on a worker started with `detachTracking: false` (each
  *   tracking loop inside its activity: what the activity's heartbeats and attempts then cost);
  * - `v4+webhooks`: the product with provider webhooks on (`wake` signals; slower polling).

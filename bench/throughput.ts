@@ -14,7 +14,7 @@
  * 4. `floor2` — the two-activity floor;
  * 5. `inActivity` — the product's workflow on a worker started with `detachTracking: false` (each
  *    tracking loop inside its activity), one worker process;
- * 6. `product` — the product (`scrapeWorkflowV5`, tracking loops detached), one worker process;
+ * 6. `product` — the product (`scrapeWorkflowV6`, tracking loops detached), one worker process;
  * 7. `bullmq` — the same loop as `loop` driven by BullMQ on Redis (`lib/bullmqMain.ts`; Debian's
  *    `redis-server`, started here on a free loopback port without persistence, stopped after).
  *

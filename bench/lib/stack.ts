@@ -31,7 +31,7 @@ import type { WorkerMessage } from './workerMain.js';
 import type { LoopFigures } from './workerRuntime.js';
 
 /**
- * What is measured: the product's one workflow type (`scrapeWorkflowV5`) on one of two workers:
+ * What is measured: the product's one workflow type (`scrapeWorkflowV6`) on one of two workers:
  * `v4`, the product as it runs (tracking loops detached from their activities), or `inActivity`,
  * the same workflow on a worker started with `detachTracking: false` (each tracking loop runs
  * inside its activity and holds its slot for the job's whole wait). Each has its own task queue.

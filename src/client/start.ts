@@ -60,7 +60,7 @@ export interface StartContext {
    */
   hasCredential?: (provider: string, account: string) => boolean;
   /**
-   * Workflow type started for new jobs (default `scrapeWorkflowV5`, the only one a worker serves).
+   * Workflow type started for new jobs (default `scrapeWorkflowV6`, the only one a worker serves).
    */
   workflowType?: string;
   /**

@@ -14,7 +14,7 @@ import type { QueryDefinition, SignalDefinition, UpdateDefinition } from '@tempo
 import type { CancelReport, JobView, ScrapeWorkflowInput } from './types.js';
 
 /** Workflow type of scrape jobs: the only one a worker serves. */
-export const SCRAPE_WORKFLOW_TYPE = 'scrapeWorkflowV5';
+export const SCRAPE_WORKFLOW_TYPE = 'scrapeWorkflowV6';
 
 /**
  * Workflow types of earlier releases that this worker no longer serves: their open runs must be
@@ -25,6 +25,7 @@ export const RETIRED_WORKFLOW_TYPES = [
   'scrapeWorkflowV2',
   'scrapeWorkflowV3',
   'scrapeWorkflowV4',
+  'scrapeWorkflowV5',
 ] as const;
 
 /** The signature of the {@link SCRAPE_WORKFLOW_TYPE} workflow: its input, and the final view it returns. */

@@ -2,10 +2,10 @@
  * Every workflow the worker registers. Deterministic code only: this module and its imports are
  * bundled into the worker's workflow sandbox.
  *
- * - `scrapeWorkflowV5` (`scrape/`): every scrape;
+ * - `scrapeWorkflowV6` (`scrape/`): every scrape;
  * - the maintenance workflows run by Temporal Schedules.
  */
-export { scrapeWorkflowV5 } from './scrape/workflow.js';
+export { scrapeWorkflowV6 } from './scrape/workflow.js';
 export {
   SCRAPE_WORKFLOW_TYPE,
   RETIRED_WORKFLOW_TYPES,

@@ -1,8 +1,8 @@
 /**
- * Produces workflow histories of the main paths of the scrape workflow (`scrapeWorkflowV5`) on the
+ * Produces workflow histories of the main paths of the scrape workflow (`scrapeWorkflowV6`) on the
  * real stack and replays each one through the current workflow code (`Worker.runReplayHistories`):
  * any non-determinism fails here. With `RECORD_HISTORIES=1` the histories not yet recorded are
- * written to `test/replay/histories/v5-<path>.json` (`all`: every one), with this machine's paths
+ * written to `test/replay/histories/v6-<path>.json` (`all`: every one), with this machine's paths
  * taken out of their stack traces, where `test/unit/replay.test.ts` replays them on every run, so
  * that a later change of workflow code that breaks running workflows is caught (such a change goes
  * behind `patched()`, or into a new workflow type once the old one is drained).
@@ -25,10 +25,30 @@ let stack: Stack;
 let bare: Stack;
 let listOnly: Stack;
 const ids: Record<string, string> = {};
+const handOver = (() => {
+  let release!: () => void;
+  let reached!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const hit = new Promise<void>((r) => (reached = r));
+  return { held: true, gate, hit, release, reached };
+})();
+/** Runs recorded instead of the workflow's latest run (the run that continued as new). */
+const runIds: Record<string, string> = {};
 
 beforeAll(async () => {
   pages = await startPageServer();
-  stack = await startStack({ profile: { concurrency: 8 } });
+  stack = await startStack({
+    profile: { concurrency: 8 },
+    hooks: {
+      // The hand-over path: the store write of `tracking_interrupted` is held until a cancel signal is on its way.
+      beforeRecordState: async (jobId, state) => {
+        if (jobId !== ids.handedOver || state !== 'tracking_interrupted' || !handOver.held) return;
+        handOver.held = false;
+        handOver.reached();
+        await handOver.gate;
+      },
+    },
+  });
   bare = await startStack({ profile: { concurrency: 8, idempotency: false, list: false } });
   listOnly = await startStack({ profile: { concurrency: 8, idempotency: false, list: true } });
 });
@@ -269,6 +289,30 @@ describe('workflow histories replay deterministically', () => {
     const wokenTask = bare.sim.jobsFor('acme').find((j) => j.url.includes('replay-woken-unknown'))!;
     await bare.client.resolve('acme', ids.resolvedAfterWake!, { taskId: wokenTask.job_id, by: 'replay-test' });
 
+    // A cancel signal that arrives as tracking stops: the run hands it over (continues as new).
+    stack.sim.faults.add({
+      account: 'acme',
+      endpoint: 'submit',
+      urlContains: 'replay-handover',
+      action: 'never_finish',
+    });
+    const handedOver = await stack.client.startScrape({
+      account: 'acme',
+      url: `${pages.pageUrl('cnn')}?replay-handover`,
+      key: 'replay-handover',
+      policy: { ...p, deadlineMs: 2_000 },
+    });
+    ids.handedOver = handedOver.jobId;
+    runIds.handedOver = (await stack.temporal.workflow.getHandle(handedOver.jobId).describe()).runId;
+    await handOver.hit;
+    await stack.client.cancelScrape('acme', handedOver.jobId, { reason: 'replay test', wait: false });
+    handOver.release();
+    await waitFor(
+      async () => (await stack.store.jobs.get(handedOver.jobId))?.state === 'cancelled',
+      60_000,
+      'handed over and cancelled',
+    );
+
     // Histories as proto JSON, fetched with the Temporal CLI (`temporal workflow show -o json`).
     const cli = await ensureTemporalCli({ logger: () => undefined });
     const { address, namespace } = inject('temporal');
@@ -286,7 +330,19 @@ describe('workflow histories replay deterministically', () => {
       await handle.result().catch(() => undefined); // the native cancel ends CANCELED
       const json = execFileSync(
         cli.path,
-        ['workflow', 'show', '-w', id, '--address', address, '--namespace', namespace, '-o', 'json'],
+        [
+          'workflow',
+          'show',
+          '-w',
+          id,
+          ...(runIds[name] ? ['-r', runIds[name]] : []),
+          '--address',
+          address,
+          '--namespace',
+          namespace,
+          '-o',
+          'json',
+        ],
         {
           encoding: 'utf8',
           maxBuffer: 64 * 1024 * 1024,
@@ -318,7 +374,7 @@ describe('workflow histories replay deterministically', () => {
 
     // RECORD_HISTORIES=1 adds the histories not recorded yet (older ones stay: replaying histories
     // of older code is the point); RECORD_HISTORIES=all rewrites every one.
-    // `RECORD_AS=<suffix>` records every path under `v5-<path>-<suffix>.json` (the histories of code
+    // `RECORD_AS=<suffix>` records every path under `v6-<path>-<suffix>.json` (the histories of code
     // behind a new patch, beside the ones recorded before it). Stack traces name files relative to
     // the repository: a recorded history carries no path of the machine that recorded it.
     if (process.env.RECORD_HISTORIES === '1' || process.env.RECORD_HISTORIES === 'all') {
@@ -326,7 +382,7 @@ describe('workflow histories replay deterministically', () => {
       fs.mkdirSync(dir, { recursive: true });
       const suffix = process.env.RECORD_AS ? `-${process.env.RECORD_AS.replace(/[^A-Za-z0-9]/g, '')}` : '';
       for (const h of histories) {
-        const file = path.join(dir, `v5-${h.name}${suffix}.json`);
+        const file = path.join(dir, `v6-${h.name}${suffix}.json`);
         if (process.env.RECORD_HISTORIES === 'all' || !fs.existsSync(file))
           fs.writeFileSync(file, withoutMachinePaths(h.json));
       }

@@ -34,7 +34,7 @@ import {
   wakeSignal,
   type ScrapeWorkflow,
 } from '../../src/model/messages.js';
-import type { scrapeWorkflowV5 } from '../../src/workflows/scrape/workflow.js';
+import type { scrapeWorkflowV6 } from '../../src/workflows/scrape/workflow.js';
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const CLIENT = path.join(REPO, 'packages', 'client');
 
@@ -227,6 +227,6 @@ describe('the client package', () => {
     expect(cancelUpdate).toEqual(defineUpdate('cancel'));
     expect(resolveUpdate).toEqual(defineUpdate('resolve'));
     expect(wakeSignal).toEqual(defineSignal('wake'));
-    expectTypeOf<typeof scrapeWorkflowV5>().toExtend<ScrapeWorkflow>();
+    expectTypeOf<typeof scrapeWorkflowV6>().toExtend<ScrapeWorkflow>();
   });
 });

@@ -119,7 +119,7 @@ describe('layout', () => {
   it('one workflow type is served, and no patched() branch is left in its code path', () => {
     expect(fs.existsSync(path.join(SRC, 'legacy'))).toBe(false);
     const workflows = fs.readFileSync(path.join(SRC, 'workflows', 'index.ts'), 'utf8');
-    expect(workflows.match(/scrapeWorkflow\w*/g)).toEqual(['scrapeWorkflowV5', 'scrapeWorkflowV5']);
+    expect(workflows.match(/scrapeWorkflow\w*/g)).toEqual(['scrapeWorkflowV6', 'scrapeWorkflowV6']);
     const patchedCalls = sourceFiles(path.join(SRC, 'workflows')).filter((f) =>
       /\bpatched\(|deprecatePatch\(/.test(fs.readFileSync(f, 'utf8')),
     );

@@ -19,7 +19,7 @@ const files = fs
   .sort();
 
 describe('recorded histories replay with the current workflow code', () => {
-  it('has recorded histories of the main paths of the workflow type served (v5)', () => {
+  it('has recorded histories of the main paths of the workflow type served (v6)', () => {
     const paths = [
       'completed',
       'failed',
@@ -35,8 +35,9 @@ describe('recorded histories replay with the current workflow code', () => {
       'deadlineCancel',
       'resolvedAfterWake',
       'cancelledElsewhere',
+      'handedOver',
     ];
-    expect(files).toEqual(expect.arrayContaining(paths.map((p) => `v5-${p}.json`)));
+    expect(files).toEqual(expect.arrayContaining(paths.map((p) => `v6-${p}.json`)));
   });
 
   it('carries no path of the machine that recorded them', () => {

@@ -37,7 +37,7 @@ export interface TrackStatusInput extends TaskRef {
   /** `track`: the job's own tracking; `confirm_cancel`: a cancel's confirmation (no 404 grace, no share overrun, completion weighed with the cancel's answer). */
   mode: 'track' | 'confirm_cancel';
   /**
-   * `true` from a workflow that records a final outcome itself (`scrapeWorkflowV5`: the row is left
+   * `true` from a workflow that records a final outcome itself (`scrapeWorkflowV5` and later: the row is left
    * for its `recordState`). Absent from a run of `scrapeWorkflowV4`, which a previous release's
    * worker serves beside this one during an upgrade (docs/operations.md, "Upgrading") while its
    * activities may come to this worker: V4 only moves its own view, so the activity writes a

@@ -1,5 +1,5 @@
 /**
- * The scrape workflow (type `scrapeWorkflowV5`): one logical scrape request, from submit to a
+ * The scrape workflow (type `scrapeWorkflowV6`): one logical scrape request, from submit to a
  * result written once.
  *
  * This file only wires the message handlers and runs the phases; the job's state and every change
@@ -41,11 +41,11 @@ import { trackTask } from './poll.js';
 import { ScrapeState } from '../searchAttributes.js';
 
 /**
- * Runs one scrape (workflow type `scrapeWorkflowV5`, the only type a worker serves; older types are
+ * Runs one scrape (workflow type `scrapeWorkflowV6`, the only type a worker serves; older types are
  * drained before an upgrade: docs/operations.md, "Upgrading"). Returns the final {@link JobView}; a
  * job whose cancel request did not end in `completed` closes `Canceled` instead.
  */
-export async function scrapeWorkflowV5(input: ScrapeRunInput): Promise<JobView> {
+export async function scrapeWorkflowV6(input: ScrapeRunInput): Promise<JobView> {
   const job = new ScrapeJob(input);
   wireHandlers(job);
   job.announce();
@@ -93,7 +93,7 @@ async function reopenToCancel(job: ScrapeJob, late: Readonly<CancelReport>): Pro
   const { carry: _carry, ...input } = job.input;
   const taskId = job.view.taskId!;
   const info = workflowInfo();
-  return makeContinueAsNewFunc<typeof scrapeWorkflowV5>({
+  return makeContinueAsNewFunc<typeof scrapeWorkflowV6>({
     memo: { ...info.memo, resumedTaskId: taskId },
     typedSearchAttributes: info.typedSearchAttributes.updateCopy([{ key: ScrapeState, value: 'cancelling' }]),
   })({
