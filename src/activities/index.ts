@@ -21,13 +21,13 @@
  * | `submit/adopt.ts` | `adoptTask` |
  * | `tracking/track.ts`, `tracking/poll.ts` | `trackStatus` (the polling loop `pollLoop` in the worker, heartbeats throttled; detached for async completion in a worker with a tracker, `src/worker/tracker.ts`; `poll.ts` `checkOnce` is one check and the result written once) |
  * | `cancel.ts` | `cancelAtProvider`, `closeAsCancelled` |
- * | `record.ts` | `recordState`, `recordCancelOutcome` |
+ * | `record.ts` | `recordState`, `recordWait`, `recordCancelOutcome` |
  */
 import { activityKit, type ActivityDeps, type ActivityKit } from './context.js';
 import { adoptTask } from './submit/adopt.js';
 import { cancelAtProvider, closeAsCancelled } from './cancel.js';
 import { reconcileJob } from './submit/reconcile.js';
-import { recordCancelOutcome, recordState } from './record.js';
+import { recordCancelOutcome, recordState, recordWait } from './record.js';
 import { submitJob } from './submit/submit.js';
 import { findRecordedTask, registerJob } from './jobRow.js';
 import { trackStatus } from './tracking/track.js';
@@ -61,6 +61,7 @@ export function createActivities(deps: ActivityDeps) {
     cancelAtProvider: bound(kit, cancelAtProvider),
     closeAsCancelled: bound(kit, closeAsCancelled),
     recordState: bound(kit, recordState),
+    recordWait: bound(kit, recordWait),
     recordCancelOutcome: bound(kit, recordCancelOutcome),
   };
 }

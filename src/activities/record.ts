@@ -1,6 +1,7 @@
 /**
  * Store-only bookkeeping the workflow asks for when no provider call carries it: a state
- * transition, the observed outcome of a cancel. Idempotent; run as local activities.
+ * transition, what the job waits for, the observed outcome of a cancel. Idempotent; run as local
+ * activities.
  */
 import { sanitizeBody } from '../lib/sanitize.js';
 import { isFinalState, type JobState } from '../model/states.js';
@@ -45,6 +46,15 @@ export async function recordState(
     if (label !== undefined) announceSlotReleased(label);
   }
   return moved;
+}
+
+/**
+ * Records what the job waits for in its row (`status`, the HTTP API), replacing an earlier wait;
+ * `null` clears it. For a wait the workflow decides without an activity that records it (a
+ * refused reconciliation leaves the job to an operator).
+ */
+export async function recordWait(kit: ActivityKit, input: { jobId: string; wait: JobWait | null }): Promise<void> {
+  await kit.store.polling.recordWait(input.jobId, input.wait);
 }
 
 /**

@@ -386,8 +386,14 @@ describe('with activities that are refused permanently (a revoked key)', () => {
         const taskId = await stack.store.jobs.recordTaskId(jobId, `task-${jobId}`, 'queued', 'test');
         return { kind: 'accepted', taskId, providerStatus: 'queued', adopted: false };
       },
-      async reconcileJob() {
+      async reconcileJob(i: { job: { jobId: string } }) {
         counts.reconcileSubmit++;
+        // As an earlier attempt that waited out the lookups' lag would have left it.
+        await stack.store.polling.recordWait(i.job.jobId, {
+          reason: 'evidence',
+          message: 'nothing found yet: the lookups are read again',
+          until: new Date().toISOString(),
+        });
         throw refused('401 UNAUTHORIZED: API key revoked');
       },
       async awaitStatus(i: { jobId: string }) {
@@ -445,6 +451,26 @@ describe('with activities that are refused permanently (a revoked key)', () => {
     });
     expect(counts.saveResult).toBe(1);
     expect(await stack.store.results.count({ jobId: ref.jobId })).toBe(0);
+  });
+
+  it('a job whose reconciliation is refused says in its row (status, the API) that it waits for an operator, not for the lookups', async () => {
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url: 'https://example.com/unknown-refused-wait',
+      key: `unknown-wait-${randomUUID().slice(0, 6)}`,
+      policy: FAST_POLICY,
+    });
+    await waitFor(
+      async () => (await stack.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
+      30_000,
+      'the job to wait in unknown',
+    );
+    // Before: the row still said `evidence` (next try in the past) while the workflow waited for an operator.
+    expect((await stack.client.getScrape('acme', ref.jobId)).waiting).toMatchObject({
+      reason: 'operator',
+      message: expect.stringMatching(/reconciliation was refused \(401 UNAUTHORIZED/),
+    });
+    await stack.client.cancelScrape('acme', ref.jobId, { reason: 'test' });
   });
 
   it('a cancel of a job in unknown whose reconciliation is refused ends cancel_unconfirmed, and a second cancel says so', async () => {

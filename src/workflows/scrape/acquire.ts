@@ -245,7 +245,11 @@ async function reconcile(job: ScrapeJob, input: SubmitJobInput): Promise<Reconci
     if (isCancellation(e)) throw e;
     const error = jobErrorOf(e, 'reconciliation failed');
     job.noteError(error);
-    return { kind: 'unresolvable', reason: `reconciliation was refused (${error.message})` };
+    const reason = `reconciliation was refused (${error.message})`;
+    // The row may still show what an earlier attempt waited for (the lookups' lag): an operator
+    // decides now, and `status` must say so.
+    await job.acts.recorder.recordWait({ jobId: job.input.jobId, wait: { reason: 'operator', message: reason } });
+    return { kind: 'unresolvable', reason };
   } finally {
     job.waiting(before);
   }
