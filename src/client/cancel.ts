@@ -94,7 +94,8 @@ export async function cancelJob(
       // answers it.
       await waitForRunToClose(ctx.temporal, jobId, desc.runId, Math.min(30_000, until - Date.now()));
       if (followHandOver && (await runAfter(ctx.temporal, jobId, desc.runId)))
-        return cancelJob(ctx, account, jobId, { ...opts, timeoutMs: until - Date.now() }, false);
+        // That run may have closed before the follow-up reached it: its outcome is this request's.
+        return asObserved(await cancelJob(ctx, account, jobId, { ...opts, timeoutMs: until - Date.now() }, false), req);
       return settledCancel(ctx.store, jobId);
     }
     if (!abort.signal.aborted) throw e;
@@ -139,6 +140,17 @@ export async function waitForRunToClose(temporal: Client, jobId: string, runId: 
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * `answer`, or for an `already_final` one whose last cancel report is request `req`'s (same reason
+ * and requester), that outcome as observed: a run that carried this request closed before its
+ * answer was asked for.
+ */
+export function asObserved(answer: CancelResult, req: { reason: string; requestedBy: string }): CancelResult {
+  if (answer.kind !== 'already_final' || !answer.report) return answer;
+  if (answer.report.reason !== req.reason || answer.report.requestedBy !== req.requestedBy) return answer;
+  return { kind: 'observed', state: answer.state, report: answer.report };
 }
 
 /** Whether a run of workflow `jobId` other than `runId` (one that followed it) is running. */

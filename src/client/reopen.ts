@@ -11,6 +11,7 @@ import type { JobRow } from '../store/index.js';
 import { ScrapeState } from '../workflows/searchAttributes.js';
 import {
   DEFAULT_CANCEL_TIMEOUT_MS,
+  asObserved,
   cancelJob,
   lastCancel,
   waitForRunToClose,
@@ -54,14 +55,7 @@ export async function cancelReopening(
   }
   // The run this call started may have finished before its Update arrived: its outcome is this
   // request's, not an earlier one.
-  if (
-    started &&
-    answer.kind === 'already_final' &&
-    answer.report?.reason === pendingCancel.reason &&
-    answer.report.requestedBy === pendingCancel.requestedBy
-  )
-    return { kind: 'observed', state: answer.state, report: answer.report };
-  return answer;
+  return started ? asObserved(answer, pendingCancel) : answer;
 }
 
 /**

@@ -294,6 +294,35 @@ describe('a cancel signal or native cancellation racing the deadline that record
   });
 });
 
+describe('a cancel signal as tracking stops on a task the provider reported completed (its result unreadable)', () => {
+  it('nothing is handed over: one run, no provider cancel, the job stays tracking_interrupted (resumable), and the Web UI agrees', async () => {
+    const j = job('race-badres');
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: j.tag, action: 'bad_result' });
+    const h = holdRecord(j.jobId, 'tracking_interrupted');
+    await stack.client.startScrape({
+      account: 'acme',
+      url: j.url,
+      key: j.tag,
+      policy: { ...POLICY, deadlineMs: 60_000, failedReadLimit: 2, failedReadBudgetMs: 1_000 },
+    });
+    await h.hit; // the result reads of a completed task failed: the run moved to tracking_interrupted
+    await stack.client.cancelScrape('acme', j.jobId, { reason: 'badres', wait: false });
+    h.release();
+    const row = await quiet(j.jobId, 60_000);
+    const s = await settle(stack, j.jobId, 10_000);
+    const runs: string[] = [];
+    for await (const r of stack.temporal.workflow.list({ query: `WorkflowId = "${j.jobId}"` }))
+      runs.push(r.status.name);
+    // Before: the run continued as new to cancel it; the new run found nothing to stop and ended with
+    // its view and ScrapeState `cancel_unconfirmed` while the row stayed `tracking_interrupted`.
+    expect(runs).toHaveLength(1);
+    expect(row.state).toBe('tracking_interrupted');
+    expect(s.view.state).toBe('tracking_interrupted');
+    expect(s.scrapeState).toBe('tracking_interrupted');
+    expect(providerCancelCalls(stack, j.tag)).toBe(0);
+  });
+});
+
 describe('more failure paths', () => {
   it('the task completed at the provider after tracking stopped: a cancel answers completed, the result is written once, row and answer agree', async () => {
     const j = job('done-later');

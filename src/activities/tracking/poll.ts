@@ -17,7 +17,7 @@
  * for its result only: a result read that fails is retried as a result read, so no successful
  * status read resets its streak.
  */
-import type { JobError } from '../../model/types.js';
+import type { JobError, JobView } from '../../model/types.js';
 import { isProviderError } from '../../providers/shared/errors.js';
 import { withBinaryText } from '../../providers/shared/binaryText.js';
 import { enforceResultLimits } from '../../providers/shared/pagination.js';
@@ -213,7 +213,14 @@ async function checkTask(kit: ActivityKit, input: TrackStatusInput, checkPastDea
     return r;
   };
   if (now() >= deadline && !checkPastDeadline)
-    return ending({ outcome: { kind: 'deadline', checks, providerStatus: row.provider_status ?? undefined } });
+    return ending({
+      outcome: {
+        kind: 'deadline',
+        checks,
+        providerStatus: row.provider_status ?? undefined,
+        ...(row.provider_state ? { providerState: row.provider_state as JobView['providerState'] } : {}),
+      },
+    });
   const until = Math.max(1, deadline - now());
 
   // A task the provider already said is complete is asked for its result only (module docs).

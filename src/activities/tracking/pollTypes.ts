@@ -3,7 +3,7 @@
  * summary of a result written once, and what one status check led to. Times are UTC ISO-8601,
  * durations ms.
  */
-import type { JobError, ScrapeRequest } from '../../model/types.js';
+import type { JobError, JobView, ScrapeRequest } from '../../model/types.js';
 import type { FailedReadPolicy, PollSchedule } from '../../model/schedule.js';
 import type { StatusObservation } from '../../providers/adapter.js';
 import type { TaskRef } from '../context.js';
@@ -51,7 +51,17 @@ export interface TrackStatusInput extends TaskRef {
  * `completed` (written with its result) leaves the job's row as it was, for the workflow's move.
  * `note`: what the job's timeline and view say of it.
  */
-export type PollOutcome = { checks: number; providerStatus?: string; progress?: StatusObservation['progress'] } &
+export type PollOutcome = {
+  checks: number;
+  providerStatus?: string;
+  /**
+   * The provider's normalised state as the store holds it, where an outcome that is not its own
+   * final word carries it (tracking stopped after the provider reported the task completed: its
+   * result could not be read): a cancel then has nothing left to stop.
+   */
+  providerState?: JobView['providerState'];
+  progress?: StatusObservation['progress'];
+} &
   /**
    * `afterCancel`: a cancel's confirmation saw it, and the provider's `completed` cannot tell a
    * stopped task from a finished one (on `failed`: that final word came with no result at all).

@@ -25,6 +25,11 @@ export function incidentScope(input: TrackStatusInput): string {
   return `poll:${input.generation}`;
 }
 
+/** A result is read only once the provider reported the task completed: the outcome says so. */
+function completedFirst(phase: 'status' | 'result'): { providerState?: 'completed' } {
+  return phase === 'result' ? { providerState: 'completed' } : {};
+}
+
 /**
  * Handles a provider error of a status or result read of `row`'s task: an outcome to return, or
  * when to read again (the failed-read discipline of the module docs; `until`: ms left before the
@@ -71,7 +76,7 @@ export async function onReadError(
   if (e.kind === 'permanent' || e.kind === 'conflict' || e.kind === 'unsupported') {
     await kit.recordIncident(input.jobId, phase, e, incidentScope(input));
     const note = `${phase} reads refused (${error.message}); fix the cause and resume with the same task ID ${input.taskId}`;
-    return { outcome: { kind: 'interrupted', checks, error, note } };
+    return { outcome: { kind: 'interrupted', checks, error, note, ...completedFirst(phase) } };
   }
   // A read the worker held back itself (the key's shared cool-down: nothing was sent) is no failed
   // read: it spends nothing of the failed-read budget, and the job says what it waits for.
@@ -96,7 +101,7 @@ export async function onReadError(
     await kit.recordIncident(input.jobId, phase, e, incidentScope(input));
     const minutes = Math.round((Date.now() - streak.since) / 60_000);
     const note = `${streak.failures} ${phase} reads failed in a row over ${minutes} min (last: ${error.message}); the task may still run: fix the cause and resume with the same task ID ${input.taskId}`;
-    return { outcome: { kind: 'interrupted', checks, error, note } };
+    return { outcome: { kind: 'interrupted', checks, error, note, ...completedFirst(phase) } };
   }
   const retryAfter = e.details.retryAfterMs ? `, Retry-After ${(e.details.retryAfterMs / 1000).toFixed(1)} s` : '';
   return again(

@@ -223,6 +223,7 @@ export class ScrapeJob {
   observe(o: rules.Observation): void {
     this.v.statusChecks = Math.max(this.v.statusChecks, o.checks);
     if (o.providerStatus) this.v.providerStatus = o.providerStatus;
+    if (o.providerState) this.v.providerState = o.providerState;
     Object.assign(this.effects, rules.reportedEffects(o.progress));
     this.publish();
   }

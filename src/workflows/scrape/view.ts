@@ -39,6 +39,7 @@ export interface MoveOptions {
 export interface Observation {
   checks: number;
   providerStatus?: string;
+  providerState?: JobView['providerState'];
   progress?: { pagesFetched?: number; documents?: number; creditsUsed?: number };
 }
 
