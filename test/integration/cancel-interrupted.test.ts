@@ -3,10 +3,11 @@
  * (tracking stopped at its deadline or after its failed reads) and `cancel_unconfirmed` (an earlier
  * cancel the provider never confirmed). The cancel starts a run resumed for it, which moves the row
  * to `cancelling` and asks the provider; with races (two cancels, a cancel and a `resume`, a cancel
- * arriving while the run records `tracking_interrupted`), a provider whose cancel endpoint fails,
- * a task the provider already reported final, no worker running, another account, the CLI and a
- * batch. Each answer agrees with the row, the provider is asked once, and no row is left non-final
- * without a run.
+ * by Update, signal or native cancellation arriving while the run records `tracking_interrupted`,
+ * which the closing run hands to a run resumed to cancel), a provider whose cancel endpoint fails,
+ * a task the provider already reported final, no worker running, another account, the CLI, a batch
+ * and the caller's timeout. Each answer agrees with the row, the provider is asked once, and no row
+ * is left non-final without a run.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -91,6 +92,17 @@ async function interrupted(kind: string) {
   const s = await settle(stack, j.jobId, 30_000);
   expect(s.row.state).toBe('tracking_interrupted');
   return { ...j, taskId: running.task_id! };
+}
+
+/** The provider's cancel endpoint answers 503 for job `tag` until the fault is removed. */
+function failCancels(tag: string) {
+  return stack.sim.faults.add({
+    account: 'acme',
+    endpoint: 'cancel',
+    urlContains: tag,
+    action: 'error_5xx',
+    status: 503,
+  });
 }
 
 async function isRunning(jobId: string) {
@@ -411,13 +423,7 @@ describe('batch cancel', () => {
 describe('after an unconfirmed cancel of a tracking_interrupted job', () => {
   it('the provider cancel endpoint recovers: a second cancel asks again and stops the task that ran on', async () => {
     const j = await interrupted('recover');
-    const fault = stack.sim.faults.add({
-      account: 'acme',
-      endpoint: 'cancel',
-      urlContains: j.tag,
-      action: 'error_5xx',
-      status: 503,
-    });
+    const fault = failCancels(j.tag);
     const first = await stack.client.cancelScrape('acme', j.jobId, { reason: 'first', timeoutMs: 60_000 });
     expect((await quiet(j.jobId, 60_000)).state).toBe('cancel_unconfirmed');
     expect(first).toMatchObject({ kind: 'observed', state: 'cancel_unconfirmed' });
@@ -444,13 +450,7 @@ describe('after an unconfirmed cancel of a tracking_interrupted job', () => {
 describe("the caller's timeout bounds every wait", () => {
   it('the run that ended the job has not closed: the answer (conflict, nothing sent) comes within timeoutMs, not after a 30-s wait', async () => {
     const j = await interrupted('budget');
-    const fault = stack.sim.faults.add({
-      account: 'acme',
-      endpoint: 'cancel',
-      urlContains: j.tag,
-      action: 'error_5xx',
-      status: 503,
-    });
+    const fault = failCancels(j.tag);
     const h = holdRecord(j.jobId, 'close'); // the run resumed to cancel stays open after its outcome
     const first = await stack.client.cancelScrape('acme', j.jobId, { reason: 'first', timeoutMs: 60_000 });
     expect(first).toMatchObject({ kind: 'observed', state: 'cancel_unconfirmed' });
