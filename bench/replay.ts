@@ -1,6 +1,6 @@
 /**
  * Benchmark: what the workflow code costs per job, without a server, a provider or a store: each
- * recorded history of the served type (`test/replay/histories/v5-*.json`, or those named) is
+ * recorded history of the served type (`test/replay/histories/v6-*.json`, or those named) is
  * replayed `--replays` times through the current workflow bundle (`Worker.runReplayHistories`),
  * and for each it reports the promises the workflow code created per run and this process's CPU
  * per replay. The SDK captures (and source-maps) a stack trace for every promise created in
@@ -70,9 +70,9 @@ export async function runReplay(o: Options): Promise<unknown> {
   const names =
     o.histories === 'all'
       ? fs.readdirSync(HISTORIES).filter((f) => f.endsWith('.json'))
-      : o.histories.split(',').map((h) => `v5-${h.trim()}.json`);
+      : o.histories.split(',').map((h) => `v6-${h.trim()}.json`);
   const histories = names.map((f) => ({
-    name: f.replace(/^v5-|\.json$/g, ''),
+    name: f.replace(/^v6-|\.json$/g, ''),
     history: JSON.parse(fs.readFileSync(path.join(HISTORIES, f), 'utf8')) as unknown,
   }));
   // The replay workers' own state changes are not the figures: warnings only.
@@ -123,7 +123,7 @@ export async function runReplay(o: Options): Promise<unknown> {
 runAsScript(
   'replay.ts',
   withLoadOptions(new Command('bench:replay'))
-    .option('--histories <names>', 'recorded histories of v5 (completed,failed,…) or all', 'completed')
+    .option('--histories <names>', 'recorded histories of v6 (completed,failed,…) or all', 'completed')
     .option('--replays <n>', 'replays per history and round', '1000')
     .option('--rounds <n>', 'rounds (the first is warm-up when more than one)', '3'),
   (opts) => runReplay(OptionsSchema.parse(opts)),

@@ -8,7 +8,8 @@ import { REOPENED_BY_CANCEL, isFinalState, type JobState } from '../model/states
 import { isProviderError } from '../providers/shared/errors.js';
 import type { CancelAnswer } from '../providers/adapter.js';
 import { sanitizeBody } from '../lib/sanitize.js';
-import type { CancelReport, JobError } from '../model/types.js';
+import type { CancelReport, JobError, JobView } from '../model/types.js';
+import type { JobRow } from '../store/index.js';
 import type { ActivityKit, TaskRef } from './context.js';
 
 /**
@@ -22,8 +23,23 @@ export type CancelCallOutcome = {
 } & (
   | ({ kind: 'answered' } & CancelAnswer)
   | { kind: 'unsupported'; error: JobError; reachedProvider: boolean }
-  | { kind: 'skipped'; reason: string }
+  /**
+   * Nothing was sent. `finalState`: the row's state when it is final (nothing was moved either);
+   * `providerState`: the provider's normalised state the row holds.
+   */
+  | { kind: 'skipped'; reason: string; finalState?: JobState; providerState?: JobView['providerState'] }
 );
+
+/** A `skipped` answer for `row` (as read): its last status, and its state when final. */
+function skipped(reason: string, row: JobRow | undefined): CancelCallOutcome {
+  return {
+    kind: 'skipped',
+    reason,
+    lastStatus: row?.provider_status ?? undefined,
+    ...(row && isFinalState(row.state) ? { finalState: row.state as JobState } : {}),
+    ...(row?.provider_state ? { providerState: row.provider_state as JobView['providerState'] } : {}),
+  };
+}
 
 /** The reason (history: the cancel request's `cause`) of the request that closes a job cancelled by signal, Update or deadline. */
 export const CLOSE_AS_CANCELLED_REASON =
@@ -47,24 +63,25 @@ export async function cancelAtProvider(
   // attempt of the run that made it final).
   const final = (r: typeof row) =>
     r && isFinalState(r.state) && !(ref.reopen && REOPENED_BY_CANCEL.includes(r.state as JobState));
-  if (final(row)) return { kind: 'skipped', reason: `the job is already ${row!.state}`, lastStatus };
+  if (final(row)) return skipped(`the job is already ${row!.state}`, row);
   if (row?.provider_state === 'completed')
-    return {
-      kind: 'skipped',
-      reason: 'the provider already reported the task completed; its result is being written',
-      lastStatus,
-    };
+    return skipped(
+      isFinalState(row.state)
+        ? 'the provider already reported the task completed'
+        : 'the provider already reported the task completed; its result is being written',
+      row,
+    );
   // A check saw the task end and its outcome is on its way to the workflow, which records it: the
   // provider has nothing left to stop.
   if (row?.provider_state === 'failed' || row?.provider_state === 'cancelled')
-    return { kind: 'skipped', reason: `the provider already reported the task ${row.provider_state}`, lastStatus };
+    return skipped(`the provider already reported the task ${row.provider_state}`, row);
   if (row && row.state !== 'cancelling') {
     const moved = await store.jobs.transition(ref.jobId, 'cancelling', {
       detail: { cancel: sanitizeBody(ref.report, kit.secrets()) },
     });
     // Another writer made the job final meanwhile: nothing is sent.
     const now = moved ? row : await store.jobs.get(ref.jobId);
-    if (final(now)) return { kind: 'skipped', reason: `the job is already ${now!.state}`, lastStatus };
+    if (final(now)) return skipped(`the job is already ${now!.state}`, now);
   }
   try {
     const answer = await kit.call(ref.provider, ref.account, (p) =>

@@ -72,7 +72,12 @@ export async function cancelJob(
   if (row && isFinalState(row.state as JobState) && !REOPENED_BY_CANCEL.includes(row.state as JobState))
     return settledCancel(ctx.store, jobId);
   if (opts.wait === false) {
-    await handle.signal(cancelSignal, req);
+    try {
+      await handle.signal(cancelSignal, req);
+    } catch (e) {
+      if (e instanceof WorkflowNotFoundError) return settledCancel(ctx.store, jobId); // it closed meanwhile
+      throw e;
+    }
     return { kind: 'requested', state: 'cancelling' };
   }
   const timeoutMs = Math.max(1, opts.timeoutMs ?? DEFAULT_CANCEL_TIMEOUT_MS);
@@ -153,11 +158,10 @@ export function asObserved(answer: CancelResult, req: { reason: string; requeste
   return { kind: 'observed', state: answer.state, report: answer.report };
 }
 
-/** Whether a run of workflow `jobId` other than `runId` (one that followed it) is running. */
+/** Whether a run of workflow `jobId` followed run `runId` (running, or closed already). */
 async function runAfter(temporal: Client, jobId: string, runId: string): Promise<boolean> {
   try {
-    const d = await temporal.workflow.getHandle(jobId).describe();
-    return d.status.name === 'RUNNING' && d.runId !== runId;
+    return (await temporal.workflow.getHandle(jobId).describe()).runId !== runId;
   } catch (e) {
     if (e instanceof WorkflowNotFoundError) return false;
     throw e;

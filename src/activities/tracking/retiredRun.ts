@@ -1,9 +1,9 @@
 /**
- * Upgrade compatibility with the retired `scrapeWorkflowV4`, for the release that runs beside it
- * (docs/operations.md, "Upgrading"); deleted with V4's last run. Temporal does not route activity
- * tasks by workflow type, so a V4 run's polling activity may run on this release's worker. V4 only
- * moves its own view when a check ends its tracking; V5 records that move itself (`recordsOutcome`
- * in its input). For a V4 run the activity records it, through the same {@link recordState}.
+ * Upgrade compatibility with the retired `scrapeWorkflowV4`, should one of its runs still be open
+ * (docs/operations.md, "Upgrading"; its release was the one before the previous one); deleted with
+ * V4's last run. Temporal does not route activity tasks by workflow type, so a V4 run's polling
+ * activity may run on this release's worker. V4 only moves its own view when a check ends its
+ * tracking; V5 and V6 record that move themselves (`recordsOutcome` in their input). For a V4 run the activity records it, through the same {@link recordState}.
  */
 import type { JobError } from '../../model/types.js';
 import type { ActivityKit } from '../context.js';

@@ -92,11 +92,11 @@ async function cancelJob(job: ScrapeJob): Promise<void> {
     job.move('cancelling', { note }); // `cancelAtProvider` records it in the store with the request
   }
 
+  // Only a resumed run (started after the job went final) may take a final row whose task may
+  // still run to `cancelling`; a late attempt of the run that made it final may not.
+  const reopen = job.input.resume !== undefined;
   let answer;
   try {
-    // Only a resumed run (started after the job went final) may take a final row whose task may
-    // still run to `cancelling`; a late attempt of the run that made it final may not.
-    const reopen = job.input.resume !== undefined;
     answer = await job.acts.canceller.cancelAtProvider({ ...job.taskRef(), report, ...(reopen ? { reopen } : {}) });
   } catch (e) {
     job.countCancelCall();
@@ -109,6 +109,14 @@ async function cancelJob(job: ScrapeJob): Promise<void> {
   }
   if (answer.kind === 'answered' || (answer.kind === 'unsupported' && answer.reachedProvider)) job.countCancelCall();
   if (answer.lastStatus) job.observe({ checks: 0, providerStatus: answer.lastStatus });
+  if (answer.kind === 'skipped' && reopen && answer.finalState) {
+    // A run resumed for a final job whose task, the store shows, has nothing left to stop (the
+    // provider already reported it final): the job keeps the row's state, and the request is
+    // settled with it (`finishCancel`), nothing sent.
+    if (answer.providerState) job.observe({ checks: 0, providerState: answer.providerState });
+    job.adoptFinal(answer.finalState, `nothing to cancel: ${answer.reason}`);
+    return;
+  }
   if (answer.kind === 'unsupported') {
     return finish(
       'cancel_unconfirmed',

@@ -384,6 +384,8 @@ export class ScrapeJob {
    */
   handOverCancel(): boolean {
     if (!this.v.cancel || this.v.cancel.outcome !== undefined || !this.final || !this.taskReachable()) return false;
+    // A run resumed to cancel never hands its own request on (no chain of runs).
+    if (this.input.pendingCancel) return false;
     this.late = this.v.cancel;
     return true;
   }

@@ -71,7 +71,7 @@ export function scrapeProxies(policy: PollPolicy) {
       startToCloseTimeout: 10_000,
       retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s' },
     }),
-    /** `recordState`, `recordCancelOutcome`: local activities (store writes only). */
+    /** `recordState`, `recordWait`, `recordCancelOutcome`: local activities (store writes only). */
     recorder: proxyLocalActivities<ScrapeActivities>({
       startToCloseTimeout: Math.min(15_000, attemptMs),
       retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10s' },
