@@ -237,6 +237,16 @@ export async function resultOf(
 }
 
 /** Provider-side cancel requests (`DELETE /api/jobs/:id/cancel`) for the jobs whose URL contains `tag`. */
+/** What the client's start functions need (`StartContext`), from `stack`: to start a run as the client would. */
+export function startContextOf(stack: Stack) {
+  return {
+    temporal: stack.temporal,
+    store: stack.store,
+    taskQueue: stack.config.temporal.taskQueue,
+    defaultProvider: 'reference',
+  };
+}
+
 export function providerCancelCalls(stack: Stack, tag: string, account = 'acme'): number {
   return stack.sim
     .jobsFor(account)

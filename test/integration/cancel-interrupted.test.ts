@@ -18,7 +18,7 @@ import { isFinalState } from '../../src/model/states.js';
 import { ScrapeState } from '../../src/workflows/searchAttributes.js';
 import type { PollPolicy } from '../../src/model/types.js';
 import { startPageServer, type PageServer } from '../helpers/pages.js';
-import { providerCancelCalls, settle, waitRow } from '../helpers/cancel.js';
+import { providerCancelCalls, settle, startContextOf, waitRow, type Settled } from '../helpers/cancel.js';
 import { runCli } from '../helpers/cli.js';
 import { FAST_POLICY, startStack, waitFor, type Stack } from '../helpers/stack.js';
 
@@ -104,6 +104,21 @@ function failCancels(tag: string) {
     action: 'error_5xx',
     status: 503,
   });
+}
+
+/** Starts job `j` on a task the provider completes but whose result cannot be read: tracking stops after two failed reads. */
+function startUnreadable(j: { tag: string; url: string }) {
+  stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: j.tag, action: 'bad_result' });
+  const policy = { ...POLICY, deadlineMs: 60_000, failedReadLimit: 2, failedReadBudgetMs: 1_000 };
+  return stack.client.startScrape({ account: 'acme', url: j.url, key: j.tag, policy });
+}
+
+/** Nothing was sent, and the row, the workflow's view and the Web UI's `ScrapeState` all still say `tracking_interrupted`. */
+function expectLeftInterrupted(row: { state: string }, s: Settled, tag: string) {
+  expect(row.state).toBe('tracking_interrupted');
+  expect(s.view.state).toBe('tracking_interrupted');
+  expect(s.scrapeState).toBe('tracking_interrupted');
+  expect(providerCancelCalls(stack, tag)).toBe(0);
 }
 
 async function isRunning(jobId: string) {
@@ -218,13 +233,7 @@ describe('provider cancel endpoint fails', () => {
 describe('provider already completed the task (status said completed, result unreadable)', () => {
   it('tracking_interrupted with provider_state completed, then a cancel: answer and row agree, no orphan', async () => {
     const j = job('bad-result');
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: j.tag, action: 'bad_result' });
-    await stack.client.startScrape({
-      account: 'acme',
-      url: j.url,
-      key: j.tag,
-      policy: { ...POLICY, deadlineMs: 60_000, failedReadLimit: 2, failedReadBudgetMs: 1_000 },
-    });
+    await startUnreadable(j);
     const s = await settle(stack, j.jobId, 40_000);
     expect(s.row.state).toBe('tracking_interrupted');
     expect(s.row.provider_state).toBe('completed');
@@ -310,14 +319,8 @@ describe('a cancel signal or native cancellation racing the deadline that record
 describe('a cancel signal as tracking stops on a task the provider reported completed (its result unreadable)', () => {
   it('nothing is handed over: one run, no provider cancel, the job stays tracking_interrupted (resumable), and the Web UI agrees', async () => {
     const j = job('race-badres');
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: j.tag, action: 'bad_result' });
     const h = holdRecord(j.jobId, 'tracking_interrupted');
-    await stack.client.startScrape({
-      account: 'acme',
-      url: j.url,
-      key: j.tag,
-      policy: { ...POLICY, deadlineMs: 60_000, failedReadLimit: 2, failedReadBudgetMs: 1_000 },
-    });
+    await startUnreadable(j);
     await h.hit; // the result reads of a completed task failed: the run moved to tracking_interrupted
     await stack.client.cancelScrape('acme', j.jobId, { reason: 'badres', wait: false });
     h.release();
@@ -329,10 +332,7 @@ describe('a cancel signal as tracking stops on a task the provider reported comp
     // Before: the run continued as new to cancel it; the new run found nothing to stop and ended with
     // its view and ScrapeState `cancel_unconfirmed` while the row stayed `tracking_interrupted`.
     expect(runs).toHaveLength(1);
-    expect(row.state).toBe('tracking_interrupted');
-    expect(s.view.state).toBe('tracking_interrupted');
-    expect(s.scrapeState).toBe('tracking_interrupted');
-    expect(providerCancelCalls(stack, j.tag)).toBe(0);
+    expectLeftInterrupted(row, s, j.tag);
   });
 });
 
@@ -341,29 +341,14 @@ describe('a run resumed to cancel a task the provider already reported completed
   // polling activity of the previous release, the workflow's own deadline backstop).
   it('sends nothing and keeps the row state: row, view and the Web UI agree, the run closes', async () => {
     const j = job('resumed-badres');
-    stack.sim.faults.add({ account: 'acme', endpoint: 'submit', urlContains: j.tag, action: 'bad_result' });
-    await stack.client.startScrape({
-      account: 'acme',
-      url: j.url,
-      key: j.tag,
-      policy: { ...POLICY, deadlineMs: 60_000, failedReadLimit: 2, failedReadBudgetMs: 1_000 },
-    });
+    await startUnreadable(j);
     const before = (await settle(stack, j.jobId, 40_000)).row;
     expect(before).toMatchObject({ state: 'tracking_interrupted', provider_state: 'completed' });
-    const ctx = {
-      temporal: stack.temporal,
-      store: stack.store,
-      taskQueue: stack.config.temporal.taskQueue,
-      defaultProvider: 'reference',
-    };
-    await startResumedRun(ctx, before, { pendingCancel: { reason: 'stop it', requestedBy: 'acme' } });
+    await startResumedRun(startContextOf(stack), before, { pendingCancel: { reason: 'stop it', requestedBy: 'acme' } });
     const row = await quiet(j.jobId, 60_000);
     const s = await settle(stack, j.jobId, 10_000);
     // Before: the run ended with its view and ScrapeState `cancel_unconfirmed`, the row `tracking_interrupted`.
-    expect(row.state).toBe('tracking_interrupted');
-    expect(s.view.state).toBe('tracking_interrupted');
-    expect(s.scrapeState).toBe('tracking_interrupted');
-    expect(providerCancelCalls(stack, j.tag)).toBe(0);
+    expectLeftInterrupted(row, s, j.tag);
   });
 });
 

@@ -20,6 +20,7 @@ import {
   providerJobs,
   sendCancel,
   settle,
+  startContextOf,
   stateEvents,
   waitCancelRecorded,
   waitRow,
@@ -294,13 +295,9 @@ describe('deadlines', () => {
     // What `cancelScrape` does before its Update, and nothing after: the client is gone. Before, the
     // client first moved the row to `pending`, so a client that died between the two steps left a
     // non-final row with no run (an orphan whose later cancels answered `not_running`).
-    const ctx = {
-      temporal: stack.temporal,
-      store: stack.store,
-      taskQueue: stack.config.temporal.taskQueue,
-      defaultProvider: 'reference',
-    };
-    await startResumedRun(ctx, interrupted, { pendingCancel: { reason: 'stop it', requestedBy: 'acme' } });
+    await startResumedRun(startContextOf(stack), interrupted, {
+      pendingCancel: { reason: 'stop it', requestedBy: 'acme' },
+    });
     const end = await waitForState(
       stack.store,
       jobId,

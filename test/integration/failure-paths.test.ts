@@ -425,6 +425,22 @@ describe('with activities that are refused permanently (a revoked key)', () => {
     await stack?.stop();
   });
 
+  /** Starts a job whose submit goes unanswered and whose reconciliation is refused; waits until it waits for an operator. */
+  async function startUnknown(url: string, key: string) {
+    const ref = await stack.client.startScrape({
+      account: 'acme',
+      url,
+      key: `${key}-${randomUUID().slice(0, 6)}`,
+      policy: FAST_POLICY,
+    });
+    await waitFor(
+      async () => (await stack.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
+      30_000,
+      'the job to wait in unknown',
+    );
+    return ref;
+  }
+
   it('a refused result read ends in tracking_interrupted with the reason (resumable), the run closes Failed naming it', async () => {
     const ref = await stack.client.startScrape({
       account: 'acme',
@@ -454,17 +470,7 @@ describe('with activities that are refused permanently (a revoked key)', () => {
   });
 
   it('a job whose reconciliation is refused says in its row (status, the API) that it waits for an operator, not for the lookups', async () => {
-    const ref = await stack.client.startScrape({
-      account: 'acme',
-      url: 'https://example.com/unknown-refused-wait',
-      key: `unknown-wait-${randomUUID().slice(0, 6)}`,
-      policy: FAST_POLICY,
-    });
-    await waitFor(
-      async () => (await stack.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
-      30_000,
-      'the job to wait in unknown',
-    );
+    const ref = await startUnknown('https://example.com/unknown-refused-wait', 'unknown-wait');
     // Before: the row still said `evidence` (next try in the past) while the workflow waited for an operator.
     expect((await stack.client.getScrape('acme', ref.jobId)).waiting).toMatchObject({
       reason: 'operator',
@@ -474,17 +480,7 @@ describe('with activities that are refused permanently (a revoked key)', () => {
   });
 
   it('a cancel of a job in unknown whose reconciliation is refused ends cancel_unconfirmed, and a second cancel says so', async () => {
-    const ref = await stack.client.startScrape({
-      account: 'acme',
-      url: 'https://example.com/unknown-refused',
-      key: `unknown-${randomUUID().slice(0, 6)}`,
-      policy: FAST_POLICY,
-    });
-    await waitFor(
-      async () => (await stack.client.getLiveView('acme', ref.jobId)).note?.includes('waiting for an operator'),
-      30_000,
-      'the job to wait in unknown',
-    );
+    const ref = await startUnknown('https://example.com/unknown-refused', 'unknown');
     const cancelsBefore = counts.cancelTask;
     const r = await stack.client.cancelScrape('acme', ref.jobId, { reason: 'test' });
     expect(r).toMatchObject({
