@@ -16,7 +16,7 @@ import { ScrapeAccount } from '../workflows/searchAttributes.js';
 import { BudgetsClient } from './budgets.js';
 import { cancelBatch, type BatchCancelOutcome, type CancelResult } from './cancel.js';
 import { cancelReopening, resumeJob } from './reopen.js';
-import { JobNotFoundError } from './errors.js';
+import { InvalidInputError, JobNotFoundError } from './errors.js';
 import { authorize } from './ids.js';
 import { listJobs, listJobsPage } from './lists.js';
 import { executionSummary, overlayPolling } from './live.js';
@@ -34,6 +34,9 @@ import {
   type JobResult,
   type JobSummary,
 } from './views.js';
+
+/** The longest wait a Node timer keeps, in ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * Options of {@link ScrapeClient} (see {@link StartContext} for `pollDefaults` and `workflowType`).
@@ -199,13 +202,20 @@ export class ScrapeClient {
    * resumed to ask the provider to stop that task (a {@link ScrapeError} `conflict` when the run that
    * made it final has not closed within the timeout); cancelling a cancelled job twice returns the same
    * outcome; a non-final job whose workflow no longer runs is `not_running`.
-   * Throws {@link JobNotFoundError} for a job of another account or none.
+   * Throws {@link JobNotFoundError} for a job of another account or none, and
+   * {@link InvalidInputError} for a `timeoutMs` that is not a finite number of ms up to 2^31 − 1.
    */
   async cancelScrape(
     account: string,
     jobId: string,
     opts: { reason?: string; requestedBy?: string; wait?: boolean; timeoutMs?: number } = {},
   ): Promise<CancelResult> {
+    // A timer cannot wait past 2^31 − 1 ms (it would fire at once), nor for NaN.
+    const t = opts.timeoutMs;
+    if (t !== undefined && !(Number.isFinite(t) && t <= MAX_TIMER_MS))
+      throw new InvalidInputError(`timeoutMs must be a number of ms up to ${MAX_TIMER_MS}, not ${t}`, [
+        { path: ['timeoutMs'], message: 'not a finite number of ms within the timer range' },
+      ]);
     // Authorisation: the job must be this account's (a job started but not yet registered by the
     // worker has no store row yet: its workflow answers for it).
     const row = await ownedRow(this.opts.store, account, jobId).catch(async (e) => {
